@@ -1,0 +1,254 @@
+"""Semantic rules: what a document can satisfy the schema with and still be wrong about (PROTOCOL.md).
+
+Each rule yields Errors and reads the document defensively: it may run on a document that also failed the
+schema, because every problem is reported at once.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from typing import Any
+
+from . import rules
+from .errors import Error, pointer
+
+Rule = Callable[[dict[str, Any]], Iterator[Error]]
+MAX_SAFE_INTEGER = 2**53  # RFC 8785 numbers are IEEE doubles: larger integers would change identity
+
+
+def _get(doc: Any, *path: str) -> Any:
+    for key in path:
+        if not isinstance(doc, dict):
+            return None
+        doc = doc.get(key)
+    return doc
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _time(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def numbers_are_representable(doc: Any, path: tuple[str | int, ...] = ()) -> Iterator[Error]:
+    """No NaN/Infinity (possible when a caller passes Python values) and no integer beyond 2**53."""
+    if isinstance(doc, dict):
+        for key, value in doc.items():
+            yield from numbers_are_representable(value, (*path, key))
+    elif isinstance(doc, list):
+        for i, value in enumerate(doc):
+            yield from numbers_are_representable(value, (*path, i))
+    elif isinstance(doc, float) and not math.isfinite(doc):
+        yield Error(pointer(path), "non-finite-number", "NaN and Infinity are not numbers JSON allows")
+    elif isinstance(doc, int) and not isinstance(doc, bool) and abs(doc) > MAX_SAFE_INTEGER:
+        yield Error(pointer(path), "integer-out-of-range",
+                    f"integers beyond ±2^53 cannot be represented exactly in the canonical form")
+
+
+def scenario_fits_phase(doc: dict[str, Any]) -> Iterator[Error]:
+    phase, kind = doc.get("phase"), _get(doc, "scenario", "kind")
+    allowed = rules.SCENARIOS_BY_PHASE.get(phase) if isinstance(phase, str) else None
+    if allowed is not None and isinstance(kind, str) and kind not in allowed:
+        yield Error("/scenario/kind", "scenario-phase-mismatch",
+                    f"'{kind}' is not a scenario of the {phase} phase (allowed: {', '.join(sorted(allowed))})")
+
+
+def required_metrics_present(doc: dict[str, Any]) -> Iterator[Error]:
+    metrics = doc.get("metrics")
+    if not isinstance(metrics, dict):
+        return
+    phase, kind = doc.get("phase"), _get(doc, "scenario", "kind")
+    if phase == "inference":
+        needed: list[tuple[str, ...]] = [("throughput",), ("latency_ms", "ttft_ms")]
+    elif phase == "training" and kind == "time-to-quality":
+        needed = [("time_to_quality",)]
+    elif phase == "training":
+        needed = [("throughput",), ("step_time_ms",)]
+    else:
+        return
+    for options in needed:
+        if not any(metrics.get(name) is not None for name in options):
+            yield Error(f"/metrics/{options[0]}", "missing-required-metric",
+                        f"{phase} runs must report {' or '.join(options)}")
+
+
+def primary_metric_present(doc: dict[str, Any]) -> Iterator[Error]:
+    primary = _get(doc, "metrics", "primary")
+    metrics = doc.get("metrics")
+    if not isinstance(primary, str) or not isinstance(metrics, dict):
+        return
+    name, _, field = primary.partition(".")
+    value = metrics.get(name)
+    if value is None or (field and _get(value, field) is None):
+        yield Error("/metrics/primary", "primary-metric-absent",
+                    f"the headline metric '{primary}' is not in metrics")
+    elif not field and name in rules.DISTRIBUTION_METRICS:
+        yield Error("/metrics/primary", "primary-metric-ambiguous",
+                    f"name the statistic of '{name}' that is the headline, e.g. '{name}.p99'")
+
+
+def percentiles_ordered_and_supported(doc: dict[str, Any]) -> Iterator[Error]:
+    for name in rules.DISTRIBUTION_METRICS:
+        dist = _get(doc, "metrics", name)
+        if not isinstance(dist, dict):
+            continue
+        base = f"/metrics/{name}"
+        count = dist.get("count")
+        if isinstance(count, int):
+            for key, minimum in rules.MIN_SAMPLES_FOR_PERCENTILE.items():
+                if dist.get(key) is not None and count < minimum:
+                    yield Error(f"{base}/{key}", "too-few-samples-for-percentile",
+                                f"{key} needs at least {minimum} samples, this has {count}: omit it")
+        order = ["min", *rules.PERCENTILES, "max"]
+        present = [(k, _num(dist.get(k))) for k in order if _num(dist.get(k)) is not None]
+        for (lo_key, lo), (hi_key, hi) in zip(present, present[1:]):
+            if hi < lo:  # type: ignore[operator]
+                yield Error(f"{base}/{hi_key}", "percentiles-out-of-order",
+                            f"{hi_key} ({hi:g}) is below {lo_key} ({lo:g})")
+        lo, mean, hi = _num(dist.get("min")), _num(dist.get("mean")), _num(dist.get("max"))
+        if mean is not None and ((lo is not None and mean < lo) or (hi is not None and mean > hi)):
+            yield Error(f"{base}/mean", "percentiles-out-of-order", "the mean lies outside [min, max]")
+
+
+def times_ordered(doc: dict[str, Any]) -> Iterator[Error]:
+    started = _time(_get(doc, "provenance", "started_at"))
+    finished = _time(_get(doc, "provenance", "finished_at"))
+    if started and finished:
+        if (started.tzinfo is None) != (finished.tzinfo is None):
+            yield Error("/provenance/finished_at", "bad-format", "give both times with a time zone")
+        elif finished < started:
+            yield Error("/provenance/finished_at", "finished-before-started",
+                        "the run finished before it started")
+
+
+def _elapsed_seconds(doc: dict[str, Any]) -> float | None:
+    started = _time(_get(doc, "provenance", "started_at"))
+    finished = _time(_get(doc, "provenance", "finished_at"))
+    if started and finished and (started.tzinfo is None) == (finished.tzinfo is None):
+        return (finished - started).total_seconds()
+    return None
+
+
+def window_long_enough(doc: dict[str, Any]) -> Iterator[Error]:
+    window = _get(doc, "conditions", "window")
+    if not isinstance(window, dict):
+        return
+    seconds, iterations = _num(window.get("seconds")), _num(window.get("iterations"))
+    warm = _num(_get(doc, "conditions", "warmup", "seconds"))
+    if seconds is not None and seconds < rules.MIN_WINDOW_SECONDS:
+        yield Error("/conditions/window/seconds", "window-too-short",
+                    f"a measurement window must last at least {rules.MIN_WINDOW_SECONDS:g} s")
+    elif seconds is not None and warm is not None and seconds < warm:
+        yield Error("/conditions/window/seconds", "window-too-short",
+                    f"the measurement window ({seconds:g} s) is shorter than its warm-up ({warm:g} s)")
+    if iterations is not None and iterations < rules.MIN_WINDOW_ITERATIONS:
+        yield Error("/conditions/window/iterations", "window-too-short",
+                    f"a measurement window needs at least {rules.MIN_WINDOW_ITERATIONS} timed iterations")
+    elapsed = _elapsed_seconds(doc)
+    if elapsed is not None and seconds is not None and (warm or 0.0) + seconds > elapsed * 1.01 + 1.0:
+        yield Error("/conditions/window/seconds", "window-exceeds-run",
+                    f"warm-up plus window ({(warm or 0.0) + seconds:g} s) is longer than the run "
+                    f"({elapsed:g} s from started_at to finished_at)")
+
+
+def quantization_described(doc: dict[str, Any]) -> Iterator[Error]:
+    weights = _get(doc, "precision", "weights")
+    if weights in rules.QUANTIZED_FORMATS and _get(doc, "precision", "quantization") is None:
+        yield Error("/precision/quantization", "quantization-missing",
+                    f"{weights} weights are quantized: describe how in precision.quantization")
+
+
+def units_fit_metrics(doc: dict[str, Any]) -> Iterator[Error]:
+    expected = {"tokens_per_second": {"tokens/s"}, "request_rate": {"requests/s", "queries/s"},
+                "goodput": {"requests/s", "queries/s", "tokens/s"}}
+    for name, units in expected.items():
+        unit = _get(doc, "metrics", name, "unit")
+        if isinstance(unit, str) and unit not in units:
+            yield Error(f"/metrics/{name}/unit", "unit-mismatch",
+                        f"{name} is measured in {' or '.join(sorted(units))}, not {unit}")
+
+
+def steady_state_explained(doc: dict[str, Any]) -> Iterator[Error]:
+    steady = _get(doc, "conditions", "steady_state")
+    if isinstance(steady, dict) and steady.get("reached") is False and not steady.get("reasons"):
+        yield Error("/conditions/steady_state/reasons", "steady-state-reasons-missing",
+                    "a run that did not reach steady state must say why in reasons")
+
+
+def derived_values_consistent(doc: dict[str, Any]) -> Iterator[Error]:
+    flops = _get(doc, "metrics", "flops")
+    if isinstance(flops, dict):
+        achieved, peak, mfu = (_num(flops.get(k)) for k in ("achieved_tflops", "peak_tflops", "mfu"))
+        if achieved is not None and peak and mfu is not None and abs(achieved / peak - mfu) > 0.01 + 0.02 * mfu:
+            yield Error("/metrics/flops/mfu", "inconsistent-derived-value",
+                        f"mfu {mfu:g} does not equal achieved/peak = {achieved / peak:.4f}")
+    loss = _get(doc, "metrics", "loss")
+    if isinstance(loss, dict):
+        first, last, decreased = _num(loss.get("first")), _num(loss.get("last")), loss.get("decreased")
+        if first is not None and last is not None and isinstance(decreased, bool) and decreased != (last < first):
+            yield Error("/metrics/loss/decreased", "inconsistent-derived-value",
+                        f"decreased is {str(decreased).lower()} but loss went from {first:g} to {last:g}")
+    energy = _get(doc, "metrics", "energy")
+    elapsed = _elapsed_seconds(doc)
+    if isinstance(energy, dict) and elapsed is not None:
+        joules, watts = _num(energy.get("joules")), _num(energy.get("average_power_w"))
+        if joules is not None and watts and joules / watts > elapsed * 1.01 + 1.0:
+            yield Error("/metrics/energy/joules", "inconsistent-derived-value",
+                        f"{joules:g} J at {watts:g} W lasts {joules / watts:g} s, longer than the run")
+
+
+def shape_consistent(doc: dict[str, Any]) -> Iterator[Error]:
+    shape = _get(doc, "workload", "shape")
+    if not isinstance(shape, dict):
+        return
+    batch, micro, accum = shape.get("batch_size"), shape.get("micro_batch_size"), shape.get("gradient_accumulation_steps")
+    if all(isinstance(v, int) and v > 0 for v in (batch, micro, accum)) and batch % (micro * accum):
+        yield Error("/workload/shape/batch_size", "inconsistent-shape",
+                    f"batch_size {batch} is not a multiple of micro_batch_size × accumulation steps "
+                    f"({micro} × {accum})")
+
+
+def samples_match_metrics(doc: dict[str, Any]) -> Iterator[Error]:
+    samples = doc.get("samples")
+    if not isinstance(samples, dict):
+        return
+    for name, series in samples.items():
+        metric = _get(doc, "metrics", name)
+        if metric is None:
+            yield Error(f"/samples/{name}", "samples-without-metric",
+                        f"raw samples for '{name}' but no such metric is reported")
+            continue
+        reps = series.get("repetitions") if isinstance(series, dict) else None
+        count = metric.get("count") if isinstance(metric, dict) else None
+        if isinstance(reps, list) and isinstance(count, int) and name in rules.DISTRIBUTION_METRICS:
+            total = sum(len(r) for r in reps if isinstance(r, list))
+            if total != count:
+                yield Error(f"/samples/{name}/repetitions", "samples-count-mismatch",
+                            f"{total} raw samples but metrics.{name}.count says {count}")
+
+
+RULES: tuple[Rule, ...] = (
+    scenario_fits_phase, required_metrics_present, primary_metric_present,
+    percentiles_ordered_and_supported, times_ordered, window_long_enough, quantization_described,
+    units_fit_metrics, steady_state_explained, derived_values_consistent, shape_consistent,
+    samples_match_metrics,
+)
+
+
+def semantic_errors(document: Any) -> list[Error]:
+    """Every semantic problem in the document."""
+    out = list(numbers_are_representable(document))
+    if not isinstance(document, dict):
+        return out
+    for rule in RULES:
+        out.extend(rule(document))
+    return out

@@ -1,0 +1,73 @@
+"""Strict JSON parsing: duplicate keys and NaN/Infinity are errors with pointers, not silent surprises."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .errors import Error, Invalid, pointer
+
+
+class _NonFinite:
+    """Placeholder for NaN/Infinity found while parsing, so the check can report where it was."""
+
+    def __init__(self, literal: str) -> None:
+        self.literal = literal
+
+
+class _DuplicateKeys(dict):  # type: ignore[type-arg]
+    """An object that had repeated keys; the repeats are reported once the path is known."""
+
+    duplicates: list[str]
+
+
+def _object_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    duplicates = []
+    for key, value in pairs:
+        if key in seen:
+            duplicates.append(key)
+        seen[key] = value
+    if duplicates:
+        marked = _DuplicateKeys(seen)
+        marked.duplicates = duplicates
+        return marked
+    return seen
+
+
+def _find_parse_problems(value: Any, path: tuple[str | int, ...], out: list[Error]) -> Any:
+    """Walk the parsed value, collecting problems and returning a plain copy (NaN/Inf become None)."""
+    if isinstance(value, _NonFinite):
+        out.append(Error(pointer(path), "non-finite-number",
+                         f"{value.literal} is not a number JSON allows; use null for 'not measured'"))
+        return None
+    if isinstance(value, dict):
+        for key in getattr(value, "duplicates", []):
+            out.append(Error(pointer((*path, key)), "duplicate-key",
+                             f"the key '{key}' appears more than once in this object"))
+        return {k: _find_parse_problems(v, (*path, k), out) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_find_parse_problems(v, (*path, i), out) for i, v in enumerate(value)]
+    return value
+
+
+def parse_json(raw: bytes | str) -> Any:
+    """Parse JSON text strictly. Raises Invalid listing every duplicate key and non-finite number."""
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise Invalid([Error("", "invalid-encoding",
+                                 f"the body is not UTF-8 (byte {exc.start} cannot be decoded)")]) from None
+    try:
+        value = json.loads(raw, object_pairs_hook=_object_hook, parse_constant=_NonFinite)
+    except json.JSONDecodeError as exc:
+        raise Invalid([Error("", "malformed-json",
+                             f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")]) from None
+    except RecursionError:
+        raise Invalid([Error("", "malformed-json", "JSON nested too deeply")]) from None
+    problems: list[Error] = []
+    plain = _find_parse_problems(value, (), problems)
+    if problems:
+        raise Invalid(problems)
+    return plain

@@ -1,0 +1,36 @@
+"""Protocol constants shared by checks, runners and comparisons: what each phase allows and needs."""
+
+from __future__ import annotations
+
+PROTOCOL_NAME = "benchreg.submission"
+PROTOCOL_VERSION = "1.0"
+
+INFERENCE_SCENARIOS = frozenset({"single-stream", "multi-stream", "server", "offline", "interactive"})
+TRAINING_SCENARIOS = frozenset({"fixed-steps", "time-to-quality"})
+SCENARIOS_BY_PHASE = {"inference": INFERENCE_SCENARIOS, "training": TRAINING_SCENARIOS}
+
+DISTRIBUTION_METRICS = ("latency_ms", "ttft_ms", "tpot_ms", "step_time_ms")
+RATE_METRICS = ("throughput", "tokens_per_second", "request_rate", "goodput")
+
+# Percentile keys in the order they must not decrease, with the value each stands for.
+PERCENTILES = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p97": 97.0, "p99": 99.0, "p999": 99.9}
+
+# Fewest samples a tail percentile may be claimed on (PROTOCOL.md). Below this it is omitted, not guessed.
+# The published rule keeps about 6.5 expected samples beyond the percentile (p90: 64, p95: 130, p99: 662);
+# p97 and p99.9, which MLPerf logs also report, follow the same rule.
+MIN_SAMPLES_FOR_PERCENTILE = {"p90": 64, "p95": 130, "p97": 217, "p99": 662, "p999": 6636}
+
+# Weight formats that are quantized and so need a `precision.quantization` block describing how.
+QUANTIZED_FORMATS = frozenset({"int8", "int4", "nvfp4", "mxfp4", "mxfp8", "fp8-e4m3", "fp8-e5m2"})
+
+# A measurement window must be at least this long (seconds) and this many timed iterations.
+MIN_WINDOW_SECONDS = 1.0
+MIN_WINDOW_ITERATIONS = 10
+
+# Which direction is better for each metric family: used for headlines and comparisons.
+LOWER_IS_BETTER = frozenset({*DISTRIBUTION_METRICS, "time_to_quality"})
+
+
+def percentile_allowed(key: str, count: int) -> bool:
+    """Whether a percentile may be reported on `count` samples."""
+    return count >= MIN_SAMPLES_FOR_PERCENTILE.get(key, 0)

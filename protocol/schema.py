@@ -1,0 +1,100 @@
+"""The versioned JSON Schema (Draft 2020-12) and translation of its errors into protocol Errors."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator, FormatChecker, ValidationError
+
+from .errors import Error, pointer
+
+SCHEMA_DIR = Path(__file__).parent / "schemas"
+SUBMISSION_SCHEMA_FILE = SCHEMA_DIR / "submission.v1.schema.json"
+
+
+@cache
+def submission_schema() -> dict[str, Any]:
+    """The submission schema as loaded from its data file (read once per process)."""
+    return json.loads(SUBMISSION_SCHEMA_FILE.read_text())
+
+
+@cache
+def _validator() -> Draft202012Validator:
+    schema = submission_schema()
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema, format_checker=FormatChecker())
+
+
+def _describe(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else f"'{value}'"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    return {str: "string", list: "array", dict: "object"}.get(type(value), type(value).__name__)
+
+
+def _translate(err: ValidationError) -> Iterator[Error]:
+    path = tuple(err.absolute_path)
+    here = pointer(path)
+    kind = err.validator
+    if kind == "required":
+        for name in err.validator_value:
+            if isinstance(err.instance, dict) and name not in err.instance:
+                yield Error(pointer((*path, name)), "required", f"'{name}' is required here")
+    elif kind == "additionalProperties":
+        known = set(err.schema.get("properties", {}))
+        for name in err.instance:
+            if name not in known:
+                yield Error(pointer((*path, name)), "unknown-field",
+                            f"'{name}' is not a field of protocol 1.x at this place")
+    elif kind == "propertyNames":
+        for sub in err.context:
+            yield Error(pointer((*path, sub.instance)), "unknown-field",
+                        f"'{sub.instance}' is not allowed as a key here")
+    elif kind == "anyOf":
+        # Nullable references are anyOf [null, X]: report why the value fails X, not the null branch.
+        real = [s for s in err.context if not (s.validator == "type" and s.validator_value == "null")]
+        if real:
+            for sub in real:
+                yield from _translate(sub)
+        else:
+            yield Error(here, "wrong-type", f"{_describe(err.instance)} is not allowed here")
+    elif kind == "type":
+        expected = err.validator_value if isinstance(err.validator_value, list) else [err.validator_value]
+        yield Error(here, "wrong-type",
+                    f"expected {' or '.join(expected)}, got {_json_type(err.instance)}")
+    elif kind in ("enum", "const"):
+        allowed = err.validator_value if kind == "enum" else [err.validator_value]
+        shown = ", ".join("null" if a is None else str(a) for a in allowed)
+        yield Error(here, "not-allowed-value", f"{_describe(err.instance)} is not one of: {shown}")
+    elif kind in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        word = "at least" if "inimum" in kind else "at most"
+        yield Error(here, "out-of-range", f"{_describe(err.instance)} must be {word} {err.validator_value}")
+    elif kind in ("pattern", "format"):
+        yield Error(here, "bad-format", f"{_describe(err.instance)} does not match the expected format "
+                                        f"({err.validator_value})")
+    elif kind in ("minLength", "minItems", "minProperties"):
+        yield Error(here, "too-short", f"needs at least {err.validator_value} item(s) or character(s)")
+    elif kind in ("maxLength", "maxItems", "maxProperties"):
+        yield Error(here, "too-long", f"allows at most {err.validator_value} item(s) or character(s)")
+    else:
+        yield Error(here, f"schema-{kind}", err.message)
+
+
+def schema_errors(document: Any) -> list[Error]:
+    """Every schema violation in the document, each with its pointer, code and message."""
+    out: list[Error] = []
+    for err in _validator().iter_errors(document):
+        out.extend(_translate(err))
+    return out

@@ -1,0 +1,42 @@
+"""The one check every document passes through: parse, schema, semantic rules, canonical form, digest."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .canonical import canonicalize, digest_of
+from .checks import semantic_errors
+from .errors import Error, Invalid
+from .parsing import parse_json
+from .schema import schema_errors
+from .summary import RunSummary, summarize
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A document that passed every check, with its canonical bytes and digest."""
+
+    document: dict[str, Any]
+    canonical: bytes
+    digest: str
+
+    @property
+    def summary(self) -> RunSummary:
+        return summarize(self.document)
+
+
+def errors(document: Any) -> list[Error]:
+    """All schema and semantic errors of an already-parsed document, sorted by pointer."""
+    return sorted(set(schema_errors(document)) | set(semantic_errors(document)))
+
+
+def check(document: Any) -> Checked:
+    """Validate a document (JSON bytes/str or a parsed value). Raises Invalid with every error at once."""
+    if isinstance(document, bytes | str):
+        document = parse_json(document)
+    found = errors(document)
+    if found:
+        raise Invalid(found)
+    canonical = canonicalize(document)
+    return Checked(document=document, canonical=canonical, digest=digest_of(canonical))
