@@ -1,0 +1,1 @@
+"""benchreg registry: the Django project that stores, compares and reports benchmark runs."""

@@ -1,0 +1,35 @@
+"""Token authentication against hashed, scoped, revocable tokens (`Authorization: Token <token>`)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.utils import timezone
+from rest_framework import authentication, exceptions
+
+from registry.models import ApiToken
+from registry.services.tokens import hash_token
+
+LAST_USED_RESOLUTION = timedelta(minutes=1)  # write last_used_at at most once a minute per token
+
+
+class TokenAuthentication(authentication.BaseAuthentication):
+    keywords = ("token", "bearer")
+
+    def authenticate(self, request):  # type: ignore[no-untyped-def]
+        header = authentication.get_authorization_header(request).split()
+        if not header or header[0].decode(errors="replace").lower() not in self.keywords:
+            return None
+        if len(header) != 2:
+            raise exceptions.AuthenticationFailed("the Authorization header must be 'Token <token>'")
+        plain = header[1].decode(errors="replace")
+        token = (ApiToken.objects.select_related("user").filter(key_hash=hash_token(plain)).first())
+        if token is None or not token.is_active or not token.user.is_active:
+            raise exceptions.AuthenticationFailed("invalid, expired or revoked token")
+        now = timezone.now()
+        if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
+            ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        return token.user, token
+
+    def authenticate_header(self, request) -> str:  # type: ignore[no-untyped-def]
+        return 'Token realm="benchreg"'

@@ -1,0 +1,74 @@
+"""The one place registry errors become HTTP: RFC 9457 problem details (application/problem+json)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, JsonResponse
+from rest_framework import exceptions
+from rest_framework.response import Response
+from rest_framework.views import exception_handler
+
+from registry.exceptions import RegistryError
+
+PROBLEM = "application/problem+json"
+log = logging.getLogger(__name__)
+
+_TITLES = {400: "Bad request", 401: "Not authenticated", 403: "Forbidden", 404: "Not found",
+           405: "Method not allowed", 406: "Not acceptable", 409: "Conflict", 413: "Payload too large",
+           415: "Unsupported media type", 422: "Unprocessable content", 429: "Too many requests",
+           500: "Internal server error"}
+
+
+def problem(status: int, code: str, detail: str, errors: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"type": f"https://benchreg.dev/problems/{code}", "title": _TITLES.get(status, "Error"),
+                            "status": status, "code": code, "detail": detail}
+    if errors is not None:
+        body["errors"] = errors
+    return body
+
+
+def _drf_errors(detail: Any, prefix: str = "") -> list[dict[str, Any]]:
+    """Flatten DRF's nested validation errors into {pointer, code, message} items."""
+    if isinstance(detail, dict):
+        return [e for key, value in detail.items() for e in _drf_errors(value, f"{prefix}/{key}")]
+    if isinstance(detail, list):
+        if all(isinstance(d, exceptions.ErrorDetail) for d in detail):
+            return [{"pointer": prefix, "code": d.code, "message": str(d)} for d in detail]
+        return [e for i, value in enumerate(detail) for e in _drf_errors(value, f"{prefix}/{i}")]
+    return [{"pointer": prefix, "code": getattr(detail, "code", "invalid"), "message": str(detail)}]
+
+
+def problem_details_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, RegistryError):
+        body = problem(exc.status, exc.code, exc.message, exc.errors or None)
+        return Response(body, status=exc.status, content_type=PROBLEM)
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    elif isinstance(exc, PermissionDenied):
+        exc = exceptions.PermissionDenied()
+    response = exception_handler(exc, context)
+    if response is None:
+        return None
+    assert isinstance(exc, exceptions.APIException)
+    if isinstance(exc, exceptions.ValidationError):
+        body = problem(400, "invalid-request", "the request is not valid", _drf_errors(exc.detail))
+    else:
+        detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+        body = problem(response.status_code, exc.default_code.replace("_", "-"), detail)
+    response.data = body
+    response.content_type = PROBLEM
+    return response
+
+
+def api_not_found(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
+    return JsonResponse(problem(404, "not-found", f"no such resource: {request.path}"), status=404,
+                        content_type=PROBLEM)
+
+
+def api_server_error(request: HttpRequest) -> JsonResponse:
+    log.error("unhandled error serving %s", request.path)
+    return JsonResponse(problem(500, "server-error", "the registry failed; the error is logged"), status=500,
+                        content_type=PROBLEM)

@@ -1,0 +1,33 @@
+"""Filters for run lists: the indexed columns users ask about."""
+
+from __future__ import annotations
+
+import django_filters
+
+from registry.models import Submission
+
+
+class SubmissionFilter(django_filters.FilterSet):
+    phase = django_filters.ChoiceFilter(choices=[("training", "training"), ("inference", "inference")])
+    workload = django_filters.CharFilter(field_name="workload_name")
+    workload_version = django_filters.CharFilter()
+    scenario = django_filters.CharFilter(field_name="scenario_kind")
+    precision = django_filters.CharFilter(field_name="precision_weights",
+                                          help_text="weights format, e.g. bf16 or int8")
+    activations = django_filters.CharFilter(field_name="precision_activations")
+    batch_size = django_filters.NumberFilter()
+    accelerator = django_filters.CharFilter(field_name="accelerator_model")
+    vendor = django_filters.CharFilter(field_name="accelerator_vendor", lookup_expr="iexact")
+    system = django_filters.CharFilter(field_name="system_name")
+    submitter = django_filters.CharFilter(help_text="provenance.submitter as stated in the document")
+    submitted_by = django_filters.CharFilter(field_name="submitted_by_name", help_text="registry user")
+    source = django_filters.CharFilter()
+    comparability_key = django_filters.CharFilter()
+    submitted_after = django_filters.IsoDateTimeFilter(field_name="submitted_at", lookup_expr="gte")
+    submitted_before = django_filters.IsoDateTimeFilter(field_name="submitted_at", lookup_expr="lt")
+    started_after = django_filters.IsoDateTimeFilter(field_name="started_at", lookup_expr="gte")
+    started_before = django_filters.IsoDateTimeFilter(field_name="started_at", lookup_expr="lt")
+
+    class Meta:
+        model = Submission
+        fields: list[str] = []

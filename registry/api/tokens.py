@@ -1,0 +1,58 @@
+"""Token endpoints: a signed-in user (or a token with the admin role's user) lists, creates and revokes tokens."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from registry.choices import Scope
+from registry.selectors.tokens import token_get_for, token_list_for
+from registry.services.tokens import token_create, token_revoke
+
+
+class TokenOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    prefix = serializers.CharField()
+    scopes = serializers.ListField(child=serializers.CharField())
+    created_at = serializers.DateTimeField()
+    last_used_at = serializers.DateTimeField(allow_null=True)
+    expires_at = serializers.DateTimeField(allow_null=True)
+    revoked_at = serializers.DateTimeField(allow_null=True)
+
+
+class TokenCollectionApi(APIView):
+    """GET: your tokens. POST: a new token, shown once in `token`."""
+
+    required_scope = "read"
+
+    class InputSerializer(serializers.Serializer):
+        name = serializers.CharField(max_length=100)
+        scopes = serializers.ListField(child=serializers.ChoiceField(choices=Scope.choices), min_length=1)
+        expires_at = serializers.DateTimeField(required=False, allow_null=True)
+
+    @extend_schema(responses=TokenOutputSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        return Response(TokenOutputSerializer(token_list_for(user=request.user), many=True).data)
+
+    @extend_schema(request=InputSerializer, responses={201: TokenOutputSerializer})
+    def post(self, request: Request) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        token, plain = token_create(user=request.user, actor=request.user.get_username(), **data.validated_data)
+        return Response({**TokenOutputSerializer(token).data, "token": plain}, status=status.HTTP_201_CREATED)
+
+
+class TokenRevokeApi(APIView):
+    """DELETE revokes one of your tokens (the row stays, marked revoked)."""
+
+    required_scope = "read"
+
+    @extend_schema(responses={200: TokenOutputSerializer})
+    def delete(self, request: Request, token_id: int) -> Response:
+        token = token_get_for(user=request.user, token_id=token_id)
+        token_revoke(token=token, actor=request.user.get_username())
+        return Response(TokenOutputSerializer(token).data)

@@ -1,0 +1,66 @@
+"""`benchreg demo`: the main job. Sets up the embedded registry, fills it with evidence, then serves it.
+
+First run: migrations, an admin user and an API token (both printed once), the example runs. Each run
+then measures this machine with the bundled runners and ends by serving the registry.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandParser
+
+import protocol
+from registry.exceptions import RegistryError
+from registry.management.commands.serve import serve
+from registry.services.submissions import submission_create
+from registry.services.tokens import token_create
+
+EXAMPLES_DIR = Path(protocol.__file__).parent / "examples"
+
+
+class Command(BaseCommand):
+    help = "Set up the embedded registry, load and measure runs, and serve it (the README's main job)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--bind", default="127.0.0.1:8000")
+        parser.add_argument("--no-serve", action="store_true", help="set up and load, then exit")
+
+    def handle(self, *args: Any, bind: str, no_serve: bool, **options: Any) -> None:
+        self.stdout.write(f"data directory: {settings.DATA_DIR}")
+        call_command("migrate", interactive=False, verbosity=0)
+        admin = self._admin_user()
+        self._load_examples(admin)
+        if no_serve:
+            return
+        self.stdout.write(self.style.SUCCESS(f"serving on http://{bind}/  (API docs: http://{bind}/api/docs/)"))
+        serve(bind=bind, workers=2, threads=4)
+
+    def _admin_user(self) -> Any:
+        users = get_user_model().objects
+        admin = users.filter(username="admin").first()
+        if admin is not None:
+            self.stdout.write("admin user exists (its password and token were printed on the first run)")
+            return admin
+        password = secrets.token_urlsafe(12)
+        admin = users.create_superuser("admin", email="", password=password)
+        _, token = token_create(user=admin, name="demo", scopes="submit,read", actor="benchreg demo")
+        self.stdout.write(self.style.WARNING("Created once, shown once — keep them:"))
+        self.stdout.write(f"  admin user:  admin / {password}")
+        self.stdout.write(f"  API token:   {token}")
+        return admin
+
+    def _load_examples(self, admin: Any) -> None:
+        for path in sorted(EXAMPLES_DIR.glob("*.json")):
+            try:
+                run, created = submission_create(document=path.read_bytes(), submitted_by=admin)
+            except RegistryError as exc:
+                self.stdout.write(self.style.ERROR(f"{path.name}: rejected: {exc.errors or exc.message}"))
+                continue
+            state = "stored" if created else "already known"
+            self.stdout.write(f"{path.name}: {state} as run {run.pk} ({run.digest[:19]}…)")

@@ -1,0 +1,42 @@
+"""`benchreg serve`: the registry behind gunicorn (the same server as in docker-compose)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+from gunicorn.app.base import BaseApplication
+
+from registry.wsgi import application
+
+
+class _Gunicorn(BaseApplication):  # type: ignore[misc]
+    """gunicorn's documented way to embed it: options in, our WSGI app out."""
+
+    def __init__(self, options: dict[str, Any]) -> None:
+        self.options = options
+        super().__init__()
+
+    def load_config(self) -> None:
+        for key, value in self.options.items():
+            self.cfg.set(key, value)
+
+    def load(self) -> Any:
+        return application
+
+
+def serve(*, bind: str, workers: int, threads: int) -> None:
+    _Gunicorn({"bind": bind, "workers": workers, "threads": threads, "accesslog": "-",
+               "timeout": 120}).run()
+
+
+class Command(BaseCommand):
+    help = "Serve the registry with gunicorn."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--bind", default="127.0.0.1:8000")
+        parser.add_argument("--workers", type=int, default=2)
+        parser.add_argument("--threads", type=int, default=4)
+
+    def handle(self, *args: Any, bind: str, workers: int, threads: int, **options: Any) -> None:
+        serve(bind=bind, workers=workers, threads=threads)

@@ -1,0 +1,38 @@
+"""The audit log's rows: one entry per event, in a gapless sequence, each hashing to a Merkle leaf."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from .immutable import AppendOnlyModel
+
+
+class AuditEntry(AppendOnlyModel):
+    """One event. `entry` is the canonical JSON that was hashed; `leaf_hash` = SHA-256(0x00 || entry).
+
+    `seq` starts at 0 so it equals the leaf index in the Merkle tree.
+    """
+
+    seq = models.BigIntegerField(unique=True)
+    created_at = models.DateTimeField()
+    actor = models.CharField(max_length=150)
+    kind = models.CharField(max_length=40, db_index=True)
+    subject = models.CharField(max_length=200, db_index=True, help_text="digest or id of what it is about")
+    entry = models.TextField()
+    leaf_hash = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["seq"]
+
+    def __str__(self) -> str:
+        return f"#{self.seq} {self.kind} {self.subject}"
+
+
+class AuditHead(models.Model):
+    """A single row holding the log's size; appenders lock it, which keeps the sequence gapless."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    size = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"audit log of {self.size} entries"

@@ -1,0 +1,77 @@
+"""Submitted runs: the evidence itself, stored exactly as canonicalised, with indexed summary columns."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from .immutable import AppendOnlyModel
+
+
+class Submission(AppendOnlyModel):
+    """One benchmark run. Immutable: the canonical text hashes to `digest`; columns are read from it.
+
+    `document` (JSONB on PostgreSQL) serves queries; `canonical` is the exact RFC 8785 text, so the document
+    can be returned byte for byte and re-hashed by anyone.
+    """
+
+    digest = models.CharField(max_length=71, unique=True)
+    document = models.JSONField()
+    canonical = models.TextField()
+    comparability_key = models.CharField(max_length=71, db_index=True)
+
+    protocol_version = models.CharField(max_length=20)
+    phase = models.CharField(max_length=20)
+    workload_name = models.CharField(max_length=200)
+    workload_version = models.CharField(max_length=100)
+    scenario_kind = models.CharField(max_length=40)
+    precision_weights = models.CharField(max_length=20)
+    precision_activations = models.CharField(max_length=20)
+    batch_size = models.PositiveIntegerField()
+    system_name = models.CharField(max_length=200)
+    accelerator_vendor = models.CharField(max_length=200)
+    accelerator_model = models.CharField(max_length=500)
+    accelerator_count = models.PositiveIntegerField()
+    submitter = models.CharField(max_length=200, help_text="provenance.submitter as the document states it")
+    source = models.CharField(max_length=20)
+    started_at = models.DateTimeField(null=True)
+    headline_metric = models.CharField(max_length=60)
+    headline_value = models.FloatField(null=True)
+    headline_unit = models.CharField(max_length=20, null=True)
+    headline_lower_is_better = models.BooleanField()
+
+    submitted_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT,
+                                     related_name="submissions")
+    submitted_by_name = models.CharField(max_length=150, help_text="username snapshotted at submission")
+    token = models.ForeignKey("registry.ApiToken", null=True, on_delete=models.PROTECT,
+                              related_name="submissions")
+    submitted_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [
+            models.Index(fields=["phase", "workload_name"]),
+            models.Index(fields=["scenario_kind"]),
+            models.Index(fields=["precision_weights"]),
+            models.Index(fields=["batch_size"]),
+            models.Index(fields=["accelerator_model"]),
+            models.Index(fields=["accelerator_vendor"]),
+            models.Index(fields=["submitter"]),
+            models.Index(fields=["submitted_by_name"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} {self.workload_name} {self.scenario_kind} {self.precision_weights} on {self.system_name}"
+
+
+class Withdrawal(AppendOnlyModel):
+    """A run taken out of consideration, with the reason. The run itself is never deleted."""
+
+    submission = models.OneToOneField(Submission, on_delete=models.PROTECT, related_name="withdrawal")
+    reason = models.TextField()
+    withdrawn_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    withdrawn_by_name = models.CharField(max_length=150)
+    withdrawn_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"withdrawal of run {self.submission_id}"

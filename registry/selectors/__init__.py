@@ -1,0 +1,1 @@
+"""Reads. Selectors return querysets or lists with their joins already chosen."""

@@ -1,0 +1,1 @@
+"""Writes. Each service is keyword-only, typed and owns its transaction."""

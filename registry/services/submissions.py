@@ -1,0 +1,77 @@
+"""The one path in: every run, whatever brought it, is validated, canonicalised and stored here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+import protocol
+from protocol.comparability import comparability_key
+from registry.choices import AuditKind
+from registry.exceptions import RegistryError
+from registry.models import ApiToken, Submission, Withdrawal
+from registry.services.audit import audit_append
+
+
+class InvalidDocument(RegistryError):
+    """The document failed the protocol's checks; `errors` lists every problem with its pointer."""
+
+    status = 400
+    code = "invalid-document"
+
+
+def submission_create(*, document: bytes | str | dict[str, Any], submitted_by: AbstractBaseUser,
+                      token: ApiToken | None = None) -> tuple[Submission, bool]:
+    """Validate, canonicalise and store one run. Returns (run, created).
+
+    A document already stored (same digest) is returned as it is, not stored twice. A rejected document
+    raises InvalidDocument and stores nothing.
+    """
+    try:
+        checked = protocol.check(document)
+    except protocol.Invalid as exc:
+        raise InvalidDocument(f"the document has {len(exc.errors)} problem(s)",
+                              errors=[e.as_dict() for e in exc.errors]) from None
+    existing = Submission.objects.filter(digest=checked.digest).first()
+    if existing is not None:
+        return existing, False
+    try:
+        return _store(checked, submitted_by, token), True
+    except IntegrityError:
+        # Another request stored the same document between our lookup and insert: same run.
+        existing = Submission.objects.filter(digest=checked.digest).first()
+        if existing is None:
+            raise
+        return existing, False
+
+
+@transaction.atomic
+def _store(checked: protocol.Checked, submitted_by: AbstractBaseUser, token: ApiToken | None) -> Submission:
+    summary = checked.summary
+    run = Submission.objects.create(
+        digest=checked.digest, document=checked.document, canonical=checked.canonical.decode(),
+        comparability_key=comparability_key(checked.document), **summary.columns(),
+        submitted_by=submitted_by, submitted_by_name=submitted_by.get_username(), token=token,
+        submitted_at=timezone.now(),
+    )
+    audit_append(kind=AuditKind.RUN_SUBMITTED, actor=submitted_by.get_username(), subject=run.digest,
+                 payload={"run": run.pk, "token": token.prefix if token else None,
+                          "workload": summary.workload_name, "system": summary.system_name})
+    return run
+
+
+@transaction.atomic
+def submission_withdraw(*, submission: Submission, reason: str, actor: AbstractBaseUser) -> Withdrawal:
+    """Withdraw a run: a new, logged record with the reason. The run stays, marked withdrawn."""
+    if not reason.strip():
+        raise RegistryError("a withdrawal needs a reason", code="reason-required")
+    if Withdrawal.objects.filter(submission=submission).exists():
+        raise RegistryError(f"run {submission.pk} is already withdrawn", status=409, code="already-withdrawn")
+    withdrawal = Withdrawal.objects.create(submission=submission, reason=reason.strip(), withdrawn_by=actor,
+                                           withdrawn_by_name=actor.get_username(), withdrawn_at=timezone.now())
+    audit_append(kind=AuditKind.RUN_WITHDRAWN, actor=actor.get_username(), subject=submission.digest,
+                 payload={"run": submission.pk, "reason": withdrawal.reason})
+    return withdrawal

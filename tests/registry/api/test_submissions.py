@@ -1,0 +1,186 @@
+"""Submitting and reading runs over the REST API."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+from django.test.utils import CaptureQueriesContext
+from django.db import connection
+
+import protocol
+from registry.models import AuditEntry, Submission
+from registry.services.tokens import token_create, token_revoke
+from tests.conftest import EXAMPLES
+
+pytestmark = pytest.mark.django_db
+
+
+def post_document(api, document, **extra):
+    body = document if isinstance(document, bytes) else json.dumps(document).encode()
+    return api.generic("POST", "/api/v1/submissions", body, content_type="application/json", **extra)
+
+
+def test_it_stores_a_run_and_returns_its_id_digest_and_link(api, server_example):
+    response = post_document(api, server_example)
+    assert response.status_code == 201
+    body = response.json()
+    assert body["digest"] == protocol.digest(server_example)
+    assert body["url"].endswith(f"/api/v1/submissions/{body['id']}")
+    assert response["Location"] == body["url"]
+    assert Submission.objects.get().submitted_by_name == "lab-7"
+
+
+def test_the_same_document_again_is_the_same_run(api, server_example):
+    first = post_document(api, server_example)
+    again = post_document(api, json.dumps(server_example, indent=2, sort_keys=True).encode())
+    assert again.status_code == 200
+    assert again.json()["id"] == first.json()["id"]
+    assert Submission.objects.count() == 1
+    assert AuditEntry.objects.filter(kind="run.submitted").count() == 1
+
+
+def test_a_rejected_document_stores_nothing_and_says_where(api, server_example):
+    server_example["precision"]["weights"] = "int8"
+    server_example["metrics"]["latency_ms"]["count"] = 10
+    response = post_document(api, server_example)
+    assert response.status_code == 400
+    assert response["Content-Type"] == "application/problem+json"
+    body = response.json()
+    assert body["status"] == 400 and body["code"] == "invalid-document"
+    pointers = {(e["pointer"], e["code"]) for e in body["errors"]}
+    assert ("/precision/quantization", "quantization-missing") in pointers
+    assert ("/metrics/latency_ms/p90", "too-few-samples-for-percentile") in pointers
+    assert Submission.objects.count() == 0
+    assert not AuditEntry.objects.filter(kind="run.submitted").exists()
+
+
+@pytest.mark.parametrize(("body", "content_type", "status", "code"), [
+    (b"{not json", "application/json", 400, "invalid-document"),
+    (b"", "application/json", 400, "invalid-document"),
+    (b'{"a": NaN}', "application/json", 400, "invalid-document"),
+    (b"phase=training", "application/x-www-form-urlencoded", 415, "unsupported-media-type"),
+    (b"<run/>", "text/xml", 415, "unsupported-media-type"),
+    (b"[]", "application/json", 400, "invalid-document"),
+])
+def test_bad_bodies_get_a_clear_4xx(api, body, content_type, status, code):
+    response = api.generic("POST", "/api/v1/submissions", body, content_type=content_type)
+    assert response.status_code == status
+    assert response["Content-Type"] == "application/problem+json"
+    assert response.json()["code"] == code
+
+
+def test_an_oversized_body_is_refused_before_parsing(api, settings, server_example):
+    settings.MAX_SUBMISSION_BYTES = 2048
+    response = post_document(api, server_example)
+    assert response.status_code == 413
+    assert "2048" in response.json()["detail"]
+    assert Submission.objects.count() == 0
+
+
+def test_submitting_needs_a_token_with_the_submit_scope(anonymous, user, server_example):
+    assert post_document(anonymous, server_example).status_code == 401
+    _, read_only = token_create(user=user, name="ro", scopes="read")
+    anonymous.credentials(HTTP_AUTHORIZATION=f"Token {read_only}")
+    response = post_document(anonymous, server_example)
+    assert response.status_code == 403
+    assert response["Content-Type"] == "application/problem+json"
+
+
+def test_a_revoked_token_can_do_nothing(anonymous, user, server_example):
+    token, plain = token_create(user=user, name="t", scopes="submit,read")
+    token_revoke(token=token, actor="test")
+    anonymous.credentials(HTTP_AUTHORIZATION=f"Token {plain}")
+    assert post_document(anonymous, server_example).status_code == 401
+    assert anonymous.get("/api/v1/submissions").status_code == 401
+
+
+def test_tokens_are_stored_hashed(user):
+    token, plain = token_create(user=user, name="t", scopes="read")
+    assert plain not in json.dumps(list(type(token).objects.values()), default=str)
+    assert token.key_hash == hashlib.sha256(plain.encode()).hexdigest()
+
+
+def test_the_detail_returns_the_document_exactly_as_canonicalised(api, server_example):
+    run_id = post_document(api, server_example).json()["id"]
+    response = api.get(f"/api/v1/submissions/{run_id}")
+    assert response.status_code == 200
+    body = response.content
+    document_text = body[body.index(b'"document":') + len(b'"document":'):-1]
+    assert document_text == protocol.canonicalize(server_example)
+    meta = json.loads(body)
+    assert meta["submitted_by_name"] == "lab-7" and meta["digest"] == protocol.digest(server_example)
+    raw = api.get(f"/api/v1/submissions/{run_id}/document").content
+    assert "sha256:" + hashlib.sha256(raw).hexdigest() == meta["digest"]
+
+
+def test_an_unknown_run_is_a_problem_404(api):
+    response = api.get("/api/v1/submissions/999")
+    assert response.status_code == 404
+    assert response["Content-Type"] == "application/problem+json"
+
+
+def _store_examples(api):
+    return {p.stem: post_document(api, p.read_bytes()).json()["id"] for p in sorted(EXAMPLES.glob("*.json"))}
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("phase=training", {"training-h100-bf16"}),
+    ("phase=inference", {"inference-server-h100-bf16", "inference-offline-cpu-int8"}),
+    ("workload=decoder-small", {"inference-server-h100-bf16"}),
+    ("scenario=offline", {"inference-offline-cpu-int8"}),
+    ("precision=int8", {"inference-offline-cpu-int8"}),
+    ("batch_size=32", {"training-h100-bf16", "inference-offline-cpu-int8"}),
+    ("accelerator=H100 80GB HBM3", {"training-h100-bf16", "inference-server-h100-bf16"}),
+    ("vendor=nvidia", {"training-h100-bf16", "inference-server-h100-bf16"}),
+    ("vendor=CPU", {"inference-offline-cpu-int8"}),
+    ("submitter=lab-3", {"inference-offline-cpu-int8"}),
+    ("submitted_by=lab-7", {"training-h100-bf16", "inference-server-h100-bf16", "inference-offline-cpu-int8"}),
+    ("started_after=2026-11-20T11:30:00Z", {"training-h100-bf16"}),
+    ("started_before=2026-11-20T11:30:00Z", {"inference-server-h100-bf16", "inference-offline-cpu-int8"}),
+    ("submitted_after=2000-01-01T00:00:00Z&phase=training", {"training-h100-bf16"}),
+])
+def test_lists_filter_on_the_indexed_fields(api, query, expected):
+    ids = _store_examples(api)
+    response = api.get(f"/api/v1/submissions?{query}")
+    assert response.status_code == 200
+    assert {r["id"] for r in response.json()["results"]} == {ids[name] for name in expected}
+
+
+def test_a_bad_filter_value_is_a_400_naming_the_parameter(api):
+    response = api.get("/api/v1/submissions?batch_size=many")
+    assert response.status_code == 400
+    assert response.json()["errors"][0]["pointer"] == "/batch_size"
+
+
+def test_lists_page_with_a_cursor(api):
+    ids = _store_examples(api)
+    first = api.get("/api/v1/submissions?limit=2").json()
+    assert len(first["results"]) == 2 and first["next"]
+    second = api.get(first["next"]).json()
+    seen = [r["id"] for r in first["results"] + second["results"]]
+    assert seen == sorted(ids.values(), reverse=True)
+
+
+def test_the_list_query_count_does_not_grow_with_the_page(api, server_example, django_assert_max_num_queries):
+    _store_examples(api)
+    with CaptureQueriesContext(connection) as small:
+        api.get("/api/v1/submissions?limit=1")
+    with CaptureQueriesContext(connection) as large:
+        api.get("/api/v1/submissions?limit=50")
+    assert len(large) == len(small) <= 4  # token, last-used update at most, page
+
+
+def test_the_openapi_schema_and_docs_are_served(anonymous):
+    schema = anonymous.get("/api/schema/", HTTP_ACCEPT="application/json")
+    assert schema.status_code == 200
+    paths = json.loads(schema.content)["paths"]
+    assert "/api/v1/submissions" in paths and "/api/v1/submissions/{run_id}" in paths
+    assert anonymous.get("/api/docs/").status_code == 200
+
+
+def test_an_unknown_api_path_is_a_problem_404(anonymous):
+    response = anonymous.get("/api/v1/nothing-here")
+    assert response.status_code == 404
+    assert response.json()["code"] == "not-found"

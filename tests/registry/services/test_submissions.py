@@ -1,0 +1,118 @@
+"""The storage service: idempotent, immutable, audited in the same transaction, safe under concurrency."""
+
+from __future__ import annotations
+
+import copy
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from django.db import connection, connections, transaction
+
+from registry.exceptions import ImmutableRecord
+from registry.models import AuditEntry, AuditHead, Submission
+from registry.services.submissions import InvalidDocument, submission_create, submission_withdraw
+
+
+@pytest.mark.django_db
+def test_runs_cannot_be_changed_or_deleted_through_django(user, server_example):
+    run, _ = submission_create(document=server_example, submitted_by=user)
+    run.system_name = "edited"
+    with pytest.raises(ImmutableRecord):
+        run.save()
+    with pytest.raises(ImmutableRecord):
+        run.delete()
+    with pytest.raises(ImmutableRecord):
+        Submission.objects.filter(pk=run.pk).update(system_name="edited")
+    with pytest.raises(ImmutableRecord):
+        Submission.objects.all().delete()
+
+
+@pytest.mark.django_db
+def test_a_rejected_document_raises_with_every_error_and_stores_nothing(user, server_example):
+    server_example["phase"] = "serving"
+    with pytest.raises(InvalidDocument) as refused:
+        submission_create(document=server_example, submitted_by=user)
+    assert refused.value.errors[0]["pointer"] == "/phase"
+    assert not Submission.objects.exists() and not AuditEntry.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_change_and_its_audit_entry_commit_or_fail_together(user, server_example, monkeypatch):
+    def broken_append(**kwargs):
+        raise RuntimeError("simulated failure while appending the audit entry")
+
+    monkeypatch.setattr("registry.services.submissions.audit_append", broken_append)
+    with pytest.raises(RuntimeError):
+        submission_create(document=server_example, submitted_by=user)
+    assert not Submission.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_withdrawal_is_a_new_record_and_the_run_stays(user, server_example):
+    run, _ = submission_create(document=server_example, submitted_by=user)
+    withdrawal = submission_withdraw(submission=run, reason="wrong driver recorded", actor=user)
+    assert Submission.objects.get(pk=run.pk).withdrawal == withdrawal
+    assert AuditEntry.objects.filter(kind="run.withdrawn", subject=run.digest).exists()
+
+
+def _variant(document: dict, i: int) -> dict:
+    copy_ = copy.deepcopy(document)
+    copy_["system"]["name"] = f"lab-node-{i:03d}"
+    return copy_
+
+
+def _in_thread(fn):
+    """Run fn in a worker thread with its own database connection, closed afterwards."""
+    def wrapper(*args):
+        try:
+            return fn(*args)
+        finally:
+            connections.close_all()
+    return wrapper
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_identical_submissions_store_one_run(user, server_example):
+    barrier = threading.Barrier(8)
+
+    @_in_thread
+    def submit(_):
+        barrier.wait()
+        return submission_create(document=server_example, submitted_by=user)
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(submit, range(8)))
+    assert len({run.pk for run, _ in results}) == 1
+    assert sum(created for _, created in results) == 1
+    assert Submission.objects.count() == 1 and AuditEntry.objects.filter(kind="run.submitted").count() == 1
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_parallel_writers_leave_a_gapless_audit_sequence(user, server_example):
+    start = AuditHead.objects.get(id=1).size
+
+    @_in_thread
+    def submit(i):
+        return submission_create(document=_variant(server_example, i), submitted_by=user)
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(submit, range(40)))
+    seqs = list(AuditEntry.objects.order_by("seq").values_list("seq", flat=True))
+    assert seqs == list(range(start, start + 40)) or seqs[-40:] == list(range(seqs[-40], seqs[-40] + 40))
+    assert AuditHead.objects.get(id=1).size == seqs[-1] + 1
+    assert len(set(seqs)) == len(seqs)
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("table", ["registry_submission", "registry_auditentry", "registry_withdrawal"])
+@pytest.mark.parametrize("statement", ["UPDATE {t} SET id = id", "DELETE FROM {t}", "TRUNCATE {t} CASCADE"])
+def test_postgres_triggers_refuse_rewriting_evidence(user, server_example, table, statement):
+    run, _ = submission_create(document=server_example, submitted_by=user)
+    submission_withdraw(submission=run, reason="test", actor=user)
+    with pytest.raises(Exception, match="append-only"), transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(statement.format(t=table))
+    assert Submission.objects.count() == 1
