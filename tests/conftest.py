@@ -1,5 +1,5 @@
-"""Shared fixtures. Tests marked `postgres` need the real server; with BENCHREG_REQUIRE_POSTGRES=1 (CI)
-running them on another database is an error, not a skip."""
+"""Shared fixtures. Tests marked `postgres`, `services` or `browser` need the real thing; with
+BENCHREG_REQUIRE_SERVICES=1 (CI) skipping one of them is a failure."""
 
 from __future__ import annotations
 
@@ -39,12 +39,26 @@ def _database_vendor() -> str:
     return "postgresql" if url.startswith(("postgres://", "postgresql://")) else "sqlite"
 
 
+SERVICE_MARKERS = ("postgres", "services", "browser")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+    """In CI (BENCHREG_REQUIRE_SERVICES=1) a skipped service-backed test is a failure, not a shrug."""
+    outcome = yield
+    report = outcome.get_result()
+    if (report.skipped and os.environ.get("BENCHREG_REQUIRE_SERVICES") == "1"
+            and any(m in item.keywords for m in SERVICE_MARKERS)):
+        report.outcome = "failed"
+        report.longrepr = f"skipped in CI, where {', '.join(SERVICE_MARKERS)} tests must run: {report.longrepr}"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if _database_vendor() == "postgresql":
         return
-    required = os.environ.get("BENCHREG_REQUIRE_POSTGRES") == "1"
+    required = os.environ.get("BENCHREG_REQUIRE_SERVICES") == "1"
     for item in items:
         if "postgres" in item.keywords:
             if required:
-                raise pytest.UsageError("BENCHREG_REQUIRE_POSTGRES=1 but DATABASE_URL is not PostgreSQL")
+                raise pytest.UsageError("BENCHREG_REQUIRE_SERVICES=1 but DATABASE_URL is not PostgreSQL")
             item.add_marker(pytest.mark.skip(reason="needs PostgreSQL: set DATABASE_URL=postgres://..."))
