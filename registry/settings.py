@@ -186,6 +186,17 @@ CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", "")
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
 CELERY_TASK_EAGER_PROPAGATES = True
+# Long jobs: JSON only, one message at a time per worker, acknowledged only when finished, so a killed
+# worker's job is redelivered (task code makes redelivery harmless through conditional claims).
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SOFT_TIME_LIMIT = env_int("BENCHREG_TASK_SOFT_TIME_LIMIT", 1800)
+CELERY_TASK_TIME_LIMIT = env_int("BENCHREG_TASK_TIME_LIMIT", 1900)
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
 # With DEBUG off, cookies are Secure (browsers still send them to http://localhost and 127.0.0.1, which
 # they treat as secure contexts). A plain-HTTP LAN deployment must opt out explicitly.
