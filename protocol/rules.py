@@ -21,7 +21,7 @@ PERCENTILES = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p97": 97.0, "p99": 99.0, 
 MIN_SAMPLES_FOR_PERCENTILE = {"p90": 64, "p95": 130, "p97": 217, "p99": 662, "p999": 6636}
 
 # Weight formats that are quantized and so need a `precision.quantization` block describing how.
-QUANTIZED_FORMATS = frozenset({"int8", "int4", "nvfp4", "mxfp4", "mxfp8", "fp8-e4m3", "fp8-e5m2"})
+QUANTIZED_FORMATS = frozenset({"int8", "int4", "nvfp4", "mxfp4", "mxfp8", "fp8", "fp8-e4m3", "fp8-e5m2"})
 
 # A measurement window must be at least this long (seconds) and this many timed iterations.
 MIN_WINDOW_SECONDS = 1.0

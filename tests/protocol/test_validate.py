@@ -6,11 +6,12 @@ import hashlib
 import json
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import protocol
 from tests.conftest import EXAMPLES, SHARED
+from tests.protocol.strategies import mutated_documents
 
 
 @pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.json")), ids=lambda p: p.name)
@@ -75,3 +76,44 @@ def test_any_json_value_gets_errors_not_exceptions(value) -> None:
         protocol.check(value)
     except protocol.Invalid as exc:
         assert exc.errors
+
+
+@settings(max_examples=300, deadline=None)
+@given(body=mutated_documents())
+def test_the_fast_validator_and_jsonschema_agree(body: bytes) -> None:
+    """The compiled fast path may only say 'valid' where the reference validator finds no error."""
+    from jsonschema import Draft202012Validator, FormatChecker
+
+    from protocol.schema import _fast_validator
+
+    try:
+        document = protocol.parse_json(body)
+    except protocol.Invalid:
+        return
+    reference = Draft202012Validator(protocol.submission_schema(), format_checker=FormatChecker())
+    reference_valid = not any(True for _ in reference.iter_errors(document))
+    try:
+        _fast_validator()(document)
+        fast_valid = True
+    except Exception:
+        fast_valid = False
+    assert fast_valid == reference_valid
+
+
+@pytest.mark.parametrize("when", ["2026-11-20T10:00:00", "2026-11-20 10:00:00Z", "2026-11-20T10:00:00.5+02:00",
+                                  "2026-13-20T10:00:00Z", "2026-11-20T25:00:00Z", "20261120T100000Z",
+                                  "2026-11-20t10:00:00z", "2026-02-30T10:00:00Z"])
+def test_both_validators_agree_on_timestamps(server_example, when: str) -> None:
+    from jsonschema import Draft202012Validator, FormatChecker
+
+    from protocol.schema import _fast_validator
+
+    server_example["provenance"]["started_at"] = when
+    reference = not any(True for _ in Draft202012Validator(protocol.submission_schema(),
+                                                           format_checker=FormatChecker()).iter_errors(server_example))
+    try:
+        _fast_validator()(server_example)
+        fast = True
+    except Exception:
+        fast = False
+    assert fast == reference, when

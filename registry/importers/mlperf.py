@@ -1,0 +1,953 @@
+"""Import a published MLPerf Inference submission tree as benchreg protocol documents.
+
+Plain Python (no Django): `parse_tree` reads the tree and returns an `ImportPlan`; the caller submits each
+`ImportItem.document` through the normal validation and storage path. The contract:
+
+* one item per results/<system>/<benchmark>/<scenario>/ directory; its document passes `protocol.check`,
+  or is None with the reasons in `errors` and a per-file report in `files`;
+* every number in a document is a number of the source files (latencies converted ns -> ms by /1e6, memory
+  sizes by a closed unit table), or a count stated in docs/mlperf-import.md; nothing is guessed: a value
+  that cannot be parsed is kept verbatim in provenance.origin.unparsed and listed in `warnings`;
+* documents hold no wall-clock time of the import and paths relative to the submission root, so parsing
+  the same tree twice gives the same digests (the registry then stores nothing new).
+
+The :::MLLOG lines of mlperf_log_detail.txt are authoritative (MLPerf's submission checker reads them);
+mlperf_log_summary.txt is required and cross-checked against them to its printed precision.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import protocol
+from protocol import rules
+
+from . import units
+
+# MLPerf scenario directory -> protocol scenario kind. LoadGen runs Interactive as Server with tighter SLOs.
+SCENARIOS = {"SingleStream": "single-stream", "MultiStream": "multi-stream", "Server": "server",
+             "Offline": "offline", "Interactive": "interactive"}
+LOADGEN_SCENARIO = {"Interactive": "Server"}
+# Arrival process of each scenario as MLPerf's inference rules define it (not a measured value).
+ARRIVAL = {"SingleStream": "closed-loop", "MultiStream": "closed-loop", "Server": "poisson",
+           "Interactive": "poisson", "Offline": None}
+PERCENTILES = {"50.00": "p50", "90.00": "p90", "95.00": "p95", "97.00": "p97", "99.00": "p99", "99.90": "p999"}
+
+# Precision words in measurements.json -> protocol formats. Plain "fp8" stays "fp8": the files do not say
+# which variant (e4m3 or e5m2, OCP or FNUZ encoding), and guessing one would change what is compared.
+FORMATS = {"fp64": "fp64", "fp32": "fp32", "tf32": "tf32", "bf16": "bf16", "bfloat16": "bf16", "fp16": "fp16",
+           "float16": "fp16", "fp8": "fp8", "fp8-e4m3": "fp8-e4m3", "fp8_e4m3": "fp8-e4m3", "e4m3": "fp8-e4m3",
+           "fp8-e5m2": "fp8-e5m2", "fp8_e5m2": "fp8-e5m2", "e5m2": "fp8-e5m2", "int32": "int32", "int8": "int8",
+           "int4": "int4", "nvfp4": "nvfp4", "mxfp4": "mxfp4", "mxfp8": "mxfp8"}
+QUANTIZED = frozenset({"fp8", "fp8-e4m3", "fp8-e5m2", "int8", "int4", "nvfp4", "mxfp4", "mxfp8"})
+UNSPECIFIED = "unspecified"  # schema sentinel: the source does not state one format of the closed list
+
+
+@dataclass(frozen=True)
+class Reference:
+    """Published accuracy reference of an MLPerf model: the metrics the -99/-99.9 targets apply to."""
+
+    metric: str
+    precision: str
+    values: dict[str, float]
+    tokens_per_sample: tuple[float, float, float] | None  # (reference, lower ratio, upper ratio)
+
+
+# From MLPerf's submission checker (mlcommons/inference, tools/submission/submission_checker.py,
+# MODEL_CONFIG[...]["accuracy-target"] and ["accuracy-upper-limit"]: "llama2-70b-99": ROUGE1 44.4312 * 0.99,
+# ROUGE2 22.0352 * 0.99, ROUGEL 28.6162 * 0.99, TOKENS_PER_SAMPLE 294.45 * 0.9 .. * 1.1), with the same
+# reference values in the MLPerf inference README; the reference model is the fp32 one.
+REFERENCES = {
+    "llama2-70b": Reference("rouge1", "fp32", {"rouge1": 44.4312, "rouge2": 22.0352, "rougeL": 28.6162},
+                            (294.45, 0.9, 1.1)),
+}
+
+
+@dataclass(frozen=True)
+class FileReport:
+    """What became of one file: 'used' (read into a document), 'skipped' (not read) or 'error'."""
+
+    path: str
+    sha256: str | None
+    status: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class ImportItem:
+    """One system × benchmark × scenario. `document` passes protocol.check, or is None when `errors`."""
+
+    key: str
+    document: dict[str, Any] | None
+    files: list[FileReport]
+    errors: list[str]
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ImportPlan:
+    """Everything found under a tree: the items, the files no item used, and how the round was decided."""
+
+    items: list[ImportItem]
+    skipped: list[FileReport]
+    round: str | None
+    round_source: str
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+class _Ledger:
+    """Reads the files of one item once each, hashing them and recording what became of each."""
+
+    def __init__(self, submission: Path, tree: Path) -> None:
+        self.submission, self.tree = submission, tree
+        self.reports: dict[Path, FileReport] = {}
+        self.errors: list[str] = []
+        self.warnings: list[str] = []
+
+    def load(self, path: Path, reader: Any, *, what: str, required: bool) -> Any:
+        rel = path.relative_to(self.tree).as_posix()
+        if not path.is_file():
+            if required:
+                self.reports[path] = FileReport(rel, None, "error", f"missing: {what} is required")
+                self.errors.append(f"{rel}: missing ({what} is required)")
+            else:
+                self.warnings.append(f"{rel}: absent ({what}); imported without it")
+            return None
+        data = path.read_bytes()
+        self.reports[path] = FileReport(rel, hashlib.sha256(data).hexdigest(), "used", f"read as {what}")
+        try:
+            return reader(data.decode("utf-8"))
+        except UnicodeDecodeError:
+            self.fail(path, "not UTF-8 text")
+        except SourceError as exc:
+            self.fail(path, str(exc))
+        return None
+
+    def fail(self, path: Path, reason: str) -> None:
+        old = self.reports[path]
+        self.reports[path] = FileReport(old.path, old.sha256, "error", reason)
+        self.errors.append(f"{old.path}: {reason}")
+
+    def digests(self) -> dict[str, str]:
+        """'sha256:<hex>' of every file used, keyed by its path relative to the submission root."""
+        return {p.relative_to(self.submission).as_posix(): f"sha256:{r.sha256}"
+                for p, r in sorted(self.reports.items()) if r.status == "used" and r.sha256}
+
+
+@dataclass
+class _Build:
+    """What one document collects besides its typed fields: text kept verbatim, and flags raised."""
+
+    unparsed: dict[str, str] = field(default_factory=dict)
+    system_notes: dict[str, str] = field(default_factory=dict)
+    software_notes: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def flag(self, key: str, raw: str, why: str) -> None:
+        self.unparsed[key] = raw[:2000]
+        self.warnings.append(f"{key} = {raw[:80]!r} kept as text: {why}")
+
+
+def parse_tree(root: Path, *, round_name: str | None = None) -> ImportPlan:
+    """Read an MLPerf Inference submission tree (or a folder holding several) into an ImportPlan.
+
+    `round_name` ('v5.1' or '5.1') overrides the round otherwise taken from LoadGen's major.minor version.
+    Raises FileNotFoundError when `root` is not a directory; everything else is reported in the plan.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"{root} is not a directory")
+    items: list[ImportItem] = []
+    plan_errors: list[str] = []
+    submissions = _submission_roots(root)
+    if not submissions:
+        plan_errors.append("no results/ directory found: not an MLPerf Inference submission tree")
+    for submission in submissions:
+        for scenario_dir in _scenario_dirs(submission):
+            items.append(_import_item(submission, root, scenario_dir, round_name))
+    claimed = {root / f.path for item in items for f in item.files}
+    skipped = [_skipped_report(root, path) for path in sorted(root.rglob("*"))
+               if path.is_file() and path not in claimed]
+    round_value, round_source = _plan_round(items, round_name)
+    warnings = []
+    hint = next((m[1] for part in reversed(root.resolve().parts) if (m := re.search(r"v(\d+\.\d+)$", part))), None)
+    if hint and round_value and f"v{hint}" != round_value:
+        warnings.append(f"the folder name suggests round v{hint}, but the round used is {round_value} ({round_source})")
+    return ImportPlan(items=items, skipped=skipped, round=round_value, round_source=round_source,
+                      errors=plan_errors, warnings=warnings)
+
+
+def _submission_roots(root: Path) -> list[Path]:
+    """Folders holding results/ (a submitter's folder such as closed/AMD), outermost first."""
+    if (root / "results").is_dir():
+        return [root]
+    found = sorted(p.parent for p in root.rglob("results") if p.is_dir())
+    return [p for p in found if not any(q != p and q in p.parents for q in found)]
+
+
+def _scenario_dirs(submission: Path) -> list[Path]:
+    results = submission / "results"
+    return [scenario for system in sorted(results.iterdir()) if system.is_dir()
+            for benchmark in sorted(system.iterdir()) if benchmark.is_dir()
+            for scenario in sorted(benchmark.iterdir()) if scenario.is_dir() and scenario.name in SCENARIOS]
+
+
+def _skipped_report(root: Path, path: Path) -> FileReport:
+    rel = path.relative_to(root).as_posix()
+    parts = path.relative_to(root).parts
+    if "systems" in parts and path.suffix == ".json":
+        reason = "system description with no results in this tree"
+    elif "results" in parts:
+        reason = "inside results/ but not in a known scenario directory (SingleStream, MultiStream, Server, " \
+                 "Offline, Interactive)"
+    else:
+        reason = "not part of an MLPerf results tree (only systems/ and results/ are read)"
+    return FileReport(rel, _sha256(path), "skipped", reason)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _import_item(submission: Path, tree: Path, scenario_dir: Path, round_name: str | None) -> ImportItem:
+    system_id, benchmark, scenario = scenario_dir.parts[-3:]
+    key = f"{system_id}/{benchmark}/{scenario}"
+    ledger = _Ledger(submission, tree)
+    perf = scenario_dir / "performance" / "run_1"
+    sources = {
+        "system": ledger.load(submission / "systems" / f"{system_id}.json", read_json_object,
+                              what="system description", required=True),
+        "summary": ledger.load(perf / "mlperf_log_summary.txt", read_summary, what="LoadGen summary",
+                               required=True),
+        "detail": ledger.load(perf / "mlperf_log_detail.txt", read_detail, what="LoadGen detail log",
+                              required=True),
+        "measurements": ledger.load(scenario_dir / "measurements.json", read_json_object,
+                                    what="measurements", required=True),
+        "accuracy": ledger.load(scenario_dir / "accuracy" / "accuracy.txt", read_accuracy,
+                                what="accuracy result", required=False),
+        "test06": ledger.load(scenario_dir / "TEST06" / "verify_accuracy.txt", read_test06,
+                              what="TEST06 compliance result", required=False),
+        "user_conf": ledger.load(scenario_dir / "user.conf", read_user_conf, what="LoadGen user.conf",
+                                 required=False),
+    }
+    document, build = None, _Build()
+    if not ledger.errors:
+        try:
+            cross_check(sources["summary"], sources["detail"], LOADGEN_SCENARIO.get(scenario, scenario))
+            document = _document(sources, system_id, benchmark, scenario, round_name, ledger.digests(), build)
+        except SourceError as exc:  # a file that read cleanly but cannot be mapped: blame that file
+            blamed = {"summary": perf / "mlperf_log_summary.txt", "system": submission / "systems" /
+                      f"{system_id}.json"}.get(exc.where, perf / "mlperf_log_detail.txt")
+            ledger.fail(blamed, str(exc))
+    if document is not None:
+        build.warnings.extend(_layout_mismatches(submission, document))
+        problems = protocol.errors(document)
+        if problems:
+            ledger.errors.extend(f"protocol {e.pointer or '/'}: {e.message} [{e.code}]" for e in problems)
+            document = None
+    files = list(ledger.reports.values()) + _unread(tree, scenario_dir, ledger.reports)
+    return ImportItem(key=key, document=document, files=sorted(files, key=lambda f: f.path),
+                      errors=ledger.errors, warnings=ledger.warnings + build.warnings)
+
+
+def _layout_mismatches(submission: Path, document: dict[str, Any]) -> list[str]:
+    """The closed/<submitter>/ layout, where present, must agree with the system description."""
+    if submission.parent.name not in ("closed", "open", "network"):
+        return []
+    origin = document["provenance"]["origin"]
+    return [f"the path says {name} {expected!r}, the system description {origin[name]!r}: the description is used"
+            for name, expected in (("division", submission.parent.name), ("submitter", submission.name))
+            if origin[name] != expected]
+
+
+def _unread(tree: Path, scenario_dir: Path, reports: dict[Path, FileReport]) -> list[FileReport]:
+    return [FileReport(p.relative_to(tree).as_posix(), _sha256(p), "skipped", "not read by the importer")
+            for p in sorted(scenario_dir.rglob("*")) if p.is_file() and p not in reports]
+
+
+def _document(src: dict[str, Any], system_id: str, benchmark: str, scenario: str, round_name: str | None,
+              files: dict[str, str], build: _Build) -> dict[str, Any]:
+    detail = src["detail"]
+    round_value = _round(round_name, detail)
+    count = _sample_count(detail)
+    return {
+        "protocol": f"{rules.PROTOCOL_NAME}/{rules.PROTOCOL_VERSION}",
+        "phase": "inference",
+        "workload": _workload(benchmark, round_value, detail, scenario),
+        "scenario": _scenario(scenario, detail),
+        "precision": _precision(src["measurements"], build),
+        "system": system_section(src["system"], build),
+        "software": software_section(src["system"], src["measurements"], _settings(detail, src["user_conf"]),
+                                     build),
+        "conditions": _conditions(detail, src["test06"], count, build),
+        "metrics": _metrics(detail, scenario, benchmark, count, src["accuracy"], build),
+        "provenance": _provenance(src, system_id, benchmark, scenario, round_value, files, build),
+    }
+
+
+def _round(round_name: str | None, detail: dict[str, Any]) -> str:
+    """'v<major>.<minor>' from the argument, else from LoadGen's version (LoadGen 5.1.x is round v5.1)."""
+    if round_name:
+        return round_name if round_name.startswith("v") else f"v{round_name}"
+    match = re.match(r"^(\d+)\.(\d+)", str(detail["loadgen_version"]))
+    if not match:
+        raise SourceError(f"loadgen_version {detail['loadgen_version']!r} has no major.minor: pass the round",
+                          where="detail")
+    return f"v{match[1]}.{match[2]}"
+
+
+def _plan_round(items: list[ImportItem], round_name: str | None) -> tuple[str | None, str]:
+    if round_name:
+        return _round(round_name, {}), "argument"
+    found = {item.document["provenance"]["origin"]["round"] for item in items if item.document}
+    if len(found) == 1:
+        return found.pop(), "loadgen_version major.minor in mlperf_log_detail.txt"
+    return None, "mixed rounds: see each item" if found else "undetermined (no item imported)"
+
+
+def _sample_count(detail: dict[str, Any]) -> int:
+    """Number of timed samples: queries × samples per query as LoadGen generated them."""
+    queries, per_query = detail.get("result_query_count"), detail.get("generated_samples_per_query", 1)
+    if not isinstance(queries, int) or not isinstance(per_query, int) or queries < 1:
+        raise SourceError("result_query_count / generated_samples_per_query are not positive integers",
+                          where="detail")
+    return queries * per_query
+
+
+def _workload(benchmark: str, round_value: str, detail: dict[str, Any], scenario: str) -> dict[str, Any]:
+    # MLPerf fixes no batch size: the SUT batches as it likes. batch_size counts the samples in the unit
+    # LoadGen times (one sample; one query of 8 in MultiStream) and `batching` says the SUT chose the rest.
+    per_query = detail.get("generated_samples_per_query", 1)
+    workload: dict[str, Any] = {
+        "name": benchmark, "version": f"mlperf-inference-{round_value}",
+        "shape": {"batch_size": per_query if scenario == "MultiStream" else 1, "batching": "sut-chosen"},
+    }
+    total = detail.get("qsl_reported_total_count")
+    if isinstance(total, int):
+        workload["dataset"] = {"samples": total}
+    return workload
+
+
+def _ms(value: Any) -> float:
+    """Nanoseconds -> milliseconds, correctly rounded once (int / 1e6 is exact IEEE division)."""
+    if isinstance(value, Decimal):
+        return float(value / Decimal(1_000_000))
+    return float(value) / 1e6  # exact: LoadGen's ns counts are far below 2**53
+
+
+def _number(value: Any) -> float | int:
+    return float(value) if isinstance(value, Decimal) else value
+
+
+def _scenario(scenario: str, detail: dict[str, Any]) -> dict[str, Any]:
+    # target_qps is left out on purpose: in MLPerf it is the submitter's tuning knob (and /scenario is a
+    # controlled field), so it goes to software.settings as loadgen.target_qps.
+    out: dict[str, Any] = {"kind": SCENARIOS[scenario], "arrival": ARRIVAL[scenario]}
+    slo: dict[str, float] = {}
+    if scenario in ("Server", "Interactive") and detail.get("effective_target_latency_percentile") == Decimal("0.99"):
+        for key, name in (("requested_server_ttft_latency", "ttft_p99"), ("requested_server_tpot_latency",
+                                                                          "tpot_p99")):
+            if isinstance(detail.get(key), int) and detail[key] > 0:
+                slo[name] = _ms(detail[key])
+        target = detail.get("effective_target_latency_ns")
+        if isinstance(target, int) and target > 0:
+            slo["latency_p99"] = _ms(target)
+    if slo:
+        out["latency_slo_ms"] = slo
+    return out
+
+
+def _precision(measurements: dict[str, Any], build: _Build) -> dict[str, Any]:
+    raw_weights = str(measurements.get("weight_data_types", "")).strip()
+    weights = FORMATS.get(raw_weights.lower())
+    if weights is None:
+        weights = UNSPECIFIED
+        build.flag("measurements.weight_data_types", raw_weights, "not one format of the protocol's list")
+    # MLPerf does not report activation precision; input_data_types is the type of the model's inputs.
+    precision: dict[str, Any] = {"weights": weights, "activations": UNSPECIFIED}
+    raw_inputs = str(measurements.get("input_data_types", "")).strip()
+    if FORMATS.get(raw_inputs.lower()):
+        precision["inputs"] = FORMATS[raw_inputs.lower()]
+    elif not units.not_stated(raw_inputs):
+        build.flag("measurements.input_data_types", raw_inputs, "not one format of the protocol's list")
+    transformations = str(measurements.get("weight_transformations", "")).strip()
+    if weights in QUANTIZED or weights == UNSPECIFIED or "quant" in transformations.lower():
+        note = f"measurements.json weight_data_types {raw_weights!r}"
+        if weights == "fp8":
+            note += "; the fp8 variant (e4m3 or e5m2, OCP or FNUZ encoding) is not stated"
+        precision["quantization"] = {"method": transformations or None, "notes": note}
+    return precision
+
+
+def _settings(detail: dict[str, Any], user_conf: dict[str, str] | None) -> dict[str, Any]:
+    """LoadGen's effective settings (the detail log) and the submitter's user.conf, as switches."""
+    settings: dict[str, Any] = {}
+    for key, value in detail.items():
+        if key.startswith("effective_") or key == "generated_samples_per_query":
+            name = "loadgen." + key.removeprefix("effective_")
+            if isinstance(value, bool | str):
+                settings[name] = value
+            elif isinstance(value, int):  # the RNG seeds exceed 2**53: kept exact as text
+                settings[name] = value if abs(value) <= 2**53 else str(value)
+            elif isinstance(value, Decimal):
+                settings[name] = float(value)
+    for key, text in (user_conf or {}).items():
+        settings[f"user.conf:{key}"] = _conf_value(text)
+    return settings
+
+
+def _conf_value(text: str) -> Any:
+    if re.fullmatch(r"-?\d+", text) and abs(int(text)) <= 2**53:
+        return int(text)
+    if re.fullmatch(r"-?\d+\.\d+", text):
+        return float(text)
+    return text
+
+
+def _conditions(detail: dict[str, Any], test06: dict[str, str] | None, count: int, build: _Build) -> dict[str, Any]:
+    met = detail.get("early_stopping_met")
+    steady: dict[str, Any] = {"method": "loadgen-early-stopping", "reached": met if isinstance(met, bool) else None}
+    if met is False:
+        steady["reasons"] = ["LoadGen's early-stopping criterion was not met (early_stopping_met = false)"]
+    # LoadGen logs no warm-up and not the length of the timed window (min_duration is a lower bound).
+    return {"warmup": None, "window": {"seconds": None, "iterations": count, "repetitions": 1},
+            "steady_state": steady, "validity": _validity(detail, test06, build)}
+
+
+VALIDITY_KEYS = {"result_perf_constraints_met": "performance_constraints_satisfied",
+                 "result_min_duration_met": "min_duration_satisfied",
+                 "result_min_queries_met": "min_queries_satisfied", "early_stopping_met": "early_stopping_satisfied"}
+TEST06_CHECKS = {"First token check pass": "test06_first_token", "EOS check pass": "test06_eos",
+                 "Sample length check pass": "test06_sample_length"}
+
+
+def _validity(detail: dict[str, Any], test06: dict[str, str] | None, build: _Build) -> dict[str, Any]:
+    checks = {name: detail[key] for key, name in VALIDITY_KEYS.items() if isinstance(detail.get(key), bool)}
+    for key, name in (("early_stopping_ttft_result", "ttft_early_stopping"),
+                      ("early_stopping_tpot_result", "tpot_early_stopping")):
+        text = str(detail.get(key, "")).strip()
+        if text == "* Run successful.":
+            checks[name] = True
+        elif text:
+            build.flag(f"detail.{key}", text, "LoadGen's early-stopping text is not the known success line")
+    if isinstance(detail.get("num_errors"), int):
+        checks["loadgen_no_errors"] = detail["num_errors"] == 0
+    for label, raw in (test06 or {}).items():
+        if raw in ("True", "False"):
+            checks[TEST06_CHECKS[label]] = raw == "True"
+        else:  # "Skipped" (no first token in Offline) is not a pass or a fail
+            build.unparsed[f"TEST06.{TEST06_CHECKS[label]}"] = raw
+    return {"valid": detail["result_validity"] == "VALID", "checks": checks}
+
+
+def _rate(detail: dict[str, Any], key: str, unit: str) -> dict[str, Any]:
+    if key not in detail:
+        raise SourceError(f"has no {key} record", where="detail")
+    return {"value": _number(detail[key]), "unit": unit}
+
+
+def _distribution(detail: dict[str, Any], count: int, low: str, mean: str, high: str,
+                  pct: str) -> dict[str, Any] | None:
+    """A LoadGen latency distribution in ms; percentiles the sample count cannot support are left out."""
+    dist: dict[str, Any] = {"count": count, "method": "loadgen", "unit": "ms"}
+    for name, key in (("min", low), ("mean", mean), ("max", high)):
+        if isinstance(detail.get(key), int | Decimal):
+            dist[name] = _ms(detail[key])
+    for text, name in PERCENTILES.items():
+        key = pct.format(p=text)
+        if isinstance(detail.get(key), int | Decimal) and rules.percentile_allowed(name, count):
+            dist[name] = _ms(detail[key])
+    return dist if len(dist) > 3 else None
+
+
+def _metrics(detail: dict[str, Any], scenario: str, benchmark: str, count: int, accuracy: dict[str, Any] | None,
+             build: _Build) -> dict[str, Any]:
+    llm = "result_tokens_per_second" in detail or "result_completed_tokens_per_second" in detail
+    metrics: dict[str, Any] = {"primary": "throughput"}
+    if scenario == "Offline":
+        metrics["throughput"] = _rate(detail, "result_tokens_per_second" if llm else "result_samples_per_second",
+                                      "tokens/s" if llm else "samples/s")
+        if llm:
+            metrics["request_rate"] = _rate(detail, "result_samples_per_second", "requests/s")
+    elif scenario in ("Server", "Interactive"):
+        metrics["throughput"] = _rate(detail, "result_completed_tokens_per_second" if llm else
+                                      "result_completed_samples_per_sec", "tokens/s" if llm else "samples/s")
+        if llm:
+            metrics["request_rate"] = _rate(detail, "result_completed_samples_per_sec", "requests/s")
+    else:
+        metrics["primary"] = "latency_ms.p90" if scenario == "SingleStream" else "latency_ms.p99"
+        metrics["throughput"] = _rate(detail, "result_qps_with_loadgen_overhead", "queries/s")
+        key = "early_stopping_latency_ss" if scenario == "SingleStream" else "early_stopping_latency_ms"
+        if key in detail:
+            build.flag(f"detail.{key}", str(detail[key]), "MLPerf's official metric is this early-stopping "
+                       "estimate; the protocol headline is LoadGen's observed percentile")
+    metrics["latency_ms"] = _latency(detail, scenario, count)
+    if llm and scenario != "Offline":
+        metrics["ttft_ms"] = _distribution(detail, count, "result_first_token_min_latency_ns",
+                                           "result_first_token_mean_latency_ns", "result_first_token_max_latency_ns",
+                                           "result_first_token_{p}_percentile_latency_ns")
+        metrics["tpot_ms"] = _distribution(detail, count, "result_time_to_output_token_min",
+                                           "result_time_to_output_token_mean", "result_time_to_output_token_max",
+                                           "result_time_per_output_token_{p}_percentile_ns")
+    if accuracy is not None:
+        metrics["quality"] = _quality(benchmark, accuracy, build)
+    return {k: v for k, v in metrics.items() if v is not None}
+
+
+def _latency(detail: dict[str, Any], scenario: str, count: int) -> dict[str, Any] | None:
+    if scenario == "MultiStream" and "result_99.00_percentile_per_query_latency_ns" in detail:
+        # MultiStream is judged per query (8 samples), so the distribution is over queries.
+        return _distribution(detail, detail["result_query_count"], "result_min_query_latency_ns",
+                             "result_mean_query_latency_ns", "result_max_query_latency_ns",
+                             "result_{p}_percentile_per_query_latency_ns")
+    return _distribution(detail, count, "result_min_latency_ns", "result_mean_latency_ns", "result_max_latency_ns",
+                         "result_{p}_percentile_latency_ns")
+
+
+def _quality(benchmark: str, accuracy: dict[str, Any], build: _Build) -> dict[str, Any]:
+    """metrics.quality from accuracy.txt; the target is 99% / 99.9% of the reference for -99 / -99.9."""
+    values: dict[str, Any] = accuracy["values"]
+    base, _, suffix = benchmark.rpartition("-")
+    ratio = {"99": 0.99, "99.9": 0.999}.get(suffix) if base else None
+    reference = REFERENCES.get(base if ratio else benchmark)
+    metric = reference.metric if reference else next(iter(values))
+    quality: dict[str, Any] = {"metric": metric, "value": values.get(metric), "target_ratio": ratio,
+                               "values": values}
+    if reference:
+        quality.update(reference_precision=reference.precision, reference_value=reference.values[metric],
+                       passed=_passed(reference, ratio, values))
+    else:
+        build.warnings.append(f"no published accuracy reference known for {benchmark}: reference_value left null")
+    if accuracy.get("hash"):
+        build.unparsed["accuracy.hash"] = accuracy["hash"]
+    return quality
+
+
+def _passed(reference: Reference, ratio: float | None, values: dict[str, Any]) -> bool | None:
+    """MLPerf's own rule: each metric ≥ ratio × reference, tokens per sample within its bounds."""
+    if ratio is None or any(not isinstance(values.get(m), int | float) for m in reference.values):
+        return None
+    passed = all(values[m] >= ref * ratio for m, ref in reference.values.items())
+    if reference.tokens_per_sample:
+        tps, low, high = reference.tokens_per_sample
+        if not isinstance(values.get("tokens_per_sample"), int | float):
+            return None
+        passed = passed and tps * low <= values["tokens_per_sample"] <= tps * high
+    return passed
+
+
+def _provenance(src: dict[str, Any], system_id: str, benchmark: str, scenario: str, round_value: str,
+                files: dict[str, str], build: _Build) -> dict[str, Any]:
+    system, detail = src["system"], src["detail"]
+    submitter = str(system.get("submitter", "")).strip()
+    if not submitter:
+        raise SourceError("the system description names no submitter", where="system")
+    origin: dict[str, Any] = {
+        "kind": "mlperf-inference", "round": round_value, "submitter": submitter,
+        "division": _text(system.get("division")), "category": _text(system.get("system_type")),
+        "availability": _text(system.get("status")), "system_id": system_id, "benchmark": benchmark,
+        "scenario": scenario, "loadgen_version": str(detail["loadgen_version"]), "files": files,
+    }
+    for key in ("power_begin", "power_end"):  # LoadGen's run markers, written without a time zone
+        if isinstance(detail.get(key), str):
+            build.unparsed[f"detail.{key}"] = detail[key]
+    if build.unparsed:
+        origin["unparsed"] = dict(sorted(build.unparsed.items()))
+    return {"runner": {"name": "mlperf-loadgen", "version": str(detail["loadgen_version"])},
+            "submitter": submitter, "source": "import", "started_at": str(detail["test_datetime"]),
+            "finished_at": None, "origin": origin}
+
+
+def _text(value: Any) -> str | None:
+    return None if units.not_stated(value) else str(value).strip()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Readers: each takes a file's text and returns what the mapping needs, or raises SourceError.
+
+
+class SourceError(Exception):
+    """A source file is present but cannot be read as what it should be. `where` names the file's role."""
+
+    def __init__(self, message: str, *, where: str = "") -> None:
+        super().__init__(message)
+        self.where = where
+
+
+def read_json_object(text: str) -> dict[str, Any]:
+    """A JSON object (system description, measurements.json)."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SourceError(f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    if not isinstance(value, dict):
+        raise SourceError("expected a JSON object")
+    return value
+
+
+DETAIL_REQUIRED = ("loadgen_version", "test_datetime", "effective_scenario", "effective_test_mode",
+                   "result_validity", "result_query_count")
+
+
+def read_detail(text: str) -> dict[str, Any]:
+    """The :::MLLOG records of mlperf_log_detail.txt as {key: first value}; floats are kept as Decimal."""
+    entries: dict[str, Any] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        if not line.startswith(":::MLLOG "):
+            raise SourceError(f"line {number} is not a :::MLLOG record")
+        try:
+            record = json.loads(line[len(":::MLLOG "):], parse_float=Decimal)
+        except json.JSONDecodeError as exc:
+            raise SourceError(f"line {number}: malformed :::MLLOG record ({exc.msg})") from None
+        if not isinstance(record, dict) or not isinstance(record.get("key"), str) or "value" not in record:
+            raise SourceError(f"line {number}: a :::MLLOG record needs a key and a value")
+        entries.setdefault(record["key"], record["value"])
+    missing = [key for key in DETAIL_REQUIRED if key not in entries]
+    if missing:
+        raise SourceError(f"no {', '.join(missing)} record: truncated, or not a LoadGen performance log")
+    if entries["effective_test_mode"] != "PerformanceOnly":
+        raise SourceError(f"test mode is {entries['effective_test_mode']!r}, not PerformanceOnly")
+    return entries
+
+
+_SUMMARY_LINE = re.compile(r"^(?P<label>[^:]+?)\s*:\s*(?P<value>.*)$")
+_SUMMARY_END = re.compile(r"^(No|\d+) errors? encountered during test\.?$")
+
+
+def read_summary(text: str) -> dict[str, str]:
+    """The 'label : value' lines of mlperf_log_summary.txt. It must end with LoadGen's errors line."""
+    fields: dict[str, str] = {}
+    pending: str | None = None
+    for line in (raw.strip() for raw in text.splitlines()):
+        if not line or line.startswith("="):
+            continue
+        if pending and line.startswith("*"):  # "TTFT Early Stopping Result:" continues on the next line
+            fields[pending], pending = line, None
+            continue
+        match = _SUMMARY_LINE.match(line)
+        if not match:
+            continue
+        label, value = match["label"].strip(), match["value"].strip()
+        if not value:
+            pending = label
+        elif fields.setdefault(label, value) != value:
+            raise SourceError(f"'{label}' appears twice with different values")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines or not _SUMMARY_END.match(lines[-1]):
+        raise SourceError("does not end with LoadGen's 'errors encountered during test' line (truncated?)")
+    missing = [label for label in ("Scenario", "Mode", "Result is") if label not in fields]
+    if missing:
+        raise SourceError(f"has no {', '.join(missing)} line")
+    return fields
+
+
+SUMMARY_KEYS = {
+    "Scenario": "effective_scenario", "Mode": "effective_test_mode", "Result is": "result_validity",
+    "Completed samples per second": "result_completed_samples_per_sec",
+    "Completed tokens per second": "result_completed_tokens_per_second",
+    "Scheduled samples per second": "result_scheduled_samples_per_sec",
+    "Samples per second": "result_samples_per_second", "Tokens per second": "result_tokens_per_second",
+    "Min latency (ns)": "result_min_latency_ns", "Max latency (ns)": "result_max_latency_ns",
+    "Mean latency (ns)": "result_mean_latency_ns",
+    "Min First Token latency (ns)": "result_first_token_min_latency_ns",
+    "Max First Token latency (ns)": "result_first_token_max_latency_ns",
+    "Mean First Token latency (ns)": "result_first_token_mean_latency_ns",
+    "Min Time to Output Token (ns)": "result_time_to_output_token_min",
+    "Max Time to Output Token (ns)": "result_time_to_output_token_max",
+    "Mean Time to Output Token (ns)": "result_time_to_output_token_mean",
+}
+SUMMARY_PERCENTILES = (
+    (re.compile(r"^(\d+\.\d+) percentile latency \(ns\)$"), "result_{}_percentile_latency_ns"),
+    (re.compile(r"^(\d+\.\d+) percentile first token latency \(ns\)$"),
+     "result_first_token_{}_percentile_latency_ns"),
+    (re.compile(r"^(\d+\.\d+) percentile time to output token \(ns\)$"),
+     "result_time_per_output_token_{}_percentile_ns"),
+)
+
+
+def _detail_key(label: str) -> str | None:
+    if label in SUMMARY_KEYS:
+        return SUMMARY_KEYS[label]
+    for pattern, template in SUMMARY_PERCENTILES:
+        match = pattern.match(label)
+        if match:
+            return template.format(match[1])
+    return None
+
+
+def cross_check(summary: dict[str, str], detail: dict[str, Any], loadgen_scenario: str) -> None:
+    """Every result the summary prints must equal the detail log's record to the summary's precision."""
+    if detail["effective_scenario"] != loadgen_scenario:
+        raise SourceError(f"effective_scenario is {detail['effective_scenario']!r}; this directory needs "
+                          f"{loadgen_scenario!r}", where="detail")
+    for label, text in summary.items():
+        key = _detail_key(label)
+        if key is None:
+            continue
+        if key not in detail:
+            raise SourceError(f"has no {key} record, which the summary prints as '{label}'", where="detail")
+        if not _agrees(text, detail[key]):
+            raise SourceError(f"'{label}: {text}' disagrees with {key} = {detail[key]} in the detail log",
+                              where="summary")
+
+
+def _agrees(text: str, value: Any) -> bool:
+    if isinstance(value, str | bool):
+        return text == str(value)
+    try:
+        shown = Decimal(text)
+    except ArithmeticError:
+        return False
+    logged = value if isinstance(value, Decimal) else Decimal(value)
+    tolerance = _half_ulp(shown) + (_half_ulp(logged) if isinstance(value, Decimal) else Decimal(0))
+    return abs(shown - logged) <= tolerance
+
+
+def _half_ulp(value: Decimal) -> Decimal:
+    """Half a unit in the last printed digit: the rounding a printed value may carry."""
+    return Decimal(5).scaleb(int(value.as_tuple().exponent) - 1)
+
+
+def read_accuracy(text: str) -> dict[str, Any]:
+    """accuracy.txt: the LLM results dict ({'rouge1': 44.44, ...}) or 'name=value[%]' pairs, and hash=."""
+    lines = [line.strip() for line in text.splitlines()]
+    hash_value = next((line[5:] for line in lines if line.startswith("hash=")), None)
+    values: Any = None
+    for line in lines:
+        if line.startswith("{"):
+            try:
+                values = ast.literal_eval(line)  # a Python dict literal; literal_eval runs no code
+            except (ValueError, SyntaxError):
+                raise SourceError("the results line is not a readable dict") from None
+            break
+    if values is None:
+        body = "\n".join(line for line in lines if not line.startswith("hash="))
+        values = {k: float(v) for k, v in re.findall(r"([A-Za-z_][\w-]*)\s*=\s*(-?\d+(?:\.\d+)?)%?", body)}
+    if not isinstance(values, dict):
+        raise SourceError("the results line is not a dict")
+    numbers = {k: v for k, v in values.items()
+               if isinstance(k, str) and isinstance(v, int | float) and not isinstance(v, bool)}
+    if not numbers:
+        raise SourceError("no accuracy values found")
+    return {"values": numbers, "hash": hash_value}
+
+
+def read_test06(text: str) -> dict[str, str]:
+    """TEST06/verify_accuracy.txt: {check label: 'True' | 'False' | 'Skipped'}."""
+    found = {}
+    for line in text.splitlines():
+        label, sep, value = line.partition(":")
+        if sep and label.strip() in TEST06_CHECKS:
+            found[label.strip()] = value.strip()
+    if "TEST06 verification complete" not in text:
+        raise SourceError("has no 'TEST06 verification complete' line (truncated?)")
+    if not found:
+        raise SourceError("has no TEST06 check lines")
+    return found
+
+
+def read_user_conf(text: str) -> dict[str, str]:
+    """user.conf: 'model.scenario.key = value' lines; '#' starts a comment."""
+    entries = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        content = line.split("#", 1)[0].strip()
+        if not content:
+            continue
+        key, sep, value = content.partition("=")
+        if not sep or not key.strip():
+            raise SourceError(f"line {number} is not 'key = value'")
+        entries[key.strip()] = value.strip()
+    return entries
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The system description (systems/<id>.json): typed where the protocol has a field, text otherwise.
+
+CONSUMED = frozenset({
+    "system_name", "number_of_nodes", "accelerators_per_node", "accelerator_model_name",
+    "accelerator_memory_capacity", "accelerator_memory_configuration", "accelerator_host_interconnect",
+    "accelerator_interconnect", "accelerator_frequency", "host_processor_model_name", "host_processors_per_node",
+    "host_memory_capacity", "host_processor_frequency", "host_processor_core_count", "host_processor_vcpu_count",
+    "cooling", "operating_system", "framework", "other_software_stack", "sw_notes",
+    "division", "submitter", "status", "system_type",
+})
+VENDORS = {"amd": "AMD", "nvidia": "NVIDIA", "intel": "Intel", "google": "Google", "qualcomm": "Qualcomm"}
+COOLING = {"air": "air", "air-cooled": "air", "air cooled": "air", "liquid": "liquid", "liquid-cooled": "liquid",
+           "liquid cooled": "liquid", "immersion": "immersion"}
+RUNTIMES = frozenset({"rocm", "cuda", "cudnn", "hip", "oneapi"})
+ALIASES = {"pytorch": "torch"}
+
+
+def system_section(system: dict[str, Any], build: _Build) -> dict[str, Any]:
+    name, nodes = _text(system.get("system_name")), units.parse_count(system.get("number_of_nodes"))
+    if not name or not nodes:
+        raise SourceError("system_name and a positive number_of_nodes are required", where="system")
+    out: dict[str, Any] = {"name": name, "nodes": nodes, "accelerators": _accelerators(system, nodes, build),
+                           "host": _host(system, build), "cooling": _cooling(system, build)}
+    notes = {key: str(value)[:2000] for key, value in sorted(system.items())
+             if key not in CONSUMED and not units.not_stated(value)}
+    notes.update(build.system_notes)
+    if notes:
+        out["notes"] = notes
+    return out
+
+
+def _quantity(system: dict[str, Any], key: str, parser: Any, build: _Build) -> float | int | None:
+    raw = system.get(key)
+    if units.not_stated(raw):
+        return None
+    value = parser(str(raw))
+    if value is None:
+        build.flag(f"system.{key}", str(raw), "not '<number> <unit>' with a unit of the importer's table")
+    elif re.search(r"\d\s*[MGT]B\s*$", str(raw), re.IGNORECASE):
+        build.system_notes["import.memory_units"] = ("memory capacities in MB/GB/TB are read as MiB/GiB/TiB "
+                                                     "(JEDEC binary convention)")
+    return value  # type: ignore[no-any-return]
+
+
+def _accelerators(system: dict[str, Any], nodes: int, build: _Build) -> list[dict[str, Any]]:
+    per_node = units.parse_count(system.get("accelerators_per_node"))
+    model = _text(system.get("accelerator_model_name"))
+    if per_node is None and not units.not_stated(system.get("accelerators_per_node")):
+        build.flag("system.accelerators_per_node", str(system["accelerators_per_node"]), "not a count")
+    if not per_node or model is None:
+        return []
+    vendor = VENDORS.get(model.split()[0].lower())
+    if vendor:
+        build.system_notes["import.accelerator_vendor"] = f"{vendor!r} read from the first word of " \
+                                                          "accelerator_model_name"
+    else:
+        vendor = UNSPECIFIED
+        build.flag("system.accelerator_model_name", model, "no known vendor name at its start")
+    accelerator = {
+        "vendor": vendor, "model": model, "count": per_node * nodes,
+        "memory_gib": _quantity(system, "accelerator_memory_capacity", units.parse_memory_gib, build),
+        "memory_type": _text(system.get("accelerator_memory_configuration")),
+        "host_interconnect": _text(system.get("accelerator_host_interconnect")),
+        "interconnect": _text(system.get("accelerator_interconnect")),
+        "frequency_mhz": _quantity(system, "accelerator_frequency", units.parse_frequency_mhz, build),
+    }
+    return [{k: v for k, v in accelerator.items() if v is not None}]
+
+
+def _host(system: dict[str, Any], build: _Build) -> dict[str, Any] | None:
+    host = {
+        "cpu_model": _text(system.get("host_processor_model_name")),
+        "sockets": units.parse_count(system.get("host_processors_per_node")),
+        "memory_gib": _quantity(system, "host_memory_capacity", units.parse_memory_gib, build),
+        "frequency_mhz": _quantity(system, "host_processor_frequency", units.parse_frequency_mhz, build),
+    }
+    # Submitters fill these per processor or per node (both occur in published rounds): host.cores and
+    # host.threads are per node, so the value is kept as text rather than multiplied on a guess.
+    for key in ("host_processor_core_count", "host_processor_vcpu_count"):
+        if not units.not_stated(system.get(key)):
+            build.flag(f"system.{key}", str(system[key]), "per processor or per node is not stated")
+    return {k: v for k, v in host.items() if v is not None} or None
+
+
+def _cooling(system: dict[str, Any], build: _Build) -> str | None:
+    raw = system.get("cooling")
+    if units.not_stated(raw):
+        return None
+    cooling = COOLING.get(str(raw).strip().lower())
+    if cooling is None:
+        build.flag("system.cooling", str(raw), "not air, liquid or immersion")
+    return cooling
+
+
+def software_section(system: dict[str, Any], measurements: dict[str, Any], settings: dict[str, Any],
+                     build: _Build) -> dict[str, Any]:
+    out: dict[str, Any] = {"os": _os(system, build)}
+    stack = _versions(system, "framework", build)
+    runtimes = {k: v for k, v in stack.items() if k in RUNTIMES}
+    frameworks = {k: v for k, v in stack.items() if k not in RUNTIMES}
+    packages = _versions(system, "other_software_stack", build)
+    for name, value in (("runtimes", runtimes), ("frameworks", frameworks), ("packages", packages),
+                        ("settings", settings)):
+        if value:
+            out[name] = value
+    for key, value in sorted(measurements.items()):
+        if key not in ("weight_data_types", "input_data_types") and not units.not_stated(value):
+            build.software_notes[f"measurements.{key}"] = str(value)[:2000]
+    if not units.not_stated(system.get("sw_notes")):
+        build.software_notes["sw_notes"] = str(system["sw_notes"])[:2000]
+    if build.software_notes:
+        out["notes"] = dict(build.software_notes)
+    return out
+
+
+def _os(system: dict[str, Any], build: _Build) -> dict[str, str] | None:
+    raw = _text(system.get("operating_system"))
+    if raw is None:
+        return None
+    parsed = units.parse_os(raw)
+    if parsed is None:
+        build.flag("system.operating_system", raw, "not '<name> <version>'")
+        return None
+    if parsed[2]:  # a qualifier such as "LTS": the full text is kept beside the typed name and version
+        build.software_notes["operating_system"] = raw
+    return {"name": parsed[0], "version": parsed[1]}
+
+
+def _versions(system: dict[str, Any], key: str, build: _Build) -> dict[str, str]:
+    raw = _text(system.get(key))
+    if raw is None:
+        return {}
+    pairs, leftovers = units.split_versions(raw)
+    found: dict[str, str] = {}
+    for name, version in pairs:
+        canonical = ALIASES.get(name.lower(), name.lower())
+        if canonical in found:
+            leftovers.append(f"{name} {version}")
+        else:
+            found[canonical] = version
+    if leftovers:
+        build.flag(f"system.{key}", raw, f"parts not read as '<name> <version>': {'; '.join(leftovers)}")
+    return found
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The per-file report, for the CLI and the admin upload.
+
+
+def report_dict(plan: ImportPlan) -> dict[str, Any]:
+    """The plan as JSON-ready data: each item's outcome, flags and files, then the files no item used."""
+    return {
+        "round": plan.round, "round_source": plan.round_source, "errors": plan.errors, "warnings": plan.warnings,
+        "items": [{"key": item.key, "status": "ready" if item.document else "refused", "errors": item.errors,
+                   "warnings": item.warnings, "files": [asdict(f) for f in item.files]} for item in plan.items],
+        "skipped": [asdict(f) for f in plan.skipped],
+    }
+
+
+def render_report(plan: ImportPlan) -> str:
+    """A plain-text report: one block per item (errors, flags, one row per file), then unused files."""
+    ready = sum(1 for item in plan.items if item.document)
+    lines = [f"MLPerf import: {ready} of {len(plan.items)} runs ready; round {plan.round or '?'} "
+             f"({plan.round_source})"]
+    lines += [f"  error: {e}" for e in plan.errors] + [f"  note:  {w}" for w in plan.warnings]
+    for item in plan.items:
+        lines += ["", f"{item.key}: {'ready' if item.document else 'REFUSED: nothing will be stored'}"]
+        lines += [f"  error: {e}" for e in item.errors] + [f"  flag:  {w}" for w in item.warnings]
+        lines += _file_rows(item.files)
+    if plan.skipped:
+        lines += ["", "files not used by any run:", *_file_rows(plan.skipped)]
+    return "\n".join(lines)
+
+
+def _file_rows(files: list[FileReport]) -> list[str]:
+    return [f"  {f.status:<7} {(f.sha256 or '-')[:12]:<12}  {f.path}  ({f.reason})" for f in files]

@@ -1,0 +1,105 @@
+"""Small, closed-table parsers for the free text of imported system descriptions.
+
+Plain Python, no Django. Each parser returns None when the text is not exactly one value it knows, so the
+caller keeps the raw text and flags it instead of guessing. Arithmetic is done in Decimal so that a value
+such as "1.5TiB" becomes exactly 1536 GiB and "2.1 GHz" exactly 2100 MHz.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+
+# Memory capacities. "GB"/"TB"/"MB" on a memory capacity follow the JEDEC convention (JESD100B.01: the
+# prefixes denote powers of 2 for semiconductor memory), which is how vendors and MLPerf submitters label
+# device and host memory ("192 GB" HBM3 on an MI300X is 192 GiB). Bare "G"/"T" are refused as ambiguous.
+MEMORY_UNITS_GIB: dict[str, Decimal] = {
+    "mib": Decimal(1) / 1024, "gib": Decimal(1), "tib": Decimal(1024),
+    "mb": Decimal(1) / 1024, "gb": Decimal(1), "tb": Decimal(1024),
+}
+FREQUENCY_UNITS_MHZ: dict[str, Decimal] = {
+    "hz": Decimal(1) / 1_000_000, "khz": Decimal(1) / 1000, "mhz": Decimal(1), "ghz": Decimal(1000),
+}
+_QUANTITY = re.compile(r"^\s*(?P<number>\d+(?:\.\d+)?)\s*(?P<unit>[A-Za-z]+)\s*$")
+
+# Words that mean "not stated" in MLPerf system descriptions.
+NOT_STATED = frozenset({"", "n/a", "na", "none", "not applicable", "-", "tbd", "unknown"})
+
+
+def not_stated(value: object) -> bool:
+    """True for None and the placeholders submitters write for an empty field ("", "N/A", ...)."""
+    return value is None or (isinstance(value, str) and value.strip().lower() in NOT_STATED)
+
+
+def _to_number(value: Decimal) -> float | int:
+    """An int when the value is integral (so 192 stays 192), else the nearest float."""
+    return int(value) if value == value.to_integral_value() else float(value)
+
+
+def parse_quantity(text: str, table: dict[str, Decimal]) -> float | int | None:
+    """'<number> <unit>' with a unit from `table` (case-insensitive), converted by the table's factor."""
+    match = _QUANTITY.match(text)
+    if not match:
+        return None
+    factor = table.get(match["unit"].lower())
+    if factor is None:
+        return None
+    try:
+        return _to_number(Decimal(match["number"]) * factor)
+    except InvalidOperation:  # pragma: no cover - the regex admits only plain decimals
+        return None
+
+
+def parse_memory_gib(text: str) -> float | int | None:
+    """A memory capacity such as '192 GB' or '1.5TiB' in GiB (JEDEC binary reading of GB/TB/MB)."""
+    return parse_quantity(text, MEMORY_UNITS_GIB)
+
+
+def parse_frequency_mhz(text: str) -> float | int | None:
+    """A clock frequency such as '2100 MHz' or '2.1 GHz' in MHz."""
+    return parse_quantity(text, FREQUENCY_UNITS_MHZ)
+
+
+def parse_count(value: object) -> int | None:
+    """A non-negative integer given as a JSON integer or as a string of digits; anything else is None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
+_NAME_VERSION = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9_.+-]*(?: [A-Za-z][A-Za-z0-9_.+-]*)*?)\s+v?"
+                           r"(?P<version>\d[^\s,]*)$")
+
+
+def split_versions(text: str) -> tuple[list[tuple[str, str]], list[str]]:
+    """Split 'vLLM 0.9.0, Pytorch 2.7.0+git, ROCm 6.4.1' into [(name, version)] and the leftover parts.
+
+    A part is accepted only as '<name> <version>' where the version starts with a digit and has no spaces;
+    anything else (no version, two versions, prose) is returned as leftover text for the caller to keep.
+    """
+    pairs: list[tuple[str, str]] = []
+    leftovers: list[str] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        match = _NAME_VERSION.match(part)
+        if match:
+            pairs.append((match["name"], match["version"]))
+        else:
+            leftovers.append(part)
+    return pairs, leftovers
+
+
+_OS = re.compile(r"^(?P<name>[A-Za-z][A-Za-z ]*?)\s+(?P<version>\d[\w.]*)(?P<rest>.*)$")
+
+
+def parse_os(text: str) -> tuple[str, str, str] | None:
+    """'Ubuntu 24.04 LTS' -> ('Ubuntu', '24.04', 'LTS'); None when no '<name> <version>' start is found."""
+    match = _OS.match(text.strip())
+    if not match:
+        return None
+    return match["name"], match["version"], match["rest"].strip()
