@@ -5,6 +5,7 @@
   benchreg submit FILE...             send documents to a registry (--server/--token or BENCHREG_SERVER/_TOKEN)
   benchreg run inference|training     the bundled runners
   benchreg create-token ...           manage.py create_token
+  benchreg import mlperf PATH         import a published MLPerf Inference submission tree
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import sys
 from pathlib import Path
 
 # Subcommands served by a Django management command of the same purpose.
-DJANGO_COMMANDS = {"demo": "demo", "serve": "serve", "create-token": "create_token", "migrate": "migrate"}
+DJANGO_COMMANDS = {"demo": "demo", "serve": "serve", "create-token": "create_token", "migrate": "migrate",
+                   "import": "import_results"}
 
 
 def submit_main(argv: list[str]) -> int:

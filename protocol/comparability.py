@@ -1,0 +1,503 @@
+"""The comparability contract: which runs may be set side by side along an axis, and what differs.
+
+The contract is data (schemas/comparability.v1.json), loaded once. For an axis (system, software,
+precision) every field of a submission is governed by the most specific contract pointer above it, which
+gives it a role: controlled (must be identical), subject (what the comparison is about), disclosed (may
+differ, is shown) or ignored. Documents are flattened to leaves (JSON pointers to scalars or lists of
+scalars); absent, null and empty are the same ("not stated"), and values are equal when their RFC 8785
+canonical forms are, so 1 and 1.0 are equal while true and 1 are not.
+
+`check` is symmetric and order-independent: the same runs in any order give the same differences (each
+difference lists values in the order the runs were given). `compare` adds the statistics.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from . import sizing as capacity
+from . import statistics as st
+from .canonical import canonicalize, digest
+from .schema import SCHEMA_DIR
+
+CONTRACT_FILE = SCHEMA_DIR / "comparability.v1.json"
+ROLES = ("controlled", "subject", "disclosed")
+Path = tuple[str, ...]
+
+
+class ComparabilityError(ValueError):
+    """A comparison was asked for wrongly (unknown axis, fewer than two runs, a broken contract file)."""
+
+
+@dataclass(frozen=True)
+class Group:
+    """A named set of fields sharing one role per axis, e.g. 'numeric precision'."""
+
+    id: str
+    label: str
+    pointers: tuple[str, ...]
+    roles: tuple[tuple[str, str], ...]  # (axis, role), kept as a tuple so the dataclass stays hashable
+    compare: str | None = None  # "major": only the major of a 'name/major.minor' string is compared
+
+    def role(self, axis: str) -> str:
+        return dict(self.roles)[axis]
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """A field that must be present (not null) on every run compared along an axis."""
+
+    pointer: str
+    label: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Contract:
+    """The loaded contract. `document` is the data file as read, for GET /api/v1/protocol and reports."""
+
+    id: str
+    version: str
+    protocol: str
+    default_axis: str
+    axes: tuple[str, ...]
+    groups: tuple[Group, ...]
+    ignored: tuple[tuple[str, str], ...]  # (pointer, reason)
+    requirements: tuple[tuple[str, tuple[Requirement, ...]], ...]
+    directions: tuple[tuple[str, str], ...]
+    unlisted_role: str
+
+    def requirements_for(self, axis: str) -> tuple[Requirement, ...]:
+        return dict(self.requirements)[axis]
+
+    def lower_is_better(self, metric: str) -> bool:
+        """Direction of a metric family ('latency_ms' or 'latency_ms.p99'); unknown ones: higher is better."""
+        return dict(self.directions).get(metric.partition(".")[0]) == "lower"
+
+
+@dataclass(frozen=True)
+class FieldDifference:
+    """One field whose values differ between runs, in words a buyer understands.
+
+    `values` holds each run's value as display text, in the order the runs were given; `role` is the
+    field's role on the axis ("controlled", "subject", "disclosed", or "required" for a missing field
+    an axis requires).
+    """
+
+    pointer: str
+    field: str
+    group: str
+    label: str
+    role: str
+    values: tuple[str, ...]
+    words: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"pointer": self.pointer, "field": self.field, "group": self.group, "label": self.label,
+                "role": self.role, "values": list(self.values), "words": self.words}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether runs may be compared along `axis`, and every field that differs, by role."""
+
+    axis: str
+    contract_version: str
+    comparable: bool
+    refusals: tuple[FieldDifference, ...]
+    requirement_failures: tuple[FieldDifference, ...]
+    disclosures: tuple[FieldDifference, ...]
+    subject_differences: tuple[FieldDifference, ...]
+
+    @property
+    def offending(self) -> tuple[FieldDifference, ...]:
+        """Everything that makes the comparison refused: controlled differences and missing requirements."""
+        return self.refusals + self.requirement_failures
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"axis": self.axis, "contract_version": self.contract_version, "comparable": self.comparable,
+                "refusals": [d.as_dict() for d in self.refusals],
+                "requirement_failures": [d.as_dict() for d in self.requirement_failures],
+                "disclosures": [d.as_dict() for d in self.disclosures],
+                "subject_differences": [d.as_dict() for d in self.subject_differences]}
+
+
+# ------------------------------------------------------------------------------------------ the contract
+
+@cache
+def _raw_contract() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(CONTRACT_FILE.read_text())
+    return data
+
+
+def contract_document() -> dict[str, Any]:
+    """The contract data file as a JSON value (a copy: callers may not change the loaded contract)."""
+    return copy.deepcopy(_raw_contract())
+
+
+@cache
+def contract() -> Contract:
+    """The contract, loaded and checked once per process. Raises ComparabilityError if the file is broken."""
+    data = _raw_contract()
+    axes = tuple(data["axes"])
+    groups = tuple(
+        Group(g["id"], g["label"], tuple(g["pointers"]), tuple((a, g["roles"].get(a, "")) for a in axes),
+              g.get("compare")) for g in data["groups"])
+    for g in groups:
+        bad = [f"{a}={r!r}" for a, r in g.roles if r not in ROLES]
+        if bad:
+            raise ComparabilityError(f"contract group {g.id} has no valid role for {', '.join(bad)}")
+    if data["default_axis"] not in axes:
+        raise ComparabilityError(f"contract default axis {data['default_axis']!r} is not an axis")
+    requirements = tuple(
+        (a, tuple(Requirement(r["pointer"], r["label"], r["reason"]) for r in data["axes"][a]["requirements"]))
+        for a in axes)
+    return Contract(id=data["$id"], version=data["version"], protocol=data["protocol"],
+                    default_axis=data["default_axis"], axes=axes, groups=groups,
+                    ignored=tuple((i["pointer"], i["reason"]) for i in data["ignored"]),
+                    requirements=requirements, directions=tuple(data["metric_directions"].items()),
+                    unlisted_role=data["unlisted_role"])
+
+
+def _split(pointer: str) -> Path:
+    if pointer == "":
+        return ()
+    return tuple(p.replace("~1", "/").replace("~0", "~") for p in pointer.split("/")[1:])
+
+
+def _join(path: Path) -> str:
+    return "".join("/" + p.replace("~", "~0").replace("/", "~1") for p in path)
+
+
+def _primary_name(doc: Mapping[str, Any]) -> str | None:
+    primary = (doc.get("metrics") or {}).get("primary")
+    return primary.partition(".")[0] if isinstance(primary, str) else None
+
+
+@dataclass(frozen=True)
+class _Rule:
+    path: Path
+    group: Group | None  # None: ignored
+    reason: str | None = None
+
+
+def _rules(docs: Iterable[Mapping[str, Any]]) -> dict[Path, _Rule]:
+    """Contract pointers made concrete for these documents ('{primary}' resolved for each of them)."""
+    c = contract()
+    primaries = sorted({p for p in (_primary_name(d) for d in docs) if p})
+    out: dict[Path, _Rule] = {_split(p): _Rule(_split(p), None, reason) for p, reason in c.ignored}
+    for group in c.groups:
+        for pointer in group.pointers:
+            names = primaries if "{primary}" in pointer else [None]
+            for name in names:
+                concrete = pointer.replace("{primary}", name) if name else pointer
+                out[_split(concrete)] = _Rule(_split(concrete), group)
+    return out
+
+
+def _matches(pattern: Path, path: Path) -> bool:
+    return len(pattern) == len(path) and all(p in ("*", q) for p, q in zip(pattern, path, strict=True))
+
+
+def _governing(path: Path, rules: Mapping[Path, _Rule]) -> _Rule | None:
+    """The rule of the longest pointer that is a prefix of `path`; '*' matches any one segment (list index)."""
+    wild = [r for r in rules.values() if "*" in r.path]
+    for end in range(len(path), 0, -1):
+        rule = rules.get(path[:end]) or next((r for r in wild if _matches(r.path, path[:end])), None)
+        if rule is not None:
+            return rule
+    return None
+
+
+def _leaves(value: Any, path: Path = ()) -> Iterable[tuple[Path, Any]]:
+    """Scalars and lists of scalars by path; None and empty containers are 'not stated' and yield nothing."""
+    if isinstance(value, dict):
+        for key, child in value.items():
+            yield from _leaves(child, (*path, str(key)))
+    elif isinstance(value, list) and any(isinstance(v, dict | list) for v in value):
+        for i, child in enumerate(value):
+            yield from _leaves(child, (*path, str(i)))
+    elif value is not None and value != []:
+        yield path, value
+
+
+def _normalised(group: Group, value: Any) -> Any:
+    if group.compare == "major" and isinstance(value, str):
+        return value.rsplit(".", 1)[0]  # "benchreg.submission/1.0" -> "benchreg.submission/1"
+    return value
+
+
+def _classify(doc: Mapping[str, Any], rules: Mapping[Path, _Rule], axis: str
+              ) -> dict[str, dict[Path, tuple[Group | None, Any]]]:
+    """role -> {path: (group, value)} for every leaf of the document that has a role on this axis."""
+    c = contract()
+    out: dict[str, dict[Path, tuple[Group | None, Any]]] = {role: {} for role in ROLES}
+    for path, value in _leaves(dict(doc)):
+        rule = _governing(path, rules)
+        if rule is not None and rule.group is None:
+            continue  # ignored, with the reason in the contract
+        # A leaf no contract pointer covers (a field added by a later 1.x minor) takes the unlisted role.
+        group = rule.group if rule is not None else None
+        role = group.role(axis) if group is not None else c.unlisted_role
+        out[role][path] = (group, _normalised(group, value) if group is not None else value)
+    return out
+
+
+def _axis(axis: str) -> str:
+    c = contract()
+    if axis not in c.axes:
+        raise ComparabilityError(f"unknown axis {axis!r}: the axes are {', '.join(c.axes)}")
+    return axis
+
+
+def controlled_projection(doc: Mapping[str, Any], axis: str | None = None) -> dict[str, Any]:
+    """The run's controlled fields on `axis` (default: the contract's default), as {JSON pointer: value}."""
+    axis = _axis(axis or contract().default_axis)
+    fields = _classify(doc, _rules([doc]), axis)["controlled"]
+    return {_join(path): value for path, (_, value) in sorted(fields.items())}
+
+
+def field_roles(doc: Mapping[str, Any], axis: str | None = None) -> dict[str, str]:
+    """Every stated field of the run with its role on `axis` ("ignored" included), as {JSON pointer: role}."""
+    axis = _axis(axis or contract().default_axis)
+    rules = _rules([doc])
+    classified = _classify(doc, rules, axis)
+    out = {_join(p): "ignored" for p, _ in _leaves(dict(doc))}
+    out.update({_join(p): role for role, fields in classified.items() for p in fields})
+    return dict(sorted(out.items()))
+
+
+def comparability_key(doc: Mapping[str, Any], axis: str | None = None) -> str:
+    """'sha256:<hex>' of the canonical {contract version, axis, controlled projection}.
+
+    Two runs have the same key on an axis exactly when no controlled field differs between them, so
+    "every run comparable with X" is one lookup of X's key (requirements, e.g. quality on the precision
+    axis, are checked by `check`).
+    """
+    axis = _axis(axis or contract().default_axis)
+    return digest({"contract": contract().version, "axis": axis, "controlled": controlled_projection(doc, axis)})
+
+
+# ------------------------------------------------------------------------------------------ differences
+
+def display(value: Any) -> str:
+    """A value as a buyer reads it: 'not stated' for absent or null, yes/no for booleans."""
+    if value is None:
+        return "not stated"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return str(int(value))
+    if isinstance(value, int | float | str):
+        return str(value)
+    if isinstance(value, list):
+        return ", ".join(display(v) for v in value) or "none"
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def field_name(path: Path) -> str:
+    """'precision.weights', 'system.accelerators[0].model', 'software.settings["torch.num_threads"]'."""
+    out = ""
+    for part in path:
+        if part.isdigit():
+            out += f"[{part}]"
+        elif part.replace("_", "").isalnum():
+            out += ("." if out else "") + part
+        else:
+            out += f'["{part}"]'
+    return out
+
+
+def _words(name: str, values: Sequence[str]) -> str:
+    if len(values) == 2:
+        return f"{name}: {values[0]} vs {values[1]}"
+    runs: dict[str, list[int]] = {}
+    for i, v in enumerate(values, start=1):
+        runs.setdefault(v, []).append(i)
+    parts = [f"{v} (run{'s' if len(ix) > 1 else ''} {', '.join(map(str, ix))})" for v, ix in runs.items()]
+    return f"{name}: {' vs '.join(parts)}"
+
+
+def _same(values: Sequence[Any]) -> bool:
+    first = canonicalize(values[0])
+    return all(canonicalize(v) == first for v in values[1:])
+
+
+def _differences(per_doc: Sequence[Mapping[Path, tuple[Group | None, Any]]], role: str
+                 ) -> tuple[FieldDifference, ...]:
+    out = []
+    for path in sorted(set().union(*(d.keys() for d in per_doc))):
+        values = [d[path][1] if path in d else None for d in per_doc]
+        if _same(values):
+            continue
+        group = next(d[path][0] for d in per_doc if path in d)
+        shown = tuple(display(v) for v in values)
+        name = field_name(path)
+        out.append(FieldDifference(
+            pointer=_join(path), field=name, group=group.id if group else "unlisted",
+            label=group.label if group else "field not named in the contract", role=role, values=shown,
+            words=_words(name, shown)))
+    return tuple(out)
+
+
+def _lookup(doc: Mapping[str, Any], pointer: str) -> Any:
+    value: Any = doc
+    for part in _split(pointer):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def _requirement_failures(docs: Sequence[Mapping[str, Any]], axis: str) -> tuple[FieldDifference, ...]:
+    out = []
+    for req in contract().requirements_for(axis):
+        values = [_lookup(d, req.pointer) for d in docs]
+        if all(v is not None for v in values):
+            continue
+        shown = tuple(display(v) if v is not None else "missing" for v in values)
+        name = field_name(_split(req.pointer))
+        out.append(FieldDifference(
+            pointer=req.pointer, field=name, group="requirement", label=req.label, role="required",
+            values=shown, words=f"{_words(name, shown)} (required on the {axis} axis: {req.reason})"))
+    return tuple(out)
+
+
+def check(docs: Sequence[Mapping[str, Any]], axis: str | None = None) -> Verdict:
+    """Whether `docs` (valid submissions) may be compared along `axis`, with every differing field.
+
+    Comparable exactly when no controlled field differs and every requirement of the axis holds. Raises
+    ComparabilityError for an unknown axis or fewer than two runs.
+    """
+    axis = _axis(axis or contract().default_axis)
+    docs = list(docs)
+    if len(docs) < 2:
+        raise ComparabilityError(f"a comparison needs at least 2 runs, got {len(docs)}")
+    rules = _rules(docs)
+    classified = [_classify(d, rules, axis) for d in docs]
+    by_role = {role: _differences([c[role] for c in classified], role) for role in ROLES}
+    failures = _requirement_failures(docs, axis)
+    return Verdict(axis=axis, contract_version=contract().version,
+                   comparable=not by_role["controlled"] and not failures, refusals=by_role["controlled"],
+                   requirement_failures=failures, disclosures=by_role["disclosed"],
+                   subject_differences=by_role["subject"])
+
+
+def subject_key(doc: Mapping[str, Any], axis: str) -> str:
+    """Digest of the run's subject fields: runs with equal keys repeat one configuration (an 'arm')."""
+    fields = _classify(doc, _rules([doc]), _axis(axis))["subject"]
+    return digest({_join(p): v for p, (_, v) in sorted(fields.items())})
+
+
+# ------------------------------------------------------------------------------------------ comparisons
+
+def _arm_label(doc: Mapping[str, Any], axis: str, subject: Sequence[FieldDifference], index: int) -> str:
+    if axis == "system":
+        return capacity.system_words(doc)
+    parts = [f"{d.field} {d.values[index]}" for d in subject[:4]]
+    return ", ".join(parts) + (", …" if len(subject) > 4 else "") or f"{axis} as tested"
+
+
+def _arms(docs: Sequence[Mapping[str, Any]], axis: str) -> list[list[int]]:
+    """Runs grouped by identical subject fields, in order of first appearance: repetitions of one setup."""
+    groups: dict[str, list[int]] = {}
+    for i, doc in enumerate(docs):
+        groups.setdefault(subject_key(doc, axis), []).append(i)
+    return list(groups.values())
+
+
+def _pair(i: int, j: int, arms: Sequence[dict[str, Any]], estimates: Sequence[st.Estimate]) -> dict[str, Any]:
+    r = st.ratio(estimates[j], estimates[i])
+    better = "lower" if estimates[j].lower_is_better else "higher"
+    interval = (f" ({st.CONFIDENCE:.0%} CI {st.rounded(r.ci_low, 4)}–{st.rounded(r.ci_high, 4)})"
+                if r.ci_low is not None else " (no interval)")
+    outcome = {"indistinguishable": "not distinguishable from noise", "unknown": "uncertainty unknown"}
+    words = (f"{arms[j]['label']} vs {arms[i]['label']}: {estimates[j].metric} ratio "
+             f"{st.rounded(r.value, 4)}{interval}; {outcome.get(r.outcome, r.outcome)} ({better} is better)")
+    return {"subject": j, "baseline": i, "metric": estimates[j].metric, "ratio": st.rounded(r.value),
+            "ci_low": st.rounded(r.ci_low), "ci_high": st.rounded(r.ci_high),
+            "confidence": st.CONFIDENCE if r.ci_low is not None else None,
+            "distinguishable": r.distinguishable, "outcome": r.outcome, "method": r.method, "words": words}
+
+
+def _comparison_caveats(docs: Sequence[Mapping[str, Any]], arms: list[list[int]]) -> list[dict[str, Any]]:
+    out = []
+    head = (docs[0].get("metrics") or {}).get("primary", "")
+    if (docs[0].get("scenario") or {}).get("kind") in capacity.SERVING_SCENARIOS and head.partition(".")[0] in (
+            "throughput", "tokens_per_second", "request_rate"):
+        out.append({"code": "offered-load-throughput", "message": "in a server scenario the throughput follows "
+                    "the offered load; latency or goodput tell systems apart better"})
+    energies = [(d.get("metrics") or {}).get("energy") for d in docs]
+    meters = {f"{e.get('source')} ({e.get('scope') or 'scope not stated'})" for e in energies if isinstance(e, dict)}
+    if len(meters) > 1:
+        out.append({"code": "energy-measured-differently", "message": "energy was measured with different meters "
+                    f"or scopes ({'; '.join(sorted(meters))}): energy per output is not like for like"})
+    if len(arms) == 1:
+        out.append({"code": "single-configuration", "message": "all runs repeat one configuration: they are "
+                    "aggregated, and there is nothing to compare them against"})
+    return out
+
+
+def compare(docs: Sequence[Mapping[str, Any]], axis: str | None = None,
+            prices: Mapping[str, float] | None = None, sizing: Mapping[str, Any] | None = None,
+            *, currency: str = "USD", resamples: int = st.RESAMPLES) -> dict[str, Any]:
+    """The whole comparison as a JSON value (finite, rounded floats): what the registry stores and reports print.
+
+    `prices` maps system.name to a price per system-hour (stated as an assumption); `sizing` is
+    {"target_load", "load_unit", "latency_objectives"?: [{"metric", "percentile", "max_ms"}], "headroom"?}.
+    When the verdict refuses, runs are listed without statistics and arms/pairwise are empty.
+    """
+    axis = _axis(axis or contract().default_axis)
+    runs = [dict(d) for d in docs]
+    verdict = check(runs, axis)
+    c = contract()
+    result: dict[str, Any] = {
+        "kind": "benchreg.comparison/1", "contract": {"id": c.id, "version": c.version}, "axis": axis,
+        "comparable": verdict.comparable, "verdict": verdict.as_dict(),
+        "disclosures": [d.as_dict() for d in verdict.disclosures], "runs": [], "arms": [], "pairwise": [],
+        "caveats": [], "assumptions": [], "methods": dict(st.METHODS)}
+    result["runs"] = [{"index": i, "digest": digest(d), "system": (d.get("system") or {}).get("name"),
+                       "headline": {"metric": (d.get("metrics") or {}).get("primary")}} for i, d in enumerate(runs)]
+    if not verdict.comparable:
+        return result
+    _fill(result, runs, axis, verdict, prices, sizing, currency, resamples)
+    return result
+
+
+def _fill(result: dict[str, Any], docs: Sequence[dict[str, Any]], axis: str, verdict: Verdict,
+          prices: Mapping[str, float] | None, sizing: Mapping[str, Any] | None, currency: str,
+          resamples: int) -> None:
+    groups = _arms(docs, axis)
+    arms, estimates = [], []
+    for a, members in enumerate(groups):
+        est = st.aggregate([docs[i] for i in members], resamples=resamples)
+        estimates.append(est)
+        label = _arm_label(docs[members[0]], axis, verdict.subject_differences, members[0])
+        arm: dict[str, Any] = {"index": a, "label": label, "runs": members, "estimate": est.as_dict(),
+                               "derived": capacity.arm_derived([docs[i] for i in members], prices, currency)}
+        if sizing is not None:
+            arm["sizing"] = capacity.arm_sizing([docs[i] for i in members], sizing)
+        arms.append(arm)
+    for a, members in enumerate(groups):
+        for i in members:
+            est = st.headline_estimate(docs[i], resamples=resamples)
+            quality = (docs[i].get("metrics") or {}).get("quality")
+            found = [x.as_dict() for x in st.caveats(docs[i], est)]
+            result["runs"][i].update(arm=a, headline=est.as_dict(), quality=quality, caveats=found)
+            result["caveats"] += [{"run": i, **x} for x in found]
+    result["caveats"] += _comparison_caveats(docs, groups)
+    result["arms"] = arms
+    result["pairwise"] = [_pair(i, j, arms, estimates) for i in range(len(arms)) for j in range(i + 1, len(arms))]
+    if prices:
+        result["assumptions"].append({"kind": "price", "currency": currency, "per_system_hour": dict(prices),
+                                      "words": "hourly prices supplied by the user, not measured"})
+    if sizing is not None:
+        result["assumptions"].append({"kind": "sizing", "request": _plain(sizing),
+                                      "words": "replica counts assume linear scaling of the tested system"})
+
+
+def _plain(value: Any) -> Any:
+    return json.loads(json.dumps(value))

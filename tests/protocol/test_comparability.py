@@ -1,0 +1,432 @@
+"""The comparability contract: table-driven per axis, properties (symmetry, controlled/disclosed), compare()."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from protocol import canonical, rules
+from protocol import comparability as cmp
+from protocol.schema import submission_schema
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "protocol" / "examples"
+SERVER, OFFLINE, TRAINING = "inference-server-h100-bf16", "inference-offline-cpu-int8", "training-h100-bf16"
+Doc = dict[str, Any]
+
+
+def example(name: str) -> Doc:
+    return json.loads((EXAMPLES / f"{name}.json").read_text())
+
+
+def set_at(doc: Doc, pointer: str, value: Any) -> Doc:
+    """A copy of doc with `value` at `pointer`, creating objects on the way (None deletes nothing: it nulls)."""
+    out = copy.deepcopy(doc)
+    parts = [p.replace("~1", "/").replace("~0", "~") for p in pointer.split("/")[1:]]
+    node: Any = out
+    for part in parts[:-1]:
+        key: Any = int(part) if isinstance(node, list) else part
+        if not isinstance(node, list) and not isinstance(node.get(key), dict | list):
+            node[key] = {}
+        node = node[key]
+    node[int(parts[-1]) if isinstance(node, list) else parts[-1]] = value
+    return out
+
+
+def get_at(doc: Doc, pointer: str) -> Any:
+    node: Any = doc
+    for part in pointer.split("/")[1:]:
+        part = part.replace("~1", "/").replace("~0", "~")
+        if node is None:
+            return None
+        node = node[int(part)] if isinstance(node, list) else node.get(part)
+    return node
+
+
+def changed(value: Any, pointer: str = "") -> Any:
+    """A value certainly different from `value` in canonical form (and in the compared major, for /protocol)."""
+    if pointer == "/protocol":
+        return "benchreg.submission/2.0"
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int | float):
+        return value * 2 + 1
+    if isinstance(value, list):
+        return [*value, "extra"]
+    return f"{value}-changed"
+
+
+def words(diffs: tuple[cmp.FieldDifference, ...]) -> list[str]:
+    return [d.words for d in diffs]
+
+
+def int8(doc: Doc) -> Doc:
+    doc = set_at(doc, "/precision/weights", "int8")
+    return set_at(doc, "/precision/quantization", {"method": "dynamic", "granularity": "per-channel"})
+
+
+# ------------------------------------------------------------------------------------------ the contract
+
+def test_the_contract_is_versioned_data_tied_to_protocol_major_1() -> None:
+    data = cmp.contract_document()
+    assert data["$id"].startswith("https://") and data["version"] == cmp.contract().version == "1.0"
+    assert data["protocol"] == f"{rules.PROTOCOL_NAME}/{rules.PROTOCOL_VERSION.split('.')[0]}"
+    assert data["default_axis"] == "system" and set(data["axes"]) == {"system", "software", "precision"}
+
+
+def test_every_group_has_a_role_and_a_label_on_every_axis() -> None:
+    c = cmp.contract()
+    for group in c.groups:
+        assert group.label and group.pointers
+        assert {axis for axis, _ in group.roles} == set(c.axes)
+        assert all(role in cmp.ROLES for _, role in group.roles)
+    assert all(reason for _, reason in c.ignored)
+
+
+def test_metric_directions_agree_with_the_protocol_rules() -> None:
+    c = cmp.contract()
+    for metric, _ in c.directions:
+        if metric in (*rules.DISTRIBUTION_METRICS, *rules.RATE_METRICS, "time_to_quality"):
+            assert c.lower_is_better(metric) == (metric in rules.LOWER_IS_BETTER), metric
+
+
+def _schema_pointers(node: dict[str, Any], defs: dict[str, Any], path: str = "") -> list[str]:
+    if "$ref" in node:
+        node = defs[node["$ref"].rsplit("/", 1)[1]]
+    for branch in node.get("anyOf", []):
+        if "$ref" in branch:
+            node = defs[branch["$ref"].rsplit("/", 1)[1]]
+    if node.get("type") == "array" or (isinstance(node.get("type"), list) and "array" in node["type"]):
+        items = node.get("items", {})
+        return _schema_pointers(items, defs, path + "/0") if "properties" in items or "$ref" in items else [path]
+    props = node.get("properties")
+    if not props:
+        return [path]
+    return [p for name, child in props.items() for p in _schema_pointers(child, defs, f"{path}/{name}")]
+
+
+def test_every_field_of_the_submission_schema_has_a_role_on_every_axis() -> None:
+    schema = submission_schema()
+    pointers = _schema_pointers(schema, schema["$defs"])
+    assert len(pointers) > 150
+    c = cmp.contract()
+    for axis in c.axes:
+        for pointer in pointers:
+            doc = set_at({"metrics": {"primary": "throughput"}}, pointer, "x")
+            role = cmp.field_roles(doc, axis).get(pointer)
+            assert role in (*cmp.ROLES, "ignored"), (axis, pointer)
+            # Nothing falls through to the catch-all: each field is named by the contract.
+            governed = cmp._governing(cmp._split(pointer), cmp._rules([doc]))
+            assert governed is not None, (axis, pointer)
+
+
+def test_the_examples_have_no_subject_or_controlled_field_left_unexplained() -> None:
+    for name in (SERVER, OFFLINE, TRAINING):
+        roles = cmp.field_roles(example(name))
+        assert roles["/precision/weights"] == "controlled" and roles["/system/name"] == "subject"
+        assert roles["/software/driver/version" if name != OFFLINE else "/software/os/kernel"] == "disclosed"
+        assert roles["/provenance/submitter"] == "ignored" and roles["/metrics/throughput/value"] == "ignored"
+
+
+# ---------------------------------------------------------------------------------- table-driven per axis
+
+Mutation = Callable[[Doc], Doc]
+CASES: list[tuple[str, str, str, Mutation, bool, dict[str, list[str]]]] = [
+    # (case, example, axis, mutation of the second run, comparable, {role: expected words})
+    ("int8 vs bf16 is refused", SERVER, "system", int8, False,
+     {"refusals": ["precision.weights: bf16 vs int8", "precision.quantization.method: not stated vs dynamic"]}),
+    ("training vs inference is refused", SERVER, "system", lambda d: example(TRAINING), False,
+     {"refusals": ["phase: inference vs training", "scenario.kind: server vs fixed-steps"]}),
+    ("peak vs steady state is refused", SERVER, "system",
+     lambda d: set_at(set_at(d, "/conditions/steady_state/reached", False),
+                      "/conditions/steady_state/reasons", ["trend"]), False,
+     {"refusals": ["conditions.steady_state.reached: yes vs no"],
+      "disclosures": ["conditions.steady_state.reasons: not stated vs trend"]}),
+    ("a driver version is only disclosed on the system axis", SERVER, "system",
+     lambda d: set_at(d, "/software/driver/version", "590.1"), True,
+     {"disclosures": ["software.driver.version: 580.159.04 vs 590.1"]}),
+    ("another accelerator is the subject on the system axis", SERVER, "system",
+     lambda d: set_at(set_at(d, "/system/accelerators/0/model", "H200 141GB HBM3e"), "/system/name", "lab-h200"),
+     True, {"subjects": ["system.accelerators[0].model: H100 80GB HBM3 vs H200 141GB HBM3e",
+                         "system.name: lab-h100-01 vs lab-h200"]}),
+    ("a power limit is disclosed, not the subject", SERVER, "system",
+     lambda d: set_at(d, "/system/accelerators/0/power_limit_w", 500), True,
+     {"disclosures": ["system.accelerators[0].power_limit_w: 700 vs 500"]}),
+    ("another batch size is refused", SERVER, "system", lambda d: set_at(d, "/workload/shape/batch_size", 16),
+     False, {"refusals": ["workload.shape.batch_size: 8 vs 16"]}),
+    ("another offered load is refused", SERVER, "system", lambda d: set_at(d, "/scenario/target_qps", 40.0),
+     False, {"refusals": ["scenario.target_qps: 20 vs 40"]}),
+    ("another headline unit is refused", TRAINING, "system",
+     lambda d: set_at(d, "/metrics/throughput/unit", "tokens/s"), False,
+     {"refusals": ["metrics.throughput.unit: samples/s vs tokens/s"]}),
+    ("another protocol major is refused", SERVER, "system", lambda d: set_at(d, "/protocol", "benchreg.submission/2.0"),
+     False, {"refusals": ["protocol: benchreg.submission/1 vs benchreg.submission/2"]}),
+    ("another protocol minor is comparable", SERVER, "system",
+     lambda d: set_at(d, "/protocol", "benchreg.submission/1.3"), True, {}),
+    ("a model checkpoint and a seed are disclosed", SERVER, "system",
+     lambda d: set_at(set_at(d, "/workload/model/digest", None), "/workload/dataset/seed", 7), True,
+     {"disclosures": ["workload.dataset.seed: 1234 vs 7",
+                      "workload.model.digest: sha256:" + "3f" * 32 + " vs not stated"]}),
+    ("bookkeeping and measured values play no part", SERVER, "system",
+     lambda d: set_at(set_at(d, "/provenance/submitter", "lab-9"), "/metrics/throughput/value", 1.0), True, {}),
+    ("on the software axis another system is refused", SERVER, "software",
+     lambda d: set_at(d, "/system/accelerators/0/model", "H200 141GB HBM3e"), False,
+     {"refusals": ["system.accelerators[0].model: H100 80GB HBM3 vs H200 141GB HBM3e"]}),
+    ("on the software axis the driver is the subject", SERVER, "software",
+     lambda d: set_at(d, "/software/driver/version", "590.1"), True,
+     {"subjects": ["software.driver.version: 580.159.04 vs 590.1"]}),
+    ("on the software axis a twin machine is disclosed", SERVER, "software",
+     lambda d: set_at(d, "/system/name", "lab-h100-02"), True,
+     {"disclosures": ["system.name: lab-h100-01 vs lab-h100-02"]}),
+    ("on the software axis precision stays controlled", SERVER, "software", int8, False,
+     {"refusals": ["precision.weights: bf16 vs int8"]}),
+    ("on the precision axis int8 vs bf16 is the subject", SERVER, "precision", int8, True,
+     {"subjects": ["precision.weights: bf16 vs int8"]}),
+    ("on the precision axis quality is required", SERVER, "precision",
+     lambda d: set_at(int8(d), "/metrics/quality", None), False,
+     {"requirements": ["metrics.quality.value: 0.997 vs missing (required on the precision axis: a faster "
+                       "number format is only a gain if quality holds, so every run must report its measured "
+                       "quality)"]}),
+    ("on the precision axis quality must be measured the same way", SERVER, "precision",
+     lambda d: set_at(int8(d), "/metrics/quality/metric", "rouge-l"), False,
+     {"refusals": ["metrics.quality.metric: token-agreement-vs-fp32 vs rouge-l"]}),
+    ("on the precision axis the system stays controlled", OFFLINE, "precision",
+     lambda d: set_at(d, "/system/host/cores", 4), False, {"refusals": ["system.host.cores: 2 vs 4"]}),
+]
+
+
+@pytest.mark.parametrize(("case", "name", "axis", "mutate", "comparable", "expected"), CASES,
+                         ids=[c[0] for c in CASES])
+def test_the_contract_per_axis(case: str, name: str, axis: str, mutate: Mutation, comparable: bool,
+                               expected: dict[str, list[str]]) -> None:
+    base = example(name)
+    verdict = cmp.check([base, mutate(copy.deepcopy(base))], axis)
+    assert verdict.comparable is comparable, words(verdict.offending)
+    found = {"refusals": words(verdict.refusals), "disclosures": words(verdict.disclosures),
+             "subjects": words(verdict.subject_differences), "requirements": words(verdict.requirement_failures)}
+    for role, lines in expected.items():
+        for line in lines:
+            assert line in found[role], (role, found[role])
+    if comparable:
+        assert not verdict.refusals and not verdict.requirement_failures
+
+
+def test_identical_runs_are_comparable_with_nothing_to_disclose() -> None:
+    for name in (SERVER, OFFLINE, TRAINING):
+        verdict = cmp.check([example(name), example(name)])
+        assert verdict.comparable and not verdict.disclosures and not verdict.subject_differences
+
+
+def test_a_refusal_names_pointer_role_label_and_each_runs_value() -> None:
+    verdict = cmp.check([example(SERVER), int8(example(SERVER))])
+    diff = next(d for d in verdict.refusals if d.pointer == "/precision/weights")
+    assert diff.as_dict() == {"pointer": "/precision/weights", "field": "precision.weights", "group": "precision",
+                              "label": cmp.contract().groups[9].label, "role": "controlled",
+                              "values": ["bf16", "int8"], "words": "precision.weights: bf16 vs int8"}
+
+
+def test_three_runs_are_described_by_value_with_their_run_numbers() -> None:
+    a = example(SERVER)
+    verdict = cmp.check([a, a, int8(a)])
+    assert "precision.weights: bf16 (runs 1, 2) vs int8 (run 3)" in words(verdict.refusals)
+
+
+def test_absent_null_and_empty_are_the_same_not_stated() -> None:
+    a = example(SERVER)
+    b = copy.deepcopy(a)
+    del b["precision"]["quantization"]
+    b["software"]["container"] = None
+    b["conditions"]["steady_state"]["reasons"] = []
+    verdict = cmp.check([a, b])
+    assert verdict.comparable and not verdict.disclosures
+
+
+def test_numbers_compare_by_canonical_value_so_booleans_are_not_numbers() -> None:
+    a = example(SERVER)
+    assert cmp.check([a, set_at(a, "/scenario/target_qps", 20)]).comparable
+    flagged = cmp.check([set_at(a, "/scenario/concurrency", 1), set_at(a, "/scenario/concurrency", True)])
+    assert not flagged.comparable
+
+
+def test_unknown_axis_and_too_few_runs_are_clear_errors() -> None:
+    with pytest.raises(cmp.ComparabilityError, match=r"unknown axis 'vendor'.*system, software, precision"):
+        cmp.check([example(SERVER), example(SERVER)], "vendor")
+    with pytest.raises(cmp.ComparabilityError, match="at least 2 runs, got 1"):
+        cmp.check([example(SERVER)])
+    with pytest.raises(cmp.ComparabilityError):
+        cmp.comparability_key(example(SERVER), "vendor")
+
+
+def test_the_key_is_a_digest_of_the_controlled_projection_and_contract_version() -> None:
+    a = example(SERVER)
+    key = cmp.comparability_key(a)
+    expected = canonical.digest({"contract": "1.0", "axis": "system", "controlled": cmp.controlled_projection(a)})
+    assert key == expected and key.startswith("sha256:")
+    assert cmp.controlled_projection(a)["/protocol"] == "benchreg.submission/1"
+    assert "/system/name" not in cmp.controlled_projection(a)
+    assert "/system/name" not in cmp.controlled_projection(a, "software")
+    assert "/system/host/cores" in cmp.controlled_projection(a, "software")
+    assert cmp.comparability_key(set_at(a, "/software/driver/version", "1")) == key
+    assert cmp.comparability_key(int8(a)) != key
+    assert cmp.comparability_key(a, "software") != key
+
+
+# --------------------------------------------------------------------------------------------- properties
+
+def _leaves_with_role(doc: Doc, axis: str, role: str) -> list[str]:
+    return [p for p, r in cmp.field_roles(doc, axis).items() if r == role]
+
+
+examples = st.sampled_from([SERVER, OFFLINE, TRAINING])
+axes = st.sampled_from(["system", "software", "precision"])
+FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def mutated(draw: st.DrawFn, doc: Doc, axis: str, role: str | None = None) -> Doc:
+    """doc with 0-3 of its stated leaves changed or removed (only leaves of `role`, if given)."""
+    roles = cmp.field_roles(doc, axis)
+    pointers = sorted(p for p, r in roles.items() if role is None or r == role)
+    for pointer in draw(st.lists(st.sampled_from(pointers), max_size=3, unique=True)):
+        remove = draw(st.booleans())
+        doc = set_at(doc, pointer, None if remove else changed(get_at(doc, pointer), pointer))
+    return doc
+
+
+def _shape(verdict: cmp.Verdict, reverse: bool) -> set[tuple[str, str, tuple[str, ...]]]:
+    diffs = verdict.refusals + verdict.disclosures + verdict.subject_differences + verdict.requirement_failures
+    return {(d.pointer, d.role, d.values[::-1] if reverse else d.values) for d in diffs}
+
+
+@FAST
+@given(data=st.data(), name=examples, axis=axes)
+def test_comparability_is_symmetric(data: st.DataObject, name: str, axis: str) -> None:
+    a = data.draw(mutated(example(name), axis))
+    b = data.draw(mutated(example(name), axis))
+    ab, ba = cmp.check([a, b], axis), cmp.check([b, a], axis)
+    assert ab.comparable == ba.comparable
+    assert _shape(ab, reverse=False) == _shape(ba, reverse=True)
+
+
+@FAST
+@given(data=st.data(), name=examples, axis=axes)
+def test_changing_any_controlled_field_refuses(data: st.DataObject, name: str, axis: str) -> None:
+    base = example(name)
+    stated = _leaves_with_role(base, axis, "controlled")
+    # Fields the contract names that this run leaves unstated count too: stating one is a change.
+    named = [p for g in cmp.contract().groups if g.role(axis) == "controlled"
+             for p in g.pointers if "{" not in p and "*" not in p and get_at(base, p) is None]
+    pointer = data.draw(st.sampled_from(sorted(set(stated) | set(named))))
+    value = get_at(base, pointer)
+    new = data.draw(st.sampled_from([changed(value, pointer), None] if value is not None else ["stated"]))
+    verdict = cmp.check([base, set_at(base, pointer, new)], axis)
+    assert not verdict.comparable
+    assert any(d.pointer == pointer or d.pointer.startswith(pointer + "/") for d in verdict.refusals)
+
+
+@FAST
+@given(data=st.data(), name=examples, axis=axes)
+def test_changing_a_disclosed_field_adds_one_disclosure_and_nothing_else(data: st.DataObject, name: str,
+                                                                         axis: str) -> None:
+    base = example(name)
+    if axis == "precision" and name == TRAINING:
+        base = set_at(base, "/metrics/quality", {"metric": "loss", "value": 3.27})
+    pointer = data.draw(st.sampled_from(_leaves_with_role(base, axis, "disclosed")))
+    new = data.draw(st.sampled_from([changed(get_at(base, pointer), pointer), None]))
+    before = cmp.check([base, base], axis)
+    after = cmp.check([base, set_at(base, pointer, new)], axis)
+    assert after.comparable == before.comparable
+    assert after.refusals == before.refusals and after.subject_differences == before.subject_differences
+    assert after.requirement_failures == before.requirement_failures
+    assert [d.pointer for d in after.disclosures] == [pointer]
+
+
+@FAST
+@given(data=st.data(), name=examples)
+def test_equal_keys_exactly_when_comparable_on_the_default_axis(data: st.DataObject, name: str) -> None:
+    a = data.draw(mutated(example(name), "system"))
+    b = data.draw(mutated(example(name), "system"))
+    same_key = cmp.comparability_key(a) == cmp.comparability_key(b)
+    assert same_key == cmp.check([a, b]).comparable
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), name=examples, axis=axes)
+def test_the_verdict_does_not_depend_on_run_order(data: st.DataObject, name: str, axis: str) -> None:
+    runs = [data.draw(mutated(example(name), axis)) for _ in range(3)]
+    order = data.draw(st.permutations(range(3)))
+    one, two = cmp.check(runs, axis), cmp.check([runs[i] for i in order], axis)
+    assert one.comparable == two.comparable
+    sets = [{(d.pointer, d.role, frozenset(d.values)) for d in v.refusals + v.disclosures} for v in (one, two)]
+    assert sets[0] == sets[1]
+
+
+# ----------------------------------------------------------------------------------------------- compare()
+
+def _finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(_finite(v) for v in value.values())
+    if isinstance(value, list):
+        return all(_finite(v) for v in value)
+    return True
+
+
+def test_compare_returns_a_stored_result_that_names_its_methods() -> None:
+    a = example(SERVER)
+    b = set_at(set_at(a, "/system/name", "lab-h100-02"), "/software/driver/version", "590.1")
+    result = cmp.compare([a, b], "system", prices={"lab-h100-01": 4.0, "lab-h100-02": 3.0},
+                         sizing={"target_load": 100, "load_unit": "requests/s",
+                                 "latency_objectives": [{"metric": "ttft_ms", "percentile": "p99", "max_ms": 500}]})
+    json.dumps(result, allow_nan=False)
+    assert _finite(result)
+    assert result["comparable"] and result["contract"]["version"] == "1.0" and result["axis"] == "system"
+    assert {"median", "tail_percentile", "bootstrap", "ratio", "distinguishable", "time_to_quality"} <= set(
+        result["methods"])
+    assert [d["words"] for d in result["disclosures"]] == ["software.driver.version: 580.159.04 vs 590.1"]
+    assert len(result["arms"]) == 2 and len(result["pairwise"]) == 1
+    pair = result["pairwise"][0]
+    assert pair["ratio"] == 1.0 and pair["distinguishable"] is None and pair["outcome"] == "unknown"
+    energy, cost = result["arms"][1]["derived"]
+    assert energy["derived"] and energy["unit"] == "J/token" and cost["unit"] == "USD per million tokens"
+    assert result["arms"][0]["sizing"]["replicas"] == 6
+    assert any(c["code"] == "offered-load-throughput" for c in result["caveats"])
+    assert result["assumptions"][0]["per_system_hour"] == {"lab-h100-01": 4.0, "lab-h100-02": 3.0}
+    assert canonical.digest(result) == canonical.digest(cmp.compare(
+        [a, b], "system", prices={"lab-h100-01": 4.0, "lab-h100-02": 3.0},
+        sizing={"target_load": 100, "load_unit": "requests/s",
+                "latency_objectives": [{"metric": "ttft_ms", "percentile": "p99", "max_ms": 500}]}))
+
+
+def test_compare_of_incomparable_runs_lists_why_and_computes_nothing() -> None:
+    result = cmp.compare([example(SERVER), int8(example(SERVER))])
+    assert not result["comparable"] and result["arms"] == [] and result["pairwise"] == []
+    assert "precision.weights: bf16 vs int8" in [d["words"] for d in result["verdict"]["refusals"]]
+    json.dumps(result, allow_nan=False)
+
+
+def test_repetitions_of_one_configuration_form_one_arm() -> None:
+    a = example(TRAINING)
+    b = set_at(set_at(a, "/metrics/throughput/value", 2500.0), "/provenance/started_at", "2026-11-21T12:00:00Z")
+    result = cmp.compare([a, b])
+    assert [arm["runs"] for arm in result["arms"]] == [[0, 1]] and result["pairwise"] == []
+    assert result["arms"][0]["estimate"]["value"] == 2530.0
+    assert "median of per-run headline values" in result["arms"][0]["estimate"]["method"]
+    assert any(c["code"] == "single-configuration" for c in result["caveats"])
+
+
+def test_compare_on_the_precision_axis_shows_quality_beside_speed() -> None:
+    a = example(SERVER)
+    b = set_at(set_at(int8(a), "/metrics/quality/value", 0.981), "/metrics/throughput/value", 1900.0)
+    result = cmp.compare([a, b], "precision")
+    assert result["comparable"] and [r["quality"]["value"] for r in result["runs"]] == [0.997, 0.981]
+    assert result["arms"][1]["label"].startswith("precision.quantization.granularity")
+    assert "precision.weights int8" in result["arms"][1]["label"]

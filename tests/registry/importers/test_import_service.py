@@ -1,0 +1,112 @@
+"""Importing the real MLPerf sample tree into the registry, through the one path in."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from protocol import comparability
+from registry.models import AuditEntry, Submission
+from registry.services.imports import mlperf_import
+from tests.conftest import SHARED, load_example
+
+pytestmark = pytest.mark.django_db
+SAMPLE = SHARED / "data" / "mlperf"
+SYSTEM = "8xMI300X_2xEPYC_9575F"
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    if not SAMPLE.exists():
+        pytest.skip("the shared MLPerf sample tree is not beside this checkout")
+    root = tmp_path / "mlperf"
+    shutil.copytree(SAMPLE, root)
+    return root
+
+
+def _submission(root: Path) -> Path:
+    return next(root.glob("*/systems")).parent
+
+
+def _add_second_system(root: Path) -> None:
+    """A second system in the same round: copy the first under a new name with another accelerator."""
+    sub = _submission(root)
+    system = json.loads((sub / "systems" / f"{SYSTEM}.json").read_text())
+    system["accelerator_model_name"] = "AMD Instinct MI325X 256GB HBM3E"
+    system["accelerator_memory_capacity"] = "256 GB"
+    (sub / "systems" / "8xMI325X.json").write_text(json.dumps(system))
+    shutil.copytree(sub / "results" / SYSTEM, sub / "results" / "8xMI325X")
+
+
+def test_the_sample_tree_imports_as_three_runs_marked_as_imports(tree, user):
+    result = mlperf_import(root=tree, submitted_by=user)
+    assert result.counts == {"stored": 3}
+    runs = Submission.objects.all()
+    assert {r.scenario_kind for r in runs} == {"server", "offline", "interactive"}
+    for run in runs:
+        provenance = run.document["provenance"]
+        assert provenance["source"] == "import" and run.source == "import"
+        assert provenance["origin"]["kind"] == "mlperf-inference"
+        assert provenance["origin"]["submitter"] == "AMD" and provenance["origin"]["division"] == "closed"
+        assert all(d.startswith("sha256:") for d in provenance["origin"]["files"].values())
+    assert AuditEntry.objects.filter(kind="import.completed").count() == 1
+
+
+def test_importing_the_same_tree_twice_stores_nothing_new(tree, user):
+    mlperf_import(root=tree, submitted_by=user)
+    again = mlperf_import(root=tree, submitted_by=user)
+    assert again.counts == {"known": 3}
+    assert Submission.objects.count() == 3
+
+
+def test_a_broken_part_stores_nothing_and_the_valid_rest_is_kept(tree, user):
+    broken = _submission(tree) / "results" / SYSTEM / "llama2-70b-99" / "Server" / "measurements.json"
+    broken.write_text("{ not json")
+    result = mlperf_import(root=tree, submitted_by=user)
+    assert result.counts == {"stored": 2, "refused": 1}
+    refused = next(o for o in result.outcomes if o.status == "refused")
+    assert refused.key.endswith("/Server") and refused.errors
+    assert set(Submission.objects.values_list("scenario_kind", flat=True)) == {"offline", "interactive"}
+    assert "measurements.json" in result.render()
+
+
+def test_same_round_benchmark_and_scenario_compare_across_systems(tree, user):
+    _add_second_system(tree)
+    mlperf_import(root=tree, submitted_by=user)
+    servers = [r.document for r in Submission.objects.filter(scenario_kind="server")]
+    assert len(servers) == 2
+    verdict = comparability.check(servers, "system")
+    assert verdict.comparable, [d.words for d in verdict.refusals]
+    assert len({r.comparability_key for r in Submission.objects.filter(scenario_kind="server")}) == 1
+
+
+def test_different_scenarios_are_refused_with_reasons(tree, user):
+    mlperf_import(root=tree, submitted_by=user)
+    server = Submission.objects.get(scenario_kind="server").document
+    offline = Submission.objects.get(scenario_kind="offline").document
+    verdict = comparability.check([server, offline], "system")
+    assert not verdict.comparable
+    assert any(d.field.startswith("scenario.kind") and "server" in d.words for d in verdict.refusals)
+
+
+def test_an_mlperf_run_is_never_silently_comparable_with_a_lab_run(tree, user):
+    mlperf_import(root=tree, submitted_by=user)
+    server = Submission.objects.get(scenario_kind="server").document
+    lab = load_example("inference-server-h100-bf16")
+    verdict = comparability.check([server, lab], "system")
+    assert not verdict.comparable and verdict.refusals
+    assert comparability.comparability_key(server) != comparability.comparability_key(lab)
+
+
+def test_the_command_prints_a_per_file_report_and_fails_when_a_part_was_refused(tree, user, capsys):
+    (_submission(tree) / "results" / SYSTEM / "llama2-70b-99" / "Offline" / "performance" / "run_1" /
+     "mlperf_log_summary.txt").write_text("truncated")
+    with pytest.raises(CommandError, match="1 run"):
+        call_command("import_results", "mlperf", str(tree))
+    out = capsys.readouterr().out
+    assert "mlperf_log_summary.txt" in out and "Offline: refused" in out
+    assert Submission.objects.count() == 2
