@@ -1,7 +1,11 @@
 """The registry's tables. Evidence tables (submissions, audit entries) are append-only."""
 
+from .agents import Agent, EnrolmentToken, Job, Plan
 from .audit import AuditEntry, AuditHead
+from .comparisons import Comparison, ComparisonRun
+from .checkpoints import Checkpoint
 from .submissions import Submission, Withdrawal
 from .tokens import ApiToken
 
-__all__ = ["ApiToken", "AuditEntry", "AuditHead", "Submission", "Withdrawal"]
+__all__ = ["Agent", "ApiToken", "AuditEntry", "AuditHead", "Checkpoint", "EnrolmentToken", "Job", "Plan",
+           "Submission", "Withdrawal"]

@@ -18,7 +18,11 @@ class Submission(AppendOnlyModel):
     digest = models.CharField(max_length=71, unique=True)
     document = models.JSONField()
     canonical = models.TextField()
+    # Digest of the controlled fields per axis (protocol.comparability): "comparable with X" is one index
+    # lookup. The default axis (system) is `comparability_key`.
     comparability_key = models.CharField(max_length=71, db_index=True)
+    comparability_key_software = models.CharField(max_length=71, db_index=True, default="")
+    comparability_key_precision = models.CharField(max_length=71, db_index=True, default="")
 
     protocol_version = models.CharField(max_length=20)
     phase = models.CharField(max_length=20)
@@ -59,6 +63,10 @@ class Submission(AppendOnlyModel):
             models.Index(fields=["submitter"]),
             models.Index(fields=["submitted_by_name"]),
         ]
+
+    def key_for(self, axis: str) -> str:
+        return {"system": self.comparability_key, "software": self.comparability_key_software,
+                "precision": self.comparability_key_precision}[axis]
 
     def __str__(self) -> str:
         return f"run {self.pk} {self.workload_name} {self.scenario_kind} {self.precision_weights} on {self.system_name}"

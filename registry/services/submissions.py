@@ -35,6 +35,12 @@ def submission_create(*, document: bytes | str | dict[str, Any], submitted_by: A
     except protocol.Invalid as exc:
         raise InvalidDocument(f"the document has {len(exc.errors)} problem(s)",
                               errors=[e.as_dict() for e in exc.errors]) from None
+    provenance = checked.document["provenance"]
+    if provenance.get("job") is not None or provenance.get("agent") is not None:
+        # An agent's run for its job: stored and linked to the job in one locked step (one run per job).
+        from registry.services.jobs import job_submission_create  # jobs builds on this module
+
+        return job_submission_create(checked=checked, submitted_by=submitted_by, token=token)
     existing = Submission.objects.filter(digest=checked.digest).first()
     if existing is not None:
         return existing, False
@@ -53,7 +59,9 @@ def _store(checked: protocol.Checked, submitted_by: AbstractBaseUser, token: Api
     summary = checked.summary
     run = Submission.objects.create(
         digest=checked.digest, document=checked.document, canonical=checked.canonical.decode(),
-        comparability_key=comparability_key(checked.document), **summary.columns(),
+        comparability_key=comparability_key(checked.document, "system"),
+        comparability_key_software=comparability_key(checked.document, "software"),
+        comparability_key_precision=comparability_key(checked.document, "precision"), **summary.columns(),
         submitted_by=submitted_by, submitted_by_name=submitted_by.get_username(), token=token,
         submitted_at=timezone.now(),
     )

@@ -1,0 +1,100 @@
+"""Comparison endpoints: comparable runs for a run, create a comparison, read one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from registry.api.pagination import NewestFirstCursor
+from registry.api.submissions import ProblemSerializer, SubmissionSummarySerializer
+from registry.models import Comparison
+from registry.selectors.comparisons import comparable_runs, comparison_get, comparison_list, runs_by_reference
+from registry.selectors.submissions import submission_get
+from registry.services.comparisons import comparison_create
+
+AXES = [("system", "system"), ("software", "software"), ("precision", "precision")]
+
+
+class ComparableRunsApi(APIView):
+    """Runs comparable with this one on an axis (same controlled fields): one index lookup."""
+
+    @extend_schema(parameters=[OpenApiParameter("axis", enum=[a for a, _ in AXES], default="system"),
+                               OpenApiParameter("include_withdrawn", bool, default=False)],
+                   responses={200: SubmissionSummarySerializer(many=True), 404: ProblemSerializer})
+    def get(self, request: Request, run_id: int) -> Response:
+        run = submission_get(run_id=run_id)
+        axis = request.query_params.get("axis", "system")
+        include = request.query_params.get("include_withdrawn") in ("1", "true")
+        runs = comparable_runs(run=run, axis=axis, include_withdrawn=include)
+        paginator = NewestFirstCursor()
+        page = paginator.paginate_queryset(runs, request, view=self)
+        data = SubmissionSummarySerializer(page, many=True, context={"request": request}).data
+        response = paginator.get_paginated_response(data)
+        response.data = {"run": run.pk, "axis": axis, "comparability_key": run.key_for(axis), **response.data}
+        return response
+
+
+class ComparisonOutputSerializer(serializers.ModelSerializer):
+    url = serializers.SerializerMethodField()
+    run_ids = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Comparison
+        fields = ["id", "digest", "url", "axis", "run_ids", "inputs", "result", "created_by_name", "created_at"]
+
+    def get_url(self, comparison: Comparison) -> str:
+        return self.context["request"].build_absolute_uri(reverse("api-comparison-detail", args=[comparison.pk]))
+
+    def get_run_ids(self, comparison: Comparison) -> list[int]:
+        return [m.submission_id for m in comparison.members.all()]
+
+
+class ComparisonCollectionApi(APIView):
+    """POST compares runs (201, or 422 naming every offending field); GET lists stored comparisons."""
+
+    class InputSerializer(serializers.Serializer):
+        runs = serializers.ListField(child=serializers.JSONField(), min_length=2, max_length=200,
+                                     help_text="run ids or digests")
+        axis = serializers.ChoiceField(choices=AXES, default="system")
+        prices = serializers.DictField(child=serializers.FloatField(min_value=0), required=False,
+                                       help_text="price per system-hour, by system.name (a stated assumption)")
+        currency = serializers.RegexField(r"^[A-Z]{3}$", default="USD")
+        sizing = serializers.DictField(required=False, help_text="target_load, load_unit, latency_objectives")
+
+        def validate_runs(self, value: list[Any]) -> list[int | str]:
+            if not all(isinstance(v, int | str) and not isinstance(v, bool) for v in value):
+                raise serializers.ValidationError("each run is an id (integer) or a digest (string)")
+            return value
+
+    @extend_schema(request=InputSerializer, responses={201: ComparisonOutputSerializer, 200: ComparisonOutputSerializer,
+                                                       400: ProblemSerializer, 422: ProblemSerializer})
+    def post(self, request: Request) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        runs = runs_by_reference(refs=data.validated_data.pop("runs"))
+        comparison, created = comparison_create(runs=runs, created_by=request.user, **data.validated_data)
+        body = ComparisonOutputSerializer(comparison, context={"request": request}).data
+        return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+                        headers={"Location": body["url"]})
+
+    @extend_schema(responses=ComparisonOutputSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        paginator = NewestFirstCursor()
+        page = paginator.paginate_queryset(comparison_list().prefetch_related("members"), request, view=self)
+        data = [{k: v for k, v in item.items() if k != "result"} for item in
+                ComparisonOutputSerializer(page, many=True, context={"request": request}).data]
+        return paginator.get_paginated_response(data)
+
+
+class ComparisonDetailApi(APIView):
+    @extend_schema(responses={200: ComparisonOutputSerializer, 404: ProblemSerializer})
+    def get(self, request: Request, comparison_id: int) -> Response:
+        comparison = comparison_get(comparison_id=comparison_id)
+        return Response(ComparisonOutputSerializer(comparison, context={"request": request}).data)

@@ -1,0 +1,89 @@
+"""Comparing runs like for like. A refused comparison stores nothing and explains every blocking field."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+import protocol
+from protocol import comparability
+from registry.choices import AuditKind
+from registry.exceptions import RegistryError
+from registry.models import Comparison, ComparisonRun, Submission
+from registry.services.audit import audit_append
+
+
+class NotComparable(RegistryError):
+    """The runs differ in a field the contract controls for this axis (or miss what the axis requires)."""
+
+    status = 422
+    code = "not-comparable"
+
+
+def _refusal_errors(verdict: comparability.Verdict) -> list[dict[str, Any]]:
+    return [{"pointer": d.pointer, "code": "requirement-not-met" if d.role == "required" else "controlled-field-differs",
+             "field": d.field, "label": d.label, "role": d.role, "values": list(d.values), "message": d.words}
+            for d in verdict.offending]
+
+
+def _check_usable(runs: Sequence[Submission]) -> None:
+    if len(runs) < 2:
+        raise RegistryError("a comparison needs at least two runs", code="too-few-runs",
+                            errors=[{"pointer": "/runs", "code": "too-few-runs", "message": "give two or more runs"}])
+    withdrawn = [(i, r) for i, r in enumerate(runs) if getattr(r, "withdrawal", None) is not None]
+    if withdrawn:
+        raise NotComparable("withdrawn runs cannot be compared", code="withdrawn-run", errors=[
+            {"pointer": f"/runs/{i}", "code": "withdrawn-run",
+             "message": f"run {r.pk} was withdrawn by {r.withdrawal.withdrawn_by_name}: {r.withdrawal.reason}"}
+            for i, r in withdrawn])
+
+
+def comparison_create(*, runs: Sequence[Submission], axis: str, created_by: AbstractBaseUser,
+                      prices: Mapping[str, float] | None = None, currency: str = "USD",
+                      sizing: Mapping[str, Any] | None = None) -> tuple[Comparison, bool]:
+    """Compare runs along `axis` and store the result. Returns (comparison, created).
+
+    Raises NotComparable (422) with every offending field when the contract refuses, RegistryError (400) for
+    unusable input. The same inputs give the same digest, so repeating a request returns the stored one.
+    """
+    _check_usable(runs)
+    inputs = {"runs": [r.digest for r in runs], "axis": axis, "prices": dict(prices or {}),
+              "currency": currency, "sizing": dict(sizing) if sizing else None}
+    try:
+        verdict = comparability.check([r.document for r in runs], axis)
+        if not verdict.comparable:
+            raise NotComparable(f"these runs do not answer the same question on the {axis} axis",
+                                errors=_refusal_errors(verdict))
+        result = comparability.compare([r.document for r in runs], axis, prices=prices, sizing=sizing,
+                                       currency=currency)
+    except (comparability.ComparabilityError, ValueError) as exc:
+        raise RegistryError(str(exc), code="invalid-comparison") from None
+    canonical = protocol.canonicalize({"inputs": inputs, "result": result})
+    digest = protocol.digest_of(canonical)
+    existing = Comparison.objects.filter(digest=digest).first()
+    if existing is not None:
+        return existing, False
+    try:
+        return _store(runs, axis, inputs, result, canonical.decode(), digest, created_by), True
+    except IntegrityError:
+        existing = Comparison.objects.filter(digest=digest).first()
+        if existing is None:
+            raise
+        return existing, False
+
+
+@transaction.atomic
+def _store(runs: Sequence[Submission], axis: str, inputs: dict[str, Any], result: dict[str, Any], canonical: str,
+           digest: str, created_by: AbstractBaseUser) -> Comparison:
+    comparison = Comparison.objects.create(digest=digest, axis=axis, inputs=inputs, result=result,
+                                           canonical=canonical, created_by=created_by,
+                                           created_by_name=created_by.get_username(), created_at=timezone.now())
+    ComparisonRun.objects.bulk_create(
+        [ComparisonRun(comparison=comparison, submission=run, position=i) for i, run in enumerate(runs)])
+    audit_append(kind=AuditKind.COMPARISON_CREATED, actor=created_by.get_username(), subject=digest,
+                 payload={"comparison": comparison.pk, "axis": axis, "runs": inputs["runs"]})
+    return comparison

@@ -1,0 +1,127 @@
+"""Comparable sets and like-for-like comparisons over the API."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from registry.models import AuditEntry, Comparison
+from registry.services.submissions import submission_create, submission_withdraw
+
+pytestmark = pytest.mark.django_db
+
+
+def _variant(document, system, throughput=None, **edits):
+    doc = copy.deepcopy(document)
+    doc["system"]["name"] = system
+    if throughput is not None:
+        doc["metrics"]["throughput"]["value"] = throughput
+    for path, value in edits.items():
+        node = doc
+        *parents, last = path.split(".")
+        for part in parents:
+            node = node[part]
+        node[last] = value
+    return doc
+
+
+@pytest.fixture
+def fleet(user, server_example, offline_example):
+    """Three comparable server runs on different systems, one int8 variant, one offline CPU run."""
+    a, _ = submission_create(document=server_example, submitted_by=user)
+    b, _ = submission_create(document=_variant(server_example, "lab-h200-02", 1500.0), submitted_by=user)
+    c, _ = submission_create(document=_variant(server_example, "lab-mi300-01", 1400.0,
+                                               **{"software.driver.version": "999.1"}), submitted_by=user)
+    int8 = _variant(server_example, "lab-h100-09", 1600.0, **{"precision.weights": "int8"})
+    int8["precision"]["quantization"] = {"method": "dynamic", "granularity": "per-channel", "library": "x"}
+    d, _ = submission_create(document=int8, submitted_by=user)
+    e, _ = submission_create(document=offline_example, submitted_by=user)
+    return {"a": a, "b": b, "c": c, "int8": d, "cpu": e}
+
+
+def test_comparable_runs_are_those_sharing_the_key(api, fleet):
+    response = api.get(f"/api/v1/submissions/{fleet['a'].pk}/comparable")
+    assert response.status_code == 200
+    ids = {r["id"] for r in response.json()["results"]}
+    assert ids == {fleet["b"].pk, fleet["c"].pk}
+
+
+def test_comparable_lookup_is_a_fixed_number_of_queries(api, fleet):
+    with CaptureQueriesContext(connection) as queries:
+        api.get(f"/api/v1/submissions/{fleet['a'].pk}/comparable")
+    assert len(queries) <= 4  # token, run, page (+ last-used update)
+
+
+def test_an_unknown_axis_is_a_clear_400(api, fleet):
+    response = api.get(f"/api/v1/submissions/{fleet['a'].pk}/comparable?axis=vibes")
+    assert response.status_code == 400 and response.json()["code"] == "unknown-axis"
+
+
+def test_a_comparable_set_is_compared_with_intervals_ratios_and_disclosures(api, fleet):
+    runs = [fleet["a"].pk, fleet["b"].pk, fleet["c"].digest]
+    response = api.post("/api/v1/comparisons", {"runs": runs, "axis": "system",
+                                                "prices": {"lab-h100-01": 3.0, "lab-h200-02": 4.5}}, format="json")
+    assert response.status_code == 201, response.content
+    body = response.json()
+    result = body["result"]
+    assert result["comparable"] and result["axis"] == "system"
+    assert len(result["arms"]) == 3 and result["pairwise"]
+    assert all(p["method"] for p in result["pairwise"]) and result["methods"]
+    assert any(d["field"] == "software.driver.version" for d in result["disclosures"])
+    derived = [d for arm in result["arms"] for d in arm["derived"]]
+    assert any(d["name"] == "cost_per_million_outputs" and d["derived"] for d in derived)
+    assert body["run_ids"] == [fleet["a"].pk, fleet["b"].pk, fleet["c"].pk]
+    assert AuditEntry.objects.filter(kind="comparison.created", subject=body["digest"]).exists()
+
+
+def test_the_same_request_returns_the_stored_comparison(api, fleet):
+    payload = {"runs": [fleet["a"].pk, fleet["b"].pk], "axis": "system"}
+    first = api.post("/api/v1/comparisons", payload, format="json")
+    again = api.post("/api/v1/comparisons", payload, format="json")
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert first.json()["digest"] == again.json()["digest"]
+    assert Comparison.objects.count() == 1
+
+
+def test_a_refused_comparison_is_422_with_every_field_in_plain_words(api, fleet):
+    response = api.post("/api/v1/comparisons", {"runs": [fleet["a"].pk, fleet["int8"].pk, fleet["cpu"].pk]},
+                        format="json")
+    assert response.status_code == 422
+    assert response["Content-Type"] == "application/problem+json"
+    errors = response.json()["errors"]
+    words = [e["message"] for e in errors]
+    assert any(w.startswith("precision.weights:") and "int8" in w and "bf16" in w for w in words)
+    assert any(e["field"] == "scenario.kind" for e in errors)
+    assert all(e["role"] == "controlled" and len(e["values"]) == 3 for e in errors if e["role"] != "required")
+    assert Comparison.objects.count() == 0
+
+
+def test_withdrawn_runs_are_refused_with_the_reason(api, fleet, user):
+    submission_withdraw(submission=fleet["b"], reason="mislabelled driver", actor=user)
+    response = api.post("/api/v1/comparisons", {"runs": [fleet["a"].pk, fleet["b"].pk]}, format="json")
+    assert response.status_code == 422
+    assert "mislabelled driver" in response.json()["errors"][0]["message"]
+
+
+@pytest.mark.parametrize(("payload", "pointer"), [
+    ({"runs": [1]}, "/runs"),
+    ({"runs": [1, 999999]}, "/runs/1"),
+    ({"runs": [1, 2], "axis": "colour"}, "/axis"),
+    ({"runs": [1, {"id": 2}]}, "/runs"),
+    ({"runs": [1, 2], "prices": {"x": -1}}, "/prices/x"),
+])
+def test_bad_comparison_requests_name_the_problem(api, fleet, payload, pointer):
+    payload = json.loads(json.dumps(payload).replace("1,", f"{fleet['a'].pk},").replace("[1]", f"[{fleet['a'].pk}]"))
+    response = api.post("/api/v1/comparisons", payload, format="json")
+    assert response.status_code == 400, response.content
+    assert pointer in [e["pointer"] for e in response.json()["errors"]]
+
+
+def test_the_protocol_endpoint_serves_schema_and_contract(anonymous):
+    body = anonymous.get("/api/v1/protocol").json()
+    assert body["protocol"] == "benchreg.submission/1.0"
+    assert body["contract"]["version"] and body["schema"]["$id"]
