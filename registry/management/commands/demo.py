@@ -30,12 +30,18 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--bind", default="127.0.0.1:8000")
         parser.add_argument("--no-serve", action="store_true", help="set up and load, then exit")
+        parser.add_argument("--skip-sweep", action="store_true", help="do not measure this machine")
+        parser.add_argument("--backend", choices=["numpy", "torch"], default=None,
+                            help="runner backend for the sweep (default: torch if installed, else numpy)")
 
-    def handle(self, *args: Any, bind: str, no_serve: bool, **options: Any) -> None:
+    def handle(self, *args: Any, bind: str, no_serve: bool, skip_sweep: bool, backend: str | None,
+               **options: Any) -> None:
         self.stdout.write(f"data directory: {settings.DATA_DIR}")
         call_command("migrate", interactive=False, verbosity=0)
         admin = self._admin_user()
         self._load_examples(admin)
+        if not skip_sweep:
+            self._sweep(admin, backend)
         if no_serve:
             return
         self.stdout.write(self.style.SUCCESS(f"serving on http://{bind}/  (API docs: http://{bind}/api/docs/)"))
@@ -54,6 +60,22 @@ class Command(BaseCommand):
         self.stdout.write(f"  admin user:  admin / {password}")
         self.stdout.write(f"  API token:   {token}")
         return admin
+
+    def _sweep(self, admin: Any, backend: str | None) -> list[Any]:
+        """Measure this machine with the bundled runners (a minute or two) and store the runs."""
+        from runners.api import quick_sweep
+
+        self.stdout.write("measuring this machine with the bundled runners (quick sweep)…")
+        results = settings.DATA_DIR / "results"
+        results.mkdir(exist_ok=True)
+        runs = []
+        for document in quick_sweep(backend=backend, progress=True):
+            run, created = submission_create(document=document, submitted_by=admin)
+            (results / f"{run.digest.split(':')[1][:16]}.json").write_bytes(run.canonical.encode())
+            self.stdout.write(f"  {run.phase} {run.workload_name} {run.scenario_kind} batch {run.batch_size}: "
+                              f"{run.headline_value:.4g} {run.headline_unit} → run {run.pk}")
+            runs.append(run)
+        return runs
 
     def _load_examples(self, admin: Any) -> None:
         for path in sorted(EXAMPLES_DIR.glob("*.json")):

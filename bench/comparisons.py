@@ -1,0 +1,147 @@
+"""Comparable-set lookup and a 10-run comparison at 10k, 100k and 1M stored runs in PostgreSQL.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres python -m bench.comparisons [--quick]
+
+Creates and drops a scratch database. Ten real runs share one comparability key; filler rows (synthetic,
+small documents) spread over 2,000 other keys bring the table to each size. Prints p50/p95 latency per size,
+the growth ratio against the smallest size, and the SQL queries per request. No pass/fail.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import numpy as np
+import psycopg
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRATCH = "benchreg_bench_compare"
+COLUMNS = ("digest", "document", "canonical", "comparability_key", "comparability_key_software",
+           "comparability_key_precision", "protocol_version", "phase", "workload_name", "workload_version",
+           "scenario_kind", "precision_weights", "precision_activations", "batch_size", "system_name",
+           "accelerator_vendor", "accelerator_model", "accelerator_count", "submitter", "source", "started_at",
+           "headline_metric", "headline_value", "headline_unit", "headline_lower_is_better", "submitted_by_id",
+           "submitted_by_name", "submitted_at")
+
+
+def _setup(admin_url: str) -> str:
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {SCRATCH} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {SCRATCH}")
+    url = urlunsplit(urlsplit(admin_url)._replace(path=f"/{SCRATCH}"))
+    os.environ.update(DATABASE_URL=url, BENCHREG_DATA_DIR=tempfile.mkdtemp(), DJANGO_SETTINGS_MODULE="registry.settings")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    return url
+
+
+def _real_runs(user):  # type: ignore[no-untyped-def]
+    from registry.services.submissions import submission_create
+
+    base = json.loads((ROOT / "protocol/examples/inference-server-h100-bf16.json").read_text())
+    runs = []
+    for i in range(10):
+        doc = copy.deepcopy(base)
+        doc["system"]["name"] = f"bench-system-{i}"
+        doc["metrics"]["throughput"]["value"] = 1200.0 + 25 * i
+        runs.append(submission_create(document=doc, submitted_by=user)[0])
+    return runs
+
+
+def _fill(url: str, start: int, stop: int, user_id: int) -> None:
+    """COPY synthetic rows; each row's keys fall in one of 2,000 groups unrelated to the real runs."""
+    with psycopg.connect(url) as conn, conn.cursor() as cur:
+        with cur.copy(f"COPY registry_submission ({', '.join(COLUMNS)}) FROM STDIN") as copy_:
+            for i in range(start, stop):
+                key = f"sha256:{i % 2000:064x}"
+                copy_.write_row((f"sha256:f{i:063x}", "{}", "{}", key, key, key, "1.0", "inference",
+                                 f"workload-{i % 50}", "1.0", "offline", "bf16", "bf16", 1 + i % 64,
+                                 f"filler-{i % 500}", "NVIDIA", f"model-{i % 20}", 1, "bench", "runner", None,
+                                 "throughput", float(i % 1000), "samples/s", False, user_id, "bench",
+                                 "2026-01-01T00:00:00Z"))
+        conn.commit()
+        cur.execute("ANALYZE registry_submission")
+        conn.commit()
+
+
+def _measure(client, path: str, body: dict | None, repeats: int, vary) -> tuple[np.ndarray, int]:  # type: ignore[no-untyped-def]
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    times = []
+    queries = 0
+    for i in range(repeats):
+        payload = vary(body, i) if body is not None else None
+        with CaptureQueriesContext(connection) as captured:
+            t0 = time.perf_counter()
+            response = (client.get(path) if payload is None else
+                        client.post(path, json.dumps(payload), content_type="application/json"))
+            times.append(time.perf_counter() - t0)
+        assert response.status_code in (200, 201), response.content[:300]
+        queries = len(captured)
+    return np.array(times) * 1000, queries
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="1k and 10k rows only")
+    parser.add_argument("--repeats", type=int, default=30)
+    args = parser.parse_args()
+    admin_url = os.environ.get("DATABASE_URL", "")
+    if not admin_url.startswith("postgres"):
+        sys.exit("set DATABASE_URL to a PostgreSQL server (a scratch database is created and dropped)")
+    sizes = [1_000, 10_000] if args.quick else [10_000, 100_000, 1_000_000]
+    url = _setup(admin_url)
+    try:
+        from django.contrib.auth import get_user_model
+        from django.test import Client
+
+        from registry.services.tokens import token_create
+
+        user = get_user_model().objects.create_user("bench")
+        client = Client(HTTP_AUTHORIZATION=f"Token {token_create(user=user, name='b', scopes='submit,read')[1]}")
+        runs = _real_runs(user)
+        compare_body = {"runs": [r.pk for r in runs], "axis": "system"}
+
+        counter = iter(range(10**9))
+
+        def vary(body, i):  # a new price each time, so every request computes and stores a comparison
+            return {**body, "prices": {"bench-system-0": 1.0 + next(counter) / 1000}}
+
+        have, rows = 10, []
+        for size in sizes:
+            t0 = time.perf_counter()
+            _fill(url, have, size, user.pk)
+            fill_s, have = time.perf_counter() - t0, size
+            lookup, q_lookup = _measure(client, f"/api/v1/submissions/{runs[0].pk}/comparable", None, args.repeats, vary)
+            compare, q_compare = _measure(client, "/api/v1/comparisons", compare_body, max(5, args.repeats // 3), vary)
+            rows.append((size, lookup, q_lookup, compare, q_compare, fill_s))
+        first = rows[0]
+        print(f"{'runs':>9} | {'lookup p50':>10} {'p95':>7} {'SQL':>4} | {'compare p50':>11} {'p95':>7} {'SQL':>4} | growth p50 lookup / compare")
+        for size, lookup, ql, compare, qc, _ in rows:
+            print(f"{size:>9,} | {np.percentile(lookup, 50):8.1f}ms {np.percentile(lookup, 95):6.1f}ms {ql:>4} | "
+                  f"{np.percentile(compare, 50):9.1f}ms {np.percentile(compare, 95):6.1f}ms {qc:>4} | "
+                  f"{np.percentile(lookup, 50) / np.percentile(first[1], 50):5.2f}× / "
+                  f"{np.percentile(compare, 50) / np.percentile(first[3], 50):5.2f}×")
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {SCRATCH} WITH (FORCE)")
+
+
+if __name__ == "__main__":
+    main()

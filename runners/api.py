@@ -1,0 +1,68 @@
+"""The Python API of the runners: `execute(spec)` for one run, `quick_sweep()` for the main-job demo.
+
+    from runners.api import RunSpec, execute
+    doc = execute(RunSpec(phase="inference", workload="mlp-classifier", batch_size=8, quick=True))
+
+Every returned document has passed `protocol.check`.
+"""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from typing import Any
+
+from . import inference, training
+from .backends import default_backend, get_backend
+from .progress import Reporter, RichReporter, Silent
+from .spec import RunSpec
+
+__all__ = ["RunSpec", "execute", "quick_sweep", "sweep_specs"]
+
+
+def execute(spec: RunSpec, progress: bool = False, reporter: Reporter | None = None) -> dict[str, Any]:
+    """Run `spec` and return ONE validated protocol document.
+
+    Raises backends.UnsupportedRun when the backend cannot run the combination, and protocol.Invalid if
+    the document fails validation (a bug: the runner never writes an invalid document).
+    """
+    backend = get_backend(spec.backend, spec.device)
+    runner = training.run if spec.phase == "training" else inference.run
+    if reporter is not None:
+        return runner(spec, backend, reporter)
+    if not progress:
+        return runner(spec, backend, Silent())
+    with RichReporter() as rich:
+        rich.note(f"[bold]{spec.phase} {spec.workload} {spec.precision} batch {spec.batch_size or 'default'} "
+                  f"({backend.name}, {backend.device})")
+        return runner(spec, backend, rich)
+
+
+def sweep_specs(backend: str | None = None, threads: int | None = 1) -> list[RunSpec]:
+    """The quick sweep: a few short, comparable runs that fit in a minute or two on a laptop CPU.
+
+    Shapes are reduced from the workload defaults (recorded in each document, so they compare only with
+    runs of the same shape). One thread by default: single-thread runs compare across any two machines,
+    and on a machine shared with other work, multi-threaded BLAS oversubscribes the cores and measures
+    the contention instead (5-10x slower here, on 2 shared cores). Pass threads=None for all CPUs.
+    """
+    name = backend or default_backend()
+    common: dict[str, Any] = {"backend": name, "quick": True, "threads": threads}
+    specs = [
+        RunSpec(phase="inference", workload="mlp-classifier", scenario="offline", batch_size=1, **common),
+        RunSpec(phase="inference", workload="mlp-classifier", scenario="offline", batch_size=32, **common),
+        RunSpec(phase="inference", workload="decoder-small", scenario="single-stream", batch_size=1,
+                sequence_length=32, output_tokens=8, **common),
+    ]
+    if name == "torch":
+        specs.append(RunSpec(phase="training", workload="encoder-small", batch_size=8, sequence_length=64,
+                             steps=20, **common))
+    else:  # the NumPy backend trains the MLP only
+        specs.append(RunSpec(phase="training", workload="mlp-classifier", batch_size=32, steps=30, **common))
+    return specs
+
+
+def quick_sweep(backend: str | None = None, progress: bool = False, threads: int | None = 1) -> list[dict[str, Any]]:
+    """Run `sweep_specs(backend, threads)` and return their validated documents, in order."""
+    context = RichReporter() if progress else nullcontext(Silent())
+    with context as reporter:
+        return [execute(spec, reporter=reporter) for spec in sweep_specs(backend, threads)]

@@ -1,0 +1,136 @@
+"""`benchreg run inference|training ...`: run the bundled benchmarks, write validated documents, submit.
+
+    benchreg run inference --workload decoder-small --precision bf16 --batch 1,8,32 \\
+        --scenario server --target-qps 20 --out results/
+    benchreg run training --workload encoder-small --precision bf16 --batch 32 --steps 500 --out results/
+
+One document is written per batch size. `main(argv)` takes the arguments after the program name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import protocol
+
+from . import record
+from .api import execute
+from .backends import UnsupportedRun, default_backend
+from .spec import INFERENCE_SCENARIOS, PRECISIONS, RunSpec
+from .workloads import WORKLOADS
+
+
+def _batches(text: str) -> list[int]:
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--batch takes comma-separated integers, not {text!r}") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError("batch sizes must be positive")
+    return values
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--workload", required=True, choices=sorted(WORKLOADS))
+    p.add_argument("--precision", default="fp32", choices=PRECISIONS)
+    p.add_argument("--batch", type=_batches, default=None, help="batch size(s), comma-separated: one run each")
+    p.add_argument("--backend", choices=("numpy", "torch"), default=None,
+                   help=f"default: torch if installed, else numpy (here: {default_backend()})")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--threads", type=int, default=None, help="intra-op threads (default: CPUs in affinity)")
+    p.add_argument("--repetitions", type=int, default=None)
+    p.add_argument("--min-seconds", type=float, default=None, help="minimum duration of each repetition")
+    p.add_argument("--warmup-max-seconds", type=float, default=None, help="warm-up cap (default 30 s, quick 3 s)")
+    p.add_argument("--sequence-length", type=int, default=None)
+    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--quick", action="store_true", help="short windows, for demos and tests")
+    p.add_argument("--isolation", choices=("dedicated", "shared"), default=None,
+                   help="state whether the machine ran nothing else (not detectable, so not guessed)")
+    p.add_argument("--submitter", default=os.environ.get("BENCHREG_SUBMITTER", "local"))
+    p.add_argument("--out", type=Path, default=Path("results"))
+    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--submit", action="store_true", help="send each result to the registry")
+    p.add_argument("--server", default=os.environ.get("BENCHREG_SERVER"), help="registry URL (BENCHREG_SERVER)")
+    p.add_argument("--token", default=os.environ.get("BENCHREG_TOKEN"), help="API token (BENCHREG_TOKEN)")
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="benchreg", description="Run the bundled benchmarks.")
+    run = top.add_subparsers(dest="command", required=True).add_parser("run", help="run a benchmark")
+    phases = run.add_subparsers(dest="phase", required=True)
+    inf = phases.add_parser("inference", help="single-stream, offline or server inference")
+    _common(inf)
+    inf.add_argument("--scenario", choices=INFERENCE_SCENARIOS, default="offline")
+    inf.add_argument("--target-qps", type=float, default=None, help="server: Poisson arrival rate")
+    inf.add_argument("--concurrency", type=int, default=None, help="server: requests in flight at most")
+    inf.add_argument("--latency-slo-ms", type=float, default=None, help="server: p99 latency objective")
+    inf.add_argument("--ttft-slo-ms", type=float, default=None, help="server, decoders: TTFT objective")
+    inf.add_argument("--tpot-slo-ms", type=float, default=None, help="server, decoders: TPOT objective")
+    inf.add_argument("--output-tokens", type=int, default=None, help="decoders: tokens generated per query")
+    train = phases.add_parser("training", help="fixed-steps training")
+    _common(train)
+    train.add_argument("--steps", type=int, default=None)
+    train.add_argument("--learning-rate", type=float, default=3e-4)
+    train.add_argument("--peak-tflops", type=float, default=None, help="stated peak for MFU ...")
+    train.add_argument("--peak-source", default=None, help="... and where that number comes from")
+    return top
+
+
+def specs(args: argparse.Namespace) -> list[RunSpec]:
+    """One RunSpec per batch size."""
+    fields: dict[str, Any] = {
+        "phase": args.phase, "workload": args.workload, "precision": args.precision, "backend": args.backend,
+        "device": args.device, "threads": args.threads, "repetitions": args.repetitions,
+        "min_seconds": args.min_seconds, "warmup_max_seconds": args.warmup_max_seconds,
+        "sequence_length": args.sequence_length, "seed": args.seed,
+        "quick": args.quick, "isolation": args.isolation, "submitter": args.submitter}
+    if args.phase == "inference":
+        fields.update(scenario=args.scenario, target_qps=args.target_qps, concurrency=args.concurrency,
+                      latency_slo_ms=args.latency_slo_ms, ttft_slo_ms=args.ttft_slo_ms,
+                      tpot_slo_ms=args.tpot_slo_ms, output_tokens=args.output_tokens)
+    else:
+        fields.update(steps=args.steps, learning_rate=args.learning_rate, peak_tflops=args.peak_tflops,
+                      peak_source=args.peak_source)
+    return [RunSpec(batch_size=b, **fields) for b in (args.batch or [None])]
+
+
+def _submit(doc: dict[str, Any], path: Path, server: str, token: str) -> bool:
+    from .client import RegistryClient  # imported only when submitting: httpx is not needed otherwise
+
+    with RegistryClient(server, token) as client:
+        outcome = client.submit(doc)
+    print(outcome.line(f"submitted {path.name}"))
+    return outcome.status in ("stored", "known")
+
+
+def main(argv: list[str]) -> int:
+    """Parse `argv` (after the program name), run every batch size, write (and submit) each document."""
+    args = parser().parse_args(argv)
+    if args.submit and not (args.server and args.token):
+        print("--submit needs --server and --token (or BENCHREG_SERVER / BENCHREG_TOKEN)", file=sys.stderr)
+        return 2
+    failures = 0
+    try:
+        run_specs = specs(args)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for spec in run_specs:
+        try:
+            doc = execute(spec, progress=not args.no_progress)
+        except (UnsupportedRun, ValueError) as exc:  # UnsupportedRun is a ValueError: bad combination
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        except protocol.Invalid as exc:  # a runner bug: say exactly what, write nothing
+            print(f"error: the runner produced an invalid document: {exc}", file=sys.stderr)
+            failures += 1
+            continue
+        path = record.write(doc, args.out)
+        print(f"wrote {path}")
+        if args.submit and not _submit(doc, path, args.server, args.token):
+            failures += 1
+    return 1 if failures else 0

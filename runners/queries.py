@@ -1,0 +1,134 @@
+"""One inference query, timed: a classifier/encoder batch, or a decoder generation with its first token.
+
+`run()` returns (first-token ms or None, total ms), both measured from the call, with device
+synchronisation before each clock reading. Closed-loop scenarios use `timed()`, which also keeps the
+per-query time to first token and time per output token; the server scenario calls `run()` from its
+worker threads and adds the queueing delay itself.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Protocol
+
+import numpy as np
+
+from . import workloads
+from .backends import Backend
+from .workloads import Shape, Workload
+
+
+class Query(Protocol):
+    ttft_ms: list[float]
+    tpot_ms: list[float]
+
+    def run(self) -> tuple[float | None, float]: ...
+
+    def timed(self) -> float: ...
+
+    def clear(self) -> None: ...
+
+
+def fixed_inputs(workload: Workload, shape: Shape, seed: int) -> np.ndarray:
+    """The deterministic inputs every query of a run uses (features, or token ids / prompts)."""
+    if not workload.is_transformer:
+        return workloads.features(workload, shape, seed)[0]
+    return workloads.tokens(workload, shape, seed)
+
+
+class BatchQuery:
+    """Classifier or encoder inference on a fixed batch."""
+
+    def __init__(self, backend: Backend, model: Any, inputs: Any) -> None:
+        self.backend, self.model, self.inputs = backend, model, inputs
+        self.ttft_ms: list[float] = []
+        self.tpot_ms: list[float] = []
+
+    def run(self) -> tuple[float | None, float]:
+        self.backend.synchronize()
+        start = time.perf_counter_ns()
+        self.backend.forward(self.model, self.inputs)
+        self.backend.synchronize()
+        return None, (time.perf_counter_ns() - start) / 1e6
+
+    def timed(self) -> float:
+        return self.run()[1]
+
+    def clear(self) -> None:
+        return None
+
+
+class DecoderQuery:
+    """Greedy generation of `output_tokens` tokens for a fixed batch of prompts, with a KV cache."""
+
+    def __init__(self, backend: Backend, model: Any, prompts: Any, output_tokens: int) -> None:
+        if output_tokens < 2:
+            raise ValueError("a decoder query needs at least 2 output tokens to have a time per output token")
+        self.backend, self.model, self.prompts, self.output_tokens = backend, model, prompts, output_tokens
+        self.ttft_ms: list[float] = []
+        self.tpot_ms: list[float] = []
+
+    def run(self) -> tuple[float | None, float]:
+        sync = self.backend.synchronize
+        sync()
+        start = time.perf_counter_ns()
+        state = self.backend.prefill(self.model, self.prompts, self.output_tokens)
+        sync()  # the first token exists once the prompt pass has finished on the device
+        first = time.perf_counter_ns()
+        for _ in range(self.output_tokens - 1):
+            self.backend.decode(self.model, state)
+        sync()
+        return (first - start) / 1e6, (time.perf_counter_ns() - start) / 1e6
+
+    def tpot(self, first_ms: float, total_ms: float) -> float:
+        """Time per output token after the first (the vLLM / GenAI-Perf definition)."""
+        return (total_ms - first_ms) / (self.output_tokens - 1)
+
+    def timed(self) -> float:
+        first, total = self.run()
+        assert first is not None
+        self.ttft_ms.append(first)
+        self.tpot_ms.append(self.tpot(first, total))
+        return total
+
+    def clear(self) -> None:
+        self.ttft_ms.clear()
+        self.tpot_ms.clear()
+
+
+def make_query(backend: Backend, model: Any, workload: Workload, shape: Shape, seed: int) -> Query:
+    """The query of a run: fixed inputs from `seed`, moved to the device once, outside any timing."""
+    inputs = backend.to_device(fixed_inputs(workload, shape, seed))
+    if workload.is_decoder:
+        assert shape.output_tokens is not None
+        return DecoderQuery(backend, model, inputs, shape.output_tokens)
+    return BatchQuery(backend, model, inputs)
+
+
+def quality(backend: Backend, workload: Workload, shape: Shape, model: Any, reference: Any,
+            seed: int, precision: str) -> dict[str, Any]:
+    """Agreement with an fp32 build of the same weights on fixed inputs (not the benchmark inputs)."""
+    qseed = seed + 100  # a separate fixed set, so quality is not judged on the timed batch alone
+    if workload.is_decoder:
+        assert shape.output_tokens is not None
+        prompts = backend.to_device(workloads.tokens(workload, shape, qseed))
+        ours = _generate(backend, model, prompts, shape.output_tokens)
+        ref = _generate(backend, reference, prompts, shape.output_tokens)
+        metric = "token-agreement-vs-fp32"
+    else:
+        batches = max(1, 256 // shape.batch_size) if not workload.is_transformer else 1
+        inputs = (workloads.features(workload, shape, qseed, batches)[0] if not workload.is_transformer
+                  else workloads.tokens(workload, shape, qseed))
+        data = backend.to_device(inputs)
+        ours = backend.predictions(backend.forward(model, data))
+        ref = backend.predictions(backend.forward(reference, data))
+        metric = "top1-agreement-vs-fp32"
+    return {"metric": metric, "value": round(float(np.mean(ours == ref)), 6), "reference_precision": "fp32",
+            "values": {"compared": int(ours.size)}}
+
+
+def _generate(backend: Backend, model: Any, prompts: Any, output_tokens: int) -> np.ndarray:
+    state = backend.prefill(model, prompts, output_tokens)
+    for _ in range(output_tokens - 1):
+        backend.decode(model, state)
+    return backend.predictions(state)

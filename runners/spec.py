@@ -1,0 +1,115 @@
+"""RunSpec: everything that defines a run, as one frozen value (what the CLI parses and agents receive)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from typing import Any
+
+from protocol import rules
+
+from .measure import Policy
+from .workloads import Shape, Workload, get
+
+INFERENCE_SCENARIOS = ("single-stream", "offline", "server")
+PRECISIONS = ("fp32", "bf16", "fp16", "int8", "fp8")
+# Latency objectives for goodput when none is given (recorded in the document's scenario section).
+DEFAULT_SLO_MS = {"decoder-small": {"ttft_p99": 500.0, "tpot_p99": 50.0}}
+DEFAULT_LATENCY_SLO_MS = 100.0
+
+
+def available_threads() -> int:
+    """CPUs this process may run on (affinity), which is what a thread count should default to."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run. None means "the default for this phase/workload" (resolved by `resolved()`)."""
+
+    phase: str
+    workload: str
+    precision: str = "fp32"
+    batch_size: int | None = None
+    scenario: str | None = None
+    backend: str | None = None
+    device: str = "cpu"
+    threads: int | None = None
+    repetitions: int | None = None
+    min_seconds: float | None = None
+    warmup_max_seconds: float | None = None
+    steps: int | None = None
+    target_qps: float | None = None
+    concurrency: int | None = None
+    latency_slo_ms: float | None = None
+    ttft_slo_ms: float | None = None
+    tpot_slo_ms: float | None = None
+    sequence_length: int | None = None
+    output_tokens: int | None = None
+    learning_rate: float = 3e-4
+    quick: bool = False
+    seed: int = 1234
+    isolation: str | None = None
+    submitter: str = "local"
+    peak_tflops: float | None = None
+    peak_source: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.phase not in ("inference", "training"):
+            raise ValueError(f"phase must be inference or training, not {self.phase!r}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {self.precision!r}")
+        if self.phase == "inference" and self.scenario not in (None, *INFERENCE_SCENARIOS):
+            raise ValueError(f"inference scenarios: {', '.join(INFERENCE_SCENARIOS)}")
+        if self.phase == "training" and self.scenario not in (None, "fixed-steps"):
+            raise ValueError("the bundled training runner runs the fixed-steps scenario")
+        if self.peak_tflops is not None and not self.peak_source:
+            raise ValueError("a stated peak needs its source (peak_source)")
+        get(self.workload)
+
+    @property
+    def definition(self) -> Workload:
+        return get(self.workload)
+
+    def resolved(self) -> RunSpec:
+        """This spec with every default filled in."""
+        w = self.definition
+        server = self.scenario == "server"
+        return replace(
+            self,
+            batch_size=self.batch_size or w.default_shape.batch_size,
+            scenario=self.scenario or ("fixed-steps" if self.phase == "training" else "offline"),
+            threads=self.threads or available_threads(),
+            repetitions=self.repetitions or (1 if self.phase == "training" else 2 if self.quick else 3),
+            min_seconds=self.min_seconds or (1.0 if self.phase == "training" else 0.6 if self.quick else 5.0),
+            steps=(self.steps or (30 if self.quick else 500)) if self.phase == "training" else None,
+            target_qps=self.target_qps or (10.0 if server else None),
+            concurrency=self.concurrency or (4 if server else None))
+
+    def shape(self) -> Shape:
+        return self.definition.shape(self.batch_size or self.definition.default_shape.batch_size,
+                                     self.sequence_length, self.output_tokens)
+
+    def policy(self) -> Policy:
+        """Warm-up and window limits; training measures `steps` steps (extended to the 1 s minimum)."""
+        r = self.resolved()
+        assert r.repetitions is not None and r.min_seconds is not None
+        warm_cap = self.warmup_max_seconds or (3.0 if self.quick else 30.0)
+        block = 0.1 if self.quick else 0.2
+        if self.phase == "training":
+            assert r.steps is not None
+            return Policy(repetitions=1, min_seconds=max(r.min_seconds, rules.MIN_WINDOW_SECONDS),
+                          min_iterations=max(r.steps, 10),
+                          max_iterations=max(r.steps, 100_000), warmup_max_seconds=warm_cap,
+                          warmup_block_seconds=block)
+        return Policy(repetitions=r.repetitions, min_seconds=r.min_seconds,
+                      min_iterations=10 if self.quick else 50, warmup_max_seconds=warm_cap,
+                      warmup_block_seconds=block)
+
+    def slo(self) -> dict[str, Any]:
+        """The latency objective goodput is measured against."""
+        if self.definition.is_decoder:
+            base = DEFAULT_SLO_MS[self.workload]
+            return {"ttft_p99": self.ttft_slo_ms or base["ttft_p99"],
+                    "tpot_p99": self.tpot_slo_ms or base["tpot_p99"]}
+        return {"latency_p99": self.latency_slo_ms or DEFAULT_LATENCY_SLO_MS}

@@ -1,0 +1,145 @@
+"""Statistics the runners report: percentile distributions and the steady-state verdict.
+
+Percentiles are nearest-rank (numpy's `inverted_cdf` method, the definition MLPerf LoadGen uses) and a
+tail percentile is omitted, never estimated, when the sample count is below the protocol's minimum
+(`protocol.rules.MIN_SAMPLES_FOR_PERCENTILE`).
+
+The steady-state verdict follows Kalibera & Jones ("Rigorous benchmarking in reasonable time", 2013):
+look at the series in time order, not only at its summary. The series is cut into consecutive blocks;
+a run is steady when the block medians agree (block spread), when they show no monotone trend that is
+both statistically and practically significant (Mann-Kendall z on the block medians, and the relative
+change of the Theil-Sen line across the window) and when the dispersion (IQR / median) is bounded.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import numpy as np
+from scipy import stats as sps
+
+from protocol import rules
+
+PERCENTILE_METHOD = "nearest-rank"
+_NUMPY_METHOD: Final = "inverted_cdf"  # numpy's name for nearest-rank: the smallest x with F(x) >= q
+
+
+def _round(value: float) -> float:
+    # Six significant digits: far below timer resolution and monotone, so rounding keeps p50 <= p90 <= ...
+    return float(f"{value:.6g}")
+
+
+def percentile(values: Sequence[float] | np.ndarray, q: float) -> float:
+    """Nearest-rank percentile q (0-100] of `values`."""
+    return float(np.percentile(np.asarray(values, dtype=np.float64), q, method=_NUMPY_METHOD))
+
+
+def distribution(values: Sequence[float] | np.ndarray) -> dict[str, Any]:
+    """A protocol distribution (count, method, unit, min, mean, stdev, percentiles, max) of values in ms.
+
+    Percentiles whose minimum sample count the protocol does not meet are left out.
+    """
+    data = np.asarray(values, dtype=np.float64)
+    if data.size == 0:
+        raise ValueError("a distribution needs at least one sample")
+    out: dict[str, Any] = {"count": int(data.size), "method": PERCENTILE_METHOD, "unit": "ms",
+                           "min": _round(float(data.min())), "mean": _round(float(data.mean()))}
+    if data.size > 1:
+        out["stdev"] = _round(float(data.std(ddof=1)))
+    keys = [k for k in rules.PERCENTILES if rules.percentile_allowed(k, int(data.size))]
+    qs = [rules.PERCENTILES[k] for k in keys]
+    for key, value in zip(keys, np.percentile(data, qs, method=_NUMPY_METHOD), strict=True):
+        out[key] = _round(float(value))
+    out["max"] = _round(float(data.max()))
+    # The mean is rounded on its own; clamp so rounding can never put it outside [min, max].
+    out["mean"] = min(max(out["mean"], out["min"]), out["max"])
+    return out
+
+
+@dataclass(frozen=True)
+class SteadyCriteria:
+    """Thresholds of the steady-state verdict (docs/measurement.md explains each choice)."""
+
+    blocks: int = 10                  # blocks the measured series is cut into, in time order
+    block_spread_max: float = 0.05    # (max - min) of block medians over the overall median
+    trend_z_max: float = 2.5          # |Mann-Kendall z| on the block medians above which a trend is real
+    trend_change_max: float = 0.05    # ... and the Theil-Sen change across the window that makes it matter
+    iqr_over_median_max: float = 0.5  # dispersion above which the median itself is not a stable summary
+    min_block_size: int = 5           # fewer samples per block and block medians mean nothing
+
+
+@dataclass(frozen=True)
+class SteadyVerdict:
+    """The outcome of a steady-state assessment, in the protocol's `conditions.steady_state` terms."""
+
+    reached: bool
+    block_spread: float | None
+    trend_statistic: float | None
+    iqr_over_median: float | None
+    reasons: tuple[str, ...] = field(default=())
+
+    def as_document(self, extra_reasons: Sequence[str] = ()) -> dict[str, Any]:
+        """The `conditions.steady_state` section; extra reasons (e.g. an unsettled warm-up) unset reached."""
+        reasons = [*self.reasons, *extra_reasons]
+        out: dict[str, Any] = {"method": "block-medians", "reached": self.reached and not extra_reasons,
+                               "block_spread": self.block_spread, "trend_statistic": self.trend_statistic,
+                               "iqr_over_median": self.iqr_over_median}
+        if reasons:
+            out["reasons"] = reasons
+        return out
+
+
+def block_medians(values: np.ndarray, blocks: int) -> np.ndarray:
+    """Medians of `blocks` consecutive, near-equal blocks of the series (time order kept)."""
+    return np.array([float(np.median(b)) for b in np.array_split(values, blocks)])
+
+
+def mann_kendall_z(series: np.ndarray) -> float:
+    """Mann-Kendall trend statistic: Kendall's tau against time, expressed as a z score (no tie correction)."""
+    n = series.size
+    if n < 3:
+        return 0.0
+    s = sum(float(np.sign(series[j] - series[i])) for i in range(n - 1) for j in range(i + 1, n))
+    variance = n * (n - 1) * (2 * n + 5) / 18.0
+    # Continuity correction, as in the textbook test.
+    return 0.0 if s == 0 else (s - math.copysign(1.0, s)) / math.sqrt(variance)
+
+
+def _relative_change(medians: np.ndarray, overall: float) -> float:
+    slope = float(sps.theilslopes(medians).slope)
+    return abs(slope * (medians.size - 1)) / overall if overall > 0 else 0.0
+
+
+def assess(values: Sequence[float] | np.ndarray, criteria: SteadyCriteria = SteadyCriteria()) -> SteadyVerdict:
+    """Steady-state verdict on a series of per-iteration times in time order."""
+    data = np.asarray(values, dtype=np.float64)
+    blocks = min(criteria.blocks, data.size // criteria.min_block_size)
+    if blocks < 3:
+        return SteadyVerdict(False, None, None, None,
+                             (f"too few samples ({data.size}) to assess steady state in blocks",))
+    overall = float(np.median(data))
+    medians = block_medians(data, blocks)
+    spread = float((medians.max() - medians.min()) / overall) if overall > 0 else 0.0
+    z = mann_kendall_z(medians)
+    change = _relative_change(medians, overall)
+    q75, q25 = np.percentile(data, [75, 25], method=_NUMPY_METHOD)
+    iqr = float((q75 - q25) / overall) if overall > 0 else 0.0
+    reasons = []
+    if spread > criteria.block_spread_max:
+        reasons.append(f"block medians disagree: spread {spread:.3f} > {criteria.block_spread_max}")
+    if abs(z) > criteria.trend_z_max and change > criteria.trend_change_max:
+        reasons.append(f"drift: Mann-Kendall z {z:.2f} (limit {criteria.trend_z_max}) with a "
+                       f"{change:.1%} change across the window (limit {criteria.trend_change_max:.0%})")
+    if iqr > criteria.iqr_over_median_max:
+        reasons.append(f"dispersion: IQR/median {iqr:.3f} > {criteria.iqr_over_median_max}")
+    return SteadyVerdict(not reasons, round(spread, 4), round(z, 3), round(iqr, 4), tuple(reasons))
+
+
+def medians_agree(medians: Sequence[float], tolerance: float) -> bool:
+    """Whether consecutive block medians agree within `tolerance` of their median (the warm-up test)."""
+    arr = np.asarray(medians, dtype=np.float64)
+    centre = float(np.median(arr))
+    return centre > 0 and float(arr.max() - arr.min()) / centre <= tolerance
