@@ -27,3 +27,39 @@ class AuditKind(models.TextChoices):
     TOKEN_REVOKED = "token.revoked", "token revoked"
     JOB_STATE = "job.state", "job state changed"
     IMPORT_COMPLETED = "import.completed", "import completed"
+
+
+class CheckpointReason(models.TextChoices):
+    PERIODIC = "periodic", "periodic (Celery beat)"
+    REPORT = "report", "report issued"
+    MANUAL = "manual", "signed by hand"
+
+
+class JobStatus(models.TextChoices):
+    """A benchmark job's lifecycle. SUBMITTED, FAILED, CANCELLED and TIMED_OUT are final."""
+
+    QUEUED = "queued", "queued"
+    CLAIMED = "claimed", "claimed"
+    RUNNING = "running", "running"
+    SUBMITTED = "submitted", "submitted"
+    FAILED = "failed", "failed"
+    CANCELLED = "cancelled", "cancelled"
+    TIMED_OUT = "timed_out", "timed out"
+
+    @classmethod
+    def active(cls) -> list[str]:
+        """States in which an agent holds or may take the job."""
+        return [cls.QUEUED, cls.CLAIMED, cls.RUNNING]
+
+    @classmethod
+    def final(cls) -> list[str]:
+        return [cls.SUBMITTED, cls.FAILED, cls.CANCELLED, cls.TIMED_OUT]
+
+
+class ReportStatus(models.TextChoices):
+    """A decision report's lifecycle. READY and FAILED are final; a READY report's file never changes."""
+
+    QUEUED = "queued", "queued"
+    RENDERING = "rendering", "rendering"
+    READY = "ready", "ready"
+    FAILED = "failed", "failed"

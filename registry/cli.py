@@ -5,7 +5,11 @@
   benchreg submit FILE...             send documents to a registry (--server/--token or BENCHREG_SERVER/_TOKEN)
   benchreg run inference|training     the bundled runners
   benchreg create-token ...           manage.py create_token
+  benchreg audit verify|checkpoint|export|show   manage.py audit: check the audit log, sign/export checkpoints
   benchreg import mlperf PATH         import a published MLPerf Inference submission tree
+  benchreg enrolment-token create --expires 1h   a single-use token for `benchreg agent enroll`
+  benchreg agent enroll|start|status  run this machine as an enrolled agent (needs no database)
+  benchreg verify REPORT.pdf [--offline --cert PEM --log-key VKEY | --server URL]   check a signed decision report
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from pathlib import Path
 
 # Subcommands served by a Django management command of the same purpose.
 DJANGO_COMMANDS = {"demo": "demo", "serve": "serve", "create-token": "create_token", "migrate": "migrate",
-                   "import": "import_results"}
+                   "import": "import_results", "enrolment-token": "enrolment_token", "verify": "verify_report",
+                   "audit": "audit"}
 
 
 def submit_main(argv: list[str]) -> int:
@@ -65,6 +70,10 @@ def main(argv: list[str] | None = None) -> int:
         from runners.cli import main as runners_main
 
         return runners_main(argv)
+    if command == "agent":  # runs on lab machines: plain Python, no Django, no database
+        from runners.agent.cli import main as agent_main
+
+        return agent_main(rest)
     if command in DJANGO_COMMANDS:
         return django_main(DJANGO_COMMANDS[command], rest)
     print(f"benchreg: unknown command {command!r}\n{__doc__}", file=sys.stderr)

@@ -8,6 +8,12 @@ Environment:
   DEBUG               "1"/"0" (default 0)
   ALLOWED_HOSTS       comma-separated (default: localhost names)
   BENCHREG_MAX_SUBMISSION_BYTES  largest accepted submission body (default 5 MiB)
+  BENCHREG_LOG_ORIGIN            the audit log's checkpoint origin line (default benchreg.local/audit)
+  BENCHREG_CHECKPOINT_KEY        checkpoint signing key: a C2SP signer key string or a key file's path
+                                 (unset: generated on first use into <data dir>/keys/checkpoint.key)
+  BENCHREG_CHECKPOINT_TRUSTED_KEYS  comma-separated verifier keys of earlier (rotated) checkpoint keys
+  BENCHREG_CHECKPOINT_INTERVAL_S    seconds between periodic checkpoints (default 300)
+  BENCHREG_REPORT_PKCS12 / _KEY / _CERT / _TRUSTED_CERTS / _TIMESTAMP  report signing (docs/reports.md)
 """
 
 from __future__ import annotations
@@ -198,6 +204,23 @@ CELERY_TASK_SOFT_TIME_LIMIT = env_int("BENCHREG_TASK_SOFT_TIME_LIMIT", 1800)
 CELERY_TASK_TIME_LIMIT = env_int("BENCHREG_TASK_TIME_LIMIT", 1900)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
+# Audit log checkpoints (registry/audit/keys.py, docs/audit.md): signed by Celery beat every interval, and
+# whenever a report is issued.
+BENCHREG_LOG_ORIGIN = os.environ.get("BENCHREG_LOG_ORIGIN", "benchreg.local/audit")
+BENCHREG_CHECKPOINT_KEY = os.environ.get("BENCHREG_CHECKPOINT_KEY", "")
+BENCHREG_CHECKPOINT_TRUSTED_KEYS = env_list("BENCHREG_CHECKPOINT_TRUSTED_KEYS", [])
+BENCHREG_CHECKPOINT_INTERVAL_S = env_int("BENCHREG_CHECKPOINT_INTERVAL_S", 300)
+if BENCHREG_CHECKPOINT_INTERVAL_S <= 0:
+    raise ImproperlyConfigured("BENCHREG_CHECKPOINT_INTERVAL_S must be a positive number of seconds")
+CELERY_BEAT_SCHEDULE = {
+    "audit-checkpoint": {
+        "task": "registry.tasks.audit.sign_checkpoint",
+        "schedule": float(BENCHREG_CHECKPOINT_INTERVAL_S),
+        # A checkpoint older than the next one is worthless: drop queued ones instead of piling them up.
+        "options": {"expires": float(BENCHREG_CHECKPOINT_INTERVAL_S)},
+    },
+}
+
 # With DEBUG off, cookies are Secure (browsers still send them to http://localhost and 127.0.0.1, which
 # they treat as secure contexts). A plain-HTTP LAN deployment must opt out explicitly.
 SECURE_TLS = env_bool("BENCHREG_TLS", False)
@@ -221,3 +244,24 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
 }
+
+# Enrolled agents and their jobs (docs/agents.md). The broker URL agents are told at enrolment (as they reach
+# it, which may differ from the server's own), when a silent agent counts as offline, and the sweep that
+# times out jobs past their deadline and marks silent agents offline.
+BENCHREG_AGENT_BROKER_URL = os.environ.get("BENCHREG_AGENT_BROKER_URL", CELERY_BROKER_URL)
+BENCHREG_AGENT_OFFLINE_AFTER = env_int("BENCHREG_AGENT_OFFLINE_AFTER", 180)
+BENCHREG_JOBS_SWEEP_INTERVAL_S = env_int("BENCHREG_JOBS_SWEEP_INTERVAL_S", 60)
+CELERY_BEAT_SCHEDULE["jobs-sweep"] = {
+    "task": "registry.tasks.jobs.jobs_sweep", "schedule": float(BENCHREG_JOBS_SWEEP_INTERVAL_S),
+    "options": {"expires": float(BENCHREG_JOBS_SWEEP_INTERVAL_S)},
+}
+
+# Decision reports (registry/reports/signing.py, docs/reports.md): signed with a key generated on first use under
+# <data dir>/keys unless one is supplied as PKCS#12 or PEM key + certificate chain.
+BENCHREG_REPORT_PKCS12 = os.environ.get("BENCHREG_REPORT_PKCS12", "")
+BENCHREG_REPORT_PKCS12_PASSWORD = os.environ.get("BENCHREG_REPORT_PKCS12_PASSWORD", "")
+BENCHREG_REPORT_KEY = os.environ.get("BENCHREG_REPORT_KEY", "")
+BENCHREG_REPORT_KEY_PASSWORD = os.environ.get("BENCHREG_REPORT_KEY_PASSWORD", "")
+BENCHREG_REPORT_CERT = os.environ.get("BENCHREG_REPORT_CERT", "")
+BENCHREG_REPORT_TRUSTED_CERTS = env_list("BENCHREG_REPORT_TRUSTED_CERTS", [])
+BENCHREG_REPORT_TIMESTAMP = env_bool("BENCHREG_REPORT_TIMESTAMP", True)

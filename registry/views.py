@@ -1,11 +1,52 @@
-"""Browsing pages. They call selectors only; business rules live in services."""
+"""Browsing pages. They call selectors, permission getters and services only; rules live in services.
+
+Every page needs a signed-in user (login_required); what a role may not see answers 404 (registry.permissions).
+Forms POST with CSRF tokens; a refused comparison re-renders the builder with status 422 and every blocking field.
+"""
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from typing import Any
 
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
+from django.core.paginator import Paginator
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import urlencode
+from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from protocol import comparability
+from registry import charts
 from registry.api.exception_handlers import api_not_found, api_server_error
+from registry.choices import JobStatus
+from registry.exceptions import RegistryError
+from registry.forms import CatalogueForm, CompareForm, ReportRequestForm, TokenCreateForm, WithdrawForm
+from registry.permissions import (
+    can,
+    comparison_for_user,
+    report_for_user,
+    reports_for_user,
+    require_read,
+    require_role,
+    roles_of,
+    run_for_user,
+    token_for_user,
+)
+from registry.roles import ADMIN, SUBMITTER
+from registry.selectors.agents import agent_list, job_list
+from registry.selectors.catalogue import DISTRIBUTION_FIELDS, FACETS, SORTS, catalogue_search, run_detail
+from registry.selectors.comparisons import runs_by_reference
+from registry.selectors.submissions import submission_list
+from registry.selectors.tokens import token_list_for
+from registry.services.comparisons import NotComparable, comparison_create
+from registry.services.submissions import submission_withdraw
+from registry.services.tokens import token_create, token_revoke
+
+CHART_SECONDS = 24 * 3600
 
 
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
@@ -20,3 +61,248 @@ def server_error(request: HttpRequest) -> HttpResponse:
         return api_server_error(request)
     return render(request, "registry/error.html",
                   {"status": 500, "message": "The registry failed to answer. The error is logged."}, status=500)
+
+
+def _chart(name: str, digest: str, *args: Any) -> str | None:
+    """A chart from registry.charts: the same SVG the PDF report prints, with every label drawn as paths.
+
+    Charts are drawn from immutable evidence (a run or a comparison, named by its digest), so the SVG is cached
+    under that digest: drawing takes tens of milliseconds, and a page is viewed many times.
+    """
+    svg = cache.get_or_set(f"chart:{name}:{digest}", lambda: getattr(charts, name)(*args) or "", CHART_SECONDS)
+    return mark_safe(svg) if svg else None  # noqa: S308
+
+
+def _page(request: HttpRequest, template: str, context: dict[str, Any], status: int = 200) -> HttpResponse:
+    """render() with the user's roles, which the navigation shows or hides links by."""
+    return render(request, template, {**context, "roles": roles_of(request.user)}, status=status)
+
+
+# ------------------------------------------------------------------------------------------ catalogue
+
+@login_required
+@require_GET
+def catalogue(request: HttpRequest) -> HttpResponse:
+    require_read(request.user)
+    form = CatalogueForm(request.GET)
+    query = form.to_query()
+    page = catalogue_search(query)
+    params = {k: v for k, v in request.GET.items() if k != "page" and v}
+    sort_links = {name: "?" + urlencode({**params, "sort": name}) for name in SORTS}
+    return _page(request, "registry/catalogue.html", {
+        "page": page, "form": form, "query": query, "sorts": [(k, v[0]) for k, v in SORTS.items()],
+        "sort_links": sort_links, "facet_names": list(FACETS),
+        "prev_link": "?" + urlencode({**params, "page": page.page - 1}) if page.page > 1 else None,
+        "next_link": "?" + urlencode({**params, "page": page.page + 1}) if page.page < page.pages else None,
+        "axes": comparability.contract().axes, "active_filters": _active_filters(page, params),
+    })
+
+
+def _active_filters(page: Any, params: dict[str, str]) -> list[tuple[str, str, str]]:
+    """(label, value, link that removes it) for each filter in force."""
+    out = []
+    labels = {name: label for name, (_, label) in FACETS.items()} | {"q": "Search", "set": "Comparable set"}
+    for name, value in params.items():
+        if name in labels:
+            shown = page.selected_set.question if name == "set" and page.selected_set else value
+            if name == "software":
+                shown = next((v.label for f in page.facets if f.name == name for v in f.values if v.selected), value)
+            rest = {k: v for k, v in params.items() if k != name}
+            out.append((labels[name], shown, "?" + urlencode(rest)))
+    return out
+
+
+# ------------------------------------------------------------------------------------------ runs
+
+@login_required
+@require_GET
+def run_page(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = run_for_user(request.user, run_id)
+    detail = run_detail(run=run)
+    return _page(request, "registry/run.html", {
+        "detail": detail, "run": run,
+        "distribution_chart": _chart("latency_distribution_chart", run.digest, run.document),
+        "is_admin": can(request.user, ADMIN), "withdraw_form": WithdrawForm(),
+        "distribution_fields": DISTRIBUTION_FIELDS,
+    })
+
+
+@login_required
+@require_POST
+def run_withdraw(request: HttpRequest, run_id: int) -> HttpResponse:
+    require_role(request.user, ADMIN)
+    run = run_for_user(request.user, run_id)
+    form = WithdrawForm(request.POST)
+    if form.is_valid():
+        try:
+            submission_withdraw(submission=run, reason=form.cleaned_data["reason"], actor=request.user)
+            messages.success(request, f"Run {run.pk} is withdrawn. It stays in the registry, marked withdrawn.")
+        except RegistryError as exc:
+            messages.error(request, exc.message)
+    else:
+        messages.error(request, "A withdrawal needs a reason.")
+    return redirect("run", run_id=run.pk)
+
+
+# ------------------------------------------------------------------------------------------ comparisons
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def compare(request: HttpRequest) -> HttpResponse:
+    require_read(request.user)
+    if request.method == "GET":
+        initial = {"runs": ", ".join(request.GET.getlist("run") + request.GET.getlist("runs")),
+                   "axis": request.GET.get("axis", "system")}
+        return _page(request, "registry/compare.html", {"form": CompareForm(initial=initial)})
+    form = CompareForm(request.POST, checked=request.POST.getlist("run"))
+    if not form.is_valid():
+        return _page(request, "registry/compare.html", {"form": form}, status=400)
+    ids, axis = form.cleaned_data["run_ids"], form.cleaned_data["axis"]
+    try:
+        runs = runs_by_reference(refs=ids)
+        comparison, _ = comparison_create(runs=runs, axis=axis, created_by=request.user)
+    except NotComparable as exc:
+        return _page(request, "registry/compare.html", {
+            "form": CompareForm(initial={"runs": ", ".join(map(str, ids)), "axis": axis}),
+            "refusal": exc, "runs": runs, "axis": axis}, status=422)
+    except RegistryError as exc:
+        return _page(request, "registry/compare.html", {
+            "form": CompareForm(initial={"runs": ", ".join(map(str, ids)), "axis": axis}),
+            "problem": exc}, status=exc.status if exc.status in (400, 404, 409) else 400)
+    return redirect("comparison", comparison_id=comparison.pk)
+
+
+@login_required
+@require_GET
+def comparison_page(request: HttpRequest, comparison_id: int) -> HttpResponse:
+    comparison = comparison_for_user(request.user, comparison_id)
+    return _page(request, "registry/comparison.html", _comparison_context(request, comparison))
+
+
+def _comparison_context(request: HttpRequest, comparison: Any, report_form: Any = None) -> dict[str, Any]:
+    result = comparison.result
+    members = list(comparison.members.select_related("submission").order_by("position"))
+    runs = [m.submission for m in members]
+    documents = [r.document for r in runs]
+    arms = [{**arm, "run_ids": [runs[i].pk for i in arm["runs"]]} for arm in result.get("arms", [])]
+    return {
+        "comparison": comparison, "result": result, "runs": runs, "arms": arms,
+        "run_rows": [{"run": runs[i], **row} for i, row in enumerate(result.get("runs", []))],
+        "derived": [{"arm": arm["label"], **d} for arm in result.get("arms", []) for d in arm.get("derived", [])],
+        "charts": [c for c in (
+            ("Headline metric by system, with 95% intervals", _chart("throughput_chart", comparison.digest, result)),
+            ("Latency percentiles", _chart("latency_percentiles_chart", comparison.digest, documents)),
+            ("Latency against load", _chart("latency_vs_load_chart", comparison.digest, documents)),
+            ("Derived figures", _chart("derived_chart", comparison.digest, result)),
+        ) if c[1]],
+        "report_form": report_form or ReportRequestForm(initial={"title": f"Decision report: comparison "
+                                                                          f"{comparison.pk}"}),
+        "reports": reports_for_user(request.user, comparison),
+    }
+
+
+@login_required
+@require_POST
+def report_create(request: HttpRequest, comparison_id: int) -> HttpResponse:
+    comparison = comparison_for_user(request.user, comparison_id)
+    form = ReportRequestForm(request.POST)
+    from registry.services.reports import report_request  # the PDF stack is heavy: imported on first use
+
+    if not form.is_valid():
+        return _page(request, "registry/comparison.html", _comparison_context(request, comparison, form),
+                      status=400)
+    try:
+        report = report_request(comparison=comparison, title=form.cleaned_data["title"],
+                                decision=form.cleaned_data["decision"], requested_by=request.user,
+                                prices=form.cleaned_data["prices"])
+    except RegistryError as exc:
+        form.add_error(None, exc.message)
+        return _page(request, "registry/comparison.html", _comparison_context(request, comparison, form),
+                      status=400)
+    messages.success(request, "Report requested. This page shows its status until the PDF can be downloaded.")
+    # With new prices the report is about a new comparison of the same runs: show that one.
+    return redirect(reverse("comparison", args=[report.comparison_id]) + f"#report-{report.pk}")
+
+
+def _report_status(report: Any) -> dict[str, Any]:
+    ready = report.status == "ready"
+    return {"id": report.pk, "status": report.status, "ready": ready,
+            "failed": report.status == "failed", "error": getattr(report, "last_error", "") or "",
+            "download_url": reverse("report-pdf", args=[report.pk]) if ready else None}
+
+
+@login_required
+@require_GET
+def report_status(request: HttpRequest, report_id: int) -> JsonResponse:
+    """Polled by static/registry/report-status.js until the report is ready or failed."""
+    report = report_for_user(request.user, report_id)
+    response = JsonResponse(_report_status(report))
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@login_required
+@require_GET
+def report_pdf(request: HttpRequest, report_id: int) -> HttpResponse:
+    """The signed PDF, through the permission getter; 404 until it is ready."""
+    report = report_for_user(request.user, report_id)
+    from registry.services.reports import report_file  # the PDF stack is heavy: imported on first use
+
+    try:
+        path = report_file(report)
+    except RegistryError:
+        raise Http404(f"report {report.pk} is not ready") from None
+    return FileResponse(path.open("rb"), as_attachment=True, filename=f"benchreg-report-{report.pk}.pdf",
+                        content_type="application/pdf")
+
+
+# ------------------------------------------------------------------------------------------ admins, submitters
+
+@login_required
+@require_GET
+def agents_page(request: HttpRequest) -> HttpResponse:
+    require_role(request.user, ADMIN)
+    from django.db.models import Count, Q
+
+    agents = agent_list().annotate(
+        running=Count("jobs", filter=Q(jobs__status__in=JobStatus.active())),
+        finished=Count("jobs", filter=Q(jobs__status=JobStatus.SUBMITTED)),
+        failed=Count("jobs", filter=Q(jobs__status__in=[JobStatus.FAILED, JobStatus.TIMED_OUT])))
+    return _page(request, "registry/agents.html", {"agents": agents})
+
+
+@login_required
+@require_GET
+def jobs_page(request: HttpRequest) -> HttpResponse:
+    require_role(request.user, ADMIN)
+    status = request.GET.get("status", "")
+    status = status if status in JobStatus.values else ""
+    jobs = job_list(status=status or None).defer("spec")
+    page = Paginator(jobs, 50).get_page(request.GET.get("page"))
+    return _page(request, "registry/jobs.html", {"page": page, "status": status, "statuses": JobStatus.choices})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def tokens_page(request: HttpRequest) -> HttpResponse:
+    require_role(request.user, SUBMITTER)
+    form, plain = TokenCreateForm(), None
+    if request.method == "POST":
+        form = TokenCreateForm(request.POST)
+        if form.is_valid():
+            _, plain = token_create(user=request.user, name=form.cleaned_data["name"],
+                                    scopes=form.cleaned_data["scopes"])
+            form = TokenCreateForm()
+    tokens = token_list_for(user=request.user).order_by("-id")
+    return _page(request, "registry/tokens.html", {"form": form, "plain": plain, "tokens": tokens,
+                                                    "submissions": submission_list().filter(
+                                                        submitted_by=request.user)[:20]})
+
+
+@login_required
+@require_POST
+def token_revoke_view(request: HttpRequest, token_id: int) -> HttpResponse:
+    token = token_for_user(request.user, token_id)
+    token_revoke(token=token, actor=request.user.get_username())
+    messages.success(request, f"Token {token.prefix}… is revoked.")
+    return redirect("tokens")

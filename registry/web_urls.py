@@ -2,10 +2,22 @@
 
 from django.contrib.auth import views as auth_views
 from django.urls import path
-from django.views.generic import RedirectView
+
+from registry import views
 
 urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("", RedirectView.as_view(url="/api/docs/"), name="home"),
+    path("", views.catalogue, name="home"),
+    path("runs/<int:run_id>/", views.run_page, name="run"),
+    path("runs/<int:run_id>/withdraw", views.run_withdraw, name="run-withdraw"),
+    path("compare/", views.compare, name="compare"),
+    path("comparisons/<int:comparison_id>/", views.comparison_page, name="comparison"),
+    path("comparisons/<int:comparison_id>/reports", views.report_create, name="report-create"),
+    path("reports/<int:report_id>/status", views.report_status, name="report-status"),
+    path("reports/<int:report_id>/pdf", views.report_pdf, name="report-pdf"),
+    path("agents/", views.agents_page, name="agents"),
+    path("jobs/", views.jobs_page, name="jobs"),
+    path("tokens/", views.tokens_page, name="tokens"),
+    path("tokens/<int:token_id>/revoke", views.token_revoke_view, name="token-revoke"),
 ]

@@ -4,8 +4,9 @@ from .agents import Agent, EnrolmentToken, Job, Plan
 from .audit import AuditEntry, AuditHead
 from .comparisons import Comparison, ComparisonRun
 from .checkpoints import Checkpoint
+from .reports import Report
 from .submissions import Submission, Withdrawal
 from .tokens import ApiToken
 
 __all__ = ["Agent", "ApiToken", "AuditEntry", "AuditHead", "Checkpoint", "EnrolmentToken", "Job", "Plan",
-           "Submission", "Withdrawal"]
+           "Report", "Submission", "Withdrawal"]

@@ -7,6 +7,7 @@ then measures this machine with the bundled runners and ends by serving the regi
 from __future__ import annotations
 
 import secrets
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,9 @@ from django.core.management.base import BaseCommand, CommandParser
 import protocol
 from registry.exceptions import RegistryError
 from registry.management.commands.serve import serve
+from registry.selectors.comparisons import comparable_runs
+from registry.services.comparisons import comparison_create
+from registry.services.reports import report_file, report_request
 from registry.services.submissions import submission_create
 from registry.services.tokens import token_create
 
@@ -42,6 +46,10 @@ class Command(BaseCommand):
         self._load_examples(admin)
         if not skip_sweep:
             self._sweep(admin, backend)
+            report = self._decision_report(admin, backend)
+            if report is not None:
+                self.stdout.write(self.style.SUCCESS(f"signed decision report: {report_file(report)}"))
+                self.stdout.write(f"  verify it with:  benchreg verify {report_file(report)}")
         if no_serve:
             return
         self.stdout.write(self.style.SUCCESS(f"serving on http://{bind}/  (API docs: http://{bind}/api/docs/)"))
@@ -70,12 +78,44 @@ class Command(BaseCommand):
         results.mkdir(exist_ok=True)
         runs = []
         for document in quick_sweep(backend=backend, progress=True):
-            run, created = submission_create(document=document, submitted_by=admin)
+            run, _ = submission_create(document=document, submitted_by=admin)
             (results / f"{run.digest.split(':')[1][:16]}.json").write_bytes(run.canonical.encode())
             self.stdout.write(f"  {run.phase} {run.workload_name} {run.scenario_kind} batch {run.batch_size}: "
                               f"{run.headline_value:.4g} {run.headline_unit} → run {run.pk}")
             runs.append(run)
         return runs
+
+    def _decision_report(self, admin: Any, backend: str | None) -> Any:
+        """A real decision from this machine's own runs: how many threads to give CPU inference.
+
+        The MLP classifier (offline, batch 32) runs with 1 and 2 threads and is compared on the software axis.
+        Steady state is a controlled field, so on a busy machine a pair may be refused; each extra attempt adds
+        a run, and the largest comparable group is reported (caveats say what was not steady).
+        """
+        from runners.api import execute, sweep_specs
+
+        base = sweep_specs(backend)[1]  # the sweep's mlp-classifier offline batch-32 run: the 1-thread arm
+        group: list[Any] = []
+        for threads in (2, 1, 2, 1):
+            self.stdout.write(f"decision run: mlp-classifier offline batch 32 with {threads} thread(s)…")
+            run, _ = submission_create(document=execute(replace(base, threads=threads), progress=True),
+                                       submitted_by=admin)
+            group = sorted([run, *comparable_runs(run=run, axis="software")], key=lambda r: r.pk)[-6:]
+            if len({_threads(r) for r in group}) > 1:
+                break
+        if len(group) < 2:
+            self.stdout.write(self.style.WARNING("no comparable pair of runs on this machine: no report"))
+            return None
+        comparison, _ = comparison_create(runs=group, axis="software", created_by=admin)
+        report = report_request(comparison=comparison, requested_by=admin,
+                                title="CPU inference threads on this machine",
+                                decision="How many CPU threads to give the mlp-classifier inference service "
+                                         "(offline, fp32, batch 32) on this machine")
+        report.refresh_from_db()
+        if report.status != "ready":
+            self.stdout.write(self.style.ERROR(f"the report failed: {report.last_error}"))
+            return None
+        return report
 
     def _load_examples(self, admin: Any) -> None:
         for path in sorted(EXAMPLES_DIR.glob("*.json")):
@@ -86,3 +126,9 @@ class Command(BaseCommand):
                 continue
             state = "stored" if created else "already known"
             self.stdout.write(f"{path.name}: {state} as run {run.pk} ({run.digest[:19]}…)")
+
+
+def _threads(run: Any) -> Any:
+    settings_ = run.document["software"]["settings"]
+    return settings_.get("torch.num_threads", settings_.get("numpy.blas_threads"))
+

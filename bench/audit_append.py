@@ -1,0 +1,234 @@
+"""Audit log on PostgreSQL: append throughput with concurrent submitters, whole-log verification and proofs at 1M.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres python -m bench.audit_append           # 1M entries
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres python -m bench.audit_append --quick   # CI smoke
+
+Works in a scratch database (`benchreg_bench` on the server DATABASE_URL names, created, migrated and dropped at
+the end), with the checkpoint key in a temporary data directory, so no real data or key is touched. Prints figures,
+no pass/fail. Baselines measured in the same run: plain single-row INSERT transactions through psycopg (for the
+appends) and streaming the same rows without checking them (for verification).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+
+SCRATCH_DB = "benchreg_bench"
+
+
+def row(label: str, value: str, note: str = "") -> None:
+    print(f"  {label:<58} {value:>16}  {note}")
+
+
+def rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def with_database(url: str, name: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+def recreate_scratch(url: str, *, drop_only: bool = False) -> None:
+    with psycopg.connect(with_database(url, "postgres"), autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {SCRATCH_DB} WITH (FORCE)")
+        if not drop_only:
+            conn.execute(f"CREATE DATABASE {SCRATCH_DB}")
+
+
+def setup_django(url: str) -> None:
+    os.environ["DATABASE_URL"] = url
+    os.environ["BENCHREG_DATA_DIR"] = tempfile.mkdtemp(prefix="benchreg-bench-")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "registry.settings")
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", verbosity=0, interactive=False)
+
+
+# -- appends --------------------------------------------------------------------------------------------------------
+
+
+def concurrent(threads: int, total: int, op: Callable[[int], None], per_thread_close: Callable[[], None]) -> float:
+    """Appends (or inserts) per second: `total` calls of op spread over `threads` threads, each its own connection."""
+    barrier = threading.Barrier(threads)
+
+    def worker(t: int) -> None:
+        try:
+            barrier.wait()
+            for i in range(t, total, threads):
+                op(i)
+        finally:
+            per_thread_close()
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(worker, range(threads)))
+    return total / (time.perf_counter() - start)
+
+
+def bench_appends(scratch_url: str, thread_counts: list[int], total: int) -> None:
+    from django.db import connections
+
+    from registry.services.audit import audit_append
+
+    print(f"\nAppend throughput: {total:,} appends per configuration, one transaction each")
+    with psycopg.connect(scratch_url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE bench_plain (id bigserial PRIMARY KEY, seq bigint, entry text, leaf_hash text)")
+    local = threading.local()
+
+    def plain_insert(i: int) -> None:
+        if not hasattr(local, "conn"):
+            local.conn = psycopg.connect(scratch_url, autocommit=True)
+        local.conn.execute("INSERT INTO bench_plain (seq, entry, leaf_hash) VALUES (%s, %s, %s)",
+                           (i, '{"kind":"bench"}' * 8, "0" * 64))
+
+    def close_plain() -> None:
+        if hasattr(local, "conn"):
+            local.conn.close()
+            del local.conn
+
+    def append(i: int) -> None:
+        audit_append(kind="bench.append", actor="bench", subject=f"bench:{i}", payload={"i": i})
+
+    for threads in thread_counts:
+        baseline = concurrent(threads, total, plain_insert, close_plain)
+        appends = concurrent(threads, total, append, connections.close_all)
+        row(f"{threads:>2} writers: audit_append (locks the head row)", f"{appends:,.0f} /s",
+            f"{appends / baseline:.2f}x of {baseline:,.0f} plain INSERTs/s")
+
+
+# -- a large log ----------------------------------------------------------------------------------------------------
+
+
+def load_synthetic(count: int) -> float:
+    """COPY `count` synthetic entries after the current head, exactly as audit_append would have written them."""
+    from django.db import connection
+
+    from protocol.transparency import leaf_hash
+    from registry.models import AuditHead
+
+    start_seq = AuditHead.objects.get(id=1).size
+    base = datetime(2026, 11, 1, tzinfo=UTC)
+    started = time.perf_counter()
+    with connection.cursor() as cursor, cursor.cursor.copy(
+            "COPY registry_auditentry (seq, created_at, actor, kind, subject, entry, leaf_hash) FROM STDIN") as copy:
+        for seq in range(start_seq, start_seq + count):
+            at = base + timedelta(microseconds=37 * seq)
+            time_text = at.isoformat().replace("+00:00", "Z")
+            subject = f"sha256:{seq:064x}"
+            entry = (f'{{"actor":"lab-{seq % 997:03d}","kind":"bench.synthetic","payload":{{"run":{seq}}},'
+                     f'"seq":{seq},"subject":"{subject}","time":"{time_text}"}}')
+            copy.write_row((seq, at, f"lab-{seq % 997:03d}", "bench.synthetic", subject, entry,
+                            leaf_hash(entry.encode()).hex()))
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE registry_audithead SET size = %s WHERE id = 1", [start_seq + count])
+        cursor.execute("ANALYZE registry_auditentry")
+    return time.perf_counter() - started
+
+
+def bench_verify(size: int) -> None:
+    from django.db.models import CharField
+    from django.db.models.functions import Cast
+
+    from registry.audit.verify import verify_log
+    from registry.choices import CheckpointReason
+    from registry.models import AuditEntry
+    from registry.selectors import audit as selectors
+    from registry.services.audit import checkpoint_sign
+
+    print(f"\nSigning and verifying a log of {size:,} entries")
+    start = time.perf_counter()
+    checkpoint = checkpoint_sign(reason=CheckpointReason.MANUAL)
+    row("checkpoint_sign, cold (tree built from the table)", f"{time.perf_counter() - start:,.2f} s",
+        f"size {checkpoint.size:,}")
+    start = time.perf_counter()
+    # The same query verify_log streams (time as text), read and dropped.
+    rows = (AuditEntry.objects.order_by("seq").annotate(created_text=Cast("created_at", CharField()))
+            .values_list("seq", "created_text", "actor", "kind", "subject", "entry", "leaf_hash"))
+    n = sum(1 for _ in rows.iterator(chunk_size=10_000))
+    baseline = time.perf_counter() - start
+    row("baseline: stream the same rows, no checks", f"{baseline:,.2f} s", f"{n:,} rows")
+    start = time.perf_counter()
+    report = verify_log()
+    took = time.perf_counter() - start
+    row("verify_log (texts, hashes, columns, tree, checkpoints, runs)", f"{took:,.2f} s",
+        f"{took / baseline:.2f}x baseline; {'OK' if report.ok else f'{len(report.findings)} findings'}")
+    row("peak RSS of this process so far", f"{rss_mib():,.0f} MiB")
+    selectors._shared.tree = selectors.MerkleTree()  # the next section starts cold
+
+
+def bench_inclusion(size: int, calls: int) -> None:
+    from django.test import Client
+
+    from registry.selectors.audit import audit_inclusion
+
+    print(f"\nInclusion proofs at {size:,} entries (through the selector and through the API)")
+    start = time.perf_counter()
+    proof = audit_inclusion(entry=size // 3, size=size)
+    row("first proof in a process (builds the shared tree)", f"{time.perf_counter() - start:,.2f} s")
+    start = time.perf_counter()
+    for i in range(calls):
+        audit_inclusion(entry=(i * 7919) % size, size=size)
+    row(f"audit_inclusion, warm (mean of {calls:,})", f"{(time.perf_counter() - start) / calls * 1e6:,.0f} µs",
+        "1 query: the head with the last cached leaf")
+    row("proof size", f"{len(proof.proof)} hashes", f"{len(proof.proof) * 32} bytes raw")
+    client = Client()
+    client.get("/api/v1/audit/public-key")  # the first request imports every view module: not counted
+    start = time.perf_counter()
+    for i in range(calls // 10):
+        response = client.get(f"/api/v1/audit/inclusion?entry={(i * 7919) % size}&size={size}")
+    row(f"GET /api/v1/audit/inclusion, anonymous (mean of {calls // 10:,})",
+        f"{(time.perf_counter() - start) / (calls // 10) * 1e3:,.2f} ms",
+        f"{len(response.content):,} bytes JSON")
+    assert json.loads(response.content)["tree_size"] == size
+    row("peak RSS of this process so far", f"{rss_mib():,.0f} MiB")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run for CI")
+    parser.add_argument("-n", type=int, default=None, help="entries in the large log (default 1,000,000)")
+    args = parser.parse_args(argv)
+    url = os.environ.get("DATABASE_URL", "")
+    if not url.startswith(("postgres://", "postgresql://")):
+        sys.exit("bench.audit_append needs DATABASE_URL=postgres://... (it creates and drops a scratch database)")
+    size = args.n or (20_000 if args.quick else 1_000_000)
+    threads, appends = ([1, 4], 400) if args.quick else ([1, 4, 8, 16], 4000)
+    scratch = with_database(url, SCRATCH_DB)
+    print(f"benchreg audit log on PostgreSQL: Python {platform.python_version()} on {platform.machine()}, "
+          f"{os.cpu_count()} CPUs; scratch database {SCRATCH_DB}")
+    recreate_scratch(url)
+    try:
+        setup_django(scratch)
+        bench_appends(scratch, threads, appends)
+        print(f"\n  (loaded {size:,} synthetic entries with COPY in {load_synthetic(size):,.1f} s, not counted)")
+        from registry.selectors.audit import audit_size
+
+        bench_verify(audit_size())
+        bench_inclusion(audit_size(), 200 if args.quick else 2000)
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        recreate_scratch(url, drop_only=True)
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

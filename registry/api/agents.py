@@ -1,0 +1,403 @@
+"""Agents and jobs over the API: enrolment, heartbeats, plans, jobs, and the agent's side of a job.
+
+Who may do what: admins create enrolment tokens and revoke agents; anyone with `read` lists agents and jobs;
+`submit` holders (not agents) create plans and cancel jobs; an agent's own token (scope `agent`) claims,
+starts, renews, completes and fails its OWN jobs only: another agent's job is 404, like a job that does not
+exist. Enrolment itself is authenticated by the single-use enrolment token in the body.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from registry.api.pagination import NewestFirstCursor
+from registry.api.permissions import HasScope
+from registry.choices import JobStatus
+from registry.exceptions import NotFound
+from registry.models import Agent, ApiToken, Job
+from registry.selectors.agents import (
+    agent_for_token,
+    agent_get,
+    agent_list,
+    agents_by_reference,
+    enrolment_token_list,
+    job_get,
+    job_get_for_agent,
+    job_list,
+    plan_get,
+)
+from registry.services.agents import agent_enroll, agent_heartbeat, agent_revoke, enrolment_token_create
+from registry.services.jobs import job_cancel, job_claim, job_complete, job_fail, job_heartbeat, job_start, plan_create
+
+
+def _agent_of(request: Request) -> Agent | None:
+    return agent_for_token(request.auth if isinstance(request.auth, ApiToken) else None)
+
+
+class NotAnAgent(BasePermission):
+    """People's operations: an agent's token may act on its own jobs, never plan or cancel."""
+
+    message = "an agent's token cannot do this"
+
+    def has_permission(self, request, view) -> bool:  # type: ignore[no-untyped-def]
+        return _agent_of(request) is None
+
+
+def _own_agent(request: Request) -> Agent:
+    agent = _agent_of(request)
+    if agent is None:
+        raise NotFound("this credential is not an enrolled agent's")
+    return agent
+
+
+# --- serializers -------------------------------------------------------------------------------------------
+
+class EnrolmentTokenSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    prefix = serializers.CharField()
+    note = serializers.CharField()
+    created_by_name = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    expires_at = serializers.DateTimeField()
+    used_at = serializers.DateTimeField(allow_null=True)
+
+
+class AgentSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    queue = serializers.CharField()
+    embedded = serializers.BooleanField()
+    online = serializers.BooleanField(source="is_online")
+    last_heartbeat_at = serializers.DateTimeField(allow_null=True)
+    enrolled_at = serializers.DateTimeField()
+    revoked_at = serializers.DateTimeField(allow_null=True)
+
+
+class AgentDetailSerializer(AgentSerializer):
+    inventory = serializers.JSONField()
+
+
+class JobSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    plan = serializers.IntegerField(source="plan_id")
+    agent = serializers.CharField(source="agent_name")
+    agent_id = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=JobStatus.choices)
+    spec = serializers.JSONField()
+    attempts = serializers.IntegerField()
+    soft_time_limit = serializers.IntegerField()
+    time_limit = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+    claimed_at = serializers.DateTimeField(allow_null=True)
+    started_at = serializers.DateTimeField(allow_null=True)
+    deadline_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+    run = serializers.IntegerField(source="run_id", allow_null=True)
+    run_digest = serializers.SerializerMethodField()
+    last_error = serializers.CharField()
+
+    def get_run_digest(self, job: Job) -> str | None:
+        return job.run.digest if job.run_id else None
+
+
+class PlanSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    runner = serializers.CharField()
+    workload = serializers.CharField()
+    precisions = serializers.ListField(child=serializers.CharField())
+    batch_sizes = serializers.ListField(child=serializers.IntegerField(allow_null=True))
+    scenario = serializers.CharField(allow_null=True)
+    repetitions = serializers.IntegerField(allow_null=True)
+    options = serializers.DictField()
+    soft_time_limit = serializers.IntegerField()
+    time_limit = serializers.IntegerField()
+    created_by_name = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    jobs = serializers.SerializerMethodField()
+
+    def get_jobs(self, plan: Any) -> list[dict[str, Any]]:
+        return JobSerializer(plan.jobs.select_related("run").order_by("id"), many=True).data  # type: ignore[return-value]
+
+
+# --- enrolment and agents ----------------------------------------------------------------------------------
+
+class EnrolmentTokenCollectionApi(APIView):
+    """GET: enrolment tokens (never the secrets). POST: a new single-use token, shown once in `token`."""
+
+    required_scope = "admin"
+
+    class InputSerializer(serializers.Serializer):
+        expires_in = serializers.IntegerField(min_value=60, max_value=30 * 86400, default=3600,
+                                              help_text="seconds until it expires")
+        note = serializers.CharField(max_length=200, required=False, default="")
+
+        class Meta:
+            ref_name = "EnrolmentTokenInput"  # nested InputSerializers share a name; the schema needs distinct ones
+
+    @extend_schema(responses=EnrolmentTokenSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        return Response(EnrolmentTokenSerializer(enrolment_token_list(), many=True).data)
+
+    @extend_schema(request=InputSerializer, responses={201: EnrolmentTokenSerializer})
+    def post(self, request: Request) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        row, plain = enrolment_token_create(created_by=request.user, note=data.validated_data["note"],
+                                            expires_in=timedelta(seconds=data.validated_data["expires_in"]))
+        return Response({**EnrolmentTokenSerializer(row).data, "token": plain}, status=status.HTTP_201_CREATED)
+
+
+class AgentEnrollApi(APIView):
+    """Enrol a machine with a single-use enrolment token. Returns the agent's own token once."""
+
+    required_scope = None
+    authentication_classes: list[type] = []
+
+    class InputSerializer(serializers.Serializer):
+        token = serializers.CharField(max_length=200)
+        name = serializers.CharField(max_length=60)
+        inventory = serializers.DictField(required=False, default=dict)
+
+        class Meta:
+            ref_name = "AgentEnrollInput"  # nested InputSerializers share a name; the schema needs distinct ones
+
+    @extend_schema(request=InputSerializer, responses={201: AgentSerializer})
+    def post(self, request: Request) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        agent, plain = agent_enroll(enrolment_token=data.validated_data["token"], name=data.validated_data["name"],
+                                    inventory=data.validated_data["inventory"])
+        return Response({"agent": AgentSerializer(agent).data, "token": plain,
+                         "broker_url": settings.BENCHREG_AGENT_BROKER_URL}, status=status.HTTP_201_CREATED)
+
+
+class AgentCollectionApi(APIView):
+    """Enrolled agents with their online/offline state."""
+
+    @extend_schema(responses=AgentSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        return Response(AgentSerializer(agent_list(), many=True).data)
+
+
+class AgentDetailApi(APIView):
+    @extend_schema(responses=AgentDetailSerializer)
+    def get(self, request: Request, agent_id: int) -> Response:
+        return Response(AgentDetailSerializer(agent_get(agent_id=agent_id)).data)
+
+
+class AgentRevokeApi(APIView):
+    """Revoke an agent: its token stops working and its unfinished jobs are cancelled."""
+
+    required_scope = "admin"
+
+    @extend_schema(request=None, responses=AgentSerializer)
+    def post(self, request: Request, agent_id: int) -> Response:
+        agent = agent_revoke(agent=agent_get(agent_id=agent_id), actor=request.user.get_username())
+        return Response(AgentSerializer(agent).data)
+
+
+class AgentMeApi(APIView):
+    """The calling agent as the registry sees it, with its latest jobs (`benchreg agent status`)."""
+
+    required_scope = "agent"
+
+    @extend_schema(responses=AgentDetailSerializer)
+    def get(self, request: Request) -> Response:
+        agent = _own_agent(request)
+        jobs = job_list(agent=agent.name)[:20]
+        return Response({**AgentDetailSerializer(agent).data, "jobs": JobSerializer(jobs, many=True).data})
+
+
+class AgentHeartbeatApi(APIView):
+    required_scope = "agent"
+
+    class InputSerializer(serializers.Serializer):
+        inventory = serializers.DictField(required=False)
+
+        class Meta:
+            ref_name = "AgentHeartbeatInput"  # nested InputSerializers share a name; the schema needs distinct ones
+
+    @extend_schema(request=InputSerializer, responses=AgentSerializer)
+    def post(self, request: Request) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        agent = agent_heartbeat(agent=_own_agent(request), inventory=data.validated_data.get("inventory"))
+        return Response(AgentSerializer(agent).data)
+
+
+# --- plans and jobs (people) -------------------------------------------------------------------------------
+
+class PlanCollectionApi(APIView):
+    """Create a plan: one job per agent x precision x batch size, each dispatched to its agent after commit."""
+
+    required_scope = "submit"
+    permission_classes = [HasScope, NotAnAgent]
+
+    class InputSerializer(serializers.Serializer):
+        name = serializers.CharField(max_length=200, required=False, default="")
+        agents = serializers.ListField(child=serializers.CharField(max_length=60), min_length=1, max_length=200)
+        runner = serializers.ChoiceField(choices=["inference", "training"])
+        workload = serializers.CharField(max_length=100)
+        precisions = serializers.ListField(child=serializers.CharField(max_length=20), min_length=1, max_length=20)
+        batch_sizes = serializers.ListField(child=serializers.IntegerField(min_value=1), required=False,
+                                            default=list, max_length=50)
+        scenario = serializers.CharField(max_length=40, required=False, allow_null=True, default=None)
+        repetitions = serializers.IntegerField(min_value=1, max_value=100, required=False, allow_null=True,
+                                               default=None)
+        options = serializers.DictField(required=False, default=dict)
+        soft_time_limit = serializers.IntegerField(min_value=10, max_value=7 * 86400, default=1800)
+        time_limit = serializers.IntegerField(min_value=11, max_value=7 * 86400 + 3600, required=False,
+                                              allow_null=True, default=None)
+
+        class Meta:
+            ref_name = "PlanInput"  # nested InputSerializers share a name; the schema needs distinct ones
+
+    @extend_schema(request=InputSerializer, responses={201: PlanSerializer})
+    def post(self, request: Request) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        fields = dict(data.validated_data)
+        agents = agents_by_reference(fields.pop("agents"))
+        plan = plan_create(created_by=request.user, agents=agents, **fields)
+        return Response(PlanSerializer(plan).data, status=status.HTTP_201_CREATED)
+
+
+class PlanDetailApi(APIView):
+    @extend_schema(responses=PlanSerializer)
+    def get(self, request: Request, plan_id: int) -> Response:
+        return Response(PlanSerializer(plan_get(plan_id=plan_id)).data)
+
+
+class JobCollectionApi(APIView):
+    """Jobs, newest first; filter by status, agent (name) and plan."""
+
+    @extend_schema(parameters=[OpenApiParameter("status", enum=JobStatus.values), OpenApiParameter("agent"),
+                               OpenApiParameter("plan", int)],
+                   responses=JobSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        params = request.query_params
+        plan = params.get("plan")
+        jobs = job_list(status=params.get("status"), agent=params.get("agent"),
+                        plan=int(plan) if plan and plan.isdigit() else None)
+        paginator = NewestFirstCursor()
+        page = paginator.paginate_queryset(jobs, request, view=self)
+        return paginator.get_paginated_response(JobSerializer(page, many=True).data)
+
+
+class JobDetailApi(APIView):
+    @extend_schema(responses=JobSerializer)
+    def get(self, request: Request, job_id: int) -> Response:
+        return Response(JobSerializer(job_get(job_id=job_id)).data)
+
+
+class JobCancelApi(APIView):
+    required_scope = "submit"
+    permission_classes = [HasScope, NotAnAgent]
+
+    @extend_schema(request=None, responses=JobSerializer)
+    def post(self, request: Request, job_id: int) -> Response:
+        job = job_cancel(job=job_get(job_id=job_id), actor=request.user.get_username())
+        return Response(JobSerializer(job).data)
+
+
+# --- the agent's side of its own jobs ----------------------------------------------------------------------
+
+class ClaimantSerializer(serializers.Serializer):
+    claimant = serializers.CharField(max_length=200)
+
+
+class LeaseSerializer(ClaimantSerializer):
+    lease_seconds = serializers.IntegerField(min_value=1, default=120)
+
+
+class FailSerializer(ClaimantSerializer):
+    error = serializers.CharField(max_length=10_000)
+    timed_out = serializers.BooleanField(default=False)
+
+
+class CompleteSerializer(serializers.Serializer):
+    run = serializers.IntegerField(required=False)
+    digest = serializers.CharField(max_length=71, required=False)
+
+
+class _AgentJobApi(APIView):
+    """POST on one of the caller's own jobs: validate, call the service, return the job."""
+
+    required_scope = "agent"
+    input_serializer: type[serializers.Serializer] = ClaimantSerializer
+
+    def act(self, job: Job, data: dict[str, Any]) -> Job:
+        raise NotImplementedError
+
+    def post(self, request: Request, job_id: int) -> Response:
+        job = job_get_for_agent(agent=_own_agent(request), job_id=job_id)
+        data = self.input_serializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        return Response(JobSerializer(self.act(job, dict(data.validated_data))).data)
+
+
+class JobClaimApi(_AgentJobApi):
+    """Conditional claim with a lease: 200 and the job's spec, or 409 (finished, or held: `job-leased`)."""
+
+    input_serializer = LeaseSerializer
+
+    @extend_schema(request=LeaseSerializer, responses=JobSerializer)
+    def post(self, request: Request, job_id: int) -> Response:
+        return super().post(request, job_id)
+
+    def act(self, job: Job, data: dict[str, Any]) -> Job:
+        return job_claim(job=job, **data)
+
+
+class JobStartApi(_AgentJobApi):
+    @extend_schema(request=ClaimantSerializer, responses=JobSerializer)
+    def post(self, request: Request, job_id: int) -> Response:
+        return super().post(request, job_id)
+
+    def act(self, job: Job, data: dict[str, Any]) -> Job:
+        return job_start(job=job, **data)
+
+
+class JobHeartbeatApi(_AgentJobApi):
+    input_serializer = LeaseSerializer
+
+    @extend_schema(request=LeaseSerializer, responses=JobSerializer)
+    def post(self, request: Request, job_id: int) -> Response:
+        return super().post(request, job_id)
+
+    def act(self, job: Job, data: dict[str, Any]) -> Job:
+        return job_heartbeat(job=job, **data)
+
+
+class JobCompleteApi(_AgentJobApi):
+    """Confirms the job's run (linked when the run was submitted); 409 if the job holds another run or none."""
+
+    input_serializer = CompleteSerializer
+
+    @extend_schema(request=CompleteSerializer, responses=JobSerializer)
+    def post(self, request: Request, job_id: int) -> Response:
+        return super().post(request, job_id)
+
+    def act(self, job: Job, data: dict[str, Any]) -> Job:
+        return job_complete(job=job, run_id=data.get("run"), digest=data.get("digest"))
+
+
+class JobFailApi(_AgentJobApi):
+    input_serializer = FailSerializer
+
+    @extend_schema(request=FailSerializer, responses=JobSerializer)
+    def post(self, request: Request, job_id: int) -> Response:
+        return super().post(request, job_id)
+
+    def act(self, job: Job, data: dict[str, Any]) -> Job:
+        return job_fail(job=job, **data)

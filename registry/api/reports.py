@@ -1,0 +1,126 @@
+"""Decision-report endpoints: request one, follow its lifecycle, download it, verify a PDF, get the certificate."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+from django.http import FileResponse, HttpResponse
+from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from registry.api.permissions import HasScope
+from registry.api.submissions import ProblemSerializer
+from registry.choices import ReportStatus
+from registry.exceptions import RegistryError
+from registry.models import Report
+from registry.reports.signing import signing_identity
+from registry.selectors.comparisons import comparison_get
+from registry.selectors.reports import report_get, report_verify
+from registry.services.reports import report_file, report_request
+
+MAX_UPLOAD_BYTES = 64 * 1024 * 1024
+
+
+class ReportOutputSerializer(serializers.ModelSerializer):
+    url = serializers.SerializerMethodField()
+    download = serializers.SerializerMethodField(help_text="the PDF, once status is ready")
+    comparison_digest = serializers.CharField(source="comparison.digest")
+
+    class Meta:
+        model = Report
+        fields = ["id", "url", "status", "title", "decision", "comparison", "comparison_digest", "prices", "currency",
+                  "requested_by_name", "created_at", "started_at", "finished_at", "last_error", "download",
+                  "pdf_digest", "pdf_bytes", "evidence_digest", "checkpoint_size"]
+
+    def get_url(self, report: Report) -> str:
+        return self.context["request"].build_absolute_uri(reverse("api-report-detail", args=[report.pk]))
+
+    def get_download(self, report: Report) -> str | None:
+        if report.status != ReportStatus.READY:
+            return None
+        return self.context["request"].build_absolute_uri(reverse("api-report-pdf", args=[report.pk]))
+
+
+class ReportCollectionApi(APIView):
+    """POST requests a decision report on a stored comparison: 202 with the queued (or, eagerly, ready) report."""
+
+    class InputSerializer(serializers.Serializer):
+        comparison = serializers.IntegerField(min_value=1)
+        title = serializers.CharField(max_length=200)
+        decision = serializers.CharField(max_length=2000, help_text="the decision the report supports")
+        prices = serializers.DictField(child=serializers.FloatField(min_value=0), required=False,
+                                       help_text="price per system-hour by system.name (default: the comparison's)")
+        currency = serializers.RegexField(r"^[A-Z]{3}$", required=False)
+
+    @extend_schema(request=InputSerializer, responses={202: ReportOutputSerializer, 400: ProblemSerializer,
+                                                       404: ProblemSerializer, 422: ProblemSerializer})
+    def post(self, request: Request) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        comparison = comparison_get(comparison_id=data.validated_data.pop("comparison"))
+        report = report_request(comparison=comparison, requested_by=request.user, **data.validated_data)
+        report.refresh_from_db()  # rendered already when tasks run eagerly
+        body = ReportOutputSerializer(report, context={"request": request}).data
+        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
+
+
+class ReportDetailApi(APIView):
+    """A report's status (queued, rendering, ready, failed with the reason) and its download link."""
+
+    @extend_schema(responses={200: ReportOutputSerializer, 404: ProblemSerializer})
+    def get(self, request: Request, report_id: int) -> Response:
+        return Response(ReportOutputSerializer(report_get(report_id=report_id), context={"request": request}).data)
+
+
+class ReportPdfApi(APIView):
+    """The signed PDF of a ready report (409 before it is ready)."""
+
+    @extend_schema(responses={(200, "application/pdf"): OpenApiTypes.BINARY, 404: ProblemSerializer,
+                              409: ProblemSerializer})
+    def get(self, request: Request, report_id: int) -> FileResponse:
+        report = report_get(report_id=report_id)
+        path = report_file(report)
+        response = FileResponse(path.open("rb"), content_type="application/pdf", as_attachment=True,
+                                filename=f"benchreg-report-{report.pk}.pdf")
+        response["X-Content-Digest"] = report.pdf_digest
+        return response
+
+
+class ReportVerifyApi(APIView):
+    """Upload a report PDF (multipart field `file`): VALID or INVALID with every failed check. Open to anyone;
+    who withdrew a run and why is shown to callers with the read scope."""
+
+    required_scope = None
+    parser_classes = [MultiPartParser, FormParser]
+
+    @extend_schema(request={"multipart/form-data": {"type": "object", "properties": {
+        "file": {"type": "string", "format": "binary"}}}}, responses={200: OpenApiTypes.OBJECT, 400: ProblemSerializer})
+    def post(self, request: Request) -> Response:
+        upload = request.FILES.get("file")
+        if upload is None:
+            raise RegistryError("upload the report PDF as the multipart field `file`", code="file-required")
+        if upload.size > MAX_UPLOAD_BYTES:
+            raise RegistryError(f"a report is at most {MAX_UPLOAD_BYTES} bytes", status=413, code="payload-too-large")
+        with_reasons = HasScope().has_permission(request, SimpleNamespace(required_scope="read"))
+        verdict = report_verify(pdf=upload.read(), with_reasons=with_reasons)
+        return Response(verdict.as_dict())
+
+
+class ReportCertificateApi(APIView):
+    """The registry's report-signing certificate and its issuers (PEM): what `benchreg verify --cert` takes."""
+
+    required_scope = None
+    authentication_classes: list[Any] = []
+
+    @extend_schema(responses={(200, "application/x-pem-file"): OpenApiTypes.STR})
+    def get(self, request: Request) -> HttpResponse:
+        response = HttpResponse(signing_identity().public_pem(), content_type="application/x-pem-file")
+        response["Content-Disposition"] = 'attachment; filename="benchreg-report-certificate.pem"'
+        return response

@@ -1,0 +1,135 @@
+"""The Ed25519 key that signs audit-log checkpoints, and the log's origin name.
+
+Where the key comes from, first match wins:
+  * settings.BENCHREG_CHECKPOINT_KEY: a C2SP signer key string (`PRIVATE+KEY+<name>+<id>+<base64>`), or the path
+    of a file holding one or an Ed25519 private key in PEM (PKCS#8, unencrypted);
+  * `<DATA_DIR>/keys/checkpoint.key`, a signer key string generated on first use (mode 0600).
+
+The key's name is the log origin (settings.BENCHREG_LOG_ORIGIN) for generated and PEM keys, and whatever a supplied
+signer key string says otherwise. Public keys of earlier keys stay trusted for verification through
+settings.BENCHREG_CHECKPOINT_TRUSTED_KEYS (verifier key strings), which is how a key is rotated.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import load_pem_private_key
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+from protocol.signed_note import (
+    MalformedKeyError,
+    SignerKey,
+    VerifierKey,
+    parse_signer_key,
+    parse_verifier_key,
+    signer_key,
+    verifier_key,
+)
+
+DEFAULT_ORIGIN = "benchreg.local/audit"
+SIGNER_PREFIX = "PRIVATE+KEY+"
+
+
+@dataclass(frozen=True)
+class CheckpointKey:
+    """The signing key with the strings third parties need: the verifier key and the raw public key."""
+
+    origin: str
+    signer: SignerKey
+
+    @property
+    def name(self) -> str:
+        return self.signer.name
+
+    @property
+    def vkey(self) -> str:
+        """The C2SP verifier key string `<name>+<key id>+<base64(0x01 || public key)>`."""
+        return verifier_key(self.signer.name, self.signer.private_key.public_key())
+
+    @property
+    def public_key_b64(self) -> str:
+        """The raw 32-byte Ed25519 public key, base64."""
+        return base64.b64encode(self.signer.private_key.public_key().public_bytes_raw()).decode("ascii")
+
+
+def log_origin() -> str:
+    """The origin line of this log's checkpoints (it names the log; keep it stable)."""
+    return getattr(settings, "BENCHREG_LOG_ORIGIN", "") or DEFAULT_ORIGIN
+
+
+def checkpoint_key() -> CheckpointKey:
+    """The checkpoint signing key, generated on first use. Raises ImproperlyConfigured for an unusable setting."""
+    supplied = getattr(settings, "BENCHREG_CHECKPOINT_KEY", "") or ""
+    return _load(supplied, Path(settings.DATA_DIR), log_origin())
+
+
+def trusted_verifier_keys() -> list[VerifierKey]:
+    """The current key's verifier key and those of earlier keys still trusted (for checkpoints they signed)."""
+    extra = getattr(settings, "BENCHREG_CHECKPOINT_TRUSTED_KEYS", []) or []
+    try:
+        return [parse_verifier_key(checkpoint_key().vkey), *(parse_verifier_key(k) for k in extra)]
+    except MalformedKeyError as exc:
+        raise ImproperlyConfigured(f"BENCHREG_CHECKPOINT_TRUSTED_KEYS: {exc}") from None
+
+
+@functools.lru_cache(maxsize=8)
+def _load(supplied: str, data_dir: Path, origin: str) -> CheckpointKey:
+    # Cached per (setting, data dir, origin): tests that override settings get their own key.
+    if supplied.startswith(SIGNER_PREFIX):
+        return CheckpointKey(origin, _parse(supplied, "BENCHREG_CHECKPOINT_KEY"))
+    if supplied:
+        return CheckpointKey(origin, _read_file(Path(supplied), origin))
+    return CheckpointKey(origin, _read_file(_generated(data_dir / "keys" / "checkpoint.key", origin), origin))
+
+
+def _parse(text: str, where: str) -> SignerKey:
+    try:
+        return parse_signer_key(text.strip())
+    except MalformedKeyError as exc:
+        raise ImproperlyConfigured(f"{where}: {exc}") from None
+
+
+def _read_file(path: Path, origin: str) -> SignerKey:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ImproperlyConfigured(f"cannot read the checkpoint key {path}: {exc.strerror}") from None
+    if raw.startswith(SIGNER_PREFIX.encode()):
+        return _parse(raw.decode("ascii", errors="replace"), str(path))
+    try:
+        private = load_pem_private_key(raw, password=None)
+    except (ValueError, TypeError) as exc:
+        raise ImproperlyConfigured(f"{path} is neither a signer key string nor an unencrypted PEM key: {exc}") from None
+    if not isinstance(private, Ed25519PrivateKey):
+        raise ImproperlyConfigured(f"{path} holds a {type(private).__name__}; checkpoints need an Ed25519 key")
+    return parse_signer_key(signer_key(origin, private))
+
+
+def _generated(path: Path, origin: str) -> Path:
+    """Create the key file once. O_EXCL makes the first of two racing processes win; the other reads its key."""
+    if path.exists():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    text = signer_key(origin, Ed25519PrivateKey.generate()) + "\n"
+    # Written to a temporary name and linked into place, so a reader never sees a half-written key.
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.link(tmp, path)  # fails with FileExistsError if another process got there first, like O_EXCL
+    except FileExistsError:
+        pass
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path

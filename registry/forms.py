@@ -1,0 +1,114 @@
+"""Forms of the browsing pages. They validate input only; pages call selectors and services with the result."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django import forms
+
+from protocol import comparability
+from registry.selectors.catalogue import FACETS, SORTS, CatalogueQuery
+
+KEY_PATTERN = r"^sha256:[0-9a-f]{64}$"
+AXIS_HELP = {
+    "system": "Which system is better for this workload? Everything else must match.",
+    "software": "Which software stack is better on the same hardware?",
+    "precision": "What does a lower precision buy on the same system, and at what quality?",
+}
+
+
+class CatalogueForm(forms.Form):
+    """The catalogue's GET parameters. Unknown or malformed values are dropped, never an error page."""
+
+    q = forms.CharField(required=False, max_length=200, label="Search")
+    set = forms.RegexField(KEY_PATTERN, required=False)
+    sort = forms.ChoiceField(choices=[(k, v[0]) for k, v in SORTS.items()], required=False)
+    page = forms.IntegerField(required=False, min_value=1, max_value=100_000)
+    withdrawn = forms.BooleanField(required=False, label="Include withdrawn runs")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name, (_, label) in FACETS.items():
+            self.fields[name] = forms.CharField(required=False, max_length=500, label=label)
+
+    def to_query(self) -> CatalogueQuery:
+        self.is_valid()
+        data = self.cleaned_data  # fields that failed validation are simply absent
+        filters = {name: data[name].strip() for name in FACETS if data.get(name, "").strip()}
+        return CatalogueQuery(filters=filters, q=data.get("q", "") or "", set_key=data.get("set", "") or "",
+                              sort=data.get("sort") or "newest", page=data.get("page") or 1,
+                              include_withdrawn=bool(data.get("withdrawn")))
+
+
+def parse_run_ids(values: list[str]) -> list[int]:
+    """Run ids from checkboxes and/or a typed list ("12, 15 19"), in order, without repeats."""
+    ids: list[int] = []
+    for value in values:
+        for token in re.split(r"[\s,;]+", value.strip()):
+            if token.isdigit() and int(token) not in ids:
+                ids.append(int(token))
+    return ids
+
+
+class CompareForm(forms.Form):
+    """Runs (checked in the catalogue or typed as ids) and the axis of the comparison."""
+
+    runs = forms.CharField(required=False, max_length=2000, label="Run ids",
+                           help_text="Two or more run numbers, separated by commas or spaces.")
+    axis = forms.ChoiceField(label="What is being decided", initial="system", widget=forms.RadioSelect,
+                             choices=[(a, f"{a.capitalize()}: {AXIS_HELP.get(a, '')}")
+                                      for a in comparability.contract().axes])
+
+    def __init__(self, *args: Any, checked: list[str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.checked = checked or []
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        ids = parse_run_ids([*self.checked, data.get("runs", "") or ""])
+        if len(ids) < 2:
+            raise forms.ValidationError("Choose two or more runs to compare.")
+        if len(ids) > 50:
+            raise forms.ValidationError("Compare at most 50 runs at once.")
+        data["run_ids"] = ids
+        return data
+
+
+class ReportRequestForm(forms.Form):
+    """A decision report: its title, the decision it supports, and optional hourly prices per system."""
+
+    title = forms.CharField(max_length=200, label="Report title")
+    decision = forms.CharField(max_length=2000, label="Decision this report supports",
+                               widget=forms.Textarea(attrs={"rows": 3}))
+    prices = forms.CharField(required=False, max_length=4000, label="Hourly prices (optional)",
+                             widget=forms.Textarea(attrs={"rows": 2}),
+                             help_text="One system per line: system name = price per system-hour, e.g. "
+                                       "lab-h100-01 = 3.50")
+
+    def clean_prices(self) -> dict[str, float] | None:
+        raw = self.cleaned_data.get("prices", "")
+        prices: dict[str, float] = {}
+        for number, line in enumerate(raw.splitlines(), start=1):
+            if not line.strip():
+                continue
+            name, sep, value = line.rpartition("=")
+            try:
+                price = float(value)
+            except ValueError:
+                price = -1.0
+            if not sep or not name.strip() or price < 0:
+                raise forms.ValidationError(f"Line {number}: write 'system name = price', e.g. lab-h100-01 = 3.50")
+            prices[name.strip()] = price
+        return prices or None
+
+
+class WithdrawForm(forms.Form):
+    reason = forms.CharField(max_length=2000, label="Reason for withdrawal",
+                             widget=forms.Textarea(attrs={"rows": 2}))
+
+
+class TokenCreateForm(forms.Form):
+    name = forms.CharField(max_length=100, label="Token name", help_text="Where it will be used, e.g. lab-h100-01")
+    scopes = forms.MultipleChoiceField(choices=[("submit", "submit runs"), ("read", "read runs")],
+                                       initial=["submit"], widget=forms.CheckboxSelectMultiple, label="Scopes")

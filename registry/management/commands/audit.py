@@ -1,0 +1,107 @@
+"""`benchreg audit verify|checkpoint|export|show`: check the audit log, sign or export checkpoints, show the head.
+
+  verify [--checkpoint FILE ...] [--key VKEY ...]   recompute everything; exit 1 naming the first mismatch
+  checkpoint                                        sign a checkpoint of the current head now
+  export --out FILE                                 write the latest signed checkpoint (a C2SP note) to FILE,
+                                                    signing one first if the log has grown since
+  show                                              the head, the latest checkpoint and the verifier key
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from registry.audit.keys import checkpoint_key, log_origin
+from registry.audit.verify import Report, verify_log
+from registry.choices import CheckpointReason
+from registry.selectors.audit import audit_size, checkpoint_latest
+from registry.services.audit import checkpoint_sign
+
+MAX_LISTED = 50  # findings printed in full; the rest are counted
+
+
+class Command(BaseCommand):
+    help = "Verify the audit log, sign or export a checkpoint, or show the log's head."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        sub = parser.add_subparsers(dest="action", required=True, metavar="{verify,checkpoint,export,show}")
+        verify = sub.add_parser("verify", help="recompute the log and check it against checkpoints")
+        verify.add_argument("--checkpoint", action="append", default=[], type=Path, metavar="FILE",
+                            help="a signed checkpoint kept outside the registry (repeatable)")
+        verify.add_argument("--key", action="append", default=[], metavar="VKEY",
+                            help="trust only these verifier keys (default: the registry's own)")
+        sub.add_parser("checkpoint", help="sign a checkpoint of the current head now")
+        export = sub.add_parser("export", help="write the latest signed checkpoint to a file")
+        export.add_argument("--out", required=True, type=Path)
+        sub.add_parser("show", help="the head, the latest checkpoint and the verifier key")
+
+    def handle(self, *args: Any, action: str, **options: Any) -> None:
+        getattr(self, f"_{action}")(**options)
+
+    def _verify(self, *, checkpoint: list[Path], key: list[str], **_: Any) -> None:
+        files = []
+        for path in checkpoint:
+            try:
+                files.append((str(path), path.read_bytes()))
+            except OSError as exc:
+                raise CommandError(f"cannot read {path}: {exc.strerror}") from None
+        report = verify_log(checkpoint_files=files, keys=key or None)
+        self.stdout.write(f"audit log {log_origin()}: {report.size} entries, root {report.root.hex()}")
+        self.stdout.write(f"checked {report.checkpoints} stored checkpoints, {report.files} checkpoint files, "
+                          f"{report.runs} runs, {report.withdrawals} withdrawals")
+        if report.ok:
+            self.stdout.write(self.style.SUCCESS("OK: every entry, checkpoint and run matches"))
+            return
+        self._print_findings(report)
+        raise CommandError(f"audit log verification FAILED: {_headline(report)}")
+
+    def _print_findings(self, report: Report) -> None:
+        if (entry := report.first_entry()) is not None:
+            self.stdout.write(self.style.ERROR(f"first mismatching entry: #{entry.seq}: {entry.message}"))
+        if (run := report.first_run()) is not None:
+            self.stdout.write(self.style.ERROR(f"first mismatching run: {run.run}: {run.message}"))
+        self.stdout.write(f"{len(report.findings)} problem(s):")
+        for finding in report.findings[:MAX_LISTED]:
+            self.stdout.write(f"  {finding}")
+        if len(report.findings) > MAX_LISTED:
+            self.stdout.write(f"  ... and {len(report.findings) - MAX_LISTED} more")
+
+    def _checkpoint(self, **_: Any) -> None:
+        checkpoint = checkpoint_sign(reason=CheckpointReason.MANUAL)
+        self.stdout.write(f"checkpoint {checkpoint.pk}: size {checkpoint.size}, root {checkpoint.root_hash}")
+
+    def _export(self, *, out: Path, **_: Any) -> None:
+        # The latest checkpoint, or a new one first if the log has grown since: what a reviewer keeps should
+        # cover everything there is.
+        checkpoint = checkpoint_sign(reason=CheckpointReason.MANUAL)
+        # Written beside the target and renamed, so an interrupted export never leaves half a note.
+        tmp = out.with_name(f".{out.name}.tmp")
+        tmp.write_text(checkpoint.note, encoding="utf-8")
+        tmp.replace(out)
+        self.stdout.write(f"wrote checkpoint {checkpoint.pk} (size {checkpoint.size}) to {out}")
+
+    def _show(self, **_: Any) -> None:
+        latest = checkpoint_latest()
+        self.stdout.write(f"origin:       {log_origin()}")
+        self.stdout.write(f"entries:      {audit_size()}")
+        self.stdout.write(f"verifier key: {checkpoint_key().vkey}")
+        if latest is None:
+            self.stdout.write("checkpoint:   none yet (benchreg audit checkpoint)")
+        else:
+            self.stdout.write(f"checkpoint:   {latest.pk}, size {latest.size}, {latest.reason}, "
+                              f"{latest.created_at.isoformat()}\n{latest.note}")
+
+
+def _headline(report: Report) -> str:
+    parts = []
+    if (entry := report.first_entry()) is not None:
+        parts.append(f"first mismatching entry #{entry.seq}")
+    if (run := report.first_run()) is not None:
+        parts.append(f"first mismatching run {run.run}")
+    others = [f for f in report.findings if f.seq is None and f.run is None]
+    if others:
+        parts.append(str(others[0]))
+    return "; ".join(parts)

@@ -1,0 +1,208 @@
+"""What a decision report says, computed from its evidence alone (so the PDF shows exactly what it carries).
+
+`report_context` turns the evidence document into plain values for the template; `recommendation` reads the
+comparison's statistics and says what they support, and how firmly, without going beyond them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from registry import charts
+
+AXIS_WORDS = {"system": "hardware system", "software": "software stack", "precision": "numeric precision"}
+MAX_DISTRIBUTIONS = 4  # histograms of raw samples: the first runs that have them, to keep the report short
+OUTCOME_WORDS = {"better": "better, distinguishable from noise", "worse": "worse, distinguishable from noise",
+                 "indistinguishable": "within noise (interval includes 1.0)", "unknown": "unknown (no interval)"}
+
+
+def report_context(evidence: Mapping[str, Any], *, certificate: Mapping[str, str]) -> dict[str, Any]:
+    """Template context of the decision report. `certificate` describes the signing certificate in words."""
+    comparison = json.loads(evidence["comparison"]["canonical"])
+    result = comparison["result"]
+    docs = [json.loads(r["canonical"]) for r in evidence["runs"]]
+    runs = [_run_row(r, d, result) for r, d in zip(evidence["runs"], docs, strict=True)]
+    return {
+        "report": evidence["report"], "registry": evidence["registry"], "checkpoint": evidence["checkpoint"],
+        "comparison": {**evidence["comparison"], "inputs": comparison["inputs"], "axis": result.get("axis")},
+        "contract": {"digest": evidence["contract"]["digest"], "id": evidence["contract"]["document"].get("$id"),
+                     "version": evidence["contract"]["document"].get("version"),
+                     "roles": contract_roles(evidence["contract"]["document"], result.get("axis") or "system")},
+        "axis_words": AXIS_WORDS.get(result.get("axis") or "", result.get("axis")),
+        "result": result, "runs": runs, "arms": [_arm_row(a) for a in result.get("arms") or []],
+        "recommendation": recommendation(result),
+        "pairwise": [{**p, "subject_label": _arm_label(result, p["subject"]), "outcome_words": OUTCOME_WORDS.get(
+                      p.get("outcome"), p.get("outcome")), "baseline_label": _arm_label(result, p["baseline"])}
+                     for p in result.get("pairwise") or []],
+        "methods": [(name.replace("_", " ").capitalize(), words)
+                    for name, words in (result.get("methods") or {}).items()],
+        "caveats": [{**c, "run_label": runs[c["run"]]["label"] if isinstance(c.get("run"), int) else "All runs"}
+                    for c in result.get("caveats") or []],
+        "sizing": [{"label": a["label"], **a["sizing"]} for a in result.get("arms") or [] if a.get("sizing")],
+        "protocol_versions": sorted({str(d.get("protocol")) for d in docs}),
+        "charts": _charts(result, docs),
+        "certificate": certificate,
+    }
+
+
+def recommendation(result: Mapping[str, Any]) -> dict[str, Any]:
+    """What the numbers support: {"strength": clear|tentative|none|refused, "headline": str, "points": [str]}."""
+    arms = [a for a in result.get("arms") or [] if (a.get("estimate") or {}).get("value") is not None]
+    if not result.get("comparable"):
+        return {"strength": "refused", "headline": "These runs are not comparable: no recommendation.", "points": []}
+    if len(arms) < 2:
+        return {"strength": "none", "points": [],
+                "headline": "All runs repeat one configuration: there is nothing to choose between."}
+    est = arms[0]["estimate"]
+    lower = bool(est.get("lower_is_better"))
+    ranked = sorted(arms, key=lambda a: a["estimate"]["value"], reverse=not lower)
+    leader, others = ranked[0], ranked[1:]
+    outcomes = [_pair_outcome(result, leader["index"], o["index"]) for o in others]
+    metric = f"{charts._metric_words(est.get('metric'))} ({est.get('unit') or 'no unit'})"
+    best = f"{'lowest' if lower else 'highest'} {metric}"
+    value = f"{_num(leader['estimate']['value'])} {est.get('unit') or ''}{_ci(leader['estimate'])}"
+    if all(o in ("better", "worse") for o in outcomes):
+        strength, headline = "clear", (f"The numbers support {leader['label']}: it has the {best}, {value}, and "
+                                       "the difference from every alternative is distinguishable from noise at 95%.")
+    elif any(o == "indistinguishable" for o in outcomes):
+        close = [o["label"] for o, x in zip(others, outcomes, strict=True) if x == "indistinguishable"]
+        strength, headline = "none", (f"The numbers do not separate {leader['label']} from {', '.join(close)} on "
+                                      f"{metric}: the difference is within noise. Decide on other grounds "
+                                      "(cost, energy, capacity, supply) shown below.")
+    else:
+        strength, headline = "tentative", (f"{leader['label']} has the {best}, {value}, but the uncertainty of "
+                                           "the difference is unknown (runs without raw samples): treat the "
+                                           "ranking as indicative, not established.")
+    points = [p["words"] for p in result.get("pairwise") or []]
+    points += _derived_points(arms) + _sizing_points(arms)
+    return {"strength": strength, "headline": headline, "points": points, "leader": leader["label"]}
+
+
+def contract_roles(contract: Mapping[str, Any], axis: str) -> dict[str, list[str]]:
+    """Group labels of the contract by their role on `axis`: what was held equal, compared, disclosed."""
+    roles: dict[str, list[str]] = {"controlled": [], "subject": [], "disclosed": []}
+    for group in contract.get("groups") or []:
+        role = (group.get("roles") or {}).get(axis)
+        if role in roles:
+            roles[role].append(group.get("label") or group.get("id"))
+    roles["requirements"] = [f"{r.get('label')}: {r.get('reason')}" for r in
+                             ((contract.get("axes") or {}).get(axis) or {}).get("requirements") or []]
+    return roles
+
+
+# ------------------------------------------------------------------------------------------ rows
+
+def _run_row(run: Mapping[str, Any], doc: Mapping[str, Any], result: Mapping[str, Any]) -> dict[str, Any]:
+    accel = ((doc.get("system") or {}).get("accelerators") or [{}])[0]
+    conditions, scenario = doc.get("conditions") or {}, doc.get("scenario") or {}
+    window = conditions.get("window") or {}
+    headline = (result.get("runs") or [{}] * (run["position"] + 1))[run["position"]].get("headline") or {}
+    return {
+        **run, "label": f"Run {run['position'] + 1}", "document": doc,
+        "system": (doc.get("system") or {}).get("name"),
+        "accelerator": f"{accel.get('count', '?')}× {accel.get('vendor', '')} {accel.get('model', '')}".strip(),
+        "precision": "/".join(str(x) for x in ((doc.get("precision") or {}).get("weights"),
+                                               (doc.get("precision") or {}).get("activations")) if x),
+        "workload": f"{(doc.get('workload') or {}).get('name')} {(doc.get('workload') or {}).get('version')}",
+        "scenario": " ".join(str(x) for x in (scenario.get("kind"), _rate(scenario)) if x),
+        "window": _join([f"{window['seconds']:g} s" if window.get("seconds") else None,
+                         f"{window['repetitions']} reps" if window.get("repetitions") else None]),
+        "warmup": _words((conditions.get("warmup") or {}).get("seconds"), "s warm-up"),
+        "steady": _yes_no((conditions.get("steady_state") or {}).get("reached")),
+        "power": _words((conditions.get("power") or {}).get("limit_w"), "W limit"),
+        "clocks": "locked" if (conditions.get("clocks") or {}).get("locked") else "not locked",
+        "throttled": _yes_no((conditions.get("thermal") or {}).get("throttled")),
+        "ambient": _words(conditions.get("ambient_c"), "°C"),
+        "isolation": conditions.get("isolation") or "not stated",
+        "driver": _join([((doc.get("software") or {}).get("driver") or {}).get(k) for k in ("name", "version")], " "),
+        "headline": headline,
+    }
+
+
+def _arm_row(arm: Mapping[str, Any]) -> dict[str, Any]:
+    derived = {d["name"]: d for d in arm.get("derived") or []}
+    return {"index": arm["index"], "label": arm["label"], "runs": [r + 1 for r in arm.get("runs") or []],
+            "estimate": arm.get("estimate") or {}, "ci": _ci(arm.get("estimate") or {}, bare=True),
+            "energy": derived.get("energy_per_output"), "cost": derived.get("cost_per_million_outputs"),
+            "replicas": (arm.get("sizing") or {}).get("replicas")}
+
+
+def _charts(result: Mapping[str, Any], docs: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+    found = [("Headline result", charts.throughput_chart(result)),
+             ("Latency percentiles", charts.latency_percentiles_chart(docs)),
+             ("Latency against load", charts.latency_vs_load_chart(docs)),
+             ("Energy and cost per output", charts.derived_chart(result))]
+    with_samples = [d for d in docs if d.get("samples")]
+    for doc in with_samples[:MAX_DISTRIBUTIONS]:
+        found.append((f"Latency distribution, {(doc.get('system') or {}).get('name')}",
+                      charts.latency_distribution_chart(doc)))
+    return [{"title": title, "svg": svg} for title, svg in found if svg]
+
+
+# ------------------------------------------------------------------------------------------ words
+
+def _pair_outcome(result: Mapping[str, Any], a: int, b: int) -> str:
+    for pair in result.get("pairwise") or []:
+        if {pair["subject"], pair["baseline"]} == {a, b}:
+            return str(pair.get("outcome") or "unknown")
+    return "unknown"
+
+
+def _arm_label(result: Mapping[str, Any], index: int) -> str:
+    return str(((result.get("arms") or [])[index] or {}).get("label", f"arm {index}"))
+
+
+def _derived_points(arms: Sequence[Mapping[str, Any]]) -> list[str]:
+    points = []
+    for name, words in (("cost_per_million_outputs", "Lowest cost per million outputs"),
+                        ("energy_per_output", "Lowest energy per output")):
+        values = [(d["value"], d.get("unit") or "", a["label"]) for a in arms for d in a.get("derived") or []
+                  if d.get("name") == name and d.get("value") is not None]
+        if len(values) >= 2:
+            value, unit, label = min(values)
+            points.append(f"{words}: {label}, {_num(value)} {unit} (derived; see assumptions).")
+    return points
+
+
+def _sizing_points(arms: Sequence[Mapping[str, Any]]) -> list[str]:
+    sized = [(a["label"], a["sizing"]) for a in arms if (a.get("sizing") or {}).get("replicas") is not None]
+    if not sized:
+        return []
+    first = sized[0][1]
+    need = ", ".join(f"{label} {s['replicas']}" for label, s in sized)
+    return [f"Replicas needed for {_num(first.get('target_load'))} {first.get('load_unit') or ''}: {need} "
+            "(derived; assumes linear scaling)."]
+
+
+def _ci(estimate: Mapping[str, Any], *, bare: bool = False) -> str:
+    low, high = estimate.get("ci_low"), estimate.get("ci_high")
+    if low is None or high is None:
+        return "no interval" if bare else " (no interval)"
+    text = f"{_num(low)}–{_num(high)}"
+    return text if bare else f" (95% CI {text})"
+
+
+def _num(value: Any) -> str:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return charts._fmt(float(value))
+    return "—" if value is None else str(value)
+
+
+def _rate(scenario: Mapping[str, Any]) -> str | None:
+    qps = scenario.get("target_qps")
+    return f"@ {qps:g} req/s" if isinstance(qps, int | float) else None
+
+
+def _words(value: Any, unit: str) -> str:
+    return f"{value:g} {unit}" if isinstance(value, int | float) and not isinstance(value, bool) else "not stated"
+
+
+def _yes_no(value: Any) -> str:
+    return "yes" if value is True else "no" if value is False else "not stated"
+
+
+def _join(parts: Sequence[Any], sep: str = ", ") -> str:
+    return sep.join(str(p) for p in parts if p) or "not stated"
+

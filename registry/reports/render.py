@@ -1,0 +1,55 @@
+"""HTML to PDF/A-3b with the evidence attached: Django templates (auto-escaped) and WeasyPrint, no network.
+
+Every resource the document needs is inline: the stylesheet is passed as a string, charts are `data:` SVG images
+and fonts are the system's (DejaVu, through fontconfig). The URL fetcher refuses every scheme but `data:`, and a
+refusal stops the rendering (FatalURLFetchingError), so a report never silently depends on, or leaks to, a server.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+from collections.abc import Mapping
+from typing import Any
+
+import weasyprint
+from django.template.loader import render_to_string
+from weasyprint.urls import FatalURLFetchingError, URLFetcher
+
+from registry.reports import ATTACHMENT_NAME
+
+TEMPLATE = "reports/decision.html"
+STYLESHEET = "reports/decision.css"
+
+
+class OfflineFetcher(URLFetcher):
+    """Serves `data:` URIs only; any other URL (http, https, file, ftp...) aborts the rendering."""
+
+    def fetch(self, url: str, headers: Any = None) -> Any:
+        if url.startswith("data:"):
+            return super().fetch(url, headers)
+        raise FatalURLFetchingError(f"report rendering refuses to fetch {url[:80]!r}: reports are self-contained")
+
+
+def render_html(context: Mapping[str, Any]) -> str:
+    """The report's HTML. User text is escaped by Django's autoescaping; charts become data: SVG images."""
+    charts = [{"title": c["title"], "src": _data_uri(c["svg"])} for c in context.get("charts") or []]
+    return render_to_string(TEMPLATE, {**context, "charts": charts})
+
+
+def render_pdf(context: Mapping[str, Any], *, evidence: bytes, evidence_digest: str,
+               issued_at: dt.datetime | None = None) -> bytes:
+    """The unsigned PDF/A-3b of the report, with `evidence` attached as benchreg-evidence.json (AFRelationship
+    Data). Raises FatalURLFetchingError if anything tried to fetch a URL."""
+    fetcher = OfflineFetcher(fail_on_errors=True, allowed_protocols=["data"])
+    html = weasyprint.HTML(string=render_html(context), url_fetcher=fetcher, base_url="data:,")
+    stylesheet = weasyprint.CSS(string=render_to_string(STYLESHEET), url_fetcher=fetcher, base_url="data:,")
+    when = issued_at or dt.datetime.now(dt.UTC)
+    attachment = weasyprint.Attachment(string=evidence, name=ATTACHMENT_NAME, url_fetcher=fetcher,
+                                       description=f"benchreg report evidence, {evidence_digest}",
+                                       relationship="Data", created=when, modified=when)
+    return bytes(html.write_pdf(stylesheets=[stylesheet], attachments=[attachment], pdf_variant="pdf/a-3b"))
+
+
+def _data_uri(svg: str) -> str:
+    return "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode("ascii")

@@ -1,0 +1,43 @@
+"""Reading reports, and the registry's word on the runs a report names (for verification)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from registry.audit.keys import trusted_verifier_keys
+from registry.exceptions import NotFound
+from registry.models import Report, Submission
+from registry.reports.signing import trusted_certificates
+from registry.reports.verify import Verdict, verify_report
+
+
+def report_get(*, report_id: int) -> Report:
+    report = Report.objects.select_related("comparison", "checkpoint").filter(pk=report_id).first()
+    if report is None:
+        raise NotFound(f"no report {report_id}")
+    return report
+
+
+def run_statuses(digests: Sequence[str], *, with_reasons: bool = True) -> dict[str, dict[str, Any]]:
+    """For each digest this registry holds: {"exists": True, "id", "withdrawn": None | {"at", "by", "reason"}}.
+
+    Digests it does not hold are absent. One query. `with_reasons=False` leaves out who withdrew and why (callers
+    without the read scope learn only that, and when, a run was withdrawn).
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for run in Submission.objects.select_related("withdrawal").filter(digest__in=list(digests)):
+        withdrawal = getattr(run, "withdrawal", None)
+        withdrawn = None
+        if withdrawal is not None:
+            withdrawn = {"at": withdrawal.withdrawn_at.isoformat()}
+            if with_reasons:
+                withdrawn.update(by=withdrawal.withdrawn_by_name, reason=withdrawal.reason)
+        out[run.digest] = {"exists": True, "id": run.pk, "withdrawn": withdrawn}
+    return out
+
+
+def report_verify(*, pdf: bytes, with_reasons: bool = True) -> Verdict:
+    """Verify a report PDF against this registry: its certificates, its audit-log keys and its runs."""
+    return verify_report(pdf, certificates=trusted_certificates(), log_keys=list(trusted_verifier_keys()),
+                         registry=lambda digests: run_statuses(digests, with_reasons=with_reasons))

@@ -1,0 +1,187 @@
+"""Decision reports: request one (queued, rendered by a Celery task after commit), render and sign it, issue it.
+
+Lifecycle: QUEUED -> RENDERING -> READY | FAILED. Each step is claimed with a conditional update, so running the
+task twice, or late, does nothing the second time. Issuing order, and why:
+  1. sign a "report" checkpoint of the audit log (it covers every run's `run.submitted` entry);
+  2. build the evidence against it, render the PDF/A-3b with the evidence attached, sign it (PAdES);
+  3. move the file into place, then in one transaction mark the report READY and append `report.issued` with
+     the PDF's digest as subject.
+A failed render leaves an unused checkpoint (harmless) and no `report.issued` entry; an issued report is itself in
+the log, so later checkpoints prove that the registry issued exactly this file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import secrets
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives import hashes
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from registry.choices import AuditKind, CheckpointReason, ReportStatus
+from registry.exceptions import RegistryError
+from registry.models import Checkpoint, Comparison, Report
+from registry.reports import REASON_PREFIX
+from registry.reports.context import report_context
+from registry.reports.evidence import Evidence, evidence_build, report_runs
+from registry.reports.render import render_pdf
+from registry.reports.signing import SigningIdentity, sign_pdf, signing_identity
+from registry.services.audit import audit_append, checkpoint_sign
+from registry.services.comparisons import comparison_create
+
+log = logging.getLogger(__name__)
+MAX_TITLE = 200
+MAX_DECISION = 2000
+
+
+def reports_dir() -> Path:
+    """Where report files live: DATA_DIR/reports (Report.pdf_path is relative to it)."""
+    return Path(settings.DATA_DIR) / "reports"
+
+
+def report_request(*, comparison: Comparison, title: str, decision: str, requested_by: AbstractBaseUser,
+                   prices: Mapping[str, float] | None = None, currency: str | None = None) -> Report:
+    """Queue a report on `comparison`; it renders after the current transaction commits (eagerly without a broker).
+
+    With `prices` that differ from the comparison's, the report is about the comparison of the same runs with those
+    prices (stored like any comparison), so every cost it prints is in the stored, hashed result. Raises
+    RegistryError for empty text, a refused comparison or a withdrawn run.
+    """
+    from registry.tasks.reports import render_report
+
+    title, decision = _text(title, "title", MAX_TITLE), _text(decision, "decision", MAX_DECISION)
+    comparison = _priced(comparison, prices, currency, requested_by)
+    _check_reportable(comparison)
+    with transaction.atomic():
+        report = Report.objects.create(comparison=comparison, title=title, decision=decision,
+                                       prices=dict(comparison.inputs.get("prices") or {}),
+                                       currency=comparison.inputs.get("currency") or "USD",
+                                       requested_by=requested_by, requested_by_name=requested_by.get_username(),
+                                       created_at=timezone.now())
+        transaction.on_commit(lambda: render_report.delay(report.pk))
+    return report
+
+
+def report_render(*, report_id: int) -> Report | None:
+    """Render, sign and issue a queued report. Safe to call twice: only the call that claims it does the work.
+
+    Returns the report as it stands afterwards (None if it does not exist). A failure marks it FAILED with the
+    reason in `last_error` and is logged; it is not raised, because the report row is where callers look.
+    """
+    claimed = Report.objects.filter(pk=report_id, status=ReportStatus.QUEUED).update(
+        status=ReportStatus.RENDERING, started_at=timezone.now(), attempts=F("attempts") + 1)
+    report = Report.objects.select_related("comparison", "checkpoint").filter(pk=report_id).first()
+    if not claimed or report is None:
+        return report
+    try:
+        _check_reportable(report.comparison)
+        checkpoint = checkpoint_sign(reason=CheckpointReason.REPORT)
+        identity = signing_identity()
+        evidence = evidence_build(report=report, runs=report_runs(report), checkpoint=checkpoint, identity=identity)
+        pdf = produce_pdf(evidence, identity)
+        path = _store_file(report, pdf)
+        _issue(report, pdf, path, evidence, checkpoint)
+    except Exception as exc:
+        log.exception("report %s failed", report_id)
+        message = exc.message if isinstance(exc, RegistryError) else f"{type(exc).__name__}: {exc}"
+        Report.objects.filter(pk=report_id, status=ReportStatus.RENDERING).update(
+            status=ReportStatus.FAILED, last_error=message[:2000], finished_at=timezone.now())
+    report.refresh_from_db()
+    return report
+
+
+def produce_pdf(evidence: Evidence, identity: SigningIdentity) -> bytes:
+    """The signed PDF of an evidence document: render, attach, certify. Pure: no database access."""
+    context = report_context(evidence.document, certificate=certificate_words(identity))
+    context["evidence_digest"] = evidence.digest
+    unsigned = render_pdf(context, evidence=evidence.canonical, evidence_digest=evidence.digest)
+    return sign_pdf(unsigned, identity=identity, reason=REASON_PREFIX + evidence.digest)
+
+
+def certificate_words(identity: SigningIdentity) -> dict[str, Any]:
+    """The signing certificate as the signature page prints it."""
+    cert = identity.certificate
+    return {"subject": cert.subject.rfc4514_string(), "issuer": cert.issuer.rfc4514_string(),
+            "fingerprint": cert.fingerprint(hashes.SHA256()).hex(":").upper(),
+            "valid": f"{cert.not_valid_before_utc:%Y-%m-%d} to {cert.not_valid_after_utc:%Y-%m-%d}",
+            "timestamped": identity.tsa_key is not None}
+
+
+def report_file(report: Report) -> Path:
+    """The ready report's file. Raises RegistryError (409) if it is not ready."""
+    if report.status != ReportStatus.READY or not report.pdf_path:
+        raise RegistryError(f"report {report.pk} is {report.status}, not ready", status=409, code="report-not-ready")
+    return reports_dir() / report.pdf_path
+
+
+# ------------------------------------------------------------------------------------------ steps
+
+def _text(value: str, name: str, limit: int) -> str:
+    value = (value or "").strip()
+    if not value or len(value) > limit:
+        raise RegistryError(f"a report needs a {name} of 1 to {limit} characters", code=f"invalid-{name}",
+                            errors=[{"pointer": f"/{name}", "code": "invalid", "message": f"1 to {limit} characters"}])
+    return value
+
+
+def _priced(comparison: Comparison, prices: Mapping[str, float] | None, currency: str | None,
+            user: AbstractBaseUser) -> Comparison:
+    inputs = comparison.inputs
+    wanted_currency = currency or inputs.get("currency") or "USD"
+    if (prices is None or dict(prices) == (inputs.get("prices") or {})) and wanted_currency == inputs.get("currency"):
+        return comparison
+    runs = report_runs(Report(comparison=comparison))
+    priced, _ = comparison_create(runs=runs, axis=comparison.axis, created_by=user, currency=wanted_currency,
+                                  prices=dict(prices if prices is not None else inputs.get("prices") or {}),
+                                  sizing=inputs.get("sizing"))
+    return priced
+
+
+def _check_reportable(comparison: Comparison) -> None:
+    if not comparison.result.get("comparable"):
+        raise RegistryError(f"comparison {comparison.pk} was refused: nothing to report", code="not-comparable",
+                            status=422)
+    withdrawn = [m.submission for m in comparison.members.select_related("submission__withdrawal")
+                 if getattr(m.submission, "withdrawal", None) is not None]
+    if withdrawn:
+        raise RegistryError("a report cannot rest on withdrawn runs", code="withdrawn-run", status=422, errors=[
+            {"pointer": "/comparison", "code": "withdrawn-run",
+             "message": f"run {r.pk} was withdrawn: {r.withdrawal.reason}"} for r in withdrawn])
+
+
+def _store_file(report: Report, pdf: bytes) -> str:
+    """Write the PDF to a temporary name and move it into place; returns its path relative to reports_dir()."""
+    folder = reports_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    name = f"report-{report.pk}-{hashlib.sha256(pdf).hexdigest()[:16]}.pdf"
+    tmp = folder / f".{name}.{secrets.token_hex(6)}.tmp"
+    with open(tmp, "wb") as fh:
+        fh.write(pdf)
+        fh.flush()
+        os.fsync(fh.fileno())
+    tmp.replace(folder / name)
+    return name
+
+
+@transaction.atomic
+def _issue(report: Report, pdf: bytes, path: str, evidence: Evidence, checkpoint: Checkpoint) -> None:
+    digest = "sha256:" + hashlib.sha256(pdf).hexdigest()
+    updated = Report.objects.filter(pk=report.pk, status=ReportStatus.RENDERING).update(
+        status=ReportStatus.READY, pdf_path=path, pdf_digest=digest, pdf_bytes=len(pdf),
+        evidence_digest=evidence.digest, checkpoint=checkpoint, checkpoint_size=checkpoint.size,
+        finished_at=timezone.now(), last_error="")
+    if updated != 1:
+        raise RegistryError(f"report {report.pk} changed state while rendering", code="report-race", status=409)
+    audit_append(kind=AuditKind.REPORT_ISSUED, actor=report.requested_by_name, subject=digest,
+                 payload={"report": report.pk, "comparison": report.comparison.digest, "evidence": evidence.digest,
+                          "checkpoint_size": checkpoint.size, "title": report.title})
+

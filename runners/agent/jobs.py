@@ -1,0 +1,183 @@
+"""One job from start to end, against any `JobRegistry`: the registry's HTTP API, or its services in-process.
+
+    claim (conditional, leased) -> start -> run the bundled runner -> submit the document (provenance.job and
+    provenance.agent filled) -> confirm
+
+Safe to run twice for one job: a second claim of a finished job answers "gone" and nothing happens; a document
+for a job that already has a run is refused by the registry. The document of a claimed job is kept in memory
+until it is accepted, so a retry after a transient submit error sends the same bytes (same digest:
+idempotent) instead of measuring again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+import protocol
+
+from ..api import RunSpec, execute
+from ..client import RegistryError
+
+log = logging.getLogger(__name__)
+
+
+class JobGone(Exception):
+    """The job is not this agent's to run: finished, cancelled, unknown, or the agent was revoked."""
+
+
+class JobBusy(RegistryError):
+    """Another worker of this agent holds a live lease on the job. Transient: try again later."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    job: int
+    agent: str
+    spec: dict[str, Any]
+    attempts: int
+    soft_time_limit: int
+    time_limit: int
+
+
+@dataclass(frozen=True)
+class Submitted:
+    """What the registry did with the document: stored, known (same digest), conflict (job has another run or
+    is finished) or rejected (invalid, or refused)."""
+
+    status: str
+    run_id: int | None = None
+    digest: str | None = None
+    message: str = ""
+    errors: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    job: int
+    outcome: str  # submitted, duplicate, skipped, failed, timed_out
+    run_id: int | None = None
+    digest: str | None = None
+    detail: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class JobRegistry(Protocol):
+    """What a job needs from the registry. Transient failures raise runners.client.RegistryError."""
+
+    def claim(self, job_id: int, *, claimant: str, lease_seconds: int) -> Claim: ...
+    def start(self, job_id: int, *, claimant: str) -> None: ...
+    def heartbeat(self, job_id: int, *, claimant: str, lease_seconds: int) -> None: ...
+    def submit(self, document: dict[str, Any]) -> Submitted: ...
+    def complete(self, job_id: int, *, run_id: int, digest: str) -> None: ...
+    def fail(self, job_id: int, *, claimant: str, error: str, timed_out: bool = False) -> None: ...
+
+
+# Documents measured but not yet accepted, by job id (one worker process runs one job at a time).
+_pending: dict[int, dict[str, Any]] = {}
+
+
+def with_provenance(document: dict[str, Any], *, job: int, agent: str) -> dict[str, Any]:
+    """The document with provenance.job and provenance.agent set, validated again."""
+    provenance = {**document["provenance"], "job": str(job), "agent": agent}
+    return protocol.check({**document, "provenance": provenance}).document
+
+
+class LeaseKeeper(threading.Thread):
+    """Renews the job's lease every `every` seconds while the runner works; stops when told or when lost."""
+
+    def __init__(self, registry: JobRegistry, job_id: int, claimant: str, lease_seconds: int,
+                 every: float) -> None:
+        super().__init__(name=f"lease-{job_id}", daemon=True)
+        self.registry, self.job_id, self.claimant = registry, job_id, claimant
+        self.lease_seconds, self.every = lease_seconds, every
+        self.stopped = threading.Event()
+        self.lost: str | None = None
+
+    def run(self) -> None:
+        while not self.stopped.wait(self.every):
+            try:
+                self.registry.heartbeat(self.job_id, claimant=self.claimant, lease_seconds=self.lease_seconds)
+            except JobGone as exc:  # cancelled, or taken over: the result will be refused; say so once
+                self.lost = str(exc)
+                log.warning("job %s: lease lost: %s", self.job_id, exc)
+                return
+            except Exception as exc:  # a missed renewal is not fatal; the lease outlives a few of them
+                log.warning("job %s: lease renewal failed: %s", self.job_id, exc)
+
+
+def _measure(registry: JobRegistry, claim: Claim, claimant: str, run: Callable[[RunSpec], dict[str, Any]],
+             timeout_errors: tuple[type[BaseException], ...]) -> dict[str, Any] | JobOutcome:
+    """Run the job's spec; on failure report it and return the outcome instead of a document."""
+    try:
+        registry.start(claim.job, claimant=claimant)
+        return with_provenance(run(RunSpec(**claim.spec)), job=claim.job, agent=claim.agent)
+    except JobGone as exc:
+        return JobOutcome(claim.job, "skipped", detail=str(exc))
+    except timeout_errors as exc:
+        error, status = f"soft time limit of {claim.soft_time_limit} s reached ({type(exc).__name__})", "timed_out"
+    except RegistryError:
+        raise
+    except Exception as exc:  # the runner's own failure is the job's result, reported with its message
+        error, status = f"{type(exc).__name__}: {exc}", "failed"
+    log.warning("job %s %s: %s", claim.job, status, error)
+    try:
+        registry.fail(claim.job, claimant=claimant, error=error, timed_out=status == "timed_out")
+    except JobGone as exc:
+        return JobOutcome(claim.job, "skipped", detail=f"{error}; and then: {exc}")
+    return JobOutcome(claim.job, status, detail=error)
+
+
+def run_job(registry: JobRegistry, job_id: int, *, claimant: str, lease_seconds: int = 120,
+            heartbeat_every: float | None = None, run: Callable[[RunSpec], dict[str, Any]] = execute,
+            timeout_errors: tuple[type[BaseException], ...] = ()) -> JobOutcome:
+    """Run one job end to end and say what became of it.
+
+    Raises runners.client.RegistryError (network, 5xx, JobBusy) for the caller to retry with backoff; every
+    other outcome is returned. `timeout_errors` are the exceptions that mean "soft time limit reached".
+    """
+    try:
+        claim = registry.claim(job_id, claimant=claimant, lease_seconds=lease_seconds)
+    except JobGone as exc:
+        _pending.pop(job_id, None)
+        log.info("job %s: nothing to do: %s", job_id, exc)
+        return JobOutcome(job_id, "skipped", detail=str(exc))
+    keeper = LeaseKeeper(registry, job_id, claimant, lease_seconds, heartbeat_every) if heartbeat_every else None
+    if keeper is not None:
+        keeper.start()
+    try:
+        document = _pending.get(job_id)
+        if document is None:
+            measured = _measure(registry, claim, claimant, run, timeout_errors)
+            if isinstance(measured, JobOutcome):
+                return measured
+            document = _pending[job_id] = measured
+    finally:
+        if keeper is not None:  # the lease guards the measurement; delivery is guarded by the registry
+            keeper.stopped.set()
+    return _deliver(registry, job_id, document, claimant)
+
+
+def _deliver(registry: JobRegistry, job_id: int, document: dict[str, Any], claimant: str) -> JobOutcome:
+    submitted = registry.submit(document)  # RegistryError propagates: the caller retries, same document
+    _pending.pop(job_id, None)
+    if submitted.status in ("stored", "known"):
+        assert submitted.run_id is not None and submitted.digest is not None
+        try:
+            registry.complete(job_id, run_id=submitted.run_id, digest=submitted.digest)
+        except JobGone as exc:
+            log.warning("job %s: run %s stored but not confirmed: %s", job_id, submitted.run_id, exc)
+        return JobOutcome(job_id, "submitted", run_id=submitted.run_id, digest=submitted.digest)
+    if submitted.status == "conflict":  # another delivery of this job won, or the job was cancelled
+        return JobOutcome(job_id, "duplicate", detail=submitted.message)
+    error = f"the registry refused the document: {submitted.message} {submitted.errors or ''}".rstrip()
+    log.error("job %s: %s", job_id, error)
+    with contextlib.suppress(JobGone):  # cancelled meanwhile: the job is final either way
+        registry.fail(job_id, claimant=claimant, error=error)
+    return JobOutcome(job_id, "failed", detail=error)

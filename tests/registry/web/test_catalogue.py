@@ -1,0 +1,111 @@
+"""The catalogue: facets, comparable sets, search, sort — in a pinned number of queries."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from registry.selectors.catalogue import CatalogueQuery, catalogue_search
+from registry.services.submissions import submission_create
+from tests.registry.web.conftest import signed_in, variant
+
+pytestmark = pytest.mark.django_db
+
+# session, user, the user's groups (roles), the data version (2); uncached: count, 8 facets, set sizes, set
+# details, the page's ids; then the page's rows. A fixed number, whatever is stored.
+CATALOGUE_QUERIES = 18
+CACHED_CATALOGUE_QUERIES = 6
+
+
+def test_runs_that_answer_the_same_question_are_grouped(fleet: dict[str, Any]) -> None:
+    page = catalogue_search(CatalogueQuery())
+    assert page.total == 5 and page.set_total == 3
+    largest = page.sets[0]
+    assert largest.count == 3 and largest.key == fleet["a"].comparability_key
+    assert largest.question == "decoder-small 1.0 · inference · server · bf16 · batch 8"
+    assert largest.best == 1500.0 and not largest.lower_is_better
+    assert {row.set_size for row in page.rows if row.run.comparability_key == largest.key} == {3}
+
+
+def test_facets_count_every_value_with_the_other_filters_applied(fleet: dict[str, Any]) -> None:
+    page = catalogue_search(CatalogueQuery(filters={"precision": "int8", "scenario": "server"}))
+    assert page.total == 1
+    facets = {f.name: {v.value: v.count for v in f.values} for f in page.facets}
+    assert facets["precision"] == {"int8": 1, "bf16": 3}  # its own filter left out: alternatives stay visible
+    assert facets["scenario"] == {"server": 1, "offline": 1}
+    assert facets["vendor"] == {"NVIDIA": 1}
+
+
+def test_the_software_facet_lists_framework_versions_and_filters_by_them(
+        submitter: Any, server_example: dict[str, Any]) -> None:
+    submission_create(document=server_example, submitted_by=submitter)
+    newer = variant(server_example, "lab-h100-02", **{"software.frameworks": {"torch": "2.14.0"}})
+    submission_create(document=newer, submitted_by=submitter)
+    page = catalogue_search(CatalogueQuery())
+    software = next(f for f in page.facets if f.name == "software")
+    assert {v.label: v.count for v in software.values} == {"torch 2.13.0": 1, "torch 2.14.0": 1}
+    value = next(v.value for v in software.values if v.label == "torch 2.14.0")
+    assert json.loads(value) == {"torch": "2.14.0"}
+    filtered = catalogue_search(CatalogueQuery(filters={"software": value}))
+    assert [r.run.system_name for r in filtered.rows] == ["lab-h100-02"]
+
+
+def test_free_text_search_needs_every_word_in_some_searched_column(fleet: dict[str, Any]) -> None:
+    assert {r.run.system_name for r in catalogue_search(CatalogueQuery(q="h200")).rows} == {"lab-h200-02"}
+    assert catalogue_search(CatalogueQuery(q="decoder lab-7")).total == 4
+    assert catalogue_search(CatalogueQuery(q="decoder nothing-like-this")).total == 0
+
+
+def test_runs_sort_by_the_headline_metric(fleet: dict[str, Any]) -> None:
+    key = fleet["a"].comparability_key
+    best_first = catalogue_search(CatalogueQuery(set_key=key, sort="headline_desc")).rows
+    assert [r.run.headline_value for r in best_first] == [1500.0, 1400.0, 1260.8]
+    worst_first = catalogue_search(CatalogueQuery(set_key=key, sort="headline_asc")).rows
+    assert [r.run.headline_value for r in worst_first] == [1260.8, 1400.0, 1500.0]
+
+
+def test_the_page_says_how_many_runs_answer_the_same_question(browser_client: Any, fleet: dict[str, Any]) -> None:
+    html = browser_client.get("/?set=" + fleet["a"].comparability_key).content.decode()
+    assert "These 3 runs answer the same question" in html
+    assert html.count('name="run"') == 3
+
+
+def test_malformed_parameters_are_ignored_not_an_error(browser_client: Any, fleet: dict[str, Any]) -> None:
+    for query in ("?batch=eight", "?set=nonsense", "?page=-3", "?sort=sideways", "?software=%7Bbroken",
+                  "?page=99999"):
+        assert browser_client.get("/" + query).status_code == 200, query
+
+
+def test_the_catalogue_runs_a_fixed_number_of_queries(
+        viewer: Any, fleet: dict[str, Any], submitter: Any, server_example: dict[str, Any],
+        django_assert_max_num_queries: Any) -> None:
+    client = signed_in(viewer)
+    with django_assert_max_num_queries(CATALOGUE_QUERIES):
+        assert client.get("/").status_code == 200
+    with django_assert_max_num_queries(CACHED_CATALOGUE_QUERIES):  # same data version: counts come from the cache
+        assert client.get("/").status_code == 200
+    for i in range(12):  # more runs and more sets than the page lists: still the same number of queries
+        submission_create(document=variant(server_example, f"lab-extra-{i}",
+                                           **{"workload.shape.batch_size": 16 + i}), submitted_by=submitter)
+    # + the number of sets beyond those listed, + the sizes of this page's sets that are not listed
+    with django_assert_max_num_queries(CATALOGUE_QUERIES + 2):
+        assert client.get("/?q=decoder&precision=bf16&sort=headline_desc").status_code == 200
+    with django_assert_max_num_queries(CACHED_CATALOGUE_QUERIES):
+        assert client.get("/?q=decoder&precision=bf16&sort=headline_desc").status_code == 200
+
+
+def test_a_new_run_changes_the_data_version_so_counts_are_never_stale(
+        browser_client: Any, fleet: dict[str, Any], submitter: Any, server_example: dict[str, Any]) -> None:
+    assert "<strong>5</strong> runs match" in browser_client.get("/").content.decode()
+    submission_create(document=variant(server_example, "lab-late-arrival", 999.0), submitted_by=submitter)
+    assert "<strong>6</strong> runs match" in browser_client.get("/").content.decode()
+
+
+def test_a_withdrawal_changes_the_data_version_too(browser_client: Any, fleet: dict[str, Any], admin_user: Any) -> None:
+    from registry.services.submissions import submission_withdraw
+
+    assert "<strong>5</strong> runs match" in browser_client.get("/").content.decode()
+    submission_withdraw(submission=fleet["c"], reason="bad", actor=admin_user)
+    assert "<strong>4</strong> runs match" in browser_client.get("/").content.decode()

@@ -1,0 +1,113 @@
+"""The comparison builder: refusals explained field by field, accepted comparisons stored, reports requested."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from registry.models import Comparison
+from registry.services.comparisons import comparison_create
+from registry.services.submissions import submission_withdraw
+from tests.registry.web.conftest import signed_in
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_refused_comparison_names_each_blocking_field_with_both_values(viewer: Any, fleet: dict[str, Any]) -> None:
+    response = signed_in(viewer).post("/compare/", {"run": [fleet["a"].pk, fleet["int8"].pk], "axis": "system"})
+    assert response.status_code == 422
+    html = response.content.decode()
+    assert "These runs cannot be compared" in html
+    assert "precision.weights: bf16 vs int8" in html
+    assert "Numeric precision" in html and "must be identical when comparing along system" in html
+    assert not Comparison.objects.exists()
+
+
+def test_the_same_runs_compare_along_the_precision_axis(viewer: Any, submitter: Any,
+                                                        server_example: dict[str, Any]) -> None:
+    import copy
+
+    from registry.services.submissions import submission_create
+
+    bf16, _ = submission_create(document=server_example, submitted_by=submitter)
+    doc = copy.deepcopy(server_example)
+    doc["precision"]["weights"] = "int8"
+    doc["precision"]["quantization"] = {"method": "dynamic", "granularity": "per-channel", "library": "x"}
+    int8, _ = submission_create(document=doc, submitted_by=submitter)
+    response = signed_in(viewer).post("/compare/", {"runs": f"{bf16.pk}, {int8.pk}", "axis": "precision"})
+    assert response.status_code == 302, response.content.decode()[:2000]
+
+
+def test_an_accepted_comparison_is_stored_and_shown_with_statistics(viewer: Any, fleet: dict[str, Any]) -> None:
+    client = signed_in(viewer)
+    response = client.post("/compare/", {"run": [fleet["a"].pk, fleet["b"].pk], "runs": str(fleet["c"].pk),
+                                         "axis": "system"})
+    assert response.status_code == 302
+    comparison = Comparison.objects.get()
+    assert response["Location"] == f"/comparisons/{comparison.pk}/"
+    html = client.get(response["Location"]).content.decode()
+    for text in ("Comparable: these runs answer the same question", "Statistics", "Side by side",
+                 "software.driver.version", "Caveats", "Request decision report", "<svg"):
+        assert text in html, text
+
+
+def test_fewer_than_two_runs_is_explained(viewer: Any, fleet: dict[str, Any]) -> None:
+    response = signed_in(viewer).post("/compare/", {"runs": str(fleet["a"].pk), "axis": "system"})
+    assert response.status_code == 400 and "Choose two or more runs" in response.content.decode()
+
+
+def test_unknown_runs_are_named(viewer: Any, fleet: dict[str, Any]) -> None:
+    response = signed_in(viewer).post("/compare/", {"runs": f"{fleet['a'].pk} 999999", "axis": "system"})
+    assert response.status_code == 400 and "no run 999999" in response.content.decode()
+
+
+def test_a_withdrawn_run_cannot_be_compared(viewer: Any, admin_user: Any, fleet: dict[str, Any]) -> None:
+    submission_withdraw(submission=fleet["b"], reason="bad cooling", actor=admin_user)
+    response = signed_in(viewer).post("/compare/", {"run": [fleet["a"].pk, fleet["b"].pk], "axis": "system"})
+    assert response.status_code == 422 and "bad cooling" in response.content.decode()
+
+
+def test_the_builder_prefills_runs_from_the_query_string(viewer: Any) -> None:
+    html = signed_in(viewer).get("/compare/?run=3&run=5").content.decode()
+    assert 'value="3, 5"' in html
+
+
+def test_a_report_is_requested_polled_and_downloaded(viewer: Any, fleet: dict[str, Any],
+                                                     django_capture_on_commit_callbacks: Any) -> None:
+    client = signed_in(viewer)
+    comparison, _ = comparison_create(runs=[fleet["a"], fleet["b"]], axis="system", created_by=viewer)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(f"/comparisons/{comparison.pk}/reports",
+                               {"title": "Serving cluster", "decision": "Buy H200", "prices": ""})
+    assert response.status_code == 302
+    report = comparison.reports.get()
+    assert response["Location"] == f"/comparisons/{comparison.pk}/#report-{report.pk}"
+    status = client.get(f"/reports/{report.pk}/status").json()
+    assert status["status"] == "ready", status
+    assert status["download_url"] == f"/reports/{report.pk}/pdf"
+    pdf = client.get(status["download_url"])
+    assert pdf.status_code == 200 and pdf["Content-Type"] == "application/pdf"
+    assert b"".join(pdf.streaming_content).startswith(b"%PDF")
+    page = client.get(f"/comparisons/{comparison.pk}/").content.decode()
+    assert f'id="report-{report.pk}"' in page and "Download the signed PDF" in page
+
+
+def test_prices_must_be_written_as_name_equals_price(viewer: Any, fleet: dict[str, Any]) -> None:
+    comparison, _ = comparison_create(runs=[fleet["a"], fleet["b"]], axis="system", created_by=viewer)
+    response = signed_in(viewer).post(f"/comparisons/{comparison.pk}/reports",
+                                      {"title": "t", "decision": "d", "prices": "lab-h100-01 three dollars"})
+    assert response.status_code == 400 and "system name = price" in response.content.decode()
+
+
+def test_another_users_report_is_not_found(viewer: Any, django_user_model: Any, fleet: dict[str, Any]) -> None:
+    from registry.models import Report
+
+    comparison, _ = comparison_create(runs=[fleet["a"], fleet["b"]], axis="system", created_by=viewer)
+    other = django_user_model.objects.create_user("someone-else", password="another-long-password")
+    report = Report.objects.create(comparison=comparison, title="theirs", decision="x", requested_by=other,
+                                   requested_by_name=other.username, created_at=comparison.created_at)
+    client = signed_in(viewer)
+    assert client.get(f"/reports/{report.pk}/status").status_code == 404
+    assert client.get(f"/reports/{report.pk}/pdf").status_code == 404
+    assert "theirs" not in client.get(f"/comparisons/{comparison.pk}/").content.decode()
