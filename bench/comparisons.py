@@ -24,12 +24,36 @@ import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRATCH = "benchreg_bench_compare"
-COLUMNS = ("digest", "document", "canonical", "comparability_key", "comparability_key_software",
-           "comparability_key_precision", "protocol_version", "phase", "workload_name", "workload_version",
-           "scenario_kind", "precision_weights", "precision_activations", "batch_size", "system_name",
-           "accelerator_vendor", "accelerator_model", "accelerator_count", "submitter", "source", "started_at",
-           "headline_metric", "headline_value", "headline_unit", "headline_lower_is_better", "submitted_by_id",
-           "submitted_by_name", "submitted_at")
+COLUMNS = (
+    "digest",
+    "document",
+    "canonical",
+    "comparability_key",
+    "comparability_key_software",
+    "comparability_key_precision",
+    "protocol_version",
+    "phase",
+    "workload_name",
+    "workload_version",
+    "scenario_kind",
+    "precision_weights",
+    "precision_activations",
+    "batch_size",
+    "system_name",
+    "accelerator_vendor",
+    "accelerator_model",
+    "accelerator_count",
+    "submitter",
+    "source",
+    "started_at",
+    "headline_metric",
+    "headline_value",
+    "headline_unit",
+    "headline_lower_is_better",
+    "submitted_by_id",
+    "submitted_by_name",
+    "submitted_at",
+)
 
 
 def _setup(admin_url: str) -> str:
@@ -37,7 +61,9 @@ def _setup(admin_url: str) -> str:
         conn.execute(f"DROP DATABASE IF EXISTS {SCRATCH} WITH (FORCE)")
         conn.execute(f"CREATE DATABASE {SCRATCH}")
     url = urlunsplit(urlsplit(admin_url)._replace(path=f"/{SCRATCH}"))
-    os.environ.update(DATABASE_URL=url, BENCHREG_DATA_DIR=tempfile.mkdtemp(), DJANGO_SETTINGS_MODULE="registry.settings")
+    os.environ.update(
+        DATABASE_URL=url, BENCHREG_DATA_DIR=tempfile.mkdtemp(), DJANGO_SETTINGS_MODULE="registry.settings"
+    )
     import django
 
     django.setup()
@@ -66,11 +92,38 @@ def _fill(url: str, start: int, stop: int, user_id: int) -> None:
         with cur.copy(f"COPY registry_submission ({', '.join(COLUMNS)}) FROM STDIN") as copy_:
             for i in range(start, stop):
                 key = f"sha256:{i % 2000:064x}"
-                copy_.write_row((f"sha256:f{i:063x}", "{}", "{}", key, key, key, "1.0", "inference",
-                                 f"workload-{i % 50}", "1.0", "offline", "bf16", "bf16", 1 + i % 64,
-                                 f"filler-{i % 500}", "NVIDIA", f"model-{i % 20}", 1, "bench", "runner", None,
-                                 "throughput", float(i % 1000), "samples/s", False, user_id, "bench",
-                                 "2026-01-01T00:00:00Z"))
+                copy_.write_row(
+                    (
+                        f"sha256:f{i:063x}",
+                        "{}",
+                        "{}",
+                        key,
+                        key,
+                        key,
+                        "1.0",
+                        "inference",
+                        f"workload-{i % 50}",
+                        "1.0",
+                        "offline",
+                        "bf16",
+                        "bf16",
+                        1 + i % 64,
+                        f"filler-{i % 500}",
+                        "NVIDIA",
+                        f"model-{i % 20}",
+                        1,
+                        "bench",
+                        "runner",
+                        None,
+                        "throughput",
+                        float(i % 1000),
+                        "samples/s",
+                        False,
+                        user_id,
+                        "bench",
+                        "2026-01-01T00:00:00Z",
+                    )
+                )
         conn.commit()
         cur.execute("ANALYZE registry_submission")
         conn.commit()
@@ -86,8 +139,11 @@ def _measure(client, path: str, body: dict | None, repeats: int, vary) -> tuple[
         payload = vary(body, i) if body is not None else None
         with CaptureQueriesContext(connection) as captured:
             t0 = time.perf_counter()
-            response = (client.get(path) if payload is None else
-                        client.post(path, json.dumps(payload), content_type="application/json"))
+            response = (
+                client.get(path)
+                if payload is None
+                else client.post(path, json.dumps(payload), content_type="application/json")
+            )
             times.append(time.perf_counter() - t0)
         assert response.status_code in (200, 201), response.content[:300]
         queries = len(captured)
@@ -125,16 +181,23 @@ def main() -> None:
             t0 = time.perf_counter()
             _fill(url, have, size, user.pk)
             fill_s, have = time.perf_counter() - t0, size
-            lookup, q_lookup = _measure(client, f"/api/v1/submissions/{runs[0].pk}/comparable", None, args.repeats, vary)
+            lookup, q_lookup = _measure(
+                client, f"/api/v1/submissions/{runs[0].pk}/comparable", None, args.repeats, vary
+            )
             compare, q_compare = _measure(client, "/api/v1/comparisons", compare_body, max(5, args.repeats // 3), vary)
             rows.append((size, lookup, q_lookup, compare, q_compare, fill_s))
         first = rows[0]
-        print(f"{'runs':>9} | {'lookup p50':>10} {'p95':>7} {'SQL':>4} | {'compare p50':>11} {'p95':>7} {'SQL':>4} | growth p50 lookup / compare")
+        print(
+            f"{'runs':>9} | {'lookup p50':>10} {'p95':>7} {'SQL':>4} | {'compare p50':>11} {'p95':>7} {'SQL':>4}"
+            " | growth p50 lookup / compare"
+        )
         for size, lookup, ql, compare, qc, _ in rows:
-            print(f"{size:>9,} | {np.percentile(lookup, 50):8.1f}ms {np.percentile(lookup, 95):6.1f}ms {ql:>4} | "
-                  f"{np.percentile(compare, 50):9.1f}ms {np.percentile(compare, 95):6.1f}ms {qc:>4} | "
-                  f"{np.percentile(lookup, 50) / np.percentile(first[1], 50):5.2f}× / "
-                  f"{np.percentile(compare, 50) / np.percentile(first[3], 50):5.2f}×")
+            print(
+                f"{size:>9,} | {np.percentile(lookup, 50):8.1f}ms {np.percentile(lookup, 95):6.1f}ms {ql:>4} | "
+                f"{np.percentile(compare, 50):9.1f}ms {np.percentile(compare, 95):6.1f}ms {qc:>4} | "
+                f"{np.percentile(lookup, 50) / np.percentile(first[1], 50):5.2f}× / "
+                f"{np.percentile(compare, 50) / np.percentile(first[3], 50):5.2f}×"
+            )
     finally:
         from django.db import connections
 

@@ -69,11 +69,30 @@ def free_port() -> int:
 def start_registry(env: dict[str, str], workers: int) -> tuple[subprocess.Popen[bytes], str, str]:
     manage = [sys.executable, str(ROOT / "manage.py")]
     subprocess.run([*manage, "migrate", "--verbosity", "0"], env=env, check=True)
-    token = subprocess.run([*manage, "create_token", "--username", "bench", "--scopes", "submit,read"],
-                           env=env, check=True, capture_output=True, text=True).stdout.strip()
+    token = subprocess.run(
+        [*manage, "create_token", "--username", "bench", "--scopes", "submit,read"],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "gunicorn", "registry.wsgi", "-b", f"127.0.0.1:{port}",
-                               "-w", str(workers), "--log-level", "warning"], env=env, cwd=ROOT)
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "registry.wsgi",
+            "-b",
+            f"127.0.0.1:{port}",
+            "-w",
+            str(workers),
+            "--log-level",
+            "warning",
+        ],
+        env=env,
+        cwd=ROOT,
+    )
     base = f"http://127.0.0.1:{port}"
     for _ in range(100):
         try:
@@ -127,9 +146,11 @@ def validation_cost(body: bytes, repeat: int) -> dict[str, float]:
     def best(fn) -> float:
         return min(timeit.repeat(fn, number=repeat, repeat=5)) / repeat
 
-    return {"fastjsonschema (schema only)": best(lambda: fast(document)),
-            "protocol schema only (jsonschema)": best(lambda: schema_errors(document)),
-            "protocol.check (parse + schema + semantics + canonical + digest)": best(lambda: protocol.check(body))}
+    return {
+        "fastjsonschema (schema only)": best(lambda: fast(document)),
+        "protocol schema only (jsonschema)": best(lambda: schema_errors(document)),
+        "protocol.check (parse + schema + semantics + canonical + digest)": best(lambda: protocol.check(body)),
+    }
 
 
 def main() -> None:
@@ -156,8 +177,9 @@ def main() -> None:
     env = {**os.environ, "DATABASE_URL": url, "BENCHREG_DATA_DIR": tempfile.mkdtemp(), "LOG_LEVEL": "ERROR"}
     server, base, token = start_registry(env, args.workers)
     try:
-        http_ingest(base, token, documents(20)[:0] + [b.replace(b"bench-node", b"warm-node") for b in bodies[:20]],
-                    args.clients)  # warm-up: imports, connections, caches
+        http_ingest(
+            base, token, documents(20)[:0] + [b.replace(b"bench-node", b"warm-node") for b in bodies[:20]], args.clients
+        )  # warm-up: imports, connections, caches
         wall, latencies = http_ingest(base, token, bodies, args.clients)
         bare = bare_insert(url, bodies)
     finally:
@@ -166,12 +188,16 @@ def main() -> None:
         drop_database(admin_url)
     api_rate, bare_rate = n / wall, n / bare
     ms = np.array(latencies) * 1000
-    print(f"\ningestion of {n} distinct documents ({args.clients} concurrent clients, {args.workers} gunicorn workers):")
+    print(
+        f"\ningestion of {n} distinct documents ({args.clients} concurrent clients, {args.workers} gunicorn workers):"
+    )
     print(f"  HTTP API (validate + canonicalise + store + audit): {api_rate:8.1f} submissions/s")
     print(f"  bare psycopg INSERT, one connection, no checks:    {bare_rate:8.1f} rows/s")
     print(f"  ratio API / bare insert:                           {api_rate / bare_rate:8.3f}")
-    print(f"  request latency: p50 {np.percentile(ms, 50, method='inverted_cdf'):.1f} ms, "
-          f"p99 {np.percentile(ms, 99, method='inverted_cdf'):.1f} ms, mean {statistics.fmean(ms):.1f} ms")
+    print(
+        f"  request latency: p50 {np.percentile(ms, 50, method='inverted_cdf'):.1f} ms, "
+        f"p99 {np.percentile(ms, 99, method='inverted_cdf'):.1f} ms, mean {statistics.fmean(ms):.1f} ms"
+    )
 
 
 if __name__ == "__main__":

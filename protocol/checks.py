@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from datetime import datetime
+from itertools import pairwise
 from typing import Any
 
 from . import rules
@@ -51,7 +52,7 @@ def numbers_are_representable(doc: Any, path: tuple[str | int, ...] = ()) -> Ite
         yield Error(pointer(path), "non-finite-number", "NaN and Infinity are not numbers JSON allows")
     elif isinstance(doc, int) and not isinstance(doc, bool) and abs(doc) > MAX_SAFE_INTEGER:
         yield Error(pointer(path), "integer-out-of-range",
-                    f"integers beyond ±2^53 cannot be represented exactly in the canonical form")
+                    "integers beyond ±2^53 cannot be represented exactly in the canonical form")
 
 
 def scenario_fits_phase(doc: dict[str, Any]) -> Iterator[Error]:
@@ -110,7 +111,7 @@ def percentiles_ordered_and_supported(doc: dict[str, Any]) -> Iterator[Error]:
                                 f"{key} needs at least {minimum} samples, this has {count}: omit it")
         order = ["min", *rules.PERCENTILES, "max"]
         present = [(k, _num(dist.get(k))) for k in order if _num(dist.get(k)) is not None]
-        for (lo_key, lo), (hi_key, hi) in zip(present, present[1:]):
+        for (lo_key, lo), (hi_key, hi) in pairwise(present):
             if hi < lo:  # type: ignore[operator]
                 yield Error(f"{base}/{hi_key}", "percentiles-out-of-order",
                             f"{hi_key} ({hi:g}) is below {lo_key} ({lo:g})")
@@ -210,7 +211,8 @@ def shape_consistent(doc: dict[str, Any]) -> Iterator[Error]:
     shape = _get(doc, "workload", "shape")
     if not isinstance(shape, dict):
         return
-    batch, micro, accum = shape.get("batch_size"), shape.get("micro_batch_size"), shape.get("gradient_accumulation_steps")
+    batch, micro = shape.get("batch_size"), shape.get("micro_batch_size")
+    accum = shape.get("gradient_accumulation_steps")
     if all(isinstance(v, int) and v > 0 for v in (batch, micro, accum)) and batch % (micro * accum):
         yield Error("/workload/shape/batch_size", "inconsistent-shape",
                     f"batch_size {batch} is not a multiple of micro_batch_size × accumulation steps "

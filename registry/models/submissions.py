@@ -41,7 +41,7 @@ class Submission(AppendOnlyModel):
     started_at = models.DateTimeField(null=True)
     headline_metric = models.CharField(max_length=60)
     headline_value = models.FloatField(null=True)
-    headline_unit = models.CharField(max_length=20, null=True)
+    headline_unit = models.CharField(max_length=20, null=True)  # noqa: DJ001 (null = the document gave none)
     headline_lower_is_better = models.BooleanField()
 
     submitted_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT,

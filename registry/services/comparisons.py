@@ -25,7 +25,8 @@ class NotComparable(RegistryError):
 
 
 def _refusal_errors(verdict: comparability.Verdict) -> list[dict[str, Any]]:
-    return [{"pointer": d.pointer, "code": "requirement-not-met" if d.role == "required" else "controlled-field-differs",
+    return [{"pointer": d.pointer,
+             "code": "requirement-not-met" if d.role == "required" else "controlled-field-differs",
              "field": d.field, "label": d.label, "role": d.role, "values": list(d.values), "message": d.words}
             for d in verdict.offending]
 

@@ -17,7 +17,7 @@ from registry.exceptions import RegistryError
 from registry.models import ApiToken
 from registry.services.audit import audit_append
 
-TOKEN_PREFIX = "brt_"
+TOKEN_PREFIX = "brt_"  # noqa: S105 (a recognisable prefix, not a secret)
 
 
 def hash_token(plain: str) -> str:

@@ -6,8 +6,8 @@ import hashlib
 import json
 
 import pytest
-from django.test.utils import CaptureQueriesContext
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 import protocol
 from registry.models import AuditEntry, Submission
