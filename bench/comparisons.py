@@ -53,6 +53,7 @@ COLUMNS = (
     "submitted_by_id",
     "submitted_by_name",
     "submitted_at",
+    "software_summary",
 )
 
 
@@ -122,6 +123,7 @@ def _fill(url: str, start: int, stop: int, user_id: int) -> None:
                         user_id,
                         "bench",
                         "2026-01-01T00:00:00Z",
+                        "torch 2.13.0",
                     )
                 )
         conn.commit()

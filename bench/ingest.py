@@ -141,14 +141,20 @@ def validation_cost(body: bytes, repeat: int) -> dict[str, float]:
 
     document = json.loads(body)
     fast = fastjsonschema.compile(protocol.submission_schema())
+    from jsonschema import Draft202012Validator, FormatChecker
+
     from protocol.schema import schema_errors
+
+    reference = Draft202012Validator(protocol.submission_schema(), format_checker=FormatChecker())
 
     def best(fn) -> float:
         return min(timeit.repeat(fn, number=repeat, repeat=5)) / repeat
 
     return {
         "fastjsonschema (schema only)": best(lambda: fast(document)),
-        "protocol schema only (jsonschema)": best(lambda: schema_errors(document)),
+        "jsonschema alone (the reference; used only to list errors)": best(
+            lambda: list(reference.iter_errors(document))),
+        "protocol schema step (compiled fast path)": best(lambda: schema_errors(document)),
         "protocol.check (parse + schema + semantics + canonical + digest)": best(lambda: protocol.check(body)),
     }
 

@@ -163,7 +163,8 @@ def window_long_enough(doc: dict[str, Any]) -> Iterator[Error]:
 
 def quantization_described(doc: dict[str, Any]) -> Iterator[Error]:
     weights = _get(doc, "precision", "weights")
-    if weights in rules.QUANTIZED_FORMATS and _get(doc, "precision", "quantization") is None:
+    if isinstance(weights, str) and weights in rules.QUANTIZED_FORMATS and \
+            _get(doc, "precision", "quantization") is None:
         yield Error("/precision/quantization", "quantization-missing",
                     f"{weights} weights are quantized: describe how in precision.quantization")
 
@@ -246,11 +247,20 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def semantic_errors(document: Any) -> list[Error]:
-    """Every semantic problem in the document."""
+def semantic_errors(document: Any, *, shape_is_valid: bool = True) -> list[Error]:
+    """Every semantic problem in the document.
+
+    Rules read defensively, but on a document that already failed the schema (`shape_is_valid=False`) a rule
+    meeting a shape it cannot read is skipped: the schema errors already refuse the document. On a
+    schema-valid document a failing rule is a bug and raises.
+    """
     out = list(numbers_are_representable(document))
     if not isinstance(document, dict):
         return out
     for rule in RULES:
-        out.extend(rule(document))
+        try:
+            out.extend(rule(document))
+        except (TypeError, ValueError, AttributeError, KeyError):
+            if shape_is_valid:
+                raise
     return out

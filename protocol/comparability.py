@@ -204,9 +204,13 @@ def _matches(pattern: Path, path: Path) -> bool:
     return len(pattern) == len(path) and all(p in ("*", q) for p, q in zip(pattern, path, strict=True))
 
 
-def _governing(path: Path, rules: Mapping[Path, _Rule]) -> _Rule | None:
-    """The rule of the longest pointer that is a prefix of `path`; '*' matches any one segment (list index)."""
-    wild = [r for r in rules.values() if "*" in r.path]
+def _governing(path: Path, rules: Mapping[Path, _Rule], wild: Sequence[_Rule] | None = None) -> _Rule | None:
+    """The rule of the longest pointer that is a prefix of `path`; '*' matches any one segment (list index).
+
+    `wild` is the rules whose pointer has a '*'; callers classifying many leaves gather it once.
+    """
+    if wild is None:
+        wild = [r for r in rules.values() if "*" in r.path]
     for end in range(len(path), 0, -1):
         rule = rules.get(path[:end]) or next((r for r in wild if _matches(r.path, path[:end])), None)
         if rule is not None:
@@ -232,13 +236,19 @@ def _normalised(group: Group, value: Any) -> Any:
     return value
 
 
-def _classify(doc: Mapping[str, Any], rules: Mapping[Path, _Rule], axis: str
+def _governed(doc: Mapping[str, Any], rules: Mapping[Path, _Rule]) -> list[tuple[Path, Any, _Rule | None]]:
+    """Every leaf of the document with the rule that governs it (the same on every axis)."""
+    wild = [r for r in rules.values() if "*" in r.path]
+    return [(path, value, _governing(path, rules, wild)) for path, value in _leaves(dict(doc))]
+
+
+def _classify(doc: Mapping[str, Any], rules: Mapping[Path, _Rule], axis: str,
+              governed: list[tuple[Path, Any, _Rule | None]] | None = None
               ) -> dict[str, dict[Path, tuple[Group | None, Any]]]:
     """role -> {path: (group, value)} for every leaf of the document that has a role on this axis."""
     c = contract()
     out: dict[str, dict[Path, tuple[Group | None, Any]]] = {role: {} for role in ROLES}
-    for path, value in _leaves(dict(doc)):
-        rule = _governing(path, rules)
+    for path, value, rule in governed if governed is not None else _governed(doc, rules):
         if rule is not None and rule.group is None:
             continue  # ignored, with the reason in the contract
         # A leaf no contract pointer covers (a field added by a later 1.x minor) takes the unlisted role.
@@ -281,6 +291,18 @@ def comparability_key(doc: Mapping[str, Any], axis: str | None = None) -> str:
     """
     axis = _axis(axis or contract().default_axis)
     return digest({"contract": contract().version, "axis": axis, "controlled": controlled_projection(doc, axis)})
+
+
+def comparability_keys(doc: Mapping[str, Any]) -> dict[str, str]:
+    """`comparability_key` on every axis at once: the leaves are matched to the contract a single time."""
+    rules = _rules([doc])
+    governed = _governed(doc, rules)
+    keys = {}
+    for axis in contract().axes:
+        fields = _classify(doc, rules, axis, governed)["controlled"]
+        projection = {_join(path): value for path, (_, value) in sorted(fields.items())}
+        keys[axis] = digest({"contract": contract().version, "axis": axis, "controlled": projection})
+    return keys
 
 
 # ------------------------------------------------------------------------------------------ differences

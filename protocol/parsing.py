@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
+
+import rfc8785
 
 from .errors import Error, Invalid, pointer
 
@@ -13,6 +16,32 @@ class _NonFinite:
 
     def __init__(self, literal: str) -> None:
         self.literal = literal
+
+
+class _InexactInteger:
+    """Placeholder for an integer literal that no IEEE double holds exactly (RFC 8785 numbers are doubles)."""
+
+    def __init__(self, literal: str) -> None:
+        self.literal = literal
+
+
+MAX_EXACT_INTEGER = 2**53
+
+
+def _parse_int(literal: str) -> int | float | _InexactInteger:
+    """Integers beyond ±2**53 are kept only as the double whose canonical text they are.
+
+    RFC 8785 writes a large integral double as an integer literal (7.08e16 → 70800000000000000), so such a
+    literal reads back as that double and a document keeps its identity across parse → canonicalise →
+    parse. Any other large literal (e.g. 2**53 + 1) names a number no double holds, and is refused.
+    """
+    value = int(literal)
+    if abs(value) <= MAX_EXACT_INTEGER:
+        return value
+    as_float = float(value)
+    if math.isfinite(as_float) and rfc8785.dumps(as_float).decode() == literal.lstrip("+"):
+        return as_float
+    return _InexactInteger(literal)
 
 
 class _DuplicateKeys(dict):  # type: ignore[type-arg]
@@ -37,6 +66,10 @@ def _object_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _find_parse_problems(value: Any, path: tuple[str | int, ...], out: list[Error]) -> Any:
     """Walk the parsed value, collecting problems and returning a plain copy (NaN/Inf become None)."""
+    if isinstance(value, _InexactInteger):
+        out.append(Error(pointer(path), "integer-out-of-range",
+                         f"{value.literal} cannot be held exactly by a JSON number (an IEEE double)"))
+        return None
     if isinstance(value, _NonFinite):
         out.append(Error(pointer(path), "non-finite-number",
                          f"{value.literal} is not a number JSON allows; use null for 'not measured'"))
@@ -60,7 +93,7 @@ def parse_json(raw: bytes | str) -> Any:
             raise Invalid([Error("", "invalid-encoding",
                                  f"the body is not UTF-8 (byte {exc.start} cannot be decoded)")]) from None
     try:
-        value = json.loads(raw, object_pairs_hook=_object_hook, parse_constant=_NonFinite)
+        value = json.loads(raw, object_pairs_hook=_object_hook, parse_constant=_NonFinite, parse_int=_parse_int)
     except json.JSONDecodeError as exc:
         raise Invalid([Error("", "malformed-json",
                              f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")]) from None

@@ -8,6 +8,8 @@ from typing import Any
 
 from . import rules
 
+SOFTWARE_SUMMARY_MAX = 500  # characters; the registry's column is this wide
+
 
 @dataclass(frozen=True)
 class Headline:
@@ -39,6 +41,7 @@ class RunSummary:
     source: str
     started_at: datetime | None
     headline: Headline
+    software_summary: str = ""
 
     def columns(self) -> dict[str, Any]:
         data = asdict(self)
@@ -59,6 +62,19 @@ def headline(document: dict[str, Any]) -> Headline:
         return Headline(metrics["primary"], metric.get("seconds"), "s", True)
     value = metric.get(field or "value") if isinstance(metric, dict) else None
     return Headline(metrics["primary"], value, metric.get("unit"), name in rules.LOWER_IS_BETTER)
+
+
+def software_summary(frameworks: Any) -> str:
+    """The frameworks map as one short canonical string: "torch 2.13.0", "pytorch 2.7.0, vllm 0.9.0".
+
+    Names in code-point order, each with its version ("name" alone when the version is null); "" when none is
+    stated. Longer than SOFTWARE_SUMMARY_MAX characters, it is cut there and ends with "…", still a pure function
+    of the document, so it can be recomputed and checked from the canonical text.
+    """
+    if not isinstance(frameworks, dict) or not frameworks:
+        return ""
+    text = ", ".join(name if version is None else f"{name} {version}" for name, version in sorted(frameworks.items()))
+    return text if len(text) <= SOFTWARE_SUMMARY_MAX else text[:SOFTWARE_SUMMARY_MAX - 1] + "…"
 
 
 def summarize(document: dict[str, Any]) -> RunSummary:
@@ -85,4 +101,5 @@ def summarize(document: dict[str, Any]) -> RunSummary:
         source=document["provenance"]["source"],
         started_at=datetime.fromisoformat(started.replace("Z", "+00:00")) if started else None,
         headline=headline(document),
+        software_summary=software_summary((document.get("software") or {}).get("frameworks")),
     )

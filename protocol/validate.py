@@ -28,7 +28,8 @@ class Checked:
 
 def errors(document: Any) -> list[Error]:
     """All schema and semantic errors of an already-parsed document, sorted by pointer."""
-    return sorted(set(schema_errors(document)) | set(semantic_errors(document)))
+    shape = schema_errors(document)
+    return sorted(set(shape) | set(semantic_errors(document, shape_is_valid=not shape)))
 
 
 def check(document: Any) -> Checked:

@@ -2,16 +2,31 @@
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
-from django.http import HttpRequest
+from django.http import Http404, HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import path
 from django.utils import timezone
 
+from registry.importers.archives import ArchiveError, unpack
 from registry.models import Agent, ApiToken, AuditEntry, EnrolmentToken, Job, Plan, Submission, Withdrawal
+from registry.roles import user_roles
 from registry.services.agents import agent_revoke, enrolment_token_create
+from registry.services.imports import mlperf_import
 from registry.services.jobs import JobConflict, job_cancel
 from registry.services.tokens import token_revoke
+
+
+class MlperfUploadForm(forms.Form):
+    archive = forms.FileField(label="Submission tree (.zip, .tar, .tar.gz)",
+                              help_text="the folder that holds systems/ and results/, or one above it")
+    round = forms.CharField(label="MLPerf round (optional)", required=False, max_length=20,
+                            help_text="e.g. v5.1; by default it is read from the LoadGen logs")
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -32,6 +47,31 @@ class SubmissionAdmin(ReadOnlyAdmin):
     list_filter = ["phase", "scenario_kind", "precision_weights", "accelerator_vendor"]
     search_fields = ["digest", "workload_name", "system_name", "submitter"]
     exclude = ["document"]
+    change_list_template = "admin/registry/submission/change_list.html"
+
+    def get_urls(self) -> list[Any]:
+        custom = [path("import-mlperf/", self.admin_site.admin_view(self.import_mlperf_view),
+                       name="registry_submission_import_mlperf")]
+        return custom + super().get_urls()
+
+    def import_mlperf_view(self, request: HttpRequest) -> HttpResponse:
+        """Upload an MLPerf Inference submission tree (zip/tar) and import it like `benchreg import mlperf`."""
+        if not request.user.is_superuser and "admin" not in user_roles(request.user):
+            raise Http404
+        form = MlperfUploadForm(request.POST or None, request.FILES or None)
+        result = error = None
+        if request.method == "POST" and form.is_valid():
+            upload = form.cleaned_data["archive"]
+            with tempfile.TemporaryDirectory(prefix="benchreg-import-") as tmp:
+                try:
+                    root = unpack(upload, upload.name, Path(tmp))
+                    result = mlperf_import(root=root, submitted_by=request.user,
+                                           round_name=form.cleaned_data["round"] or None)
+                except ArchiveError as exc:
+                    error = str(exc)
+        context = {**self.admin_site.each_context(request), "title": "Import MLPerf results", "form": form,
+                   "result": result, "error": error, "opts": self.model._meta}
+        return TemplateResponse(request, "admin/registry/submission/import_mlperf.html", context)
 
 
 @admin.register(Withdrawal)

@@ -47,7 +47,7 @@ _ID = re.compile(r'\bid="([^"]+)"')
 
 def throughput_chart(result: Mapping[str, Any]) -> str | None:
     """Each arm's headline estimate as a horizontal bar with its confidence interval (when there is one)."""
-    arms = [a for a in result.get("arms") or [] if _number((a.get("estimate") or {}).get("value")) is not None]
+    arms = _estimated_arms(result)
     if not arms:
         return None
     est0 = arms[0]["estimate"]
@@ -76,7 +76,7 @@ def throughput_chart(result: Mapping[str, Any]) -> str | None:
 
 def latency_percentiles_chart(runs: Sequence[Mapping[str, Any]]) -> str | None:
     """p50/p90/p95/p99 of each run's latency distribution (ms), grouped by run; one panel per latency metric."""
-    metrics = [m for m in LATENCY_METRICS if any(_percentiles(r, m) for r in runs)][:2]
+    metrics = _latency_metrics(runs)
     if not metrics:
         return None
     labels = _run_labels(runs)
@@ -118,15 +118,8 @@ def latency_distribution_chart(document: Mapping[str, Any]) -> str | None:
 
 def latency_vs_load_chart(runs: Sequence[Mapping[str, Any]]) -> str | None:
     """p99 latency against offered load, one line per system; only when some system was measured at 2+ loads."""
-    metric = next((m for m in LATENCY_METRICS[:3] if any(_percentiles(r, m).get("p99") for r in runs)), None)
-    if metric is None:
-        return None
-    series: dict[str, list[tuple[float, float]]] = {}
-    for run in runs:
-        load, p99 = _load(run), _percentiles(run, metric).get("p99")
-        if load is not None and p99 is not None:
-            series.setdefault(_system(run), []).append((load, p99))
-    if not any(len({x for x, _ in pts}) >= 2 for pts in series.values()):
+    metric, series = _load_series(runs)
+    if not series:
         return None
     with rc_context(STYLE):
         fig = Figure(figsize=(WIDTH_IN, 2.6))
@@ -146,12 +139,7 @@ def latency_vs_load_chart(runs: Sequence[Mapping[str, Any]]) -> str | None:
 def derived_chart(result: Mapping[str, Any]) -> str | None:
     """Energy per output and cost per million outputs per arm (derived numbers), one panel each where available."""
     arms = result.get("arms") or []
-    panels = []
-    for name in ("energy_per_output", "cost_per_million_outputs"):
-        points = [(label, d) for a, label in zip(arms, arm_labels(arms), strict=True) for d in a.get("derived") or []
-                  if d.get("name") == name and _number(d.get("value")) is not None]
-        if points:
-            panels.append((name, points))
+    panels = _derived_panels(result)
     if not panels:
         return None
     with rc_context(STYLE):
@@ -161,6 +149,56 @@ def derived_chart(result: Mapping[str, Any]) -> str | None:
             _derived_panel(ax, name, points)
         fig.tight_layout(h_pad=1.2)
         return _svg(fig, "derived", panels)
+
+
+def comparison_charts(result: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Names of the comparison charts that have something to plot, in page order, without drawing any.
+
+    Lets a page link to each chart (drawn on its own request) instead of drawing them all before answering.
+    """
+    drawn = {
+        "throughput_chart": bool(_estimated_arms(result)),
+        "latency_percentiles_chart": bool(_latency_metrics(runs)),
+        "latency_vs_load_chart": bool(_load_series(runs)[1]),
+        "derived_chart": bool(_derived_panels(result)),
+    }
+    return [name for name, has_data in drawn.items() if has_data]
+
+
+# ------------------------------------------------------------------------------------------ what is plotted
+
+def _estimated_arms(result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [a for a in result.get("arms") or [] if _number((a.get("estimate") or {}).get("value")) is not None]
+
+
+def _latency_metrics(runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    return [m for m in LATENCY_METRICS if any(_percentiles(r, m) for r in runs)][:2]
+
+
+def _load_series(runs: Sequence[Mapping[str, Any]]) -> tuple[str, dict[str, list[tuple[float, float]]]]:
+    """(latency metric, {system: [(load, p99)]}); no series unless some system was measured at 2+ loads."""
+    metric = next((m for m in LATENCY_METRICS[:3] if any(_percentiles(r, m).get("p99") for r in runs)), None)
+    if metric is None:
+        return "", {}
+    series: dict[str, list[tuple[float, float]]] = {}
+    for run in runs:
+        load, p99 = _load(run), _percentiles(run, metric).get("p99")
+        if load is not None and p99 is not None:
+            series.setdefault(_system(run), []).append((load, p99))
+    if not any(len({x for x, _ in pts}) >= 2 for pts in series.values()):
+        return metric, {}
+    return metric, series
+
+
+def _derived_panels(result: Mapping[str, Any]) -> list[tuple[str, list[tuple[str, Mapping[str, Any]]]]]:
+    arms = result.get("arms") or []
+    panels = []
+    for name in ("energy_per_output", "cost_per_million_outputs"):
+        points = [(label, d) for a, label in zip(arms, arm_labels(arms), strict=True) for d in a.get("derived") or []
+                  if d.get("name") == name and _number(d.get("value")) is not None]
+        if points:
+            panels.append((name, points))
+    return panels
 
 
 # ------------------------------------------------------------------------------------------ panels

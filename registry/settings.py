@@ -243,6 +243,8 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
+    # In the embedded default kombu sees no broker URL and warns about a missing host it never uses.
+    "loggers": {"kombu.connection": {"level": "ERROR"}},
 }
 
 # Enrolled agents and their jobs (docs/agents.md). The broker URL agents are told at enrolment (as they reach

@@ -38,8 +38,9 @@ from registry.permissions import (
 )
 from registry.roles import ADMIN, SUBMITTER
 from registry.selectors.agents import agent_list, job_list
-from registry.selectors.catalogue import DISTRIBUTION_FIELDS, FACETS, SORTS, catalogue_search, run_detail
+from registry.selectors.catalogue import FACETS, SORTS, catalogue_search
 from registry.selectors.comparisons import runs_by_reference
+from registry.selectors.run_page import DISTRIBUTION_FIELDS, run_detail
 from registry.selectors.submissions import submission_list
 from registry.selectors.tokens import token_list_for
 from registry.services.comparisons import NotComparable, comparison_create
@@ -179,26 +180,56 @@ def comparison_page(request: HttpRequest, comparison_id: int) -> HttpResponse:
     return _page(request, "registry/comparison.html", _comparison_context(request, comparison))
 
 
+# URL name -> (title, registry.charts function, drawn from the comparison's result or its runs' documents)
+COMPARISON_CHARTS = {
+    "headline": ("Headline metric by system, with 95% intervals", "throughput_chart", "result"),
+    "latency": ("Latency percentiles", "latency_percentiles_chart", "documents"),
+    "load": ("Latency against load", "latency_vs_load_chart", "documents"),
+    "derived": ("Derived figures", "derived_chart", "result"),
+}
+
+
+def _comparison_runs(comparison: Any) -> list[Any]:
+    return [m.submission for m in comparison.members.select_related("submission").order_by("position")]
+
+
 def _comparison_context(request: HttpRequest, comparison: Any, report_form: Any = None) -> dict[str, Any]:
     result = comparison.result
-    members = list(comparison.members.select_related("submission").order_by("position"))
-    runs = [m.submission for m in members]
+    runs = _comparison_runs(comparison)
     documents = [r.document for r in runs]
     arms = [{**arm, "run_ids": [runs[i].pk for i in arm["runs"]]} for arm in result.get("arms", [])]
+    drawn = charts.comparison_charts(result, documents)
     return {
         "comparison": comparison, "result": result, "runs": runs, "arms": arms,
         "run_rows": [{"run": runs[i], **row} for i, row in enumerate(result.get("runs", []))],
         "derived": [{"arm": arm["label"], **d} for arm in result.get("arms", []) for d in arm.get("derived", [])],
-        "charts": [c for c in (
-            ("Headline metric by system, with 95% intervals", _chart("throughput_chart", comparison.digest, result)),
-            ("Latency percentiles", _chart("latency_percentiles_chart", comparison.digest, documents)),
-            ("Latency against load", _chart("latency_vs_load_chart", comparison.digest, documents)),
-            ("Derived figures", _chart("derived_chart", comparison.digest, result)),
-        ) if c[1]],
+        # Links, not drawings: each chart is its own request (comparison_chart), so drawing them never holds up
+        # the page, and the browser fetches them in parallel.
+        "charts": [(title, reverse("comparison-chart", args=[comparison.pk, name]))
+                   for name, (title, function, _) in COMPARISON_CHARTS.items() if function in drawn],
         "report_form": report_form or ReportRequestForm(initial={"title": f"Decision report: comparison "
                                                                           f"{comparison.pk}"}),
         "reports": reports_for_user(request.user, comparison),
     }
+
+
+@login_required
+@require_GET
+def comparison_chart(request: HttpRequest, comparison_id: int, name: str) -> HttpResponse:
+    """One chart of a comparison as an SVG image, drawn once per comparison digest (comparisons never change)."""
+    comparison = comparison_for_user(request.user, comparison_id)
+    if name not in COMPARISON_CHARTS:
+        raise Http404(f"no chart {name!r}")
+    _, function, source = COMPARISON_CHARTS[name]
+    data = comparison.result if source == "result" else [r.document for r in _comparison_runs(comparison)]
+    svg = _chart(function, comparison.digest, data)
+    if svg is None:
+        raise Http404(f"comparison {comparison.pk} has nothing to plot in {name!r}")
+    response = HttpResponse(svg, content_type="image/svg+xml")
+    response["Cache-Control"] = "private, max-age=86400"
+    # Shown through <img> (where scripts never run); opened directly, it may not run any or load anything either.
+    response["Content-Security-Policy"] = "default-src 'none'; style-src 'unsafe-inline'"
+    return response
 
 
 @login_required

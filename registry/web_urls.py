@@ -13,6 +13,7 @@ urlpatterns = [
     path("runs/<int:run_id>/withdraw", views.run_withdraw, name="run-withdraw"),
     path("compare/", views.compare, name="compare"),
     path("comparisons/<int:comparison_id>/", views.comparison_page, name="comparison"),
+    path("comparisons/<int:comparison_id>/charts/<slug:name>.svg", views.comparison_chart, name="comparison-chart"),
     path("comparisons/<int:comparison_id>/reports", views.report_create, name="report-create"),
     path("reports/<int:report_id>/status", views.report_status, name="report-status"),
     path("reports/<int:report_id>/pdf", views.report_pdf, name="report-pdf"),

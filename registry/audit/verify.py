@@ -34,7 +34,7 @@ CHUNK = 10_000
 SUMMARY_COLUMNS = ("protocol_version", "phase", "workload_name", "workload_version", "scenario_kind",
                    "precision_weights", "precision_activations", "batch_size", "system_name", "accelerator_vendor",
                    "accelerator_model", "accelerator_count", "submitter", "source", "started_at",
-                   "headline_metric", "headline_value", "headline_unit", "headline_lower_is_better")
+                   "headline_metric", "headline_value", "headline_unit", "headline_lower_is_better", "software_summary")
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,9 @@ class Submission(AppendOnlyModel):
     headline_value = models.FloatField(null=True)
     headline_unit = models.CharField(max_length=20, null=True)  # noqa: DJ001 (null = the document gave none)
     headline_lower_is_better = models.BooleanField()
+    # The frameworks map as one string ("torch 2.13.0"), read from the document like the columns above: the
+    # catalogue's software facet groups and filters on it instead of reading every document's JSON.
+    software_summary = models.CharField(max_length=500, default="", db_index=True)
 
     submitted_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT,
                                      related_name="submissions")
@@ -62,6 +65,9 @@ class Submission(AppendOnlyModel):
             models.Index(fields=["accelerator_vendor"]),
             models.Index(fields=["submitter"]),
             models.Index(fields=["submitted_by_name"]),
+            models.Index(fields=["system_name"]),
+            # PostgreSQL also has trigram indexes for the catalogue's search and (headline_value, id) indexes in
+            # both sort orders: vendor-specific, so created by migration 0007 only there (not model state).
         ]
 
     def key_for(self, axis: str) -> str:

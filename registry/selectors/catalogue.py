@@ -1,18 +1,26 @@
-"""The procurement catalogue: faceted search over runs, grouped by comparability, and the run page's reading.
+"""The procurement catalogue: faceted search over runs, grouped by comparability (the run page: run_page.py).
+
+Where the numbers come from. Facet counts, totals and comparable-set sizes are read from CatalogueCell, a summary
+table with one row per combination of the catalogue's facet values (registry.models.catalogue), kept exact in the
+same transaction as every new run and withdrawal (registry.services.catalogue). A GROUP BY over cells reads one
+row per combination actually stored, not one per run, and never a run's document, so the first request after a
+change is as cheap as any. Each facet counts with every filter but its own (disjunctive faceting), so a chosen
+value still shows its alternatives. Comparable sets are GROUP BY comparability_key over the same cells; a set's
+best headline comes from the cells' headline ranges. The software facet groups on Submission.software_summary
+(the frameworks map as one string), a column like the others.
+
+Free text is the exception: the searched columns (system, submitter) are not in cells. A search reads the matching
+runs once, through PostgreSQL's trigram indexes on UPPER(column) (the form `icontains` compiles to; migration
+0007), grouped by the cell columns in the same query, and the facets, sets and total are counted from those
+groups in Python. A search matching most of the registry therefore costs about one pass over the runs (about
+0.4 s cold at 100k runs on PostgreSQL, bench/pages.py; the one catalogue request over 300 ms).
 
 Query budget (pinned in tests/registry/web): two primary-key lookups for the data version; then, unless cached
-for that version, one count, one GROUP BY per facet over indexed columns, one GROUP BY comparability_key for the
-set sizes and one for the listed sets' details, one page of ids; then the page's rows and the sizes of their
-sets not listed — a fixed number whatever is stored. Each facet counts with every filter but its own
-(disjunctive faceting), so a chosen value still shows its alternatives.
-
-Counting 100k runs per facet costs tens of milliseconds per GROUP BY on PostgreSQL, so the summary and each
-page's ids are cached under the data version (see `data_version`): exact, and recomputed only after a new run
-or withdrawal. A summary table of facet cells maintained on insert would make the first request as cheap.
-
-The software facet reads `document -> software -> frameworks` (JSON), which means reading every matching
-document; it is only computed once the other filters have narrowed the result to SOFTWARE_FACET_MAX runs.
-An indexed `software_summary` column on Submission would lift that limit.
+for that version, one GROUP BY over cells per facet and one for the sets (with their sizes, details and the
+total), or one grouped read of the matching runs for a search; one page of ids; the page's rows. One more when
+more than SET_SCAN_LIMIT sets match (the total and the number of sets) and one more for the sizes of the page's
+sets in that case. The results are still cached under the data version (`data_version`): exact, and reused until
+the next run or withdrawal, so an unchanged registry answers from the cache.
 """
 
 from __future__ import annotations
@@ -20,30 +28,28 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.cache import cache
-from django.db.models import Count, Exists, F, IntegerField, Max, Min, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, F, IntegerField, Max, Min, OuterRef, Q, QuerySet, Sum
 from django.db.models.functions import Cast
 
-from protocol import comparability, statistics
-from registry.models import AuditEntry, Submission, Withdrawal
-from registry.selectors.comparisons import comparable_runs
+from protocol.summary import software_summary
+from registry.models import CatalogueCell, Submission, Withdrawal
 from registry.selectors.submissions import LIST_DEFERRED
 
 PAGE_SIZE = 50
 FACET_LIMIT = 40  # values listed per facet, most frequent first
 SETS_LIMIT = 12  # comparable sets listed, largest first
-SET_SCAN_LIMIT = 5_000  # set sizes read at most; beyond, the number of sets is counted separately
+SET_SCAN_LIMIT = 5_000  # sets read at most; beyond, the total and the number of sets are counted separately
 CACHE_SECONDS = 600
-SOFTWARE_FACET_MAX = 5_000
 MAX_TERMS = 5
 SEARCH_COLUMNS = ("workload_name", "system_name", "accelerator_model", "submitter")
-SOFTWARE = "document__software__frameworks"
 
-# URL parameter -> (column, label). Order is the order shown.
+# URL parameter -> (column, label). Order is the order shown. Columns have the same name on runs and on cells.
 FACETS: dict[str, tuple[str, str]] = {
     "phase": ("phase", "Phase"),
     "workload": ("workload_name", "Workload"),
@@ -52,7 +58,7 @@ FACETS: dict[str, tuple[str, str]] = {
     "batch": ("batch_size", "Batch size"),
     "accelerator": ("accelerator_model", "Accelerator"),
     "vendor": ("accelerator_vendor", "Vendor"),
-    "software": (SOFTWARE, "Software (frameworks)"),
+    "software": ("software_summary", "Software (frameworks)"),
 }
 SORTS = {
     "newest": ("Newest first", [F("id").desc()]),
@@ -61,6 +67,12 @@ SORTS = {
     "headline_asc": ("Headline value, lowest first",
                      [F("headline_value").asc(nulls_last=True), F("id").desc()]),
 }
+# What a comparable set is described by: equal within a key (controlled fields), so Min() reads them.
+SET_FIELDS = {"phase": "phase", "workload": "workload_name", "version": "workload_version",
+              "scenario": "scenario_kind", "precision": "precision_weights", "batch": "batch_size",
+              "metric": "headline_metric", "unit": "headline_unit"}
+GROUP_COLUMNS = ("comparability_key", *SET_FIELDS.values(), "accelerator_model", "accelerator_vendor",
+                 "software_summary", "headline_lower_is_better")
 
 
 @dataclass(frozen=True)
@@ -89,7 +101,6 @@ class Facet:
     label: str
     values: list[FacetValue]
     selected: str
-    unavailable: str = ""  # why the facet is not listed (software on a large result)
 
 
 @dataclass(frozen=True)
@@ -136,36 +147,40 @@ class CataloguePage:
     selected_set: ComparableSet | None
 
 
-def _software_value(raw: Any) -> tuple[str, str]:
-    """(URL value, label) of a frameworks object; JSON on SQLite comes back as text."""
-    if isinstance(raw, str):
-        try:
-            raw = json.loads(raw)
-        except ValueError:
-            return raw, raw
-    if not isinstance(raw, dict) or not raw:
-        return "", "not stated"
-    value = json.dumps(dict(sorted(raw.items())), separators=(",", ":"))
-    return value, ", ".join(f"{k} {v}" for k, v in sorted(raw.items()))
+# ------------------------------------------------------------------------------------------ filters
 
-
-def _filter_for(name: str, value: str) -> Q | None:
-    column = FACETS[name][0]
-    if name == "batch":
-        return Q(batch_size=int(value)) if value.isdigit() else Q(pk__in=[])
-    if name == "software":
+def _software_param(value: str) -> str:
+    """The software facet's URL value is the summary string; links made before it was a frameworks JSON object."""
+    if value.startswith("{"):
         try:
             parsed = json.loads(value)
         except ValueError:
-            return Q(pk__in=[])
-        if not isinstance(parsed, dict):
-            return Q(pk__in=[])
-        return Q(**{SOFTWARE: parsed})
-    return Q(**{column: value})
+            return value
+        return software_summary(parsed) if isinstance(parsed, dict) else value
+    return value
+
+
+def _filters(query: CatalogueQuery, without: str | None = None) -> dict[str, Any]:
+    """Facet filters in force as {column: value}; a malformed value matches nothing (None never equals a column)."""
+    out: dict[str, Any] = {}
+    for name, value in query.filters.items():
+        if name == without or not value or name not in FACETS:
+            continue
+        if name == "batch":
+            out["batch_size"] = int(value) if value.isdigit() else None
+        elif name == "software":
+            out["software_summary"] = _software_param(value)
+        else:
+            out[FACETS[name][0]] = value
+    return out
+
+
+def _as_q(filters: Mapping[str, Any]) -> Q:
+    return Q(pk__in=[]) if any(v is None for v in filters.values()) else Q(**filters)
 
 
 def _search(q: str) -> Q:
-    """Every term must appear in one of the searched columns (case-insensitive)."""
+    """Every term must appear in one of the searched columns, case-insensitive (trigram-indexed on PostgreSQL)."""
     condition = Q()
     for term in q.split()[:MAX_TERMS]:
         any_column = Q()
@@ -175,7 +190,8 @@ def _search(q: str) -> Q:
     return condition
 
 
-def _base(query: CatalogueQuery, *, without: str | None = None) -> QuerySet[Submission]:
+def _runs(query: CatalogueQuery, *, facets: bool = True) -> QuerySet[Submission]:
+    """The runs matching `query` (facet filters left out with facets=False)."""
     runs = Submission.objects.all()
     if not query.include_withdrawn:
         # NOT EXISTS plans as an anti-join with a sound row estimate (LEFT JOIN ... IS NULL estimates 1 row).
@@ -184,45 +200,41 @@ def _base(query: CatalogueQuery, *, without: str | None = None) -> QuerySet[Subm
         runs = runs.filter(_search(query.q))
     if query.set_key:
         runs = runs.filter(comparability_key=query.set_key)
-    for name, value in query.filters.items():
-        if name != without and value and name in FACETS:
-            runs = runs.filter(_filter_for(name, value))
-    return runs
+    return runs.filter(_as_q(_filters(query))) if facets else runs
 
 
-def _facet(query: CatalogueQuery, name: str, total: int) -> Facet:
-    column, label = FACETS[name]
+def _cells(query: CatalogueQuery, *, without: str | None = None) -> QuerySet[CatalogueCell]:
+    """The cells of the runs matching `query` (not for free text), its facet `without` left out."""
+    cells = CatalogueCell.objects.all()
+    if not query.include_withdrawn:
+        cells = cells.filter(withdrawn=False)
+    if query.set_key:
+        cells = cells.filter(comparability_key=query.set_key)
+    return cells.filter(_as_q(_filters(query, without)))
+
+
+# ------------------------------------------------------------------------------------------ facets and sets
+
+def _facet(query: CatalogueQuery, name: str, counted: Iterable[tuple[Any, int]]) -> Facet:
+    """A facet from (value, runs) pairs, most frequent first; a selected value is listed even with no run."""
+    label = FACETS[name][1]
     selected = query.filters.get(name, "")
-    if name == "software" and total > SOFTWARE_FACET_MAX and not selected:
-        return Facet(name, label, [], selected,
-                     unavailable=f"Narrow the results to {SOFTWARE_FACET_MAX:,} runs or fewer to list versions.")
-    rows = (_base(query, without=name).values(column).annotate(n=Count("*")).order_by("-n", column)[:FACET_LIMIT])
+    chosen = _software_param(selected) if name == "software" else selected
     values = []
-    for row in rows:
-        raw = row[column]
-        if name == "software":
-            value, shown = _software_value(raw)
-        else:
-            value, shown = str(raw), str(raw)
-        values.append(FacetValue(value, shown, row["n"], value == selected))
-    if selected and not any(v.selected for v in values):
-        shown = _software_value(selected)[1] if name == "software" else selected
-        values.insert(0, FacetValue(selected, shown, 0, True))
-    return Facet(name, label, values, selected)
+    for raw, n in counted:
+        value = str(raw)
+        shown = value or "not stated"
+        values.append(FacetValue(value, shown, n, bool(chosen) and value == chosen))
+    if chosen and not any(v.selected for v in values):
+        values.insert(0, FacetValue(chosen, chosen, 0, True))
+    return Facet(name, label, values, chosen)
 
 
-def _sets(runs: QuerySet[Submission], limit: int, keys: list[str] | None = None) -> list[dict[str, Any]]:
-    """One GROUP BY comparability_key. Controlled fields are equal within a key, so Min() reads them."""
-    if keys is not None:
-        runs = runs.filter(comparability_key__in=keys)
-    grouped = runs.values("comparability_key").annotate(
-        n=Count("*"), phase=Min("phase"), workload=Min("workload_name"), version=Min("workload_version"),
-        scenario=Min("scenario_kind"), precision=Min("precision_weights"), batch=Min("batch_size"),
-        metric=Min("headline_metric"), unit=Min("headline_unit"), high=Max("headline_value"),
-        low=Min("headline_value"),
-        lower=Max(Cast("headline_lower_is_better", IntegerField())),  # PostgreSQL has no MAX(boolean)
-    ).order_by("-n", "comparability_key")
-    return list(grouped[:limit])
+def _cell_facet(query: CatalogueQuery, name: str) -> Facet:
+    column = FACETS[name][0]
+    rows = (_cells(query, without=name).values(column).annotate(n=Sum("runs")).order_by("-n", column)
+            [:FACET_LIMIT])
+    return _facet(query, name, ((row[column], row["n"]) for row in rows))
 
 
 def _set_name(index: int) -> str:
@@ -239,7 +251,81 @@ def _as_set(row: Mapping[str, Any], name: str) -> ComparableSet:
     return ComparableSet(key=row["comparability_key"], name=name, count=row["n"], phase=row["phase"],
                          workload=row["workload"], workload_version=row["version"], scenario=row["scenario"],
                          precision=row["precision"], batch_size=row["batch"], metric=row["metric"],
-                         unit=row["unit"], lower_is_better=lower, best=row["low"] if lower else row["high"])
+                         unit=row["unit"] or None, lower_is_better=lower, best=row["low"] if lower else row["high"])
+
+
+def _cell_sets(cells: QuerySet[CatalogueCell]) -> QuerySet[CatalogueCell]:
+    """One GROUP BY comparability_key over cells: size, description and headline range of every set."""
+    return cells.values("comparability_key").annotate(
+        n=Sum("runs"), **{name: Min(column) for name, column in SET_FIELDS.items()},
+        high=Max("headline_high"), low=Min("headline_low"),
+        lower=Max(Cast("headline_lower_is_better", IntegerField())),  # PostgreSQL has no MAX(boolean)
+    ).order_by("-n", "comparability_key")
+
+
+def _summary_from_cells(query: CatalogueQuery) -> dict[str, Any]:
+    facets = [_cell_facet(query, name) for name in FACETS]
+    cells = _cells(query)
+    rows = list(_cell_sets(cells)[:SET_SCAN_LIMIT + 1])
+    if len(rows) > SET_SCAN_LIMIT:
+        counted = cells.aggregate(total=Sum("runs"), sets=Count("comparability_key", distinct=True))
+        total, set_total, rows = counted["total"] or 0, counted["sets"], rows[:SET_SCAN_LIMIT]
+        complete = False
+    else:
+        total, set_total, complete = sum(row["n"] for row in rows), len(rows), True
+    return _summary(facets, rows, total, set_total, complete)
+
+
+def _summary_from_runs(query: CatalogueQuery) -> dict[str, Any]:
+    """For a search: the matching runs read once, grouped by the cell columns; facets and sets counted here.
+
+    One pass over the groups: a group that fails no facet filter counts everywhere; one that fails exactly one
+    counts only in that filter's own facet (disjunctive faceting); one that fails two counts nowhere.
+    """
+    groups = (_runs(query, facets=False).values(*GROUP_COLUMNS)
+              .annotate(n=Count("*"), low=Min("headline_value"), high=Max("headline_value")).order_by())
+    wanted = list(_filters(query).items())
+    columns = {name: column for name, (column, _) in FACETS.items()}
+    counts: dict[str, Counter[Any]] = {name: Counter() for name in FACETS}
+    sets: dict[str, dict[str, Any]] = {}
+    for group in groups:
+        failing = [column for column, value in wanted if group[column] != value]
+        if len(failing) > 1:
+            continue
+        for name, column in columns.items():
+            if not failing or failing[0] == column:
+                counts[name][group[column]] += group["n"]
+        if not failing:
+            _count_in_set(sets, group)
+    facets = [_facet(query, name, sorted(counts[name].items(), key=lambda item: (-item[1], item[0]))[:FACET_LIMIT])
+              for name in FACETS]
+    rows = sorted(sets.values(), key=lambda row: (-row["n"], row["comparability_key"]))
+    return _summary(facets, rows, sum(row["n"] for row in rows), len(rows), True)
+
+
+def _count_in_set(sets: dict[str, dict[str, Any]], group: Mapping[str, Any]) -> None:
+    """Add a group of runs to its comparable set's row, shaped like a row of `_cell_sets`."""
+    key = group["comparability_key"]
+    row = sets.get(key)
+    if row is None:
+        sets[key] = {"comparability_key": key, "n": group["n"], "low": group["low"], "high": group["high"],
+                     "lower": int(group["headline_lower_is_better"]),
+                     **{name: group[column] for name, column in SET_FIELDS.items()}}
+        return
+    row["n"] += group["n"]  # SET_FIELDS are controlled, so equal within a key: the first group's stand
+    row["lower"] = max(row["lower"], int(group["headline_lower_is_better"]))
+    if group["low"] is not None:
+        row["low"] = group["low"] if row["low"] is None else min(row["low"], group["low"])
+        row["high"] = group["high"] if row["high"] is None else max(row["high"], group["high"])
+
+
+def _summary(facets: list[Facet], rows: list[dict[str, Any]], total: int, set_total: int,
+             complete: bool) -> dict[str, Any]:
+    """What is cached per data version: the listed sets by name, and the others' sizes when all were read."""
+    sets = [_as_set(row, _set_name(i)) for i, row in enumerate(rows[:SETS_LIMIT])]
+    others = {row["comparability_key"]: _as_set(row, f"Set {row['comparability_key'][7:13]}")
+              for row in rows[SETS_LIMIT:]} if complete else None
+    return {"total": total, "facets": facets, "sets": sets, "others": others, "set_total": set_total}
 
 
 def data_version() -> tuple[Any, ...]:
@@ -258,33 +344,34 @@ def _cache_key(version: tuple[Any, ...], *parts: Any) -> str:
     return "catalogue:" + hashlib.sha256(raw.encode()).hexdigest()
 
 
-def _summary(query: CatalogueQuery, base: QuerySet[Submission]) -> dict[str, Any]:
-    """Total, facets and the largest comparable sets: the expensive part, cached per data version."""
-    total = base.count()
-    facets = [_facet(query, name, total) for name in FACETS]
-    counts = list(base.values("comparability_key").annotate(n=Count("*"))
-                  .order_by("-n", "comparability_key")[:SET_SCAN_LIMIT])
-    set_total = len(counts) if len(counts) < SET_SCAN_LIMIT else base.values("comparability_key").distinct().count()
-    top = [row["comparability_key"] for row in counts[:SETS_LIMIT]]
-    details = {row["comparability_key"]: row for row in _sets(base, SETS_LIMIT, keys=top)} if top else {}
-    sets = [_as_set(details[key], _set_name(i)) for i, key in enumerate(top)]
-    return {"total": total, "facets": facets, "sets": sets, "set_total": set_total}
+def _page_ids(query: CatalogueQuery, summary: Mapping[str, Any], sort: str, page: int) -> tuple[list[int], list[Any]]:
+    """One page of run ids, and the sets of its runs that are not listed (from the summary, or one query)."""
+    window = _runs(query).order_by(*SORTS[sort][1]).values_list("id", "comparability_key")
+    listed = list(window[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]) if summary["total"] else []
+    missing = sorted({key for _, key in listed} - {s.key for s in summary["sets"]})
+    if summary["others"] is not None:
+        extra = [summary["others"][key] for key in missing if key in summary["others"]]
+    elif missing:  # more sets than were read: only the search path never gets here (it reads every set)
+        extra = [_as_set(row, f"Set {row['comparability_key'][7:13]}")
+                 for row in _cell_sets(_cells(query).filter(comparability_key__in=missing))]
+    else:
+        extra = []
+    return [pk for pk, _ in listed], extra
 
 
 def catalogue_search(query: CatalogueQuery) -> CataloguePage:
     """Facets, comparable sets and one page of runs for `query`, in a fixed number of queries.
 
-    The summary (counts, facets, sets) and the page's run ids are cached under the data version, so they are
-    computed once per change of the data (a new run or withdrawal), not once per request; the cached values are
-    exact, never stale.
+    Counts come from the catalogue's summary table (or, for a search, one grouped read of the matching runs);
+    they are also cached under the data version, so an unchanged registry answers repeated requests from the
+    cache. The cached values are exact, never stale.
     """
-    base = _base(query)
     version = data_version()
     filters = [query.filters, query.q, query.set_key, query.include_withdrawn]
     summary_key = _cache_key(version, "summary", *filters)
     summary = cache.get(summary_key)
     if summary is None:
-        summary = _summary(query, base)
+        summary = _summary_from_runs(query) if query.q.strip() else _summary_from_cells(query)
         cache.set(summary_key, summary, CACHE_SECONDS)
     total, sets = summary["total"], summary["sets"]
     by_key = {s.key: s for s in sets}
@@ -295,13 +382,7 @@ def catalogue_search(query: CatalogueQuery) -> CataloguePage:
     page_key = _cache_key(version, "page", sort, page, *filters)
     cached = cache.get(page_key)
     if cached is None:
-        window = base.order_by(*SORTS[sort][1]).values_list("id", "comparability_key")
-        listed = list(window[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]) if total else []
-        missing = sorted({key for _, key in listed} - by_key.keys())
-        # Sets of this page's runs beyond the listed ones: their sizes, in one more query.
-        extra = [_as_set(row, f"Set {row['comparability_key'][7:13]}")
-                 for row in (_sets(base, len(missing), keys=missing) if missing else [])]
-        cached = ([pk for pk, _ in listed], extra)
+        cached = _page_ids(query, summary, sort, page)
         cache.set(page_key, cached, CACHE_SECONDS)
     ids, extra = cached
     by_key.update({s.key: s for s in extra})
@@ -311,104 +392,3 @@ def catalogue_search(query: CatalogueQuery) -> CataloguePage:
     selected = by_key.get(query.set_key) if query.set_key else None
     return CataloguePage(query=query, total=total, set_total=summary["set_total"], facets=summary["facets"],
                          sets=sets, rows=rows, page=page, pages=pages, selected_set=selected)
-
-
-# ------------------------------------------------------------------------------------------ the run page
-
-SECTIONS = (("workload", "Workload"), ("scenario", "Scenario"), ("precision", "Precision"),
-            ("system", "System"), ("software", "Software"), ("conditions", "Conditions"),
-            ("provenance", "Provenance"))
-DISTRIBUTION_FIELDS = ("count", "min", "mean", "p50", "p90", "p95", "p99", "p999", "max")
-
-
-@dataclass(frozen=True)
-class Section:
-    id: str
-    title: str
-    rows: list[tuple[str, str]]
-
-
-@dataclass(frozen=True)
-class MetricRow:
-    name: str
-    value: str
-    unit: str
-    primary: bool
-
-
-@dataclass(frozen=True)
-class Distribution:
-    name: str
-    unit: str
-    values: list[str]  # in DISTRIBUTION_FIELDS order, "" where absent
-
-
-@dataclass(frozen=True)
-class RunDetail:
-    run: Submission
-    sections: list[Section]
-    metrics: list[MetricRow]
-    distributions: list[Distribution]
-    steady_state: dict[str, Any]
-    caveats: list[Any]
-    audit: AuditEntry | None
-    comparable: list[Submission]
-    comparable_total: int
-    raw_json: str
-
-
-def _label(path: tuple[str, ...]) -> str:
-    parts = []
-    for part in path:
-        if part.isdigit():
-            parts.append(f"#{int(part) + 1}")
-        else:
-            parts.append(part.replace("_", " "))
-    return " › ".join(parts)
-
-
-def _flatten(value: Any, path: tuple[str, ...] = ()) -> list[tuple[str, str]]:
-    if isinstance(value, dict):
-        return [row for key, child in value.items() for row in _flatten(child, (*path, str(key)))]
-    if isinstance(value, list) and any(isinstance(v, dict | list) for v in value):
-        return [row for i, child in enumerate(value) for row in _flatten(child, (*path, str(i)))]
-    return [(_label(path), comparability.display(value))]
-
-
-def _metrics(metrics: Mapping[str, Any]) -> tuple[list[MetricRow], list[Distribution]]:
-    primary = str(metrics.get("primary", ""))
-    scalars, distributions = [], []
-    for name, value in metrics.items():
-        if name == "primary":
-            continue
-        if isinstance(value, dict) and any(k in value for k in ("p50", "p99", "mean")):
-            distributions.append(Distribution(name, str(value.get("unit", "")), [
-                comparability.display(value[k]) if k in value else "" for k in DISTRIBUTION_FIELDS]))
-        elif isinstance(value, dict):
-            main = value.get("value", value.get("seconds"))
-            rest = ", ".join(f"{k.replace('_', ' ')} {comparability.display(v)}" for k, v in value.items()
-                             if k not in ("value", "unit") and not isinstance(v, dict | list))
-            shown = comparability.display(main) if main is not None else rest
-            scalars.append(MetricRow(name.replace("_", " "), shown + (f" ({rest})" if main is not None and rest
-                                                                      else ""),
-                                     str(value.get("unit", "s" if "seconds" in value else "")),
-                                     primary.partition(".")[0] == name))
-        else:
-            scalars.append(MetricRow(name.replace("_", " "), comparability.display(value), "", False))
-    return scalars, distributions
-
-
-def run_detail(*, run: Submission, comparable_limit: int = 20) -> RunDetail:
-    """Everything the run page shows, read from the stored document: 3 queries besides the run itself."""
-    doc = run.document
-    sections = [Section(key, title, _flatten(doc.get(key) or {})) for key, title in SECTIONS if doc.get(key)]
-    metrics, distributions = _metrics(doc.get("metrics") or {})
-    caveats = statistics.caveats(doc)
-    audit = AuditEntry.objects.filter(kind="run.submitted", subject=run.digest).order_by("seq").first()
-    others = comparable_runs(run=run, axis="system")
-    comparable = list(others[:comparable_limit])
-    total = len(comparable) if len(comparable) < comparable_limit else others.count()
-    return RunDetail(run=run, sections=sections, metrics=metrics, distributions=distributions,
-                     steady_state=(doc.get("conditions") or {}).get("steady_state") or {}, caveats=caveats,
-                     audit=audit, comparable=comparable, comparable_total=total,
-                     raw_json=json.dumps(doc, indent=2, ensure_ascii=False))

@@ -9,11 +9,12 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 import protocol
-from protocol.comparability import comparability_key
+from protocol.comparability import comparability_keys
 from registry.choices import AuditKind
 from registry.exceptions import RegistryError
 from registry.models import ApiToken, Submission, Withdrawal
 from registry.services.audit import audit_append
+from registry.services.catalogue import catalogue_run_added, catalogue_run_withdrawn
 
 
 class InvalidDocument(RegistryError):
@@ -54,20 +55,25 @@ def submission_create(*, document: bytes | str | dict[str, Any], submitted_by: A
         return existing, False
 
 
+def _key_columns(document: dict[str, Any]) -> dict[str, str]:
+    keys = comparability_keys(document)
+    return {"comparability_key": keys["system"], "comparability_key_software": keys["software"],
+            "comparability_key_precision": keys["precision"]}
+
+
 @transaction.atomic
 def _store(checked: protocol.Checked, submitted_by: AbstractBaseUser, token: ApiToken | None) -> Submission:
     summary = checked.summary
     run = Submission.objects.create(
         digest=checked.digest, document=checked.document, canonical=checked.canonical.decode(),
-        comparability_key=comparability_key(checked.document, "system"),
-        comparability_key_software=comparability_key(checked.document, "software"),
-        comparability_key_precision=comparability_key(checked.document, "precision"), **summary.columns(),
+        **_key_columns(checked.document), **summary.columns(),
         submitted_by=submitted_by, submitted_by_name=submitted_by.get_username(), token=token,
         submitted_at=timezone.now(),
     )
     audit_append(kind=AuditKind.RUN_SUBMITTED, actor=submitted_by.get_username(), subject=run.digest,
                  payload={"run": run.pk, "token": token.prefix if token else None,
                           "workload": summary.workload_name, "system": summary.system_name})
+    catalogue_run_added(run=run)  # the catalogue's derived counts, exact in the same transaction
     return run
 
 
@@ -82,4 +88,5 @@ def submission_withdraw(*, submission: Submission, reason: str, actor: AbstractB
                                            withdrawn_by_name=actor.get_username(), withdrawn_at=timezone.now())
     audit_append(kind=AuditKind.RUN_WITHDRAWN, actor=actor.get_username(), subject=submission.digest,
                  payload={"run": submission.pk, "reason": withdrawal.reason})
+    catalogue_run_withdrawn(run=submission)
     return withdrawal

@@ -99,3 +99,11 @@ def test_every_error_is_reported_at_once() -> None:
     codes = {e.code for e in refused.value.errors}
     assert {"not-allowed-value", "unknown-field", "too-few-samples-for-percentile",
             "finished-before-started"} <= codes
+
+
+def test_a_wrongly_shaped_value_is_a_schema_error_not_a_crash() -> None:
+    """Found by the property test: a list where a format belongs crashed a semantic rule (a 500)."""
+    document = apply(load_example(TRAINING), {"/precision/weights": []})
+    with pytest.raises(protocol.Invalid) as refused:
+        protocol.check(document)
+    assert ("/precision/weights", "not-allowed-value") in {(e.pointer, e.code) for e in refused.value.errors}

@@ -117,3 +117,17 @@ def test_both_validators_agree_on_timestamps(server_example, when: str) -> None:
     except Exception:
         fast = False
     assert fast == reference, when
+
+
+def test_a_large_integral_float_keeps_its_identity_through_the_canonical_form(server_example) -> None:
+    """Found by hypothesis: 7.08e16 is written as 70800000000000000 and must read back as the same number."""
+    server_example["system"]["accelerators"][0]["power_limit_w"] = 7.08e16
+    first = protocol.check(server_example)
+    again = protocol.check(first.canonical)
+    assert again.digest == first.digest
+
+
+def test_an_integer_literal_no_double_holds_is_refused_with_its_pointer() -> None:
+    with pytest.raises(protocol.Invalid) as refused:
+        protocol.parse_json(b'{"a": [9007199254740993]}')
+    assert (refused.value.errors[0].pointer, refused.value.errors[0].code) == ("/a/0", "integer-out-of-range")

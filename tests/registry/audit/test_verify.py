@@ -119,6 +119,14 @@ def test_an_edited_index_column_or_withdrawal_reason_is_caught(user, server_exam
     assert f"run {runs[2].pk}: its withdrawal reason differs from audit entry #4" in out
 
 
+def test_an_edited_software_summary_is_caught(user, server_example):
+    runs = _log(user, server_example)
+    _as_superuser("UPDATE registry_submission SET software_summary = 'torch 9.9.9' WHERE id = %s", [runs[1].pk])
+    ok, out = _verify()
+    assert not ok
+    assert f"run {runs[1].pk}: columns differ from the canonical text: software_summary" in out
+
+
 def test_a_checkpoint_file_signed_by_another_key_or_for_a_longer_log_is_refused(user, server_example, tmp_path,
                                                                                  settings):
     _log(user, server_example)

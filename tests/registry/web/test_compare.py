@@ -48,8 +48,36 @@ def test_an_accepted_comparison_is_stored_and_shown_with_statistics(viewer: Any,
     assert response["Location"] == f"/comparisons/{comparison.pk}/"
     html = client.get(response["Location"]).content.decode()
     for text in ("Comparable: these runs answer the same question", "Statistics", "Side by side",
-                 "software.driver.version", "Caveats", "Request decision report", "<svg"):
+                 "software.driver.version", "Caveats", "Request decision report",
+                 f'<img src="/comparisons/{comparison.pk}/charts/headline.svg"'):
         assert text in html, text
+
+
+def test_charts_are_drawn_on_their_own_requests_not_the_pages(
+        viewer: Any, fleet: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    from registry import charts
+
+    comparison, _ = comparison_create(runs=[fleet["a"], fleet["b"], fleet["c"]], axis="system", created_by=viewer)
+    drawn: list[str] = []
+    draw = charts.throughput_chart
+    monkeypatch.setattr(charts, "throughput_chart", lambda *a: drawn.append("headline") or draw(*a))
+    client = signed_in(viewer)
+    html = client.get(f"/comparisons/{comparison.pk}/").content.decode()
+    assert drawn == [] and "<svg" not in html
+    urls = [u for u in (f"/comparisons/{comparison.pk}/charts/{n}.svg" for n in ("headline", "latency", "load",
+                                                                                 "derived")) if u in html]
+    assert urls[0].endswith("/headline.svg")
+    for url in urls:
+        response = client.get(url)
+        assert response.status_code == 200 and response["Content-Type"] == "image/svg+xml", url
+        assert response.content.startswith(b"<svg") and b"<script" not in response.content
+        assert "default-src 'none'" in response["Content-Security-Policy"]
+    client.get(urls[0])
+    assert drawn == ["headline"]  # once per comparison digest, then from the cache
+    assert client.get(f"/comparisons/{comparison.pk}/charts/nonsense.svg").status_code == 404
+    from django.test import Client
+
+    assert Client().get(urls[0]).status_code == 302  # to the sign-in page, like the comparison page itself
 
 
 def test_fewer_than_two_runs_is_explained(viewer: Any, fleet: dict[str, Any]) -> None:

@@ -1,0 +1,47 @@
+"""The catalogue's summary table: a derived index over runs, not evidence."""
+
+from __future__ import annotations
+
+from django.db import models
+
+# The columns a cell is keyed by: every column the catalogue filters or groups on except free text, plus what
+# a comparable set's headline is read with. Same names as on Submission, so one Q filters both.
+CELL_KEY = ("comparability_key", "phase", "workload_name", "workload_version", "scenario_kind",
+            "precision_weights", "batch_size", "accelerator_model", "accelerator_vendor", "software_summary",
+            "headline_metric", "headline_unit", "headline_lower_is_better", "withdrawn")
+
+
+class CatalogueCell(models.Model):
+    """How many runs share one combination of the catalogue's facet values, with their headline range.
+
+    One row per distinct CELL_KEY among the runs (`withdrawn`: whether the run has a withdrawal), kept exact in
+    the same transaction as each new run and each withdrawal (registry.services.catalogue), so facet counts, set
+    sizes and totals are GROUP BYs over cells (one per combination actually stored, not one per run). A cell with
+    no run left is deleted. It is derived data, recomputable at any time from the runs with
+    `manage.py rebuild_catalogue`, and is not append-only.
+    """
+
+    comparability_key = models.CharField(max_length=71)
+    phase = models.CharField(max_length=20)
+    workload_name = models.CharField(max_length=200)
+    workload_version = models.CharField(max_length=100)
+    scenario_kind = models.CharField(max_length=40)
+    precision_weights = models.CharField(max_length=20)
+    batch_size = models.PositiveIntegerField()
+    accelerator_model = models.CharField(max_length=500)
+    accelerator_vendor = models.CharField(max_length=200)
+    software_summary = models.CharField(max_length=500)
+    headline_metric = models.CharField(max_length=60)
+    headline_unit = models.CharField(max_length=20, help_text='"" where the runs state no unit (NULL on runs)')
+    headline_lower_is_better = models.BooleanField()
+    withdrawn = models.BooleanField()
+
+    runs = models.PositiveIntegerField()
+    headline_low = models.FloatField(null=True, help_text="smallest headline value of the cell's runs")
+    headline_high = models.FloatField(null=True, help_text="largest headline value of the cell's runs")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=list(CELL_KEY), name="catalogue_cell_key")]
+
+    def __str__(self) -> str:
+        return f"{self.runs} run(s) {self.workload_name} {self.precision_weights} on {self.accelerator_model}"

@@ -1,0 +1,130 @@
+"""The catalogue's summary table (CatalogueCell): kept exact as runs arrive and are withdrawn, rebuilt on demand.
+
+Callers are the services that store runs and withdrawals (registry.services.submissions), inside their own
+transaction, after the audit entry: the audit head row is locked by then, so changes to cells are serialised
+anyway; the increments below are race-safe on their own all the same (conditional UPDATE, then an INSERT in a
+savepoint that falls back to the UPDATE if another transaction created the cell first).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import Count, Exists, F, Max, Min, OuterRef, QuerySet, Value
+from django.db.models.functions import Coalesce, Greatest, Least
+
+from registry.models import CatalogueCell, Submission, Withdrawal
+from registry.models.catalogue import CELL_KEY
+
+logger = logging.getLogger(__name__)
+
+
+def _key(run: Submission, *, withdrawn: bool) -> dict[str, Any]:
+    key = {name: getattr(run, name) for name in CELL_KEY if name != "withdrawn"}
+    key["headline_unit"] = key["headline_unit"] or ""
+    return {**key, "withdrawn": withdrawn}
+
+
+def _grow(value: float | None) -> dict[str, Any]:
+    """The UPDATE that counts one more run of headline `value` (NULL bounds taken as unset, on every database)."""
+    changes: dict[str, Any] = {"runs": F("runs") + 1}
+    if value is not None:
+        changes["headline_low"] = Least(Coalesce("headline_low", Value(value)), Value(value))
+        changes["headline_high"] = Greatest(Coalesce("headline_high", Value(value)), Value(value))
+    return changes
+
+
+def _add(key: dict[str, Any], value: float | None) -> None:
+    cells = CatalogueCell.objects.filter(**key)
+    if cells.update(**_grow(value)):
+        return
+    try:
+        with transaction.atomic():  # a savepoint: a lost race must not abort the caller's transaction
+            CatalogueCell.objects.create(**key, runs=1, headline_low=value, headline_high=value)
+    except IntegrityError:
+        cells.update(**_grow(value))  # another transaction created the cell between our UPDATE and INSERT
+
+
+def _remove(key: dict[str, Any], value: float | None) -> None:
+    """Count one run fewer; the cell goes at zero, and its headline range is re-read if the run was at an end."""
+    cells = CatalogueCell.objects.filter(**key)
+    if not cells.update(runs=F("runs") - 1):  # locks the cell for the rest of the transaction
+        # The index missed this run (rows inserted around the services): the withdrawal, which is evidence, goes on.
+        logger.error("no catalogue cell counts this run (%s): run `manage.py rebuild_catalogue`", key)
+        return
+    cells.filter(runs=0).delete()
+    bounds = cells.values("headline_low", "headline_high").first()
+    if value is not None and bounds is not None and value in bounds.values():
+        runs = _runs(withdrawn=key["withdrawn"]).filter(**_as_run_filter(key))
+        cells.update(**runs.aggregate(headline_low=Min("headline_value"), headline_high=Max("headline_value")))
+
+
+def _headline(run: Submission) -> float | None:
+    # A new run holds the document's number as given (an int for "value": 2560): a float, like the column.
+    return None if run.headline_value is None else float(run.headline_value)
+
+
+def catalogue_run_added(*, run: Submission) -> None:
+    """Count a newly stored run. Call inside the transaction that stores it."""
+    _add(_key(run, withdrawn=False), _headline(run))
+
+
+def catalogue_run_withdrawn(*, run: Submission) -> None:
+    """Move a run to the withdrawn cells. Call inside the transaction that stores its withdrawal, after it."""
+    _remove(_key(run, withdrawn=False), _headline(run))
+    _add(_key(run, withdrawn=True), _headline(run))
+
+
+def _runs(withdrawn: bool | None = None) -> QuerySet[Submission]:
+    """Runs annotated with the cell columns that are not plain columns (withdrawn, and the unit as in cells)."""
+    runs = Submission.objects.annotate(withdrawn=Exists(Withdrawal.objects.filter(submission=OuterRef("pk"))),
+                                       cell_unit=Coalesce("headline_unit", Value("")))
+    return runs if withdrawn is None else runs.filter(withdrawn=withdrawn)
+
+
+def _as_run_filter(key: dict[str, Any]) -> dict[str, Any]:
+    """A cell's key as a filter on `_runs()`: comparability_key first, so it is one index lookup."""
+    names = [n for n in CELL_KEY if n not in ("withdrawn", "headline_unit")]
+    return {**{n: key[n] for n in names}, "cell_unit": key["headline_unit"]}
+
+
+def catalogue_cells_from_runs() -> list[dict[str, Any]]:
+    """The cells as the runs say they should be: one GROUP BY over every run."""
+    names = [n for n in CELL_KEY if n != "headline_unit"]
+    grouped = (_runs().values(*names, "cell_unit")
+               .annotate(runs=Count("*"), headline_low=Min("headline_value"), headline_high=Max("headline_value"))
+               .order_by())
+    return [{**{n: row[n] for n in names}, "headline_unit": row["cell_unit"], "runs": row["runs"],
+             "headline_low": row["headline_low"], "headline_high": row["headline_high"]} for row in grouped]
+
+
+@transaction.atomic
+def catalogue_rebuild() -> tuple[int, int]:
+    """Recompute every cell from the runs (repair; idempotent). Returns (cells before, cells after).
+
+    The table is locked for the rebuild on PostgreSQL, so no run is counted in between and lost.
+    """
+    from django.db import connection
+
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(f"LOCK TABLE {CatalogueCell._meta.db_table} IN EXCLUSIVE MODE")
+    before = CatalogueCell.objects.count()
+    CatalogueCell.objects.all().delete()
+    cells = [CatalogueCell(**row) for row in catalogue_cells_from_runs()]
+    CatalogueCell.objects.bulk_create(cells, batch_size=2000)
+    return before, len(cells)
+
+
+def catalogue_cells_differ() -> list[str]:
+    """What differs between the stored cells and the runs (empty when exact): for tests and `rebuild --check`."""
+    fields = [*CELL_KEY, "runs", "headline_low", "headline_high"]
+    stored = {tuple(row[n] for n in CELL_KEY): row for row in CatalogueCell.objects.values(*fields)}
+    wanted = {tuple(row[n] for n in CELL_KEY): row for row in catalogue_cells_from_runs()}
+    problems = [f"missing cell {k}" for k in wanted.keys() - stored.keys()]
+    problems += [f"extra cell {k}" for k in stored.keys() - wanted.keys()]
+    problems += [f"cell {k}: stored {stored[k]}, runs say {wanted[k]}" for k in stored.keys() & wanted.keys()
+                 if any(stored[k][n] != wanted[k][n] for n in ("runs", "headline_low", "headline_high"))]
+    return problems
