@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.migrations.executor import MigrationExecutor
 from gunicorn.app.base import BaseApplication
 
 from registry.wsgi import application
@@ -39,4 +41,15 @@ class Command(BaseCommand):
         parser.add_argument("--threads", type=int, default=4)
 
     def handle(self, *args: Any, bind: str, workers: int, threads: int, **options: Any) -> None:
+        pending = pending_migrations()
+        if pending:
+            raise CommandError(f"the database needs {len(pending)} migration(s) ({pending[0]} first): "
+                               "run `benchreg migrate` (or `benchreg demo`, which migrates) before serving")
         serve(bind=bind, workers=workers, threads=threads)
+
+
+def pending_migrations() -> list[str]:
+    """Migrations not yet applied to the default database, as 'app.name', in the order they would run."""
+    executor = MigrationExecutor(connections[DEFAULT_DB_ALIAS])
+    plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    return [f"{migration.app_label}.{migration.name}" for migration, _ in plan]
