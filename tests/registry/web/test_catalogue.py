@@ -173,3 +173,17 @@ def test_a_withdrawal_changes_the_data_version_too(browser_client: Any, fleet: d
     assert "<strong>5</strong> runs match" in browser_client.get("/").content.decode()
     submission_withdraw(submission=fleet["c"], reason="bad", actor=admin_user)
     assert "<strong>4</strong> runs match" in browser_client.get("/").content.decode()
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(("filters", "q", "include"), [
+    ({}, "lab", False), ({"precision": "bf16"}, "lab", True), ({"batch": "many"}, "lab", False),
+    ({"vendor": "NVIDIA", "scenario": "server"}, "h100", False), ({}, "no-such-thing", False),
+])
+def test_the_single_scan_search_summary_equals_the_grouped_python_one(fleet: dict[str, Any], filters: dict,
+                                                                      q: str, include: bool) -> None:
+    """PostgreSQL counts a search's facets and sets in one GROUPING SETS scan; it must agree exactly."""
+    from registry.selectors import catalogue
+
+    query = CatalogueQuery(filters=filters, q=q, include_withdrawn=include)
+    assert catalogue._summary_from_runs_postgres(query) == catalogue._summary_from_runs(query)
