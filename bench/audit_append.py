@@ -23,9 +23,10 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
+
+from bench import scratch
 
 SCRATCH_DB = "benchreg_bench"
 
@@ -38,16 +39,12 @@ def rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def with_database(url: str, name: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(path=f"/{name}"))
-
-
 def recreate_scratch(url: str, *, drop_only: bool = False) -> None:
-    with psycopg.connect(with_database(url, "postgres"), autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {SCRATCH_DB} WITH (FORCE)")
-        if not drop_only:
-            conn.execute(f"CREATE DATABASE {SCRATCH_DB}")
+    admin = scratch.database_url(url, "postgres")
+    if drop_only:
+        scratch.drop(admin, SCRATCH_DB)
+    else:
+        scratch.recreate(admin, SCRATCH_DB)
 
 
 def setup_django(url: str) -> None:
@@ -210,13 +207,13 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit("bench.audit_append needs DATABASE_URL=postgres://... (it creates and drops a scratch database)")
     size = args.n or (20_000 if args.quick else 1_000_000)
     threads, appends = ([1, 4], 400) if args.quick else ([1, 4, 8, 16], 4000)
-    scratch = with_database(url, SCRATCH_DB)
+    scratch_url = scratch.database_url(url, SCRATCH_DB)
     print(f"benchreg audit log on PostgreSQL: Python {platform.python_version()} on {platform.machine()}, "
           f"{os.cpu_count()} CPUs; scratch database {SCRATCH_DB}")
     recreate_scratch(url)
     try:
-        setup_django(scratch)
-        bench_appends(scratch, threads, appends)
+        setup_django(scratch_url)
+        bench_appends(scratch_url, threads, appends)
         print(f"\n  (loaded {size:,} synthetic entries with COPY in {load_synthetic(size):,.1f} s, not counted)")
         from registry.selectors.audit import audit_size
 

@@ -17,10 +17,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 import psycopg
+
+from bench import scratch
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRATCH = "benchreg_bench_compare"
@@ -58,10 +59,7 @@ COLUMNS = (
 
 
 def _setup(admin_url: str) -> str:
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {SCRATCH} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {SCRATCH}")
-    url = urlunsplit(urlsplit(admin_url)._replace(path=f"/{SCRATCH}"))
+    url = scratch.recreate(admin_url, SCRATCH)
     os.environ.update(
         DATABASE_URL=url, BENCHREG_DATA_DIR=tempfile.mkdtemp(), DJANGO_SETTINGS_MODULE="registry.settings"
     )
@@ -204,8 +202,7 @@ def main() -> None:
         from django.db import connections
 
         connections.close_all()
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {SCRATCH} WITH (FORCE)")
+        scratch.drop(admin_url, SCRATCH)
 
 
 if __name__ == "__main__":

@@ -22,13 +22,13 @@ import time
 import timeit
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import numpy as np
 import psycopg
 
 import protocol
+from bench import scratch
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRATCH = "benchreg_bench_ingest"
@@ -42,22 +42,6 @@ def documents(n: int) -> list[bytes]:
         doc["system"]["name"] = f"bench-node-{i:06d}"
         out.append(json.dumps(doc).encode())
     return out
-
-
-def scratch_url(url: str, name: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(path=f"/{name}"))
-
-
-def recreate_database(admin_url: str) -> None:
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {SCRATCH} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {SCRATCH}")
-
-
-def drop_database(admin_url: str) -> None:
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {SCRATCH} WITH (FORCE)")
 
 
 def free_port() -> int:
@@ -178,8 +162,7 @@ def main() -> None:
     for name, seconds in costs.items():
         print(f"  {name:68s} {seconds * 1e6:9.1f} µs  ({seconds / floor:5.1f}× fastjsonschema)")
 
-    recreate_database(admin_url)
-    url = scratch_url(admin_url, SCRATCH)
+    url = scratch.recreate(admin_url, SCRATCH)
     env = {**os.environ, "DATABASE_URL": url, "BENCHREG_DATA_DIR": tempfile.mkdtemp(), "LOG_LEVEL": "ERROR"}
     server, base, token = start_registry(env, args.workers)
     try:
@@ -191,7 +174,7 @@ def main() -> None:
     finally:
         server.terminate()
         server.wait(10)
-        drop_database(admin_url)
+        scratch.drop(admin_url, SCRATCH)
     api_rate, bare_rate = n / wall, n / bare
     ms = np.array(latencies) * 1000
     print(

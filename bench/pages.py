@@ -26,9 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import psycopg
-
-from bench.ingest import scratch_url
+from bench import scratch
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRATCH = "benchreg_bench_pages"
@@ -42,17 +40,6 @@ ACCELERATORS = (("NVIDIA", "H100 80GB HBM3"), ("NVIDIA", "H200 141GB HBM3e"), ("
 PRECISIONS = ("bf16", "fp16", "fp8", "int8")
 BATCHES = (1, 8, 32, 64)
 TORCH = ("2.11.0", "2.12.0", "2.13.0", "2.13.1", "2.14.0")
-
-
-def recreate_database(admin_url: str) -> None:
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {SCRATCH} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {SCRATCH}")
-
-
-def drop_database(admin_url: str) -> None:
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {SCRATCH} WITH (FORCE)")
 
 
 def _question(base: dict[str, Any], workload: int, precision: str, batch: int) -> dict[str, Any]:
@@ -194,8 +181,7 @@ def main() -> None:
     n = args.runs or (10_000 if args.quick else 100_000)
     repeats = args.repeats or (10 if args.quick else 40)
 
-    recreate_database(admin_url)
-    os.environ["DATABASE_URL"] = scratch_url(admin_url, SCRATCH)
+    os.environ["DATABASE_URL"] = scratch.recreate(admin_url, SCRATCH)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "registry.settings")
     os.environ.setdefault("ALLOWED_HOSTS", "testserver")
     try:
@@ -223,7 +209,7 @@ def main() -> None:
         connection.close()
     finally:
         if not args.keep:
-            drop_database(admin_url)
+            scratch.drop(admin_url, SCRATCH)
 
 
 if __name__ == "__main__":
