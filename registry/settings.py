@@ -25,6 +25,8 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from registry.keyfiles import create_once
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -61,15 +63,7 @@ DATA_DIR.mkdir(parents=True, exist_ok=True)
 def _secret_key() -> str:
     if os.environ.get("SECRET_KEY"):
         return os.environ["SECRET_KEY"]
-    path = DATA_DIR / "secret_key"
-    if not path.exists():
-        # Created with O_EXCL and mode 0600 so two processes starting at once cannot both write it.
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w") as fh:
-                fh.write(secrets.token_urlsafe(50))
-        except FileExistsError:
-            pass
+    path = create_once(DATA_DIR / "secret_key", lambda: secrets.token_urlsafe(50).encode())
     return path.read_text().strip()
 
 

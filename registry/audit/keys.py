@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import base64
 import functools
-import os
-import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +31,7 @@ from protocol.signed_note import (
     signer_key,
     verifier_key,
 )
+from registry.keyfiles import create_once
 
 DEFAULT_ORIGIN = "benchreg.local/audit"
 SIGNER_PREFIX = "PRIVATE+KEY+"
@@ -114,22 +113,5 @@ def _read_file(path: Path, origin: str) -> SignerKey:
 
 
 def _generated(path: Path, origin: str) -> Path:
-    """Create the key file once. O_EXCL makes the first of two racing processes win; the other reads its key."""
-    if path.exists():
-        return path
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    text = signer_key(origin, Ed25519PrivateKey.generate()) + "\n"
-    # Written to a temporary name and linked into place, so a reader never sees a half-written key.
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.link(tmp, path)  # fails with FileExistsError if another process got there first, like O_EXCL
-    except FileExistsError:
-        pass
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
+    """Create the key file once; of two racing processes the first one's key wins and both use it."""
+    return create_once(path, lambda: (signer_key(origin, Ed25519PrivateKey.generate()) + "\n").encode())

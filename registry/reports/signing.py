@@ -20,7 +20,6 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import io
-import os
 import re
 import secrets
 from dataclasses import dataclass
@@ -41,6 +40,8 @@ from pyhanko.sign import fields, signers
 from pyhanko.sign.signers.constants import ESIC_EXTENSION_1
 from pyhanko.sign.timestamps.dummy_client import DummyTimeStamper
 from pyhanko_certvalidator.registry import SimpleCertificateStore
+
+from registry.keyfiles import create_once
 
 GENERATED_FILE = "report-signing.pem"
 SIGNATURE_FIELD = "BenchregReportSignature"
@@ -193,24 +194,8 @@ def _read_generated(path: Path) -> SigningIdentity:
 
 
 def _generated(path: Path) -> Path:
-    """Create the identity file once. os.link fails if another process got there first; that one's file wins."""
-    if path.exists():
-        return path
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    text = _new_identity_pem()
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.link(tmp, path)
-    except FileExistsError:
-        pass
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
+    """Create the identity file once; of two racing processes the first one's file wins and both use it."""
+    return create_once(path, _new_identity_pem)
 
 
 def _new_identity_pem() -> bytes:
