@@ -70,9 +70,12 @@ class Submission(AppendOnlyModel):
             # both sort orders: vendor-specific, so created by migration 0007 only there (not model state).
         ]
 
+    # The column holding the comparability key of each axis.
+    KEY_COLUMNS = {"system": "comparability_key", "software": "comparability_key_software",
+                   "precision": "comparability_key_precision"}
+
     def key_for(self, axis: str) -> str:
-        return {"system": self.comparability_key, "software": self.comparability_key_software,
-                "precision": self.comparability_key_precision}[axis]
+        return getattr(self, self.KEY_COLUMNS[axis])
 
     def __str__(self) -> str:
         return f"run {self.pk} {self.workload_name} {self.scenario_kind} {self.precision_weights} on {self.system_name}"

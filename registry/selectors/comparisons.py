@@ -17,9 +17,7 @@ def comparable_runs(*, run: Submission, axis: str, include_withdrawn: bool = Fal
     if axis not in comparability.contract().axes:
         raise RegistryError(f"unknown axis {axis!r}; choose from {', '.join(comparability.contract().axes)}",
                             code="unknown-axis")
-    column = {"system": "comparability_key", "software": "comparability_key_software",
-              "precision": "comparability_key_precision"}[axis]
-    runs = submission_list().filter(**{column: run.key_for(axis)}).exclude(pk=run.pk)
+    runs = submission_list().filter(**{Submission.KEY_COLUMNS[axis]: run.key_for(axis)}).exclude(pk=run.pk)
     return runs if include_withdrawn else runs.filter(withdrawal__isnull=True)
 
 

@@ -56,9 +56,7 @@ def submission_create(*, document: bytes | str | dict[str, Any], submitted_by: A
 
 
 def _key_columns(document: dict[str, Any]) -> dict[str, str]:
-    keys = comparability_keys(document)
-    return {"comparability_key": keys["system"], "comparability_key_software": keys["software"],
-            "comparability_key_precision": keys["precision"]}
+    return {Submission.KEY_COLUMNS[axis]: key for axis, key in comparability_keys(document).items()}
 
 
 @transaction.atomic

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 
 import pytest
@@ -11,32 +10,19 @@ from django.test.utils import CaptureQueriesContext
 
 from registry.models import AuditEntry, Comparison
 from registry.services.submissions import submission_create, submission_withdraw
+from tests.documents import variant
 
 pytestmark = pytest.mark.django_db
-
-
-def _variant(document, system, throughput=None, **edits):
-    doc = copy.deepcopy(document)
-    doc["system"]["name"] = system
-    if throughput is not None:
-        doc["metrics"]["throughput"]["value"] = throughput
-    for path, value in edits.items():
-        node = doc
-        *parents, last = path.split(".")
-        for part in parents:
-            node = node[part]
-        node[last] = value
-    return doc
 
 
 @pytest.fixture
 def fleet(user, server_example, offline_example):
     """Three comparable server runs on different systems, one int8 variant, one offline CPU run."""
     a, _ = submission_create(document=server_example, submitted_by=user)
-    b, _ = submission_create(document=_variant(server_example, "lab-h200-02", 1500.0), submitted_by=user)
-    c, _ = submission_create(document=_variant(server_example, "lab-mi300-01", 1400.0,
+    b, _ = submission_create(document=variant(server_example, "lab-h200-02", 1500.0), submitted_by=user)
+    c, _ = submission_create(document=variant(server_example, "lab-mi300-01", 1400.0,
                                                **{"software.driver.version": "999.1"}), submitted_by=user)
-    int8 = _variant(server_example, "lab-h100-09", 1600.0, **{"precision.weights": "int8"})
+    int8 = variant(server_example, "lab-h100-09", 1600.0, **{"precision.weights": "int8"})
     int8["precision"]["quantization"] = {"method": "dynamic", "granularity": "per-channel", "library": "x"}
     d, _ = submission_create(document=int8, submitted_by=user)
     e, _ = submission_create(document=offline_example, submitted_by=user)

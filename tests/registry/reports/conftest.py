@@ -17,6 +17,7 @@ from django.test import override_settings
 from registry.audit.keys import checkpoint_key
 from registry.reports.signing import signing_identity
 from registry.reports.verify import Verdict, load_certificates, verify_report
+from tests import documents
 from tests.conftest import load_example
 
 DECISION = "inference hardware for decoder-small, bf16, p99 TTFT under 500 ms at 200 requests/s"
@@ -27,15 +28,7 @@ SIZING = {"target_load": 200, "load_unit": "requests/s",
 
 def variant(system: str, throughput: float, seed: int | None = None, **edits: Any) -> dict[str, Any]:
     """The server example on another system; with `seed`, raw TTFT and throughput samples (so intervals exist)."""
-    doc = load_example("inference-server-h100-bf16")
-    doc["system"]["name"] = system
-    doc["metrics"]["throughput"]["value"] = throughput
-    for path, value in edits.items():
-        node = doc
-        *parents, last = path.split(".")
-        for part in parents:
-            node = node[part]
-        node[last] = value
+    doc = documents.variant(load_example("inference-server-h100-bf16"), system, throughput, **edits)
     if seed is not None:
         rng = random.Random(seed)
         scale = 1260.8 / throughput

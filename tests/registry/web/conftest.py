@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator
 from typing import Any
 
@@ -11,21 +10,7 @@ from django.contrib.auth.models import Group
 from django.test import Client
 
 from registry.services.submissions import submission_create
-
-
-def variant(document: dict[str, Any], system: str, throughput: float | None = None, **edits: Any) -> dict[str, Any]:
-    """A copy of `document` on another system, with dotted-path edits ("precision.weights": "int8")."""
-    doc = copy.deepcopy(document)
-    doc["system"]["name"] = system
-    if throughput is not None:
-        doc["metrics"]["throughput"]["value"] = throughput
-    for path, value in edits.items():
-        node = doc
-        *parents, last = path.split(".")
-        for part in parents:
-            node = node[part]
-        node[last] = value
-    return doc
+from tests.documents import variant
 
 
 def _user(django_user_model: Any, name: str, role: str | None) -> Any:
