@@ -137,7 +137,7 @@ def host_settings() -> dict[str, str | int | float | bool | None]:
     return out
 
 
-def capture(device: str = "cpu") -> dict[str, Any]:
+def capture(device: str = "cpu", device_uuid: str | None = None) -> dict[str, Any]:
     """The environment: {"system": ..., "software": ..., "inventory": ...}.
 
     `system` and `software` are protocol sections (without `software.frameworks`, which the backend that
@@ -145,7 +145,8 @@ def capture(device: str = "cpu") -> dict[str, Any]:
     """
     system_notes: dict[str, str] = {}
     host, all_flags = host_section(system_notes)
-    gpus = nvml.inventory() if device == "cuda" else nvml.Inventory([], None, {}, "not a CUDA run")
+    gpus = (nvml.inventory(device_uuid, os.environ.get("CUDA_VISIBLE_DEVICES")) if device == "cuda"
+            else nvml.Inventory([], None, {}, "not a CUDA run"))
     if gpus.reason:
         system_notes["accelerators"] = gpus.reason
     load = os.getloadavg() if hasattr(os, "getloadavg") else None

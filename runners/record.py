@@ -9,6 +9,7 @@ over the window only) and finally `document(...)` builds the document and passes
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -46,7 +47,8 @@ class Recorder:
     def __init__(self, backend: Backend, phase: str, submitter: str) -> None:
         self.started_at = now()
         self.backend, self.phase, self.submitter = backend, phase, submitter
-        self.env = environment.capture(backend.device)
+        self._uuid = backend.device_uuid()
+        self.env = environment.capture(backend.device, self._uuid)
         self.readings = Readings()
         self._rapl: telemetry.RaplMeter | None = None
         self._gpu: nvml.GpuSampler | None = None
@@ -56,7 +58,7 @@ class Recorder:
         self.backend.reset_peak_memory()
         notes = self.readings.notes
         if self.backend.device == "cuda":
-            self._gpu, reason = nvml.GpuSampler.start()
+            self._gpu, reason = nvml.GpuSampler.start(self._uuid, os.environ.get("CUDA_VISIBLE_DEVICES"))
         else:
             self._rapl, reason = telemetry.RaplMeter.start()
             self.readings.start_c, temp_reason = telemetry.cpu_temperature()
@@ -71,7 +73,9 @@ class Recorder:
             r.gpu = self._gpu.stop()
             r.joules, r.energy_source = r.gpu["joules"], "nvml"
             r.start_c, r.end_c = r.gpu["start_c"], r.gpu["end_c"]
-            r.seconds = None  # the caller knows the window's duration
+            # The counter accumulated over the window's wall-clock time (warm-ups between repetitions and
+            # all), so that, not the sum of timed repetitions, is what average power divides by.
+            r.seconds = r.gpu["seconds"]
         elif self._rapl is not None:
             r.joules, r.seconds = self._rapl.stop()
             r.energy_source = "rapl"
@@ -89,7 +93,8 @@ class Recorder:
         if r.joules is None or r.energy_source is None:
             return None
         seconds = r.seconds or window_seconds
-        scope = "GPU 0 board" if r.energy_source == "nvml" else "CPU packages (all processes)"
+        scope = (f"GPU board, {r.gpu.get('device')}" if r.energy_source == "nvml"
+                 else "CPU packages (all processes)")
         return {"joules": round(r.joules, 3), "average_power_w": round(r.joules / seconds, 3),
                 "source": r.energy_source, "scope": scope}
 

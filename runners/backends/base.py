@@ -56,6 +56,9 @@ class Backend(Protocol):
     def synchronize(self) -> None:
         """Wait for all queued device work (a no-op on CPU)."""
 
+    def device_uuid(self) -> str | None:
+        """The UUID of the accelerator the runs execute on (None on CPU): how its telemetry is found."""
+
     def build(self, workload: Workload, precision: str, seed: int) -> Any:
         """The inference model for `workload` at `precision`, weights from `seed`, ready to run."""
 

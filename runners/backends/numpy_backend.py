@@ -99,6 +99,9 @@ class NumpyBackend:
     def build(self, workload: Workload, precision: str, seed: int) -> MLP | Transformer:
         return Transformer.create(workload, seed) if workload.is_transformer else MLP.create(workload, seed)
 
+    def device_uuid(self) -> str | None:
+        return None
+
     def to_device(self, array: np.ndarray) -> np.ndarray:
         return array
 

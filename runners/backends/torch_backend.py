@@ -134,6 +134,12 @@ class TorchBackend:
         if self.device == "cuda":
             torch.cuda.synchronize()
 
+    def device_uuid(self) -> str | None:
+        if self.device != "cuda":
+            return None
+        uuid = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "uuid", None)
+        return str(uuid) if uuid is not None else None
+
     def autocast(self, precision: str) -> Any:
         if precision in AUTOCAST:
             return torch.autocast(device_type=self.device, dtype=AUTOCAST[precision])
