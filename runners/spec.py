@@ -113,3 +113,32 @@ class RunSpec:
             return {"ttft_p99": self.ttft_slo_ms or base["ttft_p99"],
                     "tpot_p99": self.tpot_slo_ms or base["tpot_p99"]}
         return {"latency_p99": self.latency_slo_ms or DEFAULT_LATENCY_SLO_MS}
+
+
+def expected_fields(spec: RunSpec) -> dict[str, Any]:
+    """What the document a run of `spec` produces must state, by JSON pointer.
+
+    The registry holds an agent's run to this before linking it to its job ("vouched" means the run is
+    the job it was given). Only what the spec fixes is listed: what the runner measures is not.
+    """
+    r = spec.resolved()
+    out: dict[str, Any] = {"/phase": r.phase, "/workload/name": r.workload, "/scenario/kind": r.scenario,
+                           "/workload/shape/batch_size": r.batch_size}
+    # The backends' precision sections (runners/backends): int8 and fp8 are weight formats, the others
+    # the format activations are computed in (weights stay fp32 under autocast).
+    if r.precision == "int8":
+        out["/precision/weights"] = "int8"
+    elif r.precision == "fp8":
+        out["/precision/weights"] = "fp8-e4m3"
+    else:
+        out["/precision/activations"] = r.precision
+    if r.sequence_length is not None:
+        out["/workload/shape/sequence_length"] = r.sequence_length
+    if r.output_tokens is not None:
+        out["/workload/shape/output_tokens"] = r.output_tokens
+    if r.phase == "inference":
+        out["/conditions/window/repetitions"] = r.repetitions
+    if r.scenario == "server":
+        out["/scenario/target_qps"] = r.target_qps
+        out["/scenario/concurrency"] = r.concurrency
+    return out

@@ -32,6 +32,7 @@ from registry.selectors.agents import agent_for_token
 from registry.services.audit import audit_append
 from runners.agent import jobs as agent_jobs
 from runners.api import RunSpec
+from runners.spec import expected_fields
 
 log = logging.getLogger(__name__)
 
@@ -245,6 +246,7 @@ def job_submission_create(*, checked: protocol.Checked, submitted_by: AbstractBa
                               code="job-has-run")
         if job.status not in (JobStatus.CLAIMED, JobStatus.RUNNING):
             raise JobConflict(f"job {job.pk} is {job.status}: it takes no run", code="job-finished")
+        _check_run_matches_job(job, checked.document)
         run = existing or _store(checked, submitted_by, token)
         if not Job.objects.filter(pk=job.pk, run__isnull=True).update(
                 run=run, status=JobStatus.SUBMITTED, finished_at=timezone.now(), lease_expires_at=None,
@@ -253,6 +255,29 @@ def job_submission_create(*, checked: protocol.Checked, submitted_by: AbstractBa
         job.refresh_from_db()
         _log_state(job, f"agent:{agent.name}", run=run.pk, digest=run.digest)
         return run, existing is None
+
+
+def _pointer_value(document: dict[str, Any], pointer: str) -> Any:
+    value: Any = document
+    for part in pointer.lstrip("/").split("/"):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def _check_run_matches_job(job: Job, document: dict[str, Any]) -> None:
+    """Refuse a run that is not the job it was given (422, every differing field by pointer).
+
+    This is what makes a job's run "vouched": the registry chose the configuration, not the agent.
+    """
+    expected = expected_fields(RunSpec(**job.spec))
+    errors = [{"pointer": pointer, "code": "run-does-not-match-job",
+               "message": f"job {job.pk} asked for {want!r} here, the run says {got!r}"}
+              for pointer, want in expected.items()
+              if (got := _pointer_value(document, pointer)) != want]
+    if errors:
+        raise RegistryError(f"this run is not the configuration job {job.pk} asked for "
+                            f"({len(errors)} field{'s' if len(errors) > 1 else ''} differ)",
+                            status=422, code="run-does-not-match-job", errors=errors)
 
 
 # --- people's side ------------------------------------------------------------------------------------------

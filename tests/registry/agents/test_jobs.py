@@ -14,6 +14,8 @@ from django.utils import timezone
 from registry.choices import AuditKind, JobStatus
 from registry.models import AuditEntry, Job, Submission
 from registry.services.jobs import MAX_JOB_ATTEMPTS, job_claim, jobs_time_out
+from runners.api import RunSpec
+from runners.spec import expected_fields
 from tests.registry.agents.conftest import client_for, enrol, make_plan
 
 pytestmark = pytest.mark.django_db
@@ -24,7 +26,14 @@ def claim(api, job_id: int, claimant: str = "rig-a@host:1", lease: int = 60):
 
 
 def job_document(example: dict[str, Any], job: Job, **provenance: Any) -> dict[str, Any]:
+    """The example made into the configuration the job asked for, with the job's provenance."""
     doc = json.loads(json.dumps(example))
+    for pointer, value in expected_fields(RunSpec(**job.spec)).items():
+        *path, last = pointer.lstrip("/").split("/")
+        target = doc
+        for part in path:
+            target = target.setdefault(part, {})
+        target[last] = value
     doc["provenance"].update({"job": str(job.pk), "agent": job.agent_name, **provenance})
     return doc
 
@@ -204,3 +213,29 @@ def test_jobs_list_shows_state_and_runs_in_a_fixed_number_of_queries(api, user, 
 def test_the_agent_sees_itself_and_its_jobs(agent_api, job):
     body = agent_api.get("/api/v1/agents/me").json()
     assert body["name"] == "rig-a" and [j["id"] for j in body["jobs"]] == [job.pk]
+
+
+@pytest.mark.parametrize(("pointer", "value"), [
+    ("/precision/activations", "bf16"), ("/workload/shape/batch_size", 64), ("/scenario/kind", "server"),
+    ("/workload/name", "encoder-small"), ("/conditions/window/repetitions", 5),
+])
+def test_a_run_that_is_not_the_job_it_was_given_is_refused_with_the_differing_field(
+        agent_api, job, offline_example, pointer, value):
+    claim(agent_api, job.pk)
+    doc = job_document(offline_example, job)
+    *path, last = pointer.lstrip("/").split("/")
+    target = doc
+    for part in path:
+        target = target[part]
+    target[last] = value
+    if pointer == "/scenario/kind":
+        doc["scenario"].update(arrival="poisson", target_qps=5.0, concurrency=2)
+    response = submit(agent_api, doc)
+    body = response.json()
+    assert response.status_code == 422, body
+    assert body["code"] == "run-does-not-match-job"
+    assert [e["pointer"] for e in body["errors"]] == [pointer]
+    assert "asked for" in body["errors"][0]["message"]
+    assert not Submission.objects.exists()
+    job.refresh_from_db()
+    assert job.status == JobStatus.CLAIMED and job.run_id is None
