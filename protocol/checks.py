@@ -16,7 +16,7 @@ from . import rules
 from .errors import Error, pointer
 
 Rule = Callable[[dict[str, Any]], Iterator[Error]]
-MAX_SAFE_INTEGER = 2**53  # RFC 8785 numbers are IEEE doubles: larger integers would change identity
+MAX_SAFE_INTEGER = 2**53 - 1  # RFC 8785 (and rfc8785) take integers up to Number.MAX_SAFE_INTEGER, 2^53 - 1
 
 
 def _get(doc: Any, *path: str) -> Any:

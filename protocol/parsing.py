@@ -25,7 +25,7 @@ class _InexactInteger:
         self.literal = literal
 
 
-MAX_EXACT_INTEGER = 2**53
+MAX_EXACT_INTEGER = 2**53 - 1  # Number.MAX_SAFE_INTEGER: what rfc8785 writes as an integer
 
 
 def _parse_int(literal: str) -> int | float | _InexactInteger:

@@ -18,6 +18,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
 from datetime import UTC, datetime
 
 from django.db.models import CharField
@@ -207,6 +209,24 @@ def _verify_checkpoint_file(report: Report, tree: MerkleTree, trusted: Sequence[
 # -- runs and withdrawals ------------------------------------------------------------------------------------------
 
 
+def same_json(exact: Any, stored: Any) -> bool:
+    """The canonical text's value (numbers as Decimal) equals the stored JSON document's, number by number.
+
+    PostgreSQL's JSONB stores numbers as exact decimals (1e308 becomes a 309-digit integer, -0.0 becomes 0):
+    equal values, another spelling. Booleans stay booleans (true is not 1).
+    """
+    if isinstance(exact, dict):
+        return (isinstance(stored, dict) and exact.keys() == stored.keys()
+                and all(same_json(v, stored[k]) for k, v in exact.items()))
+    if isinstance(exact, list):
+        return (isinstance(stored, list) and len(exact) == len(stored)
+                and all(same_json(a, b) for a, b in zip(exact, stored, strict=True)))
+    if isinstance(exact, Decimal):
+        return (isinstance(stored, int | float | Decimal) and not isinstance(stored, bool)
+                and exact == Decimal(repr(stored) if isinstance(stored, float) else stored))
+    return type(exact) is type(stored) and exact == stored
+
+
 def _verify_runs(report: Report) -> None:
     rows = Submission.objects.order_by("id").values_list("id", "digest", "canonical", "document", *SUMMARY_COLUMNS)
     for pk, digest, canonical, document, *columns in rows.iterator(chunk_size=1000):
@@ -216,7 +236,7 @@ def _verify_runs(report: Report) -> None:
                                            run=pk))
             continue
         parsed = json.loads(canonical)
-        if parsed != document:
+        if not same_json(json.loads(canonical, parse_float=Decimal, parse_int=Decimal), document):
             report.findings.append(Finding("the stored JSON document differs from the canonical text", run=pk))
         expected = summarize(parsed).columns()
         differ = [name for name, value in zip(SUMMARY_COLUMNS, columns, strict=True) if expected[name] != value]

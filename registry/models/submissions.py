@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 
@@ -73,6 +76,19 @@ class Submission(AppendOnlyModel):
     # The column holding the comparability key of each axis.
     KEY_COLUMNS = {"system": "comparability_key", "software": "comparability_key_software",
                    "precision": "comparability_key_precision"}
+
+    @classmethod
+    def from_db(cls, db: Any, field_names: Any, values: Any) -> Submission:
+        """Loaded runs carry the canonical text's parse as `document`, whenever both were loaded.
+
+        PostgreSQL's JSONB keeps numbers as exact decimals: 1e308 comes back as a 309-digit integer and -0.0 as
+        0. The canonical text is the evidence and the JSONB column only serves queries, so everything computed
+        from a run (comparisons, reports, pages) reads the numbers the submitter sent, on every database.
+        """
+        run = super().from_db(db, field_names, values)
+        if "canonical" in run.__dict__ and "document" in run.__dict__:
+            run.document = json.loads(run.canonical)
+        return run
 
     def key_for(self, axis: str) -> str:
         return getattr(self, self.KEY_COLUMNS[axis])
