@@ -18,9 +18,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
-from datetime import UTC, datetime
 
 from django.db.models import CharField
 from django.db.models.functions import Cast
