@@ -20,7 +20,8 @@ class PayloadTooLarge(RegistryError):
 class JSONDocumentParser(BaseParser):
     """Reads at most MAX_SUBMISSION_BYTES and parses with protocol.parse_json (duplicate keys, NaN refused).
 
-    The raw bytes are kept on the request (`request.raw_document`) so the document is hashed as sent.
+    The parsed value is what the view validates and canonicalises: the digest covers the RFC 8785 canonical
+    form, not the bytes as sent (two spellings of one document are one run).
     """
 
     media_type = "application/json"
