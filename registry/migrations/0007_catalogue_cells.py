@@ -16,14 +16,14 @@ sets only those columns, and enables it again before the transaction commits; th
 other session out meanwhile, and an error anywhere rolls the whole migration back, trigger included.
 """
 
+import hashlib
 import json
+from pathlib import Path
 
+import rfc8785
 from django.db import migrations, models
 from django.db.models import Count, Exists, Max, Min, OuterRef, Value
 from django.db.models.functions import Coalesce
-
-from protocol.comparability import comparability_key
-from protocol.summary import software_summary
 
 TRIGGER = "registry_submission_no_update_delete"
 SEARCH_COLUMNS = ("workload_name", "system_name", "accelerator_model", "submitter")
@@ -31,6 +31,89 @@ CELL_KEY = ("comparability_key", "phase", "workload_name", "workload_version", "
             "precision_weights", "batch_size", "accelerator_model", "accelerator_vendor", "software_summary",
             "headline_metric", "headline_lower_is_better", "withdrawn")
 BATCH = 1000
+
+
+# --- frozen: what this migration computes, as protocol/ computed it when the migration was written --------------
+# A migration must not follow later code: a future contract or summary change would otherwise rewrite what this
+# step wrote. So the comparability contract 1.0 (data) and the functions below are copies, made at contract 1.0;
+# tests/registry/test_migrations.py checks that they agree with protocol/ for as long as the contract is 1.0.
+
+FROZEN_CONTRACT = json.loads((Path(__file__).parent / "frozen" / "comparability-1.0.json").read_text())
+SOFTWARE_SUMMARY_MAX = 500
+
+
+def software_summary(frameworks):
+    if not isinstance(frameworks, dict) or not frameworks:
+        return ""
+    text = ", ".join(name if version is None else f"{name} {version}" for name, version in sorted(frameworks.items()))
+    return text if len(text) <= SOFTWARE_SUMMARY_MAX else text[:SOFTWARE_SUMMARY_MAX - 1] + "…"
+
+
+def _split(pointer):
+    return tuple(p.replace("~1", "/").replace("~0", "~") for p in pointer.split("/")[1:]) if pointer else ()
+
+
+def _join(path):
+    return "".join("/" + p.replace("~", "~0").replace("/", "~1") for p in path)
+
+
+def _rules(doc):
+    """{path: group or None (ignored)}, '{primary}' resolved for this document."""
+    primary = (doc.get("metrics") or {}).get("primary")
+    name = primary.partition(".")[0] if isinstance(primary, str) else None
+    rules = {_split(i["pointer"]): None for i in FROZEN_CONTRACT["ignored"]}
+    for group in FROZEN_CONTRACT["groups"]:
+        for pointer in group["pointers"]:
+            if "{primary}" in pointer:
+                if name:
+                    rules[_split(pointer.replace("{primary}", name))] = group
+            else:
+                rules[_split(pointer)] = group
+    return rules
+
+
+def _governing(path, rules, wild):
+    for end in range(len(path), 0, -1):
+        prefix = path[:end]
+        if prefix in rules:
+            return True, rules[prefix]
+        for pattern in wild:
+            if len(pattern) == len(prefix) and all(p in ("*", q) for p, q in zip(pattern, prefix)):
+                return True, rules[pattern]
+    return False, None
+
+
+def _leaves(value, path=()):
+    if isinstance(value, dict):
+        for key, child in value.items():
+            yield from _leaves(child, (*path, str(key)))
+    elif isinstance(value, list) and any(isinstance(v, dict | list) for v in value):
+        for i, child in enumerate(value):
+            yield from _leaves(child, (*path, str(i)))
+    elif value is not None and value != []:
+        yield path, value
+
+
+def comparability_key(doc, axis):
+    """'sha256:<hex>' of the canonical {contract version, axis, controlled projection} (protocol 1.0)."""
+    rules = _rules(doc)
+    wild = [p for p in rules if "*" in p]
+    controlled = {}
+    for path, value in _leaves(doc):
+        found, group = _governing(path, rules, wild)
+        if found and group is None:
+            continue  # ignored
+        role = group["roles"].get(axis, "") if group is not None else FROZEN_CONTRACT["unlisted_role"]
+        if role != "controlled":
+            continue
+        if group is not None and group.get("compare") == "major" and isinstance(value, str):
+            value = value.rsplit(".", 1)[0]
+        controlled[_join(path)] = value
+    body = {"contract": FROZEN_CONTRACT["version"], "axis": axis, "controlled": dict(sorted(controlled.items()))}
+    return "sha256:" + hashlib.sha256(rfc8785.dumps(body)).hexdigest()
+
+
+# -------------------------------------------------------------------------------------------------------------------
 
 
 def _postgres(schema_editor):
