@@ -23,7 +23,7 @@ class TokenAuthentication(authentication.BaseAuthentication):
         if len(header) != 2:
             raise exceptions.AuthenticationFailed("the Authorization header must be 'Token <token>'")
         plain = header[1].decode(errors="replace")
-        token = (ApiToken.objects.select_related("user").filter(key_hash=hash_token(plain)).first())
+        token = (ApiToken.objects.select_related("user", "agent").filter(key_hash=hash_token(plain)).first())
         if token is None or not token.is_active or not token.user.is_active:
             raise exceptions.AuthenticationFailed("invalid, expired or revoked token")
         now = timezone.now()
