@@ -119,5 +119,5 @@ class TokenCreateForm(forms.Form):
         super().__init__(*args, **kwargs)
         from registry.choices import Scope
 
-        self.fields["scopes"].choices = [(s.value, s.label) for s in Scope if s.value in set(mintable)]
+        self.fields["scopes"].choices = [(v, label) for v, label in Scope.choices if v in set(mintable)]
         self.fields["scopes"].initial = ["submit"] if "submit" in set(mintable) else ["read"]

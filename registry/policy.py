@@ -112,7 +112,7 @@ def user_roles(user: Any) -> frozenset[str]:
             implied |= {SUBMITTER}
         cached = frozenset(implied)
         user._benchreg_roles = cached
-    return cached  # type: ignore[no-any-return]
+    return cached
 
 
 def user_rights(user: Any) -> frozenset[str]:
@@ -192,16 +192,24 @@ JOB_WORK = "job.work"  # obj: Job (claim, start, heartbeat, complete, fail)
 ADMIN_SITE = "admin.site"  # the Django admin, its actions, MLPerf uploads
 
 
-def _admin(p: Principal, obj: Any = None) -> bool:
-    return p.has(ADMIN)
-
-
 def _reader(p: Principal, obj: Any = None) -> bool:
     return p.has(READ)
 
 
 def _person_reader(p: Principal, obj: Any = None) -> bool:
     return p.is_person and p.has(READ)
+
+
+def _submitter(p: Principal, obj: Any = None) -> bool:
+    return p.has(SUBMIT)
+
+
+def _person_admin(p: Principal, obj: Any = None) -> bool:
+    return p.is_person and p.has(ADMIN)
+
+
+def _admin_site(p: Principal, obj: Any = None) -> bool:
+    return p.is_person and p.token is None and p.has(ADMIN)
 
 
 def _planner(p: Principal, obj: Any = None) -> bool:
@@ -256,8 +264,8 @@ def _job_work(p: Principal, job: Any) -> bool:
 
 RULES: dict[str, Callable[[Principal, Any], bool]] = {
     RUN_READ: _reader,
-    RUN_SUBMIT: lambda p, obj=None: p.has(SUBMIT),
-    RUN_WITHDRAW: lambda p, obj=None: p.is_person and p.has(ADMIN),
+    RUN_SUBMIT: _submitter,
+    RUN_WITHDRAW: _person_admin,
     COMPARISON_READ: _reader,
     COMPARISON_CREATE: _person_reader,
     REPORT_REQUEST: _person_reader,
@@ -267,10 +275,10 @@ RULES: dict[str, Callable[[Principal, Any], bool]] = {
     TOKEN_MANAGE: _person_reader,
     TOKEN_READ: _token_read,
     TOKEN_MINT: _token_mint,
-    ENROLMENT_MANAGE: lambda p, obj=None: p.is_person and p.has(ADMIN),
+    ENROLMENT_MANAGE: _person_admin,
     AGENT_LIST: _planner,
     AGENT_READ: _agent_read,
-    AGENT_REVOKE: lambda p, obj=None: p.is_person and p.has(ADMIN),
+    AGENT_REVOKE: _person_admin,
     AGENT_SELF: _agent_self,
     PLAN_CREATE: _planner,
     PLAN_READ: _plan_read,
@@ -278,7 +286,7 @@ RULES: dict[str, Callable[[Principal, Any], bool]] = {
     JOB_READ: _job_read,
     JOB_CANCEL: _job_cancel,
     JOB_WORK: _job_work,
-    ADMIN_SITE: lambda p, obj=None: p.is_person and p.token is None and p.has(ADMIN),
+    ADMIN_SITE: _admin_site,
 }
 
 
@@ -351,10 +359,11 @@ def _get(principal: Principal, action: str, fetch: Callable[[], Any], what: str)
     return obj
 
 
-def run_get(principal: Principal, run_id: int) -> Any:
+def run_get(principal: Principal, run_id: int, action: str = RUN_READ) -> Any:
+    """A run the principal may `action` (read, by default; an admin token without `read` may still withdraw)."""
     from registry.selectors.submissions import submission_get
 
-    return _get(principal, RUN_READ, lambda: submission_get(run_id=run_id), f"run {run_id}")
+    return _get(principal, action, lambda: submission_get(run_id=run_id), f"run {run_id}")
 
 
 def comparison_get(principal: Principal, comparison_id: int) -> Any:

@@ -77,7 +77,7 @@ ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "t
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "registry.apps.PolicyAdminConfig",  # django.contrib.admin, its door decided by registry.policy
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

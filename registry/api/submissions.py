@@ -144,7 +144,7 @@ class SubmissionWithdrawApi(APIView):
                    summary="Withdraw a run, with a reason (admins)")
     def post(self, request: Request, run_id: int) -> Response:
         principal = policy.for_request(request)
-        run = policy.run_get(principal, run_id)
+        run = policy.run_get(principal, run_id, policy.RUN_WITHDRAW)
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         withdrawal = submission_withdraw(submission=run, reason=data.validated_data["reason"], actor=request.user)

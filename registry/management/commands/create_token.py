@@ -44,7 +44,7 @@ class Command(BaseCommand):
                     held = ", ".join(sorted(policy.user_roles(user))) or "none"
                     raise CommandError(f"user {username} (roles: {held}) may not use {sorted(missing)}; pass "
                                        f"--grant-role to make them a {role}, or ask for fewer scopes")
-                user.groups.add(Group.objects.get_or_create(name=role)[0])  # type: ignore[attr-defined]
+                user.groups.add(Group.objects.get_or_create(name=role)[0])
                 self.stderr.write(f"user {username} now has the role {role}")
             _, plain = token_create(user=user, name=name, scopes=sorted(wanted), actor="manage.py create_token")
         except RegistryError as exc:
