@@ -56,6 +56,9 @@ class ReportCollectionApi(APIView):
                                        help_text="price per system-hour by system.name (default: the comparison's)")
         currency = serializers.RegexField(r"^[A-Z]{3}$", required=False)
 
+        class Meta:
+            ref_name = "ReportInput"  # nested InputSerializers share a name; the schema needs distinct ones
+
     @extend_schema(request=InputSerializer, responses={202: ReportOutputSerializer, 400: ProblemSerializer,
                                                        404: ProblemSerializer, 422: ProblemSerializer})
     def post(self, request: Request) -> Response:

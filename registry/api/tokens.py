@@ -40,6 +40,9 @@ class TokenCollectionApi(APIView):
         scopes = serializers.ListField(child=serializers.ChoiceField(choices=Scope.choices), min_length=1)
         expires_at = serializers.DateTimeField(required=False, allow_null=True)
 
+        class Meta:
+            ref_name = "TokenInput"  # nested InputSerializers share a name; the schema needs distinct ones
+
     @extend_schema(responses=TokenOutputSerializer(many=True))
     def get(self, request: Request) -> Response:
         return Response(TokenOutputSerializer(token_list_for(user=request.user), many=True).data)

@@ -8,8 +8,10 @@ from typing import Any
 
 import httpx
 import pytest
+from django.core import signals
 from django.core.handlers.wsgi import WSGIHandler
 from django.core.management import CommandError, call_command
+from django.db import close_old_connections
 
 from registry import policy
 from registry.admin_cli import admin_main
@@ -21,8 +23,15 @@ pytestmark = pytest.mark.django_db
 
 
 def benchreg_admin(token: str, *argv: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = admin_main(["--server", "http://testserver", "--token", token, *argv],
-                      transport=httpx.WSGITransport(app=WSGIHandler()))
+    # As Django's own test client does: the request must not close the test's database connection.
+    signals.request_started.disconnect(close_old_connections)
+    signals.request_finished.disconnect(close_old_connections)
+    try:
+        code = admin_main(["--server", "http://testserver", "--token", token, *argv],
+                          transport=httpx.WSGITransport(app=WSGIHandler()))
+    finally:
+        signals.request_started.connect(close_old_connections)
+        signals.request_finished.connect(close_old_connections)
     out, err = capsys.readouterr()
     return code, out.strip(), err.strip()
 

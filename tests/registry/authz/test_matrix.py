@@ -247,6 +247,7 @@ def test_the_pages_and_the_api_agree_on_who_sees_each_object(world: dict[str, An
         "report": (f"/reports/{world['report'].pk}/status", f"/api/v1/reports/{world['report'].pk}"),
         "agents": ("/agents/", "/api/v1/agents"),
         "jobs": ("/jobs/", "/api/v1/jobs"),
+        "tokens": ("/tokens/", "/api/v1/tokens"),
     }
     for knock in (k for k in world["knocks"] if k.session):
         for what, (page, endpoint) in pairs.items():
