@@ -147,7 +147,7 @@ def for_token(token: Any) -> Principal:
     if agent is not None:
         return Principal(user=token.user, rights=scopes & AGENT_RIGHTS, token=token, agent=agent)
     owner = user_rights(token.user)
-    return Principal(user=token.user, rights=scopes & owner - {AGENT}, token=token, roles=user_roles(token.user))
+    return Principal(user=token.user, rights=(scopes & owner) - {AGENT}, token=token, roles=user_roles(token.user))
 
 
 def for_request(request: Any) -> Principal:
