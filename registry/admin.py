@@ -1,4 +1,8 @@
-"""Admin: evidence is read-only here too; tokens can be revoked but never edited or deleted."""
+"""Admin: evidence is read-only here too; tokens can be revoked but never edited or deleted.
+
+Who may use it is registry.policy's decision (ADMIN_SITE: admins by role, superusers and staff), not Django's
+per-model permissions, so the admin agrees with the pages, the API and the CLI.
+"""
 
 from __future__ import annotations
 
@@ -13,9 +17,9 @@ from django.template.response import TemplateResponse
 from django.urls import path
 from django.utils import timezone
 
+from registry import policy
 from registry.importers.archives import ArchiveError, unpack
 from registry.models import Agent, ApiToken, AuditEntry, EnrolmentToken, Job, Plan, Submission, Withdrawal
-from registry.roles import user_roles
 from registry.services.agents import agent_revoke, enrolment_token_create
 from registry.services.imports import mlperf_import
 from registry.services.jobs import JobConflict, job_cancel
@@ -29,7 +33,21 @@ class MlperfUploadForm(forms.Form):
                             help_text="e.g. v5.1; by default it is read from the LoadGen logs")
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+def _admin_may(request: HttpRequest, action: str = policy.ADMIN_SITE) -> bool:
+    return policy.can(policy.for_user(request.user), action)
+
+
+class PolicyAdmin(admin.ModelAdmin):
+    """Viewing follows the policy; each admin below narrows adding, changing and deleting further."""
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return _admin_may(request)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return _admin_may(request)
+
+
+class ReadOnlyAdmin(PolicyAdmin):
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
@@ -56,7 +74,7 @@ class SubmissionAdmin(ReadOnlyAdmin):
 
     def import_mlperf_view(self, request: HttpRequest) -> HttpResponse:
         """Upload an MLPerf Inference submission tree (zip/tar) and import it like `benchreg import mlperf`."""
-        if not request.user.is_superuser and "admin" not in user_roles(request.user):
+        if not _admin_may(request):
             raise Http404
         form = MlperfUploadForm(request.POST or None, request.FILES or None)
         result = error = None
@@ -86,7 +104,7 @@ class AuditEntryAdmin(ReadOnlyAdmin):
 
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
+class ApiTokenAdmin(PolicyAdmin):
     list_display = ["prefix", "name", "user", "scopes", "created_at", "last_used_at", "revoked_at"]
     readonly_fields = ["user", "name", "prefix", "key_hash", "scopes", "created_at", "last_used_at",
                        "expires_at", "revoked_at"]
@@ -100,19 +118,24 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     @admin.action(description="Revoke selected tokens")
     def revoke(self, request: HttpRequest, queryset: Any) -> None:
+        if not _admin_may(request):
+            return
         for token in queryset:
             token_revoke(token=token, actor=request.user.get_username())
 
 
 @admin.register(EnrolmentToken)
-class EnrolmentTokenAdmin(admin.ModelAdmin):
+class EnrolmentTokenAdmin(PolicyAdmin):
     """Add one to get a single-use token, shown once in the message bar; rows are never edited."""
 
     list_display = ["prefix", "note", "created_by_name", "created_at", "expires_at", "used_at"]
     fields = ["note", "expires_at"]
 
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return _admin_may(request, policy.ENROLMENT_MANAGE)
+
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return obj is None
+        return obj is None and _admin_may(request, policy.ENROLMENT_MANAGE)
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
@@ -126,7 +149,7 @@ class EnrolmentTokenAdmin(admin.ModelAdmin):
 
 
 @admin.register(Agent)
-class AgentAdmin(admin.ModelAdmin):
+class AgentAdmin(PolicyAdmin):
     list_display = ["name", "queue", "is_online", "last_heartbeat_at", "enrolled_at", "revoked_at"]
     readonly_fields = ["name", "queue", "user", "token", "enrolment", "embedded", "inventory", "enrolled_at",
                        "last_heartbeat_at", "online", "revoked_at"]
@@ -140,6 +163,8 @@ class AgentAdmin(admin.ModelAdmin):
 
     @admin.action(description="Revoke selected agents (their unfinished jobs are cancelled)")
     def revoke(self, request: HttpRequest, queryset: Any) -> None:
+        if not _admin_may(request, policy.AGENT_REVOKE):
+            return
         for agent in queryset:
             agent_revoke(agent=agent, actor=request.user.get_username())
 
@@ -159,7 +184,10 @@ class JobAdmin(ReadOnlyAdmin):
 
     @admin.action(description="Cancel selected jobs")
     def cancel(self, request: HttpRequest, queryset: Any) -> None:
+        principal = policy.for_user(request.user)
         for job in queryset:
+            if not policy.can(principal, policy.JOB_CANCEL, job):
+                continue
             try:
                 job_cancel(job=job, actor=request.user.get_username())
             except JobConflict as exc:

@@ -1,7 +1,14 @@
 from django.apps import AppConfig
+from django.contrib.admin.apps import AdminConfig
 
 
 class RegistryConfig(AppConfig):
     name = "registry"
     verbose_name = "benchreg registry"
     default_auto_field = "django.db.models.BigAutoField"
+
+
+class PolicyAdminConfig(AdminConfig):
+    """The Django admin, with registry.policy deciding who may use it (admins by role, not only staff)."""
+
+    default_site = "registry.admin_site.PolicyAdminSite"

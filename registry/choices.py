@@ -7,6 +7,7 @@ class Scope(models.TextChoices):
     SUBMIT = "submit", "submit runs"
     READ = "read", "read runs"
     AGENT = "agent", "act as an enrolled agent"
+    ADMIN = "admin", "administer: enrolment, agents, withdrawals, any job (admins only)"
 
 
 class SubmissionSource(models.TextChoices):

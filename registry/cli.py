@@ -7,7 +7,8 @@
   benchreg create-token ...           manage.py create_token
   benchreg audit verify|checkpoint|export|show   manage.py audit: check the audit log, sign/export checkpoints
   benchreg import mlperf PATH         import a published MLPerf Inference submission tree
-  benchreg enrolment-token create --expires 1h   a single-use token for `benchreg agent enroll`
+  benchreg enrolment-token create --expires 1h   a single-use token for `benchreg agent enroll` (on the server)
+  benchreg admin enrolment-token|agent|run|job ...  admin automation over the API with an admin-scoped token
   benchreg agent enroll|start|status  run this machine as an enrolled agent (needs no database)
   benchreg verify REPORT.pdf [--offline --cert PEM --log-key VKEY | --server URL]   check a signed decision report
 """
@@ -70,6 +71,10 @@ def main(argv: list[str] | None = None) -> int:
         from runners.cli import main as runners_main
 
         return runners_main(argv)
+    if command == "admin":  # automation: an admin-scoped token over the API, no database
+        from registry.admin_cli import admin_main
+
+        return admin_main(rest)
     if command == "agent":  # runs on lab machines: plain Python, no Django, no database
         from runners.agent.cli import main as agent_main
 

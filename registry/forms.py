@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from django import forms
@@ -109,6 +110,14 @@ class WithdrawForm(forms.Form):
 
 
 class TokenCreateForm(forms.Form):
+    """Offers only the scopes the user may put on a token (registry.policy.mintable_scopes)."""
+
     name = forms.CharField(max_length=100, label="Token name", help_text="Where it will be used, e.g. lab-h100-01")
-    scopes = forms.MultipleChoiceField(choices=[("submit", "submit runs"), ("read", "read runs")],
-                                       initial=["submit"], widget=forms.CheckboxSelectMultiple, label="Scopes")
+    scopes = forms.MultipleChoiceField(choices=[], widget=forms.CheckboxSelectMultiple, label="Scopes")
+
+    def __init__(self, *args: Any, mintable: Iterable[str] = ("read",), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        from registry.choices import Scope
+
+        self.fields["scopes"].choices = [(v, label) for v, label in Scope.choices if v in set(mintable)]
+        self.fields["scopes"].initial = ["submit"] if "submit" in set(mintable) else ["read"]

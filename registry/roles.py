@@ -1,28 +1,17 @@
-"""Roles are Django groups: viewer, submitter, admin. Superusers and staff count as admin."""
+"""Roles are defined once, in registry.policy; these names stay for callers that import them from here."""
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from typing import Any
 
-VIEWER, SUBMITTER, ADMIN = "viewer", "submitter", "admin"
-ROLE_SCOPES = {VIEWER: {"read"}, SUBMITTER: {"read", "submit"}, ADMIN: {"read", "submit", "admin"}}
+from registry.policy import ADMIN, ROLE_RIGHTS, ROLES, SUBMITTER, VIEWER, user_rights
+from registry.policy import user_roles as user_roles
 
+ROLE_SCOPES = {role: set(rights) for role, rights in ROLE_RIGHTS.items()}
 
-def user_roles(user: AbstractBaseUser) -> set[str]:
-    if not user.is_authenticated:
-        return set()
-    if user.is_superuser or user.is_staff:
-        return {VIEWER, SUBMITTER, ADMIN}
-    cached = getattr(user, "_benchreg_roles", None)
-    if cached is None:
-        cached = set(user.groups.values_list("name", flat=True)) & set(ROLE_SCOPES)  # type: ignore[attr-defined]
-        user._benchreg_roles = cached  # type: ignore[attr-defined]
-    return cached
+__all__ = ["ADMIN", "ROLES", "ROLE_SCOPES", "SUBMITTER", "VIEWER", "user_roles", "user_scopes"]
 
 
-def user_scopes(user: AbstractBaseUser) -> set[str]:
-    """Scopes a signed-in (session) user has. Any signed-in user may read."""
-    scopes = {"read"} if user.is_authenticated else set()
-    for role in user_roles(user):
-        scopes |= ROLE_SCOPES[role]
-    return scopes
+def user_scopes(user: Any) -> set[str]:
+    """What a signed-in (session) user may do: registry.policy.user_rights."""
+    return set(user_rights(user))

@@ -14,6 +14,10 @@ Environment:
   BENCHREG_CHECKPOINT_TRUSTED_KEYS  comma-separated verifier keys of earlier (rotated) checkpoint keys
   BENCHREG_CHECKPOINT_INTERVAL_S    seconds between periodic checkpoints (default 300)
   BENCHREG_REPORT_PKCS12 / _KEY / _CERT / _TRUSTED_CERTS / _TIMESTAMP  report signing (docs/reports.md)
+  BENCHREG_THROTTLE_ANON / _USER / _VERIFY   API rates, e.g. "60/min" (docs/security.md)
+  BENCHREG_MAX_VERIFY_BYTES      largest report PDF the anonymous verification endpoint accepts (default 20 MiB)
+  BENCHREG_LOGIN_FAILURE_LIMIT   wrong passwords per account and per address before a lock-out (default 5)
+  BENCHREG_LOGIN_COOLOFF_MINUTES how long a lock-out lasts (default 15)
 """
 
 from __future__ import annotations
@@ -73,7 +77,7 @@ ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "t
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "registry.apps.PolicyAdminConfig",  # django.contrib.admin, its door decided by registry.policy
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -83,6 +87,8 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "csp",
+    "axes",
     "registry.apps.RegistryConfig",
 ]
 
@@ -95,7 +101,21 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: turns a lock-out into the login page's message (429)
 ]
+
+# Sign-in goes through django-axes first: failures are counted per account and, separately, per address, and a
+# locked-out account or address is refused even with the right password until the cool-off ends. API tokens
+# never pass through authenticate(), so they are not throttled here (DRF throttles them; see REST_FRAMEWORK).
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env_int("BENCHREG_LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = env_int("BENCHREG_LOGIN_COOLOFF_MINUTES", 15) / 60  # hours
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # either one alone locks: per account and per address
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "registry.views.login_locked_out"
+AXES_IPWARE_META_PRECEDENCE_ORDER = ("REMOTE_ADDR",)  # never trust a client-sent X-Forwarded-For
+AXES_VERBOSE = False
 
 ROOT_URLCONF = "registry.urls"
 WSGI_APPLICATION = "registry.wsgi.application"
@@ -166,7 +186,39 @@ REST_FRAMEWORK = {
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "registry.api.exception_handlers.problem_details_handler",
+    # 429 with Retry-After, as problem+json. Counts live in the default cache (per process unless CACHES says
+    # otherwise). Tokens and signed-in users are counted per user, anonymous callers per address.
+    "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.AnonRateThrottle",
+                                 "rest_framework.throttling.UserRateThrottle",
+                                 "rest_framework.throttling.ScopedRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {
+        "anon": os.environ.get("BENCHREG_THROTTLE_ANON") or "120/min",
+        "user": os.environ.get("BENCHREG_THROTTLE_USER") or "3000/min",
+        "verify": os.environ.get("BENCHREG_THROTTLE_VERIFY") or "20/min",  # the anonymous PDF verification
+    },
+    "NUM_PROXIES": env_int("BENCHREG_NUM_PROXIES", 0),  # proxies whose X-Forwarded-For the throttles trust
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+
+# The anonymous report-verification endpoint parses PDFs: bodies above this are refused (413) before parsing.
+BENCHREG_MAX_VERIFY_BYTES = env_int("BENCHREG_MAX_VERIFY_BYTES", 20 * 1024 * 1024)
+
+# Content-Security-Policy on every response (django-csp 4): scripts and styles from this origin only, no inline
+# script anywhere (templates load static files), nothing framed, forms post here only. Inline styles stay
+# allowed: the charts are matplotlib SVGs with their own <style>, and Swagger UI sets element styles.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "frame-ancestors": ["'none'"],
+        "form-action": ["'self'"],
+    },
 }
 
 SPECTACULAR_SETTINGS = {

@@ -1,6 +1,7 @@
 """Browsing pages. They call selectors, permission getters and services only; rules live in services.
 
-Every page needs a signed-in user (login_required); what a role may not see answers 404 (registry.permissions).
+Every page needs a signed-in user (login_required); registry.policy decides everything else, and what a role may
+not see answers 404 (through registry.permissions' getters or policy.require).
 Forms POST with CSRF tokens; a refused comparison re-renders the builder with status 422 and every blocking field.
 """
 
@@ -11,6 +12,7 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
@@ -20,23 +22,20 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from protocol import comparability
-from registry import charts
+from registry import charts, policy
 from registry.api.exception_handlers import api_not_found, api_server_error
 from registry.choices import JobStatus
 from registry.exceptions import RegistryError
 from registry.forms import CatalogueForm, CompareForm, ReportRequestForm, TokenCreateForm, WithdrawForm
 from registry.permissions import (
-    can,
     comparison_for_user,
     report_for_user,
     reports_for_user,
     require_read,
-    require_role,
     roles_of,
     run_for_user,
     token_for_user,
 )
-from registry.roles import ADMIN, SUBMITTER
 from registry.selectors.agents import agent_list, job_list
 from registry.selectors.catalogue import FACETS, SORTS, catalogue_search
 from registry.selectors.comparisons import runs_by_reference
@@ -44,8 +43,9 @@ from registry.selectors.run_page import DISTRIBUTION_FIELDS, run_detail
 from registry.selectors.submissions import submission_list
 from registry.selectors.tokens import token_list_for
 from registry.services.comparisons import NotComparable, comparison_create
+from registry.services.jobs import job_cancel
 from registry.services.submissions import submission_withdraw
-from registry.services.tokens import token_create, token_revoke
+from registry.services.tokens import token_mint, token_revoke
 
 CHART_SECONDS = 24 * 3600
 
@@ -123,7 +123,7 @@ def run_page(request: HttpRequest, run_id: int) -> HttpResponse:
     return _page(request, "registry/run.html", {
         "detail": detail, "run": run,
         "distribution_chart": _chart("latency_distribution_chart", run.digest, run.document),
-        "is_admin": can(request.user, ADMIN), "withdraw_form": WithdrawForm(),
+        "is_admin": policy.can(policy.for_user(request.user), policy.RUN_WITHDRAW), "withdraw_form": WithdrawForm(),
         "distribution_fields": DISTRIBUTION_FIELDS,
     })
 
@@ -131,7 +131,7 @@ def run_page(request: HttpRequest, run_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def run_withdraw(request: HttpRequest, run_id: int) -> HttpResponse:
-    require_role(request.user, ADMIN)
+    policy.require(policy.for_user(request.user), policy.RUN_WITHDRAW)
     run = run_for_user(request.user, run_id)
     form = WithdrawForm(request.POST)
     if form.is_valid():
@@ -292,7 +292,7 @@ def report_pdf(request: HttpRequest, report_id: int) -> HttpResponse:
 @login_required
 @require_GET
 def agents_page(request: HttpRequest) -> HttpResponse:
-    require_role(request.user, ADMIN)
+    policy.require(policy.for_user(request.user), policy.AGENT_LIST)
     from django.db.models import Count, Q
 
     agents = agent_list().annotate(
@@ -305,25 +305,50 @@ def agents_page(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def jobs_page(request: HttpRequest) -> HttpResponse:
-    require_role(request.user, ADMIN)
+    """Jobs the user may see: an admin's, every job; a submitter's, their own plans' jobs (as the API lists)."""
+    principal = policy.for_user(request.user)
+    policy.require(principal, policy.JOB_LIST)
     status = request.GET.get("status", "")
     status = status if status in JobStatus.values else ""
-    jobs = job_list(status=status or None).defer("spec")
+    jobs = policy.visible_jobs(principal, job_list(status=status or None)).defer("spec")
     page = Paginator(jobs, 50).get_page(request.GET.get("page"))
-    return _page(request, "registry/jobs.html", {"page": page, "status": status, "statuses": JobStatus.choices})
+    return _page(request, "registry/jobs.html", {"page": page, "status": status, "statuses": JobStatus.choices,
+                                                  "active": JobStatus.active()})
+
+
+@login_required
+@require_POST
+def job_cancel_view(request: HttpRequest, job_id: int) -> HttpResponse:
+    """Cancel a job from the jobs page: the plan's owner and admins, as `POST /api/v1/jobs/<id>/cancel`."""
+    try:
+        job = policy.job_get(policy.for_user(request.user), job_id, policy.JOB_CANCEL)
+    except policy.Refused as exc:
+        raise PermissionDenied(exc.message) from None
+    try:
+        job_cancel(job=job, actor=request.user.get_username())
+        messages.success(request, f"Job {job.pk} is cancelled.")
+    except RegistryError as exc:
+        messages.error(request, exc.message)
+    return redirect("jobs")
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def tokens_page(request: HttpRequest) -> HttpResponse:
-    require_role(request.user, SUBMITTER)
-    form, plain = TokenCreateForm(), None
+    """The user's tokens; the form offers only the scopes the user may use (policy.mintable_scopes)."""
+    principal = policy.for_user(request.user)
+    policy.require(principal, policy.TOKEN_MANAGE)
+    mintable = policy.mintable_scopes(principal)
+    form, plain = TokenCreateForm(mintable=mintable), None
     if request.method == "POST":
-        form = TokenCreateForm(request.POST)
+        form = TokenCreateForm(request.POST, mintable=mintable)
         if form.is_valid():
-            _, plain = token_create(user=request.user, name=form.cleaned_data["name"],
-                                    scopes=form.cleaned_data["scopes"])
-            form = TokenCreateForm()
+            try:
+                _, plain = token_mint(principal=principal, name=form.cleaned_data["name"],
+                                      scopes=form.cleaned_data["scopes"])
+                form = TokenCreateForm(mintable=mintable)
+            except RegistryError as exc:
+                form.add_error("scopes", exc.message)
     tokens = token_list_for(user=request.user).order_by("-id")
     return _page(request, "registry/tokens.html", {"form": form, "plain": plain, "tokens": tokens,
                                                     "submissions": submission_list().filter(
@@ -337,3 +362,24 @@ def token_revoke_view(request: HttpRequest, token_id: int) -> HttpResponse:
     token_revoke(token=token, actor=request.user.get_username())
     messages.success(request, f"Token {token.prefix}… is revoked.")
     return redirect("tokens")
+
+
+# ------------------------------------------------------------------------------------------ sign-in lock-out
+
+def login_locked_out(request: HttpRequest, original_response: HttpResponse | None = None,
+                     credentials: dict[str, Any] | None = None) -> HttpResponse:
+    """django-axes' answer once an account or an address has too many failed sign-ins: the sign-in page again,
+    with a message that says why and for how long, status 429 and Retry-After. The right password does not
+    help until the cool-off ends."""
+    from axes.helpers import get_cool_off
+    from django.conf import settings
+    from django.contrib.auth.forms import AuthenticationForm
+
+    cool_off = get_cool_off(request)
+    minutes = max(1, round(cool_off.total_seconds() / 60)) if cool_off else None
+    response = render(request, "registration/login.html", {
+        "form": AuthenticationForm(request), "next": request.POST.get("next", ""), "locked_out": True,
+        "failure_limit": settings.AXES_FAILURE_LIMIT, "cooloff_minutes": minutes}, status=429)
+    if cool_off:
+        response["Retry-After"] = str(int(cool_off.total_seconds()))
+    return response

@@ -19,6 +19,7 @@ urlpatterns = [
     path("reports/<int:report_id>/pdf", views.report_pdf, name="report-pdf"),
     path("agents/", views.agents_page, name="agents"),
     path("jobs/", views.jobs_page, name="jobs"),
+    path("jobs/<int:job_id>/cancel", views.job_cancel_view, name="job-cancel"),
     path("tokens/", views.tokens_page, name="tokens"),
     path("tokens/<int:token_id>/revoke", views.token_revoke_view, name="token-revoke"),
 ]

@@ -1,9 +1,11 @@
 """Agents and jobs over the API: enrolment, heartbeats, plans, jobs, and the agent's side of a job.
 
-Who may do what: admins create enrolment tokens and revoke agents; anyone with `read` lists agents and jobs;
-`submit` holders (not agents) create plans and cancel jobs; an agent's own token (scope `agent`) claims,
-starts, renews, completes and fails its OWN jobs only: another agent's job is 404, like a job that does not
-exist. Enrolment itself is authenticated by the single-use enrolment token in the body.
+Who may do what is registry.policy's: admins (session or `admin`-scoped token) create enrolment tokens and revoke
+agents; submitters and admins list agents (names and state, never inventories); an agent's inventory is shown to
+admins and to the agent itself; plans and jobs are visible to the plan's owner and admins, who alone may cancel;
+an agent's own token (scope `agent`) claims, starts, renews, completes and fails its OWN jobs only. What a caller
+may not see is 404, like what does not exist. Enrolment itself is authenticated by the single-use enrolment
+token in the body.
 """
 
 from __future__ import annotations
@@ -14,49 +16,34 @@ from typing import Any
 from django.conf import settings
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
-from rest_framework.permissions import BasePermission
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from registry import policy
 from registry.api.pagination import NewestFirstCursor
-from registry.api.permissions import HasScope
+from registry.api.submissions import ProblemSerializer
 from registry.choices import JobStatus
 from registry.exceptions import NotFound
-from registry.models import Agent, ApiToken, Job
-from registry.selectors.agents import (
-    agent_for_token,
-    agent_get,
-    agent_list,
-    agents_by_reference,
-    enrolment_token_list,
-    job_get,
-    job_get_for_agent,
-    job_list,
-    plan_get,
-)
+from registry.models import Agent, Job
+from registry.selectors.agents import agent_list, agents_by_reference, enrolment_token_list, job_list
 from registry.services.agents import agent_enroll, agent_heartbeat, agent_revoke, enrolment_token_create
 from registry.services.jobs import job_cancel, job_claim, job_complete, job_fail, job_heartbeat, job_start, plan_create
 
 
-def _agent_of(request: Request) -> Agent | None:
-    return agent_for_token(request.auth if isinstance(request.auth, ApiToken) else None)
-
-
-class NotAnAgent(BasePermission):
-    """People's operations: an agent's token may act on its own jobs, never plan or cancel."""
-
-    message = "an agent's token cannot do this"
-
-    def has_permission(self, request, view) -> bool:  # type: ignore[no-untyped-def]
-        return _agent_of(request) is None
-
-
 def _own_agent(request: Request) -> Agent:
-    agent = _agent_of(request)
+    agent = policy.for_request(request).agent
     if agent is None:
         raise NotFound("this credential is not an enrolled agent's")
-    return agent
+    return agent  # type: ignore[no-any-return]
+
+
+class ObjectRuleApi(APIView):
+    """Any authenticated caller gets past the door (401 otherwise); the policy getter decides per object (404)."""
+
+    required_scope = None
+    permission_classes = [IsAuthenticated]
 
 
 # --- serializers -------------------------------------------------------------------------------------------
@@ -134,7 +121,7 @@ class PlanSerializer(serializers.Serializer):
 class EnrolmentTokenCollectionApi(APIView):
     """GET: enrolment tokens (never the secrets). POST: a new single-use token, shown once in `token`."""
 
-    required_scope = "admin"
+    policy_action = policy.ENROLMENT_MANAGE
 
     class InputSerializer(serializers.Serializer):
         expires_in = serializers.IntegerField(min_value=60, max_value=30 * 86400, default=3600,
@@ -182,34 +169,40 @@ class AgentEnrollApi(APIView):
 
 
 class AgentCollectionApi(APIView):
-    """Enrolled agents with their online/offline state."""
+    """Enrolled agents with their online/offline state (submitters and admins: whom a plan may name)."""
+
+    policy_action = policy.AGENT_LIST
 
     @extend_schema(responses=AgentSerializer(many=True))
     def get(self, request: Request) -> Response:
         return Response(AgentSerializer(agent_list(), many=True).data)
 
 
-class AgentDetailApi(APIView):
-    @extend_schema(responses=AgentDetailSerializer)
+class AgentDetailApi(ObjectRuleApi):
+    """One agent with its inventory (host names and addresses): admins, and the agent itself."""
+
+    @extend_schema(responses={200: AgentDetailSerializer, 404: ProblemSerializer})
     def get(self, request: Request, agent_id: int) -> Response:
-        return Response(AgentDetailSerializer(agent_get(agent_id=agent_id)).data)
+        return Response(AgentDetailSerializer(policy.agent_get(policy.for_request(request), agent_id)).data)
 
 
 class AgentRevokeApi(APIView):
-    """Revoke an agent: its token stops working and its unfinished jobs are cancelled."""
+    """Revoke an agent (admins): its token stops working and its unfinished jobs are cancelled."""
 
-    required_scope = "admin"
+    policy_action = policy.AGENT_REVOKE
 
-    @extend_schema(request=None, responses=AgentSerializer)
+    @extend_schema(request=None, responses={200: AgentSerializer, 403: ProblemSerializer, 404: ProblemSerializer})
     def post(self, request: Request, agent_id: int) -> Response:
-        agent = agent_revoke(agent=agent_get(agent_id=agent_id), actor=request.user.get_username())
+        principal = policy.for_request(request)
+        agent = agent_revoke(agent=policy.agent_get(principal, agent_id, policy.AGENT_REVOKE),
+                             actor=request.user.get_username())
         return Response(AgentSerializer(agent).data)
 
 
 class AgentMeApi(APIView):
     """The calling agent as the registry sees it, with its latest jobs (`benchreg agent status`)."""
 
-    required_scope = "agent"
+    policy_action = policy.AGENT_SELF
 
     @extend_schema(responses=AgentDetailSerializer)
     def get(self, request: Request) -> Response:
@@ -219,7 +212,7 @@ class AgentMeApi(APIView):
 
 
 class AgentHeartbeatApi(APIView):
-    required_scope = "agent"
+    policy_action = policy.AGENT_SELF
 
     class InputSerializer(serializers.Serializer):
         inventory = serializers.DictField(required=False)
@@ -240,8 +233,7 @@ class AgentHeartbeatApi(APIView):
 class PlanCollectionApi(APIView):
     """Create a plan: one job per agent x precision x batch size, each dispatched to its agent after commit."""
 
-    required_scope = "submit"
-    permission_classes = [HasScope, NotAnAgent]
+    policy_action = policy.PLAN_CREATE
 
     class InputSerializer(serializers.Serializer):
         name = serializers.CharField(max_length=200, required=False, default="")
@@ -272,14 +264,18 @@ class PlanCollectionApi(APIView):
         return Response(PlanSerializer(plan).data, status=status.HTTP_201_CREATED)
 
 
-class PlanDetailApi(APIView):
-    @extend_schema(responses=PlanSerializer)
+class PlanDetailApi(ObjectRuleApi):
+    """A plan and its jobs: its owner and admins."""
+
+    @extend_schema(responses={200: PlanSerializer, 404: ProblemSerializer})
     def get(self, request: Request, plan_id: int) -> Response:
-        return Response(PlanSerializer(plan_get(plan_id=plan_id)).data)
+        return Response(PlanSerializer(policy.plan_get(policy.for_request(request), plan_id)).data)
 
 
 class JobCollectionApi(APIView):
-    """Jobs, newest first; filter by status, agent (name) and plan."""
+    """Jobs, newest first; filter by status, agent (name) and plan. A submitter sees their plans' jobs only."""
+
+    policy_action = policy.JOB_LIST
 
     @extend_schema(parameters=[OpenApiParameter("status", enum=JobStatus.values), OpenApiParameter("agent"),
                                OpenApiParameter("plan", int)],
@@ -289,24 +285,28 @@ class JobCollectionApi(APIView):
         plan = params.get("plan")
         jobs = job_list(status=params.get("status"), agent=params.get("agent"),
                         plan=int(plan) if plan and plan.isdigit() else None)
+        jobs = policy.visible_jobs(policy.for_request(request), jobs)
         paginator = NewestFirstCursor()
         page = paginator.paginate_queryset(jobs, request, view=self)
         return paginator.get_paginated_response(JobSerializer(page, many=True).data)
 
 
-class JobDetailApi(APIView):
-    @extend_schema(responses=JobSerializer)
+class JobDetailApi(ObjectRuleApi):
+    """One job: the plan's owner, admins, and the agent it is for."""
+
+    @extend_schema(responses={200: JobSerializer, 404: ProblemSerializer})
     def get(self, request: Request, job_id: int) -> Response:
-        return Response(JobSerializer(job_get(job_id=job_id)).data)
+        return Response(JobSerializer(policy.job_get(policy.for_request(request), job_id)).data)
 
 
-class JobCancelApi(APIView):
-    required_scope = "submit"
-    permission_classes = [HasScope, NotAnAgent]
+class JobCancelApi(ObjectRuleApi):
+    """Cancel a job: the plan's owner (with `submit`) and admins; 409 once it is finished."""
 
-    @extend_schema(request=None, responses=JobSerializer)
+    @extend_schema(request=None, responses={200: JobSerializer, 403: ProblemSerializer, 404: ProblemSerializer,
+                                            409: ProblemSerializer})
     def post(self, request: Request, job_id: int) -> Response:
-        job = job_cancel(job=job_get(job_id=job_id), actor=request.user.get_username())
+        job = policy.job_get(policy.for_request(request), job_id, policy.JOB_CANCEL)
+        job = job_cancel(job=job, actor=request.user.get_username())
         return Response(JobSerializer(job).data)
 
 
@@ -333,14 +333,14 @@ class CompleteSerializer(serializers.Serializer):
 class _AgentJobApi(APIView):
     """POST on one of the caller's own jobs: validate, call the service, return the job."""
 
-    required_scope = "agent"
+    policy_action = policy.AGENT_SELF
     input_serializer: type[serializers.Serializer] = ClaimantSerializer
 
     def act(self, job: Job, data: dict[str, Any]) -> Job:
         raise NotImplementedError
 
     def post(self, request: Request, job_id: int) -> Response:
-        job = job_get_for_agent(agent=_own_agent(request), job_id=job_id)
+        job = policy.job_get(policy.for_request(request), job_id, policy.JOB_WORK)
         data = self.input_serializer(data=request.data)
         data.is_valid(raise_exception=True)
         return Response(JobSerializer(self.act(job, dict(data.validated_data))).data)

@@ -11,11 +11,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from registry import policy
 from registry.api.pagination import NewestFirstCursor
 from registry.api.submissions import ProblemSerializer, SubmissionSummarySerializer
 from registry.models import Comparison
-from registry.selectors.comparisons import comparable_runs, comparison_get, comparison_list, runs_by_reference
-from registry.selectors.submissions import submission_get
+from registry.selectors.comparisons import comparable_runs, comparison_list, runs_by_reference
 from registry.services.comparisons import comparison_create
 
 AXES = [("system", "system"), ("software", "software"), ("precision", "precision")]
@@ -28,7 +28,7 @@ class ComparableRunsApi(APIView):
                                OpenApiParameter("include_withdrawn", bool, default=False)],
                    responses={200: SubmissionSummarySerializer(many=True), 404: ProblemSerializer})
     def get(self, request: Request, run_id: int) -> Response:
-        run = submission_get(run_id=run_id)
+        run = policy.run_get(policy.for_request(request), run_id)
         axis = request.query_params.get("axis", "system")
         include = request.query_params.get("include_withdrawn") in ("1", "true")
         runs = comparable_runs(run=run, axis=axis, include_withdrawn=include)
@@ -95,5 +95,5 @@ class ComparisonCollectionApi(APIView):
 class ComparisonDetailApi(APIView):
     @extend_schema(responses={200: ComparisonOutputSerializer, 404: ProblemSerializer})
     def get(self, request: Request, comparison_id: int) -> Response:
-        comparison = comparison_get(comparison_id=comparison_id)
+        comparison = policy.comparison_get(policy.for_request(request), comparison_id)
         return Response(ComparisonOutputSerializer(comparison, context={"request": request}).data)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
+from django.conf import settings
 from django.http import FileResponse, HttpResponse
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
@@ -15,17 +15,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from registry.api.permissions import HasScope
+from registry import policy
 from registry.api.submissions import ProblemSerializer
 from registry.choices import ReportStatus
 from registry.exceptions import RegistryError
 from registry.models import Report
 from registry.reports.signing import signing_identity
-from registry.selectors.comparisons import comparison_get
-from registry.selectors.reports import report_get, report_verify
+from registry.selectors.reports import report_verify
 from registry.services.reports import report_file, report_request
-
-MAX_UPLOAD_BYTES = 64 * 1024 * 1024
 
 
 class ReportOutputSerializer(serializers.ModelSerializer):
@@ -59,12 +56,15 @@ class ReportCollectionApi(APIView):
                                        help_text="price per system-hour by system.name (default: the comparison's)")
         currency = serializers.RegexField(r"^[A-Z]{3}$", required=False)
 
+        class Meta:
+            ref_name = "ReportInput"  # nested InputSerializers share a name; the schema needs distinct ones
+
     @extend_schema(request=InputSerializer, responses={202: ReportOutputSerializer, 400: ProblemSerializer,
                                                        404: ProblemSerializer, 422: ProblemSerializer})
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        comparison = comparison_get(comparison_id=data.validated_data.pop("comparison"))
+        comparison = policy.comparison_get(policy.for_request(request), data.validated_data.pop("comparison"))
         report = report_request(comparison=comparison, requested_by=request.user, **data.validated_data)
         report.refresh_from_db()  # rendered already when tasks run eagerly
         body = ReportOutputSerializer(report, context={"request": request}).data
@@ -76,7 +76,8 @@ class ReportDetailApi(APIView):
 
     @extend_schema(responses={200: ReportOutputSerializer, 404: ProblemSerializer})
     def get(self, request: Request, report_id: int) -> Response:
-        return Response(ReportOutputSerializer(report_get(report_id=report_id), context={"request": request}).data)
+        report = policy.report_get(policy.for_request(request), report_id)
+        return Response(ReportOutputSerializer(report, context={"request": request}).data)
 
 
 class ReportPdfApi(APIView):
@@ -85,7 +86,7 @@ class ReportPdfApi(APIView):
     @extend_schema(responses={(200, "application/pdf"): OpenApiTypes.BINARY, 404: ProblemSerializer,
                               409: ProblemSerializer})
     def get(self, request: Request, report_id: int) -> FileResponse:
-        report = report_get(report_id=report_id)
+        report = policy.report_get(policy.for_request(request), report_id)
         path = report_file(report)
         response = FileResponse(path.open("rb"), content_type="application/pdf", as_attachment=True,
                                 filename=f"benchreg-report-{report.pk}.pdf")
@@ -94,21 +95,32 @@ class ReportPdfApi(APIView):
 
 
 class ReportVerifyApi(APIView):
-    """Upload a report PDF (multipart field `file`): VALID or INVALID with every failed check. Open to anyone;
-    who withdrew a run and why is shown to callers with the read scope."""
+    """Upload a report PDF (multipart field `file`): VALID or INVALID with every failed check. Open to anyone, so
+    it is throttled (scope `verify`, BENCHREG_THROTTLE_VERIFY) and size-limited before the body is parsed
+    (BENCHREG_MAX_VERIFY_BYTES, 413). Who withdrew a run and why is shown to callers with the read right."""
 
     required_scope = None
+    throttle_scope = "verify"
     parser_classes = [MultiPartParser, FormParser]
 
     @extend_schema(request={"multipart/form-data": {"type": "object", "properties": {
-        "file": {"type": "string", "format": "binary"}}}}, responses={200: OpenApiTypes.OBJECT, 400: ProblemSerializer})
+        "file": {"type": "string", "format": "binary"}}}},
+        responses={200: OpenApiTypes.OBJECT, 400: ProblemSerializer, 413: ProblemSerializer, 429: ProblemSerializer})
     def post(self, request: Request) -> Response:
+        limit = settings.BENCHREG_MAX_VERIFY_BYTES
+        too_large = RegistryError(f"a report to verify is at most {limit} bytes", status=413, code="payload-too-large")
+        try:
+            declared = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            declared = 0
+        if declared > limit:  # refused before a byte of the body is parsed
+            raise too_large
         upload = request.FILES.get("file")
         if upload is None:
             raise RegistryError("upload the report PDF as the multipart field `file`", code="file-required")
-        if upload.size > MAX_UPLOAD_BYTES:
-            raise RegistryError(f"a report is at most {MAX_UPLOAD_BYTES} bytes", status=413, code="payload-too-large")
-        with_reasons = HasScope().has_permission(request, SimpleNamespace(required_scope="read"))
+        if upload.size > limit:  # a chunked body declares no length
+            raise too_large
+        with_reasons = policy.can(policy.for_request(request), policy.WITHDRAWAL_REASONS_READ)
         verdict = report_verify(pdf=upload.read(), with_reasons=with_reasons)
         return Response(verdict.as_dict())
 

@@ -14,12 +14,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from registry import policy
 from registry.api.filters import SubmissionFilter
 from registry.api.pagination import NewestFirstCursor
 from registry.api.parsers import JSONDocumentParser
 from registry.models import ApiToken, Submission
-from registry.selectors.submissions import submission_get, submission_list
-from registry.services.submissions import submission_create
+from registry.selectors.submissions import submission_list
+from registry.services.submissions import submission_create, submission_withdraw
 
 
 class ProblemSerializer(serializers.Serializer):
@@ -95,7 +96,7 @@ class SubmissionDetailApi(APIView):
     @extend_schema(responses={200: OpenApiResponse(OpenApiTypes.OBJECT), 404: ProblemSerializer},
                    summary="Read one run with its metadata")
     def get(self, request: Request, run_id: int) -> HttpResponse:
-        run = submission_get(run_id=run_id)
+        run = policy.run_get(policy.for_request(request), run_id)
         meta = json.dumps(SubmissionSummarySerializer(run, context={"request": request}).data,
                           separators=(",", ":"), ensure_ascii=False)
         # Splice the stored canonical text in as it is, so no float or key order is re-serialised.
@@ -109,7 +110,42 @@ class SubmissionDocumentApi(APIView):
     @extend_schema(responses={200: OpenApiResponse(OpenApiTypes.OBJECT), 404: ProblemSerializer},
                    summary="The run's canonical RFC 8785 document (hashes to its digest)")
     def get(self, request: Request, run_id: int) -> HttpResponse:
-        run = submission_get(run_id=run_id)
+        run = policy.run_get(policy.for_request(request), run_id)
         response = HttpResponse(run.canonical.encode(), content_type="application/json")
         response["Digest"] = run.digest
         return response
+
+
+class SubmissionWithdrawApi(APIView):
+    """Withdraw a run (admins, including an `admin`-scoped token): the run stays, marked withdrawn, with the
+    reason; the withdrawal is an audit-log entry. 409 if it is already withdrawn."""
+
+    policy_action = policy.RUN_WITHDRAW
+
+    class InputSerializer(serializers.Serializer):
+        reason = serializers.CharField(max_length=2000, help_text="why: shown with the run and in the audit log")
+
+        class Meta:
+            ref_name = "WithdrawInput"
+
+    class OutputSerializer(serializers.Serializer):
+        run = serializers.IntegerField(source="submission_id")
+        digest = serializers.CharField(source="submission.digest")
+        reason = serializers.CharField()
+        withdrawn_by = serializers.CharField(source="withdrawn_by_name")
+        withdrawn_at = serializers.DateTimeField()
+
+        class Meta:
+            ref_name = "Withdrawal"
+
+    @extend_schema(request=InputSerializer, responses={200: OutputSerializer, 400: ProblemSerializer,
+                                                       403: ProblemSerializer, 404: ProblemSerializer,
+                                                       409: ProblemSerializer},
+                   summary="Withdraw a run, with a reason (admins)")
+    def post(self, request: Request, run_id: int) -> Response:
+        principal = policy.for_request(request)
+        run = policy.run_get(principal, run_id, policy.RUN_WITHDRAW)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        withdrawal = submission_withdraw(submission=run, reason=data.validated_data["reason"], actor=request.user)
+        return Response(self.OutputSerializer(withdrawal).data)

@@ -7,6 +7,8 @@ urlpatterns = [
     path("submissions/<int:run_id>", submissions.SubmissionDetailApi.as_view(), name="api-submission-detail"),
     path("submissions/<int:run_id>/document", submissions.SubmissionDocumentApi.as_view(),
          name="api-submission-document"),
+    path("submissions/<int:run_id>/withdraw", submissions.SubmissionWithdrawApi.as_view(),
+         name="api-submission-withdraw"),
     path("submissions/<int:run_id>/comparable", comparisons.ComparableRunsApi.as_view(),
          name="api-submission-comparable"),
     path("comparisons", comparisons.ComparisonCollectionApi.as_view(), name="api-comparisons"),

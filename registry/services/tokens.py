@@ -12,9 +12,11 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
+from registry import policy
 from registry.choices import AuditKind, Scope
 from registry.exceptions import RegistryError
 from registry.models import ApiToken
+from registry.policy import Principal
 from registry.services.audit import audit_append
 
 TOKEN_PREFIX = "brt_"  # noqa: S105 (a recognisable prefix, not a secret)
@@ -46,6 +48,20 @@ def token_create(*, user: AbstractBaseUser, name: str, scopes: Iterable[str] | s
                  payload={"user": user.get_username(), "name": name, "scopes": token.scopes,
                           "prefix": token.prefix})
     return token, plain
+
+
+def token_mint(*, principal: Principal, name: str, scopes: Iterable[str] | str,
+               expires_at: datetime | None = None) -> tuple[ApiToken, str]:
+    """A token the caller makes for themselves: never with a scope the caller may not use itself (policy)."""
+    wanted = parse_scopes(scopes)
+    if not policy.can(principal, policy.TOKEN_MINT, wanted):
+        allowed = sorted(policy.mintable_scopes(principal))
+        raise policy.Refused(f"this credential may create tokens with at most the scopes {allowed}, not {wanted}",
+                             code="scope-exceeds-rights",
+                             errors=[{"pointer": "/scopes", "code": "scope-exceeds-rights",
+                                      "message": f"not allowed: {sorted(set(wanted) - set(allowed))}"}])
+    return token_create(user=principal.user, name=name, scopes=wanted, expires_at=expires_at,
+                        actor=principal.user.get_username())
 
 
 @transaction.atomic

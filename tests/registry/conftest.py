@@ -10,7 +10,12 @@ from registry.services.tokens import token_create
 
 @pytest.fixture
 def user(django_user_model: Any) -> Any:
-    return django_user_model.objects.create_user("lab-7", password="pw-for-tests-only")
+    """A lab's script account: a submitter, so its submit tokens work (a token never exceeds its owner)."""
+    from django.contrib.auth.models import Group
+
+    lab = django_user_model.objects.create_user("lab-7", password="pw-for-tests-only")
+    lab.groups.add(Group.objects.get_or_create(name="submitter")[0])
+    return lab
 
 
 @pytest.fixture
@@ -52,6 +57,9 @@ def _evidence_tables_can_be_reset(request: pytest.FixtureRequest) -> Any:
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SET session_replication_role = DEFAULT")  # triggers on for the test itself
+    from django.core.cache import cache
+
+    cache.clear()  # API throttle counts live in the cache: each test starts with none
     AuditHead.objects.get_or_create(id=1)
     for name in ("viewer", "submitter", "admin"):
         Group.objects.get_or_create(name=name)

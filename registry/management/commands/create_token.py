@@ -1,13 +1,21 @@
-"""`manage.py create_token --username NAME --scopes submit,read`: prints a new token and nothing else."""
+"""`manage.py create_token --username NAME --scopes submit,read`: prints a new token and nothing else.
+
+A token never carries more than its owner may do (registry.policy), so the account must hold a role that covers
+the scopes. Run at the shell (which already has the database), the command sets up script accounts: a user it
+creates gets the weakest role that covers the scopes; an existing user whose roles fall short is refused unless
+`--grant-role` says to add that role. `admin` tokens need an admin account.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from registry import policy
 from registry.exceptions import RegistryError
-from registry.services.tokens import token_create, user_for_token
+from registry.services.tokens import parse_scopes, token_create, user_for_token
 
 
 class Command(BaseCommand):
@@ -15,13 +23,30 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--username", required=True)
-        parser.add_argument("--scopes", default="submit,read", help="comma-separated: submit, read, agent")
+        parser.add_argument("--scopes", default="submit,read", help="comma-separated: read, submit, admin")
         parser.add_argument("--name", default="cli", help="a label to recognise the token by")
+        parser.add_argument("--grant-role", action="store_true",
+                            help="add the user to the weakest role that covers the scopes if they lack it")
 
-    def handle(self, *args: Any, username: str, scopes: str, name: str, **options: Any) -> None:
+    def handle(self, *args: Any, username: str, scopes: str, name: str, grant_role: bool, **options: Any) -> None:
         try:
+            wanted = set(parse_scopes(scopes))
+            if policy.AGENT in wanted:
+                raise CommandError("`agent` tokens come from enrolment: `benchreg enrolment-token create`")
+            role = policy.least_role_for(wanted)
+            from django.contrib.auth import get_user_model
+
+            is_new = not get_user_model().objects.filter(username=username).exists()
             user = user_for_token(username=username)
-            _, plain = token_create(user=user, name=name, scopes=scopes, actor="manage.py create_token")
+            missing = wanted - policy.user_rights(user)
+            if missing:
+                if not (is_new or grant_role):
+                    held = ", ".join(sorted(policy.user_roles(user))) or "none"
+                    raise CommandError(f"user {username} (roles: {held}) may not use {sorted(missing)}; pass "
+                                       f"--grant-role to make them a {role}, or ask for fewer scopes")
+                user.groups.add(Group.objects.get_or_create(name=role)[0])
+                self.stderr.write(f"user {username} now has the role {role}")
+            _, plain = token_create(user=user, name=name, scopes=sorted(wanted), actor="manage.py create_token")
         except RegistryError as exc:
             raise CommandError(exc.message) from None
         self.stdout.write(plain)

@@ -73,9 +73,18 @@ def test_admins_see_agents_and_jobs(admin_user: Any, operations: dict[str, Any])
     assert "failed" in client.get("/jobs/?status=failed").content.decode()
 
 
-@pytest.mark.parametrize("url", ["/agents/", "/jobs/", "/tokens/"])
+@pytest.mark.parametrize("url", ["/agents/", "/jobs/"])
 def test_a_viewer_gets_404_for_pages_of_other_roles(viewer: Any, url: str) -> None:
     assert signed_in(viewer).get(url).status_code == 404
+
+
+def test_a_viewers_tokens_page_offers_read_only_and_refuses_submit(viewer: Any) -> None:
+    client = signed_in(viewer)
+    html = client.get("/tokens/").content.decode()
+    assert 'value="read"' in html and 'value="submit"' not in html and 'value="admin"' not in html
+    response = client.post("/tokens/", {"name": "sneaky", "scopes": ["submit"]})
+    assert response.status_code == 200 and "brt_" not in response.content.decode()
+    assert not viewer.api_tokens.exists()
 
 
 def test_a_viewer_cannot_withdraw_a_run(viewer: Any, fleet: dict[str, Any]) -> None:
