@@ -16,7 +16,7 @@ from django.test import override_settings
 
 from registry.audit.keys import checkpoint_key
 from registry.reports.signing import signing_identity
-from registry.reports.verify import Verdict, load_certificates, verify_report
+from verifier.report import Verdict, load_certificates, verify_report
 from tests import documents
 from tests.conftest import load_example
 
