@@ -112,7 +112,7 @@ def verify_report(pdf: bytes, *, certificates: Sequence[x509.Certificate], log_k
     verdict = Verdict()
     try:
         _verify(verdict, pdf, certificates, log_keys, registry)
-    except Exception as exc:  # noqa: BLE001 (any malformed input must end as INVALID with its reason)
+    except Exception as exc:  # any malformed input must end as INVALID with its reason
         verdict.add("report-checkable", False, f"the file could not be checked to the end "
                                                f"({type(exc).__name__}: {_short(exc)}): it is damaged or not a report")
     return verdict
@@ -272,7 +272,7 @@ def _timestamp_check(verdict: Verdict, status: Any) -> None:
 def _evidence(verdict: Verdict, reader: PdfFileReader, reason: str) -> dict[str, Any] | None:
     try:
         data = _attachment(reader, ATTACHMENT_NAME)
-    except Exception as exc:  # noqa: BLE001 (a damaged stream: zlib, PDF syntax, recursion in the name tree)
+    except Exception as exc:  # a damaged stream: zlib, PDF syntax, recursion in the name tree
         verdict.add("evidence-attached", False, f"{ATTACHMENT_NAME} is attached but cannot be read (its stream is "
                                                 f"damaged: {type(exc).__name__}: {_short(exc)})")
         return None

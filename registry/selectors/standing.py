@@ -30,7 +30,7 @@ def comparison_conclusion(comparison: Comparison, runs: Sequence[Submission] | N
     """
     runs = list(runs) if runs is not None else comparison_members(comparison)
     stored: Mapping[str, Any] = comparison.result.get("conclusion") or {}
-    conclusion = {"outcome": stored.get("outcome"), "statement": stored.get("statement"),
+    conclusion: dict[str, Any] = {"outcome": stored.get("outcome"), "statement": stored.get("statement"),
                   "reasons": list(stored.get("reasons") or []), "baseline": stored.get("baseline"),
                   "focus": list(stored.get("focus") or []), "stored_outcome": stored.get("outcome")}
     withdrawn = [withdrawn_reason(comparison.result, i, run) for i, run in enumerate(runs)
