@@ -26,6 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+LAST: dict[str, bytes] = {}  # the last report rendered, for --keep and the verify timing
 SYSTEMS = ("bench-h100", "bench-h200", "bench-mi300", "bench-gaudi3", "bench-l40s")
 
 
@@ -110,6 +111,7 @@ def _one(user, n: int, start: int) -> dict[str, float]:  # type: ignore[no-untyp
     out: dict[str, float] = {"evidence": t3 - t2, "charts": t4 - t3, "render": t5 - t4, "sign": t6 - t5,
                              "total": total, "verify": verify}
     out.update(kib=len(pdf) / 1024, evidence_kib=len(evidence.canonical) / 1024, pages=_pages(pdf))
+    LAST["pdf"] = pdf
     return out
 
 
@@ -126,6 +128,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="sizes 2 and 10, one repeat (CI smoke mode)")
     parser.add_argument("--sizes", default="2,10,50")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--keep", type=Path, help="write the last (largest) report here, to look at")
     args = parser.parse_args()
     sizes = [2, 10] if args.quick else [int(s) for s in args.sizes.split(",")]
     repeats = 1 if args.quick else args.repeats
@@ -150,6 +153,8 @@ def main() -> None:
         print(f"{n:>5} {med['evidence']:>10.2f} {med['charts']:>9.2f} {med['render']:>9.2f} {med['sign']:>7.2f} "
               f"{med['total']:>8.2f} {med['verify']:>9.2f} {med['kib']:>8.0f} {med['evidence_kib']:>9.0f} "
               f"{med['pages']:>6.0f}")
+    if args.keep:
+        args.keep.write_bytes(LAST["pdf"])
 
 
 if __name__ == "__main__":

@@ -186,8 +186,8 @@ def comparison_page(request: HttpRequest, comparison_id: int) -> HttpResponse:
 
 # URL name -> (title, registry.charts function, drawn from the comparison's result or its runs' documents)
 COMPARISON_CHARTS = {
-    "headline": ("Headline metric by system, with 95% intervals", "throughput_chart", "result"),
-    "latency": ("Latency percentiles", "latency_percentiles_chart", "documents"),
+    "headline": ("Headline metric per configuration, with 95% intervals", "throughput_chart", "result"),
+    "latency": ("Latency percentiles per configuration", "latency_percentiles_chart", "both"),
     "load": ("Latency against load", "latency_vs_load_chart", "documents"),
     "derived": ("Derived figures", "derived_chart", "result"),
 }
@@ -226,8 +226,9 @@ def comparison_chart(request: HttpRequest, comparison_id: int, name: str) -> Htt
     if name not in COMPARISON_CHARTS:
         raise Http404(f"no chart {name!r}")
     _, function, source = COMPARISON_CHARTS[name]
-    data = comparison.result if source == "result" else [r.document for r in _comparison_runs(comparison)]
-    svg = _chart(function, comparison.digest, data)
+    documents = [r.document for r in _comparison_runs(comparison)] if source != "result" else []
+    args = {"result": (comparison.result,), "documents": (documents,), "both": (documents, comparison.result)}[source]
+    svg = _chart(function, comparison.digest, *args)
     if svg is None:
         raise Http404(f"comparison {comparison.pk} has nothing to plot in {name!r}")
     response = HttpResponse(svg, content_type="image/svg+xml")
