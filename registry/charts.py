@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import hashlib
 import io
-import statistics
-import textwrap
 import json
 import math
 import re
+import statistics
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 

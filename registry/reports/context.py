@@ -85,8 +85,9 @@ def conclusion(result: Mapping[str, Any], run_ids: Sequence[int]) -> dict[str, A
     unseen = [b for b in blocking if not any(b.split(": ", 1)[1] in r for r in reasons)]
     if unseen and outcome in ("distinguishable", "indistinguishable"):
         outcome = "inconclusive"
-        statement = (f"Inconclusive: {len(blocking)} of the {len(run_ids)} runs carry a caveat that blocks any "
-                     f"verdict, so the numbers cannot settle the decision. Read as measured: {statement}")
+        runs = sorted({b.split(":", 1)[0] for b in blocking}, key=lambda r: int(r.split()[1]))
+        statement = (f"Inconclusive: {len(runs)} of the {len(run_ids)} runs ({', '.join(runs)}) carry a caveat "
+                     "that blocks any verdict, so these numbers cannot settle the decision.")
     reasons += unseen
     return {"outcome": outcome, "statement": statement, "reasons": reasons, "tone": TONES.get(outcome, "none"),
             "baseline": stored.get("baseline"), "focus": list(stored.get("focus") or [])}

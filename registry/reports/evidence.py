@@ -8,8 +8,9 @@ Layout (kind "benchreg.report-evidence/1"), serialised as RFC 8785 canonical JSO
     comparison  id, digest, and `canonical`: the exact RFC 8785 text of {"inputs", "result"} that hashes to digest
     contract    the comparability contract document and its digest
     runs        in the comparison's order: id, digest, `canonical` (the exact text that hashes to digest),
-                submitter, submitted_by, submitted_at, agent, trust (how the run came in), and `audit`: the run's "run.submitted" entry text,
-                its seq (leaf index), leaf hash, and the RFC 9162 inclusion proof in the checkpoint's tree
+                submitter, submitted_by, submitted_at, agent, trust (how the run came in: vouched, declared,
+                imported), and `audit`: the run's "run.submitted" entry text, its seq (leaf index), leaf hash, and
+                the RFC 9162 inclusion proof in the checkpoint's tree
 
 Texts that are hashed travel as strings, never re-serialised, so anyone can hash them again byte for byte.
 """
