@@ -295,7 +295,7 @@ def _derived_panel(ax: Any, name: str, points: Sequence[tuple[str, Mapping[str, 
 
 def _title(ax: Any, text: str) -> None:
     """A panel title wrapped to the figure's width (long configuration names never run off the edge)."""
-    ax.set_title("\n".join(textwrap.wrap(text, 70, break_long_words=True)) or text, loc="left")
+    ax.set_title("\n".join(textwrap.wrap(text, 48, break_long_words=True)) or text, loc="left")
 
 
 def _value_label(ax: Any, x: float, y: float, value: float) -> None:
