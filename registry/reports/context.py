@@ -80,8 +80,10 @@ def conclusion(result: Mapping[str, Any], run_ids: Sequence[int]) -> dict[str, A
         outcome = {"clear": "distinguishable", "tentative": "not-enough-evidence"}.get(
             advice["strength"], "single-configuration" if len(result.get("arms") or []) < 2 else "indistinguishable")
         statement = advice["headline"]
+    named = {r.get("run") for r in stored.get("reasons") or [] if isinstance(r.get("run"), int)}
     blocking = [f"run {run_ids[c['run']]}: {c['message']}" for c in result.get("caveats") or []
-                if c.get("code") in BLOCKING and isinstance(c.get("run"), int) and c["run"] < len(run_ids)]
+                if c.get("code") in BLOCKING and isinstance(c.get("run"), int) and c["run"] < len(run_ids)
+                and c["run"] not in named]  # a run the conclusion already names is not repeated
     unseen = [b for b in blocking if not any(b.split(": ", 1)[1] in r for r in reasons)]
     if unseen and outcome in ("distinguishable", "indistinguishable"):
         outcome = "inconclusive"
