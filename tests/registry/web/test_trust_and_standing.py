@@ -109,3 +109,17 @@ def test_the_comparison_builder_offers_a_baseline_that_must_be_one_of_the_runs(v
     answer = client.post("/compare/", {"runs": f"{fleet['a'].pk}, {fleet['b'].pk}", "axis": "system",
                                       "baseline": fleet["cpu"].pk})
     assert answer.status_code == 400 and "The baseline must be one of the runs compared" in answer.content.decode()
+
+
+def test_a_report_on_a_comparison_whose_run_was_withdrawn_later_says_inconclusive(api, submitter, admin_user,
+                                                                                   server_example, settings,
+                                                                                   tmp_path):
+    from registry.models import Report
+
+    settings.DATA_DIR = tmp_path
+    comparison, withdrawn = _withdrawn_later(submitter, admin_user, server_example)
+    report = Report.objects.create(comparison=comparison, title="t", decision="d", requested_by=submitter,
+                                   requested_by_name=submitter.username, created_at=comparison.created_at)
+    body = api.get(f"/api/v1/reports/{report.pk}").json()
+    assert body["conclusion"]["outcome"] == "inconclusive"
+    assert body["conclusion"]["reasons"][0]["run_id"] == withdrawn.pk
