@@ -39,7 +39,8 @@ METRIC_WORDS = {"latency_ms": "request latency", "ttft_ms": "time to first token
 # Sober, colour-blind-safe (Okabe-Ito) colours; the first is the registry's ink blue.
 PALETTE = ("#1f4e79", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#0072b2", "#999999")
 WIDTH_IN = 6.6
-STYLE = {"font.family": "DejaVu Sans", "font.size": 8.5, "axes.titlesize": 9.5, "axes.titleweight": "bold",
+STYLE: dict[str, Any] = {
+         "font.family": "DejaVu Sans", "font.size": 8.5, "axes.titlesize": 9.5, "axes.titleweight": "bold",
          "axes.labelsize": 8.5, "axes.edgecolor": "#555555", "axes.linewidth": 0.6, "axes.spines.top": False,
          "axes.spines.right": False, "axes.grid": True, "grid.color": "#dddddd", "grid.linewidth": 0.5,
          "xtick.labelsize": 8, "ytick.labelsize": 8, "legend.fontsize": 8, "legend.frameon": False,

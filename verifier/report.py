@@ -281,13 +281,13 @@ def _evidence(verdict: Verdict, reader: PdfFileReader, reason: str) -> dict[str,
         return None
     assert data is not None
     actual = "sha256:" + hashlib.sha256(data).hexdigest()
-    signed = _DIGEST.search(reason) if reason.startswith(REASON_PREFIX) else None
-    verdict.report["evidence_digest"] = signed.group(0) if signed else None
-    verdict.add("evidence-digest", bool(signed) and signed.group(0) == actual,
-                f"the evidence hashes to {actual}, the digest the signature names" if signed and
-                signed.group(0) == actual else
-                f"the evidence hashes to {actual}, but the signed digest is "
-                f"{signed.group(0) if signed else 'missing'}: the attachment was replaced or edited")
+    found = _DIGEST.search(reason) if reason.startswith(REASON_PREFIX) else None
+    signed = found.group(0) if found else None
+    verdict.report["evidence_digest"] = signed
+    verdict.add("evidence-digest", signed == actual,
+                f"the evidence hashes to {actual}, the digest the signature names" if signed == actual else
+                f"the evidence hashes to {actual}, but the signed digest is {signed or 'missing'}: the attachment "
+                "was replaced or edited")
     try:
         evidence = json.loads(data)
     except ValueError as exc:
