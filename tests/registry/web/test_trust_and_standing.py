@@ -123,3 +123,28 @@ def test_a_report_on_a_comparison_whose_run_was_withdrawn_later_says_inconclusiv
     body = api.get(f"/api/v1/reports/{report.pk}").json()
     assert body["conclusion"]["outcome"] == "inconclusive"
     assert body["conclusion"]["reasons"][0]["run_id"] == withdrawn.pk
+
+
+def test_the_demo_loads_the_hand_written_examples_as_examples(admin_user):
+    from registry.management.commands.demo import EXAMPLES_DIR, Command
+    from registry.models import Submission
+
+    Command()._load_examples(admin_user)
+    stored = Submission.objects.all()
+    assert stored.count() == len(list(EXAMPLES_DIR.glob("*.json"))) > 0
+    assert {r.trust for r in stored} == {"example"}
+
+
+def test_a_report_never_rests_on_an_example_run_however_its_comparison_was_stored(submitter, server_example):
+    from registry.exceptions import RegistryError
+    from registry.services import comparisons as service
+    from registry.services.reports import report_request
+
+    example, _ = submission_create(document=server_example, submitted_by=submitter, trust="example")
+    other, _ = submission_create(document=variant(server_example, "lab-h200-02", 1500.0), submitted_by=submitter)
+    # Stored the way a comparison from before trust levels existed could be: past the service's own refusal.
+    stored = service._store([example, other], "system", {"runs": [example.digest, other.digest]},
+                            {"comparable": True}, "{}", "sha256:" + "0" * 64, submitter)
+    with pytest.raises(RegistryError) as refused:
+        report_request(comparison=stored, title="t", decision="d", requested_by=submitter)
+    assert refused.value.code == "example-run" and refused.value.status == 422
