@@ -8,7 +8,12 @@ runner-produced runs do. Per size it prints the median over repeats of:
 total (the end-to-end request: checkpoint, evidence, charts, PDF/A-3b, PAdES signature with timestamp, file,
 audit entry), verify (`report_verify`: signature, evidence, proofs and the registry lookup), and the same steps
 one by one: evidence (checkpoint, proofs, JSON), charts (matplotlib SVG), render (WeasyPrint) and sign; plus the
-PDF size and page count. Key generation (first use) is timed once on its own. Prints numbers, asserts nothing.
+PDF size and page count. Key generation (first use) is timed once on its own.
+
+Then the standalone verifier as a third party runs it: `benchreg verify FILE --cert PEM --log-key VKEY` in a fresh
+interpreter each time (start-up included, no Django), against `pdfsig FILE` (poppler, C) on the same file, both
+timed like hyperfine (one warm-up, then --verify-runs runs; median and min wall time) and given as a ratio.
+Prints numbers, asserts nothing.
 """
 
 from __future__ import annotations
@@ -18,7 +23,9 @@ import copy
 import json
 import os
 import random
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -26,6 +33,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+LAST: dict[str, bytes] = {}  # the last report rendered, for --keep and the verify timing
 SYSTEMS = ("bench-h100", "bench-h200", "bench-mi300", "bench-gaudi3", "bench-l40s")
 
 
@@ -110,6 +118,7 @@ def _one(user, n: int, start: int) -> dict[str, float]:  # type: ignore[no-untyp
     out: dict[str, float] = {"evidence": t3 - t2, "charts": t4 - t3, "render": t5 - t4, "sign": t6 - t5,
                              "total": total, "verify": verify}
     out.update(kib=len(pdf) / 1024, evidence_kib=len(evidence.canonical) / 1024, pages=_pages(pdf))
+    LAST["pdf"] = pdf
     return out
 
 
@@ -126,6 +135,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="sizes 2 and 10, one repeat (CI smoke mode)")
     parser.add_argument("--sizes", default="2,10,50")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--keep", type=Path, help="write the last (largest) report here, to look at")
+    parser.add_argument("--verify-runs", type=int, default=10, help="timed runs of each verifier command")
     args = parser.parse_args()
     sizes = [2, 10] if args.quick else [int(s) for s in args.sizes.split(",")]
     repeats = 1 if args.quick else args.repeats
@@ -150,6 +161,41 @@ def main() -> None:
         print(f"{n:>5} {med['evidence']:>10.2f} {med['charts']:>9.2f} {med['render']:>9.2f} {med['sign']:>7.2f} "
               f"{med['total']:>8.2f} {med['verify']:>9.2f} {med['kib']:>8.0f} {med['evidence_kib']:>9.0f} "
               f"{med['pages']:>6.0f}")
+    if args.keep:
+        args.keep.write_bytes(LAST["pdf"])
+    _verify_wall_time(LAST["pdf"], args.verify_runs)
+
+
+def _wall(command: list[str], runs: int) -> list[float]:
+    """Wall time of `command` in a fresh process, like hyperfine: one warm-up, then `runs` timed runs."""
+    subprocess.run(command, capture_output=True, check=False)
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        subprocess.run(command, capture_output=True, check=False)
+        times.append(time.perf_counter() - t)
+    return times
+
+
+def _verify_wall_time(pdf: bytes, runs: int) -> None:
+    from registry.audit.keys import checkpoint_key
+    from registry.reports.signing import signing_identity
+
+    folder = Path(tempfile.mkdtemp(prefix="benchreg-bench-verify-"))
+    (folder / "report.pdf").write_bytes(pdf)
+    (folder / "cert.pem").write_bytes(signing_identity().public_pem())  # the published material, nothing else
+    env_free = [sys.executable, "-c", "import sys; from registry.cli import main; sys.exit(main())"]
+    ours = [*env_free, "verify", str(folder / "report.pdf"), "--cert", str(folder / "cert.pem"),
+            "--log-key", checkpoint_key().vkey]
+    done = subprocess.run(ours, capture_output=True, text=True, check=False)
+    print(f"\nstandalone verify ({len(pdf) / 1024:.0f} KiB report): {done.stdout.splitlines()[1:2]}")
+    mine = _wall(ours, runs)
+    line = f"  benchreg verify: median {statistics.median(mine):.3f} s, min {min(mine):.3f} s (wall, with start-up)"
+    if shutil.which("pdfsig"):
+        theirs = _wall(["pdfsig", str(folder / "report.pdf")], runs)
+        line += (f"; pdfsig: median {statistics.median(theirs):.3f} s, min {min(theirs):.3f} s; ratio "
+                 f"{statistics.median(mine) / statistics.median(theirs):.1f}x (median)")
+    print(line)
 
 
 if __name__ == "__main__":

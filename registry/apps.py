@@ -7,6 +7,10 @@ class RegistryConfig(AppConfig):
     verbose_name = "benchreg registry"
     default_auto_field = "django.db.models.BigAutoField"
 
+    def ready(self) -> None:
+        # The Celery app becomes the current app before any task is sent (registry/__init__ no longer imports it).
+        from registry import celery  # noqa: F401
+
 
 class PolicyAdminConfig(AdminConfig):
     """The Django admin, with registry.policy deciding who may use it (admins by role, not only staff)."""

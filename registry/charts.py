@@ -16,6 +16,8 @@ import io
 import json
 import math
 import re
+import statistics
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -27,6 +29,8 @@ from matplotlib import rc_context
 from matplotlib.backends.backend_svg import FigureCanvasSVG
 from matplotlib.figure import Figure
 
+from protocol.rules import percentile_allowed
+
 PERCENTILES = ("p50", "p90", "p95", "p99")
 LATENCY_METRICS = ("latency_ms", "ttft_ms", "tpot_ms", "step_time_ms")
 METRIC_WORDS = {"latency_ms": "request latency", "ttft_ms": "time to first token", "tpot_ms": "time per output token",
@@ -35,11 +39,15 @@ METRIC_WORDS = {"latency_ms": "request latency", "ttft_ms": "time to first token
 # Sober, colour-blind-safe (Okabe-Ito) colours; the first is the registry's ink blue.
 PALETTE = ("#1f4e79", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#0072b2", "#999999")
 WIDTH_IN = 6.6
-STYLE = {"font.family": "DejaVu Sans", "font.size": 8.5, "axes.titlesize": 9.5, "axes.titleweight": "bold",
+STYLE: dict[str, Any] = {
+         "font.family": "DejaVu Sans", "font.size": 8.5, "axes.titlesize": 9.5, "axes.titleweight": "bold",
          "axes.labelsize": 8.5, "axes.edgecolor": "#555555", "axes.linewidth": 0.6, "axes.spines.top": False,
          "axes.spines.right": False, "axes.grid": True, "grid.color": "#dddddd", "grid.linewidth": 0.5,
          "xtick.labelsize": 8, "ytick.labelsize": 8, "legend.fontsize": 8, "legend.frameon": False,
-         "svg.fonttype": "none", "svg.hashsalt": "benchreg", "figure.dpi": 72}
+         "svg.fonttype": "none", "svg.hashsalt": "benchreg", "figure.dpi": 72,
+         # Submitter text (names with `$`, backslashes) is drawn as written, never parsed as mathtext or TeX.
+         "text.parse_math": False, "text.usetex": False}
+LABEL_WIDTH = 34  # characters per line of a bar label; longer labels wrap (never truncated to identical text)
 _ID = re.compile(r'\bid="([^"]+)"')
 
 
@@ -56,7 +64,7 @@ def throughput_chart(result: Mapping[str, Any]) -> str | None:
     lows = [_number(a["estimate"].get("ci_low")) for a in arms]
     highs = [_number(a["estimate"].get("ci_high")) for a in arms]
     with rc_context(STYLE):
-        fig = Figure(figsize=(WIDTH_IN, 0.9 + 0.42 * len(arms)))
+        fig = Figure(figsize=(WIDTH_IN, 0.9 + 0.3 * sum(1 + label.count("\n") for label in labels) + 0.12 * len(arms)))
         ax = fig.add_subplot()
         ys = list(range(len(arms)))[::-1]
         ax.barh(ys, values, color=[PALETTE[i % len(PALETTE)] for i in range(len(arms))], height=0.6, zorder=2)
@@ -70,28 +78,35 @@ def throughput_chart(result: Mapping[str, Any]) -> str | None:
         ax.set_xlim(0, max(max(values), max((h for h in highs if h is not None), default=0)) * 1.22)
         direction = "lower is better" if est0.get("lower_is_better") else "higher is better"
         ax.set_xlabel(f"{_metric_words(est0.get('metric'))} ({est0.get('unit') or 'no unit'}), {direction}")
-        ax.set_title("Headline result per configuration (bars: 95% interval)", loc="left")
+        _title(ax, "Headline result per configuration (bars: 95% interval)")
         return _svg(fig, "throughput", result.get("arms"))
 
 
-def latency_percentiles_chart(runs: Sequence[Mapping[str, Any]]) -> str | None:
-    """p50/p90/p95/p99 of each run's latency distribution (ms), grouped by run; one panel per latency metric."""
+def latency_percentiles_chart(runs: Sequence[Mapping[str, Any]], result: Mapping[str, Any] | None = None) -> str | None:
+    """p50/p90/p95/p99 latency (ms), one panel per latency metric. With the comparison `result`, one row per
+    configuration (the median of its runs' values); without it, one row per run. A percentile is drawn only from
+    runs with enough samples for it (protocol.rules), and a percentile no row has gets no legend entry either."""
     metrics = _latency_metrics(runs)
     if not metrics:
         return None
-    labels = _run_labels(runs)
+    rows = _percentile_rows(runs, result)
+    per = "configuration" if result is not None else "run"
     with rc_context(STYLE):
-        fig = Figure(figsize=(WIDTH_IN, 1.2 + 0.34 * len(runs) * len(metrics) + 0.5 * len(metrics)))
+        heights = [len(rows) * (1 + max(0, max(lab.count("\n") for lab, _ in rows))) for _ in metrics]
+        fig = Figure(figsize=(WIDTH_IN, 1.0 + 0.3 * sum(heights) + 0.6 * len(metrics)))
         axes = fig.subplots(len(metrics), 1, squeeze=False)[:, 0]
         for ax, metric in zip(axes, metrics, strict=True):
-            _percentile_panel(ax, runs, labels, metric)
-        axes[0].legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), ncols=4, handlelength=1.2, borderaxespad=0.2)
+            shown = _percentile_panel(ax, rows, metric, runs, per)
+            if shown:  # below the axis label: a legend above would run into the title
+                ax.legend(loc="upper right", bbox_to_anchor=(1.0, -0.16 - 0.6 / max(1, len(rows))),
+                          ncols=len(shown), handlelength=1.2, borderaxespad=0.2)
         fig.tight_layout(h_pad=1.2)
-        return _svg(fig, "latency", [(labels, [_percentiles(r, m) for r in runs for m in metrics])])
+        return _svg(fig, "latency", [(rows, metrics)])
 
 
-def latency_distribution_chart(document: Mapping[str, Any]) -> str | None:
-    """Histogram of one run's raw latency samples (all repetitions pooled), with p50 and p99 marked."""
+def latency_distribution_chart(document: Mapping[str, Any], label: str | None = None) -> str | None:
+    """Histogram of one run's raw latency samples (all repetitions pooled), with p50 marked, and p99 where the
+    samples are enough for it (protocol.rules). `label` names the run (run id and configuration)."""
     samples = document.get("samples") or {}
     metric = next((m for m in LATENCY_METRICS if (samples.get(m) or {}).get("repetitions")), None)
     if metric is None:
@@ -101,37 +116,46 @@ def latency_distribution_chart(document: Mapping[str, Any]) -> str | None:
         return None
     values.sort()
     unit = samples[metric].get("unit") or "ms"
+    words = metric_words(metric, document)
     with rc_context(STYLE):
         fig = Figure(figsize=(WIDTH_IN, 2.4))
         ax = fig.add_subplot()
         ax.hist(values, bins=min(60, max(10, int(math.sqrt(len(values))))), color=PALETTE[0], zorder=2)
         for name, q, colour in (("p50", 0.50, PALETTE[1]), ("p99", 0.99, PALETTE[5])):
+            if not percentile_allowed(name, len(values)):
+                continue
             x = values[min(len(values) - 1, math.ceil(q * len(values)) - 1)]
             ax.axvline(x, color=colour, linewidth=1.2, zorder=3, label=f"{name} = {_fmt(x)} {unit}")
-        ax.set_xlabel(f"{_metric_words(metric)} ({unit})")
-        ax.set_ylabel("requests (count)")
-        ax.set_title(f"Distribution of {_metric_words(metric)}: {_short(_system(document))}, "
-                     f"{len(values):,} samples", loc="left")
-        ax.legend(loc="upper right")
-        return _svg(fig, "distribution", [metric, len(values), values[0], values[-1], _system(document)])
+        ax.set_xlabel(f"{words} ({unit})")
+        ax.set_ylabel("requests (count)" if "request" in words else "observations (count)")
+        _title(ax, f"Distribution of {words}: {label or _system(document)}, {len(values):,} samples")
+        if not percentile_allowed("p99", len(values)):
+            ax.annotate(f"p99 not marked: {len(values):,} samples, fewer than the "
+                        f"{_min_samples('p99'):,} it needs", (1.0, 1.0), xycoords="axes fraction", ha="right",
+                        va="top", fontsize=7.5, color="#555555")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(loc="upper right")
+        return _svg(fig, "distribution", [metric, len(values), values[0], values[-1], _system(document), label])
 
 
-def latency_vs_load_chart(runs: Sequence[Mapping[str, Any]]) -> str | None:
-    """p99 latency against offered load, one line per system; only when some system was measured at 2+ loads."""
-    metric, series = _load_series(runs)
+def latency_vs_load_chart(runs: Sequence[Mapping[str, Any]], labels: Sequence[str] | None = None) -> str | None:
+    """p99 latency against offered load, one line per configuration (`labels`, one per run; else the system
+    name); only when some configuration was measured at 2+ loads, and only from runs with enough samples for p99."""
+    metric, series = _load_series(runs, labels)
     if not series:
         return None
+    words = metric_words(metric, runs[0])
     with rc_context(STYLE):
         fig = Figure(figsize=(WIDTH_IN, 2.6))
         ax = fig.add_subplot()
-        for i, (system, pts) in enumerate(sorted(series.items())):
+        for i, (name, pts) in enumerate(sorted(series.items())):
             pts.sort()
             ax.plot([x for x, _ in pts], [y for _, y in pts], marker="o", markersize=4, linewidth=1.4,
-                    color=PALETTE[i % len(PALETTE)], label=_short(system))
+                    color=PALETTE[i % len(PALETTE)], label=_wrap(name))
         ax.set_xlabel("offered load (requests/s)")
-        ax.set_ylabel(f"p99 {_metric_words(metric)} (ms)")
+        ax.set_ylabel(f"p99 {words} (ms)")
         ax.set_ylim(bottom=0)
-        ax.set_title(f"p99 {_metric_words(metric)} against offered load", loc="left")
+        _title(ax, f"p99 {words} against offered load")
         ax.legend(loc="upper left")
         return _svg(fig, "load", sorted(series.items()))
 
@@ -175,16 +199,17 @@ def _latency_metrics(runs: Sequence[Mapping[str, Any]]) -> list[str]:
     return [m for m in LATENCY_METRICS if any(_percentiles(r, m) for r in runs)][:2]
 
 
-def _load_series(runs: Sequence[Mapping[str, Any]]) -> tuple[str, dict[str, list[tuple[float, float]]]]:
-    """(latency metric, {system: [(load, p99)]}); no series unless some system was measured at 2+ loads."""
+def _load_series(runs: Sequence[Mapping[str, Any]],
+                 labels: Sequence[str] | None = None) -> tuple[str, dict[str, list[tuple[float, float]]]]:
+    """(latency metric, {configuration: [(load, p99)]}); no series unless one was measured at 2+ loads."""
     metric = next((m for m in LATENCY_METRICS[:3] if any(_percentiles(r, m).get("p99") for r in runs)), None)
     if metric is None:
         return "", {}
     series: dict[str, list[tuple[float, float]]] = {}
-    for run in runs:
+    for i, run in enumerate(runs):
         load, p99 = _load(run), _percentiles(run, metric).get("p99")
         if load is not None and p99 is not None:
-            series.setdefault(_system(run), []).append((load, p99))
+            series.setdefault(labels[i] if labels else _system(run), []).append((load, p99))
     if not any(len({x for x, _ in pts}) >= 2 for pts in series.values()):
         return metric, {}
     return metric, series
@@ -203,18 +228,53 @@ def _derived_panels(result: Mapping[str, Any]) -> list[tuple[str, list[tuple[str
 
 # ------------------------------------------------------------------------------------------ panels
 
-def _percentile_panel(ax: Any, runs: Sequence[Mapping[str, Any]], labels: Sequence[str], metric: str) -> None:
-    height = 0.8 / len(PERCENTILES)
-    ys = list(range(len(runs)))[::-1]
-    for k, name in enumerate(PERCENTILES):
-        vals = [_percentiles(r, metric).get(name) for r in runs]
-        pos = [y + (1.5 - k) * height for y, v in zip(ys, vals, strict=True) if v is not None]
-        ax.barh(pos, [v for v in vals if v is not None], height=height * 0.92, color=PALETTE[k], label=name,
-                zorder=2)
-    ax.set_yticks(ys, labels)
+def _percentile_rows(runs: Sequence[Mapping[str, Any]],
+                     result: Mapping[str, Any] | None) -> list[tuple[str, list[Mapping[str, Any]]]]:
+    """(label, its runs): one row per configuration of `result`, else one per run."""
+    arms = [a for a in (result or {}).get("arms") or [] if a.get("runs")]
+    if arms:
+        return [(label, [runs[i] for i in arm["runs"] if i < len(runs)])
+                for arm, label in zip(arms, arm_labels(arms), strict=True)]
+    return [(label, [run]) for label, run in zip(_run_labels(runs), runs, strict=True)]
+
+
+def _percentile_panel(ax: Any, rows: Sequence[tuple[str, Sequence[Mapping[str, Any]]]], metric: str,
+                      runs: Sequence[Mapping[str, Any]], per: str) -> list[str]:
+    """Bars of each percentile per row; returns the percentiles drawn (only those get a legend entry)."""
+    values = {name: [_row_percentile(row_runs, metric, name) for _, row_runs in rows] for name in PERCENTILES}
+    shown = [name for name in PERCENTILES if any(v is not None for v in values[name])]
+    height = 0.8 / max(1, len(shown))
+    ys = list(range(len(rows)))[::-1]
+    for k, name in enumerate(shown):
+        offset = (len(shown) - 1) / 2 - k
+        pos = [y + offset * height for y, v in zip(ys, values[name], strict=True) if v is not None]
+        ax.barh(pos, [v for v in values[name] if v is not None], height=height * 0.92,
+                color=PALETTE[PERCENTILES.index(name)], label=name, zorder=2)
+    ax.set_yticks(ys, [label for label, _ in rows])
     ax.grid(axis="y", visible=False)
-    ax.set_xlabel(f"{_metric_words(metric)} (ms), lower is better")
-    ax.set_title(f"{_metric_words(metric).capitalize()} percentiles per run", loc="left")
+    words = metric_words(metric, runs[0] if runs else {})
+    ax.set_xlabel(f"{words} (ms), lower is better")
+    _title(ax, f"{words.capitalize()} percentiles per {per}"
+               f"{' (median over its runs)' if per == 'configuration' else ''}")
+    return shown
+
+
+def _row_percentile(runs: Sequence[Mapping[str, Any]], metric: str, name: str) -> float | None:
+    """The median over `runs` of their `name` percentile, from runs with enough samples for it only."""
+    found = []
+    for run in runs:
+        block = (run.get("metrics") or {}).get(metric) or {}
+        count = _number(block.get("count")) if isinstance(block, Mapping) else None
+        value = _percentiles(run, metric).get(name)
+        if value is not None and (name == "p50" or (count is not None and percentile_allowed(name, int(count)))):
+            found.append(value)
+    return statistics.median(found) if found else None
+
+
+def _min_samples(name: str) -> int:
+    from protocol.rules import MIN_SAMPLES_FOR_PERCENTILE
+
+    return MIN_SAMPLES_FOR_PERCENTILE.get(name, 0)
 
 
 def _derived_panel(ax: Any, name: str, points: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
@@ -229,10 +289,15 @@ def _derived_panel(ax: Any, name: str, points: Sequence[tuple[str, Mapping[str, 
     unit = points[0][1].get("unit") or ""
     words = "Energy per output" if name == "energy_per_output" else "Cost per million outputs"
     ax.set_xlabel(f"{unit}, lower is better")
-    ax.set_title(f"{words} (derived{': measured rate and stated price' if 'cost' in name else ''})", loc="left")
+    _title(ax, f"{words} (derived{': measured rate and stated price' if 'cost' in name else ''})")
 
 
 # ------------------------------------------------------------------------------------------ helpers
+
+def _title(ax: Any, text: str) -> None:
+    """A panel title wrapped to the figure's width (long configuration names never run off the edge)."""
+    ax.set_title("\n".join(textwrap.wrap(text, 48, break_long_words=True)) or text, loc="left")
+
 
 def _value_label(ax: Any, x: float, y: float, value: float) -> None:
     """The value printed just right of x (an offset in points: SVG text would collapse leading spaces)."""
@@ -271,10 +336,22 @@ def _scope_ids(svg: str, prefix: str) -> str:
 
 
 def arm_labels(arms: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Short labels for arms: the part before " (" (the system name) when that alone tells them apart."""
-    full = [str(a.get("label") or f"arm {a.get('index')}") for a in arms]
-    short = [label.split(" (")[0] for label in full]
-    return [_short(x) for x in (short if len(set(short)) == len(short) else full)]
+    """Bar labels of arms: each configuration's own label, wrapped onto lines (never cut), unique."""
+    return unique_labels([str(a.get("label") or f"configuration {a.get('index')}") for a in arms])
+
+
+def unique_labels(labels: Sequence[str]) -> list[str]:
+    """`labels` wrapped to LABEL_WIDTH (at most three lines, the rest elided in the middle of the last); where two
+    still read the same, each gets its position, so no two bars share a label."""
+    out = [_wrap(label) for label in labels]
+    return [f"{text} [{i + 1}]" if out.count(text) > 1 else text for i, text in enumerate(out)]
+
+
+def _wrap(text: str) -> str:
+    lines = textwrap.wrap(text, LABEL_WIDTH, break_long_words=True, break_on_hyphens=False) or [text]
+    if len(lines) > 3:
+        lines = [*lines[:2], "… " + lines[-1][-(LABEL_WIDTH - 2):]]
+    return "\n".join(lines)
 
 
 def _number(value: Any) -> float | None:
@@ -304,18 +381,22 @@ def _system(doc: Mapping[str, Any]) -> str:
 
 
 def _run_labels(runs: Sequence[Mapping[str, Any]]) -> list[str]:
-    names = [_short(_system(r), 28) for r in runs]
-    return [f"{n} (run {i + 1})" if names.count(n) > 1 else n for i, n in enumerate(names)]
-
-
-def _short(text: str, limit: int = 40) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return unique_labels([f"{_system(r)} (run {i + 1})" if [_system(x) for x in runs].count(_system(r)) > 1
+                          else _system(r) for i, r in enumerate(runs)])
 
 
 def _metric_words(metric: Any) -> str:
     family, _, part = str(metric or "value").partition(".")
     words = METRIC_WORDS.get(family, family.replace("_", " "))
     return f"{part} {words}" if part else words
+
+
+def metric_words(metric: Any, document: Mapping[str, Any]) -> str:
+    """The metric in words for this run's scenario: an offline run times batches, not requests."""
+    words = _metric_words(metric)
+    if str(metric).split(".")[0] == "latency_ms" and (document.get("scenario") or {}).get("kind") == "offline":
+        return words.replace("request latency", "batch latency")
+    return words
 
 
 def _fmt(value: float) -> str:

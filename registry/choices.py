@@ -16,6 +16,15 @@ class SubmissionSource(models.TextChoices):
     IMPORT = "import", "import"
 
 
+class Trust(models.TextChoices):
+    """How far the registry itself stands behind a run: set by the path the run came in, never read from it."""
+
+    VOUCHED = "vouched", "vouched: measured by an enrolled agent for a registry job"
+    DECLARED = "declared", "declared: submitted by a token holder, self-declared"
+    IMPORTED = "imported", "imported: from a published source (MLPerf)"
+    EXAMPLE = "example", "example: a hand-written example document, not a measurement"
+
+
 class AuditKind(models.TextChoices):
     RUN_SUBMITTED = "run.submitted", "run submitted"
     RUN_WITHDRAWN = "run.withdrawn", "run withdrawn"

@@ -1,4 +1,5 @@
-"""The `benchreg` command. Client commands (submit, run) need no database; the rest are Django commands.
+"""The `benchreg` command. Client commands (submit, run, agent, verify) need no database and never start Django;
+the rest are Django commands.
 
   benchreg demo [--no-serve]          the main job: embedded registry with runs of this machine, served
   benchreg serve                      the registry behind gunicorn
@@ -10,7 +11,8 @@
   benchreg enrolment-token create --expires 1h   a single-use token for `benchreg agent enroll` (on the server)
   benchreg admin enrolment-token|agent|run|job ...  admin automation over the API with an admin-scoped token
   benchreg agent enroll|start|status  run this machine as an enrolled agent (needs no database)
-  benchreg verify REPORT.pdf [--offline --cert PEM --log-key VKEY | --server URL]   check a signed decision report
+  benchreg verify REPORT.pdf [--cert PEM --log-key VKEY] [--server URL]   check a signed decision report with the
+                                      registry's published certificate and log key only (no Django, no database)
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pathlib import Path
 
 # Subcommands served by a Django management command of the same purpose.
 DJANGO_COMMANDS = {"demo": "demo", "serve": "serve", "create-token": "create_token", "migrate": "migrate",
-                   "import": "import_results", "enrolment-token": "enrolment_token", "verify": "verify_report",
+                   "import": "import_results", "enrolment-token": "enrolment_token",
                    "audit": "audit"}
 
 
@@ -79,6 +81,10 @@ def main(argv: list[str] | None = None) -> int:
         from runners.agent.cli import main as agent_main
 
         return agent_main(rest)
+    if command == "verify":  # third parties run it: plain Python, the report and published public material only
+        from verifier.cli import main as verify_main
+
+        return verify_main(rest)
     if command in DJANGO_COMMANDS:
         return django_main(DJANGO_COMMANDS[command], rest)
     print(f"benchreg: unknown command {command!r}\n{__doc__}", file=sys.stderr)

@@ -60,6 +60,9 @@ class CompareForm(forms.Form):
     axis = forms.ChoiceField(label="What is being decided", initial="system", widget=forms.RadioSelect,
                              choices=[(a, f"{a.capitalize()}: {AXIS_HELP.get(a, '')}")
                                       for a in comparability.contract().axes])
+    baseline = forms.IntegerField(required=False, min_value=1, label="Baseline run (optional)",
+                                  help_text="The run whose configuration the others are stated against "
+                                            "(“X delivers 1.2× the baseline's throughput”). Default: the first.")
 
     def __init__(self, *args: Any, checked: list[str] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -73,6 +76,8 @@ class CompareForm(forms.Form):
         if len(ids) > 50:
             raise forms.ValidationError("Compare at most 50 runs at once.")
         data["run_ids"] = ids
+        if data.get("baseline") is not None and data["baseline"] not in ids:
+            self.add_error("baseline", f"The baseline must be one of the runs compared ({', '.join(map(str, ids))}).")
         return data
 
 

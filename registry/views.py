@@ -40,6 +40,7 @@ from registry.selectors.agents import agent_list, job_list
 from registry.selectors.catalogue import FACETS, SORTS, catalogue_search
 from registry.selectors.comparisons import runs_by_reference
 from registry.selectors.run_page import DISTRIBUTION_FIELDS, run_detail
+from registry.selectors.standing import comparison_conclusion, comparison_members
 from registry.selectors.submissions import submission_list
 from registry.selectors.tokens import token_list_for
 from registry.services.comparisons import NotComparable, comparison_create
@@ -153,22 +154,25 @@ def compare(request: HttpRequest) -> HttpResponse:
     require_read(request.user)
     if request.method == "GET":
         initial = {"runs": ", ".join(request.GET.getlist("run") + request.GET.getlist("runs")),
-                   "axis": request.GET.get("axis", "system")}
+                   "axis": request.GET.get("axis", "system"), "baseline": request.GET.get("baseline")}
         return _page(request, "registry/compare.html", {"form": CompareForm(initial=initial)})
     form = CompareForm(request.POST, checked=request.POST.getlist("run"))
     if not form.is_valid():
         return _page(request, "registry/compare.html", {"form": form}, status=400)
     ids, axis = form.cleaned_data["run_ids"], form.cleaned_data["axis"]
+    baseline = form.cleaned_data.get("baseline")
     try:
         runs = runs_by_reference(refs=ids)
-        comparison, _ = comparison_create(runs=runs, axis=axis, created_by=request.user)
+        # The requester's baseline (a run of the comparison): its configuration is what ratios are stated against.
+        chosen = {"baseline": runs[ids.index(baseline)]} if baseline is not None else {}
+        comparison, _ = comparison_create(runs=runs, axis=axis, created_by=request.user, **chosen)
     except NotComparable as exc:
         return _page(request, "registry/compare.html", {
-            "form": CompareForm(initial={"runs": ", ".join(map(str, ids)), "axis": axis}),
+            "form": CompareForm(initial={"runs": ", ".join(map(str, ids)), "axis": axis, "baseline": baseline}),
             "refusal": exc, "runs": runs, "axis": axis}, status=422)
     except RegistryError as exc:
         return _page(request, "registry/compare.html", {
-            "form": CompareForm(initial={"runs": ", ".join(map(str, ids)), "axis": axis}),
+            "form": CompareForm(initial={"runs": ", ".join(map(str, ids)), "axis": axis, "baseline": baseline}),
             "problem": exc}, status=exc.status if exc.status in (400, 404, 409) else 400)
     return redirect("comparison", comparison_id=comparison.pk)
 
@@ -182,15 +186,15 @@ def comparison_page(request: HttpRequest, comparison_id: int) -> HttpResponse:
 
 # URL name -> (title, registry.charts function, drawn from the comparison's result or its runs' documents)
 COMPARISON_CHARTS = {
-    "headline": ("Headline metric by system, with 95% intervals", "throughput_chart", "result"),
-    "latency": ("Latency percentiles", "latency_percentiles_chart", "documents"),
+    "headline": ("Headline metric per configuration, with 95% intervals", "throughput_chart", "result"),
+    "latency": ("Latency percentiles per configuration", "latency_percentiles_chart", "both"),
     "load": ("Latency against load", "latency_vs_load_chart", "documents"),
     "derived": ("Derived figures", "derived_chart", "result"),
 }
 
 
 def _comparison_runs(comparison: Any) -> list[Any]:
-    return [m.submission for m in comparison.members.select_related("submission").order_by("position")]
+    return comparison_members(comparison)
 
 
 def _comparison_context(request: HttpRequest, comparison: Any, report_form: Any = None) -> dict[str, Any]:
@@ -201,6 +205,7 @@ def _comparison_context(request: HttpRequest, comparison: Any, report_form: Any 
     drawn = charts.comparison_charts(result, documents)
     return {
         "comparison": comparison, "result": result, "runs": runs, "arms": arms,
+        "conclusion": comparison_conclusion(comparison, runs),
         "run_rows": [{"run": runs[i], **row} for i, row in enumerate(result.get("runs", []))],
         "derived": [{"arm": arm["label"], **d} for arm in result.get("arms", []) for d in arm.get("derived", [])],
         # Links, not drawings: each chart is its own request (comparison_chart), so drawing them never holds up
@@ -221,8 +226,9 @@ def comparison_chart(request: HttpRequest, comparison_id: int, name: str) -> Htt
     if name not in COMPARISON_CHARTS:
         raise Http404(f"no chart {name!r}")
     _, function, source = COMPARISON_CHARTS[name]
-    data = comparison.result if source == "result" else [r.document for r in _comparison_runs(comparison)]
-    svg = _chart(function, comparison.digest, data)
+    documents = [r.document for r in _comparison_runs(comparison)] if source != "result" else []
+    args = {"result": (comparison.result,), "documents": (documents,), "both": (documents, comparison.result)}[source]
+    svg = _chart(function, comparison.digest, *args)
     if svg is None:
         raise Http404(f"comparison {comparison.pk} has nothing to plot in {name!r}")
     response = HttpResponse(svg, content_type="image/svg+xml")

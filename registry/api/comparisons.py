@@ -13,9 +13,10 @@ from rest_framework.views import APIView
 
 from registry import policy
 from registry.api.pagination import NewestFirstCursor
-from registry.api.submissions import ProblemSerializer, SubmissionSummarySerializer
+from registry.api.submissions import ProblemSerializer, SubmissionSummarySerializer, withdrawn_words
 from registry.models import Comparison
 from registry.selectors.comparisons import comparable_runs, comparison_list, runs_by_reference
+from registry.selectors.standing import comparison_conclusion, comparison_members
 from registry.services.comparisons import comparison_create
 
 AXES = [("system", "system"), ("software", "software"), ("precision", "precision")]
@@ -96,4 +97,9 @@ class ComparisonDetailApi(APIView):
     @extend_schema(responses={200: ComparisonOutputSerializer, 404: ProblemSerializer})
     def get(self, request: Request, comparison_id: int) -> Response:
         comparison = policy.comparison_get(policy.for_request(request), comparison_id)
-        return Response(ComparisonOutputSerializer(comparison, context={"request": request}).data)
+        runs = comparison_members(comparison)
+        # As it stands today: a run withdrawn since makes the (immutable) stored conclusion "inconclusive".
+        return Response({**ComparisonOutputSerializer(comparison, context={"request": request}).data,
+                         "conclusion": comparison_conclusion(comparison, runs),
+                         "runs": [{"id": r.pk, "digest": r.digest, "trust": r.trust,
+                                   "withdrawn": withdrawn_words(r)} for r in runs]})

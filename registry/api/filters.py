@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import django_filters
 
+from registry.choices import Trust
 from registry.models import Submission
 
 
@@ -22,6 +23,8 @@ class SubmissionFilter(django_filters.FilterSet):
     submitter = django_filters.CharFilter(help_text="provenance.submitter as stated in the document")
     submitted_by = django_filters.CharFilter(field_name="submitted_by_name", help_text="registry user")
     source = django_filters.CharFilter()
+    trust = django_filters.MultipleChoiceFilter(choices=Trust.choices,
+                                                help_text="vouched, declared, imported or example (repeatable)")
     comparability_key = django_filters.CharFilter()
     submitted_after = django_filters.IsoDateTimeFilter(field_name="submitted_at", lookup_expr="gte")
     submitted_before = django_filters.IsoDateTimeFilter(field_name="submitted_at", lookup_expr="lt")

@@ -22,6 +22,7 @@ from registry.exceptions import RegistryError
 from registry.models import Report
 from registry.reports.signing import signing_identity
 from registry.selectors.reports import report_verify
+from registry.selectors.standing import comparison_conclusion
 from registry.services.reports import report_file, report_request
 
 
@@ -29,15 +30,20 @@ class ReportOutputSerializer(serializers.ModelSerializer):
     url = serializers.SerializerMethodField()
     download = serializers.SerializerMethodField(help_text="the PDF, once status is ready")
     comparison_digest = serializers.CharField(source="comparison.digest")
+    conclusion = serializers.SerializerMethodField(
+        help_text="the comparison's conclusion as it stands now: inconclusive once a run was withdrawn since")
 
     class Meta:
         model = Report
         fields = ["id", "url", "status", "title", "decision", "comparison", "comparison_digest", "prices", "currency",
                   "requested_by_name", "created_at", "started_at", "finished_at", "last_error", "download",
-                  "pdf_digest", "pdf_bytes", "evidence_digest", "checkpoint_size"]
+                  "pdf_digest", "pdf_bytes", "evidence_digest", "checkpoint_size", "conclusion"]
 
     def get_url(self, report: Report) -> str:
         return self.context["request"].build_absolute_uri(reverse("api-report-detail", args=[report.pk]))
+
+    def get_conclusion(self, report: Report) -> dict[str, Any]:
+        return comparison_conclusion(report.comparison)
 
     def get_download(self, report: Report) -> str | None:
         if report.status != ReportStatus.READY:

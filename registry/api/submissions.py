@@ -44,17 +44,21 @@ class SubmissionSummarySerializer(serializers.ModelSerializer):
                   "workload_version", "scenario_kind", "precision_weights", "precision_activations", "batch_size",
                   "system_name", "accelerator_vendor", "accelerator_model", "accelerator_count", "submitter",
                   "source", "started_at", "headline_metric", "headline_value", "headline_unit",
-                  "headline_lower_is_better", "submitted_by_name", "submitted_at", "withdrawn"]
+                  "headline_lower_is_better", "trust", "submitted_by_name", "submitted_at", "withdrawn"]
 
     def get_url(self, run: Submission) -> str:
         return self.context["request"].build_absolute_uri(reverse("api-submission-detail", args=[run.pk]))
 
     def get_withdrawn(self, run: Submission) -> dict[str, str] | None:
-        withdrawal = getattr(run, "withdrawal", None)
-        if withdrawal is None:
-            return None
-        return {"reason": withdrawal.reason, "by": withdrawal.withdrawn_by_name,
-                "at": withdrawal.withdrawn_at.isoformat()}
+        return withdrawn_words(run)
+
+
+def withdrawn_words(run: Submission) -> dict[str, str] | None:
+    """Who withdrew the run, when and why; None while it stands."""
+    withdrawal = getattr(run, "withdrawal", None)
+    if withdrawal is None:
+        return None
+    return {"reason": withdrawal.reason, "by": withdrawal.withdrawn_by_name, "at": withdrawal.withdrawn_at.isoformat()}
 
 
 class SubmissionCollectionApi(APIView):

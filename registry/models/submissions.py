@@ -8,6 +8,8 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 
+from registry.choices import Trust
+
 from .immutable import AppendOnlyModel
 
 
@@ -49,6 +51,10 @@ class Submission(AppendOnlyModel):
     # The frameworks map as one string ("torch 2.13.0"), read from the document like the columns above: the
     # catalogue's software facet groups and filters on it instead of reading every document's JSON.
     software_summary = models.CharField(max_length=500, default="", db_index=True)
+
+    # Set by the path the run came in (agent job, token holder, import, example loader), never by the document:
+    # a document can claim `provenance.source: "runner"`; only the registry knows who vouches for it.
+    trust = models.CharField(max_length=10, choices=Trust.choices, default=Trust.DECLARED, db_index=True)
 
     submitted_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT,
                                      related_name="submissions")

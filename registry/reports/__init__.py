@@ -1,10 +1,9 @@
-"""Decision reports: evidence JSON, HTML/PDF rendering, PAdES signing and verification.
+"""Decision reports: evidence JSON, HTML/PDF rendering and PAdES signing, inside the registry.
 
-`verify` is plain Python (no Django), so a report can be checked anywhere with the registry's certificate and
-log key alone; the other modules run inside the registry.
+Verification lives outside, in the standalone `verifier` package (plain Python, no Django), so a report can be
+checked anywhere with the registry's published certificate and log key alone; its names are shared from there.
 """
 
-EVIDENCE_KIND = "benchreg.report-evidence/1"
-ATTACHMENT_NAME = "benchreg-evidence.json"
-# The signature's /Reason names the evidence digest, so the digest is covered by the signature itself.
-REASON_PREFIX = "benchreg decision report; evidence "
+from verifier import ATTACHMENT_NAME, EVIDENCE_KIND, REASON_PREFIX
+
+__all__ = ["ATTACHMENT_NAME", "EVIDENCE_KIND", "REASON_PREFIX"]

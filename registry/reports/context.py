@@ -24,6 +24,8 @@ def report_context(evidence: Mapping[str, Any], *, certificate: Mapping[str, str
     result = comparison["result"]
     docs = [json.loads(r["canonical"]) for r in evidence["runs"]]
     runs = [_run_row(r, d, result) for r, d in zip(evidence["runs"], docs, strict=True)]
+    ids = [r["id"] for r in evidence["runs"]]
+    verdict = conclusion(result, ids)
     return {
         "report": evidence["report"], "registry": evidence["registry"], "checkpoint": evidence["checkpoint"],
         "comparison": {**evidence["comparison"], "inputs": comparison["inputs"], "axis": result.get("axis")},
@@ -31,10 +33,13 @@ def report_context(evidence: Mapping[str, Any], *, certificate: Mapping[str, str
                      "version": evidence["contract"]["document"].get("version"),
                      "roles": contract_roles(evidence["contract"]["document"], result.get("axis") or "system")},
         "axis_words": AXIS_WORDS.get(result.get("axis") or "", result.get("axis")),
-        "result": result, "runs": runs, "arms": [_arm_row(a) for a in result.get("arms") or []],
-        "recommendation": recommendation(result),
+        "result": result, "runs": runs, "arms": [_arm_row(a, ids, verdict) for a in result.get("arms") or []],
+        "recommendation": recommendation(result), "conclusion": verdict,
+        "decision_points": decision_points(result, verdict),
+        "other_points": _derived_points(_estimated(result)) + _sizing_points(_estimated(result)),
         "pairwise": [{**p, "subject_label": _arm_label(result, p["subject"]), "outcome_words": OUTCOME_WORDS.get(
-                      p.get("outcome"), p.get("outcome")), "baseline_label": _arm_label(result, p["baseline"])}
+                      p.get("verdict") or p.get("outcome"), p.get("verdict") or p.get("outcome")),
+                      "baseline_label": _arm_label(result, p["baseline"])}
                      for p in result.get("pairwise") or []],
         "methods": [(name.replace("_", " ").capitalize(), words)
                     for name, words in (result.get("methods") or {}).items()],
@@ -42,14 +47,81 @@ def report_context(evidence: Mapping[str, Any], *, certificate: Mapping[str, str
                     for c in result.get("caveats") or []],
         "sizing": [{"label": a["label"], **a["sizing"]} for a in result.get("arms") or [] if a.get("sizing")],
         "protocol_versions": sorted({str(d.get("protocol")) for d in docs}),
-        "charts": _charts(result, docs),
+        "charts": _charts(result, docs, ids),
         "certificate": certificate,
     }
 
 
+# Caveats that block any verdict: the numbers of such a run do not measure what the comparison needs.
+BLOCKING = frozenset({"steady-state-not-reached", "invalid-result", "overloaded", "server-overloaded",
+                      "withdrawn-run"})
+TONES = {"distinguishable": "clear", "indistinguishable": "none", "single-configuration": "none",
+         "not-enough-evidence": "tentative", "inconclusive": "tentative", "refused": "refused"}
+
+
+def conclusion(result: Mapping[str, Any], run_ids: Sequence[int]) -> dict[str, Any]:
+    """What the cover and the summary say, with its blocking caveats beside it:
+    {"outcome", "statement", "reasons": [str], "tone": clear|none|tentative|refused, "baseline", "focus"}.
+
+    The comparison's own `conclusion` (protocol.comparability) when it has one; for results stored before
+    conclusions existed, the recommendation's reading. Either way, a run whose caveats block a verdict (not steady,
+    invalid, overloaded, withdrawn) makes it "inconclusive", named by run id: the cover never shows a verdict in
+    green while its arms are unsteady.
+    """
+    if not result.get("comparable"):
+        return {"outcome": "refused", "statement": "These runs are not comparable: no conclusion.", "reasons": [],
+                "tone": "refused", "baseline": None, "focus": []}
+    stored = result.get("conclusion") or {}
+    reasons = [_reason_words(r, run_ids) for r in stored.get("reasons") or []]
+    if stored:
+        outcome, statement = str(stored.get("outcome")), str(stored.get("statement") or "")
+    else:
+        advice = recommendation(result)
+        outcome = {"clear": "distinguishable", "tentative": "not-enough-evidence"}.get(
+            advice["strength"], "single-configuration" if len(result.get("arms") or []) < 2 else "indistinguishable")
+        statement = advice["headline"]
+    named = {r.get("run") for r in stored.get("reasons") or [] if isinstance(r.get("run"), int)}
+    blocking = [f"run {run_ids[c['run']]}: {c['message']}" for c in result.get("caveats") or []
+                if c.get("code") in BLOCKING and isinstance(c.get("run"), int) and c["run"] < len(run_ids)
+                and c["run"] not in named]  # a run the conclusion already names is not repeated
+    unseen = [b for b in blocking if not any(b.split(": ", 1)[1] in r for r in reasons)]
+    if unseen and outcome in ("distinguishable", "indistinguishable"):
+        outcome = "inconclusive"
+        runs = sorted({b.split(":", 1)[0] for b in blocking}, key=lambda r: int(r.split()[1]))
+        statement = (f"Inconclusive: {len(runs)} of the {len(run_ids)} runs ({', '.join(runs)}) carry a caveat "
+                     "that blocks any verdict, so these numbers cannot settle the decision.")
+    reasons += unseen
+    return {"outcome": outcome, "statement": statement, "reasons": reasons, "tone": TONES.get(outcome, "none"),
+            "baseline": stored.get("baseline"), "focus": list(stored.get("focus") or [])}
+
+
+def decision_points(result: Mapping[str, Any], verdict: Mapping[str, Any]) -> list[str]:
+    """The pairwise statements the decision turns on: the focus configurations against the baseline (all against
+    the baseline when no focus is named); without stored statements, the leader against each alternative."""
+    pairs = result.get("pairwise") or []
+    baseline, focus = verdict.get("baseline"), set(verdict.get("focus") or [])
+    if baseline is not None and any(p.get("statement") for p in pairs):
+        chosen = [p for p in pairs if p.get("baseline") == baseline and (not focus or p.get("subject") in focus)]
+        return [f"{p['statement']} — {p.get('verdict') or p.get('outcome')}" for p in chosen]
+    leader = (recommendation(result).get("leader"))
+    return [p["words"] for p in pairs if leader in (_arm_label(result, p["subject"]), _arm_label(result, p["baseline"]))
+            and p.get("words")]
+
+
+def _reason_words(reason: Mapping[str, Any], run_ids: Sequence[int]) -> str:
+    run = reason.get("run")
+    where = f"run {run_ids[run]}: " if isinstance(run, int) and 0 <= run < len(run_ids) else ""
+    message = str(reason.get("message") or reason.get("code") or "")
+    return message if message.startswith(where.strip(": ")) else where + message
+
+
+def _estimated(result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [a for a in result.get("arms") or [] if (a.get("estimate") or {}).get("value") is not None]
+
+
 def recommendation(result: Mapping[str, Any]) -> dict[str, Any]:
     """What the numbers support: {"strength": clear|tentative|none|refused, "headline": str, "points": [str]}."""
-    arms = [a for a in result.get("arms") or [] if (a.get("estimate") or {}).get("value") is not None]
+    arms = _estimated(result)
     if not result.get("comparable"):
         return {"strength": "refused", "headline": "These runs are not comparable: no recommendation.", "points": []}
     if len(arms) < 2:
@@ -94,15 +166,31 @@ def contract_roles(contract: Mapping[str, Any], axis: str) -> dict[str, list[str
 
 # ------------------------------------------------------------------------------------------ rows
 
+def hardware_words(doc: Mapping[str, Any]) -> str:
+    """The system by what computes: "1× NVIDIA H100 80GB HBM3", or the CPU model for CPU runs; never "?×"."""
+    system = doc.get("system") or {}
+    accels = [a for a in system.get("accelerators") or [] if isinstance(a, Mapping)]
+    if accels:
+        return " + ".join(" ".join(str(x) for x in (f"{a['count']}×" if isinstance(a.get("count"), int) else None,
+                                                     a.get("vendor"), a.get("model")) if x) for a in accels)
+    host = system.get("host") or {}
+    cpu = host.get("cpu_model")
+    if cpu:
+        sockets = host.get("sockets")
+        return f"{sockets}× {cpu}" if isinstance(sockets, int) and sockets > 1 else str(cpu)
+    return "hardware not stated"
+
+
 def _run_row(run: Mapping[str, Any], doc: Mapping[str, Any], result: Mapping[str, Any]) -> dict[str, Any]:
-    accel = ((doc.get("system") or {}).get("accelerators") or [{}])[0]
     conditions, scenario = doc.get("conditions") or {}, doc.get("scenario") or {}
     window = conditions.get("window") or {}
     headline = (result.get("runs") or [{}] * (run["position"] + 1))[run["position"]].get("headline") or {}
     return {
-        **run, "label": f"Run {run['position'] + 1}", "document": doc,
+        **run, "label": f"Run {run['id']}", "document": doc,
         "system": (doc.get("system") or {}).get("name"),
-        "accelerator": f"{accel.get('count', '?')}× {accel.get('vendor', '')} {accel.get('model', '')}".strip(),
+        "configuration": _arm_label(result, arm) if isinstance(arm := (result.get("runs") or [{}] * (
+            run["position"] + 1))[run["position"]].get("arm"), int) else "",
+        "accelerator": hardware_words(doc),
         "precision": "/".join(str(x) for x in ((doc.get("precision") or {}).get("weights"),
                                                (doc.get("precision") or {}).get("activations")) if x),
         "workload": f"{(doc.get('workload') or {}).get('name')} {(doc.get('workload') or {}).get('version')}",
@@ -121,23 +209,32 @@ def _run_row(run: Mapping[str, Any], doc: Mapping[str, Any], result: Mapping[str
     }
 
 
-def _arm_row(arm: Mapping[str, Any]) -> dict[str, Any]:
+def _arm_row(arm: Mapping[str, Any], run_ids: Sequence[int], verdict: Mapping[str, Any]) -> dict[str, Any]:
     derived = {d["name"]: d for d in arm.get("derived") or []}
-    return {"index": arm["index"], "label": arm["label"], "runs": [r + 1 for r in arm.get("runs") or []],
+    return {"index": arm["index"], "label": arm["label"],
+            "runs": [run_ids[r] for r in arm.get("runs") or [] if r < len(run_ids)],
+            "baseline": arm["index"] == verdict.get("baseline"), "focus": arm["index"] in (verdict.get("focus") or []),
             "estimate": arm.get("estimate") or {}, "ci": _ci(arm.get("estimate") or {}, bare=True),
             "energy": derived.get("energy_per_output"), "cost": derived.get("cost_per_million_outputs"),
             "replicas": (arm.get("sizing") or {}).get("replicas")}
 
 
-def _charts(result: Mapping[str, Any], docs: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
-    found = [("Headline result", charts.throughput_chart(result)),
-             ("Latency percentiles", charts.latency_percentiles_chart(docs)),
-             ("Latency against load", charts.latency_vs_load_chart(docs)),
-             ("Energy and cost per output", charts.derived_chart(result))]
-    with_samples = [d for d in docs if d.get("samples")]
-    for doc in with_samples[:MAX_DISTRIBUTIONS]:
-        found.append((f"Latency distribution, {(doc.get('system') or {}).get('name')}",
-                      charts.latency_distribution_chart(doc)))
+def _charts(result: Mapping[str, Any], docs: Sequence[Mapping[str, Any]],
+            run_ids: Sequence[int]) -> list[dict[str, str]]:
+    """The report's figures, each captioned uniquely and labelled by configuration; distributions for the first
+    run with raw samples of each configuration (at most MAX_DISTRIBUTIONS)."""
+    arm_of = {i: a for a in result.get("arms") or [] for i in a.get("runs") or []}
+    labels = [str(arm_of[i]["label"]) if i in arm_of else f"run {run_ids[i]}" for i in range(len(docs))]
+    found = [("Headline result per configuration, with 95% intervals", charts.throughput_chart(result)),
+             ("Latency percentiles per configuration", charts.latency_percentiles_chart(docs, result)),
+             ("p99 latency against offered load, per configuration", charts.latency_vs_load_chart(docs, labels)),
+             ("Energy and cost per output, per configuration", charts.derived_chart(result))]
+    shown: set[str] = set()
+    for i, doc in enumerate(docs):
+        if doc.get("samples") and labels[i] not in shown and len(shown) < MAX_DISTRIBUTIONS:
+            shown.add(labels[i])
+            name = f"run {run_ids[i]} · {labels[i]}"
+            found.append((f"Latency distribution of {name}", charts.latency_distribution_chart(doc, name)))
     return [{"title": title, "svg": svg} for title, svg in found if svg]
 
 

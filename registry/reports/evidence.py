@@ -8,8 +8,9 @@ Layout (kind "benchreg.report-evidence/1"), serialised as RFC 8785 canonical JSO
     comparison  id, digest, and `canonical`: the exact RFC 8785 text of {"inputs", "result"} that hashes to digest
     contract    the comparability contract document and its digest
     runs        in the comparison's order: id, digest, `canonical` (the exact text that hashes to digest),
-                submitter, submitted_by, submitted_at, agent, and `audit`: the run's "run.submitted" entry text,
-                its seq (leaf index), leaf hash, and the RFC 9162 inclusion proof in the checkpoint's tree
+                submitter, submitted_by, submitted_at, agent, trust (how the run came in: vouched, declared,
+                imported), and `audit`: the run's "run.submitted" entry text, its seq (leaf index), leaf hash, and
+                the RFC 9162 inclusion proof in the checkpoint's tree
 
 Texts that are hashed travel as strings, never re-serialised, so anyone can hash them again byte for byte.
 """
@@ -85,7 +86,7 @@ def _run(position: int, run: Submission, checkpoint: Checkpoint) -> dict[str, An
     agent = ((run.document.get("provenance") or {}).get("agent") or (job.agent_name if job is not None else None))
     return {"position": position, "id": run.pk, "digest": run.digest, "canonical": run.canonical,
             "system": run.system_name, "submitter": run.submitter, "submitted_by": run.submitted_by_name,
-            "submitted_at": _iso(run.submitted_at), "agent": agent,
+            "submitted_at": _iso(run.submitted_at), "agent": agent, "trust": run.trust,
             "audit": {"seq": entry.seq, "entry": entry.entry, "leaf_hash": entry.leaf_hash,
                       "tree_size": proof.tree_size, "inclusion_proof": [h.hex() for h in proof.proof]}}
 

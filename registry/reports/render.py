@@ -34,7 +34,7 @@ class OfflineFetcher(URLFetcher):
 def render_html(context: Mapping[str, Any]) -> str:
     """The report's HTML. User text is escaped by Django's autoescaping; charts become data: SVG images."""
     charts = [{"title": c["title"], "src": _data_uri(c["svg"])} for c in context.get("charts") or []]
-    return render_to_string(TEMPLATE, {**context, "charts": charts})
+    return render_to_string(TEMPLATE, {**context, "charts": charts, "weasyprint_version": weasyprint.__version__})
 
 
 def render_pdf(context: Mapping[str, Any], *, evidence: bytes, evidence_digest: str,

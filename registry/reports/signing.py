@@ -35,7 +35,9 @@ from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from pyhanko.pdf_utils import generic
 from pyhanko.pdf_utils.incremental_writer import IncrementalPdfFileWriter
+from pyhanko.pdf_utils.metadata import model as metadata_model
 from pyhanko.sign import fields, signers
 from pyhanko.sign.signers.constants import ESIC_EXTENSION_1
 from pyhanko.sign.timestamps.dummy_client import DummyTimeStamper
@@ -118,8 +120,30 @@ def sign_pdf(pdf: bytes, *, identity: SigningIdentity, reason: str, name: str = 
                                         subfilter=fields.SigSeedSubFilter.PADES, md_algorithm="sha256",
                                         reason=reason, name=name, location="benchreg")
     writer = IncrementalPdfFileWriter(io.BytesIO(pdf), strict=False)
+    _tidy_metadata(writer)
     out = _Pdf17Signer(meta, signer=signer, timestamper=timestamper).sign_pdf(writer)
     return bytes(out.getbuffer())
+
+
+def _tidy_metadata(writer: IncrementalPdfFileWriter) -> None:
+    """In the signed revision itself: list each associated file once in the catalog's /AF (WeasyPrint's PDF/A
+    path adds the evidence twice), and name the producer as pyHanko will write it into the XMP packet, so the
+    Info dictionary and XMP agree (WeasyPrint is named in Creator/CreatorTool, from the template)."""
+    root = writer.root
+    if "/AF" in root:
+        seen, unique = set(), generic.ArrayObject()
+        for ref in root["/AF"]:
+            key = (ref.idnum, ref.generation) if isinstance(ref, generic.IndirectObject) else id(ref)
+            if key not in seen:
+                seen.add(key)
+                unique.append(ref)
+        root["/AF"] = unique
+        writer.update_root()
+    info_ref = writer.prev.trailer_view.raw_get("/Info") if "/Info" in writer.prev.trailer_view else None
+    if isinstance(info_ref, generic.IndirectObject):
+        info = info_ref.get_object()
+        info["/Producer"] = generic.TextStringObject(metadata_model.VENDOR)
+        writer.mark_update(info_ref)
 
 
 class _Pdf17Signer(signers.PdfSigner):

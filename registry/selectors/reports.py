@@ -9,7 +9,7 @@ from registry.audit.keys import trusted_verifier_keys
 from registry.exceptions import NotFound
 from registry.models import Report, Submission
 from registry.reports.signing import trusted_certificates
-from registry.reports.verify import Verdict, verify_report
+from verifier.report import Verdict, verify_report
 
 
 def report_get(*, report_id: int) -> Report:

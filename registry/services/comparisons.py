@@ -11,7 +11,7 @@ from django.utils import timezone
 
 import protocol
 from protocol import comparability
-from registry.choices import AuditKind
+from registry.choices import AuditKind, Trust
 from registry.exceptions import RegistryError
 from registry.models import Comparison, ComparisonRun, Submission
 from registry.services.audit import audit_append
@@ -35,6 +35,12 @@ def _check_usable(runs: Sequence[Submission]) -> None:
     if len(runs) < 2:
         raise RegistryError("a comparison needs at least two runs", code="too-few-runs",
                             errors=[{"pointer": "/runs", "code": "too-few-runs", "message": "give two or more runs"}])
+    examples = [(i, r) for i, r in enumerate(runs) if r.trust == Trust.EXAMPLE]
+    if examples:  # hand-written examples measure nothing: never evidence for a decision
+        raise NotComparable("example documents cannot be compared", code="example-run", errors=[
+            {"pointer": f"/runs/{i}", "code": "example-run",
+             "message": f"run {r.pk} is an example document (trust: example), not a measurement"}
+            for i, r in examples])
     withdrawn = [(i, r) for i, r in enumerate(runs) if getattr(r, "withdrawal", None) is not None]
     if withdrawn:
         raise NotComparable("withdrawn runs cannot be compared", code="withdrawn-run", errors=[

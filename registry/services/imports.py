@@ -8,7 +8,7 @@ from pathlib import Path
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
-from registry.choices import AuditKind
+from registry.choices import AuditKind, Trust
 from registry.exceptions import RegistryError
 from registry.importers import mlperf
 from registry.services.audit import audit_append
@@ -66,7 +66,8 @@ def _store(item: mlperf.ImportItem, submitted_by: AbstractBaseUser) -> ImportOut
     if item.document is None:
         return ImportOutcome(item.key, "refused", errors=list(item.errors))
     try:
-        run, created = submission_create(document=item.document, submitted_by=submitted_by)
+        run, created = submission_create(document=item.document, submitted_by=submitted_by,
+                                         trust=Trust.IMPORTED)
     except RegistryError as exc:
         details = [f"{e.get('pointer')}: {e.get('message')}" for e in exc.errors] or [exc.message]
         return ImportOutcome(item.key, "refused", errors=details)

@@ -25,7 +25,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 import protocol
-from registry.choices import AuditKind, JobStatus
+from registry.choices import AuditKind, JobStatus, Trust
 from registry.exceptions import NotFound, RegistryError
 from registry.models import Agent, ApiToken, Job, Plan, Submission
 from registry.selectors.agents import agent_for_token
@@ -247,7 +247,7 @@ def job_submission_create(*, checked: protocol.Checked, submitted_by: AbstractBa
         if job.status not in (JobStatus.CLAIMED, JobStatus.RUNNING):
             raise JobConflict(f"job {job.pk} is {job.status}: it takes no run", code="job-finished")
         _check_run_matches_job(job, checked.document)
-        run = existing or _store(checked, submitted_by, token)
+        run = existing or _store(checked, submitted_by, token, trust=Trust.VOUCHED)
         if not Job.objects.filter(pk=job.pk, run__isnull=True).update(
                 run=run, status=JobStatus.SUBMITTED, finished_at=timezone.now(), lease_expires_at=None,
                 last_error=""):

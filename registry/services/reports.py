@@ -27,7 +27,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from registry.choices import AuditKind, CheckpointReason, ReportStatus
+from registry.choices import AuditKind, CheckpointReason, ReportStatus, Trust
 from registry.exceptions import RegistryError
 from registry.models import Checkpoint, Comparison, Report
 from registry.reports import REASON_PREFIX
@@ -150,8 +150,13 @@ def _check_reportable(comparison: Comparison) -> None:
     if not comparison.result.get("comparable"):
         raise RegistryError(f"comparison {comparison.pk} was refused: nothing to report", code="not-comparable",
                             status=422)
-    withdrawn = [m.submission for m in comparison.members.select_related("submission__withdrawal")
-                 if getattr(m.submission, "withdrawal", None) is not None]
+    members = [m.submission for m in comparison.members.select_related("submission__withdrawal")]
+    examples = [r for r in members if r.trust == Trust.EXAMPLE]
+    if examples:  # comparisons refuse them already; a report never rests on one, however it was stored
+        raise RegistryError("a report cannot rest on example documents", code="example-run", status=422, errors=[
+            {"pointer": "/comparison", "code": "example-run", "message": f"run {r.pk} is an example document"}
+            for r in examples])
+    withdrawn = [r for r in members if getattr(r, "withdrawal", None) is not None]
     if withdrawn:
         raise RegistryError("a report cannot rest on withdrawn runs", code="withdrawn-run", status=422, errors=[
             {"pointer": "/comparison", "code": "withdrawn-run",

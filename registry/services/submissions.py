@@ -10,7 +10,7 @@ from django.utils import timezone
 
 import protocol
 from protocol.comparability import comparability_keys
-from registry.choices import AuditKind
+from registry.choices import AuditKind, Trust
 from registry.exceptions import RegistryError
 from registry.models import ApiToken, Submission, Withdrawal
 from registry.services.audit import audit_append
@@ -25,12 +25,17 @@ class InvalidDocument(RegistryError):
 
 
 def submission_create(*, document: bytes | str | dict[str, Any], submitted_by: AbstractBaseUser,
-                      token: ApiToken | None = None) -> tuple[Submission, bool]:
+                      token: ApiToken | None = None, trust: str = Trust.DECLARED) -> tuple[Submission, bool]:
     """Validate, canonicalise and store one run. Returns (run, created).
 
-    A document already stored (same digest) is returned as it is, not stored twice. A rejected document
+    `trust` is the caller's path in (Trust: declared for a token holder, imported for an importer, example for
+    the example loaders); an agent's run for its job is always "vouched", whatever is passed. A document already
+    stored (same digest) is returned as it is, with the level it was first stored with. A rejected document
     raises InvalidDocument and stores nothing.
     """
+    if trust not in Trust.values or trust == Trust.VOUCHED:
+        raise ValueError(f"trust {trust!r}: only an agent's job run is vouched; give one of declared, imported, "
+                         "example")
     try:
         checked = protocol.check(document)
     except protocol.Invalid as exc:
@@ -46,7 +51,7 @@ def submission_create(*, document: bytes | str | dict[str, Any], submitted_by: A
     if existing is not None:
         return existing, False
     try:
-        return _store(checked, submitted_by, token), True
+        return _store(checked, submitted_by, token, trust=trust), True
     except IntegrityError:
         # Another request stored the same document between our lookup and insert: same run.
         existing = Submission.objects.filter(digest=checked.digest).first()
@@ -60,16 +65,18 @@ def _key_columns(document: dict[str, Any]) -> dict[str, str]:
 
 
 @transaction.atomic
-def _store(checked: protocol.Checked, submitted_by: AbstractBaseUser, token: ApiToken | None) -> Submission:
+def _store(checked: protocol.Checked, submitted_by: AbstractBaseUser, token: ApiToken | None, *,
+           trust: str) -> Submission:
     summary = checked.summary
     run = Submission.objects.create(
+        trust=trust,
         digest=checked.digest, document=checked.document, canonical=checked.canonical.decode(),
         **_key_columns(checked.document), **summary.columns(),
         submitted_by=submitted_by, submitted_by_name=submitted_by.get_username(), token=token,
         submitted_at=timezone.now(),
     )
     audit_append(kind=AuditKind.RUN_SUBMITTED, actor=submitted_by.get_username(), subject=run.digest,
-                 payload={"run": run.pk, "token": token.prefix if token else None,
+                 payload={"run": run.pk, "token": token.prefix if token else None, "trust": trust,
                           "workload": summary.workload_name, "system": summary.system_name})
     catalogue_run_added(run=run)  # the catalogue's derived counts, exact in the same transaction
     return run

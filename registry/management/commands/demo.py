@@ -17,6 +17,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
 import protocol
+from registry.choices import Trust
 from registry.exceptions import RegistryError
 from registry.management.commands.serve import serve
 from registry.selectors.comparisons import comparable_runs
@@ -100,7 +101,8 @@ class Command(BaseCommand):
             self.stdout.write(f"decision run: mlp-classifier offline batch 32 with {threads} thread(s)…")
             run, _ = submission_create(document=execute(replace(base, threads=threads), progress=True),
                                        submitted_by=admin)
-            group = sorted([run, *comparable_runs(run=run, axis="software")], key=lambda r: r.pk)[-6:]
+            group = sorted([run, *(r for r in comparable_runs(run=run, axis="software") if r.trust != Trust.EXAMPLE)],
+                           key=lambda r: r.pk)[-6:]
             if len({_threads(r) for r in group}) > 1:
                 break
         if len(group) < 2:
@@ -120,7 +122,9 @@ class Command(BaseCommand):
     def _load_examples(self, admin: Any) -> None:
         for path in sorted(EXAMPLES_DIR.glob("*.json")):
             try:
-                run, created = submission_create(document=path.read_bytes(), submitted_by=admin)
+                # Loaded as examples: shown as such, refused by comparisons and reports (they measure nothing).
+                run, created = submission_create(document=path.read_bytes(), submitted_by=admin,
+                                                 trust=Trust.EXAMPLE)
             except RegistryError as exc:
                 self.stdout.write(self.style.ERROR(f"{path.name}: rejected: {exc.errors or exc.message}"))
                 continue

@@ -131,6 +131,7 @@ def test_the_run_is_linked_to_its_job_and_a_job_holds_exactly_one(agent_api, job
     assert first.status_code == 201
     job.refresh_from_db()
     assert job.status == JobStatus.SUBMITTED and job.run_id == first.json()["id"] and job.finished_at
+    assert first.json()["trust"] == "vouched" and job.run.trust == "vouched"  # an enrolled agent measured it
     assert submit(agent_api, job_document(offline_example, job)).status_code == 200  # identical: same run
     other = submit(agent_api, job_document(offline_example, job, finished_at="2026-11-20T11:00:41Z"))
     assert other.status_code == 409 and other.json()["code"] == "job-has-run"

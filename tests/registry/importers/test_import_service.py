@@ -49,7 +49,7 @@ def test_the_sample_tree_imports_as_three_runs_marked_as_imports(tree, user):
     assert {r.scenario_kind for r in runs} == {"server", "offline", "interactive"}
     for run in runs:
         provenance = run.document["provenance"]
-        assert provenance["source"] == "import" and run.source == "import"
+        assert provenance["source"] == "import" and run.source == "import" and run.trust == "imported"
         assert provenance["origin"]["kind"] == "mlperf-inference"
         assert provenance["origin"]["submitter"] == "AMD" and provenance["origin"]["division"] == "closed"
         assert all(d.startswith("sha256:") for d in provenance["origin"]["files"].values())

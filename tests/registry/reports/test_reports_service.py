@@ -13,10 +13,10 @@ from registry.models import AuditEntry, Report
 from registry.reports import ATTACHMENT_NAME
 from registry.reports.context import report_context
 from registry.reports.render import OfflineFetcher, render_html
-from registry.reports.verify import _attachment
 from registry.selectors.reports import report_verify
 from registry.services.reports import report_file, report_render, report_request
 from registry.services.submissions import submission_withdraw
+from verifier.report import _attachment
 
 from .conftest import make_report
 
@@ -87,7 +87,7 @@ def test_a_withdrawn_run_is_reported_by_verification(user):
     verdict = report_verify(pdf=pdf)
     assert not verdict.valid
     reason = next(c for c in verdict.reasons if c.code == "runs-not-withdrawn")
-    assert "power meter was miscalibrated" in reason.message and "run 1" in reason.message
+    assert "power meter was miscalibrated" in reason.message and f"run {run.pk} " in reason.message  # by run id
     assert [r["withdrawn"] is not None for r in verdict.runs] == [True, False]
     hidden = report_verify(pdf=pdf, with_reasons=False)
     assert "miscalibrated" not in json.dumps(hidden.as_dict()) and not hidden.valid

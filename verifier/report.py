@@ -2,13 +2,18 @@
 
 Plain Python, no Django: the caller passes the registry's report certificates, the audit log's verifier keys and,
 optionally, `registry`, a function answering for run digests whether the registry holds them and whether they were
-withdrawn (from the local database, or over HTTP). Checks, each with a stable code:
+withdrawn (from the local database, or over HTTP). Whatever the file holds (truncated, flipped bytes, appended
+updates, a damaged attachment stream), the answer is a verdict, never an exception. Runs are named by their registry
+run id, as the report and its evidence name them. Checks, each with a stable code:
+
+  report-checkable          (only when it fails) the file broke the verifier somewhere unexpected; says where
 
   pdf-readable              the file parses as a PDF
   signature-present         exactly one signature
   signature-intact          the signed byte ranges hash to the digest the signature covers
   signature-valid           the CMS signature verifies with the signer's public key
   signer-is-registry        the signer's certificate is one of the registry's and chains to a trusted root
+  signature-container       the signature's /Contents holds exactly its DER (upper-case hex) and zero padding
   covers-entire-file        the signature covers every byte: nothing was appended (no incremental update)
   no-changes-after-signing  a certification signature forbidding changes (DocMDP 1), and no change was found
   timestamp                 when a timestamp token is present, it is intact and by a trusted TSA
@@ -31,8 +36,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from asn1crypto import cms as asn1_cms
+from asn1crypto import parser as asn1_parser
 from asn1crypto import x509 as asn1_x509
 from cryptography import x509
+from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from pyhanko.pdf_utils.reader import PdfFileReader
 from pyhanko.sign.diff_analysis.policy_api import ModificationLevel
@@ -44,7 +52,7 @@ from pyhanko_certvalidator import ValidationContext
 from protocol import canonicalize, digest_of
 from protocol.signed_note import NoteError, VerifierKey, open_note
 from protocol.transparency import leaf_hash, verify_inclusion
-from registry.reports import ATTACHMENT_NAME, EVIDENCE_KIND, REASON_PREFIX
+from verifier import ATTACHMENT_NAME, EVIDENCE_KIND, REASON_PREFIX
 
 RunLookup = Callable[[Sequence[str]], Mapping[str, Mapping[str, Any]]]
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
@@ -103,23 +111,33 @@ def verify_report(pdf: bytes, *, certificates: Sequence[x509.Certificate], log_k
     """Check `pdf` as described in the module docstring. Never raises for a bad file: that is a failed check."""
     verdict = Verdict()
     try:
+        _verify(verdict, pdf, certificates, log_keys, registry)
+    except Exception as exc:  # any malformed input must end as INVALID with its reason
+        verdict.add("report-checkable", False, f"the file could not be checked to the end "
+                                               f"({type(exc).__name__}: {_short(exc)}): it is damaged or not a report")
+    return verdict
+
+
+def _verify(verdict: Verdict, pdf: bytes, certificates: Sequence[x509.Certificate],
+            log_keys: Sequence[str | VerifierKey], registry: RunLookup | None) -> None:
+    try:
         reader = PdfFileReader(io.BytesIO(pdf), strict=False)
         signatures = reader.embedded_signatures
     except Exception as exc:
         verdict.add("pdf-readable", False, f"the file is not a readable PDF: {_short(exc)}")
-        return verdict
+        return
     verdict.add("pdf-readable", True, f"PDF with {len(pdf):,} bytes")
     if not verdict.add("signature-present", len(signatures) == 1,
                        f"{len(signatures)} signature(s) found; a report has exactly one"):
-        return verdict
+        return
     reason = _signature_checks(verdict, signatures[0], certificates)
+    _container_check(verdict, pdf, signatures[0])
     evidence = _evidence(verdict, reader, reason)
     if evidence is not None:
         _contents(verdict, evidence)
         _log(verdict, evidence, log_keys)
         if registry is not None:
             _registry(verdict, evidence, registry)
-    return verdict
 
 
 # ------------------------------------------------------------------------------------------ the signature
@@ -177,6 +195,67 @@ def _coverage_checks(verdict: Verdict, sig: Any, status: Any) -> None:
                       f"changes after signing ({getattr(level, 'name', level)}) break the certification"))
 
 
+def _container_check(verdict: Verdict, pdf: bytes, sig: Any) -> None:
+    """The one span the signature cannot cover, its own /Contents, must hold exactly the signature: its DER in
+    upper-case hex as the registry writes it, then zero padding. Otherwise bytes could be changed there (a hex
+    digit's case, a bag certificate, the padding) and the file would still pass as signed."""
+    start, length, end, _ = (int(x) for x in sig.sig_object["/ByteRange"])
+    inner = pdf[start + length + 1:end - 1]
+    try:
+        raw = bytes.fromhex(inner.decode("ascii"))
+        _, _, _, header, contents, _ = asn1_parser.parse(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        verdict.add("signature-container", False, f"the signature container is not hex-encoded DER: {_short(exc)}")
+        return
+    # (parse errors of the certificates below propagate to verify_report's net, which reports them as INVALID)
+    size = len(header) + len(contents)
+    exact = inner == raw[:size].hex().upper().encode() + b"0" * (len(inner) - 2 * size)
+    broken = _unsigned_certificate_problems(raw[:size]) if exact else []
+    verdict.add("signature-container", exact and not broken,
+                "the signature container holds the signature and zero padding only, and every certificate it "
+                "carries is intact" if exact and not broken else "; ".join(broken) or
+                "the signature container was altered outside the signature itself (its encoding or padding differs "
+                "from what the registry writes)")
+
+
+def _unsigned_certificate_problems(der: bytes) -> list[str]:
+    """Certificates travel in the CMS (and timestamp token) certificate sets, which no signature covers: each must
+    still carry a valid signature by its issuer (another carried certificate, or itself), so none was altered."""
+    info = asn1_cms.ContentInfo.load(der)
+    try:
+        _ = info.native  # parse every part: verifiers parse lazily, so a damaged unsigned part would go unseen
+    except (ValueError, TypeError, KeyError) as exc:
+        return [f"the signature container is not well-formed: {_short(exc).splitlines()[0]}"]
+    signed = info["content"]
+    bags = [signed["certificates"]]
+    for info in signed["signer_infos"]:
+        for attr in info["unsigned_attrs"] or []:
+            if attr["type"].native == "signature_time_stamp_token":
+                bags += [token["content"]["certificates"] for token in attr["values"]]
+    tokens = [token["content"] for info in signed["signer_infos"] for attr in info["unsigned_attrs"] or []
+              if attr["type"].native == "signature_time_stamp_token" for token in attr["values"]]
+    for data in (signed, *tokens):  # the digest-algorithm set is unsigned too: it must name what the signers use
+        used = {si["digest_algorithm"]["algorithm"].native for si in data["signer_infos"]}
+        if {a["algorithm"].native for a in data["digest_algorithms"]} != used:
+            return ["the signature container's digest-algorithm list differs from the algorithms its signers use"]
+    carried = [x509.load_der_x509_certificate(c.chosen.dump()) for bag in bags for c in bag or []]
+    problems = []
+    for cert in carried:
+        issuers = [c for c in carried if c.subject == cert.issuer]
+        if not any(_issued_by(cert, issuer) for issuer in issuers):
+            problems.append(f"the carried certificate of {cert.subject.rfc4514_string()} does not verify under its "
+                            "issuer: it was altered")
+    return problems
+
+
+def _issued_by(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
+    try:
+        cert.verify_directly_issued_by(issuer)
+    except (ValueError, TypeError, InvalidSignature):
+        return False
+    return True
+
+
 def _timestamp_check(verdict: Verdict, status: Any) -> None:
     token = status.timestamp_validity
     if token is None:
@@ -191,19 +270,24 @@ def _timestamp_check(verdict: Verdict, status: Any) -> None:
 # ------------------------------------------------------------------------------------------ the evidence
 
 def _evidence(verdict: Verdict, reader: PdfFileReader, reason: str) -> dict[str, Any] | None:
-    data = _attachment(reader, ATTACHMENT_NAME)
+    try:
+        data = _attachment(reader, ATTACHMENT_NAME)
+    except Exception as exc:  # a damaged stream: zlib, PDF syntax, recursion in the name tree
+        verdict.add("evidence-attached", False, f"{ATTACHMENT_NAME} is attached but cannot be read (its stream is "
+                                                f"damaged: {type(exc).__name__}: {_short(exc)})")
+        return None
     if not verdict.add("evidence-attached", data is not None,
                        f"{ATTACHMENT_NAME} attached" if data is not None else f"no {ATTACHMENT_NAME} attached"):
         return None
     assert data is not None
     actual = "sha256:" + hashlib.sha256(data).hexdigest()
-    signed = _DIGEST.search(reason) if reason.startswith(REASON_PREFIX) else None
-    verdict.report["evidence_digest"] = signed.group(0) if signed else None
-    verdict.add("evidence-digest", bool(signed) and signed.group(0) == actual,
-                f"the evidence hashes to {actual}, the digest the signature names" if signed and
-                signed.group(0) == actual else
-                f"the evidence hashes to {actual}, but the signed digest is "
-                f"{signed.group(0) if signed else 'missing'}: the attachment was replaced or edited")
+    found = _DIGEST.search(reason) if reason.startswith(REASON_PREFIX) else None
+    signed = found.group(0) if found else None
+    verdict.report["evidence_digest"] = signed
+    verdict.add("evidence-digest", signed == actual,
+                f"the evidence hashes to {actual}, the digest the signature names" if signed == actual else
+                f"the evidence hashes to {actual}, but the signed digest is {signed or 'missing'}: the attachment "
+                "was replaced or edited")
     try:
         evidence = json.loads(data)
     except ValueError as exc:
@@ -212,10 +296,12 @@ def _evidence(verdict: Verdict, reader: PdfFileReader, reason: str) -> dict[str,
     if not isinstance(evidence, dict) or evidence.get("kind") != EVIDENCE_KIND:
         verdict.add("evidence-contents", False, f"the evidence is not a {EVIDENCE_KIND} document")
         return None
-    report = evidence.get("report") or {}
+    runs, report = evidence.get("runs"), evidence.get("report")
+    if not isinstance(report, dict) or not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs):
+        verdict.add("evidence-contents", False, "the evidence lacks its report or runs sections")
+        return None
     verdict.report.update({k: report.get(k) for k in ("id", "title", "decision", "requested_by")})
-    verdict.report["runs"] = [{"digest": r.get("digest"), "system": r.get("system")}
-                              for r in evidence.get("runs") or []]
+    verdict.report["runs"] = [{"id": r.get("id"), "digest": r.get("digest"), "system": r.get("system")} for r in runs]
     return evidence
 
 
@@ -247,7 +333,7 @@ def _contents(verdict: Verdict, evidence: Mapping[str, Any]) -> None:
     runs = evidence.get("runs") or []
     for run in runs:
         if digest_of(str(run.get("canonical", "")).encode()) != run.get("digest"):
-            problems.append(f"run {run.get('position', '?')}: its text does not hash to {run.get('digest')}")
+            problems.append(f"{_run_name(run)}: its text does not hash to {run.get('digest')}")
     comparison = evidence.get("comparison") or {}
     text = str(comparison.get("canonical", ""))
     if digest_of(text.encode()) != comparison.get("digest"):
@@ -284,20 +370,21 @@ def _inclusion_failure(run: Mapping[str, Any], checkpoint: Any) -> str | None:
         entry = json.loads(text)
         proof = [bytes.fromhex(h) for h in audit.get("inclusion_proof") or []]
     except (ValueError, TypeError):
-        return f"run {run.get('position')}: its log entry or proof is malformed"
+        return f"{_run_name(run)}: its log entry or proof is malformed"
     if entry.get("kind") != "run.submitted" or entry.get("subject") != run.get("digest") or \
             entry.get("seq") != audit.get("seq"):
-        return f"run {run.get('position')}: log entry #{audit.get('seq')} is not this run's submission"
+        return f"{_run_name(run)}: log entry #{audit.get('seq')} is not this run's submission"
     if not verify_inclusion(leaf_hash(text.encode()), int(audit.get("seq", -1)), checkpoint.size, proof,
                             checkpoint.root_hash):
-        return f"run {run.get('position')}: the inclusion proof of entry #{audit.get('seq')} does not verify"
+        return f"{_run_name(run)}: the inclusion proof of entry #{audit.get('seq')} does not verify"
     return None
 
 
 # ------------------------------------------------------------------------------------------ the registry
 
 def _registry(verdict: Verdict, evidence: Mapping[str, Any], registry: RunLookup) -> None:
-    digests = [str(r.get("digest")) for r in evidence.get("runs") or []]
+    named = list(evidence.get("runs") or [])
+    digests = [str(r.get("digest")) for r in named]
     try:
         found = registry(digests)
     except Exception as exc:
@@ -307,15 +394,21 @@ def _registry(verdict: Verdict, evidence: Mapping[str, Any], registry: RunLookup
     for position, digest in enumerate(digests):
         status = dict(found.get(digest) or {"exists": False})
         verdict.runs.append({"position": position, "digest": digest, **status})
+        name = _run_name(named[position])
         if not status.get("exists"):
-            missing.append(f"run {position + 1} ({digest[:19]}…)")
+            missing.append(f"{name} ({digest[:19]}…)")
         elif status.get("withdrawn"):
             w = status["withdrawn"]
             why = f": {w['reason']}" if w.get("reason") else ""
-            withdrawn.append(f"run {position + 1} ({digest[:19]}…) was withdrawn on {str(w.get('at'))[:10]}{why}")
+            withdrawn.append(f"{name} ({digest[:19]}…) was withdrawn on {str(w.get('at'))[:10]}{why}")
     verdict.add("runs-in-registry", not missing, f"not in this registry: {', '.join(missing)}" if missing else
                 f"all {len(digests)} runs exist in this registry")
     verdict.add("runs-not-withdrawn", not withdrawn, "; ".join(withdrawn) or "no run has been withdrawn")
+
+
+def _run_name(run: Mapping[str, Any]) -> str:
+    """A run as the report names it everywhere: by its registry run id."""
+    return f"run {run.get('id')}" if run.get("id") is not None else f"the run at position {run.get('position')}"
 
 
 def _iso(value: Any) -> str | None:

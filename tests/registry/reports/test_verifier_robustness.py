@@ -1,0 +1,147 @@
+"""Whatever a report file holds, verification answers INVALID with reasons: never a traceback, never a 500.
+
+A seeded fuzz over one real signed report: byte flips spread across the whole file, truncations at every tenth
+of it, incremental updates appended, and one flipped byte inside the embedded evidence's compressed stream (the
+case that used to end in a zlib traceback). Then the standalone verifier: `benchreg verify` runs without Django,
+its settings or database, from the report and the registry's published certificate and log key alone.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pyhanko.pdf_utils.reader import PdfFileReader
+
+from verifier import ATTACHMENT_NAME
+
+pytestmark = pytest.mark.django_db
+ROOT = Path(__file__).resolve().parents[3]
+HEAVY = ("django", "celery", "jsonschema", "matplotlib", "weasyprint", "numpy", "rest_framework")
+
+
+def assert_invalid_with_reasons(rendered, pdf: bytes) -> set[str]:
+    verdict = rendered.verify(pdf)  # raising here is the failure this test exists for
+    assert not verdict.valid, [i for i, (a, b) in enumerate(zip(pdf, rendered.pdf, strict=False)) if a != b][:3]
+    assert verdict.reasons and all(r.message for r in verdict.reasons)
+    return {r.code for r in verdict.reasons}
+
+
+def test_byte_flips_anywhere_in_the_file_are_invalid_never_a_crash(rendered):
+    rng = random.Random(2126)
+    size = len(rendered.pdf)
+    # Evenly spread (every region: header, pages, fonts, attachment, xref, signature, trailer) plus random ones.
+    positions = sorted({int(size * k / 40) for k in range(40)} | {rng.randrange(size) for _ in range(40)})
+    unexpected = []
+    for at in positions:
+        pdf = bytearray(rendered.pdf)
+        pdf[at] ^= 1 << rng.randrange(8)
+        codes = assert_invalid_with_reasons(rendered, bytes(pdf))
+        if "report-checkable" in codes:
+            unexpected.append(at)
+    # The safety net may catch a rare odd case, but the named checks must explain nearly every flip.
+    assert len(unexpected) <= len(positions) // 10, unexpected
+
+
+def test_truncated_files_are_invalid_never_a_crash(rendered):
+    size = len(rendered.pdf)
+    for cut in [0, 1, 8, 100, *(int(size * k / 10) for k in range(1, 10)), size - 200, size - 30, size - 1]:
+        codes = assert_invalid_with_reasons(rendered, rendered.pdf[:cut])
+        assert codes & {"pdf-readable", "signature-present", "signature-intact", "covers-entire-file",
+                        "report-checkable", "signature-valid"}, (cut, codes)
+
+
+def test_appended_updates_and_garbage_are_invalid(rendered):
+    appended = [b"%%EOF\n", b"\n1 0 obj\n<< /Type /Catalog >>\nendobj\n%%EOF\n", bytes(range(256)) * 4,
+                b"xref\n0 1\n0000000000 65535 f \ntrailer\n<< /Size 1 /Prev 999999999 >>\nstartxref\n12\n%%EOF\n"]
+    for tail in appended:
+        codes = assert_invalid_with_reasons(rendered, rendered.pdf + tail)
+        assert "covers-entire-file" in codes or "pdf-readable" in codes, codes
+
+
+def test_a_flipped_byte_in_the_attached_evidence_stream_is_invalid_with_the_reason(rendered):
+    reader = PdfFileReader(io.BytesIO(rendered.pdf))
+    spec = dict(zip(*[iter(reader.root["/Names"]["/EmbeddedFiles"]["/Names"])] * 2, strict=True))[ATTACHMENT_NAME]
+    raw = spec.get_object()["/EF"]["/F"].get_object().encoded_data
+    at = rendered.pdf.index(raw) + len(raw) // 2
+    pdf = bytearray(rendered.pdf)
+    pdf[at] ^= 0x20
+    verdict = rendered.verify(bytes(pdf))
+    codes = {r.code for r in verdict.reasons}
+    assert not verdict.valid
+    assert "signature-intact" in codes
+    assert codes & {"evidence-attached", "evidence-digest"}, verdict.lines()
+    assert "report-checkable" not in codes, verdict.lines()
+
+
+def test_the_verify_endpoint_answers_invalid_for_a_damaged_attachment_not_500(rendered, client):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    reader = PdfFileReader(io.BytesIO(rendered.pdf))
+    spec = dict(zip(*[iter(reader.root["/Names"]["/EmbeddedFiles"]["/Names"])] * 2, strict=True))[ATTACHMENT_NAME]
+    raw = spec.get_object()["/EF"]["/F"].get_object().encoded_data
+    at = rendered.pdf.index(raw) + 7
+    pdf = rendered.pdf[:at] + bytes([rendered.pdf[at] ^ 0xFF]) + rendered.pdf[at + 1:]
+    for body in (pdf, rendered.pdf[: len(rendered.pdf) // 2], b"%PDF-1.7\n" + os.urandom(2000)):
+        answer = client.post("/api/v1/reports/verify",
+                             {"file": SimpleUploadedFile("r.pdf", body, content_type="application/pdf")})
+        assert answer.status_code == 200, answer.content[:300]
+        assert answer.json()["verdict"] == "INVALID" and answer.json()["reasons"]
+
+
+# ------------------------------------------------------------------------------------------ standalone verifier
+
+def _benchreg(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO", "DATABASE", "BENCHREG"))}
+    return subprocess.run([sys.executable, "-c", "import sys; from registry.cli import main; sys.exit(main())",
+                           *args], capture_output=True, text=True, timeout=120, cwd=ROOT, env={**clean, **(env or {})})
+
+
+def _published(rendered, tmp_path: Path) -> tuple[Path, Path]:
+    from cryptography.hazmat.primitives import serialization
+
+    cert = tmp_path / "registry-report-cert.pem"
+    cert.write_bytes(b"".join(c.public_bytes(serialization.Encoding.PEM) for c in rendered.certificates))
+    pdf = tmp_path / "report.pdf"
+    pdf.write_bytes(rendered.pdf)
+    return cert, pdf
+
+
+def test_benchreg_verify_needs_only_the_report_and_the_published_keys(rendered, tmp_path: Path):
+    cert, pdf = _published(rendered, tmp_path)
+    done = _benchreg("verify", str(pdf), "--cert", str(cert), "--log-key", rendered.log_keys[0])
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "VALID" in done.stdout.splitlines()[1] and "no registry consulted" in done.stdout
+    tampered = tmp_path / "tampered.pdf"
+    tampered.write_bytes(rendered.pdf[: len(rendered.pdf) - 500])
+    done = _benchreg("verify", str(tampered), "--cert", str(cert), "--log-key", rendered.log_keys[0])
+    assert done.returncode == 1 and done.stdout.startswith("INVALID"), done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_benchreg_verify_never_starts_django_nor_loads_heavy_libraries(rendered, tmp_path: Path):
+    cert, pdf = _published(rendered, tmp_path)
+    code = ("import sys; from registry.cli import main; rc = main(sys.argv[1:]); "
+            f"heavy = sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r}); "
+            "print('HEAVY', heavy); sys.exit(rc)")
+    done = subprocess.run([sys.executable, "-c", code, "verify", str(pdf), "--offline", "--cert", str(cert),
+                           "--log-key", rendered.log_keys[0]], capture_output=True, text=True, timeout=120, cwd=ROOT,
+                          env={k: v for k, v in os.environ.items() if not k.startswith("DJANGO")})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "HEAVY []" in done.stdout
+
+
+def test_benchreg_verify_says_what_is_missing_without_a_traceback(tmp_path: Path):
+    pdf = tmp_path / "report.pdf"
+    pdf.write_bytes(b"%PDF-1.7\n")
+    done = _benchreg("verify", str(pdf), "--offline")
+    assert done.returncode == 2 and "--cert and --log-key" in done.stderr and "Traceback" not in done.stderr
+    done = _benchreg("verify", str(tmp_path / "absent.pdf"), "--offline")
+    assert done.returncode == 2 and "cannot read" in done.stderr
+    done = _benchreg("verify", str(pdf), "--server", "http://127.0.0.1:9")
+    assert done.returncode == 2 and "cannot ask http://127.0.0.1:9" in done.stderr and "Traceback" not in done.stderr

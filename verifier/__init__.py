@@ -1,0 +1,13 @@
+"""benchreg's standalone report verifier: checks a signed decision report with nothing but the report itself and
+the registry's published public material (its report-signing certificate bundle and its audit log's verifier key).
+
+Plain Python on purpose: it imports protocol/ (canonical form, signed notes, Merkle proofs) and third-party
+libraries (pyHanko, cryptography), never Django, the registry's settings or its database, so a third party can
+run it anywhere, and `benchreg verify` answers in well under a second. The registry uses the same code for
+`POST /api/v1/reports/verify`.
+"""
+
+EVIDENCE_KIND = "benchreg.report-evidence/1"
+ATTACHMENT_NAME = "benchreg-evidence.json"
+# The signature's /Reason names the evidence digest, so the digest is covered by the signature itself.
+REASON_PREFIX = "benchreg decision report; evidence "
