@@ -34,6 +34,8 @@ from . import units
 # MLPerf scenario directory -> protocol scenario kind. LoadGen runs Interactive as Server with tighter SLOs.
 SCENARIOS = {"SingleStream": "single-stream", "MultiStream": "multi-stream", "Server": "server",
              "Offline": "offline", "Interactive": "interactive"}
+# MLPerf's submission checker accepts scenario folders in any case ("offline", "singlestream").
+SCENARIO_FOLDERS = {name.lower(): name for name in SCENARIOS}
 LOADGEN_SCENARIO = {"Interactive": "Server"}
 # Arrival process of each scenario as MLPerf's inference rules define it (not a measured value).
 ARRIVAL = {"SingleStream": "closed-loop", "MultiStream": "closed-loop", "Server": "poisson",
@@ -51,23 +53,57 @@ UNSPECIFIED = "unspecified"  # schema sentinel: the source does not state one fo
 
 
 @dataclass(frozen=True)
-class Reference:
-    """Published accuracy reference of an MLPerf model: the metrics the -99/-99.9 targets apply to."""
+class Accuracy:
+    """How MLPerf judges a model's accuracy: metrics in the order its checker lists them (the first is the
+    headline), each with its published reference and pass bounds.
 
-    metric: str
-    precision: str
-    values: dict[str, float]
-    tokens_per_sample: tuple[float, float, float] | None  # (reference, lower ratio, upper ratio)
+    `checks` maps a value name of accuracy.txt to (reference, lower bound, upper bound); a bound is None
+    where the checker has none. Bounds are the checker's own products (reference × 0.99, × 0.9, ...), so
+    `passed` is exactly MLPerf's verdict on the printed values.
+    """
+
+    checks: dict[str, tuple[float | None, float | None, float | None]]
+    reference_precision: str = "fp32"
 
 
-# From MLPerf's submission checker (mlcommons/inference, tools/submission/submission_checker.py,
-# MODEL_CONFIG[...]["accuracy-target"] and ["accuracy-upper-limit"]: "llama2-70b-99": ROUGE1 44.4312 * 0.99,
-# ROUGE2 22.0352 * 0.99, ROUGEL 28.6162 * 0.99, TOKENS_PER_SAMPLE 294.45 * 0.9 .. * 1.1), with the same
-# reference values in the MLPerf inference README; the reference model is the fp32 one.
-REFERENCES = {
-    "llama2-70b": Reference("rouge1", "fp32", {"rouge1": 44.4312, "rouge2": 22.0352, "rougeL": 28.6162},
-                            (294.45, 0.9, 1.1)),
-}
+# From MLPerf's submission checker (mlcommons/inference tools/submission/submission_checker/constants.py,
+# MODEL_CONFIG["v5.1"]["accuracy-target"] and ["accuracy-upper-limit"]; v4.x used the same references for
+# the benchmarks it had). Keys are accuracy.txt's value names. The -99 / -99.9 suffix sets the ratio of the
+# reference a value must reach; the other bounds (tokens per sample ±10%, SDXL's CLIP/FID window) are fixed.
+def _llm(ratio: float, refs: dict[str, float], **fixed: tuple[float | None, float | None]) -> Accuracy:
+    checks: dict[str, tuple[float | None, float | None, float | None]] = {
+        name: (ref, ref * ratio, None) for name, ref in refs.items()}
+    for name, (low, high) in fixed.items():
+        checks[name] = (None, low, high)
+    return Accuracy(checks)
+
+
+def accuracy_rule(model: str, ratio: float) -> Accuracy | None:
+    """MLPerf's accuracy rule for a model at a target ratio (0.99 or 0.999), None when not known."""
+    rules_by_model: dict[str, Accuracy] = {
+        "resnet": _llm(ratio, {"accuracy": 76.46}),
+        "retinanet": _llm(ratio, {"mAP": 37.55}),
+        "bert": _llm(ratio, {"f1": 90.874}),
+        "dlrm-v2": _llm(ratio, {"AUC": 80.31}),
+        "3d-unet": _llm(ratio, {"DICE": 0.86170}),
+        "rgat": _llm(ratio, {"accuracy": 72.86}),
+        "whisper": _llm(ratio, {"accuracy": 97.9329}),
+        "gptj": _llm(ratio, {"rouge1": 42.9865, "rouge2": 20.1235, "rougeL": 29.9881},
+                     gen_len=(4016878 * 0.9, None)),
+        "llama2-70b": _llm(ratio, {"rouge1": 44.4312, "rouge2": 22.0352, "rougeL": 28.6162},
+                           tokens_per_sample=(294.45 * 0.9, 294.45 * 1.1)),
+        "mixtral-8x7b": _llm(ratio, {"rouge1": 45.5989, "rouge2": 23.3526, "rougeL": 30.4608, "gsm8k": 73.66,
+                                     "mbxp": 60.16}, tokens_per_sample=(144.84 * 0.9, 145.9 * 1.1)),
+        "llama3.1-405b": _llm(ratio, {"rougeL": 21.6666, "exact_match": 90.1335},
+                              tokens_per_sample=(684.68 * 0.9, 684.68 * 1.1)),
+        "llama3.1-8b": _llm(ratio, {"rouge1": 38.7792, "rouge2": 15.9075, "rougeL": 24.4957, "rougeLsum": 35.793},
+                            gen_len=(8167644 * 0.9, 8167644 * 1.1)),
+        "deepseek-r1": _llm(ratio, {"exact_match": 81.3582}, tokens_per_sample=(3886.2274 * 0.9, 3886.2274 * 1.1)),
+        # SDXL has no ratio: both scores must fall in a fixed window around the reference.
+        "stable-diffusion-xl": Accuracy({"CLIP_SCORE": (None, 31.68631873, 31.81331801),
+                                         "FID_SCORE": (None, 23.01085758, 23.95007626)}),
+    }
+    return rules_by_model.get(model)
 
 
 @dataclass(frozen=True)
@@ -89,6 +125,11 @@ class ImportItem:
     files: list[FileReport]
     errors: list[str]
     warnings: list[str] = field(default_factory=list)
+    skipped: str | None = None  # a result folder deliberately not imported, and why
+
+    @property
+    def status(self) -> str:
+        return "ready" if self.document else "skipped" if self.skipped else "refused"
 
 
 @dataclass(frozen=True)
@@ -112,13 +153,13 @@ class _Ledger:
         self.errors: list[str] = []
         self.warnings: list[str] = []
 
-    def load(self, path: Path, reader: Any, *, what: str, required: bool) -> Any:
+    def load(self, path: Path, reader: Any, *, what: str, required: bool, quiet: bool = False) -> Any:
         rel = path.relative_to(self.tree).as_posix()
         if not path.is_file():
             if required:
                 self.reports[path] = FileReport(rel, None, "error", f"missing: {what} is required")
                 self.errors.append(f"{rel}: missing ({what} is required)")
-            else:
+            elif not quiet:
                 self.warnings.append(f"{rel}: absent ({what}); imported without it")
             return None
         data = path.read_bytes()
@@ -150,6 +191,7 @@ class _Build:
     system_notes: dict[str, str] = field(default_factory=dict)
     software_notes: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    targets: dict[str, dict[str, float | None]] = field(default_factory=dict)
 
     def flag(self, key: str, raw: str, why: str) -> None:
         self.unparsed[key] = raw[:2000]
@@ -171,8 +213,11 @@ def parse_tree(root: Path, *, round_name: str | None = None) -> ImportPlan:
     if not submissions:
         plan_errors.append("no results/ directory found: not an MLPerf Inference submission tree")
     for submission in submissions:
-        for scenario_dir in _scenario_dirs(submission):
-            items.append(_import_item(submission, root, scenario_dir, round_name))
+        for folder, scenario in _result_folders(submission):
+            if scenario is None:
+                items.append(_skipped_folder(root, folder))
+            else:
+                items.append(_import_item(submission, root, folder, scenario, round_name))
     claimed = {root / f.path for item in items for f in item.files}
     skipped = [_skipped_report(root, path) for path in sorted(root.rglob("*"))
                if path.is_file() and path not in claimed]
@@ -193,11 +238,21 @@ def _submission_roots(root: Path) -> list[Path]:
     return [p for p in found if not any(q != p and q in p.parents for q in found)]
 
 
-def _scenario_dirs(submission: Path) -> list[Path]:
+def _result_folders(submission: Path) -> list[tuple[Path, str | None]]:
+    """Every results/<system>/<benchmark>/<folder>, with its scenario (None: not a scenario folder)."""
     results = submission / "results"
-    return [scenario for system in sorted(results.iterdir()) if system.is_dir()
+    return [(folder, SCENARIO_FOLDERS.get(folder.name.lower()))
+            for system in sorted(results.iterdir()) if system.is_dir()
             for benchmark in sorted(system.iterdir()) if benchmark.is_dir()
-            for scenario in sorted(benchmark.iterdir()) if scenario.is_dir() and scenario.name in SCENARIOS]
+            for folder in sorted(benchmark.iterdir()) if folder.is_dir()]
+
+
+def _skipped_folder(tree: Path, folder: Path) -> ImportItem:
+    files = [FileReport(p.relative_to(tree).as_posix(), _sha256(p), "skipped", "not in a scenario folder")
+             for p in sorted(folder.rglob("*")) if p.is_file()]
+    why = (f"'{folder.name}' is not an MLPerf scenario folder (SingleStream, MultiStream, Server, Offline, "
+           "Interactive, in any case)")
+    return ImportItem(key="/".join(folder.parts[-3:]), document=None, files=files, errors=[], skipped=why)
 
 
 def _skipped_report(root: Path, path: Path) -> FileReport:
@@ -206,10 +261,11 @@ def _skipped_report(root: Path, path: Path) -> FileReport:
     if "systems" in parts and path.suffix == ".json":
         reason = "system description with no results in this tree"
     elif "results" in parts:
-        reason = "inside results/ but not in a known scenario directory (SingleStream, MultiStream, Server, " \
-                 "Offline, Interactive)"
+        reason = "inside results/ but not in a system/benchmark/scenario folder"
+    elif "measurements" in parts or "compliance" in parts:
+        reason = "beside a result the importer does not read this file"
     else:
-        reason = "not part of an MLPerf results tree (only systems/ and results/ are read)"
+        reason = "not part of an MLPerf result (systems/, results/, measurements/ and compliance/ are read)"
     return FileReport(rel, _sha256(path), "skipped", reason)
 
 
@@ -221,11 +277,43 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _import_item(submission: Path, tree: Path, scenario_dir: Path, round_name: str | None) -> ImportItem:
-    system_id, benchmark, scenario = scenario_dir.parts[-3:]
-    key = f"{system_id}/{benchmark}/{scenario}"
+def _beside(submission: Path, part: str, scenario_dir: Path) -> Path:
+    """measurements/ or compliance/<system>/<benchmark>/<scenario>/: where published rounds keep files."""
+    system_id, benchmark, folder = scenario_dir.parts[-3:]
+    return submission / part / system_id / benchmark / folder
+
+
+def _measurements_file(submission: Path, scenario_dir: Path, scenario: str) -> Path:
+    """measurements.json in the result folder (v6 layout), else measurements/<...>/<system>_<scenario>.json
+    (v3.1-v5.1 layout; MLPerf's checker matches the name in any case), else the one JSON file there."""
+    inside = scenario_dir / "measurements.json"
+    if inside.is_file():
+        return inside
+    beside = _beside(submission, "measurements", scenario_dir)
+    candidates = sorted(beside.glob("*.json")) if beside.is_dir() else []
+    wanted = f"{scenario_dir.parts[-3]}_{scenario}.json".lower()
+    named = [p for p in candidates if p.name.lower() == wanted]
+    if named:
+        return named[0]
+    suffixed = [p for p in candidates if p.name.lower().endswith(f"_{scenario.lower()}.json")]
+    if len(suffixed) == 1:
+        return suffixed[0]
+    return candidates[0] if len(candidates) == 1 else inside
+
+
+def _first_file(*paths: Path) -> Path:
+    return next((p for p in paths if p.is_file()), paths[0])
+
+
+def _import_item(submission: Path, tree: Path, scenario_dir: Path, scenario: str,
+                 round_name: str | None) -> ImportItem:
+    system_id, benchmark, _folder = scenario_dir.parts[-3:]
+    key = "/".join(scenario_dir.parts[-3:])
     ledger = _Ledger(submission, tree)
     perf = scenario_dir / "performance" / "run_1"
+    measurements = _measurements_file(submission, scenario_dir, scenario)
+    beside = _beside(submission, "measurements", scenario_dir)
+    compliance = _beside(submission, "compliance", scenario_dir)
     sources = {
         "system": ledger.load(submission / "systems" / f"{system_id}.json", read_json_object,
                               what="system description", required=True),
@@ -233,14 +321,16 @@ def _import_item(submission: Path, tree: Path, scenario_dir: Path, round_name: s
                                required=True),
         "detail": ledger.load(perf / "mlperf_log_detail.txt", read_detail, what="LoadGen detail log",
                               required=True),
-        "measurements": ledger.load(scenario_dir / "measurements.json", read_json_object,
-                                    what="measurements", required=True),
+        "measurements": ledger.load(measurements, read_json_object, what="measurements (implementation "
+                                    f"description; also looked for in {beside.relative_to(tree).as_posix()}/)",
+                                    required=True),
         "accuracy": ledger.load(scenario_dir / "accuracy" / "accuracy.txt", read_accuracy,
                                 what="accuracy result", required=False),
-        "test06": ledger.load(scenario_dir / "TEST06" / "verify_accuracy.txt", read_test06,
-                              what="TEST06 compliance result", required=False),
-        "user_conf": ledger.load(scenario_dir / "user.conf", read_user_conf, what="LoadGen user.conf",
-                                 required=False),
+        "test06": ledger.load(_first_file(scenario_dir / "TEST06" / "verify_accuracy.txt",
+                                          compliance / "TEST06" / "verify_accuracy.txt"),
+                              read_test06, what="TEST06 compliance result", required=False, quiet=True),
+        "user_conf": ledger.load(_first_file(scenario_dir / "user.conf", beside / "user.conf"), read_user_conf,
+                                 what="LoadGen user.conf", required=False),
     }
     document, build = None, _Build()
     if not ledger.errors:
@@ -472,27 +562,78 @@ def _distribution(detail: dict[str, Any], count: int, low: str, mean: str, high:
     return dist if len(dist) > 3 else None
 
 
+# The figure MLCommons publishes for each scenario (its submission checker's RESULT_FIELD_NEW and
+# RESULT_FIELD_BENCHMARK_OVERWRITE, v5.0/v5.1): tokens/s for the LLM benchmarks below, samples/s otherwise,
+# and LoadGen's early-stopping latency estimate for SingleStream (p90) and MultiStream (p99).
+TOKEN_HEADLINE = {
+    "llama2-70b": ("result_tokens_per_second", "result_completed_tokens_per_second"),
+    "llama2-70b-interactive": ("result_tokens_per_second", "result_completed_tokens_per_second"),
+    "llama3.1-8b": ("result_tokens_per_second", "result_completed_tokens_per_second"),
+    "llama3.1-8b-edge": ("result_tokens_per_second", None),
+    "llama3.1-405b": ("result_tokens_per_second", "result_completed_tokens_per_second"),
+    "mixtral-8x7b": ("result_tokens_per_second", "result_completed_tokens_per_second"),
+    "deepseek-r1": ("result_tokens_per_second", "result_completed_tokens_per_second"),
+    "whisper": ("result_tokens_per_second", None),
+    "gptj": ("result_inferred_tokens_per_second", "result_inferred_completed_tokens_per_second"),
+}
+EARLY_STOPPING = {"SingleStream": ("early_stopping_latency_ss", "p90"),
+                  "MultiStream": ("early_stopping_latency_ms", "p99")}
+# Benchmarks whose published SingleStream figure is the observed p90, not the estimate.
+OBSERVED_SINGLE_STREAM = frozenset({"llama3.1-8b-edge"})
+
+
+def model_of(benchmark: str) -> str:
+    """The MLPerf model a benchmark folder runs: 'llama2-70b-99.9' -> 'llama2-70b', 'llama3_1-8b' ->
+    'llama3.1-8b' (the checker's model_mapping)."""
+    base = re.sub(r"-(99|99\.9)$", "", benchmark)
+    return {"llama3_1-405b": "llama3.1-405b", "llama3_1-8b": "llama3.1-8b", "llama3_1-8b-edge": "llama3.1-8b-edge",
+            "resnet50": "resnet", "ssd-resnet34": "retinanet"}.get(base, base)
+
+
 def _metrics(detail: dict[str, Any], scenario: str, benchmark: str, count: int, accuracy: dict[str, Any] | None,
              build: _Build) -> dict[str, Any]:
+    model = model_of(benchmark)
+    offline_key, server_key = TOKEN_HEADLINE.get(model, (None, None))
     llm = "result_tokens_per_second" in detail or "result_completed_tokens_per_second" in detail
     metrics: dict[str, Any] = {"primary": "throughput"}
     if scenario == "Offline":
-        metrics["throughput"] = _rate(detail, "result_tokens_per_second" if llm else "result_samples_per_second",
-                                      "tokens/s" if llm else "samples/s")
-        if llm:
+        key = offline_key if offline_key in detail else "result_samples_per_second"
+        if offline_key and key != offline_key:
+            build.warnings.append(f"MLPerf publishes {offline_key} for {model}; the log has none, so the "
+                                  "headline is samples/s")
+        metrics["throughput"] = _rate(detail, key, "tokens/s" if "token" in key else "samples/s")
+        if key != "result_samples_per_second":
             metrics["request_rate"] = _rate(detail, "result_samples_per_second", "requests/s")
+        elif llm:
+            metrics["tokens_per_second"] = _rate(detail, "result_tokens_per_second", "tokens/s")
     elif scenario in ("Server", "Interactive"):
-        metrics["throughput"] = _rate(detail, "result_completed_tokens_per_second" if llm else
-                                      "result_completed_samples_per_sec", "tokens/s" if llm else "samples/s")
-        if llm:
+        key = server_key if server_key in detail else "result_completed_samples_per_sec"
+        if server_key and key != server_key:
+            build.warnings.append(f"MLPerf publishes {server_key} for {model}; the log has none, so the "
+                                  "headline is samples/s")
+        metrics["throughput"] = _rate(detail, key, "tokens/s" if "token" in key else "samples/s")
+        if key != "result_completed_samples_per_sec":
             metrics["request_rate"] = _rate(detail, "result_completed_samples_per_sec", "requests/s")
+        elif "result_completed_tokens_per_second" in detail:
+            metrics["tokens_per_second"] = _rate(detail, "result_completed_tokens_per_second", "tokens/s")
     else:
-        metrics["primary"] = "latency_ms.p90" if scenario == "SingleStream" else "latency_ms.p99"
-        metrics["throughput"] = _rate(detail, "result_qps_with_loadgen_overhead", "queries/s")
-        key = "early_stopping_latency_ss" if scenario == "SingleStream" else "early_stopping_latency_ms"
-        if key in detail:
-            build.flag(f"detail.{key}", str(detail[key]), "MLPerf's official metric is this early-stopping "
-                       "estimate; the protocol headline is LoadGen's observed percentile")
+        percentile = "p90" if scenario == "SingleStream" else "p99"
+        metrics["primary"] = f"latency_ms.{percentile}"
+        if "result_qps_with_loadgen_overhead" in detail:
+            metrics["throughput"] = _rate(detail, "result_qps_with_loadgen_overhead", "queries/s")
+        elif "result_samples_per_second" in detail:
+            metrics["throughput"] = _rate(detail, "result_samples_per_second", "samples/s")
+        key, percentile = EARLY_STOPPING[scenario]
+        if model in OBSERVED_SINGLE_STREAM and scenario == "SingleStream":
+            pass  # MLPerf publishes the observed p90 for this benchmark
+        elif isinstance(detail.get(key), int | Decimal):
+            metrics["latency_estimate_ms"] = {"value": _ms(detail[key]), "unit": "ms", "percentile": percentile,
+                                              "method": "loadgen-early-stopping",
+                                              "count": detail["result_query_count"]}
+            metrics["primary"] = "latency_estimate_ms"
+        else:
+            build.warnings.append(f"no {key} record: the headline is LoadGen's observed {percentile}, not the "
+                                  "early-stopping estimate MLPerf publishes")
     metrics["latency_ms"] = _latency(detail, scenario, count)
     if llm and scenario != "Offline":
         metrics["ttft_ms"] = _distribution(detail, count, "result_first_token_min_latency_ns",
@@ -516,36 +657,45 @@ def _latency(detail: dict[str, Any], scenario: str, count: int) -> dict[str, Any
                          "result_{p}_percentile_latency_ns")
 
 
-def _quality(benchmark: str, accuracy: dict[str, Any], build: _Build) -> dict[str, Any]:
-    """metrics.quality from accuracy.txt; the target is 99% / 99.9% of the reference for -99 / -99.9."""
+def _quality(benchmark: str, accuracy: dict[str, Any], build: _Build) -> dict[str, Any] | None:
+    """metrics.quality from accuracy.txt, judged as MLPerf judges it; None (flagged) when the file holds no
+    value of the benchmark's headline accuracy metric. The run is imported either way: accuracy is optional."""
     values: dict[str, Any] = accuracy["values"]
-    base, _, suffix = benchmark.rpartition("-")
-    ratio = {"99": 0.99, "99.9": 0.999}.get(suffix) if base else None
-    reference = REFERENCES.get(base if ratio else benchmark)
-    metric = reference.metric if reference else next(iter(values))
-    quality: dict[str, Any] = {"metric": metric, "value": values.get(metric), "target_ratio": ratio,
-                               "values": values}
-    if reference:
-        quality.update(reference_precision=reference.precision, reference_value=reference.values[metric],
-                       passed=_passed(reference, ratio, values))
-    else:
-        build.warnings.append(f"no published accuracy reference known for {benchmark}: reference_value left null")
+    for line in accuracy.get("unread", []):
+        build.warnings.append(f"accuracy.txt line not read: {line[:80]!r}")
     if accuracy.get("hash"):
         build.unparsed["accuracy.hash"] = accuracy["hash"]
-    return quality
-
-
-def _passed(reference: Reference, ratio: float | None, values: dict[str, Any]) -> bool | None:
-    """MLPerf's own rule: each metric ≥ ratio × reference, tokens per sample within its bounds."""
-    if ratio is None or any(not isinstance(values.get(m), int | float) for m in reference.values):
-        return None
-    passed = all(values[m] >= ref * ratio for m, ref in reference.values.items())
-    if reference.tokens_per_sample:
-        tps, low, high = reference.tokens_per_sample
-        if not isinstance(values.get("tokens_per_sample"), int | float):
+    suffix = re.search(r"-(99|99\.9)$", benchmark)
+    model = model_of(benchmark)
+    ratio = {"99": 0.99, "99.9": 0.999}[suffix[1]] if suffix else (0.99 if model != "stable-diffusion-xl" else None)
+    rule = accuracy_rule(model, ratio or 0.99)
+    if rule is None:
+        build.warnings.append(f"no MLPerf accuracy rule known for {benchmark}: values kept, nothing judged")
+        metric = next(iter(values), None)
+        if metric is None:
             return None
-        passed = passed and tps * low <= values["tokens_per_sample"] <= tps * high
-    return passed
+        return {"metric": metric, "value": values[metric], "target_ratio": ratio, "values": values}
+    metric = next(iter(rule.checks))
+    if not isinstance(values.get(metric), int | float):
+        build.flag("accuracy.txt", "; ".join(f"{k}={v}" for k, v in values.items()) or "(no values)",
+                   f"no {metric} value, MLPerf's accuracy metric for {model}")
+        return None
+    reference = rule.checks[metric][0]
+    build.targets.update({name: {"min": low, "max": high} for name, (_ref, low, high) in rule.checks.items()})
+    return {"metric": metric, "value": values[metric], "target_ratio": ratio if reference else None,
+            "reference_value": reference, "reference_precision": rule.reference_precision if reference else None,
+            "passed": _passed(rule, values), "values": values}
+
+
+def _passed(rule: Accuracy, values: dict[str, Any]) -> bool | None:
+    """MLPerf's own verdict: every checked value within its bounds; None when one of them is absent."""
+    verdict = True
+    for name, (_ref, low, high) in rule.checks.items():
+        value = values.get(name)
+        if not isinstance(value, int | float):
+            return None
+        verdict = verdict and (low is None or value >= low) and (high is None or value <= high)
+    return verdict
 
 
 def _provenance(src: dict[str, Any], system_id: str, benchmark: str, scenario: str, round_value: str,
@@ -556,10 +706,11 @@ def _provenance(src: dict[str, Any], system_id: str, benchmark: str, scenario: s
         raise SourceError("the system description names no submitter", where="system")
     origin: dict[str, Any] = {
         "kind": "mlperf-inference", "round": round_value, "submitter": submitter,
-        "division": _text(system.get("division")), "category": _text(system.get("system_type")),
-        "availability": _text(system.get("status")), "system_id": system_id, "benchmark": benchmark,
+        **publication_facets(system, build), "system_id": system_id, "benchmark": benchmark,
         "scenario": scenario, "loadgen_version": str(detail["loadgen_version"]), "files": files,
     }
+    if build.targets:
+        origin["targets"] = dict(sorted(build.targets.items()))
     for key in ("power_begin", "power_end"):  # LoadGen's run markers, written without a time zone
         if isinstance(detail.get(key), str):
             build.unparsed[f"detail.{key}"] = detail[key]
@@ -572,6 +723,36 @@ def _provenance(src: dict[str, Any], system_id: str, benchmark: str, scenario: s
 
 def _text(value: Any) -> str | None:
     return None if units.not_stated(value) else str(value).strip()
+
+
+# MLPerf's closed vocabularies (submission checker VALID_DIVISIONS, VALID_AVAILABILITIES, system_type).
+# "rdi" (research, development or internal) is MLPerf's name for the research category.
+DIVISIONS = {"closed": "closed", "open": "open", "network": "network"}
+AVAILABILITIES = {"available": "available", "preview": "preview", "rdi": "research", "research": "research"}
+CATEGORIES = {"datacenter": "datacenter", "edge": "edge"}
+
+
+def publication_facets(system: dict[str, Any], build: _Build) -> dict[str, str | None]:
+    """division, category and availability from the system description, in MLPerf's closed vocabularies.
+
+    Case and spacing are normalised ('Available', 'datacenter, edge'); a value outside the vocabulary is kept
+    verbatim and flagged, never mapped to the nearest word."""
+    out: dict[str, str | None] = {}
+    for name, key, table in (("division", "division", DIVISIONS), ("category", "system_type", CATEGORIES),
+                             ("availability", "status", AVAILABILITIES)):
+        raw = _text(system.get(key))
+        if raw is None:
+            out[name] = None
+            continue
+        words = [w.strip().lower() for w in raw.split(",")]
+        known = [table.get(w) for w in words]
+        if all(known):
+            out[name] = ",".join(sorted(set(known), key=list(table.values()).index))  # type: ignore[arg-type]
+        else:
+            out[name] = raw
+            build.warnings.append(f"system.{key} = {raw!r} is not one of {', '.join(sorted(set(table.values())))}:"
+                                  " kept as written")
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -713,7 +894,9 @@ def _agrees(text: str, value: Any) -> bool:
     except ArithmeticError:
         return False
     logged = value if isinstance(value, Decimal) else Decimal(value)
-    tolerance = _half_ulp(shown) + (_half_ulp(logged) if isinstance(value, Decimal) else Decimal(0))
+    # The detail log prints doubles to 6 significant digits and drops a zero fraction: 632229.06 is logged
+    # as 632229, so a whole number carries half a unit of rounding like any other printed value.
+    tolerance = _half_ulp(shown) + _half_ulp(logged)
     return abs(shown - logged) <= tolerance
 
 
@@ -722,28 +905,87 @@ def _half_ulp(value: Decimal) -> Decimal:
     return Decimal(5).scaleb(int(value.as_tuple().exponent) - 1)
 
 
+_ACC_ITEM = re.compile(r"\s*(?P<name>[A-Za-z][\w ]*?)\s*[=:]\s*(?P<value>-?\d+(?:\.\d+)?)%?\s*$")
+_DICE = re.compile(r"^Accuracy:\s*mean\s*=\s*(?P<mean>\d+(?:\.\d+)?)"
+                   r"(?P<rest>(?:\s*,\s*\w+\s*=\s*-?\d+(?:\.\d+)?)*)\s*$")
+_NUMBER_TEXT = re.compile(r"^\s*-?\d+(?:\.\d+)?\s*$")
+
+
 def read_accuracy(text: str) -> dict[str, Any]:
-    """accuracy.txt: the LLM results dict ({'rouge1': 44.44, ...}) or 'name=value[%]' pairs, and hash=."""
-    lines = [line.strip() for line in text.splitlines()]
-    hash_value = next((line[5:] for line in lines if line.startswith("hash=")), None)
-    values: Any = None
-    for line in lines:
-        if line.startswith("{"):
-            try:
-                values = ast.literal_eval(line)  # a Python dict literal; literal_eval runs no code
-            except (ValueError, SyntaxError):
-                raise SourceError("the results line is not a readable dict") from None
-            break
-    if values is None:
-        body = "\n".join(line for line in lines if not line.startswith("hash="))
-        values = {k: float(v) for k, v in re.findall(r"([A-Za-z_][\w-]*)\s*=\s*(-?\d+(?:\.\d+)?)%?", body)}
-    if not isinstance(values, dict):
-        raise SourceError("the results line is not a dict")
-    numbers = {k: v for k, v in values.items()
-               if isinstance(k, str) and isinstance(v, int | float) and not isinstance(v, bool)}
-    if not numbers:
-        raise SourceError("no accuracy values found")
-    return {"values": numbers, "hash": hash_value}
+    """accuracy.txt as MLPerf's accuracy scripts print it: {'values', 'hash', 'unread'}.
+
+    Values come from (a) Python/JSON dict literals ('Results' of the LLM scripts, bert's {"exact_match",
+    "f1"}, SDXL's 'Accuracy Results: {...}'), one line or spread over several, later dicts adding to
+    earlier ones; numbers written as strings ('38.4847') are read as the numbers they spell; (b) lines made
+    only of 'name=value[%]' items ('accuracy=76.078%, good=38039, total=50000', 'mAP=37.348%',
+    'Word Error Rate: 2.17%, accuracy=97.83%'); (c) 3d-unet's 'Accuracy: mean = 0.86, kidney = ...' (the
+    mean is DICE). Anything else (COCO tables, 'DONE (t=43.45s)', progress lines) is not a value: a line
+    of (a) that cannot be read is listed in 'unread' for the caller to flag. Never raises on content.
+    """
+    values: dict[str, Any] = {}
+    unread: list[str] = []
+    hash_value = None
+    lines = text.splitlines()
+    index = 0
+    while index < len(lines):
+        line = lines[index].strip()
+        index += 1
+        if line.startswith("hash="):
+            hash_value = line[5:]
+            continue
+        brace = line.find("{")
+        if brace >= 0 and (brace == 0 or line[:brace].rstrip().endswith(":")):
+            literal = line[brace:]
+            while literal.count("{") > literal.count("}") and index < len(lines):  # a dict over several lines
+                literal += " " + lines[index].strip()
+                index += 1
+            parsed = _literal_dict(literal)
+            if parsed is None:
+                unread.append(line)
+            else:
+                values.update(parsed)
+            continue
+        dice = _DICE.match(line)
+        if dice:
+            values["DICE"] = float(dice["mean"])
+            values.update(_items(dice["rest"].strip().lstrip(",")) or {})
+            continue
+        items = _items(line)
+        if items:
+            values.update(items)
+    return {"values": values, "hash": hash_value, "unread": unread}
+
+
+def _items(line: str) -> dict[str, float] | None:
+    """'a=1%, b = 2, Word Error Rate: 3%' -> {'a': 1.0, 'b': 2.0, 'word_error_rate': 3.0}; None unless the
+    whole line is such items."""
+    found: dict[str, float] = {}
+    for part in line.split(","):
+        match = _ACC_ITEM.fullmatch(part)
+        if not match:
+            return None
+        name = match["name"].strip()
+        found[name.lower().replace(" ", "_") if " " in name else name] = float(match["value"])
+    return found or None
+
+
+def _literal_dict(text: str) -> dict[str, float] | None:
+    """A dict literal's numeric entries (numbers in strings included); None if it is not one dict literal."""
+    try:
+        value = ast.literal_eval(text)  # literals only: runs no code
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if not isinstance(value, dict):
+        return None
+    out: dict[str, float] = {}
+    for key, item in value.items():
+        if not isinstance(key, str) or isinstance(item, bool):
+            continue
+        if isinstance(item, int | float):
+            out[key] = item
+        elif isinstance(item, str) and _NUMBER_TEXT.match(item):
+            out[key] = float(item)
+    return out
 
 
 def read_test06(text: str) -> dict[str, str]:
@@ -816,6 +1058,8 @@ def _quantity(system: dict[str, Any], key: str, parser: Any, build: _Build) -> f
     elif re.search(r"\d\s*[MGT]B\s*$", str(raw), re.IGNORECASE):
         build.system_notes["import.memory_units"] = ("memory capacities in MB/GB/TB are read as MiB/GiB/TiB "
                                                      "(JEDEC binary convention)")
+        build.warnings.append(f"system.{key} = {raw!r} read as {value} GiB: 'GB' taken in the JEDEC binary "
+                              "sense (the source does not say which)")
     return value  # type: ignore[no-any-return]
 
 
