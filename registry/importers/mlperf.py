@@ -295,6 +295,10 @@ def _measurements_file(submission: Path, scenario_dir: Path, scenario: str) -> P
     named = [p for p in candidates if p.name.lower() == wanted]
     if named:
         return named[0]
+    # then, as the checker does, a JSON file whose name starts with the system's name
+    prefixed = [p for p in candidates if p.name.lower().startswith(scenario_dir.parts[-3].lower())]
+    if prefixed:
+        return prefixed[0]
     suffixed = [p for p in candidates if p.name.lower().endswith(f"_{scenario.lower()}.json")]
     if len(suffixed) == 1:
         return suffixed[0]
@@ -333,6 +337,9 @@ def _import_item(submission: Path, tree: Path, scenario_dir: Path, scenario: str
                                  what="LoadGen user.conf", required=False),
     }
     document, build = None, _Build()
+    detail = sources["detail"]
+    if not ledger.errors and detail["effective_scenario"] == "SingleStream" and scenario in INFERRED:
+        return _inferred_item(key, tree, scenario_dir, ledger, scenario)
     if not ledger.errors:
         try:
             cross_check(sources["summary"], sources["detail"], LOADGEN_SCENARIO.get(scenario, scenario))
@@ -350,6 +357,21 @@ def _import_item(submission: Path, tree: Path, scenario_dir: Path, scenario: str
     files = list(ledger.reports.values()) + _unread(tree, scenario_dir, ledger.reports)
     return ImportItem(key=key, document=document, files=sorted(files, key=lambda f: f.path),
                       errors=ledger.errors, warnings=ledger.warnings + build.warnings)
+
+
+# MLPerf lets an edge submission derive Offline and MultiStream from a SingleStream run (the submission
+# checker's inferred results: Offline = 1/latency, MultiStream = 8 × latency). Those folders hold the
+# SingleStream log: the importer stores measured runs only, so it imports the SingleStream folder and skips these.
+INFERRED = frozenset({"Offline", "MultiStream"})
+
+
+def _inferred_item(key: str, tree: Path, scenario_dir: Path, ledger: _Ledger, scenario: str) -> ImportItem:
+    why = (f"LoadGen ran SingleStream here: MLPerf infers the {scenario} result from it rather than measuring "
+           "it; only measured runs are imported (see this system's SingleStream folder)")
+    files = [FileReport(f.path, f.sha256, "skipped", why) for f in ledger.reports.values()]
+    files += _unread(tree, scenario_dir, ledger.reports)
+    return ImportItem(key=key, document=None, files=sorted(files, key=lambda f: f.path), errors=[],
+                      warnings=ledger.warnings, skipped=why)
 
 
 def _layout_mismatches(submission: Path, document: dict[str, Any]) -> list[str]:
@@ -549,12 +571,17 @@ def _rate(detail: dict[str, Any], key: str, unit: str) -> dict[str, Any]:
 
 
 def _distribution(detail: dict[str, Any], count: int, low: str, mean: str, high: str,
-                  pct: str) -> dict[str, Any] | None:
+                  pct: str, build: _Build) -> dict[str, Any] | None:
     """A LoadGen latency distribution in ms; percentiles the sample count cannot support are left out."""
     dist: dict[str, Any] = {"count": count, "method": "loadgen", "unit": "ms"}
     for name, key in (("min", low), ("mean", mean), ("max", high)):
         if isinstance(detail.get(key), int | Decimal):
             dist[name] = _ms(detail[key])
+    if "mean" in dist and not dist.get("min", 0) <= dist["mean"] <= dist.get("max", dist["mean"]):
+        # LoadGen's Offline logs can carry a mean outside [min, max] (it times the one query, not samples):
+        # an impossible value is not typed; it is kept verbatim and flagged.
+        del dist["mean"]
+        build.flag(f"detail.{mean}", str(detail[mean]), "a mean outside LoadGen's own [min, max]")
     for text, name in PERCENTILES.items():
         key = pct.format(p=text)
         if isinstance(detail.get(key), int | Decimal) and rules.percentile_allowed(name, count):
@@ -634,27 +661,27 @@ def _metrics(detail: dict[str, Any], scenario: str, benchmark: str, count: int, 
         else:
             build.warnings.append(f"no {key} record: the headline is LoadGen's observed {percentile}, not the "
                                   "early-stopping estimate MLPerf publishes")
-    metrics["latency_ms"] = _latency(detail, scenario, count)
+    metrics["latency_ms"] = _latency(detail, scenario, count, build)
     if llm and scenario != "Offline":
         metrics["ttft_ms"] = _distribution(detail, count, "result_first_token_min_latency_ns",
                                            "result_first_token_mean_latency_ns", "result_first_token_max_latency_ns",
-                                           "result_first_token_{p}_percentile_latency_ns")
+                                           "result_first_token_{p}_percentile_latency_ns", build)
         metrics["tpot_ms"] = _distribution(detail, count, "result_time_to_output_token_min",
                                            "result_time_to_output_token_mean", "result_time_to_output_token_max",
-                                           "result_time_per_output_token_{p}_percentile_ns")
+                                           "result_time_per_output_token_{p}_percentile_ns", build)
     if accuracy is not None:
         metrics["quality"] = _quality(benchmark, accuracy, build)
     return {k: v for k, v in metrics.items() if v is not None}
 
 
-def _latency(detail: dict[str, Any], scenario: str, count: int) -> dict[str, Any] | None:
+def _latency(detail: dict[str, Any], scenario: str, count: int, build: _Build) -> dict[str, Any] | None:
     if scenario == "MultiStream" and "result_99.00_percentile_per_query_latency_ns" in detail:
         # MultiStream is judged per query (8 samples), so the distribution is over queries.
         return _distribution(detail, detail["result_query_count"], "result_min_query_latency_ns",
                              "result_mean_query_latency_ns", "result_max_query_latency_ns",
-                             "result_{p}_percentile_per_query_latency_ns")
+                             "result_{p}_percentile_per_query_latency_ns", build)
     return _distribution(detail, count, "result_min_latency_ns", "result_mean_latency_ns", "result_max_latency_ns",
-                         "result_{p}_percentile_latency_ns")
+                         "result_{p}_percentile_latency_ns", build)
 
 
 def _quality(benchmark: str, accuracy: dict[str, Any], build: _Build) -> dict[str, Any] | None:
@@ -825,7 +852,8 @@ def read_summary(text: str) -> dict[str, str]:
         label, value = match["label"].strip(), match["value"].strip()
         if not value:
             pending = label
-        elif fields.setdefault(label, value) != value:
+        elif fields.setdefault(label, value) != value and _detail_key(label) is not None:
+            # LLM summaries repeat the early-stopping lines for TTFT and TPOT; only results must be unique
             raise SourceError(f"'{label}' appears twice with different values")
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if not lines or not _SUMMARY_END.match(lines[-1]):
@@ -879,6 +907,12 @@ def cross_check(summary: dict[str, str], detail: dict[str, Any], loadgen_scenari
         key = _detail_key(label)
         if key is None:
             continue
+        if loadgen_scenario == "MultiStream":  # the summary prints MultiStream latencies per query
+            per_query = {"result_min_latency_ns": "result_min_query_latency_ns",
+                         "result_max_latency_ns": "result_max_query_latency_ns",
+                         "result_mean_latency_ns": "result_mean_query_latency_ns"}.get(
+                key, key.replace("_percentile_latency_ns", "_percentile_per_query_latency_ns"))
+            key = per_query if per_query in detail else key
         if key not in detail:
             raise SourceError(f"has no {key} record, which the summary prints as '{label}'", where="detail")
         if not _agrees(text, detail[key]):
