@@ -755,7 +755,10 @@ def _text(value: Any) -> str | None:
 # MLPerf's closed vocabularies (submission checker VALID_DIVISIONS, VALID_AVAILABILITIES, system_type).
 # "rdi" (research, development or internal) is MLPerf's name for the research category.
 DIVISIONS = {"closed": "closed", "open": "open", "network": "network"}
-AVAILABILITIES = {"available": "available", "preview": "preview", "rdi": "research", "research": "research"}
+AVAILABILITIES = {"available": "available", "preview": "preview", "rdi": "research", "research": "research",
+                  # MLPerf Training's words for available systems (result_summarizer config.yaml)
+                  "onprem": "available", "cloud": "available", "available on-premise": "available",
+                  "available cloud": "available"}
 CATEGORIES = {"datacenter": "datacenter", "edge": "edge"}
 
 
