@@ -6,7 +6,7 @@
   benchreg run inference|training     the bundled runners
   benchreg create-token ...           manage.py create_token
   benchreg audit verify|checkpoint|export|show   manage.py audit: check the audit log, sign/export checkpoints
-  benchreg import mlperf PATH         import a published MLPerf Inference submission tree
+  benchreg import mlperf PATH         import a published MLPerf Inference or Training tree
   benchreg enrolment-token create --expires 1h   a single-use token for `benchreg agent enroll`
   benchreg agent enroll|start|status  run this machine as an enrolled agent (needs no database)
   benchreg verify REPORT.pdf [--offline --cert PEM --log-key VKEY | --server URL]   check a signed decision report

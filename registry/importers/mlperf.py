@@ -1209,7 +1209,7 @@ def report_dict(plan: ImportPlan) -> dict[str, Any]:
     """The plan as JSON-ready data: each item's outcome, flags and files, then the files no item used."""
     return {
         "round": plan.round, "round_source": plan.round_source, "errors": plan.errors, "warnings": plan.warnings,
-        "items": [{"key": item.key, "status": "ready" if item.document else "refused", "errors": item.errors,
+        "items": [{"key": item.key, "status": item.status, "skipped": item.skipped, "errors": item.errors,
                    "warnings": item.warnings, "files": [asdict(f) for f in item.files]} for item in plan.items],
         "skipped": [asdict(f) for f in plan.skipped],
     }
@@ -1222,7 +1222,9 @@ def render_report(plan: ImportPlan) -> str:
              f"({plan.round_source})"]
     lines += [f"  error: {e}" for e in plan.errors] + [f"  note:  {w}" for w in plan.warnings]
     for item in plan.items:
-        lines += ["", f"{item.key}: {'ready' if item.document else 'REFUSED: nothing will be stored'}"]
+        state = {"ready": "ready", "skipped": f"SKIPPED: {item.skipped}",
+                 "refused": "REFUSED: nothing will be stored"}[item.status]
+        lines += ["", f"{item.key}: {state}"]
         lines += [f"  error: {e}" for e in item.errors] + [f"  flag:  {w}" for w in item.warnings]
         lines += _file_rows(item.files)
     if plan.skipped:
