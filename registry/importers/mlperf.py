@@ -153,7 +153,8 @@ class _Ledger:
         self.errors: list[str] = []
         self.warnings: list[str] = []
 
-    def load(self, path: Path, reader: Any, *, what: str, required: bool, quiet: bool = False) -> Any:
+    def load(self, path: Path, reader: Any, *, what: str, required: bool, quiet: bool = False,
+             lenient: bool = False) -> Any:
         rel = path.relative_to(self.tree).as_posix()
         if not path.is_file():
             if required:
@@ -165,6 +166,11 @@ class _Ledger:
         data = path.read_bytes()
         self.reports[path] = FileReport(rel, hashlib.sha256(data).hexdigest(), "used", f"read as {what}")
         try:
+            if lenient:  # only some lines are records: bytes elsewhere (console noise) are not read
+                text = data.decode("utf-8", errors="replace")
+                if "\ufffd" in text:
+                    self.warnings.append(f"{rel}: bytes that are not UTF-8 outside the records were not read")
+                return reader(text)
             return reader(data.decode("utf-8"))
         except UnicodeDecodeError:
             self.fail(path, "not UTF-8 text")

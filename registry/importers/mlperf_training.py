@@ -76,6 +76,8 @@ def read_mllog(text: str) -> list[dict[str, Any]]:
         start = line.find(":::MLLOG ")
         if start < 0:
             continue
+        if "\ufffd" in line:
+            raise SourceError(f"line {number}: a :::MLLOG record with bytes that are not UTF-8")
         try:
             record = json.loads(line[start + len(":::MLLOG "):], parse_float=Decimal)
         except json.JSONDecodeError as exc:
@@ -134,9 +136,9 @@ def _import_item(submission: Path, tree: Path, folder: Path, round_value: str | 
     system = ledger.load(submission / "systems" / f"{system_id}.json", mlperf.read_json_object,
                          what="system description", required=True)
     runs = []
-    for path in sorted(folder.iterdir(), key=lambda p: [int(s) if s.isdigit() else s for s in re.split(r"(\d+)", p.name)]):
+    for path in sorted(folder.iterdir(), key=_natural):
         if path.is_file() and RESULT_FILE.match(path.name):
-            records = ledger.load(path, read_mllog, what="training run log", required=True)
+            records = ledger.load(path, read_mllog, what="training run log", required=True, lenient=True)
             if records is not None:
                 runs.append((path, *run_time(records)))
     if round_value is None:
@@ -157,6 +159,11 @@ def _import_item(submission: Path, tree: Path, folder: Path, round_value: str | 
     return ImportItem(key=key, document=document, files=sorted([*ledger.reports.values(), *unread],
                                                                 key=lambda f: f.path),
                       errors=ledger.errors, warnings=ledger.warnings + build.warnings)
+
+
+def _natural(path: Path) -> list[tuple[int, int, str]]:
+    """result_2.txt before result_10.txt."""
+    return [(0, int(s), "") if s.isdigit() else (1, 0, s) for s in re.split(r"(\d+)", path.name)]
 
 
 def _document(submission: Path, system: dict[str, Any], system_id: str, benchmark: str,
@@ -204,7 +211,8 @@ def _document(submission: Path, system: dict[str, Any], system_id: str, benchmar
             "primary": "time_to_quality",
             "time_to_quality": {"seconds": score, "epochs": None, "runs": sum(used),
                                 "method": "MLPerf Training olympic mean of run_start..run_stop over "
-                                          f"{len(runs)} runs, {drop} fastest and {drop} slowest dropped; no RCP normalisation"
+                                          f"{len(runs)} runs, {drop} fastest and {drop} slowest dropped; "
+                                          "no RCP normalisation"
                                           + (f"; quality logged as {quality_key}" if quality_key else "")},
         },
         "provenance": {"runner": {"name": "mlperf-training", "version": round_value}, "submitter": submitter,
