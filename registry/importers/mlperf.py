@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import os
 import re
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal
@@ -225,8 +226,7 @@ def parse_tree(root: Path, *, round_name: str | None = None) -> ImportPlan:
             else:
                 items.append(_import_item(submission, root, folder, scenario, round_name))
     claimed = {root / f.path for item in items for f in item.files}
-    skipped = [_skipped_report(root, path) for path in sorted(root.rglob("*"))
-               if path.is_file() and path not in claimed]
+    skipped = [_skipped_report(root, path) for path in all_files(root) if path not in claimed]
     round_value, round_source = _plan_round(items, round_name)
     warnings = []
     hint = next((m[1] for part in reversed(root.resolve().parts) if (m := re.search(r"v(\d+\.\d+)$", part))), None)
@@ -254,11 +254,17 @@ def _result_folders(submission: Path) -> list[tuple[Path, str | None]]:
 
 
 def _skipped_folder(tree: Path, folder: Path) -> ImportItem:
-    files = [FileReport(p.relative_to(tree).as_posix(), _sha256(p), "skipped", "not in a scenario folder")
-             for p in sorted(folder.rglob("*")) if p.is_file()]
+    files = [FileReport(p.relative_to(tree).as_posix(), None, "skipped", "not in a scenario folder")
+             for p in all_files(folder)]
     why = (f"'{folder.name}' is not an MLPerf scenario folder (SingleStream, MultiStream, Server, Offline, "
            "Interactive, in any case)")
     return ImportItem(key="/".join(folder.parts[-3:]), document=None, files=files, errors=[], skipped=why)
+
+
+def all_files(root: Path) -> list[Path]:
+    """Every file under `root` (links followed as the tree is walked), sorted: one walk of the tree."""
+    found = [Path(folder) / name for folder, _dirs, names in os.walk(root, followlinks=True) for name in names]
+    return sorted(p for p in found if p.is_file())
 
 
 def _skipped_report(root: Path, path: Path) -> FileReport:
@@ -272,15 +278,7 @@ def _skipped_report(root: Path, path: Path) -> FileReport:
         reason = "beside a result the importer does not read this file"
     else:
         reason = "not part of an MLPerf result (systems/, results/, measurements/ and compliance/ are read)"
-    return FileReport(rel, _sha256(path), "skipped", reason)
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+    return FileReport(rel, None, "skipped", reason)  # not read, so not hashed (accuracy logs run to 100s of MB)
 
 
 def _beside(submission: Path, part: str, scenario_dir: Path) -> Path:
@@ -391,8 +389,8 @@ def _layout_mismatches(submission: Path, document: dict[str, Any]) -> list[str]:
 
 
 def _unread(tree: Path, scenario_dir: Path, reports: dict[Path, FileReport]) -> list[FileReport]:
-    return [FileReport(p.relative_to(tree).as_posix(), _sha256(p), "skipped", "not read by the importer")
-            for p in sorted(scenario_dir.rglob("*")) if p.is_file() and p not in reports]
+    return [FileReport(p.relative_to(tree).as_posix(), None, "skipped", "not read by the importer")
+            for p in all_files(scenario_dir) if p not in reports]
 
 
 def _document(src: dict[str, Any], system_id: str, benchmark: str, scenario: str, round_name: str | None,

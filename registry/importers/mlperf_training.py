@@ -49,10 +49,10 @@ def parse_tree(root: Path, *, round_name: str | None = None) -> ImportPlan:
     for folder in folders:
         items.append(_import_item(folder.parents[2], root, folder, round_value))
     claimed = {root / f.path for item in items for f in item.files}
-    skipped = [FileReport(p.relative_to(root).as_posix(), mlperf._sha256(p), "skipped",
+    skipped = [FileReport(p.relative_to(root).as_posix(), None, "skipped",
                           "not a training result (systems/<system>.json and results/<system>/<benchmark>/"
                           "result_<n>.txt are read)")
-               for p in sorted(root.rglob("*")) if p.is_file() and p not in claimed]
+               for p in mlperf.all_files(root) if p not in claimed]
     errors = [] if folders else ["no results/<system>/<benchmark>/result_<n>.txt found: not an MLPerf Training tree"]
     return ImportPlan(items=items, skipped=skipped, round=round_value,
                       round_source="argument" if round_name else "folder name", errors=errors)
@@ -154,8 +154,8 @@ def _import_item(submission: Path, tree: Path, folder: Path, round_value: str | 
         if problems:
             ledger.errors.extend(f"protocol {e.pointer or '/'}: {e.message} [{e.code}]" for e in problems)
             document = None
-    unread = [FileReport(p.relative_to(tree).as_posix(), mlperf._sha256(p), "skipped", "not a result_<n>.txt")
-              for p in sorted(folder.rglob("*")) if p.is_file() and p not in ledger.reports]
+    unread = [FileReport(p.relative_to(tree).as_posix(), None, "skipped", "not a result_<n>.txt")
+              for p in mlperf.all_files(folder) if p not in ledger.reports]
     return ImportItem(key=key, document=document, files=sorted([*ledger.reports.values(), *unread],
                                                                 key=lambda f: f.path),
                       errors=ledger.errors, warnings=ledger.warnings + build.warnings)

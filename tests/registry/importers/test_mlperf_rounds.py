@@ -33,7 +33,7 @@ TOKENS = {"llama2-70b", "llama2-70b-interactive", "llama3.1-8b", "llama3.1-405b"
 ACCURACY = {"accuracy": r"^accuracy=([\d.]+)%|accuracy=([\d.]+)%$", "mAP": r"mAP=([\d.]+)",
             "f1": r"[\"']f1[\"']:\s*([\d.]+)", "AUC": r"^AUC=([\d.]+)", "DICE": r"Accuracy:\s*mean\s*=\s*([\d.]+)",
             "rouge1": r"'rouge1':\s*'?([\d.]+)", "rougeL": r"'rougeL':\s*'?([\d.]+)",
-            "exact_match": r"'exact_match':\s*([\d.]+)", "CLIP_SCORE": r"'CLIP_SCORE':\s*'?([\d.]+)"}
+            "exact_match": r"[\"']exact_match[\"']:\s*([\d.]+)", "CLIP_SCORE": r"'CLIP_SCORE':\s*'?([\d.]+)"}
 
 
 def _round_plans() -> list[tuple[str, mlperf.ImportPlan, Path]]:
