@@ -208,7 +208,8 @@ class _Build:
 def parse_tree(root: Path, *, round_name: str | None = None) -> ImportPlan:
     """Read an MLPerf Inference submission tree (or a folder holding several) into an ImportPlan.
 
-    `round_name` ('v5.1' or '5.1') overrides the round otherwise taken from LoadGen's major.minor version.
+    `round_name` ('v5.1' or '5.1') is the round; without it, a folder named like '..._v5.1' on the path, else
+    LoadGen's major.minor version (flagged: LoadGen versions lag rounds).
     Raises FileNotFoundError when `root` is not a directory; everything else is reported in the plan.
     """
     root = Path(root)
@@ -216,6 +217,12 @@ def parse_tree(root: Path, *, round_name: str | None = None) -> ImportPlan:
         raise FileNotFoundError(f"{root} is not a directory")
     items: list[ImportItem] = []
     plan_errors: list[str] = []
+    # The round: the argument, else a folder named like the results repository ('..._v5.1'), else LoadGen's
+    # version, which lags the round (most v5.1 submissions ran LoadGen 5.0), so each run using it is flagged.
+    hint = next((m[1] for part in reversed(root.resolve().parts) if (m := re.search(r"v(\d+\.\d+)$", part))), None)
+    given = round_name
+    if round_name is None and hint:
+        round_name = f"v{hint}"
     submissions = _submission_roots(root)
     if not submissions:
         plan_errors.append("no results/ directory found: not an MLPerf Inference submission tree")
@@ -228,8 +235,9 @@ def parse_tree(root: Path, *, round_name: str | None = None) -> ImportPlan:
     claimed = {root / f.path for item in items for f in item.files}
     skipped = [_skipped_report(root, path) for path in all_files(root) if path not in claimed]
     round_value, round_source = _plan_round(items, round_name)
+    if given is None and hint:
+        round_source = "folder name"
     warnings = []
-    hint = next((m[1] for part in reversed(root.resolve().parts) if (m := re.search(r"v(\d+\.\d+)$", part))), None)
     if hint and round_value and f"v{hint}" != round_value:
         warnings.append(f"the folder name suggests round v{hint}, but the round used is {round_value} ({round_source})")
     return ImportPlan(items=items, skipped=skipped, round=round_value, round_source=round_source,
@@ -397,6 +405,7 @@ def _document(src: dict[str, Any], system_id: str, benchmark: str, scenario: str
               files: dict[str, str], build: _Build) -> dict[str, Any]:
     detail = src["detail"]
     round_value = _round(round_name, detail)
+    _round_from_loadgen(round_value, round_name, detail, build)
     count = _sample_count(detail)
     return {
         "protocol": f"{rules.PROTOCOL_NAME}/{rules.PROTOCOL_VERSION}",
@@ -424,12 +433,19 @@ def _round(round_name: str | None, detail: dict[str, Any]) -> str:
     return f"v{match[1]}.{match[2]}"
 
 
+def _round_from_loadgen(round_value: str, round_name: str | None, detail: dict[str, Any], build: _Build) -> None:
+    if not round_name:
+        build.warnings.append(f"round {round_value} taken from loadgen_version {detail['loadgen_version']!r}: "
+                              "LoadGen versions can lag the round (pass --round, or keep the repository's "
+                              "folder name such as inference_results_v5.1)")
+
+
 def _plan_round(items: list[ImportItem], round_name: str | None) -> tuple[str | None, str]:
     if round_name:
         return _round(round_name, {}), "argument"
     found = {item.document["provenance"]["origin"]["round"] for item in items if item.document}
     if len(found) == 1:
-        return found.pop(), "loadgen_version major.minor in mlperf_log_detail.txt"
+        return found.pop(), "loadgen_version major.minor in mlperf_log_detail.txt (may lag the round)"
     return None, "mixed rounds: see each item" if found else "undetermined (no item imported)"
 
 

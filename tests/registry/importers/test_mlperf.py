@@ -175,8 +175,15 @@ def test_it_records_the_origin_of_the_run(plan: mlperf.ImportPlan) -> None:
     assert (origin["system_id"], origin["benchmark"], origin["scenario"]) == (SYSTEM, BENCH, "Server")
     assert doc["provenance"]["runner"] == {"name": "mlperf-loadgen", "version": "5.1.0 @ 091d51f041"}
     assert doc["provenance"]["started_at"] == "2025-07-31T09:26:03Z"
-    assert plan.round == "v5.1" and "loadgen" in plan.round_source
+    assert plan.round == "v5.1" and plan.round_source == "folder name"
     assert doc["workload"]["version"] == "mlperf-inference-v5.1"
+
+
+def test_without_a_round_or_a_round_folder_the_loadgen_version_is_used_and_flagged(tmp_path: Path) -> None:
+    shutil.copytree(SAMPLE, tmp_path / "tree")
+    plan = mlperf.parse_tree(tmp_path / "tree")
+    assert plan.round == "v5.1" and "loadgen" in plan.round_source
+    assert all(any("taken from loadgen_version" in w for w in item.warnings) for item in plan.items)
 
 
 def test_an_explicit_round_wins_and_is_reported() -> None:
@@ -245,9 +252,9 @@ def test_runs_of_one_round_and_benchmark_differ_only_in_the_scenario(plan: mlper
 
 def test_parsing_twice_or_from_another_place_gives_identical_digests(plan: mlperf.ImportPlan, tmp_path: Path) -> None:
     again = mlperf.parse_tree(SAMPLE)
-    moved = tmp_path / "closed" / "AMD"
+    moved = tmp_path / "inference_results_v5.1" / "closed" / "AMD"
     shutil.copytree(SAMPLE, moved)
-    elsewhere = mlperf.parse_tree(tmp_path)
+    elsewhere = mlperf.parse_tree(tmp_path / "inference_results_v5.1")
     digests = [[protocol.check(i.document).digest for i in p.items] for p in (plan, again, elsewhere)]
     assert digests[0] == digests[1] == digests[2]
     assert elsewhere.items[0].warnings == plan.items[0].warnings  # closed/AMD agrees with the description
