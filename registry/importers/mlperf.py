@@ -828,6 +828,9 @@ def read_json_object(text: str) -> dict[str, Any]:
     return value
 
 
+# One decoder for every :::MLLOG line (floats as Decimal, keeping their printed digits).
+MLLOG_DECODER = json.JSONDecoder(parse_float=Decimal)
+
 DETAIL_REQUIRED = ("loadgen_version", "test_datetime", "effective_scenario", "effective_test_mode",
                    "result_validity", "result_query_count")
 
@@ -841,7 +844,7 @@ def read_detail(text: str) -> dict[str, Any]:
         if not line.startswith(":::MLLOG "):
             raise SourceError(f"line {number} is not a :::MLLOG record")
         try:
-            record = json.loads(line[len(":::MLLOG "):], parse_float=Decimal)
+            record = MLLOG_DECODER.decode(line[len(":::MLLOG "):])
         except json.JSONDecodeError as exc:
             raise SourceError(f"line {number}: malformed :::MLLOG record ({exc.msg})") from None
         if not isinstance(record, dict) or not isinstance(record.get("key"), str) or "value" not in record:

@@ -27,6 +27,7 @@ from protocol import rules
 from . import mlperf
 from .mlperf import FileReport, ImportItem, ImportPlan, SourceError, _Build, _Ledger
 
+MLLOG_DECODER = mlperf.MLLOG_DECODER
 RESULT_FILE = re.compile(r"^result_.*\.txt$")
 
 
@@ -79,7 +80,7 @@ def read_mllog(text: str) -> list[dict[str, Any]]:
         if "\ufffd" in line:
             raise SourceError(f"line {number}: a :::MLLOG record with bytes that are not UTF-8")
         try:
-            record = json.loads(line[start + len(":::MLLOG "):], parse_float=Decimal)
+            record = MLLOG_DECODER.decode(line[start + len(":::MLLOG "):])
         except json.JSONDecodeError as exc:
             raise SourceError(f"line {number}: malformed :::MLLOG record ({exc.msg})") from None
         if not isinstance(record, dict) or not isinstance(record.get("key"), str):
@@ -102,6 +103,8 @@ def run_time(records: list[dict[str, Any]]) -> tuple[float | None, str | None, d
         elif record["key"] == "run_stop":
             stop = record.get("time_ms")
             status = (record.get("metadata") or {}).get("status")
+    if isinstance(start, int):
+        first["run_start.time_ms"] = start
     if not isinstance(start, int | Decimal) or not isinstance(stop, int | Decimal) or stop < start:
         return None, status, first
     return float((Decimal(stop) - Decimal(start)) / 1000), status, first
@@ -222,14 +225,7 @@ def _document(submission: Path, system: dict[str, Any], system_id: str, benchmar
 
 def _first_run_start(runs: list[tuple[Path, float | None, str | None, dict[str, Any]]]) -> str | None:
     """The earliest run_start of the result, as UTC ISO 8601 (MLLOG time_ms is Unix epoch milliseconds)."""
-    stamps = []
-    for path, *_rest in runs:
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            if '"key": "run_start"' in line:
-                match = re.search(r'"time_ms":\s*(\d+)', line)
-                if match:
-                    stamps.append(int(match[1]))
-                break
+    stamps = [f["run_start.time_ms"] for *_x, f in runs if isinstance(f.get("run_start.time_ms"), int)]
     if not stamps:
         return None
     return datetime.fromtimestamp(min(stamps) / 1000, tz=UTC).isoformat().replace("+00:00", "Z")
