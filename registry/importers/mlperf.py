@@ -1037,6 +1037,12 @@ def _literal_dict(text: str) -> dict[str, float] | None:
         return None
     if not isinstance(value, dict):
         return None
+    return _numbers(value)
+
+
+def _numbers(value: dict[Any, Any]) -> dict[str, float]:
+    """The numeric entries of a dict, those of nested dicts included ({'accuracy_results': {'FID_SCORE': ..}}
+    as Google's SDXL harness prints it)."""
     out: dict[str, float] = {}
     for key, item in value.items():
         if not isinstance(key, str) or isinstance(item, bool):
@@ -1045,6 +1051,8 @@ def _literal_dict(text: str) -> dict[str, float] | None:
             out[key] = item
         elif isinstance(item, str) and _NUMBER_TEXT.match(item):
             out[key] = float(item)
+        elif isinstance(item, dict):
+            out.update(_numbers(item))
     return out
 
 

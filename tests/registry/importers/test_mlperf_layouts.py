@@ -216,6 +216,14 @@ def test_sdxl_fid_and_clip_are_judged_against_their_window(tmp_path):
     assert quality["metric"] == "CLIP_SCORE" and quality["passed"] is True and quality["target_ratio"] is None
 
 
+def test_a_nested_results_dict_spread_over_lines_is_read(tmp_path):
+    root = _submission(tmp_path, benchmark="stable-diffusion-xl")
+    _accuracy(root, "stable-diffusion-xl", "Offline", "{\n    'accuracy_results': {\n        'CLIP_SCORE': 31.75,\n"
+              "        'FID_SCORE': 23.4,\n        'scenario': 'TestScenario.Offline'\n    },\n}\nhash=n\n")
+    quality = _only(tmp_path).document["metrics"]["quality"]
+    assert quality["values"] == {"CLIP_SCORE": 31.75, "FID_SCORE": 23.4} and quality["passed"] is True
+
+
 def test_mixtral_results_dict_over_several_lines_and_unreadable_lines_are_flagged(tmp_path):
     root = _submission(tmp_path, benchmark="mixtral-8x7b")
     text = ("{'python': 10, 'cpp': 9} {'python': 12, 'cpp': 11}\nResults\n{'rouge1': 45.5, 'rouge2': 23.3,\n"
