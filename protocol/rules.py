@@ -28,7 +28,7 @@ MIN_WINDOW_SECONDS = 1.0
 MIN_WINDOW_ITERATIONS = 10
 
 # Which direction is better for each metric family: used for headlines and comparisons.
-LOWER_IS_BETTER = frozenset({*DISTRIBUTION_METRICS, "time_to_quality"})
+LOWER_IS_BETTER = frozenset({*DISTRIBUTION_METRICS, "latency_estimate_ms", "time_to_quality"})
 
 
 def percentile_allowed(key: str, count: int) -> bool:

@@ -42,6 +42,12 @@ class RunSummary:
     started_at: datetime | None
     headline: Headline
     software_summary: str = ""
+    # Where the run was published (provenance.origin): MLPerf round, division, category (datacenter/edge)
+    # and availability (available/preview/research); "" when the document does not say.
+    origin_round: str = ""
+    origin_division: str = ""
+    origin_category: str = ""
+    origin_availability: str = ""
 
     def columns(self) -> dict[str, Any]:
         data = asdict(self)
@@ -102,4 +108,12 @@ def summarize(document: dict[str, Any]) -> RunSummary:
         started_at=datetime.fromisoformat(started.replace("Z", "+00:00")) if started else None,
         headline=headline(document),
         software_summary=software_summary((document.get("software") or {}).get("frameworks")),
+        **_origin(document["provenance"].get("origin")),
     )
+
+
+def _origin(origin: Any) -> dict[str, str]:
+    """The publication facets of provenance.origin, each cut to its column width (100)."""
+    origin = origin if isinstance(origin, dict) else {}
+    return {f"origin_{key}": str(origin.get(key) or "")[:100]
+            for key in ("round", "division", "category", "availability")}

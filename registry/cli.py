@@ -7,7 +7,7 @@ the rest are Django commands.
   benchreg run inference|training     the bundled runners
   benchreg create-token ...           manage.py create_token
   benchreg audit verify|checkpoint|export|show   manage.py audit: check the audit log, sign/export checkpoints
-  benchreg import mlperf PATH         import a published MLPerf Inference submission tree
+  benchreg import mlperf PATH         import a published MLPerf Inference or Training tree
   benchreg enrolment-token create --expires 1h   a single-use token for `benchreg agent enroll` (on the server)
   benchreg admin enrolment-token|agent|run|job ...  admin automation over the API with an admin-scoped token
   benchreg agent enroll|start|status  run this machine as an enrolled agent (needs no database)

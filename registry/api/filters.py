@@ -26,6 +26,13 @@ class SubmissionFilter(django_filters.FilterSet):
     trust = django_filters.MultipleChoiceFilter(choices=Trust.choices,
                                                 help_text="vouched, declared, imported or example (repeatable)")
     comparability_key = django_filters.CharFilter()
+    round = django_filters.CharFilter(field_name="origin_round", help_text="published round, e.g. v5.1")
+    division = django_filters.CharFilter(field_name="origin_division", lookup_expr="iexact",
+                                         help_text="MLPerf division: closed, open or network")
+    category = django_filters.CharFilter(field_name="origin_category", lookup_expr="icontains",
+                                         help_text="datacenter or edge (a 'datacenter,edge' system matches both)")
+    availability = django_filters.CharFilter(field_name="origin_availability", lookup_expr="iexact",
+                                             help_text="available, preview or research")
     submitted_after = django_filters.IsoDateTimeFilter(field_name="submitted_at", lookup_expr="gte")
     submitted_before = django_filters.IsoDateTimeFilter(field_name="submitted_at", lookup_expr="lt")
     started_after = django_filters.IsoDateTimeFilter(field_name="started_at", lookup_expr="gte")

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import os
 import re
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal
@@ -34,6 +35,8 @@ from . import units
 # MLPerf scenario directory -> protocol scenario kind. LoadGen runs Interactive as Server with tighter SLOs.
 SCENARIOS = {"SingleStream": "single-stream", "MultiStream": "multi-stream", "Server": "server",
              "Offline": "offline", "Interactive": "interactive"}
+# MLPerf's submission checker accepts scenario folders in any case ("offline", "singlestream").
+SCENARIO_FOLDERS = {name.lower(): name for name in SCENARIOS}
 LOADGEN_SCENARIO = {"Interactive": "Server"}
 # Arrival process of each scenario as MLPerf's inference rules define it (not a measured value).
 ARRIVAL = {"SingleStream": "closed-loop", "MultiStream": "closed-loop", "Server": "poisson",
@@ -51,23 +54,57 @@ UNSPECIFIED = "unspecified"  # schema sentinel: the source does not state one fo
 
 
 @dataclass(frozen=True)
-class Reference:
-    """Published accuracy reference of an MLPerf model: the metrics the -99/-99.9 targets apply to."""
+class Accuracy:
+    """How MLPerf judges a model's accuracy: metrics in the order its checker lists them (the first is the
+    headline), each with its published reference and pass bounds.
 
-    metric: str
-    precision: str
-    values: dict[str, float]
-    tokens_per_sample: tuple[float, float, float] | None  # (reference, lower ratio, upper ratio)
+    `checks` maps a value name of accuracy.txt to (reference, lower bound, upper bound); a bound is None
+    where the checker has none. Bounds are the checker's own products (reference × 0.99, × 0.9, ...), so
+    `passed` is exactly MLPerf's verdict on the printed values.
+    """
+
+    checks: dict[str, tuple[float | None, float | None, float | None]]
+    reference_precision: str = "fp32"
 
 
-# From MLPerf's submission checker (mlcommons/inference, tools/submission/submission_checker.py,
-# MODEL_CONFIG[...]["accuracy-target"] and ["accuracy-upper-limit"]: "llama2-70b-99": ROUGE1 44.4312 * 0.99,
-# ROUGE2 22.0352 * 0.99, ROUGEL 28.6162 * 0.99, TOKENS_PER_SAMPLE 294.45 * 0.9 .. * 1.1), with the same
-# reference values in the MLPerf inference README; the reference model is the fp32 one.
-REFERENCES = {
-    "llama2-70b": Reference("rouge1", "fp32", {"rouge1": 44.4312, "rouge2": 22.0352, "rougeL": 28.6162},
-                            (294.45, 0.9, 1.1)),
-}
+# From MLPerf's submission checker (mlcommons/inference tools/submission/submission_checker/constants.py,
+# MODEL_CONFIG["v5.1"]["accuracy-target"] and ["accuracy-upper-limit"]; v4.x used the same references for
+# the benchmarks it had). Keys are accuracy.txt's value names. The -99 / -99.9 suffix sets the ratio of the
+# reference a value must reach; the other bounds (tokens per sample ±10%, SDXL's CLIP/FID window) are fixed.
+def _llm(ratio: float, refs: dict[str, float], **fixed: tuple[float | None, float | None]) -> Accuracy:
+    checks: dict[str, tuple[float | None, float | None, float | None]] = {
+        name: (ref, ref * ratio, None) for name, ref in refs.items()}
+    for name, (low, high) in fixed.items():
+        checks[name] = (None, low, high)
+    return Accuracy(checks)
+
+
+def accuracy_rule(model: str, ratio: float) -> Accuracy | None:
+    """MLPerf's accuracy rule for a model at a target ratio (0.99 or 0.999), None when not known."""
+    rules_by_model: dict[str, Accuracy] = {
+        "resnet": _llm(ratio, {"accuracy": 76.46}),
+        "retinanet": _llm(ratio, {"mAP": 37.55}),
+        "bert": _llm(ratio, {"f1": 90.874}),
+        "dlrm-v2": _llm(ratio, {"AUC": 80.31}),
+        "3d-unet": _llm(ratio, {"DICE": 0.86170}),
+        "rgat": _llm(ratio, {"accuracy": 72.86}),
+        "whisper": _llm(ratio, {"accuracy": 97.9329}),
+        "gptj": _llm(ratio, {"rouge1": 42.9865, "rouge2": 20.1235, "rougeL": 29.9881},
+                     gen_len=(4016878 * 0.9, None)),
+        "llama2-70b": _llm(ratio, {"rouge1": 44.4312, "rouge2": 22.0352, "rougeL": 28.6162},
+                           tokens_per_sample=(294.45 * 0.9, 294.45 * 1.1)),
+        "mixtral-8x7b": _llm(ratio, {"rouge1": 45.5989, "rouge2": 23.3526, "rougeL": 30.4608, "gsm8k": 73.66,
+                                     "mbxp": 60.16}, tokens_per_sample=(144.84 * 0.9, 145.9 * 1.1)),
+        "llama3.1-405b": _llm(ratio, {"rougeL": 21.6666, "exact_match": 90.1335},
+                              tokens_per_sample=(684.68 * 0.9, 684.68 * 1.1)),
+        "llama3.1-8b": _llm(ratio, {"rouge1": 38.7792, "rouge2": 15.9075, "rougeL": 24.4957, "rougeLsum": 35.793},
+                            gen_len=(8167644 * 0.9, 8167644 * 1.1)),
+        "deepseek-r1": _llm(ratio, {"exact_match": 81.3582}, tokens_per_sample=(3886.2274 * 0.9, 3886.2274 * 1.1)),
+        # SDXL has no ratio: both scores must fall in a fixed window around the reference.
+        "stable-diffusion-xl": Accuracy({"CLIP_SCORE": (None, 31.68631873, 31.81331801),
+                                         "FID_SCORE": (None, 23.01085758, 23.95007626)}),
+    }
+    return rules_by_model.get(model)
 
 
 @dataclass(frozen=True)
@@ -89,6 +126,11 @@ class ImportItem:
     files: list[FileReport]
     errors: list[str]
     warnings: list[str] = field(default_factory=list)
+    skipped: str | None = None  # a result folder deliberately not imported, and why
+
+    @property
+    def status(self) -> str:
+        return "ready" if self.document else "skipped" if self.skipped else "refused"
 
 
 @dataclass(frozen=True)
@@ -112,18 +154,24 @@ class _Ledger:
         self.errors: list[str] = []
         self.warnings: list[str] = []
 
-    def load(self, path: Path, reader: Any, *, what: str, required: bool) -> Any:
+    def load(self, path: Path, reader: Any, *, what: str, required: bool, quiet: bool = False,
+             lenient: bool = False) -> Any:
         rel = path.relative_to(self.tree).as_posix()
         if not path.is_file():
             if required:
                 self.reports[path] = FileReport(rel, None, "error", f"missing: {what} is required")
                 self.errors.append(f"{rel}: missing ({what} is required)")
-            else:
+            elif not quiet:
                 self.warnings.append(f"{rel}: absent ({what}); imported without it")
             return None
         data = path.read_bytes()
         self.reports[path] = FileReport(rel, hashlib.sha256(data).hexdigest(), "used", f"read as {what}")
         try:
+            if lenient:  # only some lines are records: bytes elsewhere (console noise) are not read
+                text = data.decode("utf-8", errors="replace")
+                if "\ufffd" in text:
+                    self.warnings.append(f"{rel}: bytes that are not UTF-8 outside the records were not read")
+                return reader(text)
             return reader(data.decode("utf-8"))
         except UnicodeDecodeError:
             self.fail(path, "not UTF-8 text")
@@ -150,6 +198,7 @@ class _Build:
     system_notes: dict[str, str] = field(default_factory=dict)
     software_notes: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    targets: dict[str, dict[str, float | None]] = field(default_factory=dict)
 
     def flag(self, key: str, raw: str, why: str) -> None:
         self.unparsed[key] = raw[:2000]
@@ -159,7 +208,8 @@ class _Build:
 def parse_tree(root: Path, *, round_name: str | None = None) -> ImportPlan:
     """Read an MLPerf Inference submission tree (or a folder holding several) into an ImportPlan.
 
-    `round_name` ('v5.1' or '5.1') overrides the round otherwise taken from LoadGen's major.minor version.
+    `round_name` ('v5.1' or '5.1') is the round; without it, a folder named like '..._v5.1' on the path, else
+    LoadGen's major.minor version (flagged: LoadGen versions lag rounds).
     Raises FileNotFoundError when `root` is not a directory; everything else is reported in the plan.
     """
     root = Path(root)
@@ -167,18 +217,27 @@ def parse_tree(root: Path, *, round_name: str | None = None) -> ImportPlan:
         raise FileNotFoundError(f"{root} is not a directory")
     items: list[ImportItem] = []
     plan_errors: list[str] = []
+    # The round: the argument, else a folder named like the results repository ('..._v5.1'), else LoadGen's
+    # version, which lags the round (most v5.1 submissions ran LoadGen 5.0), so each run using it is flagged.
+    hint = next((m[1] for part in reversed(root.resolve().parts) if (m := re.search(r"v(\d+\.\d+)$", part))), None)
+    given = round_name
+    if round_name is None and hint:
+        round_name = f"v{hint}"
     submissions = _submission_roots(root)
     if not submissions:
         plan_errors.append("no results/ directory found: not an MLPerf Inference submission tree")
     for submission in submissions:
-        for scenario_dir in _scenario_dirs(submission):
-            items.append(_import_item(submission, root, scenario_dir, round_name))
+        for folder, scenario in _result_folders(submission):
+            if scenario is None:
+                items.append(_skipped_folder(root, folder))
+            else:
+                items.append(_import_item(submission, root, folder, scenario, round_name))
     claimed = {root / f.path for item in items for f in item.files}
-    skipped = [_skipped_report(root, path) for path in sorted(root.rglob("*"))
-               if path.is_file() and path not in claimed]
+    skipped = [_skipped_report(root, path) for path in all_files(root) if path not in claimed]
     round_value, round_source = _plan_round(items, round_name)
+    if given is None and hint:
+        round_source = "folder name"
     warnings = []
-    hint = next((m[1] for part in reversed(root.resolve().parts) if (m := re.search(r"v(\d+\.\d+)$", part))), None)
     if hint and round_value and f"v{hint}" != round_value:
         warnings.append(f"the folder name suggests round v{hint}, but the round used is {round_value} ({round_source})")
     return ImportPlan(items=items, skipped=skipped, round=round_value, round_source=round_source,
@@ -193,11 +252,27 @@ def _submission_roots(root: Path) -> list[Path]:
     return [p for p in found if not any(q != p and q in p.parents for q in found)]
 
 
-def _scenario_dirs(submission: Path) -> list[Path]:
+def _result_folders(submission: Path) -> list[tuple[Path, str | None]]:
+    """Every results/<system>/<benchmark>/<folder>, with its scenario (None: not a scenario folder)."""
     results = submission / "results"
-    return [scenario for system in sorted(results.iterdir()) if system.is_dir()
+    return [(folder, SCENARIO_FOLDERS.get(folder.name.lower()))
+            for system in sorted(results.iterdir()) if system.is_dir()
             for benchmark in sorted(system.iterdir()) if benchmark.is_dir()
-            for scenario in sorted(benchmark.iterdir()) if scenario.is_dir() and scenario.name in SCENARIOS]
+            for folder in sorted(benchmark.iterdir()) if folder.is_dir()]
+
+
+def _skipped_folder(tree: Path, folder: Path) -> ImportItem:
+    files = [FileReport(p.relative_to(tree).as_posix(), None, "skipped", "not in a scenario folder")
+             for p in all_files(folder)]
+    why = (f"'{folder.name}' is not an MLPerf scenario folder (SingleStream, MultiStream, Server, Offline, "
+           "Interactive, in any case)")
+    return ImportItem(key="/".join(folder.parts[-3:]), document=None, files=files, errors=[], skipped=why)
+
+
+def all_files(root: Path) -> list[Path]:
+    """Every file under `root` (links followed as the tree is walked), sorted: one walk of the tree."""
+    found = [Path(folder) / name for folder, _dirs, names in os.walk(root, followlinks=True) for name in names]
+    return sorted(p for p in found if p.is_file())
 
 
 def _skipped_report(root: Path, path: Path) -> FileReport:
@@ -206,26 +281,55 @@ def _skipped_report(root: Path, path: Path) -> FileReport:
     if "systems" in parts and path.suffix == ".json":
         reason = "system description with no results in this tree"
     elif "results" in parts:
-        reason = "inside results/ but not in a known scenario directory (SingleStream, MultiStream, Server, " \
-                 "Offline, Interactive)"
+        reason = "inside results/ but not in a system/benchmark/scenario folder"
+    elif "measurements" in parts or "compliance" in parts:
+        reason = "beside a result the importer does not read this file"
     else:
-        reason = "not part of an MLPerf results tree (only systems/ and results/ are read)"
-    return FileReport(rel, _sha256(path), "skipped", reason)
+        reason = "not part of an MLPerf result (systems/, results/, measurements/ and compliance/ are read)"
+    return FileReport(rel, None, "skipped", reason)  # not read, so not hashed (accuracy logs run to 100s of MB)
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+def _beside(submission: Path, part: str, scenario_dir: Path) -> Path:
+    """measurements/ or compliance/<system>/<benchmark>/<scenario>/: where published rounds keep files."""
+    system_id, benchmark, folder = scenario_dir.parts[-3:]
+    return submission / part / system_id / benchmark / folder
 
 
-def _import_item(submission: Path, tree: Path, scenario_dir: Path, round_name: str | None) -> ImportItem:
-    system_id, benchmark, scenario = scenario_dir.parts[-3:]
-    key = f"{system_id}/{benchmark}/{scenario}"
+def _measurements_file(submission: Path, scenario_dir: Path, scenario: str) -> Path:
+    """measurements.json in the result folder (v6 layout), else measurements/<...>/<system>_<scenario>.json
+    (v3.1-v5.1 layout; MLPerf's checker matches the name in any case), else the one JSON file there."""
+    inside = scenario_dir / "measurements.json"
+    if inside.is_file():
+        return inside
+    beside = _beside(submission, "measurements", scenario_dir)
+    candidates = sorted(beside.glob("*.json")) if beside.is_dir() else []
+    wanted = f"{scenario_dir.parts[-3]}_{scenario}.json".lower()
+    named = [p for p in candidates if p.name.lower() == wanted]
+    if named:
+        return named[0]
+    # then, as the checker does, a JSON file whose name starts with the system's name
+    prefixed = [p for p in candidates if p.name.lower().startswith(scenario_dir.parts[-3].lower())]
+    if prefixed:
+        return prefixed[0]
+    suffixed = [p for p in candidates if p.name.lower().endswith(f"_{scenario.lower()}.json")]
+    if len(suffixed) == 1:
+        return suffixed[0]
+    return candidates[0] if len(candidates) == 1 else inside
+
+
+def _first_file(*paths: Path) -> Path:
+    return next((p for p in paths if p.is_file()), paths[0])
+
+
+def _import_item(submission: Path, tree: Path, scenario_dir: Path, scenario: str,
+                 round_name: str | None) -> ImportItem:
+    system_id, benchmark, _folder = scenario_dir.parts[-3:]
+    key = "/".join(scenario_dir.parts[-3:])
     ledger = _Ledger(submission, tree)
     perf = scenario_dir / "performance" / "run_1"
+    measurements = _measurements_file(submission, scenario_dir, scenario)
+    beside = _beside(submission, "measurements", scenario_dir)
+    compliance = _beside(submission, "compliance", scenario_dir)
     sources = {
         "system": ledger.load(submission / "systems" / f"{system_id}.json", read_json_object,
                               what="system description", required=True),
@@ -233,16 +337,21 @@ def _import_item(submission: Path, tree: Path, scenario_dir: Path, round_name: s
                                required=True),
         "detail": ledger.load(perf / "mlperf_log_detail.txt", read_detail, what="LoadGen detail log",
                               required=True),
-        "measurements": ledger.load(scenario_dir / "measurements.json", read_json_object,
-                                    what="measurements", required=True),
+        "measurements": ledger.load(measurements, read_json_object, what="measurements (implementation "
+                                    f"description; also looked for in {beside.relative_to(tree).as_posix()}/)",
+                                    required=True),
         "accuracy": ledger.load(scenario_dir / "accuracy" / "accuracy.txt", read_accuracy,
                                 what="accuracy result", required=False),
-        "test06": ledger.load(scenario_dir / "TEST06" / "verify_accuracy.txt", read_test06,
-                              what="TEST06 compliance result", required=False),
-        "user_conf": ledger.load(scenario_dir / "user.conf", read_user_conf, what="LoadGen user.conf",
-                                 required=False),
+        "test06": ledger.load(_first_file(scenario_dir / "TEST06" / "verify_accuracy.txt",
+                                          compliance / "TEST06" / "verify_accuracy.txt"),
+                              read_test06, what="TEST06 compliance result", required=False, quiet=True),
+        "user_conf": ledger.load(_first_file(scenario_dir / "user.conf", beside / "user.conf"), read_user_conf,
+                                 what="LoadGen user.conf", required=False),
     }
     document, build = None, _Build()
+    detail = sources["detail"]
+    if not ledger.errors and detail["effective_scenario"] == "SingleStream" and scenario in INFERRED:
+        return _inferred_item(key, tree, scenario_dir, ledger, scenario)
     if not ledger.errors:
         try:
             cross_check(sources["summary"], sources["detail"], LOADGEN_SCENARIO.get(scenario, scenario))
@@ -262,6 +371,21 @@ def _import_item(submission: Path, tree: Path, scenario_dir: Path, round_name: s
                       errors=ledger.errors, warnings=ledger.warnings + build.warnings)
 
 
+# MLPerf lets an edge submission derive Offline and MultiStream from a SingleStream run (the submission
+# checker's inferred results: Offline = 1/latency, MultiStream = 8 × latency). Those folders hold the
+# SingleStream log: the importer stores measured runs only, so it imports the SingleStream folder and skips these.
+INFERRED = frozenset({"Offline", "MultiStream"})
+
+
+def _inferred_item(key: str, tree: Path, scenario_dir: Path, ledger: _Ledger, scenario: str) -> ImportItem:
+    why = (f"LoadGen ran SingleStream here: MLPerf infers the {scenario} result from it rather than measuring "
+           "it; only measured runs are imported (see this system's SingleStream folder)")
+    files = [FileReport(f.path, f.sha256, "skipped", why) for f in ledger.reports.values()]
+    files += _unread(tree, scenario_dir, ledger.reports)
+    return ImportItem(key=key, document=None, files=sorted(files, key=lambda f: f.path), errors=[],
+                      warnings=ledger.warnings, skipped=why)
+
+
 def _layout_mismatches(submission: Path, document: dict[str, Any]) -> list[str]:
     """The closed/<submitter>/ layout, where present, must agree with the system description."""
     if submission.parent.name not in ("closed", "open", "network"):
@@ -273,14 +397,15 @@ def _layout_mismatches(submission: Path, document: dict[str, Any]) -> list[str]:
 
 
 def _unread(tree: Path, scenario_dir: Path, reports: dict[Path, FileReport]) -> list[FileReport]:
-    return [FileReport(p.relative_to(tree).as_posix(), _sha256(p), "skipped", "not read by the importer")
-            for p in sorted(scenario_dir.rglob("*")) if p.is_file() and p not in reports]
+    return [FileReport(p.relative_to(tree).as_posix(), None, "skipped", "not read by the importer")
+            for p in all_files(scenario_dir) if p not in reports]
 
 
 def _document(src: dict[str, Any], system_id: str, benchmark: str, scenario: str, round_name: str | None,
               files: dict[str, str], build: _Build) -> dict[str, Any]:
     detail = src["detail"]
     round_value = _round(round_name, detail)
+    _round_from_loadgen(round_value, round_name, detail, build)
     count = _sample_count(detail)
     return {
         "protocol": f"{rules.PROTOCOL_NAME}/{rules.PROTOCOL_VERSION}",
@@ -308,12 +433,19 @@ def _round(round_name: str | None, detail: dict[str, Any]) -> str:
     return f"v{match[1]}.{match[2]}"
 
 
+def _round_from_loadgen(round_value: str, round_name: str | None, detail: dict[str, Any], build: _Build) -> None:
+    if not round_name:
+        build.warnings.append(f"round {round_value} taken from loadgen_version {detail['loadgen_version']!r}: "
+                              "LoadGen versions can lag the round (pass --round, or keep the repository's "
+                              "folder name such as inference_results_v5.1)")
+
+
 def _plan_round(items: list[ImportItem], round_name: str | None) -> tuple[str | None, str]:
     if round_name:
         return _round(round_name, {}), "argument"
     found = {item.document["provenance"]["origin"]["round"] for item in items if item.document}
     if len(found) == 1:
-        return found.pop(), "loadgen_version major.minor in mlperf_log_detail.txt"
+        return found.pop(), "loadgen_version major.minor in mlperf_log_detail.txt (may lag the round)"
     return None, "mixed rounds: see each item" if found else "undetermined (no item imported)"
 
 
@@ -459,12 +591,17 @@ def _rate(detail: dict[str, Any], key: str, unit: str) -> dict[str, Any]:
 
 
 def _distribution(detail: dict[str, Any], count: int, low: str, mean: str, high: str,
-                  pct: str) -> dict[str, Any] | None:
+                  pct: str, build: _Build) -> dict[str, Any] | None:
     """A LoadGen latency distribution in ms; percentiles the sample count cannot support are left out."""
     dist: dict[str, Any] = {"count": count, "method": "loadgen", "unit": "ms"}
     for name, key in (("min", low), ("mean", mean), ("max", high)):
         if isinstance(detail.get(key), int | Decimal):
             dist[name] = _ms(detail[key])
+    if "mean" in dist and not dist.get("min", 0) <= dist["mean"] <= dist.get("max", dist["mean"]):
+        # LoadGen's Offline logs can carry a mean outside [min, max] (it times the one query, not samples):
+        # an impossible value is not typed; it is kept verbatim and flagged.
+        del dist["mean"]
+        build.flag(f"detail.{mean}", str(detail[mean]), "a mean outside LoadGen's own [min, max]")
     for text, name in PERCENTILES.items():
         key = pct.format(p=text)
         if isinstance(detail.get(key), int | Decimal) and rules.percentile_allowed(name, count):
@@ -472,80 +609,140 @@ def _distribution(detail: dict[str, Any], count: int, low: str, mean: str, high:
     return dist if len(dist) > 3 else None
 
 
+# The figure MLCommons publishes for each scenario (its submission checker's RESULT_FIELD_NEW and
+# RESULT_FIELD_BENCHMARK_OVERWRITE, v5.0/v5.1): tokens/s for the LLM benchmarks below, samples/s otherwise,
+# and LoadGen's early-stopping latency estimate for SingleStream (p90) and MultiStream (p99).
+TOKEN_HEADLINE = {
+    "llama2-70b": ("result_tokens_per_second", "result_completed_tokens_per_second"),
+    "llama2-70b-interactive": ("result_tokens_per_second", "result_completed_tokens_per_second"),
+    "llama3.1-8b": ("result_tokens_per_second", "result_completed_tokens_per_second"),
+    "llama3.1-8b-edge": ("result_tokens_per_second", None),
+    "llama3.1-405b": ("result_tokens_per_second", "result_completed_tokens_per_second"),
+    "mixtral-8x7b": ("result_tokens_per_second", "result_completed_tokens_per_second"),
+    "deepseek-r1": ("result_tokens_per_second", "result_completed_tokens_per_second"),
+    "whisper": ("result_tokens_per_second", None),
+    "gptj": ("result_inferred_tokens_per_second", "result_inferred_completed_tokens_per_second"),
+}
+EARLY_STOPPING = {"SingleStream": ("early_stopping_latency_ss", "p90"),
+                  "MultiStream": ("early_stopping_latency_ms", "p99")}
+# Benchmarks whose published SingleStream figure is the observed p90, not the estimate.
+OBSERVED_SINGLE_STREAM = frozenset({"llama3.1-8b-edge"})
+
+
+def model_of(benchmark: str) -> str:
+    """The MLPerf model a benchmark folder runs: 'llama2-70b-99.9' -> 'llama2-70b', 'llama3_1-8b' ->
+    'llama3.1-8b' (the checker's model_mapping)."""
+    base = re.sub(r"-(99|99\.9)$", "", benchmark)
+    return {"llama3_1-405b": "llama3.1-405b", "llama3_1-8b": "llama3.1-8b", "llama3_1-8b-edge": "llama3.1-8b-edge",
+            "resnet50": "resnet", "ssd-resnet34": "retinanet"}.get(base, base)
+
+
 def _metrics(detail: dict[str, Any], scenario: str, benchmark: str, count: int, accuracy: dict[str, Any] | None,
              build: _Build) -> dict[str, Any]:
+    model = model_of(benchmark)
+    offline_key, server_key = TOKEN_HEADLINE.get(model, (None, None))
     llm = "result_tokens_per_second" in detail or "result_completed_tokens_per_second" in detail
     metrics: dict[str, Any] = {"primary": "throughput"}
     if scenario == "Offline":
-        metrics["throughput"] = _rate(detail, "result_tokens_per_second" if llm else "result_samples_per_second",
-                                      "tokens/s" if llm else "samples/s")
-        if llm:
+        key = offline_key if offline_key in detail else "result_samples_per_second"
+        if offline_key and key != offline_key:
+            build.warnings.append(f"MLPerf publishes {offline_key} for {model}; the log has none, so the "
+                                  "headline is samples/s")
+        metrics["throughput"] = _rate(detail, key, "tokens/s" if "token" in key else "samples/s")
+        if key != "result_samples_per_second":
             metrics["request_rate"] = _rate(detail, "result_samples_per_second", "requests/s")
+        elif llm:
+            metrics["tokens_per_second"] = _rate(detail, "result_tokens_per_second", "tokens/s")
     elif scenario in ("Server", "Interactive"):
-        metrics["throughput"] = _rate(detail, "result_completed_tokens_per_second" if llm else
-                                      "result_completed_samples_per_sec", "tokens/s" if llm else "samples/s")
-        if llm:
+        key = server_key if server_key in detail else "result_completed_samples_per_sec"
+        if server_key and key != server_key:
+            build.warnings.append(f"MLPerf publishes {server_key} for {model}; the log has none, so the "
+                                  "headline is samples/s")
+        metrics["throughput"] = _rate(detail, key, "tokens/s" if "token" in key else "samples/s")
+        if key != "result_completed_samples_per_sec":
             metrics["request_rate"] = _rate(detail, "result_completed_samples_per_sec", "requests/s")
+        elif "result_completed_tokens_per_second" in detail:
+            metrics["tokens_per_second"] = _rate(detail, "result_completed_tokens_per_second", "tokens/s")
     else:
-        metrics["primary"] = "latency_ms.p90" if scenario == "SingleStream" else "latency_ms.p99"
-        metrics["throughput"] = _rate(detail, "result_qps_with_loadgen_overhead", "queries/s")
-        key = "early_stopping_latency_ss" if scenario == "SingleStream" else "early_stopping_latency_ms"
-        if key in detail:
-            build.flag(f"detail.{key}", str(detail[key]), "MLPerf's official metric is this early-stopping "
-                       "estimate; the protocol headline is LoadGen's observed percentile")
-    metrics["latency_ms"] = _latency(detail, scenario, count)
+        percentile = "p90" if scenario == "SingleStream" else "p99"
+        metrics["primary"] = f"latency_ms.{percentile}"
+        if "result_qps_with_loadgen_overhead" in detail:
+            metrics["throughput"] = _rate(detail, "result_qps_with_loadgen_overhead", "queries/s")
+        elif "result_samples_per_second" in detail:
+            metrics["throughput"] = _rate(detail, "result_samples_per_second", "samples/s")
+        key, percentile = EARLY_STOPPING[scenario]
+        if model in OBSERVED_SINGLE_STREAM and scenario == "SingleStream":
+            pass  # MLPerf publishes the observed p90 for this benchmark
+        elif isinstance(detail.get(key), int | Decimal):
+            metrics["latency_estimate_ms"] = {"value": _ms(detail[key]), "unit": "ms", "percentile": percentile,
+                                              "method": "loadgen-early-stopping",
+                                              "count": detail["result_query_count"]}
+            metrics["primary"] = "latency_estimate_ms"
+        else:
+            build.warnings.append(f"no {key} record: the headline is LoadGen's observed {percentile}, not the "
+                                  "early-stopping estimate MLPerf publishes")
+    metrics["latency_ms"] = _latency(detail, scenario, count, build)
     if llm and scenario != "Offline":
         metrics["ttft_ms"] = _distribution(detail, count, "result_first_token_min_latency_ns",
                                            "result_first_token_mean_latency_ns", "result_first_token_max_latency_ns",
-                                           "result_first_token_{p}_percentile_latency_ns")
+                                           "result_first_token_{p}_percentile_latency_ns", build)
         metrics["tpot_ms"] = _distribution(detail, count, "result_time_to_output_token_min",
                                            "result_time_to_output_token_mean", "result_time_to_output_token_max",
-                                           "result_time_per_output_token_{p}_percentile_ns")
+                                           "result_time_per_output_token_{p}_percentile_ns", build)
     if accuracy is not None:
         metrics["quality"] = _quality(benchmark, accuracy, build)
     return {k: v for k, v in metrics.items() if v is not None}
 
 
-def _latency(detail: dict[str, Any], scenario: str, count: int) -> dict[str, Any] | None:
+def _latency(detail: dict[str, Any], scenario: str, count: int, build: _Build) -> dict[str, Any] | None:
     if scenario == "MultiStream" and "result_99.00_percentile_per_query_latency_ns" in detail:
         # MultiStream is judged per query (8 samples), so the distribution is over queries.
         return _distribution(detail, detail["result_query_count"], "result_min_query_latency_ns",
                              "result_mean_query_latency_ns", "result_max_query_latency_ns",
-                             "result_{p}_percentile_per_query_latency_ns")
+                             "result_{p}_percentile_per_query_latency_ns", build)
     return _distribution(detail, count, "result_min_latency_ns", "result_mean_latency_ns", "result_max_latency_ns",
-                         "result_{p}_percentile_latency_ns")
+                         "result_{p}_percentile_latency_ns", build)
 
 
-def _quality(benchmark: str, accuracy: dict[str, Any], build: _Build) -> dict[str, Any]:
-    """metrics.quality from accuracy.txt; the target is 99% / 99.9% of the reference for -99 / -99.9."""
+def _quality(benchmark: str, accuracy: dict[str, Any], build: _Build) -> dict[str, Any] | None:
+    """metrics.quality from accuracy.txt, judged as MLPerf judges it; None (flagged) when the file holds no
+    value of the benchmark's headline accuracy metric. The run is imported either way: accuracy is optional."""
     values: dict[str, Any] = accuracy["values"]
-    base, _, suffix = benchmark.rpartition("-")
-    ratio = {"99": 0.99, "99.9": 0.999}.get(suffix) if base else None
-    reference = REFERENCES.get(base if ratio else benchmark)
-    metric = reference.metric if reference else next(iter(values))
-    quality: dict[str, Any] = {"metric": metric, "value": values.get(metric), "target_ratio": ratio,
-                               "values": values}
-    if reference:
-        quality.update(reference_precision=reference.precision, reference_value=reference.values[metric],
-                       passed=_passed(reference, ratio, values))
-    else:
-        build.warnings.append(f"no published accuracy reference known for {benchmark}: reference_value left null")
+    for line in accuracy.get("unread", []):
+        build.warnings.append(f"accuracy.txt line not read: {line[:80]!r}")
     if accuracy.get("hash"):
         build.unparsed["accuracy.hash"] = accuracy["hash"]
-    return quality
-
-
-def _passed(reference: Reference, ratio: float | None, values: dict[str, Any]) -> bool | None:
-    """MLPerf's own rule: each metric ≥ ratio × reference, tokens per sample within its bounds."""
-    if ratio is None or any(not isinstance(values.get(m), int | float) for m in reference.values):
-        return None
-    passed = all(values[m] >= ref * ratio for m, ref in reference.values.items())
-    if reference.tokens_per_sample:
-        tps, low, high = reference.tokens_per_sample
-        if not isinstance(values.get("tokens_per_sample"), int | float):
+    suffix = re.search(r"-(99|99\.9)$", benchmark)
+    model = model_of(benchmark)
+    ratio = {"99": 0.99, "99.9": 0.999}[suffix[1]] if suffix else (0.99 if model != "stable-diffusion-xl" else None)
+    rule = accuracy_rule(model, ratio or 0.99)
+    if rule is None:
+        build.warnings.append(f"no MLPerf accuracy rule known for {benchmark}: values kept, nothing judged")
+        metric = next(iter(values), None)
+        if metric is None:
             return None
-        passed = passed and tps * low <= values["tokens_per_sample"] <= tps * high
-    return passed
+        return {"metric": metric, "value": values[metric], "target_ratio": ratio, "values": values}
+    metric = next(iter(rule.checks))
+    if not isinstance(values.get(metric), int | float):
+        build.flag("accuracy.txt", "; ".join(f"{k}={v}" for k, v in values.items()) or "(no values)",
+                   f"no {metric} value, MLPerf's accuracy metric for {model}")
+        return None
+    reference = rule.checks[metric][0]
+    build.targets.update({name: {"min": low, "max": high} for name, (_ref, low, high) in rule.checks.items()})
+    return {"metric": metric, "value": values[metric], "target_ratio": ratio if reference else None,
+            "reference_value": reference, "reference_precision": rule.reference_precision if reference else None,
+            "passed": _passed(rule, values), "values": values}
+
+
+def _passed(rule: Accuracy, values: dict[str, Any]) -> bool | None:
+    """MLPerf's own verdict: every checked value within its bounds; None when one of them is absent."""
+    verdict = True
+    for name, (_ref, low, high) in rule.checks.items():
+        value = values.get(name)
+        if not isinstance(value, int | float):
+            return None
+        verdict = verdict and (low is None or value >= low) and (high is None or value <= high)
+    return verdict
 
 
 def _provenance(src: dict[str, Any], system_id: str, benchmark: str, scenario: str, round_value: str,
@@ -556,10 +753,11 @@ def _provenance(src: dict[str, Any], system_id: str, benchmark: str, scenario: s
         raise SourceError("the system description names no submitter", where="system")
     origin: dict[str, Any] = {
         "kind": "mlperf-inference", "round": round_value, "submitter": submitter,
-        "division": _text(system.get("division")), "category": _text(system.get("system_type")),
-        "availability": _text(system.get("status")), "system_id": system_id, "benchmark": benchmark,
+        **publication_facets(system, build), "system_id": system_id, "benchmark": benchmark,
         "scenario": scenario, "loadgen_version": str(detail["loadgen_version"]), "files": files,
     }
+    if build.targets:
+        origin["targets"] = dict(sorted(build.targets.items()))
     for key in ("power_begin", "power_end"):  # LoadGen's run markers, written without a time zone
         if isinstance(detail.get(key), str):
             build.unparsed[f"detail.{key}"] = detail[key]
@@ -572,6 +770,39 @@ def _provenance(src: dict[str, Any], system_id: str, benchmark: str, scenario: s
 
 def _text(value: Any) -> str | None:
     return None if units.not_stated(value) else str(value).strip()
+
+
+# MLPerf's closed vocabularies (submission checker VALID_DIVISIONS, VALID_AVAILABILITIES, system_type).
+# "rdi" (research, development or internal) is MLPerf's name for the research category.
+DIVISIONS = {"closed": "closed", "open": "open", "network": "network"}
+AVAILABILITIES = {"available": "available", "preview": "preview", "rdi": "research", "research": "research",
+                  # MLPerf Training's words for available systems (result_summarizer config.yaml)
+                  "onprem": "available", "cloud": "available", "available on-premise": "available",
+                  "available cloud": "available"}
+CATEGORIES = {"datacenter": "datacenter", "edge": "edge"}
+
+
+def publication_facets(system: dict[str, Any], build: _Build) -> dict[str, str | None]:
+    """division, category and availability from the system description, in MLPerf's closed vocabularies.
+
+    Case and spacing are normalised ('Available', 'datacenter, edge'); a value outside the vocabulary is kept
+    verbatim and flagged, never mapped to the nearest word."""
+    out: dict[str, str | None] = {}
+    for name, key, table in (("division", "division", DIVISIONS), ("category", "system_type", CATEGORIES),
+                             ("availability", "status", AVAILABILITIES)):
+        raw = _text(system.get(key))
+        if raw is None:
+            out[name] = None
+            continue
+        words = [w.strip().lower() for w in raw.split(",")]
+        known = [table.get(w) for w in words]
+        if all(known):
+            out[name] = ",".join(sorted(set(known), key=list(table.values()).index))  # type: ignore[arg-type]
+        else:
+            out[name] = raw
+            build.warnings.append(f"system.{key} = {raw!r} is not one of {', '.join(sorted(set(table.values())))}:"
+                                  " kept as written")
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -597,6 +828,9 @@ def read_json_object(text: str) -> dict[str, Any]:
     return value
 
 
+# One decoder for every :::MLLOG line (floats as Decimal, keeping their printed digits).
+MLLOG_DECODER = json.JSONDecoder(parse_float=Decimal)
+
 DETAIL_REQUIRED = ("loadgen_version", "test_datetime", "effective_scenario", "effective_test_mode",
                    "result_validity", "result_query_count")
 
@@ -610,7 +844,7 @@ def read_detail(text: str) -> dict[str, Any]:
         if not line.startswith(":::MLLOG "):
             raise SourceError(f"line {number} is not a :::MLLOG record")
         try:
-            record = json.loads(line[len(":::MLLOG "):], parse_float=Decimal)
+            record = MLLOG_DECODER.decode(line[len(":::MLLOG "):])
         except json.JSONDecodeError as exc:
             raise SourceError(f"line {number}: malformed :::MLLOG record ({exc.msg})") from None
         if not isinstance(record, dict) or not isinstance(record.get("key"), str) or "value" not in record:
@@ -644,7 +878,8 @@ def read_summary(text: str) -> dict[str, str]:
         label, value = match["label"].strip(), match["value"].strip()
         if not value:
             pending = label
-        elif fields.setdefault(label, value) != value:
+        elif fields.setdefault(label, value) != value and _detail_key(label) is not None:
+            # LLM summaries repeat the early-stopping lines for TTFT and TPOT; only results must be unique
             raise SourceError(f"'{label}' appears twice with different values")
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if not lines or not _SUMMARY_END.match(lines[-1]):
@@ -698,6 +933,12 @@ def cross_check(summary: dict[str, str], detail: dict[str, Any], loadgen_scenari
         key = _detail_key(label)
         if key is None:
             continue
+        if loadgen_scenario == "MultiStream":  # the summary prints MultiStream latencies per query
+            per_query = {"result_min_latency_ns": "result_min_query_latency_ns",
+                         "result_max_latency_ns": "result_max_query_latency_ns",
+                         "result_mean_latency_ns": "result_mean_query_latency_ns"}.get(
+                key, key.replace("_percentile_latency_ns", "_percentile_per_query_latency_ns"))
+            key = per_query if per_query in detail else key
         if key not in detail:
             raise SourceError(f"has no {key} record, which the summary prints as '{label}'", where="detail")
         if not _agrees(text, detail[key]):
@@ -713,7 +954,9 @@ def _agrees(text: str, value: Any) -> bool:
     except ArithmeticError:
         return False
     logged = value if isinstance(value, Decimal) else Decimal(value)
-    tolerance = _half_ulp(shown) + (_half_ulp(logged) if isinstance(value, Decimal) else Decimal(0))
+    # The detail log prints doubles to 6 significant digits and drops a zero fraction: 632229.06 is logged
+    # as 632229, so a whole number carries half a unit of rounding like any other printed value.
+    tolerance = _half_ulp(shown) + _half_ulp(logged)
     return abs(shown - logged) <= tolerance
 
 
@@ -722,28 +965,95 @@ def _half_ulp(value: Decimal) -> Decimal:
     return Decimal(5).scaleb(int(value.as_tuple().exponent) - 1)
 
 
+_ACC_ITEM = re.compile(r"\s*(?P<name>[A-Za-z][\w ]*?)\s*[=:]\s*(?P<value>-?\d+(?:\.\d+)?)%?\s*$")
+_DICE = re.compile(r"^Accuracy:\s*mean\s*=\s*(?P<mean>\d+(?:\.\d+)?)"
+                   r"(?P<rest>(?:\s*,\s*\w+\s*=\s*-?\d+(?:\.\d+)?)*)\s*$")
+_NUMBER_TEXT = re.compile(r"^\s*-?\d+(?:\.\d+)?\s*$")
+
+
 def read_accuracy(text: str) -> dict[str, Any]:
-    """accuracy.txt: the LLM results dict ({'rouge1': 44.44, ...}) or 'name=value[%]' pairs, and hash=."""
-    lines = [line.strip() for line in text.splitlines()]
-    hash_value = next((line[5:] for line in lines if line.startswith("hash=")), None)
-    values: Any = None
-    for line in lines:
-        if line.startswith("{"):
-            try:
-                values = ast.literal_eval(line)  # a Python dict literal; literal_eval runs no code
-            except (ValueError, SyntaxError):
-                raise SourceError("the results line is not a readable dict") from None
-            break
-    if values is None:
-        body = "\n".join(line for line in lines if not line.startswith("hash="))
-        values = {k: float(v) for k, v in re.findall(r"([A-Za-z_][\w-]*)\s*=\s*(-?\d+(?:\.\d+)?)%?", body)}
-    if not isinstance(values, dict):
-        raise SourceError("the results line is not a dict")
-    numbers = {k: v for k, v in values.items()
-               if isinstance(k, str) and isinstance(v, int | float) and not isinstance(v, bool)}
-    if not numbers:
-        raise SourceError("no accuracy values found")
-    return {"values": numbers, "hash": hash_value}
+    """accuracy.txt as MLPerf's accuracy scripts print it: {'values', 'hash', 'unread'}.
+
+    Values come from (a) Python/JSON dict literals ('Results' of the LLM scripts, bert's {"exact_match",
+    "f1"}, SDXL's 'Accuracy Results: {...}'), one line or spread over several, later dicts adding to
+    earlier ones; numbers written as strings ('38.4847') are read as the numbers they spell; (b) lines made
+    only of 'name=value[%]' items ('accuracy=76.078%, good=38039, total=50000', 'mAP=37.348%',
+    'Word Error Rate: 2.17%, accuracy=97.83%'); (c) 3d-unet's 'Accuracy: mean = 0.86, kidney = ...' (the
+    mean is DICE). Anything else (COCO tables, 'DONE (t=43.45s)', progress lines) is not a value: a line
+    of (a) that cannot be read is listed in 'unread' for the caller to flag. Never raises on content.
+    """
+    values: dict[str, Any] = {}
+    unread: list[str] = []
+    hash_value = None
+    lines = text.splitlines()
+    index = 0
+    while index < len(lines):
+        line = lines[index].strip()
+        index += 1
+        if line.startswith("hash="):
+            hash_value = line[5:]
+            continue
+        brace = line.find("{")
+        if brace >= 0 and (brace == 0 or line[:brace].rstrip().endswith(":")):
+            literal = line[brace:]
+            while literal.count("{") > literal.count("}") and index < len(lines):  # a dict over several lines
+                literal += " " + lines[index].strip()
+                index += 1
+            parsed = _literal_dict(literal)
+            if parsed is None:
+                unread.append(line)
+            else:
+                values.update(parsed)
+            continue
+        dice = _DICE.match(line)
+        if dice:
+            values["DICE"] = float(dice["mean"])
+            values.update(_items(dice["rest"].strip().lstrip(",")) or {})
+            continue
+        items = _items(line)
+        if items:
+            values.update(items)
+    return {"values": values, "hash": hash_value, "unread": unread}
+
+
+def _items(line: str) -> dict[str, float] | None:
+    """'a=1%, b = 2, Word Error Rate: 3%' -> {'a': 1.0, 'b': 2.0, 'word_error_rate': 3.0}; None unless the
+    whole line is such items."""
+    found: dict[str, float] = {}
+    for part in line.split(","):
+        match = _ACC_ITEM.fullmatch(part)
+        if not match:
+            return None
+        name = match["name"].strip()
+        found[name.lower().replace(" ", "_") if " " in name else name] = float(match["value"])
+    return found or None
+
+
+def _literal_dict(text: str) -> dict[str, float] | None:
+    """A dict literal's numeric entries (numbers in strings included); None if it is not one dict literal."""
+    try:
+        value = ast.literal_eval(text)  # literals only: runs no code
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if not isinstance(value, dict):
+        return None
+    return _numbers(value)
+
+
+def _numbers(value: dict[Any, Any]) -> dict[str, float]:
+    """The numeric entries of a dict, those of nested dicts included ({'accuracy_results': {'FID_SCORE': ..}}
+    as Google's SDXL harness prints it)."""
+    out: dict[str, float] = {}
+    for key, item in value.items():
+        if not isinstance(key, str) or isinstance(item, bool):
+            continue
+        if isinstance(item, int | float):
+            out[key] = item
+        elif isinstance(item, str) and _NUMBER_TEXT.match(item):
+            out[key] = float(item)
+        elif isinstance(item, dict):
+            out.update(_numbers(item))
+    return out
 
 
 def read_test06(text: str) -> dict[str, str]:
@@ -816,6 +1126,8 @@ def _quantity(system: dict[str, Any], key: str, parser: Any, build: _Build) -> f
     elif re.search(r"\d\s*[MGT]B\s*$", str(raw), re.IGNORECASE):
         build.system_notes["import.memory_units"] = ("memory capacities in MB/GB/TB are read as MiB/GiB/TiB "
                                                      "(JEDEC binary convention)")
+        build.warnings.append(f"system.{key} = {raw!r} read as {value} GiB: 'GB' taken in the JEDEC binary "
+                              "sense (the source does not say which)")
     return value  # type: ignore[no-any-return]
 
 
@@ -928,7 +1240,7 @@ def report_dict(plan: ImportPlan) -> dict[str, Any]:
     """The plan as JSON-ready data: each item's outcome, flags and files, then the files no item used."""
     return {
         "round": plan.round, "round_source": plan.round_source, "errors": plan.errors, "warnings": plan.warnings,
-        "items": [{"key": item.key, "status": "ready" if item.document else "refused", "errors": item.errors,
+        "items": [{"key": item.key, "status": item.status, "skipped": item.skipped, "errors": item.errors,
                    "warnings": item.warnings, "files": [asdict(f) for f in item.files]} for item in plan.items],
         "skipped": [asdict(f) for f in plan.skipped],
     }
@@ -941,7 +1253,9 @@ def render_report(plan: ImportPlan) -> str:
              f"({plan.round_source})"]
     lines += [f"  error: {e}" for e in plan.errors] + [f"  note:  {w}" for w in plan.warnings]
     for item in plan.items:
-        lines += ["", f"{item.key}: {'ready' if item.document else 'REFUSED: nothing will be stored'}"]
+        state = {"ready": "ready", "skipped": f"SKIPPED: {item.skipped}",
+                 "refused": "REFUSED: nothing will be stored"}[item.status]
+        lines += ["", f"{item.key}: {state}"]
         lines += [f"  error: {e}" for e in item.errors] + [f"  flag:  {w}" for w in item.warnings]
         lines += _file_rows(item.files)
     if plan.skipped:

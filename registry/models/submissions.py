@@ -51,6 +51,12 @@ class Submission(AppendOnlyModel):
     # The frameworks map as one string ("torch 2.13.0"), read from the document like the columns above: the
     # catalogue's software facet groups and filters on it instead of reading every document's JSON.
     software_summary = models.CharField(max_length=500, default="", db_index=True)
+    # Where a published result comes from (provenance.origin): filterable so that, e.g., a preview system is
+    # never compared with an available one unknowingly. "" when the document does not say (own lab runs).
+    origin_round = models.CharField(max_length=100, default="", db_index=True)
+    origin_division = models.CharField(max_length=100, default="", db_index=True)
+    origin_category = models.CharField(max_length=100, default="", db_index=True)
+    origin_availability = models.CharField(max_length=100, default="", db_index=True)
 
     # Set by the path the run came in (agent job, token holder, import, example loader), never by the document:
     # a document can claim `provenance.source: "runner"`; only the registry knows who vouches for it.

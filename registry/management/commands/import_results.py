@@ -1,42 +1,92 @@
-"""`benchreg import mlperf PATH`: import a published MLPerf Inference submission tree."""
+"""`benchreg import mlperf PATH`: import a published MLPerf Inference or Training tree (a whole round, a
+division, a submitter or one system) through the normal validation path, with a progress bar, a summary
+and a per-file report."""
 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
 
 from registry.importers import mlperf
-from registry.services.imports import mlperf_import
+from registry.services.imports import BATCH_SIZE, ImportResult, mlperf_import
 from registry.services.tokens import user_for_token
 
 
 class Command(BaseCommand):
-    help = "Import published results (MLPerf Inference submission trees) through the normal validation path."
+    help = "Import published MLPerf results (Inference or Training trees) through the normal validation path."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("kind", choices=["mlperf"], help="what kind of published results")
-        parser.add_argument("path", type=Path)
-        parser.add_argument("--round", dest="round_name", help="MLPerf round, e.g. v5.1 (default: from the logs)")
+        parser.add_argument("path", type=Path, help="a results repository, division, submitter or system folder")
+        parser.add_argument("--round", dest="round_name", help="MLPerf round, e.g. v5.1 (default: from the logs, "
+                            "or for Training from a folder named ..._v4.0)")
+        parser.add_argument("--suite", choices=["auto", "inference", "training"], default="auto",
+                            help="MLPerf suite (default: training when result_<n>.txt files are found)")
         parser.add_argument("--username", default="mlperf-import", help="registry user recorded as submitter")
+        parser.add_argument("--batch-size", type=int, default=BATCH_SIZE, help="runs stored per transaction")
+        parser.add_argument("--report", type=Path, help="write the per-file report (JSON) to this file")
         parser.add_argument("--json", action="store_true", help="print the per-file report as JSON")
+        parser.add_argument("--full", action="store_true", help="print the per-file text report, not only the "
+                            "summary and the folders that were refused or skipped")
+        parser.add_argument("--no-progress", action="store_true", help="no progress bar (logs, CI)")
 
-    def handle(self, *args: Any, kind: str, path: Path, round_name: str | None, username: str,
-               json: bool, **options: Any) -> None:
+    def handle(self, *args: Any, kind: str, path: Path, round_name: str | None, suite: str, username: str,
+               batch_size: int, report: Path | None, json: bool, full: bool, no_progress: bool,
+               **options: Any) -> None:
         if not path.is_dir():
             raise CommandError(f"{path} is not a directory")
-        result = mlperf_import(root=path, submitted_by=user_for_token(username=username), round_name=round_name)
+        if batch_size < 1:
+            raise CommandError("--batch-size must be at least 1")
+        console = Console(file=self.stderr._out, stderr=True)  # the report goes to stdout, the bar to stderr
+        started = time.perf_counter()
+        with Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=console, disable=no_progress or json, transient=True) as bar:
+            task = bar.add_task("import", total=None)
+            result = mlperf_import(root=path, submitted_by=user_for_token(username=username),
+                                   round_name=round_name, suite=suite, batch_size=batch_size,
+                                   progress=lambda done, total: bar.update(task, completed=done, total=total))
+        elapsed = time.perf_counter() - started
+        if report:
+            report.write_text(_json_report(result), encoding="utf-8")
         if json:
             self.stdout.write(_json_report(result))
         else:
-            self.stdout.write(result.render())
+            self.stdout.write(result.render() if full else _problems(result))
+            _summary(Console(file=self.stdout._out), result, elapsed)
         if result.counts.get("refused"):
-            raise CommandError(f"{result.counts['refused']} run(s) refused; the valid ones were kept")
+            raise CommandError(f"{result.counts['refused']} result(s) refused; the valid ones were kept")
 
 
-def _json_report(result: Any) -> str:
+def _problems(result: ImportResult) -> str:
+    """The folders that were not stored, each with why (the full report has every file)."""
+    lines = [f"MLPerf {result.suite} import, round {result.plan.round or '?'} ({result.plan.round_source})"]
+    lines += [f"  error: {e}" for e in result.plan.errors]
+    for outcome in result.outcomes:
+        if outcome.status in ("refused", "skipped"):
+            lines.append(f"  {outcome.status.upper()} {outcome.key}")
+            lines.extend(f"      - {e}" for e in outcome.errors)
+    return "\n".join(lines)
+
+
+def _summary(console: Console, result: ImportResult, elapsed: float) -> None:
+    table = Table(title=f"MLPerf {result.suite} import: {len(result.outcomes)} result folders in {elapsed:.1f} s")
+    for column in ("stored", "known", "refused", "skipped", "files not used"):
+        table.add_column(column, justify="right")
+    counts = result.counts
+    table.add_row(*(str(counts.get(s, 0)) for s in ("stored", "known", "refused", "skipped")),
+                  str(len(result.plan.skipped)))
+    console.print(table)
+
+
+def _json_report(result: ImportResult) -> str:
     report = mlperf.report_dict(result.plan)
+    report["suite"] = result.suite
     report["registry"] = [o.__dict__ for o in result.outcomes]
     return json.dumps(report, indent=2)

@@ -105,8 +105,79 @@ def test_an_mlperf_run_is_never_silently_comparable_with_a_lab_run(tree, user):
 def test_the_command_prints_a_per_file_report_and_fails_when_a_part_was_refused(tree, user, capsys):
     (_submission(tree) / "results" / SYSTEM / "llama2-70b-99" / "Offline" / "performance" / "run_1" /
      "mlperf_log_summary.txt").write_text("truncated")
-    with pytest.raises(CommandError, match="1 run"):
-        call_command("import_results", "mlperf", str(tree))
+    with pytest.raises(CommandError, match="1 result"):
+        call_command("import_results", "mlperf", str(tree), "--full", "--no-progress")
     out = capsys.readouterr().out
     assert "mlperf_log_summary.txt" in out and "Offline: refused" in out
     assert Submission.objects.count() == 2
+
+
+def _system_status(root: Path, system: str, **fields: str) -> None:
+    path = _submission(root) / "systems" / f"{system}.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), **fields}))
+
+
+def test_round_division_category_and_availability_are_columns_the_api_filters_on(tree, user, api):
+    _add_second_system(tree)
+    _system_status(tree, "8xMI325X", status="preview", division="open")
+    mlperf_import(root=tree, submitted_by=user)
+    preview = set(Submission.objects.filter(origin_availability="preview").values_list("system_name", flat=True))
+    assert len(preview) == 1 and Submission.objects.filter(origin_availability="available").count() == 3
+    assert set(Submission.objects.values_list("origin_round", flat=True)) == {"v5.1"}
+    for query, count in (("availability=preview", 3), ("availability=available", 3), ("division=open", 3),
+                         ("division=closed&availability=available", 3), ("round=v5.1", 6), ("round=v4.1", 0),
+                         ("category=datacenter", 6), ("category=edge", 0)):
+        response = api.get(f"/api/v1/submissions?{query}")
+        assert response.status_code == 200
+        assert len(response.json()["results"]) == count, query
+
+
+def test_a_refused_run_in_a_batch_leaves_the_rest_of_the_batch_stored(tree, user):
+    _add_second_system(tree)
+    broken = _submission(tree) / "results" / SYSTEM / "llama2-70b-99" / "Offline" / "user.conf"
+    broken.write_text("no equals sign here\n")
+    seen: list[tuple[int, int]] = []
+    result = mlperf_import(root=tree, submitted_by=user, batch_size=4, progress=lambda d, t: seen.append((d, t)))
+    assert result.counts == {"stored": 5, "refused": 1}
+    assert seen[-1] == (6, 6) and len(seen) == 6
+    assert Submission.objects.count() == 5
+    assert AuditEntry.objects.filter(kind="run.submitted").count() == 5
+
+
+def test_a_folder_that_is_no_scenario_is_reported_skipped_and_does_not_fail_the_command(tree, user, capsys):
+    weird = _submission(tree) / "results" / SYSTEM / "llama2-70b-99" / "Offline_backup"
+    weird.mkdir()
+    (weird / "notes.txt").write_text("old run")
+    call_command("import_results", "mlperf", str(tree), "--no-progress")
+    out = capsys.readouterr().out
+    assert "SKIPPED" in out and "Offline_backup" in out and "not an MLPerf scenario folder" in out
+
+
+def test_the_command_writes_a_json_report_with_every_result_folder(tree, user, tmp_path):
+    report = tmp_path / "report.json"
+    call_command("import_results", "mlperf", str(tree), "--no-progress", "--report", str(report))
+    data = json.loads(report.read_text())
+    assert {o["status"] for o in data["registry"]} == {"stored"} and len(data["registry"]) == 3
+    assert data["suite"] == "inference" and all(i["files"] for i in data["items"])
+
+
+def test_a_training_round_imports_as_time_to_quality_runs(tmp_path, user):
+    root = tmp_path / "training_results_v4.0" / "Acme"
+    (root / "systems").mkdir(parents=True)
+    (root / "systems" / "box.json").write_text(json.dumps({
+        "system_name": "Box", "number_of_nodes": 1, "submitter": "Acme", "division": "closed",
+        "status": "available", "accelerators_per_node": 8, "accelerator_model_name": "NVIDIA H100"}))
+    folder = root / "results" / "box" / "bert"
+    folder.mkdir(parents=True)
+    for n, minutes in enumerate([10, 11, 12, 13, 14]):
+        start = 1_700_000_000_000 + n * 100_000_000
+        lines = [{"key": "global_batch_size", "value": 48, "time_ms": start},
+                 {"key": "run_start", "value": None, "time_ms": start},
+                 {"key": "run_stop", "value": None, "time_ms": start + minutes * 60_000,
+                  "metadata": {"status": "success"}}]
+        (folder / f"result_{n}.txt").write_text("".join(f":::MLLOG {json.dumps(r)}\n" for r in lines))
+    result = mlperf_import(root=tmp_path / "training_results_v4.0", submitted_by=user)
+    assert result.suite == "training" and result.counts == {"stored": 1}
+    run = Submission.objects.get()
+    assert (run.phase, run.scenario_kind, run.headline_metric) == ("training", "time-to-quality", "time_to_quality")
+    assert run.headline_value == 12 * 60 and run.origin_round == "v4.0" and run.origin_availability == "available"

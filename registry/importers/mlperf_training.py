@@ -1,0 +1,231 @@
+"""Import a published MLPerf Training round: one time-to-quality run per system × benchmark.
+
+Plain Python (no Django), the same contract as `mlperf.parse_tree` (an ImportPlan of ImportItems whose
+documents pass protocol.check). Layout (training_results_v3.1 onwards):
+`<submitter>/systems/<system>.json` and `<submitter>/results/<system>/<benchmark>/result_<n>.txt`, each result
+file the :::MLLOG lines of one training run.
+
+Scoring is MLPerf's (mlcommons/logging result_summarizer): a run's time to train is run_stop − run_start
+(ms); a run that did not end with status "success" counts as infinitely slow; the fastest and the slowest
+runs are dropped and the rest averaged (the "olympic" mean). A result whose average would include a failed
+run is refused. MLPerf's reference-convergence (RCP) normalisation is not applied: its tables are not in
+the result files, so the mean is of the times as logged, and the document says so.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import protocol
+from protocol import rules
+
+from . import mlperf
+from .mlperf import FileReport, ImportItem, ImportPlan, SourceError, _Build, _Ledger
+
+MLLOG_DECODER = mlperf.MLLOG_DECODER
+RESULT_FILE = re.compile(r"^result_.*\.txt$")
+
+
+def is_training_tree(root: Path) -> bool:
+    """True when the tree holds results/<system>/<benchmark>/result_<n>.txt files (MLPerf Training)."""
+    return any(RESULT_FILE.match(p.name) for p in Path(root).glob("**/results/*/*/result_*.txt"))
+
+
+def parse_tree(root: Path, *, round_name: str | None = None) -> ImportPlan:
+    """Read an MLPerf Training round (or one submitter, system or benchmark of it) into an ImportPlan.
+
+    The round is not in the logs: it comes from `round_name` or else from a folder named like
+    'training_results_v4.0'; without either every item is refused with that reason."""
+    root = Path(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"{root} is not a directory")
+    round_value = _round(root, round_name)
+    items: list[ImportItem] = []
+    folders = sorted({p.parent for p in root.glob("**/results/*/*/result_*.txt")})
+    for folder in folders:
+        items.append(_import_item(folder.parents[2], root, folder, round_value))
+    claimed = {root / f.path for item in items for f in item.files}
+    skipped = [FileReport(p.relative_to(root).as_posix(), None, "skipped",
+                          "not a training result (systems/<system>.json and results/<system>/<benchmark>/"
+                          "result_<n>.txt are read)")
+               for p in mlperf.all_files(root) if p not in claimed]
+    errors = [] if folders else ["no results/<system>/<benchmark>/result_<n>.txt found: not an MLPerf Training tree"]
+    return ImportPlan(items=items, skipped=skipped, round=round_value,
+                      round_source="argument" if round_name else "folder name", errors=errors)
+
+
+def _round(root: Path, round_name: str | None) -> str | None:
+    if round_name:
+        return round_name if round_name.startswith("v") else f"v{round_name}"
+    for part in reversed(root.resolve().parts):
+        match = re.search(r"v(\d+\.\d+)$", part)
+        if match:
+            return f"v{match[1]}"
+    return None
+
+
+def read_mllog(text: str) -> list[dict[str, Any]]:
+    """The :::MLLOG records of a training log, in order (other lines, such as framework output, are not
+    records and are passed over). Floats are Decimal so values keep their printed digits."""
+    records = []
+    for number, line in enumerate(text.splitlines(), 1):
+        start = line.find(":::MLLOG ")
+        if start < 0:
+            continue
+        if "\ufffd" in line:
+            raise SourceError(f"line {number}: a :::MLLOG record with bytes that are not UTF-8")
+        try:
+            record = MLLOG_DECODER.decode(line[start + len(":::MLLOG "):])
+        except json.JSONDecodeError as exc:
+            raise SourceError(f"line {number}: malformed :::MLLOG record ({exc.msg})") from None
+        if not isinstance(record, dict) or not isinstance(record.get("key"), str):
+            raise SourceError(f"line {number}: a :::MLLOG record needs a key")
+        records.append(record)
+    if not records:
+        raise SourceError("no :::MLLOG records")
+    return records
+
+
+def run_time(records: list[dict[str, Any]]) -> tuple[float | None, str | None, dict[str, Any]]:
+    """(seconds from run_start to run_stop or None, run_stop's status, the first value of each key)."""
+    first: dict[str, Any] = {}
+    start = stop = None
+    status = None
+    for record in records:
+        first.setdefault(record["key"], record.get("value"))
+        if record["key"] == "run_start" and start is None:
+            start = record.get("time_ms")
+        elif record["key"] == "run_stop":
+            stop = record.get("time_ms")
+            status = (record.get("metadata") or {}).get("status")
+    if isinstance(start, int):
+        first["run_start.time_ms"] = start
+    if not isinstance(start, int | Decimal) or not isinstance(stop, int | Decimal) or stop < start:
+        return None, status, first
+    return float((Decimal(stop) - Decimal(start)) / 1000), status, first
+
+
+# Runs dropped at each end (mlcommons/logging result_summarizer max_dropped_scores): 1, except 3D U-Net,
+# which needs 40 runs and drops 4 at each end.
+DROPPED = {"unet3d": 4}
+
+
+def olympic_mean(seconds: list[float | None], drop: int = 1) -> tuple[float | None, list[bool]]:
+    """MLPerf's score: sort the runs (a failed run, None, is slower than any), drop `drop` at each end and
+    average the rest. Returns (mean or None when a failed run would be averaged or too few runs remain,
+    which runs were averaged)."""
+    order = sorted(range(len(seconds)), key=lambda i: (seconds[i] is None, seconds[i] or 0.0))
+    used = [False] * len(seconds)
+    kept = order[drop:len(order) - drop]
+    if not kept:
+        return None, used
+    for i in kept:
+        used[i] = True
+    values = [seconds[i] for i in kept]
+    if any(v is None for v in values):
+        return None, used
+    return sum(v for v in values if v is not None) / len(values), used
+
+
+def _import_item(submission: Path, tree: Path, folder: Path, round_value: str | None) -> ImportItem:
+    system_id, benchmark = folder.parts[-2:]
+    key = f"{system_id}/{benchmark}"
+    ledger = _Ledger(submission, tree)
+    system = ledger.load(submission / "systems" / f"{system_id}.json", mlperf.read_json_object,
+                         what="system description", required=True)
+    runs = []
+    for path in sorted(folder.iterdir(), key=_natural):
+        if path.is_file() and RESULT_FILE.match(path.name):
+            records = ledger.load(path, read_mllog, what="training run log", required=True, lenient=True)
+            if records is not None:
+                runs.append((path, *run_time(records)))
+    if round_value is None:
+        ledger.errors.append("the round is not in the logs and not in the folder name: pass --round")
+    document, build = None, _Build()
+    if not ledger.errors:
+        try:
+            document = _document(submission, system, system_id, benchmark, runs, round_value or "", ledger, build)
+        except SourceError as exc:
+            ledger.errors.append(str(exc))
+    if document is not None:
+        problems = protocol.errors(document)
+        if problems:
+            ledger.errors.extend(f"protocol {e.pointer or '/'}: {e.message} [{e.code}]" for e in problems)
+            document = None
+    unread = [FileReport(p.relative_to(tree).as_posix(), None, "skipped", "not a result_<n>.txt")
+              for p in mlperf.all_files(folder) if p not in ledger.reports]
+    return ImportItem(key=key, document=document, files=sorted([*ledger.reports.values(), *unread],
+                                                                key=lambda f: f.path),
+                      errors=ledger.errors, warnings=ledger.warnings + build.warnings)
+
+
+def _natural(path: Path) -> list[tuple[int, int, str]]:
+    """result_2.txt before result_10.txt."""
+    return [(0, int(s), "") if s.isdigit() else (1, 0, s) for s in re.split(r"(\d+)", path.name)]
+
+
+def _document(submission: Path, system: dict[str, Any], system_id: str, benchmark: str,
+              runs: list[tuple[Path, float | None, str | None, dict[str, Any]]], round_value: str,
+              ledger: _Ledger, build: _Build) -> dict[str, Any]:
+    seconds = [s if status == "success" else None for _p, s, status, _f in runs]
+    drop = DROPPED.get(benchmark, 1)
+    score, used = olympic_mean(seconds, drop)
+    if score is None:
+        raise SourceError(f"no MLPerf score: {len(runs)} run(s), {seconds.count(None)} without a successful "
+                          f"run_stop; dropping {drop} at each end must leave runs that all succeeded")
+    first = runs[0][3]
+    batch = next((f.get("global_batch_size") for *_x, f in runs if isinstance(f.get("global_batch_size"), int)), None)
+    if not isinstance(batch, int) or batch < 1:
+        raise SourceError("no global_batch_size record in any run")
+    submitter = str(first.get("submission_org") or system.get("submitter") or "").strip()
+    if not submitter:
+        raise SourceError("neither submission_org nor the system description names a submitter")
+    start_ms = _first_run_start(runs)
+    origin: dict[str, Any] = {
+        "kind": "mlperf-training", "round": round_value, "submitter": submitter,
+        **mlperf.publication_facets({"division": first.get("submission_division") or system.get("division"),
+                                     "status": system.get("status") or first.get("submission_status")}, build),
+        "system_id": system_id, "benchmark": benchmark, "files": ledger.digests(),
+        "runs": [{"file": path.name, "seconds": s, "status": status, "used": u}
+                 for (path, s, status, _f), u in zip(runs, used, strict=True)],
+    }
+    origin["category"] = None  # MLPerf Training has no datacenter/edge category
+    if build.unparsed:
+        origin["unparsed"] = dict(sorted(build.unparsed.items()))
+    quality_key = next((k for k in ("eval_accuracy", "eval_error", "eval_loss") if k in first), None)
+    return {
+        "protocol": f"{rules.PROTOCOL_NAME}/{rules.PROTOCOL_VERSION}",
+        "phase": "training",
+        "workload": {"name": benchmark, "version": f"mlperf-training-{round_value}",
+                     "shape": {"batch_size": batch}},
+        "scenario": {"kind": "time-to-quality"},
+        # MLPerf Training logs state no number formats: not guessed.
+        "precision": {"weights": mlperf.UNSPECIFIED, "activations": mlperf.UNSPECIFIED},
+        "system": mlperf.system_section(system, build),
+        "software": mlperf.software_section(system, {}, {}, build),
+        "conditions": {"warmup": None, "window": {"seconds": None, "iterations": None, "repetitions": len(runs)},
+                       "steady_state": {"method": "not-assessed", "reached": None}},
+        "metrics": {
+            "primary": "time_to_quality",
+            "time_to_quality": {"seconds": score, "epochs": None, "runs": sum(used),
+                                "method": "MLPerf Training olympic mean of run_start..run_stop over "
+                                          f"{len(runs)} runs, {drop} fastest and {drop} slowest dropped; "
+                                          "no RCP normalisation"
+                                          + (f"; quality logged as {quality_key}" if quality_key else "")},
+        },
+        "provenance": {"runner": {"name": "mlperf-training", "version": round_value}, "submitter": submitter,
+                       "source": "import", "started_at": start_ms, "finished_at": None, "origin": origin},
+    }
+
+
+def _first_run_start(runs: list[tuple[Path, float | None, str | None, dict[str, Any]]]) -> str | None:
+    """The earliest run_start of the result, as UTC ISO 8601 (MLLOG time_ms is Unix epoch milliseconds)."""
+    stamps = [f["run_start.time_ms"] for *_x, f in runs if isinstance(f.get("run_start.time_ms"), int)]
+    if not stamps:
+        return None
+    return datetime.fromtimestamp(min(stamps) / 1000, tz=UTC).isoformat().replace("+00:00", "Z")
