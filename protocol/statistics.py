@@ -348,7 +348,7 @@ def aggregate(docs: Sequence[dict[str, Any]], *, resamples: int = RESAMPLES,
     words = f"the headline values of {len(docs)} runs (one value per run)"
     if head.metric.partition(".")[0] == "time_to_quality" and len(per_run) >= OLYMPIC_MIN_RUNS:
         olympic = olympic_mean([v for v in per_run if v is not None])
-        words += f"; MLPerf olympic mean {rounded(olympic, 4)} s"
+        words += f"; MLPerf olympic mean {olympic:.6g} s"
     source = "runs" if any(e.source != "raw samples" for e in ests) else "raw samples"
     return from_values(replace(base, value_unit="run", source=source), [v for v in per_run if v is not None],
                        words, confidence)

@@ -382,19 +382,23 @@ def _finite(value: Any) -> bool:
 
 def test_compare_returns_a_stored_result_that_names_its_methods() -> None:
     a = example(SERVER)
-    b = set_at(set_at(a, "/system/name", "lab-h100-02"), "/software/driver/version", "590.1")
+    b = set_at(set_at(set_at(a, "/system/name", "lab-h100-02"), "/software/driver/version", "590.1"),
+               "/system/accelerators/0/model", "H100 NVL")
     result = cmp.compare([a, b], "system", prices={"lab-h100-01": 4.0, "lab-h100-02": 3.0},
                          sizing={"target_load": 100, "load_unit": "requests/s",
                                  "latency_objectives": [{"metric": "ttft_ms", "percentile": "p99", "max_ms": 500}]})
     json.dumps(result, allow_nan=False)
     assert _finite(result)
     assert result["comparable"] and result["contract"]["version"] == "1.0" and result["axis"] == "system"
-    assert {"median", "tail_percentile", "bootstrap", "ratio", "distinguishable", "time_to_quality"} <= set(
+    assert {"estimate", "tail_percentile", "calibration", "ratio", "distinguishable", "time_to_quality"} <= set(
         result["methods"])
     assert [d["words"] for d in result["disclosures"]] == ["software.driver.version: 580.159.04 vs 590.1"]
     assert len(result["arms"]) == 2 and len(result["pairwise"]) == 1
     pair = result["pairwise"][0]
     assert pair["ratio"] == 1.0 and pair["distinguishable"] is None and pair["outcome"] == "unknown"
+    assert pair["verdict"] == "not-enough-evidence" and pair["statement"].startswith("Not enough evidence: ")
+    assert "H100 NVL delivers 1.00× H100 80GB HBM3's throughput (no interval)" in pair["statement"]
+    assert result["conclusion"]["outcome"] == "not-enough-evidence" and result["conclusion"]["focus"] == [0, 1]
     energy, cost = result["arms"][1]["derived"]
     assert energy["derived"] and energy["unit"] == "J/token" and cost["unit"] == "USD per million tokens"
     assert result["arms"][0]["sizing"]["replicas"] == 6
@@ -418,8 +422,10 @@ def test_repetitions_of_one_configuration_form_one_arm() -> None:
     b = set_at(set_at(a, "/metrics/throughput/value", 2500.0), "/provenance/started_at", "2026-11-21T12:00:00Z")
     result = cmp.compare([a, b])
     assert [arm["runs"] for arm in result["arms"]] == [[0, 1]] and result["pairwise"] == []
-    assert result["arms"][0]["estimate"]["value"] == 2530.0
-    assert "median of per-run headline values" in result["arms"][0]["estimate"]["method"]
+    assert result["arms"][0]["estimate"]["value"] == pytest.approx(math.sqrt(2560.0 * 2500.0), rel=1e-5)
+    assert "headline values of 2 runs" in result["arms"][0]["estimate"]["method"]
+    assert result["arms"][0]["estimate"]["evidence"].startswith("2 independent values (runs)")
+    assert result["conclusion"]["outcome"] == "single-configuration"
     assert any(c["code"] == "single-configuration" for c in result["caveats"])
 
 
