@@ -162,6 +162,12 @@ def repetition_statistic(samples: Array, stat: str, method: str = "linear") -> A
     return np.asarray(np.quantile(a, q, axis=-1, method=method), dtype=np.float64)  # type: ignore[call-overload]
 
 
+def throughput_per_repetition(times_ms: Array, batch_size: int) -> Array:
+    """Each repetition's throughput from its per-batch times: batch_size × 1000 ÷ mean time (ms). (..., n) -> (...)."""
+    return np.asarray(float(batch_size) * 1000.0 / np.asarray(times_ms, dtype=np.float64).mean(axis=-1),
+                      dtype=np.float64)
+
+
 def log_t_interval(values: Array, confidence: float = CONFIDENCE) -> tuple[Array, Array, Array]:
     """(point, low, high): geometric mean of the last axis with a Student t interval on the logs.
 
@@ -284,7 +290,7 @@ def _throughput_from_times(doc: dict[str, Any], confidence: float) -> Estimate |
     if (head.metric not in ("throughput", "throughput.value") or head.unit != "samples/s" or reps is None
             or kind not in ("offline", "fixed-steps") or not isinstance(batch, int) or head.value is None):
         return None
-    values = [float(batch) * 1000.0 / float(r.mean()) for r in reps]
+    values = [float(throughput_per_repetition(r, batch)) for r in reps]
     pooled = float(batch) * 1000.0 * sum(len(r) for r in reps) / float(sum(r.sum() for r in reps))
     if abs(pooled - head.value) > THROUGHPUT_AGREEMENT * head.value:
         return None
