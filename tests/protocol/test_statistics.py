@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from scipy import stats as sps
 
 from protocol import comparability as cmp
 from protocol import sizing
