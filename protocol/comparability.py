@@ -484,11 +484,11 @@ def _labels(docs: Sequence[Mapping[str, Any]], axis: str, configs: Sequence[dict
     return labels
 
 
-def _arms(docs: Sequence[Mapping[str, Any]], axis: str) -> list[list[int]]:
+def _arms(configs: Sequence[dict[str, Any]]) -> list[list[int]]:
     """Runs grouped by identical configuration, in order of first appearance: repetitions of one setup."""
     groups: dict[str, list[int]] = {}
-    for i, doc in enumerate(docs):
-        groups.setdefault(configuration_key(doc, axis), []).append(i)
+    for i, config in enumerate(configs):
+        groups.setdefault(digest(config), []).append(i)
     return list(groups.values())
 
 
@@ -582,13 +582,14 @@ def _comparison_caveats(docs: Sequence[Mapping[str, Any]], arms: list[list[int]]
 def compare(docs: Sequence[Mapping[str, Any]], axis: str | None = None,
             prices: Mapping[str, float] | None = None, sizing: Mapping[str, Any] | None = None,
             *, currency: str = "USD", resamples: int = st.RESAMPLES, baseline: int | None = None,
-            names: Sequence[str] | None = None) -> dict[str, Any]:
+            names: Sequence[str] | None = None, digests: Sequence[str] | None = None) -> dict[str, Any]:
     """The whole comparison as a JSON value (finite, rounded floats): what the registry stores and reports print.
 
     `prices` maps system.name to a price per system-hour (stated as an assumption); `sizing` is
     {"target_load", "load_unit", "latency_objectives"?: [{"metric", "percentile", "max_ms"}], "headroom"?}.
     `baseline` is the index of a run: its arm is the baseline every other arm is set against (default: the
-    first arm). `names` are how messages name the runs (the registry passes "run 17"; default "run #1").
+    first arm). `names` are how messages name the runs (the registry passes "run 17"; default "run #1");
+    `digests` are the runs' digests when the caller has them (canonicalizing raw samples is the slow part).
     `resamples` is ignored (kept for old callers). When the verdict refuses, runs are listed without
     statistics and arms/pairwise are empty.
     """
@@ -599,6 +600,8 @@ def compare(docs: Sequence[Mapping[str, Any]], axis: str | None = None,
                                  f"not {baseline}")
     if names is not None and len(names) != len(runs):
         raise ComparabilityError("one name per run")
+    if digests is not None and len(digests) != len(runs):
+        raise ComparabilityError("one digest per run")
     verdict = check(runs, axis)
     c = contract()
     result: dict[str, Any] = {
@@ -606,7 +609,8 @@ def compare(docs: Sequence[Mapping[str, Any]], axis: str | None = None,
         "comparable": verdict.comparable, "verdict": verdict.as_dict(),
         "disclosures": [d.as_dict() for d in verdict.disclosures], "runs": [], "arms": [], "pairwise": [],
         "caveats": [], "assumptions": [], "methods": dict(st.METHODS)}
-    result["runs"] = [{"index": i, "digest": digest(d), "system": (d.get("system") or {}).get("name"),
+    known = list(digests) if digests is not None else [digest(d) for d in runs]
+    result["runs"] = [{"index": i, "digest": known[i], "system": (d.get("system") or {}).get("name"),
                        "headline": {"metric": (d.get("metrics") or {}).get("primary")}} for i, d in enumerate(runs)]
     if not verdict.comparable:
         return result
@@ -618,8 +622,9 @@ def compare(docs: Sequence[Mapping[str, Any]], axis: str | None = None,
 def _fill(result: dict[str, Any], docs: Sequence[dict[str, Any]], axis: str,
           prices: Mapping[str, float] | None, sizing: Mapping[str, Any] | None, currency: str,
           baseline_run: int | None, names: Sequence[str]) -> None:
-    groups = _arms(docs, axis)
-    configs = [configuration(docs[m[0]], axis) for m in groups]
+    per_run = [configuration(d, axis) for d in docs]
+    groups = _arms(per_run)
+    configs = [per_run[m[0]] for m in groups]
     labels = _labels([docs[m[0]] for m in groups], axis, configs)
     arms, estimates = [], []
     for a, members in enumerate(groups):

@@ -339,7 +339,8 @@ def aggregate(docs: Sequence[dict[str, Any]], *, resamples: int = RESAMPLES,
     """
     if not docs:
         raise ValueError("aggregate needs at least one run")
-    docs = sorted(docs, key=digest)  # same runs, same estimate, whatever order they are listed in
+    if len(docs) > 1:
+        docs = sorted(docs, key=digest)  # same runs, same estimate, whatever order they are listed in
     ests = [headline_estimate(d, confidence=confidence) for d in docs]
     if len(docs) == 1:
         return ests[0]

@@ -78,7 +78,7 @@ def comparison_create(*, runs: Sequence[Submission], axis: str, created_by: Abst
                                 errors=_refusal_errors(verdict))
         result = comparability.compare([r.document for r in runs], axis, prices=prices, sizing=sizing,
                                        currency=currency, baseline=position,
-                                       names=[f"run {r.pk}" for r in runs])
+                                       names=[f"run {r.pk}" for r in runs], digests=[r.digest for r in runs])
     except (comparability.ComparabilityError, ValueError) as exc:
         raise RegistryError(str(exc), code="invalid-comparison") from None
     canonical = protocol.canonicalize({"inputs": inputs, "result": result})
