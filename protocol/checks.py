@@ -216,7 +216,8 @@ def shape_consistent(doc: dict[str, Any]) -> Iterator[Error]:
         return
     batch, micro = shape.get("batch_size"), shape.get("micro_batch_size")
     accum = shape.get("gradient_accumulation_steps")
-    if all(isinstance(v, int) and v > 0 for v in (batch, micro, accum)) and batch % (micro * accum):
+    if (isinstance(batch, int) and isinstance(micro, int) and isinstance(accum, int)
+            and min(batch, micro, accum) > 0 and batch % (micro * accum)):
         yield Error("/workload/shape/batch_size", "inconsistent-shape",
                     f"batch_size {batch} is not a multiple of micro_batch_size × accumulation steps "
                     f"({micro} × {accum})")
