@@ -436,3 +436,38 @@ def test_compare_on_the_precision_axis_shows_quality_beside_speed() -> None:
     assert result["comparable"] and [r["quality"]["value"] for r in result["runs"]] == [0.997, 0.981]
     assert result["arms"][1]["label"].startswith("precision.quantization.granularity")
     assert "precision.weights int8" in result["arms"][1]["label"]
+
+
+def test_arms_read_alike_only_when_they_are_alike_labels_name_what_differs() -> None:
+    a = example(SERVER)
+    b = set_at(a, "/system/host/cpu_model", "Intel Xeon 8480+")  # same accelerator, another host CPU
+    c = set_at(set_at(a, "/system/accelerators/0/count", 8), "/system/name", "lab-big")
+    result = cmp.compare([a, b, c])
+    labels = [arm["label"] for arm in result["arms"]]
+    assert labels == ["H100 80GB HBM3 (system.host.cpu_model AMD EPYC 9454 48-Core Processor)",
+                      "H100 80GB HBM3 (system.host.cpu_model Intel Xeon 8480+)", "8× H100 80GB HBM3"]
+    assert result["arms"][2]["configuration"]["system.accelerators[0].count"] == 8
+
+
+def test_a_cpu_system_is_labelled_by_its_cpu_model() -> None:
+    a = example(OFFLINE)
+    b = set_at(a, "/system/host/cpu_model", "AMD EPYC 9654")
+    labels = [arm["label"] for arm in cmp.compare([a, b])["arms"]]
+    assert labels == ["CPU Intel(R) Xeon(R) Platinum 8480+", "CPU AMD EPYC 9654"]
+
+
+def test_an_overloaded_or_invalid_run_makes_every_verdict_about_its_arm_inconclusive() -> None:
+    a = example(SERVER)
+    a["conditions"]["validity"] = {"valid": False, "checks": {"kept_up_with_arrivals": False}}
+    b = set_at(a, "/system/accelerators/0/model", "H200")
+    b["conditions"]["validity"] = {"valid": False, "checks": {"min_duration": False}}
+    result = cmp.compare([a, b], names=["run 7", "run 9"])
+    codes = [(r["code"], r["run"]) for r in result["conclusion"]["reasons"]]
+    assert codes == [("overloaded", 0), ("invalid", 1)]
+    assert result["conclusion"]["statement"].startswith("Inconclusive: run 7 (H100 80GB HBM3) was overloaded")
+    assert "run 9 (H200) failed its validity checks (min_duration)" in result["conclusion"]["statement"]
+
+
+def test_a_baseline_that_is_not_a_run_is_refused() -> None:
+    with pytest.raises(cmp.ComparabilityError, match="baseline"):
+        cmp.compare([example(SERVER), example(SERVER)], baseline=2)
