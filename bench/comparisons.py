@@ -76,8 +76,9 @@ def _setup(admin_url: str, name: str) -> str:
     return url
 
 
-def ten_documents() -> list[dict]:
-    """Ten configurations of the server example, each with 5 repetitions of raw latency samples."""
+def ten_documents(kind: str = "raw") -> list[dict]:
+    """Ten configurations of the server example: with 5 repetitions of raw latency samples ("raw") or the
+    summary alone ("summary", the documents this benchmark used before raw samples)."""
     base = json.loads((ROOT / "protocol/examples/inference-server-h100-bf16.json").read_text())
     rng = np.random.default_rng(2026)
     docs = []
@@ -86,6 +87,9 @@ def ten_documents() -> list[dict]:
         doc["system"]["name"] = f"bench-system-{i}"
         doc["system"]["accelerators"][0]["model"] = f"bench-accelerator-{i}"
         doc["metrics"]["throughput"]["value"] = 1200.0 + 25 * i
+        if kind == "summary":
+            docs.append(doc)
+            continue
         reps = [np.round(rng.lognormal(np.log(150.0 + i), 0.2, SAMPLES_PER_REPETITION), 4) for _ in range(5)]
         pooled = np.concatenate(reps)
         doc["samples"] = {"latency_ms": {"unit": "ms", "repetitions": [r.tolist() for r in reps]}}
@@ -99,17 +103,17 @@ def ten_documents() -> list[dict]:
     return docs
 
 
-def _real_runs(user):  # type: ignore[no-untyped-def]
+def _real_runs(user, kind: str):  # type: ignore[no-untyped-def]
     from registry.services.submissions import submission_create
 
-    return [submission_create(document=doc, submitted_by=user)[0] for doc in ten_documents()]
+    return [submission_create(document=doc, submitted_by=user)[0] for doc in ten_documents(kind)]
 
 
-def time_compare(repeats: int) -> np.ndarray:
+def time_compare(repeats: int, kind: str) -> np.ndarray:
     """Milliseconds per `comparability.compare` of the ten documents, no database."""
     from protocol import comparability
 
-    docs = ten_documents()
+    docs = ten_documents(kind)
     comparability.compare(docs, "system")  # warm caches (contract, schema)
     times = []
     for _ in range(repeats):
@@ -190,6 +194,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--scratch", default=SCRATCH, help="scratch database name (created and dropped)")
     parser.add_argument("--sizes", default=None, help="comma-separated table sizes, e.g. 10000,100000")
+    parser.add_argument("--documents", choices=["raw", "summary"], default="raw",
+                        help="the ten runs carry raw samples (default) or only their summaries")
     args = parser.parse_args()
     admin_url = os.environ.get("DATABASE_URL", "")
     if not admin_url.startswith("postgres"):
@@ -197,8 +203,9 @@ def main() -> None:
     sizes = [1_000, 10_000] if args.quick else [10_000, 100_000, 1_000_000]
     if args.sizes:
         sizes = [int(x) for x in args.sizes.split(",")]
-    pure = time_compare(args.repeats)
-    print(f"compare() of 10 runs (10 arms, 5 repetitions of {SAMPLES_PER_REPETITION} samples each), no database: "
+    pure = time_compare(args.repeats, args.documents)
+    shape = f"5 repetitions of {SAMPLES_PER_REPETITION} samples each" if args.documents == "raw" else "summaries only"
+    print(f"compare() of 10 runs (10 arms, {shape}), no database: "
           f"p50 {np.percentile(pure, 50):.1f} ms, p95 {np.percentile(pure, 95):.1f} ms")
     url = _setup(admin_url, args.scratch)
     try:
@@ -209,7 +216,7 @@ def main() -> None:
 
         user = get_user_model().objects.create_user("bench")
         client = Client(HTTP_AUTHORIZATION=f"Token {token_create(user=user, name='b', scopes='submit,read')[1]}")
-        runs = _real_runs(user)
+        runs = _real_runs(user, args.documents)
         compare_body = {"runs": [r.pk for r in runs], "axis": "system"}
 
         counter = iter(range(10**9))

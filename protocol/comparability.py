@@ -23,6 +23,7 @@ from typing import Any
 from . import sizing as capacity
 from . import statistics as st
 from .canonical import canonicalize, digest
+from .rules import DISTRIBUTION_METRICS
 from .schema import SCHEMA_DIR
 
 CONTRACT_FILE = SCHEMA_DIR / "comparability.v1.json"
