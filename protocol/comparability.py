@@ -444,12 +444,9 @@ def metric_words(metric: str) -> str:
     """'latency_ms.p99' -> 'p99 latency', 'step_time_ms' -> 'median step time', 'throughput' -> 'throughput'."""
     name, _, stat = metric.partition(".")
     noun = METRIC_WORDS.get(name, name.replace("_", " "))
-    if name in ("time_to_quality",) or (stat in ("", "value", "seconds") and name not in DISTRIBUTION_NAMES):
-        return noun
+    if name not in DISTRIBUTION_METRICS:
+        return noun  # rates ("throughput", "goodput") and time to quality have one value
     return f"{'median' if stat in ('', 'p50') else stat} {noun}"
-
-
-DISTRIBUTION_NAMES = frozenset({"latency_ms", "ttft_ms", "tpot_ms", "step_time_ms"})
 
 
 def _base_label(doc: Mapping[str, Any], axis: str, config: Mapping[str, Any], differing: Sequence[str]) -> str:
