@@ -518,9 +518,12 @@ def _num(value: float | None) -> str:
     return f"{value:.0f}" if abs(value) >= 1000 else f"{value:#.3g}".rstrip(".")
 
 
-def _ratio_words(subject: str, baseline: str, metric: str, lower: bool, r: st.Ratio) -> str:
+def _ratio_words(subject: str, baseline: str, metric: str, lower: bool, r: st.Ratio, family: int) -> str:
     what = metric_words(metric)
-    ci = f"{r.confidence:.0%} CI {_num(r.ci_low)}–{_num(r.ci_high)}" if r.ci_low is not None else "no interval"
+    # With several comparisons against one baseline each interval is wider (Bonferroni): together they
+    # are 95% intervals, which is what the words say.
+    label = f"{st.CONFIDENCE:.0%} CI" if family == 1 else f"simultaneous {st.CONFIDENCE:.0%} CI"
+    ci = f"{label} {_num(r.ci_low)}–{_num(r.ci_high)}" if r.ci_low is not None else "no interval"
     if r.value is None:
         return f"{subject}'s {what} cannot be set against {baseline}'s: {r.method}"
     if lower:
@@ -532,11 +535,15 @@ def _ratio_words(subject: str, baseline: str, metric: str, lower: bool, r: st.Ra
 
 
 def _pair(j: int, b: int, arms: Sequence[dict[str, Any]], estimates: Sequence[st.Estimate],
-          confidence: float) -> dict[str, Any]:
-    """Arm j (subject) against arm b (baseline): ratio, verdict and one sentence that carries its caveats."""
+          family: int) -> dict[str, Any]:
+    """Arm j (subject) against arm b (baseline): ratio, verdict and one sentence that carries its caveats.
+
+    `family` is how many arms are set against the baseline: Bonferroni keeps the chance of any false
+    "distinguishable" among them <= 5%, which matters because the summary picks the best of them.
+    """
     est = estimates[j]
-    r = st.ratio(est, estimates[b], confidence=confidence)
-    words = _ratio_words(arms[j]["label"], arms[b]["label"], est.metric, est.lower_is_better, r)
+    r = st.ratio(est, estimates[b], confidence=1.0 - (1.0 - st.CONFIDENCE) / family)
+    words = _ratio_words(arms[j]["label"], arms[b]["label"], est.metric, est.lower_is_better, r, family)
     blockers = arms[j]["reasons"] + arms[b]["reasons"]
     if blockers:
         verdict = "inconclusive"
@@ -554,6 +561,7 @@ def _pair(j: int, b: int, arms: Sequence[dict[str, Any]], estimates: Sequence[st
         statement = f"{words}; not distinguishable from noise (the interval includes 1)"
     return {"subject": j, "baseline": b, "metric": est.metric, "ratio": st.rounded(r.value),
             "ci_low": st.rounded(r.ci_low), "ci_high": st.rounded(r.ci_high), "confidence": r.confidence,
+            "simultaneous": {"comparisons": family, "confidence": st.CONFIDENCE} if family > 1 else None,
             "distinguishable": r.distinguishable if verdict in ("distinguishable", "indistinguishable") else None,
             "outcome": r.outcome, "method": r.method, "evidence": r.evidence, "verdict": verdict,
             "statement": statement, "face_value": words, "words": statement}
@@ -646,10 +654,7 @@ def _fill(result: dict[str, Any], docs: Sequence[dict[str, Any]], axis: str,
     result["arms"] = arms
     base = next(a for a, m in enumerate(groups) if baseline_run in m) if baseline_run is not None else 0
     others = [j for j in range(len(arms)) if j != base]
-    # Several arms against one baseline: Bonferroni keeps the chance of any false "distinguishable" <= 5%,
-    # which matters because the summary picks the best of them.
-    confidence = 1.0 - (1.0 - st.CONFIDENCE) / max(1, len(others))
-    result["pairwise"] = [_pair(j, base, arms, estimates, confidence) for j in others]
+    result["pairwise"] = [_pair(j, base, arms, estimates, max(1, len(others))) for j in others]
     result["conclusion"] = _conclusion(arms, estimates, result["pairwise"], base)
     if prices:
         result["assumptions"].append({"kind": "price", "currency": currency, "per_system_hour": dict(prices),

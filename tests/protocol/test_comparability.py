@@ -471,3 +471,19 @@ def test_an_overloaded_or_invalid_run_makes_every_verdict_about_its_arm_inconclu
 def test_a_baseline_that_is_not_a_run_is_refused() -> None:
     with pytest.raises(cmp.ComparabilityError, match="baseline"):
         cmp.compare([example(SERVER), example(SERVER)], baseline=2)
+
+
+def test_fourteen_runs_of_three_accelerator_models_are_three_arms_not_one_per_machine_name() -> None:
+    runs = []
+    for i, model in enumerate(["H200"] * 6 + ["H100 80GB HBM3"] * 5 + ["MI300X"] * 3):
+        doc = set_at(set_at(example(SERVER), "/system/name", f"lab-{i:02d}"), "/system/accelerators/0/model", model)
+        runs.append(set_at(doc, "/metrics/throughput/value", {"H200": 1500.0, "MI300X": 1400.0}.get(model, 1240.0) + i))
+    result = cmp.compare(runs, baseline=6)  # the requester's baseline: an H100 run
+    assert [(a["label"], len(a["runs"])) for a in result["arms"]] == [("H200", 6), ("H100 80GB HBM3", 5),
+                                                                      ("MI300X", 3)]
+    assert [(p["subject"], p["baseline"]) for p in result["pairwise"]] == [(0, 1), (2, 1)]
+    conclusion = result["conclusion"]
+    assert conclusion["baseline"] == 1 and conclusion["focus"] == [1, 0]
+    assert conclusion["statement"].startswith("H200 delivers 1.20× H100 80GB HBM3's throughput (simultaneous 95% CI")
+    assert result["pairwise"][0]["simultaneous"] == {"comparisons": 2, "confidence": 0.95}
+    assert result["pairwise"][0]["confidence"] == 0.975
