@@ -423,8 +423,8 @@ def _statistics_caveats(doc: dict[str, Any], est: Estimate) -> list[Caveat]:
     out: list[Caveat] = []
     name, _, stat = est.metric.partition(".")
     if est.source != "raw samples":
-        how = "interval from the summary only" if est.ci_low is not None else "no interval"
-        out.append(Caveat("no-raw-samples", f"no raw samples for {name}: {how}"))
+        out.append(Caveat("no-raw-samples", f"no raw samples for {name}: no interval, since one summary value "
+                                            "says nothing about run-to-run variation"))
     if stat in rules.MIN_SAMPLES_FOR_PERCENTILE and est.value is None:
         out.append(Caveat("too-few-samples-for-percentile", f"{est.metric} needs at least "
                           f"{rules.MIN_SAMPLES_FOR_PERCENTILE[stat]} samples; this run has {est.n}"))
@@ -434,6 +434,7 @@ def _statistics_caveats(doc: dict[str, Any], est: Estimate) -> list[Caveat]:
         if missing:
             out.append(Caveat("tail-percentile-absent", f"{name} has no {', '.join(missing)}: "
                               f"{dist.get('count', 0)} samples are too few to claim them"))
-    if est.evidence is not None and est.value is not None:
+    if est.evidence is not None and est.value is not None and est.source == "raw samples":
+        # (a summary-only run is already told: "no raw samples … no interval")
         out.append(Caveat("not-enough-evidence", f"no calibrated interval: {est.evidence}"))
     return out
