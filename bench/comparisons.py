@@ -2,9 +2,12 @@
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres python -m bench.comparisons [--quick]
 
-Creates and drops a scratch database. Ten real runs share one comparability key; filler rows (synthetic,
-small documents) spread over 2,000 other keys bring the table to each size. Prints p50/p95 latency per size,
-the growth ratio against the smallest size, and the SQL queries per request. No pass/fail.
+Creates and drops a scratch database (--scratch NAME; give each engineer their own). Ten real runs share
+one comparability key, each on its own configuration (accelerator model) with 5 repetitions of raw latency
+samples, so the comparison computes ten arms' intervals and nine ratios; filler rows (synthetic, small
+documents) spread over 2,000 other keys bring the table to each size. Prints p50/p95 latency per size, the
+growth ratio against the smallest size, the SQL queries per request, and `compare()` alone on the same ten
+documents (no database). No pass/fail.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from bench import scratch
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRATCH = "benchreg_bench_compare"
+SAMPLES_PER_REPETITION = 400
 COLUMNS = (
     "digest",
     "document",
@@ -58,8 +62,8 @@ COLUMNS = (
 )
 
 
-def _setup(admin_url: str) -> str:
-    url = scratch.recreate(admin_url, SCRATCH)
+def _setup(admin_url: str, name: str) -> str:
+    url = scratch.recreate(admin_url, name)
     os.environ.update(
         DATABASE_URL=url, BENCHREG_DATA_DIR=tempfile.mkdtemp(), DJANGO_SETTINGS_MODULE="registry.settings"
     )
@@ -72,17 +76,51 @@ def _setup(admin_url: str) -> str:
     return url
 
 
-def _real_runs(user):  # type: ignore[no-untyped-def]
-    from registry.services.submissions import submission_create
-
+def ten_documents(kind: str = "raw") -> list[dict]:
+    """Ten configurations of the server example: with 5 repetitions of raw latency samples ("raw") or the
+    summary alone ("summary", the documents this benchmark used before raw samples)."""
     base = json.loads((ROOT / "protocol/examples/inference-server-h100-bf16.json").read_text())
-    runs = []
+    rng = np.random.default_rng(2026)
+    docs = []
     for i in range(10):
         doc = copy.deepcopy(base)
         doc["system"]["name"] = f"bench-system-{i}"
+        doc["system"]["accelerators"][0]["model"] = f"bench-accelerator-{i}"
         doc["metrics"]["throughput"]["value"] = 1200.0 + 25 * i
-        runs.append(submission_create(document=doc, submitted_by=user)[0])
-    return runs
+        if kind == "summary":
+            docs.append(doc)
+            continue
+        reps = [np.round(rng.lognormal(np.log(150.0 + i), 0.2, SAMPLES_PER_REPETITION), 4) for _ in range(5)]
+        pooled = np.concatenate(reps)
+        doc["samples"] = {"latency_ms": {"unit": "ms", "repetitions": [r.tolist() for r in reps]}}
+        doc["metrics"]["latency_ms"] = {
+            "count": int(pooled.size), "method": "nearest-rank", "unit": "ms", "min": float(pooled.min()),
+            "mean": float(pooled.mean()), "max": float(pooled.max()),
+            **{k: float(np.quantile(pooled, q, method="inverted_cdf"))
+               for k, q in (("p50", .5), ("p90", .9), ("p95", .95), ("p99", .99))}}
+        doc["metrics"]["primary"] = "latency_ms.p50"
+        docs.append(doc)
+    return docs
+
+
+def _real_runs(user, kind: str):  # type: ignore[no-untyped-def]
+    from registry.services.submissions import submission_create
+
+    return [submission_create(document=doc, submitted_by=user)[0] for doc in ten_documents(kind)]
+
+
+def time_compare(repeats: int, kind: str) -> np.ndarray:
+    """Milliseconds per `comparability.compare` of the ten documents, no database."""
+    from protocol import comparability
+
+    docs = ten_documents(kind)
+    comparability.compare(docs, "system")  # warm caches (contract, schema)
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        comparability.compare(docs, "system")
+        times.append(time.perf_counter() - t0)
+    return np.array(times) * 1000
 
 
 def _fill(url: str, start: int, stop: int, user_id: int) -> None:
@@ -154,12 +192,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="1k and 10k rows only")
     parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--scratch", default=SCRATCH, help="scratch database name (created and dropped)")
+    parser.add_argument("--sizes", default=None, help="comma-separated table sizes, e.g. 10000,100000")
+    parser.add_argument("--documents", choices=["raw", "summary"], default="raw",
+                        help="the ten runs carry raw samples (default) or only their summaries")
     args = parser.parse_args()
     admin_url = os.environ.get("DATABASE_URL", "")
     if not admin_url.startswith("postgres"):
         sys.exit("set DATABASE_URL to a PostgreSQL server (a scratch database is created and dropped)")
     sizes = [1_000, 10_000] if args.quick else [10_000, 100_000, 1_000_000]
-    url = _setup(admin_url)
+    if args.sizes:
+        sizes = [int(x) for x in args.sizes.split(",")]
+    pure = time_compare(args.repeats, args.documents)
+    shape = f"5 repetitions of {SAMPLES_PER_REPETITION} samples each" if args.documents == "raw" else "summaries only"
+    print(f"compare() of 10 runs (10 arms, {shape}), no database: "
+          f"p50 {np.percentile(pure, 50):.1f} ms, p95 {np.percentile(pure, 95):.1f} ms")
+    url = _setup(admin_url, args.scratch)
     try:
         from django.contrib.auth import get_user_model
         from django.test import Client
@@ -168,7 +216,7 @@ def main() -> None:
 
         user = get_user_model().objects.create_user("bench")
         client = Client(HTTP_AUTHORIZATION=f"Token {token_create(user=user, name='b', scopes='submit,read')[1]}")
-        runs = _real_runs(user)
+        runs = _real_runs(user, args.documents)
         compare_body = {"runs": [r.pk for r in runs], "axis": "system"}
 
         counter = iter(range(10**9))
@@ -202,7 +250,7 @@ def main() -> None:
         from django.db import connections
 
         connections.close_all()
-        scratch.drop(admin_url, SCRATCH)
+        scratch.drop(admin_url, args.scratch)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,8 @@ from datetime import datetime
 from itertools import pairwise
 from typing import Any
 
+import numpy as np
+
 from . import rules
 from .errors import Error, pointer
 
@@ -217,7 +219,8 @@ def shape_consistent(doc: dict[str, Any]) -> Iterator[Error]:
         return
     batch, micro = shape.get("batch_size"), shape.get("micro_batch_size")
     accum = shape.get("gradient_accumulation_steps")
-    if all(isinstance(v, int) and v > 0 for v in (batch, micro, accum)) and batch % (micro * accum):
+    if (isinstance(batch, int) and isinstance(micro, int) and isinstance(accum, int)
+            and min(batch, micro, accum) > 0 and batch % (micro * accum)):
         yield Error("/workload/shape/batch_size", "inconsistent-shape",
                     f"batch_size {batch} is not a multiple of micro_batch_size × accumulation steps "
                     f"({micro} × {accum})")
@@ -242,11 +245,89 @@ def samples_match_metrics(doc: dict[str, Any]) -> Iterator[Error]:
                             f"{total} raw samples but metrics.{name}.count says {count}")
 
 
+# A headline must follow from the run's own raw samples. Percentiles and means: within 0.5% (runners round
+# to 6 significant digits; hand-rounded summaries keep 3). Throughput from per-batch times: the timer runs
+# inside the wall-clock window, so reported throughput may be lower than the times imply (gaps between
+# iterations) but not higher than 5% above, and not below half (that is a different measurement).
+HEADLINE_TOLERANCE = 0.005
+THROUGHPUT_FROM_TIMES = (0.5, 1.05)
+_NUMPY_METHOD = {"nearest-rank": "inverted_cdf", "linear": "linear", "lower": "lower", "higher": "higher",
+                 "midpoint": "midpoint", "hazen": "hazen", "weibull": "weibull",
+                 "median-unbiased": "median_unbiased", "normal-unbiased": "normal_unbiased"}
+
+
+def _pooled(doc: dict[str, Any], name: str) -> np.ndarray | None:
+    series, metric = _get(doc, "samples", name), _get(doc, "metrics", name)
+    if not isinstance(series, dict) or not isinstance(metric, dict) or series.get("unit") != metric.get("unit"):
+        return None
+    reps = series.get("repetitions")
+    if not isinstance(reps, list):
+        return None
+    values = [_num(v) for r in reps if isinstance(r, list) for v in r]
+    if not values or any(v is None for v in values):
+        return None
+    return np.asarray(values, dtype=np.float64)
+
+
+def _percentile(pooled: np.ndarray, q: float, declared: str) -> float:
+    if declared == "loadgen":  # MLPerf LoadGen: the sorted sample at index floor(n·q)
+        return float(np.sort(pooled)[min(int(pooled.size * q), pooled.size - 1)])
+    method = _NUMPY_METHOD.get(declared, "linear")
+    return float(np.quantile(pooled, q, method=method))  # type: ignore[call-overload]
+
+
+def _disagrees(reported: float, computed: float) -> bool:
+    return abs(reported - computed) > HEADLINE_TOLERANCE * max(abs(computed), abs(reported), 1e-12)
+
+
+def headline_follows_from_samples(doc: dict[str, Any]) -> Iterator[Error]:
+    """Where raw samples are given, the reported headline is what they give by the declared method."""
+    primary = _get(doc, "metrics", "primary")
+    if not isinstance(primary, str):
+        return
+    name, _, stat = primary.partition(".")
+    metric = _get(doc, "metrics", name)
+    if not isinstance(metric, dict):
+        return
+    if name in rules.DISTRIBUTION_METRICS:
+        stat = stat or "p50"
+        pooled, reported = _pooled(doc, name), _num(metric.get(stat))
+        if pooled is None or reported is None or (stat not in rules.PERCENTILES and stat != "mean"):
+            return
+        declared = str(metric.get("method") or "linear")
+        computed = (float(pooled.mean()) if stat == "mean"
+                    else _percentile(pooled, rules.PERCENTILES[stat] / 100.0, declared))
+        if _disagrees(reported, computed):
+            how = "mean" if stat == "mean" else f"{stat} by the declared method '{declared}'"
+            yield Error(f"/metrics/{name}/{stat}", "headline-disagrees-with-samples",
+                        f"the headline metrics.{name}.{stat} is {reported:g} but the {pooled.size} raw samples "
+                        f"give {computed:g} ({how}; tolerance {HEADLINE_TOLERANCE:.1%})")
+    elif name == "throughput" and (stat or "value") == "value":
+        yield from _throughput_follows_from_times(doc, metric)
+
+
+def _throughput_follows_from_times(doc: dict[str, Any], metric: dict[str, Any]) -> Iterator[Error]:
+    reported, batch = _num(metric.get("value")), _get(doc, "workload", "shape", "batch_size")
+    kind = _get(doc, "scenario", "kind")
+    source = "step_time_ms" if doc.get("phase") == "training" else "latency_ms"
+    times = _pooled(doc, source)
+    if (reported is None or metric.get("unit") != "samples/s" or kind not in ("offline", "fixed-steps")
+            or not isinstance(batch, int) or batch <= 0 or times is None or times.sum() <= 0):
+        return
+    implied = batch * 1000.0 * times.size / float(times.sum())
+    low, high = THROUGHPUT_FROM_TIMES
+    if not low * implied <= reported <= high * implied:
+        yield Error("/metrics/throughput/value", "headline-disagrees-with-samples",
+                    f"the headline throughput is {reported:g} samples/s but the {times.size} raw {source} samples "
+                    f"give {implied:g} (batch_size {batch} × 1000 ÷ mean time); it must lie between "
+                    f"{low:g}× and {high:g}× that")
+
+
 RULES: tuple[Rule, ...] = (
     scenario_fits_phase, required_metrics_present, primary_metric_present,
     percentiles_ordered_and_supported, times_ordered, window_long_enough, quantization_described,
     units_fit_metrics, steady_state_explained, derived_values_consistent, shape_consistent,
-    samples_match_metrics,
+    samples_match_metrics, headline_follows_from_samples,
 )
 
 

@@ -23,6 +23,7 @@ from typing import Any
 from . import sizing as capacity
 from . import statistics as st
 from .canonical import canonicalize, digest
+from .rules import DISTRIBUTION_METRICS
 from .schema import SCHEMA_DIR
 
 CONTRACT_FILE = SCHEMA_DIR / "comparability.v1.json"
@@ -409,40 +410,161 @@ def check(docs: Sequence[Mapping[str, Any]], axis: str | None = None) -> Verdict
 
 
 def subject_key(doc: Mapping[str, Any], axis: str) -> str:
-    """Digest of the run's subject fields: runs with equal keys repeat one configuration (an 'arm')."""
+    """Digest of the run's subject fields (identity fields such as system.name included)."""
     fields = _classify(doc, _rules([doc]), _axis(axis))["subject"]
     return digest({_join(p): v for p, (_, v) in sorted(fields.items())})
 
 
+# Subject groups that name a machine rather than describe it: two runs on lab-h200-07 and lab-h200-08 with
+# the same accelerators, host and interconnect are repetitions of one configuration, not two arms.
+IDENTITY_GROUPS = frozenset({"system_identity"})
+
+
+def configuration(doc: Mapping[str, Any], axis: str) -> dict[str, Any]:
+    """The run's configuration on `axis`: its subject fields without identity fields, {field name: value}."""
+    fields = _classify(doc, _rules([doc]), _axis(axis))["subject"]
+    return {field_name(p): v for p, (g, v) in sorted(fields.items()) if g is None or g.id not in IDENTITY_GROUPS}
+
+
+def configuration_key(doc: Mapping[str, Any], axis: str) -> str:
+    """Digest of `configuration`: runs with equal keys repeat one configuration (an 'arm')."""
+    return digest(configuration(doc, axis))
+
+
 # ------------------------------------------------------------------------------------------ comparisons
 
-def _arm_label(doc: Mapping[str, Any], axis: str, subject: Sequence[FieldDifference], index: int) -> str:
+METRIC_WORDS = {"throughput": "throughput", "tokens_per_second": "token throughput", "request_rate": "request rate",
+                "goodput": "goodput", "latency_ms": "latency", "ttft_ms": "time to first token",
+                "tpot_ms": "time per output token", "step_time_ms": "step time",
+                "time_to_quality": "time to quality"}
+OUTCOMES = ("distinguishable", "indistinguishable", "not-enough-evidence", "inconclusive", "single-configuration")
+
+
+def metric_words(metric: str) -> str:
+    """'latency_ms.p99' -> 'p99 latency', 'step_time_ms' -> 'median step time', 'throughput' -> 'throughput'."""
+    name, _, stat = metric.partition(".")
+    noun = METRIC_WORDS.get(name, name.replace("_", " "))
+    if name not in DISTRIBUTION_METRICS:
+        return noun  # rates ("throughput", "goodput") and time to quality have one value
+    return f"{'median' if stat in ('', 'p50') else stat} {noun}"
+
+
+def _base_label(doc: Mapping[str, Any], axis: str, config: Mapping[str, Any], differing: Sequence[str]) -> str:
     if axis == "system":
-        return capacity.system_words(doc)
-    parts = [f"{d.field} {d.values[index]}" for d in subject[:4]]
-    return ", ".join(parts) + (", …" if len(subject) > 4 else "") or f"{axis} as tested"
+        system = doc.get("system") or {}
+        accels = [(f"{a['count']}× " if isinstance(a.get("count"), int) and a["count"] > 1 else "")
+                  + (a.get("model") or "unnamed accelerator") for a in system.get("accelerators") or []]
+        cpu = (system.get("host") or {}).get("cpu_model")
+        what = ", ".join(accels) or (f"CPU {cpu}" if cpu else "host CPU (model not stated)")
+        nodes = system.get("nodes")
+        return what + (f", {nodes} nodes" if isinstance(nodes, int) and nodes > 1 else "")
+    parts = [f"{f} {display(config.get(f))}" for f in differing[:4]]
+    return ", ".join(parts) + (", …" if len(differing) > 4 else "") or f"{axis} as tested"
 
 
-def _arms(docs: Sequence[Mapping[str, Any]], axis: str) -> list[list[int]]:
-    """Runs grouped by identical subject fields, in order of first appearance: repetitions of one setup."""
+def _labels(docs: Sequence[Mapping[str, Any]], axis: str, configs: Sequence[dict[str, Any]]) -> list[str]:
+    """One label per arm, unique: the configuration in words, plus what tells apart arms that read alike."""
+    names = sorted(set().union(*configs))
+    differing = [n for n in names if not _same([configs[0].get(n)] + [c.get(n) for c in configs[1:]])] \
+        if len(configs) > 1 else []
+    labels = [_base_label(d, axis, c, differing) for d, c in zip(docs, configs, strict=True)]
+    for label in set(labels):
+        clash = [i for i, x in enumerate(labels) if x == label]
+        if len(clash) < 2:
+            continue
+        local = [n for n in differing if not _same([configs[i].get(n) for i in clash])]
+        for i in clash:
+            labels[i] = f"{label} ({', '.join(f'{n} {display(configs[i].get(n))}' for n in local[:3])})"
+    for label in set(labels):  # still equal (more than 3 fields differ): number them, never merge them
+        clash = [i for i, x in enumerate(labels) if x == label]
+        for n, i in enumerate(clash[1:] if len(clash) > 1 else [], start=2):
+            labels[i] = f"{label} #{n}"
+    return labels
+
+
+def _arms(configs: Sequence[dict[str, Any]]) -> list[list[int]]:
+    """Runs grouped by identical configuration, in order of first appearance: repetitions of one setup."""
     groups: dict[str, list[int]] = {}
-    for i, doc in enumerate(docs):
-        groups.setdefault(subject_key(doc, axis), []).append(i)
+    for i, config in enumerate(configs):
+        groups.setdefault(digest(config), []).append(i)
     return list(groups.values())
 
 
-def _pair(i: int, j: int, arms: Sequence[dict[str, Any]], estimates: Sequence[st.Estimate]) -> dict[str, Any]:
-    r = st.ratio(estimates[j], estimates[i])
-    better = "lower" if estimates[j].lower_is_better else "higher"
-    interval = (f" ({st.CONFIDENCE:.0%} CI {st.rounded(r.ci_low, 4)}–{st.rounded(r.ci_high, 4)})"
-                if r.ci_low is not None else " (no interval)")
-    outcome = {"indistinguishable": "not distinguishable from noise", "unknown": "uncertainty unknown"}
-    words = (f"{arms[j]['label']} vs {arms[i]['label']}: {estimates[j].metric} ratio "
-             f"{st.rounded(r.value, 4)}{interval}; {outcome.get(r.outcome, r.outcome)} ({better} is better)")
-    return {"subject": j, "baseline": i, "metric": estimates[j].metric, "ratio": st.rounded(r.value),
-            "ci_low": st.rounded(r.ci_low), "ci_high": st.rounded(r.ci_high),
-            "confidence": st.CONFIDENCE if r.ci_low is not None else None,
-            "distinguishable": r.distinguishable, "outcome": r.outcome, "method": r.method, "words": words}
+def blocking_reasons(doc: Mapping[str, Any], run: int, arm: int, name: str) -> list[dict[str, Any]]:
+    """Why this run makes any verdict about its arm inconclusive: unsteady, overloaded or invalid."""
+    cond = doc.get("conditions") or {}
+    out = []
+    steady = cond.get("steady_state") or {}
+    if steady.get("reached") is False:
+        why = "; ".join(steady.get("reasons") or []) or "no reason given"
+        out.append({"code": "unsteady", "message": f"{name} never reached steady state ({why})", "run": run,
+                    "arm": arm})
+    validity = cond.get("validity") or {}
+    failed = [k for k, ok in (validity.get("checks") or {}).items() if ok is False]
+    if "kept_up_with_arrivals" in failed:
+        out.append({"code": "overloaded", "message": f"{name} was overloaded: it completed fewer requests than "
+                    "arrived, so its latencies measure a growing queue", "run": run, "arm": arm})
+    other = [k for k in failed if k != "kept_up_with_arrivals"]
+    if validity.get("valid") is False and (other or not failed):
+        out.append({"code": "invalid", "message": f"{name} failed its validity checks"
+                    + (f" ({', '.join(other)})" if other else ""), "run": run, "arm": arm})
+    return out
+
+
+def _num(value: float | None) -> str:
+    """Three significant figures, trailing zeros kept: 1.00, 0.793, 8.50, 1260."""
+    if value is None:
+        return "?"
+    return f"{value:.0f}" if abs(value) >= 1000 else f"{value:#.3g}".rstrip(".")
+
+
+def _ratio_words(subject: str, baseline: str, metric: str, lower: bool, r: st.Ratio, family: int) -> str:
+    what = metric_words(metric)
+    # With several comparisons against one baseline each interval is wider (Bonferroni): together they
+    # are 95% intervals, which is what the words say.
+    label = f"{st.CONFIDENCE:.0%} CI" if family == 1 else f"simultaneous {st.CONFIDENCE:.0%} CI"
+    ci = f"{label} {_num(r.ci_low)}–{_num(r.ci_high)}" if r.ci_low is not None else "no interval"
+    if r.value is None:
+        return f"{subject}'s {what} cannot be set against {baseline}'s: {r.method}"
+    if lower:
+        change = abs(1.0 - r.value) * 100.0
+        direction = "lower" if r.value < 1.0 else "higher"
+        return (f"{subject}'s {what} is {_num(r.value)}× {baseline}'s, {change:.0f}% {direction} ({ci}; "
+                "lower is better)")
+    return f"{subject} delivers {_num(r.value)}× {baseline}'s {what} ({ci})"
+
+
+def _pair(j: int, b: int, arms: Sequence[dict[str, Any]], estimates: Sequence[st.Estimate],
+          family: int) -> dict[str, Any]:
+    """Arm j (subject) against arm b (baseline): ratio, verdict and one sentence that carries its caveats.
+
+    `family` is how many arms are set against the baseline: Bonferroni keeps the chance of any false
+    "distinguishable" among them <= 5%, which matters because the summary picks the best of them.
+    """
+    est = estimates[j]
+    r = st.ratio(est, estimates[b], confidence=1.0 - (1.0 - st.CONFIDENCE) / family)
+    words = _ratio_words(arms[j]["label"], arms[b]["label"], est.metric, est.lower_is_better, r, family)
+    blockers = arms[j]["reasons"] + arms[b]["reasons"]
+    if blockers:
+        verdict = "inconclusive"
+        statement = f"Inconclusive: {'; '.join(x['message'] for x in blockers)}. Taken at face value, {words}"
+    elif r.evidence is not None:
+        verdict = "not-enough-evidence"
+        why = "; ".join(f"{a['label']}: {e.evidence}" for a, e in ((arms[j], est), (arms[b], estimates[b]))
+                        if e.evidence is not None) or r.evidence
+        statement = f"Not enough evidence: {why}. Taken at face value, {words}"
+    elif r.distinguishable:
+        verdict = "distinguishable"
+        statement = f"{words}; distinguishable from noise"
+    else:
+        verdict = "indistinguishable"
+        statement = f"{words}; not distinguishable from noise (the interval includes 1)"
+    return {"subject": j, "baseline": b, "metric": est.metric, "ratio": st.rounded(r.value),
+            "ci_low": st.rounded(r.ci_low), "ci_high": st.rounded(r.ci_high), "confidence": r.confidence,
+            "simultaneous": {"comparisons": family, "confidence": st.CONFIDENCE} if family > 1 else None,
+            "distinguishable": r.distinguishable if verdict in ("distinguishable", "indistinguishable") else None,
+            "outcome": r.outcome, "method": r.method, "evidence": r.evidence, "verdict": verdict,
+            "statement": statement, "face_value": words, "words": statement}
 
 
 def _comparison_caveats(docs: Sequence[Mapping[str, Any]], arms: list[list[int]]) -> list[dict[str, Any]]:
@@ -465,15 +587,27 @@ def _comparison_caveats(docs: Sequence[Mapping[str, Any]], arms: list[list[int]]
 
 def compare(docs: Sequence[Mapping[str, Any]], axis: str | None = None,
             prices: Mapping[str, float] | None = None, sizing: Mapping[str, Any] | None = None,
-            *, currency: str = "USD", resamples: int = st.RESAMPLES) -> dict[str, Any]:
+            *, currency: str = "USD", resamples: int = st.RESAMPLES, baseline: int | None = None,
+            names: Sequence[str] | None = None, digests: Sequence[str] | None = None) -> dict[str, Any]:
     """The whole comparison as a JSON value (finite, rounded floats): what the registry stores and reports print.
 
     `prices` maps system.name to a price per system-hour (stated as an assumption); `sizing` is
     {"target_load", "load_unit", "latency_objectives"?: [{"metric", "percentile", "max_ms"}], "headroom"?}.
-    When the verdict refuses, runs are listed without statistics and arms/pairwise are empty.
+    `baseline` is the index of a run: its arm is the baseline every other arm is set against (default: the
+    first arm). `names` are how messages name the runs (the registry passes "run 17"; default "run #1");
+    `digests` are the runs' digests when the caller has them (canonicalizing raw samples is the slow part).
+    `resamples` is ignored (kept for old callers). When the verdict refuses, runs are listed without
+    statistics and arms/pairwise are empty.
     """
     axis = _axis(axis or contract().default_axis)
     runs = [dict(d) for d in docs]
+    if baseline is not None and not 0 <= baseline < len(runs):
+        raise ComparabilityError(f"the baseline must be one of the compared runs (0-{len(runs) - 1}), "
+                                 f"not {baseline}")
+    if names is not None and len(names) != len(runs):
+        raise ComparabilityError("one name per run")
+    if digests is not None and len(digests) != len(runs):
+        raise ComparabilityError("one digest per run")
     verdict = check(runs, axis)
     c = contract()
     result: dict[str, Any] = {
@@ -481,44 +615,84 @@ def compare(docs: Sequence[Mapping[str, Any]], axis: str | None = None,
         "comparable": verdict.comparable, "verdict": verdict.as_dict(),
         "disclosures": [d.as_dict() for d in verdict.disclosures], "runs": [], "arms": [], "pairwise": [],
         "caveats": [], "assumptions": [], "methods": dict(st.METHODS)}
-    result["runs"] = [{"index": i, "digest": digest(d), "system": (d.get("system") or {}).get("name"),
+    known = list(digests) if digests is not None else [digest(d) for d in runs]
+    result["runs"] = [{"index": i, "digest": known[i], "system": (d.get("system") or {}).get("name"),
                        "headline": {"metric": (d.get("metrics") or {}).get("primary")}} for i, d in enumerate(runs)]
     if not verdict.comparable:
         return result
-    _fill(result, runs, axis, verdict, prices, sizing, currency, resamples)
+    _fill(result, runs, axis, prices, sizing, currency, baseline,
+          list(names) if names is not None else [f"run #{i + 1}" for i in range(len(runs))])
     return result
 
 
-def _fill(result: dict[str, Any], docs: Sequence[dict[str, Any]], axis: str, verdict: Verdict,
+def _fill(result: dict[str, Any], docs: Sequence[dict[str, Any]], axis: str,
           prices: Mapping[str, float] | None, sizing: Mapping[str, Any] | None, currency: str,
-          resamples: int) -> None:
-    groups = _arms(docs, axis)
+          baseline_run: int | None, names: Sequence[str]) -> None:
+    per_run = [configuration(d, axis) for d in docs]
+    groups = _arms(per_run)
+    configs = [per_run[m[0]] for m in groups]
+    labels = _labels([docs[m[0]] for m in groups], axis, configs)
     arms, estimates = [], []
     for a, members in enumerate(groups):
-        est = st.aggregate([docs[i] for i in members], resamples=resamples)
+        est = st.aggregate([docs[i] for i in members])
         estimates.append(est)
-        label = _arm_label(docs[members[0]], axis, verdict.subject_differences, members[0])
-        arm: dict[str, Any] = {"index": a, "label": label, "runs": members, "estimate": est.as_dict(),
+        reasons = [x for i in members for x in blocking_reasons(docs[i], i, a, f"{names[i]} ({labels[a]})")]
+        arm: dict[str, Any] = {"index": a, "label": labels[a], "configuration": _plain(configs[a]),
+                               "runs": members, "estimate": est.as_dict(), "reasons": reasons,
                                "derived": capacity.arm_derived([docs[i] for i in members], prices, currency)}
         if sizing is not None:
             arm["sizing"] = capacity.arm_sizing([docs[i] for i in members], sizing)
         arms.append(arm)
     for a, members in enumerate(groups):
         for i in members:
-            est = st.headline_estimate(docs[i], resamples=resamples)
+            est = st.headline_estimate(docs[i])
             quality = (docs[i].get("metrics") or {}).get("quality")
             found = [x.as_dict() for x in st.caveats(docs[i], est)]
-            result["runs"][i].update(arm=a, headline=est.as_dict(), quality=quality, caveats=found)
+            result["runs"][i].update(arm=a, name=names[i], headline=est.as_dict(), quality=quality, caveats=found)
             result["caveats"] += [{"run": i, **x} for x in found]
     result["caveats"] += _comparison_caveats(docs, groups)
     result["arms"] = arms
-    result["pairwise"] = [_pair(i, j, arms, estimates) for i in range(len(arms)) for j in range(i + 1, len(arms))]
+    base = next(a for a, m in enumerate(groups) if baseline_run in m) if baseline_run is not None else 0
+    others = [j for j in range(len(arms)) if j != base]
+    result["pairwise"] = [_pair(j, base, arms, estimates, max(1, len(others))) for j in others]
+    result["conclusion"] = _conclusion(arms, estimates, result["pairwise"], base)
     if prices:
         result["assumptions"].append({"kind": "price", "currency": currency, "per_system_hour": dict(prices),
                                       "words": "hourly prices supplied by the user, not measured"})
     if sizing is not None:
         result["assumptions"].append({"kind": "sizing", "request": _plain(sizing),
                                       "words": "replica counts assume linear scaling of the tested system"})
+
+
+def _conclusion(arms: Sequence[dict[str, Any]], estimates: Sequence[st.Estimate],
+                pairwise: Sequence[dict[str, Any]], base: int) -> dict[str, Any]:
+    """The one sentence a reader takes away: the best arm against the baseline, with every blocking reason."""
+    reasons = [x for arm in arms for x in arm["reasons"]]
+    if len(arms) == 1:
+        est = estimates[0]
+        ci = (f" ({est.confidence:.0%} CI {_num(est.ci_low)}–{_num(est.ci_high)})" if est.ci_low is not None
+              else f" (no interval: {est.evidence})")
+        words = (f"all runs repeat one configuration, {arms[0]['label']}: {metric_words(est.metric)} "
+                 f"{_num(est.value)} {est.unit or ''}{ci}; there is nothing to compare it against")
+        if reasons:
+            return {"outcome": "inconclusive", "statement": f"Inconclusive: "
+                    f"{'; '.join(x['message'] for x in reasons)}. Taken at face value, {words}",
+                    "reasons": reasons, "baseline": 0, "focus": [0]}
+        return {"outcome": "single-configuration", "statement": words[0].upper() + words[1:], "reasons": [],
+                "baseline": 0, "focus": [0]}
+    ranked = sorted((j for j in range(len(arms)) if j != base and estimates[j].value is not None),
+                    key=lambda j: (estimates[j].value or 0.0) * (1 if estimates[j].lower_is_better else -1))
+    best = ranked[0] if ranked else next(j for j in range(len(arms)) if j != base)
+    pair = next(p for p in pairwise if p["subject"] == best)
+    common = {"baseline": base, "focus": [base, best]}
+    if reasons:
+        messages = "; ".join(x["message"] for x in reasons)
+        return {"outcome": "inconclusive", "statement": f"Inconclusive: {messages}. Taken at face value, "
+                f"{pair['face_value']}", "reasons": reasons, **common}
+    why = [{"code": "not-enough-evidence", "message": pair["statement"].split(". Taken at face value", 1)[0]
+            .removeprefix("Not enough evidence: "), "run": None, "arm": None}]
+    return {"outcome": pair["verdict"], "statement": pair["statement"],
+            "reasons": why if pair["verdict"] == "not-enough-evidence" else [], **common}
 
 
 def _plain(value: Any) -> Any:

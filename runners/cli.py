@@ -42,7 +42,9 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help=f"default: torch if installed, else numpy (here: {default_backend()})")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--threads", type=int, default=None, help="intra-op threads (default: CPUs in affinity)")
-    p.add_argument("--repetitions", type=int, default=None)
+    p.add_argument("--repetitions", type=int, default=None,
+                   help="measurement windows (default 5; 3 with --quick and for training: the fewest a "
+                        "comparison forms a verdict on)")
     p.add_argument("--min-seconds", type=float, default=None, help="minimum duration of each repetition")
     p.add_argument("--warmup-max-seconds", type=float, default=None, help="warm-up cap (default 30 s, quick 3 s)")
     p.add_argument("--sequence-length", type=int, default=None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, replace
 from typing import Any
@@ -80,7 +81,9 @@ class RunSpec:
             batch_size=self.batch_size or w.default_shape.batch_size,
             scenario=self.scenario or ("fixed-steps" if self.phase == "training" else "offline"),
             threads=self.threads or available_threads(),
-            repetitions=self.repetitions or (1 if self.phase == "training" else 2 if self.quick else 3),
+            # 3 is the fewest repetitions a comparison forms an interval (and a verdict) on; 5 halves the
+            # interval's width at 3 (t 2.78/√5 against 4.30/√3). docs/statistics.md has the calibration.
+            repetitions=self.repetitions or (3 if self.quick or self.phase == "training" else 5),
             min_seconds=self.min_seconds or (1.0 if self.phase == "training" else 0.6 if self.quick else 5.0),
             steps=(self.steps or (30 if self.quick else 500)) if self.phase == "training" else None,
             target_qps=self.target_qps or (10.0 if server else None),
@@ -97,11 +100,14 @@ class RunSpec:
         warm_cap = self.warmup_max_seconds or (3.0 if self.quick else 30.0)
         block = 0.1 if self.quick else 0.2
         if self.phase == "training":
+            # The requested steps are split over the repetitions: as many steps as before, and each
+            # repetition is one independent value for the comparison's interval.
             assert r.steps is not None
-            return Policy(repetitions=1, min_seconds=max(r.min_seconds, rules.MIN_WINDOW_SECONDS),
-                          min_iterations=max(r.steps, 10),
-                          max_iterations=max(r.steps, 100_000), warmup_max_seconds=warm_cap,
-                          warmup_block_seconds=block)
+            per_rep = max(math.ceil(r.steps / r.repetitions), rules.MIN_WINDOW_ITERATIONS)
+            return Policy(repetitions=r.repetitions,
+                          min_seconds=max(r.min_seconds, rules.MIN_WINDOW_SECONDS) / r.repetitions,
+                          min_iterations=per_rep, max_iterations=max(per_rep, 100_000),
+                          warmup_max_seconds=warm_cap, warmup_block_seconds=block)
         return Policy(repetitions=r.repetitions, min_seconds=r.min_seconds,
                       min_iterations=10 if self.quick else 50, warmup_max_seconds=warm_cap,
                       warmup_block_seconds=block)

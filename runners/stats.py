@@ -7,9 +7,13 @@ is the next one up (docs/measurement.md, section 6). A tail percentile is omitte
 
 The steady-state verdict follows Kalibera & Jones ("Rigorous benchmarking in reasonable time", 2013):
 look at the series in time order, not only at its summary. The series is cut into consecutive blocks;
-a run is steady when the block medians agree (block spread), when they show no monotone trend that is
-both statistically and practically significant (Mann-Kendall z on the block medians, and the relative
-change of the Theil-Sen line across the window) and when the dispersion (IQR / median) is bounded.
+a run is steady when the block medians agree (their spread is small, or a Kruskal-Wallis test finds the
+blocks indistinguishable: noise alone spreads the medians of short blocks), when they show no monotone
+trend that is both statistically and practically significant (Mann-Kendall z on the block medians, and
+the relative change of the Theil-Sen line across the window), when the dispersion (IQR / median) is
+bounded, and when there is no intermittent slow path: a second mode of iterations far above the median
+(a bimodal series has steady blocks and a steady median, yet its tail measures another code path).
+The rates are checked on seeded series in tests/runners/test_stats.py (docs/measurement.md).
 """
 
 from __future__ import annotations
@@ -70,6 +74,9 @@ class SteadyCriteria:
     trend_change_max: float = 0.05    # ... and the Theil-Sen change across the window that makes it matter
     iqr_over_median_max: float = 0.5  # dispersion above which the median itself is not a stable summary
     min_block_size: int = 5           # fewer samples per block and block medians mean nothing
+    block_test_alpha: float = 0.01    # Kruskal-Wallis p-value below which block differences are not noise
+    slow_factor: float = 2.0          # an iteration this many times the median is on a slow path ...
+    slow_share_max: float | None = 0.03  # ... and more than this share of them is a slow path (None: off)
 
 
 @dataclass(frozen=True)
@@ -130,13 +137,40 @@ def assess(values: Sequence[float] | np.ndarray, criteria: SteadyCriteria = Stea
     iqr = float((q75 - q25) / overall) if overall > 0 else 0.0
     reasons = []
     if spread > criteria.block_spread_max:
-        reasons.append(f"block medians disagree: spread {spread:.3f} > {criteria.block_spread_max}")
+        p = _blocks_differ(data, blocks)
+        if p < criteria.block_test_alpha:
+            reasons.append(f"block medians disagree: spread {spread:.3f} > {criteria.block_spread_max} "
+                           f"(Kruskal-Wallis p {p:.2g})")
     if abs(z) > criteria.trend_z_max and change > criteria.trend_change_max:
         reasons.append(f"drift: Mann-Kendall z {z:.2f} (limit {criteria.trend_z_max}) with a "
                        f"{change:.1%} change across the window (limit {criteria.trend_change_max:.0%})")
     if iqr > criteria.iqr_over_median_max:
         reasons.append(f"dispersion: IQR/median {iqr:.3f} > {criteria.iqr_over_median_max}")
+    slow = slow_path(data, overall, criteria)
+    if slow is not None:
+        reasons.append(slow)
     return SteadyVerdict(not reasons, round(spread, 4), round(z, 3), round(iqr, 4), tuple(reasons))
+
+
+def _blocks_differ(data: np.ndarray, blocks: int) -> float:
+    """Kruskal-Wallis p-value that the consecutive blocks come from one distribution."""
+    parts = np.array_split(data, blocks)
+    if all(np.ptp(p) == 0 for p in parts) and np.ptp(data) == 0:
+        return 1.0
+    return float(sps.kruskal(*parts).pvalue)
+
+
+def slow_path(data: np.ndarray, overall: float, criteria: SteadyCriteria) -> str | None:
+    """The reason naming an intermittent slow path, or None: too many iterations far above the median."""
+    if criteria.slow_share_max is None or overall <= 0:
+        return None
+    slow = data[data > criteria.slow_factor * overall]
+    share = slow.size / data.size
+    if share <= criteria.slow_share_max:
+        return None
+    return (f"slow path: {share:.1%} of iterations took more than {criteria.slow_factor:g}× the median "
+            f"(about {float(np.median(slow)) / overall:.1f}× it; limit {criteria.slow_share_max:.0%}), so the "
+            "median and the tail measure different behaviours")
 
 
 def medians_agree(medians: Sequence[float], tolerance: float) -> bool:

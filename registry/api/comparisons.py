@@ -14,7 +14,8 @@ from rest_framework.views import APIView
 from registry import policy
 from registry.api.pagination import NewestFirstCursor
 from registry.api.submissions import ProblemSerializer, SubmissionSummarySerializer, withdrawn_words
-from registry.models import Comparison
+from registry.exceptions import RegistryError
+from registry.models import Comparison, Submission
 from registry.selectors.comparisons import comparable_runs, comparison_list, runs_by_reference
 from registry.selectors.standing import comparison_conclusion, comparison_members
 from registry.services.comparisons import comparison_create
@@ -67,10 +68,17 @@ class ComparisonCollectionApi(APIView):
                                        help_text="price per system-hour, by system.name (a stated assumption)")
         currency = serializers.RegexField(r"^[A-Z]{3}$", default="USD")
         sizing = serializers.DictField(required=False, help_text="target_load, load_unit, latency_objectives")
+        baseline = serializers.JSONField(required=False, help_text="run id or digest of one of the runs: its "
+                                         "configuration is the baseline (default: the first run's)")
 
         def validate_runs(self, value: list[Any]) -> list[int | str]:
             if not all(isinstance(v, int | str) and not isinstance(v, bool) for v in value):
                 raise serializers.ValidationError("each run is an id (integer) or a digest (string)")
+            return value
+
+        def validate_baseline(self, value: Any) -> int | str:
+            if not isinstance(value, int | str) or isinstance(value, bool):
+                raise serializers.ValidationError("the baseline is a run id (integer) or a digest (string)")
             return value
 
     @extend_schema(request=InputSerializer, responses={201: ComparisonOutputSerializer, 200: ComparisonOutputSerializer,
@@ -79,7 +87,10 @@ class ComparisonCollectionApi(APIView):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         runs = runs_by_reference(refs=data.validated_data.pop("runs"))
-        comparison, created = comparison_create(runs=runs, created_by=request.user, **data.validated_data)
+        ref = data.validated_data.pop("baseline", None)
+        baseline = _baseline(runs, ref) if ref is not None else None
+        comparison, created = comparison_create(runs=runs, created_by=request.user, baseline=baseline,
+                                                **data.validated_data)
         body = ComparisonOutputSerializer(comparison, context={"request": request}).data
         return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
                         headers={"Location": body["url"]})
@@ -91,6 +102,15 @@ class ComparisonCollectionApi(APIView):
         data = [{k: v for k, v in item.items() if k != "result"} for item in
                 ComparisonOutputSerializer(page, many=True, context={"request": request}).data]
         return paginator.get_paginated_response(data)
+
+
+def _baseline(runs: list[Submission], ref: int | str) -> Submission:
+    """The run the request names as baseline, by id or digest; a run outside the comparison is a 400."""
+    for run in runs:
+        if ref in (run.pk, run.digest):
+            return run
+    raise RegistryError("the baseline must be one of the compared runs", code="invalid-baseline", errors=[
+        {"pointer": "/baseline", "code": "invalid-baseline", "message": f"{ref!r} is not one of the runs compared"}])
 
 
 class ComparisonDetailApi(APIView):

@@ -49,24 +49,42 @@ def _check_usable(runs: Sequence[Submission]) -> None:
             for i, r in withdrawn])
 
 
+def _baseline_position(runs: Sequence[Submission], baseline: Submission | None) -> int | None:
+    if baseline is None:
+        return None
+    for i, run in enumerate(runs):
+        if run.pk == baseline.pk:
+            return i
+    raise RegistryError("the baseline must be one of the compared runs", code="invalid-baseline", errors=[
+        {"pointer": "/baseline", "code": "invalid-baseline",
+         "message": f"run {baseline.pk} is not among the runs compared ({', '.join(str(r.pk) for r in runs)})"}])
+
+
 def comparison_create(*, runs: Sequence[Submission], axis: str, created_by: AbstractBaseUser,
                       prices: Mapping[str, float] | None = None, currency: str = "USD",
-                      sizing: Mapping[str, Any] | None = None) -> tuple[Comparison, bool]:
+                      sizing: Mapping[str, Any] | None = None,
+                      baseline: Submission | None = None) -> tuple[Comparison, bool]:
     """Compare runs along `axis` and store the result. Returns (comparison, created).
 
-    Raises NotComparable (422) with every offending field when the contract refuses, RegistryError (400) for
-    unusable input. The same inputs give the same digest, so repeating a request returns the stored one.
+    `baseline` (one of `runs`) picks the baseline arm: the configuration every other is set against and the
+    conclusion is about (default: the first run's). Raises NotComparable (422) with every offending field
+    when the contract refuses, RegistryError (400) for unusable input. The same inputs give the same
+    digest, so repeating a request returns the stored one.
     """
     _check_usable(runs)
+    position = _baseline_position(runs, baseline)
     inputs = {"runs": [r.digest for r in runs], "axis": axis, "prices": dict(prices or {}),
               "currency": currency, "sizing": dict(sizing) if sizing else None}
+    if baseline is not None:
+        inputs["baseline"] = baseline.digest  # absent when not chosen: earlier comparisons keep their digest
     try:
         verdict = comparability.check([r.document for r in runs], axis)
         if not verdict.comparable:
             raise NotComparable(f"these runs do not answer the same question on the {axis} axis",
                                 errors=_refusal_errors(verdict))
         result = comparability.compare([r.document for r in runs], axis, prices=prices, sizing=sizing,
-                                       currency=currency)
+                                       currency=currency, baseline=position,
+                                       names=[f"run {r.pk}" for r in runs], digests=[r.digest for r in runs])
     except (comparability.ComparabilityError, ValueError) as exc:
         raise RegistryError(str(exc), code="invalid-comparison") from None
     canonical = protocol.canonicalize({"inputs": inputs, "result": result})

@@ -382,19 +382,23 @@ def _finite(value: Any) -> bool:
 
 def test_compare_returns_a_stored_result_that_names_its_methods() -> None:
     a = example(SERVER)
-    b = set_at(set_at(a, "/system/name", "lab-h100-02"), "/software/driver/version", "590.1")
+    b = set_at(set_at(set_at(a, "/system/name", "lab-h100-02"), "/software/driver/version", "590.1"),
+               "/system/accelerators/0/model", "H100 NVL")
     result = cmp.compare([a, b], "system", prices={"lab-h100-01": 4.0, "lab-h100-02": 3.0},
                          sizing={"target_load": 100, "load_unit": "requests/s",
                                  "latency_objectives": [{"metric": "ttft_ms", "percentile": "p99", "max_ms": 500}]})
     json.dumps(result, allow_nan=False)
     assert _finite(result)
     assert result["comparable"] and result["contract"]["version"] == "1.0" and result["axis"] == "system"
-    assert {"median", "tail_percentile", "bootstrap", "ratio", "distinguishable", "time_to_quality"} <= set(
+    assert {"estimate", "tail_percentile", "calibration", "ratio", "distinguishable", "time_to_quality"} <= set(
         result["methods"])
     assert [d["words"] for d in result["disclosures"]] == ["software.driver.version: 580.159.04 vs 590.1"]
     assert len(result["arms"]) == 2 and len(result["pairwise"]) == 1
     pair = result["pairwise"][0]
     assert pair["ratio"] == 1.0 and pair["distinguishable"] is None and pair["outcome"] == "unknown"
+    assert pair["verdict"] == "not-enough-evidence" and pair["statement"].startswith("Not enough evidence: ")
+    assert "H100 NVL delivers 1.00× H100 80GB HBM3's throughput (no interval)" in pair["statement"]
+    assert result["conclusion"]["outcome"] == "not-enough-evidence" and result["conclusion"]["focus"] == [0, 1]
     energy, cost = result["arms"][1]["derived"]
     assert energy["derived"] and energy["unit"] == "J/token" and cost["unit"] == "USD per million tokens"
     assert result["arms"][0]["sizing"]["replicas"] == 6
@@ -418,8 +422,10 @@ def test_repetitions_of_one_configuration_form_one_arm() -> None:
     b = set_at(set_at(a, "/metrics/throughput/value", 2500.0), "/provenance/started_at", "2026-11-21T12:00:00Z")
     result = cmp.compare([a, b])
     assert [arm["runs"] for arm in result["arms"]] == [[0, 1]] and result["pairwise"] == []
-    assert result["arms"][0]["estimate"]["value"] == 2530.0
-    assert "median of per-run headline values" in result["arms"][0]["estimate"]["method"]
+    assert result["arms"][0]["estimate"]["value"] == pytest.approx(math.sqrt(2560.0 * 2500.0), rel=1e-5)
+    assert "headline values of 2 runs" in result["arms"][0]["estimate"]["method"]
+    assert result["arms"][0]["estimate"]["evidence"].startswith("2 independent values (runs)")
+    assert result["conclusion"]["outcome"] == "single-configuration"
     assert any(c["code"] == "single-configuration" for c in result["caveats"])
 
 
@@ -430,3 +436,54 @@ def test_compare_on_the_precision_axis_shows_quality_beside_speed() -> None:
     assert result["comparable"] and [r["quality"]["value"] for r in result["runs"]] == [0.997, 0.981]
     assert result["arms"][1]["label"].startswith("precision.quantization.granularity")
     assert "precision.weights int8" in result["arms"][1]["label"]
+
+
+def test_arms_read_alike_only_when_they_are_alike_labels_name_what_differs() -> None:
+    a = example(SERVER)
+    b = set_at(a, "/system/host/cpu_model", "Intel Xeon 8480+")  # same accelerator, another host CPU
+    c = set_at(set_at(a, "/system/accelerators/0/count", 8), "/system/name", "lab-big")
+    result = cmp.compare([a, b, c])
+    labels = [arm["label"] for arm in result["arms"]]
+    assert labels == ["H100 80GB HBM3 (system.host.cpu_model AMD EPYC 9454 48-Core Processor)",
+                      "H100 80GB HBM3 (system.host.cpu_model Intel Xeon 8480+)", "8× H100 80GB HBM3"]
+    assert result["arms"][2]["configuration"]["system.accelerators[0].count"] == 8
+
+
+def test_a_cpu_system_is_labelled_by_its_cpu_model() -> None:
+    a = example(OFFLINE)
+    b = set_at(a, "/system/host/cpu_model", "AMD EPYC 9654")
+    labels = [arm["label"] for arm in cmp.compare([a, b])["arms"]]
+    assert labels == ["CPU Intel(R) Xeon(R) Platinum 8480+", "CPU AMD EPYC 9654"]
+
+
+def test_an_overloaded_or_invalid_run_makes_every_verdict_about_its_arm_inconclusive() -> None:
+    a = example(SERVER)
+    a["conditions"]["validity"] = {"valid": False, "checks": {"kept_up_with_arrivals": False}}
+    b = set_at(a, "/system/accelerators/0/model", "H200")
+    b["conditions"]["validity"] = {"valid": False, "checks": {"min_duration": False}}
+    result = cmp.compare([a, b], names=["run 7", "run 9"])
+    codes = [(r["code"], r["run"]) for r in result["conclusion"]["reasons"]]
+    assert codes == [("overloaded", 0), ("invalid", 1)]
+    assert result["conclusion"]["statement"].startswith("Inconclusive: run 7 (H100 80GB HBM3) was overloaded")
+    assert "run 9 (H200) failed its validity checks (min_duration)" in result["conclusion"]["statement"]
+
+
+def test_a_baseline_that_is_not_a_run_is_refused() -> None:
+    with pytest.raises(cmp.ComparabilityError, match="baseline"):
+        cmp.compare([example(SERVER), example(SERVER)], baseline=2)
+
+
+def test_fourteen_runs_of_three_accelerator_models_are_three_arms_not_one_per_machine_name() -> None:
+    runs = []
+    for i, model in enumerate(["H200"] * 6 + ["H100 80GB HBM3"] * 5 + ["MI300X"] * 3):
+        doc = set_at(set_at(example(SERVER), "/system/name", f"lab-{i:02d}"), "/system/accelerators/0/model", model)
+        runs.append(set_at(doc, "/metrics/throughput/value", {"H200": 1500.0, "MI300X": 1400.0}.get(model, 1240.0) + i))
+    result = cmp.compare(runs, baseline=6)  # the requester's baseline: an H100 run
+    assert [(a["label"], len(a["runs"])) for a in result["arms"]] == [("H200", 6), ("H100 80GB HBM3", 5),
+                                                                      ("MI300X", 3)]
+    assert [(p["subject"], p["baseline"]) for p in result["pairwise"]] == [(0, 1), (2, 1)]
+    conclusion = result["conclusion"]
+    assert conclusion["baseline"] == 1 and conclusion["focus"] == [1, 0]
+    assert conclusion["statement"].startswith("H200 delivers 1.20× H100 80GB HBM3's throughput (simultaneous 95% CI")
+    assert result["pairwise"][0]["simultaneous"] == {"comparisons": 2, "confidence": 0.95}
+    assert result["pairwise"][0]["confidence"] == 0.975

@@ -131,3 +131,50 @@ def test_an_integer_literal_no_double_holds_is_refused_with_its_pointer() -> Non
     with pytest.raises(protocol.Invalid) as refused:
         protocol.parse_json(b'{"a": [9007199254740993]}')
     assert (refused.value.errors[0].pointer, refused.value.errors[0].code) == ("/a/0", "integer-out-of-range")
+
+
+# ---------------------------------------------------------------------- a document agrees with itself
+
+def _with_latency_samples(document: dict, reps: list[list[float]], primary: str) -> dict:
+    import numpy as np
+
+    pooled = np.concatenate([np.asarray(r) for r in reps])
+    document["samples"] = {"latency_ms": {"unit": "ms", "repetitions": reps}}
+    document["metrics"]["latency_ms"].update(
+        count=int(pooled.size), method="nearest-rank", mean=float(pooled.mean()), min=float(pooled.min()),
+        max=float(pooled.max()), **{k: float(np.quantile(pooled, q, method="inverted_cdf"))
+                                    for k, q in (("p50", .5), ("p90", .9), ("p95", .95), ("p99", .99))})
+    document["metrics"]["primary"] = primary
+    return document
+
+
+def _codes(document: dict) -> dict[str, str]:
+    with pytest.raises(protocol.Invalid) as refused:
+        protocol.check(document)
+    return {e.pointer: e.message for e in refused.value.errors if e.code == "headline-disagrees-with-samples"}
+
+
+def test_a_tail_headline_that_follows_from_its_samples_by_the_declared_method_is_accepted(server_example) -> None:
+    reps = [[float(x) for x in range(1, 701)]] * 3
+    protocol.check(_with_latency_samples(server_example, reps, "latency_ms.p99"))
+
+
+def test_a_tail_headline_its_samples_contradict_is_refused_with_both_values(server_example) -> None:
+    document = _with_latency_samples(server_example, [[float(x) for x in range(1, 701)]] * 3, "latency_ms.p99")
+    document["metrics"]["latency_ms"]["p99"] = 640.0  # the samples give 693 by nearest rank
+    message = _codes(document)["/metrics/latency_ms/p99"]
+    assert "is 640 but the 2100 raw samples give 693 (p99 by the declared method 'nearest-rank'" in message
+
+
+def test_rounding_within_half_a_percent_is_not_a_disagreement(server_example) -> None:
+    document = _with_latency_samples(server_example, [[float(x) for x in range(1, 701)]] * 3, "latency_ms.p99")
+    document["metrics"]["latency_ms"]["p99"] = 694.0  # 693 rounded by hand: 0.14% off
+    protocol.check(document)
+
+
+def test_offline_throughput_must_follow_from_its_batch_times(server_example) -> None:
+    document = json.loads((EXAMPLES / "inference-offline-cpu-int8.json").read_text())
+    document["samples"] = {"latency_ms": {"unit": "ms", "repetitions": [[0.88] * 3788] * 3}}
+    protocol.check(document)  # 32 × 1000 ÷ 0.88 = 36,364: what the run reports
+    document["samples"]["latency_ms"]["repetitions"] = [[320.0] * 3788] * 3
+    assert "give 100 (batch_size 32" in _codes(document)["/metrics/throughput/value"]

@@ -83,3 +83,43 @@ def test_warm_up_is_capped_and_flagged_when_it_never_settles() -> None:
     warm = warm_up(_series(drifting), policy)  # type: ignore[arg-type]
     assert not warm.settled and warm.iterations == 3000
     assert warm.reasons(policy) and "capped" in warm.reasons(policy)[0]
+
+
+# ------------------------------------------------------------------- detection rates on seeded series
+# 200 series per case: a rate's standard error is at most 1.5 points (1.5 at 95%, 1.5 at 5%).
+SERIES = 200
+
+
+def _rate(make: object, n: int, seed: int) -> float:
+    rng = np.random.default_rng(seed)
+    verdicts = [stats.assess(make(rng, n)) for _ in range(SERIES)]  # type: ignore[operator]
+    return sum(not v.reached for v in verdicts) / SERIES
+
+
+def _slow_path(rng: np.random.Generator, n: int) -> np.ndarray:
+    # 20% of iterations, scattered at random, take 3× as long: a stationary but bimodal series.
+    return 10.0 * rng.lognormal(0.0, 0.2, n) * np.where(rng.random(n) < 0.2, 3.0, 1.0)
+
+
+def _stationary_noise(rng: np.random.Generator, n: int) -> np.ndarray:
+    return 10.0 * rng.lognormal(0.0, 0.2, n)
+
+
+@pytest.mark.parametrize("n", [200, 2000])
+def test_an_intermittent_slow_path_is_detected_in_at_least_95_percent_of_series_and_named(n: int) -> None:
+    assert _rate(_slow_path, n, seed=n) >= 0.95
+    verdict = stats.assess(_slow_path(np.random.default_rng(1), n))
+    assert any(r.startswith("slow path: ") and "of iterations took more than 2× the median" in r
+               for r in verdict.reasons), verdict.reasons
+
+
+@pytest.mark.parametrize("n", [200, 2000])
+def test_stationary_lognormal_noise_is_called_unsteady_in_at_most_5_percent_of_series(n: int) -> None:
+    assert _rate(_stationary_noise, n, seed=n + 1) <= 0.05
+
+
+def test_server_latency_queueing_tails_are_not_called_a_slow_path() -> None:
+    from runners.inference import SERVER_CRITERIA
+
+    queueing = np.random.default_rng(3).exponential(20.0, 3000)  # M/M/1-like: P(x > 2 × median) = 25%
+    assert not any(r.startswith("slow path") for r in stats.assess(queueing, SERVER_CRITERIA).reasons)

@@ -184,3 +184,16 @@ def test_an_unknown_api_path_is_a_problem_404(anonymous):
     response = anonymous.get("/api/v1/nothing-here")
     assert response.status_code == 404
     assert response.json()["code"] == "not-found"
+
+
+def test_a_headline_its_own_raw_samples_contradict_is_refused_with_both_values(api):
+    # The case: per-batch times give ~100 samples/s, the document claims 36,364.
+    document = json.loads((EXAMPLES / "inference-offline-cpu-int8.json").read_text())
+    document["samples"] = {"latency_ms": {"unit": "ms", "repetitions": [[320.0] * 3788] * 3}}
+    response = post_document(api, document)
+    assert response.status_code == 400 and response["Content-Type"] == "application/problem+json"
+    errors = {e["pointer"]: e for e in response.json()["errors"]}
+    problem = errors["/metrics/throughput/value"]
+    assert problem["code"] == "headline-disagrees-with-samples"
+    assert "36363.6 samples/s" in problem["message"] and "give 100 " in problem["message"]
+    assert Submission.objects.count() == 0

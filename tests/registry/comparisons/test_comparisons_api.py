@@ -17,11 +17,14 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def fleet(user, server_example, offline_example):
-    """Three comparable server runs on different systems, one int8 variant, one offline CPU run."""
+    """Three comparable server runs on different configurations, one int8 variant, one offline CPU run."""
     a, _ = submission_create(document=server_example, submitted_by=user)
-    b, _ = submission_create(document=variant(server_example, "lab-h200-02", 1500.0), submitted_by=user)
-    c, _ = submission_create(document=variant(server_example, "lab-mi300-01", 1400.0,
-                                               **{"software.driver.version": "999.1"}), submitted_by=user)
+    h200 = variant(server_example, "lab-h200-02", 1500.0)
+    h200["system"]["accelerators"][0]["model"] = "H200"
+    b, _ = submission_create(document=h200, submitted_by=user)
+    mi300 = variant(server_example, "lab-mi300-01", 1400.0, **{"software.driver.version": "999.1"})
+    mi300["system"]["accelerators"][0].update(vendor="AMD", model="MI300X")
+    c, _ = submission_create(document=mi300, submitted_by=user)
     int8 = variant(server_example, "lab-h100-09", 1600.0, **{"precision.weights": "int8"})
     int8["precision"]["quantization"] = {"method": "dynamic", "granularity": "per-channel", "library": "x"}
     d, _ = submission_create(document=int8, submitted_by=user)
@@ -62,6 +65,51 @@ def test_a_comparable_set_is_compared_with_intervals_ratios_and_disclosures(api,
     assert any(d["name"] == "cost_per_million_outputs" and d["derived"] for d in derived)
     assert body["run_ids"] == [fleet["a"].pk, fleet["b"].pk, fleet["c"].pk]
     assert AuditEntry.objects.filter(kind="comparison.created", subject=body["digest"]).exists()
+
+
+def test_the_requester_picks_the_baseline_and_the_summary_names_the_best_against_it(api, fleet):
+    runs = [fleet["a"].pk, fleet["b"].pk, fleet["c"].pk]
+    response = api.post("/api/v1/comparisons", {"runs": runs, "baseline": fleet["c"].digest}, format="json")
+    assert response.status_code == 201, response.content
+    result = response.json()["result"]
+    assert [a["label"] for a in result["arms"]] == ["H100 80GB HBM3", "H200", "MI300X"]
+    assert result["arms"][1]["configuration"]["system.accelerators[0].model"] == "H200"
+    assert "system.name" not in result["arms"][1]["configuration"]
+    assert {(p["subject"], p["baseline"]) for p in result["pairwise"]} == {(0, 2), (1, 2)}
+    conclusion = result["conclusion"]
+    assert conclusion["baseline"] == 2 and conclusion["focus"] == [2, 1]  # H200 is the fastest
+    assert conclusion["outcome"] == "not-enough-evidence"  # one summary-only run per arm
+    assert "H200 delivers 1.07× MI300X's throughput" in conclusion["statement"]
+    assert response.json()["inputs"]["baseline"] == fleet["c"].digest
+
+
+def test_a_baseline_outside_the_comparison_is_a_400_at_its_pointer(api, fleet):
+    response = api.post("/api/v1/comparisons", {"runs": [fleet["a"].pk, fleet["b"].pk],
+                                                "baseline": fleet["c"].pk}, format="json")
+    assert response.status_code == 400 and response["Content-Type"] == "application/problem+json"
+    assert [e["pointer"] for e in response.json()["errors"]] == ["/baseline"]
+
+
+def test_runs_of_one_configuration_on_differently_named_machines_are_one_arm(api, fleet, user, server_example):
+    twin, _ = submission_create(document=variant(server_example, "lab-h100-07", 1255.0), submitted_by=user)
+    response = api.post("/api/v1/comparisons", {"runs": [fleet["a"].pk, twin.pk, fleet["b"].pk]}, format="json")
+    arms = response.json()["result"]["arms"]
+    assert [a["runs"] for a in arms] == [[0, 1], [2]]
+
+
+def test_an_unsteady_arm_makes_the_verdict_inconclusive_with_the_reason_first(api, user, server_example):
+    runs = []
+    for name, model, value in (("lab-1", "H100", 1000.0), ("lab-2", "H200", 1500.0)):
+        doc = variant(server_example, name, value)
+        doc["system"]["accelerators"][0]["model"] = model
+        doc["conditions"]["steady_state"].update(reached=False, reasons=["block medians disagree"])
+        runs.append(submission_create(document=doc, submitted_by=user)[0])
+    result = api.post("/api/v1/comparisons", {"runs": [r.pk for r in runs]}, format="json").json()["result"]
+    conclusion = result["conclusion"]
+    assert conclusion["outcome"] == "inconclusive" and result["pairwise"][0]["verdict"] == "inconclusive"
+    assert conclusion["statement"].startswith(f"Inconclusive: run {runs[0].pk} (H100) never reached steady state "
+                                              "(block medians disagree)")
+    assert [(r["code"], r["run"], r["arm"]) for r in conclusion["reasons"]] == [("unsteady", 0, 0), ("unsteady", 1, 1)]
 
 
 def test_the_same_request_returns_the_stored_comparison(api, fleet):

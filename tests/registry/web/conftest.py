@@ -48,11 +48,15 @@ def browser_client(viewer: Any) -> Client:
 
 @pytest.fixture
 def fleet(submitter: Any, server_example: dict[str, Any], offline_example: dict[str, Any]) -> dict[str, Any]:
-    """Three comparable bf16 server runs (one with another driver), an int8 variant and an offline CPU run."""
+    """Three comparable bf16 server runs on three accelerators (one with another driver), an int8 variant and an
+    offline CPU run."""
     a, _ = submission_create(document=server_example, submitted_by=submitter)
-    b, _ = submission_create(document=variant(server_example, "lab-h200-02", 1500.0), submitted_by=submitter)
-    c, _ = submission_create(document=variant(server_example, "lab-mi300-01", 1400.0,
-                                              **{"software.driver.version": "999.1"}), submitted_by=submitter)
+    h200 = variant(server_example, "lab-h200-02", 1500.0)
+    h200["system"]["accelerators"][0]["model"] = "H200"
+    b, _ = submission_create(document=h200, submitted_by=submitter)
+    mi300 = variant(server_example, "lab-mi300-01", 1400.0, **{"software.driver.version": "999.1"})
+    mi300["system"]["accelerators"][0].update(vendor="AMD", model="MI300X")
+    c, _ = submission_create(document=mi300, submitted_by=submitter)
     int8 = variant(server_example, "lab-h100-09", 1600.0, **{"precision.weights": "int8"})
     int8["precision"]["quantization"] = {"method": "dynamic", "granularity": "per-channel", "library": "x"}
     d, _ = submission_create(document=int8, submitted_by=submitter)
