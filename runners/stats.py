@@ -2,8 +2,8 @@
 
 Percentiles are nearest-rank (numpy's `inverted_cdf`: the ceil(n*p)-th smallest sample). MLPerf LoadGen
 takes the sample at 0-based index floor(n*p) instead: the same sample unless n*p is whole, where LoadGen's
-is the next one up (docs/measurement.md, section 6). A tail percentile is omitted, never estimated, when the sample count is below the protocol's minimum
-(`protocol.rules.MIN_SAMPLES_FOR_PERCENTILE`).
+is the next one up (docs/measurement.md, section 6). A tail percentile is omitted, never estimated, when the
+sample count is below the protocol's minimum (`protocol.rules.MIN_SAMPLES_FOR_PERCENTILE`).
 
 The steady-state verdict follows Kalibera & Jones ("Rigorous benchmarking in reasonable time", 2013):
 look at the series in time order, not only at its summary. The series is cut into consecutive blocks;

@@ -91,6 +91,7 @@ def conclusion(result: Mapping[str, Any], run_ids: Sequence[int]) -> dict[str, A
         statement = (f"Inconclusive: {len(runs)} of the {len(run_ids)} runs ({', '.join(runs)}) carry a caveat "
                      "that blocks any verdict, so these numbers cannot settle the decision.")
     reasons += unseen
+    reasons = [r for r in reasons if r not in statement]  # a reason the statement already gives is said once
     return {"outcome": outcome, "statement": statement, "reasons": reasons, "tone": TONES.get(outcome, "none"),
             "baseline": stored.get("baseline"), "focus": list(stored.get("focus") or [])}
 

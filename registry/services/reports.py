@@ -140,9 +140,11 @@ def _priced(comparison: Comparison, prices: Mapping[str, float] | None, currency
     if (prices is None or dict(prices) == (inputs.get("prices") or {})) and wanted_currency == inputs.get("currency"):
         return comparison
     runs = report_runs(Report(comparison=comparison))
+    # The requester's baseline carries over to the re-priced comparison (absent: the first run's configuration).
+    baseline = next((r for r in runs if r.digest == inputs.get("baseline")), None)
     priced, _ = comparison_create(runs=runs, axis=comparison.axis, created_by=user, currency=wanted_currency,
                                   prices=dict(prices if prices is not None else inputs.get("prices") or {}),
-                                  sizing=inputs.get("sizing"))
+                                  sizing=inputs.get("sizing"), baseline=baseline)
     return priced
 
 

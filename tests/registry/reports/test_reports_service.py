@@ -159,3 +159,15 @@ def test_the_verify_command_says_valid_or_invalid(user, tmp_path, capsys):
         call_command("verify_report", str(pdf), "--json")
     assert exit_.value.code == 1
     assert json.loads(capsys.readouterr().out)["verdict"] == "INVALID"
+
+
+def test_a_repriced_report_keeps_the_requesters_baseline(user):
+    from registry.services.comparisons import comparison_create
+
+    report = make_report(user, 2)
+    runs = [m.submission for m in report.comparison.members.order_by("position")]
+    chosen, _ = comparison_create(runs=runs, axis="system", created_by=user, baseline=runs[1])
+    priced = report_request(comparison=chosen, title="t", decision="d", requested_by=user,
+                            prices={"lab-h100-01": 1.0, "lab-h200-02": 9.0})
+    assert priced.comparison.inputs["baseline"] == runs[1].digest
+    assert priced.comparison.result["conclusion"]["baseline"] == chosen.result["conclusion"]["baseline"]

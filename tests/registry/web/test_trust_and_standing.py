@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from rest_framework.test import APIClient
 
 from registry.models import Comparison
 from registry.services.comparisons import NotComparable, comparison_create
@@ -120,7 +121,9 @@ def test_a_report_on_a_comparison_whose_run_was_withdrawn_later_says_inconclusiv
     comparison, withdrawn = _withdrawn_later(submitter, admin_user, server_example)
     report = Report.objects.create(comparison=comparison, title="t", decision="d", requested_by=submitter,
                                    requested_by_name=submitter.username, created_at=comparison.created_at)
-    body = api.get(f"/api/v1/reports/{report.pk}").json()
+    requester = APIClient()  # a report is its requester's (and admins'): registry.policy
+    requester.force_authenticate(submitter)
+    body = requester.get(f"/api/v1/reports/{report.pk}").json()
     assert body["conclusion"]["outcome"] == "inconclusive"
     assert body["conclusion"]["reasons"][0]["run_id"] == withdrawn.pk
 
