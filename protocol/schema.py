@@ -20,7 +20,8 @@ SUBMISSION_SCHEMA_FILE = SCHEMA_DIR / "submission.v1.schema.json"
 @cache
 def submission_schema() -> dict[str, Any]:
     """The submission schema as loaded from its data file (read once per process)."""
-    return json.loads(SUBMISSION_SCHEMA_FILE.read_text())
+    schema: dict[str, Any] = json.loads(SUBMISSION_SCHEMA_FILE.read_text())
+    return schema
 
 
 @cache
@@ -48,7 +49,8 @@ def _json_type(value: Any) -> str:
         return "boolean"
     if isinstance(value, int | float):
         return "number"
-    return {str: "string", list: "array", dict: "object"}.get(type(value), type(value).__name__)
+    names: dict[type, str] = {str: "string", list: "array", dict: "object"}
+    return names.get(type(value), type(value).__name__)
 
 
 def _translate(err: ValidationError) -> Iterator[Error]:

@@ -23,6 +23,11 @@ SERVING_SCENARIOS = frozenset({"server", "interactive"})
 RATE_PREFERENCE = ("goodput", "request_rate", "throughput", "tokens_per_second")
 
 
+class SizingError(ValueError):
+    """A sizing request that cannot be answered as asked (unknown objective, non-positive load): the caller's
+    error, said in words. Any other exception from this module is a bug."""
+
+
 @dataclass(frozen=True)
 class Derived:
     """A number computed from measured ones. `value` is None when it cannot be derived; `reason` says why."""
@@ -53,9 +58,9 @@ class LatencyObjective:
     def from_dict(cls, data: Mapping[str, Any]) -> LatencyObjective:
         obj = cls(str(data["metric"]), str(data.get("percentile", "p99")), float(data["max_ms"]))
         if obj.metric not in rules.DISTRIBUTION_METRICS or obj.percentile not in rules.PERCENTILES:
-            raise ValueError(f"unknown latency objective {obj.metric}.{obj.percentile}")
+            raise SizingError(f"unknown latency objective {obj.metric}.{obj.percentile}")
         if not math.isfinite(obj.max_ms) or obj.max_ms <= 0:
-            raise ValueError("a latency objective needs a positive max_ms")
+            raise SizingError("a latency objective needs a positive max_ms")
         return obj
 
     def words(self) -> str:
@@ -190,7 +195,7 @@ def replicas_needed(doc: Mapping[str, Any], target_load: float, load_unit: str,
     latency was above an objective, when no measured rate is in `load_unit`, or for training runs.
     """
     if not math.isfinite(target_load) or target_load <= 0 or not math.isfinite(headroom) or headroom < 0:
-        raise ValueError("target_load must be positive and headroom non-negative")
+        raise SizingError("target_load must be positive and headroom non-negative")
     objectives = _objectives(latency_objective)
     words = tuple(o.words() for o in objectives)
     assumption = (f"each replica is {system_words(doc)} exactly as tested; capacity scales linearly with "

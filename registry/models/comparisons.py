@@ -16,6 +16,9 @@ class Comparison(AppendOnlyModel):
     """
 
     digest = models.CharField(max_length=71, unique=True)
+    # Digest of the request (inputs, contract version, statistical methods): a repeated request is a lookup.
+    # "" on comparisons stored before it existed, which were computed with earlier methods and so never match.
+    request_key = models.CharField(max_length=71, db_index=True, default="")
     axis = models.CharField(max_length=20)
     inputs = models.JSONField(help_text="run digests, axis, prices and sizing as the user gave them")
     result = models.JSONField()

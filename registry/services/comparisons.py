@@ -10,7 +10,8 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 import protocol
-from protocol import comparability
+from protocol import comparability, statistics
+from protocol.sizing import SizingError
 from registry.choices import AuditKind, Trust
 from registry.exceptions import RegistryError
 from registry.models import Comparison, ComparisonRun, Submission
@@ -60,6 +61,13 @@ def _baseline_position(runs: Sequence[Submission], baseline: Submission | None) 
          "message": f"run {baseline.pk} is not among the runs compared ({', '.join(str(r.pk) for r in runs)})"}])
 
 
+def _request_key(inputs: Mapping[str, Any]) -> str:
+    """What makes two comparison requests the same question with the same answer: the inputs, the contract
+    version and the statistical methods in force (their words change whenever a method does)."""
+    return protocol.digest({"inputs": dict(inputs), "contract": comparability.contract().version,
+                            "methods": statistics.METHODS})
+
+
 def comparison_create(*, runs: Sequence[Submission], axis: str, created_by: AbstractBaseUser,
                       prices: Mapping[str, float] | None = None, currency: str = "USD",
                       sizing: Mapping[str, Any] | None = None,
@@ -77,6 +85,10 @@ def comparison_create(*, runs: Sequence[Submission], axis: str, created_by: Abst
               "currency": currency, "sizing": dict(sizing) if sizing else None}
     if baseline is not None:
         inputs["baseline"] = baseline.digest  # absent when not chosen: earlier comparisons keep their digest
+    request_key = _request_key(inputs)
+    known = Comparison.objects.filter(request_key=request_key).order_by("id").first()
+    if known is not None:  # the same question asked again costs a lookup, not a recomputation
+        return known, False
     try:
         verdict = comparability.check([r.document for r in runs], axis)
         if not verdict.comparable:
@@ -85,7 +97,9 @@ def comparison_create(*, runs: Sequence[Submission], axis: str, created_by: Abst
         result = comparability.compare([r.document for r in runs], axis, prices=prices, sizing=sizing,
                                        currency=currency, baseline=position,
                                        names=[f"run {r.pk}" for r in runs], digests=[r.digest for r in runs])
-    except (comparability.ComparabilityError, ValueError) as exc:
+    except (comparability.ComparabilityError, SizingError) as exc:
+        # Only what the caller asked wrongly is a 400. Anything else raised inside the statistics is a bug:
+        # it propagates, is logged with its trace and answers 500, never blaming the input.
         raise RegistryError(str(exc), code="invalid-comparison") from None
     canonical = protocol.canonicalize({"inputs": inputs, "result": result})
     digest = protocol.digest_of(canonical)
@@ -93,7 +107,7 @@ def comparison_create(*, runs: Sequence[Submission], axis: str, created_by: Abst
     if existing is not None:
         return existing, False
     try:
-        return _store(runs, axis, inputs, result, canonical.decode(), digest, created_by), True
+        return _store(runs, axis, inputs, result, canonical.decode(), digest, request_key, created_by), True
     except IntegrityError:
         existing = Comparison.objects.filter(digest=digest).first()
         if existing is None:
@@ -103,8 +117,9 @@ def comparison_create(*, runs: Sequence[Submission], axis: str, created_by: Abst
 
 @transaction.atomic
 def _store(runs: Sequence[Submission], axis: str, inputs: dict[str, Any], result: dict[str, Any], canonical: str,
-           digest: str, created_by: AbstractBaseUser) -> Comparison:
-    comparison = Comparison.objects.create(digest=digest, axis=axis, inputs=inputs, result=result,
+           digest: str, request_key: str, created_by: AbstractBaseUser) -> Comparison:
+    comparison = Comparison.objects.create(digest=digest, request_key=request_key, axis=axis, inputs=inputs,
+                                           result=result,
                                            canonical=canonical, created_by=created_by,
                                            created_by_name=created_by.get_username(), created_at=timezone.now())
     ComparisonRun.objects.bulk_create(

@@ -159,3 +159,43 @@ def test_the_protocol_endpoint_serves_schema_and_contract(anonymous):
     body = anonymous.get("/api/v1/protocol").json()
     assert body["protocol"] == "benchreg.submission/1.0"
     assert body["contract"]["version"] and body["schema"]["$id"]
+
+
+def test_a_repeated_request_is_a_lookup_not_a_recomputation(api, fleet, monkeypatch):
+    body = {"runs": [fleet["a"].pk, fleet["b"].pk], "axis": "system", "prices": {"lab-h100-01": 3.0}}
+    first = api.post("/api/v1/comparisons", body, format="json")
+    assert first.status_code == 201
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("the statistics ran again for a question already answered")
+
+    monkeypatch.setattr("protocol.comparability.compare", must_not_run)
+    again = api.post("/api/v1/comparisons", body, format="json")
+    assert again.status_code == 200 and again.json()["id"] == first.json()["id"]
+    with pytest.raises(AssertionError, match="ran again"):  # a new question (other prices) does compute
+        api.post("/api/v1/comparisons", {**body, "prices": {"lab-h100-01": 4.0}}, format="json")
+
+
+def test_a_bug_inside_the_statistics_is_a_logged_500_not_a_400_that_blames_the_input(token, fleet, monkeypatch,
+                                                                                      caplog):
+    from rest_framework.test import APIClient
+
+    def broken(*args, **kwargs):
+        raise ValueError("operands could not be broadcast together")  # what a numpy bug looks like
+
+    monkeypatch.setattr("protocol.comparability.compare", broken)
+    client = APIClient(raise_request_exception=False)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
+    response = client.post("/api/v1/comparisons", {"runs": [fleet["a"].pk, fleet["b"].pk]}, format="json")
+    assert response.status_code == 500
+    assert "broadcast" not in response.content.decode()  # no internals shown
+    assert any("broadcast" in (r.exc_text or "") or "broadcast" in r.getMessage() for r in caplog.records)
+    assert not Comparison.objects.exists()
+
+
+def test_an_impossible_sizing_request_is_still_the_callers_400(api, fleet):
+    response = api.post("/api/v1/comparisons", {"runs": [fleet["a"].pk, fleet["b"].pk], "axis": "system",
+                                                "sizing": {"target_load": -5, "load_unit": "requests/s"}},
+                        format="json")
+    assert response.status_code == 400, response.content
+    assert "target_load" in response.json()["detail"] + json.dumps(response.json().get("errors"))
