@@ -458,8 +458,19 @@ def _base_label(doc: Mapping[str, Any], axis: str, config: Mapping[str, Any], di
         what = ", ".join(accels) or (f"CPU {cpu}" if cpu else "host CPU (model not stated)")
         nodes = system.get("nodes")
         return what + (f", {nodes} nodes" if isinstance(nodes, int) and nodes > 1 else "")
-    parts = [f"{f} {display(config.get(f))}" for f in differing[:4]]
+    parts = [_setting_words(f, config.get(f)) for f in differing[:4]]
     return ", ".join(parts) + (", …" if len(differing) > 4 else "") or f"{axis} as tested"
+
+
+def _setting_words(name: str, value: Any) -> str:
+    """A label's words for one field: 'torch 2.13.0' for a framework, 'torch.num_threads=2' for a setting,
+    'weights=int8' for a precision field: the field's last name, not its whole path."""
+    parent, _, last = name.rpartition(".")
+    if name.endswith('"]'):  # software.settings["torch.num_threads"]
+        parent, _, last = name[:-2].rpartition('["')
+    if parent.endswith("frameworks"):
+        return f"{last} {display(value)}"
+    return f"{last}={display(value)}"
 
 
 def _labels(docs: Sequence[Mapping[str, Any]], axis: str, configs: Sequence[dict[str, Any]]) -> list[str]:
@@ -474,7 +485,7 @@ def _labels(docs: Sequence[Mapping[str, Any]], axis: str, configs: Sequence[dict
             continue
         local = [n for n in differing if not _same([configs[i].get(n) for i in clash])]
         for i in clash:
-            labels[i] = f"{label} ({', '.join(f'{n} {display(configs[i].get(n))}' for n in local[:3])})"
+            labels[i] = f"{label} ({', '.join(_setting_words(n, configs[i].get(n)) for n in local[:3])})"
     for label in set(labels):  # still equal (more than 3 fields differ): number them, never merge them
         clash = [i for i, x in enumerate(labels) if x == label]
         for n, i in enumerate(clash[1:] if len(clash) > 1 else [], start=2):

@@ -10,12 +10,6 @@ class Scope(models.TextChoices):
     ADMIN = "admin", "administer: enrolment, agents, withdrawals, any job (admins only)"
 
 
-class SubmissionSource(models.TextChoices):
-    RUNNER = "runner", "bundled runner"
-    MANUAL = "manual", "manual"
-    IMPORT = "import", "import"
-
-
 class Trust(models.TextChoices):
     """How far the registry itself stands behind a run: set by the path the run came in, never read from it."""
 

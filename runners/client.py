@@ -90,11 +90,6 @@ class RegistryClient:
     def submit_file(self, path: Path) -> SubmitOutcome:
         return self.submit_bytes(path.read_bytes())
 
-    def get_json(self, path: str, **params: Any) -> Any:
-        response = self.request("GET", path, params=params)
-        response.raise_for_status()
-        return response.json()
-
 
 def _outcome(response: httpx.Response) -> SubmitOutcome:
     try:

@@ -30,10 +30,6 @@ class EnrolmentToken(models.Model):
     def __str__(self) -> str:
         return f"enrolment {self.prefix}… ({'used' if self.used_at else 'unused'})"
 
-    @property
-    def is_usable(self) -> bool:
-        return self.used_at is None and self.expires_at > timezone.now()
-
 
 class Agent(models.Model):
     """One enrolled lab machine: consumes its own Celery queue and acts through its own API token.

@@ -18,7 +18,7 @@ from django.db import connection
 from django.db.models import QuerySet, Subquery
 
 from protocol.transparency import MerkleTree
-from registry.exceptions import NotFound, RegistryError
+from registry.exceptions import RegistryError
 from registry.models import AuditEntry, AuditHead, Checkpoint
 
 LEAF_CHUNK = 20_000  # rows per fetch when streaming leaf hashes
@@ -82,13 +82,6 @@ def audit_entry_list(*, kind: str | None = None, subject: str | None = None) -> 
     if subject:
         entries = entries.filter(subject=subject)
     return entries
-
-
-def audit_entry_get(*, seq: int) -> AuditEntry:
-    entry = AuditEntry.objects.filter(seq=seq).first()
-    if entry is None:
-        raise NotFound(f"no audit entry {seq}")
-    return entry
 
 
 def checkpoint_latest() -> Checkpoint | None:

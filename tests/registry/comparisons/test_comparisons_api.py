@@ -187,7 +187,7 @@ def test_a_bug_inside_the_statistics_is_a_logged_500_not_a_400_that_blames_the_i
     client = APIClient(raise_request_exception=False)
     client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
     response = client.post("/api/v1/comparisons", {"runs": [fleet["a"].pk, fleet["b"].pk]}, format="json")
-    assert response.status_code == 500
+    assert response.status_code == 500 and response["Content-Type"].startswith("application/problem+json")
     assert "broadcast" not in response.content.decode()  # no internals shown
     assert any("broadcast" in (r.exc_text or "") or "broadcast" in r.getMessage() for r in caplog.records)
     assert not Comparison.objects.exists()
