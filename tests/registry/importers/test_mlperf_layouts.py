@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from protocol import comparability
 from registry.importers import mlperf, mlperf_training
 
 SYSTEM = "tiny-sut"
@@ -136,6 +137,12 @@ def test_single_stream_headline_is_the_early_stopping_estimate(tmp_path):
     assert metrics["latency_estimate_ms"] == {"value": 0.812345, "unit": "ms", "percentile": "p90",
                                               "method": "loadgen-early-stopping", "count": 1000}
     assert metrics["latency_ms"]["p90"] == 0.8  # the observed percentile is kept beside it
+
+    # ...and the estimate never compares with an observed percentile: the headline's definition is controlled
+    observed = json.loads(json.dumps(item.document))
+    observed["metrics"]["primary"] = "latency_ms.p90"
+    verdict = comparability.check([item.document, observed], "system")
+    assert not verdict.comparable and any(r.pointer == "/metrics/primary" for r in verdict.refusals)
 
 
 def test_multi_stream_is_judged_per_query_with_its_early_stopping_p99(tmp_path):
