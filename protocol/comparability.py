@@ -509,17 +509,37 @@ def blocking_reasons(doc: Mapping[str, Any], run: int, arm: int, name: str) -> l
     if steady.get("reached") is False:
         why = "; ".join(steady.get("reasons") or []) or "no reason given"
         out.append({"code": "unsteady", "message": f"{name} never reached steady state ({why})", "run": run,
-                    "arm": arm})
+                    "arm": arm, "name": name})
     validity = cond.get("validity") or {}
     failed = [k for k, ok in (validity.get("checks") or {}).items() if ok is False]
     if "kept_up_with_arrivals" in failed:
         out.append({"code": "overloaded", "message": f"{name} was overloaded: it completed fewer requests than "
-                    "arrived, so its latencies measure a growing queue", "run": run, "arm": arm})
+                    "arrived, so its latencies measure a growing queue", "run": run, "arm": arm, "name": name})
     other = [k for k in failed if k != "kept_up_with_arrivals"]
     if validity.get("valid") is False and (other or not failed):
         out.append({"code": "invalid", "message": f"{name} failed its validity checks"
-                    + (f" ({', '.join(other)})" if other else ""), "run": run, "arm": arm})
+                    + (f" ({', '.join(other)})" if other else ""), "run": run, "arm": arm, "name": name})
     return out
+
+
+BLOCKER_WORDS = {"unsteady": "never reached steady state", "overloaded": "was overloaded",
+                 "invalid": "failed its validity checks"}
+
+
+def blockers_in_brief(reasons: Sequence[Mapping[str, Any]]) -> str:
+    """'run 5 and run 8 never reached steady state; run 3 was overloaded': which runs block a verdict and how, in
+    one clause for the statement. The full reasons (why each run was unsteady) stay in `reasons`."""
+    by_code: dict[str, list[str]] = {}
+    for reason in reasons:
+        who = str(reason.get("name") or f"run {reason.get('run')}").split(" (")[0]
+        names = by_code.setdefault(str(reason.get("code")), [])
+        if who not in names:
+            names.append(who)
+    parts = []
+    for code, names in by_code.items():
+        who = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        parts.append(f"{who} {BLOCKER_WORDS.get(code, code)}")
+    return "; ".join(parts)
 
 
 def _num(value: float | None) -> str:
@@ -558,7 +578,7 @@ def _pair(j: int, b: int, arms: Sequence[dict[str, Any]], estimates: Sequence[st
     blockers = arms[j]["reasons"] + arms[b]["reasons"]
     if blockers:
         verdict = "inconclusive"
-        statement = f"Inconclusive: {'; '.join(x['message'] for x in blockers)}. Taken at face value, {words}"
+        statement = f"Inconclusive: {blockers_in_brief(blockers)}. Taken at face value, {words}"
     elif r.evidence is not None:
         verdict = "not-enough-evidence"
         why = "; ".join(f"{a['label']}: {e.evidence}" for a, e in ((arms[j], est), (arms[b], estimates[b]))
@@ -687,7 +707,7 @@ def _conclusion(arms: Sequence[dict[str, Any]], estimates: Sequence[st.Estimate]
                  f"{_num(est.value)} {est.unit or ''}{ci}; there is nothing to compare it against")
         if reasons:
             return {"outcome": "inconclusive", "statement": f"Inconclusive: "
-                    f"{'; '.join(x['message'] for x in reasons)}. Taken at face value, {words}",
+                    f"{blockers_in_brief(reasons)}. Taken at face value, {words}",
                     "reasons": reasons, "baseline": 0, "focus": [0]}
         return {"outcome": "single-configuration", "statement": words[0].upper() + words[1:], "reasons": [],
                 "baseline": 0, "focus": [0]}
@@ -697,8 +717,8 @@ def _conclusion(arms: Sequence[dict[str, Any]], estimates: Sequence[st.Estimate]
     pair = next(p for p in pairwise if p["subject"] == best)
     common = {"baseline": base, "focus": [base, best]}
     if reasons:
-        messages = "; ".join(x["message"] for x in reasons)
-        return {"outcome": "inconclusive", "statement": f"Inconclusive: {messages}. Taken at face value, "
+        return {"outcome": "inconclusive", "statement": f"Inconclusive: {blockers_in_brief(reasons)}. "
+                "Taken at face value, "
                 f"{pair['face_value']}", "reasons": reasons, **common}
     why = [{"code": "not-enough-evidence", "message": pair["statement"].split(". Taken at face value", 1)[0]
             .removeprefix("Not enough evidence: "), "run": None, "arm": None}]

@@ -107,8 +107,10 @@ def test_an_unsteady_arm_makes_the_verdict_inconclusive_with_the_reason_first(ap
     result = api.post("/api/v1/comparisons", {"runs": [r.pk for r in runs]}, format="json").json()["result"]
     conclusion = result["conclusion"]
     assert conclusion["outcome"] == "inconclusive" and result["pairwise"][0]["verdict"] == "inconclusive"
-    assert conclusion["statement"].startswith(f"Inconclusive: run {runs[0].pk} (H100) never reached steady state "
-                                              "(block medians disagree)")
+    assert conclusion["statement"].startswith(f"Inconclusive: run {runs[0].pk} and run {runs[1].pk} never reached "
+                                              "steady state. Taken at face value,")
+    assert conclusion["reasons"][0]["message"] == f"run {runs[0].pk} (H100) never reached steady state (block " \
+        "medians disagree)"  # the why, per run, beside the statement
     assert [(r["code"], r["run"], r["arm"]) for r in conclusion["reasons"]] == [("unsteady", 0, 0), ("unsteady", 1, 1)]
 
 

@@ -147,7 +147,7 @@ def test_a_report_never_rests_on_an_example_run_however_its_comparison_was_store
     other, _ = submission_create(document=variant(server_example, "lab-h200-02", 1500.0), submitted_by=submitter)
     # Stored the way a comparison from before trust levels existed could be: past the service's own refusal.
     stored = service._store([example, other], "system", {"runs": [example.digest, other.digest]},
-                            {"comparable": True}, "{}", "sha256:" + "0" * 64, submitter)
+                            {"comparable": True}, "{}", "sha256:" + "0" * 64, "", submitter)
     with pytest.raises(RegistryError) as refused:
         report_request(comparison=stored, title="t", decision="d", requested_by=submitter)
     assert refused.value.code == "example-run" and refused.value.status == 422
