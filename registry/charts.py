@@ -126,13 +126,12 @@ def latency_distribution_chart(document: Mapping[str, Any], label: str | None = 
                 continue
             x = values[min(len(values) - 1, math.ceil(q * len(values)) - 1)]
             ax.axvline(x, color=colour, linewidth=1.2, zorder=3, label=f"{name} = {_fmt(x)} {unit}")
-        ax.set_xlabel(f"{words} ({unit})")
+        # Why p99 is missing goes under the axis label (the legend holds the top right corner).
+        missing = ("" if percentile_allowed("p99", len(values)) else
+                   f"\np99 not marked: {len(values):,} samples, fewer than the {_min_samples('p99'):,} it needs")
+        ax.set_xlabel(f"{words} ({unit}){missing}")
         ax.set_ylabel("requests (count)" if "request" in words else "observations (count)")
         _title(ax, f"Distribution of {words}: {label or _system(document)}, {len(values):,} samples")
-        if not percentile_allowed("p99", len(values)):
-            ax.annotate(f"p99 not marked: {len(values):,} samples, fewer than the "
-                        f"{_min_samples('p99'):,} it needs", (1.0, 1.0), xycoords="axes fraction", ha="right",
-                        va="top", fontsize=7.5, color="#555555")
         if ax.get_legend_handles_labels()[0]:
             ax.legend(loc="upper right")
         return _svg(fig, "distribution", [metric, len(values), values[0], values[-1], _system(document), label])
@@ -310,7 +309,9 @@ def _svg(fig: Figure, kind: str, data: Any) -> str:
     if not fig.get_tight_layout() and not fig.get_constrained_layout():
         fig.tight_layout()
     buffer = io.StringIO()
-    FigureCanvasSVG(fig).print_svg(buffer, metadata={"Date": None, "Creator": None})
+    # bbox_inches="tight": a legend placed below its axes (outside them) is saved whole, never cut at the edge.
+    FigureCanvasSVG(fig).print_figure(buffer, format="svg", bbox_inches="tight", pad_inches=0.05,
+                                      metadata={"Date": None, "Creator": None})
     text = buffer.getvalue()
     text = text[text.index("<svg"):]  # drop the XML declaration and DOCTYPE: inline HTML has neither
     text = re.sub(r"<!--.*?-->", "", text, flags=re.S)  # matplotlib's comments repeat label text; not needed
