@@ -3,13 +3,15 @@
 Layout (kind "benchreg.report-evidence/1"), serialised as RFC 8785 canonical JSON so its digest is reproducible:
 
     report      id, title, decision, prices, currency, requested_by, requested_at
-    registry    log origin, the checkpoint verifier key (C2SP), the report certificate bundle (PEM) and fingerprint
-    checkpoint  the signed note (C2SP checkpoint) the proofs are against, with its size and root (hex)
+    registry    log origin, the verifier key that signed the checkpoint and the log's current one (C2SP; they
+                differ after a key rotation), the report certificate bundle (PEM) and its SHA-256 fingerprint
+    checkpoint  the signed note (C2SP checkpoint) the proofs are against: note text, size, root hash (hex),
+                origin and the time it was signed
     comparison  id, digest, and `canonical`: the exact RFC 8785 text of {"inputs", "result"} that hashes to digest
     contract    the comparability contract document and its digest
     runs        in the comparison's order: id, digest, `canonical` (the exact text that hashes to digest),
                 submitter, submitted_by, submitted_at, agent, trust (how the run came in: vouched, declared,
-                imported), and `audit`: the run's "run.submitted" entry text, its seq (leaf index), leaf hash, and
+                imported; never example), and `audit`: the run's "run.submitted" entry text, its seq (leaf index), leaf hash, and
                 the RFC 9162 inclusion proof in the checkpoint's tree
 
 Texts that are hashed travel as strings, never re-serialised, so anyone can hash them again byte for byte.
