@@ -11,8 +11,8 @@ Layout (kind "benchreg.report-evidence/1"), serialised as RFC 8785 canonical JSO
     contract    the comparability contract document and its digest
     runs        in the comparison's order: id, digest, `canonical` (the exact text that hashes to digest),
                 submitter, submitted_by, submitted_at, agent, trust (how the run came in: vouched, declared,
-                imported; never example), and `audit`: the run's "run.submitted" entry text, its seq (leaf index), leaf hash, and
-                the RFC 9162 inclusion proof in the checkpoint's tree
+                imported; never example), and `audit`: the run's "run.submitted" entry text, its seq (leaf
+                index), leaf hash, and the RFC 9162 inclusion proof in the checkpoint's tree
 
 Texts that are hashed travel as strings, never re-serialised, so anyone can hash them again byte for byte.
 """
