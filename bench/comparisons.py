@@ -59,6 +59,11 @@ COLUMNS = (
     "submitted_by_name",
     "submitted_at",
     "software_summary",
+    "trust",
+    "origin_round",
+    "origin_division",
+    "origin_category",
+    "origin_availability",
 )
 
 
@@ -160,6 +165,11 @@ def _fill(url: str, start: int, stop: int, user_id: int) -> None:
                         "bench",
                         "2026-01-01T00:00:00Z",
                         "torch 2.13.0",
+                        "declared",
+                        "",
+                        "",
+                        "",
+                        "",
                     )
                 )
         conn.commit()
@@ -215,7 +225,8 @@ def main() -> None:
         from registry.services.tokens import token_create
 
         user = get_user_model().objects.create_user("bench")
-        client = Client(HTTP_AUTHORIZATION=f"Token {token_create(user=user, name='b', scopes='submit,read')[1]}")
+        token = token_create(user=user, name="b", scopes="submit,read")[1]
+        client = Client(SERVER_NAME="localhost", HTTP_AUTHORIZATION=f"Token {token}")  # testserver is for tests
         runs = _real_runs(user, args.documents)
         compare_body = {"runs": [r.pk for r in runs], "axis": "system"}
 

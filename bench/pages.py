@@ -139,7 +139,7 @@ def time_pages(user: Any, pages: dict[str, str], repeats: int, *, cold: bool) ->
     from django.core.cache import cache
     from django.test import Client
 
-    client = Client()
+    client = Client(SERVER_NAME="localhost")  # a host the settings allow (testserver is for tests only)
     client.force_login(user)
     out: dict[str, list[float]] = {}
     for name, url in pages.items():
