@@ -35,6 +35,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 LAST: dict[str, bytes] = {}  # the last report rendered, for --keep and the verify timing
 SYSTEMS = ("bench-h100", "bench-h200", "bench-mi300", "bench-gaudi3", "bench-l40s")
+# Each system its own accelerator: arms are configurations, so five models make a five-arm report.
+ACCELERATORS = (("NVIDIA", "H100 80GB HBM3"), ("NVIDIA", "H200 141GB HBM3e"), ("AMD", "Instinct MI300X"),
+                ("Intel", "Gaudi 3"), ("NVIDIA", "L40S"))
 
 
 def _setup() -> None:
@@ -51,12 +54,15 @@ def _setup() -> None:
 
 
 def _document(base: dict, i: int) -> dict:
-    """Run i: one of five systems (repetitions beyond five), with raw TTFT and throughput samples."""
+    """Run i: one of five systems, each with its own accelerator (repetitions beyond five), with raw TTFT and
+    throughput samples."""
     doc = copy.deepcopy(base)
     system = SYSTEMS[i % len(SYSTEMS)]
     rng = random.Random(i)
     speed = 1.0 + 0.15 * (i % len(SYSTEMS)) + 0.002 * i
     doc["system"]["name"] = system
+    vendor, model = ACCELERATORS[i % len(SYSTEMS)]
+    doc["system"]["accelerators"][0].update(vendor=vendor, model=model)
     doc["metrics"]["throughput"]["value"] = round(1260.8 * speed, 2)
     ttft = [round(rng.lognormvariate(4.1, 0.25) / speed, 3) for _ in range(720)]
     doc["samples"] = {"ttft_ms": {"unit": "ms", "repetitions": [ttft[k::3] for k in range(3)]},

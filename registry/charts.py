@@ -93,7 +93,8 @@ def latency_percentiles_chart(runs: Sequence[Mapping[str, Any]], result: Mapping
     per = "configuration" if result is not None else "run"
     with rc_context(STYLE):
         heights = [len(rows) * (1 + max(0, max(lab.count("\n") for lab, _ in rows))) for _ in metrics]
-        fig = Figure(figsize=(WIDTH_IN, 1.0 + 0.3 * sum(heights) + 0.6 * len(metrics)))
+        # Per panel: its rows, plus a title, tick labels and an axis label (about 1.3 in), or they overlap.
+        fig = Figure(figsize=(WIDTH_IN, 0.4 + sum(0.3 * h + 1.3 for h in heights)))
         axes = fig.subplots(len(metrics), 1, squeeze=False)[:, 0]
         for ax, metric in zip(axes, metrics, strict=True):
             shown = _percentile_panel(ax, rows, metric, runs, per)
