@@ -23,6 +23,7 @@ from typing import Any
 from . import sizing as capacity
 from . import statistics as st
 from .canonical import canonicalize, digest
+from .errors import value_at
 from .rules import DISTRIBUTION_METRICS
 from .schema import SCHEMA_DIR
 
@@ -368,17 +369,10 @@ def _differences(per_doc: Sequence[Mapping[Path, tuple[Group | None, Any]]], rol
     return tuple(out)
 
 
-def _lookup(doc: Mapping[str, Any], pointer: str) -> Any:
-    value: Any = doc
-    for part in _split(pointer):
-        value = value.get(part) if isinstance(value, dict) else None
-    return value
-
-
 def _requirement_failures(docs: Sequence[Mapping[str, Any]], axis: str) -> tuple[FieldDifference, ...]:
     out = []
     for req in contract().requirements_for(axis):
-        values = [_lookup(d, req.pointer) for d in docs]
+        values = [value_at(d, req.pointer) for d in docs]
         if all(v is not None for v in values):
             continue
         shown = tuple(display(v) if v is not None else "missing" for v in values)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, order=True)
@@ -28,3 +30,11 @@ class Invalid(Exception):
 def pointer(parts: tuple[str | int, ...] | list[str | int]) -> str:
     """Build a JSON pointer from path parts, escaping '~' and '/' as RFC 6901 requires."""
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def value_at(document: Mapping[str, Any], at: str) -> Any:
+    """The value an RFC 6901 JSON pointer names in `document` (objects only), or None where there is none."""
+    value: Any = document
+    for part in at.split("/")[1:] if at else []:
+        value = value.get(part.replace("~1", "/").replace("~0", "~")) if isinstance(value, dict) else None
+    return value

@@ -25,6 +25,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 import protocol
+from protocol.errors import value_at
 from registry.choices import AuditKind, JobStatus, Trust
 from registry.exceptions import NotFound, RegistryError
 from registry.models import Agent, ApiToken, Job, Plan, Submission
@@ -257,13 +258,6 @@ def job_submission_create(*, checked: protocol.Checked, submitted_by: AbstractBa
         return run, existing is None
 
 
-def _pointer_value(document: dict[str, Any], pointer: str) -> Any:
-    value: Any = document
-    for part in pointer.lstrip("/").split("/"):
-        value = value.get(part) if isinstance(value, dict) else None
-    return value
-
-
 def _check_run_matches_job(job: Job, document: dict[str, Any]) -> None:
     """Refuse a run that is not the job it was given (422, every differing field by pointer).
 
@@ -273,7 +267,7 @@ def _check_run_matches_job(job: Job, document: dict[str, Any]) -> None:
     errors = [{"pointer": pointer, "code": "run-does-not-match-job",
                "message": f"job {job.pk} asked for {want!r} here, the run says {got!r}"}
               for pointer, want in expected.items()
-              if (got := _pointer_value(document, pointer)) != want]
+              if (got := value_at(document, pointer)) != want]
     if errors:
         raise RegistryError(f"this run is not the configuration job {job.pk} asked for "
                             f"({len(errors)} field{'s' if len(errors) > 1 else ''} differ)",
