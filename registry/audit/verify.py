@@ -19,7 +19,6 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from decimal import Decimal
 from typing import Any
 
 from django.db.models import CharField
@@ -209,22 +208,26 @@ def _verify_checkpoint_file(report: Report, tree: MerkleTree, trusted: Sequence[
 # -- runs and withdrawals ------------------------------------------------------------------------------------------
 
 
-def same_json(exact: Any, stored: Any) -> bool:
-    """The canonical text's value (numbers as Decimal) equals the stored JSON document's, number by number.
+def same_json(parsed: Any, stored: Any) -> bool:
+    """The canonical text's value equals the stored JSON document's, number by number.
 
-    PostgreSQL's JSONB stores numbers as exact decimals (1e308 becomes a 309-digit integer, -0.0 becomes 0):
-    equal values, another spelling. Booleans stay booleans (true is not 1).
+    PostgreSQL's JSONB stores numbers as exact decimals (1e308 comes back as a 309-digit integer, -0.0 as 0):
+    the same double, spelled another way. So a number is compared as the double it denotes whenever either
+    side is one; integers compare exactly, and booleans stay booleans (true is not 1).
     """
-    if isinstance(exact, dict):
-        return (isinstance(stored, dict) and exact.keys() == stored.keys()
-                and all(same_json(v, stored[k]) for k, v in exact.items()))
-    if isinstance(exact, list):
-        return (isinstance(stored, list) and len(exact) == len(stored)
-                and all(same_json(a, b) for a, b in zip(exact, stored, strict=True)))
-    if isinstance(exact, Decimal):
-        return (isinstance(stored, int | float | Decimal) and not isinstance(stored, bool)
-                and exact == Decimal(repr(stored) if isinstance(stored, float) else stored))
-    return type(exact) is type(stored) and exact == stored
+    if isinstance(parsed, dict):
+        return (isinstance(stored, dict) and parsed.keys() == stored.keys()
+                and all(same_json(v, stored[k]) for k, v in parsed.items()))
+    if isinstance(parsed, list):
+        return (isinstance(stored, list) and len(parsed) == len(stored)
+                and all(same_json(a, b) for a, b in zip(parsed, stored, strict=True)))
+    numbers = (int, float)
+    if isinstance(parsed, numbers) and not isinstance(parsed, bool):
+        if not isinstance(stored, numbers) or isinstance(stored, bool):
+            return False
+        either_double = isinstance(parsed, float) or isinstance(stored, float)
+        return float(parsed) == float(stored) if either_double else parsed == stored
+    return type(parsed) is type(stored) and parsed == stored
 
 
 def _verify_runs(report: Report) -> None:
@@ -236,7 +239,7 @@ def _verify_runs(report: Report) -> None:
                                            run=pk))
             continue
         parsed = json.loads(canonical)
-        if not same_json(json.loads(canonical, parse_float=Decimal, parse_int=Decimal), document):
+        if not same_json(parsed, document):
             report.findings.append(Finding("the stored JSON document differs from the canonical text", run=pk))
         expected = summarize(parsed).columns()
         differ = [name for name, value in zip(SUMMARY_COLUMNS, columns, strict=True) if expected[name] != value]
