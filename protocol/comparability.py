@@ -403,12 +403,6 @@ def check(docs: Sequence[Mapping[str, Any]], axis: str | None = None) -> Verdict
                    subject_differences=by_role["subject"])
 
 
-def subject_key(doc: Mapping[str, Any], axis: str) -> str:
-    """Digest of the run's subject fields (identity fields such as system.name included)."""
-    fields = _classify(doc, _rules([doc]), _axis(axis))["subject"]
-    return digest({_join(p): v for p, (_, v) in sorted(fields.items())})
-
-
 # Subject groups that name a machine rather than describe it: two runs on lab-h200-07 and lab-h200-08 with
 # the same accelerators, host and interconnect are repetitions of one configuration, not two arms.
 IDENTITY_GROUPS = frozenset({"system_identity"})
@@ -420,18 +414,12 @@ def configuration(doc: Mapping[str, Any], axis: str) -> dict[str, Any]:
     return {field_name(p): v for p, (g, v) in sorted(fields.items()) if g is None or g.id not in IDENTITY_GROUPS}
 
 
-def configuration_key(doc: Mapping[str, Any], axis: str) -> str:
-    """Digest of `configuration`: runs with equal keys repeat one configuration (an 'arm')."""
-    return digest(configuration(doc, axis))
-
-
 # ------------------------------------------------------------------------------------------ comparisons
 
 METRIC_WORDS = {"throughput": "throughput", "tokens_per_second": "token throughput", "request_rate": "request rate",
                 "goodput": "goodput", "latency_ms": "latency", "ttft_ms": "time to first token",
                 "tpot_ms": "time per output token", "step_time_ms": "step time",
                 "time_to_quality": "time to quality"}
-OUTCOMES = ("distinguishable", "indistinguishable", "not-enough-evidence", "inconclusive", "single-configuration")
 
 
 def metric_words(metric: str) -> str:

@@ -18,17 +18,6 @@ def roles_of(user: Any) -> set[str]:
     return set(policy.user_roles(user))
 
 
-def can(user: Any, role: str) -> bool:
-    """Whether the session user holds `role` (admins hold every role)."""
-    return role in policy.user_roles(user)
-
-
-def require_role(user: Any, role: str) -> None:
-    """404 unless the user holds `role`."""
-    if not can(user, role):
-        raise policy.Hidden(f"no such page for role {role}")
-
-
 def require_read(user: Any) -> None:
     if not policy.for_user(user).has(READ):
         raise policy.Hidden("nothing here")
@@ -67,5 +56,5 @@ def job_for_admin(user: Any, job_id: int) -> Job:
     return policy.job_get(policy.for_user(user), job_id)  # type: ignore[no-any-return]
 
 
-__all__ = ["ADMIN", "agent_for_admin", "can", "comparison_for_user", "job_for_admin", "report_for_user",
-           "reports_for_user", "require_read", "require_role", "roles_of", "run_for_user", "token_for_user"]
+__all__ = ["ADMIN", "agent_for_admin", "comparison_for_user", "job_for_admin", "report_for_user",
+           "reports_for_user", "require_read", "roles_of", "run_for_user", "token_for_user"]

@@ -25,7 +25,7 @@ both as a registry NotFound for the API and as Http404 for pages), so nobody lea
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser
@@ -39,7 +39,6 @@ from registry.exceptions import NotFound, RegistryError
 VIEWER, SUBMITTER, ADMIN = "viewer", "submitter", "admin"
 ROLES = (VIEWER, SUBMITTER, ADMIN)
 READ, SUBMIT, AGENT = "read", "submit", "agent"
-SCOPES = (READ, SUBMIT, AGENT, ADMIN)  # the token scopes; `admin` is both a role and a scope
 ROLE_RIGHTS: dict[str, frozenset[str]] = {
     VIEWER: frozenset({READ}),
     SUBMITTER: frozenset({READ, SUBMIT}),
@@ -68,7 +67,6 @@ class Principal:
     rights: frozenset[str]
     token: Any = None  # the ApiToken the request came with, if any
     agent: Any = None  # the live Agent whose token this is, if any
-    roles: frozenset[str] = field(default_factory=frozenset)
 
     @property
     def kind(self) -> str:
@@ -130,7 +128,7 @@ def for_user(user: Any) -> Principal:
     """A session user (web pages, the admin) or a user acting at the shell."""
     if user is None or not user.is_authenticated:
         return ANONYMOUS
-    return Principal(user=user, rights=user_rights(user), roles=user_roles(user))
+    return Principal(user=user, rights=user_rights(user))
 
 
 def for_token(token: Any) -> Principal:
@@ -147,7 +145,7 @@ def for_token(token: Any) -> Principal:
     if agent is not None:
         return Principal(user=token.user, rights=scopes & AGENT_RIGHTS, token=token, agent=agent)
     owner = user_rights(token.user)
-    return Principal(user=token.user, rights=(scopes & owner) - {AGENT}, token=token, roles=user_roles(token.user))
+    return Principal(user=token.user, rights=(scopes & owner) - {AGENT}, token=token)
 
 
 def for_request(request: Any) -> Principal:

@@ -25,12 +25,3 @@ class HasScope(BasePermission):
             return policy.can(principal, action)
         scope = getattr(view, "required_scope", "read")
         return scope is None or principal.has(scope)
-
-
-class NotAnAgent(BasePermission):
-    """People's operations: an agent's token may act on its own jobs, never plan or cancel."""
-
-    message = "an agent's token cannot do this"
-
-    def has_permission(self, request: Any, view: Any) -> bool:
-        return policy.for_request(request).agent is None

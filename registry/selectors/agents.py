@@ -70,11 +70,3 @@ def job_get(*, job_id: int) -> Job:
     if job is None:
         raise NotFound(f"no job {job_id}")
     return job
-
-
-def job_get_for_agent(*, agent: Agent, job_id: int) -> Job:
-    """One of this agent's own jobs; any other job, existing or not, is 'not found'."""
-    job = Job.objects.select_related("run").filter(pk=job_id, agent=agent).first()
-    if job is None:
-        raise NotFound(f"no job {job_id} for agent {agent.name}")
-    return job
