@@ -16,9 +16,9 @@ import numpy as np
 
 from . import rules
 from .errors import Error, pointer
+from .parsing import MAX_EXACT_INTEGER
 
 Rule = Callable[[dict[str, Any]], Iterator[Error]]
-MAX_SAFE_INTEGER = 2**53 - 1  # RFC 8785 (and rfc8785) take integers up to Number.MAX_SAFE_INTEGER, 2^53 - 1
 
 
 def _get(doc: Any, *path: str) -> Any:
@@ -52,7 +52,7 @@ def numbers_are_representable(doc: Any, path: tuple[str | int, ...] = ()) -> Ite
             yield from numbers_are_representable(value, (*path, i))
     elif isinstance(doc, float) and not math.isfinite(doc):
         yield Error(pointer(path), "non-finite-number", "NaN and Infinity are not numbers JSON allows")
-    elif isinstance(doc, int) and not isinstance(doc, bool) and abs(doc) > MAX_SAFE_INTEGER:
+    elif isinstance(doc, int) and not isinstance(doc, bool) and abs(doc) > MAX_EXACT_INTEGER:
         yield Error(pointer(path), "integer-out-of-range",
                     "integers beyond ±2^53 cannot be represented exactly in the canonical form")
 

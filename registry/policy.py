@@ -131,16 +131,22 @@ def for_user(user: Any) -> Principal:
     return Principal(user=user, rights=user_rights(user))
 
 
-def for_token(token: Any) -> Principal:
-    """A request authenticated by an API token: rights evaluated now, never more than the owner's."""
+def token_agent(token: Any) -> Any:
+    """The live agent acting through this token, or None (no token, a person's token, a revoked agent)."""
     from django.core.exceptions import ObjectDoesNotExist
 
+    if token is None:
+        return None
     try:
         agent = token.agent  # fetched with the token by TokenAuthentication (select_related)
     except ObjectDoesNotExist:
-        agent = None
-    if agent is not None and agent.revoked_at is not None:
-        agent = None
+        return None
+    return agent if agent.revoked_at is None else None
+
+
+def for_token(token: Any) -> Principal:
+    """A request authenticated by an API token: rights evaluated now, never more than the owner's."""
+    agent = token_agent(token)
     scopes = frozenset(token.scopes)
     if agent is not None:
         return Principal(user=token.user, rights=scopes & AGENT_RIGHTS, token=token, agent=agent)

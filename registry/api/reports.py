@@ -16,6 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from registry import policy
+from registry.api.parsers import PayloadTooLarge
 from registry.api.submissions import ProblemSerializer
 from registry.choices import ReportStatus
 from registry.exceptions import RegistryError
@@ -114,7 +115,7 @@ class ReportVerifyApi(APIView):
         responses={200: OpenApiTypes.OBJECT, 400: ProblemSerializer, 413: ProblemSerializer, 429: ProblemSerializer})
     def post(self, request: Request) -> Response:
         limit = settings.BENCHREG_MAX_VERIFY_BYTES
-        too_large = RegistryError(f"a report to verify is at most {limit} bytes", status=413, code="payload-too-large")
+        too_large = PayloadTooLarge(f"a report to verify is at most {limit} bytes")
         try:
             declared = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:

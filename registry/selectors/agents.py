@@ -5,14 +5,7 @@ from __future__ import annotations
 from django.db.models import QuerySet
 
 from registry.exceptions import NotFound
-from registry.models import Agent, ApiToken, EnrolmentToken, Job, Plan
-
-
-def agent_for_token(token: ApiToken | None) -> Agent | None:
-    """The live agent acting through this token, or None (a person's token, or a revoked agent)."""
-    if token is None:
-        return None
-    return Agent.objects.filter(token=token, revoked_at__isnull=True).first()
+from registry.models import Agent, EnrolmentToken, Job, Plan
 
 
 def agent_list() -> QuerySet[Agent]:

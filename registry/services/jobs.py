@@ -26,10 +26,10 @@ from django.utils import timezone
 
 import protocol
 from protocol.errors import value_at
+from registry import policy
 from registry.choices import AuditKind, JobStatus, Trust
 from registry.exceptions import NotFound, RegistryError
 from registry.models import Agent, ApiToken, Job, Plan, Submission
-from registry.selectors.agents import agent_for_token
 from registry.services.audit import audit_append
 from runners.agent import jobs as agent_jobs
 from runners.api import RunSpec
@@ -228,7 +228,7 @@ def job_submission_create(*, checked: protocol.Checked, submitted_by: AbstractBa
     from registry.services.submissions import _store  # the same store as every run; submissions calls us
 
     provenance = checked.document["provenance"]
-    agent = agent_for_token(token)
+    agent = policy.token_agent(token)
     if agent is None or provenance.get("agent") != agent.name:
         raise RegistryError("provenance.job and provenance.agent are set by the job's own enrolled agent only",
                             status=403, code="provenance-not-yours",
