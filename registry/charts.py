@@ -102,7 +102,9 @@ def latency_percentiles_chart(runs: Sequence[Mapping[str, Any]], result: Mapping
                 ax.legend(loc="upper right", bbox_to_anchor=(1.0, -0.16 - 0.6 / max(1, len(rows))),
                           ncols=len(shown), handlelength=1.2, borderaxespad=0.2)
         fig.tight_layout(h_pad=1.2)
-        return _svg(fig, "latency", [(rows, metrics)])
+        # The id prefix is seeded by what is drawn, not by the runs' documents (raw samples can be megabytes).
+        drawn = [[label, [[_row_percentile(r, m, n) for n in PERCENTILES] for m in metrics]] for label, r in rows]
+        return _svg(fig, "latency", [drawn, metrics])
 
 
 def latency_distribution_chart(document: Mapping[str, Any], label: str | None = None) -> str | None:
