@@ -601,7 +601,8 @@ def _comparison_caveats(docs: Sequence[Mapping[str, Any]], arms: list[list[int]]
 def compare(docs: Sequence[Mapping[str, Any]], axis: str | None = None,
             prices: Mapping[str, float] | None = None, sizing: Mapping[str, Any] | None = None,
             *, currency: str = "USD", resamples: int = st.RESAMPLES, baseline: int | None = None,
-            names: Sequence[str] | None = None, digests: Sequence[str] | None = None) -> dict[str, Any]:
+            names: Sequence[str] | None = None, digests: Sequence[str] | None = None,
+            verdict: Verdict | None = None) -> dict[str, Any]:
     """The whole comparison as a JSON value (finite, rounded floats): what the registry stores and reports print.
 
     `prices` maps system.name to a price per system-hour (stated as an assumption); `sizing` is
@@ -609,6 +610,7 @@ def compare(docs: Sequence[Mapping[str, Any]], axis: str | None = None,
     `baseline` is the index of a run: its arm is the baseline every other arm is set against (default: the
     first arm). `names` are how messages name the runs (the registry passes "run 17"; default "run #1");
     `digests` are the runs' digests when the caller has them (canonicalizing raw samples is the slow part).
+    `verdict` is `check(docs, axis)` when the caller has already asked it (it is not asked again).
     `resamples` is ignored (kept for old callers). When the verdict refuses, runs are listed without
     statistics and arms/pairwise are empty.
     """
@@ -621,7 +623,7 @@ def compare(docs: Sequence[Mapping[str, Any]], axis: str | None = None,
         raise ComparabilityError("one name per run")
     if digests is not None and len(digests) != len(runs):
         raise ComparabilityError("one digest per run")
-    verdict = check(runs, axis)
+    verdict = verdict if verdict is not None else check(runs, axis)
     c = contract()
     result: dict[str, Any] = {
         "kind": "benchreg.comparison/1", "contract": {"id": c.id, "version": c.version}, "axis": axis,

@@ -89,14 +89,16 @@ def comparison_create(*, runs: Sequence[Submission], axis: str, created_by: Abst
     known = Comparison.objects.filter(request_key=request_key).order_by("id").first()
     if known is not None:  # the same question asked again costs a lookup, not a recomputation
         return known, False
+    documents = [r.document for r in runs]
     try:
-        verdict = comparability.check([r.document for r in runs], axis)
+        verdict = comparability.check(documents, axis)
         if not verdict.comparable:
             raise NotComparable(f"these runs do not answer the same question on the {axis} axis",
                                 errors=_refusal_errors(verdict))
-        result = comparability.compare([r.document for r in runs], axis, prices=prices, sizing=sizing,
+        result = comparability.compare(documents, axis, prices=prices, sizing=sizing,
                                        currency=currency, baseline=position,
-                                       names=[f"run {r.pk}" for r in runs], digests=[r.digest for r in runs])
+                                       names=[f"run {r.pk}" for r in runs], digests=[r.digest for r in runs],
+                                       verdict=verdict)
     except (comparability.ComparabilityError, SizingError) as exc:
         # Only what the caller asked wrongly is a 400. Anything else raised inside the statistics is a bug:
         # it propagates, is logged with its trace and answers 500, never blaming the input.
