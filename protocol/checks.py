@@ -17,6 +17,7 @@ import numpy as np
 from . import rules
 from .errors import Error, pointer
 from .parsing import MAX_EXACT_INTEGER
+from .percentiles import NUMPY_METHOD, quantile
 
 Rule = Callable[[dict[str, Any]], Iterator[Error]]
 
@@ -251,9 +252,6 @@ def samples_match_metrics(doc: dict[str, Any]) -> Iterator[Error]:
 # iterations) but not higher than 5% above, and not below half (that is a different measurement).
 HEADLINE_TOLERANCE = 0.005
 THROUGHPUT_FROM_TIMES = (0.5, 1.05)
-_NUMPY_METHOD = {"nearest-rank": "inverted_cdf", "linear": "linear", "lower": "lower", "higher": "higher",
-                 "midpoint": "midpoint", "hazen": "hazen", "weibull": "weibull",
-                 "median-unbiased": "median_unbiased", "normal-unbiased": "normal_unbiased"}
 
 
 def _pooled(doc: dict[str, Any], name: str) -> np.ndarray | None:
@@ -270,10 +268,7 @@ def _pooled(doc: dict[str, Any], name: str) -> np.ndarray | None:
 
 
 def _percentile(pooled: np.ndarray, q: float, declared: str) -> float:
-    if declared == "loadgen":  # MLPerf LoadGen: the sorted sample at index floor(n·q)
-        return float(np.sort(pooled)[min(int(pooled.size * q), pooled.size - 1)])
-    method = _NUMPY_METHOD.get(declared, "linear")
-    return float(np.quantile(pooled, q, method=method))  # type: ignore[call-overload]
+    return float(quantile(pooled, q, NUMPY_METHOD.get(declared, "linear")))
 
 
 def _disagrees(reported: float, computed: float) -> bool:

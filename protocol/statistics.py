@@ -29,6 +29,7 @@ from scipy import stats as sps
 
 from . import rules
 from .canonical import digest
+from .percentiles import NUMPY_METHOD, quantile
 from .summary import headline
 
 Array = npt.NDArray[np.float64]
@@ -39,13 +40,6 @@ MIN_VALUES = 3  # fewest independent values an interval (and so a verdict) is fo
 OLYMPIC_MIN_RUNS = 5
 THROUGHPUT_AGREEMENT = 0.05  # throughput from raw times must match the reported value this closely
 
-# PROTOCOL.md percentile methods -> numpy's names. "nearest-rank" is the inverse of the empirical CDF.
-# MLPerf loadgen takes the sorted sample at index floor(n·p); numpy's "higher" is the closest named match.
-NUMPY_METHOD = {
-    "nearest-rank": "inverted_cdf", "linear": "linear", "lower": "lower", "higher": "higher",
-    "midpoint": "midpoint", "hazen": "hazen", "weibull": "weibull", "median-unbiased": "median_unbiased",
-    "normal-unbiased": "normal_unbiased", "loadgen": "higher",
-}
 UNIT_NOUN = {"samples/s": "sample", "tokens/s": "token", "requests/s": "request", "queries/s": "query",
              "images/s": "image"}
 
@@ -159,7 +153,7 @@ def repetition_statistic(samples: Array, stat: str, method: str = "linear") -> A
     if stat == "mean":
         return np.asarray(a.mean(axis=-1), dtype=np.float64)
     q = 0.5 if stat in ("p50", "value") else rules.PERCENTILES[stat] / 100.0
-    return np.asarray(np.quantile(a, q, axis=-1, method=method), dtype=np.float64)  # type: ignore[call-overload]
+    return quantile(a, q, method)
 
 
 def throughput_per_repetition(times_ms: Array, batch_size: int) -> Array:
@@ -265,7 +259,7 @@ def _from_raw(doc: dict[str, Any], reps: list[Array], confidence: float) -> Esti
                        evidence=f"{stat} needs at least {need} samples; this run has {total}")
     if any(len(r) < need for r in reps):
         pooled = float(repetition_statistic(np.concatenate(reps), stat, method))
-        return replace(base, value=pooled, method=f"{stat} of pooled samples ({shape}; numpy method {method} "
+        return replace(base, value=pooled, method=f"{stat} of pooled samples ({shape}; computed as {method} "
                        f"for declared '{declared}')", interval_method="none: not enough evidence",
                        evidence=f"a per-repetition {stat} needs {need} samples in every repetition; the "
                                 f"shortest has {min(len(r) for r in reps)}")

@@ -296,3 +296,11 @@ def test_compare_with_raw_samples_gives_distinguishable_better_and_worse() -> No
     assert run["source"] == "raw samples" and run["ci_low"] < run["value"] < run["ci_high"]
     assert not any(c["code"] == "no-raw-samples" for c in result["caveats"])
     json.dumps(result, allow_nan=False)
+
+
+def test_loadgen_percentiles_take_the_sample_at_floor_n_q_in_checks_and_statistics_alike() -> None:
+    from protocol.percentiles import NUMPY_METHOD, quantile
+
+    ten = np.arange(1.0, 11.0)  # n·q = 1.5: LoadGen takes index 1 (2.0); numpy's "higher" would take 3.0
+    assert quantile(ten, 0.15, NUMPY_METHOD["loadgen"]) == 2.0
+    assert float(stats.repetition_statistic(np.arange(1.0, 101.0), "p99", NUMPY_METHOD["loadgen"])) == 100.0
