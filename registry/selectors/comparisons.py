@@ -7,17 +7,22 @@ from collections.abc import Sequence
 from django.db.models import QuerySet
 
 from protocol import comparability
+from registry.choices import Trust
 from registry.exceptions import NotFound, RegistryError
 from registry.models import Comparison, Submission
 from registry.selectors.submissions import submission_list
 
 
-def comparable_runs(*, run: Submission, axis: str, include_withdrawn: bool = False) -> QuerySet[Submission]:
-    """Every other run with the same comparability key on `axis`: one index lookup, newest first."""
+def comparable_runs(*, run: Submission, axis: str, include_withdrawn: bool = False,
+                    include_examples: bool = True) -> QuerySet[Submission]:
+    """Every other run with the same comparability key on `axis`: one index lookup, newest first. Examples are
+    listed (they are shown, marked) unless `include_examples` is False, for callers about to compare."""
     if axis not in comparability.contract().axes:
         raise RegistryError(f"unknown axis {axis!r}; choose from {', '.join(comparability.contract().axes)}",
                             code="unknown-axis")
     runs = submission_list().filter(**{Submission.KEY_COLUMNS[axis]: run.key_for(axis)}).exclude(pk=run.pk)
+    if not include_examples:
+        runs = runs.exclude(trust=Trust.EXAMPLE)
     return runs if include_withdrawn else runs.filter(withdrawal__isnull=True)
 
 
