@@ -89,10 +89,11 @@ def _one(user, n: int, start: int) -> dict[str, float]:  # type: ignore[no-untyp
     from registry.choices import CheckpointReason
     from registry.reports import REASON_PREFIX
     from registry.reports.context import report_context
-    from registry.reports.evidence import evidence_build, report_runs
+    from registry.reports.evidence import evidence_build
     from registry.reports.render import render_pdf
     from registry.reports.signing import sign_pdf, signing_identity
     from registry.selectors.reports import report_verify
+    from registry.selectors.standing import comparison_members
     from registry.services.audit import checkpoint_sign
     from registry.services.reports import certificate_words, report_file, report_render, report_request
 
@@ -112,7 +113,8 @@ def _one(user, n: int, start: int) -> dict[str, float]:  # type: ignore[no-untyp
     # The same steps again, one by one, to see where the time goes.
     t2 = time.perf_counter()
     checkpoint = checkpoint_sign(reason=CheckpointReason.REPORT)
-    evidence = evidence_build(report=done, runs=report_runs(done), checkpoint=checkpoint, identity=identity)
+    runs = comparison_members(done.comparison)
+    evidence = evidence_build(report=done, runs=runs, checkpoint=checkpoint, identity=identity)
     t3 = time.perf_counter()
     context = {**report_context(evidence.document, certificate=certificate_words(identity)),
                "evidence_digest": evidence.digest}

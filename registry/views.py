@@ -193,13 +193,9 @@ COMPARISON_CHARTS = {
 }
 
 
-def _comparison_runs(comparison: Any) -> list[Any]:
-    return comparison_members(comparison)
-
-
 def _comparison_context(request: HttpRequest, comparison: Any, report_form: Any = None) -> dict[str, Any]:
     result = comparison.result
-    runs = _comparison_runs(comparison)
+    runs = comparison_members(comparison)
     documents = [r.document for r in runs]
     arms = [{**arm, "run_ids": [runs[i].pk for i in arm["runs"]]} for arm in result.get("arms", [])]
     drawn = charts.comparison_charts(result, documents)
@@ -226,7 +222,7 @@ def comparison_chart(request: HttpRequest, comparison_id: int, name: str) -> Htt
     if name not in COMPARISON_CHARTS:
         raise Http404(f"no chart {name!r}")
     _, function, source = COMPARISON_CHARTS[name]
-    documents = [r.document for r in _comparison_runs(comparison)] if source != "result" else []
+    documents = [r.document for r in comparison_members(comparison)] if source != "result" else []
     args = {"result": (comparison.result,), "documents": (documents,), "both": (documents, comparison.result)}[source]
     svg = _chart(function, comparison.digest, *args)
     if svg is None:

@@ -43,13 +43,6 @@ class Evidence:
     digest: str
 
 
-def report_runs(report: Report) -> list[Submission]:
-    """The comparison's runs in the order the comparison lists them."""
-    members = report.comparison.members.select_related("submission", "submission__withdrawal",
-                                                       "submission__job").order_by("position")
-    return [m.submission for m in members]
-
-
 def evidence_build(*, report: Report, runs: Sequence[Submission], checkpoint: Checkpoint,
                    identity: SigningIdentity) -> Evidence:
     """Assemble the evidence of `report` against `checkpoint`. Raises RegistryError if a run is not in the log

@@ -16,8 +16,9 @@ INCONCLUSIVE = "inconclusive"
 
 
 def comparison_members(comparison: Comparison) -> list[Submission]:
-    """The comparison's runs in its order, with their withdrawal records (one query)."""
-    members = comparison.members.select_related("submission", "submission__withdrawal").order_by("position")
+    """The comparison's runs in its order, with their withdrawal records and jobs (one query)."""
+    members = comparison.members.select_related("submission", "submission__withdrawal",
+                                                "submission__job").order_by("position")
     return [m.submission for m in members]
 
 

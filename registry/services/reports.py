@@ -16,7 +16,7 @@ import hashlib
 import logging
 import os
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +29,13 @@ from django.utils import timezone
 
 from registry.choices import AuditKind, CheckpointReason, ReportStatus, Trust
 from registry.exceptions import RegistryError
-from registry.models import Checkpoint, Comparison, Report
+from registry.models import Checkpoint, Comparison, Report, Submission
 from registry.reports import REASON_PREFIX
 from registry.reports.context import report_context
-from registry.reports.evidence import Evidence, evidence_build, report_runs
+from registry.reports.evidence import Evidence, evidence_build
 from registry.reports.render import render_pdf
 from registry.reports.signing import SigningIdentity, sign_pdf, signing_identity
+from registry.selectors.standing import comparison_members
 from registry.services.audit import audit_append, checkpoint_sign
 from registry.services.comparisons import comparison_create
 
@@ -60,7 +61,7 @@ def report_request(*, comparison: Comparison, title: str, decision: str, request
 
     title, decision = _text(title, "title", MAX_TITLE), _text(decision, "decision", MAX_DECISION)
     comparison = _priced(comparison, prices, currency, requested_by)
-    _check_reportable(comparison)
+    _check_reportable(comparison, comparison_members(comparison))
     with transaction.atomic():
         report = Report.objects.create(comparison=comparison, title=title, decision=decision,
                                        prices=dict(comparison.inputs.get("prices") or {}),
@@ -83,10 +84,11 @@ def report_render(*, report_id: int) -> Report | None:
     if not claimed or report is None:
         return report
     try:
-        _check_reportable(report.comparison)
+        runs = comparison_members(report.comparison)
+        _check_reportable(report.comparison, runs)
         checkpoint = checkpoint_sign(reason=CheckpointReason.REPORT)
         identity = signing_identity()
-        evidence = evidence_build(report=report, runs=report_runs(report), checkpoint=checkpoint, identity=identity)
+        evidence = evidence_build(report=report, runs=runs, checkpoint=checkpoint, identity=identity)
         pdf = produce_pdf(evidence, identity)
         path = _store_file(report, pdf)
         _issue(report, pdf, path, evidence, checkpoint)
@@ -139,7 +141,7 @@ def _priced(comparison: Comparison, prices: Mapping[str, float] | None, currency
     wanted_currency = currency or inputs.get("currency") or "USD"
     if (prices is None or dict(prices) == (inputs.get("prices") or {})) and wanted_currency == inputs.get("currency"):
         return comparison
-    runs = report_runs(Report(comparison=comparison))
+    runs = comparison_members(comparison)
     # The requester's baseline carries over to the re-priced comparison (absent: the first run's configuration).
     baseline = next((r for r in runs if r.digest == inputs.get("baseline")), None)
     priced, _ = comparison_create(runs=runs, axis=comparison.axis, created_by=user, currency=wanted_currency,
@@ -148,11 +150,10 @@ def _priced(comparison: Comparison, prices: Mapping[str, float] | None, currency
     return priced
 
 
-def _check_reportable(comparison: Comparison) -> None:
+def _check_reportable(comparison: Comparison, members: Sequence[Submission]) -> None:
     if not comparison.result.get("comparable"):
         raise RegistryError(f"comparison {comparison.pk} was refused: nothing to report", code="not-comparable",
                             status=422)
-    members = [m.submission for m in comparison.members.select_related("submission__withdrawal")]
     examples = [r for r in members if r.trust == Trust.EXAMPLE]
     if examples:  # comparisons refuse them already; a report never rests on one, however it was stored
         raise RegistryError("a report cannot rest on example documents", code="example-run", status=422, errors=[
