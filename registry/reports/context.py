@@ -26,6 +26,7 @@ def report_context(evidence: Mapping[str, Any], *, certificate: Mapping[str, str
     runs = [_run_row(r, d, result) for r, d in zip(evidence["runs"], docs, strict=True)]
     ids = [r["id"] for r in evidence["runs"]]
     verdict = conclusion(result, ids)
+    estimated = _estimated(result)
     return {
         "report": evidence["report"], "registry": evidence["registry"], "checkpoint": evidence["checkpoint"],
         "comparison": {**evidence["comparison"], "inputs": comparison["inputs"], "axis": result.get("axis")},
@@ -36,7 +37,7 @@ def report_context(evidence: Mapping[str, Any], *, certificate: Mapping[str, str
         "result": result, "runs": runs, "arms": [_arm_row(a, ids, verdict) for a in result.get("arms") or []],
         "recommendation": recommendation(result), "conclusion": verdict,
         "decision_points": decision_points(result, verdict),
-        "other_points": _derived_points(_estimated(result)) + _sizing_points(_estimated(result)),
+        "other_points": _derived_points(estimated) + _sizing_points(estimated),
         "pairwise": [{**p, "subject_label": _arm_label(result, p["subject"]), "outcome_words": OUTCOME_WORDS.get(
                       p.get("verdict") or p.get("outcome"), p.get("verdict") or p.get("outcome")),
                       "baseline_label": _arm_label(result, p["baseline"])}
@@ -121,12 +122,14 @@ def _estimated(result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def recommendation(result: Mapping[str, Any]) -> dict[str, Any]:
-    """What the numbers support: {"strength": clear|tentative|none|refused, "headline": str, "points": [str]}."""
+    """What the numbers support: {"strength": clear|tentative|none|refused, "headline": str, "leader"?: label}.
+
+    Read only for results stored before comparisons carried a conclusion, and for the leader's table row."""
     arms = _estimated(result)
     if not result.get("comparable"):
-        return {"strength": "refused", "headline": "These runs are not comparable: no recommendation.", "points": []}
+        return {"strength": "refused", "headline": "These runs are not comparable: no recommendation."}
     if len(arms) < 2:
-        return {"strength": "none", "points": [],
+        return {"strength": "none",
                 "headline": "All runs repeat one configuration: there is nothing to choose between."}
     est = arms[0]["estimate"]
     lower = bool(est.get("lower_is_better"))
@@ -148,9 +151,7 @@ def recommendation(result: Mapping[str, Any]) -> dict[str, Any]:
         strength, headline = "tentative", (f"{leader['label']} has the {best}, {value}, but the uncertainty of "
                                            "the difference is unknown (runs without raw samples): treat the "
                                            "ranking as indicative, not established.")
-    points = [p["words"] for p in result.get("pairwise") or []]
-    points += _derived_points(arms) + _sizing_points(arms)
-    return {"strength": strength, "headline": headline, "points": points, "leader": leader["label"]}
+    return {"strength": strength, "headline": headline, "leader": leader["label"]}
 
 
 def contract_roles(contract: Mapping[str, Any], axis: str) -> dict[str, list[str]]:
