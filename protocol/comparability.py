@@ -647,9 +647,12 @@ def _fill(result: dict[str, Any], docs: Sequence[dict[str, Any]], axis: str,
     groups = _arms(per_run)
     configs = [per_run[m[0]] for m in groups]
     labels = _labels([docs[m[0]] for m in groups], axis, configs)
+    run_estimates = [st.headline_estimate(d) for d in docs]  # each run's, once: arms and runs both use them
+    digests = [r["digest"] for r in result["runs"]]
     arms, estimates = [], []
     for a, members in enumerate(groups):
-        est = st.aggregate([docs[i] for i in members])
+        est = st.aggregate([docs[i] for i in members], estimates=[run_estimates[i] for i in members],
+                           keys=[digests[i] for i in members])
         estimates.append(est)
         reasons = [x for i in members for x in blocking_reasons(docs[i], i, a, f"{names[i]} ({labels[a]})")]
         arm: dict[str, Any] = {"index": a, "label": labels[a], "configuration": _plain(configs[a]),
@@ -660,7 +663,7 @@ def _fill(result: dict[str, Any], docs: Sequence[dict[str, Any]], axis: str,
         arms.append(arm)
     for a, members in enumerate(groups):
         for i in members:
-            est = st.headline_estimate(docs[i])
+            est = run_estimates[i]
             quality = (docs[i].get("metrics") or {}).get("quality")
             found = [x.as_dict() for x in st.caveats(docs[i], est)]
             result["runs"][i].update(arm=a, name=names[i], headline=est.as_dict(), quality=quality, caveats=found)

@@ -324,18 +324,22 @@ def headline_estimate(doc: dict[str, Any], *, resamples: int = RESAMPLES,
 
 
 def aggregate(docs: Sequence[dict[str, Any]], *, resamples: int = RESAMPLES,
-              confidence: float = CONFIDENCE) -> Estimate:
+              confidence: float = CONFIDENCE, estimates: Sequence[Estimate] | None = None,
+              keys: Sequence[str] | None = None) -> Estimate:
     """One estimate from runs that repeat the same configuration.
 
     With per-repetition values on every run, all repetitions of all runs are the independent values;
     otherwise each run contributes one value (its own estimate). Time to quality: one value per run, with
     MLPerf's olympic mean stated alongside when there are >= 5 runs. One run is its own estimate.
+    `estimates` (each run's `headline_estimate`) and `keys` (their digests) save recomputing them when the
+    caller has them.
     """
     if not docs:
         raise ValueError("aggregate needs at least one run")
-    if len(docs) > 1:
-        docs = sorted(docs, key=digest)  # same runs, same estimate, whatever order they are listed in
-    ests = [headline_estimate(d, confidence=confidence) for d in docs]
+    ests = list(estimates) if estimates is not None else [headline_estimate(d, confidence=confidence) for d in docs]
+    if len(docs) > 1:  # same runs, same estimate, whatever order they are listed in
+        order = list(keys) if keys is not None else [digest(d) for d in docs]
+        ests = [e for _, e in sorted(zip(order, ests, strict=True), key=lambda pair: pair[0])]
     if len(docs) == 1:
         return ests[0]
     head = ests[0]
