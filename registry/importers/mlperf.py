@@ -637,6 +637,22 @@ def model_of(benchmark: str) -> str:
             "resnet50": "resnet", "ssd-resnet34": "retinanet"}.get(base, base)
 
 
+def _throughput(detail: dict[str, Any], model: str, published: str | None, samples_key: str, tokens_key: str,
+                add_tokens: bool, build: _Build) -> dict[str, Any]:
+    """Offline or Server rates: the headline MLPerf publishes for the model (`published`, tokens/s for LLMs), or
+    samples/s with a warning when the log lacks it; the other rate kept beside it."""
+    key = published if published in detail else samples_key
+    if published and key != published:
+        build.warnings.append(f"MLPerf publishes {published} for {model}; the log has none, so the "
+                              "headline is samples/s")
+    out = {"throughput": _rate(detail, key, "tokens/s" if "token" in key else "samples/s")}
+    if key != samples_key:
+        out["request_rate"] = _rate(detail, samples_key, "requests/s")
+    elif add_tokens:
+        out["tokens_per_second"] = _rate(detail, tokens_key, "tokens/s")
+    return out
+
+
 def _metrics(detail: dict[str, Any], scenario: str, benchmark: str, count: int, accuracy: dict[str, Any] | None,
              build: _Build) -> dict[str, Any]:
     model = model_of(benchmark)
@@ -644,33 +660,19 @@ def _metrics(detail: dict[str, Any], scenario: str, benchmark: str, count: int, 
     llm = "result_tokens_per_second" in detail or "result_completed_tokens_per_second" in detail
     metrics: dict[str, Any] = {"primary": "throughput"}
     if scenario == "Offline":
-        key = offline_key if offline_key in detail else "result_samples_per_second"
-        if offline_key and key != offline_key:
-            build.warnings.append(f"MLPerf publishes {offline_key} for {model}; the log has none, so the "
-                                  "headline is samples/s")
-        metrics["throughput"] = _rate(detail, key, "tokens/s" if "token" in key else "samples/s")
-        if key != "result_samples_per_second":
-            metrics["request_rate"] = _rate(detail, "result_samples_per_second", "requests/s")
-        elif llm:
-            metrics["tokens_per_second"] = _rate(detail, "result_tokens_per_second", "tokens/s")
+        metrics.update(_throughput(detail, model, offline_key, "result_samples_per_second",
+                                   "result_tokens_per_second", llm, build))
     elif scenario in ("Server", "Interactive"):
-        key = server_key if server_key in detail else "result_completed_samples_per_sec"
-        if server_key and key != server_key:
-            build.warnings.append(f"MLPerf publishes {server_key} for {model}; the log has none, so the "
-                                  "headline is samples/s")
-        metrics["throughput"] = _rate(detail, key, "tokens/s" if "token" in key else "samples/s")
-        if key != "result_completed_samples_per_sec":
-            metrics["request_rate"] = _rate(detail, "result_completed_samples_per_sec", "requests/s")
-        elif "result_completed_tokens_per_second" in detail:
-            metrics["tokens_per_second"] = _rate(detail, "result_completed_tokens_per_second", "tokens/s")
+        tokens = "result_completed_tokens_per_second"
+        metrics.update(_throughput(detail, model, server_key, "result_completed_samples_per_sec", tokens,
+                                   tokens in detail, build))
     else:
-        percentile = "p90" if scenario == "SingleStream" else "p99"
+        key, percentile = EARLY_STOPPING[scenario]
         metrics["primary"] = f"latency_ms.{percentile}"
         if "result_qps_with_loadgen_overhead" in detail:
             metrics["throughput"] = _rate(detail, "result_qps_with_loadgen_overhead", "queries/s")
         elif "result_samples_per_second" in detail:
             metrics["throughput"] = _rate(detail, "result_samples_per_second", "samples/s")
-        key, percentile = EARLY_STOPPING[scenario]
         if model in OBSERVED_SINGLE_STREAM and scenario == "SingleStream":
             pass  # MLPerf publishes the observed p90 for this benchmark
         elif isinstance(detail.get(key), int | Decimal):
