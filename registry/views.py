@@ -164,8 +164,7 @@ def compare(request: HttpRequest) -> HttpResponse:
     try:
         runs = runs_by_reference(refs=ids)
         # The requester's baseline (a run of the comparison): its configuration is what ratios are stated against.
-        chosen = {"baseline": runs[ids.index(baseline)]} if baseline is not None else {}
-        comparison, _ = comparison_create(runs=runs, axis=axis, created_by=request.user, **chosen)
+        comparison, _ = comparison_create(runs=runs, axis=axis, created_by=request.user, baseline=baseline)
     except NotComparable as exc:
         return _page(request, "registry/compare.html", {
             "form": CompareForm(initial={"runs": ", ".join(map(str, ids)), "axis": axis, "baseline": baseline}),

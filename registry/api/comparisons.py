@@ -14,8 +14,7 @@ from rest_framework.views import APIView
 from registry import policy
 from registry.api.pagination import NewestFirstCursor
 from registry.api.submissions import ProblemSerializer, SubmissionSummarySerializer, withdrawn_words
-from registry.exceptions import RegistryError
-from registry.models import Comparison, Submission
+from registry.models import Comparison
 from registry.selectors.comparisons import comparable_runs, comparison_list, runs_by_reference
 from registry.selectors.standing import comparison_conclusion, comparison_members
 from registry.services.comparisons import comparison_create
@@ -87,9 +86,8 @@ class ComparisonCollectionApi(APIView):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         runs = runs_by_reference(refs=data.validated_data.pop("runs"))
-        ref = data.validated_data.pop("baseline", None)
-        baseline = _baseline(runs, ref) if ref is not None else None
-        comparison, created = comparison_create(runs=runs, created_by=request.user, baseline=baseline,
+        comparison, created = comparison_create(runs=runs, created_by=request.user,
+                                                baseline=data.validated_data.pop("baseline", None),
                                                 **data.validated_data)
         body = ComparisonOutputSerializer(comparison, context={"request": request}).data
         return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
@@ -102,15 +100,6 @@ class ComparisonCollectionApi(APIView):
         data = [{k: v for k, v in item.items() if k != "result"} for item in
                 ComparisonOutputSerializer(page, many=True, context={"request": request}).data]
         return paginator.get_paginated_response(data)
-
-
-def _baseline(runs: list[Submission], ref: int | str) -> Submission:
-    """The run the request names as baseline, by id or digest; a run outside the comparison is a 400."""
-    for run in runs:
-        if ref in (run.pk, run.digest):
-            return run
-    raise RegistryError("the baseline must be one of the compared runs", code="invalid-baseline", errors=[
-        {"pointer": "/baseline", "code": "invalid-baseline", "message": f"{ref!r} is not one of the runs compared"}])
 
 
 class ComparisonDetailApi(APIView):

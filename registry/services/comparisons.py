@@ -50,15 +50,17 @@ def _check_usable(runs: Sequence[Submission]) -> None:
             for i, r in withdrawn])
 
 
-def _baseline_position(runs: Sequence[Submission], baseline: Submission | None) -> int | None:
+def _baseline_position(runs: Sequence[Submission], baseline: Submission | int | str | None) -> int | None:
+    """Where the baseline (a run, or its id or digest) stands among `runs`; a run outside them is a 400."""
     if baseline is None:
         return None
+    ref = baseline.pk if isinstance(baseline, Submission) else baseline
     for i, run in enumerate(runs):
-        if run.pk == baseline.pk:
+        if ref in (run.pk, run.digest):
             return i
     raise RegistryError("the baseline must be one of the compared runs", code="invalid-baseline", errors=[
         {"pointer": "/baseline", "code": "invalid-baseline",
-         "message": f"run {baseline.pk} is not among the runs compared ({', '.join(str(r.pk) for r in runs)})"}])
+         "message": f"run {ref!r} is not among the runs compared ({', '.join(str(r.pk) for r in runs)})"}])
 
 
 def _request_key(inputs: Mapping[str, Any]) -> str:
@@ -71,11 +73,11 @@ def _request_key(inputs: Mapping[str, Any]) -> str:
 def comparison_create(*, runs: Sequence[Submission], axis: str, created_by: AbstractBaseUser,
                       prices: Mapping[str, float] | None = None, currency: str = "USD",
                       sizing: Mapping[str, Any] | None = None,
-                      baseline: Submission | None = None) -> tuple[Comparison, bool]:
+                      baseline: Submission | int | str | None = None) -> tuple[Comparison, bool]:
     """Compare runs along `axis` and store the result. Returns (comparison, created).
 
-    `baseline` (one of `runs`) picks the baseline arm: the configuration every other is set against and the
-    conclusion is about (default: the first run's). Raises NotComparable (422) with every offending field
+    `baseline` (one of `runs`, or its id or digest) picks the baseline arm: the configuration every other is
+    set against and the conclusion is about (default: the first run's). Raises NotComparable (422) with every offending field
     when the contract refuses, RegistryError (400) for unusable input. The same inputs give the same
     digest, so repeating a request returns the stored one.
     """
@@ -83,8 +85,8 @@ def comparison_create(*, runs: Sequence[Submission], axis: str, created_by: Abst
     position = _baseline_position(runs, baseline)
     inputs = {"runs": [r.digest for r in runs], "axis": axis, "prices": dict(prices or {}),
               "currency": currency, "sizing": dict(sizing) if sizing else None}
-    if baseline is not None:
-        inputs["baseline"] = baseline.digest  # absent when not chosen: earlier comparisons keep their digest
+    if position is not None:
+        inputs["baseline"] = runs[position].digest  # absent when not chosen: earlier comparisons keep their digest
     request_key = _request_key(inputs)
     known = Comparison.objects.filter(request_key=request_key).order_by("id").first()
     if known is not None:  # the same question asked again costs a lookup, not a recomputation
