@@ -77,9 +77,9 @@ def comparison_create(*, runs: Sequence[Submission], axis: str, created_by: Abst
     """Compare runs along `axis` and store the result. Returns (comparison, created).
 
     `baseline` (one of `runs`, or its id or digest) picks the baseline arm: the configuration every other is
-    set against and the conclusion is about (default: the first run's). Raises NotComparable (422) with every offending field
-    when the contract refuses, RegistryError (400) for unusable input. The same inputs give the same
-    digest, so repeating a request returns the stored one.
+    set against and the conclusion is about (default: the first run's). Raises NotComparable (422) with every
+    offending field when the contract refuses, RegistryError (400) for unusable input. The same inputs give the
+    same digest, so repeating a request returns the stored one.
     """
     _check_usable(runs)
     position = _baseline_position(runs, baseline)
