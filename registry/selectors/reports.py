@@ -26,7 +26,8 @@ def run_statuses(digests: Sequence[str], *, with_reasons: bool = True) -> dict[s
     without the read scope learn only that, and when, a run was withdrawn).
     """
     out: dict[str, dict[str, Any]] = {}
-    for run in Submission.objects.select_related("withdrawal").filter(digest__in=list(digests)):
+    runs = Submission.objects.select_related("withdrawal").filter(digest__in=list(digests))
+    for run in runs.only("id", "digest", "withdrawal"):  # the documents are not needed: never loaded or parsed
         withdrawal = getattr(run, "withdrawal", None)
         withdrawn = None
         if withdrawal is not None:
