@@ -151,6 +151,13 @@ class MerkleTree:
             raise ValueError(f"leaf index {index} out of range for a tree of {self.size} leaves")
         return self._node(0, index)
 
+    def node(self, level: int, index: int) -> bytes:
+        """The root of the complete subtree of 2**level leaves starting at leaf index * 2**level (what a C2SP
+        tlog-tiles hash tile lists). Raises ValueError unless that subtree is complete in this tree."""
+        if level < 0 or index < 0 or (index + 1) << level > self.size:
+            raise ValueError(f"no complete subtree at level {level}, index {index} in a tree of {self.size} leaves")
+        return self._node(level, index)
+
     def root(self, size: int | None = None) -> bytes:
         """MTH of the first `size` leaves (default: all). Raises ValueError if size < 0 or size > self.size."""
         size = self._check_size(size)

@@ -30,3 +30,19 @@ def create_once(path: Path, make: Callable[[], bytes]) -> Path:
     finally:
         tmp.unlink(missing_ok=True)
     return path
+
+
+def check_private(path: Path, what: str) -> None:
+    """Refuse a private key file that the group or others may read or write (issue 15: keys outside the data
+    directory, with strict permissions). Raises ImproperlyConfigured naming the file and the fix."""
+    import stat
+
+    from django.core.exceptions import ImproperlyConfigured
+
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        raise ImproperlyConfigured(f"cannot read the {what} {path}: {exc.strerror}") from None
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise ImproperlyConfigured(f"the {what} {path} is readable or writable by group or others (mode "
+                                   f"{stat.S_IMODE(mode):o}); run chmod 600 {path}")

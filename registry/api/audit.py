@@ -1,34 +1,55 @@
-"""Audit-log endpoints: the signed checkpoint, its public key, inclusion and consistency proofs, the entries.
+"""Audit-log endpoints: the signed checkpoint, its public key, inclusion and consistency proofs, the entries, and
+the same log in the C2SP tlog-tiles layout (checkpoint, hash tiles, entry bundles).
 
-Who may read what: a third party must verify with the public key alone, so the checkpoint, the public key and
-both proofs are open (they disclose sizes and hashes, nothing else). Entry texts name users, token prefixes and
-withdrawal reasons, so the entry list needs the read scope, and an inclusion proof carries the entry text only for
-a caller who has it; whoever holds an entry (a report's evidence, say) hashes it themselves.
+Who may read what (policy.AUDIT_PUBLIC): anyone, without an account, throttled per address (scope `audit`,
+BENCHREG_THROTTLE_AUDIT). Entry texts of format 2 (registry/audit/entries.py) hold only what may be public.
+Format-1 entries, written before migration 0011, name users, token prefixes and withdrawal reasons: their texts
+(and entry bundles holding them) are served only to callers with policy.AUDIT_READ; their hashes are public.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-from types import SimpleNamespace
 from typing import Any
 
+from django.conf import settings
+from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
-from rest_framework.pagination import CursorPagination
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
-from registry.api.permissions import HasScope
+from registry import policy
+from registry.api.pagination import StrictCursor
+from registry.api.strict import QuerySerializer
 from registry.api.submissions import ProblemSerializer
 from registry.audit.keys import checkpoint_key, log_origin
 from registry.models import Checkpoint
-from registry.selectors.audit import audit_consistency, audit_entry_list, audit_inclusion, checkpoint_at
+from registry.selectors.audit import (
+    audit_consistency,
+    audit_entry_list,
+    audit_inclusion,
+    audit_pending_count,
+    checkpoint_at,
+    checkpoint_published,
+    cosigned_note,
+)
+from registry.selectors.tiles import TILE_WIDTH, entry_bundle, hash_tile, parse_tile_index
 from registry.services.audit import checkpoint_current
+
+
+class PublicAuditView(APIView):
+    """Open to anyone (policy.AUDIT_PUBLIC), counted per address or user under the `audit` throttle scope only."""
+
+    policy_action = policy.AUDIT_PUBLIC
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "audit"
 
 
 class SignedNoteRenderer(BaseRenderer):
@@ -43,12 +64,11 @@ class SignedNoteRenderer(BaseRenderer):
         return data.encode() if isinstance(data, str) else json.dumps(data).encode()
 
 
-class LogOrderCursor(CursorPagination):
+class LogOrderCursor(StrictCursor):
     """Entries in log order (seq only grows, so pages never shift under a reader)."""
 
     ordering = "seq"
     page_size = 100
-    page_size_query_param = "limit"
     max_page_size = 1000
 
 
@@ -65,8 +85,9 @@ def _note_at(size: int) -> str | None:
     return checkpoint.note if checkpoint else None
 
 
-def _may_read(request: Request) -> bool:
-    return HasScope().has_permission(request, SimpleNamespace(required_scope="read"))
+def _may_read_restricted(request: Request) -> bool:
+    """May this caller read format-1 entry texts (which name users and token prefixes)?"""
+    return policy.can(policy.for_request(request), policy.AUDIT_READ)
 
 
 class CheckpointOutputSerializer(serializers.Serializer):
@@ -84,15 +105,14 @@ class CheckpointOutputSerializer(serializers.Serializer):
         return _b64(bytes.fromhex(checkpoint.root_hash))
 
 
-class AuditCheckpointApi(APIView):
+class AuditCheckpointApi(PublicAuditView):
     """The current signed checkpoint (size, root, Ed25519 signature). Open to anyone."""
 
-    required_scope = None
     authentication_classes: list[type] = []
     renderer_classes = [JSONRenderer, SignedNoteRenderer]
 
     @extend_schema(responses={(200, "application/json"): CheckpointOutputSerializer,
-                              (200, "text/plain"): OpenApiTypes.STR},
+                              (200, "text/plain"): OpenApiTypes.STR, 429: ProblemSerializer},
                    summary="The current signed checkpoint (JSON, or the raw signed note with ?format=note)")
     def get(self, request: Request) -> Response:
         checkpoint = checkpoint_current()
@@ -101,13 +121,12 @@ class AuditCheckpointApi(APIView):
         return Response(CheckpointOutputSerializer(checkpoint).data)
 
 
-class AuditPublicKeyApi(APIView):
+class AuditPublicKeyApi(PublicAuditView):
     """The key that signs checkpoints: the C2SP verifier key string and the raw Ed25519 public key. Open."""
 
-    required_scope = None
     authentication_classes: list[type] = []
 
-    @extend_schema(responses=OpenApiTypes.OBJECT, summary="The checkpoint verifier key")
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, 429: ProblemSerializer}, summary="The checkpoint verifier key")
     def get(self, request: Request) -> Response:
         key = checkpoint_key()
         return Response({"origin": log_origin(), "key_name": key.name, "algorithm": "Ed25519",
@@ -121,25 +140,25 @@ class InclusionOutputSerializer(serializers.Serializer):
     proof = serializers.ListField(child=serializers.CharField(), help_text="hex hashes, leaf to root")
     root_hash = serializers.CharField(help_text="hex root of the tree of tree_size entries")
     checkpoint = serializers.CharField(allow_null=True, help_text="signed note of that size, if one was signed")
-    entry = serializers.CharField(required=False, help_text="the entry text (callers with the read scope)")
+    entry = serializers.CharField(required=False, help_text="the entry text (format 2: anyone; format 1: callers "
+                                                            "with the read scope)")
 
 
-class AuditInclusionApi(APIView):
+class AuditInclusionApi(PublicAuditView):
     """Proof that entry N is in the log of size M (default: the current checkpoint's size). Open."""
 
-    required_scope = None
-
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(QuerySerializer):
         entry = serializers.IntegerField(min_value=0)
         size = serializers.IntegerField(min_value=0, required=False)
 
-    @extend_schema(parameters=[InputSerializer], responses={200: InclusionOutputSerializer, 400: ProblemSerializer},
+    @extend_schema(parameters=[InputSerializer], responses={200: InclusionOutputSerializer, 400: ProblemSerializer,
+                                                            422: ProblemSerializer, 429: ProblemSerializer},
                    summary="Inclusion proof of one entry (RFC 9162 audit path)")
     def get(self, request: Request) -> Response:
         params = self.InputSerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         size = params.validated_data.get("size")
-        proof = audit_inclusion(entry=params.validated_data["entry"], with_text=_may_read(request),
+        proof = audit_inclusion(entry=params.validated_data["entry"], restricted=_may_read_restricted(request),
                                 size=checkpoint_current().size if size is None else size)
         data = {"leaf_index": proof.leaf_index, "tree_size": proof.tree_size, "leaf_hash": proof.leaf_hash.hex(),
                 "proof": _hex_list(proof.proof), "root_hash": proof.root_hash.hex(),
@@ -159,15 +178,15 @@ class ConsistencyOutputSerializer(serializers.Serializer):
     second_checkpoint = serializers.CharField(allow_null=True)
 
 
-class AuditConsistencyApi(APIView):
+class AuditConsistencyApi(PublicAuditView):
     """Proof that the log at size `from` is a prefix of the log at size `to` (default: the current checkpoint)."""
 
-    required_scope = None
     authentication_classes: list[type] = []
 
-    @extend_schema(parameters=[OpenApiParameter("from", int, required=True),
-                               OpenApiParameter("to", int, required=False)],
-                   responses={200: ConsistencyOutputSerializer, 400: ProblemSerializer},
+    @extend_schema(parameters=[OpenApiParameter("from", {"type": "integer", "minimum": 0}, required=True),
+                               OpenApiParameter("to", {"type": "integer", "minimum": 0}, required=False)],
+                   responses={200: ConsistencyOutputSerializer, 400: ProblemSerializer, 422: ProblemSerializer,
+                              429: ProblemSerializer},
                    summary="Consistency proof between two log sizes")
     def get(self, request: Request) -> Response:
         first, second = _size_param(request, "from"), _size_param(request, "to", required=False)
@@ -182,7 +201,7 @@ def _size_param(request: Request, name: str, *, required: bool = True) -> int | 
     raw = request.query_params.get(name)
     if raw is None and not required:
         return None
-    if raw is None or not raw.isdigit():
+    if raw is None or not (raw.isascii() and raw.isdigit()):  # "²".isdigit() is True
         raise ValidationError({name: ["a non-negative integer is required"]})
     return int(raw)
 
@@ -190,27 +209,111 @@ def _size_param(request: Request, name: str, *, required: bool = True) -> int | 
 class AuditEntryOutputSerializer(serializers.Serializer):
     seq = serializers.IntegerField()
     created_at = serializers.DateTimeField()
-    actor = serializers.CharField()
     kind = serializers.CharField()
     subject = serializers.CharField()
     leaf_hash = serializers.CharField()
-    entry = serializers.CharField(help_text="the canonical JSON text that was hashed")
+    format = serializers.IntegerField(help_text="entry format: 2 public, 1 (before migration 0011) restricted")
+    entry = serializers.SerializerMethodField(help_text="the canonical JSON text that was hashed; null for a "
+                                                        "format-1 entry unless the caller has the read scope")
+    actor = serializers.SerializerMethodField(help_text="who caused it; callers with the read scope only")
+
+    def get_entry(self, row: Any) -> str | None:
+        return row.entry if row.format != 1 or self.context["restricted"] else None
+
+    def get_actor(self, row: Any) -> str | None:
+        return row.actor if self.context["restricted"] else None
 
 
-class AuditEntryListApi(APIView):
-    """Entries in log order, cursor-paged, filtered by kind and/or subject. Scope read."""
+class AuditEntryPageSerializer(serializers.Serializer):
+    next = serializers.URLField(allow_null=True, help_text="the next page (cursor), null on the last")
+    previous = serializers.URLField(allow_null=True)
+    results = AuditEntryOutputSerializer(many=True)
+    pending = serializers.IntegerField(help_text="entries matching the filters queued and not numbered yet")
 
-    required_scope = "read"
 
-    class FilterSerializer(serializers.Serializer):
+
+class AuditEntryListApi(PublicAuditView):
+    """Entries in log order, cursor-paged, filtered by kind and/or subject. Open to anyone."""
+
+    pagination_class = LogOrderCursor  # documents the page's parameters
+
+    class AuditEntryFilterSerializer(QuerySerializer):
         kind = serializers.CharField(required=False)
         subject = serializers.CharField(required=False)
 
-    @extend_schema(parameters=[FilterSerializer], responses=AuditEntryOutputSerializer(many=True),
-                   summary="Audit-log entries, oldest first")
+    @extend_schema(parameters=[AuditEntryFilterSerializer],
+                   responses={200: AuditEntryPageSerializer, 400: ProblemSerializer, 429: ProblemSerializer},
+                   summary="Audit-log entries, oldest first",
+                   description="`pending` counts entries matching the filters whose changes have committed and that "
+                               "are not numbered yet (not in the tree, so no inclusion proof yet); while it is "
+                               "not 0 the answer carries `Retry-After: 1` (docs/audit.md: the sequencing delay).")
     def get(self, request: Request) -> Response:
-        filters = self.FilterSerializer(data=request.query_params)
+        filters = self.AuditEntryFilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
         paginator = LogOrderCursor()
         page = paginator.paginate_queryset(audit_entry_list(**filters.validated_data), request, view=self)
-        return paginator.get_paginated_response(AuditEntryOutputSerializer(page, many=True).data)
+        context = {"restricted": _may_read_restricted(request)}
+        response = paginator.get_paginated_response(AuditEntryOutputSerializer(page, many=True, context=context).data)
+        # issue 16: say when entries are queued and not integrated yet
+        pending = audit_pending_count(**filters.validated_data)
+        response.data["pending"] = pending
+        if pending:
+            response["Retry-After"] = "1"
+        return response
+
+
+# --- the C2SP tlog-tiles layout (https://c2sp.org/tlog-tiles), under /api/v1/audit/log/ ----------------------
+
+IMMUTABLE = "public, max-age=31536000, immutable"  # a full tile never changes
+SHORT = "public, max-age=10"  # a partial tile or the checkpoint: the log grows
+
+
+def _tile_response(body: bytes, *, full: bool) -> HttpResponse:
+    response = HttpResponse(body, content_type="application/octet-stream")
+    response["Cache-Control"] = IMMUTABLE if full else SHORT
+    return response
+
+
+def _width(raw: str | None) -> int:
+    return TILE_WIDTH if raw is None else int(raw)
+
+
+TILE_RESPONSES = {(200, "application/octet-stream"): OpenApiTypes.BINARY, 404: ProblemSerializer,
+                  429: ProblemSerializer}
+BUNDLE_RESPONSES = {**TILE_RESPONSES, 403: ProblemSerializer}
+
+
+class AuditLogCheckpointApi(PublicAuditView):
+    """tlog-tiles `<prefix>/checkpoint`: the published signed note, with the witnesses' cosignature lines."""
+
+    authentication_classes: list[type] = []
+
+    @extend_schema(responses={(200, "text/plain"): OpenApiTypes.STR, 429: ProblemSerializer},
+                   summary="The log's checkpoint as a C2SP signed note with witness cosignatures (text/plain)")
+    def get(self, request: Request) -> HttpResponse:
+        checkpoint = checkpoint_published(quorum=settings.BENCHREG_WITNESS_QUORUM) or checkpoint_current()
+        response = HttpResponse(cosigned_note(checkpoint).encode(), content_type="text/plain; charset=utf-8")
+        response["Cache-Control"] = SHORT
+        return response
+
+
+class AuditHashTileApi(PublicAuditView):
+    """tlog-tiles `tile/<L>/<N>[.p/<W>]`: W hashes (32 bytes each) of tree level 8L from index 256N."""
+
+    authentication_classes: list[type] = []
+
+    @extend_schema(responses=TILE_RESPONSES, summary="A hash tile of the audit log (C2SP tlog-tiles)")
+    def get(self, request: Request, level: str, index: str, width: str | None = None) -> HttpResponse:
+        body = hash_tile(level=int(level), index=parse_tile_index(index), width=_width(width))
+        return _tile_response(body, full=width is None)
+
+
+class AuditEntryBundleApi(PublicAuditView):
+    """tlog-tiles `tile/entries/<N>[.p/<W>]`: entries 256N.. as uint16 big-endian length + entry text."""
+
+    @extend_schema(responses=BUNDLE_RESPONSES,
+                   summary="An entry bundle of the audit log (C2SP tlog-tiles); 403 if it holds format-1 entries")
+    def get(self, request: Request, index: str, width: str | None = None) -> HttpResponse:
+        body = entry_bundle(index=parse_tile_index(index), width=_width(width),
+                            restricted_allowed=_may_read_restricted(request))
+        return _tile_response(body, full=width is None)

@@ -2,7 +2,8 @@
 
 Where the key comes from, first match wins:
   * settings.BENCHREG_CHECKPOINT_KEY: a C2SP signer key string (`PRIVATE+KEY+<name>+<id>+<base64>`), or the path
-    of a file holding one or an Ed25519 private key in PEM (PKCS#8, unencrypted);
+    of a file holding one or an Ed25519 private key in PEM (PKCS#8, unencrypted), e.g. outside the data directory
+    on a secrets volume; a file the group or others may read is refused;
   * `<DATA_DIR>/keys/checkpoint.key`, a signer key string generated on first use (mode 0600).
 
 The key's name is the log origin (settings.BENCHREG_LOG_ORIGIN) for generated and PEM keys, and whatever a supplied
@@ -31,7 +32,7 @@ from protocol.signed_note import (
     signer_key,
     verifier_key,
 )
-from registry.keyfiles import create_once
+from registry.keyfiles import check_private, create_once
 
 DEFAULT_ORIGIN = "benchreg.local/audit"
 SIGNER_PREFIX = "PRIVATE+KEY+"
@@ -97,6 +98,7 @@ def _parse(text: str, where: str) -> SignerKey:
 
 
 def _read_file(path: Path, origin: str) -> SignerKey:
+    check_private(path, "checkpoint key")
     try:
         raw = path.read_bytes()
     except OSError as exc:

@@ -19,19 +19,26 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from hashlib import sha256
 from typing import Any
 
-from django.db.models import CharField
+import orjson
+from django.db import connection
+from django.db.models import CharField, F, Func
 from django.db.models.functions import Cast
 
 from protocol import digest_of, summarize
+from protocol.cosignature import verify_cosignatures
 from protocol.signed_note import NoteError, VerifierKey, open_note
-from protocol.transparency import MerkleTree, leaf_hash
+from protocol.transparency import MerkleTree
+from registry.audit.entries import withdrawal_reason_digest
 from registry.audit.keys import log_origin, trusted_verifier_keys
 from registry.choices import AuditKind
 from registry.models import AuditEntry, AuditHead, Checkpoint, Submission, Withdrawal
+from registry.selectors.audit import cosigned_note
 
 CHUNK = 10_000
+LEAF_PREFIX = b"\x00"  # RFC 9162 leaf hash: SHA-256(0x00 || entry), as protocol.transparency.leaf_hash
 SUMMARY_COLUMNS = ("protocol_version", "phase", "workload_name", "workload_version", "scenario_kind",
                    "precision_weights", "precision_activations", "batch_size", "system_name", "accelerator_vendor",
                    "accelerator_model", "accelerator_count", "submitter", "source", "started_at",
@@ -65,6 +72,7 @@ class Report:
     runs: int = 0
     withdrawals: int = 0
     findings: list[Finding] = field(default_factory=list)
+    cosigned: list[tuple[str, int]] = field(default_factory=list)  # (checkpoint, witnesses) meeting the quorum
 
     @property
     def ok(self) -> bool:
@@ -79,17 +87,27 @@ class Report:
 
 
 def verify_log(*, checkpoint_files: Sequence[tuple[str, bytes]] = (),
-               keys: Sequence[str | VerifierKey] | None = None) -> Report:
+               keys: Sequence[str | VerifierKey] | None = None, witnesses: Sequence[str] = (),
+               quorum: int = 0) -> Report:
     """Check everything listed in the module docstring. `checkpoint_files` are (name, signed note bytes);
-    `keys` are the verifier keys to trust (default: the registry's current and configured earlier keys)."""
+    `keys` are the verifier keys to trust (default: the registry's current and configured earlier keys).
+
+    With `quorum` > 0, every checkpoint file (or, without files, the latest stored checkpoint with its
+    cosignatures) must carry valid cosignatures by at least `quorum` of `witnesses` (cosignature/v1 verifier keys).
+    """
     trusted = list(keys) if keys else list(trusted_verifier_keys())
     report = Report()
+    # Entries queued by committed changes are numbered first, so every committed change has its entry to check.
+    from registry.services.audit import audit_integrate  # services build on this package's keys
+
+    audit_integrate()
     tree = MerkleTree(_verify_entries(report))
     report.size, report.root = tree.size, tree.root()
     _verify_head(report)
     _verify_stored_checkpoints(report, tree, trusted)
-    for name, note in checkpoint_files:
-        _verify_checkpoint_file(report, tree, trusted, name, note)
+    _verify_checkpoint_files(report, tree, trusted, checkpoint_files)
+    if quorum > 0:
+        _verify_witnesses(report, checkpoint_files, witnesses, quorum)
     _verify_runs(report)
     _verify_run_entries(report)
     _verify_withdrawals(report)
@@ -100,27 +118,53 @@ def verify_log(*, checkpoint_files: Sequence[tuple[str, bytes]] = (),
 
 
 def _verify_entries(report: Report) -> list[bytes]:
-    """Leaf hashes recomputed from the entry texts, in order; mismatches go to the report."""
+    """Leaf hashes recomputed from the entry texts, in order; mismatches go to the report.
+
+    The loop is the cost of `audit verify` at a million entries, so the common case (everything agrees) is kept
+    tight: orjson parses the text, and the time column comes from the database already spelled as entries
+    spell it (PostgreSQL), so one string comparison checks it; anything that differs takes the careful path.
+    """
     leaves: list[bytes] = []
+    append = leaves.append
     expected = 0
-    # The time comes as text: converting a million timestamptz values to datetimes costs more than the rest.
-    rows = (AuditEntry.objects.order_by("seq").annotate(created_text=Cast("created_at", CharField()))
-            .values_list("seq", "created_text", "actor", "kind", "subject", "entry", "leaf_hash")
+    rows = (AuditEntry.objects.order_by("seq").annotate(created_text=_time_as_entry_text())
+            .values_list("seq", "created_text", "actor", "kind", "subject", "entry", "leaf_hash", "format")
             .iterator(chunk_size=CHUNK))
-    for seq, created_text, actor, kind, subject, text, stored_leaf in rows:
+    for seq, created_text, actor, kind, subject, text, stored_leaf, fmt in rows:
         if seq != expected:
             missing = f"entry #{expected} is" if seq == expected + 1 else f"entries #{expected}..#{seq - 1} are"
             report.findings.append(Finding(f"missing: {missing} not stored", seq=expected))
             expected = seq
-        leaf = leaf_hash(text.encode())
+        raw = text.encode()
+        leaf = sha256(LEAF_PREFIX + raw).digest()
         if leaf.hex() != stored_leaf:
             report.findings.append(Finding("the entry text does not hash to the stored leaf hash", seq=seq))
-        columns = {"seq": seq, "actor": actor, "kind": kind, "subject": subject}
-        if message := _entry_disagrees(text, columns, created_text):
-            report.findings.append(Finding(message, seq=seq))
-        leaves.append(leaf)
+        # Format 2 entries are public and leave the actor out of the text (registry/audit/entries.py).
+        try:
+            entry = orjson.loads(raw)
+            agrees = (type(entry) is dict and entry.get("seq") == seq and entry.get("kind") == kind
+                      and entry.get("subject") == subject and entry.get("time") == created_text
+                      and (entry.get("actor") == actor and "v" not in entry if fmt == 1
+                           else entry.get("v") == fmt and "actor" not in entry))
+        except orjson.JSONDecodeError:  # not JSON, or a number orjson does not take: the careful path decides
+            agrees = False
+        if not agrees:
+            columns = {"seq": seq, "kind": kind, "subject": subject, **({"actor": actor} if fmt == 1 else {}),
+                       "v": None if fmt == 1 else fmt}
+            if message := _entry_disagrees(text, columns, created_text):
+                report.findings.append(Finding(message, seq=seq))
+        append(leaf)
         expected += 1
     return leaves
+
+
+def _time_as_entry_text() -> Func:
+    """created_at as text: on PostgreSQL spelled as format-2 entries spell time (UTC, six fractional digits, Z).
+    A format-1 entry written at a whole second spelled it without the digits: it takes the careful path."""
+    if connection.vendor == "postgresql":
+        return Func(F("created_at"), template="to_char(%(expressions)s AT TIME ZONE 'UTC', "
+                                              "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')", output_field=CharField())
+    return Cast("created_at", CharField())
 
 
 def _entry_disagrees(text: str, columns: dict[str, object], created_text: str) -> str | None:
@@ -191,18 +235,60 @@ def _verify_stored_checkpoints(report: Report, tree: MerkleTree, trusted: Sequen
         else:
             bad.append((pk, claimed, problem))
     for pk, claimed, problem in bad:
-        # The last checkpoint that still matches below this one brackets where the log was changed.
-        since = max((s for s in good if s < claimed), default=0)
-        where = f" (an entry in #{since}..#{claimed - 1} was changed)" if 0 <= since < claimed <= tree.size else ""
+        where, _ = _bracket(good, claimed, tree.size)
         report.findings.append(Finding(problem + where, checkpoint=pk))
 
 
-def _verify_checkpoint_file(report: Report, tree: MerkleTree, trusted: Sequence[str | VerifierKey], name: str,
-                            note: bytes) -> None:
-    report.files += 1
-    _, problem = _check_note(tree, trusted, note)
-    if problem is not None:
-        report.findings.append(Finding(problem, file=name))
+def _bracket(good: Sequence[int], claimed: int, size: int) -> tuple[str, int | None]:
+    """The last checkpoint that still matches below a failing one brackets where the log was changed: words for it,
+    and the first entry that can be bad (named as the first mismatching entry when it is the only one)."""
+    since = max((s for s in good if s < claimed), default=0)
+    if not 0 <= since < claimed <= size:
+        return "", None
+    if claimed - since == 1:
+        return f" (entry #{since} was changed)", since
+    return f" (an entry in #{since}..#{claimed - 1} was changed)", None
+
+
+def _verify_checkpoint_files(report: Report, tree: MerkleTree, trusted: Sequence[str | VerifierKey],
+                             files: Sequence[tuple[str, bytes]]) -> None:
+    good: list[int] = []
+    bad: list[tuple[str, int, str]] = []
+    for name, note in files:
+        report.files += 1
+        claimed, problem = _check_note(tree, trusted, note)
+        if problem is None:
+            good.append(claimed)
+        else:
+            bad.append((name, claimed, problem))
+    for name, claimed, problem in bad:
+        where, seq = _bracket(good, claimed, tree.size)
+        report.findings.append(Finding(f"{problem}{where}" if seq is None else f"{name}: {problem}{where}",
+                                       file=name, seq=seq))
+
+
+def _verify_witnesses(report: Report, files: Sequence[tuple[str, bytes]], witnesses: Sequence[str],
+                      quorum: int) -> None:
+    """Each checkpoint relied on carries cosignatures by at least `quorum` of the given witnesses."""
+    notes = list(files)
+    if not notes:
+        latest = Checkpoint.objects.filter(cosignatures__isnull=False).order_by("-id").first()
+        if latest is None:
+            report.findings.append(Finding(f"no stored checkpoint is cosigned; {quorum} witness cosignature(s) "
+                                           "required", checkpoint=0))
+            return
+        notes = [(f"stored checkpoint {latest.pk}", cosigned_note(latest).encode())]
+    for name, note in notes:
+        try:
+            found = verify_cosignatures(note, list(witnesses))
+        except (NoteError, UnicodeDecodeError) as exc:
+            report.findings.append(Finding(f"cannot read its cosignatures: {exc}", file=name))
+            continue
+        if len(found) < quorum:
+            report.findings.append(Finding(f"cosigned by {len(found)} of the {len(witnesses)} given witnesses, "
+                                           f"{quorum} required", file=name))
+        else:
+            report.cosigned.append((name, len(found)))
 
 
 # -- runs and withdrawals ------------------------------------------------------------------------------------------
@@ -268,10 +354,17 @@ def _verify_withdrawals(report: Report) -> None:
         run = withdrawal.submission_id
         if text is None:
             report.findings.append(Finding("its withdrawal has no run.withdrawn audit entry", run=run))
-        elif _payload(text).get("reason") != withdrawal.reason:
+        elif not _same_reason(_payload(text), withdrawal.reason):
             report.findings.append(Finding(f"its withdrawal reason differs from audit entry #{seq}", run=run))
     for seq, _ in sorted(entries.values()):
         report.findings.append(Finding("records a withdrawal that is not stored", seq=seq))
+
+
+def _same_reason(payload: dict[str, object], reason: str) -> bool:
+    """Format 1 entries hold the reason, format 2 entries its SHA-256 (reasons are not public)."""
+    if "reason_sha256" in payload:
+        return payload["reason_sha256"] == withdrawal_reason_digest(reason)
+    return payload.get("reason") == reason
 
 
 def _payload(text: str) -> dict[str, object]:

@@ -20,6 +20,9 @@ class AuditEntry(AppendOnlyModel):
     subject = models.CharField(max_length=200, db_index=True, help_text="digest or id of what it is about")
     entry = models.TextField()
     leaf_hash = models.CharField(max_length=64)
+    format = models.PositiveSmallIntegerField(
+        default=2, help_text="entry format (registry/audit/entries.py): 1 before migration 0011 (restricted), "
+                             "2 since (public)")
 
     class Meta:
         ordering = ["seq"]
@@ -36,3 +39,26 @@ class AuditHead(models.Model):
 
     def __str__(self) -> str:
         return f"audit log of {self.size} entries"
+
+
+# --- issue 16: entries queued by the change's transaction, sequenced in batches (registry.services.audit) -------
+
+
+class AuditQueued(models.Model):
+    """An event whose change has committed (or is committing) and that has no number yet.
+
+    The change's transaction inserts it (no lock on anything shared); the sequencer (`audit_integrate`) numbers
+    queued rows in id order, writes their AuditEntry rows, moves the head and deletes them, in one transaction
+    per batch. `queued_at` is the entry's `time`; `payload` is its canonical JSON text (kept as text so no number
+    changes spelling on the way).
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    queued_at = models.DateTimeField()
+    actor = models.CharField(max_length=150)
+    kind = models.CharField(max_length=40)
+    subject = models.CharField(max_length=200, db_index=True)
+    payload = models.TextField()
+
+    def __str__(self) -> str:
+        return f"queued {self.kind} {self.subject}"

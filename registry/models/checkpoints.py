@@ -30,3 +30,22 @@ class Checkpoint(AppendOnlyModel):
 
     def __str__(self) -> str:
         return f"checkpoint {self.pk}: size {self.size} ({self.reason})"
+
+
+class Cosignature(AppendOnlyModel):
+    """A witness's C2SP tlog-cosignature on a checkpoint: the witness checked the checkpoint is consistent with
+    every earlier one it cosigned for this log. `line` is the signature line appended to the note as served."""
+
+    checkpoint = models.ForeignKey(Checkpoint, on_delete=models.PROTECT, related_name="cosignatures")
+    witness = models.CharField(max_length=200, help_text="the witness key's name")
+    vkey = models.CharField(max_length=300, help_text="the witness's verifier key string (cosignature/v1)")
+    line = models.CharField(max_length=400, help_text="the signature line, `— <name> <base64>`")
+    timestamp = models.BigIntegerField(help_text="seconds since the epoch, as the witness signed it")
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["checkpoint", "vkey"], name="one_cosignature_per_witness")]
+
+    def __str__(self) -> str:
+        return f"cosignature by {self.witness} on checkpoint {self.checkpoint_id}"

@@ -43,7 +43,7 @@ from pyhanko.sign.signers.constants import ESIC_EXTENSION_1
 from pyhanko.sign.timestamps.dummy_client import DummyTimeStamper
 from pyhanko_certvalidator.registry import SimpleCertificateStore
 
-from registry.keyfiles import create_once
+from registry.keyfiles import check_private, create_once
 
 GENERATED_FILE = "report-signing.pem"
 SIGNATURE_FIELD = "BenchregReportSignature"
@@ -180,6 +180,7 @@ def _load(p12: str, key_path: str, cert_path: str, timestamp: bool, data_dir: Pa
 
 
 def _from_pkcs12(path: Path, password: str) -> tuple[PrivateKey, x509.Certificate, tuple[x509.Certificate, ...]]:
+    check_private(path, "report signing key (PKCS#12)")
     try:
         key, cert, extra = pkcs12.load_key_and_certificates(path.read_bytes(), password.encode() or None)
     except (OSError, ValueError) as exc:
@@ -190,6 +191,7 @@ def _from_pkcs12(path: Path, password: str) -> tuple[PrivateKey, x509.Certificat
 
 
 def _from_pem(key_path: Path, cert_path: Path) -> tuple[PrivateKey, x509.Certificate, tuple[x509.Certificate, ...]]:
+    check_private(key_path, "report signing key")
     password = (getattr(settings, "BENCHREG_REPORT_KEY_PASSWORD", "") or "").encode() or None
     try:
         key = serialization.load_pem_private_key(key_path.read_bytes(), password=password)

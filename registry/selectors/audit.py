@@ -15,11 +15,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from django.db import connection
-from django.db.models import QuerySet, Subquery
+from django.db.models import Count, QuerySet, Subquery
 
 from protocol.transparency import MerkleTree
 from registry.exceptions import RegistryError
-from registry.models import AuditEntry, AuditHead, Checkpoint
+from registry.models import AuditEntry, AuditHead, AuditQueued, Checkpoint, Cosignature
 
 LEAF_CHUNK = 20_000  # rows per fetch when streaming leaf hashes
 
@@ -27,7 +27,7 @@ LEAF_CHUNK = 20_000  # rows per fetch when streaming leaf hashes
 class OutOfRange(RegistryError):
     """A size or entry number the log does not have; `errors` names the query parameter."""
 
-    status = 400
+    status = 422  # well-formed, but not a position the log has (400 is for malformed parameters)
     code = "out-of-range"
 
     def __init__(self, parameter: str, message: str) -> None:
@@ -84,6 +84,16 @@ def audit_entry_list(*, kind: str | None = None, subject: str | None = None) -> 
     return entries
 
 
+def audit_pending_count(*, kind: str | None = None, subject: str | None = None) -> int:
+    """Entries queued by committed changes and not numbered yet (issue 16), optionally of one kind/subject."""
+    queued = AuditQueued.objects.all()
+    if kind:
+        queued = queued.filter(kind=kind)
+    if subject:
+        queued = queued.filter(subject=subject)
+    return queued.count()
+
+
 def checkpoint_latest() -> Checkpoint | None:
     return Checkpoint.objects.order_by("-id").first()
 
@@ -91,6 +101,25 @@ def checkpoint_latest() -> Checkpoint | None:
 def checkpoint_at(*, size: int) -> Checkpoint | None:
     """The latest stored checkpoint of exactly this size, if any."""
     return Checkpoint.objects.filter(size=size).order_by("-id").first()
+
+
+def cosigned_note(checkpoint: Checkpoint) -> str:
+    """The checkpoint's signed note with its witnesses' cosignature lines appended (C2SP tlog-cosignature)."""
+    lines = Cosignature.objects.filter(checkpoint=checkpoint).order_by("id").values_list("line", flat=True)
+    return checkpoint.note + "".join(line + "\n" for line in lines)
+
+
+def checkpoint_published(*, quorum: int) -> Checkpoint | None:
+    """The latest checkpoint cosigned by at least `quorum` witnesses (None if there is none); quorum 0: the latest."""
+    if quorum <= 0:
+        return checkpoint_latest()
+    return (Checkpoint.objects.annotate(cosigners=Count("cosignatures")).filter(cosigners__gte=quorum)
+            .order_by("-id").first())
+
+
+def audit_seq_of(*, kind: str, subject: str) -> int | None:
+    """The number of the first entry of this kind about this subject (a run's `run.submitted` entry)."""
+    return AuditEntry.objects.filter(kind=kind, subject=subject).order_by("seq").values_list("seq", flat=True).first()
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -103,19 +132,20 @@ def audit_root(*, size: int) -> bytes:
         return tree.root(size)
 
 
-def audit_inclusion(*, entry: int, size: int, with_text: bool = False) -> InclusionProof:
-    """Inclusion proof of entry `entry` in the tree of `size` entries (and the entry's text if `with_text`).
+def audit_inclusion(*, entry: int, size: int, restricted: bool = False) -> InclusionProof:
+    """Inclusion proof of entry `entry` in the tree of `size` entries, with the entry's text if it is public
+    (format 2) or `restricted` (the caller may read format-1 texts).
 
-    Raises OutOfRange naming the parameter. Warm, this is one query (two with the text) and O(log n) hashing.
+    Raises OutOfRange naming the parameter. Warm, this is two queries and O(log n) hashing.
     """
     if not 0 <= entry < size:
         raise OutOfRange("entry", f"entry {entry} is not in a tree of {size} entries (0 <= entry < size)")
     with _tree(size, "size") as tree:
         proof = InclusionProof(entry, size, tree.leaf(entry), tree.inclusion_proof(entry, size), tree.root(size))
-    if not with_text:
+    row = AuditEntry.objects.filter(seq=entry).values_list("entry", "format").first()
+    if row is None or (row[1] == 1 and not restricted):
         return proof
-    text = AuditEntry.objects.filter(seq=entry).values_list("entry", flat=True).first()
-    return dataclasses.replace(proof, entry_text=text)
+    return dataclasses.replace(proof, entry_text=row[0])
 
 
 def audit_consistency(*, first: int, second: int) -> ConsistencyProof:

@@ -3,44 +3,154 @@ checkpoints of its Merkle tree."""
 
 from __future__ import annotations
 
+import json
+import logging
+import threading
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, connection, connections, transaction
+from django.db.models import F
 from django.utils import timezone
 
 import protocol
 from protocol.signed_note import Checkpoint as NoteCheckpoint
 from protocol.signed_note import sign_note
 from protocol.transparency import leaf_hash
+from registry.audit.entries import FORMAT, entry_text
 from registry.audit.keys import checkpoint_key, log_origin
 from registry.choices import CheckpointReason
 from registry.exceptions import RegistryError
-from registry.models import AuditEntry, AuditHead, Checkpoint
+from registry.models import AuditEntry, AuditHead, AuditQueued, Checkpoint
 from registry.selectors.audit import audit_root, checkpoint_latest
+
+log = logging.getLogger(__name__)
+INTEGRATE_BATCH = 1000  # entries numbered per sequencer transaction
+
+
+def audit_append(*, kind: str, actor: str, subject: str, payload: dict[str, Any] | None = None,
+                 time: datetime | None = None) -> AuditQueued:
+    """Record one event, inside the transaction of the change it records, and return the queued row.
+
+    `time` is when the change happened (default: now); a run passes its `submitted_at`, so its entry can be
+    rebuilt from its public record. Nothing shared is locked: the event is queued (one INSERT) and numbered
+    later by `audit_integrate`, which runs when this transaction commits (BENCHREG_AUDIT_SEQUENCING, see
+    docs/audit.md). The queued row commits or rolls back with the change, so an entry exists exactly when its
+    change commits. The entry's text (registry.audit.entries.entry_text) is public; `actor` stays a column.
+    """
+    now = time or timezone.now()
+    # Built once here only to refuse an entry too large for the log in the change's own transaction, never in
+    # the sequencer's (seq at its widest, so the real entry is no longer than this one).
+    entry_text(seq=10**15, time=now, kind=kind, subject=subject, payload=payload)
+    row = AuditQueued.objects.create(queued_at=now, actor=actor, kind=kind, subject=subject,
+                                     payload=protocol.canonicalize(payload or {}).decode())
+    mode = settings.BENCHREG_AUDIT_SEQUENCING
+    if mode == "inline":
+        audit_integrate()  # numbered in the change's own transaction: writers serialise (tests, one-writer setups)
+    elif mode in ("commit", "background"):
+        hook = _integrate_after_commit if mode == "commit" else _background.wake
+        if not any(pending[1] is hook for pending in connection.run_on_commit):
+            transaction.on_commit(hook)  # once per transaction, however many events it records
+    return row
+
+
+def _integrate_after_commit() -> None:
+    """After a change commits: integrate unless another sequencer is at work (it loops until the queue is empty,
+    and its next batch starts after this commit, so it takes this entry)."""
+    try:
+        audit_integrate(wait=False)
+    except DatabaseError:
+        # The entry is committed in the queue; the next commit, checkpoint or the periodic task integrates it.
+        log.exception("audit integration after commit failed; the queued entries stay queued")
+
+
+class _BackgroundSequencer:
+    """BENCHREG_AUDIT_SEQUENCING=background: one thread per process numbers entries after commits, so the
+    committing request answers without waiting for the sequencer's transaction. Woken by each commit; it
+    integrates until the queue is empty (or another process's sequencer holds the head, which loops the same way).
+    Entries left queued when a process exits are taken by the next commit, checkpoint or the periodic task.
+    """
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.lock = threading.Lock()
+        self.thread: threading.Thread | None = None
+
+    def wake(self) -> None:
+        with self.lock:
+            if self.thread is None or not self.thread.is_alive():
+                self.thread = threading.Thread(target=self._run, name="audit-sequencer", daemon=True)
+                self.thread.start()
+        self.event.set()
+
+    def _run(self) -> None:
+        while True:
+            self.event.wait()
+            self.event.clear()
+            try:
+                audit_integrate(wait=False)
+            except Exception:  # the thread must live on; the entries stay queued
+                log.exception("background audit integration failed; the queued entries stay queued")
+            finally:
+                connections.close_all()  # this thread's connection; a fresh one next time
+
+
+_background = _BackgroundSequencer()
+
+
+def audit_integrate(*, wait: bool = True, batch_size: int = INTEGRATE_BATCH, limit: int | None = None) -> int:
+    """Number queued entries and append them to the log, in batches; returns how many were integrated.
+
+    One sequencer at a time: each batch locks the head row (the only writer of it). With `wait=False` a call
+    that finds the head locked returns 0 at once: the sequencer holding it loops until the queue is empty, so it
+    takes whatever committed before it looked again. Each batch is one transaction (queued rows deleted, entries
+    inserted, head moved), so a sequencer killed mid-batch leaves the batch queued and nothing half-integrated.
+    Inside a caller's transaction (a report signing its own entry) the batches are part of it. `limit` caps
+    the batches' total (for tests that stop a sequencer between batches).
+    """
+    if connection.in_atomic_block and not any(hook[1] is _integrate_after_commit for hook in connection.run_on_commit):
+        # The caller's transaction holds the head until it commits; a commit skipped meanwhile is taken then.
+        transaction.on_commit(_integrate_after_commit)
+    done = 0
+    while limit is None or done < limit:
+        size = batch_size if limit is None else min(batch_size, limit - done)
+        count = _integrate_batch(wait=wait, batch_size=size)
+        if count is None:  # another sequencer holds the head
+            return done
+        done += count
+        if count == 0:
+            # Only a batch that found the queue empty ends the loop: a commit that found the head locked while a
+            # batch ran is seen by the next batch, which starts after that commit.
+            return done
+    return done
 
 
 @transaction.atomic
-def audit_append(*, kind: str, actor: str, subject: str, payload: dict[str, Any] | None = None) -> AuditEntry:
-    """Append one event and return it.
-
-    The head row is locked for the rest of the caller's transaction: appends are serialised, so the
-    sequence has no gaps and no duplicates, and an entry exists exactly when the change it records commits.
-    """
-    head = AuditHead.objects.select_for_update().get(id=1)
-    now = timezone.now()
-    entry = protocol.canonicalize({
-        "seq": head.size,
-        "time": now.isoformat().replace("+00:00", "Z"),
-        "actor": actor,
-        "kind": kind,
-        "subject": subject,
-        "payload": payload or {},
-    })
-    row = AuditEntry.objects.create(seq=head.size, created_at=now, actor=actor, kind=kind, subject=subject,
-                                    entry=entry.decode(), leaf_hash=leaf_hash(entry).hex())
-    AuditHead.objects.filter(id=1).update(size=head.size + 1)
-    return row
+def _integrate_batch(*, wait: bool, batch_size: int) -> int | None:
+    if connection.vendor == "postgresql":
+        heads = AuditHead.objects.select_for_update(skip_locked=not wait).filter(id=1)
+        head = heads.first()
+        if head is None:
+            return None
+    else:
+        # SQLite has no row locks: a write first takes the database's write lock, which serialises sequencers.
+        AuditHead.objects.filter(id=1).update(size=F("size"))
+        head = AuditHead.objects.get(id=1)
+    queued = list(AuditQueued.objects.order_by("id")[:batch_size])
+    if not queued:
+        return 0
+    entries = []
+    for seq, row in enumerate(queued, start=head.size):
+        text = entry_text(seq=seq, time=row.queued_at, kind=row.kind, subject=row.subject,
+                          payload=json.loads(row.payload))
+        entries.append(AuditEntry(seq=seq, created_at=row.queued_at, actor=row.actor, kind=row.kind,
+                                  subject=row.subject, entry=text.decode(), leaf_hash=leaf_hash(text).hex(),
+                                  format=FORMAT))
+    AuditEntry.objects.bulk_create(entries)
+    AuditQueued.objects.filter(id__in=[row.id for row in queued]).delete()
+    AuditHead.objects.filter(id=1).update(size=head.size + len(entries))
+    return len(entries)
 
 
 def checkpoint_sign(*, reason: str) -> Checkpoint:
@@ -57,6 +167,7 @@ def checkpoint_sign(*, reason: str) -> Checkpoint:
     """
     if reason not in CheckpointReason.values:
         raise RegistryError(f"unknown checkpoint reason {reason!r}", code="invalid-reason")
+    audit_integrate()  # everything committed (and, inside a report's transaction, the report's own entry)
     size = AuditHead.objects.get(id=1).size
     key = checkpoint_key()
     latest = checkpoint_latest()
@@ -65,8 +176,22 @@ def checkpoint_sign(*, reason: str) -> Checkpoint:
     root = audit_root(size=size)
     body = NoteCheckpoint(log_origin(), size, root).body()
     note = sign_note(body, key.name, key.signer.private_key).decode()
-    return Checkpoint.objects.create(size=size, root_hash=root.hex(), origin=log_origin(), note=note,
-                                     vkey=key.vkey, reason=reason, created_at=timezone.now())
+    checkpoint = Checkpoint.objects.create(size=size, root_hash=root.hex(), origin=log_origin(), note=note,
+                                           vkey=key.vkey, reason=reason, created_at=timezone.now())
+    if settings.BENCHREG_WITNESSES and reason != CheckpointReason.REPORT:  # a report asks its witnesses itself
+        transaction.on_commit(lambda: _ask_witnesses(checkpoint.pk))
+    return checkpoint
+
+
+def _ask_witnesses(checkpoint_id: int) -> None:
+    """Queue the cosignature requests (issue 15); with no broker the task runs here, and a failure is only logged:
+    the checkpoint stands without cosignatures and the next one asks again."""
+    from registry.tasks.audit import request_cosignatures
+
+    try:
+        request_cosignatures.delay(checkpoint_id)
+    except Exception:
+        log.exception("could not ask the witnesses to cosign checkpoint %s", checkpoint_id)
 
 
 def checkpoint_current() -> Checkpoint:
@@ -79,6 +204,9 @@ def checkpoint_current() -> Checkpoint:
     latest = checkpoint_latest()
     if latest is not None:
         age = (timezone.now() - latest.created_at).total_seconds()
-        if age < settings.BENCHREG_CHECKPOINT_INTERVAL_S or latest.size == AuditHead.objects.get(id=1).size:
+        if age < settings.BENCHREG_CHECKPOINT_INTERVAL_S:
+            return latest
+        audit_integrate()
+        if latest.size == AuditHead.objects.get(id=1).size:
             return latest
     return checkpoint_sign(reason=CheckpointReason.PERIODIC)

@@ -65,6 +65,7 @@ def test_the_key_can_be_supplied_as_a_signer_key_string_or_a_pem_file(settings, 
     assert keys.checkpoint_key().name == "ops.example/audit"
     pem = tmp_path / "key.pem"
     pem.write_bytes(private.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption()))
+    pem.chmod(0o600)
     settings.BENCHREG_CHECKPOINT_KEY = str(pem)
     key = keys.checkpoint_key()
     assert key.name == "benchreg.test/audit"  # a PEM key carries no name: the log origin is used
@@ -75,10 +76,26 @@ def test_an_unusable_key_setting_fails_loudly(settings, tmp_path):
     from django.core.exceptions import ImproperlyConfigured
 
     (tmp_path / "not-a-key").write_text("hello")
+    (tmp_path / "not-a-key").chmod(0o600)
     for value in ("PRIVATE+KEY+x+00000000+AAAA", str(tmp_path / "not-a-key"), str(tmp_path / "missing")):
         settings.BENCHREG_CHECKPOINT_KEY = value
         with pytest.raises(ImproperlyConfigured):
             keys.checkpoint_key()
+
+
+def test_a_key_file_the_group_or_others_may_read_is_refused(settings, tmp_path):
+    from django.core.exceptions import ImproperlyConfigured
+
+    outside = tmp_path / "secrets" / "checkpoint.key"  # outside the data directory, e.g. a mounted secret
+    outside.parent.mkdir()
+    outside.write_text(signer_key("ops.example/audit", Ed25519PrivateKey.generate()) + "\n")
+    for mode in (0o644, 0o640, 0o604, 0o660):
+        outside.chmod(mode)
+        settings.BENCHREG_CHECKPOINT_KEY = str(outside)
+        with pytest.raises(ImproperlyConfigured, match="readable or writable by group or others"):
+            keys.checkpoint_key()
+    outside.chmod(0o400)
+    assert keys.checkpoint_key().name == "ops.example/audit"
 
 
 # -- signing --------------------------------------------------------------------------------------------------------

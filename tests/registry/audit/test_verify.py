@@ -71,7 +71,8 @@ def test_tampering_with_a_run_and_an_audit_row_is_named_and_breaks_the_exported_
     edited_run, edited_seq = runs[1], 3
     _as_superuser("UPDATE registry_submission SET canonical = replace(canonical, 'lab-node-001', 'lab-node-999') "
                   "WHERE id = %s", [edited_run.pk])
-    _as_superuser("UPDATE registry_auditentry SET entry = replace(entry, 'lab-7', 'someone-else') WHERE seq = %s",
+    _as_superuser("UPDATE registry_auditentry SET entry = replace(entry, '\"declared\"', '\"imported\"') "
+                  "WHERE seq = %s",
                   [edited_seq])
     with pytest.raises(DatabaseError, match="append-only"), transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("UPDATE registry_auditentry SET actor = 'x'")  # the triggers are back on
@@ -88,7 +89,8 @@ def test_a_consistent_rewrite_of_entry_and_leaf_hash_still_breaks_every_checkpoi
     _log(user, server_example)
     kept = _export(tmp_path)
     row = AuditEntry.objects.get(seq=1)
-    forged = row.entry.replace("lab-7", "mallory")
+    forged = row.entry.replace('"declared"', '"imported"')
+    assert forged != row.entry
     from protocol.transparency import leaf_hash
 
     _as_superuser("UPDATE registry_auditentry SET entry = %s, leaf_hash = %s, actor = 'mallory' WHERE seq = 1",

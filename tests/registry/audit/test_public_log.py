@@ -1,0 +1,138 @@
+"""Anyone, without an account, fetches the audit log and verifies it: public entry texts (format 2), a run's
+leaf rebuilt from its public record, and the C2SP tlog-tiles layout checked by a client written from the spec."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import UTC, datetime
+
+import pytest
+
+from registry.audit.entries import entry_text, public_payload
+from registry.choices import AuditKind
+from registry.models import AuditEntry, AuditHead
+from registry.services.audit import audit_append, checkpoint_sign
+from registry.services.submissions import submission_create, submission_withdraw
+from registry.services.tokens import token_create
+from tests.registry.audit import tlog_client
+from tests.registry.services.test_submissions import _variant
+
+pytestmark = pytest.mark.django_db
+PREFIX = "/api/v1/audit/log/"
+
+
+def test_entry_text_is_pure_and_publishes_no_names_tokens_or_reasons():
+    when = datetime(2026, 11, 23, 6, 0, tzinfo=UTC)
+    args = {"seq": 3, "time": when, "kind": "run.withdrawn", "subject": "sha256:" + "a" * 64,
+            "payload": {"run": 4, "reason": "the lab's driver was wrong", "token": "brt_secret", "user": "alice"}}
+    text = entry_text(**args)
+    assert text == entry_text(**args)
+    entry = json.loads(text)
+    assert entry == {"v": 2, "seq": 3, "time": "2026-11-23T06:00:00.000000Z", "kind": "run.withdrawn",
+                     "subject": "sha256:" + "a" * 64,
+                     "payload": {"run": 4, "reason_sha256": "sha256:" + hashlib.sha256(
+                         b'"the lab\'s driver was wrong"').hexdigest()}}
+    # A kind nobody listed keeps numbers, booleans and digests only.
+    assert public_payload("decision.made", {"n": 1, "ok": True, "who": "bob", "of": "sha256:" + "b" * 64}) == {
+        "n": 1, "ok": True, "of": "sha256:" + "b" * 64}
+
+
+def test_every_entry_is_public_and_holds_no_user_or_token(user, server_example, anonymous):
+    _, plain = token_create(user=user, name="lab script", scopes="submit,read")
+    runs = [submission_create(document=_variant(server_example, i), submitted_by=user)[0] for i in range(2)]
+    submission_withdraw(submission=runs[1], reason="driver not recorded", actor=user)
+    body = anonymous.get("/api/v1/audit/entries?limit=100").json()["results"]
+    assert [e["kind"] for e in body] == ["token.created", "run.submitted", "run.submitted", "run.withdrawn"]
+    for e in body:
+        assert e["format"] == 2 and e["actor"] is None
+        for secret in (user.username, plain[:12], "lab script", "driver not recorded"):
+            assert secret not in e["entry"], (secret, e["entry"])
+
+
+def test_a_runs_leaf_is_rebuilt_from_its_public_record(user, server_example, api, anonymous):
+    run, _ = submission_create(document=_variant(server_example, 1), submitted_by=user)
+    record = api.get(f"/api/v1/submissions/{run.pk}").json()
+    # Rebuilt with plain json (RFC 8785 equals sorted compact JSON for these ASCII strings and integers).
+    time = datetime.fromisoformat(record["submitted_at"].replace("Z", "+00:00"))
+    rebuilt = json.dumps({"kind": "run.submitted", "payload": {"run": record["id"], "trust": record["trust"]},
+                          "seq": record["audit_seq"], "subject": record["digest"],
+                          "time": time.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), "v": 2},
+                         separators=(",", ":"), sort_keys=True).encode()
+    checkpoint_sign(reason="manual")
+    proof = anonymous.get(f"/api/v1/audit/inclusion?entry={record['audit_seq']}").json()
+    assert proof["leaf_hash"] == hashlib.sha256(b"\x00" + rebuilt).hexdigest()
+    assert proof["entry"].encode() == rebuilt
+
+
+def _format_one_entry(seq: int) -> None:
+    """An entry as written before migration 0011 (format 1: it names the actor and a token prefix)."""
+    text = json.dumps({"actor": "alice", "kind": "token.created", "payload": {"prefix": "brt_abcdefgh"},
+                       "seq": seq, "subject": f"token:{seq}", "time": "2026-01-01T00:00:00Z"},
+                      separators=(",", ":"), sort_keys=True)
+    AuditEntry.objects.create(seq=seq, created_at=datetime(2026, 1, 1, tzinfo=UTC), actor="alice",
+                              kind="token.created", subject=f"token:{seq}", entry=text,
+                              leaf_hash=hashlib.sha256(b"\x00" + text.encode()).hexdigest(), format=1)
+    AuditHead.objects.filter(id=1).update(size=seq + 1)
+
+
+def test_format_one_entries_keep_their_text_for_readers_only(user, api, anonymous):
+    old = AuditHead.objects.get(id=1).size  # the api fixture's own token.created entry comes first
+    _format_one_entry(old)
+    audit_append(kind=AuditKind.TOKEN_REVOKED, actor="alice", subject="token:0")
+    checkpoint_sign(reason="manual")
+    public = anonymous.get("/api/v1/audit/entries").json()["results"][old:]
+    assert [(e["format"], e["entry"] is None) for e in public] == [(1, True), (2, False)]
+    assert "entry" not in anonymous.get(f"/api/v1/audit/inclusion?entry={old}").json()
+    assert "alice" in api.get(f"/api/v1/audit/inclusion?entry={old}").json()["entry"]
+    size = old + 2
+    refused = anonymous.get(PREFIX + f"tile/entries/000.p/{size}")
+    assert refused.status_code == 403 and refused["Content-Type"] == "application/problem+json"
+    assert api.get(PREFIX + f"tile/entries/000.p/{size}").status_code == 200
+    assert anonymous.get(PREFIX + f"tile/0/000.p/{size}").status_code == 200  # hashes stay public
+    from django.core.management import call_command
+
+    call_command("audit", "verify", stdout=__import__("io").StringIO())  # both formats verify
+
+
+def _get(client):
+    def get(path: str) -> tuple[int, dict[str, str], bytes]:
+        response = client.get(PREFIX + path)
+        return response.status_code, dict(response.headers), response.content
+    return get
+
+
+def test_a_spec_client_verifies_the_tiles_against_the_signed_checkpoint(user, anonymous):
+    for i in range(600):  # two full level-0 tiles, a partial one, and a partial level-1 tile
+        audit_append(kind=AuditKind.JOB_STATE, actor="test", subject=f"job:{i}", payload={"job": i})
+    checkpoint_sign(reason="manual")
+    vkey = anonymous.get("/api/v1/audit/public-key").json()["verifier_key"]
+    head, entries, cache = tlog_client.verify_log(_get(anonymous), vkey)
+    assert head.size == 600 and json.loads(entries[599])["subject"] == "job:599"
+    assert cache["tile/0/000"] == cache["tile/entries/001"] == "public, max-age=31536000, immutable"
+    assert "immutable" not in cache["tile/0/002.p/88"] and "immutable" not in cache["tile/1/000.p/2"]
+    # A tampered tile is caught by the client.
+    real = _get(anonymous)
+
+    def forged(path: str) -> tuple[int, dict[str, str], bytes]:
+        status, headers, body = real(path)
+        return (status, headers, b"\x00" * 32 + body[32:]) if path == "tile/0/001" else (status, headers, body)
+
+    with pytest.raises(tlog_client.TlogError):
+        tlog_client.verify_log(forged, vkey)
+
+
+@pytest.mark.parametrize(("path", "status"), [
+    ("tile/0/000", 404),            # not 256 entries yet
+    ("tile/0/000.p/9", 404),        # only 3
+    ("tile/0/000.p/0", 404),
+    ("tile/0/x000/001.p/1", 404),   # index 1: the log has no second tile
+    ("tile/entries/000.p/3", 200),
+    ("tile/0/00", 404),
+    ("tile/64/000.p/1", 404),
+])
+def test_tile_paths_outside_the_log_or_the_spec_are_404(anonymous, path, status):
+    for i in range(3):
+        audit_append(kind=AuditKind.JOB_STATE, actor="test", subject=f"job:{i}")
+    response = anonymous.get(PREFIX + path)
+    assert response.status_code == status, (path, response.content[:200])

@@ -1,0 +1,285 @@
+"""`benchreg witness`: a C2SP tlog-witness (https://c2sp.org/tlog-witness) for the registry's audit log.
+
+Run it on another machine (a governance office, a second lab) with its own Ed25519 key and its own state. The
+registry POSTs each new checkpoint to `<url>/add-checkpoint` with a consistency proof from the size the witness
+last cosigned; the witness checks the log's signature, the proof, and that the new checkpoint extends what it saw,
+records it, and answers with a C2SP tlog-cosignature line. Anything else is refused with the protocol's status
+and a plain-text reason: 404 unknown log, 403 no valid log signature, 400 malformed, 409 (with the witness's size,
+`text/x.tlog.size`) when the old size is not the one it holds or the same size has another root (a fork), 422
+when the consistency proof does not verify.
+
+`GET /checkpoint?origin=<origin>` returns the latest checkpoint the witness cosigned, with its cosignature: a
+reviewer can fetch it from the witness directly and give it to `benchreg audit verify --checkpoint`.
+
+Plain Python (protocol/ and the standard library's HTTP server); no Django, no database. State is one JSON file,
+replaced atomically under a lock, so a check and its update are one step (the race the spec warns about).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import binascii
+import json
+import os
+import stat
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from protocol.cosignature import CosignerKey, cosign, cosigner_key, parse_cosigner_key
+from protocol.signed_note import (
+    InvalidSignatureError,
+    NoteError,
+    UnknownKeyError,
+    VerifierKey,
+    open_note,
+    parse_verifier_key,
+)
+from protocol.transparency import verify_consistency
+
+MAX_BODY = 64 * 1024
+MAX_PROOF_LINES = 63
+
+
+class KeyFileError(Exception):
+    """A key file that is missing, unreadable, malformed or readable by others than its owner."""
+
+
+def read_private_key_file(path: Path) -> str:
+    """The text of a private key file, refused if the group or others may read or write it (chmod 600)."""
+    try:
+        mode = path.stat().st_mode
+        text = path.read_text(encoding="ascii")
+    except OSError as exc:
+        raise KeyFileError(f"cannot read the key file {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise KeyFileError(f"{path} is not a key file (not ASCII)") from None
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise KeyFileError(f"{path} is readable or writable by group or others (mode {stat.S_IMODE(mode):o}); "
+                           f"run chmod 600 {path}")
+    return text
+
+
+def write_private_key_file(path: Path, text: str) -> None:
+    """Create a key file with mode 0600; never overwrite one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="ascii") as out:
+        out.write(text + "\n")
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    content_type: str
+    body: bytes
+
+    @classmethod
+    def text(cls, status: int, message: str) -> Answer:
+        return cls(status, "text/plain; charset=utf-8", (message + "\n").encode())
+
+
+class Witness:
+    """The witness's key, the logs it follows (origin -> verifier keys) and its state file."""
+
+    def __init__(self, key: CosignerKey, log_keys: Sequence[str], state_path: Path) -> None:
+        self.key = key
+        self.logs: dict[str, list[VerifierKey]] = {}
+        for vkey in log_keys:
+            parsed = parse_verifier_key(vkey)
+            self.logs.setdefault(parsed.name, []).append(parsed)
+        self.state_path = state_path
+        self.lock = threading.Lock()
+
+    # -- state ---------------------------------------------------------------------------------------------
+
+    def _state(self) -> dict[str, Any]:
+        try:
+            loaded: dict[str, Any] = json.loads(self.state_path.read_text())
+            return loaded
+        except FileNotFoundError:
+            return {}
+
+    def _save(self, state: dict[str, Any]) -> None:
+        self.state_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.state_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state, indent=1, sort_keys=True))
+        tmp.replace(self.state_path)
+
+    def latest(self, origin: str) -> str | None:
+        """The latest cosigned checkpoint for `origin`, as a signed note with this witness's cosignature."""
+        with self.lock:
+            record = self._state().get(origin)
+        return None if record is None else str(record["note"])
+
+    # -- add-checkpoint ------------------------------------------------------------------------------------
+
+    def add_checkpoint(self, body: bytes) -> Answer:
+        try:
+            old_size, proof, note = _parse_request(body)
+        except ValueError as exc:
+            return Answer.text(400, f"malformed add-checkpoint request: {exc}")
+        try:
+            origin = note.split(b"\n", 1)[0].decode()
+        except UnicodeDecodeError:
+            return Answer.text(400, "the checkpoint's origin line is not UTF-8")
+        keys = self.logs.get(origin)
+        if keys is None:
+            return Answer.text(404, f"unknown log {origin!r}: this witness follows {sorted(self.logs)}")
+        try:
+            checkpoint, _ = open_note(note, keys)
+        except (UnknownKeyError, InvalidSignatureError) as exc:
+            return Answer.text(403, f"the checkpoint is not signed by the log's key: {exc}")
+        except NoteError as exc:
+            return Answer.text(400, f"malformed checkpoint: {exc}")
+        if old_size > checkpoint.size:
+            return Answer.text(400, f"old size {old_size} is larger than the checkpoint's size {checkpoint.size}")
+        with self.lock:
+            state = self._state()
+            record = state.get(origin)
+            size = 0 if record is None else int(record["size"])
+            if old_size != size:
+                return Answer(409, "text/x.tlog.size", f"{size}\n".encode())
+            old_root = None if record is None else base64.b64decode(record["root"])
+            if old_size == checkpoint.size and old_root is not None and old_root != checkpoint.root_hash:
+                return Answer(409, "text/x.tlog.size", f"{size}\n".encode())
+            if old_size == 0:
+                if proof:
+                    return Answer.text(422, "the consistency proof from size 0 must be empty")
+            elif old_root is None or not verify_consistency(old_size, checkpoint.size, old_root,
+                                                            checkpoint.root_hash, proof):
+                return Answer.text(422, f"refused: checkpoint {checkpoint.size} is not consistent with the "
+                                        f"checkpoint {old_size} this witness cosigned (the log forked or was "
+                                        "rewritten)")
+            line = cosign(checkpoint.body(), self.key, int(time.time()))
+            state[origin] = {"size": checkpoint.size, "root": base64.b64encode(checkpoint.root_hash).decode(),
+                             "note": _with_line(note, line)}
+            self._save(state)
+        return Answer(200, "text/plain; charset=utf-8", line.encode())
+
+
+def _with_line(note: bytes, line: str) -> str:
+    return note.decode() + line
+
+
+def _parse_request(body: bytes) -> tuple[int, list[bytes], bytes]:
+    """(old size, consistency proof hashes, the signed checkpoint note). Raises ValueError."""
+    head, sep, note = body.partition(b"\n\n")
+    if not sep:
+        raise ValueError("no blank line before the checkpoint")
+    lines = head.decode("ascii", errors="replace").split("\n")
+    first = lines[0]
+    if not first.startswith("old ") or not first[4:].isdigit() or (first[4:] != "0" and first[4] == "0"):
+        raise ValueError("the first line must be `old <size>` (decimal, no leading zeros)")
+    if len(lines) - 1 > MAX_PROOF_LINES:
+        raise ValueError(f"more than {MAX_PROOF_LINES} consistency proof lines")
+    proof = []
+    for line in lines[1:]:
+        try:
+            raw = base64.b64decode(line, validate=True)
+        except (binascii.Error, ValueError):
+            raise ValueError(f"proof line {line[:50]!r} is not base64") from None
+        if len(raw) != 32:
+            raise ValueError("a proof line encodes one 32-byte hash")
+        proof.append(raw)
+    return int(first[4:]), proof, note
+
+
+def _handler(witness: Witness) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, as the spec asks
+
+        def _send(self, answer: Answer) -> None:
+            self.send_response(answer.status)
+            self.send_header("Content-Type", answer.content_type)
+            self.send_header("Content-Length", str(len(answer.body)))
+            self.send_header("Cache-Control", "no-store")
+            self.end_headers()
+            self.wfile.write(answer.body)
+
+        def do_POST(self) -> None:
+            if urlsplit(self.path).path.rstrip("/").split("/")[-1] != "add-checkpoint":
+                self._send(Answer.text(404, "POST <prefix>/add-checkpoint"))
+                return
+            try:
+                length = int(self.headers.get("Content-Length") or "0")
+            except ValueError:
+                length = -1
+            if not 0 < length <= MAX_BODY:
+                self._send(Answer.text(400, f"a request body of 1..{MAX_BODY} bytes with its Content-Length"))
+                return
+            self._send(witness.add_checkpoint(self.rfile.read(length)))
+
+        def do_GET(self) -> None:
+            url = urlsplit(self.path)
+            if url.path.rstrip("/").split("/")[-1] != "checkpoint":
+                self._send(Answer.text(404, "GET <prefix>/checkpoint?origin=<origin>"))
+                return
+            origin = (parse_qs(url.query).get("origin") or [""])[0]
+            note = witness.latest(origin)
+            if note is None:
+                self._send(Answer.text(404, f"no checkpoint cosigned for {origin!r}"))
+                return
+            self._send(Answer(200, "text/plain; charset=utf-8", note.encode()))
+
+        def log_message(self, format: str, *args: Any) -> None:
+            sys.stderr.write(f"witness {self.address_string()} {format % args}\n")
+
+    return Handler
+
+
+def serve(witness: Witness, host: str, port: int) -> None:
+    server = ThreadingHTTPServer((host, port), _handler(witness))
+    print(f"witness {witness.key.name} ({witness.key.public.vkey}) on http://{host}:{server.server_port}",
+          flush=True)
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="benchreg witness", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="action", required=True)
+    keygen = sub.add_parser("keygen", help="create a witness key file (mode 0600) and print its verifier key")
+    keygen.add_argument("--name", required=True, help="the witness's name, e.g. witness.example.org/governance")
+    keygen.add_argument("--out", required=True, type=Path)
+    run = sub.add_parser("serve", help="serve the tlog-witness protocol")
+    run.add_argument("--key", type=Path, default=os.environ.get("BENCHREG_WITNESS_KEY"),
+                     help="the witness key file (mode 0600; env BENCHREG_WITNESS_KEY)")
+    run.add_argument("--log-key", action="append", default=[], metavar="VKEY", required=True,
+                     help="a log's verifier key (its name is the log's origin); repeatable")
+    run.add_argument("--state", type=Path, required=True, help="the witness's state file (JSON)")
+    run.add_argument("--listen", default="127.0.0.1:8130", help="HOST:PORT (port 0: any free port)")
+    args = parser.parse_args(argv)
+    if args.action == "keygen":
+        text = cosigner_key(args.name, Ed25519PrivateKey.generate())
+        try:
+            write_private_key_file(args.out, text)
+        except FileExistsError:
+            parser.error(f"{args.out} exists; a witness key is never overwritten")
+        print(parse_cosigner_key(text).public.vkey)
+        return 0
+    if args.key is None:
+        parser.error("no key: pass --key FILE or set BENCHREG_WITNESS_KEY")
+    try:
+        key = parse_cosigner_key(read_private_key_file(Path(args.key)))
+        witness = Witness(key, args.log_key, args.state)
+    except (KeyFileError, NoteError) as exc:
+        print(f"benchreg witness: {exc}", file=sys.stderr)
+        return 2
+    host, _, port = args.listen.rpartition(":")
+    serve(witness, host or "127.0.0.1", int(port))
+    return 0
+
+
+__all__ = ["KeyFileError", "Witness", "main", "read_private_key_file", "serve"]
