@@ -1,0 +1,334 @@
+"""Schedules, series, alerts and any run's history over the API (docs/series.md).
+
+Schedules are their owner's (and admins'), like plans: a submitter creates one for a plan they own, changes,
+pauses, resumes (PATCH `paused`) and deletes it; anyone else gets 404. Series, alerts and histories are
+evidence derived from runs and are read like runs (scope `read`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema, extend_schema_field
+from rest_framework import serializers, status
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from registry import policy
+from registry.api.pagination import NewestFirstCursor
+from registry.api.strict import QuerySerializer, WebhookURLField
+from registry.api.submissions import ProblemSerializer
+from registry.models import Schedule, ScheduleFire, Series
+from registry.selectors.agents import agents_by_reference
+from registry.selectors.series import alert_list, run_history, series_list
+from registry.services.series import alert_body, schedule_create, schedule_delete, schedule_update
+
+PROBLEMS = {400: ProblemSerializer, 401: ProblemSerializer, 403: ProblemSerializer}
+
+
+class ObjectRuleApi(APIView):
+    """Any authenticated caller gets past the door (401 otherwise); the policy getter decides per object (404)."""
+
+    required_scope = None
+    permission_classes = [IsAuthenticated]
+
+
+# --- serializers -------------------------------------------------------------------------------------------
+
+class MatrixEntrySerializer(serializers.Serializer):
+    label = serializers.CharField(max_length=100)
+    options = serializers.DictField(required=False, default=dict)
+
+    class Meta:
+        ref_name = "ScheduleMatrixEntry"
+
+
+class ScheduleFireSerializer(serializers.Serializer):
+    due_at = serializers.DateTimeField()
+    variant = serializers.CharField()
+    status = serializers.ChoiceField(choices=["fired", "partial", "missed"])
+    plan = serializers.IntegerField(source="plan_id", allow_null=True)
+    missed = serializers.ListField(child=serializers.DictField())
+
+
+class ScheduleSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    plan = serializers.IntegerField(source="plan_id")
+    cron = serializers.CharField()
+    agents = serializers.SerializerMethodField()
+    options = serializers.DictField()
+    matrix = MatrixEntrySerializer(many=True)
+    state = serializers.ChoiceField(choices=["active", "paused", "deleted"])
+    paused = serializers.BooleanField()
+    webhook_url = serializers.CharField()
+    last_due_at = serializers.DateTimeField(allow_null=True)
+    created_by_name = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    deleted_at = serializers.DateTimeField(allow_null=True)
+    fires = serializers.SerializerMethodField()
+
+    @extend_schema_field(serializers.ListField(child=serializers.CharField()))
+    def get_agents(self, schedule: Schedule) -> list[str]:
+        return sorted(a.name for a in schedule.agents.all())
+
+    @extend_schema_field(ScheduleFireSerializer(many=True))
+    def get_fires(self, schedule: Schedule) -> list[dict[str, Any]]:
+        fires = ScheduleFire.objects.filter(schedule=schedule).order_by("-due_at", "variant")[:50]
+        return ScheduleFireSerializer(fires, many=True).data  # type: ignore[return-value]
+
+
+class ScheduleCreateSerializer(serializers.Serializer):
+    plan = serializers.IntegerField(help_text="a plan you own: its configuration is what the schedule repeats")
+    name = serializers.CharField(max_length=200, required=False, default="")
+    cron = serializers.CharField(max_length=120, help_text="minute hour day-of-month month day-of-week, UTC")
+    agents = serializers.ListField(child=serializers.CharField(max_length=60), min_length=1, max_length=200)
+    options = serializers.DictField(required=False, default=dict, help_text="RunSpec fields over the plan's")
+    matrix = MatrixEntrySerializer(many=True, required=False, default=list)
+    webhook_url = WebhookURLField(required=False, default="")
+
+    class Meta:
+        ref_name = "ScheduleCreateInput"
+
+
+class ScheduleChangeSerializer(serializers.Serializer):
+    cron = serializers.CharField(max_length=120, required=False)
+    options = serializers.DictField(required=False)
+    matrix = MatrixEntrySerializer(many=True, required=False)
+    paused = serializers.BooleanField(required=False, help_text="true pauses, false resumes (from now)")
+    webhook_url = WebhookURLField(required=False)
+
+    class Meta:
+        ref_name = "ScheduleChangeInput"
+
+
+class SeriesSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    schedule = serializers.IntegerField(source="schedule_id")
+    variant = serializers.CharField()
+    agent = serializers.CharField(source="agent.name")
+    config_key = serializers.CharField()
+    headline_metric = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class ChangeSerializer(serializers.Serializer):
+    changed = serializers.BooleanField(allow_null=True)
+    ratio = serializers.FloatField(allow_null=True)
+    ci_low = serializers.FloatField(allow_null=True)
+    ci_high = serializers.FloatField(allow_null=True)
+    p_value = serializers.FloatField(allow_null=True)
+    reference_runs = serializers.IntegerField()
+    evidence = serializers.CharField(allow_null=True)
+    direction = serializers.CharField()
+    confidence = serializers.FloatField()
+    method = serializers.CharField()
+
+
+class HistoryPointSerializer(serializers.Serializer):
+    run = serializers.IntegerField()
+    digest = serializers.CharField()
+    submitted_at = serializers.DateTimeField()
+    software = serializers.CharField()
+    value = serializers.FloatField(allow_null=True)
+    ci_low = serializers.FloatField(allow_null=True)
+    ci_high = serializers.FloatField(allow_null=True)
+    enough_evidence = serializers.BooleanField()
+    change_point = serializers.BooleanField()
+    change = ChangeSerializer(allow_null=True)
+
+
+class SoftwareGroupSerializer(serializers.Serializer):
+    software = serializers.CharField()
+    runs = serializers.ListField(child=serializers.IntegerField())
+    value = serializers.FloatField(allow_null=True)
+    ci_low = serializers.FloatField(allow_null=True)
+    ci_high = serializers.FloatField(allow_null=True)
+    independent_values = serializers.IntegerField()
+    enough_evidence = serializers.BooleanField()
+    evidence = serializers.CharField(allow_null=True)
+    interval_method = serializers.CharField()
+
+
+class HistorySerializer(serializers.Serializer):
+    run = serializers.IntegerField()
+    scope = serializers.ChoiceField(choices=["series", "configuration"])
+    series = serializers.IntegerField(allow_null=True)
+    metric = serializers.CharField()
+    unit = serializers.CharField(allow_null=True)
+    lower_is_better = serializers.BooleanField()
+    method = serializers.CharField()
+    truncated = serializers.BooleanField()
+    points = HistoryPointSerializer(many=True)
+    software = SoftwareGroupSerializer(many=True)
+    alerts = serializers.ListField(child=serializers.IntegerField())
+
+
+class SeriesDetailSerializer(SeriesSerializer):
+    history = HistorySerializer(allow_null=True)
+
+
+class RunRefSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    digest = serializers.CharField()
+
+
+class DifferenceSerializer(serializers.Serializer):
+    pointer = serializers.CharField()
+    before = serializers.JSONField(allow_null=True)
+    after = serializers.JSONField(allow_null=True)
+
+
+class AlertSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    series = serializers.IntegerField()
+    schedule = serializers.IntegerField()
+    variant = serializers.CharField()
+    agent = serializers.CharField()
+    metric = serializers.CharField()
+    run = RunRefSerializer()
+    previous = RunRefSerializer()
+    reference_runs = serializers.ListField(child=serializers.IntegerField())
+    ratio = serializers.FloatField()
+    ci_low = serializers.FloatField()
+    ci_high = serializers.FloatField()
+    confidence = serializers.FloatField()
+    p_value = serializers.FloatField()
+    direction = serializers.ChoiceField(choices=["better", "worse"])
+    differences = DifferenceSerializer(many=True)
+    method = serializers.CharField()
+    summary = serializers.CharField()
+
+
+# --- schedules ---------------------------------------------------------------------------------------------
+
+class ScheduleCollectionApi(APIView):
+    """Your schedules (an admin's: all), newest first; create one for a plan you own."""
+
+    policy_action = policy.SCHEDULE_LIST
+    pagination_class = NewestFirstCursor  # documents the page envelope and its cursor/limit parameters
+
+    @extend_schema(responses={200: ScheduleSerializer(many=True), 401: ProblemSerializer, 403: ProblemSerializer})
+    def get(self, request: Request) -> Response:
+        schedules = policy.visible_schedules(policy.for_request(request), Schedule.objects.all())
+        paginator = NewestFirstCursor()
+        page = paginator.paginate_queryset(schedules.prefetch_related("agents"), request, view=self)
+        return paginator.get_paginated_response(ScheduleSerializer(page, many=True).data)
+
+    @extend_schema(request=ScheduleCreateSerializer, responses={201: ScheduleSerializer, 404: ProblemSerializer,
+                                                                 **PROBLEMS})
+    def post(self, request: Request) -> Response:
+        if not policy.can(policy.for_request(request), policy.SCHEDULE_CREATE):
+            raise policy.Refused("this credential may not create schedules")
+        data = ScheduleCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        fields = dict(data.validated_data)
+        plan = policy.plan_get(policy.for_request(request), fields.pop("plan"))
+        agents = agents_by_reference(fields.pop("agents"))
+        schedule = schedule_create(created_by=request.user, plan=plan, agents=agents, **fields)
+        return Response(ScheduleSerializer(schedule).data, status=status.HTTP_201_CREATED)
+
+
+class ScheduleDetailApi(ObjectRuleApi):
+    """One schedule with its latest 50 fires (fired, partial or missed): its owner and admins."""
+
+    @extend_schema(responses={200: ScheduleSerializer, 401: ProblemSerializer, 404: ProblemSerializer})
+    def get(self, request: Request, schedule_id: int) -> Response:
+        return Response(ScheduleSerializer(policy.schedule_get(policy.for_request(request), schedule_id)).data)
+
+    @extend_schema(request=ScheduleChangeSerializer,
+                   responses={200: ScheduleSerializer, 404: ProblemSerializer, 409: ProblemSerializer, **PROBLEMS})
+    def patch(self, request: Request, schedule_id: int) -> Response:
+        schedule = policy.schedule_get(policy.for_request(request), schedule_id, policy.SCHEDULE_CHANGE)
+        data = ScheduleChangeSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        schedule = schedule_update(schedule=schedule, actor=request.user.get_username(), **data.validated_data)
+        return Response(ScheduleSerializer(schedule).data)
+
+    @extend_schema(request=None, responses={200: ScheduleSerializer, 401: ProblemSerializer, 403: ProblemSerializer,
+                                            404: ProblemSerializer})
+    def delete(self, request: Request, schedule_id: int) -> Response:
+        schedule = policy.schedule_get(policy.for_request(request), schedule_id, policy.SCHEDULE_CHANGE)
+        schedule = schedule_delete(schedule=schedule, actor=request.user.get_username())
+        return Response(ScheduleSerializer(schedule).data)
+
+
+# --- series, alerts, history -------------------------------------------------------------------------------
+
+class SeriesFilterSerializer(QuerySerializer):
+    schedule = serializers.IntegerField(min_value=0, required=False, help_text="the schedule's id")
+    agent = serializers.CharField(required=False, help_text="the agent's name")
+
+
+class SeriesCollectionApi(APIView):
+    """Series, newest first; filter by schedule (id) and agent (name)."""
+
+    policy_action = policy.SERIES_READ
+    pagination_class = NewestFirstCursor  # documents the page envelope and its cursor/limit parameters
+
+    @extend_schema(parameters=[SeriesFilterSerializer],
+                   responses={200: SeriesSerializer(many=True), 401: ProblemSerializer, 403: ProblemSerializer})
+    def get(self, request: Request) -> Response:
+        filters = SeriesFilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        qs = series_list()
+        if (schedule := filters.validated_data.get("schedule")) is not None:
+            qs = qs.filter(schedule_id=schedule)
+        if agent := filters.validated_data.get("agent"):
+            qs = qs.filter(agent__name=agent)
+        paginator = NewestFirstCursor()
+        page = paginator.paginate_queryset(qs, request, view=self)
+        return paginator.get_paginated_response(SeriesSerializer(page, many=True).data)
+
+
+class SeriesDetailApi(APIView):
+    """One series with its history: every run's headline, interval and change-point verdict, per software too."""
+
+    policy_action = policy.SERIES_READ
+
+    @extend_schema(responses={200: SeriesDetailSerializer, 401: ProblemSerializer, 403: ProblemSerializer,
+                              404: ProblemSerializer})
+    def get(self, request: Request, series_id: int) -> Response:
+        series: Series = policy.series_get(policy.for_request(request), series_id)
+        latest = series.members.select_related("run").order_by("-run_id").first()
+        body = dict(SeriesSerializer(series).data)
+        body["history"] = run_history(run=latest.run).as_dict() if latest is not None else None
+        return Response(body)
+
+
+class AlertCollectionApi(APIView):
+    """Alerts, newest first."""
+
+    policy_action = policy.SERIES_READ
+    pagination_class = NewestFirstCursor  # documents the page envelope and its cursor/limit parameters
+
+    @extend_schema(responses={200: AlertSerializer(many=True), 401: ProblemSerializer, 403: ProblemSerializer})
+    def get(self, request: Request) -> Response:
+        paginator = NewestFirstCursor()
+        page = paginator.paginate_queryset(alert_list(), request, view=self)
+        return paginator.get_paginated_response([alert_body(a) for a in page])
+
+
+class AlertDetailApi(APIView):
+    """One alert: the runs, the change with its interval, and what else changed between them."""
+
+    policy_action = policy.SERIES_READ
+
+    @extend_schema(responses={200: AlertSerializer, 401: ProblemSerializer, 403: ProblemSerializer,
+                              404: ProblemSerializer})
+    def get(self, request: Request, alert_id: int) -> Response:
+        return Response(alert_body(policy.alert_get(policy.for_request(request), alert_id)))
+
+
+class SubmissionHistoryApi(APIView):
+    """The history of a run's configuration (its series, or every run with the same configuration)."""
+
+    policy_action = policy.SERIES_READ
+
+    @extend_schema(responses={200: HistorySerializer, 401: ProblemSerializer, 403: ProblemSerializer,
+                              404: ProblemSerializer})
+    def get(self, request: Request, run_id: int) -> Response:
+        run = policy.run_get(policy.for_request(request), run_id)
+        return Response(run_history(run=run).as_dict())

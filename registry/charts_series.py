@@ -1,0 +1,96 @@
+"""Server-rendered SVG charts of a configuration's history (registry/selectors/series.py), in the house style of
+registry/charts.py (same contract: inline-safe SVG or None, deterministic, ids scoped per chart).
+
+Both charts take `History.as_dict()`: the headline over submission time, each run with its interval and the
+change points marked; and the headline per software version, each with the interval over its runs.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from matplotlib import dates as mdates
+from matplotlib import rc_context
+from matplotlib.figure import Figure
+
+from registry.charts import PALETTE, STYLE, _fmt, _metric_words, _svg
+
+CHANGE_COLOUR = "#d55e00"
+FONT = {"font.size": 10, "xtick.labelsize": 9.5, "ytick.labelsize": 9.5, "axes.labelsize": 10, "legend.fontsize": 9}
+SIZE = (4.6, 3.2)  # inches: about 330 px at 72 dpi, the width of a 390 px screen's panel: fonts at full size
+
+
+def _axis_label(history: Mapping[str, Any]) -> str:
+    direction = "lower is better" if history.get("lower_is_better") else "higher is better"
+    return f"{_metric_words(history.get('metric'))} ({history.get('unit') or 'no unit'}), {direction}"
+
+
+def history_time_chart(history: Mapping[str, Any]) -> str | None:
+    """Headline per run over submission time: point and 95% interval, coloured by software; change points as
+    orange diamonds on a dashed line."""
+    points = [p for p in history.get("points") or [] if p.get("value") is not None]
+    if not points:
+        return None
+    software = list(dict.fromkeys(p["software"] for p in points))
+    colour = {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(software)}
+    with rc_context({**STYLE, **FONT}):
+        fig = Figure(figsize=SIZE)
+        ax = fig.add_subplot()
+        for name in software:
+            mine = [p for p in points if p["software"] == name]
+            xs = [datetime.fromisoformat(p["submitted_at"]) for p in mine]
+            ys = [p["value"] for p in mine]
+            low = [max(p["value"] - p["ci_low"], 0) if p.get("ci_low") is not None else 0 for p in mine]
+            high = [max(p["ci_high"] - p["value"], 0) if p.get("ci_high") is not None else 0 for p in mine]
+            ax.errorbar(xs, ys, yerr=[low, high], fmt="o", ms=4, color=colour[name], ecolor=colour[name],
+                        elinewidth=1, capsize=2, label="\n".join(textwrap.wrap(name, 40)), zorder=3)
+        for p in points:
+            if p.get("change_point"):
+                x = datetime.fromisoformat(p["submitted_at"])
+                ax.axvline(x, color=CHANGE_COLOUR, linestyle="--", linewidth=1, zorder=1)
+                ax.plot([x], [p["value"]], marker="D", ms=8, mfc="none", mec=CHANGE_COLOUR, mew=1.6, zorder=4)
+                ratio = (p.get("change") or {}).get("ratio")
+                if ratio is not None:
+                    ax.annotate(f"change ×{_fmt(ratio)}", (x, p["value"]), xytext=(5, 8), textcoords="offset points",
+                                color=CHANGE_COLOUR, fontsize=9)
+        ax.set_ylabel("\n".join(textwrap.wrap(_axis_label(history), 30)))
+        locator = mdates.AutoDateLocator(maxticks=4)
+        ax.xaxis.set_major_locator(locator)
+        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+        ax.set_ylim(bottom=0)
+        if len(software) > 1 or any(p.get("change_point") for p in points):
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=1)
+        return _svg(fig, "histtime", [history.get("run"), points])
+
+
+def history_software_chart(history: Mapping[str, Any]) -> str | None:
+    """Headline per software version (in order of first appearance): geometric mean of its runs with the 95%
+    interval over runs (none with fewer than 3)."""
+    groups = [g for g in history.get("software") or [] if g.get("value") is not None]
+    if not groups:
+        return None
+    labels = ["\n".join(textwrap.wrap(f"{g['software']} ({len(g['runs'])} run{'s' if len(g['runs']) != 1 else ''})",
+                                      22)) for g in groups]
+    with rc_context({**STYLE, **FONT}):
+        fig = Figure(figsize=(SIZE[0], 0.9 + 0.45 * sum(1 + lab.count("\n") for lab in labels)))
+        ax = fig.add_subplot()
+        ys = list(range(len(groups)))[::-1]
+        for y, g in zip(ys, groups, strict=True):
+            v, lo, hi = g["value"], g.get("ci_low"), g.get("ci_high")
+            if lo is not None and hi is not None:
+                ax.errorbar(v, y, xerr=[[max(v - lo, 0)], [max(hi - v, 0)]], fmt="o", color=PALETTE[0], ms=5,
+                            elinewidth=1.2, capsize=3, zorder=3)
+            else:
+                ax.plot([v], [y], marker="o", mfc="white", mec=PALETTE[0], ms=5, zorder=3)
+            ax.annotate(_fmt(v), (hi if hi is not None else v, y), xytext=(5, 0), textcoords="offset points",
+                        va="center", fontsize=9)
+        ax.set_yticks(ys, labels)
+        ax.grid(axis="y", visible=False)
+        top = max(max(g["value"], g.get("ci_high") or 0) for g in groups)
+        ax.set_xlim(0, top * 1.25)
+        ax.set_ylim(-0.6, len(groups) - 0.4)
+        ax.set_xlabel("\n".join(textwrap.wrap(_axis_label(history), 40)))
+        return _svg(fig, "histsoft", [history.get("run"), groups])

@@ -1,0 +1,32 @@
+"""Outgoing signed webhooks and their delivery state."""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class WebhookDelivery(models.Model):
+    """One event to one URL, signed Standard Webhooks style; delivered by a Celery task with bounded retries.
+
+    `state` ends as "delivered" (a 2xx answer) or "failed" (retries exhausted or a permanent refusal).
+    """
+
+    STATES = [("pending", "pending"), ("delivered", "delivered"), ("failed", "failed")]
+
+    message_id = models.CharField(max_length=64, unique=True)
+    url = models.URLField(max_length=500)
+    secret = models.CharField(max_length=100)
+    event = models.CharField(max_length=100)
+    body = models.JSONField()
+    state = models.CharField(max_length=20, choices=STATES, default="pending")
+    attempts = models.PositiveIntegerField(default=0)
+    last_status = models.IntegerField(null=True, blank=True)
+    last_error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"webhook {self.event} to {self.url}: {self.state}"

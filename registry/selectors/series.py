@@ -1,0 +1,155 @@
+"""Reading series and history: one configuration's headline over time and over software versions.
+
+`run_history(run)` is the history of a run's configuration: the run's series when it belongs to one (same
+schedule variant, same agent), otherwise every run stated with the same controlled fields on the software
+axis (protocol.comparability: software may differ, the rest may not). Each run gets its headline estimate
+with its interval (protocol.statistics) and the change-point verdict of protocol.changepoints, computed by the
+same scan that raises alerts, so the page marks exactly the runs a series would alert on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import QuerySet
+
+from protocol import changepoints
+from protocol.statistics import Estimate, from_values, headline_estimate, rounded
+from registry.models import Alert, Schedule, Series, SeriesRun, Submission
+
+HISTORY_LIMIT = 300  # the latest runs a history shows (older ones: through the API's series pages)
+
+
+def number(value: float | None) -> str:
+    """Four significant digits with thousands separators ("1,000", "862.8"); "—" for none."""
+    return "—" if value is None else f"{value:,.4g}"
+
+
+def interval(low: float | None, high: float | None) -> str:
+    return "" if low is None or high is None else f"{number(low)}–{number(high)}"
+
+
+@dataclass
+class HistoryPoint:
+    run: Submission
+    estimate: Estimate
+    value: float | None
+    change: changepoints.Change
+    software: str
+
+    @property
+    def value_text(self) -> str:
+        return number(self.value)
+
+    @property
+    def interval_text(self) -> str:
+        return interval(self.estimate.ci_low, self.estimate.ci_high)
+
+    @property
+    def change_text(self) -> str:
+        return f"{self.change.ratio:.3g}" if self.change.ratio is not None else ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"run": self.run.pk, "digest": self.run.digest, "submitted_at": self.run.submitted_at.isoformat(),
+                "software": self.software, "value": rounded(self.value), "ci_low": rounded(self.estimate.ci_low),
+                "ci_high": rounded(self.estimate.ci_high), "enough_evidence": self.estimate.evidence is None,
+                "change_point": bool(self.change.changed), "change": self.change.as_dict() if self.change.changed
+                else None}
+
+
+@dataclass
+class SoftwareGroup:
+    software: str
+    runs: list[int]
+    estimate: Estimate
+
+    @property
+    def value_text(self) -> str:
+        return number(self.estimate.value)
+
+    @property
+    def interval_text(self) -> str:
+        return interval(self.estimate.ci_low, self.estimate.ci_high)
+
+    def as_dict(self) -> dict[str, Any]:
+        e = self.estimate
+        return {"software": self.software, "runs": self.runs, "value": rounded(e.value), "ci_low": rounded(e.ci_low),
+                "ci_high": rounded(e.ci_high), "independent_values": e.independent_values,
+                "enough_evidence": e.evidence is None, "evidence": e.evidence, "interval_method": e.interval_method}
+
+
+@dataclass
+class History:
+    run: Submission
+    scope: str  # "series" or "configuration"
+    series: Series | None
+    metric: str
+    unit: str | None
+    lower_is_better: bool
+    points: list[HistoryPoint]
+    groups: list[SoftwareGroup]
+    alerts: list[Alert] = field(default_factory=list)
+    truncated: bool = False
+
+    @property
+    def change_points(self) -> list[HistoryPoint]:
+        return [p for p in self.points if p.change.changed]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"run": self.run.pk, "scope": self.scope, "series": self.series.pk if self.series else None,
+                "metric": self.metric, "unit": self.unit, "lower_is_better": self.lower_is_better,
+                "method": changepoints.METHOD, "truncated": self.truncated,
+                "points": [p.as_dict() for p in self.points], "software": [g.as_dict() for g in self.groups],
+                "alerts": [a.pk for a in self.alerts]}
+
+
+def software_label(run: Submission) -> str:
+    """The software a run states, in short: frameworks with versions, else the stored summary."""
+    frameworks = (run.document.get("software") or {}).get("frameworks") or {}
+    named = ", ".join(f"{k} {v}" for k, v in sorted(frameworks.items()) if v)
+    return named or run.software_summary or "software not stated"
+
+
+def _history_runs(run: Submission) -> tuple[str, Series | None, QuerySet[Submission]]:
+    member = SeriesRun.objects.select_related("series", "series__agent", "series__schedule").filter(run=run).first()
+    live = Submission.objects.filter(withdrawal__isnull=True).select_related("series_member")
+    if member is not None:
+        return "series", member.series, live.filter(series_member__series=member.series)
+    return "configuration", None, live.filter(comparability_key_software=run.comparability_key_software,
+                                              headline_metric=run.headline_metric)
+
+
+def run_history(*, run: Submission) -> History:
+    """The history of `run`'s configuration (see the module doc), oldest first."""
+    scope, series, runs = _history_runs(run)
+    total = runs.count()
+    latest = list(runs.order_by("-submitted_at", "-id")[:HISTORY_LIMIT])[::-1]
+    estimates = [headline_estimate(r.document) for r in latest]
+    values = [changepoints.run_value(e) for e in estimates]
+    verdicts = changepoints.scan(values, lower_is_better=run.headline_lower_is_better)
+    points = [HistoryPoint(r, e, v, c, software_label(r))
+              for r, e, v, c in zip(latest, estimates, values, verdicts, strict=True)]
+    groups: dict[str, list[HistoryPoint]] = {}
+    for point in points:
+        groups.setdefault(point.software, []).append(point)
+    base = Estimate(metric=run.headline_metric, value=None, unit=run.headline_unit,
+                    lower_is_better=run.headline_lower_is_better, method="", interval_method="none", n=0,
+                    source="runs", value_unit="run")
+    software = [SoftwareGroup(name, [p.run.pk for p in members],
+                              from_values(base, [p.value for p in members if p.value is not None],
+                                          "the runs' headlines (one value per run)"))
+                for name, members in groups.items()]
+    alerts = list(Alert.objects.filter(series=series).order_by("run_id")) if series is not None else []
+    return History(run=run, scope=scope, series=series, metric=run.headline_metric, unit=run.headline_unit,
+                   lower_is_better=run.headline_lower_is_better, points=points, groups=software, alerts=alerts,
+                   truncated=total > len(latest))
+
+
+def series_list(*, schedule: Schedule | None = None) -> QuerySet[Series]:
+    qs = Series.objects.select_related("agent", "schedule").order_by("-id")
+    return qs.filter(schedule=schedule) if schedule is not None else qs
+
+
+def alert_list() -> QuerySet[Alert]:
+    return Alert.objects.select_related("series", "series__agent", "run", "previous").order_by("-id")
