@@ -71,11 +71,16 @@ class Contract:
     groups: tuple[Group, ...]
     ignored: tuple[tuple[str, str], ...]  # (pointer, reason)
     requirements: tuple[tuple[str, tuple[Requirement, ...]], ...]
+    beside: tuple[tuple[str, tuple[str, ...]], ...]  # (axis, pointers shown beside every run's number)
     directions: tuple[tuple[str, str], ...]
     unlisted_role: str
 
     def requirements_for(self, axis: str) -> tuple[Requirement, ...]:
         return dict(self.requirements)[axis]
+
+    def beside_for(self, axis: str) -> tuple[str, ...]:
+        """Pointers whose values are shown beside each run's number on `axis` (e.g. precision and quality)."""
+        return dict(self.beside)[axis]
 
     def lower_is_better(self, metric: str) -> bool:
         """Direction of a metric family ('latency_ms' or 'latency_ms.p99'); unknown ones: higher is better."""
@@ -162,7 +167,9 @@ def contract() -> Contract:
     return Contract(id=data["$id"], version=data["version"], protocol=data["protocol"],
                     default_axis=data["default_axis"], axes=axes, groups=groups,
                     ignored=tuple((i["pointer"], i["reason"]) for i in data["ignored"]),
-                    requirements=requirements, directions=tuple(data["metric_directions"].items()),
+                    requirements=requirements,
+                    beside=tuple((a, tuple(data["axes"][a].get("beside", ()))) for a in axes),
+                    directions=tuple(data["metric_directions"].items()),
                     unlisted_role=data["unlisted_role"])
 
 
@@ -416,6 +423,12 @@ def configuration(doc: Mapping[str, Any], axis: str) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------------ comparisons
 
+def beside(doc: Mapping[str, Any], axis: str) -> list[dict[str, str]]:
+    """What the contract shows beside this run's number on `axis`: [{pointer, field, value}] ('not stated')."""
+    return [{"pointer": p, "field": field_name(_split(p)), "value": display(value_at(doc, p))}
+            for p in contract().beside_for(_axis(axis))]
+
+
 METRIC_WORDS = {"throughput": "throughput", "tokens_per_second": "token throughput", "request_rate": "request rate",
                 "goodput": "goodput", "latency_ms": "latency", "ttft_ms": "time to first token",
                 "tpot_ms": "time per output token", "step_time_ms": "step time",
@@ -432,6 +445,9 @@ def metric_words(metric: str) -> str:
 
 
 def _base_label(doc: Mapping[str, Any], axis: str, config: Mapping[str, Any], differing: Sequence[str]) -> str:
+    if axis == "iso-quality":  # the system in words, then the number format it chose to meet the target
+        weights = (doc.get("precision") or {}).get("weights")
+        return _base_label(doc, "system", config, differing) + (f", {weights}" if weights else "")
     if axis == "system":
         system = doc.get("system") or {}
         accels = [(f"{a['count']}× " if isinstance(a.get("count"), int) and a["count"] > 1 else "")
@@ -473,6 +489,11 @@ def _labels(docs: Sequence[Mapping[str, Any]], axis: str, configs: Sequence[dict
         for n, i in enumerate(clash[1:] if len(clash) > 1 else [], start=2):
             labels[i] = f"{label} #{n}"
     return labels
+
+
+def arm_labels(docs: Sequence[Mapping[str, Any]], axis: str, configs: Sequence[dict[str, Any]]) -> list[str]:
+    """One unique label per configuration (docs[i] is a run of configs[i]), as comparisons label their arms."""
+    return _labels(docs, _axis(axis), configs)
 
 
 def _arms(configs: Sequence[dict[str, Any]]) -> list[list[int]]:
@@ -666,7 +687,8 @@ def _fill(result: dict[str, Any], docs: Sequence[dict[str, Any]], axis: str,
             est = run_estimates[i]
             quality = (docs[i].get("metrics") or {}).get("quality")
             found = [x.as_dict() for x in st.caveats(docs[i], est)]
-            result["runs"][i].update(arm=a, name=names[i], headline=est.as_dict(), quality=quality, caveats=found)
+            result["runs"][i].update(arm=a, name=names[i], headline=est.as_dict(), quality=quality, caveats=found,
+                                     beside=beside(docs[i], axis))
             result["caveats"] += [{"run": i, **x} for x in found]
     result["caveats"] += _comparison_caveats(docs, groups)
     result["arms"] = arms

@@ -176,6 +176,11 @@ def _latency_problem(doc: Mapping[str, Any], objectives: list[LatencyObjective])
     return None
 
 
+def sustainable_rate(doc: Mapping[str, Any], load_unit: str) -> tuple[str, float] | None:
+    """(metric, value) of the run's best measured rate in `load_unit` (RATE_PREFERENCE order), or None."""
+    return _sustainable_rate(doc, load_unit)
+
+
 def _sustainable_rate(doc: Mapping[str, Any], load_unit: str) -> tuple[str, float] | None:
     metrics = doc.get("metrics") or {}
     for name in RATE_PREFERENCE:

@@ -76,9 +76,9 @@ def int8(doc: Doc) -> Doc:
 
 def test_the_contract_is_versioned_data_tied_to_protocol_major_1() -> None:
     data = cmp.contract_document()
-    assert data["$id"].startswith("https://") and data["version"] == cmp.contract().version == "1.0"
+    assert data["$id"].startswith("https://") and data["version"] == cmp.contract().version == "1.1"
     assert data["protocol"] == f"{rules.PROTOCOL_NAME}/{rules.PROTOCOL_VERSION.split('.')[0]}"
-    assert data["default_axis"] == "system" and set(data["axes"]) == {"system", "software", "precision"}
+    assert data["default_axis"] == "system" and set(data["axes"]) == {"system", "software", "precision", "iso-quality"}
 
 
 def test_every_group_has_a_role_and_a_label_on_every_axis() -> None:
@@ -267,7 +267,7 @@ def test_unknown_axis_and_too_few_runs_are_clear_errors() -> None:
 def test_the_key_is_a_digest_of_the_controlled_projection_and_contract_version() -> None:
     a = example(SERVER)
     key = cmp.comparability_key(a)
-    expected = canonical.digest({"contract": "1.0", "axis": "system", "controlled": cmp.controlled_projection(a)})
+    expected = canonical.digest({"contract": "1.1", "axis": "system", "controlled": cmp.controlled_projection(a)})
     assert key == expected and key.startswith("sha256:")
     assert cmp.controlled_projection(a)["/protocol"] == "benchreg.submission/1"
     assert "/system/name" not in cmp.controlled_projection(a)
@@ -389,7 +389,7 @@ def test_compare_returns_a_stored_result_that_names_its_methods() -> None:
                                  "latency_objectives": [{"metric": "ttft_ms", "percentile": "p99", "max_ms": 500}]})
     json.dumps(result, allow_nan=False)
     assert _finite(result)
-    assert result["comparable"] and result["contract"]["version"] == "1.0" and result["axis"] == "system"
+    assert result["comparable"] and result["contract"]["version"] == "1.1" and result["axis"] == "system"
     assert {"estimate", "tail_percentile", "calibration", "ratio", "distinguishable", "time_to_quality"} <= set(
         result["methods"])
     assert [d["words"] for d in result["disclosures"]] == ["software.driver.version: 580.159.04 vs 590.1"]

@@ -1,0 +1,103 @@
+"""Answering a decision over 10k, 100k and 1M stored runs with 20 candidate configurations, against the
+comparable-set lookup for one run.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres python -m bench.decisions [--quick]
+
+Creates and drops a scratch database (--scratch NAME). Twenty configurations (accelerator model × precision)
+of the server example, three runs each, answer the question; filler rows (bench.comparisons' synthetic rows,
+other workloads) bring the table to each size. Times POST /api/v1/decisions (select the candidate runs, answer,
+store the answer and its cited runs, audit) and GET /api/v1/submissions/<id>/comparable (one index lookup) with
+the same client, and prints p50/p95 of each and their ratio. No pass/fail.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+from bench import scratch
+from bench.comparisons import ROOT, _fill, _measure, _setup
+
+SCRATCH = "benchreg_bench_decisions"
+QUESTION = {"workload": "decoder-small", "scenario": "server",
+            "objectives": [{"metric": "ttft_ms", "percentile": "p99", "max_ms": 2000}],
+            "quality": {"target_ratio": 0.99}, "demand": {"value": 20000, "unit": "tokens/s"},
+            "prices": {"system_hour": {"*": 50.0}, "energy_per_kwh": 0.1}}
+
+
+def candidate_documents() -> list[dict]:
+    """20 configurations × 3 runs of the server example, each with a quality target (iso-quality axis)."""
+    base = json.loads((ROOT / "protocol/examples/inference-server-h100-bf16.json").read_text())
+    rng = np.random.default_rng(14)
+    docs = []
+    for config in range(20):
+        for rep in range(3):
+            doc = copy.deepcopy(base)
+            doc["system"]["name"] = f"bench-system-{config}-{rep}"
+            doc["system"]["accelerators"][0]["model"] = f"bench-accelerator-{config // 2}"
+            doc["precision"]["weights"] = "bf16" if config % 2 == 0 else "fp16"
+            doc["metrics"]["throughput"]["value"] = round(float(rng.lognormal(np.log(1000 + 30 * config), 0.05)), 3)
+            doc["metrics"]["quality"]["target_ratio"] = 0.99
+            docs.append(doc)
+    return docs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="1k and 10k rows only")
+    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--scratch", default=SCRATCH, help="scratch database name (created and dropped)")
+    parser.add_argument("--sizes", default=None, help="comma-separated table sizes, e.g. 10000,100000")
+    args = parser.parse_args()
+    admin_url = os.environ.get("DATABASE_URL", "")
+    if not admin_url.startswith("postgres"):
+        sys.exit("set DATABASE_URL to a PostgreSQL server (a scratch database is created and dropped)")
+    sizes = [1_000, 10_000] if args.quick else [10_000, 100_000, 1_000_000]
+    if args.sizes:
+        sizes = [int(x) for x in args.sizes.split(",")]
+    url = _setup(admin_url, args.scratch)
+    try:
+        from django.contrib.auth import get_user_model
+        from django.test import Client
+
+        from registry.services.submissions import submission_create
+        from registry.services.tokens import token_create
+
+        user = get_user_model().objects.create_user("bench")
+        from django.contrib.auth.models import Group
+        user.groups.add(Group.objects.get_or_create(name="submitter")[0])
+        token = token_create(user=user, name="b", scopes="submit,read")[1]
+        client = Client(SERVER_NAME="localhost", HTTP_AUTHORIZATION=f"Token {token}")
+        runs = [submission_create(document=d, submitted_by=user)[0] for d in candidate_documents()]
+        body = {"title": "bench", "question": QUESTION}
+        have, rows = len(runs), []
+        for size in sizes:
+            _fill(url, have, size, user.pk)
+            have = size
+            lookup, q_lookup = _measure(client, f"/api/v1/submissions/{runs[0].pk}/comparable", None,
+                                        args.repeats, lambda b, i: b)
+            answer, q_answer = _measure(client, "/api/v1/decisions", body, args.repeats, lambda b, i: b)
+            rows.append((size, lookup, q_lookup, answer, q_answer))
+        print(f"{'runs':>9} | {'decision p50':>12} {'p95':>8} {'SQL':>4} | {'lookup p50':>10} {'p95':>7} {'SQL':>4}"
+              " | decision / lookup (p50)")
+        for size, lookup, ql, answer, qa in rows:
+            print(f"{size:>9,} | {np.percentile(answer, 50):10.1f}ms {np.percentile(answer, 95):7.1f}ms {qa:>4} | "
+                  f"{np.percentile(lookup, 50):8.1f}ms {np.percentile(lookup, 95):6.1f}ms {ql:>4} | "
+                  f"{np.percentile(answer, 50) / np.percentile(lookup, 50):6.1f}×")
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        scratch.drop(admin_url, args.scratch)
+
+
+if __name__ == "__main__":
+    t0 = time.perf_counter()
+    main()
+    print(f"(whole benchmark {time.perf_counter() - t0:.0f} s)")

@@ -1,0 +1,257 @@
+"""Decisions: declare a procurement question, answer it from the stored runs, flag it when its evidence changes.
+
+The arithmetic lives in protocol.decisions (pure, tested against hand-computed cases and seeded simulations);
+this module selects the runs, stores answers with the runs they cite, writes the audit log and sends the
+owner's signed webhook when a decision's evidence changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.db import transaction
+from django.db.models import Max
+from django.urls import reverse
+from django.utils import timezone
+
+from protocol import canonical
+from protocol import decisions as dec
+from registry.choices import AuditKind, Trust
+from registry.exceptions import RegistryError
+from registry.models import Decision, DecisionAnswer, DecisionEvidence, Submission
+from registry.services.audit import audit_append
+from registry.services.webhooks import webhook_enqueue, webhook_secret_new
+
+EVENT_CHANGED = "decision.evidence_changed"
+
+
+def _question(data: Any) -> dec.Question:
+    try:
+        return dec.Question.from_dict(data)
+    except dec.DecisionError as exc:
+        pointer = str(exc).split(":", 1)[0] if str(exc).startswith("/") else ""
+        raise RegistryError(f"the decision's question is wrong: {exc}", code="invalid-question", status=422,
+                            errors=[{"pointer": f"/question{pointer}", "message": str(exc)}]) from None
+
+
+def decision_candidate_runs(*, question: dec.Question) -> list[Submission]:
+    """The stored, not withdrawn runs of the question's phase, workload and scenario, documents loaded.
+    Example documents (trust "example") measure nothing and never answer a decision."""
+    runs = Submission.objects.filter(phase=question.phase, workload_name=question.workload,
+                                     scenario_kind=question.scenario, withdrawal__isnull=True
+                                     ).exclude(trust=Trust.EXAMPLE)
+    if question.workload_version:
+        runs = runs.filter(workload_version=question.workload_version)
+    return list(runs.order_by("id").only("id", "digest", "canonical", "document"))
+
+
+def _evidence(runs: Iterable[Submission]) -> list[dec.Evidence]:
+    return [dec.Evidence(run.document, {"id": run.pk, "digest": run.digest,
+                                        "url": reverse("run", kwargs={"run_id": run.pk})}) for run in runs]
+
+
+def decision_compute(*, question: dec.Question) -> tuple[dict[str, Any], list[Submission]]:
+    """The answer over the runs stored now, and the runs it cites (those in a candidate configuration)."""
+    runs = decision_candidate_runs(question=question)
+    answer = dec.answer(question, _evidence(runs))
+    cited = {r["id"] for c in answer["candidates"] for r in c["runs"]}
+    return answer, [r for r in runs if r.pk in cited]
+
+
+@transaction.atomic
+def decision_create(*, owner: AbstractBaseUser, title: str, question: dict[str, Any],
+                    webhook_url: str = "") -> Decision:
+    """Store a decision and its first answer (audited). Raises RegistryError (400) naming a wrong field."""
+    checked = _question(question)
+    if not title.strip() or len(title) > 200:
+        raise RegistryError("a decision needs a title of at most 200 characters", code="invalid-question",
+                            errors=[{"pointer": "/title", "message": "required, at most 200 characters"}])
+    decision = Decision.objects.create(
+        title=title.strip(), question=question, owner=owner, workload_name=checked.workload,
+        scenario_kind=checked.scenario, webhook_url=webhook_url, created_at=timezone.now(),
+        webhook_secret=webhook_secret_new() if webhook_url else "")
+    audit_append(kind=AuditKind.DECISION_CREATED, actor=owner.get_username(), subject=f"decision:{decision.pk}",
+                 payload={"decision": decision.pk, "title": decision.title,
+                          "question": canonical.digest(question)})
+    decision_answer(decision=decision, actor=owner.get_username())
+    return decision
+
+
+@transaction.atomic
+def decision_answer(*, decision: Decision, actor: str) -> DecisionAnswer:
+    """Answer (or re-answer) the decision from the runs stored now; the decision is current again."""
+    answer, cited = decision_compute(question=_question(decision.question))
+    number = (decision.answers.aggregate(n=Max("number"))["n"] or 0) + 1
+    stored = DecisionAnswer.objects.create(decision=decision, number=number, answer=answer,
+                                           digest=canonical.digest(answer), created_at=timezone.now())
+    DecisionEvidence.objects.bulk_create([DecisionEvidence(answer=stored, submission=run) for run in cited])
+    Decision.objects.filter(pk=decision.pk).update(status="current", change=None, changed_at=None)
+    decision.status, decision.change, decision.changed_at = "current", None, None
+    audit_append(kind=AuditKind.DECISION_ANSWERED, actor=actor, subject=f"decision:{decision.pk}",
+                 payload={"decision": decision.pk, "answer": number, "digest": stored.digest,
+                          "cited": [r.digest for r in cited]})
+    return stored
+
+
+def decision_latest_answer(*, decision: Decision) -> DecisionAnswer | None:
+    return decision.answers.order_by("-number").first()
+
+
+def _what_would_change(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """The differences a reader acts on: candidates added or gone, verdicts and system counts that moved."""
+    before = {c["label"]: c for c in old["candidates"]}
+    after = {c["label"]: c for c in new["candidates"]}
+    out = [f"{label}: no longer a candidate (its evidence is gone)" for label in before if label not in after]
+    out += [f"{label}: a new candidate ({after[label]['meets'].replace('-', ' ')})" for label in after
+            if label not in before]
+    for label in before.keys() & after.keys():
+        a, b = before[label], after[label]
+        if a["meets"] != b["meets"]:
+            out.append(f"{label}: {a['meets'].replace('-', ' ')} becomes {b['meets'].replace('-', ' ')}")
+        if a["systems_needed"]["value"] != b["systems_needed"]["value"]:
+            out.append(f"{label}: systems needed {a['systems_needed']['value']} becomes "
+                       f"{b['systems_needed']['value']}")
+        if len(a["runs"]) != len(b["runs"]):
+            out.append(f"{label}: {len(a['runs'])} run(s) become {len(b['runs'])}")
+    if old["frontier"]["labels"] != new["frontier"]["labels"]:
+        out.append(f"frontier: {', '.join(old['frontier']['labels']) or 'empty'} becomes "
+                   f"{', '.join(new['frontier']['labels']) or 'empty'}")
+    return sorted(out) or ["the figures move but no verdict, count or frontier changes"]
+
+
+def _flag(decision: Decision, *, reason: str, runs: list[Submission], actor: str) -> None:
+    latest = decision_latest_answer(decision=decision)
+    new, _ = decision_compute(question=_question(decision.question))
+    change = {"reason": reason, "runs": [{"id": r.pk, "digest": r.digest} for r in runs],
+              "answer": latest.number if latest else None,
+              "would_change": _what_would_change(latest.answer, new) if latest else []}
+    now = timezone.now()
+    Decision.objects.filter(pk=decision.pk).update(status="evidence-changed", change=change, changed_at=now)
+    decision.status, decision.change, decision.changed_at = "evidence-changed", change, now
+    audit_append(kind=AuditKind.DECISION_EVIDENCE_CHANGED, actor=actor, subject=f"decision:{decision.pk}",
+                 payload={"decision": decision.pk, **change})
+    if decision.webhook_url:
+        webhook_enqueue(url=decision.webhook_url, secret=decision.webhook_secret, event=EVENT_CHANGED,
+                        body={"decision": decision.pk, "title": decision.title,
+                              "url": reverse("decision", kwargs={"decision_id": decision.pk}), **change})
+
+
+@transaction.atomic
+def decisions_flag_for_runs(*, runs: Iterable[Submission], reason: str, actor: str = "registry") -> list[Decision]:
+    """Flag every decision whose latest answer cites one of `runs` ("evidence changed", audited, webhook)."""
+    runs = list(runs)
+    ids = {r.pk for r in runs}
+    flagged = []
+    for decision in Decision.objects.select_for_update().order_by("id"):
+        latest = decision_latest_answer(decision=decision)
+        if latest is None or not latest.evidence.filter(submission_id__in=ids).exists():
+            continue
+        _flag(decision, reason=reason, runs=[r for r in runs if latest.evidence.filter(submission=r).exists()],
+              actor=actor)
+        flagged.append(decision)
+    return flagged
+
+
+def decisions_flag_for_series_alert(sender: type, *, alert: Any, **_: Any) -> list[Decision]:
+    """Receiver of `registry.services.series.alert_raised` (connected in RegistryConfig.ready): a series moved
+    beyond its noise, so every decision citing one of its runs is flagged with the alert's summary."""
+    runs = Submission.objects.filter(series_member__series_id=alert.series_id)
+    return decisions_flag_for_runs(runs=runs, reason=f"series {alert.series_id} changed (alert {alert.pk}): "
+                                                     f"run {alert.run_id} against the runs before it")
+
+
+@transaction.atomic
+def decisions_flag_for_new_run(*, run: Submission, actor: str = "registry") -> list[Decision]:
+    """Flag every decision whose question the new run enters (it would be a candidate run)."""
+    flagged = []
+    for decision in Decision.objects.select_for_update().filter(workload_name=run.workload_name,
+                                                                 scenario_kind=run.scenario_kind):
+        question = _question(decision.question)
+        if run.trust != Trust.EXAMPLE and dec.out_of_question(question, run.document) is None:
+            _flag(decision, reason=f"new evidence: run {run.pk} enters the question", runs=[run], actor=actor)
+            flagged.append(decision)
+    return flagged
+
+
+def decision_report_text(answer: dict[str, Any]) -> str:
+    """The report's decision statement: the question, then each candidate's verdict with its caveats in the same
+    sentence, and the frontier. Cut at the report's limit only between sentences (never mid-caveat)."""
+    lines = [answer["question"], *answer["summary"],
+             f"Pareto frontier over {', '.join(answer['frontier']['criteria']) or 'no criterion'}: "
+             f"{'; '.join(answer['frontier']['labels']) or 'empty'}."]
+    text = ""
+    for line in lines:
+        if len(text) + len(line) + 1 > 1900:
+            return text + " (more candidates in the evidence)"
+        text += ("\n" if text else "") + line
+    return text
+
+
+def decision_report(*, decision: Decision, requested_by: AbstractBaseUser) -> Any:
+    """Issue a signed report of the decision's latest answer (queued like any report; eager without a broker).
+
+    The report's comparison is the cited runs on the iso-quality axis; its decision statement is the question and
+    the answer. A decision whose evidence changed is answered again first: the new report is what is known now,
+    and earlier reports stay verifiable as what was known then.
+    """
+    from registry.models import DecisionReport
+    from registry.services.comparisons import comparison_create
+    from registry.services.reports import report_request
+
+    if decision.status == "evidence-changed":
+        decision_answer(decision=decision, actor=requested_by.get_username())
+    latest = decision_latest_answer(decision=decision)
+    cited = list(Submission.objects.filter(pk__in=[r["id"] for c in latest.answer["candidates"] for r in c["runs"]])
+                 .order_by("id")) if latest else []
+    # Candidates of one question may differ in a controlled field (another dataset size, another latency
+    # constraint): the report's comparison is the largest set of cited runs comparable at equal quality.
+    groups: dict[str, list[Submission]] = {}
+    for run in cited:
+        groups.setdefault(run.comparability_key_iso_quality, []).append(run)
+    largest = max(groups.values(), key=len, default=[])
+    if len(largest) < 2:
+        raise RegistryError("a decision report needs at least two cited runs comparable at equal quality",
+                            code="not-enough-evidence", status=422)
+    text = decision_report_text(latest.answer)
+    if len(largest) < len(cited):
+        text = text[:1750] + (f"\nThe runs compared in this report are {len(largest)} of the {len(cited)} cited: "
+                              "the others are not comparable with them at equal quality.")
+    comparison, _ = comparison_create(runs=largest, axis="iso-quality", created_by=requested_by)
+    report = report_request(comparison=comparison, title=decision.title[:200], decision=text,
+                            requested_by=requested_by)
+    DecisionReport.objects.create(decision=decision, answer=latest, report=report)
+    audit_append(kind=AuditKind.DECISION_ANSWERED, actor=requested_by.get_username(),
+                 subject=f"decision:{decision.pk}",
+                 payload={"decision": decision.pk, "answer": latest.number, "report": report.pk})
+    return report
+
+
+def decision_gap_plan(*, decision: Decision, candidate: str, agents: list[Any], created_by: AbstractBaseUser,
+                      repetitions: int = 3, options: dict[str, Any] | None = None) -> Any:
+    """Turn a missing or weak candidate configuration into a benchmark plan for enrolled agents.
+
+    The plan runs the question's workload and scenario with the candidate's precision and batch size, at least
+    `repetitions` times (3: what an interval needs). Its runs are stored like any run, and a run that enters the
+    question flags the decision ("evidence changed"), so re-answering takes them in.
+    """
+    from registry.services.jobs import plan_create
+
+    latest = decision_latest_answer(decision=decision)
+    found = next((c for c in (latest.answer["candidates"] if latest else []) if c["label"] == candidate), None)
+    if found is None:
+        raise RegistryError(f"decision {decision.pk} has no candidate {candidate!r}", code="unknown-candidate",
+                            errors=[{"pointer": "/candidate", "message": "one of the answer's candidate labels"}])
+    question = _question(decision.question)
+    config = found["configuration"]
+    plan = plan_create(created_by=created_by, agents=agents, runner=question.phase, workload=question.workload,
+                       precisions=[str(config.get("precision.weights") or "fp32")],
+                       batch_sizes=[config.get("workload.shape.batch_size")], scenario=question.scenario,
+                       repetitions=max(3, repetitions), options=options,
+                       name=f"decision {decision.pk}: {candidate}"[:200])
+    audit_append(kind=AuditKind.DECISION_ANSWERED, actor=created_by.get_username(),
+                 subject=f"decision:{decision.pk}",
+                 payload={"decision": decision.pk, "gap": candidate, "plan": plan.pk,
+                          "gaps": [g["code"] for g in found["gaps"]]})
+    return plan

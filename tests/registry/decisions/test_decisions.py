@@ -1,0 +1,297 @@
+"""Decisions through the API and services: declared, answered, flagged when a cited run is withdrawn, and the
+owner's signed webhook delivered by a real Celery worker on Redis."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import connection
+from rest_framework.test import APIClient
+from standardwebhooks.webhooks import Webhook
+
+from registry.celery import app
+from registry.models import AuditEntry, Decision, Submission, WebhookDelivery
+from registry.services.submissions import submission_withdraw
+from tests.conftest import ROOT, load_example
+from tests.documents import variant
+
+BROKER = os.environ.get("BENCHREG_TEST_BROKER_URL", "")
+
+
+def _doc(system: str, tput: float, ttft: float = 300.0, model: str = "H100", weights: str = "bf16") -> dict[str, Any]:
+    doc = variant(load_example("inference-server-h100-bf16"), system, tput)
+    doc["metrics"]["ttft_ms"]["p99"] = ttft
+    doc["metrics"]["ttft_ms"]["max"] = max(ttft, doc["metrics"]["ttft_ms"]["max"])
+    doc["metrics"]["quality"]["target_ratio"] = 0.99
+    doc["system"]["accelerators"][0]["model"] = model
+    doc["precision"]["weights"] = weights
+    if weights == "fp8":
+        doc["precision"]["quantization"] = {"method": "static", "granularity": "per-tensor"}
+    return doc
+
+
+QUESTION = {"workload": "decoder-small", "scenario": "server",
+            "objectives": [{"metric": "ttft_ms", "percentile": "p99", "max_ms": 2000}],
+            "quality": {"target_ratio": 0.99}, "demand": {"value": 20000, "unit": "tokens/s"},
+            "prices": {"system_hour": {"H100": 98.0, "MI300X": 80.0}, "energy_per_kwh": 0.1}}
+
+
+def _client(user: Any) -> APIClient:
+    client = APIClient(SERVER_NAME="localhost")
+    client.force_authenticate(user)
+    return client
+
+
+def _user(role: str = "admin") -> Any:
+    from django.contrib.auth.models import Group
+    user = get_user_model().objects.create_user(f"{role}-{time.monotonic_ns()}", password="x")
+    user.groups.add(Group.objects.get_or_create(name=role)[0])
+    return user
+
+
+def _submit(client: APIClient, docs: list[dict[str, Any]]) -> list[int]:
+    ids = []
+    for doc in docs:
+        response = client.post("/api/v1/submissions", doc, format="json")
+        assert response.status_code == 201, response.content
+        ids.append(response.json()["id"])
+    return ids
+
+
+@pytest.mark.django_db
+def test_a_decision_is_answered_per_configuration_and_refuses_a_wrong_question() -> None:
+    user = _user()
+    client = _client(user)
+    ids = _submit(client, [_doc(f"h{i}", 1000.0) for i in range(3)]
+                  + [_doc(f"m{i}", 1200.0, 500.0, "MI300X", "fp8") for i in range(3)])
+    response = client.post("/api/v1/decisions", {"title": "20k tokens/s", "question": QUESTION}, format="json")
+    assert response.status_code == 201, response.content
+    body = response.json()
+    answer = body["answer"]
+    assert body["status"] == "current" and len(answer["candidates"]) == 2
+    h100 = next(c for c in answer["candidates"] if c["accelerator_model"] == "H100")
+    assert h100["systems_needed"]["value"] == 20 and h100["meets"] == "meets"
+    assert sorted(r["id"] for r in h100["runs"]) == ids[:3]
+    assert all(r["url"] == f"/runs/{r['id']}/" and r["digest"].startswith("sha256:") for r in h100["runs"])
+    assert {"decision.created", "decision.answered"} <= set(AuditEntry.objects.values_list("kind", flat=True))
+    assert client.get(f"/api/v1/decisions/{body['id']}").json()["answer"]["digest"] == answer["digest"]
+    bad = client.post("/api/v1/decisions", {"title": "t", "question": {**QUESTION, "demand": {"value": -1,
+                                                                                            "unit": "tokens/s"}}},
+                      format="json")
+    assert bad.status_code == 422 and "/question/demand/value" in bad.content.decode()
+    assert Decision.objects.count() == 1
+    other = _client(_user("viewer"))
+    assert other.get(f"/api/v1/decisions/{body['id']}").status_code == 404
+    exported = client.get(f"/api/v1/decisions/{body['id']}/export")
+    lines = exported.content.decode().splitlines()
+    assert exported["content-type"].startswith("text/csv") and len(lines) == 1 + 6
+    assert lines[0].startswith("configuration,meets,systems_needed") and f"/runs/{ids[0]}/" in exported.content.decode()
+    rows = client.get(f"/api/v1/decisions/{body['id']}/export?as=json").json()["rows"]
+    assert {r["run_digest"] for r in rows} == set(Submission.objects.values_list("digest", flat=True))
+    assert all(r["run_url"].startswith("http://localhost/runs/") for r in rows)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("address", "status", "code"), [
+    ("ftp://example.org/hook", 400, "invalid"),
+    ("not a url", 400, "invalid"),
+    ("https://" + ".".join(["a" * 63] * 5) + "/hook", 422, "undeliverable-address"),  # host over 253 characters
+    ("https://" + "a" * 480 + ".org/", 422, "undeliverable-address"),  # a label over 63
+    ("https://hooks.example.org/" + "p" * 480, 400, "max_length"),
+])
+def test_a_webhook_address_no_request_can_reach_is_refused_with_its_pointer_and_nothing_stored(
+        address: str, status: int, code: str) -> None:
+    client = _client(_user())
+    response = client.post("/api/v1/decisions", {"title": "t", "question": QUESTION, "webhook_url": address},
+                           format="json")
+    assert response.status_code == status, response.content
+    errors = response.json()["errors"]
+    assert errors[0]["pointer"] == "/webhook_url" and errors[0]["code"] == code
+    assert not Decision.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_long_reachable_webhook_address_is_kept_whole() -> None:
+    client = _client(_user())
+    address = "https://hooks.example.org/services/" + "T0123/" * 60  # 395 characters, as some chat tools issue
+    response = client.post("/api/v1/decisions", {"title": "t", "question": QUESTION, "webhook_url": address},
+                           format="json")
+    assert response.status_code == 201, response.content
+    assert Decision.objects.get().webhook_url == address
+
+
+@pytest.mark.django_db
+def test_a_new_run_entering_the_question_flags_the_decision_with_what_would_change() -> None:
+    user = _user()
+    client = _client(user)
+    _submit(client, [_doc(f"h{i}", 1000.0) for i in range(3)])
+    decision_id = client.post("/api/v1/decisions", {"title": "t", "question": QUESTION}, format="json").json()["id"]
+    _submit(client, [_doc("m0", 1200.0, 500.0, "MI300X", "fp8")])
+    body = client.get(f"/api/v1/decisions/{decision_id}").json()
+    assert body["status"] == "evidence-changed"
+    assert any("a new candidate" in line for line in body["change"]["would_change"])
+    page = APIClient(SERVER_NAME="localhost")
+    page.force_login(user)
+    html = page.get(f"/decisions/{decision_id}/").content.decode()
+    assert "evidence changed" in html and "a new candidate" in html
+
+
+class _Receiver(BaseHTTPRequestHandler):
+    received: list[tuple[dict[str, str], bytes]] = []
+
+    def do_POST(self) -> None:
+        length = int(self.headers["content-length"])
+        type(self).received.append(({k.lower(): v for k, v in self.headers.items()}, self.rfile.read(length)))
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def receiver() -> Iterator[str]:
+    _Receiver.received = []
+    server = HTTPServer(("127.0.0.1", 0), _Receiver)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/hook"
+    server.shutdown()
+
+
+@pytest.fixture
+def worker(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A real registry Celery worker on Redis, against this test's database.
+
+    The app's connection pools are dropped first: one made earlier in this process (another test, another broker
+    URL, or Celery's amqp://localhost default, which the local RabbitMQ would silently accept) would otherwise
+    take the webhook task somewhere this worker never looks.
+    """
+    settings = connection.settings_dict
+    env = {**os.environ, "CELERY_BROKER_URL": BROKER,
+           "DATABASE_URL": f"postgres://{settings['USER']}@{settings['HOST']}:{settings['PORT']}/{settings['NAME']}"}
+    log = (tmp_path / "worker.log").open("wb")
+    old = app.conf.task_always_eager, app.conf.broker_url
+    app.conf.task_always_eager, app.conf.broker_url = False, BROKER
+    monkeypatch.setattr(app, "_pool", None)
+    monkeypatch.setattr(app.amqp, "_producer_pool", None)
+    app.control.purge()  # nothing left from an earlier run of this test
+    proc = subprocess.Popen([sys.executable, "-m", "celery", "-A", "registry.celery", "worker", "--pool", "solo",
+                             "--loglevel", "warning", "--without-gossip", "--without-mingle"],
+                            cwd=ROOT, env=env, start_new_session=True, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        yield
+    finally:
+        os.killpg(proc.pid, 15)
+        proc.wait(timeout=30)
+        app.conf.task_always_eager, app.conf.broker_url = old
+
+
+@pytest.mark.services
+@pytest.mark.postgres
+@pytest.mark.skipif(not BROKER, reason="needs Redis: set BENCHREG_TEST_BROKER_URL=redis://...")
+@pytest.mark.django_db(transaction=True)
+def test_withdrawing_a_cited_run_flags_the_decision_and_a_real_worker_delivers_the_signed_webhook(
+        receiver: str, worker: None) -> None:
+    user = _user()
+    client = _client(user)
+    ids = _submit(client, [_doc(f"h{i}", 1000.0) for i in range(3)])
+    created = client.post("/api/v1/decisions", {"title": "t", "question": QUESTION, "webhook_url": receiver},
+                          format="json").json()
+    secret = created["webhook_secret"]
+    submission_withdraw(submission=Submission.objects.get(pk=ids[0]), reason="driver bug", actor=user)
+    decision = Decision.objects.get(pk=created["id"])
+    assert decision.status == "evidence-changed" and decision.change["runs"][0]["id"] == ids[0]
+    assert any("3 run(s) become 2" in line for line in decision.change["would_change"])
+    deadline = time.monotonic() + 180  # a worker starting on 2 shared, busy cores can take a while
+    while time.monotonic() < deadline and WebhookDelivery.objects.filter(state="pending").exists():
+        time.sleep(0.2)
+    delivery = WebhookDelivery.objects.get()
+    assert delivery.state == "delivered", (delivery.state, delivery.attempts, delivery.last_status,
+                                           delivery.last_error)
+    assert delivery.last_status == 204 and delivery.attempts >= 1
+    headers, body = _Receiver.received[0]
+    event = Webhook(secret).verify(body, headers)
+    assert event["type"] == "decision.evidence_changed" and event["data"]["decision"] == decision.pk
+    with pytest.raises(Exception, match=r"(?i)signature"):
+        Webhook(secret).verify(body.replace(b"driver bug", b"driver fix"), headers)
+    kinds = list(AuditEntry.objects.values_list("kind", flat=True))
+    assert "decision.evidence_changed" in kinds and "webhook.finished" in kinds
+    json.dumps(decision.change)
+
+
+@pytest.mark.django_db
+def test_reissued_report_verifies_and_the_old_one_still_verifies(settings: Any, tmp_path: Any,
+                                                                 django_capture_on_commit_callbacks: Any) -> None:
+    from registry.models import AuditHead
+    from registry.selectors.reports import report_verify
+    from registry.services.decisions import decision_report
+    from registry.services.reports import report_file
+
+    settings.DATA_DIR, settings.BENCHREG_CHECKPOINT_KEY = tmp_path, ""
+    AuditHead.objects.get_or_create(id=1)
+    user = _user()
+    client = _client(user)
+    ids = _submit(client, [_doc(f"h{i}", 1000.0) for i in range(3)]
+                  + [_doc(f"m{i}", 1200.0, 500.0, "MI300X", "fp8") for i in range(3)])
+    decision = Decision.objects.get(pk=client.post("/api/v1/decisions", {"title": "buy", "question": QUESTION},
+                                                   format="json").json()["id"])
+    with django_capture_on_commit_callbacks(execute=True):  # the report renders after commit
+        old = decision_report(decision=decision, requested_by=user)
+    old.refresh_from_db()
+    assert old.status == "ready", old.last_error
+    assert "Which systems serve decoder-small" in old.decision and "meets" in old.decision
+    old_pdf = report_file(old).read_bytes()
+    assert report_verify(pdf=old_pdf).valid
+    submission_withdraw(submission=Submission.objects.get(pk=ids[0]), reason="driver bug", actor=user)
+    decision.refresh_from_db()
+    assert decision.status == "evidence-changed"
+    with django_capture_on_commit_callbacks(execute=True):
+        new = decision_report(decision=decision, requested_by=user)
+    new.refresh_from_db()
+    decision.refresh_from_db()
+    assert new.status == "ready" and decision.status == "current" and decision.answers.count() == 2
+    assert ids[0] not in [m.submission_id for m in new.comparison.members.all()]
+    assert report_verify(pdf=report_file(new).read_bytes()).valid
+    # What was known then: still signed, intact and in the log; the registry's word today is the withdrawal.
+    again = report_verify(pdf=old_pdf)
+    assert [c.code for c in again.reasons] == ["runs-not-withdrawn"] and "driver bug" in again.reasons[0].message
+    assert len(again.checks) > 5 and all(c.ok for c in again.checks if c.code != "runs-not-withdrawn")
+
+
+@pytest.mark.django_db
+def test_a_weak_candidate_becomes_a_plan_whose_runs_flow_back_into_the_decision() -> None:
+    from registry.models import Plan
+    from tests.registry.agents.conftest import enrol
+
+    user = _user()
+    client = _client(user)
+    _submit(client, [_doc("h0", 1000.0)])  # one run: too few repetitions
+    body = client.post("/api/v1/decisions", {"title": "t", "question": QUESTION}, format="json").json()
+    candidate = body["answer"]["candidates"][0]
+    assert "too-few-repetitions" in {g["code"] for g in candidate["gaps"]}
+    agent, _ = enrol("rig-d")
+    response = client.post(f"/api/v1/decisions/{body['id']}/plans",
+                           {"candidate": candidate["label"], "agents": [agent.pk], "options": {"quick": True}},
+                           format="json")
+    assert response.status_code == 201, response.content
+    plan = Plan.objects.get(pk=response.json()["plan"])
+    assert (plan.workload, plan.scenario, plan.precisions, plan.repetitions) == ("decoder-small", "server",
+                                                                                  ["bf16"], 3)
+    assert plan.batch_sizes == [8] and plan.jobs.count() == 1
+    # the plan's run comes back as new evidence for the question
+    _submit(client, [_doc("h1", 1010.0)])
+    assert client.get(f"/api/v1/decisions/{body['id']}").json()["status"] == "evidence-changed"
+    bad = client.post(f"/api/v1/decisions/{body['id']}/plans", {"candidate": "nope", "agents": [agent.pk]},
+                      format="json")
+    assert bad.status_code == 400 and "nope" in bad.content.decode()
