@@ -1,5 +1,6 @@
 """Server time of the browsing pages with 100k runs stored in PostgreSQL: catalogue (plain, filtered, searched,
-one comparable set sorted by headline), run page, comparison page — against a trivial view in the same run.
+one comparable set sorted by headline), overview matrix, run page, comparison page — against a trivial view in the
+same run.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres python -m bench.pages [--quick] [--runs N]
 
@@ -29,7 +30,8 @@ from typing import Any
 from bench import scratch
 
 ROOT = Path(__file__).resolve().parent.parent
-SCRATCH = "benchreg_bench_pages"
+# BENCH_SCRATCH_DB: another name where several checkouts benchmark on one server at once.
+SCRATCH = os.environ.get("BENCH_SCRATCH_DB", "benchreg_bench_pages")
 BUDGET_MS = 300.0
 EXAMPLES = ("inference-server-h100-bf16", "inference-offline-cpu-int8", "training-h100-bf16")
 WORKLOADS = 24
@@ -127,6 +129,8 @@ def pick_pages(user: Any) -> dict[str, str]:
         "catalogue, search matching every run": "/?q=lab",
         "catalogue, one set by headline": f"/?set={key}&sort=headline_desc",
         "catalogue, page 40": "/?page=40&sort=headline_asc",
+        "overview matrix": "/matrix/",
+        "overview matrix, 2 facets": f"/matrix/?precision={sample.precision_weights}&scenario={sample.scenario_kind}",
         "run page": f"/runs/{sample.pk}/",
         "comparison page (3 runs)": f"/comparisons/{comparison.pk}/",
         **chart_pages,
@@ -183,7 +187,7 @@ def main() -> None:
 
     os.environ["DATABASE_URL"] = scratch.recreate(admin_url, SCRATCH)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "registry.settings")
-    os.environ.setdefault("ALLOWED_HOSTS", "testserver")
+    os.environ.setdefault("ALLOWED_HOSTS", "testserver,localhost")  # the bench client is SERVER_NAME="localhost"
     try:
         import django
         from django.core.management import call_command

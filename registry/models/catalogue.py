@@ -8,7 +8,12 @@ from django.db import models
 # a comparable set's headline is read with. Same names as on Submission, so one Q filters both.
 CELL_KEY = ("comparability_key", "phase", "workload_name", "workload_version", "scenario_kind",
             "precision_weights", "batch_size", "accelerator_model", "accelerator_vendor", "software_summary",
-            "headline_metric", "headline_unit", "headline_lower_is_better", "withdrawn")
+            "headline_metric", "headline_unit", "headline_lower_is_better", "withdrawn",
+            # 0011 (the overview matrix): rows are accelerator configurations, cells show trust and steady state,
+            # and round, division and availability filter like the other facets.
+            "accelerator_count", "steady_state", "trust", "origin_round", "origin_division", "origin_availability")
+# steady_state is the only key column that is not a column of runs: "yes", "no" or "" (not stated), from
+# conditions.steady_state.reached. It is controlled by the contract, so it is one value per comparable set.
 
 
 class CatalogueCell(models.Model):
@@ -36,9 +41,21 @@ class CatalogueCell(models.Model):
     headline_lower_is_better = models.BooleanField()
     withdrawn = models.BooleanField()
 
+    accelerator_count = models.PositiveIntegerField(default=0)
+    steady_state = models.CharField(max_length=3, default="", help_text='"yes", "no" or "" (not stated)')
+    trust = models.CharField(max_length=10, default="")
+    origin_round = models.CharField(max_length=100, default="")
+    origin_division = models.CharField(max_length=100, default="")
+    origin_availability = models.CharField(max_length=100, default="")
+
     runs = models.PositiveIntegerField()
     headline_low = models.FloatField(null=True, help_text="smallest headline value of the cell's runs")
     headline_high = models.FloatField(null=True, help_text="largest headline value of the cell's runs")
+    # Sums for a geometric mean with a Student t interval on the logs (the statistics' method for one value per
+    # run), over the runs whose headline is positive: how many, the sum of ln(value) and of ln(value)².
+    valued = models.PositiveIntegerField(default=0)
+    log_sum = models.FloatField(default=0.0)
+    log_sq_sum = models.FloatField(default=0.0)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=list(CELL_KEY), name="catalogue_cell_key")]

@@ -31,14 +31,16 @@ import json
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.core.cache import cache
 from django.db import connection
 from django.db.models import Count, Exists, F, IntegerField, Max, Min, OuterRef, Q, QuerySet, Sum
 from django.db.models.functions import Cast
+from django.utils.http import urlencode
 
+from protocol import comparability
 from protocol.summary import software_summary
 from registry.models import CatalogueCell, Submission, Withdrawal
 from registry.selectors.submissions import LIST_DEFERRED
@@ -61,6 +63,11 @@ FACETS: dict[str, tuple[str, str]] = {
     "accelerator": ("accelerator_model", "Accelerator"),
     "vendor": ("accelerator_vendor", "Vendor"),
     "software": ("software_summary", "Software (frameworks)"),
+    # The overview matrix's filters (also the catalogue's): trust, and MLPerf's round, division and availability.
+    "trust": ("trust", "Trust"),
+    "round": ("origin_round", "MLPerf round"),
+    "division": ("origin_division", "Division"),
+    "availability": ("origin_availability", "Availability"),
 }
 SORTS = {
     "newest": ("Newest first", [F("id").desc()]),
@@ -73,8 +80,8 @@ SORTS = {
 SET_FIELDS = {"phase": "phase", "workload": "workload_name", "version": "workload_version",
               "scenario": "scenario_kind", "precision": "precision_weights", "batch": "batch_size",
               "metric": "headline_metric", "unit": "headline_unit"}
-GROUP_COLUMNS = ("comparability_key", *SET_FIELDS.values(), "accelerator_model", "accelerator_vendor",
-                 "software_summary", "headline_lower_is_better")
+GROUP_COLUMNS = tuple(dict.fromkeys(["comparability_key", *SET_FIELDS.values(), *(c for c, _ in FACETS.values()),
+                                     "headline_lower_is_better"]))
 
 
 @dataclass(frozen=True)
@@ -110,7 +117,7 @@ class ComparableSet:
     """Runs sharing one comparability key: they answer the same question on the system axis."""
 
     key: str
-    name: str  # "Set A"
+    name: str  # its question in words: "llama2-70b-99 · Server · fp8 · batch —" (set_labels)
     count: int
     phase: str
     workload: str
@@ -126,7 +133,12 @@ class ComparableSet:
     @property
     def question(self) -> str:
         return (f"{self.workload} {self.workload_version} · {self.phase} · {self.scenario} · "
-                f"{self.precision} · batch {self.batch_size}")
+                f"{self.precision} · batch {self.batch_size or '—'}")
+
+    @property
+    def permalink(self) -> str:
+        """The set's address: its comparability key only, so it does not change with filters."""
+        return "/?" + urlencode({"set": self.key})
 
 
 @dataclass(frozen=True)
@@ -169,7 +181,7 @@ def _filters(query: CatalogueQuery, without: str | None = None) -> dict[str, Any
         if name == without or not value or name not in FACETS:
             continue
         if name == "batch":
-            out["batch_size"] = int(value) if value.isdigit() else None
+            out["batch_size"] = int(value) if value.isascii() and value.isdigit() else None
         elif name == "software":
             out["software_summary"] = _software_param(value)
         else:
@@ -239,18 +251,16 @@ def _cell_facet(query: CatalogueQuery, name: str) -> Facet:
     return _facet(query, name, ((row[column], row["n"]) for row in rows))
 
 
-def _set_name(index: int) -> str:
-    letters = ""
-    index += 1
-    while index:
-        index, rest = divmod(index - 1, 26)
-        letters = chr(65 + rest) + letters
-    return f"Set {letters}"
+def _base_label(row: Mapping[str, Any]) -> str:
+    """A set's question in words, from the fields every catalogue reading has: "decoder-small · server · bf16 ·
+    batch 8" ("batch —" where no batch size is stated)."""
+    return f"{row['workload']} · {row['scenario']} · {row['precision']} · batch {row['batch'] or '—'}"
 
 
-def _as_set(row: Mapping[str, Any], name: str) -> ComparableSet:
+def _as_set(row: Mapping[str, Any], name: str | None = None) -> ComparableSet:
     lower = bool(row["lower"])
-    return ComparableSet(key=row["comparability_key"], name=name, count=row["n"], phase=row["phase"],
+    return ComparableSet(key=row["comparability_key"], name=name or _base_label(row), count=row["n"],
+                         phase=row["phase"],
                          workload=row["workload"], workload_version=row["version"], scenario=row["scenario"],
                          precision=row["precision"], batch_size=row["batch"], metric=row["metric"],
                          unit=row["unit"] or None, lower_is_better=lower, best=row["low"] if lower else row["high"])
@@ -313,9 +323,23 @@ _SET_GROUPING = ["comparability_key", *SET_FIELDS.values()]
 
 
 def _summary_from_runs_postgres(query: CatalogueQuery) -> dict[str, Any]:
-    inner, params = _runs(query, facets=False).values(
-        *dict.fromkeys([*_SET_GROUPING, *_FACET_GROUPING, "headline_value", "headline_lower_is_better"])
-    ).query.sql_with_params()
+    inner = _runs(query, facets=False).values(
+        *dict.fromkeys([*_SET_GROUPING, *_FACET_GROUPING, "headline_value", "headline_lower_is_better"]))
+    return _summary_grouping_sets(query, inner, count="count(*)", low="m.headline_value", high="m.headline_value")
+
+
+def _summary_from_cells_postgres(query: CatalogueQuery) -> dict[str, Any]:
+    """The same single scan over the cells instead of the runs (sums of their run counts): on PostgreSQL the
+    catalogue's 12 facets and its sets cost one pass over the summary table, not 13 GROUP BYs."""
+    inner = _cells(CatalogueQuery(set_key=query.set_key, include_withdrawn=query.include_withdrawn)).values(
+        *dict.fromkeys([*_SET_GROUPING, *_FACET_GROUPING, "runs", "headline_low", "headline_high",
+                        "headline_lower_is_better"]))
+    return _summary_grouping_sets(query, inner, count="sum(m.runs)", low="m.headline_low", high="m.headline_high")
+
+
+def _summary_grouping_sets(query: CatalogueQuery, rows_in: QuerySet[Any], *, count: str, low: str,
+                           high: str) -> dict[str, Any]:
+    inner, params = rows_in.query.sql_with_params()
     filters = _filters(query)
 
     def condition(without: str | None) -> tuple[str, list[Any]]:
@@ -327,15 +351,15 @@ def _summary_from_runs_postgres(query: CatalogueQuery) -> dict[str, Any]:
     selects, select_params = [], []
     for column in _FACET_GROUPING:
         sql, values = condition(column)
-        selects.append(f'count(*) FILTER (WHERE {sql}) AS "n_{column}"')
+        selects.append(f'{count} FILTER (WHERE {sql}) AS "n_{column}"')
         select_params += values
     every, every_params = condition(None)
     grouping = ", ".join(f'm."{c}"' for c in dict.fromkeys([*_FACET_GROUPING, *_SET_GROUPING]))
     sets = ", ".join(f'(m."{c}")' for c in _FACET_GROUPING) + ", (" + ", ".join(f'm."{c}"' for c in _SET_GROUPING) + ")"
     # Column names are the module's constants; every value is a query parameter.
     sql = (f"SELECT GROUPING({grouping}) AS gid, {grouping}, {', '.join(selects)}, "  # noqa: S608
-           f"count(*) FILTER (WHERE {every}) AS n_all, min(m.headline_value) FILTER (WHERE {every}) AS low, "
-           f"max(m.headline_value) FILTER (WHERE {every}) AS high, "
+           f"{count} FILTER (WHERE {every}) AS n_all, min({low}) FILTER (WHERE {every}) AS low, "
+           f"max({high}) FILTER (WHERE {every}) AS high, "
            f"max(m.headline_lower_is_better::int) FILTER (WHERE {every}) AS lower "
            f"FROM ({inner}) AS m GROUP BY GROUPING SETS ({sets})")
     with connection.cursor() as cursor:
@@ -384,9 +408,8 @@ def _count_in_set(sets: dict[str, dict[str, Any]], group: Mapping[str, Any]) -> 
 def _summary(facets: list[Facet], rows: list[dict[str, Any]], total: int, set_total: int,
              complete: bool) -> dict[str, Any]:
     """What is cached per data version: the listed sets by name, and the others' sizes when all were read."""
-    sets = [_as_set(row, _set_name(i)) for i, row in enumerate(rows[:SETS_LIMIT])]
-    others = {row["comparability_key"]: _as_set(row, f"Set {row['comparability_key'][7:13]}")
-              for row in rows[SETS_LIMIT:]} if complete else None
+    sets = [_as_set(row) for row in rows[:SETS_LIMIT]]
+    others = {row["comparability_key"]: _as_set(row) for row in rows[SETS_LIMIT:]} if complete else None
     return {"total": total, "facets": facets, "sets": sets, "others": others, "set_total": set_total}
 
 
@@ -414,11 +437,29 @@ def _page_ids(query: CatalogueQuery, summary: Mapping[str, Any], sort: str, page
     if summary["others"] is not None:
         extra = [summary["others"][key] for key in missing if key in summary["others"]]
     elif missing:  # more sets than were read: only the search path never gets here (it reads every set)
-        extra = [_as_set(row, f"Set {row['comparability_key'][7:13]}")
-                 for row in _cell_sets(_cells(query).filter(comparability_key__in=missing))]
+        extra = [_as_set(row) for row in _cell_sets(_cells(query).filter(comparability_key__in=missing))]
     else:
         extra = []
     return [pk for pk, _ in listed], extra
+
+
+def catalogue_summary(query: CatalogueQuery, *, version: tuple[Any, ...] | None = None) -> dict[str, Any]:
+    """Facets (with counts), the largest comparable sets and the totals for `query`, cached per data version:
+    {"total", "facets", "sets", "others", "set_total"}."""
+    version = version if version is not None else data_version()
+    summary_key = _cache_key(version, "summary", query.filters, query.q, query.set_key, query.include_withdrawn)
+    summary = cache.get(summary_key)
+    if summary is None:
+        if not query.q.strip() and connection.vendor == "postgresql":
+            summary = _summary_from_cells_postgres(query)
+        elif not query.q.strip():
+            summary = _summary_from_cells(query)
+        elif connection.vendor == "postgresql":
+            summary = _summary_from_runs_postgres(query)
+        else:
+            summary = _summary_from_runs(query)
+        cache.set(summary_key, summary, CACHE_SECONDS)
+    return summary  # type: ignore[no-any-return]
 
 
 def catalogue_search(query: CatalogueQuery) -> CataloguePage:
@@ -430,16 +471,7 @@ def catalogue_search(query: CatalogueQuery) -> CataloguePage:
     """
     version = data_version()
     filters = [query.filters, query.q, query.set_key, query.include_withdrawn]
-    summary_key = _cache_key(version, "summary", *filters)
-    summary = cache.get(summary_key)
-    if summary is None:
-        if not query.q.strip():
-            summary = _summary_from_cells(query)
-        elif connection.vendor == "postgresql":
-            summary = _summary_from_runs_postgres(query)
-        else:
-            summary = _summary_from_runs(query)
-        cache.set(summary_key, summary, CACHE_SECONDS)
+    summary = catalogue_summary(query, version=version)
     total, sets = summary["total"], summary["sets"]
     by_key = {s.key: s for s in sets}
 
@@ -453,9 +485,104 @@ def catalogue_search(query: CatalogueQuery) -> CataloguePage:
         cache.set(page_key, cached, CACHE_SECONDS)
     ids, extra = cached
     by_key.update({s.key: s for s in extra})
+    labels = set_labels(by_key.values(), version=version)
+    by_key = {key: replace(s, name=labels[key]) for key, s in by_key.items()}
+    sets = [by_key[s.key] for s in sets]
     found = Submission.objects.defer(*LIST_DEFERRED).select_related("withdrawal").in_bulk(ids) if ids else {}
     runs = [found[pk] for pk in ids if pk in found]
     rows = [RunRow(r, by_key[r.comparability_key].name, by_key[r.comparability_key].count) for r in runs]
     selected = by_key.get(query.set_key) if query.set_key else None
     return CataloguePage(query=query, total=total, set_total=summary["set_total"], facets=summary["facets"],
                          sets=sets, rows=rows, page=page, pages=pages, selected_set=selected)
+
+
+# ------------------------------------------------------------------------------------------ set labels
+
+# The fields that make a question different, named first when two sets would otherwise read the same (and first in
+# a refusal): phase, workload, scenario, quality target; then the rest in the contract's order.
+ROOT_CAUSE_PREFIXES = ("/phase", "/workload/name", "/workload/version", "/workload/task", "/scenario/kind",
+                       "/scenario/quality_target", "/metrics/quality/metric", "/metrics/quality/target_ratio",
+                       "/metrics/quality/reference_precision", "/scenario")
+RIVALS_READ = 12  # sets of one base label read to find what separates them; beyond, the key's digits do
+
+
+def root_cause_order(differences: Iterable[Any]) -> list[Any]:
+    """Differences (comparability.FieldDifference or their dicts) with the question-changing fields first, then
+    the others in their given order; within the first group, in ROOT_CAUSE_PREFIXES order."""
+    def rank(d: Any) -> int:
+        pointer = d["pointer"] if isinstance(d, Mapping) else d.pointer
+        return next((i for i, p in enumerate(ROOT_CAUSE_PREFIXES) if pointer == p or pointer.startswith(p + "/")),
+                    len(ROOT_CAUSE_PREFIXES))
+    return sorted(differences, key=rank)  # stable: the rest keep the contract's order
+
+
+def set_labels(sets: Iterable[ComparableSet], *, version: tuple[Any, ...] | None = None) -> dict[str, str]:
+    """Each set's question in words, unique across the registry (withdrawn runs and filters included, so a label
+    never changes with filters): "decoder-small · server · bf16 · batch 8", and where another set reads the same,
+    the controlled field(s) that separate them, with this set's value: "… · conditions.steady_state.reached: no".
+
+    Which base labels several sets share is one DISTINCT read of the cells per data version; for those groups
+    only, one run's document per set, checked with the comparability contract to name what differs. Cached per
+    data version.
+    """
+    sets = list(sets)
+    if not sets:
+        return {}
+    version = version if version is not None else data_version()
+    cache_key = _cache_key(version, "labels", sorted(s.key for s in sets))
+    cached = cache.get(cache_key)
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
+    labels = {s.key: _base_label({"workload": s.workload, "scenario": s.scenario, "precision": s.precision,
+                                  "batch": s.batch_size}) for s in sets}
+    rivals = _shared_base_labels(version)
+    groups = {(s.workload, s.scenario, s.precision, s.batch_size) for s in sets}
+    for shape in groups & rivals.keys():
+        labels.update(_separated(rivals[shape], labels))
+    cache.set(cache_key, labels, CACHE_SECONDS)
+    return labels
+
+
+_SHAPE = ("workload_name", "scenario_kind", "precision_weights", "batch_size")
+
+
+def _shared_base_labels(version: tuple[Any, ...]) -> dict[tuple[Any, ...], list[str]]:
+    """{(workload, scenario, precision, batch): [keys]} for every base label that more than one set shares, over
+    all cells (withdrawn included): one DISTINCT read of the cells per data version."""
+    cache_key = _cache_key(version, "shared-labels")
+    groups = cache.get(cache_key)
+    if groups is None:
+        found: dict[tuple[Any, ...], list[str]] = {}
+        for key, *values in CatalogueCell.objects.values_list("comparability_key", *_SHAPE).distinct():
+            found.setdefault(tuple(values), []).append(key)
+        groups = {values: sorted(keys) for values, keys in found.items() if len(keys) > 1}
+        cache.set(cache_key, groups, CACHE_SECONDS)
+    return groups  # type: ignore[no-any-return]
+
+
+def _separated(keys: list[str], labels: dict[str, str]) -> dict[str, str]:
+    """Labels for sets that share a base label: the fewest controlled fields (root causes first) that tell each
+    apart from the others, named with this set's value."""
+    mine = [k for k in keys if k in labels]
+    read = list(dict.fromkeys([*mine, *keys]))[:RIVALS_READ]
+    docs = []
+    for key in read:
+        run = Submission.objects.filter(comparability_key=key).only("document").order_by("id").first()
+        docs.append(run.document if run is not None else {})
+    differences = root_cause_order(comparability.check(docs, "system").refusals)
+    out = {}
+    for i, key in enumerate(read):
+        if key not in labels:
+            continue
+        chosen: list[Any] = []
+        for d in differences:
+            same = [j for j in range(len(read)) if j != i and all(c.values[j] == c.values[i] for c in chosen)]
+            if not same:
+                break
+            if any(d.values[j] != d.values[i] for j in same):
+                chosen.append(d)
+        words = [f"{d.field}: {d.values[i]}" for d in chosen] or [f"key {key[7:15]}"]
+        out[key] = labels[key] + " · " + "; ".join(words)
+    for key in mine:
+        out.setdefault(key, labels[key] + f" · key {key[7:15]}")  # beyond RIVALS_READ: the key's own digits
+    return out

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from protocol import comparability, statistics
+from registry.formatting import significant
 from registry.models import AuditEntry, Submission
 from registry.selectors.comparisons import comparable_runs
 
@@ -15,6 +16,7 @@ SECTIONS = (("workload", "Workload"), ("scenario", "Scenario"), ("precision", "P
             ("system", "System"), ("software", "Software"), ("conditions", "Conditions"),
             ("provenance", "Provenance"))
 DISTRIBUTION_FIELDS = ("count", "min", "mean", "p50", "p90", "p95", "p99", "p999", "max")
+FIELD_HEADINGS = {"p999": "p99.9"}
 
 
 @dataclass(frozen=True)
@@ -26,10 +28,11 @@ class Section:
 
 @dataclass(frozen=True)
 class MetricRow:
-    name: str
+    name: str  # as the document names it: "throughput", "energy.average_power_w"
     value: str
     unit: str
     primary: bool
+    notes: str = ""  # the metric's other stated fields: "source: nvml"
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,7 @@ class Distribution:
     name: str
     unit: str
     values: list[str]  # in DISTRIBUTION_FIELDS order, "" where absent
+    shown: tuple[str, ...] = ()  # the columns some distribution of the run has (RunDetail.distribution_fields)
 
 
 @dataclass(frozen=True)
@@ -51,16 +55,16 @@ class RunDetail:
     comparable: list[Submission]
     comparable_total: int
     raw_json: str
+    distribution_fields: tuple[str, ...] = ()  # headings of the columns shown: a column no distribution has is left out
 
 
 def _label(path: tuple[str, ...]) -> str:
-    parts = []
+    """A field's path within its section exactly as the document spells it: `torch.num_threads`,
+    `accelerators[0].model` (keys are never reworded: an underscore stays an underscore)."""
+    out = ""
     for part in path:
-        if part.isdigit():
-            parts.append(f"#{int(part) + 1}")
-        else:
-            parts.append(part.replace("_", " "))
-    return " › ".join(parts)
+        out += f"[{part}]" if part.isascii() and part.isdigit() else (f".{part}" if out else part)
+    return out
 
 
 def _flatten(value: Any, path: tuple[str, ...] = ()) -> list[tuple[str, str]]:
@@ -71,26 +75,50 @@ def _flatten(value: Any, path: tuple[str, ...] = ()) -> list[tuple[str, str]]:
     return [(_label(path), comparability.display(value))]
 
 
+# Units of metric fields named by their suffix (the protocol's naming: average_power_w, peak_bytes, joules, ...).
+UNIT_SUFFIXES = (("_ms", "ms"), ("_seconds", "s"), ("_s", "s"), ("_wh", "Wh"), ("_w", "W"), ("_j", "J"),
+                 ("_bytes", "bytes"), ("_pct", "%"), ("_percent", "%"), ("_mhz", "MHz"), ("_c", "°C"))
+UNIT_NAMES = {"joules": "J", "watts": "W", "seconds": "s", "bytes": "bytes"}
+
+
+def _unit_of(name: str) -> str:
+    if name in UNIT_NAMES:
+        return UNIT_NAMES[name]
+    return next((unit for suffix, unit in UNIT_SUFFIXES if name.endswith(suffix)), "")
+
+
+def _number(value: Any) -> str:
+    """Measured numbers with a few significant digits (counts exact); anything else as the document has it."""
+    if isinstance(value, float | int) and not isinstance(value, bool):
+        return significant(value)
+    return comparability.display(value)
+
+
 def _metrics(metrics: Mapping[str, Any]) -> tuple[list[MetricRow], list[Distribution]]:
     primary = str(metrics.get("primary", ""))
     scalars, distributions = [], []
     for name, value in metrics.items():
         if name == "primary":
             continue
+        is_primary = primary.partition(".")[0] == name
         if isinstance(value, dict) and any(k in value for k in ("p50", "p99", "mean")):
             distributions.append(Distribution(name, str(value.get("unit", "")), [
-                comparability.display(value[k]) if k in value else "" for k in DISTRIBUTION_FIELDS]))
-        elif isinstance(value, dict):
+                _number(value[k]) if k in value else "" for k in DISTRIBUTION_FIELDS]))
+        elif isinstance(value, dict) and ("value" in value or "seconds" in value):
             main = value.get("value", value.get("seconds"))
-            rest = ", ".join(f"{k.replace('_', ' ')} {comparability.display(v)}" for k, v in value.items()
-                             if k not in ("value", "unit") and not isinstance(v, dict | list))
-            shown = comparability.display(main) if main is not None else rest
-            scalars.append(MetricRow(name.replace("_", " "), shown + (f" ({rest})" if main is not None and rest
-                                                                      else ""),
-                                     str(value.get("unit", "s" if "seconds" in value else "")),
-                                     primary.partition(".")[0] == name))
+            unit = str(value.get("unit", "s" if "seconds" in value and "value" not in value else ""))
+            rest = ", ".join(f"{k}: {_number(v)}" for k, v in value.items()
+                             if k not in ("value", "unit", "seconds" if "value" not in value else "")
+                             and not isinstance(v, dict | list))
+            scalars.append(MetricRow(name, _number(main), unit, is_primary, rest))
+        elif isinstance(value, dict):
+            # a group of measured fields (energy: joules, average_power_w, source): one row each, with its unit
+            notes = ", ".join(f"{k}: {comparability.display(v)}" for k, v in value.items() if isinstance(v, str))
+            for key, child in value.items():
+                if isinstance(child, int | float) and not isinstance(child, bool):
+                    scalars.append(MetricRow(f"{name}.{key}", _number(child), _unit_of(key), is_primary, notes))
         else:
-            scalars.append(MetricRow(name.replace("_", " "), comparability.display(value), "", False))
+            scalars.append(MetricRow(name, _number(value), _unit_of(name), is_primary, ""))
     return scalars, distributions
 
 
@@ -99,6 +127,8 @@ def run_detail(*, run: Submission, comparable_limit: int = 20) -> RunDetail:
     doc = run.document
     sections = [Section(key, title, _flatten(doc.get(key) or {})) for key, title in SECTIONS if doc.get(key)]
     metrics, distributions = _metrics(doc.get("metrics") or {})
+    keep = [i for i in range(len(DISTRIBUTION_FIELDS)) if any(d.values[i] for d in distributions)]
+    distributions = [replace(d, shown=tuple(d.values[i] for i in keep)) for d in distributions]
     caveats = statistics.caveats(doc)
     audit = AuditEntry.objects.filter(kind="run.submitted", subject=run.digest).order_by("seq").first()
     others = comparable_runs(run=run, axis="system")
@@ -107,4 +137,6 @@ def run_detail(*, run: Submission, comparable_limit: int = 20) -> RunDetail:
     return RunDetail(run=run, sections=sections, metrics=metrics, distributions=distributions,
                      steady_state=(doc.get("conditions") or {}).get("steady_state") or {}, caveats=caveats,
                      audit=audit, comparable=comparable, comparable_total=total,
-                     raw_json=json.dumps(doc, indent=2, ensure_ascii=False))
+                     raw_json=json.dumps(doc, indent=2, ensure_ascii=False),
+                     distribution_fields=tuple(FIELD_HEADINGS.get(DISTRIBUTION_FIELDS[i], DISTRIBUTION_FIELDS[i])
+                                               for i in keep))

@@ -9,11 +9,12 @@ savepoint that falls back to the UPDATE if another transaction created the cell 
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Exists, F, Max, Min, OuterRef, QuerySet, Value
-from django.db.models.functions import Coalesce, Greatest, Least
+from django.db.models import Case, Count, Exists, F, Max, Min, OuterRef, Q, QuerySet, Sum, Value, When
+from django.db.models.functions import Coalesce, Greatest, Least, Ln
 
 from registry.models import CatalogueCell, Submission, Withdrawal
 from registry.models.catalogue import CELL_KEY
@@ -21,18 +22,29 @@ from registry.models.catalogue import CELL_KEY
 logger = logging.getLogger(__name__)
 
 
+def steady_state_word(document: dict[str, Any]) -> str:
+    """conditions.steady_state.reached as a cell stores it: "yes", "no" or "" (not stated)."""
+    reached = ((document.get("conditions") or {}).get("steady_state") or {}).get("reached")
+    return "yes" if reached is True else "no" if reached is False else ""
+
+
 def _key(run: Submission, *, withdrawn: bool) -> dict[str, Any]:
-    key = {name: getattr(run, name) for name in CELL_KEY if name != "withdrawn"}
+    key = {name: getattr(run, name) for name in CELL_KEY if name not in ("withdrawn", "steady_state")}
     key["headline_unit"] = key["headline_unit"] or ""
-    return {**key, "withdrawn": withdrawn}
+    return {**key, "steady_state": steady_state_word(run.document), "withdrawn": withdrawn}
 
 
-def _grow(value: float | None) -> dict[str, Any]:
-    """The UPDATE that counts one more run of headline `value` (NULL bounds taken as unset, on every database)."""
-    changes: dict[str, Any] = {"runs": F("runs") + 1}
-    if value is not None:
+def _grow(value: float | None, sign: int = 1) -> dict[str, Any]:
+    """The UPDATE that counts one more run of headline `value` (NULL bounds taken as unset, on every database);
+    with sign=-1, only the counts and log sums of one run fewer (the bounds are re-read by `_remove`)."""
+    changes: dict[str, Any] = {"runs": F("runs") + sign}
+    if value is not None and sign > 0:
         changes["headline_low"] = Least(Coalesce("headline_low", Value(value)), Value(value))
         changes["headline_high"] = Greatest(Coalesce("headline_high", Value(value)), Value(value))
+    if value is not None and value > 0:
+        log = math.log(value)
+        changes.update(valued=F("valued") + sign, log_sum=F("log_sum") + sign * log,
+                       log_sq_sum=F("log_sq_sum") + sign * log * log)
     return changes
 
 
@@ -40,9 +52,11 @@ def _add(key: dict[str, Any], value: float | None) -> None:
     cells = CatalogueCell.objects.filter(**key)
     if cells.update(**_grow(value)):
         return
+    log = math.log(value) if value is not None and value > 0 else None
     try:
         with transaction.atomic():  # a savepoint: a lost race must not abort the caller's transaction
-            CatalogueCell.objects.create(**key, runs=1, headline_low=value, headline_high=value)
+            CatalogueCell.objects.create(**key, runs=1, headline_low=value, headline_high=value,
+                                         valued=int(log is not None), log_sum=log or 0.0, log_sq_sum=(log or 0.0) ** 2)
     except IntegrityError:
         cells.update(**_grow(value))  # another transaction created the cell between our UPDATE and INSERT
 
@@ -50,7 +64,7 @@ def _add(key: dict[str, Any], value: float | None) -> None:
 def _remove(key: dict[str, Any], value: float | None) -> None:
     """Count one run fewer; the cell goes at zero, and its headline range is re-read if the run was at an end."""
     cells = CatalogueCell.objects.filter(**key)
-    if not cells.update(runs=F("runs") - 1):  # locks the cell for the rest of the transaction
+    if not cells.update(**_grow(value, -1)):  # locks the cell for the rest of the transaction
         # The index missed this run (rows inserted around the services): the withdrawal, which is evidence, goes on.
         logger.error("no catalogue cell counts this run (%s): run `manage.py rebuild_catalogue`", key)
         return
@@ -79,8 +93,12 @@ def catalogue_run_withdrawn(*, run: Submission) -> None:
 
 def _runs(withdrawn: bool | None = None) -> QuerySet[Submission]:
     """Runs annotated with the cell columns that are not plain columns (withdrawn, and the unit as in cells)."""
+    reached = "document__conditions__steady_state__reached"
     runs = Submission.objects.annotate(withdrawn=Exists(Withdrawal.objects.filter(submission=OuterRef("pk"))),
-                                       cell_unit=Coalesce("headline_unit", Value("")))
+                                       cell_unit=Coalesce("headline_unit", Value("")),
+                                       steady_state=Case(When(Q(**{reached: True}), then=Value("yes")),
+                                                         When(Q(**{reached: False}), then=Value("no")),
+                                                         default=Value("")))
     return runs if withdrawn is None else runs.filter(withdrawn=withdrawn)
 
 
@@ -93,11 +111,16 @@ def _as_run_filter(key: dict[str, Any]) -> dict[str, Any]:
 def catalogue_cells_from_runs() -> list[dict[str, Any]]:
     """The cells as the runs say they should be: one GROUP BY over every run."""
     names = [n for n in CELL_KEY if n != "headline_unit"]
+    positive = Q(headline_value__gt=0)
     grouped = (_runs().values(*names, "cell_unit")
-               .annotate(runs=Count("*"), headline_low=Min("headline_value"), headline_high=Max("headline_value"))
+               .annotate(runs=Count("*"), headline_low=Min("headline_value"), headline_high=Max("headline_value"),
+                         valued=Count("headline_value", filter=positive),
+                         log_sum=Sum(Ln("headline_value"), filter=positive),
+                         log_sq_sum=Sum(Ln("headline_value") * Ln("headline_value"), filter=positive))
                .order_by())
     return [{**{n: row[n] for n in names}, "headline_unit": row["cell_unit"], "runs": row["runs"],
-             "headline_low": row["headline_low"], "headline_high": row["headline_high"]} for row in grouped]
+             "headline_low": row["headline_low"], "headline_high": row["headline_high"], "valued": row["valued"],
+             "log_sum": row["log_sum"] or 0.0, "log_sq_sum": row["log_sq_sum"] or 0.0} for row in grouped]
 
 
 @transaction.atomic
@@ -120,11 +143,13 @@ def catalogue_rebuild() -> tuple[int, int]:
 
 def catalogue_cells_differ() -> list[str]:
     """What differs between the stored cells and the runs (empty when exact): for tests and `rebuild --check`."""
-    fields = [*CELL_KEY, "runs", "headline_low", "headline_high"]
+    fields = [*CELL_KEY, "runs", "headline_low", "headline_high", "valued", "log_sum", "log_sq_sum"]
     stored = {tuple(row[n] for n in CELL_KEY): row for row in CatalogueCell.objects.values(*fields)}
     wanted = {tuple(row[n] for n in CELL_KEY): row for row in catalogue_cells_from_runs()}
     problems = [f"missing cell {k}" for k in wanted.keys() - stored.keys()]
     problems += [f"extra cell {k}" for k in stored.keys() - wanted.keys()]
     problems += [f"cell {k}: stored {stored[k]}, runs say {wanted[k]}" for k in stored.keys() & wanted.keys()
-                 if any(stored[k][n] != wanted[k][n] for n in ("runs", "headline_low", "headline_high"))]
+                 if any(stored[k][n] != wanted[k][n] for n in ("runs", "headline_low", "headline_high", "valued"))
+                 or any(not math.isclose(stored[k][n], wanted[k][n], rel_tol=1e-9, abs_tol=1e-6)
+                        for n in ("log_sum", "log_sq_sum"))]
     return problems
