@@ -1,0 +1,100 @@
+"""The OpenAPI contract, run long: Schemathesis with every check against a real server process on a scratch
+PostgreSQL database (docs/api.md). The CI test runs the same thing with 3 examples per operation.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres python -m bench.openapi_contract --examples 50
+
+Prints the cases generated, failures and the time taken, and as a same-run baseline the rate of plain
+GET /api/v1/protocol requests against the same server (the ratio says how much of the time is fuzzing work
+rather than serving). Exit status 1 if Schemathesis found anything; its report is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from bench import scratch
+from tests.contract import failure_report, fetch_schema, schemathesis_command, schemathesis_run
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--examples", type=int, default=50, help="max examples per operation and phase")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--keep", action="store_true", help="keep the scratch database")
+    args = parser.parse_args()
+    admin_url = os.environ.get("DATABASE_URL")
+    if not admin_url:
+        parser.error("set DATABASE_URL to a PostgreSQL server (a scratch database is created there)")
+    name = "bench_openapi_contract"
+    env = {**os.environ, "DATABASE_URL": scratch.recreate(admin_url, name),
+           "DJANGO_SETTINGS_MODULE": "registry.settings",
+           "BENCHREG_THROTTLE_ANON": "1000000/min", "BENCHREG_THROTTLE_USER": "1000000/min",
+           "BENCHREG_THROTTLE_VERIFY": "1000000/min"}
+    python = sys.executable
+    subprocess.run([python, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    seeded = subprocess.run([python, "manage.py", "shell", "-c",
+                             "import json; from tests.contract import seed; print('SEED' + json.dumps(seed()))"],
+                            cwd=ROOT, env=env, check=True, capture_output=True, text=True).stdout
+    token = json.loads(next(line[4:] for line in seeded.splitlines() if line.startswith("SEED")))["token"]
+    port = _free_port()
+    server = subprocess.Popen([python, "-m", "gunicorn", "registry.wsgi:application", "--bind", f"127.0.0.1:{port}",
+                               "--workers", "2", "--threads", "4", "--timeout", "120"], cwd=ROOT, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(120):
+            try:
+                if httpx.get(f"{base}/api/v1/protocol", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.5)
+        started = time.perf_counter()
+        with httpx.Client(base_url=base) as client:
+            for _ in range(200):
+                client.get("/api/v1/protocol")
+        baseline_rate = 200 / (time.perf_counter() - started)
+        started = time.perf_counter()
+        with tempfile.TemporaryDirectory() as folder:
+            schema = fetch_schema(base, Path(folder))
+            result = schemathesis_run(schemathesis_command(base, token, schema=schema, max_examples=args.examples,
+                                                           seed_value=args.seed, workers=args.workers), timeout=3600)
+        seconds = time.perf_counter() - started
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        if not args.keep:
+            scratch.drop(admin_url, name)
+    output = result.stdout + result.stderr
+    cases = re.search(r"(\d+) generated", output)
+    generated = int(cases.group(1)) if cases else 0
+    print(f"schemathesis --checks all, {args.examples} examples, seed {args.seed}: {generated} cases "
+          f"in {seconds:.1f} s ({generated / seconds:.1f} cases/s), exit {result.returncode}")
+    print(f"baseline: GET /api/v1/protocol {baseline_rate:.1f} req/s; ratio cases/s : baseline = "
+          f"{generated / seconds / baseline_rate:.3f}")
+    if result.returncode != 0:
+        print(failure_report(output))
+    return 0 if result.returncode == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+"""Liveness and readiness probes for orchestrators and compose (docs/operations.md). Open to anyone (policy
+HEALTH_READ); they answer JSON, name each check, and never reveal more than ok/failed with a short reason.
+
+  /healthz  liveness: the process serves requests. Touches nothing else, so a database outage never gets a
+            healthy web process restarted.
+  /readyz   readiness: the database answers, every migration is applied, the broker (if one is configured)
+            accepts a connection, and the checkpoint and report-signing keys load. 503 with Retry-After if not.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.migrations.executor import MigrationExecutor
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.http import require_GET
+
+from registry import policy
+
+log = logging.getLogger(__name__)
+
+
+def _database() -> str:
+    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+        cursor.execute("SELECT 1")
+    return "ok"
+
+
+def _migrations() -> str:
+    executor = MigrationExecutor(connections[DEFAULT_DB_ALIAS])
+    pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    if pending:
+        raise RuntimeError(f"{len(pending)} migrations not applied (first: {pending[0][0]})")
+    return "ok"
+
+
+def _broker() -> str:
+    if not settings.CELERY_BROKER_URL:
+        return "none configured: tasks run in-process"
+    from registry.celery import app
+
+    with app.connection_for_write() as connection:
+        connection.ensure_connection(max_retries=1, timeout=3)
+    return "ok"
+
+
+def _keys() -> str:
+    from registry.audit.keys import checkpoint_key
+    from registry.reports.signing import signing_identity
+
+    checkpoint_key()
+    signing_identity()
+    return "ok"
+
+
+READINESS: dict[str, Callable[[], str]] = {"database": _database, "migrations": _migrations, "broker": _broker,
+                                           "keys": _keys}
+
+
+def _allowed(request: HttpRequest) -> None:
+    policy.require(policy.for_request(request), policy.HEALTH_READ)
+
+
+@require_GET
+def healthz(request: HttpRequest) -> JsonResponse:
+    _allowed(request)
+    return JsonResponse({"status": "ok"})
+
+
+@require_GET
+def readyz(request: HttpRequest) -> JsonResponse:
+    _allowed(request)
+    checks: dict[str, dict[str, str]] = {}
+    for name, check in READINESS.items():
+        try:
+            checks[name] = {"status": "ok", "detail": check()}
+        except Exception as exc:
+            log.warning("readiness check %s failed: %s: %s", name, type(exc).__name__, exc)
+            checks[name] = {"status": "failed", "detail": f"{type(exc).__name__}: {str(exc)[:300]}"}
+    ready = all(c["status"] == "ok" for c in checks.values())
+    response = JsonResponse({"status": "ready" if ready else "not ready", "checks": checks},
+                            status=200 if ready else 503)
+    if not ready:
+        response["Retry-After"] = str(settings.BENCHREG_RETRY_AFTER_S)
+    return response

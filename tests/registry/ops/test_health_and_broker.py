@@ -1,0 +1,109 @@
+"""Probes and the broker: /healthz and /readyz say what is wrong, beat writes its heartbeat, and with the broker
+stopped (a private redis-server of this test's own) a report request is still stored and answered as queued,
+then dispatched by the sweep once the broker is back."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from django.test import override_settings
+
+from registry.celery import HeartbeatScheduler, app
+from registry.choices import ReportStatus
+from registry.models import Report
+from registry.services.comparisons import comparison_create
+from registry.services.reports import reports_sweep
+from registry.services.submissions import submission_create
+from tests.registry.ops.services import free_port
+from tests.registry.reports.conftest import PRICES, SIZING, fleet_documents
+
+
+@pytest.mark.django_db
+def test_healthz_answers_without_credentials_and_readyz_names_each_check(anonymous: Any) -> None:
+    assert anonymous.get("/healthz").json() == {"status": "ok"}
+    ready = anonymous.get("/readyz")
+    assert ready.status_code == 200, ready.content
+    assert set(ready.json()["checks"]) == {"database", "migrations", "broker", "keys"}
+    assert all(check["status"] == "ok" for check in ready.json()["checks"].values())
+
+
+def test_beat_touches_its_heartbeat_on_every_tick(tmp_path: Path) -> None:
+    with override_settings(DATA_DIR=tmp_path):
+        scheduler = HeartbeatScheduler(app=app, schedule_filename=str(tmp_path / "schedule"), lazy=True)
+        scheduler.setup_schedule()
+        assert scheduler.tick() <= 30.0
+    assert (tmp_path / "beat.heartbeat").exists()
+
+
+class PrivateRedis:
+    def __init__(self, folder: Path) -> None:
+        self.port, self.folder, self.process = free_port(), folder, None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        self.process = subprocess.Popen([shutil.which("redis-server") or "redis-server", "--port", str(self.port),
+                                         "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                                         "--dir", str(self.folder)], stdout=subprocess.DEVNULL)
+        for _ in range(100):
+            try:
+                if redis.Redis.from_url(self.url).ping():
+                    return
+            except redis.ConnectionError:
+                time.sleep(0.1)
+        raise RuntimeError("redis-server did not start")
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+            self.process = None
+
+
+@pytest.fixture
+def private_broker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, settings: Any) -> Iterator[PrivateRedis]:
+    broker = PrivateRedis(tmp_path)
+    broker.start()
+    settings.CELERY_BROKER_URL = broker.url
+    monkeypatch.setitem(app.conf, "broker_url", broker.url)
+    monkeypatch.setitem(app.conf, "task_always_eager", False)
+    monkeypatch.setitem(app.conf, "broker_connection_retry", False)
+    monkeypatch.setitem(app.conf, "broker_connection_max_retries", 0)
+    monkeypatch.setitem(app.conf, "task_publish_retry", False)
+    monkeypatch.setattr(app, "_pool", None)
+    monkeypatch.setattr(app.amqp, "_producer_pool", None)
+    yield broker
+    broker.stop()
+
+
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
+def test_with_the_broker_stopped_a_report_is_stored_queued_and_dispatched_later(private_broker: PrivateRedis,
+                                                                               api: Any, user: Any) -> None:
+    runs = [submission_create(document=d, submitted_by=user)[0] for d in fleet_documents(2)]
+    comparison, _ = comparison_create(runs=runs, axis="system", created_by=user, prices=PRICES, sizing=SIZING)
+    assert api.get("/readyz").json()["checks"]["broker"]["status"] == "ok"
+
+    private_broker.stop()
+    ready = api.get("/readyz")
+    assert ready.status_code == 503 and ready.json()["checks"]["broker"]["status"] == "failed"
+    answer = api.post("/api/v1/reports", {"comparison": comparison.pk, "title": "t", "decision": "d"},
+                      format="json")
+    assert answer.status_code == 202, answer.content  # stored and queued; never a 500 after the commit
+    report = Report.objects.get(pk=answer.json()["id"])
+    assert report.status == ReportStatus.QUEUED
+
+    private_broker.start()
+    swept = reports_sweep(stale_after=timedelta(0))
+    assert swept["redispatched"] == 1
+    assert redis.Redis.from_url(private_broker.url).llen("celery") == 1  # the render task is on the queue now
