@@ -23,7 +23,7 @@ COPY pyproject.toml README.md ./
 COPY protocol ./protocol
 COPY runners ./runners
 COPY registry ./registry
-RUN pip install ".[torch]"
+RUN pip install ".[registry,torch]"
 
 RUN useradd --create-home --uid 10001 benchreg \
     && mkdir -p /data /agent /enrolment \

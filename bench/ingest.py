@@ -1,10 +1,11 @@
 """Ingestion: validated submissions/s through the HTTP API (gunicorn + PostgreSQL) against a bare psycopg
-INSERT of the same documents, in one run; p50/p99 request latency; and the cost of validating one document
-against fastjsonschema's time for the same schema.
+INSERT of the same documents, in one run; p50/p99 request latency at 1, 4 and 16 clients; the bulk path
+(NDJSON batches) against a bare COPY of the same documents; how long audit entries wait to be numbered; and
+the cost of validating one document against fastjsonschema's time for the same schema.
 
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres python -m bench.ingest [--quick]
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres python -m bench.ingest [--quick] [-n 1500]
 
-Uses a scratch database (benchreg_bench_ingest), created and dropped here. Prints figures; no pass/fail.
+Uses a scratch database (benchreg_bench_ingest_<pid>), created and dropped here. Prints figures; no pass/fail.
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ import copy
 import json
 import os
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import timeit
 from concurrent.futures import ThreadPoolExecutor
@@ -31,15 +32,15 @@ import protocol
 from bench import scratch
 
 ROOT = Path(__file__).resolve().parent.parent
-SCRATCH = "benchreg_bench_ingest"
+SCRATCH = f"benchreg_bench_ingest_{os.getpid()}"  # several checkouts may share the server
 
 
-def documents(n: int) -> list[bytes]:
+def documents(n: int, tag: str = "bench") -> list[bytes]:
     base = json.loads((ROOT / "protocol/examples/inference-server-h100-bf16.json").read_text())
     out = []
     for i in range(n):
         doc = copy.deepcopy(base)
-        doc["system"]["name"] = f"bench-node-{i:06d}"
+        doc["system"]["name"] = f"{tag}-node-{i:06d}"
         out.append(json.dumps(doc).encode())
     return out
 
@@ -120,6 +121,58 @@ def bare_insert(url: str, bodies: list[bytes]) -> float:
         return time.perf_counter() - t0
 
 
+def bare_copy(url: str, bodies: list[bytes]) -> float:
+    """The bulk floor: one COPY of the same documents into a JSONB table with a unique digest, no checks."""
+    prepared = [(protocol.digest(json.loads(b)), b.decode()) for b in bodies]
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE bare_copy (id bigserial PRIMARY KEY, digest text UNIQUE, document jsonb)")
+        t0 = time.perf_counter()
+        with conn.cursor() as cursor, cursor.copy("COPY bare_copy (digest, document) FROM STDIN") as copy:
+            for row in prepared:
+                copy.write_row(row)
+        return time.perf_counter() - t0
+
+
+def http_bulk(base: str, token: str, bodies: list[bytes], batch: int) -> float:
+    """One client sending NDJSON batches of `batch` documents; every line must come back stored."""
+    headers = {"Authorization": f"Token {token}", "Content-Type": "application/x-ndjson"}
+    t0 = time.perf_counter()
+    with httpx.Client(base_url=base, headers=headers, timeout=300) as client:
+        for start in range(0, len(bodies), batch):
+            chunk = bodies[start:start + batch]
+            response = client.post("/api/v1/submissions", content=b"\n".join(chunk) + b"\n")
+            assert response.status_code == 200, response.text[:300]
+            results = [json.loads(line) for line in response.text.splitlines()]
+            assert len(results) == len(chunk) and all(r["status"] == 201 for r in results), response.text[:300]
+    return time.perf_counter() - t0
+
+
+class QueueWatch:
+    """Samples the age of the oldest queued (not yet numbered) audit entry every 20 ms while running."""
+
+    def __init__(self, url: str) -> None:
+        self.url, self.worst, self.samples, self._stop = url, 0.0, 0, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            while not self._stop.is_set():
+                row = conn.execute("SELECT extract(epoch FROM clock_timestamp() - min(queued_at)) "
+                                   "FROM registry_auditqueued").fetchone()
+                if row and row[0] is not None:
+                    self.worst = max(self.worst, float(row[0]))
+                self.samples += 1
+                time.sleep(0.02)
+
+    def __enter__(self) -> QueueWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 def validation_cost(body: bytes, repeat: int) -> dict[str, float]:
     import fastjsonschema
 
@@ -143,12 +196,19 @@ def validation_cost(body: bytes, repeat: int) -> dict[str, float]:
     }
 
 
+def pct(latencies: list[float], q: float) -> float:
+    return float(np.percentile(np.array(latencies) * 1000, q, method="inverted_cdf"))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small N for a smoke run")
-    parser.add_argument("-n", type=int, default=None, help="documents to submit")
-    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("-n", type=int, default=None, help="documents per configuration")
+    parser.add_argument("--clients", type=int, nargs="+", default=[1, 4, 16], help="concurrent clients to measure")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn workers")
+    parser.add_argument("--batch", type=int, default=500, help="documents per NDJSON batch (bulk path)")
+    parser.add_argument("--sequencing", default="commit", choices=["commit", "background"],
+                        help="BENCHREG_AUDIT_SEQUENCING of the server (docs/audit.md)")
     args = parser.parse_args()
     admin_url = os.environ.get("DATABASE_URL")
     if not admin_url or not admin_url.startswith("postgres"):
@@ -163,30 +223,46 @@ def main() -> None:
         print(f"  {name:68s} {seconds * 1e6:9.1f} µs  ({seconds / floor:5.1f}× fastjsonschema)")
 
     url = scratch.recreate(admin_url, SCRATCH)
-    env = {**os.environ, "DATABASE_URL": url, "BENCHREG_DATA_DIR": tempfile.mkdtemp(), "LOG_LEVEL": "ERROR"}
+    env = {**os.environ, "DATABASE_URL": url, "BENCHREG_DATA_DIR": tempfile.mkdtemp(), "LOG_LEVEL": "ERROR",
+           "BENCHREG_AUDIT_SEQUENCING": args.sequencing}
     server, base, token = start_registry(env, args.workers)
+    single: dict[int, tuple[float, list[float], float]] = {}
     try:
-        http_ingest(
-            base, token, documents(20)[:0] + [b.replace(b"bench-node", b"warm-node") for b in bodies[:20]], args.clients
-        )  # warm-up: imports, connections, caches
-        wall, latencies = http_ingest(base, token, bodies, args.clients)
-        bare = bare_insert(url, bodies)
+        http_ingest(base, token, documents(40, "warm"), 4)  # warm-up: imports, connections, caches
+        for clients in args.clients:
+            with QueueWatch(url) as watch:
+                wall, latencies = http_ingest(base, token, documents(n, f"c{clients}"), clients)
+            single[clients] = (n / wall, latencies, watch.worst)
+        bulk_docs = documents(n, "bulk")
+        bulk = n / http_bulk(base, token, bulk_docs, args.batch)
+        bare = n / bare_insert(url, bodies)
+        copy_rate = n / bare_copy(url, bulk_docs)
+        with psycopg.connect(url, autocommit=True) as conn:
+            queued = conn.execute("SELECT count(*) FROM registry_auditqueued").fetchone()
+            entries = conn.execute("SELECT count(*), max(seq) FROM registry_auditentry").fetchone()
     finally:
         server.terminate()
-        server.wait(10)
+        try:
+            server.wait(60)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(10)
         scratch.drop(admin_url, SCRATCH)
-    api_rate, bare_rate = n / wall, n / bare
-    ms = np.array(latencies) * 1000
-    print(
-        f"\ningestion of {n} distinct documents ({args.clients} concurrent clients, {args.workers} gunicorn workers):"
-    )
-    print(f"  HTTP API (validate + canonicalise + store + audit): {api_rate:8.1f} submissions/s")
-    print(f"  bare psycopg INSERT, one connection, no checks:    {bare_rate:8.1f} rows/s")
-    print(f"  ratio API / bare insert:                           {api_rate / bare_rate:8.3f}")
-    print(
-        f"  request latency: p50 {np.percentile(ms, 50, method='inverted_cdf'):.1f} ms, "
-        f"p99 {np.percentile(ms, 99, method='inverted_cdf'):.1f} ms, mean {statistics.fmean(ms):.1f} ms"
-    )
+
+    print(f"\ningestion of {n} distinct documents per configuration ({args.workers} gunicorn workers, audit "
+          f"sequencing {args.sequencing}), one run:")
+    print(f"  bare psycopg INSERT, one connection, no checks:      {bare:8.1f} rows/s")
+    for clients, (rate, latencies, worst) in single.items():
+        print(f"  HTTP single documents, {clients:2d} client(s):             {rate:8.1f} /s  "
+              f"({rate / bare:.3f} of bare INSERT)  p50 {pct(latencies, 50):.1f} ms  p99 {pct(latencies, 99):.1f} ms"
+              f"  oldest queued audit entry {worst * 1000:.0f} ms")
+    if len(single) > 1:
+        low, high = min(single), max(single)
+        print(f"  throughput {high} clients / {low} client(s):                {single[high][0] / single[low][0]:8.2f}x")
+    print(f"  bare COPY of the bulk documents, no checks:          {copy_rate:8.1f} rows/s")
+    print(f"  HTTP bulk (NDJSON, {args.batch} per request, 1 client):     {bulk:8.1f} /s  "
+          f"({bulk / copy_rate:.3f} of bare COPY)")
+    print(f"  audit log after the run: {entries[0]} entries (max seq {entries[1]}), {queued[0]} still queued")
 
 
 if __name__ == "__main__":

@@ -57,7 +57,7 @@ class AdminClient:
         return data
 
     def agent_id(self, reference: str) -> int:
-        if reference.isdigit():
+        if reference.isascii() and reference.isdigit():
             return int(reference)
         for agent in self.call("GET", "agents"):
             if agent["name"] == reference:

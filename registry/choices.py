@@ -31,6 +31,15 @@ class AuditKind(models.TextChoices):
     TOKEN_REVOKED = "token.revoked", "token revoked"
     JOB_STATE = "job.state", "job state changed"
     IMPORT_COMPLETED = "import.completed", "import completed"
+    # series (issue 19)
+    SCHEDULE_CHANGED = "schedule.changed", "schedule created, changed, paused, resumed or deleted"
+    SCHEDULE_FIRED = "schedule.fired", "schedule fired or missed"
+    SERIES_ALERT = "series.alert", "series alert raised"
+    # decisions (issue 14)
+    DECISION_CREATED = "decision.created", "decision created"
+    DECISION_ANSWERED = "decision.answered", "decision answered"
+    DECISION_EVIDENCE_CHANGED = "decision.evidence_changed", "decision evidence changed"
+    WEBHOOK_FINISHED = "webhook.finished", "webhook delivery finished"
 
 
 class CheckpointReason(models.TextChoices):

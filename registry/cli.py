@@ -3,14 +3,17 @@ the rest are Django commands.
 
   benchreg demo [--no-serve]          the main job: embedded registry with runs of this machine, served
   benchreg serve                      the registry behind gunicorn
-  benchreg submit FILE...             send documents to a registry (--server/--token or BENCHREG_SERVER/_TOKEN)
+  benchreg submit FILE...             send documents to a registry (--server/--token or BENCHREG_SERVER/_TOKEN);
+                                      several files go as NDJSON batches (--batch-size), with a progress bar
   benchreg run inference|training     the bundled runners
   benchreg create-token ...           manage.py create_token
   benchreg audit verify|checkpoint|export|show   manage.py audit: check the audit log, sign/export checkpoints
   benchreg import mlperf PATH         import a published MLPerf Inference or Training tree
+  benchreg sweep                      once, what beat runs every minute: stuck reports, late jobs, silent agents
   benchreg enrolment-token create --expires 1h   a single-use token for `benchreg agent enroll` (on the server)
   benchreg admin enrolment-token|agent|run|job ...  admin automation over the API with an admin-scoped token
   benchreg agent enroll|start|status  run this machine as an enrolled agent (needs no database)
+  benchreg witness keygen|serve      a C2SP tlog-witness that cosigns the audit log's checkpoints (docs/audit.md)
   benchreg verify REPORT.pdf [--cert PEM --log-key VKEY] [--server URL]   check a signed decision report with the
                                       registry's published certificate and log key only (no Django, no database)
 """
@@ -20,12 +23,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 # Subcommands served by a Django management command of the same purpose.
 DJANGO_COMMANDS = {"demo": "demo", "serve": "serve", "create-token": "create_token", "migrate": "migrate",
                    "import": "import_results", "enrolment-token": "enrolment_token",
-                   "audit": "audit"}
+                   "audit": "audit",
+                   "sweep": "sweep"}  # operations (issue 17): the sweeps beat runs, by hand or from cron
 
 
 def submit_main(argv: list[str]) -> int:
@@ -36,11 +42,20 @@ def submit_main(argv: list[str]) -> int:
     parser.add_argument("files", nargs="+", type=Path)
     parser.add_argument("--server", default=os.environ.get("BENCHREG_SERVER", "http://127.0.0.1:8000"))
     parser.add_argument("--token", default=os.environ.get("BENCHREG_TOKEN"))
+    parser.add_argument("--batch-size", type=int, default=SUBMIT_BATCH,
+                        help=f"documents per request when several files are given (default {SUBMIT_BATCH})")
     args = parser.parse_args(argv)
     if not args.token:
         parser.error("no token: pass --token or set BENCHREG_TOKEN")
+    if args.batch_size < 1:
+        parser.error("--batch-size must be at least 1")
     worst = 0
-    with RegistryClient(args.server, args.token) as client:
+    # Retries (503 while the database restarts, connection errors) are safe: a run is known by its digest.
+    # Each one is said on stderr; the file's line says how many it took.
+    with RegistryClient(args.server, args.token, on_retry=lambda words: print(f"retrying: {words}", file=sys.stderr,
+                                                                              flush=True)) as client:
+        if len(args.files) > 1:  # issue 16: several files go as NDJSON batches
+            return _submit_batches(client, args.files, args.batch_size)
         for path in args.files:
             try:
                 outcome = client.submit_file(path)
@@ -53,8 +68,62 @@ def submit_main(argv: list[str]) -> int:
     return worst
 
 
+# --- issue 16: `benchreg submit` of many files: NDJSON batches, a progress bar on a terminal ----------------------
+
+SUBMIT_BATCH = 500  # documents per request (the registry's default limit is 2000 lines and 32 MiB)
+SUBMIT_BATCH_BYTES = 16 * 1024 * 1024
+
+
+def _submit_batches(client: Any, files: list[Path], batch_size: int) -> int:
+    """Send `files` in batches, printing one line per file in order; exit status as for single files."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    worst = 0
+    progress = Progress(TextColumn("submitting"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                        console=Console(stderr=True), transient=True, disable=len(files) <= batch_size)
+    with progress:
+        task = progress.add_task("submit", total=len(files))
+        for batch in _batches(files, batch_size):
+            bodies = [body for _, body in batch if isinstance(body, bytes)]
+            outcomes = iter(client.submit_batch(bodies) if bodies else [])
+            for path, body in batch:  # in the order given
+                if isinstance(body, OSError):
+                    print(f"{path}: error: cannot read: {body.strerror}")
+                    worst = max(worst, 2)
+                    continue
+                outcome = next(outcomes)
+                print(outcome.line(str(path)))
+                worst = max(worst, {"stored": 0, "known": 0, "rejected": 1}.get(outcome.status, 2))
+            progress.advance(task, len(batch))
+    return worst
+
+
+def _batches(files: list[Path], batch_size: int) -> Iterator[list[tuple[Path, bytes | OSError]]]:
+    batch: list[tuple[Path, bytes | OSError]] = []
+    size = 0
+    for path in files:
+        try:
+            body: bytes | OSError = path.read_bytes()
+        except OSError as exc:
+            body = exc
+        length = len(body) if isinstance(body, bytes) else 0
+        if batch and (len(batch) >= batch_size or size + length > SUBMIT_BATCH_BYTES):
+            yield batch
+            batch, size = [], 0
+        batch.append((path, body))
+        size += length
+    if batch:
+        yield batch
+
+
+# --- end issue 16
+
+
 def django_main(command: str, argv: list[str]) -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "registry.settings")
+    if command == "serve":  # the embedded default's worker process (registry.settings, docs/operations.md)
+        os.environ.setdefault("BENCHREG_EMBEDDED_WORKER", "1")
     from django.core.management import execute_from_command_line
 
     execute_from_command_line(["benchreg", command, *argv])
@@ -73,6 +142,10 @@ def main(argv: list[str] | None = None) -> int:
         from runners.cli import main as runners_main
 
         return runners_main(argv)
+    if command == "witness":  # a C2SP tlog-witness for the audit log (issue 15): plain Python, no database
+        from verifier.witness import main as witness_main
+
+        return witness_main(rest)
     if command == "admin":  # automation: an admin-scoped token over the API, no database
         from registry.admin_cli import admin_main
 

@@ -16,6 +16,7 @@ AXIS_HELP = {
     "system": "Which system is better for this workload? Everything else must match.",
     "software": "Which software stack is better on the same hardware?",
     "precision": "What does a lower precision buy on the same system, and at what quality?",
+    "iso-quality": "Which system, software and precision serve this workload better at the same quality target?",
 }
 
 
@@ -47,7 +48,7 @@ def parse_run_ids(values: list[str]) -> list[int]:
     ids: list[int] = []
     for value in values:
         for token in re.split(r"[\s,;]+", value.strip()):
-            if token.isdigit() and int(token) not in ids:
+            if token.isascii() and token.isdigit() and int(token) not in ids:
                 ids.append(int(token))
     return ids
 

@@ -194,6 +194,28 @@ JOB_READ = "job.read"  # obj: Job
 JOB_CANCEL = "job.cancel"  # obj: Job
 JOB_WORK = "job.work"  # obj: Job (claim, start, heartbeat, complete, fail)
 ADMIN_SITE = "admin.site"  # the Django admin, its actions, MLPerf uploads
+# series (issue 19)
+SCHEDULE_CREATE = "schedule.create"
+SCHEDULE_LIST = "schedule.list"
+SCHEDULE_READ = "schedule.read"  # obj: Schedule
+SCHEDULE_CHANGE = "schedule.change"  # obj: Schedule (change, pause, resume, delete)
+SERIES_READ = "series.read"  # series, alerts and any run's history: evidence, like runs
+
+# --- decisions (issue 14) ---
+DECISION_CREATE = "decision.create"
+DECISION_READ = "decision.read"  # obj: Decision (its owner, or an admin)
+
+# --- audit log, public (issue 15): anyone may fetch and verify the log ---------------------------------------
+AUDIT_PUBLIC = "audit.public"  # checkpoint, key, proofs, public entries, tlog tiles (throttled, scope `audit`)
+
+
+HEALTH_READ = "health.read"  # /healthz, /readyz: probes from orchestrators, without credentials
+
+
+def _anyone(p: Principal, obj: Any = None) -> bool:
+    return True
+
+
 
 
 def _reader(p: Principal, obj: Any = None) -> bool:
@@ -262,8 +284,24 @@ def _job_cancel(p: Principal, job: Any) -> bool:
     return p.has(ADMIN) or (p.has(SUBMIT) and _plan_owner(p, job.plan))
 
 
+def _decision_read(p: Principal, decision: Any) -> bool:
+    return p.has(READ) and (p.has(ADMIN) or decision is None or decision.owner_id == p.user_id)
+
+
 def _job_work(p: Principal, job: Any) -> bool:
     return _agent_self(p) and job is not None and job.agent_id == p.agent.pk
+
+
+# --- series (issue 19): a schedule is its owner's (like a plan); series and alerts are read like runs ---
+def _schedule_read(p: Principal, schedule: Any) -> bool:
+    return (p.is_person and p.has(ADMIN)) or (
+        p.is_person and p.has(READ) and schedule is not None and schedule.created_by_id == p.user_id)
+
+
+def _schedule_change(p: Principal, schedule: Any) -> bool:
+    if not p.is_person or schedule is None:
+        return False
+    return p.has(ADMIN) or (p.has(SUBMIT) and _schedule_read(p, schedule))
 
 
 RULES: dict[str, Callable[[Principal, Any], bool]] = {
@@ -291,7 +329,28 @@ RULES: dict[str, Callable[[Principal, Any], bool]] = {
     JOB_CANCEL: _job_cancel,
     JOB_WORK: _job_work,
     ADMIN_SITE: _admin_site,
+    # audit log, public (issue 15); AUDIT_READ above still guards format-1 entry texts, which name users
+    AUDIT_PUBLIC: _anyone,
+    # series (issue 19)
+    SCHEDULE_CREATE: _planner,
+    SCHEDULE_LIST: _planner,
+    SCHEDULE_READ: _schedule_read,
+    SCHEDULE_CHANGE: _schedule_change,
+    SERIES_READ: _reader,
+    # --- decisions (issue 14) ---
+    DECISION_CREATE: _person_reader,
+    DECISION_READ: _decision_read,
 }
+
+
+# --- operations (issue 17) ---------------------------------------------------------------------------------
+
+RULES[HEALTH_READ] = _anyone
+
+
+def open_to_anyone(action: str | None) -> bool:
+    """Whether `action` needs no credential at all (the API description then lists no security requirement)."""
+    return action is not None and RULES.get(action) is _anyone
 
 
 def can(principal: Principal, action: str, obj: Any = None) -> bool:
@@ -377,6 +436,18 @@ def comparison_get(principal: Principal, comparison_id: int) -> Any:
                 f"comparison {comparison_id}")
 
 
+def visible_decisions(principal: Principal, decisions: QuerySet[Any]) -> QuerySet[Any]:
+    if not principal.has(READ):
+        return decisions.none()
+    return decisions if principal.has(ADMIN) else decisions.filter(owner_id=principal.user_id)
+
+
+def decision_get(principal: Principal, decision_id: int) -> Any:
+    from registry.selectors.decisions import decision_get as select
+
+    return _get(principal, DECISION_READ, lambda: select(decision_id=decision_id), f"decision {decision_id}")
+
+
 def report_get(principal: Principal, report_id: int) -> Any:
     from registry.selectors.reports import report_get as select
 
@@ -411,3 +482,53 @@ def job_get(principal: Principal, job_id: int, action: str = JOB_READ) -> Any:
     if action != JOB_READ:
         require(principal, action, job, hidden=False)
     return job
+
+
+# --- series (issue 19) ------------------------------------------------------------------------------------------
+
+def visible_schedules(principal: Principal, schedules: QuerySet[Any]) -> QuerySet[Any]:
+    if principal.is_person and principal.has(ADMIN):
+        return schedules
+    if principal.is_person and principal.has(READ):
+        return schedules.filter(created_by_id=principal.user_id)
+    return schedules.none()
+
+
+def schedule_get(principal: Principal, schedule_id: int, action: str = SCHEDULE_READ) -> Any:
+    """A schedule the principal may `action`: one it may read but not change is 403, anything else 404."""
+    from registry.models import Schedule
+
+    def fetch() -> Any:
+        found = Schedule.objects.select_related("plan").filter(pk=schedule_id).first()
+        if found is None:
+            raise NotFound(f"no schedule {schedule_id}")
+        return found
+
+    schedule = _get(principal, SCHEDULE_READ, fetch, f"schedule {schedule_id}")
+    if action != SCHEDULE_READ:
+        require(principal, action, schedule, hidden=False)
+    return schedule
+
+
+def series_get(principal: Principal, series_id: int) -> Any:
+    from registry.models import Series
+
+    def fetch() -> Any:
+        found = Series.objects.select_related("agent", "schedule").filter(pk=series_id).first()
+        if found is None:
+            raise NotFound(f"no series {series_id}")
+        return found
+
+    return _get(principal, SERIES_READ, fetch, f"series {series_id}")
+
+
+def alert_get(principal: Principal, alert_id: int) -> Any:
+    from registry.selectors.series import alert_list
+
+    def fetch() -> Any:
+        found = alert_list().filter(pk=alert_id).first()
+        if found is None:
+            raise NotFound(f"no alert {alert_id}")
+        return found
+
+    return _get(principal, SERIES_READ, fetch, f"alert {alert_id}")

@@ -8,6 +8,9 @@ Environment:
   DEBUG               "1"/"0" (default 0)
   ALLOWED_HOSTS       comma-separated (default: localhost names)
   BENCHREG_MAX_SUBMISSION_BYTES  largest accepted submission body (default 5 MiB)
+  BENCHREG_MAX_BATCH_BYTES       largest accepted batch body, application/x-ndjson (default 32 MiB)
+  BENCHREG_MAX_BATCH_DOCUMENTS   most documents (lines) in one batch (default 2000)
+  BENCHREG_AUDIT_SEQUENCING      commit (default), inline or worker: when queued audit entries are numbered
   BENCHREG_LOG_ORIGIN            the audit log's checkpoint origin line (default benchreg.local/audit)
   BENCHREG_CHECKPOINT_KEY        checkpoint signing key: a C2SP signer key string or a key file's path
                                  (unset: generated on first use into <data dir>/keys/checkpoint.key)
@@ -174,6 +177,10 @@ LOGIN_REDIRECT_URL = "/"
 # The largest submission body accepted (bytes). Larger bodies get 413 before they are parsed.
 MAX_SUBMISSION_BYTES = env_int("BENCHREG_MAX_SUBMISSION_BYTES", 5 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_SUBMISSION_BYTES + 1024
+# --- issue 16: a batch (POST /api/v1/submissions, application/x-ndjson): its body and its number of lines.
+MAX_BATCH_BYTES = env_int("BENCHREG_MAX_BATCH_BYTES", 32 * 1024 * 1024)
+MAX_BATCH_DOCUMENTS = env_int("BENCHREG_MAX_BATCH_DOCUMENTS", 2000)
+# --- end issue 16
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -183,9 +190,10 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["registry.api.permissions.HasScope"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer",
                                  "rest_framework.renderers.BrowsableAPIRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["registry.api.strict.StrictJSONParser"],  # JSON; NUL/lone surrogates are 422
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "registry.api.strict.StrictFormatNegotiation",  # ?format= or 406
+    "DEFAULT_SCHEMA_CLASS": "registry.api.schema.ContractSchema",  # shared responses (docs/api.md)
     "EXCEPTION_HANDLER": "registry.api.exception_handlers.problem_details_handler",
     # 429 with Retry-After, as problem+json. Counts live in the default cache (per process unless CACHES says
     # otherwise). Tokens and signed-in users are counted per user, anonymous callers per address.
@@ -196,6 +204,8 @@ REST_FRAMEWORK = {
         "anon": os.environ.get("BENCHREG_THROTTLE_ANON") or "120/min",
         "user": os.environ.get("BENCHREG_THROTTLE_USER") or "3000/min",
         "verify": os.environ.get("BENCHREG_THROTTLE_VERIFY") or "20/min",  # the anonymous PDF verification
+        # the public audit log, its proofs and tiles (issue 15): a verifier walks many tiles at once
+        "audit": os.environ.get("BENCHREG_THROTTLE_AUDIT") or "1200/min",
     },
     "NUM_PROXIES": env_int("BENCHREG_NUM_PROXIES", 0),  # proxies whose X-Forwarded-For the throttles trust
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
@@ -259,6 +269,12 @@ BENCHREG_CHECKPOINT_TRUSTED_KEYS = env_list("BENCHREG_CHECKPOINT_TRUSTED_KEYS", 
 BENCHREG_CHECKPOINT_INTERVAL_S = env_int("BENCHREG_CHECKPOINT_INTERVAL_S", 300)
 if BENCHREG_CHECKPOINT_INTERVAL_S <= 0:
     raise ImproperlyConfigured("BENCHREG_CHECKPOINT_INTERVAL_S must be a positive number of seconds")
+# --- witnesses (issue 15, docs/audit.md): "URL VKEY" pairs, comma-separated; each new checkpoint is sent to every
+# witness (registry.tasks.audit.request_cosignatures) and the tlog checkpoint serves the latest one cosigned by at
+# least BENCHREG_WITNESS_QUORUM of them (default: 1 when witnesses are configured).
+BENCHREG_WITNESSES = env_list("BENCHREG_WITNESSES", [])
+BENCHREG_WITNESS_QUORUM = env_int("BENCHREG_WITNESS_QUORUM", 1 if BENCHREG_WITNESSES else 0)
+BENCHREG_WITNESS_TIMEOUT_S = env_int("BENCHREG_WITNESS_TIMEOUT_S", 10)
 CELERY_BEAT_SCHEDULE = {
     "audit-checkpoint": {
         "task": "registry.tasks.audit.sign_checkpoint",
@@ -267,6 +283,22 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"expires": float(BENCHREG_CHECKPOINT_INTERVAL_S)},
     },
 }
+
+# --- issue 16: audit entries are queued by the change's transaction and sequenced in batches (docs/audit.md).
+# commit: integrated right after the change commits (by whichever committer finds no sequencer at work), plus
+#         the periodic task below as a safety net; inline: numbered inside the change's transaction (writers
+#         serialise; the tests' default, where nothing commits); worker: only the periodic task integrates;
+#         background: a thread of the committing process integrates, so the request does not wait for it.
+BENCHREG_AUDIT_SEQUENCING = os.environ.get("BENCHREG_AUDIT_SEQUENCING", "commit")
+if BENCHREG_AUDIT_SEQUENCING not in ("commit", "background", "inline", "worker"):
+    raise ImproperlyConfigured("BENCHREG_AUDIT_SEQUENCING must be commit, background, inline or worker")
+BENCHREG_AUDIT_INTEGRATE_INTERVAL_S = float(os.environ.get("BENCHREG_AUDIT_INTEGRATE_INTERVAL_S", "1"))
+CELERY_BEAT_SCHEDULE["audit-integrate"] = {
+    "task": "registry.tasks.audit.integrate",
+    "schedule": BENCHREG_AUDIT_INTEGRATE_INTERVAL_S,
+    "options": {"expires": BENCHREG_AUDIT_INTEGRATE_INTERVAL_S},
+}
+# --- end issue 16
 
 # With DEBUG off, cookies are Secure (browsers still send them to http://localhost and 127.0.0.1, which
 # they treat as secure contexts). A plain-HTTP LAN deployment must opt out explicitly.
@@ -314,3 +346,43 @@ BENCHREG_REPORT_KEY_PASSWORD = os.environ.get("BENCHREG_REPORT_KEY_PASSWORD", ""
 BENCHREG_REPORT_CERT = os.environ.get("BENCHREG_REPORT_CERT", "")
 BENCHREG_REPORT_TRUSTED_CERTS = env_list("BENCHREG_REPORT_TRUSTED_CERTS", [])
 BENCHREG_REPORT_TIMESTAMP = env_bool("BENCHREG_REPORT_TIMESTAMP", True)
+
+# --- series (issue 19): schedules, series and alerts (docs/series.md) ------------------------------------------
+# Beat's tick turns due schedules into jobs; a due time not fired within BENCHREG_SCHEDULE_GRACE_S (the
+# scheduler was down) is recorded as missed. Alerts go to each schedule's webhook URL, else to this one.
+BENCHREG_SCHEDULES_TICK_S = env_int("BENCHREG_SCHEDULES_TICK_S", 30)
+BENCHREG_SCHEDULE_GRACE_S = env_int("BENCHREG_SCHEDULE_GRACE_S", 600)
+BENCHREG_ALERT_WEBHOOK_URL = os.environ.get("BENCHREG_ALERT_WEBHOOK_URL", "")
+BENCHREG_ALERT_WEBHOOK_SECRET = os.environ.get("BENCHREG_ALERT_WEBHOOK_SECRET", "")
+CELERY_BEAT_SCHEDULE["schedules-tick"] = {
+    "task": "registry.tasks.series.schedules_tick", "schedule": float(BENCHREG_SCHEDULES_TICK_S),
+    "options": {"expires": float(BENCHREG_SCHEDULES_TICK_S)},
+}
+
+# --- operations (docs/operations.md) ------------------------------------------------------------------------
+# Retry-After (seconds) on the 503 answered while the database is unreachable.
+BENCHREG_RETRY_AFTER_S = env_int("BENCHREG_RETRY_AFTER_S", 5)
+# Report sweep: a render older than this lost its worker (default: the task's hard limit + 1 min); claims allowed.
+BENCHREG_REPORT_STALE_AFTER_S = env_int("BENCHREG_REPORT_STALE_AFTER_S", CELERY_TASK_TIME_LIMIT + 60)
+BENCHREG_REPORT_MAX_ATTEMPTS = env_int("BENCHREG_REPORT_MAX_ATTEMPTS", 3)
+# The embedded default's own worker (docs/operations.md): `benchreg serve` and `benchreg demo` set this, and run
+# a Celery worker (with beat) beside gunicorn over kombu's filesystem transport in the data dir, so reports and
+# jobs never run inside a web request and no external service is needed. Without it (tests, shell, management
+# commands) tasks still run in-process.
+BENCHREG_EMBEDDED_WORKER = env_bool("BENCHREG_EMBEDDED_WORKER", False) and not CELERY_BROKER_URL
+if BENCHREG_EMBEDDED_WORKER:
+    _queue = DATA_DIR / "queue"
+    for _folder in ("messages", "processed", "control"):
+        (_queue / _folder).mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_URL = "filesystem://"
+    # control_folder too: kombu's default is "control" in the working directory (a stray folder in a checkout).
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"data_folder_in": str(_queue / "messages"),
+                                       "data_folder_out": str(_queue / "messages"),
+                                       "processed_folder": str(_queue / "processed"), "store_processed": False,
+                                       "control_folder": str(_queue / "control")}
+    CELERY_TASK_ALWAYS_EAGER = False
+BENCHREG_REPORTS_SWEEP_INTERVAL_S = env_int("BENCHREG_REPORTS_SWEEP_INTERVAL_S", 60)
+CELERY_BEAT_SCHEDULE["reports-sweep"] = {
+    "task": "registry.tasks.reports.reports_sweep", "schedule": float(BENCHREG_REPORTS_SWEEP_INTERVAL_S),
+    "options": {"expires": float(BENCHREG_REPORTS_SWEEP_INTERVAL_S)},
+}

@@ -7,6 +7,7 @@ Forms POST with CSRF tokens; a refused comparison re-renders the builder with st
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from django.contrib import messages
@@ -16,14 +17,14 @@ from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
-from django.urls import reverse
+from django.urls import NoReverseMatch, reverse
 from django.utils.http import urlencode
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from protocol import comparability
-from registry import charts, policy
-from registry.api.exception_handlers import api_not_found, api_server_error
+from registry import charts, exports, policy
+from registry.api.exception_handlers import api_not_found, api_server_error, database_unavailable, unavailable_headers
 from registry.choices import JobStatus
 from registry.exceptions import RegistryError
 from registry.forms import CatalogueForm, CompareForm, ReportRequestForm, TokenCreateForm, WithdrawForm
@@ -37,9 +38,18 @@ from registry.permissions import (
     token_for_user,
 )
 from registry.selectors.agents import agent_list, job_list
-from registry.selectors.catalogue import FACETS, SORTS, catalogue_search
+from registry.selectors.catalogue import (
+    FACETS,
+    SORTS,
+    catalogue_search,
+    catalogue_summary,
+    data_version,
+    root_cause_order,
+)
 from registry.selectors.comparisons import runs_by_reference
-from registry.selectors.run_page import DISTRIBUTION_FIELDS, run_detail
+from registry.selectors.matrix import catalogue_matrix
+from registry.selectors.run_page import run_detail
+from registry.selectors.sentences import ratio_sentences
 from registry.selectors.standing import comparison_conclusion, comparison_members
 from registry.selectors.submissions import submission_list
 from registry.selectors.tokens import token_list_for
@@ -59,8 +69,14 @@ def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpR
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
+    """Django's 500 handler; it runs inside the `except` that caught the error, so sys.exc_info() is that error."""
     if request.path.startswith("/api/"):
         return api_server_error(request)
+    if database_unavailable(sys.exc_info()[1]):
+        # No template: rendering the site's layout reads the session, which needs the database that is down.
+        return HttpResponse("<!doctype html><title>503 Service unavailable</title><h1>Service unavailable</h1>"
+                            "<p>The registry cannot reach its database right now. Try again in a moment.</p>",
+                            status=503, headers=unavailable_headers())
     return render(request, "registry/error.html",
                   {"status": 500, "message": "The registry failed to answer. The error is logged."}, status=500)
 
@@ -82,12 +98,28 @@ def _page(request: HttpRequest, template: str, context: dict[str, Any], status: 
 
 # ------------------------------------------------------------------------------------------ catalogue
 
+def _export_format(request: HttpRequest) -> str | None:
+    fmt = request.GET.get("format", "")
+    return fmt if fmt in exports.FORMATS else None
+
+
+def _export_links(request: HttpRequest) -> dict[str, str]:
+    """Links to the CSV and JSON of the page as it is (its filters kept, the page number dropped)."""
+    params = {k: v for k, v in request.GET.items() if k not in ("page", "format") and v}
+    return {fmt: "?" + urlencode({**params, "format": fmt}) for fmt in exports.FORMATS}
+
+
 @login_required
 @require_GET
 def catalogue(request: HttpRequest) -> HttpResponse:
     require_read(request.user)
     form = CatalogueForm(request.GET)
     query = form.to_query()
+    fmt = _export_format(request)
+    if fmt:
+        rows, cut = exports.catalogue_export(query, request.build_absolute_uri)
+        return exports.respond(fmt, "benchreg-catalogue", rows=rows, columns=exports.RUN_COLUMNS,
+                               document={"runs": rows, "complete": not cut, "limit": exports.EXPORT_LIMIT}, cut=cut)
     page = catalogue_search(query)
     params = {k: v for k, v in request.GET.items() if k != "page" and v}
     sort_links = {name: "?" + urlencode({**params, "sort": name}) for name in SORTS}
@@ -97,6 +129,40 @@ def catalogue(request: HttpRequest) -> HttpResponse:
         "prev_link": "?" + urlencode({**params, "page": page.page - 1}) if page.page > 1 else None,
         "next_link": "?" + urlencode({**params, "page": page.page + 1}) if page.page < page.pages else None,
         "axes": comparability.contract().axes, "active_filters": _active_filters(page, params),
+        "exports": _export_links(request), "matrix_link": reverse("matrix") + _filters_only(params),
+    })
+
+
+def _filters_only(params: dict[str, str]) -> str:
+    """The facet filters of `params` as a query string ("" when none): what the catalogue and the matrix share."""
+    kept = {k: v for k, v in params.items() if k in FACETS or k == "withdrawn"}
+    return "?" + urlencode(kept) if kept else ""
+
+
+@login_required
+@require_GET
+def matrix(request: HttpRequest) -> HttpResponse:
+    """The overview: comparable sets by configuration and by workload × scenario, with the catalogue's facets."""
+    require_read(request.user)
+    form = CatalogueForm(request.GET)
+    query = form.to_query()
+    query = type(query)(filters=query.filters, include_withdrawn=query.include_withdrawn)  # no search, set or page
+    version = data_version()
+    grid = catalogue_matrix(query, version=version)
+    fmt = _export_format(request)
+    if fmt:
+        cells, cut = exports.matrix_export(grid, query, request.build_absolute_uri)
+        lines = [{**{k: v for k, v in c.items() if k != "runs"}, **r} for c in cells for r in (c["runs"] or [{}])]
+        return exports.respond(fmt, "benchreg-matrix", rows=lines,
+                               columns=(*exports.MATRIX_COLUMNS, "run", "digest", "url"),
+                               document={"cells": cells, "complete": not cut}, cut=cut)
+    params = {k: v for k, v in request.GET.items() if v}
+    summary = catalogue_summary(query, version=version)
+    return _page(request, "registry/matrix.html", {
+        "matrix": grid, "form": form, "query": query, "facets": summary["facets"], "total": summary["total"],
+        "exports": _export_links(request), "catalogue_link": reverse("home") + _filters_only(params),
+        "active_filters": [(label, value, "?" + urlencode({k: v for k, v in params.items() if k != name}))
+                           for name, (_, label) in FACETS.items() if (value := params.get(name))],
     })
 
 
@@ -125,8 +191,18 @@ def run_page(request: HttpRequest, run_id: int) -> HttpResponse:
         "detail": detail, "run": run,
         "distribution_chart": _chart("latency_distribution_chart", run.digest, run.document),
         "is_admin": policy.can(policy.for_user(request.user), policy.RUN_WITHDRAW), "withdraw_form": WithdrawForm(),
-        "distribution_fields": DISTRIBUTION_FIELDS,
+        "distribution_fields": detail.distribution_fields,
+        "history_link": _history_link(run.pk),
     })
+
+
+def _history_link(run_id: int) -> str | None:
+    """The configuration's history page (/runs/<id>/history/), where the URL conf has it."""
+    try:
+        reverse("run-history", args=[run_id])
+    except NoReverseMatch:
+        return None
+    return f"/runs/{run_id}/history/"
 
 
 @login_required
@@ -166,9 +242,12 @@ def compare(request: HttpRequest) -> HttpResponse:
         # The requester's baseline (a run of the comparison): its configuration is what ratios are stated against.
         comparison, _ = comparison_create(runs=runs, axis=axis, created_by=request.user, baseline=baseline)
     except NotComparable as exc:
+        errors = _refusal_order(exc.errors or [])
         return _page(request, "registry/compare.html", {
             "form": CompareForm(initial={"runs": ", ".join(map(str, ids)), "axis": axis, "baseline": baseline}),
-            "refusal": exc, "runs": runs, "axis": axis}, status=422)
+            "refusal": exc, "errors": errors, "root_causes": [e for e in errors if e.get("root_cause")],
+            "runs": runs, "axis": axis, "run_ids": ids,
+            "other_axes": _axes_that_accept(runs, axis) if exc.code == "not-comparable" else []}, status=422)
     except RegistryError as exc:
         return _page(request, "registry/compare.html", {
             "form": CompareForm(initial={"runs": ", ".join(map(str, ids)), "axis": axis, "baseline": baseline}),
@@ -176,10 +255,36 @@ def compare(request: HttpRequest) -> HttpResponse:
     return redirect("comparison", comparison_id=comparison.pk)
 
 
+def _refusal_order(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Blocking fields with what makes the question different first (phase, workload, scenario, quality target),
+    then fields every run states, then those some run leaves "not stated"; each marked root_cause or not."""
+    from registry.selectors.catalogue import ROOT_CAUSE_PREFIXES
+
+    def root(e: dict[str, Any]) -> bool:
+        pointer = str(e.get("pointer", ""))
+        return any(pointer == p or pointer.startswith(p + "/") for p in ROOT_CAUSE_PREFIXES)
+
+    ordered = root_cause_order([e for e in errors if "pointer" in e])
+    ordered.sort(key=lambda e: (not root(e), "not stated" in (e.get("values") or [])))
+    return [{**e, "root_cause": root(e)} for e in ordered]
+
+
+def _axes_that_accept(runs: list[Any], axis: str) -> list[str]:
+    """Other axes along which these very runs are comparable: the only hint worth giving after a refusal."""
+    documents = [r.document for r in runs]
+    return [other for other in comparability.contract().axes
+            if other != axis and comparability.check(documents, other).comparable]
+
+
 @login_required
 @require_GET
 def comparison_page(request: HttpRequest, comparison_id: int) -> HttpResponse:
     comparison = comparison_for_user(request.user, comparison_id)
+    fmt = _export_format(request)
+    if fmt:
+        document = exports.comparison_export(comparison, comparison_members(comparison), request.build_absolute_uri)
+        return exports.respond(fmt, f"benchreg-comparison-{comparison.pk}", rows=document["runs"],
+                               columns=exports.COMPARISON_COLUMNS, document=document)
     return _page(request, "registry/comparison.html", _comparison_context(request, comparison))
 
 
@@ -210,6 +315,9 @@ def _comparison_context(request: HttpRequest, comparison: Any, report_form: Any 
         "report_form": report_form or ReportRequestForm(initial={"title": f"Decision report: comparison "
                                                                           f"{comparison.pk}"}),
         "reports": reports_for_user(request.user, comparison),
+        "sentences": ratio_sentences(result),
+        "baseline_arm": (arms[(result.get("conclusion") or {}).get("baseline", 0)] if arms else None),
+        "exports": _export_links(request),
     }
 
 

@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from registry import views
+from registry import decision_views, views, views_series
 
 urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
@@ -22,4 +22,15 @@ urlpatterns = [
     path("jobs/<int:job_id>/cancel", views.job_cancel_view, name="job-cancel"),
     path("tokens/", views.tokens_page, name="tokens"),
     path("tokens/<int:token_id>/revoke", views.token_revoke_view, name="token-revoke"),
+
+    # --- series (issue 19) ---
+    path("runs/<int:run_id>/history/", views_series.run_history_page, name="run-history"),
+    path("alerts/", views_series.alerts_page, name="alerts"),
+
+    # --- decisions (issue 14) ---
+    path("decisions/", decision_views.decisions_page, name="decisions"),
+    path("decisions/<int:decision_id>/", decision_views.decision_page, name="decision"),
+
+    # --- catalogue (issue 18): the overview matrix ---
+    path("matrix/", views.matrix, name="matrix"),
 ]

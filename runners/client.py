@@ -1,20 +1,44 @@
 """HTTP client for the registry's REST API, used by `benchreg submit`, the runners' --submit and agents.
 
 It speaks only HTTPS/HTTP with a token: a lab machine never needs database credentials.
+
+Transient failures are retried with capped exponential backoff (tenacity): connection errors, timeouts, and the
+answers 429, 502, 503 and 504 (Retry-After is honoured, up to the cap). Retrying is safe: a submission is
+identified by its digest, so a document stored by an attempt whose answer was lost comes back as "known"; the
+job endpoints are conditional claims by the same claimant. Every retry is reported through `on_retry` (the
+CLI prints it), and the outcome says how many retries it took (docs/operations.md).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
+from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
 
 import protocol
 
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
+TRANSIENT_STATUS = frozenset({429, 502, 503, 504})
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How hard to try: `attempts` in all (1 = no retry), backoff from `initial` seconds doubling up to `cap`."""
+
+    attempts: int = 6
+    initial: float = 0.5
+    cap: float = 30.0
+
+
+NO_RETRY = RetryPolicy(attempts=1)
 
 
 @dataclass(frozen=True)
@@ -27,9 +51,16 @@ class SubmitOutcome:
     url: str | None = None
     errors: list[dict[str, str]] = field(default_factory=list)
     message: str = ""
+    retries: int = 0
 
     def line(self, label: str) -> str:
-        """One human line, as `benchreg submit` prints it."""
+        """One human line, as `benchreg submit` prints it (with the retries it took, if any)."""
+        words = self._words(label)
+        if not self.retries:
+            return words
+        return f"{words} (after {self.retries} {'retry' if self.retries == 1 else 'retries'})"
+
+    def _words(self, label: str) -> str:
         if self.status == "stored":
             return f"{label}: stored as run {self.run_id} ({self.digest}) {self.url or ''}".rstrip()
         if self.status == "known":
@@ -45,12 +76,29 @@ class RegistryError(Exception):
     """The registry could not be reached or answered with a server error (worth retrying)."""
 
 
+class _Transient(Exception):
+    """One attempt that may succeed if repeated; `retry_after` is the server's Retry-After, if it sent one."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    raw = response.headers.get("Retry-After", "")
+    return float(raw) if raw.strip().isascii() and raw.strip().isdigit() else None
+
+
 class RegistryClient:
     """A small, typed wrapper over the registry API. `server` is the base URL, e.g. http://127.0.0.1:8000."""
 
     def __init__(self, server: str, token: str, *, timeout: httpx.Timeout = DEFAULT_TIMEOUT,
-                 transport: httpx.BaseTransport | None = None) -> None:
+                 transport: httpx.BaseTransport | None = None, retry: RetryPolicy = RetryPolicy(),
+                 on_retry: Callable[[str], None] | None = None) -> None:
         self.server = server.rstrip("/")
+        self.retry = retry
+        self.on_retry = on_retry or log.warning
+        self.retries = 0  # retries made by the last request()
         self._http = httpx.Client(base_url=self.server, timeout=timeout, transport=transport,
                                   headers={"Authorization": f"Token {token}",
                                            "User-Agent": "benchreg-client/0.1"})
@@ -65,11 +113,41 @@ class RegistryClient:
         self.close()
 
     def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        """Send a request; network failures and 5xx answers raise RegistryError (transient)."""
+        """Send a request, retrying transient failures (see the module docstring); `self.retries` says how often.
+
+        Raises RegistryError when the registry stays unreachable or keeps answering 429/5xx; any other answer
+        is returned for the caller to read.
+        """
+        self.retries = 0
+
+        def attempt() -> httpx.Response:
+            try:
+                response = self._http.request(method, path, **kwargs)
+            except httpx.TransportError as exc:
+                raise _Transient(f"cannot reach {self.server}: {type(exc).__name__}: {exc}") from exc
+            if response.status_code in TRANSIENT_STATUS:
+                raise _Transient(f"registry answered {response.status_code}", _retry_after(response))
+            return response
+
+        backoff = wait_exponential_jitter(multiplier=self.retry.initial, max=self.retry.cap)
+
+        def wait(state: RetryCallState) -> float:
+            exc = state.outcome.exception() if state.outcome else None
+            hinted = exc.retry_after if isinstance(exc, _Transient) else None
+            return min(hinted, self.retry.cap) if hinted is not None else backoff(state)
+
+        def before_sleep(state: RetryCallState) -> None:
+            self.retries += 1
+            exc = state.outcome.exception() if state.outcome else None
+            delay = state.next_action.sleep if state.next_action else 0.0
+            self.on_retry(f"{method} {path}: {exc}; retry {self.retries} of {self.retry.attempts - 1} "
+                          f"in {delay:.1f} s")
+
         try:
-            response = self._http.request(method, path, **kwargs)
-        except httpx.TransportError as exc:
-            raise RegistryError(f"cannot reach {self.server}: {exc}") from exc
+            response = Retrying(stop=stop_after_attempt(self.retry.attempts), wait=wait, reraise=True,
+                                retry=retry_if_exception_type(_Transient), before_sleep=before_sleep)(attempt)
+        except _Transient as exc:
+            raise RegistryError(f"{method} {path}: {exc} (gave up after {self.retries} retries)") from exc
         if response.status_code >= 500:
             raise RegistryError(f"{method} {path}: registry answered {response.status_code}")
         return response
@@ -80,8 +158,8 @@ class RegistryClient:
             response = self.request("POST", "/api/v1/submissions", content=body,
                                     headers={"Content-Type": "application/json"})
         except RegistryError as exc:
-            return SubmitOutcome("error", message=str(exc))
-        return _outcome(response)
+            return SubmitOutcome("error", message=str(exc), retries=self.retries)
+        return dataclasses.replace(_outcome(response), retries=self.retries)
 
     def submit(self, document: dict[str, Any]) -> SubmitOutcome:
         """POST one document given as a Python value (sent in its canonical form)."""
@@ -89,6 +167,43 @@ class RegistryClient:
 
     def submit_file(self, path: Path) -> SubmitOutcome:
         return self.submit_bytes(path.read_bytes())
+
+    def submit_batch(self, bodies: list[bytes]) -> list[SubmitOutcome]:
+        """POST documents as one NDJSON batch; one outcome per document, in order.
+
+        Each document is sent as it is, only its line breaks turned into spaces (a JSON text never holds a raw
+        line break inside a string, so that changes no value). A registry without the batch path (415) gets the
+        documents one by one instead.
+        """
+        lines = [body.replace(b"\r", b" ").replace(b"\n", b" ") for body in bodies]
+        try:
+            response = self.request("POST", "/api/v1/submissions", content=b"\n".join(lines) + b"\n",
+                                    headers={"Content-Type": "application/x-ndjson"})
+        except RegistryError as exc:
+            return [SubmitOutcome("error", message=str(exc)) for _ in bodies]
+        if response.status_code == 415:
+            return [self.submit_bytes(body) for body in bodies]
+        if response.status_code != 200 or not response.headers.get("content-type", "").startswith(
+                "application/x-ndjson"):
+            outcome = _outcome(response)
+            return [outcome for _ in bodies]
+        results = [json.loads(line) for line in response.text.splitlines() if line.strip()]
+        by_line = {result.get("line"): result for result in results if isinstance(result, dict)}
+        return [_batch_outcome(by_line.get(number)) for number in range(1, len(bodies) + 1)]
+
+
+def _batch_outcome(result: dict[str, Any] | None) -> SubmitOutcome:
+    """One line of a batch answer (registry.api.submissions.SubmissionBatchResultSerializer) as an outcome."""
+    if result is None:
+        return SubmitOutcome("error", message="the registry's answer has no line for this document")
+    if result.get("result") in ("stored", "known"):
+        return SubmitOutcome(str(result["result"]), run_id=result.get("id"), digest=result.get("digest"),
+                             url=result.get("url"))
+    problem = result.get("problem") or {}
+    status = result.get("status")
+    return SubmitOutcome("rejected" if status in (400, 413, 415, 422) else "error",
+                         errors=problem.get("errors") or [],
+                         message=str(problem.get("detail") or problem.get("title") or f"HTTP {status}"))
 
 
 def _outcome(response: httpx.Response) -> SubmitOutcome:

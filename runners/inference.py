@@ -15,7 +15,7 @@ from . import stats
 from .backends import Backend
 from .measure import Policy, Warmup, measure, repetition_seconds, warm_up
 from .progress import Reporter
-from .queries import Query, make_query, quality
+from .queries import Paused, Query, make_query, quality
 from .record import Recorder
 from .server import ServerRun, requests_for, run_server
 from .spec import RunSpec
@@ -62,7 +62,8 @@ def _server_loop(spec: RunSpec, query: Query, policy: Policy, warm: Warmup, repo
     recorder.window_start()
     for index in range(policy.repetitions):
         report.stage(f"server {index + 1}/{policy.repetitions} ({count} req)", None)
-        runs.append(run_server(query.run, spec.target_qps, count, spec.concurrency, spec.seed + index))
+        runs.append(run_server(query.run, spec.target_qps, count, spec.concurrency, spec.seed + index,
+                               max_seconds=policy.max_seconds / policy.repetitions))
         report.advance(1.0, f"{runs[-1].arrival_rate:.1f} req/s issued")
     recorder.window_stop()
     return runs, sum(r.seconds for r in runs)
@@ -136,7 +137,16 @@ def _server_checks(runs: list[ServerRun], spec: RunSpec) -> tuple[dict[str, bool
     if not kept_up:
         reasons.append(f"overloaded: completed {served:.2f} req/s against {spec.target_qps:g} arriving, "
                        "so latency reflects a growing queue")
-    return {"arrival_rate_within_tolerance": ok, "kept_up_with_arrivals": kept_up}, reasons, note
+    checks = {"arrival_rate_within_tolerance": ok, "kept_up_with_arrivals": kept_up}
+    truncated = [r for r in runs if r.truncated]
+    if truncated:  # the run is kept, marked by a failed validity check and the reason (issue 17)
+        checks["finished_within_time_cap"] = False
+        cap = truncated[0].max_seconds or 0.0
+        reasons.append(f"truncated: {len(truncated)} of {len(runs)} repetitions hit the time cap of {cap:g} s; "
+                       f"served {sum(len(r.requests) for r in truncated)} of {sum(r.planned for r in truncated)} "
+                       "scheduled requests in them")
+        note += f"; time cap {cap:g} s per repetition: truncated"
+    return checks, reasons, note
 
 
 def run(spec: RunSpec, backend: Backend, report: Reporter) -> dict[str, Any]:
@@ -148,7 +158,9 @@ def run(spec: RunSpec, backend: Backend, report: Reporter) -> dict[str, Any]:
     backend.configure(spec.threads, spec.precision)
     recorder = Recorder(backend, "inference", spec.submitter)
     model = backend.build(workload, spec.precision, spec.seed)
-    query = make_query(backend, model, workload, shape, spec.seed)
+    query: Query = make_query(backend, model, workload, shape, spec.seed)
+    if spec.sleep_ms:
+        query = Paused(query, spec.sleep_ms)
     warm = warm_up(query.timed, policy, report)
     validity: dict[str, bool] | None = None
     notes: dict[str, str] = {}
@@ -191,7 +203,8 @@ def _document(spec: RunSpec, backend: Backend, recorder: Recorder, model: Any, w
         workload=_workload_section(spec, "inference"), scenario=_scenario(spec), precision=precision,
         conditions=recorder.conditions(policy, warm, seconds, iterations, verdict, spec.isolation, validity),
         metrics=metrics, samples={k: _samples(v) for k, v in series.items() if v},
-        framework=framework_versions(backend), software_notes=notes)
+        framework=framework_versions(backend), software_notes=notes,
+        settings={"runner.sleep_ms": float(spec.sleep_ms)})
 
 
 def _workload_section(spec: RunSpec, phase: str) -> dict[str, Any]:

@@ -52,6 +52,8 @@ class Policy:
     warmup_block_seconds: float = 0.2      # target duration of one warm-up block
     warmup_tolerance: float = 0.05         # block medians agree when their spread is within this
     warmup_blocks: int = 3                 # consecutive agreeing blocks that end the warm-up
+    max_seconds: float = 900.0             # the server scenario's measured window stops here, all repetitions
+                                           # together; a run stopped by it is kept and marked truncated
 
     def __post_init__(self) -> None:
         if self.repetitions < 1 or self.min_iterations < rules.MIN_WINDOW_ITERATIONS:

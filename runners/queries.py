@@ -132,3 +132,29 @@ def _generate(backend: Backend, model: Any, prompts: Any, output_tokens: int) ->
     for _ in range(output_tokens - 1):
         backend.decode(model, state)
     return backend.predictions(state)
+
+
+
+class Paused:
+    """A query followed by a pause of `ms` milliseconds inside the timed region (RunSpec.sleep_ms): a known
+    slowdown to inject into a series. Sleeping, not spinning: the pause does not depend on CPU contention."""
+
+    def __init__(self, query: Query, ms: float) -> None:
+        self.query, self.seconds = query, ms / 1000.0
+        self.ttft_ms: list[float] = query.ttft_ms  # the same lists: the wrapped query appends to them
+        self.tpot_ms: list[float] = query.tpot_ms
+
+    def run(self) -> tuple[float | None, float]:
+        start = time.perf_counter_ns()
+        first, _ = self.query.run()
+        time.sleep(self.seconds)
+        return first, (time.perf_counter_ns() - start) / 1e6
+
+    def timed(self) -> float:
+        start = time.perf_counter_ns()
+        self.query.timed()
+        time.sleep(self.seconds)
+        return (time.perf_counter_ns() - start) / 1e6
+
+    def clear(self) -> None:
+        self.query.clear()

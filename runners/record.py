@@ -120,13 +120,15 @@ class Recorder:
 
     def document(self, *, workload: dict[str, Any], scenario: dict[str, Any], precision: dict[str, Any],
                  conditions: dict[str, Any], metrics: dict[str, Any], samples: dict[str, Any],
-                 framework: dict[str, str | None], software_notes: dict[str, str]) -> dict[str, Any]:
+                 framework: dict[str, str | None], software_notes: dict[str, str],
+                 settings: dict[str, Any] | None = None) -> dict[str, Any]:
         """The complete document, validated by `protocol.check` (raises protocol.Invalid otherwise)."""
         system = json.loads(json.dumps(self.env["system"]))  # a copy: the capture may serve other runs
         software = json.loads(json.dumps(self.env["software"]))
         system["notes"].update(self.readings.notes)
         software["frameworks"] = framework
         software["settings"].update(self.backend.settings())
+        software["settings"].update(settings or {})
         software["notes"].update(software_notes)
         doc = {"protocol": f"{protocol.PROTOCOL_NAME}/{protocol.PROTOCOL_VERSION}", "phase": self.phase,
                "workload": workload, "scenario": scenario, "precision": precision, "system": system,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,6 +44,13 @@ class ServerRun:
 
     requests: tuple[Request, ...]
     target_qps: float
+    planned: int = 0             # requests scheduled; more than len(requests) when the time cap stopped the run
+    max_seconds: float | None = None
+
+    @property
+    def truncated(self) -> bool:
+        """The time cap stopped this repetition before every scheduled request was served."""
+        return len(self.requests) < self.planned
 
     @property
     def seconds(self) -> float:
@@ -96,10 +103,18 @@ def _sleep_until(deadline: float) -> None:
         pass
 
 
-def run_server(serve: Serve, rate: float, count: int, concurrency: int, seed: int) -> ServerRun:
-    """Issue `count` requests with Poisson arrivals at `rate` per second to `concurrency` workers."""
+def run_server(serve: Serve, rate: float, count: int, concurrency: int, seed: int,
+               max_seconds: float | None = None) -> ServerRun:
+    """Issue `count` requests with Poisson arrivals at `rate` per second to `concurrency` workers.
+
+    With `max_seconds`, the repetition stops at that wall-clock time: no request scheduled later is issued,
+    queued ones are cancelled, and those in flight finish. The run keeps what was served and says it was
+    truncated (`planned` > number of requests): an overloaded server cannot make a run last for ever.
+    """
     if rate <= 0 or count < 1 or concurrency < 1:
         raise ValueError("the server scenario needs a positive rate, request count and concurrency")
+    if max_seconds is not None and max_seconds <= 0:
+        raise ValueError("the time cap must be a positive number of seconds")
     offsets = poisson_arrivals(rate, count, seed)
 
     def worker(scheduled: float, issued: float) -> Request:
@@ -111,9 +126,18 @@ def run_server(serve: Serve, rate: float, count: int, concurrency: int, seed: in
     futures: list[Future[Request]] = []
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="benchreg-server") as pool:
         origin = time.perf_counter() + 0.01
+        cap = origin + max_seconds if max_seconds is not None else math.inf
         for offset in offsets:
             scheduled = origin + float(offset)
+            if scheduled > cap:
+                break
             _sleep_until(scheduled)
             futures.append(pool.submit(worker, scheduled, time.perf_counter()))
-        requests = tuple(f.result() for f in futures)
-    return ServerRun(requests, rate)
+        if cap < math.inf:
+            wait(futures, timeout=max(0.0, cap - time.perf_counter()))
+            for future in futures:
+                future.cancel()  # still queued behind the workers: never issued to the model
+        requests = tuple(f.result() for f in futures if not f.cancelled())
+    if not requests:
+        raise RuntimeError(f"no request completed within the time cap of {max_seconds} s")
+    return ServerRun(requests, rate, planned=count, max_seconds=max_seconds)

@@ -54,6 +54,10 @@ class RunSpec:
     submitter: str = "local"
     peak_tflops: float | None = None
     peak_source: str | None = None
+    # Test and diagnostic setting: a pause of `sleep_ms` after each query, inside the timed region, for injecting
+    # a known slowdown (a query of 2 ms with sleep_ms 50 takes 52 ms; with 104, about twice as long).
+    # Recorded as software.settings["runner.sleep_ms"].
+    sleep_ms: float = 0.0
 
     def __post_init__(self) -> None:
         if self.phase not in ("inference", "training"):
@@ -66,6 +70,10 @@ class RunSpec:
             raise ValueError("the bundled training runner runs the fixed-steps scenario")
         if self.peak_tflops is not None and not self.peak_source:
             raise ValueError("a stated peak needs its source (peak_source)")
+        if not (math.isfinite(self.sleep_ms) and 0.0 <= self.sleep_ms <= 10_000.0):
+            raise ValueError(f"sleep_ms must be between 0 and 10000, not {self.sleep_ms!r}")
+        if self.sleep_ms and self.phase != "inference":
+            raise ValueError("sleep_ms is a setting of the inference runner only")
         get(self.workload)
 
     @property
@@ -110,7 +118,7 @@ class RunSpec:
                           warmup_max_seconds=warm_cap, warmup_block_seconds=block)
         return Policy(repetitions=r.repetitions, min_seconds=r.min_seconds,
                       min_iterations=10 if self.quick else 50, warmup_max_seconds=warm_cap,
-                      warmup_block_seconds=block)
+                      warmup_block_seconds=block, max_seconds=60.0 if self.quick else 900.0)
 
     def slo(self) -> dict[str, Any]:
         """The latency objective goodput is measured against."""
@@ -144,6 +152,7 @@ def expected_fields(spec: RunSpec) -> dict[str, Any]:
         out["/workload/shape/output_tokens"] = r.output_tokens
     if r.phase == "inference":
         out["/conditions/window/repetitions"] = r.repetitions
+        out["/software/settings/runner.sleep_ms"] = float(r.sleep_ms)
     if r.scenario == "server":
         out["/scenario/target_qps"] = r.target_qps
         out["/scenario/concurrency"] = r.concurrency

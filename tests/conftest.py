@@ -15,6 +15,23 @@ EXAMPLES = ROOT / "protocol" / "examples"
 SHARED = ROOT.parent / "shared"
 
 
+def _broker_of_this_test_worker() -> None:
+    """Give each pytest-xdist worker a Redis database of its own (gw0 the one named, gw1 the one below, ...).
+
+    Tests that start a registry Celery worker consume the default queue, and one purges it at its start: two such
+    tests running at once on one database would take (or delete) each other's tasks, whose rows live in the other
+    worker's test database. Module-level reads of BENCHREG_TEST_BROKER_URL see the adjusted value, as this conftest
+    is imported first.
+    """
+    url, worker = os.environ.get("BENCHREG_TEST_BROKER_URL", ""), os.environ.get("PYTEST_XDIST_WORKER", "")
+    base, _, db = url.rpartition("/")
+    if base and db.isdigit() and worker.startswith("gw") and worker[2:].isdigit():
+        os.environ["BENCHREG_TEST_BROKER_URL"] = f"{base}/{(int(db) - int(worker[2:])) % 16}"
+
+
+_broker_of_this_test_worker()
+
+
 def load_example(name: str) -> dict[str, Any]:
     return json.loads((EXAMPLES / f"{name}.json").read_text())
 

@@ -14,7 +14,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
@@ -23,6 +23,7 @@ from rest_framework.views import APIView
 
 from registry import policy
 from registry.api.pagination import NewestFirstCursor
+from registry.api.strict import QuerySerializer, StrictSerializer
 from registry.api.submissions import ProblemSerializer
 from registry.choices import JobStatus
 from registry.exceptions import NotFound
@@ -123,7 +124,7 @@ class EnrolmentTokenCollectionApi(APIView):
 
     policy_action = policy.ENROLMENT_MANAGE
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         expires_in = serializers.IntegerField(min_value=60, max_value=30 * 86400, default=3600,
                                               help_text="seconds until it expires")
         note = serializers.CharField(max_length=200, required=False, default="")
@@ -150,7 +151,7 @@ class AgentEnrollApi(APIView):
     required_scope = None
     authentication_classes: list[type] = []
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         token = serializers.CharField(max_length=200)
         name = serializers.CharField(max_length=60)
         inventory = serializers.DictField(required=False, default=dict)
@@ -158,7 +159,16 @@ class AgentEnrollApi(APIView):
         class Meta:
             ref_name = "AgentEnrollInput"  # nested InputSerializers share a name; the schema needs distinct ones
 
-    @extend_schema(request=InputSerializer, responses={201: AgentSerializer})
+    class OutputSerializer(serializers.Serializer):
+        agent = AgentSerializer()
+        token = serializers.CharField(help_text="the agent's own API token, shown once")
+        broker_url = serializers.CharField(help_text="where the agent's worker takes its jobs from")
+
+        class Meta:
+            ref_name = "AgentEnrollOutput"
+
+    @extend_schema(request=InputSerializer, responses={201: OutputSerializer, 400: ProblemSerializer,
+                                                       403: ProblemSerializer})
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -214,7 +224,7 @@ class AgentMeApi(APIView):
 class AgentHeartbeatApi(APIView):
     policy_action = policy.AGENT_SELF
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         inventory = serializers.DictField(required=False)
 
         class Meta:
@@ -235,7 +245,7 @@ class PlanCollectionApi(APIView):
 
     policy_action = policy.PLAN_CREATE
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         name = serializers.CharField(max_length=200, required=False, default="")
         agents = serializers.ListField(child=serializers.CharField(max_length=60), min_length=1, max_length=200)
         runner = serializers.ChoiceField(choices=["inference", "training"])
@@ -254,7 +264,8 @@ class PlanCollectionApi(APIView):
         class Meta:
             ref_name = "PlanInput"  # nested InputSerializers share a name; the schema needs distinct ones
 
-    @extend_schema(request=InputSerializer, responses={201: PlanSerializer})
+    @extend_schema(request=InputSerializer, responses={201: PlanSerializer, 400: ProblemSerializer,
+                                                       404: ProblemSerializer})
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -276,15 +287,22 @@ class JobCollectionApi(APIView):
     """Jobs, newest first; filter by status, agent (name) and plan. A submitter sees their plans' jobs only."""
 
     policy_action = policy.JOB_LIST
+    pagination_class = NewestFirstCursor  # documents the page envelope and its parameters
 
-    @extend_schema(parameters=[OpenApiParameter("status", enum=JobStatus.values), OpenApiParameter("agent"),
-                               OpenApiParameter("plan", int)],
-                   responses=JobSerializer(many=True))
+    class FilterSerializer(QuerySerializer):
+        status = serializers.ChoiceField(choices=JobStatus.choices, required=False)
+        agent = serializers.CharField(required=False, help_text="the agent's name")
+        plan = serializers.IntegerField(min_value=1, required=False)
+
+        class Meta:
+            ref_name = "JobFilter"
+
+    @extend_schema(parameters=[FilterSerializer], responses=JobSerializer(many=True))
     def get(self, request: Request) -> Response:
-        params = request.query_params
-        plan = params.get("plan")
-        jobs = job_list(status=params.get("status"), agent=params.get("agent"),
-                        plan=int(plan) if plan and plan.isdigit() else None)
+        params = self.FilterSerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        jobs = job_list(status=params.validated_data.get("status"), agent=params.validated_data.get("agent"),
+                        plan=params.validated_data.get("plan"))
         jobs = policy.visible_jobs(policy.for_request(request), jobs)
         paginator = NewestFirstCursor()
         page = paginator.paginate_queryset(jobs, request, view=self)
@@ -312,7 +330,7 @@ class JobCancelApi(ObjectRuleApi):
 
 # --- the agent's side of its own jobs ----------------------------------------------------------------------
 
-class ClaimantSerializer(serializers.Serializer):
+class ClaimantSerializer(StrictSerializer):
     claimant = serializers.CharField(max_length=200)
 
 
@@ -325,7 +343,7 @@ class FailSerializer(ClaimantSerializer):
     timed_out = serializers.BooleanField(default=False)
 
 
-class CompleteSerializer(serializers.Serializer):
+class CompleteSerializer(StrictSerializer):
     run = serializers.IntegerField(required=False)
     digest = serializers.CharField(max_length=71, required=False)
 

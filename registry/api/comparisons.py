@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.urls import reverse
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -13,27 +13,55 @@ from rest_framework.views import APIView
 
 from registry import policy
 from registry.api.pagination import NewestFirstCursor
+from registry.api.strict import QuerySerializer, StrictSerializer
 from registry.api.submissions import ProblemSerializer, SubmissionSummarySerializer, withdrawn_words
 from registry.models import Comparison
 from registry.selectors.comparisons import comparable_runs, comparison_list, runs_by_reference
 from registry.selectors.standing import comparison_conclusion, comparison_members
 from registry.services.comparisons import comparison_create
 
-AXES = [("system", "system"), ("software", "software"), ("precision", "precision")]
+AXES = [("system", "system"), ("software", "software"), ("precision", "precision"), ("iso-quality", "iso-quality")]
+
+
+@extend_schema_field({"oneOf": [{"type": "integer", "minimum": 1}, {"type": "string", "minLength": 1}]})
+class RunReferenceField(serializers.JSONField):
+    """A run id (integer) or digest (string): documented as exactly that, checked by the validators below."""
+
+
+class ComparableCursor(NewestFirstCursor):
+    """The run, the axis and the key the page is about, then the usual page envelope."""
+
+    def get_paginated_response_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
+        envelope = super().get_paginated_response_schema(schema)
+        envelope["required"] = ["run", "axis", "comparability_key", *envelope.get("required", [])]
+        envelope["properties"] = {"run": {"type": "integer"}, "axis": {"type": "string", "enum": [a for a, _ in AXES]},
+                                  "comparability_key": {"type": "string"}, **envelope["properties"]}
+        return envelope
 
 
 class ComparableRunsApi(APIView):
     """Runs comparable with this one on an axis (same controlled fields): one index lookup."""
+
+    pagination_class = ComparableCursor  # documents the page envelope and its parameters
+
+    class FilterSerializer(QuerySerializer):
+        # `axis` is checked by comparable_runs (400 `unknown-axis`, naming the axes); documented below.
+        axis = serializers.CharField(default="system")
+        include_withdrawn = serializers.BooleanField(default=False)
+
+        class Meta:
+            ref_name = "ComparableFilter"
 
     @extend_schema(parameters=[OpenApiParameter("axis", enum=[a for a, _ in AXES], default="system"),
                                OpenApiParameter("include_withdrawn", bool, default=False)],
                    responses={200: SubmissionSummarySerializer(many=True), 404: ProblemSerializer})
     def get(self, request: Request, run_id: int) -> Response:
         run = policy.run_get(policy.for_request(request), run_id)
-        axis = request.query_params.get("axis", "system")
-        include = request.query_params.get("include_withdrawn") in ("1", "true")
+        params = self.FilterSerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        axis, include = params.validated_data["axis"], params.validated_data["include_withdrawn"]
         runs = comparable_runs(run=run, axis=axis, include_withdrawn=include)
-        paginator = NewestFirstCursor()
+        paginator = ComparableCursor()
         page = paginator.paginate_queryset(runs, request, view=self)
         data = SubmissionSummarySerializer(page, many=True, context={"request": request}).data
         response = paginator.get_paginated_response(data)
@@ -56,19 +84,31 @@ class ComparisonOutputSerializer(serializers.ModelSerializer):
         return [m.submission_id for m in comparison.members.all()]
 
 
+class ComparisonSummarySerializer(ComparisonOutputSerializer):
+    """A comparison in a list: everything but its result (GET /comparisons/{id} has it)."""
+
+    class Meta(ComparisonOutputSerializer.Meta):
+        fields = [f for f in ComparisonOutputSerializer.Meta.fields if f != "result"]
+
+
 class ComparisonCollectionApi(APIView):
     """POST compares runs (201, or 422 naming every offending field); GET lists stored comparisons."""
 
-    class InputSerializer(serializers.Serializer):
-        runs = serializers.ListField(child=serializers.JSONField(), min_length=2, max_length=200,
+    pagination_class = NewestFirstCursor  # documents the page envelope of GET and its parameters
+
+    class InputSerializer(StrictSerializer):
+        runs = serializers.ListField(child=RunReferenceField(), min_length=2, max_length=200,
                                      help_text="run ids or digests")
         axis = serializers.ChoiceField(choices=AXES, default="system")
         prices = serializers.DictField(child=serializers.FloatField(min_value=0), required=False,
                                        help_text="price per system-hour, by system.name (a stated assumption)")
         currency = serializers.RegexField(r"^[A-Z]{3}$", default="USD")
         sizing = serializers.DictField(required=False, help_text="target_load, load_unit, latency_objectives")
-        baseline = serializers.JSONField(required=False, help_text="run id or digest of one of the runs: its "
+        baseline = RunReferenceField(required=False, help_text="run id or digest of one of the runs: its "
                                          "configuration is the baseline (default: the first run's)")
+
+        class Meta:
+            ref_name = "ComparisonInput"  # nested InputSerializers share a name; the schema needs distinct ones
 
         def validate_runs(self, value: list[Any]) -> list[int | str]:
             if not all(isinstance(v, int | str) and not isinstance(v, bool) for v in value):
@@ -93,12 +133,11 @@ class ComparisonCollectionApi(APIView):
         return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
                         headers={"Location": body["url"]})
 
-    @extend_schema(responses=ComparisonOutputSerializer(many=True))
+    @extend_schema(responses=ComparisonSummarySerializer(many=True))
     def get(self, request: Request) -> Response:
         paginator = NewestFirstCursor()
         page = paginator.paginate_queryset(comparison_list().prefetch_related("members"), request, view=self)
-        data = [{k: v for k, v in item.items() if k != "result"} for item in
-                ComparisonOutputSerializer(page, many=True, context={"request": request}).data]
+        data = ComparisonSummarySerializer(page, many=True, context={"request": request}).data
         return paginator.get_paginated_response(data)
 
 

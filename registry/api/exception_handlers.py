@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import logging
+import sys
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied
+from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, JsonResponse
 from rest_framework import exceptions
 from rest_framework.response import Response
@@ -19,7 +22,22 @@ log = logging.getLogger(__name__)
 _TITLES = {400: "Bad request", 401: "Not authenticated", 403: "Forbidden", 404: "Not found",
            405: "Method not allowed", 406: "Not acceptable", 409: "Conflict", 413: "Payload too large",
            415: "Unsupported media type", 422: "Unprocessable content", 429: "Too many requests",
-           500: "Internal server error"}
+           500: "Internal server error", 503: "Service unavailable"}
+UNAVAILABLE_DETAIL = ("the registry cannot reach its database right now; nothing was stored by this request "
+                      "(a submission is known by its digest, so sending it again is safe)")
+
+
+def database_unavailable(exc: BaseException | None) -> bool:
+    """A lost or refused database connection (the server is down or restarting), not a bug in a query.
+
+    Django raises OperationalError when it cannot connect or the connection drops mid-query, and InterfaceError
+    when a connection that was already closed is used. Both pass: the next request reconnects.
+    """
+    return isinstance(exc, OperationalError | InterfaceError)
+
+
+def unavailable_headers() -> dict[str, str]:
+    return {"Retry-After": str(settings.BENCHREG_RETRY_AFTER_S)}
 
 
 def problem(status: int, code: str, detail: str, errors: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -42,6 +60,10 @@ def _drf_errors(detail: Any, prefix: str = "") -> list[dict[str, Any]]:
 
 
 def problem_details_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if database_unavailable(exc):
+        log.warning("database unavailable: %s: %s", type(exc).__name__, exc)
+        return Response(problem(503, "database-unavailable", UNAVAILABLE_DETAIL), status=503, content_type=PROBLEM,
+                        headers=unavailable_headers())
     if isinstance(exc, RegistryError):
         body = problem(exc.status, exc.code, exc.message, exc.errors or None)
         return Response(body, status=exc.status, content_type=PROBLEM)
@@ -69,6 +91,9 @@ def api_not_found(request: HttpRequest, exception: Exception | None = None) -> J
 
 
 def api_server_error(request: HttpRequest) -> JsonResponse:
+    if database_unavailable(sys.exc_info()[1]):  # raised outside a DRF view (middleware): still a 503
+        return JsonResponse(problem(503, "database-unavailable", UNAVAILABLE_DETAIL), status=503,
+                            content_type=PROBLEM, headers=unavailable_headers())
     log.error("unhandled error serving %s", request.path)
     return JsonResponse(problem(500, "server-error", "the registry failed; the error is logged"), status=500,
                         content_type=PROBLEM)

@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import django_filters
+from django import forms
 
 from registry.choices import Trust
 from registry.models import Submission
+
+
+class IntegerFilter(django_filters.NumberFilter):
+    """A whole number, as the description says (NumberFilter would take 0.5 and match nothing)."""
+
+    field_class = forms.IntegerField
 
 
 class SubmissionFilter(django_filters.FilterSet):
@@ -16,7 +23,7 @@ class SubmissionFilter(django_filters.FilterSet):
     precision = django_filters.CharFilter(field_name="precision_weights",
                                           help_text="weights format, e.g. bf16 or int8")
     activations = django_filters.CharFilter(field_name="precision_activations")
-    batch_size = django_filters.NumberFilter()
+    batch_size = IntegerFilter()
     accelerator = django_filters.CharFilter(field_name="accelerator_model")
     vendor = django_filters.CharFilter(field_name="accelerator_vendor", lookup_expr="iexact")
     system = django_filters.CharFilter(field_name="system_name")

@@ -17,6 +17,7 @@ from rest_framework.views import APIView
 
 from registry import policy
 from registry.api.parsers import PayloadTooLarge
+from registry.api.strict import StrictSerializer
 from registry.api.submissions import ProblemSerializer
 from registry.choices import ReportStatus
 from registry.exceptions import RegistryError
@@ -55,7 +56,7 @@ class ReportOutputSerializer(serializers.ModelSerializer):
 class ReportCollectionApi(APIView):
     """POST requests a decision report on a stored comparison: 202 with the queued (or, eagerly, ready) report."""
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         comparison = serializers.IntegerField(min_value=1)
         title = serializers.CharField(max_length=200)
         decision = serializers.CharField(max_length=2000, help_text="the decision the report supports")
@@ -110,7 +111,7 @@ class ReportVerifyApi(APIView):
     throttle_scope = "verify"
     parser_classes = [MultiPartParser, FormParser]
 
-    @extend_schema(request={"multipart/form-data": {"type": "object", "properties": {
+    @extend_schema(request={"multipart/form-data": {"type": "object", "required": ["file"], "properties": {
         "file": {"type": "string", "format": "binary"}}}},
         responses={200: OpenApiTypes.OBJECT, 400: ProblemSerializer, 413: ProblemSerializer, 429: ProblemSerializer})
     def post(self, request: Request) -> Response:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
+from django.db import transaction
 from django.http import HttpResponse
 from django.urls import reverse
+from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
@@ -15,23 +18,17 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from registry import policy
+from registry.api.exception_handlers import problem
 from registry.api.filters import SubmissionFilter
 from registry.api.pagination import NewestFirstCursor
-from registry.api.parsers import JSONDocumentParser
+from registry.api.parsers import DocumentBatch, JSONDocumentParser, NDJSONBatchParser
+from registry.api.schema import ProblemSerializer
+from registry.api.strict import StrictSerializer, reject_empty_parameters
+from registry.choices import AuditKind
 from registry.models import ApiToken, Submission
+from registry.selectors.audit import audit_seq_of
 from registry.selectors.submissions import submission_list
-from registry.services.submissions import submission_create, submission_withdraw
-
-
-class ProblemSerializer(serializers.Serializer):
-    """RFC 9457 problem details with benchreg's list of document errors."""
-
-    type = serializers.CharField()
-    title = serializers.CharField()
-    status = serializers.IntegerField()
-    code = serializers.CharField()
-    detail = serializers.CharField()
-    errors = serializers.ListField(child=serializers.DictField(), required=False)
+from registry.services.submissions import submission_create, submission_create_batch, submission_withdraw
 
 
 class SubmissionSummarySerializer(serializers.ModelSerializer):
@@ -61,30 +58,99 @@ def withdrawn_words(run: Submission) -> dict[str, str] | None:
     return {"reason": withdrawal.reason, "by": withdrawal.withdrawn_by_name, "at": withdrawal.withdrawn_at.isoformat()}
 
 
-class SubmissionCollectionApi(APIView):
-    """POST submits one run (scope submit); GET lists runs (scope read)."""
+# --- issue 16: a batch of documents (application/x-ndjson), one result line per document line ---------------------
 
-    parser_classes = [JSONDocumentParser]
+
+class SubmissionBatchResultSerializer(serializers.Serializer):
+    """One line of a batch's answer: what became of the document on line `line` of the request."""
+
+    line = serializers.IntegerField(help_text="the document's line in the request, from 1 (blank lines count)")
+    status = serializers.IntegerField(help_text="201 stored, 200 already known, else the problem's status")
+    result = serializers.ChoiceField(choices=["stored", "known", "refused"])
+    id = serializers.IntegerField(required=False, help_text="the run (stored or known)")
+    digest = serializers.CharField(required=False)
+    url = serializers.CharField(required=False)
+    problem = ProblemSerializer(required=False, help_text="why it was refused: the problem details a single "
+                                                          "submission of it would get, pointers included")
+
+    class Meta:
+        ref_name = "SubmissionBatchResult"
+
+
+def _batch_lines(request: Request, batch: DocumentBatch, token: ApiToken | None) -> list[dict[str, Any]]:
+    numbers = [number for number, _ in batch.lines]
+    outcomes = submission_create_batch(documents=(document for _, document in batch.lines),
+                                       submitted_by=request.user, token=token)
+    lines: list[dict[str, Any]] = []
+    for number, outcome in zip(numbers, outcomes, strict=True):
+        if outcome.run is not None:
+            lines.append({"line": number, "status": 201 if outcome.status == "stored" else 200,
+                          "result": outcome.status, "id": outcome.run.pk, "digest": outcome.run.digest,
+                          "url": request.build_absolute_uri(reverse("api-submission-detail",
+                                                                    args=[outcome.run.pk]))})
+        else:
+            error = outcome.error
+            assert error is not None
+            lines.append({"line": number, "status": error.status, "result": "refused",
+                          "problem": problem(error.status, error.code, error.message, error.errors or None)})
+    return lines
+
+
+# --- end issue 16
+
+
+class SubmissionCollectionApi(APIView):
+    """POST submits one run, or a batch of runs as NDJSON (scope submit); GET lists runs (scope read)."""
+
+    parser_classes = [JSONDocumentParser, NDJSONBatchParser]
     filterset_class = SubmissionFilter
+    filter_backends = [DjangoFilterBackend]  # documents the filters; get() applies them itself
+    pagination_class = NewestFirstCursor  # documents the page envelope and its cursor/limit parameters
+    queryset = Submission.objects.none()  # the model the filters document (never evaluated)
 
     @property
     def required_scope(self) -> str:
         return "submit" if self.request.method == "POST" else "read"
 
-    @extend_schema(request={"application/json": OpenApiTypes.OBJECT},
-                   responses={201: SubmissionSummarySerializer, 200: SubmissionSummarySerializer,
-                              400: ProblemSerializer, 413: ProblemSerializer, 415: ProblemSerializer},
-                   summary="Submit one run (idempotent: the same document returns the same run)")
-    def post(self, request: Request) -> Response:
+    @extend_schema(request={"application/json": OpenApiTypes.OBJECT, "application/x-ndjson": OpenApiTypes.STR},
+                   responses={(201, "application/json"): SubmissionSummarySerializer,
+                              (200, "application/json"): SubmissionSummarySerializer,
+                              (200, "application/x-ndjson"): OpenApiResponse(
+                                  SubmissionBatchResultSerializer,
+                                  description="a batch: one SubmissionBatchResult per line, in request order"),
+                              (400, "application/problem+json"): ProblemSerializer,
+                              (401, "application/problem+json"): ProblemSerializer,
+                              (403, "application/problem+json"): ProblemSerializer,
+                              (413, "application/problem+json"): ProblemSerializer,
+                              (415, "application/problem+json"): ProblemSerializer,
+                              (429, "application/problem+json"): ProblemSerializer},
+                   summary="Submit one run, or a batch of runs as NDJSON (idempotent: the same document returns "
+                           "the same run)",
+                   description="`application/json`: one document; 201 stored, 200 already known. "
+                               "`application/x-ndjson`: one document per line (at most BENCHREG_MAX_BATCH_DOCUMENTS "
+                               "lines and BENCHREG_MAX_BATCH_BYTES bytes); 200 with one result line per document, "
+                               "each stored, known or refused alone with the problem details a single submission "
+                               "would get.")
+    def post(self, request: Request) -> Response | HttpResponse:
         token = request.auth if isinstance(request.auth, ApiToken) else None
-        run, created = submission_create(document=request.data, submitted_by=request.user, token=token)
-        data = SubmissionSummarySerializer(run, context={"request": request}).data
+        if isinstance(request.data, DocumentBatch):
+            body = "".join(json.dumps(line, separators=(",", ":"), ensure_ascii=False) + "\n"
+                           for line in _batch_lines(request, request.data, token))
+            return HttpResponse(body.encode(), content_type="application/x-ndjson")
+        # The answer is built inside the transaction, so the commit is the last thing that touches the database:
+        # a failure before it stores nothing (503), and no read after it can fail a request that stored the run.
+        with transaction.atomic():
+            run, created = submission_create(document=request.data, submitted_by=request.user, token=token)
+            if created:
+                run._state.fields_cache["withdrawal"] = None  # a run stored just now is not withdrawn: no query
+            data = SubmissionSummarySerializer(run, context={"request": request}).data
         return Response(data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
                         headers={"Location": data["url"]})
 
-    @extend_schema(parameters=[SubmissionFilter], responses=SubmissionSummarySerializer(many=True),
+    @extend_schema(responses=SubmissionSummarySerializer(many=True),
                    summary="List runs, newest first, with filters and cursor pagination")
     def get(self, request: Request) -> Response:
+        reject_empty_parameters(request.query_params, list(SubmissionFilter.base_filters))
         runs = SubmissionFilter(request.query_params, queryset=submission_list(), request=request)
         if not runs.is_valid():
             raise ValidationError(runs.errors)
@@ -101,8 +167,11 @@ class SubmissionDetailApi(APIView):
                    summary="Read one run with its metadata")
     def get(self, request: Request, run_id: int) -> HttpResponse:
         run = policy.run_get(policy.for_request(request), run_id)
-        meta = json.dumps(SubmissionSummarySerializer(run, context={"request": request}).data,
-                          separators=(",", ":"), ensure_ascii=False)
+        data = SubmissionSummarySerializer(run, context={"request": request}).data
+        # The number of its run.submitted audit entry: with id, digest, trust and submitted_at, all a third party
+        # needs to rebuild the entry's text (registry/audit/entries.py) and check its leaf.
+        data["audit_seq"] = audit_seq_of(kind=AuditKind.RUN_SUBMITTED, subject=run.digest)
+        meta = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
         # Splice the stored canonical text in as it is, so no float or key order is re-serialised.
         body = meta[:-1] + ',"document":' + run.canonical + "}"
         return HttpResponse(body.encode(), content_type="application/json")
@@ -126,7 +195,7 @@ class SubmissionWithdrawApi(APIView):
 
     policy_action = policy.RUN_WITHDRAW
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         reason = serializers.CharField(max_length=2000, help_text="why: shown with the run and in the audit log")
 
         class Meta:

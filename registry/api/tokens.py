@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from registry import policy
+from registry.api.strict import StrictSerializer
 from registry.api.submissions import ProblemSerializer
 from registry.choices import Scope
 from registry.selectors.tokens import token_list_for
@@ -35,7 +36,7 @@ class TokenCollectionApi(APIView):
 
     policy_action = policy.TOKEN_MANAGE
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         name = serializers.CharField(max_length=100)
         scopes = serializers.ListField(child=serializers.ChoiceField(choices=Scope.choices), min_length=1)
         expires_at = serializers.DateTimeField(required=False, allow_null=True)

@@ -1,6 +1,16 @@
-from django.urls import path
+from django.urls import path, re_path
 
-from registry.api import agents, audit, comparisons, protocol, reports, submissions, tokens
+from registry.api import (
+    agents,
+    audit,
+    comparisons,
+    decisions,  # decisions (issue 14)
+    protocol,
+    reports,
+    series,  # series (issue 19)
+    submissions,
+    tokens,
+)
 
 urlpatterns = [
     path("submissions", submissions.SubmissionCollectionApi.as_view(), name="api-submissions"),
@@ -44,4 +54,31 @@ urlpatterns = [
     path("jobs/<int:job_id>/heartbeat", agents.JobHeartbeatApi.as_view(), name="api-job-heartbeat"),
     path("jobs/<int:job_id>/complete", agents.JobCompleteApi.as_view(), name="api-job-complete"),
     path("jobs/<int:job_id>/fail", agents.JobFailApi.as_view(), name="api-job-fail"),
+
+    # --- audit log in the C2SP tlog-tiles layout (issue 15) ---
+    path("audit/log/checkpoint", audit.AuditLogCheckpointApi.as_view(), name="api-audit-log-checkpoint"),
+    re_path(r"^audit/log/tile/entries/(?P<index>(?:x[0-9]{3}/)*[0-9]{3})$",
+            audit.AuditEntryBundleApi.as_view(), name="api-audit-log-entries"),
+    re_path(r"^audit/log/tile/entries/(?P<index>(?:x[0-9]{3}/)*[0-9]{3})\.p/(?P<width>[0-9]{1,3})$",
+            audit.AuditEntryBundleApi.as_view(), name="api-audit-log-entries-partial"),
+    re_path(r"^audit/log/tile/(?P<level>[0-9]{1,2})/(?P<index>(?:x[0-9]{3}/)*[0-9]{3})$",
+            audit.AuditHashTileApi.as_view(), name="api-audit-log-tile"),
+    re_path(r"^audit/log/tile/(?P<level>[0-9]{1,2})/(?P<index>(?:x[0-9]{3}/)*[0-9]{3})\.p/(?P<width>[0-9]{1,3})$",
+            audit.AuditHashTileApi.as_view(), name="api-audit-log-tile-partial"),
+
+    # --- series (issue 19) ---
+    path("schedules", series.ScheduleCollectionApi.as_view(), name="api-schedules"),
+    path("schedules/<int:schedule_id>", series.ScheduleDetailApi.as_view(), name="api-schedule-detail"),
+    path("series", series.SeriesCollectionApi.as_view(), name="api-series"),
+    path("series/<int:series_id>", series.SeriesDetailApi.as_view(), name="api-series-detail"),
+    path("alerts", series.AlertCollectionApi.as_view(), name="api-alerts"),
+    path("alerts/<int:alert_id>", series.AlertDetailApi.as_view(), name="api-alert-detail"),
+    path("submissions/<int:run_id>/history", series.SubmissionHistoryApi.as_view(), name="api-submission-history"),
+
+    # --- decisions (issue 14) ---
+    path("decisions", decisions.DecisionCollectionApi.as_view(), name="api-decisions"),
+    path("decisions/<int:decision_id>", decisions.DecisionDetailApi.as_view(), name="api-decision-detail"),
+    path("decisions/<int:decision_id>/export", decisions.DecisionExportApi.as_view(), name="api-decision-export"),
+    path("decisions/<int:decision_id>/reports", decisions.DecisionReportApi.as_view(), name="api-decision-reports"),
+    path("decisions/<int:decision_id>/plans", decisions.DecisionGapPlanApi.as_view(), name="api-decision-plans"),
 ]

@@ -28,6 +28,7 @@ class Submission(AppendOnlyModel):
     comparability_key = models.CharField(max_length=71, db_index=True)
     comparability_key_software = models.CharField(max_length=71, db_index=True, default="")
     comparability_key_precision = models.CharField(max_length=71, db_index=True, default="")
+    comparability_key_iso_quality = models.CharField(max_length=71, db_index=True, default="")
 
     protocol_version = models.CharField(max_length=20)
     phase = models.CharField(max_length=20)
@@ -87,7 +88,7 @@ class Submission(AppendOnlyModel):
 
     # The column holding the comparability key of each axis.
     KEY_COLUMNS = {"system": "comparability_key", "software": "comparability_key_software",
-                   "precision": "comparability_key_precision"}
+                   "precision": "comparability_key_precision", "iso-quality": "comparability_key_iso_quality"}
 
     @classmethod
     def from_db(cls, db: Any, field_names: Any, values: Any) -> Submission:

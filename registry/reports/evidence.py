@@ -31,7 +31,7 @@ from registry.exceptions import RegistryError
 from registry.models import AuditEntry, Checkpoint, Report, Submission
 from registry.reports import EVIDENCE_KIND
 from registry.reports.signing import SigningIdentity
-from registry.selectors.audit import audit_inclusion
+from registry.selectors.audit import audit_inclusion, cosigned_note
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,10 @@ def evidence_build(*, report: Report, runs: Sequence[Submission], checkpoint: Ch
                      "checkpoint_current_key": checkpoint_key().vkey,
                      "report_certificates_pem": identity.public_pem().decode("ascii"),
                      "report_certificate_sha256": identity.fingerprint()},
-        "checkpoint": {"note": checkpoint.note, "size": checkpoint.size, "root_hash": checkpoint.root_hash,
+        # The note carries the witnesses' cosignature lines, if any (issue 15): the cosigned checkpoint the report
+        # was issued under. Verifiers that know only the log's key ignore those lines.
+        "checkpoint": {"note": cosigned_note(checkpoint), "id": checkpoint.pk, "size": checkpoint.size,
+                       "root_hash": checkpoint.root_hash,
                        "origin": checkpoint.origin, "signed_at": _iso(checkpoint.created_at)},
         "comparison": {"id": report.comparison.pk, "digest": report.comparison.digest,
                        "canonical": report.comparison.canonical},

@@ -25,7 +25,8 @@ def agents_by_reference(references: list[str]) -> list[Agent]:
     missing: list[str] = []
     for ref in references:
         query = Agent.objects.filter(revoked_at__isnull=True)
-        agent = (query.filter(pk=int(ref)) if str(ref).isdigit() else query.filter(name=ref)).first()
+        numeric = str(ref).isascii() and str(ref).isdigit()  # "²".isdigit() is True, and int("²") fails
+        agent = (query.filter(pk=int(ref)) if numeric else query.filter(name=ref)).first()
         if agent is None:
             missing.append(str(ref))
         elif agent not in found:

@@ -35,7 +35,7 @@ def runs_by_reference(*, refs: Sequence[int | str]) -> list[Submission]:
     missing = [{"pointer": f"/runs/{i}", "code": "unknown-run", "message": f"no run {ref!r} in this registry"}
                for i, ref in enumerate(refs) if ref not in found]
     if missing:
-        raise RegistryError("some runs do not exist", errors=missing, code="unknown-run")
+        raise RegistryError("some runs do not exist", errors=missing, code="unknown-run", status=422)
     return [found[ref] for ref in refs]
 
 

@@ -58,9 +58,10 @@ def _baseline_position(runs: Sequence[Submission], baseline: Submission | int | 
     for i, run in enumerate(runs):
         if ref in (run.pk, run.digest):
             return i
-    raise RegistryError("the baseline must be one of the compared runs", code="invalid-baseline", errors=[
-        {"pointer": "/baseline", "code": "invalid-baseline",
-         "message": f"run {ref!r} is not among the runs compared ({', '.join(str(r.pk) for r in runs)})"}])
+    compared = ", ".join(str(r.pk) for r in runs)
+    raise RegistryError("the baseline must be one of the compared runs", code="invalid-baseline", status=422,
+                        errors=[{"pointer": "/baseline", "code": "invalid-baseline",
+                                 "message": f"run {ref!r} is not among the runs compared ({compared})"}])
 
 
 def _request_key(inputs: Mapping[str, Any]) -> str:

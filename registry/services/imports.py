@@ -10,10 +10,9 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from registry.choices import AuditKind, Trust
-from registry.exceptions import RegistryError
 from registry.importers import mlperf, mlperf_training
 from registry.services.audit import audit_append
-from registry.services.submissions import submission_create
+from registry.services.submissions import BatchOutcome, submission_create_batch
 
 BATCH_SIZE = 200  # runs stored per transaction in a whole-round import
 
@@ -57,7 +56,7 @@ def mlperf_import(*, root: Path, submitted_by: AbstractBaseUser, round_name: str
                   progress: Callable[[int, int], None] | None = None) -> ImportResult:
     """Import an MLPerf Inference or Training tree (a whole round, a division, a submitter or one system).
 
-    Every document is validated and stored by `submission_create`, like any other run. Runs are stored in
+    Every document is validated and stored by `submission_create_batch`, the API's batch path. Runs are stored in
     batches of `batch_size`, one transaction each (with a savepoint per run, so a refused run stores
     nothing and the rest of its batch is kept); importing the same tree again stores nothing new.
     `progress(done, total)` is called after each result folder. `suite` is 'inference', 'training' or 'auto'
@@ -67,14 +66,27 @@ def mlperf_import(*, root: Path, submitted_by: AbstractBaseUser, round_name: str
         suite = "training" if mlperf_training.is_training_tree(root) else "inference"
     parser = mlperf_training.parse_tree if suite == "training" else mlperf.parse_tree
     plan = parser(root, round_name=round_name)
-    outcomes: list[ImportOutcome] = []
     total = len(plan.items)
-    for start in range(0, total, batch_size):
-        with transaction.atomic():
-            for item in plan.items[start:start + batch_size]:
-                outcomes.append(_store(item, submitted_by))
-                if progress:
-                    progress(len(outcomes), total)
+    # The documents go through the batch path of the API (submission_create_batch): `batch_size` to a transaction.
+    ready = [n for n, item in enumerate(plan.items) if not item.skipped and item.document is not None]
+
+    reported = 0
+
+    def advance(upto: int) -> None:  # progress once per folder, those without a document included
+        nonlocal reported
+        while progress and reported < upto:
+            reported += 1
+            progress(reported, total)
+
+    def decided(index: int, _: BatchOutcome) -> None:
+        advance(ready[index] + 1)
+
+    stored = iter(submission_create_batch(documents=(plan.items[n].document for n in ready),
+                                          submitted_by=submitted_by, trust=Trust.IMPORTED, on_outcome=decided,
+                                          per_transaction=batch_size))
+    outcomes = [_outcome(item, None if item.skipped or item.document is None else next(stored))
+                for item in plan.items]
+    advance(total)
     counts = {s: sum(o.status == s for o in outcomes) for s in ("stored", "known", "refused", "skipped")}
     with transaction.atomic():
         audit_append(kind=AuditKind.IMPORT_COMPLETED, actor=submitted_by.get_username(),
@@ -84,17 +96,14 @@ def mlperf_import(*, root: Path, submitted_by: AbstractBaseUser, round_name: str
     return ImportResult(plan=plan, outcomes=outcomes, suite=suite)
 
 
-def _store(item: mlperf.ImportItem, submitted_by: AbstractBaseUser) -> ImportOutcome:
+def _outcome(item: mlperf.ImportItem, stored: BatchOutcome | None) -> ImportOutcome:
     if item.skipped:
         return ImportOutcome(item.key, "skipped", errors=[item.skipped])
-    if item.document is None:
+    if stored is None:
         return ImportOutcome(item.key, "refused", errors=list(item.errors))
-    try:
-        with transaction.atomic():  # a savepoint: a refused run leaves its batch intact
-            # The one call into the normal submission path (validation, canonical form, audit, catalogue).
-            run, created = submission_create(document=item.document, submitted_by=submitted_by,
-                                             trust=Trust.IMPORTED)
-    except RegistryError as exc:
+    if stored.run is None:
+        exc = stored.error
+        assert exc is not None
         details = [f"{e.get('pointer')}: {e.get('message')}" for e in exc.errors] or [exc.message]
         return ImportOutcome(item.key, "refused", errors=details)
-    return ImportOutcome(item.key, "stored" if created else "known", run.pk, run.digest)
+    return ImportOutcome(item.key, stored.status, stored.run.pk, stored.run.digest)

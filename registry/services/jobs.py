@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from itertools import product
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import F, Q
@@ -111,7 +112,7 @@ def job_dispatch(*, job_id: int) -> None:
         return
     if job.agent.embedded:
         job_run_embedded.delay(job.pk)
-    elif app.conf.task_always_eager:
+    elif app.conf.task_always_eager or settings.BENCHREG_EMBEDDED_WORKER:  # no broker an agent could reach
         log.warning("job %s for agent %s stays queued: no broker is configured", job.pk, job.agent_name)
     else:
         app.send_task(AGENT_TASK, args=[job.pk], queue=job.agent.queue,
@@ -236,7 +237,8 @@ def job_submission_create(*, checked: protocol.Checked, submitted_by: AbstractBa
                                      "message": "submit with the agent's own token, naming that agent"}])
     ref = str(provenance.get("job") or "")
     with transaction.atomic():
-        job = Job.objects.select_for_update().filter(pk=int(ref) if ref.isdigit() else None, agent=agent).first()
+        job_id = int(ref) if ref.isascii() and ref.isdigit() else None
+        job = Job.objects.select_for_update().filter(pk=job_id, agent=agent).first()
         if job is None:
             raise NotFound(f"no job {ref} for agent {agent.name}")
         existing = Submission.objects.filter(digest=checked.digest).first()
@@ -255,7 +257,15 @@ def job_submission_create(*, checked: protocol.Checked, submitted_by: AbstractBa
             raise JobConflict(f"job {job.pk} took another run meanwhile", code="job-has-run")
         job.refresh_from_db()
         _log_state(job, f"agent:{agent.name}", run=run.pk, digest=run.digest)
+        # series (issue 19): a scheduled job's run joins its series once it is committed.
+        transaction.on_commit(lambda run_id=run.pk: _series_record_run(run_id), robust=True)
         return run, existing is None
+
+
+def _series_record_run(run_id: int) -> None:
+    from registry.services.series import series_record_run  # series depend on jobs, not the reverse
+
+    series_record_run(run_id=run_id)
 
 
 def _check_run_matches_job(job: Job, document: dict[str, Any]) -> None:

@@ -17,6 +17,7 @@ import logging
 import os
 import secrets
 from collections.abc import Mapping, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ from registry.reports.signing import SigningIdentity, sign_pdf, signing_identity
 from registry.selectors.standing import comparison_members
 from registry.services.audit import audit_append, checkpoint_sign
 from registry.services.comparisons import comparison_create
+from registry.services.witnesses import checkpoint_cosign
 
 log = logging.getLogger(__name__)
 MAX_TITLE = 200
@@ -68,7 +70,9 @@ def report_request(*, comparison: Comparison, title: str, decision: str, request
                                        currency=comparison.inputs.get("currency") or "USD",
                                        requested_by=requested_by, requested_by_name=requested_by.get_username(),
                                        created_at=timezone.now())
-        transaction.on_commit(lambda: render_report.delay(report.pk))
+        # robust: with the broker down the report is still stored and answered as queued (202, never a 500
+        # after the commit); reports_sweep dispatches it again once the broker is back.
+        transaction.on_commit(lambda: render_report.delay(report.pk), robust=True)
     return report
 
 
@@ -87,6 +91,7 @@ def report_render(*, report_id: int) -> Report | None:
         runs = comparison_members(report.comparison)
         _check_reportable(report.comparison, runs)
         checkpoint = checkpoint_sign(reason=CheckpointReason.REPORT)
+        _witnessed(checkpoint)
         identity = signing_identity()
         evidence = evidence_build(report=report, runs=runs, checkpoint=checkpoint, identity=identity)
         pdf = produce_pdf(evidence, identity)
@@ -180,6 +185,18 @@ def _store_file(report: Report, pdf: bytes) -> str:
     return name
 
 
+def _witnessed(checkpoint: Checkpoint) -> None:
+    """With witnesses configured, a report is issued under a checkpoint they cosigned (issue 15): at least
+    BENCHREG_WITNESS_QUORUM of them, else the report fails naming what each witness answered."""
+    if not settings.BENCHREG_WITNESSES:
+        return
+    cosigned, problems = checkpoint_cosign(checkpoint=checkpoint)
+    if cosigned < settings.BENCHREG_WITNESS_QUORUM:
+        raise RegistryError(f"checkpoint {checkpoint.pk} has {cosigned} witness cosignature(s), the quorum is "
+                            f"{settings.BENCHREG_WITNESS_QUORUM}: {'; '.join(problems) or 'no answer'}",
+                            code="witness-quorum")
+
+
 @transaction.atomic
 def _issue(report: Report, pdf: bytes, path: str, evidence: Evidence, checkpoint: Checkpoint) -> None:
     digest = "sha256:" + hashlib.sha256(pdf).hexdigest()
@@ -193,3 +210,45 @@ def _issue(report: Report, pdf: bytes, path: str, evidence: Evidence, checkpoint
                  payload={"report": report.pk, "comparison": report.comparison.digest, "evidence": evidence.digest,
                           "checkpoint_size": checkpoint.size, "title": report.title})
 
+
+
+# ------------------------------------------------------------------------------------------ sweep (issue 17)
+
+def reports_sweep(*, stale_after: timedelta | None = None, max_attempts: int | None = None) -> dict[str, int]:
+    """Nothing stays stuck: re-queue reports whose renderer died, give up on those that keep dying.
+
+    A report RENDERING for longer than `stale_after` (default: the task's hard time limit plus a minute, so a
+    live render is never taken away) lost its worker, e.g. to SIGKILL or OOM: it goes back to QUEUED and is
+    dispatched again, until it has been claimed `max_attempts` times; then it is FAILED with the reason. A
+    report QUEUED for longer than `stale_after` lost its task (the broker was down when it was requested) and
+    is dispatched again. Safe to run concurrently and often: every change is a conditional update.
+    Celery beat runs it (registry.tasks.reports.reports_sweep); `benchreg sweep` runs it by hand.
+    """
+    from registry.tasks.reports import render_report
+
+    stale_after = stale_after if stale_after is not None else timedelta(seconds=settings.BENCHREG_REPORT_STALE_AFTER_S)
+    max_attempts = max_attempts if max_attempts is not None else settings.BENCHREG_REPORT_MAX_ATTEMPTS
+    cutoff = timezone.now() - stale_after
+    stale = Report.objects.filter(status=ReportStatus.RENDERING, started_at__lt=cutoff)
+    failed = 0
+    for report in stale.filter(attempts__gte=max_attempts):
+        failed += Report.objects.filter(pk=report.pk, status=ReportStatus.RENDERING, started_at__lt=cutoff).update(
+            status=ReportStatus.FAILED, finished_at=timezone.now(),
+            last_error=f"rendering stopped without an answer {report.attempts} times (the worker was lost each "
+                       f"time, e.g. killed or out of memory); not retried again")
+    requeued = []
+    for pk in stale.filter(attempts__lt=max_attempts).values_list("pk", flat=True):
+        if Report.objects.filter(pk=pk, status=ReportStatus.RENDERING, started_at__lt=cutoff).update(
+                status=ReportStatus.QUEUED, last_error="re-queued: the previous renderer was lost"):
+            requeued.append(pk)
+    lost = list(Report.objects.filter(status=ReportStatus.QUEUED, created_at__lt=cutoff)
+                .exclude(pk__in=requeued).values_list("pk", flat=True))
+    for pk in [*requeued, *lost]:
+        try:
+            render_report.delay(pk)
+        except Exception as exc:  # the broker is down: the next sweep tries again
+            log.warning("report %s: cannot dispatch (%s); the next sweep retries", pk, exc)
+    if failed or requeued or lost:
+        log.warning("reports sweep: %d failed for good, %d re-queued, %d re-dispatched", failed, len(requeued),
+                    len(lost))
+    return {"failed": failed, "requeued": len(requeued), "redispatched": len(lost)}

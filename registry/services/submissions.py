@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -76,9 +79,10 @@ def _store(checked: protocol.Checked, submitted_by: AbstractBaseUser, token: Api
         submitted_at=timezone.now(),
     )
     audit_append(kind=AuditKind.RUN_SUBMITTED, actor=submitted_by.get_username(), subject=run.digest,
-                 payload={"run": run.pk, "token": token.prefix if token else None, "trust": trust,
-                          "workload": summary.workload_name, "system": summary.system_name})
+                 time=run.submitted_at, payload={"run": run.pk, "trust": trust})
     catalogue_run_added(run=run)  # the catalogue's derived counts, exact in the same transaction
+    from registry.services.decisions import decisions_flag_for_new_run  # decisions (issue 14)
+    decisions_flag_for_new_run(run=run)
     return run
 
 
@@ -94,4 +98,59 @@ def submission_withdraw(*, submission: Submission, reason: str, actor: AbstractB
     audit_append(kind=AuditKind.RUN_WITHDRAWN, actor=actor.get_username(), subject=submission.digest,
                  payload={"run": submission.pk, "reason": withdrawal.reason})
     catalogue_run_withdrawn(run=submission)
+    from registry.services.decisions import decisions_flag_for_runs  # decisions (issue 14)
+    decisions_flag_for_runs(runs=[submission], reason=f"run {submission.pk} was withdrawn: {withdrawal.reason}",
+                            actor=actor.get_username())
     return withdrawal
+
+
+# --- issue 16: many documents in one call (the bulk API and the MLPerf import) ------------------------------------
+
+BATCH_TRANSACTION = 200  # documents stored per transaction in a batch (a savepoint each)
+
+
+@dataclass
+class BatchOutcome:
+    """What became of one document of a batch: stored, known (already stored) or refused (with the error)."""
+
+    status: str
+    run: Submission | None = None
+    error: RegistryError | None = None
+
+
+def submission_create_batch(*, documents: Iterable[bytes | str | dict[str, Any] | RegistryError],
+                            submitted_by: AbstractBaseUser, token: ApiToken | None = None,
+                            trust: str = Trust.DECLARED,
+                            on_outcome: Callable[[int, BatchOutcome], None] | None = None,
+                            per_transaction: int = BATCH_TRANSACTION) -> list[BatchOutcome]:
+    """Validate and store each document like `submission_create`; each stands or falls alone.
+
+    A document may already be a RegistryError (a line the caller could not parse): it is refused as it is.
+    Documents are stored `per_transaction` to a transaction with a savepoint each, so a refused document
+    stores nothing and the others are kept; each stored run's audit entry is queued in its transaction.
+    `on_outcome(index, outcome)` is called as each document is decided (progress, streaming).
+    """
+    outcomes: list[BatchOutcome] = []
+    pending = iter(documents)
+    while True:
+        chunk = list(itertools.islice(pending, per_transaction))
+        if not chunk:
+            return outcomes
+        with transaction.atomic():
+            for document in chunk:
+                outcome = _batch_one(document, submitted_by, token, trust)
+                if on_outcome is not None:
+                    on_outcome(len(outcomes), outcome)
+                outcomes.append(outcome)
+
+
+def _batch_one(document: bytes | str | dict[str, Any] | RegistryError, submitted_by: AbstractBaseUser,
+               token: ApiToken | None, trust: str) -> BatchOutcome:
+    if isinstance(document, RegistryError):
+        return BatchOutcome("refused", error=document)
+    try:
+        with transaction.atomic():  # a savepoint: a refused document leaves the rest of its chunk intact
+            run, created = submission_create(document=document, submitted_by=submitted_by, token=token, trust=trust)
+    except RegistryError as exc:
+        return BatchOutcome("refused", error=exc)
+    return BatchOutcome("stored" if created else "known", run=run)

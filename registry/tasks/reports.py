@@ -7,6 +7,7 @@ import logging
 from celery import shared_task
 
 from registry.services.reports import report_render
+from registry.services.reports import reports_sweep as _reports_sweep
 
 log = logging.getLogger(__name__)
 
@@ -22,3 +23,9 @@ def render_report(report_id: int) -> str | None:
         log.warning("report %s does not exist; nothing to render", report_id)
         return None
     return str(report.status)
+
+
+@shared_task(name="registry.tasks.reports.reports_sweep", ignore_result=True)
+def reports_sweep() -> dict[str, int]:
+    """Celery beat: re-queue reports whose renderer was lost, fail those lost too often (with the reason)."""
+    return _reports_sweep()

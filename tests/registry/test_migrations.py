@@ -1,7 +1,8 @@
-"""Migrations stand alone: what 0007 computes is frozen inside it, and agrees with protocol/ at contract 1.0.
+"""Migrations stand alone: what 0007 and 0011 compute is frozen inside them, and agrees with protocol/.
 
-If the contract file changes without a new version, the live keys stop matching the frozen 1.0 copy and this
-test fails: a changed contract is a new contract version (and a migration of its own for stored keys).
+0007 froze contract 1.0; 0011 froze contract 1.1 (the iso-quality axis) and re-keyed every stored run. If the
+contract file changes without a new version, the live keys stop matching the frozen copy of the current version
+and this test fails: a changed contract is a new contract version (and a migration of its own for stored keys).
 """
 
 from __future__ import annotations
@@ -12,11 +13,13 @@ from typing import Any
 
 import pytest
 
-from protocol.comparability import comparability_key, contract
+from protocol.comparability import comparability_key, contract, contract_document
 from protocol.summary import software_summary
 from tests.conftest import EXAMPLES, SHARED
 
 m0007: Any = importlib.import_module("registry.migrations.0007_catalogue_cells")
+m0011: Any = importlib.import_module("registry.migrations.0011_decisions")
+FROZEN = {m.FROZEN_CONTRACT["version"]: m for m in (m0007, m0011)}
 
 
 def _documents() -> list[dict[str, Any]]:
@@ -24,19 +27,28 @@ def _documents() -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in paths]
 
 
-def test_the_migration_imports_no_protocol_code() -> None:
-    source = m0007.__loader__.get_source(m0007.__name__)
+@pytest.mark.parametrize("module", [m0007, m0011])
+def test_the_migration_imports_no_protocol_code(module: Any) -> None:
+    source = module.__loader__.get_source(module.__name__)
     assert "import protocol" not in source and "from protocol" not in source
 
 
-@pytest.mark.parametrize("axis", ["software", "precision", "system"])
-def test_the_frozen_keys_equal_protocol_keys_while_the_contract_is_1_0(axis: str) -> None:
+@pytest.mark.parametrize("axis", ["software", "precision", "system", "iso-quality"])
+def test_the_frozen_keys_of_the_current_contract_equal_protocol_keys(axis: str) -> None:
     documents = _documents()
     assert documents
-    if contract().version != m0007.FROZEN_CONTRACT["version"]:
-        pytest.fail(f"contract {contract().version}: 0007 stays at 1.0; update this test to say so")
+    if contract().version not in FROZEN:
+        pytest.fail(f"contract {contract().version} has no migration that freezes it and re-keys the runs")
+    frozen = FROZEN[contract().version]
+    assert contract_document() == frozen.FROZEN_CONTRACT
     for doc in documents:
-        assert m0007.comparability_key(doc, axis) == comparability_key(doc, axis)
+        assert frozen.comparability_key(doc, axis) == comparability_key(doc, axis)
+
+
+def test_0007_still_computes_the_1_0_keys_it_wrote() -> None:
+    doc = _documents()[0]
+    assert m0007.FROZEN_CONTRACT["version"] == "1.0"
+    assert m0007.comparability_key(doc, "system") != m0011.comparability_key(doc, "system")
 
 
 def test_the_frozen_software_summary_equals_protocols() -> None:

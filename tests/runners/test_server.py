@@ -43,3 +43,35 @@ def test_an_overloaded_server_run_completes_slower_than_requests_arrive() -> Non
 
     run = run_server(serve, rate=200.0, count=30, concurrency=1, seed=4)  # capacity ~50 req/s
     assert run.arrival_rate > 150.0 and run.completion_rate < 80.0
+
+
+# --- the time cap (issue 17) ----------------------------------------------------------------------------------
+
+def _slow() -> tuple[None, float]:
+    time.sleep(0.02)
+    return None, 20.0
+
+
+def test_an_overloaded_run_stops_at_its_time_cap_and_says_it_was_truncated() -> None:
+    # capacity ~50 req/s against 500 arriving: 2000 requests would take ~40 s; the cap is 1 s
+    run = run_server(_slow, rate=500.0, count=2000, concurrency=1, seed=5, max_seconds=1.0)
+    assert run.truncated and run.planned == 2000 and 10 <= len(run.requests) < 200
+    assert max(r.finished for r in run.requests) - min(r.scheduled for r in run.requests) < 5.0
+
+
+def test_a_run_inside_its_cap_is_not_truncated() -> None:
+    run = run_server(lambda: (None, 0.1), rate=200.0, count=50, concurrency=4, seed=6, max_seconds=30.0)
+    assert not run.truncated and len(run.requests) == 50
+
+
+def test_a_truncated_run_is_kept_with_a_failed_check_and_the_reason() -> None:
+    from runners.inference import _server_checks
+    from runners.spec import RunSpec
+
+    spec = RunSpec(phase="inference", workload="mlp-classifier", precision="fp32", scenario="server",
+                   target_qps=500.0, concurrency=1, quick=True).resolved()
+    run = run_server(_slow, rate=500.0, count=2000, concurrency=1, seed=7, max_seconds=0.5)
+    checks, reasons, note = _server_checks([run], spec)
+    assert checks["finished_within_time_cap"] is False
+    assert any(r.startswith("truncated: 1 of 1 repetitions hit the time cap of 0.5 s; served ") for r in reasons)
+    assert "truncated" in note

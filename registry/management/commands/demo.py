@@ -6,7 +6,9 @@ then measures this machine with the bundled runners and ends by serving the regi
 
 from __future__ import annotations
 
+import os
 import secrets
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -51,10 +53,17 @@ class Command(BaseCommand):
             if report is not None:
                 self.stdout.write(self.style.SUCCESS(f"signed decision report: {report_file(report)}"))
                 self.stdout.write(f"  verify it with:  benchreg verify {report_file(report)}")
+            self._decision(admin)  # decisions (issue 14): the main job ends with a decision and its gaps
         if no_serve:
             return
         self.stdout.write(self.style.SUCCESS(f"serving on http://{bind}/  (API docs: http://{bind}/api/docs/)"))
-        serve(bind=bind, workers=2, threads=4)
+        if settings.BENCHREG_EMBEDDED_WORKER or settings.CELERY_BROKER_URL:
+            serve(bind=bind, workers=2, threads=4)
+            return
+        # This process set up the registry with tasks in-process; the server gets a fresh process, which
+        # `benchreg serve` starts with its own worker (reports and jobs never run in a web request).
+        sys.stdout.flush()
+        os.execv(sys.executable, [sys.executable, "-m", "registry.cli", "serve", "--bind", bind])  # noqa: S606
 
     def _admin_user(self) -> Any:
         users = get_user_model().objects
@@ -123,6 +132,34 @@ class Command(BaseCommand):
             self.stdout.write(self.style.ERROR(f"the report failed: {report.last_error}"))
             return None
         return report
+
+    def _decision(self, admin: Any) -> Any:
+        """A procurement question answered from this machine's own runs: how many of these machines serve
+        100,000 samples/s of the MLP classifier offline, at what cost, and what evidence is missing."""
+        from registry.models import Submission
+        from registry.services.decisions import decision_create, decision_latest_answer
+
+        latest = (Submission.objects.filter(workload_name="mlp-classifier", scenario_kind="offline",
+                                            phase="inference", source="runner").order_by("-id").first())
+        if latest is None:
+            self.stdout.write(self.style.WARNING("no measured MLP classifier run: no decision"))
+            return None
+        question = {"workload": "mlp-classifier", "scenario": "offline", "objectives": [],
+                    "demand": {"value": 100000, "unit": latest.headline_unit or "samples/s"},
+                    "prices": {"system_hour": {"*": 1.0}}, "criteria": ["cost", "energy"]}
+        decision = decision_create(owner=admin, title="CPU inference capacity from this machine's runs",
+                                   question=question)
+        answer = decision_latest_answer(decision=decision).answer
+        self.stdout.write(self.style.SUCCESS(f"decision {decision.pk}: {answer['question']}"))
+        for line in answer["summary"]:
+            self.stdout.write(f"  {line}")
+        for x in answer["left_out"][:5]:
+            self.stdout.write(f"  left out: run {x['run']['id']}: {x['reason']}")
+        self.stdout.write(f"  frontier over {', '.join(answer['frontier']['criteria']) or 'no criterion'}: "
+                          f"{'; '.join(answer['frontier']['labels']) or 'empty'}"
+                          + "".join(f" ({d['criterion']} left out: not measured)"
+                                    for d in answer["frontier"]["dropped"]))
+        return decision
 
     def _load_examples(self, admin: Any) -> None:
         for path in sorted(EXAMPLES_DIR.glob("*.json")):

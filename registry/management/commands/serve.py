@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.migrations.executor import MigrationExecutor
@@ -28,8 +33,25 @@ class _Gunicorn(BaseApplication):  # type: ignore[misc]
 
 
 def serve(*, bind: str, workers: int, threads: int) -> None:
-    _Gunicorn({"bind": bind, "workers": workers, "threads": threads, "accesslog": "-",
-               "timeout": 120}).run()
+    """gunicorn in this process; on the embedded default, with a Celery worker process of its own beside it."""
+    worker = start_embedded_worker() if settings.BENCHREG_EMBEDDED_WORKER else None
+    try:
+        _Gunicorn({"bind": bind, "workers": workers, "threads": threads, "accesslog": "-",
+                   "timeout": 120}).run()
+    finally:
+        if worker is not None:
+            worker.terminate()
+            worker.wait(timeout=60)
+
+
+def start_embedded_worker() -> subprocess.Popen[bytes]:
+    """`celery -A registry worker -B` over the filesystem queue in the data dir: reports, the embedded agent's
+    jobs, and beat's sweeps and checkpoints run here, never in a web request (issue 17)."""
+    schedule = Path(settings.DATA_DIR) / "celerybeat-schedule"
+    return subprocess.Popen([sys.executable, "-m", "celery", "-A", "registry", "worker", "--beat",
+                             "--schedule", str(schedule), "--scheduler", "registry.celery:HeartbeatScheduler",
+                             "--pool", "solo", "--hostname", "embedded@%h", "--loglevel", "info"],
+                            env={**os.environ, "BENCHREG_EMBEDDED_WORKER": "1"})
 
 
 class Command(BaseCommand):

@@ -81,6 +81,10 @@ def world(django_user_model: Any, server_example: dict[str, Any]) -> dict[str, A
     job = Job.objects.create(plan=plan, agent=agents["rig-a"][0], agent_name="rig-a", spec={},
                              soft_time_limit=600, time_limit=900)
     owned_token, _ = token_create(user=submitter, name="sam's", scopes="read")
+    # --- decisions (issue 14) ---
+    from registry.models import Decision
+    decision = Decision.objects.create(title="t", question={}, owner=submitter, workload_name="w",
+                                       scenario_kind="server", created_at=timezone.now())
 
     knocks = [Knock("anonymous", APIClient(), Client(), frozenset(), person=False)]
     for user, base, rights, scopes in ((viewer, "viewer", {"read"}, ["read"]),
@@ -95,6 +99,25 @@ def world(django_user_model: Any, server_example: dict[str, Any]) -> dict[str, A
     for name, who in (("rig-a", "agent"), ("rig-b", "other-agent")):
         knocks.append(Knock(who, *_token(agents[name][1]), frozenset({"agent", "submit"}), person=False,
                             agent=name, user=agents[name][0].user))
-    return {"viewer": viewer, "submitter": submitter, "other": other, "admin": admin, "run": a, "runs": [a, b],
-            "comparison": comparison, "report": report, "agent": agents["rig-a"][0], "agent_b": agents["rig-b"][0],
-            "plan": plan, "job": job, "token": owned_token, "knocks": knocks, "document": server_example}
+    world = {"viewer": viewer, "submitter": submitter, "other": other, "admin": admin, "run": a, "runs": [a, b],
+             "comparison": comparison, "report": report, "agent": agents["rig-a"][0], "agent_b": agents["rig-b"][0],
+             "plan": plan, "job": job, "token": owned_token, "knocks": knocks, "document": server_example,
+             "decision": decision}
+    world.update(_series_world(submitter, plan, agents["rig-a"][0], a, b))  # series (issue 19)
+    return world
+
+
+def _series_world(submitter: Any, plan: Plan, agent: Any, a: Any, b: Any) -> dict[str, Any]:
+    """series (issue 19): the submitter's schedule for the plan, a series of runs a and b, an alert on b."""
+    from registry.models import Alert, Schedule, Series, SeriesRun
+
+    schedule = Schedule.objects.create(name="nightly", plan=plan, cron="0 2 * * *", created_by=submitter,
+                                       created_by_name=submitter.get_username(), last_due_at=timezone.now())
+    schedule.agents.set([agent])
+    series = Series.objects.create(schedule=schedule, agent=agent, config_key=a.comparability_key_software,
+                                   headline_metric=a.headline_metric)
+    for run in (a, b):
+        SeriesRun.objects.create(series=series, run=run, value=run.headline_value)
+    alert = Alert.objects.create(series=series, run=b, previous=a, reference_runs=[a.pk], ratio=1.2, ci_low=1.1,
+                                 ci_high=1.3, p_value=0.0001, direction="better", differences=[])
+    return {"schedule": schedule, "series": series, "alert": alert}

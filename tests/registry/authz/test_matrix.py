@@ -81,6 +81,11 @@ PLAN = _api(lambda k, w: _is_admin(k) or _own(k) or HIDDEN)
 JOB = _api(lambda k, w: _is_admin(k) or _own(k) or k.agent == "rig-a" or HIDDEN)
 JOB_CANCEL = _api(lambda k, w: (not (_is_admin(k) or _own(k) or k.agent == "rig-a") and HIDDEN)
                   or _is_admin(k) or (_own(k) and "submit" in k.rights))
+# series (issue 19): a schedule is its owner's, like a plan; creating one needs a plan the caller may read
+SCHEDULE_CREATE = _api(lambda k, w: False if not (k.person and {"submit", "admin"} & k.rights)
+                       else (_is_admin(k) or _own(k) or HIDDEN))
+SCHEDULE_CHANGE = _api(lambda k, w: (not (_is_admin(k) or _own(k)) and HIDDEN)
+                       or _is_admin(k) or (_own(k) and "submit" in k.rights))
 W_READ = _web(lambda k, w: True)
 W_ADMIN = _web(_is_admin)
 W_PLANNER = _web(lambda k, w: bool({"submit", "admin"} & k.rights))
@@ -124,7 +129,14 @@ RULES: dict[str, list[Case]] = {
     "api-audit-public-key": [("get", lambda w: "/api/v1/audit/public-key", None, OPEN, 200)],
     "api-audit-inclusion": [("get", lambda w: "/api/v1/audit/inclusion", None, OPEN, 400)],
     "api-audit-consistency": [("get", lambda w: "/api/v1/audit/consistency", None, OPEN, 400)],
-    "api-audit-entries": [("get", lambda w: "/api/v1/audit/entries", None, READ, 200)],
+    # --- the audit log is public (issue 15) ---
+    "api-audit-entries": [("get", lambda w: "/api/v1/audit/entries", None, OPEN, 200)],
+    "api-audit-log-checkpoint": [("get", lambda w: "/api/v1/audit/log/checkpoint", None, OPEN, 200)],
+    "api-audit-log-tile": [("get", lambda w: "/api/v1/audit/log/tile/0/000", None, OPEN, 404)],  # < 256 entries
+    "api-audit-log-tile-partial": [("get", lambda w: "/api/v1/audit/log/tile/0/000.p/1", None, OPEN, 200)],
+    "api-audit-log-entries": [("get", lambda w: "/api/v1/audit/log/tile/entries/000", None, OPEN, 404)],
+    "api-audit-log-entries-partial": [("get", lambda w: "/api/v1/audit/log/tile/entries/000.p/1", None, OPEN,
+                                       200)],
     "api-enrolment-tokens": [("get", lambda w: "/api/v1/enrolment-tokens", None, ADMIN, 200),
                              ("post", lambda w: "/api/v1/enrolment-tokens", lambda w: {"note": "n"}, ADMIN, 201)],
     "api-agents": [("get", lambda w: "/api/v1/agents", None, PLANNER, 200)],
@@ -152,10 +164,42 @@ RULES: dict[str, list[Case]] = {
                       lambda w: {"claimant": "w1", "error": "boom"}, AGENT_JOB, 409)],
     "api-schema": [("get", lambda w: "/api/schema/", None, OPEN, 200)],
     "api-docs": [("get", lambda w: "/api/docs/", None, OPEN, 200)],
+    # series (issue 19)
+    "api-schedules": [("get", lambda w: "/api/v1/schedules", None, PLANNER, 200),
+                      ("post", lambda w: "/api/v1/schedules",
+                       lambda w: {"plan": w["plan"].pk, "cron": "0 2 * * *", "agents": ["rig-a"]}, SCHEDULE_CREATE,
+                       201)],
+    "api-schedule-detail": [("get", lambda w: f"/api/v1/schedules/{w['schedule'].pk}", None, PLAN, 200),
+                            ("patch", lambda w: f"/api/v1/schedules/{w['schedule'].pk}", lambda w: {"paused": True},
+                             SCHEDULE_CHANGE, 200),
+                            ("delete", lambda w: f"/api/v1/schedules/{w['schedule'].pk}", None, SCHEDULE_CHANGE, 200)],
+    "api-series": [("get", lambda w: "/api/v1/series", None, READ, 200)],
+    "api-series-detail": [("get", lambda w: f"/api/v1/series/{w['series'].pk}", None, READ, 200)],
+    "api-alerts": [("get", lambda w: "/api/v1/alerts", None, READ, 200)],
+    "api-alert-detail": [("get", lambda w: f"/api/v1/alerts/{w['alert'].pk}", None, READ, 200)],
+    "api-submission-history": [("get", lambda w: f"/api/v1/submissions/{w['run'].pk}/history", None, READ, 200)],
+    # --- decisions (issue 14): an empty body is 400, which proves the door opened ---
+    "api-decisions": [("get", lambda w: "/api/v1/decisions", None, READ, 200),
+                      ("post", lambda w: "/api/v1/decisions", lambda w: {}, PERSON, 400)],
+    "api-decision-detail": [("get", lambda w: f"/api/v1/decisions/{w['decision'].pk}", None, OWN_REPORT, 200)],
+    # the world's decision has no answer: 422 (no cited runs) from the service proves the door opened
+    "api-decision-reports": [("post", lambda w: f"/api/v1/decisions/{w['decision'].pk}/reports", lambda w: {},
+                              OWN_REPORT, 422)],
+    # a planner who may read the decision; an empty body is 400 (a planner who may not read it: 404)
+    "api-decision-plans": [("post", lambda w: f"/api/v1/decisions/{w['decision'].pk}/plans", lambda w: {},
+                            _api(lambda k, w: k.person and bool({"submit", "admin"} & k.rights)
+                                 and (("read" in k.rights and _is_admin(k)) or _own(k) or HIDDEN)), 400)],
+    "api-decision-export": [("get", lambda w: f"/api/v1/decisions/{w['decision'].pk}/export", None, OWN_REPORT,
+                             200)],
+    "decisions": [("get", lambda w: "/decisions/", None, W_READ, 200),
+                  ("post", lambda w: "/decisions/", lambda w: {}, W_READ, 400)],
+    "decision": [("get", lambda w: f"/decisions/{w['decision'].pk}/", None, W_OWN_REPORT, 200)],
     # --- pages ---
     "login": [("get", lambda w: "/accounts/login/", None, OPEN, 200)],
     "logout": [("post", lambda w: "/accounts/logout/", lambda w: {}, OPEN, 200)],
     "home": [("get", lambda w: "/", None, W_READ, 200)],
+    # --- catalogue (issue 18) ---
+    "matrix": [("get", lambda w: "/matrix/", None, W_READ, 200)],
     "run": [("get", lambda w: f"/runs/{w['run'].pk}/", None, W_READ, 200)],
     "run-withdraw": [("post", lambda w: f"/runs/{w['run'].pk}/withdraw", lambda w: {"reason": "r"}, W_ADMIN, 302)],
     "compare": [("get", lambda w: "/compare/", None, W_READ, 200),
@@ -172,10 +216,16 @@ RULES: dict[str, list[Case]] = {
     "agents": [("get", lambda w: "/agents/", None, W_PLANNER, 200)],
     "jobs": [("get", lambda w: "/jobs/", None, W_PLANNER, 200)],
     "job-cancel": [("post", lambda w: f"/jobs/{w['job'].pk}/cancel", lambda w: {}, W_JOB_CANCEL, 302)],
+    "run-history": [("get", lambda w: f"/runs/{w['run'].pk}/history/", None, W_READ, 200)],  # series (issue 19)
+    "alerts": [("get", lambda w: "/alerts/", None, W_READ, 200)],  # series (issue 19)
     "tokens": [("get", lambda w: "/tokens/", None, W_READ, 200),
                ("post", lambda w: "/tokens/", lambda w: {"name": "n", "scopes": ["read"]}, W_READ, 200)],
     "token-revoke": [("post", lambda w: f"/tokens/{w['token'].pk}/revoke", lambda w: {}, W_OWN_TOKEN, 302)],
 }
+RULES.update({  # --- operations (issue 17): probes open to anyone, credentials or not ---
+    "healthz": [("get", lambda w: "/healthz", None, OPEN, 200)],
+    "readyz": [("get", lambda w: "/readyz", None, OPEN, 200)],
+})
 ADMIN_SITE_PATHS = ["/admin/", "/admin/registry/job/", "/admin/registry/agent/", "/admin/registry/apitoken/"]
 
 
