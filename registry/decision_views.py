@@ -5,16 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_http_methods
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from registry import policy
 from registry.exceptions import RegistryError
+from registry.models import Agent
 from registry.permissions import roles_of
 from registry.selectors.decisions import decision_list
-from registry.services.decisions import decision_create, decision_latest_answer
+from registry.services.decisions import decision_create, decision_gap_plan, decision_latest_answer, decision_report
 
 
 class DecisionForm(forms.Form):
@@ -46,6 +50,31 @@ class DecisionForm(forms.Form):
                 "demand": {"value": d["demand"], "unit": d["demand_unit"]}, "prices": prices}
 
 
+class GapPlanForm(forms.Form):
+    """Measure a missing or weak candidate: which live agents run it, and how many times (3: what an interval needs)."""
+
+    candidate = forms.CharField(max_length=500, widget=forms.HiddenInput)
+    agents = forms.ModelMultipleChoiceField(queryset=Agent.objects.none(), widget=forms.CheckboxSelectMultiple)
+    repetitions = forms.IntegerField(min_value=3, max_value=50, initial=3)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Names only: an agent's inventory, host and addresses stay behind AGENT_READ.
+        self.fields["agents"].queryset = Agent.objects.filter(revoked_at__isnull=True).order_by("name")
+        self.fields["agents"].label_from_instance = lambda agent: agent.name
+
+
+def _decision_context(request: HttpRequest, decision: Any, plan_form: GapPlanForm | None = None) -> dict[str, Any]:
+    principal = policy.for_request(request)
+    latest = decision_latest_answer(decision=decision)
+    can_plan = policy.can(principal, policy.PLAN_CREATE)
+    return {"decision": decision, "latest": latest, "answer": latest.answer if latest else None,
+            "roles": roles_of(request.user), "can_report": policy.can(principal, policy.DECISION_CREATE),
+            "can_plan": can_plan, "plan_form": plan_form or (GapPlanForm() if can_plan else None),
+            "plan_form_for": plan_form.data.get("candidate") if plan_form is not None else None,
+            "issued": decision.reports.select_related("report", "answer").order_by("-id")}
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def decisions_page(request: HttpRequest) -> HttpResponse:
@@ -73,7 +102,45 @@ def decisions_page(request: HttpRequest) -> HttpResponse:
 @require_GET
 def decision_page(request: HttpRequest, decision_id: int) -> HttpResponse:
     decision = policy.decision_get(policy.for_request(request), decision_id)
-    latest = decision_latest_answer(decision=decision)
-    return render(request, "registry/decision.html", {"decision": decision, "latest": latest,
-                                                      "answer": latest.answer if latest else None,
-                                                      "roles": roles_of(request.user)})
+    return render(request, "registry/decision.html", _decision_context(request, decision))
+
+
+@login_required
+@require_POST
+def decision_report_view(request: HttpRequest, decision_id: int) -> HttpResponse:
+    """Issue the signed report of the decision's answer, as `POST /api/v1/decisions/<id>/reports`."""
+    principal = policy.for_request(request)
+    decision = policy.decision_get(principal, decision_id)
+    if not policy.can(principal, policy.DECISION_CREATE):
+        raise PermissionDenied("your roles do not include issuing reports")
+    try:
+        report = decision_report(decision=decision, requested_by=request.user)
+    except RegistryError as exc:
+        messages.error(request, exc.message)
+        return redirect("decision", decision_id=decision.pk)
+    messages.success(request, "Report requested. The comparison page shows its status until the PDF can be "
+                              "downloaded; the decision lists it too.")
+    return redirect(reverse("comparison", args=[report.comparison_id]) + f"#report-{report.pk}")
+
+
+@login_required
+@require_POST
+def decision_plan_view(request: HttpRequest, decision_id: int) -> HttpResponse:
+    """Turn a candidate's gap into a benchmark plan for chosen agents, as `POST /api/v1/decisions/<id>/plans`."""
+    principal = policy.for_request(request)
+    decision = policy.decision_get(principal, decision_id)
+    if not policy.can(principal, policy.PLAN_CREATE):
+        raise PermissionDenied("your roles do not include planning runs")
+    form = GapPlanForm(request.POST)
+    if form.is_valid():
+        try:
+            plan = decision_gap_plan(decision=decision, candidate=form.cleaned_data["candidate"],
+                                     agents=list(form.cleaned_data["agents"]), created_by=request.user,
+                                     repetitions=form.cleaned_data["repetitions"])
+        except RegistryError as exc:
+            form.add_error(None, exc.message)
+        else:
+            messages.success(request, f"Plan {plan.pk} dispatched {plan.jobs.count()} jobs. When their runs are "
+                                      "stored, this decision is flagged and answered again with them.")
+            return redirect("jobs")
+    return render(request, "registry/decision.html", _decision_context(request, decision, form), status=400)

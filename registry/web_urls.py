@@ -30,6 +30,8 @@ urlpatterns = [
     # --- decisions (issue 14) ---
     path("decisions/", decision_views.decisions_page, name="decisions"),
     path("decisions/<int:decision_id>/", decision_views.decision_page, name="decision"),
+    path("decisions/<int:decision_id>/report", decision_views.decision_report_view, name="decision-report"),
+    path("decisions/<int:decision_id>/plan", decision_views.decision_plan_view, name="decision-plan"),
 
     # --- catalogue (issue 18): the overview matrix ---
     path("matrix/", views.matrix, name="matrix"),

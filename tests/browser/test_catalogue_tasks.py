@@ -186,6 +186,25 @@ def test_the_overview_matrix(user: User, fleet: dict[str, Any]) -> None:
     assert cells[0]["ci_low"] < cells[0]["estimate"] < cells[0]["ci_high"] and len(cells[0]["runs"]) == 3
 
 
+def test_on_a_phone_the_facets_fold_away_until_a_filter_is_in_force(user: User, fleet: dict[str, Any]) -> None:
+    page = user.page
+    page.set_viewport_size({"width": NARROW, "height": 844})
+    page.goto(user.base + "/")
+    scenario = page.get_by_label("Scenario", exact=True)
+    assert not scenario.is_visible()  # the results come first; the panel's summary says what it holds
+    results = page.locator("table").first.bounding_box()
+    assert results is not None and results["y"] < 844  # the first table starts on the first screen
+    user.click(page.locator("summary", has_text="Filter runs"))
+    with page.expect_navigation():
+        scenario.select_option("server")
+    assert "scenario=server" in page.url
+    assert page.get_by_label("Scenario", exact=True).is_visible()  # a filter in force keeps the panel open
+    assert "(1 in force)" in page.locator("summary", has_text="Filter runs").inner_text()
+    page.set_viewport_size({"width": WIDE, "height": 900})
+    page.goto(user.base + "/")
+    assert page.get_by_label("Scenario", exact=True).is_visible()  # beside the results there is room: open
+
+
 def test_facets_work_without_javascript(live_server: Any, chromium: Any, django_user_model: Any,
                                         fleet: dict[str, Any]) -> None:
     _user(django_user_model, "nojs", "viewer")

@@ -26,6 +26,12 @@
       Array.prototype.forEach.call(form.elements, function (el) { el.disabled = false; });
     });
   });
+  // On a narrow screen the facet panel starts closed unless a filter is in force (its summary says how many).
+  if (window.matchMedia && window.matchMedia("(max-width: 900px)").matches) {
+    Array.prototype.forEach.call(document.querySelectorAll("details[data-collapse-narrow]"), function (d) {
+      if (!d.hasAttribute("data-active")) { d.open = false; }
+    });
+  }
   var focusId = null;
   try { focusId = sessionStorage.getItem(KEY); sessionStorage.removeItem(KEY); } catch (e) { /* ignore */ }
   if (focusId) {

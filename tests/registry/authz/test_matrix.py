@@ -194,6 +194,13 @@ RULES: dict[str, list[Case]] = {
     "decisions": [("get", lambda w: "/decisions/", None, W_READ, 200),
                   ("post", lambda w: "/decisions/", lambda w: {}, W_READ, 400)],
     "decision": [("get", lambda w: f"/decisions/{w['decision'].pk}/", None, W_OWN_REPORT, 200)],
+    # the world's decision has no answer: the refusal comes back as a message on the decision page (302)
+    "decision-report": [("post", lambda w: f"/decisions/{w['decision'].pk}/report", lambda w: {}, W_OWN_REPORT,
+                         302)],
+    # who may read the decision and plan runs; an empty form is 400 (may read it but not plan: 403)
+    "decision-plan": [("post", lambda w: f"/decisions/{w['decision'].pk}/plan", lambda w: {},
+                       _web(lambda k, w: HIDDEN if not (_is_admin(k) or _own(k))
+                            else (bool({"submit", "admin"} & k.rights) or 403)), 400)],
     # --- pages ---
     "login": [("get", lambda w: "/accounts/login/", None, OPEN, 200)],
     "logout": [("post", lambda w: "/accounts/logout/", lambda w: {}, OPEN, 200)],

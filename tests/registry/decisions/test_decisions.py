@@ -295,3 +295,37 @@ def test_a_weak_candidate_becomes_a_plan_whose_runs_flow_back_into_the_decision(
     bad = client.post(f"/api/v1/decisions/{body['id']}/plans", {"candidate": "nope", "agents": [agent.pk]},
                       format="json")
     assert bad.status_code == 400 and "nope" in bad.content.decode()
+
+
+@pytest.mark.django_db
+def test_the_decision_page_issues_the_report_and_plans_runs_for_a_gap() -> None:
+    from django.test import Client
+
+    from registry.models import DecisionReport, Plan
+    from tests.registry.agents.conftest import enrol
+
+    user = _user()
+    api = _client(user)
+    _submit(api, [_doc(f"h{i}", 1000.0 + i) for i in range(3)] + [_doc("m0", 1200.0, 500.0, "MI300X", "fp8")])
+    decision = api.post("/api/v1/decisions", {"title": "t", "question": QUESTION}, format="json").json()
+    weak = next(c for c in decision["answer"]["candidates"] if c["gaps"])
+    agent, _ = enrol("rig-ui")
+    web = Client(SERVER_NAME="localhost")
+    web.force_login(user)
+    page = web.get(f"/decisions/{decision['id']}/").content.decode()
+    assert "Issue a signed report of this answer" in page and "Plan runs for this gap" in page and "rig-ui" in page
+
+    issued = web.post(f"/decisions/{decision['id']}/report")
+    record = DecisionReport.objects.get(decision_id=decision["id"])
+    assert issued.status_code == 302
+    assert issued["Location"] == f"/comparisons/{record.report.comparison_id}/#report-{record.report_id}"
+    assert f"Report {record.report_id}</a> of answer 1" in web.get(f"/decisions/{decision['id']}/").content.decode()
+
+    refused = web.post(f"/decisions/{decision['id']}/plan", {"candidate": weak["label"], "repetitions": 3})
+    assert refused.status_code == 400 and "This field is required" in refused.content.decode()
+    assert not Plan.objects.exists()
+    planned = web.post(f"/decisions/{decision['id']}/plan",
+                       {"candidate": weak["label"], "agents": [agent.pk], "repetitions": 4})
+    assert planned.status_code == 302 and planned["Location"] == "/jobs/"
+    plan = Plan.objects.get()
+    assert (plan.repetitions, plan.precisions, plan.jobs.count()) == (4, ["fp8"], 1)
