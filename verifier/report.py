@@ -302,6 +302,9 @@ def _evidence(verdict: Verdict, reader: PdfFileReader, reason: str) -> dict[str,
         return None
     verdict.report.update({k: report.get(k) for k in ("id", "title", "decision", "requested_by")})
     verdict.report["runs"] = [{"id": r.get("id"), "digest": r.get("digest"), "system": r.get("system")} for r in runs]
+    decision = evidence.get("decision")
+    if isinstance(decision, dict):
+        verdict.report["decision"] = {k: decision.get(k) for k in ("id", "title", "answer", "digest")}
     return evidence
 
 
@@ -345,8 +348,26 @@ def _contents(verdict: Verdict, evidence: Mapping[str, Any]) -> None:
     contract = evidence.get("contract") or {}
     if digest_of(canonicalize(contract.get("document"))) != contract.get("digest"):
         problems.append("the contract does not hash to its digest")
+    decision = evidence.get("decision")
+    if decision is not None:
+        problems += _decision_problems(decision, runs)
     verdict.add("evidence-contents", not problems, "; ".join(problems) or
-                f"{len(runs)} run texts, the comparison and the contract hash to their digests")
+                f"{len(runs)} run texts, the comparison{', the decision answer' if decision is not None else ''} "
+                "and the contract hash to their digests")
+
+
+def _decision_problems(decision: Any, runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """A report issued from a decision carries the answer it states: its text must hash to its digest, and every
+    run attached must be one that answer cites (the report compares the cited runs, never others)."""
+    text = str(decision.get("canonical", "")) if isinstance(decision, dict) else ""
+    if not isinstance(decision, dict) or digest_of(text.encode()) != decision.get("digest"):
+        return ["the decision answer does not hash to its digest"]
+    try:
+        cited = set(json.loads(text).get("cited") or [])
+    except (ValueError, AttributeError):
+        return ["the decision answer is not a JSON object"]
+    strays = [_run_name(r) for r in runs if r.get("digest") not in cited]
+    return [f"{', '.join(strays)} not cited by the decision answer"] if strays else []
 
 
 def _log(verdict: Verdict, evidence: Mapping[str, Any], log_keys: Sequence[str | VerifierKey]) -> None:

@@ -49,8 +49,39 @@ def report_context(evidence: Mapping[str, Any], *, certificate: Mapping[str, str
         "sizing": [{"label": a["label"], **a["sizing"]} for a in result.get("arms") or [] if a.get("sizing")],
         "protocol_versions": sorted({str(d.get("protocol")) for d in docs}),
         "charts": _charts(result, docs, ids),
+        "decision_answer": decision_answer(evidence.get("decision")),
         "certificate": certificate,
     }
+
+
+def decision_answer(section: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A report issued from a decision: the answer it states (from the evidence's `decision` section), one row per
+    candidate with its verdict, figures and gaps side by side, and the Pareto chart. None for other reports."""
+    if not section:
+        return None
+    answer = json.loads(section["canonical"])
+    members = set((answer.get("frontier") or {}).get("members") or [])
+
+    def figure(block: Any) -> str:
+        if not isinstance(block, Mapping) or block.get("value") is None:
+            return "—"
+        low, high = block.get("ci_low"), block.get("ci_high")
+        return f"{block['value']:.4g}" + (f" ({low:.4g}–{high:.4g})" if low is not None and high is not None else "")
+
+    rows = [{"label": c["label"], "meets": c["meets"], "frontier": i in members,
+             "systems": figure(c.get("systems_needed")), "cost": figure(c.get("cost_per_million")),
+             "energy": figure(c.get("energy_per_output")),
+             "latency": f"{c['latency_ms']:.4g}" if isinstance(c.get("latency_ms"), int | float) else "—",
+             "runs": [r.get("id") for r in c.get("runs") or []],
+             "gaps": [g.get("message") or g.get("code") for g in c.get("gaps") or []]}
+            for i, c in enumerate(answer.get("candidates") or [])]
+    first = (answer.get("candidates") or [{}])[0]
+    return {"id": section.get("id"), "title": section.get("title"), "number": section.get("answer"),
+            "digest": section.get("digest"), "question": answer.get("question"), "rows": rows,
+            "frontier": answer.get("frontier") or {}, "left_out": len(answer.get("left_out") or []),
+            "units": {"cost": (first.get("cost_per_million") or {}).get("unit"),
+                      "energy": (first.get("energy_per_output") or {}).get("unit")},
+            "pareto": charts.pareto_chart(answer)}
 
 
 # Caveats that block any verdict: the numbers of such a run do not measure what the comparison needs.

@@ -13,6 +13,9 @@ Layout (kind "benchreg.report-evidence/1"), serialised as RFC 8785 canonical JSO
                 submitter, submitted_by, submitted_at, agent, trust (how the run came in: vouched, declared,
                 imported; never example), and `audit`: the run's "run.submitted" entry text, its seq (leaf
                 index), leaf hash, and the RFC 9162 inclusion proof in the checkpoint's tree
+    decision    only in a report issued from a decision (issue 14): id, title, the answer's number and digest, and
+                `canonical`: the exact RFC 8785 text of the answer (candidates, frontier, gaps, cited runs) that
+                hashes to digest; every run attached is one the answer cites
 
 Texts that are hashed travel as strings, never re-serialised, so anyone can hash them again byte for byte.
 """
@@ -28,7 +31,7 @@ from protocol import comparability
 from registry.audit.keys import checkpoint_key, log_origin
 from registry.choices import AuditKind
 from registry.exceptions import RegistryError
-from registry.models import AuditEntry, Checkpoint, Report, Submission
+from registry.models import AuditEntry, Checkpoint, DecisionReport, Report, Submission
 from registry.reports import EVIDENCE_KIND
 from registry.reports.signing import SigningIdentity
 from registry.selectors.audit import audit_inclusion, cosigned_note
@@ -67,6 +70,12 @@ def evidence_build(*, report: Report, runs: Sequence[Submission], checkpoint: Ch
         "contract": {"digest": protocol.digest(contract), "document": contract},
         "runs": [_run(i, run, checkpoint) for i, run in enumerate(runs)],
     }
+    issued_from = DecisionReport.objects.filter(report=report).select_related("decision", "answer").first()
+    if issued_from is not None:
+        answer = issued_from.answer
+        document["decision"] = {"id": issued_from.decision_id, "title": issued_from.decision.title,
+                                "answer": answer.number, "digest": answer.digest,
+                                "canonical": protocol.canonicalize(answer.answer).decode()}
     canonical = protocol.canonicalize(document)
     return Evidence(document, canonical, protocol.digest_of(canonical))
 

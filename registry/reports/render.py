@@ -34,7 +34,11 @@ class OfflineFetcher(URLFetcher):
 def render_html(context: Mapping[str, Any]) -> str:
     """The report's HTML. User text is escaped by Django's autoescaping; charts become data: SVG images."""
     charts = [{"title": c["title"], "src": _data_uri(c["svg"])} for c in context.get("charts") or []]
-    return render_to_string(TEMPLATE, {**context, "charts": charts, "weasyprint_version": weasyprint.__version__})
+    decision = context.get("decision_answer")
+    if decision and decision.get("pareto"):
+        decision = {**decision, "pareto": _data_uri(decision["pareto"])}
+    return render_to_string(TEMPLATE, {**context, "charts": charts, "decision_answer": decision,
+                                       "weasyprint_version": weasyprint.__version__})
 
 
 def render_pdf(context: Mapping[str, Any], *, evidence: bytes, evidence_digest: str,

@@ -189,6 +189,7 @@ def decision_report_text(answer: dict[str, Any]) -> str:
     return text
 
 
+@transaction.atomic  # the DecisionReport row exists before the render (on commit) looks for it in the evidence
 def decision_report(*, decision: Decision, requested_by: AbstractBaseUser) -> Any:
     """Issue a signed report of the decision's latest answer (queued like any report; eager without a broker).
 

@@ -252,7 +252,14 @@ def test_reissued_report_verifies_and_the_old_one_still_verifies(settings: Any, 
     assert old.status == "ready", old.last_error
     assert "Which systems serve decoder-small" in old.decision and "meets" in old.decision
     old_pdf = report_file(old).read_bytes()
-    assert report_verify(pdf=old_pdf).valid
+    verdict = report_verify(pdf=old_pdf)
+    assert verdict.valid and verdict.report["decision"]["answer"] == 1
+    assert verdict.report["decision"]["digest"] == decision.answers.get(number=1).digest
+    # The answer is stated in the PDF from the evidence it carries: one row per candidate, and the frontier drawn.
+    text = subprocess.run(["pdftotext", "-layout", str(report_file(old)), "-"], capture_output=True, text=True,
+                          check=True).stdout
+    assert "answered per candidate" in text and "Pareto frontier over" in text and "frontier" in text
+    assert "lower is better on both" in text  # the Pareto chart's caption: drawn only when the chart is
     submission_withdraw(submission=Submission.objects.get(pk=ids[0]), reason="driver bug", actor=user)
     decision.refresh_from_db()
     assert decision.status == "evidence-changed"
@@ -329,3 +336,16 @@ def test_the_decision_page_issues_the_report_and_plans_runs_for_a_gap() -> None:
     assert planned.status_code == 302 and planned["Location"] == "/jobs/"
     plan = Plan.objects.get()
     assert (plan.repetitions, plan.precisions, plan.jobs.count()) == (4, ["fp8"], 1)
+
+
+def test_the_verifier_refuses_a_decision_answer_that_does_not_hash_or_cites_other_runs() -> None:
+    from protocol import canonicalize, digest_of
+    from verifier.report import _decision_problems
+
+    answer = {"cited": ["sha256:aa"], "candidates": []}
+    text = canonicalize(answer).decode()
+    section = {"digest": digest_of(text.encode()), "canonical": text}
+    assert _decision_problems(section, [{"id": 1, "digest": "sha256:aa"}]) == []
+    assert "not cited" in _decision_problems(section, [{"id": 2, "digest": "sha256:bb"}])[0]
+    assert "does not hash" in _decision_problems({**section, "canonical": text.replace("aa", "ab")},
+                                                 [{"id": 1, "digest": "sha256:aa"}])[0]
