@@ -140,17 +140,24 @@ def _flag(decision: Decision, *, reason: str, runs: list[Submission], actor: str
 
 @transaction.atomic
 def decisions_flag_for_runs(*, runs: Iterable[Submission], reason: str, actor: str = "registry") -> list[Decision]:
-    """Flag every decision whose latest answer cites one of `runs` ("evidence changed", audited, webhook)."""
+    """Flag every decision whose latest answer cites one of `runs` ("evidence changed", audited, webhook).
+
+    Only decisions with an answer citing one of the runs are read (one query over the cited-run index), and of
+    those only the ones whose *latest* answer cites it are flagged: an older answer is history, not the basis.
+    """
     runs = list(runs)
-    ids = {r.pk for r in runs}
+    cited: dict[int, dict[int, set[int]]] = {}  # decision -> answer number -> cited run ids among `runs`
+    for decision_id, number, run_id in DecisionEvidence.objects.filter(
+            submission_id__in=[r.pk for r in runs]).values_list("answer__decision_id", "answer__number",
+                                                                 "submission_id"):
+        cited.setdefault(decision_id, {}).setdefault(number, set()).add(run_id)
     flagged = []
-    for decision in Decision.objects.select_for_update().order_by("id"):
+    for decision in Decision.objects.select_for_update().filter(pk__in=cited).order_by("id"):
         latest = decision_latest_answer(decision=decision)
-        if latest is None or not latest.evidence.filter(submission_id__in=ids).exists():
-            continue
-        _flag(decision, reason=reason, runs=[r for r in runs if latest.evidence.filter(submission=r).exists()],
-              actor=actor)
-        flagged.append(decision)
+        hit = cited[decision.pk].get(latest.number) if latest is not None else None
+        if hit:
+            _flag(decision, reason=reason, runs=[r for r in runs if r.pk in hit], actor=actor)
+            flagged.append(decision)
     return flagged
 
 
@@ -162,14 +169,22 @@ def decisions_flag_for_series_alert(sender: type, *, alert: Any, **_: Any) -> li
                                                      f"run {alert.run_id} against the runs before it")
 
 
-@transaction.atomic
 def decisions_flag_for_new_run(*, run: Submission, actor: str = "registry") -> list[Decision]:
-    """Flag every decision whose question the new run enters (it would be a candidate run)."""
+    """Flag every decision whose question the new run enters (it would be a candidate run).
+
+    Called for every stored run, inside its transaction: the common case (no decision on this workload and
+    scenario, or none the run enters) is one indexed SELECT, with no lock and no savepoint.
+    """
+    if run.trust == Trust.EXAMPLE:
+        return []
+    entering = [d.pk for d in Decision.objects.filter(workload_name=run.workload_name,
+                                                       scenario_kind=run.scenario_kind).only("id", "question")
+                if dec.out_of_question(_question(d.question), run.document) is None]
+    if not entering:
+        return []
     flagged = []
-    for decision in Decision.objects.select_for_update().filter(workload_name=run.workload_name,
-                                                                 scenario_kind=run.scenario_kind):
-        question = _question(decision.question)
-        if run.trust != Trust.EXAMPLE and dec.out_of_question(question, run.document) is None:
+    with transaction.atomic():
+        for decision in Decision.objects.select_for_update().filter(pk__in=entering).order_by("id"):
             _flag(decision, reason=f"new evidence: run {run.pk} enters the question", runs=[run], actor=actor)
             flagged.append(decision)
     return flagged

@@ -349,3 +349,24 @@ def test_the_verifier_refuses_a_decision_answer_that_does_not_hash_or_cites_othe
     assert "not cited" in _decision_problems(section, [{"id": 2, "digest": "sha256:bb"}])[0]
     assert "does not hash" in _decision_problems({**section, "canonical": text.replace("aa", "ab")},
                                                  [{"id": 1, "digest": "sha256:aa"}])[0]
+
+
+@pytest.mark.django_db
+def test_only_a_decision_whose_latest_answer_cites_the_run_is_flagged() -> None:
+    from registry.services.decisions import decision_answer, decisions_flag_for_runs
+
+    user = _user()
+    client = _client(user)
+    ids = _submit(client, [_doc(f"h{i}", 1000.0 + i) for i in range(4)])
+    decision = Decision.objects.get(pk=client.post("/api/v1/decisions", {"title": "t", "question": QUESTION},
+                                                   format="json").json()["id"])
+    other = Decision.objects.get(pk=client.post("/api/v1/decisions", {"title": "u", "question": QUESTION},
+                                                format="json").json()["id"])
+    submission_withdraw(submission=Submission.objects.get(pk=ids[0]), reason="bad cable", actor=user)
+    decision_answer(decision=decision, actor="t")  # answer 2 no longer cites the withdrawn run; `other` still does
+    decision.refresh_from_db()
+    assert decision.status == "current"
+    flagged = decisions_flag_for_runs(runs=[Submission.objects.get(pk=ids[0])], reason="again")
+    assert [d.pk for d in flagged] == [other.pk]
+    assert [d.pk for d in decisions_flag_for_runs(runs=[Submission.objects.get(pk=ids[1])], reason="x")] == [
+        decision.pk, other.pk]
