@@ -370,3 +370,20 @@ def test_only_a_decision_whose_latest_answer_cites_the_run_is_flagged() -> None:
     assert [d.pk for d in flagged] == [other.pk]
     assert [d.pk for d in decisions_flag_for_runs(runs=[Submission.objects.get(pk=ids[1])], reason="x")] == [
         decision.pk, other.pk]
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("table", ["registry_decisionanswer", "registry_decisionevidence"])
+@pytest.mark.parametrize("statement", ["UPDATE {t} SET id = id", "DELETE FROM {t}", "TRUNCATE {t} CASCADE"])
+def test_postgres_refuses_rewriting_what_a_decision_answered(table: str, statement: str) -> None:
+    from django.db import transaction
+
+    from registry.models import DecisionAnswer
+
+    client = _client(_user())
+    _submit(client, [_doc(f"h{i}", 1000.0 + i) for i in range(3)])
+    assert client.post("/api/v1/decisions", {"title": "t", "question": QUESTION}, format="json").status_code == 201
+    with pytest.raises(Exception, match="append-only"), transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(statement.format(t=table))
+    assert DecisionAnswer.objects.count() == 1
