@@ -95,7 +95,7 @@ def _one(user, n: int, start: int) -> dict[str, float]:  # type: ignore[no-untyp
     from registry.selectors.reports import report_verify
     from registry.selectors.standing import comparison_members
     from registry.services.audit import checkpoint_sign
-    from registry.services.reports import certificate_words, report_file, report_render, report_request
+    from registry.services.reports import certificate_words, report_bytes, report_render, report_request
 
     comparison = _comparison(user, n, start)
     identity = signing_identity()
@@ -105,7 +105,7 @@ def _one(user, n: int, start: int) -> dict[str, float]:  # type: ignore[no-untyp
     total = time.perf_counter() - t0
     done = report_render(report_id=report.pk)  # a no-op now: shows the task is idempotent
     assert done is not None and done.status == "ready", done and done.last_error
-    pdf = report_file(done).read_bytes()
+    pdf = report_bytes(done)
     t1 = time.perf_counter()
     verdict = report_verify(pdf=pdf)
     verify = time.perf_counter() - t1

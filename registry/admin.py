@@ -24,6 +24,7 @@ from registry.services.agents import agent_revoke, enrolment_token_create
 from registry.services.imports import mlperf_import
 from registry.services.jobs import JobConflict, job_cancel
 from registry.services.tokens import token_revoke
+from registry.storage import uploads_storage
 
 
 class MlperfUploadForm(forms.Form):
@@ -80,9 +81,14 @@ class SubmissionAdmin(ReadOnlyAdmin):
         result = error = None
         if request.method == "POST" and form.is_valid():
             upload = form.cleaned_data["archive"]
-            with tempfile.TemporaryDirectory(prefix="benchreg-import-") as tmp:
+            # The archive is kept (uploads storage: the data dir, or S3-compatible storage) as the import's
+            # provenance, and unpacked from there, so a worker on another host could import it the same way.
+            stored = uploads_storage().save(f"mlperf/{timezone.now():%Y%m%dT%H%M%S}-{Path(upload.name).name}",
+                                            upload)
+            with tempfile.TemporaryDirectory(prefix="benchreg-import-") as tmp, \
+                    uploads_storage().open(stored, "rb") as archive:
                 try:
-                    root = unpack(upload, upload.name, Path(tmp))
+                    root = unpack(archive, upload.name, Path(tmp))  # its own name says the format
                     result = mlperf_import(root=root, submitted_by=request.user,
                                            round_name=form.cleaned_data["round"] or None)
                 except ArchiveError as exc:

@@ -4,7 +4,8 @@ HEALTH_READ); they answer JSON, name each check, and never reveal more than ok/f
   /healthz  liveness: the process serves requests. Touches nothing else, so a database outage never gets a
             healthy web process restarted.
   /readyz   readiness: the database answers, every migration is applied, the broker (if one is configured)
-            accepts a connection, and the checkpoint and report-signing keys load. 503 with Retry-After if not.
+            accepts a connection, the checkpoint and report-signing keys load, and the file storage (the data
+            dir, or the S3-compatible bucket) answers. 503 with Retry-After if not.
 """
 
 from __future__ import annotations
@@ -56,8 +57,21 @@ def _keys() -> str:
     return "ok"
 
 
+def _storage() -> str:
+    """The reports storage answers a lookup (on S3: a HEAD in the bucket; a missing bucket is an error)."""
+    from registry.storage import reports_storage
+
+    storage = reports_storage()
+    bucket = getattr(storage, "bucket", None)
+    if bucket is not None:
+        bucket.meta.client.head_bucket(Bucket=bucket.name)
+        return f"ok: bucket {bucket.name}"
+    storage.exists("readyz-probe")
+    return "ok: the data dir"
+
+
 READINESS: dict[str, Callable[[], str]] = {"database": _database, "migrations": _migrations, "broker": _broker,
-                                           "keys": _keys}
+                                           "keys": _keys, "storage": _storage}
 
 
 def _allowed(request: HttpRequest) -> None:

@@ -17,6 +17,9 @@ Environment:
   BENCHREG_CHECKPOINT_TRUSTED_KEYS  comma-separated verifier keys of earlier (rotated) checkpoint keys
   BENCHREG_CHECKPOINT_INTERVAL_S    seconds between periodic checkpoints (default 300)
   BENCHREG_REPORT_PKCS12 / _KEY / _CERT / _TRUSTED_CERTS / _TIMESTAMP  report signing (docs/reports.md)
+  BENCHREG_TASK_QUEUE            the broker queue of the registry's own tasks (default celery)
+  BENCHREG_S3_BUCKET / _ENDPOINT_URL / _REGION  report PDFs and uploaded archives on S3-compatible storage
+                                 (unset: files in the data dir; docs/operations.md)
   BENCHREG_THROTTLE_ANON / _USER / _VERIFY   API rates, e.g. "60/min" (docs/security.md)
   BENCHREG_MAX_VERIFY_BYTES      largest report PDF the anonymous verification endpoint accepts (default 20 MiB)
   BENCHREG_LOGIN_FAILURE_LIMIT   wrong passwords per account and per address before a lock-out (default 5)
@@ -169,7 +172,27 @@ STATIC_ROOT.mkdir(exist_ok=True)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+    # Signed report PDFs and uploaded MLPerf archives (issue 17): in the data dir by default; on an S3-compatible
+    # store when BENCHREG_S3_BUCKET is set, so web servers and workers on different hosts serve the same files.
+    "reports": {"BACKEND": "registry.storage.DataDirStorage", "OPTIONS": {"folder": "reports"}},
+    "uploads": {"BACKEND": "registry.storage.DataDirStorage", "OPTIONS": {"folder": "uploads"}},
 }
+BENCHREG_S3_BUCKET = os.environ.get("BENCHREG_S3_BUCKET", "")
+if BENCHREG_S3_BUCKET:
+    from botocore.config import Config as BotoConfig
+
+    _s3 = {"bucket_name": BENCHREG_S3_BUCKET,
+           # an S3-compatible server (MinIO, Ceph, moto...): path-style addressing, as they expect
+           "endpoint_url": os.environ.get("BENCHREG_S3_ENDPOINT_URL") or None,
+           "addressing_style": "path" if os.environ.get("BENCHREG_S3_ENDPOINT_URL") else None,
+           "region_name": os.environ.get("BENCHREG_S3_REGION") or None,
+           # credentials: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or the host's role), read by boto3 itself
+           "file_overwrite": False, "default_acl": None, "querystring_auth": True, "querystring_expire": 300,
+           # bounded: a download answers 503 within seconds when the store is down, never hangs a worker
+           "client_config": BotoConfig(connect_timeout=5, read_timeout=30,
+                                       retries={"max_attempts": 3, "mode": "standard"})}
+    STORAGES["reports"] = {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": {**_s3, "location": "reports"}}
+    STORAGES["uploads"] = {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": {**_s3, "location": "uploads"}}
 WHITENOISE_USE_FINDERS = True  # serve straight from the apps' static dirs; collectstatic is optional
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
@@ -248,6 +271,9 @@ SPECTACULAR_SETTINGS = {
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", "")
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+# The registry's own tasks (reports, audit sequencing, sweeps) go to this queue; agents' jobs go to their own.
+# Set it when several registries (or test topologies) share one broker.
+CELERY_TASK_DEFAULT_QUEUE = os.environ.get("BENCHREG_TASK_QUEUE", "celery")
 CELERY_TASK_EAGER_PROPAGATES = True
 # Long jobs: JSON only, one message at a time per worker, acknowledged only when finished, so a killed
 # worker's job is redelivered (task code makes redelivery harmless through conditional claims).

@@ -386,13 +386,16 @@ def report_status(request: HttpRequest, report_id: int) -> JsonResponse:
 def report_pdf(request: HttpRequest, report_id: int) -> HttpResponse:
     """The signed PDF, through the permission getter; 404 until it is ready."""
     report = report_for_user(request.user, report_id)
-    from registry.services.reports import report_file  # the PDF stack is heavy: imported on first use
+    from registry.services.reports import report_open  # the PDF stack is heavy: imported on first use
 
     try:
-        path = report_file(report)
-    except RegistryError:
+        pdf = report_open(report)
+    except RegistryError as exc:
+        if exc.status == 503:
+            return HttpResponse(exc.message, status=503, content_type="text/plain; charset=utf-8",
+                                headers={"Retry-After": "30"})
         raise Http404(f"report {report.pk} is not ready") from None
-    return FileResponse(path.open("rb"), as_attachment=True, filename=f"benchreg-report-{report.pk}.pdf",
+    return FileResponse(pdf, as_attachment=True, filename=f"benchreg-report-{report.pk}.pdf",
                         content_type="application/pdf")
 
 

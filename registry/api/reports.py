@@ -25,7 +25,7 @@ from registry.models import Report
 from registry.reports.signing import signing_identity
 from registry.selectors.reports import report_verify
 from registry.selectors.standing import comparison_conclusion
-from registry.services.reports import report_file, report_request
+from registry.services.reports import report_open, report_request
 
 
 class ReportOutputSerializer(serializers.ModelSerializer):
@@ -92,11 +92,10 @@ class ReportPdfApi(APIView):
     """The signed PDF of a ready report (409 before it is ready)."""
 
     @extend_schema(responses={(200, "application/pdf"): OpenApiTypes.BINARY, 404: ProblemSerializer,
-                              409: ProblemSerializer})
+                              409: ProblemSerializer, 503: ProblemSerializer})
     def get(self, request: Request, report_id: int) -> FileResponse:
         report = policy.report_get(policy.for_request(request), report_id)
-        path = report_file(report)
-        response = FileResponse(path.open("rb"), content_type="application/pdf", as_attachment=True,
+        response = FileResponse(report_open(report), content_type="application/pdf", as_attachment=True,
                                 filename=f"benchreg-report-{report.pk}.pdf")
         response["X-Content-Digest"] = report.pdf_digest
         return response

@@ -12,10 +12,10 @@ class Report(models.Model):
     """One requested decision report about one stored comparison.
 
     Not append-only: it moves queued -> rendering -> ready | failed (services.reports claims each step with a
-    conditional update). Once READY, `pdf_path` (relative to DATA_DIR/reports) names a file that is never
-    rewritten and hashes to `pdf_digest`; `evidence_digest` is the SHA-256 of the JSON evidence attached inside it,
-    and `checkpoint` the signed audit-log checkpoint its inclusion proofs are against. Issuing it appends a
-    `report.issued` audit entry whose subject is `pdf_digest`.
+    conditional update). Once READY, `pdf_path` (its name in the reports storage, registry/storage.py) names a
+    file that is never rewritten and hashes to `pdf_digest`; `evidence_digest` is the SHA-256 of the JSON
+    evidence attached inside it, and `checkpoint` the signed audit-log checkpoint its inclusion proofs are
+    against. Issuing it appends a `report.issued` audit entry whose subject is `pdf_digest`.
     """
 
     comparison = models.ForeignKey("registry.Comparison", on_delete=models.PROTECT, related_name="reports")
@@ -33,7 +33,8 @@ class Report(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)
     attempts = models.PositiveIntegerField(default=0)
-    pdf_path = models.CharField(max_length=300, blank=True, help_text="relative to DATA_DIR/reports")
+    pdf_path = models.CharField(max_length=300, blank=True,
+                                help_text="its name in the reports storage (registry/storage.py)")
     pdf_digest = models.CharField(max_length=71, blank=True, db_index=True)
     pdf_bytes = models.PositiveBigIntegerField(null=True, blank=True)
     evidence_digest = models.CharField(max_length=71, blank=True)

@@ -14,16 +14,17 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
-import secrets
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from botocore.exceptions import BotoCoreError, ClientError
 from cryptography.hazmat.primitives import hashes
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.files import File
+from django.core.files.base import ContentFile
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -40,15 +41,11 @@ from registry.selectors.standing import comparison_members
 from registry.services.audit import audit_append, checkpoint_sign
 from registry.services.comparisons import comparison_create
 from registry.services.witnesses import checkpoint_cosign
+from registry.storage import local_path, reports_storage
 
 log = logging.getLogger(__name__)
 MAX_TITLE = 200
 MAX_DECISION = 2000
-
-
-def reports_dir() -> Path:
-    """Where report files live: DATA_DIR/reports (Report.pdf_path is relative to it)."""
-    return Path(settings.DATA_DIR) / "reports"
 
 
 def report_request(*, comparison: Comparison, title: str, decision: str, requested_by: AbstractBaseUser,
@@ -123,11 +120,29 @@ def certificate_words(identity: SigningIdentity) -> dict[str, Any]:
             "timestamped": identity.tsa_key is not None}
 
 
-def report_file(report: Report) -> Path:
-    """The ready report's file. Raises RegistryError (409) if it is not ready."""
+def report_open(report: Report) -> File:
+    """The ready report's signed PDF, opened for reading from the reports storage (registry/storage.py).
+    Raises RegistryError: 409 if it is not ready, 503 if the storage cannot give it now (nothing was lost: the
+    digest of what was issued is in the audit log and on the report)."""
     if report.status != ReportStatus.READY or not report.pdf_path:
         raise RegistryError(f"report {report.pk} is {report.status}, not ready", status=409, code="report-not-ready")
-    return reports_dir() / report.pdf_path
+    try:
+        return reports_storage().open(report.pdf_path, "rb")
+    except (OSError, BotoCoreError, ClientError) as exc:
+        log.warning("report %s: its file %s cannot be read: %s", report.pk, report.pdf_path, exc)
+        raise RegistryError(f"report {report.pk}'s file cannot be read from storage now; try again",
+                            status=503, code="storage-unavailable") from None
+
+
+def report_bytes(report: Report) -> bytes:
+    """The ready report's signed PDF."""
+    with report_open(report) as fh:
+        return bytes(fh.read())
+
+
+def report_local_path(report: Report) -> Path | None:
+    """Where the ready report's PDF lies on this host (None on object storage): for `benchreg demo`'s message."""
+    return local_path(reports_storage(), report.pdf_path) if report.status == ReportStatus.READY else None
 
 
 # ------------------------------------------------------------------------------------------ steps
@@ -172,17 +187,12 @@ def _check_reportable(comparison: Comparison, members: Sequence[Submission]) -> 
 
 
 def _store_file(report: Report, pdf: bytes) -> str:
-    """Write the PDF to a temporary name and move it into place; returns its path relative to reports_dir()."""
-    folder = reports_dir()
-    folder.mkdir(parents=True, exist_ok=True)
+    """Save the PDF in the reports storage; returns its name there (Report.pdf_path).
+
+    The report is marked READY only after this returns, so a half-written file is never served; a name already
+    taken (a render retried after its worker died) gets the storage's next free name, never overwrites."""
     name = f"report-{report.pk}-{hashlib.sha256(pdf).hexdigest()[:16]}.pdf"
-    tmp = folder / f".{name}.{secrets.token_hex(6)}.tmp"
-    with open(tmp, "wb") as fh:
-        fh.write(pdf)
-        fh.flush()
-        os.fsync(fh.fileno())
-    tmp.replace(folder / name)
-    return name
+    return reports_storage().save(name, ContentFile(pdf, name=name))
 
 
 def _witnessed(checkpoint: Checkpoint) -> None:

@@ -24,7 +24,7 @@ from registry.exceptions import RegistryError
 from registry.management.commands.serve import serve
 from registry.selectors.comparisons import comparable_runs
 from registry.services.comparisons import comparison_create
-from registry.services.reports import report_file, report_request
+from registry.services.reports import report_local_path, report_request
 from registry.services.submissions import submission_create
 from registry.services.tokens import token_create
 
@@ -51,8 +51,9 @@ class Command(BaseCommand):
             self._sweep(admin, backend)
             report = self._decision_report(admin, backend)
             if report is not None:
-                self.stdout.write(self.style.SUCCESS(f"signed decision report: {report_file(report)}"))
-                self.stdout.write(f"  verify it with:  benchreg verify {report_file(report)}")
+                where = report_local_path(report) or f"/api/v1/reports/{report.pk}/pdf (object storage)"
+                self.stdout.write(self.style.SUCCESS(f"signed decision report: {where}"))
+                self.stdout.write(f"  verify it with:  benchreg verify {where}")
             self._decision(admin)  # decisions (issue 14): the main job ends with a decision and its gaps
         if no_serve:
             return

@@ -183,10 +183,11 @@ def test_compose_refuses_to_start_without_a_secret_key_or_a_database_password() 
     assert re.fullmatch(r"\$\{POSTGRES_PASSWORD:\?[^}]+\}", compose["services"]["postgres"]["environment"][
         "POSTGRES_PASSWORD"])
     # no fallback value anywhere for either secret: every use must be the refusing form
-    for name in ("SECRET_KEY", "POSTGRES_PASSWORD"):
+    for name in ("SECRET_KEY", "POSTGRES_PASSWORD", "S3_SECRET_KEY"):
         uses = re.findall(r"\$\{" + name + r"([^}]*)\}", text)
         assert uses and all(u.startswith(":?") for u in uses), (name, uses)
     # every service that runs the registry gets both (through the shared anchor)
     for name, service in compose["services"].items():
-        if service.get("image") == "benchreg:latest" and "environment" in service and name != "agent":
+        # the agent (a lab machine) and the one-shot bucket creation run no registry code
+        if service.get("image") == "benchreg:latest" and "environment" in service and name not in ("agent", "bucket"):
             assert "SECRET_KEY" in service["environment"], name

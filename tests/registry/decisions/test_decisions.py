@@ -236,7 +236,7 @@ def test_reissued_report_verifies_and_the_old_one_still_verifies(settings: Any, 
     from registry.models import AuditHead
     from registry.selectors.reports import report_verify
     from registry.services.decisions import decision_report
-    from registry.services.reports import report_file
+    from registry.services.reports import report_bytes
 
     settings.DATA_DIR, settings.BENCHREG_CHECKPOINT_KEY = tmp_path, ""
     AuditHead.objects.get_or_create(id=1)
@@ -251,12 +251,13 @@ def test_reissued_report_verifies_and_the_old_one_still_verifies(settings: Any, 
     old.refresh_from_db()
     assert old.status == "ready", old.last_error
     assert "Which systems serve decoder-small" in old.decision and "meets" in old.decision
-    old_pdf = report_file(old).read_bytes()
+    old_pdf = report_bytes(old)
     verdict = report_verify(pdf=old_pdf)
     assert verdict.valid and verdict.report["decision"]["answer"] == 1
     assert verdict.report["decision"]["digest"] == decision.answers.get(number=1).digest
     # The answer is stated in the PDF from the evidence it carries: one row per candidate, and the frontier drawn.
-    text = subprocess.run(["pdftotext", "-layout", str(report_file(old)), "-"], capture_output=True, text=True,
+    (tmp_path / "old.pdf").write_bytes(old_pdf)
+    text = subprocess.run(["pdftotext", "-layout", str(tmp_path / "old.pdf"), "-"], capture_output=True, text=True,
                           check=True).stdout
     assert "answered per candidate" in text and "Pareto frontier over" in text and "frontier" in text
     assert "lower is better on both" in text  # the Pareto chart's caption: drawn only when the chart is
@@ -269,7 +270,7 @@ def test_reissued_report_verifies_and_the_old_one_still_verifies(settings: Any, 
     decision.refresh_from_db()
     assert new.status == "ready" and decision.status == "current" and decision.answers.count() == 2
     assert ids[0] not in [m.submission_id for m in new.comparison.members.all()]
-    assert report_verify(pdf=report_file(new).read_bytes()).valid
+    assert report_verify(pdf=report_bytes(new)).valid
     # What was known then: still signed, intact and in the log; the registry's word today is the withdrawal.
     again = report_verify(pdf=old_pdf)
     assert [c.code for c in again.reasons] == ["runs-not-withdrawn"] and "driver bug" in again.reasons[0].message

@@ -31,7 +31,7 @@ def test_healthz_answers_without_credentials_and_readyz_names_each_check(anonymo
     assert anonymous.get("/healthz").json() == {"status": "ok"}
     ready = anonymous.get("/readyz")
     assert ready.status_code == 200, ready.content
-    assert set(ready.json()["checks"]) == {"database", "migrations", "broker", "keys"}
+    assert set(ready.json()["checks"]) == {"database", "migrations", "broker", "keys", "storage"}
     assert all(check["status"] == "ok" for check in ready.json()["checks"].values())
 
 

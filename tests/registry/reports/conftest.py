@@ -104,7 +104,7 @@ def rendered(django_db_setup: Any, django_db_blocker: Any, report_data_dir: Path
     from django.contrib.auth import get_user_model
 
     from registry.models import AuditHead
-    from registry.services.reports import report_file
+    from registry.services.reports import report_bytes
 
     with django_db_blocker.unblock(), override_settings(DATA_DIR=report_data_dir, BENCHREG_CHECKPOINT_KEY="",
                                                         BENCHREG_LOG_ORIGIN="benchreg.test/audit"):
@@ -113,7 +113,7 @@ def rendered(django_db_setup: Any, django_db_blocker: Any, report_data_dir: Path
             user = get_user_model().objects.create_user("report-fixture", password="pw-for-tests-only")
             report = make_report(user)
             assert report.status == "ready", report.last_error
-            pdf = report_file(report).read_bytes()
+            pdf = report_bytes(report)
             digests = [m.submission.digest for m in report.comparison.members.order_by("position")]
             evidence_digest = report.evidence_digest
             transaction.set_rollback(True)

@@ -14,7 +14,7 @@ from registry.reports import ATTACHMENT_NAME
 from registry.reports.context import report_context
 from registry.reports.render import OfflineFetcher, render_html
 from registry.selectors.reports import report_verify
-from registry.services.reports import report_file, report_render, report_request
+from registry.services.reports import report_bytes, report_render, report_request
 from registry.services.submissions import submission_withdraw
 from verifier.report import _attachment
 
@@ -36,7 +36,7 @@ def test_a_requested_report_renders_after_commit_and_is_issued(user, django_capt
         report = make_report(user, 2)  # make_report renders too; the on-commit task then finds nothing to do
     report.refresh_from_db()
     assert report.status == ReportStatus.READY and report.attempts == 1
-    pdf = report_file(report).read_bytes()
+    pdf = report_bytes(report)
     assert report.pdf_digest == "sha256:" + hashlib.sha256(pdf).hexdigest()
     issued = AuditEntry.objects.get(kind="report.issued")
     assert issued.subject == report.pdf_digest
@@ -81,7 +81,7 @@ def test_a_failed_render_records_the_reason_and_issues_nothing(user, monkeypatch
 
 def test_a_withdrawn_run_is_reported_by_verification(user):
     report = make_report(user, 2)
-    pdf = report_file(report).read_bytes()
+    pdf = report_bytes(report)
     run = report.comparison.members.order_by("position").first().submission
     submission_withdraw(submission=run, reason="power meter was miscalibrated", actor=user)
     verdict = report_verify(pdf=pdf)
@@ -146,7 +146,7 @@ def test_the_verify_command_says_valid_or_invalid(user, tmp_path, capsys):
 
     report = make_report(user, 2)
     pdf = tmp_path / "report.pdf"
-    pdf.write_bytes(report_file(report).read_bytes())
+    pdf.write_bytes(report_bytes(report))
     call_command("verify_report", str(pdf))
     assert capsys.readouterr().out.splitlines()[1] == "VALID"
     cert = tmp_path / "cert.pem"

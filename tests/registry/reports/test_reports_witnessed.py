@@ -9,7 +9,7 @@ from protocol.cosignature import verify_cosignatures
 from registry.audit.keys import checkpoint_key
 from registry.choices import ReportStatus
 from registry.selectors.reports import report_verify
-from registry.services.reports import report_file
+from registry.services.reports import report_bytes
 from tests.registry.audit.witness_proc import new_key, witness
 
 from .conftest import make_report
@@ -24,7 +24,7 @@ def test_a_report_names_the_cosigned_checkpoint_it_was_issued_under(user, settin
         settings.BENCHREG_WITNESS_QUORUM = 1
         report = make_report(user, 2)
         assert report.status == ReportStatus.READY, report.last_error
-        pdf = report_file(report).read_bytes()
+        pdf = report_bytes(report)
         evidence = _evidence_of(pdf)
         assert evidence["checkpoint"]["id"] == report.checkpoint_id
         assert verify_cosignatures(evidence["checkpoint"]["note"].encode(), [w.vkey])
