@@ -13,7 +13,7 @@ import numpy as np
 
 from . import stats
 from .backends import Backend
-from .measure import Policy, Warmup, measure, repetition_seconds, warm_up
+from .measure import Policy, Warmup, Window, measure, repetition_seconds, warm_up
 from .progress import Reporter
 from .queries import Paused, Query, make_query, quality
 from .record import Recorder
@@ -33,12 +33,12 @@ def _samples(reps: list[list[float]]) -> dict[str, Any]:
 
 
 def _closed_loop(query: Query, policy: Policy, warm: Warmup, report: Reporter,
-                 recorder: Recorder) -> tuple[list[list[float]], dict[str, list[list[float]]], float]:
+                 recorder: Recorder) -> tuple[list[list[float]], dict[str, list[list[float]]], Window]:
     recorder.window_start()
     window = measure(_per_repetition(query), policy, report, warm)
     recorder.window_stop()
     extra = {"ttft_ms": _split(query.ttft_ms, window.repetitions), "tpot_ms": _split(query.tpot_ms, window.repetitions)}
-    return [list(r) for r in window.repetitions], extra, window.total_seconds
+    return [list(r) for r in window.repetitions], extra, window
 
 
 def _per_repetition(query: Query) -> Any:
@@ -171,8 +171,13 @@ def run(spec: RunSpec, backend: Backend, report: Reporter) -> dict[str, Any]:
         validity, server_reasons, notes["load_generator"] = _server_checks(runs, spec)
         reasons += server_reasons
     else:
-        latency, extra, seconds = _closed_loop(query, policy, warm, report, recorder)
+        latency, extra, window = _closed_loop(query, policy, warm, report, recorder)
+        seconds = window.total_seconds
         series = {"latency_ms": latency, **{k: v for k, v in extra.items() if v}}
+        capped, cap_reasons = window.truncation(policy)  # a query too slow to time its minimum count (issue 17)
+        if capped:
+            validity, reasons = capped, reasons + cap_reasons
+            notes["time_cap"] = f"time cap {window.cap_seconds:g} s per repetition: truncated"
     criteria = SERVER_CRITERIA if spec.scenario == "server" else stats.SteadyCriteria()
     verdict = stats.assess(np.concatenate([np.asarray(r) for r in series["latency_ms"]]), criteria)
     report.note(_verdict_line(verdict, reasons))

@@ -52,8 +52,9 @@ class Policy:
     warmup_block_seconds: float = 0.2      # target duration of one warm-up block
     warmup_tolerance: float = 0.05         # block medians agree when their spread is within this
     warmup_blocks: int = 3                 # consecutive agreeing blocks that end the warm-up
-    max_seconds: float = 900.0             # the server scenario's measured window stops here, all repetitions
-                                           # together; a run stopped by it is kept and marked truncated
+    max_seconds: float = 900.0             # the measured window stops here, all repetitions together (server
+                                           # and closed loops alike); a run stopped by it is kept and marked
+                                           # truncated
 
     def __post_init__(self) -> None:
         if self.repetitions < 1 or self.min_iterations < rules.MIN_WINDOW_ITERATIONS:
@@ -85,6 +86,19 @@ class Window:
 
     repetitions: tuple[tuple[float, ...], ...]
     seconds: tuple[float, ...]
+    truncated: tuple[bool, ...] = ()  # per repetition: the time cap stopped it short of its minimum iterations
+    cap_seconds: float | None = None
+
+    def truncation(self, policy: Policy) -> tuple[dict[str, bool], list[str]]:
+        """The validity check and the reason a closed-loop run carries when the time cap cut it short."""
+        cut = [i for i, t in enumerate(self.truncated) if t]
+        if not cut:
+            return {}, []
+        timed = sum(len(self.repetitions[i]) for i in cut)
+        return {"finished_within_time_cap": False}, [
+            f"truncated: {len(cut)} of {len(self.repetitions)} repetitions hit the time cap of "
+            f"{self.cap_seconds or 0:g} s; they timed {timed} iterations against at least "
+            f"{policy.min_iterations} each"]
 
     @property
     def samples(self) -> np.ndarray:
@@ -153,8 +167,11 @@ def repetition_seconds(policy: Policy, warmup: Warmup | None) -> float:
     return max(policy.min_seconds, floor)
 
 
-def measure_repetition(timed: Timed, policy: Policy, min_seconds: float) -> tuple[tuple[float, ...], float]:
-    """One repetition: time iterations until both the minimum duration and count are met (or the cap)."""
+def measure_repetition(timed: Timed, policy: Policy, min_seconds: float,
+                       max_seconds: float = math.inf) -> tuple[tuple[float, ...], float]:
+    """One repetition: time iterations until both the minimum duration and count are met, or a cap: the
+    protocol's sample cap, or `max_seconds` of wall time (a query so slow that the minimum count would run for
+    hours; the caller marks such a repetition truncated)."""
     samples: list[float] = []
     with quiet_gc():
         start = time.perf_counter()
@@ -162,7 +179,7 @@ def measure_repetition(timed: Timed, policy: Policy, min_seconds: float) -> tupl
             samples.append(timed())
             elapsed = time.perf_counter() - start
             enough = elapsed >= min_seconds and len(samples) >= policy.min_iterations
-            if enough or len(samples) >= policy.max_iterations:
+            if enough or len(samples) >= policy.max_iterations or elapsed >= max_seconds:
                 break
     return tuple(samples), elapsed
 
@@ -171,12 +188,14 @@ def measure(timed: Timed, policy: Policy, report: Reporter | None = None, warmup
     """All repetitions of the measurement window, back to back after the warm-up."""
     report = report or Silent()
     min_seconds = repetition_seconds(policy, warmup)
+    cap = max(policy.max_seconds / policy.repetitions, min_seconds)  # the cap never cuts the minimum duration
     reps: list[tuple[float, ...]] = []
     seconds: list[float] = []
     for index in range(policy.repetitions):
         report.stage(f"measure {index + 1}/{policy.repetitions}", None)
-        samples, elapsed = measure_repetition(timed, policy, min_seconds)
+        samples, elapsed = measure_repetition(timed, policy, min_seconds, cap)
         reps.append(samples)
         seconds.append(elapsed)
         report.advance(1.0, f"{len(samples)} iterations, median {float(np.median(samples)):.3f} ms")
-    return Window(tuple(reps), tuple(seconds))
+    truncated = tuple(len(r) < policy.min_iterations and len(r) < policy.max_iterations for r in reps)
+    return Window(tuple(reps), tuple(seconds), truncated, cap)

@@ -39,6 +39,9 @@ class RunSpec:
     repetitions: int | None = None
     min_seconds: float | None = None
     warmup_max_seconds: float | None = None
+    # The measured window's time cap, all repetitions together (default 900 s, 60 s quick): a run it stops is
+    # kept, marked truncated with the reason (a failed `finished_within_time_cap` validity check).
+    max_seconds: float | None = None
     steps: int | None = None
     target_qps: float | None = None
     concurrency: int | None = None
@@ -72,6 +75,8 @@ class RunSpec:
             raise ValueError("a stated peak needs its source (peak_source)")
         if not (math.isfinite(self.sleep_ms) and 0.0 <= self.sleep_ms <= 10_000.0):
             raise ValueError(f"sleep_ms must be between 0 and 10000, not {self.sleep_ms!r}")
+        if self.max_seconds is not None and not (math.isfinite(self.max_seconds) and self.max_seconds >= 1.0):
+            raise ValueError(f"max_seconds must be at least {rules.MIN_WINDOW_SECONDS:g}, not {self.max_seconds!r}")
         if self.sleep_ms and self.phase != "inference":
             raise ValueError("sleep_ms is a setting of the inference runner only")
         get(self.workload)
@@ -115,10 +120,11 @@ class RunSpec:
             return Policy(repetitions=r.repetitions,
                           min_seconds=max(r.min_seconds, rules.MIN_WINDOW_SECONDS) / r.repetitions,
                           min_iterations=per_rep, max_iterations=max(per_rep, 100_000),
-                          warmup_max_seconds=warm_cap, warmup_block_seconds=block)
+                          warmup_max_seconds=warm_cap, warmup_block_seconds=block,
+                          max_seconds=self.max_seconds or (60.0 if self.quick else 900.0))
         return Policy(repetitions=r.repetitions, min_seconds=r.min_seconds,
                       min_iterations=10 if self.quick else 50, warmup_max_seconds=warm_cap,
-                      warmup_block_seconds=block, max_seconds=60.0 if self.quick else 900.0)
+                      warmup_block_seconds=block, max_seconds=self.max_seconds or (60.0 if self.quick else 900.0))
 
     def slo(self) -> dict[str, Any]:
         """The latency objective goodput is measured against."""

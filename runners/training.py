@@ -96,7 +96,8 @@ def run(spec: RunSpec, backend: Backend, report: Reporter) -> dict[str, Any]:
     recorder.window_stop()
     step_ms = window.samples
     verdict = stats.assess(step_ms)
-    reasons = warm.reasons(policy)
+    capped, cap_reasons = window.truncation(policy)  # steps too slow to time the minimum count (issue 17)
+    reasons = warm.reasons(policy) + cap_reasons
     report.note(_verdict_line(verdict, reasons))
     breakdown = np.median(np.asarray(loop.phases[first_window_step:]), axis=0)
     seconds = window.total_seconds
@@ -117,7 +118,7 @@ def run(spec: RunSpec, backend: Backend, report: Reporter) -> dict[str, Any]:
         workload=_workload_section(spec, "training"), scenario=scenario,
         precision=backend.precision_section("training", spec.precision),
         conditions=recorder.conditions(policy, warm, seconds, window.iterations, verdict.as_document(reasons),
-                                       spec.isolation),
+                                       spec.isolation, capped or None),
         metrics=metrics, samples={"step_time_ms": {"unit": "ms", "repetitions": [[round(x, 6) for x in r]
                                                                                  for r in window.repetitions]}},
         framework=framework_versions(backend), software_notes=notes)

@@ -158,3 +158,26 @@ def test_cli_submits_each_document_through_the_registry_client(tmp_path: Path, m
                      "--submit", "--server", "http://registry.test", "--token", "t0ken"])
     assert code == 0 and len(sent) == 1
     assert "stored as run 1" in capsys.readouterr().out
+
+
+def test_a_closed_loop_too_slow_for_its_minimum_count_stops_at_the_time_cap_and_is_kept_truncated() -> None:
+    # 100 ms a query, quick mode's minimum of 10 per repetition, a cap of 1.2 s for both: each repetition is cut.
+    doc = run(phase="inference", workload="mlp-classifier", backend="numpy", batch_size=4, sleep_ms=100.0,
+              max_seconds=1.2)
+    window = doc["conditions"]["window"]
+    assert window["seconds"] < 2.5 and 10 <= window["iterations"] < 20
+    assert doc["conditions"]["validity"] == {"valid": False, "checks": {"finished_within_time_cap": False}}
+    reasons = doc["conditions"]["steady_state"]["reasons"]
+    assert any(r.startswith("truncated: 2 of 2 repetitions hit the time cap of") for r in reasons), reasons
+    assert not doc["conditions"]["steady_state"]["reached"]
+
+
+def test_a_closed_loop_inside_its_cap_says_nothing_of_it() -> None:
+    doc = run(phase="inference", workload="mlp-classifier", backend="numpy", batch_size=4, max_seconds=30.0)
+    assert "validity" not in doc["conditions"]
+    assert not any(r.startswith("truncated") for r in doc["conditions"]["steady_state"]["reasons"])
+
+
+def test_a_time_cap_below_the_protocol_window_is_refused() -> None:
+    with pytest.raises(ValueError, match="max_seconds must be at least 1"):
+        RunSpec(phase="inference", workload="mlp-classifier", max_seconds=0.5)
