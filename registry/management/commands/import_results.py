@@ -10,9 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import InterfaceError, OperationalError, connections
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from tenacity import RetryCallState, RetryError, Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from registry.importers import mlperf
 from registry.services.imports import BATCH_SIZE, ImportResult, mlperf_import
@@ -36,22 +38,49 @@ class Command(BaseCommand):
         parser.add_argument("--full", action="store_true", help="print the per-file text report, not only the "
                             "summary and the folders that were refused or skipped")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar (logs, CI)")
+        parser.add_argument("--attempts", type=int, default=6, help="tries in all when the database is "
+                            "unavailable (backoff 1, 2, 4... s up to 30 s); retrying is safe: stored runs come "
+                            "back as known")
 
     def handle(self, *args: Any, kind: str, path: Path, round_name: str | None, suite: str, username: str,
-               batch_size: int, report: Path | None, json: bool, full: bool, no_progress: bool,
+               batch_size: int, report: Path | None, json: bool, full: bool, no_progress: bool, attempts: int,
                **options: Any) -> None:
         if not path.is_dir():
             raise CommandError(f"{path} is not a directory")
-        if batch_size < 1:
-            raise CommandError("--batch-size must be at least 1")
+        if batch_size < 1 or attempts < 1:
+            raise CommandError("--batch-size and --attempts must be at least 1")
         console = Console(file=self.stderr._out, stderr=True)  # the report goes to stdout, the bar to stderr
         started = time.perf_counter()
-        with Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=console, disable=no_progress or json, transient=True) as bar:
-            task = bar.add_task("import", total=None)
-            result = mlperf_import(root=path, submitted_by=user_for_token(username=username),
-                                   round_name=round_name, suite=suite, batch_size=batch_size,
-                                   progress=lambda done, total: bar.update(task, completed=done, total=total))
+        retries: list[str] = []
+
+        def say(state: RetryCallState) -> None:  # the database went away: say so, drop the broken connection
+            error = state.outcome.exception() if state.outcome else None
+            wait = state.next_action.sleep if state.next_action else 0.0
+            retries.append(f"{type(error).__name__}: {str(error).strip().splitlines()[0][:200] if error else ''}")
+            console.print(f"retrying: the database is unavailable ({retries[-1]}); attempt {state.attempt_number + 1}"
+                          f" of {attempts} in {wait:.0f} s; runs already stored will come back as known")
+            connections.close_all()
+
+        def once() -> ImportResult:
+            with Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                          console=console, disable=no_progress or json, transient=True) as bar:
+                task = bar.add_task("import", total=None)
+                return mlperf_import(root=path, submitted_by=user_for_token(username=username),
+                                     round_name=round_name, suite=suite, batch_size=batch_size,
+                                     progress=lambda done, total: bar.update(task, completed=done, total=total))
+
+        try:
+            result = Retrying(retry=retry_if_exception_type((OperationalError, InterfaceError)),
+                              stop=stop_after_attempt(attempts), wait=wait_exponential(multiplier=1, max=30),
+                              before_sleep=say)(once)
+        except (RetryError, OperationalError, InterfaceError) as exc:
+            cause = exc.last_attempt.exception() if isinstance(exc, RetryError) else exc
+            raise CommandError(f"the database stayed unavailable after {attempts} attempt(s): "
+                               f"{type(cause).__name__}: {str(cause).strip().splitlines()[0][:300]}; "
+                               "runs stored before it went away are kept (import again to finish)") from None
+        if retries:
+            console.print(f"the import succeeded after {len(retries)} retry(ies); runs stored before an "
+                          "interruption are counted as known")
         elapsed = time.perf_counter() - started
         if report:
             report.write_text(_json_report(result), encoding="utf-8")

@@ -147,3 +147,36 @@ def test_four_clients_through_a_restart_store_every_run_exactly_once(cluster: Pr
     stored = _stored_digests(server, token)
     wanted = {o.digest for o in outcomes.values()}
     assert wanted <= set(stored) and len(stored) == len(set(stored)), "a run is missing or stored twice"
+
+
+def test_the_mlperf_import_retries_through_a_restart_and_says_so(cluster: PrivateCluster, registry: Any) -> None:
+    from tests.registry.importers.test_admin_upload import SAMPLE
+
+    server, _ = registry
+    cluster.stop()
+    restarter = _restart_after(cluster, 8.0)  # well after the command has started and parsed the tree
+    done = subprocess.run([sys.executable, "-m", "registry.cli", "import", "mlperf", str(SAMPLE), "--no-progress"],
+                          cwd=ROOT, env=server.env, capture_output=True, text=True, timeout=180)
+    restarter.join()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "retrying: the database is unavailable (OperationalError" in done.stderr, done.stderr
+    assert "the import succeeded after" in done.stderr and "Traceback" not in done.stderr
+    again = subprocess.run([sys.executable, "-m", "registry.cli", "import", "mlperf", str(SAMPLE), "--no-progress"],
+                           cwd=ROOT, env=server.env, capture_output=True, text=True, timeout=180)
+    assert again.returncode == 0 and "retrying" not in again.stderr
+    assert "│      0 │     3 │" in again.stdout, again.stdout
+
+
+def test_the_mlperf_import_gives_up_with_a_clear_message(cluster: PrivateCluster, registry: Any) -> None:
+    from tests.registry.importers.test_admin_upload import SAMPLE
+
+    server, _ = registry
+    cluster.stop()
+    try:
+        done = subprocess.run([sys.executable, "-m", "registry.cli", "import", "mlperf", str(SAMPLE), "--no-progress",
+                               "--attempts", "2"], cwd=ROOT, env=server.env, capture_output=True, text=True,
+                              timeout=180)
+    finally:
+        cluster.start()
+    assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+    assert "the database stayed unavailable after 2 attempt(s): OperationalError" in done.stderr, done.stderr
