@@ -122,21 +122,21 @@ def load_synthetic(count: int) -> float:
     from django.db import connection
 
     from protocol.transparency import leaf_hash
+    from registry.audit.entries import FORMAT, entry_text
     from registry.models import AuditHead
 
     start_seq = AuditHead.objects.get(id=1).size
     base = datetime(2026, 11, 1, tzinfo=UTC)
     started = time.perf_counter()
     with connection.cursor() as cursor, cursor.cursor.copy(
-            "COPY registry_auditentry (seq, created_at, actor, kind, subject, entry, leaf_hash) FROM STDIN") as copy:
+            "COPY registry_auditentry (seq, created_at, actor, kind, subject, entry, leaf_hash, format) "
+            "FROM STDIN") as copy:
         for seq in range(start_seq, start_seq + count):
             at = base + timedelta(microseconds=37 * seq)
-            time_text = at.isoformat().replace("+00:00", "Z")
             subject = f"sha256:{seq:064x}"
-            entry = (f'{{"actor":"lab-{seq % 997:03d}","kind":"bench.synthetic","payload":{{"run":{seq}}},'
-                     f'"seq":{seq},"subject":"{subject}","time":"{time_text}"}}')
-            copy.write_row((seq, at, f"lab-{seq % 997:03d}", "bench.synthetic", subject, entry,
-                            leaf_hash(entry.encode()).hex()))
+            entry = entry_text(seq=seq, time=at, kind="bench.synthetic", subject=subject, payload={"run": seq})
+            copy.write_row((seq, at, f"lab-{seq % 997:03d}", "bench.synthetic", subject, entry.decode(),
+                            leaf_hash(entry).hex(), FORMAT))
     with connection.cursor() as cursor:
         cursor.execute("UPDATE registry_audithead SET size = %s WHERE id = 1", [start_seq + count])
         cursor.execute("ANALYZE registry_auditentry")

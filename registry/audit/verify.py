@@ -16,7 +16,7 @@ Nothing here trusts the per-process tree cache of registry.selectors.audit: the 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from hashlib import sha256
@@ -127,10 +127,9 @@ def _verify_entries(report: Report) -> list[bytes]:
     leaves: list[bytes] = []
     append = leaves.append
     expected = 0
-    rows = (AuditEntry.objects.order_by("seq").annotate(created_text=_time_as_entry_text())
-            .values_list("seq", "created_text", "actor", "kind", "subject", "entry", "leaf_hash", "format")
-            .iterator(chunk_size=CHUNK))
-    for seq, created_text, actor, kind, subject, text, stored_leaf, fmt in rows:
+    query = (AuditEntry.objects.order_by("seq").annotate(created_text=_time_as_entry_text())
+             .values_list("seq", "created_text", "actor", "kind", "subject", "entry", "leaf_hash", "format"))
+    for seq, created_text, actor, kind, subject, text, stored_leaf, fmt in _stream(query):
         if seq != expected:
             missing = f"entry #{expected} is" if seq == expected + 1 else f"entries #{expected}..#{seq - 1} are"
             report.findings.append(Finding(f"missing: {missing} not stored", seq=expected))
@@ -156,6 +155,18 @@ def _verify_entries(report: Report) -> list[bytes]:
         append(leaf)
         expected += 1
     return leaves
+
+
+def _stream(query: Any) -> Iterator[tuple[Any, ...]]:
+    """The query's rows as plain tuples from a server-side cursor (on PostgreSQL), CHUNK at a time.
+
+    Django's values_list().iterator() gives the same rows through several generator layers per row, which at a
+    million entries costs seconds; every column here is text or an integer, so no converter is skipped."""
+    sql, params = query.query.sql_with_params()
+    with connection.chunked_cursor() as cursor:
+        cursor.execute(sql, params)
+        while rows := cursor.fetchmany(CHUNK):
+            yield from rows
 
 
 def _time_as_entry_text() -> Func:
