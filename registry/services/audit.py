@@ -120,8 +120,11 @@ def audit_integrate(*, wait: bool = True, batch_size: int = INTEGRATE_BATCH, lim
             return done
         done += count
         if count == 0:
-            # Only a batch that found the queue empty ends the loop: a commit that found the head locked while a
-            # batch ran is seen by the next batch, which starts after that commit.
+            return done
+        if count < size and not connection.in_atomic_block and not AuditQueued.objects.exists():
+            # The queue is empty now, after this batch released the head: a commit that found the head locked
+            # while the batch ran committed its row before that, so it would be seen here. One plain query instead
+            # of another locked batch; a commit after this look finds the head free and integrates itself.
             return done
     return done
 
