@@ -20,6 +20,7 @@ from django.db.models.functions import Cast
 from scipy import stats as sps
 
 from protocol import statistics
+from registry.models import CatalogueCell
 from registry.selectors.catalogue import (
     CACHE_SECONDS,
     SET_FIELDS,
@@ -102,20 +103,25 @@ def log_estimate(valued: int, log_sum: float, log_sq_sum: float) -> Estimate:
     return Estimate(math.exp(mean), math.exp(mean - half), math.exp(mean + half), valued)
 
 
-# Fields that are equal within a comparability key (the contract controls them): read with Min() rather than
-# grouped on, so the GROUP BY keys are the row, the set and the trust level only.
-_PER_SET = {**{f"s_{name}": column for name, column in SET_FIELDS.items()},
-            **{f"c_{column}": column for column in COLUMN_FIELDS}, "steady": "steady_state"}
-
-
-def _grouped(query: CatalogueQuery) -> list[dict[str, Any]]:
-    rows = _cells(query).values(*ROW_FIELDS, "comparability_key", "trust").annotate(
+def _grouped(query: CatalogueQuery) -> list[tuple[Any, ...]]:
+    """(vendor, model, count, set key, trust, runs, valued, Σ ln, Σ ln², low, high, lower is better, phase,
+    workload, scenario, steady) per configuration, set and trust level, as plain tuples (thousands of rows: no
+    dict per row). The column and the steady state are equal within a set and configuration, so read with Min()
+    rather than grouped on; the sets' descriptions are read afterwards for the sets shown only (_set_fields)."""
+    return list(_cells(query).values(*ROW_FIELDS, "comparability_key", "trust").annotate(
         n=Sum("runs"), valued_n=Sum("valued"), ls=Sum("log_sum"), lsq=Sum("log_sq_sum"),
         low=Min("headline_low"), high=Max("headline_high"),
         lower=Max(Cast("headline_lower_is_better", IntegerField())),
-        **{alias: Min(column) for alias, column in _PER_SET.items()}).order_by()
-    return [{**row, **{column: row[f"c_{column}"] for column in COLUMN_FIELDS}, "steady_state": row["steady"],
-             **{column: row[f"s_{name}"] for name, column in SET_FIELDS.items()}} for row in rows]
+        **{f"c_{column}": Min(column) for column in COLUMN_FIELDS}, steady=Min("steady_state"),
+    ).order_by().values_list(*ROW_FIELDS, "comparability_key", "trust", "n", "valued_n", "ls", "lsq", "low", "high",
+                              "lower", *(f"c_{column}" for column in COLUMN_FIELDS), "steady"))
+
+
+def _set_fields(keys: list[str]) -> dict[str, dict[str, Any]]:
+    """What describes each of these sets (workload, version, precision, batch, metric...): one row per set."""
+    rows = (CatalogueCell.objects.filter(comparability_key__in=keys).values("comparability_key")
+            .annotate(**{name: Min(column) for name, column in SET_FIELDS.items()}).order_by())
+    return {row["comparability_key"]: row for row in rows}
 
 
 def catalogue_matrix(query: CatalogueQuery, *, version: tuple[Any, ...] | None = None) -> Matrix:
@@ -132,24 +138,23 @@ def catalogue_matrix(query: CatalogueQuery, *, version: tuple[Any, ...] | None =
 def _matrix(query: CatalogueQuery, version: tuple[Any, ...]) -> Matrix:
     # (row, set) -> counts; trust levels merged (a cell row per trust level comes back from the GROUP BY)
     entries: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for g in _grouped(query):
-        row = tuple(g[f] for f in ROW_FIELDS)
-        entry = entries.get((row, g["comparability_key"]))
+    for (vendor, model, count, key, trust, n, valued, ls, lsq, low, high, lower, phase, workload, scenario,
+         steady) in _grouped(query):
+        row = (vendor, model, count)
+        entry = entries.get((row, key))
         if entry is None:
-            set_row = {"comparability_key": g["comparability_key"], "n": 0, "low": g["low"], "high": g["high"],
-                       "lower": g["lower"], **{name: g[column] for name, column in SET_FIELDS.items()}}
-            entry = entries[(row, g["comparability_key"])] = {
-                "row": row, "column": tuple(g[f] for f in COLUMN_FIELDS), "set": set_row, "n": 0, "valued": 0,
-                "ls": 0.0, "lsq": 0.0, "trust": set(), "steady": g["steady_state"]}
-        entry["n"] += g["n"]
-        entry["valued"] += g["valued_n"] or 0
-        entry["ls"] += g["ls"] or 0.0
-        entry["lsq"] += g["lsq"] or 0.0
-        entry["trust"].add(g["trust"])
-        for bound, pick in (("low", min), ("high", max)):
-            if g[bound] is not None:
-                old = entry["set"][bound]
-                entry["set"][bound] = g[bound] if old is None else pick(old, g[bound])
+            entry = entries[(row, key)] = {
+                "row": row, "column": (phase, workload, scenario), "key": key, "low": low, "high": high,
+                "lower": lower, "n": 0, "valued": 0, "ls": 0.0, "lsq": 0.0, "trust": set(), "steady": steady}
+        else:
+            entry["low"] = low if entry["low"] is None else entry["low"] if low is None else min(entry["low"], low)
+            entry["high"] = high if entry["high"] is None else entry["high"] if high is None else max(entry["high"],
+                                                                                                      high)
+        entry["n"] += n
+        entry["valued"] += valued or 0
+        entry["ls"] += ls or 0.0
+        entry["lsq"] += lsq or 0.0
+        entry["trust"].add(trust)
     row_runs: dict[tuple[Any, ...], int] = {}
     column_runs: dict[tuple[Any, ...], int] = {}
     set_runs: dict[str, int] = {}
@@ -163,13 +168,15 @@ def _matrix(query: CatalogueQuery, version: tuple[Any, ...]) -> Matrix:
     chosen: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for (row, _), e in entries.items():
         chosen.setdefault((row, e["column"]), []).append(e)
-    picked = {place: sorted(es, key=lambda e: (-e["n"], -set_runs[e["set"]["comparability_key"]],
-                                                e["set"]["comparability_key"]))
-              for place, es in chosen.items() if place[0] in rows and place[1] in columns}
+    shown_rows, shown_columns = set(rows), set(columns)
+    picked = {place: sorted(es, key=lambda e: (-e["n"], -set_runs[e["key"]], e["key"]))
+              for place, es in chosen.items() if place[0] in shown_rows and place[1] in shown_columns}
+    described = _set_fields(sorted({es[0]["key"] for es in picked.values()}))
     sets = {}
     for es in picked.values():
-        key = es[0]["set"]["comparability_key"]
-        sets[key] = _as_set({**es[0]["set"], "n": set_runs[key]})
+        e = es[0]
+        sets[e["key"]] = _as_set({**described[e["key"]], "comparability_key": e["key"], "n": set_runs[e["key"]],
+                                  "low": e["low"], "high": e["high"], "lower": e["lower"]})
     labels = set_labels(sets.values(), version=version)
     out_rows = []
     for row in rows:
@@ -180,7 +187,7 @@ def _matrix(query: CatalogueQuery, version: tuple[Any, ...]) -> Matrix:
                 cells.append(None)
                 continue
             e = es[0]
-            s = sets[e["set"]["comparability_key"]]
+            s = sets[e["key"]]
             cells.append(MatrixCell(
                 set=replace(s, name=labels[s.key]), runs=e["n"],
                 estimate=log_estimate(e["valued"], e["ls"], e["lsq"]), steady_state=e["steady"],
