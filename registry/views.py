@@ -41,8 +41,8 @@ from registry.selectors.agents import agent_list, job_list
 from registry.selectors.catalogue import (
     FACETS,
     SORTS,
+    catalogue_facets,
     catalogue_search,
-    catalogue_summary,
     data_version,
     root_cause_order,
 )
@@ -157,9 +157,9 @@ def matrix(request: HttpRequest) -> HttpResponse:
                                columns=(*exports.MATRIX_COLUMNS, "run", "digest", "url"),
                                document={"cells": cells, "complete": not cut}, cut=cut)
     params = {k: v for k, v in request.GET.items() if v}
-    summary = catalogue_summary(query, version=version)
     return _page(request, "registry/matrix.html", {
-        "matrix": grid, "form": form, "query": query, "facets": summary["facets"], "total": summary["total"],
+        "matrix": grid, "form": form, "query": query, "facets": catalogue_facets(query, version=version),
+        "total": grid.total,
         "exports": _export_links(request), "catalogue_link": reverse("home") + _filters_only(params),
         "active_filters": [(label, value, "?" + urlencode({k: v for k, v in params.items() if k != name}))
                            for name, (_, label) in FACETS.items() if (value := params.get(name))],

@@ -338,7 +338,9 @@ def _summary_from_cells_postgres(query: CatalogueQuery) -> dict[str, Any]:
 
 
 def _summary_grouping_sets(query: CatalogueQuery, rows_in: QuerySet[Any], *, count: str, low: str,
-                           high: str) -> dict[str, Any]:
+                           high: str, with_sets: bool = True) -> dict[str, Any]:
+    """One scan: a grouping set per facet column (counted under the other filters) and, `with_sets`, one for the
+    comparable sets. Without it (the matrix's sidebar) only "facets" is meaningful in the result."""
     inner, params = rows_in.query.sql_with_params()
     filters = _filters(query)
 
@@ -354,19 +356,24 @@ def _summary_grouping_sets(query: CatalogueQuery, rows_in: QuerySet[Any], *, cou
         selects.append(f'{count} FILTER (WHERE {sql}) AS "n_{column}"')
         select_params += values
     every, every_params = condition(None)
-    grouping = ", ".join(f'm."{c}"' for c in dict.fromkeys([*_FACET_GROUPING, *_SET_GROUPING]))
-    sets = ", ".join(f'(m."{c}")' for c in _FACET_GROUPING) + ", (" + ", ".join(f'm."{c}"' for c in _SET_GROUPING) + ")"
+    columns = list(dict.fromkeys([*_FACET_GROUPING, *(_SET_GROUPING if with_sets else [])]))
+    grouping = ", ".join(f'm."{c}"' for c in columns)
+    sets = ", ".join(f'(m."{c}")' for c in _FACET_GROUPING)
+    totals, total_params = "", []
+    if with_sets:
+        sets += ", (" + ", ".join(f'm."{c}"' for c in _SET_GROUPING) + ")"
+        totals = (f", {count} FILTER (WHERE {every}) AS n_all, min({low}) FILTER (WHERE {every}) AS low, "
+                  f"max({high}) FILTER (WHERE {every}) AS high, "
+                  f"max(m.headline_lower_is_better::int) FILTER (WHERE {every}) AS lower")
+        total_params = every_params * 4
     # Column names are the module's constants; every value is a query parameter.
-    sql = (f"SELECT GROUPING({grouping}) AS gid, {grouping}, {', '.join(selects)}, "  # noqa: S608
-           f"{count} FILTER (WHERE {every}) AS n_all, min({low}) FILTER (WHERE {every}) AS low, "
-           f"max({high}) FILTER (WHERE {every}) AS high, "
-           f"max(m.headline_lower_is_better::int) FILTER (WHERE {every}) AS lower "
+    sql = (f"SELECT GROUPING({grouping}) AS gid, {grouping}, {', '.join(selects)}{totals} "  # noqa: S608
            f"FROM ({inner}) AS m GROUP BY GROUPING SETS ({sets})")
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*select_params, *every_params * 4, *params])
+        cursor.execute(sql, [*select_params, *total_params, *params])
         names = [d[0] for d in cursor.description]
         rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
-    return _summary_from_grouped(query, rows, list(dict.fromkeys([*_FACET_GROUPING, *_SET_GROUPING])))
+    return _summary_from_grouped(query, rows, columns)
 
 
 def _summary_from_grouped(query: CatalogueQuery, rows: list[dict[str, Any]], grouped: list[str]) -> dict[str, Any]:
@@ -381,6 +388,8 @@ def _summary_from_grouped(query: CatalogueQuery, rows: list[dict[str, Any]], gro
         wanted = mask([column])
         counted = [(r[column], r[f"n_{column}"]) for r in rows if r["gid"] == wanted and r[f"n_{column}"]]
         facets.append(_facet(query, name, sorted(counted, key=lambda item: (-item[1], item[0]))[:FACET_LIMIT]))
+    if "comparability_key" not in grouped:  # facets only (catalogue_facets)
+        return _summary(facets, [], 0, 0, False)
     key_mask = mask(_SET_GROUPING)
     sets = [{"comparability_key": r["comparability_key"], "n": r["n_all"], "low": r["low"], "high": r["high"],
              "lower": r["lower"] or 0, **{name: r[column] for name, column in SET_FIELDS.items()}}
@@ -460,6 +469,28 @@ def catalogue_summary(query: CatalogueQuery, *, version: tuple[Any, ...] | None 
             summary = _summary_from_runs(query)
         cache.set(summary_key, summary, CACHE_SECONDS)
     return summary  # type: ignore[no-any-return]
+
+
+def catalogue_facets(query: CatalogueQuery, *, version: tuple[Any, ...] | None = None) -> list[Facet]:
+    """The facets (with counts) for `query` without its comparable sets: the matrix's sidebar. The catalogue's
+    cached summary answers when there is one; on PostgreSQL a cold call scans the cells grouped by facet only
+    (the sets' grouping is most of the summary's cost, and the matrix has its own)."""
+    version = version if version is not None else data_version()
+    summary = cache.get(_cache_key(version, "summary", query.filters, query.q, query.set_key,
+                                   query.include_withdrawn))
+    if summary is not None:
+        return summary["facets"]  # type: ignore[no-any-return]
+    if query.q.strip() or connection.vendor != "postgresql":
+        return catalogue_summary(query, version=version)["facets"]  # type: ignore[no-any-return]
+    key = _cache_key(version, "facets", query.filters, query.set_key, query.include_withdrawn)
+    facets = cache.get(key)
+    if facets is None:
+        inner = _cells(CatalogueQuery(set_key=query.set_key, include_withdrawn=query.include_withdrawn)).values(
+            *dict.fromkeys([*_FACET_GROUPING, "runs", "headline_low", "headline_high", "headline_lower_is_better"]))
+        facets = _summary_grouping_sets(query, inner, count="sum(m.runs)", low="m.headline_low",
+                                        high="m.headline_high", with_sets=False)["facets"]
+        cache.set(key, facets, CACHE_SECONDS)
+    return facets  # type: ignore[no-any-return]
 
 
 def catalogue_search(query: CatalogueQuery) -> CataloguePage:
