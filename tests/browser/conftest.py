@@ -24,7 +24,11 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshot
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 
-@pytest.fixture(scope="session")
+# Per module, not per session: while Playwright's sync API is open, its event loop counts as running in this
+# thread, so asyncio.run() fails in every later test of the xdist worker (pyHanko signs and verifies reports
+# with asyncio.run: a report test that ran after a browser test failed "the signature cannot be checked").
+# pytest-randomly shuffles modules but keeps each one together, so the loop is gone before the next module.
+@pytest.fixture(scope="module")
 def chromium() -> Iterator[Any]:
     if not Path(CHROMIUM).exists():
         pytest.skip(f"needs Debian's Chromium at {CHROMIUM} (apt-get install chromium)")

@@ -126,7 +126,8 @@ def test_a_report_is_stored_in_the_bucket_and_served_from_it(on_s3: str, s3: S3S
     response = api.get(f"/api/v1/reports/{report.pk}/pdf")
     served = b"".join(response.streaming_content)
     assert response.status_code == 200 and served == stored and response["X-Content-Digest"] == report.pdf_digest
-    assert report_verify(pdf=served).valid
+    verdict = report_verify(pdf=served)
+    assert verdict.valid, [(c.code, c.message) for c in verdict.reasons]
 
 
 @pytest.mark.django_db
@@ -225,7 +226,8 @@ def test_two_web_servers_and_two_workers_with_no_shared_disk_serve_the_same_repo
             assert [s.status_code for s in served] == [200, 200]
             assert served[0].content == served[1].content
             assert "sha256:" + hashlib.sha256(served[0].content).hexdigest() == report.pdf_digest
-            assert report_verify(pdf=served[0].content).valid
+            verdict = report_verify(pdf=served[0].content)
+            assert verdict.valid, [(c.code, c.message) for c in verdict.reasons]
         assert sorted(s3.keys(bucket)) == sorted(f"reports/{r.pdf_path}" for r in reports)
         assert not list(tmp_path.glob("*/reports/*.pdf"))  # no process kept a report on its own disk
     finally:
