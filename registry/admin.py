@@ -82,13 +82,12 @@ class SubmissionAdmin(ReadOnlyAdmin):
         if request.method == "POST" and form.is_valid():
             upload = form.cleaned_data["archive"]
             # The archive is kept (uploads storage: the data dir, or S3-compatible storage) as the import's
-            # provenance, and unpacked from there, so a worker on another host could import it the same way.
-            stored = uploads_storage().save(f"mlperf/{timezone.now():%Y%m%dT%H%M%S}-{Path(upload.name).name}",
-                                            upload)
-            with tempfile.TemporaryDirectory(prefix="benchreg-import-") as tmp, \
-                    uploads_storage().open(stored, "rb") as archive:
+            # provenance; it is unpacked from the upload itself, not read back from the storage.
+            uploads_storage().save(f"mlperf/{timezone.now():%Y%m%dT%H%M%S}-{Path(upload.name).name}", upload)
+            upload.seek(0)
+            with tempfile.TemporaryDirectory(prefix="benchreg-import-") as tmp:
                 try:
-                    root = unpack(archive, upload.name, Path(tmp))  # its own name says the format
+                    root = unpack(upload, upload.name, Path(tmp))
                     result = mlperf_import(root=root, submitted_by=request.user,
                                            round_name=form.cleaned_data["round"] or None)
                 except ArchiveError as exc:

@@ -105,14 +105,20 @@ def decision_page(request: HttpRequest, decision_id: int) -> HttpResponse:
     return render(request, "registry/decision.html", _decision_context(request, decision))
 
 
+def _decision_for(request: HttpRequest, decision_id: int, action: str, words: str) -> Any:
+    """The decision (404 unless the caller may read it), then 403 unless the caller may also do `action`."""
+    principal = policy.for_request(request)
+    decision = policy.decision_get(principal, decision_id)
+    if not policy.can(principal, action):
+        raise PermissionDenied(f"your roles do not include {words}")
+    return decision
+
+
 @login_required
 @require_POST
 def decision_report_view(request: HttpRequest, decision_id: int) -> HttpResponse:
     """Issue the signed report of the decision's answer, as `POST /api/v1/decisions/<id>/reports`."""
-    principal = policy.for_request(request)
-    decision = policy.decision_get(principal, decision_id)
-    if not policy.can(principal, policy.DECISION_CREATE):
-        raise PermissionDenied("your roles do not include issuing reports")
+    decision = _decision_for(request, decision_id, policy.DECISION_CREATE, "issuing reports")
     try:
         report = decision_report(decision=decision, requested_by=request.user)
     except RegistryError as exc:
@@ -127,10 +133,7 @@ def decision_report_view(request: HttpRequest, decision_id: int) -> HttpResponse
 @require_POST
 def decision_plan_view(request: HttpRequest, decision_id: int) -> HttpResponse:
     """Turn a candidate's gap into a benchmark plan for chosen agents, as `POST /api/v1/decisions/<id>/plans`."""
-    principal = policy.for_request(request)
-    decision = policy.decision_get(principal, decision_id)
-    if not policy.can(principal, policy.PLAN_CREATE):
-        raise PermissionDenied("your roles do not include planning runs")
+    decision = _decision_for(request, decision_id, policy.PLAN_CREATE, "planning runs")
     form = GapPlanForm(request.POST)
     if form.is_valid():
         try:

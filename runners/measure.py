@@ -59,6 +59,8 @@ class Policy:
     def __post_init__(self) -> None:
         if self.repetitions < 1 or self.min_iterations < rules.MIN_WINDOW_ITERATIONS:
             raise ValueError(f"need >= 1 repetition and >= {rules.MIN_WINDOW_ITERATIONS} iterations")
+        if self.max_iterations < self.min_iterations:
+            raise ValueError("max_iterations must be at least min_iterations")
         if self.repetitions * self.min_seconds < rules.MIN_WINDOW_SECONDS:
             raise ValueError(f"the window must total at least {rules.MIN_WINDOW_SECONDS} s")
 
@@ -197,5 +199,5 @@ def measure(timed: Timed, policy: Policy, report: Reporter | None = None, warmup
         reps.append(samples)
         seconds.append(elapsed)
         report.advance(1.0, f"{len(samples)} iterations, median {float(np.median(samples)):.3f} ms")
-    truncated = tuple(len(r) < policy.min_iterations and len(r) < policy.max_iterations for r in reps)
+    truncated = tuple(len(r) < policy.min_iterations for r in reps)  # only the time cap ends a repetition short
     return Window(tuple(reps), tuple(seconds), truncated, cap)

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from django.db import connection, connections, transaction
+from django.db import connection, transaction
 
 from registry.audit.verify import verify_log
 from registry.choices import AuditKind, CheckpointReason
@@ -25,6 +25,7 @@ from registry.models import ApiToken, AuditEntry, AuditHead, AuditQueued, Submis
 from registry.services.audit import audit_append, audit_integrate, checkpoint_sign
 from registry.services.submissions import submission_create, submission_create_batch, submission_withdraw
 from registry.services.tokens import token_create, token_revoke
+from tests.registry.concurrency import in_thread
 
 ROOT = Path(__file__).resolve().parents[3]
 WRITERS = 16
@@ -34,15 +35,6 @@ def _variant(document, tag):
     out = copy.deepcopy(document)
     out["system"]["name"] = f"seq-node-{tag}"
     return out
-
-
-def _in_thread(fn):
-    def wrapper(*args):
-        try:
-            return fn(*args)
-        finally:
-            connections.close_all()
-    return wrapper
 
 
 def _assert_log_is_whole():
@@ -67,7 +59,7 @@ def test_sixteen_writers_racing_every_kind_of_change_leave_one_entry_per_committ
     barrier = threading.Barrier(WRITERS)
     rounds = 3
 
-    @_in_thread
+    @in_thread
     def writer(w):
         barrier.wait()
         done = {"runs": [], "withdrawn": [], "tokens": [], "reports": [], "rolled_back": []}
@@ -234,7 +226,7 @@ def test_the_api_says_when_an_entry_is_queued_and_not_yet_integrated(user, serve
 def test_the_background_sequencer_integrates_shortly_after_commits(user, server_example, settings):
     settings.BENCHREG_AUDIT_SEQUENCING = "background"
 
-    @_in_thread
+    @in_thread
     def submit(i):
         return submission_create(document=_variant(server_example, f"bg-{i}"), submitted_by=user)[0].digest
 

@@ -7,11 +7,12 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from django.db import connection, connections, transaction
+from django.db import connection, transaction
 
 from registry.exceptions import ImmutableRecord
 from registry.models import AuditEntry, AuditHead, Submission
 from registry.services.submissions import InvalidDocument, submission_create, submission_withdraw
+from tests.registry.concurrency import in_thread
 
 
 @pytest.mark.django_db
@@ -62,22 +63,12 @@ def _variant(document: dict, i: int) -> dict:
     return copy_
 
 
-def _in_thread(fn):
-    """Run fn in a worker thread with its own database connection, closed afterwards."""
-    def wrapper(*args):
-        try:
-            return fn(*args)
-        finally:
-            connections.close_all()
-    return wrapper
-
-
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_identical_submissions_store_one_run(user, server_example):
     barrier = threading.Barrier(8)
 
-    @_in_thread
+    @in_thread
     def submit(_):
         barrier.wait()
         return submission_create(document=server_example, submitted_by=user)
@@ -94,7 +85,7 @@ def test_concurrent_identical_submissions_store_one_run(user, server_example):
 def test_parallel_writers_leave_a_gapless_audit_sequence(user, server_example):
     start = AuditHead.objects.get(id=1).size
 
-    @_in_thread
+    @in_thread
     def submit(i):
         return submission_create(document=_variant(server_example, i), submitted_by=user)
 
