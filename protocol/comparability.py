@@ -17,7 +17,7 @@ import copy
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from . import sizing as capacity
@@ -195,10 +195,36 @@ class _Rule:
     reason: str | None = None
 
 
-def _rules(docs: Iterable[Mapping[str, Any]]) -> dict[Path, _Rule]:
+class _RuleSet(dict[Path, _Rule]):
+    """The contract's rules made concrete for some primary metric names, with each leaf path's governing rule
+    remembered: every submission classifies ~150 leaves on every axis, nearly all of them paths seen before."""
+
+    MEMO_LIMIT = 100_000  # paths remembered (documents may carry any keys: bounded, then started afresh)
+
+    def __init__(self, rules: dict[Path, _Rule]) -> None:
+        super().__init__(rules)
+        self.wild = [r for r in rules.values() if "*" in r.path]
+        self.memo: dict[Path, _Rule | None] = {}
+
+    def governing(self, path: Path) -> _Rule | None:
+        try:
+            return self.memo[path]
+        except KeyError:
+            if len(self.memo) >= self.MEMO_LIMIT:
+                self.memo = {}
+            rule = self.memo[path] = _governing(path, self, self.wild)
+            return rule
+
+
+def _rules(docs: Iterable[Mapping[str, Any]]) -> _RuleSet:
     """Contract pointers made concrete for these documents ('{primary}' resolved for each of them)."""
+    return _concrete_rules(tuple(sorted({p for p in (_primary_name(d) for d in docs) if p})))
+
+
+@lru_cache(maxsize=256)
+def _concrete_rules(primaries: tuple[str, ...]) -> _RuleSet:
+    """Shared and read-only: one per set of primary names (a handful: the metrics' names are few)."""
     c = contract()
-    primaries = sorted({p for p in (_primary_name(d) for d in docs) if p})
     out: dict[Path, _Rule] = {_split(p): _Rule(_split(p), None, reason) for p, reason in c.ignored}
     for group in c.groups:
         for pointer in group.pointers:
@@ -206,7 +232,7 @@ def _rules(docs: Iterable[Mapping[str, Any]]) -> dict[Path, _Rule]:
             for name in names:
                 concrete = pointer.replace("{primary}", name) if name else pointer
                 out[_split(concrete)] = _Rule(_split(concrete), group)
-    return out
+    return _RuleSet(out)
 
 
 def _matches(pattern: Path, path: Path) -> bool:
@@ -247,6 +273,8 @@ def _normalised(group: Group, value: Any) -> Any:
 
 def _governed(doc: Mapping[str, Any], rules: Mapping[Path, _Rule]) -> list[tuple[Path, Any, _Rule | None]]:
     """Every leaf of the document with the rule that governs it (the same on every axis)."""
+    if isinstance(rules, _RuleSet):
+        return [(path, value, rules.governing(path)) for path, value in _leaves(dict(doc))]
     wild = [r for r in rules.values() if "*" in r.path]
     return [(path, value, _governing(path, rules, wild)) for path, value in _leaves(dict(doc))]
 
