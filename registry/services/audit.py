@@ -39,12 +39,31 @@ def audit_append(*, kind: str, actor: str, subject: str, payload: dict[str, Any]
     docs/audit.md). The queued row commits or rolls back with the change, so an entry exists exactly when its
     change commits. The entry's text (registry.audit.entries.entry_text) is public; `actor` stays a column.
     """
+    row = AuditQueued.objects.create(**_queued(kind=kind, actor=actor, subject=subject, payload=payload, time=time))
+    _sequence_after()
+    return row
+
+
+def audit_append_many(events: list[dict[str, Any]]) -> list[AuditQueued]:
+    """`audit_append` for many events of one transaction (a batch of runs): one multi-row INSERT. Each event is
+    audit_append's keyword arguments."""
+    rows = AuditQueued.objects.bulk_create([AuditQueued(**_queued(**event)) for event in events])
+    _sequence_after()
+    return rows
+
+
+def _queued(*, kind: str, actor: str, subject: str, payload: dict[str, Any] | None = None,
+            time: datetime | None = None) -> dict[str, Any]:
     now = time or timezone.now()
     # Built once here only to refuse an entry too large for the log in the change's own transaction, never in
     # the sequencer's (seq at its widest, so the real entry is no longer than this one).
     entry_text(seq=10**15, time=now, kind=kind, subject=subject, payload=payload)
-    row = AuditQueued.objects.create(queued_at=now, actor=actor, kind=kind, subject=subject,
-                                     payload=protocol.canonicalize(payload or {}).decode())
+    return {"queued_at": now, "actor": actor, "kind": kind, "subject": subject,
+            "payload": protocol.canonicalize(payload or {}).decode()}
+
+
+def _sequence_after() -> None:
+    """Number the queued entries as BENCHREG_AUDIT_SEQUENCING says (docs/audit.md)."""
     mode = settings.BENCHREG_AUDIT_SEQUENCING
     if mode == "inline":
         audit_integrate()  # numbered in the change's own transaction: writers serialise (tests, one-writer setups)
@@ -52,7 +71,6 @@ def audit_append(*, kind: str, actor: str, subject: str, payload: dict[str, Any]
         hook = _integrate_after_commit if mode == "commit" else _background.wake
         if not any(pending[1] is hook for pending in connection.run_on_commit):
             transaction.on_commit(hook)  # once per transaction, however many events it records
-    return row
 
 
 def _integrate_after_commit() -> None:

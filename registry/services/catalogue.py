@@ -61,6 +61,28 @@ def _add(key: dict[str, Any], value: float | None) -> None:
         cells.update(**_grow(value))  # another transaction created the cell between our UPDATE and INSERT
 
 
+def _add_many(key: dict[str, Any], values: list[float | None]) -> None:
+    """`_add` for several runs of one cell: one UPDATE (or INSERT) for all of them."""
+    known = [v for v in values if v is not None]
+    logs = [math.log(v) for v in known if v > 0]
+    log_sum, log_sq_sum = sum(logs), sum(x * x for x in logs)
+    changes: dict[str, Any] = {"runs": F("runs") + len(values), "valued": F("valued") + len(logs),
+                               "log_sum": F("log_sum") + log_sum, "log_sq_sum": F("log_sq_sum") + log_sq_sum}
+    low, high = (min(known), max(known)) if known else (None, None)
+    if known:
+        changes["headline_low"] = Least(Coalesce("headline_low", Value(low)), Value(low))
+        changes["headline_high"] = Greatest(Coalesce("headline_high", Value(high)), Value(high))
+    cells = CatalogueCell.objects.filter(**key)
+    if cells.update(**changes):
+        return
+    try:
+        with transaction.atomic():
+            CatalogueCell.objects.create(**key, runs=len(values), headline_low=low, headline_high=high,
+                                         valued=len(logs), log_sum=log_sum, log_sq_sum=log_sq_sum)
+    except IntegrityError:
+        cells.update(**changes)
+
+
 def _remove(key: dict[str, Any], value: float | None) -> None:
     """Count one run fewer; the cell goes at zero, and its headline range is re-read if the run was at an end."""
     cells = CatalogueCell.objects.filter(**key)
@@ -83,6 +105,18 @@ def _headline(run: Submission) -> float | None:
 def catalogue_run_added(*, run: Submission) -> None:
     """Count a newly stored run. Call inside the transaction that stores it."""
     _add(_key(run, withdrawn=False), _headline(run))
+
+
+def catalogue_runs_added(*, runs: list[Submission]) -> None:
+    """`catalogue_run_added` for a batch of new runs: one UPDATE (or INSERT) per cell they fall in, in a fixed
+    order (cells locked in the same order by concurrent batches cannot deadlock)."""
+    cells: dict[tuple[Any, ...], tuple[dict[str, Any], list[float | None]]] = {}
+    for run in runs:
+        key = _key(run, withdrawn=False)
+        cells.setdefault(tuple(key[name] for name in CELL_KEY), (key, []))[1].append(_headline(run))
+    for ordered in sorted(cells, key=lambda t: tuple("" if v is None else str(v) for v in t)):
+        key, values = cells[ordered]
+        _add_many(key, values)
 
 
 def catalogue_run_withdrawn(*, run: Submission) -> None:

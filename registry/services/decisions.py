@@ -190,6 +190,35 @@ def decisions_flag_for_new_run(*, run: Submission, actor: str = "registry") -> l
     return flagged
 
 
+def decisions_flag_for_new_runs(*, runs: list[Submission], actor: str = "registry") -> list[Decision]:
+    """`decisions_flag_for_new_run` for a batch: one SELECT per workload and scenario among the runs, and each
+    decision the batch enters flagged once, naming every run of the batch that enters it."""
+    groups: dict[tuple[str, str], list[Submission]] = {}
+    for run in runs:
+        if run.trust != Trust.EXAMPLE:
+            groups.setdefault((run.workload_name, run.scenario_kind), []).append(run)
+    entering: dict[int, list[Submission]] = {}
+    for (workload, scenario), group in groups.items():
+        for d in Decision.objects.filter(workload_name=workload, scenario_kind=scenario).only("id", "question"):
+            question = _question(d.question)
+            found = [run for run in group if dec.out_of_question(question, run.document) is None]
+            if found:
+                entering[d.pk] = found
+    if not entering:
+        return []
+    flagged = []
+    with transaction.atomic():
+        for decision in Decision.objects.select_for_update().filter(pk__in=entering).order_by("id"):
+            found = entering[decision.pk]
+            ids = ", ".join(str(run.pk) for run in found[:20]) + (f" and {len(found) - 20} more" if len(found) > 20
+                                                                   else "")
+            reason = (f"new evidence: run {ids} enters the question" if len(found) == 1
+                      else f"new evidence: runs {ids} enter the question")
+            _flag(decision, reason=reason, runs=found, actor=actor)
+            flagged.append(decision)
+    return flagged
+
+
 def decision_report_text(answer: dict[str, Any]) -> str:
     """The report's decision statement: the question, then each candidate's verdict with its caveats in the same
     sentence, and the frontier. Cut at the report's limit only between sentences (never mid-caveat)."""

@@ -16,8 +16,8 @@ from protocol.comparability import comparability_keys
 from registry.choices import AuditKind, Trust
 from registry.exceptions import RegistryError
 from registry.models import ApiToken, Submission, Withdrawal
-from registry.services.audit import audit_append
-from registry.services.catalogue import catalogue_run_added, catalogue_run_withdrawn
+from registry.services.audit import audit_append, audit_append_many
+from registry.services.catalogue import catalogue_run_added, catalogue_run_withdrawn, catalogue_runs_added
 
 
 class InvalidDocument(RegistryError):
@@ -106,7 +106,7 @@ def submission_withdraw(*, submission: Submission, reason: str, actor: AbstractB
 
 # --- issue 16: many documents in one call (the bulk API and the MLPerf import) ------------------------------------
 
-BATCH_TRANSACTION = 200  # documents stored per transaction in a batch (a savepoint each)
+BATCH_TRANSACTION = 200  # documents stored per transaction in a batch
 
 
 @dataclass
@@ -126,22 +126,98 @@ def submission_create_batch(*, documents: Iterable[bytes | str | dict[str, Any] 
     """Validate and store each document like `submission_create`; each stands or falls alone.
 
     A document may already be a RegistryError (a line the caller could not parse): it is refused as it is.
-    Documents are stored `per_transaction` to a transaction with a savepoint each, so a refused document
-    stores nothing and the others are kept; each stored run's audit entry is queued in its transaction.
-    `on_outcome(index, outcome)` is called as each document is decided (progress, streaming).
+    Documents are checked one by one (a refused one stores nothing), then the new ones of every
+    `per_transaction` are stored together (`_store_many`: one INSERT of the runs, one of their audit entries,
+    one UPDATE per catalogue cell), so a batch costs a few statements per chunk instead of ~10 per document.
+    A document already stored, or twice in the batch, is "known". If another writer stores one of the chunk's
+    documents meanwhile, the chunk is stored one document at a time instead (same outcomes). An agent's run
+    for its job takes the single path (it is linked to its job under a lock). `on_outcome(index, outcome)` is
+    called in order as each document is decided (progress, streaming).
     """
+    if trust not in Trust.values or trust == Trust.VOUCHED:
+        raise ValueError(f"trust {trust!r}: only an agent's job run is vouched; give one of declared, imported, "
+                         "example")
     outcomes: list[BatchOutcome] = []
     pending = iter(documents)
     while True:
         chunk = list(itertools.islice(pending, per_transaction))
         if not chunk:
             return outcomes
-        with transaction.atomic():
-            for document in chunk:
-                outcome = _batch_one(document, submitted_by, token, trust)
-                if on_outcome is not None:
-                    on_outcome(len(outcomes), outcome)
-                outcomes.append(outcome)
+        for outcome in _batch_chunk(chunk, submitted_by, token, trust):
+            if on_outcome is not None:
+                on_outcome(len(outcomes), outcome)
+            outcomes.append(outcome)
+
+
+def _batch_chunk(chunk: list[bytes | str | dict[str, Any] | RegistryError], submitted_by: AbstractBaseUser,
+                 token: ApiToken | None, trust: str) -> list[BatchOutcome]:
+    decided: list[BatchOutcome | None] = [None] * len(chunk)
+    checked: dict[int, protocol.Checked] = {}
+    for i, document in enumerate(chunk):
+        if isinstance(document, RegistryError):
+            decided[i] = BatchOutcome("refused", error=document)
+            continue
+        try:
+            one = protocol.check(document)
+        except protocol.Invalid as exc:
+            decided[i] = BatchOutcome("refused", error=InvalidDocument(
+                f"the document has {len(exc.errors)} problem(s)", errors=[e.as_dict() for e in exc.errors]))
+            continue
+        provenance = one.document["provenance"]
+        if provenance.get("job") is not None or provenance.get("agent") is not None:
+            decided[i] = _batch_one(one.document, submitted_by, token, trust)
+        else:
+            checked[i] = one
+    if checked:
+        try:
+            with transaction.atomic():
+                runs = _store_new(checked, submitted_by, token, trust)
+        except IntegrityError:  # another writer stored one of these meanwhile: one at a time, each alone
+            runs = None
+        for i, one in checked.items():
+            if runs is None:
+                decided[i] = _batch_one(one.document, submitted_by, token, trust)
+            else:
+                run, created = runs[i]
+                decided[i] = BatchOutcome("stored" if created else "known", run=run)
+    return [outcome for outcome in decided if outcome is not None]
+
+
+def _store_new(checked: dict[int, protocol.Checked], submitted_by: AbstractBaseUser, token: ApiToken | None,
+               trust: str) -> dict[int, tuple[Submission, bool]]:
+    """Store the documents not stored yet (one SELECT for the known ones); index -> (run, created)."""
+    known = {run.digest: run for run in Submission.objects.filter(digest__in={c.digest for c in checked.values()})}
+    new: dict[str, protocol.Checked] = {}
+    for one in checked.values():
+        if one.digest not in known:
+            new.setdefault(one.digest, one)
+    stored = {run.digest: run for run in _store_many(list(new.values()), submitted_by, token, trust=trust)}
+    out: dict[int, tuple[Submission, bool]] = {}
+    for i, one in checked.items():
+        if one.digest in known:
+            out[i] = (known[one.digest], False)
+        else:
+            out[i] = (stored[one.digest], new[one.digest] is one)  # a second copy in the batch is "known"
+    return out
+
+
+def _store_many(checked: list[protocol.Checked], submitted_by: AbstractBaseUser, token: ApiToken | None, *,
+                trust: str) -> list[Submission]:
+    """`_store` for many documents in the caller's transaction: what it writes, in a few statements."""
+    if not checked:
+        return []
+    now, name = timezone.now(), submitted_by.get_username()
+    runs = Submission.objects.bulk_create([
+        Submission(trust=trust, digest=one.digest, document=one.document, canonical=one.canonical.decode(),
+                   **_key_columns(one.document), **one.summary.columns(), submitted_by=submitted_by,
+                   submitted_by_name=name, token=token, submitted_at=now)
+        for one in checked])
+    audit_append_many([{"kind": AuditKind.RUN_SUBMITTED, "actor": name, "subject": run.digest, "time": now,
+                        "payload": {"run": run.pk, "trust": trust}} for run in runs])
+    catalogue_runs_added(runs=runs)
+    from registry.services.decisions import decisions_flag_for_new_runs  # decisions (issue 14)
+    decisions_flag_for_new_runs(runs=runs)
+    return runs
 
 
 def _batch_one(document: bytes | str | dict[str, Any] | RegistryError, submitted_by: AbstractBaseUser,
@@ -149,7 +225,7 @@ def _batch_one(document: bytes | str | dict[str, Any] | RegistryError, submitted
     if isinstance(document, RegistryError):
         return BatchOutcome("refused", error=document)
     try:
-        with transaction.atomic():  # a savepoint: a refused document leaves the rest of its chunk intact
+        with transaction.atomic():  # a savepoint: a refused document leaves the rest of the batch intact
             run, created = submission_create(document=document, submitted_by=submitted_by, token=token, trust=trust)
     except RegistryError as exc:
         return BatchOutcome("refused", error=exc)
