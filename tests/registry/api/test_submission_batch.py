@@ -103,3 +103,11 @@ def test_a_batch_through_the_api_is_integrated_into_the_log_on_commit(api, serve
     assert {r["status"] for r in lines} == {201}
     entries = AuditEntry.objects.filter(kind="run.submitted").order_by("seq")
     assert [e.subject for e in entries] == [r["digest"] for r in lines]  # in line order, gapless
+
+
+def test_a_document_twice_in_one_batch_is_stored_once(api, server_example):
+    first = _variant(server_example, 1)
+    lines = results(post_batch(api, [first, _variant(server_example, 2), first]))
+    assert [(r["status"], r["result"]) for r in lines] == [(201, "stored"), (201, "stored"), (200, "known")]
+    assert lines[2]["id"] == lines[0]["id"]
+    assert AuditEntry.objects.filter(kind="run.submitted", subject=lines[0]["digest"]).count() == 1

@@ -193,3 +193,19 @@ def test_search_uses_the_trigram_indexes_on_postgres(user, server_example):
     plan = _runs(CatalogueQuery(q="H100 lab")).order_by().explain()
     assert "registry_sub_system_name_trgm" in plan and "registry_sub_submitter_trgm" in plan, plan
     assert [r.pk for r in _runs(CatalogueQuery(q="h100 LAB"))] == [Submission.objects.get().pk]
+
+
+@pytest.mark.django_db
+def test_a_batch_keeps_the_cells_as_single_submissions_would(user, server_example, offline_example, capsys):
+    """The bulk path counts a chunk's runs per cell in one UPDATE: the cells must still equal a rebuild."""
+    from registry.services.submissions import submission_create_batch
+
+    submission_create(document=_variant(server_example, 0, torch="2.10.0"), submitted_by=user)  # a cell exists
+    documents = [_variant(server_example, i, torch=f"2.1{i % 3}.0") for i in range(1, 9)]
+    documents += [offline_example, documents[2]]  # a new cell; a second copy in the batch
+    outcomes = submission_create_batch(documents=documents, submitted_by=user, per_transaction=4)
+    assert [o.status for o in outcomes] == ["stored"] * 9 + ["known"]
+    assert outcomes[-1].run.pk == outcomes[2].run.pk
+    assert Submission.objects.count() == 10
+    call_command("rebuild_catalogue", "--check")
+    assert "match" in capsys.readouterr().out
