@@ -271,15 +271,12 @@ def _normalised(group: Group, value: Any) -> Any:
     return value
 
 
-def _governed(doc: Mapping[str, Any], rules: Mapping[Path, _Rule]) -> list[tuple[Path, Any, _Rule | None]]:
+def _governed(doc: Mapping[str, Any], rules: _RuleSet) -> list[tuple[Path, Any, _Rule | None]]:
     """Every leaf of the document with the rule that governs it (the same on every axis)."""
-    if isinstance(rules, _RuleSet):
-        return [(path, value, rules.governing(path)) for path, value in _leaves(dict(doc))]
-    wild = [r for r in rules.values() if "*" in r.path]
-    return [(path, value, _governing(path, rules, wild)) for path, value in _leaves(dict(doc))]
+    return [(path, value, rules.governing(path)) for path, value in _leaves(dict(doc))]
 
 
-def _classify(doc: Mapping[str, Any], rules: Mapping[Path, _Rule], axis: str,
+def _classify(doc: Mapping[str, Any], rules: _RuleSet, axis: str,
               governed: list[tuple[Path, Any, _Rule | None]] | None = None
               ) -> dict[str, dict[Path, tuple[Group | None, Any]]]:
     """role -> {path: (group, value)} for every leaf of the document that has a role on this axis."""

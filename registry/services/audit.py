@@ -44,7 +44,7 @@ def audit_append(*, kind: str, actor: str, subject: str, payload: dict[str, Any]
     return row
 
 
-def audit_append_many(events: list[dict[str, Any]]) -> list[AuditQueued]:
+def audit_append_many(*, events: list[dict[str, Any]]) -> list[AuditQueued]:
     """`audit_append` for many events of one transaction (a batch of runs): one multi-row INSERT. Each event is
     audit_append's keyword arguments."""
     rows = AuditQueued.objects.bulk_create([AuditQueued(**_queued(**event)) for event in events])

@@ -34,35 +34,19 @@ def _key(run: Submission, *, withdrawn: bool) -> dict[str, Any]:
     return {**key, "steady_state": steady_state_word(run.document), "withdrawn": withdrawn}
 
 
-def _grow(value: float | None, sign: int = 1) -> dict[str, Any]:
-    """The UPDATE that counts one more run of headline `value` (NULL bounds taken as unset, on every database);
-    with sign=-1, only the counts and log sums of one run fewer (the bounds are re-read by `_remove`)."""
-    changes: dict[str, Any] = {"runs": F("runs") + sign}
-    if value is not None and sign > 0:
-        changes["headline_low"] = Least(Coalesce("headline_low", Value(value)), Value(value))
-        changes["headline_high"] = Greatest(Coalesce("headline_high", Value(value)), Value(value))
+def _shrink(value: float | None) -> dict[str, Any]:
+    """The UPDATE that counts one run of headline `value` fewer: counts and log sums only (the bounds are re-read
+    by `_remove`)."""
+    changes: dict[str, Any] = {"runs": F("runs") - 1}
     if value is not None and value > 0:
         log = math.log(value)
-        changes.update(valued=F("valued") + sign, log_sum=F("log_sum") + sign * log,
-                       log_sq_sum=F("log_sq_sum") + sign * log * log)
+        changes.update(valued=F("valued") - 1, log_sum=F("log_sum") - log, log_sq_sum=F("log_sq_sum") - log * log)
     return changes
 
 
-def _add(key: dict[str, Any], value: float | None) -> None:
-    cells = CatalogueCell.objects.filter(**key)
-    if cells.update(**_grow(value)):
-        return
-    log = math.log(value) if value is not None and value > 0 else None
-    try:
-        with transaction.atomic():  # a savepoint: a lost race must not abort the caller's transaction
-            CatalogueCell.objects.create(**key, runs=1, headline_low=value, headline_high=value,
-                                         valued=int(log is not None), log_sum=log or 0.0, log_sq_sum=(log or 0.0) ** 2)
-    except IntegrityError:
-        cells.update(**_grow(value))  # another transaction created the cell between our UPDATE and INSERT
-
-
-def _add_many(key: dict[str, Any], values: list[float | None]) -> None:
-    """`_add` for several runs of one cell: one UPDATE (or INSERT) for all of them."""
+def _add(key: dict[str, Any], values: list[float | None]) -> None:
+    """Count runs of headlines `values` in one cell: one UPDATE (NULL bounds taken as unset, on every database),
+    or the INSERT of a new cell."""
     known = [v for v in values if v is not None]
     logs = [math.log(v) for v in known if v > 0]
     log_sum, log_sq_sum = sum(logs), sum(x * x for x in logs)
@@ -76,17 +60,17 @@ def _add_many(key: dict[str, Any], values: list[float | None]) -> None:
     if cells.update(**changes):
         return
     try:
-        with transaction.atomic():
+        with transaction.atomic():  # a savepoint: a lost race must not abort the caller's transaction
             CatalogueCell.objects.create(**key, runs=len(values), headline_low=low, headline_high=high,
                                          valued=len(logs), log_sum=log_sum, log_sq_sum=log_sq_sum)
     except IntegrityError:
-        cells.update(**changes)
+        cells.update(**changes)  # another transaction created the cell between our UPDATE and INSERT
 
 
 def _remove(key: dict[str, Any], value: float | None) -> None:
     """Count one run fewer; the cell goes at zero, and its headline range is re-read if the run was at an end."""
     cells = CatalogueCell.objects.filter(**key)
-    if not cells.update(**_grow(value, -1)):  # locks the cell for the rest of the transaction
+    if not cells.update(**_shrink(value)):  # locks the cell for the rest of the transaction
         # The index missed this run (rows inserted around the services): the withdrawal, which is evidence, goes on.
         logger.error("no catalogue cell counts this run (%s): run `manage.py rebuild_catalogue`", key)
         return
@@ -104,25 +88,25 @@ def _headline(run: Submission) -> float | None:
 
 def catalogue_run_added(*, run: Submission) -> None:
     """Count a newly stored run. Call inside the transaction that stores it."""
-    _add(_key(run, withdrawn=False), _headline(run))
+    catalogue_runs_added(runs=[run])
 
 
 def catalogue_runs_added(*, runs: list[Submission]) -> None:
-    """`catalogue_run_added` for a batch of new runs: one UPDATE (or INSERT) per cell they fall in, in a fixed
-    order (cells locked in the same order by concurrent batches cannot deadlock)."""
+    """Count newly stored runs: one UPDATE (or INSERT) per cell they fall in, in a fixed order (cells locked in
+    the same order by concurrent batches cannot deadlock). Call inside the transaction that stores them."""
     cells: dict[tuple[Any, ...], tuple[dict[str, Any], list[float | None]]] = {}
     for run in runs:
         key = _key(run, withdrawn=False)
         cells.setdefault(tuple(key[name] for name in CELL_KEY), (key, []))[1].append(_headline(run))
     for ordered in sorted(cells, key=lambda t: tuple("" if v is None else str(v) for v in t)):
         key, values = cells[ordered]
-        _add_many(key, values)
+        _add(key, values)
 
 
 def catalogue_run_withdrawn(*, run: Submission) -> None:
     """Move a run to the withdrawn cells. Call inside the transaction that stores its withdrawal, after it."""
     _remove(_key(run, withdrawn=False), _headline(run))
-    _add(_key(run, withdrawn=True), _headline(run))
+    _add(_key(run, withdrawn=True), [_headline(run)])
 
 
 def _runs(withdrawn: bool | None = None) -> QuerySet[Submission]:

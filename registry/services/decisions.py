@@ -169,30 +169,14 @@ def decisions_flag_for_series_alert(sender: type, *, alert: Any, **_: Any) -> li
                                                      f"run {alert.run_id} against the runs before it")
 
 
-def decisions_flag_for_new_run(*, run: Submission, actor: str = "registry") -> list[Decision]:
-    """Flag every decision whose question the new run enters (it would be a candidate run).
-
-    Called for every stored run, inside its transaction: the common case (no decision on this workload and
-    scenario, or none the run enters) is one indexed SELECT, with no lock and no savepoint.
-    """
-    if run.trust == Trust.EXAMPLE:
-        return []
-    entering = [d.pk for d in Decision.objects.filter(workload_name=run.workload_name,
-                                                       scenario_kind=run.scenario_kind).only("id", "question")
-                if dec.out_of_question(_question(d.question), run.document) is None]
-    if not entering:
-        return []
-    flagged = []
-    with transaction.atomic():
-        for decision in Decision.objects.select_for_update().filter(pk__in=entering).order_by("id"):
-            _flag(decision, reason=f"new evidence: run {run.pk} enters the question", runs=[run], actor=actor)
-            flagged.append(decision)
-    return flagged
-
-
 def decisions_flag_for_new_runs(*, runs: list[Submission], actor: str = "registry") -> list[Decision]:
-    """`decisions_flag_for_new_run` for a batch: one SELECT per workload and scenario among the runs, and each
-    decision the batch enters flagged once, naming every run of the batch that enters it."""
+    """Flag every decision whose question a new run enters (it would be a candidate run), once per decision,
+    naming every one of `runs` that enters it.
+
+    Called for every stored run or batch, inside its transaction: the common case (no decision on the runs'
+    workload and scenario, or none they enter) is one indexed SELECT per workload and scenario, with no lock
+    and no savepoint.
+    """
     groups: dict[tuple[str, str], list[Submission]] = {}
     for run in runs:
         if run.trust != Trust.EXAMPLE:

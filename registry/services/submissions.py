@@ -17,7 +17,7 @@ from registry.choices import AuditKind, Trust
 from registry.exceptions import RegistryError
 from registry.models import ApiToken, Submission, Withdrawal
 from registry.services.audit import audit_append, audit_append_many
-from registry.services.catalogue import catalogue_run_added, catalogue_run_withdrawn, catalogue_runs_added
+from registry.services.catalogue import catalogue_run_withdrawn, catalogue_runs_added
 
 
 class InvalidDocument(RegistryError):
@@ -36,16 +36,9 @@ def submission_create(*, document: bytes | str | dict[str, Any], submitted_by: A
     stored (same digest) is returned as it is, with the level it was first stored with. A rejected document
     raises InvalidDocument and stores nothing.
     """
-    if trust not in Trust.values or trust == Trust.VOUCHED:
-        raise ValueError(f"trust {trust!r}: only an agent's job run is vouched; give one of declared, imported, "
-                         "example")
-    try:
-        checked = protocol.check(document)
-    except protocol.Invalid as exc:
-        raise InvalidDocument(f"the document has {len(exc.errors)} problem(s)",
-                              errors=[e.as_dict() for e in exc.errors]) from None
-    provenance = checked.document["provenance"]
-    if provenance.get("job") is not None or provenance.get("agent") is not None:
+    _require_trust(trust)
+    checked = _checked(document)
+    if _for_a_job(checked):
         # An agent's run for its job: stored and linked to the job in one locked step (one run per job).
         from registry.services.jobs import job_submission_create  # jobs builds on this module
 
@@ -63,6 +56,26 @@ def submission_create(*, document: bytes | str | dict[str, Any], submitted_by: A
         return existing, False
 
 
+def _require_trust(trust: str) -> None:
+    if trust not in Trust.values or trust == Trust.VOUCHED:
+        raise ValueError(f"trust {trust!r}: only an agent's job run is vouched; give one of declared, imported, "
+                         "example")
+
+
+def _checked(document: bytes | str | dict[str, Any]) -> protocol.Checked:
+    """The protocol's checks, or InvalidDocument with every problem and its pointer."""
+    try:
+        return protocol.check(document)
+    except protocol.Invalid as exc:
+        raise InvalidDocument(f"the document has {len(exc.errors)} problem(s)",
+                              errors=[e.as_dict() for e in exc.errors]) from None
+
+
+def _for_a_job(checked: protocol.Checked) -> bool:
+    provenance = checked.document["provenance"]
+    return provenance.get("job") is not None or provenance.get("agent") is not None
+
+
 def _key_columns(document: dict[str, Any]) -> dict[str, str]:
     return {Submission.KEY_COLUMNS[axis]: key for axis, key in comparability_keys(document).items()}
 
@@ -70,19 +83,9 @@ def _key_columns(document: dict[str, Any]) -> dict[str, str]:
 @transaction.atomic
 def _store(checked: protocol.Checked, submitted_by: AbstractBaseUser, token: ApiToken | None, *,
            trust: str) -> Submission:
-    summary = checked.summary
-    run = Submission.objects.create(
-        trust=trust,
-        digest=checked.digest, document=checked.document, canonical=checked.canonical.decode(),
-        **_key_columns(checked.document), **summary.columns(),
-        submitted_by=submitted_by, submitted_by_name=submitted_by.get_username(), token=token,
-        submitted_at=timezone.now(),
-    )
-    audit_append(kind=AuditKind.RUN_SUBMITTED, actor=submitted_by.get_username(), subject=run.digest,
-                 time=run.submitted_at, payload={"run": run.pk, "trust": trust})
-    catalogue_run_added(run=run)  # the catalogue's derived counts, exact in the same transaction
-    from registry.services.decisions import decisions_flag_for_new_run  # decisions (issue 14)
-    decisions_flag_for_new_run(run=run)
+    """Store one checked document in a savepoint of its own (a lost race on its digest leaves the caller's
+    transaction usable)."""
+    (run,) = _store_many([checked], submitted_by, token, trust=trust)
     return run
 
 
@@ -134,9 +137,7 @@ def submission_create_batch(*, documents: Iterable[bytes | str | dict[str, Any] 
     for its job takes the single path (it is linked to its job under a lock). `on_outcome(index, outcome)` is
     called in order as each document is decided (progress, streaming).
     """
-    if trust not in Trust.values or trust == Trust.VOUCHED:
-        raise ValueError(f"trust {trust!r}: only an agent's job run is vouched; give one of declared, imported, "
-                         "example")
+    _require_trust(trust)
     outcomes: list[BatchOutcome] = []
     pending = iter(documents)
     while True:
@@ -158,13 +159,11 @@ def _batch_chunk(chunk: list[bytes | str | dict[str, Any] | RegistryError], subm
             decided[i] = BatchOutcome("refused", error=document)
             continue
         try:
-            one = protocol.check(document)
-        except protocol.Invalid as exc:
-            decided[i] = BatchOutcome("refused", error=InvalidDocument(
-                f"the document has {len(exc.errors)} problem(s)", errors=[e.as_dict() for e in exc.errors]))
+            one = _checked(document)
+        except InvalidDocument as exc:
+            decided[i] = BatchOutcome("refused", error=exc)
             continue
-        provenance = one.document["provenance"]
-        if provenance.get("job") is not None or provenance.get("agent") is not None:
+        if _for_a_job(one):
             decided[i] = _batch_one(one.document, submitted_by, token, trust)
         else:
             checked[i] = one
@@ -203,7 +202,8 @@ def _store_new(checked: dict[int, protocol.Checked], submitted_by: AbstractBaseU
 
 def _store_many(checked: list[protocol.Checked], submitted_by: AbstractBaseUser, token: ApiToken | None, *,
                 trust: str) -> list[Submission]:
-    """`_store` for many documents in the caller's transaction: what it writes, in a few statements."""
+    """Store checked documents in the caller's transaction: the runs (one INSERT), their audit entries (one
+    INSERT), the catalogue's counts and the decisions they enter, all exact when it commits."""
     if not checked:
         return []
     now, name = timezone.now(), submitted_by.get_username()
@@ -212,9 +212,9 @@ def _store_many(checked: list[protocol.Checked], submitted_by: AbstractBaseUser,
                    **_key_columns(one.document), **one.summary.columns(), submitted_by=submitted_by,
                    submitted_by_name=name, token=token, submitted_at=now)
         for one in checked])
-    audit_append_many([{"kind": AuditKind.RUN_SUBMITTED, "actor": name, "subject": run.digest, "time": now,
+    audit_append_many(events=[{"kind": AuditKind.RUN_SUBMITTED, "actor": name, "subject": run.digest, "time": now,
                         "payload": {"run": run.pk, "trust": trust}} for run in runs])
-    catalogue_runs_added(runs=runs)
+    catalogue_runs_added(runs=runs)  # the catalogue's derived counts, exact in the same transaction
     from registry.services.decisions import decisions_flag_for_new_runs  # decisions (issue 14)
     decisions_flag_for_new_runs(runs=runs)
     return runs

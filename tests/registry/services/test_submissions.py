@@ -43,7 +43,7 @@ def test_a_change_and_its_audit_entry_commit_or_fail_together(user, server_examp
     def broken_append(**kwargs):
         raise RuntimeError("simulated failure while appending the audit entry")
 
-    monkeypatch.setattr("registry.services.submissions.audit_append", broken_append)
+    monkeypatch.setattr("registry.services.submissions.audit_append_many", broken_append)
     with pytest.raises(RuntimeError):
         submission_create(document=server_example, submitted_by=user)
     assert not Submission.objects.exists()
