@@ -175,7 +175,8 @@ def test_a_closed_loop_too_slow_for_its_minimum_count_stops_at_the_time_cap_and_
 def test_a_closed_loop_inside_its_cap_says_nothing_of_it() -> None:
     doc = run(phase="inference", workload="mlp-classifier", backend="numpy", batch_size=4, max_seconds=30.0)
     assert "validity" not in doc["conditions"]
-    assert not any(r.startswith("truncated") for r in doc["conditions"]["steady_state"]["reasons"])
+    # `reasons` is absent when the steady state was reached (a quiet machine), so read it with a default.
+    assert not any(r.startswith("truncated") for r in doc["conditions"]["steady_state"].get("reasons", []))
 
 
 def test_a_time_cap_below_the_protocol_window_is_refused() -> None:
