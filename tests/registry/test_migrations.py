@@ -57,3 +57,11 @@ def test_the_frozen_software_summary_equals_protocols() -> None:
         assert m0007.software_summary(frameworks) == software_summary(frameworks)
     long = {f"package-{i}": "1.0" for i in range(100)}
     assert m0007.software_summary(long) == software_summary(long)
+
+
+def test_0016s_cell_shape_is_the_cell_key_but_withdrawn() -> None:
+    """A new cell column must reach the shape (a new migration); otherwise a search joins runs to the wrong cells."""
+    from registry.models.catalogue import CELL_KEY
+
+    m0016: Any = importlib.import_module("registry.migrations.0016_search_shape_columns")
+    assert sorted(m0016.CELL_SHAPE_COLUMNS) == sorted(c for c in CELL_KEY if c != "withdrawn")

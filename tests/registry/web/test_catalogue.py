@@ -195,3 +195,56 @@ def test_the_single_scan_search_summary_equals_the_grouped_python_one(fleet: dic
 
     query = CatalogueQuery(filters=filters, q=q, include_withdrawn=include)
     assert catalogue._summary_from_runs_postgres(query) == catalogue._summary_from_runs(query)
+
+
+@pytest.mark.postgres
+def test_every_run_joins_the_one_cell_that_counts_it_by_shape(fleet: dict[str, Any], submitter: Any,
+                                                              admin_user: Any, server_example: dict) -> None:
+    """The search groups runs by the generated cell_shape and reads facet values from the cell of that shape
+    (migration 0016): every run must find exactly the cell services.catalogue counts it in, whatever its steady
+    state, withdrawal, unit or accelerator count."""
+    from registry.models import CatalogueCell, Submission
+    from registry.services.catalogue import _key
+    from registry.services.submissions import submission_withdraw
+
+    for name, reached in (("lab-ss-false", False), ("lab-ss-absent", None)):
+        doc = variant(server_example, name, 1234.0)
+        doc["system"]["accelerators"][0]["count"] = 4
+        doc["conditions"]["steady_state"].update(reached=reached, reasons=["throughput still drifting"])
+        if reached is None:
+            doc["conditions"]["steady_state"]["method"] = "not-assessed"
+        submission_create(document=doc, submitted_by=submitter)
+    submission_withdraw(submission=fleet["b"], reason="bad", actor=admin_user)
+    runs = list(Submission.objects.select_related("withdrawal").all())
+    assert {_key(r, withdrawn=False)["steady_state"] for r in runs} >= {"yes", "no", ""}
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT s.id, c.id FROM registry_submission s JOIN registry_cataloguecell c "
+                       "ON c.cell_shape = s.cell_shape AND c.withdrawn = EXISTS "
+                       "(SELECT 1 FROM registry_withdrawal w WHERE w.submission_id = s.id)")
+        joined = dict(cursor.fetchall())
+    assert sorted(joined) == sorted(r.id for r in runs)  # each run once: one cell per shape and withdrawal
+    cells = CatalogueCell.objects.in_bulk(list(joined.values()))
+    for run in runs:
+        key = _key(run, withdrawn=hasattr(run, "withdrawal"))
+        assert {k: getattr(cells[joined[run.id]], k) for k in key} == key, run.system_name
+
+
+@pytest.mark.postgres
+def test_a_search_over_runs_no_cell_counts_is_still_exact(fleet: dict[str, Any], caplog: Any) -> None:
+    """Runs stored around the services (no cell counts them yet) are counted from the runs, and the log says to
+    rebuild the summary table."""
+    from registry.models import CatalogueCell
+    from registry.selectors import catalogue
+
+    expected = catalogue._summary_from_runs(CatalogueQuery(q="lab"))
+    CatalogueCell.objects.filter(accelerator_model="H200").delete()
+    assert catalogue._summary_from_runs_postgres(CatalogueQuery(q="lab")) == expected
+    assert "rebuild_catalogue" in caplog.text
+
+
+@pytest.mark.parametrize(("q", "total"), [("LAB-H200", 1), ("smalllab", 0), ("decoder-small%", 0), ("_ab", 0),
+                                         ("a%b", 0)])
+def test_a_term_matches_within_one_column_literally(fleet: dict[str, Any], q: str, total: int) -> None:
+    """Case-insensitive; never across two columns (PostgreSQL searches them joined in one text); % and _ are
+    characters, not wildcards."""
+    assert catalogue_search(CatalogueQuery(q=q)).total == total
