@@ -207,6 +207,9 @@ def main() -> None:
         print(f"stored {n:,} synthetic runs in {stored - started:.0f} s; rebuild_catalogue took "
               f"{rebuilt - stored:.1f} s for {CatalogueCell.objects.count():,} cells")
         pages = pick_pages(filled["user"])
+        from registry.warmup import prepare_process
+
+        prepare_process()  # as registry/wsgi.py readies every server process (and freezes the fill's objects too)
         for cold in (True, False):
             label = "cold (caches emptied before each request)" if cold else "warm (same data version)"
             report(time_pages(filled["user"], pages, repeats, cold=cold), n, filled["questions"], label)

@@ -14,8 +14,6 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.migrations.executor import MigrationExecutor
 from gunicorn.app.base import BaseApplication
 
-from registry.wsgi import application
-
 
 class _Gunicorn(BaseApplication):  # type: ignore[misc]
     """gunicorn's documented way to embed it: options in, our WSGI app out."""
@@ -29,6 +27,10 @@ class _Gunicorn(BaseApplication):  # type: ignore[misc]
             self.cfg.set(key, value)
 
     def load(self) -> Any:
+        # Imported here, not at the top: importing registry.wsgi warms the process up and freezes its heap
+        # (registry/warmup.py), which `benchreg demo` (it imports serve()) must not pay for when it does not serve.
+        from registry.wsgi import application
+
         return application
 
 
@@ -36,8 +38,9 @@ def serve(*, bind: str, workers: int, threads: int) -> None:
     """gunicorn in this process; on the embedded default, with a Celery worker process of its own beside it."""
     worker = start_embedded_worker() if settings.BENCHREG_EMBEDDED_WORKER else None
     try:
+        # preload_app: the master loads (warms and freezes) the application once; the workers fork from it.
         _Gunicorn({"bind": bind, "workers": workers, "threads": threads, "accesslog": "-",
-                   "timeout": 120}).run()
+                   "timeout": 120, "preload_app": True}).run()
     finally:
         if worker is not None:
             worker.terminate()
