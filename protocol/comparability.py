@@ -507,8 +507,18 @@ def _labels(docs: Sequence[Mapping[str, Any]], axis: str, configs: Sequence[dict
         if len(clash) < 2:
             continue
         local = [n for n in differing if not _same([configs[i].get(n) for i in clash])]
-        for i in clash:
-            labels[i] = f"{label} ({', '.join(_setting_words(n, configs[i].get(n)) for n in local[:3])})"
+        if local:
+            for i in clash:
+                labels[i] = f"{label} ({', '.join(_setting_words(n, configs[i].get(n)) for n in local[:3])})"
+            continue
+        # The same configuration under different conditions (a decision groups runs across keys: one never
+        # reached steady state): the controlled fields that differ tell them apart.
+        controlled = [controlled_projection(docs[i], axis) for i in clash]
+        pointers = [p for p in sorted(set().union(*controlled)) if not _same([c.get(p) for c in controlled])]
+        for i, fields in zip(clash, controlled, strict=True):
+            words = [f"{'.'.join(field_name(_split(p)).split('.')[-2:])}={display(fields.get(p))}"
+                     for p in pointers[:3]]
+            labels[i] = f"{label} ({', '.join(words)})" if words else label
     for label in set(labels):  # still equal (more than 3 fields differ): number them, never merge them
         clash = [i for i, x in enumerate(labels) if x == label]
         for n, i in enumerate(clash[1:] if len(clash) > 1 else [], start=2):

@@ -64,11 +64,25 @@ class GapPlanForm(forms.Form):
         self.fields["agents"].label_from_instance = lambda agent: agent.name
 
 
+def _beside_split(candidates: list[dict[str, Any]]) -> tuple[list[dict[str, str]], list[list[dict[str, str]]]]:
+    """What the contract shows beside each candidate's number, split into what every candidate shares (said once,
+    above the table) and, per candidate, what is its own (its row): eight identical lines per row said nothing."""
+    shown = [c["beside"][0] if c.get("beside") else [] for c in candidates]
+    fields = [{b["field"]: b["value"] for b in rows} for rows in shown]
+    common = [b for b in (shown[0] if shown else [])
+              if len(shown) > 1 and all(f.get(b["field"]) == b["value"] for f in fields)]
+    shared = {b["field"] for b in common}
+    return common, [[b for b in rows if b["field"] not in shared] for rows in shown]
+
+
 def _decision_context(request: HttpRequest, decision: Any, plan_form: GapPlanForm | None = None) -> dict[str, Any]:
     principal = policy.for_request(request)
     latest = decision_latest_answer(decision=decision)
     can_plan = policy.can(principal, policy.PLAN_CREATE)
+    candidates = latest.answer.get("candidates", []) if latest else []
+    common, own = _beside_split(candidates)
     return {"decision": decision, "latest": latest, "answer": latest.answer if latest else None,
+            "rows": list(zip(candidates, own, strict=True)), "beside_common": common,
             "roles": roles_of(request.user), "can_report": policy.can(principal, policy.DECISION_CREATE),
             "can_plan": can_plan, "plan_form": plan_form or (GapPlanForm() if can_plan else None),
             "plan_form_for": plan_form.data.get("candidate") if plan_form is not None else None,

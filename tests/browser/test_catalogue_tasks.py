@@ -291,3 +291,55 @@ def test_the_run_page_reads_as_the_document(user: User, fleet: dict[str, Any]) -
     assert history.count() == 1 and history.get_attribute("href").endswith(f"/runs/{run.pk}/history/")
     page.get_by_text("Show the document").click()
     user.check("run")
+
+
+def test_a_decision_is_declared_in_its_form_and_its_answer_reads_at_both_widths(user: User,
+                                                                                fleet: dict[str, Any]) -> None:
+    """The decision form and page, as the analyst uses them: every candidate of the question in one table that
+    scrolls in its own box on a phone, its rows no taller than a few lines."""
+    page = user.page
+    page.goto(user.base + "/decisions/")
+    user.check("decisions")
+    page.get_by_label("Title").fill("Serve 3,000 tokens/s of decoder-small")
+    page.get_by_label("Workload").fill("decoder-small")
+    page.get_by_label("Scenario").select_option("server")
+    page.get_by_label("p99 TTFT at most (ms)").fill("2000")
+    page.get_by_label("Demand, sustained").fill("3000")
+    page.get_by_label("Demand unit").select_option("tokens/s")
+    page.get_by_label("Price per system-hour (any system)").fill("98")
+    user.click(page.get_by_role("button", name="Answer it"))
+    page.wait_for_url(re.compile(r"/decisions/\d+/$"))
+    candidates = page.locator("table").first.inner_text()
+    assert "H200 141GB HBM3e, bf16" in candidates and "H100 80GB HBM3, int8" in candidates
+    # The never-steady H100 run is its own candidate, and its label says so (it read "H100 80GB HBM3, bf16 ()")
+    assert "H100 80GB HBM3, bf16 (steady_state.reached=no)" in candidates and "()" not in candidates
+    # What every candidate shares is said once above the table, not on every row
+    assert "Every candidate: precision.activations bf16" in page.locator("#answer-heading + ul ~ p.small").inner_text()
+    user.check("decision")
+    page.set_viewport_size({"width": NARROW, "height": 844})
+    tallest = page.evaluate("""() => Math.max(...Array.from(document.querySelectorAll('table')[0]
+        .querySelectorAll('tbody tr')).map(r => r.getBoundingClientRect().height))""")
+    # Squeezed to the phone's width, a row with a gap stood 752 px tall; scrolled in its own box, ~220 px.
+    assert tallest < 260, f"a candidate's row is {tallest:.0f} px tall at {NARROW} px"
+    page.set_viewport_size({"width": WIDE, "height": 900})
+
+
+@pytest.mark.parametrize("path", ["/compare/", "/runs/{h100}/history/", "/alerts/", "/tokens/", "/agents/",
+                                  "/jobs/"])
+def test_the_other_pages_pass_axe_and_fit_a_phone(user: User, fleet: dict[str, Any], path: str,
+                                                  django_user_model: Any) -> None:
+    """Every page a signed-in user can open, not only the tasks' pages: axe, both widths, no page overflow (the
+    agents' and jobs' pages as an admin, the only role that sees them)."""
+    if path in ("/agents/", "/jobs/"):
+        django_user_model.objects.get(username="vera").groups.add(Group.objects.get(name="admin"))
+    response = user.page.goto(user.base + path.format(h100=fleet["h100"][0].pk))
+    assert response.status == 200 and user.page.locator("h1").count() == 1, response.status
+    user.check(path.strip("/").replace("/", "-").replace("{h100}", "run") or "home")
+
+
+def test_the_sign_in_page_passes_axe_and_fits_a_phone(live_server: Any, chromium: Any, tmp_path: Path) -> None:
+    context = chromium.new_context(viewport={"width": WIDE, "height": 900})
+    page = context.new_page()
+    page.goto(live_server.url + "/accounts/login/")
+    User(page, live_server.url, tmp_path).check("sign-in")
+    context.close()

@@ -449,6 +449,18 @@ def test_arms_read_alike_only_when_they_are_alike_labels_name_what_differs() -> 
     assert result["arms"][2]["configuration"]["system.accelerators[0].count"] == 8
 
 
+def test_one_configuration_under_other_controlled_conditions_is_labelled_by_what_differs() -> None:
+    """A decision groups runs across comparability keys: the same setup that never reached steady state is its
+    own candidate, and its label names the controlled field (it read "H100 80GB HBM3, bf16 ()" and "() #2")."""
+    steady = example(SERVER)
+    unsteady = set_at(set_at(steady, "/conditions/steady_state/reached", False),
+                      "/conditions/steady_state/reasons", ["still warming"])
+    configs = [cmp.configuration(d, "iso-quality") for d in (steady, unsteady)]
+    assert configs[0] == configs[1]
+    assert cmp.arm_labels([steady, unsteady], "iso-quality", configs) == [
+        "H100 80GB HBM3, bf16 (steady_state.reached=yes)", "H100 80GB HBM3, bf16 (steady_state.reached=no)"]
+
+
 def test_a_cpu_system_is_labelled_by_its_cpu_model() -> None:
     a = example(OFFLINE)
     b = set_at(a, "/system/host/cpu_model", "AMD EPYC 9654")
