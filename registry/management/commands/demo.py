@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shlex
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -53,7 +54,7 @@ class Command(BaseCommand):
             if report is not None:
                 where = report_local_path(report) or f"/api/v1/reports/{report.pk}/pdf (object storage)"
                 self.stdout.write(self.style.SUCCESS(f"signed decision report: {where}"))
-                self.stdout.write(f"  verify it with:  benchreg verify {where}")
+                self.stdout.write(f"  verify it with:  {self._verify_command(where)}")
             self._decision(admin)  # decisions (issue 14): the main job ends with a decision and its gaps
         if no_serve:
             return
@@ -65,6 +66,16 @@ class Command(BaseCommand):
         # `benchreg serve` starts with its own worker (reports and jobs never run in a web request).
         sys.stdout.flush()
         os.execv(sys.executable, [sys.executable, "-m", "registry.cli", "serve", "--bind", bind])  # noqa: S606
+
+    def _verify_command(self, where: str) -> str:
+        """`benchreg verify` with the registry's published certificate and log key, so it works with no server
+        running (--no-serve); the same files as GET /api/v1/reports/certificate and /api/v1/audit/public-key."""
+        from registry.audit.keys import checkpoint_key
+        from registry.reports.signing import signing_identity
+
+        cert = Path(settings.DATA_DIR) / "benchreg-report-certificate.pem"
+        cert.write_bytes(signing_identity().public_pem())
+        return f"benchreg verify {where} --cert {cert} --log-key {shlex.quote(checkpoint_key().vkey)}"
 
     def _admin_user(self) -> Any:
         users = get_user_model().objects

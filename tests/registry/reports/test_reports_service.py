@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 
 import pytest
 from weasyprint.urls import FatalURLFetchingError
@@ -171,3 +172,22 @@ def test_a_repriced_report_keeps_the_requesters_baseline(user):
                             prices={"lab-h100-01": 1.0, "lab-h200-02": 9.0})
     assert priced.comparison.inputs["baseline"] == runs[1].digest
     assert priced.comparison.result["conclusion"]["baseline"] == chosen.result["conclusion"]["baseline"]
+
+
+def test_the_demos_verify_command_needs_no_server(user, tmp_path):
+    """`benchreg demo --no-serve` prints how to check its report; with no registry running, that must be enough."""
+    import shlex
+    import subprocess
+    import sys
+
+    from registry.management.commands.demo import Command
+
+    pdf = tmp_path / "report.pdf"
+    pdf.write_bytes(report_bytes(make_report(user, 2)))
+    command = shlex.split(Command()._verify_command(str(pdf)))
+    assert command[:3] == ["benchreg", "verify", str(pdf)] and "--cert" in command and "--log-key" in command
+    env = {k: v for k, v in os.environ.items() if k != "BENCHREG_SERVER"}
+    # No server: the verifier would fail to reach 127.0.0.1:8000 if it needed one.
+    done = subprocess.run([sys.executable, "-m", "registry.cli", *command[1:]], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert done.returncode == 0 and "VALID" in done.stdout, done.stdout + done.stderr
