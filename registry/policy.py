@@ -104,13 +104,20 @@ def user_roles(user: Any) -> frozenset[str]:
         return frozenset(ROLES)
     cached = getattr(user, "_benchreg_roles", None)
     if cached is None:
-        groups = set(user.groups.values_list("name", flat=True)) & set(ROLES)
-        implied = {VIEWER} | groups
-        if ADMIN in groups:
-            implied |= {SUBMITTER}
-        cached = frozenset(implied)
-        user._benchreg_roles = cached
+        cached = remember_groups(user, user.groups.values_list("name", flat=True))
     return cached
+
+
+def remember_groups(user: Any, names: Iterable[str]) -> frozenset[str]:
+    """Keep the roles that the user's group `names` give on the user object, for the rest of the request (token
+    authentication reads the names with the token, in one query)."""
+    groups = set(names) & set(ROLES)
+    implied = {VIEWER} | groups
+    if ADMIN in groups:
+        implied |= {SUBMITTER}
+    roles = frozenset(implied)
+    user._benchreg_roles = roles
+    return roles
 
 
 def user_rights(user: Any) -> frozenset[str]:

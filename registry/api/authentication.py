@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from django.contrib.auth.models import Group
+from django.db import connection
+from django.db.models import OuterRef
 from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
+from registry import policy
 from registry.models import ApiToken
 from registry.services.tokens import hash_token
 
@@ -24,9 +28,17 @@ class TokenAuthentication(authentication.BaseAuthentication):
         if len(header) != 2:
             raise exceptions.AuthenticationFailed("the Authorization header must be 'Token <token>'")
         plain = header[1].decode(errors="replace")
-        token = (ApiToken.objects.select_related("user", "agent").filter(key_hash=hash_token(plain)).first())
+        tokens = ApiToken.objects.select_related("user", "agent").filter(key_hash=hash_token(plain))
+        if connection.vendor == "postgresql":  # the user's groups in the same round trip (the policy needs them)
+            from django.contrib.postgres.expressions import ArraySubquery
+
+            tokens = tokens.annotate(group_names=ArraySubquery(
+                Group.objects.filter(user=OuterRef("user_id")).values("name")))
+        token = tokens.first()
         if token is None or not token.is_active or not token.user.is_active:
             raise exceptions.AuthenticationFailed("invalid, expired or revoked token")
+        if hasattr(token, "group_names"):
+            policy.remember_groups(token.user, token.group_names)
         now = timezone.now()
         if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
             ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
