@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.db import models
 
+from .fields import BulkTextField
 from .immutable import AppendOnlyModel
 
 
@@ -18,7 +19,7 @@ class AuditEntry(AppendOnlyModel):
     actor = models.CharField(max_length=150)
     kind = models.CharField(max_length=40, db_index=True)
     subject = models.CharField(max_length=200, db_index=True, help_text="digest or id of what it is about")
-    entry = models.TextField()
+    entry = BulkTextField()  # a plain TextField that bulk-inserts faster: see fields.py
     leaf_hash = models.CharField(max_length=64)
     format = models.PositiveSmallIntegerField(
         default=2, help_text="entry format (registry/audit/entries.py): 1 before migration 0011 (restricted), "
@@ -58,7 +59,7 @@ class AuditQueued(models.Model):
     actor = models.CharField(max_length=150)
     kind = models.CharField(max_length=40)
     subject = models.CharField(max_length=200, db_index=True)
-    payload = models.TextField()
+    payload = BulkTextField()
 
     def __str__(self) -> str:
         return f"queued {self.kind} {self.subject}"

@@ -107,3 +107,27 @@ def test_postgres_triggers_refuse_rewriting_evidence(user, server_example, table
     with pytest.raises(Exception, match="append-only"), transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(statement.format(t=table))
     assert Submission.objects.count() == 1
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_inserts_its_large_texts_one_placeholder_per_value(user, server_example):
+    """registry/models/fields.py keeps the runs' documents and the audit texts off Django's UNNEST bulk insert
+    (psycopg escapes array elements in Python: 1.6 ms a document). If a Django upgrade ignored the opt-out, the
+    batch path would slow down silently; this says so instead."""
+    from django.test.utils import CaptureQueriesContext
+
+    from registry.services.submissions import submission_create_batch
+
+    documents = []
+    for i in range(3):
+        doc = copy.deepcopy(server_example)
+        doc["system"]["name"] = f"lab-unnest-{i}"
+        documents.append(doc)
+    with CaptureQueriesContext(connection) as queries:
+        outcomes = submission_create_batch(documents=documents, submitted_by=user)
+    assert [o.status for o in outcomes] == ["stored"] * 3
+    inserts = [q["sql"] for q in queries.captured_queries if "INSERT INTO" in q["sql"]]
+    tables = {sql.split("INSERT INTO ", 1)[1].split()[0].strip('"') for sql in inserts}
+    assert {"registry_submission", "registry_auditqueued", "registry_auditentry"} <= tables, tables
+    assert not [sql[:80] for sql in inserts if "UNNEST" in sql]
