@@ -205,6 +205,7 @@ class _RuleSet(dict[Path, _Rule]):
         super().__init__(rules)
         self.wild = [r for r in rules.values() if "*" in r.path]
         self.memo: dict[Path, _Rule | None] = {}
+        self.keyed: dict[Path, _KeyedLeaf | None] = {}
 
     def governing(self, path: Path) -> _Rule | None:
         try:
@@ -214,6 +215,29 @@ class _RuleSet(dict[Path, _Rule]):
                 self.memo = {}
             rule = self.memo[path] = _governing(path, self, self.wild)
             return rule
+
+    def keyed_leaf(self, path: Path) -> _KeyedLeaf | None:
+        """What `comparability_keys` needs of a leaf path, worked out once per path: its pointer, its group and
+        the axes it is controlled on (None: ignored, or controlled on no axis)."""
+        try:
+            return self.keyed[path]
+        except KeyError:
+            if len(self.keyed) >= self.MEMO_LIMIT:
+                self.keyed = {}
+            rule = self.governing(path)
+            c = contract()
+            group = rule.group if rule is not None else None
+            axes = () if rule is not None and group is None else tuple(
+                axis for axis in c.axes if (group.role(axis) if group is not None else c.unlisted_role) == "controlled")
+            leaf = self.keyed[path] = _KeyedLeaf(_join(path), group, axes) if axes else None
+            return leaf
+
+
+@dataclass(frozen=True)
+class _KeyedLeaf:
+    pointer: str
+    group: Group | None
+    controlled_on: tuple[str, ...]
 
 
 def _rules(docs: Iterable[Mapping[str, Any]]) -> _RuleSet:
@@ -328,15 +352,22 @@ def comparability_key(doc: Mapping[str, Any], axis: str | None = None) -> str:
 
 
 def comparability_keys(doc: Mapping[str, Any]) -> dict[str, str]:
-    """`comparability_key` on every axis at once: the leaves are matched to the contract a single time."""
+    """`comparability_key` on every axis at once: each leaf is read once, and what the contract says of its path
+    (pointer, controlled on which axes) is remembered across documents. The projections' order does not matter:
+    the digest's canonical form sorts keys."""
+    c = contract()
     rules = _rules([doc])
-    governed = _governed(doc, rules)
-    keys = {}
-    for axis in contract().axes:
-        fields = _classify(doc, rules, axis, governed)["controlled"]
-        projection = {_join(path): value for path, (_, value) in sorted(fields.items())}
-        keys[axis] = digest({"contract": contract().version, "axis": axis, "controlled": projection})
-    return keys
+    controlled: dict[str, dict[str, Any]] = {axis: {} for axis in c.axes}
+    for path, value in _leaves(dict(doc)):
+        leaf = rules.keyed_leaf(path)
+        if leaf is None:
+            continue
+        if leaf.group is not None:
+            value = _normalised(leaf.group, value)
+        for axis in leaf.controlled_on:
+            controlled[axis][leaf.pointer] = value
+    return {axis: digest({"contract": c.version, "axis": axis, "controlled": fields})
+            for axis, fields in controlled.items()}
 
 
 # ------------------------------------------------------------------------------------------ differences

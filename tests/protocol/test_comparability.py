@@ -357,6 +357,19 @@ def test_equal_keys_exactly_when_comparable_on_the_default_axis(data: st.DataObj
     assert same_key == cmp.check([a, b]).comparable
 
 
+@FAST
+@given(data=st.data(), name=examples)
+def test_the_keys_of_every_axis_at_once_are_each_axis_key(data: st.DataObject, name: str) -> None:
+    """comparability_keys (the ingest path's, with its per-path memo) equals comparability_key axis by axis, for
+    runs with fields changed, removed or added where the contract names none (the unlisted role)."""
+    doc = data.draw(mutated(example(name), data.draw(axes)))
+    if data.draw(st.booleans()):
+        doc = set_at(doc, "/system/notes_unlisted_" + data.draw(st.sampled_from(["a", "b~c", "d/e"])), "x")
+    keys = cmp.comparability_keys(doc)
+    assert keys == {axis: cmp.comparability_key(doc, axis) for axis in cmp.contract().axes}
+    assert cmp.comparability_keys(doc) == keys  # the second time from the memo
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), name=examples, axis=axes)
 def test_the_verdict_does_not_depend_on_run_order(data: st.DataObject, name: str, axis: str) -> None:
