@@ -92,13 +92,35 @@ def parse_json(raw: bytes | str) -> Any:
         except UnicodeDecodeError as exc:
             raise Invalid([Error("", "invalid-encoding",
                                  f"the body is not UTF-8 (byte {exc.start} cannot be decoded)")]) from None
+    # The hooks note whether they met a problem, so a document with none (nearly all) is not walked again.
+    suspect = False
+
+    def object_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        nonlocal suspect
+        made = _object_hook(pairs)
+        suspect = suspect or isinstance(made, _DuplicateKeys)
+        return made
+
+    def parse_int(literal: str) -> int | float | _InexactInteger:
+        nonlocal suspect
+        made = _parse_int(literal)
+        suspect = suspect or isinstance(made, _InexactInteger)
+        return made
+
+    def parse_constant(literal: str) -> _NonFinite:
+        nonlocal suspect
+        suspect = True
+        return _NonFinite(literal)
+
     try:
-        value = json.loads(raw, object_pairs_hook=_object_hook, parse_constant=_NonFinite, parse_int=_parse_int)
+        value = json.loads(raw, object_pairs_hook=object_hook, parse_constant=parse_constant, parse_int=parse_int)
     except json.JSONDecodeError as exc:
         raise Invalid([Error("", "malformed-json",
                              f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")]) from None
     except RecursionError:
         raise Invalid([Error("", "malformed-json", "JSON nested too deeply")]) from None
+    if not suspect:
+        return value  # plain already: only the hooks make placeholders or marked objects
     problems: list[Error] = []
     plain = _find_parse_problems(value, (), problems)
     if problems:
