@@ -148,25 +148,27 @@ import django
 django.setup()
 from django.db import transaction
 from registry.services.audit import audit_integrate
+wait = sys.argv[3] == "wait"  # no-wait: the after-commit sequencer's path (two statements a batch on PostgreSQL)
 if sys.argv[1] == "hold":
     with transaction.atomic():
-        count = audit_integrate(batch_size=int(sys.argv[2]), limit=int(sys.argv[2]))
+        count = audit_integrate(batch_size=int(sys.argv[2]), limit=int(sys.argv[2]), wait=wait)
         print(f"integrated {count}, not committed", flush=True)
         time.sleep(120)
 else:
-    audit_integrate(batch_size=int(sys.argv[2]))
+    audit_integrate(batch_size=int(sys.argv[2]), wait=wait)
     print("done", flush=True)
 """
 
 
-def _sequencer(mode, batch, env):
-    return subprocess.Popen([sys.executable, "-c", SEQUENCER, mode, str(batch)], env=env, cwd=ROOT,
+def _sequencer(mode, batch, env, wait):
+    return subprocess.Popen([sys.executable, "-c", SEQUENCER, mode, str(batch), wait], env=env, cwd=ROOT,
                             stdout=subprocess.PIPE, text=True)
 
 
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
-def test_a_sequencer_killed_mid_batch_loses_nothing_and_integrates_nothing_twice(settings):
+@pytest.mark.parametrize("wait", ["wait", "no-wait"])
+def test_a_sequencer_killed_mid_batch_loses_nothing_and_integrates_nothing_twice(settings, wait):
     settings.BENCHREG_AUDIT_SEQUENCING = "worker"  # only the separate sequencer processes number entries
     total = 6000
     with transaction.atomic():
@@ -177,7 +179,7 @@ def test_a_sequencer_killed_mid_batch_loses_nothing_and_integrates_nothing_twice
            "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"}
 
     # 1. Killed with a batch written and not committed: the batch is rolled back, every entry still queued.
-    holder = _sequencer("hold", 500, env)
+    holder = _sequencer("hold", 500, env, wait)
     assert holder.stdout.readline().strip() == "integrated 500, not committed"
     assert AuditEntry.objects.count() == 0  # not visible: the batch has not committed
     holder.send_signal(signal.SIGKILL)
@@ -188,7 +190,7 @@ def test_a_sequencer_killed_mid_batch_loses_nothing_and_integrates_nothing_twice
     rng = random.Random(16)
     kills = 0
     while AuditQueued.objects.exists() and kills < 40:
-        process = _sequencer("run", 400, env)
+        process = _sequencer("run", 400, env, wait)
         time.sleep(rng.uniform(0.3, 1.2))
         if process.poll() is None:
             process.send_signal(signal.SIGKILL)
