@@ -1,9 +1,9 @@
 """The catalogue's summary table (CatalogueCell): kept exact as runs arrive and are withdrawn, rebuilt on demand.
 
 Callers are the services that store runs and withdrawals (registry.services.submissions), inside their own
-transaction, after the audit entry: the audit head row is locked by then, so changes to cells are serialised
-anyway; the increments below are race-safe on their own all the same (conditional UPDATE, then an INSERT in a
-savepoint that falls back to the UPDATE if another transaction created the cell first).
+transaction. Concurrent writers are not serialised by anything else on PostgreSQL, so there the increments are one
+race-safe INSERT ... ON CONFLICT DO UPDATE for all the cells a change touches, taken in one fixed order so two
+batches cannot deadlock on them. On SQLite, whose write transactions run one at a time, an UPDATE or an INSERT.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import logging
 import math
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import connection, transaction
 from django.db.models import Case, Count, Exists, F, Max, Min, OuterRef, Q, QuerySet, Sum, Value, When
 from django.db.models.functions import Coalesce, Greatest, Least, Ln
 
@@ -44,27 +44,58 @@ def _shrink(value: float | None) -> dict[str, Any]:
     return changes
 
 
-def _add(key: dict[str, Any], values: list[float | None]) -> None:
-    """Count runs of headlines `values` in one cell: one UPDATE (NULL bounds taken as unset, on every database),
-    or the INSERT of a new cell."""
+def _sums(values: list[float | None]) -> tuple[float | None, float | None, int, float, float]:
+    """What runs of headlines `values` add to a cell: (low, high, valued, log_sum, log_sq_sum)."""
     known = [v for v in values if v is not None]
     logs = [math.log(v) for v in known if v > 0]
-    log_sum, log_sq_sum = sum(logs), sum(x * x for x in logs)
-    changes: dict[str, Any] = {"runs": F("runs") + len(values), "valued": F("valued") + len(logs),
-                               "log_sum": F("log_sum") + log_sum, "log_sq_sum": F("log_sq_sum") + log_sq_sum}
     low, high = (min(known), max(known)) if known else (None, None)
-    if known:
+    return low, high, len(logs), sum(logs), sum(x * x for x in logs)
+
+
+def _add_cells(cells: list[tuple[dict[str, Any], list[float | None]]]) -> None:
+    """Count runs in their cells (key, headline values), in the order given: on PostgreSQL one INSERT ... ON
+    CONFLICT DO UPDATE for all of them (rows are locked in VALUES order), elsewhere `_add` cell by cell."""
+    if connection.vendor != "postgresql":
+        for key, values in cells:
+            _add(key, values)
+        return
+    rows, params = [], []
+    for key, values in cells:
+        rows.append("(" + ", ".join(["%s"] * (len(CELL_KEY) + 6)) + ")")
+        params += [key[name] for name in CELL_KEY]
+        params += [len(values), *_sums(values)]
+    with connection.cursor() as cursor:
+        cursor.execute(_UPSERT_CELLS.format(rows=", ".join(rows)), params)
+
+
+# The counts' upsert: what `_add`'s UPDATE-or-INSERT does, in one statement for many cells. LEAST and GREATEST skip
+# NULLs, as `_add`'s Coalesce does; the sums are added in the same order, so the floats are the same.
+_UPSERT_CELLS = f"""
+INSERT INTO registry_cataloguecell ({", ".join(CELL_KEY)}, runs, headline_low, headline_high, valued, log_sum,
+                                    log_sq_sum)
+VALUES {{rows}}
+ON CONFLICT ON CONSTRAINT catalogue_cell_key DO UPDATE SET
+    runs = registry_cataloguecell.runs + EXCLUDED.runs,
+    headline_low = LEAST(registry_cataloguecell.headline_low, EXCLUDED.headline_low),
+    headline_high = GREATEST(registry_cataloguecell.headline_high, EXCLUDED.headline_high),
+    valued = registry_cataloguecell.valued + EXCLUDED.valued,
+    log_sum = registry_cataloguecell.log_sum + EXCLUDED.log_sum,
+    log_sq_sum = registry_cataloguecell.log_sq_sum + EXCLUDED.log_sq_sum
+"""  # noqa: S608 (CELL_KEY is a constant; the values are parameters)
+
+
+def _add(key: dict[str, Any], values: list[float | None]) -> None:
+    """Count runs of headlines `values` in one cell: one UPDATE (NULL bounds taken as unset), or the INSERT of a new
+    cell. Not race-safe on its own: for SQLite, whose write transactions (IMMEDIATE) run one at a time."""
+    low, high, valued, log_sum, log_sq_sum = _sums(values)
+    changes: dict[str, Any] = {"runs": F("runs") + len(values), "valued": F("valued") + valued,
+                               "log_sum": F("log_sum") + log_sum, "log_sq_sum": F("log_sq_sum") + log_sq_sum}
+    if low is not None:
         changes["headline_low"] = Least(Coalesce("headline_low", Value(low)), Value(low))
         changes["headline_high"] = Greatest(Coalesce("headline_high", Value(high)), Value(high))
-    cells = CatalogueCell.objects.filter(**key)
-    if cells.update(**changes):
-        return
-    try:
-        with transaction.atomic():  # a savepoint: a lost race must not abort the caller's transaction
-            CatalogueCell.objects.create(**key, runs=len(values), headline_low=low, headline_high=high,
-                                         valued=len(logs), log_sum=log_sum, log_sq_sum=log_sq_sum)
-    except IntegrityError:
-        cells.update(**changes)  # another transaction created the cell between our UPDATE and INSERT
+    if not CatalogueCell.objects.filter(**key).update(**changes):
+        CatalogueCell.objects.create(**key, runs=len(values), headline_low=low, headline_high=high,
+                                     valued=valued, log_sum=log_sum, log_sq_sum=log_sq_sum)
 
 
 def _remove(key: dict[str, Any], value: float | None) -> None:
@@ -98,15 +129,14 @@ def catalogue_runs_added(*, runs: list[Submission]) -> None:
     for run in runs:
         key = _key(run, withdrawn=False)
         cells.setdefault(tuple(key[name] for name in CELL_KEY), (key, []))[1].append(_headline(run))
-    for ordered in sorted(cells, key=lambda t: tuple("" if v is None else str(v) for v in t)):
-        key, values = cells[ordered]
-        _add(key, values)
+    ordered = sorted(cells, key=lambda t: tuple("" if v is None else str(v) for v in t))
+    _add_cells([cells[key] for key in ordered])
 
 
 def catalogue_run_withdrawn(*, run: Submission) -> None:
     """Move a run to the withdrawn cells. Call inside the transaction that stores its withdrawal, after it."""
     _remove(_key(run, withdrawn=False), _headline(run))
-    _add(_key(run, withdrawn=True), [_headline(run)])
+    _add_cells([(_key(run, withdrawn=True), [_headline(run)])])
 
 
 def _runs(withdrawn: bool | None = None) -> QuerySet[Submission]:
