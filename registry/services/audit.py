@@ -137,12 +137,17 @@ def audit_integrate(*, wait: bool = True, batch_size: int = INTEGRATE_BATCH, lim
         if count is None:  # another sequencer holds the head
             return done
         done += count
-        if count == 0:
-            return done
-        if count < size and not connection.in_atomic_block and not AuditQueued.objects.exists():
+        if count == size:
+            continue  # a full batch: more may be queued
+        if connection.in_atomic_block:
+            if count == 0:
+                return done  # the caller's transaction has taken all it can see
+        elif not AuditQueued.objects.exists():
             # The queue is empty now, after this batch released the head: a commit that found the head locked
             # while the batch ran committed its row before that, so it would be seen here. One plain query instead
             # of another locked batch; a commit after this look finds the head free and integrates itself.
+            # Asked after an empty batch too: a batch may read the queue as it was before a commit whose own
+            # sequencing attempt found this batch holding the head (_TAKE_BATCH reads at its statement's start).
             return done
     return done
 
@@ -182,6 +187,8 @@ def _integrate_batch(*, wait: bool, batch_size: int) -> int | None:
 # transaction, so a sequencer killed between them leaves everything queued, as before. Not for wait=True callers:
 # a statement that waits on the head lock reads the queue as it was before the wait (READ COMMITTED takes the
 # snapshot at the statement's start), which would leave committed entries queued for a checkpoint that must see them.
+# Even without waiting, the head may be freed between this statement's start and its lock: the batch then misses
+# what committed in between, which is why `audit_integrate` looks at the queue again after every short batch.
 _TAKE_BATCH = """
 WITH head AS (SELECT size FROM registry_audithead WHERE id = 1 FOR UPDATE SKIP LOCKED),
      taken AS (DELETE FROM registry_auditqueued

@@ -93,6 +93,8 @@ def test_sixteen_writers_racing_every_kind_of_change_leave_one_entry_per_committ
 
     with ThreadPoolExecutor(WRITERS) as pool:
         results = list(pool.map(writer, range(WRITERS)))
+    # The hand-off: every commit's entry was numbered by its own sequencing or by the sequencer that held the head.
+    assert not AuditQueued.objects.exists()
     audit_integrate()
 
     _assert_log_is_whole()
