@@ -300,13 +300,11 @@ def _governed(doc: Mapping[str, Any], rules: _RuleSet) -> list[tuple[Path, Any, 
     return [(path, value, rules.governing(path)) for path, value in _leaves(dict(doc))]
 
 
-def _classify(doc: Mapping[str, Any], rules: _RuleSet, axis: str,
-              governed: list[tuple[Path, Any, _Rule | None]] | None = None
-              ) -> dict[str, dict[Path, tuple[Group | None, Any]]]:
+def _classify(doc: Mapping[str, Any], rules: _RuleSet, axis: str) -> dict[str, dict[Path, tuple[Group | None, Any]]]:
     """role -> {path: (group, value)} for every leaf of the document that has a role on this axis."""
     c = contract()
     out: dict[str, dict[Path, tuple[Group | None, Any]]] = {role: {} for role in ROLES}
-    for path, value, rule in governed if governed is not None else _governed(doc, rules):
+    for path, value, rule in _governed(doc, rules):
         if rule is not None and rule.group is None:
             continue  # ignored, with the reason in the contract
         # A leaf no contract pointer covers (a field added by a later 1.x minor) takes the unlisted role.

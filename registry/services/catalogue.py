@@ -55,6 +55,8 @@ def _sums(values: list[float | None]) -> tuple[float | None, float | None, int, 
 def _add_cells(cells: list[tuple[dict[str, Any], list[float | None]]]) -> None:
     """Count runs in their cells (key, headline values), in the order given: on PostgreSQL one INSERT ... ON
     CONFLICT DO UPDATE for all of them (rows are locked in VALUES order), elsewhere `_add` cell by cell."""
+    if not cells:
+        return
     if connection.vendor != "postgresql":
         for key, values in cells:
             _add(key, values)
@@ -123,8 +125,9 @@ def catalogue_run_added(*, run: Submission) -> None:
 
 
 def catalogue_runs_added(*, runs: list[Submission]) -> None:
-    """Count newly stored runs: one UPDATE (or INSERT) per cell they fall in, in a fixed order (cells locked in
-    the same order by concurrent batches cannot deadlock). Call inside the transaction that stores them."""
+    """Count newly stored runs in the cells they fall in, taken in a fixed order (cells locked in the same order
+    by concurrent batches cannot deadlock): one statement on PostgreSQL (`_add_cells`), one UPDATE or INSERT per
+    cell elsewhere. Call inside the transaction that stores them."""
     cells: dict[tuple[Any, ...], tuple[dict[str, Any], list[float | None]]] = {}
     for run in runs:
         key = _key(run, withdrawn=False)

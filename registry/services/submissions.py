@@ -131,7 +131,7 @@ def submission_create_batch(*, documents: Iterable[bytes | str | dict[str, Any] 
     A document may already be a RegistryError (a line the caller could not parse): it is refused as it is.
     Documents are checked one by one (a refused one stores nothing), then the new ones of every
     `per_transaction` are stored together (`_store_many`: one INSERT of the runs, one of their audit entries,
-    one UPDATE per catalogue cell), so a batch costs a few statements per chunk instead of ~10 per document.
+    one upsert of their catalogue cells), so a batch costs a few statements per chunk instead of ~10 per document.
     A document already stored, or twice in the batch, is "known". If another writer stores one of the chunk's
     documents meanwhile, the chunk is stored one document at a time instead (same outcomes). An agent's run
     for its job takes the single path (it is linked to its job under a lock). `on_outcome(index, outcome)` is

@@ -195,7 +195,7 @@ def test_search_uses_the_trigram_index_on_postgres(user, server_example):
 
 @pytest.mark.django_db
 def test_a_batch_keeps_the_cells_as_single_submissions_would(user, server_example, offline_example, capsys):
-    """The bulk path counts a chunk's runs per cell in one UPDATE: the cells must still equal a rebuild."""
+    """The bulk path counts a chunk's runs in one upsert of all their cells: the cells must still equal a rebuild."""
     from registry.services.submissions import submission_create_batch
 
     submission_create(document=_variant(server_example, 0, torch="2.10.0"), submitted_by=user)  # a cell exists
