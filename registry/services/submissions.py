@@ -37,7 +37,12 @@ def submission_create(*, document: bytes | str | dict[str, Any], submitted_by: A
     raises InvalidDocument and stores nothing.
     """
     _require_trust(trust)
-    checked = _checked(document)
+    return _create_checked(_checked(document), submitted_by, token, trust)
+
+
+def _create_checked(checked: protocol.Checked, submitted_by: AbstractBaseUser, token: ApiToken | None,
+                    trust: str) -> tuple[Submission, bool]:
+    """`submission_create` of a document that passed the checks."""
     if _for_a_job(checked):
         # An agent's run for its job: stored and linked to the job in one locked step (one run per job).
         from registry.services.jobs import job_submission_create  # jobs builds on this module
@@ -164,7 +169,7 @@ def _batch_chunk(chunk: list[bytes | str | dict[str, Any] | RegistryError], subm
             decided[i] = BatchOutcome("refused", error=exc)
             continue
         if _for_a_job(one):
-            decided[i] = _batch_one(one.document, submitted_by, token, trust)
+            decided[i] = _batch_one(one, submitted_by, token, trust)
         else:
             checked[i] = one
     if checked:
@@ -175,7 +180,7 @@ def _batch_chunk(chunk: list[bytes | str | dict[str, Any] | RegistryError], subm
             runs = None
         for i, one in checked.items():
             if runs is None:
-                decided[i] = _batch_one(one.document, submitted_by, token, trust)
+                decided[i] = _batch_one(one, submitted_by, token, trust)
             else:
                 run, created = runs[i]
                 decided[i] = BatchOutcome("stored" if created else "known", run=run)
@@ -220,13 +225,12 @@ def _store_many(checked: list[protocol.Checked], submitted_by: AbstractBaseUser,
     return runs
 
 
-def _batch_one(document: bytes | str | dict[str, Any] | RegistryError, submitted_by: AbstractBaseUser,
-               token: ApiToken | None, trust: str) -> BatchOutcome:
-    if isinstance(document, RegistryError):
-        return BatchOutcome("refused", error=document)
+def _batch_one(checked: protocol.Checked, submitted_by: AbstractBaseUser, token: ApiToken | None,
+               trust: str) -> BatchOutcome:
+    """One checked document of a batch stored alone (an agent's job run, or a chunk that lost a race)."""
     try:
         with transaction.atomic():  # a savepoint: a refused document leaves the rest of the batch intact
-            run, created = submission_create(document=document, submitted_by=submitted_by, token=token, trust=trust)
+            run, created = _create_checked(checked, submitted_by, token, trust)
     except RegistryError as exc:
         return BatchOutcome("refused", error=exc)
     return BatchOutcome("stored" if created else "known", run=run)
