@@ -157,8 +157,7 @@ def _integrate_batch(*, wait: bool, batch_size: int) -> int | None:
     if connection.vendor == "postgresql" and not wait:
         return _integrate_batch_postgres(batch_size)
     if connection.vendor == "postgresql":
-        heads = AuditHead.objects.select_for_update(skip_locked=not wait).filter(id=1)
-        head = heads.first()
+        head = AuditHead.objects.select_for_update().filter(id=1).first()  # waits for another sequencer
         if head is None:
             return None
     else:
@@ -168,17 +167,19 @@ def _integrate_batch(*, wait: bool, batch_size: int) -> int | None:
     queued = list(AuditQueued.objects.order_by("id")[:batch_size])
     if not queued:
         return 0
-    entries = []
-    for seq, row in enumerate(queued, start=head.size):
-        text = entry_text(seq=seq, time=row.queued_at, kind=row.kind, subject=row.subject,
-                          payload=json.loads(row.payload))
-        entries.append(AuditEntry(seq=seq, created_at=row.queued_at, actor=row.actor, kind=row.kind,
-                                  subject=row.subject, entry=text.decode(), leaf_hash=leaf_hash(text).hex(),
-                                  format=FORMAT))
+    entries = [_entry(seq, row.queued_at, row.actor, row.kind, row.subject, row.payload)
+               for seq, row in enumerate(queued, start=head.size)]
     AuditEntry.objects.bulk_create(entries)
     AuditQueued.objects.filter(id__in=[row.id for row in queued]).delete()
     AuditHead.objects.filter(id=1).update(size=head.size + len(entries))
     return len(entries)
+
+
+def _entry(seq: int, queued_at: datetime, actor: str, kind: str, subject: str, payload: str) -> AuditEntry:
+    """The log entry numbered `seq` of a queued row: its public text and leaf hash."""
+    text = entry_text(seq=seq, time=queued_at, kind=kind, subject=subject, payload=json.loads(payload))
+    return AuditEntry(seq=seq, created_at=queued_at, actor=actor, kind=kind, subject=subject, entry=text.decode(),
+                      leaf_hash=leaf_hash(text).hex(), format=FORMAT)
 
 
 # The after-commit sequencer on PostgreSQL, in two statements instead of six (issue 16: it runs after every
@@ -197,11 +198,11 @@ WITH head AS (SELECT size FROM registry_audithead WHERE id = 1 FOR UPDATE SKIP L
 SELECT head.size, taken.queued_at, taken.actor, taken.kind, taken.subject, taken.payload
 FROM head LEFT JOIN taken ON true ORDER BY taken.id
 """
-_ADD_ENTRIES = """
-WITH added AS (INSERT INTO registry_auditentry (seq, created_at, actor, kind, subject, entry, leaf_hash, format)
-               VALUES {rows})
+_ENTRY_COLUMNS = ("seq", "created_at", "actor", "kind", "subject", "entry", "leaf_hash", "format")
+_ADD_ENTRIES = f"""
+WITH added AS (INSERT INTO registry_auditentry ({", ".join(_ENTRY_COLUMNS)}) VALUES {{rows}})
 UPDATE registry_audithead SET size = %s WHERE id = 1
-"""
+"""  # noqa: S608 (_ENTRY_COLUMNS is a constant; the values are parameters)
 
 
 def _integrate_batch_postgres(batch_size: int) -> int | None:
@@ -215,12 +216,10 @@ def _integrate_batch_postgres(batch_size: int) -> int | None:
         rows = [row[1:] for row in taken if row[2] is not None]  # a head but an empty queue gives one NULL row
         if not rows:
             return 0
-        params: list[Any] = []
-        for seq, (queued_at, actor, kind, subject, payload) in enumerate(rows, start=size):
-            text = entry_text(seq=seq, time=queued_at, kind=kind, subject=subject, payload=json.loads(payload))
-            params += [seq, queued_at, actor, kind, subject, text.decode(), leaf_hash(text).hex(), FORMAT]
-        cursor.execute(_ADD_ENTRIES.format(rows=", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s)"] * len(rows))),
-                       [*params, size + len(rows)])
+        entries = [_entry(seq, *row) for seq, row in enumerate(rows, start=size)]
+        placeholders = "(" + ", ".join(["%s"] * len(_ENTRY_COLUMNS)) + ")"
+        cursor.execute(_ADD_ENTRIES.format(rows=", ".join([placeholders] * len(entries))),
+                       [*(getattr(e, column) for e in entries for column in _ENTRY_COLUMNS), size + len(entries)])
     return len(rows)
 
 
