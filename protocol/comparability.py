@@ -225,11 +225,14 @@ class _RuleSet(dict[Path, _Rule]):
             if len(self.keyed) >= self.MEMO_LIMIT:
                 self.keyed = {}
             rule = self.governing(path)
-            c = contract()
-            group = rule.group if rule is not None else None
-            axes = () if rule is not None and group is None else tuple(
-                axis for axis in c.axes if (group.role(axis) if group is not None else c.unlisted_role) == "controlled")
-            leaf = self.keyed[path] = _KeyedLeaf(_join(path), group, axes) if axes else None
+            leaf = None
+            if rule is None or rule.group is not None:  # not ignored by the contract
+                c = contract()
+                group = rule.group if rule is not None else None
+                axes = tuple(axis for axis in c.axes
+                             if (group.role(axis) if group is not None else c.unlisted_role) == "controlled")
+                leaf = _KeyedLeaf(_join(path), group, axes) if axes else None
+            self.keyed[path] = leaf
             return leaf
 
 
