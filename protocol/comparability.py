@@ -539,12 +539,14 @@ def _labels(docs: Sequence[Mapping[str, Any]], axis: str, configs: Sequence[dict
         if len(clash) < 2:
             continue
         local = [n for n in differing if not _same([configs[i].get(n) for i in clash])]
-        if local:
-            for i in clash:
-                labels[i] = f"{label} ({', '.join(_setting_words(n, configs[i].get(n)) for n in local[:3])})"
+        for i in clash if local else []:
+            labels[i] = f"{label} ({', '.join(_setting_words(n, configs[i].get(n)) for n in local[:3])})"
+    for label in set(labels):  # still alike: the same configuration under different controlled conditions
+        clash = [i for i, x in enumerate(labels) if x == label]
+        if len(clash) < 2:
             continue
-        # The same configuration under different conditions (a decision groups runs across keys: one never
-        # reached steady state): the controlled fields that differ tell them apart.
+        # A decision groups runs across keys (one never reached steady state): the controlled fields that differ
+        # tell them apart.
         controlled = [controlled_projection(docs[i], axis) for i in clash]
         pointers = [p for p in sorted(set().union(*controlled)) if not _same([c.get(p) for c in controlled])]
         for i, fields in zip(clash, controlled, strict=True):

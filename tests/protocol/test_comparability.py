@@ -474,6 +474,20 @@ def test_one_configuration_under_other_controlled_conditions_is_labelled_by_what
         "H100 80GB HBM3, bf16 (steady_state.reached=yes)", "H100 80GB HBM3, bf16 (steady_state.reached=no)"]
 
 
+def test_arms_alike_after_their_settings_are_told_apart_by_their_controlled_conditions() -> None:
+    """Three candidates with one base label: the batch size tells one apart, but two share it and differ only in
+    steady state. Those two read "(batch_size=8)" and "(batch_size=8) #2" in the demo's decision before."""
+    steady = set_at(example(SERVER), "/workload/shape/batch_size", 8)
+    unsteady = set_at(set_at(steady, "/conditions/steady_state/reached", False),
+                      "/conditions/steady_state/reasons", ["still warming"])
+    bigger = set_at(steady, "/workload/shape/batch_size", 16)
+    docs = [steady, unsteady, bigger]
+    labels = cmp.arm_labels(docs, "iso-quality", [cmp.configuration(d, "iso-quality") for d in docs])
+    assert labels == ["H100 80GB HBM3, bf16 (batch_size=8) (steady_state.reached=yes)",
+                      "H100 80GB HBM3, bf16 (batch_size=8) (steady_state.reached=no)",
+                      "H100 80GB HBM3, bf16 (batch_size=16)"]
+
+
 def test_a_cpu_system_is_labelled_by_its_cpu_model() -> None:
     a = example(OFFLINE)
     b = set_at(a, "/system/host/cpu_model", "AMD EPYC 9654")
