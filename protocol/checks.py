@@ -43,6 +43,21 @@ def _time(value: Any) -> datetime | None:
         return None
 
 
+_UNREPRESENTABLE = {
+    "non-finite-number": "NaN and Infinity are not numbers JSON allows",
+    "integer-out-of-range": "integers beyond ±2^53 cannot be represented exactly in the canonical form",
+}
+
+
+def _unrepresentable(value: Any) -> str | None:
+    """The code of the problem a scalar has in the canonical form, or None (the one test both walks share)."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else "non-finite-number"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_EXACT_INTEGER:
+        return "integer-out-of-range"
+    return None
+
+
 def numbers_are_representable(doc: Any, path: tuple[str | int, ...] = ()) -> Iterator[Error]:
     """No NaN/Infinity (possible when a caller passes Python values) and no integer beyond 2**53."""
     if path == () and _all_representable(doc):
@@ -53,11 +68,8 @@ def numbers_are_representable(doc: Any, path: tuple[str | int, ...] = ()) -> Ite
     elif isinstance(doc, list):
         for i, value in enumerate(doc):
             yield from numbers_are_representable(value, (*path, i))
-    elif isinstance(doc, float) and not math.isfinite(doc):
-        yield Error(pointer(path), "non-finite-number", "NaN and Infinity are not numbers JSON allows")
-    elif isinstance(doc, int) and not isinstance(doc, bool) and abs(doc) > MAX_EXACT_INTEGER:
-        yield Error(pointer(path), "integer-out-of-range",
-                    "integers beyond ±2^53 cannot be represented exactly in the canonical form")
+    elif (code := _unrepresentable(doc)) is not None:
+        yield Error(pointer(path), code, _UNREPRESENTABLE[code])
 
 
 def _all_representable(doc: Any) -> bool:
@@ -69,10 +81,7 @@ def _all_representable(doc: Any) -> bool:
             stack.extend(value.values())
         elif isinstance(value, list):
             stack.extend(value)
-        elif isinstance(value, float):
-            if not math.isfinite(value):
-                return False
-        elif isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_EXACT_INTEGER:
+        elif _unrepresentable(value) is not None:
             return False
     return True
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from functools import partial
 from typing import Any
 
 import rfc8785
@@ -28,12 +29,13 @@ class _InexactInteger:
 MAX_EXACT_INTEGER = 2**53 - 1  # Number.MAX_SAFE_INTEGER: what rfc8785 writes as an integer
 
 
-def _parse_int(literal: str) -> int | float | _InexactInteger:
+def _parse_int(found: list[object], literal: str) -> int | float | _InexactInteger:
     """Integers beyond ±2**53 are kept only as the double whose canonical text they are.
 
     RFC 8785 writes a large integral double as an integer literal (7.08e16 → 70800000000000000), so such a
     literal reads back as that double and a document keeps its identity across parse → canonicalise →
-    parse. Any other large literal (e.g. 2**53 + 1) names a number no double holds, and is refused.
+    parse. Any other large literal (e.g. 2**53 + 1) names a number no double holds, and is refused (a
+    placeholder, noted in `found`).
     """
     value = int(literal)
     if abs(value) <= MAX_EXACT_INTEGER:
@@ -41,7 +43,13 @@ def _parse_int(literal: str) -> int | float | _InexactInteger:
     as_float = float(value)
     if math.isfinite(as_float) and rfc8785.dumps(as_float).decode() == literal.lstrip("+"):
         return as_float
+    found.append(literal)
     return _InexactInteger(literal)
+
+
+def _non_finite(found: list[object], literal: str) -> _NonFinite:
+    found.append(literal)
+    return _NonFinite(literal)
 
 
 class _DuplicateKeys(dict):  # type: ignore[type-arg]
@@ -50,7 +58,8 @@ class _DuplicateKeys(dict):  # type: ignore[type-arg]
     duplicates: list[str]
 
 
-def _object_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def _object_hook(found: list[object], pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """The object, or a marked one (noted in `found`) if it repeats a key."""
     seen: dict[str, Any] = {}
     duplicates = []
     for key, value in pairs:
@@ -58,6 +67,7 @@ def _object_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             duplicates.append(key)
         seen[key] = value
     if duplicates:
+        found.append(duplicates)
         marked = _DuplicateKeys(seen)
         marked.duplicates = duplicates
         return marked
@@ -92,34 +102,18 @@ def parse_json(raw: bytes | str) -> Any:
         except UnicodeDecodeError as exc:
             raise Invalid([Error("", "invalid-encoding",
                                  f"the body is not UTF-8 (byte {exc.start} cannot be decoded)")]) from None
-    # The hooks note whether they met a problem, so a document with none (nearly all) is not walked again.
-    suspect = False
-
-    def object_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        nonlocal suspect
-        made = _object_hook(pairs)
-        suspect = suspect or isinstance(made, _DuplicateKeys)
-        return made
-
-    def parse_int(literal: str) -> int | float | _InexactInteger:
-        nonlocal suspect
-        made = _parse_int(literal)
-        suspect = suspect or isinstance(made, _InexactInteger)
-        return made
-
-    def parse_constant(literal: str) -> _NonFinite:
-        nonlocal suspect
-        suspect = True
-        return _NonFinite(literal)
-
+    # The hooks note in `found` when they make a placeholder or a marked object, so a document with neither
+    # (nearly all) is not walked again.
+    found: list[object] = []
     try:
-        value = json.loads(raw, object_pairs_hook=object_hook, parse_constant=parse_constant, parse_int=parse_int)
+        value = json.loads(raw, object_pairs_hook=partial(_object_hook, found),
+                           parse_constant=partial(_non_finite, found), parse_int=partial(_parse_int, found))
     except json.JSONDecodeError as exc:
         raise Invalid([Error("", "malformed-json",
                              f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")]) from None
     except RecursionError:
         raise Invalid([Error("", "malformed-json", "JSON nested too deeply")]) from None
-    if not suspect:
+    if not found:
         return value  # plain already: only the hooks make placeholders or marked objects
     problems: list[Error] = []
     plain = _find_parse_problems(value, (), problems)
