@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from django.contrib.auth.models import Group
-from django.db import connection
-from django.db.models import OuterRef
 from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
-from registry import policy
 from registry.models import ApiToken
+from registry.selectors.tokens import token_for_key_hash
 from registry.services.tokens import hash_token
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)  # write last_used_at at most once a minute per token
@@ -27,18 +24,9 @@ class TokenAuthentication(authentication.BaseAuthentication):
             return None
         if len(header) != 2:
             raise exceptions.AuthenticationFailed("the Authorization header must be 'Token <token>'")
-        plain = header[1].decode(errors="replace")
-        tokens = ApiToken.objects.select_related("user", "agent").filter(key_hash=hash_token(plain))
-        if connection.vendor == "postgresql":  # the user's groups in the same round trip (the policy needs them)
-            from django.contrib.postgres.expressions import ArraySubquery
-
-            tokens = tokens.annotate(group_names=ArraySubquery(
-                Group.objects.filter(user=OuterRef("user_id")).values("name")))
-        token = tokens.first()
+        token = token_for_key_hash(hash_token(header[1].decode(errors="replace")))
         if token is None or not token.is_active or not token.user.is_active:
             raise exceptions.AuthenticationFailed("invalid, expired or revoked token")
-        if hasattr(token, "group_names"):
-            policy.remember_groups(token.user, token.group_names)
         now = timezone.now()
         if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
             ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
