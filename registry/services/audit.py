@@ -154,9 +154,9 @@ def audit_integrate(*, wait: bool = True, batch_size: int = INTEGRATE_BATCH, lim
 
 @transaction.atomic
 def _integrate_batch(*, wait: bool, batch_size: int) -> int | None:
-    if connection.vendor == "postgresql" and not wait:
-        return _integrate_batch_postgres(batch_size)
     if connection.vendor == "postgresql":
+        if not wait:
+            return _integrate_batch_postgres(batch_size)
         head = AuditHead.objects.select_for_update().filter(id=1).first()  # waits for another sequencer
         if head is None:
             return None

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, OperationalError, transaction
 from django.utils import timezone
 
 import protocol
@@ -16,6 +16,7 @@ from protocol.comparability import comparability_keys
 from registry.choices import AuditKind, Trust
 from registry.exceptions import RegistryError
 from registry.models import ApiToken, Submission, Withdrawal
+from registry.models.copy import create_many
 from registry.services.audit import audit_append, audit_append_many
 from registry.services.catalogue import catalogue_run_withdrawn, catalogue_runs_added
 
@@ -37,7 +38,7 @@ def submission_create(*, document: bytes | str | dict[str, Any], submitted_by: A
     raises InvalidDocument and stores nothing.
     """
     _require_trust(trust)
-    return _create_checked(_checked(document), submitted_by, token, trust)
+    return _create_checked(submission_check(document), submitted_by, token, trust)
 
 
 def _create_checked(checked: protocol.Checked, submitted_by: AbstractBaseUser, token: ApiToken | None,
@@ -67,8 +68,8 @@ def _require_trust(trust: str) -> None:
                          "example")
 
 
-def _checked(document: bytes | str | dict[str, Any]) -> protocol.Checked:
-    """The protocol's checks, or InvalidDocument with every problem and its pointer."""
+def submission_check(document: bytes | str | dict[str, Any]) -> protocol.Checked:
+    """The protocol's checks every stored run passes, or InvalidDocument with every problem and its pointer."""
     try:
         return protocol.check(document)
     except protocol.Invalid as exc:
@@ -135,12 +136,14 @@ def submission_create_batch(*, documents: Iterable[bytes | str | dict[str, Any] 
 
     A document may already be a RegistryError (a line the caller could not parse): it is refused as it is.
     Documents are checked one by one (a refused one stores nothing), then the new ones of every
-    `per_transaction` are stored together (`_store_many`: one INSERT of the runs, one of their audit entries,
-    one upsert of their catalogue cells), so a batch costs a few statements per chunk instead of ~10 per document.
+    `per_transaction` are stored together (`_store_many`: one COPY or INSERT of the runs, one INSERT of their audit
+    entries, one upsert of their catalogue cells), so a batch costs a few statements per chunk instead of ~10 per
+    document.
     A document already stored, or twice in the batch, is "known". If another writer stores one of the chunk's
-    documents meanwhile, the chunk is stored one document at a time instead (same outcomes). An agent's run
-    for its job takes the single path (it is linked to its job under a lock). `on_outcome(index, outcome)` is
-    called in order as each document is decided (progress, streaming).
+    documents meanwhile, or PostgreSQL ends a deadlock with another batch holding some of the same documents in
+    another order by rolling this chunk back, the chunk is stored one document at a time instead (same
+    outcomes). An agent's run for its job takes the single path (it is linked to its job under a lock).
+    `on_outcome(index, outcome)` is called in order as each document is decided (progress, streaming).
     """
     _require_trust(trust)
     outcomes: list[BatchOutcome] = []
@@ -164,7 +167,7 @@ def _batch_chunk(chunk: list[bytes | str | dict[str, Any] | RegistryError], subm
             decided[i] = BatchOutcome("refused", error=document)
             continue
         try:
-            one = _checked(document)
+            one = submission_check(document)
         except InvalidDocument as exc:
             decided[i] = BatchOutcome("refused", error=exc)
             continue
@@ -178,6 +181,10 @@ def _batch_chunk(chunk: list[bytes | str | dict[str, Any] | RegistryError], subm
                 runs = _store_new(checked, submitted_by, token, trust)
         except IntegrityError:  # another writer stored one of these meanwhile: one at a time, each alone
             runs = None
+        except OperationalError as exc:
+            if not _deadlocked(exc):
+                raise
+            runs = None  # another batch was storing some of these documents in another order: the same way
         for i, one in checked.items():
             if runs is None:
                 decided[i] = _batch_one(one, submitted_by, token, trust)
@@ -185,6 +192,11 @@ def _batch_chunk(chunk: list[bytes | str | dict[str, Any] | RegistryError], subm
                 run, created = runs[i]
                 decided[i] = BatchOutcome("stored" if created else "known", run=run)
     return [outcome for outcome in decided if outcome is not None]
+
+
+def _deadlocked(exc: OperationalError) -> bool:
+    """PostgreSQL chose this transaction to end a deadlock (SQLSTATE 40P01); it has been rolled back."""
+    return getattr(exc.__cause__, "sqlstate", None) == "40P01"
 
 
 def _store_new(checked: dict[int, protocol.Checked], submitted_by: AbstractBaseUser, token: ApiToken | None,
@@ -207,12 +219,12 @@ def _store_new(checked: dict[int, protocol.Checked], submitted_by: AbstractBaseU
 
 def _store_many(checked: list[protocol.Checked], submitted_by: AbstractBaseUser, token: ApiToken | None, *,
                 trust: str) -> list[Submission]:
-    """Store checked documents in the caller's transaction: the runs (one INSERT), their audit entries (one
-    INSERT), the catalogue's counts and the decisions they enter, all exact when it commits."""
+    """Store checked documents in the caller's transaction: the runs (one COPY or INSERT: models/copy.py), their
+    audit entries (one INSERT), the catalogue's counts and the decisions they enter, all exact when it commits."""
     if not checked:
         return []
     now, name = timezone.now(), submitted_by.get_username()
-    runs = Submission.objects.bulk_create([
+    runs = create_many(Submission, [
         Submission(trust=trust, digest=one.digest, document=one.document, canonical=one.canonical.decode(),
                    **_key_columns(one.document), **one.summary.columns(), submitted_by=submitted_by,
                    submitted_by_name=name, token=token, submitted_at=now)

@@ -1,0 +1,67 @@
+"""Many rows of one model in one PostgreSQL COPY: the bulk path's insert of runs (issue 16).
+
+`bulk_create` of 200 runs compiles one INSERT of 200 × 40 placeholders: Django builds every placeholder
+(`field_as_sql`) and psycopg splits the long query text in Python before it merges the values in. Both cost more
+than PostgreSQL's own work, about 0.3 ms a run. COPY sends the same values as rows, which psycopg writes in C.
+The ids come from the table's own sequence first, so the objects have their primary keys as `bulk_create` would
+give them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cache
+from typing import TypeVar
+
+from django.db import connections, models, router
+
+M = TypeVar("M", bound=models.Model)
+
+COPY_FROM = 16  # rows from which COPY beats one INSERT on PostgreSQL (a sequence query costs a round trip)
+
+
+def create_many(model: type[M], objs: Sequence[M]) -> list[M]:
+    """Insert `objs` (unsaved, without primary keys) in the current transaction, as
+    `model.objects.bulk_create(objs)` would, and return them with their primary keys: COPY on PostgreSQL for
+    COPY_FROM rows or more, else `bulk_create`.
+
+    Only what COPY can store exactly goes through it: a table with its own single-table auto-increment key and no
+    value the database fills in (database defaults, generated model fields, parent tables); anything else is
+    bulk-created. A unique violation raises django.db.IntegrityError, as `bulk_create` does; the transaction is
+    then aborted, as it is after a failed INSERT, so callers keep their savepoint or transaction around the call.
+    """
+    alias = router.db_for_write(model)
+    connection = connections[alias]
+    meta = model._meta
+    fields = meta.concrete_fields
+    copyable = (connection.vendor == "postgresql" and len(objs) >= COPY_FROM and not meta.parents
+                and isinstance(meta.pk, models.AutoField)  # Big and Small too
+                and not any(f.generated or f.has_db_default() for f in fields)
+                and all(obj.pk is None for obj in objs))
+    sequence = _sequence(alias, meta.db_table, meta.pk.column) if copyable else None
+    if sequence is None:
+        return model._default_manager.db_manager(alias).bulk_create(objs)
+    quote = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT nextval(%s) FROM generate_series(1, %s)", [sequence, len(objs)])
+        for obj, (pk,) in zip(objs, cursor.fetchall(), strict=True):
+            setattr(obj, meta.pk.attname, pk)
+        columns = ", ".join(quote(f.column) for f in fields)
+        # Through Django's cursor (DEBUG logs it); errors become Django's (IntegrityError) here.
+        with connection.wrap_database_errors, cursor.copy(
+                f"COPY {quote(meta.db_table)} ({columns}) FROM STDIN") as copy:  # names from the model, quoted
+            for obj in objs:
+                copy.write_row([f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields])
+    for obj in objs:
+        obj._state.adding = False
+        obj._state.db = alias
+    return list(objs)
+
+
+@cache
+def _sequence(alias: str, table: str, column: str) -> str | None:
+    """The sequence behind an auto-increment key (serial or identity), or None."""
+    connection = connections[alias]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_get_serial_sequence(%s, %s)", [connection.ops.quote_name(table), column])
+        return cursor.fetchone()[0]
