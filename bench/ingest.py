@@ -3,6 +3,12 @@ INSERT of the same documents, in one run; p50/p99 request latency at 1, 4 and 16
 (NDJSON batches) against a bare COPY of the same documents; how long audit entries wait to be numbered; and
 the cost of validating one document against fastjsonschema's time for the same schema.
 
+Two floors say what this machine allows before any storage, measured in the same run:
+- the framework floor (bench/floor.py): the same server answering a submission after authentication, the
+  `submit` scope, parsing, protocol.check and the comparability keys, storing nothing, at the same client counts;
+- the checks alone: protocol.check, the comparability keys and the summary columns of each bulk document, in this
+  process, no HTTP and no database, against the bare COPY.
+
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres python -m bench.ingest [--quick] [-n 1500]
 
 Uses a scratch database (benchreg_bench_ingest_<pid>), created and dropped here. Prints figures; no pass/fail.
@@ -30,6 +36,7 @@ import psycopg
 
 import protocol
 from bench import scratch
+from protocol.comparability import comparability_keys
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRATCH = f"benchreg_bench_ingest_{os.getpid()}"  # several checkouts may share the server
@@ -61,7 +68,7 @@ def start_registry(env: dict[str, str], workers: int) -> tuple[subprocess.Popen[
         capture_output=True,
         text=True,
     ).stdout.strip()
-    port = free_port()
+    port = free_port()  # (env's DJANGO_SETTINGS_MODULE is bench.floor_settings: the product plus /bench/floor)
     server = subprocess.Popen(
         [
             sys.executable,
@@ -88,7 +95,8 @@ def start_registry(env: dict[str, str], workers: int) -> tuple[subprocess.Popen[
     return server, base, token
 
 
-def http_ingest(base: str, token: str, bodies: list[bytes], clients: int) -> tuple[float, list[float]]:
+def http_ingest(base: str, token: str, bodies: list[bytes], clients: int,
+                path: str = "/api/v1/submissions") -> tuple[float, list[float]]:
     headers = {"Authorization": f"Token {token}", "Content-Type": "application/json"}
     latencies: list[float] = []
 
@@ -97,7 +105,7 @@ def http_ingest(base: str, token: str, bodies: list[bytes], clients: int) -> tup
         with httpx.Client(base_url=base, headers=headers, timeout=30) as client:
             for body in chunk:
                 t0 = time.perf_counter()
-                response = client.post("/api/v1/submissions", content=body)
+                response = client.post(path, content=body)
                 times.append(time.perf_counter() - t0)
                 assert response.status_code == 201, response.text[:300]
         return times
@@ -108,6 +116,17 @@ def http_ingest(base: str, token: str, bodies: list[bytes], clients: int) -> tup
         for times in pool.map(send, chunks):
             latencies.extend(times)
     return time.perf_counter() - t0, latencies
+
+
+def checks_alone(bodies: list[bytes]) -> float:
+    """Seconds for what every document of a batch must pass before storage, in this process: protocol.check
+    (parse, schema, semantics, canonical form, digest), the comparability keys and the summary columns."""
+    t0 = time.perf_counter()
+    for body in bodies:
+        checked = protocol.check(body)
+        comparability_keys(checked.document)
+        checked.summary.columns()
+    return time.perf_counter() - t0
 
 
 def bare_insert(url: str, bodies: list[bytes]) -> float:
@@ -224,17 +243,23 @@ def main() -> None:
 
     url = scratch.recreate(admin_url, SCRATCH)
     env = {**os.environ, "DATABASE_URL": url, "BENCHREG_DATA_DIR": tempfile.mkdtemp(), "LOG_LEVEL": "ERROR",
-           "BENCHREG_AUDIT_SEQUENCING": args.sequencing}
+           "BENCHREG_AUDIT_SEQUENCING": args.sequencing, "DJANGO_SETTINGS_MODULE": "bench.floor_settings",
+           "BENCHREG_THROTTLE_USER": "100000000/min"}  # the bench's one token sends more than a client would
     server, base, token = start_registry(env, args.workers)
     single: dict[int, tuple[float, list[float], float]] = {}
+    floor: dict[int, tuple[float, list[float]]] = {}
     try:
         http_ingest(base, token, documents(40, "warm"), 4)  # warm-up: imports, connections, caches
+        http_ingest(base, token, documents(40, "warm-floor"), 4, "/bench/floor")
         for clients in args.clients:
+            wall, latencies = http_ingest(base, token, documents(n, f"f{clients}"), clients, "/bench/floor")
+            floor[clients] = (n / wall, latencies)
             with QueueWatch(url) as watch:
                 wall, latencies = http_ingest(base, token, documents(n, f"c{clients}"), clients)
             single[clients] = (n / wall, latencies, watch.worst)
         bulk_docs = documents(n, "bulk")
         bulk = n / http_bulk(base, token, bulk_docs, args.batch)
+        checks_rate = n / checks_alone(documents(n, "checks"))
         bare = n / bare_insert(url, bodies)
         copy_rate = n / bare_copy(url, bulk_docs)
         with psycopg.connect(url, autocommit=True) as conn:
@@ -259,9 +284,15 @@ def main() -> None:
     if len(single) > 1:
         low, high = min(single), max(single)
         print(f"  throughput {high} clients / {low} client(s):                {single[high][0] / single[low][0]:8.2f}x")
+    for clients, (rate, latencies) in floor.items():
+        print(f"  framework floor (checks, stores nothing), {clients:2d} client(s): {rate:8.1f} /s  "
+              f"({rate / bare:.3f} of bare INSERT)  p50 {pct(latencies, 50):.1f} ms  p99 {pct(latencies, 99):.1f} ms"
+              f"  real/floor {single[clients][0] / rate:.2f}")
     print(f"  bare COPY of the bulk documents, no checks:          {copy_rate:8.1f} rows/s")
     print(f"  HTTP bulk (NDJSON, {args.batch} per request, 1 client):     {bulk:8.1f} /s  "
           f"({bulk / copy_rate:.3f} of bare COPY)")
+    print(f"  the checks alone, one process, no HTTP or database:  {checks_rate:8.1f} /s  "
+          f"({checks_rate / copy_rate:.3f} of bare COPY)  bulk/checks {bulk / checks_rate:.2f}")
     print(f"  audit log after the run: {entries[0]} entries (max seq {entries[1]}), {queued[0]} still queued")
 
 
