@@ -216,7 +216,8 @@ def test_facets_work_without_javascript(live_server: Any, chromium: Any, django_
     page.get_by_role("button", name="Sign in").click()
     page.get_by_label("Precision (weights)", exact=True).select_option("int8")
     assert "precision=" not in page.url  # nothing applies until the form is sent
-    page.get_by_role("button", name="Apply filters").click()
+    with page.expect_navigation():  # waits for the new page's load, not just its URL (which commits first)
+        page.get_by_role("button", name="Apply filters").click()
     assert "precision=int8" in page.url
     rows = page.locator("table.table--runs tbody tr")
     assert rows.count() == 2 and all("int8" in text for text in rows.all_inner_texts())
