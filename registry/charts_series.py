@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from matplotlib import dates as mdates
@@ -21,11 +21,27 @@ from registry.charts import PALETTE, STYLE, _fmt, _metric_words, _svg
 CHANGE_COLOUR = "#d55e00"
 FONT = {"font.size": 10, "xtick.labelsize": 9.5, "ytick.labelsize": 9.5, "axes.labelsize": 10, "legend.fontsize": 9}
 SIZE = (4.6, 3.2)  # inches: about 330 px at 72 dpi, the width of a 390 px screen's panel: fonts at full size
+# Runs submitted seconds apart (a sweep, the demo) would get sub-second ticks that read "19.320": the time axis
+# spans at least this much, and its finest tick label is a clock time.
+MIN_TIME_SPAN = timedelta(minutes=1)
+TIME_FORMATS = ["%Y", "%b", "%d", "%H:%M", "%H:%M", "%H:%M:%S"]  # years, months, days, hours, minutes, seconds
+TIME_ZERO_FORMATS = ["", "%Y", "%b", "%b-%d", "%H:%M", "%H:%M"]  # at a new year, month, day...: matplotlib's own
 
 
 def _axis_label(history: Mapping[str, Any]) -> str:
     direction = "lower is better" if history.get("lower_is_better") else "higher is better"
     return f"{_metric_words(history.get('metric'))} ({history.get('unit') or 'no unit'}), {direction}"
+
+
+def _time_locator() -> mdates.AutoDateLocator:
+    """3 to 6 ticks on any span. Each unit's intervals reach the next unit, so no span falls between two units
+    (where matplotlib warns and crowds the axis: with its defaults, minticks 5 above the maxticks we want)."""
+    locator = mdates.AutoDateLocator(minticks=3, maxticks=6)
+    locator.intervald[mdates.SECONDLY] = [1, 2, 5, 10, 15, 30, 60]  # 2: seven minutes would get one tick at 5
+    locator.intervald[mdates.MINUTELY] = [1, 2, 5, 10, 15, 30, 60]
+    locator.intervald[mdates.HOURLY] = [*locator.intervald[mdates.HOURLY], 24]
+    locator.intervald[mdates.MONTHLY] = [*locator.intervald[mdates.MONTHLY], 12]
+    return locator
 
 
 def history_time_chart(history: Mapping[str, Any]) -> str | None:
@@ -57,9 +73,15 @@ def history_time_chart(history: Mapping[str, Any]) -> str | None:
                     ax.annotate(f"change ×{_fmt(ratio)}", (x, p["value"]), xytext=(5, 8), textcoords="offset points",
                                 color=CHANGE_COLOUR, fontsize=9)
         ax.set_ylabel("\n".join(textwrap.wrap(_axis_label(history), 30)))
-        locator = mdates.AutoDateLocator(maxticks=4)
+        times = [datetime.fromisoformat(p["submitted_at"]) for p in points]
+        first, last = min(times), max(times)
+        if last - first < MIN_TIME_SPAN:
+            middle = first + (last - first) / 2
+            ax.set_xlim(middle - MIN_TIME_SPAN / 2, middle + MIN_TIME_SPAN / 2)
+        locator = _time_locator()
         ax.xaxis.set_major_locator(locator)
-        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(
+            locator, formats=TIME_FORMATS, zero_formats=TIME_ZERO_FORMATS))
         ax.set_ylim(bottom=0)
         if len(software) > 1 or any(p.get("change_point") for p in points):
             ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=1)
