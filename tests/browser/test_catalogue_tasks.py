@@ -229,7 +229,8 @@ def test_a_refusal_leads_with_the_root_cause_and_hints_only_what_helps(user: Use
     # An offline CPU run against a server GPU run: the scenario changes the question; it comes first.
     page.get_by_label(f"Select run {fleet['cpu'].pk}", exact=True).check()
     page.get_by_label(f"Select run {fleet['mi300'].pk}", exact=True).check()
-    page.get_by_role("button", name="Compare selected").click()
+    with page.expect_navigation():  # the reads below do not wait: the refusal page must have loaded whole
+        page.get_by_role("button", name="Compare selected").click()
     assert page.get_by_role("heading", level=1).inner_text() == "These runs cannot be compared"
     first = page.locator("table.table--refusal tbody tr").first.inner_text()
     assert re.match(r"(phase|workload|scenario)", first), first
@@ -241,7 +242,8 @@ def test_a_refusal_leads_with_the_root_cause_and_hints_only_what_helps(user: Use
     page.goto(user.base + "/")
     page.get_by_label(f"Select run {fleet['h100'][0].pk}", exact=True).check()
     page.get_by_label(f"Select run {fleet['int8'].pk}", exact=True).check()
-    page.get_by_role("button", name="Compare selected").click()
+    with page.expect_navigation():  # the reads below do not wait: the refusal page must have loaded whole
+        page.get_by_role("button", name="Compare selected").click()
     assert "precision.weights: int8 vs bf16" in page.locator("table.table--refusal").inner_text()
     offered = page.get_by_role("button", name=re.compile("Compare (along|at)"))
     assert offered.all_inner_texts() == ["Compare along precision", "Compare at equal quality"]
