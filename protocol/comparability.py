@@ -534,17 +534,12 @@ def _labels(docs: Sequence[Mapping[str, Any]], axis: str, configs: Sequence[dict
     differing = [n for n in names if not _same([configs[0].get(n)] + [c.get(n) for c in configs[1:]])] \
         if len(configs) > 1 else []
     labels = [_base_label(d, axis, c, differing) for d, c in zip(docs, configs, strict=True)]
-    for label in set(labels):
-        clash = [i for i, x in enumerate(labels) if x == label]
-        if len(clash) < 2:
-            continue
+    for label, clash in _clashes(labels):
         local = [n for n in differing if not _same([configs[i].get(n) for i in clash])]
-        for i in clash if local else []:
-            labels[i] = f"{label} ({', '.join(_setting_words(n, configs[i].get(n)) for n in local[:3])})"
-    for label in set(labels):  # still alike: the same configuration under different controlled conditions
-        clash = [i for i, x in enumerate(labels) if x == label]
-        if len(clash) < 2:
-            continue
+        if local:
+            for i in clash:
+                labels[i] = f"{label} ({', '.join(_setting_words(n, configs[i].get(n)) for n in local[:3])})"
+    for label, clash in _clashes(labels):  # still alike: the same configuration under different controlled conditions
         # A decision groups runs across keys (one never reached steady state): the controlled fields that differ
         # tell them apart.
         controlled = [controlled_projection(docs[i], axis) for i in clash]
@@ -553,11 +548,18 @@ def _labels(docs: Sequence[Mapping[str, Any]], axis: str, configs: Sequence[dict
             words = [f"{'.'.join(field_name(_split(p)).split('.')[-2:])}={display(fields.get(p))}"
                      for p in pointers[:3]]
             labels[i] = f"{label} ({', '.join(words)})" if words else label
-    for label in set(labels):  # still equal (more than 3 fields differ): number them, never merge them
-        clash = [i for i, x in enumerate(labels) if x == label]
-        for n, i in enumerate(clash[1:] if len(clash) > 1 else [], start=2):
+    for label, clash in _clashes(labels):  # still equal (more than 3 fields differ): number them, never merge them
+        for n, i in enumerate(clash[1:], start=2):
             labels[i] = f"{label} #{n}"
     return labels
+
+
+def _clashes(labels: Sequence[str]) -> list[tuple[str, list[int]]]:
+    """Each label more than one arm has, with those arms' indices in order."""
+    at: dict[str, list[int]] = {}
+    for i, label in enumerate(labels):
+        at.setdefault(label, []).append(i)
+    return [(label, clash) for label, clash in at.items() if len(clash) > 1]
 
 
 def arm_labels(docs: Sequence[Mapping[str, Any]], axis: str, configs: Sequence[dict[str, Any]]) -> list[str]:
