@@ -24,8 +24,6 @@ SIZE = (4.6, 3.2)  # inches: about 330 px at 72 dpi, the width of a 390 px scree
 # Runs submitted seconds apart (a sweep, the demo) would get sub-second ticks that read "19.320": the time axis
 # spans at least this much, and its finest tick label is a clock time.
 MIN_TIME_SPAN = timedelta(minutes=1)
-TIME_FORMATS = ["%Y", "%b", "%d", "%H:%M", "%H:%M", "%H:%M:%S"]  # years, months, days, hours, minutes, seconds
-TIME_ZERO_FORMATS = ["", "%Y", "%b", "%b-%d", "%H:%M", "%H:%M"]  # at a new year, month, day...: matplotlib's own
 
 
 def _axis_label(history: Mapping[str, Any]) -> str:
@@ -80,8 +78,9 @@ def history_time_chart(history: Mapping[str, Any]) -> str | None:
             ax.set_xlim(middle - MIN_TIME_SPAN / 2, middle + MIN_TIME_SPAN / 2)
         locator = _time_locator()
         ax.xaxis.set_major_locator(locator)
-        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(
-            locator, formats=TIME_FORMATS, zero_formats=TIME_ZERO_FORMATS))
+        formatter = mdates.ConciseDateFormatter(locator)
+        formatter.formats[-1] = "%H:%M:%S"  # seconds ticks as clock times, not "%S.%f" (the other levels as given)
+        ax.xaxis.set_major_formatter(formatter)
         ax.set_ylim(bottom=0)
         if len(software) > 1 or any(p.get("change_point") for p in points):
             ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=1)
