@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from .canonical import canonicalize, digest, digest_of
 from .errors import Error, Invalid
-from .parsing import parse_json
+from .parsing import MAX_DEPTH, parse_json, value_errors
 from .rules import PROTOCOL_NAME, PROTOCOL_VERSION
 
 if TYPE_CHECKING:
@@ -26,8 +26,9 @@ _LAZY = {"submission_schema": "schema", "RunSummary": "summary", "summarize": "s
          "check": "validate"}
 
 __all__ = [
-    "PROTOCOL_NAME", "PROTOCOL_VERSION", "Checked", "Error", "Invalid", "RunSummary", "canonicalize",
+    "MAX_DEPTH", "PROTOCOL_NAME", "PROTOCOL_VERSION", "Checked", "Error", "Invalid", "RunSummary", "canonicalize",
     "check", "digest", "digest_of", "errors", "parse_json", "submission_schema", "summarize",
+    "value_errors",
 ]
 
 

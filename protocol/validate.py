@@ -8,7 +8,7 @@ from typing import Any
 from .canonical import canonicalize, digest_of
 from .checks import semantic_errors
 from .errors import Error, Invalid
-from .parsing import parse_json
+from .parsing import parse_json, value_errors
 from .schema import schema_errors
 from .summary import RunSummary, summarize
 
@@ -27,9 +27,16 @@ class Checked:
 
 
 def errors(document: Any) -> list[Error]:
-    """All schema and semantic errors of an already-parsed document, sorted by pointer."""
+    """All schema and semantic errors of an already-parsed document, sorted by pointer.
+
+    A document nested deeper than MAX_DEPTH gets that error alone: the schema and semantic checks (and the
+    canonical form) recurse, so they never see it. Text no store can keep is reported with the rest.
+    """
+    found = value_errors(document)
+    if any(e.code == "too-deep" for e in found):
+        return sorted(found)
     shape = schema_errors(document)
-    return sorted(set(shape) | set(semantic_errors(document, shape_is_valid=not shape)))
+    return sorted(set(found) | set(shape) | set(semantic_errors(document, shape_is_valid=not shape)))
 
 
 def check(document: Any) -> Checked:
