@@ -15,6 +15,8 @@ Environment:
   BENCHREG_CHECKPOINT_KEY        checkpoint signing key: a C2SP signer key string or a key file's path
                                  (unset: generated on first use into <data dir>/keys/checkpoint.key)
   BENCHREG_CHECKPOINT_TRUSTED_KEYS  comma-separated verifier keys of earlier (rotated) checkpoint keys
+  BENCHREG_AUDIT_COMMITMENT_KEY  file holding the key that commits audit entries' actors (hex; unset: generated
+                                 on first use into <data dir>/keys/audit-commitment.key)
   BENCHREG_CHECKPOINT_INTERVAL_S    seconds between periodic checkpoints (default 300)
   BENCHREG_REPORT_PKCS12 / _KEY / _CERT / _TRUSTED_CERTS / _TIMESTAMP  report signing (docs/reports.md)
   BENCHREG_TASK_QUEUE            the broker queue of the registry's own tasks (default celery)
@@ -292,6 +294,9 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 BENCHREG_LOG_ORIGIN = os.environ.get("BENCHREG_LOG_ORIGIN", "benchreg.local/audit")
 BENCHREG_CHECKPOINT_KEY = os.environ.get("BENCHREG_CHECKPOINT_KEY", "")
 BENCHREG_CHECKPOINT_TRUSTED_KEYS = env_list("BENCHREG_CHECKPOINT_TRUSTED_KEYS", [])
+# The HMAC key committing each audit entry's actor without publishing it (a file's path; unset: generated on first
+# use into <data dir>/keys/audit-commitment.key). docs/audit.md, "Who did what".
+BENCHREG_AUDIT_COMMITMENT_KEY = os.environ.get("BENCHREG_AUDIT_COMMITMENT_KEY", "")
 BENCHREG_CHECKPOINT_INTERVAL_S = env_int("BENCHREG_CHECKPOINT_INTERVAL_S", 300)
 if BENCHREG_CHECKPOINT_INTERVAL_S <= 0:
     raise ImproperlyConfigured("BENCHREG_CHECKPOINT_INTERVAL_S must be a positive number of seconds")

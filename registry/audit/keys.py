@@ -9,12 +9,18 @@ Where the key comes from, first match wins:
 The key's name is the log origin (settings.BENCHREG_LOG_ORIGIN) for generated and PEM keys, and whatever a supplied
 signer key string says otherwise. Public keys of earlier keys stay trusted for verification through
 settings.BENCHREG_CHECKPOINT_TRUSTED_KEYS (verifier key strings), which is how a key is rotated.
+
+A second, symmetric key commits who did what in each entry without publishing it (`commitment_key`, entry format 3,
+registry/audit/entries.py): settings.BENCHREG_AUDIT_COMMITMENT_KEY names a file holding it, else it is generated on
+first use into `<DATA_DIR>/keys/audit-commitment.key` (32 random bytes, hex, mode 0600).
 """
 
 from __future__ import annotations
 
 import base64
 import functools
+import hashlib
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,6 +94,42 @@ def _load(supplied: str, data_dir: Path, origin: str) -> CheckpointKey:
     if supplied:
         return CheckpointKey(origin, _read_file(Path(supplied), origin))
     return CheckpointKey(origin, _read_file(_generated(data_dir / "keys" / "checkpoint.key", origin), origin))
+
+
+@dataclass(frozen=True)
+class CommitmentKey:
+    """The HMAC key of actor commitments, and its public id (so a commitment names the key it was made under)."""
+
+    secret: bytes
+
+    @property
+    def key_id(self) -> str:
+        """8 hex digits of SHA-256 of the key: names the key, reveals nothing usable about it."""
+        return hashlib.sha256(b"benchreg audit commitment key\n" + self.secret).hexdigest()[:8]
+
+
+def commitment_key() -> CommitmentKey:
+    """The key that commits each entry's actor (HMAC-SHA256), generated on first use. Raises ImproperlyConfigured
+    for an unreadable, public or malformed key file."""
+    supplied = getattr(settings, "BENCHREG_AUDIT_COMMITMENT_KEY", "") or ""
+    return _load_commitment(supplied, Path(settings.DATA_DIR))
+
+
+@functools.lru_cache(maxsize=8)
+def _load_commitment(supplied: str, data_dir: Path) -> CommitmentKey:
+    path = Path(supplied) if supplied else create_once(
+        data_dir / "keys" / "audit-commitment.key", lambda: (secrets.token_hex(32) + "\n").encode())
+    check_private(path, "audit commitment key")
+    try:
+        text = path.read_text(encoding="ascii").strip()
+        secret = bytes.fromhex(text)
+    except OSError as exc:
+        raise ImproperlyConfigured(f"cannot read the audit commitment key {path}: {exc.strerror}") from None
+    except (UnicodeDecodeError, ValueError):
+        raise ImproperlyConfigured(f"{path}: an audit commitment key is hex (e.g. `openssl rand -hex 32`)") from None
+    if len(secret) < 16:
+        raise ImproperlyConfigured(f"{path}: an audit commitment key has at least 16 bytes (32 hex digits)")
+    return CommitmentKey(secret)
 
 
 def _parse(text: str, where: str) -> SignerKey:

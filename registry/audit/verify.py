@@ -1,14 +1,18 @@
 """Re-verify the whole audit log from the database, as a governance reviewer would, and say what does not match.
 
 What is checked (`verify_log`):
-  1. every entry: its text hashes to its stored leaf hash; its text agrees with its columns (seq, time, actor,
-     kind, subject); the sequence has no gaps; the head row counts them all;
+  1. every entry: its text hashes to its stored leaf hash; its text agrees with its columns (seq, time, kind,
+     subject; actor in format 1; in format 3 its `who` commitment is recomputed from actor, actor_user and
+     actor_token with the registry's commitment key); the sequence has no gaps; the head row counts them all;
   2. every stored checkpoint: its signature verifies with a trusted key and its root is the root of the first
      `size` leaves as recomputed from the entry texts now;
   3. every checkpoint file a reviewer kept (signed notes): the same, so a rewrite of the log *and* its stored
      checkpoints still shows against a copy held outside the database;
-  4. every run: its canonical text hashes to its digest, its document and indexed columns are read from that
-     text, and it has its `run.submitted` entry (and every such entry its run); withdrawals likewise.
+  4. every run, streamed with its `run.submitted` entry (one join, CHUNK rows at a time): its canonical text hashes
+     to its digest; its document, summary, origin and comparability-key columns are recomputed from that text; its
+     entry is rebuilt from the row as stored (id, trust, submitted_at, and in format 3 who stored it: name, user,
+     token) and compared with the logged one; every such entry has its run. Withdrawals likewise (reason, and in
+     format 3 who withdrew it and when). Each mismatch names the run, the column, the stored and the expected value.
 
 Nothing here trusts the per-process tree cache of registry.selectors.audit: the tree is rebuilt from the texts.
 """
@@ -28,11 +32,12 @@ from django.db.models import CharField, F, Func
 from django.db.models.functions import Cast
 
 from protocol import digest_of, summarize
+from protocol.comparability import comparability_keys
 from protocol.cosignature import verify_cosignatures
 from protocol.signed_note import NoteError, VerifierKey, open_note
 from protocol.transparency import MerkleTree
-from registry.audit.entries import withdrawal_reason_digest
-from registry.audit.keys import log_origin, trusted_verifier_keys
+from registry.audit.entries import WHO_PREFIX, actor_commitment, entry_time, withdrawal_reason_digest
+from registry.audit.keys import CommitmentKey, commitment_key, log_origin, trusted_verifier_keys
 from registry.choices import AuditKind
 from registry.models import AuditEntry, AuditHead, Checkpoint, Submission, Withdrawal
 from registry.selectors.audit import cosigned_note
@@ -42,7 +47,9 @@ LEAF_PREFIX = b"\x00"  # RFC 9162 leaf hash: SHA-256(0x00 || entry), as protocol
 SUMMARY_COLUMNS = ("protocol_version", "phase", "workload_name", "workload_version", "scenario_kind",
                    "precision_weights", "precision_activations", "batch_size", "system_name", "accelerator_vendor",
                    "accelerator_model", "accelerator_count", "submitter", "source", "started_at",
-                   "headline_metric", "headline_value", "headline_unit", "headline_lower_is_better", "software_summary")
+                   "headline_metric", "headline_value", "headline_unit", "headline_lower_is_better", "software_summary",
+                   "origin_round", "origin_division", "origin_category", "origin_availability")
+KEY_COLUMNS = tuple(Submission.KEY_COLUMNS.items())  # (axis, column)
 
 
 @dataclass(frozen=True)
@@ -54,6 +61,7 @@ class Finding:
     run: int | None = None
     checkpoint: int | None = None
     file: str | None = None
+    column: str | None = None  # the stored column that does not match, when one can be named
 
     def __str__(self) -> str:
         where = (f"entry #{self.seq}" if self.seq is not None else f"run {self.run}" if self.run is not None
@@ -127,9 +135,11 @@ def _verify_entries(report: Report) -> list[bytes]:
     leaves: list[bytes] = []
     append = leaves.append
     expected = 0
+    key = commitment_key()
     query = (AuditEntry.objects.order_by("seq").annotate(created_text=_time_as_entry_text())
-             .values_list("seq", "created_text", "actor", "kind", "subject", "entry", "leaf_hash", "format"))
-    for seq, created_text, actor, kind, subject, text, stored_leaf, fmt in _stream(query):
+             .values_list("seq", "created_text", "actor", "kind", "subject", "entry", "leaf_hash", "format",
+                          "actor_user", "actor_token"))
+    for seq, created_text, actor, kind, subject, text, stored_leaf, fmt, user, token in _stream(query):
         if seq != expected:
             missing = f"entry #{expected} is" if seq == expected + 1 else f"entries #{expected}..#{seq - 1} are"
             report.findings.append(Finding(f"missing: {missing} not stored", seq=expected))
@@ -138,7 +148,8 @@ def _verify_entries(report: Report) -> list[bytes]:
         leaf = sha256(LEAF_PREFIX + raw).digest()
         if leaf.hex() != stored_leaf:
             report.findings.append(Finding("the entry text does not hash to the stored leaf hash", seq=seq))
-        # Format 2 entries are public and leave the actor out of the text (registry/audit/entries.py).
+        # Format 2 and 3 entries are public and leave the actor's name out of the text; format 3 commits to it
+        # (registry/audit/entries.py).
         try:
             entry = orjson.loads(raw)
             agrees = (type(entry) is dict and entry.get("seq") == seq and entry.get("kind") == kind
@@ -146,15 +157,34 @@ def _verify_entries(report: Report) -> list[bytes]:
                       and (entry.get("actor") == actor and "v" not in entry if fmt == 1
                            else entry.get("v") == fmt and "actor" not in entry))
         except orjson.JSONDecodeError:  # not JSON, or a number orjson does not take: the careful path decides
-            agrees = False
+            entry, agrees = None, False
         if not agrees:
             columns = {"seq": seq, "kind": kind, "subject": subject, **({"actor": actor} if fmt == 1 else {}),
                        "v": None if fmt == 1 else fmt}
             if message := _entry_disagrees(text, columns, created_text):
                 report.findings.append(Finding(message, seq=seq))
+        if fmt >= 3 or (fmt == 2 and (user is not None or token is not None)):
+            who = entry.get("who") if type(entry) is dict else None
+            if who != actor_commitment(seq=seq, actor=actor, user=user, token=token, key=key):
+                report.findings.append(_who_differs(seq, who, key, "actor, actor_user, actor_token"))
         append(leaf)
         expected += 1
     return leaves
+
+
+def _who_differs(seq: int, who: object, key: CommitmentKey, columns: str, *, run: int | None = None,
+                 column: str | None = None) -> Finding:
+    """An entry's `who` does not commit to the stored columns: rewritten (or, under another key, unverifiable)."""
+    where = {"run": run, "column": column} if run is not None else {"seq": seq, "column": "actor"}
+    if not isinstance(who, str) or not who.startswith(WHO_PREFIX):
+        return Finding(f"audit entry #{seq} commits to nobody (no `who`), yet the columns {columns} name someone",
+                       **where)
+    key_id = who[len(WHO_PREFIX):].partition(":")[0]
+    if key_id != key.key_id:
+        return Finding(f"audit entry #{seq} was committed under key {key_id}, the registry holds key {key.key_id} "
+                       "(BENCHREG_AUDIT_COMMITMENT_KEY): who did it cannot be checked", **where)
+    return Finding(f"audit entry #{seq}'s commitment to who did it does not match the stored {columns}: "
+                   "rewritten after the entry was logged", **where)
 
 
 def _stream(query: Any) -> Iterator[tuple[Any, ...]]:
@@ -327,47 +357,171 @@ def same_json(parsed: Any, stored: Any) -> bool:
     return type(parsed) is type(stored) and parsed == stored
 
 
+_RUN_COLUMNS = ("id", "digest", "canonical", "document", *SUMMARY_COLUMNS, *(column for _, column in KEY_COLUMNS),
+                "trust", "submitted_at", "submitted_by_id", "submitted_by_name", "token_id")
+_RUN_ENTRY_COLUMNS = ("seq", "entry", "format", "actor", "actor_user", "actor_token")
+_DATETIME_COLUMNS = frozenset({"started_at", "submitted_at"})
+
+
+def _runs_with_entries() -> Iterator[tuple[Any, ...]]:
+    """Every run with its run.submitted entry (None columns when it has none), by run id, from a server-side cursor.
+
+    One join streamed CHUNK rows at a time: the database matches a run to its entry by digest (both indexed), so
+    memory stays flat at a million runs and there is no query per run."""
+    q = connection.ops.quote_name
+    columns = [f"s.{q(c)}" for c in _RUN_COLUMNS] + [f"e.{q(c)}" for c in _RUN_ENTRY_COLUMNS]
+    sql = (f"SELECT {', '.join(columns)} FROM {q(Submission._meta.db_table)} s "  # noqa: S608 (constant names)
+           f"LEFT JOIN {q(AuditEntry._meta.db_table)} e ON e.{q('subject')} = s.{q('digest')} AND e.{q('kind')} = %s "
+           f"ORDER BY s.{q('id')}, e.{q('seq')}")
+    with connection.chunked_cursor() as cursor:
+        cursor.execute(sql, [AuditKind.RUN_SUBMITTED.value])
+        while rows := cursor.fetchmany(CHUNK):
+            yield from rows
+
+
 def _verify_runs(report: Report) -> None:
-    rows = Submission.objects.order_by("id").values_list("id", "digest", "canonical", "document", *SUMMARY_COLUMNS)
-    for pk, digest, canonical, document, *columns in rows.iterator(chunk_size=1000):
-        report.runs += 1
-        if (actual := digest_of(canonical.encode())) != digest:
-            report.findings.append(Finding(f"the stored text hashes to {actual}, the run's digest is {digest}",
-                                           run=pk))
+    """Each run against its canonical text and its logged entry (module docstring, 4)."""
+    key = commitment_key()
+    width = len(_RUN_COLUMNS)
+    previous = None
+    for row in _runs_with_entries():
+        run = dict(zip(_RUN_COLUMNS, row[:width], strict=True))
+        entry = dict(zip(_RUN_ENTRY_COLUMNS, row[width:], strict=True))
+        if run["id"] == previous:  # a second run.submitted entry for the same digest
+            report.findings.append(Finding(f"a second run.submitted audit entry #{entry['seq']} records its digest",
+                                           run=run["id"], seq=entry["seq"]))
             continue
-        parsed = json.loads(canonical)
-        if not same_json(parsed, document):
-            report.findings.append(Finding("the stored JSON document differs from the canonical text", run=pk))
-        expected = summarize(parsed).columns()
-        differ = [name for name, value in zip(SUMMARY_COLUMNS, columns, strict=True) if expected[name] != value]
-        if differ:
-            report.findings.append(Finding(f"columns differ from the canonical text: {', '.join(differ)}", run=pk))
+        previous = run["id"]
+        report.runs += 1
+        for name in _DATETIME_COLUMNS:
+            run[name] = _as_datetime(run[name])
+        _verify_run_text(report, run)
+        if entry["seq"] is None:
+            report.findings.append(Finding(f"no run.submitted audit entry records its digest {run['digest']}",
+                                           run=run["id"]))
+        else:
+            _verify_run_entry(report, run, entry, key)
+
+
+def _as_datetime(value: Any) -> Any:
+    """A datetime column read by a raw cursor: PostgreSQL gives aware datetimes, SQLite naive UTC text."""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    if isinstance(value, datetime) and value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value
+
+
+def _mismatch(run: int, column: str, stored: Any, expected: Any, source: str) -> Finding:
+    return Finding(f"column {column} is {_shown(stored)}, {source} says {_shown(expected)}", run=run, column=column)
+
+
+def _shown(value: Any) -> str:
+    return repr(value.isoformat()) if isinstance(value, datetime) else repr(value)
+
+
+def _verify_run_text(report: Report, run: dict[str, Any]) -> None:
+    """The digest, the JSON document and every column derived from the canonical text, recomputed from it."""
+    pk, canonical = run["id"], run["canonical"]
+    if (actual := digest_of(canonical.encode())) != run["digest"]:
+        report.findings.append(Finding(f"the stored text hashes to {actual}, the run's digest is {run['digest']}",
+                                       run=pk, column="digest"))
+        return
+    parsed = json.loads(canonical)
+    document = run["document"]
+    if not same_json(parsed, json.loads(document) if isinstance(document, str) else document):
+        report.findings.append(Finding("column document differs from the canonical text", run=pk, column="document"))
+    expected = summarize(parsed).columns()
+    for name in SUMMARY_COLUMNS:
+        if expected[name] != run[name]:
+            report.findings.append(_mismatch(pk, name, run[name], expected[name], "the canonical text"))
+    keys = comparability_keys(parsed)
+    for axis, column in KEY_COLUMNS:
+        if keys[axis] != run[column]:
+            report.findings.append(_mismatch(pk, column, run[column], keys[axis], "the canonical text"))
+
+
+def _verify_run_entry(report: Report, run: dict[str, Any], entry: dict[str, Any], key: CommitmentKey) -> None:
+    """The run's row against its run.submitted entry: the entry rebuilt from the row must be the logged one.
+
+    The entry's text is checked against its leaf hash and the signed tree elsewhere; here every field of it that
+    the row also holds is compared, column by column."""
+    pk, seq, fmt = run["id"], entry["seq"], entry["format"]
+    logged = _parse(entry["entry"])
+    payload = logged.get("payload") if isinstance(logged.get("payload"), dict) else {}
+    source = f"audit entry #{seq}"
+    if payload.get("run") != pk and fmt != 1:
+        report.findings.append(_mismatch(pk, "id", pk, payload.get("run"), source))
+    if (fmt != 1 or "trust" in payload) and payload.get("trust") != run["trust"]:
+        report.findings.append(_mismatch(pk, "trust", run["trust"], payload.get("trust"), source))
+    if fmt != 1 and logged.get("time") != entry_time(run["submitted_at"]):
+        report.findings.append(_mismatch(pk, "submitted_at", entry_time(run["submitted_at"]), logged.get("time"),
+                                         source))
+    # Who stored it. Format 3 commits name, user and token in the logged text: recomputed from the run's own row,
+    # so a rewrite of the run's columns shows even when the entry's columns were rewritten to match.
+    who = {"submitted_by_name": ("actor", run["submitted_by_name"]), "submitted_by": ("actor_user",
+           run["submitted_by_id"]), "token": ("actor_token", run["token_id"])}
+    if fmt >= 3:
+        committed = actor_commitment(seq=seq, actor=run["submitted_by_name"], user=run["submitted_by_id"],
+                                     token=run["token_id"], key=key)
+        if logged.get("who") != committed:
+            named = [(column, value, entry[field]) for column, (field, value) in who.items() if value != entry[field]]
+            if not named:  # the entry's columns were rewritten to match the run: the commitment alone says so
+                named = [(column, value, None) for column, (_, value) in who.items()]
+            for column, stored, expected in named:
+                finding = _who_differs(seq, logged.get("who"), key, "submitted_by_name, submitted_by, token",
+                                       run=pk, column=column)
+                detail = f" (the entry's column says {expected!r})" if expected is not None else ""
+                report.findings.append(Finding(f"column {column} is {stored!r}: {finding.message}{detail}",
+                                               run=pk, column=column))
+    elif run["submitted_by_name"] != entry["actor"]:  # format 1 and 2 hold the name in an uncommitted column only
+        report.findings.append(_mismatch(pk, "submitted_by_name", run["submitted_by_name"], entry["actor"],
+                                         f"{source}'s actor column"))
 
 
 def _verify_run_entries(report: Report) -> None:
-    """Every run has its run.submitted entry and every such entry its run (subjects are run digests)."""
+    """Every run.submitted entry has its run (subjects are run digests); the other way is _verify_runs'."""
     submitted = AuditEntry.objects.filter(kind=AuditKind.RUN_SUBMITTED)
-    for pk, digest in (Submission.objects.exclude(digest__in=submitted.values("subject"))
-                       .order_by("id").values_list("id", "digest")):
-        report.findings.append(Finding(f"no run.submitted audit entry records its digest {digest}", run=pk))
     for seq, subject in (submitted.exclude(subject__in=Submission.objects.values("digest"))
                          .order_by("seq").values_list("seq", "subject")):
         report.findings.append(Finding(f"records run {subject}, and no stored run has that digest", seq=seq))
 
 
 def _verify_withdrawals(report: Report) -> None:
-    """Every withdrawal has its run.withdrawn entry with the same reason, and every such entry its withdrawal."""
-    entries = {subject: (seq, text) for seq, subject, text in
-               AuditEntry.objects.filter(kind=AuditKind.RUN_WITHDRAWN).values_list("seq", "subject", "entry")}
+    """Every withdrawal has its run.withdrawn entry with the same reason (and in format 3 the same person and time),
+    and every such entry its withdrawal."""
+    key = commitment_key()
+    entries = {subject: (seq, text, fmt, actor, user) for seq, subject, text, fmt, actor, user in
+               AuditEntry.objects.filter(kind=AuditKind.RUN_WITHDRAWN)
+               .values_list("seq", "subject", "entry", "format", "actor", "actor_user")}
     for withdrawal in Withdrawal.objects.select_related("submission").order_by("id"):
         report.withdrawals += 1
-        seq, text = entries.pop(withdrawal.submission.digest, (None, None))
+        seq, text, fmt, actor, user = entries.pop(withdrawal.submission.digest, (None, None, None, None, None))
         run = withdrawal.submission_id
         if text is None:
             report.findings.append(Finding("its withdrawal has no run.withdrawn audit entry", run=run))
-        elif not _same_reason(_payload(text), withdrawal.reason):
-            report.findings.append(Finding(f"its withdrawal reason differs from audit entry #{seq}", run=run))
-    for seq, _ in sorted(entries.values()):
+            continue
+        logged = _parse(text)
+        if not _same_reason(_payload(text), withdrawal.reason):
+            report.findings.append(Finding(f"its withdrawal reason differs from audit entry #{seq}", run=run,
+                                           column="withdrawal.reason"))
+        if fmt is not None and fmt >= 3:
+            if logged.get("time") != entry_time(withdrawal.withdrawn_at):
+                report.findings.append(_mismatch(run, "withdrawal.withdrawn_at", entry_time(withdrawal.withdrawn_at),
+                                                 logged.get("time"), f"audit entry #{seq}"))
+            committed = actor_commitment(seq=seq, actor=withdrawal.withdrawn_by_name,
+                                         user=withdrawal.withdrawn_by_id, key=key)
+            if logged.get("who") != committed:
+                differ = (("withdrawal.withdrawn_by", withdrawal.withdrawn_by_id != user),
+                          ("withdrawal.withdrawn_by_name", withdrawal.withdrawn_by_name != actor))
+                columns = [column for column, differs in differ if differs]
+                for column in columns or ["withdrawal.withdrawn_by", "withdrawal.withdrawn_by_name"]:
+                    report.findings.append(_who_differs(seq, logged.get("who"), key, "withdrawn_by_name, withdrawn_by",
+                                                        run=run, column=column))
+        elif withdrawal.withdrawn_by_name != actor:
+            report.findings.append(_mismatch(run, "withdrawal.withdrawn_by_name", withdrawal.withdrawn_by_name, actor,
+                                             f"audit entry #{seq}'s actor column"))
+    for seq, *_ in sorted(entries.values()):
         report.findings.append(Finding("records a withdrawal that is not stored", seq=seq))
 
 
@@ -376,6 +530,14 @@ def _same_reason(payload: dict[str, object], reason: str) -> bool:
     if "reason_sha256" in payload:
         return payload["reason_sha256"] == withdrawal_reason_digest(reason)
     return payload.get("reason") == reason
+
+
+def _parse(text: str | None) -> dict[str, Any]:
+    try:
+        parsed = json.loads(text or "")
+    except ValueError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
 
 
 def _payload(text: str) -> dict[str, object]:

@@ -17,13 +17,18 @@ class AuditEntry(AppendOnlyModel):
     seq = models.BigIntegerField(unique=True)
     created_at = models.DateTimeField()
     actor = models.CharField(max_length=150)
+    # Who did it, beside the name: the user's and the API token's ids (None when none). With `actor` they are what
+    # a format-3 entry's `who` commits to (registry/audit/entries.py: actor_commitment); not foreign keys, so the
+    # log never blocks or cascades with the tables it records.
+    actor_user = models.BigIntegerField(null=True)
+    actor_token = models.BigIntegerField(null=True)
     kind = models.CharField(max_length=40, db_index=True)
     subject = models.CharField(max_length=200, db_index=True, help_text="digest or id of what it is about")
     entry = BulkTextField()  # a plain TextField that bulk-inserts faster: see fields.py
     leaf_hash = models.CharField(max_length=64)
     format = models.PositiveSmallIntegerField(
         default=2, help_text="entry format (registry/audit/entries.py): 1 before migration 0011 (restricted), "
-                             "2 since (public)")
+                             "2 since (public), 3 since 0019 (public, commits the actor)")
 
     class Meta:
         ordering = ["seq"]
@@ -57,6 +62,8 @@ class AuditQueued(models.Model):
     id = models.BigAutoField(primary_key=True)
     queued_at = models.DateTimeField()
     actor = models.CharField(max_length=150)
+    actor_user = models.BigIntegerField(null=True)
+    actor_token = models.BigIntegerField(null=True)
     kind = models.CharField(max_length=40)
     subject = models.CharField(max_length=200, db_index=True)
     payload = BulkTextField()

@@ -18,8 +18,8 @@ import protocol
 from protocol.signed_note import Checkpoint as NoteCheckpoint
 from protocol.signed_note import sign_note
 from protocol.transparency import leaf_hash
-from registry.audit.entries import FORMAT, entry_text
-from registry.audit.keys import checkpoint_key, log_origin
+from registry.audit.entries import FORMAT, WHO_WIDEST, actor_commitment, entry_text
+from registry.audit.keys import checkpoint_key, commitment_key, log_origin
 from registry.choices import CheckpointReason
 from registry.exceptions import RegistryError
 from registry.models import AuditEntry, AuditHead, AuditQueued, Checkpoint
@@ -30,16 +30,20 @@ INTEGRATE_BATCH = 1000  # entries numbered per sequencer transaction
 
 
 def audit_append(*, kind: str, actor: str, subject: str, payload: dict[str, Any] | None = None,
-                 time: datetime | None = None) -> AuditQueued:
+                 time: datetime | None = None, actor_user: int | None = None,
+                 actor_token: int | None = None) -> AuditQueued:
     """Record one event, inside the transaction of the change it records, and return the queued row.
 
     `time` is when the change happened (default: now); a run passes its `submitted_at`, so its entry can be
     rebuilt from its public record. Nothing shared is locked: the event is queued (one INSERT) and numbered
     later by `audit_integrate`, which runs when this transaction commits (BENCHREG_AUDIT_SEQUENCING, see
     docs/audit.md). The queued row commits or rolls back with the change, so an entry exists exactly when its
-    change commits. The entry's text (registry.audit.entries.entry_text) is public; `actor` stays a column.
+    change commits. The entry's text (registry.audit.entries.entry_text) is public; `actor` (a name) and
+    `actor_user`/`actor_token` (the user's and API token's ids, when the change has them) stay columns, and the text
+    commits to them (`who`), so `audit verify` sees them rewritten.
     """
-    row = AuditQueued.objects.create(**_queued(kind=kind, actor=actor, subject=subject, payload=payload, time=time))
+    row = AuditQueued.objects.create(**_queued(kind=kind, actor=actor, subject=subject, payload=payload, time=time,
+                                               actor_user=actor_user, actor_token=actor_token))
     _sequence_after()
     return row
 
@@ -53,13 +57,14 @@ def audit_append_many(*, events: list[dict[str, Any]]) -> list[AuditQueued]:
 
 
 def _queued(*, kind: str, actor: str, subject: str, payload: dict[str, Any] | None = None,
-            time: datetime | None = None) -> dict[str, Any]:
+            time: datetime | None = None, actor_user: int | None = None,
+            actor_token: int | None = None) -> dict[str, Any]:
     now = time or timezone.now()
     # Built once here only to refuse an entry too large for the log in the change's own transaction, never in
-    # the sequencer's (seq at its widest, so the real entry is no longer than this one).
-    entry_text(seq=10**15, time=now, kind=kind, subject=subject, payload=payload)
-    return {"queued_at": now, "actor": actor, "kind": kind, "subject": subject,
-            "payload": protocol.canonicalize(payload or {}).decode()}
+    # the sequencer's (seq and the commitment at their widest, so the real entry is no longer than this one).
+    entry_text(seq=10**15, time=now, kind=kind, subject=subject, payload=payload, who=WHO_WIDEST)
+    return {"queued_at": now, "actor": actor, "actor_user": actor_user, "actor_token": actor_token, "kind": kind,
+            "subject": subject, "payload": protocol.canonicalize(payload or {}).decode()}
 
 
 def _sequence_after() -> None:
@@ -167,19 +172,22 @@ def _integrate_batch(*, wait: bool, batch_size: int) -> int | None:
     queued = list(AuditQueued.objects.order_by("id")[:batch_size])
     if not queued:
         return 0
-    entries = [_entry(seq, row.queued_at, row.actor, row.kind, row.subject, row.payload)
-               for seq, row in enumerate(queued, start=head.size)]
+    key = commitment_key()
+    entries = [_entry(seq, row.queued_at, row.actor, row.actor_user, row.actor_token, row.kind, row.subject,
+                      row.payload, key=key) for seq, row in enumerate(queued, start=head.size)]
     AuditEntry.objects.bulk_create(entries)
     AuditQueued.objects.filter(id__in=[row.id for row in queued]).delete()
     AuditHead.objects.filter(id=1).update(size=head.size + len(entries))
     return len(entries)
 
 
-def _entry(seq: int, queued_at: datetime, actor: str, kind: str, subject: str, payload: str) -> AuditEntry:
-    """The log entry numbered `seq` of a queued row: its public text and leaf hash."""
-    text = entry_text(seq=seq, time=queued_at, kind=kind, subject=subject, payload=json.loads(payload))
-    return AuditEntry(seq=seq, created_at=queued_at, actor=actor, kind=kind, subject=subject, entry=text.decode(),
-                      leaf_hash=leaf_hash(text).hex(), format=FORMAT)
+def _entry(seq: int, queued_at: datetime, actor: str, actor_user: int | None, actor_token: int | None, kind: str,
+           subject: str, payload: str, *, key: Any = None) -> AuditEntry:
+    """The log entry numbered `seq` of a queued row: its public text (committing who did it) and leaf hash."""
+    who = actor_commitment(seq=seq, actor=actor, user=actor_user, token=actor_token, key=key)
+    text = entry_text(seq=seq, time=queued_at, kind=kind, subject=subject, payload=json.loads(payload), who=who)
+    return AuditEntry(seq=seq, created_at=queued_at, actor=actor, actor_user=actor_user, actor_token=actor_token,
+                      kind=kind, subject=subject, entry=text.decode(), leaf_hash=leaf_hash(text).hex(), format=FORMAT)
 
 
 # The after-commit sequencer on PostgreSQL, in two statements instead of six (issue 16: it runs after every
@@ -194,11 +202,13 @@ _TAKE_BATCH = """
 WITH head AS (SELECT size FROM registry_audithead WHERE id = 1 FOR UPDATE SKIP LOCKED),
      taken AS (DELETE FROM registry_auditqueued
                WHERE id IN (SELECT id FROM registry_auditqueued WHERE EXISTS (SELECT FROM head) ORDER BY id LIMIT %s)
-               RETURNING id, queued_at, actor, kind, subject, payload)
-SELECT head.size, taken.queued_at, taken.actor, taken.kind, taken.subject, taken.payload
+               RETURNING id, queued_at, actor, actor_user, actor_token, kind, subject, payload)
+SELECT head.size, taken.queued_at, taken.actor, taken.actor_user, taken.actor_token, taken.kind, taken.subject,
+       taken.payload
 FROM head LEFT JOIN taken ON true ORDER BY taken.id
 """
-_ENTRY_COLUMNS = ("seq", "created_at", "actor", "kind", "subject", "entry", "leaf_hash", "format")
+_ENTRY_COLUMNS = ("seq", "created_at", "actor", "actor_user", "actor_token", "kind", "subject", "entry", "leaf_hash",
+                  "format")
 _ADD_ENTRIES = f"""
 WITH added AS (INSERT INTO registry_auditentry ({", ".join(_ENTRY_COLUMNS)}) VALUES {{rows}})
 UPDATE registry_audithead SET size = %s WHERE id = 1
@@ -216,7 +226,8 @@ def _integrate_batch_postgres(batch_size: int) -> int | None:
         rows = [row[1:] for row in taken if row[2] is not None]  # a head but an empty queue gives one NULL row
         if not rows:
             return 0
-        entries = [_entry(seq, *row) for seq, row in enumerate(rows, start=size)]
+        key = commitment_key()
+        entries = [_entry(seq, *row, key=key) for seq, row in enumerate(rows, start=size)]
         placeholders = "(" + ", ".join(["%s"] * len(_ENTRY_COLUMNS)) + ")"
         cursor.execute(_ADD_ENTRIES.format(rows=", ".join([placeholders] * len(entries))),
                        [*(getattr(e, column) for e in entries for column in _ENTRY_COLUMNS), size + len(entries)])

@@ -45,7 +45,8 @@ def test_every_entry_is_public_and_holds_no_user_or_token(user, server_example, 
     body = anonymous.get("/api/v1/audit/entries?limit=100").json()["results"]
     assert [e["kind"] for e in body] == ["token.created", "run.submitted", "run.submitted", "run.withdrawn"]
     for e in body:
-        assert e["format"] == 2 and e["actor"] is None
+        assert e["format"] == 3 and e["actor"] is None
+        assert json.loads(e["entry"])["who"].startswith("hmac-sha256:")  # committed, not published
         for secret in (user.username, plain[:12], "lab script", "driver not recorded"):
             assert secret not in e["entry"], (secret, e["entry"])
 
@@ -53,14 +54,18 @@ def test_every_entry_is_public_and_holds_no_user_or_token(user, server_example, 
 def test_a_runs_leaf_is_rebuilt_from_its_public_record(user, server_example, api, anonymous):
     run, _ = submission_create(document=_variant(server_example, 1), submitted_by=user)
     record = api.get(f"/api/v1/submissions/{run.pk}").json()
-    # Rebuilt with plain json (RFC 8785 equals sorted compact JSON for these ASCII strings and integers).
+    checkpoint_sign(reason="manual")
+    proof = anonymous.get(f"/api/v1/audit/inclusion?entry={record['audit_seq']}").json()
+    # Rebuilt with plain json (RFC 8785 equals sorted compact JSON for these ASCII strings and integers). Every
+    # field but `who` comes from the run's public record; `who` (the keyed commitment to who stored it) is opaque
+    # to a reader and taken from the served entry, whose hash the proof then checks.
+    who = json.loads(proof["entry"])["who"]
+    assert who.startswith("hmac-sha256:") and user.username not in proof["entry"]
     time = datetime.fromisoformat(record["submitted_at"].replace("Z", "+00:00"))
     rebuilt = json.dumps({"kind": "run.submitted", "payload": {"run": record["id"], "trust": record["trust"]},
                           "seq": record["audit_seq"], "subject": record["digest"],
-                          "time": time.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), "v": 2},
+                          "time": time.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), "v": 3, "who": who},
                          separators=(",", ":"), sort_keys=True).encode()
-    checkpoint_sign(reason="manual")
-    proof = anonymous.get(f"/api/v1/audit/inclusion?entry={record['audit_seq']}").json()
     assert proof["leaf_hash"] == hashlib.sha256(b"\x00" + rebuilt).hexdigest()
     assert proof["entry"].encode() == rebuilt
 
@@ -82,7 +87,7 @@ def test_format_one_entries_keep_their_text_for_readers_only(user, api, anonymou
     audit_append(kind=AuditKind.TOKEN_REVOKED, actor="alice", subject="token:0")
     checkpoint_sign(reason="manual")
     public = anonymous.get("/api/v1/audit/entries").json()["results"][old:]
-    assert [(e["format"], e["entry"] is None) for e in public] == [(1, True), (2, False)]
+    assert [(e["format"], e["entry"] is None) for e in public] == [(1, True), (3, False)]
     assert "entry" not in anonymous.get(f"/api/v1/audit/inclusion?entry={old}").json()
     assert "alice" in api.get(f"/api/v1/audit/inclusion?entry={old}").json()["entry"]
     size = old + 2
@@ -93,6 +98,26 @@ def test_format_one_entries_keep_their_text_for_readers_only(user, api, anonymou
     from django.core.management import call_command
 
     call_command("audit", "verify", stdout=__import__("io").StringIO())  # both formats verify
+
+
+def test_format_two_entries_still_verify_and_a_new_entry_commits_its_actor(user):
+    """An entry written between migrations 0011 and 0019 (format 2: no `who`) keeps verifying beside format 3."""
+    import hashlib as h
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    seq = AuditHead.objects.get(id=1).size
+    when = datetime(2026, 6, 1, tzinfo=UTC)
+    text = entry_text(seq=seq, time=when, kind="token.revoked", subject="token:9", payload={})
+    assert json.loads(text)["v"] == 2 and "who" not in json.loads(text)
+    AuditEntry.objects.create(seq=seq, created_at=when, actor="alice", kind="token.revoked", subject="token:9",
+                              entry=text.decode(), leaf_hash=h.sha256(b"\x00" + text).hexdigest(), format=2)
+    AuditHead.objects.filter(id=1).update(size=seq + 1)
+    audit_append(kind=AuditKind.TOKEN_REVOKED, actor="alice", actor_user=user.pk, subject="token:10")
+    new = AuditEntry.objects.get(seq=seq + 1)
+    assert new.format == 3 and new.actor_user == user.pk and "alice" not in new.entry
+    call_command("audit", "verify", stdout=StringIO())
 
 
 def _get(client):

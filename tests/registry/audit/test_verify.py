@@ -117,7 +117,7 @@ def test_an_edited_index_column_or_withdrawal_reason_is_caught(user, server_exam
     _as_superuser("UPDATE registry_withdrawal SET reason = 'nothing to see' WHERE submission_id = %s", [runs[2].pk])
     ok, out = _verify()
     assert not ok
-    assert f"run {runs[0].pk}: columns differ from the canonical text: headline_value" in out
+    assert f"run {runs[0].pk}: column headline_value is {runs[0].headline_value * 2!r}, the canonical text says" in out
     assert f"run {runs[2].pk}: its withdrawal reason differs from audit entry #4" in out
 
 
@@ -126,7 +126,7 @@ def test_an_edited_software_summary_is_caught(user, server_example):
     _as_superuser("UPDATE registry_submission SET software_summary = 'torch 9.9.9' WHERE id = %s", [runs[1].pk])
     ok, out = _verify()
     assert not ok
-    assert f"run {runs[1].pk}: columns differ from the canonical text: software_summary" in out
+    assert f"run {runs[1].pk}: column software_summary is 'torch 9.9.9', the canonical text says" in out
 
 
 def test_a_checkpoint_file_signed_by_another_key_or_for_a_longer_log_is_refused(user, server_example, tmp_path,
