@@ -3,18 +3,34 @@
 Signing follows Standard Webhooks (the `standardwebhooks` library): headers webhook-id, webhook-timestamp and
 webhook-signature = "v1," + base64(HMAC-SHA256(secret, f"{id}.{timestamp}.{body}")). The receiver verifies
 with the same library and the secret it was given ("whsec_" + base64 key).
+
+Where a delivery may go (docs/security.md, "Webhooks"): an http(s) URL without credentials, whose host resolves
+only to global addresses, or to networks the operator allows in BENCHREG_WEBHOOK_ALLOWED_NETWORKS.
+`webhook_url_problem` says so when an address is registered; the connection itself enforces it again (the name
+is resolved once, every address checked, and the socket goes to a checked address, so a name that resolves
+elsewhere by then, DNS rebinding, gains nothing). Redirects are not followed. One attempt has a total deadline
+and reads a bounded number of bytes (the status line and headers; the body is never read).
 """
 
 from __future__ import annotations
 
 import base64
+import concurrent.futures
+import ipaddress
 import json
+import logging
 import secrets
+import socket
+import ssl
+import time
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
+import httpcore
 import httpx
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from standardwebhooks.webhooks import Webhook
@@ -23,8 +39,15 @@ from registry.choices import AuditKind
 from registry.models import WebhookDelivery
 from registry.services.audit import audit_append
 
-MAX_ATTEMPTS = 5
-TIMEOUT_S = 10.0
+logger = logging.getLogger(__name__)
+
+# Each network operation of an attempt waits at most this long (and never past the attempt's deadline).
+STEP_TIMEOUT_S = 10.0
+BACKOFF_S = 2.0
+# NAT64 (RFC 6052) embeds an IPv4 address that a translating gateway would reach.
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+# Name resolution may hang (an unreachable resolver); it runs here so the attempt's deadline still holds.
+_resolver = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="webhook-dns")
 
 
 def webhook_secret_new() -> str:
@@ -32,14 +55,220 @@ def webhook_secret_new() -> str:
     return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
 
 
+# --- where a delivery may go ----------------------------------------------------------------------------------
+
+
+def _allowed_networks() -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    return [ipaddress.ip_network(cidr, strict=False) for cidr in settings.BENCHREG_WEBHOOK_ALLOWED_NETWORKS]
+
+
+def address_problem(address: str) -> str | None:
+    """Why a delivery may not connect to this IP address (None: it may): it must be global, and so must any IPv4
+    address it embeds (IPv4-mapped, 6to4, NAT64), unless an allowed network holds it."""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if any(ip in net for net in _allowed_networks()):
+        return None
+    candidates: list[ipaddress.IPv4Address | ipaddress.IPv6Address] = [ip]
+    if isinstance(ip, ipaddress.IPv6Address):
+        embedded = [ip.ipv4_mapped, ip.sixtofour,
+                    ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF) if ip in _NAT64 else None]
+        candidates += [e for e in embedded if e is not None]
+    for candidate in candidates:
+        if not candidate.is_global or candidate.is_multicast:
+            return (f"{address} is not a global address (loopback, private, link-local, reserved or unspecified); "
+                    "an operator allows internal receivers with BENCHREG_WEBHOOK_ALLOWED_NETWORKS")
+    return None
+
+
+def _resolve(host: str, port: int) -> list[str]:
+    """Every address `host` resolves to (an IP literal: itself), in the resolver's order."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+def _resolve_within(host: str, port: int, seconds: float) -> list[str]:
+    future = _resolver.submit(_resolve, host, port)
+    try:
+        return future.result(timeout=max(seconds, 0.001))
+    except concurrent.futures.TimeoutError:
+        raise httpcore.ConnectTimeout(f"resolving {host} took over {seconds:.1f} s") from None
+
+
+def webhook_url_problem(url: str, *, resolve: bool = True) -> str | None:
+    """Why `url` may not receive webhooks (None: it may). The one check for every webhook address.
+
+    http or https, a host, no credentials (user:password@ would be sent as Basic auth to whoever answers), and a
+    host that is a global address or, with `resolve`, a name resolving only to global addresses (or to networks
+    BENCHREG_WEBHOOK_ALLOWED_NETWORKS allows). A name that does not resolve now is accepted: each delivery
+    checks the addresses it connects to anyway.
+    """
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        return f"not a valid URL ({exc})"
+    if parts.scheme not in ("http", "https"):
+        return "the scheme must be http or https"
+    if "@" in parts.netloc:
+        return "a webhook address may not carry credentials (user:password@); the signature authenticates us"
+    host = parts.hostname
+    if not host:
+        return "the address names no host"
+    try:
+        ipaddress.ip_address(host.split("%", 1)[0])
+        literal = True
+    except ValueError:
+        literal = False
+    if literal:
+        return address_problem(host)
+    if host.rstrip(".") == "localhost" or host.rstrip(".").endswith(".localhost"):  # RFC 6761: always loopback
+        return address_problem("127.0.0.1")
+    if not resolve:
+        return None
+    try:
+        addresses = _resolve_within(host, port or (443 if parts.scheme == "https" else 80),
+                                    float(settings.BENCHREG_WEBHOOK_DEADLINE_S))
+    except (OSError, UnicodeError, httpcore.ConnectTimeout):
+        return None
+    for address in addresses:
+        problem = address_problem(address)
+        if problem:
+            return f"{host} resolves to {problem}"
+    return None
+
+
+class RefusedDestination(httpcore.ConnectError):
+    """The destination is not one webhooks may reach: nothing was sent, and retrying cannot help."""
+
+
+class _BoundedStream(httpcore.NetworkStream):
+    """A connection that ends the attempt at its deadline and after a number of bytes read, whatever the peer
+    sends (a receiver dripping a byte every few seconds, or answering without end)."""
+
+    def __init__(self, stream: httpcore.NetworkStream, backend: _GuardedBackend) -> None:
+        self._stream, self._backend = stream, backend
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        left = self._backend.bytes_left
+        if left <= 0:
+            raise httpcore.ReadError(f"the answer exceeds {settings.BENCHREG_WEBHOOK_MAX_RESPONSE_BYTES} bytes")
+        try:
+            data = self._stream.read(min(max_bytes, left), self._backend.timeout(timeout, httpcore.ReadTimeout))
+        except httpcore.ReadTimeout:
+            self._backend.timeout(None, httpcore.ReadTimeout)  # names the deadline when that is what ran out
+            raise
+        self._backend.bytes_left -= len(data)
+        return data
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        try:
+            self._stream.write(buffer, self._backend.timeout(timeout, httpcore.WriteTimeout))
+        except httpcore.WriteTimeout:
+            self._backend.timeout(None, httpcore.WriteTimeout)
+            raise
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
+                  timeout: float | None = None) -> httpcore.NetworkStream:
+        stream = self._stream.start_tls(ssl_context, server_hostname,
+                                        self._backend.timeout(timeout, httpcore.ConnectTimeout))
+        return _BoundedStream(stream, self._backend)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._stream.get_extra_info(info)
+
+
+class _GuardedBackend(httpcore.NetworkBackend):
+    """httpcore's own socket backend, but every connection goes to an address checked by `address_problem`."""
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+        self.bytes_left = int(settings.BENCHREG_WEBHOOK_MAX_RESPONSE_BYTES)
+        self._sync = httpcore.SyncBackend()
+
+    def timeout(self, asked: float | None, error: type[Exception]) -> float:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise error(f"the attempt's deadline of {settings.BENCHREG_WEBHOOK_DEADLINE_S} s passed")
+        return left if asked is None else min(asked, left)
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                    socket_options: Any = None) -> httpcore.NetworkStream:
+        try:
+            addresses = _resolve_within(host, port, self.timeout(timeout, httpcore.ConnectTimeout))
+        except (OSError, UnicodeError) as exc:
+            raise httpcore.ConnectError(f"cannot resolve {host}: {exc}") from exc
+        for address in addresses:  # all of them: one internal answer among global ones is refused too
+            problem = address_problem(address)
+            if problem:
+                raise RefusedDestination(f"{host} resolves to {problem}")
+        failure: Exception = httpcore.ConnectError(f"{host} resolves to no address")
+        for address in addresses:
+            try:
+                stream = self._sync.connect_tcp(address, port, self.timeout(timeout, httpcore.ConnectTimeout),
+                                                local_address, socket_options)
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
+                failure = exc
+                continue
+            peer = stream.get_extra_info("server_addr")
+            if peer is None or address_problem(str(peer[0])):  # the socket's own peer, as the kernel reports it
+                stream.close()
+                raise RefusedDestination(f"connected to {peer}, not a global address")
+            return _BoundedStream(stream, self)
+        raise failure
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None,
+                            socket_options: Any = None) -> httpcore.NetworkStream:
+        raise RefusedDestination("webhooks are never delivered over a Unix socket")
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+
+def _client(deadline: float) -> httpx.Client:
+    """A client for one attempt: no proxies from the environment (the check must see the receiver, not a proxy),
+    no redirects, the guarded backend under httpx's own transport."""
+    transport = httpx.HTTPTransport(trust_env=False)
+    # httpx has no public hook for the network backend; its transport wraps an httpcore pool, swapped here for
+    # one whose every connection is checked (the hostile tests fail loudly should httpx ever change this).
+    transport._pool = httpcore.ConnectionPool(ssl_context=httpx.create_ssl_context(), max_connections=1,
+                                              network_backend=_GuardedBackend(deadline))
+    step = min(STEP_TIMEOUT_S, float(settings.BENCHREG_WEBHOOK_DEADLINE_S))
+    return httpx.Client(transport=transport, trust_env=False, follow_redirects=False, timeout=httpx.Timeout(step))
+
+
+def webhook_post(url: str, *, content: bytes, headers: dict[str, str]) -> int:
+    """POST `content` to `url` under every rule above; returns the answer's status. Raises RefusedDestination
+    (wrapped in httpx.ConnectError) where the destination is not allowed, httpx.HTTPError on other failures."""
+    problem = webhook_url_problem(url, resolve=False)
+    if problem:
+        raise httpx.ConnectError(problem) from RefusedDestination(problem)
+    deadline = time.monotonic() + float(settings.BENCHREG_WEBHOOK_DEADLINE_S)
+    with _client(deadline) as client, client.stream("POST", url, content=content, headers=headers) as response:
+        return response.status_code
+
+
+# --- deliveries -----------------------------------------------------------------------------------------------
+
+
 def webhook_enqueue(*, url: str, secret: str, event: str, body: dict[str, Any]) -> WebhookDelivery:
-    """Record one delivery and queue it once the caller's transaction commits. Returns the record."""
+    """Record one delivery and queue it once the caller's transaction commits. Returns the record.
+
+    Whatever happens to the delivery later (no broker, a receiver that fails), the caller's work stands: queueing
+    errors are logged, and the sweep re-queues what was never attempted."""
     delivery = WebhookDelivery.objects.create(message_id=f"msg_{uuid.uuid4().hex}", url=url, secret=secret,
-                                              event=event, body=body, created_at=timezone.now())
+                                              event=event, body=body, created_at=timezone.now(),
+                                              next_attempt_at=timezone.now())
+    transaction.on_commit(lambda: _queue(delivery.pk), robust=True)
+    return delivery
+
+
+def _queue(delivery_id: int) -> None:
     from registry.tasks.webhooks import deliver_webhook
 
-    transaction.on_commit(lambda: deliver_webhook.delay(delivery.pk))
-    return delivery
+    deliver_webhook.delay(delivery_id)
 
 
 def webhook_signed(delivery: WebhookDelivery, *, at: datetime | None = None) -> tuple[bytes, dict[str, str]]:
@@ -53,34 +282,104 @@ def webhook_signed(delivery: WebhookDelivery, *, at: datetime | None = None) -> 
     return payload.encode(), headers
 
 
-def webhook_attempt(*, delivery_id: int) -> tuple[WebhookDelivery, bool]:
+def _claim(delivery_id: int) -> WebhookDelivery | None:
+    """The pending delivery, its next attempt moved past this one's deadline so that no other worker (a sweep's
+    re-queue) sends the same attempt meanwhile; None when it is finished or another worker holds it."""
+    delivery = WebhookDelivery.objects.filter(pk=delivery_id).first()
+    now = timezone.now()
+    if delivery is None or delivery.state != "pending":
+        return None
+    if delivery.next_attempt_at is not None and delivery.next_attempt_at > now + timedelta(seconds=1):
+        return None  # not due: a duplicate message (a sweep's re-queue) arriving before the retry's own
+    hold = now + timedelta(seconds=float(settings.BENCHREG_WEBHOOK_DEADLINE_S) + 60)
+    claimed = WebhookDelivery.objects.filter(pk=delivery_id, state="pending",
+                                             next_attempt_at=delivery.next_attempt_at).update(next_attempt_at=hold)
+    if not claimed:
+        return None
+    delivery.next_attempt_at = hold
+    return delivery
+
+
+def _finish(delivery: WebhookDelivery) -> None:
+    """Save a delivery that ended, with its audit entry: which event's delivery ended, nothing more. Its state,
+    status, attempts and address stay on the row (a public log of them would tell open ports from closed ones)."""
+    with transaction.atomic():
+        delivery.finished_at = timezone.now()
+        delivery.next_attempt_at = None
+        audit_append(kind=AuditKind.WEBHOOK_FINISHED, actor="registry", subject=delivery.message_id,
+                     payload={"event": delivery.event})
+        delivery.save()
+    if delivery.state == "failed":
+        logger.warning("webhook %s (%s) failed after %d attempt(s): %s", delivery.message_id, delivery.event,
+                       delivery.attempts, delivery.last_error)
+
+
+def webhook_attempt(*, delivery_id: int) -> tuple[WebhookDelivery | None, bool]:
     """One delivery attempt. Returns (delivery, retry?): retry on network errors, 408, 429 and 5xx only,
-    while attempts remain; the final state (delivered or failed) is recorded and audited."""
-    delivery = WebhookDelivery.objects.get(pk=delivery_id)
-    if delivery.state != "pending":
-        return delivery, False
-    body, headers = webhook_signed(delivery)
-    status, error = None, ""
+    while attempts remain; a refused destination, a missing secret or any other answer ends it. The final state
+    (delivered or failed) is recorded and audited. (None, False) when there was nothing to attempt."""
+    delivery = _claim(delivery_id)
+    if delivery is None:
+        return None, False
+    status, error, permanent = None, "", False
     try:
-        response = httpx.post(delivery.url, content=body, headers=headers, timeout=TIMEOUT_S)
-        status = response.status_code
-    except httpx.HTTPError as exc:
-        error = f"{type(exc).__name__}: {exc}"
+        body, headers = webhook_signed(delivery)
+    except Exception as exc:  # an unusable secret: no attempt can ever be signed
+        body, headers = b"", {}
+        error, permanent = f"cannot sign: no usable secret ({type(exc).__name__})", True
+    if not error:
+        try:
+            status = webhook_post(delivery.url, content=body, headers=headers)
+        except httpx.HTTPError as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            permanent = isinstance(exc.__cause__, RefusedDestination)
+        except Exception as exc:  # whatever the receiver does, the delivery ends recorded
+            error, permanent = f"{type(exc).__name__}: {exc}", True
     delivery.attempts += 1
-    delivery.last_status, delivery.last_error = status, error
-    transient = status is None or status in (408, 429) or status >= 500
+    delivery.last_status, delivery.last_error = status, error[:2000]
+    transient = not permanent and (status is None or status in (408, 429) or status >= 500)
     if status is not None and 200 <= status < 300:
         delivery.state = "delivered"
-    elif not transient or delivery.attempts >= MAX_ATTEMPTS:
+    elif not transient or delivery.attempts >= settings.BENCHREG_WEBHOOK_MAX_ATTEMPTS:
         delivery.state = "failed"
         if not error:
             delivery.last_error = f"answered HTTP {status}"
-    retry = delivery.state == "pending"
-    with transaction.atomic():
-        if not retry:
-            delivery.finished_at = timezone.now()
-            audit_append(kind=AuditKind.WEBHOOK_FINISHED, actor="registry", subject=delivery.message_id,
-                         payload={"event": delivery.event, "url": delivery.url, "state": delivery.state,
-                                  "attempts": delivery.attempts, "status": status})
-        delivery.save()
-    return delivery, retry
+    if delivery.state == "pending":
+        delivery.next_attempt_at = timezone.now() + timedelta(seconds=webhook_backoff(delivery.attempts))
+        delivery.save(update_fields=["attempts", "last_status", "last_error", "next_attempt_at"])
+        return delivery, True
+    _finish(delivery)
+    return delivery, False
+
+
+def webhook_backoff(attempts: int) -> float:
+    """Seconds before the next attempt after `attempts` failed ones: 2, 4, 8, 16..."""
+    return BACKOFF_S * 2 ** (attempts - 1)
+
+
+def webhooks_sweep() -> dict[str, int]:
+    """Nothing stays pending unseen: a delivery pending past BENCHREG_WEBHOOK_GIVE_UP_AFTER_S is marked failed
+    (and logged); one overdue (its message lost, or no worker ran when it was made) is queued again."""
+    now = timezone.now()
+    pending = WebhookDelivery.objects.filter(state="pending")
+    given_up = 0
+    old = pending.filter(created_at__lt=now - timedelta(seconds=settings.BENCHREG_WEBHOOK_GIVE_UP_AFTER_S))
+    for delivery in old.exclude(next_attempt_at__gt=now)[:1000]:  # not one a worker holds right now
+        error = (f"not delivered within {settings.BENCHREG_WEBHOOK_GIVE_UP_AFTER_S} s ({delivery.attempts} "
+                 f"attempt(s); does a worker consume the {settings.BENCHREG_WEBHOOK_QUEUE!r} queue?) "
+                 f"{delivery.last_error}")[:2000]
+        with transaction.atomic():
+            if not WebhookDelivery.objects.filter(pk=delivery.pk, state="pending",
+                                                  next_attempt_at=delivery.next_attempt_at).update(state="failed"):
+                continue
+            delivery.state, delivery.last_error = "failed", error
+            _finish(delivery)
+        given_up += 1
+    grace = timedelta(seconds=float(settings.BENCHREG_WEBHOOK_DEADLINE_S) + 60)
+    queued = 0
+    for pk, due in pending.filter(next_attempt_at__lt=now - grace).values_list("pk", "next_attempt_at")[:1000]:
+        # Marked due now, so the next sweep waits another grace period before queueing it again.
+        if WebhookDelivery.objects.filter(pk=pk, state="pending", next_attempt_at=due).update(next_attempt_at=now):
+            _queue(pk)
+            queued += 1
+    return {"failed": given_up, "queued": queued}
