@@ -19,6 +19,7 @@ from registry.models import Agent
 from registry.permissions import roles_of
 from registry.selectors.decisions import decision_list
 from registry.services.decisions import decision_create, decision_gap_plan, decision_latest_answer, decision_report
+from registry.services.webhooks import webhook_url_problem
 
 
 class DecisionForm(forms.Form):
@@ -98,6 +99,12 @@ def decisions_page(request: HttpRequest) -> HttpResponse:
     status = 200
     if request.method == "POST":
         policy.require(principal, policy.DECISION_CREATE)
+        if form.data.get("webhook_url") and not policy.can(principal, policy.WEBHOOK_REGISTER):
+            form.add_error("webhook_url", "only those who may submit runs may register a webhook")
+        elif form.is_valid() and form.cleaned_data.get("webhook_url"):
+            problem = webhook_url_problem(form.cleaned_data["webhook_url"])
+            if problem:
+                form.add_error("webhook_url", problem)
         if form.is_valid():
             try:
                 decision = decision_create(owner=request.user, title=form.cleaned_data["title"],

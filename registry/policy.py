@@ -211,6 +211,9 @@ SERIES_READ = "series.read"  # series, alerts and any run's history: evidence, l
 # --- decisions (issue 14) ---
 DECISION_CREATE = "decision.create"
 DECISION_READ = "decision.read"  # obj: Decision (its owner, or an admin)
+# Registering a webhook URL (a decision's, a schedule's) makes the registry send requests on the caller's behalf:
+# only those who may submit, through this credential (a viewer or a read-only token may not).
+WEBHOOK_REGISTER = "webhook.register"
 
 # --- audit log, public (issue 15): anyone may fetch and verify the log ---------------------------------------
 AUDIT_PUBLIC = "audit.public"  # checkpoint, key, proofs, public entries, tlog tiles (throttled, scope `audit`)
@@ -235,6 +238,10 @@ def _person_reader(p: Principal, obj: Any = None) -> bool:
 
 def _submitter(p: Principal, obj: Any = None) -> bool:
     return p.has(SUBMIT)
+
+
+def _person_submitter(p: Principal, obj: Any = None) -> bool:
+    return p.is_person and p.has(SUBMIT)
 
 
 def _person_admin(p: Principal, obj: Any = None) -> bool:
@@ -347,6 +354,7 @@ RULES: dict[str, Callable[[Principal, Any], bool]] = {
     # --- decisions (issue 14) ---
     DECISION_CREATE: _person_reader,
     DECISION_READ: _decision_read,
+    WEBHOOK_REGISTER: _person_submitter,
 }
 
 

@@ -20,6 +20,9 @@ Environment:
   BENCHREG_CHECKPOINT_INTERVAL_S    seconds between periodic checkpoints (default 300)
   BENCHREG_REPORT_PKCS12 / _KEY / _CERT / _TRUSTED_CERTS / _TIMESTAMP  report signing (docs/reports.md)
   BENCHREG_TASK_QUEUE            the broker queue of the registry's own tasks (default celery)
+  BENCHREG_WEBHOOK_QUEUE         the broker queue of outbound webhook deliveries (default webhooks)
+  BENCHREG_WEBHOOK_ALLOWED_NETWORKS  CIDRs webhooks may reach although not global (default: none)
+  BENCHREG_WEBHOOK_DEADLINE_S / _MAX_RESPONSE_BYTES / _MAX_ATTEMPTS / _GIVE_UP_AFTER_S  delivery bounds (security.md)
   BENCHREG_S3_BUCKET / _ENDPOINT_URL / _REGION  report PDFs and uploaded archives on S3-compatible storage
                                  (unset: files in the data dir; docs/operations.md)
   BENCHREG_THROTTLE_ANON / _USER / _VERIFY   API rates, e.g. "60/min" (docs/security.md)
@@ -30,12 +33,14 @@ Environment:
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import secrets
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from kombu import Exchange, Queue
 
 from registry.keyfiles import create_once
 
@@ -289,6 +294,34 @@ CELERY_TASK_SOFT_TIME_LIMIT = env_int("BENCHREG_TASK_SOFT_TIME_LIMIT", 1800)
 CELERY_TASK_TIME_LIMIT = env_int("BENCHREG_TASK_TIME_LIMIT", 1900)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
+# --- outbound webhooks (docs/security.md, "Webhooks") ---------------------------------------------------------
+# Deliveries go only to global addresses, checked on the address actually connected to (after resolving, so a
+# name that resolves elsewhere later is caught too). An operator who needs an internal receiver lists its networks
+# here (comma-separated CIDRs, e.g. "10.20.0.0/16,127.0.0.1/32"); empty by default.
+BENCHREG_WEBHOOK_ALLOWED_NETWORKS = env_list("BENCHREG_WEBHOOK_ALLOWED_NETWORKS", [])
+try:
+    _webhook_networks = [ipaddress.ip_network(cidr, strict=False) for cidr in BENCHREG_WEBHOOK_ALLOWED_NETWORKS]
+except ValueError as exc:
+    raise ImproperlyConfigured(f"BENCHREG_WEBHOOK_ALLOWED_NETWORKS: {exc}") from None
+# One attempt, from resolving the name to reading the answer's headers, ends after this many seconds; at most this
+# many bytes of the answer are read (its body is never needed: only the status counts).
+BENCHREG_WEBHOOK_DEADLINE_S = env_int("BENCHREG_WEBHOOK_DEADLINE_S", 15)
+BENCHREG_WEBHOOK_MAX_RESPONSE_BYTES = env_int("BENCHREG_WEBHOOK_MAX_RESPONSE_BYTES", 16384)
+BENCHREG_WEBHOOK_MAX_ATTEMPTS = env_int("BENCHREG_WEBHOOK_MAX_ATTEMPTS", 5)
+# A delivery still pending after this long (no worker took it) is marked failed by the sweep and logged.
+BENCHREG_WEBHOOK_GIVE_UP_AFTER_S = env_int("BENCHREG_WEBHOOK_GIVE_UP_AFTER_S", 6 * 3600)
+BENCHREG_WEBHOOK_SWEEP_INTERVAL_S = env_int("BENCHREG_WEBHOOK_SWEEP_INTERVAL_S", 60)
+for _name in ("BENCHREG_WEBHOOK_DEADLINE_S", "BENCHREG_WEBHOOK_MAX_RESPONSE_BYTES", "BENCHREG_WEBHOOK_MAX_ATTEMPTS",
+              "BENCHREG_WEBHOOK_GIVE_UP_AFTER_S", "BENCHREG_WEBHOOK_SWEEP_INTERVAL_S"):
+    if globals()[_name] <= 0:
+        raise ImproperlyConfigured(f"{_name} must be a positive number")
+# Deliveries have their own broker queue, so a slow receiver never holds up reports, sweeps or checkpoints. A
+# worker started without --queues consumes every queue below; one started with --queues must name this one too.
+BENCHREG_WEBHOOK_QUEUE = os.environ.get("BENCHREG_WEBHOOK_QUEUE", "webhooks")
+CELERY_TASK_QUEUES = [Queue(name, Exchange(name), routing_key=name)
+                      for name in dict.fromkeys([CELERY_TASK_DEFAULT_QUEUE, BENCHREG_WEBHOOK_QUEUE])]
+CELERY_TASK_ROUTES = {"registry.tasks.webhooks.*": {"queue": BENCHREG_WEBHOOK_QUEUE}}
+
 # Audit log checkpoints (registry/audit/keys.py, docs/audit.md): signed by Celery beat every interval, and
 # whenever a report is issued.
 BENCHREG_LOG_ORIGIN = os.environ.get("BENCHREG_LOG_ORIGIN", "benchreg.local/audit")
@@ -385,6 +418,10 @@ BENCHREG_SCHEDULES_TICK_S = env_int("BENCHREG_SCHEDULES_TICK_S", 30)
 BENCHREG_SCHEDULE_GRACE_S = env_int("BENCHREG_SCHEDULE_GRACE_S", 600)
 BENCHREG_ALERT_WEBHOOK_URL = os.environ.get("BENCHREG_ALERT_WEBHOOK_URL", "")
 BENCHREG_ALERT_WEBHOOK_SECRET = os.environ.get("BENCHREG_ALERT_WEBHOOK_SECRET", "")
+CELERY_BEAT_SCHEDULE["webhooks-sweep"] = {
+    "task": "registry.tasks.webhooks.webhooks_sweep", "schedule": float(BENCHREG_WEBHOOK_SWEEP_INTERVAL_S),
+    "options": {"expires": float(BENCHREG_WEBHOOK_SWEEP_INTERVAL_S)},
+}
 CELERY_BEAT_SCHEDULE["schedules-tick"] = {
     "task": "registry.tasks.series.schedules_tick", "schedule": float(BENCHREG_SCHEDULES_TICK_S),
     "options": {"expires": float(BENCHREG_SCHEDULES_TICK_S)},

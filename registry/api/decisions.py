@@ -38,8 +38,10 @@ class DecisionInputSerializer(serializers.Serializer):
         "{accelerator_models?, accelerator_vendors?, precisions?, exclude_preview?}, prices {currency?, "
         "system_hour {accelerator model: price}, purchase {model: {price, lifetime_hours}}, energy_per_kwh?}, "
         "criteria ⊆ [cost, latency, energy]"))
-    webhook_url = WebhookURLField(required=False, default="",
-                                  help_text="receives a signed decision.evidence_changed event")
+    webhook_url = WebhookURLField(required=False, default="", help_text=(
+        "receives a signed decision.evidence_changed event. Only a caller who may submit runs may set one (403); "
+        "http(s) without user:password@, its host a global address or a name resolving only to global addresses "
+        "(422 otherwise; the operator may allow internal networks). Redirects are not followed."))
 
     class Meta:
         ref_name = "DecisionInput"
@@ -87,6 +89,8 @@ class DecisionCollectionApi(APIView):
                    responses={201: DecisionOutputSerializer, 400: ProblemSerializer, 401: ProblemSerializer,
                               403: ProblemSerializer, 422: ProblemSerializer})
     def post(self, request: Request) -> Response:
+        if isinstance(request.data, dict) and request.data.get("webhook_url"):
+            policy.require(policy.for_request(request), policy.WEBHOOK_REGISTER, hidden=False)
         data = DecisionInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         decision = decision_create(owner=request.user, **data.validated_data)

@@ -79,7 +79,8 @@ class WebhookURLField(serializers.CharField):
 
     Two steps, because the OpenAPI description can only say "an http(s) URI": a value that is not one is a bad
     request (400); a URI no request can reach (a host name over DNS's 253 characters, a label over 63, no
-    top-level domain) is understood but refused on its merits (422), with its pointer either way.
+    top-level domain) or may not reach (credentials in it, a host that is or resolves to a non-global address)
+    is understood but refused on its merits (422), with its pointer either way.
     """
 
     def __init__(self, **kwargs: Any) -> None:
@@ -105,6 +106,14 @@ class WebhookURLField(serializers.CharField):
                 errors=[{"pointer": f"/{self.field_name}", "code": "undeliverable-address",
                          "message": "not a reachable http(s) address (host name, its labels or its domain)"}],
             ) from None
+        from registry.services.webhooks import webhook_url_problem
+
+        problem = webhook_url_problem(url)  # no credentials; global destinations only (docs/security.md)
+        if problem:
+            raise UndeliverableAddress(
+                f"the webhook address is refused: {problem}",
+                errors=[{"pointer": f"/{self.field_name}", "code": "undeliverable-address", "message": problem}],
+            )
         return url
 
 

@@ -178,7 +178,7 @@ def worker(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     take the webhook task somewhere this worker never looks.
     """
     settings = connection.settings_dict
-    env = {**os.environ, "CELERY_BROKER_URL": BROKER,
+    env = {**os.environ, "CELERY_BROKER_URL": BROKER, "BENCHREG_WEBHOOK_ALLOWED_NETWORKS": "127.0.0.1/32",
            "DATABASE_URL": f"postgres://{settings['USER']}@{settings['HOST']}:{settings['PORT']}/{settings['NAME']}"}
     log = (tmp_path / "worker.log").open("wb")
     old = app.conf.task_always_eager, app.conf.broker_url
@@ -202,7 +202,8 @@ def worker(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 @pytest.mark.skipif(not BROKER, reason="needs Redis: set BENCHREG_TEST_BROKER_URL=redis://...")
 @pytest.mark.django_db(transaction=True)
 def test_withdrawing_a_cited_run_flags_the_decision_and_a_real_worker_delivers_the_signed_webhook(
-        receiver: str, worker: None) -> None:
+        receiver: str, worker: None, settings: Any) -> None:
+    settings.BENCHREG_WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.1/32"]  # the receiver is local: allowed explicitly
     user = _user()
     client = _client(user)
     ids = _submit(client, [_doc(f"h{i}", 1000.0) for i in range(3)])

@@ -78,6 +78,7 @@ class Registry:
         self.env = {**os.environ, "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{name}",
                     "CELERY_BROKER_URL": BROKER, "BENCHREG_SCHEDULES_TICK_S": "1",
                     "BENCHREG_ALERT_WEBHOOK_SECRET": SECRET, "BENCHREG_CHECKPOINT_INTERVAL_S": "3600",
+                    "BENCHREG_WEBHOOK_ALLOWED_NETWORKS": "127.0.0.1/32",
                     "BENCHREG_JOBS_SWEEP_INTERVAL_S": "3600"}
 
     def start(self, name: str, *args: str) -> subprocess.Popen[bytes]:
@@ -126,7 +127,7 @@ def test_a_schedule_fires_runs_join_their_series_and_a_slowdown_raises_one_alert
     agent, workers = enrolled
     workers.start()
     wait_for(lambda: type(agent).objects.get(pk=agent.pk).is_online, 60, "the agent's heartbeat", workers.log)
-    registry_processes.start("worker", "worker", "-Q", "celery", "--concurrency", "2",
+    registry_processes.start("worker", "worker", "-Q", "celery,webhooks", "--concurrency", "2",
                              "-n", f"registry-{uuid.uuid4().hex[:6]}@%h")
     plan = Plan.objects.create(runner="inference", workload="mlp-classifier", precisions=["fp32"], batch_sizes=[1],
                                repetitions=3, options={**QUICK, "threads": 1, "sleep_ms": 50.0}, soft_time_limit=120,

@@ -153,6 +153,7 @@ def webhook(settings: Any) -> Any:
     thread.start()
     Hook.received = []
     settings.BENCHREG_ALERT_WEBHOOK_URL = f"http://127.0.0.1:{server.server_port}/hook"
+    settings.BENCHREG_WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.1/32"]  # the receiver is local: allowed explicitly
     settings.BENCHREG_ALERT_WEBHOOK_SECRET = "whsec_" + base64.b64encode(b"series-test-secret").decode()
     yield settings
     server.shutdown()
