@@ -52,6 +52,20 @@ METHODS = {
 }
 
 
+# Plausible ranges of the question's numbers (docs/decisions.md, "Plausible ranges"): outside them a figure is a
+# typo or a probe, and its arithmetic would leave what JSON carries exactly. protocol.sizing holds the shared ones.
+MAX_DEMAND = sizing.MAX_LOAD
+MAX_HEADROOM = sizing.MAX_HEADROOM
+MAX_PRICE_PER_HOUR = sizing.MAX_PRICE_PER_HOUR
+MAX_PURCHASE_PRICE = 1e12
+LIFETIME_HOURS = (1.0, 1e6)  # a purchase spread over 1 hour to about 114 years
+MAX_ENERGY_PRICE_KWH = 1e4
+RANGES = {"/demand/value": (0.0, MAX_DEMAND), "/headroom": (0.0, MAX_HEADROOM),
+          "/prices/system_hour/*": (0.0, MAX_PRICE_PER_HOUR), "/prices/purchase/*/price": (0.0, MAX_PURCHASE_PRICE),
+          "/prices/purchase/*/lifetime_hours": LIFETIME_HOURS, "/prices/energy_per_kwh": (0.0, MAX_ENERGY_PRICE_KWH),
+          "/objectives/*/max_ms": (0.0, sizing.MAX_LATENCY_MS)}
+
+
 class DecisionError(ValueError):
     """A question that cannot be answered as asked; the message names the field by JSON pointer."""
 
@@ -109,11 +123,11 @@ class Question:
         unit = demand.get("unit")
         if unit not in RATE_UNITS:
             raise DecisionError(f"/demand/unit: one of {', '.join(RATE_UNITS)}")
-        if value is None or value <= 0:
-            raise DecisionError("/demand/value: a positive rate")
+        if value is None or not 0 < value <= MAX_DEMAND:
+            raise DecisionError(f"/demand/value: a positive rate of at most {MAX_DEMAND:g}")
         headroom = _number(data, "headroom", "/headroom", required=False) or 0.0
-        if headroom < 0:
-            raise DecisionError("/headroom: zero or more (0.2 is 20% spare capacity)")
+        if not 0 <= headroom <= MAX_HEADROOM:
+            raise DecisionError(f"/headroom: from 0 to {MAX_HEADROOM:g} (0.2 is 20% spare capacity)")
         cands = data.get("candidates") or {}
         prices = data.get("prices") or {}
         if not isinstance(cands, Mapping) or not isinstance(prices, Mapping):
@@ -133,12 +147,14 @@ class Question:
                 raise DecisionError(f"{where}: an object {{price, lifetime_hours}}")
             price, hours = _number(entry, "price", f"{where}/price"), _number(entry, "lifetime_hours",
                                                                                f"{where}/lifetime_hours")
-            if price is None or hours is None or price < 0 or hours <= 0:
-                raise DecisionError(f"{where}: a price of zero or more and positive lifetime_hours")
+            if price is None or hours is None or not 0 <= price <= MAX_PURCHASE_PRICE \
+                    or not LIFETIME_HOURS[0] <= hours <= LIFETIME_HOURS[1]:
+                raise DecisionError(f"{where}: a price from 0 to {MAX_PURCHASE_PRICE:g} and lifetime_hours from "
+                                    f"{LIFETIME_HOURS[0]:g} to {LIFETIME_HOURS[1]:g}")
             purchase[str(model)] = (price, hours)
         energy = _number(prices, "energy_per_kwh", "/prices/energy_per_kwh", required=False)
-        if energy is not None and energy < 0:
-            raise DecisionError("/prices/energy_per_kwh: zero or more")
+        if energy is not None and not 0 <= energy <= MAX_ENERGY_PRICE_KWH:
+            raise DecisionError(f"/prices/energy_per_kwh: from 0 to {MAX_ENERGY_PRICE_KWH:g}")
         currency = prices.get("currency", "USD")
         if not isinstance(currency, str) or not 1 <= len(currency) <= 8:
             raise DecisionError("/prices/currency: a currency code such as USD")
@@ -204,8 +220,8 @@ def _prices(value: Any, where: str) -> dict[str, float]:
     out = {}
     for key in value:
         number = _number(value, key, f"{where}/{_escape(key)}")
-        if number is None or number < 0:
-            raise DecisionError(f"{where}/{_escape(key)}: a price of zero or more")
+        if number is None or not 0 <= number <= MAX_PRICE_PER_HOUR:
+            raise DecisionError(f"{where}/{_escape(key)}: a price per system-hour from 0 to {MAX_PRICE_PER_HOUR:g}")
         out[str(key)] = number
     return out
 
@@ -263,6 +279,9 @@ def out_of_question(q: Question, doc: Mapping[str, Any]) -> str | None:
                 f"of the reference, the question asks {q.quality_target_ratio:g}")
     if q.quality_metric and quality.get("metric") != q.quality_metric:
         return f"quality measured as {quality.get('metric')}, the question asks {q.quality_metric}"
+    found = sizing.sustainable_rate(doc, q.demand_unit)
+    if found is not None and (problem := sizing.rate_problem(found[1])) is not None:
+        return f"{found[0]}: {problem}"
     return None
 
 
@@ -290,12 +309,17 @@ def interval(values: Sequence[float], noun: str = "run") -> Interval:
     x = [float(v) for v in values if v is not None and math.isfinite(v) and v > 0]
     if not x:
         return Interval(None, evidence="no measured value")
-    point = float(np.exp(np.mean(np.log(x))))
+    with np.errstate(over="ignore", under="ignore"):
+        point = float(np.exp(np.mean(np.log(x))))
     if len(x) < MIN_VALUES:
         return Interval(point, values=tuple(x), evidence=f"{len(x)} {noun}{'s' if len(x) > 1 else ''}; a "
                         f"calibrated interval needs at least {MIN_VALUES}")
-    mid, low, high = log_t_interval(np.asarray(x))
-    return Interval(float(mid), float(low), float(high), tuple(x))
+    with np.errstate(over="ignore", under="ignore"):
+        mid, low, high = (float(v) for v in log_t_interval(np.asarray(x)))
+    if not all(math.isfinite(v) and v > 0 for v in (mid, low, high)):
+        return Interval(point if math.isfinite(point) else None, values=tuple(x), evidence=(
+            "the values span too many orders of magnitude for a representable interval"))
+    return Interval(mid, low, high, tuple(x))
 
 
 def objective_verdict(measured: Interval, max_ms: float) -> str:
@@ -316,24 +340,34 @@ def systems_needed(demand: float, headroom: float, rate: Interval) -> dict[str, 
     if rate.value is None:
         return {"value": None, "ci_low": None, "ci_high": None, "reason": rate.evidence}
     load = demand * (1.0 + headroom)
-
-    def count(r: float) -> int:
-        return max(1, math.ceil(load / r - 1e-9))  # tolerate float noise at exact fits
-
-    return {"value": count(rate.value), "ci_low": count(rate.high) if rate.high else None,
-            "ci_high": count(rate.low) if rate.low else None,
-            "reason": rate.evidence, "formula": "ceil(demand × (1 + headroom) ÷ sustainable rate per system)"}
+    value = sizing.count(load, rate.value)
+    if value is None:
+        return {"value": None, "ci_low": None, "ci_high": None,
+                "reason": f"more than {sizing.MAX_SYSTEMS:,} systems: not a plausible deployment, so no count is "
+                          "claimed (check the demand and the measured rate)"}
+    high = sizing.count(load, rate.low) if rate.low else None
+    return {"value": value, "ci_low": sizing.count(load, rate.high) if rate.high else None,
+            "ci_high": high, "reason": rate.evidence if rate.low is None or high is not None else (
+                f"the interval's upper end is above {sizing.MAX_SYSTEMS:,} systems"),
+            "formula": "ceil(demand × (1 + headroom) ÷ sustainable rate per system)"}
 
 
 def _scaled(x: Interval, factor: float, *, inverse: bool = False) -> Interval:
     """factor × x (or factor ÷ x, which swaps the interval's ends)."""
     if x.value is None:
         return x
+    fin = sizing.finite
     if not inverse:
-        return Interval(factor * x.value, factor * x.low if x.low else None, factor * x.high if x.high else None,
-                        x.values, x.evidence)
-    return Interval(factor / x.value, factor / x.high if x.high else None, factor / x.low if x.low else None,
-                    x.values, x.evidence)
+        out = Interval(fin(factor * x.value), fin(factor * x.low) if x.low else None,
+                       fin(factor * x.high) if x.high else None, x.values, x.evidence)
+    else:
+        out = Interval(fin(factor / x.value), fin(factor / x.high) if x.high else None,
+                       fin(factor / x.low) if x.low else None, x.values, x.evidence)
+    if out.value is None:
+        return Interval(None, evidence="not representable: the figures give no finite result")
+    if (x.low is not None and out.low is None) or (x.high is not None and out.high is None):
+        return Interval(out.value, values=x.values, evidence="the interval is not representable")
+    return out
 
 
 def _hourly_price(q: Question, model: str) -> tuple[float | None, str]:
@@ -433,8 +467,8 @@ def candidate(q: Question, runs: Sequence[Evidence], label: str) -> dict[str, An
         "cost_per_million": {**cost.as_dict(f"{q.currency} per million {noun}s"), "price": price_words},
         "energy_cost_per_million": energy_cost.as_dict(f"{q.currency} per million {noun}s"),
         "energy_per_output": energy.as_dict(f"J/{noun}"),
-        "fleet_cost_per_hour": rounded(hourly * systems["value"]) if hourly is not None and systems["value"]
-        else None,
+        "fleet_cost_per_hour": rounded(sizing.finite(hourly * systems["value"]))
+        if hourly is not None and systems["value"] else None,
         "latency_ms": rounded(latency),
         "gaps": gaps(docs, energy, hourly is not None, model),
     }
@@ -491,10 +525,32 @@ def answer(question: Question, evidence: Sequence[Evidence]) -> dict[str, Any]:
     cands.sort(key=lambda c: (rank.get(c["meets"], 4), c["systems_needed"]["value"] or math.inf, c["label"]))
     front = frontier(cands, question.criteria)
     cited = sorted({str(r.get("digest")) for c in cands for r in c["runs"]})
-    return {"kind": KIND, "question": question.words(), "candidates": cands, "frontier": front,
+    out: dict[str, Any] = {"kind": KIND, "question": question.words(), "candidates": cands, "frontier": front,
             "left_out": left_out, "cited": cited, "methods": dict(METHODS),
             "contract": {"version": cmp.contract().version, "axis": "iso-quality"},
             "summary": summary(cands, front)}
+    _representable(out)
+    return out
+
+
+SAFE_INTEGER = 2**53 - 1  # the largest integer every JSON reader keeps exactly (RFC 8785, I-JSON)
+
+
+def _representable(value: Any, where: str = "") -> None:
+    """DecisionError naming the first number in `value` that is not finite or not an integer JSON keeps exactly
+    (a guard: each figure above is checked where it is computed, so this names a bug, never a stored run)."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return
+    if isinstance(value, int) and abs(value) > SAFE_INTEGER:
+        raise DecisionError(f"{where or '/'}: the answer's figure {value} is beyond what JSON keeps exactly")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise DecisionError(f"{where or '/'}: the answer's figure is not a finite number")
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            _representable(v, f"{where}/{_escape(k)}")
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            _representable(v, f"{where}/{i}")
 
 
 def summary(cands: Sequence[Mapping[str, Any]], front: Mapping[str, Any]) -> list[str]:

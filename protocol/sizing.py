@@ -22,6 +22,18 @@ SERVING_SCENARIOS = frozenset({"server", "interactive"})
 # requests that met the run's latency objectives, so it is preferred over the raw request rate.
 RATE_PREFERENCE = ("goodput", "request_rate", "throughput", "tokens_per_second")
 
+# Plausible ranges of the numbers a sizing or cost computation takes. Outside them a figure is a typo or a probe,
+# not a deployment, and its arithmetic would leave the floats JSON can carry (1e308 × 3600 is infinite; a count
+# of 10^300 systems is no integer JSON keeps exactly). Requests outside them are refused, naming the bound; runs
+# whose measured rate is outside RATE_RANGE are not used to size (the reason says so).
+MAX_LOAD = 1e12  # outputs per second a question or sizing request may ask for
+MAX_HEADROOM = 100.0  # spare capacity as a fraction (100 = 10,000%)
+MAX_LATENCY_MS = 1e7  # a latency objective (about 2.8 hours)
+MAX_PRICE_PER_HOUR = 1e7  # price per system-hour, in the stated currency
+MAX_SYSTEMS = 10**9  # a count of systems beyond this is refused rather than claimed
+RATE_RANGE = (1e-6, 1e10)  # a measured per-system rate, outputs per second
+MAX_POWER_W = 1e9  # a measured average power
+
 
 class SizingError(ValueError):
     """A sizing request that cannot be answered as asked (unknown objective, non-positive load): the caller's
@@ -56,11 +68,12 @@ class LatencyObjective:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> LatencyObjective:
-        obj = cls(str(data["metric"]), str(data.get("percentile", "p99")), float(data["max_ms"]))
+        if not isinstance(data, Mapping) or "metric" not in data:
+            raise SizingError("a latency objective is an object {metric, percentile, max_ms}")
+        max_ms = number(data.get("max_ms"), "max_ms", low=0.0, high=MAX_LATENCY_MS, low_open=True)
+        obj = cls(str(data["metric"]), str(data.get("percentile", "p99")), max_ms)
         if obj.metric not in rules.DISTRIBUTION_METRICS or obj.percentile not in rules.PERCENTILES:
             raise SizingError(f"unknown latency objective {obj.metric}.{obj.percentile}")
-        if not math.isfinite(obj.max_ms) or obj.max_ms <= 0:
-            raise SizingError("a latency objective needs a positive max_ms")
         return obj
 
     def words(self) -> str:
@@ -88,6 +101,38 @@ class Sizing:
                 "rate_metric": self.rate_metric, "latency_objectives": list(self.objectives),
                 "headroom": rounded(self.headroom), "formula": self.formula, "assumption": self.assumption,
                 "reason": self.reason}
+
+
+def number(value: Any, name: str, *, low: float, high: float, low_open: bool = False) -> float:
+    """`value` as a float within [low, high] ((low, high] when `low_open`); SizingError naming `name` and the
+    range otherwise (a text, a boolean, an infinite or out-of-range number)."""
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if ok and (value > low if low_open else value >= low) and value <= high:
+        return float(value)
+    bracket = "(" if low_open else "["
+    raise SizingError(f"{name} must be a number in {bracket}{low:g}, {high:g}], got {value!r:.40}")
+
+
+def finite(value: float | None) -> float | None:
+    """`value` when it is a finite float, else None: a computation that left the representable range."""
+    return value if value is not None and math.isfinite(value) else None
+
+
+def count(load: float, rate: float) -> int | None:
+    """ceil(load ÷ rate), at least 1, or None when it is not a plausible count (more than MAX_SYSTEMS)."""
+    ratio = load / rate
+    if not math.isfinite(ratio) or ratio > MAX_SYSTEMS:
+        return None
+    return max(1, math.ceil(ratio - 1e-9))  # tolerate float noise at exact fits
+
+
+def rate_problem(value: float) -> str | None:
+    """Why a measured rate is not used to size (outside RATE_RANGE), or None."""
+    low, high = RATE_RANGE
+    if not low <= value <= high:
+        return (f"its measured rate {value:g} per second is outside the plausible range {low:g} to {high:g} per "
+                "system, so no count or cost is computed from it")
+    return None
 
 
 def _num(value: Any) -> float | None:
@@ -118,11 +163,11 @@ def energy_per_output(doc: Mapping[str, Any]) -> Derived:
     if not rate:
         return Derived(name, None, out_unit, "average power ÷ throughput", inputs, reason="no throughput")
     if watts is not None:
-        return Derived(name, watts / rate, out_unit, "measured average power (W) ÷ throughput (per s)",
+        return Derived(name, finite(watts / rate), out_unit, "measured average power (W) ÷ throughput (per s)",
                        {**inputs, "average_power_w": watts})
     seconds = _num(((doc.get("conditions") or {}).get("window") or {}).get("seconds"))
     if joules is not None and seconds:
-        return Derived(name, joules / (rate * seconds), out_unit,
+        return Derived(name, finite(joules / (rate * seconds)), out_unit,
                        "measured energy (J) ÷ (throughput × window seconds)",
                        {**inputs, "joules": joules, "window_seconds": seconds},
                        assumption="the measured energy covers the measurement window")
@@ -143,7 +188,14 @@ def cost_per_million_outputs(doc: Mapping[str, Any], price_per_hour: float | Non
                   "the user, fully busy at the measured throughput")
     if not rate:
         return Derived(name, None, out_unit, formula, assumption=assumption, reason="no throughput")
-    return Derived(name, price_per_hour / (rate * 3600.0) * 1e6, out_unit, formula,
+    if (problem := rate_problem(rate)) is not None:
+        return Derived(name, None, out_unit, formula, assumption=assumption, reason=f"not computed: {problem}")
+    value = finite(price_per_hour / (rate * 3600.0) * 1e6)
+    if value is None or not 0 <= price_per_hour <= MAX_PRICE_PER_HOUR:
+        return Derived(name, None, out_unit, formula, assumption=assumption,
+                       reason=f"not computed: a price of {price_per_hour:g} per hour is outside the plausible "
+                              f"range 0 to {MAX_PRICE_PER_HOUR:g}")
+    return Derived(name, value, out_unit, formula,
                    {"price_per_hour": price_per_hour, "currency": currency, "throughput": rate, "unit": unit},
                    assumption=assumption)
 
@@ -199,8 +251,8 @@ def replicas_needed(doc: Mapping[str, Any], target_load: float, load_unit: str,
     every objective, or plain throughput when no objective is given. Refuses, with the reason, when the
     latency was above an objective, when no measured rate is in `load_unit`, or for training runs.
     """
-    if not math.isfinite(target_load) or target_load <= 0 or not math.isfinite(headroom) or headroom < 0:
-        raise SizingError("target_load must be positive and headroom non-negative")
+    target_load = number(target_load, "target_load", low=0.0, high=MAX_LOAD, low_open=True)
+    headroom = number(headroom, "headroom", low=0.0, high=MAX_HEADROOM)
     objectives = _objectives(latency_objective)
     words = tuple(o.words() for o in objectives)
     assumption = (f"each replica is {system_words(doc)} exactly as tested; capacity scales linearly with "
@@ -217,8 +269,12 @@ def replicas_needed(doc: Mapping[str, Any], target_load: float, load_unit: str,
     if problem is not None or found is None:
         return replace(refused, reason=problem)
     name, rate = found
-    replicas = math.ceil(target_load * (1.0 + headroom) / rate - 1e-9)  # tolerate float noise at exact fits
-    return replace(refused, replicas=max(replicas, 1), per_replica_rate=rate, rate_metric=name)
+    problem = rate_problem(rate)
+    replicas = count(target_load * (1.0 + headroom), rate) if problem is None else None
+    if replicas is None:
+        return replace(refused, per_replica_rate=rate, rate_metric=name, reason=problem or (
+            f"more than {MAX_SYSTEMS:,} replicas: not a plausible deployment, so no count is claimed"))
+    return replace(refused, replicas=replicas, per_replica_rate=rate, rate_metric=name)
 
 
 def arm_derived(docs: Sequence[dict[str, Any]], prices: Mapping[str, float] | None,
@@ -240,10 +296,19 @@ def arm_derived(docs: Sequence[dict[str, Any]], prices: Mapping[str, float] | No
 
 
 def arm_sizing(docs: Sequence[dict[str, Any]], request: Mapping[str, Any]) -> dict[str, Any]:
-    """The most conservative member's sizing: every repetition must support it."""
-    results = [replicas_needed(
-        d, float(request["target_load"]), str(request["load_unit"]), request.get("latency_objectives"),
-        headroom=float(request.get("headroom", 0.0))) for d in docs]
+    """The most conservative member's sizing: every repetition must support it. SizingError names a request
+    field that is missing, not a number or outside its plausible range."""
+    if not isinstance(request, Mapping):
+        raise SizingError("sizing is an object {target_load, load_unit, latency_objectives?, headroom?}")
+    target = number(request.get("target_load"), "sizing.target_load", low=0.0, high=MAX_LOAD, low_open=True)
+    headroom = number(request.get("headroom", 0.0), "sizing.headroom", low=0.0, high=MAX_HEADROOM)
+    unit = request.get("load_unit")
+    if not isinstance(unit, str) or not unit or len(unit) > 40:
+        raise SizingError("sizing.load_unit must be a unit such as tokens/s")
+    objectives = request.get("latency_objectives")
+    if objectives is not None and not isinstance(objectives, Mapping | list):
+        raise SizingError("sizing.latency_objectives is an objective {metric, percentile, max_ms} or a list of them")
+    results = [replicas_needed(d, target, unit, objectives, headroom=headroom) for d in docs]
     refused = [r for r in results if r.replicas is None]
     worst = refused[0] if refused else max(results, key=lambda r: r.replicas or 0)
     return worst.as_dict()

@@ -13,12 +13,20 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from protocol import decisions as dec
+from protocol import sizing
 from registry import policy
 from registry.exceptions import RegistryError
 from registry.models import Agent
 from registry.permissions import roles_of
 from registry.selectors.decisions import decision_list
-from registry.services.decisions import decision_create, decision_gap_plan, decision_latest_answer, decision_report
+from registry.services.decisions import (
+    decision_create,
+    decision_fresh,
+    decision_gap_plan,
+    decision_latest_answer,
+    decision_report,
+)
 from registry.services.webhooks import webhook_url_problem
 
 
@@ -27,14 +35,21 @@ class DecisionForm(forms.Form):
     workload = forms.CharField(max_length=200, help_text="e.g. llama2-70b-99")
     scenario = forms.ChoiceField(choices=[("server", "server"), ("interactive", "interactive"),
                                           ("offline", "offline")])
-    ttft_p99_ms = forms.FloatField(required=False, min_value=0.001, label="p99 TTFT at most (ms)")
-    tpot_p99_ms = forms.FloatField(required=False, min_value=0.001, label="p99 TPOT at most (ms)")
+    # The ranges are protocol.decisions' plausible ranges (docs/decisions.md), stated on the page as min/max.
+    ttft_p99_ms = forms.FloatField(required=False, min_value=0.001, max_value=sizing.MAX_LATENCY_MS,
+                                   label="p99 TTFT at most (ms)")
+    tpot_p99_ms = forms.FloatField(required=False, min_value=0.001, max_value=sizing.MAX_LATENCY_MS,
+                                   label="p99 TPOT at most (ms)")
     quality_target_ratio = forms.FloatField(required=False, min_value=0.001, max_value=1.5,
                                             label="Quality target (ratio of the reference, e.g. 0.99)")
-    demand = forms.FloatField(min_value=0.001, label="Demand, sustained")
+    demand = forms.FloatField(min_value=0.001, max_value=dec.MAX_DEMAND, label="Demand, sustained")
     demand_unit = forms.ChoiceField(choices=[(u, u) for u in ("tokens/s", "samples/s", "requests/s", "queries/s")])
-    price_per_system_hour = forms.FloatField(required=False, min_value=0, label="Price per system-hour (any system)")
-    energy_per_kwh = forms.FloatField(required=False, min_value=0, label="Energy price per kWh")
+    headroom = forms.FloatField(required=False, min_value=0, max_value=dec.MAX_HEADROOM,
+                                label="Headroom (spare capacity, 0.2 = 20%)")
+    price_per_system_hour = forms.FloatField(required=False, min_value=0, max_value=dec.MAX_PRICE_PER_HOUR,
+                                             label="Price per system-hour (any system)")
+    energy_per_kwh = forms.FloatField(required=False, min_value=0, max_value=dec.MAX_ENERGY_PRICE_KWH,
+                                      label="Energy price per kWh")
     webhook_url = forms.URLField(required=False, max_length=500, assume_scheme="https", label="Webhook URL (optional)")
 
     def question(self) -> dict[str, Any]:
@@ -47,6 +62,7 @@ class DecisionForm(forms.Form):
         if d.get("energy_per_kwh") is not None:
             prices["energy_per_kwh"] = d["energy_per_kwh"]
         return {"phase": "inference", "workload": d["workload"], "scenario": d["scenario"], "objectives": objectives,
+                **({"headroom": d["headroom"]} if d.get("headroom") else {}),
                 "quality": {"target_ratio": d["quality_target_ratio"]} if d.get("quality_target_ratio") else {},
                 "demand": {"value": d["demand"], "unit": d["demand_unit"]}, "prices": prices}
 
@@ -122,7 +138,7 @@ def decisions_page(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def decision_page(request: HttpRequest, decision_id: int) -> HttpResponse:
-    decision = policy.decision_get(policy.for_request(request), decision_id)
+    decision = decision_fresh(decision=policy.decision_get(policy.for_request(request), decision_id))
     return render(request, "registry/decision.html", _decision_context(request, decision))
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from django import forms
 
 from protocol import comparability
+from protocol.sizing import MAX_PRICE_PER_HOUR
 from registry.selectors.catalogue import FACETS, SORTS, CatalogueQuery
 
 KEY_PATTERN = r"^sha256:[0-9a-f]{64}$"
@@ -104,8 +105,9 @@ class ReportRequestForm(forms.Form):
                 price = float(value)
             except ValueError:
                 price = -1.0
-            if not sep or not name.strip() or price < 0:
-                raise forms.ValidationError(f"Line {number}: write 'system name = price', e.g. lab-h100-01 = 3.50")
+            if not sep or not name.strip() or not 0 <= price <= MAX_PRICE_PER_HOUR:  # NaN fails too
+                raise forms.ValidationError(f"Line {number}: write 'system name = price', e.g. lab-h100-01 = 3.50, "
+                                            f"with a price from 0 to {MAX_PRICE_PER_HOUR:g} per system-hour")
             prices[name.strip()] = price
         return prices or None
 

@@ -294,6 +294,16 @@ CELERY_TASK_SOFT_TIME_LIMIT = env_int("BENCHREG_TASK_SOFT_TIME_LIMIT", 1800)
 CELERY_TASK_TIME_LIMIT = env_int("BENCHREG_TASK_TIME_LIMIT", 1900)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
+# --- decisions (docs/decisions.md, "Bounds") -------------------------------------------------------------------
+# Each person may own at most this many decisions (an admin included); creating one more is refused with 409.
+BENCHREG_MAX_DECISIONS_PER_USER = env_int("BENCHREG_MAX_DECISIONS_PER_USER", 50)
+# A stored run only marks the decisions on its workload stale; a task recomputes them after the commit. A decision
+# still stale after this many seconds (its task was lost) is dispatched again by the next run stored on it.
+BENCHREG_DECISION_RECOMPUTE_RETRY_S = env_int("BENCHREG_DECISION_RECOMPUTE_RETRY_S", 600)
+for _name in ("BENCHREG_MAX_DECISIONS_PER_USER", "BENCHREG_DECISION_RECOMPUTE_RETRY_S"):
+    if globals()[_name] <= 0:
+        raise ImproperlyConfigured(f"{_name} must be a positive number")
+
 # --- outbound webhooks (docs/security.md, "Webhooks") ---------------------------------------------------------
 # Deliveries go only to global addresses, checked on the address actually connected to (after resolving, so a
 # name that resolves elsewhere later is caught too). An operator who needs an internal receiver lists its networks

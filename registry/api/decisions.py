@@ -24,6 +24,7 @@ from registry.models import Decision
 from registry.selectors.decisions import decision_list
 from registry.services.decisions import (
     decision_create,
+    decision_fresh,
     decision_gap_plan,
     decision_latest_answer,
     decision_report,
@@ -54,8 +55,8 @@ class DecisionOutputSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Decision
-        fields = ["id", "url", "page", "title", "question", "status", "change", "changed_at", "webhook_url",
-                  "created_at", "answer"]
+        fields = ["id", "url", "page", "title", "question", "status", "change", "changed_at", "stale_since",
+                  "recompute_error", "webhook_url", "created_at", "answer"]
 
     def get_url(self, decision: Decision) -> str:
         return self.context["request"].build_absolute_uri(reverse("api-decision-detail", args=[decision.pk]))
@@ -86,8 +87,10 @@ class DecisionCollectionApi(APIView):
         return super().get_permissions()
 
     @extend_schema(request=DecisionInputSerializer, operation_id="decisions_create",
+                   description="Each person keeps at most BENCHREG_MAX_DECISIONS_PER_USER decisions (default 50); "
+                               "one more is refused with 409 (code too-many-decisions).",
                    responses={201: DecisionOutputSerializer, 400: ProblemSerializer, 401: ProblemSerializer,
-                              403: ProblemSerializer, 422: ProblemSerializer})
+                              403: ProblemSerializer, 409: ProblemSerializer, 422: ProblemSerializer})
     def post(self, request: Request) -> Response:
         if isinstance(request.data, dict) and request.data.get("webhook_url"):
             policy.require(policy.for_request(request), policy.WEBHOOK_REGISTER, hidden=False)
@@ -115,7 +118,7 @@ class DecisionDetailApi(APIView):
     @extend_schema(operation_id="decisions_retrieve", responses={200: DecisionOutputSerializer, 401: ProblemSerializer,
                                                                  403: ProblemSerializer, 404: ProblemSerializer})
     def get(self, request: Request, decision_id: int) -> Response:
-        decision = policy.decision_get(policy.for_request(request), decision_id)
+        decision = decision_fresh(decision=policy.decision_get(policy.for_request(request), decision_id))
         return Response(DecisionOutputSerializer(decision, context={"request": request}).data)
 
 
@@ -152,7 +155,7 @@ class DecisionExportApi(APIView):
                    responses={(200, "text/csv"): OpenApiTypes.STR, (200, "application/json"): OpenApiTypes.OBJECT,
                               401: ProblemSerializer, 403: ProblemSerializer, 404: ProblemSerializer})
     def get(self, request: Request, decision_id: int) -> HttpResponse:
-        decision = policy.decision_get(policy.for_request(request), decision_id)
+        decision = decision_fresh(decision=policy.decision_get(policy.for_request(request), decision_id))
         latest = decision_latest_answer(decision=decision)
         answer = latest.answer if latest else {"candidates": []}
         rows = decision_export_rows(answer, request.build_absolute_uri)

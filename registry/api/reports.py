@@ -15,6 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from protocol.sizing import MAX_PRICE_PER_HOUR
 from registry import policy
 from registry.api.parsers import PayloadTooLarge
 from registry.api.strict import StrictSerializer
@@ -60,8 +61,9 @@ class ReportCollectionApi(APIView):
         comparison = serializers.IntegerField(min_value=1)
         title = serializers.CharField(max_length=200)
         decision = serializers.CharField(max_length=2000, help_text="the decision the report supports")
-        prices = serializers.DictField(child=serializers.FloatField(min_value=0), required=False,
-                                       help_text="price per system-hour by system.name (default: the comparison's)")
+        prices = serializers.DictField(child=serializers.FloatField(min_value=0, max_value=MAX_PRICE_PER_HOUR),
+                                       required=False, help_text="price per system-hour by system.name (default: "
+                                       "the comparison's), each from 0 to the plausible maximum")
         currency = serializers.RegexField(r"^[A-Z]{3}$", required=False)
 
         class Meta:

@@ -14,6 +14,10 @@ class Decision(models.Model):
     `status` is "current" while the latest answer still stands, "evidence-changed" once a cited run was
     withdrawn or new evidence entered the question; `change` then says what would change in the answer. The
     answers themselves are append-only (DecisionAnswer); re-answering adds one and makes the decision current.
+
+    A stored run on the decision's workload and scenario only sets `stale_since` (one UPDATE in the submitter's
+    transaction); the recompute that decides whether the run enters the question runs later, in a task or when
+    the decision is next read. `recompute_error` says why the last recompute could not finish.
     """
 
     STATUSES = [("current", "current"), ("evidence-changed", "evidence changed")]
@@ -30,9 +34,14 @@ class Decision(models.Model):
     workload_name = models.CharField(max_length=200, db_index=True)
     scenario_kind = models.CharField(max_length=40)
     created_at = models.DateTimeField()
+    stale_since = models.DateTimeField(null=True, blank=True,
+                                       help_text="a run was stored on its workload since; not yet recomputed")
+    recompute_error = models.CharField(max_length=500, blank=True, default="",
+                                       help_text="why the last recompute could not finish (empty: it did)")
 
     class Meta:
         ordering = ["-id"]
+        indexes = [models.Index(fields=["workload_name", "scenario_kind"], name="decision_question_key")]
 
     def __str__(self) -> str:
         return f"decision {self.pk}: {self.title}"

@@ -3,16 +3,27 @@
 The arithmetic lives in protocol.decisions (pure, tested against hand-computed cases and seeded simulations);
 this module selects the runs, stores answers with the runs they cite, writes the audit log and sends the
 owner's signed webhook when a decision's evidence changes.
+
+A stored run costs its submitter one UPDATE per workload and scenario, whatever the number of decisions: the
+decisions of its question are marked stale (`stale_since`), and one task per question key, dispatched after the
+commit, recomputes them (`decisions_recompute_stale`). A reader of a stale decision recomputes it on the spot
+(`decision_fresh`). A recompute that fails is recorded on the decision (`recompute_error`), never raised to the
+submitter or the reader.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
+from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import F, Max, Q, Value
+from django.db.models.functions import Coalesce
 from django.urls import reverse
 from django.utils import timezone
 
@@ -25,6 +36,7 @@ from registry.services.audit import audit_append
 from registry.services.webhooks import webhook_enqueue, webhook_secret_new
 
 EVENT_CHANGED = "decision.evidence_changed"
+log = logging.getLogger(__name__)
 
 
 def _question(data: Any) -> dec.Question:
@@ -55,7 +67,11 @@ def _evidence(runs: Iterable[Submission]) -> list[dec.Evidence]:
 def decision_compute(*, question: dec.Question) -> tuple[dict[str, Any], list[Submission]]:
     """The answer over the runs stored now, and the runs it cites (those in a candidate configuration)."""
     runs = decision_candidate_runs(question=question)
-    answer = dec.answer(question, _evidence(runs))
+    try:
+        answer = dec.answer(question, _evidence(runs))
+    except dec.DecisionError as exc:  # a figure left what JSON carries: say so rather than store half an answer
+        raise RegistryError(f"the question cannot be answered from the stored runs: {exc}",
+                            code="unanswerable", status=422) from None
     cited = {r["id"] for c in answer["candidates"] for r in c["runs"]}
     return answer, [r for r in runs if r.pk in cited]
 
@@ -63,11 +79,19 @@ def decision_compute(*, question: dec.Question) -> tuple[dict[str, Any], list[Su
 @transaction.atomic
 def decision_create(*, owner: AbstractBaseUser, title: str, question: dict[str, Any],
                     webhook_url: str = "") -> Decision:
-    """Store a decision and its first answer (audited). Raises RegistryError (400) naming a wrong field."""
+    """Store a decision and its first answer (audited). Raises RegistryError (400) naming a wrong field, 409 when
+    the owner already has BENCHREG_MAX_DECISIONS_PER_USER decisions."""
     checked = _question(question)
     if not title.strip() or len(title) > 200:
         raise RegistryError("a decision needs a title of at most 200 characters", code="invalid-question",
                             errors=[{"pointer": "/title", "message": "required, at most 200 characters"}])
+    # The owner's row is locked so that two concurrent requests cannot both take the last place.
+    get_user_model().objects.select_for_update().filter(pk=owner.pk).first()
+    limit = settings.BENCHREG_MAX_DECISIONS_PER_USER
+    if Decision.objects.filter(owner_id=owner.pk).count() >= limit:
+        raise RegistryError(f"you already have {limit} decisions, the most one person may keep "
+                            "(BENCHREG_MAX_DECISIONS_PER_USER); an operator can raise it", status=409,
+                            code="too-many-decisions")
     decision = Decision.objects.create(
         title=title.strip(), question=question, owner=owner, workload_name=checked.workload,
         scenario_kind=checked.scenario, webhook_url=webhook_url, created_at=timezone.now(),
@@ -87,8 +111,9 @@ def decision_answer(*, decision: Decision, actor: str) -> DecisionAnswer:
     stored = DecisionAnswer.objects.create(decision=decision, number=number, answer=answer,
                                            digest=canonical.digest(answer), created_at=timezone.now())
     DecisionEvidence.objects.bulk_create([DecisionEvidence(answer=stored, submission=run) for run in cited])
-    Decision.objects.filter(pk=decision.pk).update(status="current", change=None, changed_at=None)
-    decision.status, decision.change, decision.changed_at = "current", None, None
+    Decision.objects.filter(pk=decision.pk).update(status="current", change=None, changed_at=None,
+                                                   recompute_error="")
+    decision.status, decision.change, decision.changed_at, decision.recompute_error = "current", None, None, ""
     audit_append(kind=AuditKind.DECISION_ANSWERED, actor=actor, subject=f"decision:{decision.pk}",
                  payload={"decision": decision.pk, "answer": number, "digest": stored.digest,
                           "cited": [r.digest for r in cited]})
@@ -121,10 +146,12 @@ def _what_would_change(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return sorted(out) or ["the figures move but no verdict, count or frontier changes"]
 
 
-def _flag(decision: Decision, *, reason: str, runs: list[Submission], actor: str) -> None:
+def _flag(decision: Decision, *, reason: str, runs: list[dict[str, Any]], actor: str,
+          new: dict[str, Any] | None = None) -> None:
     latest = decision_latest_answer(decision=decision)
-    new, _ = decision_compute(question=_question(decision.question))
-    change = {"reason": reason, "runs": [{"id": r.pk, "digest": r.digest} for r in runs],
+    if new is None:
+        new, _ = decision_compute(question=_question(decision.question))
+    change = {"reason": reason, "runs": [{"id": r["id"], "digest": r["digest"]} for r in runs],
               "answer": latest.number if latest else None,
               "would_change": _what_would_change(latest.answer, new) if latest else []}
     now = timezone.now()
@@ -156,7 +183,8 @@ def decisions_flag_for_runs(*, runs: Iterable[Submission], reason: str, actor: s
         latest = decision_latest_answer(decision=decision)
         hit = cited[decision.pk].get(latest.number) if latest is not None else None
         if hit:
-            _flag(decision, reason=reason, runs=[r for r in runs if r.pk in hit], actor=actor)
+            _flag(decision, reason=reason, runs=[{"id": r.pk, "digest": r.digest} for r in runs if r.pk in hit],
+                  actor=actor)
             flagged.append(decision)
     return flagged
 
@@ -169,38 +197,116 @@ def decisions_flag_for_series_alert(sender: type, *, alert: Any, **_: Any) -> li
                                                      f"run {alert.run_id} against the runs before it")
 
 
-def decisions_flag_for_new_runs(*, runs: list[Submission], actor: str = "registry") -> list[Decision]:
-    """Flag every decision whose question a new run enters (it would be a candidate run), once per decision,
-    naming every one of `runs` that enters it.
+def decisions_flag_for_new_runs(*, runs: list[Submission]) -> int:
+    """Mark stale the decisions whose question new `runs` may enter; recompute them after the commit.
 
-    Called for every stored run or batch, inside its transaction: the common case (no decision on the runs'
-    workload and scenario, or none they enter) is one indexed SELECT per workload and scenario, with no lock
-    and no savepoint.
+    Called for every stored run or batch, inside its transaction. Its cost does not grow with the decisions on
+    the question: one UPDATE per workload and scenario of the runs (an index on both) and, when it marked any,
+    one task dispatched once the transaction commits. A decision already stale (its task is pending) is left as
+    it is, so concurrent submitters do not queue behind one another's row locks; one whose last recompute
+    failed, or that stayed stale longer than BENCHREG_DECISION_RECOMPUTE_RETRY_S (its task was lost), is
+    marked again and dispatched again. Returns how many decisions were marked.
     """
-    groups: dict[tuple[str, str], list[Submission]] = {}
-    for run in runs:
-        if run.trust != Trust.EXAMPLE:
-            groups.setdefault((run.workload_name, run.scenario_kind), []).append(run)
-    entering: dict[int, list[Submission]] = {}
-    for (workload, scenario), group in groups.items():
-        for d in Decision.objects.filter(workload_name=workload, scenario_kind=scenario).only("id", "question"):
-            question = _question(d.question)
-            found = [run for run in group if dec.out_of_question(question, run.document) is None]
-            if found:
-                entering[d.pk] = found
-    if not entering:
-        return []
-    flagged = []
-    with transaction.atomic():
-        for decision in Decision.objects.select_for_update().filter(pk__in=entering).order_by("id"):
-            found = entering[decision.pk]
-            ids = ", ".join(str(run.pk) for run in found[:20]) + (f" and {len(found) - 20} more" if len(found) > 20
-                                                                   else "")
-            reason = (f"new evidence: run {ids} enters the question" if len(found) == 1
-                      else f"new evidence: runs {ids} enter the question")
-            _flag(decision, reason=reason, runs=found, actor=actor)
-            flagged.append(decision)
-    return flagged
+    keys = sorted({(r.workload_name, r.scenario_kind) for r in runs if r.trust != Trust.EXAMPLE})
+    now = timezone.now()
+    retry = now - timedelta(seconds=settings.BENCHREG_DECISION_RECOMPUTE_RETRY_S)
+    marked = 0
+    for workload, scenario in keys:
+        count = Decision.objects.filter(
+            Q(stale_since__isnull=True) | ~Q(recompute_error="") | Q(stale_since__lt=retry),
+            workload_name=workload, scenario_kind=scenario,
+        ).update(stale_since=Coalesce(F("stale_since"), Value(now)), recompute_error="")
+        if count:
+            marked += count
+            transaction.on_commit(lambda w=workload, s=scenario: decisions_dispatch(workload=w, scenario=s),
+                                  robust=True)
+    return marked
+
+
+def decisions_dispatch(*, workload: str, scenario: str) -> None:
+    """Queue the recompute of a question key's stale decisions (run in-process without a broker). Never raises:
+    the submission is stored whatever happens here, and a reader or the next run recomputes what is left."""
+    from registry.tasks.decisions import decisions_recompute
+
+    try:
+        decisions_recompute.delay(workload, scenario)
+    except Exception:
+        log.exception("decisions on %s/%s: recompute not dispatched; readers recompute them", workload, scenario)
+
+
+def decisions_recompute_stale(*, workload: str, scenario: str) -> dict[str, int]:
+    """Recompute every stale decision of one question key (the task's body). Counts by outcome."""
+    ids = list(Decision.objects.filter(workload_name=workload, scenario_kind=scenario, stale_since__isnull=False,
+                                       recompute_error="").order_by("id").values_list("id", flat=True))
+    out = {"recomputed": 0, "flagged": 0, "failed": 0}
+    for decision_id in ids:
+        outcome = decision_refresh(decision_id=decision_id)
+        if outcome in out:
+            out[outcome] += 1
+    return out
+
+
+def _refusal_words(exc: Exception) -> str:
+    if isinstance(exc, RegistryError | dec.DecisionError):
+        return str(exc)[:480]
+    return f"an internal error ({type(exc).__name__}), logged for the operator; the previous answer stands"
+
+
+def decision_refresh(*, decision_id: int, actor: str = "registry") -> str:
+    """Recompute one stale decision: flag it if a run entered its question since its latest answer.
+
+    The decision is claimed by clearing `stale_since` first (a conditional UPDATE), so a run stored while the
+    recompute runs marks it stale again and is never missed, and two recomputes of one decision do not both
+    work. Returns "recomputed" (nothing entered), "flagged", "failed" (recorded on the decision) or "skipped".
+    """
+    since: datetime | None = Decision.objects.filter(pk=decision_id).values_list("stale_since", flat=True).first()
+    if since is None or not Decision.objects.filter(pk=decision_id, stale_since=since,
+                                                    recompute_error="").update(stale_since=None):
+        return "skipped"
+    try:
+        with transaction.atomic():
+            decision = Decision.objects.select_for_update().get(pk=decision_id)
+            return "flagged" if _entered(decision, actor=actor) else "recomputed"
+    except Exception as exc:
+        log.exception("decision %s: recompute failed", decision_id)
+        Decision.objects.filter(pk=decision_id).update(stale_since=Coalesce(F("stale_since"), Value(since)),
+                                                       recompute_error=_refusal_words(exc))
+        return "failed"
+
+
+def _entered(decision: Decision, *, actor: str) -> bool:
+    """Flag `decision` when runs entered its question since its latest answer (and since its last flag)."""
+    latest = decision_latest_answer(decision=decision)
+    if latest is None:
+        decision_answer(decision=decision, actor=actor)
+        return False
+    new, _ = decision_compute(question=_question(decision.question))
+    known = {r["id"] for c in latest.answer["candidates"] for r in c["runs"]}
+    known |= {x["run"]["id"] for x in latest.answer.get("left_out", [])}
+    entering = {r["id"]: r for c in new["candidates"] for r in c["runs"] if r["id"] not in known}
+    flagged = {r["id"] for r in (decision.change or {}).get("runs", [])} if decision.status == "evidence-changed" \
+        else set()
+    if not entering or set(entering) <= flagged:
+        return False
+    found = [entering[i] for i in sorted(entering)]
+    ids = ", ".join(str(r["id"]) for r in found[:20]) + (f" and {len(found) - 20} more" if len(found) > 20 else "")
+    reason = (f"new evidence: run {ids} enters the question" if len(found) == 1
+              else f"new evidence: runs {ids} enter the question")
+    _flag(decision, reason=reason, runs=found, actor=actor, new=new)
+    return True
+
+
+def decision_fresh(*, decision: Decision) -> Decision:
+    """The decision as it stands, recomputed first if a run marked it stale (what a reader sees). Never raises: a
+    failed recompute is recorded on the decision, which then says so."""
+    if decision.stale_since is not None and not decision.recompute_error:
+        try:
+            decision_refresh(decision_id=decision.pk, actor="registry")
+        except Exception:  # the claim itself failed (database gone away): show the decision as it was
+            log.exception("decision %s: lazy recompute failed", decision.pk)
+            return decision
+        decision.refresh_from_db()
+    return decision
 
 
 def decision_report_text(answer: dict[str, Any]) -> str:
@@ -229,7 +335,8 @@ def decision_report(*, decision: Decision, requested_by: AbstractBaseUser) -> An
     from registry.services.comparisons import comparison_create
     from registry.services.reports import report_request
 
-    if decision.status == "evidence-changed":
+    decision_fresh(decision=decision)
+    if decision.status == "evidence-changed" or decision.recompute_error:
         decision_answer(decision=decision, actor=requested_by.get_username())
     latest = decision_latest_answer(decision=decision)
     cited = list(Submission.objects.filter(pk__in=[r["id"] for c in latest.answer["candidates"] for r in c["runs"]])
