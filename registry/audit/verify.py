@@ -515,9 +515,12 @@ def _verify_withdrawals(report: Report) -> None:
                 differ = (("withdrawal.withdrawn_by", withdrawal.withdrawn_by_id != user),
                           ("withdrawal.withdrawn_by_name", withdrawal.withdrawn_by_name != actor))
                 columns = [column for column, differs in differ if differs]
-                for column in columns or ["withdrawal.withdrawn_by", "withdrawal.withdrawn_by_name"]:
-                    report.findings.append(_who_differs(seq, logged.get("who"), key, "withdrawn_by_name, withdrawn_by",
-                                                        run=run, column=column))
+                stored = {"withdrawal.withdrawn_by": withdrawal.withdrawn_by_id,
+                          "withdrawal.withdrawn_by_name": withdrawal.withdrawn_by_name}
+                for column in columns or list(stored):
+                    finding = _who_differs(seq, logged.get("who"), key, "withdrawn_by_name, withdrawn_by")
+                    report.findings.append(Finding(f"column {column} is {stored[column]!r}: {finding.message}",
+                                                   run=run, column=column))
         elif withdrawal.withdrawn_by_name != actor:
             report.findings.append(_mismatch(run, "withdrawal.withdrawn_by_name", withdrawal.withdrawn_by_name, actor,
                                              f"audit entry #{seq}'s actor column"))
