@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -118,6 +119,30 @@ def comparison_export(comparison: Any, runs: Sequence[Any], absolute: Callable[[
             "pairwise": result.get("pairwise") or []}
 
 
+# A cell a spreadsheet would run as a formula (OWASP "CSV Injection"): text starting with one of these. Numbers
+# stay numbers: only text is ever prefixed, and text that is a plain decimal number ("-1.5") is left as it is.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n")
+_PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def csv_safe(value: Any) -> Any:
+    """`value` for a CSV cell: text a spreadsheet would evaluate gets a leading apostrophe, shown as typed."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START) and not _PLAIN_NUMBER.fullmatch(value):
+        return "'" + value
+    return value
+
+
+def csv_text(rows: Iterable[Mapping[str, Any]], columns: Sequence[str], *, preamble: str = "") -> str:
+    """CSV of `rows` under a header of `columns` (other keys ignored, None as empty), every cell csv_safe."""
+    buffer = io.StringIO()
+    buffer.write(preamble)
+    writer = csv.DictWriter(buffer, fieldnames=list(columns), extrasaction="ignore")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: ("" if v is None else csv_safe(v)) for k, v in row.items()})
+    return buffer.getvalue()
+
+
 def respond(fmt: str, name: str, *, rows: Iterable[Mapping[str, Any]], columns: Sequence[str],
             document: Any, cut: bool = False) -> HttpResponse:
     """A download: CSV of `rows` (a "#" comment line first when cut at EXPORT_LIMIT) or JSON of `document`."""
@@ -125,13 +150,7 @@ def respond(fmt: str, name: str, *, rows: Iterable[Mapping[str, Any]], columns: 
         response = HttpResponse(json.dumps(document, indent=2, ensure_ascii=False, default=str),
                                 content_type="application/json; charset=utf-8")
     else:
-        buffer = io.StringIO()
-        if cut:
-            buffer.write(f"# only the first {EXPORT_LIMIT} runs: narrow the view to export the rest\n")
-        writer = csv.DictWriter(buffer, fieldnames=list(columns), extrasaction="ignore")
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
-        response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")
+        preamble = f"# only the first {EXPORT_LIMIT} runs: narrow the view to export the rest\n" if cut else ""
+        response = HttpResponse(csv_text(rows, columns, preamble=preamble), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
     return response

@@ -16,5 +16,6 @@ urlpatterns = [
     path("", include("registry.web_urls")),
 ]
 
+handler400 = "registry.api.exception_handlers.bad_request"  # a body too large is 413
 handler404 = "registry.views.not_found"
 handler500 = "registry.views.server_error"

@@ -133,6 +133,9 @@ class AuditPublicKeyApi(PublicAuditView):
                          "verifier_key": key.vkey, "public_key": key.public_key_b64})
 
 
+MAX_LOG_POSITION = 2**63 - 1  # a log position is a bigint (the description states the bound)
+
+
 class InclusionOutputSerializer(serializers.Serializer):
     leaf_index = serializers.IntegerField()
     tree_size = serializers.IntegerField()
@@ -148,8 +151,8 @@ class AuditInclusionApi(PublicAuditView):
     """Proof that entry N is in the log of size M (default: the current checkpoint's size). Open."""
 
     class InputSerializer(QuerySerializer):
-        entry = serializers.IntegerField(min_value=0)
-        size = serializers.IntegerField(min_value=0, required=False)
+        entry = serializers.IntegerField(min_value=0, max_value=MAX_LOG_POSITION)
+        size = serializers.IntegerField(min_value=0, max_value=MAX_LOG_POSITION, required=False)
 
     @extend_schema(parameters=[InputSerializer], responses={200: InclusionOutputSerializer, 400: ProblemSerializer,
                                                             422: ProblemSerializer, 429: ProblemSerializer},
@@ -183,8 +186,10 @@ class AuditConsistencyApi(PublicAuditView):
 
     authentication_classes: list[type] = []
 
-    @extend_schema(parameters=[OpenApiParameter("from", {"type": "integer", "minimum": 0}, required=True),
-                               OpenApiParameter("to", {"type": "integer", "minimum": 0}, required=False)],
+    @extend_schema(parameters=[OpenApiParameter("from", {"type": "integer", "minimum": 0,
+                                                         "maximum": MAX_LOG_POSITION}, required=True),
+                               OpenApiParameter("to", {"type": "integer", "minimum": 0, "maximum": MAX_LOG_POSITION},
+                                                required=False)],
                    responses={200: ConsistencyOutputSerializer, 400: ProblemSerializer, 422: ProblemSerializer,
                               429: ProblemSerializer},
                    summary="Consistency proof between two log sizes")
@@ -203,6 +208,9 @@ def _size_param(request: Request, name: str, *, required: bool = True) -> int | 
         return None
     if raw is None or not (raw.isascii() and raw.isdigit()):  # "²".isdigit() is True
         raise ValidationError({name: ["a non-negative integer is required"]})
+    # Checked by length first: int() refuses (ValueError) strings of more than 4,300 digits.
+    if len(raw.lstrip("0")) > len(str(MAX_LOG_POSITION)) or int(raw) > MAX_LOG_POSITION:
+        raise ValidationError({name: [f"at most {MAX_LOG_POSITION}"]})
     return int(raw)
 
 

@@ -20,12 +20,22 @@ from registry.selectors.comparisons import comparable_runs, comparison_list, run
 from registry.selectors.standing import comparison_conclusion, comparison_members
 from registry.services.comparisons import comparison_create
 
+RUN_REFERENCE_SCHEMA = {"oneOf": [{"type": "integer", "minimum": 1}, {"type": "string", "minLength": 1}]}
 AXES = [("system", "system"), ("software", "software"), ("precision", "precision"), ("iso-quality", "iso-quality")]
 
 
-@extend_schema_field({"oneOf": [{"type": "integer", "minimum": 1}, {"type": "string", "minLength": 1}]})
+@extend_schema_field(RUN_REFERENCE_SCHEMA)
 class RunReferenceField(serializers.JSONField):
     """A run id (integer) or digest (string): documented as exactly that, checked by the validators below."""
+
+
+@extend_schema_field({"type": "array", "items": RUN_REFERENCE_SCHEMA, "minItems": 2, "maxItems": 200,
+                      "uniqueItems": True})
+class RunReferencesField(serializers.ListField):
+    """Two to 200 distinct runs; the service refuses one run named twice (also once by id and once by digest)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(child=RunReferenceField(), min_length=2, max_length=200, **kwargs)
 
 
 class ComparableCursor(NewestFirstCursor):
@@ -97,8 +107,7 @@ class ComparisonCollectionApi(APIView):
     pagination_class = NewestFirstCursor  # documents the page envelope of GET and its parameters
 
     class InputSerializer(StrictSerializer):
-        runs = serializers.ListField(child=RunReferenceField(), min_length=2, max_length=200,
-                                     help_text="run ids or digests")
+        runs = RunReferencesField(help_text="run ids or digests, each run once")
         axis = serializers.ChoiceField(choices=AXES, default="system")
         prices = serializers.DictField(child=serializers.FloatField(min_value=0), required=False,
                                        help_text="price per system-hour, by system.name (a stated assumption)")

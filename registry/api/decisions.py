@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
 from typing import Any
 
 from django.http import HttpResponse, JsonResponse
@@ -20,6 +18,7 @@ from registry.api.pagination import NewestFirstCursor
 from registry.api.strict import WebhookURLField
 from registry.api.submissions import ProblemSerializer
 from registry.exceptions import RegistryError
+from registry.exports import csv_text
 from registry.models import Decision
 from registry.selectors.decisions import decision_list
 from registry.services.decisions import (
@@ -163,11 +162,7 @@ class DecisionExportApi(APIView):
             return JsonResponse({"decision": decision.pk, "status": decision.status,
                                  "answer": latest.number if latest else None,
                                  "digest": latest.digest if latest else None, "rows": rows})
-        out = io.StringIO()
-        writer = csv.DictWriter(out, fieldnames=EXPORT_COLUMNS)
-        writer.writeheader()
-        writer.writerows(rows)
-        response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
+        response = HttpResponse(csv_text(rows, EXPORT_COLUMNS), content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="decision-{decision.pk}.csv"'
         return response
 

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import html
 import logging
 import sys
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, RequestDataTooBig, SuspiciousOperation
 from django.db import InterfaceError, OperationalError
-from django.http import Http404, HttpRequest, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
@@ -66,7 +67,12 @@ def problem_details_handler(exc: Exception, context: dict[str, Any]) -> Response
                         headers=unavailable_headers())
     if isinstance(exc, RegistryError):
         body = problem(exc.status, exc.code, exc.message, exc.errors or None)
-        return Response(body, status=exc.status, content_type=PROBLEM)
+        retry_after = getattr(exc, "retry_after", None)  # a quota refusal (429) says when to ask again
+        return Response(body, status=exc.status, content_type=PROBLEM,
+                        headers={"Retry-After": str(retry_after)} if retry_after is not None else None)
+    if isinstance(exc, SuspiciousOperation):  # raised by Django while reading the body (request.data)
+        status, code, detail = request_refusal(exc)
+        return Response(problem(status, code, detail), status=status, content_type=PROBLEM)
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, PermissionDenied):
@@ -83,6 +89,30 @@ def problem_details_handler(exc: Exception, context: dict[str, Any]) -> Response
     response.data = body
     response.content_type = PROBLEM
     return response
+
+
+def request_refusal(exc: SuspiciousOperation) -> tuple[int, str, str]:
+    """Status, code and words for what Django refuses while reading a request: a body over
+    DATA_UPLOAD_MAX_MEMORY_SIZE is 413 (Django says 400), too many form fields or files 400."""
+    if isinstance(exc, RequestDataTooBig):
+        return (413, "payload-too-large",
+                f"the body is larger than the limit of {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes for this "
+                "endpoint")
+    return 400, "bad-request", str(exc) or "the request cannot be read"
+
+
+def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """Django's 400 handler: what it refused before a view ran (a body too large, too many fields, a bad
+    host...). The API answers problem+json, pages a plain page, and a body too large is 413 either way."""
+    if isinstance(exception, SuspiciousOperation):
+        status, code, detail = request_refusal(exception)
+    else:
+        status, code, detail = 400, "bad-request", "the request cannot be read"
+    if request.path.startswith("/api/"):
+        return JsonResponse(problem(status, code, detail), status=status, content_type=PROBLEM)
+    words = html.escape(detail[:1].upper() + detail[1:])
+    return HttpResponse(f"<!doctype html><title>{status} {_TITLES[status]}</title><h1>{_TITLES[status]}</h1>"
+                        f"<p>{words}.</p>", status=status)
 
 
 def api_not_found(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:

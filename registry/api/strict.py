@@ -7,9 +7,11 @@ its values, so the API refuses the rest with 400 and a pointer, as the descripti
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import URLValidator
 from django.http import Http404
@@ -19,32 +21,26 @@ from rest_framework.exceptions import NotAcceptable, ValidationError
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.parsers import JSONParser
 
+import protocol
 from registry.exceptions import RegistryError
 
 
-def _unstorable(text: str) -> bool:
-    """NUL, or a lone UTF-16 surrogate: valid in JSON text, impossible to store in PostgreSQL text or JSONB."""
-    return "\x00" in text or any("\ud800" <= c <= "\udfff" for c in text)
-
-
-def unstorable_pointers(value: Any, pointer: str = "") -> list[str]:
-    """JSON pointers of every string (or object key) in `value` that the database cannot store."""
-    if isinstance(value, str):
-        return [pointer] if _unstorable(value) else []
-    if isinstance(value, dict):
-        found = []
-        for key, item in value.items():
-            here = f"{pointer}/{str(key).replace('~', '~0').replace('/', '~1')}"
-            found += [here] if _unstorable(str(key)) else unstorable_pointers(item, here)
-        return found
-    if isinstance(value, list):
-        return [p for i, item in enumerate(value) for p in unstorable_pointers(item, f"{pointer}/{i}")]
-    return []
+def unstorable_pointers(value: Any) -> list[str]:
+    """JSON pointers of every string (or object key) in `value` that the database cannot store: NUL, or a lone
+    UTF-16 surrogate (valid in JSON text, impossible to store in PostgreSQL text or JSONB)."""
+    return [e.pointer for e in protocol.value_errors(value, max_depth=sys.maxsize) if e.code == "unstorable-text"]
 
 
 class UnstorableText(RegistryError):
     status = 422
     code = "unstorable-text"
+
+
+class UnreadableJSON(RegistryError):
+    """A body that parses (or nearly) but that no endpoint can take: nested too deep, or numbers no double holds."""
+
+    status = 400
+    code = "parse-error"
 
 
 def refuse_unstorable(value: Any, where: str = "the body") -> None:
@@ -57,12 +53,26 @@ def refuse_unstorable(value: Any, where: str = "the body") -> None:
 
 
 class StrictJSONParser(JSONParser):
-    """JSON bodies, refusing text no database column can hold with 422 and a pointer (not a 500 at the INSERT)."""
+    """JSON bodies, refusing what no endpoint can take with a pointer, before any code meets it: arrays and objects
+    nested deeper than BENCHREG_MAX_JSON_DEPTH and numbers no IEEE double holds (400), text no database column can
+    hold (422, not a 500 at the INSERT)."""
 
     def parse(self, stream: Any, media_type: str | None = None, parser_context: dict[str, Any] | None = None) -> Any:
-        data = super().parse(stream, media_type, parser_context)
-        refuse_unstorable(data)
+        depth = settings.MAX_JSON_DEPTH
+        try:
+            data = super().parse(stream, media_type, parser_context)
+        except RecursionError:  # the C scanner recurses per level: far beyond the bound, no pointer to give
+            raise UnreadableJSON(f"JSON parse error - arrays and objects are nested more than {depth} levels deep",
+                                 errors=[{"pointer": "", "code": "too-deep",
+                                          "message": f"nested more than {depth} levels deep"}]) from None
+        problems = protocol.value_errors(data, max_depth=depth, numbers=True)
+        unreadable = [e.as_dict() for e in problems if e.code != "unstorable-text"]
+        if unreadable:
+            raise UnreadableJSON("JSON parse error - the body holds what no endpoint takes", errors=unreadable[:50])
+        if problems:
+            refuse_unstorable(data)
         return data
+
 
 class UndeliverableAddress(RegistryError):
     status = 422

@@ -36,6 +36,12 @@ def _check_usable(runs: Sequence[Submission]) -> None:
     if len(runs) < 2:
         raise RegistryError("a comparison needs at least two runs", code="too-few-runs",
                             errors=[{"pointer": "/runs", "code": "too-few-runs", "message": "give two or more runs"}])
+    first: dict[int, int] = {}
+    repeated = [(i, first.setdefault(r.pk, i), r) for i, r in enumerate(runs) if first.setdefault(r.pk, i) != i]
+    if repeated:  # one run twice is not two measurements: it would weigh double in every statistic
+        raise RegistryError("a comparison names each run once", code="duplicate-run", errors=[
+            {"pointer": f"/runs/{i}", "code": "duplicate-run",
+             "message": f"run {r.pk} is already /runs/{j} (by id or by digest)"} for i, j, r in repeated])
     examples = [(i, r) for i, r in enumerate(runs) if r.trust == Trust.EXAMPLE]
     if examples:  # hand-written examples measure nothing: never evidence for a decision
         raise NotComparable("example documents cannot be compared", code="example-run", errors=[

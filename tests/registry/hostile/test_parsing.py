@@ -1,0 +1,242 @@
+"""Hostile input gets a clear answer, never a 500: nesting, text and numbers no store can keep, bodies too large,
+cron fields, a run named twice, and submitter text that a spreadsheet would run as a formula."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+import pytest
+from django.db import transaction
+from rest_framework.test import APIClient
+
+from registry.models import Plan, Submission
+from registry.services.submissions import submission_create
+from tests.documents import variant
+from tests.registry.authz.conftest import world  # noqa: F401 (the fixture: one of everything, every principal)
+from tests.registry.authz.test_matrix import RULES
+
+pytestmark = pytest.mark.django_db
+PROBLEM = "application/problem+json"
+DEEP = "[" * 1000 + "]" * 1000  # about 2 KB
+BIG = 6 * 1024 * 1024
+
+
+def _quiet(client: Any) -> Any:
+    client.raise_request_exception = False  # a 500 must show as a status here, not as the view's exception
+    return client
+
+
+def _knock(world: dict[str, Any], name: str) -> Any:  # noqa: F811
+    return next(k for k in world["knocks"] if k.name == name)
+
+
+def _pointers(response: Any) -> list[str]:
+    return [e["pointer"] for e in response.json().get("errors", [])]
+
+
+# --- nesting ------------------------------------------------------------------------------------------------
+
+def test_deep_nesting_on_the_anonymous_enrolment_is_a_400_with_a_pointer(anonymous: APIClient) -> None:
+    response = _quiet(anonymous).post("/api/v1/agents/enroll", DEEP, content_type="application/json")
+    assert response.status_code == 400 and response["Content-Type"] == PROBLEM
+    assert response.json()["errors"][0]["code"] == "too-deep"
+    shallow_but_over = "[" * 40 + "]" * 40  # parses, but deeper than BENCHREG_MAX_JSON_DEPTH (32)
+    response = anonymous.post("/api/v1/agents/enroll", {"token": "x", "name": "n", "inventory": json.loads(
+        shallow_but_over)}, format="json")
+    assert response.status_code == 400 and "/inventory/0/0/0" in _pointers(response)[0]
+
+
+def test_deep_nesting_is_refused_on_every_json_endpoint_for_every_principal(world: dict[str, Any]) -> None:  # noqa: F811
+    """Each door of the URL conf that takes a JSON body (test_matrix.RULES), each principal: never a 5xx, and every
+    principal the door lets through is told where the nesting is too deep."""
+    wrong, reached = [], set()
+    for name, cases in sorted(RULES.items()):
+        for method, path_of, body_of, _, _ in cases:
+            path = path_of(world)
+            if body_of is None or not path.startswith("/api/") or path.endswith("/reports/verify"):
+                continue  # no body, a page (forms), or a multipart upload
+            for knock in world["knocks"]:
+                with transaction.atomic():
+                    response = getattr(_quiet(knock.api), method)(path, DEEP, content_type="application/json")
+                    transaction.set_rollback(True)
+                if response.status_code >= 500 or response["Content-Type"] != PROBLEM:
+                    wrong.append(f"{method.upper()} {path} as {knock.name}: {response.status_code}")
+                elif response.status_code == 400 and "too-deep" in response.content.decode():
+                    reached.add(name)
+    assert not wrong, "\n".join(wrong)
+    bodied = {n for n, cases in RULES.items() for c in cases
+              if c[2] is not None and c[1](world).startswith("/api/") and not c[1](world).endswith("/verify")}
+    ignores_its_body = {"api-decision-reports"}  # POST with no request body: issues the report, reads nothing
+    assert reached == bodied - ignores_its_body, f"never reached the parser: {bodied - reached}"
+
+
+# --- text and numbers no store can keep, alone and in a batch -------------------------------------------------
+
+HOSTILE = {"nul": ('"lab\\u0000x"', "unstorable-text"), "lone surrogate": ('"lab\\ud800"', "unstorable-text"),
+           "4,000 digits": ("9" * 4000, "integer-out-of-range"), "5,000 digits": ("-" + "9" * 5000,
+                                                                                  "integer-out-of-range")}
+
+
+def _hostile_line(document: dict[str, Any], literal: str) -> str:
+    text = json.dumps(variant(document, "PLACEHOLDER"))
+    return text.replace('"PLACEHOLDER"', literal)
+
+
+@pytest.mark.parametrize("kind", sorted(HOSTILE))
+def test_a_hostile_value_in_a_submission_is_refused_with_its_pointer(api: APIClient, server_example: dict[str, Any],
+                                                                     kind: str) -> None:
+    literal, code = HOSTILE[kind]
+    response = _quiet(api).post("/api/v1/submissions", _hostile_line(server_example, literal),
+                                content_type="application/json")
+    assert response.status_code == 400 and response["Content-Type"] == PROBLEM, response.content[:300]
+    assert [(e["pointer"], e["code"]) for e in response.json()["errors"]] == [("/system/name", code)]
+    assert not Submission.objects.exists()
+
+
+@pytest.mark.parametrize("kind", sorted(HOSTILE))
+def test_a_hostile_line_in_a_batch_is_refused_alone(api: APIClient, server_example: dict[str, Any], kind: str) -> None:
+    literal, code = HOSTILE[kind]
+    body = "\n".join([json.dumps(variant(server_example, "lab-a")), _hostile_line(server_example, literal),
+                      json.dumps(variant(server_example, "lab-b"))]) + "\n"
+    response = _quiet(api).post("/api/v1/submissions", body, content_type="application/x-ndjson")
+    assert response.status_code == 200, response.content[:300]
+    lines = [json.loads(line) for line in response.content.decode().splitlines()]
+    assert [(x["line"], x["result"]) for x in lines] == [(1, "stored"), (2, "refused"), (3, "stored")]
+    assert [(e["pointer"], e["code"]) for e in lines[1]["problem"]["errors"]] == [("/system/name", code)]
+    assert sorted(Submission.objects.values_list("system_name", flat=True)) == ["lab-a", "lab-b"]
+
+
+@pytest.mark.postgres
+def test_nul_never_reaches_a_postgresql_text_column(api: APIClient, server_example: dict[str, Any]) -> None:
+    """PostgreSQL refuses NUL in text and JSONB (a 500 at the INSERT): each path in is refused before it."""
+    client = _quiet(api)
+    token = client.post("/api/v1/tokens", '{"name": "a\\u0000b", "scopes": ["read"]}', content_type="application/json")
+    assert token.status_code == 422 and _pointers(token) == ["/name"]
+    query = client.get("/api/v1/submissions", {"system_name": "a\x00b"})
+    assert query.status_code == 422 and query["Content-Type"] == PROBLEM
+    with pytest.raises(Exception) as refused:
+        submission_create(document=variant(server_example, "a\x00b"), submitted_by=Submission._meta.get_field(
+            "submitted_by").related_model.objects.get(username="lab-7"))
+    assert getattr(refused.value, "errors", None) == [{"pointer": "/system/name", "code": "unstorable-text",
+                                                       "message": refused.value.errors[0]["message"]}]
+    assert not Submission.objects.exists()
+
+
+# --- cron -----------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("cron", ["-1 * * * *", "0 -2 * * *", "0 0 -5-3 * *", "*/0 * * * *", "1,,2 * * * *"])
+def test_a_cron_field_no_schedule_can_keep_is_a_400(world: dict[str, Any], cron: str) -> None:  # noqa: F811
+    client = _quiet(_knock(world, "submitter").api)
+    response = client.post("/api/v1/schedules", {"plan": world["plan"].pk, "cron": cron, "agents": ["rig-a"]},
+                           format="json")
+    assert response.status_code == 400 and response["Content-Type"] == PROBLEM, response.content[:300]
+    assert _pointers(response) == ["/cron"]
+    change = client.patch(f"/api/v1/schedules/{world['schedule'].pk}", {"cron": cron}, format="json")
+    assert change.status_code == 400 and _pointers(change) == ["/cron"]
+
+
+# --- bodies too large -------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("who", "path"), [("anonymous", "/api/v1/agents/enroll"), ("submitter", "/api/v1/tokens"),
+                                           ("submitter", "/api/v1/comparisons"), ("submitter", "/api/v1/decisions"),
+                                           ("submitter", "/api/v1/schedules"), ("agent", "/api/v1/agents/heartbeat")])
+def test_a_6_mib_body_is_413_problem_json_on_every_endpoint(world: dict[str, Any], who: str,  # noqa: F811
+                                                            path: str) -> None:
+    body = b'{"name": "' + b"x" * BIG + b'"}'
+    response = _quiet(_knock(world, who).api).post(path, body, content_type="application/json")
+    assert response.status_code == 413 and response["Content-Type"] == PROBLEM, (path, response.content[:300])
+    assert response.json()["code"] == "payload-too-large"
+
+
+def test_a_6_mib_form_is_a_plain_413_page(world: dict[str, Any]) -> None:  # noqa: F811
+    web = _quiet(_knock(world, "submitter").web)
+    response = web.post("/tokens/", {"name": "x" * BIG, "scopes": ["read"]})
+    assert response.status_code == 413 and response["Content-Type"].startswith("text/html")
+    assert b"Payload too large" in response.content
+
+
+# --- a comparison names each run once ---------------------------------------------------------------------------
+
+def test_the_same_run_twice_in_a_comparison_is_a_400_with_its_pointer(world: dict[str, Any]) -> None:  # noqa: F811
+    client = _quiet(_knock(world, "submitter").api)
+    a, b = world["runs"]
+    for runs, pointer in (([a.pk, a.pk], "/runs/1"), ([a.pk, b.pk, a.digest], "/runs/2")):
+        response = client.post("/api/v1/comparisons", {"runs": runs, "axis": "system"}, format="json")
+        assert response.status_code == 400 and response["Content-Type"] == PROBLEM, response.content[:300]
+        assert [(e["pointer"], e["code"]) for e in response.json()["errors"]] == [(pointer, "duplicate-run")]
+
+
+# --- CSV exports ------------------------------------------------------------------------------------------------
+
+FORMULAS = ["=HYPERLINK(\"http://evil\")", "+1+cmd|' /C calc'!A0", "-2+3", "@SUM(A1)", "\tx"]
+
+
+def _cells(content: bytes) -> list[str]:
+    text = content.decode()
+    return [cell for row in csv.reader(io.StringIO(text)) for cell in row if not row[0].startswith("#")]
+
+
+def _no_formula(cells: list[str]) -> None:
+    from registry.exports import _FORMULA_START, _PLAIN_NUMBER
+
+    live = [c for c in cells if c.startswith(_FORMULA_START) and not _PLAIN_NUMBER.fullmatch(c)]
+    assert not live, live
+
+
+def test_csv_exports_never_carry_a_formula_and_keep_numbers(django_user_model: Any, server_example: dict[str, Any]
+                                                            ) -> None:
+    from django.contrib.auth.models import Group
+    from django.test import Client
+
+    from registry.services.comparisons import comparison_create
+
+    admin = django_user_model.objects.create_user("ada", password="pw")
+    admin.groups.add(Group.objects.get_or_create(name="admin")[0])
+    runs = [submission_create(document=variant(server_example, name, 1000.0 + i,
+                                               **{"system.accelerators": [{**server_example["system"]["accelerators"][0],
+                                                                          "model": FORMULAS[0]}]}),
+                              submitted_by=admin)[0] for i, name in enumerate(FORMULAS)]
+    comparison, _ = comparison_create(runs=runs[:2], axis="system", created_by=admin)
+    web = Client()
+    web.force_login(admin)
+    exports = {"catalogue": web.get("/?format=csv"), "matrix": web.get("/matrix/?format=csv"),
+               "comparison": web.get(f"/comparisons/{comparison.pk}/?format=csv")}
+    for name, response in exports.items():
+        assert response.status_code == 200 and response["Content-Type"].startswith("text/csv"), name
+        cells = _cells(response.content)
+        _no_formula(cells)
+        assert f"'{FORMULAS[0]}" in cells or f"'{FORMULAS[1]}" in cells, name  # shown as typed, with the prefix
+    assert "'" + FORMULAS[2] in _cells(exports["catalogue"].content)
+    assert "1000.0" in _cells(exports["catalogue"].content)  # numbers stay numbers
+    api = APIClient()
+    api.force_authenticate(admin)
+    question = {"workload": server_example["workload"]["name"], "scenario": "server",
+                "objectives": [{"metric": "ttft_ms", "percentile": "p99", "max_ms": 2000}],
+                "demand": {"value": 20000, "unit": "tokens/s"},
+                "prices": {"system_hour": {FORMULAS[0]: 98.0}}}
+    decision = api.post("/api/v1/decisions", {"title": "=1+1", "question": question}, format="json")
+    assert decision.status_code == 201, decision.content[:500]
+    exported = api.get(f"/api/v1/decisions/{decision.json()['id']}/export")
+    assert exported.status_code == 200
+    cells = _cells(exported.content)
+    _no_formula(cells)
+    assert any(c.startswith("'=HYPERLINK") for c in cells), cells[:20]
+
+
+def test_csv_safe_prefixes_text_only() -> None:
+    from registry.exports import csv_safe
+
+    assert [csv_safe(v) for v in ("=1", "+x", "-x", "@x", "\tx", "\rx", "-1.5", "+3", "1e5", "lab", "")] == [
+        "'=1", "'+x", "'-x", "'@x", "'\tx", "'\rx", "-1.5", "+3", "1e5", "lab", ""]
+    assert [csv_safe(v) for v in (-1.5, -3, None, True)] == [-1.5, -3, None, True]
+
+
+def test_plan_fixture_is_unchanged_by_refusals(world: dict[str, Any]) -> None:  # noqa: F811
+    """Nothing partial: the refused requests above leave the world's plan and schedule as they were."""
+    client = _quiet(_knock(world, "submitter").api)
+    client.post("/api/v1/schedules", {"plan": world["plan"].pk, "cron": "-1 * * * *", "agents": ["rig-a"]},
+                format="json")
+    assert Plan.objects.count() == 1 and world["schedule"].__class__.objects.count() == 1
