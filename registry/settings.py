@@ -10,6 +10,7 @@ Environment:
   BENCHREG_MAX_SUBMISSION_BYTES  largest accepted submission body (default 5 MiB)
   BENCHREG_MAX_BATCH_BYTES       largest accepted batch body, application/x-ndjson (default 32 MiB)
   BENCHREG_MAX_BATCH_DOCUMENTS   most documents (lines) in one batch (default 2000)
+  BENCHREG_MAX_JSON_DEPTH        deepest nesting of any other JSON request body (default 32)
   BENCHREG_AUDIT_SEQUENCING      commit (default), inline or worker: when queued audit entries are numbered
   BENCHREG_LOG_ORIGIN            the audit log's checkpoint origin line (default benchreg.local/audit)
   BENCHREG_CHECKPOINT_KEY        checkpoint signing key: a C2SP signer key string or a key file's path
@@ -206,7 +207,10 @@ LOGIN_REDIRECT_URL = "/"
 
 # The largest submission body accepted (bytes). Larger bodies get 413 before they are parsed.
 MAX_SUBMISSION_BYTES = env_int("BENCHREG_MAX_SUBMISSION_BYTES", 5 * 1024 * 1024)
-DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_SUBMISSION_BYTES + 1024
+DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_SUBMISSION_BYTES + 1024  # any other body: 413 above it (exception_handlers)
+# Arrays and objects nested in one another in a JSON body other than a submission (whose depth the protocol bounds
+# at 64): deeper is 400 with a pointer, before any code that recurses meets it.
+MAX_JSON_DEPTH = env_int("BENCHREG_MAX_JSON_DEPTH", 32)
 # --- issue 16: a batch (POST /api/v1/submissions, application/x-ndjson): its body and its number of lines.
 MAX_BATCH_BYTES = env_int("BENCHREG_MAX_BATCH_BYTES", 32 * 1024 * 1024)
 MAX_BATCH_DOCUMENTS = env_int("BENCHREG_MAX_BATCH_DOCUMENTS", 2000)

@@ -19,7 +19,7 @@ import logging
 from datetime import datetime, timedelta
 from typing import Any
 
-from celery.schedules import crontab
+from celery.schedules import ParseException, crontab
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
@@ -59,7 +59,7 @@ def cron_parse(text: str) -> crontab:
                             errors=[{"pointer": "/cron", "code": "invalid-cron", "message": "five fields"}])
     try:
         return crontab(**dict(zip(CRON_FIELDS, parts, strict=True)))
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, ParseException) as exc:  # ParseException: e.g. a negative number
         raise RegistryError(f"cron {text!r} is not valid: {exc}", code="invalid-schedule",
                             errors=[{"pointer": "/cron", "code": "invalid-cron", "message": str(exc)}]) from None
 
