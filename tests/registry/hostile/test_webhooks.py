@@ -399,3 +399,20 @@ def test_deliveries_have_their_own_queue(settings: Any) -> None:
     assert route["queue"].name == settings.BENCHREG_WEBHOOK_QUEUE == "webhooks"
     assert app.amqp.router.route({}, "registry.tasks.reports.reports_sweep")["queue"].name == "celery"
     assert {q.name for q in settings.CELERY_TASK_QUEUES} == {"celery", "webhooks"}  # a worker without -Q: both
+
+
+@pytest.mark.django_db
+def test_benchreg_sweep_runs_the_webhooks_sweep_too(receiver: Receiver, settings: Any) -> None:
+    """The embedded default without beat: `benchreg sweep` (by hand or from cron) delivers what was left pending."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    settings.BENCHREG_WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.1/32"]
+    delivery = webhook_enqueue(url=receiver.url(), secret=webhook_secret_new(), event="e", body={})
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(next_attempt_at=timezone.now() - timedelta(minutes=5))
+    out = StringIO()
+    call_command("sweep", stdout=out)
+    assert "webhooks: 0 failed for good, 1 queued again" in out.getvalue()
+    delivery.refresh_from_db()
+    assert delivery.state == "delivered" and len(receiver.received) == 1
