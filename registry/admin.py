@@ -11,11 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
+from django.core.exceptions import SuspiciousFileOperation
 from django.http import Http404, HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import path
 from django.utils import timezone
+from django.utils.text import get_valid_filename
 
 from registry import policy
 from registry.importers.archives import ArchiveError, unpack
@@ -81,20 +84,39 @@ class SubmissionAdmin(ReadOnlyAdmin):
         result = error = None
         if request.method == "POST" and form.is_valid():
             upload = form.cleaned_data["archive"]
-            # The archive is kept (uploads storage: the data dir, or S3-compatible storage) as the import's
-            # provenance; it is unpacked from the upload itself, not read back from the storage.
-            uploads_storage().save(f"mlperf/{timezone.now():%Y%m%dT%H%M%S}-{Path(upload.name).name}", upload)
-            upload.seek(0)
             with tempfile.TemporaryDirectory(prefix="benchreg-import-") as tmp:
-                try:
-                    root = unpack(upload, upload.name, Path(tmp))
-                    result = mlperf_import(root=root, submitted_by=request.user,
-                                           round_name=form.cleaned_data["round"] or None)
+                try:  # bounded while unpacking: a refused archive leaves nothing but this temporary folder
+                    root = unpack(upload, upload.name, Path(tmp),
+                                  max_bytes=settings.BENCHREG_IMPORT_MAX_UNPACKED_BYTES,
+                                  max_members=settings.BENCHREG_IMPORT_MAX_MEMBERS)
                 except ArchiveError as exc:
                     error = str(exc)
+                else:
+                    result = mlperf_import(root=root, submitted_by=request.user,
+                                           round_name=form.cleaned_data["round"] or None)
+            if result is not None and result.counts.get("stored"):  # the archive is the stored runs' provenance
+                keep_error = _keep_upload(upload)
+                if keep_error:
+                    messages.warning(request, keep_error)
         context = {**self.admin_site.each_context(request), "title": "Import MLPerf results", "form": form,
                    "result": result, "error": error, "opts": self.model._meta}
         return TemplateResponse(request, "admin/registry/submission/import_mlperf.html", context)
+
+
+def _keep_upload(upload: Any) -> str | None:
+    """Keep an imported archive (uploads storage: the data dir, or S3-compatible storage) as the import's
+    provenance. Only an archive that unpacked cleanly is kept; the import is committed by then, so a storage
+    failure is reported, not raised."""
+    try:
+        name = get_valid_filename(Path(upload.name).name)
+    except SuspiciousFileOperation:  # nothing usable is left of the name
+        name = "upload"
+    upload.seek(0)
+    try:
+        uploads_storage().save(f"mlperf/{timezone.now():%Y%m%dT%H%M%S}-{name}", upload)
+    except Exception as exc:  # the storage backend's own errors (disk, S3) vary: none may undo the import
+        return f"the import is stored, but the archive could not be kept: {type(exc).__name__}: {exc}"
+    return None
 
 
 @admin.register(Withdrawal)

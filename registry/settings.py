@@ -28,6 +28,10 @@ Environment:
                                  (unset: files in the data dir; docs/operations.md)
   BENCHREG_THROTTLE_ANON / _USER / _VERIFY   API rates, e.g. "60/min" (docs/security.md)
   BENCHREG_MAX_VERIFY_BYTES      largest report PDF the anonymous verification endpoint accepts (default 20 MiB)
+  BENCHREG_VERIFY_MAX_STREAM_BYTES / _MAX_INFLATED_BYTES  most bytes one PDF stream / one verification may
+                                 inflate (defaults 32 MiB / 64 MiB per revision read; docs/security.md)
+  BENCHREG_IMPORT_MAX_UNPACKED_BYTES / _MAX_MEMBERS  bounds of an archive uploaded in the admin
+                                 (defaults 512 MiB, 20000 entries; counted while it is unpacked)
   BENCHREG_LOGIN_FAILURE_LIMIT   wrong passwords per account and per address before a lock-out (default 5)
   BENCHREG_LOGIN_COOLOFF_MINUTES how long a lock-out lasts (default 15)
 """
@@ -247,6 +251,13 @@ REST_FRAMEWORK = {
 
 # The anonymous report-verification endpoint parses PDFs: bodies above this are refused (413) before parsing.
 BENCHREG_MAX_VERIFY_BYTES = env_int("BENCHREG_MAX_VERIFY_BYTES", 20 * 1024 * 1024)
+# What verifying one report may inflate: compressed PDF streams are decoded with these caps (a Flate bomb of a few
+# hundred KiB would otherwise inflate to gigabytes). A real report's largest stream, its evidence, is a few MiB.
+BENCHREG_VERIFY_MAX_STREAM_BYTES = env_int("BENCHREG_VERIFY_MAX_STREAM_BYTES", 32 * 1024 * 1024)
+BENCHREG_VERIFY_MAX_INFLATED_BYTES = env_int("BENCHREG_VERIFY_MAX_INFLATED_BYTES", 64 * 1024 * 1024)
+# An MLPerf tree uploaded in the admin: members and unpacked bytes are counted as it is unpacked.
+BENCHREG_IMPORT_MAX_UNPACKED_BYTES = env_int("BENCHREG_IMPORT_MAX_UNPACKED_BYTES", 512 * 1024 * 1024)
+BENCHREG_IMPORT_MAX_MEMBERS = env_int("BENCHREG_IMPORT_MAX_MEMBERS", 20_000)
 
 # Content-Security-Policy on every response (django-csp 4): scripts and styles from this origin only, no inline
 # script anywhere (templates load static files), nothing framed, forms post here only. Inline styles stay

@@ -106,7 +106,10 @@ class ReportPdfApi(APIView):
 class ReportVerifyApi(APIView):
     """Upload a report PDF (multipart field `file`): VALID or INVALID with every failed check. Open to anyone, so
     it is throttled (scope `verify`, BENCHREG_THROTTLE_VERIFY) and size-limited before the body is parsed
-    (BENCHREG_MAX_VERIFY_BYTES, 413). Who withdrew a run and why is shown to callers with the read right."""
+    (BENCHREG_MAX_VERIFY_BYTES, 413). Compressed streams inflate to at most BENCHREG_VERIFY_MAX_STREAM_BYTES each
+    and BENCHREG_VERIFY_MAX_INFLATED_BYTES per revision read (defaults 32 and 64 MiB): a file that needs more is
+    refused with 413 (code `inflated-too-large`) and nothing past the bound is inflated. Who withdrew a run and
+    why is shown to callers with the read right."""
 
     required_scope = None
     throttle_scope = "verify"
@@ -131,6 +134,10 @@ class ReportVerifyApi(APIView):
             raise too_large
         with_reasons = policy.can(policy.for_request(request), policy.WITHDRAWAL_REASONS_READ)
         verdict = report_verify(pdf=upload.read(), with_reasons=with_reasons)
+        bound = next((c for c in verdict.reasons if c.code == "within-bounds"), None)
+        if bound is not None:
+            raise RegistryError(f"not verified: {bound.message}", status=413, code="inflated-too-large",
+                                errors=[{"pointer": "/file", "message": bound.message}])
         return Response(verdict.as_dict())
 
 

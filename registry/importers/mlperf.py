@@ -156,7 +156,7 @@ class _Ledger:
 
     def load(self, path: Path, reader: Any, *, what: str, required: bool, quiet: bool = False,
              lenient: bool = False) -> Any:
-        rel = path.relative_to(self.tree).as_posix()
+        rel = _shown(path.relative_to(self.tree).as_posix())
         if not path.is_file():
             if required:
                 self.reports[path] = FileReport(rel, None, "error", f"missing: {what} is required")
@@ -164,7 +164,16 @@ class _Ledger:
             elif not quiet:
                 self.warnings.append(f"{rel}: absent ({what}); imported without it")
             return None
-        data = path.read_bytes()
+        if not inside(path, self.tree):
+            self.reports[path] = FileReport(rel, None, "error", "a link that leads out of the tree: not read")
+            self.errors.append(f"{rel}: a link that leads out of the tree ({what} is not read through it)")
+            return None
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            self.reports[path] = FileReport(rel, None, "error", f"cannot be read: {exc.strerror or exc}")
+            self.errors.append(f"{rel}: cannot be read ({exc.strerror or exc})")
+            return None
         self.reports[path] = FileReport(rel, hashlib.sha256(data).hexdigest(), "used", f"read as {what}")
         try:
             if lenient:  # only some lines are records: bytes elsewhere (console noise) are not read
@@ -234,6 +243,7 @@ def parse_tree(root: Path, *, round_name: str | None = None) -> ImportPlan:
                 items.append(_import_item(submission, root, folder, scenario, round_name))
     claimed = {root / f.path for item in items for f in item.files}
     skipped = [_skipped_report(root, path) for path in all_files(root) if path not in claimed]
+    skipped += passed_over(root)
     round_value, round_source = _plan_round(items, round_name)
     if given is None and hint:
         round_source = "folder name"
@@ -246,9 +256,9 @@ def parse_tree(root: Path, *, round_name: str | None = None) -> ImportPlan:
 
 def _submission_roots(root: Path) -> list[Path]:
     """Folders holding results/ (a submitter's folder such as closed/AMD), outermost first."""
-    if (root / "results").is_dir():
+    if _real_dir(root / "results"):
         return [root]
-    found = sorted(p.parent for p in root.rglob("results") if p.is_dir())
+    found = sorted(p.parent for p in root.rglob("results") if _real_dir(p))
     return [p for p in found if not any(q != p and q in p.parents for q in found)]
 
 
@@ -256,9 +266,38 @@ def _result_folders(submission: Path) -> list[tuple[Path, str | None]]:
     """Every results/<system>/<benchmark>/<folder>, with its scenario (None: not a scenario folder)."""
     results = submission / "results"
     return [(folder, SCENARIO_FOLDERS.get(folder.name.lower()))
-            for system in sorted(results.iterdir()) if system.is_dir()
-            for benchmark in sorted(system.iterdir()) if benchmark.is_dir()
-            for folder in sorted(benchmark.iterdir()) if folder.is_dir()]
+            for system in _subfolders(results) for benchmark in _subfolders(system)
+            for folder in _subfolders(benchmark)]
+
+
+def _real_dir(path: Path) -> bool:
+    """A folder, not a link to one, with a UTF-8 name: what the importer walks into."""
+    return path.is_dir() and not path.is_symlink() and _utf8(path.name)
+
+
+def _subfolders(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if _real_dir(p))
+
+
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # os.fsdecode keeps bytes that are not UTF-8 as lone surrogates
+        return False
+    return True
+
+
+def _shown(rel: str) -> str:
+    """A path as reports print it: bytes that are not UTF-8 escaped (\\xe9), never a lone surrogate."""
+    return rel if _utf8(rel) else os.fsencode(rel).decode("utf-8", "backslashreplace")
+
+
+def inside(path: Path, tree: Path) -> bool:
+    """True when `path`, every link on it resolved, stays inside `tree` (False for a dangling or looping link)."""
+    try:
+        return path.resolve(strict=True).is_relative_to(tree.resolve())
+    except (OSError, RuntimeError):
+        return False
 
 
 def _skipped_folder(tree: Path, folder: Path) -> ImportItem:
@@ -270,9 +309,29 @@ def _skipped_folder(tree: Path, folder: Path) -> ImportItem:
 
 
 def all_files(root: Path) -> list[Path]:
-    """Every file under `root` (links followed as the tree is walked), sorted: one walk of the tree."""
-    found = [Path(folder) / name for folder, _dirs, names in os.walk(root, followlinks=True) for name in names]
-    return sorted(p for p in found if p.is_file())
+    """Every file under `root`, sorted: one walk of the tree. Links to folders are not followed (a link to '.'
+    would loop, one to '/' would leave the tree); a link to a file counts when it stays inside `root`. Names that
+    are not UTF-8 are left out: `passed_over` lists what was left out, and why."""
+    return sorted(p for p in _walk(root) if _utf8(str(p)) and p.is_file() and inside(p, root))
+
+
+def _walk(root: Path) -> list[Path]:
+    return [Path(folder) / name for folder, _dirs, names in os.walk(root) for name in names]
+
+
+def passed_over(root: Path) -> list[FileReport]:
+    """What `all_files` and the folder walk leave out: links to folders or out of the tree, and names that are
+    not UTF-8 (printed with their bytes escaped)."""
+    out = []
+    for folder, dirs, names in os.walk(root):
+        for name in [*dirs, *names]:
+            path = Path(folder) / name
+            rel = _shown(path.relative_to(root).as_posix())
+            if not _utf8(name):
+                out.append(FileReport(rel, None, "skipped", "the name is not UTF-8: not read"))
+            elif path.is_symlink() and (path.is_dir() or not inside(path, root)):
+                out.append(FileReport(rel, None, "skipped", "a link to a folder or out of the tree: not followed"))
+    return sorted(out, key=lambda f: f.path)
 
 
 def _skipped_report(root: Path, path: Path) -> FileReport:
@@ -362,9 +421,10 @@ def _import_item(submission: Path, tree: Path, scenario_dir: Path, scenario: str
             ledger.fail(blamed, str(exc))
     if document is not None:
         build.warnings.extend(_layout_mismatches(submission, document))
-        problems = protocol.errors(document)
+        problems = [f"protocol {e.pointer or '/'}: {e.message} [{e.code}]" for e in protocol.errors(document)]
+        problems += unstorable(document)
         if problems:
-            ledger.errors.extend(f"protocol {e.pointer or '/'}: {e.message} [{e.code}]" for e in problems)
+            ledger.errors.extend(problems)
             document = None
     files = list(ledger.reports.values()) + _unread(tree, scenario_dir, ledger.reports)
     return ImportItem(key=key, document=document, files=sorted(files, key=lambda f: f.path),
@@ -825,9 +885,32 @@ def read_json_object(text: str) -> dict[str, Any]:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise SourceError(f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except RecursionError:
+        raise SourceError(TOO_DEEP) from None
     if not isinstance(value, dict):
         raise SourceError("expected a JSON object")
     return value
+
+
+TOO_DEEP = "nested deeper than the JSON reader allows (about a thousand levels): not a description MLPerf writes"
+
+
+def unstorable(document: Any, pointer: str = "") -> list[str]:
+    """Text the registry cannot store, by JSON pointer: NUL (U+0000), which PostgreSQL text cannot hold, and lone
+    surrogates, which are not UTF-8. A source file's JSON may spell either as an escape (\\u0000)."""
+    if isinstance(document, str):
+        if "\x00" in document:
+            return [f"{pointer or '/'}: holds a NUL character (U+0000), which the registry cannot store"]
+        return [] if _utf8(document) else [f"{pointer or '/'}: holds a lone surrogate, which is not UTF-8 text"]
+    if isinstance(document, dict):
+        found = []
+        for key, value in document.items():
+            here = f"{pointer}/{str(key).replace('~', '~0').replace('/', '~1')}"
+            found += unstorable(str(key), here) + unstorable(value, here)
+        return list(dict.fromkeys(found))
+    if isinstance(document, list):
+        return [problem for n, value in enumerate(document) for problem in unstorable(value, f"{pointer}/{n}")]
+    return []
 
 
 # One decoder for every :::MLLOG line (floats as Decimal, keeping their printed digits).
@@ -849,6 +932,8 @@ def read_detail(text: str) -> dict[str, Any]:
             record = MLLOG_DECODER.decode(line[len(":::MLLOG "):])
         except json.JSONDecodeError as exc:
             raise SourceError(f"line {number}: malformed :::MLLOG record ({exc.msg})") from None
+        except RecursionError:
+            raise SourceError(f"line {number}: {TOO_DEEP}") from None
         if not isinstance(record, dict) or not isinstance(record.get("key"), str) or "value" not in record:
             raise SourceError(f"line {number}: a :::MLLOG record needs a key and a value")
         entries.setdefault(record["key"], record["value"])

@@ -46,14 +46,16 @@ def parse_tree(root: Path, *, round_name: str | None = None) -> ImportPlan:
         raise FileNotFoundError(f"{root} is not a directory")
     round_value = _round(root, round_name)
     items: list[ImportItem] = []
-    folders = sorted({p.parent for p in root.glob("**/results/*/*/result_*.txt")})
+    # results/<system>/<benchmark>/ as real folders: a link there (results/x -> .) would read a folder twice
+    folders = sorted({p.parent for p in root.glob("**/results/*/*/result_*.txt")
+                      if not (p.parent.is_symlink() or p.parent.parent.is_symlink()) and mlperf.inside(p, root)})
     for folder in folders:
         items.append(_import_item(folder.parents[2], root, folder, round_value))
     claimed = {root / f.path for item in items for f in item.files}
     skipped = [FileReport(p.relative_to(root).as_posix(), None, "skipped",
                           "not a training result (systems/<system>.json and results/<system>/<benchmark>/"
                           "result_<n>.txt are read)")
-               for p in mlperf.all_files(root) if p not in claimed]
+               for p in mlperf.all_files(root) if p not in claimed] + mlperf.passed_over(root)
     errors = [] if folders else ["no results/<system>/<benchmark>/result_<n>.txt found: not an MLPerf Training tree"]
     return ImportPlan(items=items, skipped=skipped, round=round_value,
                       round_source="argument" if round_name else "folder name", errors=errors)
@@ -83,6 +85,8 @@ def read_mllog(text: str) -> list[dict[str, Any]]:
             record = MLLOG_DECODER.decode(line[start + len(":::MLLOG "):])
         except json.JSONDecodeError as exc:
             raise SourceError(f"line {number}: malformed :::MLLOG record ({exc.msg})") from None
+        except RecursionError:
+            raise SourceError(f"line {number}: {mlperf.TOO_DEEP}") from None
         if not isinstance(record, dict) or not isinstance(record.get("key"), str):
             raise SourceError(f"line {number}: a :::MLLOG record needs a key")
         records.append(record)
@@ -153,9 +157,10 @@ def _import_item(submission: Path, tree: Path, folder: Path, round_value: str | 
         except SourceError as exc:
             ledger.errors.append(str(exc))
     if document is not None:
-        problems = protocol.errors(document)
+        problems = [f"protocol {e.pointer or '/'}: {e.message} [{e.code}]" for e in protocol.errors(document)]
+        problems += mlperf.unstorable(document)
         if problems:
-            ledger.errors.extend(f"protocol {e.pointer or '/'}: {e.message} [{e.code}]" for e in problems)
+            ledger.errors.extend(problems)
             document = None
     unread = [FileReport(p.relative_to(tree).as_posix(), None, "skipped", "not a result_<n>.txt")
               for p in mlperf.all_files(folder) if p not in ledger.reports]
