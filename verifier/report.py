@@ -7,6 +7,8 @@ updates, a damaged attachment stream), the answer is a verdict, never an excepti
 run id, as the report and its evidence name them. Checks, each with a stable code:
 
   report-checkable          (only when it fails) the file broke the verifier somewhere unexpected; says where
+  within-bounds             (only when it fails) a compressed stream inflates beyond the verifier's bounds (a Flate
+                            bomb): nothing past that point is checked, and no more than the bounds is inflated
 
   pdf-readable              the file parses as a PDF
   signature-present         exactly one signature
@@ -42,6 +44,8 @@ from asn1crypto import x509 as asn1_x509
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
+from pyhanko.pdf_utils.decode_limits import DecodeLimits, DocumentDecodeBudget, StreamDecodeLimits
+from pyhanko.pdf_utils.misc import PdfDecodeLimitError
 from pyhanko.pdf_utils.reader import PdfFileReader
 from pyhanko.sign.diff_analysis.policy_api import ModificationLevel
 from pyhanko.sign.fields import MDPPerm
@@ -56,6 +60,11 @@ from verifier import ATTACHMENT_NAME, EVIDENCE_KIND, REASON_PREFIX
 
 RunLookup = Callable[[Sequence[str]], Mapping[str, Mapping[str, Any]]]
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+# What one verification may inflate. A registry report's largest stream is its evidence JSON (a few MiB for
+# hundreds of runs); a Flate bomb of a few hundred KiB inflates to gigabytes. The total is counted per revision
+# read (pyHanko gives each historical revision its own budget), and decoding stops at the bound.
+MAX_STREAM_BYTES = 32 * 1024 * 1024
+MAX_INFLATED_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -107,24 +116,45 @@ def load_certificates(pem: bytes) -> list[x509.Certificate]:
 
 
 def verify_report(pdf: bytes, *, certificates: Sequence[x509.Certificate], log_keys: Sequence[str | VerifierKey],
-                  registry: RunLookup | None = None) -> Verdict:
-    """Check `pdf` as described in the module docstring. Never raises for a bad file: that is a failed check."""
+                  registry: RunLookup | None = None, max_stream_bytes: int = MAX_STREAM_BYTES,
+                  max_inflated_bytes: int = MAX_INFLATED_BYTES) -> Verdict:
+    """Check `pdf` as described in the module docstring. Never raises for a bad file: that is a failed check.
+
+    No stream inflates to more than `max_stream_bytes`, nor all streams of a revision to more than
+    `max_inflated_bytes`; past either, decoding stops and the verdict is INVALID with the check within-bounds."""
     verdict = Verdict()
+    limits = DecodeLimits(per_stream=StreamDecodeLimits(max_output_size=max_stream_bytes),
+                          document_budget=DocumentDecodeBudget(base_allowance=max_inflated_bytes, max_ratio=0))
     try:
-        _verify(verdict, pdf, certificates, log_keys, registry)
+        _verify(verdict, pdf, certificates, log_keys, registry, limits)
     except Exception as exc:  # any malformed input must end as INVALID with its reason
-        verdict.add("report-checkable", False, f"the file could not be checked to the end "
-                                               f"({type(exc).__name__}: {_short(exc)}): it is damaged or not a report")
+        if not _over_bounds(verdict, exc):
+            verdict.add("report-checkable", False, f"the file could not be checked to the end ({type(exc).__name__}"
+                                                   f": {_short(exc)}): it is damaged or not a report")
     return verdict
 
 
+def _over_bounds(verdict: Verdict, exc: BaseException) -> bool:
+    """When `exc` (or what caused it) is a decoding bound being hit, say so as the check within-bounds."""
+    seen: BaseException | None = exc
+    while seen is not None and not isinstance(seen, PdfDecodeLimitError):
+        seen = seen.__cause__ or seen.__context__
+    if seen is None:
+        return False
+    if not any(c.code == "within-bounds" for c in verdict.checks):
+        verdict.add("within-bounds", False, f"a compressed stream inflates beyond the verifier's bounds ({_short(seen)}"
+                                            "): it is not a registry report, whose streams are far smaller")
+    return True
+
+
 def _verify(verdict: Verdict, pdf: bytes, certificates: Sequence[x509.Certificate],
-            log_keys: Sequence[str | VerifierKey], registry: RunLookup | None) -> None:
+            log_keys: Sequence[str | VerifierKey], registry: RunLookup | None, limits: DecodeLimits) -> None:
     try:
-        reader = PdfFileReader(io.BytesIO(pdf), strict=False)
+        reader = PdfFileReader(io.BytesIO(pdf), strict=False, decode_limits=limits)
         signatures = reader.embedded_signatures
     except Exception as exc:
-        verdict.add("pdf-readable", False, f"the file is not a readable PDF: {_short(exc)}")
+        if not _over_bounds(verdict, exc):
+            verdict.add("pdf-readable", False, f"the file is not a readable PDF: {_short(exc)}")
         return
     verdict.add("pdf-readable", True, f"PDF with {len(pdf):,} bytes")
     if not verdict.add("signature-present", len(signatures) == 1,
@@ -149,7 +179,8 @@ def _signature_checks(verdict: Verdict, sig: Any, certificates: Sequence[x509.Ce
     try:
         status = validate_pdf_signature(sig, signer_validation_context=context, ts_validation_context=context)
     except Exception as exc:
-        verdict.add("signature-valid", False, f"the signature cannot be read or checked: {_short(exc)}")
+        if not _over_bounds(verdict, exc):
+            verdict.add("signature-valid", False, f"the signature cannot be read or checked: {_short(exc)}")
         return ""
     verdict.add("signature-intact", bool(status.intact),
                 "the signed bytes are unchanged" if status.intact else
@@ -273,6 +304,8 @@ def _evidence(verdict: Verdict, reader: PdfFileReader, reason: str) -> dict[str,
     try:
         data = _attachment(reader, ATTACHMENT_NAME)
     except Exception as exc:  # a damaged stream: zlib, PDF syntax, recursion in the name tree
+        if _over_bounds(verdict, exc):
+            return None
         verdict.add("evidence-attached", False, f"{ATTACHMENT_NAME} is attached but cannot be read (its stream is "
                                                 f"damaged: {type(exc).__name__}: {_short(exc)})")
         return None
