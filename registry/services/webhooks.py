@@ -128,7 +128,7 @@ def webhook_url_problem(url: str, *, resolve: bool = True) -> str | None:
     try:
         addresses = _resolve_within(host, port or (443 if parts.scheme == "https" else 80),
                                     float(settings.BENCHREG_WEBHOOK_DEADLINE_S))
-    except (OSError, UnicodeError, httpcore.ConnectTimeout):
+    except (OSError, ValueError, httpcore.ConnectTimeout):  # UnicodeError is a ValueError
         return None
     for address in addresses:
         problem = address_problem(address)
@@ -198,7 +198,7 @@ class _GuardedBackend(httpcore.NetworkBackend):
                     socket_options: Any = None) -> httpcore.NetworkStream:
         try:
             addresses = _resolve_within(host, port, self.timeout(timeout, httpcore.ConnectTimeout))
-        except (OSError, UnicodeError) as exc:
+        except (OSError, ValueError) as exc:
             raise httpcore.ConnectError(f"cannot resolve {host}: {exc}") from exc
         for address in addresses:  # all of them: one internal answer among global ones is refused too
             problem = address_problem(address)
