@@ -438,11 +438,22 @@ BENCHREG_REPORT_TIMESTAMP = env_bool("BENCHREG_REPORT_TIMESTAMP", True)
 
 # --- series (issue 19): schedules, series and alerts (docs/series.md) ------------------------------------------
 # Beat's tick turns due schedules into jobs; a due time not fired within BENCHREG_SCHEDULE_GRACE_S (the
-# scheduler was down) is recorded as missed. Alerts go to each schedule's webhook URL, else to this one.
+# scheduler was down) is recorded as missed. Alerts go to each schedule's webhook URL, signed with that schedule's
+# own secret (shown to its owner once), else to the operator's URL below, signed with the operator's secret.
 BENCHREG_SCHEDULES_TICK_S = env_int("BENCHREG_SCHEDULES_TICK_S", 30)
 BENCHREG_SCHEDULE_GRACE_S = env_int("BENCHREG_SCHEDULE_GRACE_S", 600)
 BENCHREG_ALERT_WEBHOOK_URL = os.environ.get("BENCHREG_ALERT_WEBHOOK_URL", "")
 BENCHREG_ALERT_WEBHOOK_SECRET = os.environ.get("BENCHREG_ALERT_WEBHOOK_SECRET", "")
+if BENCHREG_ALERT_WEBHOOK_URL and not BENCHREG_ALERT_WEBHOOK_SECRET:
+    # Alerts are only ever sent signed: refuse to start rather than record deliveries that can never be signed.
+    raise ImproperlyConfigured("BENCHREG_ALERT_WEBHOOK_URL is set but BENCHREG_ALERT_WEBHOOK_SECRET is not: alerts "
+                               "are sent signed only; set the secret (whsec_<base64>) or unset the URL")
+# Bounds on the work one request can cause (docs/series.md, docs/agents.md): variants in a schedule's matrix; jobs
+# one plan makes (agents x precisions x batch sizes) and one due time of a schedule makes (that, x variants);
+# variant firings (fired or missed) one tick of the scheduler handles before leaving the rest to the next tick.
+BENCHREG_SCHEDULE_MAX_VARIANTS = env_int("BENCHREG_SCHEDULE_MAX_VARIANTS", 256)
+BENCHREG_MAX_JOBS_PER_PLAN = env_int("BENCHREG_MAX_JOBS_PER_PLAN", 1000)
+BENCHREG_SCHEDULE_FIRES_PER_TICK = env_int("BENCHREG_SCHEDULE_FIRES_PER_TICK", 1000)
 CELERY_BEAT_SCHEDULE["webhooks-sweep"] = {
     "task": "registry.tasks.webhooks.webhooks_sweep", "schedule": float(BENCHREG_WEBHOOK_SWEEP_INTERVAL_S),
     "options": {"expires": float(BENCHREG_WEBHOOK_SWEEP_INTERVAL_S)},
@@ -458,6 +469,9 @@ BENCHREG_RETRY_AFTER_S = env_int("BENCHREG_RETRY_AFTER_S", 5)
 # Report sweep: a render older than this lost its worker (default: the task's hard limit + 1 min); claims allowed.
 BENCHREG_REPORT_STALE_AFTER_S = env_int("BENCHREG_REPORT_STALE_AFTER_S", CELERY_TASK_TIME_LIMIT + 60)
 BENCHREG_REPORT_MAX_ATTEMPTS = env_int("BENCHREG_REPORT_MAX_ATTEMPTS", 3)
+# Reports queued or rendering at once per requester (docs/reports.md): one more is refused with 429 and
+# Retry-After; a request identical to one queued, rendering or ready returns that report instead.
+BENCHREG_REPORTS_PENDING_PER_PERSON = env_int("BENCHREG_REPORTS_PENDING_PER_PERSON", 3)
 # The embedded default's own worker (docs/operations.md): `benchreg serve` and `benchreg demo` set this, and run
 # a Celery worker (with beat) beside gunicorn over kombu's filesystem transport in the data dir, so reports and
 # jobs never run inside a web request and no external service is needed. Without it (tests, shell, management

@@ -20,8 +20,10 @@ from __future__ import annotations
 import argparse
 import base64
 import binascii
+import contextlib
 import json
 import os
+import socket
 import stat
 import sys
 import threading
@@ -48,6 +50,12 @@ from protocol.transparency import verify_consistency
 
 MAX_BODY = 64 * 1024
 MAX_PROOF_LINES = 63
+# A client that stalls must not hold the witness: each request (its line, headers and body) is read within
+# REQUEST_DEADLINE_S in all, each read waits at most READ_TIMEOUT_S, and at most MAX_CONNECTIONS connections are
+# served at once (one thread each); the next is answered 503 and closed without a thread of its own.
+READ_TIMEOUT_S = 10.0
+REQUEST_DEADLINE_S = 30.0
+MAX_CONNECTIONS = 64
 
 
 class KeyFileError(Exception):
@@ -194,9 +202,29 @@ def _parse_request(body: bytes) -> tuple[int, list[bytes], bytes]:
     return int(first[4:]), proof, note
 
 
-def _handler(witness: Witness) -> type[BaseHTTPRequestHandler]:
+def _handler(witness: Witness, read_timeout: float = READ_TIMEOUT_S,
+             deadline: float = REQUEST_DEADLINE_S) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, as the spec asks
+        timeout = read_timeout  # StreamRequestHandler sets it on the socket: every read waits at most this
+
+        def handle_one_request(self) -> None:
+            # The socket timeout bounds each read, not a client that drips a byte per read: past the deadline
+            # the connection is shut down, which ends the blocked read and this connection's thread.
+            watchdog = threading.Timer(deadline, self._cut)
+            watchdog.daemon = True
+            watchdog.start()
+            try:
+                super().handle_one_request()
+            except OSError:
+                self.close_connection = True
+            finally:
+                watchdog.cancel()
+
+        def _cut(self) -> None:
+            self.close_connection = True
+            with contextlib.suppress(OSError):  # already closed: nothing to cut
+                self.connection.shutdown(socket.SHUT_RDWR)
 
         def _send(self, answer: Answer) -> None:
             self.send_response(answer.status)
@@ -237,8 +265,40 @@ def _handler(witness: Witness) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def serve(witness: Witness, host: str, port: int) -> None:
-    server = ThreadingHTTPServer((host, port), _handler(witness))
+class BoundedThreadingHTTPServer(ThreadingHTTPServer):
+    """ThreadingHTTPServer with at most `max_connections` connections (threads) at once; one more is answered
+    503 with Retry-After and closed by the accepting thread, so stalled clients cannot exhaust the process."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler],
+                 max_connections: int = MAX_CONNECTIONS) -> None:
+        super().__init__(address, handler)
+        self.slots = threading.BoundedSemaphore(max_connections)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self.slots.acquire(blocking=False):
+            with contextlib.suppress(OSError):  # the client left already
+                request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\n"
+                                b"Connection: close\r\n\r\n")
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self.slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
+
+
+def serve(witness: Witness, host: str, port: int, *, max_connections: int = MAX_CONNECTIONS,
+          read_timeout: float = READ_TIMEOUT_S, deadline: float = REQUEST_DEADLINE_S) -> None:
+    server = BoundedThreadingHTTPServer((host, port), _handler(witness, read_timeout, deadline), max_connections)
     print(f"witness {witness.key.name} ({witness.key.public.vkey}) on http://{host}:{server.server_port}",
           flush=True)
     try:
@@ -260,6 +320,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                      help="a log's verifier key (its name is the log's origin); repeatable")
     run.add_argument("--state", type=Path, required=True, help="the witness's state file (JSON)")
     run.add_argument("--listen", default="127.0.0.1:8130", help="HOST:PORT (port 0: any free port)")
+    run.add_argument("--max-connections", type=int, default=MAX_CONNECTIONS,
+                     help=f"connections served at once; more are answered 503 (default {MAX_CONNECTIONS})")
+    run.add_argument("--read-timeout", type=float, default=READ_TIMEOUT_S,
+                     help=f"seconds one read of a request may wait (default {READ_TIMEOUT_S:g})")
+    run.add_argument("--request-deadline", type=float, default=REQUEST_DEADLINE_S,
+                     help=f"seconds a whole request may take to arrive (default {REQUEST_DEADLINE_S:g})")
     args = parser.parse_args(argv)
     if args.action == "keygen":
         text = cosigner_key(args.name, Ed25519PrivateKey.generate())
@@ -277,9 +343,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (KeyFileError, NoteError) as exc:
         print(f"benchreg witness: {exc}", file=sys.stderr)
         return 2
+    if args.max_connections < 1 or args.read_timeout <= 0 or args.request_deadline <= 0:
+        parser.error("--max-connections, --read-timeout and --request-deadline must be positive")
     host, _, port = args.listen.rpartition(":")
-    serve(witness, host or "127.0.0.1", int(port))
+    serve(witness, host or "127.0.0.1", int(port), max_connections=args.max_connections,
+          read_timeout=args.read_timeout, deadline=args.request_deadline)
     return 0
 
 
-__all__ = ["KeyFileError", "Witness", "main", "read_private_key_file", "serve"]
+__all__ = ["BoundedThreadingHTTPServer", "KeyFileError", "Witness", "main", "read_private_key_file", "serve"]

@@ -55,7 +55,11 @@ class ReportOutputSerializer(serializers.ModelSerializer):
 
 
 class ReportCollectionApi(APIView):
-    """POST requests a decision report on a stored comparison: 202 with the queued (or, eagerly, ready) report."""
+    """POST requests a decision report on a stored comparison: 202 with the queued (or, eagerly, ready) report.
+
+    A request identical to one of yours that is queued, rendering or ready (same comparison and prices, title and
+    decision) answers that report and queues nothing. At most BENCHREG_REPORTS_PENDING_PER_PERSON (default 3) of
+    your reports are queued or rendering at once: one more is refused with 429 and Retry-After."""
 
     class InputSerializer(StrictSerializer):
         comparison = serializers.IntegerField(min_value=1)
@@ -70,7 +74,8 @@ class ReportCollectionApi(APIView):
             ref_name = "ReportInput"  # nested InputSerializers share a name; the schema needs distinct ones
 
     @extend_schema(request=InputSerializer, responses={202: ReportOutputSerializer, 400: ProblemSerializer,
-                                                       404: ProblemSerializer, 422: ProblemSerializer})
+                                                       404: ProblemSerializer, 422: ProblemSerializer,
+                                                       429: ProblemSerializer})
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)

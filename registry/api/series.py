@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.permissions import IsAuthenticated
@@ -80,14 +81,35 @@ class ScheduleSerializer(serializers.Serializer):
         return ScheduleFireSerializer(fires, many=True).data  # type: ignore[return-value]
 
 
+MAX_VARIANTS = settings.BENCHREG_SCHEDULE_MAX_VARIANTS
+MATRIX_HELP = (f"at most {MAX_VARIANTS} variants (BENCHREG_SCHEDULE_MAX_VARIANTS), each with a unique label and "
+               "options no other variant has; each due time queues variants x agents x precisions x batch sizes "
+               f"jobs, at most {settings.BENCHREG_MAX_JOBS_PER_PLAN} (BENCHREG_MAX_JOBS_PER_PLAN)")
+WEBHOOK_HELP = ("alerts are POSTed here, signed with the schedule's own secret: a new address gets a new secret, "
+                "returned once as `webhook_secret` in this answer; an address the registry would not deliver to "
+                "is refused (422)")
+
+
+class MatrixField(serializers.ListField):
+    """A schedule's matrix: its length is checked before any entry is (a 20,000-entry body costs nothing)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(child=MatrixEntrySerializer(), max_length=MAX_VARIANTS, **kwargs)
+
+    def to_internal_value(self, data: Any) -> list[Any]:
+        if isinstance(data, list) and self.max_length is not None and len(data) > self.max_length:
+            self.fail("max_length", max_length=self.max_length)
+        return super().to_internal_value(data)  # type: ignore[no-any-return]
+
+
 class ScheduleCreateSerializer(serializers.Serializer):
     plan = serializers.IntegerField(help_text="a plan you own: its configuration is what the schedule repeats")
     name = serializers.CharField(max_length=200, required=False, default="")
     cron = serializers.CharField(max_length=120, help_text="minute hour day-of-month month day-of-week, UTC")
     agents = serializers.ListField(child=serializers.CharField(max_length=60), min_length=1, max_length=200)
     options = serializers.DictField(required=False, default=dict, help_text="RunSpec fields over the plan's")
-    matrix = MatrixEntrySerializer(many=True, required=False, default=list)
-    webhook_url = WebhookURLField(required=False, default="")
+    matrix = MatrixField(required=False, default=list, help_text=MATRIX_HELP)
+    webhook_url = WebhookURLField(required=False, default="", help_text=WEBHOOK_HELP)
 
     class Meta:
         ref_name = "ScheduleCreateInput"
@@ -96,9 +118,9 @@ class ScheduleCreateSerializer(serializers.Serializer):
 class ScheduleChangeSerializer(serializers.Serializer):
     cron = serializers.CharField(max_length=120, required=False)
     options = serializers.DictField(required=False)
-    matrix = MatrixEntrySerializer(many=True, required=False)
+    matrix = MatrixField(required=False, help_text=MATRIX_HELP)
     paused = serializers.BooleanField(required=False, help_text="true pauses, false resumes (from now)")
-    webhook_url = WebhookURLField(required=False)
+    webhook_url = WebhookURLField(required=False, help_text=WEBHOOK_HELP)
 
     class Meta:
         ref_name = "ScheduleChangeInput"
@@ -204,6 +226,25 @@ class AlertSerializer(serializers.Serializer):
 
 # --- schedules ---------------------------------------------------------------------------------------------
 
+class ScheduleAnswerSerializer(ScheduleSerializer):
+    """What a create or change answers (the schema only: `webhook_secret` is added by _with_secret, once)."""
+
+    webhook_secret = serializers.CharField(
+        required=False, help_text="Standard Webhooks secret (whsec_…) for verifying this schedule's alerts; only in "
+                                  "the answer that set its webhook_url, never shown again")
+
+
+SCHEDULE_WITH_SECRET = ScheduleAnswerSerializer
+
+
+def _with_secret(schedule: Schedule, before: str) -> dict[str, Any]:
+    """The schedule, plus its webhook secret when this answer is the one that made it (shown only once)."""
+    body = dict(ScheduleSerializer(schedule).data)
+    if schedule.webhook_secret and schedule.webhook_secret != before:
+        body["webhook_secret"] = schedule.webhook_secret
+    return body
+
+
 class ScheduleCollectionApi(APIView):
     """Your schedules (an admin's: all), newest first; create one for a plan you own."""
 
@@ -217,8 +258,8 @@ class ScheduleCollectionApi(APIView):
         page = paginator.paginate_queryset(schedules.prefetch_related("agents"), request, view=self)
         return paginator.get_paginated_response(ScheduleSerializer(page, many=True).data)
 
-    @extend_schema(request=ScheduleCreateSerializer, responses={201: ScheduleSerializer, 404: ProblemSerializer,
-                                                                 **PROBLEMS})
+    @extend_schema(request=ScheduleCreateSerializer, responses={201: SCHEDULE_WITH_SECRET, 404: ProblemSerializer,
+                                                                 422: ProblemSerializer, **PROBLEMS})
     def post(self, request: Request) -> Response:
         if not policy.can(policy.for_request(request), policy.SCHEDULE_CREATE):
             raise policy.Refused("this credential may not create schedules")
@@ -228,7 +269,7 @@ class ScheduleCollectionApi(APIView):
         plan = policy.plan_get(policy.for_request(request), fields.pop("plan"))
         agents = agents_by_reference(fields.pop("agents"))
         schedule = schedule_create(created_by=request.user, plan=plan, agents=agents, **fields)
-        return Response(ScheduleSerializer(schedule).data, status=status.HTTP_201_CREATED)
+        return Response(_with_secret(schedule, ""), status=status.HTTP_201_CREATED)
 
 
 class ScheduleDetailApi(ObjectRuleApi):
@@ -239,13 +280,15 @@ class ScheduleDetailApi(ObjectRuleApi):
         return Response(ScheduleSerializer(policy.schedule_get(policy.for_request(request), schedule_id)).data)
 
     @extend_schema(request=ScheduleChangeSerializer,
-                   responses={200: ScheduleSerializer, 404: ProblemSerializer, 409: ProblemSerializer, **PROBLEMS})
+                   responses={200: SCHEDULE_WITH_SECRET, 404: ProblemSerializer, 409: ProblemSerializer,
+                              422: ProblemSerializer, **PROBLEMS})
     def patch(self, request: Request, schedule_id: int) -> Response:
         schedule = policy.schedule_get(policy.for_request(request), schedule_id, policy.SCHEDULE_CHANGE)
         data = ScheduleChangeSerializer(data=request.data)
         data.is_valid(raise_exception=True)
+        before = schedule.webhook_secret
         schedule = schedule_update(schedule=schedule, actor=request.user.get_username(), **data.validated_data)
-        return Response(ScheduleSerializer(schedule).data)
+        return Response(_with_secret(schedule, before))
 
     @extend_schema(request=None, responses={200: ScheduleSerializer, 401: ProblemSerializer, 403: ProblemSerializer,
                                             404: ProblemSerializer})

@@ -41,6 +41,9 @@ class Report(models.Model):
     checkpoint = models.ForeignKey("registry.Checkpoint", null=True, blank=True, on_delete=models.PROTECT,
                                    related_name="+")
     checkpoint_size = models.BigIntegerField(null=True, blank=True)
+    dedup_key = models.CharField(max_length=64, blank=True, default="", db_index=True,
+                                 help_text="SHA-256 of (requester, comparison, title, decision): an identical "
+                                           "request returns the report queued, rendering or ready with this key")
 
     class Meta:
         ordering = ["-id"]

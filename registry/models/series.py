@@ -32,6 +32,9 @@ class Schedule(models.Model):
     deleted_at = models.DateTimeField(null=True, blank=True)
     last_due_at = models.DateTimeField(null=True, blank=True)
     webhook_url = models.URLField(max_length=500, blank=True, help_text="alerts are POSTed here, signed")
+    webhook_secret = models.CharField(max_length=100, blank=True, default="",
+                                      help_text="Standard Webhooks signing secret (whsec_…) of this schedule's "
+                                                "alerts, shown to its owner once")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     created_by_name = models.CharField(max_length=150)
     created_at = models.DateTimeField(default=timezone.now)

@@ -71,12 +71,31 @@ def _job_spec(plan: Plan, agent: Agent, precision: str, batch_size: int | None) 
     return {key: value for key, value in spec.items() if value is not None}
 
 
+def _check_distinct(lists: dict[str, list[Any]]) -> None:
+    """A value repeated in a plan's agents, precisions or batch sizes would make identical jobs: refused (400),
+    every repeat named by its pointer."""
+    errors = []
+    for name, values in lists.items():
+        first: dict[Any, int] = {}
+        for index, value in enumerate(values):
+            if value in first:
+                errors.append({"pointer": f"/{name}/{index}", "code": "duplicate",
+                               "message": f"the same as /{name}/{first[value]}: it would make identical jobs"})
+            first.setdefault(value, index)
+    if errors:
+        raise RegistryError("a plan lists each agent, precision and batch size once (a repeat makes identical jobs)",
+                            code="invalid-plan", errors=errors)
+
+
 @transaction.atomic
 def plan_create(*, created_by: AbstractBaseUser, agents: list[Agent], runner: str, workload: str,
                 precisions: list[str], batch_sizes: list[int | None], scenario: str | None = None,
                 repetitions: int | None = None, options: dict[str, Any] | None = None,
                 soft_time_limit: int = 1800, time_limit: int | None = None, name: str = "") -> Plan:
-    """Store a plan and one QUEUED job per agent x precision x batch size; dispatch each after commit."""
+    """Store a plan and one QUEUED job per agent x precision x batch size; dispatch each after commit.
+
+    Each agent, precision and batch size is listed once, and the jobs are at most BENCHREG_MAX_JOBS_PER_PLAN
+    (400 with the pointer otherwise)."""
     unknown = sorted(set(options or {}) - OPTION_FIELDS)
     if unknown:
         raise RegistryError(f"unknown plan options {unknown}; choose from {sorted(OPTION_FIELDS)}",
@@ -84,6 +103,13 @@ def plan_create(*, created_by: AbstractBaseUser, agents: list[Agent], runner: st
     hard = time_limit or soft_time_limit + 300
     if not agents or hard <= soft_time_limit:
         raise RegistryError("a plan needs at least one agent and time_limit > soft_time_limit", code="invalid-plan")
+    _check_distinct({"agents": [a.pk for a in agents], "precisions": precisions, "batch_sizes": batch_sizes})
+    count = len(agents) * len(precisions) * len(batch_sizes or [None])
+    if count > settings.BENCHREG_MAX_JOBS_PER_PLAN:
+        raise RegistryError(f"this plan would queue {count} jobs (agents x precisions x batch sizes); at most "
+                            f"{settings.BENCHREG_MAX_JOBS_PER_PLAN} (BENCHREG_MAX_JOBS_PER_PLAN)", code="invalid-plan",
+                            errors=[{"pointer": "/agents", "code": "too-many-jobs",
+                                     "message": f"{count} jobs, at most {settings.BENCHREG_MAX_JOBS_PER_PLAN}"}])
     plan = Plan.objects.create(name=name, runner=runner, workload=workload, precisions=precisions,
                                batch_sizes=batch_sizes or [None], scenario=scenario, repetitions=repetitions,
                                options=options or {}, soft_time_limit=soft_time_limit, time_limit=hard,

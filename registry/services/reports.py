@@ -13,6 +13,7 @@ the log, so later checkpoints prove that the registry issued exactly this file.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
@@ -22,6 +23,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 from cryptography.hazmat.primitives import hashes
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.files import File
 from django.core.files.base import ContentFile
@@ -48,6 +50,19 @@ MAX_TITLE = 200
 MAX_DECISION = 2000
 
 
+PENDING = (ReportStatus.QUEUED, ReportStatus.RENDERING)
+REUSABLE = (ReportStatus.QUEUED, ReportStatus.RENDERING, ReportStatus.READY)
+QUOTA_RETRY_AFTER_S = 60  # about one render: by then one of the requester's pending reports has usually finished
+
+
+class TooManyPendingReports(RegistryError):
+    """The requester has BENCHREG_REPORTS_PENDING_PER_PERSON reports queued or rendering already (429)."""
+
+    status = 429
+    code = "too-many-pending-reports"
+    retry_after = QUOTA_RETRY_AFTER_S
+
+
 def report_request(*, comparison: Comparison, title: str, decision: str, requested_by: AbstractBaseUser,
                    prices: Mapping[str, float] | None = None, currency: str | None = None) -> Report:
     """Queue a report on `comparison`; it renders after the current transaction commits (eagerly without a broker).
@@ -55,22 +70,51 @@ def report_request(*, comparison: Comparison, title: str, decision: str, request
     With `prices` that differ from the comparison's, the report is about the comparison of the same runs with those
     prices (stored like any comparison), so every cost it prints is in the stored, hashed result. Raises
     RegistryError for empty text, a refused comparison or a withdrawn run.
+
+    Bounded work: a request identical to one of the requester's reports that is queued, rendering or ready (same
+    comparison after pricing, title and decision) returns that report and queues nothing. Otherwise a requester
+    with BENCHREG_REPORTS_PENDING_PER_PERSON reports queued or rendering is refused (TooManyPendingReports, 429
+    with Retry-After). The requester's row is locked meanwhile, so concurrent requests of one person are counted
+    one after the other.
     """
     from registry.tasks.reports import render_report
 
     title, decision = _text(title, "title", MAX_TITLE), _text(decision, "decision", MAX_DECISION)
-    comparison = _priced(comparison, prices, currency, requested_by)
-    _check_reportable(comparison, comparison_members(comparison))
     with transaction.atomic():
+        get_user_model().objects.select_for_update().filter(pk=requested_by.pk).exists()
+        comparison = _priced(comparison, prices, currency, requested_by)
+        _check_reportable(comparison, comparison_members(comparison))
+        key = _dedup_key(requested_by, comparison, title, decision)
+        # A report already issued for a decision stays that decision's own record (decisions link each report
+        # once), so only reports outside a decision are handed out again.
+        existing = (Report.objects.filter(dedup_key=key, status__in=REUSABLE, decision_record__isnull=True)
+                    .order_by("-id").first())
+        if existing is not None:
+            return existing
+        limit = settings.BENCHREG_REPORTS_PENDING_PER_PERSON
+        pending = Report.objects.filter(requested_by=requested_by, status__in=PENDING).count()
+        if pending >= limit:
+            raise TooManyPendingReports(
+                f"you have {pending} reports queued or rendering; at most {limit} at once "
+                f"(BENCHREG_REPORTS_PENDING_PER_PERSON): request this one when one of them is ready or failed",
+                errors=[{"pointer": "", "code": "too-many-pending-reports",
+                         "message": f"{pending} pending, at most {limit}"}])
         report = Report.objects.create(comparison=comparison, title=title, decision=decision,
                                        prices=dict(comparison.inputs.get("prices") or {}),
                                        currency=comparison.inputs.get("currency") or "USD",
                                        requested_by=requested_by, requested_by_name=requested_by.get_username(),
-                                       created_at=timezone.now())
+                                       created_at=timezone.now(), dedup_key=key)
         # robust: with the broker down the report is still stored and answered as queued (202, never a 500
         # after the commit); reports_sweep dispatches it again once the broker is back.
         transaction.on_commit(lambda: render_report.delay(report.pk), robust=True)
     return report
+
+
+def _dedup_key(user: AbstractBaseUser, comparison: Comparison, title: str, decision: str) -> str:
+    """What makes two report requests the same request: who asked, about which stored comparison (its prices and
+    currency are part of it), with which title and decision."""
+    text = json.dumps([user.pk, comparison.pk, title, decision], ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def report_render(*, report_id: int) -> Report | None:

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from datetime import datetime, timedelta
 from typing import Any
@@ -33,7 +34,7 @@ from registry.exceptions import RegistryError
 from registry.models import Agent, Alert, Job, Plan, Schedule, ScheduleFire, Series, SeriesRun, Submission
 from registry.services.audit import audit_append
 from registry.services.jobs import OPTION_FIELDS, _job_spec, plan_create
-from registry.services.webhooks import webhook_enqueue
+from registry.services.webhooks import webhook_enqueue, webhook_secret_new, webhook_url_problem
 
 log = logging.getLogger(__name__)
 
@@ -87,9 +88,18 @@ def cron_due_times(cron: str, after: datetime, until: datetime) -> list[datetime
 # --- schedules ----------------------------------------------------------------------------------------------
 
 def _variants(matrix: list[dict[str, Any]] | None) -> list[tuple[str, dict[str, Any]]]:
+    """The (label, options) of each variant, checked: at most BENCHREG_SCHEDULE_MAX_VARIANTS entries, each an
+    object with a unique label, no two with the same options (they would make identical jobs). Linear time."""
     if not matrix:
         return [("", {})]
+    limit = settings.BENCHREG_SCHEDULE_MAX_VARIANTS
+    if not isinstance(matrix, list) or len(matrix) > limit:
+        raise RegistryError(f"a schedule's matrix has at most {limit} variants (BENCHREG_SCHEDULE_MAX_VARIANTS)",
+                            code="invalid-schedule", errors=[{"pointer": "/matrix", "code": "too-many-variants",
+                                                              "message": f"at most {limit} entries"}])
     out: list[tuple[str, dict[str, Any]]] = []
+    labels: set[str] = set()
+    seen: dict[str, int] = {}  # canonical options -> the first entry with them
     for index, entry in enumerate(matrix):
         where = f"/matrix/{index}"
         if not isinstance(entry, dict) or not isinstance(entry.get("options", {}), dict):
@@ -97,17 +107,62 @@ def _variants(matrix: list[dict[str, Any]] | None) -> list[tuple[str, dict[str, 
                                 code="invalid-schedule", errors=[{"pointer": where, "code": "invalid-matrix",
                                                                   "message": "an object with label and options"}])
         label = str(entry.get("label") or "").strip()
-        if not label or len(label) > 100 or label in {v for v, _ in out}:
+        if not label or len(label) > 100 or label in labels:
             raise RegistryError(f"matrix entry {index} needs a unique label of 1-100 characters",
                                 code="invalid-schedule", errors=[{"pointer": f"{where}/label",
                                                                   "code": "invalid-matrix", "message": "label"}])
-        out.append((label, dict(entry.get("options") or {})))
+        options = dict(entry.get("options") or {})
+        key = json.dumps(options, sort_keys=True, default=str)
+        if key in seen:
+            raise RegistryError(f"matrix entry {index} ({label}) has the same options as entry {seen[key]}: "
+                                "they would run identical jobs", code="invalid-schedule",
+                                errors=[{"pointer": f"{where}/options", "code": "duplicate-variant",
+                                         "message": f"the same options as /matrix/{seen[key]}/options"}])
+        labels.add(label)
+        seen[key] = index
+        out.append((label, options))
     return out
 
 
+def _stored_variants(schedule: Schedule) -> list[tuple[str, dict[str, Any]]]:
+    """A stored schedule's variants for firing. One stored before today's bounds (too many variants, two with
+    the same options) fires its first distinct variants up to the bound, and says so in the log."""
+    try:
+        return _variants(schedule.matrix)
+    except RegistryError as exc:
+        log.warning("schedule %s: %s; firing its first distinct variants only", schedule.pk, exc.message)
+    out: list[tuple[str, dict[str, Any]]] = []
+    labels: set[str] = set()
+    keys: set[str] = set()
+    for entry in schedule.matrix if isinstance(schedule.matrix, list) else []:
+        if len(out) >= settings.BENCHREG_SCHEDULE_MAX_VARIANTS:
+            break
+        if not isinstance(entry, dict) or not isinstance(entry.get("options") or {}, dict):
+            continue
+        label, options = str(entry.get("label") or "").strip()[:100], dict(entry.get("options") or {})
+        key = json.dumps(options, sort_keys=True, default=str)
+        if label and label not in labels and key not in keys:
+            labels.add(label)
+            keys.add(key)
+            out.append((label, options))
+    return out or [("", {})]
+
+
 def _check_options(plan: Plan, options: dict[str, Any], matrix: list[dict[str, Any]], agents: list[Agent]) -> None:
-    """Every variant must build a RunSpec for every agent, or nothing is stored (400 with the pointer)."""
-    for index, (label, extra) in enumerate(_variants(matrix)):
+    """Every variant must build a RunSpec for every agent, or nothing is stored (400 with the pointer).
+
+    The jobs one due time makes (variants x agents x precisions x batch sizes) are bounded first, so this
+    check's own work is bounded too."""
+    variants = _variants(matrix)
+    per_due = len(variants) * len(agents) * len(set(plan.precisions)) * len(set(map(str, plan.batch_sizes)))
+    limit = settings.BENCHREG_MAX_JOBS_PER_PLAN
+    if per_due > limit:
+        raise RegistryError(f"each due time of this schedule would queue {per_due} jobs (variants x agents x "
+                            f"precisions x batch sizes); at most {limit} (BENCHREG_MAX_JOBS_PER_PLAN)",
+                            code="invalid-schedule", errors=[{"pointer": "/matrix" if matrix else "/agents",
+                                                              "code": "too-many-jobs",
+                                                              "message": f"{per_due} jobs, at most {limit}"}])
+    for index, (label, extra) in enumerate(variants):
         merged = {**plan.options, **options, **extra}
         unknown = sorted(set(merged) - OPTION_FIELDS)
         if unknown:
@@ -118,8 +173,8 @@ def _check_options(plan: Plan, options: dict[str, Any], matrix: list[dict[str, A
         probe = Plan(runner=plan.runner, workload=plan.workload, scenario=plan.scenario,
                      repetitions=plan.repetitions, options=merged)
         for agent in agents:
-            for precision in plan.precisions:
-                for batch in plan.batch_sizes:
+            for precision in dict.fromkeys(plan.precisions):
+                for batch in dict.fromkeys(plan.batch_sizes):
                     try:
                         _job_spec(probe, agent, precision, batch)
                     except RegistryError as exc:
@@ -127,6 +182,14 @@ def _check_options(plan: Plan, options: dict[str, Any], matrix: list[dict[str, A
                                             code="invalid-schedule",
                                             errors=[{"pointer": f"/matrix/{index}" if label else "/options",
                                                      "code": "invalid-plan", "message": exc.message}]) from None
+
+
+def _check_webhook(url: str) -> None:
+    """A schedule's webhook address must be one the registry would deliver to (the webhooks service decides)."""
+    problem = webhook_url_problem(url) if url else None
+    if problem:
+        raise RegistryError(f"the webhook address is refused: {problem}", status=422, code="webhook-url-refused",
+                            errors=[{"pointer": "/webhook_url", "code": "webhook-url-refused", "message": problem}])
 
 
 def _audit_schedule(schedule: Schedule, actor: str, action: str, **extra: Any) -> None:
@@ -140,14 +203,19 @@ def _audit_schedule(schedule: Schedule, actor: str, action: str, **extra: Any) -
 def schedule_create(*, created_by: AbstractBaseUser, plan: Plan, cron: str, agents: list[Agent], name: str = "",
                     options: dict[str, Any] | None = None, matrix: list[dict[str, Any]] | None = None,
                     webhook_url: str = "", now: datetime | None = None) -> Schedule:
-    """Store a schedule for `plan` on `agents`. Its first due time is the first one after now."""
+    """Store a schedule for `plan` on `agents`. Its first due time is the first one after now.
+
+    With a `webhook_url` the schedule gets its own signing secret (`webhook_secret`): the API shows it to the
+    owner in this one answer, and every alert of the schedule is signed with it."""
     cron_parse(cron)
     if not agents:
         raise RegistryError("a schedule needs at least one enrolled agent", code="invalid-schedule",
                             errors=[{"pointer": "/agents", "code": "required", "message": "at least one"}])
     _check_options(plan, options or {}, matrix or [], agents)
+    _check_webhook(webhook_url)
     schedule = Schedule.objects.create(name=name or f"{plan.workload} {cron}", plan=plan, cron=" ".join(cron.split()),
                                        options=options or {}, matrix=matrix or [], webhook_url=webhook_url,
+                                       webhook_secret=webhook_secret_new() if webhook_url else "",
                                        last_due_at=now or timezone.now(), created_by=created_by,
                                        created_by_name=created_by.get_username())
     schedule.agents.set(agents)
@@ -177,8 +245,10 @@ def schedule_update(*, schedule: Schedule, actor: str, options: dict[str, Any] |
         schedule.paused = paused
         if not paused:  # due times while paused are not owed: resume from now
             schedule.last_due_at = max(schedule.last_due_at or timezone.now(), timezone.now())
-    if webhook_url is not None:
+    if webhook_url is not None and webhook_url != schedule.webhook_url:
+        _check_webhook(webhook_url)  # a new address gets a new secret, shown once in the answer to this change
         schedule.webhook_url = webhook_url
+        schedule.webhook_secret = webhook_secret_new() if webhook_url else ""
     schedule.save()
     _audit_schedule(schedule, actor, action)
     return schedule
@@ -193,6 +263,13 @@ def schedule_delete(*, schedule: Schedule, actor: str) -> Schedule:
         schedule.save(update_fields=["deleted_at"])
         _audit_schedule(schedule, actor, "deleted")
     return schedule
+
+
+def _live(schedule: Schedule) -> bool:
+    """Lock the schedule's row and say whether it may still fire. schedule_update and schedule_delete take the
+    same lock, so a pause or delete that commits mid-tick stops every firing after it."""
+    return Schedule.objects.select_for_update().filter(pk=schedule.pk, paused=False,
+                                                       deleted_at__isnull=True).exists()
 
 
 def _fire(schedule: Schedule, due: datetime, label: str, extra: dict[str, Any], *, late: bool) -> ScheduleFire | None:
@@ -212,13 +289,17 @@ def _fire(schedule: Schedule, due: datetime, label: str, extra: dict[str, Any], 
     status = "missed" if not ready else "partial" if missed else "fired"
     try:
         with transaction.atomic():
+            if not _live(schedule):
+                return None
             fire = ScheduleFire.objects.create(schedule=schedule, due_at=due, variant=label, status=status,
                                                missed=missed)
             if ready:
                 plan = schedule.plan
                 fire.plan = plan_create(
                     created_by=schedule.created_by, agents=ready, runner=plan.runner, workload=plan.workload,
-                    precisions=plan.precisions, batch_sizes=plan.batch_sizes, scenario=plan.scenario,
+                    # a plan stored before duplicates were refused still makes each distinct job once
+                    precisions=list(dict.fromkeys(plan.precisions)),
+                    batch_sizes=list(dict.fromkeys(plan.batch_sizes)), scenario=plan.scenario,
                     repetitions=plan.repetitions, options={**plan.options, **schedule.options, **extra},
                     soft_time_limit=plan.soft_time_limit, time_limit=plan.time_limit,
                     name=f"{schedule.name} @ {due:%Y-%m-%d %H:%M}Z{' ' + label if label else ''}")
@@ -232,6 +313,8 @@ def _fire(schedule: Schedule, due: datetime, label: str, extra: dict[str, Any], 
         reason = f"the plan could not be queued: {exc.message}"
         try:
             with transaction.atomic():
+                if not _live(schedule):
+                    return None
                 fire = ScheduleFire.objects.create(schedule=schedule, due_at=due, variant=label, status="missed",
                                                    missed=[{"agent": a.name, "reason": reason} for a in agents])
                 audit_append(kind=AuditKind.SCHEDULE_FIRED, actor="registry", subject=f"schedule:{schedule.pk}",
@@ -246,24 +329,46 @@ def schedules_tick(*, now: datetime | None = None) -> dict[str, int]:
     """Celery beat: fire every active schedule's due times up to `now`, each exactly once.
 
     Of the due times since the last tick, the latest is fired when it is within the grace period; older ones
-    (the scheduler was down) are recorded as missed. Also lets runs of scheduled jobs that have not joined
-    their series yet join it. Returns counts.
+    (the scheduler was down) are recorded as missed. The latest due time of each schedule is handled before its
+    older ones, and one tick handles at most BENCHREG_SCHEDULE_FIRES_PER_TICK variant firings: the rest wait
+    for the next tick (a schedule's `last_due_at` moves only past due times it handled whole). Each firing
+    first locks the schedule and checks it is neither paused nor deleted. Also lets runs of scheduled jobs that
+    have not joined their series yet join it. Returns counts.
     """
     now = now or timezone.now()
     grace = timedelta(seconds=settings.BENCHREG_SCHEDULE_GRACE_S)
+    budget = settings.BENCHREG_SCHEDULE_FIRES_PER_TICK
     fired = missed = 0
     for schedule in Schedule.objects.filter(paused=False, deleted_at__isnull=True).select_related("plan"):
         due_times = cron_due_times(schedule.cron, schedule.last_due_at or schedule.created_at, now)
         if not due_times:
             continue
-        for due in due_times:
+        variants = _stored_variants(schedule)
+        whole = True  # every due time handled (or the schedule stopped): last_due_at may move to the latest
+        for due in [due_times[-1], *due_times[:-1]]:
             late = due != due_times[-1] or now - due > grace
-            for label, extra in _variants(schedule.matrix):
+            done = set(ScheduleFire.objects.filter(schedule=schedule, due_at=due).values_list("variant", flat=True))
+            for label, extra in variants:
+                if label in done:
+                    continue
+                if budget <= 0:
+                    whole = False
+                    break
+                budget -= 1
                 fire = _fire(schedule, due, label, extra, late=late)
                 if fire is not None:
                     fired += fire.status != "missed"
                     missed += fire.status == "missed"
-        Schedule.objects.filter(pk=schedule.pk, last_due_at__lt=due_times[-1]).update(last_due_at=due_times[-1])
+                elif not Schedule.objects.filter(pk=schedule.pk, paused=False, deleted_at__isnull=True).exists():
+                    break  # paused or deleted meanwhile: not one more firing
+            if not whole:
+                break
+        if whole:
+            Schedule.objects.filter(pk=schedule.pk, last_due_at__lt=due_times[-1]).update(last_due_at=due_times[-1])
+        if budget <= 0:
+            log.warning("schedules tick: %d variant firings handled; the rest wait for the next tick",
+                        settings.BENCHREG_SCHEDULE_FIRES_PER_TICK)
+            break
     joined = series_catch_up()
     return {"fired": fired, "missed": missed, "joined": joined}
 
@@ -342,11 +447,26 @@ def _judge(series: Series, member: SeriesRun, run: Submission) -> Alert | None:
     return alert
 
 
+def _alert_destination(schedule: Schedule) -> tuple[str, str] | None:
+    """Where a schedule's alerts go and the secret they are signed with: the schedule's own webhook and secret,
+    else the operator's. None (with the reason logged) when nothing can be sent signed."""
+    if schedule.webhook_url:
+        if schedule.webhook_secret:
+            return schedule.webhook_url, schedule.webhook_secret
+        log.warning("schedule %s: its webhook has no secret of its own (set before schedules had one); alert not "
+                    "sent: set its webhook_url again to get a secret", schedule.pk)
+        return None
+    if settings.BENCHREG_ALERT_WEBHOOK_URL:
+        if settings.BENCHREG_ALERT_WEBHOOK_SECRET:
+            return settings.BENCHREG_ALERT_WEBHOOK_URL, settings.BENCHREG_ALERT_WEBHOOK_SECRET
+        log.warning("BENCHREG_ALERT_WEBHOOK_URL is set without BENCHREG_ALERT_WEBHOOK_SECRET: alert not sent")
+    return None
+
+
 def _announce(alert: Alert, schedule: Schedule) -> None:
-    url = schedule.webhook_url or settings.BENCHREG_ALERT_WEBHOOK_URL
-    if url:
-        webhook_enqueue(url=url, secret=settings.BENCHREG_ALERT_WEBHOOK_SECRET, event=ALERT_EVENT,
-                        body=alert_body(alert))
+    destination = _alert_destination(schedule)
+    if destination is not None:
+        webhook_enqueue(url=destination[0], secret=destination[1], event=ALERT_EVENT, body=alert_body(alert))
     try:
         alert_raised.send(sender=Alert, alert=alert)
     except Exception:  # a receiver's failure must not undo a committed alert
