@@ -14,21 +14,55 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks(["registry"])
 
 
-# --- operations (issue 17): beat's own heartbeat, for its health check ---------------------------------------
+# --- operations: heartbeats of the worker and beat, for readiness, the embedded supervisor and health checks ---
 
+from celery import bootsteps  # noqa: E402
 from celery.beat import PersistentScheduler  # noqa: E402
+
+from registry import heartbeats  # noqa: E402
+
+
+class WorkerHeartbeat(bootsteps.StartStopStep):  # type: ignore[misc]
+    """Rewrites <data dir>/worker.heartbeat every BENCHREG_HEARTBEAT_INTERVAL_S from the worker's timer.
+
+    The timer runs beside the task being executed (a thread, with the solo and prefork pools), so a long report
+    render does not read as a dead worker; a killed or frozen worker process stops writing it.
+    """
+
+    requires = {"celery.worker.components:Timer"}
+
+    def __init__(self, worker: object, **kwargs: object) -> None:
+        super().__init__(worker, **kwargs)
+        self.tref: object | None = None
+
+    def start(self, worker: object) -> None:
+        from django.conf import settings
+
+        folder = Path(settings.DATA_DIR)
+        heartbeats.touch(folder, "worker")
+        self.tref = worker.timer.call_repeatedly(  # type: ignore[attr-defined]
+            float(settings.BENCHREG_HEARTBEAT_INTERVAL_S), heartbeats.touch, (folder, "worker"))
+
+    def stop(self, worker: object) -> None:
+        if self.tref is not None:
+            self.tref.cancel()  # type: ignore[attr-defined]
+            self.tref = None
+
+
+app.steps["worker"].add(WorkerHeartbeat)
 
 
 class HeartbeatScheduler(PersistentScheduler):  # type: ignore[misc]
-    """Beat's default scheduler, touching <data dir>/beat.heartbeat on every tick (at most every 30 s).
+    """Beat's default scheduler, rewriting <data dir>/beat.heartbeat on every tick (at least every
+    BENCHREG_HEARTBEAT_INTERVAL_S).
 
-    Beat answers no ping, so compose's health check reads the file's age: a hung or dead beat stops touching it.
-    Run beat with `--scheduler registry.celery:HeartbeatScheduler`.
+    Beat answers no ping, so readiness and compose's health check read the file's age: a hung or dead beat stops
+    writing it. Run beat with `--scheduler registry.celery:HeartbeatScheduler`.
     """
 
     def tick(self, *args: object, **kwargs: object) -> float:
         from django.conf import settings
 
         delay = super().tick(*args, **kwargs)
-        (Path(settings.DATA_DIR) / "beat.heartbeat").touch()
-        return min(float(delay), 30.0)
+        heartbeats.touch(Path(settings.DATA_DIR), "beat")
+        return min(float(delay), float(settings.BENCHREG_HEARTBEAT_INTERVAL_S))

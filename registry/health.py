@@ -5,13 +5,20 @@ HEALTH_READ); they answer JSON, name each check, and never reveal more than ok/f
             healthy web process restarted.
   /readyz   readiness: the database answers, every migration is applied, the broker (if one is configured)
             accepts a connection, the checkpoint and report-signing keys load, and the file storage (the data
-            dir, or the S3-compatible bucket) answers. 503 with Retry-After if not.
+            dir, or the S3-compatible bucket) answers; on the embedded default also the worker and beat that
+            `benchreg serve` supervises are running and their heartbeats fresh. 503 with Retry-After if not.
+
+With a broker of its own (compose), the worker and beat are services that their own health checks watch, and
+which start only once web is ready: gating web's readiness on them would deadlock start-up and take the API away
+whenever a worker restarts. /readyz then reports what their heartbeat files in the shared data dir say under
+`background`, for people and monitoring, without changing the status.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from pathlib import Path
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
@@ -19,7 +26,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
-from registry import policy
+from registry import heartbeats, policy
 
 log = logging.getLogger(__name__)
 
@@ -70,8 +77,45 @@ def _storage() -> str:
     return "ok: the data dir"
 
 
-READINESS: dict[str, Callable[[], str]] = {"database": _database, "migrations": _migrations, "broker": _broker,
-                                           "keys": _keys, "storage": _storage}
+def _embedded(part: str) -> Callable[[], str]:
+    """The supervised part runs here: its recorded process exists and its heartbeat is fresh."""
+
+    def check() -> str:
+        beat = heartbeats.read(Path(settings.DATA_DIR), part)
+        if beat is None:
+            raise RuntimeError(f"the embedded {part} has not started yet (no heartbeat)")
+        if not beat.process_alive():
+            raise RuntimeError(f"the embedded {part} is not running (process {beat.pid} is gone); "
+                               "the supervisor restarts it")
+        if beat.age_s > settings.BENCHREG_HEARTBEAT_STALE_S:
+            raise RuntimeError(f"the embedded {part} (process {beat.pid}) wrote no heartbeat for "
+                               f"{beat.age_s:.0f} s; the supervisor restarts it")
+        return f"ok: process {beat.pid}, heartbeat {beat.age_s:.0f} s ago"
+
+    return check
+
+
+def readiness_checks() -> dict[str, Callable[[], str]]:
+    checks = {"database": _database, "migrations": _migrations, "broker": _broker, "keys": _keys,
+              "storage": _storage}
+    if settings.BENCHREG_EMBEDDED_WORKER:
+        checks.update({part: _embedded(part) for part in heartbeats.PARTS})
+    return checks
+
+
+def background() -> dict[str, dict[str, str]]:
+    """With an external broker: each part's heartbeat age in the data dir, as seen from here (not a gate)."""
+    report = {}
+    for part in heartbeats.PARTS:
+        beat = heartbeats.read(Path(settings.DATA_DIR), part)
+        if beat is None:
+            report[part] = {"status": "unknown", "detail": "no heartbeat in this data dir (it may run elsewhere; "
+                                                           "its own health check watches it)"}
+        elif beat.age_s > settings.BENCHREG_HEARTBEAT_STALE_S:
+            report[part] = {"status": "stale", "detail": f"last heartbeat {beat.age_s:.0f} s ago"}
+        else:
+            report[part] = {"status": "ok", "detail": f"heartbeat {beat.age_s:.0f} s ago"}
+    return report
 
 
 def _allowed(request: HttpRequest) -> None:
@@ -88,15 +132,17 @@ def healthz(request: HttpRequest) -> JsonResponse:
 def readyz(request: HttpRequest) -> JsonResponse:
     _allowed(request)
     checks: dict[str, dict[str, str]] = {}
-    for name, check in READINESS.items():
+    for name, check in readiness_checks().items():
         try:
             checks[name] = {"status": "ok", "detail": check()}
         except Exception as exc:
             log.warning("readiness check %s failed: %s: %s", name, type(exc).__name__, exc)
             checks[name] = {"status": "failed", "detail": f"{type(exc).__name__}: {str(exc)[:300]}"}
     ready = all(c["status"] == "ok" for c in checks.values())
-    response = JsonResponse({"status": "ready" if ready else "not ready", "checks": checks},
-                            status=200 if ready else 503)
+    body: dict[str, object] = {"status": "ready" if ready else "not ready", "checks": checks}
+    if settings.CELERY_BROKER_URL and not settings.BENCHREG_EMBEDDED_WORKER:
+        body["background"] = background()
+    response = JsonResponse(body, status=200 if ready else 503)
     if not ready:
         response["Retry-After"] = str(settings.BENCHREG_RETRY_AFTER_S)
     return response

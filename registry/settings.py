@@ -473,21 +473,38 @@ BENCHREG_REPORT_MAX_ATTEMPTS = env_int("BENCHREG_REPORT_MAX_ATTEMPTS", 3)
 # Retry-After; a request identical to one queued, rendering or ready returns that report instead.
 BENCHREG_REPORTS_PENDING_PER_PERSON = env_int("BENCHREG_REPORTS_PENDING_PER_PERSON", 3)
 # The embedded default's own worker (docs/operations.md): `benchreg serve` and `benchreg demo` set this, and run
-# a Celery worker (with beat) beside gunicorn over kombu's filesystem transport in the data dir, so reports and
+# a supervised Celery worker and beat beside gunicorn over a filesystem queue in the data dir, so reports and
 # jobs never run inside a web request and no external service is needed. Without it (tests, shell, management
 # commands) tasks still run in-process.
 BENCHREG_EMBEDDED_WORKER = env_bool("BENCHREG_EMBEDDED_WORKER", False) and not CELERY_BROKER_URL
 if BENCHREG_EMBEDDED_WORKER:
     _queue = DATA_DIR / "queue"
-    for _folder in ("messages", "processed", "control"):
+    for _folder in ("messages", "processed", "control", "staging", "quarantine"):
         (_queue / _folder).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_URL = "filesystem://"
+    # kombu's filesystem transport with atomic writes and a consumer that quarantines unreadable files
+    # (registry/broker.py): kombu's own lets the worker read a half-written message and die on it.
+    CELERY_BROKER_TRANSPORT = "registry.broker:Transport"
     # control_folder too: kombu's default is "control" in the working directory (a stray folder in a checkout).
     CELERY_BROKER_TRANSPORT_OPTIONS = {"data_folder_in": str(_queue / "messages"),
                                        "data_folder_out": str(_queue / "messages"),
                                        "processed_folder": str(_queue / "processed"), "store_processed": False,
-                                       "control_folder": str(_queue / "control")}
+                                       "control_folder": str(_queue / "control"),
+                                       "staging_folder": str(_queue / "staging"),
+                                       "quarantine_folder": str(_queue / "quarantine")}
     CELERY_TASK_ALWAYS_EAGER = False
+# Liveness of the worker and beat (registry/health.py, registry/supervisor.py): each touches
+# <data dir>/worker.heartbeat or beat.heartbeat at least every BENCHREG_HEARTBEAT_INTERVAL_S; one older than
+# BENCHREG_HEARTBEAT_STALE_S counts as down (on the embedded default: /readyz answers 503 naming it and the
+# supervisor kills and restarts it). A part that dies is restarted after 1 s, doubling on each quick death up to
+# BENCHREG_SUPERVISOR_BACKOFF_MAX_S.
+BENCHREG_HEARTBEAT_INTERVAL_S = env_int("BENCHREG_HEARTBEAT_INTERVAL_S", 5)
+BENCHREG_HEARTBEAT_STALE_S = env_int("BENCHREG_HEARTBEAT_STALE_S", 60)
+BENCHREG_SUPERVISOR_BACKOFF_MAX_S = env_int("BENCHREG_SUPERVISOR_BACKOFF_MAX_S", 60)
+if not 0 < BENCHREG_HEARTBEAT_INTERVAL_S < BENCHREG_HEARTBEAT_STALE_S:
+    raise ImproperlyConfigured("BENCHREG_HEARTBEAT_INTERVAL_S must be positive and below BENCHREG_HEARTBEAT_STALE_S")
+if BENCHREG_SUPERVISOR_BACKOFF_MAX_S < 1:
+    raise ImproperlyConfigured("BENCHREG_SUPERVISOR_BACKOFF_MAX_S must be at least 1 second")
 BENCHREG_REPORTS_SWEEP_INTERVAL_S = env_int("BENCHREG_REPORTS_SWEEP_INTERVAL_S", 60)
 CELERY_BEAT_SCHEDULE["reports-sweep"] = {
     "task": "registry.tasks.reports.reports_sweep", "schedule": float(BENCHREG_REPORTS_SWEEP_INTERVAL_S),

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -35,26 +36,39 @@ class _Gunicorn(BaseApplication):  # type: ignore[misc]
 
 
 def serve(*, bind: str, workers: int, threads: int) -> None:
-    """gunicorn in this process; on the embedded default, with a Celery worker process of its own beside it."""
-    worker = start_embedded_worker() if settings.BENCHREG_EMBEDDED_WORKER else None
+    """gunicorn in this process; on the embedded default, with a supervised Celery worker and beat beside it."""
+    supervisor = start_embedded_worker() if settings.BENCHREG_EMBEDDED_WORKER else None
     try:
         # preload_app: the master loads (warms and freezes) the application once; the workers fork from it.
         _Gunicorn({"bind": bind, "workers": workers, "threads": threads, "accesslog": "-",
                    "timeout": 120, "preload_app": True}).run()
     finally:
-        if worker is not None:
-            worker.terminate()
-            worker.wait(timeout=60)
+        if supervisor is not None:
+            stop_embedded_worker(supervisor)
 
 
 def start_embedded_worker() -> subprocess.Popen[bytes]:
-    """`celery -A registry worker -B` over the filesystem queue in the data dir: reports, the embedded agent's
-    jobs, and beat's sweeps and checkpoints run here, never in a web request (issue 17)."""
-    schedule = Path(settings.DATA_DIR) / "celerybeat-schedule"
-    return subprocess.Popen([sys.executable, "-m", "celery", "-A", "registry", "worker", "--beat",
-                             "--schedule", str(schedule), "--scheduler", "registry.celery:HeartbeatScheduler",
-                             "--pool", "solo", "--hostname", "embedded@%h", "--loglevel", "info"],
-                            env={**os.environ, "BENCHREG_EMBEDDED_WORKER": "1"})
+    """registry.supervisor, which runs `celery worker` and `celery beat` over the filesystem queue in the data dir
+    and restarts either when it dies: reports, the embedded agent's jobs, webhook deliveries, and beat's sweeps
+    and checkpoints run there, never in a web request.
+
+    In a session of its own, so its process group (it and both parts) can be stopped as one, and so a Ctrl-C meant
+    for gunicorn reaches it only through gunicorn's orderly exit."""
+    return subprocess.Popen([sys.executable, "-m", "registry.supervisor"],
+                            env={**os.environ, "BENCHREG_EMBEDDED_WORKER": "1"}, start_new_session=True)
+
+
+def stop_embedded_worker(supervisor: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to the supervisor, which stops the worker and beat (each gets up to 30 s for its task); what is
+    left of its group a minute later is killed."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(supervisor.pid, signal.SIGTERM)
+    try:
+        supervisor.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(supervisor.pid, signal.SIGKILL)
+        supervisor.wait(timeout=10)
 
 
 class Command(BaseCommand):

@@ -1,0 +1,63 @@
+"""Heartbeat files of the background parts: <data dir>/worker.heartbeat and <data dir>/beat.heartbeat.
+
+The Celery worker (a bootstep on its timer) and beat (registry.celery.HeartbeatScheduler) rewrite theirs at least
+every BENCHREG_HEARTBEAT_INTERVAL_S with their process id; /readyz (registry/health.py), the embedded
+supervisor (registry/supervisor.py) and compose's health checks read them. A file is cheaper than a broker round
+trip (`celery inspect ping`) and also works for beat, which answers no ping.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+PARTS = ("worker", "beat")
+
+
+def path(folder: Path, part: str) -> Path:
+    return Path(folder) / f"{part}.heartbeat"
+
+
+def touch(folder: Path, part: str) -> None:
+    """Rewrite the heartbeat with this process's id; replaced whole, so a reader never sees it half-written."""
+    target = path(folder, part)
+    fd, staged = tempfile.mkstemp(dir=target.parent, prefix=f".{part}.", suffix=".part")
+    try:
+        with os.fdopen(fd, "w") as file:
+            file.write(f"{os.getpid()}\n")
+        Path(staged).replace(target)
+    except OSError:
+        Path(staged).unlink(missing_ok=True)
+        raise
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    pid: int | None  # None: the file holds no process id (compose's beat checks only the age)
+    age_s: float
+
+    def process_alive(self) -> bool:
+        """Whether the recorded process still exists on this machine (meaningful only where it runs here)."""
+        if self.pid is None:
+            return False
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True  # exists, under another user
+        return True
+
+
+def read(folder: Path, part: str) -> Heartbeat | None:
+    """The part's last heartbeat, or None when it never wrote one."""
+    target = path(folder, part)
+    try:
+        age = time.time() - target.stat().st_mtime
+        text = target.read_text().strip()
+    except FileNotFoundError:
+        return None
+    return Heartbeat(pid=int(text) if text.isdigit() else None, age_s=max(age, 0.0))

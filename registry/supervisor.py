@@ -1,0 +1,149 @@
+"""The embedded default's supervisor: one Celery worker and one beat beside `benchreg serve`, kept running.
+
+`benchreg serve` starts `python -m registry.supervisor` in a session of its own; it starts the worker and beat as
+two processes, and when one exits (a crash, kill -9, an out-of-memory kill) it logs how and restarts it: after 1 s,
+doubling on each death that follows a run shorter than STABLE_S, up to BENCHREG_SUPERVISOR_BACKOFF_MAX_S. A part
+whose heartbeat file (registry/heartbeats.py) is older than BENCHREG_HEARTBEAT_STALE_S is frozen: it is killed
+and restarted the same way. /readyz answers 503 naming the part while it is down.
+
+On SIGTERM or SIGINT, or when the process that started it is gone, it stops both parts (SIGTERM, then SIGKILL
+after STOP_TIMEOUT_S) and exits.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+from registry import heartbeats
+
+log = logging.getLogger("registry.supervisor")
+
+STABLE_S = 60.0  # a part that ran this long before dying is restarted after the shortest delay again
+STOP_TIMEOUT_S = 30.0
+POLL_S = 0.5
+
+
+@dataclass
+class Part:
+    """One supervised process: its command, and where it stands."""
+
+    name: str
+    argv: list[str]
+    process: subprocess.Popen[bytes] | None = None
+    started_wall: float = 0.0
+    started: float = 0.0
+    quick_deaths: int = 0
+    next_start: float = 0.0
+    starts: int = 0
+
+
+def embedded_parts(*, data_dir: Path, python: str = sys.executable) -> list[Part]:
+    """The worker (solo pool: one task at a time, every queue in CELERY_TASK_QUEUES, the webhook queue included)
+    and beat, each its own process so that either can die and come back alone."""
+    celery = [python, "-m", "celery", "-A", "registry"]
+    # No mingle or gossip: with one worker they only write broadcast files into the queue folder.
+    worker = [*celery, "worker", "--pool", "solo", "--hostname", "embedded@%h", "--without-mingle",
+              "--without-gossip", "--loglevel", "info"]
+    beat = [*celery, "beat", "--schedule", str(data_dir / "celerybeat-schedule"),
+            "--scheduler", "registry.celery:HeartbeatScheduler", "--loglevel", "info"]
+    return [Part("worker", worker), Part("beat", beat)]
+
+
+class Supervisor:
+    def __init__(self, parts: list[Part], *, data_dir: Path, stale_s: float, backoff_max_s: float) -> None:
+        self.parts, self.data_dir = parts, data_dir
+        self.stale_s, self.backoff_max_s = stale_s, backoff_max_s
+        self.stopping = threading.Event()
+        self.parent = os.getppid()
+
+    def run(self) -> None:
+        while not self.stopping.is_set():
+            if os.getppid() != self.parent:
+                log.warning("the process that started the supervisor is gone: stopping the worker and beat")
+                break
+            for part in self.parts:
+                self.check(part)
+            self.stopping.wait(POLL_S)
+        self.stop_all()
+
+    def check(self, part: Part) -> None:
+        now = time.monotonic()
+        if part.process is None:
+            if now >= part.next_start:
+                self.start(part)
+            return
+        code = part.process.poll()
+        if code is None:
+            self.kill_if_frozen(part)
+            return
+        ran = now - part.started
+        part.quick_deaths = 0 if ran >= STABLE_S else part.quick_deaths + 1
+        delay = min(self.backoff_max_s, 2.0 ** max(part.quick_deaths - 1, 0))
+        how = f"killed by signal {-code}" if code < 0 else f"exited with status {code}"
+        log.error("embedded %s (pid %d) %s after %.0f s; restarting it in %.0f s", part.name, part.process.pid,
+                  how, ran, delay)
+        part.process, part.next_start = None, now + delay
+
+    def kill_if_frozen(self, part: Part) -> None:
+        assert part.process is not None
+        beat = heartbeats.read(self.data_dir, part.name)
+        # A fresh process has not written yet (Django takes seconds to load): count from its start till then.
+        age = time.time() - part.started_wall
+        if beat is not None and beat.pid == part.process.pid:
+            age = beat.age_s
+        if age > self.stale_s:
+            log.error("embedded %s (pid %d) wrote no heartbeat for %.0f s: killing it", part.name,
+                      part.process.pid, age)
+            part.process.kill()
+
+    def start(self, part: Part) -> None:
+        part.process = subprocess.Popen(part.argv)
+        part.started, part.started_wall = time.monotonic(), time.time()
+        if part.starts:
+            log.warning("embedded %s restarted (pid %d, restart %d)", part.name, part.process.pid, part.starts)
+        else:
+            log.info("embedded %s started (pid %d)", part.name, part.process.pid)
+        part.starts += 1
+
+    def stop_all(self) -> None:
+        running = [p.process for p in self.parts if p.process is not None and p.process.poll() is None]
+        for process in running:
+            process.terminate()
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        for process in running:
+            try:
+                process.wait(timeout=max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+    def request_stop(self, signum: int, frame: FrameType | None) -> None:
+        self.stopping.set()
+
+
+def main() -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "registry.settings")
+    os.environ["BENCHREG_EMBEDDED_WORKER"] = "1"
+    logging.basicConfig(level=logging.INFO, format="[%(asctime)s: %(levelname)s/supervisor] %(message)s")
+    from django.conf import settings
+
+    data_dir = Path(settings.DATA_DIR)
+    supervisor = Supervisor(embedded_parts(data_dir=data_dir), data_dir=data_dir,
+                            stale_s=float(settings.BENCHREG_HEARTBEAT_STALE_S),
+                            backoff_max_s=float(settings.BENCHREG_SUPERVISOR_BACKOFF_MAX_S))
+    signal.signal(signal.SIGTERM, supervisor.request_stop)
+    signal.signal(signal.SIGINT, supervisor.request_stop)
+    supervisor.run()
+
+
+if __name__ == "__main__":
+    main()
