@@ -427,9 +427,13 @@ def _verify_run_text(report: Report, run: dict[str, Any]) -> None:
         report.findings.append(Finding(f"the stored text hashes to {actual}, the run's digest is {run['digest']}",
                                        run=pk, column="digest"))
         return
-    parsed = json.loads(canonical)
+    parsed = _loads(canonical)
     document = run["document"]
-    if not same_json(parsed, json.loads(document) if isinstance(document, str) else document):
+    stored = _loads(document) if isinstance(document, str) else document
+    # Most documents come back spelled as sent: one C-speed comparison of sorted dumps (which tells true from 1 and
+    # 1.0 from 1) settles them; the rest (JSONB's decimal spellings) are compared number by number.
+    if not (((dumped := _sorted_dump(parsed)) is not None and dumped == _sorted_dump(stored))
+            or same_json(parsed, stored)):
         report.findings.append(Finding("column document differs from the canonical text", run=pk, column="document"))
     expected = summarize(parsed).columns()
     for name in SUMMARY_COLUMNS:
@@ -439,6 +443,21 @@ def _verify_run_text(report: Report, run: dict[str, Any]) -> None:
     for axis, column in KEY_COLUMNS:
         if keys[axis] != run[column]:
             report.findings.append(_mismatch(pk, column, run[column], keys[axis], "the canonical text"))
+
+
+def _loads(text: str) -> Any:
+    """orjson where it can (several times faster); json for what it refuses (integers beyond 64 bits)."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
+
+def _sorted_dump(value: Any) -> bytes | None:
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # an integer beyond 64 bits: the careful comparison decides
+        return None
 
 
 def _verify_run_entry(report: Report, run: dict[str, Any], entry: dict[str, Any], key: CommitmentKey) -> None:

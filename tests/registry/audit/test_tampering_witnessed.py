@@ -54,13 +54,14 @@ def test_a_rewritten_entry_and_deleted_checkpoints_fail_against_the_witnessed_ch
         witnessed = ("--witness", w.vkey, "--require-witnesses", "1")
         call_command("audit", "verify", *files, *witnessed, stdout=io.StringIO())  # all well so far
 
-        # The rewrite: entry of the third run (its trust changed), with a matching leaf hash; then the evidence
-        # of the old heads goes: every stored checkpoint and cosignature.
+        # The rewrite: the third run's trust, and its entry to match, with a matching leaf hash (verify compares
+        # the two); then the evidence of the old heads goes: every stored checkpoint and cosignature.
         row = AuditEntry.objects.get(subject=runs[2].digest, kind="run.submitted")
         forged = json.dumps({**json.loads(row.entry), "payload": {"run": runs[2].pk, "trust": "vouched"}},
                             separators=(",", ":"), sort_keys=True)
         _as_superuser(("UPDATE registry_auditentry SET entry = %s, leaf_hash = %s WHERE seq = %s",
                        [forged, leaf_hash(forged.encode()).hex(), row.seq]),
+                      ("UPDATE registry_submission SET trust = 'vouched' WHERE id = %s", [runs[2].pk]),
                       ("DELETE FROM registry_cosignature", []), ("DELETE FROM registry_checkpoint", []))
 
         out = io.StringIO()
