@@ -48,8 +48,17 @@ class Heartbeat:
         except ProcessLookupError:
             return False
         except PermissionError:
-            return True  # exists, under another user
-        return True
+            pass  # exists, under another user
+        return not _zombie(self.pid)
+
+
+def _zombie(pid: int) -> bool:
+    """Killed but not yet reaped by its parent (the supervisor polls twice a second): dead, though kill(0) works."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False  # no /proc (not Linux), or it was reaped just now
+    return stat.rpartition(")")[2].split()[:1] == ["Z"]
 
 
 def read(folder: Path, part: str) -> Heartbeat | None:

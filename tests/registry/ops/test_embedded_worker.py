@@ -1,63 +1,89 @@
-"""The embedded default (SQLite, no broker, no other service) renders reports in a worker process of its own:
-`benchreg serve` starts one beside gunicorn over kombu's filesystem transport, so a report request is answered
-at once as queued and the PDF is ready a little later, never rendered inside the web request."""
+"""The embedded default (SQLite, no broker, no other service) runs its background work beside `benchreg serve`: a
+supervisor keeps a Celery worker and beat running over a filesystem queue in the data dir (registry/supervisor.py,
+registry/broker.py). A report request is answered at once as queued and rendered by the worker; the worker survives
+load and unreadable message files; a killed worker or beat reads as not ready until the supervisor restarts it.
+Everything listens on 127.0.0.1 only."""
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
 
 import protocol
+from registry import heartbeats
+from registry.supervisor import Part, Supervisor
 from tests.registry.ops.services import ROOT, free_port
 from tests.registry.reports.conftest import PRICES, SIZING, fleet_documents
 
-pytestmark = [pytest.mark.slow]
+
+@dataclass
+class Embedded:
+    base: str
+    token: str
+    data: Path
+    log: Path
+
+    def ready(self) -> httpx.Response:
+        return httpx.get(f"{self.base}/readyz", timeout=30)
+
+    def wait_ready(self, seconds: float) -> httpx.Response:
+        deadline, answer = time.monotonic() + seconds, None
+        while time.monotonic() < deadline:
+            try:
+                answer = self.ready()
+                if answer.status_code == 200:
+                    return answer
+            except httpx.TransportError:
+                pass
+            time.sleep(0.5)
+        raise AssertionError(f"not ready after {seconds} s: {answer and answer.text}\n{self.tail()}")
+
+    def pid(self, part: str) -> int:
+        beat = heartbeats.read(self.data, part)
+        assert beat is not None and beat.pid is not None
+        return beat.pid
+
+    def text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def tail(self) -> str:
+        return self.text()[-4000:]
 
 
-def test_benchreg_serve_renders_reports_in_its_own_worker_process(tmp_path: Path) -> None:
+def _env(data: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL",
                                                             "BENCHREG_EMBEDDED_WORKER", "DJANGO_SETTINGS_MODULE")}
-    env.update(BENCHREG_DATA_DIR=str(tmp_path), BENCHREG_THROTTLE_USER="100000/min")
-    manage = [sys.executable, "manage.py"]
+    env.update(BENCHREG_DATA_DIR=str(data), BENCHREG_THROTTLE_USER="100000/min")
+    return env
+
+
+@pytest.fixture(scope="module")
+def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Embedded]:
+    data = tmp_path_factory.mktemp("embedded")
+    env, manage = _env(data), [sys.executable, "manage.py"]
     subprocess.run([*manage, "migrate", "-v0"], cwd=ROOT, env=env, check=True)
     token = subprocess.run([*manage, "create_token", "--username", "lab-embedded", "--scopes", "submit,read",
                             "--grant-role"], cwd=ROOT, env=env, check=True, capture_output=True,
                            text=True).stdout.strip().splitlines()[-1]
-    port = free_port()
+    port, log = free_port(), data / "serve.log"
     server = subprocess.Popen([sys.executable, "-m", "registry.cli", "serve", "--bind", f"127.0.0.1:{port}",
                                "--workers", "1"], cwd=ROOT, env=env, start_new_session=True,
-                              stdout=(tmp_path / "serve.log").open("wb"), stderr=subprocess.STDOUT)
-    base, headers = f"http://127.0.0.1:{port}", {"Authorization": f"Token {token}"}
+                              stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    embedded = Embedded(f"http://127.0.0.1:{port}", token, data, log)
     try:
-        for _ in range(300):
-            try:
-                if httpx.get(f"{base}/healthz", timeout=5).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.3)
-        with httpx.Client(base_url=base, headers=headers, timeout=120) as api:
-            runs = [api.post("/api/v1/submissions", content=protocol.canonicalize(doc),
-                             headers={"Content-Type": "application/json"}).json()["id"]
-                    for doc in fleet_documents(2)]
-            comparison = api.post("/api/v1/comparisons", json={"runs": runs, "prices": PRICES, "sizing": SIZING})
-            assert comparison.status_code == 201, comparison.text
-            answer = api.post("/api/v1/reports", json={"comparison": comparison.json()["id"], "title": "Embedded",
-                                                       "decision": "d"})
-            assert answer.status_code == 202 and answer.json()["status"] == "queued", answer.text
-            deadline, report = time.monotonic() + 240, answer.json()
-            while report["status"] in ("queued", "rendering") and time.monotonic() < deadline:
-                time.sleep(1)
-                report = api.get(f"/api/v1/reports/{report['id']}").json()
-            assert report["status"] == "ready", (report, (tmp_path / "serve.log").read_text()[-3000:])
-            pdf = api.get(f"/api/v1/reports/{report['id']}/pdf")
-            assert pdf.status_code == 200 and pdf.content.startswith(b"%PDF")
+        embedded.wait_ready(180)  # the first start migrates nothing but loads Django in three processes
+        yield embedded
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         try:
@@ -65,3 +91,112 @@ def test_benchreg_serve_renders_reports_in_its_own_worker_process(tmp_path: Path
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait(timeout=30)
+        # the supervisor runs in a session of its own; serve stops it on the way out, and it stops both parts
+        for part in heartbeats.PARTS:
+            assert not heartbeats.read(data, part).process_alive(), f"the {part} outlived serve"  # type: ignore[union-attr]
+
+
+@pytest.mark.slow
+def test_benchreg_serve_renders_reports_in_its_own_worker_process(embedded: Embedded) -> None:
+    with httpx.Client(base_url=embedded.base, headers={"Authorization": f"Token {embedded.token}"},
+                      timeout=120) as api:
+        runs = [api.post("/api/v1/submissions", content=protocol.canonicalize(doc),
+                         headers={"Content-Type": "application/json"}).json()["id"]
+                for doc in fleet_documents(2)]
+        comparison = api.post("/api/v1/comparisons", json={"runs": runs, "prices": PRICES, "sizing": SIZING})
+        assert comparison.status_code == 201, comparison.text
+        answer = api.post("/api/v1/reports", json={"comparison": comparison.json()["id"], "title": "Embedded",
+                                                   "decision": "d"})
+        assert answer.status_code == 202 and answer.json()["status"] == "queued", answer.text
+        deadline, report = time.monotonic() + 240, answer.json()
+        while report["status"] in ("queued", "rendering") and time.monotonic() < deadline:
+            time.sleep(1)
+            report = api.get(f"/api/v1/reports/{report['id']}").json()
+        assert report["status"] == "ready", (report, embedded.tail())
+        pdf = api.get(f"/api/v1/reports/{report['id']}/pdf")
+        assert pdf.status_code == 200 and pdf.content.startswith(b"%PDF")
+
+
+PRODUCER = """
+import sys, time
+from registry.celery import app
+end = time.monotonic() + float(sys.argv[1])
+n = 0
+while time.monotonic() < end:
+    app.send_task("celery.accumulate", args=(n,))
+    n += 1
+    time.sleep(0.005)
+print(n)
+"""
+
+GARBAGE = {"00_empty.celery.msg": b"", "01_torn.celery.msg": b'{"body": "eyJh',
+           "02_foreign.celery.msg": b'{"hello": "world"}', "03_binary.webhooks.msg": b"\x00\xff" * 64}
+
+
+@pytest.mark.slow
+def test_the_worker_survives_load_and_unreadable_message_files(embedded: Embedded) -> None:
+    """Beat publishes every second (audit-integrate) while two producer processes publish as fast as they can:
+    kombu's own filesystem transport lost its worker to a half-written file within seconds of this."""
+    worker = embedded.pid("worker")
+    env = {**_env(embedded.data), "BENCHREG_EMBEDDED_WORKER": "1"}
+    producers = [subprocess.Popen([sys.executable, "-c", PRODUCER, "20"], cwd=ROOT, env=env,
+                                  stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    time.sleep(8)
+    messages = embedded.data / "queue" / "messages"
+    for name, content in GARBAGE.items():
+        (messages / name).write_bytes(content)
+    sent = sum(int(p.communicate(timeout=60)[0]) for p in producers)
+    assert all(p.returncode == 0 for p in producers)
+    deadline = time.monotonic() + 40
+    while any(messages.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert list(messages.iterdir()) == [], f"{len(list(messages.iterdir()))} of {sent} left\n{embedded.tail()}"
+    quarantined = {p.name for p in (embedded.data / "queue" / "quarantine").iterdir()}
+    assert quarantined == set(GARBAGE)
+    assert embedded.pid("worker") == worker, "the worker was restarted: it died under load"
+    assert "killed by signal" not in embedded.text() and "exited with status" not in embedded.text()
+    assert embedded.ready().status_code == 200
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("part", ["worker", "beat"])
+def test_a_killed_part_reads_as_not_ready_until_the_supervisor_restarts_it(embedded: Embedded, part: str) -> None:
+    embedded.wait_ready(60)
+    victim = embedded.pid(part)
+    os.kill(victim, signal.SIGKILL)
+    time.sleep(0.2)
+    down = embedded.ready()
+    assert down.status_code == 503, down.text
+    assert down.headers["Retry-After"]
+    check = down.json()["checks"][part]
+    assert check["status"] == "failed" and f"embedded {part} is not running (process {victim} is gone)" in check[
+        "detail"]
+    other = "beat" if part == "worker" else "worker"
+    assert down.json()["checks"][other]["status"] == "ok"
+    up = embedded.wait_ready(60)
+    assert up.json()["checks"][part]["status"] == "ok"
+    assert embedded.pid(part) != victim
+    assert f"embedded {part} (pid {victim}) killed by signal 9" in embedded.text()
+    assert f"embedded {part} restarted" in embedded.text()
+
+
+def test_the_supervisor_restarts_a_dead_part_with_growing_delays_and_kills_a_frozen_one(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Plain processes in place of Celery: one that exits at once, one that never writes its heartbeat."""
+    parts = [Part("worker", [sys.executable, "-c", "raise SystemExit(3)"]),
+             Part("beat", [sys.executable, "-c", "import time; time.sleep(120)"])]
+    supervisor = Supervisor(parts, data_dir=tmp_path, stale_s=2, backoff_max_s=2)
+    thread = threading.Thread(target=supervisor.run)
+    with caplog.at_level(logging.INFO, logger="registry.supervisor"):
+        thread.start()
+        time.sleep(9)
+        supervisor.stopping.set()
+        thread.join(timeout=40)
+    assert not thread.is_alive()
+    log = caplog.text
+    assert "embedded worker (pid" in log and "exited with status 3" in log
+    delays = [line.rsplit("restarting it in ", 1)[1] for line in log.splitlines()
+              if "embedded worker" in line and "restarting it in" in line]
+    assert delays[:3] == ["1 s", "2 s", "2 s"]  # 1, 2, then capped at backoff_max_s
+    assert "embedded beat (pid" in log and "wrote no heartbeat for" in log and "killed by signal 9" in log
+    assert all(p.process is None or p.process.poll() is not None for p in parts)

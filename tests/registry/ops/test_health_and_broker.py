@@ -4,8 +4,11 @@ then dispatched by the sweep once the broker is back."""
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from datetime import timedelta
@@ -16,6 +19,7 @@ import pytest
 import redis
 from django.test import override_settings
 
+from registry import heartbeats
 from registry.celery import HeartbeatScheduler, app
 from registry.choices import ReportStatus
 from registry.models import Report
@@ -36,11 +40,46 @@ def test_healthz_answers_without_credentials_and_readyz_names_each_check(anonymo
 
 
 def test_beat_touches_its_heartbeat_on_every_tick(tmp_path: Path) -> None:
-    with override_settings(DATA_DIR=tmp_path):
+    with override_settings(DATA_DIR=tmp_path, BENCHREG_HEARTBEAT_INTERVAL_S=5):
         scheduler = HeartbeatScheduler(app=app, schedule_filename=str(tmp_path / "schedule"), lazy=True)
         scheduler.setup_schedule()
-        assert scheduler.tick() <= 30.0
-    assert (tmp_path / "beat.heartbeat").exists()
+        assert scheduler.tick() <= 5.0  # ticks at least every heartbeat interval, however far the next task is
+    beat = heartbeats.read(tmp_path, "beat")
+    assert beat is not None and beat.pid == os.getpid() and beat.age_s < 5
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+@pytest.mark.django_db
+def test_on_the_embedded_default_readyz_names_a_worker_or_beat_that_is_down(anonymous: Any, tmp_path: Path,
+                                                                            settings: Any) -> None:
+    settings.DATA_DIR, settings.BENCHREG_EMBEDDED_WORKER, settings.BENCHREG_HEARTBEAT_STALE_S = tmp_path, True, 60
+    starting = anonymous.get("/readyz")
+    assert starting.status_code == 503 and starting["Retry-After"]
+    assert "has not started yet" in starting.json()["checks"]["worker"]["detail"]
+
+    heartbeats.touch(tmp_path, "worker")
+    heartbeats.touch(tmp_path, "beat")
+    ready = anonymous.get("/readyz")
+    assert ready.status_code == 200, ready.content
+    assert ready.json()["checks"]["worker"]["detail"].startswith(f"ok: process {os.getpid()}")
+
+    dead = _dead_pid()
+    heartbeats.path(tmp_path, "beat").write_text(f"{dead}\n")
+    down = anonymous.get("/readyz").json()
+    assert down["status"] == "not ready" and down["checks"]["worker"]["status"] == "ok"
+    assert f"the embedded beat is not running (process {dead} is gone)" in down["checks"]["beat"]["detail"]
+
+    heartbeats.touch(tmp_path, "beat")
+    old = time.time() - 120
+    os.utime(heartbeats.path(tmp_path, "worker"), (old, old))  # alive but frozen: no heartbeat for 2 minutes
+    frozen = anonymous.get("/readyz")
+    assert frozen.status_code == 503
+    assert re.search(r"wrote no heartbeat for 1[23]\d s", frozen.json()["checks"]["worker"]["detail"])
 
 
 class PrivateRedis:
@@ -107,3 +146,21 @@ def test_with_the_broker_stopped_a_report_is_stored_queued_and_dispatched_later(
     swept = reports_sweep(stale_after=timedelta(0))
     assert swept["redispatched"] == 1
     assert redis.Redis.from_url(private_broker.url).llen("celery") == 1  # the render task is on the queue now
+
+
+@pytest.mark.services
+@pytest.mark.django_db
+def test_with_an_external_broker_readyz_reports_worker_and_beat_without_waiting_for_them(
+        private_broker: PrivateRedis, anonymous: Any, tmp_path: Path, settings: Any) -> None:
+    """compose starts the worker and beat once web is ready and health-checks them itself: their heartbeats are
+    shown under `background`, and a missing or stale one does not make web unready."""
+    settings.DATA_DIR = tmp_path
+    heartbeats.touch(tmp_path, "worker")
+    old = time.time() - 600
+    os.utime(heartbeats.path(tmp_path, "worker"), (old, old))
+    ready = anonymous.get("/readyz")
+    assert ready.status_code == 200, ready.content
+    assert set(ready.json()["checks"]) == {"database", "migrations", "broker", "keys", "storage"}
+    assert ready.json()["background"]["worker"]["status"] == "stale"
+    assert re.fullmatch(r"last heartbeat 6\d\d s ago", ready.json()["background"]["worker"]["detail"])
+    assert ready.json()["background"]["beat"]["status"] == "unknown"
