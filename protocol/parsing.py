@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from functools import partial
 from typing import Any
 
@@ -95,7 +96,7 @@ def _text_problem(text: str) -> str | None:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _NUMBER_PROBLEMS = {
     "non-finite-number": "beyond the largest JSON number (an IEEE double), or NaN/Infinity",
-    "integer-out-of-range": "integers beyond ±2^53 cannot be held exactly by a JSON number (an IEEE double)",
+    "number-out-of-range": "beyond the largest JSON number (an IEEE double)",
 }
 
 
@@ -136,17 +137,22 @@ def _plainly_fine(value: Any, max_depth: int, numbers: bool) -> bool:
     return True
 
 
+_LARGEST_DOUBLE = int(sys.float_info.max)
+
+
 def _number_problem(number: int | float) -> str | None:
+    """For `numbers`: a float that is not finite, or an integer beyond every double (float() would overflow)."""
     if isinstance(number, float):
         return None if math.isfinite(number) else "non-finite-number"
-    return "integer-out-of-range" if abs(number) > MAX_EXACT_INTEGER else None
+    return "number-out-of-range" if abs(number) > _LARGEST_DOUBLE else None
 
 
 def value_errors(value: Any, *, max_depth: int = MAX_DEPTH, numbers: bool = False) -> list[Error]:
     """What no check should meet in a parsed JSON value, each with its pointer: arrays and objects nested more
     than `max_depth` deep (what follows, schema checks included, may recurse), strings or keys holding NUL or an
     unpaired surrogate (code "unstorable-text"), and what parse_json marked (duplicate keys, NaN/Infinity,
-    integers no double holds). With `numbers`, also floats that are not finite and integers beyond ±2**53.
+    integers no double holds exactly). With `numbers`, also floats that are not finite (1e400 parses as
+    Infinity) and integers beyond the largest double, which no code can take as a number.
 
     A stack, not recursion: the value may be nested deeper than Python's recursion limit. Pointers are built only
     for problems.

@@ -4,7 +4,8 @@ Views annotate what is particular to them (`extend_schema`: the request serializ
 only they raise). This schema class adds what every view shares, from the view's own configuration, so an
 endpoint cannot forget it and the description stays what the server does:
 
-  400  the operation reads a body or query parameters          (problem+json, `errors` with JSON pointers)
+  400  the operation reads a body or query parameters          (problem+json, `errors` with JSON pointers),
+       including a JSON body nested deeper than BENCHREG_MAX_JSON_DEPTH or holding a number beyond every double
   422  the same: well-formed but refused on its merits, e.g. NUL or a lone surrogate in a string
        (registry.api.strict: PostgreSQL can store neither)
   401  the view authenticates (an invalid or revoked token is refused even where no credential is needed)
@@ -12,6 +13,7 @@ endpoint cannot forget it and the description stays what the server does:
   404  the path has parameters (the object does not exist, or the caller may not see it), or the list is paged
        (an unknown or tampered `cursor`)
   406  always: an Accept header no renderer can satisfy
+  413  the operation reads a body: larger than DATA_UPLOAD_MAX_MEMORY_SIZE (BENCHREG_MAX_SUBMISSION_BYTES + 1 KiB)
   415  the operation reads a body: a Content-Type no parser takes
   429  the view is throttled (Retry-After)
   503  always: the database is unavailable (Retry-After); see docs/operations.md
@@ -35,12 +37,14 @@ PROBLEM = "application/problem+json"
 RETRY_AFTER = {"Retry-After": {"schema": {"type": "integer", "minimum": 0},
                                "description": "seconds to wait before trying again"}}
 STANDARD_ERRORS = {
-    "400": "The request is not valid: every problem is listed in `errors` with a JSON pointer.",
+    "400": "The request is not valid: every problem is listed in `errors` with a JSON pointer (a JSON body may "
+           "nest arrays and objects at most BENCHREG_MAX_JSON_DEPTH levels deep, default 32, and hold no number "
+           "beyond the largest double).",
     "401": "No valid credential: the token is missing where one is needed, or invalid, expired or revoked.",
     "403": "The credential lacks the right for this operation (or a session's unsafe request lacks its CSRF token).",
     "404": "No such object, or the caller may not see it.",
     "406": "No representation matches the Accept header.",
-    "413": "The body is larger than this operation accepts.",
+    "413": "The body is larger than this operation accepts (default 5 MiB + 1 KiB; BENCHREG_MAX_SUBMISSION_BYTES).",
     "415": "The body's Content-Type is not one this operation reads.",
     "422": "Well-formed, but refused on its merits (including text no database can store: NUL, lone surrogates).",
     "429": "Too many requests: wait Retry-After seconds.",
@@ -95,7 +99,7 @@ class ContractSchema(AutoSchema):
         if has_body or has_query:
             codes += ["400", "422"]
         if has_body:
-            codes.append("415")
+            codes += ["413", "415"]
         if self.view.get_authenticators():
             codes += ["401", "403"]
         paged = self.method == "GET" and getattr(self.view, "pagination_class", None) is not None

@@ -54,8 +54,9 @@ def refuse_unstorable(value: Any, where: str = "the body") -> None:
 
 class StrictJSONParser(JSONParser):
     """JSON bodies, refusing what no endpoint can take with a pointer, before any code meets it: arrays and objects
-    nested deeper than BENCHREG_MAX_JSON_DEPTH and numbers no IEEE double holds (400), text no database column can
-    hold (422, not a 500 at the INSERT)."""
+    nested deeper than BENCHREG_MAX_JSON_DEPTH and numbers beyond every IEEE double (1e400 parses as Infinity,
+    which no JSON column takes) (400), text no database column can hold (422, not a 500 at the INSERT). Integers
+    beyond ±2^53 pass here: each field states and checks its own range."""
 
     def parse(self, stream: Any, media_type: str | None = None, parser_context: dict[str, Any] | None = None) -> Any:
         depth = settings.MAX_JSON_DEPTH

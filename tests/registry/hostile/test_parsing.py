@@ -195,9 +195,9 @@ def test_csv_exports_never_carry_a_formula_and_keep_numbers(django_user_model: A
 
     admin = django_user_model.objects.create_user("ada", password="pw")
     admin.groups.add(Group.objects.get_or_create(name="admin")[0])
+    accelerators = [{**server_example["system"]["accelerators"][0], "model": FORMULAS[0]}]
     runs = [submission_create(document=variant(server_example, name, 1000.0 + i,
-                                               **{"system.accelerators": [{**server_example["system"]["accelerators"][0],
-                                                                          "model": FORMULAS[0]}]}),
+                                               **{"system.accelerators": accelerators}),
                               submitted_by=admin)[0] for i, name in enumerate(FORMULAS)]
     comparison, _ = comparison_create(runs=runs[:2], axis="system", created_by=admin)
     web = Client()
@@ -240,3 +240,16 @@ def test_plan_fixture_is_unchanged_by_refusals(world: dict[str, Any]) -> None:  
     client.post("/api/v1/schedules", {"plan": world["plan"].pk, "cron": "-1 * * * *", "agents": ["rig-a"]},
                 format="json")
     assert Plan.objects.count() == 1 and world["schedule"].__class__.objects.count() == 1
+
+
+def test_a_number_beyond_every_double_in_any_body_is_a_400_with_its_pointer(world: dict[str, Any]) -> None:  # noqa: F811
+    """1e400 parses as Infinity, which no JSON column and no statistic takes; a large integer is the field's call."""
+    client = _quiet(_knock(world, "submitter").api)
+    a, b = world["runs"]
+    body = f'{{"runs": [{a.pk}, {b.pk}], "prices": {{"lab-h200-02": 1e400}}}}'
+    response = client.post("/api/v1/comparisons", body, content_type="application/json")
+    assert response.status_code == 400 and response["Content-Type"] == PROBLEM
+    assert [(e["pointer"], e["code"]) for e in response.json()["errors"]] == [("/prices/lab-h200-02",
+                                                                                "non-finite-number")]
+    huge = client.post("/api/v1/comparisons", f'{{"runs": [{a.pk}, {"9" * 400}]}}', content_type="application/json")
+    assert huge.status_code == 400 and _pointers(huge) == ["/runs/1"]
