@@ -263,6 +263,8 @@ class ScheduleCollectionApi(APIView):
     def post(self, request: Request) -> Response:
         if not policy.can(policy.for_request(request), policy.SCHEDULE_CREATE):
             raise policy.Refused("this credential may not create schedules")
+        if isinstance(request.data, dict) and request.data.get("webhook_url"):
+            policy.require(policy.for_request(request), policy.WEBHOOK_REGISTER, hidden=False)
         data = ScheduleCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         fields = dict(data.validated_data)
@@ -284,6 +286,8 @@ class ScheduleDetailApi(ObjectRuleApi):
                               422: ProblemSerializer, **PROBLEMS})
     def patch(self, request: Request, schedule_id: int) -> Response:
         schedule = policy.schedule_get(policy.for_request(request), schedule_id, policy.SCHEDULE_CHANGE)
+        if isinstance(request.data, dict) and request.data.get("webhook_url"):
+            policy.require(policy.for_request(request), policy.WEBHOOK_REGISTER, hidden=False)
         data = ScheduleChangeSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         before = schedule.webhook_secret

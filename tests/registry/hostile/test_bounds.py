@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
+from django.contrib.auth import get_user_model
 from django.db.models.signals import post_save
 
 from registry.models import Job, Plan, Report, Schedule, ScheduleFire
@@ -231,6 +232,28 @@ def test_a_schedule_webhook_the_registry_would_not_deliver_to_is_refused(api: An
     created = _schedule(api, plan).json()
     changed = api.patch(f"/api/v1/schedules/{created['id']}", {"webhook_url": url}, format="json")
     assert changed.status_code == 422 and Schedule.objects.get().webhook_url == ""
+
+
+@pytest.mark.django_db
+def test_a_credential_that_may_not_submit_registers_no_schedule_webhook(plan: Plan) -> None:
+    """An admin's token without `submit` may manage schedules, but not point their alerts anywhere."""
+    from django.contrib.auth.models import Group
+    from rest_framework.test import APIClient
+
+    from registry.services.tokens import token_create
+
+    admin = get_user_model().objects.create_user("ops-admin", password="x")
+    admin.groups.add(Group.objects.get_or_create(name="admin")[0])
+    client = APIClient(SERVER_NAME="localhost")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token_create(user=admin, name='t', scopes='read,admin')[1]}")
+    refused = _schedule(client, plan, webhook_url="https://alerts.example.org/hook")
+    assert refused.status_code == 403 and refused["Content-Type"] == "application/problem+json", refused.content
+    assert not Schedule.objects.exists()
+    created = _schedule(client, plan)
+    assert created.status_code == 201, created.content
+    changed = client.patch(f"/api/v1/schedules/{created.json()['id']}",
+                           {"webhook_url": "https://alerts.example.org/hook"}, format="json")
+    assert changed.status_code == 403 and Schedule.objects.get().webhook_url == ""
 
 
 @pytest.mark.django_db
