@@ -240,6 +240,11 @@ class AgentHeartbeatApi(APIView):
 
 # --- plans and jobs (people) -------------------------------------------------------------------------------
 
+MAX_BATCH_SIZE = 2**20
+JOBS_BOUND = ("a plan makes one job per agent x precision x batch size, at most BENCHREG_MAX_JOBS_PER_PLAN "
+              "(default 1000)")
+
+
 class PlanCollectionApi(APIView):
     """Create a plan: one job per agent x precision x batch size, each dispatched to its agent after commit."""
 
@@ -247,12 +252,16 @@ class PlanCollectionApi(APIView):
 
     class InputSerializer(StrictSerializer):
         name = serializers.CharField(max_length=200, required=False, default="")
-        agents = serializers.ListField(child=serializers.CharField(max_length=60), min_length=1, max_length=200)
+        agents = serializers.ListField(child=serializers.CharField(max_length=60), min_length=1, max_length=200,
+                                       help_text=f"each agent once; {JOBS_BOUND}")
         runner = serializers.ChoiceField(choices=["inference", "training"])
         workload = serializers.CharField(max_length=100)
-        precisions = serializers.ListField(child=serializers.CharField(max_length=20), min_length=1, max_length=20)
-        batch_sizes = serializers.ListField(child=serializers.IntegerField(min_value=1), required=False,
-                                            default=list, max_length=50)
+        precisions = serializers.ListField(child=serializers.CharField(max_length=20), min_length=1, max_length=20,
+                                           help_text="each precision once")
+        # A batch beyond 2^20 samples is no accelerator's; the bound keeps the value inside every integer column.
+        batch_sizes = serializers.ListField(child=serializers.IntegerField(min_value=1, max_value=MAX_BATCH_SIZE),
+                                            required=False, default=list, max_length=50,
+                                            help_text="each batch size once")
         scenario = serializers.CharField(max_length=40, required=False, allow_null=True, default=None)
         repetitions = serializers.IntegerField(min_value=1, max_value=100, required=False, allow_null=True,
                                                default=None)

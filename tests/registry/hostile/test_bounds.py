@@ -144,6 +144,15 @@ def test_repeated_precisions_and_batch_sizes_make_no_identical_jobs(api: Any, ag
 
 
 @pytest.mark.django_db
+def test_a_batch_size_no_accelerator_has_is_refused_with_its_pointer(api: Any, agent: Any) -> None:
+    response = api.post("/api/v1/plans", {"agents": ["rig-b"], "runner": "inference", "workload": "mlp-classifier",
+                                          "precisions": ["fp32"], "batch_sizes": [8, 2**62]}, format="json")
+    assert response.status_code == 400 and response["Content-Type"] == "application/problem+json", response.content
+    assert [e["pointer"] for e in response.json()["errors"]] == ["/batch_sizes/1"]
+    assert not Plan.objects.exists() and not Job.objects.exists()
+
+
+@pytest.mark.django_db
 def test_a_plan_of_too_many_jobs_is_refused(api: Any, agent: Any, settings: Any) -> None:
     settings.BENCHREG_MAX_JOBS_PER_PLAN = 10
     response = api.post("/api/v1/plans", {"agents": ["rig-b"], "runner": "inference", "workload": "mlp-classifier",
