@@ -190,6 +190,7 @@ def test_two_web_servers_and_two_workers_with_no_shared_disk_serve_the_same_repo
     bucket, queue = s3.bucket(), f"scaleout-{uuid.uuid4().hex[:8]}"
     base = {**os.environ, **CREDENTIALS, "BENCHREG_S3_BUCKET": bucket, "BENCHREG_S3_ENDPOINT_URL": s3.url,
             "BENCHREG_S3_REGION": "us-east-1", "BENCHREG_TASK_QUEUE": queue, "CELERY_BROKER_URL": BROKER,
+                "BENCHREG_REPORTS_PENDING_PER_PERSON": "10",  # four reports of one person are in flight at once
             "SECRET_KEY": "scale-out-test-secret-key-shared-by-every-process",
             "DATABASE_URL": database_url(os.environ["DATABASE_URL"], connection.settings_dict["NAME"])}
     webs = [RegistryServer({**base, "BENCHREG_DATA_DIR": str(_data_dir(tmp_path, f"web-{n}", keys))}) for n in "ab"]

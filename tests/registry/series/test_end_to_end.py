@@ -124,6 +124,7 @@ def _series_runs() -> int:
 def test_a_schedule_fires_runs_join_their_series_and_a_slowdown_raises_one_alert(
         enrolled: Any, registry_processes: Registry, webhook_url: str, settings: Any, user: Any) -> None:
     settings.BENCHREG_ALERT_WEBHOOK_SECRET = SECRET  # the live server raises the alert: it signs with this
+    settings.BENCHREG_WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.1/32"]  # the receiver is local: allowed explicitly
     agent, workers = enrolled
     workers.start()
     wait_for(lambda: type(agent).objects.get(pk=agent.pk).is_online, 60, "the agent's heartbeat", workers.log)
@@ -180,9 +181,12 @@ def test_a_schedule_fires_runs_join_their_series_and_a_slowdown_raises_one_alert
     assert pointers["/software/settings/runner.sleep_ms"]["before"] == 50
     assert pointers["/software/settings/runner.sleep_ms"]["after"] == 105
 
-    # The webhook got it once, signed (Standard Webhooks: HMAC-SHA256 over id.timestamp.body).
+    # The webhook got it once, signed with the schedule's own secret (Standard Webhooks: HMAC-SHA256 over
+    # id.timestamp.body), which its owner was shown when setting the address.
     (headers, body), = Hook.received
-    key = base64.b64decode(SECRET.removeprefix("whsec_"))
+    own_secret = type(schedule).objects.get(pk=schedule.pk).webhook_secret
+    assert own_secret.startswith("whsec_") and own_secret != SECRET
+    key = base64.b64decode(own_secret.removeprefix("whsec_"))
     signed = f"{headers['webhook-id']}.{headers['webhook-timestamp']}.{body.decode()}".encode()
     assert headers["webhook-signature"] == "v1," + base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()
                                                                      ).decode()
