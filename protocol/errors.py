@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -28,8 +29,35 @@ class Invalid(Exception):
 
 
 def pointer(parts: tuple[str | int, ...] | list[str | int]) -> str:
-    """Build a JSON pointer from path parts, escaping '~' and '/' as RFC 6901 requires."""
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+    """Build a JSON pointer from path parts, escaping '~' and '/' as RFC 6901 requires (and, in a key no answer
+    could carry, a NUL or an unpaired surrogate as its \\uXXXX escape: see `printable`)."""
+    return "".join("/" + printable(str(p)).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+_UNPRINTABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def printable(text: str) -> str:
+    """`text` with each NUL and unpaired UTF-16 surrogate written as its JSON escape (`\\u0000`, `\\ud800`).
+
+    An error names what it refuses: a key or value holding a lone surrogate cannot be encoded as UTF-8, so an
+    answer quoting it as is would fail after the refusal was decided (a 500, or a batch whose stored lines go
+    unreported). The escape says exactly which character was meant.
+    """
+    if text.isascii() and "\x00" not in text:
+        return text
+    return _UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def printable_data(value: Any) -> Any:
+    """`value` (an error body: dicts, lists, strings, numbers) with every string and key made `printable`."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {printable_data(k): printable_data(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [printable_data(v) for v in value]
+    return value
 
 
 def value_at(document: Mapping[str, Any], at: str) -> Any:

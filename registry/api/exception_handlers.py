@@ -15,6 +15,7 @@ from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
+from protocol.errors import printable, printable_data
 from registry.exceptions import RegistryError
 
 PROBLEM = "application/problem+json"
@@ -42,10 +43,12 @@ def unavailable_headers() -> dict[str, str]:
 
 
 def problem(status: int, code: str, detail: str, errors: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A problem+json body. What it quotes of the request is made printable (a lone surrogate in a key would make
+    the answer itself fail to encode)."""
     body: dict[str, Any] = {"type": f"https://benchreg.dev/problems/{code}", "title": _TITLES.get(status, "Error"),
-                            "status": status, "code": code, "detail": detail}
+                            "status": status, "code": code, "detail": printable(detail)}
     if errors is not None:
-        body["errors"] = errors
+        body["errors"] = printable_data(errors)
     return body
 
 

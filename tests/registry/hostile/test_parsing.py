@@ -109,6 +109,76 @@ def test_a_hostile_line_in_a_batch_is_refused_alone(api: APIClient, server_examp
     assert sorted(Submission.objects.values_list("system_name", flat=True)) == ["lab-a", "lab-b"]
 
 
+SURROGATE_KEY = '{"\\ud800": 1}'  # JSON text: an object whose key is an unpaired surrogate
+
+
+def test_a_surrogate_key_is_refused_on_every_json_endpoint_in_an_answer_that_encodes(
+        world: dict[str, Any]) -> None:  # noqa: F811
+    """The refusal names the key; quoting it as is made the answer itself fail to encode (a 500 everywhere, the
+    anonymous enrolment included). Every door, every principal: a 4xx problem+json that is valid UTF-8."""
+    wrong = []
+    for _, cases in sorted(RULES.items()):
+        for method, path_of, body_of, _, _ in cases:
+            path = path_of(world)
+            if body_of is None or not path.startswith("/api/") or path.endswith("/reports/verify"):
+                continue
+            for knock in world["knocks"]:
+                with transaction.atomic():
+                    response = getattr(_quiet(knock.api), method)(path, SURROGATE_KEY, content_type="application/json")
+                    transaction.set_rollback(True)
+                if response.status_code >= 500 or response["Content-Type"] != PROBLEM:
+                    wrong.append(f"{method.upper()} {path} as {knock.name}: {response.status_code}")
+                else:
+                    response.content.decode("utf-8")  # strict: a lone surrogate cannot have been written
+    assert not wrong, "\n".join(wrong)
+
+
+def test_a_surrogate_key_in_a_batch_line_is_refused_alone_and_the_stored_lines_are_reported(
+        api: APIClient, server_example: dict[str, Any]) -> None:
+    """The batch stored lines 1 and 3, then failed to write its answer (a 500 hiding two stored runs)."""
+    hostile = json.dumps(variant(server_example, "lab-x")).replace('"settings": {', '"settings": {"\\ud800": 1, ', 1)
+    assert "\\ud800" in hostile
+    body = "\n".join([json.dumps(variant(server_example, "lab-a")), hostile,
+                      json.dumps(variant(server_example, "lab-b"))]) + "\n"
+    response = _quiet(api).post("/api/v1/submissions", body, content_type="application/x-ndjson")
+    assert response.status_code == 200, response.content[:300]
+    lines = [json.loads(line) for line in response.content.decode("utf-8").splitlines()]
+    assert [(x["line"], x["result"]) for x in lines] == [(1, "stored"), (2, "refused"), (3, "stored")]
+    assert [e["pointer"] for e in lines[1]["problem"]["errors"]] == ["/software/settings/\\ud800"]
+    assert sorted(Submission.objects.values_list("system_name", flat=True)) == ["lab-a", "lab-b"]
+
+
+def test_run_ids_beyond_any_row_are_unknown_runs_not_a_500(api: APIClient, user: Any,
+                                                          server_example: dict[str, Any]) -> None:
+    run = submission_create(document=variant(server_example, "lab-a"), submitted_by=user)[0]
+    response = _quiet(api).post("/api/v1/comparisons", {"runs": [2**70, run.pk]}, format="json")
+    assert response.status_code in (400, 422) and response["Content-Type"] == PROBLEM, response.content[:300]
+    assert _pointers(response) == ["/runs/0"]
+    page = APIClient(SERVER_NAME="localhost")
+    page.force_login(user)
+    page.raise_request_exception = False
+    answer = page.post("/compare/", {"runs": f"{run.pk}, 99999999999999999999", "axis": "system"})
+    assert answer.status_code == 400 and b"There is no run 99999999999999999999" in answer.content
+
+
+def test_an_agent_id_beyond_any_row_is_an_invalid_choice_on_the_plan_form() -> None:
+    from registry.forms import RowChoiceField
+    from registry.models import Agent
+
+    field = RowChoiceField(queryset=Agent.objects.all())
+    for hostile in (["99999999999999999999"], ["-1"], ["1e3"]):
+        with pytest.raises(Exception) as refused:
+            field.clean(hostile)
+        assert getattr(refused.value, "code", None) == "invalid_choice", hostile
+
+
+def test_comparison_prices_have_the_report_prices_range(api: APIClient, user: Any,
+                                                        server_example: dict[str, Any]) -> None:
+    runs = [submission_create(document=variant(server_example, n), submitted_by=user)[0].pk for n in ("a", "b")]
+    response = _quiet(api).post("/api/v1/comparisons", {"runs": runs, "prices": {"a": 1e308}}, format="json")
+    assert response.status_code == 400 and _pointers(response) == ["/prices/a"], response.content[:300]
+
+
 @pytest.mark.postgres
 def test_nul_never_reaches_a_postgresql_text_column(api: APIClient, server_example: dict[str, Any]) -> None:
     """PostgreSQL refuses NUL in text and JSONB (a 500 at the INSERT): each path in is refused before it."""
