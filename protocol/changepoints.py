@@ -22,6 +22,7 @@ Method (docs/statistics.md, "Series and change points"), built on protocol/stati
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -113,8 +114,21 @@ def prediction_test(reference: Sequence[float], new: float, *, lower_is_better: 
     direction = "none"
     if changed:
         direction = "better" if (delta < 0) == lower_is_better else "worse"
-    return Change(changed, math.exp(delta), math.exp(delta - half), math.exp(delta + half), p, n, None,
-                  direction)
+    bounds = [_exp(delta), _exp(delta - half), _exp(delta + half)]
+    if not all(math.isfinite(b) for b in bounds) or not math.isfinite(p):
+        return Change(None, None, None, None, None, n, UNREPRESENTABLE)
+    return Change(changed, bounds[0], bounds[1], bounds[2], p, n, None, direction)
+
+
+UNREPRESENTABLE = "the run's ratio to its reference runs is beyond any number a double holds"
+
+
+def _exp(x: float) -> float:
+    """e**x, or infinity where it overflows (a run of 1e308 against runs near 1e3: the caller says why)."""
+    return math.exp(x) if x < _LOG_MAX else math.inf
+
+
+_LOG_MAX = math.log(sys.float_info.max)
 
 
 def scan(values: Sequence[float | None], *, lower_is_better: bool = False, alpha: float = ALPHA
@@ -130,6 +144,8 @@ def scan(values: Sequence[float | None], *, lower_is_better: bool = False, alpha
             continue
         verdict = prediction_test(reference, value, lower_is_better=lower_is_better, alpha=alpha)
         out.append(verdict)
+        if verdict.evidence == UNREPRESENTABLE:
+            continue  # kept out of the reference: it would make every later verdict unrepresentable too
         reference = [value] if verdict.changed else [*reference, value][-WINDOW:]
     return out
 

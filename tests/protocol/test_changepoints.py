@@ -117,3 +117,15 @@ if __name__ == "__main__":
         at, soon = power(7, factor), power(7, factor, within=3)
         print(f"shift x{factor}: power at the run {at:.3f}, within 3 runs {soon:.3f}")
     print(f"interval coverage at x0.8: {coverage(11, 0.8):.3f}")
+
+
+def test_a_ratio_no_double_holds_is_no_verdict_and_stays_out_of_the_reference() -> None:
+    """Runs near 1300 with 1e308 and the largest double among them: the interval's upper end, exp(log ratio + half
+    width), overflowed (OverflowError: a 500 on every history page of the configuration)."""
+    verdicts = cp.scan([1300.0, 1310.0, 1320.0, 1e308, 1.7976931348623157e308, 1e300, 5e-324, 1305.0])
+    unrepresentable = [i for i, v in enumerate(verdicts) if v.evidence == cp.UNREPRESENTABLE]
+    assert unrepresentable == [5, 7]
+    for i in unrepresentable:
+        assert verdicts[i].changed is None and verdicts[i].ratio is None
+        assert verdicts[i].as_dict()["evidence"] == cp.UNREPRESENTABLE
+    assert verdicts[7].reference == 6  # 1e300 (no verdict) stayed out of the reference

@@ -199,6 +199,23 @@ def test_a_run_with_throughput_1e308_is_left_out_with_its_reason_and_breaks_noth
 
 
 @pytest.mark.django_db
+def test_a_configurations_history_with_runs_of_1e308_still_answers() -> None:
+    """Runs of one configuration at 1300, then 1e308, the largest double and 1e300: its history (every run of it,
+    the old ones included) answered 500 from an overflowing ratio. Now each such verdict says why it has none."""
+    user = _user()
+    client = _client(user)
+    values = [1300.0, 1310.0, 1320.0, 1e308, 1.7976931348623157e308, 1e300, 5e-324, 1305.0]
+    ids = [_submit(client, _doc("same-rig", v)) for v in values]
+    page = APIClient(SERVER_NAME="localhost")
+    page.force_login(user)
+    for run in (ids[0], ids[-1]):
+        answer = client.get(f"/api/v1/submissions/{run}/history")
+        assert answer.status_code == 200, answer.content[:300]
+        assert page.get(f"/runs/{run}/history/").status_code == 200
+    assert [p["run"] for p in answer.json()["points"]] == ids
+
+
+@pytest.mark.django_db
 @pytest.mark.parametrize(("field", "value", "pointer"), [
     ("demand", {"value": 1e308, "unit": "tokens/s"}, "/question/demand/value"),
     ("headroom", 1e308, "/question/headroom"),
