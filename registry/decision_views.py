@@ -17,6 +17,7 @@ from protocol import decisions as dec
 from protocol import sizing
 from registry import policy
 from registry.exceptions import RegistryError
+from registry.forms import RowChoiceField
 from registry.models import Agent
 from registry.permissions import roles_of
 from registry.selectors.decisions import decision_list
@@ -71,7 +72,7 @@ class GapPlanForm(forms.Form):
     """Measure a missing or weak candidate: which live agents run it, and how many times (3: what an interval needs)."""
 
     candidate = forms.CharField(max_length=500, widget=forms.HiddenInput)
-    agents = forms.ModelMultipleChoiceField(queryset=Agent.objects.none(), widget=forms.CheckboxSelectMultiple)
+    agents = RowChoiceField(queryset=Agent.objects.none(), widget=forms.CheckboxSelectMultiple)
     repetitions = forms.IntegerField(min_value=3, max_value=50, initial=3)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

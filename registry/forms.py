@@ -10,6 +10,7 @@ from django import forms
 
 from protocol import comparability
 from protocol.sizing import MAX_PRICE_PER_HOUR
+from registry.models.fields import MAX_ROW_ID
 from registry.selectors.catalogue import FACETS, SORTS, CatalogueQuery
 
 KEY_PATTERN = r"^sha256:[0-9a-f]{64}$"
@@ -77,6 +78,9 @@ class CompareForm(forms.Form):
             raise forms.ValidationError("Choose two or more runs to compare.")
         if len(ids) > 50:
             raise forms.ValidationError("Compare at most 50 runs at once.")
+        beyond = [i for i in ids if i > MAX_ROW_ID]
+        if beyond:
+            raise forms.ValidationError(f"There is no run {beyond[0]}.")
         data["run_ids"] = ids
         if data.get("baseline") is not None and data["baseline"] not in ids:
             self.add_error("baseline", f"The baseline must be one of the runs compared ({', '.join(map(str, ids))}).")
@@ -129,3 +133,16 @@ class TokenCreateForm(forms.Form):
 
         self.fields["scopes"].choices = [(v, label) for v, label in Scope.choices if v in set(mintable)]
         self.fields["scopes"].initial = ["submit"] if "submit" in set(mintable) else ["read"]
+
+
+class RowChoiceField(forms.ModelMultipleChoiceField):
+    """ModelMultipleChoiceField whose values are row ids: one that is not a number or beyond any row's id is refused
+    as an invalid choice before the database is asked (a 20-digit id overflows SQLite's driver)."""
+
+    def _check_values(self, value: Any) -> Any:
+        for each in value:
+            text = str(each)
+            if not (text.isascii() and text.isdigit()) or int(text) > MAX_ROW_ID:
+                raise forms.ValidationError(self.error_messages["invalid_choice"], code="invalid_choice",
+                                            params={"value": text[:30]})
+        return super()._check_values(value)

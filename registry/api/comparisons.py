@@ -11,16 +11,19 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from protocol.sizing import MAX_PRICE_PER_HOUR
 from registry import policy
 from registry.api.pagination import NewestFirstCursor
 from registry.api.strict import QuerySerializer, StrictSerializer
 from registry.api.submissions import ProblemSerializer, SubmissionSummarySerializer, withdrawn_words
 from registry.models import Comparison
+from registry.models.fields import MAX_ROW_ID
 from registry.selectors.comparisons import comparable_runs, comparison_list, runs_by_reference
 from registry.selectors.standing import comparison_conclusion, comparison_members
 from registry.services.comparisons import comparison_create
 
-RUN_REFERENCE_SCHEMA = {"oneOf": [{"type": "integer", "minimum": 1}, {"type": "string", "minLength": 1}]}
+RUN_REFERENCE_SCHEMA = {"oneOf": [{"type": "integer", "minimum": 1, "maximum": MAX_ROW_ID},
+                                  {"type": "string", "minLength": 1}]}
 AXES = [("system", "system"), ("software", "software"), ("precision", "precision"), ("iso-quality", "iso-quality")]
 
 
@@ -109,8 +112,10 @@ class ComparisonCollectionApi(APIView):
     class InputSerializer(StrictSerializer):
         runs = RunReferencesField(help_text="run ids or digests, each run once")
         axis = serializers.ChoiceField(choices=AXES, default="system")
-        prices = serializers.DictField(child=serializers.FloatField(min_value=0), required=False,
-                                       help_text="price per system-hour, by system.name (a stated assumption)")
+        prices = serializers.DictField(child=serializers.FloatField(min_value=0, max_value=MAX_PRICE_PER_HOUR),
+                                       required=False,
+                                       help_text="price per system-hour, by system.name (a stated assumption; "
+                                                 f"0 to {MAX_PRICE_PER_HOUR:g}, as a report's prices)")
         currency = serializers.RegexField(r"^[A-Z]{3}$", default="USD")
         sizing = serializers.DictField(required=False, help_text="target_load, load_unit, latency_objectives")
         baseline = RunReferenceField(required=False, help_text="run id or digest of one of the runs: its "

@@ -17,6 +17,10 @@ from typing import Any
 
 from django.db import models
 
+# The largest id any row can have (a 64-bit signed primary key). A larger number names no row, and a lookup with
+# it overflows the database driver (SQLite: OverflowError): callers answer "no such row" without asking.
+MAX_ROW_ID = 2**63 - 1
+
 
 class _OnePlaceholderPerValue:
     def get_placeholder(self, value: Any, compiler: Any, connection: Any) -> str:

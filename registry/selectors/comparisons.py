@@ -10,6 +10,7 @@ from protocol import comparability
 from registry.choices import Trust
 from registry.exceptions import NotFound, RegistryError
 from registry.models import Comparison, Submission
+from registry.models.fields import MAX_ROW_ID
 from registry.selectors.submissions import submission_list
 
 
@@ -28,7 +29,7 @@ def comparable_runs(*, run: Submission, axis: str, include_withdrawn: bool = Fal
 
 def runs_by_reference(*, refs: Sequence[int | str]) -> list[Submission]:
     """Runs named by id or digest, in the given order. Unknown references raise one error naming each."""
-    ids = [r for r in refs if isinstance(r, int)]
+    ids = [r for r in refs if isinstance(r, int) and 0 < r <= MAX_ROW_ID]
     digests = [r for r in refs if isinstance(r, str)]
     found = {**{r.pk: r for r in Submission.objects.select_related("withdrawal").filter(pk__in=ids)},
              **{r.digest: r for r in Submission.objects.select_related("withdrawal").filter(digest__in=digests)}}
