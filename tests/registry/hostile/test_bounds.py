@@ -14,7 +14,6 @@ from typing import Any
 
 import httpx
 import pytest
-from django.contrib.auth import get_user_model
 from django.db.models.signals import post_save
 
 from registry.models import Job, Plan, Report, Schedule, ScheduleFire
@@ -24,6 +23,7 @@ from registry.services.series import schedule_create, schedule_delete, schedules
 from registry.services.submissions import submission_create
 from tests.registry.agents.conftest import enrol, make_plan
 from tests.registry.audit.witness_proc import ROOT, new_key
+from tests.registry.hostile.people import person, with_token
 from tests.registry.reports.conftest import fleet_documents
 
 T0 = datetime(2026, 11, 23, 2, 0, tzinfo=UTC)
@@ -246,15 +246,7 @@ def test_a_schedule_webhook_the_registry_would_not_deliver_to_is_refused(api: An
 @pytest.mark.django_db
 def test_a_credential_that_may_not_submit_registers_no_schedule_webhook(plan: Plan) -> None:
     """An admin's token without `submit` may manage schedules, but not point their alerts anywhere."""
-    from django.contrib.auth.models import Group
-    from rest_framework.test import APIClient
-
-    from registry.services.tokens import token_create
-
-    admin = get_user_model().objects.create_user("ops-admin", password="x")
-    admin.groups.add(Group.objects.get_or_create(name="admin")[0])
-    client = APIClient(SERVER_NAME="localhost")
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token_create(user=admin, name='t', scopes='read,admin')[1]}")
+    client = with_token(person("admin"), "read,admin")
     refused = _schedule(client, plan, webhook_url="https://alerts.example.org/hook")
     assert refused.status_code == 403 and refused["Content-Type"] == "application/problem+json", refused.content
     assert not Schedule.objects.exists()

@@ -5,11 +5,9 @@ of 1e308/-1/"x", prices of 1e308) get a clear refusal or a stated exclusion, nev
 from __future__ import annotations
 
 import math
-import time
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
@@ -19,6 +17,7 @@ from protocol import sizing
 from registry.models import Decision, Submission
 from tests.conftest import load_example
 from tests.documents import variant
+from tests.registry.hostile.people import person, signed_in
 
 QUESTION = {"workload": "decoder-small", "scenario": "server",
             "objectives": [{"metric": "ttft_ms", "percentile": "p99", "max_ms": 2000}],
@@ -30,19 +29,6 @@ def _doc(system: str, tput: float) -> dict[str, Any]:
     doc = variant(load_example("inference-server-h100-bf16"), system, tput)
     doc["metrics"]["quality"]["target_ratio"] = 0.99
     return doc
-
-
-def _user(role: str = "submitter") -> Any:
-    from django.contrib.auth.models import Group
-    user = get_user_model().objects.create_user(f"{role}-{time.monotonic_ns()}", password="x")
-    user.groups.add(Group.objects.get_or_create(name=role)[0])
-    return user
-
-
-def _client(user: Any) -> APIClient:
-    client = APIClient(SERVER_NAME="localhost")
-    client.force_authenticate(user)
-    return client
 
 
 def _submit(client: APIClient, doc: dict[str, Any]) -> int:
@@ -62,8 +48,8 @@ def _problem(response: Any, status: int) -> dict[str, Any]:
 @pytest.mark.django_db
 def test_a_submission_runs_the_same_queries_with_0_or_30_decisions_on_its_question(settings: Any) -> None:
     settings.BENCHREG_MAX_DECISIONS_PER_USER = 100
-    submitter, viewer = _user(), _user("viewer")
-    client = _client(submitter)
+    submitter, viewer = person(), person("viewer")
+    client = signed_in(submitter)
     for i in range(3):
         _submit(client, _doc(f"h{i}", 1000.0 + i))
 
@@ -74,7 +60,7 @@ def test_a_submission_runs_the_same_queries_with_0_or_30_decisions_on_its_questi
 
     before = queries("first")
     Decision.objects.update(stale_since=None)
-    reader = _client(viewer)
+    reader = signed_in(viewer)
     for i in range(30):
         assert reader.post("/api/v1/decisions", {"title": f"d{i}", "question": QUESTION},
                            format="json").status_code == 201
@@ -90,8 +76,8 @@ def test_a_submission_runs_the_same_queries_with_0_or_30_decisions_on_its_questi
 
 @pytest.mark.django_db
 def test_a_stale_decision_says_so_and_a_reader_recomputes_it() -> None:
-    user = _user()
-    client = _client(user)
+    user = person()
+    client = signed_in(user)
     for i in range(3):
         _submit(client, _doc(f"h{i}", 1000.0))
     decision_id = client.post("/api/v1/decisions", {"title": "t", "question": QUESTION}, format="json").json()["id"]
@@ -105,8 +91,8 @@ def test_a_stale_decision_says_so_and_a_reader_recomputes_it() -> None:
 
 @pytest.mark.django_db
 def test_the_task_after_commit_recomputes_without_a_reader(django_capture_on_commit_callbacks: Any) -> None:
-    user = _user()
-    client = _client(user)
+    user = person()
+    client = signed_in(user)
     for i in range(3):
         _submit(client, _doc(f"h{i}", 1000.0))
     decision_id = client.post("/api/v1/decisions", {"title": "t", "question": QUESTION}, format="json").json()["id"]
@@ -123,8 +109,8 @@ def test_the_task_after_commit_recomputes_without_a_reader(django_capture_on_com
 @pytest.mark.django_db
 def test_a_recompute_that_fails_is_recorded_on_the_decision_never_raised(
         monkeypatch: pytest.MonkeyPatch, django_capture_on_commit_callbacks: Any) -> None:
-    user = _user()
-    client = _client(user)
+    user = person()
+    client = signed_in(user)
     for i in range(3):
         _submit(client, _doc(f"h{i}", 1000.0))
     decision_id = client.post("/api/v1/decisions", {"title": "t", "question": QUESTION}, format="json").json()["id"]
@@ -155,8 +141,8 @@ def test_a_recompute_that_fails_is_recorded_on_the_decision_never_raised(
 @pytest.mark.django_db
 def test_decisions_per_person_are_bounded(settings: Any) -> None:
     settings.BENCHREG_MAX_DECISIONS_PER_USER = 2
-    viewer = _user("viewer")
-    client = _client(viewer)
+    viewer = person("viewer")
+    client = signed_in(viewer)
     for i in range(2):
         assert client.post("/api/v1/decisions", {"title": f"d{i}", "question": QUESTION},
                            format="json").status_code == 201
@@ -167,7 +153,7 @@ def test_decisions_per_person_are_bounded(settings: Any) -> None:
     form = page.post("/decisions/", {"title": "d3", "workload": "decoder-small", "scenario": "server",
                                      "demand": "20000", "demand_unit": "tokens/s"})
     assert form.status_code == 400 and "most one person may keep" in form.content.decode()
-    assert _client(_user("viewer")).post("/api/v1/decisions", {"title": "other", "question": QUESTION},
+    assert signed_in(person("viewer")).post("/api/v1/decisions", {"title": "other", "question": QUESTION},
                                          format="json").status_code == 201
 
 
@@ -176,8 +162,8 @@ def test_decisions_per_person_are_bounded(settings: Any) -> None:
 @pytest.mark.django_db
 def test_a_run_with_throughput_1e308_is_left_out_with_its_reason_and_breaks_nothing(
         django_capture_on_commit_callbacks: Any) -> None:
-    user = _user()
-    client = _client(user)
+    user = person()
+    client = signed_in(user)
     for i in range(3):
         _submit(client, _doc(f"h{i}", 1000.0))
     created = client.post("/api/v1/decisions", {"title": "t", "question": QUESTION}, format="json")
@@ -202,8 +188,8 @@ def test_a_run_with_throughput_1e308_is_left_out_with_its_reason_and_breaks_noth
 def test_a_configurations_history_with_runs_of_1e308_still_answers() -> None:
     """Runs of one configuration at 1300, then 1e308, the largest double and 1e300: its history (every run of it,
     the old ones included) answered 500 from an overflowing ratio. Now each such verdict says why it has none."""
-    user = _user()
-    client = _client(user)
+    user = person()
+    client = signed_in(user)
     values = [1300.0, 1310.0, 1320.0, 1e308, 1.7976931348623157e308, 1e300, 5e-324, 1305.0]
     ids = [_submit(client, _doc("same-rig", v)) for v in values]
     page = APIClient(SERVER_NAME="localhost")
@@ -227,7 +213,7 @@ def test_a_configurations_history_with_runs_of_1e308_still_answers() -> None:
     ("objectives", [{"metric": "ttft_ms", "percentile": "p99", "max_ms": "x"}], "/question/objectives/0"),
 ])
 def test_an_extreme_question_is_refused_naming_the_field(field: str, value: Any, pointer: str) -> None:
-    client = _client(_user("viewer"))
+    client = signed_in(person("viewer"))
     response = client.post("/api/v1/decisions", {"title": "t", "question": {**QUESTION, field: value}},
                            format="json")
     body = _problem(response, 422)
@@ -237,7 +223,7 @@ def test_an_extreme_question_is_refused_naming_the_field(field: str, value: Any,
 @pytest.mark.django_db
 def test_the_decision_form_states_and_enforces_the_ranges() -> None:
     page = APIClient(SERVER_NAME="localhost")
-    page.force_login(_user("viewer"))
+    page.force_login(person("viewer"))
     response = page.post("/decisions/", {"title": "t", "workload": "decoder-small", "scenario": "server",
                                          "demand": "1e308", "demand_unit": "tokens/s", "headroom": "1e308",
                                          "price_per_system_hour": "1e308", "energy_per_kwh": "1e308"})
@@ -249,8 +235,8 @@ def test_the_decision_form_states_and_enforces_the_ranges() -> None:
 @pytest.mark.django_db
 @pytest.mark.parametrize("target", [1e308, -1, "x", None, True])
 def test_an_extreme_sizing_target_is_a_problem_not_a_500(target: Any) -> None:
-    user = _user()
-    client = _client(user)
+    user = person()
+    client = signed_in(user)
     ids = [_submit(client, _doc(f"s{i}", 1000.0 + 100 * i)) for i in range(2)]
     response = client.post("/api/v1/comparisons", {"runs": ids, "axis": "system", "sizing": {
         "target_load": target, "load_unit": "tokens/s"}}, format="json")
@@ -260,7 +246,7 @@ def test_an_extreme_sizing_target_is_a_problem_not_a_500(target: Any) -> None:
 
 @pytest.mark.django_db
 def test_a_sizing_headroom_of_1e308_is_refused() -> None:
-    client = _client(_user())
+    client = signed_in(person())
     ids = [_submit(client, _doc(f"s{i}", 1000.0 + 100 * i)) for i in range(2)]
     response = client.post("/api/v1/comparisons", {"runs": ids, "axis": "system", "sizing": {
         "target_load": 10, "load_unit": "tokens/s", "headroom": 1e308}}, format="json")
@@ -272,8 +258,8 @@ def test_a_report_price_of_1e308_is_refused_by_the_api_and_the_form() -> None:
     from registry.forms import ReportRequestForm
     from registry.services.comparisons import comparison_create
 
-    user = _user()
-    client = _client(user)
+    user = person()
+    client = signed_in(user)
     ids = [_submit(client, _doc(f"s{i}", 1000.0 + 100 * i)) for i in range(2)]
     comparison, _ = comparison_create(runs=list(Submission.objects.filter(pk__in=ids)), axis="system",
                                       created_by=user)
@@ -289,8 +275,8 @@ def test_a_report_price_of_1e308_is_refused_by_the_api_and_the_form() -> None:
 def test_a_priced_comparison_with_an_implausible_price_states_why_there_is_no_cost() -> None:
     from registry.services.comparisons import comparison_create
 
-    user = _user()
-    client = _client(user)
+    user = person()
+    client = signed_in(user)
     runs = list(Submission.objects.filter(pk__in=[_submit(client, _doc(f"s{i}", 1e-300 if i else 1000.0))
                                                   for i in range(2)]))
     comparison, _ = comparison_create(runs=runs, axis="system", created_by=user, prices={"s0": 3.0, "s1": 3.0})

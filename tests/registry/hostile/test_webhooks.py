@@ -18,16 +18,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.utils import timezone
 from rest_framework.test import APIClient
 
 from registry.celery import app
 from registry.models import AuditEntry, Decision, WebhookDelivery
 from registry.services import webhooks
-from registry.services.tokens import token_create
 from registry.services.webhooks import webhook_enqueue, webhook_secret_new, webhook_url_problem, webhooks_sweep
+from tests.registry.hostile.people import person, signed_in, with_token
 
 QUESTION = {"workload": "decoder-small", "scenario": "server",
             "objectives": [{"metric": "ttft_ms", "percentile": "p99", "max_ms": 2000}],
@@ -77,24 +75,6 @@ def receiver() -> Iterator[Receiver]:
     r = Receiver()
     yield r
     r.close()
-
-
-def _person(role: str) -> Any:
-    user = get_user_model().objects.create_user(f"{role}-{time.monotonic_ns()}", password="x")
-    user.groups.add(Group.objects.get_or_create(name=role)[0])
-    return user
-
-
-def _session(user: Any) -> APIClient:
-    client = APIClient(SERVER_NAME="localhost")
-    client.force_authenticate(user)
-    return client
-
-
-def _token_client(user: Any, scopes: str) -> APIClient:
-    client = APIClient(SERVER_NAME="localhost")
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token_create(user=user, name='t', scopes=scopes)[1]}")
-    return client
 
 
 def _deliver(url: str, secret: str | None = None) -> WebhookDelivery:
@@ -148,9 +128,9 @@ def test_an_operator_allows_an_internal_network_explicitly(settings: Any) -> Non
 @pytest.mark.parametrize("who", ["viewer", "read-only token of a submitter", "read-only token of an admin"])
 def test_only_those_who_may_submit_register_a_webhook(who: str) -> None:
     if who == "viewer":
-        client = _session(_person("viewer"))
+        client = signed_in(person("viewer"))
     else:
-        client = _token_client(_person("submitter" if "submitter" in who else "admin"), "read")
+        client = with_token(person("submitter" if "submitter" in who else "admin"), "read")
     body = {"title": "t", "question": QUESTION, "webhook_url": "https://93.184.216.34/hook"}
     response = client.post("/api/v1/decisions", body, format="json")
     assert response.status_code == 403, response.content
@@ -163,7 +143,7 @@ def test_only_those_who_may_submit_register_a_webhook(who: str) -> None:
 @pytest.mark.django_db
 def test_submitters_and_admins_may_register_one() -> None:
     for role, allowed in (("viewer", False), ("submitter", True), ("admin", True)):
-        client = _session(_person(role))
+        client = signed_in(person(role))
         response = client.post("/api/v1/decisions", {"title": "t", "question": QUESTION,
                                                      "webhook_url": "https://93.184.216.34/hook"}, format="json")
         assert (response.status_code == 201) is allowed, (role, response.content)
@@ -173,7 +153,7 @@ def test_submitters_and_admins_may_register_one() -> None:
 @pytest.mark.parametrize("url", ["http://127.0.0.1:8000/hook", "http://[::ffff:127.0.0.1]/", "http://localhost/",
                                  "http://169.254.169.254/latest/meta-data/", "https://user:pw@93.184.216.34/"])
 def test_a_submitter_registering_an_internal_or_credentialed_address_gets_422_with_its_pointer(url: str) -> None:
-    response = _session(_person("submitter")).post(
+    response = signed_in(person("submitter")).post(
         "/api/v1/decisions", {"title": "t", "question": QUESTION, "webhook_url": url}, format="json")
     assert response.status_code == 422, response.content
     error = response.json()["errors"][0]
@@ -184,13 +164,13 @@ def test_a_submitter_registering_an_internal_or_credentialed_address_gets_422_wi
 @pytest.mark.django_db
 def test_the_decisions_page_refuses_an_internal_address_with_a_form_error() -> None:
     client = APIClient(SERVER_NAME="localhost")
-    client.force_login(_person("submitter"))
+    client.force_login(person("submitter"))
     form = {"title": "t", "workload": "decoder-small", "scenario": "server", "demand": "100",
             "demand_unit": "tokens/s", "webhook_url": "http://169.254.169.254/latest/"}
     response = client.post("/decisions/", form)
     assert response.status_code == 400 and b"not a global address" in response.content
     viewer = APIClient(SERVER_NAME="localhost")
-    viewer.force_login(_person("viewer"))
+    viewer.force_login(person("viewer"))
     response = viewer.post("/decisions/", {**form, "webhook_url": "https://93.184.216.34/"})
     assert response.status_code == 400 and b"may submit runs may register a webhook" in response.content
     assert not Decision.objects.exists()
@@ -217,7 +197,7 @@ def test_a_name_that_resolves_elsewhere_by_delivery_time_is_refused(receiver: Re
     answers = iter([["93.184.216.34"]])
     monkeypatch.setattr(webhooks, "_resolve", lambda host, port: next(answers, ["127.0.0.1"]))
     url = f"http://rebind.example:{receiver.port}/hook"
-    response = _session(_person("submitter")).post(
+    response = signed_in(person("submitter")).post(
         "/api/v1/decisions", {"title": "t", "question": QUESTION, "webhook_url": url}, format="json")
     assert response.status_code == 201, response.content
     delivery = _deliver(url)
