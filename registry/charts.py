@@ -476,6 +476,8 @@ def _fmt(value: float) -> str:
     if value == 0:
         return "0"
     magnitude = abs(value)
+    if magnitude >= 1e15:  # beyond any plausible figure: written in full it runs off the chart
+        return f"{value:.4g}"
     if magnitude >= 1000:
         return f"{value:,.0f}"
     if magnitude >= 10:
