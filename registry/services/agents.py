@@ -13,7 +13,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from registry.choices import AuditKind, Scope
@@ -67,8 +67,17 @@ def _create_agent(*, name: str, inventory: dict[str, Any], enrolment: EnrolmentT
                             status=409, code="agent-name-taken")
     user = user_for_token(username=f"agent-{name}")
     token, plain = token_create(user=user, name=f"agent {name}", scopes=[Scope.AGENT, Scope.SUBMIT], actor=actor)
-    agent = Agent.objects.create(name=name, queue=_new_queue(name), user=user, token=token, enrolment=enrolment,
-                                 embedded=embedded, inventory=inventory)
+    try:
+        with transaction.atomic():  # a savepoint: the caller's transaction stays usable to answer
+            agent = Agent.objects.create(name=name, queue=_new_queue(name), user=user, token=token,
+                                         enrolment=enrolment, embedded=embedded, inventory=inventory)
+    except IntegrityError:
+        # A concurrent enrolment took the name after the check above: answer as that check does. The caller's
+        # transaction then rolls back, so the enrolment token is not spent and the user and token go too.
+        if Agent.objects.filter(name=name).exists():
+            raise RegistryError(f"an agent named {name!r} is already enrolled; choose another name",
+                                status=409, code="agent-name-taken") from None
+        raise
     audit_append(kind=AuditKind.AGENT_ENROLLED, actor=actor, subject=f"agent:{agent.pk}",
                  payload={"name": name, "queue": agent.queue, "token": token.prefix, "embedded": embedded,
                           "enrolment": enrolment.prefix if enrolment else None,

@@ -106,6 +106,9 @@ def decision_create(*, owner: AbstractBaseUser, title: str, question: dict[str, 
 @transaction.atomic
 def decision_answer(*, decision: Decision, actor: str) -> DecisionAnswer:
     """Answer (or re-answer) the decision from the runs stored now; the decision is current again."""
+    # The next number is taken under the decision's row lock: two answers at once would otherwise both read the
+    # same highest number and the second would meet decision_answer_number.
+    Decision.objects.select_for_update().filter(pk=decision.pk).exists()
     answer, cited = decision_compute(question=_question(decision.question))
     number = (decision.answers.aggregate(n=Max("number"))["n"] or 0) + 1
     stored = DecisionAnswer.objects.create(decision=decision, number=number, answer=answer,
@@ -335,6 +338,10 @@ def decision_report(*, decision: Decision, requested_by: AbstractBaseUser) -> An
     from registry.services.comparisons import comparison_create
     from registry.services.reports import report_request
 
+    # Concurrent reports of one decision queue on its row and read it again once they hold it: the first one in
+    # answers it again, the others find it current and report that answer instead of answering once more each.
+    Decision.objects.select_for_update().filter(pk=decision.pk).exists()
+    decision.refresh_from_db()
     decision_fresh(decision=decision)
     if decision.status == "evidence-changed" or decision.recompute_error:
         decision_answer(decision=decision, actor=requested_by.get_username())

@@ -100,6 +100,10 @@ def submission_withdraw(*, submission: Submission, reason: str, actor: AbstractB
     """Withdraw a run: a new, logged record with the reason. The run stays, marked withdrawn."""
     if not reason.strip():
         raise RegistryError("a withdrawal needs a reason", code="reason-required")
+    # Concurrent withdrawals of one run queue on its row, so each after the first sees the stored withdrawal and
+    # answers 409 instead of meeting the unique constraint. NO KEY UPDATE: writers that only reference the run
+    # (a comparison, a decision citing it) are not held up.
+    Submission.objects.select_for_update(no_key=True).filter(pk=submission.pk).exists()
     if Withdrawal.objects.filter(submission=submission).exists():
         raise RegistryError(f"run {submission.pk} is already withdrawn", status=409, code="already-withdrawn")
     withdrawal = Withdrawal.objects.create(submission=submission, reason=reason.strip(), withdrawn_by=actor,
