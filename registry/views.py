@@ -478,6 +478,14 @@ def token_revoke_view(request: HttpRequest, token_id: int) -> HttpResponse:
 
 # ------------------------------------------------------------------------------------------ sign-in lock-out
 
+def axes_username(request: HttpRequest, credentials: dict[str, Any] | None = None) -> str | None:
+    """The name django-axes records a failed sign-in under (AXES_USERNAME_CALLABLE): cut to its column's 255
+    characters. No account has a longer name (usernames are at most 150), and Django's sign-in form does not
+    enforce that length, so a 20,000-character guess reached the INSERT (a 500 on PostgreSQL)."""
+    raw = credentials.get("username") if credentials else request.POST.get("username")
+    return None if raw is None else str(raw)[:255]
+
+
 def login_locked_out(request: HttpRequest, original_response: HttpResponse | None = None,
                      credentials: dict[str, Any] | None = None) -> HttpResponse:
     """django-axes' answer once an account or an address has too many failed sign-ins: the sign-in page again,

@@ -23,7 +23,7 @@ from rest_framework.views import APIView
 
 from registry import policy
 from registry.api.pagination import NewestFirstCursor
-from registry.api.strict import QuerySerializer, StrictSerializer
+from registry.api.strict import FreeFormObjectField, QuerySerializer, StrictSerializer
 from registry.api.submissions import ProblemSerializer
 from registry.choices import JobStatus
 from registry.exceptions import NotFound
@@ -154,7 +154,7 @@ class AgentEnrollApi(APIView):
     class InputSerializer(StrictSerializer):
         token = serializers.CharField(max_length=200)
         name = serializers.CharField(max_length=60)
-        inventory = serializers.DictField(required=False, default=dict)
+        inventory = FreeFormObjectField(required=False, default=dict)
 
         class Meta:
             ref_name = "AgentEnrollInput"  # nested InputSerializers share a name; the schema needs distinct ones
@@ -225,7 +225,7 @@ class AgentHeartbeatApi(APIView):
     policy_action = policy.AGENT_SELF
 
     class InputSerializer(StrictSerializer):
-        inventory = serializers.DictField(required=False)
+        inventory = FreeFormObjectField(required=False)
 
         class Meta:
             ref_name = "AgentHeartbeatInput"  # nested InputSerializers share a name; the schema needs distinct ones
@@ -265,7 +265,7 @@ class PlanCollectionApi(APIView):
         scenario = serializers.CharField(max_length=40, required=False, allow_null=True, default=None)
         repetitions = serializers.IntegerField(min_value=1, max_value=100, required=False, allow_null=True,
                                                default=None)
-        options = serializers.DictField(required=False, default=dict)
+        options = FreeFormObjectField(required=False, default=dict)
         soft_time_limit = serializers.IntegerField(min_value=10, max_value=7 * 86400, default=1800)
         time_limit = serializers.IntegerField(min_value=11, max_value=7 * 86400 + 3600, required=False,
                                               allow_null=True, default=None)

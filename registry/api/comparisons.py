@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 from protocol.sizing import MAX_PRICE_PER_HOUR
 from registry import policy
 from registry.api.pagination import NewestFirstCursor
-from registry.api.strict import QuerySerializer, StrictSerializer
+from registry.api.strict import FreeFormObjectField, QuerySerializer, StrictSerializer
 from registry.api.submissions import ProblemSerializer, SubmissionSummarySerializer, withdrawn_words
 from registry.models import Comparison
 from registry.models.fields import MAX_ROW_ID
@@ -117,7 +117,7 @@ class ComparisonCollectionApi(APIView):
                                        help_text="price per system-hour, by system.name (a stated assumption; "
                                                  f"0 to {MAX_PRICE_PER_HOUR:g}, as a report's prices)")
         currency = serializers.RegexField(r"^[A-Z]{3}$", default="USD")
-        sizing = serializers.DictField(required=False, help_text="target_load, load_unit, latency_objectives")
+        sizing = FreeFormObjectField(required=False, help_text="target_load, load_unit, latency_objectives")
         baseline = RunReferenceField(required=False, help_text="run id or digest of one of the runs: its "
                                          "configuration is the baseline (default: the first run's)")
 

@@ -15,7 +15,7 @@ from rest_framework.views import APIView
 
 from registry import policy
 from registry.api.pagination import NewestFirstCursor
-from registry.api.strict import WebhookURLField
+from registry.api.strict import FreeFormObjectField, WebhookURLField
 from registry.api.submissions import ProblemSerializer
 from registry.exceptions import RegistryError
 from registry.exports import csv_text
@@ -32,7 +32,7 @@ from registry.services.decisions import (
 
 class DecisionInputSerializer(serializers.Serializer):
     title = serializers.CharField(max_length=200)
-    question = serializers.DictField(help_text=(
+    question = FreeFormObjectField(help_text=(
         "phase, workload, workload_version?, scenario, objectives [{metric, percentile, max_ms}] (empty: "
         "throughput only), quality {metric?, target_ratio}, demand {value, unit}, headroom?, candidates "
         "{accelerator_models?, accelerator_vendors?, precisions?, exclude_preview?}, prices {currency?, "
@@ -192,7 +192,7 @@ class DecisionGapPlanInputSerializer(serializers.Serializer):
     candidate = serializers.CharField(max_length=500, help_text="a candidate's label from the answer")
     agents = serializers.ListField(child=serializers.IntegerField(min_value=1), min_length=1, max_length=100)
     repetitions = serializers.IntegerField(min_value=3, max_value=50, default=3)
-    options = serializers.DictField(required=False, help_text="further RunSpec fields (quick, backend, …)")
+    options = FreeFormObjectField(required=False, help_text="further RunSpec fields (quick, backend, …)")
 
     class Meta:
         ref_name = "DecisionGapPlanInput"

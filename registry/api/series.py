@@ -19,7 +19,7 @@ from rest_framework.views import APIView
 
 from registry import policy
 from registry.api.pagination import NewestFirstCursor
-from registry.api.strict import QuerySerializer, WebhookURLField
+from registry.api.strict import FreeFormObjectField, QuerySerializer, WebhookURLField
 from registry.api.submissions import ProblemSerializer
 from registry.models import Schedule, ScheduleFire, Series
 from registry.selectors.agents import agents_by_reference
@@ -40,7 +40,7 @@ class ObjectRuleApi(APIView):
 
 class MatrixEntrySerializer(serializers.Serializer):
     label = serializers.CharField(max_length=100)
-    options = serializers.DictField(required=False, default=dict)
+    options = FreeFormObjectField(required=False, default=dict)
 
     class Meta:
         ref_name = "ScheduleMatrixEntry"
@@ -107,7 +107,7 @@ class ScheduleCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200, required=False, default="")
     cron = serializers.CharField(max_length=120, help_text="minute hour day-of-month month day-of-week, UTC")
     agents = serializers.ListField(child=serializers.CharField(max_length=60), min_length=1, max_length=200)
-    options = serializers.DictField(required=False, default=dict, help_text="RunSpec fields over the plan's")
+    options = FreeFormObjectField(required=False, default=dict, help_text="RunSpec fields over the plan's")
     matrix = MatrixField(required=False, default=list, help_text=MATRIX_HELP)
     webhook_url = WebhookURLField(required=False, default="", help_text=WEBHOOK_HELP)
 
@@ -117,7 +117,7 @@ class ScheduleCreateSerializer(serializers.Serializer):
 
 class ScheduleChangeSerializer(serializers.Serializer):
     cron = serializers.CharField(max_length=120, required=False)
-    options = serializers.DictField(required=False)
+    options = FreeFormObjectField(required=False)
     matrix = MatrixField(required=False, help_text=MATRIX_HELP)
     paused = serializers.BooleanField(required=False, help_text="true pauses, false resumes (from now)")
     webhook_url = WebhookURLField(required=False, help_text=WEBHOOK_HELP)

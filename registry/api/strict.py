@@ -17,11 +17,12 @@ from django.core.validators import URLValidator
 from django.http import Http404
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
-from rest_framework.exceptions import NotAcceptable, ValidationError
+from rest_framework.exceptions import ErrorDetail, NotAcceptable, ValidationError
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.parsers import JSONParser
 
 import protocol
+from protocol.checks import numbers_are_representable
 from registry.exceptions import RegistryError
 
 
@@ -73,6 +74,31 @@ class StrictJSONParser(JSONParser):
         if problems:
             refuse_unstorable(data)
         return data
+
+
+class FreeFormObjectField(serializers.DictField):
+    """A JSON object kept as given (run options, an agent's inventory, sizing): the registry writes it in RFC 8785
+    canonical form (audit entries, request keys), which takes no integer beyond ±(2^53 - 1). Such a number is
+    refused here with its pointer (400), instead of failing when the object is written."""
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        value: dict[str, Any] = super().to_internal_value(data)
+        problems = list(numbers_are_representable(value))
+        if problems:
+            raise ValidationError(_nested_errors(problems[:50]))
+        return value
+
+
+def _nested_errors(problems: list[protocol.Error]) -> dict[str, Any]:
+    """DRF's nested error dict for pointers inside one field (flattened back into the same pointers)."""
+    out: dict[str, Any] = {}
+    for problem in problems:
+        *parents, last = problem.pointer.split("/")[1:]
+        node = out
+        for part in parents:
+            node = node.setdefault(part, {})
+        node.setdefault(last, []).append(ErrorDetail(problem.message, code=problem.code))
+    return out
 
 
 class UndeliverableAddress(RegistryError):
