@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -9,10 +10,12 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, OperationalError, transaction
+from django.db.backends.base.operations import BaseDatabaseOperations
 from django.utils import timezone
 
 import protocol
 from protocol.comparability import comparability_keys
+from protocol.errors import pointer
 from registry.choices import AuditKind, Trust
 from registry.exceptions import RegistryError
 from registry.models import ApiToken, Submission, Withdrawal
@@ -69,12 +72,17 @@ def _require_trust(trust: str) -> None:
 
 
 def submission_check(document: bytes | str | dict[str, Any]) -> protocol.Checked:
-    """The protocol's checks every stored run passes, or InvalidDocument with every problem and its pointer."""
+    """The protocol's checks every stored run passes, and that its columns fit this registry's (`_unstorable`), or
+    InvalidDocument with every problem and its pointer."""
     try:
-        return protocol.check(document)
+        checked = protocol.check(document)
     except protocol.Invalid as exc:
         raise InvalidDocument(f"the document has {len(exc.errors)} problem(s)",
                               errors=[e.as_dict() for e in exc.errors]) from None
+    problems = _unstorable(checked)
+    if problems:
+        raise InvalidDocument(f"the document has {len(problems)} problem(s)", errors=problems)
+    return checked
 
 
 def _for_a_job(checked: protocol.Checked) -> bool:
@@ -84,6 +92,74 @@ def _for_a_job(checked: protocol.Checked) -> bool:
 
 def _key_columns(document: dict[str, Any]) -> dict[str, str]:
     return {Submission.KEY_COLUMNS[axis]: key for axis, key in comparability_keys(document).items()}
+
+
+# Where each of a run's summary columns (protocol.summary.summarize, stored by `_store_many`) is read from in its
+# document: a value the schema allows but the column cannot hold (the schema is the protocol's, wider than some
+# columns; PostgreSQL stores a PositiveIntegerField as int4) is refused at the field the submitter wrote. A column
+# missing here is still checked, and refused at the document's root.
+_COLUMN_SOURCES = {
+    "protocol_version": "/protocol", "phase": "/phase", "workload_name": "/workload/name",
+    "workload_version": "/workload/version", "scenario_kind": "/scenario/kind",
+    "precision_weights": "/precision/weights", "precision_activations": "/precision/activations",
+    "batch_size": "/workload/shape/batch_size", "system_name": "/system/name",
+    "accelerator_vendor": "/system/accelerators/0/vendor", "accelerator_model": "/system/accelerators/0/model",
+    "accelerator_count": "/system/accelerators/0/count", "submitter": "/provenance/submitter",
+    "source": "/provenance/source", "started_at": "/provenance/started_at", "headline_metric": "/metrics/primary",
+    "software_summary": "/software/frameworks", "origin_round": "/provenance/origin/round",
+    "origin_division": "/provenance/origin/division", "origin_category": "/provenance/origin/category",
+    "origin_availability": "/provenance/origin/availability",
+}
+
+
+def _column_source(column: str, document: dict[str, Any]) -> tuple[str, str]:
+    """(pointer, name as the message says it) of the document field `column` is read from."""
+    accelerators = document["system"]["accelerators"]
+    if column == "accelerator_count" and len(accelerators) > 1:
+        return "/system/accelerators", "the sum of system.accelerators[*].count"
+    if column == "accelerator_model" and not accelerators:
+        where = "/system/host/cpu_model"
+    elif column == "headline_unit":
+        where = pointer(("metrics", document["metrics"]["primary"].partition(".")[0], "unit"))
+    else:
+        where = _COLUMN_SOURCES.get(column, "")
+    name = ".".join(f"[{p}]" if p.isdigit() else p for p in where.split("/")[1:]).replace(".[", "[")
+    return where, name or "the document"
+
+
+@functools.cache
+def _column_limits(column: str) -> tuple[int, int] | int | None:
+    """The column's (lowest, highest) integer as PostgreSQL stores its type, on every database (SQLite's 8-byte
+    integers would take more, and then a run could be stored on one registry and refused by another), or its
+    max_length; None when it has neither."""
+    field = Submission._meta.get_field(column)
+    ranges = BaseDatabaseOperations.integer_field_ranges  # PostgreSQL's own (its operations do not override them)
+    if field.get_internal_type() in ranges:
+        return ranges[field.get_internal_type()]
+    return field.max_length
+
+
+def _unstorable(checked: protocol.Checked) -> list[dict[str, str]]:
+    """Each summary column whose value is beyond its model field's limits (read from _meta, so a new column is
+    covered), as an error at the field it comes from. The comparability keys are digests of a fixed width."""
+    errors = []
+    for column, value in checked.summary.columns().items():
+        limits = _column_limits(column)
+        if value is None or limits is None:
+            continue
+        # An integer literal from 2^53 on parses as the double it is canonically (protocol.parsing), so a float.
+        if isinstance(limits, tuple) and isinstance(value, int | float) and not limits[0] <= value <= limits[1]:
+            shown = int(value) if isinstance(value, float) and value.is_integer() else value
+            code, what, bound = "integer-out-of-range", str(shown), (
+                f"at most {limits[1]}" if value > limits[1] else f"at least {limits[0]}")
+        elif isinstance(limits, int) and isinstance(value, str) and len(value) > limits:
+            code, what, bound = "too-long", f"{len(value)} characters", f"at most {limits}"
+        else:
+            continue
+        where, name = _column_source(column, checked.document)
+        errors.append({"pointer": where, "code": code,
+                       "message": f"{what} is beyond what this registry stores for {name} ({bound})"})
+    return errors
 
 
 @transaction.atomic

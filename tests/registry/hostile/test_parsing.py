@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import shutil
 from typing import Any
 
 import pytest
@@ -323,3 +324,99 @@ def test_a_number_beyond_every_double_in_any_body_is_a_400_with_its_pointer(worl
                                                                                 "non-finite-number")]
     huge = client.post("/api/v1/comparisons", f'{{"runs": [{a.pk}, {"9" * 400}]}}', content_type="application/json")
     assert huge.status_code == 400 and _pointers(huge) == ["/runs/1"]
+
+
+# --- values the schema allows but a column cannot hold --------------------------------------------------------
+
+INT4 = 2**31 - 1  # PostgreSQL's int4, which a PositiveIntegerField is: the refusal is the same on SQLite
+BEYOND_COLUMNS = {
+    "batch size 2^31": ({"workload.shape.batch_size": INT4 + 1}, "/workload/shape/batch_size",
+                        "integer-out-of-range", f"{INT4 + 1} is beyond what this registry stores for "
+                                                f"workload.shape.batch_size (at most {INT4})"),
+    "accelerator count 2^53": ({"system.accelerators.0.count": 2**53}, "/system/accelerators/0/count",
+                               "integer-out-of-range", f"at most {INT4}"),
+    "vendor of 201 characters": ({"system.accelerators.0.vendor": "v" * 201}, "/system/accelerators/0/vendor",
+                                 "too-long", "201 characters is beyond what this registry stores for "
+                                             "system.accelerators[0].vendor (at most 200)"),
+}
+
+
+def _beyond(document: dict[str, Any], system: str, edits: dict[str, Any]) -> dict[str, Any]:
+    doc = variant(document, system)
+    for path, value in edits.items():  # `variant` walks dicts only; these paths pass through a list
+        *parents, last = path.split(".")
+        node: Any = doc
+        for part in parents:
+            node = node[int(part)] if part.isdigit() else node[part]
+        node[last] = value
+    return doc
+
+
+@pytest.mark.parametrize("kind", sorted(BEYOND_COLUMNS))
+def test_a_value_beyond_its_column_is_refused_with_its_pointer(api: APIClient, server_example: dict[str, Any],
+                                                               kind: str) -> None:
+    """The schema allowed it and PostgreSQL refused the row (int4, varchar(200)): a 500 storing nothing."""
+    edits, where, code, message = BEYOND_COLUMNS[kind]
+    response = _quiet(api).post("/api/v1/submissions", _beyond(server_example, "lab-x", edits), format="json")
+    assert response.status_code == 400 and response["Content-Type"] == PROBLEM, response.content[:300]
+    [error] = response.json()["errors"]
+    assert (error["pointer"], error["code"]) == (where, code) and message in error["message"]
+    assert not Submission.objects.exists()
+
+
+@pytest.mark.parametrize("kind", sorted(BEYOND_COLUMNS))
+def test_a_value_beyond_its_column_in_a_batch_is_refused_alone(api: APIClient, server_example: dict[str, Any],
+                                                               kind: str) -> None:
+    edits, where, code, _ = BEYOND_COLUMNS[kind]
+    body = "\n".join(json.dumps(d) for d in (variant(server_example, "lab-a"),
+                                             _beyond(server_example, "lab-x", edits),
+                                             variant(server_example, "lab-b"))) + "\n"
+    response = _quiet(api).post("/api/v1/submissions", body, content_type="application/x-ndjson")
+    assert response.status_code == 200, response.content[:300]
+    lines = [json.loads(line) for line in response.content.decode().splitlines()]
+    assert [(x["line"], x["result"]) for x in lines] == [(1, "stored"), (2, "refused"), (3, "stored")]
+    assert [(e["pointer"], e["code"]) for e in lines[1]["problem"]["errors"]] == [(where, code)]
+    assert sorted(Submission.objects.values_list("system_name", flat=True)) == ["lab-a", "lab-b"]
+
+
+def test_the_largest_values_a_column_holds_are_stored(user: Any, server_example: dict[str, Any]) -> None:
+    run, created = submission_create(document=_beyond(server_example, "lab-x", {
+        "workload.shape.batch_size": INT4, "system.accelerators.0.count": INT4,
+        "system.accelerators.0.vendor": "v" * 200}), submitted_by=user)
+    run.refresh_from_db()
+    assert created and (run.batch_size, run.accelerator_count, len(run.accelerator_vendor)) == (INT4, INT4, 200)
+
+
+def test_accelerator_counts_summing_beyond_the_column_are_refused_at_the_list(user: Any,
+                                                                               server_example: dict[str, Any]) -> None:
+    from registry.services.submissions import InvalidDocument
+
+    first = server_example["system"]["accelerators"][0]
+    document = variant(server_example, "lab-x", **{"system.accelerators": [{**first, "count": 2**30}] * 2})
+    with pytest.raises(InvalidDocument) as refused:
+        submission_create(document=document, submitted_by=user)
+    assert [(e["pointer"], e["code"]) for e in refused.value.errors] == [("/system/accelerators",
+                                                                          "integer-out-of-range")]
+    assert "the sum of system.accelerators[*].count" in refused.value.errors[0]["message"]
+
+
+def test_an_mlperf_system_beyond_a_column_refuses_its_results_alone(tmp_path: Any, user: Any) -> None:
+    """The admin upload and `benchreg import mlperf` store through the same batch: each result is reported."""
+    from registry.services.imports import mlperf_import
+    from tests.registry.importers.test_import_service import SAMPLE, SYSTEM, _add_second_system, _submission
+
+    if not SAMPLE.exists():
+        pytest.skip("the shared MLPerf sample tree is not beside this checkout")
+    root = tmp_path / "mlperf"
+    shutil.copytree(SAMPLE, root)
+    _add_second_system(root)
+    systems = _submission(root) / "systems"
+    system = json.loads((systems / f"{SYSTEM}.json").read_text())
+    (systems / f"{SYSTEM}.json").write_text(json.dumps({**system, "number_of_nodes": 2**31}))
+    result = mlperf_import(root=root, submitted_by=user)
+    assert result.counts == {"stored": 3, "refused": 3}
+    for outcome in result.outcomes:
+        assert (outcome.status == "refused") == outcome.key.startswith(f"{SYSTEM}/"), outcome.key
+        if outcome.status == "refused":
+            assert [e.split(":")[0] for e in outcome.errors] == ["/system/accelerators/0/count"], outcome.errors
+    assert Submission.objects.count() == 3
