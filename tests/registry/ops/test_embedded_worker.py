@@ -26,7 +26,6 @@ from registry.supervisor import Part, Supervisor
 from tests.registry.ops.services import ROOT, free_port
 from tests.registry.reports.conftest import PRICES, SIZING, fleet_documents
 
-
 # One server for the module's tests on one xdist worker (`--dist loadgroup`): starting it costs ~30 s here.
 # `embedded`: the server drops DATABASE_URL (it is the SQLite default), so CI runs these in its SQLite pass only.
 pytestmark = [pytest.mark.xdist_group("embedded-server"), pytest.mark.embedded]
