@@ -15,20 +15,8 @@ from rest_framework.test import APIClient
 from protocol import decisions as dec
 from protocol import sizing
 from registry.models import Decision, Submission
-from tests.conftest import load_example
-from tests.documents import variant
+from tests.registry.hostile.evidence import QUESTION, server_run
 from tests.registry.hostile.people import person, signed_in
-
-QUESTION = {"workload": "decoder-small", "scenario": "server",
-            "objectives": [{"metric": "ttft_ms", "percentile": "p99", "max_ms": 2000}],
-            "quality": {"target_ratio": 0.99}, "demand": {"value": 20000, "unit": "tokens/s"},
-            "prices": {"system_hour": {"*": 98.0}, "energy_per_kwh": 0.1}}
-
-
-def _doc(system: str, tput: float) -> dict[str, Any]:
-    doc = variant(load_example("inference-server-h100-bf16"), system, tput)
-    doc["metrics"]["quality"]["target_ratio"] = 0.99
-    return doc
 
 
 def _submit(client: APIClient, doc: dict[str, Any]) -> int:
@@ -51,11 +39,11 @@ def test_a_submission_runs_the_same_queries_with_0_or_30_decisions_on_its_questi
     submitter, viewer = person(), person("viewer")
     client = signed_in(submitter)
     for i in range(3):
-        _submit(client, _doc(f"h{i}", 1000.0 + i))
+        _submit(client, server_run(f"h{i}", 1000.0 + i))
 
     def queries(system: str) -> int:
         with CaptureQueriesContext(connection) as seen:
-            _submit(client, _doc(system, 1100.0))
+            _submit(client, server_run(system, 1100.0))
         return len(seen.captured_queries)
 
     before = queries("first")
@@ -69,7 +57,7 @@ def test_a_submission_runs_the_same_queries_with_0_or_30_decisions_on_its_questi
     assert Decision.objects.filter(stale_since__isnull=False).count() == 30
     # a further run while they are still stale does not touch them again (no row locks between submitters)
     with CaptureQueriesContext(connection) as seen:
-        _submit(client, _doc("third", 1100.0))
+        _submit(client, server_run("third", 1100.0))
     updates = [q["sql"] for q in seen.captured_queries if "registry_decision" in q["sql"] and "UPDATE" in q["sql"]]
     assert len(updates) == 1
 
@@ -79,9 +67,9 @@ def test_a_stale_decision_says_so_and_a_reader_recomputes_it() -> None:
     user = person()
     client = signed_in(user)
     for i in range(3):
-        _submit(client, _doc(f"h{i}", 1000.0))
+        _submit(client, server_run(f"h{i}", 1000.0))
     decision_id = client.post("/api/v1/decisions", {"title": "t", "question": QUESTION}, format="json").json()["id"]
-    new = _submit(client, _doc("h3", 1000.0))  # in the test's transaction: the after-commit task never runs
+    new = _submit(client, server_run("h3", 1000.0))  # in the test's transaction: the after-commit task never runs
     listed = client.get("/api/v1/decisions").json()["results"][0]
     assert listed["stale_since"] is not None and listed["status"] == "current"
     body = client.get(f"/api/v1/decisions/{decision_id}").json()  # the read recomputes
@@ -94,15 +82,16 @@ def test_the_task_after_commit_recomputes_without_a_reader(django_capture_on_com
     user = person()
     client = signed_in(user)
     for i in range(3):
-        _submit(client, _doc(f"h{i}", 1000.0))
+        _submit(client, server_run(f"h{i}", 1000.0))
     decision_id = client.post("/api/v1/decisions", {"title": "t", "question": QUESTION}, format="json").json()["id"]
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        _submit(client, _doc("h3", 1000.0))
+        _submit(client, server_run("h3", 1000.0))
     assert len(callbacks) >= 1
     decision = Decision.objects.get(pk=decision_id)
     assert decision.stale_since is None and decision.status == "evidence-changed"
     with django_capture_on_commit_callbacks(execute=True):  # a run of another scenario enters nothing
-        _submit(client, _doc("h4", 1000.0) | {"scenario": {**_doc("x", 1.0)["scenario"], "kind": "offline"}})
+        offline = {"scenario": {**server_run("x", 1.0)["scenario"], "kind": "offline"}}
+        _submit(client, server_run("h4", 1000.0) | offline)
     assert Decision.objects.get(pk=decision_id).change["runs"][0]["id"] != 0
 
 
@@ -112,7 +101,7 @@ def test_a_recompute_that_fails_is_recorded_on_the_decision_never_raised(
     user = person()
     client = signed_in(user)
     for i in range(3):
-        _submit(client, _doc(f"h{i}", 1000.0))
+        _submit(client, server_run(f"h{i}", 1000.0))
     decision_id = client.post("/api/v1/decisions", {"title": "t", "question": QUESTION}, format="json").json()["id"]
 
     def broken(*args: Any, **kwargs: Any) -> Any:  # a fault injected into the computation: a bug, not input
@@ -120,7 +109,7 @@ def test_a_recompute_that_fails_is_recorded_on_the_decision_never_raised(
 
     monkeypatch.setattr(dec, "answer", broken)
     with django_capture_on_commit_callbacks(execute=True):
-        run = client.post("/api/v1/submissions", _doc("h3", 1000.0), format="json")
+        run = client.post("/api/v1/submissions", server_run("h3", 1000.0), format="json")
     assert run.status_code == 201
     decision = Decision.objects.get(pk=decision_id)
     assert decision.stale_since is not None and "ZeroDivisionError" in decision.recompute_error
@@ -133,7 +122,7 @@ def test_a_recompute_that_fails_is_recorded_on_the_decision_never_raised(
     assert html.status_code == 200 and "could not be recomputed" in html.content.decode()
     monkeypatch.undo()
     with django_capture_on_commit_callbacks(execute=True):  # the next run on the question tries again
-        _submit(client, _doc("h4", 1000.0))
+        _submit(client, server_run("h4", 1000.0))
     decision.refresh_from_db()
     assert decision.recompute_error == "" and decision.status == "evidence-changed"
 
@@ -165,11 +154,11 @@ def test_a_run_with_throughput_1e308_is_left_out_with_its_reason_and_breaks_noth
     user = person()
     client = signed_in(user)
     for i in range(3):
-        _submit(client, _doc(f"h{i}", 1000.0))
+        _submit(client, server_run(f"h{i}", 1000.0))
     created = client.post("/api/v1/decisions", {"title": "t", "question": QUESTION}, format="json")
     assert created.status_code == 201
     with django_capture_on_commit_callbacks(execute=True):
-        huge = _submit(client, _doc("huge", 1e308))
+        huge = _submit(client, server_run("huge", 1e308))
     body = client.get(f"/api/v1/decisions/{created.json()['id']}").json()
     assert body["recompute_error"] == ""
     again = client.post("/api/v1/decisions", {"title": "u", "question": QUESTION}, format="json")
@@ -191,7 +180,7 @@ def test_a_configurations_history_with_runs_of_1e308_still_answers() -> None:
     user = person()
     client = signed_in(user)
     values = [1300.0, 1310.0, 1320.0, 1e308, 1.7976931348623157e308, 1e300, 5e-324, 1305.0]
-    ids = [_submit(client, _doc("same-rig", v)) for v in values]
+    ids = [_submit(client, server_run("same-rig", v)) for v in values]
     page = APIClient(SERVER_NAME="localhost")
     page.force_login(user)
     for run in (ids[0], ids[-1]):
@@ -237,7 +226,7 @@ def test_the_decision_form_states_and_enforces_the_ranges() -> None:
 def test_an_extreme_sizing_target_is_a_problem_not_a_500(target: Any) -> None:
     user = person()
     client = signed_in(user)
-    ids = [_submit(client, _doc(f"s{i}", 1000.0 + 100 * i)) for i in range(2)]
+    ids = [_submit(client, server_run(f"s{i}", 1000.0 + 100 * i)) for i in range(2)]
     response = client.post("/api/v1/comparisons", {"runs": ids, "axis": "system", "sizing": {
         "target_load": target, "load_unit": "tokens/s"}}, format="json")
     body = _problem(response, 400)
@@ -247,7 +236,7 @@ def test_an_extreme_sizing_target_is_a_problem_not_a_500(target: Any) -> None:
 @pytest.mark.django_db
 def test_a_sizing_headroom_of_1e308_is_refused() -> None:
     client = signed_in(person())
-    ids = [_submit(client, _doc(f"s{i}", 1000.0 + 100 * i)) for i in range(2)]
+    ids = [_submit(client, server_run(f"s{i}", 1000.0 + 100 * i)) for i in range(2)]
     response = client.post("/api/v1/comparisons", {"runs": ids, "axis": "system", "sizing": {
         "target_load": 10, "load_unit": "tokens/s", "headroom": 1e308}}, format="json")
     assert "headroom" in _problem(response, 400)["detail"]
@@ -260,7 +249,7 @@ def test_a_report_price_of_1e308_is_refused_by_the_api_and_the_form() -> None:
 
     user = person()
     client = signed_in(user)
-    ids = [_submit(client, _doc(f"s{i}", 1000.0 + 100 * i)) for i in range(2)]
+    ids = [_submit(client, server_run(f"s{i}", 1000.0 + 100 * i)) for i in range(2)]
     comparison, _ = comparison_create(runs=list(Submission.objects.filter(pk__in=ids)), axis="system",
                                       created_by=user)
     body = _problem(client.post("/api/v1/reports", {"comparison": comparison.pk, "title": "t", "decision": "d",
@@ -277,14 +266,14 @@ def test_a_priced_comparison_with_an_implausible_price_states_why_there_is_no_co
 
     user = person()
     client = signed_in(user)
-    runs = list(Submission.objects.filter(pk__in=[_submit(client, _doc(f"s{i}", 1e-300 if i else 1000.0))
+    runs = list(Submission.objects.filter(pk__in=[_submit(client, server_run(f"s{i}", 1e-300 if i else 1000.0))
                                                   for i in range(2)]))
     comparison, _ = comparison_create(runs=runs, axis="system", created_by=user, prices={"s0": 3.0, "s1": 3.0})
     costs = [d for arm in comparison.result["arms"] for d in arm["derived"] if d["name"].startswith("cost")]
     assert costs[0]["runs_used"] == 1, costs  # the run whose rate is implausible gives no cost; the other does
-    alone = sizing.arm_derived([_doc("s1", 1e-300)], {"s1": 3.0}, "USD")[1]
+    alone = sizing.arm_derived([server_run("s1", 1e-300)], {"s1": 3.0}, "USD")[1]
     assert alone["value"] is None and "plausible range" in (alone["reason"] or "")
-    cost = sizing.cost_per_million_outputs(_doc("s0", 1000.0), 1e308, "USD")
+    cost = sizing.cost_per_million_outputs(server_run("s0", 1000.0), 1e308, "USD")
     assert cost.value is None and "plausible range" in (cost.reason or "")
 
 
@@ -304,11 +293,11 @@ def test_an_interval_over_values_too_far_apart_says_so() -> None:
 
 
 def test_sizing_numbers_are_checked_for_type_and_range() -> None:
-    doc = _doc("a", 1000.0)
+    doc = server_run("a", 1000.0)
     for bad in (1e308, -1, "x", float("nan"), True):
         with pytest.raises(sizing.SizingError, match="target_load"):
             sizing.arm_sizing([doc], {"target_load": bad, "load_unit": "tokens/s"})
     with pytest.raises(sizing.SizingError, match="max_ms"):
         sizing.LatencyObjective.from_dict({"metric": "ttft_ms", "max_ms": "x"})
-    tiny = _doc("b", 1e-300)
+    tiny = server_run("b", 1e-300)
     assert sizing.replicas_needed(tiny, 1e12, "tokens/s").reason.startswith("its measured rate")

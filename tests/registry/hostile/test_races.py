@@ -26,24 +26,11 @@ from registry.models import (
     Withdrawal,
 )
 from registry.services.agents import enrolment_token_create
-from tests.conftest import load_example
-from tests.documents import variant
 from tests.registry.concurrency import in_thread
+from tests.registry.hostile.evidence import QUESTION, server_run
 from tests.registry.hostile.people import person, signed_in
 
 N = 10
-QUESTION = {"workload": "decoder-small", "scenario": "server",
-            "objectives": [{"metric": "ttft_ms", "percentile": "p99", "max_ms": 2000}],
-            "quality": {"target_ratio": 0.99}, "demand": {"value": 20000, "unit": "tokens/s"},
-            "prices": {"system_hour": {"*": 98.0}, "energy_per_kwh": 0.1}}
-
-
-def _doc(system: str, tput: float) -> dict[str, Any]:
-    doc = variant(load_example("inference-server-h100-bf16"), system, tput)
-    doc["metrics"]["quality"]["target_ratio"] = 0.99
-    return doc
-
-
 def _quiet(client: APIClient) -> APIClient:
     client.raise_request_exception = False
     return client
@@ -79,7 +66,7 @@ def _at_once(request: Callable[[int], Any]) -> list[tuple[int, str]]:
 @pytest.mark.django_db(transaction=True)
 def test_ten_concurrent_withdrawals_of_one_run_store_one_and_refuse_the_rest_with_409() -> None:
     admin = person("admin")
-    run_id = _submit(signed_in(admin), _doc("h0", 1000.0))
+    run_id = _submit(signed_in(admin), server_run("h0", 1000.0))
 
     answers = _at_once(lambda i: _quiet(signed_in(admin)).post(f"/api/v1/submissions/{run_id}/withdraw",
                                                        {"reason": "dup"}, format="json"))
@@ -102,11 +89,11 @@ def test_ten_concurrent_reports_of_a_changed_decision_answer_it_once_and_number_
     owner = person()
     client = signed_in(owner)
     for i in range(3):
-        _submit(client, _doc(f"h{i}", 1000.0 + i))
+        _submit(client, server_run(f"h{i}", 1000.0 + i))
     response = client.post("/api/v1/decisions", {"title": "buy", "question": QUESTION}, format="json")
     assert response.status_code == 201, response.content
     decision_id = response.json()["id"]
-    _submit(client, _doc("h3", 1100.0))  # enters the question: the recompute (eager) flags the decision
+    _submit(client, server_run("h3", 1100.0))  # enters the question: the recompute (eager) flags the decision
     assert Decision.objects.get(pk=decision_id).status == "evidence-changed"
 
     answers = _at_once(lambda i: _quiet(signed_in(owner)).post(f"/api/v1/decisions/{decision_id}/reports", {},
