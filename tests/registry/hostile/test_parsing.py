@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import shutil
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -50,23 +51,31 @@ def test_deep_nesting_on_the_anonymous_enrolment_is_a_400_with_a_pointer(anonymo
     assert response.status_code == 400 and "/inventory/0/0/0" in _pointers(response)[0]
 
 
-def test_deep_nesting_is_refused_on_every_json_endpoint_for_every_principal(world: dict[str, Any]) -> None:  # noqa: F811
-    """Each door of the URL conf that takes a JSON body (test_matrix.RULES), each principal: never a 5xx, and every
-    principal the door lets through is told where the nesting is too deep."""
-    wrong, reached = [], set()
+def _every_body_door(world: dict[str, Any], body: str) -> Iterator[tuple[str, str, Any]]:  # noqa: F811
+    """(rule name, "METHOD path as principal", response) for `body` sent to every door of the URL conf that takes a
+    JSON body (test_matrix.RULES) as every principal, each in a transaction rolled back afterwards. Pages (forms)
+    and the multipart report upload are left out."""
     for name, cases in sorted(RULES.items()):
         for method, path_of, body_of, _, _ in cases:
             path = path_of(world)
             if body_of is None or not path.startswith("/api/") or path.endswith("/reports/verify"):
-                continue  # no body, a page (forms), or a multipart upload
+                continue
             for knock in world["knocks"]:
                 with transaction.atomic():
-                    response = getattr(_quiet(knock.api), method)(path, DEEP, content_type="application/json")
+                    response = getattr(_quiet(knock.api), method)(path, body, content_type="application/json")
                     transaction.set_rollback(True)
-                if response.status_code >= 500 or response["Content-Type"] != PROBLEM:
-                    wrong.append(f"{method.upper()} {path} as {knock.name}: {response.status_code}")
-                elif response.status_code == 400 and "too-deep" in response.content.decode():
-                    reached.add(name)
+                yield name, f"{method.upper()} {path} as {knock.name}", response
+
+
+def test_deep_nesting_is_refused_on_every_json_endpoint_for_every_principal(world: dict[str, Any]) -> None:  # noqa: F811
+    """Each door of the URL conf that takes a JSON body (test_matrix.RULES), each principal: never a 5xx, and every
+    principal the door lets through is told where the nesting is too deep."""
+    wrong, reached = [], set()
+    for name, where, response in _every_body_door(world, DEEP):
+        if response.status_code >= 500 or response["Content-Type"] != PROBLEM:
+            wrong.append(f"{where}: {response.status_code}")
+        elif response.status_code == 400 and "too-deep" in response.content.decode():
+            reached.add(name)
     assert not wrong, "\n".join(wrong)
     bodied = {n for n, cases in RULES.items() for c in cases
               if c[2] is not None and c[1](world).startswith("/api/") and not c[1](world).endswith("/verify")}
@@ -118,19 +127,11 @@ def test_a_surrogate_key_is_refused_on_every_json_endpoint_in_an_answer_that_enc
     """The refusal names the key; quoting it as is made the answer itself fail to encode (a 500 everywhere, the
     anonymous enrolment included). Every door, every principal: a 4xx problem+json that is valid UTF-8."""
     wrong = []
-    for _, cases in sorted(RULES.items()):
-        for method, path_of, body_of, _, _ in cases:
-            path = path_of(world)
-            if body_of is None or not path.startswith("/api/") or path.endswith("/reports/verify"):
-                continue
-            for knock in world["knocks"]:
-                with transaction.atomic():
-                    response = getattr(_quiet(knock.api), method)(path, SURROGATE_KEY, content_type="application/json")
-                    transaction.set_rollback(True)
-                if response.status_code >= 500 or response["Content-Type"] != PROBLEM:
-                    wrong.append(f"{method.upper()} {path} as {knock.name}: {response.status_code}")
-                else:
-                    response.content.decode("utf-8")  # strict: a lone surrogate cannot have been written
+    for _, where, response in _every_body_door(world, SURROGATE_KEY):
+        if response.status_code >= 500 or response["Content-Type"] != PROBLEM:
+            wrong.append(f"{where}: {response.status_code}")
+        else:
+            response.content.decode("utf-8")  # strict: a lone surrogate cannot have been written
     assert not wrong, "\n".join(wrong)
 
 
