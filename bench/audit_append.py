@@ -93,8 +93,9 @@ def bench_appends(scratch_url: str, thread_counts: list[int], total: int) -> Non
     def plain_insert(i: int) -> None:
         if not hasattr(local, "conn"):
             local.conn = psycopg.connect(scratch_url, autocommit=True)
-        local.conn.execute("INSERT INTO bench_plain (seq, entry, leaf_hash) VALUES (%s, %s, %s)",
-                           (i, '{"kind":"bench"}' * 8, "0" * 64))
+        local.conn.execute(
+            "INSERT INTO bench_plain (seq, entry, leaf_hash) VALUES (%s, %s, %s)", (i, '{"kind":"bench"}' * 8, "0" * 64)
+        )
 
     def close_plain() -> None:
         if hasattr(local, "conn"):
@@ -107,8 +108,11 @@ def bench_appends(scratch_url: str, thread_counts: list[int], total: int) -> Non
     for threads in thread_counts:
         baseline = concurrent(threads, total, plain_insert, close_plain)
         appends = concurrent(threads, total, append, connections.close_all)
-        row(f"{threads:>2} writers: audit_append (queued; numbered after commit)", f"{appends:,.0f} /s",
-            f"{appends / baseline:.2f}x of {baseline:,.0f} plain INSERTs/s")
+        row(
+            f"{threads:>2} writers: audit_append (queued; numbered after commit)",
+            f"{appends:,.0f} /s",
+            f"{appends / baseline:.2f}x of {baseline:,.0f} plain INSERTs/s",
+        )
     from registry.models import AuditQueued
 
     assert not AuditQueued.objects.exists(), "every committed append is numbered"
@@ -128,15 +132,28 @@ def load_synthetic(count: int) -> float:
     start_seq = AuditHead.objects.get(id=1).size
     base = datetime(2026, 11, 1, tzinfo=UTC)
     started = time.perf_counter()
-    with connection.cursor() as cursor, cursor.cursor.copy(
-            "COPY registry_auditentry (seq, created_at, actor, kind, subject, entry, leaf_hash, format) "
-            "FROM STDIN") as copy:
+    with (
+        connection.cursor() as cursor,
+        cursor.cursor.copy(
+            "COPY registry_auditentry (seq, created_at, actor, kind, subject, entry, leaf_hash, format) FROM STDIN"
+        ) as copy,
+    ):
         for seq in range(start_seq, start_seq + count):
             at = base + timedelta(microseconds=37 * seq)
             subject = f"sha256:{seq:064x}"
             entry = entry_text(seq=seq, time=at, kind="bench.synthetic", subject=subject, payload={"run": seq})
-            copy.write_row((seq, at, f"lab-{seq % 997:03d}", "bench.synthetic", subject, entry.decode(),
-                            leaf_hash(entry).hex(), FORMAT))
+            copy.write_row(
+                (
+                    seq,
+                    at,
+                    f"lab-{seq % 997:03d}",
+                    "bench.synthetic",
+                    subject,
+                    entry.decode(),
+                    leaf_hash(entry).hex(),
+                    FORMAT,
+                )
+            )
     with connection.cursor() as cursor:
         cursor.execute("UPDATE registry_audithead SET size = %s WHERE id = 1", [start_seq + count])
         cursor.execute("ANALYZE registry_auditentry")
@@ -156,17 +173,25 @@ def bench_verify(size: int) -> None:
     print(f"\nSigning and verifying a log of {size:,} entries")
     start = time.perf_counter()
     checkpoint = checkpoint_sign(reason=CheckpointReason.MANUAL)
-    row("checkpoint_sign, cold (tree built from the table)", f"{time.perf_counter() - start:,.2f} s",
-        f"size {checkpoint.size:,}")
+    row(
+        "checkpoint_sign, cold (tree built from the table)",
+        f"{time.perf_counter() - start:,.2f} s",
+        f"size {checkpoint.size:,}",
+    )
     start = time.perf_counter()
     # The same query verify_log streams (time as text), read and dropped.
-    rows = (AuditEntry.objects.order_by("seq").annotate(created_text=Cast("created_at", CharField()))
-            .values_list("seq", "created_text", "actor", "kind", "subject", "entry", "leaf_hash"))
+    rows = (
+        AuditEntry.objects.order_by("seq")
+        .annotate(created_text=Cast("created_at", CharField()))
+        .values_list("seq", "created_text", "actor", "kind", "subject", "entry", "leaf_hash")
+    )
     n = sum(1 for _ in rows.iterator(chunk_size=10_000))
     baseline = time.perf_counter() - start
     row("baseline: stream the same rows, no checks", f"{baseline:,.2f} s", f"{n:,} rows")
-    texts = [text.encode() for text in AuditEntry.objects.order_by("seq").values_list("entry", flat=True)
-             .iterator(chunk_size=10_000)]
+    texts = [
+        text.encode()
+        for text in AuditEntry.objects.order_by("seq").values_list("entry", flat=True).iterator(chunk_size=10_000)
+    ]
     start = time.perf_counter()
     for text in texts:
         hashlib.sha256(b"\x00" + text).digest()
@@ -176,9 +201,12 @@ def bench_verify(size: int) -> None:
     start = time.perf_counter()
     report = verify_log()
     took = time.perf_counter() - start
-    row("verify_log (texts, hashes, columns, tree, checkpoints, runs)", f"{took:,.2f} s",
+    row(
+        "verify_log (texts, hashes, columns, tree, checkpoints, runs)",
+        f"{took:,.2f} s",
         f"{took / baseline:.2f}x stream, {took / sha:.1f}x SHA-256; "
-        f"{'OK' if report.ok else f'{len(report.findings)} findings'}")
+        f"{'OK' if report.ok else f'{len(report.findings)} findings'}",
+    )
     row("peak RSS of this process so far", f"{rss_mib():,.0f} MiB")
     selectors._shared.tree = selectors.MerkleTree()  # the next section starts cold
 
@@ -195,17 +223,22 @@ def bench_inclusion(size: int, calls: int) -> None:
     start = time.perf_counter()
     for i in range(calls):
         audit_inclusion(entry=(i * 7919) % size, size=size)
-    row(f"audit_inclusion, warm (mean of {calls:,})", f"{(time.perf_counter() - start) / calls * 1e6:,.0f} µs",
-        "1 query: the head with the last cached leaf")
+    row(
+        f"audit_inclusion, warm (mean of {calls:,})",
+        f"{(time.perf_counter() - start) / calls * 1e6:,.0f} µs",
+        "1 query: the head with the last cached leaf",
+    )
     row("proof size", f"{len(proof.proof)} hashes", f"{len(proof.proof) * 32} bytes raw")
     client = Client(SERVER_NAME="localhost")  # a host the settings allow (testserver is for tests only)
     client.get("/api/v1/audit/public-key")  # the first request imports every view module: not counted
     start = time.perf_counter()
     for i in range(calls // 10):
         response = client.get(f"/api/v1/audit/inclusion?entry={(i * 7919) % size}&size={size}")
-    row(f"GET /api/v1/audit/inclusion, anonymous (mean of {calls // 10:,})",
+    row(
+        f"GET /api/v1/audit/inclusion, anonymous (mean of {calls // 10:,})",
         f"{(time.perf_counter() - start) / (calls // 10) * 1e3:,.2f} ms",
-        f"{len(response.content):,} bytes JSON")
+        f"{len(response.content):,} bytes JSON",
+    )
     assert json.loads(response.content)["tree_size"] == size
     row("peak RSS of this process so far", f"{rss_mib():,.0f} MiB")
 
@@ -214,8 +247,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run for CI")
     parser.add_argument("-n", type=int, default=None, help="entries in the large log (default 1,000,000)")
-    parser.add_argument("--appends", type=int, default=None, help="appends per writer configuration "
-                        "(default 4000, 400 with --quick)")
+    parser.add_argument(
+        "--appends", type=int, default=None, help="appends per writer configuration (default 4000, 400 with --quick)"
+    )
     args = parser.parse_args(argv)
     url = os.environ.get("DATABASE_URL", "")
     if not url.startswith(("postgres://", "postgresql://")):
@@ -224,8 +258,10 @@ def main(argv: list[str] | None = None) -> None:
     threads, appends = ([1, 4], 400) if args.quick else ([1, 4, 8, 16], 4000)
     appends = args.appends or appends
     scratch_url = scratch.database_url(url, SCRATCH_DB)
-    print(f"benchreg audit log on PostgreSQL: Python {platform.python_version()} on {platform.machine()}, "
-          f"{os.cpu_count()} CPUs; scratch database {SCRATCH_DB}")
+    print(
+        f"benchreg audit log on PostgreSQL: Python {platform.python_version()} on {platform.machine()}, "
+        f"{os.cpu_count()} CPUs; scratch database {SCRATCH_DB}"
+    )
     recreate_scratch(url)
     try:
         setup_django(scratch_url)

@@ -100,10 +100,17 @@ def ten_documents(kind: str = "raw") -> list[dict]:
         pooled = np.concatenate(reps)
         doc["samples"] = {"latency_ms": {"unit": "ms", "repetitions": [r.tolist() for r in reps]}}
         doc["metrics"]["latency_ms"] = {
-            "count": int(pooled.size), "method": "nearest-rank", "unit": "ms", "min": float(pooled.min()),
-            "mean": float(pooled.mean()), "max": float(pooled.max()),
-            **{k: float(np.quantile(pooled, q, method="inverted_cdf"))
-               for k, q in (("p50", .5), ("p90", .9), ("p95", .95), ("p99", .99))}}
+            "count": int(pooled.size),
+            "method": "nearest-rank",
+            "unit": "ms",
+            "min": float(pooled.min()),
+            "mean": float(pooled.mean()),
+            "max": float(pooled.max()),
+            **{
+                k: float(np.quantile(pooled, q, method="inverted_cdf"))
+                for k, q in (("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p99", 0.99))
+            },
+        }
         doc["metrics"]["primary"] = "latency_ms.p50"
         docs.append(doc)
     return docs
@@ -206,8 +213,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--scratch", default=SCRATCH, help="scratch database name (created and dropped)")
     parser.add_argument("--sizes", default=None, help="comma-separated table sizes, e.g. 10000,100000")
-    parser.add_argument("--documents", choices=["raw", "summary"], default="raw",
-                        help="the ten runs carry raw samples (default) or only their summaries")
+    parser.add_argument(
+        "--documents",
+        choices=["raw", "summary"],
+        default="raw",
+        help="the ten runs carry raw samples (default) or only their summaries",
+    )
     args = parser.parse_args()
     admin_url = os.environ.get("DATABASE_URL", "")
     if not admin_url.startswith("postgres"):
@@ -217,8 +228,10 @@ def main() -> None:
         sizes = [int(x) for x in args.sizes.split(",")]
     pure = time_compare(args.repeats, args.documents)
     shape = f"5 repetitions of {SAMPLES_PER_REPETITION} samples each" if args.documents == "raw" else "summaries only"
-    print(f"compare() of 10 runs (10 arms, {shape}), no database: "
-          f"p50 {np.percentile(pure, 50):.1f} ms, p95 {np.percentile(pure, 95):.1f} ms")
+    print(
+        f"compare() of 10 runs (10 arms, {shape}), no database: "
+        f"p50 {np.percentile(pure, 50):.1f} ms, p95 {np.percentile(pure, 95):.1f} ms"
+    )
     url = _setup(admin_url, args.scratch)
     try:
         from django.contrib.auth import get_user_model

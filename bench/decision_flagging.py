@@ -26,10 +26,14 @@ from bench import scratch
 from bench.comparisons import ROOT, _setup
 
 SCRATCH = "benchreg_bench_decision_flagging"
-QUESTION = {"workload": "decoder-small", "scenario": "server",
-            "objectives": [{"metric": "ttft_ms", "percentile": "p99", "max_ms": 2000}],
-            "quality": {"target_ratio": 0.99}, "demand": {"value": 20000, "unit": "tokens/s"},
-            "prices": {"system_hour": {"*": 50.0}, "energy_per_kwh": 0.1}}
+QUESTION = {
+    "workload": "decoder-small",
+    "scenario": "server",
+    "objectives": [{"metric": "ttft_ms", "percentile": "p99", "max_ms": 2000}],
+    "quality": {"target_ratio": 0.99},
+    "demand": {"value": 20000, "unit": "tokens/s"},
+    "prices": {"system_hour": {"*": 50.0}, "energy_per_kwh": 0.1},
+}
 
 
 def document(n: int) -> dict:
@@ -65,8 +69,10 @@ def main() -> None:
 
         user = get_user_model().objects.create_user("bench")
         user.groups.add(Group.objects.get_or_create(name="submitter")[0])
-        client = Client(SERVER_NAME="localhost",
-                        HTTP_AUTHORIZATION=f"Token {token_create(user=user, name='b', scopes='submit,read')[1]}")
+        client = Client(
+            SERVER_NAME="localhost",
+            HTTP_AUTHORIZATION=f"Token {token_create(user=user, name='b', scopes='submit,read')[1]}",
+        )
         serial = iter(range(10**6))
 
         def submit_timed() -> tuple[list[float], int]:

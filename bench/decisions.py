@@ -25,10 +25,14 @@ from bench import scratch
 from bench.comparisons import ROOT, _fill, _measure, _setup
 
 SCRATCH = "benchreg_bench_decisions"
-QUESTION = {"workload": "decoder-small", "scenario": "server",
-            "objectives": [{"metric": "ttft_ms", "percentile": "p99", "max_ms": 2000}],
-            "quality": {"target_ratio": 0.99}, "demand": {"value": 20000, "unit": "tokens/s"},
-            "prices": {"system_hour": {"*": 50.0}, "energy_per_kwh": 0.1}}
+QUESTION = {
+    "workload": "decoder-small",
+    "scenario": "server",
+    "objectives": [{"metric": "ttft_ms", "percentile": "p99", "max_ms": 2000}],
+    "quality": {"target_ratio": 0.99},
+    "demand": {"value": 20000, "unit": "tokens/s"},
+    "prices": {"system_hour": {"*": 50.0}, "energy_per_kwh": 0.1},
+}
 
 
 def candidate_documents() -> list[dict]:
@@ -71,6 +75,7 @@ def main() -> None:
 
         user = get_user_model().objects.create_user("bench")
         from django.contrib.auth.models import Group
+
         user.groups.add(Group.objects.get_or_create(name="submitter")[0])
         token = token_create(user=user, name="b", scopes="submit,read")[1]
         client = Client(SERVER_NAME="localhost", HTTP_AUTHORIZATION=f"Token {token}")
@@ -80,16 +85,21 @@ def main() -> None:
         for size in sizes:
             _fill(url, have, size, user.pk)
             have = size
-            lookup, q_lookup = _measure(client, f"/api/v1/submissions/{runs[0].pk}/comparable", None,
-                                        args.repeats, lambda b, i: b)
+            lookup, q_lookup = _measure(
+                client, f"/api/v1/submissions/{runs[0].pk}/comparable", None, args.repeats, lambda b, i: b
+            )
             answer, q_answer = _measure(client, "/api/v1/decisions", body, args.repeats, lambda b, i: b)
             rows.append((size, lookup, q_lookup, answer, q_answer))
-        print(f"{'runs':>9} | {'decision p50':>12} {'p95':>8} {'SQL':>4} | {'lookup p50':>10} {'p95':>7} {'SQL':>4}"
-              " | decision / lookup (p50)")
+        print(
+            f"{'runs':>9} | {'decision p50':>12} {'p95':>8} {'SQL':>4} | {'lookup p50':>10} {'p95':>7} {'SQL':>4}"
+            " | decision / lookup (p50)"
+        )
         for size, lookup, ql, answer, qa in rows:
-            print(f"{size:>9,} | {np.percentile(answer, 50):10.1f}ms {np.percentile(answer, 95):7.1f}ms {qa:>4} | "
-                  f"{np.percentile(lookup, 50):8.1f}ms {np.percentile(lookup, 95):6.1f}ms {ql:>4} | "
-                  f"{np.percentile(answer, 50) / np.percentile(lookup, 50):6.1f}×")
+            print(
+                f"{size:>9,} | {np.percentile(answer, 50):10.1f}ms {np.percentile(answer, 95):7.1f}ms {qa:>4} | "
+                f"{np.percentile(lookup, 50):8.1f}ms {np.percentile(lookup, 95):6.1f}ms {ql:>4} | "
+                f"{np.percentile(answer, 50) / np.percentile(lookup, 50):6.1f}×"
+            )
     finally:
         from django.db import connections
 

@@ -32,8 +32,10 @@ class FloorApi(APIView):
         checked = submission_check(request.data)  # the real endpoint's checks and problem details
         keys = comparability_keys(checked.document)
         checked.summary.columns()  # the run's summary columns, as storing it would
-        return Response({"digest": checked.digest, "comparability_key": keys[contract().default_axis]},
-                        status=status.HTTP_201_CREATED)
+        return Response(
+            {"digest": checked.digest, "comparability_key": keys[contract().default_axis]},
+            status=status.HTTP_201_CREATED,
+        )
 
 
 urlpatterns = [path("bench/floor", FloorApi.as_view()), *product_urlpatterns]

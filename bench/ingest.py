@@ -95,8 +95,9 @@ def start_registry(env: dict[str, str], workers: int) -> tuple[subprocess.Popen[
     return server, base, token
 
 
-def http_ingest(base: str, token: str, bodies: list[bytes], clients: int,
-                path: str = "/api/v1/submissions") -> tuple[float, list[float]]:
+def http_ingest(
+    base: str, token: str, bodies: list[bytes], clients: int, path: str = "/api/v1/submissions"
+) -> tuple[float, list[float]]:
     headers = {"Authorization": f"Token {token}", "Content-Type": "application/json"}
     latencies: list[float] = []
 
@@ -158,7 +159,7 @@ def http_bulk(base: str, token: str, bodies: list[bytes], batch: int) -> float:
     t0 = time.perf_counter()
     with httpx.Client(base_url=base, headers=headers, timeout=300) as client:
         for start in range(0, len(bodies), batch):
-            chunk = bodies[start:start + batch]
+            chunk = bodies[start : start + batch]
             response = client.post("/api/v1/submissions", content=b"\n".join(chunk) + b"\n")
             assert response.status_code == 200, response.text[:300]
             results = [json.loads(line) for line in response.text.splitlines()]
@@ -176,8 +177,9 @@ class QueueWatch:
     def _run(self) -> None:
         with psycopg.connect(self.url, autocommit=True) as conn:
             while not self._stop.is_set():
-                row = conn.execute("SELECT extract(epoch FROM clock_timestamp() - min(queued_at)) "
-                                   "FROM registry_auditqueued").fetchone()
+                row = conn.execute(
+                    "SELECT extract(epoch FROM clock_timestamp() - min(queued_at)) FROM registry_auditqueued"
+                ).fetchone()
                 if row and row[0] is not None:
                     self.worst = max(self.worst, float(row[0]))
                 self.samples += 1
@@ -209,7 +211,8 @@ def validation_cost(body: bytes, repeat: int) -> dict[str, float]:
     return {
         "fastjsonschema (schema only)": best(lambda: fast(document)),
         "jsonschema alone (the reference; used only to list errors)": best(
-            lambda: list(reference.iter_errors(document))),
+            lambda: list(reference.iter_errors(document))
+        ),
         "protocol schema step (compiled fast path)": best(lambda: schema_errors(document)),
         "protocol.check (parse + schema + semantics + canonical + digest)": best(lambda: protocol.check(body)),
     }
@@ -226,8 +229,12 @@ def main() -> None:
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 4, 16], help="concurrent clients to measure")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn workers")
     parser.add_argument("--batch", type=int, default=500, help="documents per NDJSON batch (bulk path)")
-    parser.add_argument("--sequencing", default="commit", choices=["commit", "background"],
-                        help="BENCHREG_AUDIT_SEQUENCING of the server (docs/audit.md)")
+    parser.add_argument(
+        "--sequencing",
+        default="commit",
+        choices=["commit", "background"],
+        help="BENCHREG_AUDIT_SEQUENCING of the server (docs/audit.md)",
+    )
     args = parser.parse_args()
     admin_url = os.environ.get("DATABASE_URL")
     if not admin_url or not admin_url.startswith("postgres"):
@@ -242,9 +249,15 @@ def main() -> None:
         print(f"  {name:68s} {seconds * 1e6:9.1f} µs  ({seconds / floor:5.1f}× fastjsonschema)")
 
     url = scratch.recreate(admin_url, SCRATCH)
-    env = {**os.environ, "DATABASE_URL": url, "BENCHREG_DATA_DIR": tempfile.mkdtemp(), "LOG_LEVEL": "ERROR",
-           "BENCHREG_AUDIT_SEQUENCING": args.sequencing, "DJANGO_SETTINGS_MODULE": "bench.floor_settings",
-           "BENCHREG_THROTTLE_USER": "100000000/min"}  # the bench's one token sends more than a client would
+    env = {
+        **os.environ,
+        "DATABASE_URL": url,
+        "BENCHREG_DATA_DIR": tempfile.mkdtemp(),
+        "LOG_LEVEL": "ERROR",
+        "BENCHREG_AUDIT_SEQUENCING": args.sequencing,
+        "DJANGO_SETTINGS_MODULE": "bench.floor_settings",
+        "BENCHREG_THROTTLE_USER": "100000000/min",
+    }  # the bench's one token sends more than a client would
     server, base, token = start_registry(env, args.workers)
     single: dict[int, tuple[float, list[float], float]] = {}
     floor: dict[int, tuple[float, list[float]]] = {}
@@ -274,25 +287,35 @@ def main() -> None:
             server.wait(10)
         scratch.drop(admin_url, SCRATCH)
 
-    print(f"\ningestion of {n} distinct documents per configuration ({args.workers} gunicorn workers, audit "
-          f"sequencing {args.sequencing}), one run:")
+    print(
+        f"\ningestion of {n} distinct documents per configuration ({args.workers} gunicorn workers, audit "
+        f"sequencing {args.sequencing}), one run:"
+    )
     print(f"  bare psycopg INSERT, one connection, no checks:      {bare:8.1f} rows/s")
     for clients, (rate, latencies, worst) in single.items():
-        print(f"  HTTP single documents, {clients:2d} client(s):             {rate:8.1f} /s  "
-              f"({rate / bare:.3f} of bare INSERT)  p50 {pct(latencies, 50):.1f} ms  p99 {pct(latencies, 99):.1f} ms"
-              f"  oldest queued audit entry {worst * 1000:.0f} ms")
+        print(
+            f"  HTTP single documents, {clients:2d} client(s):             {rate:8.1f} /s  "
+            f"({rate / bare:.3f} of bare INSERT)  p50 {pct(latencies, 50):.1f} ms  p99 {pct(latencies, 99):.1f} ms"
+            f"  oldest queued audit entry {worst * 1000:.0f} ms"
+        )
     if len(single) > 1:
         low, high = min(single), max(single)
         print(f"  throughput {high} clients / {low} client(s):                {single[high][0] / single[low][0]:8.2f}x")
     for clients, (rate, latencies) in floor.items():
-        print(f"  framework floor (checks, stores nothing), {clients:2d} client(s): {rate:8.1f} /s  "
-              f"({rate / bare:.3f} of bare INSERT)  p50 {pct(latencies, 50):.1f} ms  p99 {pct(latencies, 99):.1f} ms"
-              f"  real/floor {single[clients][0] / rate:.2f}")
+        print(
+            f"  framework floor (checks, stores nothing), {clients:2d} client(s): {rate:8.1f} /s  "
+            f"({rate / bare:.3f} of bare INSERT)  p50 {pct(latencies, 50):.1f} ms  p99 {pct(latencies, 99):.1f} ms"
+            f"  real/floor {single[clients][0] / rate:.2f}"
+        )
     print(f"  bare COPY of the bulk documents, no checks:          {copy_rate:8.1f} rows/s")
-    print(f"  HTTP bulk (NDJSON, {args.batch} per request, 1 client):     {bulk:8.1f} /s  "
-          f"({bulk / copy_rate:.3f} of bare COPY)")
-    print(f"  the checks alone, one process, no HTTP or database:  {checks_rate:8.1f} /s  "
-          f"({checks_rate / copy_rate:.3f} of bare COPY)  bulk/checks {bulk / checks_rate:.2f}")
+    print(
+        f"  HTTP bulk (NDJSON, {args.batch} per request, 1 client):     {bulk:8.1f} /s  "
+        f"({bulk / copy_rate:.3f} of bare COPY)"
+    )
+    print(
+        f"  the checks alone, one process, no HTTP or database:  {checks_rate:8.1f} /s  "
+        f"({checks_rate / copy_rate:.3f} of bare COPY)  bulk/checks {bulk / checks_rate:.2f}"
+    )
     print(f"  audit log after the run: {entries[0]} entries (max seq {entries[1]}), {queued[0]} still queued")
 
 

@@ -53,11 +53,13 @@ def main() -> None:
     parser.add_argument("--round", dest="round_name")
     parser.add_argument("--batch-size", type=int, default=200)
     args = parser.parse_args()
-    admin_url = scratch.database_url(os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres"),
-                                     "postgres")
+    admin_url = scratch.database_url(
+        os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres"), "postgres"
+    )
     url = scratch.recreate(admin_url, SCRATCH)
-    os.environ.update(DATABASE_URL=url, BENCHREG_DATA_DIR=tempfile.mkdtemp(),
-                      DJANGO_SETTINGS_MODULE="registry.settings")
+    os.environ.update(
+        DATABASE_URL=url, BENCHREG_DATA_DIR=tempfile.mkdtemp(), DJANGO_SETTINGS_MODULE="registry.settings"
+    )
     import django
 
     django.setup()
@@ -70,24 +72,30 @@ def main() -> None:
         call_command("migrate", verbosity=0)
         user = user_for_token(username="mlperf-bench")
         started = time.perf_counter()
-        result = mlperf_import(root=args.root, submitted_by=user, round_name=args.round_name,
-                               batch_size=args.batch_size)
+        result = mlperf_import(
+            root=args.root, submitted_by=user, round_name=args.round_name, batch_size=args.batch_size
+        )
         full = time.perf_counter() - started
         started = time.perf_counter()
-        again = mlperf_import(root=args.root, submitted_by=user, round_name=args.round_name,
-                              batch_size=args.batch_size)
+        again = mlperf_import(root=args.root, submitted_by=user, round_name=args.round_name, batch_size=args.batch_size)
         second = time.perf_counter() - started
         used = sorted({f.path for item in result.plan.items for f in item.files if f.status == "used"})
         size = sum((args.root / p).stat().st_size for p in used)
         parse = min(_parse_only(args.root, used) for _ in range(3))
         folders = len(result.outcomes)
         counts = ", ".join(f"{n} {s}" for s, n in sorted(result.counts.items()))
-        print(f"MLPerf {result.suite} round {result.plan.round}: {folders} result folders ({counts}); "
-              f"{len(used)} files read, {size / 2**20:.0f} MiB")
-        print(f"full import (PostgreSQL, batches of {args.batch_size}): {full:8.1f} s  "
-              f"{folders / full:7.1f} result folders/s")
-        print(f"re-import (all known):                 {second:8.1f} s  {folders / second:7.1f} result folders/s "
-              f"({', '.join(f'{n} {s}' for s, n in sorted(again.counts.items()))})")
+        print(
+            f"MLPerf {result.suite} round {result.plan.round}: {folders} result folders ({counts}); "
+            f"{len(used)} files read, {size / 2**20:.0f} MiB"
+        )
+        print(
+            f"full import (PostgreSQL, batches of {args.batch_size}): {full:8.1f} s  "
+            f"{folders / full:7.1f} result folders/s"
+        )
+        print(
+            f"re-import (all known):                 {second:8.1f} s  {folders / second:7.1f} result folders/s "
+            f"({', '.join(f'{n} {s}' for s, n in sorted(again.counts.items()))})"
+        )
         print(f"parse only (same files, best of 3):    {parse:8.1f} s  {folders / parse:7.1f} result folders/s")
         print(f"ratio full import / parse only:        {full / parse:8.1f}×")
     finally:

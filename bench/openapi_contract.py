@@ -46,20 +46,52 @@ def main() -> int:
     if not admin_url:
         parser.error("set DATABASE_URL to a PostgreSQL server (a scratch database is created there)")
     name = "bench_openapi_contract"
-    env = {**os.environ, "DATABASE_URL": scratch.recreate(admin_url, name),
-           "DJANGO_SETTINGS_MODULE": "registry.settings",
-           "BENCHREG_THROTTLE_ANON": "1000000/min", "BENCHREG_THROTTLE_USER": "1000000/min",
-           "BENCHREG_THROTTLE_VERIFY": "1000000/min"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": scratch.recreate(admin_url, name),
+        "DJANGO_SETTINGS_MODULE": "registry.settings",
+        "BENCHREG_THROTTLE_ANON": "1000000/min",
+        "BENCHREG_THROTTLE_USER": "1000000/min",
+        "BENCHREG_THROTTLE_VERIFY": "1000000/min",
+    }
     python = sys.executable
     subprocess.run([python, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
-    seeded = subprocess.run([python, "manage.py", "shell", "-c",
-                             "import json; from tests.contract import seed; print('SEED' + json.dumps(seed()))"],
-                            cwd=ROOT, env=env, check=True, capture_output=True, text=True).stdout
+    seeded = subprocess.run(
+        [
+            python,
+            "manage.py",
+            "shell",
+            "-c",
+            "import json; from tests.contract import seed; print('SEED' + json.dumps(seed()))",
+        ],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     token = json.loads(next(line[4:] for line in seeded.splitlines() if line.startswith("SEED")))["token"]
     port = _free_port()
-    server = subprocess.Popen([python, "-m", "gunicorn", "registry.wsgi:application", "--bind", f"127.0.0.1:{port}",
-                               "--workers", "2", "--threads", "4", "--timeout", "120"], cwd=ROOT, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [
+            python,
+            "-m",
+            "gunicorn",
+            "registry.wsgi:application",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "2",
+            "--threads",
+            "4",
+            "--timeout",
+            "120",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         for _ in range(120):
@@ -76,8 +108,12 @@ def main() -> int:
         started = time.perf_counter()
         with tempfile.TemporaryDirectory() as folder:
             schema = fetch_schema(base, Path(folder))
-            result = schemathesis_run(schemathesis_command(base, token, schema=schema, max_examples=args.examples,
-                                                           seed_value=args.seed, workers=args.workers), timeout=3600)
+            result = schemathesis_run(
+                schemathesis_command(
+                    base, token, schema=schema, max_examples=args.examples, seed_value=args.seed, workers=args.workers
+                ),
+                timeout=3600,
+            )
         seconds = time.perf_counter() - started
     finally:
         server.terminate()
@@ -87,10 +123,14 @@ def main() -> int:
     output = result.stdout + result.stderr
     cases = re.search(r"(\d+) generated", output)
     generated = int(cases.group(1)) if cases else 0
-    print(f"schemathesis --checks all, {args.examples} examples, seed {args.seed}: {generated} cases "
-          f"in {seconds:.1f} s ({generated / seconds:.1f} cases/s), exit {result.returncode}")
-    print(f"baseline: GET /api/v1/protocol {baseline_rate:.1f} req/s; ratio cases/s : baseline = "
-          f"{generated / seconds / baseline_rate:.3f}")
+    print(
+        f"schemathesis --checks all, {args.examples} examples, seed {args.seed}: {generated} cases "
+        f"in {seconds:.1f} s ({generated / seconds:.1f} cases/s), exit {result.returncode}"
+    )
+    print(
+        f"baseline: GET /api/v1/protocol {baseline_rate:.1f} req/s; ratio cases/s : baseline = "
+        f"{generated / seconds / baseline_rate:.3f}"
+    )
     if result.returncode != 0:
         print(failure_report(output))
     return 0 if result.returncode == 0 else 1

@@ -36,9 +36,16 @@ BUDGET_MS = 300.0
 EXAMPLES = ("inference-server-h100-bf16", "inference-offline-cpu-int8", "training-h100-bf16")
 WORKLOADS = 24
 SYSTEMS = 600
-ACCELERATORS = (("NVIDIA", "H100 80GB HBM3"), ("NVIDIA", "H200 141GB HBM3e"), ("NVIDIA", "B200 180GB HBM3e"),
-                ("NVIDIA", "L40S 48GB"), ("AMD", "Instinct MI300X"), ("AMD", "Instinct MI325X"),
-                ("Intel", "Gaudi 3"), ("Google", "TPU v5p"))
+ACCELERATORS = (
+    ("NVIDIA", "H100 80GB HBM3"),
+    ("NVIDIA", "H200 141GB HBM3e"),
+    ("NVIDIA", "B200 180GB HBM3e"),
+    ("NVIDIA", "L40S 48GB"),
+    ("AMD", "Instinct MI300X"),
+    ("AMD", "Instinct MI325X"),
+    ("Intel", "Gaudi 3"),
+    ("Google", "TPU v5p"),
+)
 PRECISIONS = ("bf16", "fp16", "fp8", "int8")
 BATCHES = (1, 8, 32, 64)
 TORCH = ("2.11.0", "2.12.0", "2.13.0", "2.13.1", "2.14.0")
@@ -72,8 +79,10 @@ def fill(n: int, seed: int = 7) -> dict[str, Any]:
         p, bs = rng.choice(PRECISIONS), rng.choice(BATCHES)
         if (b, w, p, bs) not in questions:
             doc = _question(bases[b], w, p, bs)
-            questions[(b, w, p, bs)] = (doc, {a: comparability_key(doc, a) for a in ("system", "software",
-                                                                                   "precision")})
+            questions[(b, w, p, bs)] = (
+                doc,
+                {a: comparability_key(doc, a) for a in ("system", "software", "precision")},
+            )
         template, keys = questions[(b, w, p, bs)]
         doc = copy.deepcopy(template)
         vendor, model = rng.choice(ACCELERATORS)
@@ -87,19 +96,37 @@ def fill(n: int, seed: int = 7) -> dict[str, Any]:
         if isinstance(metric, dict) and isinstance(metric.get("value"), int | float):
             metric["value"] = round(metric["value"] * rng.uniform(0.5, 2.0), 3)
         text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
-        batch.append(Submission(
-            digest="sha256:" + hashlib.sha256(f"{i}:{text}".encode()).hexdigest(), document=doc, canonical=text,
-            comparability_key=keys["system"], comparability_key_software=keys["software"],
-            comparability_key_precision=keys["precision"], **summarize(doc).columns(), submitted_by=user,
-            submitted_by_name=user.username, submitted_at=now))
+        batch.append(
+            Submission(
+                digest="sha256:" + hashlib.sha256(f"{i}:{text}".encode()).hexdigest(),
+                document=doc,
+                canonical=text,
+                comparability_key=keys["system"],
+                comparability_key_software=keys["software"],
+                comparability_key_precision=keys["precision"],
+                **summarize(doc).columns(),
+                submitted_by=user,
+                submitted_by_name=user.username,
+                submitted_at=now,
+            )
+        )
         if len(batch) == 2000:
             Submission.objects.bulk_create(batch)
             batch = []
     Submission.objects.bulk_create(batch)
     ids = list(Submission.objects.order_by("id").values_list("id", flat=True))
-    Withdrawal.objects.bulk_create([
-        Withdrawal(submission_id=pk, reason="synthetic", withdrawn_by=user, withdrawn_by_name=user.username,
-                   withdrawn_at=now) for pk in rng.sample(ids, max(1, n // 500))])
+    Withdrawal.objects.bulk_create(
+        [
+            Withdrawal(
+                submission_id=pk,
+                reason="synthetic",
+                withdrawn_by=user,
+                withdrawn_by_name=user.username,
+                withdrawn_at=now,
+            )
+            for pk in rng.sample(ids, max(1, n // 500))
+        ]
+    )
     return {"user": user, "questions": len(questions)}
 
 
@@ -110,8 +137,13 @@ def pick_pages(user: Any) -> dict[str, str]:
     from registry.models import Submission
     from registry.services.comparisons import comparison_create
 
-    key = (Submission.objects.filter(withdrawal__isnull=True).values("comparability_key")
-           .annotate(n=Count("*")).order_by("-n").first()["comparability_key"])
+    key = (
+        Submission.objects.filter(withdrawal__isnull=True)
+        .values("comparability_key")
+        .annotate(n=Count("*"))
+        .order_by("-n")
+        .first()["comparability_key"]
+    )
     runs = list(Submission.objects.filter(comparability_key=key, withdrawal__isnull=True).order_by("id")[:3])
     comparison, _ = comparison_create(runs=runs, axis="system", created_by=user)
     sample = runs[0]
@@ -119,8 +151,11 @@ def pick_pages(user: Any) -> dict[str, str]:
     from registry.views import COMPARISON_CHARTS
 
     drawn = charts.comparison_charts(comparison.result, [r.document for r in runs])
-    chart_pages = {f"comparison chart '{name}' (SVG)": f"/comparisons/{comparison.pk}/charts/{name}.svg"
-                   for name, (_, function, _) in COMPARISON_CHARTS.items() if function in drawn}
+    chart_pages = {
+        f"comparison chart '{name}' (SVG)": f"/comparisons/{comparison.pk}/charts/{name}.svg"
+        for name, (_, function, _) in COMPARISON_CHARTS.items()
+        if function in drawn
+    }
     return {
         "trivial view (login page)": "/accounts/login/",
         "catalogue": "/",
@@ -204,8 +239,10 @@ def main() -> None:
         rebuilt = time.perf_counter()
         with connection.cursor() as cursor:
             cursor.execute("VACUUM ANALYZE")  # as autovacuum would have done on a live registry
-        print(f"stored {n:,} synthetic runs in {stored - started:.0f} s; rebuild_catalogue took "
-              f"{rebuilt - stored:.1f} s for {CatalogueCell.objects.count():,} cells")
+        print(
+            f"stored {n:,} synthetic runs in {stored - started:.0f} s; rebuild_catalogue took "
+            f"{rebuilt - stored:.1f} s for {CatalogueCell.objects.count():,} cells"
+        )
         pages = pick_pages(filled["user"])
         from registry.warmup import prepare_process
 

@@ -36,15 +36,21 @@ sys.path.insert(0, str(ROOT))
 LAST: dict[str, bytes] = {}  # the last report rendered, for --keep and the verify timing
 SYSTEMS = ("bench-h100", "bench-h200", "bench-mi300", "bench-gaudi3", "bench-l40s")
 # Each system its own accelerator: arms are configurations, so five models make a five-arm report.
-ACCELERATORS = (("NVIDIA", "H100 80GB HBM3"), ("NVIDIA", "H200 141GB HBM3e"), ("AMD", "Instinct MI300X"),
-                ("Intel", "Gaudi 3"), ("NVIDIA", "L40S"))
+ACCELERATORS = (
+    ("NVIDIA", "H100 80GB HBM3"),
+    ("NVIDIA", "H200 141GB HBM3e"),
+    ("AMD", "Instinct MI300X"),
+    ("Intel", "Gaudi 3"),
+    ("NVIDIA", "L40S"),
+)
 
 
 def _setup() -> None:
     os.environ.pop("DATABASE_URL", None)
     os.environ.pop("CELERY_BROKER_URL", None)
-    os.environ.update(BENCHREG_DATA_DIR=tempfile.mkdtemp(prefix="benchreg-bench-reports-"),
-                      DJANGO_SETTINGS_MODULE="registry.settings")
+    os.environ.update(
+        BENCHREG_DATA_DIR=tempfile.mkdtemp(prefix="benchreg-bench-reports-"), DJANGO_SETTINGS_MODULE="registry.settings"
+    )
     import django
 
     django.setup()
@@ -65,13 +71,18 @@ def _document(base: dict, i: int) -> dict:
     doc["system"]["accelerators"][0].update(vendor=vendor, model=model)
     doc["metrics"]["throughput"]["value"] = round(1260.8 * speed, 2)
     ttft = [round(rng.lognormvariate(4.1, 0.25) / speed, 3) for _ in range(720)]
-    doc["samples"] = {"ttft_ms": {"unit": "ms", "repetitions": [ttft[k::3] for k in range(3)]},
-                      "throughput": {"unit": "tokens/s", "repetitions": [
-                          [round(rng.gauss(1260.8 * speed, 20), 2) for _ in range(20)] for _ in range(3)]}}
+    doc["samples"] = {
+        "ttft_ms": {"unit": "ms", "repetitions": [ttft[k::3] for k in range(3)]},
+        "throughput": {
+            "unit": "tokens/s",
+            "repetitions": [[round(rng.gauss(1260.8 * speed, 20), 2) for _ in range(20)] for _ in range(3)],
+        },
+    }
     pooled = sorted(ttft)
     ranks = {p: pooled[-(-q * len(pooled) // 100) - 1] for p, q in (("p50", 50), ("p90", 90), ("p95", 95), ("p99", 99))}
-    doc["metrics"]["ttft_ms"].update(count=len(pooled), min=pooled[0], max=pooled[-1],
-                                     mean=round(sum(pooled) / len(pooled), 3), **ranks)
+    doc["metrics"]["ttft_ms"].update(
+        count=len(pooled), min=pooled[0], max=pooled[-1], mean=round(sum(pooled) / len(pooled), 3), **ranks
+    )
     return doc
 
 
@@ -116,15 +127,23 @@ def _one(user, n: int, start: int) -> dict[str, float]:  # type: ignore[no-untyp
     runs = comparison_members(done.comparison)
     evidence = evidence_build(report=done, runs=runs, checkpoint=checkpoint, identity=identity)
     t3 = time.perf_counter()
-    context = {**report_context(evidence.document, certificate=certificate_words(identity)),
-               "evidence_digest": evidence.digest}
+    context = {
+        **report_context(evidence.document, certificate=certificate_words(identity)),
+        "evidence_digest": evidence.digest,
+    }
     t4 = time.perf_counter()
     unsigned = render_pdf(context, evidence=evidence.canonical, evidence_digest=evidence.digest)
     t5 = time.perf_counter()
     sign_pdf(unsigned, identity=identity, reason=REASON_PREFIX + evidence.digest)
     t6 = time.perf_counter()
-    out: dict[str, float] = {"evidence": t3 - t2, "charts": t4 - t3, "render": t5 - t4, "sign": t6 - t5,
-                             "total": total, "verify": verify}
+    out: dict[str, float] = {
+        "evidence": t3 - t2,
+        "charts": t4 - t3,
+        "render": t5 - t4,
+        "sign": t6 - t5,
+        "total": total,
+        "verify": verify,
+    }
     out.update(kib=len(pdf) / 1024, evidence_kib=len(evidence.canonical) / 1024, pages=_pages(pdf))
     LAST["pdf"] = pdf
     return out
@@ -157,8 +176,10 @@ def main() -> None:
     t = time.perf_counter()
     signing_identity()
     print(f"key generation on first use (CA, ECDSA P-256 signer, RSA-3072 TSA): {time.perf_counter() - t:.2f} s")
-    print(f"{'runs':>5} {'evidence s':>10} {'charts s':>9} {'render s':>9} {'sign s':>7} {'total s':>8} "
-          f"{'verify s':>9} {'PDF KiB':>8} {'evid KiB':>9} {'pages':>6}")
+    print(
+        f"{'runs':>5} {'evidence s':>10} {'charts s':>9} {'render s':>9} {'sign s':>7} {'total s':>8} "
+        f"{'verify s':>9} {'PDF KiB':>8} {'evid KiB':>9} {'pages':>6}"
+    )
     start = 0
     for n in sizes:
         samples = []
@@ -166,9 +187,11 @@ def main() -> None:
             samples.append(_one(user, n, start))
             start += n
         med = {k: statistics.median(s[k] for s in samples) for k in samples[0]}
-        print(f"{n:>5} {med['evidence']:>10.2f} {med['charts']:>9.2f} {med['render']:>9.2f} {med['sign']:>7.2f} "
-              f"{med['total']:>8.2f} {med['verify']:>9.2f} {med['kib']:>8.0f} {med['evidence_kib']:>9.0f} "
-              f"{med['pages']:>6.0f}")
+        print(
+            f"{n:>5} {med['evidence']:>10.2f} {med['charts']:>9.2f} {med['render']:>9.2f} {med['sign']:>7.2f} "
+            f"{med['total']:>8.2f} {med['verify']:>9.2f} {med['kib']:>8.0f} {med['evidence_kib']:>9.0f} "
+            f"{med['pages']:>6.0f}"
+        )
     if args.keep:
         args.keep.write_bytes(LAST["pdf"])
     _verify_wall_time(LAST["pdf"], args.verify_runs)
@@ -193,16 +216,25 @@ def _verify_wall_time(pdf: bytes, runs: int) -> None:
     (folder / "report.pdf").write_bytes(pdf)
     (folder / "cert.pem").write_bytes(signing_identity().public_pem())  # the published material, nothing else
     env_free = [sys.executable, "-c", "import sys; from registry.cli import main; sys.exit(main())"]
-    ours = [*env_free, "verify", str(folder / "report.pdf"), "--cert", str(folder / "cert.pem"),
-            "--log-key", checkpoint_key().vkey]
+    ours = [
+        *env_free,
+        "verify",
+        str(folder / "report.pdf"),
+        "--cert",
+        str(folder / "cert.pem"),
+        "--log-key",
+        checkpoint_key().vkey,
+    ]
     done = subprocess.run(ours, capture_output=True, text=True, check=False)
     print(f"\nstandalone verify ({len(pdf) / 1024:.0f} KiB report): {done.stdout.splitlines()[1:2]}")
     mine = _wall(ours, runs)
     line = f"  benchreg verify: median {statistics.median(mine):.3f} s, min {min(mine):.3f} s (wall, with start-up)"
     if shutil.which("pdfsig"):
         theirs = _wall(["pdfsig", str(folder / "report.pdf")], runs)
-        line += (f"; pdfsig: median {statistics.median(theirs):.3f} s, min {min(theirs):.3f} s; ratio "
-                 f"{statistics.median(mine) / statistics.median(theirs):.1f}x (median)")
+        line += (
+            f"; pdfsig: median {statistics.median(theirs):.3f} s, min {min(theirs):.3f} s; ratio "
+            f"{statistics.median(mine) / statistics.median(theirs):.1f}x (median)"
+        )
     print(line)
 
 

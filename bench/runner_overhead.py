@@ -28,9 +28,11 @@ def overhead(seconds: float) -> None:
     window = measure(timed, policy)
     wall = time.perf_counter() - start
     inside = float(np.median(window.samples)) * 1e3
-    print(f"harness overhead: {inside:.3f} µs per timed iteration inside the sample (timer + sync + call), "
-          f"{wall / window.iterations * 1e6:.3f} µs per iteration of wall time incl. bookkeeping "
-          f"({window.iterations} iterations)")
+    print(
+        f"harness overhead: {inside:.3f} µs per timed iteration inside the sample (timer + sync + call), "
+        f"{wall / window.iterations * 1e6:.3f} µs per iteration of wall time incl. bookkeeping "
+        f"({window.iterations} iterations)"
+    )
 
 
 def agreement(threads: int, size: int, rounds: int, seconds: float) -> None:
@@ -50,14 +52,22 @@ def agreement(threads: int, size: int, rounds: int, seconds: float) -> None:
         timed = timer(op, lambda: None)
         warm_up(timed, policy)
         ours = float(np.median(measure(timed, policy).samples))
-        theirs = tb.Timer(stmt="op()", globals={"op": op}, num_threads=threads).blocked_autorange(
-            min_run_time=policy.min_seconds).median * 1e3
+        theirs = (
+            tb.Timer(stmt="op()", globals={"op": op}, num_threads=threads)
+            .blocked_autorange(min_run_time=policy.min_seconds)
+            .median
+            * 1e3
+        )
         ratios.append(ours / theirs)
-        print(f"  round {r + 1}: runner median {ours:.4f} ms, torch.utils.benchmark median {theirs:.4f} ms, "
-              f"ratio {ours / theirs:.3f}")
-    print(f"agreement: torch.mm {size}x{size} fp32, {threads} thread(s): runner/torch.utils.benchmark median "
-          f"ratio {statistics.median(ratios):.3f} (median of {rounds} rounds, range "
-          f"{min(ratios):.3f}-{max(ratios):.3f})")
+        print(
+            f"  round {r + 1}: runner median {ours:.4f} ms, torch.utils.benchmark median {theirs:.4f} ms, "
+            f"ratio {ours / theirs:.3f}"
+        )
+    print(
+        f"agreement: torch.mm {size}x{size} fp32, {threads} thread(s): runner/torch.utils.benchmark median "
+        f"ratio {statistics.median(ratios):.3f} (median of {rounds} rounds, range "
+        f"{min(ratios):.3f}-{max(ratios):.3f})"
+    )
 
 
 def main() -> None:

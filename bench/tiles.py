@@ -79,9 +79,14 @@ def main() -> None:
 
     name = "bench_tiles"
     data = Path(tempfile.mkdtemp(prefix="bench-tiles-"))
-    env = {**os.environ, "DATABASE_URL": scratch.recreate(admin_url, name), "BENCHREG_DATA_DIR": str(data),
-           "BENCHREG_THROTTLE_AUDIT": "100000000/min", "BENCHREG_LOG_ORIGIN": "bench.local/audit",
-           "DJANGO_SETTINGS_MODULE": "registry.settings"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": scratch.recreate(admin_url, name),
+        "BENCHREG_DATA_DIR": str(data),
+        "BENCHREG_THROTTLE_AUDIT": "100000000/min",
+        "BENCHREG_LOG_ORIGIN": "bench.local/audit",
+        "DJANGO_SETTINGS_MODULE": "registry.settings",
+    }
     os.environ.update(env)
     server = None
     witnesses: list[subprocess.Popen[str]] = []
@@ -105,8 +110,17 @@ def main() -> None:
         rows = []
         for seq in range(args.entries):
             text = entry_text(seq=seq, time=now, kind="job.state", subject=f"job:{seq}", payload={"job": seq})
-            rows.append(AuditEntry(seq=seq, created_at=now, actor="bench", kind="job.state", subject=f"job:{seq}",
-                                   entry=text.decode(), leaf_hash=leaf_hash(text).hex()))
+            rows.append(
+                AuditEntry(
+                    seq=seq,
+                    created_at=now,
+                    actor="bench",
+                    kind="job.state",
+                    subject=f"job:{seq}",
+                    entry=text.decode(),
+                    leaf_hash=leaf_hash(text).hex(),
+                )
+            )
         AuditEntry.objects.bulk_create(rows, batch_size=5000)
         AuditHead.objects.filter(id=1).update(size=args.entries)
         checkpoint_sign(reason=CheckpointReason.MANUAL)
@@ -114,9 +128,25 @@ def main() -> None:
         static.write_bytes(os.urandom(8192))
 
         # -- 1. tiles vs a static file, same gunicorn ---------------------------------------------------------
-        server = subprocess.Popen([sys.executable, "-m", "registry.cli", "serve", "--bind",
-                                   f"127.0.0.1:{args.port}", "--workers", "2", "--threads", "4"],
-                                  cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
+        server = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "registry.cli",
+                "serve",
+                "--bind",
+                f"127.0.0.1:{args.port}",
+                "--workers",
+                "2",
+                "--threads",
+                "4",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
         base = f"http://127.0.0.1:{args.port}"
         tile = f"{base}/api/v1/audit/log/tile/0/003"
         _wait(tile)
@@ -125,8 +155,10 @@ def main() -> None:
         _rate(static_url, 1.0, args.clients)
         tile_rate, tile_bytes = _rate(tile, args.seconds, args.clients)
         static_rate, static_bytes = _rate(static_url, args.seconds, args.clients)
-        print(f"entries={args.entries} clients={args.clients} seconds={args.seconds} "
-              f"(gunicorn 2 workers x 4 threads, loopback)")
+        print(
+            f"entries={args.entries} clients={args.clients} seconds={args.seconds} "
+            f"(gunicorn 2 workers x 4 threads, loopback)"
+        )
         print(f"hash tile tile/0/003 ({tile_bytes} B):   {tile_rate:8.0f} req/s")
         print(f"static file ({static_bytes} B, whitenoise): {static_rate:8.0f} req/s")
         print(f"ratio tile / static: {tile_rate / static_rate:.2f}")
@@ -139,10 +171,28 @@ def main() -> None:
         configured = []
         for i in range(3):
             key, vkey = new_key(data / "witnesses", f"bench.local/w{i}")
-            proc = subprocess.Popen([sys.executable, "-m", "registry.cli", "witness", "serve", "--key", str(key),
-                                     "--log-key", log_vkey, "--state", str(data / f"w{i}.json"),
-                                     "--listen", "127.0.0.1:0"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                                    stderr=subprocess.DEVNULL, text=True)
+            proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "registry.cli",
+                    "witness",
+                    "serve",
+                    "--key",
+                    str(key),
+                    "--log-key",
+                    log_vkey,
+                    "--state",
+                    str(data / f"w{i}.json"),
+                    "--listen",
+                    "127.0.0.1:0",
+                ],
+                cwd=ROOT,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
+            )
             witnesses.append(proc)
             assert proc.stdout is not None
             url = proc.stdout.readline().rsplit(" on ", 1)[1].strip()
@@ -153,8 +203,15 @@ def main() -> None:
             times = []
             for _ in range(args.rounds):
                 text = entry_text(seq=seq, time=now, kind="job.state", subject=f"job:{seq}", payload={"job": seq})
-                AuditEntry.objects.create(seq=seq, created_at=now, actor="bench", kind="job.state",
-                                          subject=f"job:{seq}", entry=text.decode(), leaf_hash=leaf_hash(text).hex())
+                AuditEntry.objects.create(
+                    seq=seq,
+                    created_at=now,
+                    actor="bench",
+                    kind="job.state",
+                    subject=f"job:{seq}",
+                    entry=text.decode(),
+                    leaf_hash=leaf_hash(text).hex(),
+                )
                 seq += 1
                 AuditHead.objects.filter(id=1).update(size=seq)
                 start = time.perf_counter()
@@ -163,8 +220,10 @@ def main() -> None:
                 times.append(time.perf_counter() - start)
                 if cosigned != count:
                     raise RuntimeError(f"{cosigned} cosignatures: {problems}")
-            print(f"sign + cosign with {count} witness(es): median {statistics.median(times) * 1000:.1f} ms, "
-                  f"p90 {sorted(times)[int(len(times) * 0.9) - 1] * 1000:.1f} ms over {args.rounds} rounds")
+            print(
+                f"sign + cosign with {count} witness(es): median {statistics.median(times) * 1000:.1f} ms, "
+                f"p90 {sorted(times)[int(len(times) * 0.9) - 1] * 1000:.1f} ms over {args.rounds} rounds"
+            )
     finally:
         if server is not None:
             server.terminate()

@@ -22,12 +22,30 @@ if TYPE_CHECKING:
     from .summary import RunSummary, summarize
     from .validate import Checked, check
 
-_LAZY = {"submission_schema": "schema", "RunSummary": "summary", "summarize": "summary", "Checked": "validate",
-         "check": "validate"}
+_LAZY = {
+    "submission_schema": "schema",
+    "RunSummary": "summary",
+    "summarize": "summary",
+    "Checked": "validate",
+    "check": "validate",
+}
 
 __all__ = [
-    "MAX_DEPTH", "PROTOCOL_NAME", "PROTOCOL_VERSION", "Checked", "Error", "Invalid", "RunSummary", "canonicalize",
-    "check", "digest", "digest_of", "errors", "parse_json", "submission_schema", "summarize",
+    "MAX_DEPTH",
+    "PROTOCOL_NAME",
+    "PROTOCOL_VERSION",
+    "Checked",
+    "Error",
+    "Invalid",
+    "RunSummary",
+    "canonicalize",
+    "check",
+    "digest",
+    "digest_of",
+    "errors",
+    "parse_json",
+    "submission_schema",
+    "summarize",
     "value_errors",
 ]
 

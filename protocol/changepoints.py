@@ -39,11 +39,13 @@ MIN_HISTORY = 5  # reference runs needed before a run can be called a change
 WINDOW = 20  # most recent reference runs used
 MIN_RELATIVE_CHANGE = 0.03  # a change smaller than 3% is never called one, however quiet the series
 
-METHOD = (f"Student t prediction test on the log of each run's headline (the mean log of its per-repetition "
-          f"values): the newest run against the runs since the last change point (at least {MIN_HISTORY}, the "
-          f"latest {WINDOW}); a change point when two-sided p < {ALPHA} and the change is at least "
-          f"{MIN_RELATIVE_CHANGE:.0%}; false-alarm rate at most {ALPHA:.1%} per run of an unchanged series "
-          f"(seeded simulation)")
+METHOD = (
+    f"Student t prediction test on the log of each run's headline (the mean log of its per-repetition "
+    f"values): the newest run against the runs since the last change point (at least {MIN_HISTORY}, the "
+    f"latest {WINDOW}); a change point when two-sided p < {ALPHA} and the change is at least "
+    f"{MIN_RELATIVE_CHANGE:.0%}; false-alarm rate at most {ALPHA:.1%} per run of an unchanged series "
+    f"(seeded simulation)"
+)
 
 
 @dataclass(frozen=True)
@@ -65,10 +67,18 @@ class Change:
     direction: str = "none"
 
     def as_dict(self) -> dict[str, object]:
-        return {"changed": self.changed, "ratio": _r(self.ratio), "ci_low": _r(self.ci_low),
-                "ci_high": _r(self.ci_high), "p_value": _r(self.p_value), "reference_runs": self.reference,
-                "evidence": self.evidence, "direction": self.direction, "confidence": CONFIDENCE,
-                "method": METHOD}
+        return {
+            "changed": self.changed,
+            "ratio": _r(self.ratio),
+            "ci_low": _r(self.ci_low),
+            "ci_high": _r(self.ci_high),
+            "p_value": _r(self.p_value),
+            "reference_runs": self.reference,
+            "evidence": self.evidence,
+            "direction": self.direction,
+            "confidence": CONFIDENCE,
+            "method": METHOD,
+        }
 
 
 def _r(value: float | None) -> float | None:
@@ -94,15 +104,23 @@ def run_value(estimate: Estimate) -> float | None:
     return None
 
 
-def prediction_test(reference: Sequence[float], new: float, *, lower_is_better: bool = False,
-                    alpha: float = ALPHA) -> Change:
+def prediction_test(
+    reference: Sequence[float], new: float, *, lower_is_better: bool = False, alpha: float = ALPHA
+) -> Change:
     """Is `new` a change against `reference` (positive run values, oldest first)? See the module doc."""
     ref = [float(v) for v in reference[-WINDOW:]]
     if not new > 0 or not all(v > 0 for v in ref):
         return Change(None, None, None, None, None, len(ref), "a value is zero or negative")
     if len(ref) < MIN_HISTORY:
-        return Change(None, None, None, None, None, len(ref),
-                      f"{len(ref)} reference run{'s' if len(ref) != 1 else ''}; a verdict needs {MIN_HISTORY}")
+        return Change(
+            None,
+            None,
+            None,
+            None,
+            None,
+            len(ref),
+            f"{len(ref)} reference run{'s' if len(ref) != 1 else ''}; a verdict needs {MIN_HISTORY}",
+        )
     logs = np.log(np.asarray(ref, dtype=np.float64))
     n = len(logs)
     delta = math.log(new) - float(logs.mean())
@@ -131,8 +149,7 @@ def _exp(x: float) -> float:
 _LOG_MAX = math.log(sys.float_info.max)
 
 
-def scan(values: Sequence[float | None], *, lower_is_better: bool = False, alpha: float = ALPHA
-         ) -> list[Change]:
+def scan(values: Sequence[float | None], *, lower_is_better: bool = False, alpha: float = ALPHA) -> list[Change]:
     """The verdict on every run of a series in order (oldest first), each against the runs before it since
     the last change point. A run with no usable value gets a no-verdict Change and is left out of references.
     """

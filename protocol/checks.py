@@ -90,8 +90,11 @@ def scenario_fits_phase(doc: dict[str, Any]) -> Iterator[Error]:
     phase, kind = doc.get("phase"), _get(doc, "scenario", "kind")
     allowed = rules.SCENARIOS_BY_PHASE.get(phase) if isinstance(phase, str) else None
     if allowed is not None and isinstance(kind, str) and kind not in allowed:
-        yield Error("/scenario/kind", "scenario-phase-mismatch",
-                    f"'{kind}' is not a scenario of the {phase} phase (allowed: {', '.join(sorted(allowed))})")
+        yield Error(
+            "/scenario/kind",
+            "scenario-phase-mismatch",
+            f"'{kind}' is not a scenario of the {phase} phase (allowed: {', '.join(sorted(allowed))})",
+        )
 
 
 def required_metrics_present(doc: dict[str, Any]) -> Iterator[Error]:
@@ -112,8 +115,9 @@ def required_metrics_present(doc: dict[str, Any]) -> Iterator[Error]:
         return
     for options in needed:
         if not any(metrics.get(name) is not None for name in options):
-            yield Error(f"/metrics/{options[0]}", "missing-required-metric",
-                        f"{phase} runs must report {' or '.join(options)}")
+            yield Error(
+                f"/metrics/{options[0]}", "missing-required-metric", f"{phase} runs must report {' or '.join(options)}"
+            )
 
 
 def primary_metric_present(doc: dict[str, Any]) -> Iterator[Error]:
@@ -124,11 +128,13 @@ def primary_metric_present(doc: dict[str, Any]) -> Iterator[Error]:
     name, _, field = primary.partition(".")
     value = metrics.get(name)
     if value is None or (field and _get(value, field) is None):
-        yield Error("/metrics/primary", "primary-metric-absent",
-                    f"the headline metric '{primary}' is not in metrics")
+        yield Error("/metrics/primary", "primary-metric-absent", f"the headline metric '{primary}' is not in metrics")
     elif not field and name in rules.DISTRIBUTION_METRICS:
-        yield Error("/metrics/primary", "primary-metric-ambiguous",
-                    f"name the statistic of '{name}' that is the headline, e.g. '{name}.p99'")
+        yield Error(
+            "/metrics/primary",
+            "primary-metric-ambiguous",
+            f"name the statistic of '{name}' that is the headline, e.g. '{name}.p99'",
+        )
 
 
 def percentiles_ordered_and_supported(doc: dict[str, Any]) -> Iterator[Error]:
@@ -141,14 +147,18 @@ def percentiles_ordered_and_supported(doc: dict[str, Any]) -> Iterator[Error]:
         if isinstance(count, int):
             for key, minimum in rules.MIN_SAMPLES_FOR_PERCENTILE.items():
                 if dist.get(key) is not None and count < minimum:
-                    yield Error(f"{base}/{key}", "too-few-samples-for-percentile",
-                                f"{key} needs at least {minimum} samples, this has {count}: omit it")
+                    yield Error(
+                        f"{base}/{key}",
+                        "too-few-samples-for-percentile",
+                        f"{key} needs at least {minimum} samples, this has {count}: omit it",
+                    )
         order = ["min", *rules.PERCENTILES, "max"]
         present = [(k, _num(dist.get(k))) for k in order if _num(dist.get(k)) is not None]
         for (lo_key, lo), (hi_key, hi) in pairwise(present):
             if hi < lo:  # type: ignore[operator]
-                yield Error(f"{base}/{hi_key}", "percentiles-out-of-order",
-                            f"{hi_key} ({hi:g}) is below {lo_key} ({lo:g})")
+                yield Error(
+                    f"{base}/{hi_key}", "percentiles-out-of-order", f"{hi_key} ({hi:g}) is below {lo_key} ({lo:g})"
+                )
         lo, mean, hi = _num(dist.get("min")), _num(dist.get("mean")), _num(dist.get("max"))
         if mean is not None and ((lo is not None and mean < lo) or (hi is not None and mean > hi)):
             yield Error(f"{base}/mean", "percentiles-out-of-order", "the mean lies outside [min, max]")
@@ -161,8 +171,7 @@ def times_ordered(doc: dict[str, Any]) -> Iterator[Error]:
         if (started.tzinfo is None) != (finished.tzinfo is None):
             yield Error("/provenance/finished_at", "bad-format", "give both times with a time zone")
         elif finished < started:
-            yield Error("/provenance/finished_at", "finished-before-started",
-                        "the run finished before it started")
+            yield Error("/provenance/finished_at", "finished-before-started", "the run finished before it started")
 
 
 def _elapsed_seconds(doc: dict[str, Any]) -> float | None:
@@ -180,44 +189,71 @@ def window_long_enough(doc: dict[str, Any]) -> Iterator[Error]:
     seconds, iterations = _num(window.get("seconds")), _num(window.get("iterations"))
     warm = _num(_get(doc, "conditions", "warmup", "seconds"))
     if seconds is not None and seconds < rules.MIN_WINDOW_SECONDS:
-        yield Error("/conditions/window/seconds", "window-too-short",
-                    f"a measurement window must last at least {rules.MIN_WINDOW_SECONDS:g} s")
+        yield Error(
+            "/conditions/window/seconds",
+            "window-too-short",
+            f"a measurement window must last at least {rules.MIN_WINDOW_SECONDS:g} s",
+        )
     elif seconds is not None and warm is not None and seconds < warm:
-        yield Error("/conditions/window/seconds", "window-too-short",
-                    f"the measurement window ({seconds:g} s) is shorter than its warm-up ({warm:g} s)")
+        yield Error(
+            "/conditions/window/seconds",
+            "window-too-short",
+            f"the measurement window ({seconds:g} s) is shorter than its warm-up ({warm:g} s)",
+        )
     if iterations is not None and iterations < rules.MIN_WINDOW_ITERATIONS:
-        yield Error("/conditions/window/iterations", "window-too-short",
-                    f"a measurement window needs at least {rules.MIN_WINDOW_ITERATIONS} timed iterations")
+        yield Error(
+            "/conditions/window/iterations",
+            "window-too-short",
+            f"a measurement window needs at least {rules.MIN_WINDOW_ITERATIONS} timed iterations",
+        )
     elapsed = _elapsed_seconds(doc)
     if elapsed is not None and seconds is not None and (warm or 0.0) + seconds > elapsed * 1.01 + 1.0:
-        yield Error("/conditions/window/seconds", "window-exceeds-run",
-                    f"warm-up plus window ({(warm or 0.0) + seconds:g} s) is longer than the run "
-                    f"({elapsed:g} s from started_at to finished_at)")
+        yield Error(
+            "/conditions/window/seconds",
+            "window-exceeds-run",
+            f"warm-up plus window ({(warm or 0.0) + seconds:g} s) is longer than the run "
+            f"({elapsed:g} s from started_at to finished_at)",
+        )
 
 
 def quantization_described(doc: dict[str, Any]) -> Iterator[Error]:
     weights = _get(doc, "precision", "weights")
-    if isinstance(weights, str) and weights in rules.QUANTIZED_FORMATS and \
-            _get(doc, "precision", "quantization") is None:
-        yield Error("/precision/quantization", "quantization-missing",
-                    f"{weights} weights are quantized: describe how in precision.quantization")
+    if (
+        isinstance(weights, str)
+        and weights in rules.QUANTIZED_FORMATS
+        and _get(doc, "precision", "quantization") is None
+    ):
+        yield Error(
+            "/precision/quantization",
+            "quantization-missing",
+            f"{weights} weights are quantized: describe how in precision.quantization",
+        )
 
 
 def units_fit_metrics(doc: dict[str, Any]) -> Iterator[Error]:
-    expected = {"tokens_per_second": {"tokens/s"}, "request_rate": {"requests/s", "queries/s"},
-                "goodput": {"requests/s", "queries/s", "tokens/s"}}
+    expected = {
+        "tokens_per_second": {"tokens/s"},
+        "request_rate": {"requests/s", "queries/s"},
+        "goodput": {"requests/s", "queries/s", "tokens/s"},
+    }
     for name, units in expected.items():
         unit = _get(doc, "metrics", name, "unit")
         if isinstance(unit, str) and unit not in units:
-            yield Error(f"/metrics/{name}/unit", "unit-mismatch",
-                        f"{name} is measured in {' or '.join(sorted(units))}, not {unit}")
+            yield Error(
+                f"/metrics/{name}/unit",
+                "unit-mismatch",
+                f"{name} is measured in {' or '.join(sorted(units))}, not {unit}",
+            )
 
 
 def steady_state_explained(doc: dict[str, Any]) -> Iterator[Error]:
     steady = _get(doc, "conditions", "steady_state")
     if isinstance(steady, dict) and steady.get("reached") is False and not steady.get("reasons"):
-        yield Error("/conditions/steady_state/reasons", "steady-state-reasons-missing",
-                    "a run that did not reach steady state must say why in reasons")
+        yield Error(
+            "/conditions/steady_state/reasons",
+            "steady-state-reasons-missing",
+            "a run that did not reach steady state must say why in reasons",
+        )
 
 
 def derived_values_consistent(doc: dict[str, Any]) -> Iterator[Error]:
@@ -225,21 +261,30 @@ def derived_values_consistent(doc: dict[str, Any]) -> Iterator[Error]:
     if isinstance(flops, dict):
         achieved, peak, mfu = (_num(flops.get(k)) for k in ("achieved_tflops", "peak_tflops", "mfu"))
         if achieved is not None and peak and mfu is not None and abs(achieved / peak - mfu) > 0.01 + 0.02 * mfu:
-            yield Error("/metrics/flops/mfu", "inconsistent-derived-value",
-                        f"mfu {mfu:g} does not equal achieved/peak = {achieved / peak:.4f}")
+            yield Error(
+                "/metrics/flops/mfu",
+                "inconsistent-derived-value",
+                f"mfu {mfu:g} does not equal achieved/peak = {achieved / peak:.4f}",
+            )
     loss = _get(doc, "metrics", "loss")
     if isinstance(loss, dict):
         first, last, decreased = _num(loss.get("first")), _num(loss.get("last")), loss.get("decreased")
         if first is not None and last is not None and isinstance(decreased, bool) and decreased != (last < first):
-            yield Error("/metrics/loss/decreased", "inconsistent-derived-value",
-                        f"decreased is {str(decreased).lower()} but loss went from {first:g} to {last:g}")
+            yield Error(
+                "/metrics/loss/decreased",
+                "inconsistent-derived-value",
+                f"decreased is {str(decreased).lower()} but loss went from {first:g} to {last:g}",
+            )
     energy = _get(doc, "metrics", "energy")
     elapsed = _elapsed_seconds(doc)
     if isinstance(energy, dict) and elapsed is not None:
         joules, watts = _num(energy.get("joules")), _num(energy.get("average_power_w"))
         if joules is not None and watts and joules / watts > elapsed * 1.01 + 1.0:
-            yield Error("/metrics/energy/joules", "inconsistent-derived-value",
-                        f"{joules:g} J at {watts:g} W lasts {joules / watts:g} s, longer than the run")
+            yield Error(
+                "/metrics/energy/joules",
+                "inconsistent-derived-value",
+                f"{joules:g} J at {watts:g} W lasts {joules / watts:g} s, longer than the run",
+            )
 
 
 def shape_consistent(doc: dict[str, Any]) -> Iterator[Error]:
@@ -248,11 +293,18 @@ def shape_consistent(doc: dict[str, Any]) -> Iterator[Error]:
         return
     batch, micro = shape.get("batch_size"), shape.get("micro_batch_size")
     accum = shape.get("gradient_accumulation_steps")
-    if (isinstance(batch, int) and isinstance(micro, int) and isinstance(accum, int)
-            and min(batch, micro, accum) > 0 and batch % (micro * accum)):
-        yield Error("/workload/shape/batch_size", "inconsistent-shape",
-                    f"batch_size {batch} is not a multiple of micro_batch_size × accumulation steps "
-                    f"({micro} × {accum})")
+    if (
+        isinstance(batch, int)
+        and isinstance(micro, int)
+        and isinstance(accum, int)
+        and min(batch, micro, accum) > 0
+        and batch % (micro * accum)
+    ):
+        yield Error(
+            "/workload/shape/batch_size",
+            "inconsistent-shape",
+            f"batch_size {batch} is not a multiple of micro_batch_size × accumulation steps ({micro} × {accum})",
+        )
 
 
 def samples_match_metrics(doc: dict[str, Any]) -> Iterator[Error]:
@@ -262,16 +314,20 @@ def samples_match_metrics(doc: dict[str, Any]) -> Iterator[Error]:
     for name, series in samples.items():
         metric = _get(doc, "metrics", name)
         if metric is None:
-            yield Error(f"/samples/{name}", "samples-without-metric",
-                        f"raw samples for '{name}' but no such metric is reported")
+            yield Error(
+                f"/samples/{name}", "samples-without-metric", f"raw samples for '{name}' but no such metric is reported"
+            )
             continue
         reps = series.get("repetitions") if isinstance(series, dict) else None
         count = metric.get("count") if isinstance(metric, dict) else None
         if isinstance(reps, list) and isinstance(count, int) and name in rules.DISTRIBUTION_METRICS:
             total = sum(len(r) for r in reps if isinstance(r, list))
             if total != count:
-                yield Error(f"/samples/{name}/repetitions", "samples-count-mismatch",
-                            f"{total} raw samples but metrics.{name}.count says {count}")
+                yield Error(
+                    f"/samples/{name}/repetitions",
+                    "samples-count-mismatch",
+                    f"{total} raw samples but metrics.{name}.count says {count}",
+                )
 
 
 # A headline must follow from the run's own raw samples. Percentiles and means: within 0.5% (runners round
@@ -318,13 +374,17 @@ def headline_follows_from_samples(doc: dict[str, Any]) -> Iterator[Error]:
         if pooled is None or reported is None or (stat not in rules.PERCENTILES and stat != "mean"):
             return
         declared = str(metric.get("method") or "linear")
-        computed = (float(pooled.mean()) if stat == "mean"
-                    else _percentile(pooled, rules.PERCENTILES[stat] / 100.0, declared))
+        computed = (
+            float(pooled.mean()) if stat == "mean" else _percentile(pooled, rules.PERCENTILES[stat] / 100.0, declared)
+        )
         if _disagrees(reported, computed):
             how = "mean" if stat == "mean" else f"{stat} by the declared method '{declared}'"
-            yield Error(f"/metrics/{name}/{stat}", "headline-disagrees-with-samples",
-                        f"the headline metrics.{name}.{stat} is {reported:g} but the {pooled.size} raw samples "
-                        f"give {computed:g} ({how}; tolerance {HEADLINE_TOLERANCE:.1%})")
+            yield Error(
+                f"/metrics/{name}/{stat}",
+                "headline-disagrees-with-samples",
+                f"the headline metrics.{name}.{stat} is {reported:g} but the {pooled.size} raw samples "
+                f"give {computed:g} ({how}; tolerance {HEADLINE_TOLERANCE:.1%})",
+            )
     elif name == "throughput" and (stat or "value") == "value":
         yield from _throughput_follows_from_times(doc, metric)
 
@@ -334,23 +394,42 @@ def _throughput_follows_from_times(doc: dict[str, Any], metric: dict[str, Any]) 
     kind = _get(doc, "scenario", "kind")
     source = "step_time_ms" if doc.get("phase") == "training" else "latency_ms"
     times = _pooled(doc, source)
-    if (reported is None or metric.get("unit") != "samples/s" or kind not in ("offline", "fixed-steps")
-            or not isinstance(batch, int) or batch <= 0 or times is None or times.sum() <= 0):
+    if (
+        reported is None
+        or metric.get("unit") != "samples/s"
+        or kind not in ("offline", "fixed-steps")
+        or not isinstance(batch, int)
+        or batch <= 0
+        or times is None
+        or times.sum() <= 0
+    ):
         return
     implied = batch * 1000.0 * times.size / float(times.sum())
     low, high = THROUGHPUT_FROM_TIMES
     if not low * implied <= reported <= high * implied:
-        yield Error("/metrics/throughput/value", "headline-disagrees-with-samples",
-                    f"the headline throughput is {reported:g} samples/s but the {times.size} raw {source} samples "
-                    f"give {implied:g} (batch_size {batch} × 1000 ÷ mean time); it must lie between "
-                    f"{low:g}× and {high:g}× that")
+        yield Error(
+            "/metrics/throughput/value",
+            "headline-disagrees-with-samples",
+            f"the headline throughput is {reported:g} samples/s but the {times.size} raw {source} samples "
+            f"give {implied:g} (batch_size {batch} × 1000 ÷ mean time); it must lie between "
+            f"{low:g}× and {high:g}× that",
+        )
 
 
 RULES: tuple[Rule, ...] = (
-    scenario_fits_phase, required_metrics_present, primary_metric_present,
-    percentiles_ordered_and_supported, times_ordered, window_long_enough, quantization_described,
-    units_fit_metrics, steady_state_explained, derived_values_consistent, shape_consistent,
-    samples_match_metrics, headline_follows_from_samples,
+    scenario_fits_phase,
+    required_metrics_present,
+    primary_metric_present,
+    percentiles_ordered_and_supported,
+    times_ordered,
+    window_long_enough,
+    quantization_described,
+    units_fit_metrics,
+    steady_state_explained,
+    derived_values_consistent,
+    shape_consistent,
+    samples_match_metrics,
+    headline_follows_from_samples,
 )
 
 

@@ -105,8 +105,15 @@ class FieldDifference:
     words: str
 
     def as_dict(self) -> dict[str, Any]:
-        return {"pointer": self.pointer, "field": self.field, "group": self.group, "label": self.label,
-                "role": self.role, "values": list(self.values), "words": self.words}
+        return {
+            "pointer": self.pointer,
+            "field": self.field,
+            "group": self.group,
+            "label": self.label,
+            "role": self.role,
+            "values": list(self.values),
+            "words": self.words,
+        }
 
 
 @dataclass(frozen=True)
@@ -127,14 +134,19 @@ class Verdict:
         return self.refusals + self.requirement_failures
 
     def as_dict(self) -> dict[str, Any]:
-        return {"axis": self.axis, "contract_version": self.contract_version, "comparable": self.comparable,
-                "refusals": [d.as_dict() for d in self.refusals],
-                "requirement_failures": [d.as_dict() for d in self.requirement_failures],
-                "disclosures": [d.as_dict() for d in self.disclosures],
-                "subject_differences": [d.as_dict() for d in self.subject_differences]}
+        return {
+            "axis": self.axis,
+            "contract_version": self.contract_version,
+            "comparable": self.comparable,
+            "refusals": [d.as_dict() for d in self.refusals],
+            "requirement_failures": [d.as_dict() for d in self.requirement_failures],
+            "disclosures": [d.as_dict() for d in self.disclosures],
+            "subject_differences": [d.as_dict() for d in self.subject_differences],
+        }
 
 
 # ------------------------------------------------------------------------------------------ the contract
+
 
 @cache
 def _raw_contract() -> dict[str, Any]:
@@ -153,8 +165,11 @@ def contract() -> Contract:
     data = _raw_contract()
     axes = tuple(data["axes"])
     groups = tuple(
-        Group(g["id"], g["label"], tuple(g["pointers"]), tuple((a, g["roles"].get(a, "")) for a in axes),
-              g.get("compare")) for g in data["groups"])
+        Group(
+            g["id"], g["label"], tuple(g["pointers"]), tuple((a, g["roles"].get(a, "")) for a in axes), g.get("compare")
+        )
+        for g in data["groups"]
+    )
     for g in groups:
         bad = [f"{a}={r!r}" for a, r in g.roles if r not in ROLES]
         if bad:
@@ -163,14 +178,21 @@ def contract() -> Contract:
         raise ComparabilityError(f"contract default axis {data['default_axis']!r} is not an axis")
     requirements = tuple(
         (a, tuple(Requirement(r["pointer"], r["label"], r["reason"]) for r in data["axes"][a]["requirements"]))
-        for a in axes)
-    return Contract(id=data["$id"], version=data["version"], protocol=data["protocol"],
-                    default_axis=data["default_axis"], axes=axes, groups=groups,
-                    ignored=tuple((i["pointer"], i["reason"]) for i in data["ignored"]),
-                    requirements=requirements,
-                    beside=tuple((a, tuple(data["axes"][a].get("beside", ()))) for a in axes),
-                    directions=tuple(data["metric_directions"].items()),
-                    unlisted_role=data["unlisted_role"])
+        for a in axes
+    )
+    return Contract(
+        id=data["$id"],
+        version=data["version"],
+        protocol=data["protocol"],
+        default_axis=data["default_axis"],
+        axes=axes,
+        groups=groups,
+        ignored=tuple((i["pointer"], i["reason"]) for i in data["ignored"]),
+        requirements=requirements,
+        beside=tuple((a, tuple(data["axes"][a].get("beside", ()))) for a in axes),
+        directions=tuple(data["metric_directions"].items()),
+        unlisted_role=data["unlisted_role"],
+    )
 
 
 def _split(pointer: str) -> Path:
@@ -229,8 +251,11 @@ class _RuleSet(dict[Path, _Rule]):
             if rule is None or rule.group is not None:  # not ignored by the contract
                 c = contract()
                 group = rule.group if rule is not None else None
-                axes = tuple(axis for axis in c.axes
-                             if (group.role(axis) if group is not None else c.unlisted_role) == "controlled")
+                axes = tuple(
+                    axis
+                    for axis in c.axes
+                    if (group.role(axis) if group is not None else c.unlisted_role) == "controlled"
+                )
                 leaf = _KeyedLeaf(_join(path), group, axes) if axes else None
             self.keyed[path] = leaf
             return leaf
@@ -367,11 +392,13 @@ def comparability_keys(doc: Mapping[str, Any]) -> dict[str, str]:
             value = _normalised(leaf.group, value)
         for axis in leaf.controlled_on:
             controlled[axis][leaf.pointer] = value
-    return {axis: digest({"contract": c.version, "axis": axis, "controlled": fields})
-            for axis, fields in controlled.items()}
+    return {
+        axis: digest({"contract": c.version, "axis": axis, "controlled": fields}) for axis, fields in controlled.items()
+    }
 
 
 # ------------------------------------------------------------------------------------------ differences
+
 
 def display(value: Any) -> str:
     """A value as a buyer reads it: 'not stated' for absent or null, yes/no for booleans."""
@@ -416,8 +443,7 @@ def _same(values: Sequence[Any]) -> bool:
     return all(canonicalize(v) == first for v in values[1:])
 
 
-def _differences(per_doc: Sequence[Mapping[Path, tuple[Group | None, Any]]], role: str
-                 ) -> tuple[FieldDifference, ...]:
+def _differences(per_doc: Sequence[Mapping[Path, tuple[Group | None, Any]]], role: str) -> tuple[FieldDifference, ...]:
     out = []
     for path in sorted(set().union(*(d.keys() for d in per_doc))):
         values = [d[path][1] if path in d else None for d in per_doc]
@@ -426,10 +452,17 @@ def _differences(per_doc: Sequence[Mapping[Path, tuple[Group | None, Any]]], rol
         group = next(d[path][0] for d in per_doc if path in d)
         shown = tuple(display(v) for v in values)
         name = field_name(path)
-        out.append(FieldDifference(
-            pointer=_join(path), field=name, group=group.id if group else "unlisted",
-            label=group.label if group else "field not named in the contract", role=role, values=shown,
-            words=_words(name, shown)))
+        out.append(
+            FieldDifference(
+                pointer=_join(path),
+                field=name,
+                group=group.id if group else "unlisted",
+                label=group.label if group else "field not named in the contract",
+                role=role,
+                values=shown,
+                words=_words(name, shown),
+            )
+        )
     return tuple(out)
 
 
@@ -441,9 +474,17 @@ def _requirement_failures(docs: Sequence[Mapping[str, Any]], axis: str) -> tuple
             continue
         shown = tuple(display(v) if v is not None else "missing" for v in values)
         name = field_name(_split(req.pointer))
-        out.append(FieldDifference(
-            pointer=req.pointer, field=name, group="requirement", label=req.label, role="required",
-            values=shown, words=f"{_words(name, shown)} (required on the {axis} axis: {req.reason})"))
+        out.append(
+            FieldDifference(
+                pointer=req.pointer,
+                field=name,
+                group="requirement",
+                label=req.label,
+                role="required",
+                values=shown,
+                words=f"{_words(name, shown)} (required on the {axis} axis: {req.reason})",
+            )
+        )
     return tuple(out)
 
 
@@ -461,10 +502,15 @@ def check(docs: Sequence[Mapping[str, Any]], axis: str | None = None) -> Verdict
     classified = [_classify(d, rules, axis) for d in docs]
     by_role = {role: _differences([c[role] for c in classified], role) for role in ROLES}
     failures = _requirement_failures(docs, axis)
-    return Verdict(axis=axis, contract_version=contract().version,
-                   comparable=not by_role["controlled"] and not failures, refusals=by_role["controlled"],
-                   requirement_failures=failures, disclosures=by_role["disclosed"],
-                   subject_differences=by_role["subject"])
+    return Verdict(
+        axis=axis,
+        contract_version=contract().version,
+        comparable=not by_role["controlled"] and not failures,
+        refusals=by_role["controlled"],
+        requirement_failures=failures,
+        disclosures=by_role["disclosed"],
+        subject_differences=by_role["subject"],
+    )
 
 
 # Subject groups that name a machine rather than describe it: two runs on lab-h200-07 and lab-h200-08 with
@@ -480,16 +526,26 @@ def configuration(doc: Mapping[str, Any], axis: str) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------------ comparisons
 
+
 def beside(doc: Mapping[str, Any], axis: str) -> list[dict[str, str]]:
     """What the contract shows beside this run's number on `axis`: [{pointer, field, value}] ('not stated')."""
-    return [{"pointer": p, "field": field_name(_split(p)), "value": display(value_at(doc, p))}
-            for p in contract().beside_for(_axis(axis))]
+    return [
+        {"pointer": p, "field": field_name(_split(p)), "value": display(value_at(doc, p))}
+        for p in contract().beside_for(_axis(axis))
+    ]
 
 
-METRIC_WORDS = {"throughput": "throughput", "tokens_per_second": "token throughput", "request_rate": "request rate",
-                "goodput": "goodput", "latency_ms": "latency", "ttft_ms": "time to first token",
-                "tpot_ms": "time per output token", "step_time_ms": "step time",
-                "time_to_quality": "time to quality"}
+METRIC_WORDS = {
+    "throughput": "throughput",
+    "tokens_per_second": "token throughput",
+    "request_rate": "request rate",
+    "goodput": "goodput",
+    "latency_ms": "latency",
+    "ttft_ms": "time to first token",
+    "tpot_ms": "time per output token",
+    "step_time_ms": "step time",
+    "time_to_quality": "time to quality",
+}
 
 
 def metric_words(metric: str) -> str:
@@ -507,8 +563,11 @@ def _base_label(doc: Mapping[str, Any], axis: str, config: Mapping[str, Any], di
         return _base_label(doc, "system", config, differing) + (f", {weights}" if weights else "")
     if axis == "system":
         system = doc.get("system") or {}
-        accels = [(f"{a['count']}× " if isinstance(a.get("count"), int) and a["count"] > 1 else "")
-                  + (a.get("model") or "unnamed accelerator") for a in system.get("accelerators") or []]
+        accels = [
+            (f"{a['count']}× " if isinstance(a.get("count"), int) and a["count"] > 1 else "")
+            + (a.get("model") or "unnamed accelerator")
+            for a in system.get("accelerators") or []
+        ]
         cpu = (system.get("host") or {}).get("cpu_model")
         what = ", ".join(accels) or (f"CPU {cpu}" if cpu else "host CPU (model not stated)")
         nodes = system.get("nodes")
@@ -531,8 +590,11 @@ def _setting_words(name: str, value: Any) -> str:
 def _labels(docs: Sequence[Mapping[str, Any]], axis: str, configs: Sequence[dict[str, Any]]) -> list[str]:
     """One label per arm, unique: the configuration in words, plus what tells apart arms that read alike."""
     names = sorted(set().union(*configs))
-    differing = [n for n in names if not _same([configs[0].get(n)] + [c.get(n) for c in configs[1:]])] \
-        if len(configs) > 1 else []
+    differing = (
+        [n for n in names if not _same([configs[0].get(n)] + [c.get(n) for c in configs[1:]])]
+        if len(configs) > 1
+        else []
+    )
     labels = [_base_label(d, axis, c, differing) for d, c in zip(docs, configs, strict=True)]
     for label, clash in _clashes(labels):
         local = [n for n in differing if not _same([configs[i].get(n) for i in clash])]
@@ -545,8 +607,9 @@ def _labels(docs: Sequence[Mapping[str, Any]], axis: str, configs: Sequence[dict
         controlled = [controlled_projection(docs[i], axis) for i in clash]
         pointers = [p for p in sorted(set().union(*controlled)) if not _same([c.get(p) for c in controlled])]
         for i, fields in zip(clash, controlled, strict=True):
-            words = [f"{'.'.join(field_name(_split(p)).split('.')[-2:])}={display(fields.get(p))}"
-                     for p in pointers[:3]]
+            words = [
+                f"{'.'.join(field_name(_split(p)).split('.')[-2:])}={display(fields.get(p))}" for p in pointers[:3]
+            ]
             labels[i] = f"{label} ({', '.join(words)})" if words else label
     for label, clash in _clashes(labels):  # still equal (more than 3 fields differ): number them, never merge them
         for n, i in enumerate(clash[1:], start=2):
@@ -582,22 +645,47 @@ def blocking_reasons(doc: Mapping[str, Any], run: int, arm: int, name: str) -> l
     steady = cond.get("steady_state") or {}
     if steady.get("reached") is False:
         why = "; ".join(steady.get("reasons") or []) or "no reason given"
-        out.append({"code": "unsteady", "message": f"{name} never reached steady state ({why})", "run": run,
-                    "arm": arm, "name": name})
+        out.append(
+            {
+                "code": "unsteady",
+                "message": f"{name} never reached steady state ({why})",
+                "run": run,
+                "arm": arm,
+                "name": name,
+            }
+        )
     validity = cond.get("validity") or {}
     failed = [k for k, ok in (validity.get("checks") or {}).items() if ok is False]
     if "kept_up_with_arrivals" in failed:
-        out.append({"code": "overloaded", "message": f"{name} was overloaded: it completed fewer requests than "
-                    "arrived, so its latencies measure a growing queue", "run": run, "arm": arm, "name": name})
+        out.append(
+            {
+                "code": "overloaded",
+                "message": f"{name} was overloaded: it completed fewer requests than "
+                "arrived, so its latencies measure a growing queue",
+                "run": run,
+                "arm": arm,
+                "name": name,
+            }
+        )
     other = [k for k in failed if k != "kept_up_with_arrivals"]
     if validity.get("valid") is False and (other or not failed):
-        out.append({"code": "invalid", "message": f"{name} failed its validity checks"
-                    + (f" ({', '.join(other)})" if other else ""), "run": run, "arm": arm, "name": name})
+        out.append(
+            {
+                "code": "invalid",
+                "message": f"{name} failed its validity checks" + (f" ({', '.join(other)})" if other else ""),
+                "run": run,
+                "arm": arm,
+                "name": name,
+            }
+        )
     return out
 
 
-BLOCKER_WORDS = {"unsteady": "never reached steady state", "overloaded": "was overloaded",
-                 "invalid": "failed its validity checks"}
+BLOCKER_WORDS = {
+    "unsteady": "never reached steady state",
+    "overloaded": "was overloaded",
+    "invalid": "failed its validity checks",
+}
 
 
 def blockers_in_brief(reasons: Sequence[Mapping[str, Any]]) -> str:
@@ -634,13 +722,13 @@ def _ratio_words(subject: str, baseline: str, metric: str, lower: bool, r: st.Ra
     if lower:
         change = abs(1.0 - r.value) * 100.0
         direction = "lower" if r.value < 1.0 else "higher"
-        return (f"{subject}'s {what} is {_num(r.value)}× {baseline}'s, {change:.0f}% {direction} ({ci}; "
-                "lower is better)")
+        return f"{subject}'s {what} is {_num(r.value)}× {baseline}'s, {change:.0f}% {direction} ({ci}; lower is better)"
     return f"{subject} delivers {_num(r.value)}× {baseline}'s {what} ({ci})"
 
 
-def _pair(j: int, b: int, arms: Sequence[dict[str, Any]], estimates: Sequence[st.Estimate],
-          family: int) -> dict[str, Any]:
+def _pair(
+    j: int, b: int, arms: Sequence[dict[str, Any]], estimates: Sequence[st.Estimate], family: int
+) -> dict[str, Any]:
     """Arm j (subject) against arm b (baseline): ratio, verdict and one sentence that carries its caveats.
 
     `family` is how many arms are set against the baseline: Bonferroni keeps the chance of any false
@@ -655,8 +743,14 @@ def _pair(j: int, b: int, arms: Sequence[dict[str, Any]], estimates: Sequence[st
         statement = f"Inconclusive: {blockers_in_brief(blockers)}. Taken at face value, {words}"
     elif r.evidence is not None:
         verdict = "not-enough-evidence"
-        why = "; ".join(f"{a['label']}: {e.evidence}" for a, e in ((arms[j], est), (arms[b], estimates[b]))
-                        if e.evidence is not None) or r.evidence
+        why = (
+            "; ".join(
+                f"{a['label']}: {e.evidence}"
+                for a, e in ((arms[j], est), (arms[b], estimates[b]))
+                if e.evidence is not None
+            )
+            or r.evidence
+        )
         statement = f"Not enough evidence: {why}. Taken at face value, {words}"
     elif r.distinguishable:
         verdict = "distinguishable"
@@ -664,37 +758,75 @@ def _pair(j: int, b: int, arms: Sequence[dict[str, Any]], estimates: Sequence[st
     else:
         verdict = "indistinguishable"
         statement = f"{words}; not distinguishable from noise (the interval includes 1)"
-    return {"subject": j, "baseline": b, "metric": est.metric, "ratio": st.rounded(r.value),
-            "ci_low": st.rounded(r.ci_low), "ci_high": st.rounded(r.ci_high), "confidence": r.confidence,
-            "simultaneous": {"comparisons": family, "confidence": st.CONFIDENCE} if family > 1 else None,
-            "distinguishable": r.distinguishable if verdict in ("distinguishable", "indistinguishable") else None,
-            "outcome": r.outcome, "method": r.method, "evidence": r.evidence, "verdict": verdict,
-            "statement": statement, "face_value": words, "words": statement}
+    return {
+        "subject": j,
+        "baseline": b,
+        "metric": est.metric,
+        "ratio": st.rounded(r.value),
+        "ci_low": st.rounded(r.ci_low),
+        "ci_high": st.rounded(r.ci_high),
+        "confidence": r.confidence,
+        "simultaneous": {"comparisons": family, "confidence": st.CONFIDENCE} if family > 1 else None,
+        "distinguishable": r.distinguishable if verdict in ("distinguishable", "indistinguishable") else None,
+        "outcome": r.outcome,
+        "method": r.method,
+        "evidence": r.evidence,
+        "verdict": verdict,
+        "statement": statement,
+        "face_value": words,
+        "words": statement,
+    }
 
 
 def _comparison_caveats(docs: Sequence[Mapping[str, Any]], arms: list[list[int]]) -> list[dict[str, Any]]:
     out = []
     head = (docs[0].get("metrics") or {}).get("primary", "")
     if (docs[0].get("scenario") or {}).get("kind") in capacity.SERVING_SCENARIOS and head.partition(".")[0] in (
-            "throughput", "tokens_per_second", "request_rate"):
-        out.append({"code": "offered-load-throughput", "message": "in a server scenario the throughput follows "
-                    "the offered load; latency or goodput tell systems apart better"})
+        "throughput",
+        "tokens_per_second",
+        "request_rate",
+    ):
+        out.append(
+            {
+                "code": "offered-load-throughput",
+                "message": "in a server scenario the throughput follows "
+                "the offered load; latency or goodput tell systems apart better",
+            }
+        )
     energies = [(d.get("metrics") or {}).get("energy") for d in docs]
     meters = {f"{e.get('source')} ({e.get('scope') or 'scope not stated'})" for e in energies if isinstance(e, dict)}
     if len(meters) > 1:
-        out.append({"code": "energy-measured-differently", "message": "energy was measured with different meters "
-                    f"or scopes ({'; '.join(sorted(meters))}): energy per output is not like for like"})
+        out.append(
+            {
+                "code": "energy-measured-differently",
+                "message": "energy was measured with different meters "
+                f"or scopes ({'; '.join(sorted(meters))}): energy per output is not like for like",
+            }
+        )
     if len(arms) == 1:
-        out.append({"code": "single-configuration", "message": "all runs repeat one configuration: they are "
-                    "aggregated, and there is nothing to compare them against"})
+        out.append(
+            {
+                "code": "single-configuration",
+                "message": "all runs repeat one configuration: they are "
+                "aggregated, and there is nothing to compare them against",
+            }
+        )
     return out
 
 
-def compare(docs: Sequence[Mapping[str, Any]], axis: str | None = None,
-            prices: Mapping[str, float] | None = None, sizing: Mapping[str, Any] | None = None,
-            *, currency: str = "USD", resamples: int = st.RESAMPLES, baseline: int | None = None,
-            names: Sequence[str] | None = None, digests: Sequence[str] | None = None,
-            verdict: Verdict | None = None) -> dict[str, Any]:
+def compare(
+    docs: Sequence[Mapping[str, Any]],
+    axis: str | None = None,
+    prices: Mapping[str, float] | None = None,
+    sizing: Mapping[str, Any] | None = None,
+    *,
+    currency: str = "USD",
+    resamples: int = st.RESAMPLES,
+    baseline: int | None = None,
+    names: Sequence[str] | None = None,
+    digests: Sequence[str] | None = None,
+    verdict: Verdict | None = None,
+) -> dict[str, Any]:
     """The whole comparison as a JSON value (finite, rounded floats): what the registry stores and reports print.
 
     `prices` maps system.name to a price per system-hour (stated as an assumption); `sizing` is
@@ -709,8 +841,7 @@ def compare(docs: Sequence[Mapping[str, Any]], axis: str | None = None,
     axis = _axis(axis or contract().default_axis)
     runs = [dict(d) for d in docs]
     if baseline is not None and not 0 <= baseline < len(runs):
-        raise ComparabilityError(f"the baseline must be one of the compared runs (0-{len(runs) - 1}), "
-                                 f"not {baseline}")
+        raise ComparabilityError(f"the baseline must be one of the compared runs (0-{len(runs) - 1}), not {baseline}")
     if names is not None and len(names) != len(runs):
         raise ComparabilityError("one name per run")
     if digests is not None and len(digests) != len(runs):
@@ -718,23 +849,54 @@ def compare(docs: Sequence[Mapping[str, Any]], axis: str | None = None,
     verdict = verdict if verdict is not None else check(runs, axis)
     c = contract()
     result: dict[str, Any] = {
-        "kind": "benchreg.comparison/1", "contract": {"id": c.id, "version": c.version}, "axis": axis,
-        "comparable": verdict.comparable, "verdict": verdict.as_dict(),
-        "disclosures": [d.as_dict() for d in verdict.disclosures], "runs": [], "arms": [], "pairwise": [],
-        "caveats": [], "assumptions": [], "methods": dict(st.METHODS)}
+        "kind": "benchreg.comparison/1",
+        "contract": {"id": c.id, "version": c.version},
+        "axis": axis,
+        "comparable": verdict.comparable,
+        "verdict": verdict.as_dict(),
+        "disclosures": [d.as_dict() for d in verdict.disclosures],
+        "runs": [],
+        "arms": [],
+        "pairwise": [],
+        "caveats": [],
+        "assumptions": [],
+        "methods": dict(st.METHODS),
+    }
     known = list(digests) if digests is not None else [digest(d) for d in runs]
-    result["runs"] = [{"index": i, "digest": known[i], "system": (d.get("system") or {}).get("name"),
-                       "headline": {"metric": (d.get("metrics") or {}).get("primary")}} for i, d in enumerate(runs)]
+    result["runs"] = [
+        {
+            "index": i,
+            "digest": known[i],
+            "system": (d.get("system") or {}).get("name"),
+            "headline": {"metric": (d.get("metrics") or {}).get("primary")},
+        }
+        for i, d in enumerate(runs)
+    ]
     if not verdict.comparable:
         return result
-    _fill(result, runs, axis, prices, sizing, currency, baseline,
-          list(names) if names is not None else [f"run #{i + 1}" for i in range(len(runs))])
+    _fill(
+        result,
+        runs,
+        axis,
+        prices,
+        sizing,
+        currency,
+        baseline,
+        list(names) if names is not None else [f"run #{i + 1}" for i in range(len(runs))],
+    )
     return result
 
 
-def _fill(result: dict[str, Any], docs: Sequence[dict[str, Any]], axis: str,
-          prices: Mapping[str, float] | None, sizing: Mapping[str, Any] | None, currency: str,
-          baseline_run: int | None, names: Sequence[str]) -> None:
+def _fill(
+    result: dict[str, Any],
+    docs: Sequence[dict[str, Any]],
+    axis: str,
+    prices: Mapping[str, float] | None,
+    sizing: Mapping[str, Any] | None,
+    currency: str,
+    baseline_run: int | None,
+    names: Sequence[str],
+) -> None:
     per_run = [configuration(d, axis) for d in docs]
     groups = _arms(per_run)
     configs = [per_run[m[0]] for m in groups]
@@ -743,13 +905,22 @@ def _fill(result: dict[str, Any], docs: Sequence[dict[str, Any]], axis: str,
     digests = [r["digest"] for r in result["runs"]]
     arms, estimates = [], []
     for a, members in enumerate(groups):
-        est = st.aggregate([docs[i] for i in members], estimates=[run_estimates[i] for i in members],
-                           keys=[digests[i] for i in members])
+        est = st.aggregate(
+            [docs[i] for i in members],
+            estimates=[run_estimates[i] for i in members],
+            keys=[digests[i] for i in members],
+        )
         estimates.append(est)
         reasons = [x for i in members for x in blocking_reasons(docs[i], i, a, f"{names[i]} ({labels[a]})")]
-        arm: dict[str, Any] = {"index": a, "label": labels[a], "configuration": _plain(configs[a]),
-                               "runs": members, "estimate": est.as_dict(), "reasons": reasons,
-                               "derived": capacity.arm_derived([docs[i] for i in members], prices, currency)}
+        arm: dict[str, Any] = {
+            "index": a,
+            "label": labels[a],
+            "configuration": _plain(configs[a]),
+            "runs": members,
+            "estimate": est.as_dict(),
+            "reasons": reasons,
+            "derived": capacity.arm_derived([docs[i] for i in members], prices, currency),
+        }
         if sizing is not None:
             arm["sizing"] = capacity.arm_sizing([docs[i] for i in members], sizing)
         arms.append(arm)
@@ -758,8 +929,14 @@ def _fill(result: dict[str, Any], docs: Sequence[dict[str, Any]], axis: str,
             est = run_estimates[i]
             quality = (docs[i].get("metrics") or {}).get("quality")
             found = [x.as_dict() for x in st.caveats(docs[i], est)]
-            result["runs"][i].update(arm=a, name=names[i], headline=est.as_dict(), quality=quality, caveats=found,
-                                     beside=beside(docs[i], axis))
+            result["runs"][i].update(
+                arm=a,
+                name=names[i],
+                headline=est.as_dict(),
+                quality=quality,
+                caveats=found,
+                beside=beside(docs[i], axis),
+            )
             result["caveats"] += [{"run": i, **x} for x in found]
     result["caveats"] += _comparison_caveats(docs, groups)
     result["arms"] = arms
@@ -768,42 +945,83 @@ def _fill(result: dict[str, Any], docs: Sequence[dict[str, Any]], axis: str,
     result["pairwise"] = [_pair(j, base, arms, estimates, max(1, len(others))) for j in others]
     result["conclusion"] = _conclusion(arms, estimates, result["pairwise"], base)
     if prices:
-        result["assumptions"].append({"kind": "price", "currency": currency, "per_system_hour": dict(prices),
-                                      "words": "hourly prices supplied by the user, not measured"})
+        result["assumptions"].append(
+            {
+                "kind": "price",
+                "currency": currency,
+                "per_system_hour": dict(prices),
+                "words": "hourly prices supplied by the user, not measured",
+            }
+        )
     if sizing is not None:
-        result["assumptions"].append({"kind": "sizing", "request": _plain(sizing),
-                                      "words": "replica counts assume linear scaling of the tested system"})
+        result["assumptions"].append(
+            {
+                "kind": "sizing",
+                "request": _plain(sizing),
+                "words": "replica counts assume linear scaling of the tested system",
+            }
+        )
 
 
-def _conclusion(arms: Sequence[dict[str, Any]], estimates: Sequence[st.Estimate],
-                pairwise: Sequence[dict[str, Any]], base: int) -> dict[str, Any]:
+def _conclusion(
+    arms: Sequence[dict[str, Any]], estimates: Sequence[st.Estimate], pairwise: Sequence[dict[str, Any]], base: int
+) -> dict[str, Any]:
     """The one sentence a reader takes away: the best arm against the baseline, with every blocking reason."""
     reasons = [x for arm in arms for x in arm["reasons"]]
     if len(arms) == 1:
         est = estimates[0]
-        ci = (f" ({est.confidence:.0%} CI {_num(est.ci_low)}–{_num(est.ci_high)})" if est.ci_low is not None
-              else f" (no interval: {est.evidence})")
-        words = (f"all runs repeat one configuration, {arms[0]['label']}: {metric_words(est.metric)} "
-                 f"{_num(est.value)} {est.unit or ''}{ci}; there is nothing to compare it against")
+        ci = (
+            f" ({est.confidence:.0%} CI {_num(est.ci_low)}–{_num(est.ci_high)})"
+            if est.ci_low is not None
+            else f" (no interval: {est.evidence})"
+        )
+        words = (
+            f"all runs repeat one configuration, {arms[0]['label']}: {metric_words(est.metric)} "
+            f"{_num(est.value)} {est.unit or ''}{ci}; there is nothing to compare it against"
+        )
         if reasons:
-            return {"outcome": "inconclusive", "statement": f"Inconclusive: "
-                    f"{blockers_in_brief(reasons)}. Taken at face value, {words}",
-                    "reasons": reasons, "baseline": 0, "focus": [0]}
-        return {"outcome": "single-configuration", "statement": words[0].upper() + words[1:], "reasons": [],
-                "baseline": 0, "focus": [0]}
-    ranked = sorted((j for j in range(len(arms)) if j != base and estimates[j].value is not None),
-                    key=lambda j: (estimates[j].value or 0.0) * (1 if estimates[j].lower_is_better else -1))
+            return {
+                "outcome": "inconclusive",
+                "statement": f"Inconclusive: {blockers_in_brief(reasons)}. Taken at face value, {words}",
+                "reasons": reasons,
+                "baseline": 0,
+                "focus": [0],
+            }
+        return {
+            "outcome": "single-configuration",
+            "statement": words[0].upper() + words[1:],
+            "reasons": [],
+            "baseline": 0,
+            "focus": [0],
+        }
+    ranked = sorted(
+        (j for j in range(len(arms)) if j != base and estimates[j].value is not None),
+        key=lambda j: (estimates[j].value or 0.0) * (1 if estimates[j].lower_is_better else -1),
+    )
     best = ranked[0] if ranked else next(j for j in range(len(arms)) if j != base)
     pair = next(p for p in pairwise if p["subject"] == best)
     common = {"baseline": base, "focus": [base, best]}
     if reasons:
-        return {"outcome": "inconclusive", "statement": f"Inconclusive: {blockers_in_brief(reasons)}. "
-                "Taken at face value, "
-                f"{pair['face_value']}", "reasons": reasons, **common}
-    why = [{"code": "not-enough-evidence", "message": pair["statement"].split(". Taken at face value", 1)[0]
-            .removeprefix("Not enough evidence: "), "run": None, "arm": None}]
-    return {"outcome": pair["verdict"], "statement": pair["statement"],
-            "reasons": why if pair["verdict"] == "not-enough-evidence" else [], **common}
+        return {
+            "outcome": "inconclusive",
+            "statement": f"Inconclusive: {blockers_in_brief(reasons)}. Taken at face value, {pair['face_value']}",
+            "reasons": reasons,
+            **common,
+        }
+    why = [
+        {
+            "code": "not-enough-evidence",
+            "message": pair["statement"].split(". Taken at face value", 1)[0].removeprefix("Not enough evidence: "),
+            "run": None,
+            "arm": None,
+        }
+    ]
+    return {
+        "outcome": pair["verdict"],
+        "statement": pair["statement"],
+        "reasons": why if pair["verdict"] == "not-enough-evidence" else [],
+        **common,
+    }
 
 
 def _plain(value: Any) -> Any:

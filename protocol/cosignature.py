@@ -23,8 +23,17 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from protocol.signed_note import MalformedKeyError, MalformedNoteError
 
-__all__ = ["ALG_COSIGNATURE_V1", "Cosigner", "CosignerKey", "cosign", "cosigner_key", "cosigner_verifier_key",
-           "parse_cosigner_key", "parse_cosigner_verifier_key", "verify_cosignatures"]
+__all__ = [
+    "ALG_COSIGNATURE_V1",
+    "Cosigner",
+    "CosignerKey",
+    "cosign",
+    "cosigner_key",
+    "cosigner_verifier_key",
+    "parse_cosigner_key",
+    "parse_cosigner_verifier_key",
+    "verify_cosignatures",
+]
 
 ALG_COSIGNATURE_V1 = 0x04
 _SIG_PREFIX = "— "
@@ -109,7 +118,7 @@ def parse_cosigner_key(skey: str) -> CosignerKey:
     """Parse a witness's signer key string. Raises MalformedKeyError."""
     if not skey.strip().startswith(_PRIVATE_PREFIX):
         raise MalformedKeyError("malformed signer key: it must start with PRIVATE+KEY+")
-    name, hex_id, raw = _split(skey.strip()[len(_PRIVATE_PREFIX):])
+    name, hex_id, raw = _split(skey.strip()[len(_PRIVATE_PREFIX) :])
     key = CosignerKey(name, Ed25519PrivateKey.from_private_bytes(raw))
     if key.public.key_id.hex() != hex_id:
         raise MalformedKeyError(f"key ID {hex_id} does not match the key of {name}")
@@ -148,7 +157,7 @@ def verify_cosignatures(note: bytes, witnesses: Sequence[Cosigner | str]) -> dic
     for line in text[split + 2 : -1].split("\n"):
         if not line.startswith(_SIG_PREFIX):
             continue
-        name, _, encoded = line[len(_SIG_PREFIX):].partition(" ")
+        name, _, encoded = line[len(_SIG_PREFIX) :].partition(" ")
         try:
             blob = base64.b64decode(encoded, validate=True)
         except (binascii.Error, ValueError):

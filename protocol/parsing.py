@@ -169,13 +169,23 @@ def value_errors(value: Any, *, max_depth: int = MAX_DEPTH, numbers: bool = Fals
                 out.append(Error(pointer(path), "unstorable-text", f"the string holds {why}"))
         elif isinstance(item, dict | list | tuple):
             if len(path) >= max_depth:
-                out.append(Error(pointer(path), "too-deep",
-                                 f"arrays and objects are nested more than {max_depth} levels deep here"))
+                out.append(
+                    Error(
+                        pointer(path),
+                        "too-deep",
+                        f"arrays and objects are nested more than {max_depth} levels deep here",
+                    )
+                )
                 continue
             if isinstance(item, dict):
                 for key in getattr(item, "duplicates", ()):
-                    out.append(Error(pointer((*path, key)), "duplicate-key",
-                                     f"the key '{key}' appears more than once in this object"))
+                    out.append(
+                        Error(
+                            pointer((*path, key)),
+                            "duplicate-key",
+                            f"the key '{key}' appears more than once in this object",
+                        )
+                    )
                 for key, child in item.items():
                     if isinstance(key, str) and (why := _text_problem(key)) is not None:
                         out.append(Error(pointer((*path, key)), "unstorable-text", f"the key holds {why}"))
@@ -184,11 +194,21 @@ def value_errors(value: Any, *, max_depth: int = MAX_DEPTH, numbers: bool = Fals
             else:
                 stack.extend((child, (*path, i)) for i, child in enumerate(item))
         elif kind is _InexactInteger:
-            out.append(Error(pointer(path), "integer-out-of-range",
-                             f"{item.literal} cannot be held exactly by a JSON number (an IEEE double)"))
+            out.append(
+                Error(
+                    pointer(path),
+                    "integer-out-of-range",
+                    f"{item.literal} cannot be held exactly by a JSON number (an IEEE double)",
+                )
+            )
         elif kind is _NonFinite:
-            out.append(Error(pointer(path), "non-finite-number",
-                             f"{item.literal} is not a number JSON allows; use null for 'not measured'"))
+            out.append(
+                Error(
+                    pointer(path),
+                    "non-finite-number",
+                    f"{item.literal} is not a number JSON allows; use null for 'not measured'",
+                )
+            )
         elif numbers and (kind is float or kind is int) and (code := _number_problem(item)) is not None:
             out.append(Error(pointer(path), code, _NUMBER_PROBLEMS[code]))
     return out
@@ -201,18 +221,25 @@ def parse_json(raw: bytes | str, *, max_depth: int = MAX_DEPTH) -> Any:
         try:
             raw = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise Invalid([Error("", "invalid-encoding",
-                                 f"the body is not UTF-8 (byte {exc.start} cannot be decoded)")]) from None
+            raise Invalid(
+                [Error("", "invalid-encoding", f"the body is not UTF-8 (byte {exc.start} cannot be decoded)")]
+            ) from None
     found: list[object] = []
     try:
-        value = json.loads(raw, object_pairs_hook=partial(_object_hook, found),
-                           parse_constant=partial(_non_finite, found), parse_int=partial(_parse_int, found))
+        value = json.loads(
+            raw,
+            object_pairs_hook=partial(_object_hook, found),
+            parse_constant=partial(_non_finite, found),
+            parse_int=partial(_parse_int, found),
+        )
     except json.JSONDecodeError as exc:
-        raise Invalid([Error("", "malformed-json",
-                             f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")]) from None
+        raise Invalid(
+            [Error("", "malformed-json", f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")]
+        ) from None
     except RecursionError:  # the C scanner recurses once per level: far deeper than max_depth, no pointer to give
-        raise Invalid([Error("", "too-deep",
-                             f"arrays and objects are nested more than {max_depth} levels deep")]) from None
+        raise Invalid(
+            [Error("", "too-deep", f"arrays and objects are nested more than {max_depth} levels deep")]
+        ) from None
     problems = value_errors(value, max_depth=max_depth)
     if problems:
         raise Invalid(problems)

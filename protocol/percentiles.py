@@ -14,9 +14,16 @@ LOADGEN = "loadgen"
 
 # Declared method -> how it is computed: numpy's method name, or LOADGEN for LoadGen's own rule.
 NUMPY_METHOD = {
-    "nearest-rank": "inverted_cdf", "linear": "linear", "lower": "lower", "higher": "higher",
-    "midpoint": "midpoint", "hazen": "hazen", "weibull": "weibull", "median-unbiased": "median_unbiased",
-    "normal-unbiased": "normal_unbiased", "loadgen": LOADGEN,
+    "nearest-rank": "inverted_cdf",
+    "linear": "linear",
+    "lower": "lower",
+    "higher": "higher",
+    "midpoint": "midpoint",
+    "hazen": "hazen",
+    "weibull": "weibull",
+    "median-unbiased": "median_unbiased",
+    "normal-unbiased": "normal_unbiased",
+    "loadgen": LOADGEN,
 }
 
 

@@ -65,12 +65,14 @@ def _translate(err: ValidationError) -> Iterator[Error]:
         known = set(err.schema.get("properties", {}))
         for name in err.instance:
             if name not in known:
-                yield Error(pointer((*path, name)), "unknown-field",
-                            f"'{name}' is not a field of protocol 1.x at this place")
+                yield Error(
+                    pointer((*path, name)), "unknown-field", f"'{name}' is not a field of protocol 1.x at this place"
+                )
     elif kind == "propertyNames":
         for sub in err.context:
-            yield Error(pointer((*path, sub.instance)), "unknown-field",
-                        f"'{sub.instance}' is not allowed as a key here")
+            yield Error(
+                pointer((*path, sub.instance)), "unknown-field", f"'{sub.instance}' is not allowed as a key here"
+            )
     elif kind == "anyOf":
         # Nullable references are anyOf [null, X]: report why the value fails X, not the null branch.
         real = [s for s in err.context if not (s.validator == "type" and s.validator_value == "null")]
@@ -81,8 +83,7 @@ def _translate(err: ValidationError) -> Iterator[Error]:
             yield Error(here, "wrong-type", f"{_describe(err.instance)} is not allowed here")
     elif kind == "type":
         expected = err.validator_value if isinstance(err.validator_value, list) else [err.validator_value]
-        yield Error(here, "wrong-type",
-                    f"expected {' or '.join(expected)}, got {_json_type(err.instance)}")
+        yield Error(here, "wrong-type", f"expected {' or '.join(expected)}, got {_json_type(err.instance)}")
     elif kind in ("enum", "const"):
         allowed = err.validator_value if kind == "enum" else [err.validator_value]
         shown = ", ".join("null" if a is None else str(a) for a in allowed)
@@ -91,8 +92,9 @@ def _translate(err: ValidationError) -> Iterator[Error]:
         word = "at least" if "inimum" in kind else "at most"
         yield Error(here, "out-of-range", f"{_describe(err.instance)} must be {word} {err.validator_value}")
     elif kind in ("pattern", "format"):
-        yield Error(here, "bad-format", f"{_describe(err.instance)} does not match the expected format "
-                                        f"({err.validator_value})")
+        yield Error(
+            here, "bad-format", f"{_describe(err.instance)} does not match the expected format ({err.validator_value})"
+        )
     elif kind in ("minLength", "minItems", "minProperties"):
         yield Error(here, "too-short", f"needs at least {err.validator_value} item(s) or character(s)")
     elif kind in ("maxLength", "maxItems", "maxProperties"):

@@ -53,9 +53,16 @@ class Derived:
     reason: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "derived": True, "value": rounded(self.value), "unit": self.unit,
-                "formula": self.formula, "inputs": dict(self.inputs), "assumption": self.assumption,
-                "reason": self.reason}
+        return {
+            "name": self.name,
+            "derived": True,
+            "value": rounded(self.value),
+            "unit": self.unit,
+            "formula": self.formula,
+            "inputs": dict(self.inputs),
+            "assumption": self.assumption,
+            "reason": self.reason,
+        }
 
 
 @dataclass(frozen=True)
@@ -96,11 +103,19 @@ class Sizing:
     formula: str = "replicas = ceil(target load × (1 + headroom) ÷ measured sustainable rate per replica)"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"derived": True, "replicas": self.replicas, "target_load": rounded(self.target_load),
-                "load_unit": self.load_unit, "per_replica_rate": rounded(self.per_replica_rate),
-                "rate_metric": self.rate_metric, "latency_objectives": list(self.objectives),
-                "headroom": rounded(self.headroom), "formula": self.formula, "assumption": self.assumption,
-                "reason": self.reason}
+        return {
+            "derived": True,
+            "replicas": self.replicas,
+            "target_load": rounded(self.target_load),
+            "load_unit": self.load_unit,
+            "per_replica_rate": rounded(self.per_replica_rate),
+            "rate_metric": self.rate_metric,
+            "latency_objectives": list(self.objectives),
+            "headroom": rounded(self.headroom),
+            "formula": self.formula,
+            "assumption": self.assumption,
+            "reason": self.reason,
+        }
 
 
 def number(value: Any, name: str, *, low: float, high: float, low_open: bool = False) -> float:
@@ -130,8 +145,10 @@ def rate_problem(value: float) -> str | None:
     """Why a measured rate is not used to size (outside RATE_RANGE), or None."""
     low, high = RATE_RANGE
     if not low <= value <= high:
-        return (f"its measured rate {value:g} per second is outside the plausible range {low:g} to {high:g} per "
-                "system, so no count or cost is computed from it")
+        return (
+            f"its measured rate {value:g} per second is outside the plausible range {low:g} to {high:g} per "
+            "system, so no count or cost is computed from it"
+        )
     return None
 
 
@@ -156,23 +173,43 @@ def energy_per_output(doc: Mapping[str, Any]) -> Derived:
     noun = UNIT_NOUN.get(unit or "", "output")
     name, out_unit = "energy_per_output", f"J/{noun}"
     if not isinstance(energy, dict) or not energy.get("source"):
-        return Derived(name, None, out_unit, "average power ÷ throughput",
-                       reason="no measured energy (a power limit or TDP is not a measurement)")
+        return Derived(
+            name,
+            None,
+            out_unit,
+            "average power ÷ throughput",
+            reason="no measured energy (a power limit or TDP is not a measurement)",
+        )
     watts, joules = _num(energy.get("average_power_w")), _num(energy.get("joules"))
     inputs = {"source": energy["source"], "scope": energy.get("scope"), "throughput": rate, "unit": unit}
     if not rate:
         return Derived(name, None, out_unit, "average power ÷ throughput", inputs, reason="no throughput")
     if watts is not None:
-        return Derived(name, finite(watts / rate), out_unit, "measured average power (W) ÷ throughput (per s)",
-                       {**inputs, "average_power_w": watts})
+        return Derived(
+            name,
+            finite(watts / rate),
+            out_unit,
+            "measured average power (W) ÷ throughput (per s)",
+            {**inputs, "average_power_w": watts},
+        )
     seconds = _num(((doc.get("conditions") or {}).get("window") or {}).get("seconds"))
     if joules is not None and seconds:
-        return Derived(name, finite(joules / (rate * seconds)), out_unit,
-                       "measured energy (J) ÷ (throughput × window seconds)",
-                       {**inputs, "joules": joules, "window_seconds": seconds},
-                       assumption="the measured energy covers the measurement window")
-    return Derived(name, None, out_unit, "average power ÷ throughput", inputs,
-                   reason="energy block has neither average power nor joules over a known window")
+        return Derived(
+            name,
+            finite(joules / (rate * seconds)),
+            out_unit,
+            "measured energy (J) ÷ (throughput × window seconds)",
+            {**inputs, "joules": joules, "window_seconds": seconds},
+            assumption="the measured energy covers the measurement window",
+        )
+    return Derived(
+        name,
+        None,
+        out_unit,
+        "average power ÷ throughput",
+        inputs,
+        reason="energy block has neither average power nor joules over a known window",
+    )
 
 
 def cost_per_million_outputs(doc: Mapping[str, Any], price_per_hour: float | None, currency: str) -> Derived:
@@ -184,20 +221,33 @@ def cost_per_million_outputs(doc: Mapping[str, Any], price_per_hour: float | Non
     formula = "price per system-hour ÷ (throughput × 3600) × 1,000,000"
     if price_per_hour is None:
         return Derived(name, None, out_unit, formula, reason="no hourly price supplied for this system")
-    assumption = (f"price of {price_per_hour:g} {currency} per hour for {system_words(doc)} as supplied by "
-                  "the user, fully busy at the measured throughput")
+    assumption = (
+        f"price of {price_per_hour:g} {currency} per hour for {system_words(doc)} as supplied by "
+        "the user, fully busy at the measured throughput"
+    )
     if not rate:
         return Derived(name, None, out_unit, formula, assumption=assumption, reason="no throughput")
     if (problem := rate_problem(rate)) is not None:
         return Derived(name, None, out_unit, formula, assumption=assumption, reason=f"not computed: {problem}")
     value = finite(price_per_hour / (rate * 3600.0) * 1e6)
     if value is None or not 0 <= price_per_hour <= MAX_PRICE_PER_HOUR:
-        return Derived(name, None, out_unit, formula, assumption=assumption,
-                       reason=f"not computed: a price of {price_per_hour:g} per hour is outside the plausible "
-                              f"range 0 to {MAX_PRICE_PER_HOUR:g}")
-    return Derived(name, value, out_unit, formula,
-                   {"price_per_hour": price_per_hour, "currency": currency, "throughput": rate, "unit": unit},
-                   assumption=assumption)
+        return Derived(
+            name,
+            None,
+            out_unit,
+            formula,
+            assumption=assumption,
+            reason=f"not computed: a price of {price_per_hour:g} per hour is outside the plausible "
+            f"range 0 to {MAX_PRICE_PER_HOUR:g}",
+        )
+    return Derived(
+        name,
+        value,
+        out_unit,
+        formula,
+        {"price_per_hour": price_per_hour, "currency": currency, "throughput": rate, "unit": unit},
+        assumption=assumption,
+    )
 
 
 def _objectives(value: LatencyObjective | Mapping[str, Any] | Sequence[Any] | None) -> list[LatencyObjective]:
@@ -214,17 +264,21 @@ def _latency_problem(doc: Mapping[str, Any], objectives: list[LatencyObjective])
     """Why the measured latency does not meet the objectives, or None when it does."""
     scenario = (doc.get("scenario") or {}).get("kind")
     if objectives and scenario not in SERVING_SCENARIOS:
-        return (f"a {scenario} run measures no latency under a steady offered load, so it cannot show "
-                "whether a latency objective is met; size from a server or interactive run")
+        return (
+            f"a {scenario} run measures no latency under a steady offered load, so it cannot show "
+            "whether a latency objective is met; size from a server or interactive run"
+        )
     metrics = doc.get("metrics") or {}
     for obj in objectives:
         measured = _num((metrics.get(obj.metric) or {}).get(obj.percentile))
         if measured is None:
             return f"this run did not measure {obj.metric}.{obj.percentile}"
         if measured > obj.max_ms:
-            return (f"measured {obj.metric}.{obj.percentile} is {measured:g} ms, above the objective of "
-                    f"{obj.max_ms:g} ms: at the tested load this system does not meet it, and a lighter load "
-                    "was not measured")
+            return (
+                f"measured {obj.metric}.{obj.percentile} is {measured:g} ms, above the objective of "
+                f"{obj.max_ms:g} ms: at the tested load this system does not meet it, and a lighter load "
+                "was not measured"
+            )
     return None
 
 
@@ -242,9 +296,14 @@ def _sustainable_rate(doc: Mapping[str, Any], load_unit: str) -> tuple[str, floa
     return None
 
 
-def replicas_needed(doc: Mapping[str, Any], target_load: float, load_unit: str,
-                    latency_objective: LatencyObjective | Mapping[str, Any] | Sequence[Any] | None = None,
-                    *, headroom: float = 0.0) -> Sizing:
+def replicas_needed(
+    doc: Mapping[str, Any],
+    target_load: float,
+    load_unit: str,
+    latency_objective: LatencyObjective | Mapping[str, Any] | Sequence[Any] | None = None,
+    *,
+    headroom: float = 0.0,
+) -> Sizing:
     """Replicas of the tested system needed to carry `target_load` (in `load_unit`) within the objectives.
 
     The per-replica rate is a measured one: goodput (else request rate) of a serving run whose latency met
@@ -255,10 +314,12 @@ def replicas_needed(doc: Mapping[str, Any], target_load: float, load_unit: str,
     headroom = number(headroom, "headroom", low=0.0, high=MAX_HEADROOM)
     objectives = _objectives(latency_objective)
     words = tuple(o.words() for o in objectives)
-    assumption = (f"each replica is {system_words(doc)} exactly as tested; capacity scales linearly with "
-                  f"replicas (load balanced evenly, no shared bottleneck); headroom {headroom:.0%}"
-                  + (" (none added)" if headroom == 0 else "")
-                  + ("; latency objectives " + ", ".join(words) if words else "; no latency objective"))
+    assumption = (
+        f"each replica is {system_words(doc)} exactly as tested; capacity scales linearly with "
+        f"replicas (load balanced evenly, no shared bottleneck); headroom {headroom:.0%}"
+        + (" (none added)" if headroom == 0 else "")
+        + ("; latency objectives " + ", ".join(words) if words else "; no latency objective")
+    )
     refused = Sizing(None, target_load, load_unit, None, None, words, headroom, assumption)
     if doc.get("phase") != "inference":
         return replace(refused, reason="capacity sizing applies to inference serving; this is a training run")
@@ -272,25 +333,35 @@ def replicas_needed(doc: Mapping[str, Any], target_load: float, load_unit: str,
     problem = rate_problem(rate)
     replicas = count(target_load * (1.0 + headroom), rate) if problem is None else None
     if replicas is None:
-        return replace(refused, per_replica_rate=rate, rate_metric=name, reason=problem or (
-            f"more than {MAX_SYSTEMS:,} replicas: not a plausible deployment, so no count is claimed"))
+        return replace(
+            refused,
+            per_replica_rate=rate,
+            rate_metric=name,
+            reason=problem
+            or (f"more than {MAX_SYSTEMS:,} replicas: not a plausible deployment, so no count is claimed"),
+        )
     return replace(refused, replicas=replicas, per_replica_rate=rate, rate_metric=name)
 
 
-def arm_derived(docs: Sequence[dict[str, Any]], prices: Mapping[str, float] | None,
-                currency: str) -> list[dict[str, Any]]:
+def arm_derived(
+    docs: Sequence[dict[str, Any]], prices: Mapping[str, float] | None, currency: str
+) -> list[dict[str, Any]]:
     """Energy per output and (with prices) cost per million outputs for runs repeating one setup: medians."""
     out = []
     energy = [energy_per_output(d) for d in docs]
     candidates = [energy]
     if prices is not None:
-        candidates.append([cost_per_million_outputs(
-            d, prices.get((d.get("system") or {}).get("name", "")), currency) for d in docs])
+        candidates.append(
+            [cost_per_million_outputs(d, prices.get((d.get("system") or {}).get("name", "")), currency) for d in docs]
+        )
     for per_run in candidates:
         values = [x.value for x in per_run if x.value is not None]
         entry = next((x for x in per_run if x.value is not None), per_run[0]).as_dict()
-        entry.update(value=rounded(float(np.median(values))) if values else None, runs_used=len(values),
-                     method="median over the arm's runs" if len(per_run) > 1 else "from the run")
+        entry.update(
+            value=rounded(float(np.median(values))) if values else None,
+            runs_used=len(values),
+            method="median over the arm's runs" if len(per_run) > 1 else "from the run",
+        )
         out.append(entry)
     return out
 

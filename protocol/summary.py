@@ -52,8 +52,12 @@ class RunSummary:
     def columns(self) -> dict[str, Any]:
         data = asdict(self)
         headline = data.pop("headline")
-        data.update(headline_metric=headline["metric"], headline_value=headline["value"],
-                    headline_unit=headline["unit"], headline_lower_is_better=headline["lower_is_better"])
+        data.update(
+            headline_metric=headline["metric"],
+            headline_value=headline["value"],
+            headline_unit=headline["unit"],
+            headline_lower_is_better=headline["lower_is_better"],
+        )
         return data
 
 
@@ -80,7 +84,7 @@ def software_summary(frameworks: Any) -> str:
     if not isinstance(frameworks, dict) or not frameworks:
         return ""
     text = ", ".join(name if version is None else f"{name} {version}" for name, version in sorted(frameworks.items()))
-    return text if len(text) <= SOFTWARE_SUMMARY_MAX else text[:SOFTWARE_SUMMARY_MAX - 1] + "…"
+    return text if len(text) <= SOFTWARE_SUMMARY_MAX else text[: SOFTWARE_SUMMARY_MAX - 1] + "…"
 
 
 def summarize(document: dict[str, Any]) -> RunSummary:
@@ -115,5 +119,6 @@ def summarize(document: dict[str, Any]) -> RunSummary:
 def _origin(origin: Any) -> dict[str, str]:
     """The publication facets of provenance.origin, each cut to its column width (100)."""
     origin = origin if isinstance(origin, dict) else {}
-    return {f"origin_{key}": str(origin.get(key) or "")[:100]
-            for key in ("round", "division", "category", "availability")}
+    return {
+        f"origin_{key}": str(origin.get(key) or "")[:100] for key in ("round", "division", "category", "availability")
+    }

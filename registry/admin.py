@@ -31,10 +31,16 @@ from registry.storage import uploads_storage
 
 
 class MlperfUploadForm(forms.Form):
-    archive = forms.FileField(label="Submission tree (.zip, .tar, .tar.gz)",
-                              help_text="the folder that holds systems/ and results/, or one above it")
-    round = forms.CharField(label="MLPerf round (optional)", required=False, max_length=20,
-                            help_text="e.g. v5.1; by default it is read from the LoadGen logs")
+    archive = forms.FileField(
+        label="Submission tree (.zip, .tar, .tar.gz)",
+        help_text="the folder that holds systems/ and results/, or one above it",
+    )
+    round = forms.CharField(
+        label="MLPerf round (optional)",
+        required=False,
+        max_length=20,
+        help_text="e.g. v5.1; by default it is read from the LoadGen logs",
+    )
 
 
 def _admin_may(request: HttpRequest, action: str = policy.ADMIN_SITE) -> bool:
@@ -64,16 +70,31 @@ class ReadOnlyAdmin(PolicyAdmin):
 
 @admin.register(Submission)
 class SubmissionAdmin(ReadOnlyAdmin):
-    list_display = ["id", "workload_name", "scenario_kind", "precision_weights", "batch_size", "system_name",
-                    "headline_value", "headline_unit", "submitted_by_name", "submitted_at"]
+    list_display = [
+        "id",
+        "workload_name",
+        "scenario_kind",
+        "precision_weights",
+        "batch_size",
+        "system_name",
+        "headline_value",
+        "headline_unit",
+        "submitted_by_name",
+        "submitted_at",
+    ]
     list_filter = ["phase", "scenario_kind", "precision_weights", "accelerator_vendor"]
     search_fields = ["digest", "workload_name", "system_name", "submitter"]
     exclude = ["document"]
     change_list_template = "admin/registry/submission/change_list.html"
 
     def get_urls(self) -> list[Any]:
-        custom = [path("import-mlperf/", self.admin_site.admin_view(self.import_mlperf_view),
-                       name="registry_submission_import_mlperf")]
+        custom = [
+            path(
+                "import-mlperf/",
+                self.admin_site.admin_view(self.import_mlperf_view),
+                name="registry_submission_import_mlperf",
+            )
+        ]
         return custom + super().get_urls()
 
     def import_mlperf_view(self, request: HttpRequest) -> HttpResponse:
@@ -86,20 +107,31 @@ class SubmissionAdmin(ReadOnlyAdmin):
             upload = form.cleaned_data["archive"]
             with tempfile.TemporaryDirectory(prefix="benchreg-import-") as tmp:
                 try:  # bounded while unpacking: a refused archive leaves nothing but this temporary folder
-                    root = unpack(upload, upload.name, Path(tmp),
-                                  max_bytes=settings.BENCHREG_IMPORT_MAX_UNPACKED_BYTES,
-                                  max_members=settings.BENCHREG_IMPORT_MAX_MEMBERS)
+                    root = unpack(
+                        upload,
+                        upload.name,
+                        Path(tmp),
+                        max_bytes=settings.BENCHREG_IMPORT_MAX_UNPACKED_BYTES,
+                        max_members=settings.BENCHREG_IMPORT_MAX_MEMBERS,
+                    )
                 except ArchiveError as exc:
                     error = str(exc)
                 else:
-                    result = mlperf_import(root=root, submitted_by=request.user,
-                                           round_name=form.cleaned_data["round"] or None)
+                    result = mlperf_import(
+                        root=root, submitted_by=request.user, round_name=form.cleaned_data["round"] or None
+                    )
             if result is not None and result.counts.get("stored"):  # the archive is the stored runs' provenance
                 keep_error = _keep_upload(upload)
                 if keep_error:
                     messages.warning(request, keep_error)
-        context = {**self.admin_site.each_context(request), "title": "Import MLPerf results", "form": form,
-                   "result": result, "error": error, "opts": self.model._meta}
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Import MLPerf results",
+            "form": form,
+            "result": result,
+            "error": error,
+            "opts": self.model._meta,
+        }
         return TemplateResponse(request, "admin/registry/submission/import_mlperf.html", context)
 
 
@@ -133,8 +165,17 @@ class AuditEntryAdmin(ReadOnlyAdmin):
 @admin.register(ApiToken)
 class ApiTokenAdmin(PolicyAdmin):
     list_display = ["prefix", "name", "user", "scopes", "created_at", "last_used_at", "revoked_at"]
-    readonly_fields = ["user", "name", "prefix", "key_hash", "scopes", "created_at", "last_used_at",
-                       "expires_at", "revoked_at"]
+    readonly_fields = [
+        "user",
+        "name",
+        "prefix",
+        "key_hash",
+        "scopes",
+        "created_at",
+        "last_used_at",
+        "expires_at",
+        "revoked_at",
+    ]
     actions = ["revoke"]
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
@@ -168,8 +209,11 @@ class EnrolmentTokenAdmin(PolicyAdmin):
         return False
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
-        row, plain = enrolment_token_create(created_by=request.user, note=obj.note,  # type: ignore[arg-type]
-                                            expires_in=obj.expires_at - timezone.now())
+        row, plain = enrolment_token_create(
+            created_by=request.user,
+            note=obj.note,  # type: ignore[arg-type]
+            expires_in=obj.expires_at - timezone.now(),
+        )
         obj.pk, obj.prefix, obj.key_hash = row.pk, row.prefix, row.key_hash
         obj._state.adding = False
         self.message_user(request, f"Enrolment token (shown once, single use): {plain}", messages.WARNING)
@@ -178,8 +222,19 @@ class EnrolmentTokenAdmin(PolicyAdmin):
 @admin.register(Agent)
 class AgentAdmin(PolicyAdmin):
     list_display = ["name", "queue", "is_online", "last_heartbeat_at", "enrolled_at", "revoked_at"]
-    readonly_fields = ["name", "queue", "user", "token", "enrolment", "embedded", "inventory", "enrolled_at",
-                       "last_heartbeat_at", "online", "revoked_at"]
+    readonly_fields = [
+        "name",
+        "queue",
+        "user",
+        "token",
+        "enrolment",
+        "embedded",
+        "inventory",
+        "enrolled_at",
+        "last_heartbeat_at",
+        "online",
+        "revoked_at",
+    ]
     actions = ["revoke"]
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
@@ -198,14 +253,23 @@ class AgentAdmin(PolicyAdmin):
 
 @admin.register(Plan)
 class PlanAdmin(ReadOnlyAdmin):
-    list_display = ["id", "name", "runner", "workload", "precisions", "batch_sizes", "created_by_name",
-                    "created_at"]
+    list_display = ["id", "name", "runner", "workload", "precisions", "batch_sizes", "created_by_name", "created_at"]
 
 
 @admin.register(Job)
 class JobAdmin(ReadOnlyAdmin):
-    list_display = ["id", "plan", "agent_name", "status", "attempts", "created_at", "started_at", "finished_at",
-                    "run", "last_error"]
+    list_display = [
+        "id",
+        "plan",
+        "agent_name",
+        "status",
+        "attempts",
+        "created_at",
+        "started_at",
+        "finished_at",
+        "run",
+        "last_error",
+    ]
     list_filter = ["status", "agent_name"]
     actions = ["cancel"]
 

@@ -43,8 +43,12 @@ def seconds(text: str) -> int:
 
 class AdminClient:
     def __init__(self, server: str, token: str, transport: httpx.BaseTransport | None = None) -> None:
-        self.http = httpx.Client(base_url=server.rstrip("/") + "/api/v1/", transport=transport, timeout=30,
-                                 headers={"Authorization": f"Token {token}", "Accept": "application/json"})
+        self.http = httpx.Client(
+            base_url=server.rstrip("/") + "/api/v1/",
+            transport=transport,
+            timeout=30,
+            headers={"Authorization": f"Token {token}", "Accept": "application/json"},
+        )
 
     def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         response = self.http.request(method, path, json=body)

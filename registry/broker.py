@@ -98,8 +98,13 @@ class Channel(filesystem.Channel):  # type: ignore[misc]
             claimed.replace(target)
         except OSError:
             target = claimed
-        log.error("unreadable message %s quarantined as %s (%s: %s); the worker goes on",
-                  claimed.name, target, type(exc).__name__, str(exc)[:200])
+        log.error(
+            "unreadable message %s quarantined as %s (%s: %s); the worker goes on",
+            claimed.name,
+            target,
+            type(exc).__name__,
+            str(exc)[:200],
+        )
 
     def get_table(self, exchange: str) -> Any:
         for attempt in range(TABLE_READ_ATTEMPTS):

@@ -41,7 +41,8 @@ class WorkerHeartbeat(bootsteps.StartStopStep):  # type: ignore[misc]
         folder = Path(settings.DATA_DIR)
         heartbeats.touch(folder, "worker")
         self.tref = worker.timer.call_repeatedly(  # type: ignore[attr-defined]
-            float(settings.BENCHREG_HEARTBEAT_INTERVAL_S), heartbeats.touch, (folder, "worker"))
+            float(settings.BENCHREG_HEARTBEAT_INTERVAL_S), heartbeats.touch, (folder, "worker")
+        )
 
     def stop(self, worker: object) -> None:
         if self.tref is not None:

@@ -33,25 +33,49 @@ from protocol.rules import percentile_allowed
 
 PERCENTILES = ("p50", "p90", "p95", "p99")
 LATENCY_METRICS = ("latency_ms", "ttft_ms", "tpot_ms", "step_time_ms")
-METRIC_WORDS = {"latency_ms": "request latency", "ttft_ms": "time to first token", "tpot_ms": "time per output token",
-                "step_time_ms": "step time", "throughput": "throughput", "goodput": "goodput",
-                "request_rate": "request rate", "time_to_quality": "time to quality"}
+METRIC_WORDS = {
+    "latency_ms": "request latency",
+    "ttft_ms": "time to first token",
+    "tpot_ms": "time per output token",
+    "step_time_ms": "step time",
+    "throughput": "throughput",
+    "goodput": "goodput",
+    "request_rate": "request rate",
+    "time_to_quality": "time to quality",
+}
 # Sober, colour-blind-safe (Okabe-Ito) colours; the first is the registry's ink blue.
 PALETTE = ("#1f4e79", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#0072b2", "#999999")
 WIDTH_IN = 6.6
 STYLE: dict[str, Any] = {
-         "font.family": "DejaVu Sans", "font.size": 8.5, "axes.titlesize": 9.5, "axes.titleweight": "bold",
-         "axes.labelsize": 8.5, "axes.edgecolor": "#555555", "axes.linewidth": 0.6, "axes.spines.top": False,
-         "axes.spines.right": False, "axes.grid": True, "grid.color": "#dddddd", "grid.linewidth": 0.5,
-         "xtick.labelsize": 8, "ytick.labelsize": 8, "legend.fontsize": 8, "legend.frameon": False,
-         "svg.fonttype": "none", "svg.hashsalt": "benchreg", "figure.dpi": 72,
-         # Submitter text (names with `$`, backslashes) is drawn as written, never parsed as mathtext or TeX.
-         "text.parse_math": False, "text.usetex": False}
+    "font.family": "DejaVu Sans",
+    "font.size": 8.5,
+    "axes.titlesize": 9.5,
+    "axes.titleweight": "bold",
+    "axes.labelsize": 8.5,
+    "axes.edgecolor": "#555555",
+    "axes.linewidth": 0.6,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.color": "#dddddd",
+    "grid.linewidth": 0.5,
+    "xtick.labelsize": 8,
+    "ytick.labelsize": 8,
+    "legend.fontsize": 8,
+    "legend.frameon": False,
+    "svg.fonttype": "none",
+    "svg.hashsalt": "benchreg",
+    "figure.dpi": 72,
+    # Submitter text (names with `$`, backslashes) is drawn as written, never parsed as mathtext or TeX.
+    "text.parse_math": False,
+    "text.usetex": False,
+}
 LABEL_WIDTH = 34  # characters per line of a bar label; longer labels wrap (never truncated to identical text)
 _ID = re.compile(r'\bid="([^"]+)"')
 
 
 # ------------------------------------------------------------------------------------------ public charts
+
 
 def throughput_chart(result: Mapping[str, Any]) -> str | None:
     """Each arm's headline estimate as a horizontal bar with its confidence interval (when there is one)."""
@@ -70,8 +94,16 @@ def throughput_chart(result: Mapping[str, Any]) -> str | None:
         ax.barh(ys, values, color=[PALETTE[i % len(PALETTE)] for i in range(len(arms))], height=0.6, zorder=2)
         for y, v, lo, hi in zip(ys, values, lows, highs, strict=True):
             if lo is not None and hi is not None:
-                ax.errorbar(v, y, xerr=[[max(v - lo, 0)], [max(hi - v, 0)]], fmt="none", ecolor="#222222",
-                            elinewidth=1, capsize=3, zorder=3)
+                ax.errorbar(
+                    v,
+                    y,
+                    xerr=[[max(v - lo, 0)], [max(hi - v, 0)]],
+                    fmt="none",
+                    ecolor="#222222",
+                    elinewidth=1,
+                    capsize=3,
+                    zorder=3,
+                )
             _value_label(ax, hi if hi is not None else v, y, v)
         ax.set_yticks(ys, labels)
         ax.grid(axis="y", visible=False)
@@ -99,8 +131,13 @@ def latency_percentiles_chart(runs: Sequence[Mapping[str, Any]], result: Mapping
         for ax, metric in zip(axes, metrics, strict=True):
             shown = _percentile_panel(ax, rows, metric, runs, per)
             if shown:  # below the axis label: a legend above would run into the title
-                ax.legend(loc="upper right", bbox_to_anchor=(1.0, -0.16 - 0.6 / max(1, len(rows))),
-                          ncols=len(shown), handlelength=1.2, borderaxespad=0.2)
+                ax.legend(
+                    loc="upper right",
+                    bbox_to_anchor=(1.0, -0.16 - 0.6 / max(1, len(rows))),
+                    ncols=len(shown),
+                    handlelength=1.2,
+                    borderaxespad=0.2,
+                )
         fig.tight_layout(h_pad=1.2)
         # The id prefix is seeded by what is drawn, not by the runs' documents (raw samples can be megabytes).
         drawn = [[label, [[_row_percentile(r, m, n) for n in PERCENTILES] for m in metrics]] for label, r in rows]
@@ -130,8 +167,11 @@ def latency_distribution_chart(document: Mapping[str, Any], label: str | None = 
             x = values[min(len(values) - 1, math.ceil(q * len(values)) - 1)]
             ax.axvline(x, color=colour, linewidth=1.2, zorder=3, label=f"{name} = {_fmt(x)} {unit}")
         # Why p99 is missing goes under the axis label (the legend holds the top right corner).
-        missing = ("" if percentile_allowed("p99", len(values)) else
-                   f"\np99 not marked: {len(values):,} samples, fewer than the {_min_samples('p99'):,} it needs")
+        missing = (
+            ""
+            if percentile_allowed("p99", len(values))
+            else f"\np99 not marked: {len(values):,} samples, fewer than the {_min_samples('p99'):,} it needs"
+        )
         ax.set_xlabel(f"{words} ({unit}){missing}")
         ax.set_ylabel("requests (count)" if "request" in words else "observations (count)")
         _title(ax, f"Distribution of {words}: {label or _system(document)}, {len(values):,} samples")
@@ -152,8 +192,15 @@ def latency_vs_load_chart(runs: Sequence[Mapping[str, Any]], labels: Sequence[st
         ax = fig.add_subplot()
         for i, (name, pts) in enumerate(sorted(series.items())):
             pts.sort()
-            ax.plot([x for x, _ in pts], [y for _, y in pts], marker="o", markersize=4, linewidth=1.4,
-                    color=PALETTE[i % len(PALETTE)], label=_wrap(name))
+            ax.plot(
+                [x for x, _ in pts],
+                [y for _, y in pts],
+                marker="o",
+                markersize=4,
+                linewidth=1.4,
+                color=PALETTE[i % len(PALETTE)],
+                label=_wrap(name),
+            )
         ax.set_xlabel("offered load (requests/s)")
         ax.set_ylabel(f"p99 {words} (ms)")
         ax.set_ylim(bottom=0)
@@ -193,6 +240,7 @@ def comparison_charts(result: Mapping[str, Any], runs: Sequence[Mapping[str, Any
 
 # ------------------------------------------------------------------------------------------ what is plotted
 
+
 def _estimated_arms(result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [a for a in result.get("arms") or [] if _number((a.get("estimate") or {}).get("value")) is not None]
 
@@ -201,8 +249,9 @@ def _latency_metrics(runs: Sequence[Mapping[str, Any]]) -> list[str]:
     return [m for m in LATENCY_METRICS if any(_percentiles(r, m) for r in runs)][:2]
 
 
-def _load_series(runs: Sequence[Mapping[str, Any]],
-                 labels: Sequence[str] | None = None) -> tuple[str, dict[str, list[tuple[float, float]]]]:
+def _load_series(
+    runs: Sequence[Mapping[str, Any]], labels: Sequence[str] | None = None
+) -> tuple[str, dict[str, list[tuple[float, float]]]]:
     """(latency metric, {configuration: [(load, p99)]}); no series unless one was measured at 2+ loads."""
     metric = next((m for m in LATENCY_METRICS[:3] if any(_percentiles(r, m).get("p99") for r in runs)), None)
     if metric is None:
@@ -221,8 +270,12 @@ def _derived_panels(result: Mapping[str, Any]) -> list[tuple[str, list[tuple[str
     arms = result.get("arms") or []
     panels = []
     for name in ("energy_per_output", "cost_per_million_outputs"):
-        points = [(label, d) for a, label in zip(arms, arm_labels(arms), strict=True) for d in a.get("derived") or []
-                  if d.get("name") == name and _number(d.get("value")) is not None]
+        points = [
+            (label, d)
+            for a, label in zip(arms, arm_labels(arms), strict=True)
+            for d in a.get("derived") or []
+            if d.get("name") == name and _number(d.get("value")) is not None
+        ]
         if points:
             panels.append((name, points))
     return panels
@@ -230,18 +283,27 @@ def _derived_panels(result: Mapping[str, Any]) -> list[tuple[str, list[tuple[str
 
 # ------------------------------------------------------------------------------------------ panels
 
-def _percentile_rows(runs: Sequence[Mapping[str, Any]],
-                     result: Mapping[str, Any] | None) -> list[tuple[str, list[Mapping[str, Any]]]]:
+
+def _percentile_rows(
+    runs: Sequence[Mapping[str, Any]], result: Mapping[str, Any] | None
+) -> list[tuple[str, list[Mapping[str, Any]]]]:
     """(label, its runs): one row per configuration of `result`, else one per run."""
     arms = [a for a in (result or {}).get("arms") or [] if a.get("runs")]
     if arms:
-        return [(label, [runs[i] for i in arm["runs"] if i < len(runs)])
-                for arm, label in zip(arms, arm_labels(arms), strict=True)]
+        return [
+            (label, [runs[i] for i in arm["runs"] if i < len(runs)])
+            for arm, label in zip(arms, arm_labels(arms), strict=True)
+        ]
     return [(label, [run]) for label, run in zip(_run_labels(runs), runs, strict=True)]
 
 
-def _percentile_panel(ax: Any, rows: Sequence[tuple[str, Sequence[Mapping[str, Any]]]], metric: str,
-                      runs: Sequence[Mapping[str, Any]], per: str) -> list[str]:
+def _percentile_panel(
+    ax: Any,
+    rows: Sequence[tuple[str, Sequence[Mapping[str, Any]]]],
+    metric: str,
+    runs: Sequence[Mapping[str, Any]],
+    per: str,
+) -> list[str]:
     """Bars of each percentile per row; returns the percentiles drawn (only those get a legend entry)."""
     values = {name: [_row_percentile(row_runs, metric, name) for _, row_runs in rows] for name in PERCENTILES}
     shown = [name for name in PERCENTILES if any(v is not None for v in values[name])]
@@ -250,14 +312,21 @@ def _percentile_panel(ax: Any, rows: Sequence[tuple[str, Sequence[Mapping[str, A
     for k, name in enumerate(shown):
         offset = (len(shown) - 1) / 2 - k
         pos = [y + offset * height for y, v in zip(ys, values[name], strict=True) if v is not None]
-        ax.barh(pos, [v for v in values[name] if v is not None], height=height * 0.92,
-                color=PALETTE[PERCENTILES.index(name)], label=name, zorder=2)
+        ax.barh(
+            pos,
+            [v for v in values[name] if v is not None],
+            height=height * 0.92,
+            color=PALETTE[PERCENTILES.index(name)],
+            label=name,
+            zorder=2,
+        )
     ax.set_yticks(ys, [label for label, _ in rows])
     ax.grid(axis="y", visible=False)
     words = metric_words(metric, runs[0] if runs else {})
     ax.set_xlabel(f"{words} (ms), lower is better")
-    _title(ax, f"{words.capitalize()} percentiles per {per}"
-               f"{' (median over its runs)' if per == 'configuration' else ''}")
+    _title(
+        ax, f"{words.capitalize()} percentiles per {per}{' (median over its runs)' if per == 'configuration' else ''}"
+    )
     return shown
 
 
@@ -294,9 +363,11 @@ def _derived_panel(ax: Any, name: str, points: Sequence[tuple[str, Mapping[str, 
     _title(ax, f"{words} (derived{': measured rate and stated price' if 'cost' in name else ''})")
 
 
-CRITERION_AXES = {"cost": ("cost_per_million", "cost per million outputs"),
-                  "latency": ("latency_ms", "latency at the first objective (ms)"),
-                  "energy": ("energy_per_output", "energy per output")}
+CRITERION_AXES = {
+    "cost": ("cost_per_million", "cost per million outputs"),
+    "latency": ("latency_ms", "latency at the first objective (ms)"),
+    "energy": ("energy_per_output", "energy per output"),
+}
 
 
 def pareto_chart(answer: Mapping[str, Any]) -> str | None:
@@ -326,20 +397,36 @@ def pareto_chart(answer: Mapping[str, Any]) -> str | None:
             xerr = None if xlo is None or xhi is None else [[max(x - xlo, 0)], [max(xhi - x, 0)]]
             yerr = None if ylo is None or yhi is None else [[max(y - ylo, 0)], [max(yhi - y, 0)]]
             if xerr is not None or yerr is not None:
-                ax.errorbar(x, y, xerr=xerr, yerr=yerr, fmt="none", ecolor="#777777", elinewidth=0.8, capsize=2,
-                            zorder=2)
-            ax.scatter([x], [y], s=46, zorder=3, color=colour if on else "white", edgecolors=colour, linewidths=1.5,
-                       label=("\n".join(textwrap.wrap(str(cand.get("label")), LABEL_WIDTH)) or str(cand.get("label")))
-                       + ("  (frontier)" if on else ""))
+                ax.errorbar(
+                    x, y, xerr=xerr, yerr=yerr, fmt="none", ecolor="#777777", elinewidth=0.8, capsize=2, zorder=2
+                )
+            ax.scatter(
+                [x],
+                [y],
+                s=46,
+                zorder=3,
+                color=colour if on else "white",
+                edgecolors=colour,
+                linewidths=1.5,
+                label=("\n".join(textwrap.wrap(str(cand.get("label")), LABEL_WIDTH)) or str(cand.get("label")))
+                + ("  (frontier)" if on else ""),
+            )
         frontier_xy = sorted((xy[0][0], xy[1][0]) for i, _, xy in points if i in members)
         if len(frontier_xy) > 1:
-            ax.plot([p[0] for p in frontier_xy], [p[1] for p in frontier_xy], color="#444444", linewidth=1,
-                    linestyle="--", zorder=1)
+            ax.plot(
+                [p[0] for p in frontier_xy],
+                [p[1] for p in frontier_xy],
+                color="#444444",
+                linewidth=1,
+                linestyle="--",
+                zorder=1,
+            )
         unit_of = {c: _criterion_unit(points[0][1], c) for c in criteria}
         ax.set_xlabel(f"{CRITERION_AXES[criteria[0]][1]}{unit_of[criteria[0]]}, lower is better")
         ax.set_ylabel("\n".join(textwrap.wrap(f"{CRITERION_AXES[criteria[1]][1]}{unit_of[criteria[1]]}", 30)))
-        highest = [max((v for v in (xy[k][0], xy[k][2]) if v is not None), default=0.0) for k in (0, 1)
-                   for _, _, xy in points]
+        highest = [
+            max((v for v in (xy[k][0], xy[k][2]) if v is not None), default=0.0) for k in (0, 1) for _, _, xy in points
+        ]
         half = len(points)
         ax.set_xlim(0, max(highest[:half]) * 1.08 or 1.0)  # room for the outermost point and its whisker
         ax.set_ylim(0, max(highest[half:]) * 1.1 or 1.0)
@@ -365,6 +452,7 @@ def _criterion_unit(cand: Mapping[str, Any], criterion: str) -> str:
 
 # ------------------------------------------------------------------------------------------ helpers
 
+
 def _title(ax: Any, text: str) -> None:
     """A panel title wrapped to the figure's width (long configuration names never run off the edge)."""
     ax.set_title("\n".join(textwrap.wrap(text, 48, break_long_words=True)) or text, loc="left")
@@ -372,8 +460,9 @@ def _title(ax: Any, text: str) -> None:
 
 def _value_label(ax: Any, x: float, y: float, value: float) -> None:
     """The value printed just right of x (an offset in points: SVG text would collapse leading spaces)."""
-    ax.annotate(_fmt(value), (x, y), xytext=(4, 0), textcoords="offset points", va="center", ha="left",
-                fontsize=8, zorder=4)
+    ax.annotate(
+        _fmt(value), (x, y), xytext=(4, 0), textcoords="offset points", va="center", ha="left", fontsize=8, zorder=4
+    )
 
 
 def _svg(fig: Figure, kind: str, data: Any) -> str:
@@ -382,10 +471,11 @@ def _svg(fig: Figure, kind: str, data: Any) -> str:
         fig.tight_layout()
     buffer = io.StringIO()
     # bbox_inches="tight": a legend placed below its axes (outside them) is saved whole, never cut at the edge.
-    FigureCanvasSVG(fig).print_figure(buffer, format="svg", bbox_inches="tight", pad_inches=0.05,
-                                      metadata={"Date": None, "Creator": None})
+    FigureCanvasSVG(fig).print_figure(
+        buffer, format="svg", bbox_inches="tight", pad_inches=0.05, metadata={"Date": None, "Creator": None}
+    )
     text = buffer.getvalue()
-    text = text[text.index("<svg"):]  # drop the XML declaration and DOCTYPE: inline HTML has neither
+    text = text[text.index("<svg") :]  # drop the XML declaration and DOCTYPE: inline HTML has neither
     text = re.sub(r"<!--.*?-->", "", text, flags=re.S)  # matplotlib's comments repeat label text; not needed
     seed = json.dumps(data, sort_keys=True, default=str).encode()
     prefix = f"c{kind[:4]}{hashlib.sha256(seed).hexdigest()[:8]}"
@@ -404,8 +494,9 @@ def _scope_ids(svg: str, prefix: str) -> str:
         return whole.replace(name, f"{prefix}-{name}") if name in ids else whole
 
     svg = _ID.sub(rename, svg)
-    return re.sub(r"#([A-Za-z_][\w.\-]*)", lambda m: f"#{prefix}-{m.group(1)}" if m.group(1) in ids else m.group(0),
-                  svg)
+    return re.sub(
+        r"#([A-Za-z_][\w.\-]*)", lambda m: f"#{prefix}-{m.group(1)}" if m.group(1) in ids else m.group(0), svg
+    )
 
 
 def arm_labels(arms: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -423,7 +514,7 @@ def unique_labels(labels: Sequence[str]) -> list[str]:
 def _wrap(text: str) -> str:
     lines = textwrap.wrap(text, LABEL_WIDTH, break_long_words=True, break_on_hyphens=False) or [text]
     if len(lines) > 3:
-        lines = [*lines[:2], "… " + lines[-1][-(LABEL_WIDTH - 2):]]
+        lines = [*lines[:2], "… " + lines[-1][-(LABEL_WIDTH - 2) :]]
     return "\n".join(lines)
 
 
@@ -454,8 +545,12 @@ def _system(doc: Mapping[str, Any]) -> str:
 
 
 def _run_labels(runs: Sequence[Mapping[str, Any]]) -> list[str]:
-    return unique_labels([f"{_system(r)} (run {i + 1})" if [_system(x) for x in runs].count(_system(r)) > 1
-                          else _system(r) for i, r in enumerate(runs)])
+    return unique_labels(
+        [
+            f"{_system(r)} (run {i + 1})" if [_system(x) for x in runs].count(_system(r)) > 1 else _system(r)
+            for i, r in enumerate(runs)
+        ]
+    )
 
 
 def _metric_words(metric: Any) -> str:

@@ -59,8 +59,19 @@ def history_time_chart(history: Mapping[str, Any]) -> str | None:
             ys = [p["value"] for p in mine]
             low = [max(p["value"] - p["ci_low"], 0) if p.get("ci_low") is not None else 0 for p in mine]
             high = [max(p["ci_high"] - p["value"], 0) if p.get("ci_high") is not None else 0 for p in mine]
-            ax.errorbar(xs, ys, yerr=[low, high], fmt="o", ms=4, color=colour[name], ecolor=colour[name],
-                        elinewidth=1, capsize=2, label="\n".join(textwrap.wrap(name, 40)), zorder=3)
+            ax.errorbar(
+                xs,
+                ys,
+                yerr=[low, high],
+                fmt="o",
+                ms=4,
+                color=colour[name],
+                ecolor=colour[name],
+                elinewidth=1,
+                capsize=2,
+                label="\n".join(textwrap.wrap(name, 40)),
+                zorder=3,
+            )
         for p in points:
             if p.get("change_point"):
                 x = datetime.fromisoformat(p["submitted_at"])
@@ -68,8 +79,14 @@ def history_time_chart(history: Mapping[str, Any]) -> str | None:
                 ax.plot([x], [p["value"]], marker="D", ms=8, mfc="none", mec=CHANGE_COLOUR, mew=1.6, zorder=4)
                 ratio = (p.get("change") or {}).get("ratio")
                 if ratio is not None:
-                    ax.annotate(f"change ×{_fmt(ratio)}", (x, p["value"]), xytext=(5, 8), textcoords="offset points",
-                                color=CHANGE_COLOUR, fontsize=9)
+                    ax.annotate(
+                        f"change ×{_fmt(ratio)}",
+                        (x, p["value"]),
+                        xytext=(5, 8),
+                        textcoords="offset points",
+                        color=CHANGE_COLOUR,
+                        fontsize=9,
+                    )
         ax.set_ylabel("\n".join(textwrap.wrap(_axis_label(history), 30)))
         times = [datetime.fromisoformat(p["submitted_at"]) for p in points]
         first, last = min(times), max(times)
@@ -93,8 +110,10 @@ def history_software_chart(history: Mapping[str, Any]) -> str | None:
     groups = [g for g in history.get("software") or [] if g.get("value") is not None]
     if not groups:
         return None
-    labels = ["\n".join(textwrap.wrap(f"{g['software']} ({len(g['runs'])} run{'s' if len(g['runs']) != 1 else ''})",
-                                      22)) for g in groups]
+    labels = [
+        "\n".join(textwrap.wrap(f"{g['software']} ({len(g['runs'])} run{'s' if len(g['runs']) != 1 else ''})", 22))
+        for g in groups
+    ]
     with rc_context({**STYLE, **FONT}):
         fig = Figure(figsize=(SIZE[0], 0.9 + 0.45 * sum(1 + lab.count("\n") for lab in labels)))
         ax = fig.add_subplot()
@@ -102,12 +121,27 @@ def history_software_chart(history: Mapping[str, Any]) -> str | None:
         for y, g in zip(ys, groups, strict=True):
             v, lo, hi = g["value"], g.get("ci_low"), g.get("ci_high")
             if lo is not None and hi is not None:
-                ax.errorbar(v, y, xerr=[[max(v - lo, 0)], [max(hi - v, 0)]], fmt="o", color=PALETTE[0], ms=5,
-                            elinewidth=1.2, capsize=3, zorder=3)
+                ax.errorbar(
+                    v,
+                    y,
+                    xerr=[[max(v - lo, 0)], [max(hi - v, 0)]],
+                    fmt="o",
+                    color=PALETTE[0],
+                    ms=5,
+                    elinewidth=1.2,
+                    capsize=3,
+                    zorder=3,
+                )
             else:
                 ax.plot([v], [y], marker="o", mfc="white", mec=PALETTE[0], ms=5, zorder=3)
-            ax.annotate(_fmt(v), (hi if hi is not None else v, y), xytext=(5, 0), textcoords="offset points",
-                        va="center", fontsize=9)
+            ax.annotate(
+                _fmt(v),
+                (hi if hi is not None else v, y),
+                xytext=(5, 0),
+                textcoords="offset points",
+                va="center",
+                fontsize=9,
+            )
         ax.set_yticks(ys, labels)
         ax.grid(axis="y", visible=False)
         top = max(max(g["value"], g.get("ci_high") or 0) for g in groups)

@@ -28,10 +28,16 @@ from pathlib import Path
 from typing import Any
 
 # Subcommands served by a Django management command of the same purpose.
-DJANGO_COMMANDS = {"demo": "demo", "serve": "serve", "create-token": "create_token", "migrate": "migrate",
-                   "import": "import_results", "enrolment-token": "enrolment_token",
-                   "audit": "audit",
-                   "sweep": "sweep"}  # operations (issue 17): the sweeps beat runs, by hand or from cron
+DJANGO_COMMANDS = {
+    "demo": "demo",
+    "serve": "serve",
+    "create-token": "create_token",
+    "migrate": "migrate",
+    "import": "import_results",
+    "enrolment-token": "enrolment_token",
+    "audit": "audit",
+    "sweep": "sweep",
+}  # operations (issue 17): the sweeps beat runs, by hand or from cron
 
 
 def submit_main(argv: list[str]) -> int:
@@ -42,8 +48,12 @@ def submit_main(argv: list[str]) -> int:
     parser.add_argument("files", nargs="+", type=Path)
     parser.add_argument("--server", default=os.environ.get("BENCHREG_SERVER", "http://127.0.0.1:8000"))
     parser.add_argument("--token", default=os.environ.get("BENCHREG_TOKEN"))
-    parser.add_argument("--batch-size", type=int, default=SUBMIT_BATCH,
-                        help=f"documents per request when several files are given (default {SUBMIT_BATCH})")
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=SUBMIT_BATCH,
+        help=f"documents per request when several files are given (default {SUBMIT_BATCH})",
+    )
     args = parser.parse_args(argv)
     if not args.token:
         parser.error("no token: pass --token or set BENCHREG_TOKEN")
@@ -52,8 +62,9 @@ def submit_main(argv: list[str]) -> int:
     worst = 0
     # Retries (503 while the database restarts, connection errors) are safe: a run is known by its digest.
     # Each one is said on stderr; the file's line says how many it took.
-    with RegistryClient(args.server, args.token, on_retry=lambda words: print(f"retrying: {words}", file=sys.stderr,
-                                                                              flush=True)) as client:
+    with RegistryClient(
+        args.server, args.token, on_retry=lambda words: print(f"retrying: {words}", file=sys.stderr, flush=True)
+    ) as client:
         if len(args.files) > 1:  # issue 16: several files go as NDJSON batches
             return _submit_batches(client, args.files, args.batch_size)
         for path in args.files:
@@ -80,8 +91,15 @@ def _submit_batches(client: Any, files: list[Path], batch_size: int) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     worst = 0
-    progress = Progress(TextColumn("submitting"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                        console=Console(stderr=True), transient=True, disable=len(files) <= batch_size)
+    progress = Progress(
+        TextColumn("submitting"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
+        disable=len(files) <= batch_size,
+    )
     with progress:
         task = progress.add_task("submit", total=len(files))
         for batch in _batches(files, batch_size):

@@ -34,38 +34,52 @@ from registry.services.webhooks import webhook_url_problem
 class DecisionForm(forms.Form):
     title = forms.CharField(max_length=200)
     workload = forms.CharField(max_length=200, help_text="e.g. llama2-70b-99")
-    scenario = forms.ChoiceField(choices=[("server", "server"), ("interactive", "interactive"),
-                                          ("offline", "offline")])
+    scenario = forms.ChoiceField(choices=[("server", "server"), ("interactive", "interactive"), ("offline", "offline")])
     # The ranges are protocol.decisions' plausible ranges (docs/decisions.md), stated on the page as min/max.
-    ttft_p99_ms = forms.FloatField(required=False, min_value=0.001, max_value=sizing.MAX_LATENCY_MS,
-                                   label="p99 TTFT at most (ms)")
-    tpot_p99_ms = forms.FloatField(required=False, min_value=0.001, max_value=sizing.MAX_LATENCY_MS,
-                                   label="p99 TPOT at most (ms)")
-    quality_target_ratio = forms.FloatField(required=False, min_value=0.001, max_value=1.5,
-                                            label="Quality target (ratio of the reference, e.g. 0.99)")
+    ttft_p99_ms = forms.FloatField(
+        required=False, min_value=0.001, max_value=sizing.MAX_LATENCY_MS, label="p99 TTFT at most (ms)"
+    )
+    tpot_p99_ms = forms.FloatField(
+        required=False, min_value=0.001, max_value=sizing.MAX_LATENCY_MS, label="p99 TPOT at most (ms)"
+    )
+    quality_target_ratio = forms.FloatField(
+        required=False, min_value=0.001, max_value=1.5, label="Quality target (ratio of the reference, e.g. 0.99)"
+    )
     demand = forms.FloatField(min_value=0.001, max_value=dec.MAX_DEMAND, label="Demand, sustained")
     demand_unit = forms.ChoiceField(choices=[(u, u) for u in ("tokens/s", "samples/s", "requests/s", "queries/s")])
-    headroom = forms.FloatField(required=False, min_value=0, max_value=dec.MAX_HEADROOM,
-                                label="Headroom (spare capacity, 0.2 = 20%)")
-    price_per_system_hour = forms.FloatField(required=False, min_value=0, max_value=dec.MAX_PRICE_PER_HOUR,
-                                             label="Price per system-hour (any system)")
-    energy_per_kwh = forms.FloatField(required=False, min_value=0, max_value=dec.MAX_ENERGY_PRICE_KWH,
-                                      label="Energy price per kWh")
+    headroom = forms.FloatField(
+        required=False, min_value=0, max_value=dec.MAX_HEADROOM, label="Headroom (spare capacity, 0.2 = 20%)"
+    )
+    price_per_system_hour = forms.FloatField(
+        required=False, min_value=0, max_value=dec.MAX_PRICE_PER_HOUR, label="Price per system-hour (any system)"
+    )
+    energy_per_kwh = forms.FloatField(
+        required=False, min_value=0, max_value=dec.MAX_ENERGY_PRICE_KWH, label="Energy price per kWh"
+    )
     webhook_url = forms.URLField(required=False, max_length=500, assume_scheme="https", label="Webhook URL (optional)")
 
     def question(self) -> dict[str, Any]:
         d = self.cleaned_data
-        objectives = [{"metric": m, "percentile": "p99", "max_ms": d[f]} for m, f in
-                      (("ttft_ms", "ttft_p99_ms"), ("tpot_ms", "tpot_p99_ms")) if d.get(f)]
+        objectives = [
+            {"metric": m, "percentile": "p99", "max_ms": d[f]}
+            for m, f in (("ttft_ms", "ttft_p99_ms"), ("tpot_ms", "tpot_p99_ms"))
+            if d.get(f)
+        ]
         prices: dict[str, Any] = {}
         if d.get("price_per_system_hour") is not None:
             prices["system_hour"] = {"*": d["price_per_system_hour"]}
         if d.get("energy_per_kwh") is not None:
             prices["energy_per_kwh"] = d["energy_per_kwh"]
-        return {"phase": "inference", "workload": d["workload"], "scenario": d["scenario"], "objectives": objectives,
-                **({"headroom": d["headroom"]} if d.get("headroom") else {}),
-                "quality": {"target_ratio": d["quality_target_ratio"]} if d.get("quality_target_ratio") else {},
-                "demand": {"value": d["demand"], "unit": d["demand_unit"]}, "prices": prices}
+        return {
+            "phase": "inference",
+            "workload": d["workload"],
+            "scenario": d["scenario"],
+            "objectives": objectives,
+            **({"headroom": d["headroom"]} if d.get("headroom") else {}),
+            "quality": {"target_ratio": d["quality_target_ratio"]} if d.get("quality_target_ratio") else {},
+            "demand": {"value": d["demand"], "unit": d["demand_unit"]},
+            "prices": prices,
+        }
 
 
 class GapPlanForm(forms.Form):
@@ -87,8 +101,11 @@ def _beside_split(candidates: list[dict[str, Any]]) -> tuple[list[dict[str, str]
     above the table) and, per candidate, what is its own (its row): eight identical lines per row said nothing."""
     shown = [c["beside"][0] if c.get("beside") else [] for c in candidates]
     fields = [{b["field"]: b["value"] for b in rows} for rows in shown]
-    common = [b for b in (shown[0] if shown else [])
-              if len(shown) > 1 and all(f.get(b["field"]) == b["value"] for f in fields)]
+    common = [
+        b
+        for b in (shown[0] if shown else [])
+        if len(shown) > 1 and all(f.get(b["field"]) == b["value"] for f in fields)
+    ]
     shared = {b["field"] for b in common}
     return common, [[b for b in rows if b["field"] not in shared] for rows in shown]
 
@@ -99,12 +116,19 @@ def _decision_context(request: HttpRequest, decision: Any, plan_form: GapPlanFor
     can_plan = policy.can(principal, policy.PLAN_CREATE)
     candidates = latest.answer.get("candidates", []) if latest else []
     common, own = _beside_split(candidates)
-    return {"decision": decision, "latest": latest, "answer": latest.answer if latest else None,
-            "rows": list(zip(candidates, own, strict=True)), "beside_common": common,
-            "roles": roles_of(request.user), "can_report": policy.can(principal, policy.DECISION_CREATE),
-            "can_plan": can_plan, "plan_form": plan_form or (GapPlanForm() if can_plan else None),
-            "plan_form_for": plan_form.data.get("candidate") if plan_form is not None else None,
-            "issued": decision.reports.select_related("report", "answer").order_by("-id")}
+    return {
+        "decision": decision,
+        "latest": latest,
+        "answer": latest.answer if latest else None,
+        "rows": list(zip(candidates, own, strict=True)),
+        "beside_common": common,
+        "roles": roles_of(request.user),
+        "can_report": policy.can(principal, policy.DECISION_CREATE),
+        "can_plan": can_plan,
+        "plan_form": plan_form or (GapPlanForm() if can_plan else None),
+        "plan_form_for": plan_form.data.get("candidate") if plan_form is not None else None,
+        "issued": decision.reports.select_related("report", "answer").order_by("-id"),
+    }
 
 
 @login_required
@@ -124,16 +148,23 @@ def decisions_page(request: HttpRequest) -> HttpResponse:
                 form.add_error("webhook_url", problem)
         if form.is_valid():
             try:
-                decision = decision_create(owner=request.user, title=form.cleaned_data["title"],
-                                           question=form.question(),
-                                           webhook_url=form.cleaned_data.get("webhook_url") or "")
+                decision = decision_create(
+                    owner=request.user,
+                    title=form.cleaned_data["title"],
+                    question=form.question(),
+                    webhook_url=form.cleaned_data.get("webhook_url") or "",
+                )
                 return redirect("decision", decision_id=decision.pk)
             except RegistryError as exc:
                 form.add_error(None, str(exc))
         status = 400
     decisions = policy.visible_decisions(principal, decision_list())[:100]
-    return render(request, "registry/decisions.html", {"form": form, "decisions": decisions,
-                                                       "roles": roles_of(request.user)}, status=status)
+    return render(
+        request,
+        "registry/decisions.html",
+        {"form": form, "decisions": decisions, "roles": roles_of(request.user)},
+        status=status,
+    )
 
 
 @login_required
@@ -162,8 +193,11 @@ def decision_report_view(request: HttpRequest, decision_id: int) -> HttpResponse
     except RegistryError as exc:
         messages.error(request, exc.message)
         return redirect("decision", decision_id=decision.pk)
-    messages.success(request, "Report requested. The comparison page shows its status until the PDF can be "
-                              "downloaded; the decision lists it too.")
+    messages.success(
+        request,
+        "Report requested. The comparison page shows its status until the PDF can be "
+        "downloaded; the decision lists it too.",
+    )
     return redirect(reverse("comparison", args=[report.comparison_id]) + f"#report-{report.pk}")
 
 
@@ -175,13 +209,20 @@ def decision_plan_view(request: HttpRequest, decision_id: int) -> HttpResponse:
     form = GapPlanForm(request.POST)
     if form.is_valid():
         try:
-            plan = decision_gap_plan(decision=decision, candidate=form.cleaned_data["candidate"],
-                                     agents=list(form.cleaned_data["agents"]), created_by=request.user,
-                                     repetitions=form.cleaned_data["repetitions"])
+            plan = decision_gap_plan(
+                decision=decision,
+                candidate=form.cleaned_data["candidate"],
+                agents=list(form.cleaned_data["agents"]),
+                created_by=request.user,
+                repetitions=form.cleaned_data["repetitions"],
+            )
         except RegistryError as exc:
             form.add_error(None, exc.message)
         else:
-            messages.success(request, f"Plan {plan.pk} dispatched {plan.jobs.count()} jobs. When their runs are "
-                                      "stored, this decision is flagged and answered again with them.")
+            messages.success(
+                request,
+                f"Plan {plan.pk} dispatched {plan.jobs.count()} jobs. When their runs are "
+                "stored, this decision is flagged and answered again with them.",
+            )
             return redirect("jobs")
     return render(request, "registry/decision.html", _decision_context(request, decision, form), status=400)

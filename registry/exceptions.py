@@ -9,8 +9,14 @@ class RegistryError(Exception):
     status = 400
     code = "registry-error"
 
-    def __init__(self, message: str, *, errors: list[dict[str, str]] | None = None,
-                 status: int | None = None, code: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        errors: list[dict[str, str]] | None = None,
+        status: int | None = None,
+        code: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.errors = errors or []

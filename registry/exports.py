@@ -23,14 +23,58 @@ from registry.selectors.sentences import ratio_sentences
 
 EXPORT_LIMIT = 10_000
 FORMATS = ("csv", "json")
-RUN_COLUMNS = ("run", "url", "digest", "workload", "workload_version", "phase", "scenario", "precision",
-               "batch_size", "system", "accelerator_count", "accelerator_model", "accelerator_vendor", "software",
-               "submitter", "trust", "mlperf_round", "division", "availability", "headline_metric", "headline_value",
-               "headline_unit", "lower_is_better", "comparable_set_url", "withdrawn")
-_RUN_FIELDS = ("id", "digest", "workload_name", "workload_version", "phase", "scenario_kind", "precision_weights",
-               "batch_size", "system_name", "accelerator_count", "accelerator_model", "accelerator_vendor",
-               "software_summary", "submitter", "trust", "origin_round", "origin_division", "origin_availability",
-               "headline_metric", "headline_value", "headline_unit", "headline_lower_is_better", "comparability_key")
+RUN_COLUMNS = (
+    "run",
+    "url",
+    "digest",
+    "workload",
+    "workload_version",
+    "phase",
+    "scenario",
+    "precision",
+    "batch_size",
+    "system",
+    "accelerator_count",
+    "accelerator_model",
+    "accelerator_vendor",
+    "software",
+    "submitter",
+    "trust",
+    "mlperf_round",
+    "division",
+    "availability",
+    "headline_metric",
+    "headline_value",
+    "headline_unit",
+    "lower_is_better",
+    "comparable_set_url",
+    "withdrawn",
+)
+_RUN_FIELDS = (
+    "id",
+    "digest",
+    "workload_name",
+    "workload_version",
+    "phase",
+    "scenario_kind",
+    "precision_weights",
+    "batch_size",
+    "system_name",
+    "accelerator_count",
+    "accelerator_model",
+    "accelerator_vendor",
+    "software_summary",
+    "submitter",
+    "trust",
+    "origin_round",
+    "origin_division",
+    "origin_availability",
+    "headline_metric",
+    "headline_value",
+    "headline_unit",
+    "headline_lower_is_better",
+    "comparability_key",
+)
 
 
 def _run_row(r: Mapping[str, Any], absolute: Callable[[str], str], withdrawn: bool) -> dict[str, Any]:
@@ -45,18 +89,35 @@ def _run_row(r: Mapping[str, Any], absolute: Callable[[str], str], withdrawn: bo
 def catalogue_export(query: CatalogueQuery, absolute: Callable[[str], str]) -> tuple[list[dict[str, Any]], bool]:
     """The runs of a catalogue view (filters, search, set, sort), up to EXPORT_LIMIT; (rows, cut)."""
     sort = query.sort if query.sort in SORTS else "newest"
-    runs = _runs(query).order_by(*SORTS[sort][1]).values(*_RUN_FIELDS, "withdrawal__id")[:EXPORT_LIMIT + 1]
+    runs = _runs(query).order_by(*SORTS[sort][1]).values(*_RUN_FIELDS, "withdrawal__id")[: EXPORT_LIMIT + 1]
     rows = [_run_row(r, absolute, r["withdrawal__id"] is not None) for r in runs]
     return rows[:EXPORT_LIMIT], len(rows) > EXPORT_LIMIT
 
 
-MATRIX_COLUMNS = ("configuration", "accelerator_vendor", "phase", "workload", "scenario", "comparable_set",
-                  "comparable_set_url", "runs_in_cell", "estimate", "ci_low", "ci_high", "unit", "metric",
-                  "lower_is_better", "steady_state", "trust", "other_sets_in_cell")
+MATRIX_COLUMNS = (
+    "configuration",
+    "accelerator_vendor",
+    "phase",
+    "workload",
+    "scenario",
+    "comparable_set",
+    "comparable_set_url",
+    "runs_in_cell",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "unit",
+    "metric",
+    "lower_is_better",
+    "steady_state",
+    "trust",
+    "other_sets_in_cell",
+)
 
 
-def matrix_export(matrix: Matrix, query: CatalogueQuery, absolute: Callable[[str], str]
-                  ) -> tuple[list[dict[str, Any]], bool]:
+def matrix_export(
+    matrix: Matrix, query: CatalogueQuery, absolute: Callable[[str], str]
+) -> tuple[list[dict[str, Any]], bool]:
     """One row per filled cell, with its runs (id, digest, address) under "runs" (CSV: one line per run)."""
     cells = []
     for row in matrix.rows:
@@ -64,36 +125,76 @@ def matrix_export(matrix: Matrix, query: CatalogueQuery, absolute: Callable[[str
             if cell is None:
                 continue
             e = cell.estimate
-            cells.append({
-                "configuration": row.label, "accelerator_vendor": row.vendor, "phase": column.phase,
-                "workload": column.workload, "scenario": column.scenario, "comparable_set": cell.set.name,
-                "comparable_set_url": absolute(cell.set.permalink), "runs_in_cell": cell.runs,
-                "estimate": e.value, "ci_low": e.ci_low, "ci_high": e.ci_high, "unit": cell.set.unit or "",
-                "metric": cell.set.metric, "lower_is_better": cell.set.lower_is_better,
-                "steady_state": {"yes": "reached", "no": "not reached"}.get(cell.steady_state, "not stated"),
-                "trust": " ".join(cell.trust), "other_sets_in_cell": cell.other_sets,
-                "_key": (cell.set.key, row.vendor, row.model, row.count), "runs": []})
+            cells.append(
+                {
+                    "configuration": row.label,
+                    "accelerator_vendor": row.vendor,
+                    "phase": column.phase,
+                    "workload": column.workload,
+                    "scenario": column.scenario,
+                    "comparable_set": cell.set.name,
+                    "comparable_set_url": absolute(cell.set.permalink),
+                    "runs_in_cell": cell.runs,
+                    "estimate": e.value,
+                    "ci_low": e.ci_low,
+                    "ci_high": e.ci_high,
+                    "unit": cell.set.unit or "",
+                    "metric": cell.set.metric,
+                    "lower_is_better": cell.set.lower_is_better,
+                    "steady_state": {"yes": "reached", "no": "not reached"}.get(cell.steady_state, "not stated"),
+                    "trust": " ".join(cell.trust),
+                    "other_sets_in_cell": cell.other_sets,
+                    "_key": (cell.set.key, row.vendor, row.model, row.count),
+                    "runs": [],
+                }
+            )
     by_key = {c["_key"]: c for c in cells}
     keys = {k[0] for k in by_key}
-    runs = (_runs(query).filter(comparability_key__in=keys).order_by("id")
-            .values("id", "digest", "comparability_key", "accelerator_vendor", "accelerator_model",
-                    "accelerator_count")[:EXPORT_LIMIT + 1]) if keys else []
+    runs = (
+        (
+            _runs(query)
+            .filter(comparability_key__in=keys)
+            .order_by("id")
+            .values(
+                "id", "digest", "comparability_key", "accelerator_vendor", "accelerator_model", "accelerator_count"
+            )[: EXPORT_LIMIT + 1]
+        )
+        if keys
+        else []
+    )
     listed = 0
     for r in runs:
-        cell = by_key.get((r["comparability_key"], r["accelerator_vendor"], r["accelerator_model"],
-                           r["accelerator_count"]))
+        cell = by_key.get(
+            (r["comparability_key"], r["accelerator_vendor"], r["accelerator_model"], r["accelerator_count"])
+        )
         if cell is not None and listed < EXPORT_LIMIT:
-            cell["runs"].append({"run": r["id"], "digest": r["digest"],
-                                 "url": absolute(reverse("run", args=[r["id"]]))})
+            cell["runs"].append(
+                {"run": r["id"], "digest": r["digest"], "url": absolute(reverse("run", args=[r["id"]]))}
+            )
             listed += 1
     for c in cells:
         del c["_key"]
     return cells, len(runs) > EXPORT_LIMIT
 
 
-COMPARISON_COLUMNS = ("comparison", "comparison_url", "comparison_digest", "axis", "run", "url", "digest", "system",
-                      "configuration", "baseline", "headline_metric", "headline_value", "ci_low", "ci_high",
-                      "unit", "caveats")
+COMPARISON_COLUMNS = (
+    "comparison",
+    "comparison_url",
+    "comparison_digest",
+    "axis",
+    "run",
+    "url",
+    "digest",
+    "system",
+    "configuration",
+    "baseline",
+    "headline_metric",
+    "headline_value",
+    "ci_low",
+    "ci_high",
+    "unit",
+    "caveats",
+)
 
 
 def comparison_export(comparison: Any, runs: Sequence[Any], absolute: Callable[[str], str]) -> dict[str, Any]:
@@ -105,18 +206,37 @@ def comparison_export(comparison: Any, runs: Sequence[Any], absolute: Callable[[
     rows = []
     for i, row in enumerate(result.get("runs") or []):
         run, head, arm = runs[i], row.get("headline") or {}, arm_of.get(i) or {}
-        rows.append({"comparison": comparison.pk, "comparison_url": url, "comparison_digest": comparison.digest,
-                     "axis": comparison.axis, "run": run.pk, "url": absolute(reverse("run", args=[run.pk])),
-                     "digest": run.digest, "system": run.system_name, "configuration": arm.get("label", ""),
-                     "baseline": bool(arms) and arm is arms[baseline], "headline_metric": head.get("metric"),
-                     "headline_value": head.get("value"), "ci_low": head.get("ci_low"), "ci_high": head.get("ci_high"),
-                     "unit": head.get("unit"),
-                     "caveats": "; ".join(c.get("message", "") for c in row.get("caveats") or [])})
-    return {"comparison": comparison.pk, "url": url, "digest": comparison.digest, "axis": comparison.axis,
-            "baseline": arms[baseline]["label"] if arms else None,
-            "sentences": [s.text for s in ratio_sentences(result)],
-            "conclusion": (result.get("conclusion") or {}).get("statement"), "runs": rows,
-            "pairwise": result.get("pairwise") or []}
+        rows.append(
+            {
+                "comparison": comparison.pk,
+                "comparison_url": url,
+                "comparison_digest": comparison.digest,
+                "axis": comparison.axis,
+                "run": run.pk,
+                "url": absolute(reverse("run", args=[run.pk])),
+                "digest": run.digest,
+                "system": run.system_name,
+                "configuration": arm.get("label", ""),
+                "baseline": bool(arms) and arm is arms[baseline],
+                "headline_metric": head.get("metric"),
+                "headline_value": head.get("value"),
+                "ci_low": head.get("ci_low"),
+                "ci_high": head.get("ci_high"),
+                "unit": head.get("unit"),
+                "caveats": "; ".join(c.get("message", "") for c in row.get("caveats") or []),
+            }
+        )
+    return {
+        "comparison": comparison.pk,
+        "url": url,
+        "digest": comparison.digest,
+        "axis": comparison.axis,
+        "baseline": arms[baseline]["label"] if arms else None,
+        "sentences": [s.text for s in ratio_sentences(result)],
+        "conclusion": (result.get("conclusion") or {}).get("statement"),
+        "runs": rows,
+        "pairwise": result.get("pairwise") or [],
+    }
 
 
 # A cell a spreadsheet would run as a formula (OWASP "CSV Injection"): text starting with one of these. Numbers
@@ -143,12 +263,15 @@ def csv_text(rows: Iterable[Mapping[str, Any]], columns: Sequence[str], *, pream
     return buffer.getvalue()
 
 
-def respond(fmt: str, name: str, *, rows: Iterable[Mapping[str, Any]], columns: Sequence[str],
-            document: Any, cut: bool = False) -> HttpResponse:
+def respond(
+    fmt: str, name: str, *, rows: Iterable[Mapping[str, Any]], columns: Sequence[str], document: Any, cut: bool = False
+) -> HttpResponse:
     """A download: CSV of `rows` (a "#" comment line first when cut at EXPORT_LIMIT) or JSON of `document`."""
     if fmt == "json":
-        response = HttpResponse(json.dumps(document, indent=2, ensure_ascii=False, default=str),
-                                content_type="application/json; charset=utf-8")
+        response = HttpResponse(
+            json.dumps(document, indent=2, ensure_ascii=False, default=str),
+            content_type="application/json; charset=utf-8",
+        )
     else:
         preamble = f"# only the first {EXPORT_LIMIT} runs: narrow the view to export the rest\n" if cut else ""
         response = HttpResponse(csv_text(rows, columns, preamble=preamble), content_type="text/csv; charset=utf-8")

@@ -40,9 +40,14 @@ class CatalogueForm(forms.Form):
         self.is_valid()
         data = self.cleaned_data  # fields that failed validation are simply absent
         filters = {name: data[name].strip() for name in FACETS if data.get(name, "").strip()}
-        return CatalogueQuery(filters=filters, q=data.get("q", "") or "", set_key=data.get("set", "") or "",
-                              sort=data.get("sort") or "newest", page=data.get("page") or 1,
-                              include_withdrawn=bool(data.get("withdrawn")))
+        return CatalogueQuery(
+            filters=filters,
+            q=data.get("q", "") or "",
+            set_key=data.get("set", "") or "",
+            sort=data.get("sort") or "newest",
+            page=data.get("page") or 1,
+            include_withdrawn=bool(data.get("withdrawn")),
+        )
 
 
 def parse_run_ids(values: list[str]) -> list[int]:
@@ -58,14 +63,25 @@ def parse_run_ids(values: list[str]) -> list[int]:
 class CompareForm(forms.Form):
     """Runs (checked in the catalogue or typed as ids) and the axis of the comparison."""
 
-    runs = forms.CharField(required=False, max_length=2000, label="Run ids",
-                           help_text="Two or more run numbers, separated by commas or spaces.")
-    axis = forms.ChoiceField(label="What is being decided", initial="system", widget=forms.RadioSelect,
-                             choices=[(a, f"{a.capitalize()}: {AXIS_HELP.get(a, '')}")
-                                      for a in comparability.contract().axes])
-    baseline = forms.IntegerField(required=False, min_value=1, label="Baseline run (optional)",
-                                  help_text="The run whose configuration the others are stated against "
-                                            "(“X delivers 1.2× the baseline's throughput”). Default: the first.")
+    runs = forms.CharField(
+        required=False,
+        max_length=2000,
+        label="Run ids",
+        help_text="Two or more run numbers, separated by commas or spaces.",
+    )
+    axis = forms.ChoiceField(
+        label="What is being decided",
+        initial="system",
+        widget=forms.RadioSelect,
+        choices=[(a, f"{a.capitalize()}: {AXIS_HELP.get(a, '')}") for a in comparability.contract().axes],
+    )
+    baseline = forms.IntegerField(
+        required=False,
+        min_value=1,
+        label="Baseline run (optional)",
+        help_text="The run whose configuration the others are stated against "
+        "(“X delivers 1.2× the baseline's throughput”). Default: the first.",
+    )
 
     def __init__(self, *args: Any, checked: list[str] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -91,12 +107,16 @@ class ReportRequestForm(forms.Form):
     """A decision report: its title, the decision it supports, and optional hourly prices per system."""
 
     title = forms.CharField(max_length=200, label="Report title")
-    decision = forms.CharField(max_length=2000, label="Decision this report supports",
-                               widget=forms.Textarea(attrs={"rows": 3}))
-    prices = forms.CharField(required=False, max_length=4000, label="Hourly prices (optional)",
-                             widget=forms.Textarea(attrs={"rows": 2}),
-                             help_text="One system per line: system name = price per system-hour, e.g. "
-                                       "lab-h100-01 = 3.50")
+    decision = forms.CharField(
+        max_length=2000, label="Decision this report supports", widget=forms.Textarea(attrs={"rows": 3})
+    )
+    prices = forms.CharField(
+        required=False,
+        max_length=4000,
+        label="Hourly prices (optional)",
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="One system per line: system name = price per system-hour, e.g. lab-h100-01 = 3.50",
+    )
 
     def clean_prices(self) -> dict[str, float] | None:
         raw = self.cleaned_data.get("prices", "")
@@ -110,15 +130,16 @@ class ReportRequestForm(forms.Form):
             except ValueError:
                 price = -1.0
             if not sep or not name.strip() or not 0 <= price <= MAX_PRICE_PER_HOUR:  # NaN fails too
-                raise forms.ValidationError(f"Line {number}: write 'system name = price', e.g. lab-h100-01 = 3.50, "
-                                            f"with a price from 0 to {MAX_PRICE_PER_HOUR:g} per system-hour")
+                raise forms.ValidationError(
+                    f"Line {number}: write 'system name = price', e.g. lab-h100-01 = 3.50, "
+                    f"with a price from 0 to {MAX_PRICE_PER_HOUR:g} per system-hour"
+                )
             prices[name.strip()] = price
         return prices or None
 
 
 class WithdrawForm(forms.Form):
-    reason = forms.CharField(max_length=2000, label="Reason for withdrawal",
-                             widget=forms.Textarea(attrs={"rows": 2}))
+    reason = forms.CharField(max_length=2000, label="Reason for withdrawal", widget=forms.Textarea(attrs={"rows": 2}))
 
 
 class TokenCreateForm(forms.Form):
@@ -143,6 +164,7 @@ class RowChoiceField(forms.ModelMultipleChoiceField):
         for each in value:
             text = str(each)
             if not (text.isascii() and text.isdigit()) or int(text) > MAX_ROW_ID:
-                raise forms.ValidationError(self.error_messages["invalid_choice"], code="invalid_choice",
-                                            params={"value": text[:30]})
+                raise forms.ValidationError(
+                    self.error_messages["invalid_choice"], code="invalid_choice", params={"value": text[:30]}
+                )
         return super()._check_values(value)

@@ -85,19 +85,21 @@ def _embedded(part: str) -> Callable[[], str]:
         if beat is None:
             raise RuntimeError(f"the embedded {part} has not started yet (no heartbeat)")
         if not beat.process_alive():
-            raise RuntimeError(f"the embedded {part} is not running (process {beat.pid} is gone); "
-                               "the supervisor restarts it")
+            raise RuntimeError(
+                f"the embedded {part} is not running (process {beat.pid} is gone); the supervisor restarts it"
+            )
         if beat.age_s > settings.BENCHREG_HEARTBEAT_STALE_S:
-            raise RuntimeError(f"the embedded {part} (process {beat.pid}) wrote no heartbeat for "
-                               f"{beat.age_s:.0f} s; the supervisor restarts it")
+            raise RuntimeError(
+                f"the embedded {part} (process {beat.pid}) wrote no heartbeat for "
+                f"{beat.age_s:.0f} s; the supervisor restarts it"
+            )
         return f"ok: process {beat.pid}, heartbeat {beat.age_s:.0f} s ago"
 
     return check
 
 
 def readiness_checks() -> dict[str, Callable[[], str]]:
-    checks = {"database": _database, "migrations": _migrations, "broker": _broker, "keys": _keys,
-              "storage": _storage}
+    checks = {"database": _database, "migrations": _migrations, "broker": _broker, "keys": _keys, "storage": _storage}
     if settings.BENCHREG_EMBEDDED_WORKER:
         checks.update({part: _embedded(part) for part in heartbeats.PARTS})
     return checks
@@ -109,8 +111,10 @@ def background() -> dict[str, dict[str, str]]:
     for part in heartbeats.PARTS:
         beat = heartbeats.read(Path(settings.DATA_DIR), part)
         if beat is None:
-            report[part] = {"status": "unknown", "detail": "no heartbeat in this data dir (it may run elsewhere; "
-                                                           "its own health check watches it)"}
+            report[part] = {
+                "status": "unknown",
+                "detail": "no heartbeat in this data dir (it may run elsewhere; its own health check watches it)",
+            }
         elif beat.age_s > settings.BENCHREG_HEARTBEAT_STALE_S:
             report[part] = {"status": "stale", "detail": f"last heartbeat {beat.age_s:.0f} s ago"}
         else:

@@ -44,5 +44,7 @@ def check_private(path: Path, what: str) -> None:
     except OSError as exc:
         raise ImproperlyConfigured(f"cannot read the {what} {path}: {exc.strerror}") from None
     if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise ImproperlyConfigured(f"the {what} {path} is readable or writable by group or others (mode "
-                                   f"{stat.S_IMODE(mode):o}); run chmod 600 {path}")
+        raise ImproperlyConfigured(
+            f"the {what} {path} is readable or writable by group or others (mode "
+            f"{stat.S_IMODE(mode):o}); run chmod 600 {path}"
+        )

@@ -56,5 +56,15 @@ def job_for_admin(user: Any, job_id: int) -> Job:
     return policy.job_get(policy.for_user(user), job_id)  # type: ignore[no-any-return]
 
 
-__all__ = ["ADMIN", "agent_for_admin", "comparison_for_user", "job_for_admin", "report_for_user",
-           "reports_for_user", "require_read", "roles_of", "run_for_user", "token_for_user"]
+__all__ = [
+    "ADMIN",
+    "agent_for_admin",
+    "comparison_for_user",
+    "job_for_admin",
+    "report_for_user",
+    "reports_for_user",
+    "require_read",
+    "roles_of",
+    "run_for_user",
+    "token_for_user",
+]

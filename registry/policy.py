@@ -61,6 +61,7 @@ class Refused(RegistryError):
 
 # --- principals ---------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Principal:
     user: Any  # AbstractBaseUser or AnonymousUser
@@ -226,8 +227,6 @@ def _anyone(p: Principal, obj: Any = None) -> bool:
     return True
 
 
-
-
 def _reader(p: Principal, obj: Any = None) -> bool:
     return p.has(READ)
 
@@ -309,7 +308,8 @@ def _job_work(p: Principal, job: Any) -> bool:
 # --- series (issue 19): a schedule is its owner's (like a plan); series and alerts are read like runs ---
 def _schedule_read(p: Principal, schedule: Any) -> bool:
     return (p.is_person and p.has(ADMIN)) or (
-        p.is_person and p.has(READ) and schedule is not None and schedule.created_by_id == p.user_id)
+        p.is_person and p.has(READ) and schedule is not None and schedule.created_by_id == p.user_id
+    )
 
 
 def _schedule_change(p: Principal, schedule: Any) -> bool:
@@ -402,6 +402,7 @@ def least_role_for(scopes: Iterable[str]) -> str:
 
 # --- what a principal may see: querysets and getters --------------------------------------------------------
 
+
 def visible_reports(principal: Principal, reports: QuerySet[Any]) -> QuerySet[Any]:
     if not principal.has(READ):
         return reports.none()
@@ -447,8 +448,7 @@ def run_get(principal: Principal, run_id: int, action: str = RUN_READ) -> Any:
 def comparison_get(principal: Principal, comparison_id: int) -> Any:
     from registry.selectors.comparisons import comparison_get as select
 
-    return _get(principal, COMPARISON_READ, lambda: select(comparison_id=comparison_id),
-                f"comparison {comparison_id}")
+    return _get(principal, COMPARISON_READ, lambda: select(comparison_id=comparison_id), f"comparison {comparison_id}")
 
 
 def visible_decisions(principal: Principal, decisions: QuerySet[Any]) -> QuerySet[Any]:
@@ -473,8 +473,9 @@ def token_get(principal: Principal, token_id: int) -> Any:
     from registry.selectors.tokens import token_get_for
 
     require(principal, TOKEN_MANAGE)
-    return _get(principal, TOKEN_READ, lambda: token_get_for(user=principal.user, token_id=token_id),
-                f"token {token_id}")
+    return _get(
+        principal, TOKEN_READ, lambda: token_get_for(user=principal.user, token_id=token_id), f"token {token_id}"
+    )
 
 
 def agent_get(principal: Principal, agent_id: int, action: str = AGENT_READ) -> Any:
@@ -500,6 +501,7 @@ def job_get(principal: Principal, job_id: int, action: str = JOB_READ) -> Any:
 
 
 # --- series (issue 19) ------------------------------------------------------------------------------------------
+
 
 def visible_schedules(principal: Principal, schedules: QuerySet[Any]) -> QuerySet[Any]:
     if principal.is_person and principal.has(ADMIN):

@@ -194,16 +194,22 @@ BENCHREG_S3_BUCKET = os.environ.get("BENCHREG_S3_BUCKET", "")
 if BENCHREG_S3_BUCKET:
     from botocore.config import Config as BotoConfig
 
-    _s3 = {"bucket_name": BENCHREG_S3_BUCKET,
-           # an S3-compatible server (MinIO, Ceph, moto...): path-style addressing, as they expect
-           "endpoint_url": os.environ.get("BENCHREG_S3_ENDPOINT_URL") or None,
-           "addressing_style": "path" if os.environ.get("BENCHREG_S3_ENDPOINT_URL") else None,
-           "region_name": os.environ.get("BENCHREG_S3_REGION") or None,
-           # credentials: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or the host's role), read by boto3 itself
-           "file_overwrite": False, "default_acl": None, "querystring_auth": True, "querystring_expire": 300,
-           # bounded: a download answers 503 within seconds when the store is down, never hangs a worker
-           "client_config": BotoConfig(connect_timeout=5, read_timeout=30,
-                                       retries={"max_attempts": 3, "mode": "standard"})}
+    _s3 = {
+        "bucket_name": BENCHREG_S3_BUCKET,
+        # an S3-compatible server (MinIO, Ceph, moto...): path-style addressing, as they expect
+        "endpoint_url": os.environ.get("BENCHREG_S3_ENDPOINT_URL") or None,
+        "addressing_style": "path" if os.environ.get("BENCHREG_S3_ENDPOINT_URL") else None,
+        "region_name": os.environ.get("BENCHREG_S3_REGION") or None,
+        # credentials: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or the host's role), read by boto3 itself
+        "file_overwrite": False,
+        "default_acl": None,
+        "querystring_auth": True,
+        "querystring_expire": 300,
+        # bounded: a download answers 503 within seconds when the store is down, never hangs a worker
+        "client_config": BotoConfig(
+            connect_timeout=5, read_timeout=30, retries={"max_attempts": 3, "mode": "standard"}
+        ),
+    }
     STORAGES["reports"] = {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": {**_s3, "location": "reports"}}
     STORAGES["uploads"] = {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": {**_s3, "location": "uploads"}}
 WHITENOISE_USE_FINDERS = True  # serve straight from the apps' static dirs; collectstatic is optional
@@ -227,8 +233,10 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["registry.api.permissions.HasScope"],
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer",
-                                 "rest_framework.renderers.BrowsableAPIRenderer"],
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
     "DEFAULT_PARSER_CLASSES": ["registry.api.strict.StrictJSONParser"],  # JSON; NUL/lone surrogates are 422
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "registry.api.strict.StrictFormatNegotiation",  # ?format= or 406
@@ -236,9 +244,11 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "registry.api.exception_handlers.problem_details_handler",
     # 429 with Retry-After, as problem+json. Counts live in the default cache (per process unless CACHES says
     # otherwise). Tokens and signed-in users are counted per user, anonymous callers per address.
-    "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.AnonRateThrottle",
-                                 "rest_framework.throttling.UserRateThrottle",
-                                 "rest_framework.throttling.ScopedRateThrottle"],
+    "DEFAULT_THROTTLE_CLASSES": [
+        "rest_framework.throttling.AnonRateThrottle",
+        "rest_framework.throttling.UserRateThrottle",
+        "rest_framework.throttling.ScopedRateThrottle",
+    ],
     "DEFAULT_THROTTLE_RATES": {
         "anon": os.environ.get("BENCHREG_THROTTLE_ANON") or "120/min",
         "user": os.environ.get("BENCHREG_THROTTLE_USER") or "3000/min",
@@ -337,15 +347,22 @@ BENCHREG_WEBHOOK_MAX_ATTEMPTS = env_int("BENCHREG_WEBHOOK_MAX_ATTEMPTS", 5)
 # A delivery still pending after this long (no worker took it) is marked failed by the sweep and logged.
 BENCHREG_WEBHOOK_GIVE_UP_AFTER_S = env_int("BENCHREG_WEBHOOK_GIVE_UP_AFTER_S", 6 * 3600)
 BENCHREG_WEBHOOK_SWEEP_INTERVAL_S = env_int("BENCHREG_WEBHOOK_SWEEP_INTERVAL_S", 60)
-for _name in ("BENCHREG_WEBHOOK_DEADLINE_S", "BENCHREG_WEBHOOK_MAX_RESPONSE_BYTES", "BENCHREG_WEBHOOK_MAX_ATTEMPTS",
-              "BENCHREG_WEBHOOK_GIVE_UP_AFTER_S", "BENCHREG_WEBHOOK_SWEEP_INTERVAL_S"):
+for _name in (
+    "BENCHREG_WEBHOOK_DEADLINE_S",
+    "BENCHREG_WEBHOOK_MAX_RESPONSE_BYTES",
+    "BENCHREG_WEBHOOK_MAX_ATTEMPTS",
+    "BENCHREG_WEBHOOK_GIVE_UP_AFTER_S",
+    "BENCHREG_WEBHOOK_SWEEP_INTERVAL_S",
+):
     if globals()[_name] <= 0:
         raise ImproperlyConfigured(f"{_name} must be a positive number")
 # Deliveries have their own broker queue, so a slow receiver never holds up reports, sweeps or checkpoints. A
 # worker started without --queues consumes every queue below; one started with --queues must name this one too.
 BENCHREG_WEBHOOK_QUEUE = os.environ.get("BENCHREG_WEBHOOK_QUEUE", "webhooks")
-CELERY_TASK_QUEUES = [Queue(name, Exchange(name), routing_key=name)
-                      for name in dict.fromkeys([CELERY_TASK_DEFAULT_QUEUE, BENCHREG_WEBHOOK_QUEUE])]
+CELERY_TASK_QUEUES = [
+    Queue(name, Exchange(name), routing_key=name)
+    for name in dict.fromkeys([CELERY_TASK_DEFAULT_QUEUE, BENCHREG_WEBHOOK_QUEUE])
+]
 CELERY_TASK_ROUTES = {"registry.tasks.webhooks.*": {"queue": BENCHREG_WEBHOOK_QUEUE}}
 
 # Audit log checkpoints (registry/audit/keys.py, docs/audit.md): signed by Celery beat every interval, and
@@ -423,7 +440,8 @@ BENCHREG_AGENT_BROKER_URL = os.environ.get("BENCHREG_AGENT_BROKER_URL", CELERY_B
 BENCHREG_AGENT_OFFLINE_AFTER = env_int("BENCHREG_AGENT_OFFLINE_AFTER", 180)
 BENCHREG_JOBS_SWEEP_INTERVAL_S = env_int("BENCHREG_JOBS_SWEEP_INTERVAL_S", 60)
 CELERY_BEAT_SCHEDULE["jobs-sweep"] = {
-    "task": "registry.tasks.jobs.jobs_sweep", "schedule": float(BENCHREG_JOBS_SWEEP_INTERVAL_S),
+    "task": "registry.tasks.jobs.jobs_sweep",
+    "schedule": float(BENCHREG_JOBS_SWEEP_INTERVAL_S),
     "options": {"expires": float(BENCHREG_JOBS_SWEEP_INTERVAL_S)},
 }
 
@@ -447,8 +465,10 @@ BENCHREG_ALERT_WEBHOOK_URL = os.environ.get("BENCHREG_ALERT_WEBHOOK_URL", "")
 BENCHREG_ALERT_WEBHOOK_SECRET = os.environ.get("BENCHREG_ALERT_WEBHOOK_SECRET", "")
 if BENCHREG_ALERT_WEBHOOK_URL and not BENCHREG_ALERT_WEBHOOK_SECRET:
     # Alerts are only ever sent signed: refuse to start rather than record deliveries that can never be signed.
-    raise ImproperlyConfigured("BENCHREG_ALERT_WEBHOOK_URL is set but BENCHREG_ALERT_WEBHOOK_SECRET is not: alerts "
-                               "are sent signed only; set the secret (whsec_<base64>) or unset the URL")
+    raise ImproperlyConfigured(
+        "BENCHREG_ALERT_WEBHOOK_URL is set but BENCHREG_ALERT_WEBHOOK_SECRET is not: alerts "
+        "are sent signed only; set the secret (whsec_<base64>) or unset the URL"
+    )
 # Bounds on the work one request can cause (docs/series.md, docs/agents.md): variants in a schedule's matrix; jobs
 # one plan makes (agents x precisions x batch sizes) and one due time of a schedule makes (that, x variants);
 # variant firings (fired or missed) one tick of the scheduler handles before leaving the rest to the next tick.
@@ -456,11 +476,13 @@ BENCHREG_SCHEDULE_MAX_VARIANTS = env_int("BENCHREG_SCHEDULE_MAX_VARIANTS", 256)
 BENCHREG_MAX_JOBS_PER_PLAN = env_int("BENCHREG_MAX_JOBS_PER_PLAN", 1000)
 BENCHREG_SCHEDULE_FIRES_PER_TICK = env_int("BENCHREG_SCHEDULE_FIRES_PER_TICK", 1000)
 CELERY_BEAT_SCHEDULE["webhooks-sweep"] = {
-    "task": "registry.tasks.webhooks.webhooks_sweep", "schedule": float(BENCHREG_WEBHOOK_SWEEP_INTERVAL_S),
+    "task": "registry.tasks.webhooks.webhooks_sweep",
+    "schedule": float(BENCHREG_WEBHOOK_SWEEP_INTERVAL_S),
     "options": {"expires": float(BENCHREG_WEBHOOK_SWEEP_INTERVAL_S)},
 }
 CELERY_BEAT_SCHEDULE["schedules-tick"] = {
-    "task": "registry.tasks.series.schedules_tick", "schedule": float(BENCHREG_SCHEDULES_TICK_S),
+    "task": "registry.tasks.series.schedules_tick",
+    "schedule": float(BENCHREG_SCHEDULES_TICK_S),
     "options": {"expires": float(BENCHREG_SCHEDULES_TICK_S)},
 }
 
@@ -487,12 +509,15 @@ if BENCHREG_EMBEDDED_WORKER:
     # (registry/broker.py): kombu's own lets the worker read a half-written message and die on it.
     CELERY_BROKER_TRANSPORT = "registry.broker:Transport"
     # control_folder too: kombu's default is "control" in the working directory (a stray folder in a checkout).
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"data_folder_in": str(_queue / "messages"),
-                                       "data_folder_out": str(_queue / "messages"),
-                                       "processed_folder": str(_queue / "processed"), "store_processed": False,
-                                       "control_folder": str(_queue / "control"),
-                                       "staging_folder": str(_queue / "staging"),
-                                       "quarantine_folder": str(_queue / "quarantine")}
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(_queue / "messages"),
+        "data_folder_out": str(_queue / "messages"),
+        "processed_folder": str(_queue / "processed"),
+        "store_processed": False,
+        "control_folder": str(_queue / "control"),
+        "staging_folder": str(_queue / "staging"),
+        "quarantine_folder": str(_queue / "quarantine"),
+    }
     CELERY_TASK_ALWAYS_EAGER = False
 # Liveness of the worker and beat (registry/health.py, registry/supervisor.py): each touches
 # <data dir>/worker.heartbeat or beat.heartbeat at least every BENCHREG_HEARTBEAT_INTERVAL_S; one older than
@@ -508,6 +533,7 @@ if BENCHREG_SUPERVISOR_BACKOFF_MAX_S < 1:
     raise ImproperlyConfigured("BENCHREG_SUPERVISOR_BACKOFF_MAX_S must be at least 1 second")
 BENCHREG_REPORTS_SWEEP_INTERVAL_S = env_int("BENCHREG_REPORTS_SWEEP_INTERVAL_S", 60)
 CELERY_BEAT_SCHEDULE["reports-sweep"] = {
-    "task": "registry.tasks.reports.reports_sweep", "schedule": float(BENCHREG_REPORTS_SWEEP_INTERVAL_S),
+    "task": "registry.tasks.reports.reports_sweep",
+    "schedule": float(BENCHREG_REPORTS_SWEEP_INTERVAL_S),
     "options": {"expires": float(BENCHREG_REPORTS_SWEEP_INTERVAL_S)},
 }

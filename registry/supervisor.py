@@ -51,10 +51,28 @@ def embedded_parts(*, data_dir: Path, python: str = sys.executable) -> list[Part
     and beat, each its own process so that either can die and come back alone."""
     celery = [python, "-m", "celery", "-A", "registry"]
     # No mingle or gossip: with one worker they only write broadcast files into the queue folder.
-    worker = [*celery, "worker", "--pool", "solo", "--hostname", "embedded@%h", "--without-mingle",
-              "--without-gossip", "--loglevel", "info"]
-    beat = [*celery, "beat", "--schedule", str(data_dir / "celerybeat-schedule"),
-            "--scheduler", "registry.celery:HeartbeatScheduler", "--loglevel", "info"]
+    worker = [
+        *celery,
+        "worker",
+        "--pool",
+        "solo",
+        "--hostname",
+        "embedded@%h",
+        "--without-mingle",
+        "--without-gossip",
+        "--loglevel",
+        "info",
+    ]
+    beat = [
+        *celery,
+        "beat",
+        "--schedule",
+        str(data_dir / "celerybeat-schedule"),
+        "--scheduler",
+        "registry.celery:HeartbeatScheduler",
+        "--loglevel",
+        "info",
+    ]
     return [Part("worker", worker), Part("beat", beat)]
 
 
@@ -89,8 +107,14 @@ class Supervisor:
         part.quick_deaths = 0 if ran >= STABLE_S else part.quick_deaths + 1
         delay = min(self.backoff_max_s, 2.0 ** max(part.quick_deaths - 1, 0))
         how = f"killed by signal {-code}" if code < 0 else f"exited with status {code}"
-        log.error("embedded %s (pid %d) %s after %.0f s; restarting it in %.0f s", part.name, part.process.pid,
-                  how, ran, delay)
+        log.error(
+            "embedded %s (pid %d) %s after %.0f s; restarting it in %.0f s",
+            part.name,
+            part.process.pid,
+            how,
+            ran,
+            delay,
+        )
         part.process, part.next_start = None, now + delay
 
     def kill_if_frozen(self, part: Part) -> None:
@@ -101,8 +125,9 @@ class Supervisor:
         if beat is not None and beat.pid == part.process.pid:
             age = beat.age_s
         if age > self.stale_s:
-            log.error("embedded %s (pid %d) wrote no heartbeat for %.0f s: killing it", part.name,
-                      part.process.pid, age)
+            log.error(
+                "embedded %s (pid %d) wrote no heartbeat for %.0f s: killing it", part.name, part.process.pid, age
+            )
             part.process.kill()
 
     def start(self, part: Part) -> None:
@@ -137,9 +162,12 @@ def main() -> None:
     from django.conf import settings
 
     data_dir = Path(settings.DATA_DIR)
-    supervisor = Supervisor(embedded_parts(data_dir=data_dir), data_dir=data_dir,
-                            stale_s=float(settings.BENCHREG_HEARTBEAT_STALE_S),
-                            backoff_max_s=float(settings.BENCHREG_SUPERVISOR_BACKOFF_MAX_S))
+    supervisor = Supervisor(
+        embedded_parts(data_dir=data_dir),
+        data_dir=data_dir,
+        stale_s=float(settings.BENCHREG_HEARTBEAT_STALE_S),
+        backoff_max_s=float(settings.BENCHREG_SUPERVISOR_BACKOFF_MAX_S),
+    )
     signal.signal(signal.SIGTERM, supervisor.request_stop)
     signal.signal(signal.SIGINT, supervisor.request_stop)
     supervisor.run()

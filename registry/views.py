@@ -64,8 +64,7 @@ CHART_SECONDS = 24 * 3600
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     if request.path.startswith("/api/"):
         return api_not_found(request, exception)
-    return render(request, "registry/error.html", {"status": 404, "message": "There is nothing here."},
-                  status=404)
+    return render(request, "registry/error.html", {"status": 404, "message": "There is nothing here."}, status=404)
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
@@ -74,11 +73,18 @@ def server_error(request: HttpRequest) -> HttpResponse:
         return api_server_error(request)
     if database_unavailable(sys.exc_info()[1]):
         # No template: rendering the site's layout reads the session, which needs the database that is down.
-        return HttpResponse("<!doctype html><title>503 Service unavailable</title><h1>Service unavailable</h1>"
-                            "<p>The registry cannot reach its database right now. Try again in a moment.</p>",
-                            status=503, headers=unavailable_headers())
-    return render(request, "registry/error.html",
-                  {"status": 500, "message": "The registry failed to answer. The error is logged."}, status=500)
+        return HttpResponse(
+            "<!doctype html><title>503 Service unavailable</title><h1>Service unavailable</h1>"
+            "<p>The registry cannot reach its database right now. Try again in a moment.</p>",
+            status=503,
+            headers=unavailable_headers(),
+        )
+    return render(
+        request,
+        "registry/error.html",
+        {"status": 500, "message": "The registry failed to answer. The error is logged."},
+        status=500,
+    )
 
 
 def _chart(name: str, digest: str, *args: Any) -> str | None:
@@ -97,6 +103,7 @@ def _page(request: HttpRequest, template: str, context: dict[str, Any], status: 
 
 
 # ------------------------------------------------------------------------------------------ catalogue
+
 
 def _export_format(request: HttpRequest) -> str | None:
     fmt = request.GET.get("format", "")
@@ -118,19 +125,35 @@ def catalogue(request: HttpRequest) -> HttpResponse:
     fmt = _export_format(request)
     if fmt:
         rows, cut = exports.catalogue_export(query, request.build_absolute_uri)
-        return exports.respond(fmt, "benchreg-catalogue", rows=rows, columns=exports.RUN_COLUMNS,
-                               document={"runs": rows, "complete": not cut, "limit": exports.EXPORT_LIMIT}, cut=cut)
+        return exports.respond(
+            fmt,
+            "benchreg-catalogue",
+            rows=rows,
+            columns=exports.RUN_COLUMNS,
+            document={"runs": rows, "complete": not cut, "limit": exports.EXPORT_LIMIT},
+            cut=cut,
+        )
     page = catalogue_search(query)
     params = {k: v for k, v in request.GET.items() if k != "page" and v}
     sort_links = {name: "?" + urlencode({**params, "sort": name}) for name in SORTS}
-    return _page(request, "registry/catalogue.html", {
-        "page": page, "form": form, "query": query, "sorts": [(k, v[0]) for k, v in SORTS.items()],
-        "sort_links": sort_links, "facet_names": list(FACETS),
-        "prev_link": "?" + urlencode({**params, "page": page.page - 1}) if page.page > 1 else None,
-        "next_link": "?" + urlencode({**params, "page": page.page + 1}) if page.page < page.pages else None,
-        "axes": comparability.contract().axes, "active_filters": _active_filters(page, params),
-        "exports": _export_links(request), "matrix_link": reverse("matrix") + _filters_only(params),
-    })
+    return _page(
+        request,
+        "registry/catalogue.html",
+        {
+            "page": page,
+            "form": form,
+            "query": query,
+            "sorts": [(k, v[0]) for k, v in SORTS.items()],
+            "sort_links": sort_links,
+            "facet_names": list(FACETS),
+            "prev_link": "?" + urlencode({**params, "page": page.page - 1}) if page.page > 1 else None,
+            "next_link": "?" + urlencode({**params, "page": page.page + 1}) if page.page < page.pages else None,
+            "axes": comparability.contract().axes,
+            "active_filters": _active_filters(page, params),
+            "exports": _export_links(request),
+            "matrix_link": reverse("matrix") + _filters_only(params),
+        },
+    )
 
 
 def _filters_only(params: dict[str, str]) -> str:
@@ -153,17 +176,33 @@ def matrix(request: HttpRequest) -> HttpResponse:
     if fmt:
         cells, cut = exports.matrix_export(grid, query, request.build_absolute_uri)
         lines = [{**{k: v for k, v in c.items() if k != "runs"}, **r} for c in cells for r in (c["runs"] or [{}])]
-        return exports.respond(fmt, "benchreg-matrix", rows=lines,
-                               columns=(*exports.MATRIX_COLUMNS, "run", "digest", "url"),
-                               document={"cells": cells, "complete": not cut}, cut=cut)
+        return exports.respond(
+            fmt,
+            "benchreg-matrix",
+            rows=lines,
+            columns=(*exports.MATRIX_COLUMNS, "run", "digest", "url"),
+            document={"cells": cells, "complete": not cut},
+            cut=cut,
+        )
     params = {k: v for k, v in request.GET.items() if v}
-    return _page(request, "registry/matrix.html", {
-        "matrix": grid, "form": form, "query": query, "facets": catalogue_facets(query, version=version),
-        "total": grid.total,
-        "exports": _export_links(request), "catalogue_link": reverse("home") + _filters_only(params),
-        "active_filters": [(label, value, "?" + urlencode({k: v for k, v in params.items() if k != name}))
-                           for name, (_, label) in FACETS.items() if (value := params.get(name))],
-    })
+    return _page(
+        request,
+        "registry/matrix.html",
+        {
+            "matrix": grid,
+            "form": form,
+            "query": query,
+            "facets": catalogue_facets(query, version=version),
+            "total": grid.total,
+            "exports": _export_links(request),
+            "catalogue_link": reverse("home") + _filters_only(params),
+            "active_filters": [
+                (label, value, "?" + urlencode({k: v for k, v in params.items() if k != name}))
+                for name, (_, label) in FACETS.items()
+                if (value := params.get(name))
+            ],
+        },
+    )
 
 
 def _active_filters(page: Any, params: dict[str, str]) -> list[tuple[str, str, str]]:
@@ -182,18 +221,25 @@ def _active_filters(page: Any, params: dict[str, str]) -> list[tuple[str, str, s
 
 # ------------------------------------------------------------------------------------------ runs
 
+
 @login_required
 @require_GET
 def run_page(request: HttpRequest, run_id: int) -> HttpResponse:
     run = run_for_user(request.user, run_id)
     detail = run_detail(run=run)
-    return _page(request, "registry/run.html", {
-        "detail": detail, "run": run,
-        "distribution_chart": _chart("latency_distribution_chart", run.digest, run.document),
-        "is_admin": policy.can(policy.for_user(request.user), policy.RUN_WITHDRAW), "withdraw_form": WithdrawForm(),
-        "distribution_fields": detail.distribution_fields,
-        "history_link": _history_link(run.pk),
-    })
+    return _page(
+        request,
+        "registry/run.html",
+        {
+            "detail": detail,
+            "run": run,
+            "distribution_chart": _chart("latency_distribution_chart", run.digest, run.document),
+            "is_admin": policy.can(policy.for_user(request.user), policy.RUN_WITHDRAW),
+            "withdraw_form": WithdrawForm(),
+            "distribution_fields": detail.distribution_fields,
+            "history_link": _history_link(run.pk),
+        },
+    )
 
 
 def _history_link(run_id: int) -> str | None:
@@ -224,13 +270,17 @@ def run_withdraw(request: HttpRequest, run_id: int) -> HttpResponse:
 
 # ------------------------------------------------------------------------------------------ comparisons
 
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def compare(request: HttpRequest) -> HttpResponse:
     require_read(request.user)
     if request.method == "GET":
-        initial = {"runs": ", ".join(request.GET.getlist("run") + request.GET.getlist("runs")),
-                   "axis": request.GET.get("axis", "system"), "baseline": request.GET.get("baseline")}
+        initial = {
+            "runs": ", ".join(request.GET.getlist("run") + request.GET.getlist("runs")),
+            "axis": request.GET.get("axis", "system"),
+            "baseline": request.GET.get("baseline"),
+        }
         return _page(request, "registry/compare.html", {"form": CompareForm(initial=initial)})
     form = CompareForm(request.POST, checked=request.POST.getlist("run"))
     if not form.is_valid():
@@ -243,15 +293,31 @@ def compare(request: HttpRequest) -> HttpResponse:
         comparison, _ = comparison_create(runs=runs, axis=axis, created_by=request.user, baseline=baseline)
     except NotComparable as exc:
         errors = _refusal_order(exc.errors or [])
-        return _page(request, "registry/compare.html", {
-            "form": CompareForm(initial={"runs": ", ".join(map(str, ids)), "axis": axis, "baseline": baseline}),
-            "refusal": exc, "errors": errors, "root_causes": [e for e in errors if e.get("root_cause")],
-            "runs": runs, "axis": axis, "run_ids": ids,
-            "other_axes": _axes_that_accept(runs, axis) if exc.code == "not-comparable" else []}, status=422)
+        return _page(
+            request,
+            "registry/compare.html",
+            {
+                "form": CompareForm(initial={"runs": ", ".join(map(str, ids)), "axis": axis, "baseline": baseline}),
+                "refusal": exc,
+                "errors": errors,
+                "root_causes": [e for e in errors if e.get("root_cause")],
+                "runs": runs,
+                "axis": axis,
+                "run_ids": ids,
+                "other_axes": _axes_that_accept(runs, axis) if exc.code == "not-comparable" else [],
+            },
+            status=422,
+        )
     except RegistryError as exc:
-        return _page(request, "registry/compare.html", {
-            "form": CompareForm(initial={"runs": ", ".join(map(str, ids)), "axis": axis, "baseline": baseline}),
-            "problem": exc}, status=exc.status if exc.status in (400, 404, 409) else 400)
+        return _page(
+            request,
+            "registry/compare.html",
+            {
+                "form": CompareForm(initial={"runs": ", ".join(map(str, ids)), "axis": axis, "baseline": baseline}),
+                "problem": exc,
+            },
+            status=exc.status if exc.status in (400, 404, 409) else 400,
+        )
     return redirect("comparison", comparison_id=comparison.pk)
 
 
@@ -272,8 +338,11 @@ def _refusal_order(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _axes_that_accept(runs: list[Any], axis: str) -> list[str]:
     """Other axes along which these very runs are comparable: the only hint worth giving after a refusal."""
     documents = [r.document for r in runs]
-    return [other for other in comparability.contract().axes
-            if other != axis and comparability.check(documents, other).comparable]
+    return [
+        other
+        for other in comparability.contract().axes
+        if other != axis and comparability.check(documents, other).comparable
+    ]
 
 
 @login_required
@@ -283,8 +352,13 @@ def comparison_page(request: HttpRequest, comparison_id: int) -> HttpResponse:
     fmt = _export_format(request)
     if fmt:
         document = exports.comparison_export(comparison, comparison_members(comparison), request.build_absolute_uri)
-        return exports.respond(fmt, f"benchreg-comparison-{comparison.pk}", rows=document["runs"],
-                               columns=exports.COMPARISON_COLUMNS, document=document)
+        return exports.respond(
+            fmt,
+            f"benchreg-comparison-{comparison.pk}",
+            rows=document["runs"],
+            columns=exports.COMPARISON_COLUMNS,
+            document=document,
+        )
     return _page(request, "registry/comparison.html", _comparison_context(request, comparison))
 
 
@@ -304,16 +378,22 @@ def _comparison_context(request: HttpRequest, comparison: Any, report_form: Any 
     arms = [{**arm, "run_ids": [runs[i].pk for i in arm["runs"]]} for arm in result.get("arms", [])]
     drawn = charts.comparison_charts(result, documents)
     return {
-        "comparison": comparison, "result": result, "runs": runs, "arms": arms,
+        "comparison": comparison,
+        "result": result,
+        "runs": runs,
+        "arms": arms,
         "conclusion": comparison_conclusion(comparison, runs),
         "run_rows": [{"run": runs[i], **row} for i, row in enumerate(result.get("runs", []))],
         "derived": [{"arm": arm["label"], **d} for arm in result.get("arms", []) for d in arm.get("derived", [])],
         # Links, not drawings: each chart is its own request (comparison_chart), so drawing them never holds up
         # the page, and the browser fetches them in parallel.
-        "charts": [(title, reverse("comparison-chart", args=[comparison.pk, name]))
-                   for name, (title, function, _) in COMPARISON_CHARTS.items() if function in drawn],
-        "report_form": report_form or ReportRequestForm(initial={"title": f"Decision report: comparison "
-                                                                          f"{comparison.pk}"}),
+        "charts": [
+            (title, reverse("comparison-chart", args=[comparison.pk, name]))
+            for name, (title, function, _) in COMPARISON_CHARTS.items()
+            if function in drawn
+        ],
+        "report_form": report_form
+        or ReportRequestForm(initial={"title": f"Decision report: comparison {comparison.pk}"}),
         "reports": reports_for_user(request.user, comparison),
         "sentences": ratio_sentences(result),
         "baseline_arm": (arms[(result.get("conclusion") or {}).get("baseline", 0)] if arms else None),
@@ -349,16 +429,18 @@ def report_create(request: HttpRequest, comparison_id: int) -> HttpResponse:
     from registry.services.reports import report_request  # the PDF stack is heavy: imported on first use
 
     if not form.is_valid():
-        return _page(request, "registry/comparison.html", _comparison_context(request, comparison, form),
-                      status=400)
+        return _page(request, "registry/comparison.html", _comparison_context(request, comparison, form), status=400)
     try:
-        report = report_request(comparison=comparison, title=form.cleaned_data["title"],
-                                decision=form.cleaned_data["decision"], requested_by=request.user,
-                                prices=form.cleaned_data["prices"])
+        report = report_request(
+            comparison=comparison,
+            title=form.cleaned_data["title"],
+            decision=form.cleaned_data["decision"],
+            requested_by=request.user,
+            prices=form.cleaned_data["prices"],
+        )
     except RegistryError as exc:
         form.add_error(None, exc.message)
-        return _page(request, "registry/comparison.html", _comparison_context(request, comparison, form),
-                      status=400)
+        return _page(request, "registry/comparison.html", _comparison_context(request, comparison, form), status=400)
     messages.success(request, "Report requested. This page shows its status until the PDF can be downloaded.")
     # With new prices the report is about a new comparison of the same runs: show that one.
     return redirect(reverse("comparison", args=[report.comparison_id]) + f"#report-{report.pk}")
@@ -366,9 +448,14 @@ def report_create(request: HttpRequest, comparison_id: int) -> HttpResponse:
 
 def _report_status(report: Any) -> dict[str, Any]:
     ready = report.status == "ready"
-    return {"id": report.pk, "status": report.status, "ready": ready,
-            "failed": report.status == "failed", "error": getattr(report, "last_error", "") or "",
-            "download_url": reverse("report-pdf", args=[report.pk]) if ready else None}
+    return {
+        "id": report.pk,
+        "status": report.status,
+        "ready": ready,
+        "failed": report.status == "failed",
+        "error": getattr(report, "last_error", "") or "",
+        "download_url": reverse("report-pdf", args=[report.pk]) if ready else None,
+    }
 
 
 @login_required
@@ -392,14 +479,17 @@ def report_pdf(request: HttpRequest, report_id: int) -> HttpResponse:
         pdf = report_open(report)
     except RegistryError as exc:
         if exc.status == 503:
-            return HttpResponse(exc.message, status=503, content_type="text/plain; charset=utf-8",
-                                headers={"Retry-After": "30"})
+            return HttpResponse(
+                exc.message, status=503, content_type="text/plain; charset=utf-8", headers={"Retry-After": "30"}
+            )
         raise Http404(f"report {report.pk} is not ready") from None
-    return FileResponse(pdf, as_attachment=True, filename=f"benchreg-report-{report.pk}.pdf",
-                        content_type="application/pdf")
+    return FileResponse(
+        pdf, as_attachment=True, filename=f"benchreg-report-{report.pk}.pdf", content_type="application/pdf"
+    )
 
 
 # ------------------------------------------------------------------------------------------ admins, submitters
+
 
 @login_required
 @require_GET
@@ -410,7 +500,8 @@ def agents_page(request: HttpRequest) -> HttpResponse:
     agents = agent_list().annotate(
         running=Count("jobs", filter=Q(jobs__status__in=JobStatus.active())),
         finished=Count("jobs", filter=Q(jobs__status=JobStatus.SUBMITTED)),
-        failed=Count("jobs", filter=Q(jobs__status__in=[JobStatus.FAILED, JobStatus.TIMED_OUT])))
+        failed=Count("jobs", filter=Q(jobs__status__in=[JobStatus.FAILED, JobStatus.TIMED_OUT])),
+    )
     return _page(request, "registry/agents.html", {"agents": agents})
 
 
@@ -424,8 +515,11 @@ def jobs_page(request: HttpRequest) -> HttpResponse:
     status = status if status in JobStatus.values else ""
     jobs = policy.visible_jobs(principal, job_list(status=status or None)).defer("spec")
     page = Paginator(jobs, 50).get_page(request.GET.get("page"))
-    return _page(request, "registry/jobs.html", {"page": page, "status": status, "statuses": JobStatus.choices,
-                                                  "active": JobStatus.active()})
+    return _page(
+        request,
+        "registry/jobs.html",
+        {"page": page, "status": status, "statuses": JobStatus.choices, "active": JobStatus.active()},
+    )
 
 
 @login_required
@@ -456,15 +550,23 @@ def tokens_page(request: HttpRequest) -> HttpResponse:
         form = TokenCreateForm(request.POST, mintable=mintable)
         if form.is_valid():
             try:
-                _, plain = token_mint(principal=principal, name=form.cleaned_data["name"],
-                                      scopes=form.cleaned_data["scopes"])
+                _, plain = token_mint(
+                    principal=principal, name=form.cleaned_data["name"], scopes=form.cleaned_data["scopes"]
+                )
                 form = TokenCreateForm(mintable=mintable)
             except RegistryError as exc:
                 form.add_error("scopes", exc.message)
     tokens = token_list_for(user=request.user).order_by("-id")
-    return _page(request, "registry/tokens.html", {"form": form, "plain": plain, "tokens": tokens,
-                                                    "submissions": submission_list().filter(
-                                                        submitted_by=request.user)[:20]})
+    return _page(
+        request,
+        "registry/tokens.html",
+        {
+            "form": form,
+            "plain": plain,
+            "tokens": tokens,
+            "submissions": submission_list().filter(submitted_by=request.user)[:20],
+        },
+    )
 
 
 @login_required
@@ -478,6 +580,7 @@ def token_revoke_view(request: HttpRequest, token_id: int) -> HttpResponse:
 
 # ------------------------------------------------------------------------------------------ sign-in lock-out
 
+
 def axes_username(request: HttpRequest, credentials: dict[str, Any] | None = None) -> str | None:
     """The name django-axes records a failed sign-in under (AXES_USERNAME_CALLABLE): cut to its column's 255
     characters. No account has a longer name (usernames are at most 150), and Django's sign-in form does not
@@ -486,8 +589,9 @@ def axes_username(request: HttpRequest, credentials: dict[str, Any] | None = Non
     return None if raw is None else str(raw)[:255]
 
 
-def login_locked_out(request: HttpRequest, original_response: HttpResponse | None = None,
-                     credentials: dict[str, Any] | None = None) -> HttpResponse:
+def login_locked_out(
+    request: HttpRequest, original_response: HttpResponse | None = None, credentials: dict[str, Any] | None = None
+) -> HttpResponse:
     """django-axes' answer once an account or an address has too many failed sign-ins: the sign-in page again,
     with a message that says why and for how long, status 429 and Retry-After. The right password does not
     help until the cool-off ends."""
@@ -497,9 +601,18 @@ def login_locked_out(request: HttpRequest, original_response: HttpResponse | Non
 
     cool_off = get_cool_off(request)
     minutes = max(1, round(cool_off.total_seconds() / 60)) if cool_off else None
-    response = render(request, "registration/login.html", {
-        "form": AuthenticationForm(request), "next": request.POST.get("next", ""), "locked_out": True,
-        "failure_limit": settings.AXES_FAILURE_LIMIT, "cooloff_minutes": minutes}, status=429)
+    response = render(
+        request,
+        "registration/login.html",
+        {
+            "form": AuthenticationForm(request),
+            "next": request.POST.get("next", ""),
+            "locked_out": True,
+            "failure_limit": settings.AXES_FAILURE_LIMIT,
+            "cooloff_minutes": minutes,
+        },
+        status=429,
+    )
     if cool_off:
         response["Retry-After"] = str(int(cool_off.total_seconds()))
     return response

@@ -25,12 +25,19 @@ def run_history_page(request: HttpRequest, run_id: int) -> HttpResponse:
     data = history.as_dict()
     time_chart = charts_series.history_time_chart(data)
     software_chart = charts_series.history_software_chart(data)
-    return _page(request, "registry/history.html", {
-        "run": run, "history": history, "points": list(reversed(history.points)),
-        "time_chart": mark_safe(time_chart) if time_chart else None,  # noqa: S308 - our own SVG, text as paths
-        "software_chart": mark_safe(software_chart) if software_chart else None,  # noqa: S308
-        "alerts": [alert_body(a) for a in history.alerts], "method": changepoints.METHOD,
-    })
+    return _page(
+        request,
+        "registry/history.html",
+        {
+            "run": run,
+            "history": history,
+            "points": list(reversed(history.points)),
+            "time_chart": mark_safe(time_chart) if time_chart else None,  # noqa: S308 - our own SVG, text as paths
+            "software_chart": mark_safe(software_chart) if software_chart else None,  # noqa: S308
+            "alerts": [alert_body(a) for a in history.alerts],
+            "method": changepoints.METHOD,
+        },
+    )
 
 
 @login_required

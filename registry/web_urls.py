@@ -22,17 +22,14 @@ urlpatterns = [
     path("jobs/<int:job_id>/cancel", views.job_cancel_view, name="job-cancel"),
     path("tokens/", views.tokens_page, name="tokens"),
     path("tokens/<int:token_id>/revoke", views.token_revoke_view, name="token-revoke"),
-
     # --- series (issue 19) ---
     path("runs/<int:run_id>/history/", views_series.run_history_page, name="run-history"),
     path("alerts/", views_series.alerts_page, name="alerts"),
-
     # --- decisions (issue 14) ---
     path("decisions/", decision_views.decisions_page, name="decisions"),
     path("decisions/<int:decision_id>/", decision_views.decision_page, name="decision"),
     path("decisions/<int:decision_id>/report", decision_views.decision_report_view, name="decision-report"),
     path("decisions/<int:decision_id>/plan", decision_views.decision_plan_view, name="decision-plan"),
-
     # --- catalogue (issue 18): the overview matrix ---
     path("matrix/", views.matrix, name="matrix"),
 ]

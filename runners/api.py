@@ -32,8 +32,10 @@ def execute(spec: RunSpec, progress: bool = False, reporter: Reporter | None = N
     if not progress:
         return runner(spec, backend, Silent())
     with RichReporter() as rich:
-        rich.note(f"[bold]{spec.phase} {spec.workload} {spec.precision} batch {spec.batch_size or 'default'} "
-                  f"({backend.name}, {backend.device})")
+        rich.note(
+            f"[bold]{spec.phase} {spec.workload} {spec.precision} batch {spec.batch_size or 'default'} "
+            f"({backend.name}, {backend.device})"
+        )
         return runner(spec, backend, rich)
 
 
@@ -50,12 +52,20 @@ def sweep_specs(backend: str | None = None, threads: int | None = 1) -> list[Run
     specs = [
         RunSpec(phase="inference", workload="mlp-classifier", scenario="offline", batch_size=1, **common),
         RunSpec(phase="inference", workload="mlp-classifier", scenario="offline", batch_size=32, **common),
-        RunSpec(phase="inference", workload="decoder-small", scenario="single-stream", batch_size=1,
-                sequence_length=32, output_tokens=8, **common),
+        RunSpec(
+            phase="inference",
+            workload="decoder-small",
+            scenario="single-stream",
+            batch_size=1,
+            sequence_length=32,
+            output_tokens=8,
+            **common,
+        ),
     ]
     if name == "torch":
-        specs.append(RunSpec(phase="training", workload="encoder-small", batch_size=8, sequence_length=64,
-                             steps=20, **common))
+        specs.append(
+            RunSpec(phase="training", workload="encoder-small", batch_size=8, sequence_length=64, steps=20, **common)
+        )
     else:  # the NumPy backend trains the MLP only
         specs.append(RunSpec(phase="training", workload="mlp-classifier", batch_size=32, steps=30, **common))
     return specs

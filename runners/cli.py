@@ -38,20 +38,32 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workload", required=True, choices=sorted(WORKLOADS))
     p.add_argument("--precision", default="fp32", choices=PRECISIONS)
     p.add_argument("--batch", type=_batches, default=None, help="batch size(s), comma-separated: one run each")
-    p.add_argument("--backend", choices=("numpy", "torch"), default=None,
-                   help=f"default: torch if installed, else numpy (here: {default_backend()})")
+    p.add_argument(
+        "--backend",
+        choices=("numpy", "torch"),
+        default=None,
+        help=f"default: torch if installed, else numpy (here: {default_backend()})",
+    )
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--threads", type=int, default=None, help="intra-op threads (default: CPUs in affinity)")
-    p.add_argument("--repetitions", type=int, default=None,
-                   help="measurement windows (default 5; 3 with --quick and for training: the fewest a "
-                        "comparison forms a verdict on)")
+    p.add_argument(
+        "--repetitions",
+        type=int,
+        default=None,
+        help="measurement windows (default 5; 3 with --quick and for training: the fewest a "
+        "comparison forms a verdict on)",
+    )
     p.add_argument("--min-seconds", type=float, default=None, help="minimum duration of each repetition")
     p.add_argument("--warmup-max-seconds", type=float, default=None, help="warm-up cap (default 30 s, quick 3 s)")
     p.add_argument("--sequence-length", type=int, default=None)
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--quick", action="store_true", help="short windows, for demos and tests")
-    p.add_argument("--isolation", choices=("dedicated", "shared"), default=None,
-                   help="state whether the machine ran nothing else (not detectable, so not guessed)")
+    p.add_argument(
+        "--isolation",
+        choices=("dedicated", "shared"),
+        default=None,
+        help="state whether the machine ran nothing else (not detectable, so not guessed)",
+    )
     p.add_argument("--submitter", default=os.environ.get("BENCHREG_SUBMITTER", "local"))
     p.add_argument("--out", type=Path, default=Path("results"))
     p.add_argument("--no-progress", action="store_true")
@@ -85,18 +97,38 @@ def parser() -> argparse.ArgumentParser:
 def specs(args: argparse.Namespace) -> list[RunSpec]:
     """One RunSpec per batch size."""
     fields: dict[str, Any] = {
-        "phase": args.phase, "workload": args.workload, "precision": args.precision, "backend": args.backend,
-        "device": args.device, "threads": args.threads, "repetitions": args.repetitions,
-        "min_seconds": args.min_seconds, "warmup_max_seconds": args.warmup_max_seconds,
-        "sequence_length": args.sequence_length, "seed": args.seed,
-        "quick": args.quick, "isolation": args.isolation, "submitter": args.submitter}
+        "phase": args.phase,
+        "workload": args.workload,
+        "precision": args.precision,
+        "backend": args.backend,
+        "device": args.device,
+        "threads": args.threads,
+        "repetitions": args.repetitions,
+        "min_seconds": args.min_seconds,
+        "warmup_max_seconds": args.warmup_max_seconds,
+        "sequence_length": args.sequence_length,
+        "seed": args.seed,
+        "quick": args.quick,
+        "isolation": args.isolation,
+        "submitter": args.submitter,
+    }
     if args.phase == "inference":
-        fields.update(scenario=args.scenario, target_qps=args.target_qps, concurrency=args.concurrency,
-                      latency_slo_ms=args.latency_slo_ms, ttft_slo_ms=args.ttft_slo_ms,
-                      tpot_slo_ms=args.tpot_slo_ms, output_tokens=args.output_tokens)
+        fields.update(
+            scenario=args.scenario,
+            target_qps=args.target_qps,
+            concurrency=args.concurrency,
+            latency_slo_ms=args.latency_slo_ms,
+            ttft_slo_ms=args.ttft_slo_ms,
+            tpot_slo_ms=args.tpot_slo_ms,
+            output_tokens=args.output_tokens,
+        )
     else:
-        fields.update(steps=args.steps, learning_rate=args.learning_rate, peak_tflops=args.peak_tflops,
-                      peak_source=args.peak_source)
+        fields.update(
+            steps=args.steps,
+            learning_rate=args.learning_rate,
+            peak_tflops=args.peak_tflops,
+            peak_source=args.peak_source,
+        )
     return [RunSpec(batch_size=b, **fields) for b in (args.batch or [None])]
 
 

@@ -66,8 +66,7 @@ class SubmitOutcome:
         if self.status == "known":
             return f"{label}: already known as run {self.run_id} ({self.digest})"
         if self.status == "rejected":
-            details = "; ".join(f"{e.get('pointer') or '/'} [{e.get('code')}] {e.get('message')}"
-                                for e in self.errors)
+            details = "; ".join(f"{e.get('pointer') or '/'} [{e.get('code')}] {e.get('message')}" for e in self.errors)
             return f"{label}: rejected: {details or self.message}"
         return f"{label}: error: {self.message}"
 
@@ -92,16 +91,26 @@ def _retry_after(response: httpx.Response) -> float | None:
 class RegistryClient:
     """A small, typed wrapper over the registry API. `server` is the base URL, e.g. http://127.0.0.1:8000."""
 
-    def __init__(self, server: str, token: str, *, timeout: httpx.Timeout = DEFAULT_TIMEOUT,
-                 transport: httpx.BaseTransport | None = None, retry: RetryPolicy = RetryPolicy(),
-                 on_retry: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        server: str,
+        token: str,
+        *,
+        timeout: httpx.Timeout = DEFAULT_TIMEOUT,
+        transport: httpx.BaseTransport | None = None,
+        retry: RetryPolicy = RetryPolicy(),
+        on_retry: Callable[[str], None] | None = None,
+    ) -> None:
         self.server = server.rstrip("/")
         self.retry = retry
         self.on_retry = on_retry or log.warning
         self.retries = 0  # retries made by the last request()
-        self._http = httpx.Client(base_url=self.server, timeout=timeout, transport=transport,
-                                  headers={"Authorization": f"Token {token}",
-                                           "User-Agent": "benchreg-client/0.1"})
+        self._http = httpx.Client(
+            base_url=self.server,
+            timeout=timeout,
+            transport=transport,
+            headers={"Authorization": f"Token {token}", "User-Agent": "benchreg-client/0.1"},
+        )
 
     def close(self) -> None:
         self._http.close()
@@ -140,12 +149,16 @@ class RegistryClient:
             self.retries += 1
             exc = state.outcome.exception() if state.outcome else None
             delay = state.next_action.sleep if state.next_action else 0.0
-            self.on_retry(f"{method} {path}: {exc}; retry {self.retries} of {self.retry.attempts - 1} "
-                          f"in {delay:.1f} s")
+            self.on_retry(f"{method} {path}: {exc}; retry {self.retries} of {self.retry.attempts - 1} in {delay:.1f} s")
 
         try:
-            response = Retrying(stop=stop_after_attempt(self.retry.attempts), wait=wait, reraise=True,
-                                retry=retry_if_exception_type(_Transient), before_sleep=before_sleep)(attempt)
+            response = Retrying(
+                stop=stop_after_attempt(self.retry.attempts),
+                wait=wait,
+                reraise=True,
+                retry=retry_if_exception_type(_Transient),
+                before_sleep=before_sleep,
+            )(attempt)
         except _Transient as exc:
             raise RegistryError(f"{method} {path}: {exc} (gave up after {self.retries} retries)") from exc
         if response.status_code >= 500:
@@ -155,8 +168,9 @@ class RegistryClient:
     def submit_bytes(self, body: bytes) -> SubmitOutcome:
         """POST one JSON document as it is (no re-serialisation), and say what became of it."""
         try:
-            response = self.request("POST", "/api/v1/submissions", content=body,
-                                    headers={"Content-Type": "application/json"})
+            response = self.request(
+                "POST", "/api/v1/submissions", content=body, headers={"Content-Type": "application/json"}
+            )
         except RegistryError as exc:
             return SubmitOutcome("error", message=str(exc), retries=self.retries)
         return dataclasses.replace(_outcome(response), retries=self.retries)
@@ -177,14 +191,19 @@ class RegistryClient:
         """
         lines = [body.replace(b"\r", b" ").replace(b"\n", b" ") for body in bodies]
         try:
-            response = self.request("POST", "/api/v1/submissions", content=b"\n".join(lines) + b"\n",
-                                    headers={"Content-Type": "application/x-ndjson"})
+            response = self.request(
+                "POST",
+                "/api/v1/submissions",
+                content=b"\n".join(lines) + b"\n",
+                headers={"Content-Type": "application/x-ndjson"},
+            )
         except RegistryError as exc:
             return [SubmitOutcome("error", message=str(exc)) for _ in bodies]
         if response.status_code == 415:
             return [self.submit_bytes(body) for body in bodies]
         if response.status_code != 200 or not response.headers.get("content-type", "").startswith(
-                "application/x-ndjson"):
+            "application/x-ndjson"
+        ):
             outcome = _outcome(response)
             return [outcome for _ in bodies]
         results = [json.loads(line) for line in response.text.splitlines() if line.strip()]
@@ -197,13 +216,16 @@ def _batch_outcome(result: dict[str, Any] | None) -> SubmitOutcome:
     if result is None:
         return SubmitOutcome("error", message="the registry's answer has no line for this document")
     if result.get("result") in ("stored", "known"):
-        return SubmitOutcome(str(result["result"]), run_id=result.get("id"), digest=result.get("digest"),
-                             url=result.get("url"))
+        return SubmitOutcome(
+            str(result["result"]), run_id=result.get("id"), digest=result.get("digest"), url=result.get("url")
+        )
     problem = result.get("problem") or {}
     status = result.get("status")
-    return SubmitOutcome("rejected" if status in (400, 413, 415, 422) else "error",
-                         errors=problem.get("errors") or [],
-                         message=str(problem.get("detail") or problem.get("title") or f"HTTP {status}"))
+    return SubmitOutcome(
+        "rejected" if status in (400, 413, 415, 422) else "error",
+        errors=problem.get("errors") or [],
+        message=str(problem.get("detail") or problem.get("title") or f"HTTP {status}"),
+    )
 
 
 def _outcome(response: httpx.Response) -> SubmitOutcome:
@@ -212,11 +234,17 @@ def _outcome(response: httpx.Response) -> SubmitOutcome:
     except json.JSONDecodeError:
         body = {}
     if response.status_code in (200, 201) and isinstance(body, dict):
-        return SubmitOutcome("stored" if response.status_code == 201 else "known",
-                             run_id=body.get("id"), digest=body.get("digest"), url=body.get("url"))
+        return SubmitOutcome(
+            "stored" if response.status_code == 201 else "known",
+            run_id=body.get("id"),
+            digest=body.get("digest"),
+            url=body.get("url"),
+        )
     if isinstance(body, dict) and response.status_code < 500:
         errors = body.get("errors") or []
-        return SubmitOutcome("rejected" if response.status_code in (400, 413, 415, 422) else "error",
-                             errors=errors, message=str(body.get("detail") or body.get("title") or
-                                                        f"HTTP {response.status_code}"))
+        return SubmitOutcome(
+            "rejected" if response.status_code in (400, 413, 415, 422) else "error",
+            errors=errors,
+            message=str(body.get("detail") or body.get("title") or f"HTTP {response.status_code}"),
+        )
     return SubmitOutcome("error", message=f"HTTP {response.status_code}")

@@ -23,12 +23,40 @@ from . import __version__, nvml
 
 PACKAGES = ("numpy", "scipy", "psutil", "rich", "threadpoolctl", "torch", "nvidia-ml-py", "httpx")
 # Relevant to matmul speed; the full flag list goes to the inventory.
-KEY_CPU_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16", "avx512_vnni",
-                 "avx_vnni", "amx_bf16", "amx_int8", "amx_tile", "neon", "asimd", "sve", "hypervisor")
-ENV_SWITCHES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "KMP_AFFINITY",
-                "OMP_PROC_BIND", "GOMP_CPU_AFFINITY", "CUDA_VISIBLE_DEVICES", "CUBLAS_WORKSPACE_CONFIG",
-                "NVIDIA_TF32_OVERRIDE", "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "ONEDNN_MAX_CPU_ISA",
-                "DNNL_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY", "PYTORCH_CUDA_ALLOC_CONF")
+KEY_CPU_FLAGS = (
+    "sse4_2",
+    "avx",
+    "avx2",
+    "fma",
+    "avx512f",
+    "avx512_bf16",
+    "avx512_fp16",
+    "avx512_vnni",
+    "avx_vnni",
+    "amx_bf16",
+    "amx_int8",
+    "amx_tile",
+    "neon",
+    "asimd",
+    "sve",
+    "hypervisor",
+)
+ENV_SWITCHES = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "KMP_AFFINITY",
+    "OMP_PROC_BIND",
+    "GOMP_CPU_AFFINITY",
+    "CUDA_VISIBLE_DEVICES",
+    "CUBLAS_WORKSPACE_CONFIG",
+    "NVIDIA_TF32_OVERRIDE",
+    "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE",
+    "ONEDNN_MAX_CPU_ISA",
+    "DNNL_MAX_CPU_ISA",
+    "ATEN_CPU_CAPABILITY",
+    "PYTORCH_CUDA_ALLOC_CONF",
+)
 
 
 def _read(path: str) -> str | None:
@@ -50,8 +78,7 @@ def _cpuinfo() -> dict[str, Any]:
             flags = value.split()
         elif key == "physical id":
             sockets.add(value)
-    return {"model": model or platform.processor() or None, "flags": flags or [],
-            "sockets": len(sockets) or None}
+    return {"model": model or platform.processor() or None, "flags": flags or [], "sockets": len(sockets) or None}
 
 
 def _detect_virt(flag: str) -> str | None:
@@ -93,10 +120,15 @@ def host_section(notes: dict[str, str]) -> tuple[dict[str, Any], list[str]]:
     frequency = (freq.max or freq.current) if freq else None
     if not frequency:
         notes["frequency_mhz"] = "cpufreq not exposed"
-    host = {"cpu_model": cpu["model"], "sockets": cpu["sockets"], "cores": psutil.cpu_count(logical=False),
-            "threads": psutil.cpu_count(logical=True),
-            "memory_gib": round(psutil.virtual_memory().total / 2**30, 2), "numa_nodes": nodes,
-            "frequency_mhz": round(frequency, 1) if frequency else None}
+    host = {
+        "cpu_model": cpu["model"],
+        "sockets": cpu["sockets"],
+        "cores": psutil.cpu_count(logical=False),
+        "threads": psutil.cpu_count(logical=True),
+        "memory_gib": round(psutil.virtual_memory().total / 2**30, 2),
+        "numa_nodes": nodes,
+        "frequency_mhz": round(frequency, 1) if frequency else None,
+    }
     flags = [f for f in KEY_CPU_FLAGS if f in cpu["flags"]]
     notes["cpu_flags"] = " ".join(flags) if flags else "no CPU flags readable"
     return host, cpu["flags"]
@@ -145,23 +177,45 @@ def capture(device: str = "cpu", device_uuid: str | None = None) -> dict[str, An
     """
     system_notes: dict[str, str] = {}
     host, all_flags = host_section(system_notes)
-    gpus = (nvml.inventory(device_uuid, os.environ.get("CUDA_VISIBLE_DEVICES")) if device == "cuda"
-            else nvml.Inventory([], None, {}, "not a CUDA run"))
+    gpus = (
+        nvml.inventory(device_uuid, os.environ.get("CUDA_VISIBLE_DEVICES"))
+        if device == "cuda"
+        else nvml.Inventory([], None, {}, "not a CUDA run")
+    )
     if gpus.reason:
         system_notes["accelerators"] = gpus.reason
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
-    system = {"name": socket.gethostname() or "unknown", "nodes": 1, "accelerators": gpus.accelerators,
-              "host": host, "cooling": None, "virtualization": _virtualization(all_flags, system_notes),
-              "notes": system_notes}
+    system = {
+        "name": socket.gethostname() or "unknown",
+        "nodes": 1,
+        "accelerators": gpus.accelerators,
+        "host": host,
+        "cooling": None,
+        "virtualization": _virtualization(all_flags, system_notes),
+        "notes": system_notes,
+    }
     system_notes.setdefault("cooling", "not readable from software")
     if load is not None:
         system_notes["load_average_at_start"] = " ".join(f"{x:.2f}" for x in load)
-    runtimes: dict[str, str | None] = {"python": platform.python_version(),
-                                       "python_implementation": platform.python_implementation()}
+    runtimes: dict[str, str | None] = {
+        "python": platform.python_version(),
+        "python_implementation": platform.python_implementation(),
+    }
     runtimes.update(gpus.runtimes)
-    software = {"os": _os(), "driver": gpus.driver, "runtimes": runtimes, "frameworks": {},
-                "packages": package_versions(), "container": _container(), "settings": host_settings(),
-                "notes": {}}
-    inventory = {"cpu_flags": all_flags, "python_executable": sys.executable, "gpus": gpus.details,
-                 "boot_time": psutil.boot_time()}
+    software = {
+        "os": _os(),
+        "driver": gpus.driver,
+        "runtimes": runtimes,
+        "frameworks": {},
+        "packages": package_versions(),
+        "container": _container(),
+        "settings": host_settings(),
+        "notes": {},
+    }
+    inventory = {
+        "cpu_flags": all_flags,
+        "python_executable": sys.executable,
+        "gpus": gpus.details,
+        "boot_time": psutil.boot_time(),
+    }
     return {"system": system, "software": software, "inventory": inventory}

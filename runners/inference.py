@@ -32,8 +32,9 @@ def _samples(reps: list[list[float]]) -> dict[str, Any]:
     return {"unit": "ms", "repetitions": [[round(x, 6) for x in rep] for rep in reps]}
 
 
-def _closed_loop(query: Query, policy: Policy, warm: Warmup, report: Reporter,
-                 recorder: Recorder) -> tuple[list[list[float]], dict[str, list[list[float]]], Window]:
+def _closed_loop(
+    query: Query, policy: Policy, warm: Warmup, report: Reporter, recorder: Recorder
+) -> tuple[list[list[float]], dict[str, list[list[float]]], Window]:
     recorder.window_start()
     window = measure(_per_repetition(query), policy, report, warm)
     recorder.window_stop()
@@ -49,21 +50,30 @@ def _per_repetition(query: Query) -> Any:
 def _split(values: list[float], reps: tuple[tuple[float, ...], ...]) -> list[list[float]]:
     out, i = [], 0
     for rep in reps:
-        out.append(values[i:i + len(rep)])
+        out.append(values[i : i + len(rep)])
         i += len(rep)
     return out if values else []
 
 
-def _server_loop(spec: RunSpec, query: Query, policy: Policy, warm: Warmup, report: Reporter,
-                 recorder: Recorder) -> tuple[list[ServerRun], float]:
+def _server_loop(
+    spec: RunSpec, query: Query, policy: Policy, warm: Warmup, report: Reporter, recorder: Recorder
+) -> tuple[list[ServerRun], float]:
     assert spec.target_qps is not None and spec.concurrency is not None
     count = requests_for(spec.target_qps, repetition_seconds(policy, warm), policy.min_iterations)
     runs = []
     recorder.window_start()
     for index in range(policy.repetitions):
         report.stage(f"server {index + 1}/{policy.repetitions} ({count} req)", None)
-        runs.append(run_server(query.run, spec.target_qps, count, spec.concurrency, spec.seed + index,
-                               max_seconds=policy.max_seconds / policy.repetitions))
+        runs.append(
+            run_server(
+                query.run,
+                spec.target_qps,
+                count,
+                spec.concurrency,
+                spec.seed + index,
+                max_seconds=policy.max_seconds / policy.repetitions,
+            )
+        )
         report.advance(1.0, f"{runs[-1].arrival_rate:.1f} req/s issued")
     recorder.window_stop()
     return runs, sum(r.seconds for r in runs)
@@ -74,8 +84,10 @@ def _server_series(runs: list[ServerRun], decoder_tokens: int | None) -> dict[st
     if decoder_tokens is None:
         return {"latency_ms": latency}
     ttft = [[r.ttft_ms or 0.0 for r in run.requests] for run in runs]
-    tpot = [[(lat - first) / (decoder_tokens - 1) for lat, first in zip(lr, tr, strict=True)]
-            for lr, tr in zip(latency, ttft, strict=True)]
+    tpot = [
+        [(lat - first) / (decoder_tokens - 1) for lat, first in zip(lr, tr, strict=True)]
+        for lr, tr in zip(latency, ttft, strict=True)
+    ]
     return {"latency_ms": latency, "ttft_ms": ttft, "tpot_ms": tpot}
 
 
@@ -118,8 +130,13 @@ def _metrics(spec: RunSpec, series: dict[str, list[list[float]]], seconds: float
 def _scenario(spec: RunSpec) -> dict[str, Any]:
     if spec.scenario != "server":
         return {"kind": spec.scenario}
-    return {"kind": "server", "arrival": "poisson", "target_qps": spec.target_qps,
-            "concurrency": spec.concurrency, "latency_slo_ms": spec.slo()}
+    return {
+        "kind": "server",
+        "arrival": "poisson",
+        "target_qps": spec.target_qps,
+        "concurrency": spec.concurrency,
+        "latency_slo_ms": spec.slo(),
+    }
 
 
 def _server_checks(runs: list[ServerRun], spec: RunSpec) -> tuple[dict[str, bool], list[str], str]:
@@ -127,24 +144,36 @@ def _server_checks(runs: list[ServerRun], spec: RunSpec) -> tuple[dict[str, bool
     rates = [r.arrival_rate for r in runs]
     ok = all(abs(rate / spec.target_qps - 1.0) <= ARRIVAL_TOLERANCE for rate in rates)
     lag = max(r.max_dispatch_lag_ms for r in runs)
-    note = (f"poisson arrivals, seed {spec.seed}+repetition; issued {', '.join(f'{x:.2f}' for x in rates)} "
-            f"req/s against {spec.target_qps:g}; max dispatch lag {lag:.2f} ms; latency from scheduled arrival")
-    reasons = [] if ok else [f"achieved arrival rate {min(rates):.2f}-{max(rates):.2f} req/s is not within "
-                             f"{ARRIVAL_TOLERANCE:.0%} of the target {spec.target_qps:g}"]
+    note = (
+        f"poisson arrivals, seed {spec.seed}+repetition; issued {', '.join(f'{x:.2f}' for x in rates)} "
+        f"req/s against {spec.target_qps:g}; max dispatch lag {lag:.2f} ms; latency from scheduled arrival"
+    )
+    reasons = (
+        []
+        if ok
+        else [
+            f"achieved arrival rate {min(rates):.2f}-{max(rates):.2f} req/s is not within "
+            f"{ARRIVAL_TOLERANCE:.0%} of the target {spec.target_qps:g}"
+        ]
+    )
     # Completions per second between first and last completion: below the arrival rate, the queue grew.
     served = min(r.completion_rate for r in runs)
     kept_up = served >= (1.0 - ARRIVAL_TOLERANCE) * spec.target_qps
     if not kept_up:
-        reasons.append(f"overloaded: completed {served:.2f} req/s against {spec.target_qps:g} arriving, "
-                       "so latency reflects a growing queue")
+        reasons.append(
+            f"overloaded: completed {served:.2f} req/s against {spec.target_qps:g} arriving, "
+            "so latency reflects a growing queue"
+        )
     checks = {"arrival_rate_within_tolerance": ok, "kept_up_with_arrivals": kept_up}
     truncated = [r for r in runs if r.truncated]
     if truncated:  # the run is kept, marked by a failed validity check and the reason (issue 17)
         checks["finished_within_time_cap"] = False
         cap = truncated[0].max_seconds or 0.0
-        reasons.append(f"truncated: {len(truncated)} of {len(runs)} repetitions hit the time cap of {cap:g} s; "
-                       f"served {sum(len(r.requests) for r in truncated)} of {sum(r.planned for r in truncated)} "
-                       "scheduled requests in them")
+        reasons.append(
+            f"truncated: {len(truncated)} of {len(runs)} repetitions hit the time cap of {cap:g} s; "
+            f"served {sum(len(r.requests) for r in truncated)} of {sum(r.planned for r in truncated)} "
+            "scheduled requests in them"
+        )
         note += f"; time cap {cap:g} s per repetition: truncated"
     return checks, reasons, note
 
@@ -181,8 +210,9 @@ def run(spec: RunSpec, backend: Backend, report: Reporter) -> dict[str, Any]:
     criteria = SERVER_CRITERIA if spec.scenario == "server" else stats.SteadyCriteria()
     verdict = stats.assess(np.concatenate([np.asarray(r) for r in series["latency_ms"]]), criteria)
     report.note(_verdict_line(verdict, reasons))
-    return _document(spec, backend, recorder, model, warm, policy, series, seconds,
-                     verdict.as_document(reasons), validity, notes)
+    return _document(
+        spec, backend, recorder, model, warm, policy, series, seconds, verdict.as_document(reasons), validity, notes
+    )
 
 
 def _verdict_line(verdict: SteadyVerdict, reasons: list[str]) -> str:
@@ -191,9 +221,19 @@ def _verdict_line(verdict: SteadyVerdict, reasons: list[str]) -> str:
     return "steady state: NOT reached: " + "; ".join([*verdict.reasons, *reasons])
 
 
-def _document(spec: RunSpec, backend: Backend, recorder: Recorder, model: Any, warm: Warmup, policy: Policy,
-              series: dict[str, list[list[float]]], seconds: float, verdict: dict[str, Any],
-              validity: dict[str, bool] | None, notes: dict[str, str]) -> dict[str, Any]:
+def _document(
+    spec: RunSpec,
+    backend: Backend,
+    recorder: Recorder,
+    model: Any,
+    warm: Warmup,
+    policy: Policy,
+    series: dict[str, list[list[float]]],
+    seconds: float,
+    verdict: dict[str, Any],
+    validity: dict[str, bool] | None,
+    notes: dict[str, str],
+) -> dict[str, Any]:
     workload, shape = spec.definition, spec.shape()
     metrics = _metrics(spec, series, seconds)
     metrics["memory"] = recorder.memory()
@@ -205,27 +245,43 @@ def _document(spec: RunSpec, backend: Backend, recorder: Recorder, model: Any, w
         precision["kv_cache"] = backend.kv_cache_format(spec.precision)
     iterations = sum(len(r) for r in series["latency_ms"])
     return recorder.document(
-        workload=_workload_section(spec, "inference"), scenario=_scenario(spec), precision=precision,
+        workload=_workload_section(spec, "inference"),
+        scenario=_scenario(spec),
+        precision=precision,
         conditions=recorder.conditions(policy, warm, seconds, iterations, verdict, spec.isolation, validity),
-        metrics=metrics, samples={k: _samples(v) for k, v in series.items() if v},
-        framework=framework_versions(backend), software_notes=notes,
-        settings={"runner.sleep_ms": float(spec.sleep_ms)})
+        metrics=metrics,
+        samples={k: _samples(v) for k, v in series.items() if v},
+        framework=framework_versions(backend),
+        software_notes=notes,
+        settings={"runner.sleep_ms": float(spec.sleep_ms)},
+    )
 
 
 def _workload_section(spec: RunSpec, phase: str) -> dict[str, Any]:
     w = spec.definition
-    model: dict[str, Any] = {"architecture": w.architecture, "parameters": w.parameters(), "layers": w.layers,
-                             "hidden_size": w.hidden_size, "digest": None}
+    model: dict[str, Any] = {
+        "architecture": w.architecture,
+        "parameters": w.parameters(),
+        "layers": w.layers,
+        "hidden_size": w.hidden_size,
+        "digest": None,
+    }
     if w.is_transformer:
         model.update(attention_heads=w.attention_heads, vocabulary_size=w.vocabulary_size)
-    return {"name": w.name, "version": w.version, "task": w.task, "model": model,
-            "dataset": {"name": w.dataset, "version": "1", "seed": spec.seed},
-            "shape": spec.shape().section(phase)}
+    return {
+        "name": w.name,
+        "version": w.version,
+        "task": w.task,
+        "model": model,
+        "dataset": {"name": w.dataset, "version": "1", "seed": spec.seed},
+        "shape": spec.shape().section(phase),
+    }
 
 
 def framework_versions(backend: Backend) -> dict[str, str | None]:
     """The framework that ran the model, at its exact version."""
     if backend.name == "torch":
         import torch
+
         return {"torch": str(torch.__version__)}
     return {"numpy": np.__version__}

@@ -30,12 +30,14 @@ def timer(fn: Callable[[], object], sync: Callable[[], None]) -> Timed:
     The first sync drains work queued earlier (so it is not charged to this iteration); the second waits
     for this iteration's device work, since GPU calls return before the kernels finish.
     """
+
     def timed() -> float:
         sync()
         start = time.perf_counter_ns()
         fn()
         sync()
         return (time.perf_counter_ns() - start) / 1e6
+
     return timed
 
 
@@ -44,17 +46,17 @@ class Policy:
     """How long to warm up and to measure. Window limits are per repetition."""
 
     repetitions: int = 3
-    min_seconds: float = 5.0               # each repetition lasts at least this long ...
-    min_iterations: int = 50               # ... and times at least this many iterations
-    max_iterations: int = 100_000          # the protocol's cap on raw samples per repetition
-    warmup_max_seconds: float = 30.0       # warm-up stops here even if never steady (and says so)
+    min_seconds: float = 5.0  # each repetition lasts at least this long ...
+    min_iterations: int = 50  # ... and times at least this many iterations
+    max_iterations: int = 100_000  # the protocol's cap on raw samples per repetition
+    warmup_max_seconds: float = 30.0  # warm-up stops here even if never steady (and says so)
     warmup_max_iterations: int = 20_000
-    warmup_block_seconds: float = 0.2      # target duration of one warm-up block
-    warmup_tolerance: float = 0.05         # block medians agree when their spread is within this
-    warmup_blocks: int = 3                 # consecutive agreeing blocks that end the warm-up
-    max_seconds: float = 900.0             # the measured window stops here, all repetitions together (server
-                                           # and closed loops alike); a run stopped by it is kept and marked
-                                           # truncated
+    warmup_block_seconds: float = 0.2  # target duration of one warm-up block
+    warmup_tolerance: float = 0.05  # block medians agree when their spread is within this
+    warmup_blocks: int = 3  # consecutive agreeing blocks that end the warm-up
+    max_seconds: float = 900.0  # the measured window stops here, all repetitions together (server
+    # and closed loops alike); a run stopped by it is kept and marked
+    # truncated
 
     def __post_init__(self) -> None:
         if self.repetitions < 1 or self.min_iterations < rules.MIN_WINDOW_ITERATIONS:
@@ -78,8 +80,10 @@ class Warmup:
         """Why the run is not steady because of its warm-up (empty if it settled)."""
         if self.settled:
             return []
-        return [f"warm-up capped at {self.iterations} iterations / {self.seconds:.1f} s without "
-                f"{policy.warmup_blocks} block medians agreeing within {policy.warmup_tolerance:.0%}"]
+        return [
+            f"warm-up capped at {self.iterations} iterations / {self.seconds:.1f} s without "
+            f"{policy.warmup_blocks} block medians agreeing within {policy.warmup_tolerance:.0%}"
+        ]
 
 
 @dataclass(frozen=True)
@@ -100,7 +104,8 @@ class Window:
         return {"finished_within_time_cap": False}, [
             f"truncated: {len(cut)} of {len(self.repetitions)} repetitions hit the time cap of "
             f"{self.cap_seconds or 0:g} s; they timed {timed} iterations against at least "
-            f"{policy.min_iterations} each"]
+            f"{policy.min_iterations} each"
+        ]
 
     @property
     def samples(self) -> np.ndarray:
@@ -155,10 +160,12 @@ def warm_up(timed: Timed, policy: Policy, report: Reporter | None = None) -> War
         # looks flat over three short blocks is still caught when the blocks are longer.
         size = min(int(size * BLOCK_GROWTH) + 1, 10_000)
         settled = len(medians) >= policy.warmup_blocks and medians_agree(
-            medians[-policy.warmup_blocks:], policy.warmup_tolerance)
+            medians[-policy.warmup_blocks :], policy.warmup_tolerance
+        )
         report.advance(min(elapsed, policy.warmup_max_seconds), f"block median {float(np.median(block)):.3f} ms")
-    report.note(f"warm-up: {'steady' if settled else 'NOT steady (capped)'} after {len(durations)} "
-                f"iterations, {elapsed:.1f} s")
+    report.note(
+        f"warm-up: {'steady' if settled else 'NOT steady (capped)'} after {len(durations)} iterations, {elapsed:.1f} s"
+    )
     return Warmup(len(durations), round(elapsed, 3), settled, tuple(round(m, 6) for m in medians))
 
 
@@ -169,8 +176,9 @@ def repetition_seconds(policy: Policy, warmup: Warmup | None) -> float:
     return max(policy.min_seconds, floor)
 
 
-def measure_repetition(timed: Timed, policy: Policy, min_seconds: float,
-                       max_seconds: float = math.inf) -> tuple[tuple[float, ...], float]:
+def measure_repetition(
+    timed: Timed, policy: Policy, min_seconds: float, max_seconds: float = math.inf
+) -> tuple[tuple[float, ...], float]:
     """One repetition: time iterations until both the minimum duration and count are met, or a cap: the
     protocol's sample cap, or `max_seconds` of wall time (a query so slow that the minimum count would run for
     hours; the caller marks such a repetition truncated)."""

@@ -52,19 +52,28 @@ def _device(handle: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     memory = _try(pynvml.nvmlDeviceGetMemoryInfo, handle)
     limit_mw = _try(pynvml.nvmlDeviceGetEnforcedPowerManagementLimit, handle)
     clocks = _try(pynvml.nvmlDeviceGetMaxClockInfo, handle, pynvml.NVML_CLOCK_SM)
-    link = (_try(pynvml.nvmlDeviceGetCurrPcieLinkGeneration, handle),
-            _try(pynvml.nvmlDeviceGetCurrPcieLinkWidth, handle))
-    accelerator = {"vendor": "NVIDIA", "model": str(pynvml.nvmlDeviceGetName(handle)), "count": 1,
-                   "memory_gib": round(memory.total / 2**30, 2) if memory else None,
-                   "host_interconnect": f"PCIe Gen{link[0]} x{link[1]}" if all(link) else None,
-                   "interconnect": None, "power_limit_w": limit_mw / 1000.0 if limit_mw else None,
-                   "frequency_mhz": float(clocks) if clocks else None}
-    details = {"uuid": _try(pynvml.nvmlDeviceGetUUID, handle),
-               "compute_capability": _try(pynvml.nvmlDeviceGetCudaComputeCapability, handle),
-               "persistence_mode": _try(pynvml.nvmlDeviceGetPersistenceMode, handle),
-               "memory_clock_max_mhz": _try(pynvml.nvmlDeviceGetMaxClockInfo, handle, pynvml.NVML_CLOCK_MEM),
-               "applications_clock_mhz": _try(pynvml.nvmlDeviceGetApplicationsClock, handle, pynvml.NVML_CLOCK_SM),
-               "temperature_c": _try(pynvml.nvmlDeviceGetTemperature, handle, pynvml.NVML_TEMPERATURE_GPU)}
+    link = (
+        _try(pynvml.nvmlDeviceGetCurrPcieLinkGeneration, handle),
+        _try(pynvml.nvmlDeviceGetCurrPcieLinkWidth, handle),
+    )
+    accelerator = {
+        "vendor": "NVIDIA",
+        "model": str(pynvml.nvmlDeviceGetName(handle)),
+        "count": 1,
+        "memory_gib": round(memory.total / 2**30, 2) if memory else None,
+        "host_interconnect": f"PCIe Gen{link[0]} x{link[1]}" if all(link) else None,
+        "interconnect": None,
+        "power_limit_w": limit_mw / 1000.0 if limit_mw else None,
+        "frequency_mhz": float(clocks) if clocks else None,
+    }
+    details = {
+        "uuid": _try(pynvml.nvmlDeviceGetUUID, handle),
+        "compute_capability": _try(pynvml.nvmlDeviceGetCudaComputeCapability, handle),
+        "persistence_mode": _try(pynvml.nvmlDeviceGetPersistenceMode, handle),
+        "memory_clock_max_mhz": _try(pynvml.nvmlDeviceGetMaxClockInfo, handle, pynvml.NVML_CLOCK_MEM),
+        "applications_clock_mhz": _try(pynvml.nvmlDeviceGetApplicationsClock, handle, pynvml.NVML_CLOCK_SM),
+        "temperature_c": _try(pynvml.nvmlDeviceGetTemperature, handle, pynvml.NVML_TEMPERATURE_GPU),
+    }
     return accelerator, details
 
 
@@ -82,6 +91,7 @@ def _merge(accelerators: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 # ------------------------------------------------------------------------------------ which device ran it
 
+
 @dataclass(frozen=True)
 class Selection:
     """The NVML index of the device a run used, and how it was found (said in the document's notes)."""
@@ -96,8 +106,9 @@ def normalise_uuid(uuid: str) -> str:
     return text[4:] if text.startswith("gpu-") else text
 
 
-def select_device(devices: Sequence[tuple[int, str | None]], *, uuid: str | None, visible: str | None,
-                  ordinal: int = 0) -> Selection:
+def select_device(
+    devices: Sequence[tuple[int, str | None]], *, uuid: str | None, visible: str | None, ordinal: int = 0
+) -> Selection:
     """Find the NVML index of CUDA device `ordinal` among `devices` ((NVML index, UUID) pairs).
 
     By UUID when the framework gives one (exact). Otherwise through CUDA_VISIBLE_DEVICES (`visible`), whose
@@ -116,8 +127,11 @@ def select_device(devices: Sequence[tuple[int, str | None]], *, uuid: str | None
     if entry is None:
         return Selection(None, f"CUDA device {ordinal} is not among CUDA_VISIBLE_DEVICES={visible!r}")
     if entry.lower().startswith("mig-"):
-        return Selection(None, f"CUDA device {ordinal} is the MIG instance {entry}: NVML board telemetry "
-                               "would describe the whole GPU, so none is recorded")
+        return Selection(
+            None,
+            f"CUDA device {ordinal} is the MIG instance {entry}: NVML board telemetry "
+            "would describe the whole GPU, so none is recorded",
+        )
     if entry.isdigit():
         index = int(entry)
         if any(i == index for i, _ in devices):
@@ -131,8 +145,10 @@ def select_device(devices: Sequence[tuple[int, str | None]], *, uuid: str | None
 
 
 def _devices() -> list[tuple[int, str | None]]:
-    return [(i, _try(pynvml.nvmlDeviceGetUUID, pynvml.nvmlDeviceGetHandleByIndex(i)))
-            for i in range(pynvml.nvmlDeviceGetCount())]
+    return [
+        (i, _try(pynvml.nvmlDeviceGetUUID, pynvml.nvmlDeviceGetHandleByIndex(i)))
+        for i in range(pynvml.nvmlDeviceGetCount())
+    ]
 
 
 def locate(uuid: str | None, visible: str | None, ordinal: int = 0) -> tuple[Any, Selection]:
@@ -157,26 +173,43 @@ def inventory(uuid: str | None = None, visible: str | None = None, ordinal: int 
         return Inventory([], None, {}, reason)
     count = pynvml.nvmlDeviceGetCount()
     pairs = [_device(pynvml.nvmlDeviceGetHandleByIndex(i)) for i in range(count)]
-    chosen = select_device([(i, d.get("uuid")) for i, (_, d) in enumerate(pairs)], uuid=uuid, visible=visible,
-                           ordinal=ordinal)
+    chosen = select_device(
+        [(i, d.get("uuid")) for i, (_, d) in enumerate(pairs)], uuid=uuid, visible=visible, ordinal=ordinal
+    )
     used = [pairs[chosen.index][0]] if chosen.index is not None else []
     cuda = _try(pynvml.nvmlSystemGetCudaDriverVersion)
     why = None if count else "NVML sees no GPU"
     if count and chosen.index is None:
         why = f"the GPU this run used could not be identified: {chosen.how}"
     return Inventory(
-        used, {"name": "nvidia", "version": str(pynvml.nvmlSystemGetDriverVersion())},
-        {"devices": [d for _, d in pairs], "used_index": chosen.index, "selected": chosen.how,
-         "machine_accelerators": _merge([a for a, _ in pairs])},
-        why, {"cuda_driver": f"{cuda // 1000}.{cuda % 1000 // 10}" if cuda else None})
+        used,
+        {"name": "nvidia", "version": str(pynvml.nvmlSystemGetDriverVersion())},
+        {
+            "devices": [d for _, d in pairs],
+            "used_index": chosen.index,
+            "selected": chosen.how,
+            "machine_accelerators": _merge([a for a, _ in pairs]),
+        },
+        why,
+        {"cuda_driver": f"{cuda // 1000}.{cuda % 1000 // 10}" if cuda else None},
+    )
 
 
 # ------------------------------------------------------------------------------ readings over the window
 
+
 def _throttle_names(mask: int) -> list[str]:
-    names = {"GPU_IDLE": 0x1, "APPLICATIONS_CLOCKS_SETTING": 0x2, "SW_POWER_CAP": 0x4, "HW_SLOWDOWN": 0x8,
-             "SYNC_BOOST": 0x10, "SW_THERMAL_SLOWDOWN": 0x20, "HW_THERMAL_SLOWDOWN": 0x40,
-             "HW_POWER_BRAKE_SLOWDOWN": 0x80, "DISPLAY_CLOCK_SETTING": 0x100}
+    names = {
+        "GPU_IDLE": 0x1,
+        "APPLICATIONS_CLOCKS_SETTING": 0x2,
+        "SW_POWER_CAP": 0x4,
+        "HW_SLOWDOWN": 0x8,
+        "SYNC_BOOST": 0x10,
+        "SW_THERMAL_SLOWDOWN": 0x20,
+        "HW_THERMAL_SLOWDOWN": 0x40,
+        "HW_POWER_BRAKE_SLOWDOWN": 0x80,
+        "DISPLAY_CLOCK_SETTING": 0x100,
+    }
     return [name for name, bit in names.items() if mask & bit]
 
 
@@ -208,8 +241,9 @@ class GpuSampler:
         self._thread.start()
 
     @classmethod
-    def start(cls, uuid: str | None = None, visible: str | None = None, ordinal: int = 0,
-              interval: float = SAMPLE_INTERVAL_S) -> tuple[GpuSampler | None, str | None]:
+    def start(
+        cls, uuid: str | None = None, visible: str | None = None, ordinal: int = 0, interval: float = SAMPLE_INTERVAL_S
+    ) -> tuple[GpuSampler | None, str | None]:
         handle, chosen = locate(uuid, visible, ordinal)
         if handle is None:
             return None, chosen.how
@@ -241,13 +275,23 @@ class GpuSampler:
         self._stop.set()
         self._thread.join()
         self._sample()  # the last instant of the window, too
-        reasons = None if self._mask_failed and not self._mask else \
-            [r for r in _throttle_names(self._mask) if r not in NOT_SLOWDOWNS]
+        reasons = (
+            None
+            if self._mask_failed and not self._mask
+            else [r for r in _throttle_names(self._mask) if r not in NOT_SLOWDOWNS]
+        )
         limit = _try(pynvml.nvmlDeviceGetEnforcedPowerManagementLimit, h)
         joules = (energy - self.energy_mj) / 1000.0 if energy is not None and self.energy_mj is not None else None
-        return {"joules": joules, "seconds": seconds, "device": self.how,
-                "start_c": self.start_c, "end_c": _try(pynvml.nvmlDeviceGetTemperature, h, pynvml.NVML_TEMPERATURE_GPU),
-                "max_c": self._max_c, "throttle_reasons": reasons, "throttle_polls": self._polls,
-                "power_limit_w": limit / 1000.0 if limit else None,
-                "graphics_mhz": _try(pynvml.nvmlDeviceGetClockInfo, h, pynvml.NVML_CLOCK_SM),
-                "memory_mhz": _try(pynvml.nvmlDeviceGetClockInfo, h, pynvml.NVML_CLOCK_MEM)}
+        return {
+            "joules": joules,
+            "seconds": seconds,
+            "device": self.how,
+            "start_c": self.start_c,
+            "end_c": _try(pynvml.nvmlDeviceGetTemperature, h, pynvml.NVML_TEMPERATURE_GPU),
+            "max_c": self._max_c,
+            "throttle_reasons": reasons,
+            "throttle_polls": self._polls,
+            "power_limit_w": limit / 1000.0 if limit else None,
+            "graphics_mhz": _try(pynvml.nvmlDeviceGetClockInfo, h, pynvml.NVML_CLOCK_SM),
+            "memory_mhz": _try(pynvml.nvmlDeviceGetClockInfo, h, pynvml.NVML_CLOCK_MEM),
+        }

@@ -43,17 +43,21 @@ class RichReporter:
     """A Reporter drawing one rich progress bar per stage; use it as a context manager."""
 
     def __init__(self, console: Console | None = None) -> None:
-        self._progress = Progress(TextColumn("{task.description:<28}"), BarColumn(),
-                                  TextColumn("{task.fields[info]}"), TimeElapsedColumn(),
-                                  console=console or Console(stderr=True), transient=False)
+        self._progress = Progress(
+            TextColumn("{task.description:<28}"),
+            BarColumn(),
+            TextColumn("{task.fields[info]}"),
+            TimeElapsedColumn(),
+            console=console or Console(stderr=True),
+            transient=False,
+        )
         self._task: TaskID | None = None
 
     def __enter__(self) -> RichReporter:
         self._progress.start()
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self._progress.stop()
 
     def stage(self, label: str, total: float | None) -> None:

@@ -105,8 +105,9 @@ def make_query(backend: Backend, model: Any, workload: Workload, shape: Shape, s
     return BatchQuery(backend, model, inputs)
 
 
-def quality(backend: Backend, workload: Workload, shape: Shape, model: Any, reference: Any,
-            seed: int, precision: str) -> dict[str, Any]:
+def quality(
+    backend: Backend, workload: Workload, shape: Shape, model: Any, reference: Any, seed: int, precision: str
+) -> dict[str, Any]:
     """Agreement with an fp32 build of the same weights on fixed inputs (not the benchmark inputs)."""
     qseed = seed + 100  # a separate fixed set, so quality is not judged on the timed batch alone
     if workload.is_decoder:
@@ -117,14 +118,21 @@ def quality(backend: Backend, workload: Workload, shape: Shape, model: Any, refe
         metric = "token-agreement-vs-fp32"
     else:
         batches = max(1, 256 // shape.batch_size) if not workload.is_transformer else 1
-        inputs = (workloads.features(workload, shape, qseed, batches)[0] if not workload.is_transformer
-                  else workloads.tokens(workload, shape, qseed))
+        inputs = (
+            workloads.features(workload, shape, qseed, batches)[0]
+            if not workload.is_transformer
+            else workloads.tokens(workload, shape, qseed)
+        )
         data = backend.to_device(inputs)
         ours = backend.predictions(backend.forward(model, data))
         ref = backend.predictions(backend.forward(reference, data))
         metric = "top1-agreement-vs-fp32"
-    return {"metric": metric, "value": round(float(np.mean(ours == ref)), 6), "reference_precision": "fp32",
-            "values": {"compared": int(ours.size)}}
+    return {
+        "metric": metric,
+        "value": round(float(np.mean(ours == ref)), 6),
+        "reference_precision": "fp32",
+        "values": {"compared": int(ours.size)},
+    }
 
 
 def _generate(backend: Backend, model: Any, prompts: Any, output_tokens: int) -> np.ndarray:
@@ -132,7 +140,6 @@ def _generate(backend: Backend, model: Any, prompts: Any, output_tokens: int) ->
     for _ in range(output_tokens - 1):
         backend.decode(model, state)
     return backend.predictions(state)
-
 
 
 class Paused:

@@ -93,14 +93,24 @@ class Recorder:
         if r.joules is None or r.energy_source is None:
             return None
         seconds = r.seconds or window_seconds
-        scope = (f"GPU board, {r.gpu.get('device')}" if r.energy_source == "nvml"
-                 else "CPU packages (all processes)")
-        return {"joules": round(r.joules, 3), "average_power_w": round(r.joules / seconds, 3),
-                "source": r.energy_source, "scope": scope}
+        scope = f"GPU board, {r.gpu.get('device')}" if r.energy_source == "nvml" else "CPU packages (all processes)"
+        return {
+            "joules": round(r.joules, 3),
+            "average_power_w": round(r.joules / seconds, 3),
+            "source": r.energy_source,
+            "scope": scope,
+        }
 
-    def conditions(self, policy: Policy, warmup: Warmup, seconds: float, iterations: int,
-                   verdict: dict[str, Any], isolation: str | None,
-                   validity: dict[str, bool] | None = None) -> dict[str, Any]:
+    def conditions(
+        self,
+        policy: Policy,
+        warmup: Warmup,
+        seconds: float,
+        iterations: int,
+        verdict: dict[str, Any],
+        isolation: str | None,
+        validity: dict[str, bool] | None = None,
+    ) -> dict[str, Any]:
         r, gpu = self.readings, self.readings.gpu
         throttle = gpu.get("throttle_reasons")
         out: dict[str, Any] = {
@@ -109,19 +119,33 @@ class Recorder:
             "steady_state": verdict,
             "power": {"limit_w": gpu.get("power_limit_w"), "mode": None},
             "clocks": {"locked": None, "graphics_mhz": gpu.get("graphics_mhz"), "memory_mhz": gpu.get("memory_mhz")},
-            "thermal": {"start_c": r.start_c, "end_c": r.end_c,
-                        "throttled": bool(throttle) if throttle is not None else None},
-            "ambient_c": None, "isolation": isolation}
+            "thermal": {
+                "start_c": r.start_c,
+                "end_c": r.end_c,
+                "throttled": bool(throttle) if throttle is not None else None,
+            },
+            "ambient_c": None,
+            "isolation": isolation,
+        }
         if throttle:
             out["thermal"]["throttle_reasons"] = throttle
         if validity is not None:
             out["validity"] = {"valid": all(validity.values()), "checks": validity}
         return out
 
-    def document(self, *, workload: dict[str, Any], scenario: dict[str, Any], precision: dict[str, Any],
-                 conditions: dict[str, Any], metrics: dict[str, Any], samples: dict[str, Any],
-                 framework: dict[str, str | None], software_notes: dict[str, str],
-                 settings: dict[str, Any] | None = None) -> dict[str, Any]:
+    def document(
+        self,
+        *,
+        workload: dict[str, Any],
+        scenario: dict[str, Any],
+        precision: dict[str, Any],
+        conditions: dict[str, Any],
+        metrics: dict[str, Any],
+        samples: dict[str, Any],
+        framework: dict[str, str | None],
+        software_notes: dict[str, str],
+        settings: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         """The complete document, validated by `protocol.check` (raises protocol.Invalid otherwise)."""
         system = json.loads(json.dumps(self.env["system"]))  # a copy: the capture may serve other runs
         software = json.loads(json.dumps(self.env["software"]))
@@ -130,21 +154,36 @@ class Recorder:
         software["settings"].update(self.backend.settings())
         software["settings"].update(settings or {})
         software["notes"].update(software_notes)
-        doc = {"protocol": f"{protocol.PROTOCOL_NAME}/{protocol.PROTOCOL_VERSION}", "phase": self.phase,
-               "workload": workload, "scenario": scenario, "precision": precision, "system": system,
-               "software": software, "conditions": conditions, "metrics": metrics, "samples": samples,
-               "provenance": {"runner": {"name": RUNNER_NAMES[self.phase], "version": __version__},
-                              "submitter": self.submitter, "source": "runner",
-                              "started_at": self.started_at, "finished_at": now()}}
+        doc = {
+            "protocol": f"{protocol.PROTOCOL_NAME}/{protocol.PROTOCOL_VERSION}",
+            "phase": self.phase,
+            "workload": workload,
+            "scenario": scenario,
+            "precision": precision,
+            "system": system,
+            "software": software,
+            "conditions": conditions,
+            "metrics": metrics,
+            "samples": samples,
+            "provenance": {
+                "runner": {"name": RUNNER_NAMES[self.phase], "version": __version__},
+                "submitter": self.submitter,
+                "source": "runner",
+                "started_at": self.started_at,
+                "finished_at": now(),
+            },
+        }
         return protocol.check(doc).document
 
 
 def file_name(doc: dict[str, Any]) -> str:
     """A descriptive, unique file name: phase, workload, scenario, precision, batch, digest prefix."""
     digest = protocol.check(doc).digest.removeprefix("sha256:")[:12]
-    return (f"{doc['phase']}-{doc['workload']['name']}-{doc['scenario']['kind']}-"
-            f"{doc['precision']['activations']}-{doc['precision']['weights']}-"
-            f"b{doc['workload']['shape']['batch_size']}-{digest}.json")
+    return (
+        f"{doc['phase']}-{doc['workload']['name']}-{doc['scenario']['kind']}-"
+        f"{doc['precision']['activations']}-{doc['precision']['weights']}-"
+        f"b{doc['workload']['shape']['batch_size']}-{digest}.json"
+    )
 
 
 def write(doc: dict[str, Any], out_dir: Path) -> Path:

@@ -44,7 +44,7 @@ class ServerRun:
 
     requests: tuple[Request, ...]
     target_qps: float
-    planned: int = 0             # requests scheduled; more than len(requests) when the time cap stopped the run
+    planned: int = 0  # requests scheduled; more than len(requests) when the time cap stopped the run
     max_seconds: float | None = None
 
     @property
@@ -103,8 +103,9 @@ def _sleep_until(deadline: float) -> None:
         pass
 
 
-def run_server(serve: Serve, rate: float, count: int, concurrency: int, seed: int,
-               max_seconds: float | None = None) -> ServerRun:
+def run_server(
+    serve: Serve, rate: float, count: int, concurrency: int, seed: int, max_seconds: float | None = None
+) -> ServerRun:
     """Issue `count` requests with Poisson arrivals at `rate` per second to `concurrency` workers.
 
     With `max_seconds`, the repetition stops at that wall-clock time: no request scheduled later is issued,

@@ -100,11 +100,13 @@ class RunSpec:
             min_seconds=self.min_seconds or (1.0 if self.phase == "training" else 0.6 if self.quick else 5.0),
             steps=(self.steps or (30 if self.quick else 500)) if self.phase == "training" else None,
             target_qps=self.target_qps or (10.0 if server else None),
-            concurrency=self.concurrency or (4 if server else None))
+            concurrency=self.concurrency or (4 if server else None),
+        )
 
     def shape(self) -> Shape:
-        return self.definition.shape(self.batch_size or self.definition.default_shape.batch_size,
-                                     self.sequence_length, self.output_tokens)
+        return self.definition.shape(
+            self.batch_size or self.definition.default_shape.batch_size, self.sequence_length, self.output_tokens
+        )
 
     def policy(self) -> Policy:
         """Warm-up and window limits; training measures `steps` steps (extended to the 1 s minimum)."""
@@ -117,21 +119,29 @@ class RunSpec:
             # repetition is one independent value for the comparison's interval.
             assert r.steps is not None
             per_rep = max(math.ceil(r.steps / r.repetitions), rules.MIN_WINDOW_ITERATIONS)
-            return Policy(repetitions=r.repetitions,
-                          min_seconds=max(r.min_seconds, rules.MIN_WINDOW_SECONDS) / r.repetitions,
-                          min_iterations=per_rep, max_iterations=max(per_rep, 100_000),
-                          warmup_max_seconds=warm_cap, warmup_block_seconds=block,
-                          max_seconds=self.max_seconds or (60.0 if self.quick else 900.0))
-        return Policy(repetitions=r.repetitions, min_seconds=r.min_seconds,
-                      min_iterations=10 if self.quick else 50, warmup_max_seconds=warm_cap,
-                      warmup_block_seconds=block, max_seconds=self.max_seconds or (60.0 if self.quick else 900.0))
+            return Policy(
+                repetitions=r.repetitions,
+                min_seconds=max(r.min_seconds, rules.MIN_WINDOW_SECONDS) / r.repetitions,
+                min_iterations=per_rep,
+                max_iterations=max(per_rep, 100_000),
+                warmup_max_seconds=warm_cap,
+                warmup_block_seconds=block,
+                max_seconds=self.max_seconds or (60.0 if self.quick else 900.0),
+            )
+        return Policy(
+            repetitions=r.repetitions,
+            min_seconds=r.min_seconds,
+            min_iterations=10 if self.quick else 50,
+            warmup_max_seconds=warm_cap,
+            warmup_block_seconds=block,
+            max_seconds=self.max_seconds or (60.0 if self.quick else 900.0),
+        )
 
     def slo(self) -> dict[str, Any]:
         """The latency objective goodput is measured against."""
         if self.definition.is_decoder:
             base = DEFAULT_SLO_MS[self.workload]
-            return {"ttft_p99": self.ttft_slo_ms or base["ttft_p99"],
-                    "tpot_p99": self.tpot_slo_ms or base["tpot_p99"]}
+            return {"ttft_p99": self.ttft_slo_ms or base["ttft_p99"], "tpot_p99": self.tpot_slo_ms or base["tpot_p99"]}
         return {"latency_p99": self.latency_slo_ms or DEFAULT_LATENCY_SLO_MS}
 
 
@@ -142,8 +152,12 @@ def expected_fields(spec: RunSpec) -> dict[str, Any]:
     the job it was given). Only what the spec fixes is listed: what the runner measures is not.
     """
     r = spec.resolved()
-    out: dict[str, Any] = {"/phase": r.phase, "/workload/name": r.workload, "/scenario/kind": r.scenario,
-                           "/workload/shape/batch_size": r.batch_size}
+    out: dict[str, Any] = {
+        "/phase": r.phase,
+        "/workload/name": r.workload,
+        "/scenario/kind": r.scenario,
+        "/workload/shape/batch_size": r.batch_size,
+    }
     # The backends' precision sections (runners/backends): int8 and fp8 are weight formats, the others
     # the format activations are computed in (weights stay fp32 under autocast).
     if r.precision == "int8":

@@ -50,8 +50,13 @@ def distribution(values: Sequence[float] | np.ndarray) -> dict[str, Any]:
     data = np.asarray(values, dtype=np.float64)
     if data.size == 0:
         raise ValueError("a distribution needs at least one sample")
-    out: dict[str, Any] = {"count": int(data.size), "method": PERCENTILE_METHOD, "unit": "ms",
-                           "min": _round(float(data.min())), "mean": _round(float(data.mean()))}
+    out: dict[str, Any] = {
+        "count": int(data.size),
+        "method": PERCENTILE_METHOD,
+        "unit": "ms",
+        "min": _round(float(data.min())),
+        "mean": _round(float(data.mean())),
+    }
     if data.size > 1:
         out["stdev"] = _round(float(data.std(ddof=1)))
     keys = [k for k in rules.PERCENTILES if rules.percentile_allowed(k, int(data.size))]
@@ -68,14 +73,14 @@ def distribution(values: Sequence[float] | np.ndarray) -> dict[str, Any]:
 class SteadyCriteria:
     """Thresholds of the steady-state verdict (docs/measurement.md explains each choice)."""
 
-    blocks: int = 10                  # blocks the measured series is cut into, in time order
-    block_spread_max: float = 0.05    # (max - min) of block medians over the overall median
-    trend_z_max: float = 2.5          # |Mann-Kendall z| on the block medians above which a trend is real
-    trend_change_max: float = 0.05    # ... and the Theil-Sen change across the window that makes it matter
+    blocks: int = 10  # blocks the measured series is cut into, in time order
+    block_spread_max: float = 0.05  # (max - min) of block medians over the overall median
+    trend_z_max: float = 2.5  # |Mann-Kendall z| on the block medians above which a trend is real
+    trend_change_max: float = 0.05  # ... and the Theil-Sen change across the window that makes it matter
     iqr_over_median_max: float = 0.5  # dispersion above which the median itself is not a stable summary
-    min_block_size: int = 5           # fewer samples per block and block medians mean nothing
-    block_test_alpha: float = 0.01    # Kruskal-Wallis p-value below which block differences are not noise
-    slow_factor: float = 2.0          # an iteration this many times the median is on a slow path ...
+    min_block_size: int = 5  # fewer samples per block and block medians mean nothing
+    block_test_alpha: float = 0.01  # Kruskal-Wallis p-value below which block differences are not noise
+    slow_factor: float = 2.0  # an iteration this many times the median is on a slow path ...
     slow_share_max: float | None = 0.03  # ... and more than this share of them is a slow path (None: off)
 
 
@@ -92,9 +97,13 @@ class SteadyVerdict:
     def as_document(self, extra_reasons: Sequence[str] = ()) -> dict[str, Any]:
         """The `conditions.steady_state` section; extra reasons (e.g. an unsettled warm-up) unset reached."""
         reasons = [*self.reasons, *extra_reasons]
-        out: dict[str, Any] = {"method": "block-medians", "reached": self.reached and not extra_reasons,
-                               "block_spread": self.block_spread, "trend_statistic": self.trend_statistic,
-                               "iqr_over_median": self.iqr_over_median}
+        out: dict[str, Any] = {
+            "method": "block-medians",
+            "reached": self.reached and not extra_reasons,
+            "block_spread": self.block_spread,
+            "trend_statistic": self.trend_statistic,
+            "iqr_over_median": self.iqr_over_median,
+        }
         if reasons:
             out["reasons"] = reasons
         return out
@@ -126,8 +135,9 @@ def assess(values: Sequence[float] | np.ndarray, criteria: SteadyCriteria = Stea
     data = np.asarray(values, dtype=np.float64)
     blocks = min(criteria.blocks, data.size // criteria.min_block_size)
     if blocks < 3:
-        return SteadyVerdict(False, None, None, None,
-                             (f"too few samples ({data.size}) to assess steady state in blocks",))
+        return SteadyVerdict(
+            False, None, None, None, (f"too few samples ({data.size}) to assess steady state in blocks",)
+        )
     overall = float(np.median(data))
     medians = block_medians(data, blocks)
     spread = float((medians.max() - medians.min()) / overall) if overall > 0 else 0.0
@@ -139,11 +149,14 @@ def assess(values: Sequence[float] | np.ndarray, criteria: SteadyCriteria = Stea
     if spread > criteria.block_spread_max:
         p = _blocks_differ(data, blocks)
         if p < criteria.block_test_alpha:
-            reasons.append(f"block medians disagree: spread {spread:.3f} > {criteria.block_spread_max} "
-                           f"(Kruskal-Wallis p {p:.2g})")
+            reasons.append(
+                f"block medians disagree: spread {spread:.3f} > {criteria.block_spread_max} (Kruskal-Wallis p {p:.2g})"
+            )
     if abs(z) > criteria.trend_z_max and change > criteria.trend_change_max:
-        reasons.append(f"drift: Mann-Kendall z {z:.2f} (limit {criteria.trend_z_max}) with a "
-                       f"{change:.1%} change across the window (limit {criteria.trend_change_max:.0%})")
+        reasons.append(
+            f"drift: Mann-Kendall z {z:.2f} (limit {criteria.trend_z_max}) with a "
+            f"{change:.1%} change across the window (limit {criteria.trend_change_max:.0%})"
+        )
     if iqr > criteria.iqr_over_median_max:
         reasons.append(f"dispersion: IQR/median {iqr:.3f} > {criteria.iqr_over_median_max}")
     slow = slow_path(data, overall, criteria)
@@ -168,9 +181,11 @@ def slow_path(data: np.ndarray, overall: float, criteria: SteadyCriteria) -> str
     share = slow.size / data.size
     if share <= criteria.slow_share_max:
         return None
-    return (f"slow path: {share:.1%} of iterations took more than {criteria.slow_factor:g}× the median "
-            f"(about {float(np.median(slow)) / overall:.1f}× it; limit {criteria.slow_share_max:.0%}), so the "
-            "median and the tail measure different behaviours")
+    return (
+        f"slow path: {share:.1%} of iterations took more than {criteria.slow_factor:g}× the median "
+        f"(about {float(np.median(slow)) / overall:.1f}× it; limit {criteria.slow_share_max:.0%}), so the "
+        "median and the tail measure different behaviours"
+    )
 
 
 def medians_agree(medians: Sequence[float], tolerance: float) -> bool:

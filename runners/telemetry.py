@@ -46,8 +46,7 @@ def cpu_temperature() -> tuple[float | None, str | None]:
         sensors = reader() if reader else {}
     except OSError as exc:
         return None, f"temperature sensors unreadable: {exc}"
-    readings = [t.current for name in ("coretemp", "k10temp", "zenpower", "cpu_thermal")
-                for t in sensors.get(name, [])]
+    readings = [t.current for name in ("coretemp", "k10temp", "zenpower", "cpu_thermal") for t in sensors.get(name, [])]
     if not readings:
         return None, "no CPU temperature sensor exposed (common in virtual machines)"
     return float(max(readings)), None

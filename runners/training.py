@@ -75,8 +75,13 @@ def _flops(spec: RunSpec, backend: Backend, step_ms: float) -> dict[str, Any]:
     mfu = round(achieved / peak, 6) if peak else None
     if mfu is not None and mfu > 1.0:  # a measured peak below what the model achieved is no peak at all
         mfu, source = None, f"{source}; below the achieved rate, so MFU is omitted"
-    return {"per_step": per_step, "achieved_tflops": round(achieved, 6), "peak_tflops": peak,
-            "peak_source": source, "mfu": mfu}
+    return {
+        "per_step": per_step,
+        "achieved_tflops": round(achieved, 6),
+        "peak_tflops": peak,
+        "peak_source": source,
+        "mfu": mfu,
+    }
 
 
 def run(spec: RunSpec, backend: Backend, report: Reporter) -> dict[str, Any]:
@@ -103,22 +108,32 @@ def run(spec: RunSpec, backend: Backend, report: Reporter) -> dict[str, Any]:
     seconds = window.total_seconds
     samples_per_s = window.iterations * shape.batch_size / seconds
     metrics: dict[str, Any] = {
-        "primary": "throughput", "throughput": {"value": round(samples_per_s, 4), "unit": "samples/s"},
+        "primary": "throughput",
+        "throughput": {"value": round(samples_per_s, 4), "unit": "samples/s"},
         "step_time_ms": stats.distribution(step_ms),
         "step_breakdown_ms": {name: round(float(v), 6) for name, v in zip(PHASES, breakdown, strict=True)},
-        "memory": recorder.memory(), "flops": _flops(spec, backend, float(np.median(step_ms))),
-        "loss": loss_summary(loop.losses), "energy": recorder.energy(seconds)}
+        "memory": recorder.memory(),
+        "flops": _flops(spec, backend, float(np.median(step_ms))),
+        "loss": loss_summary(loop.losses),
+        "energy": recorder.energy(seconds),
+    }
     if shape.sequence_length:
         metrics["tokens_per_second"] = {"value": round(samples_per_s * shape.sequence_length, 4), "unit": "tokens/s"}
     scenario = {"kind": "fixed-steps", "steps": spec.steps, "optimizer": "adamw", "learning_rate": spec.learning_rate}
-    notes = {"training.steps": f"{warm.iterations} warm-up + {window.iterations} measured steps; "
-                               f"step breakdown is the median of each phase over the window; "
-                               f"loss first/last are means over the first/last tenth of all steps"}
+    notes = {
+        "training.steps": f"{warm.iterations} warm-up + {window.iterations} measured steps; "
+        f"step breakdown is the median of each phase over the window; "
+        f"loss first/last are means over the first/last tenth of all steps"
+    }
     return recorder.document(
-        workload=_workload_section(spec, "training"), scenario=scenario,
+        workload=_workload_section(spec, "training"),
+        scenario=scenario,
         precision=backend.precision_section("training", spec.precision),
-        conditions=recorder.conditions(policy, warm, seconds, window.iterations, verdict.as_document(reasons),
-                                       spec.isolation, capped or None),
-        metrics=metrics, samples={"step_time_ms": {"unit": "ms", "repetitions": [[round(x, 6) for x in r]
-                                                                                 for r in window.repetitions]}},
-        framework=framework_versions(backend), software_notes=notes)
+        conditions=recorder.conditions(
+            policy, warm, seconds, window.iterations, verdict.as_document(reasons), spec.isolation, capped or None
+        ),
+        metrics=metrics,
+        samples={"step_time_ms": {"unit": "ms", "repetitions": [[round(x, 6) for x in r] for r in window.repetitions]}},
+        framework=framework_versions(backend),
+        software_notes=notes,
+    )

@@ -61,13 +61,15 @@ class Workload:
     def is_transformer(self) -> bool:
         return self.attention_heads is not None
 
-    def shape(self, batch_size: int, sequence_length: int | None = None,
-              output_tokens: int | None = None) -> Shape:
+    def shape(self, batch_size: int, sequence_length: int | None = None, output_tokens: int | None = None) -> Shape:
         """The default shape with the given batch size and optional overrides."""
         base = self.default_shape
-        return replace(base, batch_size=batch_size,
-                       sequence_length=sequence_length or base.sequence_length,
-                       output_tokens=output_tokens or base.output_tokens)
+        return replace(
+            base,
+            batch_size=batch_size,
+            sequence_length=sequence_length or base.sequence_length,
+            output_tokens=output_tokens or base.output_tokens,
+        )
 
     def mlp_dims(self) -> list[int]:
         """Layer widths of the MLP classifier: input, hidden × (layers - 1), classes."""
@@ -87,16 +89,37 @@ class Workload:
 
 WORKLOADS: dict[str, Workload] = {
     "mlp-classifier": Workload(
-        name="mlp-classifier", task="classification", architecture="mlp", layers=4, hidden_size=2048,
-        dataset="synthetic-features", classes=10, default_shape=Shape(batch_size=32, input_features=1024)),
+        name="mlp-classifier",
+        task="classification",
+        architecture="mlp",
+        layers=4,
+        hidden_size=2048,
+        dataset="synthetic-features",
+        classes=10,
+        default_shape=Shape(batch_size=32, input_features=1024),
+    ),
     "encoder-small": Workload(
-        name="encoder-small", task="masked-language-modeling", architecture="encoder-transformer",
-        layers=4, hidden_size=256, attention_heads=4, vocabulary_size=2048, dataset="synthetic-tokens",
-        default_shape=Shape(batch_size=32, sequence_length=128)),
+        name="encoder-small",
+        task="masked-language-modeling",
+        architecture="encoder-transformer",
+        layers=4,
+        hidden_size=256,
+        attention_heads=4,
+        vocabulary_size=2048,
+        dataset="synthetic-tokens",
+        default_shape=Shape(batch_size=32, sequence_length=128),
+    ),
     "decoder-small": Workload(
-        name="decoder-small", task="text-generation", architecture="decoder-transformer", layers=6,
-        hidden_size=512, attention_heads=8, vocabulary_size=12288, dataset="synthetic-prompts",
-        default_shape=Shape(batch_size=8, sequence_length=256, output_tokens=64)),
+        name="decoder-small",
+        task="text-generation",
+        architecture="decoder-transformer",
+        layers=6,
+        hidden_size=512,
+        attention_heads=8,
+        vocabulary_size=12288,
+        dataset="synthetic-prompts",
+        default_shape=Shape(batch_size=8, sequence_length=256, output_tokens=64),
+    ),
 }
 
 
@@ -109,6 +132,7 @@ def get(name: str) -> Workload:
 
 
 # --- synthetic data -------------------------------------------------------------------------------------
+
 
 def features(workload: Workload, shape: Shape, seed: int, batches: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """`batches` batches of fp32 features (N, F) and teacher labels (N,), for the MLP classifier."""
@@ -144,6 +168,7 @@ def mlm_mask(shape: Shape, seed: int, batches: int = 1) -> np.ndarray:
 
 
 # --- FLOPs ----------------------------------------------------------------------------------------------
+
 
 def _transformer_token_flops(w: Workload, context: int) -> float:
     """Forward matmul FLOPs for one token at `context` attended positions, including the output head."""

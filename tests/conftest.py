@@ -64,8 +64,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
     """In CI (BENCHREG_REQUIRE_SERVICES=1) a skipped service-backed test is a failure, not a shrug."""
     outcome = yield
     report = outcome.get_result()
-    if (report.skipped and os.environ.get("BENCHREG_REQUIRE_SERVICES") == "1"
-            and any(m in item.keywords for m in SERVICE_MARKERS)):
+    if (
+        report.skipped
+        and os.environ.get("BENCHREG_REQUIRE_SERVICES") == "1"
+        and any(m in item.keywords for m in SERVICE_MARKERS)
+    ):
         report.outcome = "failed"
         report.longrepr = f"skipped in CI, where {', '.join(SERVICE_MARKERS)} tests must run: {report.longrepr}"
 

@@ -44,18 +44,42 @@ def seed() -> dict[str, Any]:
     a, _ = submission_create(document=server, submitted_by=admin)
     b, _ = submission_create(document=variant(server, "lab-h200-02", 1500.0), submitted_by=admin)
     comparison, _ = comparison_create(runs=[a, b], axis="system", created_by=admin)
-    report = Report.objects.create(comparison=comparison, title="contract", decision="d", requested_by=admin,
-                                   requested_by_name=admin.get_username(), created_at=timezone.now())
+    report = Report.objects.create(
+        comparison=comparison,
+        title="contract",
+        decision="d",
+        requested_by=admin,
+        requested_by_name=admin.get_username(),
+        created_at=timezone.now(),
+    )
     _, secret = enrolment_token_create(created_by=None, expires_in=timedelta(hours=1), actor="contract")
     agent, _ = agent_enroll(enrolment_token=secret, name="rig-contract", inventory={"host": {"address": "10.0.0.7"}})
-    plan = Plan.objects.create(runner="inference", workload="mlp-classifier", precisions=["fp32"], batch_sizes=[1],
-                               soft_time_limit=600, time_limit=900, created_by=admin,
-                               created_by_name=admin.get_username())
-    job = Job.objects.create(plan=plan, agent=agent, agent_name=agent.name,
-                             spec={"phase": "inference", "workload": "mlp-classifier", "precision": "fp32"},
-                             soft_time_limit=600, time_limit=900)
-    return {"token": plain, "runs": [a.pk, b.pk], "comparison": comparison.pk, "report": report.pk,
-            "plan": plan.pk, "job": job.pk}
+    plan = Plan.objects.create(
+        runner="inference",
+        workload="mlp-classifier",
+        precisions=["fp32"],
+        batch_sizes=[1],
+        soft_time_limit=600,
+        time_limit=900,
+        created_by=admin,
+        created_by_name=admin.get_username(),
+    )
+    job = Job.objects.create(
+        plan=plan,
+        agent=agent,
+        agent_name=agent.name,
+        spec={"phase": "inference", "workload": "mlp-classifier", "precision": "fp32"},
+        soft_time_limit=600,
+        time_limit=900,
+    )
+    return {
+        "token": plain,
+        "runs": [a.pk, b.pk],
+        "comparison": comparison.pk,
+        "report": report.pk,
+        "plan": plan.pk,
+        "job": job.pk,
+    }
 
 
 def fetch_schema(base_url: str, into: Path) -> Path:
@@ -69,13 +93,42 @@ def fetch_schema(base_url: str, into: Path) -> Path:
     return path
 
 
-def schemathesis_command(base_url: str, token: str, *, schema: Path, max_examples: int, seed_value: int = 1,
-                         workers: int = 1, report_dir: Path | None = None, extra: list[str] | None = None) -> list[str]:
+def schemathesis_command(
+    base_url: str,
+    token: str,
+    *,
+    schema: Path,
+    max_examples: int,
+    seed_value: int = 1,
+    workers: int = 1,
+    report_dir: Path | None = None,
+    extra: list[str] | None = None,
+) -> list[str]:
     """`st run` with every check on the served schema; a fixed seed makes a failing run reproducible."""
-    command = [str(Path(sys.executable).with_name("st")), "--config-file", str(CONFIG), "--no-color",
-               "run", str(schema), "--url", base_url, "--checks", "all", "--header", f"Authorization: Token {token}",
-               "--max-examples", str(max_examples), "--seed", str(seed_value), "--workers", str(workers),
-               "--suppress-health-check", "all", "--request-timeout", "30"]
+    command = [
+        str(Path(sys.executable).with_name("st")),
+        "--config-file",
+        str(CONFIG),
+        "--no-color",
+        "run",
+        str(schema),
+        "--url",
+        base_url,
+        "--checks",
+        "all",
+        "--header",
+        f"Authorization: Token {token}",
+        "--max-examples",
+        str(max_examples),
+        "--seed",
+        str(seed_value),
+        "--workers",
+        str(workers),
+        "--suppress-health-check",
+        "all",
+        "--request-timeout",
+        "30",
+    ]
     if report_dir is not None:
         command += ["--report", "junit", "--report-dir", str(report_dir)]
     return command + list(extra or [])
@@ -92,4 +145,4 @@ def failure_report(output: str) -> str:
     if not starts:
         return output[-20_000:]
     start = min(starts)
-    return output[output.rfind("\n", 0, start) + 1:][:60_000]
+    return output[output.rfind("\n", 0, start) + 1 :][:60_000]

@@ -9,11 +9,22 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-FORBIDDEN = {"protocol": {"django", "rest_framework", "registry", "runners", "celery"},
-             "runners": {"django", "rest_framework", "registry"},
-             # Third parties run it with the report and the registry's published keys only, in under a second.
-             "verifier": {"django", "rest_framework", "registry", "runners", "celery", "matplotlib", "weasyprint",
-                          "numpy", "jsonschema"}}
+FORBIDDEN = {
+    "protocol": {"django", "rest_framework", "registry", "runners", "celery"},
+    "runners": {"django", "rest_framework", "registry"},
+    # Third parties run it with the report and the registry's published keys only, in under a second.
+    "verifier": {
+        "django",
+        "rest_framework",
+        "registry",
+        "runners",
+        "celery",
+        "matplotlib",
+        "weasyprint",
+        "numpy",
+        "jsonschema",
+    },
+}
 
 
 def _imports(path: Path) -> set[str]:
@@ -29,17 +40,36 @@ def _imports(path: Path) -> set[str]:
 
 @pytest.mark.parametrize("package", sorted(FORBIDDEN))
 def test_lower_layers_never_import_higher_ones(package: str) -> None:
-    offenders = {str(path.relative_to(ROOT)): sorted(_imports(path) & FORBIDDEN[package])
-                 for path in (ROOT / package).rglob("*.py")}
+    offenders = {
+        str(path.relative_to(ROOT)): sorted(_imports(path) & FORBIDDEN[package])
+        for path in (ROOT / package).rglob("*.py")
+    }
     assert {k: v for k, v in offenders.items() if v} == {}
 
 
 # --- install what the role needs (issue 17) --------------------------------------------------------------------
 
-SERVER_STACK = {"django", "rest_framework", "drf_spectacular", "weasyprint", "pyhanko", "matplotlib", "psycopg",
-                "gunicorn"}
-AGENT_SIDE = ["registry.cli", "runners.cli", "runners.client", "runners.inference", "runners.training",
-              "runners.agent.cli", "runners.agent.worker", "runners.agent.remote", "protocol"]
+SERVER_STACK = {
+    "django",
+    "rest_framework",
+    "drf_spectacular",
+    "weasyprint",
+    "pyhanko",
+    "matplotlib",
+    "psycopg",
+    "gunicorn",
+}
+AGENT_SIDE = [
+    "registry.cli",
+    "runners.cli",
+    "runners.client",
+    "runners.inference",
+    "runners.training",
+    "runners.agent.cli",
+    "runners.agent.worker",
+    "runners.agent.remote",
+    "protocol",
+]
 
 
 def test_the_agent_and_runner_code_works_without_the_server_stack_installed() -> None:
@@ -63,8 +93,7 @@ from registry.cli import main
 sys.exit(main(["agent", "--help"]))
 """
     env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
-    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True,
-                          check=False)
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     assert done.returncode == 0, f"the agent side needs the server stack:\n{done.stderr[-3000:]}"
 
 
@@ -74,7 +103,9 @@ def test_the_agent_install_declares_no_server_dependency() -> None:
     import tomllib
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    names = {re.split(r"[\[<>=!~; ]", spec, maxsplit=1)[0].lower().replace("-", "_")
-             for spec in [*project["dependencies"], *project["optional-dependencies"]["agent"]]}
+    names = {
+        re.split(r"[\[<>=!~; ]", spec, maxsplit=1)[0].lower().replace("-", "_")
+        for spec in [*project["dependencies"], *project["optional-dependencies"]["agent"]]
+    }
     assert not names & (SERVER_STACK | {"djangorestframework", "psycopg_binary"}), names
     assert "benchreg[registry]" in project["optional-dependencies"]["test"]  # CI still installs everything

@@ -62,18 +62,33 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="benchreg verify", description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog="\n".join(__doc__.split("\n")[4:]))
+    parser = argparse.ArgumentParser(
+        prog="benchreg verify",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="\n".join(__doc__.split("\n")[4:]),
+    )
     parser.add_argument("file", type=Path)
     parser.add_argument("--cert", type=Path, help="the registry's report certificate bundle (PEM)")
-    parser.add_argument("--log-key", action="append", default=[], metavar="VKEY",
-                        help="the audit log's verifier key (C2SP note verifier key); repeatable")
-    parser.add_argument("--server", default=None, help="the registry to fetch missing public material from and "
-                                                        "to ask about the runs (default $BENCHREG_SERVER or "
-                                                        "http://127.0.0.1:8000 when --cert/--log-key are missing)")
-    parser.add_argument("--token", default=os.environ.get("BENCHREG_TOKEN"),
-                        help="API token for --server (shows withdrawal reasons); default $BENCHREG_TOKEN")
+    parser.add_argument(
+        "--log-key",
+        action="append",
+        default=[],
+        metavar="VKEY",
+        help="the audit log's verifier key (C2SP note verifier key); repeatable",
+    )
+    parser.add_argument(
+        "--server",
+        default=None,
+        help="the registry to fetch missing public material from and "
+        "to ask about the runs (default $BENCHREG_SERVER or "
+        "http://127.0.0.1:8000 when --cert/--log-key are missing)",
+    )
+    parser.add_argument(
+        "--token",
+        default=os.environ.get("BENCHREG_TOKEN"),
+        help="API token for --server (shows withdrawal reasons); default $BENCHREG_TOKEN",
+    )
     parser.add_argument("--offline", action="store_true", help="never contact a registry (needs --cert and --log-key)")
     parser.add_argument("--json", action="store_true", help="print the verdict as JSON")
     return parser
@@ -85,8 +100,11 @@ def _material(args: argparse.Namespace, pdf: bytes) -> tuple[list[Any], list[str
 
     if args.offline and not (args.cert and args.log_key):
         raise CannotAsk("--offline needs the registry's published --cert and --log-key")
-    server = args.server or (None if args.offline or (args.cert and args.log_key) else
-                             os.environ.get("BENCHREG_SERVER", "http://127.0.0.1:8000"))
+    server = args.server or (
+        None
+        if args.offline or (args.cert and args.log_key)
+        else os.environ.get("BENCHREG_SERVER", "http://127.0.0.1:8000")
+    )
     cert_pem = _read(args.cert) if args.cert else None
     keys = list(args.log_key)
     lookup = None
@@ -99,8 +117,9 @@ def _material(args: argparse.Namespace, pdf: bytes) -> tuple[list[Any], list[str
     return certificates, keys, lookup
 
 
-def _ask(server: str, token: str | None, pdf: bytes, cert_pem: bytes | None,
-         keys: list[str]) -> tuple[bytes, list[str], Any]:
+def _ask(
+    server: str, token: str | None, pdf: bytes, cert_pem: bytes | None, keys: list[str]
+) -> tuple[bytes, list[str], Any]:
     import httpx  # only when a registry is asked: it is not needed offline
 
     base = server.rstrip("/")

@@ -100,9 +100,14 @@ class Verdict:
         return ok
 
     def as_dict(self) -> dict[str, Any]:
-        return {"verdict": "VALID" if self.valid else "INVALID", "valid": self.valid,
-                "reasons": [c.as_dict() for c in self.reasons], "checks": [c.as_dict() for c in self.checks],
-                "report": self.report, "runs": self.runs}
+        return {
+            "verdict": "VALID" if self.valid else "INVALID",
+            "valid": self.valid,
+            "reasons": [c.as_dict() for c in self.reasons],
+            "checks": [c.as_dict() for c in self.checks],
+            "report": self.report,
+            "runs": self.runs,
+        }
 
     def lines(self) -> list[str]:
         """Human-readable verdict: the verdict first, then one line per check."""
@@ -115,22 +120,34 @@ def load_certificates(pem: bytes) -> list[x509.Certificate]:
     return x509.load_pem_x509_certificates(pem)
 
 
-def verify_report(pdf: bytes, *, certificates: Sequence[x509.Certificate], log_keys: Sequence[str | VerifierKey],
-                  registry: RunLookup | None = None, max_stream_bytes: int = MAX_STREAM_BYTES,
-                  max_inflated_bytes: int = MAX_INFLATED_BYTES) -> Verdict:
+def verify_report(
+    pdf: bytes,
+    *,
+    certificates: Sequence[x509.Certificate],
+    log_keys: Sequence[str | VerifierKey],
+    registry: RunLookup | None = None,
+    max_stream_bytes: int = MAX_STREAM_BYTES,
+    max_inflated_bytes: int = MAX_INFLATED_BYTES,
+) -> Verdict:
     """Check `pdf` as described in the module docstring. Never raises for a bad file: that is a failed check.
 
     No stream inflates to more than `max_stream_bytes`, nor all streams of a revision to more than
     `max_inflated_bytes`; past either, decoding stops and the verdict is INVALID with the check within-bounds."""
     verdict = Verdict()
-    limits = DecodeLimits(per_stream=StreamDecodeLimits(max_output_size=max_stream_bytes),
-                          document_budget=DocumentDecodeBudget(base_allowance=max_inflated_bytes, max_ratio=0))
+    limits = DecodeLimits(
+        per_stream=StreamDecodeLimits(max_output_size=max_stream_bytes),
+        document_budget=DocumentDecodeBudget(base_allowance=max_inflated_bytes, max_ratio=0),
+    )
     try:
         _verify(verdict, pdf, certificates, log_keys, registry, limits)
     except Exception as exc:  # any malformed input must end as INVALID with its reason
         if not _over_bounds(verdict, exc):
-            verdict.add("report-checkable", False, f"the file could not be checked to the end ({type(exc).__name__}"
-                                                   f": {_short(exc)}): it is damaged or not a report")
+            verdict.add(
+                "report-checkable",
+                False,
+                f"the file could not be checked to the end ({type(exc).__name__}"
+                f": {_short(exc)}): it is damaged or not a report",
+            )
     return verdict
 
 
@@ -142,13 +159,23 @@ def _over_bounds(verdict: Verdict, exc: BaseException) -> bool:
     if seen is None:
         return False
     if not any(c.code == "within-bounds" for c in verdict.checks):
-        verdict.add("within-bounds", False, f"a compressed stream inflates beyond the verifier's bounds ({_short(seen)}"
-                                            "): it is not a registry report, whose streams are far smaller")
+        verdict.add(
+            "within-bounds",
+            False,
+            f"a compressed stream inflates beyond the verifier's bounds ({_short(seen)}"
+            "): it is not a registry report, whose streams are far smaller",
+        )
     return True
 
 
-def _verify(verdict: Verdict, pdf: bytes, certificates: Sequence[x509.Certificate],
-            log_keys: Sequence[str | VerifierKey], registry: RunLookup | None, limits: DecodeLimits) -> None:
+def _verify(
+    verdict: Verdict,
+    pdf: bytes,
+    certificates: Sequence[x509.Certificate],
+    log_keys: Sequence[str | VerifierKey],
+    registry: RunLookup | None,
+    limits: DecodeLimits,
+) -> None:
     try:
         reader = PdfFileReader(io.BytesIO(pdf), strict=False, decode_limits=limits)
         signatures = reader.embedded_signatures
@@ -157,8 +184,9 @@ def _verify(verdict: Verdict, pdf: bytes, certificates: Sequence[x509.Certificat
             verdict.add("pdf-readable", False, f"the file is not a readable PDF: {_short(exc)}")
         return
     verdict.add("pdf-readable", True, f"PDF with {len(pdf):,} bytes")
-    if not verdict.add("signature-present", len(signatures) == 1,
-                       f"{len(signatures)} signature(s) found; a report has exactly one"):
+    if not verdict.add(
+        "signature-present", len(signatures) == 1, f"{len(signatures)} signature(s) found; a report has exactly one"
+    ):
         return
     reason = _signature_checks(verdict, signatures[0], certificates)
     _container_check(verdict, pdf, signatures[0])
@@ -172,6 +200,7 @@ def _verify(verdict: Verdict, pdf: bytes, certificates: Sequence[x509.Certificat
 
 # ------------------------------------------------------------------------------------------ the signature
 
+
 def _signature_checks(verdict: Verdict, sig: Any, certificates: Sequence[x509.Certificate]) -> str:
     """Add the signature checks; return the signed /Reason text (names the evidence digest)."""
     roots = [asn1_x509.Certificate.load(c.public_bytes(serialization.Encoding.DER)) for c in certificates]
@@ -182,12 +211,20 @@ def _signature_checks(verdict: Verdict, sig: Any, certificates: Sequence[x509.Ce
         if not _over_bounds(verdict, exc):
             verdict.add("signature-valid", False, f"the signature cannot be read or checked: {_short(exc)}")
         return ""
-    verdict.add("signature-intact", bool(status.intact),
-                "the signed bytes are unchanged" if status.intact else
-                "the file's bytes were changed after signing: they no longer hash to the signed digest")
-    verdict.add("signature-valid", bool(status.valid),
-                "the signature verifies with the signer's key" if status.valid else
-                "the signature value does not verify (the signature was altered or forged)")
+    verdict.add(
+        "signature-intact",
+        bool(status.intact),
+        "the signed bytes are unchanged"
+        if status.intact
+        else "the file's bytes were changed after signing: they no longer hash to the signed digest",
+    )
+    verdict.add(
+        "signature-valid",
+        bool(status.valid),
+        "the signature verifies with the signer's key"
+        if status.valid
+        else "the signature value does not verify (the signature was altered or forged)",
+    )
     _signer_check(verdict, status, certificates)
     _coverage_checks(verdict, sig, status)
     _timestamp_check(verdict, status)
@@ -200,10 +237,14 @@ def _signer_check(verdict: Verdict, status: Any, certificates: Sequence[x509.Cer
     verdict.report["signer"] = signer.subject.rfc4514_string()
     known = signer in certificates
     ok = known and bool(status.trusted)
-    verdict.add("signer-is-registry", ok,
-                f"signed by {signer.subject.rfc4514_string()}, one of the registry's certificates" if ok else
-                f"signed by {signer.subject.rfc4514_string()}, which is "
-                f"{'not a certificate of this registry' if not known else 'not trusted: its chain does not verify'}")
+    verdict.add(
+        "signer-is-registry",
+        ok,
+        f"signed by {signer.subject.rfc4514_string()}, one of the registry's certificates"
+        if ok
+        else f"signed by {signer.subject.rfc4514_string()}, which is "
+        f"{'not a certificate of this registry' if not known else 'not trusted: its chain does not verify'}",
+    )
 
 
 def _coverage_checks(verdict: Verdict, sig: Any, status: Any) -> None:
@@ -212,18 +253,27 @@ def _coverage_checks(verdict: Verdict, sig: Any, status: Any) -> None:
     if whole:
         words = "the signature covers the entire file"
     elif coverage == SignatureCoverageLevel.ENTIRE_REVISION:
-        words = "content was appended after the signed revision (an incremental update): the signature covers " \
-                "only the file as it was at signing"
+        words = (
+            "content was appended after the signed revision (an incremental update): the signature covers "
+            "only the file as it was at signing"
+        )
     else:
         words = "the signature leaves parts of the file uncovered"
     verdict.add("covers-entire-file", whole, words)
     level, docmdp = status.modification_level, sig.docmdp_level
     certified = docmdp == MDPPerm.NO_CHANGES
     unchanged = level in (None, ModificationLevel.NONE) and bool(status.docmdp_ok)
-    verdict.add("no-changes-after-signing", certified and unchanged,
-                "a certification signature that permits no changes, and none were made" if certified and unchanged
-                else ("not a certification signature forbidding changes" if not certified else
-                      f"changes after signing ({getattr(level, 'name', level)}) break the certification"))
+    verdict.add(
+        "no-changes-after-signing",
+        certified and unchanged,
+        "a certification signature that permits no changes, and none were made"
+        if certified and unchanged
+        else (
+            "not a certification signature forbidding changes"
+            if not certified
+            else f"changes after signing ({getattr(level, 'name', level)}) break the certification"
+        ),
+    )
 
 
 def _container_check(verdict: Verdict, pdf: bytes, sig: Any) -> None:
@@ -231,7 +281,7 @@ def _container_check(verdict: Verdict, pdf: bytes, sig: Any) -> None:
     upper-case hex as the registry writes it, then zero padding. Otherwise bytes could be changed there (a hex
     digit's case, a bag certificate, the padding) and the file would still pass as signed."""
     start, length, end, _ = (int(x) for x in sig.sig_object["/ByteRange"])
-    inner = pdf[start + length + 1:end - 1]
+    inner = pdf[start + length + 1 : end - 1]
     try:
         raw = bytes.fromhex(inner.decode("ascii"))
         _, _, _, header, contents, _ = asn1_parser.parse(raw)
@@ -242,11 +292,15 @@ def _container_check(verdict: Verdict, pdf: bytes, sig: Any) -> None:
     size = len(header) + len(contents)
     exact = inner == raw[:size].hex().upper().encode() + b"0" * (len(inner) - 2 * size)
     broken = _unsigned_certificate_problems(raw[:size]) if exact else []
-    verdict.add("signature-container", exact and not broken,
-                "the signature container holds the signature and zero padding only, and every certificate it "
-                "carries is intact" if exact and not broken else "; ".join(broken) or
-                "the signature container was altered outside the signature itself (its encoding or padding differs "
-                "from what the registry writes)")
+    verdict.add(
+        "signature-container",
+        exact and not broken,
+        "the signature container holds the signature and zero padding only, and every certificate it carries is intact"
+        if exact and not broken
+        else "; ".join(broken)
+        or "the signature container was altered outside the signature itself (its encoding or padding differs "
+        "from what the registry writes)",
+    )
 
 
 def _unsigned_certificate_problems(der: bytes) -> list[str]:
@@ -263,8 +317,13 @@ def _unsigned_certificate_problems(der: bytes) -> list[str]:
         for attr in info["unsigned_attrs"] or []:
             if attr["type"].native == "signature_time_stamp_token":
                 bags += [token["content"]["certificates"] for token in attr["values"]]
-    tokens = [token["content"] for info in signed["signer_infos"] for attr in info["unsigned_attrs"] or []
-              if attr["type"].native == "signature_time_stamp_token" for token in attr["values"]]
+    tokens = [
+        token["content"]
+        for info in signed["signer_infos"]
+        for attr in info["unsigned_attrs"] or []
+        if attr["type"].native == "signature_time_stamp_token"
+        for token in attr["values"]
+    ]
     for data in (signed, *tokens):  # the digest-algorithm set is unsigned too: it must name what the signers use
         used = {si["digest_algorithm"]["algorithm"].native for si in data["signer_infos"]}
         if {a["algorithm"].native for a in data["digest_algorithms"]} != used:
@@ -274,8 +333,10 @@ def _unsigned_certificate_problems(der: bytes) -> list[str]:
     for cert in carried:
         issuers = [c for c in carried if c.subject == cert.issuer]
         if not any(_issued_by(cert, issuer) for issuer in issuers):
-            problems.append(f"the carried certificate of {cert.subject.rfc4514_string()} does not verify under its "
-                            "issuer: it was altered")
+            problems.append(
+                f"the carried certificate of {cert.subject.rfc4514_string()} does not verify under its "
+                "issuer: it was altered"
+            )
     return problems
 
 
@@ -294,11 +355,17 @@ def _timestamp_check(verdict: Verdict, status: Any) -> None:
         return
     ok = bool(token.intact and token.valid and token.trusted)
     verdict.report["timestamp"] = _iso(token.timestamp)
-    verdict.add("timestamp", ok, f"timestamp {_iso(token.timestamp)} by a trusted timestamp authority" if ok else
-                "the timestamp token does not verify or its authority is not trusted")
+    verdict.add(
+        "timestamp",
+        ok,
+        f"timestamp {_iso(token.timestamp)} by a trusted timestamp authority"
+        if ok
+        else "the timestamp token does not verify or its authority is not trusted",
+    )
 
 
 # ------------------------------------------------------------------------------------------ the evidence
+
 
 def _evidence(verdict: Verdict, reader: PdfFileReader, reason: str) -> dict[str, Any] | None:
     try:
@@ -306,21 +373,32 @@ def _evidence(verdict: Verdict, reader: PdfFileReader, reason: str) -> dict[str,
     except Exception as exc:  # a damaged stream: zlib, PDF syntax, recursion in the name tree
         if _over_bounds(verdict, exc):
             return None
-        verdict.add("evidence-attached", False, f"{ATTACHMENT_NAME} is attached but cannot be read (its stream is "
-                                                f"damaged: {type(exc).__name__}: {_short(exc)})")
+        verdict.add(
+            "evidence-attached",
+            False,
+            f"{ATTACHMENT_NAME} is attached but cannot be read (its stream is "
+            f"damaged: {type(exc).__name__}: {_short(exc)})",
+        )
         return None
-    if not verdict.add("evidence-attached", data is not None,
-                       f"{ATTACHMENT_NAME} attached" if data is not None else f"no {ATTACHMENT_NAME} attached"):
+    if not verdict.add(
+        "evidence-attached",
+        data is not None,
+        f"{ATTACHMENT_NAME} attached" if data is not None else f"no {ATTACHMENT_NAME} attached",
+    ):
         return None
     assert data is not None
     actual = "sha256:" + hashlib.sha256(data).hexdigest()
     found = _DIGEST.search(reason) if reason.startswith(REASON_PREFIX) else None
     signed = found.group(0) if found else None
     verdict.report["evidence_digest"] = signed
-    verdict.add("evidence-digest", signed == actual,
-                f"the evidence hashes to {actual}, the digest the signature names" if signed == actual else
-                f"the evidence hashes to {actual}, but the signed digest is {signed or 'missing'}: the attachment "
-                "was replaced or edited")
+    verdict.add(
+        "evidence-digest",
+        signed == actual,
+        f"the evidence hashes to {actual}, the digest the signature names"
+        if signed == actual
+        else f"the evidence hashes to {actual}, but the signed digest is {signed or 'missing'}: the attachment "
+        "was replaced or edited",
+    )
     try:
         evidence = json.loads(data)
     except ValueError as exc:
@@ -384,9 +462,13 @@ def _contents(verdict: Verdict, evidence: Mapping[str, Any]) -> None:
     decision = evidence.get("decision")
     if decision is not None:
         problems += _decision_problems(decision, runs)
-    verdict.add("evidence-contents", not problems, "; ".join(problems) or
-                f"{len(runs)} run texts, the comparison{', the decision answer' if decision is not None else ''} "
-                "and the contract hash to their digests")
+    verdict.add(
+        "evidence-contents",
+        not problems,
+        "; ".join(problems)
+        or f"{len(runs)} run texts, the comparison{', the decision answer' if decision is not None else ''} "
+        "and the contract hash to their digests",
+    )
 
 
 def _decision_problems(decision: Any, runs: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -410,11 +492,17 @@ def _log(verdict: Verdict, evidence: Mapping[str, Any], log_keys: Sequence[str |
     except NoteError as exc:
         verdict.add("checkpoint-signature", False, f"the audit-log checkpoint does not verify: {exc}")
         return
-    verdict.add("checkpoint-signature", True,
-                f"checkpoint of {checkpoint.size} entries signed by the audit log's key ({checkpoint.origin})")
+    verdict.add(
+        "checkpoint-signature",
+        True,
+        f"checkpoint of {checkpoint.size} entries signed by the audit log's key ({checkpoint.origin})",
+    )
     failures = [f for run in evidence.get("runs") or [] if (f := _inclusion_failure(run, checkpoint))]
-    verdict.add("inclusion-proofs", not failures, "; ".join(failures) or
-                f"every run's log entry is included in the checkpoint of {checkpoint.size} entries")
+    verdict.add(
+        "inclusion-proofs",
+        not failures,
+        "; ".join(failures) or f"every run's log entry is included in the checkpoint of {checkpoint.size} entries",
+    )
 
 
 def _inclusion_failure(run: Mapping[str, Any], checkpoint: Any) -> str | None:
@@ -425,16 +513,21 @@ def _inclusion_failure(run: Mapping[str, Any], checkpoint: Any) -> str | None:
         proof = [bytes.fromhex(h) for h in audit.get("inclusion_proof") or []]
     except (ValueError, TypeError):
         return f"{_run_name(run)}: its log entry or proof is malformed"
-    if entry.get("kind") != "run.submitted" or entry.get("subject") != run.get("digest") or \
-            entry.get("seq") != audit.get("seq"):
+    if (
+        entry.get("kind") != "run.submitted"
+        or entry.get("subject") != run.get("digest")
+        or entry.get("seq") != audit.get("seq")
+    ):
         return f"{_run_name(run)}: log entry #{audit.get('seq')} is not this run's submission"
-    if not verify_inclusion(leaf_hash(text.encode()), int(audit.get("seq", -1)), checkpoint.size, proof,
-                            checkpoint.root_hash):
+    if not verify_inclusion(
+        leaf_hash(text.encode()), int(audit.get("seq", -1)), checkpoint.size, proof, checkpoint.root_hash
+    ):
         return f"{_run_name(run)}: the inclusion proof of entry #{audit.get('seq')} does not verify"
     return None
 
 
 # ------------------------------------------------------------------------------------------ the registry
+
 
 def _registry(verdict: Verdict, evidence: Mapping[str, Any], registry: RunLookup) -> None:
     named = list(evidence.get("runs") or [])
@@ -455,8 +548,11 @@ def _registry(verdict: Verdict, evidence: Mapping[str, Any], registry: RunLookup
             w = status["withdrawn"]
             why = f": {w['reason']}" if w.get("reason") else ""
             withdrawn.append(f"{name} ({digest[:19]}…) was withdrawn on {str(w.get('at'))[:10]}{why}")
-    verdict.add("runs-in-registry", not missing, f"not in this registry: {', '.join(missing)}" if missing else
-                f"all {len(digests)} runs exist in this registry")
+    verdict.add(
+        "runs-in-registry",
+        not missing,
+        f"not in this registry: {', '.join(missing)}" if missing else f"all {len(digests)} runs exist in this registry",
+    )
     verdict.add("runs-not-withdrawn", not withdrawn, "; ".join(withdrawn) or "no run has been withdrawn")
 
 

@@ -72,8 +72,9 @@ def read_private_key_file(path: Path) -> str:
     except UnicodeDecodeError:
         raise KeyFileError(f"{path} is not a key file (not ASCII)") from None
     if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise KeyFileError(f"{path} is readable or writable by group or others (mode {stat.S_IMODE(mode):o}); "
-                           f"run chmod 600 {path}")
+        raise KeyFileError(
+            f"{path} is readable or writable by group or others (mode {stat.S_IMODE(mode):o}); run chmod 600 {path}"
+        )
     return text
 
 
@@ -163,14 +164,21 @@ class Witness:
             if old_size == 0:
                 if proof:
                     return Answer.text(422, "the consistency proof from size 0 must be empty")
-            elif old_root is None or not verify_consistency(old_size, checkpoint.size, old_root,
-                                                            checkpoint.root_hash, proof):
-                return Answer.text(422, f"refused: checkpoint {checkpoint.size} is not consistent with the "
-                                        f"checkpoint {old_size} this witness cosigned (the log forked or was "
-                                        "rewritten)")
+            elif old_root is None or not verify_consistency(
+                old_size, checkpoint.size, old_root, checkpoint.root_hash, proof
+            ):
+                return Answer.text(
+                    422,
+                    f"refused: checkpoint {checkpoint.size} is not consistent with the "
+                    f"checkpoint {old_size} this witness cosigned (the log forked or was "
+                    "rewritten)",
+                )
             line = cosign(checkpoint.body(), self.key, int(time.time()))
-            state[origin] = {"size": checkpoint.size, "root": base64.b64encode(checkpoint.root_hash).decode(),
-                             "note": _with_line(note, line)}
+            state[origin] = {
+                "size": checkpoint.size,
+                "root": base64.b64encode(checkpoint.root_hash).decode(),
+                "note": _with_line(note, line),
+            }
             self._save(state)
         return Answer(200, "text/plain; charset=utf-8", line.encode())
 
@@ -202,8 +210,9 @@ def _parse_request(body: bytes) -> tuple[int, list[bytes], bytes]:
     return int(first[4:]), proof, note
 
 
-def _handler(witness: Witness, read_timeout: float = READ_TIMEOUT_S,
-             deadline: float = REQUEST_DEADLINE_S) -> type[BaseHTTPRequestHandler]:
+def _handler(
+    witness: Witness, read_timeout: float = READ_TIMEOUT_S, deadline: float = REQUEST_DEADLINE_S
+) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, as the spec asks
         timeout = read_timeout  # StreamRequestHandler sets it on the socket: every read waits at most this
@@ -271,16 +280,19 @@ class BoundedThreadingHTTPServer(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler],
-                 max_connections: int = MAX_CONNECTIONS) -> None:
+    def __init__(
+        self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], max_connections: int = MAX_CONNECTIONS
+    ) -> None:
         super().__init__(address, handler)
         self.slots = threading.BoundedSemaphore(max_connections)
 
     def process_request(self, request: Any, client_address: Any) -> None:
         if not self.slots.acquire(blocking=False):
             with contextlib.suppress(OSError):  # the client left already
-                request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\n"
-                                b"Connection: close\r\n\r\n")
+                request.sendall(
+                    b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\n"
+                    b"Connection: close\r\n\r\n"
+                )
             self.shutdown_request(request)
             return
         try:
@@ -296,11 +308,17 @@ class BoundedThreadingHTTPServer(ThreadingHTTPServer):
             self.slots.release()
 
 
-def serve(witness: Witness, host: str, port: int, *, max_connections: int = MAX_CONNECTIONS,
-          read_timeout: float = READ_TIMEOUT_S, deadline: float = REQUEST_DEADLINE_S) -> None:
+def serve(
+    witness: Witness,
+    host: str,
+    port: int,
+    *,
+    max_connections: int = MAX_CONNECTIONS,
+    read_timeout: float = READ_TIMEOUT_S,
+    deadline: float = REQUEST_DEADLINE_S,
+) -> None:
     server = BoundedThreadingHTTPServer((host, port), _handler(witness, read_timeout, deadline), max_connections)
-    print(f"witness {witness.key.name} ({witness.key.public.vkey}) on http://{host}:{server.server_port}",
-          flush=True)
+    print(f"witness {witness.key.name} ({witness.key.public.vkey}) on http://{host}:{server.server_port}", flush=True)
     try:
         server.serve_forever()
     finally:
@@ -314,18 +332,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     keygen.add_argument("--name", required=True, help="the witness's name, e.g. witness.example.org/governance")
     keygen.add_argument("--out", required=True, type=Path)
     run = sub.add_parser("serve", help="serve the tlog-witness protocol")
-    run.add_argument("--key", type=Path, default=os.environ.get("BENCHREG_WITNESS_KEY"),
-                     help="the witness key file (mode 0600; env BENCHREG_WITNESS_KEY)")
-    run.add_argument("--log-key", action="append", default=[], metavar="VKEY", required=True,
-                     help="a log's verifier key (its name is the log's origin); repeatable")
+    run.add_argument(
+        "--key",
+        type=Path,
+        default=os.environ.get("BENCHREG_WITNESS_KEY"),
+        help="the witness key file (mode 0600; env BENCHREG_WITNESS_KEY)",
+    )
+    run.add_argument(
+        "--log-key",
+        action="append",
+        default=[],
+        metavar="VKEY",
+        required=True,
+        help="a log's verifier key (its name is the log's origin); repeatable",
+    )
     run.add_argument("--state", type=Path, required=True, help="the witness's state file (JSON)")
     run.add_argument("--listen", default="127.0.0.1:8130", help="HOST:PORT (port 0: any free port)")
-    run.add_argument("--max-connections", type=int, default=MAX_CONNECTIONS,
-                     help=f"connections served at once; more are answered 503 (default {MAX_CONNECTIONS})")
-    run.add_argument("--read-timeout", type=float, default=READ_TIMEOUT_S,
-                     help=f"seconds one read of a request may wait (default {READ_TIMEOUT_S:g})")
-    run.add_argument("--request-deadline", type=float, default=REQUEST_DEADLINE_S,
-                     help=f"seconds a whole request may take to arrive (default {REQUEST_DEADLINE_S:g})")
+    run.add_argument(
+        "--max-connections",
+        type=int,
+        default=MAX_CONNECTIONS,
+        help=f"connections served at once; more are answered 503 (default {MAX_CONNECTIONS})",
+    )
+    run.add_argument(
+        "--read-timeout",
+        type=float,
+        default=READ_TIMEOUT_S,
+        help=f"seconds one read of a request may wait (default {READ_TIMEOUT_S:g})",
+    )
+    run.add_argument(
+        "--request-deadline",
+        type=float,
+        default=REQUEST_DEADLINE_S,
+        help=f"seconds a whole request may take to arrive (default {REQUEST_DEADLINE_S:g})",
+    )
     args = parser.parse_args(argv)
     if args.action == "keygen":
         text = cosigner_key(args.name, Ed25519PrivateKey.generate())
@@ -346,8 +386,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.max_connections < 1 or args.read_timeout <= 0 or args.request_deadline <= 0:
         parser.error("--max-connections, --read-timeout and --request-deadline must be positive")
     host, _, port = args.listen.rpartition(":")
-    serve(witness, host or "127.0.0.1", int(port), max_connections=args.max_connections,
-          read_timeout=args.read_timeout, deadline=args.request_deadline)
+    serve(
+        witness,
+        host or "127.0.0.1",
+        int(port),
+        max_connections=args.max_connections,
+        read_timeout=args.read_timeout,
+        deadline=args.request_deadline,
+    )
     return 0
 
 

@@ -49,6 +49,7 @@ class ObjectRuleApi(APIView):
 
 # --- serializers -------------------------------------------------------------------------------------------
 
+
 class EnrolmentTokenSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     prefix = serializers.CharField()
@@ -119,14 +120,16 @@ class PlanSerializer(serializers.Serializer):
 
 # --- enrolment and agents ----------------------------------------------------------------------------------
 
+
 class EnrolmentTokenCollectionApi(APIView):
     """GET: enrolment tokens (never the secrets). POST: a new single-use token, shown once in `token`."""
 
     policy_action = policy.ENROLMENT_MANAGE
 
     class InputSerializer(StrictSerializer):
-        expires_in = serializers.IntegerField(min_value=60, max_value=30 * 86400, default=3600,
-                                              help_text="seconds until it expires")
+        expires_in = serializers.IntegerField(
+            min_value=60, max_value=30 * 86400, default=3600, help_text="seconds until it expires"
+        )
         note = serializers.CharField(max_length=200, required=False, default="")
 
         class Meta:
@@ -140,8 +143,11 @@ class EnrolmentTokenCollectionApi(APIView):
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        row, plain = enrolment_token_create(created_by=request.user, note=data.validated_data["note"],
-                                            expires_in=timedelta(seconds=data.validated_data["expires_in"]))
+        row, plain = enrolment_token_create(
+            created_by=request.user,
+            note=data.validated_data["note"],
+            expires_in=timedelta(seconds=data.validated_data["expires_in"]),
+        )
         return Response({**EnrolmentTokenSerializer(row).data, "token": plain}, status=status.HTTP_201_CREATED)
 
 
@@ -167,15 +173,21 @@ class AgentEnrollApi(APIView):
         class Meta:
             ref_name = "AgentEnrollOutput"
 
-    @extend_schema(request=InputSerializer, responses={201: OutputSerializer, 400: ProblemSerializer,
-                                                       403: ProblemSerializer})
+    @extend_schema(
+        request=InputSerializer, responses={201: OutputSerializer, 400: ProblemSerializer, 403: ProblemSerializer}
+    )
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        agent, plain = agent_enroll(enrolment_token=data.validated_data["token"], name=data.validated_data["name"],
-                                    inventory=data.validated_data["inventory"])
-        return Response({"agent": AgentSerializer(agent).data, "token": plain,
-                         "broker_url": settings.BENCHREG_AGENT_BROKER_URL}, status=status.HTTP_201_CREATED)
+        agent, plain = agent_enroll(
+            enrolment_token=data.validated_data["token"],
+            name=data.validated_data["name"],
+            inventory=data.validated_data["inventory"],
+        )
+        return Response(
+            {"agent": AgentSerializer(agent).data, "token": plain, "broker_url": settings.BENCHREG_AGENT_BROKER_URL},
+            status=status.HTTP_201_CREATED,
+        )
 
 
 class AgentCollectionApi(APIView):
@@ -204,8 +216,9 @@ class AgentRevokeApi(APIView):
     @extend_schema(request=None, responses={200: AgentSerializer, 403: ProblemSerializer, 404: ProblemSerializer})
     def post(self, request: Request, agent_id: int) -> Response:
         principal = policy.for_request(request)
-        agent = agent_revoke(agent=policy.agent_get(principal, agent_id, policy.AGENT_REVOKE),
-                             actor=request.user.get_username())
+        agent = agent_revoke(
+            agent=policy.agent_get(principal, agent_id, policy.AGENT_REVOKE), actor=request.user.get_username()
+        )
         return Response(AgentSerializer(agent).data)
 
 
@@ -241,8 +254,9 @@ class AgentHeartbeatApi(APIView):
 # --- plans and jobs (people) -------------------------------------------------------------------------------
 
 MAX_BATCH_SIZE = 2**20
-JOBS_BOUND = ("a plan makes one job per agent x precision x batch size, at most BENCHREG_MAX_JOBS_PER_PLAN "
-              "(default 1000)")
+JOBS_BOUND = (
+    "a plan makes one job per agent x precision x batch size, at most BENCHREG_MAX_JOBS_PER_PLAN (default 1000)"
+)
 
 
 class PlanCollectionApi(APIView):
@@ -252,29 +266,41 @@ class PlanCollectionApi(APIView):
 
     class InputSerializer(StrictSerializer):
         name = serializers.CharField(max_length=200, required=False, default="")
-        agents = serializers.ListField(child=serializers.CharField(max_length=60), min_length=1, max_length=200,
-                                       help_text=f"each agent once; {JOBS_BOUND}")
+        agents = serializers.ListField(
+            child=serializers.CharField(max_length=60),
+            min_length=1,
+            max_length=200,
+            help_text=f"each agent once; {JOBS_BOUND}",
+        )
         runner = serializers.ChoiceField(choices=["inference", "training"])
         workload = serializers.CharField(max_length=100)
-        precisions = serializers.ListField(child=serializers.CharField(max_length=20), min_length=1, max_length=20,
-                                           help_text="each precision once")
+        precisions = serializers.ListField(
+            child=serializers.CharField(max_length=20), min_length=1, max_length=20, help_text="each precision once"
+        )
         # A batch beyond 2^20 samples is no accelerator's; the bound keeps the value inside every integer column.
-        batch_sizes = serializers.ListField(child=serializers.IntegerField(min_value=1, max_value=MAX_BATCH_SIZE),
-                                            required=False, default=list, max_length=50,
-                                            help_text="each batch size once")
+        batch_sizes = serializers.ListField(
+            child=serializers.IntegerField(min_value=1, max_value=MAX_BATCH_SIZE),
+            required=False,
+            default=list,
+            max_length=50,
+            help_text="each batch size once",
+        )
         scenario = serializers.CharField(max_length=40, required=False, allow_null=True, default=None)
-        repetitions = serializers.IntegerField(min_value=1, max_value=100, required=False, allow_null=True,
-                                               default=None)
+        repetitions = serializers.IntegerField(
+            min_value=1, max_value=100, required=False, allow_null=True, default=None
+        )
         options = FreeFormObjectField(required=False, default=dict)
         soft_time_limit = serializers.IntegerField(min_value=10, max_value=7 * 86400, default=1800)
-        time_limit = serializers.IntegerField(min_value=11, max_value=7 * 86400 + 3600, required=False,
-                                              allow_null=True, default=None)
+        time_limit = serializers.IntegerField(
+            min_value=11, max_value=7 * 86400 + 3600, required=False, allow_null=True, default=None
+        )
 
         class Meta:
             ref_name = "PlanInput"  # nested InputSerializers share a name; the schema needs distinct ones
 
-    @extend_schema(request=InputSerializer, responses={201: PlanSerializer, 400: ProblemSerializer,
-                                                       404: ProblemSerializer})
+    @extend_schema(
+        request=InputSerializer, responses={201: PlanSerializer, 400: ProblemSerializer, 404: ProblemSerializer}
+    )
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -310,8 +336,11 @@ class JobCollectionApi(APIView):
     def get(self, request: Request) -> Response:
         params = self.FilterSerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
-        jobs = job_list(status=params.validated_data.get("status"), agent=params.validated_data.get("agent"),
-                        plan=params.validated_data.get("plan"))
+        jobs = job_list(
+            status=params.validated_data.get("status"),
+            agent=params.validated_data.get("agent"),
+            plan=params.validated_data.get("plan"),
+        )
         jobs = policy.visible_jobs(policy.for_request(request), jobs)
         paginator = NewestFirstCursor()
         page = paginator.paginate_queryset(jobs, request, view=self)
@@ -329,8 +358,10 @@ class JobDetailApi(ObjectRuleApi):
 class JobCancelApi(ObjectRuleApi):
     """Cancel a job: the plan's owner (with `submit`) and admins; 409 once it is finished."""
 
-    @extend_schema(request=None, responses={200: JobSerializer, 403: ProblemSerializer, 404: ProblemSerializer,
-                                            409: ProblemSerializer})
+    @extend_schema(
+        request=None,
+        responses={200: JobSerializer, 403: ProblemSerializer, 404: ProblemSerializer, 409: ProblemSerializer},
+    )
     def post(self, request: Request, job_id: int) -> Response:
         job = policy.job_get(policy.for_request(request), job_id, policy.JOB_CANCEL)
         job = job_cancel(job=job, actor=request.user.get_username())
@@ -338,6 +369,7 @@ class JobCancelApi(ObjectRuleApi):
 
 
 # --- the agent's side of its own jobs ----------------------------------------------------------------------
+
 
 class ClaimantSerializer(StrictSerializer):
     claimant = serializers.CharField(max_length=200)

@@ -111,9 +111,14 @@ class AuditCheckpointApi(PublicAuditView):
     authentication_classes: list[type] = []
     renderer_classes = [JSONRenderer, SignedNoteRenderer]
 
-    @extend_schema(responses={(200, "application/json"): CheckpointOutputSerializer,
-                              (200, "text/plain"): OpenApiTypes.STR, 429: ProblemSerializer},
-                   summary="The current signed checkpoint (JSON, or the raw signed note with ?format=note)")
+    @extend_schema(
+        responses={
+            (200, "application/json"): CheckpointOutputSerializer,
+            (200, "text/plain"): OpenApiTypes.STR,
+            429: ProblemSerializer,
+        },
+        summary="The current signed checkpoint (JSON, or the raw signed note with ?format=note)",
+    )
     def get(self, request: Request) -> Response:
         checkpoint = checkpoint_current()
         if request.accepted_renderer.format == "note":
@@ -129,8 +134,15 @@ class AuditPublicKeyApi(PublicAuditView):
     @extend_schema(responses={200: OpenApiTypes.OBJECT, 429: ProblemSerializer}, summary="The checkpoint verifier key")
     def get(self, request: Request) -> Response:
         key = checkpoint_key()
-        return Response({"origin": log_origin(), "key_name": key.name, "algorithm": "Ed25519",
-                         "verifier_key": key.vkey, "public_key": key.public_key_b64})
+        return Response(
+            {
+                "origin": log_origin(),
+                "key_name": key.name,
+                "algorithm": "Ed25519",
+                "verifier_key": key.vkey,
+                "public_key": key.public_key_b64,
+            }
+        )
 
 
 MAX_LOG_POSITION = 2**63 - 1  # a log position is a bigint (the description states the bound)
@@ -143,8 +155,9 @@ class InclusionOutputSerializer(serializers.Serializer):
     proof = serializers.ListField(child=serializers.CharField(), help_text="hex hashes, leaf to root")
     root_hash = serializers.CharField(help_text="hex root of the tree of tree_size entries")
     checkpoint = serializers.CharField(allow_null=True, help_text="signed note of that size, if one was signed")
-    entry = serializers.CharField(required=False, help_text="the entry text (format 2: anyone; format 1: callers "
-                                                            "with the read scope)")
+    entry = serializers.CharField(
+        required=False, help_text="the entry text (format 2: anyone; format 1: callers with the read scope)"
+    )
 
 
 class AuditInclusionApi(PublicAuditView):
@@ -154,18 +167,33 @@ class AuditInclusionApi(PublicAuditView):
         entry = serializers.IntegerField(min_value=0, max_value=MAX_LOG_POSITION)
         size = serializers.IntegerField(min_value=0, max_value=MAX_LOG_POSITION, required=False)
 
-    @extend_schema(parameters=[InputSerializer], responses={200: InclusionOutputSerializer, 400: ProblemSerializer,
-                                                            422: ProblemSerializer, 429: ProblemSerializer},
-                   summary="Inclusion proof of one entry (RFC 9162 audit path)")
+    @extend_schema(
+        parameters=[InputSerializer],
+        responses={
+            200: InclusionOutputSerializer,
+            400: ProblemSerializer,
+            422: ProblemSerializer,
+            429: ProblemSerializer,
+        },
+        summary="Inclusion proof of one entry (RFC 9162 audit path)",
+    )
     def get(self, request: Request) -> Response:
         params = self.InputSerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         size = params.validated_data.get("size")
-        proof = audit_inclusion(entry=params.validated_data["entry"], restricted=_may_read_restricted(request),
-                                size=checkpoint_current().size if size is None else size)
-        data = {"leaf_index": proof.leaf_index, "tree_size": proof.tree_size, "leaf_hash": proof.leaf_hash.hex(),
-                "proof": _hex_list(proof.proof), "root_hash": proof.root_hash.hex(),
-                "checkpoint": _note_at(proof.tree_size)}
+        proof = audit_inclusion(
+            entry=params.validated_data["entry"],
+            restricted=_may_read_restricted(request),
+            size=checkpoint_current().size if size is None else size,
+        )
+        data = {
+            "leaf_index": proof.leaf_index,
+            "tree_size": proof.tree_size,
+            "leaf_hash": proof.leaf_hash.hex(),
+            "proof": _hex_list(proof.proof),
+            "root_hash": proof.root_hash.hex(),
+            "checkpoint": _note_at(proof.tree_size),
+        }
         if proof.entry_text is not None:
             data["entry"] = proof.entry_text
         return Response(data)
@@ -186,19 +214,33 @@ class AuditConsistencyApi(PublicAuditView):
 
     authentication_classes: list[type] = []
 
-    @extend_schema(parameters=[OpenApiParameter("from", {"type": "integer", "minimum": 0,
-                                                         "maximum": MAX_LOG_POSITION}, required=True),
-                               OpenApiParameter("to", {"type": "integer", "minimum": 0, "maximum": MAX_LOG_POSITION},
-                                                required=False)],
-                   responses={200: ConsistencyOutputSerializer, 400: ProblemSerializer, 422: ProblemSerializer,
-                              429: ProblemSerializer},
-                   summary="Consistency proof between two log sizes")
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("from", {"type": "integer", "minimum": 0, "maximum": MAX_LOG_POSITION}, required=True),
+            OpenApiParameter("to", {"type": "integer", "minimum": 0, "maximum": MAX_LOG_POSITION}, required=False),
+        ],
+        responses={
+            200: ConsistencyOutputSerializer,
+            400: ProblemSerializer,
+            422: ProblemSerializer,
+            429: ProblemSerializer,
+        },
+        summary="Consistency proof between two log sizes",
+    )
     def get(self, request: Request) -> Response:
         first, second = _size_param(request, "from"), _size_param(request, "to", required=False)
         proof = audit_consistency(first=first, second=checkpoint_current().size if second is None else second)
-        return Response({"first": proof.first, "second": proof.second, "first_root": proof.first_root.hex(),
-                         "second_root": proof.second_root.hex(), "proof": _hex_list(proof.proof),
-                         "first_checkpoint": _note_at(proof.first), "second_checkpoint": _note_at(proof.second)})
+        return Response(
+            {
+                "first": proof.first,
+                "second": proof.second,
+                "first_root": proof.first_root.hex(),
+                "second_root": proof.second_root.hex(),
+                "proof": _hex_list(proof.proof),
+                "first_checkpoint": _note_at(proof.first),
+                "second_checkpoint": _note_at(proof.second),
+            }
+        )
 
 
 def _size_param(request: Request, name: str, *, required: bool = True) -> int | None:
@@ -221,8 +263,10 @@ class AuditEntryOutputSerializer(serializers.Serializer):
     subject = serializers.CharField()
     leaf_hash = serializers.CharField()
     format = serializers.IntegerField(help_text="entry format: 2 public, 1 (before migration 0011) restricted")
-    entry = serializers.SerializerMethodField(help_text="the canonical JSON text that was hashed; null for a "
-                                                        "format-1 entry unless the caller has the read scope")
+    entry = serializers.SerializerMethodField(
+        help_text="the canonical JSON text that was hashed; null for a "
+        "format-1 entry unless the caller has the read scope"
+    )
     actor = serializers.SerializerMethodField(help_text="who caused it; callers with the read scope only")
 
     def get_entry(self, row: Any) -> str | None:
@@ -239,7 +283,6 @@ class AuditEntryPageSerializer(serializers.Serializer):
     pending = serializers.IntegerField(help_text="entries matching the filters queued and not numbered yet")
 
 
-
 class AuditEntryListApi(PublicAuditView):
     """Entries in log order, cursor-paged, filtered by kind and/or subject. Open to anyone."""
 
@@ -249,12 +292,14 @@ class AuditEntryListApi(PublicAuditView):
         kind = serializers.CharField(required=False)
         subject = serializers.CharField(required=False)
 
-    @extend_schema(parameters=[AuditEntryFilterSerializer],
-                   responses={200: AuditEntryPageSerializer, 400: ProblemSerializer, 429: ProblemSerializer},
-                   summary="Audit-log entries, oldest first",
-                   description="`pending` counts entries matching the filters whose changes have committed and that "
-                               "are not numbered yet (not in the tree, so no inclusion proof yet); while it is "
-                               "not 0 the answer carries `Retry-After: 1` (docs/audit.md: the sequencing delay).")
+    @extend_schema(
+        parameters=[AuditEntryFilterSerializer],
+        responses={200: AuditEntryPageSerializer, 400: ProblemSerializer, 429: ProblemSerializer},
+        summary="Audit-log entries, oldest first",
+        description="`pending` counts entries matching the filters whose changes have committed and that "
+        "are not numbered yet (not in the tree, so no inclusion proof yet); while it is "
+        "not 0 the answer carries `Retry-After: 1` (docs/audit.md: the sequencing delay).",
+    )
     def get(self, request: Request) -> Response:
         filters = self.AuditEntryFilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
@@ -286,8 +331,11 @@ def _width(raw: str | None) -> int:
     return TILE_WIDTH if raw is None else int(raw)
 
 
-TILE_RESPONSES = {(200, "application/octet-stream"): OpenApiTypes.BINARY, 404: ProblemSerializer,
-                  429: ProblemSerializer}
+TILE_RESPONSES = {
+    (200, "application/octet-stream"): OpenApiTypes.BINARY,
+    404: ProblemSerializer,
+    429: ProblemSerializer,
+}
 BUNDLE_RESPONSES = {**TILE_RESPONSES, 403: ProblemSerializer}
 
 
@@ -296,8 +344,10 @@ class AuditLogCheckpointApi(PublicAuditView):
 
     authentication_classes: list[type] = []
 
-    @extend_schema(responses={(200, "text/plain"): OpenApiTypes.STR, 429: ProblemSerializer},
-                   summary="The log's checkpoint as a C2SP signed note with witness cosignatures (text/plain)")
+    @extend_schema(
+        responses={(200, "text/plain"): OpenApiTypes.STR, 429: ProblemSerializer},
+        summary="The log's checkpoint as a C2SP signed note with witness cosignatures (text/plain)",
+    )
     def get(self, request: Request) -> HttpResponse:
         checkpoint = checkpoint_published(quorum=settings.BENCHREG_WITNESS_QUORUM) or checkpoint_current()
         response = HttpResponse(cosigned_note(checkpoint).encode(), content_type="text/plain; charset=utf-8")
@@ -319,9 +369,12 @@ class AuditHashTileApi(PublicAuditView):
 class AuditEntryBundleApi(PublicAuditView):
     """tlog-tiles `tile/entries/<N>[.p/<W>]`: entries 256N.. as uint16 big-endian length + entry text."""
 
-    @extend_schema(responses=BUNDLE_RESPONSES,
-                   summary="An entry bundle of the audit log (C2SP tlog-tiles); 403 if it holds format-1 entries")
+    @extend_schema(
+        responses=BUNDLE_RESPONSES,
+        summary="An entry bundle of the audit log (C2SP tlog-tiles); 403 if it holds format-1 entries",
+    )
     def get(self, request: Request, index: str, width: str | None = None) -> HttpResponse:
-        body = entry_bundle(index=parse_tile_index(index), width=_width(width),
-                            restricted_allowed=_may_read_restricted(request))
+        body = entry_bundle(
+            index=parse_tile_index(index), width=_width(width), restricted_allowed=_may_read_restricted(request)
+        )
         return _tile_response(body, full=width is None)

@@ -43,7 +43,11 @@ class TokenAuthenticationScheme(OpenApiAuthenticationExtension):  # type: ignore
     name = "tokenAuth"
 
     def get_security_definition(self, auto_schema):  # type: ignore[no-untyped-def]
-        return {"type": "apiKey", "in": "header", "name": "Authorization",
-                "description": "`Token <token>`. What a token may do is its scopes ∩ its owner's rights now "
-                               "(docs/security.md); 401 without one, 403 without the right, 404 for what the "
-                               "caller may not see."}
+        return {
+            "type": "apiKey",
+            "in": "header",
+            "name": "Authorization",
+            "description": "`Token <token>`. What a token may do is its scopes ∩ its owner's rights now "
+            "(docs/security.md); 401 without one, 403 without the right, 404 for what the "
+            "caller may not see.",
+        }

@@ -22,8 +22,9 @@ from registry.selectors.comparisons import comparable_runs, comparison_list, run
 from registry.selectors.standing import comparison_conclusion, comparison_members
 from registry.services.comparisons import comparison_create
 
-RUN_REFERENCE_SCHEMA = {"oneOf": [{"type": "integer", "minimum": 1, "maximum": MAX_ROW_ID},
-                                  {"type": "string", "minLength": 1}]}
+RUN_REFERENCE_SCHEMA = {
+    "oneOf": [{"type": "integer", "minimum": 1, "maximum": MAX_ROW_ID}, {"type": "string", "minLength": 1}]
+}
 AXES = [("system", "system"), ("software", "software"), ("precision", "precision"), ("iso-quality", "iso-quality")]
 
 
@@ -32,8 +33,9 @@ class RunReferenceField(serializers.JSONField):
     """A run id (integer) or digest (string): documented as exactly that, checked by the validators below."""
 
 
-@extend_schema_field({"type": "array", "items": RUN_REFERENCE_SCHEMA, "minItems": 2, "maxItems": 200,
-                      "uniqueItems": True})
+@extend_schema_field(
+    {"type": "array", "items": RUN_REFERENCE_SCHEMA, "minItems": 2, "maxItems": 200, "uniqueItems": True}
+)
 class RunReferencesField(serializers.ListField):
     """Two to 200 distinct runs; the service refuses one run named twice (also once by id and once by digest)."""
 
@@ -47,8 +49,12 @@ class ComparableCursor(NewestFirstCursor):
     def get_paginated_response_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
         envelope = super().get_paginated_response_schema(schema)
         envelope["required"] = ["run", "axis", "comparability_key", *envelope.get("required", [])]
-        envelope["properties"] = {"run": {"type": "integer"}, "axis": {"type": "string", "enum": [a for a, _ in AXES]},
-                                  "comparability_key": {"type": "string"}, **envelope["properties"]}
+        envelope["properties"] = {
+            "run": {"type": "integer"},
+            "axis": {"type": "string", "enum": [a for a, _ in AXES]},
+            "comparability_key": {"type": "string"},
+            **envelope["properties"],
+        }
         return envelope
 
 
@@ -65,9 +71,13 @@ class ComparableRunsApi(APIView):
         class Meta:
             ref_name = "ComparableFilter"
 
-    @extend_schema(parameters=[OpenApiParameter("axis", enum=[a for a, _ in AXES], default="system"),
-                               OpenApiParameter("include_withdrawn", bool, default=False)],
-                   responses={200: SubmissionSummarySerializer(many=True), 404: ProblemSerializer})
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("axis", enum=[a for a, _ in AXES], default="system"),
+            OpenApiParameter("include_withdrawn", bool, default=False),
+        ],
+        responses={200: SubmissionSummarySerializer(many=True), 404: ProblemSerializer},
+    )
     def get(self, request: Request, run_id: int) -> Response:
         run = policy.run_get(policy.for_request(request), run_id)
         params = self.FilterSerializer(data=request.query_params)
@@ -112,14 +122,19 @@ class ComparisonCollectionApi(APIView):
     class InputSerializer(StrictSerializer):
         runs = RunReferencesField(help_text="run ids or digests, each run once")
         axis = serializers.ChoiceField(choices=AXES, default="system")
-        prices = serializers.DictField(child=serializers.FloatField(min_value=0, max_value=MAX_PRICE_PER_HOUR),
-                                       required=False,
-                                       help_text="price per system-hour, by system.name (a stated assumption; "
-                                                 f"0 to {MAX_PRICE_PER_HOUR:g}, as a report's prices)")
+        prices = serializers.DictField(
+            child=serializers.FloatField(min_value=0, max_value=MAX_PRICE_PER_HOUR),
+            required=False,
+            help_text="price per system-hour, by system.name (a stated assumption; "
+            f"0 to {MAX_PRICE_PER_HOUR:g}, as a report's prices)",
+        )
         currency = serializers.RegexField(r"^[A-Z]{3}$", default="USD")
         sizing = FreeFormObjectField(required=False, help_text="target_load, load_unit, latency_objectives")
-        baseline = RunReferenceField(required=False, help_text="run id or digest of one of the runs: its "
-                                         "configuration is the baseline (default: the first run's)")
+        baseline = RunReferenceField(
+            required=False,
+            help_text="run id or digest of one of the runs: its "
+            "configuration is the baseline (default: the first run's)",
+        )
 
         class Meta:
             ref_name = "ComparisonInput"  # nested InputSerializers share a name; the schema needs distinct ones
@@ -134,18 +149,29 @@ class ComparisonCollectionApi(APIView):
                 raise serializers.ValidationError("the baseline is a run id (integer) or a digest (string)")
             return value
 
-    @extend_schema(request=InputSerializer, responses={201: ComparisonOutputSerializer, 200: ComparisonOutputSerializer,
-                                                       400: ProblemSerializer, 422: ProblemSerializer})
+    @extend_schema(
+        request=InputSerializer,
+        responses={
+            201: ComparisonOutputSerializer,
+            200: ComparisonOutputSerializer,
+            400: ProblemSerializer,
+            422: ProblemSerializer,
+        },
+    )
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         runs = runs_by_reference(refs=data.validated_data.pop("runs"))
-        comparison, created = comparison_create(runs=runs, created_by=request.user,
-                                                baseline=data.validated_data.pop("baseline", None),
-                                                **data.validated_data)
+        comparison, created = comparison_create(
+            runs=runs,
+            created_by=request.user,
+            baseline=data.validated_data.pop("baseline", None),
+            **data.validated_data,
+        )
         body = ComparisonOutputSerializer(comparison, context={"request": request}).data
-        return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
-                        headers={"Location": body["url"]})
+        return Response(
+            body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK, headers={"Location": body["url"]}
+        )
 
     @extend_schema(responses=ComparisonSummarySerializer(many=True))
     def get(self, request: Request) -> Response:
@@ -161,7 +187,12 @@ class ComparisonDetailApi(APIView):
         comparison = policy.comparison_get(policy.for_request(request), comparison_id)
         runs = comparison_members(comparison)
         # As it stands today: a run withdrawn since makes the (immutable) stored conclusion "inconclusive".
-        return Response({**ComparisonOutputSerializer(comparison, context={"request": request}).data,
-                         "conclusion": comparison_conclusion(comparison, runs),
-                         "runs": [{"id": r.pk, "digest": r.digest, "trust": r.trust,
-                                   "withdrawn": withdrawn_words(r)} for r in runs]})
+        return Response(
+            {
+                **ComparisonOutputSerializer(comparison, context={"request": request}).data,
+                "conclusion": comparison_conclusion(comparison, runs),
+                "runs": [
+                    {"id": r.pk, "digest": r.digest, "trust": r.trust, "withdrawn": withdrawn_words(r)} for r in runs
+                ],
+            }
+        )

@@ -32,16 +32,24 @@ from registry.services.decisions import (
 
 class DecisionInputSerializer(serializers.Serializer):
     title = serializers.CharField(max_length=200)
-    question = FreeFormObjectField(help_text=(
-        "phase, workload, workload_version?, scenario, objectives [{metric, percentile, max_ms}] (empty: "
-        "throughput only), quality {metric?, target_ratio}, demand {value, unit}, headroom?, candidates "
-        "{accelerator_models?, accelerator_vendors?, precisions?, exclude_preview?}, prices {currency?, "
-        "system_hour {accelerator model: price}, purchase {model: {price, lifetime_hours}}, energy_per_kwh?}, "
-        "criteria ⊆ [cost, latency, energy]"))
-    webhook_url = WebhookURLField(required=False, default="", help_text=(
-        "receives a signed decision.evidence_changed event. Only a caller who may submit runs may set one (403); "
-        "http(s) without user:password@, its host a global address or a name resolving only to global addresses "
-        "(422 otherwise; the operator may allow internal networks). Redirects are not followed."))
+    question = FreeFormObjectField(
+        help_text=(
+            "phase, workload, workload_version?, scenario, objectives [{metric, percentile, max_ms}] (empty: "
+            "throughput only), quality {metric?, target_ratio}, demand {value, unit}, headroom?, candidates "
+            "{accelerator_models?, accelerator_vendors?, precisions?, exclude_preview?}, prices {currency?, "
+            "system_hour {accelerator model: price}, purchase {model: {price, lifetime_hours}}, energy_per_kwh?}, "
+            "criteria ⊆ [cost, latency, energy]"
+        )
+    )
+    webhook_url = WebhookURLField(
+        required=False,
+        default="",
+        help_text=(
+            "receives a signed decision.evidence_changed event. Only a caller who may submit runs may set one (403); "
+            "http(s) without user:password@, its host a global address or a name resolving only to global addresses "
+            "(422 otherwise; the operator may allow internal networks). Redirects are not followed."
+        ),
+    )
 
     class Meta:
         ref_name = "DecisionInput"
@@ -54,8 +62,21 @@ class DecisionOutputSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Decision
-        fields = ["id", "url", "page", "title", "question", "status", "change", "changed_at", "stale_since",
-                  "recompute_error", "webhook_url", "created_at", "answer"]
+        fields = [
+            "id",
+            "url",
+            "page",
+            "title",
+            "question",
+            "status",
+            "change",
+            "changed_at",
+            "stale_since",
+            "recompute_error",
+            "webhook_url",
+            "created_at",
+            "answer",
+        ]
 
     def get_url(self, decision: Decision) -> str:
         return self.context["request"].build_absolute_uri(reverse("api-decision-detail", args=[decision.pk]))
@@ -67,12 +88,22 @@ class DecisionOutputSerializer(serializers.ModelSerializer):
         latest = decision_latest_answer(decision=decision)
         if latest is None:
             return None
-        return {"number": latest.number, "digest": latest.digest, "created_at": latest.created_at.isoformat(),
-                **(latest.answer if self.context.get("full", True) else {"summary": latest.answer["summary"]})}
+        return {
+            "number": latest.number,
+            "digest": latest.digest,
+            "created_at": latest.created_at.isoformat(),
+            **(latest.answer if self.context.get("full", True) else {"summary": latest.answer["summary"]}),
+        }
 
 
-CREATED = inline_serializer("DecisionCreated", fields={"webhook_secret": serializers.CharField(
-    help_text="Standard Webhooks secret for verifying the webhook; shown only in this answer")})
+CREATED = inline_serializer(
+    "DecisionCreated",
+    fields={
+        "webhook_secret": serializers.CharField(
+            help_text="Standard Webhooks secret for verifying the webhook; shown only in this answer"
+        )
+    },
+)
 
 
 class DecisionCollectionApi(APIView):
@@ -85,11 +116,20 @@ class DecisionCollectionApi(APIView):
         self.policy_action = policy.DECISION_CREATE if self.request.method == "POST" else policy.DECISION_READ
         return super().get_permissions()
 
-    @extend_schema(request=DecisionInputSerializer, operation_id="decisions_create",
-                   description="Each person keeps at most BENCHREG_MAX_DECISIONS_PER_USER decisions (default 50); "
-                               "one more is refused with 409 (code too-many-decisions).",
-                   responses={201: DecisionOutputSerializer, 400: ProblemSerializer, 401: ProblemSerializer,
-                              403: ProblemSerializer, 409: ProblemSerializer, 422: ProblemSerializer})
+    @extend_schema(
+        request=DecisionInputSerializer,
+        operation_id="decisions_create",
+        description="Each person keeps at most BENCHREG_MAX_DECISIONS_PER_USER decisions (default 50); "
+        "one more is refused with 409 (code too-many-decisions).",
+        responses={
+            201: DecisionOutputSerializer,
+            400: ProblemSerializer,
+            401: ProblemSerializer,
+            403: ProblemSerializer,
+            409: ProblemSerializer,
+            422: ProblemSerializer,
+        },
+    )
     def post(self, request: Request) -> Response:
         if isinstance(request.data, dict) and request.data.get("webhook_url"):
             policy.require(policy.for_request(request), policy.WEBHOOK_REGISTER, hidden=False)
@@ -101,8 +141,10 @@ class DecisionCollectionApi(APIView):
             body["webhook_secret"] = decision.webhook_secret
         return Response(body, status=status.HTTP_201_CREATED, headers={"Location": body["url"]})
 
-    @extend_schema(operation_id="decisions_list", responses={200: DecisionOutputSerializer(many=True),
-                                                             401: ProblemSerializer, 403: ProblemSerializer})
+    @extend_schema(
+        operation_id="decisions_list",
+        responses={200: DecisionOutputSerializer(many=True), 401: ProblemSerializer, 403: ProblemSerializer},
+    )
     def get(self, request: Request) -> Response:
         decisions = policy.visible_decisions(policy.for_request(request), decision_list())
         paginator = NewestFirstCursor()
@@ -114,16 +156,37 @@ class DecisionCollectionApi(APIView):
 class DecisionDetailApi(APIView):
     policy_action = policy.DECISION_READ
 
-    @extend_schema(operation_id="decisions_retrieve", responses={200: DecisionOutputSerializer, 401: ProblemSerializer,
-                                                                 403: ProblemSerializer, 404: ProblemSerializer})
+    @extend_schema(
+        operation_id="decisions_retrieve",
+        responses={
+            200: DecisionOutputSerializer,
+            401: ProblemSerializer,
+            403: ProblemSerializer,
+            404: ProblemSerializer,
+        },
+    )
     def get(self, request: Request, decision_id: int) -> Response:
         decision = decision_fresh(decision=policy.decision_get(policy.for_request(request), decision_id))
         return Response(DecisionOutputSerializer(decision, context={"request": request}).data)
 
 
-EXPORT_COLUMNS = ("configuration", "meets", "systems_needed", "systems_ci_low", "systems_ci_high",
-                  "cost_per_million", "cost_unit", "energy_per_output", "energy_unit", "precision", "quality",
-                  "gaps", "run_id", "run_digest", "run_url")
+EXPORT_COLUMNS = (
+    "configuration",
+    "meets",
+    "systems_needed",
+    "systems_ci_low",
+    "systems_ci_high",
+    "cost_per_million",
+    "cost_unit",
+    "energy_per_output",
+    "energy_unit",
+    "precision",
+    "quality",
+    "gaps",
+    "run_id",
+    "run_digest",
+    "run_url",
+)
 
 
 def decision_export_rows(answer: dict[str, Any], absolute: Any) -> list[dict[str, Any]]:
@@ -132,15 +195,25 @@ def decision_export_rows(answer: dict[str, Any], absolute: Any) -> list[dict[str
     for c in answer["candidates"]:
         for i, run in enumerate(c["runs"]):
             beside = {b["field"]: b["value"] for b in c["beside"][i]}
-            rows.append({
-                "configuration": c["label"], "meets": c["meets"], "systems_needed": c["systems_needed"]["value"],
-                "systems_ci_low": c["systems_needed"].get("ci_low"),
-                "systems_ci_high": c["systems_needed"].get("ci_high"),
-                "cost_per_million": c["cost_per_million"]["value"], "cost_unit": c["cost_per_million"]["unit"],
-                "energy_per_output": c["energy_per_output"]["value"], "energy_unit": c["energy_per_output"]["unit"],
-                "precision": beside.get("precision.weights"), "quality": beside.get("metrics.quality.value"),
-                "gaps": "; ".join(g["code"] for g in c["gaps"]), "run_id": run["id"], "run_digest": run["digest"],
-                "run_url": absolute(run["url"])})
+            rows.append(
+                {
+                    "configuration": c["label"],
+                    "meets": c["meets"],
+                    "systems_needed": c["systems_needed"]["value"],
+                    "systems_ci_low": c["systems_needed"].get("ci_low"),
+                    "systems_ci_high": c["systems_needed"].get("ci_high"),
+                    "cost_per_million": c["cost_per_million"]["value"],
+                    "cost_unit": c["cost_per_million"]["unit"],
+                    "energy_per_output": c["energy_per_output"]["value"],
+                    "energy_unit": c["energy_per_output"]["unit"],
+                    "precision": beside.get("precision.weights"),
+                    "quality": beside.get("metrics.quality.value"),
+                    "gaps": "; ".join(g["code"] for g in c["gaps"]),
+                    "run_id": run["id"],
+                    "run_digest": run["digest"],
+                    "run_url": absolute(run["url"]),
+                }
+            )
     return rows
 
 
@@ -149,19 +222,32 @@ class DecisionExportApi(APIView):
 
     policy_action = policy.DECISION_READ
 
-    @extend_schema(operation_id="decisions_export",
-                   parameters=[OpenApiParameter("as", enum=["csv", "json"], default="csv")],
-                   responses={(200, "text/csv"): OpenApiTypes.STR, (200, "application/json"): OpenApiTypes.OBJECT,
-                              401: ProblemSerializer, 403: ProblemSerializer, 404: ProblemSerializer})
+    @extend_schema(
+        operation_id="decisions_export",
+        parameters=[OpenApiParameter("as", enum=["csv", "json"], default="csv")],
+        responses={
+            (200, "text/csv"): OpenApiTypes.STR,
+            (200, "application/json"): OpenApiTypes.OBJECT,
+            401: ProblemSerializer,
+            403: ProblemSerializer,
+            404: ProblemSerializer,
+        },
+    )
     def get(self, request: Request, decision_id: int) -> HttpResponse:
         decision = decision_fresh(decision=policy.decision_get(policy.for_request(request), decision_id))
         latest = decision_latest_answer(decision=decision)
         answer = latest.answer if latest else {"candidates": []}
         rows = decision_export_rows(answer, request.build_absolute_uri)
         if request.query_params.get("as") == "json":
-            return JsonResponse({"decision": decision.pk, "status": decision.status,
-                                 "answer": latest.number if latest else None,
-                                 "digest": latest.digest if latest else None, "rows": rows})
+            return JsonResponse(
+                {
+                    "decision": decision.pk,
+                    "status": decision.status,
+                    "answer": latest.number if latest else None,
+                    "digest": latest.digest if latest else None,
+                    "rows": rows,
+                }
+            )
         response = HttpResponse(csv_text(rows, EXPORT_COLUMNS), content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="decision-{decision.pk}.csv"'
         return response
@@ -172,20 +258,35 @@ class DecisionReportApi(APIView):
 
     policy_action = policy.DECISION_READ
 
-    @extend_schema(operation_id="decisions_report", request=None,
-                   responses={202: inline_serializer("DecisionReportQueued", fields={
-                       "report": serializers.IntegerField(), "status": serializers.CharField(),
-                       "url": serializers.URLField()}),
-                       401: ProblemSerializer, 403: ProblemSerializer, 404: ProblemSerializer,
-                       422: ProblemSerializer})
+    @extend_schema(
+        operation_id="decisions_report",
+        request=None,
+        responses={
+            202: inline_serializer(
+                "DecisionReportQueued",
+                fields={
+                    "report": serializers.IntegerField(),
+                    "status": serializers.CharField(),
+                    "url": serializers.URLField(),
+                },
+            ),
+            401: ProblemSerializer,
+            403: ProblemSerializer,
+            404: ProblemSerializer,
+            422: ProblemSerializer,
+        },
+    )
     def post(self, request: Request, decision_id: int) -> Response:
         decision = policy.decision_get(policy.for_request(request), decision_id)
         policy.require(policy.for_request(request), policy.DECISION_CREATE, hidden=False)
         report = decision_report(decision=decision, requested_by=request.user)
         report.refresh_from_db()
         url = request.build_absolute_uri(reverse("api-report-detail", args=[report.pk]))
-        return Response({"report": report.pk, "status": report.status, "url": url},
-                        status=status.HTTP_202_ACCEPTED, headers={"Location": url})
+        return Response(
+            {"report": report.pk, "status": report.status, "url": url},
+            status=status.HTTP_202_ACCEPTED,
+            headers={"Location": url},
+        )
 
 
 class DecisionGapPlanInputSerializer(serializers.Serializer):
@@ -203,11 +304,19 @@ class DecisionGapPlanApi(APIView):
 
     policy_action = policy.PLAN_CREATE
 
-    @extend_schema(operation_id="decisions_gap_plan", request=DecisionGapPlanInputSerializer,
-                   responses={201: inline_serializer("DecisionGapPlan", fields={
-                       "plan": serializers.IntegerField(), "jobs": serializers.IntegerField()}),
-                       400: ProblemSerializer, 401: ProblemSerializer, 403: ProblemSerializer,
-                       404: ProblemSerializer})
+    @extend_schema(
+        operation_id="decisions_gap_plan",
+        request=DecisionGapPlanInputSerializer,
+        responses={
+            201: inline_serializer(
+                "DecisionGapPlan", fields={"plan": serializers.IntegerField(), "jobs": serializers.IntegerField()}
+            ),
+            400: ProblemSerializer,
+            401: ProblemSerializer,
+            403: ProblemSerializer,
+            404: ProblemSerializer,
+        },
+    )
     def post(self, request: Request, decision_id: int) -> Response:
         from registry.models import Agent
 
@@ -218,9 +327,17 @@ class DecisionGapPlanApi(APIView):
         wanted = data.validated_data["agents"]
         agents = list(Agent.objects.filter(pk__in=wanted, revoked_at__isnull=True))
         if len(agents) != len(set(wanted)):
-            raise RegistryError("an agent is unknown or revoked", code="invalid-plan",
-                                errors=[{"pointer": "/agents", "message": "enrolled, not revoked agents"}])
-        plan = decision_gap_plan(decision=decision, candidate=data.validated_data["candidate"], agents=agents,
-                                 created_by=request.user, repetitions=data.validated_data["repetitions"],
-                                 options=data.validated_data.get("options"))
+            raise RegistryError(
+                "an agent is unknown or revoked",
+                code="invalid-plan",
+                errors=[{"pointer": "/agents", "message": "enrolled, not revoked agents"}],
+            )
+        plan = decision_gap_plan(
+            decision=decision,
+            candidate=data.validated_data["candidate"],
+            agents=agents,
+            created_by=request.user,
+            repetitions=data.validated_data["repetitions"],
+            options=data.validated_data.get("options"),
+        )
         return Response({"plan": plan.pk, "jobs": plan.jobs.count()}, status=status.HTTP_201_CREATED)

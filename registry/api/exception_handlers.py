@@ -21,12 +21,25 @@ from registry.exceptions import RegistryError
 PROBLEM = "application/problem+json"
 log = logging.getLogger(__name__)
 
-_TITLES = {400: "Bad request", 401: "Not authenticated", 403: "Forbidden", 404: "Not found",
-           405: "Method not allowed", 406: "Not acceptable", 409: "Conflict", 413: "Payload too large",
-           415: "Unsupported media type", 422: "Unprocessable content", 429: "Too many requests",
-           500: "Internal server error", 503: "Service unavailable"}
-UNAVAILABLE_DETAIL = ("the registry cannot reach its database right now; nothing was stored by this request "
-                      "(a submission is known by its digest, so sending it again is safe)")
+_TITLES = {
+    400: "Bad request",
+    401: "Not authenticated",
+    403: "Forbidden",
+    404: "Not found",
+    405: "Method not allowed",
+    406: "Not acceptable",
+    409: "Conflict",
+    413: "Payload too large",
+    415: "Unsupported media type",
+    422: "Unprocessable content",
+    429: "Too many requests",
+    500: "Internal server error",
+    503: "Service unavailable",
+}
+UNAVAILABLE_DETAIL = (
+    "the registry cannot reach its database right now; nothing was stored by this request "
+    "(a submission is known by its digest, so sending it again is safe)"
+)
 
 
 def database_unavailable(exc: BaseException | None) -> bool:
@@ -45,8 +58,13 @@ def unavailable_headers() -> dict[str, str]:
 def problem(status: int, code: str, detail: str, errors: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """A problem+json body. What it quotes of the request is made printable (a lone surrogate in a key would make
     the answer itself fail to encode)."""
-    body: dict[str, Any] = {"type": f"https://benchreg.dev/problems/{code}", "title": _TITLES.get(status, "Error"),
-                            "status": status, "code": code, "detail": printable(detail)}
+    body: dict[str, Any] = {
+        "type": f"https://benchreg.dev/problems/{code}",
+        "title": _TITLES.get(status, "Error"),
+        "status": status,
+        "code": code,
+        "detail": printable(detail),
+    }
     if errors is not None:
         body["errors"] = printable_data(errors)
     return body
@@ -66,13 +84,21 @@ def _drf_errors(detail: Any, prefix: str = "") -> list[dict[str, Any]]:
 def problem_details_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if database_unavailable(exc):
         log.warning("database unavailable: %s: %s", type(exc).__name__, exc)
-        return Response(problem(503, "database-unavailable", UNAVAILABLE_DETAIL), status=503, content_type=PROBLEM,
-                        headers=unavailable_headers())
+        return Response(
+            problem(503, "database-unavailable", UNAVAILABLE_DETAIL),
+            status=503,
+            content_type=PROBLEM,
+            headers=unavailable_headers(),
+        )
     if isinstance(exc, RegistryError):
         body = problem(exc.status, exc.code, exc.message, exc.errors or None)
         retry_after = getattr(exc, "retry_after", None)  # a quota refusal (429) says when to ask again
-        return Response(body, status=exc.status, content_type=PROBLEM,
-                        headers={"Retry-After": str(retry_after)} if retry_after is not None else None)
+        return Response(
+            body,
+            status=exc.status,
+            content_type=PROBLEM,
+            headers={"Retry-After": str(retry_after)} if retry_after is not None else None,
+        )
     if isinstance(exc, SuspiciousOperation):  # raised by Django while reading the body (request.data)
         status, code, detail = request_refusal(exc)
         return Response(problem(status, code, detail), status=status, content_type=PROBLEM)
@@ -98,9 +124,11 @@ def request_refusal(exc: SuspiciousOperation) -> tuple[int, str, str]:
     """Status, code and words for what Django refuses while reading a request: a body over
     DATA_UPLOAD_MAX_MEMORY_SIZE is 413 (Django says 400), too many form fields or files 400."""
     if isinstance(exc, RequestDataTooBig):
-        return (413, "payload-too-large",
-                f"the body is larger than the limit of {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes for this "
-                "endpoint")
+        return (
+            413,
+            "payload-too-large",
+            f"the body is larger than the limit of {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes for this endpoint",
+        )
     return 400, "bad-request", str(exc) or "the request cannot be read"
 
 
@@ -114,19 +142,27 @@ def bad_request(request: HttpRequest, exception: Exception | None = None) -> Htt
     if request.path.startswith("/api/"):
         return JsonResponse(problem(status, code, detail), status=status, content_type=PROBLEM)
     words = html.escape(detail[:1].upper() + detail[1:])
-    return HttpResponse(f"<!doctype html><title>{status} {_TITLES[status]}</title><h1>{_TITLES[status]}</h1>"
-                        f"<p>{words}.</p>", status=status)
+    return HttpResponse(
+        f"<!doctype html><title>{status} {_TITLES[status]}</title><h1>{_TITLES[status]}</h1><p>{words}.</p>",
+        status=status,
+    )
 
 
 def api_not_found(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
-    return JsonResponse(problem(404, "not-found", f"no such resource: {request.path}"), status=404,
-                        content_type=PROBLEM)
+    return JsonResponse(
+        problem(404, "not-found", f"no such resource: {request.path}"), status=404, content_type=PROBLEM
+    )
 
 
 def api_server_error(request: HttpRequest) -> JsonResponse:
     if database_unavailable(sys.exc_info()[1]):  # raised outside a DRF view (middleware): still a 503
-        return JsonResponse(problem(503, "database-unavailable", UNAVAILABLE_DETAIL), status=503,
-                            content_type=PROBLEM, headers=unavailable_headers())
+        return JsonResponse(
+            problem(503, "database-unavailable", UNAVAILABLE_DETAIL),
+            status=503,
+            content_type=PROBLEM,
+            headers=unavailable_headers(),
+        )
     log.error("unhandled error serving %s", request.path)
-    return JsonResponse(problem(500, "server-error", "the registry failed; the error is logged"), status=500,
-                        content_type=PROBLEM)
+    return JsonResponse(
+        problem(500, "server-error", "the registry failed; the error is logged"), status=500, content_type=PROBLEM
+    )

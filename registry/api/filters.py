@@ -20,8 +20,7 @@ class SubmissionFilter(django_filters.FilterSet):
     workload = django_filters.CharFilter(field_name="workload_name")
     workload_version = django_filters.CharFilter()
     scenario = django_filters.CharFilter(field_name="scenario_kind")
-    precision = django_filters.CharFilter(field_name="precision_weights",
-                                          help_text="weights format, e.g. bf16 or int8")
+    precision = django_filters.CharFilter(field_name="precision_weights", help_text="weights format, e.g. bf16 or int8")
     activations = django_filters.CharFilter(field_name="precision_activations")
     batch_size = IntegerFilter()
     accelerator = django_filters.CharFilter(field_name="accelerator_model")
@@ -30,16 +29,22 @@ class SubmissionFilter(django_filters.FilterSet):
     submitter = django_filters.CharFilter(help_text="provenance.submitter as stated in the document")
     submitted_by = django_filters.CharFilter(field_name="submitted_by_name", help_text="registry user")
     source = django_filters.CharFilter()
-    trust = django_filters.MultipleChoiceFilter(choices=Trust.choices,
-                                                help_text="vouched, declared, imported or example (repeatable)")
+    trust = django_filters.MultipleChoiceFilter(
+        choices=Trust.choices, help_text="vouched, declared, imported or example (repeatable)"
+    )
     comparability_key = django_filters.CharFilter()
     round = django_filters.CharFilter(field_name="origin_round", help_text="published round, e.g. v5.1")
-    division = django_filters.CharFilter(field_name="origin_division", lookup_expr="iexact",
-                                         help_text="MLPerf division: closed, open or network")
-    category = django_filters.CharFilter(field_name="origin_category", lookup_expr="icontains",
-                                         help_text="datacenter or edge (a 'datacenter,edge' system matches both)")
-    availability = django_filters.CharFilter(field_name="origin_availability", lookup_expr="iexact",
-                                             help_text="available, preview or research")
+    division = django_filters.CharFilter(
+        field_name="origin_division", lookup_expr="iexact", help_text="MLPerf division: closed, open or network"
+    )
+    category = django_filters.CharFilter(
+        field_name="origin_category",
+        lookup_expr="icontains",
+        help_text="datacenter or edge (a 'datacenter,edge' system matches both)",
+    )
+    availability = django_filters.CharFilter(
+        field_name="origin_availability", lookup_expr="iexact", help_text="available, preview or research"
+    )
     submitted_after = django_filters.IsoDateTimeFilter(field_name="submitted_at", lookup_expr="gte")
     submitted_before = django_filters.IsoDateTimeFilter(field_name="submitted_at", lookup_expr="lt")
     started_after = django_filters.IsoDateTimeFilter(field_name="started_at", lookup_expr="gte")

@@ -37,8 +37,9 @@ class JSONDocumentParser(BaseParser):
         if len(raw) > limit:
             raise PayloadTooLarge(f"the body is larger than the limit of {limit} bytes")
         if not raw:
-            raise InvalidDocument("the body is empty", errors=[{"pointer": "", "code": "empty-body",
-                                                                "message": "send one JSON document"}])
+            raise InvalidDocument(
+                "the body is empty", errors=[{"pointer": "", "code": "empty-body", "message": "send one JSON document"}]
+            )
         return parse_document(raw)
 
 
@@ -47,8 +48,7 @@ def parse_document(raw: bytes) -> Any:
     try:
         return protocol.parse_json(raw)
     except protocol.Invalid as exc:
-        raise InvalidDocument("the body is not acceptable JSON",
-                              errors=[e.as_dict() for e in exc.errors]) from None
+        raise InvalidDocument("the body is not acceptable JSON", errors=[e.as_dict() for e in exc.errors]) from None
 
 
 # --- issue 16: a batch of documents, one per line (application/x-ndjson) ----------------------------------------
@@ -71,8 +71,9 @@ class NDJSONBatchParser(BaseParser):
 
     media_type = "application/x-ndjson"
 
-    def parse(self, stream: Any, media_type: str | None = None,
-              parser_context: dict[str, Any] | None = None) -> DocumentBatch:
+    def parse(
+        self, stream: Any, media_type: str | None = None, parser_context: dict[str, Any] | None = None
+    ) -> DocumentBatch:
         limit = settings.MAX_BATCH_BYTES
         request = (parser_context or {}).get("request")
         declared = request.META.get("CONTENT_LENGTH") if request is not None else None
@@ -83,11 +84,14 @@ class NDJSONBatchParser(BaseParser):
             raise PayloadTooLarge(f"the batch is larger than the limit of {limit} bytes")
         lines = [(number, line) for number, line in enumerate(raw.split(b"\n"), start=1) if line.strip()]
         if not lines:
-            raise InvalidDocument("the batch is empty", errors=[{"pointer": "", "code": "empty-body",
-                                                                 "message": "send one JSON document per line"}])
+            raise InvalidDocument(
+                "the batch is empty",
+                errors=[{"pointer": "", "code": "empty-body", "message": "send one JSON document per line"}],
+            )
         if len(lines) > settings.MAX_BATCH_DOCUMENTS:
-            raise PayloadTooLarge(f"the batch has {len(lines)} documents; the limit is "
-                                  f"{settings.MAX_BATCH_DOCUMENTS} per request")
+            raise PayloadTooLarge(
+                f"the batch has {len(lines)} documents; the limit is {settings.MAX_BATCH_DOCUMENTS} per request"
+            )
         return DocumentBatch([(number, _parse_line(line)) for number, line in lines])
 
 

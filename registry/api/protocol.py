@@ -20,5 +20,10 @@ class ProtocolApi(APIView):
 
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="The protocol: schema and comparability contract")
     def get(self, request: Request) -> Response:
-        return Response({"protocol": f"{protocol.PROTOCOL_NAME}/{protocol.PROTOCOL_VERSION}",
-                         "schema": protocol.submission_schema(), "contract": contract_document()})
+        return Response(
+            {
+                "protocol": f"{protocol.PROTOCOL_NAME}/{protocol.PROTOCOL_VERSION}",
+                "schema": protocol.submission_schema(),
+                "contract": contract_document(),
+            }
+        )

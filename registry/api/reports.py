@@ -34,13 +34,33 @@ class ReportOutputSerializer(serializers.ModelSerializer):
     download = serializers.SerializerMethodField(help_text="the PDF, once status is ready")
     comparison_digest = serializers.CharField(source="comparison.digest")
     conclusion = serializers.SerializerMethodField(
-        help_text="the comparison's conclusion as it stands now: inconclusive once a run was withdrawn since")
+        help_text="the comparison's conclusion as it stands now: inconclusive once a run was withdrawn since"
+    )
 
     class Meta:
         model = Report
-        fields = ["id", "url", "status", "title", "decision", "comparison", "comparison_digest", "prices", "currency",
-                  "requested_by_name", "created_at", "started_at", "finished_at", "last_error", "download",
-                  "pdf_digest", "pdf_bytes", "evidence_digest", "checkpoint_size", "conclusion"]
+        fields = [
+            "id",
+            "url",
+            "status",
+            "title",
+            "decision",
+            "comparison",
+            "comparison_digest",
+            "prices",
+            "currency",
+            "requested_by_name",
+            "created_at",
+            "started_at",
+            "finished_at",
+            "last_error",
+            "download",
+            "pdf_digest",
+            "pdf_bytes",
+            "evidence_digest",
+            "checkpoint_size",
+            "conclusion",
+        ]
 
     def get_url(self, report: Report) -> str:
         return self.context["request"].build_absolute_uri(reverse("api-report-detail", args=[report.pk]))
@@ -65,17 +85,27 @@ class ReportCollectionApi(APIView):
         comparison = serializers.IntegerField(min_value=1)
         title = serializers.CharField(max_length=200)
         decision = serializers.CharField(max_length=2000, help_text="the decision the report supports")
-        prices = serializers.DictField(child=serializers.FloatField(min_value=0, max_value=MAX_PRICE_PER_HOUR),
-                                       required=False, help_text="price per system-hour by system.name (default: "
-                                       "the comparison's), each from 0 to the plausible maximum")
+        prices = serializers.DictField(
+            child=serializers.FloatField(min_value=0, max_value=MAX_PRICE_PER_HOUR),
+            required=False,
+            help_text="price per system-hour by system.name (default: "
+            "the comparison's), each from 0 to the plausible maximum",
+        )
         currency = serializers.RegexField(r"^[A-Z]{3}$", required=False)
 
         class Meta:
             ref_name = "ReportInput"  # nested InputSerializers share a name; the schema needs distinct ones
 
-    @extend_schema(request=InputSerializer, responses={202: ReportOutputSerializer, 400: ProblemSerializer,
-                                                       404: ProblemSerializer, 422: ProblemSerializer,
-                                                       429: ProblemSerializer})
+    @extend_schema(
+        request=InputSerializer,
+        responses={
+            202: ReportOutputSerializer,
+            400: ProblemSerializer,
+            404: ProblemSerializer,
+            422: ProblemSerializer,
+            429: ProblemSerializer,
+        },
+    )
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -98,12 +128,22 @@ class ReportDetailApi(APIView):
 class ReportPdfApi(APIView):
     """The signed PDF of a ready report (409 before it is ready)."""
 
-    @extend_schema(responses={(200, "application/pdf"): OpenApiTypes.BINARY, 404: ProblemSerializer,
-                              409: ProblemSerializer, 503: ProblemSerializer})
+    @extend_schema(
+        responses={
+            (200, "application/pdf"): OpenApiTypes.BINARY,
+            404: ProblemSerializer,
+            409: ProblemSerializer,
+            503: ProblemSerializer,
+        }
+    )
     def get(self, request: Request, report_id: int) -> FileResponse:
         report = policy.report_get(policy.for_request(request), report_id)
-        response = FileResponse(report_open(report), content_type="application/pdf", as_attachment=True,
-                                filename=f"benchreg-report-{report.pk}.pdf")
+        response = FileResponse(
+            report_open(report),
+            content_type="application/pdf",
+            as_attachment=True,
+            filename=f"benchreg-report-{report.pk}.pdf",
+        )
         response["X-Content-Digest"] = report.pdf_digest
         return response
 
@@ -120,9 +160,16 @@ class ReportVerifyApi(APIView):
     throttle_scope = "verify"
     parser_classes = [MultiPartParser, FormParser]
 
-    @extend_schema(request={"multipart/form-data": {"type": "object", "required": ["file"], "properties": {
-        "file": {"type": "string", "format": "binary"}}}},
-        responses={200: OpenApiTypes.OBJECT, 400: ProblemSerializer, 413: ProblemSerializer, 429: ProblemSerializer})
+    @extend_schema(
+        request={
+            "multipart/form-data": {
+                "type": "object",
+                "required": ["file"],
+                "properties": {"file": {"type": "string", "format": "binary"}},
+            }
+        },
+        responses={200: OpenApiTypes.OBJECT, 400: ProblemSerializer, 413: ProblemSerializer, 429: ProblemSerializer},
+    )
     def post(self, request: Request) -> Response:
         limit = settings.BENCHREG_MAX_VERIFY_BYTES
         too_large = PayloadTooLarge(f"a report to verify is at most {limit} bytes")
@@ -141,8 +188,12 @@ class ReportVerifyApi(APIView):
         verdict = report_verify(pdf=upload.read(), with_reasons=with_reasons)
         bound = next((c for c in verdict.reasons if c.code == "within-bounds"), None)
         if bound is not None:
-            raise RegistryError(f"not verified: {bound.message}", status=413, code="inflated-too-large",
-                                errors=[{"pointer": "/file", "message": bound.message}])
+            raise RegistryError(
+                f"not verified: {bound.message}",
+                status=413,
+                code="inflated-too-large",
+                errors=[{"pointer": "/file", "message": bound.message}],
+            )
         return Response(verdict.as_dict())
 
 

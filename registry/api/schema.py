@@ -34,12 +34,13 @@ from rest_framework.permissions import IsAuthenticated
 from registry import policy
 
 PROBLEM = "application/problem+json"
-RETRY_AFTER = {"Retry-After": {"schema": {"type": "integer", "minimum": 0},
-                               "description": "seconds to wait before trying again"}}
+RETRY_AFTER = {
+    "Retry-After": {"schema": {"type": "integer", "minimum": 0}, "description": "seconds to wait before trying again"}
+}
 STANDARD_ERRORS = {
     "400": "The request is not valid: every problem is listed in `errors` with a JSON pointer (a JSON body may "
-           "nest arrays and objects at most BENCHREG_MAX_JSON_DEPTH levels deep, default 32, and hold no number "
-           "beyond the largest double).",
+    "nest arrays and objects at most BENCHREG_MAX_JSON_DEPTH levels deep, default 32, and hold no number "
+    "beyond the largest double).",
     "401": "No valid credential: the token is missing where one is needed, or invalid, expired or revoked.",
     "403": "The credential lacks the right for this operation (or a session's unsafe request lacks its CSRF token).",
     "404": "No such object, or the caller may not see it.",
@@ -69,8 +70,9 @@ class ProblemSerializer(serializers.Serializer):
 class ContractSchema(AutoSchema):
     """drf-spectacular's AutoSchema plus the shared responses and security above."""
 
-    def get_operation(self, path: str, path_regex: str, path_prefix: str, method: str,
-                      registry: Any) -> dict[str, Any] | None:
+    def get_operation(
+        self, path: str, path_regex: str, path_prefix: str, method: str, registry: Any
+    ) -> dict[str, Any] | None:
         operation = super().get_operation(path, path_regex, path_prefix, method, registry)
         if operation is None:
             return None
@@ -113,5 +115,6 @@ class ContractSchema(AutoSchema):
         action = getattr(self.view, "policy_action", None)
         if action is not None:
             return policy.open_to_anyone(action)
-        return (getattr(self.view, "required_scope", "read") is None
-                and not any(isinstance(p, IsAuthenticated) for p in self.view.get_permissions()))
+        return getattr(self.view, "required_scope", "read") is None and not any(
+            isinstance(p, IsAuthenticated) for p in self.view.get_permissions()
+        )

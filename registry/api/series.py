@@ -38,6 +38,7 @@ class ObjectRuleApi(APIView):
 
 # --- serializers -------------------------------------------------------------------------------------------
 
+
 class MatrixEntrySerializer(serializers.Serializer):
     label = serializers.CharField(max_length=100)
     options = FreeFormObjectField(required=False, default=dict)
@@ -82,12 +83,16 @@ class ScheduleSerializer(serializers.Serializer):
 
 
 MAX_VARIANTS = settings.BENCHREG_SCHEDULE_MAX_VARIANTS
-MATRIX_HELP = (f"at most {MAX_VARIANTS} variants (BENCHREG_SCHEDULE_MAX_VARIANTS), each with a unique label and "
-               "options no other variant has; each due time queues variants x agents x precisions x batch sizes "
-               f"jobs, at most {settings.BENCHREG_MAX_JOBS_PER_PLAN} (BENCHREG_MAX_JOBS_PER_PLAN)")
-WEBHOOK_HELP = ("alerts are POSTed here, signed with the schedule's own secret: a new address gets a new secret, "
-                "returned once as `webhook_secret` in this answer; an address the registry would not deliver to "
-                "is refused (422)")
+MATRIX_HELP = (
+    f"at most {MAX_VARIANTS} variants (BENCHREG_SCHEDULE_MAX_VARIANTS), each with a unique label and "
+    "options no other variant has; each due time queues variants x agents x precisions x batch sizes "
+    f"jobs, at most {settings.BENCHREG_MAX_JOBS_PER_PLAN} (BENCHREG_MAX_JOBS_PER_PLAN)"
+)
+WEBHOOK_HELP = (
+    "alerts are POSTed here, signed with the schedule's own secret: a new address gets a new secret, "
+    "returned once as `webhook_secret` in this answer; an address the registry would not deliver to "
+    "is refused (422)"
+)
 
 
 class MatrixField(serializers.ListField):
@@ -226,12 +231,15 @@ class AlertSerializer(serializers.Serializer):
 
 # --- schedules ---------------------------------------------------------------------------------------------
 
+
 class ScheduleAnswerSerializer(ScheduleSerializer):
     """What a create or change answers (the schema only: `webhook_secret` is added by _with_secret, once)."""
 
     webhook_secret = serializers.CharField(
-        required=False, help_text="Standard Webhooks secret (whsec_…) for verifying this schedule's alerts; only in "
-                                  "the answer that set its webhook_url, never shown again")
+        required=False,
+        help_text="Standard Webhooks secret (whsec_…) for verifying this schedule's alerts; only in "
+        "the answer that set its webhook_url, never shown again",
+    )
 
 
 SCHEDULE_WITH_SECRET = ScheduleAnswerSerializer
@@ -258,8 +266,10 @@ class ScheduleCollectionApi(APIView):
         page = paginator.paginate_queryset(schedules.prefetch_related("agents"), request, view=self)
         return paginator.get_paginated_response(ScheduleSerializer(page, many=True).data)
 
-    @extend_schema(request=ScheduleCreateSerializer, responses={201: SCHEDULE_WITH_SECRET, 404: ProblemSerializer,
-                                                                 422: ProblemSerializer, **PROBLEMS})
+    @extend_schema(
+        request=ScheduleCreateSerializer,
+        responses={201: SCHEDULE_WITH_SECRET, 404: ProblemSerializer, 422: ProblemSerializer, **PROBLEMS},
+    )
     def post(self, request: Request) -> Response:
         if not policy.can(policy.for_request(request), policy.SCHEDULE_CREATE):
             raise policy.Refused("this credential may not create schedules")
@@ -281,9 +291,16 @@ class ScheduleDetailApi(ObjectRuleApi):
     def get(self, request: Request, schedule_id: int) -> Response:
         return Response(ScheduleSerializer(policy.schedule_get(policy.for_request(request), schedule_id)).data)
 
-    @extend_schema(request=ScheduleChangeSerializer,
-                   responses={200: SCHEDULE_WITH_SECRET, 404: ProblemSerializer, 409: ProblemSerializer,
-                              422: ProblemSerializer, **PROBLEMS})
+    @extend_schema(
+        request=ScheduleChangeSerializer,
+        responses={
+            200: SCHEDULE_WITH_SECRET,
+            404: ProblemSerializer,
+            409: ProblemSerializer,
+            422: ProblemSerializer,
+            **PROBLEMS,
+        },
+    )
     def patch(self, request: Request, schedule_id: int) -> Response:
         schedule = policy.schedule_get(policy.for_request(request), schedule_id, policy.SCHEDULE_CHANGE)
         if isinstance(request.data, dict) and request.data.get("webhook_url"):
@@ -294,8 +311,10 @@ class ScheduleDetailApi(ObjectRuleApi):
         schedule = schedule_update(schedule=schedule, actor=request.user.get_username(), **data.validated_data)
         return Response(_with_secret(schedule, before))
 
-    @extend_schema(request=None, responses={200: ScheduleSerializer, 401: ProblemSerializer, 403: ProblemSerializer,
-                                            404: ProblemSerializer})
+    @extend_schema(
+        request=None,
+        responses={200: ScheduleSerializer, 401: ProblemSerializer, 403: ProblemSerializer, 404: ProblemSerializer},
+    )
     def delete(self, request: Request, schedule_id: int) -> Response:
         schedule = policy.schedule_get(policy.for_request(request), schedule_id, policy.SCHEDULE_CHANGE)
         schedule = schedule_delete(schedule=schedule, actor=request.user.get_username())
@@ -303,6 +322,7 @@ class ScheduleDetailApi(ObjectRuleApi):
 
 
 # --- series, alerts, history -------------------------------------------------------------------------------
+
 
 class SeriesFilterSerializer(QuerySerializer):
     schedule = serializers.IntegerField(min_value=0, required=False, help_text="the schedule's id")
@@ -315,8 +335,10 @@ class SeriesCollectionApi(APIView):
     policy_action = policy.SERIES_READ
     pagination_class = NewestFirstCursor  # documents the page envelope and its cursor/limit parameters
 
-    @extend_schema(parameters=[SeriesFilterSerializer],
-                   responses={200: SeriesSerializer(many=True), 401: ProblemSerializer, 403: ProblemSerializer})
+    @extend_schema(
+        parameters=[SeriesFilterSerializer],
+        responses={200: SeriesSerializer(many=True), 401: ProblemSerializer, 403: ProblemSerializer},
+    )
     def get(self, request: Request) -> Response:
         filters = SeriesFilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
@@ -335,8 +357,9 @@ class SeriesDetailApi(APIView):
 
     policy_action = policy.SERIES_READ
 
-    @extend_schema(responses={200: SeriesDetailSerializer, 401: ProblemSerializer, 403: ProblemSerializer,
-                              404: ProblemSerializer})
+    @extend_schema(
+        responses={200: SeriesDetailSerializer, 401: ProblemSerializer, 403: ProblemSerializer, 404: ProblemSerializer}
+    )
     def get(self, request: Request, series_id: int) -> Response:
         series: Series = policy.series_get(policy.for_request(request), series_id)
         latest = series.members.select_related("run").order_by("-run_id").first()
@@ -363,8 +386,9 @@ class AlertDetailApi(APIView):
 
     policy_action = policy.SERIES_READ
 
-    @extend_schema(responses={200: AlertSerializer, 401: ProblemSerializer, 403: ProblemSerializer,
-                              404: ProblemSerializer})
+    @extend_schema(
+        responses={200: AlertSerializer, 401: ProblemSerializer, 403: ProblemSerializer, 404: ProblemSerializer}
+    )
     def get(self, request: Request, alert_id: int) -> Response:
         return Response(alert_body(policy.alert_get(policy.for_request(request), alert_id)))
 
@@ -374,8 +398,9 @@ class SubmissionHistoryApi(APIView):
 
     policy_action = policy.SERIES_READ
 
-    @extend_schema(responses={200: HistorySerializer, 401: ProblemSerializer, 403: ProblemSerializer,
-                              404: ProblemSerializer})
+    @extend_schema(
+        responses={200: HistorySerializer, 401: ProblemSerializer, 403: ProblemSerializer, 404: ProblemSerializer}
+    )
     def get(self, request: Request, run_id: int) -> Response:
         run = policy.run_get(policy.for_request(request), run_id)
         return Response(run_history(run=run).as_dict())

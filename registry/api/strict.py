@@ -47,10 +47,17 @@ class UnreadableJSON(RegistryError):
 def refuse_unstorable(value: Any, where: str = "the body") -> None:
     pointers = unstorable_pointers(value)
     if pointers:
-        raise UnstorableText(f"{where} contains text the registry cannot store (NUL or a lone surrogate)",
-                             errors=[{"pointer": p, "code": "unstorable-text",
-                                      "message": "NUL characters and unpaired surrogates cannot be stored"}
-                                     for p in pointers[:50]])
+        raise UnstorableText(
+            f"{where} contains text the registry cannot store (NUL or a lone surrogate)",
+            errors=[
+                {
+                    "pointer": p,
+                    "code": "unstorable-text",
+                    "message": "NUL characters and unpaired surrogates cannot be stored",
+                }
+                for p in pointers[:50]
+            ],
+        )
 
 
 class StrictJSONParser(JSONParser):
@@ -64,9 +71,10 @@ class StrictJSONParser(JSONParser):
         try:
             data = super().parse(stream, media_type, parser_context)
         except RecursionError:  # the C scanner recurses per level: far beyond the bound, no pointer to give
-            raise UnreadableJSON(f"JSON parse error - arrays and objects are nested more than {depth} levels deep",
-                                 errors=[{"pointer": "", "code": "too-deep",
-                                          "message": f"nested more than {depth} levels deep"}]) from None
+            raise UnreadableJSON(
+                f"JSON parse error - arrays and objects are nested more than {depth} levels deep",
+                errors=[{"pointer": "", "code": "too-deep", "message": f"nested more than {depth} levels deep"}],
+            ) from None
         problems = protocol.value_errors(data, max_depth=depth, numbers=True)
         unreadable = [e.as_dict() for e in problems if e.code != "unstorable-text"]
         if unreadable:
@@ -109,8 +117,9 @@ class UndeliverableAddress(RegistryError):
 WEBHOOK_URL_MAX_LENGTH = 500
 
 
-@extend_schema_field({"type": "string", "format": "uri", "pattern": "^https?://[^/?#]+",
-                     "maxLength": WEBHOOK_URL_MAX_LENGTH})
+@extend_schema_field(
+    {"type": "string", "format": "uri", "pattern": "^https?://[^/?#]+", "maxLength": WEBHOOK_URL_MAX_LENGTH}
+)
 class WebhookURLField(serializers.CharField):
     """An http(s) address the registry POSTs signed events to; "" for none.
 
@@ -140,8 +149,13 @@ class WebhookURLField(serializers.CharField):
         except DjangoValidationError:
             raise UndeliverableAddress(
                 "the webhook address is a URI no request can reach",
-                errors=[{"pointer": f"/{self.field_name}", "code": "undeliverable-address",
-                         "message": "not a reachable http(s) address (host name, its labels or its domain)"}],
+                errors=[
+                    {
+                        "pointer": f"/{self.field_name}",
+                        "code": "undeliverable-address",
+                        "message": "not a reachable http(s) address (host name, its labels or its domain)",
+                    }
+                ],
             ) from None
         from registry.services.webhooks import webhook_url_problem
 
@@ -190,8 +204,11 @@ class StrictSerializer(serializers.Serializer):
 
     def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, dict):
-            errors = {name: problems for name, field in self.fields.items()
-                      if not field.read_only and name in data and (problems := _type_problems(field, data[name]))}
+            errors = {
+                name: problems
+                for name, field in self.fields.items()
+                if not field.read_only and name in data and (problems := _type_problems(field, data[name]))
+            }
             if errors:
                 raise ValidationError(errors)
         return super().to_internal_value(data)

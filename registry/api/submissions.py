@@ -37,11 +37,35 @@ class SubmissionSummarySerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Submission
-        fields = ["id", "digest", "url", "comparability_key", "protocol_version", "phase", "workload_name",
-                  "workload_version", "scenario_kind", "precision_weights", "precision_activations", "batch_size",
-                  "system_name", "accelerator_vendor", "accelerator_model", "accelerator_count", "submitter",
-                  "source", "started_at", "headline_metric", "headline_value", "headline_unit",
-                  "headline_lower_is_better", "trust", "submitted_by_name", "submitted_at", "withdrawn"]
+        fields = [
+            "id",
+            "digest",
+            "url",
+            "comparability_key",
+            "protocol_version",
+            "phase",
+            "workload_name",
+            "workload_version",
+            "scenario_kind",
+            "precision_weights",
+            "precision_activations",
+            "batch_size",
+            "system_name",
+            "accelerator_vendor",
+            "accelerator_model",
+            "accelerator_count",
+            "submitter",
+            "source",
+            "started_at",
+            "headline_metric",
+            "headline_value",
+            "headline_unit",
+            "headline_lower_is_better",
+            "trust",
+            "submitted_by_name",
+            "submitted_at",
+            "withdrawn",
+        ]
 
     def get_url(self, run: Submission) -> str:
         return self.context["request"].build_absolute_uri(reverse("api-submission-detail", args=[run.pk]))
@@ -70,8 +94,10 @@ class SubmissionBatchResultSerializer(serializers.Serializer):
     id = serializers.IntegerField(required=False, help_text="the run (stored or known)")
     digest = serializers.CharField(required=False)
     url = serializers.CharField(required=False)
-    problem = ProblemSerializer(required=False, help_text="why it was refused: the problem details a single "
-                                                          "submission of it would get, pointers included")
+    problem = ProblemSerializer(
+        required=False,
+        help_text="why it was refused: the problem details a single submission of it would get, pointers included",
+    )
 
     class Meta:
         ref_name = "SubmissionBatchResult"
@@ -79,20 +105,33 @@ class SubmissionBatchResultSerializer(serializers.Serializer):
 
 def _batch_lines(request: Request, batch: DocumentBatch, token: ApiToken | None) -> list[dict[str, Any]]:
     numbers = [number for number, _ in batch.lines]
-    outcomes = submission_create_batch(documents=(document for _, document in batch.lines),
-                                       submitted_by=request.user, token=token)
+    outcomes = submission_create_batch(
+        documents=(document for _, document in batch.lines), submitted_by=request.user, token=token
+    )
     lines: list[dict[str, Any]] = []
     for number, outcome in zip(numbers, outcomes, strict=True):
         if outcome.run is not None:
-            lines.append({"line": number, "status": 201 if outcome.status == "stored" else 200,
-                          "result": outcome.status, "id": outcome.run.pk, "digest": outcome.run.digest,
-                          "url": request.build_absolute_uri(reverse("api-submission-detail",
-                                                                    args=[outcome.run.pk]))})
+            lines.append(
+                {
+                    "line": number,
+                    "status": 201 if outcome.status == "stored" else 200,
+                    "result": outcome.status,
+                    "id": outcome.run.pk,
+                    "digest": outcome.run.digest,
+                    "url": request.build_absolute_uri(reverse("api-submission-detail", args=[outcome.run.pk])),
+                }
+            )
         else:
             error = outcome.error
             assert error is not None
-            lines.append({"line": number, "status": error.status, "result": "refused",
-                          "problem": problem(error.status, error.code, error.message, error.errors or None)})
+            lines.append(
+                {
+                    "line": number,
+                    "status": error.status,
+                    "result": "refused",
+                    "problem": problem(error.status, error.code, error.message, error.errors or None),
+                }
+            )
     return lines
 
 
@@ -112,30 +151,36 @@ class SubmissionCollectionApi(APIView):
     def required_scope(self) -> str:
         return "submit" if self.request.method == "POST" else "read"
 
-    @extend_schema(request={"application/json": OpenApiTypes.OBJECT, "application/x-ndjson": OpenApiTypes.STR},
-                   responses={(201, "application/json"): SubmissionSummarySerializer,
-                              (200, "application/json"): SubmissionSummarySerializer,
-                              (200, "application/x-ndjson"): OpenApiResponse(
-                                  SubmissionBatchResultSerializer,
-                                  description="a batch: one SubmissionBatchResult per line, in request order"),
-                              (400, "application/problem+json"): ProblemSerializer,
-                              (401, "application/problem+json"): ProblemSerializer,
-                              (403, "application/problem+json"): ProblemSerializer,
-                              (413, "application/problem+json"): ProblemSerializer,
-                              (415, "application/problem+json"): ProblemSerializer,
-                              (429, "application/problem+json"): ProblemSerializer},
-                   summary="Submit one run, or a batch of runs as NDJSON (idempotent: the same document returns "
-                           "the same run)",
-                   description="`application/json`: one document; 201 stored, 200 already known. "
-                               "`application/x-ndjson`: one document per line (at most BENCHREG_MAX_BATCH_DOCUMENTS "
-                               "lines and BENCHREG_MAX_BATCH_BYTES bytes); 200 with one result line per document, "
-                               "each stored, known or refused alone with the problem details a single submission "
-                               "would get.")
+    @extend_schema(
+        request={"application/json": OpenApiTypes.OBJECT, "application/x-ndjson": OpenApiTypes.STR},
+        responses={
+            (201, "application/json"): SubmissionSummarySerializer,
+            (200, "application/json"): SubmissionSummarySerializer,
+            (200, "application/x-ndjson"): OpenApiResponse(
+                SubmissionBatchResultSerializer,
+                description="a batch: one SubmissionBatchResult per line, in request order",
+            ),
+            (400, "application/problem+json"): ProblemSerializer,
+            (401, "application/problem+json"): ProblemSerializer,
+            (403, "application/problem+json"): ProblemSerializer,
+            (413, "application/problem+json"): ProblemSerializer,
+            (415, "application/problem+json"): ProblemSerializer,
+            (429, "application/problem+json"): ProblemSerializer,
+        },
+        summary="Submit one run, or a batch of runs as NDJSON (idempotent: the same document returns the same run)",
+        description="`application/json`: one document; 201 stored, 200 already known. "
+        "`application/x-ndjson`: one document per line (at most BENCHREG_MAX_BATCH_DOCUMENTS "
+        "lines and BENCHREG_MAX_BATCH_BYTES bytes); 200 with one result line per document, "
+        "each stored, known or refused alone with the problem details a single submission "
+        "would get.",
+    )
     def post(self, request: Request) -> Response | HttpResponse:
         token = request.auth if isinstance(request.auth, ApiToken) else None
         if isinstance(request.data, DocumentBatch):
-            body = "".join(json.dumps(line, separators=(",", ":"), ensure_ascii=False) + "\n"
-                           for line in _batch_lines(request, request.data, token))
+            body = "".join(
+                json.dumps(line, separators=(",", ":"), ensure_ascii=False) + "\n"
+                for line in _batch_lines(request, request.data, token)
+            )
             return HttpResponse(body.encode(), content_type="application/x-ndjson")
         # The answer is built inside the transaction, so the commit is the last thing that touches the database:
         # a failure before it stores nothing (503), and no read after it can fail a request that stored the run.
@@ -144,11 +189,14 @@ class SubmissionCollectionApi(APIView):
             if created:
                 run._state.fields_cache["withdrawal"] = None  # a run stored just now is not withdrawn: no query
             data = SubmissionSummarySerializer(run, context={"request": request}).data
-        return Response(data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
-                        headers={"Location": data["url"]})
+        return Response(
+            data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK, headers={"Location": data["url"]}
+        )
 
-    @extend_schema(responses=SubmissionSummarySerializer(many=True),
-                   summary="List runs, newest first, with filters and cursor pagination")
+    @extend_schema(
+        responses=SubmissionSummarySerializer(many=True),
+        summary="List runs, newest first, with filters and cursor pagination",
+    )
     def get(self, request: Request) -> Response:
         reject_empty_parameters(request.query_params, list(SubmissionFilter.base_filters))
         runs = SubmissionFilter(request.query_params, queryset=submission_list(), request=request)
@@ -163,8 +211,10 @@ class SubmissionCollectionApi(APIView):
 class SubmissionDetailApi(APIView):
     """One run: registry metadata plus `document`, byte for byte the stored canonical form."""
 
-    @extend_schema(responses={200: OpenApiResponse(OpenApiTypes.OBJECT), 404: ProblemSerializer},
-                   summary="Read one run with its metadata")
+    @extend_schema(
+        responses={200: OpenApiResponse(OpenApiTypes.OBJECT), 404: ProblemSerializer},
+        summary="Read one run with its metadata",
+    )
     def get(self, request: Request, run_id: int) -> HttpResponse:
         run = policy.run_get(policy.for_request(request), run_id)
         data = SubmissionSummarySerializer(run, context={"request": request}).data
@@ -180,8 +230,10 @@ class SubmissionDetailApi(APIView):
 class SubmissionDocumentApi(APIView):
     """The canonical document alone: its SHA-256 is the run's digest, so anyone can check it."""
 
-    @extend_schema(responses={200: OpenApiResponse(OpenApiTypes.OBJECT), 404: ProblemSerializer},
-                   summary="The run's canonical RFC 8785 document (hashes to its digest)")
+    @extend_schema(
+        responses={200: OpenApiResponse(OpenApiTypes.OBJECT), 404: ProblemSerializer},
+        summary="The run's canonical RFC 8785 document (hashes to its digest)",
+    )
     def get(self, request: Request, run_id: int) -> HttpResponse:
         run = policy.run_get(policy.for_request(request), run_id)
         response = HttpResponse(run.canonical.encode(), content_type="application/json")
@@ -211,10 +263,17 @@ class SubmissionWithdrawApi(APIView):
         class Meta:
             ref_name = "Withdrawal"
 
-    @extend_schema(request=InputSerializer, responses={200: OutputSerializer, 400: ProblemSerializer,
-                                                       403: ProblemSerializer, 404: ProblemSerializer,
-                                                       409: ProblemSerializer},
-                   summary="Withdraw a run, with a reason (admins)")
+    @extend_schema(
+        request=InputSerializer,
+        responses={
+            200: OutputSerializer,
+            400: ProblemSerializer,
+            403: ProblemSerializer,
+            404: ProblemSerializer,
+            409: ProblemSerializer,
+        },
+        summary="Withdraw a run, with a reason (admins)",
+    )
     def post(self, request: Request, run_id: int) -> Response:
         principal = policy.for_request(request)
         run = policy.run_get(principal, run_id, policy.RUN_WITHDRAW)

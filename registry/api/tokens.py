@@ -48,8 +48,9 @@ class TokenCollectionApi(APIView):
     def get(self, request: Request) -> Response:
         return Response(TokenOutputSerializer(token_list_for(user=request.user), many=True).data)
 
-    @extend_schema(request=InputSerializer, responses={201: TokenOutputSerializer, 400: ProblemSerializer,
-                                                       403: ProblemSerializer})
+    @extend_schema(
+        request=InputSerializer, responses={201: TokenOutputSerializer, 400: ProblemSerializer, 403: ProblemSerializer}
+    )
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)

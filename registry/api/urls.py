@@ -15,15 +15,17 @@ from registry.api import (
 urlpatterns = [
     path("submissions", submissions.SubmissionCollectionApi.as_view(), name="api-submissions"),
     path("submissions/<int:run_id>", submissions.SubmissionDetailApi.as_view(), name="api-submission-detail"),
-    path("submissions/<int:run_id>/document", submissions.SubmissionDocumentApi.as_view(),
-         name="api-submission-document"),
-    path("submissions/<int:run_id>/withdraw", submissions.SubmissionWithdrawApi.as_view(),
-         name="api-submission-withdraw"),
-    path("submissions/<int:run_id>/comparable", comparisons.ComparableRunsApi.as_view(),
-         name="api-submission-comparable"),
+    path(
+        "submissions/<int:run_id>/document", submissions.SubmissionDocumentApi.as_view(), name="api-submission-document"
+    ),
+    path(
+        "submissions/<int:run_id>/withdraw", submissions.SubmissionWithdrawApi.as_view(), name="api-submission-withdraw"
+    ),
+    path(
+        "submissions/<int:run_id>/comparable", comparisons.ComparableRunsApi.as_view(), name="api-submission-comparable"
+    ),
     path("comparisons", comparisons.ComparisonCollectionApi.as_view(), name="api-comparisons"),
-    path("comparisons/<int:comparison_id>", comparisons.ComparisonDetailApi.as_view(),
-         name="api-comparison-detail"),
+    path("comparisons/<int:comparison_id>", comparisons.ComparisonDetailApi.as_view(), name="api-comparison-detail"),
     path("reports", reports.ReportCollectionApi.as_view(), name="api-reports"),
     path("reports/verify", reports.ReportVerifyApi.as_view(), name="api-report-verify"),
     path("reports/certificate", reports.ReportCertificateApi.as_view(), name="api-report-certificate"),
@@ -54,18 +56,28 @@ urlpatterns = [
     path("jobs/<int:job_id>/heartbeat", agents.JobHeartbeatApi.as_view(), name="api-job-heartbeat"),
     path("jobs/<int:job_id>/complete", agents.JobCompleteApi.as_view(), name="api-job-complete"),
     path("jobs/<int:job_id>/fail", agents.JobFailApi.as_view(), name="api-job-fail"),
-
     # --- audit log in the C2SP tlog-tiles layout (issue 15) ---
     path("audit/log/checkpoint", audit.AuditLogCheckpointApi.as_view(), name="api-audit-log-checkpoint"),
-    re_path(r"^audit/log/tile/entries/(?P<index>(?:x[0-9]{3}/)*[0-9]{3})$",
-            audit.AuditEntryBundleApi.as_view(), name="api-audit-log-entries"),
-    re_path(r"^audit/log/tile/entries/(?P<index>(?:x[0-9]{3}/)*[0-9]{3})\.p/(?P<width>[0-9]{1,3})$",
-            audit.AuditEntryBundleApi.as_view(), name="api-audit-log-entries-partial"),
-    re_path(r"^audit/log/tile/(?P<level>[0-9]{1,2})/(?P<index>(?:x[0-9]{3}/)*[0-9]{3})$",
-            audit.AuditHashTileApi.as_view(), name="api-audit-log-tile"),
-    re_path(r"^audit/log/tile/(?P<level>[0-9]{1,2})/(?P<index>(?:x[0-9]{3}/)*[0-9]{3})\.p/(?P<width>[0-9]{1,3})$",
-            audit.AuditHashTileApi.as_view(), name="api-audit-log-tile-partial"),
-
+    re_path(
+        r"^audit/log/tile/entries/(?P<index>(?:x[0-9]{3}/)*[0-9]{3})$",
+        audit.AuditEntryBundleApi.as_view(),
+        name="api-audit-log-entries",
+    ),
+    re_path(
+        r"^audit/log/tile/entries/(?P<index>(?:x[0-9]{3}/)*[0-9]{3})\.p/(?P<width>[0-9]{1,3})$",
+        audit.AuditEntryBundleApi.as_view(),
+        name="api-audit-log-entries-partial",
+    ),
+    re_path(
+        r"^audit/log/tile/(?P<level>[0-9]{1,2})/(?P<index>(?:x[0-9]{3}/)*[0-9]{3})$",
+        audit.AuditHashTileApi.as_view(),
+        name="api-audit-log-tile",
+    ),
+    re_path(
+        r"^audit/log/tile/(?P<level>[0-9]{1,2})/(?P<index>(?:x[0-9]{3}/)*[0-9]{3})\.p/(?P<width>[0-9]{1,3})$",
+        audit.AuditHashTileApi.as_view(),
+        name="api-audit-log-tile-partial",
+    ),
     # --- series (issue 19) ---
     path("schedules", series.ScheduleCollectionApi.as_view(), name="api-schedules"),
     path("schedules/<int:schedule_id>", series.ScheduleDetailApi.as_view(), name="api-schedule-detail"),
@@ -74,7 +86,6 @@ urlpatterns = [
     path("alerts", series.AlertCollectionApi.as_view(), name="api-alerts"),
     path("alerts/<int:alert_id>", series.AlertDetailApi.as_view(), name="api-alert-detail"),
     path("submissions/<int:run_id>/history", series.SubmissionHistoryApi.as_view(), name="api-submission-history"),
-
     # --- decisions (issue 14) ---
     path("decisions", decisions.DecisionCollectionApi.as_view(), name="api-decisions"),
     path("decisions/<int:decision_id>", decisions.DecisionDetailApi.as_view(), name="api-decision-detail"),

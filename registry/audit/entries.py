@@ -60,10 +60,27 @@ PUBLIC_KEYS: dict[str, dict[str, str]] = {
     # An import lists up to thousands of run digests; each run has its own run.submitted entry anyway.
     "schedule.changed": {"action": "", "plan": "", "cron": "", "paused": ""},
     "schedule.fired": {"due_at": "", "variant": "", "status": "", "plan": ""},
-    "series.alert": {"series": "", "schedule": "", "run": "", "previous": "", "metric": "", "ratio": "", "ci_low": "",
-                     "ci_high": "", "p_value": "", "direction": ""},
-    "import.completed": {"source": "", "round": "", "stored": "", "known": "", "refused": "", "skipped": "",
-                         "runs": _SHA},
+    "series.alert": {
+        "series": "",
+        "schedule": "",
+        "run": "",
+        "previous": "",
+        "metric": "",
+        "ratio": "",
+        "ci_low": "",
+        "ci_high": "",
+        "p_value": "",
+        "direction": "",
+    },
+    "import.completed": {
+        "source": "",
+        "round": "",
+        "stored": "",
+        "known": "",
+        "refused": "",
+        "skipped": "",
+        "runs": _SHA,
+    },
 }
 
 
@@ -90,8 +107,11 @@ def public_payload(kind: str, payload: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def _is_plainly_public(value: Any) -> bool:
-    return (isinstance(value, bool | int) or value is None
-            or (isinstance(value, str) and value.startswith("sha256:") and len(value) == 71))
+    return (
+        isinstance(value, bool | int)
+        or value is None
+        or (isinstance(value, str) and value.startswith("sha256:") and len(value) == 71)
+    )
 
 
 def entry_time(time: datetime) -> str:
@@ -100,8 +120,9 @@ def entry_time(time: datetime) -> str:
     return aware.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def actor_commitment(*, seq: int, actor: str, user: int | None = None, token: int | None = None,
-                     key: CommitmentKey | None = None) -> str:
+def actor_commitment(
+    *, seq: int, actor: str, user: int | None = None, token: int | None = None, key: CommitmentKey | None = None
+) -> str:
     """`hmac-sha256:<key id>:<hex>`: HMAC-SHA256 of who did entry `seq` (the actor's name, the user's and the API
     token's ids, each None when there is none), under the registry's commitment key.
 
@@ -116,8 +137,9 @@ def actor_commitment(*, seq: int, actor: str, user: int | None = None, token: in
     return f"{WHO_PREFIX}{key.key_id}:{hmac.digest(key.secret, message, 'sha256').hex()}"
 
 
-def entry_text(*, seq: int, time: datetime, kind: str, subject: str, payload: dict[str, Any] | None,
-               who: str | None = None) -> bytes:
+def entry_text(
+    *, seq: int, time: datetime, kind: str, subject: str, payload: dict[str, Any] | None, who: str | None = None
+) -> bytes:
     """The canonical bytes of entry `seq`: what is hashed into the log and served to anyone.
 
     With `who` (an `actor_commitment`) the entry has format 3, as every writer gives it; without, it is the format-2
@@ -125,8 +147,14 @@ def entry_text(*, seq: int, time: datetime, kind: str, subject: str, payload: di
     the same bytes. `payload` is filtered by `public_payload` here, so a caller cannot publish more than the format
     allows.
     """
-    entry = {"v": 2, "seq": seq, "time": entry_time(time), "kind": kind, "subject": subject,
-             "payload": public_payload(kind, payload)}
+    entry = {
+        "v": 2,
+        "seq": seq,
+        "time": entry_time(time),
+        "kind": kind,
+        "subject": subject,
+        "payload": public_payload(kind, payload),
+    }
     if who is not None:
         entry.update(v=FORMAT, who=who)
     text = protocol.canonicalize(entry)

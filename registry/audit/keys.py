@@ -117,8 +117,11 @@ def commitment_key() -> CommitmentKey:
 
 @functools.lru_cache(maxsize=8)
 def _load_commitment(supplied: str, data_dir: Path) -> CommitmentKey:
-    path = Path(supplied) if supplied else create_once(
-        data_dir / "keys" / "audit-commitment.key", lambda: (secrets.token_hex(32) + "\n").encode())
+    path = (
+        Path(supplied)
+        if supplied
+        else create_once(data_dir / "keys" / "audit-commitment.key", lambda: (secrets.token_hex(32) + "\n").encode())
+    )
     check_private(path, "audit commitment key")
     try:
         text = path.read_text(encoding="ascii").strip()

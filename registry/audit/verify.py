@@ -44,11 +44,32 @@ from registry.selectors.audit import cosigned_note
 
 CHUNK = 10_000
 LEAF_PREFIX = b"\x00"  # RFC 9162 leaf hash: SHA-256(0x00 || entry), as protocol.transparency.leaf_hash
-SUMMARY_COLUMNS = ("protocol_version", "phase", "workload_name", "workload_version", "scenario_kind",
-                   "precision_weights", "precision_activations", "batch_size", "system_name", "accelerator_vendor",
-                   "accelerator_model", "accelerator_count", "submitter", "source", "started_at",
-                   "headline_metric", "headline_value", "headline_unit", "headline_lower_is_better", "software_summary",
-                   "origin_round", "origin_division", "origin_category", "origin_availability")
+SUMMARY_COLUMNS = (
+    "protocol_version",
+    "phase",
+    "workload_name",
+    "workload_version",
+    "scenario_kind",
+    "precision_weights",
+    "precision_activations",
+    "batch_size",
+    "system_name",
+    "accelerator_vendor",
+    "accelerator_model",
+    "accelerator_count",
+    "submitter",
+    "source",
+    "started_at",
+    "headline_metric",
+    "headline_value",
+    "headline_unit",
+    "headline_lower_is_better",
+    "software_summary",
+    "origin_round",
+    "origin_division",
+    "origin_category",
+    "origin_availability",
+)
 KEY_COLUMNS = tuple(Submission.KEY_COLUMNS.items())  # (axis, column)
 
 
@@ -64,8 +85,15 @@ class Finding:
     column: str | None = None  # the stored column that does not match, when one can be named
 
     def __str__(self) -> str:
-        where = (f"entry #{self.seq}" if self.seq is not None else f"run {self.run}" if self.run is not None
-                 else f"checkpoint {self.checkpoint}" if self.checkpoint is not None else f"file {self.file}")
+        where = (
+            f"entry #{self.seq}"
+            if self.seq is not None
+            else f"run {self.run}"
+            if self.run is not None
+            else f"checkpoint {self.checkpoint}"
+            if self.checkpoint is not None
+            else f"file {self.file}"
+        )
         return f"{where}: {self.message}"
 
 
@@ -94,9 +122,13 @@ class Report:
         return min((f for f in self.findings if f.run is not None), key=lambda f: f.run or 0, default=None)
 
 
-def verify_log(*, checkpoint_files: Sequence[tuple[str, bytes]] = (),
-               keys: Sequence[str | VerifierKey] | None = None, witnesses: Sequence[str] = (),
-               quorum: int = 0) -> Report:
+def verify_log(
+    *,
+    checkpoint_files: Sequence[tuple[str, bytes]] = (),
+    keys: Sequence[str | VerifierKey] | None = None,
+    witnesses: Sequence[str] = (),
+    quorum: int = 0,
+) -> Report:
     """Check everything listed in the module docstring. `checkpoint_files` are (name, signed note bytes);
     `keys` are the verifier keys to trust (default: the registry's current and configured earlier keys).
 
@@ -136,9 +168,22 @@ def _verify_entries(report: Report) -> list[bytes]:
     append = leaves.append
     expected = 0
     key = commitment_key()
-    query = (AuditEntry.objects.order_by("seq").annotate(created_text=_time_as_entry_text())
-             .values_list("seq", "created_text", "actor", "kind", "subject", "entry", "leaf_hash", "format",
-                          "actor_user", "actor_token"))
+    query = (
+        AuditEntry.objects.order_by("seq")
+        .annotate(created_text=_time_as_entry_text())
+        .values_list(
+            "seq",
+            "created_text",
+            "actor",
+            "kind",
+            "subject",
+            "entry",
+            "leaf_hash",
+            "format",
+            "actor_user",
+            "actor_token",
+        )
+    )
     for seq, created_text, actor, kind, subject, text, stored_leaf, fmt, user, token in _stream(query):
         if seq != expected:
             missing = f"entry #{expected} is" if seq == expected + 1 else f"entries #{expected}..#{seq - 1} are"
@@ -152,15 +197,28 @@ def _verify_entries(report: Report) -> list[bytes]:
         # (registry/audit/entries.py).
         try:
             entry = orjson.loads(raw)
-            agrees = (type(entry) is dict and entry.get("seq") == seq and entry.get("kind") == kind
-                      and entry.get("subject") == subject and entry.get("time") == created_text
-                      and (entry.get("actor") == actor and "v" not in entry if fmt == 1
-                           else entry.get("v") == fmt and "actor" not in entry))
+            agrees = (
+                type(entry) is dict
+                and entry.get("seq") == seq
+                and entry.get("kind") == kind
+                and entry.get("subject") == subject
+                and entry.get("time") == created_text
+                and (
+                    entry.get("actor") == actor and "v" not in entry
+                    if fmt == 1
+                    else entry.get("v") == fmt and "actor" not in entry
+                )
+            )
         except orjson.JSONDecodeError:  # not JSON, or a number orjson does not take: the careful path decides
             entry, agrees = None, False
         if not agrees:
-            columns = {"seq": seq, "kind": kind, "subject": subject, **({"actor": actor} if fmt == 1 else {}),
-                       "v": None if fmt == 1 else fmt}
+            columns = {
+                "seq": seq,
+                "kind": kind,
+                "subject": subject,
+                **({"actor": actor} if fmt == 1 else {}),
+                "v": None if fmt == 1 else fmt,
+            }
             if message := _entry_disagrees(text, columns, created_text):
                 report.findings.append(Finding(message, seq=seq))
         if fmt >= 3 or (fmt == 2 and (user is not None or token is not None)):
@@ -172,19 +230,27 @@ def _verify_entries(report: Report) -> list[bytes]:
     return leaves
 
 
-def _who_differs(seq: int, who: object, key: CommitmentKey, columns: str, *, run: int | None = None,
-                 column: str | None = None) -> Finding:
+def _who_differs(
+    seq: int, who: object, key: CommitmentKey, columns: str, *, run: int | None = None, column: str | None = None
+) -> Finding:
     """An entry's `who` does not commit to the stored columns: rewritten (or, under another key, unverifiable)."""
     where = {"run": run, "column": column} if run is not None else {"seq": seq, "column": "actor"}
     if not isinstance(who, str) or not who.startswith(WHO_PREFIX):
-        return Finding(f"audit entry #{seq} commits to nobody (no `who`), yet the columns {columns} name someone",
-                       **where)
-    key_id = who[len(WHO_PREFIX):].partition(":")[0]
+        return Finding(
+            f"audit entry #{seq} commits to nobody (no `who`), yet the columns {columns} name someone", **where
+        )
+    key_id = who[len(WHO_PREFIX) :].partition(":")[0]
     if key_id != key.key_id:
-        return Finding(f"audit entry #{seq} was committed under key {key_id}, the registry holds key {key.key_id} "
-                       "(BENCHREG_AUDIT_COMMITMENT_KEY): who did it cannot be checked", **where)
-    return Finding(f"audit entry #{seq}'s commitment to who did it does not match the stored {columns}: "
-                   "rewritten after the entry was logged", **where)
+        return Finding(
+            f"audit entry #{seq} was committed under key {key_id}, the registry holds key {key.key_id} "
+            "(BENCHREG_AUDIT_COMMITMENT_KEY): who did it cannot be checked",
+            **where,
+        )
+    return Finding(
+        f"audit entry #{seq}'s commitment to who did it does not match the stored {columns}: "
+        "rewritten after the entry was logged",
+        **where,
+    )
 
 
 def _stream(query: Any) -> Iterator[tuple[Any, ...]]:
@@ -203,8 +269,11 @@ def _time_as_entry_text() -> Func:
     """created_at as text: on PostgreSQL spelled as format-2 entries spell time (UTC, six fractional digits, Z).
     A format-1 entry written at a whole second spelled it without the digits: it takes the careful path."""
     if connection.vendor == "postgresql":
-        return Func(F("created_at"), template="to_char(%(expressions)s AT TIME ZONE 'UTC', "
-                                              "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')", output_field=CharField())
+        return Func(
+            F("created_at"),
+            template="to_char(%(expressions)s AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')",
+            output_field=CharField(),
+        )
     return Cast("created_at", CharField())
 
 
@@ -227,7 +296,8 @@ def _same_time(entry_time: object, created_text: str) -> bool:
     try:
         stored = datetime.fromisoformat(created_text)
         return isinstance(entry_time, str) and datetime.fromisoformat(entry_time) == (
-            stored if stored.tzinfo else stored.replace(tzinfo=UTC))
+            stored if stored.tzinfo else stored.replace(tzinfo=UTC)
+        )
     except ValueError:
         return False
 
@@ -237,8 +307,9 @@ def _verify_head(report: Report) -> None:
     last = AuditEntry.objects.order_by("-seq").values_list("seq", flat=True).first()
     table_size = 0 if last is None else last + 1
     if head != table_size:
-        report.findings.append(Finding(f"the head row says {head} entries, the table ends at {table_size}",
-                                       seq=min(head or 0, table_size)))
+        report.findings.append(
+            Finding(f"the head row says {head} entries, the table ends at {table_size}", seq=min(head or 0, table_size))
+        )
 
 
 # -- checkpoints ---------------------------------------------------------------------------------------------------
@@ -253,12 +324,15 @@ def _check_note(tree: MerkleTree, trusted: Sequence[str | VerifierKey], note: by
     if checkpoint.origin != log_origin():
         return checkpoint.size, f"it is a checkpoint of {checkpoint.origin!r}, not of {log_origin()!r}"
     if checkpoint.size > tree.size:
-        return checkpoint.size, (f"it covers {checkpoint.size} entries but the log has only {tree.size}: "
-                                 "entries were removed")
+        return checkpoint.size, (
+            f"it covers {checkpoint.size} entries but the log has only {tree.size}: entries were removed"
+        )
     if tree.root(checkpoint.size) != checkpoint.root_hash:
-        return checkpoint.size, (f"no longer consistent with the log: the first {checkpoint.size} entries now have "
-                                 f"root {tree.root(checkpoint.size).hex()}, the checkpoint signed "
-                                 f"{checkpoint.root_hash.hex()}")
+        return checkpoint.size, (
+            f"no longer consistent with the log: the first {checkpoint.size} entries now have "
+            f"root {tree.root(checkpoint.size).hex()}, the checkpoint signed "
+            f"{checkpoint.root_hash.hex()}"
+        )
     return checkpoint.size, None
 
 
@@ -291,8 +365,9 @@ def _bracket(good: Sequence[int], claimed: int, size: int) -> tuple[str, int | N
     return f" (an entry in #{since}..#{claimed - 1} was changed)", None
 
 
-def _verify_checkpoint_files(report: Report, tree: MerkleTree, trusted: Sequence[str | VerifierKey],
-                             files: Sequence[tuple[str, bytes]]) -> None:
+def _verify_checkpoint_files(
+    report: Report, tree: MerkleTree, trusted: Sequence[str | VerifierKey], files: Sequence[tuple[str, bytes]]
+) -> None:
     good: list[int] = []
     bad: list[tuple[str, int, str]] = []
     for name, note in files:
@@ -304,19 +379,22 @@ def _verify_checkpoint_files(report: Report, tree: MerkleTree, trusted: Sequence
             bad.append((name, claimed, problem))
     for name, claimed, problem in bad:
         where, seq = _bracket(good, claimed, tree.size)
-        report.findings.append(Finding(f"{problem}{where}" if seq is None else f"{name}: {problem}{where}",
-                                       file=name, seq=seq))
+        report.findings.append(
+            Finding(f"{problem}{where}" if seq is None else f"{name}: {problem}{where}", file=name, seq=seq)
+        )
 
 
-def _verify_witnesses(report: Report, files: Sequence[tuple[str, bytes]], witnesses: Sequence[str],
-                      quorum: int) -> None:
+def _verify_witnesses(
+    report: Report, files: Sequence[tuple[str, bytes]], witnesses: Sequence[str], quorum: int
+) -> None:
     """Each checkpoint relied on carries cosignatures by at least `quorum` of the given witnesses."""
     notes = list(files)
     if not notes:
         latest = Checkpoint.objects.filter(cosignatures__isnull=False).order_by("-id").first()
         if latest is None:
-            report.findings.append(Finding(f"no stored checkpoint is cosigned; {quorum} witness cosignature(s) "
-                                           "required", checkpoint=0))
+            report.findings.append(
+                Finding(f"no stored checkpoint is cosigned; {quorum} witness cosignature(s) required", checkpoint=0)
+            )
             return
         notes = [(f"stored checkpoint {latest.pk}", cosigned_note(latest).encode())]
     for name, note in notes:
@@ -326,8 +404,11 @@ def _verify_witnesses(report: Report, files: Sequence[tuple[str, bytes]], witnes
             report.findings.append(Finding(f"cannot read its cosignatures: {exc}", file=name))
             continue
         if len(found) < quorum:
-            report.findings.append(Finding(f"cosigned by {len(found)} of the {len(witnesses)} given witnesses, "
-                                           f"{quorum} required", file=name))
+            report.findings.append(
+                Finding(
+                    f"cosigned by {len(found)} of the {len(witnesses)} given witnesses, {quorum} required", file=name
+                )
+            )
         else:
             report.cosigned.append((name, len(found)))
 
@@ -343,11 +424,17 @@ def same_json(parsed: Any, stored: Any) -> bool:
     side is one; integers compare exactly, and booleans stay booleans (true is not 1).
     """
     if isinstance(parsed, dict):
-        return (isinstance(stored, dict) and parsed.keys() == stored.keys()
-                and all(same_json(v, stored[k]) for k, v in parsed.items()))
+        return (
+            isinstance(stored, dict)
+            and parsed.keys() == stored.keys()
+            and all(same_json(v, stored[k]) for k, v in parsed.items())
+        )
     if isinstance(parsed, list):
-        return (isinstance(stored, list) and len(parsed) == len(stored)
-                and all(same_json(a, b) for a, b in zip(parsed, stored, strict=True)))
+        return (
+            isinstance(stored, list)
+            and len(parsed) == len(stored)
+            and all(same_json(a, b) for a, b in zip(parsed, stored, strict=True))
+        )
     numbers = (int, float)
     if isinstance(parsed, numbers) and not isinstance(parsed, bool):
         if not isinstance(stored, numbers) or isinstance(stored, bool):
@@ -357,8 +444,19 @@ def same_json(parsed: Any, stored: Any) -> bool:
     return type(parsed) is type(stored) and parsed == stored
 
 
-_RUN_COLUMNS = ("id", "digest", "canonical", "document", *SUMMARY_COLUMNS, *(column for _, column in KEY_COLUMNS),
-                "trust", "submitted_at", "submitted_by_id", "submitted_by_name", "token_id")
+_RUN_COLUMNS = (
+    "id",
+    "digest",
+    "canonical",
+    "document",
+    *SUMMARY_COLUMNS,
+    *(column for _, column in KEY_COLUMNS),
+    "trust",
+    "submitted_at",
+    "submitted_by_id",
+    "submitted_by_name",
+    "token_id",
+)
 _RUN_ENTRY_COLUMNS = ("seq", "entry", "format", "actor", "actor_user", "actor_token")
 _DATETIME_COLUMNS = frozenset({"started_at", "submitted_at"})
 
@@ -370,9 +468,11 @@ def _runs_with_entries() -> Iterator[tuple[Any, ...]]:
     memory stays flat at a million runs and there is no query per run."""
     q = connection.ops.quote_name
     columns = [f"s.{q(c)}" for c in _RUN_COLUMNS] + [f"e.{q(c)}" for c in _RUN_ENTRY_COLUMNS]
-    sql = (f"SELECT {', '.join(columns)} FROM {q(Submission._meta.db_table)} s "  # noqa: S608 (constant names)
-           f"LEFT JOIN {q(AuditEntry._meta.db_table)} e ON e.{q('subject')} = s.{q('digest')} AND e.{q('kind')} = %s "
-           f"ORDER BY s.{q('id')}, e.{q('seq')}")
+    sql = (
+        f"SELECT {', '.join(columns)} FROM {q(Submission._meta.db_table)} s "  # noqa: S608 (constant names)
+        f"LEFT JOIN {q(AuditEntry._meta.db_table)} e ON e.{q('subject')} = s.{q('digest')} AND e.{q('kind')} = %s "
+        f"ORDER BY s.{q('id')}, e.{q('seq')}"
+    )
     with connection.chunked_cursor() as cursor:
         cursor.execute(sql, [AuditKind.RUN_SUBMITTED.value])
         while rows := cursor.fetchmany(CHUNK):
@@ -388,8 +488,13 @@ def _verify_runs(report: Report) -> None:
         run = dict(zip(_RUN_COLUMNS, row[:width], strict=True))
         entry = dict(zip(_RUN_ENTRY_COLUMNS, row[width:], strict=True))
         if run["id"] == previous:  # a second run.submitted entry for the same digest
-            report.findings.append(Finding(f"a second run.submitted audit entry #{entry['seq']} records its digest",
-                                           run=run["id"], seq=entry["seq"]))
+            report.findings.append(
+                Finding(
+                    f"a second run.submitted audit entry #{entry['seq']} records its digest",
+                    run=run["id"],
+                    seq=entry["seq"],
+                )
+            )
             continue
         previous = run["id"]
         report.runs += 1
@@ -397,8 +502,9 @@ def _verify_runs(report: Report) -> None:
             run[name] = _as_datetime(run[name])
         _verify_run_text(report, run)
         if entry["seq"] is None:
-            report.findings.append(Finding(f"no run.submitted audit entry records its digest {run['digest']}",
-                                           run=run["id"]))
+            report.findings.append(
+                Finding(f"no run.submitted audit entry records its digest {run['digest']}", run=run["id"])
+            )
         else:
             _verify_run_entry(report, run, entry, key)
 
@@ -424,16 +530,18 @@ def _verify_run_text(report: Report, run: dict[str, Any]) -> None:
     """The digest, the JSON document and every column derived from the canonical text, recomputed from it."""
     pk, canonical = run["id"], run["canonical"]
     if (actual := digest_of(canonical.encode())) != run["digest"]:
-        report.findings.append(Finding(f"the stored text hashes to {actual}, the run's digest is {run['digest']}",
-                                       run=pk, column="digest"))
+        report.findings.append(
+            Finding(f"the stored text hashes to {actual}, the run's digest is {run['digest']}", run=pk, column="digest")
+        )
         return
     parsed = _loads(canonical)
     document = run["document"]
     stored = _loads(document) if isinstance(document, str) else document
     # Most documents come back spelled as sent: one C-speed comparison of sorted dumps (which tells true from 1 and
     # 1.0 from 1) settles them; the rest (JSONB's decimal spellings) are compared number by number.
-    if not (((dumped := _sorted_dump(parsed)) is not None and dumped == _sorted_dump(stored))
-            or same_json(parsed, stored)):
+    if not (
+        ((dumped := _sorted_dump(parsed)) is not None and dumped == _sorted_dump(stored)) or same_json(parsed, stored)
+    ):
         report.findings.append(Finding("column document differs from the canonical text", run=pk, column="document"))
     expected = summarize(parsed).columns()
     for name in SUMMARY_COLUMNS:
@@ -474,35 +582,44 @@ def _verify_run_entry(report: Report, run: dict[str, Any], entry: dict[str, Any]
     if (fmt != 1 or "trust" in payload) and payload.get("trust") != run["trust"]:
         report.findings.append(_mismatch(pk, "trust", run["trust"], payload.get("trust"), source))
     if fmt != 1 and logged.get("time") != entry_time(run["submitted_at"]):
-        report.findings.append(_mismatch(pk, "submitted_at", entry_time(run["submitted_at"]), logged.get("time"),
-                                         source))
+        report.findings.append(
+            _mismatch(pk, "submitted_at", entry_time(run["submitted_at"]), logged.get("time"), source)
+        )
     # Who stored it. Format 3 commits name, user and token in the logged text: recomputed from the run's own row,
     # so a rewrite of the run's columns shows even when the entry's columns were rewritten to match.
-    who = {"submitted_by_name": ("actor", run["submitted_by_name"]), "submitted_by": ("actor_user",
-           run["submitted_by_id"]), "token": ("actor_token", run["token_id"])}
+    who = {
+        "submitted_by_name": ("actor", run["submitted_by_name"]),
+        "submitted_by": ("actor_user", run["submitted_by_id"]),
+        "token": ("actor_token", run["token_id"]),
+    }
     if fmt >= 3:
-        committed = actor_commitment(seq=seq, actor=run["submitted_by_name"], user=run["submitted_by_id"],
-                                     token=run["token_id"], key=key)
+        committed = actor_commitment(
+            seq=seq, actor=run["submitted_by_name"], user=run["submitted_by_id"], token=run["token_id"], key=key
+        )
         if logged.get("who") != committed:
             named = [(column, value, entry[field]) for column, (field, value) in who.items() if value != entry[field]]
             if not named:  # the entry's columns were rewritten to match the run: the commitment alone says so
                 named = [(column, value, None) for column, (_, value) in who.items()]
             for column, stored, expected in named:
-                finding = _who_differs(seq, logged.get("who"), key, "submitted_by_name, submitted_by, token",
-                                       run=pk, column=column)
+                finding = _who_differs(
+                    seq, logged.get("who"), key, "submitted_by_name, submitted_by, token", run=pk, column=column
+                )
                 detail = f" (the entry's column says {expected!r})" if expected is not None else ""
-                report.findings.append(Finding(f"column {column} is {stored!r}: {finding.message}{detail}",
-                                               run=pk, column=column))
+                report.findings.append(
+                    Finding(f"column {column} is {stored!r}: {finding.message}{detail}", run=pk, column=column)
+                )
     elif run["submitted_by_name"] != entry["actor"]:  # format 1 and 2 hold the name in an uncommitted column only
-        report.findings.append(_mismatch(pk, "submitted_by_name", run["submitted_by_name"], entry["actor"],
-                                         f"{source}'s actor column"))
+        report.findings.append(
+            _mismatch(pk, "submitted_by_name", run["submitted_by_name"], entry["actor"], f"{source}'s actor column")
+        )
 
 
 def _verify_run_entries(report: Report) -> None:
     """Every run.submitted entry has its run (subjects are run digests); the other way is _verify_runs'."""
     submitted = AuditEntry.objects.filter(kind=AuditKind.RUN_SUBMITTED)
-    for seq, subject in (submitted.exclude(subject__in=Submission.objects.values("digest"))
-                         .order_by("seq").values_list("seq", "subject")):
+    for seq, subject in (
+        submitted.exclude(subject__in=Submission.objects.values("digest")).order_by("seq").values_list("seq", "subject")
+    ):
         report.findings.append(Finding(f"records run {subject}, and no stored run has that digest", seq=seq))
 
 
@@ -510,9 +627,12 @@ def _verify_withdrawals(report: Report) -> None:
     """Every withdrawal has its run.withdrawn entry with the same reason (and in format 3 the same person and time),
     and every such entry its withdrawal."""
     key = commitment_key()
-    entries = {subject: (seq, text, fmt, actor, user) for seq, subject, text, fmt, actor, user in
-               AuditEntry.objects.filter(kind=AuditKind.RUN_WITHDRAWN)
-               .values_list("seq", "subject", "entry", "format", "actor", "actor_user")}
+    entries = {
+        subject: (seq, text, fmt, actor, user)
+        for seq, subject, text, fmt, actor, user in AuditEntry.objects.filter(kind=AuditKind.RUN_WITHDRAWN).values_list(
+            "seq", "subject", "entry", "format", "actor", "actor_user"
+        )
+    }
     for withdrawal in Withdrawal.objects.select_related("submission").order_by("id"):
         report.withdrawals += 1
         seq, text, fmt, actor, user = entries.pop(withdrawal.submission.digest, (None, None, None, None, None))
@@ -522,27 +642,48 @@ def _verify_withdrawals(report: Report) -> None:
             continue
         logged = _parse(text)
         if not _same_reason(_payload(text), withdrawal.reason):
-            report.findings.append(Finding(f"its withdrawal reason differs from audit entry #{seq}", run=run,
-                                           column="withdrawal.reason"))
+            report.findings.append(
+                Finding(f"its withdrawal reason differs from audit entry #{seq}", run=run, column="withdrawal.reason")
+            )
         if fmt is not None and fmt >= 3:
             if logged.get("time") != entry_time(withdrawal.withdrawn_at):
-                report.findings.append(_mismatch(run, "withdrawal.withdrawn_at", entry_time(withdrawal.withdrawn_at),
-                                                 logged.get("time"), f"audit entry #{seq}"))
-            committed = actor_commitment(seq=seq, actor=withdrawal.withdrawn_by_name,
-                                         user=withdrawal.withdrawn_by_id, key=key)
+                report.findings.append(
+                    _mismatch(
+                        run,
+                        "withdrawal.withdrawn_at",
+                        entry_time(withdrawal.withdrawn_at),
+                        logged.get("time"),
+                        f"audit entry #{seq}",
+                    )
+                )
+            committed = actor_commitment(
+                seq=seq, actor=withdrawal.withdrawn_by_name, user=withdrawal.withdrawn_by_id, key=key
+            )
             if logged.get("who") != committed:
-                differ = (("withdrawal.withdrawn_by", withdrawal.withdrawn_by_id != user),
-                          ("withdrawal.withdrawn_by_name", withdrawal.withdrawn_by_name != actor))
+                differ = (
+                    ("withdrawal.withdrawn_by", withdrawal.withdrawn_by_id != user),
+                    ("withdrawal.withdrawn_by_name", withdrawal.withdrawn_by_name != actor),
+                )
                 columns = [column for column, differs in differ if differs]
-                stored = {"withdrawal.withdrawn_by": withdrawal.withdrawn_by_id,
-                          "withdrawal.withdrawn_by_name": withdrawal.withdrawn_by_name}
+                stored = {
+                    "withdrawal.withdrawn_by": withdrawal.withdrawn_by_id,
+                    "withdrawal.withdrawn_by_name": withdrawal.withdrawn_by_name,
+                }
                 for column in columns or list(stored):
                     finding = _who_differs(seq, logged.get("who"), key, "withdrawn_by_name, withdrawn_by")
-                    report.findings.append(Finding(f"column {column} is {stored[column]!r}: {finding.message}",
-                                                   run=run, column=column))
+                    report.findings.append(
+                        Finding(f"column {column} is {stored[column]!r}: {finding.message}", run=run, column=column)
+                    )
         elif withdrawal.withdrawn_by_name != actor:
-            report.findings.append(_mismatch(run, "withdrawal.withdrawn_by_name", withdrawal.withdrawn_by_name, actor,
-                                             f"audit entry #{seq}'s actor column"))
+            report.findings.append(
+                _mismatch(
+                    run,
+                    "withdrawal.withdrawn_by_name",
+                    withdrawal.withdrawn_by_name,
+                    actor,
+                    f"audit entry #{seq}'s actor column",
+                )
+            )
     for seq, *_ in sorted(entries.values()):
         report.findings.append(Finding("records a withdrawal that is not stored", seq=seq))
 

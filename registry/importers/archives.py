@@ -22,16 +22,26 @@ MAX_UNPACKED_BYTES = 512 * 1024 * 1024
 MAX_MEMBERS = 20_000
 CHUNK = 1024 * 1024
 # Damage a decompressor or archive reader reports as one of these; each becomes an ArchiveError.
-_DAMAGE = (tarfile.TarError, zipfile.BadZipFile, zlib.error, EOFError, lzma.LZMAError, OSError, ValueError,
-           NotImplementedError, RuntimeError)
+_DAMAGE = (
+    tarfile.TarError,
+    zipfile.BadZipFile,
+    zlib.error,
+    EOFError,
+    lzma.LZMAError,
+    OSError,
+    ValueError,
+    NotImplementedError,
+    RuntimeError,
+)
 
 
 class ArchiveError(ValueError):
     """The upload is not an archive we accept; the message says why (and which member)."""
 
 
-def unpack(upload: BinaryIO, name: str, into: Path, *, max_bytes: int = MAX_UNPACKED_BYTES,
-           max_members: int = MAX_MEMBERS) -> Path:
+def unpack(
+    upload: BinaryIO, name: str, into: Path, *, max_bytes: int = MAX_UNPACKED_BYTES, max_members: int = MAX_MEMBERS
+) -> Path:
     """Unpack a .zip, .tar, .tar.gz or .tgz upload into `into` and return it.
 
     Refuses absolute paths, '..', links and device files, names that are not UTF-8, a name given twice or as both
@@ -74,8 +84,10 @@ class _Unpacker:
         self.files: set[PurePosixPath] = set()
 
     def _too_large(self) -> ArchiveError:
-        return ArchiveError(f"the archive unpacks to more than {self.max_bytes:,} bytes or {self.max_members:,} "
-                            "entries, more than an upload may hold; use `benchreg import mlperf` on the server")
+        return ArchiveError(
+            f"the archive unpacks to more than {self.max_bytes:,} bytes or {self.max_members:,} "
+            "entries, more than an upload may hold; use `benchreg import mlperf` on the server"
+        )
 
     def _count(self) -> None:
         self.members += 1
@@ -88,8 +100,11 @@ class _Unpacker:
             if parent in self.files:
                 raise ArchiveError(f"{rel}: '{parent}' is a file in the archive, so it cannot also be a folder")
         if rel in self.files:
-            raise ArchiveError(f"{rel}: is a file in the archive, so it cannot also be a folder" if folder else
-                               f"{rel}: appears twice in the archive")
+            raise ArchiveError(
+                f"{rel}: is a file in the archive, so it cannot also be a folder"
+                if folder
+                else f"{rel}: appears twice in the archive"
+            )
         target = self.into.joinpath(*rel.parts)
         if not folder and target.is_dir():
             raise ArchiveError(f"{rel}: is a folder in the archive, so it cannot also be a file")
@@ -144,8 +159,12 @@ class _Unpacker:
         # (inflate) the whole archive to list its members before any bound could be checked.
         stream = _Bounded(_decompressed(upload), self.max_bytes + 64 * 1024, self._too_large)
         try:
-            archive = tarfile.open(fileobj=stream, mode="r|", encoding="utf-8",  # noqa: SIM115 (closed below)
-                                   errors="surrogateescape")
+            archive = tarfile.open(  # noqa: SIM115 (closed below)
+                fileobj=stream,
+                mode="r|",
+                encoding="utf-8",
+                errors="surrogateescape",
+            )
         except ArchiveError:
             raise
         except _DAMAGE as exc:
@@ -206,7 +225,7 @@ class _Bounded(io.RawIOBase):
 
     def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
         data = self.read(len(buffer))
-        buffer[:len(data)] = data
+        buffer[: len(data)] = data
         return len(data)
 
 

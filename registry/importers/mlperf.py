@@ -33,22 +33,50 @@ from protocol import rules
 from . import units
 
 # MLPerf scenario directory -> protocol scenario kind. LoadGen runs Interactive as Server with tighter SLOs.
-SCENARIOS = {"SingleStream": "single-stream", "MultiStream": "multi-stream", "Server": "server",
-             "Offline": "offline", "Interactive": "interactive"}
+SCENARIOS = {
+    "SingleStream": "single-stream",
+    "MultiStream": "multi-stream",
+    "Server": "server",
+    "Offline": "offline",
+    "Interactive": "interactive",
+}
 # MLPerf's submission checker accepts scenario folders in any case ("offline", "singlestream").
 SCENARIO_FOLDERS = {name.lower(): name for name in SCENARIOS}
 LOADGEN_SCENARIO = {"Interactive": "Server"}
 # Arrival process of each scenario as MLPerf's inference rules define it (not a measured value).
-ARRIVAL = {"SingleStream": "closed-loop", "MultiStream": "closed-loop", "Server": "poisson",
-           "Interactive": "poisson", "Offline": None}
+ARRIVAL = {
+    "SingleStream": "closed-loop",
+    "MultiStream": "closed-loop",
+    "Server": "poisson",
+    "Interactive": "poisson",
+    "Offline": None,
+}
 PERCENTILES = {"50.00": "p50", "90.00": "p90", "95.00": "p95", "97.00": "p97", "99.00": "p99", "99.90": "p999"}
 
 # Precision words in measurements.json -> protocol formats. Plain "fp8" stays "fp8": the files do not say
 # which variant (e4m3 or e5m2, OCP or FNUZ encoding), and guessing one would change what is compared.
-FORMATS = {"fp64": "fp64", "fp32": "fp32", "tf32": "tf32", "bf16": "bf16", "bfloat16": "bf16", "fp16": "fp16",
-           "float16": "fp16", "fp8": "fp8", "fp8-e4m3": "fp8-e4m3", "fp8_e4m3": "fp8-e4m3", "e4m3": "fp8-e4m3",
-           "fp8-e5m2": "fp8-e5m2", "fp8_e5m2": "fp8-e5m2", "e5m2": "fp8-e5m2", "int32": "int32", "int8": "int8",
-           "int4": "int4", "nvfp4": "nvfp4", "mxfp4": "mxfp4", "mxfp8": "mxfp8"}
+FORMATS = {
+    "fp64": "fp64",
+    "fp32": "fp32",
+    "tf32": "tf32",
+    "bf16": "bf16",
+    "bfloat16": "bf16",
+    "fp16": "fp16",
+    "float16": "fp16",
+    "fp8": "fp8",
+    "fp8-e4m3": "fp8-e4m3",
+    "fp8_e4m3": "fp8-e4m3",
+    "e4m3": "fp8-e4m3",
+    "fp8-e5m2": "fp8-e5m2",
+    "fp8_e5m2": "fp8-e5m2",
+    "e5m2": "fp8-e5m2",
+    "int32": "int32",
+    "int8": "int8",
+    "int4": "int4",
+    "nvfp4": "nvfp4",
+    "mxfp4": "mxfp4",
+    "mxfp8": "mxfp8",
+}
 QUANTIZED = frozenset({"fp8", "fp8-e4m3", "fp8-e5m2", "int8", "int4", "nvfp4", "mxfp4", "mxfp8"})
 UNSPECIFIED = "unspecified"  # schema sentinel: the source does not state one format of the closed list
 
@@ -73,7 +101,8 @@ class Accuracy:
 # reference a value must reach; the other bounds (tokens per sample ±10%, SDXL's CLIP/FID window) are fixed.
 def _llm(ratio: float, refs: dict[str, float], **fixed: tuple[float | None, float | None]) -> Accuracy:
     checks: dict[str, tuple[float | None, float | None, float | None]] = {
-        name: (ref, ref * ratio, None) for name, ref in refs.items()}
+        name: (ref, ref * ratio, None) for name, ref in refs.items()
+    }
     for name, (low, high) in fixed.items():
         checks[name] = (None, low, high)
     return Accuracy(checks)
@@ -89,20 +118,30 @@ def accuracy_rule(model: str, ratio: float) -> Accuracy | None:
         "3d-unet": _llm(ratio, {"DICE": 0.86170}),
         "rgat": _llm(ratio, {"accuracy": 72.86}),
         "whisper": _llm(ratio, {"accuracy": 97.9329}),
-        "gptj": _llm(ratio, {"rouge1": 42.9865, "rouge2": 20.1235, "rougeL": 29.9881},
-                     gen_len=(4016878 * 0.9, None)),
-        "llama2-70b": _llm(ratio, {"rouge1": 44.4312, "rouge2": 22.0352, "rougeL": 28.6162},
-                           tokens_per_sample=(294.45 * 0.9, 294.45 * 1.1)),
-        "mixtral-8x7b": _llm(ratio, {"rouge1": 45.5989, "rouge2": 23.3526, "rougeL": 30.4608, "gsm8k": 73.66,
-                                     "mbxp": 60.16}, tokens_per_sample=(144.84 * 0.9, 145.9 * 1.1)),
-        "llama3.1-405b": _llm(ratio, {"rougeL": 21.6666, "exact_match": 90.1335},
-                              tokens_per_sample=(684.68 * 0.9, 684.68 * 1.1)),
-        "llama3.1-8b": _llm(ratio, {"rouge1": 38.7792, "rouge2": 15.9075, "rougeL": 24.4957, "rougeLsum": 35.793},
-                            gen_len=(8167644 * 0.9, 8167644 * 1.1)),
+        "gptj": _llm(ratio, {"rouge1": 42.9865, "rouge2": 20.1235, "rougeL": 29.9881}, gen_len=(4016878 * 0.9, None)),
+        "llama2-70b": _llm(
+            ratio,
+            {"rouge1": 44.4312, "rouge2": 22.0352, "rougeL": 28.6162},
+            tokens_per_sample=(294.45 * 0.9, 294.45 * 1.1),
+        ),
+        "mixtral-8x7b": _llm(
+            ratio,
+            {"rouge1": 45.5989, "rouge2": 23.3526, "rougeL": 30.4608, "gsm8k": 73.66, "mbxp": 60.16},
+            tokens_per_sample=(144.84 * 0.9, 145.9 * 1.1),
+        ),
+        "llama3.1-405b": _llm(
+            ratio, {"rougeL": 21.6666, "exact_match": 90.1335}, tokens_per_sample=(684.68 * 0.9, 684.68 * 1.1)
+        ),
+        "llama3.1-8b": _llm(
+            ratio,
+            {"rouge1": 38.7792, "rouge2": 15.9075, "rougeL": 24.4957, "rougeLsum": 35.793},
+            gen_len=(8167644 * 0.9, 8167644 * 1.1),
+        ),
         "deepseek-r1": _llm(ratio, {"exact_match": 81.3582}, tokens_per_sample=(3886.2274 * 0.9, 3886.2274 * 1.1)),
         # SDXL has no ratio: both scores must fall in a fixed window around the reference.
-        "stable-diffusion-xl": Accuracy({"CLIP_SCORE": (None, 31.68631873, 31.81331801),
-                                         "FID_SCORE": (None, 23.01085758, 23.95007626)}),
+        "stable-diffusion-xl": Accuracy(
+            {"CLIP_SCORE": (None, 31.68631873, 31.81331801), "FID_SCORE": (None, 23.01085758, 23.95007626)}
+        ),
     }
     return rules_by_model.get(model)
 
@@ -154,8 +193,9 @@ class _Ledger:
         self.errors: list[str] = []
         self.warnings: list[str] = []
 
-    def load(self, path: Path, reader: Any, *, what: str, required: bool, quiet: bool = False,
-             lenient: bool = False) -> Any:
+    def load(
+        self, path: Path, reader: Any, *, what: str, required: bool, quiet: bool = False, lenient: bool = False
+    ) -> Any:
         rel = _shown(path.relative_to(self.tree).as_posix())
         if not path.is_file():
             if required:
@@ -195,8 +235,11 @@ class _Ledger:
 
     def digests(self) -> dict[str, str]:
         """'sha256:<hex>' of every file used, keyed by its path relative to the submission root."""
-        return {p.relative_to(self.submission).as_posix(): f"sha256:{r.sha256}"
-                for p, r in sorted(self.reports.items()) if r.status == "used" and r.sha256}
+        return {
+            p.relative_to(self.submission).as_posix(): f"sha256:{r.sha256}"
+            for p, r in sorted(self.reports.items())
+            if r.status == "used" and r.sha256
+        }
 
 
 @dataclass
@@ -250,8 +293,14 @@ def parse_tree(root: Path, *, round_name: str | None = None) -> ImportPlan:
     warnings = []
     if hint and round_value and f"v{hint}" != round_value:
         warnings.append(f"the folder name suggests round v{hint}, but the round used is {round_value} ({round_source})")
-    return ImportPlan(items=items, skipped=skipped, round=round_value, round_source=round_source,
-                      errors=plan_errors, warnings=warnings)
+    return ImportPlan(
+        items=items,
+        skipped=skipped,
+        round=round_value,
+        round_source=round_source,
+        errors=plan_errors,
+        warnings=warnings,
+    )
 
 
 def _submission_roots(root: Path) -> list[Path]:
@@ -265,9 +314,12 @@ def _submission_roots(root: Path) -> list[Path]:
 def _result_folders(submission: Path) -> list[tuple[Path, str | None]]:
     """Every results/<system>/<benchmark>/<folder>, with its scenario (None: not a scenario folder)."""
     results = submission / "results"
-    return [(folder, SCENARIO_FOLDERS.get(folder.name.lower()))
-            for system in _subfolders(results) for benchmark in _subfolders(system)
-            for folder in _subfolders(benchmark)]
+    return [
+        (folder, SCENARIO_FOLDERS.get(folder.name.lower()))
+        for system in _subfolders(results)
+        for benchmark in _subfolders(system)
+        for folder in _subfolders(benchmark)
+    ]
 
 
 def _real_dir(path: Path) -> bool:
@@ -301,10 +353,14 @@ def inside(path: Path, tree: Path) -> bool:
 
 
 def _skipped_folder(tree: Path, folder: Path) -> ImportItem:
-    files = [FileReport(p.relative_to(tree).as_posix(), None, "skipped", "not in a scenario folder")
-             for p in all_files(folder)]
-    why = (f"'{folder.name}' is not an MLPerf scenario folder (SingleStream, MultiStream, Server, Offline, "
-           "Interactive, in any case)")
+    files = [
+        FileReport(p.relative_to(tree).as_posix(), None, "skipped", "not in a scenario folder")
+        for p in all_files(folder)
+    ]
+    why = (
+        f"'{folder.name}' is not an MLPerf scenario folder (SingleStream, MultiStream, Server, Offline, "
+        "Interactive, in any case)"
+    )
     return ImportItem(key="/".join(folder.parts[-3:]), document=None, files=files, errors=[], skipped=why)
 
 
@@ -380,8 +436,7 @@ def _first_file(*paths: Path) -> Path:
     return next((p for p in paths if p.is_file()), paths[0])
 
 
-def _import_item(submission: Path, tree: Path, scenario_dir: Path, scenario: str,
-                 round_name: str | None) -> ImportItem:
+def _import_item(submission: Path, tree: Path, scenario_dir: Path, scenario: str, round_name: str | None) -> ImportItem:
     system_id, benchmark, _folder = scenario_dir.parts[-3:]
     key = "/".join(scenario_dir.parts[-3:])
     ledger = _Ledger(submission, tree)
@@ -390,22 +445,34 @@ def _import_item(submission: Path, tree: Path, scenario_dir: Path, scenario: str
     beside = _beside(submission, "measurements", scenario_dir)
     compliance = _beside(submission, "compliance", scenario_dir)
     sources = {
-        "system": ledger.load(submission / "systems" / f"{system_id}.json", read_json_object,
-                              what="system description", required=True),
-        "summary": ledger.load(perf / "mlperf_log_summary.txt", read_summary, what="LoadGen summary",
-                               required=True),
-        "detail": ledger.load(perf / "mlperf_log_detail.txt", read_detail, what="LoadGen detail log",
-                              required=True),
-        "measurements": ledger.load(measurements, read_json_object, what="measurements (implementation "
-                                    f"description; also looked for in {beside.relative_to(tree).as_posix()}/)",
-                                    required=True),
-        "accuracy": ledger.load(scenario_dir / "accuracy" / "accuracy.txt", read_accuracy,
-                                what="accuracy result", required=False),
-        "test06": ledger.load(_first_file(scenario_dir / "TEST06" / "verify_accuracy.txt",
-                                          compliance / "TEST06" / "verify_accuracy.txt"),
-                              read_test06, what="TEST06 compliance result", required=False, quiet=True),
-        "user_conf": ledger.load(_first_file(scenario_dir / "user.conf", beside / "user.conf"), read_user_conf,
-                                 what="LoadGen user.conf", required=False),
+        "system": ledger.load(
+            submission / "systems" / f"{system_id}.json", read_json_object, what="system description", required=True
+        ),
+        "summary": ledger.load(perf / "mlperf_log_summary.txt", read_summary, what="LoadGen summary", required=True),
+        "detail": ledger.load(perf / "mlperf_log_detail.txt", read_detail, what="LoadGen detail log", required=True),
+        "measurements": ledger.load(
+            measurements,
+            read_json_object,
+            what="measurements (implementation "
+            f"description; also looked for in {beside.relative_to(tree).as_posix()}/)",
+            required=True,
+        ),
+        "accuracy": ledger.load(
+            scenario_dir / "accuracy" / "accuracy.txt", read_accuracy, what="accuracy result", required=False
+        ),
+        "test06": ledger.load(
+            _first_file(scenario_dir / "TEST06" / "verify_accuracy.txt", compliance / "TEST06" / "verify_accuracy.txt"),
+            read_test06,
+            what="TEST06 compliance result",
+            required=False,
+            quiet=True,
+        ),
+        "user_conf": ledger.load(
+            _first_file(scenario_dir / "user.conf", beside / "user.conf"),
+            read_user_conf,
+            what="LoadGen user.conf",
+            required=False,
+        ),
     }
     document, build = None, _Build()
     detail = sources["detail"]
@@ -416,8 +483,10 @@ def _import_item(submission: Path, tree: Path, scenario_dir: Path, scenario: str
             cross_check(sources["summary"], sources["detail"], LOADGEN_SCENARIO.get(scenario, scenario))
             document = _document(sources, system_id, benchmark, scenario, round_name, ledger.digests(), build)
         except SourceError as exc:  # a file that read cleanly but cannot be mapped: blame that file
-            blamed = {"summary": perf / "mlperf_log_summary.txt", "system": submission / "systems" /
-                      f"{system_id}.json"}.get(exc.where, perf / "mlperf_log_detail.txt")
+            blamed = {
+                "summary": perf / "mlperf_log_summary.txt",
+                "system": submission / "systems" / f"{system_id}.json",
+            }.get(exc.where, perf / "mlperf_log_detail.txt")
             ledger.fail(blamed, str(exc))
     if document is not None:
         build.warnings.extend(_layout_mismatches(submission, document))
@@ -427,8 +496,13 @@ def _import_item(submission: Path, tree: Path, scenario_dir: Path, scenario: str
             ledger.errors.extend(problems)
             document = None
     files = list(ledger.reports.values()) + _unread(tree, scenario_dir, ledger.reports)
-    return ImportItem(key=key, document=document, files=sorted(files, key=lambda f: f.path),
-                      errors=ledger.errors, warnings=ledger.warnings + build.warnings)
+    return ImportItem(
+        key=key,
+        document=document,
+        files=sorted(files, key=lambda f: f.path),
+        errors=ledger.errors,
+        warnings=ledger.warnings + build.warnings,
+    )
 
 
 # MLPerf lets an edge submission derive Offline and MultiStream from a SingleStream run (the submission
@@ -438,12 +512,20 @@ INFERRED = frozenset({"Offline", "MultiStream"})
 
 
 def _inferred_item(key: str, tree: Path, scenario_dir: Path, ledger: _Ledger, scenario: str) -> ImportItem:
-    why = (f"LoadGen ran SingleStream here: MLPerf infers the {scenario} result from it rather than measuring "
-           "it; only measured runs are imported (see this system's SingleStream folder)")
+    why = (
+        f"LoadGen ran SingleStream here: MLPerf infers the {scenario} result from it rather than measuring "
+        "it; only measured runs are imported (see this system's SingleStream folder)"
+    )
     files = [FileReport(f.path, f.sha256, "skipped", why) for f in ledger.reports.values()]
     files += _unread(tree, scenario_dir, ledger.reports)
-    return ImportItem(key=key, document=None, files=sorted(files, key=lambda f: f.path), errors=[],
-                      warnings=ledger.warnings, skipped=why)
+    return ImportItem(
+        key=key,
+        document=None,
+        files=sorted(files, key=lambda f: f.path),
+        errors=[],
+        warnings=ledger.warnings,
+        skipped=why,
+    )
 
 
 def _layout_mismatches(submission: Path, document: dict[str, Any]) -> list[str]:
@@ -451,18 +533,30 @@ def _layout_mismatches(submission: Path, document: dict[str, Any]) -> list[str]:
     if submission.parent.name not in ("closed", "open", "network"):
         return []
     origin = document["provenance"]["origin"]
-    return [f"the path says {name} {expected!r}, the system description {origin[name]!r}: the description is used"
-            for name, expected in (("division", submission.parent.name), ("submitter", submission.name))
-            if origin[name] != expected]
+    return [
+        f"the path says {name} {expected!r}, the system description {origin[name]!r}: the description is used"
+        for name, expected in (("division", submission.parent.name), ("submitter", submission.name))
+        if origin[name] != expected
+    ]
 
 
 def _unread(tree: Path, scenario_dir: Path, reports: dict[Path, FileReport]) -> list[FileReport]:
-    return [FileReport(p.relative_to(tree).as_posix(), None, "skipped", "not read by the importer")
-            for p in all_files(scenario_dir) if p not in reports]
+    return [
+        FileReport(p.relative_to(tree).as_posix(), None, "skipped", "not read by the importer")
+        for p in all_files(scenario_dir)
+        if p not in reports
+    ]
 
 
-def _document(src: dict[str, Any], system_id: str, benchmark: str, scenario: str, round_name: str | None,
-              files: dict[str, str], build: _Build) -> dict[str, Any]:
+def _document(
+    src: dict[str, Any],
+    system_id: str,
+    benchmark: str,
+    scenario: str,
+    round_name: str | None,
+    files: dict[str, str],
+    build: _Build,
+) -> dict[str, Any]:
     detail = src["detail"]
     round_value = _round(round_name, detail)
     _round_from_loadgen(round_value, round_name, detail, build)
@@ -474,8 +568,7 @@ def _document(src: dict[str, Any], system_id: str, benchmark: str, scenario: str
         "scenario": _scenario(scenario, detail),
         "precision": _precision(src["measurements"], build),
         "system": system_section(src["system"], build),
-        "software": software_section(src["system"], src["measurements"], _settings(detail, src["user_conf"]),
-                                     build),
+        "software": software_section(src["system"], src["measurements"], _settings(detail, src["user_conf"]), build),
         "conditions": _conditions(detail, src["test06"], count, build),
         "metrics": _metrics(detail, scenario, benchmark, count, src["accuracy"], build),
         "provenance": _provenance(src, system_id, benchmark, scenario, round_value, files, build),
@@ -488,16 +581,19 @@ def _round(round_name: str | None, detail: dict[str, Any]) -> str:
         return round_name if round_name.startswith("v") else f"v{round_name}"
     match = re.match(r"^(\d+)\.(\d+)", str(detail["loadgen_version"]))
     if not match:
-        raise SourceError(f"loadgen_version {detail['loadgen_version']!r} has no major.minor: pass the round",
-                          where="detail")
+        raise SourceError(
+            f"loadgen_version {detail['loadgen_version']!r} has no major.minor: pass the round", where="detail"
+        )
     return f"v{match[1]}.{match[2]}"
 
 
 def _round_from_loadgen(round_value: str, round_name: str | None, detail: dict[str, Any], build: _Build) -> None:
     if not round_name:
-        build.warnings.append(f"round {round_value} taken from loadgen_version {detail['loadgen_version']!r}: "
-                              "LoadGen versions can lag the round (pass --round, or keep the repository's "
-                              "folder name such as inference_results_v5.1)")
+        build.warnings.append(
+            f"round {round_value} taken from loadgen_version {detail['loadgen_version']!r}: "
+            "LoadGen versions can lag the round (pass --round, or keep the repository's "
+            "folder name such as inference_results_v5.1)"
+        )
 
 
 def _plan_round(items: list[ImportItem], round_name: str | None) -> tuple[str | None, str]:
@@ -513,8 +609,7 @@ def _sample_count(detail: dict[str, Any]) -> int:
     """Number of timed samples: queries × samples per query as LoadGen generated them."""
     queries, per_query = detail.get("result_query_count"), detail.get("generated_samples_per_query", 1)
     if not isinstance(queries, int) or not isinstance(per_query, int) or queries < 1:
-        raise SourceError("result_query_count / generated_samples_per_query are not positive integers",
-                          where="detail")
+        raise SourceError("result_query_count / generated_samples_per_query are not positive integers", where="detail")
     return queries * per_query
 
 
@@ -523,7 +618,8 @@ def _workload(benchmark: str, round_value: str, detail: dict[str, Any], scenario
     # LoadGen times (one sample; one query of 8 in MultiStream) and `batching` says the SUT chose the rest.
     per_query = detail.get("generated_samples_per_query", 1)
     workload: dict[str, Any] = {
-        "name": benchmark, "version": f"mlperf-inference-{round_value}",
+        "name": benchmark,
+        "version": f"mlperf-inference-{round_value}",
         "shape": {"batch_size": per_query if scenario == "MultiStream" else 1, "batching": "sut-chosen"},
     }
     total = detail.get("qsl_reported_total_count")
@@ -549,8 +645,7 @@ def _scenario(scenario: str, detail: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"kind": SCENARIOS[scenario], "arrival": ARRIVAL[scenario]}
     slo: dict[str, float] = {}
     if scenario in ("Server", "Interactive") and detail.get("effective_target_latency_percentile") == Decimal("0.99"):
-        for key, name in (("requested_server_ttft_latency", "ttft_p99"), ("requested_server_tpot_latency",
-                                                                          "tpot_p99")):
+        for key, name in (("requested_server_ttft_latency", "ttft_p99"), ("requested_server_tpot_latency", "tpot_p99")):
             if isinstance(detail.get(key), int) and detail[key] > 0:
                 slo[name] = _ms(detail[key])
         target = detail.get("effective_target_latency_ns")
@@ -614,21 +709,33 @@ def _conditions(detail: dict[str, Any], test06: dict[str, str] | None, count: in
     if met is False:
         steady["reasons"] = ["LoadGen's early-stopping criterion was not met (early_stopping_met = false)"]
     # LoadGen logs no warm-up and not the length of the timed window (min_duration is a lower bound).
-    return {"warmup": None, "window": {"seconds": None, "iterations": count, "repetitions": 1},
-            "steady_state": steady, "validity": _validity(detail, test06, build)}
+    return {
+        "warmup": None,
+        "window": {"seconds": None, "iterations": count, "repetitions": 1},
+        "steady_state": steady,
+        "validity": _validity(detail, test06, build),
+    }
 
 
-VALIDITY_KEYS = {"result_perf_constraints_met": "performance_constraints_satisfied",
-                 "result_min_duration_met": "min_duration_satisfied",
-                 "result_min_queries_met": "min_queries_satisfied", "early_stopping_met": "early_stopping_satisfied"}
-TEST06_CHECKS = {"First token check pass": "test06_first_token", "EOS check pass": "test06_eos",
-                 "Sample length check pass": "test06_sample_length"}
+VALIDITY_KEYS = {
+    "result_perf_constraints_met": "performance_constraints_satisfied",
+    "result_min_duration_met": "min_duration_satisfied",
+    "result_min_queries_met": "min_queries_satisfied",
+    "early_stopping_met": "early_stopping_satisfied",
+}
+TEST06_CHECKS = {
+    "First token check pass": "test06_first_token",
+    "EOS check pass": "test06_eos",
+    "Sample length check pass": "test06_sample_length",
+}
 
 
 def _validity(detail: dict[str, Any], test06: dict[str, str] | None, build: _Build) -> dict[str, Any]:
     checks = {name: detail[key] for key, name in VALIDITY_KEYS.items() if isinstance(detail.get(key), bool)}
-    for key, name in (("early_stopping_ttft_result", "ttft_early_stopping"),
-                      ("early_stopping_tpot_result", "tpot_early_stopping")):
+    for key, name in (
+        ("early_stopping_ttft_result", "ttft_early_stopping"),
+        ("early_stopping_tpot_result", "tpot_early_stopping"),
+    ):
         text = str(detail.get(key, "")).strip()
         if text == "* Run successful.":
             checks[name] = True
@@ -650,8 +757,9 @@ def _rate(detail: dict[str, Any], key: str, unit: str) -> dict[str, Any]:
     return {"value": _number(detail[key]), "unit": unit}
 
 
-def _distribution(detail: dict[str, Any], count: int, low: str, mean: str, high: str,
-                  pct: str, build: _Build) -> dict[str, Any] | None:
+def _distribution(
+    detail: dict[str, Any], count: int, low: str, mean: str, high: str, pct: str, build: _Build
+) -> dict[str, Any] | None:
     """A LoadGen latency distribution in ms; percentiles the sample count cannot support are left out."""
     dist: dict[str, Any] = {"count": count, "method": "loadgen", "unit": "ms"}
     for name, key in (("min", low), ("mean", mean), ("max", high)):
@@ -683,8 +791,10 @@ TOKEN_HEADLINE = {
     "whisper": ("result_tokens_per_second", None),
     "gptj": ("result_inferred_tokens_per_second", "result_inferred_completed_tokens_per_second"),
 }
-EARLY_STOPPING = {"SingleStream": ("early_stopping_latency_ss", "p90"),
-                  "MultiStream": ("early_stopping_latency_ms", "p99")}
+EARLY_STOPPING = {
+    "SingleStream": ("early_stopping_latency_ss", "p90"),
+    "MultiStream": ("early_stopping_latency_ms", "p99"),
+}
 # Benchmarks whose published SingleStream figure is the observed p90, not the estimate.
 OBSERVED_SINGLE_STREAM = frozenset({"llama3.1-8b-edge"})
 
@@ -693,18 +803,31 @@ def model_of(benchmark: str) -> str:
     """The MLPerf model a benchmark folder runs: 'llama2-70b-99.9' -> 'llama2-70b', 'llama3_1-8b' ->
     'llama3.1-8b' (the checker's model_mapping)."""
     base = re.sub(r"-(99|99\.9)$", "", benchmark)
-    return {"llama3_1-405b": "llama3.1-405b", "llama3_1-8b": "llama3.1-8b", "llama3_1-8b-edge": "llama3.1-8b-edge",
-            "resnet50": "resnet", "ssd-resnet34": "retinanet"}.get(base, base)
+    return {
+        "llama3_1-405b": "llama3.1-405b",
+        "llama3_1-8b": "llama3.1-8b",
+        "llama3_1-8b-edge": "llama3.1-8b-edge",
+        "resnet50": "resnet",
+        "ssd-resnet34": "retinanet",
+    }.get(base, base)
 
 
-def _throughput(detail: dict[str, Any], model: str, published: str | None, samples_key: str, tokens_key: str,
-                add_tokens: bool, build: _Build) -> dict[str, Any]:
+def _throughput(
+    detail: dict[str, Any],
+    model: str,
+    published: str | None,
+    samples_key: str,
+    tokens_key: str,
+    add_tokens: bool,
+    build: _Build,
+) -> dict[str, Any]:
     """Offline or Server rates: the headline MLPerf publishes for the model (`published`, tokens/s for LLMs), or
     samples/s with a warning when the log lacks it; the other rate kept beside it."""
     key = published if published in detail else samples_key
     if published and key != published:
-        build.warnings.append(f"MLPerf publishes {published} for {model}; the log has none, so the "
-                              "headline is samples/s")
+        build.warnings.append(
+            f"MLPerf publishes {published} for {model}; the log has none, so the headline is samples/s"
+        )
     out = {"throughput": _rate(detail, key, "tokens/s" if "token" in key else "samples/s")}
     if key != samples_key:
         out["request_rate"] = _rate(detail, samples_key, "requests/s")
@@ -713,19 +836,22 @@ def _throughput(detail: dict[str, Any], model: str, published: str | None, sampl
     return out
 
 
-def _metrics(detail: dict[str, Any], scenario: str, benchmark: str, count: int, accuracy: dict[str, Any] | None,
-             build: _Build) -> dict[str, Any]:
+def _metrics(
+    detail: dict[str, Any], scenario: str, benchmark: str, count: int, accuracy: dict[str, Any] | None, build: _Build
+) -> dict[str, Any]:
     model = model_of(benchmark)
     offline_key, server_key = TOKEN_HEADLINE.get(model, (None, None))
     llm = "result_tokens_per_second" in detail or "result_completed_tokens_per_second" in detail
     metrics: dict[str, Any] = {"primary": "throughput"}
     if scenario == "Offline":
-        metrics.update(_throughput(detail, model, offline_key, "result_samples_per_second",
-                                   "result_tokens_per_second", llm, build))
+        metrics.update(
+            _throughput(detail, model, offline_key, "result_samples_per_second", "result_tokens_per_second", llm, build)
+        )
     elif scenario in ("Server", "Interactive"):
         tokens = "result_completed_tokens_per_second"
-        metrics.update(_throughput(detail, model, server_key, "result_completed_samples_per_sec", tokens,
-                                   tokens in detail, build))
+        metrics.update(
+            _throughput(detail, model, server_key, "result_completed_samples_per_sec", tokens, tokens in detail, build)
+        )
     else:
         key, percentile = EARLY_STOPPING[scenario]
         metrics["primary"] = f"latency_ms.{percentile}"
@@ -736,21 +862,39 @@ def _metrics(detail: dict[str, Any], scenario: str, benchmark: str, count: int, 
         if model in OBSERVED_SINGLE_STREAM and scenario == "SingleStream":
             pass  # MLPerf publishes the observed p90 for this benchmark
         elif isinstance(detail.get(key), int | Decimal):
-            metrics["latency_estimate_ms"] = {"value": _ms(detail[key]), "unit": "ms", "percentile": percentile,
-                                              "method": "loadgen-early-stopping",
-                                              "count": detail["result_query_count"]}
+            metrics["latency_estimate_ms"] = {
+                "value": _ms(detail[key]),
+                "unit": "ms",
+                "percentile": percentile,
+                "method": "loadgen-early-stopping",
+                "count": detail["result_query_count"],
+            }
             metrics["primary"] = "latency_estimate_ms"
         else:
-            build.warnings.append(f"no {key} record: the headline is LoadGen's observed {percentile}, not the "
-                                  "early-stopping estimate MLPerf publishes")
+            build.warnings.append(
+                f"no {key} record: the headline is LoadGen's observed {percentile}, not the "
+                "early-stopping estimate MLPerf publishes"
+            )
     metrics["latency_ms"] = _latency(detail, scenario, count, build)
     if llm and scenario != "Offline":
-        metrics["ttft_ms"] = _distribution(detail, count, "result_first_token_min_latency_ns",
-                                           "result_first_token_mean_latency_ns", "result_first_token_max_latency_ns",
-                                           "result_first_token_{p}_percentile_latency_ns", build)
-        metrics["tpot_ms"] = _distribution(detail, count, "result_time_to_output_token_min",
-                                           "result_time_to_output_token_mean", "result_time_to_output_token_max",
-                                           "result_time_per_output_token_{p}_percentile_ns", build)
+        metrics["ttft_ms"] = _distribution(
+            detail,
+            count,
+            "result_first_token_min_latency_ns",
+            "result_first_token_mean_latency_ns",
+            "result_first_token_max_latency_ns",
+            "result_first_token_{p}_percentile_latency_ns",
+            build,
+        )
+        metrics["tpot_ms"] = _distribution(
+            detail,
+            count,
+            "result_time_to_output_token_min",
+            "result_time_to_output_token_mean",
+            "result_time_to_output_token_max",
+            "result_time_per_output_token_{p}_percentile_ns",
+            build,
+        )
     if accuracy is not None:
         metrics["quality"] = _quality(benchmark, accuracy, build)
     return {k: v for k, v in metrics.items() if v is not None}
@@ -759,11 +903,24 @@ def _metrics(detail: dict[str, Any], scenario: str, benchmark: str, count: int, 
 def _latency(detail: dict[str, Any], scenario: str, count: int, build: _Build) -> dict[str, Any] | None:
     if scenario == "MultiStream" and "result_99.00_percentile_per_query_latency_ns" in detail:
         # MultiStream is judged per query (8 samples), so the distribution is over queries.
-        return _distribution(detail, detail["result_query_count"], "result_min_query_latency_ns",
-                             "result_mean_query_latency_ns", "result_max_query_latency_ns",
-                             "result_{p}_percentile_per_query_latency_ns", build)
-    return _distribution(detail, count, "result_min_latency_ns", "result_mean_latency_ns", "result_max_latency_ns",
-                         "result_{p}_percentile_latency_ns", build)
+        return _distribution(
+            detail,
+            detail["result_query_count"],
+            "result_min_query_latency_ns",
+            "result_mean_query_latency_ns",
+            "result_max_query_latency_ns",
+            "result_{p}_percentile_per_query_latency_ns",
+            build,
+        )
+    return _distribution(
+        detail,
+        count,
+        "result_min_latency_ns",
+        "result_mean_latency_ns",
+        "result_max_latency_ns",
+        "result_{p}_percentile_latency_ns",
+        build,
+    )
 
 
 def _quality(benchmark: str, accuracy: dict[str, Any], build: _Build) -> dict[str, Any] | None:
@@ -786,14 +943,23 @@ def _quality(benchmark: str, accuracy: dict[str, Any], build: _Build) -> dict[st
         return {"metric": metric, "value": values[metric], "target_ratio": ratio, "values": values}
     metric = next(iter(rule.checks))
     if not isinstance(values.get(metric), int | float):
-        build.flag("accuracy.txt", "; ".join(f"{k}={v}" for k, v in values.items()) or "(no values)",
-                   f"no {metric} value, MLPerf's accuracy metric for {model}")
+        build.flag(
+            "accuracy.txt",
+            "; ".join(f"{k}={v}" for k, v in values.items()) or "(no values)",
+            f"no {metric} value, MLPerf's accuracy metric for {model}",
+        )
         return None
     reference = rule.checks[metric][0]
     build.targets.update({name: {"min": low, "max": high} for name, (_ref, low, high) in rule.checks.items()})
-    return {"metric": metric, "value": values[metric], "target_ratio": ratio if reference else None,
-            "reference_value": reference, "reference_precision": rule.reference_precision if reference else None,
-            "passed": _passed(rule, values), "values": values}
+    return {
+        "metric": metric,
+        "value": values[metric],
+        "target_ratio": ratio if reference else None,
+        "reference_value": reference,
+        "reference_precision": rule.reference_precision if reference else None,
+        "passed": _passed(rule, values),
+        "values": values,
+    }
 
 
 def _passed(rule: Accuracy, values: dict[str, Any]) -> bool | None:
@@ -807,16 +973,29 @@ def _passed(rule: Accuracy, values: dict[str, Any]) -> bool | None:
     return verdict
 
 
-def _provenance(src: dict[str, Any], system_id: str, benchmark: str, scenario: str, round_value: str,
-                files: dict[str, str], build: _Build) -> dict[str, Any]:
+def _provenance(
+    src: dict[str, Any],
+    system_id: str,
+    benchmark: str,
+    scenario: str,
+    round_value: str,
+    files: dict[str, str],
+    build: _Build,
+) -> dict[str, Any]:
     system, detail = src["system"], src["detail"]
     submitter = str(system.get("submitter", "")).strip()
     if not submitter:
         raise SourceError("the system description names no submitter", where="system")
     origin: dict[str, Any] = {
-        "kind": "mlperf-inference", "round": round_value, "submitter": submitter,
-        **publication_facets(system, build), "system_id": system_id, "benchmark": benchmark,
-        "scenario": scenario, "loadgen_version": str(detail["loadgen_version"]), "files": files,
+        "kind": "mlperf-inference",
+        "round": round_value,
+        "submitter": submitter,
+        **publication_facets(system, build),
+        "system_id": system_id,
+        "benchmark": benchmark,
+        "scenario": scenario,
+        "loadgen_version": str(detail["loadgen_version"]),
+        "files": files,
     }
     if build.targets:
         origin["targets"] = dict(sorted(build.targets.items()))
@@ -825,9 +1004,14 @@ def _provenance(src: dict[str, Any], system_id: str, benchmark: str, scenario: s
             build.unparsed[f"detail.{key}"] = detail[key]
     if build.unparsed:
         origin["unparsed"] = dict(sorted(build.unparsed.items()))
-    return {"runner": {"name": "mlperf-loadgen", "version": str(detail["loadgen_version"])},
-            "submitter": submitter, "source": "import", "started_at": str(detail["test_datetime"]),
-            "finished_at": None, "origin": origin}
+    return {
+        "runner": {"name": "mlperf-loadgen", "version": str(detail["loadgen_version"])},
+        "submitter": submitter,
+        "source": "import",
+        "started_at": str(detail["test_datetime"]),
+        "finished_at": None,
+        "origin": origin,
+    }
 
 
 def _text(value: Any) -> str | None:
@@ -837,10 +1021,17 @@ def _text(value: Any) -> str | None:
 # MLPerf's closed vocabularies (submission checker VALID_DIVISIONS, VALID_AVAILABILITIES, system_type).
 # "rdi" (research, development or internal) is MLPerf's name for the research category.
 DIVISIONS = {"closed": "closed", "open": "open", "network": "network"}
-AVAILABILITIES = {"available": "available", "preview": "preview", "rdi": "research", "research": "research",
-                  # MLPerf Training's words for available systems (result_summarizer config.yaml)
-                  "onprem": "available", "cloud": "available", "available on-premise": "available",
-                  "available cloud": "available"}
+AVAILABILITIES = {
+    "available": "available",
+    "preview": "preview",
+    "rdi": "research",
+    "research": "research",
+    # MLPerf Training's words for available systems (result_summarizer config.yaml)
+    "onprem": "available",
+    "cloud": "available",
+    "available on-premise": "available",
+    "available cloud": "available",
+}
 CATEGORIES = {"datacenter": "datacenter", "edge": "edge"}
 
 
@@ -850,8 +1041,11 @@ def publication_facets(system: dict[str, Any], build: _Build) -> dict[str, str |
     Case and spacing are normalised ('Available', 'datacenter, edge'); a value outside the vocabulary is kept
     verbatim and flagged, never mapped to the nearest word."""
     out: dict[str, str | None] = {}
-    for name, key, table in (("division", "division", DIVISIONS), ("category", "system_type", CATEGORIES),
-                             ("availability", "status", AVAILABILITIES)):
+    for name, key, table in (
+        ("division", "division", DIVISIONS),
+        ("category", "system_type", CATEGORIES),
+        ("availability", "status", AVAILABILITIES),
+    ):
         raw = _text(system.get(key))
         if raw is None:
             out[name] = None
@@ -862,8 +1056,9 @@ def publication_facets(system: dict[str, Any], build: _Build) -> dict[str, str |
             out[name] = ",".join(sorted(set(known), key=list(table.values()).index))  # type: ignore[arg-type]
         else:
             out[name] = raw
-            build.warnings.append(f"system.{key} = {raw!r} is not one of {', '.join(sorted(set(table.values())))}:"
-                                  " kept as written")
+            build.warnings.append(
+                f"system.{key} = {raw!r} is not one of {', '.join(sorted(set(table.values())))}: kept as written"
+            )
     return out
 
 
@@ -916,8 +1111,14 @@ def unstorable(document: Any, pointer: str = "") -> list[str]:
 # One decoder for every :::MLLOG line (floats as Decimal, keeping their printed digits).
 MLLOG_DECODER = json.JSONDecoder(parse_float=Decimal)
 
-DETAIL_REQUIRED = ("loadgen_version", "test_datetime", "effective_scenario", "effective_test_mode",
-                   "result_validity", "result_query_count")
+DETAIL_REQUIRED = (
+    "loadgen_version",
+    "test_datetime",
+    "effective_scenario",
+    "effective_test_mode",
+    "result_validity",
+    "result_query_count",
+)
 
 
 def read_detail(text: str) -> dict[str, Any]:
@@ -929,7 +1130,7 @@ def read_detail(text: str) -> dict[str, Any]:
         if not line.startswith(":::MLLOG "):
             raise SourceError(f"line {number} is not a :::MLLOG record")
         try:
-            record = MLLOG_DECODER.decode(line[len(":::MLLOG "):])
+            record = MLLOG_DECODER.decode(line[len(":::MLLOG ") :])
         except json.JSONDecodeError as exc:
             raise SourceError(f"line {number}: malformed :::MLLOG record ({exc.msg})") from None
         except RecursionError:
@@ -978,12 +1179,16 @@ def read_summary(text: str) -> dict[str, str]:
 
 
 SUMMARY_KEYS = {
-    "Scenario": "effective_scenario", "Mode": "effective_test_mode", "Result is": "result_validity",
+    "Scenario": "effective_scenario",
+    "Mode": "effective_test_mode",
+    "Result is": "result_validity",
     "Completed samples per second": "result_completed_samples_per_sec",
     "Completed tokens per second": "result_completed_tokens_per_second",
     "Scheduled samples per second": "result_scheduled_samples_per_sec",
-    "Samples per second": "result_samples_per_second", "Tokens per second": "result_tokens_per_second",
-    "Min latency (ns)": "result_min_latency_ns", "Max latency (ns)": "result_max_latency_ns",
+    "Samples per second": "result_samples_per_second",
+    "Tokens per second": "result_tokens_per_second",
+    "Min latency (ns)": "result_min_latency_ns",
+    "Max latency (ns)": "result_max_latency_ns",
     "Mean latency (ns)": "result_mean_latency_ns",
     "Min First Token latency (ns)": "result_first_token_min_latency_ns",
     "Max First Token latency (ns)": "result_first_token_max_latency_ns",
@@ -994,10 +1199,11 @@ SUMMARY_KEYS = {
 }
 SUMMARY_PERCENTILES = (
     (re.compile(r"^(\d+\.\d+) percentile latency \(ns\)$"), "result_{}_percentile_latency_ns"),
-    (re.compile(r"^(\d+\.\d+) percentile first token latency \(ns\)$"),
-     "result_first_token_{}_percentile_latency_ns"),
-    (re.compile(r"^(\d+\.\d+) percentile time to output token \(ns\)$"),
-     "result_time_per_output_token_{}_percentile_ns"),
+    (re.compile(r"^(\d+\.\d+) percentile first token latency \(ns\)$"), "result_first_token_{}_percentile_latency_ns"),
+    (
+        re.compile(r"^(\d+\.\d+) percentile time to output token \(ns\)$"),
+        "result_time_per_output_token_{}_percentile_ns",
+    ),
 )
 
 
@@ -1014,23 +1220,27 @@ def _detail_key(label: str) -> str | None:
 def cross_check(summary: dict[str, str], detail: dict[str, Any], loadgen_scenario: str) -> None:
     """Every result the summary prints must equal the detail log's record to the summary's precision."""
     if detail["effective_scenario"] != loadgen_scenario:
-        raise SourceError(f"effective_scenario is {detail['effective_scenario']!r}; this directory needs "
-                          f"{loadgen_scenario!r}", where="detail")
+        raise SourceError(
+            f"effective_scenario is {detail['effective_scenario']!r}; this directory needs {loadgen_scenario!r}",
+            where="detail",
+        )
     for label, text in summary.items():
         key = _detail_key(label)
         if key is None:
             continue
         if loadgen_scenario == "MultiStream":  # the summary prints MultiStream latencies per query
-            per_query = {"result_min_latency_ns": "result_min_query_latency_ns",
-                         "result_max_latency_ns": "result_max_query_latency_ns",
-                         "result_mean_latency_ns": "result_mean_query_latency_ns"}.get(
-                key, key.replace("_percentile_latency_ns", "_percentile_per_query_latency_ns"))
+            per_query = {
+                "result_min_latency_ns": "result_min_query_latency_ns",
+                "result_max_latency_ns": "result_max_query_latency_ns",
+                "result_mean_latency_ns": "result_mean_query_latency_ns",
+            }.get(key, key.replace("_percentile_latency_ns", "_percentile_per_query_latency_ns"))
             key = per_query if per_query in detail else key
         if key not in detail:
             raise SourceError(f"has no {key} record, which the summary prints as '{label}'", where="detail")
         if not _agrees(text, detail[key]):
-            raise SourceError(f"'{label}: {text}' disagrees with {key} = {detail[key]} in the detail log",
-                              where="summary")
+            raise SourceError(
+                f"'{label}: {text}' disagrees with {key} = {detail[key]} in the detail log", where="summary"
+            )
 
 
 def _agrees(text: str, value: Any) -> bool:
@@ -1053,8 +1263,10 @@ def _half_ulp(value: Decimal) -> Decimal:
 
 
 _ACC_ITEM = re.compile(r"\s*(?P<name>[A-Za-z][\w ]*?)\s*[=:]\s*(?P<value>-?\d+(?:\.\d+)?)%?\s*$")
-_DICE = re.compile(r"^Accuracy:\s*mean\s*=\s*(?P<mean>\d+(?:\.\d+)?)"
-                   r"(?P<rest>(?:\s*,\s*\w+\s*=\s*-?\d+(?:\.\d+)?)*)\s*$")
+_DICE = re.compile(
+    r"^Accuracy:\s*mean\s*=\s*(?P<mean>\d+(?:\.\d+)?)"
+    r"(?P<rest>(?:\s*,\s*\w+\s*=\s*-?\d+(?:\.\d+)?)*)\s*$"
+)
 _NUMBER_TEXT = re.compile(r"^\s*-?\d+(?:\.\d+)?\s*$")
 
 
@@ -1174,17 +1386,44 @@ def read_user_conf(text: str) -> dict[str, str]:
 # ---------------------------------------------------------------------------------------------------------
 # The system description (systems/<id>.json): typed where the protocol has a field, text otherwise.
 
-CONSUMED = frozenset({
-    "system_name", "number_of_nodes", "accelerators_per_node", "accelerator_model_name",
-    "accelerator_memory_capacity", "accelerator_memory_configuration", "accelerator_host_interconnect",
-    "accelerator_interconnect", "accelerator_frequency", "host_processor_model_name", "host_processors_per_node",
-    "host_memory_capacity", "host_processor_frequency", "host_processor_core_count", "host_processor_vcpu_count",
-    "cooling", "operating_system", "framework", "other_software_stack", "sw_notes",
-    "division", "submitter", "status", "system_type",
-})
+CONSUMED = frozenset(
+    {
+        "system_name",
+        "number_of_nodes",
+        "accelerators_per_node",
+        "accelerator_model_name",
+        "accelerator_memory_capacity",
+        "accelerator_memory_configuration",
+        "accelerator_host_interconnect",
+        "accelerator_interconnect",
+        "accelerator_frequency",
+        "host_processor_model_name",
+        "host_processors_per_node",
+        "host_memory_capacity",
+        "host_processor_frequency",
+        "host_processor_core_count",
+        "host_processor_vcpu_count",
+        "cooling",
+        "operating_system",
+        "framework",
+        "other_software_stack",
+        "sw_notes",
+        "division",
+        "submitter",
+        "status",
+        "system_type",
+    }
+)
 VENDORS = {"amd": "AMD", "nvidia": "NVIDIA", "intel": "Intel", "google": "Google", "qualcomm": "Qualcomm"}
-COOLING = {"air": "air", "air-cooled": "air", "air cooled": "air", "liquid": "liquid", "liquid-cooled": "liquid",
-           "liquid cooled": "liquid", "immersion": "immersion"}
+COOLING = {
+    "air": "air",
+    "air-cooled": "air",
+    "air cooled": "air",
+    "liquid": "liquid",
+    "liquid-cooled": "liquid",
+    "liquid cooled": "liquid",
+    "immersion": "immersion",
+}
 RUNTIMES = frozenset({"rocm", "cuda", "cudnn", "hip", "oneapi"})
 ALIASES = {"pytorch": "torch"}
 
@@ -1193,10 +1432,18 @@ def system_section(system: dict[str, Any], build: _Build) -> dict[str, Any]:
     name, nodes = _text(system.get("system_name")), units.parse_count(system.get("number_of_nodes"))
     if not name or not nodes:
         raise SourceError("system_name and a positive number_of_nodes are required", where="system")
-    out: dict[str, Any] = {"name": name, "nodes": nodes, "accelerators": _accelerators(system, nodes, build),
-                           "host": _host(system, build), "cooling": _cooling(system, build)}
-    notes = {key: str(value)[:2000] for key, value in sorted(system.items())
-             if key not in CONSUMED and not units.not_stated(value)}
+    out: dict[str, Any] = {
+        "name": name,
+        "nodes": nodes,
+        "accelerators": _accelerators(system, nodes, build),
+        "host": _host(system, build),
+        "cooling": _cooling(system, build),
+    }
+    notes = {
+        key: str(value)[:2000]
+        for key, value in sorted(system.items())
+        if key not in CONSUMED and not units.not_stated(value)
+    }
     notes.update(build.system_notes)
     if notes:
         out["notes"] = notes
@@ -1211,10 +1458,13 @@ def _quantity(system: dict[str, Any], key: str, parser: Any, build: _Build) -> f
     if value is None:
         build.flag(f"system.{key}", str(raw), "not '<number> <unit>' with a unit of the importer's table")
     elif re.search(r"\d\s*[MGT]B\s*$", str(raw), re.IGNORECASE):
-        build.system_notes["import.memory_units"] = ("memory capacities in MB/GB/TB are read as MiB/GiB/TiB "
-                                                     "(JEDEC binary convention)")
-        build.warnings.append(f"system.{key} = {raw!r} read as {value} GiB: 'GB' taken in the JEDEC binary "
-                              "sense (the source does not say which)")
+        build.system_notes["import.memory_units"] = (
+            "memory capacities in MB/GB/TB are read as MiB/GiB/TiB (JEDEC binary convention)"
+        )
+        build.warnings.append(
+            f"system.{key} = {raw!r} read as {value} GiB: 'GB' taken in the JEDEC binary "
+            "sense (the source does not say which)"
+        )
     return value  # type: ignore[no-any-return]
 
 
@@ -1227,13 +1477,16 @@ def _accelerators(system: dict[str, Any], nodes: int, build: _Build) -> list[dic
         return []
     vendor = VENDORS.get(model.split()[0].lower())
     if vendor:
-        build.system_notes["import.accelerator_vendor"] = f"{vendor!r} read from the first word of " \
-                                                          "accelerator_model_name"
+        build.system_notes["import.accelerator_vendor"] = (
+            f"{vendor!r} read from the first word of accelerator_model_name"
+        )
     else:
         vendor = UNSPECIFIED
         build.flag("system.accelerator_model_name", model, "no known vendor name at its start")
     accelerator = {
-        "vendor": vendor, "model": model, "count": per_node * nodes,
+        "vendor": vendor,
+        "model": model,
+        "count": per_node * nodes,
         "memory_gib": _quantity(system, "accelerator_memory_capacity", units.parse_memory_gib, build),
         "memory_type": _text(system.get("accelerator_memory_configuration")),
         "host_interconnect": _text(system.get("accelerator_host_interconnect")),
@@ -1268,15 +1521,20 @@ def _cooling(system: dict[str, Any], build: _Build) -> str | None:
     return cooling
 
 
-def software_section(system: dict[str, Any], measurements: dict[str, Any], settings: dict[str, Any],
-                     build: _Build) -> dict[str, Any]:
+def software_section(
+    system: dict[str, Any], measurements: dict[str, Any], settings: dict[str, Any], build: _Build
+) -> dict[str, Any]:
     out: dict[str, Any] = {"os": _os(system, build)}
     stack = _versions(system, "framework", build)
     runtimes = {k: v for k, v in stack.items() if k in RUNTIMES}
     frameworks = {k: v for k, v in stack.items() if k not in RUNTIMES}
     packages = _versions(system, "other_software_stack", build)
-    for name, value in (("runtimes", runtimes), ("frameworks", frameworks), ("packages", packages),
-                        ("settings", settings)):
+    for name, value in (
+        ("runtimes", runtimes),
+        ("frameworks", frameworks),
+        ("packages", packages),
+        ("settings", settings),
+    ):
         if value:
             out[name] = value
     for key, value in sorted(measurements.items()):
@@ -1326,9 +1584,21 @@ def _versions(system: dict[str, Any], key: str, build: _Build) -> dict[str, str]
 def report_dict(plan: ImportPlan) -> dict[str, Any]:
     """The plan as JSON-ready data: each item's outcome, flags and files, then the files no item used."""
     return {
-        "round": plan.round, "round_source": plan.round_source, "errors": plan.errors, "warnings": plan.warnings,
-        "items": [{"key": item.key, "status": item.status, "skipped": item.skipped, "errors": item.errors,
-                   "warnings": item.warnings, "files": [asdict(f) for f in item.files]} for item in plan.items],
+        "round": plan.round,
+        "round_source": plan.round_source,
+        "errors": plan.errors,
+        "warnings": plan.warnings,
+        "items": [
+            {
+                "key": item.key,
+                "status": item.status,
+                "skipped": item.skipped,
+                "errors": item.errors,
+                "warnings": item.warnings,
+                "files": [asdict(f) for f in item.files],
+            }
+            for item in plan.items
+        ],
         "skipped": [asdict(f) for f in plan.skipped],
     }
 
@@ -1336,12 +1606,12 @@ def report_dict(plan: ImportPlan) -> dict[str, Any]:
 def render_report(plan: ImportPlan) -> str:
     """A plain-text report: one block per item (errors, flags, one row per file), then unused files."""
     ready = sum(1 for item in plan.items if item.document)
-    lines = [f"MLPerf import: {ready} of {len(plan.items)} runs ready; round {plan.round or '?'} "
-             f"({plan.round_source})"]
+    lines = [f"MLPerf import: {ready} of {len(plan.items)} runs ready; round {plan.round or '?'} ({plan.round_source})"]
     lines += [f"  error: {e}" for e in plan.errors] + [f"  note:  {w}" for w in plan.warnings]
     for item in plan.items:
-        state = {"ready": "ready", "skipped": f"SKIPPED: {item.skipped}",
-                 "refused": "REFUSED: nothing will be stored"}[item.status]
+        state = {"ready": "ready", "skipped": f"SKIPPED: {item.skipped}", "refused": "REFUSED: nothing will be stored"}[
+            item.status
+        ]
         lines += ["", f"{item.key}: {state}"]
         lines += [f"  error: {e}" for e in item.errors] + [f"  flag:  {w}" for w in item.warnings]
         lines += _file_rows(item.files)

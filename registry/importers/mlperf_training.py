@@ -47,18 +47,34 @@ def parse_tree(root: Path, *, round_name: str | None = None) -> ImportPlan:
     round_value = _round(root, round_name)
     items: list[ImportItem] = []
     # results/<system>/<benchmark>/ as real folders: a link there (results/x -> .) would read a folder twice
-    folders = sorted({p.parent for p in root.glob("**/results/*/*/result_*.txt")
-                      if not (p.parent.is_symlink() or p.parent.parent.is_symlink()) and mlperf.inside(p, root)})
+    folders = sorted(
+        {
+            p.parent
+            for p in root.glob("**/results/*/*/result_*.txt")
+            if not (p.parent.is_symlink() or p.parent.parent.is_symlink()) and mlperf.inside(p, root)
+        }
+    )
     for folder in folders:
         items.append(_import_item(folder.parents[2], root, folder, round_value))
     claimed = {root / f.path for item in items for f in item.files}
-    skipped = [FileReport(p.relative_to(root).as_posix(), None, "skipped",
-                          "not a training result (systems/<system>.json and results/<system>/<benchmark>/"
-                          "result_<n>.txt are read)")
-               for p in mlperf.all_files(root) if p not in claimed] + mlperf.passed_over(root)
+    skipped = [
+        FileReport(
+            p.relative_to(root).as_posix(),
+            None,
+            "skipped",
+            "not a training result (systems/<system>.json and results/<system>/<benchmark>/result_<n>.txt are read)",
+        )
+        for p in mlperf.all_files(root)
+        if p not in claimed
+    ] + mlperf.passed_over(root)
     errors = [] if folders else ["no results/<system>/<benchmark>/result_<n>.txt found: not an MLPerf Training tree"]
-    return ImportPlan(items=items, skipped=skipped, round=round_value,
-                      round_source="argument" if round_name else "folder name", errors=errors)
+    return ImportPlan(
+        items=items,
+        skipped=skipped,
+        round=round_value,
+        round_source="argument" if round_name else "folder name",
+        errors=errors,
+    )
 
 
 def _round(root: Path, round_name: str | None) -> str | None:
@@ -82,7 +98,7 @@ def read_mllog(text: str) -> list[dict[str, Any]]:
         if "\ufffd" in line:
             raise SourceError(f"line {number}: a :::MLLOG record with bytes that are not UTF-8")
         try:
-            record = MLLOG_DECODER.decode(line[start + len(":::MLLOG "):])
+            record = MLLOG_DECODER.decode(line[start + len(":::MLLOG ") :])
         except json.JSONDecodeError as exc:
             raise SourceError(f"line {number}: malformed :::MLLOG record ({exc.msg})") from None
         except RecursionError:
@@ -125,7 +141,7 @@ def olympic_mean(seconds: list[float | None], drop: int = 1) -> tuple[float | No
     which runs were averaged)."""
     order = sorted(range(len(seconds)), key=lambda i: (seconds[i] is None, seconds[i] or 0.0))
     used = [False] * len(seconds)
-    kept = order[drop:len(order) - drop]
+    kept = order[drop : len(order) - drop]
     if not kept:
         return None, used
     for i in kept:
@@ -140,8 +156,9 @@ def _import_item(submission: Path, tree: Path, folder: Path, round_value: str | 
     system_id, benchmark = folder.parts[-2:]
     key = f"{system_id}/{benchmark}"
     ledger = _Ledger(submission, tree)
-    system = ledger.load(submission / "systems" / f"{system_id}.json", mlperf.read_json_object,
-                         what="system description", required=True)
+    system = ledger.load(
+        submission / "systems" / f"{system_id}.json", mlperf.read_json_object, what="system description", required=True
+    )
     runs = []
     for path in sorted(folder.iterdir(), key=_natural):
         if path.is_file() and RESULT_FILE.match(path.name):
@@ -162,11 +179,18 @@ def _import_item(submission: Path, tree: Path, folder: Path, round_value: str | 
         if problems:
             ledger.errors.extend(problems)
             document = None
-    unread = [FileReport(p.relative_to(tree).as_posix(), None, "skipped", "not a result_<n>.txt")
-              for p in mlperf.all_files(folder) if p not in ledger.reports]
-    return ImportItem(key=key, document=document, files=sorted([*ledger.reports.values(), *unread],
-                                                                key=lambda f: f.path),
-                      errors=ledger.errors, warnings=ledger.warnings + build.warnings)
+    unread = [
+        FileReport(p.relative_to(tree).as_posix(), None, "skipped", "not a result_<n>.txt")
+        for p in mlperf.all_files(folder)
+        if p not in ledger.reports
+    ]
+    return ImportItem(
+        key=key,
+        document=document,
+        files=sorted([*ledger.reports.values(), *unread], key=lambda f: f.path),
+        errors=ledger.errors,
+        warnings=ledger.warnings + build.warnings,
+    )
 
 
 def _natural(path: Path) -> list[tuple[int, int, str]]:
@@ -174,15 +198,24 @@ def _natural(path: Path) -> list[tuple[int, int, str]]:
     return [(0, int(s), "") if s.isdigit() else (1, 0, s) for s in re.split(r"(\d+)", path.name)]
 
 
-def _document(submission: Path, system: dict[str, Any], system_id: str, benchmark: str,
-              runs: list[tuple[Path, float | None, str | None, dict[str, Any]]], round_value: str,
-              ledger: _Ledger, build: _Build) -> dict[str, Any]:
+def _document(
+    submission: Path,
+    system: dict[str, Any],
+    system_id: str,
+    benchmark: str,
+    runs: list[tuple[Path, float | None, str | None, dict[str, Any]]],
+    round_value: str,
+    ledger: _Ledger,
+    build: _Build,
+) -> dict[str, Any]:
     seconds = [s if status == "success" else None for _p, s, status, _f in runs]
     drop = DROPPED.get(benchmark, 1)
     score, used = olympic_mean(seconds, drop)
     if score is None:
-        raise SourceError(f"no MLPerf score: {len(runs)} run(s), {seconds.count(None)} without a successful "
-                          f"run_stop; dropping {drop} at each end must leave runs that all succeeded")
+        raise SourceError(
+            f"no MLPerf score: {len(runs)} run(s), {seconds.count(None)} without a successful "
+            f"run_stop; dropping {drop} at each end must leave runs that all succeeded"
+        )
     first = runs[0][3]
     batch = next((f.get("global_batch_size") for *_x, f in runs if isinstance(f.get("global_batch_size"), int)), None)
     if not isinstance(batch, int) or batch < 1:
@@ -192,12 +225,23 @@ def _document(submission: Path, system: dict[str, Any], system_id: str, benchmar
         raise SourceError("neither submission_org nor the system description names a submitter")
     start_ms = _first_run_start(runs)
     origin: dict[str, Any] = {
-        "kind": "mlperf-training", "round": round_value, "submitter": submitter,
-        **mlperf.publication_facets({"division": first.get("submission_division") or system.get("division"),
-                                     "status": system.get("status") or first.get("submission_status")}, build),
-        "system_id": system_id, "benchmark": benchmark, "files": ledger.digests(),
-        "runs": [{"file": path.name, "seconds": s, "status": status, "used": u}
-                 for (path, s, status, _f), u in zip(runs, used, strict=True)],
+        "kind": "mlperf-training",
+        "round": round_value,
+        "submitter": submitter,
+        **mlperf.publication_facets(
+            {
+                "division": first.get("submission_division") or system.get("division"),
+                "status": system.get("status") or first.get("submission_status"),
+            },
+            build,
+        ),
+        "system_id": system_id,
+        "benchmark": benchmark,
+        "files": ledger.digests(),
+        "runs": [
+            {"file": path.name, "seconds": s, "status": status, "used": u}
+            for (path, s, status, _f), u in zip(runs, used, strict=True)
+        ],
     }
     origin["category"] = None  # MLPerf Training has no datacenter/edge category
     if build.unparsed:
@@ -206,25 +250,36 @@ def _document(submission: Path, system: dict[str, Any], system_id: str, benchmar
     return {
         "protocol": f"{rules.PROTOCOL_NAME}/{rules.PROTOCOL_VERSION}",
         "phase": "training",
-        "workload": {"name": benchmark, "version": f"mlperf-training-{round_value}",
-                     "shape": {"batch_size": batch}},
+        "workload": {"name": benchmark, "version": f"mlperf-training-{round_value}", "shape": {"batch_size": batch}},
         "scenario": {"kind": "time-to-quality"},
         # MLPerf Training logs state no number formats: not guessed.
         "precision": {"weights": mlperf.UNSPECIFIED, "activations": mlperf.UNSPECIFIED},
         "system": mlperf.system_section(system, build),
         "software": mlperf.software_section(system, {}, {}, build),
-        "conditions": {"warmup": None, "window": {"seconds": None, "iterations": None, "repetitions": len(runs)},
-                       "steady_state": {"method": "not-assessed", "reached": None}},
+        "conditions": {
+            "warmup": None,
+            "window": {"seconds": None, "iterations": None, "repetitions": len(runs)},
+            "steady_state": {"method": "not-assessed", "reached": None},
+        },
         "metrics": {
             "primary": "time_to_quality",
-            "time_to_quality": {"seconds": score, "epochs": None, "runs": sum(used),
-                                "method": "MLPerf Training olympic mean of run_start..run_stop over "
-                                          f"{len(runs)} runs, {drop} fastest and {drop} slowest dropped; "
-                                          "no RCP normalisation"
-                                          + (f"; quality logged as {quality_key}" if quality_key else "")},
+            "time_to_quality": {
+                "seconds": score,
+                "epochs": None,
+                "runs": sum(used),
+                "method": "MLPerf Training olympic mean of run_start..run_stop over "
+                f"{len(runs)} runs, {drop} fastest and {drop} slowest dropped; "
+                "no RCP normalisation" + (f"; quality logged as {quality_key}" if quality_key else ""),
+            },
         },
-        "provenance": {"runner": {"name": "mlperf-training", "version": round_value}, "submitter": submitter,
-                       "source": "import", "started_at": start_ms, "finished_at": None, "origin": origin},
+        "provenance": {
+            "runner": {"name": "mlperf-training", "version": round_value},
+            "submitter": submitter,
+            "source": "import",
+            "started_at": start_ms,
+            "finished_at": None,
+            "origin": origin,
+        },
     }
 
 

@@ -14,11 +14,18 @@ from decimal import Decimal, InvalidOperation
 # prefixes denote powers of 2 for semiconductor memory), which is how vendors and MLPerf submitters label
 # device and host memory ("192 GB" HBM3 on an MI300X is 192 GiB). Bare "G"/"T" are refused as ambiguous.
 MEMORY_UNITS_GIB: dict[str, Decimal] = {
-    "mib": Decimal(1) / 1024, "gib": Decimal(1), "tib": Decimal(1024),
-    "mb": Decimal(1) / 1024, "gb": Decimal(1), "tb": Decimal(1024),
+    "mib": Decimal(1) / 1024,
+    "gib": Decimal(1),
+    "tib": Decimal(1024),
+    "mb": Decimal(1) / 1024,
+    "gb": Decimal(1),
+    "tb": Decimal(1024),
 }
 FREQUENCY_UNITS_MHZ: dict[str, Decimal] = {
-    "hz": Decimal(1) / 1_000_000, "khz": Decimal(1) / 1000, "mhz": Decimal(1), "ghz": Decimal(1000),
+    "hz": Decimal(1) / 1_000_000,
+    "khz": Decimal(1) / 1000,
+    "mhz": Decimal(1),
+    "ghz": Decimal(1000),
 }
 _QUANTITY = re.compile(r"^\s*(?P<number>\d+(?:\.\d+)?)\s*(?P<unit>[A-Za-z]+)\s*$")
 
@@ -71,8 +78,10 @@ def parse_count(value: object) -> int | None:
     return None
 
 
-_NAME_VERSION = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9_.+-]*(?: [A-Za-z][A-Za-z0-9_.+-]*)*?)\s+v?"
-                           r"(?P<version>\d[^\s,]*)$")
+_NAME_VERSION = re.compile(
+    r"^(?P<name>[A-Za-z][A-Za-z0-9_.+-]*(?: [A-Za-z][A-Za-z0-9_.+-]*)*?)\s+v?"
+    r"(?P<version>\d[^\s,]*)$"
+)
 
 
 def split_versions(text: str) -> tuple[list[tuple[str, str]], list[str]]:

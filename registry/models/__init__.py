@@ -12,8 +12,24 @@ from .submissions import Submission, Withdrawal
 from .tokens import ApiToken
 from .webhooks import WebhookDelivery
 
-__all__ = ["Agent", "ApiToken", "AuditEntry", "AuditHead", "AuditQueued", "CatalogueCell", "Checkpoint", "Comparison",
-           "ComparisonRun", "Cosignature", "EnrolmentToken", "Job", "Plan", "Report", "Submission", "Withdrawal"]
+__all__ = [
+    "Agent",
+    "ApiToken",
+    "AuditEntry",
+    "AuditHead",
+    "AuditQueued",
+    "CatalogueCell",
+    "Checkpoint",
+    "Comparison",
+    "ComparisonRun",
+    "Cosignature",
+    "EnrolmentToken",
+    "Job",
+    "Plan",
+    "Report",
+    "Submission",
+    "Withdrawal",
+]
 __all__ += ["Alert", "Schedule", "ScheduleFire", "Series", "SeriesRun"]  # series (issue 19)
 # decisions (issue 14)
 __all__ += ["Decision", "DecisionAnswer", "DecisionEvidence", "DecisionReport", "WebhookDelivery"]

@@ -17,8 +17,9 @@ class EnrolmentToken(models.Model):
     prefix = models.CharField(max_length=16, db_index=True, help_text="first characters, to recognise it")
     key_hash = models.CharField(max_length=64, unique=True)
     note = models.CharField(max_length=200, blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
-                                   related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     created_by_name = models.CharField(max_length=150, help_text="who created it, snapshotted")
     created_at = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField()
@@ -43,8 +44,9 @@ class Agent(models.Model):
     queue = models.CharField(max_length=120, unique=True)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="agents")
     token = models.OneToOneField("registry.ApiToken", on_delete=models.PROTECT, related_name="agent")
-    enrolment = models.OneToOneField(EnrolmentToken, null=True, blank=True, on_delete=models.PROTECT,
-                                     related_name="agent")
+    enrolment = models.OneToOneField(
+        EnrolmentToken, null=True, blank=True, on_delete=models.PROTECT, related_name="agent"
+    )
     embedded = models.BooleanField(default=False, help_text="the registry's own in-process agent")
     inventory = models.JSONField(default=dict)
     enrolled_at = models.DateTimeField(default=timezone.now)
@@ -114,8 +116,9 @@ class Job(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     deadline_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    run = models.OneToOneField("registry.Submission", null=True, blank=True, on_delete=models.PROTECT,
-                               related_name="job")
+    run = models.OneToOneField(
+        "registry.Submission", null=True, blank=True, on_delete=models.PROTECT, related_name="job"
+    )
     last_error = models.TextField(blank=True)
 
     class Meta:

@@ -27,8 +27,10 @@ class AuditEntry(AppendOnlyModel):
     entry = BulkTextField()  # a plain TextField that bulk-inserts faster: see fields.py
     leaf_hash = models.CharField(max_length=64)
     format = models.PositiveSmallIntegerField(
-        default=2, help_text="entry format (registry/audit/entries.py): 1 before migration 0011 (restricted), "
-                             "2 since (public), 3 since 0019 (public, commits the actor)")
+        default=2,
+        help_text="entry format (registry/audit/entries.py): 1 before migration 0011 (restricted), "
+        "2 since (public), 3 since 0019 (public, commits the actor)",
+    )
 
     class Meta:
         ordering = ["seq"]

@@ -6,12 +6,30 @@ from django.db import models
 
 # The columns a cell is keyed by: every column the catalogue filters or groups on except free text, plus what
 # a comparable set's headline is read with. Same names as on Submission, so one Q filters both.
-CELL_KEY = ("comparability_key", "phase", "workload_name", "workload_version", "scenario_kind",
-            "precision_weights", "batch_size", "accelerator_model", "accelerator_vendor", "software_summary",
-            "headline_metric", "headline_unit", "headline_lower_is_better", "withdrawn",
-            # 0011 (the overview matrix): rows are accelerator configurations, cells show trust and steady state,
-            # and round, division and availability filter like the other facets.
-            "accelerator_count", "steady_state", "trust", "origin_round", "origin_division", "origin_availability")
+CELL_KEY = (
+    "comparability_key",
+    "phase",
+    "workload_name",
+    "workload_version",
+    "scenario_kind",
+    "precision_weights",
+    "batch_size",
+    "accelerator_model",
+    "accelerator_vendor",
+    "software_summary",
+    "headline_metric",
+    "headline_unit",
+    "headline_lower_is_better",
+    "withdrawn",
+    # 0011 (the overview matrix): rows are accelerator configurations, cells show trust and steady state,
+    # and round, division and availability filter like the other facets.
+    "accelerator_count",
+    "steady_state",
+    "trust",
+    "origin_round",
+    "origin_division",
+    "origin_availability",
+)
 # steady_state is the only key column that is not a column of runs: "yes", "no" or "" (not stated), from
 # conditions.steady_state.reached. It is controlled by the contract, so it is one value per comparable set.
 

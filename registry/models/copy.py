@@ -34,10 +34,14 @@ def create_many(model: type[M], objs: Sequence[M]) -> list[M]:
     connection = connections[alias]
     meta = model._meta
     fields = meta.concrete_fields
-    copyable = (connection.vendor == "postgresql" and len(objs) >= COPY_FROM and not meta.parents
-                and isinstance(meta.pk, models.AutoField)  # Big and Small too
-                and not any(f.generated or f.has_db_default() for f in fields)
-                and all(obj.pk is None for obj in objs))
+    copyable = (
+        connection.vendor == "postgresql"
+        and len(objs) >= COPY_FROM
+        and not meta.parents
+        and isinstance(meta.pk, models.AutoField)  # Big and Small too
+        and not any(f.generated or f.has_db_default() for f in fields)
+        and all(obj.pk is None for obj in objs)
+    )
     sequence = _sequence(alias, meta.db_table, meta.pk.column) if copyable else None
     if sequence is None:
         return model._default_manager.db_manager(alias).bulk_create(objs)
@@ -48,8 +52,10 @@ def create_many(model: type[M], objs: Sequence[M]) -> list[M]:
             setattr(obj, meta.pk.attname, pk)
         columns = ", ".join(quote(f.column) for f in fields)
         # Through Django's cursor (DEBUG logs it); errors become Django's (IntegrityError) here.
-        with connection.wrap_database_errors, cursor.copy(
-                f"COPY {quote(meta.db_table)} ({columns}) FROM STDIN") as copy:  # names from the model, quoted
+        with (
+            connection.wrap_database_errors,
+            cursor.copy(f"COPY {quote(meta.db_table)} ({columns}) FROM STDIN") as copy,
+        ):  # names from the model, quoted
             for obj in objs:
                 copy.write_row([f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields])
     for obj in objs:

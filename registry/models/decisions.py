@@ -29,15 +29,21 @@ class Decision(models.Model):
     change = models.JSONField(null=True, blank=True, help_text="what changed and what would change in the answer")
     changed_at = models.DateTimeField(null=True, blank=True)
     webhook_url = models.URLField(max_length=500, blank=True, default="")
-    webhook_secret = models.CharField(max_length=100, blank=True, default="",
-                                      help_text="Standard Webhooks signing secret (whsec_…), shown to the owner once")
+    webhook_secret = models.CharField(
+        max_length=100,
+        blank=True,
+        default="",
+        help_text="Standard Webhooks signing secret (whsec_…), shown to the owner once",
+    )
     workload_name = models.CharField(max_length=200, db_index=True)
     scenario_kind = models.CharField(max_length=40)
     created_at = models.DateTimeField()
-    stale_since = models.DateTimeField(null=True, blank=True,
-                                       help_text="a run was stored on its workload since; not yet recomputed")
-    recompute_error = models.CharField(max_length=500, blank=True, default="",
-                                       help_text="why the last recompute could not finish (empty: it did)")
+    stale_since = models.DateTimeField(
+        null=True, blank=True, help_text="a run was stored on its workload since; not yet recomputed"
+    )
+    recompute_error = models.CharField(
+        max_length=500, blank=True, default="", help_text="why the last recompute could not finish (empty: it did)"
+    )
 
     class Meta:
         ordering = ["-id"]

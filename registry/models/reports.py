@@ -21,11 +21,11 @@ class Report(models.Model):
     comparison = models.ForeignKey("registry.Comparison", on_delete=models.PROTECT, related_name="reports")
     title = models.CharField(max_length=200)
     decision = models.TextField(help_text="the decision this report supports, in the requester's words")
-    prices = models.JSONField(default=dict, blank=True,
-                              help_text="price per system-hour by system.name, as the requester stated them")
+    prices = models.JSONField(
+        default=dict, blank=True, help_text="price per system-hour by system.name, as the requester stated them"
+    )
     currency = models.CharField(max_length=3, default="USD")
-    status = models.CharField(max_length=20, choices=ReportStatus.choices, default=ReportStatus.QUEUED,
-                              db_index=True)
+    status = models.CharField(max_length=20, choices=ReportStatus.choices, default=ReportStatus.QUEUED, db_index=True)
     requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="reports")
     requested_by_name = models.CharField(max_length=150, help_text="username snapshotted at request")
     created_at = models.DateTimeField()
@@ -33,17 +33,24 @@ class Report(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)
     attempts = models.PositiveIntegerField(default=0)
-    pdf_path = models.CharField(max_length=300, blank=True,
-                                help_text="its name in the reports storage (registry/storage.py)")
+    pdf_path = models.CharField(
+        max_length=300, blank=True, help_text="its name in the reports storage (registry/storage.py)"
+    )
     pdf_digest = models.CharField(max_length=71, blank=True, db_index=True)
     pdf_bytes = models.PositiveBigIntegerField(null=True, blank=True)
     evidence_digest = models.CharField(max_length=71, blank=True)
-    checkpoint = models.ForeignKey("registry.Checkpoint", null=True, blank=True, on_delete=models.PROTECT,
-                                   related_name="+")
+    checkpoint = models.ForeignKey(
+        "registry.Checkpoint", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     checkpoint_size = models.BigIntegerField(null=True, blank=True)
-    dedup_key = models.CharField(max_length=64, blank=True, default="", db_index=True,
-                                 help_text="SHA-256 of (requester, comparison, title, decision): an identical "
-                                           "request returns the report queued, rendering or ready with this key")
+    dedup_key = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        db_index=True,
+        help_text="SHA-256 of (requester, comparison, title, decision): an identical "
+        "request returns the report queued, rendering or ready with this key",
+    )
 
     class Meta:
         ordering = ["-id"]

@@ -22,8 +22,12 @@ class Schedule(models.Model):
     """
 
     name = models.CharField(max_length=200)
-    plan = models.ForeignKey("registry.Plan", on_delete=models.PROTECT, related_name="schedules",
-                             help_text="the configuration repeated (runner, workload, precisions, batch sizes)")
+    plan = models.ForeignKey(
+        "registry.Plan",
+        on_delete=models.PROTECT,
+        related_name="schedules",
+        help_text="the configuration repeated (runner, workload, precisions, batch sizes)",
+    )
     cron = models.CharField(max_length=120, help_text="minute hour day-of-month month day-of-week, UTC")
     agents = models.ManyToManyField("registry.Agent", related_name="schedules")
     options = models.JSONField(default=dict, blank=True)
@@ -32,9 +36,12 @@ class Schedule(models.Model):
     deleted_at = models.DateTimeField(null=True, blank=True)
     last_due_at = models.DateTimeField(null=True, blank=True)
     webhook_url = models.URLField(max_length=500, blank=True, help_text="alerts are POSTed here, signed")
-    webhook_secret = models.CharField(max_length=100, blank=True, default="",
-                                      help_text="Standard Webhooks signing secret (whsec_…) of this schedule's "
-                                                "alerts, shown to its owner once")
+    webhook_secret = models.CharField(
+        max_length=100,
+        blank=True,
+        default="",
+        help_text="Standard Webhooks signing secret (whsec_…) of this schedule's alerts, shown to its owner once",
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     created_by_name = models.CharField(max_length=150)
     created_at = models.DateTimeField(default=timezone.now)
@@ -56,8 +63,9 @@ class ScheduleFire(models.Model):
     schedule = models.ForeignKey(Schedule, on_delete=models.PROTECT, related_name="fires")
     due_at = models.DateTimeField()
     variant = models.CharField(max_length=100, blank=True)
-    plan = models.OneToOneField("registry.Plan", null=True, blank=True, on_delete=models.PROTECT,
-                                related_name="schedule_fire")
+    plan = models.OneToOneField(
+        "registry.Plan", null=True, blank=True, on_delete=models.PROTECT, related_name="schedule_fire"
+    )
     status = models.CharField(max_length=10, help_text="fired, partial (some agents missed) or missed")
     missed = models.JSONField(default=list, help_text='[{"agent": name, "reason": words}, ...]')
     created_at = models.DateTimeField(default=timezone.now)
@@ -83,8 +91,11 @@ class Series(models.Model):
     class Meta:
         ordering = ["-id"]
         verbose_name_plural = "series"
-        constraints = [models.UniqueConstraint(fields=["schedule", "variant", "agent", "config_key"],
-                                               name="series_one_per_configuration")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["schedule", "variant", "agent", "config_key"], name="series_one_per_configuration"
+            )
+        ]
 
     def __str__(self) -> str:
         return f"series {self.pk} ({self.schedule.name} {self.variant} on {self.agent.name})"
@@ -110,8 +121,12 @@ class Alert(models.Model):
 
     series = models.ForeignKey(Series, on_delete=models.PROTECT, related_name="alerts")
     run = models.OneToOneField("registry.Submission", on_delete=models.PROTECT, related_name="alert")
-    previous = models.ForeignKey("registry.Submission", on_delete=models.PROTECT, related_name="+",
-                                 help_text="the latest reference run before the change")
+    previous = models.ForeignKey(
+        "registry.Submission",
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="the latest reference run before the change",
+    )
     reference_runs = models.JSONField(help_text="ids of the reference runs")
     ratio = models.FloatField()
     ci_low = models.FloatField()

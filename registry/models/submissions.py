@@ -64,11 +64,9 @@ class Submission(AppendOnlyModel):
     # a document can claim `provenance.source: "runner"`; only the registry knows who vouches for it.
     trust = models.CharField(max_length=10, choices=Trust.choices, default=Trust.DECLARED, db_index=True)
 
-    submitted_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT,
-                                     related_name="submissions")
+    submitted_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="submissions")
     submitted_by_name = models.CharField(max_length=150, help_text="username snapshotted at submission")
-    token = models.ForeignKey("registry.ApiToken", null=True, on_delete=models.PROTECT,
-                              related_name="submissions")
+    token = models.ForeignKey("registry.ApiToken", null=True, on_delete=models.PROTECT, related_name="submissions")
     submitted_at = models.DateTimeField(db_index=True)
 
     class Meta:
@@ -88,8 +86,12 @@ class Submission(AppendOnlyModel):
         ]
 
     # The column holding the comparability key of each axis.
-    KEY_COLUMNS = {"system": "comparability_key", "software": "comparability_key_software",
-                   "precision": "comparability_key_precision", "iso-quality": "comparability_key_iso_quality"}
+    KEY_COLUMNS = {
+        "system": "comparability_key",
+        "software": "comparability_key_software",
+        "precision": "comparability_key_precision",
+        "iso-quality": "comparability_key_iso_quality",
+    }
 
     @classmethod
     def from_db(cls, db: Any, field_names: Any, values: Any) -> Submission:

@@ -14,8 +14,12 @@ from registry import charts
 
 AXIS_WORDS = {"system": "hardware system", "software": "software stack", "precision": "numeric precision"}
 MAX_DISTRIBUTIONS = 4  # histograms of raw samples: the first runs that have them, to keep the report short
-OUTCOME_WORDS = {"better": "better, distinguishable from noise", "worse": "worse, distinguishable from noise",
-                 "indistinguishable": "within noise (interval includes 1.0)", "unknown": "unknown (no interval)"}
+OUTCOME_WORDS = {
+    "better": "better, distinguishable from noise",
+    "worse": "worse, distinguishable from noise",
+    "indistinguishable": "within noise (interval includes 1.0)",
+    "unknown": "unknown (no interval)",
+}
 
 
 def report_context(evidence: Mapping[str, Any], *, certificate: Mapping[str, str]) -> dict[str, Any]:
@@ -28,24 +32,42 @@ def report_context(evidence: Mapping[str, Any], *, certificate: Mapping[str, str
     verdict = conclusion(result, ids)
     estimated = _estimated(result)
     return {
-        "report": evidence["report"], "registry": evidence["registry"], "checkpoint": evidence["checkpoint"],
+        "report": evidence["report"],
+        "registry": evidence["registry"],
+        "checkpoint": evidence["checkpoint"],
         "comparison": {**evidence["comparison"], "inputs": comparison["inputs"], "axis": result.get("axis")},
-        "contract": {"digest": evidence["contract"]["digest"], "id": evidence["contract"]["document"].get("$id"),
-                     "version": evidence["contract"]["document"].get("version"),
-                     "roles": contract_roles(evidence["contract"]["document"], result.get("axis") or "system")},
+        "contract": {
+            "digest": evidence["contract"]["digest"],
+            "id": evidence["contract"]["document"].get("$id"),
+            "version": evidence["contract"]["document"].get("version"),
+            "roles": contract_roles(evidence["contract"]["document"], result.get("axis") or "system"),
+        },
         "axis_words": AXIS_WORDS.get(result.get("axis") or "", result.get("axis")),
-        "result": result, "runs": runs, "arms": [_arm_row(a, ids, verdict) for a in result.get("arms") or []],
-        "recommendation": recommendation(result), "conclusion": verdict,
+        "result": result,
+        "runs": runs,
+        "arms": [_arm_row(a, ids, verdict) for a in result.get("arms") or []],
+        "recommendation": recommendation(result),
+        "conclusion": verdict,
         "decision_points": decision_points(result, verdict),
         "other_points": _derived_points(estimated) + _sizing_points(estimated),
-        "pairwise": [{**p, "subject_label": _arm_label(result, p["subject"]), "outcome_words": OUTCOME_WORDS.get(
-                      p.get("verdict") or p.get("outcome"), p.get("verdict") or p.get("outcome")),
-                      "baseline_label": _arm_label(result, p["baseline"])}
-                     for p in result.get("pairwise") or []],
-        "methods": [(name.replace("_", " ").capitalize(), words)
-                    for name, words in (result.get("methods") or {}).items()],
-        "caveats": [{**c, "run_label": runs[c["run"]]["label"] if isinstance(c.get("run"), int) else "All runs"}
-                    for c in result.get("caveats") or []],
+        "pairwise": [
+            {
+                **p,
+                "subject_label": _arm_label(result, p["subject"]),
+                "outcome_words": OUTCOME_WORDS.get(
+                    p.get("verdict") or p.get("outcome"), p.get("verdict") or p.get("outcome")
+                ),
+                "baseline_label": _arm_label(result, p["baseline"]),
+            }
+            for p in result.get("pairwise") or []
+        ],
+        "methods": [
+            (name.replace("_", " ").capitalize(), words) for name, words in (result.get("methods") or {}).items()
+        ],
+        "caveats": [
+            {**c, "run_label": runs[c["run"]]["label"] if isinstance(c.get("run"), int) else "All runs"}
+            for c in result.get("caveats") or []
+        ],
         "sizing": [{"label": a["label"], **a["sizing"]} for a in result.get("arms") or [] if a.get("sizing")],
         "protocol_versions": sorted({str(d.get("protocol")) for d in docs}),
         "charts": _charts(result, docs, ids),
@@ -68,27 +90,48 @@ def decision_answer(section: Mapping[str, Any] | None) -> dict[str, Any] | None:
         low, high = block.get("ci_low"), block.get("ci_high")
         return f"{block['value']:.4g}" + (f" ({low:.4g}–{high:.4g})" if low is not None and high is not None else "")
 
-    rows = [{"label": c["label"], "meets": c["meets"], "frontier": i in members,
-             "systems": figure(c.get("systems_needed")), "cost": figure(c.get("cost_per_million")),
-             "energy": figure(c.get("energy_per_output")),
-             "latency": f"{c['latency_ms']:.4g}" if isinstance(c.get("latency_ms"), int | float) else "—",
-             "runs": [r.get("id") for r in c.get("runs") or []],
-             "gaps": [g.get("message") or g.get("code") for g in c.get("gaps") or []]}
-            for i, c in enumerate(answer.get("candidates") or [])]
+    rows = [
+        {
+            "label": c["label"],
+            "meets": c["meets"],
+            "frontier": i in members,
+            "systems": figure(c.get("systems_needed")),
+            "cost": figure(c.get("cost_per_million")),
+            "energy": figure(c.get("energy_per_output")),
+            "latency": f"{c['latency_ms']:.4g}" if isinstance(c.get("latency_ms"), int | float) else "—",
+            "runs": [r.get("id") for r in c.get("runs") or []],
+            "gaps": [g.get("message") or g.get("code") for g in c.get("gaps") or []],
+        }
+        for i, c in enumerate(answer.get("candidates") or [])
+    ]
     first = (answer.get("candidates") or [{}])[0]
-    return {"id": section.get("id"), "title": section.get("title"), "number": section.get("answer"),
-            "digest": section.get("digest"), "question": answer.get("question"), "rows": rows,
-            "frontier": answer.get("frontier") or {}, "left_out": len(answer.get("left_out") or []),
-            "units": {"cost": (first.get("cost_per_million") or {}).get("unit"),
-                      "energy": (first.get("energy_per_output") or {}).get("unit")},
-            "pareto": charts.pareto_chart(answer)}
+    return {
+        "id": section.get("id"),
+        "title": section.get("title"),
+        "number": section.get("answer"),
+        "digest": section.get("digest"),
+        "question": answer.get("question"),
+        "rows": rows,
+        "frontier": answer.get("frontier") or {},
+        "left_out": len(answer.get("left_out") or []),
+        "units": {
+            "cost": (first.get("cost_per_million") or {}).get("unit"),
+            "energy": (first.get("energy_per_output") or {}).get("unit"),
+        },
+        "pareto": charts.pareto_chart(answer),
+    }
 
 
 # Caveats that block any verdict: the numbers of such a run do not measure what the comparison needs.
-BLOCKING = frozenset({"steady-state-not-reached", "invalid-result", "overloaded", "server-overloaded",
-                      "withdrawn-run"})
-TONES = {"distinguishable": "clear", "indistinguishable": "none", "single-configuration": "none",
-         "not-enough-evidence": "tentative", "inconclusive": "tentative", "refused": "refused"}
+BLOCKING = frozenset({"steady-state-not-reached", "invalid-result", "overloaded", "server-overloaded", "withdrawn-run"})
+TONES = {
+    "distinguishable": "clear",
+    "indistinguishable": "none",
+    "single-configuration": "none",
+    "not-enough-evidence": "tentative",
+    "inconclusive": "tentative",
+    "refused": "refused",
+}
 
 
 def conclusion(result: Mapping[str, Any], run_ids: Sequence[int]) -> dict[str, Any]:
@@ -101,8 +144,14 @@ def conclusion(result: Mapping[str, Any], run_ids: Sequence[int]) -> dict[str, A
     green while its arms are unsteady.
     """
     if not result.get("comparable"):
-        return {"outcome": "refused", "statement": "These runs are not comparable: no conclusion.", "reasons": [],
-                "tone": "refused", "baseline": None, "focus": []}
+        return {
+            "outcome": "refused",
+            "statement": "These runs are not comparable: no conclusion.",
+            "reasons": [],
+            "tone": "refused",
+            "baseline": None,
+            "focus": [],
+        }
     stored = result.get("conclusion") or {}
     reasons = [_reason_words(r, run_ids) for r in stored.get("reasons") or []]
     if stored:
@@ -110,22 +159,36 @@ def conclusion(result: Mapping[str, Any], run_ids: Sequence[int]) -> dict[str, A
     else:
         advice = recommendation(result)
         outcome = {"clear": "distinguishable", "tentative": "not-enough-evidence"}.get(
-            advice["strength"], "single-configuration" if len(result.get("arms") or []) < 2 else "indistinguishable")
+            advice["strength"], "single-configuration" if len(result.get("arms") or []) < 2 else "indistinguishable"
+        )
         statement = advice["headline"]
     named = {r.get("run") for r in stored.get("reasons") or [] if isinstance(r.get("run"), int)}
-    blocking = [f"run {run_ids[c['run']]}: {c['message']}" for c in result.get("caveats") or []
-                if c.get("code") in BLOCKING and isinstance(c.get("run"), int) and c["run"] < len(run_ids)
-                and c["run"] not in named]  # a run the conclusion already names is not repeated
+    blocking = [
+        f"run {run_ids[c['run']]}: {c['message']}"
+        for c in result.get("caveats") or []
+        if c.get("code") in BLOCKING
+        and isinstance(c.get("run"), int)
+        and c["run"] < len(run_ids)
+        and c["run"] not in named
+    ]  # a run the conclusion already names is not repeated
     unseen = [b for b in blocking if not any(b.split(": ", 1)[1] in r for r in reasons)]
     if unseen and outcome in ("distinguishable", "indistinguishable"):
         outcome = "inconclusive"
         runs = sorted({b.split(":", 1)[0] for b in blocking}, key=lambda r: int(r.split()[1]))
-        statement = (f"Inconclusive: {len(runs)} of the {len(run_ids)} runs ({', '.join(runs)}) carry a caveat "
-                     "that blocks any verdict, so these numbers cannot settle the decision.")
+        statement = (
+            f"Inconclusive: {len(runs)} of the {len(run_ids)} runs ({', '.join(runs)}) carry a caveat "
+            "that blocks any verdict, so these numbers cannot settle the decision."
+        )
     reasons += unseen
     reasons = [r for r in reasons if r not in statement]  # a reason the statement already gives is said once
-    return {"outcome": outcome, "statement": statement, "reasons": reasons, "tone": TONES.get(outcome, "none"),
-            "baseline": stored.get("baseline"), "focus": list(stored.get("focus") or [])}
+    return {
+        "outcome": outcome,
+        "statement": statement,
+        "reasons": reasons,
+        "tone": TONES.get(outcome, "none"),
+        "baseline": stored.get("baseline"),
+        "focus": list(stored.get("focus") or []),
+    }
 
 
 def decision_points(result: Mapping[str, Any], verdict: Mapping[str, Any]) -> list[str]:
@@ -136,9 +199,12 @@ def decision_points(result: Mapping[str, Any], verdict: Mapping[str, Any]) -> li
     if baseline is not None and any(p.get("statement") for p in pairs):
         chosen = [p for p in pairs if p.get("baseline") == baseline and (not focus or p.get("subject") in focus)]
         return [f"{p['statement']} — {p.get('verdict') or p.get('outcome')}" for p in chosen]
-    leader = (recommendation(result).get("leader"))
-    return [p["words"] for p in pairs if leader in (_arm_label(result, p["subject"]), _arm_label(result, p["baseline"]))
-            and p.get("words")]
+    leader = recommendation(result).get("leader")
+    return [
+        p["words"]
+        for p in pairs
+        if leader in (_arm_label(result, p["subject"]), _arm_label(result, p["baseline"])) and p.get("words")
+    ]
 
 
 def _reason_words(reason: Mapping[str, Any], run_ids: Sequence[int]) -> str:
@@ -160,8 +226,10 @@ def recommendation(result: Mapping[str, Any]) -> dict[str, Any]:
     if not result.get("comparable"):
         return {"strength": "refused", "headline": "These runs are not comparable: no recommendation."}
     if len(arms) < 2:
-        return {"strength": "none",
-                "headline": "All runs repeat one configuration: there is nothing to choose between."}
+        return {
+            "strength": "none",
+            "headline": "All runs repeat one configuration: there is nothing to choose between.",
+        }
     est = arms[0]["estimate"]
     lower = bool(est.get("lower_is_better"))
     ranked = sorted(arms, key=lambda a: a["estimate"]["value"], reverse=not lower)
@@ -171,17 +239,32 @@ def recommendation(result: Mapping[str, Any]) -> dict[str, Any]:
     best = f"{'lowest' if lower else 'highest'} {metric}"
     value = f"{_num(leader['estimate']['value'])} {est.get('unit') or ''}{_ci(leader['estimate'])}"
     if all(o in ("better", "worse") for o in outcomes):
-        strength, headline = "clear", (f"The numbers support {leader['label']}: it has the {best}, {value}, and "
-                                       "the difference from every alternative is distinguishable from noise at 95%.")
+        strength, headline = (
+            "clear",
+            (
+                f"The numbers support {leader['label']}: it has the {best}, {value}, and "
+                "the difference from every alternative is distinguishable from noise at 95%."
+            ),
+        )
     elif any(o == "indistinguishable" for o in outcomes):
         close = [o["label"] for o, x in zip(others, outcomes, strict=True) if x == "indistinguishable"]
-        strength, headline = "none", (f"The numbers do not separate {leader['label']} from {', '.join(close)} on "
-                                      f"{metric}: the difference is within noise. Decide on other grounds "
-                                      "(cost, energy, capacity, supply) shown below.")
+        strength, headline = (
+            "none",
+            (
+                f"The numbers do not separate {leader['label']} from {', '.join(close)} on "
+                f"{metric}: the difference is within noise. Decide on other grounds "
+                "(cost, energy, capacity, supply) shown below."
+            ),
+        )
     else:
-        strength, headline = "tentative", (f"{leader['label']} has the {best}, {value}, but the uncertainty of "
-                                           "the difference is unknown (runs without raw samples): treat the "
-                                           "ranking as indicative, not established.")
+        strength, headline = (
+            "tentative",
+            (
+                f"{leader['label']} has the {best}, {value}, but the uncertainty of "
+                "the difference is unknown (runs without raw samples): treat the "
+                "ranking as indicative, not established."
+            ),
+        )
     return {"strength": strength, "headline": headline, "leader": leader["label"]}
 
 
@@ -192,20 +275,33 @@ def contract_roles(contract: Mapping[str, Any], axis: str) -> dict[str, list[str
         role = (group.get("roles") or {}).get(axis)
         if role in roles:
             roles[role].append(group.get("label") or group.get("id"))
-    roles["requirements"] = [f"{r.get('label')}: {r.get('reason')}" for r in
-                             ((contract.get("axes") or {}).get(axis) or {}).get("requirements") or []]
+    roles["requirements"] = [
+        f"{r.get('label')}: {r.get('reason')}"
+        for r in ((contract.get("axes") or {}).get(axis) or {}).get("requirements") or []
+    ]
     return roles
 
 
 # ------------------------------------------------------------------------------------------ rows
+
 
 def hardware_words(doc: Mapping[str, Any]) -> str:
     """The system by what computes: "1× NVIDIA H100 80GB HBM3", or the CPU model for CPU runs; never "?×"."""
     system = doc.get("system") or {}
     accels = [a for a in system.get("accelerators") or [] if isinstance(a, Mapping)]
     if accels:
-        return " + ".join(" ".join(str(x) for x in (f"{a['count']}×" if isinstance(a.get("count"), int) else None,
-                                                     a.get("vendor"), a.get("model")) if x) for a in accels)
+        return " + ".join(
+            " ".join(
+                str(x)
+                for x in (
+                    f"{a['count']}×" if isinstance(a.get("count"), int) else None,
+                    a.get("vendor"),
+                    a.get("model"),
+                )
+                if x
+            )
+            for a in accels
+        )
     host = system.get("host") or {}
     cpu = host.get("cpu_model")
     if cpu:
@@ -219,17 +315,27 @@ def _run_row(run: Mapping[str, Any], doc: Mapping[str, Any], result: Mapping[str
     window = conditions.get("window") or {}
     headline = (result.get("runs") or [{}] * (run["position"] + 1))[run["position"]].get("headline") or {}
     return {
-        **run, "label": f"Run {run['id']}", "document": doc,
+        **run,
+        "label": f"Run {run['id']}",
+        "document": doc,
         "system": (doc.get("system") or {}).get("name"),
-        "configuration": _arm_label(result, arm) if isinstance(arm := (result.get("runs") or [{}] * (
-            run["position"] + 1))[run["position"]].get("arm"), int) else "",
+        "configuration": _arm_label(result, arm)
+        if isinstance(arm := (result.get("runs") or [{}] * (run["position"] + 1))[run["position"]].get("arm"), int)
+        else "",
         "accelerator": hardware_words(doc),
-        "precision": "/".join(str(x) for x in ((doc.get("precision") or {}).get("weights"),
-                                               (doc.get("precision") or {}).get("activations")) if x),
+        "precision": "/".join(
+            str(x)
+            for x in ((doc.get("precision") or {}).get("weights"), (doc.get("precision") or {}).get("activations"))
+            if x
+        ),
         "workload": f"{(doc.get('workload') or {}).get('name')} {(doc.get('workload') or {}).get('version')}",
         "scenario": " ".join(str(x) for x in (scenario.get("kind"), _rate(scenario)) if x),
-        "window": _join([f"{window['seconds']:g} s" if window.get("seconds") else None,
-                         f"{window['repetitions']} reps" if window.get("repetitions") else None]),
+        "window": _join(
+            [
+                f"{window['seconds']:g} s" if window.get("seconds") else None,
+                f"{window['repetitions']} reps" if window.get("repetitions") else None,
+            ]
+        ),
         "warmup": _words((conditions.get("warmup") or {}).get("seconds"), "s warm-up"),
         "steady": _yes_no((conditions.get("steady_state") or {}).get("reached")),
         "power": _words((conditions.get("power") or {}).get("limit_w"), "W limit"),
@@ -244,24 +350,33 @@ def _run_row(run: Mapping[str, Any], doc: Mapping[str, Any], result: Mapping[str
 
 def _arm_row(arm: Mapping[str, Any], run_ids: Sequence[int], verdict: Mapping[str, Any]) -> dict[str, Any]:
     derived = {d["name"]: d for d in arm.get("derived") or []}
-    return {"index": arm["index"], "label": arm["label"],
-            "runs": [run_ids[r] for r in arm.get("runs") or [] if r < len(run_ids)],
-            "baseline": arm["index"] == verdict.get("baseline"), "focus": arm["index"] in (verdict.get("focus") or []),
-            "estimate": arm.get("estimate") or {}, "ci": _ci(arm.get("estimate") or {}, bare=True),
-            "energy": derived.get("energy_per_output"), "cost": derived.get("cost_per_million_outputs"),
-            "replicas": (arm.get("sizing") or {}).get("replicas")}
+    return {
+        "index": arm["index"],
+        "label": arm["label"],
+        "runs": [run_ids[r] for r in arm.get("runs") or [] if r < len(run_ids)],
+        "baseline": arm["index"] == verdict.get("baseline"),
+        "focus": arm["index"] in (verdict.get("focus") or []),
+        "estimate": arm.get("estimate") or {},
+        "ci": _ci(arm.get("estimate") or {}, bare=True),
+        "energy": derived.get("energy_per_output"),
+        "cost": derived.get("cost_per_million_outputs"),
+        "replicas": (arm.get("sizing") or {}).get("replicas"),
+    }
 
 
-def _charts(result: Mapping[str, Any], docs: Sequence[Mapping[str, Any]],
-            run_ids: Sequence[int]) -> list[dict[str, str]]:
+def _charts(
+    result: Mapping[str, Any], docs: Sequence[Mapping[str, Any]], run_ids: Sequence[int]
+) -> list[dict[str, str]]:
     """The report's figures, each captioned uniquely and labelled by configuration; distributions for the first
     run with raw samples of each configuration (at most MAX_DISTRIBUTIONS)."""
     arm_of = {i: a for a in result.get("arms") or [] for i in a.get("runs") or []}
     labels = [str(arm_of[i]["label"]) if i in arm_of else f"run {run_ids[i]}" for i in range(len(docs))]
-    found = [("Headline result per configuration, with 95% intervals", charts.throughput_chart(result)),
-             ("Latency percentiles per configuration", charts.latency_percentiles_chart(docs, result)),
-             ("p99 latency against offered load, per configuration", charts.latency_vs_load_chart(docs, labels)),
-             ("Energy and cost per output, per configuration", charts.derived_chart(result))]
+    found = [
+        ("Headline result per configuration, with 95% intervals", charts.throughput_chart(result)),
+        ("Latency percentiles per configuration", charts.latency_percentiles_chart(docs, result)),
+        ("p99 latency against offered load, per configuration", charts.latency_vs_load_chart(docs, labels)),
+        ("Energy and cost per output, per configuration", charts.derived_chart(result)),
+    ]
     shown: set[str] = set()
     for i, doc in enumerate(docs):
         if doc.get("samples") and labels[i] not in shown and len(shown) < MAX_DISTRIBUTIONS:
@@ -272,6 +387,7 @@ def _charts(result: Mapping[str, Any], docs: Sequence[Mapping[str, Any]],
 
 
 # ------------------------------------------------------------------------------------------ words
+
 
 def _pair_outcome(result: Mapping[str, Any], a: int, b: int) -> str:
     for pair in result.get("pairwise") or []:
@@ -286,10 +402,16 @@ def _arm_label(result: Mapping[str, Any], index: int) -> str:
 
 def _derived_points(arms: Sequence[Mapping[str, Any]]) -> list[str]:
     points = []
-    for name, words in (("cost_per_million_outputs", "Lowest cost per million outputs"),
-                        ("energy_per_output", "Lowest energy per output")):
-        values = [(d["value"], d.get("unit") or "", a["label"]) for a in arms for d in a.get("derived") or []
-                  if d.get("name") == name and d.get("value") is not None]
+    for name, words in (
+        ("cost_per_million_outputs", "Lowest cost per million outputs"),
+        ("energy_per_output", "Lowest energy per output"),
+    ):
+        values = [
+            (d["value"], d.get("unit") or "", a["label"])
+            for a in arms
+            for d in a.get("derived") or []
+            if d.get("name") == name and d.get("value") is not None
+        ]
         if len(values) >= 2:
             value, unit, label = min(values)
             points.append(f"{words}: {label}, {_num(value)} {unit} (derived; see assumptions).")
@@ -302,8 +424,10 @@ def _sizing_points(arms: Sequence[Mapping[str, Any]]) -> list[str]:
         return []
     first = sized[0][1]
     need = ", ".join(f"{label} {s['replicas']}" for label, s in sized)
-    return [f"Replicas needed for {_num(first.get('target_load'))} {first.get('load_unit') or ''}: {need} "
-            "(derived; assumes linear scaling)."]
+    return [
+        f"Replicas needed for {_num(first.get('target_load'))} {first.get('load_unit') or ''}: {need} "
+        "(derived; assumes linear scaling)."
+    ]
 
 
 def _ci(estimate: Mapping[str, Any], *, bare: bool = False) -> str:
@@ -335,4 +459,3 @@ def _yes_no(value: Any) -> str:
 
 def _join(parts: Sequence[Any], sep: str = ", ") -> str:
     return sep.join(str(p) for p in parts if p) or "not stated"
-

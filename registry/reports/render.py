@@ -37,21 +37,30 @@ def render_html(context: Mapping[str, Any]) -> str:
     decision = context.get("decision_answer")
     if decision and decision.get("pareto"):
         decision = {**decision, "pareto": _data_uri(decision["pareto"])}
-    return render_to_string(TEMPLATE, {**context, "charts": charts, "decision_answer": decision,
-                                       "weasyprint_version": weasyprint.__version__})
+    return render_to_string(
+        TEMPLATE,
+        {**context, "charts": charts, "decision_answer": decision, "weasyprint_version": weasyprint.__version__},
+    )
 
 
-def render_pdf(context: Mapping[str, Any], *, evidence: bytes, evidence_digest: str,
-               issued_at: dt.datetime | None = None) -> bytes:
+def render_pdf(
+    context: Mapping[str, Any], *, evidence: bytes, evidence_digest: str, issued_at: dt.datetime | None = None
+) -> bytes:
     """The unsigned PDF/A-3b of the report, with `evidence` attached as benchreg-evidence.json (AFRelationship
     Data). Raises FatalURLFetchingError if anything tried to fetch a URL."""
     fetcher = OfflineFetcher(fail_on_errors=True, allowed_protocols=["data"])
     html = weasyprint.HTML(string=render_html(context), url_fetcher=fetcher, base_url="data:,")
     stylesheet = weasyprint.CSS(string=render_to_string(STYLESHEET), url_fetcher=fetcher, base_url="data:,")
     when = issued_at or dt.datetime.now(dt.UTC)
-    attachment = weasyprint.Attachment(string=evidence, name=ATTACHMENT_NAME, url_fetcher=fetcher,
-                                       description=f"benchreg report evidence, {evidence_digest}",
-                                       relationship="Data", created=when, modified=when)
+    attachment = weasyprint.Attachment(
+        string=evidence,
+        name=ATTACHMENT_NAME,
+        url_fetcher=fetcher,
+        description=f"benchreg report evidence, {evidence_digest}",
+        relationship="Data",
+        created=when,
+        modified=when,
+    )
     return bytes(html.write_pdf(stylesheets=[stylesheet], attachments=[attachment], pdf_variant="pdf/a-3b"))
 
 

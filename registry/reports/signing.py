@@ -81,11 +81,17 @@ class SigningIdentity:
 
 def signing_identity() -> SigningIdentity:
     """The configured or generated identity. Raises ImproperlyConfigured for an unusable setting."""
+
     def setting(name: str) -> str:
         return str(getattr(settings, name, "") or "")
 
-    return _load(setting("BENCHREG_REPORT_PKCS12"), setting("BENCHREG_REPORT_KEY"), setting("BENCHREG_REPORT_CERT"),
-                 bool(getattr(settings, "BENCHREG_REPORT_TIMESTAMP", True)), Path(settings.DATA_DIR))
+    return _load(
+        setting("BENCHREG_REPORT_PKCS12"),
+        setting("BENCHREG_REPORT_KEY"),
+        setting("BENCHREG_REPORT_CERT"),
+        bool(getattr(settings, "BENCHREG_REPORT_TIMESTAMP", True)),
+        Path(settings.DATA_DIR),
+    )
 
 
 def trusted_certificates() -> list[x509.Certificate]:
@@ -106,19 +112,28 @@ def sign_pdf(pdf: bytes, *, identity: SigningIdentity, reason: str, name: str = 
     The signature is an incremental update over `pdf`; its /Reason is `reason` (covered by the signature), which
     is where the report records the evidence digest for verifiers. Timestamped when the identity has a TSA.
     """
-    signer = signers.SimpleSigner(signing_cert=_asn1_cert(identity.certificate), signing_key=_asn1_key(identity.key),
-                                  cert_registry=SimpleCertificateStore.from_certs(
-                                      [_asn1_cert(c) for c in identity.chain]))
+    signer = signers.SimpleSigner(
+        signing_cert=_asn1_cert(identity.certificate),
+        signing_key=_asn1_key(identity.key),
+        cert_registry=SimpleCertificateStore.from_certs([_asn1_cert(c) for c in identity.chain]),
+    )
     timestamper = None
     if identity.tsa_key is not None and identity.tsa_certificate is not None:
-        timestamper = DummyTimeStamper(tsa_cert=_asn1_cert(identity.tsa_certificate),
-                                       tsa_key=_asn1_key(identity.tsa_key),
-                                       certs_to_embed=SimpleCertificateStore.from_certs(
-                                           [_asn1_cert(c) for c in identity.tsa_chain]))
-    meta = signers.PdfSignatureMetadata(field_name=SIGNATURE_FIELD, certify=True,
-                                        docmdp_permissions=fields.MDPPerm.NO_CHANGES,
-                                        subfilter=fields.SigSeedSubFilter.PADES, md_algorithm="sha256",
-                                        reason=reason, name=name, location="benchreg")
+        timestamper = DummyTimeStamper(
+            tsa_cert=_asn1_cert(identity.tsa_certificate),
+            tsa_key=_asn1_key(identity.tsa_key),
+            certs_to_embed=SimpleCertificateStore.from_certs([_asn1_cert(c) for c in identity.tsa_chain]),
+        )
+    meta = signers.PdfSignatureMetadata(
+        field_name=SIGNATURE_FIELD,
+        certify=True,
+        docmdp_permissions=fields.MDPPerm.NO_CHANGES,
+        subfilter=fields.SigSeedSubFilter.PADES,
+        md_algorithm="sha256",
+        reason=reason,
+        name=name,
+        location="benchreg",
+    )
     writer = IncrementalPdfFileWriter(io.BytesIO(pdf), strict=False)
     _tidy_metadata(writer)
     out = _Pdf17Signer(meta, signer=signer, timestamper=timestamper).sign_pdf(writer)
@@ -160,11 +175,13 @@ class _Pdf17Signer(signers.PdfSigner):
 
 # ------------------------------------------------------------------------------------------ loading
 
+
 @functools.lru_cache(maxsize=8)
 def _load(p12: str, key_path: str, cert_path: str, timestamp: bool, data_dir: Path) -> SigningIdentity:
     # Cached per configuration: tests that point DATA_DIR elsewhere get their own identity.
-    generated = _read_generated(_generated(data_dir / "keys" / GENERATED_FILE)) if timestamp or not (
-        p12 or key_path) else None
+    generated = (
+        _read_generated(_generated(data_dir / "keys" / GENERATED_FILE)) if timestamp or not (p12 or key_path) else None
+    )
     if p12:
         key, cert, chain = _from_pkcs12(Path(p12), getattr(settings, "BENCHREG_REPORT_PKCS12_PASSWORD", "") or "")
     elif key_path or cert_path:
@@ -229,47 +246,87 @@ def _new_identity_pem() -> bytes:
     now = dt.datetime.now(dt.UTC).replace(microsecond=0)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = _name(f"benchreg local report CA {secrets.token_hex(4)}")
-    ca = (_builder(ca_name, ca_name, ca_key.public_key(), now, years=30)
-          .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-          .add_extension(_usage(cert_sign=True), critical=True)
-          .sign(ca_key, hashes.SHA256()))
+    ca = (
+        _builder(ca_name, ca_name, ca_key.public_key(), now, years=30)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(_usage(cert_sign=True), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
     signer_key = ec.generate_private_key(ec.SECP256R1())
-    signer = (_builder(_name("benchreg report signing"), ca_name, signer_key.public_key(), now, years=25)
-              .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-              .add_extension(_usage(cert_sign=False), critical=True)
-              .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
-              .sign(ca_key, hashes.SHA256()))
+    signer = (
+        _builder(_name("benchreg report signing"), ca_name, signer_key.public_key(), now, years=25)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(_usage(cert_sign=False), critical=True)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
     tsa_key = rsa.generate_private_key(public_exponent=65537, key_size=3072)
-    tsa = (_builder(_name("benchreg local timestamp authority"), ca_name, tsa_key.public_key(), now, years=25)
-           .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-           .add_extension(_usage(cert_sign=False), critical=True)
-           .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.TIME_STAMPING]), critical=True)
-           .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
-           .sign(ca_key, hashes.SHA256()))
+    tsa = (
+        _builder(_name("benchreg local timestamp authority"), ca_name, tsa_key.public_key(), now, years=25)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(_usage(cert_sign=False), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.TIME_STAMPING]), critical=True)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
     pem = serialization.Encoding.PEM
-    private = {"encoding": pem, "format": serialization.PrivateFormat.PKCS8,
-               "encryption_algorithm": serialization.NoEncryption()}
-    return b"".join([signer_key.private_bytes(**private), signer.public_bytes(pem), tsa_key.private_bytes(**private),
-                     tsa.public_bytes(pem), ca.public_bytes(pem)])
+    private = {
+        "encoding": pem,
+        "format": serialization.PrivateFormat.PKCS8,
+        "encryption_algorithm": serialization.NoEncryption(),
+    }
+    return b"".join(
+        [
+            signer_key.private_bytes(**private),
+            signer.public_bytes(pem),
+            tsa_key.private_bytes(**private),
+            tsa.public_bytes(pem),
+            ca.public_bytes(pem),
+        ]
+    )
 
 
 def _name(common_name: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "benchreg"),
-                      x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+    return x509.Name(
+        [
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, "benchreg"),
+            x509.NameAttribute(NameOID.COMMON_NAME, common_name),
+        ]
+    )
 
 
-def _builder(subject: x509.Name, issuer: x509.Name, public_key: ec.EllipticCurvePublicKey | rsa.RSAPublicKey,
-             now: dt.datetime, *, years: int) -> x509.CertificateBuilder:
-    return (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer).public_key(public_key)
-            .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(minutes=5))
-            .not_valid_after(now + dt.timedelta(days=365 * years))
-            .add_extension(x509.SubjectKeyIdentifier.from_public_key(public_key), critical=False))
+def _builder(
+    subject: x509.Name,
+    issuer: x509.Name,
+    public_key: ec.EllipticCurvePublicKey | rsa.RSAPublicKey,
+    now: dt.datetime,
+    *,
+    years: int,
+) -> x509.CertificateBuilder:
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(public_key)
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=365 * years))
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(public_key), critical=False)
+    )
 
 
 def _usage(*, cert_sign: bool) -> x509.KeyUsage:
-    return x509.KeyUsage(digital_signature=not cert_sign, content_commitment=not cert_sign, key_encipherment=False,
-                         data_encipherment=False, key_agreement=False, key_cert_sign=cert_sign, crl_sign=cert_sign,
-                         encipher_only=False, decipher_only=False)
+    return x509.KeyUsage(
+        digital_signature=not cert_sign,
+        content_commitment=not cert_sign,
+        key_encipherment=False,
+        data_encipherment=False,
+        key_agreement=False,
+        key_cert_sign=cert_sign,
+        crl_sign=cert_sign,
+        encipher_only=False,
+        decipher_only=False,
+    )
 
 
 def _spki(public_key: Any) -> bytes:
@@ -281,6 +338,6 @@ def _asn1_cert(cert: x509.Certificate) -> asn1_x509.Certificate:
 
 
 def _asn1_key(key: PrivateKey) -> asn1_keys.PrivateKeyInfo:
-    return asn1_keys.PrivateKeyInfo.load(key.private_bytes(serialization.Encoding.DER,
-                                                           serialization.PrivateFormat.PKCS8,
-                                                           serialization.NoEncryption()))
+    return asn1_keys.PrivateKeyInfo.load(
+        key.private_bytes(serialization.Encoding.DER, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )

@@ -31,8 +31,9 @@ class OutOfRange(RegistryError):
     code = "out-of-range"
 
     def __init__(self, parameter: str, message: str) -> None:
-        super().__init__(f"{parameter}: {message}",
-                         errors=[{"pointer": f"/{parameter}", "code": "out-of-range", "message": message}])
+        super().__init__(
+            f"{parameter}: {message}", errors=[{"pointer": f"/{parameter}", "code": "out-of-range", "message": message}]
+        )
 
 
 class LogInconsistent(RegistryError):
@@ -113,8 +114,12 @@ def checkpoint_published(*, quorum: int) -> Checkpoint | None:
     """The latest checkpoint cosigned by at least `quorum` witnesses (None if there is none); quorum 0: the latest."""
     if quorum <= 0:
         return checkpoint_latest()
-    return (Checkpoint.objects.annotate(cosigners=Count("cosignatures")).filter(cosigners__gte=quorum)
-            .order_by("-id").first())
+    return (
+        Checkpoint.objects.annotate(cosigners=Count("cosignatures"))
+        .filter(cosigners__gte=quorum)
+        .order_by("-id")
+        .first()
+    )
 
 
 def audit_seq_of(*, kind: str, subject: str) -> int | None:
@@ -153,15 +158,20 @@ def audit_consistency(*, first: int, second: int) -> ConsistencyProof:
     if not 0 <= first <= second:
         raise OutOfRange("from", f"from={first} must be between 0 and to={second}")
     with _tree(second, "to") as tree:
-        return ConsistencyProof(first, second, tree.root(first), tree.root(second),
-                                tree.consistency_proof(first, second))
+        return ConsistencyProof(
+            first, second, tree.root(first), tree.root(second), tree.consistency_proof(first, second)
+        )
 
 
 def leaf_hashes(start: int, end: int) -> Iterator[bytes]:
     """Stored leaf hashes of entries start..end-1 in order. Raises LogInconsistent if any is missing."""
     count = 0
-    rows = (AuditEntry.objects.filter(seq__gte=start, seq__lt=end).order_by("seq")
-            .values_list("leaf_hash", flat=True).iterator(chunk_size=LEAF_CHUNK))
+    rows = (
+        AuditEntry.objects.filter(seq__gte=start, seq__lt=end)
+        .order_by("seq")
+        .values_list("leaf_hash", flat=True)
+        .iterator(chunk_size=LEAF_CHUNK)
+    )
     for count, value in enumerate(rows, start=1):  # noqa: B007 (count is read after the loop)
         yield bytes.fromhex(value)
     # seq is unique, so as many rows as numbers in the range means none is missing.

@@ -92,17 +92,25 @@ FACETS: dict[str, tuple[str, str]] = {
 }
 SORTS = {
     "newest": ("Newest first", [F("id").desc()]),
-    "headline_desc": ("Headline value, highest first",
-                      [F("headline_value").desc(nulls_last=True), F("id").desc()]),
-    "headline_asc": ("Headline value, lowest first",
-                     [F("headline_value").asc(nulls_last=True), F("id").desc()]),
+    "headline_desc": ("Headline value, highest first", [F("headline_value").desc(nulls_last=True), F("id").desc()]),
+    "headline_asc": ("Headline value, lowest first", [F("headline_value").asc(nulls_last=True), F("id").desc()]),
 }
 # What a comparable set is described by: equal within a key (controlled fields), so Min() reads them.
-SET_FIELDS = {"phase": "phase", "workload": "workload_name", "version": "workload_version",
-              "scenario": "scenario_kind", "precision": "precision_weights", "batch": "batch_size",
-              "metric": "headline_metric", "unit": "headline_unit"}
-GROUP_COLUMNS = tuple(dict.fromkeys(["comparability_key", *SET_FIELDS.values(), *(c for c, _ in FACETS.values()),
-                                     "headline_lower_is_better"]))
+SET_FIELDS = {
+    "phase": "phase",
+    "workload": "workload_name",
+    "version": "workload_version",
+    "scenario": "scenario_kind",
+    "precision": "precision_weights",
+    "batch": "batch_size",
+    "metric": "headline_metric",
+    "unit": "headline_unit",
+}
+GROUP_COLUMNS = tuple(
+    dict.fromkeys(
+        ["comparability_key", *SET_FIELDS.values(), *(c for c, _ in FACETS.values()), "headline_lower_is_better"]
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -153,8 +161,10 @@ class ComparableSet:
 
     @property
     def question(self) -> str:
-        return (f"{self.workload} {self.workload_version} · {self.phase} · {self.scenario} · "
-                f"{self.precision} · batch {self.batch_size or '—'}")
+        return (
+            f"{self.workload} {self.workload_version} · {self.phase} · {self.scenario} · "
+            f"{self.precision} · batch {self.batch_size or '—'}"
+        )
 
     @property
     def permalink(self) -> str:
@@ -187,6 +197,7 @@ class UncountedRunsError(Exception):
 
 
 # ------------------------------------------------------------------------------------------ filters
+
 
 def _software_param(value: str) -> str:
     """The software facet's URL value is the summary string; links made before it was a frameworks JSON object."""
@@ -260,6 +271,7 @@ def _cells(query: CatalogueQuery, *, without: str | None = None) -> QuerySet[Cat
 
 # ------------------------------------------------------------------------------------------ facets and sets
 
+
 def _facet(query: CatalogueQuery, name: str, counted: Iterable[tuple[Any, int]]) -> Facet:
     """A facet from (value, runs) pairs, most frequent first; a selected value is listed even with no run."""
     label = FACETS[name][1]
@@ -277,8 +289,7 @@ def _facet(query: CatalogueQuery, name: str, counted: Iterable[tuple[Any, int]])
 
 def _cell_facet(query: CatalogueQuery, name: str) -> Facet:
     column = FACETS[name][0]
-    rows = (_cells(query, without=name).values(column).annotate(n=Sum("runs")).order_by("-n", column)
-            [:FACET_LIMIT])
+    rows = _cells(query, without=name).values(column).annotate(n=Sum("runs")).order_by("-n", column)[:FACET_LIMIT]
     return _facet(query, name, ((row[column], row["n"]) for row in rows))
 
 
@@ -290,26 +301,42 @@ def _base_label(row: Mapping[str, Any]) -> str:
 
 def _as_set(row: Mapping[str, Any], name: str | None = None) -> ComparableSet:
     lower = bool(row["lower"])
-    return ComparableSet(key=row["comparability_key"], name=name or _base_label(row), count=row["n"],
-                         phase=row["phase"],
-                         workload=row["workload"], workload_version=row["version"], scenario=row["scenario"],
-                         precision=row["precision"], batch_size=row["batch"], metric=row["metric"],
-                         unit=row["unit"] or None, lower_is_better=lower, best=row["low"] if lower else row["high"])
+    return ComparableSet(
+        key=row["comparability_key"],
+        name=name or _base_label(row),
+        count=row["n"],
+        phase=row["phase"],
+        workload=row["workload"],
+        workload_version=row["version"],
+        scenario=row["scenario"],
+        precision=row["precision"],
+        batch_size=row["batch"],
+        metric=row["metric"],
+        unit=row["unit"] or None,
+        lower_is_better=lower,
+        best=row["low"] if lower else row["high"],
+    )
 
 
 def _cell_sets(cells: QuerySet[CatalogueCell]) -> QuerySet[CatalogueCell]:
     """One GROUP BY comparability_key over cells: size, description and headline range of every set."""
-    return cells.values("comparability_key").annotate(
-        n=Sum("runs"), **{name: Min(column) for name, column in SET_FIELDS.items()},
-        high=Max("headline_high"), low=Min("headline_low"),
-        lower=Max(Cast("headline_lower_is_better", IntegerField())),  # PostgreSQL has no MAX(boolean)
-    ).order_by("-n", "comparability_key")
+    return (
+        cells.values("comparability_key")
+        .annotate(
+            n=Sum("runs"),
+            **{name: Min(column) for name, column in SET_FIELDS.items()},
+            high=Max("headline_high"),
+            low=Min("headline_low"),
+            lower=Max(Cast("headline_lower_is_better", IntegerField())),  # PostgreSQL has no MAX(boolean)
+        )
+        .order_by("-n", "comparability_key")
+    )
 
 
 def _summary_from_cells(query: CatalogueQuery) -> dict[str, Any]:
     facets = [_cell_facet(query, name) for name in FACETS]
     cells = _cells(query)
-    rows = list(_cell_sets(cells)[:SET_SCAN_LIMIT + 1])
+    rows = list(_cell_sets(cells)[: SET_SCAN_LIMIT + 1])
     if len(rows) > SET_SCAN_LIMIT:
         counted = cells.aggregate(total=Sum("runs"), sets=Count("comparability_key", distinct=True))
         total, set_total, rows = counted["total"] or 0, counted["sets"], rows[:SET_SCAN_LIMIT]
@@ -325,8 +352,12 @@ def _summary_from_runs(query: CatalogueQuery) -> dict[str, Any]:
     One pass over the groups: a group that fails no facet filter counts everywhere; one that fails exactly one
     counts only in that filter's own facet (disjunctive faceting); one that fails two counts nowhere.
     """
-    groups = (_runs(query, facets=False).values(*GROUP_COLUMNS)
-              .annotate(n=Count("*"), low=Min("headline_value"), high=Max("headline_value")).order_by())
+    groups = (
+        _runs(query, facets=False)
+        .values(*GROUP_COLUMNS)
+        .annotate(n=Count("*"), low=Min("headline_value"), high=Max("headline_value"))
+        .order_by()
+    )
     wanted = list(_filters(query).items())
     columns = {name: column for name, (column, _) in FACETS.items()}
     counts: dict[str, Counter[Any]] = {name: Counter() for name in FACETS}
@@ -340,8 +371,10 @@ def _summary_from_runs(query: CatalogueQuery) -> dict[str, Any]:
                 counts[name][group[column]] += group["n"]
         if not failing:
             _count_in_set(sets, group)
-    facets = [_facet(query, name, sorted(counts[name].items(), key=lambda item: (-item[1], item[0]))[:FACET_LIMIT])
-              for name in FACETS]
+    facets = [
+        _facet(query, name, sorted(counts[name].items(), key=lambda item: (-item[1], item[0]))[:FACET_LIMIT])
+        for name in FACETS
+    ]
     rows = sorted(sets.values(), key=lambda row: (-row["n"], row["comparability_key"]))
     return _summary(facets, rows, sum(row["n"] for row in rows), len(rows), True)
 
@@ -359,18 +392,26 @@ def _summary_from_runs_postgres(query: CatalogueQuery) -> dict[str, Any]:
     grouping sets taken over those groups (~29k at 100k runs) instead of over every run: 13 hash tables fed 100k
     rows cost more than the scan itself. A run the cells do not count (rows stored around the services, before
     `manage.py rebuild_catalogue`) finds no cell: then the runs are counted in Python instead, exactly."""
-    withdrawn = (Exists(Withdrawal.objects.filter(submission=OuterRef("pk"))) if query.include_withdrawn
-                 else Value(False, output_field=BooleanField()))
-    groups = (_runs(query, facets=False).order_by()
-              .annotate(shape=RawSQL('"registry_submission"."cell_shape"', (), output_field=UUIDField()),
-                        gone=withdrawn)
-              .values("shape", "gone")
-              .annotate(n=Count("*"), low=Min("headline_value"), high=Max("headline_value")))
+    withdrawn = (
+        Exists(Withdrawal.objects.filter(submission=OuterRef("pk")))
+        if query.include_withdrawn
+        else Value(False, output_field=BooleanField())
+    )
+    groups = (
+        _runs(query, facets=False)
+        .order_by()
+        .annotate(shape=RawSQL('"registry_submission"."cell_shape"', (), output_field=UUIDField()), gone=withdrawn)
+        .values("shape", "gone")
+        .annotate(n=Count("*"), low=Min("headline_value"), high=Max("headline_value"))
+    )
     sql, params = groups.query.sql_with_params()
-    columns = ", ".join(f'c."{column}"' for column in dict.fromkeys(
-        [*_SET_GROUPING, *_FACET_GROUPING, "headline_lower_is_better"]))
-    inner = (f"SELECT g.n, g.low, g.high, {columns} FROM ({sql}) AS g "  # noqa: S608 (the module's constants)
-             f"LEFT JOIN {CatalogueCell._meta.db_table} AS c ON c.cell_shape = g.shape AND c.withdrawn = g.gone")
+    columns = ", ".join(
+        f'c."{column}"' for column in dict.fromkeys([*_SET_GROUPING, *_FACET_GROUPING, "headline_lower_is_better"])
+    )
+    inner = (
+        f"SELECT g.n, g.low, g.high, {columns} FROM ({sql}) AS g "  # noqa: S608 (the module's constants)
+        f"LEFT JOIN {CatalogueCell._meta.db_table} AS c ON c.cell_shape = g.shape AND c.withdrawn = g.gone"
+    )
     try:
         return _summary_grouping_sets(query, (inner, params), count="sum(m.n)", low="m.low", high="m.high")
     except UncountedRunsError:
@@ -382,14 +423,24 @@ def _summary_from_cells_postgres(query: CatalogueQuery) -> dict[str, Any]:
     """The same single scan over the cells instead of the runs (sums of their run counts): on PostgreSQL the
     catalogue's 12 facets and its sets cost one pass over the summary table, not 13 GROUP BYs."""
     inner = _cells(CatalogueQuery(set_key=query.set_key, include_withdrawn=query.include_withdrawn)).values(
-        *dict.fromkeys([*_SET_GROUPING, *_FACET_GROUPING, "runs", "headline_low", "headline_high",
-                        "headline_lower_is_better"]))
-    return _summary_grouping_sets(query, inner.query.sql_with_params(), count="sum(m.runs)", low="m.headline_low",
-                                  high="m.headline_high")
+        *dict.fromkeys(
+            [*_SET_GROUPING, *_FACET_GROUPING, "runs", "headline_low", "headline_high", "headline_lower_is_better"]
+        )
+    )
+    return _summary_grouping_sets(
+        query, inner.query.sql_with_params(), count="sum(m.runs)", low="m.headline_low", high="m.headline_high"
+    )
 
 
-def _summary_grouping_sets(query: CatalogueQuery, rows_in: tuple[str, Iterable[Any]], *, count: str, low: str,
-                           high: str, with_sets: bool = True) -> dict[str, Any]:
+def _summary_grouping_sets(
+    query: CatalogueQuery,
+    rows_in: tuple[str, Iterable[Any]],
+    *,
+    count: str,
+    low: str,
+    high: str,
+    with_sets: bool = True,
+) -> dict[str, Any]:
     """One scan over `rows_in` (SQL and its parameters): a grouping set per facet column (counted under the other
     filters) and, `with_sets`, one for the comparable sets. Without it (the matrix's sidebar) only "facets" is
     meaningful in the result. Raises UncountedRunsError where a set's key is NULL: a run that no cell counts."""
@@ -414,13 +465,17 @@ def _summary_grouping_sets(query: CatalogueQuery, rows_in: tuple[str, Iterable[A
     totals, total_params = "", []
     if with_sets:
         sets += ", (" + ", ".join(f'm."{c}"' for c in _SET_GROUPING) + ")"
-        totals = (f", {count} FILTER (WHERE {every}) AS n_all, min({low}) FILTER (WHERE {every}) AS low, "
-                  f"max({high}) FILTER (WHERE {every}) AS high, "
-                  f"max(m.headline_lower_is_better::int) FILTER (WHERE {every}) AS lower")
+        totals = (
+            f", {count} FILTER (WHERE {every}) AS n_all, min({low}) FILTER (WHERE {every}) AS low, "
+            f"max({high}) FILTER (WHERE {every}) AS high, "
+            f"max(m.headline_lower_is_better::int) FILTER (WHERE {every}) AS lower"
+        )
         total_params = every_params * 4
     # Column names are the module's constants; every value is a query parameter.
-    sql = (f"SELECT GROUPING({grouping}) AS gid, {grouping}, {', '.join(selects)}{totals} "  # noqa: S608
-           f"FROM ({inner}) AS m GROUP BY GROUPING SETS ({sets})")
+    sql = (
+        f"SELECT GROUPING({grouping}) AS gid, {grouping}, {', '.join(selects)}{totals} "  # noqa: S608
+        f"FROM ({inner}) AS m GROUP BY GROUPING SETS ({sets})"
+    )
     with connection.cursor() as cursor:
         cursor.execute(sql, [*select_params, *total_params, *params])
         names = [d[0] for d in cursor.description]
@@ -445,9 +500,18 @@ def _summary_from_grouped(query: CatalogueQuery, rows: list[dict[str, Any]], gro
         facets.append(_facet(query, name, sorted(counted, key=lambda item: (-item[1], item[0]))[:FACET_LIMIT]))
     if "comparability_key" not in grouped:  # facets only (catalogue_facets)
         return _summary(facets, [], 0, 0, False)
-    sets = [{"comparability_key": r["comparability_key"], "n": r["n_all"], "low": r["low"], "high": r["high"],
-             "lower": r["lower"] or 0, **{name: r[column] for name, column in SET_FIELDS.items()}}
-            for r in rows if r["gid"] == key_mask and r["n_all"]]
+    sets = [
+        {
+            "comparability_key": r["comparability_key"],
+            "n": r["n_all"],
+            "low": r["low"],
+            "high": r["high"],
+            "lower": r["lower"] or 0,
+            **{name: r[column] for name, column in SET_FIELDS.items()},
+        }
+        for r in rows
+        if r["gid"] == key_mask and r["n_all"]
+    ]
     sets.sort(key=lambda row: (-row["n"], row["comparability_key"]))
     return _summary(facets, sets, sum(row["n"] for row in sets), len(sets), True)
 
@@ -457,9 +521,14 @@ def _count_in_set(sets: dict[str, dict[str, Any]], group: Mapping[str, Any]) -> 
     key = group["comparability_key"]
     row = sets.get(key)
     if row is None:
-        sets[key] = {"comparability_key": key, "n": group["n"], "low": group["low"], "high": group["high"],
-                     "lower": int(group["headline_lower_is_better"]),
-                     **{name: group[column] for name, column in SET_FIELDS.items()}}
+        sets[key] = {
+            "comparability_key": key,
+            "n": group["n"],
+            "low": group["low"],
+            "high": group["high"],
+            "lower": int(group["headline_lower_is_better"]),
+            **{name: group[column] for name, column in SET_FIELDS.items()},
+        }
         return
     row["n"] += group["n"]  # SET_FIELDS are controlled, so equal within a key: the first group's stand
     row["lower"] = max(row["lower"], int(group["headline_lower_is_better"]))
@@ -468,8 +537,9 @@ def _count_in_set(sets: dict[str, dict[str, Any]], group: Mapping[str, Any]) -> 
         row["high"] = group["high"] if row["high"] is None else max(row["high"], group["high"])
 
 
-def _summary(facets: list[Facet], rows: list[dict[str, Any]], total: int, set_total: int,
-             complete: bool) -> dict[str, Any]:
+def _summary(
+    facets: list[Facet], rows: list[dict[str, Any]], total: int, set_total: int, complete: bool
+) -> dict[str, Any]:
     """What is cached per data version: the listed sets by name, and the others' sizes when all were read."""
     sets = [_as_set(row) for row in rows[:SETS_LIMIT]]
     others = {row["comparability_key"]: _as_set(row) for row in rows[SETS_LIMIT:]} if complete else None
@@ -495,7 +565,7 @@ def _cache_key(version: tuple[Any, ...], *parts: Any) -> str:
 def _page_ids(query: CatalogueQuery, summary: Mapping[str, Any], sort: str, page: int) -> tuple[list[int], list[Any]]:
     """One page of run ids, and the sets of its runs that are not listed (from the summary, or one query)."""
     window = _runs(query).order_by(*SORTS[sort][1]).values_list("id", "comparability_key")
-    listed = list(window[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]) if summary["total"] else []
+    listed = list(window[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]) if summary["total"] else []
     missing = sorted({key for _, key in listed} - {s.key for s in summary["sets"]})
     if summary["others"] is not None:
         extra = [summary["others"][key] for key in missing if key in summary["others"]]
@@ -530,8 +600,7 @@ def catalogue_facets(query: CatalogueQuery, *, version: tuple[Any, ...] | None =
     cached summary answers when there is one; on PostgreSQL a cold call scans the cells grouped by facet only
     (the sets' grouping is most of the summary's cost, and the matrix has its own)."""
     version = version if version is not None else data_version()
-    summary = cache.get(_cache_key(version, "summary", query.filters, query.q, query.set_key,
-                                   query.include_withdrawn))
+    summary = cache.get(_cache_key(version, "summary", query.filters, query.q, query.set_key, query.include_withdrawn))
     if summary is not None:
         return summary["facets"]  # type: ignore[no-any-return]
     if query.q.strip() or connection.vendor != "postgresql":
@@ -540,9 +609,16 @@ def catalogue_facets(query: CatalogueQuery, *, version: tuple[Any, ...] | None =
     facets = cache.get(key)
     if facets is None:
         inner = _cells(CatalogueQuery(set_key=query.set_key, include_withdrawn=query.include_withdrawn)).values(
-            *dict.fromkeys([*_FACET_GROUPING, "runs", "headline_low", "headline_high", "headline_lower_is_better"]))
-        facets = _summary_grouping_sets(query, inner.query.sql_with_params(), count="sum(m.runs)",
-                                        low="m.headline_low", high="m.headline_high", with_sets=False)["facets"]
+            *dict.fromkeys([*_FACET_GROUPING, "runs", "headline_low", "headline_high", "headline_lower_is_better"])
+        )
+        facets = _summary_grouping_sets(
+            query,
+            inner.query.sql_with_params(),
+            count="sum(m.runs)",
+            low="m.headline_low",
+            high="m.headline_high",
+            with_sets=False,
+        )["facets"]
         cache.set(key, facets, CACHE_SECONDS)
     return facets  # type: ignore[no-any-return]
 
@@ -577,27 +653,49 @@ def catalogue_search(query: CatalogueQuery) -> CataloguePage:
     runs = [found[pk] for pk in ids if pk in found]
     rows = [RunRow(r, by_key[r.comparability_key].name, by_key[r.comparability_key].count) for r in runs]
     selected = by_key.get(query.set_key) if query.set_key else None
-    return CataloguePage(query=query, total=total, set_total=summary["set_total"], facets=summary["facets"],
-                         sets=sets, rows=rows, page=page, pages=pages, selected_set=selected)
+    return CataloguePage(
+        query=query,
+        total=total,
+        set_total=summary["set_total"],
+        facets=summary["facets"],
+        sets=sets,
+        rows=rows,
+        page=page,
+        pages=pages,
+        selected_set=selected,
+    )
 
 
 # ------------------------------------------------------------------------------------------ set labels
 
 # The fields that make a question different, named first when two sets would otherwise read the same (and first in
 # a refusal): phase, workload, scenario, quality target; then the rest in the contract's order.
-ROOT_CAUSE_PREFIXES = ("/phase", "/workload/name", "/workload/version", "/workload/task", "/scenario/kind",
-                       "/scenario/quality_target", "/metrics/quality/metric", "/metrics/quality/target_ratio",
-                       "/metrics/quality/reference_precision", "/scenario")
+ROOT_CAUSE_PREFIXES = (
+    "/phase",
+    "/workload/name",
+    "/workload/version",
+    "/workload/task",
+    "/scenario/kind",
+    "/scenario/quality_target",
+    "/metrics/quality/metric",
+    "/metrics/quality/target_ratio",
+    "/metrics/quality/reference_precision",
+    "/scenario",
+)
 RIVALS_READ = 12  # sets of one base label read to find what separates them; beyond, the key's digits do
 
 
 def root_cause_order(differences: Iterable[Any]) -> list[Any]:
     """Differences (comparability.FieldDifference or their dicts) with the question-changing fields first, then
     the others in their given order; within the first group, in ROOT_CAUSE_PREFIXES order."""
+
     def rank(d: Any) -> int:
         pointer = d["pointer"] if isinstance(d, Mapping) else d.pointer
-        return next((i for i, p in enumerate(ROOT_CAUSE_PREFIXES) if pointer == p or pointer.startswith(p + "/")),
-                    len(ROOT_CAUSE_PREFIXES))
+        return next(
+            (i for i, p in enumerate(ROOT_CAUSE_PREFIXES) if pointer == p or pointer.startswith(p + "/")),
+            len(ROOT_CAUSE_PREFIXES),
+        )
+
     return sorted(differences, key=rank)  # stable: the rest keep the contract's order
 
 
@@ -618,8 +716,12 @@ def set_labels(sets: Iterable[ComparableSet], *, version: tuple[Any, ...] | None
     cached = cache.get(cache_key)
     if cached is not None:
         return cached  # type: ignore[no-any-return]
-    labels = {s.key: _base_label({"workload": s.workload, "scenario": s.scenario, "precision": s.precision,
-                                  "batch": s.batch_size}) for s in sets}
+    labels = {
+        s.key: _base_label(
+            {"workload": s.workload, "scenario": s.scenario, "precision": s.precision, "batch": s.batch_size}
+        )
+        for s in sets
+    }
     rivals = _shared_base_labels(version)
     groups = {(s.workload, s.scenario, s.precision, s.batch_size) for s in sets}
     for shape in groups & rivals.keys():

@@ -117,13 +117,36 @@ def _grouped(query: CatalogueQuery) -> list[tuple[Any, ...]]:
     workload, scenario, steady) per configuration, set and trust level, as plain tuples (thousands of rows: no
     dict per row). The column and the steady state are equal within a set and configuration, so read with Min()
     rather than grouped on; the sets' descriptions are read afterwards for the sets shown only (_set_fields)."""
-    grouped = _cells(query).values(*ROW_FIELDS, "comparability_key", "trust").annotate(
-        n=Sum("runs"), valued_n=Sum("valued"), ls=Sum("log_sum"), lsq=Sum("log_sq_sum"),
-        low=Min("headline_low"), high=Max("headline_high"),
-        lower=Max(Cast("headline_lower_is_better", IntegerField())),
-        **{f"c_{column}": Min(column) for column in COLUMN_FIELDS}, steady=Min("steady_state"),
-    ).order_by().values_list(*ROW_FIELDS, "comparability_key", "trust", "n", "valued_n", "ls", "lsq", "low", "high",
-                              "lower", *(f"c_{column}" for column in COLUMN_FIELDS), "steady")
+    grouped = (
+        _cells(query)
+        .values(*ROW_FIELDS, "comparability_key", "trust")
+        .annotate(
+            n=Sum("runs"),
+            valued_n=Sum("valued"),
+            ls=Sum("log_sum"),
+            lsq=Sum("log_sq_sum"),
+            low=Min("headline_low"),
+            high=Max("headline_high"),
+            lower=Max(Cast("headline_lower_is_better", IntegerField())),
+            **{f"c_{column}": Min(column) for column in COLUMN_FIELDS},
+            steady=Min("steady_state"),
+        )
+        .order_by()
+        .values_list(
+            *ROW_FIELDS,
+            "comparability_key",
+            "trust",
+            "n",
+            "valued_n",
+            "ls",
+            "lsq",
+            "low",
+            "high",
+            "lower",
+            *(f"c_{column}" for column in COLUMN_FIELDS),
+            "steady",
+        )
+    )
     # Read through the cursor: the values are plain database types already, and Django's per-row converters
     # cost ~20 ms over the ~6,500 rows of 100k runs (bench/pages.py).
     sql, params = grouped.query.sql_with_params()
@@ -134,8 +157,12 @@ def _grouped(query: CatalogueQuery) -> list[tuple[Any, ...]]:
 
 def _set_fields(keys: list[str]) -> dict[str, dict[str, Any]]:
     """What describes each of these sets (workload, version, precision, batch, metric...): one row per set."""
-    rows = (CatalogueCell.objects.filter(comparability_key__in=keys).values("comparability_key")
-            .annotate(**{name: Min(column) for name, column in SET_FIELDS.items()}).order_by())
+    rows = (
+        CatalogueCell.objects.filter(comparability_key__in=keys)
+        .values("comparability_key")
+        .annotate(**{name: Min(column) for name, column in SET_FIELDS.items()})
+        .order_by()
+    )
     return {row["comparability_key"]: row for row in rows}
 
 
@@ -153,18 +180,46 @@ def catalogue_matrix(query: CatalogueQuery, *, version: tuple[Any, ...] | None =
 def _matrix(query: CatalogueQuery, version: tuple[Any, ...]) -> Matrix:
     # (row, set) -> counts; trust levels merged (a cell row per trust level comes back from the GROUP BY)
     entries: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for (vendor, model, count, key, trust, n, valued, ls, lsq, low, high, lower, phase, workload, scenario,
-         steady) in _grouped(query):
+    for (
+        vendor,
+        model,
+        count,
+        key,
+        trust,
+        n,
+        valued,
+        ls,
+        lsq,
+        low,
+        high,
+        lower,
+        phase,
+        workload,
+        scenario,
+        steady,
+    ) in _grouped(query):
         row = (vendor, model, count)
         entry = entries.get((row, key))
         if entry is None:
             entry = entries[(row, key)] = {
-                "row": row, "column": (phase, workload, scenario), "key": key, "low": low, "high": high,
-                "lower": lower, "n": 0, "valued": 0, "ls": 0.0, "lsq": 0.0, "trust": set(), "steady": steady}
+                "row": row,
+                "column": (phase, workload, scenario),
+                "key": key,
+                "low": low,
+                "high": high,
+                "lower": lower,
+                "n": 0,
+                "valued": 0,
+                "ls": 0.0,
+                "lsq": 0.0,
+                "trust": set(),
+                "steady": steady,
+            }
         else:
             entry["low"] = low if entry["low"] is None else entry["low"] if low is None else min(entry["low"], low)
-            entry["high"] = high if entry["high"] is None else entry["high"] if high is None else max(entry["high"],
-                                                                                                      high)
+            entry["high"] = (
+                high if entry["high"] is None else entry["high"] if high is None else max(entry["high"], high)
+            )
         entry["n"] += n
         entry["valued"] += valued or 0
         entry["ls"] += ls or 0.0
@@ -184,14 +239,25 @@ def _matrix(query: CatalogueQuery, version: tuple[Any, ...]) -> Matrix:
     for (row, _), e in entries.items():
         chosen.setdefault((row, e["column"]), []).append(e)
     shown_rows, shown_columns = set(rows), set(columns)
-    picked = {place: sorted(es, key=lambda e: (-e["n"], -set_runs[e["key"]], e["key"]))
-              for place, es in chosen.items() if place[0] in shown_rows and place[1] in shown_columns}
+    picked = {
+        place: sorted(es, key=lambda e: (-e["n"], -set_runs[e["key"]], e["key"]))
+        for place, es in chosen.items()
+        if place[0] in shown_rows and place[1] in shown_columns
+    }
     described = _set_fields(sorted({es[0]["key"] for es in picked.values()}))
     sets = {}
     for es in picked.values():
         e = es[0]
-        sets[e["key"]] = _as_set({**described[e["key"]], "comparability_key": e["key"], "n": set_runs[e["key"]],
-                                  "low": e["low"], "high": e["high"], "lower": e["lower"]})
+        sets[e["key"]] = _as_set(
+            {
+                **described[e["key"]],
+                "comparability_key": e["key"],
+                "n": set_runs[e["key"]],
+                "low": e["low"],
+                "high": e["high"],
+                "lower": e["lower"],
+            }
+        )
     labels = set_labels(sets.values(), version=version)
     out_rows = []
     for row in rows:
@@ -203,12 +269,19 @@ def _matrix(query: CatalogueQuery, version: tuple[Any, ...]) -> Matrix:
                 continue
             e = es[0]
             s = sets[e["key"]]
-            cells.append(MatrixCell(
-                set=replace(s, name=labels[s.key]), runs=e["n"],
-                estimate=log_estimate(e["valued"], e["ls"], e["lsq"]), steady_state=e["steady"],
-                trust=tuple([t for t in TRUST_ORDER if t in e["trust"]]
-                            + sorted(t for t in e["trust"] if t and t not in TRUST_ORDER)),
-                other_sets=len(es) - 1))
+            cells.append(
+                MatrixCell(
+                    set=replace(s, name=labels[s.key]),
+                    runs=e["n"],
+                    estimate=log_estimate(e["valued"], e["ls"], e["lsq"]),
+                    steady_state=e["steady"],
+                    trust=tuple(
+                        [t for t in TRUST_ORDER if t in e["trust"]]
+                        + sorted(t for t in e["trust"] if t and t not in TRUST_ORDER)
+                    ),
+                    other_sets=len(es) - 1,
+                )
+            )
         out_rows.append(MatrixRow(*row, runs=row_runs[row], cells=cells))
     phases: list[tuple[str, int]] = []
     for column in columns:
@@ -216,5 +289,11 @@ def _matrix(query: CatalogueQuery, version: tuple[Any, ...]) -> Matrix:
             phases[-1] = (column[0], phases[-1][1] + 1)
         else:
             phases.append((column[0], 1))
-    return Matrix(columns=[MatrixColumn(*c, runs=column_runs[c]) for c in columns], phases=phases, rows=out_rows,
-                  row_total=len(row_runs), column_total=len(column_runs), total=sum(row_runs.values()))
+    return Matrix(
+        columns=[MatrixColumn(*c, runs=column_runs[c]) for c in columns],
+        phases=phases,
+        rows=out_rows,
+        row_total=len(row_runs),
+        column_total=len(column_runs),
+        total=sum(row_runs.values()),
+    )

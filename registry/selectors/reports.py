@@ -42,7 +42,11 @@ def run_statuses(digests: Sequence[str], *, with_reasons: bool = True) -> dict[s
 
 def report_verify(*, pdf: bytes, with_reasons: bool = True) -> Verdict:
     """Verify a report PDF against this registry: its certificates, its audit-log keys and its runs."""
-    return verify_report(pdf, certificates=trusted_certificates(), log_keys=list(trusted_verifier_keys()),
-                         registry=lambda digests: run_statuses(digests, with_reasons=with_reasons),
-                         max_stream_bytes=settings.BENCHREG_VERIFY_MAX_STREAM_BYTES,
-                         max_inflated_bytes=settings.BENCHREG_VERIFY_MAX_INFLATED_BYTES)
+    return verify_report(
+        pdf,
+        certificates=trusted_certificates(),
+        log_keys=list(trusted_verifier_keys()),
+        registry=lambda digests: run_statuses(digests, with_reasons=with_reasons),
+        max_stream_bytes=settings.BENCHREG_VERIFY_MAX_STREAM_BYTES,
+        max_inflated_bytes=settings.BENCHREG_VERIFY_MAX_INFLATED_BYTES,
+    )

@@ -12,9 +12,15 @@ from registry.formatting import significant
 from registry.models import AuditEntry, Submission
 from registry.selectors.comparisons import comparable_runs
 
-SECTIONS = (("workload", "Workload"), ("scenario", "Scenario"), ("precision", "Precision"),
-            ("system", "System"), ("software", "Software"), ("conditions", "Conditions"),
-            ("provenance", "Provenance"))
+SECTIONS = (
+    ("workload", "Workload"),
+    ("scenario", "Scenario"),
+    ("precision", "Precision"),
+    ("system", "System"),
+    ("software", "Software"),
+    ("conditions", "Conditions"),
+    ("provenance", "Provenance"),
+)
 DISTRIBUTION_FIELDS = ("count", "min", "mean", "p50", "p90", "p95", "p99", "p999", "max")
 FIELD_HEADINGS = {"p999": "p99.9"}
 
@@ -76,8 +82,19 @@ def _flatten(value: Any, path: tuple[str, ...] = ()) -> list[tuple[str, str]]:
 
 
 # Units of metric fields named by their suffix (the protocol's naming: average_power_w, peak_bytes, joules, ...).
-UNIT_SUFFIXES = (("_ms", "ms"), ("_seconds", "s"), ("_s", "s"), ("_wh", "Wh"), ("_w", "W"), ("_j", "J"),
-                 ("_bytes", "bytes"), ("_pct", "%"), ("_percent", "%"), ("_mhz", "MHz"), ("_c", "°C"))
+UNIT_SUFFIXES = (
+    ("_ms", "ms"),
+    ("_seconds", "s"),
+    ("_s", "s"),
+    ("_wh", "Wh"),
+    ("_w", "W"),
+    ("_j", "J"),
+    ("_bytes", "bytes"),
+    ("_pct", "%"),
+    ("_percent", "%"),
+    ("_mhz", "MHz"),
+    ("_c", "°C"),
+)
 UNIT_NAMES = {"joules": "J", "watts": "W", "seconds": "s", "bytes": "bytes"}
 
 
@@ -102,14 +119,22 @@ def _metrics(metrics: Mapping[str, Any]) -> tuple[list[MetricRow], list[Distribu
             continue
         is_primary = primary.partition(".")[0] == name
         if isinstance(value, dict) and any(k in value for k in ("p50", "p99", "mean")):
-            distributions.append(Distribution(name, str(value.get("unit", "")), [
-                _number(value[k]) if k in value else "" for k in DISTRIBUTION_FIELDS]))
+            distributions.append(
+                Distribution(
+                    name,
+                    str(value.get("unit", "")),
+                    [_number(value[k]) if k in value else "" for k in DISTRIBUTION_FIELDS],
+                )
+            )
         elif isinstance(value, dict) and ("value" in value or "seconds" in value):
             main = value.get("value", value.get("seconds"))
             unit = str(value.get("unit", "s" if "seconds" in value and "value" not in value else ""))
-            rest = ", ".join(f"{k}: {_number(v)}" for k, v in value.items()
-                             if k not in ("value", "unit", "seconds" if "value" not in value else "")
-                             and not isinstance(v, dict | list))
+            rest = ", ".join(
+                f"{k}: {_number(v)}"
+                for k, v in value.items()
+                if k not in ("value", "unit", "seconds" if "value" not in value else "")
+                and not isinstance(v, dict | list)
+            )
             scalars.append(MetricRow(name, _number(main), unit, is_primary, rest))
         elif isinstance(value, dict):
             # a group of measured fields (energy: joules, average_power_w, source): one row each, with its unit
@@ -134,9 +159,16 @@ def run_detail(*, run: Submission, comparable_limit: int = 20) -> RunDetail:
     others = comparable_runs(run=run, axis="system")
     comparable = list(others[:comparable_limit])
     total = len(comparable) if len(comparable) < comparable_limit else others.count()
-    return RunDetail(run=run, sections=sections, metrics=metrics, distributions=distributions,
-                     steady_state=(doc.get("conditions") or {}).get("steady_state") or {}, caveats=caveats,
-                     audit=audit, comparable=comparable, comparable_total=total,
-                     raw_json=json.dumps(doc, indent=2, ensure_ascii=False),
-                     distribution_fields=tuple(FIELD_HEADINGS.get(DISTRIBUTION_FIELDS[i], DISTRIBUTION_FIELDS[i])
-                                               for i in keep))
+    return RunDetail(
+        run=run,
+        sections=sections,
+        metrics=metrics,
+        distributions=distributions,
+        steady_state=(doc.get("conditions") or {}).get("steady_state") or {},
+        caveats=caveats,
+        audit=audit,
+        comparable=comparable,
+        comparable_total=total,
+        raw_json=json.dumps(doc, indent=2, ensure_ascii=False),
+        distribution_fields=tuple(FIELD_HEADINGS.get(DISTRIBUTION_FIELDS[i], DISTRIBUTION_FIELDS[i]) for i in keep),
+    )

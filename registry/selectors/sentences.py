@@ -27,7 +27,7 @@ class Sentence:
 
     @property
     def rest(self) -> str:
-        return self.text[len(self.head):].lstrip()
+        return self.text[len(self.head) :].lstrip()
 
 
 def ratio_sentences(result: Mapping[str, Any]) -> list[Sentence]:
@@ -41,19 +41,31 @@ def ratio_sentences(result: Mapping[str, Any]) -> list[Sentence]:
         verdict = str(pair.get("verdict") or "")
         ratio = pair.get("ratio")
         if ratio is None:
-            out.append(Sentence(subject["label"], baseline["label"], None,
-                                f"{subject['label']}: no ratio against {baseline['label']} ({pair.get('method', '')})",
-                                None, verdict))
+            out.append(
+                Sentence(
+                    subject["label"],
+                    baseline["label"],
+                    None,
+                    f"{subject['label']}: no ratio against {baseline['label']} ({pair.get('method', '')})",
+                    None,
+                    verdict,
+                )
+            )
             continue
         label = "simultaneous 95% CI" if pair.get("simultaneous") else "95% CI"
-        ci = (f"{label} {percent_change(pair['ci_low'])} to {percent_change(pair['ci_high'])}"
-              if pair.get("ci_low") is not None else "no interval")
+        ci = (
+            f"{label} {percent_change(pair['ci_low'])} to {percent_change(pair['ci_high'])}"
+            if pair.get("ci_low") is not None
+            else "no interval"
+        )
         change = percent_change(ratio)
         direction = "lower is better" if lower else "higher is better"
         improved = (ratio < 1.0) if lower else (ratio > 1.0)
         if verdict == "distinguishable":
-            tail, better = ("better" if improved else "worse") + " than the baseline, distinguishable from noise", \
-                improved
+            tail, better = (
+                ("better" if improved else "worse") + " than the baseline, distinguishable from noise",
+                improved,
+            )
         elif verdict == "indistinguishable":
             tail, better = "not distinguishable from noise (the interval includes ±0%)", None
         elif verdict == "inconclusive":

@@ -51,11 +51,18 @@ class HistoryPoint:
         return f"{self.change.ratio:.3g}" if self.change.ratio is not None else ""
 
     def as_dict(self) -> dict[str, Any]:
-        return {"run": self.run.pk, "digest": self.run.digest, "submitted_at": self.run.submitted_at.isoformat(),
-                "software": self.software, "value": rounded(self.value), "ci_low": rounded(self.estimate.ci_low),
-                "ci_high": rounded(self.estimate.ci_high), "enough_evidence": self.estimate.evidence is None,
-                "change_point": bool(self.change.changed), "change": self.change.as_dict() if self.change.changed
-                else None}
+        return {
+            "run": self.run.pk,
+            "digest": self.run.digest,
+            "submitted_at": self.run.submitted_at.isoformat(),
+            "software": self.software,
+            "value": rounded(self.value),
+            "ci_low": rounded(self.estimate.ci_low),
+            "ci_high": rounded(self.estimate.ci_high),
+            "enough_evidence": self.estimate.evidence is None,
+            "change_point": bool(self.change.changed),
+            "change": self.change.as_dict() if self.change.changed else None,
+        }
 
 
 @dataclass
@@ -74,9 +81,17 @@ class SoftwareGroup:
 
     def as_dict(self) -> dict[str, Any]:
         e = self.estimate
-        return {"software": self.software, "runs": self.runs, "value": rounded(e.value), "ci_low": rounded(e.ci_low),
-                "ci_high": rounded(e.ci_high), "independent_values": e.independent_values,
-                "enough_evidence": e.evidence is None, "evidence": e.evidence, "interval_method": e.interval_method}
+        return {
+            "software": self.software,
+            "runs": self.runs,
+            "value": rounded(e.value),
+            "ci_low": rounded(e.ci_low),
+            "ci_high": rounded(e.ci_high),
+            "independent_values": e.independent_values,
+            "enough_evidence": e.evidence is None,
+            "evidence": e.evidence,
+            "interval_method": e.interval_method,
+        }
 
 
 @dataclass
@@ -97,11 +112,19 @@ class History:
         return [p for p in self.points if p.change.changed]
 
     def as_dict(self) -> dict[str, Any]:
-        return {"run": self.run.pk, "scope": self.scope, "series": self.series.pk if self.series else None,
-                "metric": self.metric, "unit": self.unit, "lower_is_better": self.lower_is_better,
-                "method": changepoints.METHOD, "truncated": self.truncated,
-                "points": [p.as_dict() for p in self.points], "software": [g.as_dict() for g in self.groups],
-                "alerts": [a.pk for a in self.alerts]}
+        return {
+            "run": self.run.pk,
+            "scope": self.scope,
+            "series": self.series.pk if self.series else None,
+            "metric": self.metric,
+            "unit": self.unit,
+            "lower_is_better": self.lower_is_better,
+            "method": changepoints.METHOD,
+            "truncated": self.truncated,
+            "points": [p.as_dict() for p in self.points],
+            "software": [g.as_dict() for g in self.groups],
+            "alerts": [a.pk for a in self.alerts],
+        }
 
 
 def software_label(run: Submission) -> str:
@@ -116,8 +139,11 @@ def _history_runs(run: Submission) -> tuple[str, Series | None, QuerySet[Submiss
     live = Submission.objects.filter(withdrawal__isnull=True).select_related("series_member")
     if member is not None:
         return "series", member.series, live.filter(series_member__series=member.series)
-    return "configuration", None, live.filter(comparability_key_software=run.comparability_key_software,
-                                              headline_metric=run.headline_metric)
+    return (
+        "configuration",
+        None,
+        live.filter(comparability_key_software=run.comparability_key_software, headline_metric=run.headline_metric),
+    )
 
 
 def run_history(*, run: Submission) -> History:
@@ -128,22 +154,47 @@ def run_history(*, run: Submission) -> History:
     estimates = [headline_estimate(r.document) for r in latest]
     values = [changepoints.run_value(e) for e in estimates]
     verdicts = changepoints.scan(values, lower_is_better=run.headline_lower_is_better)
-    points = [HistoryPoint(r, e, v, c, software_label(r))
-              for r, e, v, c in zip(latest, estimates, values, verdicts, strict=True)]
+    points = [
+        HistoryPoint(r, e, v, c, software_label(r))
+        for r, e, v, c in zip(latest, estimates, values, verdicts, strict=True)
+    ]
     groups: dict[str, list[HistoryPoint]] = {}
     for point in points:
         groups.setdefault(point.software, []).append(point)
-    base = Estimate(metric=run.headline_metric, value=None, unit=run.headline_unit,
-                    lower_is_better=run.headline_lower_is_better, method="", interval_method="none", n=0,
-                    source="runs", value_unit="run")
-    software = [SoftwareGroup(name, [p.run.pk for p in members],
-                              from_values(base, [p.value for p in members if p.value is not None],
-                                          "the runs' headlines (one value per run)"))
-                for name, members in groups.items()]
+    base = Estimate(
+        metric=run.headline_metric,
+        value=None,
+        unit=run.headline_unit,
+        lower_is_better=run.headline_lower_is_better,
+        method="",
+        interval_method="none",
+        n=0,
+        source="runs",
+        value_unit="run",
+    )
+    software = [
+        SoftwareGroup(
+            name,
+            [p.run.pk for p in members],
+            from_values(
+                base, [p.value for p in members if p.value is not None], "the runs' headlines (one value per run)"
+            ),
+        )
+        for name, members in groups.items()
+    ]
     alerts = list(Alert.objects.filter(series=series).order_by("run_id")) if series is not None else []
-    return History(run=run, scope=scope, series=series, metric=run.headline_metric, unit=run.headline_unit,
-                   lower_is_better=run.headline_lower_is_better, points=points, groups=software, alerts=alerts,
-                   truncated=total > len(latest))
+    return History(
+        run=run,
+        scope=scope,
+        series=series,
+        metric=run.headline_metric,
+        unit=run.headline_unit,
+        lower_is_better=run.headline_lower_is_better,
+        points=points,
+        groups=software,
+        alerts=alerts,
+        truncated=total > len(latest),
+    )
 
 
 def series_list(*, schedule: Schedule | None = None) -> QuerySet[Series]:

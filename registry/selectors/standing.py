@@ -17,8 +17,9 @@ INCONCLUSIVE = "inconclusive"
 
 def comparison_members(comparison: Comparison) -> list[Submission]:
     """The comparison's runs in its order, with their withdrawal records and jobs (one query)."""
-    members = comparison.members.select_related("submission", "submission__withdrawal",
-                                                "submission__job").order_by("position")
+    members = comparison.members.select_related("submission", "submission__withdrawal", "submission__job").order_by(
+        "position"
+    )
     return [m.submission for m in members]
 
 
@@ -31,22 +32,38 @@ def comparison_conclusion(comparison: Comparison, runs: Sequence[Submission] | N
     """
     runs = list(runs) if runs is not None else comparison_members(comparison)
     stored: Mapping[str, Any] = comparison.result.get("conclusion") or {}
-    conclusion: dict[str, Any] = {"outcome": stored.get("outcome"), "statement": stored.get("statement"),
-                  "reasons": list(stored.get("reasons") or []), "baseline": stored.get("baseline"),
-                  "focus": list(stored.get("focus") or []), "stored_outcome": stored.get("outcome")}
-    withdrawn = [withdrawn_reason(comparison.result, i, run) for i, run in enumerate(runs)
-                 if getattr(run, "withdrawal", None) is not None]
+    conclusion: dict[str, Any] = {
+        "outcome": stored.get("outcome"),
+        "statement": stored.get("statement"),
+        "reasons": list(stored.get("reasons") or []),
+        "baseline": stored.get("baseline"),
+        "focus": list(stored.get("focus") or []),
+        "stored_outcome": stored.get("outcome"),
+    }
+    withdrawn = [
+        withdrawn_reason(comparison.result, i, run)
+        for i, run in enumerate(runs)
+        if getattr(run, "withdrawal", None) is not None
+    ]
     if not withdrawn:
         return conclusion
     words = "; ".join(r["message"] for r in withdrawn)
-    return {**conclusion, "outcome": INCONCLUSIVE, "reasons": [*withdrawn, *conclusion["reasons"]],
-            "statement": f"Inconclusive: {words}. This comparison was made before, and no longer stands."}
+    return {
+        **conclusion,
+        "outcome": INCONCLUSIVE,
+        "reasons": [*withdrawn, *conclusion["reasons"]],
+        "statement": f"Inconclusive: {words}. This comparison was made before, and no longer stands.",
+    }
 
 
 def withdrawn_reason(result: Mapping[str, Any], position: int, run: Submission) -> dict[str, Any]:
     """The blocking reason a withdrawn run adds: code, message (who, when, why), run position and arm index."""
     w = run.withdrawal
     arm = next((a.get("index") for a in result.get("arms") or [] if position in (a.get("runs") or [])), None)
-    return {"code": "withdrawn-run", "run": position, "arm": arm, "run_id": run.pk,
-            "message": f"run {run.pk} was withdrawn on {w.withdrawn_at:%Y-%m-%d} by {w.withdrawn_by_name}: "
-                       f"{w.reason}"}
+    return {
+        "code": "withdrawn-run",
+        "run": position,
+        "arm": arm,
+        "run_id": run.pk,
+        "message": f"run {run.pk} was withdrawn on {w.withdrawn_at:%Y-%m-%d} by {w.withdrawn_by_name}: {w.reason}",
+    }

@@ -98,13 +98,18 @@ def entry_bundle(*, index: int, width: int = TILE_WIDTH, restricted_allowed: boo
     have them all, RestrictedEntries if one is a format-1 entry and the caller may not read those."""
     _check(0, width)
     first = index * TILE_WIDTH
-    rows = list(AuditEntry.objects.filter(seq__gte=first, seq__lt=first + width).order_by("seq")
-                .values_list("seq", "entry", "format"))
+    rows = list(
+        AuditEntry.objects.filter(seq__gte=first, seq__lt=first + width)
+        .order_by("seq")
+        .values_list("seq", "entry", "format")
+    )
     if len(rows) != width or rows[-1][0] != first + width - 1:
         raise NotFound(f"the log has no entry bundle {index} of width {width} yet")
     if not restricted_allowed and any(fmt == 1 for _, _, fmt in rows):
-        raise RestrictedEntries("this bundle holds entries from before entry format 2, whose texts are "
-                                "restricted to the read scope; its hash tile is public")
+        raise RestrictedEntries(
+            "this bundle holds entries from before entry format 2, whose texts are "
+            "restricted to the read scope; its hash tile is public"
+        )
     out = bytearray()
     for _, text, _ in rows:
         raw = text.encode()
@@ -115,7 +120,10 @@ def entry_bundle(*, index: int, width: int = TILE_WIDTH, restricted_allowed: boo
 def parse_tile_index(path: str) -> int:
     """`x001/x234/067` -> 1234067. Raises NotFound for anything else (leading x on all but the last element)."""
     parts = path.split("/")
-    if any(len(p) != 4 or p[0] != "x" or not p[1:].isdigit() for p in parts[:-1]) \
-            or len(parts[-1]) != 3 or not parts[-1].isdigit():
+    if (
+        any(len(p) != 4 or p[0] != "x" or not p[1:].isdigit() for p in parts[:-1])
+        or len(parts[-1]) != 3
+        or not parts[-1].isdigit()
+    ):
         raise NotFound(f"{path!r} is not a tile index (3-digit elements, all but the last prefixed with x)")
     return int("".join(p.lstrip("x") for p in parts))

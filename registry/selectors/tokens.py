@@ -29,8 +29,9 @@ def token_for_key_hash(key_hash: str) -> ApiToken | None:
     if connection.vendor == "postgresql":
         from django.contrib.postgres.expressions import ArraySubquery
 
-        tokens = tokens.annotate(group_names=ArraySubquery(
-            Group.objects.filter(user=OuterRef("user_id")).values("name")))
+        tokens = tokens.annotate(
+            group_names=ArraySubquery(Group.objects.filter(user=OuterRef("user_id")).values("name"))
+        )
     token = tokens.first()
     if token is not None and hasattr(token, "group_names"):
         policy.remember_groups(token.user, token.group_names)

@@ -36,19 +36,30 @@ class EnrolmentRefused(RegistryError):
 
 
 @transaction.atomic
-def enrolment_token_create(*, created_by: AbstractBaseUser | None, expires_in: timedelta,
-                           note: str = "", actor: str | None = None) -> tuple[EnrolmentToken, str]:
+def enrolment_token_create(
+    *, created_by: AbstractBaseUser | None, expires_in: timedelta, note: str = "", actor: str | None = None
+) -> tuple[EnrolmentToken, str]:
     """Create a single-use enrolment token; returns (row, plain token). The plain token is shown once."""
     if not timedelta(0) < expires_in <= MAX_ENROLMENT_LIFETIME:
-        raise RegistryError(f"an enrolment token lives between 1 s and {MAX_ENROLMENT_LIFETIME.days} days",
-                            code="invalid-expiry")
+        raise RegistryError(
+            f"an enrolment token lives between 1 s and {MAX_ENROLMENT_LIFETIME.days} days", code="invalid-expiry"
+        )
     plain = ENROLMENT_PREFIX + secrets.token_urlsafe(32)
     name = actor or (created_by.get_username() if created_by is not None else "cli")
-    row = EnrolmentToken.objects.create(prefix=plain[:12], key_hash=hash_token(plain), note=note,
-                                        created_by=created_by, created_by_name=name,
-                                        expires_at=timezone.now() + expires_in)
-    audit_append(kind=AuditKind.ENROLMENT_CREATED, actor=name, subject=f"enrolment:{row.pk}",
-                 payload={"prefix": row.prefix, "expires_at": row.expires_at.isoformat(), "note": note})
+    row = EnrolmentToken.objects.create(
+        prefix=plain[:12],
+        key_hash=hash_token(plain),
+        note=note,
+        created_by=created_by,
+        created_by_name=name,
+        expires_at=timezone.now() + expires_in,
+    )
+    audit_append(
+        kind=AuditKind.ENROLMENT_CREATED,
+        actor=name,
+        subject=f"enrolment:{row.pk}",
+        payload={"prefix": row.prefix, "expires_at": row.expires_at.isoformat(), "note": note},
+    )
     return row, plain
 
 
@@ -57,31 +68,49 @@ def _new_queue(name: str) -> str:
     return f"benchreg.agent.{name}.{secrets.token_hex(4)}"
 
 
-def _create_agent(*, name: str, inventory: dict[str, Any], enrolment: EnrolmentToken | None,
-                  embedded: bool, actor: str) -> tuple[Agent, str]:
+def _create_agent(
+    *, name: str, inventory: dict[str, Any], enrolment: EnrolmentToken | None, embedded: bool, actor: str
+) -> tuple[Agent, str]:
     if not AGENT_NAME.match(name):
-        raise RegistryError("an agent name is 1-60 characters of a-z, 0-9, '.', '_' and '-'",
-                            code="invalid-agent-name")
+        raise RegistryError("an agent name is 1-60 characters of a-z, 0-9, '.', '_' and '-'", code="invalid-agent-name")
     if Agent.objects.filter(name=name).exists():
-        raise RegistryError(f"an agent named {name!r} is already enrolled; choose another name",
-                            status=409, code="agent-name-taken")
+        raise RegistryError(
+            f"an agent named {name!r} is already enrolled; choose another name", status=409, code="agent-name-taken"
+        )
     user = user_for_token(username=f"agent-{name}")
     token, plain = token_create(user=user, name=f"agent {name}", scopes=[Scope.AGENT, Scope.SUBMIT], actor=actor)
     try:
         with transaction.atomic():  # a savepoint: the caller's transaction stays usable to answer
-            agent = Agent.objects.create(name=name, queue=_new_queue(name), user=user, token=token,
-                                         enrolment=enrolment, embedded=embedded, inventory=inventory)
+            agent = Agent.objects.create(
+                name=name,
+                queue=_new_queue(name),
+                user=user,
+                token=token,
+                enrolment=enrolment,
+                embedded=embedded,
+                inventory=inventory,
+            )
     except IntegrityError:
         # A concurrent enrolment took the name after the check above: answer as that check does. The caller's
         # transaction then rolls back, so the enrolment token is not spent and the user and token go too.
         if Agent.objects.filter(name=name).exists():
-            raise RegistryError(f"an agent named {name!r} is already enrolled; choose another name",
-                                status=409, code="agent-name-taken") from None
+            raise RegistryError(
+                f"an agent named {name!r} is already enrolled; choose another name", status=409, code="agent-name-taken"
+            ) from None
         raise
-    audit_append(kind=AuditKind.AGENT_ENROLLED, actor=actor, subject=f"agent:{agent.pk}",
-                 payload={"name": name, "queue": agent.queue, "token": token.prefix, "embedded": embedded,
-                          "enrolment": enrolment.prefix if enrolment else None,
-                          "system": (inventory.get("system") or {}).get("name")})
+    audit_append(
+        kind=AuditKind.AGENT_ENROLLED,
+        actor=actor,
+        subject=f"agent:{agent.pk}",
+        payload={
+            "name": name,
+            "queue": agent.queue,
+            "token": token.prefix,
+            "embedded": embedded,
+            "enrolment": enrolment.prefix if enrolment else None,
+            "system": (inventory.get("system") or {}).get("name"),
+        },
+    )
     return agent, plain
 
 
@@ -93,12 +122,13 @@ def agent_enroll(*, enrolment_token: str, name: str, inventory: dict[str, Any]) 
     """
     now = timezone.now()
     row = EnrolmentToken.objects.filter(key_hash=hash_token(enrolment_token)).first()
-    spent = row is not None and EnrolmentToken.objects.filter(
-        pk=row.pk, used_at__isnull=True, expires_at__gt=now).update(used_at=now) == 1
+    spent = (
+        row is not None
+        and EnrolmentToken.objects.filter(pk=row.pk, used_at__isnull=True, expires_at__gt=now).update(used_at=now) == 1
+    )
     if row is None or not spent:
         raise EnrolmentRefused("the enrolment token is unknown, already used or expired")
-    return _create_agent(name=name, inventory=inventory, enrolment=row, embedded=False,
-                         actor=f"enrolment:{row.prefix}")
+    return _create_agent(name=name, inventory=inventory, enrolment=row, embedded=False, actor=f"enrolment:{row.prefix}")
 
 
 @transaction.atomic
@@ -106,8 +136,9 @@ def agent_embedded_get_or_create(*, inventory: dict[str, Any]) -> Agent:
     """The registry's own agent, whose jobs run in-process when no broker is configured (embedded default)."""
     agent = Agent.objects.filter(name=EMBEDDED_AGENT_NAME, embedded=True, revoked_at__isnull=True).first()
     if agent is None:
-        agent, _ = _create_agent(name=EMBEDDED_AGENT_NAME, inventory=inventory, enrolment=None, embedded=True,
-                                 actor="registry")
+        agent, _ = _create_agent(
+            name=EMBEDDED_AGENT_NAME, inventory=inventory, enrolment=None, embedded=True, actor="registry"
+        )
     return agent
 
 
@@ -137,8 +168,12 @@ def agent_revoke(*, agent: Agent, actor: str) -> Agent:
         agent.save(update_fields=["revoked_at", "online"])
         token_revoke(token=agent.token, actor=actor)
         jobs_cancel_for_agent(agent=agent, actor=actor, reason="agent revoked")
-        audit_append(kind=AuditKind.AGENT_REVOKED, actor=actor, subject=f"agent:{agent.pk}",
-                     payload={"name": agent.name, "token": agent.token.prefix})
+        audit_append(
+            kind=AuditKind.AGENT_REVOKED,
+            actor=actor,
+            subject=f"agent:{agent.pk}",
+            payload={"name": agent.name, "token": agent.token.prefix},
+        )
     return agent
 
 
@@ -146,4 +181,3 @@ def agents_mark_offline(*, now: datetime | None = None) -> int:
     """Mark agents offline whose last heartbeat is older than BENCHREG_AGENT_OFFLINE_AFTER. Returns how many."""
     stale = (now or timezone.now()) - timedelta(seconds=settings.BENCHREG_AGENT_OFFLINE_AFTER)
     return Agent.objects.filter(online=True, last_heartbeat_at__lt=stale).update(online=False)
-

@@ -29,9 +29,16 @@ log = logging.getLogger(__name__)
 INTEGRATE_BATCH = 1000  # entries numbered per sequencer transaction
 
 
-def audit_append(*, kind: str, actor: str, subject: str, payload: dict[str, Any] | None = None,
-                 time: datetime | None = None, actor_user: int | None = None,
-                 actor_token: int | None = None) -> AuditQueued:
+def audit_append(
+    *,
+    kind: str,
+    actor: str,
+    subject: str,
+    payload: dict[str, Any] | None = None,
+    time: datetime | None = None,
+    actor_user: int | None = None,
+    actor_token: int | None = None,
+) -> AuditQueued:
     """Record one event, inside the transaction of the change it records, and return the queued row.
 
     `time` is when the change happened (default: now); a run passes its `submitted_at`, so its entry can be
@@ -42,8 +49,17 @@ def audit_append(*, kind: str, actor: str, subject: str, payload: dict[str, Any]
     `actor_user`/`actor_token` (the user's and API token's ids, when the change has them) stay columns, and the text
     commits to them (`who`), so `audit verify` sees them rewritten.
     """
-    row = AuditQueued.objects.create(**_queued(kind=kind, actor=actor, subject=subject, payload=payload, time=time,
-                                               actor_user=actor_user, actor_token=actor_token))
+    row = AuditQueued.objects.create(
+        **_queued(
+            kind=kind,
+            actor=actor,
+            subject=subject,
+            payload=payload,
+            time=time,
+            actor_user=actor_user,
+            actor_token=actor_token,
+        )
+    )
     _sequence_after()
     return row
 
@@ -56,15 +72,29 @@ def audit_append_many(*, events: list[dict[str, Any]]) -> list[AuditQueued]:
     return rows
 
 
-def _queued(*, kind: str, actor: str, subject: str, payload: dict[str, Any] | None = None,
-            time: datetime | None = None, actor_user: int | None = None,
-            actor_token: int | None = None) -> dict[str, Any]:
+def _queued(
+    *,
+    kind: str,
+    actor: str,
+    subject: str,
+    payload: dict[str, Any] | None = None,
+    time: datetime | None = None,
+    actor_user: int | None = None,
+    actor_token: int | None = None,
+) -> dict[str, Any]:
     now = time or timezone.now()
     # Built once here only to refuse an entry too large for the log in the change's own transaction, never in
     # the sequencer's (seq and the commitment at their widest, so the real entry is no longer than this one).
     entry_text(seq=10**15, time=now, kind=kind, subject=subject, payload=payload, who=WHO_WIDEST)
-    return {"queued_at": now, "actor": actor, "actor_user": actor_user, "actor_token": actor_token, "kind": kind,
-            "subject": subject, "payload": protocol.canonicalize(payload or {}).decode()}
+    return {
+        "queued_at": now,
+        "actor": actor,
+        "actor_user": actor_user,
+        "actor_token": actor_token,
+        "kind": kind,
+        "subject": subject,
+        "payload": protocol.canonicalize(payload or {}).decode(),
+    }
 
 
 def _sequence_after() -> None:
@@ -173,21 +203,45 @@ def _integrate_batch(*, wait: bool, batch_size: int) -> int | None:
     if not queued:
         return 0
     key = commitment_key()
-    entries = [_entry(seq, row.queued_at, row.actor, row.actor_user, row.actor_token, row.kind, row.subject,
-                      row.payload, key=key) for seq, row in enumerate(queued, start=head.size)]
+    entries = [
+        _entry(
+            seq, row.queued_at, row.actor, row.actor_user, row.actor_token, row.kind, row.subject, row.payload, key=key
+        )
+        for seq, row in enumerate(queued, start=head.size)
+    ]
     AuditEntry.objects.bulk_create(entries)
     AuditQueued.objects.filter(id__in=[row.id for row in queued]).delete()
     AuditHead.objects.filter(id=1).update(size=head.size + len(entries))
     return len(entries)
 
 
-def _entry(seq: int, queued_at: datetime, actor: str, actor_user: int | None, actor_token: int | None, kind: str,
-           subject: str, payload: str, *, key: Any = None) -> AuditEntry:
+def _entry(
+    seq: int,
+    queued_at: datetime,
+    actor: str,
+    actor_user: int | None,
+    actor_token: int | None,
+    kind: str,
+    subject: str,
+    payload: str,
+    *,
+    key: Any = None,
+) -> AuditEntry:
     """The log entry numbered `seq` of a queued row: its public text (committing who did it) and leaf hash."""
     who = actor_commitment(seq=seq, actor=actor, user=actor_user, token=actor_token, key=key)
     text = entry_text(seq=seq, time=queued_at, kind=kind, subject=subject, payload=json.loads(payload), who=who)
-    return AuditEntry(seq=seq, created_at=queued_at, actor=actor, actor_user=actor_user, actor_token=actor_token,
-                      kind=kind, subject=subject, entry=text.decode(), leaf_hash=leaf_hash(text).hex(), format=FORMAT)
+    return AuditEntry(
+        seq=seq,
+        created_at=queued_at,
+        actor=actor,
+        actor_user=actor_user,
+        actor_token=actor_token,
+        kind=kind,
+        subject=subject,
+        entry=text.decode(),
+        leaf_hash=leaf_hash(text).hex(),
+        format=FORMAT,
+    )
 
 
 # The after-commit sequencer on PostgreSQL, in two statements instead of six (issue 16: it runs after every
@@ -207,8 +261,18 @@ SELECT head.size, taken.queued_at, taken.actor, taken.actor_user, taken.actor_to
        taken.payload
 FROM head LEFT JOIN taken ON true ORDER BY taken.id
 """
-_ENTRY_COLUMNS = ("seq", "created_at", "actor", "actor_user", "actor_token", "kind", "subject", "entry", "leaf_hash",
-                  "format")
+_ENTRY_COLUMNS = (
+    "seq",
+    "created_at",
+    "actor",
+    "actor_user",
+    "actor_token",
+    "kind",
+    "subject",
+    "entry",
+    "leaf_hash",
+    "format",
+)
 _ADD_ENTRIES = f"""
 WITH added AS (INSERT INTO registry_auditentry ({", ".join(_ENTRY_COLUMNS)}) VALUES {{rows}})
 UPDATE registry_audithead SET size = %s WHERE id = 1
@@ -229,8 +293,10 @@ def _integrate_batch_postgres(batch_size: int) -> int | None:
         key = commitment_key()
         entries = [_entry(seq, *row, key=key) for seq, row in enumerate(rows, start=size)]
         placeholders = "(" + ", ".join(["%s"] * len(_ENTRY_COLUMNS)) + ")"
-        cursor.execute(_ADD_ENTRIES.format(rows=", ".join([placeholders] * len(entries))),
-                       [*(getattr(e, column) for e in entries for column in _ENTRY_COLUMNS), size + len(entries)])
+        cursor.execute(
+            _ADD_ENTRIES.format(rows=", ".join([placeholders] * len(entries))),
+            [*(getattr(e, column) for e in entries for column in _ENTRY_COLUMNS), size + len(entries)],
+        )
     return len(rows)
 
 
@@ -257,8 +323,15 @@ def checkpoint_sign(*, reason: str) -> Checkpoint:
     root = audit_root(size=size)
     body = NoteCheckpoint(log_origin(), size, root).body()
     note = sign_note(body, key.name, key.signer.private_key).decode()
-    checkpoint = Checkpoint.objects.create(size=size, root_hash=root.hex(), origin=log_origin(), note=note,
-                                           vkey=key.vkey, reason=reason, created_at=timezone.now())
+    checkpoint = Checkpoint.objects.create(
+        size=size,
+        root_hash=root.hex(),
+        origin=log_origin(),
+        note=note,
+        vkey=key.vkey,
+        reason=reason,
+        created_at=timezone.now(),
+    )
     if settings.BENCHREG_WITNESSES and reason != CheckpointReason.REPORT:  # a report asks its witnesses itself
         transaction.on_commit(lambda: _ask_witnesses(checkpoint.pk))
     return checkpoint

@@ -90,14 +90,25 @@ def _add(key: dict[str, Any], values: list[float | None]) -> None:
     """Count runs of headlines `values` in one cell: one UPDATE (NULL bounds taken as unset), or the INSERT of a new
     cell. Not race-safe on its own: for SQLite, whose write transactions (IMMEDIATE) run one at a time."""
     low, high, valued, log_sum, log_sq_sum = _sums(values)
-    changes: dict[str, Any] = {"runs": F("runs") + len(values), "valued": F("valued") + valued,
-                               "log_sum": F("log_sum") + log_sum, "log_sq_sum": F("log_sq_sum") + log_sq_sum}
+    changes: dict[str, Any] = {
+        "runs": F("runs") + len(values),
+        "valued": F("valued") + valued,
+        "log_sum": F("log_sum") + log_sum,
+        "log_sq_sum": F("log_sq_sum") + log_sq_sum,
+    }
     if low is not None:
         changes["headline_low"] = Least(Coalesce("headline_low", Value(low)), Value(low))
         changes["headline_high"] = Greatest(Coalesce("headline_high", Value(high)), Value(high))
     if not CatalogueCell.objects.filter(**key).update(**changes):
-        CatalogueCell.objects.create(**key, runs=len(values), headline_low=low, headline_high=high,
-                                     valued=valued, log_sum=log_sum, log_sq_sum=log_sq_sum)
+        CatalogueCell.objects.create(
+            **key,
+            runs=len(values),
+            headline_low=low,
+            headline_high=high,
+            valued=valued,
+            log_sum=log_sum,
+            log_sq_sum=log_sq_sum,
+        )
 
 
 def _remove(key: dict[str, Any], value: float | None) -> None:
@@ -145,11 +156,15 @@ def catalogue_run_withdrawn(*, run: Submission) -> None:
 def _runs(withdrawn: bool | None = None) -> QuerySet[Submission]:
     """Runs annotated with the cell columns that are not plain columns (withdrawn, and the unit as in cells)."""
     reached = "document__conditions__steady_state__reached"
-    runs = Submission.objects.annotate(withdrawn=Exists(Withdrawal.objects.filter(submission=OuterRef("pk"))),
-                                       cell_unit=Coalesce("headline_unit", Value("")),
-                                       steady_state=Case(When(Q(**{reached: True}), then=Value("yes")),
-                                                         When(Q(**{reached: False}), then=Value("no")),
-                                                         default=Value("")))
+    runs = Submission.objects.annotate(
+        withdrawn=Exists(Withdrawal.objects.filter(submission=OuterRef("pk"))),
+        cell_unit=Coalesce("headline_unit", Value("")),
+        steady_state=Case(
+            When(Q(**{reached: True}), then=Value("yes")),
+            When(Q(**{reached: False}), then=Value("no")),
+            default=Value(""),
+        ),
+    )
     return runs if withdrawn is None else runs.filter(withdrawn=withdrawn)
 
 
@@ -163,15 +178,32 @@ def catalogue_cells_from_runs() -> list[dict[str, Any]]:
     """The cells as the runs say they should be: one GROUP BY over every run."""
     names = [n for n in CELL_KEY if n != "headline_unit"]
     positive = Q(headline_value__gt=0)
-    grouped = (_runs().values(*names, "cell_unit")
-               .annotate(runs=Count("*"), headline_low=Min("headline_value"), headline_high=Max("headline_value"),
-                         valued=Count("headline_value", filter=positive),
-                         log_sum=Sum(Ln("headline_value"), filter=positive),
-                         log_sq_sum=Sum(Ln("headline_value") * Ln("headline_value"), filter=positive))
-               .order_by())
-    return [{**{n: row[n] for n in names}, "headline_unit": row["cell_unit"], "runs": row["runs"],
-             "headline_low": row["headline_low"], "headline_high": row["headline_high"], "valued": row["valued"],
-             "log_sum": row["log_sum"] or 0.0, "log_sq_sum": row["log_sq_sum"] or 0.0} for row in grouped]
+    grouped = (
+        _runs()
+        .values(*names, "cell_unit")
+        .annotate(
+            runs=Count("*"),
+            headline_low=Min("headline_value"),
+            headline_high=Max("headline_value"),
+            valued=Count("headline_value", filter=positive),
+            log_sum=Sum(Ln("headline_value"), filter=positive),
+            log_sq_sum=Sum(Ln("headline_value") * Ln("headline_value"), filter=positive),
+        )
+        .order_by()
+    )
+    return [
+        {
+            **{n: row[n] for n in names},
+            "headline_unit": row["cell_unit"],
+            "runs": row["runs"],
+            "headline_low": row["headline_low"],
+            "headline_high": row["headline_high"],
+            "valued": row["valued"],
+            "log_sum": row["log_sum"] or 0.0,
+            "log_sq_sum": row["log_sq_sum"] or 0.0,
+        }
+        for row in grouped
+    ]
 
 
 @transaction.atomic
@@ -199,8 +231,12 @@ def catalogue_cells_differ() -> list[str]:
     wanted = {tuple(row[n] for n in CELL_KEY): row for row in catalogue_cells_from_runs()}
     problems = [f"missing cell {k}" for k in wanted.keys() - stored.keys()]
     problems += [f"extra cell {k}" for k in stored.keys() - wanted.keys()]
-    problems += [f"cell {k}: stored {stored[k]}, runs say {wanted[k]}" for k in stored.keys() & wanted.keys()
-                 if any(stored[k][n] != wanted[k][n] for n in ("runs", "headline_low", "headline_high", "valued"))
-                 or any(not math.isclose(stored[k][n], wanted[k][n], rel_tol=1e-9, abs_tol=1e-6)
-                        for n in ("log_sum", "log_sq_sum"))]
+    problems += [
+        f"cell {k}: stored {stored[k]}, runs say {wanted[k]}"
+        for k in stored.keys() & wanted.keys()
+        if any(stored[k][n] != wanted[k][n] for n in ("runs", "headline_low", "headline_high", "valued"))
+        or any(
+            not math.isclose(stored[k][n], wanted[k][n], rel_tol=1e-9, abs_tol=1e-6) for n in ("log_sum", "log_sq_sum")
+        )
+    ]
     return problems

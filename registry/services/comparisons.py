@@ -26,34 +26,70 @@ class NotComparable(RegistryError):
 
 
 def _refusal_errors(verdict: comparability.Verdict) -> list[dict[str, Any]]:
-    return [{"pointer": d.pointer,
-             "code": "requirement-not-met" if d.role == "required" else "controlled-field-differs",
-             "field": d.field, "label": d.label, "role": d.role, "values": list(d.values), "message": d.words}
-            for d in verdict.offending]
+    return [
+        {
+            "pointer": d.pointer,
+            "code": "requirement-not-met" if d.role == "required" else "controlled-field-differs",
+            "field": d.field,
+            "label": d.label,
+            "role": d.role,
+            "values": list(d.values),
+            "message": d.words,
+        }
+        for d in verdict.offending
+    ]
 
 
 def _check_usable(runs: Sequence[Submission]) -> None:
     if len(runs) < 2:
-        raise RegistryError("a comparison needs at least two runs", code="too-few-runs",
-                            errors=[{"pointer": "/runs", "code": "too-few-runs", "message": "give two or more runs"}])
+        raise RegistryError(
+            "a comparison needs at least two runs",
+            code="too-few-runs",
+            errors=[{"pointer": "/runs", "code": "too-few-runs", "message": "give two or more runs"}],
+        )
     first: dict[int, int] = {}
     repeated = [(i, first.setdefault(r.pk, i), r) for i, r in enumerate(runs) if first.setdefault(r.pk, i) != i]
     if repeated:  # one run twice is not two measurements: it would weigh double in every statistic
-        raise RegistryError("a comparison names each run once", code="duplicate-run", errors=[
-            {"pointer": f"/runs/{i}", "code": "duplicate-run",
-             "message": f"run {r.pk} is already /runs/{j} (by id or by digest)"} for i, j, r in repeated])
+        raise RegistryError(
+            "a comparison names each run once",
+            code="duplicate-run",
+            errors=[
+                {
+                    "pointer": f"/runs/{i}",
+                    "code": "duplicate-run",
+                    "message": f"run {r.pk} is already /runs/{j} (by id or by digest)",
+                }
+                for i, j, r in repeated
+            ],
+        )
     examples = [(i, r) for i, r in enumerate(runs) if r.trust == Trust.EXAMPLE]
     if examples:  # hand-written examples measure nothing: never evidence for a decision
-        raise NotComparable("example documents cannot be compared", code="example-run", errors=[
-            {"pointer": f"/runs/{i}", "code": "example-run",
-             "message": f"run {r.pk} is an example document (trust: example), not a measurement"}
-            for i, r in examples])
+        raise NotComparable(
+            "example documents cannot be compared",
+            code="example-run",
+            errors=[
+                {
+                    "pointer": f"/runs/{i}",
+                    "code": "example-run",
+                    "message": f"run {r.pk} is an example document (trust: example), not a measurement",
+                }
+                for i, r in examples
+            ],
+        )
     withdrawn = [(i, r) for i, r in enumerate(runs) if getattr(r, "withdrawal", None) is not None]
     if withdrawn:
-        raise NotComparable("withdrawn runs cannot be compared", code="withdrawn-run", errors=[
-            {"pointer": f"/runs/{i}", "code": "withdrawn-run",
-             "message": f"run {r.pk} was withdrawn by {r.withdrawal.withdrawn_by_name}: {r.withdrawal.reason}"}
-            for i, r in withdrawn])
+        raise NotComparable(
+            "withdrawn runs cannot be compared",
+            code="withdrawn-run",
+            errors=[
+                {
+                    "pointer": f"/runs/{i}",
+                    "code": "withdrawn-run",
+                    "message": f"run {r.pk} was withdrawn by {r.withdrawal.withdrawn_by_name}: {r.withdrawal.reason}",
+                }
+                for i, r in withdrawn
+            ],
+        )
 
 
 def _baseline_position(runs: Sequence[Submission], baseline: Submission | int | str | None) -> int | None:
@@ -65,22 +101,38 @@ def _baseline_position(runs: Sequence[Submission], baseline: Submission | int | 
         if ref in (run.pk, run.digest):
             return i
     compared = ", ".join(str(r.pk) for r in runs)
-    raise RegistryError("the baseline must be one of the compared runs", code="invalid-baseline", status=422,
-                        errors=[{"pointer": "/baseline", "code": "invalid-baseline",
-                                 "message": f"run {ref!r} is not among the runs compared ({compared})"}])
+    raise RegistryError(
+        "the baseline must be one of the compared runs",
+        code="invalid-baseline",
+        status=422,
+        errors=[
+            {
+                "pointer": "/baseline",
+                "code": "invalid-baseline",
+                "message": f"run {ref!r} is not among the runs compared ({compared})",
+            }
+        ],
+    )
 
 
 def _request_key(inputs: Mapping[str, Any]) -> str:
     """What makes two comparison requests the same question with the same answer: the inputs, the contract
     version and the statistical methods in force (their words change whenever a method does)."""
-    return protocol.digest({"inputs": dict(inputs), "contract": comparability.contract().version,
-                            "methods": statistics.METHODS})
+    return protocol.digest(
+        {"inputs": dict(inputs), "contract": comparability.contract().version, "methods": statistics.METHODS}
+    )
 
 
-def comparison_create(*, runs: Sequence[Submission], axis: str, created_by: AbstractBaseUser,
-                      prices: Mapping[str, float] | None = None, currency: str = "USD",
-                      sizing: Mapping[str, Any] | None = None,
-                      baseline: Submission | int | str | None = None) -> tuple[Comparison, bool]:
+def comparison_create(
+    *,
+    runs: Sequence[Submission],
+    axis: str,
+    created_by: AbstractBaseUser,
+    prices: Mapping[str, float] | None = None,
+    currency: str = "USD",
+    sizing: Mapping[str, Any] | None = None,
+    baseline: Submission | int | str | None = None,
+) -> tuple[Comparison, bool]:
     """Compare runs along `axis` and store the result. Returns (comparison, created).
 
     `baseline` (one of `runs`, or its id or digest) picks the baseline arm: the configuration every other is
@@ -90,8 +142,13 @@ def comparison_create(*, runs: Sequence[Submission], axis: str, created_by: Abst
     """
     _check_usable(runs)
     position = _baseline_position(runs, baseline)
-    inputs = {"runs": [r.digest for r in runs], "axis": axis, "prices": dict(prices or {}),
-              "currency": currency, "sizing": dict(sizing) if sizing else None}
+    inputs = {
+        "runs": [r.digest for r in runs],
+        "axis": axis,
+        "prices": dict(prices or {}),
+        "currency": currency,
+        "sizing": dict(sizing) if sizing else None,
+    }
     if position is not None:
         inputs["baseline"] = runs[position].digest  # absent when not chosen: earlier comparisons keep their digest
     request_key = _request_key(inputs)
@@ -102,12 +159,20 @@ def comparison_create(*, runs: Sequence[Submission], axis: str, created_by: Abst
     try:
         verdict = comparability.check(documents, axis)
         if not verdict.comparable:
-            raise NotComparable(f"these runs do not answer the same question on the {axis} axis",
-                                errors=_refusal_errors(verdict))
-        result = comparability.compare(documents, axis, prices=prices, sizing=sizing,
-                                       currency=currency, baseline=position,
-                                       names=[f"run {r.pk}" for r in runs], digests=[r.digest for r in runs],
-                                       verdict=verdict)
+            raise NotComparable(
+                f"these runs do not answer the same question on the {axis} axis", errors=_refusal_errors(verdict)
+            )
+        result = comparability.compare(
+            documents,
+            axis,
+            prices=prices,
+            sizing=sizing,
+            currency=currency,
+            baseline=position,
+            names=[f"run {r.pk}" for r in runs],
+            digests=[r.digest for r in runs],
+            verdict=verdict,
+        )
     except (comparability.ComparabilityError, SizingError) as exc:
         # Only what the caller asked wrongly is a 400. Anything else raised inside the statistics is a bug:
         # it propagates, is logged with its trace and answers 500, never blaming the input.
@@ -127,14 +192,34 @@ def comparison_create(*, runs: Sequence[Submission], axis: str, created_by: Abst
 
 
 @transaction.atomic
-def _store(runs: Sequence[Submission], axis: str, inputs: dict[str, Any], result: dict[str, Any], canonical: str,
-           digest: str, request_key: str, created_by: AbstractBaseUser) -> Comparison:
-    comparison = Comparison.objects.create(digest=digest, request_key=request_key, axis=axis, inputs=inputs,
-                                           result=result,
-                                           canonical=canonical, created_by=created_by,
-                                           created_by_name=created_by.get_username(), created_at=timezone.now())
+def _store(
+    runs: Sequence[Submission],
+    axis: str,
+    inputs: dict[str, Any],
+    result: dict[str, Any],
+    canonical: str,
+    digest: str,
+    request_key: str,
+    created_by: AbstractBaseUser,
+) -> Comparison:
+    comparison = Comparison.objects.create(
+        digest=digest,
+        request_key=request_key,
+        axis=axis,
+        inputs=inputs,
+        result=result,
+        canonical=canonical,
+        created_by=created_by,
+        created_by_name=created_by.get_username(),
+        created_at=timezone.now(),
+    )
     ComparisonRun.objects.bulk_create(
-        [ComparisonRun(comparison=comparison, submission=run, position=i) for i, run in enumerate(runs)])
-    audit_append(kind=AuditKind.COMPARISON_CREATED, actor=created_by.get_username(), subject=digest,
-                 payload={"comparison": comparison.pk, "axis": axis, "runs": inputs["runs"]})
+        [ComparisonRun(comparison=comparison, submission=run, position=i) for i, run in enumerate(runs)]
+    )
+    audit_append(
+        kind=AuditKind.COMPARISON_CREATED,
+        actor=created_by.get_username(),
+        subject=digest,
+        payload={"comparison": comparison.pk, "axis": axis, "runs": inputs["runs"]},
+    )
     return comparison

@@ -44,24 +44,32 @@ def _question(data: Any) -> dec.Question:
         return dec.Question.from_dict(data)
     except dec.DecisionError as exc:
         pointer = str(exc).split(":", 1)[0] if str(exc).startswith("/") else ""
-        raise RegistryError(f"the decision's question is wrong: {exc}", code="invalid-question", status=422,
-                            errors=[{"pointer": f"/question{pointer}", "message": str(exc)}]) from None
+        raise RegistryError(
+            f"the decision's question is wrong: {exc}",
+            code="invalid-question",
+            status=422,
+            errors=[{"pointer": f"/question{pointer}", "message": str(exc)}],
+        ) from None
 
 
 def decision_candidate_runs(*, question: dec.Question) -> list[Submission]:
     """The stored, not withdrawn runs of the question's phase, workload and scenario, documents loaded.
     Example documents (trust "example") measure nothing and never answer a decision."""
-    runs = Submission.objects.filter(phase=question.phase, workload_name=question.workload,
-                                     scenario_kind=question.scenario, withdrawal__isnull=True
-                                     ).exclude(trust=Trust.EXAMPLE)
+    runs = Submission.objects.filter(
+        phase=question.phase, workload_name=question.workload, scenario_kind=question.scenario, withdrawal__isnull=True
+    ).exclude(trust=Trust.EXAMPLE)
     if question.workload_version:
         runs = runs.filter(workload_version=question.workload_version)
     return list(runs.order_by("id").only("id", "digest", "canonical", "document"))
 
 
 def _evidence(runs: Iterable[Submission]) -> list[dec.Evidence]:
-    return [dec.Evidence(run.document, {"id": run.pk, "digest": run.digest,
-                                        "url": reverse("run", kwargs={"run_id": run.pk})}) for run in runs]
+    return [
+        dec.Evidence(
+            run.document, {"id": run.pk, "digest": run.digest, "url": reverse("run", kwargs={"run_id": run.pk})}
+        )
+        for run in runs
+    ]
 
 
 def decision_compute(*, question: dec.Question) -> tuple[dict[str, Any], list[Submission]]:
@@ -70,35 +78,52 @@ def decision_compute(*, question: dec.Question) -> tuple[dict[str, Any], list[Su
     try:
         answer = dec.answer(question, _evidence(runs))
     except dec.DecisionError as exc:  # a figure left what JSON carries: say so rather than store half an answer
-        raise RegistryError(f"the question cannot be answered from the stored runs: {exc}",
-                            code="unanswerable", status=422) from None
+        raise RegistryError(
+            f"the question cannot be answered from the stored runs: {exc}", code="unanswerable", status=422
+        ) from None
     cited = {r["id"] for c in answer["candidates"] for r in c["runs"]}
     return answer, [r for r in runs if r.pk in cited]
 
 
 @transaction.atomic
-def decision_create(*, owner: AbstractBaseUser, title: str, question: dict[str, Any],
-                    webhook_url: str = "") -> Decision:
+def decision_create(
+    *, owner: AbstractBaseUser, title: str, question: dict[str, Any], webhook_url: str = ""
+) -> Decision:
     """Store a decision and its first answer (audited). Raises RegistryError (400) naming a wrong field, 409 when
     the owner already has BENCHREG_MAX_DECISIONS_PER_USER decisions."""
     checked = _question(question)
     if not title.strip() or len(title) > 200:
-        raise RegistryError("a decision needs a title of at most 200 characters", code="invalid-question",
-                            errors=[{"pointer": "/title", "message": "required, at most 200 characters"}])
+        raise RegistryError(
+            "a decision needs a title of at most 200 characters",
+            code="invalid-question",
+            errors=[{"pointer": "/title", "message": "required, at most 200 characters"}],
+        )
     # The owner's row is locked so that two concurrent requests cannot both take the last place.
     get_user_model().objects.select_for_update().filter(pk=owner.pk).first()
     limit = settings.BENCHREG_MAX_DECISIONS_PER_USER
     if Decision.objects.filter(owner_id=owner.pk).count() >= limit:
-        raise RegistryError(f"you already have {limit} decisions, the most one person may keep "
-                            "(BENCHREG_MAX_DECISIONS_PER_USER); an operator can raise it", status=409,
-                            code="too-many-decisions")
+        raise RegistryError(
+            f"you already have {limit} decisions, the most one person may keep "
+            "(BENCHREG_MAX_DECISIONS_PER_USER); an operator can raise it",
+            status=409,
+            code="too-many-decisions",
+        )
     decision = Decision.objects.create(
-        title=title.strip(), question=question, owner=owner, workload_name=checked.workload,
-        scenario_kind=checked.scenario, webhook_url=webhook_url, created_at=timezone.now(),
-        webhook_secret=webhook_secret_new() if webhook_url else "")
-    audit_append(kind=AuditKind.DECISION_CREATED, actor=owner.get_username(), subject=f"decision:{decision.pk}",
-                 payload={"decision": decision.pk, "title": decision.title,
-                          "question": canonical.digest(question)})
+        title=title.strip(),
+        question=question,
+        owner=owner,
+        workload_name=checked.workload,
+        scenario_kind=checked.scenario,
+        webhook_url=webhook_url,
+        created_at=timezone.now(),
+        webhook_secret=webhook_secret_new() if webhook_url else "",
+    )
+    audit_append(
+        kind=AuditKind.DECISION_CREATED,
+        actor=owner.get_username(),
+        subject=f"decision:{decision.pk}",
+        payload={"decision": decision.pk, "title": decision.title, "question": canonical.digest(question)},
+    )
     decision_answer(decision=decision, actor=owner.get_username())
     return decision
 
@@ -111,15 +136,23 @@ def decision_answer(*, decision: Decision, actor: str) -> DecisionAnswer:
     Decision.objects.select_for_update().filter(pk=decision.pk).exists()
     answer, cited = decision_compute(question=_question(decision.question))
     number = (decision.answers.aggregate(n=Max("number"))["n"] or 0) + 1
-    stored = DecisionAnswer.objects.create(decision=decision, number=number, answer=answer,
-                                           digest=canonical.digest(answer), created_at=timezone.now())
+    stored = DecisionAnswer.objects.create(
+        decision=decision, number=number, answer=answer, digest=canonical.digest(answer), created_at=timezone.now()
+    )
     DecisionEvidence.objects.bulk_create([DecisionEvidence(answer=stored, submission=run) for run in cited])
-    Decision.objects.filter(pk=decision.pk).update(status="current", change=None, changed_at=None,
-                                                   recompute_error="")
+    Decision.objects.filter(pk=decision.pk).update(status="current", change=None, changed_at=None, recompute_error="")
     decision.status, decision.change, decision.changed_at, decision.recompute_error = "current", None, None, ""
-    audit_append(kind=AuditKind.DECISION_ANSWERED, actor=actor, subject=f"decision:{decision.pk}",
-                 payload={"decision": decision.pk, "answer": number, "digest": stored.digest,
-                          "cited": [r.digest for r in cited]})
+    audit_append(
+        kind=AuditKind.DECISION_ANSWERED,
+        actor=actor,
+        subject=f"decision:{decision.pk}",
+        payload={
+            "decision": decision.pk,
+            "answer": number,
+            "digest": stored.digest,
+            "cited": [r.digest for r in cited],
+        },
+    )
     return stored
 
 
@@ -132,40 +165,60 @@ def _what_would_change(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     before = {c["label"]: c for c in old["candidates"]}
     after = {c["label"]: c for c in new["candidates"]}
     out = [f"{label}: no longer a candidate (its evidence is gone)" for label in before if label not in after]
-    out += [f"{label}: a new candidate ({after[label]['meets'].replace('-', ' ')})" for label in after
-            if label not in before]
+    out += [
+        f"{label}: a new candidate ({after[label]['meets'].replace('-', ' ')})"
+        for label in after
+        if label not in before
+    ]
     for label in before.keys() & after.keys():
         a, b = before[label], after[label]
         if a["meets"] != b["meets"]:
             out.append(f"{label}: {a['meets'].replace('-', ' ')} becomes {b['meets'].replace('-', ' ')}")
         if a["systems_needed"]["value"] != b["systems_needed"]["value"]:
-            out.append(f"{label}: systems needed {a['systems_needed']['value']} becomes "
-                       f"{b['systems_needed']['value']}")
+            out.append(f"{label}: systems needed {a['systems_needed']['value']} becomes {b['systems_needed']['value']}")
         if len(a["runs"]) != len(b["runs"]):
             out.append(f"{label}: {len(a['runs'])} run(s) become {len(b['runs'])}")
     if old["frontier"]["labels"] != new["frontier"]["labels"]:
-        out.append(f"frontier: {', '.join(old['frontier']['labels']) or 'empty'} becomes "
-                   f"{', '.join(new['frontier']['labels']) or 'empty'}")
+        out.append(
+            f"frontier: {', '.join(old['frontier']['labels']) or 'empty'} becomes "
+            f"{', '.join(new['frontier']['labels']) or 'empty'}"
+        )
     return sorted(out) or ["the figures move but no verdict, count or frontier changes"]
 
 
-def _flag(decision: Decision, *, reason: str, runs: list[dict[str, Any]], actor: str,
-          new: dict[str, Any] | None = None) -> None:
+def _flag(
+    decision: Decision, *, reason: str, runs: list[dict[str, Any]], actor: str, new: dict[str, Any] | None = None
+) -> None:
     latest = decision_latest_answer(decision=decision)
     if new is None:
         new, _ = decision_compute(question=_question(decision.question))
-    change = {"reason": reason, "runs": [{"id": r["id"], "digest": r["digest"]} for r in runs],
-              "answer": latest.number if latest else None,
-              "would_change": _what_would_change(latest.answer, new) if latest else []}
+    change = {
+        "reason": reason,
+        "runs": [{"id": r["id"], "digest": r["digest"]} for r in runs],
+        "answer": latest.number if latest else None,
+        "would_change": _what_would_change(latest.answer, new) if latest else [],
+    }
     now = timezone.now()
     Decision.objects.filter(pk=decision.pk).update(status="evidence-changed", change=change, changed_at=now)
     decision.status, decision.change, decision.changed_at = "evidence-changed", change, now
-    audit_append(kind=AuditKind.DECISION_EVIDENCE_CHANGED, actor=actor, subject=f"decision:{decision.pk}",
-                 payload={"decision": decision.pk, **change})
+    audit_append(
+        kind=AuditKind.DECISION_EVIDENCE_CHANGED,
+        actor=actor,
+        subject=f"decision:{decision.pk}",
+        payload={"decision": decision.pk, **change},
+    )
     if decision.webhook_url:
-        webhook_enqueue(url=decision.webhook_url, secret=decision.webhook_secret, event=EVENT_CHANGED,
-                        body={"decision": decision.pk, "title": decision.title,
-                              "url": reverse("decision", kwargs={"decision_id": decision.pk}), **change})
+        webhook_enqueue(
+            url=decision.webhook_url,
+            secret=decision.webhook_secret,
+            event=EVENT_CHANGED,
+            body={
+                "decision": decision.pk,
+                "title": decision.title,
+                "url": reverse("decision", kwargs={"decision_id": decision.pk}),
+                **change,
+            },
+        )
 
 
 @transaction.atomic
@@ -178,16 +231,20 @@ def decisions_flag_for_runs(*, runs: Iterable[Submission], reason: str, actor: s
     runs = list(runs)
     cited: dict[int, dict[int, set[int]]] = {}  # decision -> answer number -> cited run ids among `runs`
     for decision_id, number, run_id in DecisionEvidence.objects.filter(
-            submission_id__in=[r.pk for r in runs]).values_list("answer__decision_id", "answer__number",
-                                                                 "submission_id"):
+        submission_id__in=[r.pk for r in runs]
+    ).values_list("answer__decision_id", "answer__number", "submission_id"):
         cited.setdefault(decision_id, {}).setdefault(number, set()).add(run_id)
     flagged = []
     for decision in Decision.objects.select_for_update().filter(pk__in=cited).order_by("id"):
         latest = decision_latest_answer(decision=decision)
         hit = cited[decision.pk].get(latest.number) if latest is not None else None
         if hit:
-            _flag(decision, reason=reason, runs=[{"id": r.pk, "digest": r.digest} for r in runs if r.pk in hit],
-                  actor=actor)
+            _flag(
+                decision,
+                reason=reason,
+                runs=[{"id": r.pk, "digest": r.digest} for r in runs if r.pk in hit],
+                actor=actor,
+            )
             flagged.append(decision)
     return flagged
 
@@ -196,8 +253,10 @@ def decisions_flag_for_series_alert(sender: type, *, alert: Any, **_: Any) -> li
     """Receiver of `registry.services.series.alert_raised` (connected in RegistryConfig.ready): a series moved
     beyond its noise, so every decision citing one of its runs is flagged with the alert's summary."""
     runs = Submission.objects.filter(series_member__series_id=alert.series_id)
-    return decisions_flag_for_runs(runs=runs, reason=f"series {alert.series_id} changed (alert {alert.pk}): "
-                                                     f"run {alert.run_id} against the runs before it")
+    return decisions_flag_for_runs(
+        runs=runs,
+        reason=f"series {alert.series_id} changed (alert {alert.pk}): run {alert.run_id} against the runs before it",
+    )
 
 
 def decisions_flag_for_new_runs(*, runs: list[Submission]) -> int:
@@ -217,12 +276,14 @@ def decisions_flag_for_new_runs(*, runs: list[Submission]) -> int:
     for workload, scenario in keys:
         count = Decision.objects.filter(
             Q(stale_since__isnull=True) | ~Q(recompute_error="") | Q(stale_since__lt=retry),
-            workload_name=workload, scenario_kind=scenario,
+            workload_name=workload,
+            scenario_kind=scenario,
         ).update(stale_since=Coalesce(F("stale_since"), Value(now)), recompute_error="")
         if count:
             marked += count
-            transaction.on_commit(lambda w=workload, s=scenario: decisions_dispatch(workload=w, scenario=s),
-                                  robust=True)
+            transaction.on_commit(
+                lambda w=workload, s=scenario: decisions_dispatch(workload=w, scenario=s), robust=True
+            )
     return marked
 
 
@@ -239,8 +300,13 @@ def decisions_dispatch(*, workload: str, scenario: str) -> None:
 
 def decisions_recompute_stale(*, workload: str, scenario: str) -> dict[str, int]:
     """Recompute every stale decision of one question key (the task's body). Counts by outcome."""
-    ids = list(Decision.objects.filter(workload_name=workload, scenario_kind=scenario, stale_since__isnull=False,
-                                       recompute_error="").order_by("id").values_list("id", flat=True))
+    ids = list(
+        Decision.objects.filter(
+            workload_name=workload, scenario_kind=scenario, stale_since__isnull=False, recompute_error=""
+        )
+        .order_by("id")
+        .values_list("id", flat=True)
+    )
     out = {"recomputed": 0, "flagged": 0, "failed": 0}
     for decision_id in ids:
         outcome = decision_refresh(decision_id=decision_id)
@@ -263,8 +329,9 @@ def decision_refresh(*, decision_id: int, actor: str = "registry") -> str:
     work. Returns "recomputed" (nothing entered), "flagged", "failed" (recorded on the decision) or "skipped".
     """
     since: datetime | None = Decision.objects.filter(pk=decision_id).values_list("stale_since", flat=True).first()
-    if since is None or not Decision.objects.filter(pk=decision_id, stale_since=since,
-                                                    recompute_error="").update(stale_since=None):
+    if since is None or not Decision.objects.filter(pk=decision_id, stale_since=since, recompute_error="").update(
+        stale_since=None
+    ):
         return "skipped"
     try:
         with transaction.atomic():
@@ -272,8 +339,9 @@ def decision_refresh(*, decision_id: int, actor: str = "registry") -> str:
             return "flagged" if _entered(decision, actor=actor) else "recomputed"
     except Exception as exc:
         log.exception("decision %s: recompute failed", decision_id)
-        Decision.objects.filter(pk=decision_id).update(stale_since=Coalesce(F("stale_since"), Value(since)),
-                                                       recompute_error=_refusal_words(exc))
+        Decision.objects.filter(pk=decision_id).update(
+            stale_since=Coalesce(F("stale_since"), Value(since)), recompute_error=_refusal_words(exc)
+        )
         return "failed"
 
 
@@ -287,14 +355,18 @@ def _entered(decision: Decision, *, actor: str) -> bool:
     known = {r["id"] for c in latest.answer["candidates"] for r in c["runs"]}
     known |= {x["run"]["id"] for x in latest.answer.get("left_out", [])}
     entering = {r["id"]: r for c in new["candidates"] for r in c["runs"] if r["id"] not in known}
-    flagged = {r["id"] for r in (decision.change or {}).get("runs", [])} if decision.status == "evidence-changed" \
-        else set()
+    flagged = (
+        {r["id"] for r in (decision.change or {}).get("runs", [])} if decision.status == "evidence-changed" else set()
+    )
     if not entering or set(entering) <= flagged:
         return False
     found = [entering[i] for i in sorted(entering)]
     ids = ", ".join(str(r["id"]) for r in found[:20]) + (f" and {len(found) - 20} more" if len(found) > 20 else "")
-    reason = (f"new evidence: run {ids} enters the question" if len(found) == 1
-              else f"new evidence: runs {ids} enter the question")
+    reason = (
+        f"new evidence: run {ids} enters the question"
+        if len(found) == 1
+        else f"new evidence: runs {ids} enter the question"
+    )
     _flag(decision, reason=reason, runs=found, actor=actor, new=new)
     return True
 
@@ -315,9 +387,12 @@ def decision_fresh(*, decision: Decision) -> Decision:
 def decision_report_text(answer: dict[str, Any]) -> str:
     """The report's decision statement: the question, then each candidate's verdict with its caveats in the same
     sentence, and the frontier. Cut at the report's limit only between sentences (never mid-caveat)."""
-    lines = [answer["question"], *answer["summary"],
-             f"Pareto frontier over {', '.join(answer['frontier']['criteria']) or 'no criterion'}: "
-             f"{'; '.join(answer['frontier']['labels']) or 'empty'}."]
+    lines = [
+        answer["question"],
+        *answer["summary"],
+        f"Pareto frontier over {', '.join(answer['frontier']['criteria']) or 'no criterion'}: "
+        f"{'; '.join(answer['frontier']['labels']) or 'empty'}.",
+    ]
     text = ""
     for line in lines:
         if len(text) + len(line) + 1 > 1900:
@@ -346,8 +421,15 @@ def decision_report(*, decision: Decision, requested_by: AbstractBaseUser) -> An
     if decision.status == "evidence-changed" or decision.recompute_error:
         decision_answer(decision=decision, actor=requested_by.get_username())
     latest = decision_latest_answer(decision=decision)
-    cited = list(Submission.objects.filter(pk__in=[r["id"] for c in latest.answer["candidates"] for r in c["runs"]])
-                 .order_by("id")) if latest else []
+    cited = (
+        list(
+            Submission.objects.filter(
+                pk__in=[r["id"] for c in latest.answer["candidates"] for r in c["runs"]]
+            ).order_by("id")
+        )
+        if latest
+        else []
+    )
     # Candidates of one question may differ in a controlled field (another dataset size, another latency
     # constraint): the report's comparison is the largest set of cited runs comparable at equal quality.
     groups: dict[str, list[Submission]] = {}
@@ -355,24 +437,38 @@ def decision_report(*, decision: Decision, requested_by: AbstractBaseUser) -> An
         groups.setdefault(run.comparability_key_iso_quality, []).append(run)
     largest = max(groups.values(), key=len, default=[])
     if len(largest) < 2:
-        raise RegistryError("a decision report needs at least two cited runs comparable at equal quality",
-                            code="not-enough-evidence", status=422)
+        raise RegistryError(
+            "a decision report needs at least two cited runs comparable at equal quality",
+            code="not-enough-evidence",
+            status=422,
+        )
     text = decision_report_text(latest.answer)
     if len(largest) < len(cited):
-        text = text[:1750] + (f"\nThe runs compared in this report are {len(largest)} of the {len(cited)} cited: "
-                              "the others are not comparable with them at equal quality.")
+        text = text[:1750] + (
+            f"\nThe runs compared in this report are {len(largest)} of the {len(cited)} cited: "
+            "the others are not comparable with them at equal quality."
+        )
     comparison, _ = comparison_create(runs=largest, axis="iso-quality", created_by=requested_by)
-    report = report_request(comparison=comparison, title=decision.title[:200], decision=text,
-                            requested_by=requested_by)
+    report = report_request(comparison=comparison, title=decision.title[:200], decision=text, requested_by=requested_by)
     DecisionReport.objects.create(decision=decision, answer=latest, report=report)
-    audit_append(kind=AuditKind.DECISION_ANSWERED, actor=requested_by.get_username(),
-                 subject=f"decision:{decision.pk}",
-                 payload={"decision": decision.pk, "answer": latest.number, "report": report.pk})
+    audit_append(
+        kind=AuditKind.DECISION_ANSWERED,
+        actor=requested_by.get_username(),
+        subject=f"decision:{decision.pk}",
+        payload={"decision": decision.pk, "answer": latest.number, "report": report.pk},
+    )
     return report
 
 
-def decision_gap_plan(*, decision: Decision, candidate: str, agents: list[Any], created_by: AbstractBaseUser,
-                      repetitions: int = 3, options: dict[str, Any] | None = None) -> Any:
+def decision_gap_plan(
+    *,
+    decision: Decision,
+    candidate: str,
+    agents: list[Any],
+    created_by: AbstractBaseUser,
+    repetitions: int = 3,
+    options: dict[str, Any] | None = None,
+) -> Any:
     """Turn a missing or weak candidate configuration into a benchmark plan for enrolled agents.
 
     The plan runs the question's workload and scenario with the candidate's precision and batch size, at least
@@ -384,17 +480,34 @@ def decision_gap_plan(*, decision: Decision, candidate: str, agents: list[Any], 
     latest = decision_latest_answer(decision=decision)
     found = next((c for c in (latest.answer["candidates"] if latest else []) if c["label"] == candidate), None)
     if found is None:
-        raise RegistryError(f"decision {decision.pk} has no candidate {candidate!r}", code="unknown-candidate",
-                            errors=[{"pointer": "/candidate", "message": "one of the answer's candidate labels"}])
+        raise RegistryError(
+            f"decision {decision.pk} has no candidate {candidate!r}",
+            code="unknown-candidate",
+            errors=[{"pointer": "/candidate", "message": "one of the answer's candidate labels"}],
+        )
     question = _question(decision.question)
     config = found["configuration"]
-    plan = plan_create(created_by=created_by, agents=agents, runner=question.phase, workload=question.workload,
-                       precisions=[str(config.get("precision.weights") or "fp32")],
-                       batch_sizes=[config.get("workload.shape.batch_size")], scenario=question.scenario,
-                       repetitions=max(3, repetitions), options=options,
-                       name=f"decision {decision.pk}: {candidate}"[:200])
-    audit_append(kind=AuditKind.DECISION_ANSWERED, actor=created_by.get_username(),
-                 subject=f"decision:{decision.pk}",
-                 payload={"decision": decision.pk, "gap": candidate, "plan": plan.pk,
-                          "gaps": [g["code"] for g in found["gaps"]]})
+    plan = plan_create(
+        created_by=created_by,
+        agents=agents,
+        runner=question.phase,
+        workload=question.workload,
+        precisions=[str(config.get("precision.weights") or "fp32")],
+        batch_sizes=[config.get("workload.shape.batch_size")],
+        scenario=question.scenario,
+        repetitions=max(3, repetitions),
+        options=options,
+        name=f"decision {decision.pk}: {candidate}"[:200],
+    )
+    audit_append(
+        kind=AuditKind.DECISION_ANSWERED,
+        actor=created_by.get_username(),
+        subject=f"decision:{decision.pk}",
+        payload={
+            "decision": decision.pk,
+            "gap": candidate,
+            "plan": plan.pk,
+            "gaps": [g["code"] for g in found["gaps"]],
+        },
+    )
     return plan

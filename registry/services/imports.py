@@ -51,9 +51,15 @@ class ImportResult:
         return "\n".join(lines)
 
 
-def mlperf_import(*, root: Path, submitted_by: AbstractBaseUser, round_name: str | None = None,
-                  suite: str = "auto", batch_size: int = BATCH_SIZE,
-                  progress: Callable[[int, int], None] | None = None) -> ImportResult:
+def mlperf_import(
+    *,
+    root: Path,
+    submitted_by: AbstractBaseUser,
+    round_name: str | None = None,
+    suite: str = "auto",
+    batch_size: int = BATCH_SIZE,
+    progress: Callable[[int, int], None] | None = None,
+) -> ImportResult:
     """Import an MLPerf Inference or Training tree (a whole round, a division, a submitter or one system).
 
     Every document is validated and stored by `submission_create_batch`, the API's batch path. Runs are stored in
@@ -81,18 +87,30 @@ def mlperf_import(*, root: Path, submitted_by: AbstractBaseUser, round_name: str
     def decided(index: int, _: BatchOutcome) -> None:
         advance(ready[index] + 1)
 
-    stored = iter(submission_create_batch(documents=(plan.items[n].document for n in ready),
-                                          submitted_by=submitted_by, trust=Trust.IMPORTED, on_outcome=decided,
-                                          per_transaction=batch_size))
-    outcomes = [_outcome(item, None if item.skipped or item.document is None else next(stored))
-                for item in plan.items]
+    stored = iter(
+        submission_create_batch(
+            documents=(plan.items[n].document for n in ready),
+            submitted_by=submitted_by,
+            trust=Trust.IMPORTED,
+            on_outcome=decided,
+            per_transaction=batch_size,
+        )
+    )
+    outcomes = [_outcome(item, None if item.skipped or item.document is None else next(stored)) for item in plan.items]
     advance(total)
     counts = {s: sum(o.status == s for o in outcomes) for s in ("stored", "known", "refused", "skipped")}
     with transaction.atomic():
-        audit_append(kind=AuditKind.IMPORT_COMPLETED, actor=submitted_by.get_username(),
-                     subject=f"mlperf:{plan.round or 'unknown-round'}",
-                     payload={"source": f"mlperf-{suite}", "round": plan.round, **counts,
-                              "runs": [o.digest for o in outcomes if o.digest]})
+        audit_append(
+            kind=AuditKind.IMPORT_COMPLETED,
+            actor=submitted_by.get_username(),
+            subject=f"mlperf:{plan.round or 'unknown-round'}",
+            payload={
+                "source": f"mlperf-{suite}",
+                "round": plan.round,
+                **counts,
+                "runs": [o.digest for o in outcomes if o.digest],
+            },
+        )
     return ImportResult(plan=plan, outcomes=outcomes, suite=suite)
 
 

@@ -39,7 +39,7 @@ from runners.spec import expected_fields
 log = logging.getLogger(__name__)
 
 AGENT_TASK = "benchreg.run_job"  # defined in runners.agent.worker, executed by the agent's worker
-MAX_JOB_ATTEMPTS = 3             # claims before a job that keeps killing its worker is failed
+MAX_JOB_ATTEMPTS = 3  # claims before a job that keeps killing its worker is failed
 DEADLINE_GRACE = timedelta(seconds=60)
 LEASE_BOUNDS = (5, 3600)
 PLAN_FIELDS = {"phase", "workload", "precision", "batch_size", "scenario", "repetitions", "submitter"}
@@ -54,16 +54,28 @@ class JobConflict(RegistryError):
 
 
 def _log_state(job: Job, actor: str, **payload: Any) -> None:
-    audit_append(kind=AuditKind.JOB_STATE, actor=actor, subject=f"job:{job.pk}",
-                 payload={"job": job.pk, "agent": job.agent_name, "status": job.status, **payload})
+    audit_append(
+        kind=AuditKind.JOB_STATE,
+        actor=actor,
+        subject=f"job:{job.pk}",
+        payload={"job": job.pk, "agent": job.agent_name, "status": job.status, **payload},
+    )
 
 
 # --- plans -------------------------------------------------------------------------------------------------
 
+
 def _job_spec(plan: Plan, agent: Agent, precision: str, batch_size: int | None) -> dict[str, Any]:
-    spec: dict[str, Any] = {"phase": plan.runner, "workload": plan.workload, "precision": precision,
-                            "batch_size": batch_size, "scenario": plan.scenario,
-                            "repetitions": plan.repetitions, "submitter": agent.name, **plan.options}
+    spec: dict[str, Any] = {
+        "phase": plan.runner,
+        "workload": plan.workload,
+        "precision": precision,
+        "batch_size": batch_size,
+        "scenario": plan.scenario,
+        "repetitions": plan.repetitions,
+        "submitter": agent.name,
+        **plan.options,
+    }
     try:
         RunSpec(**spec)
     except (TypeError, ValueError) as exc:
@@ -79,45 +91,86 @@ def _check_distinct(lists: dict[str, list[Any]]) -> None:
         first: dict[Any, int] = {}
         for index, value in enumerate(values):
             if value in first:
-                errors.append({"pointer": f"/{name}/{index}", "code": "duplicate",
-                               "message": f"the same as /{name}/{first[value]}: it would make identical jobs"})
+                errors.append(
+                    {
+                        "pointer": f"/{name}/{index}",
+                        "code": "duplicate",
+                        "message": f"the same as /{name}/{first[value]}: it would make identical jobs",
+                    }
+                )
             first.setdefault(value, index)
     if errors:
-        raise RegistryError("a plan lists each agent, precision and batch size once (a repeat makes identical jobs)",
-                            code="invalid-plan", errors=errors)
+        raise RegistryError(
+            "a plan lists each agent, precision and batch size once (a repeat makes identical jobs)",
+            code="invalid-plan",
+            errors=errors,
+        )
 
 
 @transaction.atomic
-def plan_create(*, created_by: AbstractBaseUser, agents: list[Agent], runner: str, workload: str,
-                precisions: list[str], batch_sizes: list[int | None], scenario: str | None = None,
-                repetitions: int | None = None, options: dict[str, Any] | None = None,
-                soft_time_limit: int = 1800, time_limit: int | None = None, name: str = "") -> Plan:
+def plan_create(
+    *,
+    created_by: AbstractBaseUser,
+    agents: list[Agent],
+    runner: str,
+    workload: str,
+    precisions: list[str],
+    batch_sizes: list[int | None],
+    scenario: str | None = None,
+    repetitions: int | None = None,
+    options: dict[str, Any] | None = None,
+    soft_time_limit: int = 1800,
+    time_limit: int | None = None,
+    name: str = "",
+) -> Plan:
     """Store a plan and one QUEUED job per agent x precision x batch size; dispatch each after commit.
 
     Each agent, precision and batch size is listed once, and the jobs are at most BENCHREG_MAX_JOBS_PER_PLAN
     (400 with the pointer otherwise)."""
     unknown = sorted(set(options or {}) - OPTION_FIELDS)
     if unknown:
-        raise RegistryError(f"unknown plan options {unknown}; choose from {sorted(OPTION_FIELDS)}",
-                            code="invalid-plan")
+        raise RegistryError(f"unknown plan options {unknown}; choose from {sorted(OPTION_FIELDS)}", code="invalid-plan")
     hard = time_limit or soft_time_limit + 300
     if not agents or hard <= soft_time_limit:
         raise RegistryError("a plan needs at least one agent and time_limit > soft_time_limit", code="invalid-plan")
     _check_distinct({"agents": [a.pk for a in agents], "precisions": precisions, "batch_sizes": batch_sizes})
     count = len(agents) * len(precisions) * len(batch_sizes or [None])
     if count > settings.BENCHREG_MAX_JOBS_PER_PLAN:
-        raise RegistryError(f"this plan would queue {count} jobs (agents x precisions x batch sizes); at most "
-                            f"{settings.BENCHREG_MAX_JOBS_PER_PLAN} (BENCHREG_MAX_JOBS_PER_PLAN)", code="invalid-plan",
-                            errors=[{"pointer": "/agents", "code": "too-many-jobs",
-                                     "message": f"{count} jobs, at most {settings.BENCHREG_MAX_JOBS_PER_PLAN}"}])
-    plan = Plan.objects.create(name=name, runner=runner, workload=workload, precisions=precisions,
-                               batch_sizes=batch_sizes or [None], scenario=scenario, repetitions=repetitions,
-                               options=options or {}, soft_time_limit=soft_time_limit, time_limit=hard,
-                               created_by=created_by, created_by_name=created_by.get_username())
+        raise RegistryError(
+            f"this plan would queue {count} jobs (agents x precisions x batch sizes); at most "
+            f"{settings.BENCHREG_MAX_JOBS_PER_PLAN} (BENCHREG_MAX_JOBS_PER_PLAN)",
+            code="invalid-plan",
+            errors=[
+                {
+                    "pointer": "/agents",
+                    "code": "too-many-jobs",
+                    "message": f"{count} jobs, at most {settings.BENCHREG_MAX_JOBS_PER_PLAN}",
+                }
+            ],
+        )
+    plan = Plan.objects.create(
+        name=name,
+        runner=runner,
+        workload=workload,
+        precisions=precisions,
+        batch_sizes=batch_sizes or [None],
+        scenario=scenario,
+        repetitions=repetitions,
+        options=options or {},
+        soft_time_limit=soft_time_limit,
+        time_limit=hard,
+        created_by=created_by,
+        created_by_name=created_by.get_username(),
+    )
     for agent, precision, batch_size in product(agents, precisions, plan.batch_sizes):
-        job = Job.objects.create(plan=plan, agent=agent, agent_name=agent.name,
-                                 spec=_job_spec(plan, agent, precision, batch_size),
-                                 soft_time_limit=soft_time_limit, time_limit=hard)
+        job = Job.objects.create(
+            plan=plan,
+            agent=agent,
+            agent_name=agent.name,
+            spec=_job_spec(plan, agent, precision, batch_size),
+            soft_time_limit=soft_time_limit,
+            time_limit=hard,
+        )
         _log_state(job, created_by.get_username(), plan=plan.pk, spec=job.spec)
         transaction.on_commit(lambda job_id=job.pk: job_dispatch(job_id=job_id), robust=True)
     return plan
@@ -141,11 +194,17 @@ def job_dispatch(*, job_id: int) -> None:
     elif app.conf.task_always_eager or settings.BENCHREG_EMBEDDED_WORKER:  # no broker an agent could reach
         log.warning("job %s for agent %s stays queued: no broker is configured", job.pk, job.agent_name)
     else:
-        app.send_task(AGENT_TASK, args=[job.pk], queue=job.agent.queue,
-                      soft_time_limit=job.soft_time_limit, time_limit=job.time_limit)
+        app.send_task(
+            AGENT_TASK,
+            args=[job.pk],
+            queue=job.agent.queue,
+            soft_time_limit=job.soft_time_limit,
+            time_limit=job.time_limit,
+        )
 
 
 # --- the agent's side of a job ------------------------------------------------------------------------------
+
 
 def _lease(seconds: int) -> timedelta:
     low, high = LEASE_BOUNDS
@@ -157,8 +216,11 @@ def _refusal(job: Job, now: datetime) -> JobConflict:
     if job.status in JobStatus.final():
         return JobConflict(f"job {job.pk} is {job.status}", code="job-finished")
     wait = max(1, int((job.lease_expires_at - now).total_seconds())) if job.lease_expires_at else 1
-    return JobConflict(f"job {job.pk} is held by {job.claimant or 'another worker'} for {wait} s more",
-                       code="job-leased", errors=[{"pointer": "", "code": "retry-after", "message": str(wait)}])
+    return JobConflict(
+        f"job {job.pk} is held by {job.claimant or 'another worker'} for {wait} s more",
+        code="job-leased",
+        errors=[{"pointer": "", "code": "retry-after", "message": str(wait)}],
+    )
 
 
 def job_claim(*, job: Job, claimant: str, lease_seconds: int) -> Job:
@@ -169,21 +231,31 @@ def job_claim(*, job: Job, claimant: str, lease_seconds: int) -> Job:
     A job whose worker died MAX_JOB_ATTEMPTS times is failed instead of being run again.
     """
     now = timezone.now()
-    takeover = Q(status__in=[JobStatus.CLAIMED, JobStatus.RUNNING]) & (Q(claimant=claimant) |
-                                                                         Q(lease_expires_at__lt=now))
+    takeover = Q(status__in=[JobStatus.CLAIMED, JobStatus.RUNNING]) & (
+        Q(claimant=claimant) | Q(lease_expires_at__lt=now)
+    )
     with transaction.atomic():
-        won = Job.objects.filter(Q(status=JobStatus.QUEUED) | takeover, pk=job.pk,
-                                 attempts__lt=MAX_JOB_ATTEMPTS).update(
-            status=JobStatus.CLAIMED, claimant=claimant[:200], claimed_at=now,
-            lease_expires_at=now + _lease(lease_seconds), started_at=None,
-            deadline_at=now + timedelta(seconds=job.time_limit) + DEADLINE_GRACE, attempts=F("attempts") + 1)
+        won = Job.objects.filter(
+            Q(status=JobStatus.QUEUED) | takeover, pk=job.pk, attempts__lt=MAX_JOB_ATTEMPTS
+        ).update(
+            status=JobStatus.CLAIMED,
+            claimant=claimant[:200],
+            claimed_at=now,
+            lease_expires_at=now + _lease(lease_seconds),
+            started_at=None,
+            deadline_at=now + timedelta(seconds=job.time_limit) + DEADLINE_GRACE,
+            attempts=F("attempts") + 1,
+        )
         job.refresh_from_db()
         if won:
             _log_state(job, f"agent:{job.agent_name}", claimant=job.claimant, attempt=job.attempts)
             return job
         if Job.objects.filter(takeover, pk=job.pk, attempts__gte=MAX_JOB_ATTEMPTS).update(
-                status=JobStatus.FAILED, finished_at=now, lease_expires_at=None,
-                last_error=f"gave up after {job.attempts} attempts: the worker was lost each time"):
+            status=JobStatus.FAILED,
+            finished_at=now,
+            lease_expires_at=None,
+            last_error=f"gave up after {job.attempts} attempts: the worker was lost each time",
+        ):
             job.refresh_from_db()
             _log_state(job, "registry", error=job.last_error)
     raise _refusal(job, now)  # after the block: the give-up above is committed, not rolled back
@@ -198,8 +270,8 @@ def job_start(*, job: Job, claimant: str) -> Job:
     """CLAIMED -> RUNNING by the claimant; the deadline counts from here."""
     now = timezone.now()
     if not Job.objects.filter(_held(job, claimant, [JobStatus.CLAIMED])).update(
-            status=JobStatus.RUNNING, started_at=now,
-            deadline_at=now + timedelta(seconds=job.time_limit) + DEADLINE_GRACE):
+        status=JobStatus.RUNNING, started_at=now, deadline_at=now + timedelta(seconds=job.time_limit) + DEADLINE_GRACE
+    ):
         job.refresh_from_db()
         raise _refusal(job, now)
     job.refresh_from_db()
@@ -211,7 +283,8 @@ def job_heartbeat(*, job: Job, claimant: str, lease_seconds: int) -> Job:
     """Renew the claimant's lease (no audit entry). 409 once the job is no longer theirs, e.g. cancelled."""
     now = timezone.now()
     if not Job.objects.filter(_held(job, claimant, [JobStatus.CLAIMED, JobStatus.RUNNING])).update(
-            lease_expires_at=now + _lease(lease_seconds)):
+        lease_expires_at=now + _lease(lease_seconds)
+    ):
         job.refresh_from_db()
         raise _refusal(job, now)
     Agent.objects.filter(pk=job.agent_id).update(last_heartbeat_at=now, online=True)
@@ -225,7 +298,8 @@ def job_fail(*, job: Job, claimant: str, error: str, timed_out: bool = False) ->
     status = JobStatus.TIMED_OUT if timed_out else JobStatus.FAILED
     now = timezone.now()
     if not Job.objects.filter(_held(job, claimant, [JobStatus.CLAIMED, JobStatus.RUNNING])).update(
-            status=status, last_error=error[:10_000], finished_at=now, lease_expires_at=None):
+        status=status, last_error=error[:10_000], finished_at=now, lease_expires_at=None
+    ):
         job.refresh_from_db()
         raise _refusal(job, now)
     job.refresh_from_db()
@@ -239,13 +313,15 @@ def job_complete(*, job: Job, run_id: int | None = None, digest: str | None = No
     if job.status != JobStatus.SUBMITTED or job.run is None:
         raise JobConflict(f"job {job.pk} is {job.status} and has no run", code="job-has-no-run")
     if (run_id is not None and run_id != job.run_id) or (digest is not None and digest != job.run.digest):
-        raise JobConflict(f"job {job.pk} holds run {job.run_id} ({job.run.digest}), not that one",
-                          code="job-has-another-run")
+        raise JobConflict(
+            f"job {job.pk} holds run {job.run_id} ({job.run.digest}), not that one", code="job-has-another-run"
+        )
     return job
 
 
-def job_submission_create(*, checked: protocol.Checked, submitted_by: AbstractBaseUser,
-                          token: ApiToken | None) -> tuple[Submission, bool]:
+def job_submission_create(
+    *, checked: protocol.Checked, submitted_by: AbstractBaseUser, token: ApiToken | None
+) -> tuple[Submission, bool]:
     """Store an agent's run for its job and link the two, in one transaction with the job row locked.
 
     Only the job's own agent may submit for it. An identical document (same digest) returns the job's run;
@@ -257,10 +333,18 @@ def job_submission_create(*, checked: protocol.Checked, submitted_by: AbstractBa
     provenance = checked.document["provenance"]
     agent = policy.token_agent(token)
     if agent is None or provenance.get("agent") != agent.name:
-        raise RegistryError("provenance.job and provenance.agent are set by the job's own enrolled agent only",
-                            status=403, code="provenance-not-yours",
-                            errors=[{"pointer": "/provenance/agent", "code": "provenance-not-yours",
-                                     "message": "submit with the agent's own token, naming that agent"}])
+        raise RegistryError(
+            "provenance.job and provenance.agent are set by the job's own enrolled agent only",
+            status=403,
+            code="provenance-not-yours",
+            errors=[
+                {
+                    "pointer": "/provenance/agent",
+                    "code": "provenance-not-yours",
+                    "message": "submit with the agent's own token, naming that agent",
+                }
+            ],
+        )
     ref = str(provenance.get("job") or "")
     with transaction.atomic():
         job_id = int(ref) if ref.isascii() and ref.isdigit() else None
@@ -271,15 +355,16 @@ def job_submission_create(*, checked: protocol.Checked, submitted_by: AbstractBa
         if job.run_id is not None:
             if existing is not None and existing.pk == job.run_id:
                 return existing, False
-            raise JobConflict(f"job {job.pk} already has run {job.run_id}; a job has exactly one run",
-                              code="job-has-run")
+            raise JobConflict(
+                f"job {job.pk} already has run {job.run_id}; a job has exactly one run", code="job-has-run"
+            )
         if job.status not in (JobStatus.CLAIMED, JobStatus.RUNNING):
             raise JobConflict(f"job {job.pk} is {job.status}: it takes no run", code="job-finished")
         _check_run_matches_job(job, checked.document)
         run = existing or _store(checked, submitted_by, token, trust=Trust.VOUCHED)
         if not Job.objects.filter(pk=job.pk, run__isnull=True).update(
-                run=run, status=JobStatus.SUBMITTED, finished_at=timezone.now(), lease_expires_at=None,
-                last_error=""):
+            run=run, status=JobStatus.SUBMITTED, finished_at=timezone.now(), lease_expires_at=None, last_error=""
+        ):
             raise JobConflict(f"job {job.pk} took another run meanwhile", code="job-has-run")
         job.refresh_from_db()
         _log_state(job, f"agent:{agent.name}", run=run.pk, digest=run.digest)
@@ -300,24 +385,35 @@ def _check_run_matches_job(job: Job, document: dict[str, Any]) -> None:
     This is what makes a job's run "vouched": the registry chose the configuration, not the agent.
     """
     expected = expected_fields(RunSpec(**job.spec))
-    errors = [{"pointer": pointer, "code": "run-does-not-match-job",
-               "message": f"job {job.pk} asked for {want!r} here, the run says {got!r}"}
-              for pointer, want in expected.items()
-              if (got := value_at(document, pointer)) != want]
+    errors = [
+        {
+            "pointer": pointer,
+            "code": "run-does-not-match-job",
+            "message": f"job {job.pk} asked for {want!r} here, the run says {got!r}",
+        }
+        for pointer, want in expected.items()
+        if (got := value_at(document, pointer)) != want
+    ]
     if errors:
-        raise RegistryError(f"this run is not the configuration job {job.pk} asked for "
-                            f"({len(errors)} field{'s' if len(errors) > 1 else ''} differ)",
-                            status=422, code="run-does-not-match-job", errors=errors)
+        raise RegistryError(
+            f"this run is not the configuration job {job.pk} asked for "
+            f"({len(errors)} field{'s' if len(errors) > 1 else ''} differ)",
+            status=422,
+            code="run-does-not-match-job",
+            errors=errors,
+        )
 
 
 # --- people's side ------------------------------------------------------------------------------------------
+
 
 @transaction.atomic
 def job_cancel(*, job: Job, actor: str, reason: str = "cancelled") -> Job:
     """Cancel a queued, claimed or running job. A worker still running it gets 409 on its next call."""
     now = timezone.now()
     if not Job.objects.filter(pk=job.pk, status__in=JobStatus.active()).update(
-            status=JobStatus.CANCELLED, finished_at=now, last_error=reason, lease_expires_at=None):
+        status=JobStatus.CANCELLED, finished_at=now, last_error=reason, lease_expires_at=None
+    ):
         job.refresh_from_db()
         raise JobConflict(f"job {job.pk} is already {job.status}", code="job-finished")
     job.refresh_from_db()
@@ -344,8 +440,11 @@ def jobs_time_out(*, now: datetime | None = None) -> int:
     for job_id in late.values_list("pk", flat=True):
         with transaction.atomic():
             if Job.objects.filter(pk=job_id, status__in=[JobStatus.CLAIMED, JobStatus.RUNNING]).update(
-                    status=JobStatus.TIMED_OUT, finished_at=now, lease_expires_at=None,
-                    last_error="no result before the deadline (hard time limit + grace)"):
+                status=JobStatus.TIMED_OUT,
+                finished_at=now,
+                lease_expires_at=None,
+                last_error="no result before the deadline (hard time limit + grace)",
+            ):
                 job = Job.objects.get(pk=job_id)
                 _log_state(job, "registry", error=job.last_error)
                 count += 1
@@ -353,6 +452,7 @@ def jobs_time_out(*, now: datetime | None = None) -> int:
 
 
 # --- the embedded agent: the same job code, through the services instead of HTTP ---------------------------
+
 
 class ServiceJobRegistry:
     """runners.agent.jobs.JobRegistry over the service layer, for the embedded agent's in-process jobs.
@@ -380,8 +480,14 @@ class ServiceJobRegistry:
 
     def claim(self, job_id: int, *, claimant: str, lease_seconds: int) -> agent_jobs.Claim:
         job = self._call(job_claim, job_id, claimant=claimant, lease_seconds=lease_seconds)
-        return agent_jobs.Claim(job=job.pk, agent=job.agent_name, spec=job.spec, attempts=job.attempts,
-                                soft_time_limit=job.soft_time_limit, time_limit=job.time_limit)
+        return agent_jobs.Claim(
+            job=job.pk,
+            agent=job.agent_name,
+            spec=job.spec,
+            attempts=job.attempts,
+            soft_time_limit=job.soft_time_limit,
+            time_limit=job.time_limit,
+        )
 
     def start(self, job_id: int, *, claimant: str) -> None:
         self._call(job_start, job_id, claimant=claimant)

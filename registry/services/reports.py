@@ -63,8 +63,15 @@ class TooManyPendingReports(RegistryError):
     retry_after = QUOTA_RETRY_AFTER_S
 
 
-def report_request(*, comparison: Comparison, title: str, decision: str, requested_by: AbstractBaseUser,
-                   prices: Mapping[str, float] | None = None, currency: str | None = None) -> Report:
+def report_request(
+    *,
+    comparison: Comparison,
+    title: str,
+    decision: str,
+    requested_by: AbstractBaseUser,
+    prices: Mapping[str, float] | None = None,
+    currency: str | None = None,
+) -> Report:
     """Queue a report on `comparison`; it renders after the current transaction commits (eagerly without a broker).
 
     With `prices` that differ from the comparison's, the report is about the comparison of the same runs with those
@@ -87,8 +94,11 @@ def report_request(*, comparison: Comparison, title: str, decision: str, request
         key = _dedup_key(requested_by, comparison, title, decision)
         # A report already issued for a decision stays that decision's own record (decisions link each report
         # once), so only reports outside a decision are handed out again.
-        existing = (Report.objects.filter(dedup_key=key, status__in=REUSABLE, decision_record__isnull=True)
-                    .order_by("-id").first())
+        existing = (
+            Report.objects.filter(dedup_key=key, status__in=REUSABLE, decision_record__isnull=True)
+            .order_by("-id")
+            .first()
+        )
         if existing is not None:
             return existing
         limit = settings.BENCHREG_REPORTS_PENDING_PER_PERSON
@@ -97,13 +107,25 @@ def report_request(*, comparison: Comparison, title: str, decision: str, request
             raise TooManyPendingReports(
                 f"you have {pending} reports queued or rendering; at most {limit} at once "
                 f"(BENCHREG_REPORTS_PENDING_PER_PERSON): request this one when one of them is ready or failed",
-                errors=[{"pointer": "", "code": "too-many-pending-reports",
-                         "message": f"{pending} pending, at most {limit}"}])
-        report = Report.objects.create(comparison=comparison, title=title, decision=decision,
-                                       prices=dict(comparison.inputs.get("prices") or {}),
-                                       currency=comparison.inputs.get("currency") or "USD",
-                                       requested_by=requested_by, requested_by_name=requested_by.get_username(),
-                                       created_at=timezone.now(), dedup_key=key)
+                errors=[
+                    {
+                        "pointer": "",
+                        "code": "too-many-pending-reports",
+                        "message": f"{pending} pending, at most {limit}",
+                    }
+                ],
+            )
+        report = Report.objects.create(
+            comparison=comparison,
+            title=title,
+            decision=decision,
+            prices=dict(comparison.inputs.get("prices") or {}),
+            currency=comparison.inputs.get("currency") or "USD",
+            requested_by=requested_by,
+            requested_by_name=requested_by.get_username(),
+            created_at=timezone.now(),
+            dedup_key=key,
+        )
         # robust: with the broker down the report is still stored and answered as queued (202, never a 500
         # after the commit); reports_sweep dispatches it again once the broker is back.
         transaction.on_commit(lambda: render_report.delay(report.pk), robust=True)
@@ -124,7 +146,8 @@ def report_render(*, report_id: int) -> Report | None:
     reason in `last_error` and is logged; it is not raised, because the report row is where callers look.
     """
     claimed = Report.objects.filter(pk=report_id, status=ReportStatus.QUEUED).update(
-        status=ReportStatus.RENDERING, started_at=timezone.now(), attempts=F("attempts") + 1)
+        status=ReportStatus.RENDERING, started_at=timezone.now(), attempts=F("attempts") + 1
+    )
     report = Report.objects.select_related("comparison", "checkpoint").filter(pk=report_id).first()
     if not claimed or report is None:
         return report
@@ -142,7 +165,8 @@ def report_render(*, report_id: int) -> Report | None:
         log.exception("report %s failed", report_id)
         message = exc.message if isinstance(exc, RegistryError) else f"{type(exc).__name__}: {exc}"
         Report.objects.filter(pk=report_id, status=ReportStatus.RENDERING).update(
-            status=ReportStatus.FAILED, last_error=message[:2000], finished_at=timezone.now())
+            status=ReportStatus.FAILED, last_error=message[:2000], finished_at=timezone.now()
+        )
     report.refresh_from_db()
     return report
 
@@ -158,10 +182,13 @@ def produce_pdf(evidence: Evidence, identity: SigningIdentity) -> bytes:
 def certificate_words(identity: SigningIdentity) -> dict[str, Any]:
     """The signing certificate as the signature page prints it."""
     cert = identity.certificate
-    return {"subject": cert.subject.rfc4514_string(), "issuer": cert.issuer.rfc4514_string(),
-            "fingerprint": cert.fingerprint(hashes.SHA256()).hex(":").upper(),
-            "valid": f"{cert.not_valid_before_utc:%Y-%m-%d} to {cert.not_valid_after_utc:%Y-%m-%d}",
-            "timestamped": identity.tsa_key is not None}
+    return {
+        "subject": cert.subject.rfc4514_string(),
+        "issuer": cert.issuer.rfc4514_string(),
+        "fingerprint": cert.fingerprint(hashes.SHA256()).hex(":").upper(),
+        "valid": f"{cert.not_valid_before_utc:%Y-%m-%d} to {cert.not_valid_after_utc:%Y-%m-%d}",
+        "timestamped": identity.tsa_key is not None,
+    }
 
 
 def report_open(report: Report) -> File:
@@ -174,8 +201,11 @@ def report_open(report: Report) -> File:
         return reports_storage().open(report.pdf_path, "rb")
     except (OSError, BotoCoreError, ClientError) as exc:
         log.warning("report %s: its file %s cannot be read: %s", report.pk, report.pdf_path, exc)
-        raise RegistryError(f"report {report.pk}'s file cannot be read from storage now; try again",
-                            status=503, code="storage-unavailable") from None
+        raise RegistryError(
+            f"report {report.pk}'s file cannot be read from storage now; try again",
+            status=503,
+            code="storage-unavailable",
+        ) from None
 
 
 def report_bytes(report: Report) -> bytes:
@@ -191,16 +221,21 @@ def report_local_path(report: Report) -> Path | None:
 
 # ------------------------------------------------------------------------------------------ steps
 
+
 def _text(value: str, name: str, limit: int) -> str:
     value = (value or "").strip()
     if not value or len(value) > limit:
-        raise RegistryError(f"a report needs a {name} of 1 to {limit} characters", code=f"invalid-{name}",
-                            errors=[{"pointer": f"/{name}", "code": "invalid", "message": f"1 to {limit} characters"}])
+        raise RegistryError(
+            f"a report needs a {name} of 1 to {limit} characters",
+            code=f"invalid-{name}",
+            errors=[{"pointer": f"/{name}", "code": "invalid", "message": f"1 to {limit} characters"}],
+        )
     return value
 
 
-def _priced(comparison: Comparison, prices: Mapping[str, float] | None, currency: str | None,
-            user: AbstractBaseUser) -> Comparison:
+def _priced(
+    comparison: Comparison, prices: Mapping[str, float] | None, currency: str | None, user: AbstractBaseUser
+) -> Comparison:
     inputs = comparison.inputs
     wanted_currency = currency or inputs.get("currency") or "USD"
     if (prices is None or dict(prices) == (inputs.get("prices") or {})) and wanted_currency == inputs.get("currency"):
@@ -208,26 +243,49 @@ def _priced(comparison: Comparison, prices: Mapping[str, float] | None, currency
     runs = comparison_members(comparison)
     # The requester's baseline carries over to the re-priced comparison (absent: the first run's configuration).
     baseline = next((r for r in runs if r.digest == inputs.get("baseline")), None)
-    priced, _ = comparison_create(runs=runs, axis=comparison.axis, created_by=user, currency=wanted_currency,
-                                  prices=dict(prices if prices is not None else inputs.get("prices") or {}),
-                                  sizing=inputs.get("sizing"), baseline=baseline)
+    priced, _ = comparison_create(
+        runs=runs,
+        axis=comparison.axis,
+        created_by=user,
+        currency=wanted_currency,
+        prices=dict(prices if prices is not None else inputs.get("prices") or {}),
+        sizing=inputs.get("sizing"),
+        baseline=baseline,
+    )
     return priced
 
 
 def _check_reportable(comparison: Comparison, members: Sequence[Submission]) -> None:
     if not comparison.result.get("comparable"):
-        raise RegistryError(f"comparison {comparison.pk} was refused: nothing to report", code="not-comparable",
-                            status=422)
+        raise RegistryError(
+            f"comparison {comparison.pk} was refused: nothing to report", code="not-comparable", status=422
+        )
     examples = [r for r in members if r.trust == Trust.EXAMPLE]
     if examples:  # comparisons refuse them already; a report never rests on one, however it was stored
-        raise RegistryError("a report cannot rest on example documents", code="example-run", status=422, errors=[
-            {"pointer": "/comparison", "code": "example-run", "message": f"run {r.pk} is an example document"}
-            for r in examples])
+        raise RegistryError(
+            "a report cannot rest on example documents",
+            code="example-run",
+            status=422,
+            errors=[
+                {"pointer": "/comparison", "code": "example-run", "message": f"run {r.pk} is an example document"}
+                for r in examples
+            ],
+        )
     withdrawn = [r for r in members if getattr(r, "withdrawal", None) is not None]
     if withdrawn:
-        raise RegistryError("a report cannot rest on withdrawn runs", code="withdrawn-run", status=422, errors=[
-            {"pointer": "/comparison", "code": "withdrawn-run",
-             "message": f"run {r.pk} was withdrawn: {r.withdrawal.reason}"} for r in withdrawn])
+        raise RegistryError(
+            "a report cannot rest on withdrawn runs",
+            code="withdrawn-run",
+            status=422,
+            errors=[
+                {
+                    "pointer": "/comparison",
+                    "code": "withdrawn-run",
+                    "message": f"run {r.pk} was withdrawn: {r.withdrawal.reason}",
+                }
+                for r in withdrawn
+            ],
+        )
 
 
 def _store_file(report: Report, pdf: bytes) -> str:
@@ -246,27 +304,45 @@ def _witnessed(checkpoint: Checkpoint) -> None:
         return
     cosigned, problems = checkpoint_cosign(checkpoint=checkpoint)
     if cosigned < settings.BENCHREG_WITNESS_QUORUM:
-        raise RegistryError(f"checkpoint {checkpoint.pk} has {cosigned} witness cosignature(s), the quorum is "
-                            f"{settings.BENCHREG_WITNESS_QUORUM}: {'; '.join(problems) or 'no answer'}",
-                            code="witness-quorum")
+        raise RegistryError(
+            f"checkpoint {checkpoint.pk} has {cosigned} witness cosignature(s), the quorum is "
+            f"{settings.BENCHREG_WITNESS_QUORUM}: {'; '.join(problems) or 'no answer'}",
+            code="witness-quorum",
+        )
 
 
 @transaction.atomic
 def _issue(report: Report, pdf: bytes, path: str, evidence: Evidence, checkpoint: Checkpoint) -> None:
     digest = "sha256:" + hashlib.sha256(pdf).hexdigest()
     updated = Report.objects.filter(pk=report.pk, status=ReportStatus.RENDERING).update(
-        status=ReportStatus.READY, pdf_path=path, pdf_digest=digest, pdf_bytes=len(pdf),
-        evidence_digest=evidence.digest, checkpoint=checkpoint, checkpoint_size=checkpoint.size,
-        finished_at=timezone.now(), last_error="")
+        status=ReportStatus.READY,
+        pdf_path=path,
+        pdf_digest=digest,
+        pdf_bytes=len(pdf),
+        evidence_digest=evidence.digest,
+        checkpoint=checkpoint,
+        checkpoint_size=checkpoint.size,
+        finished_at=timezone.now(),
+        last_error="",
+    )
     if updated != 1:
         raise RegistryError(f"report {report.pk} changed state while rendering", code="report-race", status=409)
-    audit_append(kind=AuditKind.REPORT_ISSUED, actor=report.requested_by_name, subject=digest,
-                 payload={"report": report.pk, "comparison": report.comparison.digest, "evidence": evidence.digest,
-                          "checkpoint_size": checkpoint.size, "title": report.title})
-
+    audit_append(
+        kind=AuditKind.REPORT_ISSUED,
+        actor=report.requested_by_name,
+        subject=digest,
+        payload={
+            "report": report.pk,
+            "comparison": report.comparison.digest,
+            "evidence": evidence.digest,
+            "checkpoint_size": checkpoint.size,
+            "title": report.title,
+        },
+    )
 
 
 # ------------------------------------------------------------------------------------------ sweep (issue 17)
+
 
 def reports_sweep(*, stale_after: timedelta | None = None, max_attempts: int | None = None) -> dict[str, int]:
     """Nothing stays stuck: re-queue reports whose renderer died, give up on those that keep dying.
@@ -287,22 +363,29 @@ def reports_sweep(*, stale_after: timedelta | None = None, max_attempts: int | N
     failed = 0
     for report in stale.filter(attempts__gte=max_attempts):
         failed += Report.objects.filter(pk=report.pk, status=ReportStatus.RENDERING, started_at__lt=cutoff).update(
-            status=ReportStatus.FAILED, finished_at=timezone.now(),
+            status=ReportStatus.FAILED,
+            finished_at=timezone.now(),
             last_error=f"rendering stopped without an answer {report.attempts} times (the worker was lost each "
-                       f"time, e.g. killed or out of memory); not retried again")
+            f"time, e.g. killed or out of memory); not retried again",
+        )
     requeued = []
     for pk in stale.filter(attempts__lt=max_attempts).values_list("pk", flat=True):
         if Report.objects.filter(pk=pk, status=ReportStatus.RENDERING, started_at__lt=cutoff).update(
-                status=ReportStatus.QUEUED, last_error="re-queued: the previous renderer was lost"):
+            status=ReportStatus.QUEUED, last_error="re-queued: the previous renderer was lost"
+        ):
             requeued.append(pk)
-    lost = list(Report.objects.filter(status=ReportStatus.QUEUED, created_at__lt=cutoff)
-                .exclude(pk__in=requeued).values_list("pk", flat=True))
+    lost = list(
+        Report.objects.filter(status=ReportStatus.QUEUED, created_at__lt=cutoff)
+        .exclude(pk__in=requeued)
+        .values_list("pk", flat=True)
+    )
     for pk in [*requeued, *lost]:
         try:
             render_report.delay(pk)
         except Exception as exc:  # the broker is down: the next sweep tries again
             log.warning("report %s: cannot dispatch (%s); the next sweep retries", pk, exc)
     if failed or requeued or lost:
-        log.warning("reports sweep: %d failed for good, %d re-queued, %d re-dispatched", failed, len(requeued),
-                    len(lost))
+        log.warning(
+            "reports sweep: %d failed for good, %d re-queued, %d re-dispatched", failed, len(requeued), len(lost)
+        )
     return {"failed": failed, "requeued": len(requeued), "redispatched": len(lost)}

@@ -45,24 +45,40 @@ CRON_FIELDS = ("minute", "hour", "day_of_month", "month_of_year", "day_of_week")
 MAX_DUE_PER_TICK = 10_000  # due times examined per schedule and tick (a minutely schedule down for a week)
 ALERT_EVENT = "series.alert"
 # Where a run's "what else changed" is read from, in the order an alert lists it.
-DIFFERENCE_SECTIONS = ("software", "system", "precision", "workload", "scenario", "conditions/power",
-                       "conditions/clocks", "conditions/isolation", "provenance/runner")
+DIFFERENCE_SECTIONS = (
+    "software",
+    "system",
+    "precision",
+    "workload",
+    "scenario",
+    "conditions/power",
+    "conditions/clocks",
+    "conditions/isolation",
+    "provenance/runner",
+)
 
 
 # --- cron ---------------------------------------------------------------------------------------------------
+
 
 def cron_parse(text: str) -> crontab:
     """Five-field cron ("minute hour day-of-month month day-of-week", UTC) as celery's crontab, or a 400."""
     parts = text.split()
     if len(parts) != 5:
-        raise RegistryError("cron needs five fields: minute hour day-of-month month day-of-week (UTC), "
-                            f"e.g. '0 2 * * *' for nightly at 02:00; got {len(parts)}", code="invalid-schedule",
-                            errors=[{"pointer": "/cron", "code": "invalid-cron", "message": "five fields"}])
+        raise RegistryError(
+            "cron needs five fields: minute hour day-of-month month day-of-week (UTC), "
+            f"e.g. '0 2 * * *' for nightly at 02:00; got {len(parts)}",
+            code="invalid-schedule",
+            errors=[{"pointer": "/cron", "code": "invalid-cron", "message": "five fields"}],
+        )
     try:
         return crontab(**dict(zip(CRON_FIELDS, parts, strict=True)))
     except (ValueError, TypeError, ParseException) as exc:  # ParseException: e.g. a negative number
-        raise RegistryError(f"cron {text!r} is not valid: {exc}", code="invalid-schedule",
-                            errors=[{"pointer": "/cron", "code": "invalid-cron", "message": str(exc)}]) from None
+        raise RegistryError(
+            f"cron {text!r} is not valid: {exc}",
+            code="invalid-schedule",
+            errors=[{"pointer": "/cron", "code": "invalid-cron", "message": str(exc)}],
+        ) from None
 
 
 def cron_next(cron: str, after: datetime) -> datetime:
@@ -87,6 +103,7 @@ def cron_due_times(cron: str, after: datetime, until: datetime) -> list[datetime
 
 # --- schedules ----------------------------------------------------------------------------------------------
 
+
 def _variants(matrix: list[dict[str, Any]] | None) -> list[tuple[str, dict[str, Any]]]:
     """The (label, options) of each variant, checked: at most BENCHREG_SCHEDULE_MAX_VARIANTS entries, each an
     object with a unique label, no two with the same options (they would make identical jobs). Linear time."""
@@ -94,30 +111,44 @@ def _variants(matrix: list[dict[str, Any]] | None) -> list[tuple[str, dict[str, 
         return [("", {})]
     limit = settings.BENCHREG_SCHEDULE_MAX_VARIANTS
     if not isinstance(matrix, list) or len(matrix) > limit:
-        raise RegistryError(f"a schedule's matrix has at most {limit} variants (BENCHREG_SCHEDULE_MAX_VARIANTS)",
-                            code="invalid-schedule", errors=[{"pointer": "/matrix", "code": "too-many-variants",
-                                                              "message": f"at most {limit} entries"}])
+        raise RegistryError(
+            f"a schedule's matrix has at most {limit} variants (BENCHREG_SCHEDULE_MAX_VARIANTS)",
+            code="invalid-schedule",
+            errors=[{"pointer": "/matrix", "code": "too-many-variants", "message": f"at most {limit} entries"}],
+        )
     out: list[tuple[str, dict[str, Any]]] = []
     labels: set[str] = set()
     seen: dict[str, int] = {}  # canonical options -> the first entry with them
     for index, entry in enumerate(matrix):
         where = f"/matrix/{index}"
         if not isinstance(entry, dict) or not isinstance(entry.get("options", {}), dict):
-            raise RegistryError("a matrix entry is {\"label\": text, \"options\": {RunSpec fields}}",
-                                code="invalid-schedule", errors=[{"pointer": where, "code": "invalid-matrix",
-                                                                  "message": "an object with label and options"}])
+            raise RegistryError(
+                'a matrix entry is {"label": text, "options": {RunSpec fields}}',
+                code="invalid-schedule",
+                errors=[{"pointer": where, "code": "invalid-matrix", "message": "an object with label and options"}],
+            )
         label = str(entry.get("label") or "").strip()
         if not label or len(label) > 100 or label in labels:
-            raise RegistryError(f"matrix entry {index} needs a unique label of 1-100 characters",
-                                code="invalid-schedule", errors=[{"pointer": f"{where}/label",
-                                                                  "code": "invalid-matrix", "message": "label"}])
+            raise RegistryError(
+                f"matrix entry {index} needs a unique label of 1-100 characters",
+                code="invalid-schedule",
+                errors=[{"pointer": f"{where}/label", "code": "invalid-matrix", "message": "label"}],
+            )
         options = dict(entry.get("options") or {})
         key = json.dumps(options, sort_keys=True, default=str)
         if key in seen:
-            raise RegistryError(f"matrix entry {index} ({label}) has the same options as entry {seen[key]}: "
-                                "they would run identical jobs", code="invalid-schedule",
-                                errors=[{"pointer": f"{where}/options", "code": "duplicate-variant",
-                                         "message": f"the same options as /matrix/{seen[key]}/options"}])
+            raise RegistryError(
+                f"matrix entry {index} ({label}) has the same options as entry {seen[key]}: "
+                "they would run identical jobs",
+                code="invalid-schedule",
+                errors=[
+                    {
+                        "pointer": f"{where}/options",
+                        "code": "duplicate-variant",
+                        "message": f"the same options as /matrix/{seen[key]}/options",
+                    }
+                ],
+            )
         labels.add(label)
         seen[key] = index
         out.append((label, options))
@@ -157,76 +188,139 @@ def _check_options(plan: Plan, options: dict[str, Any], matrix: list[dict[str, A
     per_due = len(variants) * len(agents) * len(set(plan.precisions)) * len(set(map(str, plan.batch_sizes)))
     limit = settings.BENCHREG_MAX_JOBS_PER_PLAN
     if per_due > limit:
-        raise RegistryError(f"each due time of this schedule would queue {per_due} jobs (variants x agents x "
-                            f"precisions x batch sizes); at most {limit} (BENCHREG_MAX_JOBS_PER_PLAN)",
-                            code="invalid-schedule", errors=[{"pointer": "/matrix" if matrix else "/agents",
-                                                              "code": "too-many-jobs",
-                                                              "message": f"{per_due} jobs, at most {limit}"}])
+        raise RegistryError(
+            f"each due time of this schedule would queue {per_due} jobs (variants x agents x "
+            f"precisions x batch sizes); at most {limit} (BENCHREG_MAX_JOBS_PER_PLAN)",
+            code="invalid-schedule",
+            errors=[
+                {
+                    "pointer": "/matrix" if matrix else "/agents",
+                    "code": "too-many-jobs",
+                    "message": f"{per_due} jobs, at most {limit}",
+                }
+            ],
+        )
     for index, (label, extra) in enumerate(variants):
         merged = {**plan.options, **options, **extra}
         unknown = sorted(set(merged) - OPTION_FIELDS)
         if unknown:
             where = f"/matrix/{index}/options" if set(unknown) & set(extra) else "/options"
-            raise RegistryError(f"unknown options {unknown}; choose from {sorted(OPTION_FIELDS)}",
-                                code="invalid-schedule",
-                                errors=[{"pointer": where, "code": "unknown-option", "message": ", ".join(unknown)}])
-        probe = Plan(runner=plan.runner, workload=plan.workload, scenario=plan.scenario,
-                     repetitions=plan.repetitions, options=merged)
+            raise RegistryError(
+                f"unknown options {unknown}; choose from {sorted(OPTION_FIELDS)}",
+                code="invalid-schedule",
+                errors=[{"pointer": where, "code": "unknown-option", "message": ", ".join(unknown)}],
+            )
+        probe = Plan(
+            runner=plan.runner,
+            workload=plan.workload,
+            scenario=plan.scenario,
+            repetitions=plan.repetitions,
+            options=merged,
+        )
         for agent in agents:
             for precision in dict.fromkeys(plan.precisions):
                 for batch in dict.fromkeys(plan.batch_sizes):
                     try:
                         _job_spec(probe, agent, precision, batch)
                     except RegistryError as exc:
-                        raise RegistryError(f"variant {label or '(default)'} cannot run: {exc.message}",
-                                            code="invalid-schedule",
-                                            errors=[{"pointer": f"/matrix/{index}" if label else "/options",
-                                                     "code": "invalid-plan", "message": exc.message}]) from None
+                        raise RegistryError(
+                            f"variant {label or '(default)'} cannot run: {exc.message}",
+                            code="invalid-schedule",
+                            errors=[
+                                {
+                                    "pointer": f"/matrix/{index}" if label else "/options",
+                                    "code": "invalid-plan",
+                                    "message": exc.message,
+                                }
+                            ],
+                        ) from None
 
 
 def _check_webhook(url: str) -> None:
     """A schedule's webhook address must be one the registry would deliver to (the webhooks service decides)."""
     problem = webhook_url_problem(url) if url else None
     if problem:
-        raise RegistryError(f"the webhook address is refused: {problem}", status=422, code="webhook-url-refused",
-                            errors=[{"pointer": "/webhook_url", "code": "webhook-url-refused", "message": problem}])
+        raise RegistryError(
+            f"the webhook address is refused: {problem}",
+            status=422,
+            code="webhook-url-refused",
+            errors=[{"pointer": "/webhook_url", "code": "webhook-url-refused", "message": problem}],
+        )
 
 
 def _audit_schedule(schedule: Schedule, actor: str, action: str, **extra: Any) -> None:
-    audit_append(kind=AuditKind.SCHEDULE_CHANGED, actor=actor, subject=f"schedule:{schedule.pk}",
-                 payload={"action": action, "name": schedule.name, "plan": schedule.plan_id, "cron": schedule.cron,
-                          "agents": sorted(a.name for a in schedule.agents.all()), "options": schedule.options,
-                          "matrix": schedule.matrix, "paused": schedule.paused, **extra})
+    audit_append(
+        kind=AuditKind.SCHEDULE_CHANGED,
+        actor=actor,
+        subject=f"schedule:{schedule.pk}",
+        payload={
+            "action": action,
+            "name": schedule.name,
+            "plan": schedule.plan_id,
+            "cron": schedule.cron,
+            "agents": sorted(a.name for a in schedule.agents.all()),
+            "options": schedule.options,
+            "matrix": schedule.matrix,
+            "paused": schedule.paused,
+            **extra,
+        },
+    )
 
 
 @transaction.atomic
-def schedule_create(*, created_by: AbstractBaseUser, plan: Plan, cron: str, agents: list[Agent], name: str = "",
-                    options: dict[str, Any] | None = None, matrix: list[dict[str, Any]] | None = None,
-                    webhook_url: str = "", now: datetime | None = None) -> Schedule:
+def schedule_create(
+    *,
+    created_by: AbstractBaseUser,
+    plan: Plan,
+    cron: str,
+    agents: list[Agent],
+    name: str = "",
+    options: dict[str, Any] | None = None,
+    matrix: list[dict[str, Any]] | None = None,
+    webhook_url: str = "",
+    now: datetime | None = None,
+) -> Schedule:
     """Store a schedule for `plan` on `agents`. Its first due time is the first one after now.
 
     With a `webhook_url` the schedule gets its own signing secret (`webhook_secret`): the API shows it to the
     owner in this one answer, and every alert of the schedule is signed with it."""
     cron_parse(cron)
     if not agents:
-        raise RegistryError("a schedule needs at least one enrolled agent", code="invalid-schedule",
-                            errors=[{"pointer": "/agents", "code": "required", "message": "at least one"}])
+        raise RegistryError(
+            "a schedule needs at least one enrolled agent",
+            code="invalid-schedule",
+            errors=[{"pointer": "/agents", "code": "required", "message": "at least one"}],
+        )
     _check_options(plan, options or {}, matrix or [], agents)
     _check_webhook(webhook_url)
-    schedule = Schedule.objects.create(name=name or f"{plan.workload} {cron}", plan=plan, cron=" ".join(cron.split()),
-                                       options=options or {}, matrix=matrix or [], webhook_url=webhook_url,
-                                       webhook_secret=webhook_secret_new() if webhook_url else "",
-                                       last_due_at=now or timezone.now(), created_by=created_by,
-                                       created_by_name=created_by.get_username())
+    schedule = Schedule.objects.create(
+        name=name or f"{plan.workload} {cron}",
+        plan=plan,
+        cron=" ".join(cron.split()),
+        options=options or {},
+        matrix=matrix or [],
+        webhook_url=webhook_url,
+        webhook_secret=webhook_secret_new() if webhook_url else "",
+        last_due_at=now or timezone.now(),
+        created_by=created_by,
+        created_by_name=created_by.get_username(),
+    )
     schedule.agents.set(agents)
     _audit_schedule(schedule, created_by.get_username(), "created")
     return schedule
 
 
 @transaction.atomic
-def schedule_update(*, schedule: Schedule, actor: str, options: dict[str, Any] | None = None,
-                    matrix: list[dict[str, Any]] | None = None, cron: str | None = None,
-                    paused: bool | None = None, webhook_url: str | None = None) -> Schedule:
+def schedule_update(
+    *,
+    schedule: Schedule,
+    actor: str,
+    options: dict[str, Any] | None = None,
+    matrix: list[dict[str, Any]] | None = None,
+    cron: str | None = None,
+    paused: bool | None = None,
+    webhook_url: str | None = None,
+) -> Schedule:
     """Change a schedule's settings, or pause/resume it. A deleted schedule cannot change (409)."""
     schedule = Schedule.objects.select_for_update().get(pk=schedule.pk)
     if schedule.deleted_at is not None:
@@ -235,8 +329,12 @@ def schedule_update(*, schedule: Schedule, actor: str, options: dict[str, Any] |
         cron_parse(cron)
         schedule.cron = " ".join(cron.split())
     if options is not None or matrix is not None:
-        _check_options(schedule.plan, schedule.options if options is None else options,
-                       schedule.matrix if matrix is None else matrix, list(schedule.agents.all()))
+        _check_options(
+            schedule.plan,
+            schedule.options if options is None else options,
+            schedule.matrix if matrix is None else matrix,
+            list(schedule.agents.all()),
+        )
         schedule.options = schedule.options if options is None else options
         schedule.matrix = schedule.matrix if matrix is None else matrix
     action = "changed"
@@ -268,8 +366,7 @@ def schedule_delete(*, schedule: Schedule, actor: str) -> Schedule:
 def _live(schedule: Schedule) -> bool:
     """Lock the schedule's row and say whether it may still fire. schedule_update and schedule_delete take the
     same lock, so a pause or delete that commits mid-tick stops every firing after it."""
-    return Schedule.objects.select_for_update().filter(pk=schedule.pk, paused=False,
-                                                       deleted_at__isnull=True).exists()
+    return Schedule.objects.select_for_update().filter(pk=schedule.pk, paused=False, deleted_at__isnull=True).exists()
 
 
 def _fire(schedule: Schedule, due: datetime, label: str, extra: dict[str, Any], *, late: bool) -> ScheduleFire | None:
@@ -291,22 +388,40 @@ def _fire(schedule: Schedule, due: datetime, label: str, extra: dict[str, Any], 
         with transaction.atomic():
             if not _live(schedule):
                 return None
-            fire = ScheduleFire.objects.create(schedule=schedule, due_at=due, variant=label, status=status,
-                                               missed=missed)
+            fire = ScheduleFire.objects.create(
+                schedule=schedule, due_at=due, variant=label, status=status, missed=missed
+            )
             if ready:
                 plan = schedule.plan
                 fire.plan = plan_create(
-                    created_by=schedule.created_by, agents=ready, runner=plan.runner, workload=plan.workload,
+                    created_by=schedule.created_by,
+                    agents=ready,
+                    runner=plan.runner,
+                    workload=plan.workload,
                     # a plan stored before duplicates were refused still makes each distinct job once
                     precisions=list(dict.fromkeys(plan.precisions)),
-                    batch_sizes=list(dict.fromkeys(plan.batch_sizes)), scenario=plan.scenario,
-                    repetitions=plan.repetitions, options={**plan.options, **schedule.options, **extra},
-                    soft_time_limit=plan.soft_time_limit, time_limit=plan.time_limit,
-                    name=f"{schedule.name} @ {due:%Y-%m-%d %H:%M}Z{' ' + label if label else ''}")
+                    batch_sizes=list(dict.fromkeys(plan.batch_sizes)),
+                    scenario=plan.scenario,
+                    repetitions=plan.repetitions,
+                    options={**plan.options, **schedule.options, **extra},
+                    soft_time_limit=plan.soft_time_limit,
+                    time_limit=plan.time_limit,
+                    name=f"{schedule.name} @ {due:%Y-%m-%d %H:%M}Z{' ' + label if label else ''}",
+                )
                 fire.save(update_fields=["plan"])
-            audit_append(kind=AuditKind.SCHEDULE_FIRED, actor="registry", subject=f"schedule:{schedule.pk}",
-                         payload={"due_at": due.isoformat(), "variant": label, "status": status,
-                                  "plan": fire.plan_id, "agents": [a.name for a in ready], "missed": missed})
+            audit_append(
+                kind=AuditKind.SCHEDULE_FIRED,
+                actor="registry",
+                subject=f"schedule:{schedule.pk}",
+                payload={
+                    "due_at": due.isoformat(),
+                    "variant": label,
+                    "status": status,
+                    "plan": fire.plan_id,
+                    "agents": [a.name for a in ready],
+                    "missed": missed,
+                },
+            )
     except IntegrityError:
         return None  # this (schedule, due time, variant) is another beat's or an earlier tick's
     except RegistryError as exc:  # the plan no longer runs (e.g. an agent's inventory changed): say so, go on
@@ -315,11 +430,26 @@ def _fire(schedule: Schedule, due: datetime, label: str, extra: dict[str, Any], 
             with transaction.atomic():
                 if not _live(schedule):
                     return None
-                fire = ScheduleFire.objects.create(schedule=schedule, due_at=due, variant=label, status="missed",
-                                                   missed=[{"agent": a.name, "reason": reason} for a in agents])
-                audit_append(kind=AuditKind.SCHEDULE_FIRED, actor="registry", subject=f"schedule:{schedule.pk}",
-                             payload={"due_at": due.isoformat(), "variant": label, "status": "missed",
-                                      "plan": None, "agents": [], "missed": fire.missed})
+                fire = ScheduleFire.objects.create(
+                    schedule=schedule,
+                    due_at=due,
+                    variant=label,
+                    status="missed",
+                    missed=[{"agent": a.name, "reason": reason} for a in agents],
+                )
+                audit_append(
+                    kind=AuditKind.SCHEDULE_FIRED,
+                    actor="registry",
+                    subject=f"schedule:{schedule.pk}",
+                    payload={
+                        "due_at": due.isoformat(),
+                        "variant": label,
+                        "status": "missed",
+                        "plan": None,
+                        "agents": [],
+                        "missed": fire.missed,
+                    },
+                )
         except IntegrityError:
             return None
     return fire
@@ -366,14 +496,17 @@ def schedules_tick(*, now: datetime | None = None) -> dict[str, int]:
         if whole:
             Schedule.objects.filter(pk=schedule.pk, last_due_at__lt=due_times[-1]).update(last_due_at=due_times[-1])
         if budget <= 0:
-            log.warning("schedules tick: %d variant firings handled; the rest wait for the next tick",
-                        settings.BENCHREG_SCHEDULE_FIRES_PER_TICK)
+            log.warning(
+                "schedules tick: %d variant firings handled; the rest wait for the next tick",
+                settings.BENCHREG_SCHEDULE_FIRES_PER_TICK,
+            )
             break
     joined = series_catch_up()
     return {"fired": fired, "missed": missed, "joined": joined}
 
 
 # --- series -------------------------------------------------------------------------------------------------
+
 
 def series_for_job(job: Job) -> tuple[Schedule, str] | None:
     fire = ScheduleFire.objects.select_related("schedule").filter(plan_id=job.plan_id).first()
@@ -382,8 +515,16 @@ def series_for_job(job: Job) -> tuple[Schedule, str] | None:
 
 def series_catch_up(limit: int = 200) -> int:
     """Runs of scheduled jobs that have not joined their series (the registry stopped before it got to them)."""
-    pending = Job.objects.filter(status=JobStatus.SUBMITTED, run__isnull=False, plan__schedule_fire__isnull=False,
-                                 run__series_member__isnull=True).order_by("run_id").values_list("run_id", flat=True)
+    pending = (
+        Job.objects.filter(
+            status=JobStatus.SUBMITTED,
+            run__isnull=False,
+            plan__schedule_fire__isnull=False,
+            run__series_member__isnull=True,
+        )
+        .order_by("run_id")
+        .values_list("run_id", flat=True)
+    )
     count = 0
     for run_id in pending[:limit]:
         count += series_record_run(run_id=run_id) is not None
@@ -404,9 +545,13 @@ def series_record_run(*, run_id: int) -> SeriesRun | None:
     schedule, variant = origin
     estimate = headline_estimate(run.document)
     with transaction.atomic():
-        series, _ = Series.objects.get_or_create(schedule=schedule, variant=variant, agent=job.agent,
-                                                 config_key=changepoints.series_key(run.document),
-                                                 defaults={"headline_metric": run.headline_metric})
+        series, _ = Series.objects.get_or_create(
+            schedule=schedule,
+            variant=variant,
+            agent=job.agent,
+            config_key=changepoints.series_key(run.document),
+            defaults={"headline_metric": run.headline_metric},
+        )
         series = Series.objects.select_for_update().get(pk=series.pk)
         if SeriesRun.objects.filter(run=run).exists():
             return None
@@ -420,30 +565,39 @@ def series_record_run(*, run_id: int) -> SeriesRun | None:
 def _reference(series: Series, member: SeriesRun) -> list[SeriesRun]:
     """The series' runs before `member` since its last change point (that run included), the latest WINDOW."""
     last = Alert.objects.filter(series=series, run_id__lt=member.run_id).order_by("-run_id").first()
-    members = SeriesRun.objects.filter(series=series, run_id__lt=member.run_id, value__isnull=False,
-                                       run__withdrawal__isnull=True)
+    members = SeriesRun.objects.filter(
+        series=series, run_id__lt=member.run_id, value__isnull=False, run__withdrawal__isnull=True
+    )
     if last is not None:
         members = members.filter(run_id__gte=last.run_id)
-    return list(reversed(members.order_by("-run_id")[:changepoints.WINDOW]))
+    return list(reversed(members.order_by("-run_id")[: changepoints.WINDOW]))
 
 
 def _judge(series: Series, member: SeriesRun, run: Submission) -> Alert | None:
     if member.value is None:
         return None
     reference = _reference(series, member)
-    change = changepoints.prediction_test([m.value for m in reference if m.value is not None], member.value,
-                                          lower_is_better=run.headline_lower_is_better)
+    change = changepoints.prediction_test(
+        [m.value for m in reference if m.value is not None], member.value, lower_is_better=run.headline_lower_is_better
+    )
     if not change.changed:
         return None
     assert change.ratio is not None and change.ci_low is not None and change.ci_high is not None
     assert change.p_value is not None
     previous = reference[-1].run
-    alert = Alert.objects.create(series=series, run=run, previous=previous,
-                                 reference_runs=[m.run_id for m in reference], ratio=change.ratio,
-                                 ci_low=change.ci_low, ci_high=change.ci_high, p_value=change.p_value,
-                                 direction=change.direction, differences=differences(previous.document, run.document))
-    audit_append(kind=AuditKind.SERIES_ALERT, actor="registry", subject=f"alert:{alert.pk}",
-                 payload=alert_body(alert))
+    alert = Alert.objects.create(
+        series=series,
+        run=run,
+        previous=previous,
+        reference_runs=[m.run_id for m in reference],
+        ratio=change.ratio,
+        ci_low=change.ci_low,
+        ci_high=change.ci_high,
+        p_value=change.p_value,
+        direction=change.direction,
+        differences=differences(previous.document, run.document),
+    )
+    audit_append(kind=AuditKind.SERIES_ALERT, actor="registry", subject=f"alert:{alert.pk}", payload=alert_body(alert))
     return alert
 
 
@@ -453,8 +607,11 @@ def _alert_destination(schedule: Schedule) -> tuple[str, str] | None:
     if schedule.webhook_url:
         if schedule.webhook_secret:
             return schedule.webhook_url, schedule.webhook_secret
-        log.warning("schedule %s: its webhook has no secret of its own (set before schedules had one); alert not "
-                    "sent: set its webhook_url again to get a secret", schedule.pk)
+        log.warning(
+            "schedule %s: its webhook has no secret of its own (set before schedules had one); alert not "
+            "sent: set its webhook_url again to get a secret",
+            schedule.pk,
+        )
         return None
     if settings.BENCHREG_ALERT_WEBHOOK_URL:
         if settings.BENCHREG_ALERT_WEBHOOK_SECRET:
@@ -506,16 +663,27 @@ def alert_body(alert: Alert) -> dict[str, Any]:
     change = f"{alert.ratio:.3g}× ({abs(alert.ratio - 1):.0%} {'higher' if alert.ratio > 1 else 'lower'})"
     names = ", ".join(d["pointer"] for d in alert.differences[:5]) or "nothing in the documents"
     return {
-        "id": alert.pk, "series": series.pk, "schedule": series.schedule_id, "variant": series.variant,
-        "agent": series.agent.name, "metric": series.headline_metric,
+        "id": alert.pk,
+        "series": series.pk,
+        "schedule": series.schedule_id,
+        "variant": series.variant,
+        "agent": series.agent.name,
+        "metric": series.headline_metric,
         "run": {"id": alert.run_id, "digest": alert.run.digest},
         "previous": {"id": alert.previous_id, "digest": alert.previous.digest},
         "reference_runs": alert.reference_runs,
-        "ratio": float(f"{alert.ratio:.6g}"), "ci_low": float(f"{alert.ci_low:.6g}"),
-        "ci_high": float(f"{alert.ci_high:.6g}"), "confidence": 0.95, "p_value": float(f"{alert.p_value:.3g}"),
-        "direction": alert.direction, "differences": alert.differences, "method": changepoints.METHOD,
-        "summary": (f"{series.headline_metric} of run {alert.run_id} is {change} against the "
-                    f"{len(alert.reference_runs)} runs before it (95% CI {alert.ci_low:.3g}–{alert.ci_high:.3g}, "
-                    f"{alert.direction}); "
-                    f"changed since run {alert.previous_id}: {names}"),
+        "ratio": float(f"{alert.ratio:.6g}"),
+        "ci_low": float(f"{alert.ci_low:.6g}"),
+        "ci_high": float(f"{alert.ci_high:.6g}"),
+        "confidence": 0.95,
+        "p_value": float(f"{alert.p_value:.3g}"),
+        "direction": alert.direction,
+        "differences": alert.differences,
+        "method": changepoints.METHOD,
+        "summary": (
+            f"{series.headline_metric} of run {alert.run_id} is {change} against the "
+            f"{len(alert.reference_runs)} runs before it (95% CI {alert.ci_low:.3g}–{alert.ci_high:.3g}, "
+            f"{alert.direction}); "
+            f"changed since run {alert.previous_id}: {names}"
+        ),
     }

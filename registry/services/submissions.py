@@ -31,8 +31,13 @@ class InvalidDocument(RegistryError):
     code = "invalid-document"
 
 
-def submission_create(*, document: bytes | str | dict[str, Any], submitted_by: AbstractBaseUser,
-                      token: ApiToken | None = None, trust: str = Trust.DECLARED) -> tuple[Submission, bool]:
+def submission_create(
+    *,
+    document: bytes | str | dict[str, Any],
+    submitted_by: AbstractBaseUser,
+    token: ApiToken | None = None,
+    trust: str = Trust.DECLARED,
+) -> tuple[Submission, bool]:
     """Validate, canonicalise and store one run. Returns (run, created).
 
     `trust` is the caller's path in (Trust: declared for a token holder, imported for an importer, example for
@@ -44,8 +49,9 @@ def submission_create(*, document: bytes | str | dict[str, Any], submitted_by: A
     return _create_checked(submission_check(document), submitted_by, token, trust)
 
 
-def _create_checked(checked: protocol.Checked, submitted_by: AbstractBaseUser, token: ApiToken | None,
-                    trust: str) -> tuple[Submission, bool]:
+def _create_checked(
+    checked: protocol.Checked, submitted_by: AbstractBaseUser, token: ApiToken | None, trust: str
+) -> tuple[Submission, bool]:
     """`submission_create` of a document that passed the checks."""
     if _for_a_job(checked):
         # An agent's run for its job: stored and linked to the job in one locked step (one run per job).
@@ -67,8 +73,9 @@ def _create_checked(checked: protocol.Checked, submitted_by: AbstractBaseUser, t
 
 def _require_trust(trust: str) -> None:
     if trust not in Trust.values or trust == Trust.VOUCHED:
-        raise ValueError(f"trust {trust!r}: only an agent's job run is vouched; give one of declared, imported, "
-                         "example")
+        raise ValueError(
+            f"trust {trust!r}: only an agent's job run is vouched; give one of declared, imported, example"
+        )
 
 
 def submission_check(document: bytes | str | dict[str, Any]) -> protocol.Checked:
@@ -77,8 +84,9 @@ def submission_check(document: bytes | str | dict[str, Any]) -> protocol.Checked
     try:
         checked = protocol.check(document)
     except protocol.Invalid as exc:
-        raise InvalidDocument(f"the document has {len(exc.errors)} problem(s)",
-                              errors=[e.as_dict() for e in exc.errors]) from None
+        raise InvalidDocument(
+            f"the document has {len(exc.errors)} problem(s)", errors=[e.as_dict() for e in exc.errors]
+        ) from None
     problems = _unstorable(checked)
     if problems:
         raise InvalidDocument(f"the document has {len(problems)} problem(s)", errors=problems)
@@ -99,15 +107,26 @@ def _key_columns(document: dict[str, Any]) -> dict[str, str]:
 # columns; PostgreSQL stores a PositiveIntegerField as int4) is refused at the field the submitter wrote. A column
 # missing here is still checked, and refused at the document's root.
 _COLUMN_SOURCES = {
-    "protocol_version": "/protocol", "phase": "/phase", "workload_name": "/workload/name",
-    "workload_version": "/workload/version", "scenario_kind": "/scenario/kind",
-    "precision_weights": "/precision/weights", "precision_activations": "/precision/activations",
-    "batch_size": "/workload/shape/batch_size", "system_name": "/system/name",
-    "accelerator_vendor": "/system/accelerators/0/vendor", "accelerator_model": "/system/accelerators/0/model",
-    "accelerator_count": "/system/accelerators/0/count", "submitter": "/provenance/submitter",
-    "source": "/provenance/source", "started_at": "/provenance/started_at", "headline_metric": "/metrics/primary",
-    "software_summary": "/software/frameworks", "origin_round": "/provenance/origin/round",
-    "origin_division": "/provenance/origin/division", "origin_category": "/provenance/origin/category",
+    "protocol_version": "/protocol",
+    "phase": "/phase",
+    "workload_name": "/workload/name",
+    "workload_version": "/workload/version",
+    "scenario_kind": "/scenario/kind",
+    "precision_weights": "/precision/weights",
+    "precision_activations": "/precision/activations",
+    "batch_size": "/workload/shape/batch_size",
+    "system_name": "/system/name",
+    "accelerator_vendor": "/system/accelerators/0/vendor",
+    "accelerator_model": "/system/accelerators/0/model",
+    "accelerator_count": "/system/accelerators/0/count",
+    "submitter": "/provenance/submitter",
+    "source": "/provenance/source",
+    "started_at": "/provenance/started_at",
+    "headline_metric": "/metrics/primary",
+    "software_summary": "/software/frameworks",
+    "origin_round": "/provenance/origin/round",
+    "origin_division": "/provenance/origin/division",
+    "origin_category": "/provenance/origin/category",
     "origin_availability": "/provenance/origin/availability",
 }
 
@@ -150,21 +169,30 @@ def _unstorable(checked: protocol.Checked) -> list[dict[str, str]]:
         # An integer literal from 2^53 on parses as the double it is canonically (protocol.parsing), so a float.
         if isinstance(limits, tuple) and isinstance(value, int | float) and not limits[0] <= value <= limits[1]:
             shown = int(value) if isinstance(value, float) and value.is_integer() else value
-            code, what, bound = "integer-out-of-range", str(shown), (
-                f"at most {limits[1]}" if value > limits[1] else f"at least {limits[0]}")
+            code, what, bound = (
+                "integer-out-of-range",
+                str(shown),
+                (f"at most {limits[1]}" if value > limits[1] else f"at least {limits[0]}"),
+            )
         elif isinstance(limits, int) and isinstance(value, str) and len(value) > limits:
             code, what, bound = "too-long", f"{len(value)} characters", f"at most {limits}"
         else:
             continue
         where, name = _column_source(column, checked.document)
-        errors.append({"pointer": where, "code": code,
-                       "message": f"{what} is beyond what this registry stores for {name} ({bound})"})
+        errors.append(
+            {
+                "pointer": where,
+                "code": code,
+                "message": f"{what} is beyond what this registry stores for {name} ({bound})",
+            }
+        )
     return errors
 
 
 @transaction.atomic
-def _store(checked: protocol.Checked, submitted_by: AbstractBaseUser, token: ApiToken | None, *,
-           trust: str) -> Submission:
+def _store(
+    checked: protocol.Checked, submitted_by: AbstractBaseUser, token: ApiToken | None, *, trust: str
+) -> Submission:
     """Store one checked document in a savepoint of its own (a lost race on its digest leaves the caller's
     transaction usable)."""
     (run,) = _store_many([checked], submitted_by, token, trust=trust)
@@ -182,15 +210,27 @@ def submission_withdraw(*, submission: Submission, reason: str, actor: AbstractB
     Submission.objects.select_for_update(no_key=True).filter(pk=submission.pk).exists()
     if Withdrawal.objects.filter(submission=submission).exists():
         raise RegistryError(f"run {submission.pk} is already withdrawn", status=409, code="already-withdrawn")
-    withdrawal = Withdrawal.objects.create(submission=submission, reason=reason.strip(), withdrawn_by=actor,
-                                           withdrawn_by_name=actor.get_username(), withdrawn_at=timezone.now())
-    audit_append(kind=AuditKind.RUN_WITHDRAWN, actor=actor.get_username(), actor_user=actor.pk,
-                 subject=submission.digest, time=withdrawal.withdrawn_at,
-                 payload={"run": submission.pk, "reason": withdrawal.reason})
+    withdrawal = Withdrawal.objects.create(
+        submission=submission,
+        reason=reason.strip(),
+        withdrawn_by=actor,
+        withdrawn_by_name=actor.get_username(),
+        withdrawn_at=timezone.now(),
+    )
+    audit_append(
+        kind=AuditKind.RUN_WITHDRAWN,
+        actor=actor.get_username(),
+        actor_user=actor.pk,
+        subject=submission.digest,
+        time=withdrawal.withdrawn_at,
+        payload={"run": submission.pk, "reason": withdrawal.reason},
+    )
     catalogue_run_withdrawn(run=submission)
     from registry.services.decisions import decisions_flag_for_runs  # decisions (issue 14)
-    decisions_flag_for_runs(runs=[submission], reason=f"run {submission.pk} was withdrawn: {withdrawal.reason}",
-                            actor=actor.get_username())
+
+    decisions_flag_for_runs(
+        runs=[submission], reason=f"run {submission.pk} was withdrawn: {withdrawal.reason}", actor=actor.get_username()
+    )
     return withdrawal
 
 
@@ -208,11 +248,15 @@ class BatchOutcome:
     error: RegistryError | None = None
 
 
-def submission_create_batch(*, documents: Iterable[bytes | str | dict[str, Any] | RegistryError],
-                            submitted_by: AbstractBaseUser, token: ApiToken | None = None,
-                            trust: str = Trust.DECLARED,
-                            on_outcome: Callable[[int, BatchOutcome], None] | None = None,
-                            per_transaction: int = BATCH_TRANSACTION) -> list[BatchOutcome]:
+def submission_create_batch(
+    *,
+    documents: Iterable[bytes | str | dict[str, Any] | RegistryError],
+    submitted_by: AbstractBaseUser,
+    token: ApiToken | None = None,
+    trust: str = Trust.DECLARED,
+    on_outcome: Callable[[int, BatchOutcome], None] | None = None,
+    per_transaction: int = BATCH_TRANSACTION,
+) -> list[BatchOutcome]:
     """Validate and store each document like `submission_create`; each stands or falls alone.
 
     A document may already be a RegistryError (a line the caller could not parse): it is refused as it is.
@@ -239,8 +283,12 @@ def submission_create_batch(*, documents: Iterable[bytes | str | dict[str, Any] 
             outcomes.append(outcome)
 
 
-def _batch_chunk(chunk: list[bytes | str | dict[str, Any] | RegistryError], submitted_by: AbstractBaseUser,
-                 token: ApiToken | None, trust: str) -> list[BatchOutcome]:
+def _batch_chunk(
+    chunk: list[bytes | str | dict[str, Any] | RegistryError],
+    submitted_by: AbstractBaseUser,
+    token: ApiToken | None,
+    trust: str,
+) -> list[BatchOutcome]:
     decided: list[BatchOutcome | None] = [None] * len(chunk)
     checked: dict[int, protocol.Checked] = {}
     for i, document in enumerate(chunk):
@@ -280,8 +328,9 @@ def _deadlocked(exc: OperationalError) -> bool:
     return getattr(exc.__cause__, "sqlstate", None) == "40P01"
 
 
-def _store_new(checked: dict[int, protocol.Checked], submitted_by: AbstractBaseUser, token: ApiToken | None,
-               trust: str) -> dict[int, tuple[Submission, bool]]:
+def _store_new(
+    checked: dict[int, protocol.Checked], submitted_by: AbstractBaseUser, token: ApiToken | None, trust: str
+) -> dict[int, tuple[Submission, bool]]:
     """Store the documents not stored yet (one SELECT for the known ones); index -> (run, created)."""
     known = {run.digest: run for run in Submission.objects.filter(digest__in={c.digest for c in checked.values()})}
     new: dict[str, protocol.Checked] = {}
@@ -298,30 +347,57 @@ def _store_new(checked: dict[int, protocol.Checked], submitted_by: AbstractBaseU
     return out
 
 
-def _store_many(checked: list[protocol.Checked], submitted_by: AbstractBaseUser, token: ApiToken | None, *,
-                trust: str) -> list[Submission]:
+def _store_many(
+    checked: list[protocol.Checked], submitted_by: AbstractBaseUser, token: ApiToken | None, *, trust: str
+) -> list[Submission]:
     """Store checked documents in the caller's transaction: the runs (one COPY or INSERT: models/copy.py), their
     audit entries (one INSERT), the catalogue's counts and the decisions they enter, all exact when it commits."""
     if not checked:
         return []
     now, name = timezone.now(), submitted_by.get_username()
-    runs = create_many(Submission, [
-        Submission(trust=trust, digest=one.digest, document=one.document, canonical=one.canonical.decode(),
-                   **_key_columns(one.document), **one.summary.columns(), submitted_by=submitted_by,
-                   submitted_by_name=name, token=token, submitted_at=now)
-        for one in checked])
+    runs = create_many(
+        Submission,
+        [
+            Submission(
+                trust=trust,
+                digest=one.digest,
+                document=one.document,
+                canonical=one.canonical.decode(),
+                **_key_columns(one.document),
+                **one.summary.columns(),
+                submitted_by=submitted_by,
+                submitted_by_name=name,
+                token=token,
+                submitted_at=now,
+            )
+            for one in checked
+        ],
+    )
     # The entry commits who stored it (name, user, token), so `audit verify` sees those columns rewritten.
-    audit_append_many(events=[{"kind": AuditKind.RUN_SUBMITTED, "actor": name, "actor_user": submitted_by.pk,
-                               "actor_token": token.pk if token is not None else None, "subject": run.digest,
-                               "time": now, "payload": {"run": run.pk, "trust": trust}} for run in runs])
+    audit_append_many(
+        events=[
+            {
+                "kind": AuditKind.RUN_SUBMITTED,
+                "actor": name,
+                "actor_user": submitted_by.pk,
+                "actor_token": token.pk if token is not None else None,
+                "subject": run.digest,
+                "time": now,
+                "payload": {"run": run.pk, "trust": trust},
+            }
+            for run in runs
+        ]
+    )
     catalogue_runs_added(runs=runs)  # the catalogue's derived counts, exact in the same transaction
     from registry.services.decisions import decisions_flag_for_new_runs  # decisions (issue 14)
+
     decisions_flag_for_new_runs(runs=runs)
     return runs
 
 
-def _batch_one(checked: protocol.Checked, submitted_by: AbstractBaseUser, token: ApiToken | None,
-               trust: str) -> BatchOutcome:
+def _batch_one(
+    checked: protocol.Checked, submitted_by: AbstractBaseUser, token: ApiToken | None, trust: str
+) -> BatchOutcome:
     """One checked document of a batch stored alone (an agent's job run, or a chunk that lost a race)."""
     try:
         with transaction.atomic():  # a savepoint: a refused document leaves the rest of the batch intact

@@ -32,36 +32,62 @@ def parse_scopes(scopes: Iterable[str] | str) -> list[str]:
     cleaned = sorted({s.strip() for s in items if s.strip()})
     unknown = [s for s in cleaned if s not in Scope.values]
     if unknown or not cleaned:
-        raise RegistryError(f"unknown or missing scopes {unknown or cleaned}; choose from {', '.join(Scope.values)}",
-                            code="invalid-scopes")
+        raise RegistryError(
+            f"unknown or missing scopes {unknown or cleaned}; choose from {', '.join(Scope.values)}",
+            code="invalid-scopes",
+        )
     return cleaned
 
 
 @transaction.atomic
-def token_create(*, user: AbstractBaseUser, name: str, scopes: Iterable[str] | str,
-                 expires_at: datetime | None = None, actor: str | None = None) -> tuple[ApiToken, str]:
+def token_create(
+    *,
+    user: AbstractBaseUser,
+    name: str,
+    scopes: Iterable[str] | str,
+    expires_at: datetime | None = None,
+    actor: str | None = None,
+) -> tuple[ApiToken, str]:
     """Create a token; returns (row, plain token). The plain token cannot be recovered later."""
     plain = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    token = ApiToken.objects.create(user=user, name=name, prefix=plain[:12], key_hash=hash_token(plain),
-                                    scopes=parse_scopes(scopes), expires_at=expires_at)
-    audit_append(kind=AuditKind.TOKEN_CREATED, actor=actor or user.get_username(), subject=f"token:{token.pk}",
-                 payload={"user": user.get_username(), "name": name, "scopes": token.scopes,
-                          "prefix": token.prefix})
+    token = ApiToken.objects.create(
+        user=user,
+        name=name,
+        prefix=plain[:12],
+        key_hash=hash_token(plain),
+        scopes=parse_scopes(scopes),
+        expires_at=expires_at,
+    )
+    audit_append(
+        kind=AuditKind.TOKEN_CREATED,
+        actor=actor or user.get_username(),
+        subject=f"token:{token.pk}",
+        payload={"user": user.get_username(), "name": name, "scopes": token.scopes, "prefix": token.prefix},
+    )
     return token, plain
 
 
-def token_mint(*, principal: Principal, name: str, scopes: Iterable[str] | str,
-               expires_at: datetime | None = None) -> tuple[ApiToken, str]:
+def token_mint(
+    *, principal: Principal, name: str, scopes: Iterable[str] | str, expires_at: datetime | None = None
+) -> tuple[ApiToken, str]:
     """A token the caller makes for themselves: never with a scope the caller may not use itself (policy)."""
     wanted = parse_scopes(scopes)
     if not policy.can(principal, policy.TOKEN_MINT, wanted):
         allowed = sorted(policy.mintable_scopes(principal))
-        raise policy.Refused(f"this credential may create tokens with at most the scopes {allowed}, not {wanted}",
-                             code="scope-exceeds-rights",
-                             errors=[{"pointer": "/scopes", "code": "scope-exceeds-rights",
-                                      "message": f"not allowed: {sorted(set(wanted) - set(allowed))}"}])
-    return token_create(user=principal.user, name=name, scopes=wanted, expires_at=expires_at,
-                        actor=principal.user.get_username())
+        raise policy.Refused(
+            f"this credential may create tokens with at most the scopes {allowed}, not {wanted}",
+            code="scope-exceeds-rights",
+            errors=[
+                {
+                    "pointer": "/scopes",
+                    "code": "scope-exceeds-rights",
+                    "message": f"not allowed: {sorted(set(wanted) - set(allowed))}",
+                }
+            ],
+        )
+    return token_create(
+        user=principal.user, name=name, scopes=wanted, expires_at=expires_at, actor=principal.user.get_username()
+    )
 
 
 @transaction.atomic
@@ -70,8 +96,12 @@ def token_revoke(*, token: ApiToken, actor: str) -> ApiToken:
     if token.revoked_at is None:
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])
-        audit_append(kind=AuditKind.TOKEN_REVOKED, actor=actor, subject=f"token:{token.pk}",
-                     payload={"user": token.user.get_username(), "prefix": token.prefix})
+        audit_append(
+            kind=AuditKind.TOKEN_REVOKED,
+            actor=actor,
+            subject=f"token:{token.pk}",
+            payload={"user": token.user.get_username(), "prefix": token.prefix},
+        )
     return token
 
 

@@ -70,13 +70,14 @@ def address_problem(address: str) -> str | None:
         return None
     candidates: list[ipaddress.IPv4Address | ipaddress.IPv6Address] = [ip]
     if isinstance(ip, ipaddress.IPv6Address):
-        embedded = [ip.ipv4_mapped, ip.sixtofour,
-                    ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF) if ip in _NAT64 else None]
+        embedded = [ip.ipv4_mapped, ip.sixtofour, ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF) if ip in _NAT64 else None]
         candidates += [e for e in embedded if e is not None]
     for candidate in candidates:
         if not candidate.is_global or candidate.is_multicast:
-            return (f"{address} is not a global address (loopback, private, link-local, reserved or unspecified); "
-                    "an operator allows internal receivers with BENCHREG_WEBHOOK_ALLOWED_NETWORKS")
+            return (
+                f"{address} is not a global address (loopback, private, link-local, reserved or unspecified); "
+                "an operator allows internal receivers with BENCHREG_WEBHOOK_ALLOWED_NETWORKS"
+            )
     return None
 
 
@@ -126,8 +127,9 @@ def webhook_url_problem(url: str, *, resolve: bool = True) -> str | None:
     if not resolve:
         return None
     try:
-        addresses = _resolve_within(host, port or (443 if parts.scheme == "https" else 80),
-                                    float(settings.BENCHREG_WEBHOOK_DEADLINE_S))
+        addresses = _resolve_within(
+            host, port or (443 if parts.scheme == "https" else 80), float(settings.BENCHREG_WEBHOOK_DEADLINE_S)
+        )
     except (OSError, ValueError, httpcore.ConnectTimeout):  # UnicodeError is a ValueError
         return None
     for address in addresses:
@@ -170,10 +172,12 @@ class _BoundedStream(httpcore.NetworkStream):
     def close(self) -> None:
         self._stream.close()
 
-    def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
-                  timeout: float | None = None) -> httpcore.NetworkStream:
-        stream = self._stream.start_tls(ssl_context, server_hostname,
-                                        self._backend.timeout(timeout, httpcore.ConnectTimeout))
+    def start_tls(
+        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore.NetworkStream:
+        stream = self._stream.start_tls(
+            ssl_context, server_hostname, self._backend.timeout(timeout, httpcore.ConnectTimeout)
+        )
         return _BoundedStream(stream, self._backend)
 
     def get_extra_info(self, info: str) -> Any:
@@ -194,8 +198,14 @@ class _GuardedBackend(httpcore.NetworkBackend):
             raise error(f"the attempt's deadline of {settings.BENCHREG_WEBHOOK_DEADLINE_S} s passed")
         return left if asked is None else min(asked, left)
 
-    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                    socket_options: Any = None) -> httpcore.NetworkStream:
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Any = None,
+    ) -> httpcore.NetworkStream:
         try:
             addresses = _resolve_within(host, port, self.timeout(timeout, httpcore.ConnectTimeout))
         except (OSError, ValueError) as exc:
@@ -207,8 +217,9 @@ class _GuardedBackend(httpcore.NetworkBackend):
         failure: Exception = httpcore.ConnectError(f"{host} resolves to no address")
         for address in addresses:
             try:
-                stream = self._sync.connect_tcp(address, port, self.timeout(timeout, httpcore.ConnectTimeout),
-                                                local_address, socket_options)
+                stream = self._sync.connect_tcp(
+                    address, port, self.timeout(timeout, httpcore.ConnectTimeout), local_address, socket_options
+                )
             except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
                 failure = exc
                 continue
@@ -219,8 +230,9 @@ class _GuardedBackend(httpcore.NetworkBackend):
             return _BoundedStream(stream, self)
         raise failure
 
-    def connect_unix_socket(self, path: str, timeout: float | None = None,
-                            socket_options: Any = None) -> httpcore.NetworkStream:
+    def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Any = None
+    ) -> httpcore.NetworkStream:
         raise RefusedDestination("webhooks are never delivered over a Unix socket")
 
     def sleep(self, seconds: float) -> None:
@@ -233,8 +245,9 @@ def _client(deadline: float) -> httpx.Client:
     transport = httpx.HTTPTransport(trust_env=False)
     # httpx has no public hook for the network backend; its transport wraps an httpcore pool, swapped here for
     # one whose every connection is checked (the hostile tests fail loudly should httpx ever change this).
-    transport._pool = httpcore.ConnectionPool(ssl_context=httpx.create_ssl_context(), max_connections=1,
-                                              network_backend=_GuardedBackend(deadline))
+    transport._pool = httpcore.ConnectionPool(
+        ssl_context=httpx.create_ssl_context(), max_connections=1, network_backend=_GuardedBackend(deadline)
+    )
     step = min(STEP_TIMEOUT_S, float(settings.BENCHREG_WEBHOOK_DEADLINE_S))
     return httpx.Client(transport=transport, trust_env=False, follow_redirects=False, timeout=httpx.Timeout(step))
 
@@ -258,9 +271,15 @@ def webhook_enqueue(*, url: str, secret: str, event: str, body: dict[str, Any]) 
 
     Whatever happens to the delivery later (no broker, a receiver that fails), the caller's work stands: queueing
     errors are logged, and the sweep re-queues what was never attempted."""
-    delivery = WebhookDelivery.objects.create(message_id=f"msg_{uuid.uuid4().hex}", url=url, secret=secret,
-                                              event=event, body=body, created_at=timezone.now(),
-                                              next_attempt_at=timezone.now())
+    delivery = WebhookDelivery.objects.create(
+        message_id=f"msg_{uuid.uuid4().hex}",
+        url=url,
+        secret=secret,
+        event=event,
+        body=body,
+        created_at=timezone.now(),
+        next_attempt_at=timezone.now(),
+    )
     transaction.on_commit(lambda: _queue(delivery.pk), robust=True)
     return delivery
 
@@ -274,11 +293,18 @@ def _queue(delivery_id: int) -> None:
 def webhook_signed(delivery: WebhookDelivery, *, at: datetime | None = None) -> tuple[bytes, dict[str, str]]:
     """The exact body bytes and the signed headers for one attempt."""
     when = at or datetime.now(UTC)
-    payload = json.dumps({"type": delivery.event, "timestamp": when.isoformat().replace("+00:00", "Z"),
-                          "data": delivery.body}, separators=(",", ":"), sort_keys=True)
+    payload = json.dumps(
+        {"type": delivery.event, "timestamp": when.isoformat().replace("+00:00", "Z"), "data": delivery.body},
+        separators=(",", ":"),
+        sort_keys=True,
+    )
     signature = Webhook(delivery.secret).sign(delivery.message_id, when, payload)
-    headers = {"webhook-id": delivery.message_id, "webhook-timestamp": str(int(when.timestamp())),
-               "webhook-signature": signature, "content-type": "application/json"}
+    headers = {
+        "webhook-id": delivery.message_id,
+        "webhook-timestamp": str(int(when.timestamp())),
+        "webhook-signature": signature,
+        "content-type": "application/json",
+    }
     return payload.encode(), headers
 
 
@@ -292,8 +318,9 @@ def _claim(delivery_id: int) -> WebhookDelivery | None:
     if delivery.next_attempt_at is not None and delivery.next_attempt_at > now + timedelta(seconds=1):
         return None  # not due: a duplicate message (a sweep's re-queue) arriving before the retry's own
     hold = now + timedelta(seconds=float(settings.BENCHREG_WEBHOOK_DEADLINE_S) + 60)
-    claimed = WebhookDelivery.objects.filter(pk=delivery_id, state="pending",
-                                             next_attempt_at=delivery.next_attempt_at).update(next_attempt_at=hold)
+    claimed = WebhookDelivery.objects.filter(
+        pk=delivery_id, state="pending", next_attempt_at=delivery.next_attempt_at
+    ).update(next_attempt_at=hold)
     if not claimed:
         return None
     delivery.next_attempt_at = hold
@@ -306,12 +333,21 @@ def _finish(delivery: WebhookDelivery) -> None:
     with transaction.atomic():
         delivery.finished_at = timezone.now()
         delivery.next_attempt_at = None
-        audit_append(kind=AuditKind.WEBHOOK_FINISHED, actor="registry", subject=delivery.message_id,
-                     payload={"event": delivery.event})
+        audit_append(
+            kind=AuditKind.WEBHOOK_FINISHED,
+            actor="registry",
+            subject=delivery.message_id,
+            payload={"event": delivery.event},
+        )
         delivery.save()
     if delivery.state == "failed":
-        logger.warning("webhook %s (%s) failed after %d attempt(s): %s", delivery.message_id, delivery.event,
-                       delivery.attempts, delivery.last_error)
+        logger.warning(
+            "webhook %s (%s) failed after %d attempt(s): %s",
+            delivery.message_id,
+            delivery.event,
+            delivery.attempts,
+            delivery.last_error,
+        )
 
 
 def webhook_attempt(*, delivery_id: int) -> tuple[WebhookDelivery | None, bool]:
@@ -365,12 +401,15 @@ def webhooks_sweep() -> dict[str, int]:
     given_up = 0
     old = pending.filter(created_at__lt=now - timedelta(seconds=settings.BENCHREG_WEBHOOK_GIVE_UP_AFTER_S))
     for delivery in old.exclude(next_attempt_at__gt=now)[:1000]:  # not one a worker holds right now
-        error = (f"not delivered within {settings.BENCHREG_WEBHOOK_GIVE_UP_AFTER_S} s ({delivery.attempts} "
-                 f"attempt(s); does a worker consume the {settings.BENCHREG_WEBHOOK_QUEUE!r} queue?) "
-                 f"{delivery.last_error}")[:2000]
+        error = (
+            f"not delivered within {settings.BENCHREG_WEBHOOK_GIVE_UP_AFTER_S} s ({delivery.attempts} "
+            f"attempt(s); does a worker consume the {settings.BENCHREG_WEBHOOK_QUEUE!r} queue?) "
+            f"{delivery.last_error}"
+        )[:2000]
         with transaction.atomic():
-            if not WebhookDelivery.objects.filter(pk=delivery.pk, state="pending",
-                                                  next_attempt_at=delivery.next_attempt_at).update(state="failed"):
+            if not WebhookDelivery.objects.filter(
+                pk=delivery.pk, state="pending", next_attempt_at=delivery.next_attempt_at
+            ).update(state="failed"):
                 continue
             delivery.state, delivery.last_error = "failed", error
             _finish(delivery)

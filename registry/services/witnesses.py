@@ -71,8 +71,12 @@ def witnesses_configured() -> list[WitnessConfig]:
 
 
 def _last_size(witness: WitnessConfig) -> int:
-    size = (Cosignature.objects.filter(vkey=witness.vkey).order_by("-checkpoint__size")
-            .values_list("checkpoint__size", flat=True).first())
+    size = (
+        Cosignature.objects.filter(vkey=witness.vkey)
+        .order_by("-checkpoint__size")
+        .values_list("checkpoint__size", flat=True)
+        .first()
+    )
     return size or 0
 
 
@@ -82,8 +86,9 @@ def _request_body(checkpoint: Checkpoint, old_size: int) -> bytes:
     return ("\n".join(lines) + "\n\n").encode() + checkpoint.note.encode()
 
 
-def cosignature_request(*, checkpoint: Checkpoint, witness: WitnessConfig,
-                        client: httpx.Client | None = None) -> Cosignature | None:
+def cosignature_request(
+    *, checkpoint: Checkpoint, witness: WitnessConfig, client: httpx.Client | None = None
+) -> Cosignature | None:
     """Ask one witness to cosign; store and return its cosignature. None if it already holds a larger checkpoint
     (this one is stale for it). Raises WitnessRefused or WitnessUnreachable."""
     existing = Cosignature.objects.filter(checkpoint=checkpoint, vkey=witness.vkey).first()
@@ -103,13 +108,17 @@ def cosignature_request(*, checkpoint: Checkpoint, witness: WitnessConfig,
             if answer.status_code == 409 and answer.headers.get("content-type", "").startswith("text/x.tlog.size"):
                 held = answer.text.strip()
                 if not held.isdigit() or int(held) == old_size:
-                    raise WitnessRefused(f"witness {witness.cosigner.name} refused checkpoint {checkpoint.pk} (size "
-                                         f"{checkpoint.size}): it holds another root at size {held}")
+                    raise WitnessRefused(
+                        f"witness {witness.cosigner.name} refused checkpoint {checkpoint.pk} (size "
+                        f"{checkpoint.size}): it holds another root at size {held}"
+                    )
                 old_size = int(held)
                 continue
             if answer.status_code != 200:
-                raise WitnessRefused(f"witness {witness.cosigner.name} refused checkpoint {checkpoint.pk} "
-                                     f"(size {checkpoint.size}): {answer.status_code} {answer.text.strip()[:300]}")
+                raise WitnessRefused(
+                    f"witness {witness.cosigner.name} refused checkpoint {checkpoint.pk} "
+                    f"(size {checkpoint.size}): {answer.status_code} {answer.text.strip()[:300]}"
+                )
             return _store(checkpoint, witness, answer.text)
         raise WitnessRefused(f"witness {witness.cosigner.name} keeps answering 409 for checkpoint {checkpoint.pk}")
     finally:
@@ -123,8 +132,13 @@ def _store(checkpoint: Checkpoint, witness: WitnessConfig, body: str) -> Cosigna
         if witness.vkey in found:
             try:
                 return Cosignature.objects.create(
-                    checkpoint=checkpoint, witness=witness.cosigner.name, vkey=witness.vkey, line=line,
-                    timestamp=found[witness.vkey], created_at=datetime.now(UTC))
+                    checkpoint=checkpoint,
+                    witness=witness.cosigner.name,
+                    vkey=witness.vkey,
+                    line=line,
+                    timestamp=found[witness.vkey],
+                    created_at=datetime.now(UTC),
+                )
             except IntegrityError:  # a concurrent request stored it first
                 return Cosignature.objects.get(checkpoint=checkpoint, vkey=witness.vkey)
     raise WitnessRefused(f"witness {witness.cosigner.name} answered without a cosignature by its configured key")

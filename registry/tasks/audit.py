@@ -50,5 +50,5 @@ def request_cosignatures(self: Task, checkpoint_id: int) -> int:
         except WitnessRefused as exc:
             log.error("cosignature refused: %s", exc.message)
     if unreachable and not self.request.is_eager:
-        raise self.retry(exc=unreachable[0], countdown=2 ** self.request.retries)
+        raise self.retry(exc=unreachable[0], countdown=2**self.request.retries)
     return Cosignature.objects.filter(checkpoint=checkpoint).count()

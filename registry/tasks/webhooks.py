@@ -13,8 +13,14 @@ from registry.services.webhooks import webhooks_sweep as sweep
 _LIMIT_S = settings.BENCHREG_WEBHOOK_DEADLINE_S + 30
 
 
-@shared_task(name="registry.tasks.webhooks.deliver_webhook", bind=True, ignore_result=True,
-             max_retries=None, soft_time_limit=_LIMIT_S, time_limit=_LIMIT_S + 30)
+@shared_task(
+    name="registry.tasks.webhooks.deliver_webhook",
+    bind=True,
+    ignore_result=True,
+    max_retries=None,
+    soft_time_limit=_LIMIT_S,
+    time_limit=_LIMIT_S + 30,
+)
 def deliver_webhook(self, delivery_id: int) -> str:  # type: ignore[no-untyped-def]
     delivery, retry = webhook_attempt(delivery_id=delivery_id)
     if delivery is None:

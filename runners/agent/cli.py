@@ -1,8 +1,8 @@
 """`benchreg agent enroll|start|status`: enrol this machine, run its worker, show what the registry knows.
 
-  benchreg agent enroll --server URL --token ENROLMENT_TOKEN [--name NAME] [--broker URL] [--config PATH]
-  benchreg agent start [--config PATH] [--loglevel info]
-  benchreg agent status [--config PATH]
+benchreg agent enroll --server URL --token ENROLMENT_TOKEN [--name NAME] [--broker URL] [--config PATH]
+benchreg agent start [--config PATH] [--loglevel info]
+benchreg agent status [--config PATH]
 """
 
 from __future__ import annotations
@@ -34,12 +34,17 @@ def parser() -> argparse.ArgumentParser:
     enroll.add_argument("--token", required=True, help="the enrolment token an admin created")
     enroll.add_argument("--name", default=_default_name(), help="agent name (default: the host name)")
     enroll.add_argument("--broker", help="broker URL as this machine reaches it (default: what the registry says)")
-    for name, sub_parser in (("enroll", enroll),
-                             ("start", sub.add_parser("start", help="run the Celery worker for this agent")),
-                             ("status", sub.add_parser("status", help="this agent as the registry sees it"))):
-        sub_parser.add_argument("--config", type=Path, default=None,
-                                help=f"credential file (default: ${credentials.CONFIG_ENV} or "
-                                     "~/.config/benchreg/agent.json)")
+    for name, sub_parser in (
+        ("enroll", enroll),
+        ("start", sub.add_parser("start", help="run the Celery worker for this agent")),
+        ("status", sub.add_parser("status", help="this agent as the registry sees it")),
+    ):
+        sub_parser.add_argument(
+            "--config",
+            type=Path,
+            default=None,
+            help=f"credential file (default: ${credentials.CONFIG_ENV} or ~/.config/benchreg/agent.json)",
+        )
         if name == "start":
             sub_parser.add_argument("--loglevel", default="info")
     return top
@@ -56,12 +61,20 @@ def enroll(args: argparse.Namespace) -> int:
             return 2
     answer = response.json() if response.headers.get("content-type", "").endswith("json") else {}
     if response.status_code != 201:
-        print(f"benchreg agent enroll: refused ({response.status_code}): {answer.get('detail', response.text)}",
-              file=sys.stderr)
+        print(
+            f"benchreg agent enroll: refused ({response.status_code}): {answer.get('detail', response.text)}",
+            file=sys.stderr,
+        )
         return 1
     broker = args.broker or answer.get("broker_url") or ""
-    credential = Credential(server=args.server, token=answer["token"], agent=answer["agent"]["name"],
-                            agent_id=answer["agent"]["id"], queue=answer["agent"]["queue"], broker_url=broker)
+    credential = Credential(
+        server=args.server,
+        token=answer["token"],
+        agent=answer["agent"]["name"],
+        agent_id=answer["agent"]["id"],
+        queue=answer["agent"]["queue"],
+        broker_url=broker,
+    )
     credentials.save(credential, path)
     print(f"enrolled as agent {credential.agent} (queue {credential.queue}); credential saved to {path} (0600)")
     if not broker:
@@ -71,10 +84,28 @@ def enroll(args: argparse.Namespace) -> int:
 
 def worker_argv(credential: Credential, loglevel: str = "info") -> list[str]:
     """The Celery worker command line for this agent: its own queue, one job at a time."""
-    return [sys.executable, "-m", "celery", "-A", "runners.agent.worker", "worker",
-            "--queues", credential.queue, "--hostname", f"{credential.agent}@%h", "--pool", "prefork",
-            "--concurrency", "1", "--prefetch-multiplier", "1", "--without-gossip", "--without-mingle",
-            "--loglevel", loglevel]
+    return [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "runners.agent.worker",
+        "worker",
+        "--queues",
+        credential.queue,
+        "--hostname",
+        f"{credential.agent}@%h",
+        "--pool",
+        "prefork",
+        "--concurrency",
+        "1",
+        "--prefetch-multiplier",
+        "1",
+        "--without-gossip",
+        "--without-mingle",
+        "--loglevel",
+        loglevel,
+    ]
 
 
 def start(args: argparse.Namespace) -> int:

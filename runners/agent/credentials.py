@@ -62,7 +62,8 @@ class Credential:
             lease_seconds=_env_int("BENCHREG_AGENT_LEASE_SECONDS", self.lease_seconds),
             heartbeat_seconds=_env_int("BENCHREG_AGENT_HEARTBEAT_SECONDS", self.heartbeat_seconds),
             visibility_timeout=_env_int("BENCHREG_AGENT_VISIBILITY_TIMEOUT", self.visibility_timeout),
-            restore_interval=_env_int("BENCHREG_AGENT_RESTORE_INTERVAL", self.restore_interval))
+            restore_interval=_env_int("BENCHREG_AGENT_RESTORE_INTERVAL", self.restore_interval),
+        )
 
 
 def save(credential: Credential, path: Path) -> Path:

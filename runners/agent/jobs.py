@@ -92,8 +92,7 @@ def with_provenance(document: dict[str, Any], *, job: int, agent: str) -> dict[s
 class LeaseKeeper(threading.Thread):
     """Renews the job's lease every `every` seconds while the runner works; stops when told or when lost."""
 
-    def __init__(self, registry: JobRegistry, job_id: int, claimant: str, lease_seconds: int,
-                 every: float) -> None:
+    def __init__(self, registry: JobRegistry, job_id: int, claimant: str, lease_seconds: int, every: float) -> None:
         super().__init__(name=f"lease-{job_id}", daemon=True)
         self.registry, self.job_id, self.claimant = registry, job_id, claimant
         self.lease_seconds, self.every = lease_seconds, every
@@ -112,8 +111,13 @@ class LeaseKeeper(threading.Thread):
                 log.warning("job %s: lease renewal failed: %s", self.job_id, exc)
 
 
-def _measure(registry: JobRegistry, claim: Claim, claimant: str, run: Callable[[RunSpec], dict[str, Any]],
-             timeout_errors: tuple[type[BaseException], ...]) -> dict[str, Any] | JobOutcome:
+def _measure(
+    registry: JobRegistry,
+    claim: Claim,
+    claimant: str,
+    run: Callable[[RunSpec], dict[str, Any]],
+    timeout_errors: tuple[type[BaseException], ...],
+) -> dict[str, Any] | JobOutcome:
     """Run the job's spec; on failure report it and return the outcome instead of a document."""
     try:
         registry.start(claim.job, claimant=claimant)
@@ -134,9 +138,16 @@ def _measure(registry: JobRegistry, claim: Claim, claimant: str, run: Callable[[
     return JobOutcome(claim.job, status, detail=error)
 
 
-def run_job(registry: JobRegistry, job_id: int, *, claimant: str, lease_seconds: int = 120,
-            heartbeat_every: float | None = None, run: Callable[[RunSpec], dict[str, Any]] = execute,
-            timeout_errors: tuple[type[BaseException], ...] = ()) -> JobOutcome:
+def run_job(
+    registry: JobRegistry,
+    job_id: int,
+    *,
+    claimant: str,
+    lease_seconds: int = 120,
+    heartbeat_every: float | None = None,
+    run: Callable[[RunSpec], dict[str, Any]] = execute,
+    timeout_errors: tuple[type[BaseException], ...] = (),
+) -> JobOutcome:
     """Run one job end to end and say what became of it.
 
     Raises runners.client.RegistryError (network, 5xx, JobBusy) for the caller to retry with backoff; every

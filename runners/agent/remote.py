@@ -45,8 +45,14 @@ class HttpJobRegistry:
 
     def claim(self, job_id: int, *, claimant: str, lease_seconds: int) -> Claim:
         job = self._post(f"{JOBS}/{job_id}/claim", {"claimant": claimant, "lease_seconds": lease_seconds})
-        return Claim(job=job["id"], agent=job["agent"], spec=job["spec"], attempts=job["attempts"],
-                     soft_time_limit=job["soft_time_limit"], time_limit=job["time_limit"])
+        return Claim(
+            job=job["id"],
+            agent=job["agent"],
+            spec=job["spec"],
+            attempts=job["attempts"],
+            soft_time_limit=job["soft_time_limit"],
+            time_limit=job["time_limit"],
+        )
 
     def start(self, job_id: int, *, claimant: str) -> None:
         self._post(f"{JOBS}/{job_id}/start", {"claimant": claimant})
@@ -62,12 +68,17 @@ class HttpJobRegistry:
 
     def submit(self, document: dict[str, Any]) -> Submitted:
         """POST /api/v1/submissions, the path every run takes, with the agent's own token."""
-        response = self.client.request("POST", "/api/v1/submissions", content=protocol.canonicalize(document),
-                                       headers={"Content-Type": "application/json"})
+        response = self.client.request(
+            "POST",
+            "/api/v1/submissions",
+            content=protocol.canonicalize(document),
+            headers={"Content-Type": "application/json"},
+        )
         body = _problem(response)
         if response.status_code in (200, 201):
-            return Submitted("stored" if response.status_code == 201 else "known", run_id=body.get("id"),
-                             digest=body.get("digest"))
+            return Submitted(
+                "stored" if response.status_code == 201 else "known", run_id=body.get("id"), digest=body.get("digest")
+            )
         message = str(body.get("detail") or f"HTTP {response.status_code}")
         if response.status_code == 409:
             return Submitted("conflict", message=message)

@@ -43,15 +43,24 @@ def configure(credential: Credential) -> Celery:
         broker_connection_retry_on_startup=True,
         # Redis: an unacknowledged message returns to the queue after visibility_timeout (keep it above the
         # longest hard time limit, or a live job is delivered twice: harmless, but wasted machine time).
-        broker_transport_options={"visibility_timeout": credential.visibility_timeout,
-                                  "unacked_restore_interval": credential.restore_interval,
-                                  "unacked_restore_throttle": 1},
+        broker_transport_options={
+            "visibility_timeout": credential.visibility_timeout,
+            "unacked_restore_interval": credential.restore_interval,
+            "unacked_restore_throttle": 1,
+        },
         task_default_queue=credential.queue,
-        task_serializer="json", accept_content=["json"], result_serializer="json",
-        task_ignore_result=True, result_backend=None,
-        task_acks_late=True, task_reject_on_worker_lost=True,
-        worker_prefetch_multiplier=1, worker_concurrency=1,  # one benchmark at a time on this machine
-        worker_hijack_root_logger=False, worker_enable_remote_control=False, worker_send_task_events=False,
+        task_serializer="json",
+        accept_content=["json"],
+        result_serializer="json",
+        task_ignore_result=True,
+        result_backend=None,
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        worker_concurrency=1,  # one benchmark at a time on this machine
+        worker_hijack_root_logger=False,
+        worker_enable_remote_control=False,
+        worker_send_task_events=False,
     )
     return app
 
@@ -68,17 +77,29 @@ def claimant() -> str:
     return f"{current_credential().agent}@{socket.gethostname()}:{os.getpid()}"
 
 
-@app.task(name=TASK_NAME, bind=True, autoretry_for=(RegistryError,), retry_backoff=2, retry_backoff_max=120,
-          retry_jitter=True, max_retries=12, acks_late=True,
-          reject_on_worker_lost=True)  # type: ignore[untyped-decorator]  # celery ships no type hints
+@app.task(
+    name=TASK_NAME,
+    bind=True,
+    autoretry_for=(RegistryError,),
+    retry_backoff=2,
+    retry_backoff_max=120,
+    retry_jitter=True,
+    max_retries=12,
+    acks_late=True,
+    reject_on_worker_lost=True,
+)  # type: ignore[untyped-decorator]  # celery ships no type hints
 def run_job_task(self: Task, job_id: int) -> dict[str, Any]:
     """Run one job of this agent (see runners.agent.jobs.run_job). Safe to deliver twice."""
     credential = current_credential()
     with RegistryClient(credential.server, credential.token) as client:
-        outcome = run_job(HttpJobRegistry(client), int(job_id), claimant=claimant(),
-                          lease_seconds=credential.lease_seconds,
-                          heartbeat_every=max(1.0, credential.lease_seconds / 3),
-                          timeout_errors=(SoftTimeLimitExceeded,))
+        outcome = run_job(
+            HttpJobRegistry(client),
+            int(job_id),
+            claimant=claimant(),
+            lease_seconds=credential.lease_seconds,
+            heartbeat_every=max(1.0, credential.lease_seconds / 3),
+            timeout_errors=(SoftTimeLimitExceeded,),
+        )
     log.info("job %s: %s %s", job_id, outcome.outcome, outcome.detail)
     return outcome.as_dict()
 

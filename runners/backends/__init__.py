@@ -10,7 +10,7 @@ __all__ = ["Backend", "Scalar", "Trainer", "UnsupportedRun", "default_backend", 
 
 
 def default_backend() -> str:
-    """"torch" when PyTorch is installed, else "numpy"."""
+    """ "torch" when PyTorch is installed, else "numpy"."""
     return "torch" if importlib.util.find_spec("torch") is not None else "numpy"
 
 
@@ -19,10 +19,12 @@ def get_backend(name: str | None, device: str = "cpu") -> Backend:
     name = name or default_backend()
     if name == "numpy":
         from .numpy_backend import NumpyBackend
+
         return NumpyBackend(device)
     if name == "torch":
         if importlib.util.find_spec("torch") is None:
             raise UnsupportedRun("the torch backend needs PyTorch: pip install 'benchreg[torch]'")
         from .torch_backend import TorchBackend
+
         return TorchBackend(device)
     raise UnsupportedRun(f"unknown backend {name!r} (known: numpy, torch)")

@@ -48,7 +48,7 @@ class MLPTrainer:
     def data(self, step: int) -> tuple[np.ndarray, np.ndarray]:
         i = (step % self.BATCHES) * self.batch_size
         # A copy, as a real loader would hand over a fresh buffer.
-        return self.x[i:i + self.batch_size].copy(), self.y[i:i + self.batch_size].copy()
+        return self.x[i : i + self.batch_size].copy(), self.y[i : i + self.batch_size].copy()
 
     def forward(self, batch: tuple[np.ndarray, np.ndarray]) -> tuple[float, np.ndarray]:
         x, y = batch
@@ -86,8 +86,9 @@ class NumpyBackend:
         if precision != "fp32":
             raise UnsupportedRun(f"the numpy backend runs fp32 only, not {precision}: use --backend torch")
         if phase == "training" and workload.is_transformer:
-            raise UnsupportedRun(f"the numpy backend trains mlp-classifier only, not {workload.name}: "
-                                 "use --backend torch")
+            raise UnsupportedRun(
+                f"the numpy backend trains mlp-classifier only, not {workload.name}: use --backend torch"
+            )
 
     def configure(self, threads: int, precision: str) -> None:
         if threadpoolctl is not None:
@@ -141,8 +142,13 @@ class NumpyBackend:
         return out
 
     def precision_section(self, phase: str, precision: str) -> dict[str, Any]:
-        out: dict[str, Any] = {"weights": "fp32", "activations": "fp32", "accumulation": "fp32",
-                               "kv_cache": None, "quantization": None}
+        out: dict[str, Any] = {
+            "weights": "fp32",
+            "activations": "fp32",
+            "accumulation": "fp32",
+            "kv_cache": None,
+            "quantization": None,
+        }
         if phase == "training":
             out.update(master_weights="fp32", loss_scaling=None)
         return out

@@ -57,8 +57,12 @@ class MLP:
     def create(cls, workload: Workload, seed: int) -> MLP:
         rng = np.random.default_rng(seed)
         dims = workload.mlp_dims()
-        return cls([((rng.standard_normal((a, b)) * np.sqrt(2.0 / a)).astype(F32), np.zeros(b, F32))
-                    for a, b in pairwise(dims)])
+        return cls(
+            [
+                ((rng.standard_normal((a, b)) * np.sqrt(2.0 / a)).astype(F32), np.zeros(b, F32))
+                for a, b in pairwise(dims)
+            ]
+        )
 
     def forward(self, x: Arr, keep: list[Arr] | None = None) -> Arr:
         """Logits; if `keep` is given, the input of every layer is appended to it (for backward)."""
@@ -100,7 +104,7 @@ class AdamW:
             self.v = [np.zeros_like(p) for p in self.params]
         self.step_count += 1
         b1, b2 = self.betas
-        c1, c2 = 1 - b1 ** self.step_count, 1 - b2 ** self.step_count
+        c1, c2 = 1 - b1**self.step_count, 1 - b2**self.step_count
         for p, g, m, v in zip(self.params, grads, self.m, self.v, strict=True):
             p *= 1 - self.lr * self.weight_decay
             m *= b1
@@ -129,13 +133,30 @@ class Transformer:
         def normal(*shape: int) -> Arr:
             return (rng.standard_normal(shape) * 0.02).astype(F32)
 
-        blocks = [{"ln1_g": np.ones(d, F32), "ln1_b": np.zeros(d, F32), "wqkv": normal(d, 3 * d),
-                   "bqkv": np.zeros(3 * d, F32), "wo": normal(d, d), "bo": np.zeros(d, F32),
-                   "ln2_g": np.ones(d, F32), "ln2_b": np.zeros(d, F32), "w1": normal(d, f),
-                   "b1": np.zeros(f, F32), "w2": normal(f, d), "b2": np.zeros(d, F32)}
-                  for _ in range(workload.layers)]
-        return cls(normal(workload.vocabulary_size, d), blocks, (np.ones(d, F32), np.zeros(d, F32)),
-                   workload.attention_heads, workload.is_decoder)
+        blocks = [
+            {
+                "ln1_g": np.ones(d, F32),
+                "ln1_b": np.zeros(d, F32),
+                "wqkv": normal(d, 3 * d),
+                "bqkv": np.zeros(3 * d, F32),
+                "wo": normal(d, d),
+                "bo": np.zeros(d, F32),
+                "ln2_g": np.ones(d, F32),
+                "ln2_b": np.zeros(d, F32),
+                "w1": normal(d, f),
+                "b1": np.zeros(f, F32),
+                "w2": normal(f, d),
+                "b2": np.zeros(d, F32),
+            }
+            for _ in range(workload.layers)
+        ]
+        return cls(
+            normal(workload.vocabulary_size, d),
+            blocks,
+            (np.ones(d, F32), np.zeros(d, F32)),
+            workload.attention_heads,
+            workload.is_decoder,
+        )
 
     def _split(self, x: Arr) -> Arr:  # (B, S, D) -> (B, H, S, D/H)
         b, s, d = x.shape

@@ -28,7 +28,7 @@ FORMAT = {"fp32": "fp32", "bf16": "bf16", "fp16": "fp16", "int8": "int8", "fp8":
 # Dense (no sparsity) datasheet peaks in TFLOPS, by model-name fragment and precision. Only what NVIDIA
 # publishes; a GPU not listed gets no MFU rather than a guessed peak.
 DATASHEET_TFLOPS: dict[str, dict[str, float]] = {
-    "H100 80GB HBM3": {"fp32": 67.0, "bf16": 989.4, "fp16": 989.4, "fp8": 1978.9},   # SXM5
+    "H100 80GB HBM3": {"fp32": 67.0, "bf16": 989.4, "fp16": 989.4, "fp8": 1978.9},  # SXM5
     "H100 PCIe": {"fp32": 51.2, "bf16": 756.0, "fp16": 756.0, "fp8": 1513.0},
     "H200": {"fp32": 67.0, "bf16": 989.4, "fp16": 989.4, "fp8": 1978.9},
     "A100": {"fp32": 19.5, "bf16": 312.0, "fp16": 312.0},
@@ -49,8 +49,9 @@ class TorchTrainer:
 
     BATCHES = 8
 
-    def __init__(self, backend: TorchBackend, workload: Workload, shape: Shape, precision: str,
-                 seed: int, lr: float) -> None:
+    def __init__(
+        self, backend: TorchBackend, workload: Workload, shape: Shape, precision: str, seed: int, lr: float
+    ) -> None:
         torch.manual_seed(seed)
         self.backend, self.workload, self.shape = backend, workload, shape
         self.model = torch_models.build(workload).to(backend.device).train()
@@ -74,7 +75,7 @@ class TorchTrainer:
 
     def data(self, step: int) -> list[torch.Tensor]:
         i = (step % self.BATCHES) * self.shape.batch_size
-        return [t[i:i + self.shape.batch_size].to(self.backend.device, non_blocking=True) for t in self._host]
+        return [t[i : i + self.shape.batch_size].to(self.backend.device, non_blocking=True) for t in self._host]
 
     def forward(self, batch: list[torch.Tensor]) -> torch.Tensor:
         with self.backend.autocast(self.precision):
@@ -150,6 +151,7 @@ class TorchBackend:
         model = torch_models.build(workload).eval()
         if precision == "int8":
             from torch.ao.quantization import quantize_dynamic
+
             with warnings.catch_warnings():  # deprecated in favour of torchao, which is not a dependency
                 warnings.simplefilter("ignore")
                 model = quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8)  # type: ignore[no-untyped-call]
@@ -202,38 +204,63 @@ class TorchBackend:
             "torch.float32_matmul_precision": torch.get_float32_matmul_precision(),
             "torch.backends.cuda.matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32,
             "torch.backends.cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
-            "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction":
-                torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
-            "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction":
-                torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
+            "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction": (
+                torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction
+            ),
+            "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction": (
+                torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction
+            ),
             "torch.backends.mkldnn.enabled": bool(torch.backends.mkldnn.enabled),
             "torch.backends.quantized.engine": torch.backends.quantized.engine,
             "torch.backends.cpu.capability": torch.backends.cpu.get_cpu_capability(),
             "torch.deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
             "torch.autocast": str(AUTOCAST[self._precision]).removeprefix("torch.")
-            if self._precision in AUTOCAST else None,
+            if self._precision in AUTOCAST
+            else None,
         }
         if self.device == "cuda":
-            out.update({"torch.backends.cudnn.enabled": torch.backends.cudnn.enabled,
-                        "torch.backends.cudnn.benchmark": torch.backends.cudnn.benchmark,
-                        "torch.backends.cuda.flash_sdp_enabled": torch.backends.cuda.flash_sdp_enabled(),  # type: ignore[no-untyped-call]
-                        "torch.backends.cuda.mem_efficient_sdp_enabled":
-                            torch.backends.cuda.mem_efficient_sdp_enabled(),  # type: ignore[no-untyped-call]
-                        "torch.backends.cuda.math_sdp_enabled": torch.backends.cuda.math_sdp_enabled()})  # type: ignore[no-untyped-call]
+            out.update(
+                {
+                    "torch.backends.cudnn.enabled": torch.backends.cudnn.enabled,
+                    "torch.backends.cudnn.benchmark": torch.backends.cudnn.benchmark,
+                    "torch.backends.cuda.flash_sdp_enabled": torch.backends.cuda.flash_sdp_enabled(),  # type: ignore[no-untyped-call]
+                    "torch.backends.cuda.mem_efficient_sdp_enabled": torch.backends.cuda.mem_efficient_sdp_enabled(),  # type: ignore[no-untyped-call]
+                    "torch.backends.cuda.math_sdp_enabled": torch.backends.cuda.math_sdp_enabled(),
+                }
+            )  # type: ignore[no-untyped-call]
         return out
 
     def precision_section(self, phase: str, precision: str) -> dict[str, Any]:
         fmt = FORMAT[precision]
-        out: dict[str, Any] = {"weights": "fp32", "activations": fmt, "accumulation": "fp32",
-                               "kv_cache": None, "quantization": None}
+        out: dict[str, Any] = {
+            "weights": "fp32",
+            "activations": fmt,
+            "accumulation": "fp32",
+            "kv_cache": None,
+            "quantization": None,
+        }
         if precision == "int8":
-            out.update(weights="int8", activations="fp32", accumulation="int32", quantization={
-                "method": "dynamic", "granularity": "per-tensor", "library": "torch.ao.quantization",
-                "notes": "weights int8 ahead of time; activations quantized per batch at run time"})
+            out.update(
+                weights="int8",
+                activations="fp32",
+                accumulation="int32",
+                quantization={
+                    "method": "dynamic",
+                    "granularity": "per-tensor",
+                    "library": "torch.ao.quantization",
+                    "notes": "weights int8 ahead of time; activations quantized per batch at run time",
+                },
+            )
         elif precision == "fp8":
-            out.update(weights="fp8-e4m3", quantization={
-                "method": "dynamic", "granularity": "per-tensor", "library": "torch._scaled_mm",
-                "notes": "Linear layers with dimensions divisible by 16; other ops bf16 autocast"})
+            out.update(
+                weights="fp8-e4m3",
+                quantization={
+                    "method": "dynamic",
+                    "granularity": "per-tensor",
+                    "library": "torch._scaled_mm",
+                    "notes": "Linear layers with dimensions divisible by 16; other ops bf16 autocast",
+                },
+            )
         if phase == "training":
             out.update(master_weights="fp32", loss_scaling="dynamic" if precision == "fp16" else None)
         return out
@@ -263,6 +290,8 @@ class TorchBackend:
             return None, f"no datasheet peak on file for {name} at {precision}"
         dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision, torch.float32)
         a = torch.randn(1024, 1024, dtype=dtype)
-        return telemetry.measured_peak_tflops(lambda: a @ a, 2.0 * 1024**3,
-                                              f"1024² {FORMAT.get(precision, precision)} torch.mm, "
-                                              f"{torch.get_num_threads()} threads")
+        return telemetry.measured_peak_tflops(
+            lambda: a @ a,
+            2.0 * 1024**3,
+            f"1024² {FORMAT.get(precision, precision)} torch.mm, {torch.get_num_threads()} threads",
+        )

@@ -77,8 +77,9 @@ class Transformer(nn.Module):
         assert workload.vocabulary_size is not None and workload.attention_heads is not None
         d = workload.hidden_size
         self.embedding = nn.Embedding(workload.vocabulary_size, d)
-        self.blocks = nn.ModuleList(Block(d, workload.attention_heads, workload.is_decoder)
-                                    for _ in range(workload.layers))
+        self.blocks = nn.ModuleList(
+            Block(d, workload.attention_heads, workload.is_decoder) for _ in range(workload.layers)
+        )
         self.norm = nn.LayerNorm(d)
         self.head = nn.Linear(d, workload.vocabulary_size, bias=False)
         self.head.weight = self.embedding.weight
@@ -122,8 +123,14 @@ class FP8Linear(nn.Module):
         flat = x.reshape(-1, x.shape[-1])
         scale = flat.abs().max().float().clamp(min=1e-12) / FP8_MAX
         quantized = (flat / scale).to(torch.float8_e4m3fn)
-        out = torch._scaled_mm(quantized, self.weight_fp8.t(), scale_a=scale, scale_b=self.weight_scale,
-                               bias=self.bias, out_dtype=torch.bfloat16)
+        out = torch._scaled_mm(
+            quantized,
+            self.weight_fp8.t(),
+            scale_a=scale,
+            scale_b=self.weight_scale,
+            bias=self.bias,
+            out_dtype=torch.bfloat16,
+        )
         return out.reshape(*x.shape[:-1], out.shape[-1])
 
 

@@ -44,12 +44,21 @@ def fleet(django_user_model: Any, server_example: dict[str, Any], offline_exampl
         return submission_create(document=doc, submitted_by=lab)[0]
 
     origin = {"kind": "other", "round": "v5.0", "division": "closed", "availability": "available"}
-    runs: dict[str, Any] = {"h100": [store(server_example)] + [
-        store(variant(server_example, f"lab-h100-0{i}", v)) for i, v in ((2, 1250.0), (3, 1270.0))]}
-    runs["h200"] = [store(_on(variant(server_example, f"lab-h200-0{i}", v, **{"provenance.origin": origin}),
-                              "H200 141GB HBM3e")) for i, v in ((1, 1500.0), (2, 1520.0), (3, 1490.0))]
-    runs["mi300"] = store(_on(variant(server_example, "lab-mi300-01", 1400.0, **{"software.driver.version": "999.1"}),
-                              "Instinct MI300X", "AMD"))
+    runs: dict[str, Any] = {
+        "h100": [store(server_example)]
+        + [store(variant(server_example, f"lab-h100-0{i}", v)) for i, v in ((2, 1250.0), (3, 1270.0))]
+    }
+    runs["h200"] = [
+        store(_on(variant(server_example, f"lab-h200-0{i}", v, **{"provenance.origin": origin}), "H200 141GB HBM3e"))
+        for i, v in ((1, 1500.0), (2, 1520.0), (3, 1490.0))
+    ]
+    runs["mi300"] = store(
+        _on(
+            variant(server_example, "lab-mi300-01", 1400.0, **{"software.driver.version": "999.1"}),
+            "Instinct MI300X",
+            "AMD",
+        )
+    )
     int8 = variant(server_example, "lab-h100-09", 1600.0, **{"precision.weights": "int8"})
     int8["precision"]["quantization"] = {"method": "dynamic", "granularity": "per-channel", "library": "x"}
     runs["int8"] = store(int8)
@@ -85,25 +94,27 @@ class User:
         page = self.page
         result = self.axe.run(page)
         bad = [v for v in result.response["violations"] if v["impact"] in ("serious", "critical")]
-        assert not bad, f"{name}: " + "; ".join(f"{v['id']}: {v['help']} at {[n['target'] for n in v['nodes']][:3]}"
-                                                for v in bad)
+        assert not bad, f"{name}: " + "; ".join(
+            f"{v['id']}: {v['help']} at {[n['target'] for n in v['nodes']][:3]}" for v in bad
+        )
         page.set_viewport_size({"width": WIDE, "height": 900})
         page.screenshot(path=str(self.shots / f"{name}-1280.png"), full_page=True)
         page.set_viewport_size({"width": NARROW, "height": 844})
         page.wait_for_timeout(50)
         width = page.evaluate("document.documentElement.scrollWidth")
-        wide = page.evaluate("""w => Array.from(document.querySelectorAll('body *')).filter(e =>
+        wide = page.evaluate(
+            """w => Array.from(document.querySelectorAll('body *')).filter(e =>
             e.getBoundingClientRect().right > w + 0.5 && !e.closest('.table-wrap, .table, pre'))
             .slice(0, 5).map(e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))""",
-                             NARROW)
+            NARROW,
+        )
         assert width <= NARROW, f"{name}: the page is {width} px wide at {NARROW} px: {wide}"
         page.screenshot(path=str(self.shots / f"{name}-390.png"), full_page=True)
         page.set_viewport_size({"width": WIDE, "height": 900})
 
 
 @pytest.fixture
-def user(live_server: Any, chromium: Any, django_user_model: Any, tmp_path_factory: Any,
-         fleet: dict[str, Any]) -> Any:
+def user(live_server: Any, chromium: Any, django_user_model: Any, tmp_path_factory: Any, fleet: dict[str, Any]) -> Any:
     _user(django_user_model, "vera", "viewer")
     shots = tmp_path_factory.mktemp("screenshots")
     context = chromium.new_context(viewport={"width": WIDE, "height": 900}, accept_downloads=True)
@@ -124,8 +135,9 @@ def _download(page: Any, link: Any) -> bytes:
     return Path(info.value.path()).read_bytes()
 
 
-def test_a_filtered_comparable_set_in_three_clicks_and_its_name_and_permalink(user: User, fleet: dict[str, Any]
-                                                                             ) -> None:
+def test_a_filtered_comparable_set_in_three_clicks_and_its_name_and_permalink(
+    user: User, fleet: dict[str, Any]
+) -> None:
     page = user.page
     assert page.get_by_role("heading", level=1).inner_text() == "Benchmark catalogue"
     assert page.get_by_role("link", name="benchreg", exact=True).count() == 1  # the logo's accessible name
@@ -205,8 +217,9 @@ def test_on_a_phone_the_facets_fold_away_until_a_filter_is_in_force(user: User, 
     assert page.get_by_label("Scenario", exact=True).is_visible()  # beside the results there is room: open
 
 
-def test_facets_work_without_javascript(live_server: Any, chromium: Any, django_user_model: Any,
-                                        fleet: dict[str, Any]) -> None:
+def test_facets_work_without_javascript(
+    live_server: Any, chromium: Any, django_user_model: Any, fleet: dict[str, Any]
+) -> None:
     _user(django_user_model, "nojs", "viewer")
     context = chromium.new_context(java_script_enabled=False)
     page = context.new_page()
@@ -262,8 +275,11 @@ def test_a_comparison_reads_as_sentences_against_the_chosen_baseline(user: User,
     page.wait_for_url(re.compile(r"/comparisons/\d+/$"))
     sentence = page.locator("ul.sentences li").first.inner_text()
     # H200 (~1503) against the H100 baseline (~1260): about +19% throughput, higher is better, so "better"
-    assert re.search(r"H200 141GB HBM3e: \+19% throughput vs H100 80GB HBM3 \(95% CI \+\d+% to \+\d+%; "
-                     r"higher is better\) — better than the baseline", sentence), sentence
+    assert re.search(
+        r"H200 141GB HBM3e: \+19% throughput vs H100 80GB HBM3 \(95% CI \+\d+% to \+\d+%; "
+        r"higher is better\) — better than the baseline",
+        sentence,
+    ), sentence
     user.check("comparison")
     # Choose the other baseline: the sentence turns round.
     page.get_by_label("State every ratio against").select_option(label="H200 141GB HBM3e")
@@ -284,8 +300,9 @@ def test_the_run_page_reads_as_the_document(user: User, fleet: dict[str, Any]) -
     assert page.locator("#comparable input[type=checkbox]:checked").count() == 0  # nothing pre-ticked
     metrics = page.locator("#metrics").inner_text()
     assert "1,261" in metrics and "1260.800" not in metrics  # significant digits, thousands grouped
-    assert re.search(r"energy\.joules\s+58,320\s+J", metrics) and re.search(r"energy\.average_power_w\s+486\s+W",
-                                                                                 metrics)
+    assert re.search(r"energy\.joules\s+58,320\s+J", metrics) and re.search(
+        r"energy\.average_power_w\s+486\s+W", metrics
+    )
     headings = page.locator("#metrics table").nth(1).locator("thead").inner_text()
     assert "P99.9" not in headings.upper()  # no distribution states it: no empty column
     software = page.locator("#software").inner_text()
@@ -296,8 +313,9 @@ def test_the_run_page_reads_as_the_document(user: User, fleet: dict[str, Any]) -
     user.check("run")
 
 
-def test_a_decision_is_declared_in_its_form_and_its_answer_reads_at_both_widths(user: User,
-                                                                                fleet: dict[str, Any]) -> None:
+def test_a_decision_is_declared_in_its_form_and_its_answer_reads_at_both_widths(
+    user: User, fleet: dict[str, Any]
+) -> None:
     """The decision form and page, as the analyst uses them: every candidate of the question in one table that
     scrolls in its own box on a phone, its rows no taller than a few lines."""
     page = user.page
@@ -327,10 +345,10 @@ def test_a_decision_is_declared_in_its_form_and_its_answer_reads_at_both_widths(
     page.set_viewport_size({"width": WIDE, "height": 900})
 
 
-@pytest.mark.parametrize("path", ["/compare/", "/runs/{h100}/history/", "/alerts/", "/tokens/", "/agents/",
-                                  "/jobs/"])
-def test_the_other_pages_pass_axe_and_fit_a_phone(user: User, fleet: dict[str, Any], path: str,
-                                                  django_user_model: Any) -> None:
+@pytest.mark.parametrize("path", ["/compare/", "/runs/{h100}/history/", "/alerts/", "/tokens/", "/agents/", "/jobs/"])
+def test_the_other_pages_pass_axe_and_fit_a_phone(
+    user: User, fleet: dict[str, Any], path: str, django_user_model: Any
+) -> None:
     """Every page a signed-in user can open, not only the tasks' pages: axe, both widths, no page overflow (the
     agents' and jobs' pages as an admin, the only role that sees them)."""
     if path in ("/agents/", "/jobs/"):

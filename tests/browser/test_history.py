@@ -21,9 +21,20 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 PASSWORD = "a-long-browser-test-password"
 T0 = datetime(2026, 11, 1, 2, 0, tzinfo=UTC)
 # (throughput, torch version, sleep_ms): an upgrade that changes nothing, then a setting that costs 20%.
-RUNS = [(1000, "2.12.0", 0), (1010, "2.12.0", 0), (990, "2.12.0", 0), (1005, "2.12.0", 0), (995, "2.12.0", 0),
-        (1002, "2.12.0", 0), (1003, "2.13.0", 0), (998, "2.13.0", 0), (800, "2.13.0", 5), (805, "2.13.0", 5),
-        (798, "2.13.0", 5), (802, "2.13.0", 5)]
+RUNS = [
+    (1000, "2.12.0", 0),
+    (1010, "2.12.0", 0),
+    (990, "2.12.0", 0),
+    (1005, "2.12.0", 0),
+    (995, "2.12.0", 0),
+    (1002, "2.12.0", 0),
+    (1003, "2.13.0", 0),
+    (998, "2.13.0", 0),
+    (800, "2.13.0", 5),
+    (805, "2.13.0", 5),
+    (798, "2.13.0", 5),
+    (802, "2.13.0", 5),
+]
 
 
 @pytest.fixture
@@ -50,7 +61,8 @@ def series_runs(django_user_model: Any, offline_example: dict[str, Any]) -> list
 
 
 def test_the_history_page_shows_the_series_its_change_point_and_fits_a_phone(
-        live_server: Any, page: Any, shoot: Any, series_runs: list[Any]) -> None:
+    live_server: Any, page: Any, shoot: Any, series_runs: list[Any]
+) -> None:
     alert = Alert.objects.get()
     assert alert.run_id == series_runs[8].pk
     base = live_server.url

@@ -26,12 +26,19 @@ def _user(django_user_model: Any, name: str, role: str) -> Any:
 def runs(django_user_model: Any, server_example: dict[str, Any], offline_example: dict[str, Any]) -> dict[str, Any]:
     lab = _user(django_user_model, "lab-7", "submitter")
     a, _ = submission_create(document=server_example, submitted_by=lab)
-    b, _ = submission_create(document=variant(server_example, "lab-h200-02", 1500.0,
-                                              **{"system.accelerators": [{**server_example["system"]["accelerators"][0],
-                                                                          "model": "H200 141GB HBM3e"}]}),
-                             submitted_by=lab)
-    c, _ = submission_create(document=variant(server_example, "lab-mi300-01", 1400.0,
-                                              **{"software.driver.version": "999.1"}), submitted_by=lab)
+    b, _ = submission_create(
+        document=variant(
+            server_example,
+            "lab-h200-02",
+            1500.0,
+            **{"system.accelerators": [{**server_example["system"]["accelerators"][0], "model": "H200 141GB HBM3e"}]},
+        ),
+        submitted_by=lab,
+    )
+    c, _ = submission_create(
+        document=variant(server_example, "lab-mi300-01", 1400.0, **{"software.driver.version": "999.1"}),
+        submitted_by=lab,
+    )
     int8 = variant(server_example, "lab-h100-09", 1600.0, **{"precision.weights": "int8"})
     int8["precision"]["quantization"] = {"method": "dynamic", "granularity": "per-channel", "library": "x"}
     d, _ = submission_create(document=int8, submitted_by=lab)
@@ -53,8 +60,9 @@ def tick(page: Any, *runs: Any) -> None:
         page.get_by_label(f"Select run {run.pk}", exact=True).check()
 
 
-def test_a_buyer_filters_compares_and_leaves_with_a_signed_report(live_server: Any, page: Any, shoot: Any,
-                                                                 runs: dict[str, Any], django_user_model: Any) -> None:
+def test_a_buyer_filters_compares_and_leaves_with_a_signed_report(
+    live_server: Any, page: Any, shoot: Any, runs: dict[str, Any], django_user_model: Any
+) -> None:
     _user(django_user_model, "vera", "viewer")
     base = live_server.url
     page.goto(base + "/")
@@ -118,8 +126,9 @@ def test_a_buyer_filters_compares_and_leaves_with_a_signed_report(live_server: A
     assert pdf.startswith(b"%PDF") and b"/ByteRange" in pdf
 
 
-def test_an_admin_sees_agents_and_jobs_and_the_skip_link_works(live_server: Any, page: Any, shoot: Any,
-                                                                 runs: dict[str, Any], django_user_model: Any) -> None:
+def test_an_admin_sees_agents_and_jobs_and_the_skip_link_works(
+    live_server: Any, page: Any, shoot: Any, runs: dict[str, Any], django_user_model: Any
+) -> None:
     _user(django_user_model, "ada", "admin")
     base = live_server.url
     sign_in(page, base, "ada")

@@ -12,8 +12,6 @@ def _parts(pointer: str) -> list[str]:
     return [p.replace("~1", "/").replace("~0", "~") for p in pointer.split("/")[1:]]
 
 
-
-
 def apply(document: dict[str, Any], edits: dict[str, Any]) -> dict[str, Any]:
     """Return a copy with each pointer set to its value (DELETE removes the key)."""
     doc = copy.deepcopy(document)

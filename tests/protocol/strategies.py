@@ -9,8 +9,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import load_example
 
-EXAMPLES = [load_example(n) for n in ("inference-server-h100-bf16", "inference-offline-cpu-int8",
-                                      "training-h100-bf16")]
+EXAMPLES = [load_example(n) for n in ("inference-server-h100-bf16", "inference-offline-cpu-int8", "training-h100-bf16")]
 
 
 def _paths(value: Any, prefix: tuple = ()) -> list[tuple]:
@@ -25,9 +24,10 @@ def _paths(value: Any, prefix: tuple = ()) -> list[tuple]:
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-10**20, 10**20) | st.floats(allow_nan=False) | st.text(max_size=8),
+    st.none() | st.booleans() | st.integers(-(10**20), 10**20) | st.floats(allow_nan=False) | st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
-    max_leaves=6)
+    max_leaves=6,
+)
 
 
 @st.composite

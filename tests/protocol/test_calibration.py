@@ -99,8 +99,12 @@ def truth(index: int, stat: str) -> float:
 @cache
 def values(index: int, stat: str, arm: int = 0) -> Array:
     """SIMULATIONS × 10 per-repetition values; a cell with k repetitions uses the first k."""
-    return draw(SCENARIOS[index], stat, np.random.default_rng([7, index, STATISTICS.index(stat), arm]),
-                (SIMULATIONS, max(REPETITIONS)))
+    return draw(
+        SCENARIOS[index],
+        stat,
+        np.random.default_rng([7, index, STATISTICS.index(stat), arm]),
+        (SIMULATIONS, max(REPETITIONS)),
+    )
 
 
 def coverage(index: int, stat: str, k: int) -> float:
@@ -133,18 +137,22 @@ RATIO_BAND = (0.93 - SE, 0.97 + SE)
 
 def figures(index: int) -> dict[tuple[str, int], tuple[float, float, float]]:
     """(coverage, ratio coverage, false-distinguishable rate) per (statistic, repetitions) of a scenario."""
-    return {(stat, k): (coverage(index, stat, k), ratio_coverage(index, stat, k),
-                        false_distinguishable(index, stat, k)) for stat, k in CELLS}
+    return {
+        (stat, k): (coverage(index, stat, k), ratio_coverage(index, stat, k), false_distinguishable(index, stat, k))
+        for stat, k in CELLS
+    }
 
 
 # One test per scenario: its cells share the simulated runs, and parallel workers then split scenarios.
 @pytest.mark.slow
 @pytest.mark.parametrize("index", range(len(SCENARIOS)), ids=[s.name for s in SCENARIOS])
 def test_intervals_cover_the_truth_93_to_97_percent_and_equal_configurations_are_rarely_distinguished(
-        index: int) -> None:
+    index: int,
+) -> None:
     found = figures(index)
-    off = {cell: f for cell, f in found.items()
-           if not (0.93 <= f[0] <= 0.97 and RATIO_BAND[0] <= f[1] <= RATIO_BAND[1])}
+    off = {
+        cell: f for cell, f in found.items() if not (0.93 <= f[0] <= 0.97 and RATIO_BAND[0] <= f[1] <= RATIO_BAND[1])
+    }
     assert not off, f"coverage outside 93-97% (estimate, ratio) in {off}"
     alarms = {cell: f[2] for cell, f in found.items() if f[2] > FALSE_ALARM_TOLERANCE}
     assert not alarms, f"equal configurations called distinguishable too often: {alarms}"
@@ -165,13 +173,20 @@ def test_the_product_computes_a_runs_interval_exactly_as_the_simulation_does() -
 
 # ------------------------------------------------------------------------- verdicts on whole comparisons
 
+
 def _latency_doc(reps: Array, primary: str, model: str = "H100 80GB HBM3") -> dict[str, Any]:
     doc = json.loads((EXAMPLES / "inference-server-h100-bf16.json").read_text())
     pooled = np.concatenate(list(reps))
     doc["samples"] = {"latency_ms": {"unit": "ms", "repetitions": [list(map(float, r)) for r in reps]}}
-    doc["metrics"]["latency_ms"] = {"count": int(pooled.size), "method": "nearest-rank", "unit": "ms",
-                                    **{k: float(np.quantile(pooled, q, method="inverted_cdf"))
-                                       for k, q in (("p50", .5), ("p90", .9), ("p95", .95), ("p99", .99))}}
+    doc["metrics"]["latency_ms"] = {
+        "count": int(pooled.size),
+        "method": "nearest-rank",
+        "unit": "ms",
+        **{
+            k: float(np.quantile(pooled, q, method="inverted_cdf"))
+            for k, q in (("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p99", 0.99))
+        },
+    }
     doc["metrics"]["primary"] = primary
     doc["system"]["accelerators"][0]["model"] = model
     return doc
@@ -211,8 +226,10 @@ def test_two_summary_only_runs_per_arm_are_not_enough_evidence_never_distinguish
 
 def main() -> None:
     """Print every cell's figures (the table in docs/statistics.md)."""
-    print(f"{SIMULATIONS} simulated comparisons per cell; SE of a 95% rate "
-          f"{math.sqrt(0.95 * 0.05 / SIMULATIONS):.4f}; false-alarm tolerance {FALSE_ALARM_TOLERANCE:.4f}")
+    print(
+        f"{SIMULATIONS} simulated comparisons per cell; SE of a 95% rate "
+        f"{math.sqrt(0.95 * 0.05 / SIMULATIONS):.4f}; false-alarm tolerance {FALSE_ALARM_TOLERANCE:.4f}"
+    )
     print(f"{'scenario':44} {'stat':10} {'k':>3} {'coverage':>9} {'ratio cov':>9} {'false dist':>10}")
     SCENARIOS.append(HEAVY_RUN_EFFECTS)  # reported, not asserted: see docs/statistics.md
     for index in range(len(SCENARIOS)):

@@ -18,14 +18,21 @@ from tests.protocol.strategies import mutated_documents
 
 # Floats where the two notations part (1e-7, 1e-4, 1e16, 1e21, 2^53) and their neighbours, with everything else.
 EDGES = [1e-7, 1e-4, 1e16, 1e21, 2.0**53, 2.0**53 + 2, 9007199254740991.0, 0.1, 123.456, 5e-324, 1.7976931348623157e308]
-floats = (st.floats(allow_nan=False, allow_infinity=False)
-          | st.sampled_from(EDGES).flatmap(lambda f: st.sampled_from([f, -f, math.nextafter(f, 0),
-                                                                     math.nextafter(f, math.inf)])))
+floats = st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from(EDGES).flatmap(
+    lambda f: st.sampled_from([f, -f, math.nextafter(f, 0), math.nextafter(f, math.inf)])
+)
 keys = st.text(max_size=6) | st.sampled_from(["a", "\ue000", "\U0001f600", "é", "A", "_", "\x7f"])
-scalars = (st.none() | st.booleans() | st.integers(-(2**60), 2**60) | floats
-           | st.text(st.characters(codec="utf-8"), max_size=8) | st.text(max_size=4))
-values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4)
-                      | st.dictionaries(keys, inner, max_size=4), max_leaves=12)
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**60), 2**60)
+    | floats
+    | st.text(st.characters(codec="utf-8"), max_size=8)
+    | st.text(max_size=4)
+)
+values = st.recursive(
+    scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(keys, inner, max_size=4), max_leaves=12
+)
 
 
 def reference(value: Any) -> bytes | type[Exception]:

@@ -23,8 +23,16 @@ REPS = 3
 SHIFT_AT = 30
 BETWEEN, WITHIN = 0.05, 0.05  # log sds: run to run, and of one repetition's value within a run
 
-BASE = st.Estimate(metric="throughput", value=None, unit="samples/s", lower_is_better=False, method="",
-                   interval_method="none", n=1, source="raw samples")
+BASE = st.Estimate(
+    metric="throughput",
+    value=None,
+    unit="samples/s",
+    lower_is_better=False,
+    method="",
+    interval_method="none",
+    n=1,
+    source="raw samples",
+)
 
 
 def _run_values(rng: np.random.Generator, shifts: np.ndarray, heavy: bool = False) -> list[float | None]:
@@ -51,7 +59,7 @@ def power(seed: int, factor: float, series: int = 200, within: int = 1) -> float
     shifts = np.where(np.arange(RUNS) >= SHIFT_AT, factor, 1.0)
     hit = 0
     for _ in range(series):
-        points = cp.change_points(_run_values(rng, shifts)[:SHIFT_AT + within])
+        points = cp.change_points(_run_values(rng, shifts)[: SHIFT_AT + within])
         hit += any(p >= SHIFT_AT for p in points)
     return hit / series
 
@@ -63,7 +71,7 @@ def coverage(seed: int, factor: float, series: int = 300) -> float:
     covered = 0
     for _ in range(series):
         values = _run_values(rng, shifts)
-        change = cp.prediction_test([v for v in values[SHIFT_AT - cp.WINDOW:SHIFT_AT] if v], values[SHIFT_AT] or 0)
+        change = cp.prediction_test([v for v in values[SHIFT_AT - cp.WINDOW : SHIFT_AT] if v], values[SHIFT_AT] or 0)
         assert change.ci_low is not None and change.ci_high is not None
         covered += change.ci_low <= factor <= change.ci_high
     return covered / series

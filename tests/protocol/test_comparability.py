@@ -74,6 +74,7 @@ def int8(doc: Doc) -> Doc:
 
 # ------------------------------------------------------------------------------------------ the contract
 
+
 def test_the_contract_is_versioned_data_tied_to_protocol_major_1() -> None:
     data = cmp.contract_document()
     assert data["$id"].startswith("https://") and data["version"] == cmp.contract().version == "1.1"
@@ -140,77 +141,211 @@ def test_the_examples_have_no_subject_or_controlled_field_left_unexplained() -> 
 Mutation = Callable[[Doc], Doc]
 CASES: list[tuple[str, str, str, Mutation, bool, dict[str, list[str]]]] = [
     # (case, example, axis, mutation of the second run, comparable, {role: expected words})
-    ("int8 vs bf16 is refused", SERVER, "system", int8, False,
-     {"refusals": ["precision.weights: bf16 vs int8", "precision.quantization.method: not stated vs dynamic"]}),
-    ("training vs inference is refused", SERVER, "system", lambda d: example(TRAINING), False,
-     {"refusals": ["phase: inference vs training", "scenario.kind: server vs fixed-steps"]}),
-    ("peak vs steady state is refused", SERVER, "system",
-     lambda d: set_at(set_at(d, "/conditions/steady_state/reached", False),
-                      "/conditions/steady_state/reasons", ["trend"]), False,
-     {"refusals": ["conditions.steady_state.reached: yes vs no"],
-      "disclosures": ["conditions.steady_state.reasons: not stated vs trend"]}),
-    ("a driver version is only disclosed on the system axis", SERVER, "system",
-     lambda d: set_at(d, "/software/driver/version", "590.1"), True,
-     {"disclosures": ["software.driver.version: 580.159.04 vs 590.1"]}),
-    ("another accelerator is the subject on the system axis", SERVER, "system",
-     lambda d: set_at(set_at(d, "/system/accelerators/0/model", "H200 141GB HBM3e"), "/system/name", "lab-h200"),
-     True, {"subjects": ["system.accelerators[0].model: H100 80GB HBM3 vs H200 141GB HBM3e",
-                         "system.name: lab-h100-01 vs lab-h200"]}),
-    ("a power limit is disclosed, not the subject", SERVER, "system",
-     lambda d: set_at(d, "/system/accelerators/0/power_limit_w", 500), True,
-     {"disclosures": ["system.accelerators[0].power_limit_w: 700 vs 500"]}),
-    ("another batch size is refused", SERVER, "system", lambda d: set_at(d, "/workload/shape/batch_size", 16),
-     False, {"refusals": ["workload.shape.batch_size: 8 vs 16"]}),
-    ("another offered load is refused", SERVER, "system", lambda d: set_at(d, "/scenario/target_qps", 40.0),
-     False, {"refusals": ["scenario.target_qps: 20 vs 40"]}),
-    ("another headline unit is refused", TRAINING, "system",
-     lambda d: set_at(d, "/metrics/throughput/unit", "tokens/s"), False,
-     {"refusals": ["metrics.throughput.unit: samples/s vs tokens/s"]}),
-    ("another protocol major is refused", SERVER, "system", lambda d: set_at(d, "/protocol", "benchreg.submission/2.0"),
-     False, {"refusals": ["protocol: benchreg.submission/1 vs benchreg.submission/2"]}),
-    ("another protocol minor is comparable", SERVER, "system",
-     lambda d: set_at(d, "/protocol", "benchreg.submission/1.3"), True, {}),
-    ("a model checkpoint and a seed are disclosed", SERVER, "system",
-     lambda d: set_at(set_at(d, "/workload/model/digest", None), "/workload/dataset/seed", 7), True,
-     {"disclosures": ["workload.dataset.seed: 1234 vs 7",
-                      "workload.model.digest: sha256:" + "3f" * 32 + " vs not stated"]}),
-    ("bookkeeping and measured values play no part", SERVER, "system",
-     lambda d: set_at(set_at(d, "/provenance/submitter", "lab-9"), "/metrics/throughput/value", 1.0), True, {}),
-    ("on the software axis another system is refused", SERVER, "software",
-     lambda d: set_at(d, "/system/accelerators/0/model", "H200 141GB HBM3e"), False,
-     {"refusals": ["system.accelerators[0].model: H100 80GB HBM3 vs H200 141GB HBM3e"]}),
-    ("on the software axis the driver is the subject", SERVER, "software",
-     lambda d: set_at(d, "/software/driver/version", "590.1"), True,
-     {"subjects": ["software.driver.version: 580.159.04 vs 590.1"]}),
-    ("on the software axis a twin machine is disclosed", SERVER, "software",
-     lambda d: set_at(d, "/system/name", "lab-h100-02"), True,
-     {"disclosures": ["system.name: lab-h100-01 vs lab-h100-02"]}),
-    ("on the software axis precision stays controlled", SERVER, "software", int8, False,
-     {"refusals": ["precision.weights: bf16 vs int8"]}),
-    ("on the precision axis int8 vs bf16 is the subject", SERVER, "precision", int8, True,
-     {"subjects": ["precision.weights: bf16 vs int8"]}),
-    ("on the precision axis quality is required", SERVER, "precision",
-     lambda d: set_at(int8(d), "/metrics/quality", None), False,
-     {"requirements": ["metrics.quality.value: 0.997 vs missing (required on the precision axis: a faster "
-                       "number format is only a gain if quality holds, so every run must report its measured "
-                       "quality)"]}),
-    ("on the precision axis quality must be measured the same way", SERVER, "precision",
-     lambda d: set_at(int8(d), "/metrics/quality/metric", "rouge-l"), False,
-     {"refusals": ["metrics.quality.metric: token-agreement-vs-fp32 vs rouge-l"]}),
-    ("on the precision axis the system stays controlled", OFFLINE, "precision",
-     lambda d: set_at(d, "/system/host/cores", 4), False, {"refusals": ["system.host.cores: 2 vs 4"]}),
+    (
+        "int8 vs bf16 is refused",
+        SERVER,
+        "system",
+        int8,
+        False,
+        {"refusals": ["precision.weights: bf16 vs int8", "precision.quantization.method: not stated vs dynamic"]},
+    ),
+    (
+        "training vs inference is refused",
+        SERVER,
+        "system",
+        lambda d: example(TRAINING),
+        False,
+        {"refusals": ["phase: inference vs training", "scenario.kind: server vs fixed-steps"]},
+    ),
+    (
+        "peak vs steady state is refused",
+        SERVER,
+        "system",
+        lambda d: set_at(
+            set_at(d, "/conditions/steady_state/reached", False), "/conditions/steady_state/reasons", ["trend"]
+        ),
+        False,
+        {
+            "refusals": ["conditions.steady_state.reached: yes vs no"],
+            "disclosures": ["conditions.steady_state.reasons: not stated vs trend"],
+        },
+    ),
+    (
+        "a driver version is only disclosed on the system axis",
+        SERVER,
+        "system",
+        lambda d: set_at(d, "/software/driver/version", "590.1"),
+        True,
+        {"disclosures": ["software.driver.version: 580.159.04 vs 590.1"]},
+    ),
+    (
+        "another accelerator is the subject on the system axis",
+        SERVER,
+        "system",
+        lambda d: set_at(set_at(d, "/system/accelerators/0/model", "H200 141GB HBM3e"), "/system/name", "lab-h200"),
+        True,
+        {
+            "subjects": [
+                "system.accelerators[0].model: H100 80GB HBM3 vs H200 141GB HBM3e",
+                "system.name: lab-h100-01 vs lab-h200",
+            ]
+        },
+    ),
+    (
+        "a power limit is disclosed, not the subject",
+        SERVER,
+        "system",
+        lambda d: set_at(d, "/system/accelerators/0/power_limit_w", 500),
+        True,
+        {"disclosures": ["system.accelerators[0].power_limit_w: 700 vs 500"]},
+    ),
+    (
+        "another batch size is refused",
+        SERVER,
+        "system",
+        lambda d: set_at(d, "/workload/shape/batch_size", 16),
+        False,
+        {"refusals": ["workload.shape.batch_size: 8 vs 16"]},
+    ),
+    (
+        "another offered load is refused",
+        SERVER,
+        "system",
+        lambda d: set_at(d, "/scenario/target_qps", 40.0),
+        False,
+        {"refusals": ["scenario.target_qps: 20 vs 40"]},
+    ),
+    (
+        "another headline unit is refused",
+        TRAINING,
+        "system",
+        lambda d: set_at(d, "/metrics/throughput/unit", "tokens/s"),
+        False,
+        {"refusals": ["metrics.throughput.unit: samples/s vs tokens/s"]},
+    ),
+    (
+        "another protocol major is refused",
+        SERVER,
+        "system",
+        lambda d: set_at(d, "/protocol", "benchreg.submission/2.0"),
+        False,
+        {"refusals": ["protocol: benchreg.submission/1 vs benchreg.submission/2"]},
+    ),
+    (
+        "another protocol minor is comparable",
+        SERVER,
+        "system",
+        lambda d: set_at(d, "/protocol", "benchreg.submission/1.3"),
+        True,
+        {},
+    ),
+    (
+        "a model checkpoint and a seed are disclosed",
+        SERVER,
+        "system",
+        lambda d: set_at(set_at(d, "/workload/model/digest", None), "/workload/dataset/seed", 7),
+        True,
+        {
+            "disclosures": [
+                "workload.dataset.seed: 1234 vs 7",
+                "workload.model.digest: sha256:" + "3f" * 32 + " vs not stated",
+            ]
+        },
+    ),
+    (
+        "bookkeeping and measured values play no part",
+        SERVER,
+        "system",
+        lambda d: set_at(set_at(d, "/provenance/submitter", "lab-9"), "/metrics/throughput/value", 1.0),
+        True,
+        {},
+    ),
+    (
+        "on the software axis another system is refused",
+        SERVER,
+        "software",
+        lambda d: set_at(d, "/system/accelerators/0/model", "H200 141GB HBM3e"),
+        False,
+        {"refusals": ["system.accelerators[0].model: H100 80GB HBM3 vs H200 141GB HBM3e"]},
+    ),
+    (
+        "on the software axis the driver is the subject",
+        SERVER,
+        "software",
+        lambda d: set_at(d, "/software/driver/version", "590.1"),
+        True,
+        {"subjects": ["software.driver.version: 580.159.04 vs 590.1"]},
+    ),
+    (
+        "on the software axis a twin machine is disclosed",
+        SERVER,
+        "software",
+        lambda d: set_at(d, "/system/name", "lab-h100-02"),
+        True,
+        {"disclosures": ["system.name: lab-h100-01 vs lab-h100-02"]},
+    ),
+    (
+        "on the software axis precision stays controlled",
+        SERVER,
+        "software",
+        int8,
+        False,
+        {"refusals": ["precision.weights: bf16 vs int8"]},
+    ),
+    (
+        "on the precision axis int8 vs bf16 is the subject",
+        SERVER,
+        "precision",
+        int8,
+        True,
+        {"subjects": ["precision.weights: bf16 vs int8"]},
+    ),
+    (
+        "on the precision axis quality is required",
+        SERVER,
+        "precision",
+        lambda d: set_at(int8(d), "/metrics/quality", None),
+        False,
+        {
+            "requirements": [
+                "metrics.quality.value: 0.997 vs missing (required on the precision axis: a faster "
+                "number format is only a gain if quality holds, so every run must report its measured "
+                "quality)"
+            ]
+        },
+    ),
+    (
+        "on the precision axis quality must be measured the same way",
+        SERVER,
+        "precision",
+        lambda d: set_at(int8(d), "/metrics/quality/metric", "rouge-l"),
+        False,
+        {"refusals": ["metrics.quality.metric: token-agreement-vs-fp32 vs rouge-l"]},
+    ),
+    (
+        "on the precision axis the system stays controlled",
+        OFFLINE,
+        "precision",
+        lambda d: set_at(d, "/system/host/cores", 4),
+        False,
+        {"refusals": ["system.host.cores: 2 vs 4"]},
+    ),
 ]
 
 
-@pytest.mark.parametrize(("case", "name", "axis", "mutate", "comparable", "expected"), CASES,
-                         ids=[c[0] for c in CASES])
-def test_the_contract_per_axis(case: str, name: str, axis: str, mutate: Mutation, comparable: bool,
-                               expected: dict[str, list[str]]) -> None:
+@pytest.mark.parametrize(("case", "name", "axis", "mutate", "comparable", "expected"), CASES, ids=[c[0] for c in CASES])
+def test_the_contract_per_axis(
+    case: str, name: str, axis: str, mutate: Mutation, comparable: bool, expected: dict[str, list[str]]
+) -> None:
     base = example(name)
     verdict = cmp.check([base, mutate(copy.deepcopy(base))], axis)
     assert verdict.comparable is comparable, words(verdict.offending)
-    found = {"refusals": words(verdict.refusals), "disclosures": words(verdict.disclosures),
-             "subjects": words(verdict.subject_differences), "requirements": words(verdict.requirement_failures)}
+    found = {
+        "refusals": words(verdict.refusals),
+        "disclosures": words(verdict.disclosures),
+        "subjects": words(verdict.subject_differences),
+        "requirements": words(verdict.requirement_failures),
+    }
     for role, lines in expected.items():
         for line in lines:
             assert line in found[role], (role, found[role])
@@ -227,9 +362,15 @@ def test_identical_runs_are_comparable_with_nothing_to_disclose() -> None:
 def test_a_refusal_names_pointer_role_label_and_each_runs_value() -> None:
     verdict = cmp.check([example(SERVER), int8(example(SERVER))])
     diff = next(d for d in verdict.refusals if d.pointer == "/precision/weights")
-    assert diff.as_dict() == {"pointer": "/precision/weights", "field": "precision.weights", "group": "precision",
-                              "label": cmp.contract().groups[9].label, "role": "controlled",
-                              "values": ["bf16", "int8"], "words": "precision.weights: bf16 vs int8"}
+    assert diff.as_dict() == {
+        "pointer": "/precision/weights",
+        "field": "precision.weights",
+        "group": "precision",
+        "label": cmp.contract().groups[9].label,
+        "role": "controlled",
+        "values": ["bf16", "int8"],
+        "words": "precision.weights: bf16 vs int8",
+    }
 
 
 def test_three_runs_are_described_by_value_with_their_run_numbers() -> None:
@@ -280,6 +421,7 @@ def test_the_key_is_a_digest_of_the_controlled_projection_and_contract_version()
 
 # --------------------------------------------------------------------------------------------- properties
 
+
 def _leaves_with_role(doc: Doc, axis: str, role: str) -> list[str]:
     return [p for p, r in cmp.field_roles(doc, axis).items() if r == role]
 
@@ -321,8 +463,13 @@ def test_changing_any_controlled_field_refuses(data: st.DataObject, name: str, a
     base = example(name)
     stated = _leaves_with_role(base, axis, "controlled")
     # Fields the contract names that this run leaves unstated count too: stating one is a change.
-    named = [p for g in cmp.contract().groups if g.role(axis) == "controlled"
-             for p in g.pointers if "{" not in p and "*" not in p and get_at(base, p) is None]
+    named = [
+        p
+        for g in cmp.contract().groups
+        if g.role(axis) == "controlled"
+        for p in g.pointers
+        if "{" not in p and "*" not in p and get_at(base, p) is None
+    ]
     pointer = data.draw(st.sampled_from(sorted(set(stated) | set(named))))
     value = get_at(base, pointer)
     new = data.draw(st.sampled_from([changed(value, pointer), None] if value is not None else ["stated"]))
@@ -333,8 +480,9 @@ def test_changing_any_controlled_field_refuses(data: st.DataObject, name: str, a
 
 @FAST
 @given(data=st.data(), name=examples, axis=axes)
-def test_changing_a_disclosed_field_adds_one_disclosure_and_nothing_else(data: st.DataObject, name: str,
-                                                                         axis: str) -> None:
+def test_changing_a_disclosed_field_adds_one_disclosure_and_nothing_else(
+    data: st.DataObject, name: str, axis: str
+) -> None:
     base = example(name)
     if axis == "precision" and name == TRAINING:
         base = set_at(base, "/metrics/quality", {"metric": "loss", "value": 3.27})
@@ -383,6 +531,7 @@ def test_the_verdict_does_not_depend_on_run_order(data: st.DataObject, name: str
 
 # ----------------------------------------------------------------------------------------------- compare()
 
+
 def _finite(value: Any) -> bool:
     if isinstance(value, float):
         return math.isfinite(value)
@@ -395,16 +544,27 @@ def _finite(value: Any) -> bool:
 
 def test_compare_returns_a_stored_result_that_names_its_methods() -> None:
     a = example(SERVER)
-    b = set_at(set_at(set_at(a, "/system/name", "lab-h100-02"), "/software/driver/version", "590.1"),
-               "/system/accelerators/0/model", "H100 NVL")
-    result = cmp.compare([a, b], "system", prices={"lab-h100-01": 4.0, "lab-h100-02": 3.0},
-                         sizing={"target_load": 100, "load_unit": "requests/s",
-                                 "latency_objectives": [{"metric": "ttft_ms", "percentile": "p99", "max_ms": 500}]})
+    b = set_at(
+        set_at(set_at(a, "/system/name", "lab-h100-02"), "/software/driver/version", "590.1"),
+        "/system/accelerators/0/model",
+        "H100 NVL",
+    )
+    result = cmp.compare(
+        [a, b],
+        "system",
+        prices={"lab-h100-01": 4.0, "lab-h100-02": 3.0},
+        sizing={
+            "target_load": 100,
+            "load_unit": "requests/s",
+            "latency_objectives": [{"metric": "ttft_ms", "percentile": "p99", "max_ms": 500}],
+        },
+    )
     json.dumps(result, allow_nan=False)
     assert _finite(result)
     assert result["comparable"] and result["contract"]["version"] == "1.1" and result["axis"] == "system"
     assert {"estimate", "tail_percentile", "calibration", "ratio", "distinguishable", "time_to_quality"} <= set(
-        result["methods"])
+        result["methods"]
+    )
     assert [d["words"] for d in result["disclosures"]] == ["software.driver.version: 580.159.04 vs 590.1"]
     assert len(result["arms"]) == 2 and len(result["pairwise"]) == 1
     pair = result["pairwise"][0]
@@ -417,10 +577,18 @@ def test_compare_returns_a_stored_result_that_names_its_methods() -> None:
     assert result["arms"][0]["sizing"]["replicas"] == 6
     assert any(c["code"] == "offered-load-throughput" for c in result["caveats"])
     assert result["assumptions"][0]["per_system_hour"] == {"lab-h100-01": 4.0, "lab-h100-02": 3.0}
-    assert canonical.digest(result) == canonical.digest(cmp.compare(
-        [a, b], "system", prices={"lab-h100-01": 4.0, "lab-h100-02": 3.0},
-        sizing={"target_load": 100, "load_unit": "requests/s",
-                "latency_objectives": [{"metric": "ttft_ms", "percentile": "p99", "max_ms": 500}]}))
+    assert canonical.digest(result) == canonical.digest(
+        cmp.compare(
+            [a, b],
+            "system",
+            prices={"lab-h100-01": 4.0, "lab-h100-02": 3.0},
+            sizing={
+                "target_load": 100,
+                "load_unit": "requests/s",
+                "latency_objectives": [{"metric": "ttft_ms", "percentile": "p99", "max_ms": 500}],
+            },
+        )
+    )
 
 
 def test_compare_of_incomparable_runs_lists_why_and_computes_nothing() -> None:
@@ -457,8 +625,11 @@ def test_arms_read_alike_only_when_they_are_alike_labels_name_what_differs() -> 
     c = set_at(set_at(a, "/system/accelerators/0/count", 8), "/system/name", "lab-big")
     result = cmp.compare([a, b, c])
     labels = [arm["label"] for arm in result["arms"]]
-    assert labels == ["H100 80GB HBM3 (cpu_model=AMD EPYC 9454 48-Core Processor)",
-                      "H100 80GB HBM3 (cpu_model=Intel Xeon 8480+)", "8× H100 80GB HBM3"]
+    assert labels == [
+        "H100 80GB HBM3 (cpu_model=AMD EPYC 9454 48-Core Processor)",
+        "H100 80GB HBM3 (cpu_model=Intel Xeon 8480+)",
+        "8× H100 80GB HBM3",
+    ]
     assert result["arms"][2]["configuration"]["system.accelerators[0].count"] == 8
 
 
@@ -466,26 +637,32 @@ def test_one_configuration_under_other_controlled_conditions_is_labelled_by_what
     """A decision groups runs across comparability keys: the same setup that never reached steady state is its
     own candidate, and its label names the controlled field (it read "H100 80GB HBM3, bf16 ()" and "() #2")."""
     steady = example(SERVER)
-    unsteady = set_at(set_at(steady, "/conditions/steady_state/reached", False),
-                      "/conditions/steady_state/reasons", ["still warming"])
+    unsteady = set_at(
+        set_at(steady, "/conditions/steady_state/reached", False), "/conditions/steady_state/reasons", ["still warming"]
+    )
     configs = [cmp.configuration(d, "iso-quality") for d in (steady, unsteady)]
     assert configs[0] == configs[1]
     assert cmp.arm_labels([steady, unsteady], "iso-quality", configs) == [
-        "H100 80GB HBM3, bf16 (steady_state.reached=yes)", "H100 80GB HBM3, bf16 (steady_state.reached=no)"]
+        "H100 80GB HBM3, bf16 (steady_state.reached=yes)",
+        "H100 80GB HBM3, bf16 (steady_state.reached=no)",
+    ]
 
 
 def test_arms_alike_after_their_settings_are_told_apart_by_their_controlled_conditions() -> None:
     """Three candidates with one base label: the batch size tells one apart, but two share it and differ only in
     steady state. Those two read "(batch_size=8)" and "(batch_size=8) #2" in the demo's decision before."""
     steady = set_at(example(SERVER), "/workload/shape/batch_size", 8)
-    unsteady = set_at(set_at(steady, "/conditions/steady_state/reached", False),
-                      "/conditions/steady_state/reasons", ["still warming"])
+    unsteady = set_at(
+        set_at(steady, "/conditions/steady_state/reached", False), "/conditions/steady_state/reasons", ["still warming"]
+    )
     bigger = set_at(steady, "/workload/shape/batch_size", 16)
     docs = [steady, unsteady, bigger]
     labels = cmp.arm_labels(docs, "iso-quality", [cmp.configuration(d, "iso-quality") for d in docs])
-    assert labels == ["H100 80GB HBM3, bf16 (batch_size=8) (steady_state.reached=yes)",
-                      "H100 80GB HBM3, bf16 (batch_size=8) (steady_state.reached=no)",
-                      "H100 80GB HBM3, bf16 (batch_size=16)"]
+    assert labels == [
+        "H100 80GB HBM3, bf16 (batch_size=8) (steady_state.reached=yes)",
+        "H100 80GB HBM3, bf16 (batch_size=8) (steady_state.reached=no)",
+        "H100 80GB HBM3, bf16 (batch_size=16)",
+    ]
 
 
 def test_a_cpu_system_is_labelled_by_its_cpu_model() -> None:
@@ -519,8 +696,7 @@ def test_fourteen_runs_of_three_accelerator_models_are_three_arms_not_one_per_ma
         doc = set_at(set_at(example(SERVER), "/system/name", f"lab-{i:02d}"), "/system/accelerators/0/model", model)
         runs.append(set_at(doc, "/metrics/throughput/value", {"H200": 1500.0, "MI300X": 1400.0}.get(model, 1240.0) + i))
     result = cmp.compare(runs, baseline=6)  # the requester's baseline: an H100 run
-    assert [(a["label"], len(a["runs"])) for a in result["arms"]] == [("H200", 6), ("H100 80GB HBM3", 5),
-                                                                      ("MI300X", 3)]
+    assert [(a["label"], len(a["runs"])) for a in result["arms"]] == [("H200", 6), ("H100 80GB HBM3", 5), ("MI300X", 3)]
     assert [(p["subject"], p["baseline"]) for p in result["pairwise"]] == [(0, 1), (2, 1)]
     conclusion = result["conclusion"]
     assert conclusion["baseline"] == 1 and conclusion["focus"] == [1, 0]

@@ -16,8 +16,15 @@ from tests.documents import variant
 T_975_2DF = 4.302652729911275  # Student t quantile 0.975 with 2 degrees of freedom (tables)
 
 
-def run(system: str, tput: float, ttft_p99: float = 177.0, watts: float | None = 486.0, model: str = "H100",
-        weights: str = "bf16", **edits: Any) -> dict[str, Any]:
+def run(
+    system: str,
+    tput: float,
+    ttft_p99: float = 177.0,
+    watts: float | None = 486.0,
+    model: str = "H100",
+    weights: str = "bf16",
+    **edits: Any,
+) -> dict[str, Any]:
     doc = variant(load_example("inference-server-h100-bf16"), system, tput, **edits)
     doc["metrics"]["ttft_ms"]["p99"] = ttft_p99
     doc["metrics"]["quality"]["target_ratio"] = 0.99
@@ -32,17 +39,21 @@ def run(system: str, tput: float, ttft_p99: float = 177.0, watts: float | None =
 
 def question(**over: Any) -> dec.Question:
     body: dict[str, Any] = {
-        "workload": "decoder-small", "scenario": "server",
+        "workload": "decoder-small",
+        "scenario": "server",
         "objectives": [{"metric": "ttft_ms", "percentile": "p99", "max_ms": 2000}],
-        "quality": {"target_ratio": 0.99}, "demand": {"value": 20000, "unit": "tokens/s"},
-        "prices": {"currency": "USD", "system_hour": {"H100": 98.0, "MI300X": 80.0}, "energy_per_kwh": 0.10}}
+        "quality": {"target_ratio": 0.99},
+        "demand": {"value": 20000, "unit": "tokens/s"},
+        "prices": {"currency": "USD", "system_hour": {"H100": 98.0, "MI300X": 80.0}, "energy_per_kwh": 0.10},
+    }
     body.update(over)
     return dec.Question.from_dict(body)
 
 
 def evidence(docs: list[dict[str, Any]]) -> list[dec.Evidence]:
-    return [dec.Evidence(d, {"id": i + 1, "digest": f"sha256:{i}", "url": f"/runs/{i + 1}"})
-            for i, d in enumerate(docs)]
+    return [
+        dec.Evidence(d, {"id": i + 1, "digest": f"sha256:{i}", "url": f"/runs/{i + 1}"}) for i, d in enumerate(docs)
+    ]
 
 
 def only(answer: dict[str, Any], model: str) -> dict[str, Any]:
@@ -71,8 +82,12 @@ def test_the_interval_on_systems_follows_the_rate_interval() -> None:
     assert mid == pytest.approx(996.6554934, rel=1e-9)  # cube root of 900 × 1000 × 1100
     assert c["rate"]["value"] == pytest.approx(mid, rel=1e-5)
     assert c["rate"]["ci_low"] == pytest.approx(low, rel=1e-5) and c["rate"]["ci_high"] == pytest.approx(high, rel=1e-5)
-    assert c["systems_needed"] == {**c["systems_needed"], "value": 21, "ci_low": math.ceil(20000 / high),
-                                   "ci_high": math.ceil(20000 / low)}
+    assert c["systems_needed"] == {
+        **c["systems_needed"],
+        "value": 21,
+        "ci_low": math.ceil(20000 / high),
+        "ci_high": math.ceil(20000 / low),
+    }
     # the rate interval is about 777-1279 tokens/s
     assert (c["systems_needed"]["ci_low"], c["systems_needed"]["ci_high"]) == (16, 26)
     # cost is price ÷ rate: its interval is the rate's, inverted
@@ -88,9 +103,15 @@ def test_headroom_and_purchase_price_over_the_lifetime() -> None:
     assert "lifetime of 30000 hours" in c["cost_per_million"]["price"]
 
 
-@pytest.mark.parametrize(("ttfts", "verdict"), [
-    ([1800.0, 1850.0, 1900.0], "meets"), ([2100.0, 2200.0, 2150.0], "misses"),
-    ([1500.0, 2000.0, 2600.0], "uncertain"), ([1800.0, 1850.0], "not-enough-evidence")])
+@pytest.mark.parametrize(
+    ("ttfts", "verdict"),
+    [
+        ([1800.0, 1850.0, 1900.0], "meets"),
+        ([2100.0, 2200.0, 2150.0], "misses"),
+        ([1500.0, 2000.0, 2600.0], "uncertain"),
+        ([1800.0, 1850.0], "not-enough-evidence"),
+    ],
+)
 def test_objective_verdicts_use_the_interval_of_the_measured_percentile(ttfts: list[float], verdict: str) -> None:
     c = only(dec.answer(question(), evidence([run(f"h{i}", 1000.0, t) for i, t in enumerate(ttfts)])), "H100")
     assert c["objectives"][0]["verdict"] == verdict and c["meets"] == verdict
@@ -101,21 +122,26 @@ def test_objective_verdicts_use_the_interval_of_the_measured_percentile(ttfts: l
 
 
 def test_the_frontier_keeps_every_undominated_candidate_and_names_no_single_winner() -> None:
-    docs = ([run(f"h{i}", 1000.0, 300.0) for i in range(3)]            # cost 27.2, latency 300, energy 0.486
-            + [run(f"m{i}", 1200.0, 500.0, 700.0, model="MI300X", weights="fp8") for i in range(3)]  # 18.5, 500, 0.583
-            + [run(f"b{i}", 800.0, 600.0, 600.0, model="MI300X", weights="bf16") for i in range(3)])  # dominated
+    docs = (
+        [run(f"h{i}", 1000.0, 300.0) for i in range(3)]  # cost 27.2, latency 300, energy 0.486
+        + [run(f"m{i}", 1200.0, 500.0, 700.0, model="MI300X", weights="fp8") for i in range(3)]  # 18.5, 500, 0.583
+        + [run(f"b{i}", 800.0, 600.0, 600.0, model="MI300X", weights="bf16") for i in range(3)]
+    )  # dominated
     answer = dec.answer(question(), evidence(docs))
     assert answer["frontier"]["criteria"] == ["cost", "latency", "energy"]
     labels = {c["label"]: c for c in answer["candidates"]}
     assert sorted(answer["frontier"]["labels"]) == sorted(
-        c["label"] for c in answer["candidates"] if c["accelerator_model"] == "H100" or
-        c["configuration"].get("precision.weights") == "fp8")
+        c["label"]
+        for c in answer["candidates"]
+        if c["accelerator_model"] == "H100" or c["configuration"].get("precision.weights") == "fp8"
+    )
     assert len(labels) == 3 and "score" not in answer and all("score" not in c for c in answer["candidates"])
 
 
 def test_a_criterion_one_candidate_lacks_is_dropped_from_the_frontier_and_said() -> None:
-    docs = [run(f"h{i}", 1000.0) for i in range(3)] + [run(f"m{i}", 1200.0, watts=None, model="MI300X")
-                                                      for i in range(3)]
+    docs = [run(f"h{i}", 1000.0) for i in range(3)] + [
+        run(f"m{i}", 1200.0, watts=None, model="MI300X") for i in range(3)
+    ]
     answer = dec.answer(question(), evidence(docs))
     assert answer["frontier"]["criteria"] == ["cost", "latency"]
     assert answer["frontier"]["dropped"][0]["criterion"] == "energy"
@@ -125,8 +151,12 @@ def test_a_criterion_one_candidate_lacks_is_dropped_from_the_frontier_and_said()
 def test_runs_outside_the_question_are_left_out_with_the_reason() -> None:
     no_quality = run("q", 1000.0)
     no_quality["metrics"].pop("quality")
-    docs = [run("o", 1000.0, **{"scenario.kind": "offline"}), no_quality,
-            run("t", 1000.0, **{"workload.name": "other"}), run("p", 1000.0)]
+    docs = [
+        run("o", 1000.0, **{"scenario.kind": "offline"}),
+        no_quality,
+        run("t", 1000.0, **{"workload.name": "other"}),
+        run("p", 1000.0),
+    ]
     docs[3]["metrics"]["quality"]["target_ratio"] = 0.999
     answer = dec.answer(question(), evidence(docs))
     reasons = [x["reason"] for x in answer["left_out"]]
@@ -145,11 +175,19 @@ def test_weak_evidence_is_named_in_the_same_sentence_as_the_verdict() -> None:
     assert "did not show steady state" in answer["summary"][0] and "preview" in answer["summary"][0]
 
 
-@pytest.mark.parametrize(("body", "pointer"), [
-    ({"demand": None}, "/demand"), ({"demand": {"value": -1, "unit": "tokens/s"}}, "/demand/value"),
-    ({"demand": {"value": 1, "unit": "watts"}}, "/demand/unit"), ({"phase": "training"}, "/phase"),
-    ({"objectives": [{"metric": "nope", "max_ms": 1}]}, "/objectives/0"), ({"criteria": ["beauty"]}, "/criteria"),
-    ({"prices": {"system_hour": {"a/b": "x"}}}, "/prices/system_hour/a~1b"), ({"workload": None}, "/workload")])
+@pytest.mark.parametrize(
+    ("body", "pointer"),
+    [
+        ({"demand": None}, "/demand"),
+        ({"demand": {"value": -1, "unit": "tokens/s"}}, "/demand/value"),
+        ({"demand": {"value": 1, "unit": "watts"}}, "/demand/unit"),
+        ({"phase": "training"}, "/phase"),
+        ({"objectives": [{"metric": "nope", "max_ms": 1}]}, "/objectives/0"),
+        ({"criteria": ["beauty"]}, "/criteria"),
+        ({"prices": {"system_hour": {"a/b": "x"}}}, "/prices/system_hour/a~1b"),
+        ({"workload": None}, "/workload"),
+    ],
+)
 def test_a_wrong_question_names_the_field(body: dict[str, Any], pointer: str) -> None:
     with pytest.raises(dec.DecisionError, match=pointer):
         question(**body)

@@ -30,8 +30,12 @@ CORPUS = [
     (SERVER, {"/extra": True}, "/extra", "unknown-field"),
     (SERVER, {"/software/settings/torch.num_threads": [16]}, "/software/settings/torch.num_threads", "wrong-type"),
     (SERVER, {"/conditions/isolation": "private"}, "/conditions/isolation", "not-allowed-value"),
-    (SERVER, {"/conditions/steady_state/reached": False}, "/conditions/steady_state/reasons",
-     "steady-state-reasons-missing"),
+    (
+        SERVER,
+        {"/conditions/steady_state/reached": False},
+        "/conditions/steady_state/reasons",
+        "steady-state-reasons-missing",
+    ),
     (SERVER, {"/conditions/window/seconds": 0.5}, "/conditions/window/seconds", "window-too-short"),
     (SERVER, {"/conditions/window/seconds": 5.0}, "/conditions/window/seconds", "window-too-short"),
     (SERVER, {"/conditions/window/iterations": 3}, "/conditions/window/iterations", "window-too-short"),
@@ -39,8 +43,12 @@ CORPUS = [
     (SERVER, {"/metrics/primary": "goodput_tokens"}, "/metrics/primary", "primary-metric-absent"),
     (SERVER, {"/metrics/primary": "latency_ms"}, "/metrics/primary", "primary-metric-ambiguous"),
     (SERVER, {"/metrics/throughput": DELETE}, "/metrics/throughput", "missing-required-metric"),
-    (SERVER, {"/metrics/latency_ms": DELETE, "/metrics/ttft_ms": DELETE}, "/metrics/latency_ms",
-     "missing-required-metric"),
+    (
+        SERVER,
+        {"/metrics/latency_ms": DELETE, "/metrics/ttft_ms": DELETE},
+        "/metrics/latency_ms",
+        "missing-required-metric",
+    ),
     (SERVER, {"/metrics/throughput/unit": "tokens/min"}, "/metrics/throughput/unit", "not-allowed-value"),
     (SERVER, {"/metrics/request_rate/unit": "tokens/s"}, "/metrics/request_rate/unit", "unit-mismatch"),
     (SERVER, {"/metrics/latency_ms/p90": 2000.0}, "/metrics/latency_ms/p95", "percentiles-out-of-order"),
@@ -52,15 +60,22 @@ CORPUS = [
     (SERVER, {"/metrics/latency_ms/p50": -3.0}, "/metrics/latency_ms/p50", "out-of-range"),
     (SERVER, {"/metrics/energy/source": "tdp"}, "/metrics/energy/source", "not-allowed-value"),
     (SERVER, {"/metrics/energy/joules": 10_000_000.0}, "/metrics/energy/joules", "inconsistent-derived-value"),
-    (SERVER, {"/provenance/finished_at": "2026-11-20T09:00:00Z"}, "/provenance/finished_at",
-     "finished-before-started"),
+    (SERVER, {"/provenance/finished_at": "2026-11-20T09:00:00Z"}, "/provenance/finished_at", "finished-before-started"),
     (SERVER, {"/provenance/started_at": "yesterday"}, "/provenance/started_at", "bad-format"),
     (SERVER, {"/provenance/source": "scraped"}, "/provenance/source", "not-allowed-value"),
     (SERVER, {"/provenance/runner": DELETE}, "/provenance/runner", "required"),
-    (SERVER, {"/samples": {"latency_ms": {"unit": "ms", "repetitions": [[1.0, 2.0]]}}},
-     "/samples/latency_ms/repetitions", "samples-count-mismatch"),
-    (SERVER, {"/samples": {"step_time_ms": {"unit": "ms", "repetitions": [[1.0]]}}}, "/samples/step_time_ms",
-     "samples-without-metric"),
+    (
+        SERVER,
+        {"/samples": {"latency_ms": {"unit": "ms", "repetitions": [[1.0, 2.0]]}}},
+        "/samples/latency_ms/repetitions",
+        "samples-count-mismatch",
+    ),
+    (
+        SERVER,
+        {"/samples": {"step_time_ms": {"unit": "ms", "repetitions": [[1.0]]}}},
+        "/samples/step_time_ms",
+        "samples-without-metric",
+    ),
     (SERVER, {"/workload/model/parameters": 2**60}, "/workload/model/parameters", "integer-out-of-range"),
     (OFFLINE, {"/precision/quantization": None}, "/precision/quantization", "quantization-missing"),
     (OFFLINE, {"/system/accelerators": {}}, "/system/accelerators", "wrong-type"),
@@ -75,10 +90,8 @@ CORPUS = [
 ]
 
 
-@pytest.mark.parametrize(("example", "edits", "pointer", "code"), CORPUS,
-                         ids=[f"{c[3]}@{c[2]}" for c in CORPUS])
-def test_each_mutation_is_refused_with_its_pointer_and_code(example: str, edits: dict, pointer: str,
-                                                            code: str) -> None:
+@pytest.mark.parametrize(("example", "edits", "pointer", "code"), CORPUS, ids=[f"{c[3]}@{c[2]}" for c in CORPUS])
+def test_each_mutation_is_refused_with_its_pointer_and_code(example: str, edits: dict, pointer: str, code: str) -> None:
     document = apply(load_example(example), edits)
     with pytest.raises(protocol.Invalid) as refused:
         protocol.check(document)
@@ -92,13 +105,19 @@ def test_the_corpus_is_large_enough() -> None:
 
 
 def test_every_error_is_reported_at_once() -> None:
-    document = apply(load_example(SERVER), {"/phase": "serving", "/extra": 1, "/metrics/latency_ms/count": 10,
-                                            "/provenance/finished_at": "2026-11-20T09:00:00Z"})
+    document = apply(
+        load_example(SERVER),
+        {
+            "/phase": "serving",
+            "/extra": 1,
+            "/metrics/latency_ms/count": 10,
+            "/provenance/finished_at": "2026-11-20T09:00:00Z",
+        },
+    )
     with pytest.raises(protocol.Invalid) as refused:
         protocol.check(document)
     codes = {e.code for e in refused.value.errors}
-    assert {"not-allowed-value", "unknown-field", "too-few-samples-for-percentile",
-            "finished-before-started"} <= codes
+    assert {"not-allowed-value", "unknown-field", "too-few-samples-for-percentile", "finished-before-started"} <= codes
 
 
 def test_a_wrongly_shaped_value_is_a_schema_error_not_a_crash() -> None:

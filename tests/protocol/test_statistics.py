@@ -32,24 +32,34 @@ def with_latency_samples(doc: Doc, reps: list[np.ndarray], primary: str = "laten
     out = copy.deepcopy(doc)
     pooled = np.concatenate(reps)
     out["samples"] = {"latency_ms": {"unit": "ms", "repetitions": [r.tolist() for r in reps]}}
-    qs = {k: float(np.quantile(pooled, q, method="inverted_cdf"))
-          for k, q in (("p50", .5), ("p90", .9), ("p95", .95), ("p99", .99))}
-    out["metrics"]["latency_ms"] = {"count": len(pooled), "method": "nearest-rank", "unit": "ms",
-                                    "min": float(pooled.min()), "mean": float(pooled.mean()),
-                                    "max": float(pooled.max()), **qs}
+    qs = {
+        k: float(np.quantile(pooled, q, method="inverted_cdf"))
+        for k, q in (("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p99", 0.99))
+    }
+    out["metrics"]["latency_ms"] = {
+        "count": len(pooled),
+        "method": "nearest-rank",
+        "unit": "ms",
+        "min": float(pooled.min()),
+        "mean": float(pooled.mean()),
+        "max": float(pooled.max()),
+        **qs,
+    }
     out["metrics"]["primary"] = primary
     return out
 
 
 def with_throughput_reps(doc: Doc, values: list[float]) -> Doc:
     out = copy.deepcopy(doc)
-    out["samples"] = {"throughput": {"unit": out["metrics"]["throughput"]["unit"],
-                                     "repetitions": [[v] for v in values]}}
+    out["samples"] = {
+        "throughput": {"unit": out["metrics"]["throughput"]["unit"], "repetitions": [[v] for v in values]}
+    }
     return out
 
 
 # ----------------------------------------------------------------------------------- known distributions
 # Coverage and false-alarm rates across many scenarios are in test_calibration.py; these are sentences.
+
 
 def gmean(values: list[float]) -> float:
     return float(np.exp(np.mean(np.log(values))))
@@ -96,8 +106,9 @@ def test_a_tail_percentile_on_short_repetitions_is_pooled_and_has_no_interval() 
     doc = with_latency_samples(server(), reps, primary="latency_ms.p99")
     est = stats.headline_estimate(doc)
     assert est.value == pytest.approx(float(np.quantile(np.concatenate(reps), 0.99, method="inverted_cdf")))
-    assert est.ci_low is None and est.evidence == ("a per-repetition p99 needs 662 samples in every "
-                                                   "repetition; the shortest has 400")
+    assert est.ci_low is None and est.evidence == (
+        "a per-repetition p99 needs 662 samples in every repetition; the shortest has 400"
+    )
     assert "not-enough-evidence" in [c.code for c in stats.caveats(doc, est)]
 
 
@@ -207,8 +218,9 @@ def test_offline_throughput_gets_an_interval_from_raw_batch_times_when_they_agre
 def test_fewer_than_three_repetitions_are_not_enough_evidence() -> None:
     doc = with_throughput_reps(server(), [1250.0, 1262.0])
     found = {c.code: c.message for c in stats.caveats(doc)}
-    assert found["not-enough-evidence"] == ("no calibrated interval: 2 independent values (repetitions); a "
-                                            "calibrated interval needs at least 3")
+    assert found["not-enough-evidence"] == (
+        "no calibrated interval: 2 independent values (repetitions); a calibrated interval needs at least 3"
+    )
     assert "not-enough-evidence" not in [c.code for c in stats.caveats(with_throughput_reps(server(), [1.0, 2, 3]))]
 
 
@@ -218,6 +230,7 @@ def test_rounding_keeps_six_significant_figures_and_drops_non_finite() -> None:
 
 
 # ------------------------------------------------------------------------------------------ derived metrics
+
 
 def test_energy_per_output_comes_from_measured_energy_only() -> None:
     derived = sizing.energy_per_output(server())
@@ -281,6 +294,7 @@ def test_sizing_refuses_training_runs_and_unmeasured_units() -> None:
 
 
 # ---------------------------------------------------------------------------------- compare() with samples
+
 
 def test_compare_with_raw_samples_gives_distinguishable_better_and_worse() -> None:
     rng = np.random.default_rng(7)

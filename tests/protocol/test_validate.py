@@ -42,14 +42,17 @@ def test_the_canonical_form_follows_rfc_8785() -> None:
     assert protocol.canonicalize({"b": 1.0, "a": [1e21, 1e-7, "é"]}) == '{"a":[1e+21,1e-7,"é"],"b":1}'.encode()
 
 
-@pytest.mark.parametrize(("raw", "code"), [
-    (b"{", "malformed-json"),
-    (b"", "malformed-json"),
-    (b'{"a": NaN}', "non-finite-number"),
-    (b'{"a": [Infinity]}', "non-finite-number"),
-    (b'{"a": 1, "a": 2}', "duplicate-key"),
-    (b"\xff\xfe", "invalid-encoding"),
-])
+@pytest.mark.parametrize(
+    ("raw", "code"),
+    [
+        (b"{", "malformed-json"),
+        (b"", "malformed-json"),
+        (b'{"a": NaN}', "non-finite-number"),
+        (b'{"a": [Infinity]}', "non-finite-number"),
+        (b'{"a": 1, "a": 2}', "duplicate-key"),
+        (b"\xff\xfe", "invalid-encoding"),
+    ],
+)
 def test_strict_parsing_refuses_what_json_libraries_let_through(raw: bytes, code: str) -> None:
     with pytest.raises(protocol.Invalid) as refused:
         protocol.check(raw)
@@ -68,9 +71,13 @@ def test_a_document_that_is_not_an_object_is_refused() -> None:
     assert refused.value.errors[0].code == "wrong-type"
 
 
-@given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
-                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
-                                                                                 max_size=3), max_leaves=10))
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+        max_leaves=10,
+    )
+)
 def test_any_json_value_gets_errors_not_exceptions(value) -> None:
     try:
         protocol.check(value)
@@ -100,17 +107,31 @@ def test_the_fast_validator_and_jsonschema_agree(body: bytes) -> None:
     assert fast_valid == reference_valid
 
 
-@pytest.mark.parametrize("when", ["2026-11-20T10:00:00", "2026-11-20 10:00:00Z", "2026-11-20T10:00:00.5+02:00",
-                                  "2026-13-20T10:00:00Z", "2026-11-20T25:00:00Z", "20261120T100000Z",
-                                  "2026-11-20t10:00:00z", "2026-02-30T10:00:00Z"])
+@pytest.mark.parametrize(
+    "when",
+    [
+        "2026-11-20T10:00:00",
+        "2026-11-20 10:00:00Z",
+        "2026-11-20T10:00:00.5+02:00",
+        "2026-13-20T10:00:00Z",
+        "2026-11-20T25:00:00Z",
+        "20261120T100000Z",
+        "2026-11-20t10:00:00z",
+        "2026-02-30T10:00:00Z",
+    ],
+)
 def test_both_validators_agree_on_timestamps(server_example, when: str) -> None:
     from jsonschema import Draft202012Validator, FormatChecker
 
     from protocol.schema import _fast_validator
 
     server_example["provenance"]["started_at"] = when
-    reference = not any(True for _ in Draft202012Validator(protocol.submission_schema(),
-                                                           format_checker=FormatChecker()).iter_errors(server_example))
+    reference = not any(
+        True
+        for _ in Draft202012Validator(protocol.submission_schema(), format_checker=FormatChecker()).iter_errors(
+            server_example
+        )
+    )
     try:
         _fast_validator()(server_example)
         fast = True
@@ -135,15 +156,23 @@ def test_an_integer_literal_no_double_holds_is_refused_with_its_pointer() -> Non
 
 # ---------------------------------------------------------------------- a document agrees with itself
 
+
 def _with_latency_samples(document: dict, reps: list[list[float]], primary: str) -> dict:
     import numpy as np
 
     pooled = np.concatenate([np.asarray(r) for r in reps])
     document["samples"] = {"latency_ms": {"unit": "ms", "repetitions": reps}}
     document["metrics"]["latency_ms"].update(
-        count=int(pooled.size), method="nearest-rank", mean=float(pooled.mean()), min=float(pooled.min()),
-        max=float(pooled.max()), **{k: float(np.quantile(pooled, q, method="inverted_cdf"))
-                                    for k, q in (("p50", .5), ("p90", .9), ("p95", .95), ("p99", .99))})
+        count=int(pooled.size),
+        method="nearest-rank",
+        mean=float(pooled.mean()),
+        min=float(pooled.min()),
+        max=float(pooled.max()),
+        **{
+            k: float(np.quantile(pooled, q, method="inverted_cdf"))
+            for k, q in (("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p99", 0.99))
+        },
+    )
     document["metrics"]["primary"] = primary
     return document
 

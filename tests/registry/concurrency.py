@@ -10,9 +10,11 @@ from django.db import connections
 
 def in_thread(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Run fn in a worker thread with its own database connection, closed afterwards."""
+
     def wrapper(*args: Any) -> Any:
         try:
             return fn(*args)
         finally:
             connections.close_all()
+
     return wrapper

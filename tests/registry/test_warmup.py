@@ -20,11 +20,9 @@ def test_every_template_compiles_and_every_view_imports() -> None:
 
 def test_importing_the_wsgi_application_leaves_a_frozen_heap() -> None:
     """What a gunicorn worker gets: most objects out of the collector's walks, so a full collection is short."""
-    code = ("import gc, registry.wsgi; gc.collect(); "
-            "print(gc.get_freeze_count(), len(gc.get_objects()))")
+    code = "import gc, registry.wsgi; gc.collect(); print(gc.get_freeze_count(), len(gc.get_objects()))"
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "registry.settings"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120,
-                         check=True)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, check=True)
     frozen, walked = map(int, out.stdout.split())
     assert frozen > 100_000 and walked < frozen / 20, out.stdout
     assert "warming up the process failed" not in out.stderr, out.stderr

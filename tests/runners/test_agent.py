@@ -32,8 +32,14 @@ class FakeRegistry:
         self.calls.append(("claim", claimant))
         if self.claim_error:
             raise self.claim_error
-        return Claim(job=job_id, agent="rig-a", spec={"phase": "inference", "workload": "mlp-classifier"},
-                     attempts=1, soft_time_limit=60, time_limit=90)
+        return Claim(
+            job=job_id,
+            agent="rig-a",
+            spec={"phase": "inference", "workload": "mlp-classifier"},
+            attempts=1,
+            soft_time_limit=60,
+            time_limit=90,
+        )
 
     def start(self, job_id: int, *, claimant: str) -> None:
         self.calls.append(("start", job_id))
@@ -145,10 +151,16 @@ def problem(status: int, code: str) -> httpx.Response:
     return httpx.Response(status, json={"status": status, "code": code, "detail": code})
 
 
-@pytest.mark.parametrize(("answer", "error"), [
-    (problem(409, "job-leased"), JobBusy), (problem(409, "job-finished"), JobGone),
-    (problem(404, "not-found"), JobGone), (problem(401, "not-authenticated"), JobGone),
-    (problem(503, "down"), RegistryError)])
+@pytest.mark.parametrize(
+    ("answer", "error"),
+    [
+        (problem(409, "job-leased"), JobBusy),
+        (problem(409, "job-finished"), JobGone),
+        (problem(404, "not-found"), JobGone),
+        (problem(401, "not-authenticated"), JobGone),
+        (problem(503, "down"), RegistryError),
+    ],
+)
 def test_http_answers_map_to_the_job_protocol(answer: httpx.Response, error: type[Exception]) -> None:
     with pytest.raises(error):
         http(lambda request: answer).claim(1, claimant="w", lease_seconds=10)
@@ -158,8 +170,17 @@ def test_http_claim_reads_the_spec_and_submit_reads_the_run() -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         if request.url.path == "/api/v1/jobs/5/claim":
             assert json.loads(request.content) == {"claimant": "w", "lease_seconds": 10}
-            return httpx.Response(200, json={"id": 5, "agent": "rig-a", "spec": {"phase": "inference"},
-                                             "attempts": 1, "soft_time_limit": 60, "time_limit": 90})
+            return httpx.Response(
+                200,
+                json={
+                    "id": 5,
+                    "agent": "rig-a",
+                    "spec": {"phase": "inference"},
+                    "attempts": 1,
+                    "soft_time_limit": 60,
+                    "time_limit": 90,
+                },
+            )
         if request.url.path == "/api/v1/submissions":
             return httpx.Response(409, json={"code": "job-has-run", "detail": "job 5 already has run 1"})
         raise AssertionError(request.url)
@@ -183,29 +204,45 @@ def test_the_credential_file_is_private_and_round_trips(tmp_path: Path, monkeypa
     assert "lease_seconds" not in json.loads(path.read_text())
 
 
-def test_enroll_registers_this_machine_and_saves_its_credential(tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_enroll_registers_this_machine_and_saves_its_credential(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     sent: dict[str, Any] = {}
 
     def handler(request: httpx.Request) -> httpx.Response:
         sent.update(json.loads(request.content))
-        return httpx.Response(201, json={"agent": {"id": 4, "name": "rig-a", "queue": "benchreg.agent.rig-a.1"},
-                                         "token": "brt_agent", "broker_url": "redis://broker:6379/0"})
+        return httpx.Response(
+            201,
+            json={
+                "agent": {"id": 4, "name": "rig-a", "queue": "benchreg.agent.rig-a.1"},
+                "token": "brt_agent",
+                "broker_url": "redis://broker:6379/0",
+            },
+        )
 
-    monkeypatch.setattr(cli, "RegistryClient",
-                        lambda server, token: RegistryClient(server, token, transport=httpx.MockTransport(handler)))
+    monkeypatch.setattr(
+        cli,
+        "RegistryClient",
+        lambda server, token: RegistryClient(server, token, transport=httpx.MockTransport(handler)),
+    )
     path = tmp_path / "agent.json"
-    assert cli.main(["enroll", "--server", "https://r", "--token", "bre_once", "--name", "rig-a",
-                     "--config", str(path)]) == 0
+    assert (
+        cli.main(["enroll", "--server", "https://r", "--token", "bre_once", "--name", "rig-a", "--config", str(path)])
+        == 0
+    )
     assert sent["token"] == "bre_once" and {"system", "software", "inventory"} <= set(sent["inventory"])
     saved = credentials.load(path)
-    assert (saved.token, saved.queue, saved.broker_url) == ("brt_agent", "benchreg.agent.rig-a.1",
-                                                            "redis://broker:6379/0")
+    assert (saved.token, saved.queue, saved.broker_url) == (
+        "brt_agent",
+        "benchreg.agent.rig-a.1",
+        "redis://broker:6379/0",
+    )
 
 
 def test_the_agent_worker_consumes_its_own_queue_one_job_at_a_time() -> None:
-    cred = Credential(server="https://r", token="t", agent="rig-a", agent_id=1, queue="benchreg.agent.rig-a.x",
-                      broker_url="redis://b")
+    cred = Credential(
+        server="https://r", token="t", agent="rig-a", agent_id=1, queue="benchreg.agent.rig-a.x", broker_url="redis://b"
+    )
     argv = cli.worker_argv(cred)
     assert argv[argv.index("--queues") + 1] == cred.queue
     assert argv[argv.index("--concurrency") + 1] == "1" and argv[argv.index("--prefetch-multiplier") + 1] == "1"

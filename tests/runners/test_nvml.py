@@ -43,13 +43,16 @@ def test_it_says_so_when_an_index_is_only_assumed_to_be_in_pci_order() -> None:
     assert "PCI_BUS_ID" in chosen.how
 
 
-@pytest.mark.parametrize(("uuid", "visible", "why"), [
-    ("GPU-00000000-dead-beef-0000-000000000000", None, "no NVML device has the UUID"),
-    (None, "MIG-5c3f0a4e-1111-2222-3333-444455556666", "MIG instance"),
-    (None, "7", "NVML has no device 7"),
-    (None, "GPU-", "matches 2 NVML devices"),
-    (None, "0", "not among CUDA_VISIBLE_DEVICES"),
-])
+@pytest.mark.parametrize(
+    ("uuid", "visible", "why"),
+    [
+        ("GPU-00000000-dead-beef-0000-000000000000", None, "no NVML device has the UUID"),
+        (None, "MIG-5c3f0a4e-1111-2222-3333-444455556666", "MIG instance"),
+        (None, "7", "NVML has no device 7"),
+        (None, "GPU-", "matches 2 NVML devices"),
+        (None, "0", "not among CUDA_VISIBLE_DEVICES"),
+    ],
+)
 def test_it_records_no_device_rather_than_the_wrong_one(uuid: str | None, visible: str, why: str) -> None:
     ordinal = 1 if visible == "0" else 0
     chosen = nvml.select_device(DEVICES, uuid=uuid, visible=visible, ordinal=ordinal)
@@ -96,8 +99,7 @@ class FakeNvml:
         return 1980
 
 
-def test_the_sampler_reads_the_used_board_and_keeps_a_throttle_seen_mid_window(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_sampler_reads_the_used_board_and_keeps_a_throttle_seen_mid_window(monkeypatch: pytest.MonkeyPatch) -> None:
     fake = FakeNvml()
     monkeypatch.setattr(nvml, "pynvml", fake)
     sampler, reason = nvml.GpuSampler.start(H100_B, None, interval=0.005)
@@ -124,14 +126,21 @@ def test_a_sampler_that_cannot_identify_the_device_measures_nothing(monkeypatch:
 
 
 def test_the_inventory_lists_the_used_gpu_as_the_accelerator_not_the_whole_machine(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     fake = FakeNvml()
     fake.nvmlDeviceGetMemoryInfo = lambda h: SimpleNamespace(total=80 * 2**30)  # type: ignore[attr-defined]
     fake.nvmlDeviceGetName = lambda h: "NVIDIA H100 80GB HBM3"  # type: ignore[attr-defined]
     fake.nvmlSystemGetDriverVersion = lambda: "570.86"  # type: ignore[attr-defined]
-    for name in ("nvmlDeviceGetMaxClockInfo", "nvmlDeviceGetCurrPcieLinkGeneration", "nvmlDeviceGetCurrPcieLinkWidth",
-                 "nvmlDeviceGetCudaComputeCapability", "nvmlDeviceGetPersistenceMode",
-                 "nvmlDeviceGetApplicationsClock", "nvmlSystemGetCudaDriverVersion"):
+    for name in (
+        "nvmlDeviceGetMaxClockInfo",
+        "nvmlDeviceGetCurrPcieLinkGeneration",
+        "nvmlDeviceGetCurrPcieLinkWidth",
+        "nvmlDeviceGetCudaComputeCapability",
+        "nvmlDeviceGetPersistenceMode",
+        "nvmlDeviceGetApplicationsClock",
+        "nvmlSystemGetCudaDriverVersion",
+    ):
         setattr(fake, name, lambda *a: None)
     monkeypatch.setattr(nvml, "pynvml", fake)
     inv = nvml.inventory(H100_B, None)

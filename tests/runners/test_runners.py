@@ -18,8 +18,7 @@ import protocol
 from runners import cli
 from runners.api import RunSpec, execute, sweep_specs
 
-FAST: dict[str, Any] = {"quick": True, "threads": 1, "repetitions": 2, "min_seconds": 0.5,
-                        "warmup_max_seconds": 0.5}
+FAST: dict[str, Any] = {"quick": True, "threads": 1, "repetitions": 2, "min_seconds": 0.5, "warmup_max_seconds": 0.5}
 
 
 def run(**kw: Any) -> dict[str, Any]:
@@ -42,8 +41,15 @@ def test_numpy_offline_mlp_document_validates_and_records_its_protocol() -> None
 
 
 def test_numpy_decoder_single_stream_reports_ttft_tpot_and_tokens_per_second() -> None:
-    doc = run(phase="inference", workload="decoder-small", backend="numpy", scenario="single-stream",
-              batch_size=1, sequence_length=16, output_tokens=4)
+    doc = run(
+        phase="inference",
+        workload="decoder-small",
+        backend="numpy",
+        scenario="single-stream",
+        batch_size=1,
+        sequence_length=16,
+        output_tokens=4,
+    )
     metrics = doc["metrics"]
     assert metrics["throughput"]["unit"] == "tokens/s" and metrics["tokens_per_second"]["value"] > 0
     assert metrics["ttft_ms"]["count"] == metrics["tpot_ms"]["count"] == metrics["latency_ms"]["count"]
@@ -64,6 +70,7 @@ def test_numpy_training_mlp_loss_goes_down_with_breakdown_and_mfu() -> None:
 
 def test_numpy_backend_refuses_what_it_cannot_run() -> None:
     from runners.backends import UnsupportedRun
+
     with pytest.raises(UnsupportedRun, match="fp32 only"):
         execute(RunSpec(phase="inference", workload="mlp-classifier", backend="numpy", precision="bf16"))
 
@@ -82,8 +89,15 @@ def test_torch_int8_inference_reports_quality_against_fp32() -> None:
 
 
 def test_torch_encoder_training_bf16_autocast_runs_on_cpu() -> None:
-    doc = run(phase="training", workload="encoder-small", backend="torch", precision="bf16", batch_size=4,
-              sequence_length=32, steps=10)
+    doc = run(
+        phase="training",
+        workload="encoder-small",
+        backend="torch",
+        precision="bf16",
+        batch_size=4,
+        sequence_length=32,
+        steps=10,
+    )
     assert doc["precision"]["activations"] == "bf16" and doc["precision"]["master_weights"] == "fp32"
     assert doc["software"]["frameworks"]["torch"] == torch.__version__
     assert doc["metrics"]["tokens_per_second"]["value"] > 0
@@ -91,8 +105,17 @@ def test_torch_encoder_training_bf16_autocast_runs_on_cpu() -> None:
 
 
 def test_torch_decoder_server_scenario_records_load_goodput_and_slo() -> None:
-    doc = run(phase="inference", workload="decoder-small", backend="torch", scenario="server", batch_size=1,
-              sequence_length=16, output_tokens=4, target_qps=20.0, concurrency=2)
+    doc = run(
+        phase="inference",
+        workload="decoder-small",
+        backend="torch",
+        scenario="server",
+        batch_size=1,
+        sequence_length=16,
+        output_tokens=4,
+        target_qps=20.0,
+        concurrency=2,
+    )
     scenario, metrics = doc["scenario"], doc["metrics"]
     assert scenario["arrival"] == "poisson" and scenario["latency_slo_ms"]["ttft_p99"] == 500.0
     assert metrics["request_rate"]["unit"] == "requests/s" and metrics["goodput"]["value"] >= 0
@@ -101,9 +124,28 @@ def test_torch_decoder_server_scenario_records_load_goodput_and_slo() -> None:
 
 
 def test_cli_writes_one_valid_file_per_batch_size(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = cli.main(["run", "inference", "--workload", "mlp-classifier", "--backend", "numpy", "--batch", "1,2",
-                     "--quick", "--threads", "1", "--min-seconds", "0.5", "--warmup-max-seconds", "0.5",
-                     "--no-progress", "--out", str(tmp_path)])
+    code = cli.main(
+        [
+            "run",
+            "inference",
+            "--workload",
+            "mlp-classifier",
+            "--backend",
+            "numpy",
+            "--batch",
+            "1,2",
+            "--quick",
+            "--threads",
+            "1",
+            "--min-seconds",
+            "0.5",
+            "--warmup-max-seconds",
+            "0.5",
+            "--no-progress",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     assert code == 0
     files = sorted(tmp_path.glob("*.json"))
     assert len(files) == 2
@@ -125,13 +167,16 @@ def test_quick_sweep_covers_inference_and_training() -> None:
 
 
 def test_runners_never_import_django() -> None:
-    code = ("import sys, runners.api, runners.cli, runners.environment, runners.backends.numpy_backend; "
-            "sys.exit(1 if any(m == 'django' or m.startswith(('django.', 'registry')) for m in sys.modules) else 0)")
+    code = (
+        "import sys, runners.api, runners.cli, runners.environment, runners.backends.numpy_backend; "
+        "sys.exit(1 if any(m == 'django' or m.startswith(('django.', 'registry')) for m in sys.modules) else 0)"
+    )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
 
 
-def test_cli_submits_each_document_through_the_registry_client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_submits_each_document_through_the_registry_client(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from runners import client
 
     sent: list[dict[str, Any]] = []
@@ -152,18 +197,42 @@ def test_cli_submits_each_document_through_the_registry_client(tmp_path: Path, m
 
     monkeypatch.setattr(client, "RegistryClient", FakeClient)
     monkeypatch.setenv("BENCHREG_TOKEN", "t0ken")
-    code = cli.main(["run", "inference", "--workload", "mlp-classifier", "--backend", "numpy", "--batch", "2",
-                     "--quick", "--threads", "1", "--min-seconds", "0.5", "--warmup-max-seconds", "0.5",
-                     "--no-progress", "--out", str(tmp_path),
-                     "--submit", "--server", "http://registry.test", "--token", "t0ken"])
+    code = cli.main(
+        [
+            "run",
+            "inference",
+            "--workload",
+            "mlp-classifier",
+            "--backend",
+            "numpy",
+            "--batch",
+            "2",
+            "--quick",
+            "--threads",
+            "1",
+            "--min-seconds",
+            "0.5",
+            "--warmup-max-seconds",
+            "0.5",
+            "--no-progress",
+            "--out",
+            str(tmp_path),
+            "--submit",
+            "--server",
+            "http://registry.test",
+            "--token",
+            "t0ken",
+        ]
+    )
     assert code == 0 and len(sent) == 1
     assert "stored as run 1" in capsys.readouterr().out
 
 
 def test_a_closed_loop_too_slow_for_its_minimum_count_stops_at_the_time_cap_and_is_kept_truncated() -> None:
     # 100 ms a query, quick mode's minimum of 10 per repetition, a cap of 1.2 s for both: each repetition is cut.
-    doc = run(phase="inference", workload="mlp-classifier", backend="numpy", batch_size=4, sleep_ms=100.0,
-              max_seconds=1.2)
+    doc = run(
+        phase="inference", workload="mlp-classifier", backend="numpy", batch_size=4, sleep_ms=100.0, max_seconds=1.2
+    )
     window = doc["conditions"]["window"]
     assert window["seconds"] < 2.5 and 10 <= window["iterations"] < 20
     assert doc["conditions"]["validity"] == {"valid": False, "checks": {"finished_within_time_cap": False}}

@@ -47,6 +47,7 @@ def test_an_overloaded_server_run_completes_slower_than_requests_arrive() -> Non
 
 # --- the time cap (issue 17) ----------------------------------------------------------------------------------
 
+
 def _slow() -> tuple[None, float]:
     time.sleep(0.02)
     return None, 20.0
@@ -68,8 +69,15 @@ def test_a_truncated_run_is_kept_with_a_failed_check_and_the_reason() -> None:
     from runners.inference import _server_checks
     from runners.spec import RunSpec
 
-    spec = RunSpec(phase="inference", workload="mlp-classifier", precision="fp32", scenario="server",
-                   target_qps=500.0, concurrency=1, quick=True).resolved()
+    spec = RunSpec(
+        phase="inference",
+        workload="mlp-classifier",
+        precision="fp32",
+        scenario="server",
+        target_qps=500.0,
+        concurrency=1,
+        quick=True,
+    ).resolved()
     run = run_server(_slow, rate=500.0, count=2000, concurrency=1, seed=7, max_seconds=0.5)
     checks, reasons, note = _server_checks([run], spec)
     assert checks["finished_within_time_cap"] is False

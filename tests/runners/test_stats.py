@@ -68,8 +68,14 @@ def test_warm_up_ends_after_a_transient_and_the_window_starts_steady() -> None:
     # 300 slow iterations decaying to a stable level, then stable: warm-up must swallow the transient.
     transient = 10.0 * (1.0 + 2.0 * np.exp(-np.arange(300) / 40.0))
     timed = _series(np.concatenate([transient, stable_series(20000)]))
-    policy = Policy(repetitions=2, min_seconds=0.5, min_iterations=500, max_iterations=2000, warmup_max_seconds=5.0,
-                    warmup_block_seconds=0.2)
+    policy = Policy(
+        repetitions=2,
+        min_seconds=0.5,
+        min_iterations=500,
+        max_iterations=2000,
+        warmup_max_seconds=5.0,
+        warmup_block_seconds=0.2,
+    )
     warm = warm_up(timed, policy)  # type: ignore[arg-type]
     assert warm.settled and warm.iterations >= 150
     window = measure(timed, policy)  # type: ignore[arg-type]
@@ -78,8 +84,14 @@ def test_warm_up_ends_after_a_transient_and_the_window_starts_steady() -> None:
 
 def test_warm_up_is_capped_and_flagged_when_it_never_settles() -> None:
     drifting = 10.0 * np.exp(np.arange(50000) / 200.0)  # 35 % slower every three blocks, forever
-    policy = Policy(repetitions=1, min_seconds=1.0, min_iterations=10, warmup_max_seconds=5.0,
-                    warmup_max_iterations=3000, warmup_block_seconds=0.2)
+    policy = Policy(
+        repetitions=1,
+        min_seconds=1.0,
+        min_iterations=10,
+        warmup_max_seconds=5.0,
+        warmup_max_iterations=3000,
+        warmup_block_seconds=0.2,
+    )
     warm = warm_up(_series(drifting), policy)  # type: ignore[arg-type]
     assert not warm.settled and warm.iterations == 3000
     assert warm.reasons(policy) and "capped" in warm.reasons(policy)[0]
@@ -109,8 +121,9 @@ def _stationary_noise(rng: np.random.Generator, n: int) -> np.ndarray:
 def test_an_intermittent_slow_path_is_detected_in_at_least_95_percent_of_series_and_named(n: int) -> None:
     assert _rate(_slow_path, n, seed=n) >= 0.95
     verdict = stats.assess(_slow_path(np.random.default_rng(1), n))
-    assert any(r.startswith("slow path: ") and "of iterations took more than 2× the median" in r
-               for r in verdict.reasons), verdict.reasons
+    assert any(
+        r.startswith("slow path: ") and "of iterations took more than 2× the median" in r for r in verdict.reasons
+    ), verdict.reasons
 
 
 @pytest.mark.parametrize("n", [200, 2000])

@@ -1,13 +1,13 @@
 """`benchreg audit verify|checkpoint|export|show`: check the audit log, sign or export checkpoints, show the head.
 
-  verify [--checkpoint FILE ...] [--key VKEY ...] [--witness VKEY ... --require-witnesses K]
-                                                    recompute everything; exit 1 naming the first mismatch
-  checkpoint                                        sign a checkpoint of the current head now
-  export --out FILE                                 write the latest signed checkpoint (a C2SP note) to FILE,
-                                                    signing one first if the log has grown since
-  show                                              the head, the latest checkpoint and the verifier key
-  sequence [--follow] [--interval S]                number queued entries now (or keep doing so: a sequencer
-                                                    loop for BENCHREG_AUDIT_SEQUENCING=worker without beat)
+verify [--checkpoint FILE ...] [--key VKEY ...] [--witness VKEY ... --require-witnesses K]
+                                                  recompute everything; exit 1 naming the first mismatch
+checkpoint                                        sign a checkpoint of the current head now
+export --out FILE                                 write the latest signed checkpoint (a C2SP note) to FILE,
+                                                  signing one first if the log has grown since
+show                                              the head, the latest checkpoint and the verifier key
+sequence [--follow] [--interval S]                number queued entries now (or keep doing so: a sequencer
+                                                  loop for BENCHREG_AUDIT_SEQUENCING=worker without beat)
 """
 
 from __future__ import annotations
@@ -32,18 +32,38 @@ class Command(BaseCommand):
     help = "Verify the audit log, sign or export a checkpoint, or show the log's head."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        sub = parser.add_subparsers(dest="action", required=True,
-                                    metavar="{verify,checkpoint,export,show,sequence}")
+        sub = parser.add_subparsers(dest="action", required=True, metavar="{verify,checkpoint,export,show,sequence}")
         verify = sub.add_parser("verify", help="recompute the log and check it against checkpoints")
-        verify.add_argument("--checkpoint", action="append", default=[], type=Path, metavar="FILE",
-                            help="a signed checkpoint kept outside the registry (repeatable)")
-        verify.add_argument("--key", action="append", default=[], metavar="VKEY",
-                            help="trust only these verifier keys (default: the registry's own)")
-        verify.add_argument("--witness", action="append", default=[], metavar="VKEY",
-                            help="a witness's cosignature/v1 verifier key (repeatable)")
-        verify.add_argument("--require-witnesses", type=int, default=0, metavar="K",
-                            help="every --checkpoint FILE (else the latest cosigned stored checkpoint) must carry "
-                                 "cosignatures by at least K of the --witness keys")
+        verify.add_argument(
+            "--checkpoint",
+            action="append",
+            default=[],
+            type=Path,
+            metavar="FILE",
+            help="a signed checkpoint kept outside the registry (repeatable)",
+        )
+        verify.add_argument(
+            "--key",
+            action="append",
+            default=[],
+            metavar="VKEY",
+            help="trust only these verifier keys (default: the registry's own)",
+        )
+        verify.add_argument(
+            "--witness",
+            action="append",
+            default=[],
+            metavar="VKEY",
+            help="a witness's cosignature/v1 verifier key (repeatable)",
+        )
+        verify.add_argument(
+            "--require-witnesses",
+            type=int,
+            default=0,
+            metavar="K",
+            help="every --checkpoint FILE (else the latest cosigned stored checkpoint) must carry "
+            "cosignatures by at least K of the --witness keys",
+        )
         sub.add_parser("checkpoint", help="sign a checkpoint of the current head now")
         export = sub.add_parser("export", help="write the latest signed checkpoint to a file")
         export.add_argument("--out", required=True, type=Path)
@@ -55,11 +75,13 @@ class Command(BaseCommand):
     def handle(self, *args: Any, action: str, **options: Any) -> None:
         getattr(self, f"_{action}")(**options)
 
-    def _verify(self, *, checkpoint: list[Path], key: list[str], witness: list[str], require_witnesses: int,
-                **_: Any) -> None:
+    def _verify(
+        self, *, checkpoint: list[Path], key: list[str], witness: list[str], require_witnesses: int, **_: Any
+    ) -> None:
         if require_witnesses > len(witness):
-            raise CommandError(f"--require-witnesses {require_witnesses} needs at least as many --witness keys "
-                               f"(got {len(witness)})")
+            raise CommandError(
+                f"--require-witnesses {require_witnesses} needs at least as many --witness keys (got {len(witness)})"
+            )
         files = []
         for path in checkpoint:
             try:
@@ -67,13 +89,14 @@ class Command(BaseCommand):
             except OSError as exc:
                 raise CommandError(f"cannot read {path}: {exc.strerror}") from None
         try:
-            report = verify_log(checkpoint_files=files, keys=key or None, witnesses=witness,
-                                quorum=require_witnesses)
+            report = verify_log(checkpoint_files=files, keys=key or None, witnesses=witness, quorum=require_witnesses)
         except NoteError as exc:  # a malformed --key or --witness
             raise CommandError(str(exc)) from None
         self.stdout.write(f"audit log {log_origin()}: {report.size} entries, root {report.root.hex()}")
-        self.stdout.write(f"checked {report.checkpoints} stored checkpoints, {report.files} checkpoint files, "
-                          f"{report.runs} runs, {report.withdrawals} withdrawals")
+        self.stdout.write(
+            f"checked {report.checkpoints} stored checkpoints, {report.files} checkpoint files, "
+            f"{report.runs} runs, {report.withdrawals} withdrawals"
+        )
         for name, count in report.cosigned:
             self.stdout.write(f"{name}: cosigned by {count} of the given witnesses")
         if report.ok:
@@ -116,9 +139,10 @@ class Command(BaseCommand):
         if latest is None:
             self.stdout.write("checkpoint:   none yet (benchreg audit checkpoint)")
         else:
-            self.stdout.write(f"checkpoint:   {latest.pk}, size {latest.size}, {latest.reason}, "
-                              f"{latest.created_at.isoformat()}\n{latest.note}")
-
+            self.stdout.write(
+                f"checkpoint:   {latest.pk}, size {latest.size}, {latest.reason}, "
+                f"{latest.created_at.isoformat()}\n{latest.note}"
+            )
 
     def _sequence(self, *, follow: bool, interval: float, **_: Any) -> None:
         while True:

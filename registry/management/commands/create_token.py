@@ -25,8 +25,11 @@ class Command(BaseCommand):
         parser.add_argument("--username", required=True)
         parser.add_argument("--scopes", default="submit,read", help="comma-separated: read, submit, admin")
         parser.add_argument("--name", default="cli", help="a label to recognise the token by")
-        parser.add_argument("--grant-role", action="store_true",
-                            help="add the user to the weakest role that covers the scopes if they lack it")
+        parser.add_argument(
+            "--grant-role",
+            action="store_true",
+            help="add the user to the weakest role that covers the scopes if they lack it",
+        )
 
     def handle(self, *args: Any, username: str, scopes: str, name: str, grant_role: bool, **options: Any) -> None:
         try:
@@ -42,8 +45,10 @@ class Command(BaseCommand):
             if missing:
                 if not (is_new or grant_role):
                     held = ", ".join(sorted(policy.user_roles(user))) or "none"
-                    raise CommandError(f"user {username} (roles: {held}) may not use {sorted(missing)}; pass "
-                                       f"--grant-role to make them a {role}, or ask for fewer scopes")
+                    raise CommandError(
+                        f"user {username} (roles: {held}) may not use {sorted(missing)}; pass "
+                        f"--grant-role to make them a {role}, or ask for fewer scopes"
+                    )
                 user.groups.add(Group.objects.get_or_create(name=role)[0])
                 self.stderr.write(f"user {username} now has the role {role}")
             _, plain = token_create(user=user, name=name, scopes=sorted(wanted), actor="manage.py create_token")

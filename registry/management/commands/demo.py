@@ -39,11 +39,16 @@ class Command(BaseCommand):
         parser.add_argument("--bind", default="127.0.0.1:8000")
         parser.add_argument("--no-serve", action="store_true", help="set up and load, then exit")
         parser.add_argument("--skip-sweep", action="store_true", help="do not measure this machine")
-        parser.add_argument("--backend", choices=["numpy", "torch"], default=None,
-                            help="runner backend for the sweep (default: torch if installed, else numpy)")
+        parser.add_argument(
+            "--backend",
+            choices=["numpy", "torch"],
+            default=None,
+            help="runner backend for the sweep (default: torch if installed, else numpy)",
+        )
 
-    def handle(self, *args: Any, bind: str, no_serve: bool, skip_sweep: bool, backend: str | None,
-               **options: Any) -> None:
+    def handle(
+        self, *args: Any, bind: str, no_serve: bool, skip_sweep: bool, backend: str | None, **options: Any
+    ) -> None:
         self.stdout.write(f"data directory: {settings.DATA_DIR}")
         call_command("migrate", interactive=False, verbosity=0)
         admin = self._admin_user()
@@ -102,8 +107,10 @@ class Command(BaseCommand):
         for document in quick_sweep(backend=backend, progress=True):
             run, _ = submission_create(document=document, submitted_by=admin)
             (results / f"{run.digest.split(':')[1][:16]}.json").write_bytes(run.canonical.encode())
-            self.stdout.write(f"  {run.phase} {run.workload_name} {run.scenario_kind} batch {run.batch_size}: "
-                              f"{run.headline_value:.4g} {run.headline_unit} → run {run.pk}")
+            self.stdout.write(
+                f"  {run.phase} {run.workload_name} {run.scenario_kind} batch {run.batch_size}: "
+                f"{run.headline_value:.4g} {run.headline_unit} → run {run.pk}"
+            )
             runs.append(run)
         return runs
 
@@ -120,25 +127,34 @@ class Command(BaseCommand):
         group: list[Any] = []
         plan = (2, 1, 2, 1)
         for attempt, threads in enumerate(plan, start=1):
-            self.stdout.write(f"decision run {attempt} of up to {len(plan)}: mlp-classifier offline batch 32 with "
-                              f"{threads} thread(s)…")
-            run, _ = submission_create(document=execute(replace(base, threads=threads), progress=True),
-                                       submitted_by=admin)
-            group = sorted([run, *comparable_runs(run=run, axis="software", include_examples=False)],
-                           key=lambda r: r.pk)[-6:]
+            self.stdout.write(
+                f"decision run {attempt} of up to {len(plan)}: mlp-classifier offline batch 32 with "
+                f"{threads} thread(s)…"
+            )
+            run, _ = submission_create(
+                document=execute(replace(base, threads=threads), progress=True), submitted_by=admin
+            )
+            group = sorted(
+                [run, *comparable_runs(run=run, axis="software", include_examples=False)], key=lambda r: r.pk
+            )[-6:]
             if len({_threads(r) for r in group}) > 1:
                 break
             if attempt < len(plan):  # say why the same run is measured again, or it reads as a repeated line
-                self.stdout.write("  no like-for-like run with the other thread count yet (comparable runs agree on "
-                                  "every controlled field, steady state included): measuring again")
+                self.stdout.write(
+                    "  no like-for-like run with the other thread count yet (comparable runs agree on "
+                    "every controlled field, steady state included): measuring again"
+                )
         if len(group) < 2:
             self.stdout.write(self.style.WARNING("no comparable pair of runs on this machine: no report"))
             return None
         comparison, _ = comparison_create(runs=group, axis="software", created_by=admin)
-        report = report_request(comparison=comparison, requested_by=admin,
-                                title="CPU inference threads on this machine",
-                                decision="How many CPU threads to give the mlp-classifier inference service "
-                                         "(offline, fp32, batch 32) on this machine")
+        report = report_request(
+            comparison=comparison,
+            requested_by=admin,
+            title="CPU inference threads on this machine",
+            decision="How many CPU threads to give the mlp-classifier inference service "
+            "(offline, fp32, batch 32) on this machine",
+        )
         report.refresh_from_db()
         if report.status != "ready":
             self.stdout.write(self.style.ERROR(f"the report failed: {report.last_error}"))
@@ -151,34 +167,45 @@ class Command(BaseCommand):
         from registry.models import Submission
         from registry.services.decisions import decision_create, decision_latest_answer
 
-        latest = (Submission.objects.filter(workload_name="mlp-classifier", scenario_kind="offline",
-                                            phase="inference", source="runner").order_by("-id").first())
+        latest = (
+            Submission.objects.filter(
+                workload_name="mlp-classifier", scenario_kind="offline", phase="inference", source="runner"
+            )
+            .order_by("-id")
+            .first()
+        )
         if latest is None:
             self.stdout.write(self.style.WARNING("no measured MLP classifier run: no decision"))
             return None
-        question = {"workload": "mlp-classifier", "scenario": "offline", "objectives": [],
-                    "demand": {"value": 100000, "unit": latest.headline_unit or "samples/s"},
-                    "prices": {"system_hour": {"*": 1.0}}, "criteria": ["cost", "energy"]}
-        decision = decision_create(owner=admin, title="CPU inference capacity from this machine's runs",
-                                   question=question)
+        question = {
+            "workload": "mlp-classifier",
+            "scenario": "offline",
+            "objectives": [],
+            "demand": {"value": 100000, "unit": latest.headline_unit or "samples/s"},
+            "prices": {"system_hour": {"*": 1.0}},
+            "criteria": ["cost", "energy"],
+        }
+        decision = decision_create(
+            owner=admin, title="CPU inference capacity from this machine's runs", question=question
+        )
         answer = decision_latest_answer(decision=decision).answer
         self.stdout.write(self.style.SUCCESS(f"decision {decision.pk}: {answer['question']}"))
         for line in answer["summary"]:
             self.stdout.write(f"  {line}")
         for x in answer["left_out"][:5]:
             self.stdout.write(f"  left out: run {x['run']['id']}: {x['reason']}")
-        self.stdout.write(f"  frontier over {', '.join(answer['frontier']['criteria']) or 'no criterion'}: "
-                          f"{'; '.join(answer['frontier']['labels']) or 'empty'}"
-                          + "".join(f" ({d['criterion']} left out: not measured)"
-                                    for d in answer["frontier"]["dropped"]))
+        self.stdout.write(
+            f"  frontier over {', '.join(answer['frontier']['criteria']) or 'no criterion'}: "
+            f"{'; '.join(answer['frontier']['labels']) or 'empty'}"
+            + "".join(f" ({d['criterion']} left out: not measured)" for d in answer["frontier"]["dropped"])
+        )
         return decision
 
     def _load_examples(self, admin: Any) -> None:
         for path in sorted(EXAMPLES_DIR.glob("*.json")):
             try:
                 # Loaded as examples: shown as such, refused by comparisons and reports (they measure nothing).
-                run, created = submission_create(document=path.read_bytes(), submitted_by=admin,
-                                                 trust=Trust.EXAMPLE)
+                run, created = submission_create(document=path.read_bytes(), submitted_by=admin, trust=Trust.EXAMPLE)
             except RegistryError as exc:
                 self.stdout.write(self.style.ERROR(f"{path.name}: rejected: {exc.errors or exc.message}"))
                 continue
@@ -189,4 +216,3 @@ class Command(BaseCommand):
 def _threads(run: Any) -> Any:
     settings_ = run.document["software"]["settings"]
     return settings_.get("torch.num_threads", settings_.get("numpy.blas_threads"))
-

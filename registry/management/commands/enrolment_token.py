@@ -33,8 +33,9 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, action: str, expires: str, note: str, **options: Any) -> None:
         try:
-            _, plain = enrolment_token_create(created_by=None, expires_in=parse_duration(expires), note=note,
-                                              actor=f"cli:{getpass.getuser()}")
+            _, plain = enrolment_token_create(
+                created_by=None, expires_in=parse_duration(expires), note=note, actor=f"cli:{getpass.getuser()}"
+            )
         except RegistryError as exc:
             raise CommandError(exc.message) from None
         self.stdout.write(plain)

@@ -27,24 +27,52 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("kind", choices=["mlperf"], help="what kind of published results")
         parser.add_argument("path", type=Path, help="a results repository, division, submitter or system folder")
-        parser.add_argument("--round", dest="round_name", help="MLPerf round, e.g. v5.1 (default: from the logs, "
-                            "or for Training from a folder named ..._v4.0)")
-        parser.add_argument("--suite", choices=["auto", "inference", "training"], default="auto",
-                            help="MLPerf suite (default: training when result_<n>.txt files are found)")
+        parser.add_argument(
+            "--round",
+            dest="round_name",
+            help="MLPerf round, e.g. v5.1 (default: from the logs, or for Training from a folder named ..._v4.0)",
+        )
+        parser.add_argument(
+            "--suite",
+            choices=["auto", "inference", "training"],
+            default="auto",
+            help="MLPerf suite (default: training when result_<n>.txt files are found)",
+        )
         parser.add_argument("--username", default="mlperf-import", help="registry user recorded as submitter")
         parser.add_argument("--batch-size", type=int, default=BATCH_SIZE, help="runs stored per transaction")
         parser.add_argument("--report", type=Path, help="write the per-file report (JSON) to this file")
         parser.add_argument("--json", action="store_true", help="print the per-file report as JSON")
-        parser.add_argument("--full", action="store_true", help="print the per-file text report, not only the "
-                            "summary and the folders that were refused or skipped")
+        parser.add_argument(
+            "--full",
+            action="store_true",
+            help="print the per-file text report, not only the summary and the folders that were refused or skipped",
+        )
         parser.add_argument("--no-progress", action="store_true", help="no progress bar (logs, CI)")
-        parser.add_argument("--attempts", type=int, default=6, help="tries in all when the database is "
-                            "unavailable (backoff 1, 2, 4... s up to 30 s); retrying is safe: stored runs come "
-                            "back as known")
+        parser.add_argument(
+            "--attempts",
+            type=int,
+            default=6,
+            help="tries in all when the database is "
+            "unavailable (backoff 1, 2, 4... s up to 30 s); retrying is safe: stored runs come "
+            "back as known",
+        )
 
-    def handle(self, *args: Any, kind: str, path: Path, round_name: str | None, suite: str, username: str,
-               batch_size: int, report: Path | None, json: bool, full: bool, no_progress: bool, attempts: int,
-               **options: Any) -> None:
+    def handle(
+        self,
+        *args: Any,
+        kind: str,
+        path: Path,
+        round_name: str | None,
+        suite: str,
+        username: str,
+        batch_size: int,
+        report: Path | None,
+        json: bool,
+        full: bool,
+        no_progress: bool,
+        attempts: int,
+        **options: Any,
+    ) -> None:
         if not path.is_dir():
             raise CommandError(f"{path} is not a directory")
         if batch_size < 1 or attempts < 1:
@@ -57,30 +85,51 @@ class Command(BaseCommand):
             error = state.outcome.exception() if state.outcome else None
             wait = state.next_action.sleep if state.next_action else 0.0
             retries.append(f"{type(error).__name__}: {str(error).strip().splitlines()[0][:200] if error else ''}")
-            console.print(f"retrying: the database is unavailable ({retries[-1]}); attempt {state.attempt_number + 1}"
-                          f" of {attempts} in {wait:.0f} s; runs already stored will come back as known")
+            console.print(
+                f"retrying: the database is unavailable ({retries[-1]}); attempt {state.attempt_number + 1}"
+                f" of {attempts} in {wait:.0f} s; runs already stored will come back as known"
+            )
             connections.close_all()
 
         def once() -> ImportResult:
-            with Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                          console=console, disable=no_progress or json, transient=True) as bar:
+            with Progress(
+                TextColumn("importing"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=console,
+                disable=no_progress or json,
+                transient=True,
+            ) as bar:
                 task = bar.add_task("import", total=None)
-                return mlperf_import(root=path, submitted_by=user_for_token(username=username),
-                                     round_name=round_name, suite=suite, batch_size=batch_size,
-                                     progress=lambda done, total: bar.update(task, completed=done, total=total))
+                return mlperf_import(
+                    root=path,
+                    submitted_by=user_for_token(username=username),
+                    round_name=round_name,
+                    suite=suite,
+                    batch_size=batch_size,
+                    progress=lambda done, total: bar.update(task, completed=done, total=total),
+                )
 
         try:
-            result = Retrying(retry=retry_if_exception_type((OperationalError, InterfaceError)),
-                              stop=stop_after_attempt(attempts), wait=wait_exponential(multiplier=1, max=30),
-                              before_sleep=say)(once)
+            result = Retrying(
+                retry=retry_if_exception_type((OperationalError, InterfaceError)),
+                stop=stop_after_attempt(attempts),
+                wait=wait_exponential(multiplier=1, max=30),
+                before_sleep=say,
+            )(once)
         except (RetryError, OperationalError, InterfaceError) as exc:
             cause = exc.last_attempt.exception() if isinstance(exc, RetryError) else exc
-            raise CommandError(f"the database stayed unavailable after {attempts} attempt(s): "
-                               f"{type(cause).__name__}: {str(cause).strip().splitlines()[0][:300]}; "
-                               "runs stored before it went away are kept (import again to finish)") from None
+            raise CommandError(
+                f"the database stayed unavailable after {attempts} attempt(s): "
+                f"{type(cause).__name__}: {str(cause).strip().splitlines()[0][:300]}; "
+                "runs stored before it went away are kept (import again to finish)"
+            ) from None
         if retries:
-            console.print(f"the import succeeded after {len(retries)} retry(ies); runs stored before an "
-                          "interruption are counted as known")
+            console.print(
+                f"the import succeeded after {len(retries)} retry(ies); runs stored before an "
+                "interruption are counted as known"
+            )
         elapsed = time.perf_counter() - started
         if report:
             report.write_text(_json_report(result), encoding="utf-8")
@@ -109,8 +158,9 @@ def _summary(console: Console, result: ImportResult, elapsed: float) -> None:
     for column in ("stored", "known", "refused", "skipped", "files not used"):
         table.add_column(column, justify="right")
     counts = result.counts
-    table.add_row(*(str(counts.get(s, 0)) for s in ("stored", "known", "refused", "skipped")),
-                  str(len(result.plan.skipped)))
+    table.add_row(
+        *(str(counts.get(s, 0)) for s in ("stored", "known", "refused", "skipped")), str(len(result.plan.skipped))
+    )
     console.print(table)
 
 

@@ -40,8 +40,16 @@ def serve(*, bind: str, workers: int, threads: int) -> None:
     supervisor = start_embedded_worker() if settings.BENCHREG_EMBEDDED_WORKER else None
     try:
         # preload_app: the master loads (warms and freezes) the application once; the workers fork from it.
-        _Gunicorn({"bind": bind, "workers": workers, "threads": threads, "accesslog": "-",
-                   "timeout": 120, "preload_app": True}).run()
+        _Gunicorn(
+            {
+                "bind": bind,
+                "workers": workers,
+                "threads": threads,
+                "accesslog": "-",
+                "timeout": 120,
+                "preload_app": True,
+            }
+        ).run()
     finally:
         if supervisor is not None:
             stop_embedded_worker(supervisor)
@@ -54,8 +62,11 @@ def start_embedded_worker() -> subprocess.Popen[bytes]:
 
     In a session of its own, so its process group (it and both parts) can be stopped as one, and so a Ctrl-C meant
     for gunicorn reaches it only through gunicorn's orderly exit."""
-    return subprocess.Popen([sys.executable, "-m", "registry.supervisor"],
-                            env={**os.environ, "BENCHREG_EMBEDDED_WORKER": "1"}, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "registry.supervisor"],
+        env={**os.environ, "BENCHREG_EMBEDDED_WORKER": "1"},
+        start_new_session=True,
+    )
 
 
 def stop_embedded_worker(supervisor: subprocess.Popen[bytes]) -> None:
@@ -82,8 +93,10 @@ class Command(BaseCommand):
     def handle(self, *args: Any, bind: str, workers: int, threads: int, **options: Any) -> None:
         pending = pending_migrations()
         if pending:
-            raise CommandError(f"the database needs {len(pending)} migration(s) ({pending[0]} first): "
-                               "run `benchreg migrate` (or `benchreg demo`, which migrates) before serving")
+            raise CommandError(
+                f"the database needs {len(pending)} migration(s) ({pending[0]} first): "
+                "run `benchreg migrate` (or `benchreg demo`, which migrates) before serving"
+            )
         serve(bind=bind, workers=workers, threads=threads)
 
 

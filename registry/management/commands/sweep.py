@@ -22,8 +22,10 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         reports = reports_sweep()
-        self.stdout.write(f"reports: {reports['failed']} failed for good, {reports['requeued']} re-queued, "
-                          f"{reports['redispatched']} re-dispatched")
+        self.stdout.write(
+            f"reports: {reports['failed']} failed for good, {reports['requeued']} re-queued, "
+            f"{reports['redispatched']} re-dispatched"
+        )
         self.stdout.write(f"jobs: {jobs_time_out()} timed out; agents: {agents_mark_offline()} marked offline")
         webhooks = webhooks_sweep()
         self.stdout.write(f"webhooks: {webhooks['failed']} failed for good, {webhooks['queued']} queued again")

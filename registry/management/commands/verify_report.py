@@ -28,8 +28,13 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file", type=Path)
         parser.add_argument("--cert", type=Path, help="the registry's report certificate bundle (PEM)")
-        parser.add_argument("--log-key", action="append", default=[], metavar="VKEY",
-                            help="the audit log's verifier key (C2SP); repeatable")
+        parser.add_argument(
+            "--log-key",
+            action="append",
+            default=[],
+            metavar="VKEY",
+            help="the audit log's verifier key (C2SP); repeatable",
+        )
         parser.add_argument("--offline", action="store_true", help="do not look the runs up in this registry")
         parser.add_argument("--json", action="store_true", help="print the verdict as JSON")
 

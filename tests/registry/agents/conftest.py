@@ -27,9 +27,16 @@ def client_for(token: str) -> APIClient:
 
 
 def make_plan(user: Any, agents: list[Agent], **overrides: Any) -> Plan:
-    fields: dict[str, Any] = {"runner": "inference", "workload": "mlp-classifier", "precisions": ["fp32"],
-                              "batch_sizes": [1], "repetitions": 1, "options": QUICK, "soft_time_limit": 120,
-                              "time_limit": 180}
+    fields: dict[str, Any] = {
+        "runner": "inference",
+        "workload": "mlp-classifier",
+        "precisions": ["fp32"],
+        "batch_sizes": [1],
+        "repetitions": 1,
+        "options": QUICK,
+        "soft_time_limit": 120,
+        "time_limit": 180,
+    }
     return plan_create(created_by=user, agents=agents, **{**fields, **overrides})
 
 

@@ -18,8 +18,9 @@ pytestmark = pytest.mark.django_db
 
 
 def enroll_over_api(anonymous, token: str, name: str = "rig-b"):
-    return anonymous.post("/api/v1/agents/enroll", {"token": token, "name": name, "inventory": {"cpu": "x"}},
-                          format="json")
+    return anonymous.post(
+        "/api/v1/agents/enroll", {"token": token, "name": name, "inventory": {"cpu": "x"}}, format="json"
+    )
 
 
 def test_an_admin_creates_an_enrolment_token_shown_once(admin_api):
@@ -98,6 +99,7 @@ def test_heartbeats_make_an_agent_online_and_silence_offline(agent, agent_api, a
 def test_a_silent_agent_reads_offline_even_before_the_sweep(agent, agent_api, settings):
     agent_api.post("/api/v1/agents/heartbeat", {}, format="json")
     Agent.objects.filter(pk=agent.pk).update(
-        last_heartbeat_at=timezone.now() - timedelta(seconds=settings.BENCHREG_AGENT_OFFLINE_AFTER + 5))
+        last_heartbeat_at=timezone.now() - timedelta(seconds=settings.BENCHREG_AGENT_OFFLINE_AFTER + 5)
+    )
     agent.refresh_from_db()
     assert agent.online is True and agent.is_online is False

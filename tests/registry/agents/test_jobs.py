@@ -44,28 +44,56 @@ def submit(api, document: dict[str, Any]):
 
 def test_a_plan_becomes_one_job_per_agent_and_configuration(api, agent):
     other, _ = enrol("rig-b")
-    response = api.post("/api/v1/plans", {
-        "agents": [agent.name, str(other.pk)], "runner": "inference", "workload": "mlp-classifier",
-        "precisions": ["fp32", "bf16"], "batch_sizes": [1, 8], "scenario": "offline", "repetitions": 2,
-        "options": {"quick": True, "backend": "numpy"}, "soft_time_limit": 60, "time_limit": 90}, format="json")
+    response = api.post(
+        "/api/v1/plans",
+        {
+            "agents": [agent.name, str(other.pk)],
+            "runner": "inference",
+            "workload": "mlp-classifier",
+            "precisions": ["fp32", "bf16"],
+            "batch_sizes": [1, 8],
+            "scenario": "offline",
+            "repetitions": 2,
+            "options": {"quick": True, "backend": "numpy"},
+            "soft_time_limit": 60,
+            "time_limit": 90,
+        },
+        format="json",
+    )
     assert response.status_code == 201, response.json()
     jobs = response.json()["jobs"]
     assert len(jobs) == 2 * 2 * 2
     assert {(j["agent"], j["spec"]["precision"], j["spec"]["batch_size"]) for j in jobs} == {
-        (a, p, b) for a in ("rig-a", "rig-b") for p in ("fp32", "bf16") for b in (1, 8)}
+        (a, p, b) for a in ("rig-a", "rig-b") for p in ("fp32", "bf16") for b in (1, 8)
+    }
     first = jobs[0]
     assert first["status"] == "queued" and first["soft_time_limit"] == 60 and first["time_limit"] == 90
     assert first["spec"] | {"precision": "fp32", "batch_size": 1} == {
-        "phase": "inference", "workload": "mlp-classifier", "precision": "fp32", "batch_size": 1,
-        "scenario": "offline", "repetitions": 2, "quick": True, "backend": "numpy", "submitter": first["agent"]}
+        "phase": "inference",
+        "workload": "mlp-classifier",
+        "precision": "fp32",
+        "batch_size": 1,
+        "scenario": "offline",
+        "repetitions": 2,
+        "quick": True,
+        "backend": "numpy",
+        "submitter": first["agent"],
+    }
     assert AuditEntry.objects.filter(kind=AuditKind.JOB_STATE).count() == 8
 
 
-@pytest.mark.parametrize("change", [{"options": {"gpu_count": 3}}, {"precisions": ["fp64"]},
-                                    {"workload": "no-such-model"}, {"agents": ["nobody"]}])
+@pytest.mark.parametrize(
+    "change",
+    [{"options": {"gpu_count": 3}}, {"precisions": ["fp64"]}, {"workload": "no-such-model"}, {"agents": ["nobody"]}],
+)
 def test_a_plan_that_cannot_run_is_refused_whole(api, agent, change):
-    body = {"agents": [agent.name], "runner": "inference", "workload": "mlp-classifier", "precisions": ["fp32"],
-            **change}
+    body = {
+        "agents": [agent.name],
+        "runner": "inference",
+        "workload": "mlp-classifier",
+        "precisions": ["fp32"],
+        **change,
+    }
     assert api.post("/api/v1/plans", body, format="json").status_code in (400, 404)
     assert not Job.objects.exists()
 
@@ -90,8 +118,10 @@ def test_another_agents_job_is_not_found(job, api):
     other = client_for(other_token)
     assert claim(other, job.pk).status_code == 404
     for action in ("start", "heartbeat", "fail", "complete"):
-        assert other.post(f"/api/v1/jobs/{job.pk}/{action}", {"claimant": "x", "error": "e"},
-                          format="json").status_code == 404
+        assert (
+            other.post(f"/api/v1/jobs/{job.pk}/{action}", {"claimant": "x", "error": "e"}, format="json").status_code
+            == 404
+        )
     assert claim(api, job.pk).status_code == 403  # a person's token lacks the agent scope
     job.refresh_from_db()
     assert job.status == JobStatus.QUEUED
@@ -136,8 +166,9 @@ def test_the_run_is_linked_to_its_job_and_a_job_holds_exactly_one(agent_api, job
     other = submit(agent_api, job_document(offline_example, job, finished_at="2026-11-20T11:00:41Z"))
     assert other.status_code == 409 and other.json()["code"] == "job-has-run"
     assert Submission.objects.count() == 1
-    done = agent_api.post(f"/api/v1/jobs/{job.pk}/complete", {"run": job.run_id, "digest": job.run.digest},
-                          format="json")
+    done = agent_api.post(
+        f"/api/v1/jobs/{job.pk}/complete", {"run": job.run_id, "digest": job.run.digest}, format="json"
+    )
     assert done.status_code == 200 and done.json()["run_digest"] == job.run.digest
 
 
@@ -177,8 +208,9 @@ def test_a_job_can_be_cancelled_once(api, agent_api, job):
 def test_a_failure_is_reported_with_its_error(agent_api, job):
     claim(agent_api, job.pk, "w")
     agent_api.post(f"/api/v1/jobs/{job.pk}/start", {"claimant": "w"}, format="json")
-    response = agent_api.post(f"/api/v1/jobs/{job.pk}/fail", {"claimant": "w", "error": "UnsupportedRun: no int8"},
-                              format="json")
+    response = agent_api.post(
+        f"/api/v1/jobs/{job.pk}/fail", {"claimant": "w", "error": "UnsupportedRun: no int8"}, format="json"
+    )
     assert response.status_code == 200
     body = response.json()
     assert body["status"] == "failed" and body["last_error"] == "UnsupportedRun: no int8" and body["finished_at"]
@@ -186,8 +218,9 @@ def test_a_failure_is_reported_with_its_error(agent_api, job):
 
 def test_a_soft_time_limit_is_reported_as_timed_out(agent_api, job):
     claim(agent_api, job.pk, "w")
-    response = agent_api.post(f"/api/v1/jobs/{job.pk}/fail", {"claimant": "w", "error": "soft limit",
-                                                              "timed_out": True}, format="json")
+    response = agent_api.post(
+        f"/api/v1/jobs/{job.pk}/fail", {"claimant": "w", "error": "soft limit", "timed_out": True}, format="json"
+    )
     assert response.json()["status"] == "timed_out"
 
 
@@ -216,12 +249,19 @@ def test_the_agent_sees_itself_and_its_jobs(agent_api, job):
     assert body["name"] == "rig-a" and [j["id"] for j in body["jobs"]] == [job.pk]
 
 
-@pytest.mark.parametrize(("pointer", "value"), [
-    ("/precision/activations", "bf16"), ("/workload/shape/batch_size", 64), ("/scenario/kind", "server"),
-    ("/workload/name", "encoder-small"), ("/conditions/window/repetitions", 5),
-])
+@pytest.mark.parametrize(
+    ("pointer", "value"),
+    [
+        ("/precision/activations", "bf16"),
+        ("/workload/shape/batch_size", 64),
+        ("/scenario/kind", "server"),
+        ("/workload/name", "encoder-small"),
+        ("/conditions/window/repetitions", 5),
+    ],
+)
 def test_a_run_that_is_not_the_job_it_was_given_is_refused_with_the_differing_field(
-        agent_api, job, offline_example, pointer, value):
+    agent_api, job, offline_example, pointer, value
+):
     claim(agent_api, job.pk)
     doc = job_document(offline_example, job)
     *path, last = pointer.lstrip("/").split("/")

@@ -29,13 +29,21 @@ from tests.registry.agents.conftest import enrol, make_plan
 
 BROKER = os.environ.get("BENCHREG_TEST_BROKER_URL", "")
 
-pytestmark = [pytest.mark.services, pytest.mark.postgres, pytest.mark.slow,
-              pytest.mark.django_db(transaction=True),
-              pytest.mark.skipif(not BROKER, reason="needs Redis: set BENCHREG_TEST_BROKER_URL=redis://...")]
+pytestmark = [
+    pytest.mark.services,
+    pytest.mark.postgres,
+    pytest.mark.slow,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(not BROKER, reason="needs Redis: set BENCHREG_TEST_BROKER_URL=redis://..."),
+]
 
 # Short leases and a short Redis visibility timeout, so a killed worker's job comes back within seconds.
-AGENT_ENV = {"BENCHREG_AGENT_LEASE_SECONDS": "5", "BENCHREG_AGENT_HEARTBEAT_SECONDS": "1",
-             "BENCHREG_AGENT_VISIBILITY_TIMEOUT": "6", "BENCHREG_AGENT_RESTORE_INTERVAL": "1"}
+AGENT_ENV = {
+    "BENCHREG_AGENT_LEASE_SECONDS": "5",
+    "BENCHREG_AGENT_HEARTBEAT_SECONDS": "1",
+    "BENCHREG_AGENT_VISIBILITY_TIMEOUT": "6",
+    "BENCHREG_AGENT_RESTORE_INTERVAL": "1",
+}
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float, what: str, log: Path) -> Any:
@@ -59,9 +67,24 @@ class Workers:
         env = {**os.environ, **AGENT_ENV}
         env.pop("DATABASE_URL", None)  # the agent has only the broker and the registry's API
         with self.log.open("ab") as out:
-            proc = subprocess.Popen([sys.executable, "-m", "registry.cli", "agent", "start", "--config",
-                                     str(self.config), "--loglevel", "info"], cwd=ROOT, env=env, stdout=out,
-                                    stderr=subprocess.STDOUT, start_new_session=True)
+            proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "registry.cli",
+                    "agent",
+                    "start",
+                    "--config",
+                    str(self.config),
+                    "--loglevel",
+                    "info",
+                ],
+                cwd=ROOT,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         self.procs.append(proc)
         return proc
 
@@ -96,8 +119,17 @@ def broker(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 @pytest.fixture
 def enrolled(live_server: Any, broker: str, tmp_path: Path) -> Iterator[tuple[Agent, Workers]]:
     agent, token = enrol(f"rig-{uuid.uuid4().hex[:8]}")
-    config = credentials.save(Credential(server=live_server.url, token=token, agent=agent.name, agent_id=agent.pk,
-                                         queue=agent.queue, broker_url=broker), tmp_path / "agent.json")
+    config = credentials.save(
+        Credential(
+            server=live_server.url,
+            token=token,
+            agent=agent.name,
+            agent_id=agent.pk,
+            queue=agent.queue,
+            broker_url=broker,
+        ),
+        tmp_path / "agent.json",
+    )
     assert config.stat().st_mode & 0o777 == 0o600
     workers = Workers(config, tmp_path / "worker.log")
     yield agent, workers

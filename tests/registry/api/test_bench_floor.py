@@ -32,8 +32,10 @@ def test_it_checks_and_keys_the_document_and_stores_nothing(api, server_example)
     logged = AuditEntry.objects.count() + AuditQueued.objects.count()  # the token's creation
     response = post(api, json.dumps(server_example).encode())
     assert response.status_code == 201
-    assert response.json() == {"digest": protocol.digest(server_example),
-                               "comparability_key": comparability_keys(server_example)[contract().default_axis]}
+    assert response.json() == {
+        "digest": protocol.digest(server_example),
+        "comparability_key": comparability_keys(server_example)[contract().default_axis],
+    }
     assert not Submission.objects.exists()
     assert AuditEntry.objects.count() + AuditQueued.objects.count() == logged
 

@@ -30,8 +30,9 @@ def test_the_description_generates_without_warnings_and_validates(capsys: pytest
 @pytest.mark.postgres
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_schemathesis_finds_no_server_error_and_no_contract_failure(live_server: Any, tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_schemathesis_finds_no_server_error_and_no_contract_failure(
+    live_server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Throttling is documented (429) and tested elsewhere; here it would only starve the generated cases.
     for scope in ("anon", "user", "verify"):
         monkeypatch.setitem(SimpleRateThrottle.THROTTLE_RATES, scope, "1000000/min")
@@ -39,10 +40,13 @@ def test_schemathesis_finds_no_server_error_and_no_contract_failure(live_server:
     schema = fetch_schema(live_server.url, tmp_path)
     # One worker: Schemathesis' workers are threads, and Hypothesis parsing source in two threads at once trips
     # CPython 3.11's "AST constructor recursion depth mismatch" (a RuntimeError reported against a random operation).
-    command = schemathesis_command(live_server.url, seeded["token"], schema=schema, max_examples=MAX_EXAMPLES,
-                                   workers=1, report_dir=tmp_path)
+    command = schemathesis_command(
+        live_server.url, seeded["token"], schema=schema, max_examples=MAX_EXAMPLES, workers=1, report_dir=tmp_path
+    )
     result = schemathesis_run(command, timeout=300)
     output = result.stdout + result.stderr
     assert "Tested: " in output, f"Schemathesis did not test anything:\n{output[-5000:]}"
-    assert result.returncode == 0, (f"the served OpenAPI description and the server disagree "
-                                    f"(replay: {' '.join(command[:3])} ...):\n{failure_report(output)}")
+    assert result.returncode == 0, (
+        f"the served OpenAPI description and the server disagree "
+        f"(replay: {' '.join(command[:3])} ...):\n{failure_report(output)}"
+    )

@@ -32,16 +32,23 @@ def results(response):
 
 
 def test_each_document_of_a_batch_stands_or_falls_alone(api, server_example):
-    known = api.generic("POST", "/api/v1/submissions", json.dumps(server_example).encode(),
-                        content_type="application/json").json()
+    known = api.generic(
+        "POST", "/api/v1/submissions", json.dumps(server_example).encode(), content_type="application/json"
+    ).json()
     bad = _variant(server_example, 2)
     bad["phase"] = "serving"
-    response = post_batch(api, [_variant(server_example, 1), server_example, bad, b"{not json", b"",
-                                _variant(server_example, 5)])
+    response = post_batch(
+        api, [_variant(server_example, 1), server_example, bad, b"{not json", b"", _variant(server_example, 5)]
+    )
     assert response.status_code == 200
     lines = results(response)
     assert [(r["line"], r["status"], r["result"]) for r in lines] == [
-        (1, 201, "stored"), (2, 200, "known"), (3, 400, "refused"), (4, 400, "refused"), (6, 201, "stored")]
+        (1, 201, "stored"),
+        (2, 200, "known"),
+        (3, 400, "refused"),
+        (4, 400, "refused"),
+        (6, 201, "stored"),
+    ]
     assert lines[1]["id"] == known["id"] and lines[1]["digest"] == known["digest"]
     assert lines[0]["digest"] == protocol.digest(_variant(server_example, 1))
     assert lines[0]["url"].endswith(f"/api/v1/submissions/{lines[0]['id']}")

@@ -56,14 +56,17 @@ def test_a_rejected_document_stores_nothing_and_says_where(api, server_example):
     assert not AuditEntry.objects.filter(kind="run.submitted").exists()
 
 
-@pytest.mark.parametrize(("body", "content_type", "status", "code"), [
-    (b"{not json", "application/json", 400, "invalid-document"),
-    (b"", "application/json", 400, "invalid-document"),
-    (b'{"a": NaN}', "application/json", 400, "invalid-document"),
-    (b"phase=training", "application/x-www-form-urlencoded", 415, "unsupported-media-type"),
-    (b"<run/>", "text/xml", 415, "unsupported-media-type"),
-    (b"[]", "application/json", 400, "invalid-document"),
-])
+@pytest.mark.parametrize(
+    ("body", "content_type", "status", "code"),
+    [
+        (b"{not json", "application/json", 400, "invalid-document"),
+        (b"", "application/json", 400, "invalid-document"),
+        (b'{"a": NaN}', "application/json", 400, "invalid-document"),
+        (b"phase=training", "application/x-www-form-urlencoded", 415, "unsupported-media-type"),
+        (b"<run/>", "text/xml", 415, "unsupported-media-type"),
+        (b"[]", "application/json", 400, "invalid-document"),
+    ],
+)
 def test_bad_bodies_get_a_clear_4xx(api, body, content_type, status, code):
     response = api.generic("POST", "/api/v1/submissions", body, content_type=content_type)
     assert response.status_code == status
@@ -107,7 +110,7 @@ def test_the_detail_returns_the_document_exactly_as_canonicalised(api, server_ex
     response = api.get(f"/api/v1/submissions/{run_id}")
     assert response.status_code == 200
     body = response.content
-    document_text = body[body.index(b'"document":') + len(b'"document":'):-1]
+    document_text = body[body.index(b'"document":') + len(b'"document":') : -1]
     assert document_text == protocol.canonicalize(server_example)
     meta = json.loads(body)
     assert meta["submitted_by_name"] == "lab-7" and meta["digest"] == protocol.digest(server_example)
@@ -125,22 +128,25 @@ def _store_examples(api):
     return {p.stem: post_document(api, p.read_bytes()).json()["id"] for p in sorted(EXAMPLES.glob("*.json"))}
 
 
-@pytest.mark.parametrize(("query", "expected"), [
-    ("phase=training", {"training-h100-bf16"}),
-    ("phase=inference", {"inference-server-h100-bf16", "inference-offline-cpu-int8"}),
-    ("workload=decoder-small", {"inference-server-h100-bf16"}),
-    ("scenario=offline", {"inference-offline-cpu-int8"}),
-    ("precision=int8", {"inference-offline-cpu-int8"}),
-    ("batch_size=32", {"training-h100-bf16", "inference-offline-cpu-int8"}),
-    ("accelerator=H100 80GB HBM3", {"training-h100-bf16", "inference-server-h100-bf16"}),
-    ("vendor=nvidia", {"training-h100-bf16", "inference-server-h100-bf16"}),
-    ("vendor=CPU", {"inference-offline-cpu-int8"}),
-    ("submitter=lab-3", {"inference-offline-cpu-int8"}),
-    ("submitted_by=lab-7", {"training-h100-bf16", "inference-server-h100-bf16", "inference-offline-cpu-int8"}),
-    ("started_after=2026-11-20T11:30:00Z", {"training-h100-bf16"}),
-    ("started_before=2026-11-20T11:30:00Z", {"inference-server-h100-bf16", "inference-offline-cpu-int8"}),
-    ("submitted_after=2000-01-01T00:00:00Z&phase=training", {"training-h100-bf16"}),
-])
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("phase=training", {"training-h100-bf16"}),
+        ("phase=inference", {"inference-server-h100-bf16", "inference-offline-cpu-int8"}),
+        ("workload=decoder-small", {"inference-server-h100-bf16"}),
+        ("scenario=offline", {"inference-offline-cpu-int8"}),
+        ("precision=int8", {"inference-offline-cpu-int8"}),
+        ("batch_size=32", {"training-h100-bf16", "inference-offline-cpu-int8"}),
+        ("accelerator=H100 80GB HBM3", {"training-h100-bf16", "inference-server-h100-bf16"}),
+        ("vendor=nvidia", {"training-h100-bf16", "inference-server-h100-bf16"}),
+        ("vendor=CPU", {"inference-offline-cpu-int8"}),
+        ("submitter=lab-3", {"inference-offline-cpu-int8"}),
+        ("submitted_by=lab-7", {"training-h100-bf16", "inference-server-h100-bf16", "inference-offline-cpu-int8"}),
+        ("started_after=2026-11-20T11:30:00Z", {"training-h100-bf16"}),
+        ("started_before=2026-11-20T11:30:00Z", {"inference-server-h100-bf16", "inference-offline-cpu-int8"}),
+        ("submitted_after=2000-01-01T00:00:00Z&phase=training", {"training-h100-bf16"}),
+    ],
+)
 def test_lists_filter_on_the_indexed_fields(api, query, expected):
     ids = _store_examples(api)
     response = api.get(f"/api/v1/submissions?{query}")

@@ -13,8 +13,9 @@ from registry.services.tokens import token_create
 
 
 @pytest.mark.django_db(transaction=True)
-def test_submit_sends_many_files_in_batches_and_says_what_became_of_each(live_server, user, server_example,
-                                                                          tmp_path, capsys):
+def test_submit_sends_many_files_in_batches_and_says_what_became_of_each(
+    live_server, user, server_example, tmp_path, capsys
+):
     token = token_create(user=user, name="cli", scopes="submit")[1]
     files = []
     for i in range(7):
@@ -27,12 +28,12 @@ def test_submit_sends_many_files_in_batches_and_says_what_became_of_each(live_se
         files.append(path)
     files.append(files[0])  # the same document twice: known the second time
     files.append(tmp_path / "missing.json")
-    status = cli.main(["submit", *map(str, files), "--server", live_server.url, "--token", token,
-                       "--batch-size", "3"])
+    status = cli.main(["submit", *map(str, files), "--server", live_server.url, "--token", token, "--batch-size", "3"])
     lines = capsys.readouterr().out.splitlines()
     assert status == 2  # an unreadable file outranks the refused one
     assert [line.split(": ")[0] for line in lines] == [str(f) for f in files]
     assert [line.split(": ")[1].split(" ")[0] for line in lines] == (
-        ["stored"] * 3 + ["rejected"] + ["stored"] * 3 + ["already", "error"])
+        ["stored"] * 3 + ["rejected"] + ["stored"] * 3 + ["already", "error"]
+    )
     assert "/phase" in lines[3]
     assert Submission.objects.count() == 6 == AuditEntry.objects.filter(kind="run.submitted").count()

@@ -46,15 +46,17 @@ def test_a_third_party_verifies_every_entry_with_only_the_public_key(api, anonym
 
 
 def test_an_inclusion_proof_defaults_to_the_current_checkpoint_and_shows_public_entries_to_anyone(
-        anonymous, user, server_example):
+    anonymous, user, server_example
+):
     _events(user, server_example, 2)
     body = anonymous.get("/api/v1/audit/inclusion?entry=1")
     assert body.status_code == 200, body.content
     body = body.json()
     assert body["tree_size"] == 2 and leaf_hash(body["entry"].encode()).hex() == body["leaf_hash"]
     assert user.username not in body["entry"]
-    checkpoint, _ = open_note(body["checkpoint"].encode(), [anonymous.get("/api/v1/audit/public-key").json()[
-        "verifier_key"]])
+    checkpoint, _ = open_note(
+        body["checkpoint"].encode(), [anonymous.get("/api/v1/audit/public-key").json()["verifier_key"]]
+    )
     assert checkpoint.root_hash.hex() == body["root_hash"]
 
 
@@ -83,15 +85,18 @@ def test_the_checkpoint_json_carries_the_root_in_hex_and_base64_and_the_key(anon
     assert (checkpoint.size, checkpoint.root_hash.hex()) == (body["size"], body["root_hash"])
 
 
-@pytest.mark.parametrize(("query", "parameter", "status"), [
-    ("inclusion?entry=7&size=2", "/entry", 422),  # well-formed, but not a position the log has
-    ("inclusion?entry=0&size=99", "/size", 422),
-    ("inclusion?entry=-1", "/entry", 400),  # malformed
-    ("inclusion", "/entry", 400),
-    ("consistency?from=2&to=1", "/from", 422),
-    ("consistency?from=1&to=99", "/to", 422),
-    ("consistency?from=x", "/from", 400),
-])
+@pytest.mark.parametrize(
+    ("query", "parameter", "status"),
+    [
+        ("inclusion?entry=7&size=2", "/entry", 422),  # well-formed, but not a position the log has
+        ("inclusion?entry=0&size=99", "/size", 422),
+        ("inclusion?entry=-1", "/entry", 400),  # malformed
+        ("inclusion", "/entry", 400),
+        ("consistency?from=2&to=1", "/from", 422),
+        ("consistency?from=1&to=99", "/to", 422),
+        ("consistency?from=x", "/from", 400),
+    ],
+)
 def test_out_of_range_requests_get_problem_details_naming_the_parameter(anonymous, user, query, parameter, status):
     for name in ("first", "second"):
         token_create(user=user, name=name, scopes="read")

@@ -30,8 +30,9 @@ def _append(count: int) -> None:
 
 
 def _root_from_table() -> bytes:
-    return root_of_leaves(leaf_hash(e.encode()) for e in AuditEntry.objects.order_by("seq").values_list("entry",
-                                                                                                          flat=True))
+    return root_of_leaves(
+        leaf_hash(e.encode()) for e in AuditEntry.objects.order_by("seq").values_list("entry", flat=True)
+    )
 
 
 # -- keys -----------------------------------------------------------------------------------------------------------
@@ -164,8 +165,14 @@ def test_checkpoints_cannot_be_changed_or_deleted():
 
 @pytest.mark.postgres
 @pytest.mark.django_db
-@pytest.mark.parametrize("statement", ["UPDATE registry_checkpoint SET size = 99", "DELETE FROM registry_checkpoint",
-                                       "TRUNCATE registry_checkpoint CASCADE"])
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE registry_checkpoint SET size = 99",
+        "DELETE FROM registry_checkpoint",
+        "TRUNCATE registry_checkpoint CASCADE",
+    ],
+)
 def test_postgres_triggers_refuse_rewriting_checkpoints(statement):
     checkpoint_sign(reason=CheckpointReason.MANUAL)
     with pytest.raises(Exception, match="append-only"), transaction.atomic(), connection.cursor() as cursor:
@@ -195,8 +202,9 @@ def test_the_shared_tree_is_extended_between_requests_and_rebuilt_for_another_lo
     _append(8)
     assert selectors.audit_root(size=8) == _root_from_table()
     proof = selectors.audit_inclusion(entry=6, size=8)
-    assert proof.proof == MerkleTree([bytes.fromhex(h) for h in AuditEntry.objects.order_by("seq").values_list(
-        "leaf_hash", flat=True)]).inclusion_proof(6)
+    assert proof.proof == MerkleTree(
+        [bytes.fromhex(h) for h in AuditEntry.objects.order_by("seq").values_list("leaf_hash", flat=True)]
+    ).inclusion_proof(6)
 
 
 @pytest.mark.django_db

@@ -18,8 +18,18 @@ from registry.services.submissions import InvalidDocument, submission_create
 
 pytestmark = pytest.mark.django_db
 
-EXTREMES = [1e308, 1.2345e25, 5e-324, 2.2250738585072014e-308, -0.0, -1.7976931348623157e308, 123456789012345680.0,
-            0.1, 1e-7, 9007199254740991]
+EXTREMES = [
+    1e308,
+    1.2345e25,
+    5e-324,
+    2.2250738585072014e-308,
+    -0.0,
+    -1.7976931348623157e308,
+    123456789012345680.0,
+    0.1,
+    1e-7,
+    9007199254740991,
+]
 
 
 def _with(document: dict[str, Any], value: Any, depth: int = 0) -> dict[str, Any]:
@@ -66,21 +76,34 @@ def test_any_finite_number_survives_postgres_jsonb_and_verifies(user, offline_ex
 
 # -- issue 15: the property on real PostgreSQL, every read path ---------------------------------------------------
 
-FLOATS = (hs.sampled_from(EXTREMES)
-          | hs.just(-0.0) | hs.just(5e-324)                                     # negative zero, the least subnormal
-          | hs.floats(min_value=-2.2250738585072014e-308, max_value=2.2250738585072014e-308)  # subnormals
-          | hs.floats(min_value=1e300, allow_infinity=False) | hs.floats(max_value=-1e300, allow_infinity=False)
-          | hs.floats(allow_nan=False, allow_infinity=False))
+FLOATS = (
+    hs.sampled_from(EXTREMES)
+    | hs.just(-0.0)
+    | hs.just(5e-324)  # negative zero, the least subnormal
+    | hs.floats(min_value=-2.2250738585072014e-308, max_value=2.2250738585072014e-308)  # subnormals
+    | hs.floats(min_value=1e300, allow_infinity=False)
+    | hs.floats(max_value=-1e300, allow_infinity=False)
+    | hs.floats(allow_nan=False, allow_infinity=False)
+)
 SCALARS = FLOATS | hs.integers(min_value=-(2**53), max_value=2**53) | hs.booleans() | hs.text(max_size=8)
-NESTED = hs.recursive(SCALARS, lambda inner: hs.lists(inner, max_size=3) | hs.dictionaries(
-    hs.text("abcxyz", min_size=1, max_size=4), inner, max_size=3), max_leaves=30)
+NESTED = hs.recursive(
+    SCALARS,
+    lambda inner: (
+        hs.lists(inner, max_size=3) | hs.dictionaries(hs.text("abcxyz", min_size=1, max_size=4), inner, max_size=3)
+    ),
+    max_leaves=30,
+)
 
 
 def _same_double(a: Any, b: Any) -> bool:
     """Equal as JSON values, and -0.0 keeps its sign (what a re-serialisation from JSONB would lose)."""
     if isinstance(a, float) or isinstance(b, float):
-        return (isinstance(a, int | float) and isinstance(b, int | float) and float(a) == float(b)
-                and str(float(a)).startswith("-") == str(float(b)).startswith("-"))
+        return (
+            isinstance(a, int | float)
+            and isinstance(b, int | float)
+            and float(a) == float(b)
+            and str(float(a)).startswith("-") == str(float(b)).startswith("-")
+        )
     if isinstance(a, dict):
         return isinstance(b, dict) and a.keys() == b.keys() and all(_same_double(a[k], b[k]) for k in a)
     if isinstance(a, list):
@@ -91,8 +114,9 @@ def _same_double(a: Any, b: Any) -> bool:
 @pytest.mark.postgres
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(numbers=hs.lists(FLOATS, min_size=3, max_size=3), nested=hs.none() | NESTED, depth=hs.integers(0, 60))
-def test_any_accepted_document_is_stored_read_back_byte_for_byte_and_verifies(user, offline_example, api, numbers,
-                                                                              nested, depth):
+def test_any_accepted_document_is_stored_read_back_byte_for_byte_and_verifies(
+    user, offline_example, api, numbers, nested, depth
+):
     doc = json.loads(json.dumps(offline_example))
     doc["conditions"]["ambient_c"] = numbers[0]
     doc["software"]["settings"]["extreme.a"] = numbers[1]

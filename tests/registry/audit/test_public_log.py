@@ -24,18 +24,33 @@ PREFIX = "/api/v1/audit/log/"
 
 def test_entry_text_is_pure_and_publishes_no_names_tokens_or_reasons():
     when = datetime(2026, 11, 23, 6, 0, tzinfo=UTC)
-    args = {"seq": 3, "time": when, "kind": "run.withdrawn", "subject": "sha256:" + "a" * 64,
-            "payload": {"run": 4, "reason": "the lab's driver was wrong", "token": "brt_secret", "user": "alice"}}
+    args = {
+        "seq": 3,
+        "time": when,
+        "kind": "run.withdrawn",
+        "subject": "sha256:" + "a" * 64,
+        "payload": {"run": 4, "reason": "the lab's driver was wrong", "token": "brt_secret", "user": "alice"},
+    }
     text = entry_text(**args)
     assert text == entry_text(**args)
     entry = json.loads(text)
-    assert entry == {"v": 2, "seq": 3, "time": "2026-11-23T06:00:00.000000Z", "kind": "run.withdrawn",
-                     "subject": "sha256:" + "a" * 64,
-                     "payload": {"run": 4, "reason_sha256": "sha256:" + hashlib.sha256(
-                         b'"the lab\'s driver was wrong"').hexdigest()}}
+    assert entry == {
+        "v": 2,
+        "seq": 3,
+        "time": "2026-11-23T06:00:00.000000Z",
+        "kind": "run.withdrawn",
+        "subject": "sha256:" + "a" * 64,
+        "payload": {
+            "run": 4,
+            "reason_sha256": "sha256:" + hashlib.sha256(b'"the lab\'s driver was wrong"').hexdigest(),
+        },
+    }
     # A kind nobody listed keeps numbers, booleans and digests only.
     assert public_payload("decision.made", {"n": 1, "ok": True, "who": "bob", "of": "sha256:" + "b" * 64}) == {
-        "n": 1, "ok": True, "of": "sha256:" + "b" * 64}
+        "n": 1,
+        "ok": True,
+        "of": "sha256:" + "b" * 64,
+    }
 
 
 def test_every_entry_is_public_and_holds_no_user_or_token(user, server_example, anonymous):
@@ -62,22 +77,47 @@ def test_a_runs_leaf_is_rebuilt_from_its_public_record(user, server_example, api
     who = json.loads(proof["entry"])["who"]
     assert who.startswith("hmac-sha256:") and user.username not in proof["entry"]
     time = datetime.fromisoformat(record["submitted_at"].replace("Z", "+00:00"))
-    rebuilt = json.dumps({"kind": "run.submitted", "payload": {"run": record["id"], "trust": record["trust"]},
-                          "seq": record["audit_seq"], "subject": record["digest"],
-                          "time": time.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), "v": 3, "who": who},
-                         separators=(",", ":"), sort_keys=True).encode()
+    rebuilt = json.dumps(
+        {
+            "kind": "run.submitted",
+            "payload": {"run": record["id"], "trust": record["trust"]},
+            "seq": record["audit_seq"],
+            "subject": record["digest"],
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "v": 3,
+            "who": who,
+        },
+        separators=(",", ":"),
+        sort_keys=True,
+    ).encode()
     assert proof["leaf_hash"] == hashlib.sha256(b"\x00" + rebuilt).hexdigest()
     assert proof["entry"].encode() == rebuilt
 
 
 def _format_one_entry(seq: int) -> None:
     """An entry as written before migration 0011 (format 1: it names the actor and a token prefix)."""
-    text = json.dumps({"actor": "alice", "kind": "token.created", "payload": {"prefix": "brt_abcdefgh"},
-                       "seq": seq, "subject": f"token:{seq}", "time": "2026-01-01T00:00:00Z"},
-                      separators=(",", ":"), sort_keys=True)
-    AuditEntry.objects.create(seq=seq, created_at=datetime(2026, 1, 1, tzinfo=UTC), actor="alice",
-                              kind="token.created", subject=f"token:{seq}", entry=text,
-                              leaf_hash=hashlib.sha256(b"\x00" + text.encode()).hexdigest(), format=1)
+    text = json.dumps(
+        {
+            "actor": "alice",
+            "kind": "token.created",
+            "payload": {"prefix": "brt_abcdefgh"},
+            "seq": seq,
+            "subject": f"token:{seq}",
+            "time": "2026-01-01T00:00:00Z",
+        },
+        separators=(",", ":"),
+        sort_keys=True,
+    )
+    AuditEntry.objects.create(
+        seq=seq,
+        created_at=datetime(2026, 1, 1, tzinfo=UTC),
+        actor="alice",
+        kind="token.created",
+        subject=f"token:{seq}",
+        entry=text,
+        leaf_hash=hashlib.sha256(b"\x00" + text.encode()).hexdigest(),
+        format=1,
+    )
     AuditHead.objects.filter(id=1).update(size=seq + 1)
 
 
@@ -111,8 +151,16 @@ def test_format_two_entries_still_verify_and_a_new_entry_commits_its_actor(user)
     when = datetime(2026, 6, 1, tzinfo=UTC)
     text = entry_text(seq=seq, time=when, kind="token.revoked", subject="token:9", payload={})
     assert json.loads(text)["v"] == 2 and "who" not in json.loads(text)
-    AuditEntry.objects.create(seq=seq, created_at=when, actor="alice", kind="token.revoked", subject="token:9",
-                              entry=text.decode(), leaf_hash=h.sha256(b"\x00" + text).hexdigest(), format=2)
+    AuditEntry.objects.create(
+        seq=seq,
+        created_at=when,
+        actor="alice",
+        kind="token.revoked",
+        subject="token:9",
+        entry=text.decode(),
+        leaf_hash=h.sha256(b"\x00" + text).hexdigest(),
+        format=2,
+    )
     AuditHead.objects.filter(id=1).update(size=seq + 1)
     audit_append(kind=AuditKind.TOKEN_REVOKED, actor="alice", actor_user=user.pk, subject="token:10")
     new = AuditEntry.objects.get(seq=seq + 1)
@@ -124,6 +172,7 @@ def _get(client):
     def get(path: str) -> tuple[int, dict[str, str], bytes]:
         response = client.get(PREFIX + path)
         return response.status_code, dict(response.headers), response.content
+
     return get
 
 
@@ -147,15 +196,18 @@ def test_a_spec_client_verifies_the_tiles_against_the_signed_checkpoint(user, an
         tlog_client.verify_log(forged, vkey)
 
 
-@pytest.mark.parametrize(("path", "status"), [
-    ("tile/0/000", 404),            # not 256 entries yet
-    ("tile/0/000.p/9", 404),        # only 3
-    ("tile/0/000.p/0", 404),
-    ("tile/0/x000/001.p/1", 404),   # index 1: the log has no second tile
-    ("tile/entries/000.p/3", 200),
-    ("tile/0/00", 404),
-    ("tile/64/000.p/1", 404),
-])
+@pytest.mark.parametrize(
+    ("path", "status"),
+    [
+        ("tile/0/000", 404),  # not 256 entries yet
+        ("tile/0/000.p/9", 404),  # only 3
+        ("tile/0/000.p/0", 404),
+        ("tile/0/x000/001.p/1", 404),  # index 1: the log has no second tile
+        ("tile/entries/000.p/3", 200),
+        ("tile/0/00", 404),
+        ("tile/64/000.p/1", 404),
+    ],
+)
 def test_tile_paths_outside_the_log_or_the_spec_are_404(anonymous, path, status):
     for i in range(3):
         audit_append(kind=AuditKind.JOB_STATE, actor="test", subject=f"job:{i}")

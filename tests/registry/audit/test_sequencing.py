@@ -56,9 +56,9 @@ class Boom(Exception):
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("runs_inserted_by", ["INSERT", "COPY"])
-def test_sixteen_writers_racing_every_kind_of_change_leave_one_entry_per_committed_change(user, server_example,
-                                                                                         runs_inserted_by,
-                                                                                         monkeypatch):
+def test_sixteen_writers_racing_every_kind_of_change_leave_one_entry_per_committed_change(
+    user, server_example, runs_inserted_by, monkeypatch
+):
     # The batches here hold 4 documents: below COPY_FROM they are INSERTed; at 2 they go through COPY, and the
     # document every writer sends makes COPYs lose races (IntegrityError, then one document at a time).
     import registry.models.copy as copy_module
@@ -93,8 +93,7 @@ def test_sixteen_writers_racing_every_kind_of_change_leave_one_entry_per_committ
             done["reports"].append((f"report:{w}-{r}", checkpoint.size))
             # A change that rolls back after queueing its entry: no entry may survive it.
             with pytest.raises(Boom), transaction.atomic():
-                doomed, _ = submission_create(document=_variant(server_example, f"{w}-{r}-doomed"),
-                                              submitted_by=user)
+                doomed, _ = submission_create(document=_variant(server_example, f"{w}-{r}-doomed"), submitted_by=user)
                 done["rolled_back"].append(doomed.digest)
                 raise Boom
         return done
@@ -138,7 +137,8 @@ def test_an_entry_is_integrated_when_its_change_commits_and_never_for_a_rollback
 
 @pytest.mark.django_db(transaction=True)
 def test_with_the_worker_sequencer_entries_wait_queued_and_the_periodic_task_integrates_them(
-        user, server_example, settings):
+    user, server_example, settings
+):
     from registry.tasks.audit import integrate
 
     settings.BENCHREG_AUDIT_SEQUENCING = "worker"
@@ -171,8 +171,9 @@ else:
 
 
 def _sequencer(mode, batch, env, wait):
-    return subprocess.Popen([sys.executable, "-c", SEQUENCER, mode, str(batch), wait], env=env, cwd=ROOT,
-                            stdout=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", SEQUENCER, mode, str(batch), wait], env=env, cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
 
 
 @pytest.mark.postgres
@@ -185,8 +186,12 @@ def test_a_sequencer_killed_mid_batch_loses_nothing_and_integrates_nothing_twice
         for i in range(total):
             audit_append(kind=AuditKind.JOB_STATE, actor="test", subject=f"job:{i}", payload={"i": i})
     db = connection.settings_dict
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "registry.settings", "BENCHREG_AUDIT_SEQUENCING": "worker",
-           "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"}
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "registry.settings",
+        "BENCHREG_AUDIT_SEQUENCING": "worker",
+        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+    }
 
     # 1. Killed with a batch written and not committed: the batch is rolled back, every entry still queued.
     holder = _sequencer("hold", 500, env, wait)

@@ -38,7 +38,8 @@ def _as_superuser(*statements: tuple[str, list]) -> None:
 
 
 def test_a_rewritten_entry_and_deleted_checkpoints_fail_against_the_witnessed_checkpoints(
-        live_server, settings, user, server_example, tmp_path):
+    live_server, settings, user, server_example, tmp_path
+):
     with witness(tmp_path / "w", "witness.test/governance", checkpoint_key().vkey) as w:
         settings.BENCHREG_WITNESSES = [w.setting]
         kept: list[Path] = []
@@ -57,12 +58,20 @@ def test_a_rewritten_entry_and_deleted_checkpoints_fail_against_the_witnessed_ch
         # The rewrite: the third run's trust, and its entry to match, with a matching leaf hash (verify compares
         # the two); then the evidence of the old heads goes: every stored checkpoint and cosignature.
         row = AuditEntry.objects.get(subject=runs[2].digest, kind="run.submitted")
-        forged = json.dumps({**json.loads(row.entry), "payload": {"run": runs[2].pk, "trust": "vouched"}},
-                            separators=(",", ":"), sort_keys=True)
-        _as_superuser(("UPDATE registry_auditentry SET entry = %s, leaf_hash = %s WHERE seq = %s",
-                       [forged, leaf_hash(forged.encode()).hex(), row.seq]),
-                      ("UPDATE registry_submission SET trust = 'vouched' WHERE id = %s", [runs[2].pk]),
-                      ("DELETE FROM registry_cosignature", []), ("DELETE FROM registry_checkpoint", []))
+        forged = json.dumps(
+            {**json.loads(row.entry), "payload": {"run": runs[2].pk, "trust": "vouched"}},
+            separators=(",", ":"),
+            sort_keys=True,
+        )
+        _as_superuser(
+            (
+                "UPDATE registry_auditentry SET entry = %s, leaf_hash = %s WHERE seq = %s",
+                [forged, leaf_hash(forged.encode()).hex(), row.seq],
+            ),
+            ("UPDATE registry_submission SET trust = 'vouched' WHERE id = %s", [runs[2].pk]),
+            ("DELETE FROM registry_cosignature", []),
+            ("DELETE FROM registry_checkpoint", []),
+        )
 
         out = io.StringIO()
         call_command("audit", "verify", stdout=out)  # the database alone no longer shows anything

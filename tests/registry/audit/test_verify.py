@@ -65,15 +65,19 @@ def test_an_untouched_log_verifies_against_its_checkpoints_and_a_kept_file(user,
 
 @pytest.mark.postgres
 def test_tampering_with_a_run_and_an_audit_row_is_named_and_breaks_the_exported_checkpoint(
-        user, server_example, tmp_path):
+    user, server_example, tmp_path
+):
     runs = _log(user, server_example)
     kept = _export(tmp_path)
     edited_run, edited_seq = runs[1], 3
-    _as_superuser("UPDATE registry_submission SET canonical = replace(canonical, 'lab-node-001', 'lab-node-999') "
-                  "WHERE id = %s", [edited_run.pk])
-    _as_superuser("UPDATE registry_auditentry SET entry = replace(entry, '\"declared\"', '\"imported\"') "
-                  "WHERE seq = %s",
-                  [edited_seq])
+    _as_superuser(
+        "UPDATE registry_submission SET canonical = replace(canonical, 'lab-node-001', 'lab-node-999') WHERE id = %s",
+        [edited_run.pk],
+    )
+    _as_superuser(
+        "UPDATE registry_auditentry SET entry = replace(entry, '\"declared\"', '\"imported\"') WHERE seq = %s",
+        [edited_seq],
+    )
     with pytest.raises(DatabaseError, match="append-only"), transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("UPDATE registry_auditentry SET actor = 'x'")  # the triggers are back on
 
@@ -93,8 +97,10 @@ def test_a_consistent_rewrite_of_entry_and_leaf_hash_still_breaks_every_checkpoi
     assert forged != row.entry
     from protocol.transparency import leaf_hash
 
-    _as_superuser("UPDATE registry_auditentry SET entry = %s, leaf_hash = %s, actor = 'mallory' WHERE seq = 1",
-                  [forged, leaf_hash(forged.encode()).hex()])
+    _as_superuser(
+        "UPDATE registry_auditentry SET entry = %s, leaf_hash = %s, actor = 'mallory' WHERE seq = 1",
+        [forged, leaf_hash(forged.encode()).hex()],
+    )
     ok, out = _verify("--checkpoint", str(kept))
     assert not ok
     assert "no longer consistent with the log: the first 5 entries" in out
@@ -129,8 +135,9 @@ def test_an_edited_software_summary_is_caught(user, server_example):
     assert f"run {runs[1].pk}: column software_summary is 'torch 9.9.9', the canonical text says" in out
 
 
-def test_a_checkpoint_file_signed_by_another_key_or_for_a_longer_log_is_refused(user, server_example, tmp_path,
-                                                                                 settings):
+def test_a_checkpoint_file_signed_by_another_key_or_for_a_longer_log_is_refused(
+    user, server_example, tmp_path, settings
+):
     _log(user, server_example)
     kept = _export(tmp_path)
     settings.DATA_DIR = tmp_path / "other"  # a fresh key: the kept note is not signed by it

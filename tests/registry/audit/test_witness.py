@@ -47,10 +47,13 @@ def _verify(*args: str) -> tuple[bool, str]:
     return True, out.getvalue()
 
 
-def test_the_registry_gets_cosignatures_and_publishes_them(tmp_path, settings, anonymous,
-                                                           django_capture_on_commit_callbacks):
-    with witness(tmp_path / "w1", "witness.test/w1", checkpoint_key().vkey) as w1, \
-            witness(tmp_path / "w2", "witness.test/w2", checkpoint_key().vkey) as w2:
+def test_the_registry_gets_cosignatures_and_publishes_them(
+    tmp_path, settings, anonymous, django_capture_on_commit_callbacks
+):
+    with (
+        witness(tmp_path / "w1", "witness.test/w1", checkpoint_key().vkey) as w1,
+        witness(tmp_path / "w2", "witness.test/w2", checkpoint_key().vkey) as w2,
+    ):
         settings.BENCHREG_WITNESSES = [w1.setting, w2.setting]
         settings.BENCHREG_WITNESS_QUORUM = 2
         _grow(3)
@@ -104,16 +107,27 @@ def test_a_witness_refuses_a_forked_checkpoint_and_says_so(tmp_path, settings, d
         other = _forged(4, b"\x55" * 32)
         from registry.models import Checkpoint
 
-        forked = Checkpoint.objects.create(size=4, root_hash="55" * 32, origin=log_origin(), note=other.decode(),
-                                           vkey=checkpoint_key().vkey, reason="manual", created_at=good.created_at)
+        forked = Checkpoint.objects.create(
+            size=4,
+            root_hash="55" * 32,
+            origin=log_origin(),
+            note=other.decode(),
+            vkey=checkpoint_key().vkey,
+            reason="manual",
+            created_at=good.created_at,
+        )
         with pytest.raises(WitnessRefused, match="it holds another root at size 4"):
             cosignature_request(checkpoint=forked, witness=witnesses_configured()[0])
 
 
 def test_a_witness_refuses_unknown_logs_bad_signatures_and_malformed_requests(tmp_path):
     with witness(tmp_path / "w1", "witness.test/w1", checkpoint_key().vkey) as w1:
-        unknown = httpx.post(f"{w1.url}/add-checkpoint", content=b"old 0\n\nother.log\n1\n" + base64.b64encode(
-            b"\x00" * 32) + b"\n\n\xe2\x80\x94 other.log AAAAAAAA\n")
+        unknown = httpx.post(
+            f"{w1.url}/add-checkpoint",
+            content=b"old 0\n\nother.log\n1\n"
+            + base64.b64encode(b"\x00" * 32)
+            + b"\n\n\xe2\x80\x94 other.log AAAAAAAA\n",
+        )
         assert unknown.status_code == 404 and "unknown log" in unknown.text
         note = _forged(1, b"\x01" * 32)
         bad = note.replace(b"\n1\n", b"\n2\n", 1)  # the signature no longer covers the body
@@ -127,8 +141,25 @@ def test_a_witness_key_readable_by_others_is_refused(tmp_path):
     key, _ = new_key(tmp_path, "witness.test/loose")
     key.chmod(0o644)
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
-    done = subprocess.run([sys.executable, "-m", "registry.cli", "witness", "serve", "--key", str(key),
-                           "--log-key", checkpoint_key().vkey, "--state", str(tmp_path / "s.json")],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "registry.cli",
+            "witness",
+            "serve",
+            "--key",
+            str(key),
+            "--log-key",
+            checkpoint_key().vkey,
+            "--state",
+            str(tmp_path / "s.json"),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2 and "readable or writable by group or others" in done.stderr
     assert not Path(tmp_path / "s.json").exists()

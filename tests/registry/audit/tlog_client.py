@@ -58,7 +58,7 @@ def tile_index(n: int) -> str:
     """Index n as 3-digit path elements, all but the last prefixed with x: 1234067 -> x001/x234/067."""
     digits = f"{n:d}"
     digits = "0" * (-len(digits) % 3) + digits
-    parts = [digits[i:i + 3] for i in range(0, len(digits), 3)]
+    parts = [digits[i : i + 3] for i in range(0, len(digits), 3)]
     return "/".join([*("x" + p for p in parts[:-1]), parts[-1]])
 
 
@@ -100,7 +100,7 @@ def _fetch(get: Get, path: str) -> tuple[dict[str, str], bytes]:
 def _split(body: bytes, path: str) -> list[bytes]:
     if len(body) % 32:
         raise TlogError(f"{path}: {len(body)} bytes is not a whole number of hashes")
-    return [body[i:i + 32] for i in range(0, len(body), 32)]
+    return [body[i : i + 32] for i in range(0, len(body), 32)]
 
 
 def verify_log(get: Get, vkey: str) -> tuple[Head, list[bytes], dict[str, str]]:
@@ -124,8 +124,8 @@ def verify_log(get: Get, vkey: str) -> tuple[Head, list[bytes], dict[str, str]]:
         cache[bundle_path] = headers.get("Cache-Control", "")
         offset, texts = 0, []
         while offset < len(bundle):
-            (length,) = struct.unpack(">H", bundle[offset:offset + 2])
-            texts.append(bundle[offset + 2:offset + 2 + length])
+            (length,) = struct.unpack(">H", bundle[offset : offset + 2])
+            texts.append(bundle[offset + 2 : offset + 2 + length])
             offset += 2 + length
         if [_leaf(t) for t in texts] != tile:
             raise TlogError(f"{bundle_path}: the entries do not hash to the leaves of {path}")
@@ -140,7 +140,7 @@ def verify_log(get: Get, vkey: str) -> tuple[Head, list[bytes], dict[str, str]]:
         cache[path] = headers.get("Cache-Control", "")
         for i, h in enumerate(_split(body, path)):
             start = (n * WIDTH + i) * WIDTH
-            if h != mth(leaves[start:start + WIDTH]):
+            if h != mth(leaves[start : start + WIDTH]):
                 raise TlogError(f"{path}: hash {i} is not the root of leaves {start}..{start + WIDTH - 1}")
     if mth(leaves) != head.root:
         raise TlogError("the tiles do not add up to the signed root")

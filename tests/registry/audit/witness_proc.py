@@ -41,10 +41,28 @@ def witness(directory: Path, name: str, log_vkey: str) -> Iterator[WitnessProces
     directory.mkdir(parents=True, exist_ok=True)
     key, vkey = new_key(directory, name)
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}  # a witness has no database
-    proc = subprocess.Popen([sys.executable, "-m", "registry.cli", "witness", "serve", "--key", str(key),
-                             "--log-key", log_vkey, "--state", str(directory / f"{key.stem}.state.json"),
-                             "--listen", "127.0.0.1:0"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "registry.cli",
+            "witness",
+            "serve",
+            "--key",
+            str(key),
+            "--log-key",
+            log_vkey,
+            "--state",
+            str(directory / f"{key.stem}.state.json"),
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()

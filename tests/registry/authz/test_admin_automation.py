@@ -27,8 +27,9 @@ def benchreg_admin(token: str, *argv: str, capsys: pytest.CaptureFixture[str]) -
     signals.request_started.disconnect(close_old_connections)
     signals.request_finished.disconnect(close_old_connections)
     try:
-        code = admin_main(["--server", "http://testserver", "--token", token, *argv],
-                          transport=httpx.WSGITransport(app=WSGIHandler()))
+        code = admin_main(
+            ["--server", "http://testserver", "--token", token, *argv], transport=httpx.WSGITransport(app=WSGIHandler())
+        )
     finally:
         signals.request_started.connect(close_old_connections)
         signals.request_finished.connect(close_old_connections)
@@ -47,10 +48,12 @@ def admin_token(world: dict[str, Any]) -> str:
     return create_token(username="ada-admin", scopes="admin", name="automation")
 
 
-def test_automation_enrols_revokes_withdraws_and_cancels(world: dict[str, Any], admin_token: str,
-                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    code, secret, _ = benchreg_admin(admin_token, "enrolment-token", "create", "--expires", "30m", "--note", "rack 4",
-                                     capsys=capsys)
+def test_automation_enrols_revokes_withdraws_and_cancels(
+    world: dict[str, Any], admin_token: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, secret, _ = benchreg_admin(
+        admin_token, "enrolment-token", "create", "--expires", "30m", "--note", "rack 4", capsys=capsys
+    )
     assert code == 0 and secret.startswith("bre_")
     agent_enroll(enrolment_token=secret, name="rig-c", inventory={})  # the token it printed enrols a machine
 
@@ -63,16 +66,18 @@ def test_automation_enrols_revokes_withdraws_and_cancels(world: dict[str, Any], 
     world["job"].refresh_from_db()
     assert world["job"].status == JobStatus.CANCELLED  # its unfinished jobs went with it
 
-    code, out, _ = benchreg_admin(admin_token, "run", "withdraw", str(world["run"].pk), "--reason", "bad driver",
-                                  capsys=capsys)
+    code, out, _ = benchreg_admin(
+        admin_token, "run", "withdraw", str(world["run"].pk), "--reason", "bad driver", capsys=capsys
+    )
     assert code == 0 and Withdrawal.objects.get(submission=world["run"]).reason == "bad driver"
 
     code, _, err = benchreg_admin(admin_token, "job", "cancel", str(world["job"].pk), capsys=capsys)
     assert code == 1 and "409" in err  # already cancelled with its agent: refused, and says why
 
 
-def test_automation_with_a_submitters_token_is_refused_with_the_reason(world: dict[str, Any],
-                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_automation_with_a_submitters_token_is_refused_with_the_reason(
+    world: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
     token = create_token(username="sam-submitter", scopes="read,submit")
     code, out, err = benchreg_admin(token, "enrolment-token", "create", capsys=capsys)
     assert code == 1 and out == "" and "refused (403" in err

@@ -24,15 +24,27 @@ pytestmark = pytest.mark.django_db
 
 # --- Content-Security-Policy --------------------------------------------------------------------------------
 
+
 def _directives(header: str) -> dict[str, list[str]]:
     return {part.split()[0]: part.split()[1:] for part in header.split(";") if part.strip()}
 
 
 def test_every_html_page_carries_a_policy_without_inline_script(world: dict[str, Any]) -> None:
     admin = next(k for k in world["knocks"] if k.name == "admin")
-    pages = ["/", f"/runs/{world['run'].pk}/", "/compare/", f"/comparisons/{world['comparison'].pk}/", "/agents/",
-             "/jobs/", "/tokens/", "/admin/", "/admin/registry/job/", "/api/docs/", "/api/v1/protocol?format=api",
-             "/no-such-page/"]
+    pages = [
+        "/",
+        f"/runs/{world['run'].pk}/",
+        "/compare/",
+        f"/comparisons/{world['comparison'].pk}/",
+        "/agents/",
+        "/jobs/",
+        "/tokens/",
+        "/admin/",
+        "/admin/registry/job/",
+        "/api/docs/",
+        "/api/v1/protocol?format=api",
+        "/no-such-page/",
+    ]
     for path in pages:
         response = admin.web.get(path)
         assert "text/html" in response["Content-Type"], path
@@ -40,8 +52,11 @@ def test_every_html_page_carries_a_policy_without_inline_script(world: dict[str,
         assert policy["script-src"] == ["'self'"] and policy["object-src"] == ["'none'"], path
         assert policy["frame-ancestors"] == ["'none'"], path
         html = response.content.decode()
-        inline = [m for m in re.finditer(r"<script(?P<attrs>[^>]*)>", html)
-                  if "src=" not in m["attrs"] and "application/json" not in m["attrs"]]
+        inline = [
+            m
+            for m in re.finditer(r"<script(?P<attrs>[^>]*)>", html)
+            if "src=" not in m["attrs"] and "application/json" not in m["attrs"]
+        ]
         assert not inline, f"{path} has inline script: {inline[0].group(0)}"
     for path in ("/accounts/login/",):
         assert "script-src 'self'" in Client().get(path)["Content-Security-Policy"]
@@ -69,16 +84,17 @@ def test_no_template_has_inline_script_or_event_handler_attributes() -> None:
 
 # --- sign-in lock-out (django-axes) --------------------------------------------------------------------------
 
+
 def _sign_in(client: Client, username: str, password: str) -> Any:
     return client.post("/accounts/login/", {"username": username, "password": password})
 
 
 def test_wrong_passwords_lock_the_account_and_the_right_one_then_fails_with_a_clear_message(
-        django_user_model: Any, settings: Any) -> None:
+    django_user_model: Any, settings: Any
+) -> None:
     django_user_model.objects.create_user("mallory-target", password="the-right-password-1")
     limit = settings.AXES_FAILURE_LIMIT
-    attempts = [_sign_in(Client(REMOTE_ADDR=f"198.51.100.{i}"), "mallory-target", f"guess-{i}")
-                for i in range(limit)]
+    attempts = [_sign_in(Client(REMOTE_ADDR=f"198.51.100.{i}"), "mallory-target", f"guess-{i}") for i in range(limit)]
     assert all(r.status_code == 200 for r in attempts[:-1])  # the form again, "did not match"
     locked = _sign_in(Client(REMOTE_ADDR="203.0.113.9"), "mallory-target", "the-right-password-1")
     assert locked.status_code == 429 and int(locked["Retry-After"]) > 0
@@ -109,8 +125,7 @@ def test_a_good_sign_in_resets_the_count(django_user_model: Any, settings: Any) 
     assert _sign_in(client, "forgetful", "the-right-password-3").status_code == 302
 
 
-def test_api_tokens_keep_working_for_a_locked_out_account_and_address(django_user_model: Any,
-                                                                        settings: Any) -> None:
+def test_api_tokens_keep_working_for_a_locked_out_account_and_address(django_user_model: Any, settings: Any) -> None:
     """Tokens never go through the password check, so a lock-out neither blocks nor counts them."""
     user = django_user_model.objects.create_user("scripted", password="the-right-password-4")
     plain = token_create(user=user, name="s", scopes="read")[1]
@@ -124,6 +139,7 @@ def test_api_tokens_keep_working_for_a_locked_out_account_and_address(django_use
 
 
 # --- API throttles -------------------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def tight_rates(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -162,17 +178,26 @@ def test_report_verification_refuses_a_large_upload_before_parsing_it(settings: 
 
 
 def test_rates_and_limits_come_from_the_environment(tmp_path: Path) -> None:
-    env = {**os.environ, "BENCHREG_DATA_DIR": str(tmp_path), "BENCHREG_THROTTLE_ANON": "7/hour",
-           "BENCHREG_THROTTLE_VERIFY": "2/min", "BENCHREG_MAX_VERIFY_BYTES": "1234", "DJANGO_SETTINGS_MODULE":
-           "registry.settings", "BENCHREG_LOGIN_FAILURE_LIMIT": "9"}
-    code = ("import django; django.setup(); from django.conf import settings as s; "
-            "r = s.REST_FRAMEWORK['DEFAULT_THROTTLE_RATES']; "
-            "print(r['anon'], r['verify'], s.BENCHREG_MAX_VERIFY_BYTES, s.AXES_FAILURE_LIMIT)")
+    env = {
+        **os.environ,
+        "BENCHREG_DATA_DIR": str(tmp_path),
+        "BENCHREG_THROTTLE_ANON": "7/hour",
+        "BENCHREG_THROTTLE_VERIFY": "2/min",
+        "BENCHREG_MAX_VERIFY_BYTES": "1234",
+        "DJANGO_SETTINGS_MODULE": "registry.settings",
+        "BENCHREG_LOGIN_FAILURE_LIMIT": "9",
+    }
+    code = (
+        "import django; django.setup(); from django.conf import settings as s; "
+        "r = s.REST_FRAMEWORK['DEFAULT_THROTTLE_RATES']; "
+        "print(r['anon'], r['verify'], s.BENCHREG_MAX_VERIFY_BYTES, s.AXES_FAILURE_LIMIT)"
+    )
     out = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["7/hour", "2/min", "1234", "9"]
 
 
 # --- docker-compose ------------------------------------------------------------------------------------------
+
 
 def test_compose_refuses_to_start_without_a_secret_key_or_a_database_password() -> None:
     text = (ROOT / "docker-compose.yml").read_text()
@@ -180,8 +205,9 @@ def test_compose_refuses_to_start_without_a_secret_key_or_a_database_password() 
     env = compose["x-registry"]["environment"]
     assert re.fullmatch(r"\$\{SECRET_KEY:\?[^}]+\}", env["SECRET_KEY"])
     assert "${POSTGRES_PASSWORD:?" in env["DATABASE_URL"]
-    assert re.fullmatch(r"\$\{POSTGRES_PASSWORD:\?[^}]+\}", compose["services"]["postgres"]["environment"][
-        "POSTGRES_PASSWORD"])
+    assert re.fullmatch(
+        r"\$\{POSTGRES_PASSWORD:\?[^}]+\}", compose["services"]["postgres"]["environment"]["POSTGRES_PASSWORD"]
+    )
     # no fallback value anywhere for either secret: every use must be the refusing form
     for name in ("SECRET_KEY", "POSTGRES_PASSWORD", "S3_SECRET_KEY"):
         uses = re.findall(r"\$\{" + name + r"([^}]*)\}", text)

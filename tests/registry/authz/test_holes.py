@@ -27,6 +27,7 @@ def _token_client(user: Any, scopes: str) -> APIClient:
 
 # --- token creation never exceeds the caller --------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("caller", ["viewer", "viewer+read-token", "submitter+read-token", "admin+read-token"])
 def test_a_read_only_caller_cannot_mint_a_submit_token(world: dict[str, Any], caller: str) -> None:
     before = ApiToken.objects.count()
@@ -52,8 +53,7 @@ def test_an_admin_mints_an_admin_token_that_automates_what_the_browser_does(worl
     robot.credentials(HTTP_AUTHORIZATION=f"Token {made.json()['token']}")
     assert robot.post("/api/v1/enrolment-tokens", {"note": "rack 4"}, format="json").status_code == 201
     assert robot.post(f"/api/v1/jobs/{world['job'].pk}/cancel").json()["status"] == "cancelled"
-    withdrawn = robot.post(f"/api/v1/submissions/{world['run'].pk}/withdraw", {"reason": "wrong driver"},
-                           format="json")
+    withdrawn = robot.post(f"/api/v1/submissions/{world['run'].pk}/withdraw", {"reason": "wrong driver"}, format="json")
     assert withdrawn.status_code == 200 and withdrawn.json()["reason"] == "wrong driver"
     assert robot.post(f"/api/v1/agents/{world['agent'].pk}/revoke").json()["revoked_at"] is not None
     # and it is no more than an admin token: it cannot submit, and it cannot mint what it lacks
@@ -84,6 +84,7 @@ def test_a_demoted_owners_old_token_loses_what_the_owner_lost(world: dict[str, A
 
 
 # --- agents, plans and jobs follow ownership -----------------------------------------------------------------
+
 
 @pytest.mark.parametrize("caller", ["viewer", "viewer+read-token", "submitter+read-token"])
 def test_a_reader_lists_no_agents_jobs_or_plans(world: dict[str, Any], caller: str) -> None:
@@ -132,8 +133,9 @@ def test_the_plans_owner_cancels_from_the_page_and_a_read_only_token_of_theirs_m
 def test_an_agent_works_only_on_its_own_jobs_and_never_cancels(world: dict[str, Any]) -> None:
     job = world["job"]
     claim = {"claimant": "w", "lease_seconds": 60}
-    assert _knock(world, "other-agent").api.post(f"/api/v1/jobs/{job.pk}/claim", claim, format="json").status_code \
-        == 404
+    assert (
+        _knock(world, "other-agent").api.post(f"/api/v1/jobs/{job.pk}/claim", claim, format="json").status_code == 404
+    )
     assert _knock(world, "agent").api.post(f"/api/v1/jobs/{job.pk}/cancel").status_code == 403
     assert _knock(world, "agent").api.post(f"/api/v1/jobs/{job.pk}/claim", claim, format="json").status_code == 200
 

@@ -39,13 +39,16 @@ def walk(patterns: list[Any] | None = None, prefix: str = "") -> Iterator[tuple[
 
 # --- the spec: who may pass each kind of door ---------------------------------------------------------------
 
+
 def _api(allowed: Callable[[Knock, dict[str, Any]], bool | int]) -> Callable[[Knock, dict[str, Any], int], int]:
     """Anonymous 401; `allowed` says yes (the endpoint's own status), no (403) or a status of its own (404)."""
+
     def expect(k: Knock, w: dict[str, Any], ok: int) -> int:
         if k.name == "anonymous":
             return ANON_API
         verdict = allowed(k, w)
         return ok if verdict is True else DENIED if verdict is False else int(verdict)
+
     return expect
 
 
@@ -55,6 +58,7 @@ def _web(allowed: Callable[[Knock, dict[str, Any]], bool | int]) -> Callable[[Kn
             return ANON_WEB
         verdict = allowed(k, w)
         return ok if verdict is True else HIDDEN if verdict is False else int(verdict)
+
     return expect
 
 
@@ -79,13 +83,20 @@ OWN_TOKEN = _api(lambda k, w: k.person and "read" in k.rights and (k.owner or HI
 AGENT_DETAIL = _api(lambda k, w: _is_admin(k) or k.agent == "rig-a" or HIDDEN)
 PLAN = _api(lambda k, w: _is_admin(k) or _own(k) or HIDDEN)
 JOB = _api(lambda k, w: _is_admin(k) or _own(k) or k.agent == "rig-a" or HIDDEN)
-JOB_CANCEL = _api(lambda k, w: (not (_is_admin(k) or _own(k) or k.agent == "rig-a") and HIDDEN)
-                  or _is_admin(k) or (_own(k) and "submit" in k.rights))
+JOB_CANCEL = _api(
+    lambda k, w: (
+        (not (_is_admin(k) or _own(k) or k.agent == "rig-a") and HIDDEN)
+        or _is_admin(k)
+        or (_own(k) and "submit" in k.rights)
+    )
+)
 # series (issue 19): a schedule is its owner's, like a plan; creating one needs a plan the caller may read
-SCHEDULE_CREATE = _api(lambda k, w: False if not (k.person and {"submit", "admin"} & k.rights)
-                       else (_is_admin(k) or _own(k) or HIDDEN))
-SCHEDULE_CHANGE = _api(lambda k, w: (not (_is_admin(k) or _own(k)) and HIDDEN)
-                       or _is_admin(k) or (_own(k) and "submit" in k.rights))
+SCHEDULE_CREATE = _api(
+    lambda k, w: False if not (k.person and {"submit", "admin"} & k.rights) else (_is_admin(k) or _own(k) or HIDDEN)
+)
+SCHEDULE_CHANGE = _api(
+    lambda k, w: (not (_is_admin(k) or _own(k)) and HIDDEN) or _is_admin(k) or (_own(k) and "submit" in k.rights)
+)
 W_READ = _web(lambda k, w: True)
 W_ADMIN = _web(_is_admin)
 W_PLANNER = _web(lambda k, w: bool({"submit", "admin"} & k.rights))
@@ -103,17 +114,32 @@ def _doc(w: dict[str, Any]) -> dict[str, Any]:
 Case = tuple[str, Callable[[dict[str, Any]], str], Callable[[dict[str, Any]], Any] | None, Any, int]
 RULES: dict[str, list[Case]] = {
     # --- API ---
-    "api-submissions": [("get", lambda w: "/api/v1/submissions", None, READ, 200),
-                        ("post", lambda w: "/api/v1/submissions", _doc, SUBMIT, 201)],
+    "api-submissions": [
+        ("get", lambda w: "/api/v1/submissions", None, READ, 200),
+        ("post", lambda w: "/api/v1/submissions", _doc, SUBMIT, 201),
+    ],
     "api-submission-detail": [("get", lambda w: f"/api/v1/submissions/{w['run'].pk}", None, READ, 200)],
     "api-submission-document": [("get", lambda w: f"/api/v1/submissions/{w['run'].pk}/document", None, READ, 200)],
-    "api-submission-withdraw": [("post", lambda w: f"/api/v1/submissions/{w['run'].pk}/withdraw",
-                                 lambda w: {"reason": "driver bug"}, ADMIN, 200)],
-    "api-submission-comparable": [("get", lambda w: f"/api/v1/submissions/{w['run'].pk}/comparable", None, READ,
-                                   200)],
-    "api-comparisons": [("get", lambda w: "/api/v1/comparisons", None, READ, 200),
-                        ("post", lambda w: "/api/v1/comparisons",
-                         lambda w: {"runs": [r.pk for r in w["runs"]], "axis": "system"}, READ, 200)],  # exists
+    "api-submission-withdraw": [
+        (
+            "post",
+            lambda w: f"/api/v1/submissions/{w['run'].pk}/withdraw",
+            lambda w: {"reason": "driver bug"},
+            ADMIN,
+            200,
+        )
+    ],
+    "api-submission-comparable": [("get", lambda w: f"/api/v1/submissions/{w['run'].pk}/comparable", None, READ, 200)],
+    "api-comparisons": [
+        ("get", lambda w: "/api/v1/comparisons", None, READ, 200),
+        (
+            "post",
+            lambda w: "/api/v1/comparisons",
+            lambda w: {"runs": [r.pk for r in w["runs"]], "axis": "system"},
+            READ,
+            200,
+        ),
+    ],  # exists
     "api-comparison-detail": [("get", lambda w: f"/api/v1/comparisons/{w['comparison'].pk}", None, READ, 200)],
     # a body without a title: 400 proves the door opened, without rendering a PDF per principal
     "api-reports": [("post", lambda w: "/api/v1/reports", lambda w: {"comparison": w["comparison"].pk}, READ, 400)],
@@ -121,8 +147,10 @@ RULES: dict[str, list[Case]] = {
     "api-report-certificate": [("get", lambda w: "/api/v1/reports/certificate", None, OPEN, 200)],
     "api-report-detail": [("get", lambda w: f"/api/v1/reports/{w['report'].pk}", None, OWN_REPORT, 200)],
     "api-report-pdf": [("get", lambda w: f"/api/v1/reports/{w['report'].pk}/pdf", None, OWN_REPORT, 409)],
-    "api-tokens": [("get", lambda w: "/api/v1/tokens", None, PERSON, 200),
-                   ("post", lambda w: "/api/v1/tokens", lambda w: {"name": "n", "scopes": ["read"]}, PERSON, 201)],
+    "api-tokens": [
+        ("get", lambda w: "/api/v1/tokens", None, PERSON, 200),
+        ("post", lambda w: "/api/v1/tokens", lambda w: {"name": "n", "scopes": ["read"]}, PERSON, 201),
+    ],
     "api-token-revoke": [("delete", lambda w: f"/api/v1/tokens/{w['token'].pk}", None, OWN_TOKEN, 200)],
     "api-protocol": [("get", lambda w: "/api/v1/protocol", None, OPEN, 200)],
     "api-audit-checkpoint": [("get", lambda w: "/api/v1/audit/checkpoint", None, OPEN, 200)],
@@ -135,72 +163,137 @@ RULES: dict[str, list[Case]] = {
     "api-audit-log-tile": [("get", lambda w: "/api/v1/audit/log/tile/0/000", None, OPEN, 404)],  # < 256 entries
     "api-audit-log-tile-partial": [("get", lambda w: "/api/v1/audit/log/tile/0/000.p/1", None, OPEN, 200)],
     "api-audit-log-entries": [("get", lambda w: "/api/v1/audit/log/tile/entries/000", None, OPEN, 404)],
-    "api-audit-log-entries-partial": [("get", lambda w: "/api/v1/audit/log/tile/entries/000.p/1", None, OPEN,
-                                       200)],
-    "api-enrolment-tokens": [("get", lambda w: "/api/v1/enrolment-tokens", None, ADMIN, 200),
-                             ("post", lambda w: "/api/v1/enrolment-tokens", lambda w: {"note": "n"}, ADMIN, 201)],
+    "api-audit-log-entries-partial": [("get", lambda w: "/api/v1/audit/log/tile/entries/000.p/1", None, OPEN, 200)],
+    "api-enrolment-tokens": [
+        ("get", lambda w: "/api/v1/enrolment-tokens", None, ADMIN, 200),
+        ("post", lambda w: "/api/v1/enrolment-tokens", lambda w: {"note": "n"}, ADMIN, 201),
+    ],
     "api-agents": [("get", lambda w: "/api/v1/agents", None, PLANNER, 200)],
-    "api-agent-enroll": [("post", lambda w: "/api/v1/agents/enroll", lambda w: {"token": "bre_no", "name": "x"},
-                          OPEN, 403)],
+    "api-agent-enroll": [
+        ("post", lambda w: "/api/v1/agents/enroll", lambda w: {"token": "bre_no", "name": "x"}, OPEN, 403)
+    ],
     "api-agent-me": [("get", lambda w: "/api/v1/agents/me", None, AGENT, 200)],
     "api-agent-heartbeat": [("post", lambda w: "/api/v1/agents/heartbeat", lambda w: {}, AGENT, 200)],
     "api-agent-detail": [("get", lambda w: f"/api/v1/agents/{w['agent'].pk}", None, AGENT_DETAIL, 200)],
     "api-agent-revoke": [("post", lambda w: f"/api/v1/agents/{w['agent'].pk}/revoke", None, ADMIN, 200)],
-    "api-plans": [("post", lambda w: "/api/v1/plans",
-                   lambda w: {"agents": ["rig-a"], "runner": "inference", "workload": "mlp-classifier",
-                              "precisions": ["fp32"]}, PLANNER, 201)],
+    "api-plans": [
+        (
+            "post",
+            lambda w: "/api/v1/plans",
+            lambda w: {
+                "agents": ["rig-a"],
+                "runner": "inference",
+                "workload": "mlp-classifier",
+                "precisions": ["fp32"],
+            },
+            PLANNER,
+            201,
+        )
+    ],
     "api-plan-detail": [("get", lambda w: f"/api/v1/plans/{w['plan'].pk}", None, PLAN, 200)],
     "api-jobs": [("get", lambda w: "/api/v1/jobs", None, PLANNER, 200)],
     "api-job-detail": [("get", lambda w: f"/api/v1/jobs/{w['job'].pk}", None, JOB, 200)],
     "api-job-cancel": [("post", lambda w: f"/api/v1/jobs/{w['job'].pk}/cancel", None, JOB_CANCEL, 200)],
-    "api-job-claim": [("post", lambda w: f"/api/v1/jobs/{w['job'].pk}/claim",
-                       lambda w: {"claimant": "w1", "lease_seconds": 60}, AGENT_JOB, 200)],
-    "api-job-start": [("post", lambda w: f"/api/v1/jobs/{w['job'].pk}/start", lambda w: {"claimant": "w1"},
-                       AGENT_JOB, 409)],
-    "api-job-heartbeat": [("post", lambda w: f"/api/v1/jobs/{w['job'].pk}/heartbeat",
-                           lambda w: {"claimant": "w1", "lease_seconds": 60}, AGENT_JOB, 409)],
+    "api-job-claim": [
+        (
+            "post",
+            lambda w: f"/api/v1/jobs/{w['job'].pk}/claim",
+            lambda w: {"claimant": "w1", "lease_seconds": 60},
+            AGENT_JOB,
+            200,
+        )
+    ],
+    "api-job-start": [
+        ("post", lambda w: f"/api/v1/jobs/{w['job'].pk}/start", lambda w: {"claimant": "w1"}, AGENT_JOB, 409)
+    ],
+    "api-job-heartbeat": [
+        (
+            "post",
+            lambda w: f"/api/v1/jobs/{w['job'].pk}/heartbeat",
+            lambda w: {"claimant": "w1", "lease_seconds": 60},
+            AGENT_JOB,
+            409,
+        )
+    ],
     "api-job-complete": [("post", lambda w: f"/api/v1/jobs/{w['job'].pk}/complete", lambda w: {}, AGENT_JOB, 409)],
-    "api-job-fail": [("post", lambda w: f"/api/v1/jobs/{w['job'].pk}/fail",
-                      lambda w: {"claimant": "w1", "error": "boom"}, AGENT_JOB, 409)],
+    "api-job-fail": [
+        (
+            "post",
+            lambda w: f"/api/v1/jobs/{w['job'].pk}/fail",
+            lambda w: {"claimant": "w1", "error": "boom"},
+            AGENT_JOB,
+            409,
+        )
+    ],
     "api-schema": [("get", lambda w: "/api/schema/", None, OPEN, 200)],
     "api-docs": [("get", lambda w: "/api/docs/", None, OPEN, 200)],
     # series (issue 19)
-    "api-schedules": [("get", lambda w: "/api/v1/schedules", None, PLANNER, 200),
-                      ("post", lambda w: "/api/v1/schedules",
-                       lambda w: {"plan": w["plan"].pk, "cron": "0 2 * * *", "agents": ["rig-a"]}, SCHEDULE_CREATE,
-                       201)],
-    "api-schedule-detail": [("get", lambda w: f"/api/v1/schedules/{w['schedule'].pk}", None, PLAN, 200),
-                            ("patch", lambda w: f"/api/v1/schedules/{w['schedule'].pk}", lambda w: {"paused": True},
-                             SCHEDULE_CHANGE, 200),
-                            ("delete", lambda w: f"/api/v1/schedules/{w['schedule'].pk}", None, SCHEDULE_CHANGE, 200)],
+    "api-schedules": [
+        ("get", lambda w: "/api/v1/schedules", None, PLANNER, 200),
+        (
+            "post",
+            lambda w: "/api/v1/schedules",
+            lambda w: {"plan": w["plan"].pk, "cron": "0 2 * * *", "agents": ["rig-a"]},
+            SCHEDULE_CREATE,
+            201,
+        ),
+    ],
+    "api-schedule-detail": [
+        ("get", lambda w: f"/api/v1/schedules/{w['schedule'].pk}", None, PLAN, 200),
+        ("patch", lambda w: f"/api/v1/schedules/{w['schedule'].pk}", lambda w: {"paused": True}, SCHEDULE_CHANGE, 200),
+        ("delete", lambda w: f"/api/v1/schedules/{w['schedule'].pk}", None, SCHEDULE_CHANGE, 200),
+    ],
     "api-series": [("get", lambda w: "/api/v1/series", None, READ, 200)],
     "api-series-detail": [("get", lambda w: f"/api/v1/series/{w['series'].pk}", None, READ, 200)],
     "api-alerts": [("get", lambda w: "/api/v1/alerts", None, READ, 200)],
     "api-alert-detail": [("get", lambda w: f"/api/v1/alerts/{w['alert'].pk}", None, READ, 200)],
     "api-submission-history": [("get", lambda w: f"/api/v1/submissions/{w['run'].pk}/history", None, READ, 200)],
     # --- decisions (issue 14): an empty body is 400, which proves the door opened ---
-    "api-decisions": [("get", lambda w: "/api/v1/decisions", None, READ, 200),
-                      ("post", lambda w: "/api/v1/decisions", lambda w: {}, PERSON, 400)],
+    "api-decisions": [
+        ("get", lambda w: "/api/v1/decisions", None, READ, 200),
+        ("post", lambda w: "/api/v1/decisions", lambda w: {}, PERSON, 400),
+    ],
     "api-decision-detail": [("get", lambda w: f"/api/v1/decisions/{w['decision'].pk}", None, OWN_REPORT, 200)],
     # the world's decision has no answer: 422 (no cited runs) from the service proves the door opened
-    "api-decision-reports": [("post", lambda w: f"/api/v1/decisions/{w['decision'].pk}/reports", lambda w: {},
-                              OWN_REPORT, 422)],
+    "api-decision-reports": [
+        ("post", lambda w: f"/api/v1/decisions/{w['decision'].pk}/reports", lambda w: {}, OWN_REPORT, 422)
+    ],
     # a planner who may read the decision; an empty body is 400 (a planner who may not read it: 404)
-    "api-decision-plans": [("post", lambda w: f"/api/v1/decisions/{w['decision'].pk}/plans", lambda w: {},
-                            _api(lambda k, w: k.person and bool({"submit", "admin"} & k.rights)
-                                 and (("read" in k.rights and _is_admin(k)) or _own(k) or HIDDEN)), 400)],
-    "api-decision-export": [("get", lambda w: f"/api/v1/decisions/{w['decision'].pk}/export", None, OWN_REPORT,
-                             200)],
-    "decisions": [("get", lambda w: "/decisions/", None, W_READ, 200),
-                  ("post", lambda w: "/decisions/", lambda w: {}, W_READ, 400)],
+    "api-decision-plans": [
+        (
+            "post",
+            lambda w: f"/api/v1/decisions/{w['decision'].pk}/plans",
+            lambda w: {},
+            _api(
+                lambda k, w: (
+                    k.person
+                    and bool({"submit", "admin"} & k.rights)
+                    and (("read" in k.rights and _is_admin(k)) or _own(k) or HIDDEN)
+                )
+            ),
+            400,
+        )
+    ],
+    "api-decision-export": [("get", lambda w: f"/api/v1/decisions/{w['decision'].pk}/export", None, OWN_REPORT, 200)],
+    "decisions": [
+        ("get", lambda w: "/decisions/", None, W_READ, 200),
+        ("post", lambda w: "/decisions/", lambda w: {}, W_READ, 400),
+    ],
     "decision": [("get", lambda w: f"/decisions/{w['decision'].pk}/", None, W_OWN_REPORT, 200)],
     # the world's decision has no answer: the refusal comes back as a message on the decision page (302)
-    "decision-report": [("post", lambda w: f"/decisions/{w['decision'].pk}/report", lambda w: {}, W_OWN_REPORT,
-                         302)],
+    "decision-report": [("post", lambda w: f"/decisions/{w['decision'].pk}/report", lambda w: {}, W_OWN_REPORT, 302)],
     # who may read the decision and plan runs; an empty form is 400 (may read it but not plan: 403)
-    "decision-plan": [("post", lambda w: f"/decisions/{w['decision'].pk}/plan", lambda w: {},
-                       _web(lambda k, w: HIDDEN if not (_is_admin(k) or _own(k))
-                            else (bool({"submit", "admin"} & k.rights) or 403)), 400)],
+    "decision-plan": [
+        (
+            "post",
+            lambda w: f"/decisions/{w['decision'].pk}/plan",
+            lambda w: {},
+            _web(
+                lambda k, w: HIDDEN if not (_is_admin(k) or _own(k)) else (bool({"submit", "admin"} & k.rights) or 403)
+            ),
+            400,
+        )
+    ],
     # --- pages ---
     "login": [("get", lambda w: "/accounts/login/", None, OPEN, 200)],
     "logout": [("post", lambda w: "/accounts/logout/", lambda w: {}, OPEN, 200)],
@@ -209,14 +302,17 @@ RULES: dict[str, list[Case]] = {
     "matrix": [("get", lambda w: "/matrix/", None, W_READ, 200)],
     "run": [("get", lambda w: f"/runs/{w['run'].pk}/", None, W_READ, 200)],
     "run-withdraw": [("post", lambda w: f"/runs/{w['run'].pk}/withdraw", lambda w: {"reason": "r"}, W_ADMIN, 302)],
-    "compare": [("get", lambda w: "/compare/", None, W_READ, 200),
-                ("post", lambda w: "/compare/", lambda w: {"run": [r.pk for r in w["runs"]], "axis": "system"},
-                 W_READ, 302)],
+    "compare": [
+        ("get", lambda w: "/compare/", None, W_READ, 200),
+        ("post", lambda w: "/compare/", lambda w: {"run": [r.pk for r in w["runs"]], "axis": "system"}, W_READ, 302),
+    ],
     "comparison": [("get", lambda w: f"/comparisons/{w['comparison'].pk}/", None, W_READ, 200)],
-    "comparison-chart": [("get", lambda w: f"/comparisons/{w['comparison'].pk}/charts/headline.svg", None, W_READ,
-                          200)],
-    "report-create": [("post", lambda w: f"/comparisons/{w['comparison'].pk}/reports", lambda w: {"title": "t"},
-                       W_READ, 400)],
+    "comparison-chart": [
+        ("get", lambda w: f"/comparisons/{w['comparison'].pk}/charts/headline.svg", None, W_READ, 200)
+    ],
+    "report-create": [
+        ("post", lambda w: f"/comparisons/{w['comparison'].pk}/reports", lambda w: {"title": "t"}, W_READ, 400)
+    ],
     "report-status": [("get", lambda w: f"/reports/{w['report'].pk}/status", None, W_OWN_REPORT, 200)],
     # not rendered yet: 404 for everyone; who may fetch a ready PDF is checked in test_holes
     "report-pdf": [("get", lambda w: f"/reports/{w['report'].pk}/pdf", None, W_OWN_REPORT, 404)],
@@ -225,14 +321,18 @@ RULES: dict[str, list[Case]] = {
     "job-cancel": [("post", lambda w: f"/jobs/{w['job'].pk}/cancel", lambda w: {}, W_JOB_CANCEL, 302)],
     "run-history": [("get", lambda w: f"/runs/{w['run'].pk}/history/", None, W_READ, 200)],  # series (issue 19)
     "alerts": [("get", lambda w: "/alerts/", None, W_READ, 200)],  # series (issue 19)
-    "tokens": [("get", lambda w: "/tokens/", None, W_READ, 200),
-               ("post", lambda w: "/tokens/", lambda w: {"name": "n", "scopes": ["read"]}, W_READ, 200)],
+    "tokens": [
+        ("get", lambda w: "/tokens/", None, W_READ, 200),
+        ("post", lambda w: "/tokens/", lambda w: {"name": "n", "scopes": ["read"]}, W_READ, 200),
+    ],
     "token-revoke": [("post", lambda w: f"/tokens/{w['token'].pk}/revoke", lambda w: {}, W_OWN_TOKEN, 302)],
 }
-RULES.update({  # --- operations (issue 17): probes open to anyone, credentials or not ---
-    "healthz": [("get", lambda w: "/healthz", None, OPEN, 200)],
-    "readyz": [("get", lambda w: "/readyz", None, OPEN, 200)],
-})
+RULES.update(
+    {  # --- operations (issue 17): probes open to anyone, credentials or not ---
+        "healthz": [("get", lambda w: "/healthz", None, OPEN, 200)],
+        "readyz": [("get", lambda w: "/readyz", None, OPEN, 200)],
+    }
+)
 ADMIN_SITE_PATHS = ["/admin/", "/admin/registry/job/", "/admin/registry/agent/", "/admin/registry/apitoken/"]
 
 

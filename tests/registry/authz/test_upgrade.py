@@ -17,7 +17,8 @@ migration = importlib.import_module("registry.migrations.0008_authz")
 
 
 def test_only_group_less_script_accounts_with_live_submit_tokens_become_submitters(
-        django_user_model: Any, world: dict[str, Any]) -> None:
+    django_user_model: Any, world: dict[str, Any]
+) -> None:
     script = django_user_model.objects.create_user("old-lab-script")
     token_create(user=script, name="ci", scopes="submit,read")
     reader = django_user_model.objects.create_user("old-reader")

@@ -52,8 +52,11 @@ def test_an_unknown_axis_is_a_clear_400(api, fleet):
 
 def test_a_comparable_set_is_compared_with_intervals_ratios_and_disclosures(api, fleet):
     runs = [fleet["a"].pk, fleet["b"].pk, fleet["c"].digest]
-    response = api.post("/api/v1/comparisons", {"runs": runs, "axis": "system",
-                                                "prices": {"lab-h100-01": 3.0, "lab-h200-02": 4.5}}, format="json")
+    response = api.post(
+        "/api/v1/comparisons",
+        {"runs": runs, "axis": "system", "prices": {"lab-h100-01": 3.0, "lab-h200-02": 4.5}},
+        format="json",
+    )
     assert response.status_code == 201, response.content
     body = response.json()
     result = body["result"]
@@ -84,8 +87,9 @@ def test_the_requester_picks_the_baseline_and_the_summary_names_the_best_against
 
 
 def test_a_baseline_outside_the_comparison_is_a_422_at_its_pointer(api, fleet):
-    response = api.post("/api/v1/comparisons", {"runs": [fleet["a"].pk, fleet["b"].pk],
-                                                "baseline": fleet["c"].pk}, format="json")
+    response = api.post(
+        "/api/v1/comparisons", {"runs": [fleet["a"].pk, fleet["b"].pk], "baseline": fleet["c"].pk}, format="json"
+    )
     assert response.status_code == 422 and response["Content-Type"] == "application/problem+json"
     assert [e["pointer"] for e in response.json()["errors"]] == ["/baseline"]
 
@@ -107,10 +111,13 @@ def test_an_unsteady_arm_makes_the_verdict_inconclusive_with_the_reason_first(ap
     result = api.post("/api/v1/comparisons", {"runs": [r.pk for r in runs]}, format="json").json()["result"]
     conclusion = result["conclusion"]
     assert conclusion["outcome"] == "inconclusive" and result["pairwise"][0]["verdict"] == "inconclusive"
-    assert conclusion["statement"].startswith(f"Inconclusive: run {runs[0].pk} and run {runs[1].pk} never reached "
-                                              "steady state. Taken at face value,")
-    assert conclusion["reasons"][0]["message"] == f"run {runs[0].pk} (H100) never reached steady state (block " \
-        "medians disagree)"  # the why, per run, beside the statement
+    assert conclusion["statement"].startswith(
+        f"Inconclusive: run {runs[0].pk} and run {runs[1].pk} never reached steady state. Taken at face value,"
+    )
+    assert (
+        conclusion["reasons"][0]["message"] == f"run {runs[0].pk} (H100) never reached steady state (block "
+        "medians disagree)"
+    )  # the why, per run, beside the statement
     assert [(r["code"], r["run"], r["arm"]) for r in conclusion["reasons"]] == [("unsteady", 0, 0), ("unsteady", 1, 1)]
 
 
@@ -124,8 +131,9 @@ def test_the_same_request_returns_the_stored_comparison(api, fleet):
 
 
 def test_a_refused_comparison_is_422_with_every_field_in_plain_words(api, fleet):
-    response = api.post("/api/v1/comparisons", {"runs": [fleet["a"].pk, fleet["int8"].pk, fleet["cpu"].pk]},
-                        format="json")
+    response = api.post(
+        "/api/v1/comparisons", {"runs": [fleet["a"].pk, fleet["int8"].pk, fleet["cpu"].pk]}, format="json"
+    )
     assert response.status_code == 422
     assert response["Content-Type"] == "application/problem+json"
     errors = response.json()["errors"]
@@ -143,13 +151,16 @@ def test_withdrawn_runs_are_refused_with_the_reason(api, fleet, user):
     assert "mislabelled driver" in response.json()["errors"][0]["message"]
 
 
-@pytest.mark.parametrize(("payload", "pointer"), [
-    ({"runs": [1]}, "/runs"),
-    ({"runs": [1, 999999]}, "/runs/1"),  # well-formed, no such run: 422 (docs/api.md)
-    ({"runs": [1, 2], "axis": "colour"}, "/axis"),
-    ({"runs": [1, {"id": 2}]}, "/runs"),
-    ({"runs": [1, 2], "prices": {"x": -1}}, "/prices/x"),
-])
+@pytest.mark.parametrize(
+    ("payload", "pointer"),
+    [
+        ({"runs": [1]}, "/runs"),
+        ({"runs": [1, 999999]}, "/runs/1"),  # well-formed, no such run: 422 (docs/api.md)
+        ({"runs": [1, 2], "axis": "colour"}, "/axis"),
+        ({"runs": [1, {"id": 2}]}, "/runs"),
+        ({"runs": [1, 2], "prices": {"x": -1}}, "/prices/x"),
+    ],
+)
 def test_bad_comparison_requests_name_the_problem(api, fleet, payload, pointer):
     payload = json.loads(json.dumps(payload).replace("1,", f"{fleet['a'].pk},").replace("[1]", f"[{fleet['a'].pk}]"))
     response = api.post("/api/v1/comparisons", payload, format="json")
@@ -178,8 +189,7 @@ def test_a_repeated_request_is_a_lookup_not_a_recomputation(api, fleet, monkeypa
         api.post("/api/v1/comparisons", {**body, "prices": {"lab-h100-01": 4.0}}, format="json")
 
 
-def test_a_bug_inside_the_statistics_is_a_logged_500_not_a_400_that_blames_the_input(token, fleet, monkeypatch,
-                                                                                      caplog):
+def test_a_bug_inside_the_statistics_is_a_logged_500_not_a_400_that_blames_the_input(token, fleet, monkeypatch, caplog):
     from rest_framework.test import APIClient
 
     def broken(*args, **kwargs):
@@ -196,8 +206,14 @@ def test_a_bug_inside_the_statistics_is_a_logged_500_not_a_400_that_blames_the_i
 
 
 def test_an_impossible_sizing_request_is_still_the_callers_400(api, fleet):
-    response = api.post("/api/v1/comparisons", {"runs": [fleet["a"].pk, fleet["b"].pk], "axis": "system",
-                                                "sizing": {"target_load": -5, "load_unit": "requests/s"}},
-                        format="json")
+    response = api.post(
+        "/api/v1/comparisons",
+        {
+            "runs": [fleet["a"].pk, fleet["b"].pk],
+            "axis": "system",
+            "sizing": {"target_load": -5, "load_unit": "requests/s"},
+        },
+        format="json",
+    )
     assert response.status_code == 400, response.content
     assert "target_load" in response.json()["detail"] + json.dumps(response.json().get("errors"))

@@ -40,10 +40,14 @@ def _doc(system: str, tput: float, ttft: float = 300.0, model: str = "H100", wei
     return doc
 
 
-QUESTION = {"workload": "decoder-small", "scenario": "server",
-            "objectives": [{"metric": "ttft_ms", "percentile": "p99", "max_ms": 2000}],
-            "quality": {"target_ratio": 0.99}, "demand": {"value": 20000, "unit": "tokens/s"},
-            "prices": {"system_hour": {"H100": 98.0, "MI300X": 80.0}, "energy_per_kwh": 0.1}}
+QUESTION = {
+    "workload": "decoder-small",
+    "scenario": "server",
+    "objectives": [{"metric": "ttft_ms", "percentile": "p99", "max_ms": 2000}],
+    "quality": {"target_ratio": 0.99},
+    "demand": {"value": 20000, "unit": "tokens/s"},
+    "prices": {"system_hour": {"H100": 98.0, "MI300X": 80.0}, "energy_per_kwh": 0.1},
+}
 
 
 def _client(user: Any) -> APIClient:
@@ -54,6 +58,7 @@ def _client(user: Any) -> APIClient:
 
 def _user(role: str = "admin") -> Any:
     from django.contrib.auth.models import Group
+
     user = get_user_model().objects.create_user(f"{role}-{time.monotonic_ns()}", password="x")
     user.groups.add(Group.objects.get_or_create(name=role)[0])
     return user
@@ -72,8 +77,10 @@ def _submit(client: APIClient, docs: list[dict[str, Any]]) -> list[int]:
 def test_a_decision_is_answered_per_configuration_and_refuses_a_wrong_question() -> None:
     user = _user()
     client = _client(user)
-    ids = _submit(client, [_doc(f"h{i}", 1000.0) for i in range(3)]
-                  + [_doc(f"m{i}", 1200.0, 500.0, "MI300X", "fp8") for i in range(3)])
+    ids = _submit(
+        client,
+        [_doc(f"h{i}", 1000.0) for i in range(3)] + [_doc(f"m{i}", 1200.0, 500.0, "MI300X", "fp8") for i in range(3)],
+    )
     response = client.post("/api/v1/decisions", {"title": "20k tokens/s", "question": QUESTION}, format="json")
     assert response.status_code == 201, response.content
     body = response.json()
@@ -85,9 +92,11 @@ def test_a_decision_is_answered_per_configuration_and_refuses_a_wrong_question()
     assert all(r["url"] == f"/runs/{r['id']}/" and r["digest"].startswith("sha256:") for r in h100["runs"])
     assert {"decision.created", "decision.answered"} <= set(AuditEntry.objects.values_list("kind", flat=True))
     assert client.get(f"/api/v1/decisions/{body['id']}").json()["answer"]["digest"] == answer["digest"]
-    bad = client.post("/api/v1/decisions", {"title": "t", "question": {**QUESTION, "demand": {"value": -1,
-                                                                                            "unit": "tokens/s"}}},
-                      format="json")
+    bad = client.post(
+        "/api/v1/decisions",
+        {"title": "t", "question": {**QUESTION, "demand": {"value": -1, "unit": "tokens/s"}}},
+        format="json",
+    )
     assert bad.status_code == 422 and "/question/demand/value" in bad.content.decode()
     assert Decision.objects.count() == 1
     other = _client(_user("viewer"))
@@ -102,18 +111,23 @@ def test_a_decision_is_answered_per_configuration_and_refuses_a_wrong_question()
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize(("address", "status", "code"), [
-    ("ftp://example.org/hook", 400, "invalid"),
-    ("not a url", 400, "invalid"),
-    ("https://" + ".".join(["a" * 63] * 5) + "/hook", 422, "undeliverable-address"),  # host over 253 characters
-    ("https://" + "a" * 480 + ".org/", 422, "undeliverable-address"),  # a label over 63
-    ("https://hooks.example.org/" + "p" * 480, 400, "max_length"),
-])
+@pytest.mark.parametrize(
+    ("address", "status", "code"),
+    [
+        ("ftp://example.org/hook", 400, "invalid"),
+        ("not a url", 400, "invalid"),
+        ("https://" + ".".join(["a" * 63] * 5) + "/hook", 422, "undeliverable-address"),  # host over 253 characters
+        ("https://" + "a" * 480 + ".org/", 422, "undeliverable-address"),  # a label over 63
+        ("https://hooks.example.org/" + "p" * 480, 400, "max_length"),
+    ],
+)
 def test_a_webhook_address_no_request_can_reach_is_refused_with_its_pointer_and_nothing_stored(
-        address: str, status: int, code: str) -> None:
+    address: str, status: int, code: str
+) -> None:
     client = _client(_user())
-    response = client.post("/api/v1/decisions", {"title": "t", "question": QUESTION, "webhook_url": address},
-                           format="json")
+    response = client.post(
+        "/api/v1/decisions", {"title": "t", "question": QUESTION, "webhook_url": address}, format="json"
+    )
     assert response.status_code == status, response.content
     errors = response.json()["errors"]
     assert errors[0]["pointer"] == "/webhook_url" and errors[0]["code"] == code
@@ -124,8 +138,9 @@ def test_a_webhook_address_no_request_can_reach_is_refused_with_its_pointer_and_
 def test_a_long_reachable_webhook_address_is_kept_whole() -> None:
     client = _client(_user())
     address = "https://hooks.example.org/services/" + "T0123/" * 60  # 395 characters, as some chat tools issue
-    response = client.post("/api/v1/decisions", {"title": "t", "question": QUESTION, "webhook_url": address},
-                           format="json")
+    response = client.post(
+        "/api/v1/decisions", {"title": "t", "question": QUESTION, "webhook_url": address}, format="json"
+    )
     assert response.status_code == 201, response.content
     assert Decision.objects.get().webhook_url == address
 
@@ -178,17 +193,39 @@ def worker(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     take the webhook task somewhere this worker never looks.
     """
     settings = connection.settings_dict
-    env = {**os.environ, "CELERY_BROKER_URL": BROKER, "BENCHREG_WEBHOOK_ALLOWED_NETWORKS": "127.0.0.1/32",
-           "DATABASE_URL": f"postgres://{settings['USER']}@{settings['HOST']}:{settings['PORT']}/{settings['NAME']}"}
+    env = {
+        **os.environ,
+        "CELERY_BROKER_URL": BROKER,
+        "BENCHREG_WEBHOOK_ALLOWED_NETWORKS": "127.0.0.1/32",
+        "DATABASE_URL": f"postgres://{settings['USER']}@{settings['HOST']}:{settings['PORT']}/{settings['NAME']}",
+    }
     log = (tmp_path / "worker.log").open("wb")
     old = app.conf.task_always_eager, app.conf.broker_url
     app.conf.task_always_eager, app.conf.broker_url = False, BROKER
     monkeypatch.setattr(app, "_pool", None)
     monkeypatch.setattr(app.amqp, "_producer_pool", None)
     app.control.purge()  # nothing left from an earlier run of this test
-    proc = subprocess.Popen([sys.executable, "-m", "celery", "-A", "registry.celery", "worker", "--pool", "solo",
-                             "--loglevel", "warning", "--without-gossip", "--without-mingle"],
-                            cwd=ROOT, env=env, start_new_session=True, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "registry.celery",
+            "worker",
+            "--pool",
+            "solo",
+            "--loglevel",
+            "warning",
+            "--without-gossip",
+            "--without-mingle",
+        ],
+        cwd=ROOT,
+        env=env,
+        start_new_session=True,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     try:
         yield
     finally:
@@ -202,13 +239,15 @@ def worker(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 @pytest.mark.skipif(not BROKER, reason="needs Redis: set BENCHREG_TEST_BROKER_URL=redis://...")
 @pytest.mark.django_db(transaction=True)
 def test_withdrawing_a_cited_run_flags_the_decision_and_a_real_worker_delivers_the_signed_webhook(
-        receiver: str, worker: None, settings: Any) -> None:
+    receiver: str, worker: None, settings: Any
+) -> None:
     settings.BENCHREG_WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.1/32"]  # the receiver is local: allowed explicitly
     user = _user()
     client = _client(user)
     ids = _submit(client, [_doc(f"h{i}", 1000.0) for i in range(3)])
-    created = client.post("/api/v1/decisions", {"title": "t", "question": QUESTION, "webhook_url": receiver},
-                          format="json").json()
+    created = client.post(
+        "/api/v1/decisions", {"title": "t", "question": QUESTION, "webhook_url": receiver}, format="json"
+    ).json()
     secret = created["webhook_secret"]
     submission_withdraw(submission=Submission.objects.get(pk=ids[0]), reason="driver bug", actor=user)
     decision = Decision.objects.get(pk=created["id"])
@@ -218,8 +257,7 @@ def test_withdrawing_a_cited_run_flags_the_decision_and_a_real_worker_delivers_t
     while time.monotonic() < deadline and WebhookDelivery.objects.filter(state="pending").exists():
         time.sleep(0.2)
     delivery = WebhookDelivery.objects.get()
-    assert delivery.state == "delivered", (delivery.state, delivery.attempts, delivery.last_status,
-                                           delivery.last_error)
+    assert delivery.state == "delivered", (delivery.state, delivery.attempts, delivery.last_status, delivery.last_error)
     assert delivery.last_status == 204 and delivery.attempts >= 1
     headers, body = _Receiver.received[0]
     event = Webhook(secret).verify(body, headers)
@@ -232,8 +270,9 @@ def test_withdrawing_a_cited_run_flags_the_decision_and_a_real_worker_delivers_t
 
 
 @pytest.mark.django_db
-def test_reissued_report_verifies_and_the_old_one_still_verifies(settings: Any, tmp_path: Any,
-                                                                 django_capture_on_commit_callbacks: Any) -> None:
+def test_reissued_report_verifies_and_the_old_one_still_verifies(
+    settings: Any, tmp_path: Any, django_capture_on_commit_callbacks: Any
+) -> None:
     from registry.models import AuditHead
     from registry.selectors.reports import report_verify
     from registry.services.decisions import decision_report
@@ -243,10 +282,13 @@ def test_reissued_report_verifies_and_the_old_one_still_verifies(settings: Any, 
     AuditHead.objects.get_or_create(id=1)
     user = _user()
     client = _client(user)
-    ids = _submit(client, [_doc(f"h{i}", 1000.0) for i in range(3)]
-                  + [_doc(f"m{i}", 1200.0, 500.0, "MI300X", "fp8") for i in range(3)])
-    decision = Decision.objects.get(pk=client.post("/api/v1/decisions", {"title": "buy", "question": QUESTION},
-                                                   format="json").json()["id"])
+    ids = _submit(
+        client,
+        [_doc(f"h{i}", 1000.0) for i in range(3)] + [_doc(f"m{i}", 1200.0, 500.0, "MI300X", "fp8") for i in range(3)],
+    )
+    decision = Decision.objects.get(
+        pk=client.post("/api/v1/decisions", {"title": "buy", "question": QUESTION}, format="json").json()["id"]
+    )
     with django_capture_on_commit_callbacks(execute=True):  # the report renders after commit
         old = decision_report(decision=decision, requested_by=user)
     old.refresh_from_db()
@@ -258,8 +300,9 @@ def test_reissued_report_verifies_and_the_old_one_still_verifies(settings: Any, 
     assert verdict.report["decision"]["digest"] == decision.answers.get(number=1).digest
     # The answer is stated in the PDF from the evidence it carries: one row per candidate, and the frontier drawn.
     (tmp_path / "old.pdf").write_bytes(old_pdf)
-    text = subprocess.run(["pdftotext", "-layout", str(tmp_path / "old.pdf"), "-"], capture_output=True, text=True,
-                          check=True).stdout
+    text = subprocess.run(
+        ["pdftotext", "-layout", str(tmp_path / "old.pdf"), "-"], capture_output=True, text=True, check=True
+    ).stdout
     assert "answered per candidate" in text and "Pareto frontier over" in text and "frontier" in text
     assert "lower is better on both" in text  # the Pareto chart's caption: drawn only when the chart is
     submission_withdraw(submission=Submission.objects.get(pk=ids[0]), reason="driver bug", actor=user)
@@ -290,19 +333,21 @@ def test_a_weak_candidate_becomes_a_plan_whose_runs_flow_back_into_the_decision(
     candidate = body["answer"]["candidates"][0]
     assert "too-few-repetitions" in {g["code"] for g in candidate["gaps"]}
     agent, _ = enrol("rig-d")
-    response = client.post(f"/api/v1/decisions/{body['id']}/plans",
-                           {"candidate": candidate["label"], "agents": [agent.pk], "options": {"quick": True}},
-                           format="json")
+    response = client.post(
+        f"/api/v1/decisions/{body['id']}/plans",
+        {"candidate": candidate["label"], "agents": [agent.pk], "options": {"quick": True}},
+        format="json",
+    )
     assert response.status_code == 201, response.content
     plan = Plan.objects.get(pk=response.json()["plan"])
-    assert (plan.workload, plan.scenario, plan.precisions, plan.repetitions) == ("decoder-small", "server",
-                                                                                  ["bf16"], 3)
+    assert (plan.workload, plan.scenario, plan.precisions, plan.repetitions) == ("decoder-small", "server", ["bf16"], 3)
     assert plan.batch_sizes == [8] and plan.jobs.count() == 1
     # the plan's run comes back as new evidence for the question
     _submit(client, [_doc("h1", 1010.0)])
     assert client.get(f"/api/v1/decisions/{body['id']}").json()["status"] == "evidence-changed"
-    bad = client.post(f"/api/v1/decisions/{body['id']}/plans", {"candidate": "nope", "agents": [agent.pk]},
-                      format="json")
+    bad = client.post(
+        f"/api/v1/decisions/{body['id']}/plans", {"candidate": "nope", "agents": [agent.pk]}, format="json"
+    )
     assert bad.status_code == 400 and "nope" in bad.content.decode()
 
 
@@ -333,8 +378,9 @@ def test_the_decision_page_issues_the_report_and_plans_runs_for_a_gap() -> None:
     refused = web.post(f"/decisions/{decision['id']}/plan", {"candidate": weak["label"], "repetitions": 3})
     assert refused.status_code == 400 and "This field is required" in refused.content.decode()
     assert not Plan.objects.exists()
-    planned = web.post(f"/decisions/{decision['id']}/plan",
-                       {"candidate": weak["label"], "agents": [agent.pk], "repetitions": 4})
+    planned = web.post(
+        f"/decisions/{decision['id']}/plan", {"candidate": weak["label"], "agents": [agent.pk], "repetitions": 4}
+    )
     assert planned.status_code == 302 and planned["Location"] == "/jobs/"
     plan = Plan.objects.get()
     assert (plan.repetitions, plan.precisions, plan.jobs.count()) == (4, ["fp8"], 1)
@@ -349,8 +395,10 @@ def test_the_verifier_refuses_a_decision_answer_that_does_not_hash_or_cites_othe
     section = {"digest": digest_of(text.encode()), "canonical": text}
     assert _decision_problems(section, [{"id": 1, "digest": "sha256:aa"}]) == []
     assert "not cited" in _decision_problems(section, [{"id": 2, "digest": "sha256:bb"}])[0]
-    assert "does not hash" in _decision_problems({**section, "canonical": text.replace("aa", "ab")},
-                                                 [{"id": 1, "digest": "sha256:aa"}])[0]
+    assert (
+        "does not hash"
+        in _decision_problems({**section, "canonical": text.replace("aa", "ab")}, [{"id": 1, "digest": "sha256:aa"}])[0]
+    )
 
 
 @pytest.mark.django_db
@@ -360,10 +408,12 @@ def test_only_a_decision_whose_latest_answer_cites_the_run_is_flagged() -> None:
     user = _user()
     client = _client(user)
     ids = _submit(client, [_doc(f"h{i}", 1000.0 + i) for i in range(4)])
-    decision = Decision.objects.get(pk=client.post("/api/v1/decisions", {"title": "t", "question": QUESTION},
-                                                   format="json").json()["id"])
-    other = Decision.objects.get(pk=client.post("/api/v1/decisions", {"title": "u", "question": QUESTION},
-                                                format="json").json()["id"])
+    decision = Decision.objects.get(
+        pk=client.post("/api/v1/decisions", {"title": "t", "question": QUESTION}, format="json").json()["id"]
+    )
+    other = Decision.objects.get(
+        pk=client.post("/api/v1/decisions", {"title": "u", "question": QUESTION}, format="json").json()["id"]
+    )
     submission_withdraw(submission=Submission.objects.get(pk=ids[0]), reason="bad cable", actor=user)
     decision_answer(decision=decision, actor="t")  # answer 2 no longer cites the withdrawn run; `other` still does
     decision.refresh_from_db()
@@ -371,7 +421,9 @@ def test_only_a_decision_whose_latest_answer_cites_the_run_is_flagged() -> None:
     flagged = decisions_flag_for_runs(runs=[Submission.objects.get(pk=ids[0])], reason="again")
     assert [d.pk for d in flagged] == [other.pk]
     assert [d.pk for d in decisions_flag_for_runs(runs=[Submission.objects.get(pk=ids[1])], reason="x")] == [
-        decision.pk, other.pk]
+        decision.pk,
+        other.pk,
+    ]
 
 
 @pytest.mark.postgres

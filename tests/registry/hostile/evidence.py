@@ -7,10 +7,14 @@ from typing import Any
 from tests.conftest import load_example
 from tests.documents import variant
 
-QUESTION = {"workload": "decoder-small", "scenario": "server",
-            "objectives": [{"metric": "ttft_ms", "percentile": "p99", "max_ms": 2000}],
-            "quality": {"target_ratio": 0.99}, "demand": {"value": 20000, "unit": "tokens/s"},
-            "prices": {"system_hour": {"*": 98.0}, "energy_per_kwh": 0.1}}
+QUESTION = {
+    "workload": "decoder-small",
+    "scenario": "server",
+    "objectives": [{"metric": "ttft_ms", "percentile": "p99", "max_ms": 2000}],
+    "quality": {"target_ratio": 0.99},
+    "demand": {"value": 20000, "unit": "tokens/s"},
+    "prices": {"system_hour": {"*": 98.0}, "energy_per_kwh": 0.1},
+}
 
 
 def server_run(system: str, tput: float) -> dict[str, Any]:

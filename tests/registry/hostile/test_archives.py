@@ -44,9 +44,13 @@ SYSTEM = "8xMI300X_2xEPYC_9575F"
 def _uploads_in_tmp(settings: Any, tmp_path_factory: pytest.TempPathFactory) -> None:
     from django.core.files.storage import storages
 
-    settings.STORAGES = {**settings.STORAGES, "uploads": {
-        "BACKEND": "django.core.files.storage.FileSystemStorage",
-        "OPTIONS": {"location": str(tmp_path_factory.mktemp("uploads"))}}}
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "uploads": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": str(tmp_path_factory.mktemp("uploads"))},
+        },
+    }
     storages._storages.pop("uploads", None)  # the handler caches backends: the next use reads the setting above
     yield
     storages._storages.pop("uploads", None)
@@ -86,7 +90,7 @@ def assert_refused(client: Any, data: bytes, name: str, *words: str, within: flo
     before = counts()
     response, text, took = post(client, data, name)
     assert response.status_code == 200, text[:500]
-    assert all(w in text for w in words), (words, text[text.find("errornote") - 200:][:800])
+    assert all(w in text for w in words), (words, text[text.find("errornote") - 200 :][:800])
     assert counts() == before  # no run, no audit entry, no kept archive
     assert took < within
     return text
@@ -116,6 +120,7 @@ def tree_tarball(root: Path) -> bytes:
 
 # ------------------------------------------------------------------------------------------ the admin upload
 
+
 def test_a_zip_with_a_bad_crc_is_refused_naming_the_member(admin_client: Any) -> None:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
@@ -125,12 +130,15 @@ def test_a_zip_with_a_bad_crc_is_refused_naming_the_member(admin_client: Any) ->
     assert_refused(admin_client, bytes(data), "bad-crc.zip", "mlperf/systems/a.json", "CRC")
 
 
-@pytest.mark.parametrize("members", [
-    [("t/a", b"file"), ("t/a/b", b"under a file")],
-    [("t/a/b", b"x"), ("t/a", b"a file where a folder is")],
-    [("t/a", b"x"), ("t/a", None)],
-    [("t/a", b"x"), ("t/a", b"again")],
-])
+@pytest.mark.parametrize(
+    "members",
+    [
+        [("t/a", b"file"), ("t/a/b", b"under a file")],
+        [("t/a/b", b"x"), ("t/a", b"a file where a folder is")],
+        [("t/a", b"x"), ("t/a", None)],
+        [("t/a", b"x"), ("t/a", b"again")],
+    ],
+)
 @pytest.mark.parametrize("kind", ["tar.gz", "zip"])
 def test_a_file_and_a_folder_of_the_same_name_are_refused(admin_client: Any, members: Any, kind: str) -> None:
     if kind == "zip":
@@ -178,8 +186,7 @@ def test_too_many_members_are_refused_as_they_are_counted(admin_client: Any, set
     assert_refused(admin_client, tar_bytes(members), "many.tar.gz", "50 entries")
 
 
-def test_a_member_name_that_is_not_utf8_is_refused_before_anything_is_imported(admin_client: Any,
-                                                                                tree: Path) -> None:
+def test_a_member_name_that_is_not_utf8_is_refused_before_anything_is_imported(admin_client: Any, tree: Path) -> None:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz", format=tarfile.GNU_FORMAT, encoding="latin-1") as archive:
         archive.add(tree, arcname="mlperf")
@@ -190,8 +197,7 @@ def test_a_member_name_that_is_not_utf8_is_refused_before_anything_is_imported(a
     assert "stored" not in text.split("errornote")[-1][:300]
 
 
-def test_a_systems_json_nested_200000_deep_refuses_its_results_with_the_reason(admin_client: Any,
-                                                                               tree: Path) -> None:
+def test_a_systems_json_nested_200000_deep_refuses_its_results_with_the_reason(admin_client: Any, tree: Path) -> None:
     (tree / "systems" / f"{SYSTEM}.json").write_text("[" * 200_000 + "]" * 200_000)
     before = counts()
     response, text, took = post(admin_client, tree_tarball(tree), "deep.tar.gz")
@@ -210,6 +216,7 @@ def test_an_archive_is_stored_only_once_it_was_validated_and_imported(admin_clie
 
 # ------------------------------------------------------------------------------------------ unpack, directly
 
+
 def test_unpack_counts_inflated_bytes_and_distrusts_declared_sizes(tmp_path: Path) -> None:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
@@ -219,21 +226,26 @@ def test_unpack_counts_inflated_bytes_and_distrusts_declared_sizes(tmp_path: Pat
     assert (tmp_path / "a" / "t" / "zeros.bin").stat().st_size <= 1024 * 1024  # stopped at the bound
     raw = bytearray(buffer.getvalue())
     central = raw.rindex(b"PK\x01\x02")
-    raw[central + 24:central + 28] = (10).to_bytes(4, "little")  # the directory now claims 10 bytes
+    raw[central + 24 : central + 28] = (10).to_bytes(4, "little")  # the directory now claims 10 bytes
     with pytest.raises(ArchiveError, match=r"t/zeros\.bin: cannot be unpacked.*CRC"):
         unpack(io.BytesIO(bytes(raw)), "lying.zip", tmp_path / "b", max_bytes=1024 * 1024)
 
 
 def test_unpack_refuses_garbage_with_a_reason(tmp_path: Path) -> None:
-    for name, data in (("x.zip", b"PK\x03\x04" + os.urandom(200)), ("x.tar.gz", gzip.compress(os.urandom(3000))),
-                       ("x.tgz", b"\x1f\x8b" + os.urandom(100)), ("x.tar", b""),
-                       ("x.tar.gz", zlib.compress(b"not gzip"))):
+    for name, data in (
+        ("x.zip", b"PK\x03\x04" + os.urandom(200)),
+        ("x.tar.gz", gzip.compress(os.urandom(3000))),
+        ("x.tgz", b"\x1f\x8b" + os.urandom(100)),
+        ("x.tar", b""),
+        ("x.tar.gz", zlib.compress(b"not gzip")),
+    ):
         with pytest.raises(ArchiveError) as refused:
             unpack(io.BytesIO(data), name, tmp_path / name)
         assert str(refused.value)
 
 
 # ------------------------------------------------------------------------------------------ the importer (CLI)
+
 
 class _Deadline:
     """Fails the test instead of hanging it, should a walk loop."""
@@ -244,6 +256,7 @@ class _Deadline:
     def __enter__(self) -> None:
         def expired(*_: Any) -> None:
             raise TimeoutError(f"still running after {self.seconds} s")
+
         signal.signal(signal.SIGALRM, expired)
         signal.alarm(self.seconds)
 
@@ -313,6 +326,7 @@ def test_file_names_that_are_not_utf8_are_listed_escaped_not_crashed_on(tree: Pa
 
 # ------------------------------------------------------------------------------------------ report verification
 
+
 def _deflated_zeros(size: int) -> bytes:
     packer, chunk = zlib.compressobj(9), bytes(1 << 20)
     return b"".join([*(packer.compress(chunk) for _ in range(size >> 20)), packer.flush()])
@@ -331,14 +345,25 @@ def bomb_pdf(tmp_path_factory: pytest.TempPathFactory, django_db_blocker: Any) -
     from verifier import ATTACHMENT_NAME, REASON_PREFIX
 
     data_dir = tmp_path_factory.mktemp("bomb-keys")
-    body = (b"%PDF-1.7\n1 0 obj\n<< /Type /Catalog /Pages 2 0 R >>\nendobj\n2 0 obj\n<< /Type /Pages /Kids [3 0 R] "
-            b"/Count 1 >>\nendobj\n3 0 obj\n<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 200] >>\nendobj\n")
+    body = (
+        b"%PDF-1.7\n1 0 obj\n<< /Type /Catalog /Pages 2 0 R >>\nendobj\n2 0 obj\n<< /Type /Pages /Kids [3 0 R] "
+        b"/Count 1 >>\nendobj\n3 0 obj\n<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 200] >>\nendobj\n"
+    )
     offsets = b"".join(b"%010d 00000 n \n" % body.index(b"%d 0 obj" % n) for n in (1, 2, 3))
-    pdf = (body + b"xref\n0 4\n0000000000 65535 f \n" + offsets +
-           b"trailer\n<< /Size 4 /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % len(body))
+    pdf = (
+        body
+        + b"xref\n0 4\n0000000000 65535 f \n"
+        + offsets
+        + b"trailer\n<< /Size 4 /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % len(body)
+    )
     writer = IncrementalPdfFileWriter(io.BytesIO(pdf), strict=False)
-    embed_file(writer, FileSpec(file_spec_string=ATTACHMENT_NAME, embedded_data=EmbeddedFileObject.from_file_data(
-        writer, data=b"{}", mime_type="application/json")))
+    embed_file(
+        writer,
+        FileSpec(
+            file_spec_string=ATTACHMENT_NAME,
+            embedded_data=EmbeddedFileObject.from_file_data(writer, data=b"{}", mime_type="application/json"),
+        ),
+    )
     out = io.BytesIO()
     writer.write(out)
     with override_settings(DATA_DIR=data_dir):
@@ -348,12 +373,28 @@ def bomb_pdf(tmp_path_factory: pytest.TempPathFactory, django_db_blocker: Any) -
         cert.write_bytes(identity.public_pem())
     writer = IncrementalPdfFileWriter(io.BytesIO(signed), strict=False)
     name = generic.NameObject
-    stream = generic.StreamObject({name("/Type"): name("/EmbeddedFile"), name("/Filter"): name("/FlateDecode")},
-                                  encoded_data=_deflated_zeros(512 << 20))
-    spec = generic.DictionaryObject({name("/Type"): name("/Filespec"), name("/F"): generic.TextStringObject(
-        ATTACHMENT_NAME), name("/EF"): generic.DictionaryObject({name("/F"): writer.add_object(stream)})})
-    writer.root[name("/Names")] = generic.DictionaryObject({name("/EmbeddedFiles"): generic.DictionaryObject({
-        name("/Names"): generic.ArrayObject([generic.TextStringObject(ATTACHMENT_NAME), writer.add_object(spec)])})})
+    stream = generic.StreamObject(
+        {name("/Type"): name("/EmbeddedFile"), name("/Filter"): name("/FlateDecode")},
+        encoded_data=_deflated_zeros(512 << 20),
+    )
+    spec = generic.DictionaryObject(
+        {
+            name("/Type"): name("/Filespec"),
+            name("/F"): generic.TextStringObject(ATTACHMENT_NAME),
+            name("/EF"): generic.DictionaryObject({name("/F"): writer.add_object(stream)}),
+        }
+    )
+    writer.root[name("/Names")] = generic.DictionaryObject(
+        {
+            name("/EmbeddedFiles"): generic.DictionaryObject(
+                {
+                    name("/Names"): generic.ArrayObject(
+                        [generic.TextStringObject(ATTACHMENT_NAME), writer.add_object(spec)]
+                    )
+                }
+            )
+        }
+    )
     writer.update_root()
     out = io.BytesIO()
     writer.write(out)
@@ -371,14 +412,14 @@ print(tracemalloc.get_traced_memory()[1], time.perf_counter() - started, *sorted
 """
 
 
-def test_a_flate_bomb_in_an_incremental_update_inflates_no_more_than_the_bound(bomb_pdf: Any,
-                                                                               tmp_path: Path) -> None:
+def test_a_flate_bomb_in_an_incremental_update_inflates_no_more_than_the_bound(bomb_pdf: Any, tmp_path: Path) -> None:
     _signed, bombed, cert = bomb_pdf
     assert len(bombed) < 1024 * 1024
     pdf = tmp_path / "bomb.pdf"
     pdf.write_bytes(bombed)
-    done = subprocess.run([sys.executable, "-c", PEAK, str(pdf), str(cert)], capture_output=True, text=True,
-                          timeout=120, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-c", PEAK, str(pdf), str(cert)], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     peak, seconds, *codes = done.stdout.split()
     assert "within-bounds" in codes
@@ -391,8 +432,9 @@ def test_the_verify_endpoint_refuses_a_flate_bomb_with_problem_json(bomb_pdf: An
 
     signed, bombed, _cert = bomb_pdf
     started = time.perf_counter()
-    answer = client.post("/api/v1/reports/verify",
-                         {"file": SimpleUploadedFile("r.pdf", bombed, content_type="application/pdf")})
+    answer = client.post(
+        "/api/v1/reports/verify", {"file": SimpleUploadedFile("r.pdf", bombed, content_type="application/pdf")}
+    )
     assert time.perf_counter() - started < 30
     assert answer.status_code == 413, answer.content[:500]
     assert answer["Content-Type"].startswith("application/problem+json")
@@ -400,6 +442,7 @@ def test_the_verify_endpoint_refuses_a_flate_bomb_with_problem_json(bomb_pdf: An
     assert body["code"] == "inflated-too-large" and "inflates beyond" in body["detail"]
     assert body["errors"][0]["pointer"] == "/file"
     # the file without the bomb is verified as before (a verdict, not a refusal)
-    plain = client.post("/api/v1/reports/verify",
-                        {"file": SimpleUploadedFile("r.pdf", signed, content_type="application/pdf")})
+    plain = client.post(
+        "/api/v1/reports/verify", {"file": SimpleUploadedFile("r.pdf", signed, content_type="application/pdf")}
+    )
     assert plain.status_code == 200 and plain.json()["verdict"] == "INVALID"

@@ -41,8 +41,13 @@ def _document(base: dict, i: int, *, origin: bool = False) -> dict:
     doc = copy.deepcopy(base)
     doc["system"]["name"] = f"lab-node-{i:03d}"
     if origin:
-        doc["provenance"]["origin"] = {"kind": "other", "round": "v5.1", "division": "closed",
-                                       "category": "datacenter", "availability": "available"}
+        doc["provenance"]["origin"] = {
+            "kind": "other",
+            "round": "v5.1",
+            "division": "closed",
+            "category": "datacenter",
+            "availability": "available",
+        }
     return doc
 
 
@@ -50,10 +55,11 @@ def _document(base: dict, i: int, *, origin: bool = False) -> dict:
 def runs(user: Any, server_example: dict) -> list[Submission]:
     """Three runs: one plain, one stored through an API token with provenance.origin, one withdrawn."""
     token = token_create(user=user, name="lab script", scopes="submit,read")[0]
-    stored = [submission_create(document=_document(server_example, 0), submitted_by=user)[0],
-              submission_create(document=_document(server_example, 1, origin=True), submitted_by=user,
-                                token=token)[0],
-              submission_create(document=_document(server_example, 2), submitted_by=user)[0]]
+    stored = [
+        submission_create(document=_document(server_example, 0), submitted_by=user)[0],
+        submission_create(document=_document(server_example, 1, origin=True), submitted_by=user, token=token)[0],
+        submission_create(document=_document(server_example, 2), submitted_by=user)[0],
+    ]
     submission_withdraw(submission=stored[2], reason="driver not recorded", actor=user)
     call_command("audit", "checkpoint", stdout=io.StringIO())
     return stored
@@ -80,12 +86,18 @@ def _as_superuser(table: str, sql: str, params: list | None = None, *, how: str 
         if connection.vendor == "postgresql":
             if how == "disable":  # ALTER TABLE waits for no deferred check of the test's own transaction
                 cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-            cursor.execute("SET session_replication_role = replica" if how == "replica"
-                           else f"ALTER TABLE {table} DISABLE TRIGGER USER")
+            cursor.execute(
+                "SET session_replication_role = replica"
+                if how == "replica"
+                else f"ALTER TABLE {table} DISABLE TRIGGER USER"
+            )
         cursor.execute(sql, params or [])
         if connection.vendor == "postgresql":
-            cursor.execute("SET session_replication_role = DEFAULT" if how == "replica"
-                           else f"ALTER TABLE {table} ENABLE TRIGGER USER")
+            cursor.execute(
+                "SET session_replication_role = DEFAULT"
+                if how == "replica"
+                else f"ALTER TABLE {table} ENABLE TRIGGER USER"
+            )
 
 
 def _run_rewrites(runs: list[Submission], mallory: Any) -> dict[str, tuple[int, str, list]]:
@@ -109,13 +121,28 @@ def _run_rewrites(runs: list[Submission], mallory: Any) -> dict[str, tuple[int, 
         "token": (with_origin.pk, None),
     }
     sql_column = {"submitted_by": "submitted_by_id", "token": "token_id"}
-    return {column: (pk, update.format(column=sql_column.get(column, column)), [value, pk])
-            for column, (pk, value) in cases.items()}
+    return {
+        column: (pk, update.format(column=sql_column.get(column, column)), [value, pk])
+        for column, (pk, value) in cases.items()
+    }
 
 
-COLUMNS = ["trust", "submitted_at", "comparability_key", "comparability_key_software", "comparability_key_precision",
-           "comparability_key_iso_quality", "origin_round", "origin_division", "origin_category",
-           "origin_availability", "submitter", "submitted_by_name", "submitted_by", "token"]
+COLUMNS = [
+    "trust",
+    "submitted_at",
+    "comparability_key",
+    "comparability_key_software",
+    "comparability_key_precision",
+    "comparability_key_iso_quality",
+    "origin_round",
+    "origin_division",
+    "origin_category",
+    "origin_availability",
+    "submitter",
+    "submitted_by_name",
+    "submitted_by",
+    "token",
+]
 
 
 def _assert_named(out: str, run: int, column: str) -> None:
@@ -149,8 +176,9 @@ def test_postgres_superuser_rewrites_past_the_trigger_are_named(runs, mallory, c
 @pytest.mark.parametrize("how", ["replica", "disable"])
 def test_a_rewritten_audit_actor_is_named_by_its_entry(runs, how):
     seq = audit_seq_of(kind="run.submitted", subject=runs[0].digest)
-    _as_superuser("registry_auditentry", "UPDATE registry_auditentry SET actor = 'mallory' WHERE seq = %s", [seq],
-                  how=how)
+    _as_superuser(
+        "registry_auditentry", "UPDATE registry_auditentry SET actor = 'mallory' WHERE seq = %s", [seq], how=how
+    )
     ok, out = _verify()
     assert not ok
     assert f"entry #{seq}: audit entry #{seq}'s commitment to who did it does not match the stored actor" in out, out
@@ -160,10 +188,16 @@ def test_a_rewritten_audit_actor_is_named_by_its_entry(runs, how):
 def test_a_rewrite_of_run_and_entry_to_agree_is_still_named(runs, mallory):
     """Run and entry both say 'mallory' afterwards: the commitment inside the hashed text still names the real one."""
     seq = audit_seq_of(kind="run.submitted", subject=runs[0].digest)
-    _as_superuser("registry_submission", "UPDATE registry_submission SET submitted_by_name = 'mallory', "
-                  "submitted_by_id = %s WHERE id = %s", [mallory.pk, runs[0].pk])
-    _as_superuser("registry_auditentry", "UPDATE registry_auditentry SET actor = 'mallory', actor_user = %s "
-                  "WHERE seq = %s", [mallory.pk, seq])
+    _as_superuser(
+        "registry_submission",
+        "UPDATE registry_submission SET submitted_by_name = 'mallory', submitted_by_id = %s WHERE id = %s",
+        [mallory.pk, runs[0].pk],
+    )
+    _as_superuser(
+        "registry_auditentry",
+        "UPDATE registry_auditentry SET actor = 'mallory', actor_user = %s WHERE seq = %s",
+        [mallory.pk, seq],
+    )
     ok, out = _verify()
     assert not ok
     _assert_named(out, runs[0].pk, "submitted_by_name")
@@ -174,21 +208,34 @@ def test_a_rewrite_of_run_and_entry_to_agree_is_still_named(runs, mallory):
 def test_a_rewritten_audit_actor_of_another_kind_is_named(runs, user):
     token_create(user=user, name="second", scopes="read")
     entry = AuditEntry.objects.filter(kind="token.created").order_by("-seq").first()
-    _as_superuser("registry_auditentry", "UPDATE registry_auditentry SET actor = 'someone-else' WHERE seq = %s",
-                  [entry.seq])
+    _as_superuser(
+        "registry_auditentry", "UPDATE registry_auditentry SET actor = 'someone-else' WHERE seq = %s", [entry.seq]
+    )
     ok, out = _verify()
     assert not ok and f"entry #{entry.seq}: audit entry #{entry.seq}'s commitment" in out, out
 
 
-@pytest.mark.parametrize(("column", "sql_column"), [("withdrawal.withdrawn_by_name", "withdrawn_by_name"),
-                                                    ("withdrawal.withdrawn_by", "withdrawn_by_id"),
-                                                    ("withdrawal.withdrawn_at", "withdrawn_at")])
+@pytest.mark.parametrize(
+    ("column", "sql_column"),
+    [
+        ("withdrawal.withdrawn_by_name", "withdrawn_by_name"),
+        ("withdrawal.withdrawn_by", "withdrawn_by_id"),
+        ("withdrawal.withdrawn_at", "withdrawn_at"),
+    ],
+)
 def test_a_rewritten_withdrawal_is_named(runs, mallory, column, sql_column):
     withdrawn = runs[2]
-    value = {"withdrawn_by_name": "mallory", "withdrawn_by_id": mallory.pk,
-             "withdrawn_at": withdrawn.submitted_at + timedelta(days=3)}[sql_column]
-    _as_superuser("registry_withdrawal", f"UPDATE registry_withdrawal SET {sql_column} = %s "  # noqa: S608 (fixed names)
-                  "WHERE submission_id = %s", [value, withdrawn.pk])
+    value = {
+        "withdrawn_by_name": "mallory",
+        "withdrawn_by_id": mallory.pk,
+        "withdrawn_at": withdrawn.submitted_at + timedelta(days=3),
+    }[sql_column]
+    _as_superuser(
+        "registry_withdrawal",
+        f"UPDATE registry_withdrawal SET {sql_column} = %s "  # noqa: S608 (fixed names)
+        "WHERE submission_id = %s",
+        [value, withdrawn.pk],
+    )
     ok, out = _verify()
     assert not ok
     _assert_named(out, withdrawn.pk, column)
@@ -200,8 +247,11 @@ def test_a_rewritten_document_with_a_matching_digest_loses_its_entry(runs):
     forged = copy.deepcopy(run.document)
     forged["system"]["name"] = "lab-node-999"
     text = canonicalize(forged).decode()
-    _as_superuser("registry_submission", "UPDATE registry_submission SET canonical = %s, digest = %s, "
-                  "system_name = %s WHERE id = %s", [text, digest_of(text.encode()), "lab-node-999", run.pk])
+    _as_superuser(
+        "registry_submission",
+        "UPDATE registry_submission SET canonical = %s, digest = %s, system_name = %s WHERE id = %s",
+        [text, digest_of(text.encode()), "lab-node-999", run.pk],
+    )
     ok, out = _verify()
     assert not ok
     assert f"run {run.pk}: column document differs from the canonical text" in out

@@ -42,11 +42,13 @@ def plan(user: Any, agent: Any) -> Plan:
 
 
 def _schedule(api: Any, plan: Plan, **fields: Any) -> Any:
-    return api.post("/api/v1/schedules", {"plan": plan.pk, "cron": "* * * * *", "agents": ["rig-b"], **fields},
-                    format="json")
+    return api.post(
+        "/api/v1/schedules", {"plan": plan.pk, "cron": "* * * * *", "agents": ["rig-b"], **fields}, format="json"
+    )
 
 
 # --- schedules ------------------------------------------------------------------------------------------------
+
 
 @pytest.mark.django_db
 def test_a_matrix_of_20000_variants_is_refused_at_once_naming_the_bound(api: Any, plan: Plan) -> None:
@@ -72,13 +74,17 @@ def test_the_largest_matrix_is_checked_in_linear_time(user: Any, plan: Plan, age
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("matrix, pointer", [
-    ([{"label": "a", "options": {"sleep_ms": 1}}, {"label": "b", "options": {"sleep_ms": 1}}], "/matrix/1/options"),
-    ([{"label": "a"}, {"label": "b", "options": {}}], "/matrix/1/options"),
-    ([{"label": "a"}, {"label": "a", "options": {"sleep_ms": 1}}], "/matrix/1/label"),
-])
-def test_two_variants_that_would_run_identical_jobs_are_refused(api: Any, plan: Plan, matrix: list, pointer: str
-                                                                ) -> None:
+@pytest.mark.parametrize(
+    "matrix, pointer",
+    [
+        ([{"label": "a", "options": {"sleep_ms": 1}}, {"label": "b", "options": {"sleep_ms": 1}}], "/matrix/1/options"),
+        ([{"label": "a"}, {"label": "b", "options": {}}], "/matrix/1/options"),
+        ([{"label": "a"}, {"label": "a", "options": {"sleep_ms": 1}}], "/matrix/1/label"),
+    ],
+)
+def test_two_variants_that_would_run_identical_jobs_are_refused(
+    api: Any, plan: Plan, matrix: list, pointer: str
+) -> None:
     response = _schedule(api, plan, matrix=matrix)
     assert response.status_code == 400, response.content
     assert response.json()["errors"][0]["pointer"] == pointer
@@ -86,19 +92,27 @@ def test_two_variants_that_would_run_identical_jobs_are_refused(api: Any, plan: 
 
 
 @pytest.mark.django_db
-def test_a_schedule_whose_due_time_would_queue_too_many_jobs_is_refused(api: Any, plan: Plan, settings: Any
-                                                                        ) -> None:
+def test_a_schedule_whose_due_time_would_queue_too_many_jobs_is_refused(api: Any, plan: Plan, settings: Any) -> None:
     settings.BENCHREG_MAX_JOBS_PER_PLAN = 3
     response = _schedule(api, plan, matrix=[{"label": f"v{i}", "options": {"sleep_ms": i}} for i in range(4)])
     assert response.status_code == 400
-    assert response.json()["errors"][0] == {"pointer": "/matrix", "code": "too-many-jobs",
-                                            "message": "4 jobs, at most 3"}
+    assert response.json()["errors"][0] == {
+        "pointer": "/matrix",
+        "code": "too-many-jobs",
+        "message": "4 jobs, at most 3",
+    }
 
 
 @pytest.mark.django_db
 def test_a_schedule_deleted_mid_tick_fires_no_further_variant(user: Any, plan: Plan, agent: Any) -> None:
-    schedule = schedule_create(created_by=user, plan=plan, cron="* * * * *", agents=[agent], now=T0,
-                               matrix=[{"label": f"v{i}", "options": {"sleep_ms": i}} for i in range(5)])
+    schedule = schedule_create(
+        created_by=user,
+        plan=plan,
+        cron="* * * * *",
+        agents=[agent],
+        now=T0,
+        matrix=[{"label": f"v{i}", "options": {"sleep_ms": i}} for i in range(5)],
+    )
 
     def delete_after_first(sender: Any, instance: ScheduleFire, created: bool, **kwargs: Any) -> None:
         if created and instance.schedule_id == schedule.pk:
@@ -114,11 +128,18 @@ def test_a_schedule_deleted_mid_tick_fires_no_further_variant(user: Any, plan: P
 
 
 @pytest.mark.django_db
-def test_a_tick_fires_in_bounded_batches_and_the_next_tick_goes_on(user: Any, plan: Plan, agent: Any,
-                                                                   settings: Any) -> None:
+def test_a_tick_fires_in_bounded_batches_and_the_next_tick_goes_on(
+    user: Any, plan: Plan, agent: Any, settings: Any
+) -> None:
     settings.BENCHREG_SCHEDULE_FIRES_PER_TICK = 2
-    schedule = schedule_create(created_by=user, plan=plan, cron="0 2 * * *", agents=[agent], now=T0,
-                               matrix=[{"label": f"v{i}", "options": {"sleep_ms": i}} for i in range(5)])
+    schedule = schedule_create(
+        created_by=user,
+        plan=plan,
+        cron="0 2 * * *",
+        agents=[agent],
+        now=T0,
+        matrix=[{"label": f"v{i}", "options": {"sleep_ms": i}} for i in range(5)],
+    )
     due = T0 + timedelta(days=1)
     counts = []
     for seconds in (0, 30, 60, 90):
@@ -126,17 +147,32 @@ def test_a_tick_fires_in_bounded_batches_and_the_next_tick_goes_on(user: Any, pl
         counts.append(schedules_tick(now=due + timedelta(seconds=seconds))["fired"])
     assert counts == [2, 2, 1, 0]
     assert sorted(ScheduleFire.objects.filter(schedule=schedule).values_list("variant", flat=True)) == [
-        "v0", "v1", "v2", "v3", "v4"]
+        "v0",
+        "v1",
+        "v2",
+        "v3",
+        "v4",
+    ]
     schedule.refresh_from_db()
     assert schedule.last_due_at == due
 
 
 # --- plans ----------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.django_db
 def test_repeated_precisions_and_batch_sizes_make_no_identical_jobs(api: Any, agent: Any) -> None:
-    response = api.post("/api/v1/plans", {"agents": ["rig-b"], "runner": "inference", "workload": "mlp-classifier",
-                                          "precisions": ["fp32"] * 20, "batch_sizes": [1] * 50}, format="json")
+    response = api.post(
+        "/api/v1/plans",
+        {
+            "agents": ["rig-b"],
+            "runner": "inference",
+            "workload": "mlp-classifier",
+            "precisions": ["fp32"] * 20,
+            "batch_sizes": [1] * 50,
+        },
+        format="json",
+    )
     assert response.status_code == 400, response.content
     pointers = [e["pointer"] for e in response.json()["errors"]]
     assert pointers == [f"/precisions/{i}" for i in range(1, 20)] + [f"/batch_sizes/{i}" for i in range(1, 50)]
@@ -145,8 +181,17 @@ def test_repeated_precisions_and_batch_sizes_make_no_identical_jobs(api: Any, ag
 
 @pytest.mark.django_db
 def test_a_batch_size_no_accelerator_has_is_refused_with_its_pointer(api: Any, agent: Any) -> None:
-    response = api.post("/api/v1/plans", {"agents": ["rig-b"], "runner": "inference", "workload": "mlp-classifier",
-                                          "precisions": ["fp32"], "batch_sizes": [8, 2**62]}, format="json")
+    response = api.post(
+        "/api/v1/plans",
+        {
+            "agents": ["rig-b"],
+            "runner": "inference",
+            "workload": "mlp-classifier",
+            "precisions": ["fp32"],
+            "batch_sizes": [8, 2**62],
+        },
+        format="json",
+    )
     assert response.status_code == 400 and response["Content-Type"] == "application/problem+json", response.content
     assert [e["pointer"] for e in response.json()["errors"]] == ["/batch_sizes/1"]
     assert not Plan.objects.exists() and not Job.objects.exists()
@@ -155,14 +200,23 @@ def test_a_batch_size_no_accelerator_has_is_refused_with_its_pointer(api: Any, a
 @pytest.mark.django_db
 def test_a_plan_of_too_many_jobs_is_refused(api: Any, agent: Any, settings: Any) -> None:
     settings.BENCHREG_MAX_JOBS_PER_PLAN = 10
-    response = api.post("/api/v1/plans", {"agents": ["rig-b"], "runner": "inference", "workload": "mlp-classifier",
-                                          "precisions": ["fp32", "bf16"], "batch_sizes": [1, 2, 4, 8, 16, 32]},
-                        format="json")
+    response = api.post(
+        "/api/v1/plans",
+        {
+            "agents": ["rig-b"],
+            "runner": "inference",
+            "workload": "mlp-classifier",
+            "precisions": ["fp32", "bf16"],
+            "batch_sizes": [1, 2, 4, 8, 16, 32],
+        },
+        format="json",
+    )
     assert response.status_code == 400 and response.json()["errors"][0]["code"] == "too-many-jobs"
     assert not Plan.objects.exists()
 
 
 # --- reports --------------------------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def comparison(user: Any) -> Any:
@@ -181,23 +235,39 @@ def test_the_same_report_requested_again_is_the_same_report(api: Any, comparison
 
 
 @pytest.mark.django_db
-def test_pending_reports_per_person_are_bounded_with_429_and_retry_after(api: Any, comparison: Any,
-                                                                         settings: Any) -> None:
+def test_pending_reports_per_person_are_bounded_with_429_and_retry_after(
+    api: Any, comparison: Any, settings: Any
+) -> None:
     settings.BENCHREG_REPORTS_PENDING_PER_PERSON = 2
     for title in ("one", "two"):
-        assert api.post("/api/v1/reports", {"comparison": comparison.pk, "title": title, "decision": "d"},
-                        format="json").status_code == 202
-    refused = api.post("/api/v1/reports", {"comparison": comparison.pk, "title": "three", "decision": "d",
-                                           "prices": {"lab-h100-01": 9.0}}, format="json")
+        assert (
+            api.post(
+                "/api/v1/reports", {"comparison": comparison.pk, "title": title, "decision": "d"}, format="json"
+            ).status_code
+            == 202
+        )
+    refused = api.post(
+        "/api/v1/reports",
+        {"comparison": comparison.pk, "title": "three", "decision": "d", "prices": {"lab-h100-01": 9.0}},
+        format="json",
+    )
     assert refused.status_code == 429 and refused["Content-Type"] == "application/problem+json"
     assert int(refused["Retry-After"]) > 0 and refused.json()["code"] == "too-many-pending-reports"
     assert Report.objects.count() == 2 and comparison.__class__.objects.count() == 1  # nothing partial
     # an identical request is answered from what is pending, quota or not
-    assert api.post("/api/v1/reports", {"comparison": comparison.pk, "title": "one", "decision": "d"},
-                    format="json").status_code == 202
+    assert (
+        api.post(
+            "/api/v1/reports", {"comparison": comparison.pk, "title": "one", "decision": "d"}, format="json"
+        ).status_code
+        == 202
+    )
     Report.objects.filter(title="one").update(status="failed")
-    assert api.post("/api/v1/reports", {"comparison": comparison.pk, "title": "three", "decision": "d"},
-                    format="json").status_code == 202
+    assert (
+        api.post(
+            "/api/v1/reports", {"comparison": comparison.pk, "title": "three", "decision": "d"}, format="json"
+        ).status_code
+        == 202
+    )
 
 
 def test_the_openapi_description_states_the_bounds() -> None:
@@ -213,6 +283,7 @@ def test_the_openapi_description_states_the_bounds() -> None:
 
 
 # --- schedules' own webhook secrets ----------------------------------------------------------------------------
+
 
 @pytest.mark.django_db
 def test_a_schedule_webhook_gets_its_own_secret_shown_once(api: Any, plan: Plan, settings: Any) -> None:
@@ -232,8 +303,16 @@ def test_a_schedule_webhook_gets_its_own_secret_shown_once(api: Any, plan: Plan,
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("url", ["http://127.0.0.1:8000/hook", "http://[::1]/hook", "http://169.254.169.254/",
-                                 "https://user:pw@alerts.example.org/hook", "http://localhost/hook"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8000/hook",
+        "http://[::1]/hook",
+        "http://169.254.169.254/",
+        "https://user:pw@alerts.example.org/hook",
+        "http://localhost/hook",
+    ],
+)
 def test_a_schedule_webhook_the_registry_would_not_deliver_to_is_refused(api: Any, plan: Plan, url: str) -> None:
     response = _schedule(api, plan, webhook_url=url)
     assert response.status_code == 422 and response.json()["errors"][0]["pointer"] == "/webhook_url", response.json()
@@ -252,14 +331,16 @@ def test_a_credential_that_may_not_submit_registers_no_schedule_webhook(plan: Pl
     assert not Schedule.objects.exists()
     created = _schedule(client, plan)
     assert created.status_code == 201, created.content
-    changed = client.patch(f"/api/v1/schedules/{created.json()['id']}",
-                           {"webhook_url": "https://alerts.example.org/hook"}, format="json")
+    changed = client.patch(
+        f"/api/v1/schedules/{created.json()['id']}", {"webhook_url": "https://alerts.example.org/hook"}, format="json"
+    )
     assert changed.status_code == 403 and Schedule.objects.get().webhook_url == ""
 
 
 @pytest.mark.django_db
-def test_an_operator_webhook_without_its_secret_sends_nothing_and_says_why(user: Any, plan: Plan, agent: Any,
-                                                                           settings: Any, caplog: Any) -> None:
+def test_an_operator_webhook_without_its_secret_sends_nothing_and_says_why(
+    user: Any, plan: Plan, agent: Any, settings: Any, caplog: Any
+) -> None:
     schedule = schedule_create(created_by=user, plan=plan, cron="0 2 * * *", agents=[agent], now=T0)
     settings.BENCHREG_ALERT_WEBHOOK_URL = "https://ops.example.org/alerts"
     settings.BENCHREG_ALERT_WEBHOOK_SECRET = ""
@@ -272,22 +353,48 @@ def test_an_operator_webhook_without_its_secret_sends_nothing_and_says_why(user:
 def test_the_registry_refuses_to_start_with_an_operator_webhook_and_no_secret() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("BENCHREG_ALERT_WEBHOOK")}
     env["BENCHREG_ALERT_WEBHOOK_URL"] = "https://ops.example.org/alerts"
-    done = subprocess.run([sys.executable, "-c", "import registry.settings"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", "import registry.settings"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode != 0 and "BENCHREG_ALERT_WEBHOOK_SECRET" in done.stderr
 
 
 # --- the witness ----------------------------------------------------------------------------------------------
+
 
 def _serve_witness(tmp_path: Any, *flags: str) -> tuple[subprocess.Popen[str], str]:
     from registry.audit.keys import checkpoint_key
 
     key, _ = new_key(tmp_path, "witness.test/bounds")
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
-    proc = subprocess.Popen([sys.executable, "-m", "registry.cli", "witness", "serve", "--key", str(key),
-                             "--log-key", checkpoint_key().vkey, "--state", str(tmp_path / "state.json"),
-                             "--listen", "127.0.0.1:0", *flags], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "registry.cli",
+            "witness",
+            "serve",
+            "--key",
+            str(key),
+            "--log-key",
+            checkpoint_key().vkey,
+            "--state",
+            str(tmp_path / "state.json"),
+            "--listen",
+            "127.0.0.1:0",
+            *flags,
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     assert proc.stdout is not None
     line = proc.stdout.readline()
     assert " on http://" in line, line

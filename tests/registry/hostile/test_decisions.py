@@ -33,6 +33,7 @@ def _problem(response: Any, status: int) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------ flagging costs the submitter O(1)
 
+
 @pytest.mark.django_db
 def test_a_submission_runs_the_same_queries_with_0_or_30_decisions_on_its_question(settings: Any) -> None:
     settings.BENCHREG_MAX_DECISIONS_PER_USER = 100
@@ -50,8 +51,9 @@ def test_a_submission_runs_the_same_queries_with_0_or_30_decisions_on_its_questi
     Decision.objects.update(stale_since=None)
     reader = signed_in(viewer)
     for i in range(30):
-        assert reader.post("/api/v1/decisions", {"title": f"d{i}", "question": QUESTION},
-                           format="json").status_code == 201
+        assert (
+            reader.post("/api/v1/decisions", {"title": f"d{i}", "question": QUESTION}, format="json").status_code == 201
+        )
     after = queries("second")
     assert after == before, (before, after)
     assert Decision.objects.filter(stale_since__isnull=False).count() == 30
@@ -97,7 +99,8 @@ def test_the_task_after_commit_recomputes_without_a_reader(django_capture_on_com
 
 @pytest.mark.django_db
 def test_a_recompute_that_fails_is_recorded_on_the_decision_never_raised(
-        monkeypatch: pytest.MonkeyPatch, django_capture_on_commit_callbacks: Any) -> None:
+    monkeypatch: pytest.MonkeyPatch, django_capture_on_commit_callbacks: Any
+) -> None:
     user = person()
     client = signed_in(user)
     for i in range(3):
@@ -133,24 +136,39 @@ def test_decisions_per_person_are_bounded(settings: Any) -> None:
     viewer = person("viewer")
     client = signed_in(viewer)
     for i in range(2):
-        assert client.post("/api/v1/decisions", {"title": f"d{i}", "question": QUESTION},
-                           format="json").status_code == 201
+        assert (
+            client.post("/api/v1/decisions", {"title": f"d{i}", "question": QUESTION}, format="json").status_code == 201
+        )
     body = _problem(client.post("/api/v1/decisions", {"title": "d3", "question": QUESTION}, format="json"), 409)
     assert "BENCHREG_MAX_DECISIONS_PER_USER" in body["detail"] and Decision.objects.count() == 2
     page = APIClient(SERVER_NAME="localhost")
     page.force_login(viewer)
-    form = page.post("/decisions/", {"title": "d3", "workload": "decoder-small", "scenario": "server",
-                                     "demand": "20000", "demand_unit": "tokens/s"})
+    form = page.post(
+        "/decisions/",
+        {
+            "title": "d3",
+            "workload": "decoder-small",
+            "scenario": "server",
+            "demand": "20000",
+            "demand_unit": "tokens/s",
+        },
+    )
     assert form.status_code == 400 and "most one person may keep" in form.content.decode()
-    assert signed_in(person("viewer")).post("/api/v1/decisions", {"title": "other", "question": QUESTION},
-                                         format="json").status_code == 201
+    assert (
+        signed_in(person("viewer"))
+        .post("/api/v1/decisions", {"title": "other", "question": QUESTION}, format="json")
+        .status_code
+        == 201
+    )
 
 
 # ------------------------------------------------------------------------------ extreme numbers
 
+
 @pytest.mark.django_db
 def test_a_run_with_throughput_1e308_is_left_out_with_its_reason_and_breaks_nothing(
-        django_capture_on_commit_callbacks: Any) -> None:
+    django_capture_on_commit_callbacks: Any,
+) -> None:
     user = person()
     client = signed_in(user)
     for i in range(3):
@@ -191,20 +209,22 @@ def test_a_configurations_history_with_runs_of_1e308_still_answers() -> None:
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize(("field", "value", "pointer"), [
-    ("demand", {"value": 1e308, "unit": "tokens/s"}, "/question/demand/value"),
-    ("headroom", 1e308, "/question/headroom"),
-    ("headroom", -1, "/question/headroom"),
-    ("prices", {"system_hour": {"*": 1e308}}, "/question/prices/system_hour/*"),
-    ("prices", {"energy_per_kwh": 1e308}, "/question/prices/energy_per_kwh"),
-    ("prices", {"purchase": {"H100": {"price": 1e308, "lifetime_hours": 1}}}, "/question/prices/purchase/H100"),
-    ("objectives", [{"metric": "ttft_ms", "percentile": "p99", "max_ms": 1e308}], "/question/objectives/0"),
-    ("objectives", [{"metric": "ttft_ms", "percentile": "p99", "max_ms": "x"}], "/question/objectives/0"),
-])
+@pytest.mark.parametrize(
+    ("field", "value", "pointer"),
+    [
+        ("demand", {"value": 1e308, "unit": "tokens/s"}, "/question/demand/value"),
+        ("headroom", 1e308, "/question/headroom"),
+        ("headroom", -1, "/question/headroom"),
+        ("prices", {"system_hour": {"*": 1e308}}, "/question/prices/system_hour/*"),
+        ("prices", {"energy_per_kwh": 1e308}, "/question/prices/energy_per_kwh"),
+        ("prices", {"purchase": {"H100": {"price": 1e308, "lifetime_hours": 1}}}, "/question/prices/purchase/H100"),
+        ("objectives", [{"metric": "ttft_ms", "percentile": "p99", "max_ms": 1e308}], "/question/objectives/0"),
+        ("objectives", [{"metric": "ttft_ms", "percentile": "p99", "max_ms": "x"}], "/question/objectives/0"),
+    ],
+)
 def test_an_extreme_question_is_refused_naming_the_field(field: str, value: Any, pointer: str) -> None:
     client = signed_in(person("viewer"))
-    response = client.post("/api/v1/decisions", {"title": "t", "question": {**QUESTION, field: value}},
-                           format="json")
+    response = client.post("/api/v1/decisions", {"title": "t", "question": {**QUESTION, field: value}}, format="json")
     body = _problem(response, 422)
     assert body["errors"][0]["pointer"] == pointer and Decision.objects.count() == 0
 
@@ -213,9 +233,19 @@ def test_an_extreme_question_is_refused_naming_the_field(field: str, value: Any,
 def test_the_decision_form_states_and_enforces_the_ranges() -> None:
     page = APIClient(SERVER_NAME="localhost")
     page.force_login(person("viewer"))
-    response = page.post("/decisions/", {"title": "t", "workload": "decoder-small", "scenario": "server",
-                                         "demand": "1e308", "demand_unit": "tokens/s", "headroom": "1e308",
-                                         "price_per_system_hour": "1e308", "energy_per_kwh": "1e308"})
+    response = page.post(
+        "/decisions/",
+        {
+            "title": "t",
+            "workload": "decoder-small",
+            "scenario": "server",
+            "demand": "1e308",
+            "demand_unit": "tokens/s",
+            "headroom": "1e308",
+            "price_per_system_hour": "1e308",
+            "energy_per_kwh": "1e308",
+        },
+    )
     html = response.content.decode()
     assert response.status_code == 400 and Decision.objects.count() == 0
     assert html.count("less than or equal to") >= 4, html
@@ -227,8 +257,11 @@ def test_an_extreme_sizing_target_is_a_problem_not_a_500(target: Any) -> None:
     user = person()
     client = signed_in(user)
     ids = [_submit(client, server_run(f"s{i}", 1000.0 + 100 * i)) for i in range(2)]
-    response = client.post("/api/v1/comparisons", {"runs": ids, "axis": "system", "sizing": {
-        "target_load": target, "load_unit": "tokens/s"}}, format="json")
+    response = client.post(
+        "/api/v1/comparisons",
+        {"runs": ids, "axis": "system", "sizing": {"target_load": target, "load_unit": "tokens/s"}},
+        format="json",
+    )
     body = _problem(response, 400)
     assert "target_load" in body["detail"]
 
@@ -237,8 +270,11 @@ def test_an_extreme_sizing_target_is_a_problem_not_a_500(target: Any) -> None:
 def test_a_sizing_headroom_of_1e308_is_refused() -> None:
     client = signed_in(person())
     ids = [_submit(client, server_run(f"s{i}", 1000.0 + 100 * i)) for i in range(2)]
-    response = client.post("/api/v1/comparisons", {"runs": ids, "axis": "system", "sizing": {
-        "target_load": 10, "load_unit": "tokens/s", "headroom": 1e308}}, format="json")
+    response = client.post(
+        "/api/v1/comparisons",
+        {"runs": ids, "axis": "system", "sizing": {"target_load": 10, "load_unit": "tokens/s", "headroom": 1e308}},
+        format="json",
+    )
     assert "headroom" in _problem(response, 400)["detail"]
 
 
@@ -250,10 +286,15 @@ def test_a_report_price_of_1e308_is_refused_by_the_api_and_the_form() -> None:
     user = person()
     client = signed_in(user)
     ids = [_submit(client, server_run(f"s{i}", 1000.0 + 100 * i)) for i in range(2)]
-    comparison, _ = comparison_create(runs=list(Submission.objects.filter(pk__in=ids)), axis="system",
-                                      created_by=user)
-    body = _problem(client.post("/api/v1/reports", {"comparison": comparison.pk, "title": "t", "decision": "d",
-                                                    "prices": {"s0": 1e308}}, format="json"), 400)
+    comparison, _ = comparison_create(runs=list(Submission.objects.filter(pk__in=ids)), axis="system", created_by=user)
+    body = _problem(
+        client.post(
+            "/api/v1/reports",
+            {"comparison": comparison.pk, "title": "t", "decision": "d", "prices": {"s0": 1e308}},
+            format="json",
+        ),
+        400,
+    )
     assert "s0" in str(body)
     form = ReportRequestForm({"title": "t", "decision": "d", "prices": "s0 = 1e308\ns1 = inf"})
     assert not form.is_valid() and "Line 1" in str(form.errors["prices"])
@@ -266,8 +307,11 @@ def test_a_priced_comparison_with_an_implausible_price_states_why_there_is_no_co
 
     user = person()
     client = signed_in(user)
-    runs = list(Submission.objects.filter(pk__in=[_submit(client, server_run(f"s{i}", 1e-300 if i else 1000.0))
-                                                  for i in range(2)]))
+    runs = list(
+        Submission.objects.filter(
+            pk__in=[_submit(client, server_run(f"s{i}", 1e-300 if i else 1000.0)) for i in range(2)]
+        )
+    )
     comparison, _ = comparison_create(runs=runs, axis="system", created_by=user, prices={"s0": 3.0, "s1": 3.0})
     costs = [d for arm in comparison.result["arms"] for d in arm["derived"] if d["name"].startswith("cost")]
     assert costs[0]["runs_used"] == 1, costs  # the run whose rate is implausible gives no cost; the other does
@@ -278,6 +322,7 @@ def test_a_priced_comparison_with_an_implausible_price_states_why_there_is_no_co
 
 
 # ------------------------------------------------------------------------------ the protocol's arithmetic
+
 
 def test_systems_needed_refuses_an_implausible_count_instead_of_overflowing() -> None:
     tiny = dec.Interval(5e-324, 5e-324, 5e-324)

@@ -37,18 +37,29 @@ def test_the_anonymous_enrolment_refuses_such_an_inventory_and_keeps_its_token(a
     assert EnrolmentToken.objects.count() == 1
 
 
-def test_plans_schedules_and_comparisons_refuse_such_options_with_their_pointer(api: APIClient, user: Any,
-                                                                               server_example: dict[str, Any]
-                                                                               ) -> None:
+def test_plans_schedules_and_comparisons_refuse_such_options_with_their_pointer(
+    api: APIClient, user: Any, server_example: dict[str, Any]
+) -> None:
     agent_heartbeat(agent=enrol("rig-b")[0])
-    plan = {"agents": ["rig-b"], "runner": "inference", "workload": "mlp-classifier", "precisions": ["fp32"],
-            "options": {"seed": BEYOND}}
+    plan = {
+        "agents": ["rig-b"],
+        "runner": "inference",
+        "workload": "mlp-classifier",
+        "precisions": ["fp32"],
+        "options": {"seed": BEYOND},
+    }
     assert _pointers(api.post("/api/v1/plans", plan, format="json")) == ["/options/seed"]
     template = make_plan(user, list(Agent.objects.all()))
     plans = Plan.objects.count()
-    schedule = {"plan": template.pk, "cron": "0 2 * * *", "agents": ["rig-b"],
-                "matrix": [{"label": "a", "options": {"threads": 1}}, {"label": "b", "options": {"nested": {
-                    "threads": -(2**63)}}}]}
+    schedule = {
+        "plan": template.pk,
+        "cron": "0 2 * * *",
+        "agents": ["rig-b"],
+        "matrix": [
+            {"label": "a", "options": {"threads": 1}},
+            {"label": "b", "options": {"nested": {"threads": -(2**63)}}},
+        ],
+    }
     assert _pointers(api.post("/api/v1/schedules", schedule, format="json")) == ["/matrix/1/options/nested/threads"]
     assert not Schedule.objects.exists() and Plan.objects.count() == plans
     runs = [submission_create(document=variant(server_example, n), submitted_by=user)[0].pk for n in ("a", "b")]

@@ -31,6 +31,8 @@ from tests.registry.hostile.evidence import QUESTION, server_run
 from tests.registry.hostile.people import person, signed_in
 
 N = 10
+
+
 def _quiet(client: APIClient) -> APIClient:
     client.raise_request_exception = False
     return client
@@ -68,8 +70,11 @@ def test_ten_concurrent_withdrawals_of_one_run_store_one_and_refuse_the_rest_wit
     admin = person("admin")
     run_id = _submit(signed_in(admin), server_run("h0", 1000.0))
 
-    answers = _at_once(lambda i: _quiet(signed_in(admin)).post(f"/api/v1/submissions/{run_id}/withdraw",
-                                                       {"reason": "dup"}, format="json"))
+    answers = _at_once(
+        lambda i: _quiet(signed_in(admin)).post(
+            f"/api/v1/submissions/{run_id}/withdraw", {"reason": "dup"}, format="json"
+        )
+    )
 
     assert Counter(status for status, _ in answers) == {200: 1, 409: N - 1}, answers
     assert {code for status, code in answers if status == 409} == {"already-withdrawn"}
@@ -80,7 +85,8 @@ def test_ten_concurrent_withdrawals_of_one_run_store_one_and_refuse_the_rest_wit
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_ten_concurrent_reports_of_a_changed_decision_answer_it_once_and_number_without_collision(
-        monkeypatch: pytest.MonkeyPatch, settings: Any) -> None:
+    monkeypatch: pytest.MonkeyPatch, settings: Any
+) -> None:
     from registry.tasks.reports import render_report
 
     # The reports stay queued (nothing renders them), so the pending quota decides exactly how many are issued.
@@ -96,14 +102,16 @@ def test_ten_concurrent_reports_of_a_changed_decision_answer_it_once_and_number_
     _submit(client, server_run("h3", 1100.0))  # enters the question: the recompute (eager) flags the decision
     assert Decision.objects.get(pk=decision_id).status == "evidence-changed"
 
-    answers = _at_once(lambda i: _quiet(signed_in(owner)).post(f"/api/v1/decisions/{decision_id}/reports", {},
-                                                       format="json"))
+    answers = _at_once(
+        lambda i: _quiet(signed_in(owner)).post(f"/api/v1/decisions/{decision_id}/reports", {}, format="json")
+    )
 
     assert Counter(status for status, _ in answers) == {202: 3, 429: N - 3}, answers
     assert {code for status, code in answers if status == 429} == {"too-many-pending-reports"}
     # Answered again once (by the first request in), and every report is of that answer.
-    assert list(DecisionAnswer.objects.filter(decision_id=decision_id).order_by("number")
-                .values_list("number", flat=True)) == [1, 2]
+    assert list(
+        DecisionAnswer.objects.filter(decision_id=decision_id).order_by("number").values_list("number", flat=True)
+    ) == [1, 2]
     assert Decision.objects.get(pk=decision_id).status == "current"
     assert Report.objects.count() == 3
     assert set(DecisionReport.objects.values_list("answer__number", flat=True)) == {2}
@@ -113,18 +121,21 @@ def test_ten_concurrent_reports_of_a_changed_decision_answer_it_once_and_number_
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_ten_concurrent_enrolments_under_one_name_enrol_one_and_leave_the_other_tokens_unspent() -> None:
-    tokens = [enrolment_token_create(created_by=None, expires_in=timedelta(hours=1), actor="test")[1]
-              for _ in range(N)]
+    tokens = [enrolment_token_create(created_by=None, expires_in=timedelta(hours=1), actor="test")[1] for _ in range(N)]
 
-    answers = _at_once(lambda i: _quiet(APIClient(SERVER_NAME="localhost")).post(
-        "/api/v1/agents/enroll", {"token": tokens[i], "name": "samename1"}, format="json"))
+    answers = _at_once(
+        lambda i: _quiet(APIClient(SERVER_NAME="localhost")).post(
+            "/api/v1/agents/enroll", {"token": tokens[i], "name": "samename1"}, format="json"
+        )
+    )
 
     assert Counter(status for status, _ in answers) == {201: 1, 409: N - 1}, answers
     assert {code for status, code in answers if status == 409} == {"agent-name-taken"}
     agent = Agent.objects.get(name="samename1")
     # As with a duplicate name sent alone: the refused enrolments roll back, so their tokens can enrol another name.
     assert list(EnrolmentToken.objects.filter(used_at__isnull=False).values_list("pk", flat=True)) == [
-        agent.enrolment_id]
+        agent.enrolment_id
+    ]
     assert ApiToken.objects.filter(user__username="agent-samename1").count() == 1
     assert get_user_model().objects.filter(username="agent-samename1").count() == 1
     assert AuditEntry.objects.filter(kind="agent.enrolled").count() == 1

@@ -27,10 +27,14 @@ from registry.services import webhooks
 from registry.services.webhooks import webhook_enqueue, webhook_secret_new, webhook_url_problem, webhooks_sweep
 from tests.registry.hostile.people import person, signed_in, with_token
 
-QUESTION = {"workload": "decoder-small", "scenario": "server",
-            "objectives": [{"metric": "ttft_ms", "percentile": "p99", "max_ms": 2000}],
-            "quality": {"target_ratio": 0.99}, "demand": {"value": 20000, "unit": "tokens/s"},
-            "prices": {"system_hour": {"H100": 98.0}}}
+QUESTION = {
+    "workload": "decoder-small",
+    "scenario": "server",
+    "objectives": [{"metric": "ttft_ms", "percentile": "p99", "max_ms": 2000}],
+    "quality": {"target_ratio": 0.99},
+    "demand": {"value": 20000, "unit": "tokens/s"},
+    "prices": {"system_hour": {"H100": 98.0}},
+}
 
 
 class _Receiver(BaseHTTPRequestHandler):
@@ -79,8 +83,12 @@ def receiver() -> Iterator[Receiver]:
 
 def _deliver(url: str, secret: str | None = None) -> WebhookDelivery:
     """Record and deliver one event now (in-process, as without a broker), as a matching run would."""
-    delivery = webhook_enqueue(url=url, secret=webhook_secret_new() if secret is None else secret,
-                               event="decision.evidence_changed", body={"decision": 1})
+    delivery = webhook_enqueue(
+        url=url,
+        secret=webhook_secret_new() if secret is None else secret,
+        event="decision.evidence_changed",
+        body={"decision": 1},
+    )
     from registry.tasks.webhooks import deliver_webhook
 
     deliver_webhook.apply(args=[delivery.pk])
@@ -91,13 +99,33 @@ def _deliver(url: str, secret: str | None = None) -> WebhookDelivery:
 # --- the one validator --------------------------------------------------------------------------------------
 
 REFUSED = [
-    "http://127.0.0.1/hook", "http://127.1.2.3:8000/", "http://[::1]/", "http://0.0.0.0:80/", "http://[::]/",
-    "http://[::ffff:127.0.0.1]/", "http://[::ffff:7f00:1]/", "http://169.254.169.254/latest/meta-data/",
-    "http://10.0.0.7/", "http://172.16.3.4/", "http://192.168.1.1/", "http://100.64.0.1/", "http://[fd00::1]/",
-    "http://[fe80::1]/", "http://[64:ff9b::7f00:1]/", "http://[2002:7f00:1::]/", "http://224.0.0.1/",
-    "http://localhost:8000/", "http://LOCALHOST./x", "http://2130706433/", "http://0x7f.1/",
-    "https://user:pw@hooks.example.org/hook", "https://token@hooks.example.org/", "https://:pw@93.184.216.34/",
-    "ftp://93.184.216.34/", "http:///nohost", "http://93.184.216.34:99999/",
+    "http://127.0.0.1/hook",
+    "http://127.1.2.3:8000/",
+    "http://[::1]/",
+    "http://0.0.0.0:80/",
+    "http://[::]/",
+    "http://[::ffff:127.0.0.1]/",
+    "http://[::ffff:7f00:1]/",
+    "http://169.254.169.254/latest/meta-data/",
+    "http://10.0.0.7/",
+    "http://172.16.3.4/",
+    "http://192.168.1.1/",
+    "http://100.64.0.1/",
+    "http://[fd00::1]/",
+    "http://[fe80::1]/",
+    "http://[64:ff9b::7f00:1]/",
+    "http://[2002:7f00:1::]/",
+    "http://224.0.0.1/",
+    "http://localhost:8000/",
+    "http://LOCALHOST./x",
+    "http://2130706433/",
+    "http://0x7f.1/",
+    "https://user:pw@hooks.example.org/hook",
+    "https://token@hooks.example.org/",
+    "https://:pw@93.184.216.34/",
+    "ftp://93.184.216.34/",
+    "http:///nohost",
+    "http://93.184.216.34:99999/",
 ]
 
 
@@ -106,8 +134,14 @@ def test_the_validator_refuses_every_internal_destination_and_credentials(url: s
     assert webhook_url_problem(url), url
 
 
-@pytest.mark.parametrize("url", ["https://93.184.216.34/hook", "http://[2606:2800:220:1:248:1893:25c8:1946]/",
-                                 "https://hooks.example.org/services/T0123"])  # a name not resolvable here: checked
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://93.184.216.34/hook",
+        "http://[2606:2800:220:1:248:1893:25c8:1946]/",
+        "https://hooks.example.org/services/T0123",
+    ],
+)  # a name not resolvable here: checked
 def test_the_validator_accepts_global_destinations(url: str) -> None:  # again at connect time
     assert webhook_url_problem(url) is None
 
@@ -144,17 +178,29 @@ def test_only_those_who_may_submit_register_a_webhook(who: str) -> None:
 def test_submitters_and_admins_may_register_one() -> None:
     for role, allowed in (("viewer", False), ("submitter", True), ("admin", True)):
         client = signed_in(person(role))
-        response = client.post("/api/v1/decisions", {"title": "t", "question": QUESTION,
-                                                     "webhook_url": "https://93.184.216.34/hook"}, format="json")
+        response = client.post(
+            "/api/v1/decisions",
+            {"title": "t", "question": QUESTION, "webhook_url": "https://93.184.216.34/hook"},
+            format="json",
+        )
         assert (response.status_code == 201) is allowed, (role, response.content)
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("url", ["http://127.0.0.1:8000/hook", "http://[::ffff:127.0.0.1]/", "http://localhost/",
-                                 "http://169.254.169.254/latest/meta-data/", "https://user:pw@93.184.216.34/"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8000/hook",
+        "http://[::ffff:127.0.0.1]/",
+        "http://localhost/",
+        "http://169.254.169.254/latest/meta-data/",
+        "https://user:pw@93.184.216.34/",
+    ],
+)
 def test_a_submitter_registering_an_internal_or_credentialed_address_gets_422_with_its_pointer(url: str) -> None:
     response = signed_in(person("submitter")).post(
-        "/api/v1/decisions", {"title": "t", "question": QUESTION, "webhook_url": url}, format="json")
+        "/api/v1/decisions", {"title": "t", "question": QUESTION, "webhook_url": url}, format="json"
+    )
     assert response.status_code == 422, response.content
     error = response.json()["errors"][0]
     assert error["pointer"] == "/webhook_url" and error["code"] == "undeliverable-address"
@@ -165,8 +211,14 @@ def test_a_submitter_registering_an_internal_or_credentialed_address_gets_422_wi
 def test_the_decisions_page_refuses_an_internal_address_with_a_form_error() -> None:
     client = APIClient(SERVER_NAME="localhost")
     client.force_login(person("submitter"))
-    form = {"title": "t", "workload": "decoder-small", "scenario": "server", "demand": "100",
-            "demand_unit": "tokens/s", "webhook_url": "http://169.254.169.254/latest/"}
+    form = {
+        "title": "t",
+        "workload": "decoder-small",
+        "scenario": "server",
+        "demand": "100",
+        "demand_unit": "tokens/s",
+        "webhook_url": "http://169.254.169.254/latest/",
+    }
     response = client.post("/decisions/", form)
     assert response.status_code == 400 and b"not a global address" in response.content
     viewer = APIClient(SERVER_NAME="localhost")
@@ -191,14 +243,16 @@ def test_nothing_is_sent_to_loopback_without_the_allow_list(receiver: Receiver, 
 
 
 @pytest.mark.django_db
-def test_a_name_that_resolves_elsewhere_by_delivery_time_is_refused(receiver: Receiver,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_name_that_resolves_elsewhere_by_delivery_time_is_refused(
+    receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """DNS rebinding: the name resolves to a global address when registered, to loopback when delivered to."""
     answers = iter([["93.184.216.34"]])
     monkeypatch.setattr(webhooks, "_resolve", lambda host, port: next(answers, ["127.0.0.1"]))
     url = f"http://rebind.example:{receiver.port}/hook"
     response = signed_in(person("submitter")).post(
-        "/api/v1/decisions", {"title": "t", "question": QUESTION, "webhook_url": url}, format="json")
+        "/api/v1/decisions", {"title": "t", "question": QUESTION, "webhook_url": url}, format="json"
+    )
     assert response.status_code == 201, response.content
     delivery = _deliver(url)
     assert receiver.received == [] and delivery.state == "failed"
@@ -206,16 +260,16 @@ def test_a_name_that_resolves_elsewhere_by_delivery_time_is_refused(receiver: Re
 
 
 @pytest.mark.django_db
-def test_one_internal_address_among_global_ones_is_refused(receiver: Receiver,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_one_internal_address_among_global_ones_is_refused(receiver: Receiver, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(webhooks, "_resolve", lambda host, port: ["93.184.216.34", "127.0.0.1"])
     delivery = _deliver(f"http://mixed.example:{receiver.port}/hook")
     assert receiver.received == [] and delivery.state == "failed"
 
 
 @pytest.mark.django_db
-def test_proxies_from_the_environment_are_not_used(receiver: Receiver, monkeypatch: pytest.MonkeyPatch,
-                                                   settings: Any) -> None:
+def test_proxies_from_the_environment_are_not_used(
+    receiver: Receiver, monkeypatch: pytest.MonkeyPatch, settings: Any
+) -> None:
     """A proxy would be the peer the check sees; deliveries go straight to the receiver."""
     settings.BENCHREG_WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.1/32"]
     proxy = Receiver()
@@ -287,8 +341,9 @@ def test_one_attempt_ends_at_its_deadline_and_reads_a_bounded_answer(settings: A
     settings.BENCHREG_WEBHOOK_MAX_RESPONSE_BYTES = 4096
     peer = _Hostile(mode)
     peer.start()
-    delivery = webhook_enqueue(url=f"http://127.0.0.1:{peer.port}/hook", secret=webhook_secret_new(), event="e",
-                               body={})
+    delivery = webhook_enqueue(
+        url=f"http://127.0.0.1:{peer.port}/hook", secret=webhook_secret_new(), event="e", body={}
+    )
     started = time.monotonic()
     try:
         webhooks.webhook_attempt(delivery_id=delivery.pk)
@@ -306,8 +361,9 @@ def test_one_attempt_ends_at_its_deadline_and_reads_a_bounded_answer(settings: A
 
 
 @pytest.mark.django_db
-def test_the_audit_entry_of_a_finished_delivery_publishes_no_status_attempts_or_address(receiver: Receiver,
-                                                                                       settings: Any) -> None:
+def test_the_audit_entry_of_a_finished_delivery_publishes_no_status_attempts_or_address(
+    receiver: Receiver, settings: Any
+) -> None:
     settings.BENCHREG_WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.1/32"]
     open_port = _deliver(receiver.url())
     closed = socket.create_server(("127.0.0.1", 0))
@@ -325,8 +381,7 @@ def test_the_audit_entry_of_a_finished_delivery_publishes_no_status_attempts_or_
 
 
 @pytest.mark.django_db
-def test_no_secret_fails_the_delivery_at_once_instead_of_leaving_it_pending(receiver: Receiver,
-                                                                            settings: Any) -> None:
+def test_no_secret_fails_the_delivery_at_once_instead_of_leaving_it_pending(receiver: Receiver, settings: Any) -> None:
     settings.BENCHREG_WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.1/32"]
     delivery = _deliver(receiver.url(), secret="")
     assert delivery.state == "failed" and "no usable secret" in delivery.last_error and receiver.received == []
@@ -334,7 +389,8 @@ def test_no_secret_fails_the_delivery_at_once_instead_of_leaving_it_pending(rece
 
 @pytest.mark.django_db
 def test_a_failing_receiver_never_breaks_the_callers_work_and_the_sweep_finishes_it(
-        settings: Any, django_capture_on_commit_callbacks: Any) -> None:
+    settings: Any, django_capture_on_commit_callbacks: Any
+) -> None:
     """Without a broker the delivery runs in-process after the caller's commit: a 500 leaves it pending (no
     backoff sleeps in the caller), the sweep queues it again when due, and gives up after the limit, logged."""
     settings.BENCHREG_WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.1/32"]
@@ -353,7 +409,8 @@ def test_a_failing_receiver_never_breaks_the_callers_work_and_the_sweep_finishes
         # Past the limit it is given up, recorded and logged: never pending unseen.
         WebhookDelivery.objects.filter(pk=delivery.pk).update(
             created_at=timezone.now() - timedelta(seconds=settings.BENCHREG_WEBHOOK_GIVE_UP_AFTER_S + 1),
-            next_attempt_at=timezone.now() - timedelta(seconds=1))
+            next_attempt_at=timezone.now() - timedelta(seconds=1),
+        )
         assert webhooks_sweep()["failed"] == 1
         delivery.refresh_from_db()
         assert delivery.state == "failed" and "not delivered within" in delivery.last_error
@@ -363,8 +420,7 @@ def test_a_failing_receiver_never_breaks_the_callers_work_and_the_sweep_finishes
 
 
 @pytest.mark.django_db
-def test_a_delivery_that_no_broker_could_take_is_queued_again_by_the_sweep(receiver: Receiver,
-                                                                           settings: Any) -> None:
+def test_a_delivery_that_no_broker_could_take_is_queued_again_by_the_sweep(receiver: Receiver, settings: Any) -> None:
     settings.BENCHREG_WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.1/32"]
     delivery = webhook_enqueue(url=receiver.url(), secret=webhook_secret_new(), event="e", body={})  # never sent
     assert webhooks_sweep() == {"failed": 0, "queued": 0}  # not yet overdue: its message may still be queued

@@ -25,10 +25,18 @@ def queue_dir(tmp_path: Path) -> Path:
 
 
 def _connection(root: Path) -> Connection:
-    return Connection("filesystem://", transport="registry.broker:Transport", transport_options={
-        "data_folder_in": str(root / "messages"), "data_folder_out": str(root / "messages"),
-        "processed_folder": str(root / "processed"), "control_folder": str(root / "control"),
-        "staging_folder": str(root / "staging"), "quarantine_folder": str(root / "quarantine")})
+    return Connection(
+        "filesystem://",
+        transport="registry.broker:Transport",
+        transport_options={
+            "data_folder_in": str(root / "messages"),
+            "data_folder_out": str(root / "messages"),
+            "processed_folder": str(root / "processed"),
+            "control_folder": str(root / "control"),
+            "staging_folder": str(root / "staging"),
+            "quarantine_folder": str(root / "quarantine"),
+        },
+    )
 
 
 UNREADABLE = {

@@ -103,8 +103,16 @@ def test_an_mlperf_run_is_never_silently_comparable_with_a_lab_run(tree, user):
 
 
 def test_the_command_prints_a_per_file_report_and_fails_when_a_part_was_refused(tree, user, capsys):
-    (_submission(tree) / "results" / SYSTEM / "llama2-70b-99" / "Offline" / "performance" / "run_1" /
-     "mlperf_log_summary.txt").write_text("truncated")
+    (
+        _submission(tree)
+        / "results"
+        / SYSTEM
+        / "llama2-70b-99"
+        / "Offline"
+        / "performance"
+        / "run_1"
+        / "mlperf_log_summary.txt"
+    ).write_text("truncated")
     with pytest.raises(CommandError, match="1 result"):
         call_command("import_results", "mlperf", str(tree), "--full", "--no-progress")
     out = capsys.readouterr().out
@@ -124,9 +132,16 @@ def test_round_division_category_and_availability_are_columns_the_api_filters_on
     preview = set(Submission.objects.filter(origin_availability="preview").values_list("system_name", flat=True))
     assert len(preview) == 1 and Submission.objects.filter(origin_availability="available").count() == 3
     assert set(Submission.objects.values_list("origin_round", flat=True)) == {"v5.1"}
-    for query, count in (("availability=preview", 3), ("availability=available", 3), ("division=open", 3),
-                         ("division=closed&availability=available", 3), ("round=v5.1", 6), ("round=v4.1", 0),
-                         ("category=datacenter", 6), ("category=edge", 0)):
+    for query, count in (
+        ("availability=preview", 3),
+        ("availability=available", 3),
+        ("division=open", 3),
+        ("division=closed&availability=available", 3),
+        ("round=v5.1", 6),
+        ("round=v4.1", 0),
+        ("category=datacenter", 6),
+        ("category=edge", 0),
+    ):
         response = api.get(f"/api/v1/submissions?{query}")
         assert response.status_code == 200
         assert len(response.json()["results"]) == count, query
@@ -164,17 +179,28 @@ def test_the_command_writes_a_json_report_with_every_result_folder(tree, user, t
 def test_a_training_round_imports_as_time_to_quality_runs(tmp_path, user):
     root = tmp_path / "training_results_v4.0" / "Acme"
     (root / "systems").mkdir(parents=True)
-    (root / "systems" / "box.json").write_text(json.dumps({
-        "system_name": "Box", "number_of_nodes": 1, "submitter": "Acme", "division": "closed",
-        "status": "available", "accelerators_per_node": 8, "accelerator_model_name": "NVIDIA H100"}))
+    (root / "systems" / "box.json").write_text(
+        json.dumps(
+            {
+                "system_name": "Box",
+                "number_of_nodes": 1,
+                "submitter": "Acme",
+                "division": "closed",
+                "status": "available",
+                "accelerators_per_node": 8,
+                "accelerator_model_name": "NVIDIA H100",
+            }
+        )
+    )
     folder = root / "results" / "box" / "bert"
     folder.mkdir(parents=True)
     for n, minutes in enumerate([10, 11, 12, 13, 14]):
         start = 1_700_000_000_000 + n * 100_000_000
-        lines = [{"key": "global_batch_size", "value": 48, "time_ms": start},
-                 {"key": "run_start", "value": None, "time_ms": start},
-                 {"key": "run_stop", "value": None, "time_ms": start + minutes * 60_000,
-                  "metadata": {"status": "success"}}]
+        lines = [
+            {"key": "global_batch_size", "value": 48, "time_ms": start},
+            {"key": "run_start", "value": None, "time_ms": start},
+            {"key": "run_stop", "value": None, "time_ms": start + minutes * 60_000, "metadata": {"status": "success"}},
+        ]
         (folder / f"result_{n}.txt").write_text("".join(f":::MLLOG {json.dumps(r)}\n" for r in lines))
     result = mlperf_import(root=tmp_path / "training_results_v4.0", submitted_by=user)
     assert result.suite == "training" and result.counts == {"stored": 1}

@@ -26,8 +26,11 @@ SYSTEM = "8xMI300X_2xEPYC_9575F"
 BENCH = "llama2-70b-99"
 KEYS = [f"{SYSTEM}/{BENCH}/{s}" for s in ("Interactive", "Offline", "Server")]
 
-pytestmark = pytest.mark.skipif(not SAMPLE.is_dir(), reason=f"MLPerf sample tree not found at {SAMPLE.resolve()} "
-                                "(it lives beside the project in ../shared/data/mlperf/)")
+pytestmark = pytest.mark.skipif(
+    not SAMPLE.is_dir(),
+    reason=f"MLPerf sample tree not found at {SAMPLE.resolve()} "
+    "(it lives beside the project in ../shared/data/mlperf/)",
+)
 
 
 @pytest.fixture(scope="module")
@@ -47,6 +50,7 @@ def _scenario_dir(root: Path, scenario: str, system: str = SYSTEM) -> Path:
 
 # --- independent readers of the source files ---------------------------------------------------------------
 
+
 def _summary(scenario: str) -> dict[str, str]:
     text = (_scenario_dir(SAMPLE, scenario) / "performance/run_1/mlperf_log_summary.txt").read_text()
     return {m[1].strip(): m[2] for m in re.finditer(r"^([^:\n]+?)\s*:\s*(\S+)\s*$", text, re.MULTILINE)}
@@ -64,29 +68,40 @@ def _expected_numbers(scenario: str) -> dict[str, float | int]:
     """pointer -> the number the source files give for it (ns converted by / 1e6)."""
     s, d = _summary(scenario), _detail(scenario)
     system = json.loads((SAMPLE / "systems" / f"{SYSTEM}.json").read_text())
-    accuracy = ast.literal_eval(next(line for line in (_scenario_dir(SAMPLE, scenario) / "accuracy/accuracy.txt")
-                                     .read_text().splitlines() if line.startswith("{")))
+    accuracy = ast.literal_eval(
+        next(
+            line
+            for line in (_scenario_dir(SAMPLE, scenario) / "accuracy/accuracy.txt").read_text().splitlines()
+            if line.startswith("{")
+        )
+    )
     count = d["result_query_count"] * d["generated_samples_per_query"]
     exp: dict[str, float | int] = {
-        "/workload/shape/batch_size": 1, "/workload/dataset/samples": d["qsl_reported_total_count"],
-        "/conditions/window/iterations": count, "/conditions/window/repetitions": 1,
+        "/workload/shape/batch_size": 1,
+        "/workload/dataset/samples": d["qsl_reported_total_count"],
+        "/conditions/window/iterations": count,
+        "/conditions/window/repetitions": 1,
         "/system/nodes": system["number_of_nodes"],
         "/system/accelerators/0/count": system["accelerators_per_node"] * system["number_of_nodes"],
         "/system/accelerators/0/memory_gib": 192,  # "192 GB", JEDEC binary reading
         "/system/host/memory_gib": 1.5 * 1024,  # "1.5TiB"
         "/system/host/sockets": system["host_processors_per_node"],
-        "/metrics/quality/value": accuracy["rouge1"], "/metrics/quality/reference_value": 44.4312,
+        "/metrics/quality/value": accuracy["rouge1"],
+        "/metrics/quality/reference_value": 44.4312,
         "/metrics/quality/target_ratio": 0.99,
         # MLPerf's pass bounds as its submission checker computes them (reference × 0.99, tokens ±10%)
-        "/provenance/origin/targets/rouge1/min": 44.4312 * 0.99, "/provenance/origin/targets/rouge2/min":
-            22.0352 * 0.99, "/provenance/origin/targets/rougeL/min": 28.6162 * 0.99,
+        "/provenance/origin/targets/rouge1/min": 44.4312 * 0.99,
+        "/provenance/origin/targets/rouge2/min": 22.0352 * 0.99,
+        "/provenance/origin/targets/rougeL/min": 28.6162 * 0.99,
         "/provenance/origin/targets/tokens_per_sample/min": 294.45 * 0.9,
         "/provenance/origin/targets/tokens_per_sample/max": 294.45 * 1.1,
     }
     exp.update({f"/metrics/quality/values/{k}": v for k, v in accuracy.items()})
-    families = {"latency_ms": ("{} latency (ns)", "{} percentile latency (ns)"),
-                "ttft_ms": ("{} First Token latency (ns)", "{} percentile first token latency (ns)"),
-                "tpot_ms": ("{} Time to Output Token (ns)", "{} percentile time to output token (ns)")}
+    families = {
+        "latency_ms": ("{} latency (ns)", "{} percentile latency (ns)"),
+        "ttft_ms": ("{} First Token latency (ns)", "{} percentile first token latency (ns)"),
+        "tpot_ms": ("{} Time to Output Token (ns)", "{} percentile time to output token (ns)"),
+    }
     for metric, (stat, pct) in families.items():
         if stat.format("Min") not in s:
             continue
@@ -121,6 +136,7 @@ def _numbers(doc: Any, path: str = "") -> dict[str, float | int]:
 
 
 # --- the sample tree ---------------------------------------------------------------------------------------
+
 
 def test_it_finds_one_run_per_system_benchmark_and_scenario(plan: mlperf.ImportPlan) -> None:
     assert [item.key for item in plan.items] == KEYS
@@ -158,9 +174,20 @@ def test_latencies_are_converted_from_ns_to_ms_exactly(plan: mlperf.ImportPlan) 
 
 def test_it_records_the_digest_of_every_file_it_used(plan: mlperf.ImportPlan) -> None:
     files = _doc(plan, "Server")["provenance"]["origin"]["files"]
-    assert set(files) == {f"systems/{SYSTEM}.json", *(f"results/{SYSTEM}/{BENCH}/Server/{p}" for p in (
-        "performance/run_1/mlperf_log_summary.txt", "performance/run_1/mlperf_log_detail.txt", "measurements.json",
-        "accuracy/accuracy.txt", "TEST06/verify_accuracy.txt", "user.conf"))}
+    assert set(files) == {
+        f"systems/{SYSTEM}.json",
+        *(
+            f"results/{SYSTEM}/{BENCH}/Server/{p}"
+            for p in (
+                "performance/run_1/mlperf_log_summary.txt",
+                "performance/run_1/mlperf_log_detail.txt",
+                "measurements.json",
+                "accuracy/accuracy.txt",
+                "TEST06/verify_accuracy.txt",
+                "user.conf",
+            )
+        ),
+    }
     for rel, digest in files.items():
         assert digest == "sha256:" + hashlib.sha256((SAMPLE / rel).read_bytes()).hexdigest()
     item = plan.items[2]
@@ -170,8 +197,12 @@ def test_it_records_the_digest_of_every_file_it_used(plan: mlperf.ImportPlan) ->
 def test_it_records_the_origin_of_the_run(plan: mlperf.ImportPlan) -> None:
     doc = _doc(plan, "Server")
     origin = doc["provenance"]["origin"]
-    assert (origin["round"], origin["submitter"], origin["division"], origin["category"]) == \
-        ("v5.1", "AMD", "closed", "datacenter")
+    assert (origin["round"], origin["submitter"], origin["division"], origin["category"]) == (
+        "v5.1",
+        "AMD",
+        "closed",
+        "datacenter",
+    )
     assert (origin["system_id"], origin["benchmark"], origin["scenario"]) == (SYSTEM, BENCH, "Server")
     assert doc["provenance"]["runner"] == {"name": "mlperf-loadgen", "version": "5.1.0 @ 091d51f041"}
     assert doc["provenance"]["started_at"] == "2025-07-31T09:26:03Z"
@@ -195,10 +226,21 @@ def test_an_explicit_round_wins_and_is_reported() -> None:
 
 def test_validity_flags_come_from_the_logs_and_the_compliance_test(plan: mlperf.ImportPlan) -> None:
     server = _doc(plan, "Server")["conditions"]
-    assert server["validity"] == {"valid": True, "checks": {
-        "performance_constraints_satisfied": True, "min_duration_satisfied": True, "min_queries_satisfied": True,
-        "early_stopping_satisfied": True, "ttft_early_stopping": True, "tpot_early_stopping": True,
-        "loadgen_no_errors": True, "test06_first_token": True, "test06_eos": True, "test06_sample_length": True}}
+    assert server["validity"] == {
+        "valid": True,
+        "checks": {
+            "performance_constraints_satisfied": True,
+            "min_duration_satisfied": True,
+            "min_queries_satisfied": True,
+            "early_stopping_satisfied": True,
+            "ttft_early_stopping": True,
+            "tpot_early_stopping": True,
+            "loadgen_no_errors": True,
+            "test06_first_token": True,
+            "test06_eos": True,
+            "test06_sample_length": True,
+        },
+    }
     assert server["warmup"] is None and server["window"]["seconds"] is None  # not logged, so not claimed
     offline = _doc(plan, "Offline")
     assert "test06_first_token" not in offline["conditions"]["validity"]["checks"]  # "Skipped" is not a pass
@@ -215,8 +257,11 @@ def test_precision_is_taken_from_measurements_without_guessing_the_fp8_variant(p
 
 def test_scenarios_map_to_their_primary_metric_and_slos(plan: mlperf.ImportPlan) -> None:
     server, interactive, offline = (_doc(plan, s) for s in ("Server", "Interactive", "Offline"))
-    assert (server["scenario"]["kind"], interactive["scenario"]["kind"], offline["scenario"]["kind"]) == \
-        ("server", "interactive", "offline")
+    assert (server["scenario"]["kind"], interactive["scenario"]["kind"], offline["scenario"]["kind"]) == (
+        "server",
+        "interactive",
+        "offline",
+    )
     assert interactive["scenario"]["latency_slo_ms"] == {"ttft_p99": 450.0, "tpot_p99": 40.0}
     assert server["scenario"]["latency_slo_ms"] == {"ttft_p99": 2000.0, "tpot_p99": 200.0}
     for doc in (server, interactive, offline):
@@ -238,8 +283,10 @@ def test_system_fields_are_typed_and_what_cannot_be_is_kept_as_text(plan: mlperf
     assert doc["provenance"]["origin"]["unparsed"]["system.host_processor_core_count"] == "64"
     assert system["notes"]["host_memory_configuration"].startswith("24x 64GB")
     assert software["os"] == {"name": "Ubuntu", "version": "24.04"}
-    assert software["frameworks"] == {"vllm": "0.9.0.2.dev108+g71faa1880.d20250730.rocm641",
-                                      "torch": "2.7.0+gitf717b2a"}
+    assert software["frameworks"] == {
+        "vllm": "0.9.0.2.dev108+g71faa1880.d20250730.rocm641",
+        "torch": "2.7.0+gitf717b2a",
+    }
     assert software["runtimes"] == {"rocm": "6.4.1.60401-83~22.04"}
     assert software["packages"] == {"hipblaslt": "0.15.0-aa0bda7b", "flash-attn": "2.7.2"}
 
@@ -268,6 +315,7 @@ def test_the_report_lists_every_file(plan: mlperf.ImportPlan) -> None:
 
 
 # --- broken and partial trees ------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
@@ -302,8 +350,15 @@ def _break_detail_line(root: Path) -> set[str]:
     return {"mlperf_log_detail.txt"}
 
 
-@pytest.mark.parametrize("breaker, scenario", [(_truncate_summary, "Server"), (_corrupt_measurements, "Offline"),
-                                               (_remove_performance, "Interactive"), (_break_detail_line, "Server")])
+@pytest.mark.parametrize(
+    "breaker, scenario",
+    [
+        (_truncate_summary, "Server"),
+        (_corrupt_measurements, "Offline"),
+        (_remove_performance, "Interactive"),
+        (_break_detail_line, "Server"),
+    ],
+)
 def test_a_broken_file_refuses_only_its_run_and_says_why(tree: Path, breaker: Any, scenario: str) -> None:
     names = breaker(tree)
     plan = mlperf.parse_tree(tree)
@@ -323,8 +378,9 @@ def test_a_missing_system_description_refuses_that_systems_runs_only(tree: Path)
     refused = sorted(i.key for i in plan.items if i.document is None)
     assert refused == [f"twin/{BENCH}/{s}" for s in ("Interactive", "Offline", "Server")]
     item = next(i for i in plan.items if i.key.startswith("twin/"))
-    assert [(f.path, f.sha256, f.status) for f in item.files if f.status == "error"] == \
-        [("systems/twin.json", None, "error")]
+    assert [(f.path, f.sha256, f.status) for f in item.files if f.status == "error"] == [
+        ("systems/twin.json", None, "error")
+    ]
     assert sum(1 for i in plan.items if i.document) == 3
 
 
@@ -337,8 +393,9 @@ def test_a_summary_that_disagrees_with_the_detail_log_is_refused(tree: Path) -> 
 
 def test_tail_percentiles_are_omitted_when_there_are_too_few_samples(tree: Path) -> None:
     path = _scenario_dir(tree, "Server") / "performance/run_1/mlperf_log_detail.txt"
-    path.write_text(path.read_text().replace('"result_query_count", "value": 73728',
-                                             '"result_query_count", "value": 500'))
+    path.write_text(
+        path.read_text().replace('"result_query_count", "value": 73728', '"result_query_count", "value": 500')
+    )
     doc = next(i for i in mlperf.parse_tree(tree).items if i.key == f"{SYSTEM}/{BENCH}/Server").document
     assert doc is not None
     latency = doc["metrics"]["latency_ms"]
@@ -366,8 +423,19 @@ def test_a_folder_without_results_is_reported_not_raised(tmp_path: Path) -> None
 
 # --- the unit parser ---------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text, gib", [("192 GB", 192), ("1.5TiB", 1536), ("512 MiB", 0.5), ("2 TB", 2048),
-                                       ("202G", None), ("about 1 TB", None), ("1.5 PB", None)])
+
+@pytest.mark.parametrize(
+    "text, gib",
+    [
+        ("192 GB", 192),
+        ("1.5TiB", 1536),
+        ("512 MiB", 0.5),
+        ("2 TB", 2048),
+        ("202G", None),
+        ("about 1 TB", None),
+        ("1.5 PB", None),
+    ],
+)
 def test_memory_sizes_are_parsed_with_a_closed_unit_table(text: str, gib: float | None) -> None:
     assert units.parse_memory_gib(text) == gib
 
@@ -378,5 +446,7 @@ def test_frequencies_are_parsed_to_mhz(text: str, mhz: float | None) -> None:
 
 
 def test_version_lists_keep_what_they_cannot_split() -> None:
-    assert units.split_versions("vLLM 0.9.0, custom build, TensorRT 10.1") == \
-        ([("vLLM", "0.9.0"), ("TensorRT", "10.1")], ["custom build"])
+    assert units.split_versions("vLLM 0.9.0, custom build, TensorRT 10.1") == (
+        [("vLLM", "0.9.0"), ("TensorRT", "10.1")],
+        ["custom build"],
+    )

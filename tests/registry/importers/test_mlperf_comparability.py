@@ -14,10 +14,13 @@ import pytest
 from protocol import comparability
 from registry.importers import mlperf
 
-SHARED = Path(os.environ.get("BENCHREG_MLPERF_ROUNDS") or
-              Path(__file__).resolve().parents[3].parent / "shared" / "data" / "mlperf")
-ROUNDS = sorted(p for p in SHARED.iterdir() if p.is_dir() and not any(p.glob("**/result_*.txt"))) \
-    if SHARED.is_dir() else []
+SHARED = Path(
+    os.environ.get("BENCHREG_MLPERF_ROUNDS")
+    or Path(__file__).resolve().parents[3].parent / "shared" / "data" / "mlperf"
+)
+ROUNDS = (
+    sorted(p for p in SHARED.iterdir() if p.is_dir() and not any(p.glob("**/result_*.txt"))) if SHARED.is_dir() else []
+)
 
 pytestmark = pytest.mark.skipif(not ROUNDS, reason=f"no MLPerf Inference rounds in {SHARED}")
 
@@ -48,8 +51,12 @@ def test_different_scenarios_of_one_system_are_refused_on_the_scenario(documents
     by_result: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
     for doc in documents:
         by_result[(_origin(doc)["submitter"], _origin(doc)["system_id"], doc["workload"]["name"])].append(doc)
-    pairs = [(docs[0], d) for docs in by_result.values() for d in docs[1:]
-             if d["scenario"]["kind"] != docs[0]["scenario"]["kind"]]
+    pairs = [
+        (docs[0], d)
+        for docs in by_result.values()
+        for d in docs[1:]
+        if d["scenario"]["kind"] != docs[0]["scenario"]["kind"]
+    ]
     assert pairs, "the shared rounds hold no system with two scenarios of one benchmark"
     for first, other in pairs:
         verdict = comparability.check([first, other], "system")
@@ -65,8 +72,7 @@ def test_a_different_round_is_refused_on_the_workload_version(documents):
     assert not verdict.comparable and any(r.pointer == "/workload/version" for r in verdict.refusals)
 
 
-@pytest.mark.parametrize(("facet", "value"), [("availability", "preview"), ("division", "open"),
-                                              ("category", "edge")])
+@pytest.mark.parametrize(("facet", "value"), [("availability", "preview"), ("division", "open"), ("category", "edge")])
 def test_division_category_and_availability_differences_are_disclosed_beside_the_result(documents, facet, value):
     doc = documents[0]
     other = copy.deepcopy(doc)

@@ -14,8 +14,10 @@ import pytest
 from protocol import comparability
 from registry.importers import mlperf
 
-SHARED = Path(os.environ.get("BENCHREG_MLPERF_ROUNDS") or
-              Path(__file__).resolve().parents[3].parent / "shared" / "data" / "mlperf")
+SHARED = Path(
+    os.environ.get("BENCHREG_MLPERF_ROUNDS")
+    or Path(__file__).resolve().parents[3].parent / "shared" / "data" / "mlperf"
+)
 AMD = SHARED / "inference_sample1_AMD_v5.1"
 SYSTEM = "8xH100-SXM-80GB_TRT"
 
@@ -27,25 +29,46 @@ NS = 1_000_000
 def _server_records(tokens_per_s: float, samples_per_s: float) -> dict[str, Any]:
     """What LoadGen logs for an LLM Server run (our numbers, in ns as LoadGen writes them)."""
     records: dict[str, Any] = {
-        "loadgen_version": "5.1.0 @ 091d51f041", "test_datetime": "2025-07-20T08:00:00Z",
-        "effective_scenario": "Server", "effective_test_mode": "PerformanceOnly", "result_validity": "VALID",
-        "result_perf_constraints_met": True, "result_min_duration_met": True, "result_min_queries_met": True,
-        "early_stopping_met": True, "early_stopping_ttft_result": "Run successful.",
-        "early_stopping_tpot_result": "Run successful.", "num_errors": 0,
-        "result_query_count": 60000, "qsl_reported_total_count": 24576, "effective_target_qps": 70.0,
-        "effective_samples_per_query": 1, "effective_target_latency_percentile": 0.99,
+        "loadgen_version": "5.1.0 @ 091d51f041",
+        "test_datetime": "2025-07-20T08:00:00Z",
+        "effective_scenario": "Server",
+        "effective_test_mode": "PerformanceOnly",
+        "result_validity": "VALID",
+        "result_perf_constraints_met": True,
+        "result_min_duration_met": True,
+        "result_min_queries_met": True,
+        "early_stopping_met": True,
+        "early_stopping_ttft_result": "Run successful.",
+        "early_stopping_tpot_result": "Run successful.",
+        "num_errors": 0,
+        "result_query_count": 60000,
+        "qsl_reported_total_count": 24576,
+        "effective_target_qps": 70.0,
+        "effective_samples_per_query": 1,
+        "effective_target_latency_percentile": 0.99,
         "requested_server_ttft_latency": 2000 * NS,
-        "requested_server_tpot_latency": 200 * NS, "requested_use_token_latencies": True,
-        "result_completed_samples_per_sec": samples_per_s, "result_completed_tokens_per_second": tokens_per_s,
-        "result_min_latency_ns": 900 * NS, "result_max_latency_ns": 150000 * NS, "result_mean_latency_ns": 40000 * NS,
-        "result_first_token_min_latency_ns": 30 * NS, "result_first_token_max_latency_ns": 3000 * NS,
+        "requested_server_tpot_latency": 200 * NS,
+        "requested_use_token_latencies": True,
+        "result_completed_samples_per_sec": samples_per_s,
+        "result_completed_tokens_per_second": tokens_per_s,
+        "result_min_latency_ns": 900 * NS,
+        "result_max_latency_ns": 150000 * NS,
+        "result_mean_latency_ns": 40000 * NS,
+        "result_first_token_min_latency_ns": 30 * NS,
+        "result_first_token_max_latency_ns": 3000 * NS,
         "result_first_token_mean_latency_ns": 800 * NS,
-        "result_time_to_output_token_min": 25 * NS, "result_time_to_output_token_max": 3000 * NS,
+        "result_time_to_output_token_min": 25 * NS,
+        "result_time_to_output_token_max": 3000 * NS,
         "result_time_to_output_token_mean": 130 * NS,
     }
-    for pct, lat, ttft, tpot in [("50.00", 35000, 700, 120), ("90.00", 70000, 1300, 150), ("95.00", 85000, 1450, 160),
-                                 ("97.00", 95000, 1550, 165), ("99.00", 120000, 1800, 180),
-                                 ("99.90", 140000, 2400, 260)]:
+    for pct, lat, ttft, tpot in [
+        ("50.00", 35000, 700, 120),
+        ("90.00", 70000, 1300, 150),
+        ("95.00", 85000, 1450, 160),
+        ("97.00", 95000, 1550, 165),
+        ("99.00", 120000, 1800, 180),
+        ("99.90", 140000, 2400, 260),
+    ]:
         records[f"result_{pct}_percentile_latency_ns"] = lat * NS
         records[f"result_first_token_{pct}_percentile_latency_ns"] = ttft * NS
         records[f"result_time_per_output_token_{pct}_percentile_ns"] = tpot * NS
@@ -53,27 +76,53 @@ def _server_records(tokens_per_s: float, samples_per_s: float) -> dict[str, Any]
 
 
 def _summary(tokens_per_s: float, samples_per_s: float) -> str:
-    lines = ["=" * 48, "MLPerf Results Summary", "=" * 48, "SUT name : TRTSUT", "Scenario : Server",
-             "Mode     : PerformanceOnly", f"Completed samples per second    : {samples_per_s:.2f}",
-             f"Completed tokens per second: {tokens_per_s:.2f}", "Result is : VALID",
-             "  Performance constraints satisfied : Yes", "  Min duration satisfied : Yes",
-             "  Min queries satisfied : Yes", "  Early stopping satisfied: Yes", "",
-             "No errors encountered during test."]
+    lines = [
+        "=" * 48,
+        "MLPerf Results Summary",
+        "=" * 48,
+        "SUT name : TRTSUT",
+        "Scenario : Server",
+        "Mode     : PerformanceOnly",
+        f"Completed samples per second    : {samples_per_s:.2f}",
+        f"Completed tokens per second: {tokens_per_s:.2f}",
+        "Result is : VALID",
+        "  Performance constraints satisfied : Yes",
+        "  Min duration satisfied : Yes",
+        "  Min queries satisfied : Yes",
+        "  Early stopping satisfied: Yes",
+        "",
+        "No errors encountered during test.",
+    ]
     return "\n".join(lines) + "\n"
 
 
-def author_nvidia(root: Path, benchmark: str = "llama2-70b-99", folder: str = "Server",
-                  rouge1: float = 44.2, weights: str = "fp16") -> Path:
+def author_nvidia(
+    root: Path, benchmark: str = "llama2-70b-99", folder: str = "Server", rouge1: float = 44.2, weights: str = "fp16"
+) -> Path:
     """closed/NVIDIA/ with one 8×H100 result, in the layout of the AMD sample (results/…/Scenario/…)."""
     tree = root / "closed" / "NVIDIA"
     (tree / "systems").mkdir(parents=True, exist_ok=True)
-    (tree / "systems" / f"{SYSTEM}.json").write_text(json.dumps({
-        "system_name": "Authored DGX H100", "number_of_nodes": 1, "submitter": "NVIDIA", "division": "closed",
-        "status": "available", "system_type": "datacenter", "accelerators_per_node": 8,
-        "accelerator_model_name": "NVIDIA H100-SXM-80GB", "accelerator_memory_capacity": "80 GB",
-        "accelerator_memory_configuration": "HBM3", "accelerator_interconnect": "NVLink",
-        "host_processor_model_name": "Intel Xeon Platinum 8480C", "host_processors_per_node": 2,
-        "operating_system": "Ubuntu 22.04", "framework": "TensorRT 10.8, CUDA 12.8"}))
+    (tree / "systems" / f"{SYSTEM}.json").write_text(
+        json.dumps(
+            {
+                "system_name": "Authored DGX H100",
+                "number_of_nodes": 1,
+                "submitter": "NVIDIA",
+                "division": "closed",
+                "status": "available",
+                "system_type": "datacenter",
+                "accelerators_per_node": 8,
+                "accelerator_model_name": "NVIDIA H100-SXM-80GB",
+                "accelerator_memory_capacity": "80 GB",
+                "accelerator_memory_configuration": "HBM3",
+                "accelerator_interconnect": "NVLink",
+                "host_processor_model_name": "Intel Xeon Platinum 8480C",
+                "host_processors_per_node": 2,
+                "operating_system": "Ubuntu 22.04",
+                "framework": "TensorRT 10.8, CUDA 12.8",
+            }
+        )
+    )
     result = tree / "results" / SYSTEM / benchmark / folder
     run = result / "performance" / "run_1"
     run.mkdir(parents=True)
@@ -81,25 +130,29 @@ def author_nvidia(root: Path, benchmark: str = "llama2-70b-99", folder: str = "S
     records = _server_records(tokens, samples)
     if folder == "Offline":
         records = {k: v for k, v in records.items() if "first_token" not in k and "output_token" not in k}
-        records.update(effective_scenario="Offline", result_tokens_per_second=tokens,
-                       result_samples_per_second=samples)
+        records.update(effective_scenario="Offline", result_tokens_per_second=tokens, result_samples_per_second=samples)
         records.pop("result_completed_tokens_per_second")
         records.pop("result_completed_samples_per_sec")
-    (run / "mlperf_log_detail.txt").write_text("".join(
-        ":::MLLOG " + json.dumps({"key": k, "value": v, "time_ms": 1}) + "\n" for k, v in records.items()))
+    (run / "mlperf_log_detail.txt").write_text(
+        "".join(":::MLLOG " + json.dumps({"key": k, "value": v, "time_ms": 1}) + "\n" for k, v in records.items())
+    )
     summary = _summary(tokens, samples)
     if folder == "Offline":
-        summary = summary.replace("Scenario : Server", "Scenario : Offline").replace(
-            f"Completed samples per second    : {samples:.2f}", f"Samples per second: {samples:.2f}").replace(
-            f"Completed tokens per second: {tokens:.2f}", f"Tokens per second: {tokens:.2f}")
+        summary = (
+            summary.replace("Scenario : Server", "Scenario : Offline")
+            .replace(f"Completed samples per second    : {samples:.2f}", f"Samples per second: {samples:.2f}")
+            .replace(f"Completed tokens per second: {tokens:.2f}", f"Tokens per second: {tokens:.2f}")
+        )
     (run / "mlperf_log_summary.txt").write_text(summary)
-    (result / "measurements.json").write_text(json.dumps({"weight_data_types": weights, "input_data_types": "int32",
-                                                         "weight_transformations": "none"}))
+    (result / "measurements.json").write_text(
+        json.dumps({"weight_data_types": weights, "input_data_types": "int32", "weight_transformations": "none"})
+    )
     (result / "user.conf").write_text(f"llama2-70b.{folder}.target_qps = 70\n")
     (result / "accuracy").mkdir()
     (result / "accuracy" / "accuracy.txt").write_text(
         f"Results\n\n{{'rouge1': {rouge1}, 'rouge2': 22.0, 'rougeL': 28.6, 'rougeLsum': 42.0, "
-        "'gen_len': 28000000, 'gen_num': 24576, 'gen_tok_len': 7200000, 'tokens_per_sample': 293.0}\n")
+        "'gen_len': 28000000, 'gen_num': 24576, 'gen_tok_len': 7200000, 'tokens_per_sample': 293.0}\n"
+    )
     return tree
 
 

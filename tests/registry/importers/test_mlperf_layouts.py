@@ -16,11 +16,22 @@ SYSTEM = "tiny-sut"
 
 
 def _system(root: Path, **fields: Any) -> None:
-    description = {"system_name": "Tiny SUT", "number_of_nodes": 1, "submitter": "Acme", "division": "closed",
-                   "status": "available", "system_type": "edge", "accelerators_per_node": 1,
-                   "accelerator_model_name": "NVIDIA L4", "accelerator_memory_capacity": "24 GB",
-                   "host_processor_model_name": "Some CPU", "host_processors_per_node": 1,
-                   "operating_system": "Ubuntu 22.04", "framework": "TensorRT 10.1", **fields}
+    description = {
+        "system_name": "Tiny SUT",
+        "number_of_nodes": 1,
+        "submitter": "Acme",
+        "division": "closed",
+        "status": "available",
+        "system_type": "edge",
+        "accelerators_per_node": 1,
+        "accelerator_model_name": "NVIDIA L4",
+        "accelerator_memory_capacity": "24 GB",
+        "host_processor_model_name": "Some CPU",
+        "host_processors_per_node": 1,
+        "operating_system": "Ubuntu 22.04",
+        "framework": "TensorRT 10.1",
+        **fields,
+    }
     (root / "systems").mkdir(parents=True, exist_ok=True)
     (root / "systems" / f"{SYSTEM}.json").write_text(json.dumps(description))
 
@@ -29,9 +40,16 @@ def _run(folder: Path, scenario: str, records: dict[str, Any], summary: dict[str
     """A LoadGen performance run: the detail log's :::MLLOG records and the summary's 'label : value' lines."""
     run = folder / "performance" / "run_1"
     run.mkdir(parents=True)
-    base = {"loadgen_version": "4.1.0 @ abc", "test_datetime": "2024-07-01T10:00:00Z",
-            "effective_scenario": scenario, "effective_test_mode": "PerformanceOnly", "result_validity": "VALID",
-            "result_query_count": 1000, "early_stopping_met": True, "qsl_reported_total_count": 5000}
+    base = {
+        "loadgen_version": "4.1.0 @ abc",
+        "test_datetime": "2024-07-01T10:00:00Z",
+        "effective_scenario": scenario,
+        "effective_test_mode": "PerformanceOnly",
+        "result_validity": "VALID",
+        "result_query_count": 1000,
+        "early_stopping_met": True,
+        "qsl_reported_total_count": 5000,
+    }
     lines = [":::MLLOG " + json.dumps({"key": k, "value": v, "time_ms": 1}) for k, v in {**base, **records}.items()]
     (run / "mlperf_log_detail.txt").write_text("\n".join(lines) + "\n")
     body = {"Scenario": scenario, "Mode": "PerformanceOnly", "Result is": "VALID", **summary}
@@ -39,24 +57,40 @@ def _run(folder: Path, scenario: str, records: dict[str, Any], summary: dict[str
     (run / "mlperf_log_summary.txt").write_text(text + "\nNo errors encountered during test.\n")
 
 
-OFFLINE = {"result_samples_per_second": 1234.5, "result_min_latency_ns": 1000, "result_max_latency_ns": 9000,
-           "result_mean_latency_ns": 5000, "result_90.00_percentile_latency_ns": 8000}
+OFFLINE = {
+    "result_samples_per_second": 1234.5,
+    "result_min_latency_ns": 1000,
+    "result_max_latency_ns": 9000,
+    "result_mean_latency_ns": 5000,
+    "result_90.00_percentile_latency_ns": 8000,
+}
 
 
-def _submission(tmp_path: Path, benchmark: str = "resnet50", folder: str = "Offline", scenario: str = "Offline",
-                records: dict[str, Any] | None = None, summary: dict[str, str] | None = None,
-                measurements_beside: bool = True) -> Path:
+def _submission(
+    tmp_path: Path,
+    benchmark: str = "resnet50",
+    folder: str = "Offline",
+    scenario: str = "Offline",
+    records: dict[str, Any] | None = None,
+    summary: dict[str, str] | None = None,
+    measurements_beside: bool = True,
+) -> Path:
     """closed/Acme/ as MLCommons publishes v3.1-v5.1 rounds: measurements/ beside results/."""
     root = tmp_path / "closed" / "Acme"
     _system(root)
     result = root / "results" / SYSTEM / benchmark / folder
-    _run(result, scenario, records if records is not None else OFFLINE,
-         summary if summary is not None else {"Samples per second": "1234.5"})
+    _run(
+        result,
+        scenario,
+        records if records is not None else OFFLINE,
+        summary if summary is not None else {"Samples per second": "1234.5"},
+    )
     measurements = root / "measurements" / SYSTEM / benchmark / folder if measurements_beside else result
     measurements.mkdir(parents=True, exist_ok=True)
     name = f"{SYSTEM}_{scenario}.json" if measurements_beside else "measurements.json"
-    (measurements / name).write_text(json.dumps({"weight_data_types": "int8", "input_data_types": "int8",
-                                                 "weight_transformations": "quantization"}))
+    (measurements / name).write_text(
+        json.dumps({"weight_data_types": "int8", "input_data_types": "int8", "weight_transformations": "quantization"})
+    )
     (measurements / "user.conf").write_text("*.Offline.target_qps = 1000\n")
     return root
 
@@ -97,20 +131,38 @@ def test_a_result_without_measurements_is_refused_saying_where_it_looked(tmp_pat
     assert any("measurements" in e and "missing" in e for e in item.errors)
 
 
-@pytest.mark.parametrize(("folder", "scenario"), [("offline", "Offline"), ("singlestream", "SingleStream"),
-                                                   ("multistream", "MultiStream"), ("server", "Server")])
+@pytest.mark.parametrize(
+    ("folder", "scenario"),
+    [("offline", "Offline"), ("singlestream", "SingleStream"), ("multistream", "MultiStream"), ("server", "Server")],
+)
 def test_lower_case_scenario_folders_are_imported(tmp_path, folder, scenario):
-    records = {"Offline": OFFLINE,
-               "Server": {"result_completed_samples_per_sec": 99.5, "result_min_latency_ns": 1000,
-                          "result_max_latency_ns": 9000, "result_mean_latency_ns": 5000},
-               "SingleStream": {"early_stopping_latency_ss": 812345, "result_min_latency_ns": 500000,
-                                "result_max_latency_ns": 900000, "result_mean_latency_ns": 700000,
-                                "result_90.00_percentile_latency_ns": 800000},
-               "MultiStream": {"early_stopping_latency_ms": 2345678, "result_min_query_latency_ns": 1000000,
-                               "result_max_query_latency_ns": 3000000, "result_mean_query_latency_ns": 2000000,
-                               "result_99.00_percentile_per_query_latency_ns": 2300000,
-                               "generated_samples_per_query": 8, "result_min_latency_ns": 100,
-                               "result_max_latency_ns": 200, "result_mean_latency_ns": 150}}[scenario]
+    records = {
+        "Offline": OFFLINE,
+        "Server": {
+            "result_completed_samples_per_sec": 99.5,
+            "result_min_latency_ns": 1000,
+            "result_max_latency_ns": 9000,
+            "result_mean_latency_ns": 5000,
+        },
+        "SingleStream": {
+            "early_stopping_latency_ss": 812345,
+            "result_min_latency_ns": 500000,
+            "result_max_latency_ns": 900000,
+            "result_mean_latency_ns": 700000,
+            "result_90.00_percentile_latency_ns": 800000,
+        },
+        "MultiStream": {
+            "early_stopping_latency_ms": 2345678,
+            "result_min_query_latency_ns": 1000000,
+            "result_max_query_latency_ns": 3000000,
+            "result_mean_query_latency_ns": 2000000,
+            "result_99.00_percentile_per_query_latency_ns": 2300000,
+            "generated_samples_per_query": 8,
+            "result_min_latency_ns": 100,
+            "result_max_latency_ns": 200,
+            "result_mean_latency_ns": 150,
+        },
+    }[scenario]
     item = _only(_submission(tmp_path, folder=folder, scenario=scenario, records=records, summary={}))
     assert item.status == "ready", item.errors
     assert item.document["scenario"]["kind"] == mlperf.SCENARIOS[scenario]
@@ -126,16 +178,27 @@ def test_a_folder_that_is_no_scenario_is_reported_as_skipped_not_dropped(tmp_pat
 
 
 def test_single_stream_headline_is_the_early_stopping_estimate(tmp_path):
-    records = {"early_stopping_latency_ss": 812345, "result_min_latency_ns": 500000, "result_max_latency_ns": 900000,
-               "result_mean_latency_ns": 700000, "result_90.00_percentile_latency_ns": 800000,
-               "result_qps_with_loadgen_overhead": 1300.25}
+    records = {
+        "early_stopping_latency_ss": 812345,
+        "result_min_latency_ns": 500000,
+        "result_max_latency_ns": 900000,
+        "result_mean_latency_ns": 700000,
+        "result_90.00_percentile_latency_ns": 800000,
+        "result_qps_with_loadgen_overhead": 1300.25,
+    }
     summary = {"90th percentile latency (ns)": "800000", "Early stopping 90th percentile estimate": "812345"}
-    item = _only(_submission(tmp_path, folder="SingleStream", scenario="SingleStream", records=records,
-                             summary=summary))
+    item = _only(
+        _submission(tmp_path, folder="SingleStream", scenario="SingleStream", records=records, summary=summary)
+    )
     metrics = item.document["metrics"]
     assert metrics["primary"] == "latency_estimate_ms"
-    assert metrics["latency_estimate_ms"] == {"value": 0.812345, "unit": "ms", "percentile": "p90",
-                                              "method": "loadgen-early-stopping", "count": 1000}
+    assert metrics["latency_estimate_ms"] == {
+        "value": 0.812345,
+        "unit": "ms",
+        "percentile": "p90",
+        "method": "loadgen-early-stopping",
+        "count": 1000,
+    }
     assert metrics["latency_ms"]["p90"] == 0.8  # the observed percentile is kept beside it
 
     # ...and the estimate never compares with an observed percentile: the headline's definition is controlled
@@ -146,16 +209,27 @@ def test_single_stream_headline_is_the_early_stopping_estimate(tmp_path):
 
 
 def test_multi_stream_is_judged_per_query_with_its_early_stopping_p99(tmp_path):
-    records = {"early_stopping_latency_ms": 2345678, "result_min_query_latency_ns": 1000000,
-               "result_max_query_latency_ns": 3000000, "result_mean_query_latency_ns": 2000000,
-               "result_99.00_percentile_per_query_latency_ns": 2300000, "generated_samples_per_query": 8,
-               "result_min_latency_ns": 100, "result_max_latency_ns": 200, "result_mean_latency_ns": 150}
+    records = {
+        "early_stopping_latency_ms": 2345678,
+        "result_min_query_latency_ns": 1000000,
+        "result_max_query_latency_ns": 3000000,
+        "result_mean_query_latency_ns": 2000000,
+        "result_99.00_percentile_per_query_latency_ns": 2300000,
+        "generated_samples_per_query": 8,
+        "result_min_latency_ns": 100,
+        "result_max_latency_ns": 200,
+        "result_mean_latency_ns": 150,
+    }
     # The summary prints per-query latencies under the plain labels.
-    summary = {"Min latency (ns)": "1000000", "Max latency (ns)": "3000000", "Mean latency (ns)": "2000000",
-               "99.00 percentile latency (ns)": "2300000", "Early stopping 99th percentile estimate": "2345678",
-               "* Early stopping 99th percentile estimate": "2345678"}
-    item = _only(_submission(tmp_path, folder="MultiStream", scenario="MultiStream", records=records,
-                             summary=summary))
+    summary = {
+        "Min latency (ns)": "1000000",
+        "Max latency (ns)": "3000000",
+        "Mean latency (ns)": "2000000",
+        "99.00 percentile latency (ns)": "2300000",
+        "Early stopping 99th percentile estimate": "2345678",
+        "* Early stopping 99th percentile estimate": "2345678",
+    }
+    item = _only(_submission(tmp_path, folder="MultiStream", scenario="MultiStream", records=records, summary=summary))
     assert item.status == "ready", item.errors
     metrics = item.document["metrics"]
     assert metrics["latency_estimate_ms"]["value"] == 2.345678 and metrics["latency_estimate_ms"]["percentile"] == "p99"
@@ -164,8 +238,14 @@ def test_multi_stream_is_judged_per_query_with_its_early_stopping_p99(tmp_path):
 
 def test_an_llm_headline_is_tokens_per_second_with_the_request_rate_kept(tmp_path):
     records = {**OFFLINE, "result_tokens_per_second": 24593.8, "result_samples_per_second": 80.25}
-    item = _only(_submission(tmp_path, benchmark="llama2-70b-99", records=records,
-                             summary={"Tokens per second": "24593.77", "Samples per second": "80.25"}))
+    item = _only(
+        _submission(
+            tmp_path,
+            benchmark="llama2-70b-99",
+            records=records,
+            summary={"Tokens per second": "24593.77", "Samples per second": "80.25"},
+        )
+    )
     metrics = item.document["metrics"]
     assert metrics["throughput"] == {"value": 24593.8, "unit": "tokens/s"}
     assert metrics["request_rate"] == {"value": 80.25, "unit": "requests/s"}
@@ -216,8 +296,12 @@ def test_bert_accuracy_is_f1_not_exact_match(tmp_path):
 
 def test_sdxl_fid_and_clip_are_judged_against_their_window(tmp_path):
     root = _submission(tmp_path, benchmark="stable-diffusion-xl")
-    _accuracy(root, "stable-diffusion-xl", "Offline",
-              "Accuracy Results: {'FID_SCORE': '23.5', 'CLIP_SCORE': '31.7'}\nhash=y\n")
+    _accuracy(
+        root,
+        "stable-diffusion-xl",
+        "Offline",
+        "Accuracy Results: {'FID_SCORE': '23.5', 'CLIP_SCORE': '31.7'}\nhash=y\n",
+    )
     quality = _only(tmp_path).document["metrics"]["quality"]
     assert quality["values"] == {"FID_SCORE": 23.5, "CLIP_SCORE": 31.7}
     assert quality["metric"] == "CLIP_SCORE" and quality["passed"] is True and quality["target_ratio"] is None
@@ -225,16 +309,23 @@ def test_sdxl_fid_and_clip_are_judged_against_their_window(tmp_path):
 
 def test_a_nested_results_dict_spread_over_lines_is_read(tmp_path):
     root = _submission(tmp_path, benchmark="stable-diffusion-xl")
-    _accuracy(root, "stable-diffusion-xl", "Offline", "{\n    'accuracy_results': {\n        'CLIP_SCORE': 31.75,\n"
-              "        'FID_SCORE': 23.4,\n        'scenario': 'TestScenario.Offline'\n    },\n}\nhash=n\n")
+    _accuracy(
+        root,
+        "stable-diffusion-xl",
+        "Offline",
+        "{\n    'accuracy_results': {\n        'CLIP_SCORE': 31.75,\n"
+        "        'FID_SCORE': 23.4,\n        'scenario': 'TestScenario.Offline'\n    },\n}\nhash=n\n",
+    )
     quality = _only(tmp_path).document["metrics"]["quality"]
     assert quality["values"] == {"CLIP_SCORE": 31.75, "FID_SCORE": 23.4} and quality["passed"] is True
 
 
 def test_mixtral_results_dict_over_several_lines_and_unreadable_lines_are_flagged(tmp_path):
     root = _submission(tmp_path, benchmark="mixtral-8x7b")
-    text = ("{'python': 10, 'cpp': 9} {'python': 12, 'cpp': 11}\nResults\n{'rouge1': 45.5, 'rouge2': 23.3,\n"
-            " 'rougeL': 30.4, 'gsm8k': 73.5,\n 'mbxp': 60.0, 'tokens_per_sample': 144.0}\nhash=z\n")
+    text = (
+        "{'python': 10, 'cpp': 9} {'python': 12, 'cpp': 11}\nResults\n{'rouge1': 45.5, 'rouge2': 23.3,\n"
+        " 'rougeL': 30.4, 'gsm8k': 73.5,\n 'mbxp': 60.0, 'tokens_per_sample': 144.0}\nhash=z\n"
+    )
     _accuracy(root, "mixtral-8x7b", "Offline", text)
     item = _only(tmp_path)
     quality = item.document["metrics"]["quality"]
@@ -258,8 +349,12 @@ def test_3d_unet_dice_is_the_mean(tmp_path):
 
 
 def test_singlestream_logs_in_offline_folders_are_skipped_as_inferred_results(tmp_path):
-    records = {"early_stopping_latency_ss": 812345, "result_min_latency_ns": 500000,
-               "result_max_latency_ns": 900000, "result_mean_latency_ns": 700000}
+    records = {
+        "early_stopping_latency_ss": 812345,
+        "result_min_latency_ns": 500000,
+        "result_max_latency_ns": 900000,
+        "result_mean_latency_ns": 700000,
+    }
     item = _only(_submission(tmp_path, folder="Offline", scenario="SingleStream", records=records, summary={}))
     assert item.status == "skipped" and "infers" in item.skipped
 
@@ -268,8 +363,7 @@ def test_division_category_and_availability_are_normalised_and_unknown_words_kep
     root = _submission(tmp_path)
     _system(root, status="RDI", system_type="datacenter, edge", division="Closed")
     origin = _only(tmp_path).document["provenance"]["origin"]
-    assert (origin["division"], origin["category"], origin["availability"]) == ("closed", "datacenter,edge",
-                                                                                 "research")
+    assert (origin["division"], origin["category"], origin["availability"]) == ("closed", "datacenter,edge", "research")
     _system(root, status="soon")
     item = _only(tmp_path)
     assert item.document["provenance"]["origin"]["availability"] == "soon"
@@ -278,11 +372,16 @@ def test_division_category_and_availability_are_normalised_and_unknown_words_kep
 
 # --- MLPerf Training -----------------------------------------------------------------------------------------
 
+
 def _training_run(path: Path, start: int, stop: int | None, status: str = "success") -> None:
-    records = [{"key": "submission_org", "value": "Acme"}, {"key": "submission_division", "value": "closed"},
-               {"key": "submission_status", "value": "onprem"}, {"key": "global_batch_size", "value": 256},
-               {"key": "run_start", "value": None, "time_ms": start},
-               {"key": "eval_accuracy", "value": 0.759, "time_ms": start + 5}]
+    records = [
+        {"key": "submission_org", "value": "Acme"},
+        {"key": "submission_division", "value": "closed"},
+        {"key": "submission_status", "value": "onprem"},
+        {"key": "global_batch_size", "value": 256},
+        {"key": "run_start", "value": None, "time_ms": start},
+        {"key": "eval_accuracy", "value": 0.759, "time_ms": start + 5},
+    ]
     if stop is not None:
         records.append({"key": "run_stop", "value": None, "time_ms": stop, "metadata": {"status": status}})
     lines = ["framework banner, not a record"]

@@ -20,20 +20,37 @@ import pytest
 from registry.importers import mlperf, mlperf_training
 
 # BENCHREG_MLPERF_ROUNDS points the same checks at full published rounds kept outside the project.
-SHARED = Path(os.environ.get("BENCHREG_MLPERF_ROUNDS") or
-              Path(__file__).resolve().parents[3].parent / "shared" / "data" / "mlperf")
+SHARED = Path(
+    os.environ.get("BENCHREG_MLPERF_ROUNDS")
+    or Path(__file__).resolve().parents[3].parent / "shared" / "data" / "mlperf"
+)
 ROUNDS = sorted(p for p in SHARED.iterdir() if p.is_dir()) if SHARED.is_dir() else []
 
 pytestmark = pytest.mark.skipif(not ROUNDS, reason=f"no MLPerf rounds in {SHARED}")
 
 # MLPerf's published figure per scenario (submission checker RESULT_FIELD_NEW / _BENCHMARK_OVERWRITE).
-TOKENS = {"llama2-70b", "llama2-70b-interactive", "llama3.1-8b", "llama3.1-405b", "mixtral-8x7b", "deepseek-r1",
-          "whisper", "llama3.1-8b-edge"}
+TOKENS = {
+    "llama2-70b",
+    "llama2-70b-interactive",
+    "llama3.1-8b",
+    "llama3.1-405b",
+    "mixtral-8x7b",
+    "deepseek-r1",
+    "whisper",
+    "llama3.1-8b-edge",
+}
 # accuracy.txt patterns of the checker's ACC_PATTERN, per headline metric; the last match wins, as there.
-ACCURACY = {"accuracy": r"^accuracy=([\d.]+)%|accuracy=([\d.]+)%$", "mAP": r"mAP=([\d.]+)",
-            "f1": r"[\"']f1[\"']:\s*([\d.]+)", "AUC": r"^AUC=([\d.]+)", "DICE": r"Accuracy:\s*mean\s*=\s*([\d.]+)",
-            "rouge1": r"'rouge1':\s*'?([\d.]+)", "rougeL": r"'rougeL':\s*'?([\d.]+)",
-            "exact_match": r"[\"']exact_match[\"']:\s*([\d.]+)", "CLIP_SCORE": r"'CLIP_SCORE':\s*'?([\d.]+)"}
+ACCURACY = {
+    "accuracy": r"^accuracy=([\d.]+)%|accuracy=([\d.]+)%$",
+    "mAP": r"mAP=([\d.]+)",
+    "f1": r"[\"']f1[\"']:\s*([\d.]+)",
+    "AUC": r"^AUC=([\d.]+)",
+    "DICE": r"Accuracy:\s*mean\s*=\s*([\d.]+)",
+    "rouge1": r"'rouge1':\s*'?([\d.]+)",
+    "rougeL": r"'rougeL':\s*'?([\d.]+)",
+    "exact_match": r"[\"']exact_match[\"']:\s*([\d.]+)",
+    "CLIP_SCORE": r"'CLIP_SCORE':\s*'?([\d.]+)",
+}
 
 
 def _round_plans() -> list[tuple[str, mlperf.ImportPlan, Path]]:
@@ -101,8 +118,11 @@ def test_every_inference_headline_equals_mlperfs_published_figure(plans):
                     key = "result_inferred_tokens_per_second"
                 assert _close(metrics["throughput"]["value"], float(detail[key])), item.key
             elif scenario in ("Server", "Interactive"):
-                key = ("result_completed_tokens_per_second" if model in TOKENS and
-                       "result_completed_tokens_per_second" in detail else "result_completed_samples_per_sec")
+                key = (
+                    "result_completed_tokens_per_second"
+                    if model in TOKENS and "result_completed_tokens_per_second" in detail
+                    else "result_completed_samples_per_sec"
+                )
                 if model == "gptj" and "result_inferred_completed_tokens_per_second" in detail:
                     key = "result_inferred_completed_tokens_per_second"
                 assert _close(metrics["throughput"]["value"], float(detail[key])), item.key
@@ -111,26 +131,43 @@ def test_every_inference_headline_equals_mlperfs_published_figure(plans):
 
 
 def test_every_latency_figure_equals_the_detail_log_in_ms(plans):
-    names = {"min": "min", "max": "max", "mean": "mean", "p50": "50.00", "p90": "90.00", "p95": "95.00",
-             "p97": "97.00", "p99": "99.00", "p999": "99.90"}
+    names = {
+        "min": "min",
+        "max": "max",
+        "mean": "mean",
+        "p50": "50.00",
+        "p90": "90.00",
+        "p95": "95.00",
+        "p97": "97.00",
+        "p99": "99.00",
+        "p999": "99.90",
+    }
     for _name, plan, root in plans:
         for item in plan.items:
             doc = item.document
             if doc is None or doc["phase"] != "inference":
                 continue
             detail = _mllog(_source(item, root, "performance/run_1/mlperf_log_detail.txt"))
-            per_query = doc["provenance"]["origin"]["scenario"] == "MultiStream" and \
-                "result_99.00_percentile_per_query_latency_ns" in detail
+            per_query = (
+                doc["provenance"]["origin"]["scenario"] == "MultiStream"
+                and "result_99.00_percentile_per_query_latency_ns" in detail
+            )
             for stat, value in (doc["metrics"].get("latency_ms") or {}).items():
                 if stat not in names:
                     continue
                 label = names[stat]
                 if per_query:
-                    key = (f"result_{label}_query_latency_ns" if stat in ("min", "max", "mean")
-                           else f"result_{label}_percentile_per_query_latency_ns")
+                    key = (
+                        f"result_{label}_query_latency_ns"
+                        if stat in ("min", "max", "mean")
+                        else f"result_{label}_percentile_per_query_latency_ns"
+                    )
                 else:
-                    key = (f"result_{label}_latency_ns" if stat in ("min", "max", "mean")
-                           else f"result_{label}_percentile_latency_ns")
+                    key = (
+                        f"result_{label}_latency_ns"
+                        if stat in ("min", "max", "mean")
+                        else f"result_{label}_percentile_latency_ns"
+                    )
                 assert _close(value, detail[key] / 1e6), f"{item.key} {stat}"
 
 
@@ -153,8 +190,13 @@ def test_every_accuracy_value_is_a_number_printed_in_accuracy_txt(plans):
 
 
 def test_system_and_publication_facets_equal_the_system_description(plans):
-    availability = {"available": "available", "preview": "preview", "rdi": "research", "onprem": "available",
-                    "cloud": "available"}
+    availability = {
+        "available": "available",
+        "preview": "preview",
+        "rdi": "research",
+        "onprem": "available",
+        "cloud": "available",
+    }
     for _name, plan, root in plans:
         for item in plan.items:
             doc = item.document
@@ -184,10 +226,13 @@ def test_every_training_score_is_the_olympic_mean_of_the_logged_runs(plans):
                     continue
                 text = (root / f.path).read_text(encoding="utf-8", errors="replace")
                 start = re.search(r'"time_ms": (\d+), "event_type": "INTERVAL_START", "key": "run_start"', text)
-                stops = re.findall(r'"time_ms": (\d+), "event_type": "\w+", "key": "run_stop".*'
-                                   r'"status": "(\w+)"', text)
+                stops = re.findall(
+                    r'"time_ms": (\d+), "event_type": "\w+", "key": "run_stop".*'
+                    r'"status": "(\w+)"',
+                    text,
+                )
                 ok = start and stops and stops[-1][1] == "success"
                 times.append((int(stops[-1][0]) - int(start[1])) / 1000 if ok else math.inf)
             drop = 4 if doc["workload"]["name"] == "unet3d" else 1
-            kept = sorted(times)[drop:len(times) - drop]
+            kept = sorted(times)[drop : len(times) - drop]
             assert _close(doc["metrics"]["time_to_quality"]["seconds"], sum(kept) / len(kept)), item.key

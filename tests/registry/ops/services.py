@@ -45,8 +45,9 @@ class PrivateCluster:
         self.port = free_port()
         if os.geteuid() == 0:
             shutil.chown(self.folder, "postgres", "postgres")
-        self._run([str(self.bin / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync",
-                   "-E", "UTF8"])
+        self._run(
+            [str(self.bin / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"]
+        )
 
     @staticmethod
     def _run(command: list[str], check: bool = True) -> None:
@@ -63,8 +64,21 @@ class PrivateCluster:
 
     def start(self) -> None:
         options = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off"
-        self._run([str(self.bin / "pg_ctl"), "-D", str(self.data), "-o", options, "-w", "-t", "60",
-                   "-l", str(self.folder / "log"), "start"])
+        self._run(
+            [
+                str(self.bin / "pg_ctl"),
+                "-D",
+                str(self.data),
+                "-o",
+                options,
+                "-w",
+                "-t",
+                "60",
+                "-l",
+                str(self.folder / "log"),
+                "start",
+            ]
+        )
 
     def stop(self) -> None:
         self._run([str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop"], check=False)
@@ -84,14 +98,29 @@ class RegistryServer:
         self.process: subprocess.Popen[bytes] | None = None
 
     def manage(self, *args: str) -> str:
-        return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, check=True,
-                              capture_output=True, text=True).stdout
+        return subprocess.run(
+            [sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, check=True, capture_output=True, text=True
+        ).stdout
 
     def start(self) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "registry.wsgi:application", "--bind", f"127.0.0.1:{self.port}",
-             "--workers", "2", "--timeout", "60"], cwd=ROOT, env=self.env,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "registry.wsgi:application",
+                "--bind",
+                f"127.0.0.1:{self.port}",
+                "--workers",
+                "2",
+                "--timeout",
+                "60",
+            ],
+            cwd=ROOT,
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             try:

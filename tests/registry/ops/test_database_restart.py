@@ -42,14 +42,23 @@ def cluster() -> Any:
 
 @pytest.fixture(scope="module")
 def registry(cluster: PrivateCluster, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    env = {**os.environ, "DATABASE_URL": cluster.database_url("benchreg"),
-           "BENCHREG_DATA_DIR": str(tmp_path_factory.mktemp("data")), "CELERY_BROKER_URL": "",
-           "BENCHREG_THROTTLE_USER": "100000/min", "BENCHREG_THROTTLE_ANON": "100000/min",
-           "BENCHREG_RETRY_AFTER_S": "1", "DJANGO_SETTINGS_MODULE": "registry.settings"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": cluster.database_url("benchreg"),
+        "BENCHREG_DATA_DIR": str(tmp_path_factory.mktemp("data")),
+        "CELERY_BROKER_URL": "",
+        "BENCHREG_THROTTLE_USER": "100000/min",
+        "BENCHREG_THROTTLE_ANON": "100000/min",
+        "BENCHREG_RETRY_AFTER_S": "1",
+        "DJANGO_SETTINGS_MODULE": "registry.settings",
+    }
     server = RegistryServer(env)
     server.manage("migrate", "-v0")
-    token = server.manage("create_token", "--username", "lab-restart", "--scopes", "submit,read",
-                          "--grant-role").strip().splitlines()[-1]
+    token = (
+        server.manage("create_token", "--username", "lab-restart", "--scopes", "submit,read", "--grant-role")
+        .strip()
+        .splitlines()[-1]
+    )
     server.start()
     yield server, token
     server.stop()
@@ -60,8 +69,12 @@ def _document(label: str) -> dict[str, Any]:
 
 
 def _stored_digests(server: RegistryServer, token: str) -> list[str]:
-    response = httpx.get(f"{server.url}/api/v1/submissions", params={"limit": 500},
-                         headers={"Authorization": f"Token {token}"}, timeout=30)
+    response = httpx.get(
+        f"{server.url}/api/v1/submissions",
+        params={"limit": 500},
+        headers={"Authorization": f"Token {token}"},
+        timeout=30,
+    )
     response.raise_for_status()
     return [run["digest"] for run in response.json()["results"]]
 
@@ -70,21 +83,24 @@ def _restart_after(cluster: PrivateCluster, seconds: float) -> threading.Thread:
     def later() -> None:
         time.sleep(seconds)
         cluster.start()
+
     thread = threading.Thread(target=later)
     thread.start()
     return thread
 
 
-def test_with_the_database_down_the_api_answers_503_problems_and_stores_nothing(cluster: PrivateCluster,
-                                                                               registry: Any) -> None:
+def test_with_the_database_down_the_api_answers_503_problems_and_stores_nothing(
+    cluster: PrivateCluster, registry: Any
+) -> None:
     server, token = registry
     headers = {"Authorization": f"Token {token}", "Content-Type": "application/json"}
     document = _document("refused")
     body = protocol.canonicalize(document)
     cluster.stop()
     try:
-        answers = [httpx.post(f"{server.url}/api/v1/submissions", content=body, headers=headers, timeout=30)
-                   for _ in range(4)]
+        answers = [
+            httpx.post(f"{server.url}/api/v1/submissions", content=body, headers=headers, timeout=30) for _ in range(4)
+        ]
         listing = httpx.get(f"{server.url}/api/v1/submissions", headers=headers, timeout=30)
         alive = httpx.get(f"{server.url}/healthz", timeout=30)
         ready = httpx.get(f"{server.url}/readyz", timeout=30)
@@ -102,21 +118,32 @@ def test_with_the_database_down_the_api_answers_503_problems_and_stores_nothing(
     assert httpx.get(f"{server.url}/readyz", timeout=30).status_code == 200
 
 
-def test_benchreg_submit_retries_through_a_restart_and_says_so(cluster: PrivateCluster, registry: Any,
-                                                               tmp_path: Path) -> None:
+def test_benchreg_submit_retries_through_a_restart_and_says_so(
+    cluster: PrivateCluster, registry: Any, tmp_path: Path
+) -> None:
     server, token = registry
     path = tmp_path / "run.json"
     path.write_text(json.dumps(_document("cli")))
     cluster.stop()
     restarter = _restart_after(cluster, 3.0)
-    done = subprocess.run([sys.executable, "-m", "registry.cli", "submit", str(path), "--server", server.url,
-                           "--token", token], cwd=ROOT, capture_output=True, text=True, timeout=180)
+    done = subprocess.run(
+        [sys.executable, "-m", "registry.cli", "submit", str(path), "--server", server.url, "--token", token],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     restarter.join()
     assert done.returncode == 0, done.stdout + done.stderr
     assert "stored as run" in done.stdout and "retr" in done.stdout.split("stored as run")[1], done.stdout
     assert "retrying: POST /api/v1/submissions: registry answered 503" in done.stderr, done.stderr
-    again = subprocess.run([sys.executable, "-m", "registry.cli", "submit", str(path), "--server", server.url,
-                            "--token", token], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    again = subprocess.run(
+        [sys.executable, "-m", "registry.cli", "submit", str(path), "--server", server.url, "--token", token],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert "already known as run" in again.stdout, again.stdout
 
 
@@ -127,8 +154,9 @@ def test_four_clients_through_a_restart_store_every_run_exactly_once(cluster: Pr
     notes: list[str] = []
 
     def client(c: int) -> None:
-        with RegistryClient(server.url, token, retry=RetryPolicy(attempts=12, initial=0.2, cap=3.0),
-                            on_retry=notes.append) as api:
+        with RegistryClient(
+            server.url, token, retry=RetryPolicy(attempts=12, initial=0.2, cap=3.0), on_retry=notes.append
+        ) as api:
             for i in range(5):
                 outcomes[f"{c}-{i}"] = api.submit(documents[f"{c}-{i}"])
                 time.sleep(0.2)
@@ -155,14 +183,26 @@ def test_the_mlperf_import_retries_through_a_restart_and_says_so(cluster: Privat
     server, _ = registry
     cluster.stop()
     restarter = _restart_after(cluster, 8.0)  # well after the command has started and parsed the tree
-    done = subprocess.run([sys.executable, "-m", "registry.cli", "import", "mlperf", str(SAMPLE), "--no-progress"],
-                          cwd=ROOT, env=server.env, capture_output=True, text=True, timeout=180)
+    done = subprocess.run(
+        [sys.executable, "-m", "registry.cli", "import", "mlperf", str(SAMPLE), "--no-progress"],
+        cwd=ROOT,
+        env=server.env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     restarter.join()
     assert done.returncode == 0, done.stdout + done.stderr
     assert "retrying: the database is unavailable (OperationalError" in done.stderr, done.stderr
     assert "the import succeeded after" in done.stderr and "Traceback" not in done.stderr
-    again = subprocess.run([sys.executable, "-m", "registry.cli", "import", "mlperf", str(SAMPLE), "--no-progress"],
-                           cwd=ROOT, env=server.env, capture_output=True, text=True, timeout=180)
+    again = subprocess.run(
+        [sys.executable, "-m", "registry.cli", "import", "mlperf", str(SAMPLE), "--no-progress"],
+        cwd=ROOT,
+        env=server.env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert again.returncode == 0 and "retrying" not in again.stderr
     assert "│      0 │     3 │" in again.stdout, again.stdout
 
@@ -173,9 +213,14 @@ def test_the_mlperf_import_gives_up_with_a_clear_message(cluster: PrivateCluster
     server, _ = registry
     cluster.stop()
     try:
-        done = subprocess.run([sys.executable, "-m", "registry.cli", "import", "mlperf", str(SAMPLE), "--no-progress",
-                               "--attempts", "2"], cwd=ROOT, env=server.env, capture_output=True, text=True,
-                              timeout=180)
+        done = subprocess.run(
+            [sys.executable, "-m", "registry.cli", "import", "mlperf", str(SAMPLE), "--no-progress", "--attempts", "2"],
+            cwd=ROOT,
+            env=server.env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
     finally:
         cluster.start()
     assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr

@@ -66,8 +66,11 @@ class Embedded:
 
 
 def _env(data: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL",
-                                                            "BENCHREG_EMBEDDED_WORKER", "DJANGO_SETTINGS_MODULE")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "BENCHREG_EMBEDDED_WORKER", "DJANGO_SETTINGS_MODULE")
+    }
     env.update(BENCHREG_DATA_DIR=str(data), BENCHREG_THROTTLE_USER="100000/min")
     return env
 
@@ -77,13 +80,27 @@ def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Embedded]:
     data = tmp_path_factory.mktemp("embedded")
     env, manage = _env(data), [sys.executable, "manage.py"]
     subprocess.run([*manage, "migrate", "-v0"], cwd=ROOT, env=env, check=True)
-    token = subprocess.run([*manage, "create_token", "--username", "lab-embedded", "--scopes", "submit,read",
-                            "--grant-role"], cwd=ROOT, env=env, check=True, capture_output=True,
-                           text=True).stdout.strip().splitlines()[-1]
+    token = (
+        subprocess.run(
+            [*manage, "create_token", "--username", "lab-embedded", "--scopes", "submit,read", "--grant-role"],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     port, log = free_port(), data / "serve.log"
-    server = subprocess.Popen([sys.executable, "-m", "registry.cli", "serve", "--bind", f"127.0.0.1:{port}",
-                               "--workers", "1"], cwd=ROOT, env=env, start_new_session=True,
-                              stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "registry.cli", "serve", "--bind", f"127.0.0.1:{port}", "--workers", "1"],
+        cwd=ROOT,
+        env=env,
+        start_new_session=True,
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+    )
     embedded = Embedded(f"http://127.0.0.1:{port}", token, data, log)
     try:
         embedded.wait_ready(180)  # the first start migrates nothing but loads Django in three processes
@@ -102,15 +119,18 @@ def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Embedded]:
 
 @pytest.mark.slow
 def test_benchreg_serve_renders_reports_in_its_own_worker_process(embedded: Embedded) -> None:
-    with httpx.Client(base_url=embedded.base, headers={"Authorization": f"Token {embedded.token}"},
-                      timeout=120) as api:
-        runs = [api.post("/api/v1/submissions", content=protocol.canonicalize(doc),
-                         headers={"Content-Type": "application/json"}).json()["id"]
-                for doc in fleet_documents(2)]
+    with httpx.Client(base_url=embedded.base, headers={"Authorization": f"Token {embedded.token}"}, timeout=120) as api:
+        runs = [
+            api.post(
+                "/api/v1/submissions", content=protocol.canonicalize(doc), headers={"Content-Type": "application/json"}
+            ).json()["id"]
+            for doc in fleet_documents(2)
+        ]
         comparison = api.post("/api/v1/comparisons", json={"runs": runs, "prices": PRICES, "sizing": SIZING})
         assert comparison.status_code == 201, comparison.text
-        answer = api.post("/api/v1/reports", json={"comparison": comparison.json()["id"], "title": "Embedded",
-                                                   "decision": "d"})
+        answer = api.post(
+            "/api/v1/reports", json={"comparison": comparison.json()["id"], "title": "Embedded", "decision": "d"}
+        )
         assert answer.status_code == 202 and answer.json()["status"] == "queued", answer.text
         deadline, report = time.monotonic() + 240, answer.json()
         while report["status"] in ("queued", "rendering") and time.monotonic() < deadline:
@@ -133,8 +153,12 @@ while time.monotonic() < end:
 print(n)
 """
 
-GARBAGE = {"00_empty.celery.msg": b"", "01_torn.celery.msg": b'{"body": "eyJh',
-           "02_foreign.celery.msg": b'{"hello": "world"}', "03_binary.webhooks.msg": b"\x00\xff" * 64}
+GARBAGE = {
+    "00_empty.celery.msg": b"",
+    "01_torn.celery.msg": b'{"body": "eyJh',
+    "02_foreign.celery.msg": b'{"hello": "world"}',
+    "03_binary.webhooks.msg": b"\x00\xff" * 64,
+}
 
 
 @pytest.mark.slow
@@ -143,8 +167,10 @@ def test_the_worker_survives_load_and_unreadable_message_files(embedded: Embedde
     kombu's own filesystem transport lost its worker to a half-written file within seconds of this."""
     worker = embedded.pid("worker")
     env = {**_env(embedded.data), "BENCHREG_EMBEDDED_WORKER": "1"}
-    producers = [subprocess.Popen([sys.executable, "-c", PRODUCER, "20"], cwd=ROOT, env=env,
-                                  stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    producers = [
+        subprocess.Popen([sys.executable, "-c", PRODUCER, "20"], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
     time.sleep(8)
     messages = embedded.data / "queue" / "messages"
     for name, content in GARBAGE.items():
@@ -173,8 +199,9 @@ def test_a_killed_part_reads_as_not_ready_until_the_supervisor_restarts_it(embed
     assert down.status_code == 503, down.text
     assert down.headers["Retry-After"]
     check = down.json()["checks"][part]
-    assert check["status"] == "failed" and f"embedded {part} is not running (process {victim} is gone)" in check[
-        "detail"]
+    assert (
+        check["status"] == "failed" and f"embedded {part} is not running (process {victim} is gone)" in check["detail"]
+    )
     other = "beat" if part == "worker" else "worker"
     assert down.json()["checks"][other]["status"] == "ok"
     up = embedded.wait_ready(60)
@@ -185,10 +212,13 @@ def test_a_killed_part_reads_as_not_ready_until_the_supervisor_restarts_it(embed
 
 
 def test_the_supervisor_restarts_a_dead_part_with_growing_delays_and_kills_a_frozen_one(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """Plain processes in place of Celery: one that exits at once, one that never writes its heartbeat."""
-    parts = [Part("worker", [sys.executable, "-c", "raise SystemExit(3)"]),
-             Part("beat", [sys.executable, "-c", "import time; time.sleep(120)"])]
+    parts = [
+        Part("worker", [sys.executable, "-c", "raise SystemExit(3)"]),
+        Part("beat", [sys.executable, "-c", "import time; time.sleep(120)"]),
+    ]
     supervisor = Supervisor(parts, data_dir=tmp_path, stale_s=2, backoff_max_s=2)
     thread = threading.Thread(target=supervisor.run)
     with caplog.at_level(logging.INFO, logger="registry.supervisor"):
@@ -199,8 +229,11 @@ def test_the_supervisor_restarts_a_dead_part_with_growing_delays_and_kills_a_fro
     assert not thread.is_alive()
     log = caplog.text
     assert "embedded worker (pid" in log and "exited with status 3" in log
-    delays = [line.rsplit("restarting it in ", 1)[1] for line in log.splitlines()
-              if "embedded worker" in line and "restarting it in" in line]
+    delays = [
+        line.rsplit("restarting it in ", 1)[1]
+        for line in log.splitlines()
+        if "embedded worker" in line and "restarting it in" in line
+    ]
     assert delays[:3] == ["1 s", "2 s", "2 s"]  # 1, 2, then capped at backoff_max_s
     assert "embedded beat (pid" in log and "wrote no heartbeat for" in log and "killed by signal 9" in log
     assert all(p.process is None or p.process.poll() is not None for p in parts)

@@ -55,8 +55,9 @@ def _dead_pid() -> int:
 
 
 @pytest.mark.django_db
-def test_on_the_embedded_default_readyz_names_a_worker_or_beat_that_is_down(anonymous: Any, tmp_path: Path,
-                                                                            settings: Any) -> None:
+def test_on_the_embedded_default_readyz_names_a_worker_or_beat_that_is_down(
+    anonymous: Any, tmp_path: Path, settings: Any
+) -> None:
     settings.DATA_DIR, settings.BENCHREG_EMBEDDED_WORKER, settings.BENCHREG_HEARTBEAT_STALE_S = tmp_path, True, 60
     starting = anonymous.get("/readyz")
     assert starting.status_code == 503 and starting["Retry-After"]
@@ -91,9 +92,22 @@ class PrivateRedis:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
-        self.process = subprocess.Popen([shutil.which("redis-server") or "redis-server", "--port", str(self.port),
-                                         "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                                         "--dir", str(self.folder)], stdout=subprocess.DEVNULL)
+        self.process = subprocess.Popen(
+            [
+                shutil.which("redis-server") or "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.folder),
+            ],
+            stdout=subprocess.DEVNULL,
+        )
         for _ in range(100):
             try:
                 if redis.Redis.from_url(self.url).ping():
@@ -127,8 +141,9 @@ def private_broker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, settings: An
 
 @pytest.mark.services
 @pytest.mark.django_db(transaction=True)
-def test_with_the_broker_stopped_a_report_is_stored_queued_and_dispatched_later(private_broker: PrivateRedis,
-                                                                               api: Any, user: Any) -> None:
+def test_with_the_broker_stopped_a_report_is_stored_queued_and_dispatched_later(
+    private_broker: PrivateRedis, api: Any, user: Any
+) -> None:
     runs = [submission_create(document=d, submitted_by=user)[0] for d in fleet_documents(2)]
     comparison, _ = comparison_create(runs=runs, axis="system", created_by=user, prices=PRICES, sizing=SIZING)
     assert api.get("/readyz").json()["checks"]["broker"]["status"] == "ok"
@@ -136,8 +151,7 @@ def test_with_the_broker_stopped_a_report_is_stored_queued_and_dispatched_later(
     private_broker.stop()
     ready = api.get("/readyz")
     assert ready.status_code == 503 and ready.json()["checks"]["broker"]["status"] == "failed"
-    answer = api.post("/api/v1/reports", {"comparison": comparison.pk, "title": "t", "decision": "d"},
-                      format="json")
+    answer = api.post("/api/v1/reports", {"comparison": comparison.pk, "title": "t", "decision": "d"}, format="json")
     assert answer.status_code == 202, answer.content  # stored and queued; never a 500 after the commit
     report = Report.objects.get(pk=answer.json()["id"])
     assert report.status == ReportStatus.QUEUED
@@ -151,7 +165,8 @@ def test_with_the_broker_stopped_a_report_is_stored_queued_and_dispatched_later(
 @pytest.mark.services
 @pytest.mark.django_db
 def test_with_an_external_broker_readyz_reports_worker_and_beat_without_waiting_for_them(
-        private_broker: PrivateRedis, anonymous: Any, tmp_path: Path, settings: Any) -> None:
+    private_broker: PrivateRedis, anonymous: Any, tmp_path: Path, settings: Any
+) -> None:
     """compose starts the worker and beat once web is ready and health-checks them itself: their heartbeats are
     shown under `background`, and a missing or stale one does not make web unready."""
     settings.DATA_DIR = tmp_path

@@ -34,8 +34,11 @@ from tests.registry.ops.services import RegistryServer, free_port
 from tests.registry.reports.conftest import PRICES, SIZING, fleet_documents
 
 BROKER = os.environ.get("BENCHREG_TEST_BROKER_URL", "")
-CREDENTIALS = {"AWS_ACCESS_KEY_ID": "benchreg-test", "AWS_SECRET_ACCESS_KEY": "benchreg-test-secret",
-               "AWS_DEFAULT_REGION": "us-east-1"}
+CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "benchreg-test",
+    "AWS_SECRET_ACCESS_KEY": "benchreg-test-secret",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
 
 
 class S3Server:
@@ -44,8 +47,11 @@ class S3Server:
     def __init__(self) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.process = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
@@ -57,9 +63,13 @@ class S3Server:
         raise RuntimeError("moto's S3 server did not start within 60 s")
 
     def client(self) -> Any:
-        return boto3.client("s3", endpoint_url=self.url, region_name="us-east-1",
-                            aws_access_key_id=CREDENTIALS["AWS_ACCESS_KEY_ID"],
-                            aws_secret_access_key=CREDENTIALS["AWS_SECRET_ACCESS_KEY"])
+        return boto3.client(
+            "s3",
+            endpoint_url=self.url,
+            region_name="us-east-1",
+            aws_access_key_id=CREDENTIALS["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+        )
 
     def bucket(self) -> str:
         name = f"benchreg-{uuid.uuid4().hex[:12]}"
@@ -85,14 +95,22 @@ def s3_storages(bucket: str, endpoint: str) -> dict[str, Any]:
     """settings.STORAGES as BENCHREG_S3_BUCKET / BENCHREG_S3_ENDPOINT_URL make it (registry/settings.py)."""
     from botocore.config import Config
 
-    options = {"bucket_name": bucket, "endpoint_url": endpoint, "addressing_style": "path",
-               "region_name": "us-east-1", "file_overwrite": False, "default_acl": None,
-               "client_config": Config(connect_timeout=1, read_timeout=5, retries={"max_attempts": 1})}
+    options = {
+        "bucket_name": bucket,
+        "endpoint_url": endpoint,
+        "addressing_style": "path",
+        "region_name": "us-east-1",
+        "file_overwrite": False,
+        "default_acl": None,
+        "client_config": Config(connect_timeout=1, read_timeout=5, retries={"max_attempts": 1}),
+    }
     from django.conf import settings
 
-    return {**settings.STORAGES,
-            "reports": {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": {**options, "location": "reports"}},
-            "uploads": {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": {**options, "location": "uploads"}}}
+    return {
+        **settings.STORAGES,
+        "reports": {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": {**options, "location": "reports"}},
+        "uploads": {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": {**options, "location": "uploads"}},
+    }
 
 
 @pytest.fixture
@@ -112,8 +130,9 @@ def _report(user: Any, title: str = "On object storage") -> Report:
 
 
 @pytest.mark.django_db
-def test_a_report_is_stored_in_the_bucket_and_served_from_it(on_s3: str, s3: S3Server, user: Any, api: Any,
-                                                             tmp_path: Path) -> None:
+def test_a_report_is_stored_in_the_bucket_and_served_from_it(
+    on_s3: str, s3: S3Server, user: Any, api: Any, tmp_path: Path
+) -> None:
     from registry.selectors.reports import report_verify
 
     report = report_render(report_id=_report(user).pk)
@@ -131,9 +150,9 @@ def test_a_report_is_stored_in_the_bucket_and_served_from_it(on_s3: str, s3: S3S
 
 
 @pytest.mark.django_db
-def test_with_the_store_down_a_download_is_a_503_problem_and_the_report_stays_ready(on_s3: str, s3: S3Server,
-                                                                                     user: Any, api: Any,
-                                                                                     settings: Any) -> None:
+def test_with_the_store_down_a_download_is_a_503_problem_and_the_report_stays_ready(
+    on_s3: str, s3: S3Server, user: Any, api: Any, settings: Any
+) -> None:
     report = report_render(report_id=_report(user).pk)
     settings.STORAGES = s3_storages(on_s3, f"http://127.0.0.1:{free_port()}")  # nothing listens there
     api.force_authenticate(user)
@@ -145,8 +164,7 @@ def test_with_the_store_down_a_download_is_a_503_problem_and_the_report_stays_re
 
 
 @pytest.mark.django_db
-def test_an_uploaded_mlperf_archive_is_kept_in_the_uploads_storage(on_s3: str, s3: S3Server,
-                                                                  admin_client: Any) -> None:
+def test_an_uploaded_mlperf_archive_is_kept_in_the_uploads_storage(on_s3: str, s3: S3Server, admin_client: Any) -> None:
     from registry.models import Submission
     from tests.registry.importers.test_admin_upload import URL, _tarball
 
@@ -177,9 +195,9 @@ def _data_dir(root: Path, name: str, keys: Path) -> Path:
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.skipif(not BROKER, reason="needs Redis: set BENCHREG_TEST_BROKER_URL=redis://...")
-def test_two_web_servers_and_two_workers_with_no_shared_disk_serve_the_same_reports(s3: S3Server, user: Any,
-                                                                                    token: str, tmp_path: Path,
-                                                                                    settings: Any) -> None:
+def test_two_web_servers_and_two_workers_with_no_shared_disk_serve_the_same_reports(
+    s3: S3Server, user: Any, token: str, tmp_path: Path, settings: Any
+) -> None:
     from registry.audit.keys import checkpoint_key
     from registry.reports.signing import signing_identity
     from registry.selectors.reports import report_verify
@@ -188,11 +206,18 @@ def test_two_web_servers_and_two_workers_with_no_shared_disk_serve_the_same_repo
     checkpoint_key(), signing_identity()  # generated once, as an operator would, then given to every process
     keys = tmp_path / "secrets" / "keys"
     bucket, queue = s3.bucket(), f"scaleout-{uuid.uuid4().hex[:8]}"
-    base = {**os.environ, **CREDENTIALS, "BENCHREG_S3_BUCKET": bucket, "BENCHREG_S3_ENDPOINT_URL": s3.url,
-            "BENCHREG_S3_REGION": "us-east-1", "BENCHREG_TASK_QUEUE": queue, "CELERY_BROKER_URL": BROKER,
-                "BENCHREG_REPORTS_PENDING_PER_PERSON": "10",  # four reports of one person are in flight at once
-            "SECRET_KEY": "scale-out-test-secret-key-shared-by-every-process",
-            "DATABASE_URL": database_url(os.environ["DATABASE_URL"], connection.settings_dict["NAME"])}
+    base = {
+        **os.environ,
+        **CREDENTIALS,
+        "BENCHREG_S3_BUCKET": bucket,
+        "BENCHREG_S3_ENDPOINT_URL": s3.url,
+        "BENCHREG_S3_REGION": "us-east-1",
+        "BENCHREG_TASK_QUEUE": queue,
+        "CELERY_BROKER_URL": BROKER,
+        "BENCHREG_REPORTS_PENDING_PER_PERSON": "10",  # four reports of one person are in flight at once
+        "SECRET_KEY": "scale-out-test-secret-key-shared-by-every-process",
+        "DATABASE_URL": database_url(os.environ["DATABASE_URL"], connection.settings_dict["NAME"]),
+    }
     webs = [RegistryServer({**base, "BENCHREG_DATA_DIR": str(_data_dir(tmp_path, f"web-{n}", keys))}) for n in "ab"]
     workers = []
     try:
@@ -202,28 +227,60 @@ def test_two_web_servers_and_two_workers_with_no_shared_disk_serve_the_same_repo
             log = tmp_path / f"worker-{n}.log"
             env = {**base, "BENCHREG_DATA_DIR": str(_data_dir(tmp_path, f"worker-{n}", keys))}
             with log.open("ab") as out:
-                workers.append(subprocess.Popen(
-                    [sys.executable, "-m", "celery", "-A", "registry", "worker", "--pool", "solo", "-Q", queue,
-                     "-n", f"w{n}-{queue}@%h", "--without-gossip", "--without-mingle", "-l", "info"],
-                    cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True))
+                workers.append(
+                    subprocess.Popen(
+                        [
+                            sys.executable,
+                            "-m",
+                            "celery",
+                            "-A",
+                            "registry",
+                            "worker",
+                            "--pool",
+                            "solo",
+                            "-Q",
+                            queue,
+                            "-n",
+                            f"w{n}-{queue}@%h",
+                            "--without-gossip",
+                            "--without-mingle",
+                            "-l",
+                            "info",
+                        ],
+                        cwd=ROOT,
+                        env=env,
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
+                )
         headers = {"Authorization": f"Token {token}"}
         runs = [submission_create(document=d, submitted_by=user)[0] for d in fleet_documents(3)]
         comparison, _ = comparison_create(runs=runs, axis="system", created_by=user, prices=PRICES, sizing=SIZING)
-        requested = [httpx.post(f"{webs[i % 2].url}/api/v1/reports", headers=headers, timeout=60,
-                                json={"comparison": comparison.pk, "title": f"Scale-out {i}", "decision": "d"})
-                     for i in range(4)]
+        requested = [
+            httpx.post(
+                f"{webs[i % 2].url}/api/v1/reports",
+                headers=headers,
+                timeout=60,
+                json={"comparison": comparison.pk, "title": f"Scale-out {i}", "decision": "d"},
+            )
+            for i in range(4)
+        ]
         assert all(r.status_code == 202 for r in requested), [r.text for r in requested]
         ids = [r.json()["id"] for r in requested]
         deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and Report.objects.filter(
-                pk__in=ids, status__in=[ReportStatus.QUEUED, ReportStatus.RENDERING]).exists():
+        while (
+            time.monotonic() < deadline
+            and Report.objects.filter(pk__in=ids, status__in=[ReportStatus.QUEUED, ReportStatus.RENDERING]).exists()
+        ):
             time.sleep(0.5)
         logs = "\n".join((tmp_path / f"worker-{n}.log").read_text()[-3000:] for n in (1, 2))
         reports = list(Report.objects.filter(pk__in=ids))
         assert all(r.status == ReportStatus.READY for r in reports), ([r.last_error for r in reports], logs)
         for report in reports:  # each PDF is served alike by both web servers, whoever rendered it
-            served = [httpx.get(f"{web.url}/api/v1/reports/{report.pk}/pdf", headers=headers, timeout=60)
-                      for web in webs]
+            served = [
+                httpx.get(f"{web.url}/api/v1/reports/{report.pk}/pdf", headers=headers, timeout=60) for web in webs
+            ]
             assert [s.status_code for s in served] == [200, 200]
             assert served[0].content == served[1].content
             assert "sha256:" + hashlib.sha256(served[0].content).hexdigest() == report.pdf_digest
@@ -243,8 +300,9 @@ def test_two_web_servers_and_two_workers_with_no_shared_disk_serve_the_same_repo
 
 
 @pytest.mark.django_db
-def test_readyz_names_the_bucket_and_fails_when_it_is_missing(on_s3: str, s3: S3Server, anonymous: Any,
-                                                              settings: Any) -> None:
+def test_readyz_names_the_bucket_and_fails_when_it_is_missing(
+    on_s3: str, s3: S3Server, anonymous: Any, settings: Any
+) -> None:
     ready = anonymous.get("/readyz")
     assert ready.status_code == 200 and ready.json()["checks"]["storage"]["detail"] == f"ok: bucket {on_s3}"
     settings.STORAGES = s3_storages("no-such-bucket", s3.url)

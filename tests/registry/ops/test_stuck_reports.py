@@ -32,8 +32,13 @@ from tests.conftest import ROOT
 from tests.registry.reports.conftest import PRICES, SIZING, fleet_documents
 
 BROKER = os.environ.get("BENCHREG_TEST_BROKER_URL", "")
-pytestmark = [pytest.mark.services, pytest.mark.postgres, pytest.mark.slow, pytest.mark.django_db(transaction=True),
-              pytest.mark.skipif(not BROKER, reason="needs Redis: set BENCHREG_TEST_BROKER_URL=redis://...")]
+pytestmark = [
+    pytest.mark.services,
+    pytest.mark.postgres,
+    pytest.mark.slow,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(not BROKER, reason="needs Redis: set BENCHREG_TEST_BROKER_URL=redis://..."),
+]
 
 
 @pytest.fixture
@@ -52,12 +57,36 @@ def queue(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 
 
 def start_worker(queue: str, log: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "DATABASE_URL": database_url(os.environ["DATABASE_URL"], connection.settings_dict["NAME"]),
-           "CELERY_BROKER_URL": BROKER, "BENCHREG_DATA_DIR": str(settings.DATA_DIR)}
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url(os.environ["DATABASE_URL"], connection.settings_dict["NAME"]),
+        "CELERY_BROKER_URL": BROKER,
+        "BENCHREG_DATA_DIR": str(settings.DATA_DIR),
+    }
     with log.open("ab") as out:
-        return subprocess.Popen([sys.executable, "-m", "celery", "-A", "registry", "worker", "--pool", "solo",
-                                 "-Q", queue, "--without-gossip", "--without-mingle", "-l", "info"],
-                                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "registry",
+                "worker",
+                "--pool",
+                "solo",
+                "-Q",
+                queue,
+                "--without-gossip",
+                "--without-mingle",
+                "-l",
+                "info",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
 
 def kill(worker: subprocess.Popen[bytes]) -> None:
@@ -87,8 +116,9 @@ def _report(user: Any) -> Report:
     return report_request(comparison=comparison, title="Killed mid-render", decision="d", requested_by=user)
 
 
-def test_a_report_whose_worker_is_killed_is_requeued_by_the_sweep_and_rendered(queue: str, user: Any,
-                                                                               tmp_path: Path) -> None:
+def test_a_report_whose_worker_is_killed_is_requeued_by_the_sweep_and_rendered(
+    queue: str, user: Any, tmp_path: Path
+) -> None:
     log = tmp_path / "worker.log"
     report = _report(user)  # dispatched to the queue when its transaction committed
     first = start_worker(queue, log)
@@ -102,8 +132,12 @@ def test_a_report_whose_worker_is_killed_is_requeued_by_the_sweep_and_rendered(q
     assert status(report.pk) == ReportStatus.QUEUED
     second = start_worker(queue, log)
     try:
-        wait_for(lambda: status(report.pk) in (ReportStatus.READY, ReportStatus.FAILED), 240,
-                 "the second worker to render the report", log)
+        wait_for(
+            lambda: status(report.pk) in (ReportStatus.READY, ReportStatus.FAILED),
+            240,
+            "the second worker to render the report",
+            log,
+        )
     finally:
         kill(second)
     report.refresh_from_db()

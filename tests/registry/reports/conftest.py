@@ -22,8 +22,11 @@ from verifier.report import Verdict, load_certificates, verify_report
 
 DECISION = "inference hardware for decoder-small, bf16, p99 TTFT under 500 ms at 200 requests/s"
 PRICES = {"lab-h100-01": 3.0, "lab-h200-02": 4.5, "lab-mi300-01": 4.0}
-SIZING = {"target_load": 200, "load_unit": "requests/s",
-          "latency_objectives": [{"metric": "ttft_ms", "percentile": "p99", "max_ms": 500}]}
+SIZING = {
+    "target_load": 200,
+    "load_unit": "requests/s",
+    "latency_objectives": [{"metric": "ttft_ms", "percentile": "p99", "max_ms": 500}],
+}
 
 
 def variant(system: str, throughput: float, seed: int | None = None, **edits: Any) -> dict[str, Any]:
@@ -33,16 +36,27 @@ def variant(system: str, throughput: float, seed: int | None = None, **edits: An
         rng = random.Random(seed)
         scale = 1260.8 / throughput
         doc["samples"] = {
-            "ttft_ms": {"unit": "ms", "repetitions": [[round(rng.lognormvariate(4.1, 0.25) * scale, 3)
-                                                       for _ in range(240)] for _ in range(3)]},
-            "throughput": {"unit": "tokens/s", "repetitions": [[round(rng.gauss(throughput, throughput * 0.02), 2)
-                                                                for _ in range(20)] for _ in range(3)]},
+            "ttft_ms": {
+                "unit": "ms",
+                "repetitions": [
+                    [round(rng.lognormvariate(4.1, 0.25) * scale, 3) for _ in range(240)] for _ in range(3)
+                ],
+            },
+            "throughput": {
+                "unit": "tokens/s",
+                "repetitions": [
+                    [round(rng.gauss(throughput, throughput * 0.02), 2) for _ in range(20)] for _ in range(3)
+                ],
+            },
         }
         pooled = sorted(v for rep in doc["samples"]["ttft_ms"]["repetitions"] for v in rep)
-        rank = {p: pooled[max(0, -(-q * len(pooled) // 100) - 1)] for p, q in
-                (("p50", 50), ("p90", 90), ("p95", 95), ("p99", 99))}
-        doc["metrics"]["ttft_ms"].update(count=len(pooled), min=pooled[0], max=pooled[-1],
-                                         mean=round(sum(pooled) / len(pooled), 3), **rank)
+        rank = {
+            p: pooled[max(0, -(-q * len(pooled) // 100) - 1)]
+            for p, q in (("p50", 50), ("p90", 90), ("p95", 95), ("p99", 99))
+        }
+        doc["metrics"]["ttft_ms"].update(
+            count=len(pooled), min=pooled[0], max=pooled[-1], mean=round(sum(pooled) / len(pooled), 3), **rank
+        )
     return doc
 
 
@@ -56,8 +70,9 @@ def fleet_documents(n: int = 3) -> list[dict[str, Any]]:
     return docs
 
 
-def make_report(user: Any, n: int = 3, *, title: str = "Inference hardware for decoder-small",
-                decision: str = DECISION) -> Any:
+def make_report(
+    user: Any, n: int = 3, *, title: str = "Inference hardware for decoder-small", decision: str = DECISION
+) -> Any:
     """Store `n` runs, compare them and render a report synchronously. Returns the report."""
     from registry.services.comparisons import comparison_create
     from registry.services.reports import report_render, report_request
@@ -106,8 +121,12 @@ def rendered(django_db_setup: Any, django_db_blocker: Any, report_data_dir: Path
     from registry.models import AuditHead
     from registry.services.reports import report_bytes
 
-    with django_db_blocker.unblock(), override_settings(DATA_DIR=report_data_dir, BENCHREG_CHECKPOINT_KEY="",
-                                                        BENCHREG_LOG_ORIGIN="benchreg.test/audit"):
+    with (
+        django_db_blocker.unblock(),
+        override_settings(
+            DATA_DIR=report_data_dir, BENCHREG_CHECKPOINT_KEY="", BENCHREG_LOG_ORIGIN="benchreg.test/audit"
+        ),
+    ):
         with transaction.atomic():
             AuditHead.objects.get_or_create(id=1)
             user = get_user_model().objects.create_user("report-fixture", password="pw-for-tests-only")

@@ -17,8 +17,12 @@ def _result(docs, **kwargs):
 def test_every_chart_is_inline_safe_svg_with_its_own_ids():
     docs = fleet_documents(3)
     result = _result(docs, prices={"lab-h100-01": 3.0})
-    svgs = [charts.throughput_chart(result), charts.latency_percentiles_chart(docs),
-            charts.latency_distribution_chart(docs[0]), charts.derived_chart(result)]
+    svgs = [
+        charts.throughput_chart(result),
+        charts.latency_percentiles_chart(docs),
+        charts.latency_distribution_chart(docs[0]),
+        charts.derived_chart(result),
+    ]
     ids: list[str] = []
     for svg in svgs:
         assert svg is not None and svg.startswith("<svg") and "<script" not in svg and "<?xml" not in svg

@@ -25,8 +25,11 @@ def test_the_cover_states_the_stored_conclusion_and_its_reasons(rendered, tmp_pa
     stated = json.loads(evidence["comparison"]["canonical"])["result"]["conclusion"]
     path = tmp_path / "report.pdf"
     path.write_bytes(rendered.pdf)
-    cover = " ".join(subprocess.run(["pdftotext", "-l", "1", str(path), "-"], capture_output=True, text=True,
-                                    timeout=60).stdout.split())
+    cover = " ".join(
+        subprocess.run(
+            ["pdftotext", "-l", "1", str(path), "-"], capture_output=True, text=True, timeout=60
+        ).stdout.split()
+    )
     assert " ".join(stated["statement"].split()) in cover
     for reason in stated["reasons"]:
         assert " ".join(reason["message"].split())[:60] in cover

@@ -24,8 +24,12 @@ from verifier.report import _attachment
 
 from .conftest import fleet_documents, variant
 
-ODD_NAMES = ["lab $x^2$ \\frac{1 h100", "C:\\labs\\gpu\\07", "מעבדה-ירושלים-01",
-             "a-very-long-laboratory-system-name-that-goes-on-" + "and-on-" * 12 + "end"]
+ODD_NAMES = [
+    "lab $x^2$ \\frac{1 h100",
+    "C:\\labs\\gpu\\07",
+    "מעבדה-ירושלים-01",
+    "a-very-long-laboratory-system-name-that-goes-on-" + "and-on-" * 12 + "end",
+]
 
 
 def _samples(doc: dict, n: int) -> dict:
@@ -35,6 +39,7 @@ def _samples(doc: dict, n: int) -> dict:
 
 
 # ------------------------------------------------------------------------------------------ charts (no database)
+
 
 def test_p99_is_not_marked_on_fewer_samples_than_the_protocol_requires():
     few = charts.latency_distribution_chart(_samples(fleet_documents(1)[0], 20))
@@ -65,8 +70,12 @@ def test_submitter_text_is_drawn_as_written_never_as_mathtext():
     for doc, name in zip(docs, ODD_NAMES, strict=True):  # arms are configurations: the odd text names the hardware
         doc["system"]["accelerators"][0]["model"] = name
     result = comparability.compare(docs, "system", resamples=100, prices={ODD_NAMES[0]: 2.0, ODD_NAMES[2]: 3.0})
-    drawn = [charts.throughput_chart(result), charts.latency_percentiles_chart(docs, result),
-             charts.derived_chart(result), charts.latency_distribution_chart(docs[0], f"run 7 · {ODD_NAMES[0]}")]
+    drawn = [
+        charts.throughput_chart(result),
+        charts.latency_percentiles_chart(docs, result),
+        charts.derived_chart(result),
+        charts.latency_distribution_chart(docs[0], f"run 7 · {ODD_NAMES[0]}"),
+    ]
     assert all(drawn)
     text = "".join(drawn)
     assert "$x^2$" in text and "\\frac{1" in text and "C:\\labs\\gpu\\07" in text and "מעבדה-ירושלים-01" in text
@@ -87,21 +96,36 @@ def test_the_system_is_named_by_its_accelerator_or_cpu_never_by_a_placeholder():
 
 # ------------------------------------------------------------------------------------------ the conclusion
 
+
 def _result(outcome: str, caveats: list | None = None, **extra) -> dict:
-    return {"comparable": True, "arms": [{"index": 0, "label": "A", "runs": [0]}, {"index": 1, "label": "B",
-                                                                                     "runs": [1]}],
-            "caveats": caveats or [], "pairwise": [],
-            "conclusion": {"outcome": outcome, "statement": f"{outcome.capitalize()}: B delivers 1.2× A's throughput",
-                           "reasons": [], "baseline": 0, "focus": [1], **extra}}
+    return {
+        "comparable": True,
+        "arms": [{"index": 0, "label": "A", "runs": [0]}, {"index": 1, "label": "B", "runs": [1]}],
+        "caveats": caveats or [],
+        "pairwise": [],
+        "conclusion": {
+            "outcome": outcome,
+            "statement": f"{outcome.capitalize()}: B delivers 1.2× A's throughput",
+            "reasons": [],
+            "baseline": 0,
+            "focus": [1],
+            **extra,
+        },
+    }
 
 
 def test_the_cover_states_the_comparisons_own_conclusion_with_its_reasons():
-    stated = conclusion(_result("not-enough-evidence", reasons=[{"code": "too-few-runs", "message": "each arm has "
-                                                                 "2 summary-only runs", "run": None, "arm": 0}]),
-                        [31, 32])
+    stated = conclusion(
+        _result(
+            "not-enough-evidence",
+            reasons=[{"code": "too-few-runs", "message": "each arm has 2 summary-only runs", "run": None, "arm": 0}],
+        ),
+        [31, 32],
+    )
     assert stated["outcome"] == "not-enough-evidence" and stated["tone"] == "tentative"
     assert stated["statement"].startswith("Not-enough-evidence") and stated["reasons"] == [
-        "each arm has 2 summary-only runs"]
+        "each arm has 2 summary-only runs"
+    ]
     assert stated["baseline"] == 0 and stated["focus"] == [1]
 
 
@@ -120,6 +144,7 @@ def test_a_refused_comparison_concludes_nothing():
 
 
 # ------------------------------------------------------------------------------------------ the rendered report
+
 
 @pytest.mark.django_db
 def test_the_report_names_runs_by_id_and_captions_every_figure_once(rendered):
@@ -174,20 +199,25 @@ def test_an_unsteady_report_with_odd_names_says_inconclusive_on_its_cover(settin
         docs.append(doc)
     runs = [submission_create(document=d, submitted_by=user)[0] for d in docs]
     comparison, _ = comparison_create(runs=runs, axis="system", created_by=user)
-    report = report_render(report_id=report_request(comparison=comparison, title="Unsteady $x$ \\ עברית",
-                                                    decision="pick one", requested_by=user).pk)
+    report = report_render(
+        report_id=report_request(
+            comparison=comparison, title="Unsteady $x$ \\ עברית", decision="pick one", requested_by=user
+        ).pk
+    )
     assert report.status == "ready", report.last_error
     path = Path(tempfile.mkdtemp()) / "report.pdf"
     path.write_bytes(report_bytes(report))
-    cover = subprocess.run(["pdftotext", "-l", "1", "-layout", str(path), "-"], capture_output=True, text=True,
-                           timeout=60).stdout
+    cover = subprocess.run(
+        ["pdftotext", "-l", "1", "-layout", str(path), "-"], capture_output=True, text=True, timeout=60
+    ).stdout
     flat = " ".join(cover.split())
     assert "inconclusive" in flat.lower() and "distinguishable from noise" not in flat
     for run in runs:
         assert f"run {run.pk}" in flat
     assert "never reached steady state" in flat
     assert flat.count("never reached steady state (block medians drift by 9%)") == len(runs)  # said once per run
-    text = " ".join(subprocess.run(["pdftotext", str(path), "-"], capture_output=True, text=True,
-                                   timeout=60).stdout.split())
+    text = " ".join(
+        subprocess.run(["pdftotext", str(path), "-"], capture_output=True, text=True, timeout=60).stdout.split()
+    )
     assert "$x^2$" in text and "C:\\labs\\gpu\\07" in text
     assert "ירושלים" in text or "םילשורי" in text  # poppler may give right-to-left text in visual order

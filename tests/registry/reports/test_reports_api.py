@@ -19,11 +19,15 @@ def comparison(user):
     return comparison_create(runs=runs, axis="system", created_by=user, prices={"lab-h100-01": 3.0})[0]
 
 
-def test_a_report_is_requested_rendered_downloaded_and_verified(api, anonymous, comparison,
-                                                               django_capture_on_commit_callbacks):
+def test_a_report_is_requested_rendered_downloaded_and_verified(
+    api, anonymous, comparison, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks(execute=True):
-        response = api.post("/api/v1/reports", {"comparison": comparison.pk, "title": "GPU choice",
-                                                "decision": "buy for decoder-small serving"}, format="json")
+        response = api.post(
+            "/api/v1/reports",
+            {"comparison": comparison.pk, "title": "GPU choice", "decision": "buy for decoder-small serving"},
+            format="json",
+        )
     assert response.status_code == 202, response.content
     detail = api.get(response["Location"]).json()
     assert detail["status"] == "ready" and detail["download"], detail
@@ -45,19 +49,23 @@ def test_the_certificate_is_public_pem(anonymous):
 
 
 def test_a_queued_report_cannot_be_downloaded(api, comparison):
-    response = api.post("/api/v1/reports", {"comparison": comparison.pk, "title": "t", "decision": "d"},
-                        format="json")  # inside the test transaction: the on-commit render never runs
+    response = api.post(
+        "/api/v1/reports", {"comparison": comparison.pk, "title": "t", "decision": "d"}, format="json"
+    )  # inside the test transaction: the on-commit render never runs
     assert response.json()["status"] == "queued" and response.json()["download"] is None
     assert api.get(f"/api/v1/reports/{response.json()['id']}/pdf").status_code == 409
 
 
 def test_bad_requests_are_problem_details(api, anonymous, comparison):
-    assert api.post("/api/v1/reports", {"comparison": 999, "title": "t", "decision": "d"},
-                    format="json").status_code == 404
+    assert (
+        api.post("/api/v1/reports", {"comparison": 999, "title": "t", "decision": "d"}, format="json").status_code
+        == 404
+    )
     blank = api.post("/api/v1/reports", {"comparison": comparison.pk, "title": " ", "decision": "d"}, format="json")
     assert blank.status_code == 400 and blank["Content-Type"] == "application/problem+json"
-    assert anonymous.post("/api/v1/reports", {"comparison": comparison.pk, "title": "t", "decision": "d"},
-                          format="json").status_code in (401, 403)
+    assert anonymous.post(
+        "/api/v1/reports", {"comparison": comparison.pk, "title": "t", "decision": "d"}, format="json"
+    ).status_code in (401, 403)
     assert anonymous.post("/api/v1/reports/verify", {}, format="multipart").status_code == 400
 
 

@@ -104,8 +104,13 @@ def test_a_report_on_withdrawn_runs_is_refused(user):
 
 def test_other_prices_make_a_priced_comparison_of_the_same_runs(user):
     report = make_report(user, 2)
-    priced = report_request(comparison=report.comparison, title="t", decision="d", requested_by=user,
-                            prices={"lab-h100-01": 1.0, "lab-h200-02": 9.0})
+    priced = report_request(
+        comparison=report.comparison,
+        title="t",
+        decision="d",
+        requested_by=user,
+        prices={"lab-h100-01": 1.0, "lab-h200-02": 9.0},
+    )
     assert priced.comparison_id != report.comparison_id
     assert priced.prices == {"lab-h100-01": 1.0, "lab-h200-02": 9.0}
     assert priced.comparison.inputs["runs"] == report.comparison.inputs["runs"]
@@ -168,8 +173,9 @@ def test_a_repriced_report_keeps_the_requesters_baseline(user):
     report = make_report(user, 2)
     runs = [m.submission for m in report.comparison.members.order_by("position")]
     chosen, _ = comparison_create(runs=runs, axis="system", created_by=user, baseline=runs[1])
-    priced = report_request(comparison=chosen, title="t", decision="d", requested_by=user,
-                            prices={"lab-h100-01": 1.0, "lab-h200-02": 9.0})
+    priced = report_request(
+        comparison=chosen, title="t", decision="d", requested_by=user, prices={"lab-h100-01": 1.0, "lab-h200-02": 9.0}
+    )
     assert priced.comparison.inputs["baseline"] == runs[1].digest
     assert priced.comparison.result["conclusion"]["baseline"] == chosen.result["conclusion"]["baseline"]
 
@@ -188,6 +194,7 @@ def test_the_demos_verify_command_needs_no_server(user, tmp_path):
     assert command[:3] == ["benchreg", "verify", str(pdf)] and "--cert" in command and "--log-key" in command
     env = {k: v for k, v in os.environ.items() if k != "BENCHREG_SERVER"}
     # No server: the verifier would fail to reach 127.0.0.1:8000 if it needed one.
-    done = subprocess.run([sys.executable, "-m", "registry.cli", *command[1:]], capture_output=True, text=True,
-                          env=env, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "registry.cli", *command[1:]], capture_output=True, text=True, env=env, timeout=120
+    )
     assert done.returncode == 0 and "VALID" in done.stdout, done.stdout + done.stderr

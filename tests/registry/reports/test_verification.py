@@ -29,9 +29,15 @@ def test_a_fresh_report_verifies(rendered):
     assert verdict.as_dict()["verdict"] == "VALID"
     assert verdict.report["evidence_digest"] == rendered.evidence_digest
     assert [r["digest"] for r in verdict.report["runs"]] == rendered.digests
-    assert {c.code for c in verdict.checks} >= {"signature-intact", "signer-is-registry", "covers-entire-file",
-                                               "no-changes-after-signing", "timestamp", "evidence-digest",
-                                               "inclusion-proofs"}
+    assert {c.code for c in verdict.checks} >= {
+        "signature-intact",
+        "signer-is-registry",
+        "covers-entire-file",
+        "no-changes-after-signing",
+        "timestamp",
+        "evidence-digest",
+        "inclusion-proofs",
+    }
 
 
 def test_a_flipped_byte_breaks_the_signature(rendered):
@@ -50,7 +56,7 @@ def test_a_changed_signature_value_is_reported(rendered):
     for encoded in (value.hex().encode(), value.hex().upper().encode()):
         if encoded in pdf:
             at = pdf.index(encoded) + len(encoded) // 2
-            pdf = pdf[:at] + (b"0" if pdf[at:at + 1] != b"0" else b"1") + pdf[at + 1:]
+            pdf = pdf[:at] + (b"0" if pdf[at : at + 1] != b"0" else b"1") + pdf[at + 1 :]
             break
     assert pdf != rendered.pdf
     verdict = rendered.verify(pdf)
@@ -62,12 +68,16 @@ def test_an_appended_incremental_update_is_reported(rendered):
     writer = IncrementalPdfFileWriter(io.BytesIO(rendered.pdf))
     page_ref, _ = writer.find_page_for_modification(0)
     page = page_ref.get_object()
-    note = writer.add_object(generic.DictionaryObject({
-        generic.NameObject("/Type"): generic.NameObject("/Annot"),
-        generic.NameObject("/Subtype"): generic.NameObject("/Text"),
-        generic.NameObject("/Rect"): generic.ArrayObject([generic.NumberObject(n) for n in (10, 10, 30, 30)]),
-        generic.NameObject("/Contents"): generic.TextStringObject("approved at a lower price"),
-    }))
+    note = writer.add_object(
+        generic.DictionaryObject(
+            {
+                generic.NameObject("/Type"): generic.NameObject("/Annot"),
+                generic.NameObject("/Subtype"): generic.NameObject("/Text"),
+                generic.NameObject("/Rect"): generic.ArrayObject([generic.NumberObject(n) for n in (10, 10, 30, 30)]),
+                generic.NameObject("/Contents"): generic.TextStringObject("approved at a lower price"),
+            }
+        )
+    )
     page[generic.NameObject("/Annots")] = generic.ArrayObject([note])
     writer.mark_update(page_ref)
     out = io.BytesIO()
@@ -84,8 +94,9 @@ def test_an_edited_attachment_is_reported(rendered):
     evidence = json.loads(spec["/EF"]["/F"].get_object().data)
     evidence["report"]["decision"] = "buy whatever the vendor says"
     edited = json.dumps(evidence, separators=(",", ":"), sort_keys=True).encode()
-    stream = generic.StreamObject({generic.NameObject("/Type"): generic.NameObject("/EmbeddedFile")},
-                                  stream_data=edited)
+    stream = generic.StreamObject(
+        {generic.NameObject("/Type"): generic.NameObject("/EmbeddedFile")}, stream_data=edited
+    )
     spec["/EF"][generic.NameObject("/F")] = writer.add_object(stream)
     if isinstance(spec_ref, generic.IndirectObject):
         writer.mark_update(spec_ref)
@@ -101,8 +112,11 @@ def test_an_edited_attachment_is_reported(rendered):
 
 def _mark_attachment_tree(writer: IncrementalPdfFileWriter) -> None:
     """Write the nearest indirect object holding the (direct) file specification into the update."""
-    for holder, key in ((writer.root["/Names"]["/EmbeddedFiles"], "/Names"), (writer.root["/Names"], "/EmbeddedFiles"),
-                        (writer.root, "/Names")):
+    for holder, key in (
+        (writer.root["/Names"]["/EmbeddedFiles"], "/Names"),
+        (writer.root["/Names"], "/EmbeddedFiles"),
+        (writer.root, "/Names"),
+    ):
         ref = holder.raw_get(key)
         if isinstance(ref, generic.IndirectObject):
             writer.mark_update(ref)
@@ -125,8 +139,7 @@ def test_another_log_key_does_not_verify_the_checkpoint(rendered):
 
     from protocol.signed_note import verifier_key
 
-    verdict = rendered.verify(log_keys=[verifier_key("benchreg.test/audit", Ed25519PrivateKey.generate()
-                                                     .public_key())])
+    verdict = rendered.verify(log_keys=[verifier_key("benchreg.test/audit", Ed25519PrivateKey.generate().public_key())])
     assert "checkpoint-signature" in failed(verdict)
 
 

@@ -52,13 +52,23 @@ def test_truncated_files_are_invalid_never_a_crash(rendered):
     size = len(rendered.pdf)
     for cut in [0, 1, 8, 100, *(int(size * k / 10) for k in range(1, 10)), size - 200, size - 30, size - 1]:
         codes = assert_invalid_with_reasons(rendered, rendered.pdf[:cut])
-        assert codes & {"pdf-readable", "signature-present", "signature-intact", "covers-entire-file",
-                        "report-checkable", "signature-valid"}, (cut, codes)
+        assert codes & {
+            "pdf-readable",
+            "signature-present",
+            "signature-intact",
+            "covers-entire-file",
+            "report-checkable",
+            "signature-valid",
+        }, (cut, codes)
 
 
 def test_appended_updates_and_garbage_are_invalid(rendered):
-    appended = [b"%%EOF\n", b"\n1 0 obj\n<< /Type /Catalog >>\nendobj\n%%EOF\n", bytes(range(256)) * 4,
-                b"xref\n0 1\n0000000000 65535 f \ntrailer\n<< /Size 1 /Prev 999999999 >>\nstartxref\n12\n%%EOF\n"]
+    appended = [
+        b"%%EOF\n",
+        b"\n1 0 obj\n<< /Type /Catalog >>\nendobj\n%%EOF\n",
+        bytes(range(256)) * 4,
+        b"xref\n0 1\n0000000000 65535 f \ntrailer\n<< /Size 1 /Prev 999999999 >>\nstartxref\n12\n%%EOF\n",
+    ]
     for tail in appended:
         codes = assert_invalid_with_reasons(rendered, rendered.pdf + tail)
         assert "covers-entire-file" in codes or "pdf-readable" in codes, codes
@@ -86,20 +96,28 @@ def test_the_verify_endpoint_answers_invalid_for_a_damaged_attachment_not_500(re
     spec = dict(zip(*[iter(reader.root["/Names"]["/EmbeddedFiles"]["/Names"])] * 2, strict=True))[ATTACHMENT_NAME]
     raw = spec.get_object()["/EF"]["/F"].get_object().encoded_data
     at = rendered.pdf.index(raw) + 7
-    pdf = rendered.pdf[:at] + bytes([rendered.pdf[at] ^ 0xFF]) + rendered.pdf[at + 1:]
+    pdf = rendered.pdf[:at] + bytes([rendered.pdf[at] ^ 0xFF]) + rendered.pdf[at + 1 :]
     for body in (pdf, rendered.pdf[: len(rendered.pdf) // 2], b"%PDF-1.7\n" + os.urandom(2000)):
-        answer = client.post("/api/v1/reports/verify",
-                             {"file": SimpleUploadedFile("r.pdf", body, content_type="application/pdf")})
+        answer = client.post(
+            "/api/v1/reports/verify", {"file": SimpleUploadedFile("r.pdf", body, content_type="application/pdf")}
+        )
         assert answer.status_code == 200, answer.content[:300]
         assert answer.json()["verdict"] == "INVALID" and answer.json()["reasons"]
 
 
 # ------------------------------------------------------------------------------------------ standalone verifier
 
+
 def _benchreg(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO", "DATABASE", "BENCHREG"))}
-    return subprocess.run([sys.executable, "-c", "import sys; from registry.cli import main; sys.exit(main())",
-                           *args], capture_output=True, text=True, timeout=120, cwd=ROOT, env={**clean, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-c", "import sys; from registry.cli import main; sys.exit(main())", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={**clean, **(env or {})},
+    )
 
 
 def _published(rendered, tmp_path: Path) -> tuple[Path, Path]:
@@ -126,12 +144,30 @@ def test_benchreg_verify_needs_only_the_report_and_the_published_keys(rendered, 
 
 def test_benchreg_verify_never_starts_django_nor_loads_heavy_libraries(rendered, tmp_path: Path):
     cert, pdf = _published(rendered, tmp_path)
-    code = ("import sys; from registry.cli import main; rc = main(sys.argv[1:]); "
-            f"heavy = sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r}); "
-            "print('HEAVY', heavy); sys.exit(rc)")
-    done = subprocess.run([sys.executable, "-c", code, "verify", str(pdf), "--offline", "--cert", str(cert),
-                           "--log-key", rendered.log_keys[0]], capture_output=True, text=True, timeout=120, cwd=ROOT,
-                          env={k: v for k, v in os.environ.items() if not k.startswith("DJANGO")})
+    code = (
+        "import sys; from registry.cli import main; rc = main(sys.argv[1:]); "
+        f"heavy = sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r}); "
+        "print('HEAVY', heavy); sys.exit(rc)"
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code,
+            "verify",
+            str(pdf),
+            "--offline",
+            "--cert",
+            str(cert),
+            "--log-key",
+            rendered.log_keys[0],
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={k: v for k, v in os.environ.items() if not k.startswith("DJANGO")},
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "HEAVY []" in done.stdout
 

@@ -20,9 +20,16 @@ def plan(user: Any) -> Any:
 
 
 def test_a_schedule_is_created_paused_resumed_and_deleted_over_the_api(api: Any, plan: Any) -> None:
-    created = api.post("/api/v1/schedules", {"plan": plan.pk, "cron": "0 2 * * *", "agents": ["rig-s"],
-                                             "matrix": [{"label": "numpy", "options": {"backend": "numpy"}}]},
-                       format="json")
+    created = api.post(
+        "/api/v1/schedules",
+        {
+            "plan": plan.pk,
+            "cron": "0 2 * * *",
+            "agents": ["rig-s"],
+            "matrix": [{"label": "numpy", "options": {"backend": "numpy"}}],
+        },
+        format="json",
+    )
     assert created.status_code == 201, created.content
     body = created.json()
     assert body["state"] == "active" and body["agents"] == ["rig-s"] and body["fires"] == []
@@ -35,16 +42,20 @@ def test_a_schedule_is_created_paused_resumed_and_deleted_over_the_api(api: Any,
     assert [s["id"] for s in api.get("/api/v1/schedules").json()["results"]] == [body["id"]]
 
 
-@pytest.mark.parametrize("change, pointer", [
-    ({"cron": "0 25 * * *"}, "/cron"),
-    ({"cron": "nightly"}, "/cron"),
-    ({"options": {"warp": 9}}, "/options"),
-    ({"matrix": [{"label": "a", "options": {"sleep_ms": -5}}]}, "/matrix/0"),
-    ({"matrix": [{"label": "a"}, {"label": "a"}]}, "/matrix/1/label"),
-])
+@pytest.mark.parametrize(
+    "change, pointer",
+    [
+        ({"cron": "0 25 * * *"}, "/cron"),
+        ({"cron": "nightly"}, "/cron"),
+        ({"options": {"warp": 9}}, "/options"),
+        ({"matrix": [{"label": "a", "options": {"sleep_ms": -5}}]}, "/matrix/0"),
+        ({"matrix": [{"label": "a"}, {"label": "a"}]}, "/matrix/1/label"),
+    ],
+)
 def test_bad_schedules_are_refused_whole_naming_the_field(api: Any, plan: Any, change: dict, pointer: str) -> None:
-    response = api.post("/api/v1/schedules", {"plan": plan.pk, "cron": "0 2 * * *", "agents": ["rig-s"], **change},
-                        format="json")
+    response = api.post(
+        "/api/v1/schedules", {"plan": plan.pk, "cron": "0 2 * * *", "agents": ["rig-s"], **change}, format="json"
+    )
     assert response.status_code == 400 and response["Content-Type"] == "application/problem+json"
     assert response.json()["errors"][0]["pointer"] == pointer, response.json()
     assert not Schedule.objects.exists()
@@ -58,8 +69,9 @@ def test_someone_elses_plan_cannot_be_scheduled(plan: Any, django_user_model: An
     other.groups.add(Group.objects.get_or_create(name="submitter")[0])
     client = APIClient()
     client.force_authenticate(other)
-    response = client.post("/api/v1/schedules", {"plan": plan.pk, "cron": "0 2 * * *", "agents": ["rig-s"]},
-                           format="json")
+    response = client.post(
+        "/api/v1/schedules", {"plan": plan.pk, "cron": "0 2 * * *", "agents": ["rig-s"]}, format="json"
+    )
     assert response.status_code == 404
 
 
@@ -67,8 +79,10 @@ def test_any_runs_history_is_its_configuration_over_time(api: Any, user: Any, of
     from registry.services.submissions import submission_create
     from tests.documents import variant
 
-    runs = [submission_create(document=variant(offline_example, "lab-cpu-03", value), submitted_by=user)[0]
-            for value in (100.0, 101.0, 99.0)]
+    runs = [
+        submission_create(document=variant(offline_example, "lab-cpu-03", value), submitted_by=user)[0]
+        for value in (100.0, 101.0, 99.0)
+    ]
     history = api.get(f"/api/v1/submissions/{runs[-1].pk}/history").json()
     assert history["scope"] == "configuration" and [p["run"] for p in history["points"]] == [r.pk for r in runs]
     assert history["alerts"] == [] and len(history["software"]) == 1

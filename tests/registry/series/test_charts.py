@@ -24,8 +24,16 @@ def _time_ticks(svg: str) -> list[str]:
 @pytest.mark.filterwarnings("error")  # "AutoDateLocator was unable to pick an appropriate interval"
 @pytest.mark.parametrize("span", SPANS, ids=lambda s: f"{s:.3g}s")
 def test_the_time_axis_has_a_few_clock_time_ticks_on_any_span(span: float) -> None:
-    points = [{"submitted_at": (START + timedelta(seconds=span * i / 4)).isoformat(), "value": 100.0 + i,
-               "ci_low": 95.0 + i, "ci_high": 105.0 + i, "software": "torch 2.13.0"} for i in range(5)]
+    points = [
+        {
+            "submitted_at": (START + timedelta(seconds=span * i / 4)).isoformat(),
+            "value": 100.0 + i,
+            "ci_low": 95.0 + i,
+            "ci_high": 105.0 + i,
+            "software": "torch 2.13.0",
+        }
+        for i in range(5)
+    ]
     svg = history_time_chart({"points": points, "metric": "throughput", "unit": "samples/s"})
     assert svg is not None
     ticks = _time_ticks(svg)

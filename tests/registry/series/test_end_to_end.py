@@ -39,9 +39,13 @@ from tests.conftest import ROOT
 from tests.registry.agents.conftest import QUICK
 from tests.registry.agents.test_real_worker import BROKER, Workers, wait_for
 
-pytestmark = [pytest.mark.services, pytest.mark.postgres, pytest.mark.slow,
-              pytest.mark.django_db(transaction=True),
-              pytest.mark.skipif(not BROKER, reason="needs Redis: set BENCHREG_TEST_BROKER_URL=redis://...")]
+pytestmark = [
+    pytest.mark.services,
+    pytest.mark.postgres,
+    pytest.mark.slow,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(not BROKER, reason="needs Redis: set BENCHREG_TEST_BROKER_URL=redis://..."),
+]
 
 SEEDED = 8  # unchanged runs before the slowdown: the 6th to 8th are judged (and must not alert)
 SECRET = "whsec_" + base64.b64encode(b"end-to-end-secret").decode()
@@ -75,17 +79,27 @@ class Registry:
     def __init__(self, tmp: Path) -> None:
         self.tmp, self.procs = tmp, {}
         name = connection.settings_dict["NAME"]
-        self.env = {**os.environ, "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{name}",
-                    "CELERY_BROKER_URL": BROKER, "BENCHREG_SCHEDULES_TICK_S": "1",
-                    "BENCHREG_ALERT_WEBHOOK_SECRET": SECRET, "BENCHREG_CHECKPOINT_INTERVAL_S": "3600",
-                    "BENCHREG_WEBHOOK_ALLOWED_NETWORKS": "127.0.0.1/32",
-                    "BENCHREG_JOBS_SWEEP_INTERVAL_S": "3600"}
+        self.env = {
+            **os.environ,
+            "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{name}",
+            "CELERY_BROKER_URL": BROKER,
+            "BENCHREG_SCHEDULES_TICK_S": "1",
+            "BENCHREG_ALERT_WEBHOOK_SECRET": SECRET,
+            "BENCHREG_CHECKPOINT_INTERVAL_S": "3600",
+            "BENCHREG_WEBHOOK_ALLOWED_NETWORKS": "127.0.0.1/32",
+            "BENCHREG_JOBS_SWEEP_INTERVAL_S": "3600",
+        }
 
     def start(self, name: str, *args: str) -> subprocess.Popen[bytes]:
         with (self.tmp / f"{name}.log").open("ab") as out:
-            proc = subprocess.Popen([sys.executable, "-m", "celery", "-A", "registry.celery", *args,
-                                     "--loglevel", "info"], cwd=ROOT, env=self.env, stdout=out,
-                                    stderr=subprocess.STDOUT, start_new_session=True)
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "celery", "-A", "registry.celery", *args, "--loglevel", "info"],
+                cwd=ROOT,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         self.procs[name] = proc
         return proc
 
@@ -122,21 +136,38 @@ def _series_runs() -> int:
 
 
 def test_a_schedule_fires_runs_join_their_series_and_a_slowdown_raises_one_alert(
-        enrolled: Any, registry_processes: Registry, webhook_url: str, settings: Any, user: Any) -> None:
+    enrolled: Any, registry_processes: Registry, webhook_url: str, settings: Any, user: Any
+) -> None:
     settings.BENCHREG_ALERT_WEBHOOK_SECRET = SECRET  # the live server raises the alert: it signs with this
     settings.BENCHREG_WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.1/32"]  # the receiver is local: allowed explicitly
     agent, workers = enrolled
     workers.start()
     wait_for(lambda: type(agent).objects.get(pk=agent.pk).is_online, 60, "the agent's heartbeat", workers.log)
-    registry_processes.start("worker", "worker", "-Q", "celery,webhooks", "--concurrency", "2",
-                             "-n", f"registry-{uuid.uuid4().hex[:6]}@%h")
-    plan = Plan.objects.create(runner="inference", workload="mlp-classifier", precisions=["fp32"], batch_sizes=[1],
-                               repetitions=3, options={**QUICK, "threads": 1, "sleep_ms": 50.0}, soft_time_limit=120,
-                               time_limit=180,
-                               created_by=user, created_by_name=user.get_username())
+    registry_processes.start(
+        "worker", "worker", "-Q", "celery,webhooks", "--concurrency", "2", "-n", f"registry-{uuid.uuid4().hex[:6]}@%h"
+    )
+    plan = Plan.objects.create(
+        runner="inference",
+        workload="mlp-classifier",
+        precisions=["fp32"],
+        batch_sizes=[1],
+        repetitions=3,
+        options={**QUICK, "threads": 1, "sleep_ms": 50.0},
+        soft_time_limit=120,
+        time_limit=180,
+        created_by=user,
+        created_by_name=user.get_username(),
+    )
     start = timezone.now().replace(second=0, microsecond=0) - timedelta(minutes=SEEDED + 2)
-    schedule = schedule_create(created_by=user, plan=plan, cron="* * * * *", agents=[agent], name="every minute",
-                               webhook_url=webhook_url, now=start)
+    schedule = schedule_create(
+        created_by=user,
+        plan=plan,
+        cron="* * * * *",
+        agents=[agent],
+        name="every minute",
+        webhook_url=webhook_url,
+        now=start,
+    )
 
     # Seed the series: the beat tick, with the clock one minute further each time.
     for n in range(1, SEEDED + 1):
@@ -154,8 +185,12 @@ def test_a_schedule_fires_runs_join_their_series_and_a_slowdown_raises_one_alert
         raise AssertionError(f"{_state(schedule)}\n{exc}") from None
     wait_for(lambda: len(Hook.received) >= 1, 60, "the webhook delivery", registry_processes.tmp / "worker.log")
     registry_processes.stop_all()  # no more ticks; let the agent finish what it holds
-    wait_for(lambda: not Job.objects.filter(status__in=JobStatus.active()).exists(), 120, "running jobs to finish",
-             workers.log)
+    wait_for(
+        lambda: not Job.objects.filter(status__in=JobStatus.active()).exists(),
+        120,
+        "running jobs to finish",
+        workers.log,
+    )
 
     # Both beats were ticking; still every due time fired once, with one job each.
     for name in ("beat-a", "beat-b"):
@@ -183,11 +218,13 @@ def test_a_schedule_fires_runs_join_their_series_and_a_slowdown_raises_one_alert
 
     # The webhook got it once, signed with the schedule's own secret (Standard Webhooks: HMAC-SHA256 over
     # id.timestamp.body), which its owner was shown when setting the address.
-    (headers, body), = Hook.received
+    ((headers, body),) = Hook.received
     own_secret = type(schedule).objects.get(pk=schedule.pk).webhook_secret
     assert own_secret.startswith("whsec_") and own_secret != SECRET
     key = base64.b64decode(own_secret.removeprefix("whsec_"))
     signed = f"{headers['webhook-id']}.{headers['webhook-timestamp']}.{body.decode()}".encode()
-    assert headers["webhook-signature"] == "v1," + base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()
-                                                                     ).decode()
+    assert (
+        headers["webhook-signature"]
+        == "v1," + base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
+    )
     assert json.loads(body)["data"]["id"] == alert.pk

@@ -54,16 +54,23 @@ def schedule(user: Any, online_agent: Agent) -> Schedule:
 
 def test_cron_is_parsed_by_celery_and_bad_cron_is_a_400_naming_the_field(user: Any, online_agent: Agent) -> None:
     assert cron_due_times("0 2 * * *", T0, T0 + timedelta(days=2)) == [T0 + timedelta(days=1), T0 + timedelta(days=2)]
-    assert cron_due_times("0 3 * * 1", T0, T0 + timedelta(days=8)) == [datetime(2026, 11, 23, 3, tzinfo=UTC),
-                                                                       datetime(2026, 11, 30, 3, tzinfo=UTC)]
+    assert cron_due_times("0 3 * * 1", T0, T0 + timedelta(days=8)) == [
+        datetime(2026, 11, 23, 3, tzinfo=UTC),
+        datetime(2026, 11, 30, 3, tzinfo=UTC),
+    ]
     plan = make_plan(user, [online_agent])
     for cron in ("0 2 * *", "61 * * * *", "a b c d e"):
         with pytest.raises(RegistryError) as err:
             schedule_create(created_by=user, plan=plan, cron=cron, agents=[online_agent])
         assert err.value.errors[0]["pointer"] == "/cron"
     with pytest.raises(RegistryError) as err:
-        schedule_create(created_by=user, plan=plan, cron="0 2 * * *", agents=[online_agent],
-                        matrix=[{"label": "slow", "options": {"sleep_ms": -1}}])
+        schedule_create(
+            created_by=user,
+            plan=plan,
+            cron="0 2 * * *",
+            agents=[online_agent],
+            matrix=[{"label": "slow", "options": {"sleep_ms": -1}}],
+        )
     assert err.value.errors[0]["pointer"] == "/matrix/0" and "sleep_ms" in err.value.message
     assert not Schedule.objects.exists()
 
@@ -87,8 +94,13 @@ def test_a_due_time_fires_once_and_offline_agents_are_missed(schedule: Schedule,
 def test_due_times_the_scheduler_slept_through_are_missed_and_only_the_latest_fires(schedule: Schedule) -> None:
     schedules_tick(now=minute(5))
     fires = {f.due_at: f.status for f in ScheduleFire.objects.all()}
-    assert fires == {minute(1): "missed", minute(2): "missed", minute(3): "missed", minute(4): "missed",
-                     minute(5): "fired"}
+    assert fires == {
+        minute(1): "missed",
+        minute(2): "missed",
+        minute(3): "missed",
+        minute(4): "missed",
+        minute(5): "fired",
+    }
     assert ScheduleFire.objects.get(due_at=minute(1)).missed[0]["reason"] == "the scheduler did not run at the due time"
 
 
@@ -118,6 +130,7 @@ def test_two_ticks_racing_fire_a_due_time_once(schedule: Schedule) -> None:
 
     def tick() -> None:
         from django.db import connections
+
         barrier.wait()
         try:
             results.append(schedules_tick(now=minute(1)))
@@ -169,8 +182,9 @@ def run_scheduled_job(job: Job, example: dict[str, Any], throughput: float, slee
 
 
 @pytest.mark.django_db(transaction=True)
-def test_scheduled_runs_join_a_series_and_a_halving_raises_one_alert(schedule: Schedule, offline_example: dict,
-                                                                     webhook: Any) -> None:
+def test_scheduled_runs_join_a_series_and_a_halving_raises_one_alert(
+    schedule: Schedule, offline_example: dict, webhook: Any
+) -> None:
     signalled: list[Alert] = []
     alert_raised.connect(lambda sender, alert, **kw: signalled.append(alert), weak=False, dispatch_uid="t")
     try:
@@ -192,7 +206,7 @@ def test_scheduled_runs_join_a_series_and_a_halving_raises_one_alert(schedule: S
     assert signalled == [alert]
     entry = AuditEntry.objects.get(kind=AuditKind.SERIES_ALERT)
     assert json.loads(entry.entry)["payload"]["run"]["id"] == alert.run_id
-    (headers, body), = Hook.received
+    ((headers, body),) = Hook.received
     secret = base64.b64decode(webhook.BENCHREG_ALERT_WEBHOOK_SECRET.removeprefix("whsec_"))
     signed = f"{headers['webhook-id']}.{headers['webhook-timestamp']}.{body.decode()}".encode()
     expected = base64.b64encode(hmac.new(secret, signed, hashlib.sha256).digest()).decode()

@@ -27,18 +27,28 @@ def _variant(document: dict[str, Any], i: int, **frameworks: str) -> dict[str, A
 
 
 def _cells() -> list[dict[str, Any]]:
-    return list(CatalogueCell.objects.order_by(*[f.name for f in CatalogueCell._meta.fields if f.name != "id"])
-                .values("comparability_key", "accelerator_model", "software_summary", "withdrawn", "runs",
-                        "headline_low", "headline_high"))
+    return list(
+        CatalogueCell.objects.order_by(*[f.name for f in CatalogueCell._meta.fields if f.name != "id"]).values(
+            "comparability_key",
+            "accelerator_model",
+            "software_summary",
+            "withdrawn",
+            "runs",
+            "headline_low",
+            "headline_high",
+        )
+    )
 
 
 def _in_thread(fn):
     """Run fn in a worker thread with its own database connection, closed afterwards."""
+
     def wrapper(*args):
         try:
             return fn(*args)
         finally:
             connections.close_all()
+
     return wrapper
 
 
@@ -60,8 +70,9 @@ def test_cells_count_every_run_and_move_it_when_withdrawn(user, server_example, 
     assert (gone.runs, gone.headline_low, gone.headline_high) == (2, 1001.0, 1002.0)
 
     submission_withdraw(submission=runs[0], reason="wrong driver", actor=user)
-    assert not CatalogueCell.objects.filter(comparability_key=runs[0].comparability_key, withdrawn=False,
-                                            software_summary="torch 2.13.0").exists()  # a cell with no run goes
+    assert not CatalogueCell.objects.filter(
+        comparability_key=runs[0].comparability_key, withdrawn=False, software_summary="torch 2.13.0"
+    ).exists()  # a cell with no run goes
     assert catalogue_cells_differ() == []
 
 
@@ -96,8 +107,10 @@ def test_a_failed_store_leaves_the_cells_as_they_were(user, server_example, monk
 
 @pytest.mark.django_db
 def test_rebuild_catalogue_gives_the_cells_kept_on_the_way(user, server_example, offline_example, capsys):
-    runs = [submission_create(document=_variant(server_example, i, torch=f"2.1{i % 3}.0"), submitted_by=user)[0]
-            for i in range(7)]
+    runs = [
+        submission_create(document=_variant(server_example, i, torch=f"2.1{i % 3}.0"), submitted_by=user)[0]
+        for i in range(7)
+    ]
     submission_create(document=offline_example, submitted_by=user)
     submission_withdraw(submission=runs[3], reason="test", actor=user)
     kept = _cells()
@@ -149,8 +162,7 @@ def test_concurrent_submissions_and_withdrawals_keep_the_cells_exact(user, serve
         barrier.wait()
         if i < 6:  # same cell as the new runs: increments and decrements race on one row
             return submission_withdraw(submission=first[i], reason="race", actor=user)
-        return [submission_create(document=_variant(server_example, 10 * i + j), submitted_by=user)
-                for j in range(10)]
+        return [submission_create(document=_variant(server_example, 10 * i + j), submitted_by=user) for j in range(10)]
 
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(work, range(8)))

@@ -158,8 +158,9 @@ class _Undo(Exception):
 
 @pytest.mark.postgres
 @pytest.mark.django_db
-def test_a_batch_stored_with_copy_reads_back_as_bulk_create_stores_it(user, server_example, offline_example,
-                                                                     training_example, monkeypatch):
+def test_a_batch_stored_with_copy_reads_back_as_bulk_create_stores_it(
+    user, server_example, offline_example, training_example, monkeypatch
+):
     """registry/models/copy.py: the bulk path's COPY must store exactly what bulk_create stores, every column."""
     from datetime import UTC, datetime
 
@@ -179,8 +180,11 @@ def test_a_batch_stored_with_copy_reads_back_as_bulk_create_stores_it(user, serv
                 outcomes = submissions.submission_create_batch(documents=documents, submitted_by=user)
             assert [o.status for o in outcomes] == ["stored"] * len(documents)
             assert all(o.run.pk == Submission.objects.get(digest=o.run.digest).pk for o in outcomes)
-            statements[path] = [q["sql"].split("(")[0].strip() for q in queries.captured_queries
-                                if "registry_submission" in q["sql"].split("(")[0]]
+            statements[path] = [
+                q["sql"].split("(")[0].strip()
+                for q in queries.captured_queries
+                if "registry_submission" in q["sql"].split("(")[0]
+            ]
             stored[path] = _stored_rows()
             raise _Undo
     assert 'COPY "registry_submission"' in statements["copy"]  # each pass took the path it is named after
@@ -192,8 +196,9 @@ def test_a_batch_stored_with_copy_reads_back_as_bulk_create_stores_it(user, serv
 
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
-def test_a_chunk_whose_copy_loses_a_race_is_stored_one_document_at_a_time(user, server_example, offline_example,
-                                                                          training_example, monkeypatch):
+def test_a_chunk_whose_copy_loses_a_race_is_stored_one_document_at_a_time(
+    user, server_example, offline_example, training_example, monkeypatch
+):
     """Another writer commits one of the chunk's documents after the chunk looked for them and before its COPY:
     the COPY fails on the digest, the chunk is stored document by document, and that one is "known"."""
     import registry.models.copy as copy_module
@@ -224,9 +229,9 @@ def test_a_chunk_whose_copy_loses_a_race_is_stored_one_document_at_a_time(user, 
 
 @pytest.mark.postgres
 @pytest.mark.django_db
-def test_a_copy_that_meets_a_stored_digest_raises_integrity_error_and_stores_nothing(user, server_example,
-                                                                                     offline_example,
-                                                                                     training_example):
+def test_a_copy_that_meets_a_stored_digest_raises_integrity_error_and_stores_nothing(
+    user, server_example, offline_example, training_example
+):
     """The batch falls back to one document at a time on IntegrityError (another writer won a race): COPY
     must raise Django's IntegrityError, as an INSERT does, and leave none of its rows."""
     from django.db import IntegrityError
@@ -236,8 +241,12 @@ def test_a_copy_that_meets_a_stored_digest_raises_integrity_error_and_stores_not
 
     documents = _documents_for_copy(server_example, offline_example, training_example, COPY_FROM)
     first, _ = submission_create(document=documents[-1], submitted_by=user)
-    runs = [Submission(**{f.attname: getattr(first, f.attname) for f in Submission._meta.concrete_fields
-                          if not f.primary_key}) for _ in range(COPY_FROM)]
+    runs = [
+        Submission(
+            **{f.attname: getattr(first, f.attname) for f in Submission._meta.concrete_fields if not f.primary_key}
+        )
+        for _ in range(COPY_FROM)
+    ]
     for i, run in enumerate(runs[:-1]):
         run.digest = f"sha256:{i:064d}"
     with pytest.raises(IntegrityError), transaction.atomic():
@@ -247,8 +256,9 @@ def test_a_copy_that_meets_a_stored_digest_raises_integrity_error_and_stores_not
 
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
-def test_two_batches_that_deadlock_on_the_same_documents_both_finish(user, server_example, offline_example,
-                                                                     training_example, monkeypatch):
+def test_two_batches_that_deadlock_on_the_same_documents_both_finish(
+    user, server_example, offline_example, training_example, monkeypatch
+):
     """Batches [A, B] and [B, A] in two transactions: each inserts its first run, then waits on the other's
     uncommitted second one. PostgreSQL ends the deadlock by rolling one back; that batch is then stored one
     document at a time and finds both known (instead of failing with OperationalError)."""

@@ -23,12 +23,30 @@ BEFORE, AFTER = [("registry", "0007_catalogue_cells")], [("registry", "0008_subm
 def _run(apps, user, doc):
     canonical = canonicalize(doc).decode()
     return apps.get_model("registry", "Submission").objects.create(
-        digest=digest_of(canonical.encode()), document=doc, canonical=canonical, comparability_key="k",
-        protocol_version="1", phase="inference", workload_name="w", workload_version="1", scenario_kind="server",
-        precision_weights="bf16", precision_activations="bf16", batch_size=1, system_name=doc["system"]["name"],
-        accelerator_vendor="v", accelerator_model="m", accelerator_count=1, submitter="s", source="runner",
-        headline_metric="throughput", headline_lower_is_better=False, submitted_by_id=user.pk,
-        submitted_by_name=user.username, submitted_at=timezone.now())
+        digest=digest_of(canonical.encode()),
+        document=doc,
+        canonical=canonical,
+        comparability_key="k",
+        protocol_version="1",
+        phase="inference",
+        workload_name="w",
+        workload_version="1",
+        scenario_kind="server",
+        precision_weights="bf16",
+        precision_activations="bf16",
+        batch_size=1,
+        system_name=doc["system"]["name"],
+        accelerator_vendor="v",
+        accelerator_model="m",
+        accelerator_count=1,
+        submitter="s",
+        source="runner",
+        headline_metric="throughput",
+        headline_lower_is_better=False,
+        submitted_by_id=user.pk,
+        submitted_by_name=user.username,
+        submitted_at=timezone.now(),
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -52,13 +70,22 @@ def test_existing_runs_get_the_trust_of_their_path_in(django_user_model):
     plan = _create(old, "Plan", created_by_id=user.pk)
     _create(old, "Job", plan_id=plan.pk, agent_id=agent.pk, run_id=by_job.pk, status="submitted")
     old.get_model("registry", "AuditEntry").objects.create(
-        seq=0, created_at=timezone.now(), actor="m-user", kind="import.completed", subject="mlperf:x",
-        entry=json.dumps({"kind": "import.completed", "payload": {"runs": [imported.digest]}}), leaf_hash="0" * 64)
+        seq=0,
+        created_at=timezone.now(),
+        actor="m-user",
+        kind="import.completed",
+        subject="mlperf:x",
+        entry=json.dumps({"kind": "import.completed", "payload": {"runs": [imported.digest]}}),
+        leaf_hash="0" * 64,
+    )
     executor = MigrationExecutor(connection)
     executor.migrate(AFTER)
     new = executor.loader.project_state(AFTER).apps.get_model("registry", "Submission")
-    assert {r.pk: r.trust for r in new.objects.all()} == {plain.pk: "declared", by_job.pk: "vouched",
-                                                         imported.pk: "imported"}
+    assert {r.pk: r.trust for r in new.objects.all()} == {
+        plain.pk: "declared",
+        by_job.pk: "vouched",
+        imported.pk: "imported",
+    }
     if connection.vendor == "postgresql":  # the append-only trigger is enabled again
         with pytest.raises(DatabaseError), connection.cursor() as cursor:
             cursor.execute("UPDATE registry_submission SET trust = 'example' WHERE id = %s", [plain.pk])
@@ -74,5 +101,6 @@ def _create(apps, model_name, **given):
             continue
         kind = f.get_internal_type()
         values[f.attname] = {"JSONField": {}, "DateTimeField": timezone.now(), "BooleanField": False}.get(
-            kind, 0 if "Integer" in kind or kind == "FloatField" else f"{model_name}-{f.attname}"[: f.max_length or 50])
+            kind, 0 if "Integer" in kind or kind == "FloatField" else f"{model_name}-{f.attname}"[: f.max_length or 50]
+        )
     return model.objects.create(**values)

@@ -73,15 +73,32 @@ def operations(admin_user: Any) -> dict[str, Any]:
     from registry.services.tokens import token_create
 
     token, _ = token_create(user=admin_user, name="agent gpu-01", scopes="agent")
-    agent = Agent.objects.create(name="gpu-01", queue="agent.gpu-01", user=admin_user, token=token,
-                                 last_heartbeat_at=timezone.now(), online=True)
-    plan = Plan.objects.create(runner="inference", workload="decoder-small", precisions=["bf16"], batch_sizes=[8],
-                               soft_time_limit=600, time_limit=900, created_by=admin_user,
-                               created_by_name=admin_user.get_username())
-    running = Job.objects.create(plan=plan, agent=agent, agent_name=agent.name, spec={}, status="running",
-                                 soft_time_limit=600, time_limit=900)
-    failed = Job.objects.create(plan=plan, agent=agent, agent_name=agent.name, spec={}, status="failed",
-                                soft_time_limit=600, time_limit=900, last_error="CUDA out of memory <b>boom</b>")
+    agent = Agent.objects.create(
+        name="gpu-01", queue="agent.gpu-01", user=admin_user, token=token, last_heartbeat_at=timezone.now(), online=True
+    )
+    plan = Plan.objects.create(
+        runner="inference",
+        workload="decoder-small",
+        precisions=["bf16"],
+        batch_sizes=[8],
+        soft_time_limit=600,
+        time_limit=900,
+        created_by=admin_user,
+        created_by_name=admin_user.get_username(),
+    )
+    running = Job.objects.create(
+        plan=plan, agent=agent, agent_name=agent.name, spec={}, status="running", soft_time_limit=600, time_limit=900
+    )
+    failed = Job.objects.create(
+        plan=plan,
+        agent=agent,
+        agent_name=agent.name,
+        spec={},
+        status="failed",
+        soft_time_limit=600,
+        time_limit=900,
+        last_error="CUDA out of memory <b>boom</b>",
+    )
     return {"agent": agent, "running": running, "failed": failed}
 
 

@@ -46,7 +46,8 @@ def test_facets_count_every_value_with_the_other_filters_applied(fleet: dict[str
 
 
 def test_the_software_facet_lists_framework_versions_and_filters_by_them(
-        submitter: Any, server_example: dict[str, Any]) -> None:
+    submitter: Any, server_example: dict[str, Any]
+) -> None:
     submission_create(document=server_example, submitted_by=submitter)
     newer = variant(server_example, "lab-h100-02", **{"software.frameworks": {"torch": "2.14.0"}})
     submission_create(document=newer, submitted_by=submitter)
@@ -63,25 +64,34 @@ def test_the_software_facet_lists_framework_versions_and_filters_by_them(
 
 
 def test_the_software_facet_is_counted_whatever_the_number_of_runs(
-        submitter: Any, server_example: dict[str, Any]) -> None:
+    submitter: Any, server_example: dict[str, Any]
+) -> None:
     frameworks = {"vllm": "0.9.0", "pytorch": "2.7.0"}
     for i in range(3):
-        submission_create(document=variant(server_example, f"lab-{i}", **{"software.frameworks": frameworks}),
-                          submitted_by=submitter)
-    submission_create(document=variant(server_example, "lab-bare", **{"software.frameworks": {}}),
-                      submitted_by=submitter)
+        submission_create(
+            document=variant(server_example, f"lab-{i}", **{"software.frameworks": frameworks}), submitted_by=submitter
+        )
+    submission_create(
+        document=variant(server_example, "lab-bare", **{"software.frameworks": {}}), submitted_by=submitter
+    )
     for query in (CatalogueQuery(), CatalogueQuery(q="lab")):  # from the cells, and from a search
         software = next(f for f in catalogue_search(query).facets if f.name == "software")
         assert [(v.value, v.label, v.count) for v in software.values] == [
-            ("pytorch 2.7.0, vllm 0.9.0", "pytorch 2.7.0, vllm 0.9.0", 3), ("", "not stated", 1)]
+            ("pytorch 2.7.0, vllm 0.9.0", "pytorch 2.7.0, vllm 0.9.0", 3),
+            ("", "not stated", 1),
+        ]
 
 
 def test_a_search_counts_facets_and_sets_like_the_cells_do(fleet: dict[str, Any], admin_user: Any) -> None:
     from registry.services.submissions import submission_withdraw
 
     submission_withdraw(submission=fleet["b"], reason="bad", actor=admin_user)
-    for filters, include in (({}, False), ({"precision": "bf16", "vendor": "NVIDIA"}, False), ({}, True),
-                             ({"batch": "8", "scenario": "server"}, True)):
+    for filters, include in (
+        ({}, False),
+        ({"precision": "bf16", "vendor": "NVIDIA"}, False),
+        ({}, True),
+        ({"batch": "8", "scenario": "server"}, True),
+    ):
         from_cells = catalogue_search(CatalogueQuery(filters=filters, include_withdrawn=include))
         # "lab" is in every run's system name: the same runs, counted from a read of the runs instead.
         searched = catalogue_search(CatalogueQuery(filters=filters, include_withdrawn=include, q="lab"))
@@ -123,22 +133,23 @@ def test_the_page_says_how_many_runs_answer_the_same_question(browser_client: An
 
 
 def test_malformed_parameters_are_ignored_not_an_error(browser_client: Any, fleet: dict[str, Any]) -> None:
-    for query in ("?batch=eight", "?set=nonsense", "?page=-3", "?sort=sideways", "?software=%7Bbroken",
-                  "?page=99999"):
+    for query in ("?batch=eight", "?set=nonsense", "?page=-3", "?sort=sideways", "?software=%7Bbroken", "?page=99999"):
         assert browser_client.get("/" + query).status_code == 200, query
 
 
 def test_the_catalogue_runs_a_fixed_number_of_queries(
-        viewer: Any, fleet: dict[str, Any], submitter: Any, server_example: dict[str, Any],
-        django_assert_num_queries: Any) -> None:
+    viewer: Any, fleet: dict[str, Any], submitter: Any, server_example: dict[str, Any], django_assert_num_queries: Any
+) -> None:
     client = signed_in(viewer)
     with django_assert_num_queries(CATALOGUE_QUERIES):
         assert client.get("/").status_code == 200
     with django_assert_num_queries(CACHED_CATALOGUE_QUERIES):  # same data version: counts come from the cache
         assert client.get("/").status_code == 200
     for i in range(12):  # more runs and more sets than the page lists: still the same number of queries
-        submission_create(document=variant(server_example, f"lab-extra-{i}",
-                                           **{"workload.shape.batch_size": 16 + i}), submitted_by=submitter)
+        submission_create(
+            document=variant(server_example, f"lab-extra-{i}", **{"workload.shape.batch_size": 16 + i}),
+            submitted_by=submitter,
+        )
     # the sizes of this page's sets that are not listed come with the sets: no query more
     with django_assert_num_queries(CATALOGUE_QUERIES):
         page = client.get("/?precision=bf16&sort=headline_asc")
@@ -150,8 +161,13 @@ def test_the_catalogue_runs_a_fixed_number_of_queries(
 
 
 def test_more_sets_than_are_read_cost_two_queries_more(
-        viewer: Any, fleet: dict[str, Any], submitter: Any, server_example: dict[str, Any],
-        django_assert_num_queries: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    viewer: Any,
+    fleet: dict[str, Any],
+    submitter: Any,
+    server_example: dict[str, Any],
+    django_assert_num_queries: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from registry.selectors import catalogue
 
     monkeypatch.setattr(catalogue, "SETS_LIMIT", 1)
@@ -169,7 +185,8 @@ def test_more_sets_than_are_read_cost_two_queries_more(
 
 
 def test_a_new_run_changes_the_data_version_so_counts_are_never_stale(
-        browser_client: Any, fleet: dict[str, Any], submitter: Any, server_example: dict[str, Any]) -> None:
+    browser_client: Any, fleet: dict[str, Any], submitter: Any, server_example: dict[str, Any]
+) -> None:
     assert "<strong>5</strong> runs match" in browser_client.get("/").content.decode()
     submission_create(document=variant(server_example, "lab-late-arrival", 999.0), submitted_by=submitter)
     assert "<strong>6</strong> runs match" in browser_client.get("/").content.decode()
@@ -184,12 +201,19 @@ def test_a_withdrawal_changes_the_data_version_too(browser_client: Any, fleet: d
 
 
 @pytest.mark.postgres
-@pytest.mark.parametrize(("filters", "q", "include"), [
-    ({}, "lab", False), ({"precision": "bf16"}, "lab", True), ({"batch": "many"}, "lab", False),
-    ({"vendor": "NVIDIA", "scenario": "server"}, "h100", False), ({}, "no-such-thing", False),
-])
-def test_the_single_scan_search_summary_equals_the_grouped_python_one(fleet: dict[str, Any], filters: dict,
-                                                                      q: str, include: bool) -> None:
+@pytest.mark.parametrize(
+    ("filters", "q", "include"),
+    [
+        ({}, "lab", False),
+        ({"precision": "bf16"}, "lab", True),
+        ({"batch": "many"}, "lab", False),
+        ({"vendor": "NVIDIA", "scenario": "server"}, "h100", False),
+        ({}, "no-such-thing", False),
+    ],
+)
+def test_the_single_scan_search_summary_equals_the_grouped_python_one(
+    fleet: dict[str, Any], filters: dict, q: str, include: bool
+) -> None:
     """PostgreSQL counts a search's facets and sets in one GROUPING SETS scan; it must agree exactly."""
     from registry.selectors import catalogue
 
@@ -198,8 +222,9 @@ def test_the_single_scan_search_summary_equals_the_grouped_python_one(fleet: dic
 
 
 @pytest.mark.postgres
-def test_every_run_joins_the_one_cell_that_counts_it_by_shape(fleet: dict[str, Any], submitter: Any,
-                                                              admin_user: Any, server_example: dict) -> None:
+def test_every_run_joins_the_one_cell_that_counts_it_by_shape(
+    fleet: dict[str, Any], submitter: Any, admin_user: Any, server_example: dict
+) -> None:
     """The search groups runs by the generated cell_shape and reads facet values from the cell of that shape
     (migration 0016): every run must find exactly the cell services.catalogue counts it in, whatever its steady
     state, withdrawal, unit or accelerator count."""
@@ -218,9 +243,11 @@ def test_every_run_joins_the_one_cell_that_counts_it_by_shape(fleet: dict[str, A
     runs = list(Submission.objects.select_related("withdrawal").all())
     assert {_key(r, withdrawn=False)["steady_state"] for r in runs} >= {"yes", "no", ""}
     with connection.cursor() as cursor:
-        cursor.execute("SELECT s.id, c.id FROM registry_submission s JOIN registry_cataloguecell c "
-                       "ON c.cell_shape = s.cell_shape AND c.withdrawn = EXISTS "
-                       "(SELECT 1 FROM registry_withdrawal w WHERE w.submission_id = s.id)")
+        cursor.execute(
+            "SELECT s.id, c.id FROM registry_submission s JOIN registry_cataloguecell c "
+            "ON c.cell_shape = s.cell_shape AND c.withdrawn = EXISTS "
+            "(SELECT 1 FROM registry_withdrawal w WHERE w.submission_id = s.id)"
+        )
         joined = dict(cursor.fetchall())
     assert sorted(joined) == sorted(r.id for r in runs)  # each run once: one cell per shape and withdrawal
     cells = CatalogueCell.objects.in_bulk(list(joined.values()))
@@ -242,8 +269,9 @@ def test_a_search_over_runs_no_cell_counts_is_still_exact(fleet: dict[str, Any],
     assert "rebuild_catalogue" in caplog.text
 
 
-@pytest.mark.parametrize(("q", "total"), [("LAB-H200", 1), ("smalllab", 0), ("decoder-small%", 0), ("_ab", 0),
-                                         ("a%b", 0)])
+@pytest.mark.parametrize(
+    ("q", "total"), [("LAB-H200", 1), ("smalllab", 0), ("decoder-small%", 0), ("_ab", 0), ("a%b", 0)]
+)
 def test_a_term_matches_within_one_column_literally(fleet: dict[str, Any], q: str, total: int) -> None:
     """Case-insensitive; never across two columns (PostgreSQL searches them joined in one text); % and _ are
     characters, not wildcards."""

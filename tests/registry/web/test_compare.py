@@ -24,8 +24,9 @@ def test_a_refused_comparison_names_each_blocking_field_with_both_values(viewer:
     assert not Comparison.objects.exists()
 
 
-def test_the_same_runs_compare_along_the_precision_axis(viewer: Any, submitter: Any,
-                                                        server_example: dict[str, Any]) -> None:
+def test_the_same_runs_compare_along_the_precision_axis(
+    viewer: Any, submitter: Any, server_example: dict[str, Any]
+) -> None:
     import copy
 
     from registry.services.submissions import submission_create
@@ -41,20 +42,28 @@ def test_the_same_runs_compare_along_the_precision_axis(viewer: Any, submitter: 
 
 def test_an_accepted_comparison_is_stored_and_shown_with_statistics(viewer: Any, fleet: dict[str, Any]) -> None:
     client = signed_in(viewer)
-    response = client.post("/compare/", {"run": [fleet["a"].pk, fleet["b"].pk], "runs": str(fleet["c"].pk),
-                                         "axis": "system"})
+    response = client.post(
+        "/compare/", {"run": [fleet["a"].pk, fleet["b"].pk], "runs": str(fleet["c"].pk), "axis": "system"}
+    )
     assert response.status_code == 302
     comparison = Comparison.objects.get()
     assert response["Location"] == f"/comparisons/{comparison.pk}/"
     html = client.get(response["Location"]).content.decode()
-    for text in ("Comparable: these runs answer the same question", "Statistics", "Side by side",
-                 "software.driver.version", "Caveats", "Request decision report",
-                 f'<img src="/comparisons/{comparison.pk}/charts/headline.svg"'):
+    for text in (
+        "Comparable: these runs answer the same question",
+        "Statistics",
+        "Side by side",
+        "software.driver.version",
+        "Caveats",
+        "Request decision report",
+        f'<img src="/comparisons/{comparison.pk}/charts/headline.svg"',
+    ):
         assert text in html, text
 
 
 def test_charts_are_drawn_on_their_own_requests_not_the_pages(
-        viewer: Any, fleet: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    viewer: Any, fleet: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from registry import charts
 
     comparison, _ = comparison_create(runs=[fleet["a"], fleet["b"], fleet["c"]], axis="system", created_by=viewer)
@@ -64,8 +73,11 @@ def test_charts_are_drawn_on_their_own_requests_not_the_pages(
     client = signed_in(viewer)
     html = client.get(f"/comparisons/{comparison.pk}/").content.decode()
     assert drawn == [] and "<svg" not in html
-    urls = [u for u in (f"/comparisons/{comparison.pk}/charts/{n}.svg" for n in ("headline", "latency", "load",
-                                                                                 "derived")) if u in html]
+    urls = [
+        u
+        for u in (f"/comparisons/{comparison.pk}/charts/{n}.svg" for n in ("headline", "latency", "load", "derived"))
+        if u in html
+    ]
     assert urls[0].endswith("/headline.svg")
     for url in urls:
         response = client.get(url)
@@ -101,13 +113,15 @@ def test_the_builder_prefills_runs_from_the_query_string(viewer: Any) -> None:
     assert 'value="3, 5"' in html
 
 
-def test_a_report_is_requested_polled_and_downloaded(viewer: Any, fleet: dict[str, Any],
-                                                     django_capture_on_commit_callbacks: Any) -> None:
+def test_a_report_is_requested_polled_and_downloaded(
+    viewer: Any, fleet: dict[str, Any], django_capture_on_commit_callbacks: Any
+) -> None:
     client = signed_in(viewer)
     comparison, _ = comparison_create(runs=[fleet["a"], fleet["b"]], axis="system", created_by=viewer)
     with django_capture_on_commit_callbacks(execute=True):
-        response = client.post(f"/comparisons/{comparison.pk}/reports",
-                               {"title": "Serving cluster", "decision": "Buy H200", "prices": ""})
+        response = client.post(
+            f"/comparisons/{comparison.pk}/reports", {"title": "Serving cluster", "decision": "Buy H200", "prices": ""}
+        )
     assert response.status_code == 302
     report = comparison.reports.get()
     assert response["Location"] == f"/comparisons/{comparison.pk}/#report-{report.pk}"
@@ -123,8 +137,9 @@ def test_a_report_is_requested_polled_and_downloaded(viewer: Any, fleet: dict[st
 
 def test_prices_must_be_written_as_name_equals_price(viewer: Any, fleet: dict[str, Any]) -> None:
     comparison, _ = comparison_create(runs=[fleet["a"], fleet["b"]], axis="system", created_by=viewer)
-    response = signed_in(viewer).post(f"/comparisons/{comparison.pk}/reports",
-                                      {"title": "t", "decision": "d", "prices": "lab-h100-01 three dollars"})
+    response = signed_in(viewer).post(
+        f"/comparisons/{comparison.pk}/reports", {"title": "t", "decision": "d", "prices": "lab-h100-01 three dollars"}
+    )
     assert response.status_code == 400 and "system name = price" in response.content.decode()
 
 
@@ -133,8 +148,14 @@ def test_another_users_report_is_not_found(viewer: Any, django_user_model: Any, 
 
     comparison, _ = comparison_create(runs=[fleet["a"], fleet["b"]], axis="system", created_by=viewer)
     other = django_user_model.objects.create_user("someone-else", password="another-long-password")
-    report = Report.objects.create(comparison=comparison, title="theirs", decision="x", requested_by=other,
-                                   requested_by_name=other.username, created_at=comparison.created_at)
+    report = Report.objects.create(
+        comparison=comparison,
+        title="theirs",
+        decision="x",
+        requested_by=other,
+        requested_by_name=other.username,
+        created_at=comparison.created_at,
+    )
     client = signed_in(viewer)
     assert client.get(f"/reports/{report.pk}/status").status_code == 404
     assert client.get(f"/reports/{report.pk}/pdf").status_code == 404

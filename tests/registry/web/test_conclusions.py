@@ -22,8 +22,8 @@ def test_the_comparison_page_shows_the_statement_with_its_reasons_in_one_box(vie
     comparison = Comparison.objects.latest("pk")
     stated = comparison.result["conclusion"]
     page = client.get(answer["Location"]).content.decode()
-    box = page[page.index('id="conclusion"'):]
-    box = box[:box.index("</div>")]
+    box = page[page.index('id="conclusion"') :]
+    box = box[: box.index("</div>")]
     assert f'data-outcome="{stated["outcome"]}"' in page
     assert stated["statement"].replace("'", "&#x27;") in box
     for reason in stated["reasons"]:
@@ -34,8 +34,9 @@ def test_the_builders_baseline_becomes_the_comparisons_baseline(viewer, fleet):
     client = signed_in(viewer)
     runs = [fleet["a"], fleet["b"], fleet["c"]]
     chosen = fleet["b"]
-    answer = client.post("/compare/", {"runs": ", ".join(str(r.pk) for r in runs), "axis": "software",
-                                       "baseline": chosen.pk})
+    answer = client.post(
+        "/compare/", {"runs": ", ".join(str(r.pk) for r in runs), "axis": "software", "baseline": chosen.pk}
+    )
     assert answer.status_code in (302, 422), answer.content[:500]
     if answer.status_code == 302:
         comparison = Comparison.objects.latest("pk")
@@ -46,8 +47,9 @@ def test_the_builders_baseline_becomes_the_comparisons_baseline(viewer, fleet):
 
 
 def test_the_api_detail_gives_the_stored_conclusion_while_every_run_stands(api, fleet):
-    created = api.post("/api/v1/comparisons", {"runs": [fleet["a"].pk, fleet["b"].pk], "axis": "system"},
-                       format="json").json()
+    created = api.post(
+        "/api/v1/comparisons", {"runs": [fleet["a"].pk, fleet["b"].pk], "axis": "system"}, format="json"
+    ).json()
     body = api.get(f"/api/v1/comparisons/{created['id']}").json()
     stored = body["result"]["conclusion"]
     assert body["conclusion"]["outcome"] == stored["outcome"] and body["conclusion"]["statement"] == stored["statement"]

@@ -31,8 +31,10 @@ MATRIX_QUERIES = 3 + 2 + 1 + 1 + 1 + (1 if connection.vendor == "postgresql" els
 @pytest.fixture
 def h100s(submitter: Any, server_example: dict[str, Any]) -> list[Any]:
     values = (1260.8, 1250.0, 1301.5, 1188.0)
-    return [submission_create(document=variant(server_example, f"lab-h100-{i}", v), submitted_by=submitter)[0]
-            for i, v in enumerate(values)]
+    return [
+        submission_create(document=variant(server_example, f"lab-h100-{i}", v), submitted_by=submitter)[0]
+        for i, v in enumerate(values)
+    ]
 
 
 def _cell(matrix: Any, model: str) -> Any:
@@ -52,7 +54,8 @@ def test_a_matrix_cell_is_the_geometric_mean_with_the_statistics_t_interval(h100
 
 
 def test_fewer_than_three_runs_give_no_interval_and_a_withdrawal_leaves_the_cell(
-        h100s: list[Any], admin_user: Any) -> None:
+    h100s: list[Any], admin_user: Any
+) -> None:
     two = log_estimate(2, math.log(2) + math.log(8), math.log(2) ** 2 + math.log(8) ** 2)
     assert math.isclose(two.value, 4.0) and two.ci_low is None and two.ci_high is None
     assert log_estimate(0, 0.0, 0.0).value is None
@@ -67,11 +70,17 @@ def test_fewer_than_three_runs_give_no_interval_and_a_withdrawal_leaves_the_cell
 
 
 def test_the_matrix_groups_columns_by_phase_and_filters_by_round_division_availability(
-        fleet: dict[str, Any], submitter: Any, server_example: dict[str, Any], training_example: dict[str, Any],
-        browser_client: Any, django_assert_num_queries: Any) -> None:
+    fleet: dict[str, Any],
+    submitter: Any,
+    server_example: dict[str, Any],
+    training_example: dict[str, Any],
+    browser_client: Any,
+    django_assert_num_queries: Any,
+) -> None:
     origin = {"kind": "other", "round": "v5.0", "division": "open", "availability": "preview"}
-    submission_create(document=variant(server_example, "lab-x", 999.0, **{"provenance.origin": origin}),
-                      submitted_by=submitter)
+    submission_create(
+        document=variant(server_example, "lab-x", 999.0, **{"provenance.origin": origin}), submitted_by=submitter
+    )
     submission_create(document=training_example, submitted_by=submitter)
     matrix = catalogue_matrix(CatalogueQuery())
     assert [phase for phase, _ in matrix.phases] == sorted({c.phase for c in matrix.columns})
@@ -90,7 +99,8 @@ def test_the_matrix_groups_columns_by_phase_and_filters_by_round_division_availa
 
 
 def test_sets_that_would_read_the_same_are_named_by_what_separates_them(
-        fleet: dict[str, Any], submitter: Any, server_example: dict[str, Any]) -> None:
+    fleet: dict[str, Any], submitter: Any, server_example: dict[str, Any]
+) -> None:
     unsteady = variant(server_example, "lab-u", 1900.0)
     unsteady["conditions"]["steady_state"].update(reached=False, reasons=["rising"])
     run, _ = submission_create(document=unsteady, submitted_by=submitter)
@@ -105,7 +115,8 @@ def test_sets_that_would_read_the_same_are_named_by_what_separates_them(
 
 
 def test_a_refusal_leads_with_the_question_and_hints_only_an_axis_that_accepts(
-        fleet: dict[str, Any], browser_client: Any) -> None:
+    fleet: dict[str, Any], browser_client: Any
+) -> None:
     page = browser_client.post("/compare/", {"run": [fleet["cpu"].pk, fleet["a"].pk], "axis": "system"})
     assert page.status_code == 422
     errors = page.context["errors"]
@@ -123,11 +134,25 @@ def test_a_refusal_leads_with_the_question_and_hints_only_an_axis_that_accepts(
 
 def test_sentences_state_the_change_against_the_baseline_with_its_direction() -> None:
     def result(lower: bool, ratio: float, low: float, high: float, verdict: str) -> dict[str, Any]:
-        arms = [{"label": "H100", "reasons": [], "estimate": {"metric": "m", "lower_is_better": lower}},
-                {"label": "H200", "reasons": [], "estimate": {"metric": "m", "lower_is_better": lower}}]
+        arms = [
+            {"label": "H100", "reasons": [], "estimate": {"metric": "m", "lower_is_better": lower}},
+            {"label": "H200", "reasons": [], "estimate": {"metric": "m", "lower_is_better": lower}},
+        ]
         metric = "latency_ms.p99" if lower else "throughput"
-        return {"arms": arms, "pairwise": [{"subject": 1, "baseline": 0, "metric": metric, "ratio": ratio,
-                                            "ci_low": low, "ci_high": high, "verdict": verdict}]}
+        return {
+            "arms": arms,
+            "pairwise": [
+                {
+                    "subject": 1,
+                    "baseline": 0,
+                    "metric": metric,
+                    "ratio": ratio,
+                    "ci_low": low,
+                    "ci_high": high,
+                    "verdict": verdict,
+                }
+            ],
+        }
 
     up = ratio_sentences(result(False, 1.21, 1.19, 1.22, "distinguishable"))[0]
     assert up.text.startswith("H200: +21% throughput vs H100 (95% CI +19% to +22%; higher is better) — better")
@@ -154,16 +179,16 @@ def test_exports_carry_each_runs_digest_and_address(fleet: dict[str, Any], brows
     assert len(runs) == 4 and all(run["digest"].startswith("sha256:") for run in runs)
     assert fleet["int8"].pk not in {run["run"] for run in runs}
     assert [c["other_sets_in_cell"] for c in document["cells"] if c["configuration"] == "H100 80GB HBM3"] == [1]
-    compared = browser_client.post("/compare/", {"run": [fleet["a"].pk, fleet["b"].pk], "axis": "system",
-                                                 "baseline": fleet["b"].pk})
+    compared = browser_client.post(
+        "/compare/", {"run": [fleet["a"].pk, fleet["b"].pk], "axis": "system", "baseline": fleet["b"].pk}
+    )
     exported = json.loads(browser_client.get(compared["Location"] + "?format=json").content)
     assert exported["baseline"] == "1× H200" or "H200" in exported["baseline"]
     assert {r["digest"] for r in exported["runs"]} == {fleet["a"].digest, fleet["b"].digest}
     assert exported["sentences"] and " vs " in exported["sentences"][0]
 
 
-def test_the_run_page_shows_keys_as_written_and_numbers_with_units(fleet: dict[str, Any], browser_client: Any
-                                                                     ) -> None:
+def test_the_run_page_shows_keys_as_written_and_numbers_with_units(fleet: dict[str, Any], browser_client: Any) -> None:
     html = browser_client.get(f"/runs/{fleet['a'].pk}/").content.decode()
     assert "torch.num_threads" in html and "torch.num threads" not in html
     assert "energy.average_power_w" in html and "average power w" not in html
@@ -172,8 +197,19 @@ def test_the_run_page_shows_keys_as_written_and_numbers_with_units(fleet: dict[s
     assert "p99.9" not in html  # no distribution of this run states it
 
 
-@pytest.mark.parametrize(("value", "shown"), [(43579.602295, "43,580"), (1260.8, "1,261"), (0.0123456, "0.01235"),
-                                              (8, "8"), (2364, "2,364"), (486.0, "486"), (0.5, "0.5"), (0.0, "0")])
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        (43579.602295, "43,580"),
+        (1260.8, "1,261"),
+        (0.0123456, "0.01235"),
+        (8, "8"),
+        (2364, "2,364"),
+        (486.0, "486"),
+        (0.5, "0.5"),
+        (0.0, "0"),
+    ],
+)
 def test_numbers_keep_four_significant_digits(value: Any, shown: str) -> None:
     assert significant(value) == shown
 
@@ -183,12 +219,19 @@ def test_percent_changes_are_signed() -> None:
 
 
 @pytest.mark.postgres
-@pytest.mark.parametrize(("filters", "include"), [
-    ({}, False), ({"precision": "bf16"}, True), ({"batch": "many"}, False),
-    ({"vendor": "NVIDIA", "scenario": "server"}, False), ({"trust": "declared", "division": ""}, False),
-])
-def test_the_single_scan_cell_summary_equals_the_per_facet_one(fleet: dict[str, Any], admin_user: Any,
-                                                              filters: dict, include: bool) -> None:
+@pytest.mark.parametrize(
+    ("filters", "include"),
+    [
+        ({}, False),
+        ({"precision": "bf16"}, True),
+        ({"batch": "many"}, False),
+        ({"vendor": "NVIDIA", "scenario": "server"}, False),
+        ({"trust": "declared", "division": ""}, False),
+    ],
+)
+def test_the_single_scan_cell_summary_equals_the_per_facet_one(
+    fleet: dict[str, Any], admin_user: Any, filters: dict, include: bool
+) -> None:
     """On PostgreSQL the catalogue counts its facets and sets over the cells in one GROUPING SETS scan; it must
     agree exactly with the one GROUP BY per facet that other databases run."""
     from registry.selectors import catalogue

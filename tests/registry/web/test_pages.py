@@ -28,8 +28,12 @@ def test_the_sign_in_page_has_labelled_inputs(client: Any) -> None:
 def test_a_viewer_sees_the_catalogue_a_run_the_builder_and_a_comparison(viewer: Any, fleet: dict[str, Any]) -> None:
     client = signed_in(viewer)
     comparison, _ = comparison_create(runs=[fleet["a"], fleet["b"]], axis="system", created_by=viewer)
-    pages = {"/": "Benchmark catalogue", f"/runs/{fleet['a'].pk}/": "Steady state", "/compare/": "Build a comparison",
-             f"/comparisons/{comparison.pk}/": "Request decision report"}
+    pages = {
+        "/": "Benchmark catalogue",
+        f"/runs/{fleet['a'].pk}/": "Steady state",
+        "/compare/": "Build a comparison",
+        f"/comparisons/{comparison.pk}/": "Request decision report",
+    }
     for url, text in pages.items():
         response = client.get(url)
         assert response.status_code == 200, url
@@ -53,7 +57,8 @@ def test_the_run_page_shows_digest_audit_entry_comparable_runs_and_raw_json(view
 
 
 def test_the_run_page_draws_the_latency_distribution_when_the_run_has_samples(
-        viewer: Any, submitter: Any, server_example: dict[str, Any]) -> None:
+    viewer: Any, submitter: Any, server_example: dict[str, Any]
+) -> None:
     from registry.services.submissions import submission_create
 
     count = server_example["metrics"]["latency_ms"]["count"]

@@ -81,8 +81,9 @@ def _withdrawn_later(submitter: Any, admin_user: Any, server_example: dict[str, 
     return comparison, b
 
 
-def test_a_run_withdrawn_later_makes_the_stored_comparison_inconclusive_in_the_api(api, submitter, admin_user,
-                                                                                     server_example):
+def test_a_run_withdrawn_later_makes_the_stored_comparison_inconclusive_in_the_api(
+    api, submitter, admin_user, server_example
+):
     comparison, withdrawn = _withdrawn_later(submitter, admin_user, server_example)
     body = api.get(f"/api/v1/comparisons/{comparison.pk}").json()
     assert body["conclusion"]["outcome"] == "inconclusive"
@@ -94,12 +95,13 @@ def test_a_run_withdrawn_later_makes_the_stored_comparison_inconclusive_in_the_a
     assert body["result"] == Comparison.objects.get(pk=comparison.pk).result  # the stored result is untouched
 
 
-def test_a_run_withdrawn_later_makes_the_comparison_page_say_inconclusive(viewer, submitter, admin_user,
-                                                                          server_example):
+def test_a_run_withdrawn_later_makes_the_comparison_page_say_inconclusive(
+    viewer, submitter, admin_user, server_example
+):
     comparison, withdrawn = _withdrawn_later(submitter, admin_user, server_example)
     page = signed_in(viewer).get(f"/comparisons/{comparison.pk}/").content.decode()
-    box = page[page.index('id="conclusion"'):]
-    box = box[:box.index("</div>")]
+    box = page[page.index('id="conclusion"') :]
+    box = box[: box.index("</div>")]
     assert 'data-outcome="inconclusive"' in page and "Conclusion: Inconclusive" in box
     assert f"run {withdrawn.pk} was withdrawn" in box and "driver bug inflated throughput" in box
 
@@ -107,20 +109,27 @@ def test_a_run_withdrawn_later_makes_the_comparison_page_say_inconclusive(viewer
 def test_the_comparison_builder_offers_a_baseline_that_must_be_one_of_the_runs(viewer, fleet):
     client = signed_in(viewer)
     assert 'name="baseline"' in client.get("/compare/").content.decode()
-    answer = client.post("/compare/", {"runs": f"{fleet['a'].pk}, {fleet['b'].pk}", "axis": "system",
-                                      "baseline": fleet["cpu"].pk})
+    answer = client.post(
+        "/compare/", {"runs": f"{fleet['a'].pk}, {fleet['b'].pk}", "axis": "system", "baseline": fleet["cpu"].pk}
+    )
     assert answer.status_code == 400 and "The baseline must be one of the runs compared" in answer.content.decode()
 
 
-def test_a_report_on_a_comparison_whose_run_was_withdrawn_later_says_inconclusive(api, submitter, admin_user,
-                                                                                   server_example, settings,
-                                                                                   tmp_path):
+def test_a_report_on_a_comparison_whose_run_was_withdrawn_later_says_inconclusive(
+    api, submitter, admin_user, server_example, settings, tmp_path
+):
     from registry.models import Report
 
     settings.DATA_DIR = tmp_path
     comparison, withdrawn = _withdrawn_later(submitter, admin_user, server_example)
-    report = Report.objects.create(comparison=comparison, title="t", decision="d", requested_by=submitter,
-                                   requested_by_name=submitter.username, created_at=comparison.created_at)
+    report = Report.objects.create(
+        comparison=comparison,
+        title="t",
+        decision="d",
+        requested_by=submitter,
+        requested_by_name=submitter.username,
+        created_at=comparison.created_at,
+    )
     requester = APIClient()  # a report is its requester's (and admins'): registry.policy
     requester.force_authenticate(submitter)
     body = requester.get(f"/api/v1/reports/{report.pk}").json()
@@ -146,8 +155,16 @@ def test_a_report_never_rests_on_an_example_run_however_its_comparison_was_store
     example, _ = submission_create(document=server_example, submitted_by=submitter, trust="example")
     other, _ = submission_create(document=variant(server_example, "lab-h200-02", 1500.0), submitted_by=submitter)
     # Stored the way a comparison from before trust levels existed could be: past the service's own refusal.
-    stored = service._store([example, other], "system", {"runs": [example.digest, other.digest]},
-                            {"comparable": True}, "{}", "sha256:" + "0" * 64, "", submitter)
+    stored = service._store(
+        [example, other],
+        "system",
+        {"runs": [example.digest, other.digest]},
+        {"comparable": True},
+        "{}",
+        "sha256:" + "0" * 64,
+        "",
+        submitter,
+    )
     with pytest.raises(RegistryError) as refused:
         report_request(comparison=stored, title="t", decision="d", requested_by=submitter)
     assert refused.value.code == "example-run" and refused.value.status == 422
