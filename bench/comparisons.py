@@ -68,7 +68,7 @@ COLUMNS = (
 )
 
 
-def _setup(admin_url: str, name: str) -> str:
+def setup(admin_url: str, name: str) -> str:
     url = scratch.recreate(admin_url, name)
     os.environ.update(
         DATABASE_URL=url, BENCHREG_DATA_DIR=tempfile.mkdtemp(), DJANGO_SETTINGS_MODULE="registry.settings"
@@ -136,7 +136,7 @@ def time_compare(repeats: int, kind: str) -> np.ndarray:
     return np.array(times) * 1000
 
 
-def _fill(url: str, start: int, stop: int, user_id: int) -> None:
+def fill(url: str, start: int, stop: int, user_id: int) -> None:
     """COPY synthetic rows; each row's keys fall in one of 2,000 groups unrelated to the real runs."""
     with psycopg.connect(url) as conn, conn.cursor() as cur:
         with cur.copy(f"COPY registry_submission ({', '.join(COLUMNS)}) FROM STDIN") as copy_:
@@ -186,7 +186,7 @@ def _fill(url: str, start: int, stop: int, user_id: int) -> None:
         conn.commit()
 
 
-def _measure(client, path: str, body: dict | None, repeats: int, vary) -> tuple[np.ndarray, int]:  # type: ignore[no-untyped-def]
+def measure(client, path: str, body: dict | None, repeats: int, vary) -> tuple[np.ndarray, int]:  # type: ignore[no-untyped-def]
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -232,7 +232,7 @@ def main() -> None:
         f"compare() of 10 runs (10 arms, {shape}), no database: "
         f"p50 {np.percentile(pure, 50):.1f} ms, p95 {np.percentile(pure, 95):.1f} ms"
     )
-    url = _setup(admin_url, args.scratch)
+    url = setup(admin_url, args.scratch)
     try:
         from django.contrib.auth import get_user_model
         from django.test import Client
@@ -253,12 +253,12 @@ def main() -> None:
         have, rows = 10, []
         for size in sizes:
             t0 = time.perf_counter()
-            _fill(url, have, size, user.pk)
+            fill(url, have, size, user.pk)
             fill_s, have = time.perf_counter() - t0, size
-            lookup, q_lookup = _measure(
+            lookup, q_lookup = measure(
                 client, f"/api/v1/submissions/{runs[0].pk}/comparable", None, args.repeats, vary
             )
-            compare, q_compare = _measure(client, "/api/v1/comparisons", compare_body, max(5, args.repeats // 3), vary)
+            compare, q_compare = measure(client, "/api/v1/comparisons", compare_body, max(5, args.repeats // 3), vary)
             rows.append((size, lookup, q_lookup, compare, q_compare, fill_s))
         first = rows[0]
         print(

@@ -23,7 +23,7 @@ import time
 import numpy as np
 
 from bench import scratch
-from bench.comparisons import ROOT, _setup
+from bench.comparisons import ROOT, setup
 
 SCRATCH = "benchreg_bench_decision_flagging"
 QUESTION = {
@@ -55,7 +55,7 @@ def main() -> None:
     if not admin_url.startswith("postgres"):
         sys.exit("set DATABASE_URL to a PostgreSQL server (a scratch database is created and dropped)")
     os.environ["CELERY_BROKER_URL"] = "memory://"  # dispatch as a deployment does; nothing consumes it here
-    _setup(admin_url, args.scratch)
+    setup(admin_url, args.scratch)
     try:
         from django.contrib.auth import get_user_model
         from django.contrib.auth.models import Group

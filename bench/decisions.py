@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 from bench import scratch
-from bench.comparisons import ROOT, _fill, _measure, _setup
+from bench.comparisons import ROOT, fill, measure, setup
 
 SCRATCH = "benchreg_bench_decisions"
 QUESTION = {
@@ -65,7 +65,7 @@ def main() -> None:
     sizes = [1_000, 10_000] if args.quick else [10_000, 100_000, 1_000_000]
     if args.sizes:
         sizes = [int(x) for x in args.sizes.split(",")]
-    url = _setup(admin_url, args.scratch)
+    url = setup(admin_url, args.scratch)
     try:
         from django.contrib.auth import get_user_model
         from django.test import Client
@@ -83,12 +83,12 @@ def main() -> None:
         body = {"title": "bench", "question": QUESTION}
         have, rows = len(runs), []
         for size in sizes:
-            _fill(url, have, size, user.pk)
+            fill(url, have, size, user.pk)
             have = size
-            lookup, q_lookup = _measure(
+            lookup, q_lookup = measure(
                 client, f"/api/v1/submissions/{runs[0].pk}/comparable", None, args.repeats, lambda b, i: b
             )
-            answer, q_answer = _measure(client, "/api/v1/decisions", body, args.repeats, lambda b, i: b)
+            answer, q_answer = measure(client, "/api/v1/decisions", body, args.repeats, lambda b, i: b)
             rows.append((size, lookup, q_lookup, answer, q_answer))
         print(
             f"{'runs':>9} | {'decision p50':>12} {'p95':>8} {'SQL':>4} | {'lookup p50':>10} {'p95':>7} {'SQL':>4}"

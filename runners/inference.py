@@ -139,7 +139,7 @@ def _scenario(spec: RunSpec) -> dict[str, Any]:
     }
 
 
-def _server_checks(runs: list[ServerRun], spec: RunSpec) -> tuple[dict[str, bool], list[str], str]:
+def server_checks(runs: list[ServerRun], spec: RunSpec) -> tuple[dict[str, bool], list[str], str]:
     assert spec.target_qps is not None
     rates = [r.arrival_rate for r in runs]
     ok = all(abs(rate / spec.target_qps - 1.0) <= ARRIVAL_TOLERANCE for rate in rates)
@@ -197,7 +197,7 @@ def run(spec: RunSpec, backend: Backend, report: Reporter) -> dict[str, Any]:
     if spec.scenario == "server":
         runs, seconds = _server_loop(spec, query, policy, warm, report, recorder)
         series = _server_series(runs, shape.output_tokens if workload.is_decoder else None)
-        validity, server_reasons, notes["load_generator"] = _server_checks(runs, spec)
+        validity, server_reasons, notes["load_generator"] = server_checks(runs, spec)
         reasons += server_reasons
     else:
         latency, extra, window = _closed_loop(query, policy, warm, report, recorder)
@@ -209,13 +209,13 @@ def run(spec: RunSpec, backend: Backend, report: Reporter) -> dict[str, Any]:
             notes["time_cap"] = f"time cap {window.cap_seconds:g} s per repetition: truncated"
     criteria = SERVER_CRITERIA if spec.scenario == "server" else stats.SteadyCriteria()
     verdict = stats.assess(np.concatenate([np.asarray(r) for r in series["latency_ms"]]), criteria)
-    report.note(_verdict_line(verdict, reasons))
+    report.note(verdict_line(verdict, reasons))
     return _document(
         spec, backend, recorder, model, warm, policy, series, seconds, verdict.as_document(reasons), validity, notes
     )
 
 
-def _verdict_line(verdict: SteadyVerdict, reasons: list[str]) -> str:
+def verdict_line(verdict: SteadyVerdict, reasons: list[str]) -> str:
     if verdict.reached and not reasons:
         return f"steady state: reached (block spread {verdict.block_spread}, trend z {verdict.trend_statistic})"
     return "steady state: NOT reached: " + "; ".join([*verdict.reasons, *reasons])
@@ -245,7 +245,7 @@ def _document(
         precision["kv_cache"] = backend.kv_cache_format(spec.precision)
     iterations = sum(len(r) for r in series["latency_ms"])
     return recorder.document(
-        workload=_workload_section(spec, "inference"),
+        workload=workload_section(spec, "inference"),
         scenario=_scenario(spec),
         precision=precision,
         conditions=recorder.conditions(policy, warm, seconds, iterations, verdict, spec.isolation, validity),
@@ -257,7 +257,7 @@ def _document(
     )
 
 
-def _workload_section(spec: RunSpec, phase: str) -> dict[str, Any]:
+def workload_section(spec: RunSpec, phase: str) -> dict[str, Any]:
     w = spec.definition
     model: dict[str, Any] = {
         "architecture": w.architecture,

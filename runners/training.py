@@ -16,7 +16,7 @@ import numpy as np
 
 from . import stats, workloads
 from .backends import Backend, Trainer
-from .inference import _verdict_line, _workload_section, framework_versions
+from .inference import verdict_line, workload_section, framework_versions
 from .measure import measure, warm_up
 from .progress import Reporter
 from .record import Recorder
@@ -103,7 +103,7 @@ def run(spec: RunSpec, backend: Backend, report: Reporter) -> dict[str, Any]:
     verdict = stats.assess(step_ms)
     capped, cap_reasons = window.truncation(policy)  # steps too slow to time the minimum count (issue 17)
     reasons = warm.reasons(policy) + cap_reasons
-    report.note(_verdict_line(verdict, reasons))
+    report.note(verdict_line(verdict, reasons))
     breakdown = np.median(np.asarray(loop.phases[first_window_step:]), axis=0)
     seconds = window.total_seconds
     samples_per_s = window.iterations * shape.batch_size / seconds
@@ -126,7 +126,7 @@ def run(spec: RunSpec, backend: Backend, report: Reporter) -> dict[str, Any]:
         f"loss first/last are means over the first/last tenth of all steps"
     }
     return recorder.document(
-        workload=_workload_section(spec, "training"),
+        workload=workload_section(spec, "training"),
         scenario=scenario,
         precision=backend.precision_section("training", spec.precision),
         conditions=recorder.conditions(

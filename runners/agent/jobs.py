@@ -80,7 +80,7 @@ class JobRegistry(Protocol):
 
 
 # Documents measured but not yet accepted, by job id (one worker process runs one job at a time).
-_pending: dict[int, dict[str, Any]] = {}
+pending: dict[int, dict[str, Any]] = {}
 
 
 def with_provenance(document: dict[str, Any], *, job: int, agent: str) -> dict[str, Any]:
@@ -156,19 +156,19 @@ def run_job(
     try:
         claim = registry.claim(job_id, claimant=claimant, lease_seconds=lease_seconds)
     except JobGone as exc:
-        _pending.pop(job_id, None)
+        pending.pop(job_id, None)
         log.info("job %s: nothing to do: %s", job_id, exc)
         return JobOutcome(job_id, "skipped", detail=str(exc))
     keeper = LeaseKeeper(registry, job_id, claimant, lease_seconds, heartbeat_every) if heartbeat_every else None
     if keeper is not None:
         keeper.start()
     try:
-        document = _pending.get(job_id)
+        document = pending.get(job_id)
         if document is None:
             measured = _measure(registry, claim, claimant, run, timeout_errors)
             if isinstance(measured, JobOutcome):
                 return measured
-            document = _pending[job_id] = measured
+            document = pending[job_id] = measured
     finally:
         if keeper is not None:  # the lease guards the measurement; delivery is guarded by the registry
             keeper.stopped.set()
@@ -177,7 +177,7 @@ def run_job(
 
 def _deliver(registry: JobRegistry, job_id: int, document: dict[str, Any], claimant: str) -> JobOutcome:
     submitted = registry.submit(document)  # RegistryError propagates: the caller retries, same document
-    _pending.pop(job_id, None)
+    pending.pop(job_id, None)
     if submitted.status in ("stored", "known"):
         assert submitted.run_id is not None and submitted.digest is not None
         try:

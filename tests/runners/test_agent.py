@@ -69,7 +69,7 @@ def fake_run(spec: Any) -> dict[str, Any]:
 @pytest.fixture(autouse=True)
 def _fresh() -> None:
     fake_run.count = 0  # type: ignore[attr-defined]
-    jobs._pending.clear()
+    jobs.pending.clear()
 
 
 def test_a_job_is_claimed_run_submitted_with_its_provenance_and_confirmed() -> None:

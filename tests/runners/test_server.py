@@ -66,7 +66,7 @@ def test_a_run_inside_its_cap_is_not_truncated() -> None:
 
 
 def test_a_truncated_run_is_kept_with_a_failed_check_and_the_reason() -> None:
-    from runners.inference import _server_checks
+    from runners.inference import server_checks
     from runners.spec import RunSpec
 
     spec = RunSpec(
@@ -79,7 +79,7 @@ def test_a_truncated_run_is_kept_with_a_failed_check_and_the_reason() -> None:
         quick=True,
     ).resolved()
     run = run_server(_slow, rate=500.0, count=2000, concurrency=1, seed=7, max_seconds=0.5)
-    checks, reasons, note = _server_checks([run], spec)
+    checks, reasons, note = server_checks([run], spec)
     assert checks["finished_within_time_cap"] is False
     assert any(r.startswith("truncated: 1 of 1 repetitions hit the time cap of 0.5 s; served ") for r in reasons)
     assert "truncated" in note
