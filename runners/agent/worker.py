@@ -87,8 +87,8 @@ def claimant() -> str:
     max_retries=12,
     acks_late=True,
     reject_on_worker_lost=True,
-)  # type: ignore[untyped-decorator]  # celery ships no type hints
-def run_job_task(self: Task, job_id: int) -> dict[str, Any]:
+)
+def run_job_task(self: Task[Any, Any], job_id: int) -> dict[str, Any]:
     """Run one job of this agent (see runners.agent.jobs.run_job). Safe to deliver twice."""
     credential = current_credential()
     with RegistryClient(credential.server, credential.token) as client:
@@ -124,7 +124,7 @@ class AgentHeartbeat(threading.Thread):
                     return
 
 
-@signals.worker_ready.connect  # type: ignore[untyped-decorator]
+@signals.worker_ready.connect
 def _start_heartbeat(sender: Any = None, **_: Any) -> None:
     if getattr(sender, "app", app) is not app:  # another Celery app's worker in this process
         return
@@ -133,7 +133,7 @@ def _start_heartbeat(sender: Any = None, **_: Any) -> None:
     thread.start()
 
 
-@signals.worker_shutdown.connect  # type: ignore[untyped-decorator]
+@signals.worker_shutdown.connect
 def _stop_heartbeat(**_: Any) -> None:
     thread = _state.get("heartbeat")
     if thread is not None:

@@ -225,9 +225,9 @@ class TorchBackend:
                     "torch.backends.cudnn.benchmark": torch.backends.cudnn.benchmark,
                     "torch.backends.cuda.flash_sdp_enabled": torch.backends.cuda.flash_sdp_enabled(),  # type: ignore[no-untyped-call]
                     "torch.backends.cuda.mem_efficient_sdp_enabled": torch.backends.cuda.mem_efficient_sdp_enabled(),  # type: ignore[no-untyped-call]
-                    "torch.backends.cuda.math_sdp_enabled": torch.backends.cuda.math_sdp_enabled(),
+                    "torch.backends.cuda.math_sdp_enabled": torch.backends.cuda.math_sdp_enabled(),  # type: ignore[no-untyped-call]
                 }
-            )  # type: ignore[no-untyped-call]
+            )
         return out
 
     def precision_section(self, phase: str, precision: str) -> dict[str, Any]:
