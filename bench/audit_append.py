@@ -125,8 +125,8 @@ def load_synthetic(count: int) -> float:
     """COPY `count` synthetic entries after the current head, exactly as audit_append would have written them."""
     from django.db import connection
 
+    from protocol.audit_entries import FORMAT, entry_text
     from protocol.transparency import leaf_hash
-    from registry.audit.entries import FORMAT, entry_text
     from registry.models import AuditHead
 
     start_seq = AuditHead.objects.get(id=1).size

@@ -97,8 +97,8 @@ def main() -> None:
         django.setup()
         from django.conf import settings
 
+        from protocol.audit_entries import entry_text
         from protocol.transparency import leaf_hash
-        from registry.audit.entries import entry_text
         from registry.audit.keys import checkpoint_key
         from registry.choices import CheckpointReason
         from registry.models import AuditEntry, AuditHead

@@ -1,4 +1,4 @@
-"""Semantic rules: what a document can satisfy the schema with and still be wrong about (PROTOCOL.md).
+"""Semantic rules: what a document can satisfy the schema with and still be wrong about (docs/protocol.md, section 4).
 
 Each rule yields Errors and reads the document defensively: it may run on a document that also failed the
 schema, because every problem is reported at once.

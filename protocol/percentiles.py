@@ -1,4 +1,4 @@
-"""Percentiles by the method a document declares (PROTOCOL.md), in one place for the checks and the statistics.
+"""Percentiles by the method a document declares (docs/protocol.md), in one place for the checks and the statistics.
 
 Every declared method but one is a numpy `quantile` method. MLPerf LoadGen's is not: it sorts the samples and
 takes the one at 0-based index floor(n·q), which numpy names no method for ("higher" picks another sample when

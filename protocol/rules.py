@@ -15,7 +15,7 @@ RATE_METRICS = ("throughput", "tokens_per_second", "request_rate", "goodput")
 # Percentile keys in the order they must not decrease, with the value each stands for.
 PERCENTILES = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p97": 97.0, "p99": 99.0, "p999": 99.9}
 
-# Fewest samples a tail percentile may be claimed on (PROTOCOL.md). Below this it is omitted, not guessed.
+# Fewest samples a tail percentile may be claimed on (docs/protocol.md). Below this it is omitted, not guessed.
 # The published rule keeps about 6.5 expected samples beyond the percentile (p90: 64, p95: 130, p99: 662);
 # p97 and p99.9, which MLPerf logs also report, follow the same rule.
 MIN_SAMPLES_FOR_PERCENTILE = {"p90": 64, "p95": 130, "p97": 217, "p99": 662, "p999": 6636}

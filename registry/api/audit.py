@@ -2,7 +2,7 @@
 the same log in the C2SP tlog-tiles layout (checkpoint, hash tiles, entry bundles).
 
 Who may read what (policy.AUDIT_PUBLIC): anyone, without an account, throttled per address (scope `audit`,
-BENCHREG_THROTTLE_AUDIT). Entry texts of format 2 (registry/audit/entries.py) hold only what may be public.
+BENCHREG_THROTTLE_AUDIT). Entry texts of format 2 (protocol/audit_entries.py) hold only what may be public.
 Format-1 entries, written before migration 0011, name users, token prefixes and withdrawal reasons: their texts
 (and entry bundles holding them) are served only to callers with policy.AUDIT_READ; their hashes are public.
 """

@@ -219,7 +219,7 @@ class SubmissionDetailApi(APIView):
         run = policy.run_get(policy.for_request(request), run_id)
         data = SubmissionSummarySerializer(run, context={"request": request}).data
         # The number of its run.submitted audit entry: with id, digest, trust and submitted_at, all a third party
-        # needs to rebuild the entry's text (registry/audit/entries.py) and check its leaf.
+        # needs to rebuild the entry's text (protocol/audit_entries.py) and check its leaf.
         data["audit_seq"] = audit_seq_of(kind=AuditKind.RUN_SUBMITTED, subject=run.digest)
         meta = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
         # Splice the stored canonical text in as it is, so no float or key order is re-serialised.

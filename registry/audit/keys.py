@@ -11,7 +11,7 @@ signer key string says otherwise. Public keys of earlier keys stay trusted for v
 settings.BENCHREG_CHECKPOINT_TRUSTED_KEYS (verifier key strings), which is how a key is rotated.
 
 A second, symmetric key commits who did what in each entry without publishing it (`commitment_key`, entry format 3,
-registry/audit/entries.py): settings.BENCHREG_AUDIT_COMMITMENT_KEY names a file holding it, else it is generated on
+protocol/audit_entries.py): settings.BENCHREG_AUDIT_COMMITMENT_KEY names a file holding it, else it is generated on
 first use into `<DATA_DIR>/keys/audit-commitment.key` (32 random bytes, hex, mode 0600).
 """
 
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import base64
 import functools
-import hashlib
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +28,7 @@ from cryptography.hazmat.primitives.serialization import load_pem_private_key
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from protocol.audit_entries import CommitmentKey
 from protocol.signed_note import (
     MalformedKeyError,
     SignerKey,
@@ -94,18 +94,6 @@ def _load(supplied: str, data_dir: Path, origin: str) -> CheckpointKey:
     if supplied:
         return CheckpointKey(origin, _read_file(Path(supplied), origin))
     return CheckpointKey(origin, _read_file(_generated(data_dir / "keys" / "checkpoint.key", origin), origin))
-
-
-@dataclass(frozen=True)
-class CommitmentKey:
-    """The HMAC key of actor commitments, and its public id (so a commitment names the key it was made under)."""
-
-    secret: bytes
-
-    @property
-    def key_id(self) -> str:
-        """8 hex digits of SHA-256 of the key: names the key, reveals nothing usable about it."""
-        return hashlib.sha256(b"benchreg audit commitment key\n" + self.secret).hexdigest()[:8]
 
 
 def commitment_key() -> CommitmentKey:

@@ -18,7 +18,7 @@ class AuditEntry(AppendOnlyModel):
     created_at = models.DateTimeField()
     actor = models.CharField(max_length=150)
     # Who did it, beside the name: the user's and the API token's ids (None when none). With `actor` they are what
-    # a format-3 entry's `who` commits to (registry/audit/entries.py: actor_commitment); not foreign keys, so the
+    # a format-3 entry's `who` commits to (protocol/audit_entries.py: actor_commitment); not foreign keys, so the
     # log never blocks or cascades with the tables it records.
     actor_user = models.BigIntegerField(null=True)
     actor_token = models.BigIntegerField(null=True)

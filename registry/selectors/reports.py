@@ -11,7 +11,8 @@ from registry.audit.keys import trusted_verifier_keys
 from registry.exceptions import NotFound
 from registry.models import Report, Submission
 from registry.reports.signing import trusted_certificates
-from verifier.report import Verdict, verify_report
+from verifier.report import verify_report
+from verifier.verdict import Verdict
 
 
 def report_get(*, report_id: int) -> Report:

@@ -6,9 +6,10 @@ import logging
 
 from celery import Task, shared_task
 
+from registry.audit.sequencer import audit_integrate
 from registry.choices import CheckpointReason
 from registry.models import Checkpoint, Cosignature
-from registry.services.audit import audit_integrate, checkpoint_sign
+from registry.services.audit import checkpoint_sign
 from registry.services.witnesses import WitnessRefused, WitnessUnreachable, cosignature_request, witnesses_configured
 
 log = logging.getLogger(__name__)

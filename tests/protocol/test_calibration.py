@@ -34,7 +34,7 @@ SIMULATIONS = 2000
 TRUTH_REPETITIONS = 20_000
 REPETITIONS = (3, 5, 10)
 BATCH = 32
-SAMPLES = {"p50": 300, "throughput": 300, "p99": 700}  # p99 per repetition needs 662 samples (PROTOCOL.md)
+SAMPLES = {"p50": 300, "throughput": 300, "p99": 700}  # p99 per repetition needs 662 samples (docs/protocol.md)
 EXAMPLES = Path(__file__).resolve().parents[2] / "protocol" / "examples"
 
 

@@ -20,10 +20,11 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from protocol.signed_note import NoteError
 from registry.audit.keys import checkpoint_key, log_origin
+from registry.audit.sequencer import audit_integrate
 from registry.audit.verify import Report, verify_log
 from registry.choices import CheckpointReason
 from registry.selectors.audit import audit_pending_count, audit_size, checkpoint_latest
-from registry.services.audit import audit_integrate, checkpoint_sign
+from registry.services.audit import checkpoint_sign
 
 MAX_LISTED = 50  # findings printed in full; the rest are counted
 

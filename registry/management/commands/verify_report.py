@@ -19,7 +19,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from verifier.report import RunLookup, Verdict, load_certificates, verify_report
+from verifier.report import RunLookup, load_certificates, verify_report
+from verifier.verdict import Verdict
 
 
 class Command(BaseCommand):

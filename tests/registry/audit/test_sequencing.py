@@ -19,10 +19,11 @@ from pathlib import Path
 import pytest
 from django.db import connection, transaction
 
+from registry.audit.sequencer import audit_integrate
 from registry.audit.verify import verify_log
 from registry.choices import AuditKind, CheckpointReason
 from registry.models import ApiToken, AuditEntry, AuditHead, AuditQueued, Submission, Withdrawal
-from registry.services.audit import audit_append, audit_integrate, checkpoint_sign
+from registry.services.audit import audit_append, checkpoint_sign
 from registry.services.submissions import submission_create, submission_create_batch, submission_withdraw
 from registry.services.tokens import token_create, token_revoke
 from tests.registry.concurrency import in_thread
@@ -157,7 +158,7 @@ import os, sys, time
 import django
 django.setup()
 from django.db import transaction
-from registry.services.audit import audit_integrate
+from registry.audit.sequencer import audit_integrate
 wait = sys.argv[3] == "wait"  # no-wait: the after-commit sequencer's path (two statements a batch on PostgreSQL)
 if sys.argv[1] == "hold":
     with transaction.atomic():

@@ -388,16 +388,16 @@ def test_the_decision_page_issues_the_report_and_plans_runs_for_a_gap() -> None:
 
 def test_the_verifier_refuses_a_decision_answer_that_does_not_hash_or_cites_other_runs() -> None:
     from protocol import canonicalize, digest_of
-    from verifier.report import _decision_problems
+    from verifier.evidence import decision_problems
 
     answer = {"cited": ["sha256:aa"], "candidates": []}
     text = canonicalize(answer).decode()
     section = {"digest": digest_of(text.encode()), "canonical": text}
-    assert _decision_problems(section, [{"id": 1, "digest": "sha256:aa"}]) == []
-    assert "not cited" in _decision_problems(section, [{"id": 2, "digest": "sha256:bb"}])[0]
+    assert decision_problems(section, [{"id": 1, "digest": "sha256:aa"}]) == []
+    assert "not cited" in decision_problems(section, [{"id": 2, "digest": "sha256:bb"}])[0]
     assert (
         "does not hash"
-        in _decision_problems({**section, "canonical": text.replace("aa", "ab")}, [{"id": 1, "digest": "sha256:aa"}])[0]
+        in decision_problems({**section, "canonical": text.replace("aa", "ab")}, [{"id": 1, "digest": "sha256:aa"}])[0]
     )
 
 

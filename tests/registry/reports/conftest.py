@@ -18,7 +18,8 @@ from registry.audit.keys import checkpoint_key
 from registry.reports.signing import signing_identity
 from tests import documents
 from tests.conftest import load_example
-from verifier.report import Verdict, load_certificates, verify_report
+from verifier.report import load_certificates, verify_report
+from verifier.verdict import Verdict
 
 DECISION = "inference hardware for decoder-small, bf16, p99 TTFT under 500 ms at 200 requests/s"
 PRICES = {"lab-h100-01": 3.0, "lab-h200-02": 4.5, "lab-mi300-01": 4.0}

@@ -13,7 +13,7 @@ import pytest
 from pyhanko.pdf_utils.reader import PdfFileReader
 
 from verifier import ATTACHMENT_NAME
-from verifier.report import _attachment
+from verifier.evidence import attachment
 
 pytestmark = pytest.mark.django_db
 
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.django_db
 def test_the_cover_states_the_stored_conclusion_and_its_reasons(rendered, tmp_path: Path):
     if shutil.which("pdftotext") is None:
         pytest.skip("pdftotext (poppler-utils) is not installed")
-    evidence = json.loads(_attachment(PdfFileReader(io.BytesIO(rendered.pdf), strict=False), ATTACHMENT_NAME) or b"")
+    evidence = json.loads(attachment(PdfFileReader(io.BytesIO(rendered.pdf), strict=False), ATTACHMENT_NAME) or b"")
     stated = json.loads(evidence["comparison"]["canonical"])["result"]["conclusion"]
     path = tmp_path / "report.pdf"
     path.write_bytes(rendered.pdf)

@@ -20,7 +20,7 @@ from registry import charts
 from registry.reports.context import conclusion, hardware_words, report_context
 from tests.conftest import load_example
 from verifier import ATTACHMENT_NAME
-from verifier.report import _attachment
+from verifier.evidence import attachment
 
 from .conftest import fleet_documents, variant
 
@@ -149,7 +149,7 @@ def test_a_refused_comparison_concludes_nothing():
 @pytest.mark.django_db
 def test_the_report_names_runs_by_id_and_captions_every_figure_once(rendered):
     reader = PdfFileReader(io.BytesIO(rendered.pdf), strict=False)
-    evidence = json.loads(_attachment(reader, ATTACHMENT_NAME) or b"{}")
+    evidence = json.loads(attachment(reader, ATTACHMENT_NAME) or b"{}")
     ids = [r["id"] for r in evidence["runs"]]
     context = report_context(evidence, certificate={})
     assert [r["label"] for r in context["runs"]] == [f"Run {i}" for i in ids]

@@ -17,7 +17,7 @@ from registry.reports.render import OfflineFetcher, render_html
 from registry.selectors.reports import report_verify
 from registry.services.reports import report_bytes, report_render, report_request
 from registry.services.submissions import submission_withdraw
-from verifier.report import _attachment
+from verifier.evidence import attachment
 
 from .conftest import make_report
 
@@ -29,7 +29,7 @@ def _evidence_of(pdf: bytes) -> dict:
 
     from pyhanko.pdf_utils.reader import PdfFileReader
 
-    return json.loads(_attachment(PdfFileReader(io.BytesIO(pdf), strict=False), ATTACHMENT_NAME))
+    return json.loads(attachment(PdfFileReader(io.BytesIO(pdf), strict=False), ATTACHMENT_NAME))
 
 
 def test_a_requested_report_renders_after_commit_and_is_issued(user, django_capture_on_commit_callbacks):

@@ -1,0 +1,267 @@
+"""`audit verify`, part 4: every run, streamed with its `run.submitted` entry (one join, CHUNK rows at a time): its
+canonical text hashes to its digest; its document, summary, origin and comparability-key columns are recomputed from
+that text; its entry is rebuilt from the row as stored (id, trust, submitted_at, and in format 3 who stored it: name,
+user, token) and compared with the logged one; every such entry has its run. Each mismatch names the run, the
+column, the stored and the expected value."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+from django.db import connection
+
+from protocol import digest_of, summarize
+from protocol.audit_entries import (
+    CommitmentKey,
+    actor_commitment,
+    commits_actor,
+    differing_fields,
+    parse_entry,
+    run_submitted_entry,
+    run_submitted_fields,
+)
+from protocol.comparability import comparability_keys
+from registry.audit.keys import commitment_key
+from registry.audit.verify.entries import CHUNK
+from registry.audit.verify.findings import Finding, Report, mismatch, who_differs
+from registry.choices import AuditKind
+from registry.models import AuditEntry, Submission
+
+SUMMARY_COLUMNS = (
+    "protocol_version",
+    "phase",
+    "workload_name",
+    "workload_version",
+    "scenario_kind",
+    "precision_weights",
+    "precision_activations",
+    "batch_size",
+    "system_name",
+    "accelerator_vendor",
+    "accelerator_model",
+    "accelerator_count",
+    "submitter",
+    "source",
+    "started_at",
+    "headline_metric",
+    "headline_value",
+    "headline_unit",
+    "headline_lower_is_better",
+    "software_summary",
+    "origin_round",
+    "origin_division",
+    "origin_category",
+    "origin_availability",
+)
+KEY_COLUMNS = tuple(Submission.KEY_COLUMNS.items())  # (axis, column)
+
+
+def same_json(parsed: Any, stored: Any) -> bool:
+    """The canonical text's value equals the stored JSON document's, number by number.
+
+    PostgreSQL's JSONB stores numbers as exact decimals (1e308 comes back as a 309-digit integer, -0.0 as 0):
+    the same double, spelled another way. So a number is compared as the double it denotes whenever either
+    side is one; integers compare exactly, and booleans stay booleans (true is not 1).
+    """
+    if isinstance(parsed, dict):
+        return (
+            isinstance(stored, dict)
+            and parsed.keys() == stored.keys()
+            and all(same_json(v, stored[k]) for k, v in parsed.items())
+        )
+    if isinstance(parsed, list):
+        return (
+            isinstance(stored, list)
+            and len(parsed) == len(stored)
+            and all(same_json(a, b) for a, b in zip(parsed, stored, strict=True))
+        )
+    numbers = (int, float)
+    if isinstance(parsed, numbers) and not isinstance(parsed, bool):
+        if not isinstance(stored, numbers) or isinstance(stored, bool):
+            return False
+        either_double = isinstance(parsed, float) or isinstance(stored, float)
+        return float(parsed) == float(stored) if either_double else parsed == stored
+    return type(parsed) is type(stored) and parsed == stored
+
+
+_RUN_COLUMNS = (
+    "id",
+    "digest",
+    "canonical",
+    "document",
+    *SUMMARY_COLUMNS,
+    *(column for _, column in KEY_COLUMNS),
+    "trust",
+    "submitted_at",
+    "submitted_by_id",
+    "submitted_by_name",
+    "token_id",
+)
+_RUN_ENTRY_COLUMNS = ("seq", "entry", "format", "actor", "actor_user", "actor_token")
+_DATETIME_COLUMNS = frozenset({"started_at", "submitted_at"})
+
+
+def _runs_with_entries() -> Iterator[tuple[Any, ...]]:
+    """Every run with its run.submitted entry (None columns when it has none), by run id, from a server-side cursor.
+
+    One join streamed CHUNK rows at a time: the database matches a run to its entry by digest (both indexed), so
+    memory stays flat at a million runs and there is no query per run."""
+    q = connection.ops.quote_name
+    columns = [f"s.{q(c)}" for c in _RUN_COLUMNS] + [f"e.{q(c)}" for c in _RUN_ENTRY_COLUMNS]
+    sql = (
+        f"SELECT {', '.join(columns)} FROM {q(Submission._meta.db_table)} s "  # noqa: S608 (constant names)
+        f"LEFT JOIN {q(AuditEntry._meta.db_table)} e ON e.{q('subject')} = s.{q('digest')} AND e.{q('kind')} = %s "
+        f"ORDER BY s.{q('id')}, e.{q('seq')}"
+    )
+    with connection.chunked_cursor() as cursor:
+        cursor.execute(sql, [AuditKind.RUN_SUBMITTED.value])
+        while rows := cursor.fetchmany(CHUNK):
+            yield from rows
+
+
+def verify_runs(report: Report) -> None:
+    """Each run against its canonical text and its logged entry (module docstring, 4)."""
+    key = commitment_key()
+    width = len(_RUN_COLUMNS)
+    previous = None
+    for row in _runs_with_entries():
+        run = dict(zip(_RUN_COLUMNS, row[:width], strict=True))
+        entry = dict(zip(_RUN_ENTRY_COLUMNS, row[width:], strict=True))
+        if run["id"] == previous:  # a second run.submitted entry for the same digest
+            report.findings.append(
+                Finding(
+                    f"a second run.submitted audit entry #{entry['seq']} records its digest",
+                    run=run["id"],
+                    seq=entry["seq"],
+                )
+            )
+            continue
+        previous = run["id"]
+        report.runs += 1
+        for name in _DATETIME_COLUMNS:
+            run[name] = _as_datetime(run[name])
+        _verify_run_text(report, run)
+        if entry["seq"] is None:
+            report.findings.append(
+                Finding(f"no run.submitted audit entry records its digest {run['digest']}", run=run["id"])
+            )
+        else:
+            _verify_run_entry(report, run, entry, key)
+
+
+def _as_datetime(value: Any) -> Any:
+    """A datetime column read by a raw cursor: PostgreSQL gives aware datetimes, SQLite naive UTC text."""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    if isinstance(value, datetime) and value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value
+
+
+def _verify_run_text(report: Report, run: dict[str, Any]) -> None:
+    """The digest, the JSON document and every column derived from the canonical text, recomputed from it."""
+    pk, canonical = run["id"], run["canonical"]
+    if (actual := digest_of(canonical.encode())) != run["digest"]:
+        report.findings.append(
+            Finding(f"the stored text hashes to {actual}, the run's digest is {run['digest']}", run=pk, column="digest")
+        )
+        return
+    parsed = _loads(canonical)
+    document = run["document"]
+    stored = _loads(document) if isinstance(document, str) else document
+    # Most documents come back spelled as sent: one C-speed comparison of sorted dumps (which tells true from 1 and
+    # 1.0 from 1) settles them; the rest (JSONB's decimal spellings) are compared number by number.
+    if not (
+        ((dumped := _sorted_dump(parsed)) is not None and dumped == _sorted_dump(stored)) or same_json(parsed, stored)
+    ):
+        report.findings.append(Finding("column document differs from the canonical text", run=pk, column="document"))
+    expected = summarize(parsed).columns()
+    for name in SUMMARY_COLUMNS:
+        if expected[name] != run[name]:
+            report.findings.append(mismatch(pk, name, run[name], expected[name], "the canonical text"))
+    keys = comparability_keys(parsed)
+    for axis, column in KEY_COLUMNS:
+        if keys[axis] != run[column]:
+            report.findings.append(mismatch(pk, column, run[column], keys[axis], "the canonical text"))
+
+
+def _loads(text: str) -> Any:
+    """orjson where it can (several times faster); json for what it refuses (integers beyond 64 bits)."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
+
+def _sorted_dump(value: Any) -> bytes | None:
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # an integer beyond 64 bits: the careful comparison decides
+        return None
+
+
+_FIELD_COLUMNS = {"payload.run": "id", "payload.trust": "trust", "time": "submitted_at"}  # entry field: run column
+
+
+def _verify_run_entry(report: Report, run: dict[str, Any], entry: dict[str, Any], key: CommitmentKey) -> None:
+    """The run's row against its run.submitted entry: the entry rebuilt from the row must be the logged one.
+
+    The entry's text is checked against its leaf hash and the signed tree elsewhere; here every field of it that
+    the row also holds (as its format says: protocol.audit_entries.run_submitted_fields) is compared, column by
+    column."""
+    pk, seq, fmt = run["id"], entry["seq"], entry["format"]
+    logged = parse_entry(entry["entry"])
+    source = f"audit entry #{seq}"
+    fields = run_submitted_fields(fmt, logged)
+    if fields:
+        rebuilt = run_submitted_entry(
+            seq=seq, digest=run["digest"], run=pk, trust=run["trust"], submitted_at=run["submitted_at"]
+        )
+        for path, stored, found in differing_fields(logged, rebuilt, fields):
+            report.findings.append(mismatch(pk, _FIELD_COLUMNS[path], stored, found, source))
+    if commits_actor(fmt):
+        _verify_run_who(report, run, entry, logged.get("who"), key)
+    elif run["submitted_by_name"] != entry["actor"]:  # format 1 and 2 hold the name in an uncommitted column only
+        report.findings.append(
+            mismatch(pk, "submitted_by_name", run["submitted_by_name"], entry["actor"], f"{source}'s actor column")
+        )
+
+
+def _verify_run_who(
+    report: Report, run: dict[str, Any], entry: dict[str, Any], who: object, key: CommitmentKey
+) -> None:
+    """Who stored it. Format 3 commits name, user and token in the logged text: recomputed from the run's own row,
+    so a rewrite of the run's columns shows even when the entry's columns were rewritten to match."""
+    pk, seq = run["id"], entry["seq"]
+    committed = actor_commitment(
+        seq=seq, actor=run["submitted_by_name"], user=run["submitted_by_id"], token=run["token_id"], key=key
+    )
+    if who == committed:
+        return
+    columns = {
+        "submitted_by_name": ("actor", run["submitted_by_name"]),
+        "submitted_by": ("actor_user", run["submitted_by_id"]),
+        "token": ("actor_token", run["token_id"]),
+    }
+    named = [(column, value, entry[field]) for column, (field, value) in columns.items() if value != entry[field]]
+    if not named:  # the entry's columns were rewritten to match the run: the commitment alone says so
+        named = [(column, value, None) for column, (_, value) in columns.items()]
+    for column, stored, expected in named:
+        finding = who_differs(seq, who, key, "submitted_by_name, submitted_by, token", run=pk, column=column)
+        detail = f" (the entry's column says {expected!r})" if expected is not None else ""
+        report.findings.append(
+            Finding(f"column {column} is {stored!r}: {finding.message}{detail}", run=pk, column=column)
+        )
+
+
+def verify_run_entries(report: Report) -> None:
+    """Every run.submitted entry has its run (subjects are run digests); the other way is verify_runs'."""
+    submitted = AuditEntry.objects.filter(kind=AuditKind.RUN_SUBMITTED)
+    for seq, subject in (
+        submitted.exclude(subject__in=Submission.objects.values("digest")).order_by("seq").values_list("seq", "subject")
+    ):
+        report.findings.append(Finding(f"records run {subject}, and no stored run has that digest", seq=seq))

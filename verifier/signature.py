@@ -1,0 +1,184 @@
+"""The report's signature: intact, valid, by the registry, covering the whole file with no change after signing,
+its unsigned container holding nothing but the signature, and its timestamp (when present) by a trusted authority."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from asn1crypto import cms as asn1_cms
+from asn1crypto import parser as asn1_parser
+from asn1crypto import x509 as asn1_x509
+from cryptography import x509
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from pyhanko.sign.diff_analysis.policy_api import ModificationLevel
+from pyhanko.sign.fields import MDPPerm
+from pyhanko.sign.validation import validate_pdf_signature
+from pyhanko.sign.validation.status import SignatureCoverageLevel
+from pyhanko_certvalidator import ValidationContext
+
+from verifier.verdict import Verdict, iso, over_bounds, short
+
+
+def signature_checks(verdict: Verdict, sig: Any, certificates: Sequence[x509.Certificate]) -> str:
+    """Add the signature checks; return the signed /Reason text (names the evidence digest)."""
+    roots = [asn1_x509.Certificate.load(c.public_bytes(serialization.Encoding.DER)) for c in certificates]
+    context = ValidationContext(trust_roots=roots, allow_fetching=False, revocation_mode="soft-fail")
+    try:
+        status = validate_pdf_signature(sig, signer_validation_context=context, ts_validation_context=context)
+    except Exception as exc:
+        if not over_bounds(verdict, exc):
+            verdict.add("signature-valid", False, f"the signature cannot be read or checked: {short(exc)}")
+        return ""
+    verdict.add(
+        "signature-intact",
+        bool(status.intact),
+        "the signed bytes are unchanged"
+        if status.intact
+        else "the file's bytes were changed after signing: they no longer hash to the signed digest",
+    )
+    verdict.add(
+        "signature-valid",
+        bool(status.valid),
+        "the signature verifies with the signer's key"
+        if status.valid
+        else "the signature value does not verify (the signature was altered or forged)",
+    )
+    _signer_check(verdict, status, certificates)
+    _coverage_checks(verdict, sig, status)
+    _timestamp_check(verdict, status)
+    verdict.report["signed_at"] = iso(getattr(status, "signer_reported_dt", None))
+    return str(sig.sig_object.get("/Reason", ""))
+
+
+def _signer_check(verdict: Verdict, status: Any, certificates: Sequence[x509.Certificate]) -> None:
+    signer = x509.load_der_x509_certificate(status.signing_cert.dump())
+    verdict.report["signer"] = signer.subject.rfc4514_string()
+    known = signer in certificates
+    ok = known and bool(status.trusted)
+    verdict.add(
+        "signer-is-registry",
+        ok,
+        f"signed by {signer.subject.rfc4514_string()}, one of the registry's certificates"
+        if ok
+        else f"signed by {signer.subject.rfc4514_string()}, which is "
+        f"{'not a certificate of this registry' if not known else 'not trusted: its chain does not verify'}",
+    )
+
+
+def _coverage_checks(verdict: Verdict, sig: Any, status: Any) -> None:
+    coverage = status.coverage
+    whole = coverage == SignatureCoverageLevel.ENTIRE_FILE
+    if whole:
+        words = "the signature covers the entire file"
+    elif coverage == SignatureCoverageLevel.ENTIRE_REVISION:
+        words = (
+            "content was appended after the signed revision (an incremental update): the signature covers "
+            "only the file as it was at signing"
+        )
+    else:
+        words = "the signature leaves parts of the file uncovered"
+    verdict.add("covers-entire-file", whole, words)
+    level, docmdp = status.modification_level, sig.docmdp_level
+    certified = docmdp == MDPPerm.NO_CHANGES
+    unchanged = level in (None, ModificationLevel.NONE) and bool(status.docmdp_ok)
+    verdict.add(
+        "no-changes-after-signing",
+        certified and unchanged,
+        "a certification signature that permits no changes, and none were made"
+        if certified and unchanged
+        else (
+            "not a certification signature forbidding changes"
+            if not certified
+            else f"changes after signing ({getattr(level, 'name', level)}) break the certification"
+        ),
+    )
+
+
+def container_check(verdict: Verdict, pdf: bytes, sig: Any) -> None:
+    """The one span the signature cannot cover, its own /Contents, must hold exactly the signature: its DER in
+    upper-case hex as the registry writes it, then zero padding. Otherwise bytes could be changed there (a hex
+    digit's case, a bag certificate, the padding) and the file would still pass as signed."""
+    start, length, end, _ = (int(x) for x in sig.sig_object["/ByteRange"])
+    inner = pdf[start + length + 1 : end - 1]
+    try:
+        raw = bytes.fromhex(inner.decode("ascii"))
+        _, _, _, header, contents, _ = asn1_parser.parse(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        verdict.add("signature-container", False, f"the signature container is not hex-encoded DER: {short(exc)}")
+        return
+    # (parse errors of the certificates below propagate to verify_report's net, which reports them as INVALID)
+    size = len(header) + len(contents)
+    exact = inner == raw[:size].hex().upper().encode() + b"0" * (len(inner) - 2 * size)
+    broken = _unsigned_certificate_problems(raw[:size]) if exact else []
+    verdict.add(
+        "signature-container",
+        exact and not broken,
+        "the signature container holds the signature and zero padding only, and every certificate it carries is intact"
+        if exact and not broken
+        else "; ".join(broken)
+        or "the signature container was altered outside the signature itself (its encoding or padding differs "
+        "from what the registry writes)",
+    )
+
+
+def _unsigned_certificate_problems(der: bytes) -> list[str]:
+    """Certificates travel in the CMS (and timestamp token) certificate sets, which no signature covers: each must
+    still carry a valid signature by its issuer (another carried certificate, or itself), so none was altered."""
+    info = asn1_cms.ContentInfo.load(der)
+    try:
+        _ = info.native  # parse every part: verifiers parse lazily, so a damaged unsigned part would go unseen
+    except (ValueError, TypeError, KeyError) as exc:
+        return [f"the signature container is not well-formed: {short(exc).splitlines()[0]}"]
+    signed = info["content"]
+    bags = [signed["certificates"]]
+    for info in signed["signer_infos"]:
+        for attr in info["unsigned_attrs"] or []:
+            if attr["type"].native == "signature_time_stamp_token":
+                bags += [token["content"]["certificates"] for token in attr["values"]]
+    tokens = [
+        token["content"]
+        for info in signed["signer_infos"]
+        for attr in info["unsigned_attrs"] or []
+        if attr["type"].native == "signature_time_stamp_token"
+        for token in attr["values"]
+    ]
+    for data in (signed, *tokens):  # the digest-algorithm set is unsigned too: it must name what the signers use
+        used = {si["digest_algorithm"]["algorithm"].native for si in data["signer_infos"]}
+        if {a["algorithm"].native for a in data["digest_algorithms"]} != used:
+            return ["the signature container's digest-algorithm list differs from the algorithms its signers use"]
+    carried = [x509.load_der_x509_certificate(c.chosen.dump()) for bag in bags for c in bag or []]
+    problems = []
+    for cert in carried:
+        issuers = [c for c in carried if c.subject == cert.issuer]
+        if not any(_issued_by(cert, issuer) for issuer in issuers):
+            problems.append(
+                f"the carried certificate of {cert.subject.rfc4514_string()} does not verify under its "
+                "issuer: it was altered"
+            )
+    return problems
+
+
+def _issued_by(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
+    try:
+        cert.verify_directly_issued_by(issuer)
+    except (ValueError, TypeError, InvalidSignature):
+        return False
+    return True
+
+
+def _timestamp_check(verdict: Verdict, status: Any) -> None:
+    token = status.timestamp_validity
+    if token is None:
+        verdict.add("timestamp", True, "no timestamp token: the signing time is the signer's own claim")
+        return
+    ok = bool(token.intact and token.valid and token.trusted)
+    verdict.report["timestamp"] = iso(token.timestamp)
+    verdict.add(
+        "timestamp",
+        ok,
+        f"timestamp {iso(token.timestamp)} by a trusted timestamp authority"
+        if ok
+        else "the timestamp token does not verify or its authority is not trusted",
+    )
