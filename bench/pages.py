@@ -147,7 +147,7 @@ def pick_pages(user: Any) -> dict[str, str]:
     runs = list(Submission.objects.filter(comparability_key=key, withdrawal__isnull=True).order_by("id")[:3])
     comparison, _ = comparison_create(runs=runs, axis="system", created_by=user)
     sample = runs[0]
-    from registry import charts
+    from registry.presentation import charts
     from registry.views import COMPARISON_CHARTS
 
     drawn = charts.comparison_charts(comparison.result, [r.document for r in runs])

@@ -17,9 +17,9 @@ from typing import Any
 from django.http import HttpResponse
 from django.urls import reverse
 
+from registry.presentation.sentences import ratio_sentences
 from registry.selectors.catalogue import SORTS, CatalogueQuery, _runs
 from registry.selectors.matrix import Matrix
-from registry.selectors.sentences import ratio_sentences
 
 EXPORT_LIMIT = 10_000
 FORMATS = ("csv", "json")

@@ -23,7 +23,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from protocol import comparability
-from registry import charts, exports, policy
+from registry import exports, policy
 from registry.api.exception_handlers import api_not_found, api_server_error, database_unavailable, unavailable_headers
 from registry.choices import JobStatus
 from registry.exceptions import RegistryError
@@ -37,6 +37,8 @@ from registry.permissions import (
     run_for_user,
     token_for_user,
 )
+from registry.presentation import charts
+from registry.presentation.sentences import ratio_sentences
 from registry.selectors.agents import agent_list, job_list
 from registry.selectors.catalogue import (
     FACETS,
@@ -49,7 +51,6 @@ from registry.selectors.catalogue import (
 from registry.selectors.comparisons import runs_by_reference
 from registry.selectors.matrix import catalogue_matrix
 from registry.selectors.run_page import run_detail
-from registry.selectors.sentences import ratio_sentences
 from registry.selectors.standing import comparison_conclusion, comparison_members
 from registry.selectors.submissions import submission_list
 from registry.selectors.tokens import token_list_for

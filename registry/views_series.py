@@ -9,8 +9,8 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
 from protocol import changepoints
-from registry import charts_series
 from registry.permissions import require_read, run_for_user
+from registry.presentation import charts_series
 from registry.selectors.series import alert_list, run_history
 from registry.services.series import alert_body
 from registry.views import _page

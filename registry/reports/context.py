@@ -10,7 +10,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from registry import charts
+from protocol.numbers import Style, number
+from registry.presentation import charts, charts_decision
+from registry.presentation.words import interval, metric_label
 
 AXIS_WORDS = {"system": "hardware system", "software": "software stack", "precision": "numeric precision"}
 MAX_DISTRIBUTIONS = 4  # histograms of raw samples: the first runs that have them, to keep the report short
@@ -88,7 +90,8 @@ def decision_answer(section: Mapping[str, Any] | None) -> dict[str, Any] | None:
         if not isinstance(block, Mapping) or block.get("value") is None:
             return "—"
         low, high = block.get("ci_low"), block.get("ci_high")
-        return f"{block['value']:.4g}" + (f" ({low:.4g}–{high:.4g})" if low is not None and high is not None else "")
+        text = interval(low, high, Style.GENERAL)
+        return number(block["value"], Style.GENERAL) + (f" ({text})" if text else "")
 
     rows = [
         {
@@ -98,7 +101,7 @@ def decision_answer(section: Mapping[str, Any] | None) -> dict[str, Any] | None:
             "systems": figure(c.get("systems_needed")),
             "cost": figure(c.get("cost_per_million")),
             "energy": figure(c.get("energy_per_output")),
-            "latency": f"{c['latency_ms']:.4g}" if isinstance(c.get("latency_ms"), int | float) else "—",
+            "latency": number(c["latency_ms"], Style.GENERAL) if isinstance(c.get("latency_ms"), int | float) else "—",
             "runs": [r.get("id") for r in c.get("runs") or []],
             "gaps": [g.get("message") or g.get("code") for g in c.get("gaps") or []],
         }
@@ -118,7 +121,7 @@ def decision_answer(section: Mapping[str, Any] | None) -> dict[str, Any] | None:
             "cost": (first.get("cost_per_million") or {}).get("unit"),
             "energy": (first.get("energy_per_output") or {}).get("unit"),
         },
-        "pareto": charts.pareto_chart(answer),
+        "pareto": charts_decision.pareto_chart(answer),
     }
 
 
@@ -235,9 +238,9 @@ def recommendation(result: Mapping[str, Any]) -> dict[str, Any]:
     ranked = sorted(arms, key=lambda a: a["estimate"]["value"], reverse=not lower)
     leader, others = ranked[0], ranked[1:]
     outcomes = [_pair_outcome(result, leader["index"], o["index"]) for o in others]
-    metric = f"{charts._metric_words(est.get('metric'))} ({est.get('unit') or 'no unit'})"
+    metric = f"{metric_label(est.get('metric'))} ({est.get('unit') or 'no unit'})"
     best = f"{'lowest' if lower else 'highest'} {metric}"
-    value = f"{_num(leader['estimate']['value'])} {est.get('unit') or ''}{_ci(leader['estimate'])}"
+    value = f"{number(leader['estimate']['value'], Style.CHART)} {est.get('unit') or ''}{_ci(leader['estimate'])}"
     if all(o in ("better", "worse") for o in outcomes):
         strength, headline = (
             "clear",
@@ -414,7 +417,7 @@ def _derived_points(arms: Sequence[Mapping[str, Any]]) -> list[str]:
         ]
         if len(values) >= 2:
             value, unit, label = min(values)
-            points.append(f"{words}: {label}, {_num(value)} {unit} (derived; see assumptions).")
+            points.append(f"{words}: {label}, {number(value, Style.CHART)} {unit} (derived; see assumptions).")
     return points
 
 
@@ -425,7 +428,7 @@ def _sizing_points(arms: Sequence[Mapping[str, Any]]) -> list[str]:
     first = sized[0][1]
     need = ", ".join(f"{label} {s['replicas']}" for label, s in sized)
     return [
-        f"Replicas needed for {_num(first.get('target_load'))} {first.get('load_unit') or ''}: {need} "
+        f"Replicas needed for {number(first.get('target_load'), Style.CHART)} {first.get('load_unit') or ''}: {need} "
         "(derived; assumes linear scaling)."
     ]
 
@@ -434,14 +437,8 @@ def _ci(estimate: Mapping[str, Any], *, bare: bool = False) -> str:
     low, high = estimate.get("ci_low"), estimate.get("ci_high")
     if low is None or high is None:
         return "no interval" if bare else " (no interval)"
-    text = f"{_num(low)}–{_num(high)}"
+    text = interval(low, high, Style.CHART)
     return text if bare else f" (95% CI {text})"
-
-
-def _num(value: Any) -> str:
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return charts._fmt(float(value))
-    return "—" if value is None else str(value)
 
 
 def _rate(scenario: Mapping[str, Any]) -> str | None:

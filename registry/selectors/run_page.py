@@ -8,21 +8,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from protocol import comparability, statistics
-from registry.formatting import significant
 from registry.models import AuditEntry, Submission
+from registry.presentation.words import FIELD_HEADINGS, SECTION_TITLES, field_label, measured, unit_of
 from registry.selectors.comparisons import comparable_runs
 
-SECTIONS = (
-    ("workload", "Workload"),
-    ("scenario", "Scenario"),
-    ("precision", "Precision"),
-    ("system", "System"),
-    ("software", "Software"),
-    ("conditions", "Conditions"),
-    ("provenance", "Provenance"),
-)
 DISTRIBUTION_FIELDS = ("count", "min", "mean", "p50", "p90", "p95", "p99", "p999", "max")
-FIELD_HEADINGS = {"p999": "p99.9"}
 
 
 @dataclass(frozen=True)
@@ -64,51 +54,12 @@ class RunDetail:
     distribution_fields: tuple[str, ...] = ()  # headings of the columns shown: a column no distribution has is left out
 
 
-def _label(path: tuple[str, ...]) -> str:
-    """A field's path within its section exactly as the document spells it: `torch.num_threads`,
-    `accelerators[0].model` (keys are never reworded: an underscore stays an underscore)."""
-    out = ""
-    for part in path:
-        out += f"[{part}]" if part.isascii() and part.isdigit() else (f".{part}" if out else part)
-    return out
-
-
 def _flatten(value: Any, path: tuple[str, ...] = ()) -> list[tuple[str, str]]:
     if isinstance(value, dict):
         return [row for key, child in value.items() for row in _flatten(child, (*path, str(key)))]
     if isinstance(value, list) and any(isinstance(v, dict | list) for v in value):
         return [row for i, child in enumerate(value) for row in _flatten(child, (*path, str(i)))]
-    return [(_label(path), comparability.display(value))]
-
-
-# Units of metric fields named by their suffix (the protocol's naming: average_power_w, peak_bytes, joules, ...).
-UNIT_SUFFIXES = (
-    ("_ms", "ms"),
-    ("_seconds", "s"),
-    ("_s", "s"),
-    ("_wh", "Wh"),
-    ("_w", "W"),
-    ("_j", "J"),
-    ("_bytes", "bytes"),
-    ("_pct", "%"),
-    ("_percent", "%"),
-    ("_mhz", "MHz"),
-    ("_c", "°C"),
-)
-UNIT_NAMES = {"joules": "J", "watts": "W", "seconds": "s", "bytes": "bytes"}
-
-
-def _unit_of(name: str) -> str:
-    if name in UNIT_NAMES:
-        return UNIT_NAMES[name]
-    return next((unit for suffix, unit in UNIT_SUFFIXES if name.endswith(suffix)), "")
-
-
-def _number(value: Any) -> str:
-    """Measured numbers with a few significant digits (counts exact); anything else as the document has it."""
-    if isinstance(value, float | int) and not isinstance(value, bool):
-        return significant(value)
-    return comparability.display(value)
+    return [(field_label(path), comparability.display(value))]
 
 
 def _metrics(metrics: Mapping[str, Any]) -> tuple[list[MetricRow], list[Distribution]]:
@@ -123,34 +74,34 @@ def _metrics(metrics: Mapping[str, Any]) -> tuple[list[MetricRow], list[Distribu
                 Distribution(
                     name,
                     str(value.get("unit", "")),
-                    [_number(value[k]) if k in value else "" for k in DISTRIBUTION_FIELDS],
+                    [measured(value[k]) if k in value else "" for k in DISTRIBUTION_FIELDS],
                 )
             )
         elif isinstance(value, dict) and ("value" in value or "seconds" in value):
             main = value.get("value", value.get("seconds"))
             unit = str(value.get("unit", "s" if "seconds" in value and "value" not in value else ""))
             rest = ", ".join(
-                f"{k}: {_number(v)}"
+                f"{k}: {measured(v)}"
                 for k, v in value.items()
                 if k not in ("value", "unit", "seconds" if "value" not in value else "")
                 and not isinstance(v, dict | list)
             )
-            scalars.append(MetricRow(name, _number(main), unit, is_primary, rest))
+            scalars.append(MetricRow(name, measured(main), unit, is_primary, rest))
         elif isinstance(value, dict):
             # a group of measured fields (energy: joules, average_power_w, source): one row each, with its unit
             notes = ", ".join(f"{k}: {comparability.display(v)}" for k, v in value.items() if isinstance(v, str))
             for key, child in value.items():
                 if isinstance(child, int | float) and not isinstance(child, bool):
-                    scalars.append(MetricRow(f"{name}.{key}", _number(child), _unit_of(key), is_primary, notes))
+                    scalars.append(MetricRow(f"{name}.{key}", measured(child), unit_of(key), is_primary, notes))
         else:
-            scalars.append(MetricRow(name, _number(value), _unit_of(name), is_primary, ""))
+            scalars.append(MetricRow(name, measured(value), unit_of(name), is_primary, ""))
     return scalars, distributions
 
 
 def run_detail(*, run: Submission, comparable_limit: int = 20) -> RunDetail:
     """Everything the run page shows, read from the stored document: 3 queries besides the run itself."""
     doc = run.document
-    sections = [Section(key, title, _flatten(doc.get(key) or {})) for key, title in SECTIONS if doc.get(key)]
+    sections = [Section(key, title, _flatten(doc.get(key) or {})) for key, title in SECTION_TITLES if doc.get(key)]
     metrics, distributions = _metrics(doc.get("metrics") or {})
     keep = [i for i in range(len(DISTRIBUTION_FIELDS)) if any(d.values[i] for d in distributions)]
     distributions = [replace(d, shown=tuple(d.values[i] for i in keep)) for d in distributions]

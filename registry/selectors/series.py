@@ -15,19 +15,12 @@ from typing import Any
 from django.db.models import QuerySet
 
 from protocol import changepoints
+from protocol.numbers import Style, number
 from protocol.statistics import Estimate, from_values, headline_estimate, rounded
 from registry.models import Alert, Schedule, Series, SeriesRun, Submission
+from registry.presentation.words import interval
 
 HISTORY_LIMIT = 300  # the latest runs a history shows (older ones: through the API's series pages)
-
-
-def number(value: float | None) -> str:
-    """Four significant digits with thousands separators ("1,000", "862.8"); "—" for none."""
-    return "—" if value is None else f"{value:,.4g}"
-
-
-def interval(low: float | None, high: float | None) -> str:
-    return "" if low is None or high is None else f"{number(low)}–{number(high)}"
 
 
 @dataclass
@@ -40,15 +33,15 @@ class HistoryPoint:
 
     @property
     def value_text(self) -> str:
-        return number(self.value)
+        return number(self.value, Style.GROUPED)
 
     @property
     def interval_text(self) -> str:
-        return interval(self.estimate.ci_low, self.estimate.ci_high)
+        return interval(self.estimate.ci_low, self.estimate.ci_high, Style.GROUPED)
 
     @property
     def change_text(self) -> str:
-        return f"{self.change.ratio:.3g}" if self.change.ratio is not None else ""
+        return number(self.change.ratio, Style.GENERAL, digits=3, missing="")
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -73,11 +66,11 @@ class SoftwareGroup:
 
     @property
     def value_text(self) -> str:
-        return number(self.estimate.value)
+        return number(self.estimate.value, Style.GROUPED)
 
     @property
     def interval_text(self) -> str:
-        return interval(self.estimate.ci_low, self.estimate.ci_high)
+        return interval(self.estimate.ci_low, self.estimate.ci_high, Style.GROUPED)
 
     def as_dict(self) -> dict[str, Any]:
         e = self.estimate

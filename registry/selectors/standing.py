@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from registry.models import Comparison, Submission
+from registry.presentation.sentences import withdrawn_run, withdrawn_statement
 
 INCONCLUSIVE = "inconclusive"
 
@@ -47,12 +48,11 @@ def comparison_conclusion(comparison: Comparison, runs: Sequence[Submission] | N
     ]
     if not withdrawn:
         return conclusion
-    words = "; ".join(r["message"] for r in withdrawn)
     return {
         **conclusion,
         "outcome": INCONCLUSIVE,
         "reasons": [*withdrawn, *conclusion["reasons"]],
-        "statement": f"Inconclusive: {words}. This comparison was made before, and no longer stands.",
+        "statement": withdrawn_statement([r["message"] for r in withdrawn]),
     }
 
 
@@ -65,5 +65,5 @@ def withdrawn_reason(result: Mapping[str, Any], position: int, run: Submission) 
         "run": position,
         "arm": arm,
         "run_id": run.pk,
-        "message": f"run {run.pk} was withdrawn on {w.withdrawn_at:%Y-%m-%d} by {w.withdrawn_by_name}: {w.reason}",
+        "message": withdrawn_run(run.pk, w.withdrawn_at, w.withdrawn_by_name, w.reason),
     }

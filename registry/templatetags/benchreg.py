@@ -6,7 +6,7 @@ from typing import Any
 
 from django import template
 
-from registry.formatting import significant
+from protocol.numbers import Style, number
 
 register = template.Library()
 
@@ -15,4 +15,4 @@ register = template.Library()
 def sig(value: Any, digits: int = 4) -> str:
     if value is None or value == "":
         return "—"
-    return significant(value, int(digits))
+    return number(value, Style.SIGNIFICANT, digits=int(digits))

@@ -16,7 +16,7 @@ import pytest
 from pyhanko.pdf_utils.reader import PdfFileReader
 
 from protocol import comparability
-from registry import charts
+from registry.presentation import charts
 from registry.reports.context import conclusion, hardware_words, report_context
 from tests.conftest import load_example
 from verifier import ATTACHMENT_NAME

@@ -64,7 +64,7 @@ def test_an_accepted_comparison_is_stored_and_shown_with_statistics(viewer: Any,
 def test_charts_are_drawn_on_their_own_requests_not_the_pages(
     viewer: Any, fleet: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from registry import charts
+    from registry.presentation import charts
 
     comparison, _ = comparison_create(runs=[fleet["a"], fleet["b"], fleet["c"]], axis="system", created_by=viewer)
     drawn: list[str] = []

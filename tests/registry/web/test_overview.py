@@ -14,10 +14,11 @@ import pytest
 from django.db import connection
 
 from protocol import statistics
-from registry.formatting import percent_change, significant
+from protocol.numbers import number as significant
+from registry.presentation.sentences import ratio_sentences
+from registry.presentation.words import percent_change
 from registry.selectors.catalogue import CatalogueQuery, catalogue_search, set_labels
 from registry.selectors.matrix import catalogue_matrix, log_estimate
-from registry.selectors.sentences import ratio_sentences
 from registry.services.catalogue import catalogue_cells_differ
 from registry.services.submissions import submission_create, submission_withdraw
 from tests.registry.web.conftest import variant

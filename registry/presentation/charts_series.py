@@ -1,5 +1,5 @@
 """Server-rendered SVG charts of a configuration's history (registry/selectors/series.py), in the house style of
-registry/charts.py (same contract: inline-safe SVG or None, deterministic, ids scoped per chart).
+registry/presentation/charts.py (same contract: inline-safe SVG or None, deterministic, ids scoped per chart).
 
 Both charts take `History.as_dict()`: the headline over submission time, each run with its interval and the
 change points marked; and the headline per software version, each with the interval over its runs.
@@ -16,7 +16,9 @@ from matplotlib import dates as mdates
 from matplotlib import rc_context
 from matplotlib.figure import Figure
 
-from registry.charts import PALETTE, STYLE, _fmt, _metric_words, _svg
+from protocol.numbers import Style, number
+from registry.presentation.chart_style import PALETTE, STYLE, svg
+from registry.presentation.words import metric_label
 
 CHANGE_COLOUR = "#d55e00"
 FONT = {"font.size": 10, "xtick.labelsize": 9.5, "ytick.labelsize": 9.5, "axes.labelsize": 10, "legend.fontsize": 9}
@@ -28,7 +30,7 @@ MIN_TIME_SPAN = timedelta(minutes=1)
 
 def _axis_label(history: Mapping[str, Any]) -> str:
     direction = "lower is better" if history.get("lower_is_better") else "higher is better"
-    return f"{_metric_words(history.get('metric'))} ({history.get('unit') or 'no unit'}), {direction}"
+    return f"{metric_label(history.get('metric'))} ({history.get('unit') or 'no unit'}), {direction}"
 
 
 def _time_locator() -> mdates.AutoDateLocator:
@@ -80,7 +82,7 @@ def history_time_chart(history: Mapping[str, Any]) -> str | None:
                 ratio = (p.get("change") or {}).get("ratio")
                 if ratio is not None:
                     ax.annotate(
-                        f"change ×{_fmt(ratio)}",
+                        f"change ×{number(ratio, Style.CHART)}",
                         (x, p["value"]),
                         xytext=(5, 8),
                         textcoords="offset points",
@@ -101,7 +103,7 @@ def history_time_chart(history: Mapping[str, Any]) -> str | None:
         ax.set_ylim(bottom=0)
         if len(software) > 1 or any(p.get("change_point") for p in points):
             ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=1)
-        return _svg(fig, "histtime", [history.get("run"), points])
+        return svg(fig, "histtime", [history.get("run"), points])
 
 
 def history_software_chart(history: Mapping[str, Any]) -> str | None:
@@ -135,7 +137,7 @@ def history_software_chart(history: Mapping[str, Any]) -> str | None:
             else:
                 ax.plot([v], [y], marker="o", mfc="white", mec=PALETTE[0], ms=5, zorder=3)
             ax.annotate(
-                _fmt(v),
+                number(v, Style.CHART),
                 (hi if hi is not None else v, y),
                 xytext=(5, 0),
                 textcoords="offset points",
@@ -148,4 +150,4 @@ def history_software_chart(history: Mapping[str, Any]) -> str | None:
         ax.set_xlim(0, top * 1.25)
         ax.set_ylim(-0.6, len(groups) - 0.4)
         ax.set_xlabel("\n".join(textwrap.wrap(_axis_label(history), 40)))
-        return _svg(fig, "histsoft", [history.get("run"), groups])
+        return svg(fig, "histsoft", [history.get("run"), groups])

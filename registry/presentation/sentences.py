@@ -1,4 +1,5 @@
-"""A comparison's ratios as sentences against the chosen baseline: "+21% throughput vs H100 (95% CI +19% to +22%)".
+"""A comparison in sentences: its ratios against the chosen baseline ("+21% throughput vs H100 (95% CI +19% to
++22%)"), and what a run withdrawn since it was made does to its conclusion.
 
 Read from the stored result (protocol.comparability's `pairwise`: subject ÷ baseline with its interval), so the
 words never compute anything the comparison did not: they restate the ratio as a change in percent, say which way
@@ -9,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from protocol.comparability import metric_words
-from registry.formatting import percent_change
+from registry.presentation.words import percent_change
 
 
 @dataclass(frozen=True)
@@ -81,3 +83,13 @@ def ratio_sentences(result: Mapping[str, Any]) -> list[Sentence]:
 def _reason(subject: Mapping[str, Any], baseline: Mapping[str, Any]) -> str:
     reasons = [r.get("message", "") for r in (*subject.get("reasons", []), *baseline.get("reasons", []))]
     return "; ".join(r for r in reasons if r) or "a run blocks a verdict"
+
+
+def withdrawn_run(run_id: int, withdrawn_at: datetime, withdrawn_by: str, reason: str) -> str:
+    """Who withdrew a run of a comparison, when and why: "run 7 was withdrawn on 2026-11-24 by ana: bad cooling"."""
+    return f"run {run_id} was withdrawn on {withdrawn_at:%Y-%m-%d} by {withdrawn_by}: {reason}"
+
+
+def withdrawn_statement(messages: Sequence[str]) -> str:
+    """A comparison's statement once runs of it are withdrawn (`messages` from withdrawn_run)."""
+    return f"Inconclusive: {'; '.join(messages)}. This comparison was made before, and no longer stands."

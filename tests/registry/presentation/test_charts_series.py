@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from registry.charts_series import history_time_chart
+from registry.presentation.charts_series import history_time_chart
 
 START = datetime(2026, 11, 24, 19, 3, 19, 320000, tzinfo=UTC)
 SPANS = [float(s) for s in np.geomspace(1e-3, 3 * 365 * 86400, 40)]  # seconds, first run to last

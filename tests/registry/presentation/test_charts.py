@@ -5,9 +5,8 @@ from __future__ import annotations
 import re
 
 from protocol import comparability
-from registry import charts
-
-from .conftest import fleet_documents
+from registry.presentation import charts
+from tests.registry.reports.conftest import fleet_documents
 
 
 def _result(docs, **kwargs):

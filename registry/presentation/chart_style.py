@@ -1,0 +1,113 @@
+"""The house style every chart is drawn in, and the inline-safe SVG it is written as.
+
+matplotlib is used through its object API (`Figure` + the SVG canvas), never pyplot: no global state, safe in
+threads and Celery workers, no display needed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+import re
+import textwrap
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # before anything else of matplotlib: never a GUI backend on a server
+
+from matplotlib.backends.backend_svg import FigureCanvasSVG
+from matplotlib.figure import Figure
+
+from protocol.numbers import Style, number
+
+# Sober, colour-blind-safe (Okabe-Ito) colours; the first is the registry's ink blue.
+PALETTE = ("#1f4e79", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#0072b2", "#999999")
+WIDTH_IN = 6.6
+STYLE: dict[str, Any] = {
+    "font.family": "DejaVu Sans",
+    "font.size": 8.5,
+    "axes.titlesize": 9.5,
+    "axes.titleweight": "bold",
+    "axes.labelsize": 8.5,
+    "axes.edgecolor": "#555555",
+    "axes.linewidth": 0.6,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.color": "#dddddd",
+    "grid.linewidth": 0.5,
+    "xtick.labelsize": 8,
+    "ytick.labelsize": 8,
+    "legend.fontsize": 8,
+    "legend.frameon": False,
+    "svg.fonttype": "none",
+    "svg.hashsalt": "benchreg",
+    "figure.dpi": 72,
+    # Submitter text (names with `$`, backslashes) is drawn as written, never parsed as mathtext or TeX.
+    "text.parse_math": False,
+    "text.usetex": False,
+}
+_ID = re.compile(r'\bid="([^"]+)"')
+
+
+def finite(value: Any) -> float | None:
+    """`value` as a float when it is a finite number (not True/False), else None: what a chart can plot."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def title(ax: Any, text: str) -> None:
+    """A panel title wrapped to the figure's width (long configuration names never run off the edge)."""
+    ax.set_title("\n".join(textwrap.wrap(text, 48, break_long_words=True)) or text, loc="left")
+
+
+def value_label(ax: Any, x: float, y: float, value: float) -> None:
+    """The value printed just right of x (an offset in points: SVG text would collapse leading spaces)."""
+    ax.annotate(
+        number(value, Style.CHART),
+        (x, y),
+        xytext=(4, 0),
+        textcoords="offset points",
+        va="center",
+        ha="left",
+        fontsize=8,
+        zorder=4,
+    )
+
+
+def svg(fig: Figure, kind: str, data: Any) -> str:
+    """The figure as inline-safe SVG with ids scoped by a prefix unique to this chart's kind and data."""
+    if not fig.get_tight_layout() and not fig.get_constrained_layout():
+        fig.tight_layout()
+    buffer = io.StringIO()
+    # bbox_inches="tight": a legend placed below its axes (outside them) is saved whole, never cut at the edge.
+    FigureCanvasSVG(fig).print_figure(
+        buffer, format="svg", bbox_inches="tight", pad_inches=0.05, metadata={"Date": None, "Creator": None}
+    )
+    text = buffer.getvalue()
+    text = text[text.index("<svg") :]  # drop the XML declaration and DOCTYPE: inline HTML has neither
+    text = re.sub(r"<!--.*?-->", "", text, flags=re.S)  # matplotlib's comments repeat label text; not needed
+    seed = json.dumps(data, sort_keys=True, default=str).encode()
+    prefix = f"c{kind[:4]}{hashlib.sha256(seed).hexdigest()[:8]}"
+    # matplotlib's <style> says `*{...}`, which inline in HTML would style the whole page: scope it to this chart.
+    text = text.replace("<svg ", f'<svg class="benchreg-chart {prefix}" ', 1).replace("*{", f".{prefix} *{{")
+    return _scope_ids(text, prefix)
+
+
+def _scope_ids(markup: str, prefix: str) -> str:
+    ids = set(_ID.findall(markup))
+    if not ids:
+        return markup
+
+    def rename(match: re.Match[str]) -> str:
+        whole, name = match.group(0), match.group(1)
+        return whole.replace(name, f"{prefix}-{name}") if name in ids else whole
+
+    markup = _ID.sub(rename, markup)
+    return re.sub(
+        r"#([A-Za-z_][\w.\-]*)", lambda m: f"#{prefix}-{m.group(1)}" if m.group(1) in ids else m.group(0), markup
+    )

@@ -1,0 +1,102 @@
+"""Server-rendered SVG chart of a decision's answer: its candidates on the Pareto frontier's first two criteria.
+
+Same contract as registry/presentation/charts.py: inline-safe SVG or None, deterministic, ids scoped per chart.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Mapping
+from typing import Any
+
+from matplotlib import rc_context
+from matplotlib.figure import Figure
+
+from registry.presentation.chart_style import PALETTE, STYLE, WIDTH_IN, finite, svg, title
+from registry.presentation.charts import LABEL_WIDTH
+
+CRITERION_AXES = {
+    "cost": ("cost_per_million", "cost per million outputs"),
+    "latency": ("latency_ms", "latency at the first objective (ms)"),
+    "energy": ("energy_per_output", "energy per output"),
+}
+
+
+def pareto_chart(answer: Mapping[str, Any]) -> str | None:
+    """A decision's candidates on the first two criteria of its Pareto frontier (lower is better on both): frontier
+    members filled and joined, the rest hollow, candidates that miss the objectives left out (as in the frontier).
+    Intervals where the answer has them. None when the frontier uses fewer than two criteria."""
+    front = answer.get("frontier") or {}
+    criteria = list(front.get("criteria") or [])[:2]
+    if len(criteria) < 2:
+        return None
+    members = set(front.get("members") or [])
+    points = []
+    for i, cand in enumerate(answer.get("candidates") or []):
+        if cand.get("meets") == "misses":
+            continue
+        xy = [_criterion_point(cand, c) for c in criteria]
+        if all(p is not None for p in xy):
+            points.append((i, cand, xy))
+    if not points:
+        return None
+    with rc_context(STYLE):
+        fig = Figure(figsize=(WIDTH_IN, 3.6))
+        ax = fig.add_subplot()
+        for n, (i, cand, ((x, xlo, xhi), (y, ylo, yhi))) in enumerate(points):
+            on = i in members
+            colour = PALETTE[n % len(PALETTE)]
+            xerr = None if xlo is None or xhi is None else [[max(x - xlo, 0)], [max(xhi - x, 0)]]
+            yerr = None if ylo is None or yhi is None else [[max(y - ylo, 0)], [max(yhi - y, 0)]]
+            if xerr is not None or yerr is not None:
+                ax.errorbar(
+                    x, y, xerr=xerr, yerr=yerr, fmt="none", ecolor="#777777", elinewidth=0.8, capsize=2, zorder=2
+                )
+            ax.scatter(
+                [x],
+                [y],
+                s=46,
+                zorder=3,
+                color=colour if on else "white",
+                edgecolors=colour,
+                linewidths=1.5,
+                label=("\n".join(textwrap.wrap(str(cand.get("label")), LABEL_WIDTH)) or str(cand.get("label")))
+                + ("  (frontier)" if on else ""),
+            )
+        frontier_xy = sorted((xy[0][0], xy[1][0]) for i, _, xy in points if i in members)
+        if len(frontier_xy) > 1:
+            ax.plot(
+                [p[0] for p in frontier_xy],
+                [p[1] for p in frontier_xy],
+                color="#444444",
+                linewidth=1,
+                linestyle="--",
+                zorder=1,
+            )
+        unit_of = {c: _criterion_unit(points[0][1], c) for c in criteria}
+        ax.set_xlabel(f"{CRITERION_AXES[criteria[0]][1]}{unit_of[criteria[0]]}, lower is better")
+        ax.set_ylabel("\n".join(textwrap.wrap(f"{CRITERION_AXES[criteria[1]][1]}{unit_of[criteria[1]]}", 30)))
+        highest = [
+            max((v for v in (xy[k][0], xy[k][2]) if v is not None), default=0.0) for k in (0, 1) for _, _, xy in points
+        ]
+        half = len(points)
+        ax.set_xlim(0, max(highest[:half]) * 1.08 or 1.0)  # room for the outermost point and its whisker
+        ax.set_ylim(0, max(highest[half:]) * 1.1 or 1.0)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, fontsize=7)
+        title(ax, "Candidates that meet or may meet the objectives: filled points are the Pareto frontier")
+        return svg(fig, "pareto", [criteria, [[i, xy] for i, _, xy in points], sorted(members)])
+
+
+def _criterion_point(cand: Mapping[str, Any], criterion: str) -> tuple[float, float | None, float | None] | None:
+    block = cand.get(CRITERION_AXES[criterion][0])
+    if isinstance(block, Mapping):
+        value = finite(block.get("value"))
+        return None if value is None else (value, finite(block.get("ci_low")), finite(block.get("ci_high")))
+    value = finite(block)
+    return None if value is None else (value, None, None)
+
+
+def _criterion_unit(cand: Mapping[str, Any], criterion: str) -> str:
+    block = cand.get(CRITERION_AXES[criterion][0])
+    unit = block.get("unit") if isinstance(block, Mapping) else None
+    return f" ({unit})" if unit and criterion != "cost" else f" ({unit.split(' per ')[0]})" if unit else ""
