@@ -42,6 +42,7 @@ from cryptography import x509
 from pyhanko.pdf_utils.decode_limits import DecodeLimits, DocumentDecodeBudget, StreamDecodeLimits
 from pyhanko.pdf_utils.reader import PdfFileReader
 
+from protocol.numbers import number
 from protocol.signed_note import VerifierKey
 from verifier.audit_log import log_checks
 from verifier.evidence import contents_check, read_evidence
@@ -107,7 +108,7 @@ def _verify(
         if not over_bounds(verdict, exc):
             verdict.add("pdf-readable", False, f"the file is not a readable PDF: {short(exc)}")
         return
-    verdict.add("pdf-readable", True, f"PDF with {len(pdf):,} bytes")
+    verdict.add("pdf-readable", True, f"PDF with {number(len(pdf))} bytes")
     if not verdict.add(
         "signature-present", len(signatures) == 1, f"{len(signatures)} signature(s) found; a report has exactly one"
     ):
