@@ -1,6 +1,6 @@
 """Change detection on a series of runs of one configuration: has the newest run's headline moved?
 
-Method (docs/statistics.md, "Series and change points"), built on protocol/statistics.py:
+Method (docs/statistics.md, "Series and change points"), built on protocol/statistics/:
 - Each run contributes ONE value: the log of its headline estimate, i.e. the mean of the logs of its
   per-repetition values (`Estimate.values`), or the log of its reported value when it has none. Runs, not
   repetitions, are the unit: run-to-run variation (placement, clocks, a neighbour) is exactly the noise a
@@ -32,7 +32,7 @@ from scipy import stats as sps
 
 from .canonical import digest
 from .comparability import controlled_projection
-from .statistics import CONFIDENCE, Estimate
+from .statistics import CONFIDENCE, Estimate, geometric_mean, t_quantile
 
 ALPHA = 0.001  # false alarms per new run of an unchanged series, at most
 MIN_HISTORY = 5  # reference runs needed before a run can be called a change
@@ -98,7 +98,7 @@ def series_key(doc: Mapping[str, Any]) -> str:
 def run_value(estimate: Estimate) -> float | None:
     """One run's value for the series: its headline estimate's geometric mean (None when not positive)."""
     if estimate.values is not None and len(estimate.values) and bool(np.all(estimate.values > 0)):
-        return float(np.exp(np.log(estimate.values).mean()))
+        return geometric_mean(estimate.values)
     if estimate.value is not None and estimate.value > 0 and math.isfinite(estimate.value):
         return float(estimate.value)
     return None
@@ -125,7 +125,7 @@ def prediction_test(
     n = len(logs)
     delta = math.log(new) - float(logs.mean())
     scale = float(logs.std(ddof=1)) * math.sqrt(1.0 + 1.0 / n)
-    half = float(sps.t.ppf(0.5 + CONFIDENCE / 2, n - 1)) * scale
+    half = t_quantile(n - 1) * scale
     quiet = 0.0 if delta != 0 else 1.0  # no noise at all: any difference is beyond it
     p = float(2 * sps.t.sf(abs(delta) / scale, n - 1)) if scale > 0 else quiet
     changed = p < alpha and abs(math.expm1(delta)) >= MIN_RELATIVE_CHANGE

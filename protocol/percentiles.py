@@ -1,4 +1,5 @@
-"""Percentiles by the method a document declares (docs/protocol.md), in one place for the checks and the statistics.
+"""Percentiles by the method a document declares (docs/protocol.md): the one percentile helper, used by the checks,
+the statistics and the runners (which report nearest-rank percentiles).
 
 Every declared method but one is a numpy `quantile` method. MLPerf LoadGen's is not: it sorts the samples and
 takes the one at 0-based index floor(n·q), which numpy names no method for ("higher" picks another sample when
@@ -27,8 +28,12 @@ NUMPY_METHOD = {
 }
 
 
-def quantile(samples: npt.ArrayLike, q: float, method: str = "linear") -> npt.NDArray[np.float64]:
-    """Quantile q (0-1) along the last axis; `method` is a numpy method name or LOADGEN."""
+def quantile(samples: npt.ArrayLike, q: float, method: str) -> npt.NDArray[np.float64]:
+    """Quantile q (0-1, not 0-100) along the last axis; `method` is a numpy method name or LOADGEN.
+
+    There is no default method: the checks follow what a document declares, the runners report nearest-rank
+    (NUMPY_METHOD["nearest-rank"]), and numpy's own default (linear) is right for neither.
+    """
     a = np.asarray(samples, dtype=np.float64)
     if method == LOADGEN:
         n = a.shape[-1]

@@ -1,9 +1,10 @@
 """Statistics the runners report: percentile distributions and the steady-state verdict.
 
-Percentiles are nearest-rank (numpy's `inverted_cdf`: the ceil(n*p)-th smallest sample). MLPerf LoadGen
-takes the sample at 0-based index floor(n*p) instead: the same sample unless n*p is whole, where LoadGen's
-is the next one up (docs/measurement.md, section 6). A tail percentile is omitted, never estimated, when the
-sample count is below the protocol's minimum (`protocol.rules.MIN_SAMPLES_FOR_PERCENTILE`).
+Percentiles are nearest-rank (numpy's `inverted_cdf`: the ceil(n*p)-th smallest sample), computed by
+protocol.percentiles.quantile like every percentile in benchreg. MLPerf LoadGen takes the sample at 0-based
+index floor(n*p) instead: the same sample unless n*p is whole, where LoadGen's is the next one up
+(docs/measurement.md, section 6). A tail percentile is omitted, never estimated, when the sample count is
+below the protocol's minimum (`protocol.rules.MIN_SAMPLES_FOR_PERCENTILE`).
 
 The steady-state verdict follows Kalibera & Jones ("Rigorous benchmarking in reasonable time", 2013):
 look at the series in time order, not only at its summary. The series is cut into consecutive blocks;
@@ -27,19 +28,15 @@ import numpy as np
 from scipy import stats as sps
 
 from protocol import rules
+from protocol.percentiles import NUMPY_METHOD, quantile
 
 PERCENTILE_METHOD = "nearest-rank"
-_NUMPY_METHOD: Final = "inverted_cdf"  # numpy's name for nearest-rank: the smallest x with F(x) >= q
+_NUMPY_METHOD: Final = NUMPY_METHOD[PERCENTILE_METHOD]  # inverted_cdf: the smallest x with F(x) >= q
 
 
 def _round(value: float) -> float:
     # Six significant digits: far below timer resolution and monotone, so rounding keeps p50 <= p90 <= ...
     return float(f"{value:.6g}")
-
-
-def percentile(values: Sequence[float] | np.ndarray, q: float) -> float:
-    """Nearest-rank percentile q (0-100] of `values`."""
-    return float(np.percentile(np.asarray(values, dtype=np.float64), q, method=_NUMPY_METHOD))
 
 
 def distribution(values: Sequence[float] | np.ndarray) -> dict[str, Any]:
@@ -59,10 +56,8 @@ def distribution(values: Sequence[float] | np.ndarray) -> dict[str, Any]:
     }
     if data.size > 1:
         out["stdev"] = _round(float(data.std(ddof=1)))
-    keys = [k for k in rules.PERCENTILES if rules.percentile_allowed(k, int(data.size))]
-    qs = [rules.PERCENTILES[k] for k in keys]
-    for key, value in zip(keys, np.percentile(data, qs, method=_NUMPY_METHOD), strict=True):
-        out[key] = _round(float(value))
+    for key in (k for k in rules.PERCENTILES if rules.percentile_allowed(k, int(data.size))):
+        out[key] = _round(float(quantile(data, rules.PERCENTILES[key] / 100.0, _NUMPY_METHOD)))
     out["max"] = _round(float(data.max()))
     # The mean is rounded on its own; clamp so rounding can never put it outside [min, max].
     out["mean"] = min(max(out["mean"], out["min"]), out["max"])
@@ -143,7 +138,7 @@ def assess(values: Sequence[float] | np.ndarray, criteria: SteadyCriteria = Stea
     spread = float((medians.max() - medians.min()) / overall) if overall > 0 else 0.0
     z = mann_kendall_z(medians)
     change = _relative_change(medians, overall)
-    q75, q25 = np.percentile(data, [75, 25], method=_NUMPY_METHOD)
+    q75, q25 = quantile(data, 0.75, _NUMPY_METHOD), quantile(data, 0.25, _NUMPY_METHOD)
     iqr = float((q75 - q25) / overall) if overall > 0 else 0.0
     reasons = []
     if spread > criteria.block_spread_max:

@@ -4,14 +4,13 @@ phase), each cell the headline of one configuration in one set, with its interva
 One GROUP BY over the catalogue's summary table (CatalogueCell, registry.models.catalogue) with the catalogue's
 filters, never over runs: its cost follows the number of stored combinations, not of runs. The cell's estimate is
 the geometric mean of its runs' headline values with a Student t interval on their logarithms (the statistics'
-method for one independent value per run, protocol/statistics.py), computed from the cells' log sums; fewer than
-statistics.MIN_VALUES runs give the point value and no interval. Cached per data version like the catalogue.
+method for one independent value per run), which protocol.statistics.log_sums_interval computes from the cells'
+log sums; fewer than statistics.MIN_VALUES runs give the point value and no interval. Cached per data version
+like the catalogue.
 """
 
 from __future__ import annotations
 
-import functools
-import math
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -19,7 +18,6 @@ from django.core.cache import cache
 from django.db import connection
 from django.db.models import IntegerField, Max, Min, Sum
 from django.db.models.functions import Cast
-from scipy import stats as sps
 
 from protocol import statistics
 from registry.models import CatalogueCell
@@ -93,23 +91,9 @@ class Matrix:
     total: int
 
 
-@functools.lru_cache(maxsize=1024)
-def _t_quantile(df: int) -> float:
-    """The two-sided Student t quantile at the statistics' confidence: scipy's ppf costs ~0.1 ms a call, and a
-    matrix asks for the same few degrees of freedom hundreds of times."""
-    return float(sps.t.ppf(0.5 + statistics.CONFIDENCE / 2, df))
-
-
 def log_estimate(valued: int, log_sum: float, log_sq_sum: float) -> Estimate:
-    """Geometric mean and Student t interval on the logs from n, Σ ln x and Σ (ln x)²."""
-    if valued < 1:
-        return Estimate(None, None, None, 0)
-    mean = log_sum / valued
-    if valued < statistics.MIN_VALUES:
-        return Estimate(math.exp(mean), None, None, valued)
-    variance = max(0.0, (log_sq_sum - valued * mean * mean) / (valued - 1))
-    half = _t_quantile(valued - 1) * math.sqrt(variance / valued)
-    return Estimate(math.exp(mean), math.exp(mean - half), math.exp(mean + half), valued)
+    """A cell's estimate from its runs' n, Σ ln x and Σ (ln x)² (protocol.statistics.log_sums_interval)."""
+    return Estimate(*statistics.log_sums_interval(valued, log_sum, log_sq_sum), runs=max(valued, 0))
 
 
 def _grouped(query: CatalogueQuery) -> list[tuple[Any, ...]]:
@@ -178,7 +162,24 @@ def catalogue_matrix(query: CatalogueQuery, *, version: tuple[Any, ...] | None =
 
 
 def _matrix(query: CatalogueQuery, version: tuple[Any, ...]) -> Matrix:
-    # (row, set) -> counts; trust levels merged (a cell row per trust level comes back from the GROUP BY)
+    entries = _entries(_grouped(query))
+    row_runs, column_runs, set_runs = _run_counts(entries)
+    rows = sorted(row_runs, key=lambda r: (-row_runs[r], r))[:ROW_LIMIT]
+    columns = sorted(sorted(column_runs, key=lambda c: (-column_runs[c], c))[:COLUMN_LIMIT])
+    picked = _picked(entries, set(rows), set(columns), set_runs)
+    sets = _shown_sets(picked, set_runs, version)
+    return Matrix(
+        columns=[MatrixColumn(*c, runs=column_runs[c]) for c in columns],
+        phases=_phases(columns),
+        rows=[MatrixRow(*row, runs=row_runs[row], cells=_row_cells(row, columns, picked, sets)) for row in rows],
+        row_total=len(row_runs),
+        column_total=len(column_runs),
+        total=sum(row_runs.values()),
+    )
+
+
+def _entries(grouped: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], dict[str, Any]]:
+    """(row, set) -> its counts and sums, the trust levels merged (the GROUP BY returns a row per trust level)."""
     entries: dict[tuple[Any, ...], dict[str, Any]] = {}
     for (
         vendor,
@@ -197,7 +198,7 @@ def _matrix(query: CatalogueQuery, version: tuple[Any, ...]) -> Matrix:
         workload,
         scenario,
         steady,
-    ) in _grouped(query):
+    ) in grouped:
         row = (vendor, model, count)
         entry = entries.get((row, key))
         if entry is None:
@@ -225,6 +226,13 @@ def _matrix(query: CatalogueQuery, version: tuple[Any, ...]) -> Matrix:
         entry["ls"] += ls or 0.0
         entry["lsq"] += lsq or 0.0
         entry["trust"].add(trust)
+    return entries
+
+
+def _run_counts(
+    entries: dict[tuple[Any, ...], dict[str, Any]],
+) -> tuple[dict[tuple[Any, ...], int], dict[tuple[Any, ...], int], dict[str, int]]:
+    """Runs per row, per column and per set."""
     row_runs: dict[tuple[Any, ...], int] = {}
     column_runs: dict[tuple[Any, ...], int] = {}
     set_runs: dict[str, int] = {}
@@ -232,18 +240,30 @@ def _matrix(query: CatalogueQuery, version: tuple[Any, ...]) -> Matrix:
         row_runs[row] = row_runs.get(row, 0) + e["n"]
         column_runs[e["column"]] = column_runs.get(e["column"], 0) + e["n"]
         set_runs[set_key] = set_runs.get(set_key, 0) + e["n"]
-    rows = sorted(row_runs, key=lambda r: (-row_runs[r], r))[:ROW_LIMIT]
-    columns = sorted(sorted(column_runs, key=lambda c: (-column_runs[c], c))[:COLUMN_LIMIT])
-    # the chosen set per (row, column): the one with most runs in that configuration, then the larger set
+    return row_runs, column_runs, set_runs
+
+
+def _picked(
+    entries: dict[tuple[Any, ...], dict[str, Any]],
+    shown_rows: set[tuple[Any, ...]],
+    shown_columns: set[tuple[Any, ...]],
+    set_runs: dict[str, int],
+) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
+    """(row, column) shown -> its sets, the chosen one first: most runs in that configuration, then the larger set."""
     chosen: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for (row, _), e in entries.items():
         chosen.setdefault((row, e["column"]), []).append(e)
-    shown_rows, shown_columns = set(rows), set(columns)
-    picked = {
+    return {
         place: sorted(es, key=lambda e: (-e["n"], -set_runs[e["key"]], e["key"]))
         for place, es in chosen.items()
         if place[0] in shown_rows and place[1] in shown_columns
     }
+
+
+def _shown_sets(
+    picked: dict[tuple[Any, ...], list[dict[str, Any]]], set_runs: dict[str, int], version: tuple[Any, ...]
+) -> dict[str, ComparableSet]:
+    """The chosen sets, described and named."""
     described = _set_fields(sorted({es[0]["key"] for es in picked.values()}))
     sets = {}
     for es in picked.values():
@@ -259,41 +279,44 @@ def _matrix(query: CatalogueQuery, version: tuple[Any, ...]) -> Matrix:
             }
         )
     labels = set_labels(sets.values(), version=version)
-    out_rows = []
-    for row in rows:
-        cells: list[MatrixCell | None] = []
-        for column in columns:
-            es = picked.get((row, column))
-            if not es:
-                cells.append(None)
-                continue
-            e = es[0]
-            s = sets[e["key"]]
-            cells.append(
-                MatrixCell(
-                    set=replace(s, name=labels[s.key]),
-                    runs=e["n"],
-                    estimate=log_estimate(e["valued"], e["ls"], e["lsq"]),
-                    steady_state=e["steady"],
-                    trust=tuple(
-                        [t for t in TRUST_ORDER if t in e["trust"]]
-                        + sorted(t for t in e["trust"] if t and t not in TRUST_ORDER)
-                    ),
-                    other_sets=len(es) - 1,
-                )
+    return {key: replace(s, name=labels[s.key]) for key, s in sets.items()}
+
+
+def _row_cells(
+    row: tuple[Any, ...],
+    columns: list[tuple[Any, ...]],
+    picked: dict[tuple[Any, ...], list[dict[str, Any]]],
+    sets: dict[str, ComparableSet],
+) -> list[MatrixCell | None]:
+    cells: list[MatrixCell | None] = []
+    for column in columns:
+        es = picked.get((row, column))
+        if not es:
+            cells.append(None)
+            continue
+        e = es[0]
+        cells.append(
+            MatrixCell(
+                set=sets[e["key"]],
+                runs=e["n"],
+                estimate=log_estimate(e["valued"], e["ls"], e["lsq"]),
+                steady_state=e["steady"],
+                trust=tuple(
+                    [t for t in TRUST_ORDER if t in e["trust"]]
+                    + sorted(t for t in e["trust"] if t and t not in TRUST_ORDER)
+                ),
+                other_sets=len(es) - 1,
             )
-        out_rows.append(MatrixRow(*row, runs=row_runs[row], cells=cells))
+        )
+    return cells
+
+
+def _phases(columns: list[tuple[Any, ...]]) -> list[tuple[str, int]]:
+    """(phase, how many columns) for the grouped header; the columns are sorted, so a phase's are adjacent."""
     phases: list[tuple[str, int]] = []
     for column in columns:
         if phases and phases[-1][0] == column[0]:
             phases[-1] = (column[0], phases[-1][1] + 1)
         else:
             phases.append((column[0], 1))
-    return Matrix(
-        columns=[MatrixColumn(*c, runs=column_runs[c]) for c in columns],
-        phases=phases,
-        rows=out_rows,
-        row_total=len(row_runs),
-        column_total=len(column_runs),
-        total=sum(row_runs.values()),
-    )
+    return phases

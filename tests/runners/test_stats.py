@@ -6,8 +6,11 @@ import numpy as np
 import pytest
 
 from protocol import rules
+from protocol.percentiles import NUMPY_METHOD, quantile
 from runners import stats
 from runners.measure import Policy, measure, warm_up
+
+NEAREST_RANK = NUMPY_METHOD[stats.PERCENTILE_METHOD]  # the runners' percentile method, by numpy's name
 
 
 def stable_series(n: int = 2000, seed: int = 0) -> np.ndarray:
@@ -16,11 +19,13 @@ def stable_series(n: int = 2000, seed: int = 0) -> np.ndarray:
 
 def test_percentiles_agree_with_numpy_nearest_rank_on_known_data() -> None:
     data = np.arange(1, 101, dtype=float)  # 1 .. 100: nearest-rank p90 is exactly 90
-    assert stats.percentile(data, 90) == 90.0
-    assert stats.percentile(data, 50) == 50.0
+    assert float(quantile(data, 0.90, NEAREST_RANK)) == 90.0
+    assert float(quantile(data, 0.50, NEAREST_RANK)) == 50.0
     rng = np.random.default_rng(7).exponential(3.0, 5000)
     for q in (50, 90, 95, 99, 99.9):
-        assert stats.percentile(rng, q) == pytest.approx(np.percentile(rng, q, method="inverted_cdf"))
+        assert float(quantile(rng, q / 100, NEAREST_RANK)) == pytest.approx(
+            np.percentile(rng, q, method="inverted_cdf")
+        )
 
 
 def test_distribution_omits_percentiles_below_the_protocol_sample_counts() -> None:

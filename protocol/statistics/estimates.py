@@ -1,19 +1,6 @@
-"""Honest numbers for comparisons: each headline with a calibrated 95% interval, and ratios between them.
+"""A run's headline value with its interval, and one estimate from runs that repeat a configuration.
 
-Contract of this module (docs/statistics.md explains it and shows the calibration evidence):
-- The unit of evidence is the *independent value*: one value of the headline statistic per repetition
-  (computed from that repetition's raw samples) or, for runs without raw samples, one value per run.
-  Samples inside one repetition are not independent evidence about the configuration: between-run
-  variation is what makes a 3-repetition bootstrap over-confident, so intervals never resample them.
-- A headline's point value is the geometric mean of its independent values; its interval is a Student t
-  interval on their logarithms (k - 1 degrees of freedom). A ratio's interval is Welch's t interval on the
-  difference of mean logs. Both are exact for log-normal between-run variation and, as the seeded
-  simulation suite (tests/protocol/test_calibration.py) checks, cover the truth 93-97% of the time at 3, 5
-  and 10 repetitions under drift, heavy tails and bimodality.
-- Fewer than MIN_VALUES independent values is "not enough evidence": a point value, no interval, and the
-  reason in words (`Estimate.evidence`). No verdict is formed from it.
-- A tail percentile is estimated per repetition only when each repetition meets the protocol's sample
-  minimum for it; otherwise the pooled percentile is shown without an interval, and said so.
+The contract (independent values, geometric means, t intervals on logs) is in this package's docstring.
 """
 
 from __future__ import annotations
@@ -24,20 +11,22 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
-from scipy import stats as sps
 
-from . import rules
-from .canonical import digest
-from .percentiles import NUMPY_METHOD, quantile
-from .summary import headline
+from .. import rules
+from ..canonical import digest
+from ..percentiles import NUMPY_METHOD, quantile
+from ..summary import headline
+from .intervals import (
+    CONFIDENCE,
+    MIN_VALUES,
+    OLYMPIC_MIN_RUNS,
+    Array,
+    geometric_mean,
+    log_t_interval,
+    olympic_mean,
+)
 
-Array = npt.NDArray[np.float64]
-
-CONFIDENCE = 0.95
 RESAMPLES = 0  # no resampling any more: kept so callers passing `resamples=` still work (it is ignored)
-MIN_VALUES = 3  # fewest independent values an interval (and so a verdict) is formed on: calibrated from 3
-OLYMPIC_MIN_RUNS = 5
 THROUGHPUT_AGREEMENT = 0.05  # throughput from raw times must match the reported value this closely
 
 UNIT_NOUN = {
@@ -47,39 +36,6 @@ UNIT_NOUN = {
     "queries/s": "query",
     "images/s": "image",
 }
-
-
-# Every statistical method a comparison may use, in words: stored with each comparison and printed in reports.
-METHODS = {
-    "confidence": f"{CONFIDENCE:.0%} two-sided intervals",
-    "independent_values": "one value of the headline statistic per repetition, from that repetition's raw "
-    "samples; a run without raw samples counts as one value",
-    "estimate": "geometric mean of the independent values; interval: Student t on their logarithms "
-    "(k - 1 degrees of freedom)",
-    "tail_percentile": "a tail percentile is computed per repetition (each must meet the protocol's sample "
-    "minimum); otherwise the pooled percentile is shown without an interval",
-    "repetitions": "runs repeating one configuration contribute all their repetitions (raw samples) or, "
-    "without raw samples, one headline value each",
-    "not_enough_evidence": f"fewer than {MIN_VALUES} independent values: a point value, no interval and no verdict",
-    "time_to_quality": "geometric mean of the runs' times with a t interval on logs; MLPerf's olympic mean "
-    "(fastest and slowest of >= 5 runs dropped) is stated alongside",
-    "ratio": "subject ÷ baseline; Welch t interval on the difference of mean logarithms; with more than one "
-    "comparison against the baseline the intervals are Bonferroni-adjusted (simultaneous 95%)",
-    "distinguishable": "a difference is distinguishable from noise when the ratio's interval excludes 1.0",
-    "calibration": "checked by a seeded simulation (docs/statistics.md): coverage 93-97% at 3, 5 and 10 "
-    "repetitions; equal configurations called distinguishable in at most 5% of cases",
-}
-
-
-@dataclass(frozen=True)
-class Caveat:
-    """Something a reader must know before trusting a run's number. `code` is stable; `message` is words."""
-
-    code: str
-    message: str
-
-    def as_dict(self) -> dict[str, str]:
-        return {"code": self.code, "message": self.message}
 
 
 @dataclass(frozen=True)
@@ -131,23 +87,6 @@ class Estimate:
         }
 
 
-@dataclass(frozen=True)
-class Ratio:
-    """subject ÷ baseline with its interval. `distinguishable` is None when no interval could be formed.
-
-    `evidence` is None when the interval is calibrated, else why there is no verdict.
-    """
-
-    value: float | None
-    ci_low: float | None
-    ci_high: float | None
-    distinguishable: bool | None
-    outcome: str  # "better", "worse", "indistinguishable" (from noise) or "unknown"
-    method: str
-    confidence: float | None = None
-    evidence: str | None = None
-
-
 def rounded(value: float | None, digits: int = 6) -> float | None:
     """`value` to `digits` significant figures; None for None or non-finite (JSON has no NaN)."""
     if value is None or not math.isfinite(value):
@@ -157,9 +96,9 @@ def rounded(value: float | None, digits: int = 6) -> float | None:
     return round(float(value), digits - 1 - math.floor(math.log10(abs(value))))
 
 
-# -------------------------------------------------------------------------------- the calibrated core
-# These work on arrays whose last axis holds one configuration's independent values, so the simulation
-# suite runs thousands of comparisons through exactly the code the product uses.
+# -------------------------------------------------------------------------------- per-repetition values
+# These work on arrays whose last axis holds one configuration's repetitions, so the simulation suite runs
+# thousands of comparisons through exactly the code the product uses.
 
 
 def repetition_statistic(samples: Array, stat: str, method: str = "linear") -> Array:
@@ -178,43 +117,6 @@ def throughput_per_repetition(times_ms: Array, batch_size: int) -> Array:
     )
 
 
-def log_t_interval(values: Array, confidence: float = CONFIDENCE) -> tuple[Array, Array, Array]:
-    """(point, low, high): geometric mean of the last axis with a Student t interval on the logs.
-
-    Needs at least 2 positive values per row; callers refuse fewer than MIN_VALUES before asking.
-    """
-    logs = np.log(np.asarray(values, dtype=np.float64))
-    k = logs.shape[-1]
-    centre = logs.mean(axis=-1)
-    half = float(sps.t.ppf(0.5 + confidence / 2, k - 1)) * logs.std(axis=-1, ddof=1) / math.sqrt(k)
-    return np.exp(centre), np.exp(centre - half), np.exp(centre + half)
-
-
-def log_ratio_interval(subject: Array, baseline: Array, confidence: float = CONFIDENCE) -> tuple[Array, Array, Array]:
-    """(ratio, low, high) of geometric means, subject ÷ baseline: Welch's t interval on the mean logs.
-
-    Last axes hold each arm's independent values (their lengths may differ); leading axes broadcast.
-    """
-    ls, lb = np.log(np.asarray(subject, dtype=np.float64)), np.log(np.asarray(baseline, dtype=np.float64))
-    ks, kb = ls.shape[-1], lb.shape[-1]
-    vs, vb = ls.var(axis=-1, ddof=1) / ks, lb.var(axis=-1, ddof=1) / kb
-    se2 = vs + vb
-    with np.errstate(divide="ignore", invalid="ignore"):
-        df = se2**2 / (vs**2 / (ks - 1) + vb**2 / (kb - 1))
-    df = np.where(np.isfinite(df) & (df > 0), df, min(ks, kb) - 1)  # zero variance: the smaller arm's df
-    half = sps.t.ppf(0.5 + confidence / 2, df) * np.sqrt(se2)
-    d = ls.mean(axis=-1) - lb.mean(axis=-1)
-    return np.exp(d), np.exp(d - half), np.exp(d + half)
-
-
-def olympic_mean(values: Sequence[float]) -> float:
-    """MLPerf training's olympic mean: drop the fastest and the slowest run, average the rest (>= 5 runs)."""
-    if len(values) < OLYMPIC_MIN_RUNS:
-        raise ValueError(f"the olympic mean needs at least {OLYMPIC_MIN_RUNS} runs, got {len(values)}")
-    ordered = sorted(float(v) for v in values)
-    return float(np.mean(ordered[1:-1]))
-
-
 def from_values(base: Estimate, values: Sequence[float], words: str, confidence: float = CONFIDENCE) -> Estimate:
     """`base` completed from its independent values: a calibrated interval, or why there is none."""
     x = np.asarray([v for v in values if v is not None], dtype=np.float64)
@@ -231,7 +133,7 @@ def from_values(base: Estimate, values: Sequence[float], words: str, confidence:
             evidence=f"a {noun} value is zero or negative",
         )
     if x.size < MIN_VALUES:
-        single = float(np.exp(np.log(x).mean()))
+        single = geometric_mean(x)
         why = (
             f"{x.size} independent value{'s' if x.size > 1 else ''} ({noun}s); a calibrated interval "
             f"needs at least {MIN_VALUES}"
@@ -456,122 +358,3 @@ def aggregate(
     return from_values(
         replace(base, value_unit="run", source=source), [v for v in per_run if v is not None], words, confidence
     )
-
-
-def ratio(subject: Estimate, baseline: Estimate, *, confidence: float = CONFIDENCE) -> Ratio:
-    """subject ÷ baseline, with Welch's t interval on the logs of both arms' independent values.
-
-    `distinguishable` is True when the interval excludes 1.0; None, with the reason in `evidence`, when an
-    arm has too little evidence. Better/worse follow the metric's direction (lower-is-better: below 1).
-    """
-    if subject.value is None or baseline.value is None or baseline.value <= 0:
-        return Ratio(
-            None,
-            None,
-            None,
-            None,
-            "unknown",
-            "no ratio: a headline value is missing or zero",
-            evidence="a headline value is missing or zero",
-        )
-    value = subject.value / baseline.value
-    why = "; ".join(
-        f"{who}: {e.evidence}" for who, e in (("subject", subject), ("baseline", baseline)) if e.evidence is not None
-    )
-    if why or subject.values is None or baseline.values is None:
-        return Ratio(
-            value,
-            None,
-            None,
-            None,
-            "unknown",
-            "ratio of point values; no interval: not enough evidence",
-            evidence=why or "no independent values",
-        )
-    point, low, high = (float(v) for v in log_ratio_interval(subject.values, baseline.values, confidence))
-    distinguishable = low > 1.0 or high < 1.0
-    improved = point < 1.0 if subject.lower_is_better else point > 1.0
-    outcome = ("better" if improved else "worse") if distinguishable else "indistinguishable"
-    return Ratio(
-        point,
-        low,
-        high,
-        distinguishable,
-        outcome,
-        f"Welch t interval on the difference of mean logs ({len(subject.values)} and "
-        f"{len(baseline.values)} independent values), {confidence:.4g} confidence",
-        confidence,
-    )
-
-
-# ------------------------------------------------------------------------------------------------ caveats
-
-
-def caveats(doc: dict[str, Any], estimate: Estimate | None = None) -> list[Caveat]:
-    """What a reader of this run's number must know: conditions, validity, and limits of the statistics."""
-    out = _condition_caveats(doc)
-    est = estimate or headline_estimate(doc)
-    out.extend(_statistics_caveats(doc, est))
-    return out
-
-
-def _condition_caveats(doc: dict[str, Any]) -> list[Caveat]:
-    cond = doc.get("conditions") or {}
-    out: list[Caveat] = []
-    steady = cond.get("steady_state") or {}
-    if steady.get("reached") is False:
-        reasons = "; ".join(steady.get("reasons") or []) or "no reason given"
-        out.append(Caveat("steady-state-not-reached", f"steady state was not reached: {reasons}"))
-    elif steady.get("reached") is None:
-        out.append(Caveat("steady-state-not-assessed", "whether steady state was reached was not assessed"))
-    thermal = cond.get("thermal") or {}
-    if thermal.get("throttled"):
-        why = ", ".join(thermal.get("throttle_reasons") or []) or "reason not recorded"
-        out.append(Caveat("thermal-throttling", f"the accelerator throttled during the run ({why})"))
-    if cond.get("isolation") == "shared":
-        out.append(
-            Caveat("shared-machine", "the machine was shared with other work: noisy neighbours may have slowed it")
-        )
-    validity = cond.get("validity") or {}
-    if validity.get("valid") is False:
-        failed = [k for k, ok in (validity.get("checks") or {}).items() if not ok]
-        out.append(
-            Caveat(
-                "invalid-result", "the result failed its validity checks" + (f": {', '.join(failed)}" if failed else "")
-            )
-        )
-    return out
-
-
-def _statistics_caveats(doc: dict[str, Any], est: Estimate) -> list[Caveat]:
-    out: list[Caveat] = []
-    name, _, stat = est.metric.partition(".")
-    if est.source != "raw samples":
-        out.append(
-            Caveat(
-                "no-raw-samples",
-                f"no raw samples for {name}: no interval, since one summary value "
-                "says nothing about run-to-run variation",
-            )
-        )
-    if stat in rules.MIN_SAMPLES_FOR_PERCENTILE and est.value is None:
-        out.append(
-            Caveat(
-                "too-few-samples-for-percentile",
-                f"{est.metric} needs at least {rules.MIN_SAMPLES_FOR_PERCENTILE[stat]} samples; this run has {est.n}",
-            )
-        )
-    dist = (doc.get("metrics") or {}).get(name)
-    if name in rules.DISTRIBUTION_METRICS and isinstance(dist, dict):
-        missing = [k for k in ("p90", "p95", "p99") if dist.get(k) is None]
-        if missing:
-            out.append(
-                Caveat(
-                    "tail-percentile-absent",
-                    f"{name} has no {', '.join(missing)}: {dist.get('count', 0)} samples are too few to claim them",
-                )
-            )
-    if est.evidence is not None and est.value is not None and est.source == "raw samples":
-        # (a summary-only run is already told: "no raw samples … no interval")
-        out.append(Caveat("not-enough-evidence", f"no calibrated interval: {est.evidence}"))
-    return out

@@ -1,0 +1,73 @@
+"""A procurement question answered from measured runs: who meets the objectives, how many systems, at what cost.
+
+A *question* (phase, workload, scenario, latency objectives, quality target, demand, candidate filters, prices,
+criteria) is answered per *candidate configuration*: runs that are comparable on the iso-quality axis (same
+workload, dataset, scenario and quality target; system, software and precision are the subject) and repeat one
+configuration. For each candidate the answer says:
+
+- whether it meets every latency objective, with the runs that show it. The claim is calibrated: "meets" is
+  said only when the 95% interval of the measured percentile (Student t on the logs of one value per run) lies
+  wholly under the objective, "misses" only when it lies wholly above; otherwise "uncertain", and with fewer
+  than 3 runs "not enough evidence" with the face value in words (tests/protocol/test_calibration.py);
+- how many systems carry the demand at steady state, with an interval from the sustainable rate's interval;
+- cost per million outputs (price per system-hour, or purchase price over its lifetime; energy cost apart),
+  energy per output where a meter measured it;
+- which candidates are on the Pareto frontier of the criteria that matter (cost, latency, energy), never a
+  single score;
+- the evidence that is missing or weak (no steady state, no energy, too few repetitions, preview systems).
+
+Nothing here touches a database: the registry passes the candidate runs' documents and references.
+
+Where each part lives: question.py (the question and its plausible ranges), evidence.py (the runs and why one does
+not answer), candidate.py (one configuration's verdicts, systems, cost and energy with their intervals),
+answer.py (the whole answer: candidates, frontier, summary).
+"""
+
+from __future__ import annotations
+
+from .answer import CRITERION_FIELD, KIND, METHODS, SAFE_INTEGER, answer, frontier, summary
+from .candidate import Interval, candidate, gaps, interval, objective_verdict, systems_needed
+from .evidence import Evidence, accelerator_model, out_of_question
+from .question import (
+    CRITERIA,
+    LIFETIME_HOURS,
+    MAX_DEMAND,
+    MAX_ENERGY_PRICE_KWH,
+    MAX_HEADROOM,
+    MAX_PRICE_PER_HOUR,
+    MAX_PURCHASE_PRICE,
+    RANGES,
+    RATE_UNITS,
+    DecisionError,
+    Question,
+)
+
+__all__ = [
+    "CRITERIA",
+    "CRITERION_FIELD",
+    "KIND",
+    "LIFETIME_HOURS",
+    "MAX_DEMAND",
+    "MAX_ENERGY_PRICE_KWH",
+    "MAX_HEADROOM",
+    "MAX_PRICE_PER_HOUR",
+    "MAX_PURCHASE_PRICE",
+    "METHODS",
+    "RANGES",
+    "RATE_UNITS",
+    "SAFE_INTEGER",
+    "DecisionError",
+    "Evidence",
+    "Interval",
+    "Question",
+    "accelerator_model",
+    "answer",
+    "candidate",
+    "frontier",
+    "gaps",
+    "interval",
+    "objective_verdict",
+    "out_of_question",
+    "summary",
+    "systems_needed",
+]

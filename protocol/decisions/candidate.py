@@ -1,0 +1,289 @@
+"""The answer for one candidate configuration: latency verdicts, systems needed, cost and energy per output, each
+with its interval (protocol.statistics' t interval on logs, one value per run), and the evidence that is missing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import comparability as cmp
+from .. import sizing
+from ..statistics import CONFIDENCE, MIN_VALUES, UNIT_NOUN, geometric_mean, log_t_interval, rounded
+from .evidence import Evidence, accelerator_model, origin
+from .question import Question
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A point value with its 95% interval, or the reason there is none."""
+
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+    values: tuple[float, ...] = ()
+    evidence: str | None = None  # None: the interval is calibrated
+
+    def as_dict(self, unit: str | None = None) -> dict[str, Any]:
+        return {
+            "value": rounded(self.value),
+            "ci_low": rounded(self.low),
+            "ci_high": rounded(self.high),
+            "confidence": CONFIDENCE if self.low is not None else None,
+            "unit": unit,
+            "values": [rounded(v) for v in self.values],
+            "enough_evidence": self.evidence is None,
+            "evidence": self.evidence,
+        }
+
+
+def interval(values: Sequence[float], noun: str = "run") -> Interval:
+    """Geometric mean of positive values with a Student t interval on their logs (>= MIN_VALUES values)."""
+    x = [float(v) for v in values if v is not None and math.isfinite(v) and v > 0]
+    if not x:
+        return Interval(None, evidence="no measured value")
+    with np.errstate(over="ignore", under="ignore"):
+        point = geometric_mean(x)
+    if len(x) < MIN_VALUES:
+        return Interval(
+            point,
+            values=tuple(x),
+            evidence=f"{len(x)} {noun}{'s' if len(x) > 1 else ''}; a calibrated interval needs at least {MIN_VALUES}",
+        )
+    with np.errstate(over="ignore", under="ignore"):
+        mid, low, high = (float(v) for v in log_t_interval(np.asarray(x)))
+    if not all(math.isfinite(v) and v > 0 for v in (mid, low, high)):
+        return Interval(
+            point if math.isfinite(point) else None,
+            values=tuple(x),
+            evidence=("the values span too many orders of magnitude for a representable interval"),
+        )
+    return Interval(mid, low, high, tuple(x))
+
+
+def objective_verdict(measured: Interval, max_ms: float) -> str:
+    """'meets', 'misses', 'uncertain' or 'not-enough-evidence' for one latency objective (lower is better)."""
+    if measured.value is None:
+        return "not-measured"
+    if measured.low is None or measured.high is None:
+        return "not-enough-evidence"
+    if measured.high <= max_ms:
+        return "meets"
+    if measured.low > max_ms:
+        return "misses"
+    return "uncertain"
+
+
+def systems_needed(demand: float, headroom: float, rate: Interval) -> dict[str, Any]:
+    """ceil(demand × (1 + headroom) ÷ rate), with the interval the rate's interval gives (fewer at high rate)."""
+    if rate.value is None:
+        return {"value": None, "ci_low": None, "ci_high": None, "reason": rate.evidence}
+    load = demand * (1.0 + headroom)
+    value = sizing.count(load, rate.value)
+    if value is None:
+        return {
+            "value": None,
+            "ci_low": None,
+            "ci_high": None,
+            "reason": f"more than {sizing.MAX_SYSTEMS:,} systems: not a plausible deployment, so no count is "
+            "claimed (check the demand and the measured rate)",
+        }
+    high = sizing.count(load, rate.low) if rate.low else None
+    return {
+        "value": value,
+        "ci_low": sizing.count(load, rate.high) if rate.high else None,
+        "ci_high": high,
+        "reason": rate.evidence
+        if rate.low is None or high is not None
+        else (f"the interval's upper end is above {sizing.MAX_SYSTEMS:,} systems"),
+        "formula": "ceil(demand × (1 + headroom) ÷ sustainable rate per system)",
+    }
+
+
+def _scaled(x: Interval, factor: float, *, inverse: bool = False) -> Interval:
+    """factor × x (or factor ÷ x, which swaps the interval's ends)."""
+    if x.value is None:
+        return x
+    fin = sizing.finite
+    if not inverse:
+        out = Interval(
+            fin(factor * x.value),
+            fin(factor * x.low) if x.low else None,
+            fin(factor * x.high) if x.high else None,
+            x.values,
+            x.evidence,
+        )
+    else:
+        out = Interval(
+            fin(factor / x.value),
+            fin(factor / x.high) if x.high else None,
+            fin(factor / x.low) if x.low else None,
+            x.values,
+            x.evidence,
+        )
+    if out.value is None:
+        return Interval(None, evidence="not representable: the figures give no finite result")
+    if (x.low is not None and out.low is None) or (x.high is not None and out.high is None):
+        return Interval(out.value, values=x.values, evidence="the interval is not representable")
+    return out
+
+
+def _hourly_price(q: Question, model: str) -> tuple[float | None, str]:
+    if model in q.system_hour:
+        return q.system_hour[model], f"{q.system_hour[model]:g} {q.currency} per system-hour as supplied"
+    if model in q.purchase:
+        price, hours = q.purchase[model]
+        return price / hours, (
+            f"purchase price {price:g} {q.currency} over a lifetime of {hours:g} hours "
+            f"= {price / hours:g} {q.currency} per system-hour"
+        )
+    if "*" in q.system_hour:
+        return q.system_hour["*"], f"{q.system_hour['*']:g} {q.currency} per system-hour (price for any system)"
+    return None, f"no price supplied for {model}"
+
+
+def gaps(docs: Sequence[Mapping[str, Any]], energy: Interval, has_price: bool, model: str) -> list[dict[str, str]]:
+    """Missing or weak evidence for one candidate, each with a code and words."""
+    out = []
+    unsteady = [
+        i
+        for i, d in enumerate(docs)
+        if ((d.get("conditions") or {}).get("steady_state") or {}).get("reached") is not True
+    ]
+    if unsteady:
+        out.append(
+            {
+                "code": "no-steady-state",
+                "message": f"{len(unsteady)} of {len(docs)} run(s) did not show "
+                "steady state (not reached or not assessed): a transient may have been measured",
+            }
+        )
+    if len(docs) < MIN_VALUES:
+        out.append(
+            {
+                "code": "too-few-repetitions",
+                "message": f"{len(docs)} run(s) of this configuration; "
+                f"intervals and calibrated verdicts need at least {MIN_VALUES}",
+            }
+        )
+    if energy.value is None:
+        out.append(
+            {"code": "no-energy", "message": "no run measured energy with a meter, so energy per output is unknown"}
+        )
+    if any(origin(d).get("availability") == "preview" for d in docs):
+        out.append({"code": "preview", "message": "a preview system: not yet generally available as tested"})
+    if any(((d.get("conditions") or {}).get("validity") or {}).get("valid") is False for d in docs):
+        out.append({"code": "invalid", "message": "a run is marked invalid by its harness's checks"})
+    if any(((d.get("metrics") or {}).get("quality") or {}).get("passed") is False for d in docs):
+        out.append({"code": "quality-not-met", "message": "a run's measured quality did not reach its target"})
+    if not has_price:
+        out.append({"code": "no-price", "message": f"no price supplied for {model}, so no cost per output"})
+    return out
+
+
+def candidate(q: Question, runs: Sequence[Evidence], label: str) -> dict[str, Any]:
+    """The answer for one configuration (its runs repeat it)."""
+    docs = [r.document for r in runs]
+    first = docs[0]
+    model = accelerator_model(first)
+    noun = UNIT_NOUN.get(q.demand_unit, "output")
+    objectives: list[dict[str, Any]] = []
+    for obj in q.objectives:
+        if (first.get("scenario") or {}).get("kind") not in sizing.SERVING_SCENARIOS:
+            objectives.append(
+                {
+                    "objective": obj.words(),
+                    "verdict": "not-applicable",
+                    "measured": None,
+                    "reason": "this scenario measures no latency under a steady offered load",
+                }
+            )
+            continue
+        values = [((d.get("metrics") or {}).get(obj.metric) or {}).get(obj.percentile) for d in docs]
+        measured = interval([float(v) for v in values if isinstance(v, int | float)])
+        verdict = objective_verdict(measured, obj.max_ms)
+        objectives.append(
+            {
+                "objective": obj.words(),
+                "metric": obj.metric,
+                "percentile": obj.percentile,
+                "max_ms": obj.max_ms,
+                "measured": measured.as_dict("ms"),
+                "verdict": verdict,
+                "runs": [dict(r.ref) for r in runs],
+            }
+        )
+    verdicts = {o["verdict"] for o in objectives}
+    quality_failed = any(((d.get("metrics") or {}).get("quality") or {}).get("passed") is False for d in docs)
+    if quality_failed or verdicts & {"misses", "not-applicable", "not-measured"}:
+        meets = "misses"
+    elif verdicts <= {"meets"}:
+        meets = "meets" if objectives or len(docs) >= MIN_VALUES else "not-enough-evidence"
+    elif "uncertain" in verdicts:
+        meets = "uncertain"
+    else:
+        meets = "not-enough-evidence"
+    rates = []
+    rate_metric = None
+    for d in docs:
+        found = sizing.sustainable_rate(d, q.demand_unit)
+        if found is not None:
+            rate_metric, value = found
+            rates.append(value)
+    rate = (
+        interval(rates)
+        if len(rates) == len(docs)
+        else Interval(None, evidence=(f"not every run measured a rate in {q.demand_unit}"))
+    )
+    systems: dict[str, Any] = (
+        systems_needed(q.demand, q.headroom, rate)
+        if meets != "misses"
+        else {
+            "value": None,
+            "ci_low": None,
+            "ci_high": None,
+            "reason": "does not meet the objectives at the tested load, so no count of systems is claimed",
+        }
+    )
+    per_run_energy = [sizing.energy_per_output(d).value for d in docs]
+    energy = (
+        interval([v for v in per_run_energy if v is not None])
+        if all(v is not None for v in per_run_energy)
+        else Interval(None, evidence="not every run measured energy")
+    )
+    hourly, price_words = _hourly_price(q, model)
+    cost = (
+        _scaled(rate, hourly * 1e6 / 3600.0, inverse=True)
+        if hourly is not None
+        else Interval(None, evidence=price_words)
+    )
+    energy_cost = (
+        _scaled(energy, q.energy_price_kwh * 1e6 / 3.6e6)
+        if (q.energy_price_kwh is not None and energy.value is not None)
+        else Interval(None, evidence="no energy price" if q.energy_price_kwh is None else "no measured energy")
+    )
+    first_measured = objectives[0]["measured"] if objectives else None
+    latency = first_measured["value"] if isinstance(first_measured, dict) else None
+    return {
+        "label": label,
+        "accelerator_model": model,
+        "configuration": cmp.configuration(first, "iso-quality"),
+        "runs": [dict(r.ref) for r in runs],
+        "beside": [cmp.beside(d, "iso-quality") for d in docs],
+        "meets": meets,
+        "objectives": objectives,
+        "rate": {**rate.as_dict(q.demand_unit), "metric": rate_metric},
+        "systems_needed": systems,
+        "cost_per_million": {**cost.as_dict(f"{q.currency} per million {noun}s"), "price": price_words},
+        "energy_cost_per_million": energy_cost.as_dict(f"{q.currency} per million {noun}s"),
+        "energy_per_output": energy.as_dict(f"J/{noun}"),
+        "fleet_cost_per_hour": rounded(sizing.finite(hourly * systems["value"]))
+        if hourly is not None and systems["value"]
+        else None,
+        "latency_ms": rounded(latency),
+        "gaps": gaps(docs, energy, hourly is not None, model),
+    }

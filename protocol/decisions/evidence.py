@@ -1,0 +1,77 @@
+"""The runs a question may rest on: each cited by its reference, and the reason a run does not answer the question."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .. import comparability as cmp
+from .. import sizing
+from ..errors import value_at
+from .question import Question
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A candidate run: its document and how the answer cites it ({"id", "digest", "url"} from the registry)."""
+
+    document: Mapping[str, Any]
+    ref: Mapping[str, Any]
+
+
+def accelerator_model(doc: Mapping[str, Any]) -> str:
+    """The run's first accelerator model, or its host CPU when it has no accelerator."""
+    accels = (doc.get("system") or {}).get("accelerators") or []
+    return (
+        str(accels[0].get("model"))
+        if accels
+        else str(((doc.get("system") or {}).get("host") or {}).get("cpu_model") or "host CPU")
+    )
+
+
+def vendor(doc: Mapping[str, Any]) -> str:
+    """The run's first accelerator vendor; "" when it has none."""
+    accels = (doc.get("system") or {}).get("accelerators") or []
+    return str(accels[0].get("vendor") or "") if accels else ""
+
+
+def origin(doc: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The run's provenance.origin (round, division, availability); empty when absent."""
+    return ((doc.get("provenance") or {}).get("origin")) or {}
+
+
+def out_of_question(q: Question, doc: Mapping[str, Any]) -> str | None:
+    """Why this run does not answer the question (None: it does). Filters first, then the iso-quality rule."""
+    workload = doc.get("workload") or {}
+    if doc.get("phase") != q.phase or workload.get("name") != q.workload:
+        return f"another workload or phase ({doc.get('phase')} {workload.get('name')})"
+    if q.workload_version and workload.get("version") != q.workload_version:
+        return f"workload version {workload.get('version')}, the question asks {q.workload_version}"
+    if (doc.get("scenario") or {}).get("kind") != q.scenario:
+        return f"scenario {(doc.get('scenario') or {}).get('kind')}, the question asks {q.scenario}"
+    if q.accelerator_models and accelerator_model(doc) not in q.accelerator_models:
+        return f"accelerator {accelerator_model(doc)} is not among the candidates asked for"
+    if q.accelerator_vendors and vendor(doc) not in q.accelerator_vendors:
+        return f"vendor {vendor(doc) or 'not stated'} is not among the candidates asked for"
+    weights = (doc.get("precision") or {}).get("weights")
+    if q.precisions and weights not in q.precisions:
+        return f"precision {weights} is not among the candidates asked for"
+    if q.exclude_preview and origin(doc).get("availability") == "preview":
+        return "a preview system, and the question excludes previews"
+    quality = (doc.get("metrics") or {}).get("quality") or {}
+    for req in cmp.contract().requirements_for("iso-quality"):
+        if value_at(doc, req.pointer) is None:
+            return f"refused from the iso-quality axis: no {req.label} ({req.reason})"
+    if q.quality_target_ratio is not None and quality.get("target_ratio") != q.quality_target_ratio:
+        held = quality.get("target_ratio")
+        return (
+            f"{'states no quality target' if held is None else f'held to a quality target of {held}'} "
+            f"of the reference, the question asks {q.quality_target_ratio:g}"
+        )
+    if q.quality_metric and quality.get("metric") != q.quality_metric:
+        return f"quality measured as {quality.get('metric')}, the question asks {q.quality_metric}"
+    found = sizing.sustainable_rate(doc, q.demand_unit)
+    if found is not None and (problem := sizing.rate_problem(found[1])) is not None:
+        return f"{found[0]}: {problem}"
+    return None

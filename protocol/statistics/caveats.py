@@ -1,0 +1,91 @@
+"""What a reader must know before trusting a run's number: its conditions, its validity and the limits of its
+statistics, each as a stable code with words."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .. import rules
+from .estimates import Estimate, headline_estimate
+
+
+@dataclass(frozen=True)
+class Caveat:
+    """Something a reader must know before trusting a run's number. `code` is stable; `message` is words."""
+
+    code: str
+    message: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"code": self.code, "message": self.message}
+
+
+def caveats(doc: dict[str, Any], estimate: Estimate | None = None) -> list[Caveat]:
+    """What a reader of this run's number must know: conditions, validity, and limits of the statistics."""
+    out = _condition_caveats(doc)
+    est = estimate or headline_estimate(doc)
+    out.extend(_statistics_caveats(doc, est))
+    return out
+
+
+def _condition_caveats(doc: dict[str, Any]) -> list[Caveat]:
+    cond = doc.get("conditions") or {}
+    out: list[Caveat] = []
+    steady = cond.get("steady_state") or {}
+    if steady.get("reached") is False:
+        reasons = "; ".join(steady.get("reasons") or []) or "no reason given"
+        out.append(Caveat("steady-state-not-reached", f"steady state was not reached: {reasons}"))
+    elif steady.get("reached") is None:
+        out.append(Caveat("steady-state-not-assessed", "whether steady state was reached was not assessed"))
+    thermal = cond.get("thermal") or {}
+    if thermal.get("throttled"):
+        why = ", ".join(thermal.get("throttle_reasons") or []) or "reason not recorded"
+        out.append(Caveat("thermal-throttling", f"the accelerator throttled during the run ({why})"))
+    if cond.get("isolation") == "shared":
+        out.append(
+            Caveat("shared-machine", "the machine was shared with other work: noisy neighbours may have slowed it")
+        )
+    validity = cond.get("validity") or {}
+    if validity.get("valid") is False:
+        failed = [k for k, ok in (validity.get("checks") or {}).items() if not ok]
+        out.append(
+            Caveat(
+                "invalid-result", "the result failed its validity checks" + (f": {', '.join(failed)}" if failed else "")
+            )
+        )
+    return out
+
+
+def _statistics_caveats(doc: dict[str, Any], est: Estimate) -> list[Caveat]:
+    out: list[Caveat] = []
+    name, _, stat = est.metric.partition(".")
+    if est.source != "raw samples":
+        out.append(
+            Caveat(
+                "no-raw-samples",
+                f"no raw samples for {name}: no interval, since one summary value "
+                "says nothing about run-to-run variation",
+            )
+        )
+    if stat in rules.MIN_SAMPLES_FOR_PERCENTILE and est.value is None:
+        out.append(
+            Caveat(
+                "too-few-samples-for-percentile",
+                f"{est.metric} needs at least {rules.MIN_SAMPLES_FOR_PERCENTILE[stat]} samples; this run has {est.n}",
+            )
+        )
+    dist = (doc.get("metrics") or {}).get(name)
+    if name in rules.DISTRIBUTION_METRICS and isinstance(dist, dict):
+        missing = [k for k in ("p90", "p95", "p99") if dist.get(k) is None]
+        if missing:
+            out.append(
+                Caveat(
+                    "tail-percentile-absent",
+                    f"{name} has no {', '.join(missing)}: {dist.get('count', 0)} samples are too few to claim them",
+                )
+            )
+    if est.evidence is not None and est.value is not None and est.source == "raw samples":
+        # (a summary-only run is already told: "no raw samples … no interval")
+        out.append(Caveat("not-enough-evidence", f"no calibrated interval: {est.evidence}"))
+    return out
