@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from registry.importers import mlperf, mlperf_training
+from registry.importers import mlperf
+from registry.importers.mlperf import training as mlperf_training
 
 # BENCHREG_MLPERF_ROUNDS points the same checks at full published rounds kept outside the project.
 SHARED = Path(
