@@ -18,7 +18,7 @@ from django.http import HttpResponse
 from django.urls import reverse
 
 from registry.presentation.sentences import ratio_sentences
-from registry.selectors.catalogue import SORTS, CatalogueQuery, _runs
+from registry.selectors.catalogue import SORTS, CatalogueQuery, matching_runs
 from registry.selectors.matrix import Matrix
 
 EXPORT_LIMIT = 10_000
@@ -89,7 +89,7 @@ def _run_row(r: Mapping[str, Any], absolute: Callable[[str], str], withdrawn: bo
 def catalogue_export(query: CatalogueQuery, absolute: Callable[[str], str]) -> tuple[list[dict[str, Any]], bool]:
     """The runs of a catalogue view (filters, search, set, sort), up to EXPORT_LIMIT; (rows, cut)."""
     sort = query.sort if query.sort in SORTS else "newest"
-    runs = _runs(query).order_by(*SORTS[sort][1]).values(*_RUN_FIELDS, "withdrawal__id")[: EXPORT_LIMIT + 1]
+    runs = matching_runs(query).order_by(*SORTS[sort][1]).values(*_RUN_FIELDS, "withdrawal__id")[: EXPORT_LIMIT + 1]
     rows = [_run_row(r, absolute, r["withdrawal__id"] is not None) for r in runs]
     return rows[:EXPORT_LIMIT], len(rows) > EXPORT_LIMIT
 
@@ -152,7 +152,7 @@ def matrix_export(
     keys = {k[0] for k in by_key}
     runs = (
         (
-            _runs(query)
+            matching_runs(query)
             .filter(comparability_key__in=keys)
             .order_by("id")
             .values(

@@ -26,10 +26,10 @@ from registry.selectors.catalogue import (
     SET_FIELDS,
     CatalogueQuery,
     ComparableSet,
-    _as_set,
-    _cache_key,
-    _cells,
+    as_set,
+    cache_key_for,
     data_version,
+    matching_cells,
     set_labels,
 )
 
@@ -102,7 +102,7 @@ def _grouped(query: CatalogueQuery) -> list[tuple[Any, ...]]:
     dict per row). The column and the steady state are equal within a set and configuration, so read with Min()
     rather than grouped on; the sets' descriptions are read afterwards for the sets shown only (_set_fields)."""
     grouped = (
-        _cells(query)
+        matching_cells(query)
         .values(*ROW_FIELDS, "comparability_key", "trust")
         .annotate(
             n=Sum("runs"),
@@ -153,7 +153,7 @@ def _set_fields(keys: list[str]) -> dict[str, dict[str, Any]]:
 def catalogue_matrix(query: CatalogueQuery, *, version: tuple[Any, ...] | None = None) -> Matrix:
     """The matrix for the catalogue's filters (free text aside: the matrix reads only the summary table)."""
     version = version if version is not None else data_version()
-    key = _cache_key(version, "matrix", query.filters, query.set_key, query.include_withdrawn)
+    key = cache_key_for(version, "matrix", query.filters, query.set_key, query.include_withdrawn)
     cached = cache.get(key)
     if cached is None:
         cached = _matrix(query, version)
@@ -268,7 +268,7 @@ def _shown_sets(
     sets = {}
     for es in picked.values():
         e = es[0]
-        sets[e["key"]] = _as_set(
+        sets[e["key"]] = as_set(
             {
                 **described[e["key"]],
                 "comparability_key": e["key"],

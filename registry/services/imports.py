@@ -10,7 +10,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from registry.choices import AuditKind, Trust
-from registry.importers import mlperf, mlperf_training
+from registry.importers import mlperf
+from registry.importers.mlperf import training as mlperf_training
 from registry.services.audit import audit_append
 from registry.services.submissions import BatchOutcome, submission_create_batch
 

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from protocol import canonical, rules
 from protocol import comparability as cmp
+from protocol.comparability import roles
 from protocol.schema import submission_schema
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "protocol" / "examples"
@@ -124,7 +125,7 @@ def test_every_field_of_the_submission_schema_has_a_role_on_every_axis() -> None
             role = cmp.field_roles(doc, axis).get(pointer)
             assert role in (*cmp.ROLES, "ignored"), (axis, pointer)
             # Nothing falls through to the catch-all: each field is named by the contract.
-            governed = cmp._governing(cmp._split(pointer), cmp._rules([doc]))
+            governed = roles.governing(roles.split_pointer(pointer), roles.rules_for([doc]))
             assert governed is not None, (axis, pointer)
 
 

@@ -9,10 +9,9 @@ from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
-from django.db import connection, connections, transaction
+from django.db import connections, transaction
 
 from registry.models import CatalogueCell, Submission
-from registry.selectors.catalogue import CatalogueQuery, _runs
 from registry.services.catalogue import catalogue_cells_differ, catalogue_run_added
 from registry.services.submissions import submission_create, submission_withdraw
 
@@ -189,20 +188,6 @@ def test_transactions_creating_the_same_cell_at_once_all_count(user, server_exam
         list(pool.map(count, runs))
     assert [(c["runs"], c["headline_low"], c["headline_high"]) for c in _cells()] == [(8, 1000.0, 1007.0)]
     assert catalogue_cells_differ() == []  # the log sums too
-
-
-@pytest.mark.postgres
-@pytest.mark.django_db
-def test_search_uses_the_trigram_index_on_postgres(user, server_example):
-    """One trigram index on the generated search_text (migration 0016); the terms are folded to constants at
-    planning (UPPER and Django's LIKE escaping are immutable), so the index serves them."""
-    submission_create(document=server_example, submitted_by=user)
-    with connection.cursor() as cursor:
-        # A tiny table: left alone, the planner reads it whole, which says nothing about the indexes.
-        cursor.execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off")
-    plan = _runs(CatalogueQuery(q="H100 lab")).order_by().explain()
-    assert "Bitmap Index Scan on registry_sub_search_trgm" in plan and "'%LAB%'" in plan, plan
-    assert [r.pk for r in _runs(CatalogueQuery(q="h100 LAB"))] == [Submission.objects.get().pk]
 
 
 @pytest.mark.django_db

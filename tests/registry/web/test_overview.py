@@ -17,7 +17,7 @@ from protocol import statistics
 from protocol.numbers import number as significant
 from registry.presentation.sentences import ratio_sentences
 from registry.presentation.words import percent_change
-from registry.selectors.catalogue import CatalogueQuery, catalogue_search, set_labels
+from registry.selectors.catalogue import CatalogueQuery
 from registry.selectors.matrix import catalogue_matrix, log_estimate
 from registry.services.catalogue import catalogue_cells_differ
 from registry.services.submissions import submission_create, submission_withdraw
@@ -97,22 +97,6 @@ def test_the_matrix_groups_columns_by_phase_and_filters_by_round_division_availa
     html = page.content.decode()
     assert page.status_code == 200 and "decoder-small" in html and 'href="/?set=sha256%3A' in html
     assert 'name="round"' in html and "MLPerf round" in html
-
-
-def test_sets_that_would_read_the_same_are_named_by_what_separates_them(
-    fleet: dict[str, Any], submitter: Any, server_example: dict[str, Any]
-) -> None:
-    unsteady = variant(server_example, "lab-u", 1900.0)
-    unsteady["conditions"]["steady_state"].update(reached=False, reasons=["rising"])
-    run, _ = submission_create(document=unsteady, submitted_by=submitter)
-    labels = {s.key: s.name for s in catalogue_search(CatalogueQuery()).sets}
-    assert labels[run.comparability_key].endswith("conditions.steady_state.reached: no")
-    assert labels[fleet["a"].comparability_key].endswith("conditions.steady_state.reached: yes")
-    # The same name whatever the filters, and the same from the matrix.
-    filtered = catalogue_search(CatalogueQuery(filters={"accelerator": "H200"})).sets
-    assert [s.name for s in filtered] == [labels[fleet["a"].comparability_key]]
-    assert len(set(labels.values())) == len(labels)
-    assert set_labels(filtered) == {fleet["a"].comparability_key: labels[fleet["a"].comparability_key]}
 
 
 def test_a_refusal_leads_with_the_question_and_hints_only_an_axis_that_accepts(
@@ -217,31 +201,3 @@ def test_numbers_keep_four_significant_digits(value: Any, shown: str) -> None:
 
 def test_percent_changes_are_signed() -> None:
     assert [percent_change(x) for x in (1.21, 0.85, 1.004, 1.0)] == ["+21%", "−15%", "+0.4%", "±0%"]
-
-
-@pytest.mark.postgres
-@pytest.mark.parametrize(
-    ("filters", "include"),
-    [
-        ({}, False),
-        ({"precision": "bf16"}, True),
-        ({"batch": "many"}, False),
-        ({"vendor": "NVIDIA", "scenario": "server"}, False),
-        ({"trust": "declared", "division": ""}, False),
-    ],
-)
-def test_the_single_scan_cell_summary_equals_the_per_facet_one(
-    fleet: dict[str, Any], admin_user: Any, filters: dict, include: bool
-) -> None:
-    """On PostgreSQL the catalogue counts its facets and sets over the cells in one GROUPING SETS scan; it must
-    agree exactly with the one GROUP BY per facet that other databases run."""
-    from registry.selectors import catalogue
-
-    submission_withdraw(submission=fleet["c"], reason="driver", actor=admin_user)
-    query = CatalogueQuery(filters=filters, include_withdrawn=include)
-    assert catalogue._summary_from_cells_postgres(query) == catalogue._summary_from_cells(query)
-    # the matrix's sidebar: the facet-only scan (cold) counts exactly as the whole summary does
-    from django.core.cache import cache
-
-    cache.clear()
-    assert catalogue.catalogue_facets(query) == catalogue._summary_from_cells(query)["facets"]

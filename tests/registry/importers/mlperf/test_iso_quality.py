@@ -16,7 +16,7 @@ from registry.importers import mlperf
 
 SHARED = Path(
     os.environ.get("BENCHREG_MLPERF_ROUNDS")
-    or Path(__file__).resolve().parents[3].parent / "shared" / "data" / "mlperf"
+    or Path(__file__).resolve().parents[4].parent / "shared" / "data" / "mlperf"
 )
 AMD = SHARED / "inference_sample1_AMD_v5.1"
 SYSTEM = "8xH100-SXM-80GB_TRT"

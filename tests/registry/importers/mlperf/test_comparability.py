@@ -16,7 +16,7 @@ from registry.importers import mlperf
 
 SHARED = Path(
     os.environ.get("BENCHREG_MLPERF_ROUNDS")
-    or Path(__file__).resolve().parents[3].parent / "shared" / "data" / "mlperf"
+    or Path(__file__).resolve().parents[4].parent / "shared" / "data" / "mlperf"
 )
 ROUNDS = (
     sorted(p for p in SHARED.iterdir() if p.is_dir() and not any(p.glob("**/result_*.txt"))) if SHARED.is_dir() else []

@@ -20,7 +20,7 @@ import pytest
 import protocol
 from registry.importers import mlperf, units
 
-DATA = Path(__file__).resolve().parents[3] / ".." / "shared" / "data" / "mlperf"
+DATA = Path(__file__).resolve().parents[4] / ".." / "shared" / "data" / "mlperf"
 SAMPLE = DATA / "inference_sample1_AMD_v5.1"
 SYSTEM = "8xMI300X_2xEPYC_9575F"
 BENCH = "llama2-70b-99"

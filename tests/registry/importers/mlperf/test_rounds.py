@@ -17,12 +17,13 @@ from typing import Any
 
 import pytest
 
-from registry.importers import mlperf, mlperf_training
+from registry.importers import mlperf
+from registry.importers.mlperf import training as mlperf_training
 
 # BENCHREG_MLPERF_ROUNDS points the same checks at full published rounds kept outside the project.
 SHARED = Path(
     os.environ.get("BENCHREG_MLPERF_ROUNDS")
-    or Path(__file__).resolve().parents[3].parent / "shared" / "data" / "mlperf"
+    or Path(__file__).resolve().parents[4].parent / "shared" / "data" / "mlperf"
 )
 ROUNDS = sorted(p for p in SHARED.iterdir() if p.is_dir()) if SHARED.is_dir() else []
 

@@ -1,6 +1,6 @@
 """Import a published MLPerf Training round: one time-to-quality run per system × benchmark.
 
-Plain Python (no Django), the same contract as `mlperf.parse_tree` (an ImportPlan of ImportItems whose
+Plain Python (no Django), the same contract as `parse_tree` (an ImportPlan of ImportItems whose
 documents pass protocol.check). Layout (training_results_v3.1 onwards):
 `<submitter>/systems/<system>.json` and `<submitter>/results/<system>/<benchmark>/result_<n>.txt`, each result
 file the :::MLLOG lines of one training run.
@@ -14,7 +14,6 @@ the result files, so the mean is of the times as logged, and the document says s
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -24,10 +23,13 @@ from typing import Any
 import protocol
 from protocol import rules
 
-from . import mlperf
-from .mlperf import FileReport, ImportItem, ImportPlan, SourceError, _Build, _Ledger
+from .ledger import Ledger, unstorable
+from .logs import read_json_object, read_mllog
+from .plan import Build, FileReport, ImportItem, ImportPlan, SourceError
+from .rules import DROPPED, UNSPECIFIED
+from .systems import publication_facets, software_section, system_section
+from .tree import all_files, inside, passed_over
 
-MLLOG_DECODER = mlperf.MLLOG_DECODER
 RESULT_FILE = re.compile(r"^result_.*\.txt$")
 
 
@@ -51,7 +53,7 @@ def parse_tree(root: Path, *, round_name: str | None = None) -> ImportPlan:
         {
             p.parent
             for p in root.glob("**/results/*/*/result_*.txt")
-            if not (p.parent.is_symlink() or p.parent.parent.is_symlink()) and mlperf.inside(p, root)
+            if not (p.parent.is_symlink() or p.parent.parent.is_symlink()) and inside(p, root)
         }
     )
     for folder in folders:
@@ -64,9 +66,9 @@ def parse_tree(root: Path, *, round_name: str | None = None) -> ImportPlan:
             "skipped",
             "not a training result (systems/<system>.json and results/<system>/<benchmark>/result_<n>.txt are read)",
         )
-        for p in mlperf.all_files(root)
+        for p in all_files(root)
         if p not in claimed
-    ] + mlperf.passed_over(root)
+    ] + passed_over(root)
     errors = [] if folders else ["no results/<system>/<benchmark>/result_<n>.txt found: not an MLPerf Training tree"]
     return ImportPlan(
         items=items,
@@ -87,30 +89,6 @@ def _round(root: Path, round_name: str | None) -> str | None:
     return None
 
 
-def read_mllog(text: str) -> list[dict[str, Any]]:
-    """The :::MLLOG records of a training log, in order (other lines, such as framework output, are not
-    records and are passed over). Floats are Decimal so values keep their printed digits."""
-    records = []
-    for number, line in enumerate(text.splitlines(), 1):
-        start = line.find(":::MLLOG ")
-        if start < 0:
-            continue
-        if "\ufffd" in line:
-            raise SourceError(f"line {number}: a :::MLLOG record with bytes that are not UTF-8")
-        try:
-            record = MLLOG_DECODER.decode(line[start + len(":::MLLOG ") :])
-        except json.JSONDecodeError as exc:
-            raise SourceError(f"line {number}: malformed :::MLLOG record ({exc.msg})") from None
-        except RecursionError:
-            raise SourceError(f"line {number}: {mlperf.TOO_DEEP}") from None
-        if not isinstance(record, dict) or not isinstance(record.get("key"), str):
-            raise SourceError(f"line {number}: a :::MLLOG record needs a key")
-        records.append(record)
-    if not records:
-        raise SourceError("no :::MLLOG records")
-    return records
-
-
 def run_time(records: list[dict[str, Any]]) -> tuple[float | None, str | None, dict[str, Any]]:
     """(seconds from run_start to run_stop or None, run_stop's status, the first value of each key)."""
     first: dict[str, Any] = {}
@@ -128,11 +106,6 @@ def run_time(records: list[dict[str, Any]]) -> tuple[float | None, str | None, d
     if not isinstance(start, int | Decimal) or not isinstance(stop, int | Decimal) or stop < start:
         return None, status, first
     return float((Decimal(stop) - Decimal(start)) / 1000), status, first
-
-
-# Runs dropped at each end (mlcommons/logging result_summarizer max_dropped_scores): 1, except 3D U-Net,
-# which needs 40 runs and drops 4 at each end.
-DROPPED = {"unet3d": 4}
 
 
 def olympic_mean(seconds: list[float | None], drop: int = 1) -> tuple[float | None, list[bool]]:
@@ -155,9 +128,9 @@ def olympic_mean(seconds: list[float | None], drop: int = 1) -> tuple[float | No
 def _import_item(submission: Path, tree: Path, folder: Path, round_value: str | None) -> ImportItem:
     system_id, benchmark = folder.parts[-2:]
     key = f"{system_id}/{benchmark}"
-    ledger = _Ledger(submission, tree)
+    ledger = Ledger(submission, tree)
     system = ledger.load(
-        submission / "systems" / f"{system_id}.json", mlperf.read_json_object, what="system description", required=True
+        submission / "systems" / f"{system_id}.json", read_json_object, what="system description", required=True
     )
     runs = []
     for path in sorted(folder.iterdir(), key=_natural):
@@ -167,7 +140,7 @@ def _import_item(submission: Path, tree: Path, folder: Path, round_value: str | 
                 runs.append((path, *run_time(records)))
     if round_value is None:
         ledger.errors.append("the round is not in the logs and not in the folder name: pass --round")
-    document, build = None, _Build()
+    document, build = None, Build()
     if not ledger.errors:
         try:
             document = _document(submission, system, system_id, benchmark, runs, round_value or "", ledger, build)
@@ -175,13 +148,13 @@ def _import_item(submission: Path, tree: Path, folder: Path, round_value: str | 
             ledger.errors.append(str(exc))
     if document is not None:
         problems = [f"protocol {e.pointer or '/'}: {e.message} [{e.code}]" for e in protocol.errors(document)]
-        problems += mlperf.unstorable(document)
+        problems += unstorable(document)
         if problems:
             ledger.errors.extend(problems)
             document = None
     unread = [
         FileReport(p.relative_to(tree).as_posix(), None, "skipped", "not a result_<n>.txt")
-        for p in mlperf.all_files(folder)
+        for p in all_files(folder)
         if p not in ledger.reports
     ]
     return ImportItem(
@@ -205,8 +178,8 @@ def _document(
     benchmark: str,
     runs: list[tuple[Path, float | None, str | None, dict[str, Any]]],
     round_value: str,
-    ledger: _Ledger,
-    build: _Build,
+    ledger: Ledger,
+    build: Build,
 ) -> dict[str, Any]:
     seconds = [s if status == "success" else None for _p, s, status, _f in runs]
     drop = DROPPED.get(benchmark, 1)
@@ -228,7 +201,7 @@ def _document(
         "kind": "mlperf-training",
         "round": round_value,
         "submitter": submitter,
-        **mlperf.publication_facets(
+        **publication_facets(
             {
                 "division": first.get("submission_division") or system.get("division"),
                 "status": system.get("status") or first.get("submission_status"),
@@ -253,9 +226,9 @@ def _document(
         "workload": {"name": benchmark, "version": f"mlperf-training-{round_value}", "shape": {"batch_size": batch}},
         "scenario": {"kind": "time-to-quality"},
         # MLPerf Training logs state no number formats: not guessed.
-        "precision": {"weights": mlperf.UNSPECIFIED, "activations": mlperf.UNSPECIFIED},
-        "system": mlperf.system_section(system, build),
-        "software": mlperf.software_section(system, {}, {}, build),
+        "precision": {"weights": UNSPECIFIED, "activations": UNSPECIFIED},
+        "system": system_section(system, build),
+        "software": software_section(system, {}, {}, build),
         "conditions": {
             "warmup": None,
             "window": {"seconds": None, "iterations": None, "repetitions": len(runs)},

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from protocol import comparability
-from registry.importers import mlperf, mlperf_training
+from registry.importers import mlperf
+from registry.importers.mlperf import training as mlperf_training
 
 SYSTEM = "tiny-sut"
 

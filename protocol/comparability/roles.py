@@ -1,0 +1,250 @@
+"""Each field's role on an axis, and what follows from the roles alone: a run's controlled projection, its
+comparability keys, and its configuration.
+
+Documents are flattened to leaves (JSON pointers to scalars or lists of scalars); absent, null and empty are
+the same ("not stated"). Every leaf is governed by the most specific contract pointer above it ('*' matches
+one list index); a leaf no pointer covers takes the contract's unlisted role.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from ..canonical import canonicalize, digest
+from .definition import ROLES, ComparabilityError, Group, contract
+
+Path = tuple[str, ...]
+
+
+def split_pointer(pointer: str) -> Path:
+    if pointer == "":
+        return ()
+    return tuple(p.replace("~1", "/").replace("~0", "~") for p in pointer.split("/")[1:])
+
+
+def join_pointer(path: Path) -> str:
+    return "".join("/" + p.replace("~", "~0").replace("/", "~1") for p in path)
+
+
+def field_name(path: Path) -> str:
+    """'precision.weights', 'system.accelerators[0].model', 'software.settings["torch.num_threads"]'."""
+    out = ""
+    for part in path:
+        if part.isdigit():
+            out += f"[{part}]"
+        elif part.replace("_", "").isalnum():
+            out += ("." if out else "") + part
+        else:
+            out += f'["{part}"]'
+    return out
+
+
+def _primary_name(doc: Mapping[str, Any]) -> str | None:
+    primary = (doc.get("metrics") or {}).get("primary")
+    return primary.partition(".")[0] if isinstance(primary, str) else None
+
+
+@dataclass(frozen=True)
+class Rule:
+    path: Path
+    group: Group | None  # None: ignored
+    reason: str | None = None
+
+
+class RuleSet(dict[Path, Rule]):
+    """The contract's rules made concrete for some primary metric names, with each leaf path's governing rule
+    remembered: every submission classifies ~150 leaves on every axis, nearly all of them paths seen before."""
+
+    MEMO_LIMIT = 100_000  # paths remembered (documents may carry any keys: bounded, then started afresh)
+
+    def __init__(self, rules: dict[Path, Rule]) -> None:
+        super().__init__(rules)
+        self.wild = [r for r in rules.values() if "*" in r.path]
+        self.memo: dict[Path, Rule | None] = {}
+        self.keyed: dict[Path, KeyedLeaf | None] = {}
+
+    def governing(self, path: Path) -> Rule | None:
+        try:
+            return self.memo[path]
+        except KeyError:
+            if len(self.memo) >= self.MEMO_LIMIT:
+                self.memo = {}
+            rule = self.memo[path] = governing(path, self, self.wild)
+            return rule
+
+    def keyed_leaf(self, path: Path) -> KeyedLeaf | None:
+        """What `comparability_keys` needs of a leaf path, worked out once per path: its pointer, its group and
+        the axes it is controlled on (None: ignored, or controlled on no axis)."""
+        try:
+            return self.keyed[path]
+        except KeyError:
+            if len(self.keyed) >= self.MEMO_LIMIT:
+                self.keyed = {}
+            rule = self.governing(path)
+            leaf = None
+            if rule is None or rule.group is not None:  # not ignored by the contract
+                c = contract()
+                group = rule.group if rule is not None else None
+                axes = tuple(
+                    axis
+                    for axis in c.axes
+                    if (group.role(axis) if group is not None else c.unlisted_role) == "controlled"
+                )
+                leaf = KeyedLeaf(join_pointer(path), group, axes) if axes else None
+            self.keyed[path] = leaf
+            return leaf
+
+
+@dataclass(frozen=True)
+class KeyedLeaf:
+    pointer: str
+    group: Group | None
+    controlled_on: tuple[str, ...]
+
+
+def rules_for(docs: Iterable[Mapping[str, Any]]) -> RuleSet:
+    """Contract pointers made concrete for these documents ('{primary}' resolved for each of them)."""
+    return _concrete_rules(tuple(sorted({p for p in (_primary_name(d) for d in docs) if p})))
+
+
+@lru_cache(maxsize=256)
+def _concrete_rules(primaries: tuple[str, ...]) -> RuleSet:
+    """Shared and read-only: one per set of primary names (a handful: the metrics' names are few)."""
+    c = contract()
+    out: dict[Path, Rule] = {split_pointer(p): Rule(split_pointer(p), None, reason) for p, reason in c.ignored}
+    for group in c.groups:
+        for pointer in group.pointers:
+            names = primaries if "{primary}" in pointer else [None]
+            for name in names:
+                concrete = pointer.replace("{primary}", name) if name else pointer
+                out[split_pointer(concrete)] = Rule(split_pointer(concrete), group)
+    return RuleSet(out)
+
+
+def _matches(pattern: Path, path: Path) -> bool:
+    return len(pattern) == len(path) and all(p in ("*", q) for p, q in zip(pattern, path, strict=True))
+
+
+def governing(path: Path, rules: Mapping[Path, Rule], wild: Sequence[Rule] | None = None) -> Rule | None:
+    """The rule of the longest pointer that is a prefix of `path`; '*' matches any one segment (list index).
+
+    `wild` is the rules whose pointer has a '*'; callers classifying many leaves gather it once.
+    """
+    if wild is None:
+        wild = [r for r in rules.values() if "*" in r.path]
+    for end in range(len(path), 0, -1):
+        rule = rules.get(path[:end]) or next((r for r in wild if _matches(r.path, path[:end])), None)
+        if rule is not None:
+            return rule
+    return None
+
+
+def leaves(value: Any, path: Path = ()) -> Iterable[tuple[Path, Any]]:
+    """Scalars and lists of scalars by path; None and empty containers are 'not stated' and yield nothing."""
+    if isinstance(value, dict):
+        for key, child in value.items():
+            yield from leaves(child, (*path, str(key)))
+    elif isinstance(value, list) and any(isinstance(v, dict | list) for v in value):
+        for i, child in enumerate(value):
+            yield from leaves(child, (*path, str(i)))
+    elif value is not None and value != []:
+        yield path, value
+
+
+def normalised(group: Group, value: Any) -> Any:
+    if group.compare == "major" and isinstance(value, str):
+        return value.rsplit(".", 1)[0]  # "benchreg.submission/1.0" -> "benchreg.submission/1"
+    return value
+
+
+def same(values: Sequence[Any]) -> bool:
+    first = canonicalize(values[0])
+    return all(canonicalize(v) == first for v in values[1:])
+
+
+def _governed(doc: Mapping[str, Any], rules: RuleSet) -> list[tuple[Path, Any, Rule | None]]:
+    """Every leaf of the document with the rule that governs it (the same on every axis)."""
+    return [(path, value, rules.governing(path)) for path, value in leaves(dict(doc))]
+
+
+def classify(doc: Mapping[str, Any], rules: RuleSet, axis: str) -> dict[str, dict[Path, tuple[Group | None, Any]]]:
+    """role -> {path: (group, value)} for every leaf of the document that has a role on this axis."""
+    c = contract()
+    out: dict[str, dict[Path, tuple[Group | None, Any]]] = {role: {} for role in ROLES}
+    for path, value, rule in _governed(doc, rules):
+        if rule is not None and rule.group is None:
+            continue  # ignored, with the reason in the contract
+        # A leaf no contract pointer covers (a field added by a later 1.x minor) takes the unlisted role.
+        group = rule.group if rule is not None else None
+        role = group.role(axis) if group is not None else c.unlisted_role
+        out[role][path] = (group, normalised(group, value) if group is not None else value)
+    return out
+
+
+def known_axis(axis: str) -> str:
+    c = contract()
+    if axis not in c.axes:
+        raise ComparabilityError(f"unknown axis {axis!r}: the axes are {', '.join(c.axes)}")
+    return axis
+
+
+def controlled_projection(doc: Mapping[str, Any], axis: str | None = None) -> dict[str, Any]:
+    """The run's controlled fields on `axis` (default: the contract's default), as {JSON pointer: value}."""
+    axis = known_axis(axis or contract().default_axis)
+    fields = classify(doc, rules_for([doc]), axis)["controlled"]
+    return {join_pointer(path): value for path, (_, value) in sorted(fields.items())}
+
+
+def field_roles(doc: Mapping[str, Any], axis: str | None = None) -> dict[str, str]:
+    """Every stated field of the run with its role on `axis` ("ignored" included), as {JSON pointer: role}."""
+    axis = known_axis(axis or contract().default_axis)
+    rules = rules_for([doc])
+    classified = classify(doc, rules, axis)
+    out = {join_pointer(p): "ignored" for p, _ in leaves(dict(doc))}
+    out.update({join_pointer(p): role for role, fields in classified.items() for p in fields})
+    return dict(sorted(out.items()))
+
+
+def comparability_key(doc: Mapping[str, Any], axis: str | None = None) -> str:
+    """'sha256:<hex>' of the canonical {contract version, axis, controlled projection}.
+
+    Two runs have the same key on an axis exactly when no controlled field differs between them, so
+    "every run comparable with X" is one lookup of X's key (requirements, e.g. quality on the precision
+    axis, are checked by `check`).
+    """
+    axis = known_axis(axis or contract().default_axis)
+    return digest({"contract": contract().version, "axis": axis, "controlled": controlled_projection(doc, axis)})
+
+
+def comparability_keys(doc: Mapping[str, Any]) -> dict[str, str]:
+    """`comparability_key` on every axis at once: each leaf is read once, and what the contract says of its path
+    (pointer, controlled on which axes) is remembered across documents. The projections' order does not matter:
+    the digest's canonical form sorts keys."""
+    c = contract()
+    rules = rules_for([doc])
+    controlled: dict[str, dict[str, Any]] = {axis: {} for axis in c.axes}
+    for path, value in leaves(dict(doc)):
+        leaf = rules.keyed_leaf(path)
+        if leaf is None:
+            continue
+        if leaf.group is not None:
+            value = normalised(leaf.group, value)
+        for axis in leaf.controlled_on:
+            controlled[axis][leaf.pointer] = value
+    return {
+        axis: digest({"contract": c.version, "axis": axis, "controlled": fields}) for axis, fields in controlled.items()
+    }
+
+
+# Subject groups that name a machine rather than describe it: two runs on lab-h200-07 and lab-h200-08 with
+# the same accelerators, host and interconnect are repetitions of one configuration, not two arms.
+IDENTITY_GROUPS = frozenset({"system_identity"})
+
+
+def configuration(doc: Mapping[str, Any], axis: str) -> dict[str, Any]:
+    """The run's configuration on `axis`: its subject fields without identity fields, {field name: value}."""
+    fields = classify(doc, rules_for([doc]), known_axis(axis))["subject"]
+    return {field_name(p): v for p, (g, v) in sorted(fields.items()) if g is None or g.id not in IDENTITY_GROUPS}

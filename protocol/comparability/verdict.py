@@ -1,0 +1,144 @@
+"""`check`: whether runs may be set side by side along an axis, with every field that differs, by role.
+
+Symmetric and order-independent: the same runs in any order give the same differences (each difference lists
+values in the order the runs were given).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import value_at
+from .definition import ROLES, ComparabilityError, Group, contract
+from .roles import Path, classify, field_name, join_pointer, known_axis, rules_for, same, split_pointer
+from .words import difference_words, display
+
+
+@dataclass(frozen=True)
+class FieldDifference:
+    """One field whose values differ between runs, in words a buyer understands.
+
+    `values` holds each run's value as display text, in the order the runs were given; `role` is the
+    field's role on the axis ("controlled", "subject", "disclosed", or "required" for a missing field
+    an axis requires).
+    """
+
+    pointer: str
+    field: str
+    group: str
+    label: str
+    role: str
+    values: tuple[str, ...]
+    words: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "pointer": self.pointer,
+            "field": self.field,
+            "group": self.group,
+            "label": self.label,
+            "role": self.role,
+            "values": list(self.values),
+            "words": self.words,
+        }
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether runs may be compared along `axis`, and every field that differs, by role."""
+
+    axis: str
+    contract_version: str
+    comparable: bool
+    refusals: tuple[FieldDifference, ...]
+    requirement_failures: tuple[FieldDifference, ...]
+    disclosures: tuple[FieldDifference, ...]
+    subject_differences: tuple[FieldDifference, ...]
+
+    @property
+    def offending(self) -> tuple[FieldDifference, ...]:
+        """Everything that makes the comparison refused: controlled differences and missing requirements."""
+        return self.refusals + self.requirement_failures
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "axis": self.axis,
+            "contract_version": self.contract_version,
+            "comparable": self.comparable,
+            "refusals": [d.as_dict() for d in self.refusals],
+            "requirement_failures": [d.as_dict() for d in self.requirement_failures],
+            "disclosures": [d.as_dict() for d in self.disclosures],
+            "subject_differences": [d.as_dict() for d in self.subject_differences],
+        }
+
+
+def _differences(per_doc: Sequence[Mapping[Path, tuple[Group | None, Any]]], role: str) -> tuple[FieldDifference, ...]:
+    out = []
+    for path in sorted(set().union(*(d.keys() for d in per_doc))):
+        values = [d[path][1] if path in d else None for d in per_doc]
+        if same(values):
+            continue
+        group = next(d[path][0] for d in per_doc if path in d)
+        shown = tuple(display(v) for v in values)
+        name = field_name(path)
+        out.append(
+            FieldDifference(
+                pointer=join_pointer(path),
+                field=name,
+                group=group.id if group else "unlisted",
+                label=group.label if group else "field not named in the contract",
+                role=role,
+                values=shown,
+                words=difference_words(name, shown),
+            )
+        )
+    return tuple(out)
+
+
+def _requirement_failures(docs: Sequence[Mapping[str, Any]], axis: str) -> tuple[FieldDifference, ...]:
+    out = []
+    for req in contract().requirements_for(axis):
+        values = [value_at(d, req.pointer) for d in docs]
+        if all(v is not None for v in values):
+            continue
+        shown = tuple(display(v) if v is not None else "missing" for v in values)
+        name = field_name(split_pointer(req.pointer))
+        out.append(
+            FieldDifference(
+                pointer=req.pointer,
+                field=name,
+                group="requirement",
+                label=req.label,
+                role="required",
+                values=shown,
+                words=f"{difference_words(name, shown)} (required on the {axis} axis: {req.reason})",
+            )
+        )
+    return tuple(out)
+
+
+def check(docs: Sequence[Mapping[str, Any]], axis: str | None = None) -> Verdict:
+    """Whether `docs` (valid submissions) may be compared along `axis`, with every differing field.
+
+    Comparable exactly when no controlled field differs and every requirement of the axis holds. Raises
+    ComparabilityError for an unknown axis or fewer than two runs.
+    """
+    axis = known_axis(axis or contract().default_axis)
+    docs = list(docs)
+    if len(docs) < 2:
+        raise ComparabilityError(f"a comparison needs at least 2 runs, got {len(docs)}")
+    rules = rules_for(docs)
+    classified = [classify(d, rules, axis) for d in docs]
+    by_role = {role: _differences([c[role] for c in classified], role) for role in ROLES}
+    failures = _requirement_failures(docs, axis)
+    return Verdict(
+        axis=axis,
+        contract_version=contract().version,
+        comparable=not by_role["controlled"] and not failures,
+        refusals=by_role["controlled"],
+        requirement_failures=failures,
+        disclosures=by_role["disclosed"],
+        subject_differences=by_role["subject"],
+    )

@@ -1,0 +1,33 @@
+"""The MLPerf importer: published MLPerf Inference and Training trees as benchreg protocol documents.
+
+Plain Python (no Django). `parse_tree` reads an Inference tree and `training.parse_tree` a Training one; both
+return an `ImportPlan` whose `ImportItem.document`s the caller submits through the normal validation and storage
+path. `report_dict` and `render_report` give the per-file report. Inside, one module per concern:
+
+* `rules`: MLPerf's own tables (scenarios, formats, accuracy targets, published figures, vocabularies);
+* `plan`, `ledger`, `tree`: what an import produces, the per-item file ledger and the safe tree walk, shared
+  by both importers;
+* `logs`: the readers of MLPerf's files; `systems`: the system description's sections;
+* `documents`: one Inference result as a document; `inference` and `training`: the two entry points;
+* `report`: the per-file report.
+"""
+
+from . import training
+from .inference import parse_tree
+from .plan import FileReport, ImportItem, ImportPlan, SourceError
+from .report import render_report, report_dict
+from .rules import PERCENTILES, SCENARIOS, UNSPECIFIED
+
+__all__ = [
+    "PERCENTILES",
+    "SCENARIOS",
+    "UNSPECIFIED",
+    "FileReport",
+    "ImportItem",
+    "ImportPlan",
+    "SourceError",
+    "parse_tree",
+    "render_report",
+    "report_dict",
+    "training",
+]

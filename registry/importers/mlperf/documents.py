@@ -1,0 +1,442 @@
+"""One MLPerf Inference result, read from its files, as a benchreg protocol document (`build_document`).
+
+Every number is a number of the source files (latencies converted ns -> ms by /1e6), or a count stated in
+docs/mlperf-import.md; a value that cannot be read is kept verbatim in provenance.origin.unparsed and flagged.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from typing import Any
+
+from protocol import rules
+
+from .. import units
+from .plan import Build, SourceError
+from .rules import (
+    ARRIVAL,
+    EARLY_STOPPING,
+    FORMATS,
+    OBSERVED_SINGLE_STREAM,
+    PERCENTILES,
+    QUANTIZED,
+    SCENARIOS,
+    TEST06_CHECKS,
+    TOKEN_HEADLINE,
+    UNSPECIFIED,
+    VALIDITY_KEYS,
+    Accuracy,
+    accuracy_rule,
+    model_of,
+)
+from .systems import publication_facets, software_section, system_section
+
+
+def build_document(
+    src: dict[str, Any],
+    system_id: str,
+    benchmark: str,
+    scenario: str,
+    round_name: str | None,
+    files: dict[str, str],
+    build: Build,
+) -> dict[str, Any]:
+    detail = src["detail"]
+    round_value = round_of(round_name, detail)
+    _round_from_loadgen(round_value, round_name, detail, build)
+    count = _sample_count(detail)
+    return {
+        "protocol": f"{rules.PROTOCOL_NAME}/{rules.PROTOCOL_VERSION}",
+        "phase": "inference",
+        "workload": _workload(benchmark, round_value, detail, scenario),
+        "scenario": _scenario(scenario, detail),
+        "precision": _precision(src["measurements"], build),
+        "system": system_section(src["system"], build),
+        "software": software_section(src["system"], src["measurements"], _settings(detail, src["user_conf"]), build),
+        "conditions": _conditions(detail, src["test06"], count, build),
+        "metrics": _metrics(detail, scenario, benchmark, count, src["accuracy"], build),
+        "provenance": _provenance(src, system_id, benchmark, scenario, round_value, files, build),
+    }
+
+
+def round_of(round_name: str | None, detail: dict[str, Any]) -> str:
+    """'v<major>.<minor>' from the argument, else from LoadGen's version (LoadGen 5.1.x is round v5.1)."""
+    if round_name:
+        return round_name if round_name.startswith("v") else f"v{round_name}"
+    match = re.match(r"^(\d+)\.(\d+)", str(detail["loadgen_version"]))
+    if not match:
+        raise SourceError(
+            f"loadgen_version {detail['loadgen_version']!r} has no major.minor: pass the round", where="detail"
+        )
+    return f"v{match[1]}.{match[2]}"
+
+
+def _round_from_loadgen(round_value: str, round_name: str | None, detail: dict[str, Any], build: Build) -> None:
+    if not round_name:
+        build.warnings.append(
+            f"round {round_value} taken from loadgen_version {detail['loadgen_version']!r}: "
+            "LoadGen versions can lag the round (pass --round, or keep the repository's "
+            "folder name such as inference_results_v5.1)"
+        )
+
+
+def _sample_count(detail: dict[str, Any]) -> int:
+    """Number of timed samples: queries × samples per query as LoadGen generated them."""
+    queries, per_query = detail.get("result_query_count"), detail.get("generated_samples_per_query", 1)
+    if not isinstance(queries, int) or not isinstance(per_query, int) or queries < 1:
+        raise SourceError("result_query_count / generated_samples_per_query are not positive integers", where="detail")
+    return queries * per_query
+
+
+def _workload(benchmark: str, round_value: str, detail: dict[str, Any], scenario: str) -> dict[str, Any]:
+    # MLPerf fixes no batch size: the SUT batches as it likes. batch_size counts the samples in the unit
+    # LoadGen times (one sample; one query of 8 in MultiStream) and `batching` says the SUT chose the rest.
+    per_query = detail.get("generated_samples_per_query", 1)
+    workload: dict[str, Any] = {
+        "name": benchmark,
+        "version": f"mlperf-inference-{round_value}",
+        "shape": {"batch_size": per_query if scenario == "MultiStream" else 1, "batching": "sut-chosen"},
+    }
+    total = detail.get("qsl_reported_total_count")
+    if isinstance(total, int):
+        workload["dataset"] = {"samples": total}
+    return workload
+
+
+def _ms(value: Any) -> float:
+    """Nanoseconds -> milliseconds, correctly rounded once (int / 1e6 is exact IEEE division)."""
+    if isinstance(value, Decimal):
+        return float(value / Decimal(1_000_000))
+    return float(value) / 1e6  # exact: LoadGen's ns counts are far below 2**53
+
+
+def _number(value: Any) -> float | int:
+    return float(value) if isinstance(value, Decimal) else value
+
+
+def _scenario(scenario: str, detail: dict[str, Any]) -> dict[str, Any]:
+    # target_qps is left out on purpose: in MLPerf it is the submitter's tuning knob (and /scenario is a
+    # controlled field), so it goes to software.settings as loadgen.target_qps.
+    out: dict[str, Any] = {"kind": SCENARIOS[scenario], "arrival": ARRIVAL[scenario]}
+    slo: dict[str, float] = {}
+    if scenario in ("Server", "Interactive") and detail.get("effective_target_latency_percentile") == Decimal("0.99"):
+        for key, name in (("requested_server_ttft_latency", "ttft_p99"), ("requested_server_tpot_latency", "tpot_p99")):
+            if isinstance(detail.get(key), int) and detail[key] > 0:
+                slo[name] = _ms(detail[key])
+        target = detail.get("effective_target_latency_ns")
+        if isinstance(target, int) and target > 0:
+            slo["latency_p99"] = _ms(target)
+    if slo:
+        out["latency_slo_ms"] = slo
+    return out
+
+
+def _precision(measurements: dict[str, Any], build: Build) -> dict[str, Any]:
+    raw_weights = str(measurements.get("weight_data_types", "")).strip()
+    weights = FORMATS.get(raw_weights.lower())
+    if weights is None:
+        weights = UNSPECIFIED
+        build.flag("measurements.weight_data_types", raw_weights, "not one format of the protocol's list")
+    # MLPerf does not report activation precision; input_data_types is the type of the model's inputs.
+    precision: dict[str, Any] = {"weights": weights, "activations": UNSPECIFIED}
+    raw_inputs = str(measurements.get("input_data_types", "")).strip()
+    if FORMATS.get(raw_inputs.lower()):
+        precision["inputs"] = FORMATS[raw_inputs.lower()]
+    elif not units.not_stated(raw_inputs):
+        build.flag("measurements.input_data_types", raw_inputs, "not one format of the protocol's list")
+    transformations = str(measurements.get("weight_transformations", "")).strip()
+    if weights in QUANTIZED or weights == UNSPECIFIED or "quant" in transformations.lower():
+        note = f"measurements.json weight_data_types {raw_weights!r}"
+        if weights == "fp8":
+            note += "; the fp8 variant (e4m3 or e5m2, OCP or FNUZ encoding) is not stated"
+        precision["quantization"] = {"method": transformations or None, "notes": note}
+    return precision
+
+
+def _settings(detail: dict[str, Any], user_conf: dict[str, str] | None) -> dict[str, Any]:
+    """LoadGen's effective settings (the detail log) and the submitter's user.conf, as switches."""
+    settings: dict[str, Any] = {}
+    for key, value in detail.items():
+        if key.startswith("effective_") or key == "generated_samples_per_query":
+            name = "loadgen." + key.removeprefix("effective_")
+            if isinstance(value, bool | str):
+                settings[name] = value
+            elif isinstance(value, int):  # the RNG seeds exceed 2**53: kept exact as text
+                settings[name] = value if abs(value) <= 2**53 else str(value)
+            elif isinstance(value, Decimal):
+                settings[name] = float(value)
+    for key, text in (user_conf or {}).items():
+        settings[f"user.conf:{key}"] = _conf_value(text)
+    return settings
+
+
+def _conf_value(text: str) -> Any:
+    if re.fullmatch(r"-?\d+", text) and abs(int(text)) <= 2**53:
+        return int(text)
+    if re.fullmatch(r"-?\d+\.\d+", text):
+        return float(text)
+    return text
+
+
+def _conditions(detail: dict[str, Any], test06: dict[str, str] | None, count: int, build: Build) -> dict[str, Any]:
+    met = detail.get("early_stopping_met")
+    steady: dict[str, Any] = {"method": "loadgen-early-stopping", "reached": met if isinstance(met, bool) else None}
+    if met is False:
+        steady["reasons"] = ["LoadGen's early-stopping criterion was not met (early_stopping_met = false)"]
+    # LoadGen logs no warm-up and not the length of the timed window (min_duration is a lower bound).
+    return {
+        "warmup": None,
+        "window": {"seconds": None, "iterations": count, "repetitions": 1},
+        "steady_state": steady,
+        "validity": _validity(detail, test06, build),
+    }
+
+
+def _validity(detail: dict[str, Any], test06: dict[str, str] | None, build: Build) -> dict[str, Any]:
+    checks = {name: detail[key] for key, name in VALIDITY_KEYS.items() if isinstance(detail.get(key), bool)}
+    for key, name in (
+        ("early_stopping_ttft_result", "ttft_early_stopping"),
+        ("early_stopping_tpot_result", "tpot_early_stopping"),
+    ):
+        text = str(detail.get(key, "")).strip()
+        if text == "* Run successful.":
+            checks[name] = True
+        elif text:
+            build.flag(f"detail.{key}", text, "LoadGen's early-stopping text is not the known success line")
+    if isinstance(detail.get("num_errors"), int):
+        checks["loadgen_no_errors"] = detail["num_errors"] == 0
+    for label, raw in (test06 or {}).items():
+        if raw in ("True", "False"):
+            checks[TEST06_CHECKS[label]] = raw == "True"
+        else:  # "Skipped" (no first token in Offline) is not a pass or a fail
+            build.unparsed[f"TEST06.{TEST06_CHECKS[label]}"] = raw
+    return {"valid": detail["result_validity"] == "VALID", "checks": checks}
+
+
+def _rate(detail: dict[str, Any], key: str, unit: str) -> dict[str, Any]:
+    if key not in detail:
+        raise SourceError(f"has no {key} record", where="detail")
+    return {"value": _number(detail[key]), "unit": unit}
+
+
+def _distribution(
+    detail: dict[str, Any], count: int, low: str, mean: str, high: str, pct: str, build: Build
+) -> dict[str, Any] | None:
+    """A LoadGen latency distribution in ms; percentiles the sample count cannot support are left out."""
+    dist: dict[str, Any] = {"count": count, "method": "loadgen", "unit": "ms"}
+    for name, key in (("min", low), ("mean", mean), ("max", high)):
+        if isinstance(detail.get(key), int | Decimal):
+            dist[name] = _ms(detail[key])
+    if "mean" in dist and not dist.get("min", 0) <= dist["mean"] <= dist.get("max", dist["mean"]):
+        # LoadGen's Offline logs can carry a mean outside [min, max] (it times the one query, not samples):
+        # an impossible value is not typed; it is kept verbatim and flagged.
+        del dist["mean"]
+        build.flag(f"detail.{mean}", str(detail[mean]), "a mean outside LoadGen's own [min, max]")
+    for text, name in PERCENTILES.items():
+        key = pct.format(p=text)
+        if isinstance(detail.get(key), int | Decimal) and rules.percentile_allowed(name, count):
+            dist[name] = _ms(detail[key])
+    return dist if len(dist) > 3 else None
+
+
+def _throughput(
+    detail: dict[str, Any],
+    model: str,
+    published: str | None,
+    samples_key: str,
+    tokens_key: str,
+    add_tokens: bool,
+    build: Build,
+) -> dict[str, Any]:
+    """Offline or Server rates: the headline MLPerf publishes for the model (`published`, tokens/s for LLMs), or
+    samples/s with a warning when the log lacks it; the other rate kept beside it."""
+    key = published if published in detail else samples_key
+    if published and key != published:
+        build.warnings.append(
+            f"MLPerf publishes {published} for {model}; the log has none, so the headline is samples/s"
+        )
+    out = {"throughput": _rate(detail, key, "tokens/s" if "token" in key else "samples/s")}
+    if key != samples_key:
+        out["request_rate"] = _rate(detail, samples_key, "requests/s")
+    elif add_tokens:
+        out["tokens_per_second"] = _rate(detail, tokens_key, "tokens/s")
+    return out
+
+
+def _metrics(
+    detail: dict[str, Any], scenario: str, benchmark: str, count: int, accuracy: dict[str, Any] | None, build: Build
+) -> dict[str, Any]:
+    model = model_of(benchmark)
+    offline_key, server_key = TOKEN_HEADLINE.get(model, (None, None))
+    llm = "result_tokens_per_second" in detail or "result_completed_tokens_per_second" in detail
+    metrics: dict[str, Any] = {"primary": "throughput"}
+    if scenario == "Offline":
+        metrics.update(
+            _throughput(detail, model, offline_key, "result_samples_per_second", "result_tokens_per_second", llm, build)
+        )
+    elif scenario in ("Server", "Interactive"):
+        tokens = "result_completed_tokens_per_second"
+        metrics.update(
+            _throughput(detail, model, server_key, "result_completed_samples_per_sec", tokens, tokens in detail, build)
+        )
+    else:
+        key, percentile = EARLY_STOPPING[scenario]
+        metrics["primary"] = f"latency_ms.{percentile}"
+        if "result_qps_with_loadgen_overhead" in detail:
+            metrics["throughput"] = _rate(detail, "result_qps_with_loadgen_overhead", "queries/s")
+        elif "result_samples_per_second" in detail:
+            metrics["throughput"] = _rate(detail, "result_samples_per_second", "samples/s")
+        if model in OBSERVED_SINGLE_STREAM and scenario == "SingleStream":
+            pass  # MLPerf publishes the observed p90 for this benchmark
+        elif isinstance(detail.get(key), int | Decimal):
+            metrics["latency_estimate_ms"] = {
+                "value": _ms(detail[key]),
+                "unit": "ms",
+                "percentile": percentile,
+                "method": "loadgen-early-stopping",
+                "count": detail["result_query_count"],
+            }
+            metrics["primary"] = "latency_estimate_ms"
+        else:
+            build.warnings.append(
+                f"no {key} record: the headline is LoadGen's observed {percentile}, not the "
+                "early-stopping estimate MLPerf publishes"
+            )
+    metrics["latency_ms"] = _latency(detail, scenario, count, build)
+    if llm and scenario != "Offline":
+        metrics["ttft_ms"] = _distribution(
+            detail,
+            count,
+            "result_first_token_min_latency_ns",
+            "result_first_token_mean_latency_ns",
+            "result_first_token_max_latency_ns",
+            "result_first_token_{p}_percentile_latency_ns",
+            build,
+        )
+        metrics["tpot_ms"] = _distribution(
+            detail,
+            count,
+            "result_time_to_output_token_min",
+            "result_time_to_output_token_mean",
+            "result_time_to_output_token_max",
+            "result_time_per_output_token_{p}_percentile_ns",
+            build,
+        )
+    if accuracy is not None:
+        metrics["quality"] = _quality(benchmark, accuracy, build)
+    return {k: v for k, v in metrics.items() if v is not None}
+
+
+def _latency(detail: dict[str, Any], scenario: str, count: int, build: Build) -> dict[str, Any] | None:
+    if scenario == "MultiStream" and "result_99.00_percentile_per_query_latency_ns" in detail:
+        # MultiStream is judged per query (8 samples), so the distribution is over queries.
+        return _distribution(
+            detail,
+            detail["result_query_count"],
+            "result_min_query_latency_ns",
+            "result_mean_query_latency_ns",
+            "result_max_query_latency_ns",
+            "result_{p}_percentile_per_query_latency_ns",
+            build,
+        )
+    return _distribution(
+        detail,
+        count,
+        "result_min_latency_ns",
+        "result_mean_latency_ns",
+        "result_max_latency_ns",
+        "result_{p}_percentile_latency_ns",
+        build,
+    )
+
+
+def _quality(benchmark: str, accuracy: dict[str, Any], build: Build) -> dict[str, Any] | None:
+    """metrics.quality from accuracy.txt, judged as MLPerf judges it; None (flagged) when the file holds no
+    value of the benchmark's headline accuracy metric. The run is imported either way: accuracy is optional."""
+    values: dict[str, Any] = accuracy["values"]
+    for line in accuracy.get("unread", []):
+        build.warnings.append(f"accuracy.txt line not read: {line[:80]!r}")
+    if accuracy.get("hash"):
+        build.unparsed["accuracy.hash"] = accuracy["hash"]
+    suffix = re.search(r"-(99|99\.9)$", benchmark)
+    model = model_of(benchmark)
+    ratio = {"99": 0.99, "99.9": 0.999}[suffix[1]] if suffix else (0.99 if model != "stable-diffusion-xl" else None)
+    rule = accuracy_rule(model, ratio or 0.99)
+    if rule is None:
+        build.warnings.append(f"no MLPerf accuracy rule known for {benchmark}: values kept, nothing judged")
+        metric = next(iter(values), None)
+        if metric is None:
+            return None
+        return {"metric": metric, "value": values[metric], "target_ratio": ratio, "values": values}
+    metric = next(iter(rule.checks))
+    if not isinstance(values.get(metric), int | float):
+        build.flag(
+            "accuracy.txt",
+            "; ".join(f"{k}={v}" for k, v in values.items()) or "(no values)",
+            f"no {metric} value, MLPerf's accuracy metric for {model}",
+        )
+        return None
+    reference = rule.checks[metric][0]
+    build.targets.update({name: {"min": low, "max": high} for name, (_ref, low, high) in rule.checks.items()})
+    return {
+        "metric": metric,
+        "value": values[metric],
+        "target_ratio": ratio if reference else None,
+        "reference_value": reference,
+        "reference_precision": rule.reference_precision if reference else None,
+        "passed": _passed(rule, values),
+        "values": values,
+    }
+
+
+def _passed(rule: Accuracy, values: dict[str, Any]) -> bool | None:
+    """MLPerf's own verdict: every checked value within its bounds; None when one of them is absent."""
+    verdict = True
+    for name, (_ref, low, high) in rule.checks.items():
+        value = values.get(name)
+        if not isinstance(value, int | float):
+            return None
+        verdict = verdict and (low is None or value >= low) and (high is None or value <= high)
+    return verdict
+
+
+def _provenance(
+    src: dict[str, Any],
+    system_id: str,
+    benchmark: str,
+    scenario: str,
+    round_value: str,
+    files: dict[str, str],
+    build: Build,
+) -> dict[str, Any]:
+    system, detail = src["system"], src["detail"]
+    submitter = str(system.get("submitter", "")).strip()
+    if not submitter:
+        raise SourceError("the system description names no submitter", where="system")
+    origin: dict[str, Any] = {
+        "kind": "mlperf-inference",
+        "round": round_value,
+        "submitter": submitter,
+        **publication_facets(system, build),
+        "system_id": system_id,
+        "benchmark": benchmark,
+        "scenario": scenario,
+        "loadgen_version": str(detail["loadgen_version"]),
+        "files": files,
+    }
+    if build.targets:
+        origin["targets"] = dict(sorted(build.targets.items()))
+    for key in ("power_begin", "power_end"):  # LoadGen's run markers, written without a time zone
+        if isinstance(detail.get(key), str):
+            build.unparsed[f"detail.{key}"] = detail[key]
+    if build.unparsed:
+        origin["unparsed"] = dict(sorted(build.unparsed.items()))
+    return {
+        "runner": {"name": "mlperf-loadgen", "version": str(detail["loadgen_version"])},
+        "submitter": submitter,
+        "source": "import",
+        "started_at": str(detail["test_datetime"]),
+        "finished_at": None,
+        "origin": origin,
+    }

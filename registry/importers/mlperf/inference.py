@@ -1,0 +1,269 @@
+"""Import a published MLPerf Inference submission tree as benchreg protocol documents.
+
+Plain Python (no Django): `parse_tree` reads the tree and returns an `ImportPlan`; the caller submits each
+`ImportItem.document` through the normal validation and storage path. The contract:
+
+* one item per results/<system>/<benchmark>/<scenario>/ directory; its document passes `protocol.check`,
+  or is None with the reasons in `errors` and a per-file report in `files`;
+* every number in a document is a number of the source files (latencies converted ns -> ms by /1e6, memory
+  sizes by a closed unit table), or a count stated in docs/mlperf-import.md; nothing is guessed: a value
+  that cannot be parsed is kept verbatim in provenance.origin.unparsed and listed in `warnings`;
+* documents hold no wall-clock time of the import and paths relative to the submission root, so parsing
+  the same tree twice gives the same digests (the registry then stores nothing new).
+
+The :::MLLOG lines of mlperf_log_detail.txt are authoritative (MLPerf's submission checker reads them);
+mlperf_log_summary.txt is required and cross-checked against them to its printed precision.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import protocol
+
+from .documents import build_document, round_of
+from .ledger import Ledger, unstorable
+from .logs import cross_check, read_accuracy, read_detail, read_json_object, read_summary, read_test06, read_user_conf
+from .plan import Build, FileReport, ImportItem, ImportPlan, SourceError
+from .rules import INFERRED, LOADGEN_SCENARIO, SCENARIO_FOLDERS
+from .tree import all_files, passed_over, real_dir, subfolders
+
+
+def parse_tree(root: Path, *, round_name: str | None = None) -> ImportPlan:
+    """Read an MLPerf Inference submission tree (or a folder holding several) into an ImportPlan.
+
+    `round_name` ('v5.1' or '5.1') is the round; without it, a folder named like '..._v5.1' on the path, else
+    LoadGen's major.minor version (flagged: LoadGen versions lag rounds).
+    Raises FileNotFoundError when `root` is not a directory; everything else is reported in the plan.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"{root} is not a directory")
+    items: list[ImportItem] = []
+    plan_errors: list[str] = []
+    # The round: the argument, else a folder named like the results repository ('..._v5.1'), else LoadGen's
+    # version, which lags the round (most v5.1 submissions ran LoadGen 5.0), so each run using it is flagged.
+    hint = next((m[1] for part in reversed(root.resolve().parts) if (m := re.search(r"v(\d+\.\d+)$", part))), None)
+    given = round_name
+    if round_name is None and hint:
+        round_name = f"v{hint}"
+    submissions = _submission_roots(root)
+    if not submissions:
+        plan_errors.append("no results/ directory found: not an MLPerf Inference submission tree")
+    for submission in submissions:
+        for folder, scenario in _result_folders(submission):
+            if scenario is None:
+                items.append(_skipped_folder(root, folder))
+            else:
+                items.append(_import_item(submission, root, folder, scenario, round_name))
+    claimed = {root / f.path for item in items for f in item.files}
+    skipped = [_skipped_report(root, path) for path in all_files(root) if path not in claimed]
+    skipped += passed_over(root)
+    round_value, round_source = _plan_round(items, round_name)
+    if given is None and hint:
+        round_source = "folder name"
+    warnings = []
+    if hint and round_value and f"v{hint}" != round_value:
+        warnings.append(f"the folder name suggests round v{hint}, but the round used is {round_value} ({round_source})")
+    return ImportPlan(
+        items=items,
+        skipped=skipped,
+        round=round_value,
+        round_source=round_source,
+        errors=plan_errors,
+        warnings=warnings,
+    )
+
+
+def _submission_roots(root: Path) -> list[Path]:
+    """Folders holding results/ (a submitter's folder such as closed/AMD), outermost first."""
+    if real_dir(root / "results"):
+        return [root]
+    found = sorted(p.parent for p in root.rglob("results") if real_dir(p))
+    return [p for p in found if not any(q != p and q in p.parents for q in found)]
+
+
+def _result_folders(submission: Path) -> list[tuple[Path, str | None]]:
+    """Every results/<system>/<benchmark>/<folder>, with its scenario (None: not a scenario folder)."""
+    results = submission / "results"
+    return [
+        (folder, SCENARIO_FOLDERS.get(folder.name.lower()))
+        for system in subfolders(results)
+        for benchmark in subfolders(system)
+        for folder in subfolders(benchmark)
+    ]
+
+
+def _skipped_folder(tree: Path, folder: Path) -> ImportItem:
+    files = [
+        FileReport(p.relative_to(tree).as_posix(), None, "skipped", "not in a scenario folder")
+        for p in all_files(folder)
+    ]
+    why = (
+        f"'{folder.name}' is not an MLPerf scenario folder (SingleStream, MultiStream, Server, Offline, "
+        "Interactive, in any case)"
+    )
+    return ImportItem(key="/".join(folder.parts[-3:]), document=None, files=files, errors=[], skipped=why)
+
+
+def _skipped_report(root: Path, path: Path) -> FileReport:
+    rel = path.relative_to(root).as_posix()
+    parts = path.relative_to(root).parts
+    if "systems" in parts and path.suffix == ".json":
+        reason = "system description with no results in this tree"
+    elif "results" in parts:
+        reason = "inside results/ but not in a system/benchmark/scenario folder"
+    elif "measurements" in parts or "compliance" in parts:
+        reason = "beside a result the importer does not read this file"
+    else:
+        reason = "not part of an MLPerf result (systems/, results/, measurements/ and compliance/ are read)"
+    return FileReport(rel, None, "skipped", reason)  # not read, so not hashed (accuracy logs run to 100s of MB)
+
+
+def _beside(submission: Path, part: str, scenario_dir: Path) -> Path:
+    """measurements/ or compliance/<system>/<benchmark>/<scenario>/: where published rounds keep files."""
+    system_id, benchmark, folder = scenario_dir.parts[-3:]
+    return submission / part / system_id / benchmark / folder
+
+
+def _measurements_file(submission: Path, scenario_dir: Path, scenario: str) -> Path:
+    """measurements.json in the result folder (v6 layout), else measurements/<...>/<system>_<scenario>.json
+    (v3.1-v5.1 layout; MLPerf's checker matches the name in any case), else the one JSON file there."""
+    inside = scenario_dir / "measurements.json"
+    if inside.is_file():
+        return inside
+    beside = _beside(submission, "measurements", scenario_dir)
+    candidates = sorted(beside.glob("*.json")) if beside.is_dir() else []
+    wanted = f"{scenario_dir.parts[-3]}_{scenario}.json".lower()
+    named = [p for p in candidates if p.name.lower() == wanted]
+    if named:
+        return named[0]
+    # then, as the checker does, a JSON file whose name starts with the system's name
+    prefixed = [p for p in candidates if p.name.lower().startswith(scenario_dir.parts[-3].lower())]
+    if prefixed:
+        return prefixed[0]
+    suffixed = [p for p in candidates if p.name.lower().endswith(f"_{scenario.lower()}.json")]
+    if len(suffixed) == 1:
+        return suffixed[0]
+    return candidates[0] if len(candidates) == 1 else inside
+
+
+def _first_file(*paths: Path) -> Path:
+    return next((p for p in paths if p.is_file()), paths[0])
+
+
+def _import_item(submission: Path, tree: Path, scenario_dir: Path, scenario: str, round_name: str | None) -> ImportItem:
+    system_id, benchmark, _folder = scenario_dir.parts[-3:]
+    key = "/".join(scenario_dir.parts[-3:])
+    ledger = Ledger(submission, tree)
+    perf = scenario_dir / "performance" / "run_1"
+    measurements = _measurements_file(submission, scenario_dir, scenario)
+    beside = _beside(submission, "measurements", scenario_dir)
+    compliance = _beside(submission, "compliance", scenario_dir)
+    sources = {
+        "system": ledger.load(
+            submission / "systems" / f"{system_id}.json", read_json_object, what="system description", required=True
+        ),
+        "summary": ledger.load(perf / "mlperf_log_summary.txt", read_summary, what="LoadGen summary", required=True),
+        "detail": ledger.load(perf / "mlperf_log_detail.txt", read_detail, what="LoadGen detail log", required=True),
+        "measurements": ledger.load(
+            measurements,
+            read_json_object,
+            what="measurements (implementation "
+            f"description; also looked for in {beside.relative_to(tree).as_posix()}/)",
+            required=True,
+        ),
+        "accuracy": ledger.load(
+            scenario_dir / "accuracy" / "accuracy.txt", read_accuracy, what="accuracy result", required=False
+        ),
+        "test06": ledger.load(
+            _first_file(scenario_dir / "TEST06" / "verify_accuracy.txt", compliance / "TEST06" / "verify_accuracy.txt"),
+            read_test06,
+            what="TEST06 compliance result",
+            required=False,
+            quiet=True,
+        ),
+        "user_conf": ledger.load(
+            _first_file(scenario_dir / "user.conf", beside / "user.conf"),
+            read_user_conf,
+            what="LoadGen user.conf",
+            required=False,
+        ),
+    }
+    document, build = None, Build()
+    detail = sources["detail"]
+    if not ledger.errors and detail["effective_scenario"] == "SingleStream" and scenario in INFERRED:
+        return _inferred_item(key, tree, scenario_dir, ledger, scenario)
+    if not ledger.errors:
+        try:
+            cross_check(sources["summary"], sources["detail"], LOADGEN_SCENARIO.get(scenario, scenario))
+            document = build_document(sources, system_id, benchmark, scenario, round_name, ledger.digests(), build)
+        except SourceError as exc:  # a file that read cleanly but cannot be mapped: blame that file
+            blamed = {
+                "summary": perf / "mlperf_log_summary.txt",
+                "system": submission / "systems" / f"{system_id}.json",
+            }.get(exc.where, perf / "mlperf_log_detail.txt")
+            ledger.fail(blamed, str(exc))
+    if document is not None:
+        build.warnings.extend(_layout_mismatches(submission, document))
+        problems = [f"protocol {e.pointer or '/'}: {e.message} [{e.code}]" for e in protocol.errors(document)]
+        problems += unstorable(document)
+        if problems:
+            ledger.errors.extend(problems)
+            document = None
+    files = list(ledger.reports.values()) + _unread(tree, scenario_dir, ledger.reports)
+    return ImportItem(
+        key=key,
+        document=document,
+        files=sorted(files, key=lambda f: f.path),
+        errors=ledger.errors,
+        warnings=ledger.warnings + build.warnings,
+    )
+
+
+def _inferred_item(key: str, tree: Path, scenario_dir: Path, ledger: Ledger, scenario: str) -> ImportItem:
+    why = (
+        f"LoadGen ran SingleStream here: MLPerf infers the {scenario} result from it rather than measuring "
+        "it; only measured runs are imported (see this system's SingleStream folder)"
+    )
+    files = [FileReport(f.path, f.sha256, "skipped", why) for f in ledger.reports.values()]
+    files += _unread(tree, scenario_dir, ledger.reports)
+    return ImportItem(
+        key=key,
+        document=None,
+        files=sorted(files, key=lambda f: f.path),
+        errors=[],
+        warnings=ledger.warnings,
+        skipped=why,
+    )
+
+
+def _layout_mismatches(submission: Path, document: dict[str, Any]) -> list[str]:
+    """The closed/<submitter>/ layout, where present, must agree with the system description."""
+    if submission.parent.name not in ("closed", "open", "network"):
+        return []
+    origin = document["provenance"]["origin"]
+    return [
+        f"the path says {name} {expected!r}, the system description {origin[name]!r}: the description is used"
+        for name, expected in (("division", submission.parent.name), ("submitter", submission.name))
+        if origin[name] != expected
+    ]
+
+
+def _unread(tree: Path, scenario_dir: Path, reports: dict[Path, FileReport]) -> list[FileReport]:
+    return [
+        FileReport(p.relative_to(tree).as_posix(), None, "skipped", "not read by the importer")
+        for p in all_files(scenario_dir)
+        if p not in reports
+    ]
+
+
+def _plan_round(items: list[ImportItem], round_name: str | None) -> tuple[str | None, str]:
+    if round_name:
+        return round_of(round_name, {}), "argument"
+    found = {item.document["provenance"]["origin"]["round"] for item in items if item.document}
+    if len(found) == 1:
+        return found.pop(), "loadgen_version major.minor in mlperf_log_detail.txt (may lag the round)"
+    return None, "mixed rounds: see each item" if found else "undetermined (no item imported)"
