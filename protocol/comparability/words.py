@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from .. import statistics as st
+from ..numbers import Style, number
 from ..rules import DISTRIBUTION_METRICS
 from .roles import controlled_projection, field_name, known_axis, same, split_pointer
 
@@ -157,11 +159,8 @@ def blockers_in_brief(reasons: Sequence[Mapping[str, Any]]) -> str:
     return "; ".join(parts)
 
 
-def _num(value: float | None) -> str:
-    """Three significant figures, trailing zeros kept: 1.00, 0.793, 8.50, 1260."""
-    if value is None:
-        return "?"
-    return f"{value:.0f}" if abs(value) >= 1000 else f"{value:#.3g}".rstrip(".")
+# A ratio with three significant figures, trailing zeros kept (1.00, 0.793, 8.50, 1260); "?" when there is none.
+_ratio = partial(number, style=Style.RATIO, missing="?")
 
 
 def ratio_words(subject: str, baseline: str, metric: str, lower: bool, r: st.Ratio, family: int) -> str:
@@ -169,25 +168,27 @@ def ratio_words(subject: str, baseline: str, metric: str, lower: bool, r: st.Rat
     # With several comparisons against one baseline each interval is wider (Bonferroni): together they
     # are 95% intervals, which is what the words say.
     label = f"{st.CONFIDENCE:.0%} CI" if family == 1 else f"simultaneous {st.CONFIDENCE:.0%} CI"
-    ci = f"{label} {_num(r.ci_low)}–{_num(r.ci_high)}" if r.ci_low is not None else "no interval"
+    ci = f"{label} {_ratio(r.ci_low)}–{_ratio(r.ci_high)}" if r.ci_low is not None else "no interval"
     if r.value is None:
         return f"{subject}'s {what} cannot be set against {baseline}'s: {r.method}"
     if lower:
         change = abs(1.0 - r.value) * 100.0
         direction = "lower" if r.value < 1.0 else "higher"
-        return f"{subject}'s {what} is {_num(r.value)}× {baseline}'s, {change:.0f}% {direction} ({ci}; lower is better)"
-    return f"{subject} delivers {_num(r.value)}× {baseline}'s {what} ({ci})"
+        return (
+            f"{subject}'s {what} is {_ratio(r.value)}× {baseline}'s, {change:.0f}% {direction} ({ci}; lower is better)"
+        )
+    return f"{subject} delivers {_ratio(r.value)}× {baseline}'s {what} ({ci})"
 
 
 def single_configuration_words(label: str, est: st.Estimate) -> str:
     """'all runs repeat one configuration, <label>: <metric> <value> <unit> (<interval>); there is nothing to
     compare it against': the conclusion when every run is a repetition of one setup."""
     ci = (
-        f" ({est.confidence:.0%} CI {_num(est.ci_low)}–{_num(est.ci_high)})"
+        f" ({est.confidence:.0%} CI {_ratio(est.ci_low)}–{_ratio(est.ci_high)})"
         if est.ci_low is not None
         else f" (no interval: {est.evidence})"
     )
     return (
         f"all runs repeat one configuration, {label}: {metric_words(est.metric)} "
-        f"{_num(est.value)} {est.unit or ''}{ci}; there is nothing to compare it against"
+        f"{_ratio(est.value)} {est.unit or ''}{ci}; there is nothing to compare it against"
     )
