@@ -255,9 +255,7 @@ def main() -> None:
             t0 = time.perf_counter()
             fill(url, have, size, user.pk)
             fill_s, have = time.perf_counter() - t0, size
-            lookup, q_lookup = measure(
-                client, f"/api/v1/submissions/{runs[0].pk}/comparable", None, args.repeats, vary
-            )
+            lookup, q_lookup = measure(client, f"/api/v1/submissions/{runs[0].pk}/comparable", None, args.repeats, vary)
             compare, q_compare = measure(client, "/api/v1/comparisons", compare_body, max(5, args.repeats // 3), vary)
             rows.append((size, lookup, q_lookup, compare, q_compare, fill_s))
         first = rows[0]

@@ -148,7 +148,7 @@ def pick_pages(user: Any) -> dict[str, str]:
     comparison, _ = comparison_create(runs=runs, axis="system", created_by=user)
     sample = runs[0]
     from registry.presentation import charts
-    from registry.views import COMPARISON_CHARTS
+    from registry.web.comparisons import COMPARISON_CHARTS
 
     drawn = charts.comparison_charts(comparison.result, [r.document for r in runs])
     chart_pages = {

@@ -1,6 +1,13 @@
-"""One error type for the registry's rules; the API translates it to HTTP in exactly one place."""
+"""One error type for the registry's rules; the API translates it to HTTP in exactly one place.
+
+Also what both doors (pages and API) need to tell a lost database apart from a bug: each answers it 503 in its own
+form.
+"""
 
 from __future__ import annotations
+
+from django.conf import settings
+from django.db import InterfaceError, OperationalError
 
 
 class RegistryError(Exception):
@@ -34,3 +41,17 @@ class ImmutableRecord(RegistryError):
 class NotFound(RegistryError):
     status = 404
     code = "not-found"
+
+
+def database_unavailable(exc: BaseException | None) -> bool:
+    """A lost or refused database connection (the server is down or restarting), not a bug in a query.
+
+    Django raises OperationalError when it cannot connect or the connection drops mid-query, and InterfaceError
+    when a connection that was already closed is used. Both pass: the next request reconnects.
+    """
+    return isinstance(exc, OperationalError | InterfaceError)
+
+
+def unavailable_headers() -> dict[str, str]:
+    """Headers of a 503 for a lost database: when to ask again."""
+    return {"Retry-After": str(settings.BENCHREG_RETRY_AFTER_S)}

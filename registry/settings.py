@@ -132,8 +132,8 @@ AXES_FAILURE_LIMIT = env_int("BENCHREG_LOGIN_FAILURE_LIMIT", 5)
 AXES_COOLOFF_TIME = env_int("BENCHREG_LOGIN_COOLOFF_MINUTES", 15) / 60  # hours
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # either one alone locks: per account and per address
 AXES_RESET_ON_SUCCESS = True
-AXES_LOCKOUT_CALLABLE = "registry.views.login_locked_out"
-AXES_USERNAME_CALLABLE = "registry.views.axes_username"  # bounded to axes' varchar(255)
+AXES_LOCKOUT_CALLABLE = "registry.web.accounts.login_locked_out"
+AXES_USERNAME_CALLABLE = "registry.web.accounts.axes_username"  # bounded to axes' varchar(255)
 AXES_IPWARE_META_PRECEDENCE_ORDER = ("REMOTE_ADDR",)  # never trust a client-sent X-Forwarded-For
 AXES_VERBOSE = False
 
@@ -150,6 +150,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "registry.web.context.permissions",
             ],
         },
     },

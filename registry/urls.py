@@ -1,8 +1,17 @@
+"""The root URL conf: the API under /api/, the admin, the probes, and the pages everywhere else.
+
+It is the one module that sees both doors, so Django's 404 and 500 handlers pick the door's own answer here:
+problem+json under /api/ (registry.api.exception_handlers), an error page elsewhere (registry.web.errors).
+"""
+
 from django.contrib import admin
+from django.http import HttpRequest, HttpResponse
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from registry import health
+from registry.api import exception_handlers as api_errors
+from registry.web import errors as web_errors
 
 urlpatterns = [
     path("api/v1/", include("registry.api.urls")),
@@ -10,12 +19,29 @@ urlpatterns = [
     # The split view serves Swagger UI's start-up script as a file, so the docs page needs no inline script (CSP).
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     path("admin/", admin.site.urls),
-    # --- operations (issue 17): probes for orchestrators and compose (registry/health.py) ---
+    # Probes for orchestrators and compose (registry/health.py).
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
-    path("", include("registry.web_urls")),
+    path("", include("registry.web.urls")),
 ]
 
-handler400 = "registry.api.exception_handlers.bad_request"  # a body too large is 413
-handler404 = "registry.views.not_found"
-handler500 = "registry.views.server_error"
+
+def _is_api(request: HttpRequest) -> bool:
+    return request.path.startswith("/api/")
+
+
+def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    if _is_api(request):
+        return api_errors.api_not_found(request, exception)
+    return web_errors.not_found(request, exception)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    if _is_api(request):
+        return api_errors.api_server_error(request)
+    return web_errors.server_error(request)
+
+
+handler400 = "registry.api.exception_handlers.bad_request"  # both doors; a body too large is 413
+handler404 = not_found
+handler500 = server_error

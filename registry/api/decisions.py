@@ -18,7 +18,6 @@ from registry.api.pagination import NewestFirstCursor
 from registry.api.strict import FreeFormObjectField, WebhookURLField
 from registry.api.submissions import ProblemSerializer
 from registry.exceptions import RegistryError
-from registry.exports import csv_text
 from registry.models import Decision
 from registry.selectors.decisions import decision_list
 from registry.services.decisions import (
@@ -28,6 +27,7 @@ from registry.services.decisions import (
     decision_latest_answer,
     decision_report,
 )
+from registry.presentation.spreadsheet import csv_text
 
 
 class DecisionInputSerializer(serializers.Serializer):

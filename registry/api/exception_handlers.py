@@ -9,14 +9,13 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, RequestDataTooBig, SuspiciousOperation
-from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
 from protocol.errors import printable, printable_data
-from registry.exceptions import RegistryError
+from registry.exceptions import RegistryError, database_unavailable, unavailable_headers
 
 PROBLEM = "application/problem+json"
 log = logging.getLogger(__name__)
@@ -40,19 +39,6 @@ UNAVAILABLE_DETAIL = (
     "the registry cannot reach its database right now; nothing was stored by this request "
     "(a submission is known by its digest, so sending it again is safe)"
 )
-
-
-def database_unavailable(exc: BaseException | None) -> bool:
-    """A lost or refused database connection (the server is down or restarting), not a bug in a query.
-
-    Django raises OperationalError when it cannot connect or the connection drops mid-query, and InterfaceError
-    when a connection that was already closed is used. Both pass: the next request reconnects.
-    """
-    return isinstance(exc, OperationalError | InterfaceError)
-
-
-def unavailable_headers() -> dict[str, str]:
-    return {"Retry-After": str(settings.BENCHREG_RETRY_AFTER_S)}
 
 
 def problem(status: int, code: str, detail: str, errors: list[dict[str, Any]] | None = None) -> dict[str, Any]:

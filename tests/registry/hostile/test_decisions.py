@@ -280,8 +280,8 @@ def test_a_sizing_headroom_of_1e308_is_refused() -> None:
 
 @pytest.mark.django_db
 def test_a_report_price_of_1e308_is_refused_by_the_api_and_the_form() -> None:
-    from registry.forms import ReportRequestForm
     from registry.services.comparisons import comparison_create
+    from registry.web.forms import ReportRequestForm
 
     user = person()
     client = signed_in(user)

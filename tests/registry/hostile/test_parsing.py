@@ -186,8 +186,8 @@ def test_run_ids_beyond_any_row_are_unknown_runs_not_a_500(
 
 
 def test_an_agent_id_beyond_any_row_is_an_invalid_choice_on_the_plan_form() -> None:
-    from registry.forms import RowChoiceField
     from registry.models import Agent
+    from registry.web.forms import RowChoiceField
 
     field = RowChoiceField(queryset=Agent.objects.all())
     for hostile in (["99999999999999999999"], ["-1"], ["1e3"]):
@@ -293,9 +293,9 @@ def _cells(content: bytes) -> list[str]:
 
 
 def _no_formula(cells: list[str]) -> None:
-    from registry.exports import _FORMULA_START, _PLAIN_NUMBER
+    from registry.presentation.spreadsheet import FORMULA_START, PLAIN_NUMBER
 
-    live = [c for c in cells if c.startswith(_FORMULA_START) and not _PLAIN_NUMBER.fullmatch(c)]
+    live = [c for c in cells if c.startswith(FORMULA_START) and not PLAIN_NUMBER.fullmatch(c)]
     assert not live, live
 
 
@@ -351,7 +351,7 @@ def test_csv_exports_never_carry_a_formula_and_keep_numbers(
 
 
 def test_csv_safe_prefixes_text_only() -> None:
-    from registry.exports import csv_safe
+    from registry.presentation.spreadsheet import csv_safe
 
     assert [csv_safe(v) for v in ("=1", "+x", "-x", "@x", "\tx", "\rx", "-1.5", "+3", "1e5", "lab", "")] == [
         "'=1",

@@ -1,4 +1,4 @@
-"""Issue 18 without a browser: the matrix's numbers, set labels, refusal order, comparison sentences, exports, the
+"""The overview without a browser: the matrix's numbers, set labels, refusal order, comparison sentences, exports, the
 run page's wording, and number formatting."""
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def test_a_refusal_leads_with_the_question_and_hints_only_an_axis_that_accepts(
     assert page.context["other_axes"] == [] and "Compare along" not in page.content.decode()
     assert "choose “precision”" not in page.content.decode()
     page = browser_client.post("/compare/", {"run": [fleet["a"].pk, fleet["int8"].pk], "axis": "system"})
-    # both runs state their measured quality, so equal quality (issue 14) accepts them as well
+    # both runs state their measured quality, so equal quality (the iso-quality axis) accepts them as well
     assert page.context["other_axes"] == ["precision", "iso-quality"]
     page = browser_client.post("/compare/", {"run": [fleet["a"].pk, fleet["int8"].pk], "axis": "precision"})
     assert page.status_code == 302

@@ -1,4 +1,4 @@
-"""The comparison builder: refusals explained field by field, accepted comparisons stored, reports requested."""
+"""The comparison builder: refusals explained field by field, accepted comparisons stored and shown."""
 
 from __future__ import annotations
 
@@ -111,52 +111,3 @@ def test_a_withdrawn_run_cannot_be_compared(viewer: Any, admin_user: Any, fleet:
 def test_the_builder_prefills_runs_from_the_query_string(viewer: Any) -> None:
     html = signed_in(viewer).get("/compare/?run=3&run=5").content.decode()
     assert 'value="3, 5"' in html
-
-
-def test_a_report_is_requested_polled_and_downloaded(
-    viewer: Any, fleet: dict[str, Any], django_capture_on_commit_callbacks: Any
-) -> None:
-    client = signed_in(viewer)
-    comparison, _ = comparison_create(runs=[fleet["a"], fleet["b"]], axis="system", created_by=viewer)
-    with django_capture_on_commit_callbacks(execute=True):
-        response = client.post(
-            f"/comparisons/{comparison.pk}/reports", {"title": "Serving cluster", "decision": "Buy H200", "prices": ""}
-        )
-    assert response.status_code == 302
-    report = comparison.reports.get()
-    assert response["Location"] == f"/comparisons/{comparison.pk}/#report-{report.pk}"
-    status = client.get(f"/reports/{report.pk}/status").json()
-    assert status["status"] == "ready", status
-    assert status["download_url"] == f"/reports/{report.pk}/pdf"
-    pdf = client.get(status["download_url"])
-    assert pdf.status_code == 200 and pdf["Content-Type"] == "application/pdf"
-    assert b"".join(pdf.streaming_content).startswith(b"%PDF")
-    page = client.get(f"/comparisons/{comparison.pk}/").content.decode()
-    assert f'id="report-{report.pk}"' in page and "Download the signed PDF" in page
-
-
-def test_prices_must_be_written_as_name_equals_price(viewer: Any, fleet: dict[str, Any]) -> None:
-    comparison, _ = comparison_create(runs=[fleet["a"], fleet["b"]], axis="system", created_by=viewer)
-    response = signed_in(viewer).post(
-        f"/comparisons/{comparison.pk}/reports", {"title": "t", "decision": "d", "prices": "lab-h100-01 three dollars"}
-    )
-    assert response.status_code == 400 and "system name = price" in response.content.decode()
-
-
-def test_another_users_report_is_not_found(viewer: Any, django_user_model: Any, fleet: dict[str, Any]) -> None:
-    from registry.models import Report
-
-    comparison, _ = comparison_create(runs=[fleet["a"], fleet["b"]], axis="system", created_by=viewer)
-    other = django_user_model.objects.create_user("someone-else", password="another-long-password")
-    report = Report.objects.create(
-        comparison=comparison,
-        title="theirs",
-        decision="x",
-        requested_by=other,
-        requested_by_name=other.username,
-        created_at=comparison.created_at,
-    )
-    client = signed_in(viewer)
-    assert client.get(f"/reports/{report.pk}/status").status_code == 404
-    assert client.get(f"/reports/{report.pk}/pdf").status_code == 404
-    assert "theirs" not in client.get(f"/comparisons/{comparison.pk}/").content.decode()

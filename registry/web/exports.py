@@ -7,22 +7,35 @@ order, at most EXPORT_LIMIT of them (the file says so when cut).
 
 from __future__ import annotations
 
-import csv
-import io
 import json
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from django.http import HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
+from django.utils.http import urlencode
 
 from registry.presentation.sentences import ratio_sentences
 from registry.selectors.catalogue import SORTS, CatalogueQuery, matching_runs
 from registry.selectors.matrix import Matrix
+from registry.presentation.spreadsheet import csv_text
 
 EXPORT_LIMIT = 10_000
 FORMATS = ("csv", "json")
+
+
+def export_format(request: HttpRequest) -> str | None:
+    """The file the request asks for with `?format=` (csv or json), or None for the page itself."""
+    fmt = request.GET.get("format", "")
+    return fmt if fmt in FORMATS else None
+
+
+def export_links(request: HttpRequest) -> dict[str, str]:
+    """Links to the CSV and JSON of the page as it is (its filters kept, the page number dropped)."""
+    params = {k: v for k, v in request.GET.items() if k not in ("page", "format") and v}
+    return {fmt: "?" + urlencode({**params, "format": fmt}) for fmt in FORMATS}
+
+
 RUN_COLUMNS = (
     "run",
     "url",
@@ -237,30 +250,6 @@ def comparison_export(comparison: Any, runs: Sequence[Any], absolute: Callable[[
         "runs": rows,
         "pairwise": result.get("pairwise") or [],
     }
-
-
-# A cell a spreadsheet would run as a formula (OWASP "CSV Injection"): text starting with one of these. Numbers
-# stay numbers: only text is ever prefixed, and text that is a plain decimal number ("-1.5") is left as it is.
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n")
-_PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
-
-
-def csv_safe(value: Any) -> Any:
-    """`value` for a CSV cell: text a spreadsheet would evaluate gets a leading apostrophe, shown as typed."""
-    if isinstance(value, str) and value.startswith(_FORMULA_START) and not _PLAIN_NUMBER.fullmatch(value):
-        return "'" + value
-    return value
-
-
-def csv_text(rows: Iterable[Mapping[str, Any]], columns: Sequence[str], *, preamble: str = "") -> str:
-    """CSV of `rows` under a header of `columns` (other keys ignored, None as empty), every cell csv_safe."""
-    buffer = io.StringIO()
-    buffer.write(preamble)
-    writer = csv.DictWriter(buffer, fieldnames=list(columns), extrasaction="ignore")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({k: ("" if v is None else csv_safe(v)) for k, v in row.items()})
-    return buffer.getvalue()
 
 
 def respond(

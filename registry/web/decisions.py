@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -13,13 +12,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from protocol import decisions as dec
-from protocol import sizing
 from registry import policy
 from registry.exceptions import RegistryError
-from registry.forms import RowChoiceField
-from registry.models import Agent
-from registry.permissions import roles_of
 from registry.selectors.decisions import decision_list
 from registry.services.decisions import (
     decision_create,
@@ -29,71 +23,7 @@ from registry.services.decisions import (
     decision_report,
 )
 from registry.services.webhooks import webhook_url_problem
-
-
-class DecisionForm(forms.Form):
-    title = forms.CharField(max_length=200)
-    workload = forms.CharField(max_length=200, help_text="e.g. llama2-70b-99")
-    scenario = forms.ChoiceField(choices=[("server", "server"), ("interactive", "interactive"), ("offline", "offline")])
-    # The ranges are protocol.decisions' plausible ranges (docs/decisions.md), stated on the page as min/max.
-    ttft_p99_ms = forms.FloatField(
-        required=False, min_value=0.001, max_value=sizing.MAX_LATENCY_MS, label="p99 TTFT at most (ms)"
-    )
-    tpot_p99_ms = forms.FloatField(
-        required=False, min_value=0.001, max_value=sizing.MAX_LATENCY_MS, label="p99 TPOT at most (ms)"
-    )
-    quality_target_ratio = forms.FloatField(
-        required=False, min_value=0.001, max_value=1.5, label="Quality target (ratio of the reference, e.g. 0.99)"
-    )
-    demand = forms.FloatField(min_value=0.001, max_value=dec.MAX_DEMAND, label="Demand, sustained")
-    demand_unit = forms.ChoiceField(choices=[(u, u) for u in ("tokens/s", "samples/s", "requests/s", "queries/s")])
-    headroom = forms.FloatField(
-        required=False, min_value=0, max_value=dec.MAX_HEADROOM, label="Headroom (spare capacity, 0.2 = 20%)"
-    )
-    price_per_system_hour = forms.FloatField(
-        required=False, min_value=0, max_value=dec.MAX_PRICE_PER_HOUR, label="Price per system-hour (any system)"
-    )
-    energy_per_kwh = forms.FloatField(
-        required=False, min_value=0, max_value=dec.MAX_ENERGY_PRICE_KWH, label="Energy price per kWh"
-    )
-    webhook_url = forms.URLField(required=False, max_length=500, assume_scheme="https", label="Webhook URL (optional)")
-
-    def question(self) -> dict[str, Any]:
-        d = self.cleaned_data
-        objectives = [
-            {"metric": m, "percentile": "p99", "max_ms": d[f]}
-            for m, f in (("ttft_ms", "ttft_p99_ms"), ("tpot_ms", "tpot_p99_ms"))
-            if d.get(f)
-        ]
-        prices: dict[str, Any] = {}
-        if d.get("price_per_system_hour") is not None:
-            prices["system_hour"] = {"*": d["price_per_system_hour"]}
-        if d.get("energy_per_kwh") is not None:
-            prices["energy_per_kwh"] = d["energy_per_kwh"]
-        return {
-            "phase": "inference",
-            "workload": d["workload"],
-            "scenario": d["scenario"],
-            "objectives": objectives,
-            **({"headroom": d["headroom"]} if d.get("headroom") else {}),
-            "quality": {"target_ratio": d["quality_target_ratio"]} if d.get("quality_target_ratio") else {},
-            "demand": {"value": d["demand"], "unit": d["demand_unit"]},
-            "prices": prices,
-        }
-
-
-class GapPlanForm(forms.Form):
-    """Measure a missing or weak candidate: which live agents run it, and how many times (3: what an interval needs)."""
-
-    candidate = forms.CharField(max_length=500, widget=forms.HiddenInput)
-    agents = RowChoiceField(queryset=Agent.objects.none(), widget=forms.CheckboxSelectMultiple)
-    repetitions = forms.IntegerField(min_value=3, max_value=50, initial=3)
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        # Names only: an agent's inventory, host and addresses stay behind AGENT_READ.
-        self.fields["agents"].queryset = Agent.objects.filter(revoked_at__isnull=True).order_by("name")
-        self.fields["agents"].label_from_instance = lambda agent: agent.name
+from registry.web.forms import DecisionForm, GapPlanForm
 
 
 def _beside_split(candidates: list[dict[str, Any]]) -> tuple[list[dict[str, str]], list[list[dict[str, str]]]]:
@@ -122,7 +52,6 @@ def _decision_context(request: HttpRequest, decision: Any, plan_form: GapPlanFor
         "answer": latest.answer if latest else None,
         "rows": list(zip(candidates, own, strict=True)),
         "beside_common": common,
-        "roles": roles_of(request.user),
         "can_report": policy.can(principal, policy.DECISION_CREATE),
         "can_plan": can_plan,
         "plan_form": plan_form or (GapPlanForm() if can_plan else None),
@@ -162,7 +91,7 @@ def decisions_page(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "registry/decisions.html",
-        {"form": form, "decisions": decisions, "roles": roles_of(request.user)},
+        {"form": form, "decisions": decisions},
         status=status,
     )
 

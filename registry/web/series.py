@@ -1,31 +1,31 @@
-"""Pages of series (issue 19): a run configuration's history, and the alerts list."""
+"""Series pages: a run configuration's history, and the alerts list."""
 
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
 from protocol import changepoints
-from registry.permissions import require_read, run_for_user
+from registry import policy
 from registry.presentation import charts_series
 from registry.selectors.series import alert_list, run_history
 from registry.services.series import alert_body
-from registry.views import _page
 
 
 @login_required
 @require_GET
 def run_history_page(request: HttpRequest, run_id: int) -> HttpResponse:
     """Headline over submission time and over software versions, intervals and change points marked."""
-    run = run_for_user(request.user, run_id)
+    run = policy.run_get(policy.for_request(request), run_id)
     history = run_history(run=run)
     data = history.as_dict()
     time_chart = charts_series.history_time_chart(data)
     software_chart = charts_series.history_software_chart(data)
-    return _page(
+    return render(
         request,
         "registry/history.html",
         {
@@ -43,6 +43,6 @@ def run_history_page(request: HttpRequest, run_id: int) -> HttpResponse:
 @login_required
 @require_GET
 def alerts_page(request: HttpRequest) -> HttpResponse:
-    require_read(request.user)
+    policy.require(policy.for_request(request), policy.SERIES_READ)
     page = Paginator(alert_list(), 50).get_page(request.GET.get("page"))
-    return _page(request, "registry/alerts.html", {"page": page, "alerts": [alert_body(a) for a in page]})
+    return render(request, "registry/alerts.html", {"page": page, "alerts": [alert_body(a) for a in page]})

@@ -8,8 +8,11 @@ from typing import Any
 
 from django import forms
 
-from protocol import comparability
+from protocol import comparability, sizing
+from protocol import decisions as dec
 from protocol.sizing import MAX_PRICE_PER_HOUR
+from registry.choices import Scope
+from registry.models import Agent
 from registry.models.fields import MAX_ROW_ID
 from registry.selectors.catalogue import FACETS, SORTS, CatalogueQuery
 
@@ -150,8 +153,6 @@ class TokenCreateForm(forms.Form):
 
     def __init__(self, *args: Any, mintable: Iterable[str] = ("read",), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        from registry.choices import Scope
-
         self.fields["scopes"].choices = [(v, label) for v, label in Scope.choices if v in set(mintable)]
         self.fields["scopes"].initial = ["submit"] if "submit" in set(mintable) else ["read"]
 
@@ -168,3 +169,68 @@ class RowChoiceField(forms.ModelMultipleChoiceField):
                     self.error_messages["invalid_choice"], code="invalid_choice", params={"value": text[:30]}
                 )
         return super()._check_values(value)
+
+
+class DecisionForm(forms.Form):
+    title = forms.CharField(max_length=200)
+    workload = forms.CharField(max_length=200, help_text="e.g. llama2-70b-99")
+    scenario = forms.ChoiceField(choices=[("server", "server"), ("interactive", "interactive"), ("offline", "offline")])
+    # The ranges are protocol.decisions' plausible ranges (docs/decisions.md), stated on the page as min/max.
+    ttft_p99_ms = forms.FloatField(
+        required=False, min_value=0.001, max_value=sizing.MAX_LATENCY_MS, label="p99 TTFT at most (ms)"
+    )
+    tpot_p99_ms = forms.FloatField(
+        required=False, min_value=0.001, max_value=sizing.MAX_LATENCY_MS, label="p99 TPOT at most (ms)"
+    )
+    quality_target_ratio = forms.FloatField(
+        required=False, min_value=0.001, max_value=1.5, label="Quality target (ratio of the reference, e.g. 0.99)"
+    )
+    demand = forms.FloatField(min_value=0.001, max_value=dec.MAX_DEMAND, label="Demand, sustained")
+    demand_unit = forms.ChoiceField(choices=[(u, u) for u in ("tokens/s", "samples/s", "requests/s", "queries/s")])
+    headroom = forms.FloatField(
+        required=False, min_value=0, max_value=dec.MAX_HEADROOM, label="Headroom (spare capacity, 0.2 = 20%)"
+    )
+    price_per_system_hour = forms.FloatField(
+        required=False, min_value=0, max_value=dec.MAX_PRICE_PER_HOUR, label="Price per system-hour (any system)"
+    )
+    energy_per_kwh = forms.FloatField(
+        required=False, min_value=0, max_value=dec.MAX_ENERGY_PRICE_KWH, label="Energy price per kWh"
+    )
+    webhook_url = forms.URLField(required=False, max_length=500, assume_scheme="https", label="Webhook URL (optional)")
+
+    def question(self) -> dict[str, Any]:
+        d = self.cleaned_data
+        objectives = [
+            {"metric": m, "percentile": "p99", "max_ms": d[f]}
+            for m, f in (("ttft_ms", "ttft_p99_ms"), ("tpot_ms", "tpot_p99_ms"))
+            if d.get(f)
+        ]
+        prices: dict[str, Any] = {}
+        if d.get("price_per_system_hour") is not None:
+            prices["system_hour"] = {"*": d["price_per_system_hour"]}
+        if d.get("energy_per_kwh") is not None:
+            prices["energy_per_kwh"] = d["energy_per_kwh"]
+        return {
+            "phase": "inference",
+            "workload": d["workload"],
+            "scenario": d["scenario"],
+            "objectives": objectives,
+            **({"headroom": d["headroom"]} if d.get("headroom") else {}),
+            "quality": {"target_ratio": d["quality_target_ratio"]} if d.get("quality_target_ratio") else {},
+            "demand": {"value": d["demand"], "unit": d["demand_unit"]},
+            "prices": prices,
+        }
+
+
+class GapPlanForm(forms.Form):
+    """Measure a missing or weak candidate: which live agents run it, and how many times (3: what an interval needs)."""
+
+    candidate = forms.CharField(max_length=500, widget=forms.HiddenInput)
+    agents = RowChoiceField(queryset=Agent.objects.none(), widget=forms.CheckboxSelectMultiple)
+    repetitions = forms.IntegerField(min_value=3, max_value=50, initial=3)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Names only: an agent's inventory, host and addresses stay behind AGENT_READ.
+        self.fields["agents"].queryset = Agent.objects.filter(revoked_at__isnull=True).order_by("name")
+        self.fields["agents"].label_from_instance = lambda agent: agent.name

@@ -1,0 +1,122 @@
+"""The catalogue (runs by what they answer, with facets) and the overview matrix, each with its CSV and JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils.http import urlencode
+from django.views.decorators.http import require_GET
+
+from protocol import comparability
+from registry import policy
+from registry.selectors.catalogue import FACETS, SORTS, catalogue_facets, catalogue_search, data_version
+from registry.selectors.matrix import catalogue_matrix
+from registry.web import exports
+from registry.web.forms import CatalogueForm
+
+
+@login_required
+@require_GET
+def catalogue(request: HttpRequest) -> HttpResponse:
+    policy.require(policy.for_request(request), policy.RUN_READ)
+    form = CatalogueForm(request.GET)
+    query = form.to_query()
+    fmt = exports.export_format(request)
+    if fmt:
+        rows, cut = exports.catalogue_export(query, request.build_absolute_uri)
+        return exports.respond(
+            fmt,
+            "benchreg-catalogue",
+            rows=rows,
+            columns=exports.RUN_COLUMNS,
+            document={"runs": rows, "complete": not cut, "limit": exports.EXPORT_LIMIT},
+            cut=cut,
+        )
+    page = catalogue_search(query)
+    params = {k: v for k, v in request.GET.items() if k != "page" and v}
+    sort_links = {name: "?" + urlencode({**params, "sort": name}) for name in SORTS}
+    return render(
+        request,
+        "registry/catalogue.html",
+        {
+            "page": page,
+            "form": form,
+            "query": query,
+            "sorts": [(k, v[0]) for k, v in SORTS.items()],
+            "sort_links": sort_links,
+            "facet_names": list(FACETS),
+            "prev_link": "?" + urlencode({**params, "page": page.page - 1}) if page.page > 1 else None,
+            "next_link": "?" + urlencode({**params, "page": page.page + 1}) if page.page < page.pages else None,
+            "axes": comparability.contract().axes,
+            "active_filters": _active_filters(page, params),
+            "exports": exports.export_links(request),
+            "matrix_link": reverse("matrix") + _filters_only(params),
+        },
+    )
+
+
+def _filters_only(params: dict[str, str]) -> str:
+    """The facet filters of `params` as a query string ("" when none): what the catalogue and the matrix share."""
+    kept = {k: v for k, v in params.items() if k in FACETS or k == "withdrawn"}
+    return "?" + urlencode(kept) if kept else ""
+
+
+@login_required
+@require_GET
+def matrix(request: HttpRequest) -> HttpResponse:
+    """The overview: comparable sets by configuration and by workload × scenario, with the catalogue's facets."""
+    policy.require(policy.for_request(request), policy.RUN_READ)
+    form = CatalogueForm(request.GET)
+    query = form.to_query()
+    query = type(query)(filters=query.filters, include_withdrawn=query.include_withdrawn)  # no search, set or page
+    version = data_version()
+    grid = catalogue_matrix(query, version=version)
+    fmt = exports.export_format(request)
+    if fmt:
+        cells, cut = exports.matrix_export(grid, query, request.build_absolute_uri)
+        lines = [{**{k: v for k, v in c.items() if k != "runs"}, **r} for c in cells for r in (c["runs"] or [{}])]
+        return exports.respond(
+            fmt,
+            "benchreg-matrix",
+            rows=lines,
+            columns=(*exports.MATRIX_COLUMNS, "run", "digest", "url"),
+            document={"cells": cells, "complete": not cut},
+            cut=cut,
+        )
+    params = {k: v for k, v in request.GET.items() if v}
+    return render(
+        request,
+        "registry/matrix.html",
+        {
+            "matrix": grid,
+            "form": form,
+            "query": query,
+            "facets": catalogue_facets(query, version=version),
+            "total": grid.total,
+            "exports": exports.export_links(request),
+            "catalogue_link": reverse("home") + _filters_only(params),
+            "active_filters": [
+                (label, value, "?" + urlencode({k: v for k, v in params.items() if k != name}))
+                for name, (_, label) in FACETS.items()
+                if (value := params.get(name))
+            ],
+        },
+    )
+
+
+def _active_filters(page: Any, params: dict[str, str]) -> list[tuple[str, str, str]]:
+    """(label, value, link that removes it) for each filter in force."""
+    out = []
+    labels = {name: label for name, (_, label) in FACETS.items()} | {"q": "Search", "set": "Comparable set"}
+    for name, value in params.items():
+        if name in labels:
+            shown = page.selected_set.question if name == "set" and page.selected_set else value
+            if name == "software":
+                shown = next((v.label for f in page.facets if f.name == name for v in f.values if v.selected), value)
+            rest = {k: v for k, v in params.items() if k != name}
+            out.append((labels[name], shown, "?" + urlencode(rest)))
+    return out

@@ -1,0 +1,65 @@
+"""A run's page (its document, statistics and distribution) and its withdrawal by an admin."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import NoReverseMatch, reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from registry import policy
+from registry.exceptions import RegistryError
+from registry.selectors.run_page import run_detail
+from registry.services.submissions import submission_withdraw
+from registry.web.charts import cached_chart
+from registry.web.forms import WithdrawForm
+
+
+@login_required
+@require_GET
+def run_page(request: HttpRequest, run_id: int) -> HttpResponse:
+    principal = policy.for_request(request)
+    run = policy.run_get(principal, run_id)
+    detail = run_detail(run=run)
+    return render(
+        request,
+        "registry/run.html",
+        {
+            "detail": detail,
+            "run": run,
+            "distribution_chart": cached_chart("latency_distribution_chart", run.digest, run.document),
+            "can_withdraw": policy.can(principal, policy.RUN_WITHDRAW),
+            "withdraw_form": WithdrawForm(),
+            "distribution_fields": detail.distribution_fields,
+            "history_link": _history_link(run.pk),
+        },
+    )
+
+
+def _history_link(run_id: int) -> str | None:
+    """The configuration's history page (/runs/<id>/history/), where the URL conf has it."""
+    try:
+        reverse("run-history", args=[run_id])
+    except NoReverseMatch:
+        return None
+    return f"/runs/{run_id}/history/"
+
+
+@login_required
+@require_POST
+def run_withdraw(request: HttpRequest, run_id: int) -> HttpResponse:
+    principal = policy.for_request(request)
+    policy.require(principal, policy.RUN_WITHDRAW)
+    run = policy.run_get(principal, run_id)
+    form = WithdrawForm(request.POST)
+    if form.is_valid():
+        try:
+            submission_withdraw(submission=run, reason=form.cleaned_data["reason"], actor=request.user)
+            messages.success(request, f"Run {run.pk} is withdrawn. It stays in the registry, marked withdrawn.")
+        except RegistryError as exc:
+            messages.error(request, exc.message)
+    else:
+        messages.error(request, "A withdrawal needs a reason.")
+    return redirect("run", run_id=run.pk)
