@@ -26,7 +26,8 @@ from django.db.migrations.executor import MigrationExecutor
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
-from registry import heartbeats, policy
+from registry import policy
+from registry.worker import heartbeats
 
 log = logging.getLogger(__name__)
 
