@@ -20,14 +20,9 @@ from registry.exceptions import RegistryError
 from registry.forms import RowChoiceField
 from registry.models import Agent
 from registry.permissions import roles_of
-from registry.selectors.decisions import decision_list
-from registry.services.decisions import (
-    decision_create,
-    decision_fresh,
-    decision_gap_plan,
-    decision_latest_answer,
-    decision_report,
-)
+from registry.selectors.decisions import decision_latest_answer, decision_list
+from registry.services.decision_followups import decision_gap_plan, decision_report
+from registry.services.decisions import decision_create, decision_fresh
 from registry.services.webhooks import webhook_url_problem
 
 

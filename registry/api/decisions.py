@@ -20,14 +20,9 @@ from registry.api.submissions import ProblemSerializer
 from registry.exceptions import RegistryError
 from registry.exports import csv_text
 from registry.models import Decision
-from registry.selectors.decisions import decision_list
-from registry.services.decisions import (
-    decision_create,
-    decision_fresh,
-    decision_gap_plan,
-    decision_latest_answer,
-    decision_report,
-)
+from registry.selectors.decisions import decision_latest_answer, decision_list
+from registry.services.decision_followups import decision_gap_plan, decision_report
+from registry.services.decisions import decision_create, decision_fresh
 
 
 class DecisionInputSerializer(serializers.Serializer):

@@ -18,6 +18,7 @@ import protocol
 from protocol.signed_note import Checkpoint as NoteCheckpoint
 from protocol.signed_note import sign_note
 from protocol.transparency import leaf_hash
+from registry import dispatch
 from registry.audit.entries import FORMAT, WHO_WIDEST, actor_commitment, entry_text
 from registry.audit.keys import checkpoint_key, commitment_key, log_origin
 from registry.choices import CheckpointReason
@@ -26,6 +27,7 @@ from registry.models import AuditEntry, AuditHead, AuditQueued, Checkpoint
 from registry.selectors.audit import audit_root, checkpoint_latest
 
 log = logging.getLogger(__name__)
+COSIGN_TASK = "registry.tasks.audit.request_cosignatures"
 INTEGRATE_BATCH = 1000  # entries numbered per sequencer transaction
 
 
@@ -244,7 +246,7 @@ def _entry(
     )
 
 
-# The after-commit sequencer on PostgreSQL, in two statements instead of six (issue 16: it runs after every
+# The after-commit sequencer on PostgreSQL, in two statements instead of six (it runs after every
 # submission). The first takes the head without waiting and, only if it got it, deletes a batch of queued rows and
 # returns them with the head's size; the second inserts their entries and moves the head. Both run in the batch's
 # transaction, so a sequencer killed between them leaves everything queued, as before. Not for wait=True callers:
@@ -338,12 +340,10 @@ def checkpoint_sign(*, reason: str) -> Checkpoint:
 
 
 def _ask_witnesses(checkpoint_id: int) -> None:
-    """Queue the cosignature requests (issue 15); with no broker the task runs here, and a failure is only logged:
+    """Queue the cosignature requests; with no broker the task runs here, and a failure is only logged:
     the checkpoint stands without cosignatures and the next one asks again."""
-    from registry.tasks.audit import request_cosignatures
-
     try:
-        request_cosignatures.delay(checkpoint_id)
+        dispatch.send(COSIGN_TASK, checkpoint_id)
     except Exception:
         log.exception("could not ask the witnesses to cosign checkpoint %s", checkpoint_id)
 
