@@ -14,7 +14,6 @@ imports registry.tasks, so every registry task is registered in every process):
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from django.db import transaction
@@ -43,4 +42,8 @@ def after_commit(name: str, *args: Any, robust: bool = True, **options: Any) -> 
 
     `robust` (the default): a broker that refuses the message is logged by Django and the committed work stands;
     the periodic sweeps send again what was never sent."""
-    transaction.on_commit(functools.partial(send, name, *args, **options), robust=robust)
+
+    def send_after_commit() -> None:  # a function, not a partial: Django logs a robust hook by its __qualname__
+        send(name, *args, **options)
+
+    transaction.on_commit(send_after_commit, robust=robust)

@@ -4,7 +4,6 @@ commit that stored it (docs/agents.md). What happens to a job after that is regi
 from __future__ import annotations
 
 import dataclasses
-import functools
 import logging
 from itertools import product
 from typing import Any
@@ -135,7 +134,7 @@ def plan_create(
             time_limit=hard,
         )
         job_log_state(job, created_by.get_username(), plan=plan.pk, spec=job.spec)
-        transaction.on_commit(functools.partial(job_dispatch, job_id=job.pk), robust=True)
+        transaction.on_commit(lambda job_id=job.pk: job_dispatch(job_id=job_id), robust=True)
     return plan
 
 
