@@ -57,7 +57,7 @@ def test_a_withdrawal_is_a_new_record_and_the_run_stays(user, server_example):
     assert AuditEntry.objects.filter(kind="run.withdrawn", subject=run.digest).exists()
 
 
-def _variant(document: dict, i: int) -> dict:
+def document_variant(document: dict, i: int) -> dict:
     copy_ = copy.deepcopy(document)
     copy_["system"]["name"] = f"lab-node-{i:03d}"
     return copy_
@@ -87,7 +87,7 @@ def test_parallel_writers_leave_a_gapless_audit_sequence(user, server_example):
 
     @in_thread
     def submit(i):
-        return submission_create(document=_variant(server_example, i), submitted_by=user)
+        return submission_create(document=document_variant(server_example, i), submitted_by=user)
 
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(submit, range(40)))
