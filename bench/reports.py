@@ -103,10 +103,9 @@ def _one(user, n: int, start: int) -> dict[str, float]:  # type: ignore[no-untyp
     from registry.reports.evidence import evidence_build
     from registry.reports.render import render_pdf
     from registry.reports.signing import sign_pdf, signing_identity
-    from registry.selectors.reports import report_verify
     from registry.selectors.standing import comparison_members
     from registry.services.audit import checkpoint_sign
-    from registry.services.reports import certificate_words, report_bytes, report_render, report_request
+    from registry.services.reports import certificate_words, report_bytes, report_render, report_request, report_verify
 
     comparison = _comparison(user, n, start)
     identity = signing_identity()

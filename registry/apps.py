@@ -8,14 +8,10 @@ class RegistryConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # The Celery app becomes the current app before any task is sent (registry/__init__ no longer imports it).
-        from registry import celery  # noqa: F401
-
-        # A series alert (issue 19) marks the decisions citing the series as "evidence changed" (issue 14).
-        from registry.services.decisions import decisions_flag_for_series_alert
-        from registry.services.series import alert_raised
-
-        alert_raised.connect(decisions_flag_for_series_alert, dispatch_uid="decisions-on-series-alert")
+        # Imported here, not at the top: they import models, which Django allows only once the apps are loaded.
+        # The Celery app becomes the current app before any task is sent, and every registry task is registered
+        # in it, so registry.dispatch finds each by name in every process (web, worker, commands).
+        from registry import celery, tasks  # noqa: F401
 
 
 class PolicyAdminConfig(AdminConfig):

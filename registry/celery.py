@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from celery import Celery
+from django.conf import settings  # lazy: nothing is read before Django is configured
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "registry.settings")
 
@@ -19,7 +20,7 @@ app.autodiscover_tasks(["registry"])
 from celery import bootsteps  # noqa: E402
 from celery.beat import PersistentScheduler  # noqa: E402
 
-from registry import heartbeats  # noqa: E402
+from registry.worker import heartbeats  # noqa: E402
 
 
 class WorkerHeartbeat(bootsteps.StartStopStep):  # type: ignore[misc]
@@ -36,8 +37,6 @@ class WorkerHeartbeat(bootsteps.StartStopStep):  # type: ignore[misc]
         self.tref: object | None = None
 
     def start(self, worker: object) -> None:
-        from django.conf import settings
-
         folder = Path(settings.DATA_DIR)
         heartbeats.touch(folder, "worker")
         self.tref = worker.timer.call_repeatedly(  # type: ignore[attr-defined]
@@ -62,8 +61,6 @@ class HeartbeatScheduler(PersistentScheduler):  # type: ignore[misc]
     """
 
     def tick(self, *args: object, **kwargs: object) -> float:
-        from django.conf import settings
-
         delay = super().tick(*args, **kwargs)
         heartbeats.touch(Path(settings.DATA_DIR), "beat")
         return min(float(delay), float(settings.BENCHREG_HEARTBEAT_INTERVAL_S))

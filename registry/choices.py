@@ -31,15 +31,23 @@ class AuditKind(models.TextChoices):
     TOKEN_REVOKED = "token.revoked", "token revoked"
     JOB_STATE = "job.state", "job state changed"
     IMPORT_COMPLETED = "import.completed", "import completed"
-    # series (issue 19)
     SCHEDULE_CHANGED = "schedule.changed", "schedule created, changed, paused, resumed or deleted"
     SCHEDULE_FIRED = "schedule.fired", "schedule fired or missed"
     SERIES_ALERT = "series.alert", "series alert raised"
-    # decisions (issue 14)
     DECISION_CREATED = "decision.created", "decision created"
     DECISION_ANSWERED = "decision.answered", "decision answered"
+    DECISION_REPORTED = "decision.reported", "decision's answer reported"
+    DECISION_PLANNED = "decision.planned", "plan created for a decision's gap"
     DECISION_EVIDENCE_CHANGED = "decision.evidence_changed", "decision evidence changed"
     WEBHOOK_FINISHED = "webhook.finished", "webhook delivery finished"
+
+
+class DecisionStatus(models.TextChoices):
+    """Whether a decision's latest answer still stands (CURRENT) or a run it cites, or one entering its question,
+    changed since (EVIDENCE_CHANGED, until it is answered again)."""
+
+    CURRENT = "current", "current"
+    EVIDENCE_CHANGED = "evidence-changed", "evidence changed"
 
 
 class CheckpointReason(models.TextChoices):

@@ -26,7 +26,12 @@ from django.db.migrations.executor import MigrationExecutor
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
-from registry import heartbeats, policy
+from registry import policy
+from registry.audit.keys import checkpoint_key
+from registry.celery import app
+from registry.reports.signing import signing_identity
+from registry.storage import reports_storage
+from registry.worker import heartbeats
 
 log = logging.getLogger(__name__)
 
@@ -48,17 +53,12 @@ def _migrations() -> str:
 def _broker() -> str:
     if not settings.CELERY_BROKER_URL:
         return "none configured: tasks run in-process"
-    from registry.celery import app
-
     with app.connection_for_write() as connection:
         connection.ensure_connection(max_retries=1, timeout=3)
     return "ok"
 
 
 def _keys() -> str:
-    from registry.audit.keys import checkpoint_key
-    from registry.reports.signing import signing_identity
-
     checkpoint_key()
     signing_identity()
     return "ok"
@@ -66,8 +66,6 @@ def _keys() -> str:
 
 def _storage() -> str:
     """The reports storage answers a lookup (on S3: a HEAD in the bucket; a missing bucket is an error)."""
-    from registry.storage import reports_storage
-
     storage = reports_storage()
     bucket = getattr(storage, "bucket", None)
     if bucket is not None:

@@ -507,8 +507,8 @@ if BENCHREG_EMBEDDED_WORKER:
         (_queue / _folder).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_URL = "filesystem://"
     # kombu's filesystem transport with atomic writes and a consumer that quarantines unreadable files
-    # (registry/broker.py): kombu's own lets the worker read a half-written message and die on it.
-    CELERY_BROKER_TRANSPORT = "registry.broker:Transport"
+    # (registry/worker/broker.py): kombu's own lets the worker read a half-written message and die on it.
+    CELERY_BROKER_TRANSPORT = "registry.worker.broker:Transport"
     # control_folder too: kombu's default is "control" in the working directory (a stray folder in a checkout).
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_queue / "messages"),
@@ -520,7 +520,7 @@ if BENCHREG_EMBEDDED_WORKER:
         "quarantine_folder": str(_queue / "quarantine"),
     }
     CELERY_TASK_ALWAYS_EAGER = False
-# Liveness of the worker and beat (registry/health.py, registry/supervisor.py): each touches
+# Liveness of the worker and beat (registry/health.py, registry/worker/supervisor.py): each touches
 # <data dir>/worker.heartbeat or beat.heartbeat at least every BENCHREG_HEARTBEAT_INTERVAL_S; one older than
 # BENCHREG_HEARTBEAT_STALE_S counts as down (on the embedded default: /readyz answers 503 naming it and the
 # supervisor kills and restarts it). A part that dies is restarted after 1 s, doubling on each quick death up to

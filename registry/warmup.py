@@ -21,6 +21,11 @@ import json
 import logging
 from pathlib import Path
 
+from django.template import engines
+from django.urls import get_resolver
+
+import protocol
+
 logger = logging.getLogger(__name__)
 
 HERE = Path(__file__).resolve().parent
@@ -31,11 +36,6 @@ TEMPLATES = HERE / "templates"
 def _load_lazily_loaded() -> None:
     """Import every view (through the URLconf), compile the registry's templates (the cached loader keeps them) and
     build the protocol's validator."""
-    from django.template import engines
-    from django.urls import get_resolver
-
-    import protocol
-
     get_resolver().url_patterns  # noqa: B018 (imports the views and their modules)
     django_engine = engines["django"]
     for path in sorted(TEMPLATES.rglob("*.html")):

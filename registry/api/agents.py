@@ -30,7 +30,8 @@ from registry.exceptions import NotFound
 from registry.models import Agent, Job
 from registry.selectors.agents import agent_list, agents_by_reference, enrolment_token_list, job_list
 from registry.services.agents import agent_enroll, agent_heartbeat, agent_revoke, enrolment_token_create
-from registry.services.jobs import job_cancel, job_claim, job_complete, job_fail, job_heartbeat, job_start, plan_create
+from registry.services.jobs import job_cancel, job_claim, job_complete, job_fail, job_heartbeat, job_start
+from registry.services.plans import plan_create
 
 
 def _own_agent(request: Request) -> Agent:

@@ -19,15 +19,10 @@ from registry.api.strict import FreeFormObjectField, WebhookURLField
 from registry.api.submissions import ProblemSerializer
 from registry.exceptions import RegistryError
 from registry.models import Decision
-from registry.selectors.decisions import decision_list
-from registry.services.decisions import (
-    decision_create,
-    decision_fresh,
-    decision_gap_plan,
-    decision_latest_answer,
-    decision_report,
-)
 from registry.presentation.spreadsheet import csv_text
+from registry.selectors.decisions import decision_latest_answer, decision_list
+from registry.services.decision_followups import decision_gap_plan, decision_report
+from registry.services.decisions import decision_create, decision_fresh
 
 
 class DecisionInputSerializer(serializers.Serializer):

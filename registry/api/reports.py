@@ -24,9 +24,8 @@ from registry.choices import ReportStatus
 from registry.exceptions import RegistryError
 from registry.models import Report
 from registry.reports.signing import signing_identity
-from registry.selectors.reports import report_verify
 from registry.selectors.standing import comparison_conclusion
-from registry.services.reports import report_open, report_request
+from registry.services.reports import report_open, report_request, report_verify
 
 
 class ReportOutputSerializer(serializers.ModelSerializer):

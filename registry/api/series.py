@@ -24,7 +24,8 @@ from registry.api.submissions import ProblemSerializer
 from registry.models import Schedule, ScheduleFire, Series
 from registry.selectors.agents import agents_by_reference
 from registry.selectors.series import alert_list, run_history, series_list
-from registry.services.series import alert_body, schedule_create, schedule_delete, schedule_update
+from registry.services.schedules import schedule_create, schedule_delete, schedule_update
+from registry.services.series import alert_body
 
 PROBLEMS = {400: ProblemSerializer, 401: ProblemSerializer, 403: ProblemSerializer}
 

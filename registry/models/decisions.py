@@ -5,6 +5,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from registry.choices import DecisionStatus
+
 from .immutable import AppendOnlyModel
 
 
@@ -20,12 +22,10 @@ class Decision(models.Model):
     the decision is next read. `recompute_error` says why the last recompute could not finish.
     """
 
-    STATUSES = [("current", "current"), ("evidence-changed", "evidence changed")]
-
     title = models.CharField(max_length=200)
     question = models.JSONField()
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="decisions")
-    status = models.CharField(max_length=20, choices=STATUSES, default="current")
+    status = models.CharField(max_length=20, choices=DecisionStatus.choices, default=DecisionStatus.CURRENT)
     change = models.JSONField(null=True, blank=True, help_text="what changed and what would change in the answer")
     changed_at = models.DateTimeField(null=True, blank=True)
     webhook_url = models.URLField(max_length=500, blank=True, default="")

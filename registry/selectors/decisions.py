@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
+from protocol import decisions as dec
+from registry.choices import Trust
 from registry.exceptions import NotFound
-from registry.models import Decision
+from registry.models import Decision, DecisionAnswer, Submission
 
 
 def decision_list(*, owner_id: int | None = None) -> QuerySet[Decision]:
@@ -19,3 +21,19 @@ def decision_get(*, decision_id: int) -> Decision:
     if decision is None:
         raise NotFound(f"no decision {decision_id}")
     return decision
+
+
+def decision_latest_answer(*, decision: Decision) -> DecisionAnswer | None:
+    """The decision's latest answer (the highest number), or None before its first."""
+    return decision.answers.order_by("-number").first()
+
+
+def decision_candidate_runs(*, question: dec.Question) -> list[Submission]:
+    """The stored, not withdrawn runs of the question's phase, workload and scenario, documents loaded.
+    Example documents (trust "example") measure nothing and never answer a decision."""
+    runs = Submission.objects.filter(
+        phase=question.phase, workload_name=question.workload, scenario_kind=question.scenario, withdrawal__isnull=True
+    ).exclude(trust=Trust.EXAMPLE)
+    if question.workload_version:
+        runs = runs.filter(workload_version=question.workload_version)
+    return list(runs.order_by("id").only("id", "digest", "canonical", "document"))

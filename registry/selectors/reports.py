@@ -1,18 +1,12 @@
-"""Reading reports, and the registry's word on the runs a report names (for verification)."""
+"""Reading reports, and the registry's word on the runs a report names (what a verifier asks of it)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from django.conf import settings
-
-from registry.audit.keys import trusted_verifier_keys
 from registry.exceptions import NotFound
 from registry.models import Report, Submission
-from registry.reports.signing import trusted_certificates
-from verifier.report import verify_report
-from verifier.verdict import Verdict
 
 
 def report_get(*, report_id: int) -> Report:
@@ -39,15 +33,3 @@ def run_statuses(digests: Sequence[str], *, with_reasons: bool = True) -> dict[s
                 withdrawn.update(by=withdrawal.withdrawn_by_name, reason=withdrawal.reason)
         out[run.digest] = {"exists": True, "id": run.pk, "withdrawn": withdrawn}
     return out
-
-
-def report_verify(*, pdf: bytes, with_reasons: bool = True) -> Verdict:
-    """Verify a report PDF against this registry: its certificates, its audit-log keys and its runs."""
-    return verify_report(
-        pdf,
-        certificates=trusted_certificates(),
-        log_keys=list(trusted_verifier_keys()),
-        registry=lambda digests: run_statuses(digests, with_reasons=with_reasons),
-        max_stream_bytes=settings.BENCHREG_VERIFY_MAX_STREAM_BYTES,
-        max_inflated_bytes=settings.BENCHREG_VERIFY_MAX_INFLATED_BYTES,
-    )

@@ -20,6 +20,7 @@ from registry.choices import AuditKind, Scope
 from registry.exceptions import RegistryError
 from registry.models import Agent, EnrolmentToken
 from registry.services.audit import audit_append
+from registry.services.jobs import jobs_cancel_for_agent
 from registry.services.tokens import hash_token, token_create, token_revoke, user_for_token
 
 ENROLMENT_PREFIX = "bre_"
@@ -160,8 +161,6 @@ def agent_revoke(*, agent: Agent, actor: str) -> Agent:
 
     Its queued and running jobs are cancelled, so nothing waits on a machine that will never answer.
     """
-    from registry.services.jobs import jobs_cancel_for_agent  # jobs depend on agents, not the reverse
-
     if agent.revoked_at is None:
         agent.revoked_at = timezone.now()
         agent.online = False

@@ -15,6 +15,7 @@ import protocol
 from protocol.audit_entries import WHO_WIDEST, entry_text
 from protocol.signed_note import Checkpoint as NoteCheckpoint
 from protocol.signed_note import sign_note
+from registry import dispatch
 from registry.audit.keys import checkpoint_key, log_origin
 from registry.audit.sequencer import audit_integrate, background_sequencer, integrate_after_commit
 from registry.choices import CheckpointReason
@@ -23,6 +24,7 @@ from registry.models import AuditHead, AuditQueued, Checkpoint
 from registry.selectors.audit import audit_root, checkpoint_latest
 
 log = logging.getLogger(__name__)
+COSIGN_TASK = "registry.tasks.audit.request_cosignatures"
 
 
 def audit_append(
@@ -142,12 +144,10 @@ def checkpoint_sign(*, reason: str) -> Checkpoint:
 
 
 def _ask_witnesses(checkpoint_id: int) -> None:
-    """Queue the cosignature requests (issue 15); with no broker the task runs here, and a failure is only logged:
+    """Queue the cosignature requests; with no broker the task runs here, and a failure is only logged:
     the checkpoint stands without cosignatures and the next one asks again."""
-    from registry.tasks.audit import request_cosignatures
-
     try:
-        request_cosignatures.delay(checkpoint_id)
+        dispatch.send(COSIGN_TASK, checkpoint_id)
     except Exception:
         log.exception("could not ask the witnesses to cosign checkpoint %s", checkpoint_id)
 

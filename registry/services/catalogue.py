@@ -1,6 +1,6 @@
 """The catalogue's summary table (CatalogueCell): kept exact as runs arrive and are withdrawn, rebuilt on demand.
 
-Callers are the services that store runs and withdrawals (registry.services.submissions), inside their own
+The caller is registry.services.reactions, for the services that store runs and withdrawals, inside their own
 transaction. Concurrent writers are not serialised by anything else on PostgreSQL, so there the increments are one
 race-safe INSERT ... ON CONFLICT DO UPDATE for all the cells a change touches, taken in one fixed order so two
 batches cannot deadlock on them. On SQLite, whose write transactions run one at a time, an UPDATE or an INSERT.
@@ -28,7 +28,7 @@ def steady_state_word(document: dict[str, Any]) -> str:
     return "yes" if reached is True else "no" if reached is False else ""
 
 
-def _key(run: Submission, *, withdrawn: bool) -> dict[str, Any]:
+def catalogue_cell_key(run: Submission, *, withdrawn: bool) -> dict[str, Any]:
     key = {name: getattr(run, name) for name in CELL_KEY if name not in ("withdrawn", "steady_state")}
     key["headline_unit"] = key["headline_unit"] or ""
     return {**key, "steady_state": steady_state_word(run.document), "withdrawn": withdrawn}
@@ -141,7 +141,7 @@ def catalogue_runs_added(*, runs: list[Submission]) -> None:
     cell elsewhere. Call inside the transaction that stores them."""
     cells: dict[tuple[Any, ...], tuple[dict[str, Any], list[float | None]]] = {}
     for run in runs:
-        key = _key(run, withdrawn=False)
+        key = catalogue_cell_key(run, withdrawn=False)
         cells.setdefault(tuple(key[name] for name in CELL_KEY), (key, []))[1].append(_headline(run))
     ordered = sorted(cells, key=lambda t: tuple("" if v is None else str(v) for v in t))
     _add_cells([cells[key] for key in ordered])
@@ -149,8 +149,8 @@ def catalogue_runs_added(*, runs: list[Submission]) -> None:
 
 def catalogue_run_withdrawn(*, run: Submission) -> None:
     """Move a run to the withdrawn cells. Call inside the transaction that stores its withdrawal, after it."""
-    _remove(_key(run, withdrawn=False), _headline(run))
-    _add_cells([(_key(run, withdrawn=True), [_headline(run)])])
+    _remove(catalogue_cell_key(run, withdrawn=False), _headline(run))
+    _add_cells([(catalogue_cell_key(run, withdrawn=True), [_headline(run)])])
 
 
 def _runs(withdrawn: bool | None = None) -> QuerySet[Submission]:
@@ -212,8 +212,6 @@ def catalogue_rebuild() -> tuple[int, int]:
 
     The table is locked for the rebuild on PostgreSQL, so no run is counted in between and lost.
     """
-    from django.db import connection
-
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute(f"LOCK TABLE {CatalogueCell._meta.db_table} IN EXCLUSIVE MODE")

@@ -29,17 +29,21 @@ from django.utils import timezone
 
 from protocol import canonical
 from protocol import decisions as dec
-from registry.choices import AuditKind, Trust
+from registry import dispatch
+from registry.choices import AuditKind, DecisionStatus, Trust
 from registry.exceptions import RegistryError
-from registry.models import Decision, DecisionAnswer, DecisionEvidence, Submission
+from registry.models import Alert, Decision, DecisionAnswer, DecisionEvidence, Submission
+from registry.selectors.decisions import decision_candidate_runs, decision_latest_answer
 from registry.services.audit import audit_append
 from registry.services.webhooks import webhook_enqueue, webhook_secret_new
 
 EVENT_CHANGED = "decision.evidence_changed"
+RECOMPUTE_TASK = "registry.tasks.decisions.decisions_recompute"
 log = logging.getLogger(__name__)
 
 
-def _question(data: Any) -> dec.Question:
+def decision_question(data: Any) -> dec.Question:
+    """The decision's question checked (protocol.decisions.Question), or a 422 naming the wrong field."""
     try:
         return dec.Question.from_dict(data)
     except dec.DecisionError as exc:
@@ -50,17 +54,6 @@ def _question(data: Any) -> dec.Question:
             status=422,
             errors=[{"pointer": f"/question{pointer}", "message": str(exc)}],
         ) from None
-
-
-def decision_candidate_runs(*, question: dec.Question) -> list[Submission]:
-    """The stored, not withdrawn runs of the question's phase, workload and scenario, documents loaded.
-    Example documents (trust "example") measure nothing and never answer a decision."""
-    runs = Submission.objects.filter(
-        phase=question.phase, workload_name=question.workload, scenario_kind=question.scenario, withdrawal__isnull=True
-    ).exclude(trust=Trust.EXAMPLE)
-    if question.workload_version:
-        runs = runs.filter(workload_version=question.workload_version)
-    return list(runs.order_by("id").only("id", "digest", "canonical", "document"))
 
 
 def _evidence(runs: Iterable[Submission]) -> list[dec.Evidence]:
@@ -91,7 +84,7 @@ def decision_create(
 ) -> Decision:
     """Store a decision and its first answer (audited). Raises RegistryError (400) naming a wrong field, 409 when
     the owner already has BENCHREG_MAX_DECISIONS_PER_USER decisions."""
-    checked = _question(question)
+    checked = decision_question(question)
     if not title.strip() or len(title) > 200:
         raise RegistryError(
             "a decision needs a title of at most 200 characters",
@@ -134,14 +127,21 @@ def decision_answer(*, decision: Decision, actor: str) -> DecisionAnswer:
     # The next number is taken under the decision's row lock: two answers at once would otherwise both read the
     # same highest number and the second would meet decision_answer_number.
     Decision.objects.select_for_update().filter(pk=decision.pk).exists()
-    answer, cited = decision_compute(question=_question(decision.question))
+    answer, cited = decision_compute(question=decision_question(decision.question))
     number = (decision.answers.aggregate(n=Max("number"))["n"] or 0) + 1
     stored = DecisionAnswer.objects.create(
         decision=decision, number=number, answer=answer, digest=canonical.digest(answer), created_at=timezone.now()
     )
     DecisionEvidence.objects.bulk_create([DecisionEvidence(answer=stored, submission=run) for run in cited])
-    Decision.objects.filter(pk=decision.pk).update(status="current", change=None, changed_at=None, recompute_error="")
-    decision.status, decision.change, decision.changed_at, decision.recompute_error = "current", None, None, ""
+    Decision.objects.filter(pk=decision.pk).update(
+        status=DecisionStatus.CURRENT, change=None, changed_at=None, recompute_error=""
+    )
+    decision.status, decision.change, decision.changed_at, decision.recompute_error = (
+        DecisionStatus.CURRENT,
+        None,
+        None,
+        "",
+    )
     audit_append(
         kind=AuditKind.DECISION_ANSWERED,
         actor=actor,
@@ -154,10 +154,6 @@ def decision_answer(*, decision: Decision, actor: str) -> DecisionAnswer:
         },
     )
     return stored
-
-
-def decision_latest_answer(*, decision: Decision) -> DecisionAnswer | None:
-    return decision.answers.order_by("-number").first()
 
 
 def _what_would_change(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
@@ -191,7 +187,7 @@ def _flag(
 ) -> None:
     latest = decision_latest_answer(decision=decision)
     if new is None:
-        new, _ = decision_compute(question=_question(decision.question))
+        new, _ = decision_compute(question=decision_question(decision.question))
     change = {
         "reason": reason,
         "runs": [{"id": r["id"], "digest": r["digest"]} for r in runs],
@@ -199,8 +195,10 @@ def _flag(
         "would_change": _what_would_change(latest.answer, new) if latest else [],
     }
     now = timezone.now()
-    Decision.objects.filter(pk=decision.pk).update(status="evidence-changed", change=change, changed_at=now)
-    decision.status, decision.change, decision.changed_at = "evidence-changed", change, now
+    Decision.objects.filter(pk=decision.pk).update(
+        status=DecisionStatus.EVIDENCE_CHANGED, change=change, changed_at=now
+    )
+    decision.status, decision.change, decision.changed_at = DecisionStatus.EVIDENCE_CHANGED, change, now
     audit_append(
         kind=AuditKind.DECISION_EVIDENCE_CHANGED,
         actor=actor,
@@ -249,9 +247,9 @@ def decisions_flag_for_runs(*, runs: Iterable[Submission], reason: str, actor: s
     return flagged
 
 
-def decisions_flag_for_series_alert(sender: type, *, alert: Any, **_: Any) -> list[Decision]:
-    """Receiver of `registry.services.series.alert_raised` (connected in RegistryConfig.ready): a series moved
-    beyond its noise, so every decision citing one of its runs is flagged with the alert's summary."""
+def decisions_flag_for_series_alert(*, alert: Alert) -> list[Decision]:
+    """A series moved beyond its noise (registry.services.reactions.series_alert_raised): every decision citing
+    one of its runs is flagged with the alert's summary."""
     runs = Submission.objects.filter(series_member__series_id=alert.series_id)
     return decisions_flag_for_runs(
         runs=runs,
@@ -290,10 +288,8 @@ def decisions_flag_for_new_runs(*, runs: list[Submission]) -> int:
 def decisions_dispatch(*, workload: str, scenario: str) -> None:
     """Queue the recompute of a question key's stale decisions (run in-process without a broker). Never raises:
     the submission is stored whatever happens here, and a reader or the next run recomputes what is left."""
-    from registry.tasks.decisions import decisions_recompute
-
     try:
-        decisions_recompute.delay(workload, scenario)
+        dispatch.send(RECOMPUTE_TASK, workload, scenario)
     except Exception:
         log.exception("decisions on %s/%s: recompute not dispatched; readers recompute them", workload, scenario)
 
@@ -351,12 +347,14 @@ def _entered(decision: Decision, *, actor: str) -> bool:
     if latest is None:
         decision_answer(decision=decision, actor=actor)
         return False
-    new, _ = decision_compute(question=_question(decision.question))
+    new, _ = decision_compute(question=decision_question(decision.question))
     known = {r["id"] for c in latest.answer["candidates"] for r in c["runs"]}
     known |= {x["run"]["id"] for x in latest.answer.get("left_out", [])}
     entering = {r["id"]: r for c in new["candidates"] for r in c["runs"] if r["id"] not in known}
     flagged = (
-        {r["id"] for r in (decision.change or {}).get("runs", [])} if decision.status == "evidence-changed" else set()
+        {r["id"] for r in (decision.change or {}).get("runs", [])}
+        if decision.status == DecisionStatus.EVIDENCE_CHANGED
+        else set()
     )
     if not entering or set(entering) <= flagged:
         return False
@@ -382,132 +380,3 @@ def decision_fresh(*, decision: Decision) -> Decision:
             return decision
         decision.refresh_from_db()
     return decision
-
-
-def decision_report_text(answer: dict[str, Any]) -> str:
-    """The report's decision statement: the question, then each candidate's verdict with its caveats in the same
-    sentence, and the frontier. Cut at the report's limit only between sentences (never mid-caveat)."""
-    lines = [
-        answer["question"],
-        *answer["summary"],
-        f"Pareto frontier over {', '.join(answer['frontier']['criteria']) or 'no criterion'}: "
-        f"{'; '.join(answer['frontier']['labels']) or 'empty'}.",
-    ]
-    text = ""
-    for line in lines:
-        if len(text) + len(line) + 1 > 1900:
-            return text + " (more candidates in the evidence)"
-        text += ("\n" if text else "") + line
-    return text
-
-
-@transaction.atomic  # the DecisionReport row exists before the render (on commit) looks for it in the evidence
-def decision_report(*, decision: Decision, requested_by: AbstractBaseUser) -> Any:
-    """Issue a signed report of the decision's latest answer (queued like any report; eager without a broker).
-
-    The report's comparison is the cited runs on the iso-quality axis; its decision statement is the question and
-    the answer. A decision whose evidence changed is answered again first: the new report is what is known now,
-    and earlier reports stay verifiable as what was known then.
-    """
-    from registry.models import DecisionReport
-    from registry.services.comparisons import comparison_create
-    from registry.services.reports import report_request
-
-    # Concurrent reports of one decision queue on its row and read it again once they hold it: the first one in
-    # answers it again, the others find it current and report that answer instead of answering once more each.
-    Decision.objects.select_for_update().filter(pk=decision.pk).exists()
-    decision.refresh_from_db()
-    decision_fresh(decision=decision)
-    if decision.status == "evidence-changed" or decision.recompute_error:
-        decision_answer(decision=decision, actor=requested_by.get_username())
-    latest = decision_latest_answer(decision=decision)
-    cited = (
-        list(
-            Submission.objects.filter(
-                pk__in=[r["id"] for c in latest.answer["candidates"] for r in c["runs"]]
-            ).order_by("id")
-        )
-        if latest
-        else []
-    )
-    # Candidates of one question may differ in a controlled field (another dataset size, another latency
-    # constraint): the report's comparison is the largest set of cited runs comparable at equal quality.
-    groups: dict[str, list[Submission]] = {}
-    for run in cited:
-        groups.setdefault(run.comparability_key_iso_quality, []).append(run)
-    largest = max(groups.values(), key=len, default=[])
-    if len(largest) < 2:
-        raise RegistryError(
-            "a decision report needs at least two cited runs comparable at equal quality",
-            code="not-enough-evidence",
-            status=422,
-        )
-    text = decision_report_text(latest.answer)
-    if len(largest) < len(cited):
-        text = text[:1750] + (
-            f"\nThe runs compared in this report are {len(largest)} of the {len(cited)} cited: "
-            "the others are not comparable with them at equal quality."
-        )
-    comparison, _ = comparison_create(runs=largest, axis="iso-quality", created_by=requested_by)
-    report = report_request(comparison=comparison, title=decision.title[:200], decision=text, requested_by=requested_by)
-    DecisionReport.objects.create(decision=decision, answer=latest, report=report)
-    audit_append(
-        kind=AuditKind.DECISION_ANSWERED,
-        actor=requested_by.get_username(),
-        subject=f"decision:{decision.pk}",
-        payload={"decision": decision.pk, "answer": latest.number, "report": report.pk},
-    )
-    return report
-
-
-def decision_gap_plan(
-    *,
-    decision: Decision,
-    candidate: str,
-    agents: list[Any],
-    created_by: AbstractBaseUser,
-    repetitions: int = 3,
-    options: dict[str, Any] | None = None,
-) -> Any:
-    """Turn a missing or weak candidate configuration into a benchmark plan for enrolled agents.
-
-    The plan runs the question's workload and scenario with the candidate's precision and batch size, at least
-    `repetitions` times (3: what an interval needs). Its runs are stored like any run, and a run that enters the
-    question flags the decision ("evidence changed"), so re-answering takes them in.
-    """
-    from registry.services.jobs import plan_create
-
-    latest = decision_latest_answer(decision=decision)
-    found = next((c for c in (latest.answer["candidates"] if latest else []) if c["label"] == candidate), None)
-    if found is None:
-        raise RegistryError(
-            f"decision {decision.pk} has no candidate {candidate!r}",
-            code="unknown-candidate",
-            errors=[{"pointer": "/candidate", "message": "one of the answer's candidate labels"}],
-        )
-    question = _question(decision.question)
-    config = found["configuration"]
-    plan = plan_create(
-        created_by=created_by,
-        agents=agents,
-        runner=question.phase,
-        workload=question.workload,
-        precisions=[str(config.get("precision.weights") or "fp32")],
-        batch_sizes=[config.get("workload.shape.batch_size")],
-        scenario=question.scenario,
-        repetitions=max(3, repetitions),
-        options=options,
-        name=f"decision {decision.pk}: {candidate}"[:200],
-    )
-    audit_append(
-        kind=AuditKind.DECISION_ANSWERED,
-        actor=created_by.get_username(),
-        subject=f"decision:{decision.pk}",
-        payload={
-            "decision": decision.pk,
-            "gap": candidate,
-            "plan": plan.pk,
-            "gaps": [g["code"] for g in found["gaps"]],
-        },
-    )
-    return plan

@@ -1,4 +1,4 @@
-"""Plans and jobs: expand a plan into jobs, dispatch them after commit, and move each job through its lifecycle.
+"""Jobs: move each job of a plan (registry.services.plans) through its lifecycle, and store its one run.
 
 Exactly one run per job (docs/agents.md, "Exactly once"):
   * claiming is a conditional UPDATE: QUEUED -> CLAIMED, or a take-over of a CLAIMED/RUNNING job by the same
@@ -11,15 +11,10 @@ Exactly one run per job (docs/agents.md, "Exactly once"):
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import os
-import socket
 from datetime import datetime, timedelta
-from itertools import product
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import F, Q
@@ -30,20 +25,18 @@ from protocol.errors import value_at
 from registry import policy
 from registry.choices import AuditKind, JobStatus, Trust
 from registry.exceptions import NotFound, RegistryError
-from registry.models import Agent, ApiToken, Job, Plan, Submission
+from registry.models import Agent, ApiToken, Job, Submission
 from registry.services.audit import audit_append
-from runners.agent import jobs as agent_jobs
+from registry.services.reactions import job_run_stored
+from registry.services.runs import run_store
 from runners.api import RunSpec
 from runners.spec import expected_fields
 
 log = logging.getLogger(__name__)
 
-AGENT_TASK = "benchreg.run_job"  # defined in runners.agent.worker, executed by the agent's worker
 MAX_JOB_ATTEMPTS = 3  # claims before a job that keeps killing its worker is failed
 DEADLINE_GRACE = timedelta(seconds=60)
 LEASE_BOUNDS = (5, 3600)
-PLAN_FIELDS = {"phase", "workload", "precision", "batch_size", "scenario", "repetitions", "submitter"}
-OPTION_FIELDS = {f.name for f in dataclasses.fields(RunSpec)} - PLAN_FIELDS
 
 
 class JobConflict(RegistryError):
@@ -53,154 +46,14 @@ class JobConflict(RegistryError):
     code = "job-conflict"
 
 
-def _log_state(job: Job, actor: str, **payload: Any) -> None:
+def job_log_state(job: Job, actor: str, **payload: Any) -> None:
+    """The job's `job.state` audit entry: its status now, who moved it there, and what else the change names."""
     audit_append(
         kind=AuditKind.JOB_STATE,
         actor=actor,
         subject=f"job:{job.pk}",
         payload={"job": job.pk, "agent": job.agent_name, "status": job.status, **payload},
     )
-
-
-# --- plans -------------------------------------------------------------------------------------------------
-
-
-def _job_spec(plan: Plan, agent: Agent, precision: str, batch_size: int | None) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "phase": plan.runner,
-        "workload": plan.workload,
-        "precision": precision,
-        "batch_size": batch_size,
-        "scenario": plan.scenario,
-        "repetitions": plan.repetitions,
-        "submitter": agent.name,
-        **plan.options,
-    }
-    try:
-        RunSpec(**spec)
-    except (TypeError, ValueError) as exc:
-        raise RegistryError(f"the plan cannot run: {exc}", code="invalid-plan") from None
-    return {key: value for key, value in spec.items() if value is not None}
-
-
-def _check_distinct(lists: dict[str, list[Any]]) -> None:
-    """A value repeated in a plan's agents, precisions or batch sizes would make identical jobs: refused (400),
-    every repeat named by its pointer."""
-    errors = []
-    for name, values in lists.items():
-        first: dict[Any, int] = {}
-        for index, value in enumerate(values):
-            if value in first:
-                errors.append(
-                    {
-                        "pointer": f"/{name}/{index}",
-                        "code": "duplicate",
-                        "message": f"the same as /{name}/{first[value]}: it would make identical jobs",
-                    }
-                )
-            first.setdefault(value, index)
-    if errors:
-        raise RegistryError(
-            "a plan lists each agent, precision and batch size once (a repeat makes identical jobs)",
-            code="invalid-plan",
-            errors=errors,
-        )
-
-
-@transaction.atomic
-def plan_create(
-    *,
-    created_by: AbstractBaseUser,
-    agents: list[Agent],
-    runner: str,
-    workload: str,
-    precisions: list[str],
-    batch_sizes: list[int | None],
-    scenario: str | None = None,
-    repetitions: int | None = None,
-    options: dict[str, Any] | None = None,
-    soft_time_limit: int = 1800,
-    time_limit: int | None = None,
-    name: str = "",
-) -> Plan:
-    """Store a plan and one QUEUED job per agent x precision x batch size; dispatch each after commit.
-
-    Each agent, precision and batch size is listed once, and the jobs are at most BENCHREG_MAX_JOBS_PER_PLAN
-    (400 with the pointer otherwise)."""
-    unknown = sorted(set(options or {}) - OPTION_FIELDS)
-    if unknown:
-        raise RegistryError(f"unknown plan options {unknown}; choose from {sorted(OPTION_FIELDS)}", code="invalid-plan")
-    hard = time_limit or soft_time_limit + 300
-    if not agents or hard <= soft_time_limit:
-        raise RegistryError("a plan needs at least one agent and time_limit > soft_time_limit", code="invalid-plan")
-    _check_distinct({"agents": [a.pk for a in agents], "precisions": precisions, "batch_sizes": batch_sizes})
-    count = len(agents) * len(precisions) * len(batch_sizes or [None])
-    if count > settings.BENCHREG_MAX_JOBS_PER_PLAN:
-        raise RegistryError(
-            f"this plan would queue {count} jobs (agents x precisions x batch sizes); at most "
-            f"{settings.BENCHREG_MAX_JOBS_PER_PLAN} (BENCHREG_MAX_JOBS_PER_PLAN)",
-            code="invalid-plan",
-            errors=[
-                {
-                    "pointer": "/agents",
-                    "code": "too-many-jobs",
-                    "message": f"{count} jobs, at most {settings.BENCHREG_MAX_JOBS_PER_PLAN}",
-                }
-            ],
-        )
-    plan = Plan.objects.create(
-        name=name,
-        runner=runner,
-        workload=workload,
-        precisions=precisions,
-        batch_sizes=batch_sizes or [None],
-        scenario=scenario,
-        repetitions=repetitions,
-        options=options or {},
-        soft_time_limit=soft_time_limit,
-        time_limit=hard,
-        created_by=created_by,
-        created_by_name=created_by.get_username(),
-    )
-    for agent, precision, batch_size in product(agents, precisions, plan.batch_sizes):
-        job = Job.objects.create(
-            plan=plan,
-            agent=agent,
-            agent_name=agent.name,
-            spec=_job_spec(plan, agent, precision, batch_size),
-            soft_time_limit=soft_time_limit,
-            time_limit=hard,
-        )
-        _log_state(job, created_by.get_username(), plan=plan.pk, spec=job.spec)
-        transaction.on_commit(lambda job_id=job.pk: job_dispatch(job_id=job_id), robust=True)
-    return plan
-
-
-def job_dispatch(*, job_id: int) -> None:
-    """Send one queued job to its agent (called after the commit that created it).
-
-    Enrolled agents get `benchreg.run_job` on their own queue. The embedded agent's jobs run in the registry's
-    own task, eagerly in-process when no broker is configured. Without a broker a remote agent cannot be
-    reached: its job stays queued (and is logged) until it is dispatched again with a broker.
-    """
-    from registry.celery import app
-    from registry.tasks.jobs import job_run_embedded
-
-    job = Job.objects.select_related("agent").filter(pk=job_id, status=JobStatus.QUEUED).first()
-    if job is None:
-        return
-    if job.agent.embedded:
-        job_run_embedded.delay(job.pk)
-    elif app.conf.task_always_eager or settings.BENCHREG_EMBEDDED_WORKER:  # no broker an agent could reach
-        log.warning("job %s for agent %s stays queued: no broker is configured", job.pk, job.agent_name)
-    else:
-        app.send_task(
-            AGENT_TASK,
-            args=[job.pk],
-            queue=job.agent.queue,
-            soft_time_limit=job.soft_time_limit,
-            time_limit=job.time_limit,
-        )
 
 
 # --- the agent's side of a job ------------------------------------------------------------------------------
@@ -248,7 +101,7 @@ def job_claim(*, job: Job, claimant: str, lease_seconds: int) -> Job:
         )
         job.refresh_from_db()
         if won:
-            _log_state(job, f"agent:{job.agent_name}", claimant=job.claimant, attempt=job.attempts)
+            job_log_state(job, f"agent:{job.agent_name}", claimant=job.claimant, attempt=job.attempts)
             return job
         if Job.objects.filter(takeover, pk=job.pk, attempts__gte=MAX_JOB_ATTEMPTS).update(
             status=JobStatus.FAILED,
@@ -257,7 +110,7 @@ def job_claim(*, job: Job, claimant: str, lease_seconds: int) -> Job:
             last_error=f"gave up after {job.attempts} attempts: the worker was lost each time",
         ):
             job.refresh_from_db()
-            _log_state(job, "registry", error=job.last_error)
+            job_log_state(job, "registry", error=job.last_error)
     raise _refusal(job, now)  # after the block: the give-up above is committed, not rolled back
 
 
@@ -275,7 +128,7 @@ def job_start(*, job: Job, claimant: str) -> Job:
         job.refresh_from_db()
         raise _refusal(job, now)
     job.refresh_from_db()
-    _log_state(job, f"agent:{job.agent_name}", claimant=claimant)
+    job_log_state(job, f"agent:{job.agent_name}", claimant=claimant)
     return job
 
 
@@ -303,7 +156,7 @@ def job_fail(*, job: Job, claimant: str, error: str, timed_out: bool = False) ->
         job.refresh_from_db()
         raise _refusal(job, now)
     job.refresh_from_db()
-    _log_state(job, f"agent:{job.agent_name}", error=job.last_error)
+    job_log_state(job, f"agent:{job.agent_name}", error=job.last_error)
     return job
 
 
@@ -328,8 +181,6 @@ def job_submission_create(
     any other document for a job that has a run, or is cancelled/failed/timed out, is refused with 409 and
     nothing is stored. So a job never has two runs, however often its message is delivered or re-run.
     """
-    from registry.services.submissions import _store  # the same store as every run; submissions calls us
-
     provenance = checked.document["provenance"]
     agent = policy.token_agent(token)
     if agent is None or provenance.get("agent") != agent.name:
@@ -360,26 +211,19 @@ def job_submission_create(
             )
         if job.status not in (JobStatus.CLAIMED, JobStatus.RUNNING):
             raise JobConflict(f"job {job.pk} is {job.status}: it takes no run", code="job-finished")
-        _check_run_matches_job(job, checked.document)
-        run = existing or _store(checked, submitted_by, token, trust=Trust.VOUCHED)
+        check_run_matches_job(job, checked.document)
+        run = existing or run_store(checked=checked, submitted_by=submitted_by, token=token, trust=Trust.VOUCHED)
         if not Job.objects.filter(pk=job.pk, run__isnull=True).update(
             run=run, status=JobStatus.SUBMITTED, finished_at=timezone.now(), lease_expires_at=None, last_error=""
         ):
             raise JobConflict(f"job {job.pk} took another run meanwhile", code="job-has-run")
         job.refresh_from_db()
-        _log_state(job, f"agent:{agent.name}", run=run.pk, digest=run.digest)
-        # series (issue 19): a scheduled job's run joins its series once it is committed.
-        transaction.on_commit(lambda run_id=run.pk: _series_record_run(run_id), robust=True)
+        job_log_state(job, f"agent:{agent.name}", run=run.pk, digest=run.digest)
+        job_run_stored(run=run)
         return run, existing is None
 
 
-def _series_record_run(run_id: int) -> None:
-    from registry.services.series import series_record_run  # series depend on jobs, not the reverse
-
-    series_record_run(run_id=run_id)
-
-
-def _check_run_matches_job(job: Job, document: dict[str, Any]) -> None:
+def check_run_matches_job(job: Job, document: dict[str, Any]) -> None:
     """Refuse a run that is not the job it was given (422, every differing field by pointer).
 
     This is what makes a job's run "vouched": the registry chose the configuration, not the agent.
@@ -417,7 +261,7 @@ def job_cancel(*, job: Job, actor: str, reason: str = "cancelled") -> Job:
         job.refresh_from_db()
         raise JobConflict(f"job {job.pk} is already {job.status}", code="job-finished")
     job.refresh_from_db()
-    _log_state(job, actor, reason=reason)
+    job_log_state(job, actor, reason=reason)
     return job
 
 
@@ -446,72 +290,6 @@ def jobs_time_out(*, now: datetime | None = None) -> int:
                 last_error="no result before the deadline (hard time limit + grace)",
             ):
                 job = Job.objects.get(pk=job_id)
-                _log_state(job, "registry", error=job.last_error)
+                job_log_state(job, "registry", error=job.last_error)
                 count += 1
     return count
-
-
-# --- the embedded agent: the same job code, through the services instead of HTTP ---------------------------
-
-
-class ServiceJobRegistry:
-    """runners.agent.jobs.JobRegistry over the service layer, for the embedded agent's in-process jobs.
-
-    The services are the ones the HTTP API calls, so the same rules hold: own jobs only, conditional claims,
-    one run per job through submission_create.
-    """
-
-    def __init__(self, agent: Agent) -> None:
-        self.agent = agent
-
-    def _job(self, job_id: int) -> Job:
-        job = Job.objects.filter(pk=job_id, agent=self.agent).first()
-        if job is None:
-            raise agent_jobs.JobGone(f"no job {job_id} for agent {self.agent.name}")
-        return job
-
-    def _call(self, fn: Any, job_id: int, **kwargs: Any) -> Job:
-        try:
-            return fn(job=self._job(job_id), **kwargs)  # type: ignore[no-any-return]
-        except JobConflict as exc:
-            if exc.code == "job-leased":
-                raise agent_jobs.JobBusy(exc.message) from None
-            raise agent_jobs.JobGone(exc.message) from None
-
-    def claim(self, job_id: int, *, claimant: str, lease_seconds: int) -> agent_jobs.Claim:
-        job = self._call(job_claim, job_id, claimant=claimant, lease_seconds=lease_seconds)
-        return agent_jobs.Claim(
-            job=job.pk,
-            agent=job.agent_name,
-            spec=job.spec,
-            attempts=job.attempts,
-            soft_time_limit=job.soft_time_limit,
-            time_limit=job.time_limit,
-        )
-
-    def start(self, job_id: int, *, claimant: str) -> None:
-        self._call(job_start, job_id, claimant=claimant)
-
-    def heartbeat(self, job_id: int, *, claimant: str, lease_seconds: int) -> None:
-        self._call(job_heartbeat, job_id, claimant=claimant, lease_seconds=lease_seconds)
-
-    def fail(self, job_id: int, *, claimant: str, error: str, timed_out: bool = False) -> None:
-        self._call(job_fail, job_id, claimant=claimant, error=error, timed_out=timed_out)
-
-    def complete(self, job_id: int, *, run_id: int, digest: str) -> None:
-        self._call(job_complete, job_id, run_id=run_id, digest=digest)
-
-    def submit(self, document: dict[str, Any]) -> agent_jobs.Submitted:
-        from registry.services.submissions import submission_create
-
-        try:
-            run, created = submission_create(document=document, submitted_by=self.agent.user, token=self.agent.token)
-        except JobConflict as exc:
-            return agent_jobs.Submitted("conflict", message=exc.message)
-        except RegistryError as exc:
-            return agent_jobs.Submitted("rejected", message=exc.message, errors=exc.errors)
-        return agent_jobs.Submitted("stored" if created else "known", run_id=run.pk, digest=run.digest)
-
-
-def embedded_claimant() -> str:
-    return f"registry@{socket.gethostname()}:{os.getpid()}"

@@ -31,6 +31,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from registry import dispatch
+from registry.audit.keys import trusted_verifier_keys
 from registry.choices import AuditKind, CheckpointReason, ReportStatus, Trust
 from registry.exceptions import RegistryError
 from registry.models import Checkpoint, Comparison, Report, Submission
@@ -38,14 +40,18 @@ from registry.reports import REASON_PREFIX
 from registry.reports.context import report_context
 from registry.reports.evidence import Evidence, evidence_build
 from registry.reports.render import render_pdf
-from registry.reports.signing import SigningIdentity, sign_pdf, signing_identity
+from registry.reports.signing import SigningIdentity, sign_pdf, signing_identity, trusted_certificates
+from registry.selectors.reports import run_statuses
 from registry.selectors.standing import comparison_members
 from registry.services.audit import audit_append, checkpoint_sign
 from registry.services.comparisons import comparison_create
 from registry.services.witnesses import checkpoint_cosign
 from registry.storage import local_path, reports_storage
+from verifier.report import verify_report
+from verifier.verdict import Verdict
 
 log = logging.getLogger(__name__)
+RENDER_TASK = "registry.tasks.reports.render_report"
 MAX_TITLE = 200
 MAX_DECISION = 2000
 
@@ -84,8 +90,6 @@ def report_request(
     with Retry-After). The requester's row is locked meanwhile, so concurrent requests of one person are counted
     one after the other.
     """
-    from registry.tasks.reports import render_report
-
     title, decision = _text(title, "title", MAX_TITLE), _text(decision, "decision", MAX_DECISION)
     with transaction.atomic():
         get_user_model().objects.select_for_update().filter(pk=requested_by.pk).exists()
@@ -128,7 +132,7 @@ def report_request(
         )
         # robust: with the broker down the report is still stored and answered as queued (202, never a 500
         # after the commit); reports_sweep dispatches it again once the broker is back.
-        transaction.on_commit(lambda: render_report.delay(report.pk), robust=True)
+        dispatch.after_commit(RENDER_TASK, report.pk)
     return report
 
 
@@ -298,7 +302,7 @@ def _store_file(report: Report, pdf: bytes) -> str:
 
 
 def _witnessed(checkpoint: Checkpoint) -> None:
-    """With witnesses configured, a report is issued under a checkpoint they cosigned (issue 15): at least
+    """With witnesses configured, a report is issued under a checkpoint they cosigned: at least
     BENCHREG_WITNESS_QUORUM of them, else the report fails naming what each witness answered."""
     if not settings.BENCHREG_WITNESSES:
         return
@@ -341,7 +345,7 @@ def _issue(report: Report, pdf: bytes, path: str, evidence: Evidence, checkpoint
     )
 
 
-# ------------------------------------------------------------------------------------------ sweep (issue 17)
+# ------------------------------------------------------------------------------------------ sweep
 
 
 def reports_sweep(*, stale_after: timedelta | None = None, max_attempts: int | None = None) -> dict[str, int]:
@@ -354,8 +358,6 @@ def reports_sweep(*, stale_after: timedelta | None = None, max_attempts: int | N
     is dispatched again. Safe to run concurrently and often: every change is a conditional update.
     Celery beat runs it (registry.tasks.reports.reports_sweep); `benchreg sweep` runs it by hand.
     """
-    from registry.tasks.reports import render_report
-
     stale_after = stale_after if stale_after is not None else timedelta(seconds=settings.BENCHREG_REPORT_STALE_AFTER_S)
     max_attempts = max_attempts if max_attempts is not None else settings.BENCHREG_REPORT_MAX_ATTEMPTS
     cutoff = timezone.now() - stale_after
@@ -381,7 +383,7 @@ def reports_sweep(*, stale_after: timedelta | None = None, max_attempts: int | N
     )
     for pk in [*requeued, *lost]:
         try:
-            render_report.delay(pk)
+            dispatch.send(RENDER_TASK, pk)
         except Exception as exc:  # the broker is down: the next sweep tries again
             log.warning("report %s: cannot dispatch (%s); the next sweep retries", pk, exc)
     if failed or requeued or lost:
@@ -389,3 +391,18 @@ def reports_sweep(*, stale_after: timedelta | None = None, max_attempts: int | N
             "reports sweep: %d failed for good, %d re-queued, %d re-dispatched", failed, len(requeued), len(lost)
         )
     return {"failed": failed, "requeued": len(requeued), "redispatched": len(lost)}
+
+
+# --- verification ---------------------------------------------------------------------------------------------
+
+
+def report_verify(*, pdf: bytes, with_reasons: bool = True) -> Verdict:
+    """Verify a report PDF against this registry: its certificates, its audit-log keys and its runs."""
+    return verify_report(
+        pdf,
+        certificates=trusted_certificates(),
+        log_keys=list(trusted_verifier_keys()),
+        registry=lambda digests: run_statuses(digests, with_reasons=with_reasons),
+        max_stream_bytes=settings.BENCHREG_VERIFY_MAX_STREAM_BYTES,
+        max_inflated_bytes=settings.BENCHREG_VERIFY_MAX_INFLATED_BYTES,
+    )

@@ -14,14 +14,14 @@ from django.db.backends.base.operations import BaseDatabaseOperations
 from django.utils import timezone
 
 import protocol
-from protocol.comparability import comparability_keys
 from protocol.errors import pointer
 from registry.choices import AuditKind, Trust
 from registry.exceptions import RegistryError
 from registry.models import ApiToken, Submission, Withdrawal
-from registry.models.copy import create_many
-from registry.services.audit import audit_append, audit_append_many
-from registry.services.catalogue import catalogue_run_withdrawn, catalogue_runs_added
+from registry.services.audit import audit_append
+from registry.services.jobs import job_submission_create
+from registry.services.reactions import run_withdrawn
+from registry.services.runs import run_store, runs_store
 
 
 class InvalidDocument(RegistryError):
@@ -55,14 +55,12 @@ def _create_checked(
     """`submission_create` of a document that passed the checks."""
     if _for_a_job(checked):
         # An agent's run for its job: stored and linked to the job in one locked step (one run per job).
-        from registry.services.jobs import job_submission_create  # jobs builds on this module
-
         return job_submission_create(checked=checked, submitted_by=submitted_by, token=token)
     existing = Submission.objects.filter(digest=checked.digest).first()
     if existing is not None:
         return existing, False
     try:
-        return _store(checked, submitted_by, token, trust=trust), True
+        return run_store(checked=checked, submitted_by=submitted_by, token=token, trust=trust), True
     except IntegrityError:
         # Another request stored the same document between our lookup and insert: same run.
         existing = Submission.objects.filter(digest=checked.digest).first()
@@ -98,11 +96,7 @@ def _for_a_job(checked: protocol.Checked) -> bool:
     return provenance.get("job") is not None or provenance.get("agent") is not None
 
 
-def _key_columns(document: dict[str, Any]) -> dict[str, str]:
-    return {Submission.KEY_COLUMNS[axis]: key for axis, key in comparability_keys(document).items()}
-
-
-# Where each of a run's summary columns (protocol.summary.summarize, stored by `_store_many`) is read from in its
+# Where each of a run's summary columns (protocol.summary.summarize, stored by `runs_store`) is read from in its
 # document: a value the schema allows but the column cannot hold (the schema is the protocol's, wider than some
 # columns; PostgreSQL stores a PositiveIntegerField as int4) is refused at the field the submitter wrote. A column
 # missing here is still checked, and refused at the document's root.
@@ -190,16 +184,6 @@ def _unstorable(checked: protocol.Checked) -> list[dict[str, str]]:
 
 
 @transaction.atomic
-def _store(
-    checked: protocol.Checked, submitted_by: AbstractBaseUser, token: ApiToken | None, *, trust: str
-) -> Submission:
-    """Store one checked document in a savepoint of its own (a lost race on its digest leaves the caller's
-    transaction usable)."""
-    (run,) = _store_many([checked], submitted_by, token, trust=trust)
-    return run
-
-
-@transaction.atomic
 def submission_withdraw(*, submission: Submission, reason: str, actor: AbstractBaseUser) -> Withdrawal:
     """Withdraw a run: a new, logged record with the reason. The run stays, marked withdrawn."""
     if not reason.strip():
@@ -225,16 +209,11 @@ def submission_withdraw(*, submission: Submission, reason: str, actor: AbstractB
         time=withdrawal.withdrawn_at,
         payload={"run": submission.pk, "reason": withdrawal.reason},
     )
-    catalogue_run_withdrawn(run=submission)
-    from registry.services.decisions import decisions_flag_for_runs  # decisions (issue 14)
-
-    decisions_flag_for_runs(
-        runs=[submission], reason=f"run {submission.pk} was withdrawn: {withdrawal.reason}", actor=actor.get_username()
-    )
+    run_withdrawn(withdrawal=withdrawal)
     return withdrawal
 
 
-# --- issue 16: many documents in one call (the bulk API and the MLPerf import) ------------------------------------
+# --- many documents in one call (the bulk API and the MLPerf import) ---------------------------------------------
 
 BATCH_TRANSACTION = 200  # documents stored per transaction in a batch
 
@@ -261,7 +240,7 @@ def submission_create_batch(
 
     A document may already be a RegistryError (a line the caller could not parse): it is refused as it is.
     Documents are checked one by one (a refused one stores nothing), then the new ones of every
-    `per_transaction` are stored together (`_store_many`: one COPY or INSERT of the runs, one INSERT of their audit
+    `per_transaction` are stored together (`runs_store`: one COPY or INSERT of the runs, one INSERT of their audit
     entries, one upsert of their catalogue cells), so a batch costs a few statements per chunk instead of ~10 per
     document.
     A document already stored, or twice in the batch, is "known". If another writer stores one of the chunk's
@@ -337,7 +316,10 @@ def _store_new(
     for one in checked.values():
         if one.digest not in known:
             new.setdefault(one.digest, one)
-    stored = {run.digest: run for run in _store_many(list(new.values()), submitted_by, token, trust=trust)}
+    stored = {
+        run.digest: run
+        for run in runs_store(checked=list(new.values()), submitted_by=submitted_by, token=token, trust=trust)
+    }
     out: dict[int, tuple[Submission, bool]] = {}
     for i, one in checked.items():
         if one.digest in known:
@@ -345,54 +327,6 @@ def _store_new(
         else:
             out[i] = (stored[one.digest], new[one.digest] is one)  # a second copy in the batch is "known"
     return out
-
-
-def _store_many(
-    checked: list[protocol.Checked], submitted_by: AbstractBaseUser, token: ApiToken | None, *, trust: str
-) -> list[Submission]:
-    """Store checked documents in the caller's transaction: the runs (one COPY or INSERT: models/copy.py), their
-    audit entries (one INSERT), the catalogue's counts and the decisions they enter, all exact when it commits."""
-    if not checked:
-        return []
-    now, name = timezone.now(), submitted_by.get_username()
-    runs = create_many(
-        Submission,
-        [
-            Submission(
-                trust=trust,
-                digest=one.digest,
-                document=one.document,
-                canonical=one.canonical.decode(),
-                **_key_columns(one.document),
-                **one.summary.columns(),
-                submitted_by=submitted_by,
-                submitted_by_name=name,
-                token=token,
-                submitted_at=now,
-            )
-            for one in checked
-        ],
-    )
-    # The entry commits who stored it (name, user, token), so `audit verify` sees those columns rewritten.
-    audit_append_many(
-        events=[
-            {
-                "kind": AuditKind.RUN_SUBMITTED,
-                "actor": name,
-                "actor_user": submitted_by.pk,
-                "actor_token": token.pk if token is not None else None,
-                "subject": run.digest,
-                "time": now,
-                "payload": {"run": run.pk, "trust": trust},
-            }
-            for run in runs
-        ]
-    )
-    catalogue_runs_added(runs=runs)  # the catalogue's derived counts, exact in the same transaction
-    from registry.services.decisions import decisions_flag_for_new_runs  # decisions (issue 14)
-
-    decisions_flag_for_new_runs(runs=runs)
-    return runs
 
 
 def _batch_one(

@@ -35,12 +35,14 @@ from django.db import transaction
 from django.utils import timezone
 from standardwebhooks.webhooks import Webhook
 
+from registry import dispatch
 from registry.choices import AuditKind
 from registry.models import WebhookDelivery
 from registry.services.audit import audit_append
 
 logger = logging.getLogger(__name__)
 
+DELIVER_TASK = "registry.tasks.webhooks.deliver_webhook"  # routed to BENCHREG_WEBHOOK_QUEUE by settings
 # Each network operation of an attempt waits at most this long (and never past the attempt's deadline).
 STEP_TIMEOUT_S = 10.0
 BACKOFF_S = 2.0
@@ -280,14 +282,8 @@ def webhook_enqueue(*, url: str, secret: str, event: str, body: dict[str, Any]) 
         created_at=timezone.now(),
         next_attempt_at=timezone.now(),
     )
-    transaction.on_commit(lambda: _queue(delivery.pk), robust=True)
+    dispatch.after_commit(DELIVER_TASK, delivery.pk)
     return delivery
-
-
-def _queue(delivery_id: int) -> None:
-    from registry.tasks.webhooks import deliver_webhook
-
-    deliver_webhook.delay(delivery_id)
 
 
 def webhook_signed(delivery: WebhookDelivery, *, at: datetime | None = None) -> tuple[bytes, dict[str, str]]:
@@ -419,6 +415,6 @@ def webhooks_sweep() -> dict[str, int]:
     for pk, due in pending.filter(next_attempt_at__lt=now - grace).values_list("pk", "next_attempt_at")[:1000]:
         # Marked due now, so the next sweep waits another grace period before queueing it again.
         if WebhookDelivery.objects.filter(pk=pk, state="pending", next_attempt_at=due).update(next_attempt_at=now):
-            _queue(pk)
+            dispatch.send(DELIVER_TASK, pk)
             queued += 1
     return {"failed": given_up, "queued": queued}

@@ -8,7 +8,8 @@ from celery import shared_task
 
 from registry.models import Job
 from registry.services.agents import agents_mark_offline
-from registry.services.jobs import ServiceJobRegistry, embedded_claimant, jobs_time_out
+from registry.services.embedded_agent import ServiceJobRegistry, embedded_claimant
+from registry.services.jobs import jobs_time_out
 from runners.agent.jobs import run_job
 
 log = logging.getLogger(__name__)

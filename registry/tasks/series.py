@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from registry.services.series import schedules_tick as _tick
+from registry.services.schedule_firing import schedules_tick as _tick
 
 
 @shared_task(name="registry.tasks.series.schedules_tick", ignore_result=True)

@@ -14,14 +14,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from registry import policy
 from registry.exceptions import RegistryError
-from registry.selectors.decisions import decision_list
-from registry.services.decisions import (
-    decision_create,
-    decision_fresh,
-    decision_gap_plan,
-    decision_latest_answer,
-    decision_report,
-)
+from registry.selectors.decisions import decision_latest_answer, decision_list
+from registry.services.decision_followups import decision_gap_plan, decision_report
+from registry.services.decisions import decision_create, decision_fresh
 from registry.services.webhooks import webhook_url_problem
 from registry.web.forms import DecisionForm, GapPlanForm
 

@@ -16,9 +16,9 @@ from django.urls import reverse
 from django.utils.http import urlencode
 
 from registry.presentation.sentences import ratio_sentences
+from registry.presentation.spreadsheet import csv_text
 from registry.selectors.catalogue import SORTS, CatalogueQuery, matching_runs
 from registry.selectors.matrix import Matrix
-from registry.presentation.spreadsheet import csv_text
 
 EXPORT_LIMIT = 10_000
 FORMATS = ("csv", "json")

@@ -12,7 +12,8 @@ from django.contrib.auth.models import Group
 from registry.models import Alert, Job
 from registry.services.agents import agent_heartbeat
 from registry.services.jobs import job_claim
-from registry.services.series import schedule_create, schedule_update, schedules_tick
+from registry.services.schedule_firing import schedules_tick
+from registry.services.schedules import schedule_create, schedule_update
 from registry.services.submissions import submission_create
 from tests.registry.agents.conftest import enrol, make_plan
 from tests.registry.agents.test_jobs import job_document

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -37,8 +38,6 @@ class Command(BaseCommand):
             if policy.AGENT in wanted:
                 raise CommandError("`agent` tokens come from enrolment: `benchreg enrolment-token create`")
             role = policy.least_role_for(wanted)
-            from django.contrib.auth import get_user_model
-
             is_new = not get_user_model().objects.filter(username=username).exists()
             user = user_for_token(username=username)
             missing = wanted - policy.user_rights(user)

@@ -20,14 +20,20 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
 import protocol
+from registry.audit.keys import checkpoint_key
 from registry.choices import Trust
 from registry.exceptions import RegistryError
 from registry.management.commands.serve import serve
+from registry.models import Submission
+from registry.reports.signing import signing_identity
 from registry.selectors.comparisons import comparable_runs
+from registry.selectors.decisions import decision_latest_answer
 from registry.services.comparisons import comparison_create
+from registry.services.decisions import decision_create
 from registry.services.reports import report_local_path, report_request
 from registry.services.submissions import submission_create
 from registry.services.tokens import token_create
+from runners.api import execute, quick_sweep, sweep_specs
 
 EXAMPLES_DIR = Path(protocol.__file__).parent / "examples"
 
@@ -60,7 +66,7 @@ class Command(BaseCommand):
                 where = report_local_path(report) or f"/api/v1/reports/{report.pk}/pdf (object storage)"
                 self.stdout.write(self.style.SUCCESS(f"signed decision report: {where}"))
                 self.stdout.write(f"  verify it with:  {self._verify_command(where)}")
-            self._decision(admin)  # decisions (issue 14): the main job ends with a decision and its gaps
+            self._decision(admin)  # the main job ends with a decision and its gaps
         if no_serve:
             return
         self.stdout.write(self.style.SUCCESS(f"serving on http://{bind}/  (API docs: http://{bind}/api/docs/)"))
@@ -75,9 +81,6 @@ class Command(BaseCommand):
     def _verify_command(self, where: str) -> str:
         """`benchreg verify` with the registry's published certificate and log key, so it works with no server
         running (--no-serve); the same files as GET /api/v1/reports/certificate and /api/v1/audit/public-key."""
-        from registry.audit.keys import checkpoint_key
-        from registry.reports.signing import signing_identity
-
         cert = Path(settings.DATA_DIR) / "benchreg-report-certificate.pem"
         cert.write_bytes(signing_identity().public_pem())
         return f"benchreg verify {where} --cert {cert} --log-key {shlex.quote(checkpoint_key().vkey)}"
@@ -98,8 +101,6 @@ class Command(BaseCommand):
 
     def _sweep(self, admin: Any, backend: str | None) -> list[Any]:
         """Measure this machine with the bundled runners (a minute or two) and store the runs."""
-        from runners.api import quick_sweep
-
         self.stdout.write("measuring this machine with the bundled runners (quick sweep)…")
         results = settings.DATA_DIR / "results"
         results.mkdir(exist_ok=True)
@@ -121,8 +122,6 @@ class Command(BaseCommand):
         Steady state is a controlled field, so on a busy machine a pair may be refused; each extra attempt adds
         a run, and the largest comparable group is reported (caveats say what was not steady).
         """
-        from runners.api import execute, sweep_specs
-
         base = sweep_specs(backend)[1]  # the sweep's mlp-classifier offline batch-32 run: the 1-thread arm
         group: list[Any] = []
         plan = (2, 1, 2, 1)
@@ -164,9 +163,6 @@ class Command(BaseCommand):
     def _decision(self, admin: Any) -> Any:
         """A procurement question answered from this machine's own runs: how many of these machines serve
         100,000 samples/s of the MLP classifier offline, at what cost, and what evidence is missing."""
-        from registry.models import Submission
-        from registry.services.decisions import decision_create, decision_latest_answer
-
         latest = (
             Submission.objects.filter(
                 workload_name="mlp-classifier", scenario_kind="offline", phase="inference", source="runner"

@@ -56,14 +56,14 @@ def serve(*, bind: str, workers: int, threads: int) -> None:
 
 
 def start_embedded_worker() -> subprocess.Popen[bytes]:
-    """registry.supervisor, which runs `celery worker` and `celery beat` over the filesystem queue in the data dir
-    and restarts either when it dies: reports, the embedded agent's jobs, webhook deliveries, and beat's sweeps
+    """registry.worker.supervisor, which runs `celery worker` and `celery beat` over the filesystem queue in the data
+    dir and restarts either when it dies: reports, the embedded agent's jobs, webhook deliveries, and beat's sweeps
     and checkpoints run there, never in a web request.
 
     In a session of its own, so its process group (it and both parts) can be stopped as one, and so a Ctrl-C meant
     for gunicorn reaches it only through gunicorn's orderly exit."""
     return subprocess.Popen(
-        [sys.executable, "-m", "registry.supervisor"],
+        [sys.executable, "-m", "registry.worker.supervisor"],
         env={**os.environ, "BENCHREG_EMBEDDED_WORKER": "1"},
         start_new_session=True,
     )

@@ -19,6 +19,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from registry.audit.keys import trusted_verifier_keys
+from registry.reports.signing import trusted_certificates
+from registry.selectors.reports import run_statuses
 from verifier.report import RunLookup, load_certificates, verify_report
 from verifier.verdict import Verdict
 
@@ -65,10 +68,6 @@ class Command(BaseCommand):
 
 def _local(options: Mapping[str, Any]) -> tuple[list[Any], list[Any], RunLookup | None]:
     """Keys from the options or this registry's own; runs from this registry's database unless --offline."""
-    from registry.audit.keys import trusted_verifier_keys
-    from registry.reports.signing import trusted_certificates
-    from registry.selectors.reports import run_statuses
-
     certificates = _cert_file(options["cert"]) if options["cert"] else trusted_certificates()
     keys: list[Any] = list(options["log_key"]) or list(trusted_verifier_keys())
     return certificates, keys, None if options["offline"] else run_statuses

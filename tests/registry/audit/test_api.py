@@ -12,14 +12,14 @@ from registry.choices import CheckpointReason
 from registry.services.audit import checkpoint_sign
 from registry.services.submissions import submission_create, submission_withdraw
 from registry.services.tokens import token_create
-from tests.registry.services.test_submissions import _variant
+from tests.registry.services.test_submissions import document_variant
 
 pytestmark = pytest.mark.django_db
 
 
 def _events(user, document, count: int) -> None:
     for i in range(count):
-        run, _ = submission_create(document=_variant(document, i), submitted_by=user)
+        run, _ = submission_create(document=document_variant(document, i), submitted_by=user)
         if i % 3 == 2:
             submission_withdraw(submission=run, reason=f"reason {i}", actor=user)
 
@@ -64,7 +64,7 @@ def test_a_third_party_checks_that_a_later_checkpoint_extends_an_earlier_one(ano
     _events(user, server_example, 3)
     old, vkey = _open_checkpoint(anonymous)
     for i in range(10, 15):
-        submission_create(document=_variant(server_example, i), submitted_by=user)
+        submission_create(document=document_variant(server_example, i), submitted_by=user)
     checkpoint_sign(reason=CheckpointReason.MANUAL)
     new, _ = _open_checkpoint(anonymous)
     assert new.size == old.size + 5

@@ -16,7 +16,7 @@ from registry.services.audit import audit_append, checkpoint_sign
 from registry.services.submissions import submission_create, submission_withdraw
 from registry.services.tokens import token_create
 from tests.registry.audit import tlog_client
-from tests.registry.services.test_submissions import _variant
+from tests.registry.services.test_submissions import document_variant
 
 pytestmark = pytest.mark.django_db
 PREFIX = "/api/v1/audit/log/"
@@ -24,7 +24,7 @@ PREFIX = "/api/v1/audit/log/"
 
 def test_every_entry_is_public_and_holds_no_user_or_token(user, server_example, anonymous):
     _, plain = token_create(user=user, name="lab script", scopes="submit,read")
-    runs = [submission_create(document=_variant(server_example, i), submitted_by=user)[0] for i in range(2)]
+    runs = [submission_create(document=document_variant(server_example, i), submitted_by=user)[0] for i in range(2)]
     submission_withdraw(submission=runs[1], reason="driver not recorded", actor=user)
     body = anonymous.get("/api/v1/audit/entries?limit=100").json()["results"]
     assert [e["kind"] for e in body] == ["token.created", "run.submitted", "run.submitted", "run.withdrawn"]
@@ -36,7 +36,7 @@ def test_every_entry_is_public_and_holds_no_user_or_token(user, server_example, 
 
 
 def test_a_runs_leaf_is_rebuilt_from_its_public_record(user, server_example, api, anonymous):
-    run, _ = submission_create(document=_variant(server_example, 1), submitted_by=user)
+    run, _ = submission_create(document=document_variant(server_example, 1), submitted_by=user)
     record = api.get(f"/api/v1/submissions/{run.pk}").json()
     checkpoint_sign(reason="manual")
     proof = anonymous.get(f"/api/v1/audit/inclusion?entry={record['audit_seq']}").json()

@@ -24,7 +24,7 @@ from registry.services.audit import checkpoint_sign
 from registry.services.submissions import submission_create
 from registry.services.witnesses import WitnessRefused, cosignature_request, witnesses_configured
 from tests.registry.audit.witness_proc import witness
-from tests.registry.services.test_submissions import _variant
+from tests.registry.services.test_submissions import document_variant
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -45,7 +45,7 @@ def test_a_rewritten_entry_and_deleted_checkpoints_fail_against_the_witnessed_ch
         kept: list[Path] = []
         runs = []
         for i in range(4):  # after each run a checkpoint, cosigned; a reviewer keeps each published one
-            runs.append(submission_create(document=_variant(server_example, i), submitted_by=user)[0])
+            runs.append(submission_create(document=document_variant(server_example, i), submitted_by=user)[0])
             checkpoint_sign(reason=CheckpointReason.MANUAL)
             note = httpx.get(f"{live_server.url}/api/v1/audit/log/checkpoint").content
             assert verify_cosignatures(note, [w.vkey]), note

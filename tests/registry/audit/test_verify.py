@@ -13,14 +13,14 @@ from django.db import DatabaseError, connection, transaction
 from registry.choices import AuditKind
 from registry.models import AuditEntry
 from registry.services.submissions import submission_create, submission_withdraw
-from tests.registry.services.test_submissions import _variant
+from tests.registry.services.test_submissions import document_variant
 
 pytestmark = pytest.mark.django_db
 
 
 def _log(user, document) -> list:
     """Four runs (the third withdrawn): entries #0..#4."""
-    runs = [submission_create(document=_variant(document, i), submitted_by=user)[0] for i in range(4)]
+    runs = [submission_create(document=document_variant(document, i), submitted_by=user)[0] for i in range(4)]
     submission_withdraw(submission=runs[2], reason="driver not recorded", actor=user)
     return runs
 
@@ -55,7 +55,7 @@ def _as_superuser(sql: str, params: list | None = None) -> None:
 def test_an_untouched_log_verifies_against_its_checkpoints_and_a_kept_file(user, server_example, tmp_path):
     _log(user, server_example)
     kept = _export(tmp_path)
-    submission_create(document=_variant(server_example, 9), submitted_by=user)  # the log grows after the export
+    submission_create(document=document_variant(server_example, 9), submitted_by=user)  # the log grows after the export
     call_command("audit", "checkpoint", stdout=io.StringIO())
     ok, out = _verify("--checkpoint", str(kept))
     assert ok, out

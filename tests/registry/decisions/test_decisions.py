@@ -274,9 +274,8 @@ def test_reissued_report_verifies_and_the_old_one_still_verifies(
     settings: Any, tmp_path: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
     from registry.models import AuditHead
-    from registry.selectors.reports import report_verify
-    from registry.services.decisions import decision_report
-    from registry.services.reports import report_bytes
+    from registry.services.decision_followups import decision_report
+    from registry.services.reports import report_bytes, report_verify
 
     settings.DATA_DIR, settings.BENCHREG_CHECKPOINT_KEY = tmp_path, ""
     AuditHead.objects.get_or_create(id=1)

@@ -19,7 +19,8 @@ from django.db.models.signals import post_save
 from registry.models import Job, Plan, Report, Schedule, ScheduleFire
 from registry.services.agents import agent_heartbeat
 from registry.services.comparisons import comparison_create
-from registry.services.series import schedule_create, schedule_delete, schedules_tick
+from registry.services.schedule_firing import schedules_tick
+from registry.services.schedules import schedule_create, schedule_delete
 from registry.services.submissions import submission_create
 from tests.registry.agents.conftest import enrol, make_plan
 from tests.registry.audit.witness_proc import ROOT, new_key
@@ -294,10 +295,10 @@ def test_a_schedule_webhook_gets_its_own_secret_shown_once(api: Any, plan: Plan,
     url = f"/api/v1/schedules/{created.json()['id']}"
     assert "webhook_secret" not in api.get(url).json()
     assert "webhook_secret" not in api.patch(url, {"paused": True}, format="json").json()
-    from registry.services.series import _alert_destination
+    from registry.services.series import alert_destination
 
     schedule = Schedule.objects.get()
-    assert _alert_destination(schedule) == ("https://alerts.example.org/hook", secret)
+    assert alert_destination(schedule) == ("https://alerts.example.org/hook", secret)
     changed = api.patch(url, {"webhook_url": "https://alerts.example.org/other"}, format="json").json()
     assert changed["webhook_secret"].startswith("whsec_") and changed["webhook_secret"] != secret
 
@@ -344,9 +345,9 @@ def test_an_operator_webhook_without_its_secret_sends_nothing_and_says_why(
     schedule = schedule_create(created_by=user, plan=plan, cron="0 2 * * *", agents=[agent], now=T0)
     settings.BENCHREG_ALERT_WEBHOOK_URL = "https://ops.example.org/alerts"
     settings.BENCHREG_ALERT_WEBHOOK_SECRET = ""
-    from registry.services.series import _alert_destination
+    from registry.services.series import alert_destination
 
-    assert _alert_destination(schedule) is None
+    assert alert_destination(schedule) is None
     assert "BENCHREG_ALERT_WEBHOOK_SECRET" in caplog.text
 
 

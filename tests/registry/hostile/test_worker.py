@@ -1,4 +1,4 @@
-"""The embedded broker (registry/broker.py) against the files that killed the embedded worker: kombu's filesystem
+"""The embedded broker (registry/worker/broker.py) against the files that killed the embedded worker: kombu's filesystem
 transport let a consumer read a message its producer had not finished writing, and any unparsable file then ended
 the Celery worker for good. A consumer must never see a half-written message, and a file that does not parse (torn,
 empty, foreign, not a kombu envelope) is set aside in the quarantine folder while the next message is served."""
@@ -27,7 +27,7 @@ def queue_dir(tmp_path: Path) -> Path:
 def _connection(root: Path) -> Connection:
     return Connection(
         "filesystem://",
-        transport="registry.broker:Transport",
+        transport="registry.worker.broker:Transport",
         transport_options={
             "data_folder_in": str(root / "messages"),
             "data_folder_out": str(root / "messages"),

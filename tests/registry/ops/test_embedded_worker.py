@@ -1,8 +1,8 @@
 """The embedded default (SQLite, no broker, no other service) runs its background work beside `benchreg serve`: a
-supervisor keeps a Celery worker and beat running over a filesystem queue in the data dir (registry/supervisor.py,
-registry/broker.py). A report request is answered at once as queued and rendered by the worker; the worker survives
-load and unreadable message files; a killed worker or beat reads as not ready until the supervisor restarts it.
-Everything listens on 127.0.0.1 only."""
+supervisor keeps a Celery worker and beat running over a filesystem queue in the data dir
+(registry/worker/supervisor.py, registry/worker/broker.py). A report request is answered at once as queued and
+rendered by the worker; the worker survives load and unreadable message files; a killed worker or beat reads as not
+ready until the supervisor restarts it. Everything listens on 127.0.0.1 only."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ import httpx
 import pytest
 
 import protocol
-from registry import heartbeats
-from registry.supervisor import Part, Supervisor
+from registry.worker import heartbeats
+from registry.worker.supervisor import Part, Supervisor
 from tests.registry.ops.services import ROOT, free_port
 from tests.registry.reports.conftest import PRICES, SIZING, fleet_documents
 
@@ -221,7 +221,7 @@ def test_the_supervisor_restarts_a_dead_part_with_growing_delays_and_kills_a_fro
     ]
     supervisor = Supervisor(parts, data_dir=tmp_path, stale_s=2, backoff_max_s=2)
     thread = threading.Thread(target=supervisor.run)
-    with caplog.at_level(logging.INFO, logger="registry.supervisor"):
+    with caplog.at_level(logging.INFO, logger="registry.worker.supervisor"):
         thread.start()
         time.sleep(9)
         supervisor.stopping.set()

@@ -19,13 +19,13 @@ import pytest
 import redis
 from django.test import override_settings
 
-from registry import heartbeats
 from registry.celery import HeartbeatScheduler, app
 from registry.choices import ReportStatus
 from registry.models import Report
 from registry.services.comparisons import comparison_create
 from registry.services.reports import reports_sweep
 from registry.services.submissions import submission_create
+from registry.worker import heartbeats
 from tests.registry.ops.services import free_port
 from tests.registry.reports.conftest import PRICES, SIZING, fleet_documents
 

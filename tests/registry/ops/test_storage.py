@@ -133,7 +133,7 @@ def _report(user: Any, title: str = "On object storage") -> Report:
 def test_a_report_is_stored_in_the_bucket_and_served_from_it(
     on_s3: str, s3: S3Server, user: Any, api: Any, tmp_path: Path
 ) -> None:
-    from registry.selectors.reports import report_verify
+    from registry.services.reports import report_verify
 
     report = report_render(report_id=_report(user).pk)
     assert report.status == ReportStatus.READY, report.last_error
@@ -200,7 +200,7 @@ def test_two_web_servers_and_two_workers_with_no_shared_disk_serve_the_same_repo
 ) -> None:
     from registry.audit.keys import checkpoint_key
     from registry.reports.signing import signing_identity
-    from registry.selectors.reports import report_verify
+    from registry.services.reports import report_verify
 
     settings.DATA_DIR = tmp_path / "secrets"
     checkpoint_key(), signing_identity()  # generated once, as an operator would, then given to every process

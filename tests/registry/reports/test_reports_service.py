@@ -14,8 +14,7 @@ from registry.models import AuditEntry, Report
 from registry.reports import ATTACHMENT_NAME
 from registry.reports.context import report_context
 from registry.reports.render import OfflineFetcher, render_html
-from registry.selectors.reports import report_verify
-from registry.services.reports import report_bytes, report_render, report_request
+from registry.services.reports import report_bytes, report_render, report_request, report_verify
 from registry.services.submissions import submission_withdraw
 from verifier.evidence import attachment
 

@@ -8,8 +8,7 @@ import pytest
 from protocol.cosignature import verify_cosignatures
 from registry.audit.keys import checkpoint_key
 from registry.choices import ReportStatus
-from registry.selectors.reports import report_verify
-from registry.services.reports import report_bytes
+from registry.services.reports import report_bytes, report_verify
 from tests.registry.audit.witness_proc import new_key, witness
 
 from .conftest import make_report

@@ -152,7 +152,7 @@ def test_every_run_joins_the_one_cell_that_counts_it_by_shape(
     (migration 0016): every run must find exactly the cell services.catalogue counts it in, whatever its steady
     state, withdrawal, unit or accelerator count."""
     from registry.models import CatalogueCell, Submission
-    from registry.services.catalogue import _key
+    from registry.services.catalogue import catalogue_cell_key
     from registry.services.submissions import submission_withdraw
 
     for name, reached in (("lab-ss-false", False), ("lab-ss-absent", None)):
@@ -164,7 +164,7 @@ def test_every_run_joins_the_one_cell_that_counts_it_by_shape(
         submission_create(document=doc, submitted_by=submitter)
     submission_withdraw(submission=fleet["b"], reason="bad", actor=admin_user)
     runs = list(Submission.objects.select_related("withdrawal").all())
-    assert {_key(r, withdrawn=False)["steady_state"] for r in runs} >= {"yes", "no", ""}
+    assert {catalogue_cell_key(r, withdrawn=False)["steady_state"] for r in runs} >= {"yes", "no", ""}
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT s.id, c.id FROM registry_submission s JOIN registry_cataloguecell c "
@@ -175,7 +175,7 @@ def test_every_run_joins_the_one_cell_that_counts_it_by_shape(
     assert sorted(joined) == sorted(r.id for r in runs)  # each run once: one cell per shape and withdrawal
     cells = CatalogueCell.objects.in_bulk(list(joined.values()))
     for run in runs:
-        key = _key(run, withdrawn=hasattr(run, "withdrawal"))
+        key = catalogue_cell_key(run, withdrawn=hasattr(run, "withdrawal"))
         assert {k: getattr(cells[joined[run.id]], k) for k in key} == key, run.system_name
 
 

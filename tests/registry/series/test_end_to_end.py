@@ -34,7 +34,8 @@ from django.utils import timezone
 
 from registry.choices import JobStatus
 from registry.models import Alert, Job, Plan, ScheduleFire, Series, SeriesRun
-from registry.services.series import schedule_create, schedule_update, schedules_tick
+from registry.services.schedule_firing import schedules_tick
+from registry.services.schedules import schedule_create, schedule_update
 from tests.conftest import ROOT
 from tests.registry.agents.conftest import QUICK
 from tests.registry.agents.test_real_worker import BROKER, Workers, wait_for

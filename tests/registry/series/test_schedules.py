@@ -1,5 +1,6 @@
 """Schedules fire exactly once, record missed runs, pause/resume/delete; scheduled runs join series; a change
-raises one alert (audited, webhooked with a valid signature, signalled) naming what changed in the documents."""
+raises one alert (audited, webhooked with a valid signature, told to the decisions) naming what changed in the
+documents."""
 
 from __future__ import annotations
 
@@ -18,16 +19,11 @@ from django.db import connection
 from registry.choices import AuditKind
 from registry.exceptions import RegistryError
 from registry.models import Agent, Alert, AuditEntry, Job, Schedule, ScheduleFire, Series, SeriesRun
+from registry.services import reactions
 from registry.services.agents import agent_heartbeat
 from registry.services.jobs import job_claim
-from registry.services.series import (
-    alert_raised,
-    cron_due_times,
-    schedule_create,
-    schedule_delete,
-    schedule_update,
-    schedules_tick,
-)
+from registry.services.schedule_firing import schedules_tick
+from registry.services.schedules import cron_due_times, schedule_create, schedule_delete, schedule_update
 from registry.services.submissions import submission_create
 from tests.registry.agents.conftest import enrol, make_plan
 from tests.registry.agents.test_jobs import job_document
@@ -183,20 +179,20 @@ def run_scheduled_job(job: Job, example: dict[str, Any], throughput: float, slee
 
 @pytest.mark.django_db(transaction=True)
 def test_scheduled_runs_join_a_series_and_a_halving_raises_one_alert(
-    schedule: Schedule, offline_example: dict, webhook: Any
+    schedule: Schedule, offline_example: dict, webhook: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    signalled: list[Alert] = []
-    alert_raised.connect(lambda sender, alert, **kw: signalled.append(alert), weak=False, dispatch_uid="t")
-    try:
-        values = [1000, 1012, 991, 1005, 998, 1003, 1008, 502, 505]
-        for n, value in enumerate(values, start=1):
-            if value == 502:  # the injected slowdown: a runner setting that halves throughput
-                schedule_update(schedule=schedule, actor="boss", options={"sleep_ms": 20.0})
-            schedules_tick(now=minute(n))
-            job = Job.objects.get(plan__schedule_fire__due_at=minute(n))
-            run_scheduled_job(job, offline_example, value, sleep_ms=20.0 if value < 600 else 0.0)
-    finally:
-        alert_raised.disconnect(dispatch_uid="t")
+    signalled: list[Alert] = []  # the alerts the decisions were told of (registry.services.reactions)
+    flag = reactions.decisions_flag_for_series_alert
+    monkeypatch.setattr(
+        reactions, "decisions_flag_for_series_alert", lambda *, alert: signalled.append(alert) or flag(alert=alert)
+    )
+    values = [1000, 1012, 991, 1005, 998, 1003, 1008, 502, 505]
+    for n, value in enumerate(values, start=1):
+        if value == 502:  # the injected slowdown: a runner setting that halves throughput
+            schedule_update(schedule=schedule, actor="boss", options={"sleep_ms": 20.0})
+        schedules_tick(now=minute(n))
+        job = Job.objects.get(plan__schedule_fire__due_at=minute(n))
+        run_scheduled_job(job, offline_example, value, sleep_ms=20.0 if value < 600 else 0.0)
     series = Series.objects.get()
     assert SeriesRun.objects.filter(series=series).count() == len(values)
     alert = Alert.objects.get()  # exactly one: the run after the change starts a new reference

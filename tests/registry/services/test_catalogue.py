@@ -98,7 +98,7 @@ def test_a_failed_store_leaves_the_cells_as_they_were(user, server_example, monk
         raise RuntimeError("simulated failure while appending the audit entry")
 
     submission_create(document=server_example, submitted_by=user)
-    monkeypatch.setattr("registry.services.submissions.audit_append_many", broken_append)
+    monkeypatch.setattr("registry.services.runs.audit_append_many", broken_append)
     with pytest.raises(RuntimeError):
         submission_create(document=_variant(server_example, 1), submitted_by=user)
     assert [c["runs"] for c in _cells()] == [1]

@@ -43,7 +43,7 @@ def test_a_change_and_its_audit_entry_commit_or_fail_together(user, server_examp
     def broken_append(**kwargs):
         raise RuntimeError("simulated failure while appending the audit entry")
 
-    monkeypatch.setattr("registry.services.submissions.audit_append_many", broken_append)
+    monkeypatch.setattr("registry.services.runs.audit_append_many", broken_append)
     with pytest.raises(RuntimeError):
         submission_create(document=server_example, submitted_by=user)
     assert not Submission.objects.exists()
@@ -57,7 +57,7 @@ def test_a_withdrawal_is_a_new_record_and_the_run_stays(user, server_example):
     assert AuditEntry.objects.filter(kind="run.withdrawn", subject=run.digest).exists()
 
 
-def _variant(document: dict, i: int) -> dict:
+def document_variant(document: dict, i: int) -> dict:
     copy_ = copy.deepcopy(document)
     copy_["system"]["name"] = f"lab-node-{i:03d}"
     return copy_
@@ -87,7 +87,7 @@ def test_parallel_writers_leave_a_gapless_audit_sequence(user, server_example):
 
     @in_thread
     def submit(i):
-        return submission_create(document=_variant(server_example, i), submitted_by=user)
+        return submission_create(document=document_variant(server_example, i), submitted_by=user)
 
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(submit, range(40)))
@@ -202,10 +202,11 @@ def test_a_chunk_whose_copy_loses_a_race_is_stored_one_document_at_a_time(
     """Another writer commits one of the chunk's documents after the chunk looked for them and before its COPY:
     the COPY fails on the digest, the chunk is stored document by document, and that one is "known"."""
     import registry.models.copy as copy_module
+    import registry.services.runs as runs
     import registry.services.submissions as submissions
 
     documents = _documents_for_copy(server_example, offline_example, training_example, copy_module.COPY_FROM)
-    real_create_many, calls = submissions.create_many, []
+    real_create_many, calls = runs.create_many, []
 
     def other_writer_first(model, objs):
         if threading.current_thread() is not main:
@@ -218,7 +219,7 @@ def test_a_chunk_whose_copy_loses_a_race_is_stored_one_document_at_a_time(
 
     main = threading.current_thread()
 
-    monkeypatch.setattr(submissions, "create_many", other_writer_first)
+    monkeypatch.setattr(runs, "create_many", other_writer_first)
     outcomes = submissions.submission_create_batch(documents=documents, submitted_by=user)
     assert calls[0] == len(documents) >= copy_module.COPY_FROM  # the COPY that lost, then one run at a time
     assert calls[1:] == [1] * (len(documents) - 1)
@@ -262,10 +263,11 @@ def test_two_batches_that_deadlock_on_the_same_documents_both_finish(
     """Batches [A, B] and [B, A] in two transactions: each inserts its first run, then waits on the other's
     uncommitted second one. PostgreSQL ends the deadlock by rolling one back; that batch is then stored one
     document at a time and finds both known (instead of failing with OperationalError)."""
+    import registry.services.runs as runs
     import registry.services.submissions as submissions
 
     a, b = _documents_for_copy(server_example, offline_example, training_example, 2)
-    real_create_many, both_hold_their_first = submissions.create_many, threading.Barrier(2)
+    real_create_many, both_hold_their_first = runs.create_many, threading.Barrier(2)
 
     def first_row_then_wait(model, objs):
         if model is not Submission or len(objs) != 2:
@@ -274,7 +276,7 @@ def test_two_batches_that_deadlock_on_the_same_documents_both_finish(
         both_hold_their_first.wait(timeout=30)  # as if each multi-row INSERT had reached its second row
         return first + real_create_many(model, objs[1:])
 
-    monkeypatch.setattr(submissions, "create_many", first_row_then_wait)
+    monkeypatch.setattr(runs, "create_many", first_row_then_wait)
 
     @in_thread
     def batch(documents):

@@ -1,9 +1,9 @@
 """The embedded default's supervisor: one Celery worker and one beat beside `benchreg serve`, kept running.
 
-`benchreg serve` starts `python -m registry.supervisor` in a session of its own; it starts the worker and beat as
+`benchreg serve` starts `python -m registry.worker.supervisor` in a session of its own; it starts the worker and beat as
 two processes, and when one exits (a crash, kill -9, an out-of-memory kill) it logs how and restarts it: after 1 s,
 doubling on each death that follows a run shorter than STABLE_S, up to BENCHREG_SUPERVISOR_BACKOFF_MAX_S. A part
-whose heartbeat file (registry/heartbeats.py) is older than BENCHREG_HEARTBEAT_STALE_S is frozen: it is killed
+whose heartbeat file (registry/worker/heartbeats.py) is older than BENCHREG_HEARTBEAT_STALE_S is frozen: it is killed
 and restarted the same way. /readyz answers 503 naming the part while it is down.
 
 On SIGTERM or SIGINT, or when the process that started it is gone, it stops both parts (SIGTERM, then SIGKILL
@@ -23,9 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
-from registry import heartbeats
+from django.conf import settings  # lazy: read only in main(), after the environment is set
 
-log = logging.getLogger("registry.supervisor")
+from registry.worker import heartbeats
+
+log = logging.getLogger(__name__)
 
 STABLE_S = 60.0  # a part that ran this long before dying is restarted after the shortest delay again
 STOP_TIMEOUT_S = 30.0
@@ -159,7 +161,6 @@ def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "registry.settings")
     os.environ["BENCHREG_EMBEDDED_WORKER"] = "1"
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s: %(levelname)s/supervisor] %(message)s")
-    from django.conf import settings
 
     data_dir = Path(settings.DATA_DIR)
     supervisor = Supervisor(

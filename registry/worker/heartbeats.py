@@ -2,7 +2,7 @@
 
 The Celery worker (a bootstep on its timer) and beat (registry.celery.HeartbeatScheduler) rewrite theirs at least
 every BENCHREG_HEARTBEAT_INTERVAL_S with their process id; /readyz (registry/health.py), the embedded
-supervisor (registry/supervisor.py) and compose's health checks read them. A file is cheaper than a broker round
+supervisor (registry/worker/supervisor.py) and compose's health checks read them. A file is cheaper than a broker round
 trip (`celery inspect ping`) and also works for beat, which answers no ping.
 """
 

@@ -8,7 +8,7 @@ same filesystem and renamed into place (`os.replace` is atomic on POSIX), so the
 files; and a file that still does not parse (a crash mid-write by some other writer, a disk error, a hand-made
 file) is moved to the quarantine folder and logged, never raised, so the worker goes on with the next message.
 
-Selected with `CELERY_BROKER_TRANSPORT = "registry.broker:Transport"` beside `CELERY_BROKER_URL = "filesystem://"`
+Selected with `CELERY_BROKER_TRANSPORT = "registry.worker.broker:Transport"` beside `CELERY_BROKER_URL = "filesystem://"`
 (registry/settings.py); the folders come from the same transport options as kombu's (`data_folder_in`, ...) plus
 `staging_folder` and `quarantine_folder`.
 """

@@ -1,0 +1,141 @@
+"""What follows a decision's answer: a signed report of it, and a benchmark plan that fills a candidate's gaps."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.db import transaction
+
+from registry.choices import AuditKind, DecisionStatus
+from registry.exceptions import RegistryError
+from registry.models import Agent, Decision, DecisionReport, Plan, Report, Submission
+from registry.selectors.decisions import decision_latest_answer
+from registry.services.audit import audit_append
+from registry.services.comparisons import comparison_create
+from registry.services.decisions import decision_answer, decision_fresh, decision_question
+from registry.services.plans import plan_create
+from registry.services.reports import report_request
+
+
+def decision_report_text(answer: dict[str, Any]) -> str:
+    """The report's decision statement: the question, then each candidate's verdict with its caveats in the same
+    sentence, and the frontier. Cut at the report's limit only between sentences (never mid-caveat)."""
+    lines = [
+        answer["question"],
+        *answer["summary"],
+        f"Pareto frontier over {', '.join(answer['frontier']['criteria']) or 'no criterion'}: "
+        f"{'; '.join(answer['frontier']['labels']) or 'empty'}.",
+    ]
+    text = ""
+    for line in lines:
+        if len(text) + len(line) + 1 > 1900:
+            return text + " (more candidates in the evidence)"
+        text += ("\n" if text else "") + line
+    return text
+
+
+@transaction.atomic  # the DecisionReport row exists before the render (on commit) looks for it in the evidence
+def decision_report(*, decision: Decision, requested_by: AbstractBaseUser) -> Report:
+    """Issue a signed report of the decision's latest answer (queued like any report; eager without a broker).
+
+    The report's comparison is the cited runs on the iso-quality axis; its decision statement is the question and
+    the answer. A decision whose evidence changed is answered again first: the new report is what is known now,
+    and earlier reports stay verifiable as what was known then.
+    """
+    # Concurrent reports of one decision queue on its row and read it again once they hold it: the first one in
+    # answers it again, the others find it current and report that answer instead of answering once more each.
+    Decision.objects.select_for_update().filter(pk=decision.pk).exists()
+    decision.refresh_from_db()
+    decision_fresh(decision=decision)
+    if decision.status == DecisionStatus.EVIDENCE_CHANGED or decision.recompute_error:
+        decision_answer(decision=decision, actor=requested_by.get_username())
+    latest = decision_latest_answer(decision=decision)
+    cited = (
+        list(
+            Submission.objects.filter(
+                pk__in=[r["id"] for c in latest.answer["candidates"] for r in c["runs"]]
+            ).order_by("id")
+        )
+        if latest
+        else []
+    )
+    # Candidates of one question may differ in a controlled field (another dataset size, another latency
+    # constraint): the report's comparison is the largest set of cited runs comparable at equal quality.
+    groups: dict[str, list[Submission]] = {}
+    for run in cited:
+        groups.setdefault(run.comparability_key_iso_quality, []).append(run)
+    largest = max(groups.values(), key=len, default=[])
+    if len(largest) < 2:
+        raise RegistryError(
+            "a decision report needs at least two cited runs comparable at equal quality",
+            code="not-enough-evidence",
+            status=422,
+        )
+    text = decision_report_text(latest.answer)
+    if len(largest) < len(cited):
+        text = text[:1750] + (
+            f"\nThe runs compared in this report are {len(largest)} of the {len(cited)} cited: "
+            "the others are not comparable with them at equal quality."
+        )
+    comparison, _ = comparison_create(runs=largest, axis="iso-quality", created_by=requested_by)
+    report = report_request(comparison=comparison, title=decision.title[:200], decision=text, requested_by=requested_by)
+    DecisionReport.objects.create(decision=decision, answer=latest, report=report)
+    audit_append(
+        kind=AuditKind.DECISION_REPORTED,
+        actor=requested_by.get_username(),
+        subject=f"decision:{decision.pk}",
+        payload={"decision": decision.pk, "answer": latest.number, "report": report.pk},
+    )
+    return report
+
+
+def decision_gap_plan(
+    *,
+    decision: Decision,
+    candidate: str,
+    agents: list[Agent],
+    created_by: AbstractBaseUser,
+    repetitions: int = 3,
+    options: dict[str, Any] | None = None,
+) -> Plan:
+    """Turn a missing or weak candidate configuration into a benchmark plan for enrolled agents.
+
+    The plan runs the question's workload and scenario with the candidate's precision and batch size, at least
+    `repetitions` times (3: what an interval needs). Its runs are stored like any run, and a run that enters the
+    question flags the decision ("evidence changed"), so re-answering takes them in.
+    """
+    latest = decision_latest_answer(decision=decision)
+    found = next((c for c in (latest.answer["candidates"] if latest else []) if c["label"] == candidate), None)
+    if found is None:
+        raise RegistryError(
+            f"decision {decision.pk} has no candidate {candidate!r}",
+            code="unknown-candidate",
+            errors=[{"pointer": "/candidate", "message": "one of the answer's candidate labels"}],
+        )
+    question = decision_question(decision.question)
+    config = found["configuration"]
+    plan = plan_create(
+        created_by=created_by,
+        agents=agents,
+        runner=question.phase,
+        workload=question.workload,
+        precisions=[str(config.get("precision.weights") or "fp32")],
+        batch_sizes=[config.get("workload.shape.batch_size")],
+        scenario=question.scenario,
+        repetitions=max(3, repetitions),
+        options=options,
+        name=f"decision {decision.pk}: {candidate}"[:200],
+    )
+    audit_append(
+        kind=AuditKind.DECISION_PLANNED,
+        actor=created_by.get_username(),
+        subject=f"decision:{decision.pk}",
+        payload={
+            "decision": decision.pk,
+            "gap": candidate,
+            "plan": plan.pk,
+            "gaps": [g["code"] for g in found["gaps"]],
+        },
+    )
+    return plan

@@ -1,0 +1,162 @@
+"""Plans: a plan expands into one QUEUED job per agent x precision x batch size, each sent to its agent after the
+commit that stored it (docs/agents.md). What happens to a job after that is registry.services.jobs."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from itertools import product
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+
+from registry import dispatch
+from registry.choices import JobStatus
+from registry.exceptions import RegistryError
+from registry.models import Agent, Job, Plan
+from registry.services.jobs import job_log_state
+from runners.api import RunSpec
+
+log = logging.getLogger(__name__)
+
+AGENT_TASK = "benchreg.run_job"  # defined in runners.agent.worker, executed by the agent's worker
+EMBEDDED_TASK = "registry.tasks.jobs.job_run_embedded"  # the registry's own agent, run by the registry's worker
+PLAN_FIELDS = {"phase", "workload", "precision", "batch_size", "scenario", "repetitions", "submitter"}
+OPTION_FIELDS = {f.name for f in dataclasses.fields(RunSpec)} - PLAN_FIELDS
+
+
+def job_spec(plan: Plan, agent: Agent, precision: str, batch_size: int | None) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "phase": plan.runner,
+        "workload": plan.workload,
+        "precision": precision,
+        "batch_size": batch_size,
+        "scenario": plan.scenario,
+        "repetitions": plan.repetitions,
+        "submitter": agent.name,
+        **plan.options,
+    }
+    try:
+        RunSpec(**spec)
+    except (TypeError, ValueError) as exc:
+        raise RegistryError(f"the plan cannot run: {exc}", code="invalid-plan") from None
+    return {key: value for key, value in spec.items() if value is not None}
+
+
+def check_distinct(lists: dict[str, list[Any]]) -> None:
+    """A value repeated in a plan's agents, precisions or batch sizes would make identical jobs: refused (400),
+    every repeat named by its pointer."""
+    errors = []
+    for name, values in lists.items():
+        first: dict[Any, int] = {}
+        for index, value in enumerate(values):
+            if value in first:
+                errors.append(
+                    {
+                        "pointer": f"/{name}/{index}",
+                        "code": "duplicate",
+                        "message": f"the same as /{name}/{first[value]}: it would make identical jobs",
+                    }
+                )
+            first.setdefault(value, index)
+    if errors:
+        raise RegistryError(
+            "a plan lists each agent, precision and batch size once (a repeat makes identical jobs)",
+            code="invalid-plan",
+            errors=errors,
+        )
+
+
+@transaction.atomic
+def plan_create(
+    *,
+    created_by: AbstractBaseUser,
+    agents: list[Agent],
+    runner: str,
+    workload: str,
+    precisions: list[str],
+    batch_sizes: list[int | None],
+    scenario: str | None = None,
+    repetitions: int | None = None,
+    options: dict[str, Any] | None = None,
+    soft_time_limit: int = 1800,
+    time_limit: int | None = None,
+    name: str = "",
+) -> Plan:
+    """Store a plan and one QUEUED job per agent x precision x batch size; dispatch each after commit.
+
+    Each agent, precision and batch size is listed once, and the jobs are at most BENCHREG_MAX_JOBS_PER_PLAN
+    (400 with the pointer otherwise)."""
+    unknown = sorted(set(options or {}) - OPTION_FIELDS)
+    if unknown:
+        raise RegistryError(f"unknown plan options {unknown}; choose from {sorted(OPTION_FIELDS)}", code="invalid-plan")
+    hard = time_limit or soft_time_limit + 300
+    if not agents or hard <= soft_time_limit:
+        raise RegistryError("a plan needs at least one agent and time_limit > soft_time_limit", code="invalid-plan")
+    check_distinct({"agents": [a.pk for a in agents], "precisions": precisions, "batch_sizes": batch_sizes})
+    count = len(agents) * len(precisions) * len(batch_sizes or [None])
+    if count > settings.BENCHREG_MAX_JOBS_PER_PLAN:
+        raise RegistryError(
+            f"this plan would queue {count} jobs (agents x precisions x batch sizes); at most "
+            f"{settings.BENCHREG_MAX_JOBS_PER_PLAN} (BENCHREG_MAX_JOBS_PER_PLAN)",
+            code="invalid-plan",
+            errors=[
+                {
+                    "pointer": "/agents",
+                    "code": "too-many-jobs",
+                    "message": f"{count} jobs, at most {settings.BENCHREG_MAX_JOBS_PER_PLAN}",
+                }
+            ],
+        )
+    plan = Plan.objects.create(
+        name=name,
+        runner=runner,
+        workload=workload,
+        precisions=precisions,
+        batch_sizes=batch_sizes or [None],
+        scenario=scenario,
+        repetitions=repetitions,
+        options=options or {},
+        soft_time_limit=soft_time_limit,
+        time_limit=hard,
+        created_by=created_by,
+        created_by_name=created_by.get_username(),
+    )
+    for agent, precision, batch_size in product(agents, precisions, plan.batch_sizes):
+        job = Job.objects.create(
+            plan=plan,
+            agent=agent,
+            agent_name=agent.name,
+            spec=job_spec(plan, agent, precision, batch_size),
+            soft_time_limit=soft_time_limit,
+            time_limit=hard,
+        )
+        job_log_state(job, created_by.get_username(), plan=plan.pk, spec=job.spec)
+        transaction.on_commit(lambda job_id=job.pk: job_dispatch(job_id=job_id), robust=True)
+    return plan
+
+
+def job_dispatch(*, job_id: int) -> None:
+    """Send one queued job to its agent (called after the commit that created it).
+
+    Enrolled agents get `benchreg.run_job` on their own queue. The embedded agent's jobs run in the registry's
+    own task, eagerly in-process when no broker is configured. Without a broker a remote agent cannot be
+    reached: its job stays queued (and is logged) until it is dispatched again with a broker.
+    """
+    job = Job.objects.select_related("agent").filter(pk=job_id, status=JobStatus.QUEUED).first()
+    if job is None:
+        return
+    if job.agent.embedded:
+        dispatch.send(EMBEDDED_TASK, job.pk)
+    elif dispatch.runs_in_process() or settings.BENCHREG_EMBEDDED_WORKER:  # no broker an agent could reach
+        log.warning("job %s for agent %s stays queued: no broker is configured", job.pk, job.agent_name)
+    else:
+        dispatch.send(
+            AGENT_TASK,
+            job.pk,
+            queue=job.agent.queue,
+            soft_time_limit=job.soft_time_limit,
+            time_limit=job.time_limit,
+        )
