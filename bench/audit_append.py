@@ -27,7 +27,7 @@ from datetime import UTC, datetime, timedelta
 
 import psycopg
 
-from bench import scratch
+from devtools import scratch
 
 SCRATCH_DB = f"benchreg_bench_{os.getpid()}"  # several checkouts may share the server
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import psycopg
 
-from bench import scratch
+from devtools import scratch
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRATCH = "benchreg_bench_compare"

@@ -22,8 +22,8 @@ import time
 
 import numpy as np
 
-from bench import scratch
 from bench.comparisons import ROOT, setup
+from devtools import scratch
 
 SCRATCH = "benchreg_bench_decision_flagging"
 QUESTION = {

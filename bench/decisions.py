@@ -21,8 +21,8 @@ import time
 
 import numpy as np
 
-from bench import scratch
 from bench.comparisons import ROOT, fill, measure, setup
+from devtools import scratch
 
 SCRATCH = "benchreg_bench_decisions"
 QUESTION = {

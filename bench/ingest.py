@@ -35,7 +35,7 @@ import numpy as np
 import psycopg
 
 import protocol
-from bench import scratch
+from devtools import scratch
 from protocol.comparability import comparability_keys
 
 ROOT = Path(__file__).resolve().parent.parent

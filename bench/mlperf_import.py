@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import scratch
+from devtools import scratch
 
 SCRATCH = "benchreg_bench_mlperf"
 

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import httpx
 
-from bench import scratch
-from tests.contract import failure_report, fetch_schema, schemathesis_command, schemathesis_run
+from devtools import scratch
+from devtools.contract import failure_report, fetch_schema, schemathesis_command, schemathesis_run
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -62,7 +62,7 @@ def main() -> int:
             "manage.py",
             "shell",
             "-c",
-            "import json; from tests.contract import seed; print('SEED' + json.dumps(seed()))",
+            "import json; from devtools.contract import seed; print('SEED' + json.dumps(seed()))",
         ],
         cwd=ROOT,
         env=env,

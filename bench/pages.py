@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import scratch
+from devtools import scratch
 
 ROOT = Path(__file__).resolve().parent.parent
 # BENCH_SCRATCH_DB: another name where several checkouts benchmark on one server at once.

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import httpx
 
-from bench import scratch
+from devtools import scratch
 
 ROOT = Path(__file__).resolve().parents[1]
 HOST = {"Host": "localhost"}
@@ -97,6 +97,7 @@ def main() -> None:
         django.setup()
         from django.conf import settings
 
+        from devtools.witness_keys import new_key
         from protocol.audit_entries import entry_text
         from protocol.transparency import leaf_hash
         from registry.audit.keys import checkpoint_key
@@ -104,7 +105,6 @@ def main() -> None:
         from registry.models import AuditEntry, AuditHead
         from registry.services.audit import checkpoint_sign
         from registry.services.witnesses import checkpoint_cosign
-        from tests.registry.audit.witness_proc import new_key
 
         now = datetime.now(UTC)
         rows = []

@@ -16,7 +16,7 @@ import numpy as np
 
 from . import stats, workloads
 from .backends import Backend, Trainer
-from .inference import verdict_line, workload_section, framework_versions
+from .inference import framework_versions, verdict_line, workload_section
 from .measure import measure, warm_up
 from .progress import Reporter
 from .record import Recorder

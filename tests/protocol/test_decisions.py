@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from devtools.documents import variant
 from protocol import decisions as dec
 from tests.conftest import load_example
-from tests.documents import variant
 
 T_975_2DF = 4.302652729911275  # Student t quantile 0.975 with 2 degrees of freedom (tables)
 

@@ -16,7 +16,7 @@ import pytest
 from django.core.management import call_command
 from rest_framework.throttling import SimpleRateThrottle
 
-from tests.contract import failure_report, fetch_schema, schemathesis_command, schemathesis_run, seed
+from devtools.contract import failure_report, fetch_schema, schemathesis_command, schemathesis_run, seed
 
 # Bounded so that the whole test stays well under two minutes on two busy cores; the bench runs far more.
 MAX_EXAMPLES = int(os.environ.get("BENCHREG_CONTRACT_EXAMPLES", "3"))

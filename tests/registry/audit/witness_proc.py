@@ -10,10 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
-from protocol.cosignature import cosigner_key, parse_cosigner_key
-from verifier.witness import write_private_key_file
+from devtools.witness_keys import new_key
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -27,13 +24,6 @@ class WitnessProcess:
     @property
     def setting(self) -> str:
         return f"{self.url} {self.vkey}"
-
-
-def new_key(directory: Path, name: str) -> tuple[Path, str]:
-    text = cosigner_key(name, Ed25519PrivateKey.generate())
-    path = directory / f"{name.replace('/', '_')}.key"
-    write_private_key_file(path, text)
-    return path, parse_cosigner_key(text).public.vkey
 
 
 @contextmanager

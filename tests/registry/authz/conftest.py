@@ -17,12 +17,12 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from devtools.documents import variant
 from registry.models import Job, Plan, Report
 from registry.services.agents import agent_enroll, enrolment_token_create
 from registry.services.comparisons import comparison_create
 from registry.services.submissions import submission_create
 from registry.services.tokens import token_create
-from tests.documents import variant
 
 
 @dataclass

@@ -20,7 +20,7 @@ import pytest
 from django.db import transaction
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from tests.documents import variant
+from devtools.documents import variant
 from tests.registry.authz.conftest import Knock
 
 pytestmark = pytest.mark.django_db

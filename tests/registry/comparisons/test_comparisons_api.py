@@ -8,9 +8,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from devtools.documents import variant
 from registry.models import AuditEntry, Comparison
 from registry.services.submissions import submission_create, submission_withdraw
-from tests.documents import variant
 
 pytestmark = pytest.mark.django_db
 

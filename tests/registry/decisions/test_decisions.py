@@ -19,11 +19,11 @@ from django.db import connection
 from rest_framework.test import APIClient
 from standardwebhooks.webhooks import Webhook
 
+from devtools.documents import variant
 from registry.celery import app
 from registry.models import AuditEntry, Decision, Submission, WebhookDelivery
 from registry.services.submissions import submission_withdraw
 from tests.conftest import ROOT, load_example
-from tests.documents import variant
 
 BROKER = os.environ.get("BENCHREG_TEST_BROKER_URL", "")
 

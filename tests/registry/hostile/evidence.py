@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from devtools.documents import variant
 from tests.conftest import load_example
-from tests.documents import variant
 
 QUESTION = {
     "workload": "decoder-small",

@@ -11,10 +11,10 @@ import pytest
 from axes.models import AccessAttempt
 from rest_framework.test import APIClient
 
+from devtools.documents import variant
 from registry.models import Agent, EnrolmentToken, Plan, Schedule
 from registry.services.agents import agent_heartbeat, enrolment_token_create
 from registry.services.submissions import submission_create
-from tests.documents import variant
 from tests.registry.agents.conftest import enrol, make_plan
 
 pytestmark = pytest.mark.django_db

@@ -14,9 +14,9 @@ import pytest
 from django.db import transaction
 from rest_framework.test import APIClient
 
+from devtools.documents import variant
 from registry.models import Plan, Submission
 from registry.services.submissions import submission_create
-from tests.documents import variant
 from tests.registry.authz.conftest import world  # noqa: F401 (the fixture: one of everything, every principal)
 from tests.registry.authz.test_matrix import RULES
 

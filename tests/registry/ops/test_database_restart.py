@@ -22,9 +22,9 @@ import psycopg
 import pytest
 
 import protocol
+from devtools.documents import variant
 from runners.client import RegistryClient, RetryPolicy
 from tests.conftest import load_example
-from tests.documents import variant
 from tests.registry.ops.services import ROOT, PrivateCluster, RegistryServer
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]

@@ -23,7 +23,7 @@ import httpx
 import pytest
 from django.db import connection
 
-from bench.scratch import database_url
+from devtools.scratch import database_url
 from registry.choices import ReportStatus
 from registry.models import Report
 from registry.services.comparisons import comparison_create

@@ -21,7 +21,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from bench.scratch import database_url
+from devtools.scratch import database_url
 from registry.celery import app
 from registry.choices import ReportStatus
 from registry.models import Report

@@ -14,9 +14,9 @@ import pytest
 from django.db import transaction
 from django.test import override_settings
 
+from devtools import documents
 from registry.audit.keys import checkpoint_key
 from registry.reports.signing import signing_identity
-from tests import documents
 from tests.conftest import load_example
 from verifier.report import load_certificates, verify_report
 from verifier.verdict import Verdict

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
+from devtools.documents import variant
 from registry.models import Submission
 from registry.selectors.catalogue import (
     CatalogueQuery,
@@ -20,7 +21,6 @@ from registry.selectors.catalogue import (
     set_labels,
 )
 from registry.services.submissions import submission_create, submission_withdraw
-from tests.documents import variant
 
 pytestmark = pytest.mark.django_db
 

@@ -76,8 +76,8 @@ def test_someone_elses_plan_cannot_be_scheduled(plan: Any, django_user_model: An
 
 
 def test_any_runs_history_is_its_configuration_over_time(api: Any, user: Any, offline_example: dict) -> None:
+    from devtools.documents import variant
     from registry.services.submissions import submission_create
-    from tests.documents import variant
 
     runs = [
         submission_create(document=variant(offline_example, "lab-cpu-03", value), submitted_by=user)[0]

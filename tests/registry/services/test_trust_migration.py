@@ -12,9 +12,9 @@ from django.db.migrations.executor import MigrationExecutor
 from django.db.utils import DatabaseError
 from django.utils import timezone
 
+from devtools.documents import variant
 from protocol import canonicalize, digest_of
 from tests.conftest import load_example
-from tests.documents import variant
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 BEFORE, AFTER = [("registry", "0007_catalogue_cells")], [("registry", "0008_submission_trust")]

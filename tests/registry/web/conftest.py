@@ -9,8 +9,8 @@ import pytest
 from django.contrib.auth.models import Group
 from django.test import Client
 
+from devtools.documents import variant
 from registry.services.submissions import submission_create
-from tests.documents import variant
 
 
 def _user(django_user_model: Any, name: str, role: str | None) -> Any:

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
+from devtools.documents import variant
 from registry.models import Comparison
 from registry.services.comparisons import NotComparable, comparison_create
 from registry.services.submissions import submission_create, submission_withdraw
-from tests.documents import variant
 
 from .conftest import signed_in
 

@@ -28,12 +28,12 @@ def seed() -> dict[str, Any]:
     from django.contrib.auth.models import Group
     from django.utils import timezone
 
+    from devtools.documents import variant
     from registry.models import ApiToken, Job, Plan, Report
     from registry.services.agents import agent_enroll, enrolment_token_create
     from registry.services.comparisons import comparison_create
     from registry.services.submissions import submission_create
     from registry.services.tokens import token_create
-    from tests.documents import variant
 
     admin = get_user_model().objects.create_user("contract-admin", password="pw-for-contract-tests-only")
     admin.groups.add(Group.objects.get_or_create(name="admin")[0])
