@@ -208,7 +208,7 @@ def bench_verify(size: int) -> None:
         f"{'OK' if report.ok else f'{len(report.findings)} findings'}",
     )
     row("peak RSS of this process so far", f"{rss_mib():,.0f} MiB")
-    selectors._shared.tree = selectors.MerkleTree()  # the next section starts cold
+    selectors.shared_tree.tree = selectors.MerkleTree()  # the next section starts cold
 
 
 def bench_inclusion(size: int, calls: int) -> None:

@@ -32,7 +32,7 @@ def _validator() -> Draft202012Validator:
 
 
 @cache
-def _fast_validator() -> Any:
+def fast_validator() -> Any:
     """A compiled validator: ~40× faster at saying 'valid'. Errors are still enumerated by jsonschema."""
     return fastjsonschema.compile(submission_schema())
 
@@ -110,7 +110,7 @@ def schema_errors(document: Any) -> list[Error]:
     jsonschema's complete error list (jsonschema stays the reference: tests check the two agree).
     """
     try:
-        _fast_validator()(document)
+        fast_validator()(document)
         return []
     except fastjsonschema.JsonSchemaException:
         pass

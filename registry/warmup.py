@@ -33,7 +33,7 @@ EXAMPLE = HERE.parent / "protocol" / "examples" / "inference-server-h100-bf16.js
 TEMPLATES = HERE / "templates"
 
 
-def _load_lazily_loaded() -> None:
+def load_lazily_loaded() -> None:
     """Import every view (through the URLconf), compile the registry's templates (the cached loader keeps them) and
     build the protocol's validator."""
     get_resolver().url_patterns  # noqa: B018 (imports the views and their modules)
@@ -47,7 +47,7 @@ def _load_lazily_loaded() -> None:
 def prepare_process() -> None:
     """Load what the first requests would, then move every object so far out of the garbage collector's walks."""
     try:
-        _load_lazily_loaded()
+        load_lazily_loaded()
     except Exception:  # a warm-up must never keep a server from starting; the first request loads it instead
         logger.exception("warming up the process failed; serving without it")
     gc.collect()

@@ -74,7 +74,7 @@ def log_origin() -> str:
 def checkpoint_key() -> CheckpointKey:
     """The checkpoint signing key, generated on first use. Raises ImproperlyConfigured for an unusable setting."""
     supplied = getattr(settings, "BENCHREG_CHECKPOINT_KEY", "") or ""
-    return _load(supplied, Path(settings.DATA_DIR), log_origin())
+    return load_key_file(supplied, Path(settings.DATA_DIR), log_origin())
 
 
 def trusted_verifier_keys() -> list[VerifierKey]:
@@ -87,13 +87,13 @@ def trusted_verifier_keys() -> list[VerifierKey]:
 
 
 @functools.lru_cache(maxsize=8)
-def _load(supplied: str, data_dir: Path, origin: str) -> CheckpointKey:
+def load_key_file(supplied: str, data_dir: Path, origin: str) -> CheckpointKey:
     # Cached per (setting, data dir, origin): tests that override settings get their own key.
     if supplied.startswith(SIGNER_PREFIX):
         return CheckpointKey(origin, _parse(supplied, "BENCHREG_CHECKPOINT_KEY"))
     if supplied:
         return CheckpointKey(origin, _read_file(Path(supplied), origin))
-    return CheckpointKey(origin, _read_file(_generated(data_dir / "keys" / "checkpoint.key", origin), origin))
+    return CheckpointKey(origin, _read_file(generated(data_dir / "keys" / "checkpoint.key", origin), origin))
 
 
 def commitment_key() -> CommitmentKey:
@@ -147,6 +147,6 @@ def _read_file(path: Path, origin: str) -> SignerKey:
     return parse_signer_key(signer_key(origin, private))
 
 
-def _generated(path: Path, origin: str) -> Path:
+def generated(path: Path, origin: str) -> Path:
     """Create the key file once; of two racing processes the first one's key wins and both use it."""
     return create_once(path, lambda: (signer_key(origin, Ed25519PrivateKey.generate()) + "\n").encode())

@@ -238,10 +238,10 @@ def _read_generated(path: Path) -> SigningIdentity:
 
 def _generated(path: Path) -> Path:
     """Create the identity file once; of two racing processes the first one's file wins and both use it."""
-    return create_once(path, _new_identity_pem)
+    return create_once(path, new_identity_pem)
 
 
-def _new_identity_pem() -> bytes:
+def new_identity_pem() -> bytes:
     """A fresh local CA (key discarded), an ECDSA P-256 signing certificate and an RSA TSA certificate, as PEM."""
     now = dt.datetime.now(dt.UTC).replace(microsecond=0)
     ca_key = ec.generate_private_key(ec.SECP256R1())

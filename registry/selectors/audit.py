@@ -133,7 +133,7 @@ def audit_seq_of(*, kind: str, subject: str) -> int | None:
 
 def audit_root(*, size: int) -> bytes:
     """Merkle root (RFC 9162 MTH) of entries 0..size-1. Raises OutOfRange beyond the log."""
-    with _tree(size, "size") as tree:
+    with shared_tree_at(size, "size") as tree:
         return tree.root(size)
 
 
@@ -145,7 +145,7 @@ def audit_inclusion(*, entry: int, size: int, restricted: bool = False) -> Inclu
     """
     if not 0 <= entry < size:
         raise OutOfRange("entry", f"entry {entry} is not in a tree of {size} entries (0 <= entry < size)")
-    with _tree(size, "size") as tree:
+    with shared_tree_at(size, "size") as tree:
         proof = InclusionProof(entry, size, tree.leaf(entry), tree.inclusion_proof(entry, size), tree.root(size))
     row = AuditEntry.objects.filter(seq=entry).values_list("entry", "format").first()
     if row is None or (row[1] == 1 and not restricted):
@@ -157,7 +157,7 @@ def audit_consistency(*, first: int, second: int) -> ConsistencyProof:
     """Proof that the log at size `first` is a prefix of the log at size `second`."""
     if not 0 <= first <= second:
         raise OutOfRange("from", f"from={first} must be between 0 and to={second}")
-    with _tree(second, "to") as tree:
+    with shared_tree_at(second, "to") as tree:
         return ConsistencyProof(
             first, second, tree.root(first), tree.root(second), tree.consistency_proof(first, second)
         )
@@ -198,10 +198,10 @@ class _SharedTree:
         self.tree = MerkleTree()
 
 
-_shared = _SharedTree()
+shared_tree = _SharedTree()
 
 
-def _database_key() -> object:
+def database_key() -> object:
     settings = connection.settings_dict
     return (connection.alias, settings.get("HOST"), settings.get("PORT"), str(settings.get("NAME")))
 
@@ -214,21 +214,21 @@ def _head_and_leaf(seq: int) -> tuple[int, str | None]:
 
 def _cached_tree() -> tuple[MerkleTree, int]:
     """The shared tree if it is still a prefix of this database's log (else a new empty one), and the log size."""
-    tree = _shared.tree if _shared.database == _database_key() else MerkleTree()
+    tree = shared_tree.tree if shared_tree.database == database_key() else MerkleTree()
     log_size, last = _head_and_leaf(tree.size - 1)
     if tree.size and last != tree.leaf(tree.size - 1).hex():
         tree = MerkleTree()
-    _shared.database, _shared.tree = _database_key(), tree  # an empty tree is always safe to share
+    shared_tree.database, shared_tree.tree = database_key(), tree  # an empty tree is always safe to share
     return tree, log_size
 
 
 @contextmanager
-def _tree(size: int, parameter: str) -> Iterator[MerkleTree]:
+def shared_tree_at(size: int, parameter: str) -> Iterator[MerkleTree]:
     """A tree of at least `size` leaves, held under the process lock while the caller reads proofs from it.
 
     Raises OutOfRange naming `parameter` if the log has fewer than `size` entries.
     """
-    with _shared.lock:
+    with shared_tree.lock:
         tree, log_size = _cached_tree()
         if not 0 <= size <= log_size:
             raise OutOfRange(parameter, f"the log has {log_size} entries; {parameter}={size} is out of range")
@@ -244,5 +244,5 @@ def _tree(size: int, parameter: str) -> Iterator[MerkleTree]:
                     tree.append(leaf)
             if not private:
                 # Everything read outside a transaction is committed, and committed entries never change.
-                _shared.tree = tree
+                shared_tree.tree = tree
         yield tree

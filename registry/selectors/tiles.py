@@ -16,7 +16,7 @@ from django.db import connection
 
 from registry.exceptions import NotFound, RegistryError
 from registry.models import AuditEntry
-from registry.selectors.audit import OutOfRange, _database_key, _tree
+from registry.selectors.audit import OutOfRange, database_key, shared_tree_at
 
 TILE_HEIGHT = 8
 TILE_WIDTH = 1 << TILE_HEIGHT
@@ -79,11 +79,11 @@ def hash_tile(*, level: int, index: int, width: int = TILE_WIDTH) -> bytes:
     first = index * TILE_WIDTH
     leaves = (first + width) << tree_level
     full = width == TILE_WIDTH and not connection.in_atomic_block  # committed rows only, as the shared tree
-    key = (_database_key(), level, index)
+    key = (database_key(), level, index)
     if full and (cached := _full_tiles.get(key, leaves - 1)) is not None:
         return cached
     try:
-        with _tree(leaves, "tile") as tree:
+        with shared_tree_at(leaves, "tile") as tree:
             tile = b"".join(tree.node(tree_level, i) for i in range(first, first + width))
             last_leaf = tree.leaf(leaves - 1).hex()
     except OutOfRange:

@@ -183,7 +183,7 @@ def comparison_create(
     if existing is not None:
         return existing, False
     try:
-        return _store(runs, axis, inputs, result, canonical.decode(), digest, request_key, created_by), True
+        return comparison_store(runs, axis, inputs, result, canonical.decode(), digest, request_key, created_by), True
     except IntegrityError:
         existing = Comparison.objects.filter(digest=digest).first()
         if existing is None:
@@ -192,7 +192,7 @@ def comparison_create(
 
 
 @transaction.atomic
-def _store(
+def comparison_store(
     runs: Sequence[Submission],
     axis: str,
     inputs: dict[str, Any],

@@ -15,7 +15,7 @@ import pytest
 
 # Recreates the role groups and the audit head after transactional flushes, and lets PostgreSQL's append-only
 # triggers be bypassed for the flush itself (see tests/registry/conftest.py).
-from tests.registry.conftest import _evidence_tables_can_be_reset  # noqa: F401
+from tests.registry.conftest import evidence_tables_can_be_reset  # noqa: F401
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"

@@ -36,7 +36,7 @@ def anonymous() -> APIClient:
 
 
 @pytest.fixture(autouse=True)
-def _evidence_tables_can_be_reset(request: pytest.FixtureRequest) -> Any:
+def evidence_tables_can_be_reset(request: pytest.FixtureRequest) -> Any:
     """Transactional tests end with a TRUNCATE, which the append-only triggers refuse on PostgreSQL.
 
     Requesting the db fixture first makes this teardown run before Django's flush: the flush then runs with

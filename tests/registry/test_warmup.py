@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db
 
 def test_every_template_compiles_and_every_view_imports() -> None:
     """The warm-up loads what the first requests would: an error here would otherwise surface on some request."""
-    warmup._load_lazily_loaded()
+    warmup.load_lazily_loaded()
 
 
 def test_importing_the_wsgi_application_leaves_a_frozen_heap() -> None:

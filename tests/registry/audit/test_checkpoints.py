@@ -43,7 +43,7 @@ def test_the_key_is_generated_once_in_the_data_directory_readable_only_by_its_ow
     path = tmp_path / "keys" / "checkpoint.key"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert path.read_text().startswith("PRIVATE+KEY+benchreg.test/audit+")
-    keys._load.cache_clear()
+    keys.load_key_file.cache_clear()
     assert keys.checkpoint_key().vkey == key.vkey
 
 
@@ -53,7 +53,7 @@ def test_processes_racing_to_create_the_key_all_end_up_with_the_same_one(tmp_pat
 
     def create(_: int) -> str:
         barrier.wait()
-        return keys._generated(path, "race/audit").read_text()
+        return keys.generated(path, "race/audit").read_text()
 
     with ThreadPoolExecutor(8) as pool:
         assert len(set(pool.map(create, range(8)))) == 1
@@ -191,7 +191,7 @@ def test_the_shared_tree_is_extended_between_requests_and_rebuilt_for_another_lo
     with django_assert_max_num_queries(2):  # the head with the last cached leaf, then the three new leaf hashes
         root = selectors.audit_root(size=8)
     assert root == _root_from_table()
-    assert selectors._shared.tree.size == 8
+    assert selectors.shared_tree.tree.size == 8
     with connection.cursor() as cursor:  # a different log under the same connection (as a test flush leaves)
         if connection.vendor == "postgresql":
             cursor.execute("SET session_replication_role = replica")
@@ -209,10 +209,10 @@ def test_the_shared_tree_is_extended_between_requests_and_rebuilt_for_another_lo
 
 @pytest.mark.django_db
 def test_rows_a_transaction_may_still_roll_back_are_not_cached(monkeypatch):
-    monkeypatch.setattr(selectors._shared, "tree", MerkleTree())
+    monkeypatch.setattr(selectors.shared_tree, "tree", MerkleTree())
     _append(2)
     assert selectors.audit_root(size=2) == _root_from_table()  # pytest-django runs this inside a transaction
-    assert selectors._shared.tree.size == 0
+    assert selectors.shared_tree.tree.size == 0
 
 
 @pytest.mark.django_db

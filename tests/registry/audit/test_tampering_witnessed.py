@@ -85,7 +85,7 @@ def test_a_rewritten_entry_and_deleted_checkpoints_fail_against_the_witnessed_ch
 
         # The registry, restarted after the rewrite (no tree cached from before it), signs the rewritten log anew;
         # the witness refuses it and says why.
-        audit_selectors._shared.tree = MerkleTree()
+        audit_selectors.shared_tree.tree = MerkleTree()
         settings.BENCHREG_WITNESSES = []
         rewritten = checkpoint_sign(reason=CheckpointReason.MANUAL)
         settings.BENCHREG_WITNESSES = [w.setting]

@@ -500,14 +500,14 @@ def test_accelerator_counts_summing_beyond_the_column_are_refused_at_the_list(
 def test_an_mlperf_system_beyond_a_column_refuses_its_results_alone(tmp_path: Any, user: Any) -> None:
     """The admin upload and `benchreg import mlperf` store through the same batch: each result is reported."""
     from registry.services.imports import mlperf_import
-    from tests.registry.importers.test_import_service import SAMPLE, SYSTEM, _add_second_system, _submission
+    from tests.registry.importers.test_import_service import SAMPLE, SYSTEM, add_second_system, import_submission
 
     if not SAMPLE.exists():
         pytest.skip("the shared MLPerf sample tree is not beside this checkout")
     root = tmp_path / "mlperf"
     shutil.copytree(SAMPLE, root)
-    _add_second_system(root)
-    systems = _submission(root) / "systems"
+    add_second_system(root)
+    systems = import_submission(root) / "systems"
     system = json.loads((systems / f"{SYSTEM}.json").read_text())
     (systems / f"{SYSTEM}.json").write_text(json.dumps({**system, "number_of_nodes": 2**31}))
     result = mlperf_import(root=root, submitted_by=user)

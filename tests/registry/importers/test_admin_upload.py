@@ -23,7 +23,7 @@ def admin_client(client, django_user_model):
     return client
 
 
-def _tarball() -> io.BytesIO:
+def tarball() -> io.BytesIO:
     if not SAMPLE.exists():
         pytest.skip("the shared MLPerf sample tree is not beside this checkout")
     buffer = io.BytesIO()
@@ -35,12 +35,12 @@ def _tarball() -> io.BytesIO:
 
 
 def test_an_admin_uploads_a_tree_and_reads_the_report(admin_client):
-    response = admin_client.post(URL, {"archive": _tarball(), "round": ""})
+    response = admin_client.post(URL, {"archive": tarball(), "round": ""})
     assert response.status_code == 200
     text = response.content.decode()
     assert "3 stored" in text and "mlperf_log_summary.txt" in text
     assert Submission.objects.filter(source="import").count() == 3
-    again = admin_client.post(URL, {"archive": _tarball(), "round": ""})
+    again = admin_client.post(URL, {"archive": tarball(), "round": ""})
     assert "3 known" in again.content.decode() and Submission.objects.count() == 3
 
 

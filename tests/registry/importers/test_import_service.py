@@ -28,13 +28,13 @@ def tree(tmp_path: Path) -> Path:
     return root
 
 
-def _submission(root: Path) -> Path:
+def import_submission(root: Path) -> Path:
     return next(root.glob("*/systems")).parent
 
 
-def _add_second_system(root: Path) -> None:
+def add_second_system(root: Path) -> None:
     """A second system in the same round: copy the first under a new name with another accelerator."""
-    sub = _submission(root)
+    sub = import_submission(root)
     system = json.loads((sub / "systems" / f"{SYSTEM}.json").read_text())
     system["accelerator_model_name"] = "AMD Instinct MI325X 256GB HBM3E"
     system["accelerator_memory_capacity"] = "256 GB"
@@ -64,7 +64,7 @@ def test_importing_the_same_tree_twice_stores_nothing_new(tree, user):
 
 
 def test_a_broken_part_stores_nothing_and_the_valid_rest_is_kept(tree, user):
-    broken = _submission(tree) / "results" / SYSTEM / "llama2-70b-99" / "Server" / "measurements.json"
+    broken = import_submission(tree) / "results" / SYSTEM / "llama2-70b-99" / "Server" / "measurements.json"
     broken.write_text("{ not json")
     result = mlperf_import(root=tree, submitted_by=user)
     assert result.counts == {"stored": 2, "refused": 1}
@@ -75,7 +75,7 @@ def test_a_broken_part_stores_nothing_and_the_valid_rest_is_kept(tree, user):
 
 
 def test_same_round_benchmark_and_scenario_compare_across_systems(tree, user):
-    _add_second_system(tree)
+    add_second_system(tree)
     mlperf_import(root=tree, submitted_by=user)
     servers = [r.document for r in Submission.objects.filter(scenario_kind="server")]
     assert len(servers) == 2
@@ -104,7 +104,7 @@ def test_an_mlperf_run_is_never_silently_comparable_with_a_lab_run(tree, user):
 
 def test_the_command_prints_a_per_file_report_and_fails_when_a_part_was_refused(tree, user, capsys):
     (
-        _submission(tree)
+        import_submission(tree)
         / "results"
         / SYSTEM
         / "llama2-70b-99"
@@ -121,12 +121,12 @@ def test_the_command_prints_a_per_file_report_and_fails_when_a_part_was_refused(
 
 
 def _system_status(root: Path, system: str, **fields: str) -> None:
-    path = _submission(root) / "systems" / f"{system}.json"
+    path = import_submission(root) / "systems" / f"{system}.json"
     path.write_text(json.dumps({**json.loads(path.read_text()), **fields}))
 
 
 def test_round_division_category_and_availability_are_columns_the_api_filters_on(tree, user, api):
-    _add_second_system(tree)
+    add_second_system(tree)
     _system_status(tree, "8xMI325X", status="preview", division="open")
     mlperf_import(root=tree, submitted_by=user)
     preview = set(Submission.objects.filter(origin_availability="preview").values_list("system_name", flat=True))
@@ -148,8 +148,8 @@ def test_round_division_category_and_availability_are_columns_the_api_filters_on
 
 
 def test_a_refused_run_in_a_batch_leaves_the_rest_of_the_batch_stored(tree, user):
-    _add_second_system(tree)
-    broken = _submission(tree) / "results" / SYSTEM / "llama2-70b-99" / "Offline" / "user.conf"
+    add_second_system(tree)
+    broken = import_submission(tree) / "results" / SYSTEM / "llama2-70b-99" / "Offline" / "user.conf"
     broken.write_text("no equals sign here\n")
     seen: list[tuple[int, int]] = []
     result = mlperf_import(root=tree, submitted_by=user, batch_size=4, progress=lambda d, t: seen.append((d, t)))
@@ -160,7 +160,7 @@ def test_a_refused_run_in_a_batch_leaves_the_rest_of_the_batch_stored(tree, user
 
 
 def test_a_folder_that_is_no_scenario_is_reported_skipped_and_does_not_fail_the_command(tree, user, capsys):
-    weird = _submission(tree) / "results" / SYSTEM / "llama2-70b-99" / "Offline_backup"
+    weird = import_submission(tree) / "results" / SYSTEM / "llama2-70b-99" / "Offline_backup"
     weird.mkdir()
     (weird / "notes.txt").write_text("old run")
     call_command("import_results", "mlperf", str(tree), "--no-progress")

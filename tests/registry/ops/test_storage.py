@@ -166,9 +166,9 @@ def test_with_the_store_down_a_download_is_a_503_problem_and_the_report_stays_re
 @pytest.mark.django_db
 def test_an_uploaded_mlperf_archive_is_kept_in_the_uploads_storage(on_s3: str, s3: S3Server, admin_client: Any) -> None:
     from registry.models import Submission
-    from tests.registry.importers.test_admin_upload import URL, _tarball
+    from tests.registry.importers.test_admin_upload import URL, tarball
 
-    upload = _tarball()
+    upload = tarball()
     content = upload.getvalue()
     upload.name = "round v5.1.tar.gz"
     response = admin_client.post(URL, {"archive": upload, "round": ""})

@@ -23,7 +23,7 @@ from .conftest import make_report
 pytestmark = pytest.mark.django_db
 
 
-def _evidence_of(pdf: bytes) -> dict:
+def evidence_of(pdf: bytes) -> dict:
     import io
 
     from pyhanko.pdf_utils.reader import PdfFileReader
@@ -116,7 +116,7 @@ def test_other_prices_make_a_priced_comparison_of_the_same_runs(user):
 
 
 def test_user_text_is_escaped(rendered):
-    evidence = _evidence_of(rendered.pdf)
+    evidence = evidence_of(rendered.pdf)
     evidence["report"]["title"] = "<script>alert('t')</script>"
     evidence["report"]["decision"] = "<img src=x onerror=alert(1)> & more"
     context = report_context(evidence, certificate={"subject": "<b>x</b>"})

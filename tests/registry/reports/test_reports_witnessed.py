@@ -13,7 +13,7 @@ from registry.services.reports import report_bytes, report_verify
 from tests.registry.audit.witness_proc import witness
 
 from .conftest import make_report
-from .test_reports_service import _evidence_of
+from .test_reports_service import evidence_of
 
 pytestmark = pytest.mark.django_db
 
@@ -25,7 +25,7 @@ def test_a_report_names_the_cosigned_checkpoint_it_was_issued_under(user, settin
         report = make_report(user, 2)
         assert report.status == ReportStatus.READY, report.last_error
         pdf = report_bytes(report)
-        evidence = _evidence_of(pdf)
+        evidence = evidence_of(pdf)
         assert evidence["checkpoint"]["id"] == report.checkpoint_id
         assert verify_cosignatures(evidence["checkpoint"]["note"].encode(), [w.vkey])
         assert report_verify(pdf=pdf).valid  # verifiers that know only the log key ignore the cosignature

@@ -127,9 +127,9 @@ def _mark_attachment_tree(writer: IncrementalPdfFileWriter) -> None:
 def test_another_registrys_certificate_is_not_trusted(rendered):
     from cryptography import x509
 
-    from registry.reports.signing import _new_identity_pem
+    from registry.reports.signing import new_identity_pem
 
-    stranger = x509.load_pem_x509_certificates(_new_identity_pem())
+    stranger = x509.load_pem_x509_certificates(new_identity_pem())
     verdict = rendered.verify(certificates=stranger)
     assert "signer-is-registry" in failed(verdict)
 

@@ -155,7 +155,7 @@ def test_a_report_never_rests_on_an_example_run_however_its_comparison_was_store
     example, _ = submission_create(document=server_example, submitted_by=submitter, trust="example")
     other, _ = submission_create(document=variant(server_example, "lab-h200-02", 1500.0), submitted_by=submitter)
     # Stored the way a comparison from before trust levels existed could be: past the service's own refusal.
-    stored = service._store(
+    stored = service.comparison_store(
         [example, other],
         "system",
         {"runs": [example.digest, other.digest]},
