@@ -19,7 +19,7 @@ from registry.api.strict import FreeFormObjectField, WebhookURLField
 from registry.api.submissions import ProblemSerializer
 from registry.exceptions import RegistryError
 from registry.exports import csv_text
-from registry.models import Decision
+from registry.models import Agent, Decision
 from registry.selectors.decisions import decision_list
 from registry.services.decisions import (
     decision_create,
@@ -109,12 +109,8 @@ CREATED = inline_serializer(
 class DecisionCollectionApi(APIView):
     """POST declares a decision and answers it (201); GET lists the caller's decisions (an admin's: all)."""
 
-    policy_action = None
+    policy_action = {"GET": policy.DECISION_READ, "POST": policy.DECISION_CREATE}
     pagination_class = NewestFirstCursor  # documents the page envelope and its cursor/limit parameters
-
-    def get_permissions(self) -> list[Any]:
-        self.policy_action = policy.DECISION_CREATE if self.request.method == "POST" else policy.DECISION_READ
-        return super().get_permissions()
 
     @extend_schema(
         request=DecisionInputSerializer,
@@ -318,8 +314,6 @@ class DecisionGapPlanApi(APIView):
         },
     )
     def post(self, request: Request, decision_id: int) -> Response:
-        from registry.models import Agent
-
         principal = policy.for_request(request)
         decision = policy.decision_get(principal, decision_id)
         data = DecisionGapPlanInputSerializer(data=request.data)
