@@ -19,6 +19,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from protocol.comparability import comparability_keys, contract
+from registry import policy
 from registry.api.parsers import JSONDocumentParser
 from registry.services.submissions import submission_check
 from registry.urls import urlpatterns as product_urlpatterns
@@ -26,7 +27,7 @@ from registry.urls import urlpatterns as product_urlpatterns
 
 class FloorApi(APIView):
     parser_classes = [JSONDocumentParser]
-    required_scope = "submit"
+    policy_action = policy.RUN_SUBMIT
 
     def post(self, request: Request) -> Response:
         checked = submission_check(request.data)  # the real endpoint's checks and problem details

@@ -233,7 +233,7 @@ REST_FRAMEWORK = {
         "registry.api.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["registry.api.permissions.HasScope"],
+    "DEFAULT_PERMISSION_CLASSES": ["registry.api.permissions.ActionAllowed"],
     "DEFAULT_RENDERER_CLASSES": [
         "rest_framework.renderers.JSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",

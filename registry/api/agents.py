@@ -16,7 +16,6 @@ from typing import Any
 from django.conf import settings
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
-from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -39,13 +38,6 @@ def _own_agent(request: Request) -> Agent:
     if agent is None:
         raise NotFound("this credential is not an enrolled agent's")
     return agent  # type: ignore[no-any-return]
-
-
-class ObjectRuleApi(APIView):
-    """Any authenticated caller gets past the door (401 otherwise); the policy getter decides per object (404)."""
-
-    required_scope = None
-    permission_classes = [IsAuthenticated]
 
 
 # --- serializers -------------------------------------------------------------------------------------------
@@ -155,7 +147,7 @@ class EnrolmentTokenCollectionApi(APIView):
 class AgentEnrollApi(APIView):
     """Enrol a machine with a single-use enrolment token. Returns the agent's own token once."""
 
-    required_scope = None
+    policy_action = policy.AGENT_ENROL
     authentication_classes: list[type] = []
 
     class InputSerializer(StrictSerializer):
@@ -201,8 +193,10 @@ class AgentCollectionApi(APIView):
         return Response(AgentSerializer(agent_list(), many=True).data)
 
 
-class AgentDetailApi(ObjectRuleApi):
+class AgentDetailApi(APIView):
     """One agent with its inventory (host names and addresses): admins, and the agent itself."""
+
+    policy_action = policy.AGENT_READ
 
     @extend_schema(responses={200: AgentDetailSerializer, 404: ProblemSerializer})
     def get(self, request: Request, agent_id: int) -> Response:
@@ -311,8 +305,10 @@ class PlanCollectionApi(APIView):
         return Response(PlanSerializer(plan).data, status=status.HTTP_201_CREATED)
 
 
-class PlanDetailApi(ObjectRuleApi):
+class PlanDetailApi(APIView):
     """A plan and its jobs: its owner and admins."""
+
+    policy_action = policy.PLAN_READ
 
     @extend_schema(responses={200: PlanSerializer, 404: ProblemSerializer})
     def get(self, request: Request, plan_id: int) -> Response:
@@ -348,16 +344,20 @@ class JobCollectionApi(APIView):
         return paginator.get_paginated_response(JobSerializer(page, many=True).data)
 
 
-class JobDetailApi(ObjectRuleApi):
+class JobDetailApi(APIView):
     """One job: the plan's owner, admins, and the agent it is for."""
+
+    policy_action = policy.JOB_READ
 
     @extend_schema(responses={200: JobSerializer, 404: ProblemSerializer})
     def get(self, request: Request, job_id: int) -> Response:
         return Response(JobSerializer(policy.job_get(policy.for_request(request), job_id)).data)
 
 
-class JobCancelApi(ObjectRuleApi):
+class JobCancelApi(APIView):
     """Cancel a job: the plan's owner (with `submit`) and admins; 409 once it is finished."""
+
+    policy_action = policy.JOB_CANCEL
 
     @extend_schema(
         request=None,

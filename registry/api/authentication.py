@@ -8,6 +8,7 @@ from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
+from registry import policy
 from registry.models import ApiToken
 from registry.selectors.tokens import token_for_key_hash
 from registry.services.tokens import hash_token
@@ -27,6 +28,9 @@ class TokenAuthentication(authentication.BaseAuthentication):
         token = token_for_key_hash(hash_token(header[1].decode(errors="replace")))
         if token is None or not token.is_active or not token.user.is_active:
             raise exceptions.AuthenticationFailed("invalid, expired or revoked token")
+        names = getattr(token, "group_names", None)  # read with the token on PostgreSQL: no second query
+        if names is not None:
+            policy.remember_groups(token.user, names)
         now = timezone.now()
         if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
             ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)

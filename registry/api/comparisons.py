@@ -61,6 +61,8 @@ class ComparableCursor(NewestFirstCursor):
 class ComparableRunsApi(APIView):
     """Runs comparable with this one on an axis (same controlled fields): one index lookup."""
 
+    policy_action = policy.RUN_READ
+
     pagination_class = ComparableCursor  # documents the page envelope and its parameters
 
     class FilterSerializer(QuerySerializer):
@@ -116,6 +118,8 @@ class ComparisonSummarySerializer(ComparisonOutputSerializer):
 
 class ComparisonCollectionApi(APIView):
     """POST compares runs (201, or 422 naming every offending field); GET lists stored comparisons."""
+
+    policy_action = {"GET": policy.COMPARISON_READ, "POST": policy.COMPARISON_CREATE}
 
     pagination_class = NewestFirstCursor  # documents the page envelope of GET and its parameters
 
@@ -182,6 +186,8 @@ class ComparisonCollectionApi(APIView):
 
 
 class ComparisonDetailApi(APIView):
+    policy_action = policy.COMPARISON_READ
+
     @extend_schema(responses={200: ComparisonOutputSerializer, 404: ProblemSerializer})
     def get(self, request: Request, comparison_id: int) -> Response:
         comparison = policy.comparison_get(policy.for_request(request), comparison_id)

@@ -18,7 +18,7 @@ from registry.api.pagination import NewestFirstCursor
 from registry.api.strict import FreeFormObjectField, WebhookURLField
 from registry.api.submissions import ProblemSerializer
 from registry.exceptions import RegistryError
-from registry.models import Decision
+from registry.models import Agent, Decision
 from registry.presentation.spreadsheet import csv_text
 from registry.selectors.decisions import decision_latest_answer, decision_list
 from registry.services.decision_followups import decision_gap_plan, decision_report
@@ -104,12 +104,8 @@ CREATED = inline_serializer(
 class DecisionCollectionApi(APIView):
     """POST declares a decision and answers it (201); GET lists the caller's decisions (an admin's: all)."""
 
-    policy_action = None
+    policy_action = {"GET": policy.DECISION_READ, "POST": policy.DECISION_CREATE}
     pagination_class = NewestFirstCursor  # documents the page envelope and its cursor/limit parameters
-
-    def get_permissions(self) -> list[Any]:
-        self.policy_action = policy.DECISION_CREATE if self.request.method == "POST" else policy.DECISION_READ
-        return super().get_permissions()
 
     @extend_schema(
         request=DecisionInputSerializer,
@@ -313,8 +309,6 @@ class DecisionGapPlanApi(APIView):
         },
     )
     def post(self, request: Request, decision_id: int) -> Response:
-        from registry.models import Agent
-
         principal = policy.for_request(request)
         decision = policy.decision_get(principal, decision_id)
         data = DecisionGapPlanInputSerializer(data=request.data)

@@ -1,27 +1,36 @@
-"""The API's door to registry.policy: a view declares `required_scope` (default "read") or `policy_action`.
+"""The API's door to registry.policy: every view names the policy action it performs, and nothing else.
 
-`required_scope = None` means open to anyone. The scope is checked against the principal's *effective* rights
-(token scopes ∩ the owner's rights now; an agent's token: agent and submit), never the token's stored scopes.
-A caller with no credential gets 401; a known caller without the right gets 403. Object-level decisions
-(whose job, whose report) are made by the policy getters, which answer 404.
+`policy_action` is an action (registry.policy.actions), or a mapping from HTTP method to action where methods do
+different things; a method the mapping does not name (HEAD, OPTIONS, one the view does not answer) is asked as
+"GET". The policy decides from the action what the caller needs (`policy.admits`), against the principal's
+*effective* rights (token scopes ∩ the owner's rights now; an agent's token: agent and submit), never the token's
+stored scopes. A caller with no credential gets 401; a known caller without the right gets 403. Object-level
+decisions (whose job, whose report) are made by the policy getters, which answer 404.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from django.core.exceptions import ImproperlyConfigured
 from rest_framework.permissions import BasePermission
 
 from registry import policy
 
 
-class HasScope(BasePermission):
+def view_action(view: Any, method: str) -> str:
+    """The policy action `view` performs for a request with this HTTP method."""
+    action = getattr(view, "policy_action", None)
+    if isinstance(action, Mapping):
+        action = action.get(method, action.get("GET"))
+    if action is None:
+        raise ImproperlyConfigured(f"{type(view).__name__} names no policy_action for {method}")
+    return str(action)
+
+
+class ActionAllowed(BasePermission):
     message = "this credential does not have the scope this operation needs"
 
     def has_permission(self, request: Any, view: Any) -> bool:
-        principal = policy.for_request(request)
-        action = getattr(view, "policy_action", None)
-        if action is not None:
-            return policy.can(principal, action)
-        scope = getattr(view, "required_scope", "read")
-        return scope is None or principal.has(scope)
+        return policy.admits(policy.for_request(request), view_action(view, request.method))

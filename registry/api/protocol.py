@@ -10,12 +10,13 @@ from rest_framework.views import APIView
 
 import protocol
 from protocol.comparability import contract_document
+from registry import policy
 
 
 class ProtocolApi(APIView):
     """Protocol version, the JSON Schema and the comparability contract. Open to anyone."""
 
-    required_scope = None
+    policy_action = policy.PROTOCOL_READ
     authentication_classes: list[type] = []
 
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="The protocol: schema and comparability contract")

@@ -80,6 +80,8 @@ class ReportCollectionApi(APIView):
     decision) answers that report and queues nothing. At most BENCHREG_REPORTS_PENDING_PER_PERSON (default 3) of
     your reports are queued or rendering at once: one more is refused with 429 and Retry-After."""
 
+    policy_action = {"GET": policy.REPORT_READ, "POST": policy.REPORT_REQUEST}
+
     class InputSerializer(StrictSerializer):
         comparison = serializers.IntegerField(min_value=1)
         title = serializers.CharField(max_length=200)
@@ -118,6 +120,8 @@ class ReportCollectionApi(APIView):
 class ReportDetailApi(APIView):
     """A report's status (queued, rendering, ready, failed with the reason) and its download link."""
 
+    policy_action = policy.REPORT_READ
+
     @extend_schema(responses={200: ReportOutputSerializer, 404: ProblemSerializer})
     def get(self, request: Request, report_id: int) -> Response:
         report = policy.report_get(policy.for_request(request), report_id)
@@ -126,6 +130,8 @@ class ReportDetailApi(APIView):
 
 class ReportPdfApi(APIView):
     """The signed PDF of a ready report (409 before it is ready)."""
+
+    policy_action = policy.REPORT_READ
 
     @extend_schema(
         responses={
@@ -155,7 +161,7 @@ class ReportVerifyApi(APIView):
     refused with 413 (code `inflated-too-large`) and nothing past the bound is inflated. Who withdrew a run and
     why is shown to callers with the read right."""
 
-    required_scope = None
+    policy_action = policy.REPORT_VERIFY
     throttle_scope = "verify"
     parser_classes = [MultiPartParser, FormParser]
 
@@ -199,7 +205,7 @@ class ReportVerifyApi(APIView):
 class ReportCertificateApi(APIView):
     """The registry's report-signing certificate and its issuers (PEM): what `benchreg verify --cert` takes."""
 
-    required_scope = None
+    policy_action = policy.REPORT_VERIFY
     authentication_classes: list[Any] = []
 
     @extend_schema(responses={(200, "application/x-pem-file"): OpenApiTypes.STR})

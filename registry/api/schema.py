@@ -19,8 +19,8 @@ endpoint cannot forget it and the description stays what the server does:
   503  always: the database is unavailable (Retry-After); see docs/operations.md
 
 Every error response is `application/problem+json` with the `Problem` schema, whatever the view annotated.
-Operations open to anyone (`required_scope = None` and not IsAuthenticated) list `{}` among their security
-requirements, so clients know a credential is optional there.
+Operations open to anyone (their policy action needs no credential: registry.policy.open_to_anyone) list `{}`
+among their security requirements, so clients know a credential is optional there.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from typing import Any
 
 from drf_spectacular.openapi import AutoSchema
 from rest_framework import serializers
-from rest_framework.permissions import IsAuthenticated
 
 from registry import policy
+from registry.api.permissions import view_action
 
 PROBLEM = "application/problem+json"
 RETRY_AFTER = {
@@ -112,9 +112,4 @@ class ContractSchema(AutoSchema):
         return codes
 
     def _is_open(self) -> bool:
-        action = getattr(self.view, "policy_action", None)
-        if action is not None:
-            return policy.open_to_anyone(action)
-        return getattr(self.view, "required_scope", "read") is None and not any(
-            isinstance(p, IsAuthenticated) for p in self.view.get_permissions()
-        )
+        return policy.open_to_anyone(view_action(self.view, self.method))

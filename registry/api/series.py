@@ -12,7 +12,6 @@ from typing import Any
 from django.conf import settings
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
-from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -28,13 +27,6 @@ from registry.services.schedules import schedule_create, schedule_delete, schedu
 from registry.services.series import alert_body
 
 PROBLEMS = {400: ProblemSerializer, 401: ProblemSerializer, 403: ProblemSerializer}
-
-
-class ObjectRuleApi(APIView):
-    """Any authenticated caller gets past the door (401 otherwise); the policy getter decides per object (404)."""
-
-    required_scope = None
-    permission_classes = [IsAuthenticated]
 
 
 # --- serializers -------------------------------------------------------------------------------------------
@@ -257,7 +249,7 @@ def _with_secret(schedule: Schedule, before: str) -> dict[str, Any]:
 class ScheduleCollectionApi(APIView):
     """Your schedules (an admin's: all), newest first; create one for a plan you own."""
 
-    policy_action = policy.SCHEDULE_LIST
+    policy_action = {"GET": policy.SCHEDULE_LIST, "POST": policy.SCHEDULE_CREATE}
     pagination_class = NewestFirstCursor  # documents the page envelope and its cursor/limit parameters
 
     @extend_schema(responses={200: ScheduleSerializer(many=True), 401: ProblemSerializer, 403: ProblemSerializer})
@@ -272,8 +264,6 @@ class ScheduleCollectionApi(APIView):
         responses={201: SCHEDULE_WITH_SECRET, 404: ProblemSerializer, 422: ProblemSerializer, **PROBLEMS},
     )
     def post(self, request: Request) -> Response:
-        if not policy.can(policy.for_request(request), policy.SCHEDULE_CREATE):
-            raise policy.Refused("this credential may not create schedules")
         if isinstance(request.data, dict) and request.data.get("webhook_url"):
             policy.require(policy.for_request(request), policy.WEBHOOK_REGISTER, hidden=False)
         data = ScheduleCreateSerializer(data=request.data)
@@ -285,8 +275,10 @@ class ScheduleCollectionApi(APIView):
         return Response(_with_secret(schedule, ""), status=status.HTTP_201_CREATED)
 
 
-class ScheduleDetailApi(ObjectRuleApi):
+class ScheduleDetailApi(APIView):
     """One schedule with its latest 50 fires (fired, partial or missed): its owner and admins."""
+
+    policy_action = {"GET": policy.SCHEDULE_READ, "PATCH": policy.SCHEDULE_CHANGE, "DELETE": policy.SCHEDULE_CHANGE}
 
     @extend_schema(responses={200: ScheduleSerializer, 401: ProblemSerializer, 404: ProblemSerializer})
     def get(self, request: Request, schedule_id: int) -> Response:

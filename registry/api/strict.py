@@ -24,6 +24,7 @@ from rest_framework.parsers import JSONParser
 import protocol
 from protocol.checks import numbers_are_representable
 from registry.exceptions import RegistryError
+from registry.services.webhooks import webhook_url_problem
 
 
 def unstorable_pointers(value: Any) -> list[str]:
@@ -157,8 +158,6 @@ class WebhookURLField(serializers.CharField):
                     }
                 ],
             ) from None
-        from registry.services.webhooks import webhook_url_problem
-
         problem = webhook_url_problem(url)  # no credentials; global destinations only (docs/security.md)
         if problem:
             raise UndeliverableAddress(

@@ -147,9 +147,7 @@ class SubmissionCollectionApi(APIView):
     pagination_class = NewestFirstCursor  # documents the page envelope and its cursor/limit parameters
     queryset = Submission.objects.none()  # the model the filters document (never evaluated)
 
-    @property
-    def required_scope(self) -> str:
-        return "submit" if self.request.method == "POST" else "read"
+    policy_action = {"GET": policy.RUN_READ, "POST": policy.RUN_SUBMIT}
 
     @extend_schema(
         request={"application/json": OpenApiTypes.OBJECT, "application/x-ndjson": OpenApiTypes.STR},
@@ -211,6 +209,8 @@ class SubmissionCollectionApi(APIView):
 class SubmissionDetailApi(APIView):
     """One run: registry metadata plus `document`, byte for byte the stored canonical form."""
 
+    policy_action = policy.RUN_READ
+
     @extend_schema(
         responses={200: OpenApiResponse(OpenApiTypes.OBJECT), 404: ProblemSerializer},
         summary="Read one run with its metadata",
@@ -229,6 +229,8 @@ class SubmissionDetailApi(APIView):
 
 class SubmissionDocumentApi(APIView):
     """The canonical document alone: its SHA-256 is the run's digest, so anyone can check it."""
+
+    policy_action = policy.RUN_READ
 
     @extend_schema(
         responses={200: OpenApiResponse(OpenApiTypes.OBJECT), 404: ProblemSerializer},

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser, Group
+from django.contrib.postgres.expressions import ArraySubquery
 from django.db import connection
 from django.db.models import OuterRef, QuerySet
 
-from registry import policy
 from registry.exceptions import NotFound
 from registry.models import ApiToken
 
@@ -23,16 +23,11 @@ def token_get_for(*, user: AbstractBaseUser, token_id: int) -> ApiToken:
 
 
 def token_for_key_hash(key_hash: str) -> ApiToken | None:
-    """The token whose key hashes to `key_hash`, with its user and agent (live or not), or None; on PostgreSQL
-    the user's groups come in the same round trip and are remembered for the policy."""
+    """The token whose key hashes to `key_hash`, with its user and agent (live or not), or None. On PostgreSQL
+    the names of the user's groups come in the same round trip, as `token.group_names`."""
     tokens = ApiToken.objects.select_related("user", "agent").filter(key_hash=key_hash)
     if connection.vendor == "postgresql":
-        from django.contrib.postgres.expressions import ArraySubquery
-
         tokens = tokens.annotate(
             group_names=ArraySubquery(Group.objects.filter(user=OuterRef("user_id")).values("name"))
         )
-    token = tokens.first()
-    if token is not None and hasattr(token, "group_names"):
-        policy.remember_groups(token.user, token.group_names)
-    return token
+    return tokens.first()
