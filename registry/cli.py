@@ -37,7 +37,7 @@ DJANGO_COMMANDS = {
     "enrolment-token": "enrolment_token",
     "audit": "audit",
     "sweep": "sweep",
-}  # operations (issue 17): the sweeps beat runs, by hand or from cron
+}  # operations: the sweeps beat runs, by hand or from cron
 
 
 def submit_main(argv: list[str]) -> int:
@@ -65,7 +65,7 @@ def submit_main(argv: list[str]) -> int:
     with RegistryClient(
         args.server, args.token, on_retry=lambda words: print(f"retrying: {words}", file=sys.stderr, flush=True)
     ) as client:
-        if len(args.files) > 1:  # issue 16: several files go as NDJSON batches
+        if len(args.files) > 1:  # several files go as NDJSON batches
             return _submit_batches(client, args.files, args.batch_size)
         for path in args.files:
             try:
@@ -79,7 +79,7 @@ def submit_main(argv: list[str]) -> int:
     return worst
 
 
-# --- issue 16: `benchreg submit` of many files: NDJSON batches, a progress bar on a terminal ----------------------
+# --- `benchreg submit` of many files: NDJSON batches, a progress bar on a terminal ----------------------
 
 SUBMIT_BATCH = 500  # documents per request (the registry's default limit is 2000 lines and 32 MiB)
 SUBMIT_BATCH_BYTES = 16 * 1024 * 1024
@@ -135,9 +135,6 @@ def _batches(files: list[Path], batch_size: int) -> Iterator[list[tuple[Path, by
         yield batch
 
 
-# --- end issue 16
-
-
 def django_main(command: str, argv: list[str]) -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "registry.settings")
     if command == "serve":  # the embedded default's worker process (registry.settings, docs/operations.md)
@@ -160,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         from runners.cli import main as runners_main
 
         return runners_main(argv)
-    if command == "witness":  # a C2SP tlog-witness for the audit log (issue 15): plain Python, no database
+    if command == "witness":  # a C2SP tlog-witness for the audit log: plain Python, no database
         from verifier.witness import main as witness_main
 
         return witness_main(rest)

@@ -33,7 +33,7 @@ def create_once(path: Path, make: Callable[[], bytes]) -> Path:
 
 
 def check_private(path: Path, what: str) -> None:
-    """Refuse a private key file that the group or others may read or write (issue 15: keys outside the data
+    """Refuse a private key file that the group or others may read or write (keys outside the data
     directory, with strict permissions). Raises ImproperlyConfigured naming the file and the fix."""
     import stat
 

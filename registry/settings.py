@@ -186,7 +186,7 @@ STATIC_ROOT.mkdir(exist_ok=True)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
-    # Signed report PDFs and uploaded MLPerf archives (issue 17): in the data dir by default; on an S3-compatible
+    # Signed report PDFs and uploaded MLPerf archives: in the data dir by default; on an S3-compatible
     # store when BENCHREG_S3_BUCKET is set, so web servers and workers on different hosts serve the same files.
     "reports": {"BACKEND": "registry.storage.DataDirStorage", "OPTIONS": {"folder": "reports"}},
     "uploads": {"BACKEND": "registry.storage.DataDirStorage", "OPTIONS": {"folder": "uploads"}},
@@ -223,11 +223,9 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_SUBMISSION_BYTES + 1024  # any other body: 413
 # Arrays and objects nested in one another in a JSON body other than a submission (whose depth the protocol bounds
 # at 64): deeper is 400 with a pointer, before any code that recurses meets it.
 MAX_JSON_DEPTH = env_int("BENCHREG_MAX_JSON_DEPTH", 32)
-# --- issue 16: a batch (POST /api/v1/submissions, application/x-ndjson): its body and its number of lines.
+# --- a batch (POST /api/v1/submissions, application/x-ndjson): its body and its number of lines.
 MAX_BATCH_BYTES = env_int("BENCHREG_MAX_BATCH_BYTES", 32 * 1024 * 1024)
 MAX_BATCH_DOCUMENTS = env_int("BENCHREG_MAX_BATCH_DOCUMENTS", 2000)
-# --- end issue 16
-
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "registry.api.authentication.TokenAuthentication",
@@ -254,7 +252,7 @@ REST_FRAMEWORK = {
         "anon": os.environ.get("BENCHREG_THROTTLE_ANON") or "120/min",
         "user": os.environ.get("BENCHREG_THROTTLE_USER") or "3000/min",
         "verify": os.environ.get("BENCHREG_THROTTLE_VERIFY") or "20/min",  # the anonymous PDF verification
-        # the public audit log, its proofs and tiles (issue 15): a verifier walks many tiles at once
+        # the public audit log, its proofs and tiles: a verifier walks many tiles at once
         "audit": os.environ.get("BENCHREG_THROTTLE_AUDIT") or "1200/min",
     },
     "NUM_PROXIES": env_int("BENCHREG_NUM_PROXIES", 0),  # proxies whose X-Forwarded-For the throttles trust
@@ -377,7 +375,7 @@ BENCHREG_AUDIT_COMMITMENT_KEY = os.environ.get("BENCHREG_AUDIT_COMMITMENT_KEY", 
 BENCHREG_CHECKPOINT_INTERVAL_S = env_int("BENCHREG_CHECKPOINT_INTERVAL_S", 300)
 if BENCHREG_CHECKPOINT_INTERVAL_S <= 0:
     raise ImproperlyConfigured("BENCHREG_CHECKPOINT_INTERVAL_S must be a positive number of seconds")
-# --- witnesses (issue 15, docs/audit.md): "URL VKEY" pairs, comma-separated; each new checkpoint is sent to every
+# --- witnesses (docs/audit.md): "URL VKEY" pairs, comma-separated; each new checkpoint is sent to every
 # witness (registry.tasks.audit.request_cosignatures) and the tlog checkpoint serves the latest one cosigned by at
 # least BENCHREG_WITNESS_QUORUM of them (default: 1 when witnesses are configured).
 BENCHREG_WITNESSES = env_list("BENCHREG_WITNESSES", [])
@@ -392,7 +390,7 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 
-# --- issue 16: audit entries are queued by the change's transaction and sequenced in batches (docs/audit.md).
+# --- audit entries are queued by the change's transaction and sequenced in batches (docs/audit.md).
 # commit: integrated right after the change commits (by whichever committer finds no sequencer at work), plus
 #         the periodic task below as a safety net; inline: numbered inside the change's transaction (writers
 #         serialise; the tests' default, where nothing commits); worker: only the periodic task integrates;
@@ -406,8 +404,6 @@ CELERY_BEAT_SCHEDULE["audit-integrate"] = {
     "schedule": BENCHREG_AUDIT_INTEGRATE_INTERVAL_S,
     "options": {"expires": BENCHREG_AUDIT_INTEGRATE_INTERVAL_S},
 }
-# --- end issue 16
-
 # With DEBUG off, cookies are Secure (browsers still send them to http://localhost and 127.0.0.1, which
 # they treat as secure contexts). A plain-HTTP LAN deployment must opt out explicitly.
 SECURE_TLS = env_bool("BENCHREG_TLS", False)
@@ -456,7 +452,7 @@ BENCHREG_REPORT_CERT = os.environ.get("BENCHREG_REPORT_CERT", "")
 BENCHREG_REPORT_TRUSTED_CERTS = env_list("BENCHREG_REPORT_TRUSTED_CERTS", [])
 BENCHREG_REPORT_TIMESTAMP = env_bool("BENCHREG_REPORT_TIMESTAMP", True)
 
-# --- series (issue 19): schedules, series and alerts (docs/series.md) ------------------------------------------
+# --- series: schedules, series and alerts (docs/series.md) ------------------------------------------
 # Beat's tick turns due schedules into jobs; a due time not fired within BENCHREG_SCHEDULE_GRACE_S (the
 # scheduler was down) is recorded as missed. Alerts go to each schedule's webhook URL, signed with that schedule's
 # own secret (shown to its owner once), else to the operator's URL below, signed with the operator's secret.

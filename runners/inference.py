@@ -166,7 +166,7 @@ def server_checks(runs: list[ServerRun], spec: RunSpec) -> tuple[dict[str, bool]
         )
     checks = {"arrival_rate_within_tolerance": ok, "kept_up_with_arrivals": kept_up}
     truncated = [r for r in runs if r.truncated]
-    if truncated:  # the run is kept, marked by a failed validity check and the reason (issue 17)
+    if truncated:  # the run is kept, marked by a failed validity check and the reason
         checks["finished_within_time_cap"] = False
         cap = truncated[0].max_seconds or 0.0
         reasons.append(
@@ -203,7 +203,7 @@ def run(spec: RunSpec, backend: Backend, report: Reporter) -> dict[str, Any]:
         latency, extra, window = _closed_loop(query, policy, warm, report, recorder)
         seconds = window.total_seconds
         series = {"latency_ms": latency, **{k: v for k, v in extra.items() if v}}
-        capped, cap_reasons = window.truncation(policy)  # a query too slow to time its minimum count (issue 17)
+        capped, cap_reasons = window.truncation(policy)  # a query too slow to time its minimum count
         if capped:
             validity, reasons = capped, reasons + cap_reasons
             notes["time_cap"] = f"time cap {window.cap_seconds:g} s per repetition: truncated"

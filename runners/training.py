@@ -101,7 +101,7 @@ def run(spec: RunSpec, backend: Backend, report: Reporter) -> dict[str, Any]:
     recorder.window_stop()
     step_ms = window.samples
     verdict = stats.assess(step_ms)
-    capped, cap_reasons = window.truncation(policy)  # steps too slow to time the minimum count (issue 17)
+    capped, cap_reasons = window.truncation(policy)  # steps too slow to time the minimum count
     reasons = warm.reasons(policy) + cap_reasons
     report.note(verdict_line(verdict, reasons))
     breakdown = np.median(np.asarray(loop.phases[first_window_step:]), axis=0)

@@ -307,7 +307,7 @@ class AuditEntryListApi(PublicAuditView):
         page = paginator.paginate_queryset(audit_entry_list(**filters.validated_data), request, view=self)
         context = {"restricted": _may_read_restricted(request)}
         response = paginator.get_paginated_response(AuditEntryOutputSerializer(page, many=True, context=context).data)
-        # issue 16: say when entries are queued and not integrated yet
+        # say when entries are queued and not integrated yet
         pending = audit_pending_count(**filters.validated_data)
         response.data["pending"] = pending
         if pending:

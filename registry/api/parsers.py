@@ -51,7 +51,7 @@ def parse_document(raw: bytes) -> Any:
         raise InvalidDocument("the body is not acceptable JSON", errors=[e.as_dict() for e in exc.errors]) from None
 
 
-# --- issue 16: a batch of documents, one per line (application/x-ndjson) ----------------------------------------
+# --- a batch of documents, one per line (application/x-ndjson) ----------------------------------------
 
 
 @dataclass

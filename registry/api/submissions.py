@@ -82,7 +82,7 @@ def withdrawn_words(run: Submission) -> dict[str, str] | None:
     return {"reason": withdrawal.reason, "by": withdrawal.withdrawn_by_name, "at": withdrawal.withdrawn_at.isoformat()}
 
 
-# --- issue 16: a batch of documents (application/x-ndjson), one result line per document line ---------------------
+# --- a batch of documents (application/x-ndjson), one result line per document line ---------------------
 
 
 class SubmissionBatchResultSerializer(serializers.Serializer):
@@ -133,9 +133,6 @@ def _batch_lines(request: Request, batch: DocumentBatch, token: ApiToken | None)
                 }
             )
     return lines
-
-
-# --- end issue 16
 
 
 class SubmissionCollectionApi(APIView):

@@ -4,10 +4,10 @@ from registry.api import (
     agents,
     audit,
     comparisons,
-    decisions,  # decisions (issue 14)
+    decisions,  # decisions
     protocol,
     reports,
-    series,  # series (issue 19)
+    series,  # series
     submissions,
     tokens,
 )
@@ -56,7 +56,7 @@ urlpatterns = [
     path("jobs/<int:job_id>/heartbeat", agents.JobHeartbeatApi.as_view(), name="api-job-heartbeat"),
     path("jobs/<int:job_id>/complete", agents.JobCompleteApi.as_view(), name="api-job-complete"),
     path("jobs/<int:job_id>/fail", agents.JobFailApi.as_view(), name="api-job-fail"),
-    # --- audit log in the C2SP tlog-tiles layout (issue 15) ---
+    # --- audit log in the C2SP tlog-tiles layout ---
     path("audit/log/checkpoint", audit.AuditLogCheckpointApi.as_view(), name="api-audit-log-checkpoint"),
     re_path(
         r"^audit/log/tile/entries/(?P<index>(?:x[0-9]{3}/)*[0-9]{3})$",
@@ -78,7 +78,7 @@ urlpatterns = [
         audit.AuditHashTileApi.as_view(),
         name="api-audit-log-tile-partial",
     ),
-    # --- series (issue 19) ---
+    # --- series ---
     path("schedules", series.ScheduleCollectionApi.as_view(), name="api-schedules"),
     path("schedules/<int:schedule_id>", series.ScheduleDetailApi.as_view(), name="api-schedule-detail"),
     path("series", series.SeriesCollectionApi.as_view(), name="api-series"),
@@ -86,7 +86,7 @@ urlpatterns = [
     path("alerts", series.AlertCollectionApi.as_view(), name="api-alerts"),
     path("alerts/<int:alert_id>", series.AlertDetailApi.as_view(), name="api-alert-detail"),
     path("submissions/<int:run_id>/history", series.SubmissionHistoryApi.as_view(), name="api-submission-history"),
-    # --- decisions (issue 14) ---
+    # --- decisions ---
     path("decisions", decisions.DecisionCollectionApi.as_view(), name="api-decisions"),
     path("decisions/<int:decision_id>", decisions.DecisionDetailApi.as_view(), name="api-decision-detail"),
     path("decisions/<int:decision_id>/export", decisions.DecisionExportApi.as_view(), name="api-decision-export"),

@@ -30,6 +30,6 @@ __all__ = [
     "Submission",
     "Withdrawal",
 ]
-__all__ += ["Alert", "Schedule", "ScheduleFire", "Series", "SeriesRun"]  # series (issue 19)
-# decisions (issue 14)
+__all__ += ["Alert", "Schedule", "ScheduleFire", "Series", "SeriesRun"]  # series
+# decisions
 __all__ += ["Decision", "DecisionAnswer", "DecisionEvidence", "DecisionReport", "WebhookDelivery"]

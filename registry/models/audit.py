@@ -49,7 +49,7 @@ class AuditHead(models.Model):
         return f"audit log of {self.size} entries"
 
 
-# --- issue 16: entries queued by the change's transaction, sequenced in batches (registry.services.audit) -------
+# --- entries queued by the change's transaction, sequenced in batches (registry.services.audit) -------
 
 
 class AuditQueued(models.Model):

@@ -1,4 +1,4 @@
-"""Many rows of one model in one PostgreSQL COPY: the bulk path's insert of runs (issue 16).
+"""Many rows of one model in one PostgreSQL COPY: the bulk path's insert of runs.
 
 `bulk_create` of 200 runs compiles one INSERT of 200 × 40 placeholders: Django builds every placeholder
 (`field_as_sql`) and psycopg splits the long query text in Python before it merges the values in. Both cost more

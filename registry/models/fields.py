@@ -4,7 +4,7 @@ Django 5.2 bulk-inserts on PostgreSQL through one array parameter per column (`I
 UNNEST(%s::jsonb[], ...)`, django/db/backends/postgresql/compiler.py), to save query planning. psycopg then
 writes each array in Python and escapes every `"` and `\\` of every element with a regex template substitution:
 for runs' JSON documents (hundreds of quotes each) that was 1.6 ms a document, over a quarter of the bulk path
-(profile of `submission_create_batch`, issue 16). A field with `get_placeholder` makes Django keep one
+(profile of `submission_create_batch`). A field with `get_placeholder` makes Django keep one
 placeholder per value, which psycopg escapes in C: a 200-row INSERT of audit payloads went from 113 to 17 ms.
 
 `deconstruct` reports the plain Django field, so migrations see (and keep) `models.JSONField` / `models.TextField`:

@@ -13,7 +13,7 @@ Layout (kind "benchreg.report-evidence/1"), serialised as RFC 8785 canonical JSO
                 submitter, submitted_by, submitted_at, agent, trust (how the run came in: vouched, declared,
                 imported; never example), and `audit`: the run's "run.submitted" entry text, its seq (leaf
                 index), leaf hash, and the RFC 9162 inclusion proof in the checkpoint's tree
-    decision    only in a report issued from a decision (issue 14): id, title, the answer's number and digest, and
+    decision    only in a report issued from a decision: id, title, the answer's number and digest, and
                 `canonical`: the exact RFC 8785 text of the answer (candidates, frontier, gaps, cited runs) that
                 hashes to digest; every run attached is one the answer cites
 
@@ -70,7 +70,7 @@ def evidence_build(
             "report_certificates_pem": identity.public_pem().decode("ascii"),
             "report_certificate_sha256": identity.fingerprint(),
         },
-        # The note carries the witnesses' cosignature lines, if any (issue 15): the cosigned checkpoint the report
+        # The note carries the witnesses' cosignature lines, if any: the cosigned checkpoint the report
         # was issued under. Verifiers that know only the log's key ignore those lines.
         "checkpoint": {
             "note": cosigned_note(checkpoint),

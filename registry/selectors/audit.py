@@ -86,7 +86,7 @@ def audit_entry_list(*, kind: str | None = None, subject: str | None = None) -> 
 
 
 def audit_pending_count(*, kind: str | None = None, subject: str | None = None) -> int:
-    """Entries queued by committed changes and not numbered yet (issue 16), optionally of one kind/subject."""
+    """Entries queued by committed changes and not numbered yet, optionally of one kind/subject."""
     queued = AuditQueued.objects.all()
     if kind:
         queued = queued.filter(kind=kind)

@@ -1,4 +1,4 @@
-"""Issue 18's tasks as a user does them in Chromium: the overview matrix, facets that apply on change (and without
+"""The catalogue tasks as a user does them in Chromium: the overview matrix, facets that apply on change (and without
 JavaScript), sets named by their question, refusals that lead with the root cause, comparison sentences against a
 chosen baseline, exports, and the run page. Each page is checked with axe-core (no serious or critical violation),
 shot at 1280 and 390 px wide (under pytest's tmp dir), and measured at 390 px for horizontal page overflow."""
@@ -307,7 +307,7 @@ def test_the_run_page_reads_as_the_document(user: User, fleet: dict[str, Any]) -
     assert "P99.9" not in headings.upper()  # no distribution states it: no empty column
     software = page.locator("#software").inner_text()
     assert "_" in software and "num threads" not in software  # keys as written
-    history = page.get_by_role("link", name="History of this configuration")  # the series view (issue 19)
+    history = page.get_by_role("link", name="History of this configuration")  # the series view
     assert history.count() == 1 and history.get_attribute("href").endswith(f"/runs/{run.pk}/history/")
     page.get_by_text("Show the document").click()
     user.check("run")

@@ -61,7 +61,7 @@ def evidence_tables_can_be_reset(request: pytest.FixtureRequest) -> Any:
 
     cache.clear()  # API throttle counts live in the cache: each test starts with none
     AuditHead.objects.get_or_create(id=1)
-    if not transactional:  # issue 16: nothing commits inside a test's transaction, so entries are numbered inline
+    if not transactional:  # nothing commits inside a test's transaction, so entries are numbered inline
         request.getfixturevalue("settings").BENCHREG_AUDIT_SEQUENCING = "inline"
     for name in ("viewer", "submitter", "admin"):
         Group.objects.get_or_create(name=name)

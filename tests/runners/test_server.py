@@ -45,7 +45,7 @@ def test_an_overloaded_server_run_completes_slower_than_requests_arrive() -> Non
     assert run.arrival_rate > 150.0 and run.completion_rate < 80.0
 
 
-# --- the time cap (issue 17) ----------------------------------------------------------------------------------
+# --- the time cap ----------------------------------------------------------------------------------
 
 
 def _slow() -> tuple[None, float]:

@@ -1,4 +1,4 @@
-"""Issue 16: a batch of runs in one request (application/x-ndjson), one result line per document."""
+"""A batch of runs in one request (application/x-ndjson), one result line per document."""
 
 from __future__ import annotations
 

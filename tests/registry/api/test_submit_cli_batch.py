@@ -1,4 +1,4 @@
-"""Issue 16: `benchreg submit` of several files sends NDJSON batches to a real (live) registry."""
+"""`benchreg submit` of several files sends NDJSON batches to a real (live) registry."""
 
 from __future__ import annotations
 

@@ -74,7 +74,7 @@ def test_any_finite_number_survives_postgres_jsonb_and_verifies(user, offline_ex
     assert ok, out
 
 
-# -- issue 15: the property on real PostgreSQL, every read path ---------------------------------------------------
+# -- the property on real PostgreSQL, every read path ---------------------------------------------------
 
 FLOATS = (
     hs.sampled_from(EXTREMES)

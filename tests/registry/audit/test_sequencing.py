@@ -1,4 +1,4 @@
-"""Issue 16: entries are queued by the change's transaction and sequenced in batches. Every guarantee of the
+"""Entries are queued by the change's transaction and sequenced in batches. Every guarantee of the
 log holds under concurrent writers on real PostgreSQL, and a sequencer killed mid-batch loses nothing and
 integrates nothing twice."""
 

@@ -95,7 +95,7 @@ def world(django_user_model: Any, server_example: dict[str, Any]) -> dict[str, A
         plan=plan, agent=agents["rig-a"][0], agent_name="rig-a", spec={}, soft_time_limit=600, time_limit=900
     )
     owned_token, _ = token_create(user=submitter, name="sam's", scopes="read")
-    # --- decisions (issue 14) ---
+    # --- decisions ---
     from registry.models import Decision
 
     decision = Decision.objects.create(
@@ -143,12 +143,12 @@ def world(django_user_model: Any, server_example: dict[str, Any]) -> dict[str, A
         "document": server_example,
         "decision": decision,
     }
-    world.update(_series_world(submitter, plan, agents["rig-a"][0], a, b))  # series (issue 19)
+    world.update(_series_world(submitter, plan, agents["rig-a"][0], a, b))  # series
     return world
 
 
 def _series_world(submitter: Any, plan: Plan, agent: Any, a: Any, b: Any) -> dict[str, Any]:
-    """series (issue 19): the submitter's schedule for the plan, a series of runs a and b, an alert on b."""
+    """For series: the submitter's schedule for the plan, a series of runs a and b, an alert on b."""
     from registry.models import Alert, Schedule, Series, SeriesRun
 
     schedule = Schedule.objects.create(

@@ -1,4 +1,4 @@
-"""The probes that found the holes (issue 12, "Why"), kept as regression tests, plus what closing them promised."""
+"""The probes that found the holes ("Why"), kept as regression tests, plus what closing them promised."""
 
 from __future__ import annotations
 

@@ -90,7 +90,7 @@ JOB_CANCEL = _api(
         or (_own(k) and "submit" in k.rights)
     )
 )
-# series (issue 19): a schedule is its owner's, like a plan; creating one needs a plan the caller may read
+# series: a schedule is its owner's, like a plan; creating one needs a plan the caller may read
 SCHEDULE_CREATE = _api(
     lambda k, w: False if not (k.person and {"submit", "admin"} & k.rights) else (_is_admin(k) or _own(k) or HIDDEN)
 )
@@ -157,7 +157,7 @@ RULES: dict[str, list[Case]] = {
     "api-audit-public-key": [("get", lambda w: "/api/v1/audit/public-key", None, OPEN, 200)],
     "api-audit-inclusion": [("get", lambda w: "/api/v1/audit/inclusion", None, OPEN, 400)],
     "api-audit-consistency": [("get", lambda w: "/api/v1/audit/consistency", None, OPEN, 400)],
-    # --- the audit log is public (issue 15) ---
+    # --- the audit log is public ---
     "api-audit-entries": [("get", lambda w: "/api/v1/audit/entries", None, OPEN, 200)],
     "api-audit-log-checkpoint": [("get", lambda w: "/api/v1/audit/log/checkpoint", None, OPEN, 200)],
     "api-audit-log-tile": [("get", lambda w: "/api/v1/audit/log/tile/0/000", None, OPEN, 404)],  # < 256 entries
@@ -227,7 +227,7 @@ RULES: dict[str, list[Case]] = {
     ],
     "api-schema": [("get", lambda w: "/api/schema/", None, OPEN, 200)],
     "api-docs": [("get", lambda w: "/api/docs/", None, OPEN, 200)],
-    # series (issue 19)
+    # series
     "api-schedules": [
         ("get", lambda w: "/api/v1/schedules", None, PLANNER, 200),
         (
@@ -248,7 +248,7 @@ RULES: dict[str, list[Case]] = {
     "api-alerts": [("get", lambda w: "/api/v1/alerts", None, READ, 200)],
     "api-alert-detail": [("get", lambda w: f"/api/v1/alerts/{w['alert'].pk}", None, READ, 200)],
     "api-submission-history": [("get", lambda w: f"/api/v1/submissions/{w['run'].pk}/history", None, READ, 200)],
-    # --- decisions (issue 14): an empty body is 400, which proves the door opened ---
+    # --- decisions: an empty body is 400, which proves the door opened ---
     "api-decisions": [
         ("get", lambda w: "/api/v1/decisions", None, READ, 200),
         ("post", lambda w: "/api/v1/decisions", lambda w: {}, PERSON, 400),
@@ -298,7 +298,7 @@ RULES: dict[str, list[Case]] = {
     "login": [("get", lambda w: "/accounts/login/", None, OPEN, 200)],
     "logout": [("post", lambda w: "/accounts/logout/", lambda w: {}, OPEN, 200)],
     "home": [("get", lambda w: "/", None, W_READ, 200)],
-    # --- catalogue (issue 18) ---
+    # --- catalogue ---
     "matrix": [("get", lambda w: "/matrix/", None, W_READ, 200)],
     "run": [("get", lambda w: f"/runs/{w['run'].pk}/", None, W_READ, 200)],
     "run-withdraw": [("post", lambda w: f"/runs/{w['run'].pk}/withdraw", lambda w: {"reason": "r"}, W_ADMIN, 302)],
@@ -319,8 +319,8 @@ RULES: dict[str, list[Case]] = {
     "agents": [("get", lambda w: "/agents/", None, W_PLANNER, 200)],
     "jobs": [("get", lambda w: "/jobs/", None, W_PLANNER, 200)],
     "job-cancel": [("post", lambda w: f"/jobs/{w['job'].pk}/cancel", lambda w: {}, W_JOB_CANCEL, 302)],
-    "run-history": [("get", lambda w: f"/runs/{w['run'].pk}/history/", None, W_READ, 200)],  # series (issue 19)
-    "alerts": [("get", lambda w: "/alerts/", None, W_READ, 200)],  # series (issue 19)
+    "run-history": [("get", lambda w: f"/runs/{w['run'].pk}/history/", None, W_READ, 200)],  # series
+    "alerts": [("get", lambda w: "/alerts/", None, W_READ, 200)],  # series
     "tokens": [
         ("get", lambda w: "/tokens/", None, W_READ, 200),
         ("post", lambda w: "/tokens/", lambda w: {"name": "n", "scopes": ["read"]}, W_READ, 200),
@@ -328,7 +328,7 @@ RULES: dict[str, list[Case]] = {
     "token-revoke": [("post", lambda w: f"/tokens/{w['token'].pk}/revoke", lambda w: {}, W_OWN_TOKEN, 302)],
 }
 RULES.update(
-    {  # --- operations (issue 17): probes open to anyone, credentials or not ---
+    {  # --- operations: probes open to anyone, credentials or not ---
         "healthz": [("get", lambda w: "/healthz", None, OPEN, 200)],
         "readyz": [("get", lambda w: "/readyz", None, OPEN, 200)],
     }

@@ -1,4 +1,4 @@
-"""Report files and uploaded archives through Django's storage API (issue 17), against a local S3-compatible server
+"""Report files and uploaded archives through Django's storage API, against a local S3-compatible server
 (moto's, in a process of its own): a report rendered by one process is served by another that shares no disk
 with it, a store that is down answers 503 (never 500), and the whole scale-out topology (two gunicorn web
 servers, two Celery workers, each with a data dir of its own, one PostgreSQL, one Redis, one bucket) serves the

@@ -1,5 +1,5 @@
 """With witnesses configured, a report is issued under a checkpoint they cosigned, and its evidence carries that
-cosigned note (issue 15); without the quorum it is not issued."""
+cosigned note; without the quorum it is not issued."""
 
 from __future__ import annotations
 
