@@ -11,7 +11,7 @@ token in the body.
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from drf_spectacular.utils import extend_schema
@@ -22,11 +22,12 @@ from rest_framework.views import APIView
 
 from registry import policy
 from registry.api.pagination import NewestFirstCursor
+from registry.api.permissions import signed_in_user
+from registry.api.schema import ProblemSerializer
 from registry.api.strict import FreeFormObjectField, QuerySerializer, StrictSerializer
-from registry.api.submissions import ProblemSerializer
 from registry.choices import JobStatus
 from registry.exceptions import NotFound
-from registry.models import Agent, Job
+from registry.models import Agent, Job, Submission
 from registry.selectors.agents import agent_list, agents_by_reference, enrolment_token_list, job_list
 from registry.services.agents import agent_enroll, agent_heartbeat, agent_revoke, enrolment_token_create
 from registry.services.jobs import job_cancel, job_claim, job_complete, job_fail, job_heartbeat, job_start
@@ -43,7 +44,7 @@ def _own_agent(request: Request) -> Agent:
 # --- serializers -------------------------------------------------------------------------------------------
 
 
-class EnrolmentTokenSerializer(serializers.Serializer):
+class EnrolmentTokenSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField()
     prefix = serializers.CharField()
     note = serializers.CharField()
@@ -53,7 +54,7 @@ class EnrolmentTokenSerializer(serializers.Serializer):
     used_at = serializers.DateTimeField(allow_null=True)
 
 
-class AgentSerializer(serializers.Serializer):
+class AgentSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField()
     name = serializers.CharField()
     queue = serializers.CharField()
@@ -68,7 +69,7 @@ class AgentDetailSerializer(AgentSerializer):
     inventory = serializers.JSONField()
 
 
-class JobSerializer(serializers.Serializer):
+class JobSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField()
     plan = serializers.IntegerField(source="plan_id")
     agent = serializers.CharField(source="agent_name")
@@ -88,10 +89,10 @@ class JobSerializer(serializers.Serializer):
     last_error = serializers.CharField()
 
     def get_run_digest(self, job: Job) -> str | None:
-        return job.run.digest if job.run_id else None
+        return cast(Submission, job.run).digest if job.run_id else None  # run_id set: run is a Submission
 
 
-class PlanSerializer(serializers.Serializer):
+class PlanSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField()
     name = serializers.CharField()
     runner = serializers.CharField()
@@ -137,7 +138,7 @@ class EnrolmentTokenCollectionApi(APIView):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         row, plain = enrolment_token_create(
-            created_by=request.user,
+            created_by=signed_in_user(request),
             note=data.validated_data["note"],
             expires_in=timedelta(seconds=data.validated_data["expires_in"]),
         )
@@ -158,7 +159,7 @@ class AgentEnrollApi(APIView):
         class Meta:
             ref_name = "AgentEnrollInput"  # nested InputSerializers share a name; the schema needs distinct ones
 
-    class OutputSerializer(serializers.Serializer):
+    class OutputSerializer(serializers.Serializer[Any]):
         agent = AgentSerializer()
         token = serializers.CharField(help_text="the agent's own API token, shown once")
         broker_url = serializers.CharField(help_text="where the agent's worker takes its jobs from")
@@ -301,7 +302,7 @@ class PlanCollectionApi(APIView):
         data.is_valid(raise_exception=True)
         fields = dict(data.validated_data)
         agents = agents_by_reference(fields.pop("agents"))
-        plan = plan_create(created_by=request.user, agents=agents, **fields)
+        plan = plan_create(created_by=signed_in_user(request), agents=agents, **fields)
         return Response(PlanSerializer(plan).data, status=status.HTTP_201_CREATED)
 
 
@@ -394,7 +395,7 @@ class _AgentJobApi(APIView):
     """POST on one of the caller's own jobs: validate, call the service, return the job."""
 
     policy_action = policy.AGENT_SELF
-    input_serializer: type[serializers.Serializer] = ClaimantSerializer
+    input_serializer: type[serializers.Serializer[Any]] = ClaimantSerializer
 
     def act(self, job: Job, data: dict[str, Any]) -> Job:
         raise NotImplementedError

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any
+from typing import Any, Literal, overload
 
 from django.conf import settings
 from django.http import HttpResponse
@@ -27,8 +27,8 @@ from rest_framework.views import APIView
 
 from registry import policy
 from registry.api.pagination import StrictCursor
+from registry.api.schema import ProblemSerializer
 from registry.api.strict import QuerySerializer
-from registry.api.submissions import ProblemSerializer
 from registry.audit.keys import checkpoint_key, log_origin
 from registry.models import Checkpoint
 from registry.selectors.audit import (
@@ -90,7 +90,7 @@ def _may_read_restricted(request: Request) -> bool:
     return policy.can(policy.for_request(request), policy.AUDIT_READ)
 
 
-class CheckpointOutputSerializer(serializers.Serializer):
+class CheckpointOutputSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField(source="pk")
     origin = serializers.CharField()
     size = serializers.IntegerField()
@@ -148,7 +148,7 @@ class AuditPublicKeyApi(PublicAuditView):
 MAX_LOG_POSITION = 2**63 - 1  # a log position is a bigint (the description states the bound)
 
 
-class InclusionOutputSerializer(serializers.Serializer):
+class InclusionOutputSerializer(serializers.Serializer[Any]):
     leaf_index = serializers.IntegerField()
     tree_size = serializers.IntegerField()
     leaf_hash = serializers.CharField(help_text="hex SHA-256(0x00 || entry)")
@@ -199,7 +199,7 @@ class AuditInclusionApi(PublicAuditView):
         return Response(data)
 
 
-class ConsistencyOutputSerializer(serializers.Serializer):
+class ConsistencyOutputSerializer(serializers.Serializer[Any]):
     first = serializers.IntegerField(help_text="`from`")
     second = serializers.IntegerField(help_text="`to`")
     first_root = serializers.CharField()
@@ -243,6 +243,10 @@ class AuditConsistencyApi(PublicAuditView):
         )
 
 
+@overload
+def _size_param(request: Request, name: str, *, required: Literal[True] = True) -> int: ...
+@overload
+def _size_param(request: Request, name: str, *, required: bool) -> int | None: ...
 def _size_param(request: Request, name: str, *, required: bool = True) -> int | None:
     """A non-negative integer query parameter (`from` is a Python keyword, so no serializer field can hold it)."""
     raw = request.query_params.get(name)
@@ -256,7 +260,7 @@ def _size_param(request: Request, name: str, *, required: bool = True) -> int | 
     return int(raw)
 
 
-class AuditEntryOutputSerializer(serializers.Serializer):
+class AuditEntryOutputSerializer(serializers.Serializer[Any]):
     seq = serializers.IntegerField()
     created_at = serializers.DateTimeField()
     kind = serializers.CharField()
@@ -276,7 +280,7 @@ class AuditEntryOutputSerializer(serializers.Serializer):
         return row.actor if self.context["restricted"] else None
 
 
-class AuditEntryPageSerializer(serializers.Serializer):
+class AuditEntryPageSerializer(serializers.Serializer[Any]):
     next = serializers.URLField(allow_null=True, help_text="the next page (cursor), null on the last")
     previous = serializers.URLField(allow_null=True)
     results = AuditEntryOutputSerializer(many=True)

@@ -14,8 +14,10 @@ from rest_framework.views import APIView
 from protocol.sizing import MAX_PRICE_PER_HOUR
 from registry import policy
 from registry.api.pagination import NewestFirstCursor
+from registry.api.permissions import signed_in_user
+from registry.api.schema import ProblemSerializer
 from registry.api.strict import FreeFormObjectField, QuerySerializer, StrictSerializer
-from registry.api.submissions import ProblemSerializer, SubmissionSummarySerializer, withdrawn_words
+from registry.api.submissions import SubmissionSummarySerializer, withdrawn_words
 from registry.models import Comparison
 from registry.models.fields import MAX_ROW_ID
 from registry.selectors.comparisons import comparable_runs, comparison_list, runs_by_reference
@@ -94,7 +96,7 @@ class ComparableRunsApi(APIView):
         return response
 
 
-class ComparisonOutputSerializer(serializers.ModelSerializer):
+class ComparisonOutputSerializer(serializers.ModelSerializer[Comparison]):
     url = serializers.SerializerMethodField()
     run_ids = serializers.SerializerMethodField()
 
@@ -103,7 +105,8 @@ class ComparisonOutputSerializer(serializers.ModelSerializer):
         fields = ["id", "digest", "url", "axis", "run_ids", "inputs", "result", "created_by_name", "created_at"]
 
     def get_url(self, comparison: Comparison) -> str:
-        return self.context["request"].build_absolute_uri(reverse("api-comparison-detail", args=[comparison.pk]))
+        request: Request = self.context["request"]
+        return request.build_absolute_uri(reverse("api-comparison-detail", args=[comparison.pk]))
 
     def get_run_ids(self, comparison: Comparison) -> list[int]:
         return [m.submission_id for m in comparison.members.all()]
@@ -168,7 +171,7 @@ class ComparisonCollectionApi(APIView):
         runs = runs_by_reference(refs=data.validated_data.pop("runs"))
         comparison, created = comparison_create(
             runs=runs,
-            created_by=request.user,
+            created_by=signed_in_user(request),
             baseline=data.validated_data.pop("baseline", None),
             **data.validated_data,
         )

@@ -15,8 +15,9 @@ from rest_framework.views import APIView
 
 from registry import policy
 from registry.api.pagination import NewestFirstCursor
+from registry.api.permissions import signed_in_user
+from registry.api.schema import ProblemSerializer
 from registry.api.strict import FreeFormObjectField, WebhookURLField
-from registry.api.submissions import ProblemSerializer
 from registry.exceptions import RegistryError
 from registry.models import Agent, Decision
 from registry.presentation.spreadsheet import csv_text
@@ -25,7 +26,7 @@ from registry.services.decision_followups import decision_gap_plan, decision_rep
 from registry.services.decisions import decision_create, decision_fresh
 
 
-class DecisionInputSerializer(serializers.Serializer):
+class DecisionInputSerializer(serializers.Serializer[Any]):
     title = serializers.CharField(max_length=200)
     question = FreeFormObjectField(
         help_text=(
@@ -50,7 +51,7 @@ class DecisionInputSerializer(serializers.Serializer):
         ref_name = "DecisionInput"
 
 
-class DecisionOutputSerializer(serializers.ModelSerializer):
+class DecisionOutputSerializer(serializers.ModelSerializer[Decision]):
     url = serializers.SerializerMethodField()
     page = serializers.SerializerMethodField()
     answer = serializers.SerializerMethodField()
@@ -74,10 +75,12 @@ class DecisionOutputSerializer(serializers.ModelSerializer):
         ]
 
     def get_url(self, decision: Decision) -> str:
-        return self.context["request"].build_absolute_uri(reverse("api-decision-detail", args=[decision.pk]))
+        request: Request = self.context["request"]
+        return request.build_absolute_uri(reverse("api-decision-detail", args=[decision.pk]))
 
     def get_page(self, decision: Decision) -> str:
-        return self.context["request"].build_absolute_uri(reverse("decision", args=[decision.pk]))
+        request: Request = self.context["request"]
+        return request.build_absolute_uri(reverse("decision", args=[decision.pk]))
 
     def get_answer(self, decision: Decision) -> dict[str, Any] | None:
         latest = decision_latest_answer(decision=decision)
@@ -126,7 +129,7 @@ class DecisionCollectionApi(APIView):
             policy.require(policy.for_request(request), policy.WEBHOOK_REGISTER, hidden=False)
         data = DecisionInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        decision = decision_create(owner=request.user, **data.validated_data)
+        decision = decision_create(owner=signed_in_user(request), **data.validated_data)
         body = dict(DecisionOutputSerializer(decision, context={"request": request}).data)
         if decision.webhook_secret:
             body["webhook_secret"] = decision.webhook_secret
@@ -270,7 +273,7 @@ class DecisionReportApi(APIView):
     def post(self, request: Request, decision_id: int) -> Response:
         decision = policy.decision_get(policy.for_request(request), decision_id)
         policy.require(policy.for_request(request), policy.DECISION_CREATE, hidden=False)
-        report = decision_report(decision=decision, requested_by=request.user)
+        report = decision_report(decision=decision, requested_by=signed_in_user(request))
         report.refresh_from_db()
         url = request.build_absolute_uri(reverse("api-report-detail", args=[report.pk]))
         return Response(
@@ -280,7 +283,7 @@ class DecisionReportApi(APIView):
         )
 
 
-class DecisionGapPlanInputSerializer(serializers.Serializer):
+class DecisionGapPlanInputSerializer(serializers.Serializer[Any]):
     candidate = serializers.CharField(max_length=500, help_text="a candidate's label from the answer")
     agents = serializers.ListField(child=serializers.IntegerField(min_value=1), min_length=1, max_length=100)
     repetitions = serializers.IntegerField(min_value=3, max_value=50, default=3)
@@ -325,7 +328,7 @@ class DecisionGapPlanApi(APIView):
             decision=decision,
             candidate=data.validated_data["candidate"],
             agents=agents,
-            created_by=request.user,
+            created_by=signed_in_user(request),
             repetitions=data.validated_data["repetitions"],
             options=data.validated_data.get("options"),
         )

@@ -9,13 +9,13 @@ from registry.choices import Trust
 from registry.models import Submission
 
 
-class IntegerFilter(django_filters.NumberFilter):
+class IntegerFilter(django_filters.NumberFilter):  # type: ignore[misc]  # django-filter has no type hints
     """A whole number, as the description says (NumberFilter would take 0.5 and match nothing)."""
 
     field_class = forms.IntegerField
 
 
-class SubmissionFilter(django_filters.FilterSet):
+class SubmissionFilter(django_filters.FilterSet):  # type: ignore[misc]  # django-filter has no type hints
     phase = django_filters.ChoiceFilter(choices=[("training", "training"), ("inference", "inference")])
     workload = django_filters.CharFilter(field_name="workload_name")
     workload_version = django_filters.CharFilter()

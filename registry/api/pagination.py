@@ -11,6 +11,8 @@ class StrictCursor(CursorPagination):
     """
 
     page_size_query_param = "limit"
+    page_size: int  # each subclass sets both: the limit is checked against them
+    max_page_size: int
 
     def decode_cursor(self, request: Any) -> Any:
         if request.query_params.get(self.cursor_query_param) == "":

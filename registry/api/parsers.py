@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +28,7 @@ class JSONDocumentParser(BaseParser):
 
     media_type = "application/json"
 
-    def parse(self, stream: Any, media_type: str | None = None, parser_context: dict[str, Any] | None = None) -> Any:
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Mapping[str, Any] | None = None) -> Any:
         limit = settings.MAX_SUBMISSION_BYTES
         request = (parser_context or {}).get("request")
         declared = request.META.get("CONTENT_LENGTH") if request is not None else None
@@ -71,8 +72,8 @@ class NDJSONBatchParser(BaseParser):
 
     media_type = "application/x-ndjson"
 
-    def parse(
-        self, stream: Any, media_type: str | None = None, parser_context: dict[str, Any] | None = None
+    def parse(  # type: ignore[override]  # DRF keeps whatever parse returns as request.data
+        self, stream: Any, media_type: str | None = None, parser_context: Mapping[str, Any] | None = None
     ) -> DocumentBatch:
         limit = settings.MAX_BATCH_BYTES
         request = (parser_context or {}).get("request")

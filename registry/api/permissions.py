@@ -11,10 +11,12 @@ decisions (whose job, whose report) are made by the policy getters, which answer
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
+from django.contrib.auth.models import User
 from django.core.exceptions import ImproperlyConfigured
 from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
 
 from registry import policy
 
@@ -27,6 +29,12 @@ def view_action(view: Any, method: str) -> str:
     if action is None:
         raise ImproperlyConfigured(f"{type(view).__name__} names no policy_action for {method}")
     return str(action)
+
+
+def signed_in_user(request: Request) -> User:
+    """`request.user`, typed as the user it is in a view whose action needs a credential (ActionAllowed answers 401
+    to a caller without one, so such a view never meets AnonymousUser)."""
+    return cast(User, request.user)
 
 
 class ActionAllowed(BasePermission):

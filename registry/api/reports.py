@@ -18,8 +18,9 @@ from rest_framework.views import APIView
 from protocol.sizing import MAX_PRICE_PER_HOUR
 from registry import policy
 from registry.api.parsers import PayloadTooLarge
+from registry.api.permissions import signed_in_user
+from registry.api.schema import ProblemSerializer
 from registry.api.strict import StrictSerializer
-from registry.api.submissions import ProblemSerializer
 from registry.choices import ReportStatus
 from registry.exceptions import RegistryError
 from registry.models import Report
@@ -28,7 +29,7 @@ from registry.selectors.standing import comparison_conclusion
 from registry.services.reports import report_open, report_request, report_verify
 
 
-class ReportOutputSerializer(serializers.ModelSerializer):
+class ReportOutputSerializer(serializers.ModelSerializer[Report]):
     url = serializers.SerializerMethodField()
     download = serializers.SerializerMethodField(help_text="the PDF, once status is ready")
     comparison_digest = serializers.CharField(source="comparison.digest")
@@ -62,7 +63,8 @@ class ReportOutputSerializer(serializers.ModelSerializer):
         ]
 
     def get_url(self, report: Report) -> str:
-        return self.context["request"].build_absolute_uri(reverse("api-report-detail", args=[report.pk]))
+        request: Request = self.context["request"]
+        return request.build_absolute_uri(reverse("api-report-detail", args=[report.pk]))
 
     def get_conclusion(self, report: Report) -> dict[str, Any]:
         return comparison_conclusion(report.comparison)
@@ -70,7 +72,8 @@ class ReportOutputSerializer(serializers.ModelSerializer):
     def get_download(self, report: Report) -> str | None:
         if report.status != ReportStatus.READY:
             return None
-        return self.context["request"].build_absolute_uri(reverse("api-report-pdf", args=[report.pk]))
+        request: Request = self.context["request"]
+        return request.build_absolute_uri(reverse("api-report-pdf", args=[report.pk]))
 
 
 class ReportCollectionApi(APIView):
@@ -111,7 +114,7 @@ class ReportCollectionApi(APIView):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         comparison = policy.comparison_get(policy.for_request(request), data.validated_data.pop("comparison"))
-        report = report_request(comparison=comparison, requested_by=request.user, **data.validated_data)
+        report = report_request(comparison=comparison, requested_by=signed_in_user(request), **data.validated_data)
         report.refresh_from_db()  # rendered already when tasks run eagerly
         body = ReportOutputSerializer(report, context={"request": request}).data
         return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})

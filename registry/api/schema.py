@@ -53,7 +53,7 @@ STANDARD_ERRORS = {
 }
 
 
-class ProblemSerializer(serializers.Serializer):
+class ProblemSerializer(serializers.Serializer[Any]):
     """RFC 9457 problem details with benchreg's list of document errors."""
 
     type = serializers.CharField()
@@ -61,7 +61,8 @@ class ProblemSerializer(serializers.Serializer):
     status = serializers.IntegerField()
     code = serializers.CharField()
     detail = serializers.CharField()
-    errors = serializers.ListField(child=serializers.DictField(), required=False)
+    # A declared field, not Serializer.errors: DRF's metaclass takes declared fields off the class.
+    errors = serializers.ListField(child=serializers.DictField(), required=False)  # type: ignore[assignment]
 
     class Meta:
         ref_name = "Problem"

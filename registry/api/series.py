@@ -7,7 +7,7 @@ evidence derived from runs and are read like runs (scope `read`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from drf_spectacular.utils import extend_schema, extend_schema_field
@@ -18,9 +18,10 @@ from rest_framework.views import APIView
 
 from registry import policy
 from registry.api.pagination import NewestFirstCursor
+from registry.api.permissions import signed_in_user
+from registry.api.schema import ProblemSerializer
 from registry.api.strict import FreeFormObjectField, QuerySerializer, WebhookURLField
-from registry.api.submissions import ProblemSerializer
-from registry.models import Schedule, ScheduleFire, Series
+from registry.models import Alert, Schedule, ScheduleFire, Series
 from registry.selectors.agents import agents_by_reference
 from registry.selectors.series import alert_list, run_history, series_list
 from registry.services.schedules import schedule_create, schedule_delete, schedule_update
@@ -32,15 +33,15 @@ PROBLEMS = {400: ProblemSerializer, 401: ProblemSerializer, 403: ProblemSerializ
 # --- serializers -------------------------------------------------------------------------------------------
 
 
-class MatrixEntrySerializer(serializers.Serializer):
-    label = serializers.CharField(max_length=100)
+class MatrixEntrySerializer(serializers.Serializer[Any]):
+    label = serializers.CharField(max_length=100)  # type: ignore[assignment]  # a declared field, not Field.label
     options = FreeFormObjectField(required=False, default=dict)
 
     class Meta:
         ref_name = "ScheduleMatrixEntry"
 
 
-class ScheduleFireSerializer(serializers.Serializer):
+class ScheduleFireSerializer(serializers.Serializer[Any]):
     due_at = serializers.DateTimeField()
     variant = serializers.CharField()
     status = serializers.ChoiceField(choices=["fired", "partial", "missed"])
@@ -48,7 +49,7 @@ class ScheduleFireSerializer(serializers.Serializer):
     missed = serializers.ListField(child=serializers.DictField())
 
 
-class ScheduleSerializer(serializers.Serializer):
+class ScheduleSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField()
     name = serializers.CharField()
     plan = serializers.IntegerField(source="plan_id")
@@ -97,10 +98,10 @@ class MatrixField(serializers.ListField):
     def to_internal_value(self, data: Any) -> list[Any]:
         if isinstance(data, list) and self.max_length is not None and len(data) > self.max_length:
             self.fail("max_length", max_length=self.max_length)
-        return super().to_internal_value(data)  # type: ignore[no-any-return]
+        return super().to_internal_value(data)
 
 
-class ScheduleCreateSerializer(serializers.Serializer):
+class ScheduleCreateSerializer(serializers.Serializer[Any]):
     plan = serializers.IntegerField(help_text="a plan you own: its configuration is what the schedule repeats")
     name = serializers.CharField(max_length=200, required=False, default="")
     cron = serializers.CharField(max_length=120, help_text="minute hour day-of-month month day-of-week, UTC")
@@ -113,7 +114,7 @@ class ScheduleCreateSerializer(serializers.Serializer):
         ref_name = "ScheduleCreateInput"
 
 
-class ScheduleChangeSerializer(serializers.Serializer):
+class ScheduleChangeSerializer(serializers.Serializer[Any]):
     cron = serializers.CharField(max_length=120, required=False)
     options = FreeFormObjectField(required=False)
     matrix = MatrixField(required=False, help_text=MATRIX_HELP)
@@ -124,7 +125,7 @@ class ScheduleChangeSerializer(serializers.Serializer):
         ref_name = "ScheduleChangeInput"
 
 
-class SeriesSerializer(serializers.Serializer):
+class SeriesSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField()
     schedule = serializers.IntegerField(source="schedule_id")
     variant = serializers.CharField()
@@ -134,7 +135,7 @@ class SeriesSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
-class ChangeSerializer(serializers.Serializer):
+class ChangeSerializer(serializers.Serializer[Any]):
     changed = serializers.BooleanField(allow_null=True)
     ratio = serializers.FloatField(allow_null=True)
     ci_low = serializers.FloatField(allow_null=True)
@@ -147,7 +148,7 @@ class ChangeSerializer(serializers.Serializer):
     method = serializers.CharField()
 
 
-class HistoryPointSerializer(serializers.Serializer):
+class HistoryPointSerializer(serializers.Serializer[Any]):
     run = serializers.IntegerField()
     digest = serializers.CharField()
     submitted_at = serializers.DateTimeField()
@@ -160,7 +161,7 @@ class HistoryPointSerializer(serializers.Serializer):
     change = ChangeSerializer(allow_null=True)
 
 
-class SoftwareGroupSerializer(serializers.Serializer):
+class SoftwareGroupSerializer(serializers.Serializer[Any]):
     software = serializers.CharField()
     runs = serializers.ListField(child=serializers.IntegerField())
     value = serializers.FloatField(allow_null=True)
@@ -172,7 +173,7 @@ class SoftwareGroupSerializer(serializers.Serializer):
     interval_method = serializers.CharField()
 
 
-class HistorySerializer(serializers.Serializer):
+class HistorySerializer(serializers.Serializer[Any]):
     run = serializers.IntegerField()
     scope = serializers.ChoiceField(choices=["series", "configuration"])
     series = serializers.IntegerField(allow_null=True)
@@ -190,18 +191,18 @@ class SeriesDetailSerializer(SeriesSerializer):
     history = HistorySerializer(allow_null=True)
 
 
-class RunRefSerializer(serializers.Serializer):
+class RunRefSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField()
     digest = serializers.CharField()
 
 
-class DifferenceSerializer(serializers.Serializer):
+class DifferenceSerializer(serializers.Serializer[Any]):
     pointer = serializers.CharField()
     before = serializers.JSONField(allow_null=True)
     after = serializers.JSONField(allow_null=True)
 
 
-class AlertSerializer(serializers.Serializer):
+class AlertSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField()
     series = serializers.IntegerField()
     schedule = serializers.IntegerField()
@@ -271,7 +272,7 @@ class ScheduleCollectionApi(APIView):
         fields = dict(data.validated_data)
         plan = policy.plan_get(policy.for_request(request), fields.pop("plan"))
         agents = agents_by_reference(fields.pop("agents"))
-        schedule = schedule_create(created_by=request.user, plan=plan, agents=agents, **fields)
+        schedule = schedule_create(created_by=signed_in_user(request), plan=plan, agents=agents, **fields)
         return Response(_with_secret(schedule, ""), status=status.HTTP_201_CREATED)
 
 
@@ -371,7 +372,8 @@ class AlertCollectionApi(APIView):
     def get(self, request: Request) -> Response:
         paginator = NewestFirstCursor()
         page = paginator.paginate_queryset(alert_list(), request, view=self)
-        return paginator.get_paginated_response([alert_body(a) for a in page])
+        # NewestFirstCursor has a page size, so DRF always answers a page (None only without one).
+        return paginator.get_paginated_response([alert_body(a) for a in cast("list[Alert]", page)])
 
 
 class AlertDetailApi(APIView):

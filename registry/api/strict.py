@@ -8,6 +8,7 @@ its values, so the API refuses the rest with 400 and a pointer, as the descripti
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -67,7 +68,7 @@ class StrictJSONParser(JSONParser):
     which no JSON column takes) (400), text no database column can hold (422, not a 500 at the INSERT). Integers
     beyond ±2^53 pass here: each field states and checks its own range."""
 
-    def parse(self, stream: Any, media_type: str | None = None, parser_context: dict[str, Any] | None = None) -> Any:
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Mapping[str, Any] | None = None) -> Any:
         depth = settings.MAX_JSON_DEPTH
         try:
             data = super().parse(stream, media_type, parser_context)
@@ -167,7 +168,7 @@ class WebhookURLField(serializers.CharField):
         return url
 
 
-_JSON_TYPES: list[tuple[type[serializers.Field], tuple[type, ...], str]] = [
+_JSON_TYPES: list[tuple[type[serializers.Field[Any, Any, Any, Any]], tuple[type, ...], str]] = [
     (serializers.BooleanField, (bool,), "a boolean"),
     (serializers.IntegerField, (int,), "an integer"),
     (serializers.FloatField, (int, float), "a number"),
@@ -181,7 +182,7 @@ _JSON_TYPES: list[tuple[type[serializers.Field], tuple[type, ...], str]] = [
 ]
 
 
-def _type_problems(field: serializers.Field, value: Any) -> list[str]:
+def _type_problems(field: serializers.Field[Any, Any, Any, Any], value: Any) -> list[str]:
     """Why `value` is not the JSON type `field` documents ([] when it is); children of arrays and maps too."""
     if value is None:
         return [] if field.allow_null else ["may not be null"]
@@ -198,7 +199,7 @@ def _type_problems(field: serializers.Field, value: Any) -> list[str]:
     return []
 
 
-class StrictSerializer(serializers.Serializer):
+class StrictSerializer(serializers.Serializer[Any]):
     """A JSON request body: each field must already be the JSON type the description gives it."""
 
     def to_internal_value(self, data: Any) -> Any:
@@ -213,7 +214,7 @@ class StrictSerializer(serializers.Serializer):
         return super().to_internal_value(data)
 
 
-class QuerySerializer(serializers.Serializer):
+class QuerySerializer(serializers.Serializer[Any]):
     """Query parameters: a parameter that is present must have a value (`?status=` is refused, not ignored)."""
 
     def to_internal_value(self, data: Any) -> Any:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from django.db import transaction
 from django.http import HttpResponse
@@ -22,6 +22,7 @@ from registry.api.exception_handlers import problem
 from registry.api.filters import SubmissionFilter
 from registry.api.pagination import NewestFirstCursor
 from registry.api.parsers import DocumentBatch, JSONDocumentParser, NDJSONBatchParser
+from registry.api.permissions import signed_in_user
 from registry.api.schema import ProblemSerializer
 from registry.api.strict import StrictSerializer, reject_empty_parameters
 from registry.choices import AuditKind
@@ -31,7 +32,7 @@ from registry.selectors.submissions import submission_list
 from registry.services.submissions import submission_create, submission_create_batch, submission_withdraw
 
 
-class SubmissionSummarySerializer(serializers.ModelSerializer):
+class SubmissionSummarySerializer(serializers.ModelSerializer[Submission]):
     url = serializers.SerializerMethodField()
     withdrawn = serializers.SerializerMethodField()
 
@@ -68,7 +69,8 @@ class SubmissionSummarySerializer(serializers.ModelSerializer):
         ]
 
     def get_url(self, run: Submission) -> str:
-        return self.context["request"].build_absolute_uri(reverse("api-submission-detail", args=[run.pk]))
+        request: Request = self.context["request"]
+        return request.build_absolute_uri(reverse("api-submission-detail", args=[run.pk]))
 
     def get_withdrawn(self, run: Submission) -> dict[str, str] | None:
         return withdrawn_words(run)
@@ -85,7 +87,7 @@ def withdrawn_words(run: Submission) -> dict[str, str] | None:
 # --- a batch of documents (application/x-ndjson), one result line per document line ---------------------
 
 
-class SubmissionBatchResultSerializer(serializers.Serializer):
+class SubmissionBatchResultSerializer(serializers.Serializer[Any]):
     """One line of a batch's answer: what became of the document on line `line` of the request."""
 
     line = serializers.IntegerField(help_text="the document's line in the request, from 1 (blank lines count)")
@@ -106,7 +108,7 @@ class SubmissionBatchResultSerializer(serializers.Serializer):
 def _batch_lines(request: Request, batch: DocumentBatch, token: ApiToken | None) -> list[dict[str, Any]]:
     numbers = [number for number, _ in batch.lines]
     outcomes = submission_create_batch(
-        documents=(document for _, document in batch.lines), submitted_by=request.user, token=token
+        documents=(document for _, document in batch.lines), submitted_by=signed_in_user(request), token=token
     )
     lines: list[dict[str, Any]] = []
     for number, outcome in zip(numbers, outcomes, strict=True):
@@ -180,7 +182,9 @@ class SubmissionCollectionApi(APIView):
         # The answer is built inside the transaction, so the commit is the last thing that touches the database:
         # a failure before it stores nothing (503), and no read after it can fail a request that stored the run.
         with transaction.atomic():
-            run, created = submission_create(document=request.data, submitted_by=request.user, token=token)
+            # The JSON parser reads any JSON value; protocol.check refuses one that is not an object, with its pointer.
+            document = cast(Any, request.data)
+            run, created = submission_create(document=document, submitted_by=signed_in_user(request), token=token)
             if created:
                 run._state.fields_cache["withdrawal"] = None  # a run stored just now is not withdrawn: no query
             data = SubmissionSummarySerializer(run, context={"request": request}).data
@@ -198,7 +202,7 @@ class SubmissionCollectionApi(APIView):
         if not runs.is_valid():
             raise ValidationError(runs.errors)
         paginator = NewestFirstCursor()
-        page = paginator.paginate_queryset(runs.qs, request, view=self)
+        page: list[Submission] | None = paginator.paginate_queryset(runs.qs, request, view=self)
         data = SubmissionSummarySerializer(page, many=True, context={"request": request}).data
         return paginator.get_paginated_response(data)
 
@@ -252,7 +256,7 @@ class SubmissionWithdrawApi(APIView):
         class Meta:
             ref_name = "WithdrawInput"
 
-    class OutputSerializer(serializers.Serializer):
+    class OutputSerializer(serializers.Serializer[Any]):
         run = serializers.IntegerField(source="submission_id")
         digest = serializers.CharField(source="submission.digest")
         reason = serializers.CharField()
@@ -278,5 +282,7 @@ class SubmissionWithdrawApi(APIView):
         run = policy.run_get(principal, run_id, policy.RUN_WITHDRAW)
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        withdrawal = submission_withdraw(submission=run, reason=data.validated_data["reason"], actor=request.user)
+        withdrawal = submission_withdraw(
+            submission=run, reason=data.validated_data["reason"], actor=signed_in_user(request)
+        )
         return Response(self.OutputSerializer(withdrawal).data)

@@ -6,6 +6,8 @@ viewer's session cannot mint `submit`, and only admins can mint `admin`.
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -13,14 +15,15 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from registry import policy
+from registry.api.permissions import signed_in_user
+from registry.api.schema import ProblemSerializer
 from registry.api.strict import StrictSerializer
-from registry.api.submissions import ProblemSerializer
 from registry.choices import Scope
 from registry.selectors.tokens import token_list_for
 from registry.services.tokens import token_mint, token_revoke
 
 
-class TokenOutputSerializer(serializers.Serializer):
+class TokenOutputSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField()
     name = serializers.CharField()
     prefix = serializers.CharField()
@@ -46,7 +49,7 @@ class TokenCollectionApi(APIView):
 
     @extend_schema(responses=TokenOutputSerializer(many=True))
     def get(self, request: Request) -> Response:
-        return Response(TokenOutputSerializer(token_list_for(user=request.user), many=True).data)
+        return Response(TokenOutputSerializer(token_list_for(user=signed_in_user(request)), many=True).data)
 
     @extend_schema(
         request=InputSerializer, responses={201: TokenOutputSerializer, 400: ProblemSerializer, 403: ProblemSerializer}
