@@ -12,7 +12,7 @@ import json
 import math
 import re
 import textwrap
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 
@@ -23,10 +23,13 @@ from matplotlib.figure import Figure
 
 from protocol.numbers import Style, number
 
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
+
 # Sober, colour-blind-safe (Okabe-Ito) colours; the first is the registry's ink blue.
 PALETTE = ("#1f4e79", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#0072b2", "#999999")
 WIDTH_IN = 6.6
-STYLE: dict[str, Any] = {
+STYLE: dict[RcKeyType, Any] = {
     "font.family": "DejaVu Sans",
     "font.size": 8.5,
     "axes.titlesize": 9.5,

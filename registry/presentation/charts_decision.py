@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from matplotlib import rc_context
 from matplotlib.figure import Figure
 
 from registry.presentation.chart_style import PALETTE, STYLE, WIDTH_IN, finite, svg, title
 from registry.presentation.charts import LABEL_WIDTH
+
+# A candidate on one criterion: (value, interval low, interval high), the bounds None where the answer has none.
+_Point = tuple[float, float | None, float | None]
 
 CRITERION_AXES = {
     "cost": ("cost_per_million", "cost per million outputs"),
@@ -31,13 +34,13 @@ def pareto_chart(answer: Mapping[str, Any]) -> str | None:
     if len(criteria) < 2:
         return None
     members = set(front.get("members") or [])
-    points = []
+    points: list[tuple[int, Mapping[str, Any], list[_Point]]] = []
     for i, cand in enumerate(answer.get("candidates") or []):
         if cand.get("meets") == "misses":
             continue
         xy = [_criterion_point(cand, c) for c in criteria]
         if all(p is not None for p in xy):
-            points.append((i, cand, xy))
+            points.append((i, cand, cast(list[_Point], xy)))  # none is None (checked above)
     if not points:
         return None
     with rc_context(STYLE):
@@ -87,7 +90,7 @@ def pareto_chart(answer: Mapping[str, Any]) -> str | None:
         return svg(fig, "pareto", [criteria, [[i, xy] for i, _, xy in points], sorted(members)])
 
 
-def _criterion_point(cand: Mapping[str, Any], criterion: str) -> tuple[float, float | None, float | None] | None:
+def _criterion_point(cand: Mapping[str, Any], criterion: str) -> _Point | None:
     block = cand.get(CRITERION_AXES[criterion][0])
     if isinstance(block, Mapping):
         value = finite(block.get("value"))

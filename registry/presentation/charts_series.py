@@ -10,7 +10,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from matplotlib import dates as mdates
 from matplotlib import rc_context
@@ -20,8 +20,17 @@ from protocol.numbers import Style, number
 from registry.presentation.chart_style import PALETTE, STYLE, svg
 from registry.presentation.words import metric_label
 
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
+
 CHANGE_COLOUR = "#d55e00"
-FONT = {"font.size": 10, "xtick.labelsize": 9.5, "ytick.labelsize": 9.5, "axes.labelsize": 10, "legend.fontsize": 9}
+FONT: dict[RcKeyType, float] = {
+    "font.size": 10,
+    "xtick.labelsize": 9.5,
+    "ytick.labelsize": 9.5,
+    "axes.labelsize": 10,
+    "legend.fontsize": 9,
+}
 SIZE = (4.6, 3.2)  # inches: about 330 px at 72 dpi, the width of a 390 px screen's panel: fonts at full size
 # Runs submitted seconds apart (a sweep, the demo) would get sub-second ticks that read "19.320": the time axis
 # spans at least this much, and its finest tick label is a clock time.
@@ -36,7 +45,8 @@ def _axis_label(history: Mapping[str, Any]) -> str:
 def _time_locator() -> mdates.AutoDateLocator:
     """3 to 6 ticks on any span. Each unit's intervals reach the next unit, so no span falls between two units
     (where matplotlib warns and crowds the axis: with its defaults, minticks 5 above the maxticks we want)."""
-    locator = mdates.AutoDateLocator(minticks=3, maxticks=6)
+    # matplotlib.dates is unannotated (no stub), so its constructors are untyped calls.
+    locator = mdates.AutoDateLocator(minticks=3, maxticks=6)  # type: ignore[no-untyped-call]
     locator.intervald[mdates.SECONDLY] = [1, 2, 5, 10, 15, 30, 60]  # 2: seven minutes would get one tick at 5
     locator.intervald[mdates.MINUTELY] = [1, 2, 5, 10, 15, 30, 60]
     locator.intervald[mdates.HOURLY] = [*locator.intervald[mdates.HOURLY], 24]
@@ -61,8 +71,9 @@ def history_time_chart(history: Mapping[str, Any]) -> str | None:
             ys = [p["value"] for p in mine]
             low = [max(p["value"] - p["ci_low"], 0) if p.get("ci_low") is not None else 0 for p in mine]
             high = [max(p["ci_high"] - p["value"], 0) if p.get("ci_high") is not None else 0 for p in mine]
+            # x as datetimes: matplotlib's date converter takes them, its stubs allow only numbers (also below).
             ax.errorbar(
-                xs,
+                xs,  # type: ignore[arg-type]
                 ys,
                 yerr=[low, high],
                 fmt="o",
@@ -77,8 +88,8 @@ def history_time_chart(history: Mapping[str, Any]) -> str | None:
         for p in points:
             if p.get("change_point"):
                 x = datetime.fromisoformat(p["submitted_at"])
-                ax.axvline(x, color=CHANGE_COLOUR, linestyle="--", linewidth=1, zorder=1)
-                ax.plot([x], [p["value"]], marker="D", ms=8, mfc="none", mec=CHANGE_COLOUR, mew=1.6, zorder=4)
+                ax.axvline(x, color=CHANGE_COLOUR, linestyle="--", linewidth=1, zorder=1)  # type: ignore[arg-type]
+                ax.plot([x], [p["value"]], marker="D", ms=8, mfc="none", mec=CHANGE_COLOUR, mew=1.6, zorder=4)  # type: ignore[arg-type]
                 ratio = (p.get("change") or {}).get("ratio")
                 if ratio is not None:
                     ax.annotate(
@@ -94,10 +105,10 @@ def history_time_chart(history: Mapping[str, Any]) -> str | None:
         first, last = min(times), max(times)
         if last - first < MIN_TIME_SPAN:
             middle = first + (last - first) / 2
-            ax.set_xlim(middle - MIN_TIME_SPAN / 2, middle + MIN_TIME_SPAN / 2)
+            ax.set_xlim(middle - MIN_TIME_SPAN / 2, middle + MIN_TIME_SPAN / 2)  # type: ignore[arg-type]
         locator = _time_locator()
         ax.xaxis.set_major_locator(locator)
-        formatter = mdates.ConciseDateFormatter(locator)
+        formatter = mdates.ConciseDateFormatter(locator)  # type: ignore[no-untyped-call]  # unannotated, as above
         formatter.formats[-1] = "%H:%M:%S"  # seconds ticks as clock times, not "%S.%f" (the other levels as given)
         ax.xaxis.set_major_formatter(formatter)
         ax.set_ylim(bottom=0)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
@@ -17,6 +17,8 @@ from registry.selectors.catalogue import FACETS, SORTS, catalogue_facets, catalo
 from registry.selectors.matrix import catalogue_matrix
 from registry.web import exports
 from registry.web.forms import CatalogueForm
+
+_Query = dict[str, str | int]  # a query string's parameters, as urlencode takes them
 
 
 @login_required
@@ -37,7 +39,8 @@ def catalogue(request: HttpRequest) -> HttpResponse:
             cut=cut,
         )
     page = catalogue_search(query)
-    params = {k: v for k, v in request.GET.items() if k != "page" and v}
+    # A parsed query string's values are strings (django-stubs allow for an empty list).
+    params = cast(dict[str, str], {k: v for k, v in request.GET.items() if k != "page" and v})
     sort_links = {name: "?" + urlencode({**params, "sort": name}) for name in SORTS}
     return render(
         request,
@@ -49,8 +52,11 @@ def catalogue(request: HttpRequest) -> HttpResponse:
             "sorts": [(k, v[0]) for k, v in SORTS.items()],
             "sort_links": sort_links,
             "facet_names": list(FACETS),
-            "prev_link": "?" + urlencode({**params, "page": page.page - 1}) if page.page > 1 else None,
-            "next_link": "?" + urlencode({**params, "page": page.page + 1}) if page.page < page.pages else None,
+            # cast: mypy joins the strings and the page number to dict[str, object].
+            "prev_link": "?" + urlencode(cast(_Query, {**params, "page": page.page - 1})) if page.page > 1 else None,
+            "next_link": "?" + urlencode(cast(_Query, {**params, "page": page.page + 1}))
+            if page.page < page.pages
+            else None,
             "axes": comparability.contract().axes,
             "active_filters": _active_filters(page, params),
             "exports": exports.export_links(request),
@@ -87,7 +93,7 @@ def matrix(request: HttpRequest) -> HttpResponse:
             document={"cells": cells, "complete": not cut},
             cut=cut,
         )
-    params = {k: v for k, v in request.GET.items() if v}
+    params = cast(dict[str, str], {k: v for k, v in request.GET.items() if v})  # strings, as in catalogue()
     return render(
         request,
         "registry/matrix.html",

@@ -24,6 +24,7 @@ from registry.selectors.standing import comparison_conclusion, comparison_member
 from registry.services.comparisons import NotComparable, comparison_create
 from registry.web import exports
 from registry.web.charts import cached_chart
+from registry.web.context import signed_in_user
 from registry.web.forms import CompareForm, ReportRequestForm
 
 REPORTS_SHOWN = 10  # the latest reports listed on a comparison's page
@@ -56,7 +57,7 @@ def compare(request: HttpRequest) -> HttpResponse:
     try:
         runs = runs_by_reference(refs=ids)
         # The requester's baseline (a run of the comparison): its configuration is what ratios are stated against.
-        comparison, _ = comparison_create(runs=runs, axis=axis, created_by=request.user, baseline=baseline)
+        comparison, _ = comparison_create(runs=runs, axis=axis, created_by=signed_in_user(request), baseline=baseline)
     except NotComparable as exc:
         return render(request, "registry/compare.html", _refusal_context(exc, runs, ids, axis, baseline), status=422)
     except RegistryError as exc:

@@ -18,6 +18,7 @@ from registry.selectors.decisions import decision_latest_answer, decision_list
 from registry.services.decision_followups import decision_gap_plan, decision_report
 from registry.services.decisions import decision_create, decision_fresh
 from registry.services.webhooks import webhook_url_problem
+from registry.web.context import signed_in_user
 from registry.web.forms import DecisionForm, GapPlanForm
 
 
@@ -73,7 +74,7 @@ def decisions_page(request: HttpRequest) -> HttpResponse:
         if form.is_valid():
             try:
                 decision = decision_create(
-                    owner=request.user,
+                    owner=signed_in_user(request),
                     title=form.cleaned_data["title"],
                     question=form.question(),
                     webhook_url=form.cleaned_data.get("webhook_url") or "",
@@ -113,7 +114,7 @@ def decision_report_view(request: HttpRequest, decision_id: int) -> HttpResponse
     """Issue the signed report of the decision's answer, as `POST /api/v1/decisions/<id>/reports`."""
     decision = _decision_for(request, decision_id, policy.DECISION_CREATE, "issuing reports")
     try:
-        report = decision_report(decision=decision, requested_by=request.user)
+        report = decision_report(decision=decision, requested_by=signed_in_user(request))
     except RegistryError as exc:
         messages.error(request, exc.message)
         return redirect("decision", decision_id=decision.pk)
@@ -137,7 +138,7 @@ def decision_plan_view(request: HttpRequest, decision_id: int) -> HttpResponse:
                 decision=decision,
                 candidate=form.cleaned_data["candidate"],
                 agents=list(form.cleaned_data["agents"]),
-                created_by=request.user,
+                created_by=signed_in_user(request),
                 repetitions=form.cleaned_data["repetitions"],
             )
         except RegistryError as exc:

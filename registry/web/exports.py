@@ -8,8 +8,8 @@ order, at most EXPORT_LIMIT of them (the file says so when cut).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import Any, cast
 
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
@@ -32,7 +32,8 @@ def export_format(request: HttpRequest) -> str | None:
 
 def export_links(request: HttpRequest) -> dict[str, str]:
     """Links to the CSV and JSON of the page as it is (its filters kept, the page number dropped)."""
-    params = {k: v for k, v in request.GET.items() if k not in ("page", "format") and v}
+    # A parsed query string's values are strings (django-stubs allow for an empty list).
+    params = cast(dict[str, str], {k: v for k, v in request.GET.items() if k not in ("page", "format") and v})
     return {fmt: "?" + urlencode({**params, "format": fmt}) for fmt in FORMATS}
 
 
@@ -132,7 +133,7 @@ def matrix_export(
     matrix: Matrix, query: CatalogueQuery, absolute: Callable[[str], str]
 ) -> tuple[list[dict[str, Any]], bool]:
     """One row per filled cell, with its runs (id, digest, address) under "runs" (CSV: one line per run)."""
-    cells = []
+    cells: list[dict[str, Any]] = []
     for row in matrix.rows:
         for column, cell in zip(matrix.columns, row.cells, strict=True):
             if cell is None:
@@ -163,7 +164,7 @@ def matrix_export(
             )
     by_key = {c["_key"]: c for c in cells}
     keys = {k[0] for k in by_key}
-    runs = (
+    runs: Collection[Mapping[str, Any]] = (
         (
             matching_runs(query)
             .filter(comparability_key__in=keys)
@@ -177,11 +178,11 @@ def matrix_export(
     )
     listed = 0
     for r in runs:
-        cell = by_key.get(
+        found = by_key.get(
             (r["comparability_key"], r["accelerator_vendor"], r["accelerator_model"], r["accelerator_count"])
         )
-        if cell is not None and listed < EXPORT_LIMIT:
-            cell["runs"].append(
+        if found is not None and listed < EXPORT_LIMIT:
+            found["runs"].append(
                 {"run": r["id"], "digest": r["digest"], "url": absolute(reverse("run", args=[r["id"]]))}
             )
             listed += 1

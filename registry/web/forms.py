@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django import forms
 
@@ -91,7 +91,7 @@ class CompareForm(forms.Form):
         self.checked = checked or []
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = cast(dict[str, Any], super().clean())  # Form.clean returns cleaned_data, never None
         ids = parse_run_ids([*self.checked, data.get("runs", "") or ""])
         if len(ids) < 2:
             raise forms.ValidationError("Choose two or more runs to compare.")
@@ -153,11 +153,18 @@ class TokenCreateForm(forms.Form):
 
     def __init__(self, *args: Any, mintable: Iterable[str] = ("read",), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["scopes"].choices = [(v, label) for v, label in Scope.choices if v in set(mintable)]
-        self.fields["scopes"].initial = ["submit"] if "submit" in set(mintable) else ["read"]
+        scopes = cast(forms.MultipleChoiceField, self.fields["scopes"])
+        scopes.choices = [(v, label) for v, label in Scope.choices if v in set(mintable)]
+        scopes.initial = ["submit"] if "submit" in set(mintable) else ["read"]
 
 
-class RowChoiceField(forms.ModelMultipleChoiceField):
+if TYPE_CHECKING:
+    _ModelMultipleChoiceField = forms.ModelMultipleChoiceField[Any]
+else:  # generic in django-stubs only: not subscriptable at run time (django_stubs_ext does not patch it in)
+    _ModelMultipleChoiceField = forms.ModelMultipleChoiceField
+
+
+class RowChoiceField(_ModelMultipleChoiceField):
     """ModelMultipleChoiceField whose values are row ids: one that is not a number or beyond any row's id is refused
     as an invalid choice before the database is asked (a 20-digit id overflows SQLite's driver)."""
 
@@ -168,7 +175,7 @@ class RowChoiceField(forms.ModelMultipleChoiceField):
                 raise forms.ValidationError(
                     self.error_messages["invalid_choice"], code="invalid_choice", params={"value": text[:30]}
                 )
-        return super()._check_values(value)
+        return super()._check_values(value)  # type: ignore[misc]  # private Django method django-stubs omits
 
 
 class DecisionForm(forms.Form):
@@ -232,5 +239,7 @@ class GapPlanForm(forms.Form):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # Names only: an agent's inventory, host and addresses stay behind AGENT_READ.
-        self.fields["agents"].queryset = Agent.objects.filter(revoked_at__isnull=True).order_by("name")
-        self.fields["agents"].label_from_instance = lambda agent: agent.name
+        agents = cast(RowChoiceField, self.fields["agents"])
+        agents.queryset = Agent.objects.filter(revoked_at__isnull=True).order_by("name")
+        # Django's way to relabel one field's choices; the stubs type it as a method, so not assignable.
+        agents.label_from_instance = lambda agent: agent.name  # type: ignore[method-assign,assignment]

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 from registry import policy
 from registry.exceptions import RegistryError
 from registry.web.comparisons import comparison_context
+from registry.web.context import signed_in_user
 from registry.web.forms import ReportRequestForm
 
 
@@ -33,7 +34,7 @@ def report_create(request: HttpRequest, comparison_id: int) -> HttpResponse:
             comparison=comparison,
             title=form.cleaned_data["title"],
             decision=form.cleaned_data["decision"],
-            requested_by=request.user,
+            requested_by=signed_in_user(request),
             prices=form.cleaned_data["prices"],
         )
     except RegistryError as exc:
@@ -68,7 +69,7 @@ def report_status(request: HttpRequest, report_id: int) -> JsonResponse:
 
 @login_required
 @require_GET
-def report_pdf(request: HttpRequest, report_id: int) -> HttpResponse:
+def report_pdf(request: HttpRequest, report_id: int) -> HttpResponse | FileResponse:
     """The signed PDF, through the permission getter; 404 until it is ready."""
     report = policy.report_get(policy.for_request(request), report_id)
     from registry.services.reports import report_open  # the PDF stack: see report_create

@@ -14,6 +14,7 @@ from registry.exceptions import RegistryError
 from registry.selectors.run_page import run_detail
 from registry.services.submissions import submission_withdraw
 from registry.web.charts import cached_chart
+from registry.web.context import signed_in_user
 from registry.web.forms import WithdrawForm
 
 
@@ -56,7 +57,7 @@ def run_withdraw(request: HttpRequest, run_id: int) -> HttpResponse:
     form = WithdrawForm(request.POST)
     if form.is_valid():
         try:
-            submission_withdraw(submission=run, reason=form.cleaned_data["reason"], actor=request.user)
+            submission_withdraw(submission=run, reason=form.cleaned_data["reason"], actor=signed_in_user(request))
             messages.success(request, f"Run {run.pk} is withdrawn. It stays in the registry, marked withdrawn.")
         except RegistryError as exc:
             messages.error(request, exc.message)

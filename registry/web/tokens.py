@@ -13,6 +13,7 @@ from registry.exceptions import RegistryError
 from registry.selectors.submissions import submission_list
 from registry.selectors.tokens import token_list_for
 from registry.services.tokens import token_mint, token_revoke
+from registry.web.context import signed_in_user
 from registry.web.forms import TokenCreateForm
 
 
@@ -34,7 +35,7 @@ def tokens_page(request: HttpRequest) -> HttpResponse:
                 form = TokenCreateForm(mintable=mintable)
             except RegistryError as exc:
                 form.add_error("scopes", exc.message)
-    tokens = token_list_for(user=request.user).order_by("-id")
+    tokens = token_list_for(user=signed_in_user(request)).order_by("-id")
     return render(
         request,
         "registry/tokens.html",
@@ -42,7 +43,7 @@ def tokens_page(request: HttpRequest) -> HttpResponse:
             "form": form,
             "plain": plain,
             "tokens": tokens,
-            "submissions": submission_list().filter(submitted_by=request.user)[:20],
+            "submissions": submission_list().filter(submitted_by=signed_in_user(request))[:20],
         },
     )
 
