@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
+from django.contrib.auth.models import User
 from django.core.exceptions import SuspiciousFileOperation
 from django.http import Http404, HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
@@ -47,7 +48,13 @@ def _admin_may(request: HttpRequest, action: str = policy.ADMIN_SITE) -> bool:
     return policy.can(policy.for_user(request.user), action)
 
 
-class PolicyAdmin(admin.ModelAdmin):
+if TYPE_CHECKING:  # ModelAdmin cannot be subscripted at run time; the stubs' is generic
+    _ModelAdmin = admin.ModelAdmin[Any]
+else:
+    _ModelAdmin = admin.ModelAdmin
+
+
+class PolicyAdmin(_ModelAdmin):
     """Viewing follows the policy; each admin below narrows adding, changing and deleting further."""
 
     def has_module_permission(self, request: HttpRequest) -> bool:
@@ -118,7 +125,9 @@ class SubmissionAdmin(ReadOnlyAdmin):
                     error = str(exc)
                 else:
                     result = mlperf_import(
-                        root=root, submitted_by=request.user, round_name=form.cleaned_data["round"] or None
+                        root=root,
+                        submitted_by=cast(User, request.user),  # the admin site serves signed-in users
+                        round_name=form.cleaned_data["round"] or None,
                     )
             if result is not None and result.counts.get("stored"):  # the archive is the stored runs' provenance
                 keep_error = _keep_upload(upload)
@@ -210,8 +219,8 @@ class EnrolmentTokenAdmin(PolicyAdmin):
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         row, plain = enrolment_token_create(
-            created_by=request.user,
-            note=obj.note,  # type: ignore[arg-type]
+            created_by=cast(User, request.user),  # the admin site serves signed-in users
+            note=obj.note,
             expires_in=obj.expires_at - timezone.now(),
         )
         obj.pk, obj.prefix, obj.key_hash = row.pk, row.prefix, row.key_hash

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from celery import Celery
 from django.conf import settings  # lazy: nothing is read before Django is configured
@@ -23,14 +24,14 @@ from celery.beat import PersistentScheduler  # noqa: E402
 from registry.worker import heartbeats  # noqa: E402
 
 
-class WorkerHeartbeat(bootsteps.StartStopStep):  # type: ignore[misc]
+class WorkerHeartbeat(bootsteps.StartStopStep):
     """Rewrites <data dir>/worker.heartbeat every BENCHREG_HEARTBEAT_INTERVAL_S from the worker's timer.
 
     The timer runs beside the task being executed (a thread, with the solo and prefork pools), so a long report
     render does not read as a dead worker; a killed or frozen worker process stops writing it.
     """
 
-    requires = {"celery.worker.components:Timer"}
+    requires = ("celery.worker.components:Timer",)
 
     def __init__(self, worker: object, **kwargs: object) -> None:
         super().__init__(worker, **kwargs)
@@ -52,7 +53,7 @@ class WorkerHeartbeat(bootsteps.StartStopStep):  # type: ignore[misc]
 app.steps["worker"].add(WorkerHeartbeat)
 
 
-class HeartbeatScheduler(PersistentScheduler):  # type: ignore[misc]
+class HeartbeatScheduler(PersistentScheduler):
     """Beat's default scheduler, rewriting <data dir>/beat.heartbeat on every tick (at least every
     BENCHREG_HEARTBEAT_INTERVAL_S).
 
@@ -60,7 +61,7 @@ class HeartbeatScheduler(PersistentScheduler):  # type: ignore[misc]
     writing it. Run beat with `--scheduler registry.celery:HeartbeatScheduler`.
     """
 
-    def tick(self, *args: object, **kwargs: object) -> float:
+    def tick(self, *args: Any, **kwargs: Any) -> float:
         delay = super().tick(*args, **kwargs)
         heartbeats.touch(Path(settings.DATA_DIR), "beat")
         return min(float(delay), float(settings.BENCHREG_HEARTBEAT_INTERVAL_S))

@@ -42,6 +42,7 @@ import ipaddress
 import os
 import secrets
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -156,6 +157,8 @@ TEMPLATES = [
     },
 ]
 
+# Wider than dj_database_url's DBConfig: SQLite's NAME below is a Path, which Django accepts.
+DATABASES: dict[str, Any]
 if os.environ.get("DATABASE_URL"):
     DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"], conn_max_age=60)}
 else:

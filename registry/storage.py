@@ -22,16 +22,16 @@ class DataDirStorage(FileSystemStorage):
         self.folder = folder
         super().__init__(**kwargs)
 
-    @property  # type: ignore[override]
+    @property
     def base_location(self) -> str:
         return str(Path(settings.DATA_DIR) / self.folder)
 
-    @property  # type: ignore[override]
+    @property
     def location(self) -> str:
         return str(Path(self.base_location).resolve())
 
-    @property  # type: ignore[override]
-    def base_url(self) -> None:
+    @property
+    def base_url(self) -> None:  # type: ignore[override]  # no URL on purpose: Django's is always a str
         return None
 
 

@@ -16,7 +16,7 @@ import tarfile
 import zipfile
 import zlib
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO
+from typing import IO, BinaryIO
 
 MAX_UNPACKED_BYTES = 512 * 1024 * 1024
 MAX_MEMBERS = 20_000
@@ -114,7 +114,7 @@ class _Unpacker:
         if rel.parts:
             self._target(rel, folder=True).mkdir(parents=True, exist_ok=True)
 
-    def _file(self, rel: PurePosixPath, source: BinaryIO) -> None:
+    def _file(self, rel: PurePosixPath, source: IO[bytes]) -> None:
         target = self._target(rel, folder=False)
         target.parent.mkdir(parents=True, exist_ok=True)
         self.files.add(rel)
@@ -181,7 +181,7 @@ class _Unpacker:
                     elif member.isfile():
                         source = archive.extractfile(member)
                         assert source is not None  # a regular file always has a data stream
-                        self._file(rel, source)  # type: ignore[arg-type]
+                        self._file(rel, source)
                     else:
                         raise ArchiveError(f"{member.name}: only files and folders are accepted")
                     current = f"the member after {member.name}"
@@ -191,7 +191,7 @@ class _Unpacker:
                 raise ArchiveError(f"{current}: the archive is damaged or truncated ({_why(exc)})") from None
 
 
-def _decompressed(upload: BinaryIO) -> BinaryIO:
+def _decompressed(upload: BinaryIO) -> IO[bytes] | gzip.GzipFile:
     """The upload's bytes, inflated as they are read when it is gzip, bzip2 or xz compressed."""
     head = upload.read(6)
     upload.seek(0)
@@ -207,7 +207,7 @@ def _decompressed(upload: BinaryIO) -> BinaryIO:
 class _Bounded(io.RawIOBase):
     """A read-only stream that refuses to hand out more than `limit` bytes in all."""
 
-    def __init__(self, inner: BinaryIO, limit: int, error: object) -> None:
+    def __init__(self, inner: IO[bytes] | gzip.GzipFile, limit: int, error: object) -> None:
         super().__init__()
         self.inner, self.left, self.error = inner, limit, error
 

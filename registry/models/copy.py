@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cache
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from django.db import connections, models, router
 
@@ -50,7 +50,7 @@ def create_many(model: type[M], objs: Sequence[M]) -> list[M]:
         cursor.execute("SELECT nextval(%s) FROM generate_series(1, %s)", [sequence, len(objs)])
         for obj, (pk,) in zip(objs, cursor.fetchall(), strict=True):
             setattr(obj, meta.pk.attname, pk)
-        columns = ", ".join(quote(f.column) for f in fields)
+        columns = ", ".join(quote(cast(str, f.column)) for f in fields)  # a concrete field has a column
         # Through Django's cursor (DEBUG logs it); errors become Django's (IntegrityError) here.
         with (
             connection.wrap_database_errors,
@@ -70,4 +70,4 @@ def _sequence(alias: str, table: str, column: str) -> str | None:
     connection = connections[alias]
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_get_serial_sequence(%s, %s)", [connection.ops.quote_name(table), column])
-        return cursor.fetchone()[0]
+        return cast("str | None", cursor.fetchone()[0])

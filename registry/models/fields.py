@@ -13,7 +13,7 @@ nothing in the schema changes, and migrations import no registry code (docs/cont
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import models
 
@@ -21,13 +21,18 @@ from django.db import models
 # it overflows the database driver (SQLite: OverflowError): callers answer "no such row" without asking.
 MAX_ROW_ID = 2**63 - 1
 
+if TYPE_CHECKING:  # Django's fields cannot be subscripted at run time; the stubs' are generic
+    _TextField = models.TextField[Any, Any]
+else:
+    _TextField = models.TextField
+
 
 class _OnePlaceholderPerValue:
     def get_placeholder(self, value: Any, compiler: Any, connection: Any) -> str:
         return "%s"  # what Django writes for a plain value; its presence alone keeps the INSERT off UNNEST
 
 
-class BulkJSONField(_OnePlaceholderPerValue, models.JSONField):  # type: ignore[misc]
+class BulkJSONField(_OnePlaceholderPerValue, models.JSONField):
     """models.JSONField, bulk-inserted one placeholder per value (see the module's docstring)."""
 
     def deconstruct(self) -> Any:
@@ -35,7 +40,7 @@ class BulkJSONField(_OnePlaceholderPerValue, models.JSONField):  # type: ignore[
         return name, "django.db.models.JSONField", args, kwargs
 
 
-class BulkTextField(_OnePlaceholderPerValue, models.TextField):  # type: ignore[misc]
+class BulkTextField(_OnePlaceholderPerValue, _TextField):
     """models.TextField, bulk-inserted one placeholder per value (see the module's docstring)."""
 
     def deconstruct(self) -> Any:

@@ -12,7 +12,7 @@ from django.db import models
 from registry.exceptions import ImmutableRecord
 
 
-class AppendOnlyQuerySet(models.QuerySet):
+class AppendOnlyQuerySet(models.QuerySet[Any]):
     def update(self, **kwargs: Any) -> int:
         raise ImmutableRecord(f"{self.model.__name__} rows are append-only: no updates")
 

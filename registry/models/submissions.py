@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Collection
+from typing import Any, cast
 
 from django.conf import settings
 from django.db import models
@@ -94,7 +95,9 @@ class Submission(AppendOnlyModel):
     }
 
     @classmethod
-    def from_db(cls, db: Any, field_names: Any, values: Any) -> Submission:
+    def from_db(  # type: ignore[override]  # Django 5.2's signature: django-stubs add 6.0's fetch_mode
+        cls, db: str | None, field_names: Collection[str], values: Collection[Any]
+    ) -> Submission:
         """Loaded runs carry the canonical text's parse as `document`, whenever both were loaded.
 
         PostgreSQL's JSONB keeps numbers as exact decimals: 1e308 comes back as a 309-digit integer and -0.0 as
@@ -107,7 +110,7 @@ class Submission(AppendOnlyModel):
         return run
 
     def key_for(self, axis: str) -> str:
-        return getattr(self, self.KEY_COLUMNS[axis])
+        return cast(str, getattr(self, self.KEY_COLUMNS[axis]))  # every key column is a CharField
 
     def __str__(self) -> str:
         return f"run {self.pk} {self.workload_name} {self.scenario_kind} {self.precision_weights} on {self.system_name}"

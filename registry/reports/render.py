@@ -22,7 +22,7 @@ TEMPLATE = "reports/decision.html"
 STYLESHEET = "reports/decision.css"
 
 
-class OfflineFetcher(URLFetcher):
+class OfflineFetcher(URLFetcher):  # type: ignore[misc]  # weasyprint ships no type hints
     """Serves `data:` URIs only; any other URL (http, https, file, ftp...) aborts the rendering."""
 
     def fetch(self, url: str, headers: Any = None) -> Any:

@@ -24,7 +24,7 @@ import re
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from asn1crypto import keys as asn1_keys
 from asn1crypto import x509 as asn1_x509
@@ -115,14 +115,18 @@ def sign_pdf(pdf: bytes, *, identity: SigningIdentity, reason: str, name: str = 
     signer = signers.SimpleSigner(
         signing_cert=_asn1_cert(identity.certificate),
         signing_key=_asn1_key(identity.key),
-        cert_registry=SimpleCertificateStore.from_certs([_asn1_cert(c) for c in identity.chain]),
+        cert_registry=SimpleCertificateStore.from_certs(  # type: ignore[no-untyped-call]  # unannotated upstream
+            [_asn1_cert(c) for c in identity.chain]
+        ),
     )
     timestamper = None
     if identity.tsa_key is not None and identity.tsa_certificate is not None:
         timestamper = DummyTimeStamper(
             tsa_cert=_asn1_cert(identity.tsa_certificate),
             tsa_key=_asn1_key(identity.tsa_key),
-            certs_to_embed=SimpleCertificateStore.from_certs([_asn1_cert(c) for c in identity.tsa_chain]),
+            certs_to_embed=SimpleCertificateStore.from_certs(  # type: ignore[no-untyped-call]  # unannotated upstream
+                [_asn1_cert(c) for c in identity.tsa_chain]
+            ),
         )
     meta = signers.PdfSignatureMetadata(
         field_name=SIGNATURE_FIELD,
@@ -153,10 +157,10 @@ def _tidy_metadata(writer: IncrementalPdfFileWriter) -> None:
                 seen.add(key)
                 unique.append(ref)
         root["/AF"] = unique
-        writer.update_root()
+        writer.update_root()  # type: ignore[no-untyped-call]  # pyHanko leaves it unannotated
     info_ref = writer.prev.trailer_view.raw_get("/Info") if "/Info" in writer.prev.trailer_view else None
     if isinstance(info_ref, generic.IndirectObject):
-        info = info_ref.get_object()
+        info = info_ref.get_object()  # type: ignore[no-untyped-call]  # pyHanko leaves it unannotated
         info["/Producer"] = generic.TextStringObject(metadata_model.VENDOR)
         writer.mark_update(info_ref)
 
@@ -270,7 +274,7 @@ def new_identity_pem() -> bytes:
         .sign(ca_key, hashes.SHA256())
     )
     pem = serialization.Encoding.PEM
-    private = {
+    private: _PrivateBytesArgs = {
         "encoding": pem,
         "format": serialization.PrivateFormat.PKCS8,
         "encryption_algorithm": serialization.NoEncryption(),
@@ -284,6 +288,14 @@ def new_identity_pem() -> bytes:
             ca.public_bytes(pem),
         ]
     )
+
+
+class _PrivateBytesArgs(TypedDict):
+    """The keyword arguments of `private_bytes` that new_identity_pem passes to both keys."""
+
+    encoding: serialization.Encoding
+    format: serialization.PrivateFormat
+    encryption_algorithm: serialization.KeySerializationEncryption
 
 
 def _name(common_name: str) -> x509.Name:

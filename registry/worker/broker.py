@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 TABLE_READ_ATTEMPTS = 5
 
 
-class Channel(filesystem.Channel):  # type: ignore[misc]
+class Channel(filesystem.Channel):
     """kombu's filesystem channel with atomic writes and a consumer that quarantines what it cannot read."""
 
     def _folder(self, option: str, default: str) -> Path:
@@ -51,7 +51,8 @@ class Channel(filesystem.Channel):  # type: ignore[misc]
     def quarantine_folder(self) -> Path:
         return self._folder("quarantine_folder", "quarantine")
 
-    def _put(self, queue: str, payload: Any, **kwargs: Any) -> None:
+    # kombu's filesystem.Channel._put has this signature; kombu-stubs only declare the virtual base's.
+    def _put(self, queue: str, payload: Any, **kwargs: Any) -> None:  # type: ignore[override]
         """Write the message whole under the staging folder, then rename it into the queue folder."""
         name = f"{round(time.monotonic() * 1000)}_{uuid.uuid4()}.{queue}.msg"
         fd, staged = tempfile.mkstemp(dir=self.staging_folder, prefix=".", suffix=".part")
@@ -65,7 +66,8 @@ class Channel(filesystem.Channel):  # type: ignore[misc]
             Path(staged).unlink(missing_ok=True)
             raise ChannelError(f"Cannot add file {name!r} to directory") from exc
 
-    def _get(self, queue: str) -> Any:
+    # kombu's filesystem.Channel._get has this signature; kombu-stubs only declare the virtual base's.
+    def _get(self, queue: str) -> Any:  # type: ignore[override]
         """The oldest whole message of `queue`; unreadable files are quarantined on the way."""
         wanted = f"{queue}.msg"
         # The claim is a rename into the processed folder, which is on the same filesystem (kombu's default is
@@ -117,7 +119,7 @@ class Channel(filesystem.Channel):  # type: ignore[misc]
         return []  # not reached
 
 
-class Transport(filesystem.Transport):  # type: ignore[misc]
+class Transport(filesystem.Transport):
     """kombu's filesystem transport with the channel above."""
 
     Channel = Channel

@@ -12,7 +12,7 @@ import shlex
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -24,7 +24,7 @@ from registry.audit.keys import checkpoint_key
 from registry.choices import Trust
 from registry.exceptions import RegistryError
 from registry.management.commands.serve import serve
-from registry.models import Submission
+from registry.models import DecisionAnswer, Submission
 from registry.reports.signing import signing_identity
 from registry.selectors.comparisons import comparable_runs
 from registry.selectors.decisions import decision_latest_answer
@@ -78,7 +78,7 @@ class Command(BaseCommand):
         sys.stdout.flush()
         os.execv(sys.executable, [sys.executable, "-m", "registry.cli", "serve", "--bind", bind])  # noqa: S606
 
-    def _verify_command(self, where: str) -> str:
+    def _verify_command(self, where: Path | str) -> str:
         """`benchreg verify` with the registry's published certificate and log key, so it works with no server
         running (--no-serve); the same files as GET /api/v1/reports/certificate and /api/v1/audit/public-key."""
         cert = Path(settings.DATA_DIR) / "benchreg-report-certificate.pem"
@@ -184,7 +184,8 @@ class Command(BaseCommand):
         decision = decision_create(
             owner=admin, title="CPU inference capacity from this machine's runs", question=question
         )
-        answer = decision_latest_answer(decision=decision).answer
+        # decision_create stores the first answer
+        answer = cast(DecisionAnswer, decision_latest_answer(decision=decision)).answer
         self.stdout.write(self.style.SUCCESS(f"decision {decision.pk}: {answer['question']}"))
         for line in answer["summary"]:
             self.stdout.write(f"  {line}")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO, cast
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import InterfaceError, OperationalError, connections
@@ -77,7 +77,8 @@ class Command(BaseCommand):
             raise CommandError(f"{path} is not a directory")
         if batch_size < 1 or attempts < 1:
             raise CommandError("--batch-size and --attempts must be at least 1")
-        console = Console(file=self.stderr._out, stderr=True)  # the report goes to stdout, the bar to stderr
+        # the report goes to stdout, the bar to stderr; `_out` is the stream the OutputWrapper wraps
+        console = Console(file=cast(TextIO, self.stderr._out), stderr=True)
         started = time.perf_counter()
         retries: list[str] = []
 
@@ -137,7 +138,7 @@ class Command(BaseCommand):
             self.stdout.write(_json_report(result))
         else:
             self.stdout.write(result.render() if full else _problems(result))
-            _summary(Console(file=self.stdout._out), result, elapsed)
+            _summary(Console(file=cast(TextIO, self.stdout._out)), result, elapsed)
         if result.counts.get("refused"):
             raise CommandError(f"{result.counts['refused']} result(s) refused; the valid ones were kept")
 
