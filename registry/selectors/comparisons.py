@@ -33,7 +33,7 @@ def runs_by_reference(*, refs: Sequence[int | str]) -> list[Submission]:
     """Runs named by id or digest, in the given order. Unknown references raise one error naming each."""
     ids = [r for r in refs if isinstance(r, int) and 0 < r <= MAX_ROW_ID]
     digests = [r for r in refs if isinstance(r, str)]
-    found = {
+    found: dict[int | str, Submission] = {
         **{r.pk: r for r in Submission.objects.select_related("withdrawal").filter(pk__in=ids)},
         **{r.digest: r for r in Submission.objects.select_related("withdrawal").filter(digest__in=digests)},
     }
@@ -48,7 +48,7 @@ def runs_by_reference(*, refs: Sequence[int | str]) -> list[Submission]:
 
 
 def comparison_get(*, comparison_id: int) -> Comparison:
-    comparison = Comparison.objects.filter(pk=comparison_id).first()
+    comparison: Comparison | None = Comparison.objects.filter(pk=comparison_id).first()
     if comparison is None:
         raise NotFound(f"no comparison {comparison_id}")
     return comparison

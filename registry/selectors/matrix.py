@@ -11,6 +11,7 @@ like the catalogue.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -38,6 +39,8 @@ COLUMN_LIMIT = 40  # workload × scenario columns shown, most runs first (then i
 ROW_FIELDS = ("accelerator_vendor", "accelerator_model", "accelerator_count")
 COLUMN_FIELDS = ("phase", "workload_name", "scenario_kind")
 TRUST_ORDER = ("vouched", "imported", "declared", "example")
+RowKey = tuple[str, str, int]  # a configuration: ROW_FIELDS, as MatrixRow begins
+ColumnKey = tuple[str, str, str]  # a column: COLUMN_FIELDS, as MatrixColumn begins
 
 
 @dataclass(frozen=True)
@@ -136,10 +139,11 @@ def _grouped(query: CatalogueQuery) -> list[tuple[Any, ...]]:
     sql, params = grouped.query.sql_with_params()
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        return cursor.fetchall()
+        rows: list[tuple[Any, ...]] = cursor.fetchall()
+        return rows
 
 
-def _set_fields(keys: list[str]) -> dict[str, dict[str, Any]]:
+def _set_fields(keys: list[str]) -> dict[str, Mapping[str, Any]]:
     """What describes each of these sets (workload, version, precision, batch, metric...): one row per set."""
     rows = (
         CatalogueCell.objects.filter(comparability_key__in=keys)
@@ -231,10 +235,10 @@ def _entries(grouped: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], dict[str, 
 
 def _run_counts(
     entries: dict[tuple[Any, ...], dict[str, Any]],
-) -> tuple[dict[tuple[Any, ...], int], dict[tuple[Any, ...], int], dict[str, int]]:
+) -> tuple[dict[RowKey, int], dict[ColumnKey, int], dict[str, int]]:
     """Runs per row, per column and per set."""
-    row_runs: dict[tuple[Any, ...], int] = {}
-    column_runs: dict[tuple[Any, ...], int] = {}
+    row_runs: dict[RowKey, int] = {}
+    column_runs: dict[ColumnKey, int] = {}
     set_runs: dict[str, int] = {}
     for (row, set_key), e in entries.items():
         row_runs[row] = row_runs.get(row, 0) + e["n"]
@@ -245,8 +249,8 @@ def _run_counts(
 
 def _picked(
     entries: dict[tuple[Any, ...], dict[str, Any]],
-    shown_rows: set[tuple[Any, ...]],
-    shown_columns: set[tuple[Any, ...]],
+    shown_rows: set[RowKey],
+    shown_columns: set[ColumnKey],
     set_runs: dict[str, int],
 ) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
     """(row, column) shown -> its sets, the chosen one first: most runs in that configuration, then the larger set."""
@@ -283,8 +287,8 @@ def _shown_sets(
 
 
 def _row_cells(
-    row: tuple[Any, ...],
-    columns: list[tuple[Any, ...]],
+    row: RowKey,
+    columns: list[ColumnKey],
     picked: dict[tuple[Any, ...], list[dict[str, Any]]],
     sets: dict[str, ComparableSet],
 ) -> list[MatrixCell | None]:
@@ -311,7 +315,7 @@ def _row_cells(
     return cells
 
 
-def _phases(columns: list[tuple[Any, ...]]) -> list[tuple[str, int]]:
+def _phases(columns: list[ColumnKey]) -> list[tuple[str, int]]:
     """(phase, how many columns) for the grouped header; the columns are sorted, so a phase's are adjacent."""
     phases: list[tuple[str, int]] = []
     for column in columns:

@@ -18,7 +18,7 @@ def submission_list() -> QuerySet[Submission]:
 
 def submission_get(*, run_id: int) -> Submission:
     """One run with its withdrawal, or NotFound."""
-    run = Submission.objects.select_related("withdrawal").filter(pk=run_id).first()
+    run: Submission | None = Submission.objects.select_related("withdrawal").filter(pk=run_id).first()
     if run is None:
         raise NotFound(f"no run {run_id}")
     return run

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser, Group
+from django.contrib.auth.models import Group, User
 from django.contrib.postgres.expressions import ArraySubquery
 from django.db import connection
 from django.db.models import OuterRef, QuerySet
@@ -11,11 +11,11 @@ from registry.exceptions import NotFound
 from registry.models import ApiToken
 
 
-def token_list_for(*, user: AbstractBaseUser) -> QuerySet[ApiToken]:
+def token_list_for(*, user: User) -> QuerySet[ApiToken]:
     return ApiToken.objects.filter(user=user)
 
 
-def token_get_for(*, user: AbstractBaseUser, token_id: int) -> ApiToken:
+def token_get_for(*, user: User, token_id: int) -> ApiToken:
     token = ApiToken.objects.filter(user=user, pk=token_id).select_related("user").first()
     if token is None:
         raise NotFound(f"no token {token_id} of yours")

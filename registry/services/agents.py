@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -38,7 +38,7 @@ class EnrolmentRefused(RegistryError):
 
 @transaction.atomic
 def enrolment_token_create(
-    *, created_by: AbstractBaseUser | None, expires_in: timedelta, note: str = "", actor: str | None = None
+    *, created_by: User | None, expires_in: timedelta, note: str = "", actor: str | None = None
 ) -> tuple[EnrolmentToken, str]:
     """Create a single-use enrolment token; returns (row, plain token). The plain token is shown once."""
     if not timedelta(0) < expires_in <= MAX_ENROLMENT_LIFETIME:

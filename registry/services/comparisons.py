@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -127,7 +127,7 @@ def comparison_create(
     *,
     runs: Sequence[Submission],
     axis: str,
-    created_by: AbstractBaseUser,
+    created_by: User,
     prices: Mapping[str, float] | None = None,
     currency: str = "USD",
     sizing: Mapping[str, Any] | None = None,
@@ -200,7 +200,7 @@ def comparison_store(
     canonical: str,
     digest: str,
     request_key: str,
-    created_by: AbstractBaseUser,
+    created_by: User,
 ) -> Comparison:
     comparison = Comparison.objects.create(
         digest=digest,

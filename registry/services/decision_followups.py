@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from registry.choices import AuditKind, DecisionStatus
@@ -36,7 +36,7 @@ def decision_report_text(answer: dict[str, Any]) -> str:
 
 
 @transaction.atomic  # the DecisionReport row exists before the render (on commit) looks for it in the evidence
-def decision_report(*, decision: Decision, requested_by: AbstractBaseUser) -> Report:
+def decision_report(*, decision: Decision, requested_by: User) -> Report:
     """Issue a signed report of the decision's latest answer (queued like any report; eager without a broker).
 
     The report's comparison is the cited runs on the iso-quality axis; its decision statement is the question and
@@ -72,6 +72,7 @@ def decision_report(*, decision: Decision, requested_by: AbstractBaseUser) -> Re
             code="not-enough-evidence",
             status=422,
         )
+    assert latest is not None  # without an answer nothing is cited, so the check above raised
     text = decision_report_text(latest.answer)
     if len(largest) < len(cited):
         text = text[:1750] + (
@@ -95,7 +96,7 @@ def decision_gap_plan(
     decision: Decision,
     candidate: str,
     agents: list[Agent],
-    created_by: AbstractBaseUser,
+    created_by: User,
     repetitions: int = 3,
     options: dict[str, Any] | None = None,
 ) -> Plan:

@@ -14,13 +14,13 @@ submitter or the reader.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import F, Max, Q, Value
 from django.db.models.functions import Coalesce
@@ -79,9 +79,7 @@ def decision_compute(*, question: dec.Question) -> tuple[dict[str, Any], list[Su
 
 
 @transaction.atomic
-def decision_create(
-    *, owner: AbstractBaseUser, title: str, question: dict[str, Any], webhook_url: str = ""
-) -> Decision:
+def decision_create(*, owner: User, title: str, question: dict[str, Any], webhook_url: str = "") -> Decision:
     """Store a decision and its first answer (audited). Raises RegistryError (400) naming a wrong field, 409 when
     the owner already has BENCHREG_MAX_DECISIONS_PER_USER decisions."""
     checked = decision_question(question)
@@ -279,9 +277,9 @@ def decisions_flag_for_new_runs(*, runs: list[Submission]) -> int:
         ).update(stale_since=Coalesce(F("stale_since"), Value(now)), recompute_error="")
         if count:
             marked += count
-            transaction.on_commit(
-                lambda w=workload, s=scenario: decisions_dispatch(workload=w, scenario=s), robust=True
-            )
+            # The defaults bind this iteration's key: to on_commit the lambda is a hook of no arguments.
+            hook = cast(Callable[[], None], lambda w=workload, s=scenario: decisions_dispatch(workload=w, scenario=s))
+            transaction.on_commit(hook, robust=True)
     return marked
 
 

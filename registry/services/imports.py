@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, cast
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from registry.choices import AuditKind, Trust
@@ -55,7 +56,7 @@ class ImportResult:
 def mlperf_import(
     *,
     root: Path,
-    submitted_by: AbstractBaseUser,
+    submitted_by: User,
     round_name: str | None = None,
     suite: str = "auto",
     batch_size: int = BATCH_SIZE,
@@ -90,7 +91,7 @@ def mlperf_import(
 
     stored = iter(
         submission_create_batch(
-            documents=(plan.items[n].document for n in ready),
+            documents=(cast(dict[str, Any], plan.items[n].document) for n in ready),  # ready: those with one
             submitted_by=submitted_by,
             trust=Trust.IMPORTED,
             on_outcome=decided,

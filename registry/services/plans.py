@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Callable
 from itertools import product
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from registry import dispatch
@@ -72,7 +73,7 @@ def check_distinct(lists: dict[str, list[Any]]) -> None:
 @transaction.atomic
 def plan_create(
     *,
-    created_by: AbstractBaseUser,
+    created_by: User,
     agents: list[Agent],
     runner: str,
     workload: str,
@@ -134,7 +135,8 @@ def plan_create(
             time_limit=hard,
         )
         job_log_state(job, created_by.get_username(), plan=plan.pk, spec=job.spec)
-        transaction.on_commit(lambda job_id=job.pk: job_dispatch(job_id=job_id), robust=True)
+        # The default binds this job's id: to on_commit the lambda is a hook of no arguments.
+        transaction.on_commit(cast(Callable[[], None], lambda job_id=job.pk: job_dispatch(job_id=job_id)), robust=True)
     return plan
 
 

@@ -19,6 +19,8 @@ A withdrawn run (`run_withdrawn`, called by registry.services.submissions inside
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import cast
 
 from django.db import transaction
 
@@ -53,7 +55,8 @@ def run_withdrawn(*, withdrawal: Withdrawal) -> None:
 def job_run_stored(*, run: Submission) -> None:
     """A job's run was stored and linked to its job: once that commits, the run joins its series (if its job was
     scheduled). robust: a failure there leaves the stored run as it is; the schedule tick catches it up."""
-    transaction.on_commit(lambda run_id=run.pk: run_joins_series(run_id=run_id), robust=True)
+    # The default binds the run's id: to on_commit the lambda is a hook of no arguments.
+    transaction.on_commit(cast(Callable[[], None], lambda run_id=run.pk: run_joins_series(run_id=run_id)), robust=True)
 
 
 def run_joins_series(*, run_id: int) -> SeriesRun | None:

@@ -24,7 +24,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from cryptography.hazmat.primitives import hashes
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.files import File
 from django.core.files.base import ContentFile
 from django.db import transaction
@@ -74,7 +74,7 @@ def report_request(
     comparison: Comparison,
     title: str,
     decision: str,
-    requested_by: AbstractBaseUser,
+    requested_by: User,
     prices: Mapping[str, float] | None = None,
     currency: str | None = None,
 ) -> Report:
@@ -136,7 +136,7 @@ def report_request(
     return report
 
 
-def _dedup_key(user: AbstractBaseUser, comparison: Comparison, title: str, decision: str) -> str:
+def _dedup_key(user: User, comparison: Comparison, title: str, decision: str) -> str:
     """What makes two report requests the same request: who asked, about which stored comparison (its prices and
     currency are part of it), with which title and decision."""
     text = json.dumps([user.pk, comparison.pk, title, decision], ensure_ascii=False, separators=(",", ":"))
@@ -195,7 +195,7 @@ def certificate_words(identity: SigningIdentity) -> dict[str, Any]:
     }
 
 
-def report_open(report: Report) -> File:
+def report_open(report: Report) -> File[bytes]:
     """The ready report's signed PDF, opened for reading from the reports storage (registry/storage.py).
     Raises RegistryError: 409 if it is not ready, 503 if the storage cannot give it now (nothing was lost: the
     digest of what was issued is in the audit log and on the report)."""
@@ -237,9 +237,7 @@ def _text(value: str, name: str, limit: int) -> str:
     return value
 
 
-def _priced(
-    comparison: Comparison, prices: Mapping[str, float] | None, currency: str | None, user: AbstractBaseUser
-) -> Comparison:
+def _priced(comparison: Comparison, prices: Mapping[str, float] | None, currency: str | None, user: User) -> Comparison:
     inputs = comparison.inputs
     wanted_currency = currency or inputs.get("currency") or "USD"
     if (prices is None or dict(prices) == (inputs.get("prices") or {})) and wanted_currency == inputs.get("currency"):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -23,9 +23,7 @@ from registry.services.reactions import runs_stored
 
 
 @transaction.atomic
-def run_store(
-    *, checked: protocol.Checked, submitted_by: AbstractBaseUser, token: ApiToken | None, trust: str
-) -> Submission:
+def run_store(*, checked: protocol.Checked, submitted_by: User, token: ApiToken | None, trust: str) -> Submission:
     """Store one checked document in a savepoint of its own (a lost race on its digest leaves the caller's
     transaction usable)."""
     (run,) = runs_store(checked=[checked], submitted_by=submitted_by, token=token, trust=trust)
@@ -33,7 +31,7 @@ def run_store(
 
 
 def runs_store(
-    *, checked: list[protocol.Checked], submitted_by: AbstractBaseUser, token: ApiToken | None, trust: str
+    *, checked: list[protocol.Checked], submitted_by: User, token: ApiToken | None, trust: str
 ) -> list[Submission]:
     """Store checked documents in the caller's transaction: the runs (one COPY or INSERT: models/copy.py), their
     audit entries (one INSERT), then what follows stored runs (registry.services.reactions.runs_stored: the

@@ -12,7 +12,7 @@ from typing import Any
 
 from celery.schedules import ParseException, crontab
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -55,7 +55,8 @@ def cron_parse(text: str) -> crontab:
 def cron_next(cron: str, after: datetime) -> datetime:
     """The first due time strictly after `after` (celery's crontab arithmetic, with `after` as its clock)."""
     schedule = cron_parse(cron)
-    schedule.nowfun = lambda: after
+    # celery-types misspells the attribute as `nowfunc`; celery's schedules read `nowfun`.
+    schedule.nowfun = lambda: after  # type: ignore[attr-defined]
     due: datetime = (after + schedule.remaining_estimate(after)).replace(second=0, microsecond=0)
     return due if due > after else cron_next(cron, after.replace(second=0, microsecond=0) + timedelta(minutes=1))
 
@@ -241,7 +242,7 @@ def _audit_schedule(schedule: Schedule, actor: str, action: str, **extra: Any) -
 @transaction.atomic
 def schedule_create(
     *,
-    created_by: AbstractBaseUser,
+    created_by: User,
     plan: Plan,
     cron: str,
     agents: list[Agent],

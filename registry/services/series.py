@@ -153,7 +153,8 @@ def differences(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str,
     conditions a lab sets: [{pointer, before, after}], software first. Values are read from the documents."""
     out: list[dict[str, Any]] = []
     for section in DIFFERENCE_SECTIONS:
-        a, b = before, after
+        a: Any = before  # then whatever the documents hold at each part of the section
+        b: Any = after
         for part in section.split("/"):
             a = a.get(part) if isinstance(a, dict) else None
             b = b.get(part) if isinstance(b, dict) else None

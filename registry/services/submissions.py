@@ -6,11 +6,12 @@ import functools
 import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import IntegrityError, OperationalError, transaction
 from django.db.backends.base.operations import BaseDatabaseOperations
+from django.db.models import Field
 from django.utils import timezone
 
 import protocol
@@ -34,7 +35,7 @@ class InvalidDocument(RegistryError):
 def submission_create(
     *,
     document: bytes | str | dict[str, Any],
-    submitted_by: AbstractBaseUser,
+    submitted_by: User,
     token: ApiToken | None = None,
     trust: str = Trust.DECLARED,
 ) -> tuple[Submission, bool]:
@@ -50,7 +51,7 @@ def submission_create(
 
 
 def _create_checked(
-    checked: protocol.Checked, submitted_by: AbstractBaseUser, token: ApiToken | None, trust: str
+    checked: protocol.Checked, submitted_by: User, token: ApiToken | None, trust: str
 ) -> tuple[Submission, bool]:
     """`submission_create` of a document that passed the checks."""
     if _for_a_job(checked):
@@ -145,7 +146,7 @@ def _column_limits(column: str) -> tuple[int, int] | int | None:
     """The column's (lowest, highest) integer as PostgreSQL stores its type, on every database (SQLite's 8-byte
     integers would take more, and then a run could be stored on one registry and refused by another), or its
     max_length; None when it has neither."""
-    field = Submission._meta.get_field(column)
+    field = cast("Field[Any, Any]", Submission._meta.get_field(column))  # a column of the table, not a relation
     ranges = BaseDatabaseOperations.integer_field_ranges  # PostgreSQL's own (its operations do not override them)
     if field.get_internal_type() in ranges:
         return ranges[field.get_internal_type()]
@@ -184,7 +185,7 @@ def _unstorable(checked: protocol.Checked) -> list[dict[str, str]]:
 
 
 @transaction.atomic
-def submission_withdraw(*, submission: Submission, reason: str, actor: AbstractBaseUser) -> Withdrawal:
+def submission_withdraw(*, submission: Submission, reason: str, actor: User) -> Withdrawal:
     """Withdraw a run: a new, logged record with the reason. The run stays, marked withdrawn."""
     if not reason.strip():
         raise RegistryError("a withdrawal needs a reason", code="reason-required")
@@ -230,7 +231,7 @@ class BatchOutcome:
 def submission_create_batch(
     *,
     documents: Iterable[bytes | str | dict[str, Any] | RegistryError],
-    submitted_by: AbstractBaseUser,
+    submitted_by: User,
     token: ApiToken | None = None,
     trust: str = Trust.DECLARED,
     on_outcome: Callable[[int, BatchOutcome], None] | None = None,
@@ -264,7 +265,7 @@ def submission_create_batch(
 
 def _batch_chunk(
     chunk: list[bytes | str | dict[str, Any] | RegistryError],
-    submitted_by: AbstractBaseUser,
+    submitted_by: User,
     token: ApiToken | None,
     trust: str,
 ) -> list[BatchOutcome]:
@@ -308,7 +309,7 @@ def _deadlocked(exc: OperationalError) -> bool:
 
 
 def _store_new(
-    checked: dict[int, protocol.Checked], submitted_by: AbstractBaseUser, token: ApiToken | None, trust: str
+    checked: dict[int, protocol.Checked], submitted_by: User, token: ApiToken | None, trust: str
 ) -> dict[int, tuple[Submission, bool]]:
     """Store the documents not stored yet (one SELECT for the known ones); index -> (run, created)."""
     known = {run.digest: run for run in Submission.objects.filter(digest__in={c.digest for c in checked.values()})}
@@ -329,9 +330,7 @@ def _store_new(
     return out
 
 
-def _batch_one(
-    checked: protocol.Checked, submitted_by: AbstractBaseUser, token: ApiToken | None, trust: str
-) -> BatchOutcome:
+def _batch_one(checked: protocol.Checked, submitted_by: User, token: ApiToken | None, trust: str) -> BatchOutcome:
     """One checked document of a batch stored alone (an agent's job run, or a chunk that lost a race)."""
     try:
         with transaction.atomic():  # a savepoint: a refused document leaves the rest of the batch intact

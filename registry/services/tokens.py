@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -42,7 +42,7 @@ def parse_scopes(scopes: Iterable[str] | str) -> list[str]:
 @transaction.atomic
 def token_create(
     *,
-    user: AbstractBaseUser,
+    user: User,
     name: str,
     scopes: Iterable[str] | str,
     expires_at: datetime | None = None,
@@ -105,7 +105,7 @@ def token_revoke(*, token: ApiToken, actor: str) -> ApiToken:
     return token
 
 
-def user_for_token(*, username: str) -> AbstractBaseUser:
+def user_for_token(*, username: str) -> User:
     """The named user, created (without a usable password) if needed: scripts and lab machines."""
     user, _ = get_user_model().objects.get_or_create(username=username)
     return user

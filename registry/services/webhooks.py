@@ -386,7 +386,8 @@ def webhook_attempt(*, delivery_id: int) -> tuple[WebhookDelivery | None, bool]:
 
 def webhook_backoff(attempts: int) -> float:
     """Seconds before the next attempt after `attempts` failed ones: 2, 4, 8, 16..."""
-    return BACKOFF_S * 2 ** (attempts - 1)
+    seconds: float = BACKOFF_S * 2 ** (attempts - 1)  # int ** int is typed Any (a negative power is a float)
+    return seconds
 
 
 def webhooks_sweep() -> dict[str, int]:

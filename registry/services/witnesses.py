@@ -91,7 +91,7 @@ def cosignature_request(
 ) -> Cosignature | None:
     """Ask one witness to cosign; store and return its cosignature. None if it already holds a larger checkpoint
     (this one is stale for it). Raises WitnessRefused or WitnessUnreachable."""
-    existing = Cosignature.objects.filter(checkpoint=checkpoint, vkey=witness.vkey).first()
+    existing: Cosignature | None = Cosignature.objects.filter(checkpoint=checkpoint, vkey=witness.vkey).first()
     if existing is not None:
         return existing
     old_size = _last_size(witness)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from celery import Task, shared_task
 
@@ -35,7 +36,7 @@ def integrate() -> int:
 
 
 @shared_task(name="registry.tasks.audit.request_cosignatures", bind=True, max_retries=6, ignore_result=True)
-def request_cosignatures(self: Task, checkpoint_id: int) -> int:
+def request_cosignatures(self: Task[Any, Any], checkpoint_id: int) -> int:
     """Ask every configured witness to cosign checkpoint `checkpoint_id` ). An unreachable witness is
     asked again later (exponential backoff, 6 retries); a refusal (a fork, a bad proof) is logged, not retried.
     Returns how many cosignatures the checkpoint has."""

@@ -5,7 +5,7 @@ sets, or, for a free-text search, the matching runs grouped by the cell columns 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from django.db.models import Count, IntegerField, Max, Min, QuerySet, Sum
@@ -79,7 +79,7 @@ def as_set(row: Mapping[str, Any], name: str | None = None) -> ComparableSet:
     )
 
 
-def cell_sets(cells: QuerySet[CatalogueCell]) -> QuerySet[CatalogueCell]:
+def cell_sets(cells: QuerySet[CatalogueCell]) -> QuerySet[CatalogueCell, Mapping[str, Any]]:
     """One GROUP BY comparability_key over cells: size, description and headline range of every set."""
     return (
         cells.values("comparability_key")
@@ -162,7 +162,7 @@ def _count_in_set(sets: dict[str, dict[str, Any]], group: Mapping[str, Any]) -> 
 
 
 def summary_from_rows(
-    facets: list[Facet], rows: list[dict[str, Any]], total: int, set_total: int, complete: bool
+    facets: list[Facet], rows: Sequence[Mapping[str, Any]], total: int, set_total: int, complete: bool
 ) -> dict[str, Any]:
     """What is cached per data version: the listed sets by name, and the others' sizes when all were read."""
     sets = [as_set(row) for row in rows[:SETS_LIMIT]]

@@ -208,7 +208,7 @@ def _search(runs: QuerySet[Submission], q: str) -> QuerySet[Submission]:
 
 def matching_runs(query: CatalogueQuery, *, facets: bool = True) -> QuerySet[Submission]:
     """The runs matching `query` (facet filters left out with facets=False)."""
-    runs = Submission.objects.all()
+    runs: QuerySet[Submission] = Submission.objects.all()
     if not query.include_withdrawn:
         # NOT EXISTS plans as an anti-join with a sound row estimate (LEFT JOIN ... IS NULL estimates 1 row).
         runs = runs.filter(~Exists(Withdrawal.objects.filter(submission=OuterRef("pk"))))
