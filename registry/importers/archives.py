@@ -137,29 +137,46 @@ class _Unpacker:
             if len(members) > self.max_members:
                 raise self._too_large()
             for member in members:
-                self._count()
-                rel = _safe_name(member.filename)
-                if (member.external_attr >> 16) & 0o170000 == 0o120000:
-                    raise ArchiveError(f"{member.filename}: links are not accepted")
-                try:
-                    if member.is_dir():
-                        self._folder(rel)
-                    else:
-                        with archive.open(member) as source:
-                            self._file(rel, source)  # zipfile checks the CRC as the member's end is read
-                except ArchiveError:
-                    raise
-                except _DAMAGE as exc:
-                    raise ArchiveError(f"{member.filename}: cannot be unpacked ({_why(exc)})") from None
+                self._zip_member(archive, member)
+
+    def _zip_member(self, archive: zipfile.ZipFile, member: zipfile.ZipInfo) -> None:
+        self._count()
+        rel = _safe_name(member.filename)
+        if (member.external_attr >> 16) & 0o170000 == 0o120000:
+            raise ArchiveError(f"{member.filename}: links are not accepted")
+        try:
+            if member.is_dir():
+                self._folder(rel)
+            else:
+                with archive.open(member) as source:
+                    self._file(rel, source)  # zipfile checks the CRC as the member's end is read
+        except ArchiveError:
+            raise
+        except _DAMAGE as exc:
+            raise ArchiveError(f"{member.filename}: cannot be unpacked ({_why(exc)})") from None
 
     # ------------------------------------------------------------------------------------------ tar
 
     def untar(self, upload: BinaryIO) -> None:
+        archive = self._open_tar(upload)
+        with archive:
+            current = "the first member"
+            try:
+                for member in archive:
+                    current = member.name
+                    self._tar_member(archive, member)
+                    current = f"the member after {member.name}"
+            except ArchiveError:
+                raise
+            except _DAMAGE as exc:
+                raise ArchiveError(f"{current}: the archive is damaged or truncated ({_why(exc)})") from None
+
+    def _open_tar(self, upload: BinaryIO) -> tarfile.TarFile:
         # Read as a stream through a bounded decompressor: tarfile's own random access would seek through
         # (inflate) the whole archive to list its members before any bound could be checked.
         stream = _Bounded(_decompressed(upload), self.max_bytes + 64 * 1024, self._too_large)
         try:
-            archive = tarfile.open(  # noqa: SIM115 (closed below)
+            return tarfile.open(  # untar closes it
                 fileobj=stream,
                 mode="r|",
                 encoding="utf-8",
@@ -169,26 +186,18 @@ class _Unpacker:
             raise
         except _DAMAGE as exc:
             raise ArchiveError(f"not a readable tar file: {_why(exc)}") from None
-        with archive:
-            current = "the first member"
-            try:
-                for member in archive:
-                    current = member.name
-                    self._count()
-                    rel = _safe_name(member.name)
-                    if member.isdir():
-                        self._folder(rel)
-                    elif member.isfile():
-                        source = archive.extractfile(member)
-                        assert source is not None  # a regular file always has a data stream
-                        self._file(rel, source)
-                    else:
-                        raise ArchiveError(f"{member.name}: only files and folders are accepted")
-                    current = f"the member after {member.name}"
-            except ArchiveError:
-                raise
-            except _DAMAGE as exc:
-                raise ArchiveError(f"{current}: the archive is damaged or truncated ({_why(exc)})") from None
+
+    def _tar_member(self, archive: tarfile.TarFile, member: tarfile.TarInfo) -> None:
+        self._count()
+        rel = _safe_name(member.name)
+        if member.isdir():
+            self._folder(rel)
+        elif member.isfile():
+            source = archive.extractfile(member)
+            assert source is not None  # a regular file always has a data stream
+            self._file(rel, source)
+        else:
+            raise ArchiveError(f"{member.name}: only files and folders are accepted")
 
 
 def _decompressed(upload: BinaryIO) -> IO[bytes] | gzip.GzipFile:

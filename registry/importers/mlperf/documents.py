@@ -268,87 +268,102 @@ def _metrics(
     detail: dict[str, Any], scenario: str, benchmark: str, count: int, accuracy: dict[str, Any] | None, build: Build
 ) -> dict[str, Any]:
     model = model_of(benchmark)
-    offline_key, server_key = TOKEN_HEADLINE.get(model, (None, None))
     llm = "result_tokens_per_second" in detail or "result_completed_tokens_per_second" in detail
     metrics: dict[str, Any] = {"primary": "throughput"}
-    if scenario == "Offline":
-        metrics.update(
-            _throughput(detail, model, offline_key, "result_samples_per_second", "result_tokens_per_second", llm, build)
-        )
-    elif scenario in ("Server", "Interactive"):
-        tokens = "result_completed_tokens_per_second"
-        metrics.update(
-            _throughput(detail, model, server_key, "result_completed_samples_per_sec", tokens, tokens in detail, build)
-        )
+    if scenario in ("Offline", "Server", "Interactive"):
+        metrics.update(_throughput_headline(detail, scenario, model, llm, build))
     else:
-        key, percentile = EARLY_STOPPING[scenario]
-        metrics["primary"] = f"latency_ms.{percentile}"
-        if "result_qps_with_loadgen_overhead" in detail:
-            metrics["throughput"] = _rate(detail, "result_qps_with_loadgen_overhead", "queries/s")
-        elif "result_samples_per_second" in detail:
-            metrics["throughput"] = _rate(detail, "result_samples_per_second", "samples/s")
-        if model in OBSERVED_SINGLE_STREAM and scenario == "SingleStream":
-            pass  # MLPerf publishes the observed p90 for this benchmark
-        elif isinstance(detail.get(key), int | Decimal):
-            metrics["latency_estimate_ms"] = {
-                "value": _ms(detail[key]),
-                "unit": "ms",
-                "percentile": percentile,
-                "method": "loadgen-early-stopping",
-                "count": detail["result_query_count"],
-            }
-            metrics["primary"] = "latency_estimate_ms"
-        else:
-            build.warnings.append(
-                f"no {key} record: the headline is LoadGen's observed {percentile}, not the "
-                "early-stopping estimate MLPerf publishes"
-            )
+        metrics.update(_latency_headline(detail, scenario, model, build))
     metrics["latency_ms"] = _latency(detail, scenario, count, build)
     if llm and scenario != "Offline":
-        metrics["ttft_ms"] = _distribution(
-            detail,
-            count,
-            "result_first_token_min_latency_ns",
-            "result_first_token_mean_latency_ns",
-            "result_first_token_max_latency_ns",
-            "result_first_token_{p}_percentile_latency_ns",
-            build,
-        )
-        metrics["tpot_ms"] = _distribution(
-            detail,
-            count,
-            "result_time_to_output_token_min",
-            "result_time_to_output_token_mean",
-            "result_time_to_output_token_max",
-            "result_time_per_output_token_{p}_percentile_ns",
-            build,
-        )
+        metrics.update(_token_latencies(detail, count, build))
     if accuracy is not None:
         metrics["quality"] = _quality(benchmark, accuracy, build)
     return {k: v for k, v in metrics.items() if v is not None}
 
 
+def _throughput_headline(detail: dict[str, Any], scenario: str, model: str, llm: bool, build: Build) -> dict[str, Any]:
+    offline_key, server_key = TOKEN_HEADLINE.get(model, (None, None))
+    if scenario == "Offline":
+        return _throughput(
+            detail, model, offline_key, "result_samples_per_second", "result_tokens_per_second", llm, build
+        )
+    tokens = "result_completed_tokens_per_second"
+    return _throughput(detail, model, server_key, "result_completed_samples_per_sec", tokens, tokens in detail, build)
+
+
+def _latency_headline(detail: dict[str, Any], scenario: str, model: str, build: Build) -> dict[str, Any]:
+    """SingleStream and MultiStream: the headline is a latency percentile, LoadGen's early-stopping estimate
+    where it wrote one."""
+    key, percentile = EARLY_STOPPING[scenario]
+    out: dict[str, Any] = {"primary": f"latency_ms.{percentile}"}
+    if "result_qps_with_loadgen_overhead" in detail:
+        out["throughput"] = _rate(detail, "result_qps_with_loadgen_overhead", "queries/s")
+    elif "result_samples_per_second" in detail:
+        out["throughput"] = _rate(detail, "result_samples_per_second", "samples/s")
+    if model in OBSERVED_SINGLE_STREAM and scenario == "SingleStream":
+        pass  # MLPerf publishes the observed p90 for this benchmark
+    elif isinstance(detail.get(key), int | Decimal):
+        out["latency_estimate_ms"] = _early_stopping_estimate(detail, key, percentile)
+        out["primary"] = "latency_estimate_ms"
+    else:
+        build.warnings.append(
+            f"no {key} record: the headline is LoadGen's observed {percentile}, not the "
+            "early-stopping estimate MLPerf publishes"
+        )
+    return out
+
+
+def _early_stopping_estimate(detail: dict[str, Any], key: str, percentile: str) -> dict[str, Any]:
+    return {
+        "value": _ms(detail[key]),
+        "unit": "ms",
+        "percentile": percentile,
+        "method": "loadgen-early-stopping",
+        "count": detail["result_query_count"],
+    }
+
+
+# LoadGen's record names of each latency distribution: (min, mean, max, percentile pattern)
+_SAMPLE_LATENCY = (
+    "result_min_latency_ns",
+    "result_mean_latency_ns",
+    "result_max_latency_ns",
+    "result_{p}_percentile_latency_ns",
+)
+_QUERY_LATENCY = (
+    "result_min_query_latency_ns",
+    "result_mean_query_latency_ns",
+    "result_max_query_latency_ns",
+    "result_{p}_percentile_per_query_latency_ns",
+)
+_FIRST_TOKEN = (
+    "result_first_token_min_latency_ns",
+    "result_first_token_mean_latency_ns",
+    "result_first_token_max_latency_ns",
+    "result_first_token_{p}_percentile_latency_ns",
+)
+_PER_OUTPUT_TOKEN = (
+    "result_time_to_output_token_min",
+    "result_time_to_output_token_mean",
+    "result_time_to_output_token_max",
+    "result_time_per_output_token_{p}_percentile_ns",
+)
+
+
+def _token_latencies(detail: dict[str, Any], count: int, build: Build) -> dict[str, Any]:
+    """Time to first token and time per output token, as LLM benchmarks outside Offline log them."""
+    return {
+        "ttft_ms": _distribution(detail, count, *_FIRST_TOKEN, build),
+        "tpot_ms": _distribution(detail, count, *_PER_OUTPUT_TOKEN, build),
+    }
+
+
 def _latency(detail: dict[str, Any], scenario: str, count: int, build: Build) -> dict[str, Any] | None:
     if scenario == "MultiStream" and "result_99.00_percentile_per_query_latency_ns" in detail:
         # MultiStream is judged per query (8 samples), so the distribution is over queries.
-        return _distribution(
-            detail,
-            detail["result_query_count"],
-            "result_min_query_latency_ns",
-            "result_mean_query_latency_ns",
-            "result_max_query_latency_ns",
-            "result_{p}_percentile_per_query_latency_ns",
-            build,
-        )
-    return _distribution(
-        detail,
-        count,
-        "result_min_latency_ns",
-        "result_mean_latency_ns",
-        "result_max_latency_ns",
-        "result_{p}_percentile_latency_ns",
-        build,
-    )
+        return _distribution(detail, detail["result_query_count"], *_QUERY_LATENCY, build)
+    return _distribution(detail, count, *_SAMPLE_LATENCY, build)
 
 
 def _quality(benchmark: str, accuracy: dict[str, Any], build: Build) -> dict[str, Any] | None:
@@ -364,18 +379,24 @@ def _quality(benchmark: str, accuracy: dict[str, Any], build: Build) -> dict[str
     ratio = {"99": 0.99, "99.9": 0.999}[suffix[1]] if suffix else (0.99 if model != "stable-diffusion-xl" else None)
     rule = accuracy_rule(model, ratio or 0.99)
     if rule is None:
-        build.warnings.append(f"no MLPerf accuracy rule known for {benchmark}: values kept, nothing judged")
-        metric = next(iter(values), None)
-        if metric is None:
-            return None
-        return {"metric": metric, "value": values[metric], "target_ratio": ratio, "values": values}
+        return _unjudged(benchmark, values, ratio, build)
+    return _judged(rule, model, values, ratio, build)
+
+
+def _unjudged(benchmark: str, values: dict[str, Any], ratio: float | None, build: Build) -> dict[str, Any] | None:
+    build.warnings.append(f"no MLPerf accuracy rule known for {benchmark}: values kept, nothing judged")
+    metric = next(iter(values), None)
+    if metric is None:
+        return None
+    return {"metric": metric, "value": values[metric], "target_ratio": ratio, "values": values}
+
+
+def _judged(
+    rule: Accuracy, model: str, values: dict[str, Any], ratio: float | None, build: Build
+) -> dict[str, Any] | None:
     metric = next(iter(rule.checks))
     if not isinstance(values.get(metric), int | float):
-        build.flag(
-            "accuracy.txt",
-            "; ".join(f"{k}={v}" for k, v in values.items()) or "(no values)",
-            f"no {metric} value, MLPerf's accuracy metric for {model}",
-        )
+        _flag_no_value(values, metric, model, build)
         return None
     reference = rule.checks[metric][0]
     build.targets.update({name: {"min": low, "max": high} for name, (_ref, low, high) in rule.checks.items()})
@@ -388,6 +409,14 @@ def _quality(benchmark: str, accuracy: dict[str, Any], build: Build) -> dict[str
         "passed": _passed(rule, values),
         "values": values,
     }
+
+
+def _flag_no_value(values: dict[str, Any], metric: str, model: str, build: Build) -> None:
+    build.flag(
+        "accuracy.txt",
+        "; ".join(f"{k}={v}" for k, v in values.items()) or "(no values)",
+        f"no {metric} value, MLPerf's accuracy metric for {model}",
+    )
 
 
 def _passed(rule: Accuracy, values: dict[str, Any]) -> bool | None:
@@ -410,33 +439,50 @@ def _provenance(
     files: dict[str, str],
     build: Build,
 ) -> dict[str, Any]:
-    system, detail = src["system"], src["detail"]
+    submitter = _submitter(src["system"])
+    where = {"system_id": system_id, "benchmark": benchmark, "scenario": scenario}
+    origin = _origin(src, submitter, where, round_value, files, build)
+    return {
+        "runner": {"name": "mlperf-loadgen", "version": str(src["detail"]["loadgen_version"])},
+        "submitter": submitter,
+        "source": "import",
+        "started_at": str(src["detail"]["test_datetime"]),
+        "finished_at": None,
+        "origin": origin,
+    }
+
+
+def _submitter(system: dict[str, Any]) -> str:
     submitter = str(system.get("submitter", "")).strip()
     if not submitter:
         raise SourceError("the system description names no submitter", where="system")
-    origin: dict[str, Any] = {
+    return submitter
+
+
+def _origin(
+    src: dict[str, Any], submitter: str, where: dict[str, str], round_value: str, files: dict[str, str], build: Build
+) -> dict[str, Any]:
+    """provenance.origin; `where` holds its system_id, benchmark and scenario."""
+    return {
         "kind": "mlperf-inference",
         "round": round_value,
         "submitter": submitter,
-        **publication_facets(system, build),
-        "system_id": system_id,
-        "benchmark": benchmark,
-        "scenario": scenario,
-        "loadgen_version": str(detail["loadgen_version"]),
+        **publication_facets(src["system"], build),
+        **where,
+        "loadgen_version": str(src["detail"]["loadgen_version"]),
         "files": files,
+        **_origin_notes(src["detail"], build),
     }
+
+
+def _origin_notes(detail: dict[str, Any], build: Build) -> dict[str, Any]:
+    """The accuracy targets applied and the values kept verbatim (LoadGen's power markers among them)."""
+    notes: dict[str, Any] = {}
     if build.targets:
-        origin["targets"] = dict(sorted(build.targets.items()))
+        notes["targets"] = dict(sorted(build.targets.items()))
     for key in ("power_begin", "power_end"):  # LoadGen's run markers, written without a time zone
         if isinstance(detail.get(key), str):
             build.unparsed[f"detail.{key}"] = detail[key]
     if build.unparsed:
-        origin["unparsed"] = dict(sorted(build.unparsed.items()))
-    return {
-        "runner": {"name": "mlperf-loadgen", "version": str(detail["loadgen_version"])},
-        "submitter": submitter,
-        "source": "import",
-        "started_at": str(detail["test_datetime"]),
-        "finished_at": None,
-        "origin": origin,
-    }
+        notes["unparsed"] = dict(sorted(build.unparsed.items()))
+    return notes

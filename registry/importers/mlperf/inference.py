@@ -21,10 +21,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-import protocol
-
 from .documents import build_document, round_of
-from .ledger import Ledger, unstorable
+from .ledger import Ledger
 from .logs import cross_check, read_accuracy, read_detail, read_json_object, read_summary, read_test06, read_user_conf
 from .plan import Build, FileReport, ImportItem, ImportPlan, SourceError
 from .rules import INFERRED, LOADGEN_SCENARIO, SCENARIO_FOLDERS
@@ -41,40 +39,44 @@ def parse_tree(root: Path, *, round_name: str | None = None) -> ImportPlan:
     root = Path(root)
     if not root.is_dir():
         raise FileNotFoundError(f"{root} is not a directory")
-    items: list[ImportItem] = []
-    plan_errors: list[str] = []
     # The round: the argument, else a folder named like the results repository ('..._v5.1'), else LoadGen's
     # version, which lags the round (most v5.1 submissions ran LoadGen 5.0), so each run using it is flagged.
     hint = next((m[1] for part in reversed(root.resolve().parts) if (m := re.search(r"v(\d+\.\d+)$", part))), None)
-    given = round_name
-    if round_name is None and hint:
-        round_name = f"v{hint}"
+    chosen = f"v{hint}" if round_name is None and hint else round_name
     submissions = _submission_roots(root)
-    if not submissions:
-        plan_errors.append("no results/ directory found: not an MLPerf Inference submission tree")
-    for submission in submissions:
-        for folder, scenario in _result_folders(submission):
-            if scenario is None:
-                items.append(_skipped_folder(root, folder))
-            else:
-                items.append(_import_item(submission, root, folder, scenario, round_name))
-    claimed = {root / f.path for item in items for f in item.files}
-    skipped = [_skipped_report(root, path) for path in all_files(root) if path not in claimed]
-    skipped += passed_over(root)
-    round_value, round_source = _plan_round(items, round_name)
-    if given is None and hint:
-        round_source = "folder name"
-    warnings = []
-    if hint and round_value and f"v{hint}" != round_value:
-        warnings.append(f"the folder name suggests round v{hint}, but the round used is {round_value} ({round_source})")
+    items = [item for submission in submissions for item in _submission_items(root, submission, chosen)]
+    skipped = _unclaimed(root, items)
+    round_value, round_source = _plan_round(items, chosen, from_folder=round_name is None and bool(hint))
     return ImportPlan(
         items=items,
         skipped=skipped,
         round=round_value,
         round_source=round_source,
-        errors=plan_errors,
-        warnings=warnings,
+        errors=[] if submissions else ["no results/ directory found: not an MLPerf Inference submission tree"],
+        warnings=_round_warnings(hint, round_value, round_source),
     )
+
+
+def _submission_items(root: Path, submission: Path, round_name: str | None) -> list[ImportItem]:
+    return [
+        _skipped_folder(root, folder)
+        if scenario is None
+        else _import_item(submission, root, folder, scenario, round_name)
+        for folder, scenario in _result_folders(submission)
+    ]
+
+
+def _unclaimed(root: Path, items: list[ImportItem]) -> list[FileReport]:
+    """Every file of the tree that no item read or reported, and what was passed over (links, special files)."""
+    claimed = {root / f.path for item in items for f in item.files}
+    skipped = [_skipped_report(root, path) for path in all_files(root) if path not in claimed]
+    return skipped + passed_over(root)
+
+
+def _round_warnings(hint: str | None, round_value: str | None, round_source: str) -> list[str]:
+    if hint and round_value and f"v{hint}" != round_value:
+        return [f"the folder name suggests round v{hint}, but the round used is {round_value} ({round_source})"]
+    return []
 
 
 def _submission_roots(root: Path) -> list[Path]:
@@ -155,14 +157,41 @@ def _first_file(*paths: Path) -> Path:
 
 
 def _import_item(submission: Path, tree: Path, scenario_dir: Path, scenario: str, round_name: str | None) -> ImportItem:
-    system_id, benchmark, _folder = scenario_dir.parts[-3:]
     key = "/".join(scenario_dir.parts[-3:])
     ledger = Ledger(submission, tree)
+    sources = {
+        **_required_sources(ledger, submission, scenario_dir, scenario),
+        **_optional_sources(ledger, submission, scenario_dir),
+    }
+    document, build = None, Build()
+    if not ledger.errors and sources["detail"]["effective_scenario"] == "SingleStream" and scenario in INFERRED:
+        return _inferred_item(key, tree, scenario_dir, ledger, scenario)
+    if not ledger.errors:
+        document = _document(ledger, sources, scenario_dir, scenario, round_name, build)
+    if document is not None:
+        build.warnings.extend(_layout_mismatches(submission, document))
+    return _finished_item(key, tree, scenario_dir, ledger, ledger.checked(document), build)
+
+
+def _finished_item(
+    key: str, tree: Path, scenario_dir: Path, ledger: Ledger, document: dict[str, Any] | None, build: Build
+) -> ImportItem:
+    files = list(ledger.reports.values()) + _unread(tree, scenario_dir, ledger.reports)
+    return ImportItem(
+        key=key,
+        document=document,
+        files=sorted(files, key=lambda f: f.path),
+        errors=ledger.errors,
+        warnings=ledger.warnings + build.warnings,
+    )
+
+
+def _required_sources(ledger: Ledger, submission: Path, scenario_dir: Path, scenario: str) -> dict[str, Any]:
+    system_id = scenario_dir.parts[-3]
     perf = scenario_dir / "performance" / "run_1"
     measurements = _measurements_file(submission, scenario_dir, scenario)
     beside = _beside(submission, "measurements", scenario_dir)
-    compliance = _beside(submission, "compliance", scenario_dir)
-    sources = {
+    return {
         "system": ledger.load(
             submission / "systems" / f"{system_id}.json", read_json_object, what="system description", required=True
         ),
@@ -172,9 +201,15 @@ def _import_item(submission: Path, tree: Path, scenario_dir: Path, scenario: str
             measurements,
             read_json_object,
             what="measurements (implementation "
-            f"description; also looked for in {beside.relative_to(tree).as_posix()}/)",
+            f"description; also looked for in {beside.relative_to(ledger.tree).as_posix()}/)",
             required=True,
         ),
+    }
+
+
+def _optional_sources(ledger: Ledger, submission: Path, scenario_dir: Path) -> dict[str, Any]:
+    compliance = _beside(submission, "compliance", scenario_dir)
+    return {
         "accuracy": ledger.load(
             scenario_dir / "accuracy" / "accuracy.txt", read_accuracy, what="accuracy result", required=False
         ),
@@ -186,41 +221,30 @@ def _import_item(submission: Path, tree: Path, scenario_dir: Path, scenario: str
             quiet=True,
         ),
         "user_conf": ledger.load(
-            _first_file(scenario_dir / "user.conf", beside / "user.conf"),
+            _first_file(scenario_dir / "user.conf", _beside(submission, "measurements", scenario_dir) / "user.conf"),
             read_user_conf,
             what="LoadGen user.conf",
             required=False,
         ),
     }
-    document, build = None, Build()
-    detail = sources["detail"]
-    if not ledger.errors and detail["effective_scenario"] == "SingleStream" and scenario in INFERRED:
-        return _inferred_item(key, tree, scenario_dir, ledger, scenario)
-    if not ledger.errors:
-        try:
-            cross_check(sources["summary"], sources["detail"], LOADGEN_SCENARIO.get(scenario, scenario))
-            document = build_document(sources, system_id, benchmark, scenario, round_name, ledger.digests(), build)
-        except SourceError as exc:  # a file that read cleanly but cannot be mapped: blame that file
-            blamed = {
-                "summary": perf / "mlperf_log_summary.txt",
-                "system": submission / "systems" / f"{system_id}.json",
-            }.get(exc.where, perf / "mlperf_log_detail.txt")
-            ledger.fail(blamed, str(exc))
-    if document is not None:
-        build.warnings.extend(_layout_mismatches(submission, document))
-        problems = [f"protocol {e.pointer or '/'}: {e.message} [{e.code}]" for e in protocol.errors(document)]
-        problems += unstorable(document)
-        if problems:
-            ledger.errors.extend(problems)
-            document = None
-    files = list(ledger.reports.values()) + _unread(tree, scenario_dir, ledger.reports)
-    return ImportItem(
-        key=key,
-        document=document,
-        files=sorted(files, key=lambda f: f.path),
-        errors=ledger.errors,
-        warnings=ledger.warnings + build.warnings,
-    )
+
+
+def _document(
+    ledger: Ledger, sources: dict[str, Any], scenario_dir: Path, scenario: str, round_name: str | None, build: Build
+) -> dict[str, Any] | None:
+    """The result's document, or None with the blame on the file that read cleanly but cannot be mapped."""
+    system_id, benchmark, _folder = scenario_dir.parts[-3:]
+    perf = scenario_dir / "performance" / "run_1"
+    try:
+        cross_check(sources["summary"], sources["detail"], LOADGEN_SCENARIO.get(scenario, scenario))
+        return build_document(sources, system_id, benchmark, scenario, round_name, ledger.digests(), build)
+    except SourceError as exc:
+        blamed = {
+            "summary": perf / "mlperf_log_summary.txt",
+            "system": ledger.submission / "systems" / f"{system_id}.json",
+        }.get(exc.where, perf / "mlperf_log_detail.txt")
+        ledger.fail(blamed, str(exc))
+        return None
 
 
 def _inferred_item(key: str, tree: Path, scenario_dir: Path, ledger: Ledger, scenario: str) -> ImportItem:
@@ -260,9 +284,9 @@ def _unread(tree: Path, scenario_dir: Path, reports: dict[Path, FileReport]) -> 
     ]
 
 
-def _plan_round(items: list[ImportItem], round_name: str | None) -> tuple[str | None, str]:
+def _plan_round(items: list[ImportItem], round_name: str | None, *, from_folder: bool) -> tuple[str | None, str]:
     if round_name:
-        return round_of(round_name, {}), "argument"
+        return round_of(round_name, {}), "folder name" if from_folder else "argument"
     found = {item.document["provenance"]["origin"]["round"] for item in items if item.document}
     if len(found) == 1:
         return found.pop(), "loadgen_version major.minor in mlperf_log_detail.txt (may lag the round)"

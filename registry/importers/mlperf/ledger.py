@@ -8,6 +8,8 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+import protocol
+
 from .plan import FileReport, SourceError
 from .tree import inside, is_utf8, shown
 
@@ -26,40 +28,63 @@ class Ledger:
     ) -> Any:
         rel = shown(path.relative_to(self.tree).as_posix())
         if not path.is_file():
-            if required:
-                self.reports[path] = FileReport(rel, None, "error", f"missing: {what} is required")
-                self.errors.append(f"{rel}: missing ({what} is required)")
-            elif not quiet:
-                self.warnings.append(f"{rel}: absent ({what}); imported without it")
+            self._absent(path, rel, what, required=required, quiet=quiet)
             return None
-        if not inside(path, self.tree):
-            self.reports[path] = FileReport(rel, None, "error", "a link that leads out of the tree: not read")
-            self.errors.append(f"{rel}: a link that leads out of the tree ({what} is not read through it)")
-            return None
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            self.reports[path] = FileReport(rel, None, "error", f"cannot be read: {exc.strerror or exc}")
-            self.errors.append(f"{rel}: cannot be read ({exc.strerror or exc})")
+        data = self._read(path, rel, what)
+        if data is None:
             return None
         self.reports[path] = FileReport(rel, hashlib.sha256(data).hexdigest(), "used", f"read as {what}")
         try:
-            if lenient:  # only some lines are records: bytes elsewhere (console noise) are not read
-                text = data.decode("utf-8", errors="replace")
-                if "\ufffd" in text:
-                    self.warnings.append(f"{rel}: bytes that are not UTF-8 outside the records were not read")
-                return reader(text)
-            return reader(data.decode("utf-8"))
+            return reader(self._text(data, rel, lenient=lenient))
         except UnicodeDecodeError:
             self.fail(path, "not UTF-8 text")
         except SourceError as exc:
             self.fail(path, str(exc))
         return None
 
+    def _absent(self, path: Path, rel: str, what: str, *, required: bool, quiet: bool) -> None:
+        if required:
+            self.reports[path] = FileReport(rel, None, "error", f"missing: {what} is required")
+            self.errors.append(f"{rel}: missing ({what} is required)")
+        elif not quiet:
+            self.warnings.append(f"{rel}: absent ({what}); imported without it")
+
+    def _read(self, path: Path, rel: str, what: str) -> bytes | None:
+        """The file's bytes, or None with the error recorded (a link out of the tree is not followed)."""
+        if not inside(path, self.tree):
+            self.reports[path] = FileReport(rel, None, "error", "a link that leads out of the tree: not read")
+            self.errors.append(f"{rel}: a link that leads out of the tree ({what} is not read through it)")
+            return None
+        try:
+            return path.read_bytes()
+        except OSError as exc:
+            self.reports[path] = FileReport(rel, None, "error", f"cannot be read: {exc.strerror or exc}")
+            self.errors.append(f"{rel}: cannot be read ({exc.strerror or exc})")
+            return None
+
+    def _text(self, data: bytes, rel: str, *, lenient: bool) -> str:
+        if lenient:  # only some lines are records: bytes elsewhere (console noise) are not read
+            text = data.decode("utf-8", errors="replace")
+            if "\ufffd" in text:
+                self.warnings.append(f"{rel}: bytes that are not UTF-8 outside the records were not read")
+            return text
+        return data.decode("utf-8")
+
     def fail(self, path: Path, reason: str) -> None:
         old = self.reports[path]
         self.reports[path] = FileReport(old.path, old.sha256, "error", reason)
         self.errors.append(f"{old.path}: {reason}")
+
+    def checked(self, document: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The document, or None with the reasons recorded when protocol.check or the registry would refuse it."""
+        if document is None:
+            return None
+        problems = [f"protocol {e.pointer or '/'}: {e.message} [{e.code}]" for e in protocol.errors(document)]
+        problems += unstorable(document)
+        if problems:
+            self.errors.extend(problems)
+            return None
+        return document
 
     def digests(self) -> dict[str, str]:
         """'sha256:<hex>' of every file used, keyed by its path relative to the submission root."""

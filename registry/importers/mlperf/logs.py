@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
@@ -53,16 +54,7 @@ def read_detail(text: str) -> dict[str, Any]:
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
-        if not line.startswith(":::MLLOG "):
-            raise SourceError(f"line {number} is not a :::MLLOG record")
-        try:
-            record = MLLOG_DECODER.decode(line[len(":::MLLOG ") :])
-        except json.JSONDecodeError as exc:
-            raise SourceError(f"line {number}: malformed :::MLLOG record ({exc.msg})") from None
-        except RecursionError:
-            raise SourceError(f"line {number}: {TOO_DEEP}") from None
-        if not isinstance(record, dict) or not isinstance(record.get("key"), str) or "value" not in record:
-            raise SourceError(f"line {number}: a :::MLLOG record needs a key and a value")
+        record = _detail_record(number, line)
         entries.setdefault(record["key"], record["value"])
     missing = [key for key in DETAIL_REQUIRED if key not in entries]
     if missing:
@@ -70,6 +62,20 @@ def read_detail(text: str) -> dict[str, Any]:
     if entries["effective_test_mode"] != "PerformanceOnly":
         raise SourceError(f"test mode is {entries['effective_test_mode']!r}, not PerformanceOnly")
     return entries
+
+
+def _detail_record(number: int, line: str) -> dict[str, Any]:
+    if not line.startswith(":::MLLOG "):
+        raise SourceError(f"line {number} is not a :::MLLOG record")
+    try:
+        record = MLLOG_DECODER.decode(line[len(":::MLLOG ") :])
+    except json.JSONDecodeError as exc:
+        raise SourceError(f"line {number}: malformed :::MLLOG record ({exc.msg})") from None
+    except RecursionError:
+        raise SourceError(f"line {number}: {TOO_DEEP}") from None
+    if not isinstance(record, dict) or not isinstance(record.get("key"), str) or "value" not in record:
+        raise SourceError(f"line {number}: a :::MLLOG record needs a key and a value")
+    return record
 
 
 _SUMMARY_LINE = re.compile(r"^(?P<label>[^:]+?)\s*:\s*(?P<value>.*)$")
@@ -97,13 +103,17 @@ def read_summary(text: str) -> dict[str, str]:
         elif fields.setdefault(label, value) != value and _detail_key(label) is not None:
             # LLM summaries repeat the early-stopping lines for TTFT and TPOT; only results must be unique
             raise SourceError(f"'{label}' appears twice with different values")
+    _check_summary_complete(text, fields)
+    return fields
+
+
+def _check_summary_complete(text: str, fields: dict[str, str]) -> None:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if not lines or not _SUMMARY_END.match(lines[-1]):
         raise SourceError("does not end with LoadGen's 'errors encountered during test' line (truncated?)")
     missing = [label for label in ("Scenario", "Mode", "Result is") if label not in fields]
     if missing:
         raise SourceError(f"has no {', '.join(missing)} line")
-    return fields
 
 
 SUMMARY_KEYS = {
@@ -159,18 +169,22 @@ def cross_check(summary: dict[str, str], detail: dict[str, Any], loadgen_scenari
         if key is None:
             continue
         if loadgen_scenario == "MultiStream":  # the summary prints MultiStream latencies per query
-            per_query = {
-                "result_min_latency_ns": "result_min_query_latency_ns",
-                "result_max_latency_ns": "result_max_query_latency_ns",
-                "result_mean_latency_ns": "result_mean_query_latency_ns",
-            }.get(key, key.replace("_percentile_latency_ns", "_percentile_per_query_latency_ns"))
-            key = per_query if per_query in detail else key
+            key = _per_query_key(key, detail)
         if key not in detail:
             raise SourceError(f"has no {key} record, which the summary prints as '{label}'", where="detail")
         if not _agrees(text, detail[key]):
             raise SourceError(
                 f"'{label}: {text}' disagrees with {key} = {detail[key]} in the detail log", where="summary"
             )
+
+
+def _per_query_key(key: str, detail: dict[str, Any]) -> str:
+    per_query = {
+        "result_min_latency_ns": "result_min_query_latency_ns",
+        "result_max_latency_ns": "result_max_query_latency_ns",
+        "result_mean_latency_ns": "result_mean_query_latency_ns",
+    }.get(key, key.replace("_percentile_latency_ns", "_percentile_per_query_latency_ns"))
+    return per_query if per_query in detail else key
 
 
 def _agrees(text: str, value: Any) -> bool:
@@ -218,35 +232,39 @@ def read_accuracy(text: str) -> dict[str, Any]:
     values: dict[str, Any] = {}
     unread: list[str] = []
     hash_value = None
-    lines = text.splitlines()
-    index = 0
-    while index < len(lines):
-        line = lines[index].strip()
-        index += 1
+    rows = iter(text.splitlines())
+    for raw in rows:
+        line = raw.strip()
         if line.startswith("hash="):
             hash_value = line[5:]
             continue
         brace = line.find("{")
         if brace >= 0 and (brace == 0 or line[:brace].rstrip().endswith(":")):
-            literal = line[brace:]
-            while literal.count("{") > literal.count("}") and index < len(lines):  # a dict over several lines
-                literal += " " + lines[index].strip()
-                index += 1
-            parsed = _literal_dict(literal)
+            parsed = _literal_dict(_whole_literal(line[brace:], rows))
             if parsed is None:
                 unread.append(line)
-            else:
-                values.update(parsed)
+            values.update(parsed or {})
             continue
-        dice = _DICE.match(line)
-        if dice:
-            values["DICE"] = float(dice["mean"])
-            values.update(_items(dice["rest"].strip().lstrip(",")) or {})
-            continue
-        items = _items(line)
-        if items:
-            values.update(items)
+        values.update(_line_values(line))
     return {"values": values, "hash": hash_value, "unread": unread}
+
+
+def _whole_literal(literal: str, rows: Iterator[str]) -> str:
+    """A dict literal spread over several lines: joined up to the line that closes it (or the end)."""
+    while literal.count("{") > literal.count("}"):
+        more = next(rows, None)
+        if more is None:
+            break
+        literal += " " + more.strip()
+    return literal
+
+
+def _line_values(line: str) -> dict[str, Any]:
+    """The values of a line of 'name=value' items or of 3d-unet's DICE line; {} for any other line."""
+    dice = _DICE.match(line)
+    if dice:
+        return {"DICE": float(dice["mean"]), **(_items(dice["rest"].strip().lstrip(",")) or {})}
+    return _items(line) or {}
 
 
 def _items(line: str) -> dict[str, float] | None:

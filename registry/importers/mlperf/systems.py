@@ -28,20 +28,22 @@ def publication_facets(system: dict[str, Any], build: Build) -> dict[str, str | 
         ("category", "system_type", CATEGORIES),
         ("availability", "status", AVAILABILITIES),
     ):
-        raw = _text(system.get(key))
-        if raw is None:
-            out[name] = None
-            continue
-        words = [w.strip().lower() for w in raw.split(",")]
-        known = [table.get(w) for w in words]
-        if all(known):
-            out[name] = ",".join(sorted(set(known), key=list(table.values()).index))  # type: ignore[arg-type]
-        else:
-            out[name] = raw
-            build.warnings.append(
-                f"system.{key} = {raw!r} is not one of {', '.join(sorted(set(table.values())))}: kept as written"
-            )
+        out[name] = _facet(system, key, table, build)
     return out
+
+
+def _facet(system: dict[str, Any], key: str, table: dict[str, str], build: Build) -> str | None:
+    raw = _text(system.get(key))
+    if raw is None:
+        return None
+    words = [w.strip().lower() for w in raw.split(",")]
+    known = [table.get(w) for w in words]
+    if all(known):
+        return ",".join(sorted(set(known), key=list(table.values()).index))  # type: ignore[arg-type]
+    build.warnings.append(
+        f"system.{key} = {raw!r} is not one of {', '.join(sorted(set(table.values())))}: kept as written"
+    )
+    return raw
 
 
 CONSUMED = frozenset(
@@ -141,16 +143,8 @@ def _accelerators(system: dict[str, Any], nodes: int, build: Build) -> list[dict
         build.flag("system.accelerators_per_node", str(system["accelerators_per_node"]), "not a count")
     if not per_node or model is None:
         return []
-    vendor = VENDORS.get(model.split()[0].lower())
-    if vendor:
-        build.system_notes["import.accelerator_vendor"] = (
-            f"{vendor!r} read from the first word of accelerator_model_name"
-        )
-    else:
-        vendor = UNSPECIFIED
-        build.flag("system.accelerator_model_name", model, "no known vendor name at its start")
     accelerator = {
-        "vendor": vendor,
+        "vendor": _vendor(model, build),
         "model": model,
         "count": per_node * nodes,
         "memory_gib": _quantity(system, "accelerator_memory_capacity", units.parse_memory_gib, build),
@@ -160,6 +154,17 @@ def _accelerators(system: dict[str, Any], nodes: int, build: Build) -> list[dict
         "frequency_mhz": _quantity(system, "accelerator_frequency", units.parse_frequency_mhz, build),
     }
     return [{k: v for k, v in accelerator.items() if v is not None}]
+
+
+def _vendor(model: str, build: Build) -> str:
+    vendor = VENDORS.get(model.split()[0].lower())
+    if vendor:
+        build.system_notes["import.accelerator_vendor"] = (
+            f"{vendor!r} read from the first word of accelerator_model_name"
+        )
+        return vendor
+    build.flag("system.accelerator_model_name", model, "no known vendor name at its start")
+    return UNSPECIFIED
 
 
 def _host(system: dict[str, Any], build: Build) -> dict[str, Any] | None:
@@ -203,14 +208,19 @@ def software_section(
     ):
         if value:
             out[name] = value
+    _note_software(system, measurements, build)
+    if build.software_notes:
+        out["notes"] = dict(build.software_notes)
+    return out
+
+
+def _note_software(system: dict[str, Any], measurements: dict[str, Any], build: Build) -> None:
+    """What the measurements and sw_notes say beyond the typed fields, kept as notes (2000 characters each)."""
     for key, value in sorted(measurements.items()):
         if key not in ("weight_data_types", "input_data_types") and not units.not_stated(value):
             build.software_notes[f"measurements.{key}"] = str(value)[:2000]
     if not units.not_stated(system.get("sw_notes")):
         build.software_notes["sw_notes"] = str(system["sw_notes"])[:2000]
-    if build.software_notes:
-        out["notes"] = dict(build.software_notes)
-    return out
 
 
 def _os(system: dict[str, Any], build: Build) -> dict[str, str] | None:

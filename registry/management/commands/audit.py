@@ -34,37 +34,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="action", required=True, metavar="{verify,checkpoint,export,show,sequence}")
-        verify = sub.add_parser("verify", help="recompute the log and check it against checkpoints")
-        verify.add_argument(
-            "--checkpoint",
-            action="append",
-            default=[],
-            type=Path,
-            metavar="FILE",
-            help="a signed checkpoint kept outside the registry (repeatable)",
-        )
-        verify.add_argument(
-            "--key",
-            action="append",
-            default=[],
-            metavar="VKEY",
-            help="trust only these verifier keys (default: the registry's own)",
-        )
-        verify.add_argument(
-            "--witness",
-            action="append",
-            default=[],
-            metavar="VKEY",
-            help="a witness's cosignature/v1 verifier key (repeatable)",
-        )
-        verify.add_argument(
-            "--require-witnesses",
-            type=int,
-            default=0,
-            metavar="K",
-            help="every --checkpoint FILE (else the latest cosigned stored checkpoint) must carry "
-            "cosignatures by at least K of the --witness keys",
-        )
+        _add_verify_arguments(sub.add_parser("verify", help="recompute the log and check it against checkpoints"))
         sub.add_parser("checkpoint", help="sign a checkpoint of the current head now")
         export = sub.add_parser("export", help="write the latest signed checkpoint to a file")
         export.add_argument("--out", required=True, type=Path)
@@ -83,16 +53,19 @@ class Command(BaseCommand):
             raise CommandError(
                 f"--require-witnesses {require_witnesses} needs at least as many --witness keys (got {len(witness)})"
             )
-        files = []
-        for path in checkpoint:
-            try:
-                files.append((str(path), path.read_bytes()))
-            except OSError as exc:
-                raise CommandError(f"cannot read {path}: {exc.strerror}") from None
+        files = _read_checkpoint_files(checkpoint)
         try:
             report = verify_log(checkpoint_files=files, keys=key or None, witnesses=witness, quorum=require_witnesses)
         except NoteError as exc:  # a malformed --key or --witness
             raise CommandError(str(exc)) from None
+        self._print_summary(report)
+        if report.ok:
+            self.stdout.write(self.style.SUCCESS("OK: every entry, checkpoint and run matches"))
+            return
+        self._print_findings(report)
+        raise CommandError(f"audit log verification FAILED: {_headline(report)}")
+
+    def _print_summary(self, report: Report) -> None:
         self.stdout.write(f"audit log {log_origin()}: {report.size} entries, root {report.root.hex()}")
         self.stdout.write(
             f"checked {report.checkpoints} stored checkpoints, {report.files} checkpoint files, "
@@ -100,11 +73,6 @@ class Command(BaseCommand):
         )
         for name, count in report.cosigned:
             self.stdout.write(f"{name}: cosigned by {count} of the given witnesses")
-        if report.ok:
-            self.stdout.write(self.style.SUCCESS("OK: every entry, checkpoint and run matches"))
-            return
-        self._print_findings(report)
-        raise CommandError(f"audit log verification FAILED: {_headline(report)}")
 
     def _print_findings(self, report: Report) -> None:
         if (entry := report.first_entry()) is not None:
@@ -153,6 +121,49 @@ class Command(BaseCommand):
             if not follow:
                 return
             time.sleep(interval)
+
+
+def _add_verify_arguments(verify: CommandParser) -> None:
+    verify.add_argument(
+        "--checkpoint",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="FILE",
+        help="a signed checkpoint kept outside the registry (repeatable)",
+    )
+    verify.add_argument(
+        "--key",
+        action="append",
+        default=[],
+        metavar="VKEY",
+        help="trust only these verifier keys (default: the registry's own)",
+    )
+    verify.add_argument(
+        "--witness",
+        action="append",
+        default=[],
+        metavar="VKEY",
+        help="a witness's cosignature/v1 verifier key (repeatable)",
+    )
+    verify.add_argument(
+        "--require-witnesses",
+        type=int,
+        default=0,
+        metavar="K",
+        help="every --checkpoint FILE (else the latest cosigned stored checkpoint) must carry "
+        "cosignatures by at least K of the --witness keys",
+    )
+
+
+def _read_checkpoint_files(paths: list[Path]) -> list[tuple[str, bytes]]:
+    files = []
+    for path in paths:
+        try:
+            files.append((str(path), path.read_bytes()))
+        except OSError as exc:
+            raise CommandError(f"cannot read {path}: {exc.strerror}") from None
+    return files
 
 
 def _headline(report: Report) -> str:

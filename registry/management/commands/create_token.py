@@ -40,17 +40,22 @@ class Command(BaseCommand):
             role = policy.least_role_for(wanted)
             is_new = not get_user_model().objects.filter(username=username).exists()
             user = user_for_token(username=username)
-            missing = wanted - policy.user_rights(user)
-            if missing:
-                if not (is_new or grant_role):
-                    held = ", ".join(sorted(policy.user_roles(user))) or "none"
-                    raise CommandError(
-                        f"user {username} (roles: {held}) may not use {sorted(missing)}; pass "
-                        f"--grant-role to make them a {role}, or ask for fewer scopes"
-                    )
-                user.groups.add(Group.objects.get_or_create(name=role)[0])
-                self.stderr.write(f"user {username} now has the role {role}")
+            self._grant_role_if_needed(user, username, wanted, role, may_grant=is_new or grant_role)
             _, plain = token_create(user=user, name=name, scopes=sorted(wanted), actor="manage.py create_token")
         except RegistryError as exc:
             raise CommandError(exc.message) from None
         self.stdout.write(plain)
+
+    def _grant_role_if_needed(self, user: Any, username: str, wanted: set[str], role: str, *, may_grant: bool) -> None:
+        """Give the user `role` when the scopes need rights they lack: always for a new user, else with
+        --grant-role (else refuse)."""
+        missing = wanted - policy.user_rights(user)
+        if missing:
+            if not may_grant:
+                held = ", ".join(sorted(policy.user_roles(user))) or "none"
+                raise CommandError(
+                    f"user {username} (roles: {held}) may not use {sorted(missing)}; pass "
+                    f"--grant-role to make them a {role}, or ask for fewer scopes"
+                )
+            user.groups.add(Group.objects.get_or_create(name=role)[0])
+            self.stderr.write(f"user {username} now has the role {role}")

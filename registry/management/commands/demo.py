@@ -60,15 +60,21 @@ class Command(BaseCommand):
         admin = self._admin_user()
         self._load_examples(admin)
         if not skip_sweep:
-            self._sweep(admin, backend)
-            report = self._decision_report(admin, backend)
-            if report is not None:
-                where = report_local_path(report) or f"/api/v1/reports/{report.pk}/pdf (object storage)"
-                self.stdout.write(self.style.SUCCESS(f"signed decision report: {where}"))
-                self.stdout.write(f"  verify it with:  {self._verify_command(where)}")
-            self._decision(admin)  # the main job ends with a decision and its gaps
+            self._measure_and_decide(admin, backend)
         if no_serve:
             return
+        self._serve(bind)
+
+    def _measure_and_decide(self, admin: Any, backend: str | None) -> None:
+        self._sweep(admin, backend)
+        report = self._decision_report(admin, backend)
+        if report is not None:
+            where = report_local_path(report) or f"/api/v1/reports/{report.pk}/pdf (object storage)"
+            self.stdout.write(self.style.SUCCESS(f"signed decision report: {where}"))
+            self.stdout.write(f"  verify it with:  {self._verify_command(where)}")
+        self._decision(admin)  # the main job ends with a decision and its gaps
+
+    def _serve(self, bind: str) -> None:
         self.stdout.write(self.style.SUCCESS(f"serving on http://{bind}/  (API docs: http://{bind}/api/docs/)"))
         if settings.BENCHREG_EMBEDDED_WORKER or settings.CELERY_BROKER_URL:
             serve(bind=bind, workers=2, threads=4)
@@ -122,27 +128,7 @@ class Command(BaseCommand):
         Steady state is a controlled field, so on a busy machine a pair may be refused; each extra attempt adds
         a run, and the largest comparable group is reported (caveats say what was not steady).
         """
-        base = sweep_specs(backend)[1]  # the sweep's mlp-classifier offline batch-32 run: the 1-thread arm
-        group: list[Any] = []
-        plan = (2, 1, 2, 1)
-        for attempt, threads in enumerate(plan, start=1):
-            self.stdout.write(
-                f"decision run {attempt} of up to {len(plan)}: mlp-classifier offline batch 32 with "
-                f"{threads} thread(s)…"
-            )
-            run, _ = submission_create(
-                document=execute(replace(base, threads=threads), progress=True), submitted_by=admin
-            )
-            group = sorted(
-                [run, *comparable_runs(run=run, axis="software", include_examples=False)], key=lambda r: r.pk
-            )[-6:]
-            if len({_threads(r) for r in group}) > 1:
-                break
-            if attempt < len(plan):  # say why the same run is measured again, or it reads as a repeated line
-                self.stdout.write(
-                    "  no like-for-like run with the other thread count yet (comparable runs agree on "
-                    "every controlled field, steady state included): measuring again"
-                )
+        group = self._thread_runs(admin, backend)
         if len(group) < 2:
             self.stdout.write(self.style.WARNING("no comparable pair of runs on this machine: no report"))
             return None
@@ -160,33 +146,45 @@ class Command(BaseCommand):
             return None
         return report
 
+    def _thread_runs(self, admin: Any, backend: str | None) -> list[Any]:
+        """Runs with 1 and 2 threads until a comparable group holds both (at most four runs)."""
+        base = sweep_specs(backend)[1]  # the sweep's mlp-classifier offline batch-32 run: the 1-thread arm
+        group: list[Any] = []
+        plan = (2, 1, 2, 1)
+        for attempt, threads in enumerate(plan, start=1):
+            self.stdout.write(
+                f"decision run {attempt} of up to {len(plan)}: mlp-classifier offline batch 32 with "
+                f"{threads} thread(s)…"
+            )
+            group = _software_group(_measured(admin, replace(base, threads=threads)))
+            if len({_threads(r) for r in group}) > 1:
+                break
+            if attempt < len(plan):  # say why the same run is measured again, or it reads as a repeated line
+                self.stdout.write(
+                    "  no like-for-like run with the other thread count yet (comparable runs agree on "
+                    "every controlled field, steady state included): measuring again"
+                )
+        return group
+
     def _decision(self, admin: Any) -> Any:
         """A procurement question answered from this machine's own runs: how many of these machines serve
         100,000 samples/s of the MLP classifier offline, at what cost, and what evidence is missing."""
-        latest = (
-            Submission.objects.filter(
-                workload_name="mlp-classifier", scenario_kind="offline", phase="inference", source="runner"
-            )
-            .order_by("-id")
-            .first()
-        )
+        latest = _latest_measured_mlp()
         if latest is None:
             self.stdout.write(self.style.WARNING("no measured MLP classifier run: no decision"))
             return None
-        question = {
-            "workload": "mlp-classifier",
-            "scenario": "offline",
-            "objectives": [],
-            "demand": {"value": 100000, "unit": latest.headline_unit or "samples/s"},
-            "prices": {"system_hour": {"*": 1.0}},
-            "criteria": ["cost", "energy"],
-        }
         decision = decision_create(
-            owner=admin, title="CPU inference capacity from this machine's runs", question=question
+            owner=admin,
+            title="CPU inference capacity from this machine's runs",
+            question=_capacity_question(latest.headline_unit or "samples/s"),
         )
         # decision_create stores the first answer
         answer = cast(DecisionAnswer, decision_latest_answer(decision=decision)).answer
         self.stdout.write(self.style.SUCCESS(f"decision {decision.pk}: {answer['question']}"))
+        self._print_answer(answer)
+        return decision
+
+    def _print_answer(self, answer: dict[str, Any]) -> None:
         for line in answer["summary"]:
             self.stdout.write(f"  {line}")
         for x in answer["left_out"][:5]:
@@ -196,7 +194,6 @@ class Command(BaseCommand):
             f"{'; '.join(answer['frontier']['labels']) or 'empty'}"
             + "".join(f" ({d['criterion']} left out: not measured)" for d in answer["frontier"]["dropped"])
         )
-        return decision
 
     def _load_examples(self, admin: Any) -> None:
         for path in sorted(EXAMPLES_DIR.glob("*.json")):
@@ -208,6 +205,40 @@ class Command(BaseCommand):
                 continue
             state = "stored" if created else "already known"
             self.stdout.write(f"{path.name}: {state} as run {run.pk} ({run.digest[:19]}…)")
+
+
+def _latest_measured_mlp() -> Submission | None:
+    """The newest MLP classifier offline inference run measured by the runners (not an example or import)."""
+    return (
+        Submission.objects.filter(
+            workload_name="mlp-classifier", scenario_kind="offline", phase="inference", source="runner"
+        )
+        .order_by("-id")
+        .first()
+    )
+
+
+def _measured(admin: Any, spec: Any) -> Any:
+    """Run `spec` on this machine and store the run."""
+    run, _ = submission_create(document=execute(spec, progress=True), submitted_by=admin)
+    return run
+
+
+def _capacity_question(unit: str) -> dict[str, Any]:
+    """How many of these machines serve 100,000 samples/s of the MLP classifier offline, by cost and energy."""
+    return {
+        "workload": "mlp-classifier",
+        "scenario": "offline",
+        "objectives": [],
+        "demand": {"value": 100000, "unit": unit},
+        "prices": {"system_hour": {"*": 1.0}},
+        "criteria": ["cost", "energy"],
+    }
+
+
+def _software_group(run: Any) -> list[Any]:
+    """The run and the runs comparable with it on the software axis, the newest six."""
+    return sorted([run, *comparable_runs(run=run, axis="software", include_examples=False)], key=lambda r: r.pk)[-6:]
 
 
 def _threads(run: Any) -> Any:

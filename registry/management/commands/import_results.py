@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO, cast
 
@@ -80,58 +81,25 @@ class Command(BaseCommand):
         # the report goes to stdout, the bar to stderr; `_out` is the stream the OutputWrapper wraps
         console = Console(file=cast(TextIO, self.stderr._out), stderr=True)
         started = time.perf_counter()
-        retries: list[str] = []
-
-        def say(state: RetryCallState) -> None:  # the database went away: say so, drop the broken connection
-            error = state.outcome.exception() if state.outcome else None
-            wait = state.next_action.sleep if state.next_action else 0.0
-            retries.append(f"{type(error).__name__}: {str(error).strip().splitlines()[0][:200] if error else ''}")
-            console.print(
-                f"retrying: the database is unavailable ({retries[-1]}); attempt {state.attempt_number + 1}"
-                f" of {attempts} in {wait:.0f} s; runs already stored will come back as known"
-            )
-            connections.close_all()
 
         def once() -> ImportResult:
-            with Progress(
-                TextColumn("importing"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                console=console,
+            return _import_with_bar(
+                console,
                 disable=no_progress or json,
-                transient=True,
-            ) as bar:
-                task = bar.add_task("import", total=None)
-                return mlperf_import(
-                    root=path,
-                    submitted_by=user_for_token(username=username),
-                    round_name=round_name,
-                    suite=suite,
-                    batch_size=batch_size,
-                    progress=lambda done, total: bar.update(task, completed=done, total=total),
-                )
-
-        try:
-            result = Retrying(
-                retry=retry_if_exception_type((OperationalError, InterfaceError)),
-                stop=stop_after_attempt(attempts),
-                wait=wait_exponential(multiplier=1, max=30),
-                before_sleep=say,
-            )(once)
-        except (RetryError, OperationalError, InterfaceError) as exc:
-            cause = exc.last_attempt.exception() if isinstance(exc, RetryError) else exc
-            raise CommandError(
-                f"the database stayed unavailable after {attempts} attempt(s): "
-                f"{type(cause).__name__}: {str(cause).strip().splitlines()[0][:300]}; "
-                "runs stored before it went away are kept (import again to finish)"
-            ) from None
-        if retries:
-            console.print(
-                f"the import succeeded after {len(retries)} retry(ies); runs stored before an "
-                "interruption are counted as known"
+                root=path,
+                username=username,
+                round_name=round_name,
+                suite=suite,
+                batch_size=batch_size,
             )
+
+        result = _with_retries(once, console, attempts)
         elapsed = time.perf_counter() - started
+        self._write_reports(result, elapsed, report=report, json=json, full=full)
+
+    def _write_reports(
+        self, result: ImportResult, elapsed: float, *, report: Path | None, json: bool, full: bool
+    ) -> None:
         if report:
             report.write_text(_json_report(result), encoding="utf-8")
         if json:
@@ -141,6 +109,76 @@ class Command(BaseCommand):
             _summary(Console(file=cast(TextIO, self.stdout._out)), result, elapsed)
         if result.counts.get("refused"):
             raise CommandError(f"{result.counts['refused']} result(s) refused; the valid ones were kept")
+
+
+def _import_with_bar(
+    console: Console, *, disable: bool, root: Path, username: str, round_name: str | None, suite: str, batch_size: int
+) -> ImportResult:
+    with _progress_bar(console, disable) as bar:
+        task = bar.add_task("import", total=None)
+        return mlperf_import(
+            root=root,
+            submitted_by=user_for_token(username=username),
+            round_name=round_name,
+            suite=suite,
+            batch_size=batch_size,
+            progress=lambda done, total: bar.update(task, completed=done, total=total),
+        )
+
+
+def _progress_bar(console: Console, disable: bool) -> Progress:
+    return Progress(
+        TextColumn("importing"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        disable=disable,
+        transient=True,
+    )
+
+
+def _with_retries(once: Callable[[], ImportResult], console: Console, attempts: int) -> ImportResult:
+    """Run `once`, retrying while the database is unavailable, and say so when it took retries."""
+    retries: list[str] = []
+    try:
+        result = Retrying(
+            retry=retry_if_exception_type((OperationalError, InterfaceError)),
+            stop=stop_after_attempt(attempts),
+            wait=wait_exponential(multiplier=1, max=30),
+            before_sleep=_retry_announcer(console, attempts, retries),
+        )(once)
+    except (RetryError, OperationalError, InterfaceError) as exc:
+        raise _unavailable(exc, attempts) from None
+    if retries:
+        console.print(
+            f"the import succeeded after {len(retries)} retry(ies); runs stored before an "
+            "interruption are counted as known"
+        )
+    return result
+
+
+def _unavailable(exc: RetryError | OperationalError | InterfaceError, attempts: int) -> CommandError:
+    cause = exc.last_attempt.exception() if isinstance(exc, RetryError) else exc
+    return CommandError(
+        f"the database stayed unavailable after {attempts} attempt(s): "
+        f"{type(cause).__name__}: {str(cause).strip().splitlines()[0][:300]}; "
+        "runs stored before it went away are kept (import again to finish)"
+    )
+
+
+def _retry_announcer(console: Console, attempts: int, retries: list[str]) -> Callable[[RetryCallState], None]:
+    def say(state: RetryCallState) -> None:  # the database went away: say so, drop the broken connection
+        error = state.outcome.exception() if state.outcome else None
+        wait = state.next_action.sleep if state.next_action else 0.0
+        retries.append(f"{type(error).__name__}: {str(error).strip().splitlines()[0][:200] if error else ''}")
+        console.print(
+            f"retrying: the database is unavailable ({retries[-1]}); attempt {state.attempt_number + 1}"
+            f" of {attempts} in {wait:.0f} s; runs already stored will come back as known"
+        )
+        connections.close_all()
+
+    return say
 
 
 def _problems(result: ImportResult) -> str:
