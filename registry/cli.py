@@ -44,6 +44,21 @@ def submit_main(argv: list[str]) -> int:
     """`benchreg submit FILE...`: one line per file; exit 1 if any was rejected, 2 on connection errors."""
     from runners.client import RegistryClient
 
+    args = _submit_args(argv)
+    worst = 0
+    # Retries (503 while the database restarts, connection errors) are safe: a run is known by its digest.
+    # Each one is said on stderr; the file's line says how many it took.
+    with RegistryClient(
+        args.server, args.token, on_retry=lambda words: print(f"retrying: {words}", file=sys.stderr, flush=True)
+    ) as client:
+        if len(args.files) > 1:  # several files go as NDJSON batches
+            return _submit_batches(client, args.files, args.batch_size)
+        for path in args.files:
+            worst = max(worst, _submit_one(client, path))
+    return worst
+
+
+def _submit_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="benchreg submit", description="Submit run documents to a registry.")
     parser.add_argument("files", nargs="+", type=Path)
     parser.add_argument("--server", default=os.environ.get("BENCHREG_SERVER", "http://127.0.0.1:8000"))
@@ -59,24 +74,18 @@ def submit_main(argv: list[str]) -> int:
         parser.error("no token: pass --token or set BENCHREG_TOKEN")
     if args.batch_size < 1:
         parser.error("--batch-size must be at least 1")
-    worst = 0
-    # Retries (503 while the database restarts, connection errors) are safe: a run is known by its digest.
-    # Each one is said on stderr; the file's line says how many it took.
-    with RegistryClient(
-        args.server, args.token, on_retry=lambda words: print(f"retrying: {words}", file=sys.stderr, flush=True)
-    ) as client:
-        if len(args.files) > 1:  # several files go as NDJSON batches
-            return _submit_batches(client, args.files, args.batch_size)
-        for path in args.files:
-            try:
-                outcome = client.submit_file(path)
-            except OSError as exc:
-                print(f"{path}: error: cannot read: {exc.strerror}")
-                worst = max(worst, 2)
-                continue
-            print(outcome.line(str(path)))
-            worst = max(worst, {"stored": 0, "known": 0, "rejected": 1}.get(outcome.status, 2))
-    return worst
+    return args
+
+
+def _submit_one(client: Any, path: Path) -> int:
+    """Submit one file and print its line; returns its exit status."""
+    try:
+        outcome = client.submit_file(path)
+    except OSError as exc:
+        print(f"{path}: error: cannot read: {exc.strerror}")
+        return 2
+    print(outcome.line(str(path)))
+    return {"stored": 0, "known": 0, "rejected": 1}.get(outcome.status, 2)
 
 
 # --- `benchreg submit` of many files: NDJSON batches, a progress bar on a terminal ----------------------
@@ -103,17 +112,24 @@ def _submit_batches(client: Any, files: list[Path], batch_size: int) -> int:
     with progress:
         task = progress.add_task("submit", total=len(files))
         for batch in _batches(files, batch_size):
-            bodies = [body for _, body in batch if isinstance(body, bytes)]
-            outcomes = iter(client.submit_batch(bodies) if bodies else [])
-            for path, body in batch:  # in the order given
-                if isinstance(body, OSError):
-                    print(f"{path}: error: cannot read: {body.strerror}")
-                    worst = max(worst, 2)
-                    continue
-                outcome = next(outcomes)
-                print(outcome.line(str(path)))
-                worst = max(worst, {"stored": 0, "known": 0, "rejected": 1}.get(outcome.status, 2))
+            worst = max(worst, _submit_batch(client, batch))
             progress.advance(task, len(batch))
+    return worst
+
+
+def _submit_batch(client: Any, batch: list[tuple[Path, bytes | OSError]]) -> int:
+    """Send one batch and print one line per file, in the order given; returns the worst exit status."""
+    worst = 0
+    bodies = [body for _, body in batch if isinstance(body, bytes)]
+    outcomes = iter(client.submit_batch(bodies) if bodies else [])
+    for path, body in batch:  # in the order given
+        if isinstance(body, OSError):
+            print(f"{path}: error: cannot read: {body.strerror}")
+            worst = max(worst, 2)
+            continue
+        outcome = next(outcomes)
+        print(outcome.line(str(path)))
+        worst = max(worst, {"stored": 0, "known": 0, "rejected": 1}.get(outcome.status, 2))
     return worst
 
 

@@ -90,60 +90,61 @@ def audit_integrate(*, wait: bool = True, batch_size: int = INTEGRATE_BATCH, lim
         done += count
         if count == size:
             continue  # a full batch: more may be queued
-        if connection.in_atomic_block:
-            if count == 0:
-                return done  # the caller's transaction has taken all it can see
-        elif not AuditQueued.objects.exists():
-            # The queue is empty now, after this batch released the head: a commit that found the head locked
-            # while the batch ran committed its row before that, so it would be seen here. One plain query instead
-            # of another locked batch; a commit after this look finds the head free and integrates itself.
-            # Asked after an empty batch too: a batch may read the queue as it was before a commit whose own
-            # sequencing attempt found this batch holding the head (_TAKE_BATCH reads at its statement's start).
+        if _nothing_left(count):
             return done
     return done
 
 
+def _nothing_left(count: int) -> bool:
+    """After a batch short of full: whether the sequencer may stop."""
+    if connection.in_atomic_block:
+        return count == 0  # the caller's transaction has taken all it can see
+    # The queue is empty now, after this batch released the head: a commit that found the head locked
+    # while the batch ran committed its row before that, so it would be seen here. One plain query instead
+    # of another locked batch; a commit after this look finds the head free and integrates itself.
+    # Asked after an empty batch too: a batch may read the queue as it was before a commit whose own
+    # sequencing attempt found this batch holding the head (_TAKE_BATCH reads at its statement's start).
+    return not AuditQueued.objects.exists()
+
+
 @transaction.atomic
 def _integrate_batch(*, wait: bool, batch_size: int) -> int | None:
-    if connection.vendor == "postgresql":
-        if not wait:
-            return _integrate_batch_postgres(batch_size)
-        head = AuditHead.objects.select_for_update().filter(id=1).first()  # waits for another sequencer
-        if head is None:
-            return None
-    else:
-        # SQLite has no row locks: a write first takes the database's write lock, which serialises sequencers.
-        AuditHead.objects.filter(id=1).update(size=F("size"))
-        head = AuditHead.objects.get(id=1)
+    if connection.vendor == "postgresql" and not wait:
+        return _integrate_batch_postgres(batch_size)
+    head = _locked_head()
+    if head is None:
+        return None
     queued = list(AuditQueued.objects.order_by("id")[:batch_size])
     if not queued:
         return 0
     key = commitment_key()
-    entries = [
-        _entry(
-            seq, row.queued_at, row.actor, row.actor_user, row.actor_token, row.kind, row.subject, row.payload, key=key
-        )
-        for seq, row in enumerate(queued, start=head.size)
-    ]
+    entries = [_entry(seq, _queued_values(row), key=key) for seq, row in enumerate(queued, start=head.size)]
     AuditEntry.objects.bulk_create(entries)
     AuditQueued.objects.filter(id__in=[row.id for row in queued]).delete()
     AuditHead.objects.filter(id=1).update(size=head.size + len(entries))
     return len(entries)
 
 
-def _entry(
-    seq: int,
-    queued_at: datetime,
-    actor: str,
-    actor_user: int | None,
-    actor_token: int | None,
-    kind: str,
-    subject: str,
-    payload: str,
-    *,
-    key: CommitmentKey,
-) -> AuditEntry:
+def _locked_head() -> AuditHead | None:
+    """The head row, locked for this transaction; None if it is missing (PostgreSQL)."""
+    if connection.vendor == "postgresql":
+        return AuditHead.objects.select_for_update().filter(id=1).first()  # waits for another sequencer
+    # SQLite has no row locks: a write first takes the database's write lock, which serialises sequencers.
+    AuditHead.objects.filter(id=1).update(size=F("size"))
+    return AuditHead.objects.get(id=1)
+
+
+# A queued row's values: queued_at, actor, actor_user, actor_token, kind, subject, payload
+_QueuedRow = tuple[datetime, str, int | None, int | None, str, str, str]
+
+
+def _queued_values(row: AuditQueued) -> _QueuedRow:
+    return (row.queued_at, row.actor, row.actor_user, row.actor_token, row.kind, row.subject, row.payload)
+
+
+def _entry(seq: int, row: _QueuedRow, *, key: CommitmentKey) -> AuditEntry:
     """The log entry numbered `seq` of a queued row: its public text (committing who did it) and leaf hash."""
+    queued_at, actor, actor_user, actor_token, kind, subject, payload = row
     who = actor_commitment(seq=seq, actor=actor, user=actor_user, token=actor_token, key=key)
     text = entry_text(seq=seq, time=queued_at, kind=kind, subject=subject, payload=json.loads(payload), who=who)
     return AuditEntry(
@@ -207,7 +208,7 @@ def _integrate_batch_postgres(batch_size: int) -> int | None:
         if not rows:
             return 0
         key = commitment_key()
-        entries = [_entry(seq, *row, key=key) for seq, row in enumerate(rows, start=size)]
+        entries = [_entry(seq, row, key=key) for seq, row in enumerate(rows, start=size)]
         placeholders = "(" + ", ".join(["%s"] * len(_ENTRY_COLUMNS)) + ")"
         cursor.execute(
             _ADD_ENTRIES.format(rows=", ".join([placeholders] * len(entries))),

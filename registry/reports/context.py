@@ -31,38 +31,48 @@ def report_context(evidence: Mapping[str, Any], *, certificate: Mapping[str, str
     docs = [json.loads(r["canonical"]) for r in evidence["runs"]]
     runs = [_run_row(r, d, result) for r, d in zip(evidence["runs"], docs, strict=True)]
     ids = [r["id"] for r in evidence["runs"]]
-    verdict = conclusion(result, ids)
-    estimated = _estimated(result)
+    return {
+        **_provenance(evidence, comparison),
+        "result": result,
+        "runs": runs,
+        **_findings(result, ids, runs),
+        "protocol_versions": sorted({str(d.get("protocol")) for d in docs}),
+        "charts": _charts(result, docs, ids),
+        "decision_answer": decision_answer(evidence.get("decision")),
+        "certificate": certificate,
+    }
+
+
+def _provenance(evidence: Mapping[str, Any], comparison: Mapping[str, Any]) -> dict[str, Any]:
+    """Where the report's numbers come from: report, registry, checkpoint, comparison and contract."""
+    result = comparison["result"]
+    contract = evidence["contract"]
     return {
         "report": evidence["report"],
         "registry": evidence["registry"],
         "checkpoint": evidence["checkpoint"],
         "comparison": {**evidence["comparison"], "inputs": comparison["inputs"], "axis": result.get("axis")},
         "contract": {
-            "digest": evidence["contract"]["digest"],
-            "id": evidence["contract"]["document"].get("$id"),
-            "version": evidence["contract"]["document"].get("version"),
-            "roles": contract_roles(evidence["contract"]["document"], result.get("axis") or "system"),
+            "digest": contract["digest"],
+            "id": contract["document"].get("$id"),
+            "version": contract["document"].get("version"),
+            "roles": contract_roles(contract["document"], result.get("axis") or "system"),
         },
         "axis_words": AXIS_WORDS.get(result.get("axis") or "", result.get("axis")),
-        "result": result,
-        "runs": runs,
+    }
+
+
+def _findings(result: Mapping[str, Any], ids: Sequence[int], runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """What the statistics say: configurations, verdict, points, pairwise statements, methods and caveats."""
+    verdict = conclusion(result, ids)
+    estimated = _estimated(result)
+    return {
         "arms": [_arm_row(a, ids, verdict) for a in result.get("arms") or []],
         "recommendation": recommendation(result),
         "conclusion": verdict,
         "decision_points": decision_points(result, verdict),
         "other_points": _derived_points(estimated) + _sizing_points(estimated),
-        "pairwise": [
-            {
-                **p,
-                "subject_label": _arm_label(result, p["subject"]),
-                "outcome_words": OUTCOME_WORDS.get(
-                    p.get("verdict") or p.get("outcome"), p.get("verdict") or p.get("outcome")
-                ),
-                "baseline_label": _arm_label(result, p["baseline"]),
-            }
-            for p in result.get("pairwise") or []
-        ],
+        "pairwise": _pairwise_rows(result),
         "methods": [
             (name.replace("_", " ").capitalize(), words) for name, words in (result.get("methods") or {}).items()
         ],
@@ -71,11 +81,21 @@ def report_context(evidence: Mapping[str, Any], *, certificate: Mapping[str, str
             for c in result.get("caveats") or []
         ],
         "sizing": [{"label": a["label"], **a["sizing"]} for a in result.get("arms") or [] if a.get("sizing")],
-        "protocol_versions": sorted({str(d.get("protocol")) for d in docs}),
-        "charts": _charts(result, docs, ids),
-        "decision_answer": decision_answer(evidence.get("decision")),
-        "certificate": certificate,
     }
+
+
+def _pairwise_rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [
+        {
+            **p,
+            "subject_label": _arm_label(result, p["subject"]),
+            "outcome_words": OUTCOME_WORDS.get(
+                p.get("verdict") or p.get("outcome"), p.get("verdict") or p.get("outcome")
+            ),
+            "baseline_label": _arm_label(result, p["baseline"]),
+        }
+        for p in result.get("pairwise") or []
+    ]
 
 
 def decision_answer(section: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -85,29 +105,7 @@ def decision_answer(section: Mapping[str, Any] | None) -> dict[str, Any] | None:
         return None
     answer = json.loads(section["canonical"])
     members = set((answer.get("frontier") or {}).get("members") or [])
-
-    def figure(block: Any) -> str:
-        if not isinstance(block, Mapping) or block.get("value") is None:
-            return "—"
-        low, high = block.get("ci_low"), block.get("ci_high")
-        text = interval(low, high, Style.GENERAL)
-        return number(block["value"], Style.GENERAL) + (f" ({text})" if text else "")
-
-    rows = [
-        {
-            "label": c["label"],
-            "meets": c["meets"],
-            "frontier": i in members,
-            "systems": figure(c.get("systems_needed")),
-            "cost": figure(c.get("cost_per_million")),
-            "energy": figure(c.get("energy_per_output")),
-            "latency": number(c["latency_ms"], Style.GENERAL) if isinstance(c.get("latency_ms"), int | float) else "—",
-            "runs": [r.get("id") for r in c.get("runs") or []],
-            "gaps": [g.get("message") or g.get("code") for g in c.get("gaps") or []],
-        }
-        for i, c in enumerate(answer.get("candidates") or [])
-    ]
-    first = (answer.get("candidates") or [{}])[0]
+    rows = [_candidate_row(c, i in members) for i, c in enumerate(answer.get("candidates") or [])]
     return {
         "id": section.get("id"),
         "title": section.get("title"),
@@ -117,11 +115,40 @@ def decision_answer(section: Mapping[str, Any] | None) -> dict[str, Any] | None:
         "rows": rows,
         "frontier": answer.get("frontier") or {},
         "left_out": len(answer.get("left_out") or []),
-        "units": {
-            "cost": (first.get("cost_per_million") or {}).get("unit"),
-            "energy": (first.get("energy_per_output") or {}).get("unit"),
-        },
+        "units": _answer_units(answer),
         "pareto": charts_decision.pareto_chart(answer),
+    }
+
+
+def _candidate_row(candidate: Mapping[str, Any], frontier: bool) -> dict[str, Any]:
+    c = candidate
+    return {
+        "label": c["label"],
+        "meets": c["meets"],
+        "frontier": frontier,
+        "systems": _figure(c.get("systems_needed")),
+        "cost": _figure(c.get("cost_per_million")),
+        "energy": _figure(c.get("energy_per_output")),
+        "latency": number(c["latency_ms"], Style.GENERAL) if isinstance(c.get("latency_ms"), int | float) else "—",
+        "runs": [r.get("id") for r in c.get("runs") or []],
+        "gaps": [g.get("message") or g.get("code") for g in c.get("gaps") or []],
+    }
+
+
+def _figure(block: Any) -> str:
+    if not isinstance(block, Mapping) or block.get("value") is None:
+        return "—"
+    low, high = block.get("ci_low"), block.get("ci_high")
+    text = interval(low, high, Style.GENERAL)
+    return number(block["value"], Style.GENERAL) + (f" ({text})" if text else "")
+
+
+def _answer_units(answer: Mapping[str, Any]) -> dict[str, Any]:
+    """The units of cost and energy, as the first candidate states them."""
+    first = (answer.get("candidates") or [{}])[0]
+    return {
+        "cost": (first.get("cost_per_million") or {}).get("unit"),
+        "energy": (first.get("energy_per_output") or {}).get("unit"),
     }
 
 
@@ -147,41 +174,14 @@ def conclusion(result: Mapping[str, Any], run_ids: Sequence[int]) -> dict[str, A
     green while its arms are unsteady.
     """
     if not result.get("comparable"):
-        return {
-            "outcome": "refused",
-            "statement": "These runs are not comparable: no conclusion.",
-            "reasons": [],
-            "tone": "refused",
-            "baseline": None,
-            "focus": [],
-        }
+        return _refused_conclusion()
     stored = result.get("conclusion") or {}
     reasons = [_reason_words(r, run_ids) for r in stored.get("reasons") or []]
-    if stored:
-        outcome, statement = str(stored.get("outcome")), str(stored.get("statement") or "")
-    else:
-        advice = recommendation(result)
-        outcome = {"clear": "distinguishable", "tentative": "not-enough-evidence"}.get(
-            advice["strength"], "single-configuration" if len(result.get("arms") or []) < 2 else "indistinguishable"
-        )
-        statement = advice["headline"]
-    named = {r.get("run") for r in stored.get("reasons") or [] if isinstance(r.get("run"), int)}
-    blocking = [
-        f"run {run_ids[c['run']]}: {c['message']}"
-        for c in result.get("caveats") or []
-        if c.get("code") in BLOCKING
-        and isinstance(c.get("run"), int)
-        and c["run"] < len(run_ids)
-        and c["run"] not in named
-    ]  # a run the conclusion already names is not repeated
+    outcome, statement = _stated_outcome(result, stored)
+    blocking = _blocking_caveats(result, run_ids, stored)
     unseen = [b for b in blocking if not any(b.split(": ", 1)[1] in r for r in reasons)]
     if unseen and outcome in ("distinguishable", "indistinguishable"):
-        outcome = "inconclusive"
-        runs = sorted({b.split(":", 1)[0] for b in blocking}, key=lambda r: int(r.split()[1]))
-        statement = (
-            f"Inconclusive: {len(runs)} of the {len(run_ids)} runs ({', '.join(runs)}) carry a caveat "
-            "that blocks any verdict, so these numbers cannot settle the decision."
-        )
+        outcome, statement = "inconclusive", _inconclusive_statement(blocking, run_ids)
     reasons += unseen
     reasons = [r for r in reasons if r not in statement]  # a reason the statement already gives is said once
     return {
@@ -192,6 +192,49 @@ def conclusion(result: Mapping[str, Any], run_ids: Sequence[int]) -> dict[str, A
         "baseline": stored.get("baseline"),
         "focus": list(stored.get("focus") or []),
     }
+
+
+def _refused_conclusion() -> dict[str, Any]:
+    return {
+        "outcome": "refused",
+        "statement": "These runs are not comparable: no conclusion.",
+        "reasons": [],
+        "tone": "refused",
+        "baseline": None,
+        "focus": [],
+    }
+
+
+def _stated_outcome(result: Mapping[str, Any], stored: Mapping[str, Any]) -> tuple[str, str]:
+    """The stored conclusion's outcome and statement; without one, the recommendation's reading."""
+    if stored:
+        return str(stored.get("outcome")), str(stored.get("statement") or "")
+    advice = recommendation(result)
+    outcome = {"clear": "distinguishable", "tentative": "not-enough-evidence"}.get(
+        advice["strength"], "single-configuration" if len(result.get("arms") or []) < 2 else "indistinguishable"
+    )
+    return outcome, advice["headline"]
+
+
+def _blocking_caveats(result: Mapping[str, Any], run_ids: Sequence[int], stored: Mapping[str, Any]) -> list[str]:
+    """ "run <id>: <message>" for each blocking caveat of a run the stored conclusion does not already name."""
+    named = {r.get("run") for r in stored.get("reasons") or [] if isinstance(r.get("run"), int)}
+    return [
+        f"run {run_ids[c['run']]}: {c['message']}"
+        for c in result.get("caveats") or []
+        if c.get("code") in BLOCKING
+        and isinstance(c.get("run"), int)
+        and c["run"] < len(run_ids)
+        and c["run"] not in named
+    ]
+
+
+def _inconclusive_statement(blocking: Sequence[str], run_ids: Sequence[int]) -> str:
+    runs = sorted({b.split(":", 1)[0] for b in blocking}, key=lambda r: int(r.split()[1]))
+    return (
+        f"Inconclusive: {len(runs)} of the {len(run_ids)} runs ({', '.join(runs)}) carry a caveat "
+        "that blocks any verdict, so these numbers cannot settle the decision."
+    )
 
 
 def decision_points(result: Mapping[str, Any], verdict: Mapping[str, Any]) -> list[str]:
@@ -238,37 +281,40 @@ def recommendation(result: Mapping[str, Any]) -> dict[str, Any]:
     ranked = sorted(arms, key=lambda a: a["estimate"]["value"], reverse=not lower)
     leader, others = ranked[0], ranked[1:]
     outcomes = [_pair_outcome(result, leader["index"], o["index"]) for o in others]
+    strength, headline = _advice(leader, others, outcomes, est)
+    return {"strength": strength, "headline": headline, "leader": leader["label"]}
+
+
+def _advice(
+    leader: Mapping[str, Any], others: Sequence[Mapping[str, Any]], outcomes: Sequence[str], est: Mapping[str, Any]
+) -> tuple[str, str]:
+    """How firmly the pairwise outcomes of the leader against the others support it, and the headline that says so."""
+    metric, best, value = _leader_words(leader, est)
+    if all(o in ("better", "worse") for o in outcomes):
+        return "clear", (
+            f"The numbers support {leader['label']}: it has the {best}, {value}, and "
+            "the difference from every alternative is distinguishable from noise at 95%."
+        )
+    if any(o == "indistinguishable" for o in outcomes):
+        close = [o["label"] for o, x in zip(others, outcomes, strict=True) if x == "indistinguishable"]
+        return "none", (
+            f"The numbers do not separate {leader['label']} from {', '.join(close)} on "
+            f"{metric}: the difference is within noise. Decide on other grounds "
+            "(cost, energy, capacity, supply) shown below."
+        )
+    return "tentative", (
+        f"{leader['label']} has the {best}, {value}, but the uncertainty of the difference is unknown "
+        "(runs without raw samples): treat the ranking as indicative, not established."
+    )
+
+
+def _leader_words(leader: Mapping[str, Any], est: Mapping[str, Any]) -> tuple[str, str, str]:
+    """The metric in words, "<lowest|highest> <metric>", and the leader's value with its interval."""
+    lower = bool(est.get("lower_is_better"))
     metric = f"{metric_label(est.get('metric'))} ({est.get('unit') or 'no unit'})"
     best = f"{'lowest' if lower else 'highest'} {metric}"
     value = f"{number(leader['estimate']['value'], Style.CHART)} {est.get('unit') or ''}{_ci(leader['estimate'])}"
-    if all(o in ("better", "worse") for o in outcomes):
-        strength, headline = (
-            "clear",
-            (
-                f"The numbers support {leader['label']}: it has the {best}, {value}, and "
-                "the difference from every alternative is distinguishable from noise at 95%."
-            ),
-        )
-    elif any(o == "indistinguishable" for o in outcomes):
-        close = [o["label"] for o, x in zip(others, outcomes, strict=True) if x == "indistinguishable"]
-        strength, headline = (
-            "none",
-            (
-                f"The numbers do not separate {leader['label']} from {', '.join(close)} on "
-                f"{metric}: the difference is within noise. Decide on other grounds "
-                "(cost, energy, capacity, supply) shown below."
-            ),
-        )
-    else:
-        strength, headline = (
-            "tentative",
-            (
-                f"{leader['label']} has the {best}, {value}, but the uncertainty of "
-                "the difference is unknown (runs without raw samples): treat the "
-                "ranking as indicative, not established."
-            ),
-        )
-    return {"strength": strength, "headline": headline, "leader": leader["label"]}
+    return metric, best, value
 
 
 def contract_roles(contract: Mapping[str, Any], axis: str) -> dict[str, list[str]]:
@@ -293,18 +339,7 @@ def hardware_words(doc: Mapping[str, Any]) -> str:
     system = doc.get("system") or {}
     accels = [a for a in system.get("accelerators") or [] if isinstance(a, Mapping)]
     if accels:
-        return " + ".join(
-            " ".join(
-                str(x)
-                for x in (
-                    f"{a['count']}×" if isinstance(a.get("count"), int) else None,
-                    a.get("vendor"),
-                    a.get("model"),
-                )
-                if x
-            )
-            for a in accels
-        )
+        return " + ".join(_accelerator_words(a) for a in accels)
     host = system.get("host") or {}
     cpu = host.get("cpu_model")
     if cpu:
@@ -313,26 +348,34 @@ def hardware_words(doc: Mapping[str, Any]) -> str:
     return "hardware not stated"
 
 
+def _accelerator_words(accel: Mapping[str, Any]) -> str:
+    count = f"{accel['count']}×" if isinstance(accel.get("count"), int) else None
+    return " ".join(str(x) for x in (count, accel.get("vendor"), accel.get("model")) if x)
+
+
 def _run_row(run: Mapping[str, Any], doc: Mapping[str, Any], result: Mapping[str, Any]) -> dict[str, Any]:
-    conditions, scenario = doc.get("conditions") or {}, doc.get("scenario") or {}
-    window = conditions.get("window") or {}
-    headline = (result.get("runs") or [{}] * (run["position"] + 1))[run["position"]].get("headline") or {}
+    scenario, precision, workload = doc.get("scenario") or {}, doc.get("precision") or {}, doc.get("workload") or {}
+    computed = (result.get("runs") or [{}] * (run["position"] + 1))[run["position"]]
+    headline = computed.get("headline") or {}
     return {
         **run,
         "label": f"Run {run['id']}",
         "document": doc,
         "system": (doc.get("system") or {}).get("name"),
-        "configuration": _arm_label(result, arm)
-        if isinstance(arm := (result.get("runs") or [{}] * (run["position"] + 1))[run["position"]].get("arm"), int)
-        else "",
+        "configuration": _arm_label(result, arm) if isinstance(arm := computed.get("arm"), int) else "",
         "accelerator": hardware_words(doc),
-        "precision": "/".join(
-            str(x)
-            for x in ((doc.get("precision") or {}).get("weights"), (doc.get("precision") or {}).get("activations"))
-            if x
-        ),
-        "workload": f"{(doc.get('workload') or {}).get('name')} {(doc.get('workload') or {}).get('version')}",
+        "precision": "/".join(str(x) for x in (precision.get("weights"), precision.get("activations")) if x),
+        "workload": f"{workload.get('name')} {workload.get('version')}",
         "scenario": " ".join(str(x) for x in (scenario.get("kind"), _rate(scenario)) if x),
+        **_condition_words(doc.get("conditions") or {}),
+        "driver": _join([((doc.get("software") or {}).get("driver") or {}).get(k) for k in ("name", "version")], " "),
+        "headline": headline,
+    }
+
+
+def _condition_words(conditions: Mapping[str, Any]) -> dict[str, str]:
+    window = conditions.get("window") or {}
+    return {
         "window": _join(
             [
                 f"{window['seconds']:g} s" if window.get("seconds") else None,
@@ -346,8 +389,6 @@ def _run_row(run: Mapping[str, Any], doc: Mapping[str, Any], result: Mapping[str
         "throttled": _yes_no((conditions.get("thermal") or {}).get("throttled")),
         "ambient": _words(conditions.get("ambient_c"), "°C"),
         "isolation": conditions.get("isolation") or "not stated",
-        "driver": _join([((doc.get("software") or {}).get("driver") or {}).get(k) for k in ("name", "version")], " "),
-        "headline": headline,
     }
 
 

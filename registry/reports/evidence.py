@@ -54,69 +54,80 @@ def evidence_build(
     contract = comparability.contract_document()
     document = {
         "kind": EVIDENCE_KIND,
-        "report": {
-            "id": report.pk,
-            "title": report.title,
-            "decision": report.decision,
-            "prices": dict(report.prices or {}),
-            "currency": report.currency,
-            "requested_by": report.requested_by_name,
-            "requested_at": _iso(report.created_at),
-        },
-        "registry": {
-            "log_origin": log_origin(),
-            "checkpoint_verifier_key": checkpoint.vkey,
-            "checkpoint_current_key": checkpoint_key().vkey,
-            "report_certificates_pem": identity.public_pem().decode("ascii"),
-            "report_certificate_sha256": identity.fingerprint(),
-        },
+        "report": _report_section(report),
+        "registry": _registry_section(checkpoint, identity),
         # The note carries the witnesses' cosignature lines, if any: the cosigned checkpoint the report
         # was issued under. Verifiers that know only the log's key ignore those lines.
-        "checkpoint": {
-            "note": cosigned_note(checkpoint),
-            "id": checkpoint.pk,
-            "size": checkpoint.size,
-            "root_hash": checkpoint.root_hash,
-            "origin": checkpoint.origin,
-            "signed_at": _iso(checkpoint.created_at),
-        },
-        "comparison": {
-            "id": report.comparison.pk,
-            "digest": report.comparison.digest,
-            "canonical": report.comparison.canonical,
-        },
+        "checkpoint": _checkpoint_section(checkpoint),
+        "comparison": _comparison_section(report),
         "contract": {"digest": protocol.digest(contract), "document": contract},
         "runs": [_run(i, run, checkpoint) for i, run in enumerate(runs)],
     }
-    issued_from = DecisionReport.objects.filter(report=report).select_related("decision", "answer").first()
-    if issued_from is not None:
-        answer = issued_from.answer
-        document["decision"] = {
-            "id": issued_from.decision_id,
-            "title": issued_from.decision.title,
-            "answer": answer.number,
-            "digest": answer.digest,
-            "canonical": protocol.canonicalize(answer.answer).decode(),
-        }
+    decision = _decision_section(report)
+    if decision is not None:
+        document["decision"] = decision
     canonical = protocol.canonicalize(document)
     return Evidence(document, canonical, protocol.digest_of(canonical))
 
 
+def _report_section(report: Report) -> dict[str, Any]:
+    return {
+        "id": report.pk,
+        "title": report.title,
+        "decision": report.decision,
+        "prices": dict(report.prices or {}),
+        "currency": report.currency,
+        "requested_by": report.requested_by_name,
+        "requested_at": _iso(report.created_at),
+    }
+
+
+def _registry_section(checkpoint: Checkpoint, identity: SigningIdentity) -> dict[str, Any]:
+    return {
+        "log_origin": log_origin(),
+        "checkpoint_verifier_key": checkpoint.vkey,
+        "checkpoint_current_key": checkpoint_key().vkey,
+        "report_certificates_pem": identity.public_pem().decode("ascii"),
+        "report_certificate_sha256": identity.fingerprint(),
+    }
+
+
+def _checkpoint_section(checkpoint: Checkpoint) -> dict[str, Any]:
+    return {
+        "note": cosigned_note(checkpoint),
+        "id": checkpoint.pk,
+        "size": checkpoint.size,
+        "root_hash": checkpoint.root_hash,
+        "origin": checkpoint.origin,
+        "signed_at": _iso(checkpoint.created_at),
+    }
+
+
+def _comparison_section(report: Report) -> dict[str, Any]:
+    return {
+        "id": report.comparison.pk,
+        "digest": report.comparison.digest,
+        "canonical": report.comparison.canonical,
+    }
+
+
+def _decision_section(report: Report) -> dict[str, Any] | None:
+    """The decision and answer `report` was issued from; None for a report issued from a comparison."""
+    issued_from = DecisionReport.objects.filter(report=report).select_related("decision", "answer").first()
+    if issued_from is None:
+        return None
+    answer = issued_from.answer
+    return {
+        "id": issued_from.decision_id,
+        "title": issued_from.decision.title,
+        "answer": answer.number,
+        "digest": answer.digest,
+        "canonical": protocol.canonicalize(answer.answer).decode(),
+    }
+
+
 def _run(position: int, run: Submission, checkpoint: Checkpoint) -> dict[str, Any]:
-    entry = AuditEntry.objects.filter(kind=AuditKind.RUN_SUBMITTED, subject=run.digest).order_by("seq").first()
-    if entry is None or entry.seq >= checkpoint.size:
-        raise RegistryError(
-            f"run {run.pk} ({run.digest}) has no run.submitted entry in the audit log below "
-            f"checkpoint size {checkpoint.size}",
-            code="run-not-logged",
-        )
-    proof = audit_inclusion(entry=entry.seq, size=checkpoint.size)
-    if proof.root_hash.hex() != checkpoint.root_hash:
-        raise RegistryError(
-            f"the log's root at size {checkpoint.size} differs from the signed checkpoint: run `benchreg audit verify`",
-            code="audit-log-inconsistent",
-            status=500,
-        )
+    audit = _audit_proof(run, checkpoint)
     job = getattr(run, "job", None)
     agent = (run.document.get("provenance") or {}).get("agent") or (job.agent_name if job is not None else None)
     return {
@@ -130,14 +141,40 @@ def _run(position: int, run: Submission, checkpoint: Checkpoint) -> dict[str, An
         "submitted_at": _iso(run.submitted_at),
         "agent": agent,
         "trust": run.trust,
-        "audit": {
-            "seq": entry.seq,
-            "entry": entry.entry,
-            "leaf_hash": entry.leaf_hash,
-            "tree_size": proof.tree_size,
-            "inclusion_proof": [h.hex() for h in proof.proof],
-        },
+        "audit": audit,
     }
+
+
+def _audit_proof(run: Submission, checkpoint: Checkpoint) -> dict[str, Any]:
+    """The run's "run.submitted" entry below the checkpoint and its inclusion proof against the checkpoint's root."""
+    entry = _logged_entry(run, checkpoint)
+    proof = audit_inclusion(entry=entry.seq, size=checkpoint.size)
+    if proof.root_hash.hex() != checkpoint.root_hash:
+        raise RegistryError(
+            f"the log's root at size {checkpoint.size} differs from the signed checkpoint: run `benchreg audit verify`",
+            code="audit-log-inconsistent",
+            status=500,
+        )
+    return {
+        "seq": entry.seq,
+        "entry": entry.entry,
+        "leaf_hash": entry.leaf_hash,
+        "tree_size": proof.tree_size,
+        "inclusion_proof": [h.hex() for h in proof.proof],
+    }
+
+
+def _logged_entry(run: Submission, checkpoint: Checkpoint) -> AuditEntry:
+    entry: AuditEntry | None = (
+        AuditEntry.objects.filter(kind=AuditKind.RUN_SUBMITTED, subject=run.digest).order_by("seq").first()
+    )
+    if entry is None or entry.seq >= checkpoint.size:
+        raise RegistryError(
+            f"run {run.pk} ({run.digest}) has no run.submitted entry in the audit log below "
+            f"checkpoint size {checkpoint.size}",
+            code="run-not-logged",
+        )
+    return entry
 
 
 def _iso(value: Any) -> str | None:

@@ -24,7 +24,7 @@ import re
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 from asn1crypto import keys as asn1_keys
 from asn1crypto import x509 as asn1_x509
@@ -112,23 +112,39 @@ def sign_pdf(pdf: bytes, *, identity: SigningIdentity, reason: str, name: str = 
     The signature is an incremental update over `pdf`; its /Reason is `reason` (covered by the signature), which
     is where the report records the evidence digest for verifiers. Timestamped when the identity has a TSA.
     """
-    signer = signers.SimpleSigner(
+    signer, timestamper = _signer(identity), _timestamper(identity)
+    meta = _signature_metadata(reason, name)
+    writer = IncrementalPdfFileWriter(io.BytesIO(pdf), strict=False)
+    _tidy_metadata(writer)
+    out = _Pdf17Signer(meta, signer=signer, timestamper=timestamper).sign_pdf(writer)
+    return bytes(out.getbuffer())
+
+
+def _signer(identity: SigningIdentity) -> signers.SimpleSigner:
+    return signers.SimpleSigner(
         signing_cert=_asn1_cert(identity.certificate),
         signing_key=_asn1_key(identity.key),
         cert_registry=SimpleCertificateStore.from_certs(  # type: ignore[no-untyped-call]  # unannotated upstream
             [_asn1_cert(c) for c in identity.chain]
         ),
     )
-    timestamper = None
-    if identity.tsa_key is not None and identity.tsa_certificate is not None:
-        timestamper = DummyTimeStamper(
-            tsa_cert=_asn1_cert(identity.tsa_certificate),
-            tsa_key=_asn1_key(identity.tsa_key),
-            certs_to_embed=SimpleCertificateStore.from_certs(  # type: ignore[no-untyped-call]  # unannotated upstream
-                [_asn1_cert(c) for c in identity.tsa_chain]
-            ),
-        )
-    meta = signers.PdfSignatureMetadata(
+
+
+def _timestamper(identity: SigningIdentity) -> DummyTimeStamper | None:
+    """The identity's TSA as a timestamper; None when it has none."""
+    if identity.tsa_key is None or identity.tsa_certificate is None:
+        return None
+    return DummyTimeStamper(
+        tsa_cert=_asn1_cert(identity.tsa_certificate),
+        tsa_key=_asn1_key(identity.tsa_key),
+        certs_to_embed=SimpleCertificateStore.from_certs(  # type: ignore[no-untyped-call]  # unannotated upstream
+            [_asn1_cert(c) for c in identity.tsa_chain]
+        ),
+    )
+
+
+def _signature_metadata(reason: str, name: str) -> signers.PdfSignatureMetadata:
+    return signers.PdfSignatureMetadata(
         field_name=SIGNATURE_FIELD,
         certify=True,
         docmdp_permissions=fields.MDPPerm.NO_CHANGES,
@@ -138,10 +154,6 @@ def sign_pdf(pdf: bytes, *, identity: SigningIdentity, reason: str, name: str = 
         name=name,
         location="benchreg",
     )
-    writer = IncrementalPdfFileWriter(io.BytesIO(pdf), strict=False)
-    _tidy_metadata(writer)
-    out = _Pdf17Signer(meta, signer=signer, timestamper=timestamper).sign_pdf(writer)
-    return bytes(out.getbuffer())
 
 
 def _tidy_metadata(writer: IncrementalPdfFileWriter) -> None:
@@ -257,45 +269,59 @@ def new_identity_pem() -> bytes:
         .sign(ca_key, hashes.SHA256())
     )
     signer_key = ec.generate_private_key(ec.SECP256R1())
-    signer = (
-        _builder(_name("benchreg report signing"), ca_name, signer_key.public_key(), now, years=25)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(_usage(cert_sign=False), critical=True)
-        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
+    signer = _leaf_certificate("benchreg report signing", signer_key, ca_key, ca_name, now)
     tsa_key = rsa.generate_private_key(public_exponent=65537, key_size=3072)
-    tsa = (
-        _builder(_name("benchreg local timestamp authority"), ca_name, tsa_key.public_key(), now, years=25)
+    tsa = _leaf_certificate("benchreg local timestamp authority", tsa_key, ca_key, ca_name, now, timestamps=True)
+    return _pem_bundle(signer_key, signer, tsa_key, tsa, ca)
+
+
+def _leaf_certificate(
+    common_name: str,
+    key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey,
+    ca_key: ec.EllipticCurvePrivateKey,
+    ca_name: x509.Name,
+    now: dt.datetime,
+    *,
+    timestamps: bool = False,
+) -> x509.Certificate:
+    """A 25-year end-entity certificate issued by the local CA; `timestamps` makes it a time-stamping authority."""
+    builder = (
+        _builder(_name(common_name), ca_name, key.public_key(), now, years=25)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(_usage(cert_sign=False), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.TIME_STAMPING]), critical=True)
-        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
-        .sign(ca_key, hashes.SHA256())
     )
+    if timestamps:
+        builder = builder.add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.TIME_STAMPING]), critical=True)
+    return builder.add_extension(
+        x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
+    ).sign(ca_key, hashes.SHA256())
+
+
+def _pem_bundle(
+    signer_key: ec.EllipticCurvePrivateKey,
+    signer: x509.Certificate,
+    tsa_key: rsa.RSAPrivateKey,
+    tsa: x509.Certificate,
+    ca: x509.Certificate,
+) -> bytes:
     pem = serialization.Encoding.PEM
-    private: _PrivateBytesArgs = {
-        "encoding": pem,
-        "format": serialization.PrivateFormat.PKCS8,
-        "encryption_algorithm": serialization.NoEncryption(),
-    }
     return b"".join(
         [
-            signer_key.private_bytes(**private),
+            _private_pem(signer_key),
             signer.public_bytes(pem),
-            tsa_key.private_bytes(**private),
+            _private_pem(tsa_key),
             tsa.public_bytes(pem),
             ca.public_bytes(pem),
         ]
     )
 
 
-class _PrivateBytesArgs(TypedDict):
-    """The keyword arguments of `private_bytes` that new_identity_pem passes to both keys."""
-
-    encoding: serialization.Encoding
-    format: serialization.PrivateFormat
-    encryption_algorithm: serialization.KeySerializationEncryption
+def _private_pem(key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> bytes:
+    return key.private_bytes(
+        encoding=serialization.Encoding.PEM,
+        format=serialization.PrivateFormat.PKCS8,
+        encryption_algorithm=serialization.NoEncryption(),
+    )
 
 
 def _name(common_name: str) -> x509.Name:

@@ -105,6 +105,11 @@ class Supervisor:
         if code is None:
             self.kill_if_frozen(part)
             return
+        self._restart_later(part, code, now)
+
+    def _restart_later(self, part: Part, code: int, now: float) -> None:
+        """A part that exited with `code`: start it again after a delay that grows while it keeps dying young."""
+        assert part.process is not None
         ran = now - part.started
         part.quick_deaths = 0 if ran >= STABLE_S else part.quick_deaths + 1
         delay = min(self.backoff_max_s, 2.0 ** max(part.quick_deaths - 1, 0))

@@ -54,14 +54,21 @@ def verify_log(
     report = Report()
     # Entries queued by committed changes are numbered first, so every committed change has its entry to check.
     audit_integrate()
-    tree = MerkleTree(verify_entries(report))
-    report.size, report.root = tree.size, tree.root()
-    verify_head(report)
-    verify_stored_checkpoints(report, tree, trusted)
-    verify_checkpoint_files(report, tree, trusted, checkpoint_files)
+    _verify_tree(report, trusted, checkpoint_files)
     if quorum > 0:
         verify_witnesses(report, checkpoint_files, witnesses, quorum)
     verify_runs(report)
     verify_run_entries(report)
     verify_withdrawals(report)
     return report
+
+
+def _verify_tree(
+    report: Report, trusted: Sequence[str | VerifierKey], checkpoint_files: Sequence[tuple[str, bytes]]
+) -> None:
+    """The entries, the tree they make, the head row, and the stored and given checkpoints against that tree."""
+    tree = MerkleTree(verify_entries(report))
+    report.size, report.root = tree.size, tree.root()
+    verify_head(report)
+    verify_stored_checkpoints(report, tree, trusted)
+    verify_checkpoint_files(report, tree, trusted, checkpoint_files)

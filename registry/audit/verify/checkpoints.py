@@ -88,15 +88,7 @@ def verify_checkpoint_files(
 
 def verify_witnesses(report: Report, files: Sequence[tuple[str, bytes]], witnesses: Sequence[str], quorum: int) -> None:
     """Each checkpoint relied on carries cosignatures by at least `quorum` of the given witnesses."""
-    notes = list(files)
-    if not notes:
-        latest = Checkpoint.objects.filter(cosignatures__isnull=False).order_by("-id").first()
-        if latest is None:
-            report.findings.append(
-                Finding(f"no stored checkpoint is cosigned; {quorum} witness cosignature(s) required", checkpoint=0)
-            )
-            return
-        notes = [(f"stored checkpoint {latest.pk}", cosigned_note(latest).encode())]
+    notes = list(files) or _latest_cosigned(report, quorum)
     for name, note in notes:
         try:
             found = verify_cosignatures(note, list(witnesses))
@@ -104,10 +96,17 @@ def verify_witnesses(report: Report, files: Sequence[tuple[str, bytes]], witness
             report.findings.append(Finding(f"cannot read its cosignatures: {exc}", file=name))
             continue
         if len(found) < quorum:
-            report.findings.append(
-                Finding(
-                    f"cosigned by {len(found)} of the {len(witnesses)} given witnesses, {quorum} required", file=name
-                )
-            )
+            message = f"cosigned by {len(found)} of the {len(witnesses)} given witnesses, {quorum} required"
+            report.findings.append(Finding(message, file=name))
         else:
             report.cosigned.append((name, len(found)))
+
+
+def _latest_cosigned(report: Report, quorum: int) -> list[tuple[str, bytes]]:
+    """The latest stored checkpoint with its cosignatures; none, and a finding, if no stored checkpoint has any."""
+    latest = Checkpoint.objects.filter(cosignatures__isnull=False).order_by("-id").first()
+    if latest is None:
+        message = f"no stored checkpoint is cosigned; {quorum} witness cosignature(s) required"
+        report.findings.append(Finding(message, checkpoint=0))
+        return []
+    return [(f"stored checkpoint {latest.pk}", cosigned_note(latest).encode())]

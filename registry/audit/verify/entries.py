@@ -42,7 +42,7 @@ def verify_entries(report: Report) -> list[bytes]:
             missing = f"entry #{expected} is" if seq == expected + 1 else f"entries #{expected}..#{seq - 1} are"
             report.findings.append(Finding(f"missing: {missing} not stored", seq=expected))
             expected = seq
-        append(_verify_entry(report, key, *row))
+        append(_verify_entry(report, key, row))
         expected += 1
     return leaves
 
@@ -61,26 +61,31 @@ _ENTRY_COLUMNS = (
 )
 
 
-def _verify_entry(
-    report: Report,
-    key: CommitmentKey,
-    seq: int,
-    created_text: str,
-    actor: str,
-    kind: str,
-    subject: str,
-    text: str,
-    stored_leaf: str,
-    fmt: int,
-    user: int | None,
-    token: int | None,
-) -> bytes:
+# One row of _ENTRY_COLUMNS: seq, created_text, actor, kind, subject, entry, leaf_hash, format, actor_user, actor_token
+_EntryRow = tuple[int, str, str, str, str, str, str, int, int | None, int | None]
+
+
+def _verify_entry(report: Report, key: CommitmentKey, row: _EntryRow) -> bytes:
     """One entry's text against its leaf hash and its columns, as its format spells them; returns its leaf hash."""
+    seq, created_text, actor, kind, subject, text, stored_leaf, fmt, user, token = row
     raw = text.encode()
     leaf = sha256(LEAF_PREFIX + raw).digest()
     if leaf.hex() != stored_leaf:
         report.findings.append(Finding("the entry text does not hash to the stored leaf hash", seq=seq))
     head = entry_head(fmt, seq=seq, kind=kind, subject=subject, actor=actor)
+    entry, agrees = _parsed(raw, head, created_text)
+    if not agrees and (message := _entry_disagrees(text, head, created_text)):
+        report.findings.append(Finding(message, seq=seq))
+    # A format-2 entry commits to nobody: actor ids set on it afterwards are a rewrite.
+    if commits_actor(fmt) or (fmt == 2 and (user is not None or token is not None)):
+        who = entry.get("who") if type(entry) is dict else None
+        if who != actor_commitment(seq=seq, actor=actor, user=user, token=token, key=key):
+            report.findings.append(who_differs(seq, who, key, "actor, actor_user, actor_token"))
+    return leaf
+
+
+def _parsed(raw: bytes, head: dict[str, object], created_text: str) -> tuple[Any, bool]:
+    """The fast path: the entry parsed by orjson, and whether it agrees with `head` and the time column."""
     try:
         entry = orjson.loads(raw)
         agrees = (
@@ -90,14 +95,7 @@ def _verify_entry(
         )
     except orjson.JSONDecodeError:  # not JSON, or a number orjson does not take: the careful path decides
         entry, agrees = None, False
-    if not agrees and (message := _entry_disagrees(text, head, created_text)):
-        report.findings.append(Finding(message, seq=seq))
-    # A format-2 entry commits to nobody: actor ids set on it afterwards are a rewrite.
-    if commits_actor(fmt) or (fmt == 2 and (user is not None or token is not None)):
-        who = entry.get("who") if type(entry) is dict else None
-        if who != actor_commitment(seq=seq, actor=actor, user=user, token=token, key=key):
-            report.findings.append(who_differs(seq, who, key, "actor, actor_user, actor_token"))
-    return leaf
+    return entry, agrees
 
 
 def stream(query: Any) -> Iterator[tuple[Any, ...]]:

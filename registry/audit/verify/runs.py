@@ -132,25 +132,24 @@ def verify_runs(report: Report) -> None:
         run = dict(zip(_RUN_COLUMNS, row[:width], strict=True))
         entry = dict(zip(_RUN_ENTRY_COLUMNS, row[width:], strict=True))
         if run["id"] == previous:  # a second run.submitted entry for the same digest
-            report.findings.append(
-                Finding(
-                    f"a second run.submitted audit entry #{entry['seq']} records its digest",
-                    run=run["id"],
-                    seq=entry["seq"],
-                )
-            )
+            message = f"a second run.submitted audit entry #{entry['seq']} records its digest"
+            report.findings.append(Finding(message, run=run["id"], seq=entry["seq"]))
             continue
         previous = run["id"]
         report.runs += 1
-        for name in _DATETIME_COLUMNS:
-            run[name] = _as_datetime(run[name])
-        _verify_run_text(report, run)
-        if entry["seq"] is None:
-            report.findings.append(
-                Finding(f"no run.submitted audit entry records its digest {run['digest']}", run=run["id"])
-            )
-        else:
-            _verify_run_entry(report, run, entry, key)
+        _verify_run(report, run, entry, key)
+
+
+def _verify_run(report: Report, run: dict[str, Any], entry: dict[str, Any], key: CommitmentKey) -> None:
+    for name in _DATETIME_COLUMNS:
+        run[name] = _as_datetime(run[name])
+    _verify_run_text(report, run)
+    if entry["seq"] is None:
+        report.findings.append(
+            Finding(f"no run.submitted audit entry records its digest {run['digest']}", run=run["id"])
+        )
+    else:
+        _verify_run_entry(report, run, entry, key)
 
 
 def _as_datetime(value: Any) -> Any:
@@ -171,14 +170,24 @@ def _verify_run_text(report: Report, run: dict[str, Any]) -> None:
         )
         return
     parsed = _loads(canonical)
-    document = run["document"]
+    if not _same_document(parsed, run["document"]):
+        report.findings.append(Finding("column document differs from the canonical text", run=pk, column="document"))
+    _verify_derived_columns(report, run, parsed)
+
+
+def _same_document(parsed: Any, document: Any) -> bool:
+    """Whether the document column holds the value the canonical text parses to."""
     stored = _loads(document) if isinstance(document, str) else document
     # Most documents come back spelled as sent: one C-speed comparison of sorted dumps (which tells true from 1 and
     # 1.0 from 1) settles them; the rest (JSONB's decimal spellings) are compared number by number.
-    if not (
+    return bool(
         ((dumped := _sorted_dump(parsed)) is not None and dumped == _sorted_dump(stored)) or same_json(parsed, stored)
-    ):
-        report.findings.append(Finding("column document differs from the canonical text", run=pk, column="document"))
+    )
+
+
+def _verify_derived_columns(report: Report, run: dict[str, Any], parsed: Any) -> None:
+    """The summary and comparability-key columns against their values recomputed from the canonical text."""
+    pk = run["id"]
     expected = summarize(parsed).columns()
     for name in SUMMARY_COLUMNS:
         if expected[name] != run[name]:
@@ -231,6 +240,20 @@ def _verify_run_entry(report: Report, run: dict[str, Any], entry: dict[str, Any]
         )
 
 
+def _differing_actor_columns(run: dict[str, Any], entry: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    """(column, the run's value, the entry's value) for each actor column where they differ; every column, with the
+    entry's value None, when none differs."""
+    columns = {
+        "submitted_by_name": ("actor", run["submitted_by_name"]),
+        "submitted_by": ("actor_user", run["submitted_by_id"]),
+        "token": ("actor_token", run["token_id"]),
+    }
+    named = [(column, value, entry[field]) for column, (field, value) in columns.items() if value != entry[field]]
+    if not named:  # the entry's columns were rewritten to match the run: the commitment alone says so
+        named = [(column, value, None) for column, (_, value) in columns.items()]
+    return named
+
+
 def _verify_run_who(
     report: Report, run: dict[str, Any], entry: dict[str, Any], who: object, key: CommitmentKey
 ) -> None:
@@ -242,15 +265,7 @@ def _verify_run_who(
     )
     if who == committed:
         return
-    columns = {
-        "submitted_by_name": ("actor", run["submitted_by_name"]),
-        "submitted_by": ("actor_user", run["submitted_by_id"]),
-        "token": ("actor_token", run["token_id"]),
-    }
-    named = [(column, value, entry[field]) for column, (field, value) in columns.items() if value != entry[field]]
-    if not named:  # the entry's columns were rewritten to match the run: the commitment alone says so
-        named = [(column, value, None) for column, (_, value) in columns.items()]
-    for column, stored, expected in named:
+    for column, stored, expected in _differing_actor_columns(run, entry):
         finding = who_differs(seq, who, key, "submitted_by_name, submitted_by, token", run=pk, column=column)
         detail = f" (the entry's column says {expected!r})" if expected is not None else ""
         report.findings.append(

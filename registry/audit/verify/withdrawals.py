@@ -60,30 +60,35 @@ def _verify_withdrawal(
     run = withdrawal.submission_id
     logged = parse_entry(text)
     if not withdrawal_reason_matches(entry_payload(logged), withdrawal.reason):
-        report.findings.append(
-            Finding(f"its withdrawal reason differs from audit entry #{seq}", run=run, column="withdrawal.reason")
-        )
+        message = f"its withdrawal reason differs from audit entry #{seq}"
+        report.findings.append(Finding(message, run=run, column="withdrawal.reason"))
     if fmt is not None and commits_actor(fmt):
-        rebuilt = withdrawal_entry(
-            seq=seq,
-            digest=withdrawal.submission.digest,
-            run=run,
-            reason=withdrawal.reason,
-            withdrawn_at=withdrawal.withdrawn_at,
-        )
-        for path, stored, found in differing_fields(logged, rebuilt, withdrawal_fields(fmt)):
-            report.findings.append(mismatch(run, _FIELD_COLUMNS[path], stored, found, f"audit entry #{seq}"))
+        _verify_withdrawal_fields(report, withdrawal, seq, logged, fmt)
         _verify_withdrawal_who(report, withdrawal, seq, logged.get("who"), actor, user, key)
     elif withdrawal.withdrawn_by_name != actor:
-        report.findings.append(
-            mismatch(
-                run,
-                "withdrawal.withdrawn_by_name",
-                withdrawal.withdrawn_by_name,
-                actor,
-                f"audit entry #{seq}'s actor column",
-            )
-        )
+        report.findings.append(_actor_column_differs(withdrawal, seq, actor))
+
+
+def _actor_column_differs(withdrawal: Withdrawal, seq: int, actor: str) -> Finding:
+    source = f"audit entry #{seq}'s actor column"
+    name = withdrawal.withdrawn_by_name
+    return mismatch(withdrawal.submission_id, "withdrawal.withdrawn_by_name", name, actor, source)
+
+
+def _verify_withdrawal_fields(
+    report: Report, withdrawal: Withdrawal, seq: int, logged: dict[str, Any], fmt: int
+) -> None:
+    """The logged entry against the one rebuilt from the withdrawal's record, field by field."""
+    run = withdrawal.submission_id
+    rebuilt = withdrawal_entry(
+        seq=seq,
+        digest=withdrawal.submission.digest,
+        run=run,
+        reason=withdrawal.reason,
+        withdrawn_at=withdrawal.withdrawn_at,
+    )
+    for path, stored, found in differing_fields(logged, rebuilt, withdrawal_fields(fmt)):
+        report.findings.append(mismatch(run, _FIELD_COLUMNS[path], stored, found, f"audit entry #{seq}"))
 
 
 def _verify_withdrawal_who(
@@ -104,8 +109,5 @@ def _verify_withdrawal_who(
     columns = [column for column, differs in differ.items() if differs]
     for column in columns or list(stored):
         finding = who_differs(seq, who, key, "withdrawn_by_name, withdrawn_by")
-        report.findings.append(
-            Finding(
-                f"column {column} is {stored[column]!r}: {finding.message}", run=withdrawal.submission_id, column=column
-            )
-        )
+        message = f"column {column} is {stored[column]!r}: {finding.message}"
+        report.findings.append(Finding(message, run=withdrawal.submission_id, column=column))
