@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from registry.choices import AuditKind, Scope
 from registry.exceptions import RegistryError
-from registry.models import Agent, EnrolmentToken
+from registry.models import Agent, ApiToken, EnrolmentToken
 from registry.services.audit import audit_append
 from registry.services.jobs import jobs_cancel_for_agent
 from registry.services.tokens import hash_token, token_create, token_revoke, user_for_token
@@ -55,13 +55,17 @@ def enrolment_token_create(
         created_by_name=name,
         expires_at=timezone.now() + expires_in,
     )
+    _audit_enrolment(row, name)
+    return row, plain
+
+
+def _audit_enrolment(row: EnrolmentToken, actor: str) -> None:
     audit_append(
         kind=AuditKind.ENROLMENT_CREATED,
-        actor=name,
+        actor=actor,
         subject=f"enrolment:{row.pk}",
-        payload={"prefix": row.prefix, "expires_at": row.expires_at.isoformat(), "note": note},
+        payload={"prefix": row.prefix, "expires_at": row.expires_at.isoformat(), "note": row.note},
     )
-    return row, plain
 
 
 def _new_queue(name: str) -> str:
@@ -75,44 +79,48 @@ def _create_agent(
     if not AGENT_NAME.match(name):
         raise RegistryError("an agent name is 1-60 characters of a-z, 0-9, '.', '_' and '-'", code="invalid-agent-name")
     if Agent.objects.filter(name=name).exists():
-        raise RegistryError(
-            f"an agent named {name!r} is already enrolled; choose another name", status=409, code="agent-name-taken"
-        )
+        raise _name_taken(name)
     user = user_for_token(username=f"agent-{name}")
     token, plain = token_create(user=user, name=f"agent {name}", scopes=[Scope.AGENT, Scope.SUBMIT], actor=actor)
-    try:
-        with transaction.atomic():  # a savepoint: the caller's transaction stays usable to answer
-            agent = Agent.objects.create(
-                name=name,
-                queue=_new_queue(name),
-                user=user,
-                token=token,
-                enrolment=enrolment,
-                embedded=embedded,
-                inventory=inventory,
-            )
-    except IntegrityError:
-        # A concurrent enrolment took the name after the check above: answer as that check does. The caller's
-        # transaction then rolls back, so the enrolment token is not spent and the user and token go too.
-        if Agent.objects.filter(name=name).exists():
-            raise RegistryError(
-                f"an agent named {name!r} is already enrolled; choose another name", status=409, code="agent-name-taken"
-            ) from None
-        raise
+    agent = _insert_agent(name, user, token, enrolment=enrolment, embedded=embedded, inventory=inventory)
+    _audit_enrolled(agent, token, enrolment, actor)
+    return agent, plain
+
+
+def _audit_enrolled(agent: Agent, token: ApiToken, enrolment: EnrolmentToken | None, actor: str) -> None:
     audit_append(
         kind=AuditKind.AGENT_ENROLLED,
         actor=actor,
         subject=f"agent:{agent.pk}",
         payload={
-            "name": name,
+            "name": agent.name,
             "queue": agent.queue,
             "token": token.prefix,
-            "embedded": embedded,
+            "embedded": agent.embedded,
             "enrolment": enrolment.prefix if enrolment else None,
-            "system": (inventory.get("system") or {}).get("name"),
+            "system": (agent.inventory.get("system") or {}).get("name"),
         },
     )
-    return agent, plain
+
+
+def _name_taken(name: str) -> RegistryError:
+    return RegistryError(
+        f"an agent named {name!r} is already enrolled; choose another name", status=409, code="agent-name-taken"
+    )
+
+
+def _insert_agent(name: str, user: User, token: ApiToken, **fields: Any) -> Agent:
+    """The agent's row (`fields`: enrolment, embedded, inventory), in a savepoint: on a name taken meanwhile the
+    caller's transaction stays usable to answer."""
+    try:
+        with transaction.atomic():
+            return Agent.objects.create(name=name, queue=_new_queue(name), user=user, token=token, **fields)
+    except IntegrityError:
+        # A concurrent enrolment took the name after the caller's check: answer as that check does. The caller's
+        # transaction then rolls back, so the enrolment token is not spent and the user and token go too.
+        if Agent.objects.filter(name=name).exists():
+            raise _name_taken(name) from None
+        raise
 
 
 @transaction.atomic

@@ -16,7 +16,7 @@ from protocol.audit_entries import WHO_WIDEST, entry_text
 from protocol.signed_note import Checkpoint as NoteCheckpoint
 from protocol.signed_note import sign_note
 from registry import dispatch
-from registry.audit.keys import checkpoint_key, log_origin
+from registry.audit.keys import CheckpointKey, checkpoint_key, log_origin
 from registry.audit.sequencer import audit_integrate, background_sequencer, integrate_after_commit
 from registry.choices import CheckpointReason
 from registry.exceptions import RegistryError
@@ -126,10 +126,18 @@ def checkpoint_sign(*, reason: str) -> Checkpoint:
     latest = checkpoint_latest()
     if latest is not None and latest.size == size and latest.vkey == key.vkey and reason != CheckpointReason.REPORT:
         return latest
+    checkpoint = _checkpoint_create(size, key, reason)
+    if settings.BENCHREG_WITNESSES and reason != CheckpointReason.REPORT:  # a report asks its witnesses itself
+        transaction.on_commit(lambda: _ask_witnesses(checkpoint.pk))
+    return checkpoint
+
+
+def _checkpoint_create(size: int, key: CheckpointKey, reason: str) -> Checkpoint:
+    """Sign the head of `size` entries with `key` and store the signed note."""
     root = audit_root(size=size)
     body = NoteCheckpoint(log_origin(), size, root).body()
     note = sign_note(body, key.name, key.signer.private_key).decode()
-    checkpoint = Checkpoint.objects.create(
+    return Checkpoint.objects.create(
         size=size,
         root_hash=root.hex(),
         origin=log_origin(),
@@ -138,9 +146,6 @@ def checkpoint_sign(*, reason: str) -> Checkpoint:
         reason=reason,
         created_at=timezone.now(),
     )
-    if settings.BENCHREG_WITNESSES and reason != CheckpointReason.REPORT:  # a report asks its witnesses itself
-        transaction.on_commit(lambda: _ask_witnesses(checkpoint.pk))
-    return checkpoint
 
 
 def _ask_witnesses(checkpoint_id: int) -> None:

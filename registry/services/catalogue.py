@@ -90,15 +90,7 @@ def _add(key: dict[str, Any], values: list[float | None]) -> None:
     """Count runs of headlines `values` in one cell: one UPDATE (NULL bounds taken as unset), or the INSERT of a new
     cell. Not race-safe on its own: for SQLite, whose write transactions (IMMEDIATE) run one at a time."""
     low, high, valued, log_sum, log_sq_sum = _sums(values)
-    changes: dict[str, Any] = {
-        "runs": F("runs") + len(values),
-        "valued": F("valued") + valued,
-        "log_sum": F("log_sum") + log_sum,
-        "log_sq_sum": F("log_sq_sum") + log_sq_sum,
-    }
-    if low is not None:
-        changes["headline_low"] = Least(Coalesce("headline_low", Value(low)), Value(low))
-        changes["headline_high"] = Greatest(Coalesce("headline_high", Value(high)), Value(high))
+    changes = _increments(len(values), low, high, valued, log_sum, log_sq_sum)
     if not CatalogueCell.objects.filter(**key).update(**changes):
         CatalogueCell.objects.create(
             **key,
@@ -109,6 +101,22 @@ def _add(key: dict[str, Any], values: list[float | None]) -> None:
             log_sum=log_sum,
             log_sq_sum=log_sq_sum,
         )
+
+
+def _increments(
+    runs: int, low: float | None, high: float | None, valued: int, log_sum: float, log_sq_sum: float
+) -> dict[str, Any]:
+    """The UPDATE that counts runs of these sums into an existing cell (NULL bounds taken as unset)."""
+    changes: dict[str, Any] = {
+        "runs": F("runs") + runs,
+        "valued": F("valued") + valued,
+        "log_sum": F("log_sum") + log_sum,
+        "log_sq_sum": F("log_sq_sum") + log_sq_sum,
+    }
+    if low is not None:
+        changes["headline_low"] = Least(Coalesce("headline_low", Value(low)), Value(low))
+        changes["headline_high"] = Greatest(Coalesce("headline_high", Value(high)), Value(high))
+    return changes
 
 
 def _remove(key: dict[str, Any], value: float | None) -> None:
@@ -191,19 +199,20 @@ def catalogue_cells_from_runs() -> list[dict[str, Any]]:
         )
         .order_by()
     )
-    return [
-        {
-            **{n: row[n] for n in names},
-            "headline_unit": row["cell_unit"],
-            "runs": row["runs"],
-            "headline_low": row["headline_low"],
-            "headline_high": row["headline_high"],
-            "valued": row["valued"],
-            "log_sum": row["log_sum"] or 0.0,
-            "log_sq_sum": row["log_sq_sum"] or 0.0,
-        }
-        for row in grouped
-    ]
+    return [_cell(row, names) for row in grouped]
+
+
+def _cell(row: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    return {
+        **{n: row[n] for n in names},
+        "headline_unit": row["cell_unit"],
+        "runs": row["runs"],
+        "headline_low": row["headline_low"],
+        "headline_high": row["headline_high"],
+        "valued": row["valued"],
+        "log_sum": row["log_sum"] or 0.0,
+        "log_sq_sum": row["log_sq_sum"] or 0.0,
+    }
 
 
 @transaction.atomic

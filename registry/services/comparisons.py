@@ -47,48 +47,50 @@ def _check_usable(runs: Sequence[Submission]) -> None:
             code="too-few-runs",
             errors=[{"pointer": "/runs", "code": "too-few-runs", "message": "give two or more runs"}],
         )
+    _refuse_repeated(runs)
+    examples = [(i, r) for i, r in enumerate(runs) if r.trust == Trust.EXAMPLE]
+    # hand-written examples measure nothing: never evidence for a decision
+    _refuse_runs(
+        NotComparable,
+        "example documents cannot be compared",
+        "example-run",
+        [(i, f"run {r.pk} is an example document (trust: example), not a measurement") for i, r in examples],
+    )
+    _refuse_withdrawn(runs)
+
+
+def _refuse_repeated(runs: Sequence[Submission]) -> None:
+    """One run twice is not two measurements: it would weigh double in every statistic."""
     first: dict[int, int] = {}
     repeated = [(i, first.setdefault(r.pk, i), r) for i, r in enumerate(runs) if first.setdefault(r.pk, i) != i]
-    if repeated:  # one run twice is not two measurements: it would weigh double in every statistic
-        raise RegistryError(
-            "a comparison names each run once",
-            code="duplicate-run",
-            errors=[
-                {
-                    "pointer": f"/runs/{i}",
-                    "code": "duplicate-run",
-                    "message": f"run {r.pk} is already /runs/{j} (by id or by digest)",
-                }
-                for i, j, r in repeated
-            ],
-        )
-    examples = [(i, r) for i, r in enumerate(runs) if r.trust == Trust.EXAMPLE]
-    if examples:  # hand-written examples measure nothing: never evidence for a decision
-        raise NotComparable(
-            "example documents cannot be compared",
-            code="example-run",
-            errors=[
-                {
-                    "pointer": f"/runs/{i}",
-                    "code": "example-run",
-                    "message": f"run {r.pk} is an example document (trust: example), not a measurement",
-                }
-                for i, r in examples
-            ],
-        )
+    _refuse_runs(
+        RegistryError,
+        "a comparison names each run once",
+        "duplicate-run",
+        [(i, f"run {r.pk} is already /runs/{j} (by id or by digest)") for i, j, r in repeated],
+    )
+
+
+def _refuse_withdrawn(runs: Sequence[Submission]) -> None:
     withdrawn = [(i, r) for i, r in enumerate(runs) if getattr(r, "withdrawal", None) is not None]
-    if withdrawn:
-        raise NotComparable(
-            "withdrawn runs cannot be compared",
-            code="withdrawn-run",
-            errors=[
-                {
-                    "pointer": f"/runs/{i}",
-                    "code": "withdrawn-run",
-                    "message": f"run {r.pk} was withdrawn by {r.withdrawal.withdrawn_by_name}: {r.withdrawal.reason}",
-                }
-                for i, r in withdrawn
-            ],
+    _refuse_runs(
+        NotComparable,
+        "withdrawn runs cannot be compared",
+        "withdrawn-run",
+        [
+            (i, f"run {r.pk} was withdrawn by {r.withdrawal.withdrawn_by_name}: {r.withdrawal.reason}")
+            for i, r in withdrawn
+        ],
+    )
+
+
+def _refuse_runs(error: type[RegistryError], message: str, code: str, offending: list[tuple[int, str]]) -> None:
+    """Raise `error` naming each offending run (its position and why) when there is any."""
+    if offending:
+        raise error(
+            message,
+            code=code,
+            errors=[{"pointer": f"/runs/{i}", "code": code, "message": words} for i, words in offending],
         )
 
 
@@ -142,41 +144,24 @@ def comparison_create(
     """
     _check_usable(runs)
     position = _baseline_position(runs, baseline)
-    inputs = {
-        "runs": [r.digest for r in runs],
-        "axis": axis,
-        "prices": dict(prices or {}),
-        "currency": currency,
-        "sizing": dict(sizing) if sizing else None,
-    }
-    if position is not None:
-        inputs["baseline"] = runs[position].digest  # absent when not chosen: earlier comparisons keep their digest
+    inputs = _inputs(runs, axis, prices, currency, sizing, position)
     request_key = _request_key(inputs)
     known = Comparison.objects.filter(request_key=request_key).order_by("id").first()
     if known is not None:  # the same question asked again costs a lookup, not a recomputation
         return known, False
-    documents = [r.document for r in runs]
-    try:
-        verdict = comparability.check(documents, axis)
-        if not verdict.comparable:
-            raise NotComparable(
-                f"these runs do not answer the same question on the {axis} axis", errors=_refusal_errors(verdict)
-            )
-        result = comparability.compare(
-            documents,
-            axis,
-            prices=prices,
-            sizing=sizing,
-            currency=currency,
-            baseline=position,
-            names=[f"run {r.pk}" for r in runs],
-            digests=[r.digest for r in runs],
-            verdict=verdict,
-        )
-    except (comparability.ComparabilityError, SizingError) as exc:
-        # Only what the caller asked wrongly is a 400. Anything else raised inside the statistics is a bug:
-        # it propagates, is logged with its trace and answers 500, never blaming the input.
-        raise RegistryError(str(exc), code="invalid-comparison") from None
+    result = _compare(runs, axis, position, prices=prices, sizing=sizing, currency=currency)
+    return _store_once(runs, axis, inputs, result, request_key, created_by)
+
+
+def _store_once(
+    runs: Sequence[Submission],
+    axis: str,
+    inputs: dict[str, Any],
+    result: dict[str, Any],
+    request_key: str,
+    created_by: User,
+) -> tuple[Comparison, bool]:
+    """Store the comparison unless one with the same digest is stored (by now, or by a concurrent request)."""
     canonical = protocol.canonicalize({"inputs": inputs, "result": result})
     digest = protocol.digest_of(canonical)
     existing = Comparison.objects.filter(digest=digest).first()
@@ -189,6 +174,56 @@ def comparison_create(
         if existing is None:
             raise
         return existing, False
+
+
+def _inputs(
+    runs: Sequence[Submission],
+    axis: str,
+    prices: Mapping[str, float] | None,
+    currency: str,
+    sizing: Mapping[str, Any] | None,
+    position: int | None,
+) -> dict[str, Any]:
+    inputs = {
+        "runs": [r.digest for r in runs],
+        "axis": axis,
+        "prices": dict(prices or {}),
+        "currency": currency,
+        "sizing": dict(sizing) if sizing else None,
+    }
+    if position is not None:
+        inputs["baseline"] = runs[position].digest  # absent when not chosen: earlier comparisons keep their digest
+    return inputs
+
+
+def _verdict(documents: Sequence[Mapping[str, Any]], axis: str) -> comparability.Verdict:
+    verdict = comparability.check(documents, axis)
+    if not verdict.comparable:
+        raise NotComparable(
+            f"these runs do not answer the same question on the {axis} axis", errors=_refusal_errors(verdict)
+        )
+    return verdict
+
+
+def _compare(runs: Sequence[Submission], axis: str, position: int | None, **options: Any) -> dict[str, Any]:
+    """The comparison's result (`options`: prices, sizing, currency); NotComparable with every offending field
+    when the contract refuses."""
+    documents = [r.document for r in runs]
+    try:
+        verdict = _verdict(documents, axis)
+        return comparability.compare(
+            documents,
+            axis,
+            **options,
+            baseline=position,
+            names=[f"run {r.pk}" for r in runs],
+            digests=[r.digest for r in runs],
+            verdict=verdict,
+        )
+    except (comparability.ComparabilityError, SizingError) as exc:
+        # Only what the caller asked wrongly is a 400. Anything else raised inside the statistics is a bug:
+        # it propagates, is logged with its trace and answers 500, never blaming the input.
+        raise RegistryError(str(exc), code="invalid-comparison") from None
 
 
 @transaction.atomic

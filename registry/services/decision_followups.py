@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.contrib.auth.models import User
 from django.db import transaction
 
 from registry.choices import AuditKind, DecisionStatus
 from registry.exceptions import RegistryError
-from registry.models import Agent, Decision, DecisionReport, Plan, Report, Submission
+from registry.models import Agent, Decision, DecisionAnswer, DecisionReport, Plan, Report, Submission
 from registry.selectors.decisions import decision_latest_answer
 from registry.services.audit import audit_append
 from registry.services.comparisons import comparison_create
@@ -43,42 +43,11 @@ def decision_report(*, decision: Decision, requested_by: User) -> Report:
     the answer. A decision whose evidence changed is answered again first: the new report is what is known now,
     and earlier reports stay verifiable as what was known then.
     """
-    # Concurrent reports of one decision queue on its row and read it again once they hold it: the first one in
-    # answers it again, the others find it current and report that answer instead of answering once more each.
-    Decision.objects.select_for_update().filter(pk=decision.pk).exists()
-    decision.refresh_from_db()
-    decision_fresh(decision=decision)
-    if decision.status == DecisionStatus.EVIDENCE_CHANGED or decision.recompute_error:
-        decision_answer(decision=decision, actor=requested_by.get_username())
-    latest = decision_latest_answer(decision=decision)
-    cited = (
-        list(
-            Submission.objects.filter(
-                pk__in=[r["id"] for c in latest.answer["candidates"] for r in c["runs"]]
-            ).order_by("id")
-        )
-        if latest
-        else []
-    )
-    # Candidates of one question may differ in a controlled field (another dataset size, another latency
-    # constraint): the report's comparison is the largest set of cited runs comparable at equal quality.
-    groups: dict[str, list[Submission]] = {}
-    for run in cited:
-        groups.setdefault(run.comparability_key_iso_quality, []).append(run)
-    largest = max(groups.values(), key=len, default=[])
-    if len(largest) < 2:
-        raise RegistryError(
-            "a decision report needs at least two cited runs comparable at equal quality",
-            code="not-enough-evidence",
-            status=422,
-        )
-    assert latest is not None  # without an answer nothing is cited, so the check above raised
-    text = decision_report_text(latest.answer)
-    if len(largest) < len(cited):
-        text = text[:1750] + (
-            f"\nThe runs compared in this report are {len(largest)} of the {len(cited)} cited: "
-            "the others are not comparable with them at equal quality."
-        )
+    latest = _answered_now(decision, requested_by)
+    cited = _cited(latest)
+    largest = _largest_comparable(cited)
+    assert latest is not None  # without an answer nothing is cited, so _largest_comparable raised
+    text = _statement(latest.answer, compared=len(largest), cited=len(cited))
     comparison, _ = comparison_create(runs=largest, axis="iso-quality", created_by=requested_by)
     report = report_request(comparison=comparison, title=decision.title[:200], decision=text, requested_by=requested_by)
     DecisionReport.objects.create(decision=decision, answer=latest, report=report)
@@ -89,6 +58,51 @@ def decision_report(*, decision: Decision, requested_by: User) -> Report:
         payload={"decision": decision.pk, "answer": latest.number, "report": report.pk},
     )
     return report
+
+
+def _statement(answer: dict[str, Any], *, compared: int, cited: int) -> str:
+    text = decision_report_text(answer)
+    if compared < cited:
+        text = text[:1750] + (
+            f"\nThe runs compared in this report are {compared} of the {cited} cited: "
+            "the others are not comparable with them at equal quality."
+        )
+    return text
+
+
+def _answered_now(decision: Decision, requested_by: User) -> DecisionAnswer | None:
+    """The decision's latest answer, answered again first when its evidence changed."""
+    # Concurrent reports of one decision queue on its row and read it again once they hold it: the first one in
+    # answers it again, the others find it current and report that answer instead of answering once more each.
+    Decision.objects.select_for_update().filter(pk=decision.pk).exists()
+    decision.refresh_from_db()
+    decision_fresh(decision=decision)
+    if decision.status == DecisionStatus.EVIDENCE_CHANGED or decision.recompute_error:
+        decision_answer(decision=decision, actor=requested_by.get_username())
+    return decision_latest_answer(decision=decision)
+
+
+def _cited(latest: DecisionAnswer | None) -> list[Submission]:
+    if latest is None:
+        return []
+    ids = [r["id"] for c in latest.answer["candidates"] for r in c["runs"]]
+    return list(Submission.objects.filter(pk__in=ids).order_by("id"))
+
+
+def _largest_comparable(cited: list[Submission]) -> list[Submission]:
+    """Candidates of one question may differ in a controlled field (another dataset size, another latency
+    constraint): the report's comparison is the largest set of cited runs comparable at equal quality."""
+    groups: dict[str, list[Submission]] = {}
+    for run in cited:
+        groups.setdefault(run.comparability_key_iso_quality, []).append(run)
+    largest = max(groups.values(), key=len, default=[])
+    if len(largest) < 2:
+        raise RegistryError(
+            "a decision report needs at least two cited runs comparable at equal quality",
+            code="not-enough-evidence",
+            status=422,
+        )
+    return largest
 
 
 def decision_gap_plan(
@@ -106,6 +120,28 @@ def decision_gap_plan(
     `repetitions` times (3: what an interval needs). Its runs are stored like any run, and a run that enters the
     question flags the decision ("evidence changed"), so re-answering takes them in.
     """
+    found = _candidate(decision, candidate)
+    plan = plan_create(
+        created_by=created_by,
+        agents=agents,
+        options=options,
+        **_candidate_plan_fields(decision, candidate, found["configuration"], repetitions),
+    )
+    _audit_planned(created_by, decision, candidate, plan, [g["code"] for g in found["gaps"]])
+    return plan
+
+
+def _audit_planned(created_by: User, decision: Decision, candidate: str, plan: Plan, gaps: list[str]) -> None:
+    audit_append(
+        kind=AuditKind.DECISION_PLANNED,
+        actor=created_by.get_username(),
+        subject=f"decision:{decision.pk}",
+        payload={"decision": decision.pk, "gap": candidate, "plan": plan.pk, "gaps": gaps},
+    )
+
+
+def _candidate(decision: Decision, candidate: str) -> dict[str, Any]:
+    """The latest answer's candidate labelled `candidate`, or a 400."""
     latest = decision_latest_answer(decision=decision)
     found = next((c for c in (latest.answer["candidates"] if latest else []) if c["label"] == candidate), None)
     if found is None:
@@ -114,29 +150,20 @@ def decision_gap_plan(
             code="unknown-candidate",
             errors=[{"pointer": "/candidate", "message": "one of the answer's candidate labels"}],
         )
+    return cast(dict[str, Any], found)
+
+
+def _candidate_plan_fields(
+    decision: Decision, candidate: str, config: dict[str, Any], repetitions: int
+) -> dict[str, Any]:
+    """plan_create's arguments that run the question's workload and scenario in the candidate's configuration."""
     question = decision_question(decision.question)
-    config = found["configuration"]
-    plan = plan_create(
-        created_by=created_by,
-        agents=agents,
-        runner=question.phase,
-        workload=question.workload,
-        precisions=[str(config.get("precision.weights") or "fp32")],
-        batch_sizes=[config.get("workload.shape.batch_size")],
-        scenario=question.scenario,
-        repetitions=max(3, repetitions),
-        options=options,
-        name=f"decision {decision.pk}: {candidate}"[:200],
-    )
-    audit_append(
-        kind=AuditKind.DECISION_PLANNED,
-        actor=created_by.get_username(),
-        subject=f"decision:{decision.pk}",
-        payload={
-            "decision": decision.pk,
-            "gap": candidate,
-            "plan": plan.pk,
-            "gaps": [g["code"] for g in found["gaps"]],
-        },
-    )
-    return plan
+    return {
+        "runner": question.phase,
+        "workload": question.workload,
+        "precisions": [str(config.get("precision.weights") or "fp32")],
+        "batch_sizes": [config.get("workload.shape.batch_size")],
+        "scenario": question.scenario,
+        "repetitions": max(3, repetitions),
+        "name": f"decision {decision.pk}: {candidate}"[:200],
+    }

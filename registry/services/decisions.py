@@ -83,22 +83,8 @@ def decision_create(*, owner: User, title: str, question: dict[str, Any], webhoo
     """Store a decision and its first answer (audited). Raises RegistryError (400) naming a wrong field, 409 when
     the owner already has BENCHREG_MAX_DECISIONS_PER_USER decisions."""
     checked = decision_question(question)
-    if not title.strip() or len(title) > 200:
-        raise RegistryError(
-            "a decision needs a title of at most 200 characters",
-            code="invalid-question",
-            errors=[{"pointer": "/title", "message": "required, at most 200 characters"}],
-        )
-    # The owner's row is locked so that two concurrent requests cannot both take the last place.
-    get_user_model().objects.select_for_update().filter(pk=owner.pk).first()
-    limit = settings.BENCHREG_MAX_DECISIONS_PER_USER
-    if Decision.objects.filter(owner_id=owner.pk).count() >= limit:
-        raise RegistryError(
-            f"you already have {limit} decisions, the most one person may keep "
-            "(BENCHREG_MAX_DECISIONS_PER_USER); an operator can raise it",
-            status=409,
-            code="too-many-decisions",
-        )
+    _check_title(title)
+    _check_quota(owner)
     decision = Decision.objects.create(
         title=title.strip(),
         question=question,
@@ -109,14 +95,41 @@ def decision_create(*, owner: User, title: str, question: dict[str, Any], webhoo
         created_at=timezone.now(),
         webhook_secret=webhook_secret_new() if webhook_url else "",
     )
+    _audit_created(decision, owner, question)
+    decision_answer(decision=decision, actor=owner.get_username())
+    return decision
+
+
+def _check_title(title: str) -> None:
+    if not title.strip() or len(title) > 200:
+        raise RegistryError(
+            "a decision needs a title of at most 200 characters",
+            code="invalid-question",
+            errors=[{"pointer": "/title", "message": "required, at most 200 characters"}],
+        )
+
+
+def _audit_created(decision: Decision, owner: User, question: dict[str, Any]) -> None:
     audit_append(
         kind=AuditKind.DECISION_CREATED,
         actor=owner.get_username(),
         subject=f"decision:{decision.pk}",
         payload={"decision": decision.pk, "title": decision.title, "question": canonical.digest(question)},
     )
-    decision_answer(decision=decision, actor=owner.get_username())
-    return decision
+
+
+def _check_quota(owner: User) -> None:
+    """409 when the owner already has BENCHREG_MAX_DECISIONS_PER_USER decisions."""
+    # The owner's row is locked so that two concurrent requests cannot both take the last place.
+    get_user_model().objects.select_for_update().filter(pk=owner.pk).first()
+    limit = settings.BENCHREG_MAX_DECISIONS_PER_USER
+    if Decision.objects.filter(owner_id=owner.pk).count() >= limit:
+        raise RegistryError(
+            f"you already have {limit} decisions, the most one person may keep "
+            "(BENCHREG_MAX_DECISIONS_PER_USER); an operator can raise it",
+            status=409,
+            code="too-many-decisions",
+        )
 
 
 @transaction.atomic
@@ -131,6 +144,26 @@ def decision_answer(*, decision: Decision, actor: str) -> DecisionAnswer:
         decision=decision, number=number, answer=answer, digest=canonical.digest(answer), created_at=timezone.now()
     )
     DecisionEvidence.objects.bulk_create([DecisionEvidence(answer=stored, submission=run) for run in cited])
+    _mark_current(decision)
+    _audit_answered(stored, cited, actor)
+    return stored
+
+
+def _audit_answered(stored: DecisionAnswer, cited: list[Submission], actor: str) -> None:
+    audit_append(
+        kind=AuditKind.DECISION_ANSWERED,
+        actor=actor,
+        subject=f"decision:{stored.decision_id}",
+        payload={
+            "decision": stored.decision_id,
+            "answer": stored.number,
+            "digest": stored.digest,
+            "cited": [r.digest for r in cited],
+        },
+    )
+
+
+def _mark_current(decision: Decision) -> None:
     Decision.objects.filter(pk=decision.pk).update(
         status=DecisionStatus.CURRENT, change=None, changed_at=None, recompute_error=""
     )
@@ -140,18 +173,6 @@ def decision_answer(*, decision: Decision, actor: str) -> DecisionAnswer:
         None,
         "",
     )
-    audit_append(
-        kind=AuditKind.DECISION_ANSWERED,
-        actor=actor,
-        subject=f"decision:{decision.pk}",
-        payload={
-            "decision": decision.pk,
-            "answer": number,
-            "digest": stored.digest,
-            "cited": [r.digest for r in cited],
-        },
-    )
-    return stored
 
 
 def _what_would_change(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
@@ -165,19 +186,25 @@ def _what_would_change(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
         if label not in before
     ]
     for label in before.keys() & after.keys():
-        a, b = before[label], after[label]
-        if a["meets"] != b["meets"]:
-            out.append(f"{label}: {a['meets'].replace('-', ' ')} becomes {b['meets'].replace('-', ' ')}")
-        if a["systems_needed"]["value"] != b["systems_needed"]["value"]:
-            out.append(f"{label}: systems needed {a['systems_needed']['value']} becomes {b['systems_needed']['value']}")
-        if len(a["runs"]) != len(b["runs"]):
-            out.append(f"{label}: {len(a['runs'])} run(s) become {len(b['runs'])}")
+        out += _candidate_changes(label, before[label], after[label])
     if old["frontier"]["labels"] != new["frontier"]["labels"]:
         out.append(
             f"frontier: {', '.join(old['frontier']['labels']) or 'empty'} becomes "
             f"{', '.join(new['frontier']['labels']) or 'empty'}"
         )
     return sorted(out) or ["the figures move but no verdict, count or frontier changes"]
+
+
+def _candidate_changes(label: str, a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    """What moved for a candidate in both answers: its verdict, systems needed, run count."""
+    out = []
+    if a["meets"] != b["meets"]:
+        out.append(f"{label}: {a['meets'].replace('-', ' ')} becomes {b['meets'].replace('-', ' ')}")
+    if a["systems_needed"]["value"] != b["systems_needed"]["value"]:
+        out.append(f"{label}: systems needed {a['systems_needed']['value']} becomes {b['systems_needed']['value']}")
+    if len(a["runs"]) != len(b["runs"]):
+        out.append(f"{label}: {len(a['runs'])} run(s) become {len(b['runs'])}")
+    return out
 
 
 def _flag(
@@ -197,6 +224,11 @@ def _flag(
         status=DecisionStatus.EVIDENCE_CHANGED, change=change, changed_at=now
     )
     decision.status, decision.change, decision.changed_at = DecisionStatus.EVIDENCE_CHANGED, change, now
+    _announce_change(decision, change, actor)
+
+
+def _announce_change(decision: Decision, change: dict[str, Any], actor: str) -> None:
+    """The flag's audit entry, and its webhook when the decision has one."""
     audit_append(
         kind=AuditKind.DECISION_EVIDENCE_CHANGED,
         actor=actor,
@@ -357,14 +389,15 @@ def _entered(decision: Decision, *, actor: str) -> bool:
     if not entering or set(entering) <= flagged:
         return False
     found = [entering[i] for i in sorted(entering)]
-    ids = ", ".join(str(r["id"]) for r in found[:20]) + (f" and {len(found) - 20} more" if len(found) > 20 else "")
-    reason = (
-        f"new evidence: run {ids} enters the question"
-        if len(found) == 1
-        else f"new evidence: runs {ids} enter the question"
-    )
-    _flag(decision, reason=reason, runs=found, actor=actor, new=new)
+    _flag(decision, reason=_entry_reason(found), runs=found, actor=actor, new=new)
     return True
+
+
+def _entry_reason(found: list[dict[str, Any]]) -> str:
+    ids = ", ".join(str(r["id"]) for r in found[:20]) + (f" and {len(found) - 20} more" if len(found) > 20 else "")
+    if len(found) == 1:
+        return f"new evidence: run {ids} enters the question"
+    return f"new evidence: runs {ids} enter the question"
 
 
 def decision_fresh(*, decision: Decision) -> Decision:

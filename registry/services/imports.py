@@ -74,21 +74,37 @@ def mlperf_import(
         suite = "training" if mlperf_training.is_training_tree(root) else "inference"
     parser = mlperf_training.parse_tree if suite == "training" else mlperf.parse_tree
     plan = parser(root, round_name=round_name)
-    total = len(plan.items)
-    # The documents go through the batch path of the API (submission_create_batch): `batch_size` to a transaction.
     ready = [n for n, item in enumerate(plan.items) if not item.skipped and item.document is not None]
+    tracker = _Progress(progress, len(plan.items))
+    outcomes = _store(plan, ready, submitted_by, batch_size, lambda index, _: tracker.advance(ready[index] + 1))
+    tracker.advance(len(plan.items))
+    _audit_import(submitted_by, plan, suite, outcomes)
+    return ImportResult(plan=plan, outcomes=outcomes, suite=suite)
 
-    reported = 0
 
-    def advance(upto: int) -> None:  # progress once per folder, those without a document included
-        nonlocal reported
-        while progress and reported < upto:
-            reported += 1
-            progress(reported, total)
+@dataclass
+class _Progress:
+    """Calls `report(done, total)` once per result folder, those without a document included."""
 
-    def decided(index: int, _: BatchOutcome) -> None:
-        advance(ready[index] + 1)
+    report: Callable[[int, int], None] | None
+    total: int
+    done: int = 0
 
+    def advance(self, upto: int) -> None:
+        while self.report and self.done < upto:
+            self.done += 1
+            self.report(self.done, self.total)
+
+
+def _store(
+    plan: mlperf.ImportPlan,
+    ready: list[int],
+    submitted_by: User,
+    batch_size: int,
+    decided: Callable[[int, BatchOutcome], None],
+) -> list[ImportOutcome]:
+    """The documents go through the batch path of the API (submission_create_batch): `batch_size` to a
+    transaction. `ready` are the positions of the items with a document."""
     stored = iter(
         submission_create_batch(
             documents=(cast(dict[str, Any], plan.items[n].document) for n in ready),  # ready: those with one
@@ -98,8 +114,10 @@ def mlperf_import(
             per_transaction=batch_size,
         )
     )
-    outcomes = [_outcome(item, None if item.skipped or item.document is None else next(stored)) for item in plan.items]
-    advance(total)
+    return [_outcome(item, None if item.skipped or item.document is None else next(stored)) for item in plan.items]
+
+
+def _audit_import(submitted_by: User, plan: mlperf.ImportPlan, suite: str, outcomes: list[ImportOutcome]) -> None:
     counts = {s: sum(o.status == s for o in outcomes) for s in ("stored", "known", "refused", "skipped")}
     with transaction.atomic():
         audit_append(
@@ -113,7 +131,6 @@ def mlperf_import(
                 "runs": [o.digest for o in outcomes if o.digest],
             },
         )
-    return ImportResult(plan=plan, outcomes=outcomes, suite=suite)
 
 
 def _outcome(item: mlperf.ImportItem, stored: BatchOutcome | None) -> ImportOutcome:

@@ -88,30 +88,37 @@ def job_claim(*, job: Job, claimant: str, lease_seconds: int) -> Job:
         Q(claimant=claimant) | Q(lease_expires_at__lt=now)
     )
     with transaction.atomic():
-        won = Job.objects.filter(
-            Q(status=JobStatus.QUEUED) | takeover, pk=job.pk, attempts__lt=MAX_JOB_ATTEMPTS
-        ).update(
-            status=JobStatus.CLAIMED,
-            claimant=claimant[:200],
-            claimed_at=now,
-            lease_expires_at=now + _lease(lease_seconds),
-            started_at=None,
-            deadline_at=now + timedelta(seconds=job.time_limit) + DEADLINE_GRACE,
-            attempts=F("attempts") + 1,
-        )
+        won = _claim(job, Q(status=JobStatus.QUEUED) | takeover, claimant, now, lease_seconds)
         job.refresh_from_db()
         if won:
             job_log_state(job, f"agent:{job.agent_name}", claimant=job.claimant, attempt=job.attempts)
             return job
-        if Job.objects.filter(takeover, pk=job.pk, attempts__gte=MAX_JOB_ATTEMPTS).update(
-            status=JobStatus.FAILED,
-            finished_at=now,
-            lease_expires_at=None,
-            last_error=f"gave up after {job.attempts} attempts: the worker was lost each time",
-        ):
-            job.refresh_from_db()
-            job_log_state(job, "registry", error=job.last_error)
-    raise _refusal(job, now)  # after the block: the give-up above is committed, not rolled back
+        _give_up(job, takeover, now)
+    raise _refusal(job, now)  # after the block: the give-up is committed, not rolled back
+
+
+def _claim(job: Job, claimable: Q, claimant: str, now: datetime, lease_seconds: int) -> int:
+    return Job.objects.filter(claimable, pk=job.pk, attempts__lt=MAX_JOB_ATTEMPTS).update(
+        status=JobStatus.CLAIMED,
+        claimant=claimant[:200],
+        claimed_at=now,
+        lease_expires_at=now + _lease(lease_seconds),
+        started_at=None,
+        deadline_at=now + timedelta(seconds=job.time_limit) + DEADLINE_GRACE,
+        attempts=F("attempts") + 1,
+    )
+
+
+def _give_up(job: Job, takeover: Q, now: datetime) -> None:
+    """A job whose worker was lost MAX_JOB_ATTEMPTS times is failed instead of being run again."""
+    if Job.objects.filter(takeover, pk=job.pk, attempts__gte=MAX_JOB_ATTEMPTS).update(
+        status=JobStatus.FAILED,
+        finished_at=now,
+        lease_expires_at=None,
+        last_error=f"gave up after {job.attempts} attempts: the worker was lost each time",
+    ):
+        job.refresh_from_db()
+        job_log_state(job, "registry", error=job.last_error)
 
 
 def _held(job: Job, claimant: str, statuses: list[str]) -> Q:
@@ -182,7 +189,25 @@ def job_submission_create(
     nothing is stored. So a job never has two runs, however often its message is delivered or re-run.
     """
     provenance = checked.document["provenance"]
-    agent = policy.token_agent(token)
+    agent = _submitting_agent(provenance, token)
+    ref = str(provenance.get("job") or "")
+    with transaction.atomic():
+        job = _locked_job(ref, agent)
+        existing = Submission.objects.filter(digest=checked.digest).first()
+        if job.run_id is not None:
+            return _same_run(job, existing), False
+        if job.status not in (JobStatus.CLAIMED, JobStatus.RUNNING):
+            raise JobConflict(f"job {job.pk} is {job.status}: it takes no run", code="job-finished")
+        check_run_matches_job(job, checked.document)
+        run = existing or run_store(checked=checked, submitted_by=submitted_by, token=token, trust=Trust.VOUCHED)
+        _link_run(job, run, agent)
+        job_run_stored(run=run)
+        return run, existing is None
+
+
+def _submitting_agent(provenance: dict[str, Any], token: ApiToken | None) -> Agent:
+    """The token's agent, when the provenance names it; 403 otherwise."""
+    agent: Agent | None = policy.token_agent(token)
     if agent is None or provenance.get("agent") != agent.name:
         raise RegistryError(
             "provenance.job and provenance.agent are set by the job's own enrolled agent only",
@@ -196,32 +221,32 @@ def job_submission_create(
                 }
             ],
         )
-    ref = str(provenance.get("job") or "")
-    with transaction.atomic():
-        job_id = int(ref) if ref.isascii() and ref.isdigit() else None
-        # pk=None (a ref that is not a number) is a valid lookup matching no row; the stubs want an int there.
-        job = Job.objects.select_for_update().filter(pk=job_id, agent=agent).first()  # type: ignore[misc]
-        if job is None:
-            raise NotFound(f"no job {ref} for agent {agent.name}")
-        existing = Submission.objects.filter(digest=checked.digest).first()
-        if job.run_id is not None:
-            if existing is not None and existing.pk == job.run_id:
-                return existing, False
-            raise JobConflict(
-                f"job {job.pk} already has run {job.run_id}; a job has exactly one run", code="job-has-run"
-            )
-        if job.status not in (JobStatus.CLAIMED, JobStatus.RUNNING):
-            raise JobConflict(f"job {job.pk} is {job.status}: it takes no run", code="job-finished")
-        check_run_matches_job(job, checked.document)
-        run = existing or run_store(checked=checked, submitted_by=submitted_by, token=token, trust=Trust.VOUCHED)
-        if not Job.objects.filter(pk=job.pk, run__isnull=True).update(
-            run=run, status=JobStatus.SUBMITTED, finished_at=timezone.now(), lease_expires_at=None, last_error=""
-        ):
-            raise JobConflict(f"job {job.pk} took another run meanwhile", code="job-has-run")
-        job.refresh_from_db()
-        job_log_state(job, f"agent:{agent.name}", run=run.pk, digest=run.digest)
-        job_run_stored(run=run)
-        return run, existing is None
+    return agent
+
+
+def _locked_job(ref: str, agent: Agent) -> Job:
+    job_id = int(ref) if ref.isascii() and ref.isdigit() else None
+    # pk=None (a ref that is not a number) is a valid lookup matching no row; the stubs want an int there.
+    job = Job.objects.select_for_update().filter(pk=job_id, agent=agent).first()  # type: ignore[misc]
+    if job is None:
+        raise NotFound(f"no job {ref} for agent {agent.name}")
+    return job
+
+
+def _same_run(job: Job, existing: Submission | None) -> Submission:
+    """A job that has a run takes only that run again (the same document); 409 for any other."""
+    if existing is not None and existing.pk == job.run_id:
+        return existing
+    raise JobConflict(f"job {job.pk} already has run {job.run_id}; a job has exactly one run", code="job-has-run")
+
+
+def _link_run(job: Job, run: Submission, agent: Agent) -> None:
+    if not Job.objects.filter(pk=job.pk, run__isnull=True).update(
+        run=run, status=JobStatus.SUBMITTED, finished_at=timezone.now(), lease_expires_at=None, last_error=""
+    ):
+        raise JobConflict(f"job {job.pk} took another run meanwhile", code="job-has-run")
+    job.refresh_from_db()
+    job_log_state(job, f"agent:{agent.name}", run=run.pk, digest=run.digest)
 
 
 def check_run_matches_job(job: Job, document: dict[str, Any]) -> None:

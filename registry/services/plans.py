@@ -90,27 +90,7 @@ def plan_create(
 
     Each agent, precision and batch size is listed once, and the jobs are at most BENCHREG_MAX_JOBS_PER_PLAN
     (400 with the pointer otherwise)."""
-    unknown = sorted(set(options or {}) - OPTION_FIELDS)
-    if unknown:
-        raise RegistryError(f"unknown plan options {unknown}; choose from {sorted(OPTION_FIELDS)}", code="invalid-plan")
-    hard = time_limit or soft_time_limit + 300
-    if not agents or hard <= soft_time_limit:
-        raise RegistryError("a plan needs at least one agent and time_limit > soft_time_limit", code="invalid-plan")
-    check_distinct({"agents": [a.pk for a in agents], "precisions": precisions, "batch_sizes": batch_sizes})
-    count = len(agents) * len(precisions) * len(batch_sizes or [None])
-    if count > settings.BENCHREG_MAX_JOBS_PER_PLAN:
-        raise RegistryError(
-            f"this plan would queue {count} jobs (agents x precisions x batch sizes); at most "
-            f"{settings.BENCHREG_MAX_JOBS_PER_PLAN} (BENCHREG_MAX_JOBS_PER_PLAN)",
-            code="invalid-plan",
-            errors=[
-                {
-                    "pointer": "/agents",
-                    "code": "too-many-jobs",
-                    "message": f"{count} jobs, at most {settings.BENCHREG_MAX_JOBS_PER_PLAN}",
-                }
-            ],
-        )
+    hard = _check_plan(agents, precisions, batch_sizes, options, soft_time_limit, time_limit)
     plan = Plan.objects.create(
         name=name,
         runner=runner,
@@ -125,19 +105,60 @@ def plan_create(
         created_by=created_by,
         created_by_name=created_by.get_username(),
     )
+    _queue_jobs(plan, agents, precisions, created_by)
+    return plan
+
+
+def _check_plan(
+    agents: list[Agent],
+    precisions: list[str],
+    batch_sizes: list[int | None],
+    options: dict[str, Any] | None,
+    soft_time_limit: int,
+    time_limit: int | None,
+) -> int:
+    """Refuse a plan that cannot run (400); returns its hard time limit."""
+    unknown = sorted(set(options or {}) - OPTION_FIELDS)
+    if unknown:
+        raise RegistryError(f"unknown plan options {unknown}; choose from {sorted(OPTION_FIELDS)}", code="invalid-plan")
+    hard = time_limit or soft_time_limit + 300
+    if not agents or hard <= soft_time_limit:
+        raise RegistryError("a plan needs at least one agent and time_limit > soft_time_limit", code="invalid-plan")
+    check_distinct({"agents": [a.pk for a in agents], "precisions": precisions, "batch_sizes": batch_sizes})
+    _check_job_count(len(agents) * len(precisions) * len(batch_sizes or [None]))
+    return hard
+
+
+def _check_job_count(count: int) -> None:
+    if count > settings.BENCHREG_MAX_JOBS_PER_PLAN:
+        raise RegistryError(
+            f"this plan would queue {count} jobs (agents x precisions x batch sizes); at most "
+            f"{settings.BENCHREG_MAX_JOBS_PER_PLAN} (BENCHREG_MAX_JOBS_PER_PLAN)",
+            code="invalid-plan",
+            errors=[
+                {
+                    "pointer": "/agents",
+                    "code": "too-many-jobs",
+                    "message": f"{count} jobs, at most {settings.BENCHREG_MAX_JOBS_PER_PLAN}",
+                }
+            ],
+        )
+
+
+def _queue_jobs(plan: Plan, agents: list[Agent], precisions: list[str], created_by: User) -> None:
+    """One QUEUED job per agent x precision x batch size, each dispatched after the commit."""
     for agent, precision, batch_size in product(agents, precisions, plan.batch_sizes):
         job = Job.objects.create(
             plan=plan,
             agent=agent,
             agent_name=agent.name,
             spec=job_spec(plan, agent, precision, batch_size),
-            soft_time_limit=soft_time_limit,
-            time_limit=hard,
+            soft_time_limit=plan.soft_time_limit,
+            time_limit=plan.time_limit,
         )
         job_log_state(job, created_by.get_username(), plan=plan.pk, spec=job.spec)
         # The default binds this job's id: to on_commit the lambda is a hook of no arguments.
         transaction.on_commit(cast(Callable[[], None], lambda job_id=job.pk: job_dispatch(job_id=job_id)), robust=True)
-    return plan
 
 
 def job_dispatch(*, job_id: int) -> None:

@@ -16,7 +16,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ from django.contrib.auth.models import User
 from django.core.files import File
 from django.core.files.base import ContentFile
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from registry import dispatch
@@ -96,43 +96,54 @@ def report_request(
         comparison = _priced(comparison, prices, currency, requested_by)
         _check_reportable(comparison, comparison_members(comparison))
         key = _dedup_key(requested_by, comparison, title, decision)
-        # A report already issued for a decision stays that decision's own record (decisions link each report
-        # once), so only reports outside a decision are handed out again.
-        existing = (
-            Report.objects.filter(dedup_key=key, status__in=REUSABLE, decision_record__isnull=True)
-            .order_by("-id")
-            .first()
-        )
+        existing = _reusable(key)
         if existing is not None:
             return existing
-        limit = settings.BENCHREG_REPORTS_PENDING_PER_PERSON
-        pending = Report.objects.filter(requested_by=requested_by, status__in=PENDING).count()
-        if pending >= limit:
-            raise TooManyPendingReports(
-                f"you have {pending} reports queued or rendering; at most {limit} at once "
-                f"(BENCHREG_REPORTS_PENDING_PER_PERSON): request this one when one of them is ready or failed",
-                errors=[
-                    {
-                        "pointer": "",
-                        "code": "too-many-pending-reports",
-                        "message": f"{pending} pending, at most {limit}",
-                    }
-                ],
-            )
-        report = Report.objects.create(
-            comparison=comparison,
-            title=title,
-            decision=decision,
-            prices=dict(comparison.inputs.get("prices") or {}),
-            currency=comparison.inputs.get("currency") or "USD",
-            requested_by=requested_by,
-            requested_by_name=requested_by.get_username(),
-            created_at=timezone.now(),
-            dedup_key=key,
+        _check_quota(requested_by)
+        return _report_queue(comparison, title, decision, requested_by, key)
+
+
+def _reusable(key: str) -> Report | None:
+    """A report already issued for a decision stays that decision's own record (decisions link each report
+    once), so only reports outside a decision are handed out again."""
+    return (
+        Report.objects.filter(dedup_key=key, status__in=REUSABLE, decision_record__isnull=True).order_by("-id").first()
+    )
+
+
+def _check_quota(requested_by: User) -> None:
+    limit = settings.BENCHREG_REPORTS_PENDING_PER_PERSON
+    pending = Report.objects.filter(requested_by=requested_by, status__in=PENDING).count()
+    if pending >= limit:
+        raise TooManyPendingReports(
+            f"you have {pending} reports queued or rendering; at most {limit} at once "
+            f"(BENCHREG_REPORTS_PENDING_PER_PERSON): request this one when one of them is ready or failed",
+            errors=[
+                {
+                    "pointer": "",
+                    "code": "too-many-pending-reports",
+                    "message": f"{pending} pending, at most {limit}",
+                }
+            ],
         )
-        # robust: with the broker down the report is still stored and answered as queued (202, never a 500
-        # after the commit); reports_sweep dispatches it again once the broker is back.
-        dispatch.after_commit(RENDER_TASK, report.pk)
+
+
+def _report_queue(comparison: Comparison, title: str, decision: str, requested_by: User, key: str) -> Report:
+    """Store the queued report; its render is dispatched after the commit."""
+    report = Report.objects.create(
+        comparison=comparison,
+        title=title,
+        decision=decision,
+        prices=dict(comparison.inputs.get("prices") or {}),
+        currency=comparison.inputs.get("currency") or "USD",
+        requested_by=requested_by,
+        requested_by_name=requested_by.get_username(),
+        created_at=timezone.now(),
+        dedup_key=key,
+    )
+    # robust: with the broker down the report is still stored and answered as queued (202, never a 500
+    # after the commit); reports_sweep dispatches it again once the broker is back.
+    dispatch.after_commit(RENDER_TASK, report.pk)
     return report
 
 
@@ -156,23 +167,31 @@ def report_render(*, report_id: int) -> Report | None:
     if not claimed or report is None:
         return report
     try:
-        runs = comparison_members(report.comparison)
-        _check_reportable(report.comparison, runs)
-        checkpoint = checkpoint_sign(reason=CheckpointReason.REPORT)
-        _witnessed(checkpoint)
-        identity = signing_identity()
-        evidence = evidence_build(report=report, runs=runs, checkpoint=checkpoint, identity=identity)
-        pdf = produce_pdf(evidence, identity)
-        path = _store_file(report, pdf)
-        _issue(report, pdf, path, evidence, checkpoint)
+        _render_and_issue(report)
     except Exception as exc:
         log.exception("report %s failed", report_id)
-        message = exc.message if isinstance(exc, RegistryError) else f"{type(exc).__name__}: {exc}"
-        Report.objects.filter(pk=report_id, status=ReportStatus.RENDERING).update(
-            status=ReportStatus.FAILED, last_error=message[:2000], finished_at=timezone.now()
-        )
+        _mark_failed(report_id, exc)
     report.refresh_from_db()
     return report
+
+
+def _render_and_issue(report: Report) -> None:
+    runs = comparison_members(report.comparison)
+    _check_reportable(report.comparison, runs)
+    checkpoint = checkpoint_sign(reason=CheckpointReason.REPORT)
+    _witnessed(checkpoint)
+    identity = signing_identity()
+    evidence = evidence_build(report=report, runs=runs, checkpoint=checkpoint, identity=identity)
+    pdf = produce_pdf(evidence, identity)
+    path = _store_file(report, pdf)
+    _issue(report, pdf, path, evidence, checkpoint)
+
+
+def _mark_failed(report_id: int, exc: Exception) -> None:
+    message = exc.message if isinstance(exc, RegistryError) else f"{type(exc).__name__}: {exc}"
+    Report.objects.filter(pk=report_id, status=ReportStatus.RENDERING).update(
+        status=ReportStatus.FAILED, last_error=message[:2000], finished_at=timezone.now()
+    )
 
 
 def produce_pdf(evidence: Evidence, identity: SigningIdentity) -> bytes:
@@ -263,30 +282,28 @@ def _check_reportable(comparison: Comparison, members: Sequence[Submission]) -> 
             f"comparison {comparison.pk} was refused: nothing to report", code="not-comparable", status=422
         )
     examples = [r for r in members if r.trust == Trust.EXAMPLE]
-    if examples:  # comparisons refuse them already; a report never rests on one, however it was stored
-        raise RegistryError(
-            "a report cannot rest on example documents",
-            code="example-run",
-            status=422,
-            errors=[
-                {"pointer": "/comparison", "code": "example-run", "message": f"run {r.pk} is an example document"}
-                for r in examples
-            ],
-        )
+    # comparisons refuse them already; a report never rests on one, however it was stored
+    _refuse_members(
+        "a report cannot rest on example documents",
+        "example-run",
+        [f"run {r.pk} is an example document" for r in examples],
+    )
     withdrawn = [r for r in members if getattr(r, "withdrawal", None) is not None]
-    if withdrawn:
+    _refuse_members(
+        "a report cannot rest on withdrawn runs",
+        "withdrawn-run",
+        [f"run {r.pk} was withdrawn: {r.withdrawal.reason}" for r in withdrawn],
+    )
+
+
+def _refuse_members(message: str, code: str, offending: list[str]) -> None:
+    """A 422 naming each offending run of the comparison, when there is any."""
+    if offending:
         raise RegistryError(
-            "a report cannot rest on withdrawn runs",
-            code="withdrawn-run",
+            message,
+            code=code,
             status=422,
-            errors=[
-                {
-                    "pointer": "/comparison",
-                    "code": "withdrawn-run",
-                    "message": f"run {r.pk} was withdrawn: {r.withdrawal.reason}",
-                }
-                for r in withdrawn
-            ],
+            errors=[{"pointer": "/comparison", "code": code, "message": words} for words in offending],
         )
 
 
@@ -329,6 +346,10 @@ def _issue(report: Report, pdf: bytes, path: str, evidence: Evidence, checkpoint
     )
     if updated != 1:
         raise RegistryError(f"report {report.pk} changed state while rendering", code="report-race", status=409)
+    _audit_issued(report, digest, evidence, checkpoint)
+
+
+def _audit_issued(report: Report, digest: str, evidence: Evidence, checkpoint: Checkpoint) -> None:
     audit_append(
         kind=AuditKind.REPORT_ISSUED,
         actor=report.requested_by_name,
@@ -360,35 +381,51 @@ def reports_sweep(*, stale_after: timedelta | None = None, max_attempts: int | N
     max_attempts = max_attempts if max_attempts is not None else settings.BENCHREG_REPORT_MAX_ATTEMPTS
     cutoff = timezone.now() - stale_after
     stale = Report.objects.filter(status=ReportStatus.RENDERING, started_at__lt=cutoff)
+    failed = _fail_stale(stale.filter(attempts__gte=max_attempts), cutoff)
+    requeued = _requeue_stale(stale.filter(attempts__lt=max_attempts), cutoff)
+    lost = list(
+        Report.objects.filter(status=ReportStatus.QUEUED, created_at__lt=cutoff)
+        .exclude(pk__in=requeued)
+        .values_list("pk", flat=True)
+    )
+    _redispatch([*requeued, *lost])
+    if failed or requeued or lost:
+        log.warning(
+            "reports sweep: %d failed for good, %d re-queued, %d re-dispatched", failed, len(requeued), len(lost)
+        )
+    return {"failed": failed, "requeued": len(requeued), "redispatched": len(lost)}
+
+
+def _fail_stale(reports: QuerySet[Report], cutoff: datetime) -> int:
+    """Reports whose renderer was lost too often are FAILED for good; returns how many."""
     failed = 0
-    for report in stale.filter(attempts__gte=max_attempts):
+    for report in reports:
         failed += Report.objects.filter(pk=report.pk, status=ReportStatus.RENDERING, started_at__lt=cutoff).update(
             status=ReportStatus.FAILED,
             finished_at=timezone.now(),
             last_error=f"rendering stopped without an answer {report.attempts} times (the worker was lost each "
             f"time, e.g. killed or out of memory); not retried again",
         )
+    return failed
+
+
+def _requeue_stale(reports: QuerySet[Report], cutoff: datetime) -> list[int]:
+    """Reports whose renderer was lost go back to QUEUED; returns their ids."""
     requeued = []
-    for pk in stale.filter(attempts__lt=max_attempts).values_list("pk", flat=True):
+    for pk in reports.values_list("pk", flat=True):
         if Report.objects.filter(pk=pk, status=ReportStatus.RENDERING, started_at__lt=cutoff).update(
             status=ReportStatus.QUEUED, last_error="re-queued: the previous renderer was lost"
         ):
             requeued.append(pk)
-    lost = list(
-        Report.objects.filter(status=ReportStatus.QUEUED, created_at__lt=cutoff)
-        .exclude(pk__in=requeued)
-        .values_list("pk", flat=True)
-    )
-    for pk in [*requeued, *lost]:
+    return requeued
+
+
+def _redispatch(pks: list[int]) -> None:
+    for pk in pks:
         try:
             dispatch.send(RENDER_TASK, pk)
         except Exception as exc:  # the broker is down: the next sweep tries again
             log.warning("report %s: cannot dispatch (%s); the next sweep retries", pk, exc)
-    if failed or requeued or lost:
-        log.warning(
-            "reports sweep: %d failed for good, %d re-queued, %d re-dispatched", failed, len(requeued), len(lost)
-        )
-    return {"failed": failed, "requeued": len(requeued), "redispatched": len(lost)}
 
 
 # --- verification ---------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ run for its job is stored by registry.services.jobs.job_submission_create under 
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -39,41 +40,42 @@ def runs_store(
     if not checked:
         return []
     now, name = timezone.now(), submitted_by.get_username()
-    runs = create_many(
-        Submission,
-        [
-            Submission(
-                trust=trust,
-                digest=one.digest,
-                document=one.document,
-                canonical=one.canonical.decode(),
-                **_key_columns(one.document),
-                **one.summary.columns(),
-                submitted_by=submitted_by,
-                submitted_by_name=name,
-                token=token,
-                submitted_at=now,
-            )
-            for one in checked
-        ],
-    )
+    runs = create_many(Submission, [_row(one, trust, submitted_by, name, token, now) for one in checked])
     # The entry commits who stored it (name, user, token), so `audit verify` sees those columns rewritten.
-    audit_append_many(
-        events=[
-            {
-                "kind": AuditKind.RUN_SUBMITTED,
-                "actor": name,
-                "actor_user": submitted_by.pk,
-                "actor_token": token.pk if token is not None else None,
-                "subject": run.digest,
-                "time": now,
-                "payload": {"run": run.pk, "trust": trust},
-            }
-            for run in runs
-        ]
-    )
+    audit_append_many(events=[_submitted_event(run, trust, submitted_by, name, token, now) for run in runs])
     runs_stored(runs=runs)  # the catalogue's counts and the decisions they enter, in the same transaction
     return runs
+
+
+def _row(
+    one: protocol.Checked, trust: str, submitted_by: User, name: str, token: ApiToken | None, now: datetime
+) -> Submission:
+    return Submission(
+        trust=trust,
+        digest=one.digest,
+        document=one.document,
+        canonical=one.canonical.decode(),
+        **_key_columns(one.document),
+        **one.summary.columns(),
+        submitted_by=submitted_by,
+        submitted_by_name=name,
+        token=token,
+        submitted_at=now,
+    )
+
+
+def _submitted_event(
+    run: Submission, trust: str, submitted_by: User, name: str, token: ApiToken | None, now: datetime
+) -> dict[str, Any]:
+    return {
+        "kind": AuditKind.RUN_SUBMITTED,
+        "actor": name,
+        "actor_user": submitted_by.pk,
+        "actor_token": token.pk if token is not None else None,
+        "subject": run.digest,
+        "time": now,
+        "payload": {"run": run.pk, "trust": trust},
+    }
 
 
 def _key_columns(document: dict[str, Any]) -> dict[str, str]:

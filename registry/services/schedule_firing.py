@@ -10,6 +10,7 @@ latest fires). Each tick also lets the runs of scheduled jobs that have not join
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from datetime import datetime, timedelta
 from typing import Any
@@ -20,7 +21,7 @@ from django.utils import timezone
 
 from registry.choices import AuditKind, JobStatus
 from registry.exceptions import RegistryError
-from registry.models import Agent, Job, Schedule, ScheduleFire
+from registry.models import Agent, Job, Plan, Schedule, ScheduleFire
 from registry.services.audit import audit_append
 from registry.services.plans import plan_create
 from registry.services.reactions import run_joins_series
@@ -35,90 +36,156 @@ def _live(schedule: Schedule) -> bool:
     return Schedule.objects.select_for_update().filter(pk=schedule.pk, paused=False, deleted_at__isnull=True).exists()
 
 
-def _fire(schedule: Schedule, due: datetime, label: str, extra: dict[str, Any], *, late: bool) -> ScheduleFire | None:
-    """Fire one due time of one variant, exactly once. None when it was already fired (or missed) by another."""
-    agents = list(schedule.agents.all())
+def _missed_reason(agent: Agent, *, late: bool) -> str | None:
+    if late:
+        return "the scheduler did not run at the due time"
+    if agent.revoked_at is not None:
+        return "the agent is revoked"
+    if not agent.is_online:
+        return "the agent was offline at the due time"
+    return None
+
+
+def _sort_agents(agents: list[Agent], *, late: bool) -> tuple[list[dict[str, str]], list[Agent]]:
+    """The agents that miss this due time (with why) and those ready to run it."""
     missed: list[dict[str, str]] = []
     ready: list[Agent] = []
     for agent in agents:
-        if late:
-            missed.append({"agent": agent.name, "reason": "the scheduler did not run at the due time"})
-        elif agent.revoked_at is not None:
-            missed.append({"agent": agent.name, "reason": "the agent is revoked"})
-        elif not agent.is_online:
-            missed.append({"agent": agent.name, "reason": "the agent was offline at the due time"})
-        else:
+        reason = _missed_reason(agent, late=late)
+        if reason is None:
             ready.append(agent)
+        else:
+            missed.append({"agent": agent.name, "reason": reason})
+    return missed, ready
+
+
+def _fire_plan(schedule: Schedule, due: datetime, label: str, extra: dict[str, Any], ready: list[Agent]) -> Plan:
+    plan = schedule.plan
+    return plan_create(
+        created_by=schedule.created_by,
+        agents=ready,
+        runner=plan.runner,
+        workload=plan.workload,
+        # a plan stored before duplicates were refused still makes each distinct job once
+        precisions=list(dict.fromkeys(plan.precisions)),
+        batch_sizes=list(dict.fromkeys(plan.batch_sizes)),
+        scenario=plan.scenario,
+        repetitions=plan.repetitions,
+        options={**plan.options, **schedule.options, **extra},
+        soft_time_limit=plan.soft_time_limit,
+        time_limit=plan.time_limit,
+        name=f"{schedule.name} @ {due:%Y-%m-%d %H:%M}Z{' ' + label if label else ''}",
+    )
+
+
+def _audit_fire(schedule: Schedule, due: datetime, fire: ScheduleFire, agents: list[str]) -> None:
+    audit_append(
+        kind=AuditKind.SCHEDULE_FIRED,
+        actor="registry",
+        subject=f"schedule:{schedule.pk}",
+        payload={
+            "due_at": due.isoformat(),
+            "variant": fire.variant,
+            "status": fire.status,
+            "plan": fire.plan_id,
+            "agents": agents,
+            "missed": fire.missed,
+        },
+    )
+
+
+def _fire_queued(
+    schedule: Schedule,
+    due: datetime,
+    label: str,
+    extra: dict[str, Any],
+    missed: list[dict[str, str]],
+    ready: list[Agent],
+) -> ScheduleFire | None:
+    """Record the firing and queue the plan for the ready agents, in one transaction."""
     status = "missed" if not ready else "partial" if missed else "fired"
+    with transaction.atomic():
+        if not _live(schedule):
+            return None
+        fire = ScheduleFire.objects.create(schedule=schedule, due_at=due, variant=label, status=status, missed=missed)
+        if ready:
+            fire.plan = _fire_plan(schedule, due, label, extra, ready)
+            fire.save(update_fields=["plan"])
+        _audit_fire(schedule, due, fire, [a.name for a in ready])
+    return fire
+
+
+def _fire_unqueued(
+    schedule: Schedule, due: datetime, label: str, agents: list[Agent], reason: str
+) -> ScheduleFire | None:
+    """Record the firing as missed by every agent, for `reason`."""
+    with transaction.atomic():
+        if not _live(schedule):
+            return None
+        fire = ScheduleFire.objects.create(
+            schedule=schedule,
+            due_at=due,
+            variant=label,
+            status="missed",
+            missed=[{"agent": a.name, "reason": reason} for a in agents],
+        )
+        _audit_fire(schedule, due, fire, [])
+    return fire
+
+
+def _fire(schedule: Schedule, due: datetime, label: str, extra: dict[str, Any], *, late: bool) -> ScheduleFire | None:
+    """Fire one due time of one variant, exactly once. None when it was already fired (or missed) by another."""
+    agents = list(schedule.agents.all())
+    missed, ready = _sort_agents(agents, late=late)
     try:
-        with transaction.atomic():
-            if not _live(schedule):
-                return None
-            fire = ScheduleFire.objects.create(
-                schedule=schedule, due_at=due, variant=label, status=status, missed=missed
-            )
-            if ready:
-                plan = schedule.plan
-                fire.plan = plan_create(
-                    created_by=schedule.created_by,
-                    agents=ready,
-                    runner=plan.runner,
-                    workload=plan.workload,
-                    # a plan stored before duplicates were refused still makes each distinct job once
-                    precisions=list(dict.fromkeys(plan.precisions)),
-                    batch_sizes=list(dict.fromkeys(plan.batch_sizes)),
-                    scenario=plan.scenario,
-                    repetitions=plan.repetitions,
-                    options={**plan.options, **schedule.options, **extra},
-                    soft_time_limit=plan.soft_time_limit,
-                    time_limit=plan.time_limit,
-                    name=f"{schedule.name} @ {due:%Y-%m-%d %H:%M}Z{' ' + label if label else ''}",
-                )
-                fire.save(update_fields=["plan"])
-            audit_append(
-                kind=AuditKind.SCHEDULE_FIRED,
-                actor="registry",
-                subject=f"schedule:{schedule.pk}",
-                payload={
-                    "due_at": due.isoformat(),
-                    "variant": label,
-                    "status": status,
-                    "plan": fire.plan_id,
-                    "agents": [a.name for a in ready],
-                    "missed": missed,
-                },
-            )
+        return _fire_queued(schedule, due, label, extra, missed, ready)
     except IntegrityError:
         return None  # this (schedule, due time, variant) is another beat's or an earlier tick's
     except RegistryError as exc:  # the plan no longer runs (e.g. an agent's inventory changed): say so, go on
         reason = f"the plan could not be queued: {exc.message}"
         try:
-            with transaction.atomic():
-                if not _live(schedule):
-                    return None
-                fire = ScheduleFire.objects.create(
-                    schedule=schedule,
-                    due_at=due,
-                    variant=label,
-                    status="missed",
-                    missed=[{"agent": a.name, "reason": reason} for a in agents],
-                )
-                audit_append(
-                    kind=AuditKind.SCHEDULE_FIRED,
-                    actor="registry",
-                    subject=f"schedule:{schedule.pk}",
-                    payload={
-                        "due_at": due.isoformat(),
-                        "variant": label,
-                        "status": "missed",
-                        "plan": None,
-                        "agents": [],
-                        "missed": fire.missed,
-                    },
-                )
+            return _fire_unqueued(schedule, due, label, agents, reason)
         except IntegrityError:
             return None
-    return fire
+
+
+@dataclasses.dataclass
+class _Tick:
+    budget: int
+    fired: int = 0
+    missed: int = 0
+
+
+def _fire_variants(
+    schedule: Schedule, due: datetime, variants: list[tuple[str, dict[str, Any]]], tick: _Tick, *, late: bool
+) -> bool:
+    """Fire the variants of one due time not fired yet. False when the budget ran out before all were handled."""
+    done = set(ScheduleFire.objects.filter(schedule=schedule, due_at=due).values_list("variant", flat=True))
+    for label, extra in variants:
+        if label in done:
+            continue
+        if tick.budget <= 0:
+            return False
+        tick.budget -= 1
+        fire = _fire(schedule, due, label, extra, late=late)
+        if fire is not None:
+            tick.fired += fire.status != "missed"
+            tick.missed += fire.status == "missed"
+        elif not Schedule.objects.filter(pk=schedule.pk, paused=False, deleted_at__isnull=True).exists():
+            break  # paused or deleted meanwhile: not one more firing
+    return True
+
+
+def _tick_schedule(schedule: Schedule, due_times: list[datetime], now: datetime, tick: _Tick) -> None:
+    """Fire one schedule's due times, latest first; last_due_at moves only when every one was handled."""
+    grace = timedelta(seconds=settings.BENCHREG_SCHEDULE_GRACE_S)
+    variants = stored_variants(schedule)
+    whole = all(  # stops at the first due time the budget left unfinished
+        _fire_variants(schedule, due, variants, tick, late=due != due_times[-1] or now - due > grace)
+        for due in [due_times[-1], *due_times[:-1]]
+    )
+    if whole:
+        Schedule.objects.filter(pk=schedule.pk, last_due_at__lt=due_times[-1]).update(last_due_at=due_times[-1])
 
 
 def schedules_tick(*, now: datetime | None = None) -> dict[str, int]:
@@ -132,43 +199,20 @@ def schedules_tick(*, now: datetime | None = None) -> dict[str, int]:
     have not joined their series yet join it. Returns counts.
     """
     now = now or timezone.now()
-    grace = timedelta(seconds=settings.BENCHREG_SCHEDULE_GRACE_S)
-    budget = settings.BENCHREG_SCHEDULE_FIRES_PER_TICK
-    fired = missed = 0
+    tick = _Tick(budget=settings.BENCHREG_SCHEDULE_FIRES_PER_TICK)
     for schedule in Schedule.objects.filter(paused=False, deleted_at__isnull=True).select_related("plan"):
         due_times = cron_due_times(schedule.cron, schedule.last_due_at or schedule.created_at, now)
         if not due_times:
             continue
-        variants = stored_variants(schedule)
-        whole = True  # every due time handled (or the schedule stopped): last_due_at may move to the latest
-        for due in [due_times[-1], *due_times[:-1]]:
-            late = due != due_times[-1] or now - due > grace
-            done = set(ScheduleFire.objects.filter(schedule=schedule, due_at=due).values_list("variant", flat=True))
-            for label, extra in variants:
-                if label in done:
-                    continue
-                if budget <= 0:
-                    whole = False
-                    break
-                budget -= 1
-                fire = _fire(schedule, due, label, extra, late=late)
-                if fire is not None:
-                    fired += fire.status != "missed"
-                    missed += fire.status == "missed"
-                elif not Schedule.objects.filter(pk=schedule.pk, paused=False, deleted_at__isnull=True).exists():
-                    break  # paused or deleted meanwhile: not one more firing
-            if not whole:
-                break
-        if whole:
-            Schedule.objects.filter(pk=schedule.pk, last_due_at__lt=due_times[-1]).update(last_due_at=due_times[-1])
-        if budget <= 0:
+        _tick_schedule(schedule, due_times, now, tick)
+        if tick.budget <= 0:
             log.warning(
                 "schedules tick: %d variant firings handled; the rest wait for the next tick",
                 settings.BENCHREG_SCHEDULE_FIRES_PER_TICK,
             )
             break
     joined = series_catch_up()
-    return {"fired": fired, "missed": missed, "joined": joined}
+    return {"fired": tick.fired, "missed": tick.missed, "joined": joined}
 
 
 def series_catch_up(limit: int = 200) -> int:

@@ -81,6 +81,23 @@ def _variants(matrix: list[dict[str, Any]] | None) -> list[tuple[str, dict[str, 
     object with a unique label, no two with the same options (they would make identical jobs). Linear time."""
     if not matrix:
         return [("", {})]
+    _check_matrix_size(matrix)
+    out: list[tuple[str, dict[str, Any]]] = []
+    labels: set[str] = set()
+    seen: dict[str, int] = {}  # canonical options -> the first entry with them
+    for index, entry in enumerate(matrix):
+        label = _variant_label(index, entry, labels)
+        options = dict(entry.get("options") or {})
+        key = json.dumps(options, sort_keys=True, default=str)
+        if key in seen:
+            raise _duplicate_variant(index, label, seen[key])
+        labels.add(label)
+        seen[key] = index
+        out.append((label, options))
+    return out
+
+
+def _check_matrix_size(matrix: list[dict[str, Any]]) -> None:
     limit = settings.BENCHREG_SCHEDULE_MAX_VARIANTS
     if not isinstance(matrix, list) or len(matrix) > limit:
         raise RegistryError(
@@ -88,43 +105,39 @@ def _variants(matrix: list[dict[str, Any]] | None) -> list[tuple[str, dict[str, 
             code="invalid-schedule",
             errors=[{"pointer": "/matrix", "code": "too-many-variants", "message": f"at most {limit} entries"}],
         )
-    out: list[tuple[str, dict[str, Any]]] = []
-    labels: set[str] = set()
-    seen: dict[str, int] = {}  # canonical options -> the first entry with them
-    for index, entry in enumerate(matrix):
-        where = f"/matrix/{index}"
-        if not isinstance(entry, dict) or not isinstance(entry.get("options", {}), dict):
-            raise RegistryError(
-                'a matrix entry is {"label": text, "options": {RunSpec fields}}',
-                code="invalid-schedule",
-                errors=[{"pointer": where, "code": "invalid-matrix", "message": "an object with label and options"}],
-            )
-        label = str(entry.get("label") or "").strip()
-        if not label or len(label) > 100 or label in labels:
-            raise RegistryError(
-                f"matrix entry {index} needs a unique label of 1-100 characters",
-                code="invalid-schedule",
-                errors=[{"pointer": f"{where}/label", "code": "invalid-matrix", "message": "label"}],
-            )
-        options = dict(entry.get("options") or {})
-        key = json.dumps(options, sort_keys=True, default=str)
-        if key in seen:
-            raise RegistryError(
-                f"matrix entry {index} ({label}) has the same options as entry {seen[key]}: "
-                "they would run identical jobs",
-                code="invalid-schedule",
-                errors=[
-                    {
-                        "pointer": f"{where}/options",
-                        "code": "duplicate-variant",
-                        "message": f"the same options as /matrix/{seen[key]}/options",
-                    }
-                ],
-            )
-        labels.add(label)
-        seen[key] = index
-        out.append((label, options))
-    return out
+
+
+def _variant_label(index: int, entry: dict[str, Any], labels: set[str]) -> str:
+    """The label of matrix entry `index`, checked: the entry is an object, its label new and 1-100 characters."""
+    where = f"/matrix/{index}"
+    if not isinstance(entry, dict) or not isinstance(entry.get("options", {}), dict):
+        raise RegistryError(
+            'a matrix entry is {"label": text, "options": {RunSpec fields}}',
+            code="invalid-schedule",
+            errors=[{"pointer": where, "code": "invalid-matrix", "message": "an object with label and options"}],
+        )
+    label = str(entry.get("label") or "").strip()
+    if not label or len(label) > 100 or label in labels:
+        raise RegistryError(
+            f"matrix entry {index} needs a unique label of 1-100 characters",
+            code="invalid-schedule",
+            errors=[{"pointer": f"{where}/label", "code": "invalid-matrix", "message": "label"}],
+        )
+    return label
+
+
+def _duplicate_variant(index: int, label: str, first: int) -> RegistryError:
+    return RegistryError(
+        f"matrix entry {index} ({label}) has the same options as entry {first}: they would run identical jobs",
+        code="invalid-schedule",
+        errors=[
+            {
+                "pointer": f"/matrix/{index}/options",
+                "code": "duplicate-variant",
+                "message": f"the same options as /matrix/{first}/options",
+            }
+        ],
+    )
 
 
 def stored_variants(schedule: Schedule) -> list[tuple[str, dict[str, Any]]]:
@@ -157,21 +170,7 @@ def _check_options(plan: Plan, options: dict[str, Any], matrix: list[dict[str, A
     The jobs one due time makes (variants x agents x precisions x batch sizes) are bounded first, so this
     check's own work is bounded too."""
     variants = _variants(matrix)
-    per_due = len(variants) * len(agents) * len(set(plan.precisions)) * len(set(map(str, plan.batch_sizes)))
-    limit = settings.BENCHREG_MAX_JOBS_PER_PLAN
-    if per_due > limit:
-        raise RegistryError(
-            f"each due time of this schedule would queue {per_due} jobs (variants x agents x "
-            f"precisions x batch sizes); at most {limit} (BENCHREG_MAX_JOBS_PER_PLAN)",
-            code="invalid-schedule",
-            errors=[
-                {
-                    "pointer": "/matrix" if matrix else "/agents",
-                    "code": "too-many-jobs",
-                    "message": f"{per_due} jobs, at most {limit}",
-                }
-            ],
-        )
+    _check_jobs_per_due(plan, len(variants), agents, "/matrix" if matrix else "/agents")
     for index, (label, extra) in enumerate(variants):
         merged = {**plan.options, **options, **extra}
         unknown = sorted(set(merged) - OPTION_FIELDS)
@@ -182,30 +181,51 @@ def _check_options(plan: Plan, options: dict[str, Any], matrix: list[dict[str, A
                 code="invalid-schedule",
                 errors=[{"pointer": where, "code": "unknown-option", "message": ", ".join(unknown)}],
             )
-        probe = Plan(
-            runner=plan.runner,
-            workload=plan.workload,
-            scenario=plan.scenario,
-            repetitions=plan.repetitions,
-            options=merged,
+        _check_variant_runs(plan, merged, agents, index, label)
+
+
+def _check_jobs_per_due(plan: Plan, variants: int, agents: list[Agent], pointer: str) -> None:
+    per_due = variants * len(agents) * len(set(plan.precisions)) * len(set(map(str, plan.batch_sizes)))
+    limit = settings.BENCHREG_MAX_JOBS_PER_PLAN
+    if per_due > limit:
+        raise RegistryError(
+            f"each due time of this schedule would queue {per_due} jobs (variants x agents x "
+            f"precisions x batch sizes); at most {limit} (BENCHREG_MAX_JOBS_PER_PLAN)",
+            code="invalid-schedule",
+            errors=[{"pointer": pointer, "code": "too-many-jobs", "message": f"{per_due} jobs, at most {limit}"}],
         )
-        for agent in agents:
-            for precision in dict.fromkeys(plan.precisions):
-                for batch in dict.fromkeys(plan.batch_sizes):
-                    try:
-                        job_spec(probe, agent, precision, batch)
-                    except RegistryError as exc:
-                        raise RegistryError(
-                            f"variant {label or '(default)'} cannot run: {exc.message}",
-                            code="invalid-schedule",
-                            errors=[
-                                {
-                                    "pointer": f"/matrix/{index}" if label else "/options",
-                                    "code": "invalid-plan",
-                                    "message": exc.message,
-                                }
-                            ],
-                        ) from None
+
+
+def _check_variant_runs(plan: Plan, merged: dict[str, Any], agents: list[Agent], index: int, label: str) -> None:
+    """The variant's options (`merged`) build a RunSpec for every agent, precision and batch size."""
+    probe = Plan(
+        runner=plan.runner,
+        workload=plan.workload,
+        scenario=plan.scenario,
+        repetitions=plan.repetitions,
+        options=merged,
+    )
+    for agent in agents:
+        for precision in dict.fromkeys(plan.precisions):
+            for batch in dict.fromkeys(plan.batch_sizes):
+                try:
+                    job_spec(probe, agent, precision, batch)
+                except RegistryError as exc:
+                    raise _variant_refused(index, label, exc) from None
+
+
+def _variant_refused(index: int, label: str, exc: RegistryError) -> RegistryError:
+    return RegistryError(
+        f"variant {label or '(default)'} cannot run: {exc.message}",
+        code="invalid-schedule",
+        errors=[
+            {
+                "pointer": f"/matrix/{index}" if label else "/options",
+                "code": "invalid-plan",
+                "message": exc.message,
+            }
+        ],
+    )
 
 
 def _check_webhook(url: str) -> None:
@@ -256,15 +276,7 @@ def schedule_create(
 
     With a `webhook_url` the schedule gets its own signing secret (`webhook_secret`): the API shows it to the
     owner in this one answer, and every alert of the schedule is signed with it."""
-    cron_parse(cron)
-    if not agents:
-        raise RegistryError(
-            "a schedule needs at least one enrolled agent",
-            code="invalid-schedule",
-            errors=[{"pointer": "/agents", "code": "required", "message": "at least one"}],
-        )
-    _check_options(plan, options or {}, matrix or [], agents)
-    _check_webhook(webhook_url)
+    _check_new(plan, cron, agents, options or {}, matrix or [], webhook_url)
     schedule = Schedule.objects.create(
         name=name or f"{plan.workload} {cron}",
         plan=plan,
@@ -282,6 +294,21 @@ def schedule_create(
     return schedule
 
 
+def _check_new(
+    plan: Plan, cron: str, agents: list[Agent], options: dict[str, Any], matrix: list[dict[str, Any]], webhook_url: str
+) -> None:
+    """A new schedule's cron, agents, options and webhook address, checked in that order."""
+    cron_parse(cron)
+    if not agents:
+        raise RegistryError(
+            "a schedule needs at least one enrolled agent",
+            code="invalid-schedule",
+            errors=[{"pointer": "/agents", "code": "required", "message": "at least one"}],
+        )
+    _check_options(plan, options, matrix, agents)
+    _check_webhook(webhook_url)
+
+
 @transaction.atomic
 def schedule_update(
     *,
@@ -294,12 +321,35 @@ def schedule_update(
     webhook_url: str | None = None,
 ) -> Schedule:
     """Change a schedule's settings, or pause/resume it. A deleted schedule cannot change (409)."""
-    schedule = Schedule.objects.select_for_update().get(pk=schedule.pk)
-    if schedule.deleted_at is not None:
-        raise RegistryError(f"schedule {schedule.pk} is deleted", status=409, code="schedule-deleted")
+    schedule = _lock_live(schedule)
     if cron is not None:
         cron_parse(cron)
         schedule.cron = " ".join(cron.split())
+    _change_options(schedule, options, matrix)
+    action = _change_paused(schedule, paused)
+    _change_webhook(schedule, webhook_url)
+    schedule.save()
+    _audit_schedule(schedule, actor, action)
+    return schedule
+
+
+def _lock_live(schedule: Schedule) -> Schedule:
+    """The schedule's row, locked; a deleted schedule cannot change (409)."""
+    schedule = Schedule.objects.select_for_update().get(pk=schedule.pk)
+    if schedule.deleted_at is not None:
+        raise RegistryError(f"schedule {schedule.pk} is deleted", status=409, code="schedule-deleted")
+    return schedule
+
+
+def _change_webhook(schedule: Schedule, webhook_url: str | None) -> None:
+    if webhook_url is not None and webhook_url != schedule.webhook_url:
+        _check_webhook(webhook_url)  # a new address gets a new secret, shown once in the answer to this change
+        schedule.webhook_url = webhook_url
+        schedule.webhook_secret = webhook_secret_new() if webhook_url else ""
+
+
+def _change_options(schedule: Schedule, options: dict[str, Any] | None, matrix: list[dict[str, Any]] | None) -> None:
+    """Set the options and matrix given (None: unchanged), once every variant checks out."""
     if options is not None or matrix is not None:
         _check_options(
             schedule.plan,
@@ -309,19 +359,16 @@ def schedule_update(
         )
         schedule.options = schedule.options if options is None else options
         schedule.matrix = schedule.matrix if matrix is None else matrix
-    action = "changed"
-    if paused is not None and paused != schedule.paused:
-        action = "paused" if paused else "resumed"
-        schedule.paused = paused
-        if not paused:  # due times while paused are not owed: resume from now
-            schedule.last_due_at = max(schedule.last_due_at or timezone.now(), timezone.now())
-    if webhook_url is not None and webhook_url != schedule.webhook_url:
-        _check_webhook(webhook_url)  # a new address gets a new secret, shown once in the answer to this change
-        schedule.webhook_url = webhook_url
-        schedule.webhook_secret = webhook_secret_new() if webhook_url else ""
-    schedule.save()
-    _audit_schedule(schedule, actor, action)
-    return schedule
+
+
+def _change_paused(schedule: Schedule, paused: bool | None) -> str:
+    """Pause or resume the schedule; returns the audit action ("changed" when neither)."""
+    if paused is None or paused == schedule.paused:
+        return "changed"
+    schedule.paused = paused
+    if not paused:  # due times while paused are not owed: resume from now
+        schedule.last_due_at = max(schedule.last_due_at or timezone.now(), timezone.now())
+    return "paused" if paused else "resumed"
 
 
 @transaction.atomic

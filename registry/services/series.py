@@ -59,19 +59,24 @@ def series_record_run(*, run_id: int) -> tuple[SeriesRun, Alert | None] | None:
     schedule, variant = origin
     estimate = headline_estimate(run.document)
     with transaction.atomic():
-        series, _ = Series.objects.get_or_create(
-            schedule=schedule,
-            variant=variant,
-            agent=job.agent,
-            config_key=changepoints.series_key(run.document),
-            defaults={"headline_metric": run.headline_metric},
-        )
-        series = Series.objects.select_for_update().get(pk=series.pk)
+        series = _locked_series(schedule, variant, job, run)
         if SeriesRun.objects.filter(run=run).exists():
             return None
         member = SeriesRun.objects.create(series=series, run=run, value=changepoints.run_value(estimate))
         alert = _judge(series, member, run)
     return member, alert
+
+
+def _locked_series(schedule: Schedule, variant: str, job: Job, run: Submission) -> Series:
+    """The run's series (created when it is the first), its row locked."""
+    series, _ = Series.objects.get_or_create(
+        schedule=schedule,
+        variant=variant,
+        agent=job.agent,
+        config_key=changepoints.series_key(run.document),
+        defaults={"headline_metric": run.headline_metric},
+    )
+    return Series.objects.select_for_update().get(pk=series.pk)
 
 
 def _reference(series: Series, member: SeriesRun) -> list[SeriesRun]:
@@ -94,10 +99,16 @@ def _judge(series: Series, member: SeriesRun, run: Submission) -> Alert | None:
     )
     if not change.changed:
         return None
+    alert = _alert_create(series, run, reference, change)
+    audit_append(kind=AuditKind.SERIES_ALERT, actor="registry", subject=f"alert:{alert.pk}", payload=alert_body(alert))
+    return alert
+
+
+def _alert_create(series: Series, run: Submission, reference: list[SeriesRun], change: changepoints.Change) -> Alert:
     assert change.ratio is not None and change.ci_low is not None and change.ci_high is not None
     assert change.p_value is not None
     previous = reference[-1].run
-    alert = Alert.objects.create(
+    return Alert.objects.create(
         series=series,
         run=run,
         previous=previous,
@@ -109,8 +120,6 @@ def _judge(series: Series, member: SeriesRun, run: Submission) -> Alert | None:
         direction=change.direction,
         differences=differences(previous.document, run.document),
     )
-    audit_append(kind=AuditKind.SERIES_ALERT, actor="registry", subject=f"alert:{alert.pk}", payload=alert_body(alert))
-    return alert
 
 
 def alert_destination(schedule: Schedule) -> tuple[str, str] | None:

@@ -159,20 +159,10 @@ def _unstorable(checked: protocol.Checked) -> list[dict[str, str]]:
     errors = []
     for column, value in checked.summary.columns().items():
         limits = _column_limits(column)
-        if value is None or limits is None:
+        beyond = None if value is None or limits is None else _beyond(value, limits)
+        if beyond is None:
             continue
-        # An integer literal from 2^53 on parses as the double it is canonically (protocol.parsing), so a float.
-        if isinstance(limits, tuple) and isinstance(value, int | float) and not limits[0] <= value <= limits[1]:
-            shown = int(value) if isinstance(value, float) and value.is_integer() else value
-            code, what, bound = (
-                "integer-out-of-range",
-                str(shown),
-                (f"at most {limits[1]}" if value > limits[1] else f"at least {limits[0]}"),
-            )
-        elif isinstance(limits, int) and isinstance(value, str) and len(value) > limits:
-            code, what, bound = "too-long", f"{len(value)} characters", f"at most {limits}"
-        else:
-            continue
+        code, what, bound = beyond
         where, name = _column_source(column, checked.document)
         errors.append(
             {
@@ -182,6 +172,21 @@ def _unstorable(checked: protocol.Checked) -> list[dict[str, str]]:
             }
         )
     return errors
+
+
+def _beyond(value: Any, limits: tuple[int, int] | int) -> tuple[str, str, str] | None:
+    """(code, what, bound) when `value` is beyond its column's limits (an integer range or a maximum length)."""
+    # An integer literal from 2^53 on parses as the double it is canonically (protocol.parsing), so a float.
+    if isinstance(limits, tuple) and isinstance(value, int | float) and not limits[0] <= value <= limits[1]:
+        shown = int(value) if isinstance(value, float) and value.is_integer() else value
+        return (
+            "integer-out-of-range",
+            str(shown),
+            (f"at most {limits[1]}" if value > limits[1] else f"at least {limits[0]}"),
+        )
+    if isinstance(limits, int) and isinstance(value, str) and len(value) > limits:
+        return "too-long", f"{len(value)} characters", f"at most {limits}"
+    return None
 
 
 @transaction.atomic
@@ -202,6 +207,12 @@ def submission_withdraw(*, submission: Submission, reason: str, actor: User) -> 
         withdrawn_by_name=actor.get_username(),
         withdrawn_at=timezone.now(),
     )
+    _audit_withdrawn(withdrawal, submission, actor)
+    run_withdrawn(withdrawal=withdrawal)
+    return withdrawal
+
+
+def _audit_withdrawn(withdrawal: Withdrawal, submission: Submission, actor: User) -> None:
     audit_append(
         kind=AuditKind.RUN_WITHDRAWN,
         actor=actor.get_username(),
@@ -210,8 +221,6 @@ def submission_withdraw(*, submission: Submission, reason: str, actor: User) -> 
         time=withdrawal.withdrawn_at,
         payload={"run": submission.pk, "reason": withdrawal.reason},
     )
-    run_withdrawn(withdrawal=withdrawal)
-    return withdrawal
 
 
 # --- many documents in one call (the bulk API and the MLPerf import) ---------------------------------------------
@@ -272,35 +281,48 @@ def _batch_chunk(
     decided: list[BatchOutcome | None] = [None] * len(chunk)
     checked: dict[int, protocol.Checked] = {}
     for i, document in enumerate(chunk):
-        if isinstance(document, RegistryError):
-            decided[i] = BatchOutcome("refused", error=document)
-            continue
-        try:
-            one = submission_check(document)
-        except InvalidDocument as exc:
-            decided[i] = BatchOutcome("refused", error=exc)
-            continue
-        if _for_a_job(one):
-            decided[i] = _batch_one(one, submitted_by, token, trust)
+        one = _check_one(document, submitted_by, token, trust)
+        if isinstance(one, BatchOutcome):
+            decided[i] = one
         else:
             checked[i] = one
     if checked:
-        try:
-            with transaction.atomic():
-                runs = _store_new(checked, submitted_by, token, trust)
-        except IntegrityError:  # another writer stored one of these meanwhile: one at a time, each alone
-            runs = None
-        except OperationalError as exc:
-            if not _deadlocked(exc):
-                raise
-            runs = None  # another batch was storing some of these documents in another order: the same way
+        runs = _store_chunk(checked, submitted_by, token, trust)
         for i, one in checked.items():
-            if runs is None:
-                decided[i] = _batch_one(one, submitted_by, token, trust)
-            else:
-                run, created = runs[i]
-                decided[i] = BatchOutcome("stored" if created else "known", run=run)
+            decided[i] = _batch_one(one, submitted_by, token, trust) if runs is None else _stored(*runs[i])
     return [outcome for outcome in decided if outcome is not None]
+
+
+def _stored(run: Submission, created: bool) -> BatchOutcome:
+    return BatchOutcome("stored" if created else "known", run=run)
+
+
+def _check_one(
+    document: bytes | str | dict[str, Any] | RegistryError, submitted_by: User, token: ApiToken | None, trust: str
+) -> BatchOutcome | protocol.Checked:
+    """A document of a batch checked: refused, an agent's job run stored alone, or checked for the chunk."""
+    if isinstance(document, RegistryError):
+        return BatchOutcome("refused", error=document)
+    try:
+        one = submission_check(document)
+    except InvalidDocument as exc:
+        return BatchOutcome("refused", error=exc)
+    return _batch_one(one, submitted_by, token, trust) if _for_a_job(one) else one
+
+
+def _store_chunk(
+    checked: dict[int, protocol.Checked], submitted_by: User, token: ApiToken | None, trust: str
+) -> dict[int, tuple[Submission, bool]] | None:
+    """The chunk's documents stored together; None when they must be stored one at a time instead."""
+    try:
+        with transaction.atomic():
+            return _store_new(checked, submitted_by, token, trust)
+    except IntegrityError:  # another writer stored one of these meanwhile: one at a time, each alone
+        return None
+    except OperationalError as exc:
+        if not _deadlocked(exc):
+            raise
+        return None  # another batch was storing some of these documents in another order: the same way
 
 
 def _deadlocked(exc: OperationalError) -> bool:

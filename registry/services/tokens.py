@@ -58,13 +58,17 @@ def token_create(
         scopes=parse_scopes(scopes),
         expires_at=expires_at,
     )
+    _audit_created(token, user, actor)
+    return token, plain
+
+
+def _audit_created(token: ApiToken, user: User, actor: str | None) -> None:
     audit_append(
         kind=AuditKind.TOKEN_CREATED,
         actor=actor or user.get_username(),
         subject=f"token:{token.pk}",
-        payload={"user": user.get_username(), "name": name, "scopes": token.scopes, "prefix": token.prefix},
+        payload={"user": user.get_username(), "name": token.name, "scopes": token.scopes, "prefix": token.prefix},
     )
-    return token, plain
 
 
 def token_mint(

@@ -26,7 +26,7 @@ import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 import httpcore
 import httpx
@@ -110,28 +110,42 @@ def webhook_url_problem(url: str, *, resolve: bool = True) -> str | None:
         port = parts.port
     except ValueError as exc:
         return f"not a valid URL ({exc})"
-    if parts.scheme not in ("http", "https"):
-        return "the scheme must be http or https"
-    if "@" in parts.netloc:
-        return "a webhook address may not carry credentials (user:password@); the signature authenticates us"
-    host = parts.hostname
-    if not host:
-        return "the address names no host"
-    try:
-        ipaddress.ip_address(host.split("%", 1)[0])
-        literal = True
-    except ValueError:
-        literal = False
-    if literal:
+    problem = _form_problem(parts)
+    if problem:
+        return problem
+    host = parts.hostname or ""  # not empty: _form_problem says so
+    if _is_ip_literal(host):
         return address_problem(host)
     if host.rstrip(".") == "localhost" or host.rstrip(".").endswith(".localhost"):  # RFC 6761: always loopback
         return address_problem("127.0.0.1")
     if not resolve:
         return None
+    return _resolved_problem(host, port or (443 if parts.scheme == "https" else 80))
+
+
+def _form_problem(parts: SplitResult) -> str | None:
+    if parts.scheme not in ("http", "https"):
+        return "the scheme must be http or https"
+    if "@" in parts.netloc:
+        return "a webhook address may not carry credentials (user:password@); the signature authenticates us"
+    if not parts.hostname:
+        return "the address names no host"
+    return None
+
+
+def _is_ip_literal(host: str) -> bool:
     try:
-        addresses = _resolve_within(
-            host, port or (443 if parts.scheme == "https" else 80), float(settings.BENCHREG_WEBHOOK_DEADLINE_S)
-        )
+        ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return False
+    return True
+
+
+def _resolved_problem(host: str, port: int) -> str | None:
+    """Why `host` may not receive webhooks by the addresses it resolves to now (None: it may, or it does not
+    resolve now)."""
+    try:
+        addresses = _resolve_within(host, port, float(settings.BENCHREG_WEBHOOK_DEADLINE_S))
     except (OSError, ValueError, httpcore.ConnectTimeout):  # UnicodeError is a ValueError
         return None
     for address in addresses:
@@ -208,14 +222,7 @@ class _GuardedBackend(httpcore.NetworkBackend):
         local_address: str | None = None,
         socket_options: Any = None,
     ) -> httpcore.NetworkStream:
-        try:
-            addresses = _resolve_within(host, port, self.timeout(timeout, httpcore.ConnectTimeout))
-        except (OSError, ValueError) as exc:
-            raise httpcore.ConnectError(f"cannot resolve {host}: {exc}") from exc
-        for address in addresses:  # all of them: one internal answer among global ones is refused too
-            problem = address_problem(address)
-            if problem:
-                raise RefusedDestination(f"{host} resolves to {problem}")
+        addresses = self._checked_addresses(host, port, timeout)
         failure: Exception = httpcore.ConnectError(f"{host} resolves to no address")
         for address in addresses:
             try:
@@ -225,12 +232,28 @@ class _GuardedBackend(httpcore.NetworkBackend):
             except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
                 failure = exc
                 continue
-            peer = stream.get_extra_info("server_addr")
-            if peer is None or address_problem(str(peer[0])):  # the socket's own peer, as the kernel reports it
-                stream.close()
-                raise RefusedDestination(f"connected to {peer}, not a global address")
-            return _BoundedStream(stream, self)
+            return self._bounded(stream)
         raise failure
+
+    def _checked_addresses(self, host: str, port: int, timeout: float | None) -> list[str]:
+        """Every address `host` resolves to, each checked by `address_problem`."""
+        try:
+            addresses = _resolve_within(host, port, self.timeout(timeout, httpcore.ConnectTimeout))
+        except (OSError, ValueError) as exc:
+            raise httpcore.ConnectError(f"cannot resolve {host}: {exc}") from exc
+        for address in addresses:  # all of them: one internal answer among global ones is refused too
+            problem = address_problem(address)
+            if problem:
+                raise RefusedDestination(f"{host} resolves to {problem}")
+        return addresses
+
+    def _bounded(self, stream: httpcore.NetworkStream) -> _BoundedStream:
+        """The connected stream, bounded, once its peer is checked too."""
+        peer = stream.get_extra_info("server_addr")
+        if peer is None or address_problem(str(peer[0])):  # the socket's own peer, as the kernel reports it
+            stream.close()
+            raise RefusedDestination(f"connected to {peer}, not a global address")
+        return _BoundedStream(stream, self)
 
     def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: Any = None
@@ -353,22 +376,34 @@ def webhook_attempt(*, delivery_id: int) -> tuple[WebhookDelivery | None, bool]:
     delivery = _claim(delivery_id)
     if delivery is None:
         return None, False
-    status, error, permanent = None, "", False
+    status, error, permanent = _send(delivery)
+    delivery.attempts += 1
+    delivery.last_status, delivery.last_error = status, error[:2000]
+    _judge(delivery, status, error, permanent=permanent)
+    if delivery.state == "pending":
+        delivery.next_attempt_at = timezone.now() + timedelta(seconds=webhook_backoff(delivery.attempts))
+        delivery.save(update_fields=["attempts", "last_status", "last_error", "next_attempt_at"])
+        return delivery, True
+    _finish(delivery)
+    return delivery, False
+
+
+def _send(delivery: WebhookDelivery) -> tuple[int | None, str, bool]:
+    """Sign and post the delivery: (status, error, permanent?)."""
     try:
         body, headers = webhook_signed(delivery)
     except Exception as exc:  # an unusable secret: no attempt can ever be signed
-        body, headers = b"", {}
-        error, permanent = f"cannot sign: no usable secret ({type(exc).__name__})", True
-    if not error:
-        try:
-            status = webhook_post(delivery.url, content=body, headers=headers)
-        except httpx.HTTPError as exc:
-            error = f"{type(exc).__name__}: {exc}"
-            permanent = isinstance(exc.__cause__, RefusedDestination)
-        except Exception as exc:  # whatever the receiver does, the delivery ends recorded
-            error, permanent = f"{type(exc).__name__}: {exc}", True
-    delivery.attempts += 1
-    delivery.last_status, delivery.last_error = status, error[:2000]
+        return None, f"cannot sign: no usable secret ({type(exc).__name__})", True
+    try:
+        return webhook_post(delivery.url, content=body, headers=headers), "", False
+    except httpx.HTTPError as exc:
+        return None, f"{type(exc).__name__}: {exc}", isinstance(exc.__cause__, RefusedDestination)
+    except Exception as exc:  # whatever the receiver does, the delivery ends recorded
+        return None, f"{type(exc).__name__}: {exc}", True
+
+
+def _judge(delivery: WebhookDelivery, status: int | None, error: str, *, permanent: bool) -> None:
+    """Delivered on a 2xx; failed when the attempt cannot be retried or attempts ran out; else still pending."""
     transient = not permanent and (status is None or status in (408, 429) or status >= 500)
     if status is not None and 200 <= status < 300:
         delivery.state = "delivered"
@@ -376,12 +411,6 @@ def webhook_attempt(*, delivery_id: int) -> tuple[WebhookDelivery | None, bool]:
         delivery.state = "failed"
         if not error:
             delivery.last_error = f"answered HTTP {status}"
-    if delivery.state == "pending":
-        delivery.next_attempt_at = timezone.now() + timedelta(seconds=webhook_backoff(delivery.attempts))
-        delivery.save(update_fields=["attempts", "last_status", "last_error", "next_attempt_at"])
-        return delivery, True
-    _finish(delivery)
-    return delivery, False
 
 
 def webhook_backoff(attempts: int) -> float:
@@ -395,22 +424,9 @@ def webhooks_sweep() -> dict[str, int]:
     (and logged); one overdue (its message lost, or no worker ran when it was made) is queued again."""
     now = timezone.now()
     pending = WebhookDelivery.objects.filter(state="pending")
-    given_up = 0
     old = pending.filter(created_at__lt=now - timedelta(seconds=settings.BENCHREG_WEBHOOK_GIVE_UP_AFTER_S))
-    for delivery in old.exclude(next_attempt_at__gt=now)[:1000]:  # not one a worker holds right now
-        error = (
-            f"not delivered within {settings.BENCHREG_WEBHOOK_GIVE_UP_AFTER_S} s ({delivery.attempts} "
-            f"attempt(s); does a worker consume the {settings.BENCHREG_WEBHOOK_QUEUE!r} queue?) "
-            f"{delivery.last_error}"
-        )[:2000]
-        with transaction.atomic():
-            if not WebhookDelivery.objects.filter(
-                pk=delivery.pk, state="pending", next_attempt_at=delivery.next_attempt_at
-            ).update(state="failed"):
-                continue
-            delivery.state, delivery.last_error = "failed", error
-            _finish(delivery)
-        given_up += 1
+    # not one a worker holds right now
+    given_up = sum(_give_up(delivery) for delivery in old.exclude(next_attempt_at__gt=now)[:1000])
     grace = timedelta(seconds=float(settings.BENCHREG_WEBHOOK_DEADLINE_S) + 60)
     queued = 0
     for pk, due in pending.filter(next_attempt_at__lt=now - grace).values_list("pk", "next_attempt_at")[:1000]:
@@ -419,3 +435,20 @@ def webhooks_sweep() -> dict[str, int]:
             dispatch.send(DELIVER_TASK, pk)
             queued += 1
     return {"failed": given_up, "queued": queued}
+
+
+def _give_up(delivery: WebhookDelivery) -> bool:
+    """Mark a delivery pending too long failed (and finish it), unless it changed meanwhile."""
+    error = (
+        f"not delivered within {settings.BENCHREG_WEBHOOK_GIVE_UP_AFTER_S} s ({delivery.attempts} "
+        f"attempt(s); does a worker consume the {settings.BENCHREG_WEBHOOK_QUEUE!r} queue?) "
+        f"{delivery.last_error}"
+    )[:2000]
+    with transaction.atomic():
+        if not WebhookDelivery.objects.filter(
+            pk=delivery.pk, state="pending", next_attempt_at=delivery.next_attempt_at
+        ).update(state="failed"):
+            return False
+        delivery.state, delivery.last_error = "failed", error
+        _finish(delivery)
+    return True

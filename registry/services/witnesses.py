@@ -98,32 +98,44 @@ def cosignature_request(
     own = client is None
     http = client or httpx.Client(timeout=settings.BENCHREG_WITNESS_TIMEOUT_S)
     try:
-        for _ in range(2):  # a 409 tells us the witness's size: one more try from there
-            if old_size > checkpoint.size:
-                return None
-            try:
-                answer = http.post(f"{witness.url}/add-checkpoint", content=_request_body(checkpoint, old_size))
-            except httpx.HTTPError as exc:
-                raise WitnessUnreachable(f"witness {witness.url}: {exc}") from None
-            if answer.status_code == 409 and answer.headers.get("content-type", "").startswith("text/x.tlog.size"):
-                held = answer.text.strip()
-                if not held.isdigit() or int(held) == old_size:
-                    raise WitnessRefused(
-                        f"witness {witness.cosigner.name} refused checkpoint {checkpoint.pk} (size "
-                        f"{checkpoint.size}): it holds another root at size {held}"
-                    )
-                old_size = int(held)
-                continue
-            if answer.status_code != 200:
-                raise WitnessRefused(
-                    f"witness {witness.cosigner.name} refused checkpoint {checkpoint.pk} "
-                    f"(size {checkpoint.size}): {answer.status_code} {answer.text.strip()[:300]}"
-                )
-            return _store(checkpoint, witness, answer.text)
-        raise WitnessRefused(f"witness {witness.cosigner.name} keeps answering 409 for checkpoint {checkpoint.pk}")
+        return _ask(http, checkpoint, witness, old_size)
     finally:
         if own:
             http.close()
+
+
+def _ask(http: httpx.Client, checkpoint: Checkpoint, witness: WitnessConfig, old_size: int) -> Cosignature | None:
+    for _ in range(2):  # a 409 tells us the witness's size: one more try from there
+        if old_size > checkpoint.size:
+            return None
+        try:
+            answer = http.post(f"{witness.url}/add-checkpoint", content=_request_body(checkpoint, old_size))
+        except httpx.HTTPError as exc:
+            raise WitnessUnreachable(f"witness {witness.url}: {exc}") from None
+        held = _held_size(answer, checkpoint, witness, old_size)
+        if held is not None:
+            old_size = held
+            continue
+        if answer.status_code != 200:
+            raise WitnessRefused(
+                f"witness {witness.cosigner.name} refused checkpoint {checkpoint.pk} "
+                f"(size {checkpoint.size}): {answer.status_code} {answer.text.strip()[:300]}"
+            )
+        return _store(checkpoint, witness, answer.text)
+    raise WitnessRefused(f"witness {witness.cosigner.name} keeps answering 409 for checkpoint {checkpoint.pk}")
+
+
+def _held_size(answer: httpx.Response, checkpoint: Checkpoint, witness: WitnessConfig, old_size: int) -> int | None:
+    """The size the witness holds, from a 409 that tells it (None for any other answer)."""
+    if answer.status_code == 409 and answer.headers.get("content-type", "").startswith("text/x.tlog.size"):
+        held = answer.text.strip()
+        if not held.isdigit() or int(held) == old_size:
+            raise WitnessRefused(
+                f"witness {witness.cosigner.name} refused checkpoint {checkpoint.pk} (size "
+                f"{checkpoint.size}): it holds another root at size {held}"
+            )
+        return int(held)
+    return None
 
 
 def _store(checkpoint: Checkpoint, witness: WitnessConfig, body: str) -> Cosignature:
