@@ -33,14 +33,7 @@ def _plain(value: Any) -> Any:
             return value
         raise _Slow
     if isinstance(value, float):
-        magnitude = abs(value)
-        if magnitude.is_integer():
-            if magnitude <= _SAFE_INT:
-                return int(value)  # 2.0 and -0.0 print as 2 and 0
-            raise _Slow
-        if _PLAIN_LOW <= magnitude < _PLAIN_HIGH:  # (every float from 2^53 up is integral)
-            return value
-        raise _Slow
+        return _plain_float(value)
     if isinstance(value, dict):
         out = {}
         for key, child in value.items():
@@ -50,6 +43,17 @@ def _plain(value: Any) -> Any:
         return out
     if isinstance(value, list | tuple):
         return [_plain(child) for child in value]
+    raise _Slow
+
+
+def _plain_float(value: float) -> float | int:
+    magnitude = abs(value)
+    if magnitude.is_integer():
+        if magnitude <= _SAFE_INT:
+            return int(value)  # 2.0 and -0.0 print as 2 and 0
+        raise _Slow
+    if _PLAIN_LOW <= magnitude < _PLAIN_HIGH:  # (every float from 2^53 up is integral)
+        return value
     raise _Slow
 
 

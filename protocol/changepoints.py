@@ -112,22 +112,11 @@ def prediction_test(
     if not new > 0 or not all(v > 0 for v in ref):
         return Change(None, None, None, None, None, len(ref), "a value is zero or negative")
     if len(ref) < MIN_HISTORY:
-        return Change(
-            None,
-            None,
-            None,
-            None,
-            None,
-            len(ref),
-            f"{len(ref)} reference run{'s' if len(ref) != 1 else ''}; a verdict needs {MIN_HISTORY}",
-        )
+        why = f"{len(ref)} reference run{'s' if len(ref) != 1 else ''}; a verdict needs {MIN_HISTORY}"
+        return Change(None, None, None, None, None, len(ref), why)
     logs = np.log(np.asarray(ref, dtype=np.float64))
     n = len(logs)
-    delta = math.log(new) - float(logs.mean())
-    scale = float(logs.std(ddof=1)) * math.sqrt(1.0 + 1.0 / n)
-    half = t_quantile(n - 1) * scale
-    quiet = 0.0 if delta != 0 else 1.0  # no noise at all: any difference is beyond it
-    p = float(2 * sps.t.sf(abs(delta) / scale, n - 1)) if scale > 0 else quiet
+    delta, half, p = _log_prediction(logs, new)
     changed = p < alpha and abs(math.expm1(delta)) >= MIN_RELATIVE_CHANGE
     direction = "none"
     if changed:
@@ -136,6 +125,17 @@ def prediction_test(
     if not all(math.isfinite(b) for b in bounds) or not math.isfinite(p):
         return Change(None, None, None, None, None, n, UNREPRESENTABLE)
     return Change(changed, bounds[0], bounds[1], bounds[2], p, n, None, direction)
+
+
+def _log_prediction(logs: np.ndarray, new: float) -> tuple[float, float, float]:
+    """(log of new ÷ the reference's geometric mean, the prediction interval's half width, two-sided p)."""
+    n = len(logs)
+    delta = math.log(new) - float(logs.mean())
+    scale = float(logs.std(ddof=1)) * math.sqrt(1.0 + 1.0 / n)
+    half = t_quantile(n - 1) * scale
+    quiet = 0.0 if delta != 0 else 1.0  # no noise at all: any difference is beyond it
+    p = float(2 * sps.t.sf(abs(delta) / scale, n - 1)) if scale > 0 else quiet
+    return delta, half, p
 
 
 UNREPRESENTABLE = "the run's ratio to its reference runs is beyond any number a double holds"

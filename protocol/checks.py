@@ -102,22 +102,24 @@ def required_metrics_present(doc: dict[str, Any]) -> Iterator[Error]:
     if not isinstance(metrics, dict):
         return
     phase, kind = doc.get("phase"), _get(doc, "scenario", "kind")
+    for options in _needed_metrics(phase, kind):
+        if not any(metrics.get(name) is not None for name in options):
+            message = f"{phase} runs must report {' or '.join(options)}"
+            yield Error(f"/metrics/{options[0]}", "missing-required-metric", message)
+
+
+def _needed_metrics(phase: Any, kind: Any) -> list[tuple[str, ...]]:
+    """The metrics a run of this phase and scenario must report (one of each tuple)."""
     if phase == "inference" and kind in ("single-stream", "multi-stream"):
         # Latency is what these scenarios measure; MLPerf's MultiStream logs carry no rate at all.
-        needed: list[tuple[str, ...]] = [("latency_ms", "latency_estimate_ms")]
-    elif phase == "inference":
-        needed = [("throughput",), ("latency_ms", "ttft_ms")]
-    elif phase == "training" and kind == "time-to-quality":
-        needed = [("time_to_quality",)]
-    elif phase == "training":
-        needed = [("throughput",), ("step_time_ms",)]
-    else:
-        return
-    for options in needed:
-        if not any(metrics.get(name) is not None for name in options):
-            yield Error(
-                f"/metrics/{options[0]}", "missing-required-metric", f"{phase} runs must report {' or '.join(options)}"
-            )
+        return [("latency_ms", "latency_estimate_ms")]
+    if phase == "inference":
+        return [("throughput",), ("latency_ms", "ttft_ms")]
+    if phase == "training" and kind == "time-to-quality":
+        return [("time_to_quality",)]
+    if phase == "training":
+        return [("throughput",), ("step_time_ms",)]
+    return []
 
 
 def primary_metric_present(doc: dict[str, Any]) -> Iterator[Error]:
@@ -143,25 +145,29 @@ def percentiles_ordered_and_supported(doc: dict[str, Any]) -> Iterator[Error]:
         if not isinstance(dist, dict):
             continue
         base = f"/metrics/{name}"
-        count = dist.get("count")
-        if isinstance(count, int):
-            for key, minimum in rules.MIN_SAMPLES_FOR_PERCENTILE.items():
-                if dist.get(key) is not None and count < minimum:
-                    yield Error(
-                        f"{base}/{key}",
-                        "too-few-samples-for-percentile",
-                        f"{key} needs at least {minimum} samples, this has {count}: omit it",
-                    )
-        order = ["min", *rules.PERCENTILES, "max"]
-        present = [(k, _num(dist.get(k))) for k in order if _num(dist.get(k)) is not None]
-        for (lo_key, lo), (hi_key, hi) in pairwise(present):
-            if hi < lo:  # type: ignore[operator]
-                yield Error(
-                    f"{base}/{hi_key}", "percentiles-out-of-order", f"{hi_key} ({hi:g}) is below {lo_key} ({lo:g})"
-                )
-        lo, mean, hi = _num(dist.get("min")), _num(dist.get("mean")), _num(dist.get("max"))
-        if mean is not None and ((lo is not None and mean < lo) or (hi is not None and mean > hi)):
-            yield Error(f"{base}/mean", "percentiles-out-of-order", "the mean lies outside [min, max]")
+        yield from _too_few_for_percentiles(base, dist)
+        yield from _out_of_order(base, dist)
+
+
+def _too_few_for_percentiles(base: str, dist: dict[str, Any]) -> Iterator[Error]:
+    count = dist.get("count")
+    if isinstance(count, int):
+        for key, minimum in rules.MIN_SAMPLES_FOR_PERCENTILE.items():
+            if dist.get(key) is not None and count < minimum:
+                message = f"{key} needs at least {minimum} samples, this has {count}: omit it"
+                yield Error(f"{base}/{key}", "too-few-samples-for-percentile", message)
+
+
+def _out_of_order(base: str, dist: dict[str, Any]) -> Iterator[Error]:
+    order = ["min", *rules.PERCENTILES, "max"]
+    present = [(k, _num(dist.get(k))) for k in order if _num(dist.get(k)) is not None]
+    for (lo_key, lo), (hi_key, hi) in pairwise(present):
+        if hi < lo:  # type: ignore[operator]
+            message = f"{hi_key} ({hi:g}) is below {lo_key} ({lo:g})"
+            yield Error(f"{base}/{hi_key}", "percentiles-out-of-order", message)
+    lo, mean, hi = _num(dist.get("min")), _num(dist.get("mean")), _num(dist.get("max"))
+    if mean is not None and ((lo is not None and mean < lo) or (hi is not None and mean > hi)):
+        yield Error(f"{base}/mean", "percentiles-out-of-order", "the mean lies outside [min, max]")
 
 
 def times_ordered(doc: dict[str, Any]) -> Iterator[Error]:
@@ -189,23 +195,18 @@ def window_long_enough(doc: dict[str, Any]) -> Iterator[Error]:
     seconds, iterations = _num(window.get("seconds")), _num(window.get("iterations"))
     warm = _num(_get(doc, "conditions", "warmup", "seconds"))
     if seconds is not None and seconds < rules.MIN_WINDOW_SECONDS:
-        yield Error(
-            "/conditions/window/seconds",
-            "window-too-short",
-            f"a measurement window must last at least {rules.MIN_WINDOW_SECONDS:g} s",
-        )
+        message = f"a measurement window must last at least {rules.MIN_WINDOW_SECONDS:g} s"
+        yield Error("/conditions/window/seconds", "window-too-short", message)
     elif seconds is not None and warm is not None and seconds < warm:
-        yield Error(
-            "/conditions/window/seconds",
-            "window-too-short",
-            f"the measurement window ({seconds:g} s) is shorter than its warm-up ({warm:g} s)",
-        )
+        message = f"the measurement window ({seconds:g} s) is shorter than its warm-up ({warm:g} s)"
+        yield Error("/conditions/window/seconds", "window-too-short", message)
     if iterations is not None and iterations < rules.MIN_WINDOW_ITERATIONS:
-        yield Error(
-            "/conditions/window/iterations",
-            "window-too-short",
-            f"a measurement window needs at least {rules.MIN_WINDOW_ITERATIONS} timed iterations",
-        )
+        message = f"a measurement window needs at least {rules.MIN_WINDOW_ITERATIONS} timed iterations"
+        yield Error("/conditions/window/iterations", "window-too-short", message)
+    yield from _window_exceeds_run(doc, seconds, warm)
+
+
+def _window_exceeds_run(doc: dict[str, Any], seconds: float | None, warm: float | None) -> Iterator[Error]:
     elapsed = _elapsed_seconds(doc)
     if elapsed is not None and seconds is not None and (warm or 0.0) + seconds > elapsed * 1.01 + 1.0:
         yield Error(
@@ -257,34 +258,37 @@ def steady_state_explained(doc: dict[str, Any]) -> Iterator[Error]:
 
 
 def derived_values_consistent(doc: dict[str, Any]) -> Iterator[Error]:
+    yield from _mfu_consistent(doc)
+    yield from _loss_consistent(doc)
+    yield from _energy_consistent(doc)
+
+
+def _mfu_consistent(doc: dict[str, Any]) -> Iterator[Error]:
     flops = _get(doc, "metrics", "flops")
     if isinstance(flops, dict):
         achieved, peak, mfu = (_num(flops.get(k)) for k in ("achieved_tflops", "peak_tflops", "mfu"))
         if achieved is not None and peak and mfu is not None and abs(achieved / peak - mfu) > 0.01 + 0.02 * mfu:
-            yield Error(
-                "/metrics/flops/mfu",
-                "inconsistent-derived-value",
-                f"mfu {mfu:g} does not equal achieved/peak = {achieved / peak:.4f}",
-            )
+            message = f"mfu {mfu:g} does not equal achieved/peak = {achieved / peak:.4f}"
+            yield Error("/metrics/flops/mfu", "inconsistent-derived-value", message)
+
+
+def _loss_consistent(doc: dict[str, Any]) -> Iterator[Error]:
     loss = _get(doc, "metrics", "loss")
     if isinstance(loss, dict):
         first, last, decreased = _num(loss.get("first")), _num(loss.get("last")), loss.get("decreased")
         if first is not None and last is not None and isinstance(decreased, bool) and decreased != (last < first):
-            yield Error(
-                "/metrics/loss/decreased",
-                "inconsistent-derived-value",
-                f"decreased is {str(decreased).lower()} but loss went from {first:g} to {last:g}",
-            )
+            message = f"decreased is {str(decreased).lower()} but loss went from {first:g} to {last:g}"
+            yield Error("/metrics/loss/decreased", "inconsistent-derived-value", message)
+
+
+def _energy_consistent(doc: dict[str, Any]) -> Iterator[Error]:
     energy = _get(doc, "metrics", "energy")
     elapsed = _elapsed_seconds(doc)
     if isinstance(energy, dict) and elapsed is not None:
         joules, watts = _num(energy.get("joules")), _num(energy.get("average_power_w"))
         if joules is not None and watts and joules / watts > elapsed * 1.01 + 1.0:
-            yield Error(
-                "/metrics/energy/joules",
-                "inconsistent-derived-value",
-                f"{joules:g} J at {watts:g} W lasts {joules / watts:g} s, longer than the run",
-            )
+            message = f"{joules:g} J at {watts:g} W lasts {joules / watts:g} s, longer than the run"
+            yield Error("/metrics/energy/joules", "inconsistent-derived-value", message)
 
 
 def shape_consistent(doc: dict[str, Any]) -> Iterator[Error]:
@@ -314,20 +318,16 @@ def samples_match_metrics(doc: dict[str, Any]) -> Iterator[Error]:
     for name, series in samples.items():
         metric = _get(doc, "metrics", name)
         if metric is None:
-            yield Error(
-                f"/samples/{name}", "samples-without-metric", f"raw samples for '{name}' but no such metric is reported"
-            )
+            message = f"raw samples for '{name}' but no such metric is reported"
+            yield Error(f"/samples/{name}", "samples-without-metric", message)
             continue
         reps = series.get("repetitions") if isinstance(series, dict) else None
         count = metric.get("count") if isinstance(metric, dict) else None
         if isinstance(reps, list) and isinstance(count, int) and name in rules.DISTRIBUTION_METRICS:
             total = sum(len(r) for r in reps if isinstance(r, list))
             if total != count:
-                yield Error(
-                    f"/samples/{name}/repetitions",
-                    "samples-count-mismatch",
-                    f"{total} raw samples but metrics.{name}.count says {count}",
-                )
+                message = f"{total} raw samples but metrics.{name}.count says {count}"
+                yield Error(f"/samples/{name}/repetitions", "samples-count-mismatch", message)
 
 
 # A headline must follow from the run's own raw samples. Percentiles and means: within 0.5% (runners round
@@ -369,27 +369,51 @@ def headline_follows_from_samples(doc: dict[str, Any]) -> Iterator[Error]:
     if not isinstance(metric, dict):
         return
     if name in rules.DISTRIBUTION_METRICS:
-        stat = stat or "p50"
-        pooled, reported = _pooled(doc, name), _num(metric.get(stat))
-        if pooled is None or reported is None or (stat not in rules.PERCENTILES and stat != "mean"):
-            return
-        declared = str(metric.get("method") or "linear")
-        computed = (
-            float(pooled.mean()) if stat == "mean" else _percentile(pooled, rules.PERCENTILES[stat] / 100.0, declared)
-        )
-        if _disagrees(reported, computed):
-            how = "mean" if stat == "mean" else f"{stat} by the declared method '{declared}'"
-            yield Error(
-                f"/metrics/{name}/{stat}",
-                "headline-disagrees-with-samples",
-                f"the headline metrics.{name}.{stat} is {reported:g} but the {pooled.size} raw samples "
-                f"give {computed:g} ({how}; tolerance {HEADLINE_TOLERANCE:.1%})",
-            )
+        yield from _statistic_follows_from_samples(doc, name, stat or "p50", metric)
     elif name == "throughput" and (stat or "value") == "value":
         yield from _throughput_follows_from_times(doc, metric)
 
 
+def _statistic_follows_from_samples(
+    doc: dict[str, Any], name: str, stat: str, metric: dict[str, Any]
+) -> Iterator[Error]:
+    pooled, reported = _pooled(doc, name), _num(metric.get(stat))
+    if pooled is None or reported is None or (stat not in rules.PERCENTILES and stat != "mean"):
+        return
+    declared = str(metric.get("method") or "linear")
+    computed = (
+        float(pooled.mean()) if stat == "mean" else _percentile(pooled, rules.PERCENTILES[stat] / 100.0, declared)
+    )
+    if _disagrees(reported, computed):
+        how = "mean" if stat == "mean" else f"{stat} by the declared method '{declared}'"
+        yield Error(
+            f"/metrics/{name}/{stat}",
+            "headline-disagrees-with-samples",
+            f"the headline metrics.{name}.{stat} is {reported:g} but the {pooled.size} raw samples "
+            f"give {computed:g} ({how}; tolerance {HEADLINE_TOLERANCE:.1%})",
+        )
+
+
 def _throughput_follows_from_times(doc: dict[str, Any], metric: dict[str, Any]) -> Iterator[Error]:
+    found = _batch_times(doc, metric)
+    if found is None:
+        return
+    reported, batch, source, times = found
+    implied = batch * 1000.0 * times.size / float(times.sum())
+    low, high = THROUGHPUT_FROM_TIMES
+    if not low * implied <= reported <= high * implied:
+        yield Error(
+            "/metrics/throughput/value",
+            "headline-disagrees-with-samples",
+            f"the headline throughput is {reported:g} samples/s but the {times.size} raw {source} samples "
+            f"give {implied:g} (batch_size {batch} × 1000 ÷ mean time); it must lie between "
+            f"{low:g}× and {high:g}× that",
+        )
+
+
+def _batch_times(doc: dict[str, Any], metric: dict[str, Any]) -> tuple[float, int, str, np.ndarray] | None:
+    """(reported throughput, batch size, the times' metric, pooled per-batch times) of an offline or fixed-step
+    throughput in samples/s with raw batch times; None otherwise."""
     reported, batch = _num(metric.get("value")), _get(doc, "workload", "shape", "batch_size")
     kind = _get(doc, "scenario", "kind")
     source = "step_time_ms" if doc.get("phase") == "training" else "latency_ms"
@@ -403,17 +427,8 @@ def _throughput_follows_from_times(doc: dict[str, Any], metric: dict[str, Any]) 
         or times is None
         or times.sum() <= 0
     ):
-        return
-    implied = batch * 1000.0 * times.size / float(times.sum())
-    low, high = THROUGHPUT_FROM_TIMES
-    if not low * implied <= reported <= high * implied:
-        yield Error(
-            "/metrics/throughput/value",
-            "headline-disagrees-with-samples",
-            f"the headline throughput is {reported:g} samples/s but the {times.size} raw {source} samples "
-            f"give {implied:g} (batch_size {batch} × 1000 ÷ mean time); it must lie between "
-            f"{low:g}× and {high:g}× that",
-        )
+        return None
+    return reported, batch, source, times
 
 
 RULES: tuple[Rule, ...] = (

@@ -15,7 +15,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from cryptography.exceptions import InvalidSignature
@@ -155,20 +155,26 @@ def verify_cosignatures(note: bytes, witnesses: Sequence[Cosigner | str]) -> dic
     body = text[: split + 1].encode()
     found: dict[str, int] = {}
     for line in text[split + 2 : -1].split("\n"):
-        if not line.startswith(_SIG_PREFIX):
-            continue
-        name, _, encoded = line[len(_SIG_PREFIX) :].partition(" ")
-        try:
-            blob = base64.b64decode(encoded, validate=True)
-        except (binascii.Error, ValueError):
-            continue
-        witness = known.get((name, blob[:4]))
-        if witness is None or len(blob) != 4 + 8 + 64:
-            continue
-        timestamp = int.from_bytes(blob[4:12], "big")
-        try:
-            witness.public_key.verify(blob[12:], _message(body, timestamp))
-        except InvalidSignature:
-            continue
-        found[witness.vkey] = timestamp
+        if (signed := _cosignature(line, known, body)) is not None:
+            found[signed[0]] = signed[1]
     return found
+
+
+def _cosignature(line: str, known: Mapping[tuple[str, bytes], Cosigner], body: bytes) -> tuple[str, int] | None:
+    """(witness's verifier key, timestamp) of a signature line by a known witness that verifies; None otherwise."""
+    if not line.startswith(_SIG_PREFIX):
+        return None
+    name, _, encoded = line[len(_SIG_PREFIX) :].partition(" ")
+    try:
+        blob = base64.b64decode(encoded, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    witness = known.get((name, blob[:4]))
+    if witness is None or len(blob) != 4 + 8 + 64:
+        return None
+    timestamp = int.from_bytes(blob[4:12], "big")
+    try:
+        witness.public_key.verify(blob[12:], _message(body, timestamp))
+    except InvalidSignature:
+        return None
+    return witness.vkey, timestamp

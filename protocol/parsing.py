@@ -107,34 +107,43 @@ def _plainly_fine(value: Any, max_depth: int, numbers: bool) -> bool:
     while level:
         below: list[Any] = []
         texts: list[Any] = []
-        for item in level:
-            kind = type(item)
-            if kind is str:
-                texts.append(item)
-            elif kind is dict or kind is list:
-                if depth >= max_depth:
-                    return False
-                if kind is dict:
-                    texts.extend(item)
-                    below.extend(item.values())
-                else:
-                    below.extend(item)
-            elif kind is bool or item is None:
-                continue
-            elif kind is int or kind is float:
-                if numbers and _number_problem(item) is not None:
-                    return False
-            else:
-                return False  # a placeholder, a marked object, a tuple, a key that is no string: the full walk
-        if texts:
-            try:
-                joined = "".join(texts)
-            except TypeError:
-                return False
-            if "\x00" in joined or not (joined.isascii() or _SURROGATE.search(joined) is None):
-                return False
+        if not _sort_level(level, depth >= max_depth, numbers, below, texts) or not _texts_fine(texts):
+            return False
         level, depth = below, depth + 1
     return True
+
+
+def _sort_level(level: list[Any], at_limit: bool, numbers: bool, below: list[Any], texts: list[Any]) -> bool:
+    """Puts one level's strings and keys in `texts` and its children in `below`; False at anything the fast path
+    does not clear (nesting at the limit, a bad number, a placeholder, a marked object, a tuple)."""
+    for item in level:
+        kind = type(item)
+        if kind is str:
+            texts.append(item)
+        elif kind is dict or kind is list:
+            if at_limit:
+                return False
+            if kind is dict:
+                texts.extend(item)
+                below.extend(item.values())
+            else:
+                below.extend(item)
+        elif kind is int or kind is float:
+            if numbers and _number_problem(item) is not None:
+                return False
+        elif kind is not bool and item is not None:
+            return False  # a placeholder, a marked object, a tuple, a key that is no string: the full walk
+    return True
+
+
+def _texts_fine(texts: list[Any]) -> bool:
+    if not texts:
+        return True
+    try:
+        joined = "".join(texts)
+    except TypeError:
+        return False
+    return not ("\x00" in joined or not (joined.isascii() or _SURROGATE.search(joined) is None))
 
 
 _LARGEST_DOUBLE = int(sys.float_info.max)
@@ -168,50 +177,37 @@ def value_errors(value: Any, *, max_depth: int = MAX_DEPTH, numbers: bool = Fals
             if (why := _text_problem(item)) is not None:
                 out.append(Error(pointer(path), "unstorable-text", f"the string holds {why}"))
         elif isinstance(item, dict | list | tuple):
-            if len(path) >= max_depth:
-                out.append(
-                    Error(
-                        pointer(path),
-                        "too-deep",
-                        f"arrays and objects are nested more than {max_depth} levels deep here",
-                    )
-                )
-                continue
-            if isinstance(item, dict):
-                for key in getattr(item, "duplicates", ()):
-                    out.append(
-                        Error(
-                            pointer((*path, key)),
-                            "duplicate-key",
-                            f"the key '{key}' appears more than once in this object",
-                        )
-                    )
-                for key, child in item.items():
-                    if isinstance(key, str) and (why := _text_problem(key)) is not None:
-                        out.append(Error(pointer((*path, key)), "unstorable-text", f"the key holds {why}"))
-                    else:
-                        stack.append((child, (*path, key)))
-            else:
-                stack.extend((child, (*path, i)) for i, child in enumerate(item))
+            _open_container(item, path, max_depth, out, stack)
         elif kind is _InexactInteger:
-            out.append(
-                Error(
-                    pointer(path),
-                    "integer-out-of-range",
-                    f"{item.literal} cannot be held exactly by a JSON number (an IEEE double)",
-                )
-            )
+            out.append(Error(pointer(path), "integer-out-of-range", f"{item.literal} {_INEXACT}"))
         elif kind is _NonFinite:
-            out.append(
-                Error(
-                    pointer(path),
-                    "non-finite-number",
-                    f"{item.literal} is not a number JSON allows; use null for 'not measured'",
-                )
-            )
+            out.append(Error(pointer(path), "non-finite-number", f"{item.literal} {_NOT_ALLOWED}"))
         elif numbers and (kind is float or kind is int) and (code := _number_problem(item)) is not None:
             out.append(Error(pointer(path), code, _NUMBER_PROBLEMS[code]))
     return out
+
+
+_INEXACT = "cannot be held exactly by a JSON number (an IEEE double)"
+_NOT_ALLOWED = "is not a number JSON allows; use null for 'not measured'"
+_Stack = list[tuple[Any, tuple[str | int, ...]]]
+
+
+def _open_container(item: Any, path: tuple[str | int, ...], max_depth: int, out: list[Error], stack: _Stack) -> None:
+    """value_errors' step into an array or object: too deep, or its problems noted and its children stacked."""
+    if len(path) >= max_depth:
+        message = f"arrays and objects are nested more than {max_depth} levels deep here"
+        out.append(Error(pointer(path), "too-deep", message))
+    elif isinstance(item, dict):
+        for key in getattr(item, "duplicates", ()):
+            message = f"the key '{key}' appears more than once in this object"
+            out.append(Error(pointer((*path, key)), "duplicate-key", message))
+        for key, child in item.items():
+            if isinstance(key, str) and (why := _text_problem(key)) is not None:
+                out.append(Error(pointer((*path, key)), "unstorable-text", f"the key holds {why}"))
+            else:
+                stack.append((child, (*path, key)))
+    else:
+        stack.extend((child, (*path, i)) for i, child in enumerate(item))
 
 
 def parse_json(raw: bytes | str, *, max_depth: int = MAX_DEPTH) -> Any:
@@ -224,9 +220,18 @@ def parse_json(raw: bytes | str, *, max_depth: int = MAX_DEPTH) -> Any:
             raise Invalid(
                 [Error("", "invalid-encoding", f"the body is not UTF-8 (byte {exc.start} cannot be decoded)")]
             ) from None
+    value = _loads(raw, max_depth)
+    problems = value_errors(value, max_depth=max_depth)
+    if problems:
+        raise Invalid(problems)
+    return value  # plain: the hooks' placeholders and marked objects are always problems
+
+
+def _loads(raw: str, max_depth: int) -> Any:
+    """json.loads with the hooks that mark duplicate keys, non-finite numbers and inexact integers."""
     found: list[object] = []
     try:
-        value = json.loads(
+        return json.loads(
             raw,
             object_pairs_hook=partial(_object_hook, found),
             parse_constant=partial(_non_finite, found),
@@ -240,7 +245,3 @@ def parse_json(raw: bytes | str, *, max_depth: int = MAX_DEPTH) -> Any:
         raise Invalid(
             [Error("", "too-deep", f"arrays and objects are nested more than {max_depth} levels deep")]
         ) from None
-    problems = value_errors(value, max_depth=max_depth)
-    if problems:
-        raise Invalid(problems)
-    return value  # plain: the hooks' placeholders and marked objects are always problems

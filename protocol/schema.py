@@ -55,52 +55,61 @@ def _json_type(value: Any) -> str:
 
 def _translate(err: ValidationError) -> Iterator[Error]:
     path = tuple(err.absolute_path)
-    here = pointer(path)
     kind = err.validator
     if kind == "required":
         for name in err.validator_value:
             if isinstance(err.instance, dict) and name not in err.instance:
                 yield Error(pointer((*path, name)), "required", f"'{name}' is required here")
     elif kind == "additionalProperties":
-        known = set(err.schema.get("properties", {}))
-        for name in err.instance:
-            if name not in known:
-                yield Error(
-                    pointer((*path, name)), "unknown-field", f"'{name}' is not a field of protocol 1.x at this place"
-                )
+        yield from _unknown_fields(err, path)
     elif kind == "propertyNames":
         for sub in err.context:
-            yield Error(
-                pointer((*path, sub.instance)), "unknown-field", f"'{sub.instance}' is not allowed as a key here"
-            )
+            message = f"'{sub.instance}' is not allowed as a key here"
+            yield Error(pointer((*path, sub.instance)), "unknown-field", message)
     elif kind == "anyOf":
-        # Nullable references are anyOf [null, X]: report why the value fails X, not the null branch.
-        real = [s for s in err.context if not (s.validator == "type" and s.validator_value == "null")]
-        if real:
-            for sub in real:
-                yield from _translate(sub)
-        else:
-            yield Error(here, "wrong-type", f"{_describe(err.instance)} is not allowed here")
-    elif kind == "type":
+        yield from _any_of(err, pointer(path))
+    else:
+        yield _value_error(err, pointer(path), kind)
+
+
+def _unknown_fields(err: ValidationError, path: tuple[Any, ...]) -> Iterator[Error]:
+    known = set(err.schema.get("properties", {}))
+    for name in err.instance:
+        if name not in known:
+            message = f"'{name}' is not a field of protocol 1.x at this place"
+            yield Error(pointer((*path, name)), "unknown-field", message)
+
+
+def _any_of(err: ValidationError, here: str) -> Iterator[Error]:
+    # Nullable references are anyOf [null, X]: report why the value fails X, not the null branch.
+    real = [s for s in err.context if not (s.validator == "type" and s.validator_value == "null")]
+    if real:
+        for sub in real:
+            yield from _translate(sub)
+    else:
+        yield Error(here, "wrong-type", f"{_describe(err.instance)} is not allowed here")
+
+
+def _value_error(err: ValidationError, here: str, kind: Any) -> Error:
+    """The one error for a value the schema refuses (type, allowed values, range, format, size)."""
+    if kind == "type":
         expected = err.validator_value if isinstance(err.validator_value, list) else [err.validator_value]
-        yield Error(here, "wrong-type", f"expected {' or '.join(expected)}, got {_json_type(err.instance)}")
-    elif kind in ("enum", "const"):
+        return Error(here, "wrong-type", f"expected {' or '.join(expected)}, got {_json_type(err.instance)}")
+    if kind in ("enum", "const"):
         allowed = err.validator_value if kind == "enum" else [err.validator_value]
         shown = ", ".join("null" if a is None else str(a) for a in allowed)
-        yield Error(here, "not-allowed-value", f"{_describe(err.instance)} is not one of: {shown}")
-    elif kind in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        return Error(here, "not-allowed-value", f"{_describe(err.instance)} is not one of: {shown}")
+    if kind in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
         word = "at least" if "inimum" in kind else "at most"
-        yield Error(here, "out-of-range", f"{_describe(err.instance)} must be {word} {err.validator_value}")
-    elif kind in ("pattern", "format"):
-        yield Error(
-            here, "bad-format", f"{_describe(err.instance)} does not match the expected format ({err.validator_value})"
-        )
-    elif kind in ("minLength", "minItems", "minProperties"):
-        yield Error(here, "too-short", f"needs at least {err.validator_value} item(s) or character(s)")
-    elif kind in ("maxLength", "maxItems", "maxProperties"):
-        yield Error(here, "too-long", f"allows at most {err.validator_value} item(s) or character(s)")
-    else:
-        yield Error(here, f"schema-{kind}", err.message)
+        return Error(here, "out-of-range", f"{_describe(err.instance)} must be {word} {err.validator_value}")
+    if kind in ("pattern", "format"):
+        message = f"{_describe(err.instance)} does not match the expected format ({err.validator_value})"
+        return Error(here, "bad-format", message)
+    if kind in ("minLength", "minItems", "minProperties"):
+        return Error(here, "too-short", f"needs at least {err.validator_value} item(s) or character(s)")
+    if kind in ("maxLength", "maxItems", "maxProperties"):
+        return Error(here, "too-long", f"allows at most {err.validator_value} item(s) or character(s)")
+    return Error(here, f"schema-{kind}", err.message)
 
 
 def schema_errors(document: Any) -> list[Error]:

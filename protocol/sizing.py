@@ -171,45 +171,40 @@ def energy_per_output(doc: Mapping[str, Any]) -> Derived:
     energy, tput = metrics.get("energy"), metrics.get("throughput") or {}
     rate, unit = _num(tput.get("value")), tput.get("unit")
     noun = UNIT_NOUN.get(unit or "", "output")
-    name, out_unit = "energy_per_output", f"J/{noun}"
+    out_unit = f"J/{noun}"
     if not isinstance(energy, dict) or not energy.get("source"):
-        return Derived(
-            name,
-            None,
-            out_unit,
-            "average power ÷ throughput",
-            reason="no measured energy (a power limit or TDP is not a measurement)",
-        )
+        reason = "no measured energy (a power limit or TDP is not a measurement)"
+        return Derived(_ENERGY, None, out_unit, "average power ÷ throughput", reason=reason)
     watts, joules = _num(energy.get("average_power_w")), _num(energy.get("joules"))
     inputs = {"source": energy["source"], "scope": energy.get("scope"), "throughput": rate, "unit": unit}
     if not rate:
-        return Derived(name, None, out_unit, "average power ÷ throughput", inputs, reason="no throughput")
+        return Derived(_ENERGY, None, out_unit, "average power ÷ throughput", inputs, reason="no throughput")
+    return _metered_energy(doc, rate, watts, joules, out_unit, inputs)
+
+
+_ENERGY = "energy_per_output"
+
+
+def _metered_energy(
+    doc: Mapping[str, Any],
+    rate: float,
+    watts: float | None,
+    joules: float | None,
+    out_unit: str,
+    inputs: dict[str, Any],
+) -> Derived:
+    """Energy per output from the meter's average power, else from its joules over the window."""
     if watts is not None:
-        return Derived(
-            name,
-            finite(watts / rate),
-            out_unit,
-            "measured average power (W) ÷ throughput (per s)",
-            {**inputs, "average_power_w": watts},
-        )
+        formula = "measured average power (W) ÷ throughput (per s)"
+        return Derived(_ENERGY, finite(watts / rate), out_unit, formula, {**inputs, "average_power_w": watts})
     seconds = _num(((doc.get("conditions") or {}).get("window") or {}).get("seconds"))
     if joules is not None and seconds:
-        return Derived(
-            name,
-            finite(joules / (rate * seconds)),
-            out_unit,
-            "measured energy (J) ÷ (throughput × window seconds)",
-            {**inputs, "joules": joules, "window_seconds": seconds},
-            assumption="the measured energy covers the measurement window",
-        )
-    return Derived(
-        name,
-        None,
-        out_unit,
-        "average power ÷ throughput",
-        inputs,
-        reason="energy block has neither average power nor joules over a known window",
-    )
+        formula = "measured energy (J) ÷ (throughput × window seconds)"
+        used = {**inputs, "joules": joules, "window_seconds": seconds}
+        assumption = "the measured energy covers the measurement window"
+        return Derived(_ENERGY, finite(joules / (rate * seconds)), out_unit, formula, used, assumption=assumption)
+    reason = "energy block has neither average power nor joules over a known window"
+    return Derived(_ENERGY, None, out_unit, "average power ÷ throughput", inputs, reason=reason)
 
 
 def cost_per_million_outputs(doc: Mapping[str, Any], price_per_hour: float | None, currency: str) -> Derived:
@@ -225,29 +220,26 @@ def cost_per_million_outputs(doc: Mapping[str, Any], price_per_hour: float | Non
         f"price of {price_per_hour:g} {currency} per hour for {system_words(doc)} as supplied by "
         "the user, fully busy at the measured throughput"
     )
+    value, reason = _cost(rate, price_per_hour)
+    if value is None:
+        return Derived(name, None, out_unit, formula, assumption=assumption, reason=reason)
+    inputs = {"price_per_hour": price_per_hour, "currency": currency, "throughput": rate, "unit": unit}
+    return Derived(name, value, out_unit, formula, inputs, assumption=assumption)
+
+
+def _cost(rate: float | None, price_per_hour: float) -> tuple[float | None, str | None]:
+    """The cost per million outputs, or why it is not computed."""
     if not rate:
-        return Derived(name, None, out_unit, formula, assumption=assumption, reason="no throughput")
+        return None, "no throughput"
     if (problem := rate_problem(rate)) is not None:
-        return Derived(name, None, out_unit, formula, assumption=assumption, reason=f"not computed: {problem}")
+        return None, f"not computed: {problem}"
     value = finite(price_per_hour / (rate * 3600.0) * 1e6)
     if value is None or not 0 <= price_per_hour <= MAX_PRICE_PER_HOUR:
-        return Derived(
-            name,
-            None,
-            out_unit,
-            formula,
-            assumption=assumption,
-            reason=f"not computed: a price of {price_per_hour:g} per hour is outside the plausible "
-            f"range 0 to {MAX_PRICE_PER_HOUR:g}",
+        return None, (
+            f"not computed: a price of {price_per_hour:g} per hour is outside the plausible "
+            f"range 0 to {MAX_PRICE_PER_HOUR:g}"
         )
-    return Derived(
-        name,
-        value,
-        out_unit,
-        formula,
-        {"price_per_hour": price_per_hour, "currency": currency, "throughput": rate, "unit": unit},
-        assumption=assumption,
-    )
+    return value, None
 
 
 def _objectives(value: LatencyObjective | Mapping[str, Any] | Sequence[Any] | None) -> list[LatencyObjective]:
@@ -314,24 +306,33 @@ def replicas_needed(
     headroom = number(headroom, "headroom", low=0.0, high=MAX_HEADROOM)
     objectives = _objectives(latency_objective)
     words = tuple(o.words() for o in objectives)
-    assumption = (
+    assumption = _replica_assumption(doc, headroom, words)
+    refused = Sizing(None, target_load, load_unit, None, None, words, headroom, assumption)
+    if doc.get("phase") != "inference":
+        return replace(refused, reason="capacity sizing applies to inference serving; this is a training run")
+    return _sized(doc, objectives, refused)
+
+
+def _replica_assumption(doc: Mapping[str, Any], headroom: float, words: tuple[str, ...]) -> str:
+    return (
         f"each replica is {system_words(doc)} exactly as tested; capacity scales linearly with "
         f"replicas (load balanced evenly, no shared bottleneck); headroom {headroom:.0%}"
         + (" (none added)" if headroom == 0 else "")
         + ("; latency objectives " + ", ".join(words) if words else "; no latency objective")
     )
-    refused = Sizing(None, target_load, load_unit, None, None, words, headroom, assumption)
-    if doc.get("phase") != "inference":
-        return replace(refused, reason="capacity sizing applies to inference serving; this is a training run")
+
+
+def _sized(doc: Mapping[str, Any], objectives: list[LatencyObjective], refused: Sizing) -> Sizing:
+    """`refused` with its replica count, or with the reason there is none (the objectives, the rate)."""
     problem = _latency_problem(doc, objectives)
-    found = _sustainable_rate(doc, load_unit)
+    found = _sustainable_rate(doc, refused.load_unit)
     if problem is None and found is None:
-        problem = f"no measured rate in {load_unit} in this run"
+        problem = f"no measured rate in {refused.load_unit} in this run"
     if problem is not None or found is None:
         return replace(refused, reason=problem)
     name, rate = found
     problem = rate_problem(rate)
-    replicas = count(target_load * (1.0 + headroom), rate) if problem is None else None
+    replicas = count(refused.target_load * (1.0 + refused.headroom), rate) if problem is None else None
     if replicas is None:
         return replace(
             refused,

@@ -198,6 +198,14 @@ class MerkleTree:
             raise ValueError(f"old size {old_size} must be between 0 and the new size {new_size}")
         if old_size in (0, new_size):
             return []
+        path = self._subproof(old_size, new_size)
+        path.reverse()
+        return path
+
+    # -- internals ---------------------------------------------------------------------------------------------
+
+    def _subproof(self, old_size: int, new_size: int) -> list[bytes]:
+        """The consistency path top-down, as SUBPROOF(m, D[0:new_size], true) finds it (the caller reverses it)."""
         path: list[bytes] = []
         start, end, old_is_whole_subtree = 0, new_size, True
         # SUBPROOF(m, D[start:end], b), unrolled: each step records one sibling, top-down.
@@ -213,10 +221,7 @@ class MerkleTree:
         if not old_is_whole_subtree:
             # The old tree's last subtree is not a node the verifier already knows (its old root): send it.
             path.append(self._range_hash(start, end))
-        path.reverse()
         return path
-
-    # -- internals ---------------------------------------------------------------------------------------------
 
     def _check_size(self, size: int | None) -> int:
         if size is None:
@@ -343,13 +348,19 @@ def verify_consistency(old_size: int, new_size: int, old_root: bytes, new_root: 
     if old_size & (old_size - 1) == 0:
         # The old tree is a complete subtree of the new one; its root is the proof's implied first element.
         path.insert(0, bytes(old_root))
+    roots = _proved_roots(old_size, new_size, path)
+    return roots is not None and hmac.compare_digest(roots[0], old_root) and hmac.compare_digest(roots[1], new_root)
+
+
+def _proved_roots(old_size: int, new_size: int, path: Sequence[bytes]) -> tuple[bytes, bytes] | None:
+    """The (old, new) roots a consistency path implies (RFC 9162 §2.1.4.2 steps), or None when it is malformed."""
     fn, sn = old_size - 1, new_size - 1
     while fn & 1:
         fn, sn = fn >> 1, sn >> 1
     fr = sr = bytes(path[0])
     for c in path[1:]:
         if sn == 0:
-            return False
+            return None
         if fn & 1 or fn == sn:
             fr, sr = node_hash(c, fr), node_hash(c, sr)
             while not fn & 1 and fn != 0:
@@ -357,4 +368,4 @@ def verify_consistency(old_size: int, new_size: int, old_root: bytes, new_root: 
         else:
             sr = node_hash(sr, c)
         fn, sn = fn >> 1, sn >> 1
-    return sn == 0 and hmac.compare_digest(fr, old_root) and hmac.compare_digest(sr, new_root)
+    return (fr, sr) if sn == 0 else None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -90,22 +91,10 @@ def contract() -> Contract:
     """The contract, loaded and checked once per process. Raises ComparabilityError if the file is broken."""
     data = _raw_contract()
     axes = tuple(data["axes"])
-    groups = tuple(
-        Group(
-            g["id"], g["label"], tuple(g["pointers"]), tuple((a, g["roles"].get(a, "")) for a in axes), g.get("compare")
-        )
-        for g in data["groups"]
-    )
-    for g in groups:
-        bad = [f"{a}={r!r}" for a, r in g.roles if r not in ROLES]
-        if bad:
-            raise ComparabilityError(f"contract group {g.id} has no valid role for {', '.join(bad)}")
+    groups = _groups(data, axes)
     if data["default_axis"] not in axes:
         raise ComparabilityError(f"contract default axis {data['default_axis']!r} is not an axis")
-    requirements = tuple(
-        (a, tuple(Requirement(r["pointer"], r["label"], r["reason"]) for r in data["axes"][a]["requirements"]))
-        for a in axes
-    )
+    requirements = _requirements(data, axes)
     return Contract(
         id=data["$id"],
         version=data["version"],
@@ -119,3 +108,25 @@ def contract() -> Contract:
         directions=tuple(data["metric_directions"].items()),
         unlisted_role=data["unlisted_role"],
     )
+
+
+def _requirements(data: Mapping[str, Any], axes: tuple[str, ...]) -> tuple[tuple[str, tuple[Requirement, ...]], ...]:
+    return tuple(
+        (a, tuple(Requirement(r["pointer"], r["label"], r["reason"]) for r in data["axes"][a]["requirements"]))
+        for a in axes
+    )
+
+
+def _groups(data: Mapping[str, Any], axes: tuple[str, ...]) -> tuple[Group, ...]:
+    """The contract's groups, each with a valid role on every axis."""
+    groups = tuple(
+        Group(
+            g["id"], g["label"], tuple(g["pointers"]), tuple((a, g["roles"].get(a, "")) for a in axes), g.get("compare")
+        )
+        for g in data["groups"]
+    )
+    for g in groups:
+        bad = [f"{a}={r!r}" for a, r in g.roles if r not in ROLES]
+        if bad:
+            raise ComparabilityError(f"contract group {g.id} has no valid role for {', '.join(bad)}")
+    return groups

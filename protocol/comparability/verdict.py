@@ -81,20 +81,21 @@ def _differences(per_doc: Sequence[Mapping[Path, tuple[Group | None, Any]]], rol
         if same(values):
             continue
         group = next(d[path][0] for d in per_doc if path in d)
-        shown = tuple(display(v) for v in values)
-        name = field_name(path)
-        out.append(
-            FieldDifference(
-                pointer=join_pointer(path),
-                field=name,
-                group=group.id if group else "unlisted",
-                label=group.label if group else "field not named in the contract",
-                role=role,
-                values=shown,
-                words=difference_words(name, shown),
-            )
-        )
+        out.append(_difference(path, group, role, tuple(display(v) for v in values)))
     return tuple(out)
+
+
+def _difference(path: Path, group: Group | None, role: str, shown: tuple[str, ...]) -> FieldDifference:
+    name = field_name(path)
+    return FieldDifference(
+        pointer=join_pointer(path),
+        field=name,
+        group=group.id if group else "unlisted",
+        label=group.label if group else "field not named in the contract",
+        role=role,
+        values=shown,
+        words=difference_words(name, shown),
+    )
 
 
 def _requirement_failures(docs: Sequence[Mapping[str, Any]], axis: str) -> tuple[FieldDifference, ...]:

@@ -101,14 +101,27 @@ def labels_for(docs: Sequence[Mapping[str, Any]], axis: str, configs: Sequence[d
         else []
     )
     labels = [_base_label(d, axis, c, differing) for d, c in zip(docs, configs, strict=True)]
+    _by_settings(labels, configs, differing)
+    _by_conditions(labels, docs, axis)
+    for label, clash in _clashes(labels):  # still equal (more than 3 fields differ): number them, never merge them
+        for n, i in enumerate(clash[1:], start=2):
+            labels[i] = f"{label} #{n}"
+    return labels
+
+
+def _by_settings(labels: list[str], configs: Sequence[dict[str, Any]], differing: Sequence[str]) -> None:
+    """Arms that read alike get the settings that tell them apart (up to 3)."""
     for label, clash in _clashes(labels):
         local = [n for n in differing if not same([configs[i].get(n) for i in clash])]
         if local:
             for i in clash:
                 labels[i] = f"{label} ({', '.join(_setting_words(n, configs[i].get(n)) for n in local[:3])})"
-    for label, clash in _clashes(labels):  # still alike: the same configuration under different controlled conditions
-        # A decision groups runs across keys (one never reached steady state): the controlled fields that differ
-        # tell them apart.
+
+
+def _by_conditions(labels: list[str], docs: Sequence[Mapping[str, Any]], axis: str) -> None:
+    """Still alike: the same configuration under different controlled conditions. A decision groups runs across
+    keys (one never reached steady state): the controlled fields that differ tell them apart."""
+    for label, clash in _clashes(labels):
         controlled = [controlled_projection(docs[i], axis) for i in clash]
         pointers = [p for p in sorted(set().union(*controlled)) if not same([c.get(p) for c in controlled])]
         for i, fields in zip(clash, controlled, strict=True):
@@ -117,10 +130,6 @@ def labels_for(docs: Sequence[Mapping[str, Any]], axis: str, configs: Sequence[d
                 for p in pointers[:3]
             ]
             labels[i] = f"{label} ({', '.join(words)})" if words else label
-    for label, clash in _clashes(labels):  # still equal (more than 3 fields differ): number them, never merge them
-        for n, i in enumerate(clash[1:], start=2):
-            labels[i] = f"{label} #{n}"
-    return labels
 
 
 def _clashes(labels: Sequence[str]) -> list[tuple[str, list[int]]]:

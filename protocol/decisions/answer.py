@@ -53,15 +53,7 @@ def frontier(cands: Sequence[dict[str, Any]], criteria: Sequence[str]) -> dict[s
         if k not in used
     ]
     points = {i: [_criterion(cands[i], k) or 0.0 for k in used] for i in eligible}
-
-    def dominated(i: int) -> bool:
-        return any(
-            all(a <= b for a, b in zip(points[j], points[i], strict=True)) and points[j] != points[i]
-            for j in eligible
-            if j != i
-        )
-
-    members = [i for i in eligible if used and not dominated(i)]
+    members = [i for i in eligible if used and not _dominated(i, points)]
     return {
         "criteria": used,
         "dropped": dropped,
@@ -71,8 +63,40 @@ def frontier(cands: Sequence[dict[str, Any]], criteria: Sequence[str]) -> dict[s
     }
 
 
+def _dominated(i: int, points: Mapping[int, list[float]]) -> bool:
+    """Whether another eligible candidate is no worse on every criterion and differs somewhere."""
+    return any(
+        all(a <= b for a, b in zip(points[j], points[i], strict=True)) and points[j] != points[i]
+        for j in points
+        if j != i
+    )
+
+
 def answer(question: Question, evidence: Sequence[Evidence]) -> dict[str, Any]:
     """The whole answer as a JSON value: candidates, frontier, what is left out and why, every run cited."""
+    left_out, chosen = _sift(question, evidence)
+    ordered = _configurations(chosen)
+    cands = [candidate(question, g, label) for g, label in zip(ordered, _labels(ordered), strict=True)]
+    rank = {"meets": 0, "uncertain": 1, "not-enough-evidence": 2, "misses": 3}
+    cands.sort(key=lambda c: (rank.get(c["meets"], 4), c["systems_needed"]["value"] or math.inf, c["label"]))
+    front = frontier(cands, question.criteria)
+    out: dict[str, Any] = {
+        "kind": KIND,
+        "question": question.words(),
+        "candidates": cands,
+        "frontier": front,
+        "left_out": left_out,
+        "cited": sorted({str(r.get("digest")) for c in cands for r in c["runs"]}),
+        "methods": dict(METHODS),
+        "contract": {"version": cmp.contract().version, "axis": "iso-quality"},
+        "summary": summary(cands, front),
+    }
+    _representable(out)
+    return out
+
+
+def _sift(question: Question, evidence: Sequence[Evidence]) -> tuple[list[dict[str, Any]], list[Evidence]]:
+    """The runs left out (each with its reason) and the runs that answer the question."""
     left_out, chosen = [], []
     for ev in evidence:
         why = out_of_question(question, ev.document)
@@ -80,38 +104,26 @@ def answer(question: Question, evidence: Sequence[Evidence]) -> dict[str, Any]:
             chosen.append(ev)
         else:
             left_out.append({"run": dict(ev.ref), "reason": why})
+    return left_out, chosen
+
+
+def _configurations(chosen: Sequence[Evidence]) -> list[list[Evidence]]:
+    """The chosen runs grouped by comparability key and configuration, in order of first appearance."""
     groups: dict[str, list[Evidence]] = {}
     for ev in chosen:
         key = cmp.comparability_key(ev.document, "iso-quality") + digest(cmp.configuration(ev.document, "iso-quality"))
         groups.setdefault(key, []).append(ev)
-    ordered = list(groups.values())
-    labels = (
-        cmp.arm_labels(
-            [g[0].document for g in ordered],
-            "iso-quality",
-            [cmp.configuration(g[0].document, "iso-quality") for g in ordered],
-        )
-        if ordered
-        else []
+    return list(groups.values())
+
+
+def _labels(ordered: Sequence[Sequence[Evidence]]) -> list[str]:
+    if not ordered:
+        return []
+    return cmp.arm_labels(
+        [g[0].document for g in ordered],
+        "iso-quality",
+        [cmp.configuration(g[0].document, "iso-quality") for g in ordered],
     )
-    cands = [candidate(question, g, label) for g, label in zip(ordered, labels, strict=True)]
-    rank = {"meets": 0, "uncertain": 1, "not-enough-evidence": 2, "misses": 3}
-    cands.sort(key=lambda c: (rank.get(c["meets"], 4), c["systems_needed"]["value"] or math.inf, c["label"]))
-    front = frontier(cands, question.criteria)
-    cited = sorted({str(r.get("digest")) for c in cands for r in c["runs"]})
-    out: dict[str, Any] = {
-        "kind": KIND,
-        "question": question.words(),
-        "candidates": cands,
-        "frontier": front,
-        "left_out": left_out,
-        "cited": cited,
-        "methods": dict(METHODS),
-        "contract": {"version": cmp.contract().version, "axis": "iso-quality"},
-        "summary": summary(cands, front),
-    }
-    _representable(out)
-    return out
 
 
 SAFE_INTEGER = 2**53 - 1  # the largest integer every JSON reader keeps exactly (RFC 8785, I-JSON)

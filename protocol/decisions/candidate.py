@@ -5,7 +5,7 @@ with its interval (protocol.statistics' t interval on logs, one value per run), 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,11 +49,8 @@ def interval(values: Sequence[float], noun: str = "run") -> Interval:
     with np.errstate(over="ignore", under="ignore"):
         point = geometric_mean(x)
     if len(x) < MIN_VALUES:
-        return Interval(
-            point,
-            values=tuple(x),
-            evidence=f"{len(x)} {noun}{'s' if len(x) > 1 else ''}; a calibrated interval needs at least {MIN_VALUES}",
-        )
+        many = f"{len(x)} {noun}{'s' if len(x) > 1 else ''}"
+        return Interval(point, values=tuple(x), evidence=f"{many}; a calibrated interval needs at least {MIN_VALUES}")
     with np.errstate(over="ignore", under="ignore"):
         mid, low, high = (float(v) for v in log_t_interval(np.asarray(x)))
     if not all(math.isfinite(v) and v > 0 for v in (mid, low, high)):
@@ -85,13 +82,10 @@ def systems_needed(demand: float, headroom: float, rate: Interval) -> dict[str, 
     load = demand * (1.0 + headroom)
     value = sizing.count(load, rate.value)
     if value is None:
-        return {
-            "value": None,
-            "ci_low": None,
-            "ci_high": None,
-            "reason": f"more than {sizing.MAX_SYSTEMS:,} systems: not a plausible deployment, so no count is "
-            "claimed (check the demand and the measured rate)",
-        }
+        return _no_count(
+            f"more than {sizing.MAX_SYSTEMS:,} systems: not a plausible deployment, so no count is "
+            "claimed (check the demand and the measured rate)"
+        )
     high = sizing.count(load, rate.low) if rate.low else None
     return {
         "value": value,
@@ -104,32 +98,29 @@ def systems_needed(demand: float, headroom: float, rate: Interval) -> dict[str, 
     }
 
 
+def _no_count(reason: str) -> dict[str, Any]:
+    return {"value": None, "ci_low": None, "ci_high": None, "reason": reason}
+
+
 def _scaled(x: Interval, factor: float, *, inverse: bool = False) -> Interval:
     """factor × x (or factor ÷ x, which swaps the interval's ends)."""
     if x.value is None:
         return x
-    fin = sizing.finite
-    if not inverse:
-        out = Interval(
-            fin(factor * x.value),
-            fin(factor * x.low) if x.low else None,
-            fin(factor * x.high) if x.high else None,
-            x.values,
-            x.evidence,
-        )
-    else:
-        out = Interval(
-            fin(factor / x.value),
-            fin(factor / x.high) if x.high else None,
-            fin(factor / x.low) if x.low else None,
-            x.values,
-            x.evidence,
-        )
+    out = Interval(*_scaled_ends(x.value, x.low, x.high, factor, inverse), x.values, x.evidence)
     if out.value is None:
         return Interval(None, evidence="not representable: the figures give no finite result")
     if (x.low is not None and out.low is None) or (x.high is not None and out.high is None):
         return Interval(out.value, values=x.values, evidence="the interval is not representable")
     return out
+
+
+def _scaled_ends(
+    value: float, low: float | None, high: float | None, factor: float, inverse: bool
+) -> tuple[float | None, float | None, float | None]:
+    fin = sizing.finite
+    if not inverse:
+        return fin(factor * value), fin(factor * low) if low else None, fin(factor * high) if high else None
+    return fin(factor / value), fin(factor / high) if high else None, fin(factor / low) if low else None
 
 
 def _hourly_price(q: Question, model: str) -> tuple[float | None, str]:
@@ -149,84 +140,88 @@ def _hourly_price(q: Question, model: str) -> tuple[float | None, str]:
 def gaps(docs: Sequence[Mapping[str, Any]], energy: Interval, has_price: bool, model: str) -> list[dict[str, str]]:
     """Missing or weak evidence for one candidate, each with a code and words."""
     out = []
-    unsteady = [
-        i
-        for i, d in enumerate(docs)
-        if ((d.get("conditions") or {}).get("steady_state") or {}).get("reached") is not True
-    ]
+    unsteady = [i for i, d in enumerate(docs) if not _steady(d)]
     if unsteady:
-        out.append(
-            {
-                "code": "no-steady-state",
-                "message": f"{len(unsteady)} of {len(docs)} run(s) did not show "
-                "steady state (not reached or not assessed): a transient may have been measured",
-            }
+        message = (
+            f"{len(unsteady)} of {len(docs)} run(s) did not show "
+            "steady state (not reached or not assessed): a transient may have been measured"
         )
+        out.append({"code": "no-steady-state", "message": message})
     if len(docs) < MIN_VALUES:
-        out.append(
-            {
-                "code": "too-few-repetitions",
-                "message": f"{len(docs)} run(s) of this configuration; "
-                f"intervals and calibrated verdicts need at least {MIN_VALUES}",
-            }
+        message = (
+            f"{len(docs)} run(s) of this configuration; intervals and calibrated verdicts need at least {MIN_VALUES}"
         )
+        out.append({"code": "too-few-repetitions", "message": message})
     if energy.value is None:
-        out.append(
-            {"code": "no-energy", "message": "no run measured energy with a meter, so energy per output is unknown"}
-        )
-    if any(origin(d).get("availability") == "preview" for d in docs):
-        out.append({"code": "preview", "message": "a preview system: not yet generally available as tested"})
-    if any(((d.get("conditions") or {}).get("validity") or {}).get("valid") is False for d in docs):
-        out.append({"code": "invalid", "message": "a run is marked invalid by its harness's checks"})
-    if any(((d.get("metrics") or {}).get("quality") or {}).get("passed") is False for d in docs):
-        out.append({"code": "quality-not-met", "message": "a run's measured quality did not reach its target"})
+        out.append({"code": "no-energy", "message": _NO_ENERGY})
+    out += [{"code": code, "message": message} for code, message, test in _RUN_GAPS if any(map(test, docs))]
     if not has_price:
         out.append({"code": "no-price", "message": f"no price supplied for {model}, so no cost per output"})
     return out
 
 
-def candidate(q: Question, runs: Sequence[Evidence], label: str) -> dict[str, Any]:
-    """The answer for one configuration (its runs repeat it)."""
-    docs = [r.document for r in runs]
-    first = docs[0]
-    model = accelerator_model(first)
-    noun = UNIT_NOUN.get(q.demand_unit, "output")
-    objectives: list[dict[str, Any]] = []
-    for obj in q.objectives:
-        if (first.get("scenario") or {}).get("kind") not in sizing.SERVING_SCENARIOS:
-            objectives.append(
-                {
-                    "objective": obj.words(),
-                    "verdict": "not-applicable",
-                    "measured": None,
-                    "reason": "this scenario measures no latency under a steady offered load",
-                }
-            )
-            continue
-        values = [((d.get("metrics") or {}).get(obj.metric) or {}).get(obj.percentile) for d in docs]
-        measured = interval([float(v) for v in values if isinstance(v, int | float)])
-        verdict = objective_verdict(measured, obj.max_ms)
-        objectives.append(
-            {
-                "objective": obj.words(),
-                "metric": obj.metric,
-                "percentile": obj.percentile,
-                "max_ms": obj.max_ms,
-                "measured": measured.as_dict("ms"),
-                "verdict": verdict,
-                "runs": [dict(r.ref) for r in runs],
-            }
-        )
+def _steady(doc: Mapping[str, Any]) -> bool:
+    return ((doc.get("conditions") or {}).get("steady_state") or {}).get("reached") is True
+
+
+def _quality_failed(docs: Sequence[Mapping[str, Any]]) -> bool:
+    return any(map(_quality_failed_in, docs))
+
+
+def _quality_failed_in(doc: Mapping[str, Any]) -> bool:
+    return ((doc.get("metrics") or {}).get("quality") or {}).get("passed") is False
+
+
+_NO_ENERGY = "no run measured energy with a meter, so energy per output is unknown"
+# Gaps any one run shows: (code, message, test on a run), in the order they are listed.
+_RUN_GAPS: tuple[tuple[str, str, Callable[[Mapping[str, Any]], bool]], ...] = (
+    (
+        "preview",
+        "a preview system: not yet generally available as tested",
+        lambda d: origin(d).get("availability") == "preview",
+    ),
+    (
+        "invalid",
+        "a run is marked invalid by its harness's checks",
+        lambda d: ((d.get("conditions") or {}).get("validity") or {}).get("valid") is False,
+    ),
+    ("quality-not-met", "a run's measured quality did not reach its target", _quality_failed_in),
+)
+
+
+def _objective(
+    obj: sizing.LatencyObjective, docs: Sequence[Mapping[str, Any]], runs: Sequence[Evidence]
+) -> dict[str, Any]:
+    if (docs[0].get("scenario") or {}).get("kind") not in sizing.SERVING_SCENARIOS:
+        reason = "this scenario measures no latency under a steady offered load"
+        return {"objective": obj.words(), "verdict": "not-applicable", "measured": None, "reason": reason}
+    values = [((d.get("metrics") or {}).get(obj.metric) or {}).get(obj.percentile) for d in docs]
+    measured = interval([float(v) for v in values if isinstance(v, int | float)])
+    verdict = objective_verdict(measured, obj.max_ms)
+    return {
+        "objective": obj.words(),
+        "metric": obj.metric,
+        "percentile": obj.percentile,
+        "max_ms": obj.max_ms,
+        "measured": measured.as_dict("ms"),
+        "verdict": verdict,
+        "runs": [dict(r.ref) for r in runs],
+    }
+
+
+def _meets(objectives: Sequence[Mapping[str, Any]], docs: Sequence[Mapping[str, Any]]) -> str:
     verdicts = {o["verdict"] for o in objectives}
-    quality_failed = any(((d.get("metrics") or {}).get("quality") or {}).get("passed") is False for d in docs)
-    if quality_failed or verdicts & {"misses", "not-applicable", "not-measured"}:
-        meets = "misses"
-    elif verdicts <= {"meets"}:
-        meets = "meets" if objectives or len(docs) >= MIN_VALUES else "not-enough-evidence"
-    elif "uncertain" in verdicts:
-        meets = "uncertain"
-    else:
-        meets = "not-enough-evidence"
+    if _quality_failed(docs) or verdicts & {"misses", "not-applicable", "not-measured"}:
+        return "misses"
+    if verdicts <= {"meets"}:
+        return "meets" if objectives or len(docs) >= MIN_VALUES else "not-enough-evidence"
+    if "uncertain" in verdicts:
+        return "uncertain"
+    return "not-enough-evidence"
+
+
+def _rate(q: Question, docs: Sequence[Mapping[str, Any]]) -> tuple[Interval, str | None]:
+    """The sustainable rate's interval, and the metric it was read from (the last run's that has one)."""
     rates = []
     rate_metric = None
     for d in docs:
@@ -234,56 +229,84 @@ def candidate(q: Question, runs: Sequence[Evidence], label: str) -> dict[str, An
         if found is not None:
             rate_metric, value = found
             rates.append(value)
-    rate = (
-        interval(rates)
-        if len(rates) == len(docs)
-        else Interval(None, evidence=(f"not every run measured a rate in {q.demand_unit}"))
-    )
-    systems: dict[str, Any] = (
-        systems_needed(q.demand, q.headroom, rate)
-        if meets != "misses"
-        else {
-            "value": None,
-            "ci_low": None,
-            "ci_high": None,
-            "reason": "does not meet the objectives at the tested load, so no count of systems is claimed",
-        }
-    )
+    if len(rates) == len(docs):
+        return interval(rates), rate_metric
+    return Interval(None, evidence=(f"not every run measured a rate in {q.demand_unit}")), rate_metric
+
+
+def _systems(q: Question, rate: Interval, meets: str) -> dict[str, Any]:
+    if meets != "misses":
+        return systems_needed(q.demand, q.headroom, rate)
+    return _no_count("does not meet the objectives at the tested load, so no count of systems is claimed")
+
+
+def _energy(docs: Sequence[Mapping[str, Any]]) -> Interval:
     per_run_energy = [sizing.energy_per_output(d).value for d in docs]
-    energy = (
-        interval([v for v in per_run_energy if v is not None])
-        if all(v is not None for v in per_run_energy)
-        else Interval(None, evidence="not every run measured energy")
-    )
-    hourly, price_words = _hourly_price(q, model)
+    if all(v is not None for v in per_run_energy):
+        return interval([v for v in per_run_energy if v is not None])
+    return Interval(None, evidence="not every run measured energy")
+
+
+def _energy_cost(q: Question, energy: Interval) -> Interval:
+    if q.energy_price_kwh is not None and energy.value is not None:
+        return _scaled(energy, q.energy_price_kwh * 1e6 / 3.6e6)
+    return Interval(None, evidence="no energy price" if q.energy_price_kwh is None else "no measured energy")
+
+
+def _costs(
+    q: Question, rate: Interval, energy: Interval, price: tuple[float | None, str], systems: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Cost and energy per million outputs, energy per output and the fleet's cost per hour."""
+    hourly, price_words = price
+    noun = UNIT_NOUN.get(q.demand_unit, "output")
     cost = (
         _scaled(rate, hourly * 1e6 / 3600.0, inverse=True)
         if hourly is not None
         else Interval(None, evidence=price_words)
     )
-    energy_cost = (
-        _scaled(energy, q.energy_price_kwh * 1e6 / 3.6e6)
-        if (q.energy_price_kwh is not None and energy.value is not None)
-        else Interval(None, evidence="no energy price" if q.energy_price_kwh is None else "no measured energy")
-    )
-    first_measured = objectives[0]["measured"] if objectives else None
-    latency = first_measured["value"] if isinstance(first_measured, dict) else None
     return {
-        "label": label,
-        "accelerator_model": model,
-        "configuration": cmp.configuration(first, "iso-quality"),
-        "runs": [dict(r.ref) for r in runs],
-        "beside": [cmp.beside(d, "iso-quality") for d in docs],
-        "meets": meets,
-        "objectives": objectives,
-        "rate": {**rate.as_dict(q.demand_unit), "metric": rate_metric},
-        "systems_needed": systems,
         "cost_per_million": {**cost.as_dict(f"{q.currency} per million {noun}s"), "price": price_words},
-        "energy_cost_per_million": energy_cost.as_dict(f"{q.currency} per million {noun}s"),
+        "energy_cost_per_million": _energy_cost(q, energy).as_dict(f"{q.currency} per million {noun}s"),
         "energy_per_output": energy.as_dict(f"J/{noun}"),
         "fleet_cost_per_hour": rounded(sizing.finite(hourly * systems["value"]))
         if hourly is not None and systems["value"]
         else None,
-        "latency_ms": rounded(latency),
-        "gaps": gaps(docs, energy, hourly is not None, model),
+    }
+
+
+def _first_latency(objectives: Sequence[Mapping[str, Any]]) -> Any:
+    first_measured = objectives[0]["measured"] if objectives else None
+    return first_measured["value"] if isinstance(first_measured, dict) else None
+
+
+def _cited(label: str, model: str, runs: Sequence[Evidence]) -> dict[str, Any]:
+    docs = [r.document for r in runs]
+    return {
+        "label": label,
+        "accelerator_model": model,
+        "configuration": cmp.configuration(docs[0], "iso-quality"),
+        "runs": [dict(r.ref) for r in runs],
+        "beside": [cmp.beside(d, "iso-quality") for d in docs],
+    }
+
+
+def candidate(q: Question, runs: Sequence[Evidence], label: str) -> dict[str, Any]:
+    """The answer for one configuration (its runs repeat it)."""
+    docs = [r.document for r in runs]
+    model = accelerator_model(docs[0])
+    objectives = [_objective(obj, docs, runs) for obj in q.objectives]
+    meets = _meets(objectives, docs)
+    rate, rate_metric = _rate(q, docs)
+    systems = _systems(q, rate, meets)
+    energy = _energy(docs)
+    price = _hourly_price(q, model)
+    return {
+        **_cited(label, model, runs),
+        "meets": meets,
+        "objectives": objectives,
+        "rate": {**rate.as_dict(q.demand_unit), "metric": rate_metric},
+        "systems_needed": systems,
+        **_costs(q, rate, energy, price, systems),
+        "latency_ms": rounded(_first_latency(objectives)),
+        "gaps": gaps(docs, energy, price[0] is not None, model),
     }

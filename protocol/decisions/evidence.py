@@ -43,6 +43,10 @@ def origin(doc: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def out_of_question(q: Question, doc: Mapping[str, Any]) -> str | None:
     """Why this run does not answer the question (None: it does). Filters first, then the iso-quality rule."""
+    return _other_workload(q, doc) or _not_a_candidate(q, doc) or _off_quality(q, doc) or _rate_out(q, doc)
+
+
+def _other_workload(q: Question, doc: Mapping[str, Any]) -> str | None:
     workload = doc.get("workload") or {}
     if doc.get("phase") != q.phase or workload.get("name") != q.workload:
         return f"another workload or phase ({doc.get('phase')} {workload.get('name')})"
@@ -50,6 +54,10 @@ def out_of_question(q: Question, doc: Mapping[str, Any]) -> str | None:
         return f"workload version {workload.get('version')}, the question asks {q.workload_version}"
     if (doc.get("scenario") or {}).get("kind") != q.scenario:
         return f"scenario {(doc.get('scenario') or {}).get('kind')}, the question asks {q.scenario}"
+    return None
+
+
+def _not_a_candidate(q: Question, doc: Mapping[str, Any]) -> str | None:
     if q.accelerator_models and accelerator_model(doc) not in q.accelerator_models:
         return f"accelerator {accelerator_model(doc)} is not among the candidates asked for"
     if q.accelerator_vendors and vendor(doc) not in q.accelerator_vendors:
@@ -59,6 +67,11 @@ def out_of_question(q: Question, doc: Mapping[str, Any]) -> str | None:
         return f"precision {weights} is not among the candidates asked for"
     if q.exclude_preview and origin(doc).get("availability") == "preview":
         return "a preview system, and the question excludes previews"
+    return None
+
+
+def _off_quality(q: Question, doc: Mapping[str, Any]) -> str | None:
+    """The iso-quality rule: the axis's requirements, then the question's quality target and metric."""
     quality = (doc.get("metrics") or {}).get("quality") or {}
     for req in cmp.contract().requirements_for("iso-quality"):
         if value_at(doc, req.pointer) is None:
@@ -71,6 +84,10 @@ def out_of_question(q: Question, doc: Mapping[str, Any]) -> str | None:
         )
     if q.quality_metric and quality.get("metric") != q.quality_metric:
         return f"quality measured as {quality.get('metric')}, the question asks {q.quality_metric}"
+    return None
+
+
+def _rate_out(q: Question, doc: Mapping[str, Any]) -> str | None:
     found = sizing.sustainable_rate(doc, q.demand_unit)
     if found is not None and (problem := sizing.rate_problem(found[1])) is not None:
         return f"{found[0]}: {problem}"

@@ -67,83 +67,25 @@ class Question:
         """Reads the JSON form; raises DecisionError naming the field (JSON pointer) that is wrong."""
         if not isinstance(data, Mapping):
             raise DecisionError("the question must be a JSON object")
-        phase = _text(data, "phase", "inference")
-        if phase != "inference":
-            raise DecisionError("/phase: decisions size inference serving; 'inference' is the only phase")
-        objectives = []
-        for i, obj in enumerate(data.get("objectives") or []):
-            if not isinstance(obj, Mapping):
-                raise DecisionError(f"/objectives/{i}: an objective is an object {{metric, percentile, max_ms}}")
-            try:
-                objectives.append(sizing.LatencyObjective.from_dict(obj))
-            except (KeyError, TypeError, ValueError) as exc:
-                raise DecisionError(f"/objectives/{i}: {exc}") from None
-        quality = data.get("quality") or {}
-        if not isinstance(quality, Mapping):
-            raise DecisionError("/quality: an object {metric, target_ratio}")
-        ratio = _number(quality, "target_ratio", "/quality/target_ratio", required=False)
-        if ratio is not None and not 0 < ratio <= 1.5:
-            raise DecisionError("/quality/target_ratio: a ratio of the reference quality, e.g. 0.99")
-        demand = data.get("demand")
-        if not isinstance(demand, Mapping):
-            raise DecisionError('/demand: required, e.g. {"value": 20000, "unit": "tokens/s"}')
-        value = _number(demand, "value", "/demand/value")
-        unit = demand.get("unit")
-        if unit not in RATE_UNITS:
-            raise DecisionError(f"/demand/unit: one of {', '.join(RATE_UNITS)}")
-        if value is None or not 0 < value <= MAX_DEMAND:
-            raise DecisionError(f"/demand/value: a positive rate of at most {MAX_DEMAND:g}")
-        headroom = _number(data, "headroom", "/headroom", required=False) or 0.0
-        if not 0 <= headroom <= MAX_HEADROOM:
-            raise DecisionError(f"/headroom: from 0 to {MAX_HEADROOM:g} (0.2 is 20% spare capacity)")
-        cands = data.get("candidates") or {}
-        prices = data.get("prices") or {}
-        if not isinstance(cands, Mapping) or not isinstance(prices, Mapping):
-            raise DecisionError("/candidates and /prices are objects")
-        criteria = tuple(data.get("criteria") or CRITERIA)
-        bad = [c for c in criteria if c not in CRITERIA]
-        if bad or not criteria:
-            raise DecisionError(f"/criteria: choose among {', '.join(CRITERIA)} (got {', '.join(map(str, bad))})")
-        hourly = _prices(prices.get("system_hour"), "/prices/system_hour")
-        purchase: dict[str, tuple[float, float]] = {}
-        raw_purchase = prices.get("purchase") or {}
-        if not isinstance(raw_purchase, Mapping):
-            raise DecisionError("/prices/purchase: {accelerator model: {price, lifetime_hours}}")
-        for model, entry in raw_purchase.items():
-            where = f"/prices/purchase/{escape_pointer(model)}"
-            if not isinstance(entry, Mapping):
-                raise DecisionError(f"{where}: an object {{price, lifetime_hours}}")
-            price, hours = (
-                _number(entry, "price", f"{where}/price"),
-                _number(entry, "lifetime_hours", f"{where}/lifetime_hours"),
-            )
-            if (
-                price is None
-                or hours is None
-                or not 0 <= price <= MAX_PURCHASE_PRICE
-                or not LIFETIME_HOURS[0] <= hours <= LIFETIME_HOURS[1]
-            ):
-                raise DecisionError(
-                    f"{where}: a price from 0 to {MAX_PURCHASE_PRICE:g} and lifetime_hours from "
-                    f"{LIFETIME_HOURS[0]:g} to {LIFETIME_HOURS[1]:g}"
-                )
-            purchase[str(model)] = (price, hours)
-        energy = _number(prices, "energy_per_kwh", "/prices/energy_per_kwh", required=False)
-        if energy is not None and not 0 <= energy <= MAX_ENERGY_PRICE_KWH:
-            raise DecisionError(f"/prices/energy_per_kwh: from 0 to {MAX_ENERGY_PRICE_KWH:g}")
-        currency = prices.get("currency", "USD")
-        if not isinstance(currency, str) or not 1 <= len(currency) <= 8:
-            raise DecisionError("/prices/currency: a currency code such as USD")
+        phase = _phase(data)
+        objectives = _objectives(data)
+        quality, ratio = _quality(data)
+        value, unit = _demand(data)
+        headroom = _headroom(data)
+        cands, prices = _sections(data)
+        criteria = _criteria(data)
+        hourly, purchase = _prices(prices.get("system_hour"), "/prices/system_hour"), _purchase(prices)
+        energy, currency = _energy_price(prices), _currency(prices)
         return cls(
             phase=phase,
             workload=_text(data, "workload"),
             workload_version=_text(data, "workload_version", None),
             scenario=_text(data, "scenario"),
-            objectives=tuple(objectives),
+            objectives=objectives,
             quality_target_ratio=ratio,
             quality_metric=_text(quality, "metric", None, "/quality/metric"),
             demand=value,
-            demand_unit=str(unit),
+            demand_unit=unit,
             headroom=headroom,
             accelerator_models=_texts(cands, "accelerator_models"),
             accelerator_vendors=_texts(cands, "accelerator_vendors"),
@@ -223,3 +165,116 @@ def _prices(value: Any, where: str) -> dict[str, float]:
             )
         out[str(key)] = number
     return out
+
+
+def _phase(data: Mapping[str, Any]) -> Any:
+    phase = _text(data, "phase", "inference")
+    if phase != "inference":
+        raise DecisionError("/phase: decisions size inference serving; 'inference' is the only phase")
+    return phase
+
+
+def _headroom(data: Mapping[str, Any]) -> float:
+    headroom = _number(data, "headroom", "/headroom", required=False) or 0.0
+    if not 0 <= headroom <= MAX_HEADROOM:
+        raise DecisionError(f"/headroom: from 0 to {MAX_HEADROOM:g} (0.2 is 20% spare capacity)")
+    return headroom
+
+
+def _sections(data: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+    """/candidates and /prices (empty when absent)."""
+    cands = data.get("candidates") or {}
+    prices = data.get("prices") or {}
+    if not isinstance(cands, Mapping) or not isinstance(prices, Mapping):
+        raise DecisionError("/candidates and /prices are objects")
+    return cands, prices
+
+
+def _objectives(data: Mapping[str, Any]) -> tuple[sizing.LatencyObjective, ...]:
+    objectives = []
+    for i, obj in enumerate(data.get("objectives") or []):
+        if not isinstance(obj, Mapping):
+            raise DecisionError(f"/objectives/{i}: an objective is an object {{metric, percentile, max_ms}}")
+        try:
+            objectives.append(sizing.LatencyObjective.from_dict(obj))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise DecisionError(f"/objectives/{i}: {exc}") from None
+    return tuple(objectives)
+
+
+def _quality(data: Mapping[str, Any]) -> tuple[Mapping[str, Any], float | None]:
+    """The /quality object and its target ratio."""
+    quality = data.get("quality") or {}
+    if not isinstance(quality, Mapping):
+        raise DecisionError("/quality: an object {metric, target_ratio}")
+    ratio = _number(quality, "target_ratio", "/quality/target_ratio", required=False)
+    if ratio is not None and not 0 < ratio <= 1.5:
+        raise DecisionError("/quality/target_ratio: a ratio of the reference quality, e.g. 0.99")
+    return quality, ratio
+
+
+def _demand(data: Mapping[str, Any]) -> tuple[float, str]:
+    """The demand's value and unit."""
+    demand = data.get("demand")
+    if not isinstance(demand, Mapping):
+        raise DecisionError('/demand: required, e.g. {"value": 20000, "unit": "tokens/s"}')
+    value = _number(demand, "value", "/demand/value")
+    unit = demand.get("unit")
+    if unit not in RATE_UNITS:
+        raise DecisionError(f"/demand/unit: one of {', '.join(RATE_UNITS)}")
+    if value is None or not 0 < value <= MAX_DEMAND:
+        raise DecisionError(f"/demand/value: a positive rate of at most {MAX_DEMAND:g}")
+    return value, str(unit)
+
+
+def _criteria(data: Mapping[str, Any]) -> tuple[str, ...]:
+    criteria = tuple(data.get("criteria") or CRITERIA)
+    bad = [c for c in criteria if c not in CRITERIA]
+    if bad or not criteria:
+        raise DecisionError(f"/criteria: choose among {', '.join(CRITERIA)} (got {', '.join(map(str, bad))})")
+    return criteria
+
+
+def _purchase(prices: Mapping[str, Any]) -> dict[str, tuple[float, float]]:
+    """/prices/purchase as {model: (price, lifetime hours)}."""
+    purchase: dict[str, tuple[float, float]] = {}
+    raw_purchase = prices.get("purchase") or {}
+    if not isinstance(raw_purchase, Mapping):
+        raise DecisionError("/prices/purchase: {accelerator model: {price, lifetime_hours}}")
+    for model, entry in raw_purchase.items():
+        purchase[str(model)] = _purchase_entry(entry, f"/prices/purchase/{escape_pointer(model)}")
+    return purchase
+
+
+def _purchase_entry(entry: Any, where: str) -> tuple[float, float]:
+    if not isinstance(entry, Mapping):
+        raise DecisionError(f"{where}: an object {{price, lifetime_hours}}")
+    price, hours = (
+        _number(entry, "price", f"{where}/price"),
+        _number(entry, "lifetime_hours", f"{where}/lifetime_hours"),
+    )
+    if (
+        price is None
+        or hours is None
+        or not 0 <= price <= MAX_PURCHASE_PRICE
+        or not LIFETIME_HOURS[0] <= hours <= LIFETIME_HOURS[1]
+    ):
+        raise DecisionError(
+            f"{where}: a price from 0 to {MAX_PURCHASE_PRICE:g} and lifetime_hours from "
+            f"{LIFETIME_HOURS[0]:g} to {LIFETIME_HOURS[1]:g}"
+        )
+    return price, hours
+
+
+def _energy_price(prices: Mapping[str, Any]) -> float | None:
+    energy = _number(prices, "energy_per_kwh", "/prices/energy_per_kwh", required=False)
+    if energy is not None and not 0 <= energy <= MAX_ENERGY_PRICE_KWH:
+        raise DecisionError(f"/prices/energy_per_kwh: from 0 to {MAX_ENERGY_PRICE_KWH:g}")
+    return energy
+
+
+def _currency(prices: Mapping[str, Any]) -> str:
+    currency = prices.get("currency", "USD")
+    if not isinstance(currency, str) or not 1 <= len(currency) <= 8:
+        raise DecisionError("/prices/currency: a currency code such as USD")
+    return currency

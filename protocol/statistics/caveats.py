@@ -32,60 +32,57 @@ def caveats(doc: dict[str, Any], estimate: Estimate | None = None) -> list[Cavea
 def _condition_caveats(doc: dict[str, Any]) -> list[Caveat]:
     cond = doc.get("conditions") or {}
     out: list[Caveat] = []
-    steady = cond.get("steady_state") or {}
-    if steady.get("reached") is False:
-        reasons = "; ".join(steady.get("reasons") or []) or "no reason given"
-        out.append(Caveat("steady-state-not-reached", f"steady state was not reached: {reasons}"))
-    elif steady.get("reached") is None:
-        out.append(Caveat("steady-state-not-assessed", "whether steady state was reached was not assessed"))
+    if (steady := _steady_state_caveat(cond.get("steady_state") or {})) is not None:
+        out.append(steady)
     thermal = cond.get("thermal") or {}
     if thermal.get("throttled"):
         why = ", ".join(thermal.get("throttle_reasons") or []) or "reason not recorded"
         out.append(Caveat("thermal-throttling", f"the accelerator throttled during the run ({why})"))
     if cond.get("isolation") == "shared":
-        out.append(
-            Caveat("shared-machine", "the machine was shared with other work: noisy neighbours may have slowed it")
-        )
+        message = "the machine was shared with other work: noisy neighbours may have slowed it"
+        out.append(Caveat("shared-machine", message))
     validity = cond.get("validity") or {}
     if validity.get("valid") is False:
         failed = [k for k, ok in (validity.get("checks") or {}).items() if not ok]
-        out.append(
-            Caveat(
-                "invalid-result", "the result failed its validity checks" + (f": {', '.join(failed)}" if failed else "")
-            )
-        )
+        message = "the result failed its validity checks" + (f": {', '.join(failed)}" if failed else "")
+        out.append(Caveat("invalid-result", message))
     return out
+
+
+def _steady_state_caveat(steady: dict[str, Any]) -> Caveat | None:
+    if steady.get("reached") is False:
+        reasons = "; ".join(steady.get("reasons") or []) or "no reason given"
+        return Caveat("steady-state-not-reached", f"steady state was not reached: {reasons}")
+    if steady.get("reached") is None:
+        return Caveat("steady-state-not-assessed", "whether steady state was reached was not assessed")
+    return None
 
 
 def _statistics_caveats(doc: dict[str, Any], est: Estimate) -> list[Caveat]:
     out: list[Caveat] = []
     name, _, stat = est.metric.partition(".")
     if est.source != "raw samples":
-        out.append(
-            Caveat(
-                "no-raw-samples",
-                f"no raw samples for {name}: no interval, since one summary value "
-                "says nothing about run-to-run variation",
-            )
+        message = (
+            f"no raw samples for {name}: no interval, since one summary value says nothing about run-to-run variation"
         )
+        out.append(Caveat("no-raw-samples", message))
     if stat in rules.MIN_SAMPLES_FOR_PERCENTILE and est.value is None:
-        out.append(
-            Caveat(
-                "too-few-samples-for-percentile",
-                f"{est.metric} needs at least {rules.MIN_SAMPLES_FOR_PERCENTILE[stat]} samples; this run has {est.n}",
-            )
-        )
-    dist = (doc.get("metrics") or {}).get(name)
-    if name in rules.DISTRIBUTION_METRICS and isinstance(dist, dict):
-        missing = [k for k in ("p90", "p95", "p99") if dist.get(k) is None]
-        if missing:
-            out.append(
-                Caveat(
-                    "tail-percentile-absent",
-                    f"{name} has no {', '.join(missing)}: {dist.get('count', 0)} samples are too few to claim them",
-                )
-            )
+        message = f"{est.metric} needs at least {rules.MIN_SAMPLES_FOR_PERCENTILE[stat]} samples; this run has {est.n}"
+        out.append(Caveat("too-few-samples-for-percentile", message))
+    if (tail := _tail_caveat(doc, name)) is not None:
+        out.append(tail)
     if est.evidence is not None and est.value is not None and est.source == "raw samples":
         # (a summary-only run is already told: "no raw samples … no interval")
         out.append(Caveat("not-enough-evidence", f"no calibrated interval: {est.evidence}"))
     return out
+
+
+def _tail_caveat(doc: dict[str, Any], name: str) -> Caveat | None:
+    """A distribution metric without its tail percentiles (too few samples to claim them)."""
+    dist = (doc.get("metrics") or {}).get(name)
+    if name in rules.DISTRIBUTION_METRICS and isinstance(dist, dict):
+        missing = [k for k in ("p90", "p95", "p99") if dist.get(k) is None]
+        if missing:
+            message = f"{name} has no {', '.join(missing)}: {dist.get('count', 0)} samples are too few to claim them"
+            return Caveat("tail-percentile-absent", message)
+    return None

@@ -15,7 +15,7 @@ import numpy as np
 from .. import rules
 from ..canonical import digest
 from ..percentiles import NUMPY_METHOD, quantile
-from ..summary import headline
+from ..summary import Headline, headline
 from .intervals import (
     CONFIDENCE,
     MIN_VALUES,
@@ -120,7 +120,6 @@ def throughput_per_repetition(times_ms: Array, batch_size: int) -> Array:
 def from_values(base: Estimate, values: Sequence[float], words: str, confidence: float = CONFIDENCE) -> Estimate:
     """`base` completed from its independent values: a calibrated interval, or why there is none."""
     x = np.asarray([v for v in values if v is not None], dtype=np.float64)
-    noun = base.value_unit
     if x.size == 0:
         return replace(base, method=words, interval_method="none", evidence="no values", values=None)
     if not np.all(np.isfinite(x)) or np.any(x <= 0):
@@ -130,22 +129,30 @@ def from_values(base: Estimate, values: Sequence[float], words: str, confidence:
             method=f"median: {words}",
             values=None,
             interval_method="none: a value is zero or negative, so no ratio interval applies",
-            evidence=f"a {noun} value is zero or negative",
+            evidence=f"a {base.value_unit} value is zero or negative",
         )
     if x.size < MIN_VALUES:
-        single = geometric_mean(x)
-        why = (
-            f"{x.size} independent value{'s' if x.size > 1 else ''} ({noun}s); a calibrated interval "
-            f"needs at least {MIN_VALUES}"
-        )
-        return replace(
-            base,
-            value=single,
-            method=f"geometric mean of {words}",
-            values=x,
-            interval_method="none: not enough evidence",
-            evidence=why,
-        )
+        return _too_few_values(base, x, words)
+    return _calibrated(base, x, words, confidence)
+
+
+def _too_few_values(base: Estimate, x: Array, words: str) -> Estimate:
+    single = geometric_mean(x)
+    why = (
+        f"{x.size} independent value{'s' if x.size > 1 else ''} ({base.value_unit}s); a calibrated interval "
+        f"needs at least {MIN_VALUES}"
+    )
+    return replace(
+        base,
+        value=single,
+        method=f"geometric mean of {words}",
+        values=x,
+        interval_method="none: not enough evidence",
+        evidence=why,
+    )
+
+
+def _calibrated(base: Estimate, x: Array, words: str, confidence: float) -> Estimate:
     point, low, high = log_t_interval(x, confidence)
     return replace(
         base,
@@ -156,7 +163,8 @@ def from_values(base: Estimate, values: Sequence[float], words: str, confidence:
         method=f"geometric mean of {words}",
         values=x,
         evidence=None,
-        interval_method=f"Student t interval on the logs of {x.size} {noun} values ({x.size - 1} degrees of freedom)",
+        interval_method=f"Student t interval on the logs of {x.size} {base.value_unit} values "
+        f"({x.size - 1} degrees of freedom)",
     )
 
 
@@ -181,23 +189,27 @@ def declared_method(doc: dict[str, Any], name: str) -> tuple[str, str]:
     return str(declared), NUMPY_METHOD.get(str(declared), "linear")
 
 
+def _raw_base(head: Headline, n: int, lower_is_better: bool) -> Estimate:
+    return Estimate(
+        metric=head.metric,
+        value=None,
+        unit=head.unit,
+        lower_is_better=lower_is_better,
+        method="",
+        interval_method="none",
+        n=n,
+        source="raw samples",
+        reported=head.value,
+    )
+
+
 def _from_raw(doc: dict[str, Any], reps: list[Array], confidence: float) -> Estimate:
     head = headline(doc)
     name, _, stat = head.metric.partition(".")
     stat = stat or ("p50" if name in rules.DISTRIBUTION_METRICS else "value")
     declared, method = declared_method(doc, name)
     total = sum(len(r) for r in reps)
-    base = Estimate(
-        metric=head.metric,
-        value=None,
-        unit=head.unit,
-        lower_is_better=head.lower_is_better,
-        method="",
-        interval_method="none",
-        n=total,
-        source="raw samples",
-        reported=head.value,
-    )
+    base = _raw_base(head, total, head.lower_is_better)
     shape = f"{len(reps)} repetition(s), {total} samples"
     need = rules.MIN_SAMPLES_FOR_PERCENTILE.get(stat, 0)
     if total < need:
@@ -207,18 +219,26 @@ def _from_raw(doc: dict[str, Any], reps: list[Array], confidence: float) -> Esti
             evidence=f"{stat} needs at least {need} samples; this run has {total}",
         )
     if any(len(r) < need for r in reps):
-        pooled = float(repetition_statistic(np.concatenate(reps), stat, method))
-        return replace(
-            base,
-            value=pooled,
-            method=f"{stat} of pooled samples ({shape}; computed as {method} for declared '{declared}')",
-            interval_method="none: not enough evidence",
-            evidence=f"a per-repetition {stat} needs {need} samples in every repetition; the "
-            f"shortest has {min(len(r) for r in reps)}",
-        )
+        return _pooled_samples(base, reps, stat, (declared, method), shape, need)
     values = [float(repetition_statistic(r, stat, method)) for r in reps]
     what = "medians" if stat in ("p50", "value") else "means" if stat == "mean" else f"{stat} values"
     return from_values(base, values, f"per-repetition {what} ({shape}; percentile method {declared})", confidence)
+
+
+def _pooled_samples(
+    base: Estimate, reps: list[Array], stat: str, methods: tuple[str, str], shape: str, need: int
+) -> Estimate:
+    """The statistic of all samples pooled, without an interval: a repetition is too short for its own."""
+    declared, method = methods
+    pooled = float(repetition_statistic(np.concatenate(reps), stat, method))
+    return replace(
+        base,
+        value=pooled,
+        method=f"{stat} of pooled samples ({shape}; computed as {method} for declared '{declared}')",
+        interval_method="none: not enough evidence",
+        evidence=f"a per-repetition {stat} needs {need} samples in every repetition; the "
+        f"shortest has {min(len(r) for r in reps)}",
+    )
 
 
 def _throughput_from_times(doc: dict[str, Any], confidence: float) -> Estimate | None:
@@ -229,6 +249,27 @@ def _throughput_from_times(doc: dict[str, Any], confidence: float) -> Estimate |
     value within THROUGHPUT_AGREEMENT; otherwise the run keeps its summary.
     """
     head = headline(doc)
+    found = _timed_batches(doc, head)
+    if found is None:
+        return None
+    reps, batch, source, reported = found
+    values = [float(throughput_per_repetition(r, batch)) for r in reps]
+    pooled = float(batch) * 1000.0 * sum(len(r) for r in reps) / float(sum(r.sum() for r in reps))
+    if abs(pooled - reported) > THROUGHPUT_AGREEMENT * reported:
+        return None
+    base = _raw_base(head, sum(len(r) for r in reps), False)
+    return from_values(
+        base,
+        values,
+        f"per-repetition throughput, batch_size × 1000 ÷ mean {source} "
+        f"({len(reps)} repetition(s), {base.n} timed batches)",
+        confidence,
+    )
+
+
+def _timed_batches(doc: dict[str, Any], head: Headline) -> tuple[list[Array], int, str, float] | None:
+    """(per-batch times of each repetition, batch size, their metric, reported throughput) when the headline is
+    an offline or fixed-step throughput in samples/s with raw batch times; None otherwise."""
     kind = (doc.get("scenario") or {}).get("kind")
     batch = ((doc.get("workload") or {}).get("shape") or {}).get("batch_size")
     source = "step_time_ms" if doc.get("phase") == "training" else "latency_ms"
@@ -242,28 +283,7 @@ def _throughput_from_times(doc: dict[str, Any], confidence: float) -> Estimate |
         or head.value is None
     ):
         return None
-    values = [float(throughput_per_repetition(r, batch)) for r in reps]
-    pooled = float(batch) * 1000.0 * sum(len(r) for r in reps) / float(sum(r.sum() for r in reps))
-    if abs(pooled - head.value) > THROUGHPUT_AGREEMENT * head.value:
-        return None
-    base = Estimate(
-        metric=head.metric,
-        value=None,
-        unit=head.unit,
-        lower_is_better=False,
-        method="",
-        interval_method="none",
-        n=sum(len(r) for r in reps),
-        source="raw samples",
-        reported=head.value,
-    )
-    return from_values(
-        base,
-        values,
-        f"per-repetition throughput, batch_size × 1000 ÷ mean {source} "
-        f"({len(reps)} repetition(s), {base.n} timed batches)",
-        confidence,
-    )
+    return reps, batch, source, head.value
 
 
 def _from_summary(doc: dict[str, Any]) -> Estimate:
@@ -271,24 +291,28 @@ def _from_summary(doc: dict[str, Any]) -> Estimate:
     name = head.metric.partition(".")[0]
     dist = (doc.get("metrics") or {}).get(name)
     count = dist.get("count", 1) if isinstance(dist, dict) else 1
-    base = Estimate(
-        metric=head.metric,
-        value=head.value,
-        unit=head.unit,
-        lower_is_better=head.lower_is_better,
-        method="reported summary value",
-        interval_method="none: single summary value",
-        n=int(count) if isinstance(count, int) else 1,
-        source="summary",
-        reported=head.value,
-        value_unit="run",
-    )
+    base = _summary_base(head, int(count) if isinstance(count, int) else 1)
     if head.value is None:
         return replace(base, evidence="the run reports no headline value")
     return replace(
         base,
         values=np.asarray([float(head.value)]),
         evidence="one summary value without raw samples: it says nothing about run-to-run variation",
+    )
+
+
+def _summary_base(head: Headline, n: int) -> Estimate:
+    return Estimate(
+        metric=head.metric,
+        value=head.value,
+        unit=head.unit,
+        lower_is_better=head.lower_is_better,
+        method="reported summary value",
+        interval_method="none: single summary value",
+        n=n,
+        source="summary",
+        reported=head.value,
+        value_unit="run",
     )
 
 
@@ -322,36 +346,42 @@ def aggregate(
     """
     if not docs:
         raise ValueError("aggregate needs at least one run")
+    ests = _ordered_estimates(docs, confidence, estimates, keys)
+    if len(docs) == 1:
+        return ests[0]
+    base = replace(ests[0], value=None, ci_low=None, ci_high=None, confidence=None, reported=None, evidence=None)
+    base = replace(base, values=None, n=sum(e.n for e in ests))
+    if all(e.source == "raw samples" and e.values is not None and e.value_unit == "repetition" for e in ests):
+        return _pooled_repetitions(base, ests, len(docs), confidence)
+    return _one_value_per_run(base, ests, len(docs), confidence)
+
+
+def _ordered_estimates(
+    docs: Sequence[dict[str, Any]], confidence: float, estimates: Sequence[Estimate] | None, keys: Sequence[str] | None
+) -> list[Estimate]:
+    """Each run's estimate, in the order of the runs' digests when there are several."""
     ests = list(estimates) if estimates is not None else [headline_estimate(d, confidence=confidence) for d in docs]
     if len(docs) > 1:  # same runs, same estimate, whatever order they are listed in
         order = list(keys) if keys is not None else [digest(d) for d in docs]
         ests = [e for _, e in sorted(zip(order, ests, strict=True), key=lambda pair: pair[0])]
-    if len(docs) == 1:
-        return ests[0]
-    head = ests[0]
-    base = replace(
-        head,
-        value=None,
-        ci_low=None,
-        ci_high=None,
-        confidence=None,
-        reported=None,
-        evidence=None,
-        values=None,
-        n=sum(e.n for e in ests),
+    return ests
+
+
+def _pooled_repetitions(base: Estimate, ests: Sequence[Estimate], runs: int, confidence: float) -> Estimate:
+    values = np.concatenate([e.values for e in ests if e.values is not None])
+    return from_values(
+        base,
+        values.tolist(),
+        f"{len(values)} repetitions of {runs} runs pooled as "
+        f"repetitions: {ests[0].method.removeprefix('geometric mean of ')}",
+        confidence,
     )
-    if all(e.source == "raw samples" and e.values is not None and e.value_unit == "repetition" for e in ests):
-        values = np.concatenate([e.values for e in ests if e.values is not None])
-        return from_values(
-            base,
-            values.tolist(),
-            f"{len(values)} repetitions of {len(docs)} runs pooled as "
-            f"repetitions: {ests[0].method.removeprefix('geometric mean of ')}",
-            confidence,
-        )
+
+
+def _one_value_per_run(base: Estimate, ests: Sequence[Estimate], runs: int, confidence: float) -> Estimate:
     per_run = [e.value for e in ests]
-    words = f"the headline values of {len(docs)} runs (one value per run)"
-    if head.metric.partition(".")[0] == "time_to_quality" and len(per_run) >= OLYMPIC_MIN_RUNS:
+    words = f"the headline values of {runs} runs (one value per run)"
+    if base.metric.partition(".")[0] == "time_to_quality" and len(per_run) >= OLYMPIC_MIN_RUNS:
         olympic = olympic_mean([v for v in per_run if v is not None])
         words += f"; MLPerf olympic mean {olympic:.6g} s"
     source = "runs" if any(e.source != "raw samples" for e in ests) else "raw samples"

@@ -32,40 +32,21 @@ def ratio(subject: Estimate, baseline: Estimate, *, confidence: float = CONFIDEN
     arm has too little evidence. Better/worse follow the metric's direction (lower-is-better: below 1).
     """
     if subject.value is None or baseline.value is None or baseline.value <= 0:
-        return Ratio(
-            None,
-            None,
-            None,
-            None,
-            "unknown",
-            "no ratio: a headline value is missing or zero",
-            evidence="a headline value is missing or zero",
-        )
+        missing = "a headline value is missing or zero"
+        return Ratio(None, None, None, None, "unknown", f"no ratio: {missing}", evidence=missing)
     value = subject.value / baseline.value
     why = "; ".join(
         f"{who}: {e.evidence}" for who, e in (("subject", subject), ("baseline", baseline)) if e.evidence is not None
     )
     if why or subject.values is None or baseline.values is None:
-        return Ratio(
-            value,
-            None,
-            None,
-            None,
-            "unknown",
-            "ratio of point values; no interval: not enough evidence",
-            evidence=why or "no independent values",
-        )
+        method = "ratio of point values; no interval: not enough evidence"
+        return Ratio(value, None, None, None, "unknown", method, evidence=why or "no independent values")
     point, low, high = (float(v) for v in log_ratio_interval(subject.values, baseline.values, confidence))
     distinguishable = low > 1.0 or high < 1.0
     improved = point < 1.0 if subject.lower_is_better else point > 1.0
     outcome = ("better" if improved else "worse") if distinguishable else "indistinguishable"
-    return Ratio(
-        point,
-        low,
-        high,
-        distinguishable,
-        outcome,
+    method = (
         f"Welch t interval on the difference of mean logs ({len(subject.values)} and "
-        f"{len(baseline.values)} independent values), {confidence:.4g} confidence",
-        confidence,
+        f"{len(baseline.values)} independent values), {confidence:.4g} confidence"
     )
+    return Ratio(point, low, high, distinguishable, outcome, method, confidence)
