@@ -68,26 +68,9 @@ def _drf_errors(detail: Any, prefix: str = "") -> list[dict[str, Any]]:
 
 
 def problem_details_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    if database_unavailable(exc):
-        log.warning("database unavailable: %s: %s", type(exc).__name__, exc)
-        return Response(
-            problem(503, "database-unavailable", UNAVAILABLE_DETAIL),
-            status=503,
-            content_type=PROBLEM,
-            headers=unavailable_headers(),
-        )
-    if isinstance(exc, RegistryError):
-        body = problem(exc.status, exc.code, exc.message, exc.errors or None)
-        retry_after = getattr(exc, "retry_after", None)  # a quota refusal (429) says when to ask again
-        return Response(
-            body,
-            status=exc.status,
-            content_type=PROBLEM,
-            headers={"Retry-After": str(retry_after)} if retry_after is not None else None,
-        )
-    if isinstance(exc, SuspiciousOperation):  # raised by Django while reading the body (request.data)
-        status, code, detail = request_refusal(exc)
-        return Response(problem(status, code, detail), status=status, content_type=PROBLEM)
+    own = _registry_response(exc)
+    if own is not None:
+        return own
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, PermissionDenied):
@@ -104,6 +87,27 @@ def problem_details_handler(exc: Exception, context: dict[str, Any]) -> Response
     response.data = body
     response.content_type = PROBLEM
     return response
+
+
+def _registry_response(exc: Exception) -> Response | None:
+    """The answer to what DRF does not know: the database down, the registry's own errors, a body Django refused."""
+    if database_unavailable(exc):
+        log.warning("database unavailable: %s: %s", type(exc).__name__, exc)
+        return Response(
+            problem(503, "database-unavailable", UNAVAILABLE_DETAIL),
+            status=503,
+            content_type=PROBLEM,
+            headers=unavailable_headers(),
+        )
+    if isinstance(exc, RegistryError):
+        body = problem(exc.status, exc.code, exc.message, exc.errors or None)
+        retry_after = getattr(exc, "retry_after", None)  # a quota refusal (429) says when to ask again
+        headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
+        return Response(body, status=exc.status, content_type=PROBLEM, headers=headers)
+    if isinstance(exc, SuspiciousOperation):  # raised by Django while reading the body (request.data)
+        status, code, detail = request_refusal(exc)
+        return Response(problem(status, code, detail), status=status, content_type=PROBLEM)
+    return None
 
 
 def request_refusal(exc: SuspiciousOperation) -> tuple[int, str, str]:

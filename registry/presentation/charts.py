@@ -38,34 +38,49 @@ def throughput_chart(result: Mapping[str, Any]) -> str | None:
         return None
     est0 = arms[0]["estimate"]
     labels = arm_labels(arms)
-    values = [float(a["estimate"]["value"]) for a in arms]
-    lows = [finite(a["estimate"].get("ci_low")) for a in arms]
-    highs = [finite(a["estimate"].get("ci_high")) for a in arms]
+    values, lows, highs = _estimates(arms)
     with rc_context(STYLE):
         fig = Figure(figsize=(WIDTH_IN, 0.9 + 0.3 * sum(1 + label.count("\n") for label in labels) + 0.12 * len(arms)))
         ax = fig.add_subplot()
         ys = list(range(len(arms)))[::-1]
         ax.barh(ys, values, color=[PALETTE[i % len(PALETTE)] for i in range(len(arms))], height=0.6, zorder=2)
         for y, v, lo, hi in zip(ys, values, lows, highs, strict=True):
-            if lo is not None and hi is not None:
-                ax.errorbar(
-                    v,
-                    y,
-                    xerr=[[max(v - lo, 0)], [max(hi - v, 0)]],
-                    fmt="none",
-                    ecolor="#222222",
-                    elinewidth=1,
-                    capsize=3,
-                    zorder=3,
-                )
-            value_label(ax, hi if hi is not None else v, y, v)
+            _interval_and_value(ax, y, v, lo, hi)
         ax.set_yticks(ys, labels)
         ax.grid(axis="y", visible=False)
         ax.set_xlim(0, max(max(values), max((h for h in highs if h is not None), default=0)) * 1.22)
-        direction = "lower is better" if est0.get("lower_is_better") else "higher is better"
-        ax.set_xlabel(f"{metric_label(est0.get('metric'))} ({est0.get('unit') or 'no unit'}), {direction}")
+        ax.set_xlabel(_headline_label(est0))
         title(ax, "Headline result per configuration (bars: 95% interval)")
         return svg(fig, "throughput", result.get("arms"))
+
+
+def _estimates(arms: Sequence[Mapping[str, Any]]) -> tuple[list[float], list[float | None], list[float | None]]:
+    """Each arm's headline value, and its interval's low and high bounds (None where it has none)."""
+    values = [float(a["estimate"]["value"]) for a in arms]
+    lows = [finite(a["estimate"].get("ci_low")) for a in arms]
+    highs = [finite(a["estimate"].get("ci_high")) for a in arms]
+    return values, lows, highs
+
+
+def _headline_label(est: Mapping[str, Any]) -> str:
+    direction = "lower is better" if est.get("lower_is_better") else "higher is better"
+    return f"{metric_label(est.get('metric'))} ({est.get('unit') or 'no unit'}), {direction}"
+
+
+def _interval_and_value(ax: Any, y: int, v: float, lo: float | None, hi: float | None) -> None:
+    """A bar's interval whisker (when it has both bounds) and its value printed beyond it."""
+    if lo is not None and hi is not None:
+        ax.errorbar(
+            v,
+            y,
+            xerr=[[max(v - lo, 0)], [max(hi - v, 0)]],
+            fmt="none",
+            ecolor="#222222",
+            elinewidth=1,
+            capsize=3,
+            zorder=3,
+        )
+    value_label(ax, hi if hi is not None else v, y, v)
 
 
 def latency_percentiles_chart(runs: Sequence[Mapping[str, Any]], result: Mapping[str, Any] | None = None) -> str | None:
@@ -85,53 +100,68 @@ def latency_percentiles_chart(runs: Sequence[Mapping[str, Any]], result: Mapping
         for ax, metric in zip(axes, metrics, strict=True):
             shown = _percentile_panel(ax, rows, metric, runs, per)
             if shown:  # below the axis label: a legend above would run into the title
-                ax.legend(
-                    loc="upper right",
-                    bbox_to_anchor=(1.0, -0.16 - 0.6 / max(1, len(rows))),
-                    ncols=len(shown),
-                    handlelength=1.2,
-                    borderaxespad=0.2,
-                )
+                _legend_below(ax, len(rows), len(shown))
         fig.tight_layout(h_pad=1.2)
         # The id prefix is seeded by what is drawn, not by the runs' documents (raw samples can be megabytes).
         drawn = [[label, [[_row_percentile(r, m, n) for n in PERCENTILES] for m in metrics]] for label, r in rows]
         return svg(fig, "latency", [drawn, metrics])
 
 
+def _legend_below(ax: Any, rows: int, entries: int) -> None:
+    ax.legend(
+        loc="upper right",
+        bbox_to_anchor=(1.0, -0.16 - 0.6 / max(1, rows)),
+        ncols=entries,
+        handlelength=1.2,
+        borderaxespad=0.2,
+    )
+
+
 def latency_distribution_chart(document: Mapping[str, Any], label: str | None = None) -> str | None:
     """Histogram of one run's raw latency samples (all repetitions pooled), with p50 marked, and p99 where the
     samples are enough for it (protocol.rules). `label` names the run (run id and configuration)."""
-    samples = document.get("samples") or {}
-    metric = next((m for m in LATENCY_METRICS if (samples.get(m) or {}).get("repetitions")), None)
-    if metric is None:
-        return None
-    values = [float(v) for rep in samples[metric]["repetitions"] for v in rep if finite(v) is not None]
-    if len(values) < 2:
+    metric, values = _latency_samples(document)
+    if metric is None or len(values) < 2:
         return None
     values.sort()
-    unit = samples[metric].get("unit") or "ms"
+    unit = document["samples"][metric].get("unit") or "ms"
     words = metric_label(metric, document)
     with rc_context(STYLE):
         fig = Figure(figsize=(WIDTH_IN, 2.4))
         ax = fig.add_subplot()
         ax.hist(values, bins=min(60, max(10, int(math.sqrt(len(values))))), color=PALETTE[0], zorder=2)
-        for name, q, colour in (("p50", 0.50, PALETTE[1]), ("p99", 0.99, PALETTE[5])):
-            if not percentile_allowed(name, len(values)):
-                continue
-            x = values[min(len(values) - 1, math.ceil(q * len(values)) - 1)]
-            ax.axvline(x, color=colour, linewidth=1.2, zorder=3, label=f"{name} = {number(x, Style.CHART)} {unit}")
-        # Why p99 is missing goes under the axis label (the legend holds the top right corner).
-        missing = (
-            ""
-            if percentile_allowed("p99", len(values))
-            else f"\np99 not marked: {len(values):,} samples, fewer than the {_min_samples('p99'):,} it needs"
-        )
-        ax.set_xlabel(f"{words} ({unit}){missing}")
+        _percentile_marks(ax, values, unit)
+        ax.set_xlabel(f"{words} ({unit}){_missing_p99(len(values))}")
         ax.set_ylabel("requests (count)" if "request" in words else "observations (count)")
         title(ax, f"Distribution of {words}: {label or _system(document)}, {len(values):,} samples")
         if ax.get_legend_handles_labels()[0]:
             ax.legend(loc="upper right")
         return svg(fig, "distribution", [metric, len(values), values[0], values[-1], _system(document), label])
+
+
+def _latency_samples(document: Mapping[str, Any]) -> tuple[str | None, list[float]]:
+    """The first latency metric with raw samples, and its samples over all repetitions (None, [] without one)."""
+    samples = document.get("samples") or {}
+    metric = next((m for m in LATENCY_METRICS if (samples.get(m) or {}).get("repetitions")), None)
+    if metric is None:
+        return None, []
+    return metric, [float(v) for rep in samples[metric]["repetitions"] for v in rep if finite(v) is not None]
+
+
+def _percentile_marks(ax: Any, values: Sequence[float], unit: str) -> None:
+    """p50, and p99 where the samples are enough for it, as vertical lines over the sorted `values`."""
+    for name, q, colour in (("p50", 0.50, PALETTE[1]), ("p99", 0.99, PALETTE[5])):
+        if not percentile_allowed(name, len(values)):
+            continue
+        x = values[min(len(values) - 1, math.ceil(q * len(values)) - 1)]
+        ax.axvline(x, color=colour, linewidth=1.2, zorder=3, label=f"{name} = {number(x, Style.CHART)} {unit}")
+
+
+def _missing_p99(count: int) -> str:
+    """Why p99 is missing, a line under the axis label (the legend holds the top right corner); "" when it is not."""
+    if percentile_allowed("p99", count):
+        return ""
+    return f"\np99 not marked: {count:,} samples, fewer than the {_min_samples('p99'):,} it needs"
 
 
 def latency_vs_load_chart(runs: Sequence[Mapping[str, Any]], labels: Sequence[str] | None = None) -> str | None:
@@ -146,21 +176,25 @@ def latency_vs_load_chart(runs: Sequence[Mapping[str, Any]], labels: Sequence[st
         ax = fig.add_subplot()
         for i, (name, pts) in enumerate(sorted(series.items())):
             pts.sort()
-            ax.plot(
-                [x for x, _ in pts],
-                [y for _, y in pts],
-                marker="o",
-                markersize=4,
-                linewidth=1.4,
-                color=PALETTE[i % len(PALETTE)],
-                label=_wrap(name),
-            )
+            _load_line(ax, name, pts, PALETTE[i % len(PALETTE)])
         ax.set_xlabel("offered load (requests/s)")
         ax.set_ylabel(f"p99 {words} (ms)")
         ax.set_ylim(bottom=0)
         title(ax, f"p99 {words} against offered load")
         ax.legend(loc="upper left")
         return svg(fig, "load", sorted(series.items()))
+
+
+def _load_line(ax: Any, name: str, pts: Sequence[tuple[float, float]], colour: str) -> None:
+    ax.plot(
+        [x for x, _ in pts],
+        [y for _, y in pts],
+        marker="o",
+        markersize=4,
+        linewidth=1.4,
+        color=colour,
+        label=_wrap(name),
+    )
 
 
 def derived_chart(result: Mapping[str, Any]) -> str | None:
@@ -265,23 +299,29 @@ def _percentile_panel(
     ys = list(range(len(rows)))[::-1]
     for k, name in enumerate(shown):
         offset = (len(shown) - 1) / 2 - k
-        pos = [y + offset * height for y, v in zip(ys, values[name], strict=True) if v is not None]
-        ax.barh(
-            pos,
-            [v for v in values[name] if v is not None],
-            height=height * 0.92,
-            color=PALETTE[PERCENTILES.index(name)],
-            label=name,
-            zorder=2,
-        )
+        _percentile_bars(ax, name, [(y + offset * height, v) for y, v in zip(ys, values[name], strict=True)], height)
     ax.set_yticks(ys, [label for label, _ in rows])
     ax.grid(axis="y", visible=False)
     words = metric_label(metric, runs[0] if runs else {})
     ax.set_xlabel(f"{words} (ms), lower is better")
-    title(
-        ax, f"{words.capitalize()} percentiles per {per}{' (median over its runs)' if per == 'configuration' else ''}"
-    )
+    title(ax, _percentile_title(words, per))
     return shown
+
+
+def _percentile_title(words: str, per: str) -> str:
+    return f"{words.capitalize()} percentiles per {per}{' (median over its runs)' if per == 'configuration' else ''}"
+
+
+def _percentile_bars(ax: Any, name: str, at: Sequence[tuple[float, float | None]], height: float) -> None:
+    """One percentile's bars at their positions, skipping the rows without it."""
+    ax.barh(
+        [pos for pos, v in at if v is not None],
+        [v for _, v in at if v is not None],
+        height=height * 0.92,
+        color=PALETTE[PERCENTILES.index(name)],
+        label=name,
+        zorder=2,
+    )
 
 
 def _row_percentile(runs: Sequence[Mapping[str, Any]], metric: str, name: str) -> float | None:

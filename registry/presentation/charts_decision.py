@@ -34,6 +34,23 @@ def pareto_chart(answer: Mapping[str, Any]) -> str | None:
     if len(criteria) < 2:
         return None
     members = set(front.get("members") or [])
+    points = _pareto_points(answer, criteria)
+    if not points:
+        return None
+    with rc_context(STYLE):
+        fig = Figure(figsize=(WIDTH_IN, 3.6))
+        ax = fig.add_subplot()
+        for n, (i, cand, xy) in enumerate(points):
+            _candidate(ax, n, cand, xy, i in members)
+        _frontier_line(ax, sorted((xy[0][0], xy[1][0]) for i, _, xy in points if i in members))
+        _pareto_axes(ax, criteria, points)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, fontsize=7)
+        title(ax, "Candidates that meet or may meet the objectives: filled points are the Pareto frontier")
+        return svg(fig, "pareto", [criteria, [[i, xy] for i, _, xy in points], sorted(members)])
+
+
+def _pareto_points(answer: Mapping[str, Any], criteria: list[str]) -> list[tuple[int, Mapping[str, Any], list[_Point]]]:
+    """(index, candidate, its point on each criterion) of the candidates that do not miss and have both points."""
     points: list[tuple[int, Mapping[str, Any], list[_Point]]] = []
     for i, cand in enumerate(answer.get("candidates") or []):
         if cand.get("meets") == "misses":
@@ -41,53 +58,53 @@ def pareto_chart(answer: Mapping[str, Any]) -> str | None:
         xy = [_criterion_point(cand, c) for c in criteria]
         if all(p is not None for p in xy):
             points.append((i, cand, cast(list[_Point], xy)))  # none is None (checked above)
-    if not points:
-        return None
-    with rc_context(STYLE):
-        fig = Figure(figsize=(WIDTH_IN, 3.6))
-        ax = fig.add_subplot()
-        for n, (i, cand, ((x, xlo, xhi), (y, ylo, yhi))) in enumerate(points):
-            on = i in members
-            colour = PALETTE[n % len(PALETTE)]
-            xerr = None if xlo is None or xhi is None else [[max(x - xlo, 0)], [max(xhi - x, 0)]]
-            yerr = None if ylo is None or yhi is None else [[max(y - ylo, 0)], [max(yhi - y, 0)]]
-            if xerr is not None or yerr is not None:
-                ax.errorbar(
-                    x, y, xerr=xerr, yerr=yerr, fmt="none", ecolor="#777777", elinewidth=0.8, capsize=2, zorder=2
-                )
-            ax.scatter(
-                [x],
-                [y],
-                s=46,
-                zorder=3,
-                color=colour if on else "white",
-                edgecolors=colour,
-                linewidths=1.5,
-                label=("\n".join(textwrap.wrap(str(cand.get("label")), LABEL_WIDTH)) or str(cand.get("label")))
-                + ("  (frontier)" if on else ""),
-            )
-        frontier_xy = sorted((xy[0][0], xy[1][0]) for i, _, xy in points if i in members)
-        if len(frontier_xy) > 1:
-            ax.plot(
-                [p[0] for p in frontier_xy],
-                [p[1] for p in frontier_xy],
-                color="#444444",
-                linewidth=1,
-                linestyle="--",
-                zorder=1,
-            )
-        unit_of = {c: _criterion_unit(points[0][1], c) for c in criteria}
-        ax.set_xlabel(f"{CRITERION_AXES[criteria[0]][1]}{unit_of[criteria[0]]}, lower is better")
-        ax.set_ylabel("\n".join(textwrap.wrap(f"{CRITERION_AXES[criteria[1]][1]}{unit_of[criteria[1]]}", 30)))
-        highest = [
-            max((v for v in (xy[k][0], xy[k][2]) if v is not None), default=0.0) for k in (0, 1) for _, _, xy in points
-        ]
-        half = len(points)
-        ax.set_xlim(0, max(highest[:half]) * 1.08 or 1.0)  # room for the outermost point and its whisker
-        ax.set_ylim(0, max(highest[half:]) * 1.1 or 1.0)
-        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, fontsize=7)
-        title(ax, "Candidates that meet or may meet the objectives: filled points are the Pareto frontier")
-        return svg(fig, "pareto", [criteria, [[i, xy] for i, _, xy in points], sorted(members)])
+    return points
+
+
+def _candidate(ax: Any, n: int, cand: Mapping[str, Any], xy: list[_Point], on: bool) -> None:
+    """One candidate's point (filled when on the frontier) with its intervals' whiskers."""
+    (x, xlo, xhi), (y, ylo, yhi) = xy
+    colour = PALETTE[n % len(PALETTE)]
+    xerr = None if xlo is None or xhi is None else [[max(x - xlo, 0)], [max(xhi - x, 0)]]
+    yerr = None if ylo is None or yhi is None else [[max(y - ylo, 0)], [max(yhi - y, 0)]]
+    if xerr is not None or yerr is not None:
+        ax.errorbar(x, y, xerr=xerr, yerr=yerr, fmt="none", ecolor="#777777", elinewidth=0.8, capsize=2, zorder=2)
+    ax.scatter(
+        [x],
+        [y],
+        s=46,
+        zorder=3,
+        color=colour if on else "white",
+        edgecolors=colour,
+        linewidths=1.5,
+        label=("\n".join(textwrap.wrap(str(cand.get("label")), LABEL_WIDTH)) or str(cand.get("label")))
+        + ("  (frontier)" if on else ""),
+    )
+
+
+def _frontier_line(ax: Any, frontier_xy: list[tuple[float, float]]) -> None:
+    if len(frontier_xy) > 1:
+        ax.plot(
+            [p[0] for p in frontier_xy],
+            [p[1] for p in frontier_xy],
+            color="#444444",
+            linewidth=1,
+            linestyle="--",
+            zorder=1,
+        )
+
+
+def _pareto_axes(ax: Any, criteria: list[str], points: list[tuple[int, Mapping[str, Any], list[_Point]]]) -> None:
+    """Axis labels with the first candidate's units, and limits with room for the outermost point and whisker."""
+    unit_of = {c: _criterion_unit(points[0][1], c) for c in criteria}
+    ax.set_xlabel(f"{CRITERION_AXES[criteria[0]][1]}{unit_of[criteria[0]]}, lower is better")
+    ax.set_ylabel("\n".join(textwrap.wrap(f"{CRITERION_AXES[criteria[1]][1]}{unit_of[criteria[1]]}", 30)))
+    highest = [
+        max((v for v in (xy[k][0], xy[k][2]) if v is not None), default=0.0) for k in (0, 1) for _, _, xy in points
+    ]
+    half = len(points)
+    ax.set_xlim(0, max(highest[:half]) * 1.08 or 1.0)  # room for the outermost point and its whisker
+    ax.set_ylim(0, max(highest[half:]) * 1.1 or 1.0)
 
 
 def _criterion_point(cand: Mapping[str, Any], criterion: str) -> _Point | None:

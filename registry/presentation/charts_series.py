@@ -21,6 +21,7 @@ from registry.presentation.chart_style import PALETTE, STYLE, svg
 from registry.presentation.words import metric_label
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.typing import RcKeyType
 
 CHANGE_COLOUR = "#d55e00"
@@ -66,55 +67,68 @@ def history_time_chart(history: Mapping[str, Any]) -> str | None:
         fig = Figure(figsize=SIZE)
         ax = fig.add_subplot()
         for name in software:
-            mine = [p for p in points if p["software"] == name]
-            xs = [datetime.fromisoformat(p["submitted_at"]) for p in mine]
-            ys = [p["value"] for p in mine]
-            low = [max(p["value"] - p["ci_low"], 0) if p.get("ci_low") is not None else 0 for p in mine]
-            high = [max(p["ci_high"] - p["value"], 0) if p.get("ci_high") is not None else 0 for p in mine]
-            # x as datetimes: matplotlib's date converter takes them, its stubs allow only numbers (also below).
-            ax.errorbar(
-                xs,  # type: ignore[arg-type]
-                ys,
-                yerr=[low, high],
-                fmt="o",
-                ms=4,
-                color=colour[name],
-                ecolor=colour[name],
-                elinewidth=1,
-                capsize=2,
-                label="\n".join(textwrap.wrap(name, 40)),
-                zorder=3,
-            )
+            _software_runs(ax, name, [p for p in points if p["software"] == name], colour[name])
         for p in points:
             if p.get("change_point"):
-                x = datetime.fromisoformat(p["submitted_at"])
-                ax.axvline(x, color=CHANGE_COLOUR, linestyle="--", linewidth=1, zorder=1)  # type: ignore[arg-type]
-                ax.plot([x], [p["value"]], marker="D", ms=8, mfc="none", mec=CHANGE_COLOUR, mew=1.6, zorder=4)  # type: ignore[arg-type]
-                ratio = (p.get("change") or {}).get("ratio")
-                if ratio is not None:
-                    ax.annotate(
-                        f"change ×{number(ratio, Style.CHART)}",
-                        (x, p["value"]),
-                        xytext=(5, 8),
-                        textcoords="offset points",
-                        color=CHANGE_COLOUR,
-                        fontsize=9,
-                    )
+                _change_point(ax, p)
         ax.set_ylabel("\n".join(textwrap.wrap(_axis_label(history), 30)))
-        times = [datetime.fromisoformat(p["submitted_at"]) for p in points]
-        first, last = min(times), max(times)
-        if last - first < MIN_TIME_SPAN:
-            middle = first + (last - first) / 2
-            ax.set_xlim(middle - MIN_TIME_SPAN / 2, middle + MIN_TIME_SPAN / 2)  # type: ignore[arg-type]
-        locator = _time_locator()
-        ax.xaxis.set_major_locator(locator)
-        formatter = mdates.ConciseDateFormatter(locator)  # type: ignore[no-untyped-call]  # unannotated, as above
-        formatter.formats[-1] = "%H:%M:%S"  # seconds ticks as clock times, not "%S.%f" (the other levels as given)
-        ax.xaxis.set_major_formatter(formatter)
+        _time_axis(ax, [datetime.fromisoformat(p["submitted_at"]) for p in points])
         ax.set_ylim(bottom=0)
         if len(software) > 1 or any(p.get("change_point") for p in points):
             ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=1)
         return svg(fig, "histtime", [history.get("run"), points])
+
+
+def _software_runs(ax: Axes, name: str, mine: list[Mapping[str, Any]], colour: str) -> None:
+    """One software version's runs: each a point with its interval."""
+    xs = [datetime.fromisoformat(p["submitted_at"]) for p in mine]
+    ys = [p["value"] for p in mine]
+    low = [max(p["value"] - p["ci_low"], 0) if p.get("ci_low") is not None else 0 for p in mine]
+    high = [max(p["ci_high"] - p["value"], 0) if p.get("ci_high") is not None else 0 for p in mine]
+    # x as datetimes: matplotlib's date converter takes them, its stubs allow only numbers (also below).
+    ax.errorbar(
+        xs,  # type: ignore[arg-type]
+        ys,
+        yerr=[low, high],
+        fmt="o",
+        ms=4,
+        color=colour,
+        ecolor=colour,
+        elinewidth=1,
+        capsize=2,
+        label="\n".join(textwrap.wrap(name, 40)),
+        zorder=3,
+    )
+
+
+def _change_point(ax: Axes, p: Mapping[str, Any]) -> None:
+    """A change point: a dashed line, a diamond on the run, and its ratio where it has one."""
+    x = datetime.fromisoformat(p["submitted_at"])
+    ax.axvline(x, color=CHANGE_COLOUR, linestyle="--", linewidth=1, zorder=1)  # type: ignore[arg-type]
+    ax.plot([x], [p["value"]], marker="D", ms=8, mfc="none", mec=CHANGE_COLOUR, mew=1.6, zorder=4)  # type: ignore[arg-type]
+    ratio = (p.get("change") or {}).get("ratio")
+    if ratio is not None:
+        ax.annotate(
+            f"change ×{number(ratio, Style.CHART)}",
+            (x, p["value"]),
+            xytext=(5, 8),
+            textcoords="offset points",
+            color=CHANGE_COLOUR,
+            fontsize=9,
+        )
+
+
+def _time_axis(ax: Axes, times: list[datetime]) -> None:
+    """At least MIN_TIME_SPAN wide, 3 to 6 ticks, the finest labels clock times."""
+    first, last = min(times), max(times)
+    if last - first < MIN_TIME_SPAN:
+        middle = first + (last - first) / 2
+        ax.set_xlim(middle - MIN_TIME_SPAN / 2, middle + MIN_TIME_SPAN / 2)  # type: ignore[arg-type]
+    locator = _time_locator()
+    ax.xaxis.set_major_locator(locator)
+    formatter = mdates.ConciseDateFormatter(locator)  # type: ignore[no-untyped-call]  # unannotated, as above
+    formatter.formats[-1] = "%H:%M:%S"  # seconds ticks as clock times, not "%S.%f" (the other levels as given)
+    ax.xaxis.set_major_formatter(formatter)
 
 
 def history_software_chart(history: Mapping[str, Any]) -> str | None:
@@ -123,38 +137,13 @@ def history_software_chart(history: Mapping[str, Any]) -> str | None:
     groups = [g for g in history.get("software") or [] if g.get("value") is not None]
     if not groups:
         return None
-    labels = [
-        "\n".join(textwrap.wrap(f"{g['software']} ({len(g['runs'])} run{'s' if len(g['runs']) != 1 else ''})", 22))
-        for g in groups
-    ]
+    labels = [_group_label(g) for g in groups]
     with rc_context({**STYLE, **FONT}):
         fig = Figure(figsize=(SIZE[0], 0.9 + 0.45 * sum(1 + lab.count("\n") for lab in labels)))
         ax = fig.add_subplot()
         ys = list(range(len(groups)))[::-1]
         for y, g in zip(ys, groups, strict=True):
-            v, lo, hi = g["value"], g.get("ci_low"), g.get("ci_high")
-            if lo is not None and hi is not None:
-                ax.errorbar(
-                    v,
-                    y,
-                    xerr=[[max(v - lo, 0)], [max(hi - v, 0)]],
-                    fmt="o",
-                    color=PALETTE[0],
-                    ms=5,
-                    elinewidth=1.2,
-                    capsize=3,
-                    zorder=3,
-                )
-            else:
-                ax.plot([v], [y], marker="o", mfc="white", mec=PALETTE[0], ms=5, zorder=3)
-            ax.annotate(
-                number(v, Style.CHART),
-                (hi if hi is not None else v, y),
-                xytext=(5, 0),
-                textcoords="offset points",
-                va="center",
-                fontsize=9,
-            )
+            _software_group(ax, y, g)
         ax.set_yticks(ys, labels)
         ax.grid(axis="y", visible=False)
         top = max(max(g["value"], g.get("ci_high") or 0) for g in groups)
@@ -162,3 +151,32 @@ def history_software_chart(history: Mapping[str, Any]) -> str | None:
         ax.set_ylim(-0.6, len(groups) - 0.4)
         ax.set_xlabel("\n".join(textwrap.wrap(_axis_label(history), 40)))
         return svg(fig, "histsoft", [history.get("run"), groups])
+
+
+def _group_label(g: Mapping[str, Any]) -> str:
+    """A software version's tick label with its number of runs, wrapped."""
+    return "\n".join(textwrap.wrap(f"{g['software']} ({len(g['runs'])} run{'s' if len(g['runs']) != 1 else ''})", 22))
+
+
+def _software_group(ax: Axes, y: int, g: Mapping[str, Any]) -> None:
+    """One software version's value: with its interval where it has one, else a hollow point; the value beside."""
+    v, lo, hi = g["value"], g.get("ci_low"), g.get("ci_high")
+    if lo is not None and hi is not None:
+        ax.errorbar(
+            v,
+            y,
+            xerr=[[max(v - lo, 0)], [max(hi - v, 0)]],
+            fmt="o",
+            color=PALETTE[0],
+            ms=5,
+            elinewidth=1.2,
+            capsize=3,
+            zorder=3,
+        )
+    else:
+        ax.plot([v], [y], marker="o", mfc="white", mec=PALETTE[0], ms=5, zorder=3)
+    _value_beside(ax, hi if hi is not None else v, y, v)
+
+
+def _value_beside(ax: Axes, x: float, y: int, v: float) -> None:
+    ax.annotate(number(v, Style.CHART), (x, y), xytext=(5, 0), textcoords="offset points", va="center", fontsize=9)

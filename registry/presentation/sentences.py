@@ -37,47 +37,48 @@ def ratio_sentences(result: Mapping[str, Any]) -> list[Sentence]:
     out = []
     for pair in result.get("pairwise") or []:
         subject, baseline = arms[pair["subject"]], arms[pair["baseline"]]
-        estimate = subject.get("estimate") or {}
-        lower = bool(estimate.get("lower_is_better"))
-        what = metric_words(str(pair.get("metric") or estimate.get("metric") or "headline"))
         verdict = str(pair.get("verdict") or "")
-        ratio = pair.get("ratio")
-        if ratio is None:
-            out.append(
-                Sentence(
-                    subject["label"],
-                    baseline["label"],
-                    None,
-                    f"{subject['label']}: no ratio against {baseline['label']} ({pair.get('method', '')})",
-                    None,
-                    verdict,
-                )
-            )
+        if pair.get("ratio") is None:
+            text = f"{subject['label']}: no ratio against {baseline['label']} ({pair.get('method', '')})"
+            out.append(Sentence(subject["label"], baseline["label"], None, text, None, verdict))
             continue
-        label = "simultaneous 95% CI" if pair.get("simultaneous") else "95% CI"
-        ci = (
-            f"{label} {percent_change(pair['ci_low'])} to {percent_change(pair['ci_high'])}"
-            if pair.get("ci_low") is not None
-            else "no interval"
-        )
-        change = percent_change(ratio)
-        direction = "lower is better" if lower else "higher is better"
-        improved = (ratio < 1.0) if lower else (ratio > 1.0)
-        if verdict == "distinguishable":
-            tail, better = (
-                ("better" if improved else "worse") + " than the baseline, distinguishable from noise",
-                improved,
-            )
-        elif verdict == "indistinguishable":
-            tail, better = "not distinguishable from noise (the interval includes ±0%)", None
-        elif verdict == "inconclusive":
-            tail, better = "inconclusive: " + _reason(subject, baseline), None
-        else:
-            tail, better = "not enough evidence for a verdict", None
-        head = f"{subject['label']}: {change} {what} vs {baseline['label']}"
-        text = f"{head} ({ci}; {direction}) — {tail}"
-        out.append(Sentence(subject["label"], baseline["label"], change, text, better, verdict, head))
+        out.append(_ratio_sentence(pair, subject, baseline, verdict))
     return out
+
+
+def _ratio_sentence(
+    pair: Mapping[str, Any], subject: Mapping[str, Any], baseline: Mapping[str, Any], verdict: str
+) -> Sentence:
+    """The sentence of a pair with a ratio: the change in percent, its interval, which way is better, the verdict."""
+    estimate = subject.get("estimate") or {}
+    lower = bool(estimate.get("lower_is_better"))
+    what = metric_words(str(pair.get("metric") or estimate.get("metric") or "headline"))
+    ratio = pair["ratio"]
+    label = "simultaneous 95% CI" if pair.get("simultaneous") else "95% CI"
+    ci = (
+        f"{label} {percent_change(pair['ci_low'])} to {percent_change(pair['ci_high'])}"
+        if pair.get("ci_low") is not None
+        else "no interval"
+    )
+    change = percent_change(ratio)
+    direction = "lower is better" if lower else "higher is better"
+    tail, better = _verdict_words(verdict, (ratio < 1.0) if lower else (ratio > 1.0), subject, baseline)
+    head = f"{subject['label']}: {change} {what} vs {baseline['label']}"
+    text = f"{head} ({ci}; {direction}) — {tail}"
+    return Sentence(subject["label"], baseline["label"], change, text, better, verdict, head)
+
+
+def _verdict_words(
+    verdict: str, improved: bool, subject: Mapping[str, Any], baseline: Mapping[str, Any]
+) -> tuple[str, bool | None]:
+    """The sentence's tail for `verdict`, and whether the subject is better (None unless distinguishable)."""
+    if verdict == "distinguishable":
+        return ("better" if improved else "worse") + " than the baseline, distinguishable from noise", improved
+    if verdict == "indistinguishable":
+        return "not distinguishable from noise (the interval includes ±0%)", None
+    if verdict == "inconclusive":
+        return "inconclusive: " + _reason(subject, baseline), None
+    return "not enough evidence for a verdict", None
 
 
 def _reason(subject: Mapping[str, Any], baseline: Mapping[str, Any]) -> str:

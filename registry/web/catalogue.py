@@ -13,8 +13,15 @@ from django.views.decorators.http import require_GET
 
 from protocol import comparability
 from registry import policy
-from registry.selectors.catalogue import FACETS, SORTS, catalogue_facets, catalogue_search, data_version
-from registry.selectors.matrix import catalogue_matrix
+from registry.selectors.catalogue import (
+    FACETS,
+    SORTS,
+    CatalogueQuery,
+    catalogue_facets,
+    catalogue_search,
+    data_version,
+)
+from registry.selectors.matrix import Matrix, catalogue_matrix
 from registry.web import exports
 from registry.web.forms import CatalogueForm
 
@@ -29,40 +36,46 @@ def catalogue(request: HttpRequest) -> HttpResponse:
     query = form.to_query()
     fmt = exports.export_format(request)
     if fmt:
-        rows, cut = exports.catalogue_export(query, request.build_absolute_uri)
-        return exports.respond(
-            fmt,
-            "benchreg-catalogue",
-            rows=rows,
-            columns=exports.RUN_COLUMNS,
-            document={"runs": rows, "complete": not cut, "limit": exports.EXPORT_LIMIT},
-            cut=cut,
-        )
+        return _catalogue_download(request, fmt, query)
     page = catalogue_search(query)
     # A parsed query string's values are strings (django-stubs allow for an empty list).
     params = cast(dict[str, str], {k: v for k, v in request.GET.items() if k != "page" and v})
-    sort_links = {name: "?" + urlencode({**params, "sort": name}) for name in SORTS}
-    return render(
-        request,
-        "registry/catalogue.html",
-        {
-            "page": page,
-            "form": form,
-            "query": query,
-            "sorts": [(k, v[0]) for k, v in SORTS.items()],
-            "sort_links": sort_links,
-            "facet_names": list(FACETS),
-            # cast: mypy joins the strings and the page number to dict[str, object].
-            "prev_link": "?" + urlencode(cast(_Query, {**params, "page": page.page - 1})) if page.page > 1 else None,
-            "next_link": "?" + urlencode(cast(_Query, {**params, "page": page.page + 1}))
-            if page.page < page.pages
-            else None,
-            "axes": comparability.contract().axes,
-            "active_filters": _active_filters(page, params),
-            "exports": exports.export_links(request),
-            "matrix_link": reverse("matrix") + _filters_only(params),
-        },
+    return render(request, "registry/catalogue.html", _catalogue_context(request, form, query, page, params))
+
+
+def _catalogue_download(request: HttpRequest, fmt: str, query: CatalogueQuery) -> HttpResponse:
+    rows, cut = exports.catalogue_export(query, request.build_absolute_uri)
+    return exports.respond(
+        fmt,
+        "benchreg-catalogue",
+        rows=rows,
+        columns=exports.RUN_COLUMNS,
+        document={"runs": rows, "complete": not cut, "limit": exports.EXPORT_LIMIT},
+        cut=cut,
     )
+
+
+def _catalogue_context(
+    request: HttpRequest, form: CatalogueForm, query: CatalogueQuery, page: Any, params: dict[str, str]
+) -> dict[str, Any]:
+    sort_links = {name: "?" + urlencode({**params, "sort": name}) for name in SORTS}
+    return {
+        "page": page,
+        "form": form,
+        "query": query,
+        "sorts": [(k, v[0]) for k, v in SORTS.items()],
+        "sort_links": sort_links,
+        "facet_names": list(FACETS),
+        # cast: mypy joins the strings and the page number to dict[str, object].
+        "prev_link": "?" + urlencode(cast(_Query, {**params, "page": page.page - 1})) if page.page > 1 else None,
+        "next_link": "?" + urlencode(cast(_Query, {**params, "page": page.page + 1}))
+        if page.page < page.pages
+        else None,
+        "axes": comparability.contract().axes,
+        "active_filters": _active_filters(page, params),
+        "exports": exports.export_links(request),
+        "matrix_link": reverse("matrix") + _filters_only(params),
+    }
 
 
 def _filters_only(params: dict[str, str]) -> str:
@@ -83,35 +96,47 @@ def matrix(request: HttpRequest) -> HttpResponse:
     grid = catalogue_matrix(query, version=version)
     fmt = exports.export_format(request)
     if fmt:
-        cells, cut = exports.matrix_export(grid, query, request.build_absolute_uri)
-        lines = [{**{k: v for k, v in c.items() if k != "runs"}, **r} for c in cells for r in (c["runs"] or [{}])]
-        return exports.respond(
-            fmt,
-            "benchreg-matrix",
-            rows=lines,
-            columns=(*exports.MATRIX_COLUMNS, "run", "digest", "url"),
-            document={"cells": cells, "complete": not cut},
-            cut=cut,
-        )
+        return _matrix_download(request, fmt, grid, query)
     params = cast(dict[str, str], {k: v for k, v in request.GET.items() if v})  # strings, as in catalogue()
-    return render(
-        request,
-        "registry/matrix.html",
-        {
-            "matrix": grid,
-            "form": form,
-            "query": query,
-            "facets": catalogue_facets(query, version=version),
-            "total": grid.total,
-            "exports": exports.export_links(request),
-            "catalogue_link": reverse("home") + _filters_only(params),
-            "active_filters": [
-                (label, value, "?" + urlencode({k: v for k, v in params.items() if k != name}))
-                for name, (_, label) in FACETS.items()
-                if (value := params.get(name))
-            ],
-        },
+    return render(request, "registry/matrix.html", _matrix_context(request, form, query, grid, version, params))
+
+
+def _matrix_context(
+    request: HttpRequest, form: CatalogueForm, query: CatalogueQuery, grid: Matrix, version: Any, params: dict[str, str]
+) -> dict[str, Any]:
+    return {
+        "matrix": grid,
+        "form": form,
+        "query": query,
+        "facets": catalogue_facets(query, version=version),
+        "total": grid.total,
+        "exports": exports.export_links(request),
+        "catalogue_link": reverse("home") + _filters_only(params),
+        "active_filters": _matrix_filters(params),
+    }
+
+
+def _matrix_download(request: HttpRequest, fmt: str, grid: Matrix, query: CatalogueQuery) -> HttpResponse:
+    """The matrix's cells: JSON as they are, CSV one line per run (a cell without runs on one line)."""
+    cells, cut = exports.matrix_export(grid, query, request.build_absolute_uri)
+    lines = [{**{k: v for k, v in c.items() if k != "runs"}, **r} for c in cells for r in (c["runs"] or [{}])]
+    return exports.respond(
+        fmt,
+        "benchreg-matrix",
+        rows=lines,
+        columns=(*exports.MATRIX_COLUMNS, "run", "digest", "url"),
+        document={"cells": cells, "complete": not cut},
+        cut=cut,
     )
+
+
+def _matrix_filters(params: dict[str, str]) -> list[tuple[str, str, str]]:
+    """(label, value, link that removes it) for each facet filter in force."""
+    return [
+        (label, value, "?" + urlencode({k: v for k, v in params.items() if k != name}))
+        for name, (_, label) in FACETS.items()
+        if (value := params.get(name))
+    ]
 
 
 def _active_filters(page: Any, params: dict[str, str]) -> list[tuple[str, str, str]]:

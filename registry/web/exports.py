@@ -18,7 +18,7 @@ from django.utils.http import urlencode
 from registry.presentation.sentences import ratio_sentences
 from registry.presentation.spreadsheet import csv_text
 from registry.selectors.catalogue import SORTS, CatalogueQuery, matching_runs
-from registry.selectors.matrix import Matrix
+from registry.selectors.matrix import Matrix, MatrixCell, MatrixColumn, MatrixRow
 
 EXPORT_LIMIT = 10_000
 FORMATS = ("csv", "json")
@@ -133,49 +133,24 @@ def matrix_export(
     matrix: Matrix, query: CatalogueQuery, absolute: Callable[[str], str]
 ) -> tuple[list[dict[str, Any]], bool]:
     """One row per filled cell, with its runs (id, digest, address) under "runs" (CSV: one line per run)."""
-    cells: list[dict[str, Any]] = []
-    for row in matrix.rows:
-        for column, cell in zip(matrix.columns, row.cells, strict=True):
-            if cell is None:
-                continue
-            e = cell.estimate
-            cells.append(
-                {
-                    "configuration": row.label,
-                    "accelerator_vendor": row.vendor,
-                    "phase": column.phase,
-                    "workload": column.workload,
-                    "scenario": column.scenario,
-                    "comparable_set": cell.set.name,
-                    "comparable_set_url": absolute(cell.set.permalink),
-                    "runs_in_cell": cell.runs,
-                    "estimate": e.value,
-                    "ci_low": e.ci_low,
-                    "ci_high": e.ci_high,
-                    "unit": cell.set.unit or "",
-                    "metric": cell.set.metric,
-                    "lower_is_better": cell.set.lower_is_better,
-                    "steady_state": {"yes": "reached", "no": "not reached"}.get(cell.steady_state, "not stated"),
-                    "trust": " ".join(cell.trust),
-                    "other_sets_in_cell": cell.other_sets,
-                    "_key": (cell.set.key, row.vendor, row.model, row.count),
-                    "runs": [],
-                }
-            )
+    cells = [
+        _matrix_cell(row, column, cell, absolute)
+        for row in matrix.rows
+        for column, cell in zip(matrix.columns, row.cells, strict=True)
+        if cell is not None
+    ]
     by_key = {c["_key"]: c for c in cells}
-    keys = {k[0] for k in by_key}
-    runs: Collection[Mapping[str, Any]] = (
-        (
-            matching_runs(query)
-            .filter(comparability_key__in=keys)
-            .order_by("id")
-            .values(
-                "id", "digest", "comparability_key", "accelerator_vendor", "accelerator_model", "accelerator_count"
-            )[: EXPORT_LIMIT + 1]
-        )
-        if keys
-        else []
-    )
+    runs = _matrix_runs(query, {k[0] for k in by_key})
+    _attach_runs(by_key, runs, absolute)
+    for c in cells:
+        del c["_key"]
+    return cells, len(runs) > EXPORT_LIMIT
+
+
+def _attach_runs(
+    by_key: Mapping[Any, dict[str, Any]], runs: Iterable[Mapping[str, Any]], absolute: Callable[[str], str]
+) -> None:
+    """Each run under its cell's "runs", up to EXPORT_LIMIT of them in all."""
     listed = 0
     for r in runs:
         found = by_key.get(
@@ -186,9 +161,48 @@ def matrix_export(
                 {"run": r["id"], "digest": r["digest"], "url": absolute(reverse("run", args=[r["id"]]))}
             )
             listed += 1
-    for c in cells:
-        del c["_key"]
-    return cells, len(runs) > EXPORT_LIMIT
+
+
+def _matrix_cell(
+    row: MatrixRow, column: MatrixColumn, cell: MatrixCell, absolute: Callable[[str], str]
+) -> dict[str, Any]:
+    """A filled cell's export row, its runs still to come, "_key" matching them to it."""
+    e = cell.estimate
+    return {
+        "configuration": row.label,
+        "accelerator_vendor": row.vendor,
+        "phase": column.phase,
+        "workload": column.workload,
+        "scenario": column.scenario,
+        "comparable_set": cell.set.name,
+        "comparable_set_url": absolute(cell.set.permalink),
+        "runs_in_cell": cell.runs,
+        "estimate": e.value,
+        "ci_low": e.ci_low,
+        "ci_high": e.ci_high,
+        "unit": cell.set.unit or "",
+        "metric": cell.set.metric,
+        "lower_is_better": cell.set.lower_is_better,
+        "steady_state": {"yes": "reached", "no": "not reached"}.get(cell.steady_state, "not stated"),
+        "trust": " ".join(cell.trust),
+        "other_sets_in_cell": cell.other_sets,
+        "_key": (cell.set.key, row.vendor, row.model, row.count),
+        "runs": [],
+    }
+
+
+def _matrix_runs(query: CatalogueQuery, keys: set[str]) -> Collection[Mapping[str, Any]]:
+    """The matching runs of the cells' sets, by id, up to one past EXPORT_LIMIT (no query without sets)."""
+    if not keys:
+        return []
+    return (
+        matching_runs(query)
+        .filter(comparability_key__in=keys)
+        .order_by("id")
+        .values("id", "digest", "comparability_key", "accelerator_vendor", "accelerator_model", "accelerator_count")[
+            : EXPORT_LIMIT + 1
+        ]
+    )
 
 
 COMPARISON_COLUMNS = (
@@ -215,31 +229,8 @@ def comparison_export(comparison: Any, runs: Sequence[Any], absolute: Callable[[
     result = comparison.result
     arms = result.get("arms") or []
     baseline = (result.get("conclusion") or {}).get("baseline", 0)
-    arm_of = {i: a for a in arms for i in a.get("runs", [])}
     url = absolute(reverse("comparison", args=[comparison.pk]))
-    rows = []
-    for i, row in enumerate(result.get("runs") or []):
-        run, head, arm = runs[i], row.get("headline") or {}, arm_of.get(i) or {}
-        rows.append(
-            {
-                "comparison": comparison.pk,
-                "comparison_url": url,
-                "comparison_digest": comparison.digest,
-                "axis": comparison.axis,
-                "run": run.pk,
-                "url": absolute(reverse("run", args=[run.pk])),
-                "digest": run.digest,
-                "system": run.system_name,
-                "configuration": arm.get("label", ""),
-                "baseline": bool(arms) and arm is arms[baseline],
-                "headline_metric": head.get("metric"),
-                "headline_value": head.get("value"),
-                "ci_low": head.get("ci_low"),
-                "ci_high": head.get("ci_high"),
-                "unit": head.get("unit"),
-                "caveats": "; ".join(c.get("message", "") for c in row.get("caveats") or []),
-            }
-        )
+    rows = _comparison_rows(comparison, url, runs, arms, baseline, absolute)
     return {
         "comparison": comparison.pk,
         "url": url,
@@ -250,6 +241,48 @@ def comparison_export(comparison: Any, runs: Sequence[Any], absolute: Callable[[
         "conclusion": (result.get("conclusion") or {}).get("statement"),
         "runs": rows,
         "pairwise": result.get("pairwise") or [],
+    }
+
+
+def _comparison_rows(
+    comparison: Any, url: str, runs: Sequence[Any], arms: Sequence[Any], baseline: int, absolute: Callable[[str], str]
+) -> list[dict[str, Any]]:
+    arm_of = {i: a for a in arms for i in a.get("runs", [])}
+    rows = []
+    for i, row in enumerate(comparison.result.get("runs") or []):
+        arm = arm_of.get(i) or {}
+        rows.append(_comparison_run(comparison, url, runs[i], row, arm, bool(arms) and arm is arms[baseline], absolute))
+    return rows
+
+
+def _comparison_run(
+    comparison: Any,
+    url: str,
+    run: Any,
+    row: Mapping[str, Any],
+    arm: Mapping[str, Any],
+    baseline: bool,
+    absolute: Callable[[str], str],
+) -> dict[str, Any]:
+    """A run's export row in a comparison: the comparison, the run, its configuration and its headline."""
+    head = row.get("headline") or {}
+    return {
+        "comparison": comparison.pk,
+        "comparison_url": url,
+        "comparison_digest": comparison.digest,
+        "axis": comparison.axis,
+        "run": run.pk,
+        "url": absolute(reverse("run", args=[run.pk])),
+        "digest": run.digest,
+        "system": run.system_name,
+        "configuration": arm.get("label", ""),
+        "baseline": baseline,
+        "headline_metric": head.get("metric"),
+        "headline_value": head.get("value"),
+        "ci_low": head.get("ci_low"),
+        "ci_high": head.get("ci_high"),
+        "unit": head.get("unit"),
+        "caveats": "; ".join(c.get("message", "") for c in row.get("caveats") or []),
     }
 
 

@@ -26,15 +26,7 @@ def tokens_page(request: HttpRequest) -> HttpResponse:
     mintable = policy.mintable_scopes(principal)
     form, plain = TokenCreateForm(mintable=mintable), None
     if request.method == "POST":
-        form = TokenCreateForm(request.POST, mintable=mintable)
-        if form.is_valid():
-            try:
-                _, plain = token_mint(
-                    principal=principal, name=form.cleaned_data["name"], scopes=form.cleaned_data["scopes"]
-                )
-                form = TokenCreateForm(mintable=mintable)
-            except RegistryError as exc:
-                form.add_error("scopes", exc.message)
+        form, plain = _mint(request, principal, mintable)
     tokens = token_list_for(user=signed_in_user(request)).order_by("-id")
     return render(
         request,
@@ -46,6 +38,22 @@ def tokens_page(request: HttpRequest) -> HttpResponse:
             "submissions": submission_list().filter(submitted_by=signed_in_user(request))[:20],
         },
     )
+
+
+def _mint(
+    request: HttpRequest, principal: policy.Principal, mintable: frozenset[str]
+) -> tuple[TokenCreateForm, str | None]:
+    """The posted form's token: (a fresh form, its plain text) when minted, else (the form with its errors, None)."""
+    form = TokenCreateForm(request.POST, mintable=mintable)
+    if form.is_valid():
+        try:
+            _, plain = token_mint(
+                principal=principal, name=form.cleaned_data["name"], scopes=form.cleaned_data["scopes"]
+            )
+            return TokenCreateForm(mintable=mintable), plain
+        except RegistryError as exc:
+            form.add_error("scopes", exc.message)
+    return form, None
 
 
 @login_required
