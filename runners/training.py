@@ -101,7 +101,7 @@ def run(spec: RunSpec, backend: Backend, report: Reporter) -> dict[str, Any]:
     conditions = recorder.conditions(
         policy, warm, window.total_seconds, window.iterations, steady, spec.isolation, capped or None
     )
-    return _document(spec, backend, recorder, warm, window, metrics, conditions)
+    return _document(spec, recorder, warm, window, metrics, conditions)
 
 
 def _prepare(spec: RunSpec, backend: Backend) -> tuple[Recorder, StepLoop]:
@@ -145,14 +145,9 @@ def _metrics(
 
 
 def _document(
-    spec: RunSpec,
-    backend: Backend,
-    recorder: Recorder,
-    warm: Warmup,
-    window: Window,
-    metrics: Section,
-    conditions: Section,
+    spec: RunSpec, recorder: Recorder, warm: Warmup, window: Window, metrics: Section, conditions: Section
 ) -> Section:
+    backend = recorder.backend
     scenario = {"kind": "fixed-steps", "steps": spec.steps, "optimizer": "adamw", "learning_rate": spec.learning_rate}
     notes = {
         "training.steps": f"{warm.iterations} warm-up + {window.iterations} measured steps; "
