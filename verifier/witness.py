@@ -414,14 +414,21 @@ def _keygen(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     return 0
 
 
+def _load_witness(args: argparse.Namespace) -> Witness | None:
+    """The witness from its key file and the logs' keys; None (said on stderr) when they cannot be read."""
+    try:
+        key = parse_cosigner_key(read_private_key_file(Path(args.key)))
+        return Witness(key, args.log_key, args.state)
+    except (KeyFileError, NoteError) as exc:
+        print(f"benchreg witness: {exc}", file=sys.stderr)
+        return None
+
+
 def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.key is None:
         parser.error("no key: pass --key FILE or set BENCHREG_WITNESS_KEY")
-    try:
-        key = parse_cosigner_key(read_private_key_file(Path(args.key)))
-        witness = Witness(key, args.log_key, args.state)
-    except (KeyFileError, NoteError) as exc:
-        print(f"benchreg witness: {exc}", file=sys.stderr)
+    witness = _load_witness(args)
+    if witness is None:
         return 2
     if args.max_connections < 1 or args.read_timeout <= 0 or args.request_deadline <= 0:
         parser.error("--max-connections, --read-timeout and --request-deadline must be positive")
