@@ -35,6 +35,12 @@ def _batches(text: str) -> list[int]:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
+    _workload_arguments(p)
+    _measurement_arguments(p)
+    _output_arguments(p)
+
+
+def _workload_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workload", required=True, choices=sorted(WORKLOADS))
     p.add_argument("--precision", default="fp32", choices=PRECISIONS)
     p.add_argument("--batch", type=_batches, default=None, help="batch size(s), comma-separated: one run each")
@@ -46,6 +52,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--threads", type=int, default=None, help="intra-op threads (default: CPUs in affinity)")
+
+
+def _measurement_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--repetitions",
         type=int,
@@ -64,6 +73,9 @@ def _common(p: argparse.ArgumentParser) -> None:
         default=None,
         help="state whether the machine ran nothing else (not detectable, so not guessed)",
     )
+
+
+def _output_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--submitter", default=os.environ.get("BENCHREG_SUBMITTER", "local"))
     p.add_argument("--out", type=Path, default=Path("results"))
     p.add_argument("--no-progress", action="store_true")
@@ -94,41 +106,40 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+_COMMON_FIELDS = (
+    "phase",
+    "workload",
+    "precision",
+    "backend",
+    "device",
+    "threads",
+    "repetitions",
+    "min_seconds",
+    "warmup_max_seconds",
+    "sequence_length",
+    "seed",
+    "quick",
+    "isolation",
+    "submitter",
+)
+_PHASE_FIELDS = {
+    "inference": (
+        "scenario",
+        "target_qps",
+        "concurrency",
+        "latency_slo_ms",
+        "ttft_slo_ms",
+        "tpot_slo_ms",
+        "output_tokens",
+    ),
+    "training": ("steps", "learning_rate", "peak_tflops", "peak_source"),
+}
+
+
 def specs(args: argparse.Namespace) -> list[RunSpec]:
     """One RunSpec per batch size."""
-    fields: dict[str, Any] = {
-        "phase": args.phase,
-        "workload": args.workload,
-        "precision": args.precision,
-        "backend": args.backend,
-        "device": args.device,
-        "threads": args.threads,
-        "repetitions": args.repetitions,
-        "min_seconds": args.min_seconds,
-        "warmup_max_seconds": args.warmup_max_seconds,
-        "sequence_length": args.sequence_length,
-        "seed": args.seed,
-        "quick": args.quick,
-        "isolation": args.isolation,
-        "submitter": args.submitter,
-    }
-    if args.phase == "inference":
-        fields.update(
-            scenario=args.scenario,
-            target_qps=args.target_qps,
-            concurrency=args.concurrency,
-            latency_slo_ms=args.latency_slo_ms,
-            ttft_slo_ms=args.ttft_slo_ms,
-            tpot_slo_ms=args.tpot_slo_ms,
-            output_tokens=args.output_tokens,
-        )
-    else:
-        fields.update(
-            steps=args.steps,
-            learning_rate=args.learning_rate,
-            peak_tflops=args.peak_tflops,
-            peak_source=args.peak_source,
-        )
+    phase_fields = _PHASE_FIELDS["inference" if args.phase == "inference" else "training"]
+    fields: dict[str, Any] = {name: getattr(args, name) for name in _COMMON_FIELDS + phase_fields}
     return [RunSpec(batch_size=b, **fields) for b in (args.batch or [None])]
 
 
@@ -154,17 +165,25 @@ def main(argv: list[str]) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     for spec in run_specs:
-        try:
-            doc = execute(spec, progress=not args.no_progress)
-        except (UnsupportedRun, ValueError) as exc:  # UnsupportedRun is a ValueError: bad combination
-            print(f"error: {exc}", file=sys.stderr)
+        failed = _run_one(spec, args)
+        if failed is None:
             return 2
-        except protocol.Invalid as exc:  # a runner bug: say exactly what, write nothing
-            print(f"error: the runner produced an invalid document: {exc}", file=sys.stderr)
-            failures += 1
-            continue
-        path = record.write(doc, args.out)
-        print(f"wrote {path}")
-        if args.submit and not _submit(doc, path, args.server, args.token):
-            failures += 1
+        failures += failed
     return 1 if failures else 0
+
+
+def _run_one(spec: RunSpec, args: argparse.Namespace) -> int | None:
+    """Run, write and (if asked) submit one document: 1 for a failure to count, 0 for none, None for a bad run."""
+    try:
+        doc = execute(spec, progress=not args.no_progress)
+    except (UnsupportedRun, ValueError) as exc:  # UnsupportedRun is a ValueError: bad combination
+        print(f"error: {exc}", file=sys.stderr)
+        return None
+    except protocol.Invalid as exc:  # a runner bug: say exactly what, write nothing
+        print(f"error: the runner produced an invalid document: {exc}", file=sys.stderr)
+        return 1
+    path = record.write(doc, args.out)
+    print(f"wrote {path}")
+    if args.submit and not _submit(doc, path, args.server, args.token):
+        return 1
+    return 0

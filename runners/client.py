@@ -128,42 +128,45 @@ class RegistryClient:
         is returned for the caller to read.
         """
         self.retries = 0
+        try:
+            response = self._retrying(method, path)(self._attempt, method, path, kwargs)
+        except _Transient as exc:
+            raise RegistryError(f"{method} {path}: {exc} (gave up after {self.retries} retries)") from exc
+        if response.status_code >= 500:
+            raise RegistryError(f"{method} {path}: registry answered {response.status_code}")
+        return response
 
-        def attempt() -> httpx.Response:
-            try:
-                response = self._http.request(method, path, **kwargs)
-            except httpx.TransportError as exc:
-                raise _Transient(f"cannot reach {self.server}: {type(exc).__name__}: {exc}") from exc
-            if response.status_code in TRANSIENT_STATUS:
-                raise _Transient(f"registry answered {response.status_code}", _retry_after(response))
-            return response
+    def _attempt(self, method: str, path: str, kwargs: dict[str, Any]) -> httpx.Response:
+        try:
+            response = self._http.request(method, path, **kwargs)
+        except httpx.TransportError as exc:
+            raise _Transient(f"cannot reach {self.server}: {type(exc).__name__}: {exc}") from exc
+        if response.status_code in TRANSIENT_STATUS:
+            raise _Transient(f"registry answered {response.status_code}", _retry_after(response))
+        return response
 
-        backoff = wait_exponential_jitter(multiplier=self.retry.initial, max=self.retry.cap)
+    def _wait(self, state: RetryCallState) -> float:
+        """The registry's Retry-After hint (capped), else jittered exponential backoff."""
+        exc = state.outcome.exception() if state.outcome else None
+        hinted = exc.retry_after if isinstance(exc, _Transient) else None
+        if hinted is not None:
+            return min(hinted, self.retry.cap)
+        return wait_exponential_jitter(multiplier=self.retry.initial, max=self.retry.cap)(state)
 
-        def wait(state: RetryCallState) -> float:
-            exc = state.outcome.exception() if state.outcome else None
-            hinted = exc.retry_after if isinstance(exc, _Transient) else None
-            return min(hinted, self.retry.cap) if hinted is not None else backoff(state)
-
+    def _retrying(self, method: str, path: str) -> Retrying:
         def before_sleep(state: RetryCallState) -> None:
             self.retries += 1
             exc = state.outcome.exception() if state.outcome else None
             delay = state.next_action.sleep if state.next_action else 0.0
             self.on_retry(f"{method} {path}: {exc}; retry {self.retries} of {self.retry.attempts - 1} in {delay:.1f} s")
 
-        try:
-            response = Retrying(
-                stop=stop_after_attempt(self.retry.attempts),
-                wait=wait,
-                reraise=True,
-                retry=retry_if_exception_type(_Transient),
-                before_sleep=before_sleep,
-            )(attempt)
-        except _Transient as exc:
-            raise RegistryError(f"{method} {path}: {exc} (gave up after {self.retries} retries)") from exc
-        if response.status_code >= 500:
-            raise RegistryError(f"{method} {path}: registry answered {response.status_code}")
-        return response
+        return Retrying(
+            stop=stop_after_attempt(self.retry.attempts),
+            wait=self._wait,
+            reraise=True,
+            retry=retry_if_exception_type(_Transient),
+            before_sleep=before_sleep,
+        )
 
     def submit_bytes(self, body: bytes) -> SubmitOutcome:
         """POST one JSON document as it is (no re-serialisation), and say what became of it."""
@@ -201,9 +204,8 @@ class RegistryClient:
             return [SubmitOutcome("error", message=str(exc)) for _ in bodies]
         if response.status_code == 415:
             return [self.submit_bytes(body) for body in bodies]
-        if response.status_code != 200 or not response.headers.get("content-type", "").startswith(
-            "application/x-ndjson"
-        ):
+        ndjson = response.headers.get("content-type", "").startswith("application/x-ndjson")
+        if response.status_code != 200 or not ndjson:
             outcome = _outcome(response)
             return [outcome for _ in bodies]
         results = [json.loads(line) for line in response.text.splitlines() if line.strip()]

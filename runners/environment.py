@@ -110,16 +110,21 @@ def _container() -> str | None:
     return "podman" if Path("/run/.containerenv").exists() else None
 
 
+def _frequency_mhz(notes: dict[str, str]) -> float | None:
+    freq = psutil.cpu_freq()
+    frequency = (freq.max or freq.current) if freq else None
+    if not frequency:
+        notes["frequency_mhz"] = "cpufreq not exposed"
+    return frequency
+
+
 def host_section(notes: dict[str, str]) -> tuple[dict[str, Any], list[str]]:
     """The `system.host` section and the full CPU flag list."""
     cpu = _cpuinfo()
     nodes = len(list(Path("/sys/devices/system/node").glob("node[0-9]*"))) or None
     if nodes is None:
         notes["numa_nodes"] = "/sys/devices/system/node not readable"
-    freq = psutil.cpu_freq()
-    frequency = (freq.max or freq.current) if freq else None
-    if not frequency:
-        notes["frequency_mhz"] = "cpufreq not exposed"
+    frequency = _frequency_mhz(notes)
     host = {
         "cpu_model": cpu["model"],
         "sockets": cpu["sockets"],
@@ -177,13 +182,21 @@ def capture(device: str = "cpu", device_uuid: str | None = None) -> dict[str, An
     """
     system_notes: dict[str, str] = {}
     host, all_flags = host_section(system_notes)
-    gpus = (
-        nvml.inventory(device_uuid, os.environ.get("CUDA_VISIBLE_DEVICES"))
-        if device == "cuda"
-        else nvml.Inventory([], None, {}, "not a CUDA run")
-    )
+    gpus = _gpus(device, device_uuid)
+    system = _system(host, all_flags, gpus, system_notes)
+    software = _software(gpus)
+    inventory = {
+        "cpu_flags": all_flags,
+        "python_executable": sys.executable,
+        "gpus": gpus.details,
+        "boot_time": psutil.boot_time(),
+    }
+    return {"system": system, "software": software, "inventory": inventory}
+
+
+def _system(host: dict[str, Any], all_flags: list[str], gpus: nvml.Inventory, notes: dict[str, str]) -> dict[str, Any]:
     if gpus.reason:
-        system_notes["accelerators"] = gpus.reason
+        notes["accelerators"] = gpus.reason
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     system = {
         "name": socket.gethostname() or "unknown",
@@ -191,18 +204,28 @@ def capture(device: str = "cpu", device_uuid: str | None = None) -> dict[str, An
         "accelerators": gpus.accelerators,
         "host": host,
         "cooling": None,
-        "virtualization": _virtualization(all_flags, system_notes),
-        "notes": system_notes,
+        "virtualization": _virtualization(all_flags, notes),
+        "notes": notes,
     }
-    system_notes.setdefault("cooling", "not readable from software")
+    notes.setdefault("cooling", "not readable from software")
     if load is not None:
-        system_notes["load_average_at_start"] = " ".join(f"{x:.2f}" for x in load)
+        notes["load_average_at_start"] = " ".join(f"{x:.2f}" for x in load)
+    return system
+
+
+def _gpus(device: str, device_uuid: str | None) -> nvml.Inventory:
+    if device == "cuda":
+        return nvml.inventory(device_uuid, os.environ.get("CUDA_VISIBLE_DEVICES"))
+    return nvml.Inventory([], None, {}, "not a CUDA run")
+
+
+def _software(gpus: nvml.Inventory) -> dict[str, Any]:
     runtimes: dict[str, str | None] = {
         "python": platform.python_version(),
         "python_implementation": platform.python_implementation(),
     }
     runtimes.update(gpus.runtimes)
-    software = {
+    return {
         "os": _os(),
         "driver": gpus.driver,
         "runtimes": runtimes,
@@ -212,10 +235,3 @@ def capture(device: str = "cpu", device_uuid: str | None = None) -> dict[str, An
         "settings": host_settings(),
         "notes": {},
     }
-    inventory = {
-        "cpu_flags": all_flags,
-        "python_executable": sys.executable,
-        "gpus": gpus.details,
-        "boot_time": psutil.boot_time(),
-    }
-    return {"system": system, "software": software, "inventory": inventory}

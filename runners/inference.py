@@ -64,19 +64,16 @@ def _server_loop(
     recorder.window_start()
     for index in range(policy.repetitions):
         report.stage(f"server {index + 1}/{policy.repetitions} ({count} req)", None)
-        runs.append(
-            run_server(
-                query.run,
-                spec.target_qps,
-                count,
-                spec.concurrency,
-                spec.seed + index,
-                max_seconds=policy.max_seconds / policy.repetitions,
-            )
-        )
+        runs.append(_serve_repetition(spec, query, policy, count, index))
         report.advance(1.0, f"{runs[-1].arrival_rate:.1f} req/s issued")
     recorder.window_stop()
     return runs, sum(r.seconds for r in runs)
+
+
+def _serve_repetition(spec: RunSpec, query: Query, policy: Policy, count: int, index: int) -> ServerRun:
+    assert spec.target_qps is not None and spec.concurrency is not None
+    max_seconds = policy.max_seconds / policy.repetitions
+    return run_server(query.run, spec.target_qps, count, spec.concurrency, spec.seed + index, max_seconds=max_seconds)
 
 
 def _server_series(runs: list[ServerRun], decoder_tokens: int | None) -> dict[str, list[list[float]]]:
@@ -101,18 +98,23 @@ def _goodput(series: dict[str, list[list[float]]], slo: dict[str, float], second
     return float(ok.sum()) / seconds
 
 
+def _throughput(spec: RunSpec, samples_per_s: float) -> dict[str, Any]:
+    output_tokens = spec.shape().output_tokens
+    if not spec.definition.is_decoder:
+        return {"throughput": {"value": round(samples_per_s, 4), "unit": "samples/s"}}
+    assert output_tokens is not None
+    tokens = round(samples_per_s * output_tokens, 4)
+    return {
+        "throughput": {"value": tokens, "unit": "tokens/s"},
+        "tokens_per_second": {"value": tokens, "unit": "tokens/s"},
+    }
+
+
 def _metrics(spec: RunSpec, series: dict[str, list[list[float]]], seconds: float) -> dict[str, Any]:
     shape = spec.shape()
     queries = sum(len(r) for r in series["latency_ms"])
     samples_per_s = queries * shape.batch_size / seconds
-    out: dict[str, Any] = {}
-    if spec.definition.is_decoder:
-        assert shape.output_tokens is not None
-        tokens = round(samples_per_s * shape.output_tokens, 4)
-        out["throughput"] = {"value": tokens, "unit": "tokens/s"}
-        out["tokens_per_second"] = {"value": tokens, "unit": "tokens/s"}
-    else:
-        out["throughput"] = {"value": round(samples_per_s, 4), "unit": "samples/s"}
+    out = _throughput(spec, samples_per_s)
     for name, reps in series.items():
         if reps:
             out[name] = stats.distribution(np.concatenate([np.asarray(r) for r in reps]))
@@ -141,21 +143,7 @@ def _scenario(spec: RunSpec) -> dict[str, Any]:
 
 def server_checks(runs: list[ServerRun], spec: RunSpec) -> tuple[dict[str, bool], list[str], str]:
     assert spec.target_qps is not None
-    rates = [r.arrival_rate for r in runs]
-    ok = all(abs(rate / spec.target_qps - 1.0) <= ARRIVAL_TOLERANCE for rate in rates)
-    lag = max(r.max_dispatch_lag_ms for r in runs)
-    note = (
-        f"poisson arrivals, seed {spec.seed}+repetition; issued {', '.join(f'{x:.2f}' for x in rates)} "
-        f"req/s against {spec.target_qps:g}; max dispatch lag {lag:.2f} ms; latency from scheduled arrival"
-    )
-    reasons = (
-        []
-        if ok
-        else [
-            f"achieved arrival rate {min(rates):.2f}-{max(rates):.2f} req/s is not within "
-            f"{ARRIVAL_TOLERANCE:.0%} of the target {spec.target_qps:g}"
-        ]
-    )
+    ok, reasons, note = _arrival_check(runs, spec.target_qps, spec.seed)
     # Completions per second between first and last completion: below the arrival rate, the queue grew.
     served = min(r.completion_rate for r in runs)
     kept_up = served >= (1.0 - ARRIVAL_TOLERANCE) * spec.target_qps
@@ -169,50 +157,99 @@ def server_checks(runs: list[ServerRun], spec: RunSpec) -> tuple[dict[str, bool]
     if truncated:  # the run is kept, marked by a failed validity check and the reason
         checks["finished_within_time_cap"] = False
         cap = truncated[0].max_seconds or 0.0
-        reasons.append(
-            f"truncated: {len(truncated)} of {len(runs)} repetitions hit the time cap of {cap:g} s; "
-            f"served {sum(len(r.requests) for r in truncated)} of {sum(r.planned for r in truncated)} "
-            "scheduled requests in them"
-        )
+        reasons.append(_truncation_reason(runs, truncated, cap))
         note += f"; time cap {cap:g} s per repetition: truncated"
     return checks, reasons, note
+
+
+def _arrival_check(runs: list[ServerRun], target_qps: float, seed: int) -> tuple[bool, list[str], str]:
+    """(arrival rate within tolerance, the reasons if not, the load generator's note)."""
+    rates = [r.arrival_rate for r in runs]
+    ok = all(abs(rate / target_qps - 1.0) <= ARRIVAL_TOLERANCE for rate in rates)
+    lag = max(r.max_dispatch_lag_ms for r in runs)
+    note = (
+        f"poisson arrivals, seed {seed}+repetition; issued {', '.join(f'{x:.2f}' for x in rates)} "
+        f"req/s against {target_qps:g}; max dispatch lag {lag:.2f} ms; latency from scheduled arrival"
+    )
+    reasons = (
+        []
+        if ok
+        else [
+            f"achieved arrival rate {min(rates):.2f}-{max(rates):.2f} req/s is not within "
+            f"{ARRIVAL_TOLERANCE:.0%} of the target {target_qps:g}"
+        ]
+    )
+    return ok, reasons, note
+
+
+def _truncation_reason(runs: list[ServerRun], truncated: list[ServerRun], cap: float) -> str:
+    return (
+        f"truncated: {len(truncated)} of {len(runs)} repetitions hit the time cap of {cap:g} s; "
+        f"served {sum(len(r.requests) for r in truncated)} of {sum(r.planned for r in truncated)} "
+        "scheduled requests in them"
+    )
+
+
+Series = dict[str, list[list[float]]]
+Section = dict[str, Any]  # a section of the run document
+Notes = dict[str, str]
+# What a scenario's measurement gives: (series, seconds, validity checks or None, reasons, software notes).
+Measured = tuple[Series, float, dict[str, bool] | None, list[str], Notes]
 
 
 def run(spec: RunSpec, backend: Backend, report: Reporter) -> dict[str, Any]:
     """Measure one inference configuration and return its validated document."""
     spec = spec.resolved()
     assert spec.threads is not None
-    workload, shape, policy = spec.definition, spec.shape(), spec.policy()
+    policy = spec.policy()
+    recorder, model, query = _prepare(spec, backend)
+    warm = warm_up(query.timed, policy, report)
+    reasons = warm.reasons(policy)
+    scenario_measure = _measure_server if spec.scenario == "server" else _measure_closed
+    series, seconds, validity, more_reasons, notes = scenario_measure(spec, query, policy, warm, report, recorder)
+    reasons += more_reasons
+    criteria = SERVER_CRITERIA if spec.scenario == "server" else stats.SteadyCriteria()
+    verdict = stats.assess(np.concatenate([np.asarray(r) for r in series["latency_ms"]]), criteria)
+    report.note(verdict_line(verdict, reasons))
+    iterations = sum(len(r) for r in series["latency_ms"])
+    steady = verdict.as_document(reasons)
+    conditions = recorder.conditions(policy, warm, seconds, iterations, steady, spec.isolation, validity)
+    return _document(spec, recorder, model, series, seconds, conditions, notes)
+
+
+def _prepare(spec: RunSpec, backend: Backend) -> tuple[Recorder, Any, Query]:
+    """(the recorder, the model, the query to time), the backend configured for the run."""
+    assert spec.threads is not None
+    workload = spec.definition
     backend.check("inference", workload, spec.precision)
     backend.configure(spec.threads, spec.precision)
     recorder = Recorder(backend, "inference", spec.submitter)
     model = backend.build(workload, spec.precision, spec.seed)
-    query: Query = make_query(backend, model, workload, shape, spec.seed)
+    query: Query = make_query(backend, model, workload, spec.shape(), spec.seed)
     if spec.sleep_ms:
         query = Paused(query, spec.sleep_ms)
-    warm = warm_up(query.timed, policy, report)
-    validity: dict[str, bool] | None = None
-    notes: dict[str, str] = {}
-    reasons = warm.reasons(policy)
-    if spec.scenario == "server":
-        runs, seconds = _server_loop(spec, query, policy, warm, report, recorder)
-        series = _server_series(runs, shape.output_tokens if workload.is_decoder else None)
-        validity, server_reasons, notes["load_generator"] = server_checks(runs, spec)
-        reasons += server_reasons
-    else:
-        latency, extra, window = _closed_loop(query, policy, warm, report, recorder)
-        seconds = window.total_seconds
-        series = {"latency_ms": latency, **{k: v for k, v in extra.items() if v}}
-        capped, cap_reasons = window.truncation(policy)  # a query too slow to time its minimum count
-        if capped:
-            validity, reasons = capped, reasons + cap_reasons
-            notes["time_cap"] = f"time cap {window.cap_seconds:g} s per repetition: truncated"
-    criteria = SERVER_CRITERIA if spec.scenario == "server" else stats.SteadyCriteria()
-    verdict = stats.assess(np.concatenate([np.asarray(r) for r in series["latency_ms"]]), criteria)
-    report.note(verdict_line(verdict, reasons))
-    return _document(
-        spec, backend, recorder, model, warm, policy, series, seconds, verdict.as_document(reasons), validity, notes
-    )
+    return recorder, model, query
+
+
+def _measure_server(
+    spec: RunSpec, query: Query, policy: Policy, warm: Warmup, report: Reporter, recorder: Recorder
+) -> Measured:
+    runs, seconds = _server_loop(spec, query, policy, warm, report, recorder)
+    series = _server_series(runs, spec.shape().output_tokens if spec.definition.is_decoder else None)
+    validity, reasons, note = server_checks(runs, spec)
+    return series, seconds, validity, reasons, {"load_generator": note}
+
+
+def _measure_closed(
+    spec: RunSpec, query: Query, policy: Policy, warm: Warmup, report: Reporter, recorder: Recorder
+) -> Measured:
+    latency, extra, window = _closed_loop(query, policy, warm, report, recorder)
+    series = {"latency_ms": latency, **{k: v for k, v in extra.items() if v}}
+    capped, cap_reasons = window.truncation(policy)  # a query too slow to time its minimum count
+    if not capped:
+        return series, window.total_seconds, None, [], {}
+    notes = {"time_cap": f"time cap {window.cap_seconds:g} s per repetition: truncated"}
+    return series, window.total_seconds, capped, cap_reasons, notes
 
 
 def verdict_line(verdict: SteadyVerdict, reasons: list[str]) -> str:
@@ -222,39 +259,32 @@ def verdict_line(verdict: SteadyVerdict, reasons: list[str]) -> str:
 
 
 def _document(
-    spec: RunSpec,
-    backend: Backend,
-    recorder: Recorder,
-    model: Any,
-    warm: Warmup,
-    policy: Policy,
-    series: dict[str, list[list[float]]],
-    seconds: float,
-    verdict: dict[str, Any],
-    validity: dict[str, bool] | None,
-    notes: dict[str, str],
+    spec: RunSpec, recorder: Recorder, model: Any, series: Series, seconds: float, conditions: Section, notes: Notes
 ) -> dict[str, Any]:
-    workload, shape = spec.definition, spec.shape()
+    backend, workload = recorder.backend, spec.definition
     metrics = _metrics(spec, series, seconds)
     metrics["memory"] = recorder.memory()
     metrics["energy"] = recorder.energy(seconds)
     reference = backend.build(workload, "fp32", spec.seed)
-    metrics["quality"] = quality(backend, workload, shape, model, reference, spec.seed, spec.precision)
-    precision = backend.precision_section("inference", spec.precision)
-    if workload.is_decoder:
-        precision["kv_cache"] = backend.kv_cache_format(spec.precision)
-    iterations = sum(len(r) for r in series["latency_ms"])
+    metrics["quality"] = quality(backend, workload, spec.shape(), model, reference, spec.seed, spec.precision)
     return recorder.document(
         workload=workload_section(spec, "inference"),
         scenario=_scenario(spec),
-        precision=precision,
-        conditions=recorder.conditions(policy, warm, seconds, iterations, verdict, spec.isolation, validity),
+        precision=_precision(spec, backend),
+        conditions=conditions,
         metrics=metrics,
         samples={k: _samples(v) for k, v in series.items() if v},
         framework=framework_versions(backend),
         software_notes=notes,
         settings={"runner.sleep_ms": float(spec.sleep_ms)},
     )
+
+
+def _precision(spec: RunSpec, backend: Backend) -> dict[str, Any]:
+    precision = backend.precision_section("inference", spec.precision)
+    if spec.definition.is_decoder:
+        precision["kv_cache"] = backend.kv_cache_format(spec.precision)
+    return precision
 
 
 def workload_section(spec: RunSpec, phase: str) -> dict[str, Any]:

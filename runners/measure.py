@@ -138,6 +138,30 @@ def _block_size(first_ms: float, block_seconds: float) -> int:
     return max(3, min(1000, math.ceil(block_seconds * 1000.0 / max(first_ms, 1e-6))))
 
 
+def _warm_up_block(timed: Timed, size: int, start: float, done: int, policy: Policy) -> tuple[list[float], bool, float]:
+    """One warm-up block of `size` iterations, cut short by the cap: (times, capped, seconds since `start`)."""
+    block: list[float] = []
+    capped, elapsed = False, 0.0
+    while len(block) < size and not capped:
+        block.append(timed())
+        elapsed = time.perf_counter() - start
+        capped = elapsed >= policy.warmup_max_seconds or done + len(block) >= policy.warmup_max_iterations
+    return block, capped, elapsed
+
+
+def _next_block_size(size: int) -> int:
+    """Blocks grow, so the agreeing blocks span a growing share of the warm-up: a slow decay that looks flat
+    over three short blocks is still caught when the blocks are longer."""
+    return min(int(size * BLOCK_GROWTH) + 1, 10_000)
+
+
+def _medians_settled(medians: list[float], policy: Policy) -> bool:
+    """Whether the last `warmup_blocks` block medians agree."""
+    return len(medians) >= policy.warmup_blocks and medians_agree(
+        medians[-policy.warmup_blocks :], policy.warmup_tolerance
+    )
+
+
 def warm_up(timed: Timed, policy: Policy, report: Reporter | None = None) -> Warmup:
     """Run iterations in blocks until the last `warmup_blocks` block medians agree, or until the cap."""
     report = report or Silent()
@@ -148,24 +172,15 @@ def warm_up(timed: Timed, policy: Policy, report: Reporter | None = None) -> War
     medians: list[float] = []
     settled = capped = False
     while not (settled or capped):
-        block: list[float] = []
-        while len(block) < size and not capped:
-            block.append(timed())
-            elapsed = time.perf_counter() - start
-            capped = elapsed >= policy.warmup_max_seconds or len(durations) + len(block) >= policy.warmup_max_iterations
+        block, capped, elapsed = _warm_up_block(timed, size, start, len(durations), policy)
         durations.extend(block)
         if len(block) == size:  # a block cut short by the cap is too small to compare
             medians.append(float(np.median(block)))
-        # Blocks grow, so the agreeing blocks span a growing share of the warm-up: a slow decay that
-        # looks flat over three short blocks is still caught when the blocks are longer.
-        size = min(int(size * BLOCK_GROWTH) + 1, 10_000)
-        settled = len(medians) >= policy.warmup_blocks and medians_agree(
-            medians[-policy.warmup_blocks :], policy.warmup_tolerance
-        )
+        size = _next_block_size(size)
+        settled = _medians_settled(medians, policy)
         report.advance(min(elapsed, policy.warmup_max_seconds), f"block median {float(np.median(block)):.3f} ms")
-    report.note(
-        f"warm-up: {'steady' if settled else 'NOT steady (capped)'} after {len(durations)} iterations, {elapsed:.1f} s"
-    )
+    state = "steady" if settled else "NOT steady (capped)"
+    report.note(f"warm-up: {state} after {len(durations)} iterations, {elapsed:.1f} s")
     return Warmup(len(durations), round(elapsed, 3), settled, tuple(round(m, 6) for m in medians))
 
 

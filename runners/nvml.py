@@ -66,7 +66,11 @@ def _device(handle: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         "power_limit_w": limit_mw / 1000.0 if limit_mw else None,
         "frequency_mhz": float(clocks) if clocks else None,
     }
-    details = {
+    return accelerator, _device_details(handle)
+
+
+def _device_details(handle: Any) -> dict[str, Any]:
+    return {
         "uuid": _try(pynvml.nvmlDeviceGetUUID, handle),
         "compute_capability": _try(pynvml.nvmlDeviceGetCudaComputeCapability, handle),
         "persistence_mode": _try(pynvml.nvmlDeviceGetPersistenceMode, handle),
@@ -74,7 +78,6 @@ def _device(handle: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         "applications_clock_mhz": _try(pynvml.nvmlDeviceGetApplicationsClock, handle, pynvml.NVML_CLOCK_SM),
         "temperature_c": _try(pynvml.nvmlDeviceGetTemperature, handle, pynvml.NVML_TEMPERATURE_GPU),
     }
-    return accelerator, details
 
 
 def _merge(accelerators: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -117,11 +120,7 @@ def select_device(
     mapped to a board: no device is selected rather than the wrong one.
     """
     if uuid:
-        wanted = normalise_uuid(uuid)
-        for index, known in devices:
-            if known and normalise_uuid(known) == wanted:
-                return Selection(index, f"by UUID {known}")
-        return Selection(None, f"no NVML device has the UUID {uuid} that the framework reported")
+        return _select_by_uuid(devices, uuid)
     entries = [e.strip() for e in visible.split(",") if e.strip()] if visible is not None else None
     entry = str(ordinal) if entries is None else (entries[ordinal] if ordinal < len(entries) else None)
     if entry is None:
@@ -133,10 +132,26 @@ def select_device(
             "would describe the whole GPU, so none is recorded",
         )
     if entry.isdigit():
-        index = int(entry)
-        if any(i == index for i, _ in devices):
-            return Selection(index, f"by index {index} (assumes CUDA_DEVICE_ORDER=PCI_BUS_ID)")
-        return Selection(None, f"NVML has no device {index}")
+        return _select_by_index(devices, int(entry))
+    return _select_by_prefix(devices, entry)
+
+
+def _select_by_uuid(devices: Sequence[tuple[int, str | None]], uuid: str) -> Selection:
+    wanted = normalise_uuid(uuid)
+    for index, known in devices:
+        if known and normalise_uuid(known) == wanted:
+            return Selection(index, f"by UUID {known}")
+    return Selection(None, f"no NVML device has the UUID {uuid} that the framework reported")
+
+
+def _select_by_index(devices: Sequence[tuple[int, str | None]], index: int) -> Selection:
+    if any(i == index for i, _ in devices):
+        return Selection(index, f"by index {index} (assumes CUDA_DEVICE_ORDER=PCI_BUS_ID)")
+    return Selection(None, f"NVML has no device {index}")
+
+
+def _select_by_prefix(devices: Sequence[tuple[int, str | None]], entry: str) -> Selection:
+    """The one device whose UUID starts with the CUDA_VISIBLE_DEVICES entry `entry`."""
     prefix = normalise_uuid(entry)
     matches = [i for i, known in devices if known and normalise_uuid(known).startswith(prefix)]
     if len(matches) == 1:
@@ -162,6 +177,24 @@ def locate(uuid: str | None, visible: str | None, ordinal: int = 0) -> tuple[Any
     return pynvml.nvmlDeviceGetHandleByIndex(chosen.index), chosen
 
 
+def _details_section(pairs: list[tuple[dict[str, Any], dict[str, Any]]], chosen: Selection) -> dict[str, Any]:
+    return {
+        "devices": [d for _, d in pairs],
+        "used_index": chosen.index,
+        "selected": chosen.how,
+        "machine_accelerators": _merge([a for a, _ in pairs]),
+    }
+
+
+def _unidentified(count: int, chosen: Selection) -> str | None:
+    """Why the inventory lists no accelerator, or None when it lists the one the run used."""
+    if not count:
+        return "NVML sees no GPU"
+    if chosen.index is None:
+        return f"the GPU this run used could not be identified: {chosen.how}"
+    return None
+
+
 def inventory(uuid: str | None = None, visible: str | None = None, ordinal: int = 0) -> Inventory:
     """The NVIDIA GPU the run uses as the system's accelerator; every GPU NVML sees in `details`.
 
@@ -178,18 +211,11 @@ def inventory(uuid: str | None = None, visible: str | None = None, ordinal: int 
     )
     used = [pairs[chosen.index][0]] if chosen.index is not None else []
     cuda = _try(pynvml.nvmlSystemGetCudaDriverVersion)
-    why = None if count else "NVML sees no GPU"
-    if count and chosen.index is None:
-        why = f"the GPU this run used could not be identified: {chosen.how}"
+    why = _unidentified(count, chosen)
     return Inventory(
         used,
         {"name": "nvidia", "version": str(pynvml.nvmlSystemGetDriverVersion())},
-        {
-            "devices": [d for _, d in pairs],
-            "used_index": chosen.index,
-            "selected": chosen.how,
-            "machine_accelerators": _merge([a for a, _ in pairs]),
-        },
+        _details_section(pairs, chosen),
         why,
         {"cuda_driver": f"{cuda // 1000}.{cuda % 1000 // 10}" if cuda else None},
     )
@@ -266,6 +292,12 @@ class GpuSampler:
             self._max_c = float(temp) if self._max_c is None else max(self._max_c, float(temp))
         self._polls += 1
 
+    def _throttle_reasons(self) -> list[str] | None:
+        """Every slowdown reason seen in the window; None when none could be read at all."""
+        if self._mask_failed and not self._mask:
+            return None
+        return [r for r in _throttle_names(self._mask) if r not in NOT_SLOWDOWNS]
+
     def stop(self) -> dict[str, Any]:
         """End readings: energy (J) over the window's wall-clock seconds, temperatures, every throttle reason
         seen during the window, clocks and power limit."""
@@ -275,11 +307,7 @@ class GpuSampler:
         self._stop.set()
         self._thread.join()
         self._sample()  # the last instant of the window, too
-        reasons = (
-            None
-            if self._mask_failed and not self._mask
-            else [r for r in _throttle_names(self._mask) if r not in NOT_SLOWDOWNS]
-        )
+        reasons = self._throttle_reasons()
         limit = _try(pynvml.nvmlDeviceGetEnforcedPowerManagementLimit, h)
         joules = (energy - self.energy_mj) / 1000.0 if energy is not None and self.energy_mj is not None else None
         return {

@@ -110,29 +110,41 @@ def quality(
 ) -> dict[str, Any]:
     """Agreement with an fp32 build of the same weights on fixed inputs (not the benchmark inputs)."""
     qseed = seed + 100  # a separate fixed set, so quality is not judged on the timed batch alone
-    if workload.is_decoder:
-        assert shape.output_tokens is not None
-        prompts = backend.to_device(workloads.tokens(workload, shape, qseed))
-        ours = _generate(backend, model, prompts, shape.output_tokens)
-        ref = _generate(backend, reference, prompts, shape.output_tokens)
-        metric = "token-agreement-vs-fp32"
-    else:
-        batches = max(1, 256 // shape.batch_size) if not workload.is_transformer else 1
-        inputs = (
-            workloads.features(workload, shape, qseed, batches)[0]
-            if not workload.is_transformer
-            else workloads.tokens(workload, shape, qseed)
-        )
-        data = backend.to_device(inputs)
-        ours = backend.predictions(backend.forward(model, data))
-        ref = backend.predictions(backend.forward(reference, data))
-        metric = "top1-agreement-vs-fp32"
+    agreement = _decoder_outputs if workload.is_decoder else _predictions
+    ours, ref, metric = agreement(backend, workload, shape, model, reference, qseed)
     return {
         "metric": metric,
         "value": round(float(np.mean(ours == ref)), 6),
         "reference_precision": "fp32",
         "values": {"compared": int(ours.size)},
     }
+
+
+def _decoder_outputs(
+    backend: Backend, workload: Workload, shape: Shape, model: Any, reference: Any, qseed: int
+) -> tuple[np.ndarray, np.ndarray, str]:
+    """(the tokens `model` generates, those `reference` generates, the metric's name) for fixed prompts."""
+    assert shape.output_tokens is not None
+    prompts = backend.to_device(workloads.tokens(workload, shape, qseed))
+    ours = _generate(backend, model, prompts, shape.output_tokens)
+    ref = _generate(backend, reference, prompts, shape.output_tokens)
+    return ours, ref, "token-agreement-vs-fp32"
+
+
+def _predictions(
+    backend: Backend, workload: Workload, shape: Shape, model: Any, reference: Any, qseed: int
+) -> tuple[np.ndarray, np.ndarray, str]:
+    """(the predictions of `model`, those of `reference`, the metric's name) for fixed inputs."""
+    batches = max(1, 256 // shape.batch_size) if not workload.is_transformer else 1
+    inputs = (
+        workloads.features(workload, shape, qseed, batches)[0]
+        if not workload.is_transformer
+        else workloads.tokens(workload, shape, qseed)
+    )
+    data = backend.to_device(inputs)
+    ours = backend.predictions(backend.forward(model, data))
+    ref = backend.predictions(backend.forward(reference, data))
+    return ours, ref, "top1-agreement-vs-fp32"
 
 
 def _generate(backend: Backend, model: Any, prompts: Any, output_tokens: int) -> np.ndarray:

@@ -111,27 +111,34 @@ class Recorder:
         isolation: str | None,
         validity: dict[str, bool] | None = None,
     ) -> dict[str, Any]:
-        r, gpu = self.readings, self.readings.gpu
-        throttle = gpu.get("throttle_reasons")
         out: dict[str, Any] = {
             "warmup": {"iterations": warmup.iterations, "seconds": warmup.seconds},
             "window": {"seconds": round(seconds, 4), "iterations": iterations, "repetitions": policy.repetitions},
             "steady_state": verdict,
-            "power": {"limit_w": gpu.get("power_limit_w"), "mode": None},
-            "clocks": {"locked": None, "graphics_mhz": gpu.get("graphics_mhz"), "memory_mhz": gpu.get("memory_mhz")},
-            "thermal": {
-                "start_c": r.start_c,
-                "end_c": r.end_c,
-                "throttled": bool(throttle) if throttle is not None else None,
-            },
+            **self._device_conditions(),
             "ambient_c": None,
             "isolation": isolation,
         }
-        if throttle:
-            out["thermal"]["throttle_reasons"] = throttle
         if validity is not None:
             out["validity"] = {"valid": all(validity.values()), "checks": validity}
         return out
+
+    def _device_conditions(self) -> dict[str, Any]:
+        """The power, clocks and thermal sections, from the readings."""
+        r, gpu = self.readings, self.readings.gpu
+        throttle = gpu.get("throttle_reasons")
+        thermal: dict[str, Any] = {
+            "start_c": r.start_c,
+            "end_c": r.end_c,
+            "throttled": bool(throttle) if throttle is not None else None,
+        }
+        if throttle:
+            thermal["throttle_reasons"] = throttle
+        return {
+            "power": {"limit_w": gpu.get("power_limit_w"), "mode": None},
+            "clocks": {"locked": None, "graphics_mhz": gpu.get("graphics_mhz"), "memory_mhz": gpu.get("memory_mhz")},
+            "thermal": thermal,
+        }
 
     def document(
         self,
@@ -148,12 +155,7 @@ class Recorder:
     ) -> dict[str, Any]:
         """The complete document, validated by `protocol.check` (raises protocol.Invalid otherwise)."""
         system = json.loads(json.dumps(self.env["system"]))  # a copy: the capture may serve other runs
-        software = json.loads(json.dumps(self.env["software"]))
         system["notes"].update(self.readings.notes)
-        software["frameworks"] = framework
-        software["settings"].update(self.backend.settings())
-        software["settings"].update(settings or {})
-        software["notes"].update(software_notes)
         doc = {
             "protocol": f"{protocol.PROTOCOL_NAME}/{protocol.PROTOCOL_VERSION}",
             "phase": self.phase,
@@ -161,19 +163,32 @@ class Recorder:
             "scenario": scenario,
             "precision": precision,
             "system": system,
-            "software": software,
+            "software": self._software(framework, software_notes, settings),
             "conditions": conditions,
             "metrics": metrics,
             "samples": samples,
-            "provenance": {
-                "runner": {"name": RUNNER_NAMES[self.phase], "version": __version__},
-                "submitter": self.submitter,
-                "source": "runner",
-                "started_at": self.started_at,
-                "finished_at": now(),
-            },
+            "provenance": self._provenance(),
         }
         return protocol.check(doc).document
+
+    def _software(
+        self, framework: dict[str, str | None], notes: dict[str, str], settings: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        software: dict[str, Any] = json.loads(json.dumps(self.env["software"]))  # a copy, as the system's
+        software["frameworks"] = framework
+        software["settings"].update(self.backend.settings())
+        software["settings"].update(settings or {})
+        software["notes"].update(notes)
+        return software
+
+    def _provenance(self) -> dict[str, Any]:
+        return {
+            "runner": {"name": RUNNER_NAMES[self.phase], "version": __version__},
+            "submitter": self.submitter,
+            "source": "runner",
+            "started_at": self.started_at,
+            "finished_at": now(),
+        }
 
 
 def file_name(doc: dict[str, Any]) -> str:

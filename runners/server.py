@@ -103,6 +103,33 @@ def _sleep_until(deadline: float) -> None:
         pass
 
 
+def _serve_one(serve: Serve, scheduled: float, issued: float) -> Request:
+    started = time.perf_counter()
+    first_ms, total_ms = serve()
+    first = None if first_ms is None else started + first_ms / 1e3
+    return Request(scheduled, issued, started, first, started + total_ms / 1e3)
+
+
+def _issue(
+    pool: ThreadPoolExecutor, serve: Serve, offsets: np.ndarray, max_seconds: float | None
+) -> tuple[Request, ...]:
+    """Issue a request at each arrival offset (until the time cap), and the requests served."""
+    futures: list[Future[Request]] = []
+    origin = time.perf_counter() + 0.01
+    cap = origin + max_seconds if max_seconds is not None else math.inf
+    for offset in offsets:
+        scheduled = origin + float(offset)
+        if scheduled > cap:
+            break
+        _sleep_until(scheduled)
+        futures.append(pool.submit(_serve_one, serve, scheduled, time.perf_counter()))
+    if cap < math.inf:
+        wait(futures, timeout=max(0.0, cap - time.perf_counter()))
+        for future in futures:
+            future.cancel()  # still queued behind the workers: never issued to the model
+    return tuple(f.result() for f in futures if not f.cancelled())
+
+
 def run_server(
     serve: Serve, rate: float, count: int, concurrency: int, seed: int, max_seconds: float | None = None
 ) -> ServerRun:
@@ -117,28 +144,8 @@ def run_server(
     if max_seconds is not None and max_seconds <= 0:
         raise ValueError("the time cap must be a positive number of seconds")
     offsets = poisson_arrivals(rate, count, seed)
-
-    def worker(scheduled: float, issued: float) -> Request:
-        started = time.perf_counter()
-        first_ms, total_ms = serve()
-        first = None if first_ms is None else started + first_ms / 1e3
-        return Request(scheduled, issued, started, first, started + total_ms / 1e3)
-
-    futures: list[Future[Request]] = []
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="benchreg-server") as pool:
-        origin = time.perf_counter() + 0.01
-        cap = origin + max_seconds if max_seconds is not None else math.inf
-        for offset in offsets:
-            scheduled = origin + float(offset)
-            if scheduled > cap:
-                break
-            _sleep_until(scheduled)
-            futures.append(pool.submit(worker, scheduled, time.perf_counter()))
-        if cap < math.inf:
-            wait(futures, timeout=max(0.0, cap - time.perf_counter()))
-            for future in futures:
-                future.cancel()  # still queued behind the workers: never issued to the model
-        requests = tuple(f.result() for f in futures if not f.cancelled())
+        requests = _issue(pool, serve, offsets, max_seconds)
     if not requests:
         raise RuntimeError(f"no request completed within the time cap of {max_seconds} s")
     return ServerRun(requests, rate, planned=count, max_seconds=max_seconds)

@@ -115,23 +115,26 @@ class RunSpec:
         warm_cap = self.warmup_max_seconds or (3.0 if self.quick else 30.0)
         block = 0.1 if self.quick else 0.2
         if self.phase == "training":
-            # The requested steps are split over the repetitions: as many steps as before, and each
-            # repetition is one independent value for the comparison's interval.
-            assert r.steps is not None
-            per_rep = max(math.ceil(r.steps / r.repetitions), rules.MIN_WINDOW_ITERATIONS)
-            return Policy(
-                repetitions=r.repetitions,
-                min_seconds=max(r.min_seconds, rules.MIN_WINDOW_SECONDS) / r.repetitions,
-                min_iterations=per_rep,
-                max_iterations=max(per_rep, 100_000),
-                warmup_max_seconds=warm_cap,
-                warmup_block_seconds=block,
-                max_seconds=self.max_seconds or (60.0 if self.quick else 900.0),
-            )
+            return self._training_policy(r, warm_cap, block)
         return Policy(
             repetitions=r.repetitions,
             min_seconds=r.min_seconds,
             min_iterations=10 if self.quick else 50,
+            warmup_max_seconds=warm_cap,
+            warmup_block_seconds=block,
+            max_seconds=self.max_seconds or (60.0 if self.quick else 900.0),
+        )
+
+    def _training_policy(self, r: RunSpec, warm_cap: float, block: float) -> Policy:
+        # The requested steps are split over the repetitions: as many steps as before, and each
+        # repetition is one independent value for the comparison's interval.
+        assert r.steps is not None and r.repetitions is not None and r.min_seconds is not None
+        per_rep = max(math.ceil(r.steps / r.repetitions), rules.MIN_WINDOW_ITERATIONS)
+        return Policy(
+            repetitions=r.repetitions,
+            min_seconds=max(r.min_seconds, rules.MIN_WINDOW_SECONDS) / r.repetitions,
+            min_iterations=per_rep,
+            max_iterations=max(per_rep, 100_000),
             warmup_max_seconds=warm_cap,
             warmup_block_seconds=block,
             max_seconds=self.max_seconds or (60.0 if self.quick else 900.0),
@@ -143,6 +146,10 @@ class RunSpec:
             base = DEFAULT_SLO_MS[self.workload]
             return {"ttft_p99": self.ttft_slo_ms or base["ttft_p99"], "tpot_p99": self.tpot_slo_ms or base["tpot_p99"]}
         return {"latency_p99": self.latency_slo_ms or DEFAULT_LATENCY_SLO_MS}
+
+
+# The precisions the backends state as a weight format (runners/backends' precision sections).
+_WEIGHT_FORMATS = {"int8": "int8", "fp8": "fp8-e4m3"}
 
 
 def expected_fields(spec: RunSpec) -> dict[str, Any]:
@@ -160,16 +167,21 @@ def expected_fields(spec: RunSpec) -> dict[str, Any]:
     }
     # The backends' precision sections (runners/backends): int8 and fp8 are weight formats, the others
     # the format activations are computed in (weights stay fp32 under autocast).
-    if r.precision == "int8":
-        out["/precision/weights"] = "int8"
-    elif r.precision == "fp8":
-        out["/precision/weights"] = "fp8-e4m3"
+    if r.precision in _WEIGHT_FORMATS:
+        out["/precision/weights"] = _WEIGHT_FORMATS[r.precision]
     else:
         out["/precision/activations"] = r.precision
     if r.sequence_length is not None:
         out["/workload/shape/sequence_length"] = r.sequence_length
     if r.output_tokens is not None:
         out["/workload/shape/output_tokens"] = r.output_tokens
+    out.update(_scenario_fields(r))
+    return out
+
+
+def _scenario_fields(r: RunSpec) -> dict[str, Any]:
+    """The inference window's and settings' fields, and the server scenario's load."""
+    out: dict[str, Any] = {}
     if r.phase == "inference":
         out["/conditions/window/repetitions"] = r.repetitions
         out["/software/settings/runner.sleep_ms"] = float(r.sleep_ms)

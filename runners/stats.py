@@ -130,34 +130,52 @@ def assess(values: Sequence[float] | np.ndarray, criteria: SteadyCriteria = Stea
     data = np.asarray(values, dtype=np.float64)
     blocks = min(criteria.blocks, data.size // criteria.min_block_size)
     if blocks < 3:
-        return SteadyVerdict(
-            False, None, None, None, (f"too few samples ({data.size}) to assess steady state in blocks",)
-        )
+        too_few = f"too few samples ({data.size}) to assess steady state in blocks"
+        return SteadyVerdict(False, None, None, None, (too_few,))
     overall = float(np.median(data))
     medians = block_medians(data, blocks)
     spread = float((medians.max() - medians.min()) / overall) if overall > 0 else 0.0
     z = mann_kendall_z(medians)
     change = _relative_change(medians, overall)
+    iqr = _iqr_over_median(data, overall)
+    candidates = (
+        _spread_reason(data, blocks, spread, criteria),
+        _drift_reason(z, change, criteria),
+        _dispersion_reason(iqr, criteria),
+        slow_path(data, overall, criteria),
+    )
+    reasons = [reason for reason in candidates if reason is not None]
+    return SteadyVerdict(not reasons, round(spread, 4), round(z, 3), round(iqr, 4), tuple(reasons))
+
+
+def _iqr_over_median(data: np.ndarray, overall: float) -> float:
     q75, q25 = quantile(data, 0.75, _NUMPY_METHOD), quantile(data, 0.25, _NUMPY_METHOD)
-    iqr = float((q75 - q25) / overall) if overall > 0 else 0.0
-    reasons = []
+    return float((q75 - q25) / overall) if overall > 0 else 0.0
+
+
+def _spread_reason(data: np.ndarray, blocks: int, spread: float, criteria: SteadyCriteria) -> str | None:
     if spread > criteria.block_spread_max:
         p = _blocks_differ(data, blocks)
         if p < criteria.block_test_alpha:
-            reasons.append(
+            return (
                 f"block medians disagree: spread {spread:.3f} > {criteria.block_spread_max} (Kruskal-Wallis p {p:.2g})"
             )
+    return None
+
+
+def _drift_reason(z: float, change: float, criteria: SteadyCriteria) -> str | None:
     if abs(z) > criteria.trend_z_max and change > criteria.trend_change_max:
-        reasons.append(
+        return (
             f"drift: Mann-Kendall z {z:.2f} (limit {criteria.trend_z_max}) with a "
             f"{change:.1%} change across the window (limit {criteria.trend_change_max:.0%})"
         )
+    return None
+
+
+def _dispersion_reason(iqr: float, criteria: SteadyCriteria) -> str | None:
     if iqr > criteria.iqr_over_median_max:
-        reasons.append(f"dispersion: IQR/median {iqr:.3f} > {criteria.iqr_over_median_max}")
-    slow = slow_path(data, overall, criteria)
-    if slow is not None:
-        reasons.append(slow)
-    return SteadyVerdict(not reasons, round(spread, 4), round(z, 3), round(iqr, 4), tuple(reasons))
+        return f"dispersion: IQR/median {iqr:.3f} > {criteria.iqr_over_median_max}"
+    return None
 
 
 def _blocks_differ(data: np.ndarray, blocks: int) -> float:

@@ -17,12 +17,13 @@ import numpy as np
 from . import stats, workloads
 from .backends import Backend, Trainer
 from .inference import framework_versions, verdict_line, workload_section
-from .measure import measure, warm_up
+from .measure import Policy, Warmup, Window, measure, warm_up
 from .progress import Reporter
 from .record import Recorder
 from .spec import RunSpec
 
 PHASES = ("data", "forward", "backward", "optimizer")
+Section = dict[str, Any]  # a section of the run document
 
 
 @dataclass
@@ -88,25 +89,46 @@ def run(spec: RunSpec, backend: Backend, report: Reporter) -> dict[str, Any]:
     """Train one configuration for its steps and return the validated document."""
     spec = spec.resolved()
     assert spec.threads is not None
-    shape, policy = spec.shape(), spec.policy()
+    policy = spec.policy()
+    recorder, loop = _prepare(spec, backend)
+    warm, window, first_window_step = _timed(loop, recorder, policy, report)
+    verdict = stats.assess(window.samples)
+    capped, cap_reasons = window.truncation(policy)  # steps too slow to time the minimum count
+    reasons = warm.reasons(policy) + cap_reasons
+    report.note(verdict_line(verdict, reasons))
+    metrics = _metrics(spec, backend, recorder, loop, window, first_window_step)
+    steady = verdict.as_document(reasons)
+    conditions = recorder.conditions(
+        policy, warm, window.total_seconds, window.iterations, steady, spec.isolation, capped or None
+    )
+    return _document(spec, recorder, warm, window, metrics, conditions)
+
+
+def _prepare(spec: RunSpec, backend: Backend) -> tuple[Recorder, StepLoop]:
+    assert spec.threads is not None
     backend.check("training", spec.definition, spec.precision)
     backend.configure(spec.threads, spec.precision)
     recorder = Recorder(backend, "training", spec.submitter)
-    trainer = backend.trainer(spec.definition, shape, spec.precision, spec.seed, spec.learning_rate)
-    loop = StepLoop(trainer, backend)
+    trainer = backend.trainer(spec.definition, spec.shape(), spec.precision, spec.seed, spec.learning_rate)
+    return recorder, StepLoop(trainer, backend)
+
+
+def _timed(loop: StepLoop, recorder: Recorder, policy: Policy, report: Reporter) -> tuple[Warmup, Window, int]:
+    """Warm up, then time the window: (warm-up, window, the step the window starts at)."""
     warm = warm_up(loop, policy, report)
     first_window_step = len(loop.phases)
     recorder.window_start()
     window = measure(loop, policy, report, warm)
     recorder.window_stop()
-    step_ms = window.samples
-    verdict = stats.assess(step_ms)
-    capped, cap_reasons = window.truncation(policy)  # steps too slow to time the minimum count
-    reasons = warm.reasons(policy) + cap_reasons
-    report.note(verdict_line(verdict, reasons))
+    return warm, window, first_window_step
+
+
+def _metrics(
+    spec: RunSpec, backend: Backend, recorder: Recorder, loop: StepLoop, window: Window, first_window_step: int
+) -> dict[str, Any]:
+    shape, step_ms = spec.shape(), window.samples
     breakdown = np.median(np.asarray(loop.phases[first_window_step:]), axis=0)
-    seconds = window.total_seconds
-    samples_per_s = window.iterations * shape.batch_size / seconds
+    samples_per_s = window.iterations * shape.batch_size / window.total_seconds
     metrics: dict[str, Any] = {
         "primary": "throughput",
         "throughput": {"value": round(samples_per_s, 4), "unit": "samples/s"},
@@ -115,10 +137,17 @@ def run(spec: RunSpec, backend: Backend, report: Reporter) -> dict[str, Any]:
         "memory": recorder.memory(),
         "flops": _flops(spec, backend, float(np.median(step_ms))),
         "loss": loss_summary(loop.losses),
-        "energy": recorder.energy(seconds),
+        "energy": recorder.energy(window.total_seconds),
     }
     if shape.sequence_length:
         metrics["tokens_per_second"] = {"value": round(samples_per_s * shape.sequence_length, 4), "unit": "tokens/s"}
+    return metrics
+
+
+def _document(
+    spec: RunSpec, recorder: Recorder, warm: Warmup, window: Window, metrics: Section, conditions: Section
+) -> Section:
+    backend = recorder.backend
     scenario = {"kind": "fixed-steps", "steps": spec.steps, "optimizer": "adamw", "learning_rate": spec.learning_rate}
     notes = {
         "training.steps": f"{warm.iterations} warm-up + {window.iterations} measured steps; "
@@ -129,9 +158,7 @@ def run(spec: RunSpec, backend: Backend, report: Reporter) -> dict[str, Any]:
         workload=workload_section(spec, "training"),
         scenario=scenario,
         precision=backend.precision_section("training", spec.precision),
-        conditions=recorder.conditions(
-            policy, warm, seconds, window.iterations, verdict.as_document(reasons), spec.isolation, capped or None
-        ),
+        conditions=conditions,
         metrics=metrics,
         samples={"step_time_ms": {"unit": "ms", "repetitions": [[round(x, 6) for x in r] for r in window.repetitions]}},
         framework=framework_versions(backend),

@@ -19,9 +19,12 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from verifier.verdict import Verdict
 
 CERTIFICATE_PATH = "/api/v1/reports/certificate"
 LOG_KEY_PATH = "/api/v1/audit/public-key"
@@ -50,15 +53,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     from verifier.report import verify_report
 
     verdict = verify_report(pdf, certificates=certificates, log_keys=keys, registry=lookup)
-    if args.json:
-        print(json.dumps(verdict.as_dict(), indent=2, ensure_ascii=False))
-    else:
-        if verdict.report.get("title"):
-            print(f"report {verdict.report.get('id')}: {verdict.report.get('title')}")
-        print("\n".join(verdict.lines()))
-        if lookup is None:
-            print("  (no registry consulted: run existence and withdrawals were not checked)")
+    _print_verdict(verdict, as_json=args.json, consulted=lookup is not None)
     return 0 if verdict.valid else 1
+
+
+def _print_verdict(verdict: Verdict, *, as_json: bool, consulted: bool) -> None:
+    if as_json:
+        print(json.dumps(verdict.as_dict(), indent=2, ensure_ascii=False))
+        return
+    if verdict.report.get("title"):
+        print(f"report {verdict.report.get('id')}: {verdict.report.get('title')}")
+    print("\n".join(verdict.lines()))
+    if not consulted:
+        print("  (no registry consulted: run existence and withdrawals were not checked)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -135,12 +142,17 @@ def _ask(
             runs = answer.json().get("runs") or []
     except (httpx.HTTPError, OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise CannotAsk(f"cannot ask {server}: {exc}") from None
+    return cert_pem, keys, _run_lookup(runs)
+
+
+def _run_lookup(runs: list[Any]) -> Callable[[Sequence[str]], Mapping[str, Mapping[str, Any]]]:
+    """The registry's answer about each run, by digest, as verify_report's `registry` lookup."""
     statuses = {r["digest"]: r for r in runs if isinstance(r, dict) and "digest" in r}
 
     def lookup(digests: Sequence[str]) -> Mapping[str, Mapping[str, Any]]:
         return {d: statuses[d] for d in digests if d in statuses}
 
-    return cert_pem, keys, lookup
+    return lookup
 
 
 def _get(client: Any, url: str) -> bytes:

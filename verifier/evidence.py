@@ -19,6 +19,17 @@ _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
 
 def read_evidence(verdict: Verdict, reader: PdfFileReader, reason: str) -> dict[str, Any] | None:
+    data = _attached_evidence(verdict, reader)
+    if data is None:
+        return None
+    _digest_check(verdict, data, reason)
+    evidence = _parsed_evidence(verdict, data)
+    if evidence is not None:
+        _summarise(verdict, evidence)
+    return evidence
+
+
+def _attached_evidence(verdict: Verdict, reader: PdfFileReader) -> bytes | None:
     try:
         data = attachment(reader, ATTACHMENT_NAME)
     except Exception as exc:  # a damaged stream: zlib, PDF syntax, recursion in the name tree
@@ -31,13 +42,15 @@ def read_evidence(verdict: Verdict, reader: PdfFileReader, reason: str) -> dict[
             f"damaged: {type(exc).__name__}: {short(exc)})",
         )
         return None
-    if not verdict.add(
+    verdict.add(
         "evidence-attached",
         data is not None,
         f"{ATTACHMENT_NAME} attached" if data is not None else f"no {ATTACHMENT_NAME} attached",
-    ):
-        return None
-    assert data is not None
+    )
+    return data
+
+
+def _digest_check(verdict: Verdict, data: bytes, reason: str) -> None:
     actual = "sha256:" + hashlib.sha256(data).hexdigest()
     found = _DIGEST.search(reason) if reason.startswith(REASON_PREFIX) else None
     signed = found.group(0) if found else None
@@ -50,6 +63,9 @@ def read_evidence(verdict: Verdict, reader: PdfFileReader, reason: str) -> dict[
         else f"the evidence hashes to {actual}, but the signed digest is {signed or 'missing'}: the attachment "
         "was replaced or edited",
     )
+
+
+def _parsed_evidence(verdict: Verdict, data: bytes) -> dict[str, Any] | None:
     try:
         evidence = json.loads(data)
     except ValueError as exc:
@@ -62,12 +78,17 @@ def read_evidence(verdict: Verdict, reader: PdfFileReader, reason: str) -> dict[
     if not isinstance(report, dict) or not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs):
         verdict.add("evidence-contents", False, "the evidence lacks its report or runs sections")
         return None
+    return evidence
+
+
+def _summarise(verdict: Verdict, evidence: dict[str, Any]) -> None:
+    """Copy the report's, runs' and decision's identifying fields into the verdict."""
+    runs, report = evidence["runs"], evidence["report"]
     verdict.report.update({k: report.get(k) for k in ("id", "title", "decision", "requested_by")})
     verdict.report["runs"] = [{"id": r.get("id"), "digest": r.get("digest"), "system": r.get("system")} for r in runs]
     decision = evidence.get("decision")
     if isinstance(decision, dict):
         verdict.report["decision"] = {k: decision.get(k) for k in ("id", "title", "answer", "digest")}
-    return evidence
 
 
 def attachment(reader: PdfFileReader, name: str) -> bytes | None:
@@ -94,19 +115,8 @@ def _name_tree(node: Any, depth: int = 0) -> list[tuple[str, Any]]:
 
 
 def contents_check(verdict: Verdict, evidence: Mapping[str, Any]) -> None:
-    problems = []
     runs = evidence.get("runs") or []
-    for run in runs:
-        if digest_of(str(run.get("canonical", "")).encode()) != run.get("digest"):
-            problems.append(f"{run_name(run)}: its text does not hash to {run.get('digest')}")
-    comparison = evidence.get("comparison") or {}
-    text = str(comparison.get("canonical", ""))
-    if digest_of(text.encode()) != comparison.get("digest"):
-        problems.append("the comparison text does not hash to its digest")
-    else:
-        listed = ((json.loads(text).get("inputs") or {}).get("runs")) or []
-        if listed != [r.get("digest") for r in runs]:
-            problems.append("the runs attached are not the runs the comparison names")
+    problems = _run_and_comparison_problems(runs, evidence.get("comparison") or {})
     contract = evidence.get("contract") or {}
     if digest_of(canonicalize(contract.get("document"))) != contract.get("digest"):
         problems.append("the contract does not hash to its digest")
@@ -120,6 +130,21 @@ def contents_check(verdict: Verdict, evidence: Mapping[str, Any]) -> None:
         or f"{len(runs)} run texts, the comparison{', the decision answer' if decision is not None else ''} "
         "and the contract hash to their digests",
     )
+
+
+def _run_and_comparison_problems(runs: Sequence[Mapping[str, Any]], comparison: Mapping[str, Any]) -> list[str]:
+    problems = []
+    for run in runs:
+        if digest_of(str(run.get("canonical", "")).encode()) != run.get("digest"):
+            problems.append(f"{run_name(run)}: its text does not hash to {run.get('digest')}")
+    text = str(comparison.get("canonical", ""))
+    if digest_of(text.encode()) != comparison.get("digest"):
+        problems.append("the comparison text does not hash to its digest")
+    else:
+        listed = ((json.loads(text).get("inputs") or {}).get("runs")) or []
+        if listed != [r.get("digest") for r in runs]:
+            problems.append("the runs attached are not the runs the comparison names")
+    return problems
 
 
 def decision_problems(decision: Any, runs: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -84,13 +84,16 @@ def verify_report(
         _verify(verdict, pdf, certificates, log_keys, registry, limits)
     except Exception as exc:  # any malformed input must end as INVALID with its reason
         if not over_bounds(verdict, exc):
-            verdict.add(
-                "report-checkable",
-                False,
-                f"the file could not be checked to the end ({type(exc).__name__}"
-                f": {short(exc)}): it is damaged or not a report",
-            )
+            _uncheckable(verdict, exc)
     return verdict
+
+
+def _uncheckable(verdict: Verdict, exc: Exception) -> None:
+    verdict.add(
+        "report-checkable",
+        False,
+        f"the file could not be checked to the end ({type(exc).__name__}: {short(exc)}): it is damaged or not a report",
+    )
 
 
 def _verify(
@@ -101,26 +104,40 @@ def _verify(
     registry: RunLookup | None,
     limits: DecodeLimits,
 ) -> None:
+    opened = _read_pdf(verdict, pdf, limits)
+    if opened is None:
+        return
+    reader, signatures = opened
+    count = len(signatures)
+    if not verdict.add("signature-present", count == 1, f"{count} signature(s) found; a report has exactly one"):
+        return
+    reason = signature_checks(verdict, signatures[0], certificates)
+    container_check(verdict, pdf, signatures[0])
+    evidence = read_evidence(verdict, reader, reason)
+    if evidence is not None:
+        _evidence_checks(verdict, evidence, log_keys, registry)
+
+
+def _evidence_checks(
+    verdict: Verdict, evidence: dict[str, Any], log_keys: Sequence[str | VerifierKey], registry: RunLookup | None
+) -> None:
+    contents_check(verdict, evidence)
+    log_checks(verdict, evidence, log_keys)
+    if registry is not None:
+        _registry(verdict, evidence, registry)
+
+
+def _read_pdf(verdict: Verdict, pdf: bytes, limits: DecodeLimits) -> tuple[PdfFileReader, list[Any]] | None:
+    """(the reader, its embedded signatures), with the pdf-readable check; None when unreadable."""
     try:
         reader = PdfFileReader(io.BytesIO(pdf), strict=False, decode_limits=limits)
         signatures = reader.embedded_signatures
     except Exception as exc:
         if not over_bounds(verdict, exc):
             verdict.add("pdf-readable", False, f"the file is not a readable PDF: {short(exc)}")
-        return
+        return None
     verdict.add("pdf-readable", True, f"PDF with {number(len(pdf))} bytes")
-    if not verdict.add(
-        "signature-present", len(signatures) == 1, f"{len(signatures)} signature(s) found; a report has exactly one"
-    ):
-        return
-    reason = signature_checks(verdict, signatures[0], certificates)
-    container_check(verdict, pdf, signatures[0])
-    evidence = read_evidence(verdict, reader, reason)
-    if evidence is not None:
-        contents_check(verdict, evidence)
-        log_checks(verdict, evidence, log_keys)
-        if registry is not None:
-            _registry(verdict, evidence, registry)
+    return reader, list(signatures)
 
 
 def _registry(verdict: Verdict, evidence: Mapping[str, Any], registry: RunLookup) -> None:
@@ -131,6 +148,19 @@ def _registry(verdict: Verdict, evidence: Mapping[str, Any], registry: RunLookup
     except Exception as exc:
         verdict.add("runs-in-registry", False, f"the registry could not be asked: {short(exc)}")
         return
+    missing, withdrawn = _run_statuses(verdict, named, digests, found)
+    verdict.add(
+        "runs-in-registry",
+        not missing,
+        f"not in this registry: {', '.join(missing)}" if missing else f"all {len(digests)} runs exist in this registry",
+    )
+    verdict.add("runs-not-withdrawn", not withdrawn, "; ".join(withdrawn) or "no run has been withdrawn")
+
+
+def _run_statuses(
+    verdict: Verdict, named: list[Any], digests: list[str], found: Mapping[str, Mapping[str, Any]]
+) -> tuple[list[str], list[str]]:
+    """Record each run's status in the verdict; (the runs missing, the runs withdrawn), described."""
     missing, withdrawn = [], []
     for position, digest in enumerate(digests):
         status = dict(found.get(digest) or {"exists": False})
@@ -142,9 +172,4 @@ def _registry(verdict: Verdict, evidence: Mapping[str, Any], registry: RunLookup
             w = status["withdrawn"]
             why = f": {w['reason']}" if w.get("reason") else ""
             withdrawn.append(f"{name} ({digest[:19]}…) was withdrawn on {str(w.get('at'))[:10]}{why}")
-    verdict.add(
-        "runs-in-registry",
-        not missing,
-        f"not in this registry: {', '.join(missing)}" if missing else f"all {len(digests)} runs exist in this registry",
-    )
-    verdict.add("runs-not-withdrawn", not withdrawn, "; ".join(withdrawn) or "no run has been withdrawn")
+    return missing, withdrawn

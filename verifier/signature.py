@@ -31,6 +31,15 @@ def signature_checks(verdict: Verdict, sig: Any, certificates: Sequence[x509.Cer
         if not over_bounds(verdict, exc):
             verdict.add("signature-valid", False, f"the signature cannot be read or checked: {short(exc)}")
         return ""
+    _integrity_checks(verdict, status)
+    _signer_check(verdict, status, certificates)
+    _coverage_checks(verdict, sig, status)
+    _timestamp_check(verdict, status)
+    verdict.report["signed_at"] = iso(getattr(status, "signer_reported_dt", None))
+    return str(sig.sig_object.get("/Reason", ""))
+
+
+def _integrity_checks(verdict: Verdict, status: Any) -> None:
     verdict.add(
         "signature-intact",
         bool(status.intact),
@@ -45,11 +54,6 @@ def signature_checks(verdict: Verdict, sig: Any, certificates: Sequence[x509.Cer
         if status.valid
         else "the signature value does not verify (the signature was altered or forged)",
     )
-    _signer_check(verdict, status, certificates)
-    _coverage_checks(verdict, sig, status)
-    _timestamp_check(verdict, status)
-    verdict.report["signed_at"] = iso(getattr(status, "signer_reported_dt", None))
-    return str(sig.sig_object.get("/Reason", ""))
 
 
 def _signer_check(verdict: Verdict, status: Any, certificates: Sequence[x509.Certificate]) -> None:
@@ -80,6 +84,10 @@ def _coverage_checks(verdict: Verdict, sig: Any, status: Any) -> None:
     else:
         words = "the signature leaves parts of the file uncovered"
     verdict.add("covers-entire-file", whole, words)
+    _certification_check(verdict, sig, status)
+
+
+def _certification_check(verdict: Verdict, sig: Any, status: Any) -> None:
     level, docmdp = status.modification_level, sig.docmdp_level
     certified = docmdp == MDPPerm.NO_CHANGES
     unchanged = level in (None, ModificationLevel.NONE) and bool(status.docmdp_ok)
@@ -112,6 +120,10 @@ def container_check(verdict: Verdict, pdf: bytes, sig: Any) -> None:
     size = len(header) + len(contents)
     exact = inner == raw[:size].hex().upper().encode() + b"0" * (len(inner) - 2 * size)
     broken = _unsigned_certificate_problems(raw[:size]) if exact else []
+    _container_verdict(verdict, exact, broken)
+
+
+def _container_verdict(verdict: Verdict, exact: bool, broken: list[str]) -> None:
     verdict.add(
         "signature-container",
         exact and not broken,
@@ -132,23 +144,28 @@ def _unsigned_certificate_problems(der: bytes) -> list[str]:
     except (ValueError, TypeError, KeyError) as exc:
         return [f"the signature container is not well-formed: {short(exc).splitlines()[0]}"]
     signed = info["content"]
-    bags = [signed["certificates"]]
-    for info in signed["signer_infos"]:
-        for attr in info["unsigned_attrs"] or []:
-            if attr["type"].native == "signature_time_stamp_token":
-                bags += [token["content"]["certificates"] for token in attr["values"]]
-    tokens = [
+    tokens = _timestamp_tokens(signed)
+    for data in (signed, *tokens):  # the digest-algorithm set is unsigned too: it must name what the signers use
+        used = {si["digest_algorithm"]["algorithm"].native for si in data["signer_infos"]}
+        if {a["algorithm"].native for a in data["digest_algorithms"]} != used:
+            return ["the signature container's digest-algorithm list differs from the algorithms its signers use"]
+    bags = [signed["certificates"], *(token["certificates"] for token in tokens)]
+    carried = [x509.load_der_x509_certificate(c.chosen.dump()) for bag in bags for c in bag or []]
+    return _unverified(carried)
+
+
+def _timestamp_tokens(signed: Any) -> list[Any]:
+    """The signed data of each timestamp token in the signer infos' unsigned attributes."""
+    return [
         token["content"]
         for info in signed["signer_infos"]
         for attr in info["unsigned_attrs"] or []
         if attr["type"].native == "signature_time_stamp_token"
         for token in attr["values"]
     ]
-    for data in (signed, *tokens):  # the digest-algorithm set is unsigned too: it must name what the signers use
-        used = {si["digest_algorithm"]["algorithm"].native for si in data["signer_infos"]}
-        if {a["algorithm"].native for a in data["digest_algorithms"]} != used:
-            return ["the signature container's digest-algorithm list differs from the algorithms its signers use"]
-    carried = [x509.load_der_x509_certificate(c.chosen.dump()) for bag in bags for c in bag or []]
+
+
+def _unverified(carried: list[x509.Certificate]) -> list[str]:
     problems = []
     for cert in carried:
         issuers = [c for c in carried if c.subject == cert.issuer]

@@ -39,6 +39,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from protocol.cosignature import CosignerKey, cosign, cosigner_key, parse_cosigner_key
 from protocol.signed_note import (
+    Checkpoint,
     InvalidSignatureError,
     NoteError,
     UnknownKeyError,
@@ -133,6 +134,28 @@ class Witness:
     # -- add-checkpoint ------------------------------------------------------------------------------------
 
     def add_checkpoint(self, body: bytes) -> Answer:
+        opened = self._open_request(body)
+        if isinstance(opened, Answer):
+            return opened
+        origin, old_size, proof, note, checkpoint = opened
+        if old_size > checkpoint.size:
+            return Answer.text(400, f"old size {old_size} is larger than the checkpoint's size {checkpoint.size}")
+        with self.lock:
+            state = self._state()
+            refusal = _extension_refusal(state.get(origin), old_size, proof, checkpoint)
+            if refusal is not None:
+                return refusal
+            line = cosign(checkpoint.body(), self.key, int(time.time()))
+            state[origin] = {
+                "size": checkpoint.size,
+                "root": base64.b64encode(checkpoint.root_hash).decode(),
+                "note": _with_line(note, line),
+            }
+            self._save(state)
+        return Answer(200, "text/plain; charset=utf-8", line.encode())
+
+    def _open_request(self, body: bytes) -> Answer | tuple[str, int, list[bytes], bytes, Checkpoint]:
+        """The request's (origin, old size, proof, note, checkpoint), or the Answer refusing it."""
         try:
             old_size, proof, note = _parse_request(body)
         except ValueError as exc:
@@ -150,37 +173,30 @@ class Witness:
             return Answer.text(403, f"the checkpoint is not signed by the log's key: {exc}")
         except NoteError as exc:
             return Answer.text(400, f"malformed checkpoint: {exc}")
-        if old_size > checkpoint.size:
-            return Answer.text(400, f"old size {old_size} is larger than the checkpoint's size {checkpoint.size}")
-        with self.lock:
-            state = self._state()
-            record = state.get(origin)
-            size = 0 if record is None else int(record["size"])
-            if old_size != size:
-                return Answer(409, "text/x.tlog.size", f"{size}\n".encode())
-            old_root = None if record is None else base64.b64decode(record["root"])
-            if old_size == checkpoint.size and old_root is not None and old_root != checkpoint.root_hash:
-                return Answer(409, "text/x.tlog.size", f"{size}\n".encode())
-            if old_size == 0:
-                if proof:
-                    return Answer.text(422, "the consistency proof from size 0 must be empty")
-            elif old_root is None or not verify_consistency(
-                old_size, checkpoint.size, old_root, checkpoint.root_hash, proof
-            ):
-                return Answer.text(
-                    422,
-                    f"refused: checkpoint {checkpoint.size} is not consistent with the "
-                    f"checkpoint {old_size} this witness cosigned (the log forked or was "
-                    "rewritten)",
-                )
-            line = cosign(checkpoint.body(), self.key, int(time.time()))
-            state[origin] = {
-                "size": checkpoint.size,
-                "root": base64.b64encode(checkpoint.root_hash).decode(),
-                "note": _with_line(note, line),
-            }
-            self._save(state)
-        return Answer(200, "text/plain; charset=utf-8", line.encode())
+        return origin, old_size, proof, note, checkpoint
+
+
+def _extension_refusal(
+    record: dict[str, Any] | None, old_size: int, proof: list[bytes], checkpoint: Checkpoint
+) -> Answer | None:
+    """The Answer refusing `checkpoint` as an extension of the cosigned `record`, or None when it extends it."""
+    size = 0 if record is None else int(record["size"])
+    if old_size != size:
+        return Answer(409, "text/x.tlog.size", f"{size}\n".encode())
+    old_root = None if record is None else base64.b64decode(record["root"])
+    if old_size == checkpoint.size and old_root is not None and old_root != checkpoint.root_hash:
+        return Answer(409, "text/x.tlog.size", f"{size}\n".encode())
+    if old_size == 0:
+        if proof:
+            return Answer.text(422, "the consistency proof from size 0 must be empty")
+    elif old_root is None or not verify_consistency(old_size, checkpoint.size, old_root, checkpoint.root_hash, proof):
+        return Answer.text(
+            422,
+            f"refused: checkpoint {checkpoint.size} is not consistent with the "
+            f"checkpoint {old_size} this witness cosigned (the log forked or was "
+            "rewritten)",
+        )
+    return None
 
 
 def _with_line(note: bytes, line: str) -> str:
@@ -210,67 +226,78 @@ def _parse_request(body: bytes) -> tuple[int, list[bytes], bytes]:
     return int(first[4:]), proof, note
 
 
+class _WitnessHandler(BaseHTTPRequestHandler):
+    """The witness's HTTP handler; `_handler` subclasses it with its witness, read timeout and deadline."""
+
+    protocol_version = "HTTP/1.1"  # keep-alive, as the spec asks
+    timeout = READ_TIMEOUT_S  # StreamRequestHandler sets it on the socket: every read waits at most this
+    deadline = REQUEST_DEADLINE_S
+    witness: Witness
+
+    def handle_one_request(self) -> None:
+        # The socket timeout bounds each read, not a client that drips a byte per read: past the deadline
+        # the connection is shut down, which ends the blocked read and this connection's thread.
+        watchdog = threading.Timer(self.deadline, self._cut)
+        watchdog.daemon = True
+        watchdog.start()
+        try:
+            super().handle_one_request()
+        except OSError:
+            self.close_connection = True
+        finally:
+            watchdog.cancel()
+
+    def _cut(self) -> None:
+        self.close_connection = True
+        with contextlib.suppress(OSError):  # already closed: nothing to cut
+            self.connection.shutdown(socket.SHUT_RDWR)
+
+    def _send(self, answer: Answer) -> None:
+        self.send_response(answer.status)
+        self.send_header("Content-Type", answer.content_type)
+        self.send_header("Content-Length", str(len(answer.body)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        self.wfile.write(answer.body)
+
+    def do_POST(self) -> None:
+        if urlsplit(self.path).path.rstrip("/").split("/")[-1] != "add-checkpoint":
+            self._send(Answer.text(404, "POST <prefix>/add-checkpoint"))
+            return
+        try:
+            length = int(self.headers.get("Content-Length") or "0")
+        except ValueError:
+            length = -1
+        if not 0 < length <= MAX_BODY:
+            self._send(Answer.text(400, f"a request body of 1..{MAX_BODY} bytes with its Content-Length"))
+            return
+        self._send(self.witness.add_checkpoint(self.rfile.read(length)))
+
+    def do_GET(self) -> None:
+        url = urlsplit(self.path)
+        if url.path.rstrip("/").split("/")[-1] != "checkpoint":
+            self._send(Answer.text(404, "GET <prefix>/checkpoint?origin=<origin>"))
+            return
+        origin = (parse_qs(url.query).get("origin") or [""])[0]
+        note = self.witness.latest(origin)
+        if note is None:
+            self._send(Answer.text(404, f"no checkpoint cosigned for {origin!r}"))
+            return
+        self._send(Answer(200, "text/plain; charset=utf-8", note.encode()))
+
+    def log_message(self, format: str, *args: Any) -> None:
+        sys.stderr.write(f"witness {self.address_string()} {format % args}\n")
+
+
 def _handler(
     witness: Witness, read_timeout: float = READ_TIMEOUT_S, deadline: float = REQUEST_DEADLINE_S
 ) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"  # keep-alive, as the spec asks
-        timeout = read_timeout  # StreamRequestHandler sets it on the socket: every read waits at most this
+    class Handler(_WitnessHandler):
+        pass
 
-        def handle_one_request(self) -> None:
-            # The socket timeout bounds each read, not a client that drips a byte per read: past the deadline
-            # the connection is shut down, which ends the blocked read and this connection's thread.
-            watchdog = threading.Timer(deadline, self._cut)
-            watchdog.daemon = True
-            watchdog.start()
-            try:
-                super().handle_one_request()
-            except OSError:
-                self.close_connection = True
-            finally:
-                watchdog.cancel()
-
-        def _cut(self) -> None:
-            self.close_connection = True
-            with contextlib.suppress(OSError):  # already closed: nothing to cut
-                self.connection.shutdown(socket.SHUT_RDWR)
-
-        def _send(self, answer: Answer) -> None:
-            self.send_response(answer.status)
-            self.send_header("Content-Type", answer.content_type)
-            self.send_header("Content-Length", str(len(answer.body)))
-            self.send_header("Cache-Control", "no-store")
-            self.end_headers()
-            self.wfile.write(answer.body)
-
-        def do_POST(self) -> None:
-            if urlsplit(self.path).path.rstrip("/").split("/")[-1] != "add-checkpoint":
-                self._send(Answer.text(404, "POST <prefix>/add-checkpoint"))
-                return
-            try:
-                length = int(self.headers.get("Content-Length") or "0")
-            except ValueError:
-                length = -1
-            if not 0 < length <= MAX_BODY:
-                self._send(Answer.text(400, f"a request body of 1..{MAX_BODY} bytes with its Content-Length"))
-                return
-            self._send(witness.add_checkpoint(self.rfile.read(length)))
-
-        def do_GET(self) -> None:
-            url = urlsplit(self.path)
-            if url.path.rstrip("/").split("/")[-1] != "checkpoint":
-                self._send(Answer.text(404, "GET <prefix>/checkpoint?origin=<origin>"))
-                return
-            origin = (parse_qs(url.query).get("origin") or [""])[0]
-            note = witness.latest(origin)
-            if note is None:
-                self._send(Answer.text(404, f"no checkpoint cosigned for {origin!r}"))
-                return
-            self._send(Answer(200, "text/plain; charset=utf-8", note.encode()))
-
-        def log_message(self, format: str, *args: Any) -> None:
-            sys.stderr.write(f"witness {self.address_string()} {format % args}\n")
-
+    Handler.witness = witness
+    Handler.timeout = read_timeout
+    Handler.deadline = deadline
     return Handler
 
 
@@ -326,6 +353,14 @@ def serve(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.action == "keygen":
+        return _keygen(parser, args)
+    return _serve(parser, args)
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="benchreg witness", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="action", required=True)
     keygen = sub.add_parser("keygen", help="create a witness key file (mode 0600) and print its verifier key")
@@ -366,22 +401,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=REQUEST_DEADLINE_S,
         help=f"seconds a whole request may take to arrive (default {REQUEST_DEADLINE_S:g})",
     )
-    args = parser.parse_args(argv)
-    if args.action == "keygen":
-        text = cosigner_key(args.name, Ed25519PrivateKey.generate())
-        try:
-            write_private_key_file(args.out, text)
-        except FileExistsError:
-            parser.error(f"{args.out} exists; a witness key is never overwritten")
-        print(parse_cosigner_key(text).public.vkey)
-        return 0
-    if args.key is None:
-        parser.error("no key: pass --key FILE or set BENCHREG_WITNESS_KEY")
+    return parser
+
+
+def _keygen(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    text = cosigner_key(args.name, Ed25519PrivateKey.generate())
+    try:
+        write_private_key_file(args.out, text)
+    except FileExistsError:
+        parser.error(f"{args.out} exists; a witness key is never overwritten")
+    print(parse_cosigner_key(text).public.vkey)
+    return 0
+
+
+def _load_witness(args: argparse.Namespace) -> Witness | None:
+    """The witness from its key file and the logs' keys; None (said on stderr) when they cannot be read."""
     try:
         key = parse_cosigner_key(read_private_key_file(Path(args.key)))
-        witness = Witness(key, args.log_key, args.state)
+        return Witness(key, args.log_key, args.state)
     except (KeyFileError, NoteError) as exc:
         print(f"benchreg witness: {exc}", file=sys.stderr)
+        return None
+
+
+def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    if args.key is None:
+        parser.error("no key: pass --key FILE or set BENCHREG_WITNESS_KEY")
+    witness = _load_witness(args)
+    if witness is None:
         return 2
     if args.max_connections < 1 or args.read_timeout <= 0 or args.request_deadline <= 0:
         parser.error("--max-connections, --read-timeout and --request-deadline must be positive")

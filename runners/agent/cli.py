@@ -14,6 +14,7 @@ import re
 import socket
 import sys
 from pathlib import Path
+from typing import Any
 
 from ..client import RegistryClient, RegistryError
 from ..environment import capture
@@ -50,22 +51,31 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
-def enroll(args: argparse.Namespace) -> int:
-    path = args.config or credentials.default_path()
+def _enrolment(args: argparse.Namespace) -> tuple[int, Any]:
+    """(0, the registry's answer to the enrolment), or (the exit status, None) when it refused or was away (said
+    on stderr)."""
     body = {"token": args.token, "name": args.name, "inventory": capture()}
     with RegistryClient(args.server, args.token) as client:
         try:
             response = client.request("POST", "/api/v1/agents/enroll", json=body)
         except RegistryError as exc:
             print(f"benchreg agent enroll: {exc}", file=sys.stderr)
-            return 2
+            return 2, None
     answer = response.json() if response.headers.get("content-type", "").endswith("json") else {}
     if response.status_code != 201:
         print(
             f"benchreg agent enroll: refused ({response.status_code}): {answer.get('detail', response.text)}",
             file=sys.stderr,
         )
-        return 1
+        return 1, None
+    return 0, answer
+
+
+def enroll(args: argparse.Namespace) -> int:
+    path = args.config or credentials.default_path()
+    status, answer = _enrolment(args)
+    if status:
+        return status
     broker = args.broker or answer.get("broker_url") or ""
     credential = Credential(
         server=args.server,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
@@ -130,6 +130,10 @@ def _measure(
         raise
     except Exception as exc:  # the runner's own failure is the job's result, reported with its message
         error, status = f"{type(exc).__name__}: {exc}", "failed"
+    return _report_failure(registry, claim, claimant, error, status)
+
+
+def _report_failure(registry: JobRegistry, claim: Claim, claimant: str, error: str, status: str) -> JobOutcome:
     log.warning("job %s %s: %s", claim.job, status, error)
     try:
         registry.fail(claim.job, claimant=claimant, error=error, timed_out=status == "timed_out")
@@ -153,26 +157,57 @@ def run_job(
     Raises runners.client.RegistryError (network, 5xx, JobBusy) for the caller to retry with backoff; every
     other outcome is returned. `timeout_errors` are the exceptions that mean "soft time limit reached".
     """
+    claim = _claim(registry, job_id, claimant, lease_seconds)
+    if isinstance(claim, JobOutcome):
+        return claim
+    with _lease(registry, job_id, claimant, lease_seconds, heartbeat_every):
+        measured = _pending_or_measured(registry, job_id, claim, claimant, run, timeout_errors)
+    if isinstance(measured, JobOutcome):
+        return measured
+    return _deliver(registry, job_id, measured, claimant)
+
+
+def _claim(registry: JobRegistry, job_id: int, claimant: str, lease_seconds: int) -> Claim | JobOutcome:
     try:
-        claim = registry.claim(job_id, claimant=claimant, lease_seconds=lease_seconds)
+        return registry.claim(job_id, claimant=claimant, lease_seconds=lease_seconds)
     except JobGone as exc:
         pending.pop(job_id, None)
         log.info("job %s: nothing to do: %s", job_id, exc)
         return JobOutcome(job_id, "skipped", detail=str(exc))
+
+
+@contextlib.contextmanager
+def _lease(
+    registry: JobRegistry, job_id: int, claimant: str, lease_seconds: int, heartbeat_every: float | None
+) -> Iterator[None]:
+    """Renew the lease every `heartbeat_every` seconds (if set) while the block runs: the lease guards the
+    measurement; delivery is guarded by the registry."""
     keeper = LeaseKeeper(registry, job_id, claimant, lease_seconds, heartbeat_every) if heartbeat_every else None
     if keeper is not None:
         keeper.start()
     try:
-        document = pending.get(job_id)
-        if document is None:
-            measured = _measure(registry, claim, claimant, run, timeout_errors)
-            if isinstance(measured, JobOutcome):
-                return measured
-            document = pending[job_id] = measured
+        yield
     finally:
-        if keeper is not None:  # the lease guards the measurement; delivery is guarded by the registry
+        if keeper is not None:
             keeper.stopped.set()
-    return _deliver(registry, job_id, document, claimant)
+
+
+def _pending_or_measured(
+    registry: JobRegistry,
+    job_id: int,
+    claim: Claim,
+    claimant: str,
+    run: Callable[[RunSpec], dict[str, Any]],
+    timeout_errors: tuple[type[BaseException], ...],
+) -> dict[str, Any] | JobOutcome:
+    """The document measured earlier and not yet delivered, else a new measurement (kept until delivered)."""
+    document = pending.get(job_id)
+    if document is None:
+        measured = _measure(registry, claim, claimant, run, timeout_errors)
+        if isinstance(measured, JobOutcome):
+            return measured
+        document = pending[job_id] = measured
+    return document
 
 
 def _deliver(registry: JobRegistry, job_id: int, document: dict[str, Any], claimant: str) -> JobOutcome:

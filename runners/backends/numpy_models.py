@@ -8,6 +8,7 @@ NumPy backend can train; transformer training needs the PyTorch backend.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
@@ -114,6 +115,24 @@ class AdamW:
             p -= (self.lr * (m / c1) / (np.sqrt(v / c2) + self.eps)).astype(F32)
 
 
+def _new_block(normal: Callable[[int, int], Arr], d: int, f: int) -> dict[str, Arr]:
+    """One transformer block's parameters; `normal` draws the weights (in this order: wqkv, wo, w1, w2)."""
+    return {
+        "ln1_g": np.ones(d, F32),
+        "ln1_b": np.zeros(d, F32),
+        "wqkv": normal(d, 3 * d),
+        "bqkv": np.zeros(3 * d, F32),
+        "wo": normal(d, d),
+        "bo": np.zeros(d, F32),
+        "ln2_g": np.ones(d, F32),
+        "ln2_b": np.zeros(d, F32),
+        "w1": normal(d, f),
+        "b1": np.zeros(f, F32),
+        "w2": normal(f, d),
+        "b2": np.zeros(d, F32),
+    }
+
+
 @dataclass
 class Transformer:
     """Pre-LN transformer with tied input/output embeddings; `causal` makes it a decoder."""
@@ -133,23 +152,7 @@ class Transformer:
         def normal(*shape: int) -> Arr:
             return (rng.standard_normal(shape) * 0.02).astype(F32)
 
-        blocks = [
-            {
-                "ln1_g": np.ones(d, F32),
-                "ln1_b": np.zeros(d, F32),
-                "wqkv": normal(d, 3 * d),
-                "bqkv": np.zeros(3 * d, F32),
-                "wo": normal(d, d),
-                "bo": np.zeros(d, F32),
-                "ln2_g": np.ones(d, F32),
-                "ln2_b": np.zeros(d, F32),
-                "w1": normal(d, f),
-                "b1": np.zeros(f, F32),
-                "w2": normal(f, d),
-                "b2": np.zeros(d, F32),
-            }
-            for _ in range(workload.layers)
-        ]
+        blocks = [_new_block(normal, d, f) for _ in range(workload.layers)]
         return cls(
             normal(workload.vocabulary_size, d),
             blocks,

@@ -6,6 +6,7 @@ are recorded, because a silent TF32 default changes fp32 results by up to 3 deci
 
 from __future__ import annotations
 
+import copy
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
@@ -98,6 +99,41 @@ class TorchTrainer:
 
     def loss_value(self, loss: torch.Tensor) -> float:
         return float(loss.detach().float().item())
+
+
+# What int8 and fp8 change in the precision section (the other precisions: weights, accumulation fp32).
+_QUANTIZED_PRECISION: dict[str, dict[str, Any]] = {
+    "int8": {
+        "weights": "int8",
+        "activations": "fp32",
+        "accumulation": "int32",
+        "quantization": {
+            "method": "dynamic",
+            "granularity": "per-tensor",
+            "library": "torch.ao.quantization",
+            "notes": "weights int8 ahead of time; activations quantized per batch at run time",
+        },
+    },
+    "fp8": {
+        "weights": "fp8-e4m3",
+        "quantization": {
+            "method": "dynamic",
+            "granularity": "per-tensor",
+            "library": "torch._scaled_mm",
+            "notes": "Linear layers with dimensions divisible by 16; other ops bf16 autocast",
+        },
+    },
+}
+
+
+def _cuda_settings() -> dict[str, Scalar]:
+    return {
+        "torch.backends.cudnn.enabled": torch.backends.cudnn.enabled,
+        "torch.backends.cudnn.benchmark": torch.backends.cudnn.benchmark,
+        "torch.backends.cuda.flash_sdp_enabled": torch.backends.cuda.flash_sdp_enabled(),  # type: ignore[no-untyped-call]
+        "torch.backends.cuda.mem_efficient_sdp_enabled": torch.backends.cuda.mem_efficient_sdp_enabled(),  # type: ignore[no-untyped-call]
+        "torch.backends.cuda.math_sdp_enabled": torch.backends.cuda.math_sdp_enabled(),  # type: ignore[no-untyped-call]
+    }
 
 
 class TorchBackend:
@@ -219,15 +255,7 @@ class TorchBackend:
             else None,
         }
         if self.device == "cuda":
-            out.update(
-                {
-                    "torch.backends.cudnn.enabled": torch.backends.cudnn.enabled,
-                    "torch.backends.cudnn.benchmark": torch.backends.cudnn.benchmark,
-                    "torch.backends.cuda.flash_sdp_enabled": torch.backends.cuda.flash_sdp_enabled(),  # type: ignore[no-untyped-call]
-                    "torch.backends.cuda.mem_efficient_sdp_enabled": torch.backends.cuda.mem_efficient_sdp_enabled(),  # type: ignore[no-untyped-call]
-                    "torch.backends.cuda.math_sdp_enabled": torch.backends.cuda.math_sdp_enabled(),  # type: ignore[no-untyped-call]
-                }
-            )
+            out.update(_cuda_settings())
         return out
 
     def precision_section(self, phase: str, precision: str) -> dict[str, Any]:
@@ -239,28 +267,7 @@ class TorchBackend:
             "kv_cache": None,
             "quantization": None,
         }
-        if precision == "int8":
-            out.update(
-                weights="int8",
-                activations="fp32",
-                accumulation="int32",
-                quantization={
-                    "method": "dynamic",
-                    "granularity": "per-tensor",
-                    "library": "torch.ao.quantization",
-                    "notes": "weights int8 ahead of time; activations quantized per batch at run time",
-                },
-            )
-        elif precision == "fp8":
-            out.update(
-                weights="fp8-e4m3",
-                quantization={
-                    "method": "dynamic",
-                    "granularity": "per-tensor",
-                    "library": "torch._scaled_mm",
-                    "notes": "Linear layers with dimensions divisible by 16; other ops bf16 autocast",
-                },
-            )
+        out.update(copy.deepcopy(_QUANTIZED_PRECISION.get(precision, {})))
         if phase == "training":
             out.update(master_weights="fp32", loss_scaling="dynamic" if precision == "fp16" else None)
         return out
