@@ -1,39 +1,6 @@
 """One environment-driven settings file. Defaults give the embedded deployment (SQLite, eager Celery).
 
-Environment:
-  BENCHREG_DATA_DIR   where the SQLite file, keys and reports live (default: <checkout>/data)
-  DATABASE_URL        e.g. postgres://user@127.0.0.1:5432/benchreg (unset: SQLite in the data dir)
-  CELERY_BROKER_URL   e.g. redis://127.0.0.1:6379/0 (unset: tasks run in-process)
-  SECRET_KEY          (unset: generated once into the data dir)
-  DEBUG               "1"/"0" (default 0)
-  ALLOWED_HOSTS       comma-separated (default: localhost names)
-  BENCHREG_MAX_SUBMISSION_BYTES  largest accepted submission body (default 5 MiB)
-  BENCHREG_MAX_BATCH_BYTES       largest accepted batch body, application/x-ndjson (default 32 MiB)
-  BENCHREG_MAX_BATCH_DOCUMENTS   most documents (lines) in one batch (default 2000)
-  BENCHREG_MAX_JSON_DEPTH        deepest nesting of any other JSON request body (default 32)
-  BENCHREG_AUDIT_SEQUENCING      commit (default), inline or worker: when queued audit entries are numbered
-  BENCHREG_LOG_ORIGIN            the audit log's checkpoint origin line (default benchreg.local/audit)
-  BENCHREG_CHECKPOINT_KEY        checkpoint signing key: a C2SP signer key string or a key file's path
-                                 (unset: generated on first use into <data dir>/keys/checkpoint.key)
-  BENCHREG_CHECKPOINT_TRUSTED_KEYS  comma-separated verifier keys of earlier (rotated) checkpoint keys
-  BENCHREG_AUDIT_COMMITMENT_KEY  file holding the key that commits audit entries' actors (hex; unset: generated
-                                 on first use into <data dir>/keys/audit-commitment.key)
-  BENCHREG_CHECKPOINT_INTERVAL_S    seconds between periodic checkpoints (default 300)
-  BENCHREG_REPORT_PKCS12 / _KEY / _CERT / _TRUSTED_CERTS / _TIMESTAMP  report signing (docs/reports.md)
-  BENCHREG_TASK_QUEUE            the broker queue of the registry's own tasks (default celery)
-  BENCHREG_WEBHOOK_QUEUE         the broker queue of outbound webhook deliveries (default webhooks)
-  BENCHREG_WEBHOOK_ALLOWED_NETWORKS  CIDRs webhooks may reach although not global (default: none)
-  BENCHREG_WEBHOOK_DEADLINE_S / _MAX_RESPONSE_BYTES / _MAX_ATTEMPTS / _GIVE_UP_AFTER_S  delivery bounds (security.md)
-  BENCHREG_S3_BUCKET / _ENDPOINT_URL / _REGION  report PDFs and uploaded archives on S3-compatible storage
-                                 (unset: files in the data dir; docs/operations.md)
-  BENCHREG_THROTTLE_ANON / _USER / _VERIFY   API rates, e.g. "60/min" (docs/security.md)
-  BENCHREG_MAX_VERIFY_BYTES      largest report PDF the anonymous verification endpoint accepts (default 20 MiB)
-  BENCHREG_VERIFY_MAX_STREAM_BYTES / _MAX_INFLATED_BYTES  most bytes one PDF stream / one verification may
-                                 inflate (defaults 32 MiB / 64 MiB per revision read; docs/security.md)
-  BENCHREG_IMPORT_MAX_UNPACKED_BYTES / _MAX_MEMBERS  bounds of an archive uploaded in the admin
-                                 (defaults 512 MiB, 20000 entries; counted while it is unpacked)
-  BENCHREG_LOGIN_FAILURE_LIMIT   wrong passwords per account and per address before a lock-out (default 5)
-  BENCHREG_LOGIN_COOLOFF_MINUTES how long a lock-out lasts (default 15)
+Every environment variable it reads, with its default, is listed in docs/operations.md ("Environment").
 """
 
 from __future__ import annotations
@@ -48,35 +15,10 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from kombu import Exchange, Queue
 
+from registry.environment import env_bool, env_int, env_list
 from registry.keyfiles import create_once
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-
-
-def env_bool(name: str, default: bool) -> bool:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    if raw.lower() in ("1", "true", "yes", "on"):
-        return True
-    if raw.lower() in ("0", "false", "no", "off"):
-        return False
-    raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean (use 1 or 0)")
-
-
-def env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise ImproperlyConfigured(f"{name}={raw!r} is not an integer") from None
-
-
-def env_list(name: str, default: list[str]) -> list[str]:
-    raw = os.environ.get(name)
-    return [item.strip() for item in raw.split(",") if item.strip()] if raw else default
 
 
 DATA_DIR = Path(os.environ.get("BENCHREG_DATA_DIR") or BASE_DIR / "data").resolve()
