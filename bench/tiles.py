@@ -18,6 +18,7 @@ import sys
 import tempfile
 import threading
 import time
+from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -89,7 +90,7 @@ def main() -> None:
     }
     os.environ.update(env)
     server = None
-    witnesses: list[subprocess.Popen[str]] = []
+    witnesses = ExitStack()  # the witness processes, stopped on the way out
     try:
         subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
         import django
@@ -97,7 +98,7 @@ def main() -> None:
         django.setup()
         from django.conf import settings
 
-        from devtools.witness_keys import new_key
+        from devtools.witnesses import witness
         from protocol.audit_entries import entry_text
         from protocol.transparency import leaf_hash
         from registry.audit.keys import checkpoint_key
@@ -170,33 +171,8 @@ def main() -> None:
         log_vkey = checkpoint_key().vkey
         configured = []
         for i in range(3):
-            key, vkey = new_key(data / "witnesses", f"bench.local/w{i}")
-            proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "registry.cli",
-                    "witness",
-                    "serve",
-                    "--key",
-                    str(key),
-                    "--log-key",
-                    log_vkey,
-                    "--state",
-                    str(data / f"w{i}.json"),
-                    "--listen",
-                    "127.0.0.1:0",
-                ],
-                cwd=ROOT,
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                text=True,
-            )
-            witnesses.append(proc)
-            assert proc.stdout is not None
-            url = proc.stdout.readline().rsplit(" on ", 1)[1].strip()
-            configured.append(f"{url} {vkey}")
+            started = witnesses.enter_context(witness(data / "witnesses", f"bench.local/w{i}", log_vkey))
+            configured.append(started.setting)
         seq = args.entries
         for count in (1, 3):
             settings.BENCHREG_WITNESSES = configured[:count]
@@ -227,8 +203,7 @@ def main() -> None:
     finally:
         if server is not None:
             server.terminate()
-        for proc in witnesses:
-            proc.terminate()
+        witnesses.close()
         from django.db import connections
 
         connections.close_all()

@@ -14,6 +14,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
 
+from devtools.witnesses import witness
 from protocol.cosignature import verify_cosignatures
 from protocol.transparency import MerkleTree, leaf_hash
 from registry.audit.keys import checkpoint_key, log_origin
@@ -23,7 +24,6 @@ from registry.selectors import audit as audit_selectors
 from registry.services.audit import checkpoint_sign
 from registry.services.submissions import submission_create
 from registry.services.witnesses import WitnessRefused, cosignature_request, witnesses_configured
-from tests.registry.audit.witness_proc import witness
 from tests.registry.services.test_submissions import document_variant
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]

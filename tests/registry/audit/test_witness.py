@@ -15,7 +15,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from devtools.witness_keys import new_key
+from devtools.witnesses import ROOT, new_key, witness
 from protocol.cosignature import verify_cosignatures
 from protocol.signed_note import Checkpoint as NoteCheckpoint
 from protocol.signed_note import sign_note
@@ -24,7 +24,6 @@ from registry.choices import AuditKind, CheckpointReason
 from registry.models import Cosignature
 from registry.services.audit import audit_append, checkpoint_sign
 from registry.services.witnesses import WitnessRefused, cosignature_request, witnesses_configured
-from tests.registry.audit.witness_proc import ROOT, witness
 
 pytestmark = pytest.mark.django_db
 

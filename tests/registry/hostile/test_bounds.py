@@ -16,7 +16,7 @@ import httpx
 import pytest
 from django.db.models.signals import post_save
 
-from devtools.witness_keys import new_key
+from devtools.witnesses import ROOT, new_key
 from registry.models import Job, Plan, Report, Schedule, ScheduleFire
 from registry.services.agents import agent_heartbeat
 from registry.services.comparisons import comparison_create
@@ -24,7 +24,6 @@ from registry.services.schedule_firing import schedules_tick
 from registry.services.schedules import schedule_create, schedule_delete
 from registry.services.submissions import submission_create
 from tests.registry.agents.conftest import enrol, make_plan
-from tests.registry.audit.witness_proc import ROOT
 from tests.registry.hostile.people import person, with_token
 from tests.registry.reports.conftest import fleet_documents
 

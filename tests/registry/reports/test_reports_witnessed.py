@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from devtools.witness_keys import new_key
+from devtools.witnesses import new_key, witness
 from protocol.cosignature import verify_cosignatures
 from registry.audit.keys import checkpoint_key
 from registry.choices import ReportStatus
 from registry.services.reports import report_bytes, report_verify
-from tests.registry.audit.witness_proc import witness
 
 from .conftest import make_report
 from .test_reports_service import evidence_of

@@ -1,4 +1,5 @@
-"""Start `benchreg witness serve` as a process of its own (its own key file and state), as on another machine."""
+"""Witnesses for the witnessed-log tests and benchmarks: a signing key on disk, as `benchreg witness` reads it, and
+`benchreg witness serve` started as a process of its own (its own key file and state), as on another machine."""
 
 from __future__ import annotations
 
@@ -10,9 +11,20 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from devtools.witness_keys import new_key
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-ROOT = Path(__file__).resolve().parents[3]
+from protocol.cosignature import cosigner_key, parse_cosigner_key
+from verifier.witness import write_private_key_file
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def new_key(directory: Path, name: str) -> tuple[Path, str]:
+    """A fresh cosigner key for witness `name`, written under `directory`; returns its path and verifier key."""
+    text = cosigner_key(name, Ed25519PrivateKey.generate())
+    path = directory / f"{name.replace('/', '_')}.key"
+    write_private_key_file(path, text)
+    return path, parse_cosigner_key(text).public.vkey
 
 
 @dataclass(frozen=True)
