@@ -18,6 +18,7 @@ from . import rules
 from .errors import Error, pointer
 from .parsing import MAX_EXACT_INTEGER
 from .percentiles import NUMPY_METHOD, quantile
+from .schema import FROZEN_SCHEMA_FILES, known_minors, minor_number, schema_errors
 
 Rule = Callable[[dict[str, Any]], Iterator[Error]]
 
@@ -84,6 +85,66 @@ def _all_representable(doc: Any) -> bool:
         elif _unrepresentable(value) is not None:
             return False
     return True
+
+
+def fields_fit_declared_minor(doc: dict[str, Any]) -> Iterator[Error]:
+    """A document declaring an earlier minor uses only what that minor had (docs/protocol.md, section 1).
+
+    The live schema accepts every minor's fields, so a 1.0 document using a 1.1 field or format would otherwise be
+    stored as 1.0 and read by a 1.0 reader that refuses it. Each use is found by validating against the declared
+    minor's frozen schema: whatever it refuses and the live schema accepts was added later, and the error names the
+    first minor that has it.
+    """
+    declared = _declared_minor(doc)
+    if declared not in FROZEN_SCHEMA_FILES:
+        return  # the live minor, a later one (its unknown fields are refused as such) or no valid version at all
+    live = _problems(doc, rules.PROTOCOL_VERSION_LATEST)
+    for err in schema_errors(doc, declared):
+        if (err.pointer, err.code) in live:
+            continue  # wrong under every minor: the schema's own error says so
+        needed = _first_minor_accepting(doc, err, declared)
+        yield Error(err.pointer, "needs-newer-minor", _newer_minor_words(doc, err, declared, needed))
+
+
+def _declared_minor(doc: dict[str, Any]) -> str | None:
+    """The "1.N" of `/protocol` when it is a well-formed version of this protocol's major 1, else None."""
+    declared = doc.get("protocol")
+    prefix = f"{rules.PROTOCOL_NAME}/1."
+    if not isinstance(declared, str) or not declared.startswith(prefix) or not declared[len(prefix) :].isdigit():
+        return None
+    return declared.removeprefix(f"{rules.PROTOCOL_NAME}/")
+
+
+def _problems(doc: dict[str, Any], version: str) -> set[tuple[str, str]]:
+    return {(e.pointer, e.code) for e in schema_errors(doc, version)}
+
+
+def _first_minor_accepting(doc: dict[str, Any], err: Error, declared: str) -> str:
+    later = [v for v in known_minors() if minor_number(v) > minor_number(declared)]
+    return next(v for v in later if (err.pointer, err.code) not in _problems(doc, v))
+
+
+def _newer_minor_words(doc: dict[str, Any], err: Error, declared: str, needed: str) -> str:
+    says = f"this document declares {rules.PROTOCOL_NAME}/{declared}: declare {rules.PROTOCOL_NAME}/{needed} to use it"
+    if err.code == "unknown-field":
+        name = err.pointer.rsplit("/", 1)[-1].replace("~1", "/").replace("~0", "~")
+        return f"'{name}' is a field of protocol {needed}, not {declared}; {says}"
+    value = _at(doc, err.pointer)
+    shown = f"'{value}'" if isinstance(value, str) else repr(value)
+    return f"{shown} is a value of protocol {needed} here, not of {declared}; {says}"
+
+
+def _at(doc: Any, at: str) -> Any:
+    """The value a JSON pointer names, through objects and arrays; None where there is none."""
+    for part in at.split("/")[1:] if at else []:
+        key = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(doc, dict):
+            doc = doc.get(key)
+        elif isinstance(doc, list) and key.isdigit() and int(key) < len(doc):
+            doc = doc[int(key)]
+        else:
+            return None
+    return doc
 
 
 def scenario_fits_phase(doc: dict[str, Any]) -> Iterator[Error]:
@@ -261,6 +322,7 @@ def derived_values_consistent(doc: dict[str, Any]) -> Iterator[Error]:
     yield from _mfu_consistent(doc)
     yield from _loss_consistent(doc)
     yield from _energy_consistent(doc)
+    yield from _scaled_time_consistent(doc)
 
 
 def _mfu_consistent(doc: dict[str, Any]) -> Iterator[Error]:
@@ -289,6 +351,28 @@ def _energy_consistent(doc: dict[str, Any]) -> Iterator[Error]:
         if joules is not None and watts and joules / watts > elapsed * 1.01 + 1.0:
             message = f"{joules:g} J at {watts:g} W lasts {joules / watts:g} s, longer than the run"
             yield Error("/metrics/energy/joules", "inconsistent-derived-value", message)
+
+
+# A published time to quality is rounded (MLPerf: minutes to two or three decimals) before the importer multiplies it
+# back into seconds, so the scaled time may differ from unscaled × factor by that rounding: 1% plus half a second.
+SCALED_TIME_TOLERANCE = (0.01, 0.5)
+
+
+def _scaled_time_consistent(doc: dict[str, Any]) -> Iterator[Error]:
+    ttq = _get(doc, "metrics", "time_to_quality")
+    if not isinstance(ttq, dict):
+        return
+    seconds, unscaled = _num(ttq.get("seconds")), _num(ttq.get("unscaled_seconds"))
+    factor = _num(ttq.get("scaling_factor"))
+    if seconds is None or unscaled is None or factor is None:
+        return
+    relative, absolute = SCALED_TIME_TOLERANCE
+    expected = unscaled * factor
+    if abs(seconds - expected) > relative * expected + absolute:
+        message = (
+            f"seconds {seconds:g} is not unscaled_seconds × scaling_factor = {unscaled:g} × {factor:g} = {expected:g}"
+        )
+        yield Error("/metrics/time_to_quality/seconds", "inconsistent-derived-value", message)
 
 
 def shape_consistent(doc: dict[str, Any]) -> Iterator[Error]:
@@ -432,6 +516,7 @@ def _batch_times(doc: dict[str, Any], metric: dict[str, Any]) -> tuple[float, in
 
 
 RULES: tuple[Rule, ...] = (
+    fields_fit_declared_minor,
     scenario_fits_phase,
     required_metrics_present,
     primary_metric_present,

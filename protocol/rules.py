@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 PROTOCOL_NAME = "benchreg.submission"
+# The version the bundled runners write: they use no field added after 1.0, and a run's document (so its digest)
+# stays what it was. Writers that use a field or value of a later minor declare that minor.
 PROTOCOL_VERSION = "1.0"
+# The newest minor this code knows: the live schema (schemas/submission.v1.schema.json) is this version. Importers
+# that write its fields (the MLPerf importer: fp4 formats, power windows, inferred results) declare it.
+PROTOCOL_VERSION_LATEST = "1.1"
 
 INFERENCE_SCENARIOS = frozenset({"single-stream", "multi-stream", "server", "offline", "interactive"})
 TRAINING_SCENARIOS = frozenset({"fixed-steps", "time-to-quality"})
@@ -20,8 +25,15 @@ PERCENTILES = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p97": 97.0, "p99": 99.0, 
 # p97 and p99.9, which MLPerf logs also report, follow the same rule.
 MIN_SAMPLES_FOR_PERCENTILE = {"p90": 64, "p95": 130, "p97": 217, "p99": 662, "p999": 6636}
 
-# Weight formats that are quantized and so need a `precision.quantization` block describing how.
-QUANTIZED_FORMATS = frozenset({"int8", "int4", "nvfp4", "mxfp4", "mxfp8", "fp8", "fp8-e4m3", "fp8-e5m2"})
+# Weight formats that are quantized and so need a `precision.quantization` block describing how. The fp6 and fp4
+# families (since protocol 1.1) are quantized like fp8, whether or not the source states the variant. Every format of
+# the schema is in exactly one of QUANTIZED_FORMATS, UNQUANTIZED_FORMATS and "unspecified" (a test holds this), so a
+# format added later must be placed, not defaulted.
+FP8_FORMATS = frozenset({"fp8", "fp8-e4m3", "fp8-e5m2", "mxfp8"})
+FP6_FORMATS = frozenset({"fp6", "fp6-e2m3", "fp6-e3m2", "mxfp6-e2m3", "mxfp6-e3m2"})
+FP4_FORMATS = frozenset({"fp4", "fp4-e2m1", "nvfp4", "mxfp4"})
+QUANTIZED_FORMATS = frozenset({"int8", "int4", *FP8_FORMATS, *FP6_FORMATS, *FP4_FORMATS})
+UNQUANTIZED_FORMATS = frozenset({"fp64", "fp32", "tf32", "bf16", "fp16", "int32"})
 
 # A measurement window must be at least this long (seconds) and this many timed iterations.
 MIN_WINDOW_SECONDS = 1.0

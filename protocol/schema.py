@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterator
 from functools import cache
@@ -11,30 +12,62 @@ from typing import Any
 import fastjsonschema
 from jsonschema import Draft202012Validator, FormatChecker, ValidationError
 
+from . import rules
 from .errors import Error, pointer
 
 SCHEMA_DIR = Path(__file__).parent / "schemas"
+# The live schema: protocol rules.PROTOCOL_VERSION_LATEST, the newest minor, which accepts every document of major 1.
 SUBMISSION_SCHEMA_FILE = SCHEMA_DIR / "submission.v1.schema.json"
+# Earlier minors, each frozen byte for byte when the next was made (tests pin their digests). A document declaring one
+# of them may use only what it had (protocol.checks.fields_fit_declared_minor).
+FROZEN_SCHEMA_FILES = {"1.0": SCHEMA_DIR / "submission.v1.0.schema.json"}
+
+
+def minor_number(version: str) -> int:
+    """The minor of a "1.N" version, for ordering ("1.10" comes after "1.9")."""
+    return int(version.partition(".")[2])
+
+
+def known_minors() -> tuple[str, ...]:
+    """Every minor of major 1 this code has a schema for, oldest first; the last is the live one."""
+    return (*sorted(FROZEN_SCHEMA_FILES, key=minor_number), rules.PROTOCOL_VERSION_LATEST)
+
+
+def _schema_file(version: str) -> Path:
+    if version == rules.PROTOCOL_VERSION_LATEST:
+        return SUBMISSION_SCHEMA_FILE
+    if version not in FROZEN_SCHEMA_FILES:
+        raise KeyError(f"no schema for protocol {version}: this code knows {', '.join(known_minors())}")
+    return FROZEN_SCHEMA_FILES[version]
 
 
 @cache
-def submission_schema() -> dict[str, Any]:
-    """The submission schema as loaded from its data file (read once per process)."""
-    schema: dict[str, Any] = json.loads(SUBMISSION_SCHEMA_FILE.read_text())
+def minor_schema(version: str) -> dict[str, Any]:
+    """The schema of one minor (`known_minors`), as loaded from its data file (read once per process)."""
+    schema: dict[str, Any] = json.loads(_schema_file(version).read_text())
     return schema
 
 
+def submission_schema() -> dict[str, Any]:
+    """The live submission schema (the newest minor), as loaded from its data file (read once per process)."""
+    return minor_schema(rules.PROTOCOL_VERSION_LATEST)
+
+
 @cache
-def _validator() -> Draft202012Validator:
-    schema = submission_schema()
+def _validator(version: str = rules.PROTOCOL_VERSION_LATEST) -> Draft202012Validator:
+    schema = minor_schema(version)
     Draft202012Validator.check_schema(schema)
     return Draft202012Validator(schema, format_checker=FormatChecker())
 
 
 @cache
-def fast_validator() -> Any:
-    """A compiled validator: ~40× faster at saying 'valid'. Errors are still enumerated by jsonschema."""
-    return fastjsonschema.compile(submission_schema())
+def fast_validator(version: str = rules.PROTOCOL_VERSION_LATEST) -> Any:
+    """A compiled validator: ~40× faster at saying 'valid'. Errors are still enumerated by jsonschema.
+
+    It compiles a copy: fastjsonschema rewrites each `$ref` of the schema it is given into an absolute address, and
+    the loaded schema is what `submission_schema` serves to clients as the file says it.
+    """
+    return fastjsonschema.compile(copy.deepcopy(minor_schema(version)))
 
 
 def _describe(value: Any) -> str:
@@ -100,7 +133,8 @@ def _value_error(err: ValidationError, here: str, kind: Any) -> Error:
         shown = ", ".join("null" if a is None else str(a) for a in allowed)
         return Error(here, "not-allowed-value", f"{_describe(err.instance)} is not one of: {shown}")
     if kind in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
-        word = "at least" if "inimum" in kind else "at most"
+        words = {"minimum": "at least", "maximum": "at most", "exclusiveMinimum": "above", "exclusiveMaximum": "below"}
+        word = words[kind]
         return Error(here, "out-of-range", f"{_describe(err.instance)} must be {word} {err.validator_value}")
     if kind in ("pattern", "format"):
         message = f"{_describe(err.instance)} does not match the expected format ({err.validator_value})"
@@ -112,18 +146,19 @@ def _value_error(err: ValidationError, here: str, kind: Any) -> Error:
     return Error(here, f"schema-{kind}", err.message)
 
 
-def schema_errors(document: Any) -> list[Error]:
-    """Every schema violation in the document, each with its pointer, code and message.
+def schema_errors(document: Any, version: str = rules.PROTOCOL_VERSION_LATEST) -> list[Error]:
+    """Every violation of the schema of minor `version` (the live one by default), each with its pointer, code and
+    message.
 
     Most documents are valid, so the compiled validator answers first; only a document it refuses pays for
     jsonschema's complete error list (jsonschema stays the reference: tests check the two agree).
     """
     try:
-        fast_validator()(document)
+        fast_validator(version)(document)
         return []
     except fastjsonschema.JsonSchemaException:
         pass
     out: list[Error] = []
-    for err in _validator().iter_errors(document):
+    for err in _validator(version).iter_errors(document):
         out.extend(_translate(err))
     return out

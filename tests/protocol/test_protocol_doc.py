@@ -74,3 +74,34 @@ def test_every_semantic_rule_is_described():
 
     doc = DOC.read_text()
     assert [rule.__name__ for rule in RULES if f"`{rule.__name__}`" not in doc] == []
+
+
+def _schema_fields(node: dict, path: str = ""):
+    """(pointer, schema node) of every field the schema names, array items as `*` (docs/protocol.md, section 3)."""
+    for name, child in (node.get("properties") or {}).items():
+        yield f"{path}/{name}", child
+        yield from _schema_fields(child, f"{path}/{name}")
+    items = node.get("items")
+    if isinstance(items, dict) and "properties" in items:
+        yield from _schema_fields(items, f"{path}/*")
+
+
+def _row(doc: str, start: str) -> str:
+    return next((line for line in doc.splitlines() if line.startswith(start)), "")
+
+
+def test_every_field_and_value_of_the_live_schema_has_its_row() -> None:
+    """Section 3 lists every field of the live schema, each closed list with all its values, and each shared
+    definition; so a field or format a minor adds cannot be left out of the document."""
+    from protocol.schema import submission_schema
+
+    doc, schema = DOC.read_text(), submission_schema()
+    missing = []
+    for at, node in _schema_fields(schema):
+        row = _row(doc, f"| `{at}` |")
+        missing += [at] if not row else [f"{at} {v}" for v in node.get("enum", []) if v and f"`{v}`" not in row]
+    for name, node in schema["$defs"].items():
+        section = doc.partition(f"#### `{name}`")[2].partition("####")[0]
+        missing += [f"$defs/{name}"] if not section else []
+        missing += [f"$defs/{name} {v}" for v in node.get("enum", []) if v and f"`{v}`" not in section]
+    assert missing == []
