@@ -13,9 +13,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from .canonical import canonicalize, digest, digest_of
+from .derivation import Derivation, derivation_of, is_derived
 from .errors import Error, Invalid
 from .parsing import MAX_DEPTH, parse_json, value_errors
-from .rules import PROTOCOL_NAME, PROTOCOL_VERSION
+from .rules import PROTOCOL_NAME, PROTOCOL_VERSION, PROTOCOL_VERSION_LATEST
 
 if TYPE_CHECKING:
     from .schema import submission_schema
@@ -34,15 +35,19 @@ __all__ = [
     "MAX_DEPTH",
     "PROTOCOL_NAME",
     "PROTOCOL_VERSION",
+    "PROTOCOL_VERSION_LATEST",
     "Checked",
+    "Derivation",
     "Error",
     "Invalid",
     "RunSummary",
     "canonicalize",
     "check",
+    "derivation_of",
     "digest",
     "digest_of",
     "errors",
+    "is_derived",
     "parse_json",
     "submission_schema",
     "summarize",

@@ -166,7 +166,11 @@ def system_words(doc: Mapping[str, Any]) -> str:
 
 
 def energy_per_output(doc: Mapping[str, Any]) -> Derived:
-    """Measured energy ÷ outputs, in J per output unit. Never computed from a power limit or TDP."""
+    """Measured energy ÷ outputs, in J per output unit. Never computed from a power limit or TDP.
+
+    The inputs name the meter (source, scope) and, where the run states them (protocol 1.1), the window the
+    measurement covers and how it was taken, so a reader sees "SPEC PTDaemon over 600 s" beside the figure.
+    """
     metrics = doc.get("metrics") or {}
     energy, tput = metrics.get("energy"), metrics.get("throughput") or {}
     rate, unit = _num(tput.get("value")), tput.get("unit")
@@ -177,12 +181,24 @@ def energy_per_output(doc: Mapping[str, Any]) -> Derived:
         return Derived(_ENERGY, None, out_unit, "average power ÷ throughput", reason=reason)
     watts, joules = _num(energy.get("average_power_w")), _num(energy.get("joules"))
     inputs = {"source": energy["source"], "scope": energy.get("scope"), "throughput": rate, "unit": unit}
+    inputs.update(_measurement_stated(energy))
     if not rate:
         return Derived(_ENERGY, None, out_unit, "average power ÷ throughput", inputs, reason="no throughput")
     return _metered_energy(doc, rate, watts, joules, out_unit, inputs)
 
 
 _ENERGY = "energy_per_output"
+
+
+def _measurement_stated(energy: Mapping[str, Any]) -> dict[str, Any]:
+    """The meter's window (s) and method where the run states them; nothing where it does not (older documents'
+    figures keep the inputs they always had)."""
+    stated: dict[str, Any] = {}
+    if (window := _num(energy.get("window_s"))) is not None:
+        stated["window_s"] = window
+    if isinstance(method := energy.get("method"), str) and method:
+        stated["method"] = method
+    return stated
 
 
 def _metered_energy(
@@ -193,10 +209,15 @@ def _metered_energy(
     out_unit: str,
     inputs: dict[str, Any],
 ) -> Derived:
-    """Energy per output from the meter's average power, else from its joules over the window."""
+    """Energy per output from the meter's average power, else from its joules over the window they cover."""
     if watts is not None:
         formula = "measured average power (W) ÷ throughput (per s)"
         return Derived(_ENERGY, finite(watts / rate), out_unit, formula, {**inputs, "average_power_w": watts})
+    metered = inputs.get("window_s")
+    if joules is not None and metered:
+        formula = "measured energy (J) ÷ (throughput × the meter's window seconds)"
+        value = finite(joules / (rate * metered))
+        return Derived(_ENERGY, value, out_unit, formula, {**inputs, "joules": joules})
     seconds = _num(((doc.get("conditions") or {}).get("window") or {}).get("seconds"))
     if joules is not None and seconds:
         formula = "measured energy (J) ÷ (throughput × window seconds)"

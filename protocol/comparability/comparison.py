@@ -13,6 +13,7 @@ from typing import Any
 from .. import sizing as capacity
 from .. import statistics as st
 from ..canonical import digest
+from ..derivation import is_derived
 from ..errors import value_at
 from .definition import ComparabilityError, contract
 from .roles import configuration, field_name, known_axis, split_pointer
@@ -130,6 +131,20 @@ def _comparison_caveats(docs: Sequence[Mapping[str, Any]], arms: list[list[int]]
     if len(arms) == 1:
         out.append({"code": "single-configuration", "message": _ONE_CONFIGURATION})
     return out
+
+
+def _derived_caveats(docs: Sequence[Mapping[str, Any]], names: Sequence[str]) -> list[dict[str, Any]]:
+    """The runs that were derived from another run, named: their values are shown but count as no evidence."""
+    derived = [i for i, d in enumerate(docs) if is_derived(d)]
+    if not derived:
+        return []
+    listed = ", ".join(names[i] for i in derived)
+    message = (
+        f"{listed} {'is a result' if len(derived) == 1 else 'are results'} derived from another run by the "
+        "publisher's rule (MLPerf's inferred results), not measured: shown at face value, counted as no independent "
+        "evidence, so no verdict rests on them"
+    )
+    return [{"code": "derived-results", "message": message, "runs": derived}]
 
 
 _OFFERED_LOAD = (
@@ -271,7 +286,7 @@ def _fill(
     g = _grouping(docs, axis, names)
     arms, estimates = _arm_entries(g, [r["digest"] for r in result["runs"]], assumed)
     _place_runs(result, g, axis)
-    result["caveats"] += _comparison_caveats(docs, g.groups)
+    result["caveats"] += _comparison_caveats(docs, g.groups) + _derived_caveats(docs, names)
     result["arms"] = arms
     base = next(a for a, m in enumerate(g.groups) if baseline_run in m) if baseline_run is not None else 0
     others = [j for j in range(len(arms)) if j != base]

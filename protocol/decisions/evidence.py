@@ -8,6 +8,7 @@ from typing import Any
 
 from .. import comparability as cmp
 from .. import sizing
+from ..derivation import derivation_of
 from ..errors import value_at
 from .question import Question
 
@@ -43,7 +44,19 @@ def origin(doc: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def out_of_question(q: Question, doc: Mapping[str, Any]) -> str | None:
     """Why this run does not answer the question (None: it does). Filters first, then the iso-quality rule."""
-    return _other_workload(q, doc) or _not_a_candidate(q, doc) or _off_quality(q, doc) or _rate_out(q, doc)
+    return (
+        _other_workload(q, doc)
+        or _not_a_candidate(q, doc)
+        or _not_measured(doc)
+        or _off_quality(q, doc)
+        or _rate_out(q, doc)
+    )
+
+
+def _not_measured(doc: Mapping[str, Any]) -> str | None:
+    """A derived run repeats another run's measurement through the publisher's rule: an answer rests on measurements."""
+    derivation = derivation_of(doc)
+    return None if derivation is None else f"not a measurement but {derivation.words()}"
 
 
 def _other_workload(q: Question, doc: Mapping[str, Any]) -> str | None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import rules
+from ..derivation import derivation_of
 from .estimates import Estimate, headline_estimate
 
 
@@ -32,6 +33,9 @@ def caveats(doc: dict[str, Any], estimate: Estimate | None = None) -> list[Cavea
 def _condition_caveats(doc: dict[str, Any]) -> list[Caveat]:
     cond = doc.get("conditions") or {}
     out: list[Caveat] = []
+    if (derivation := derivation_of(doc)) is not None:
+        message = f"not a measurement: {derivation.words()}; it counts as no independent evidence"
+        out.append(Caveat("derived-result", message))
     if (steady := _steady_state_caveat(cond.get("steady_state") or {})) is not None:
         out.append(steady)
     thermal = cond.get("thermal") or {}

@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import rules
 from ..canonical import digest
+from ..derivation import derivation_of, is_derived
 from ..percentiles import NUMPY_METHOD, quantile
 from ..summary import Headline, headline
 from .intervals import (
@@ -319,13 +320,24 @@ def _summary_base(head: Headline, n: int) -> Estimate:
 def headline_estimate(doc: dict[str, Any], *, resamples: int = RESAMPLES, confidence: float = CONFIDENCE) -> Estimate:
     """The run's headline (metrics.primary) with a `confidence` interval over its repetitions.
 
-    `resamples` is ignored (intervals are no longer bootstrapped); it is accepted for old callers.
+    A derived run (protocol.derivation) keeps its point value but has no independent value: it repeats another
+    run's measurement. `resamples` is ignored (intervals are no longer bootstrapped); it is accepted for old callers.
     """
     name = headline(doc).metric.partition(".")[0]
     reps = raw_series(doc, name)
     if reps is not None:
-        return _from_raw(doc, reps, confidence)
-    return _throughput_from_times(doc, confidence) or _from_summary(doc)
+        found = _from_raw(doc, reps, confidence)
+    else:
+        found = _throughput_from_times(doc, confidence) or _from_summary(doc)
+    derivation = derivation_of(doc)
+    if derivation is None:
+        return found
+    return replace(
+        found,
+        values=None,
+        interval_method="none: a derived result",
+        evidence=f"not a measurement but {derivation.words()}, so it is not independent evidence",
+    )
 
 
 def aggregate(
@@ -340,31 +352,66 @@ def aggregate(
 
     With per-repetition values on every run, all repetitions of all runs are the independent values;
     otherwise each run contributes one value (its own estimate). Time to quality: one value per run, with
-    MLPerf's olympic mean stated alongside when there are >= 5 runs. One run is its own estimate.
+    MLPerf's olympic mean stated alongside when there are >= 5 runs. One run is its own estimate. Derived runs
+    (protocol.derivation) contribute nothing: the measured runs alone are aggregated, and the method says how many
+    were left out; with none measured, the point value stands without independent values.
     `estimates` (each run's `headline_estimate`) and `keys` (their digests) save recomputing them when the
     caller has them.
     """
     if not docs:
         raise ValueError("aggregate needs at least one run")
-    ests = _ordered_estimates(docs, confidence, estimates, keys)
+    ordered = _ordered_estimates(docs, confidence, estimates, keys)
     if len(docs) == 1:
-        return ests[0]
+        return ordered[0][1]
+    measured = [e for d, e in ordered if not is_derived(d)]
+    left_out = len(ordered) - len(measured)
+    if not measured:
+        return _only_derived([e for _, e in ordered])
+    found = measured[0] if len(measured) == 1 else _aggregate_measured(measured, confidence)
+    if not left_out:
+        return found
+    noun = "result" if left_out == 1 else "results"
+    return replace(found, method=f"{found.method}; {left_out} derived {noun} not counted (not independent evidence)")
+
+
+def _aggregate_measured(ests: Sequence[Estimate], confidence: float) -> Estimate:
     base = replace(ests[0], value=None, ci_low=None, ci_high=None, confidence=None, reported=None, evidence=None)
     base = replace(base, values=None, n=sum(e.n for e in ests))
     if all(e.source == "raw samples" and e.values is not None and e.value_unit == "repetition" for e in ests):
-        return _pooled_repetitions(base, ests, len(docs), confidence)
-    return _one_value_per_run(base, ests, len(docs), confidence)
+        return _pooled_repetitions(base, ests, len(ests), confidence)
+    return _one_value_per_run(base, ests, len(ests), confidence)
+
+
+def _only_derived(ests: Sequence[Estimate]) -> Estimate:
+    """Runs that are all derived: the geometric mean of their values as a point, with no independent value."""
+    values = [e.value for e in ests if e.value is not None and math.isfinite(e.value) and e.value > 0]
+    return replace(
+        ests[0],
+        value=geometric_mean(values) if values else None,
+        ci_low=None,
+        ci_high=None,
+        confidence=None,
+        reported=None,
+        values=None,
+        value_unit="run",
+        source="runs",
+        n=sum(e.n for e in ests),
+        method=f"geometric mean of the headline values of {len(ests)} derived results",
+        interval_method="none: derived results only",
+        evidence=f"all {len(ests)} runs are derived from other runs, none measured: no independent evidence",
+    )
 
 
 def _ordered_estimates(
     docs: Sequence[dict[str, Any]], confidence: float, estimates: Sequence[Estimate] | None, keys: Sequence[str] | None
-) -> list[Estimate]:
-    """Each run's estimate, in the order of the runs' digests when there are several."""
+) -> list[tuple[dict[str, Any], Estimate]]:
+    """Each run with its estimate, in the order of the runs' digests when there are several."""
     ests = list(estimates) if estimates is not None else [headline_estimate(d, confidence=confidence) for d in docs]
+    pairs = list(zip(docs, ests, strict=True))
     if len(docs) > 1:  # same runs, same estimate, whatever order they are listed in
         order = list(keys) if keys is not None else [digest(d) for d in docs]
-        ests = [e for _, e in sorted(zip(order, ests, strict=True), key=lambda pair: pair[0])]
-    return ests
+        pairs = [pair for _, pair in sorted(zip(order, pairs, strict=True), key=lambda item: item[0])]
+    return pairs
 
 
 def _pooled_repetitions(base: Estimate, ests: Sequence[Estimate], runs: int, confidence: float) -> Estimate:

@@ -17,6 +17,8 @@ METHODS = {
     "minimum); otherwise the pooled percentile is shown without an interval",
     "repetitions": "runs repeating one configuration contribute all their repetitions (raw samples) or, "
     "without raw samples, one headline value each",
+    "derived_results": "a result derived from another run by the publisher's rule (MLPerf's inferred results) "
+    "is shown at face value but counts as no independent value, so it never forms a verdict",
     "not_enough_evidence": f"fewer than {MIN_VALUES} independent values: a point value, no interval and no verdict",
     "time_to_quality": "geometric mean of the runs' times with a t interval on logs; MLPerf's olympic mean "
     "(fastest and slowest of >= 5 runs dropped) is stated alongside",
