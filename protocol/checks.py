@@ -98,8 +98,9 @@ def fields_fit_declared_minor(doc: dict[str, Any]) -> Iterator[Error]:
     declared = _declared_minor(doc)
     if declared not in FROZEN_SCHEMA_FILES:
         return  # the live minor, a later one (its unknown fields are refused as such) or no valid version at all
-    live = _problems(doc, rules.PROTOCOL_VERSION_LATEST)
-    for err in schema_errors(doc, declared):
+    older = schema_errors(doc, declared)  # nearly always [] (the compiled validator alone)
+    live = _problems(doc, rules.PROTOCOL_VERSION_LATEST) if older else set()
+    for err in older:
         if (err.pointer, err.code) in live:
             continue  # wrong under every minor: the schema's own error says so
         needed = _first_minor_accepting(doc, err, declared)
