@@ -432,3 +432,77 @@ def test_one_failed_training_run_is_dropped_as_the_slowest(tmp_path):
 def test_two_failed_training_runs_leave_no_score_and_refuse(tmp_path):
     plan = mlperf_training.parse_tree(_training_tree(tmp_path, [10.0, None, 11.0, None, 9.0]))
     assert plan.items[0].status == "refused" and "no MLPerf score" in plan.items[0].errors[0]
+
+
+# --- under the round rules: what they do not cover is refused by name; open-division mapping; new precisions
+
+
+def _measurements(root: Path, benchmark: str, weights: str) -> None:
+    path = root / "measurements" / SYSTEM / benchmark / "Offline" / f"{SYSTEM}_Offline.json"
+    path.write_text(json.dumps({"weight_data_types": weights, "input_data_types": "int32"}))
+
+
+def test_a_benchmark_the_round_does_not_know_is_refused_with_the_rule_named(tmp_path):
+    _submission(tmp_path, benchmark="gpt-oss-120b")  # loadgen 4.1: round v4.1 has no gpt-oss
+    item = _only(tmp_path)
+    assert item.status == "refused"
+    assert any(
+        "round v4.1 rules have no benchmark 'gpt-oss-120b'" in e and "source mlcommons/inference@" in e
+        for e in item.errors
+    )
+    assert all(f.status != "error" for f in item.files)  # no file is to blame
+
+
+def test_a_round_without_rules_refuses_the_import_listing_the_rounds_known(tmp_path):
+    _submission(tmp_path)
+    plan = mlperf.parse_tree(tmp_path, round_name="v3.1")
+    assert plan.errors and "rules are known for v4.0, v4.1, v5.0, v5.1, v6.0, v6.1" in plan.errors[0]
+    assert [i.status for i in plan.items] == ["refused"]
+
+
+def test_open_division_names_map_through_model_mapping_json(tmp_path):
+    root = _submission(tmp_path, benchmark="llama3_1-70b-fp8_dyn")
+    records = root / "results" / SYSTEM / "llama3_1-70b-fp8_dyn" / "Offline" / "performance" / "run_1"
+    detail = records / "mlperf_log_detail.txt"
+    detail.write_text(detail.read_text() + ':::MLLOG {"key": "result_tokens_per_second", "value": 4321.5}\n')
+    (root / "model_mapping.json").write_text(json.dumps({"llama3_1-70b-fp8_dyn": "llama2-70b-99.9"}))
+    item = _only(tmp_path, round_name="v5.1")
+    assert item.status == "ready", item.errors
+    origin = item.document["provenance"]["origin"]
+    assert (
+        origin["mapped_benchmark"] == "llama2-70b-99.9" and item.document["workload"]["name"] == "llama3_1-70b-fp8_dyn"
+    )
+    assert item.document["metrics"]["throughput"] == {"value": 4321.5, "unit": "tokens/s"}  # llama2-70b's figure
+    assert "model_mapping.json" in origin["files"]
+
+
+def test_fp4_and_mixed_schemes_are_precision_words(tmp_path):
+    root = _submission(tmp_path)
+    _measurements(root, "resnet50", "fp4")
+    precision = _only(tmp_path).document["precision"]
+    assert precision["weights"] == "fp4" and "fp4 variant" in precision["quantization"]["notes"]
+    _measurements(root, "resnet50", "W4A8")
+    precision = _only(tmp_path).document["precision"]
+    assert (precision["weights"], precision["activations"]) == ("int4", "int8")
+    assert precision["quantization"]["method"] == "W4A8"
+    _measurements(root, "resnet50", "MXFP4")
+    assert _only(tmp_path).document["precision"]["weights"] == "mxfp4"
+
+
+def test_a_todo_in_user_conf_keeps_the_result_with_a_warning(tmp_path):
+    root = _submission(tmp_path)
+    (root / "measurements" / SYSTEM / "resnet50" / "Offline" / "user.conf").write_text("TODO\n")
+    item = _only(tmp_path)
+    assert item.status == "ready", item.errors
+    assert any("user.conf line 1 is not 'key = value' ('TODO')" in w for w in item.warnings)
+
+
+def test_documents_name_their_protocol_version_and_rules(tmp_path):
+    root = _submission(tmp_path)
+    _accuracy(root, "resnet50", "Offline", "accuracy=76.1%, good=38050, total=50000\nhash=r\n")
+    doc = _only(tmp_path, round_name="v6.0").document
+    assert doc["protocol"] == "benchreg.submission/1.1"
+    origin = doc["provenance"]["origin"]
+    assert origin["rules_source"].endswith("tools/submission/submission_checker/constants.py MODEL_CONFIG[v6.0]")
+    assert origin["mapped_benchmark"] == "resnet"  # the checker's model_mapping: resnet50 -> resnet
+    assert doc["metrics"]["quality"]["values"] == {"acc": 76.1} and doc["metrics"]["quality"]["passed"] is True
