@@ -4,7 +4,9 @@ Plain Python (no Django). `parse_tree` reads an Inference tree and `training.par
 return an `ImportPlan` whose `ImportItem.document`s the caller submits through the normal validation and storage
 path. `report_dict` and `render_report` give the per-file report. Inside, one module per concern:
 
-* `rules`: MLPerf's own tables (scenarios, formats, accuracy targets, published figures, vocabularies);
+* `rules`: MLPerf's own rules: per round from the rule tables in `rounds/` (MLCommons' submission checker
+  constants, extracted by scripts/mlperf-rules), plus the tables that do not change (scenarios, formats,
+  vocabularies); `accuracy`: the checker's accuracy verdict on accuracy.txt;
 * `plan`, `ledger`, `tree`: what an import produces, the per-item file ledger and the safe tree walk, shared
   by both importers;
 * `logs`: the readers of MLPerf's files; `systems`: the system description's sections;

@@ -13,24 +13,29 @@ from typing import Any
 from protocol import rules
 
 from .. import units
+from .accuracy import quality_section
 from .plan import Build, SourceError
 from .rules import (
     ARRIVAL,
-    EARLY_STOPPING,
+    ESTIMATE_PERCENTILE,
     FORMATS,
-    OBSERVED_SINGLE_STREAM,
+    MIXED,
     PERCENTILES,
     QUANTIZED,
     SCENARIOS,
     TEST06_CHECKS,
-    TOKEN_HEADLINE,
     UNSPECIFIED,
+    UNSTATED_VARIANT,
     VALIDITY_KEYS,
-    Accuracy,
-    accuracy_rule,
-    model_of,
+    Headline,
+    RoundRules,
+    round_rules,
 )
 from .systems import publication_facets, software_section, system_section
+
+# The protocol version these documents are written in: 1.1 adds the fp4/fp6 formats and origin.rules_source
+# / mapped_benchmark, which every MLPerf document may carry.
+PROTOCOL = "benchreg.submission/1.1"
 
 
 def build_document(
@@ -45,9 +50,12 @@ def build_document(
     detail = src["detail"]
     round_value = round_of(round_name, detail)
     _round_from_loadgen(round_value, round_name, detail, build)
+    played = round_rules(round_value)
+    model = played.model(benchmark, src.get("model_mapping"))
     count = _sample_count(detail)
+    where = {"system_id": system_id, "benchmark": benchmark, "scenario": scenario}
     return {
-        "protocol": f"{rules.PROTOCOL_NAME}/{rules.PROTOCOL_VERSION}",
+        "protocol": PROTOCOL,
         "phase": "inference",
         "workload": _workload(benchmark, round_value, detail, scenario),
         "scenario": _scenario(scenario, detail),
@@ -55,8 +63,8 @@ def build_document(
         "system": system_section(src["system"], build),
         "software": software_section(src["system"], src["measurements"], _settings(detail, src["user_conf"]), build),
         "conditions": _conditions(detail, src["test06"], count, build),
-        "metrics": _metrics(detail, scenario, benchmark, count, src["accuracy"], build),
-        "provenance": _provenance(src, system_id, benchmark, scenario, round_value, files, build),
+        "metrics": _metrics(detail, scenario, (played, model), count, src["accuracy"], build),
+        "provenance": _provenance(src, where, (played, model), files, build),
     }
 
 
@@ -133,28 +141,35 @@ def _scenario(scenario: str, detail: dict[str, Any]) -> dict[str, Any]:
 
 
 def _precision(measurements: dict[str, Any], build: Build) -> dict[str, Any]:
+    """weights from weight_data_types (a format of the closed table, or a mixed scheme such as w4a8 giving
+    weights and activations); anything else is 'unspecified' and flagged, never the nearest format."""
     raw_weights = str(measurements.get("weight_data_types", "")).strip()
-    weights = FORMATS.get(raw_weights.lower())
+    weights, activations = FORMATS.get(raw_weights.lower()), None
+    if weights is None and raw_weights.lower() in MIXED:
+        weights, activations = MIXED[raw_weights.lower()]
     if weights is None:
         weights = UNSPECIFIED
         build.flag("measurements.weight_data_types", raw_weights, "not one format of the protocol's list")
-    # MLPerf does not report activation precision; input_data_types is the type of the model's inputs.
-    precision: dict[str, Any] = {"weights": weights, "activations": UNSPECIFIED}
+    # MLPerf does not report activation precision (a mixed scheme's name aside); input_data_types is the type
+    # of the model's inputs.
+    precision: dict[str, Any] = {"weights": weights, "activations": activations or UNSPECIFIED}
     raw_inputs = str(measurements.get("input_data_types", "")).strip()
     if FORMATS.get(raw_inputs.lower()):
         precision["inputs"] = FORMATS[raw_inputs.lower()]
     elif not units.not_stated(raw_inputs):
         build.flag("measurements.input_data_types", raw_inputs, "not one format of the protocol's list")
     transformations = str(measurements.get("weight_transformations", "")).strip()
-    if weights in QUANTIZED or weights == UNSPECIFIED or "quant" in transformations.lower():
+    mixed = raw_weights.lower() in MIXED
+    if weights in QUANTIZED or weights == UNSPECIFIED or mixed or "quant" in transformations.lower():
         note = f"measurements.json weight_data_types {raw_weights!r}"
-        if weights == "fp8":
-            note += "; the fp8 variant (e4m3 or e5m2, OCP or FNUZ encoding) is not stated"
-        precision["quantization"] = {"method": transformations or None, "notes": note}
+        if weights in UNSTATED_VARIANT:
+            note += "; " + UNSTATED_VARIANT[weights]
+        method = "; ".join(t for t in (raw_weights if mixed else "", transformations) if t) or None
+        precision["quantization"] = {"method": method, "notes": note}
     return precision
 
 
-def _settings(detail: dict[str, Any], user_conf: dict[str, str] | None) -> dict[str, Any]:
+def _settings(detail: dict[str, Any], user_conf: dict[str, Any] | None) -> dict[str, Any]:
     """LoadGen's effective settings (the detail log) and the submitter's user.conf, as switches."""
     settings: dict[str, Any] = {}
     for key, value in detail.items():
@@ -166,7 +181,7 @@ def _settings(detail: dict[str, Any], user_conf: dict[str, str] | None) -> dict[
                 settings[name] = value if abs(value) <= 2**53 else str(value)
             elif isinstance(value, Decimal):
                 settings[name] = float(value)
-    for key, text in (user_conf or {}).items():
+    for key, text in (user_conf or {}).get("entries", {}).items():
         settings[f"user.conf:{key}"] = _conf_value(text)
     return settings
 
@@ -240,77 +255,74 @@ def _distribution(
     return dist if len(dist) > 3 else None
 
 
-def _throughput(
-    detail: dict[str, Any],
-    model: str,
-    published: str | None,
-    samples_key: str,
-    tokens_key: str,
-    add_tokens: bool,
-    build: Build,
-) -> dict[str, Any]:
-    """Offline or Server rates: the headline MLPerf publishes for the model (`published`, tokens/s for LLMs), or
-    samples/s with a warning when the log lacks it; the other rate kept beside it."""
-    key = published if published in detail else samples_key
-    if published and key != published:
-        build.warnings.append(
-            f"MLPerf publishes {published} for {model}; the log has none, so the headline is samples/s"
+def _published(detail: dict[str, Any], headline: Headline) -> Any:
+    """The record MLCommons publishes; a log without it is refused (the checker could not score it either)."""
+    if headline.field not in detail:
+        raise SourceError(
+            f"has no {headline.field} record, which MLCommons publishes ({headline.rule})", where="detail"
         )
-    out = {"throughput": _rate(detail, key, "tokens/s" if "token" in key else "samples/s")}
-    if key != samples_key:
-        out["request_rate"] = _rate(detail, samples_key, "requests/s")
-    elif add_tokens:
-        out["tokens_per_second"] = _rate(detail, tokens_key, "tokens/s")
-    return out
+    return detail[headline.field]
 
 
 def _metrics(
-    detail: dict[str, Any], scenario: str, benchmark: str, count: int, accuracy: dict[str, Any] | None, build: Build
+    detail: dict[str, Any],
+    scenario: str,
+    rules_model: tuple[RoundRules, str],
+    count: int,
+    accuracy: dict[str, Any] | None,
+    build: Build,
 ) -> dict[str, Any]:
-    model = model_of(benchmark)
+    played, model = rules_model
+    headline = played.headline(model, str(detail["effective_scenario"]), scenario)
     llm = "result_tokens_per_second" in detail or "result_completed_tokens_per_second" in detail
     metrics: dict[str, Any] = {"primary": "throughput"}
-    if scenario in ("Offline", "Server", "Interactive"):
-        metrics.update(_throughput_headline(detail, scenario, model, llm, build))
+    if headline.kind == "rate":
+        metrics.update(_throughput_headline(detail, headline, played, llm))
     else:
-        metrics.update(_latency_headline(detail, scenario, model, build))
+        metrics.update(_latency_headline(detail, headline))
     metrics["latency_ms"] = _latency(detail, scenario, count, build)
     if llm and scenario != "Offline":
         metrics.update(_token_latencies(detail, count, build))
     if accuracy is not None:
-        metrics["quality"] = _quality(benchmark, accuracy, build)
+        metrics["quality"] = quality_section(accuracy, played.accuracy(model, scenario), model, build)
     return {k: v for k, v in metrics.items() if v is not None}
 
 
-def _throughput_headline(detail: dict[str, Any], scenario: str, model: str, llm: bool, build: Build) -> dict[str, Any]:
-    offline_key, server_key = TOKEN_HEADLINE.get(model, (None, None))
-    if scenario == "Offline":
-        return _throughput(
-            detail, model, offline_key, "result_samples_per_second", "result_tokens_per_second", llm, build
-        )
-    tokens = "result_completed_tokens_per_second"
-    return _throughput(detail, model, server_key, "result_completed_samples_per_sec", tokens, tokens in detail, build)
+# The tokens/s record beside a samples/s headline, per LoadGen scenario.
+_TOKENS_BESIDE = {"Offline": "result_tokens_per_second", "Server": "result_completed_tokens_per_second"}
 
 
-def _latency_headline(detail: dict[str, Any], scenario: str, model: str, build: Build) -> dict[str, Any]:
-    """SingleStream and MultiStream: the headline is a latency percentile, LoadGen's early-stopping estimate
-    where it wrote one."""
-    key, percentile = EARLY_STOPPING[scenario]
-    out: dict[str, Any] = {"primary": f"latency_ms.{percentile}"}
+def _throughput_headline(detail: dict[str, Any], headline: Headline, played: RoundRules, llm: bool) -> dict[str, Any]:
+    """Offline/Server/Interactive: the published rate, and the other rate beside it (samples/s as
+    requests/s beside a tokens/s headline, tokens/s beside a samples/s one where the log has it)."""
+    loadgen = str(detail["effective_scenario"])
+    out = {"throughput": {"value": _number(_published(detail, headline)), "unit": headline.unit}}
+    samples = played.data["result_field"].get(loadgen)
+    if headline.unit == "tokens/s" and samples in detail:
+        out["request_rate"] = _rate(detail, samples, "requests/s")
+    elif headline.unit != "tokens/s" and llm and _TOKENS_BESIDE.get(loadgen) in detail:
+        out["tokens_per_second"] = _rate(detail, _TOKENS_BESIDE[loadgen], "tokens/s")
+    return out
+
+
+def _latency_headline(detail: dict[str, Any], headline: Headline) -> dict[str, Any]:
+    """SingleStream and MultiStream: the published latency, LoadGen's early-stopping estimate
+    (latency_estimate_ms) or, where the round publishes an observed percentile, that percentile."""
+    value = _published(detail, headline)
+    out: dict[str, Any] = {}
     if "result_qps_with_loadgen_overhead" in detail:
         out["throughput"] = _rate(detail, "result_qps_with_loadgen_overhead", "queries/s")
     elif "result_samples_per_second" in detail:
         out["throughput"] = _rate(detail, "result_samples_per_second", "samples/s")
-    if model in OBSERVED_SINGLE_STREAM and scenario == "SingleStream":
-        pass  # MLPerf publishes the observed p90 for this benchmark
-    elif isinstance(detail.get(key), int | Decimal):
-        out["latency_estimate_ms"] = _early_stopping_estimate(detail, key, percentile)
+    if headline.field in ESTIMATE_PERCENTILE:
+        percentile = ESTIMATE_PERCENTILE[headline.field]
+        out["latency_estimate_ms"] = _early_stopping_estimate(detail, headline.field, percentile)
         out["primary"] = "latency_estimate_ms"
-    else:
-        build.warnings.append(
-            f"no {key} record: the headline is LoadGen's observed {percentile}, not the "
-            "early-stopping estimate MLPerf publishes"
-        )
+        return out
+    observed = re.fullmatch(r"result_(\d+\.\d+)_percentile_latency_ns", headline.field)
+    if not observed or observed[1] not in PERCENTILES or not isinstance(value, int | Decimal):
+        raise SourceError(f"{headline.field} ({headline.rule}) is not a latency the importer can state", where="rules")
+    out["primary"] = f"latency_ms.{PERCENTILES[observed[1]]}"
     return out
 
 
@@ -366,82 +378,16 @@ def _latency(detail: dict[str, Any], scenario: str, count: int, build: Build) ->
     return _distribution(detail, count, *_SAMPLE_LATENCY, build)
 
 
-def _quality(benchmark: str, accuracy: dict[str, Any], build: Build) -> dict[str, Any] | None:
-    """metrics.quality from accuracy.txt, judged as MLPerf judges it; None (flagged) when the file holds no
-    value of the benchmark's headline accuracy metric. The run is imported either way: accuracy is optional."""
-    values: dict[str, Any] = accuracy["values"]
-    for line in accuracy.get("unread", []):
-        build.warnings.append(f"accuracy.txt line not read: {line[:80]!r}")
-    if accuracy.get("hash"):
-        build.unparsed["accuracy.hash"] = accuracy["hash"]
-    suffix = re.search(r"-(99|99\.9)$", benchmark)
-    model = model_of(benchmark)
-    ratio = {"99": 0.99, "99.9": 0.999}[suffix[1]] if suffix else (0.99 if model != "stable-diffusion-xl" else None)
-    rule = accuracy_rule(model, ratio or 0.99)
-    if rule is None:
-        return _unjudged(benchmark, values, ratio, build)
-    return _judged(rule, model, values, ratio, build)
-
-
-def _unjudged(benchmark: str, values: dict[str, Any], ratio: float | None, build: Build) -> dict[str, Any] | None:
-    build.warnings.append(f"no MLPerf accuracy rule known for {benchmark}: values kept, nothing judged")
-    metric = next(iter(values), None)
-    if metric is None:
-        return None
-    return {"metric": metric, "value": values[metric], "target_ratio": ratio, "values": values}
-
-
-def _judged(
-    rule: Accuracy, model: str, values: dict[str, Any], ratio: float | None, build: Build
-) -> dict[str, Any] | None:
-    metric = next(iter(rule.checks))
-    if not isinstance(values.get(metric), int | float):
-        _flag_no_value(values, metric, model, build)
-        return None
-    reference = rule.checks[metric][0]
-    build.targets.update({name: {"min": low, "max": high} for name, (_ref, low, high) in rule.checks.items()})
-    return {
-        "metric": metric,
-        "value": values[metric],
-        "target_ratio": ratio if reference else None,
-        "reference_value": reference,
-        "reference_precision": rule.reference_precision if reference else None,
-        "passed": _passed(rule, values),
-        "values": values,
-    }
-
-
-def _flag_no_value(values: dict[str, Any], metric: str, model: str, build: Build) -> None:
-    build.flag(
-        "accuracy.txt",
-        "; ".join(f"{k}={v}" for k, v in values.items()) or "(no values)",
-        f"no {metric} value, MLPerf's accuracy metric for {model}",
-    )
-
-
-def _passed(rule: Accuracy, values: dict[str, Any]) -> bool | None:
-    """MLPerf's own verdict: every checked value within its bounds; None when one of them is absent."""
-    verdict = True
-    for name, (_ref, low, high) in rule.checks.items():
-        value = values.get(name)
-        if not isinstance(value, int | float):
-            return None
-        verdict = verdict and (low is None or value >= low) and (high is None or value <= high)
-    return verdict
-
-
 def _provenance(
     src: dict[str, Any],
-    system_id: str,
-    benchmark: str,
-    scenario: str,
-    round_value: str,
+    where: dict[str, str],
+    rules_model: tuple[RoundRules, str],
     files: dict[str, str],
     build: Build,
 ) -> dict[str, Any]:
+    """provenance; `where` holds the run's system_id, benchmark and scenario."""
     submitter = _submitter(src["system"])
-    where = {"system_id": system_id, "benchmark": benchmark, "scenario": scenario}
-    origin = _origin(src, submitter, where, round_value, files, build)
+    origin = _origin(src, submitter, where, rules_model, files, build)
     return {
         "runner": {"name": "mlperf-loadgen", "version": str(src["detail"]["loadgen_version"])},
         "submitter": submitter,
@@ -460,15 +406,24 @@ def _submitter(system: dict[str, Any]) -> str:
 
 
 def _origin(
-    src: dict[str, Any], submitter: str, where: dict[str, str], round_value: str, files: dict[str, str], build: Build
+    src: dict[str, Any],
+    submitter: str,
+    where: dict[str, str],
+    rules_model: tuple[RoundRules, str],
+    files: dict[str, str],
+    build: Build,
 ) -> dict[str, Any]:
-    """provenance.origin; `where` holds its system_id, benchmark and scenario."""
+    """provenance.origin: the publication facets, where the run lies, the rules it was read by (and the MLPerf
+    model its benchmark folder maps to, when the folder is named otherwise)."""
+    played, model = rules_model
     return {
         "kind": "mlperf-inference",
-        "round": round_value,
+        "round": played.round,
         "submitter": submitter,
         **publication_facets(src["system"], build),
         **where,
+        "mapped_benchmark": model if model != where["benchmark"] else None,
+        "rules_source": played.rules_source(),
         "loadgen_version": str(src["detail"]["loadgen_version"]),
         "files": files,
         **_origin_notes(src["detail"], build),

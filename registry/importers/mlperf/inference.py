@@ -25,7 +25,7 @@ from .documents import build_document, round_of
 from .ledger import Ledger
 from .logs import cross_check, read_accuracy, read_detail, read_json_object, read_summary, read_test06, read_user_conf
 from .plan import Build, FileReport, ImportItem, ImportPlan, SourceError
-from .rules import INFERRED, LOADGEN_SCENARIO, SCENARIO_FOLDERS
+from .rules import INFERRED, LOADGEN_SCENARIO, SCENARIO_FOLDERS, RuleMissing, round_rules
 from .tree import all_files, passed_over, real_dir, subfolders
 
 
@@ -47,14 +47,25 @@ def parse_tree(root: Path, *, round_name: str | None = None) -> ImportPlan:
     items = [item for submission in submissions for item in _submission_items(root, submission, chosen)]
     skipped = _unclaimed(root, items)
     round_value, round_source = _plan_round(items, chosen, from_folder=round_name is None and bool(hint))
+    errors = [] if submissions else ["no results/ directory found: not an MLPerf Inference submission tree"]
     return ImportPlan(
         items=items,
         skipped=skipped,
         round=round_value,
         round_source=round_source,
-        errors=[] if submissions else ["no results/ directory found: not an MLPerf Inference submission tree"],
+        errors=errors + _round_errors(round_value),
         warnings=_round_warnings(hint, round_value, round_source),
     )
+
+
+def _round_errors(round_value: str | None) -> list[str]:
+    """An import whose round has no rules is refused (each item says so too), listing the rounds known."""
+    try:
+        if round_value:
+            round_rules(round_value)
+    except RuleMissing as exc:
+        return [str(exc)]
+    return []
 
 
 def _submission_items(root: Path, submission: Path, round_name: str | None) -> list[ImportItem]:
@@ -209,7 +220,16 @@ def _required_sources(ledger: Ledger, submission: Path, scenario_dir: Path, scen
 
 def _optional_sources(ledger: Ledger, submission: Path, scenario_dir: Path) -> dict[str, Any]:
     compliance = _beside(submission, "compliance", scenario_dir)
+    user_conf = ledger.load(
+        _first_file(scenario_dir / "user.conf", _beside(submission, "measurements", scenario_dir) / "user.conf"),
+        read_user_conf,
+        what="LoadGen user.conf",
+        required=False,
+    )
+    for number, text in (user_conf or {}).get("unread", []):
+        ledger.warnings.append(f"user.conf line {number} is not 'key = value' ({text!r}): not read")
     return {
+        "model_mapping": _model_mapping(ledger, submission),
         "accuracy": ledger.load(
             scenario_dir / "accuracy" / "accuracy.txt", read_accuracy, what="accuracy result", required=False
         ),
@@ -220,13 +240,27 @@ def _optional_sources(ledger: Ledger, submission: Path, scenario_dir: Path) -> d
             required=False,
             quiet=True,
         ),
-        "user_conf": ledger.load(
-            _first_file(scenario_dir / "user.conf", _beside(submission, "measurements", scenario_dir) / "user.conf"),
-            read_user_conf,
-            what="LoadGen user.conf",
-            required=False,
-        ),
+        "user_conf": user_conf,
     }
+
+
+def _model_mapping(ledger: Ledger, submission: Path) -> dict[str, str] | None:
+    """model_mapping.json at the submitter's root: the open division's benchmark names -> MLPerf models, read
+    as MLPerf's checker reads it (a JSON object of strings)."""
+    mapping = ledger.load(
+        submission / "model_mapping.json",
+        read_json_object,
+        what="open-division model mapping",
+        required=False,
+        quiet=True,
+    )
+    if mapping is None:
+        return None
+    bad = sorted(k for k, v in mapping.items() if not isinstance(v, str))
+    if bad:
+        ledger.fail(submission / "model_mapping.json", f"maps {', '.join(bad)[:200]} to something not a model name")
+        return None
+    return {str(k): str(v) for k, v in mapping.items()}
 
 
 def _document(
@@ -239,6 +273,9 @@ def _document(
         cross_check(sources["summary"], sources["detail"], LOADGEN_SCENARIO.get(scenario, scenario))
         return build_document(sources, system_id, benchmark, scenario, round_name, ledger.digests(), build)
     except SourceError as exc:
+        if exc.where == "rules":  # the round's rules do not cover this result: no file is to blame
+            ledger.errors.append(str(exc))
+            return None
         blamed = {
             "summary": perf / "mlperf_log_summary.txt",
             "system": ledger.submission / "systems" / f"{system_id}.json",

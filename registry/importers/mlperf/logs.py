@@ -7,10 +7,8 @@ precision), accuracy.txt, TEST06's verify_accuracy.txt, user.conf, JSON descript
 
 from __future__ import annotations
 
-import ast
 import json
 import re
-from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
@@ -206,105 +204,37 @@ def _half_ulp(value: Decimal) -> Decimal:
     return Decimal(5).scaleb(int(value.as_tuple().exponent) - 1)
 
 
-_ACC_ITEM = re.compile(r"\s*(?P<name>[A-Za-z][\w ]*?)\s*[=:]\s*(?P<value>-?\d+(?:\.\d+)?)%?\s*$")
-
-
-_DICE = re.compile(
-    r"^Accuracy:\s*mean\s*=\s*(?P<mean>\d+(?:\.\d+)?)"
-    r"(?P<rest>(?:\s*,\s*\w+\s*=\s*-?\d+(?:\.\d+)?)*)\s*$"
+# numpy scalar reprs some accuracy scripts print inside their dicts: np.int64(27723428), np.float64(44.4),
+# numpy.float32(0.5) -> the number alone (MLCommons' patterns expect a bare number).
+_NUMPY_REPR = re.compile(
+    r"\b(?:np|numpy)\.(?:float|int|uint)(?:8|16|32|64|128)?\(\s*([-+]?[\d.]+(?:[eE][-+]?\d+)?)\s*\)"
 )
 
 
-_NUMBER_TEXT = re.compile(r"^\s*-?\d+(?:\.\d+)?\s*$")
+# A verdict printed after the value ('mean = 0.90862, threshold = 0.90679 (Passed)'): not part of a value.
+_VERDICT_SUFFIX = re.compile(r"\s*\((?:passed|failed|pass|fail)\)\s*$", re.IGNORECASE)
+
+
+_HASH_LINE = re.compile(r"^hash=([\w\d]+)$")
 
 
 def read_accuracy(text: str) -> dict[str, Any]:
-    """accuracy.txt as MLPerf's accuracy scripts print it: {'values', 'hash', 'unread'}.
+    """accuracy.txt as lines ready for MLPerf's accuracy patterns: {'lines', 'hash', 'normalised'}.
 
-    Values come from (a) Python/JSON dict literals ('Results' of the LLM scripts, bert's {"exact_match",
-    "f1"}, SDXL's 'Accuracy Results: {...}'), one line or spread over several, later dicts adding to
-    earlier ones; numbers written as strings ('38.4847') are read as the numbers they spell; (b) lines made
-    only of 'name=value[%]' items ('accuracy=76.078%, good=38039, total=50000', 'mAP=37.348%',
-    'Word Error Rate: 2.17%, accuracy=97.83%'); (c) 3d-unet's 'Accuracy: mean = 0.86, kidney = ...' (the
-    mean is DICE). Anything else (COCO tables, 'DONE (t=43.45s)', progress lines) is not a value: a line
-    of (a) that cannot be read is listed in 'unread' for the caller to flag. Never raises on content.
+    The values are read later with the round's own ACC_PATTERN per metric (`accuracy.judge`), on these lines:
+    each is the file's line with numpy scalar reprs replaced by the number they hold and a trailing
+    '(Passed)' / '(Failed)' verdict removed, nothing else; 'normalised' counts the lines so changed. 'hash' is
+    the value of the checker's `hash=` line (None when there is none). Never raises on content.
     """
-    values: dict[str, Any] = {}
-    unread: list[str] = []
-    hash_value = None
-    rows = iter(text.splitlines())
-    for raw in rows:
-        line = raw.strip()
-        if line.startswith("hash="):
-            hash_value = line[5:]
-            continue
-        brace = line.find("{")
-        if brace >= 0 and (brace == 0 or line[:brace].rstrip().endswith(":")):
-            parsed = _literal_dict(_whole_literal(line[brace:], rows))
-            if parsed is None:
-                unread.append(line)
-            values.update(parsed or {})
-            continue
-        values.update(_line_values(line))
-    return {"values": values, "hash": hash_value, "unread": unread}
-
-
-def _whole_literal(literal: str, rows: Iterator[str]) -> str:
-    """A dict literal spread over several lines: joined up to the line that closes it (or the end)."""
-    while literal.count("{") > literal.count("}"):
-        more = next(rows, None)
-        if more is None:
-            break
-        literal += " " + more.strip()
-    return literal
-
-
-def _line_values(line: str) -> dict[str, Any]:
-    """The values of a line of 'name=value' items or of 3d-unet's DICE line; {} for any other line."""
-    dice = _DICE.match(line)
-    if dice:
-        return {"DICE": float(dice["mean"]), **(_items(dice["rest"].strip().lstrip(",")) or {})}
-    return _items(line) or {}
-
-
-def _items(line: str) -> dict[str, float] | None:
-    """'a=1%, b = 2, Word Error Rate: 3%' -> {'a': 1.0, 'b': 2.0, 'word_error_rate': 3.0}; None unless the
-    whole line is such items."""
-    found: dict[str, float] = {}
-    for part in line.split(","):
-        match = _ACC_ITEM.fullmatch(part)
-        if not match:
-            return None
-        name = match["name"].strip()
-        found[name.lower().replace(" ", "_") if " " in name else name] = float(match["value"])
-    return found or None
-
-
-def _literal_dict(text: str) -> dict[str, float] | None:
-    """A dict literal's numeric entries (numbers in strings included); None if it is not one dict literal."""
-    try:
-        value = ast.literal_eval(text)  # literals only: runs no code
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return None
-    if not isinstance(value, dict):
-        return None
-    return _numbers(value)
-
-
-def _numbers(value: dict[Any, Any]) -> dict[str, float]:
-    """The numeric entries of a dict, those of nested dicts included ({'accuracy_results': {'FID_SCORE': ..}}
-    as Google's SDXL harness prints it)."""
-    out: dict[str, float] = {}
-    for key, item in value.items():
-        if not isinstance(key, str) or isinstance(item, bool):
-            continue
-        if isinstance(item, int | float):
-            out[key] = item
-        elif isinstance(item, str) and _NUMBER_TEXT.match(item):
-            out[key] = float(item)
-        elif isinstance(item, dict):
-            out.update(_numbers(item))
-    return out
+    lines, changed, hash_value = [], 0, None
+    for raw in text.splitlines():
+        line = _VERDICT_SUFFIX.sub("", _NUMPY_REPR.sub(r"\1", raw))
+        changed += line != raw
+        lines.append(line)
+        match = _HASH_LINE.match(raw.strip())
+        if match:
+            hash_value = match[1]
+    return {"lines": lines, "hash": hash_value, "normalised": changed}
 
 
 def read_test06(text: str) -> dict[str, str]:
@@ -321,18 +251,22 @@ def read_test06(text: str) -> dict[str, str]:
     return found
 
 
-def read_user_conf(text: str) -> dict[str, str]:
-    """user.conf: 'model.scenario.key = value' lines; '#' starts a comment."""
-    entries = {}
+def read_user_conf(text: str) -> dict[str, Any]:
+    """user.conf: {'entries': {key: value} of its 'model.scenario.key = value' lines ('#' starts a comment),
+    'unread': [(line number, text)] of the other lines}. The file is optional and LoadGen's own settings are in
+    the detail log, so a line that is not a setting (a 'TODO' left by a submitter) is reported, never fatal."""
+    entries: dict[str, str] = {}
+    unread: list[tuple[int, str]] = []
     for number, line in enumerate(text.splitlines(), 1):
         content = line.split("#", 1)[0].strip()
         if not content:
             continue
         key, sep, value = content.partition("=")
         if not sep or not key.strip():
-            raise SourceError(f"line {number} is not 'key = value'")
+            unread.append((number, content[:80]))
+            continue
         entries[key.strip()] = value.strip()
-    return entries
+    return {"entries": entries, "unread": unread}
 
 
 def read_mllog(text: str) -> list[dict[str, Any]]:

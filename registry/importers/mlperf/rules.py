@@ -1,14 +1,25 @@
-"""MLPerf's own rules, as tables: scenarios, number formats, accuracy references and bounds, the figure each
-benchmark publishes, the closed vocabularies of system descriptions, and Training's scoring.
+"""MLPerf's own rules: per round, loaded from the rule tables in `rounds/` (`round_rules`), and the tables
+that do not change between rounds (scenarios, number formats, the closed vocabularies of system descriptions,
+Training's scoring).
 
-Data only (plus the two lookups `accuracy_rule` and `model_of`): every value is MLPerf's (its submission
-checker and result summarizer), cited beside it. The importer's code reads these tables and never restates them.
+Per-round rules are data: `rounds/inference_<round>.json` holds MLCommons' submission checker constants for
+that round (MODEL_CONFIG, RESULT_FIELD_NEW, RESULT_FIELD_BENCHMARK_OVERWRITE, ACC_PATTERN, ...), extracted by
+`scripts/mlperf-rules` from a named commit of github.com/mlcommons/inference. `RoundRules` answers the
+importer's questions from them (which MLPerf model a benchmark folder runs, which LoadGen record is the
+published figure and in which unit, which accuracy metrics are judged, how they are read and their bounds),
+and raises `RuleMissing` naming the rule when the round's tables do not say: nothing is defaulted.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .plan import SourceError
 
 # MLPerf scenario directory -> protocol scenario kind. LoadGen runs Interactive as Server with tighter SLOs.
 SCENARIOS = {
@@ -59,88 +70,63 @@ FORMATS = {
     "e5m2": "fp8-e5m2",
     "int32": "int32",
     "int8": "int8",
+    "f8_e4m3": "fp8-e4m3",
     "int4": "int4",
+    "mxfp8": "mxfp8",
+    # 4- and 6-bit floats: "fp4" and "fp6" say the width, not the variant (NVFP4, MXFP4 or plain E2M1 with
+    # some scaling; E2M3 or E3M2), so they stay the unstated-variant words of the protocol.
+    "fp4": "fp4",
     "nvfp4": "nvfp4",
     "mxfp4": "mxfp4",
-    "mxfp8": "mxfp8",
+    "fp4-e2m1": "fp4-e2m1",
+    "fp4_e2m1": "fp4-e2m1",
+    "e2m1": "fp4-e2m1",
+    "fp6": "fp6",
+    "fp6-e2m3": "fp6-e2m3",
+    "fp6_e2m3": "fp6-e2m3",
+    "fp6-e3m2": "fp6-e3m2",
+    "fp6_e3m2": "fp6-e3m2",
+    "mxfp6-e2m3": "mxfp6-e2m3",
+    "mxfp6_e2m3": "mxfp6-e2m3",
+    "mxfp6-e3m2": "mxfp6-e3m2",
+    "mxfp6_e3m2": "mxfp6-e3m2",
 }
 
 
-QUANTIZED = frozenset({"fp8", "fp8-e4m3", "fp8-e5m2", "int8", "int4", "nvfp4", "mxfp4", "mxfp8"})
+# Mixed weight/activation schemes -> (weights, activations). The 16 of "a16" is fp16 or bf16, unstated: None.
+MIXED = {
+    "w4a8": ("int4", "int8"),
+    "w8a8": ("int8", "int8"),
+    "w4a16": ("int4", None),
+    "w8a16": ("int8", None),
+}
+
+
+QUANTIZED = frozenset(
+    {"fp8", "fp8-e4m3", "fp8-e5m2", "int8", "int4", "mxfp8"}
+    | {"fp4", "nvfp4", "mxfp4", "fp4-e2m1", "fp6", "fp6-e2m3", "fp6-e3m2", "mxfp6-e2m3", "mxfp6-e3m2"}
+)
+
+
+# Formats whose variant the source does not state, with what is left unsaid (a note beside the precision).
+UNSTATED_VARIANT = {
+    "fp8": "the fp8 variant (e4m3 or e5m2, OCP or FNUZ encoding) is not stated",
+    "fp4": "the fp4 variant (NVFP4, MXFP4 or another E2M1 scaling) is not stated",
+    "fp6": "the fp6 variant (E2M3 or E3M2, scaling) is not stated",
+}
 
 
 UNSPECIFIED = "unspecified"  # schema sentinel: the source does not state one format of the closed list
-
-
-@dataclass(frozen=True)
-class Accuracy:
-    """How MLPerf judges a model's accuracy: metrics in the order its checker lists them (the first is the
-    headline), each with its published reference and pass bounds.
-
-    `checks` maps a value name of accuracy.txt to (reference, lower bound, upper bound); a bound is None
-    where the checker has none. Bounds are the checker's own products (reference × 0.99, × 0.9, ...), so
-    `passed` is exactly MLPerf's verdict on the printed values.
-    """
-
-    checks: dict[str, tuple[float | None, float | None, float | None]]
-    reference_precision: str = "fp32"
-
-
-# From MLPerf's submission checker (mlcommons/inference tools/submission/submission_checker/constants.py,
-# MODEL_CONFIG["v5.1"]["accuracy-target"] and ["accuracy-upper-limit"]; v4.x used the same references for
-# the benchmarks it had). Keys are accuracy.txt's value names. The -99 / -99.9 suffix sets the ratio of the
-# reference a value must reach; the other bounds (tokens per sample ±10%, SDXL's CLIP/FID window) are fixed.
-def _llm(ratio: float, refs: dict[str, float], **fixed: tuple[float | None, float | None]) -> Accuracy:
-    checks: dict[str, tuple[float | None, float | None, float | None]] = {
-        name: (ref, ref * ratio, None) for name, ref in refs.items()
-    }
-    for name, (low, high) in fixed.items():
-        checks[name] = (None, low, high)
-    return Accuracy(checks)
-
-
-def accuracy_rule(model: str, ratio: float) -> Accuracy | None:
-    """MLPerf's accuracy rule for a model at a target ratio (0.99 or 0.999), None when not known."""
-    rules_by_model: dict[str, Accuracy] = {
-        "resnet": _llm(ratio, {"accuracy": 76.46}),
-        "retinanet": _llm(ratio, {"mAP": 37.55}),
-        "bert": _llm(ratio, {"f1": 90.874}),
-        "dlrm-v2": _llm(ratio, {"AUC": 80.31}),
-        "3d-unet": _llm(ratio, {"DICE": 0.86170}),
-        "rgat": _llm(ratio, {"accuracy": 72.86}),
-        "whisper": _llm(ratio, {"accuracy": 97.9329}),
-        "gptj": _llm(ratio, {"rouge1": 42.9865, "rouge2": 20.1235, "rougeL": 29.9881}, gen_len=(4016878 * 0.9, None)),
-        "llama2-70b": _llm(
-            ratio,
-            {"rouge1": 44.4312, "rouge2": 22.0352, "rougeL": 28.6162},
-            tokens_per_sample=(294.45 * 0.9, 294.45 * 1.1),
-        ),
-        "mixtral-8x7b": _llm(
-            ratio,
-            {"rouge1": 45.5989, "rouge2": 23.3526, "rougeL": 30.4608, "gsm8k": 73.66, "mbxp": 60.16},
-            tokens_per_sample=(144.84 * 0.9, 145.9 * 1.1),
-        ),
-        "llama3.1-405b": _llm(
-            ratio, {"rougeL": 21.6666, "exact_match": 90.1335}, tokens_per_sample=(684.68 * 0.9, 684.68 * 1.1)
-        ),
-        "llama3.1-8b": _llm(
-            ratio,
-            {"rouge1": 38.7792, "rouge2": 15.9075, "rougeL": 24.4957, "rougeLsum": 35.793},
-            gen_len=(8167644 * 0.9, 8167644 * 1.1),
-        ),
-        "deepseek-r1": _llm(ratio, {"exact_match": 81.3582}, tokens_per_sample=(3886.2274 * 0.9, 3886.2274 * 1.1)),
-        # SDXL has no ratio: both scores must fall in a fixed window around the reference.
-        "stable-diffusion-xl": Accuracy(
-            {"CLIP_SCORE": (None, 31.68631873, 31.81331801), "FID_SCORE": (None, 23.01085758, 23.95007626)}
-        ),
-    }
-    return rules_by_model.get(model)
 
 
 # MLPerf lets an edge submission derive Offline and MultiStream from a SingleStream run (the submission
 # checker's inferred results: Offline = 1/latency, MultiStream = 8 × latency). Those folders hold the
 # SingleStream log: the importer stores measured runs only, so it imports the SingleStream folder and skips these.
 INFERRED = frozenset({"Offline", "MultiStream"})
+
+
+# LoadGen's early-stopping estimates: the percentile each one bounds (SingleStream p90, MultiStream p99).
+ESTIMATE_PERCENTILE = {"early_stopping_latency_ss": "p90", "early_stopping_latency_ms": "p99"}
 
 
 VALIDITY_KEYS = {
@@ -156,45 +142,6 @@ TEST06_CHECKS = {
     "EOS check pass": "test06_eos",
     "Sample length check pass": "test06_sample_length",
 }
-
-
-# The figure MLCommons publishes for each scenario (its submission checker's RESULT_FIELD_NEW and
-# RESULT_FIELD_BENCHMARK_OVERWRITE, v5.0/v5.1): tokens/s for the LLM benchmarks below, samples/s otherwise,
-# and LoadGen's early-stopping latency estimate for SingleStream (p90) and MultiStream (p99).
-TOKEN_HEADLINE = {
-    "llama2-70b": ("result_tokens_per_second", "result_completed_tokens_per_second"),
-    "llama2-70b-interactive": ("result_tokens_per_second", "result_completed_tokens_per_second"),
-    "llama3.1-8b": ("result_tokens_per_second", "result_completed_tokens_per_second"),
-    "llama3.1-8b-edge": ("result_tokens_per_second", None),
-    "llama3.1-405b": ("result_tokens_per_second", "result_completed_tokens_per_second"),
-    "mixtral-8x7b": ("result_tokens_per_second", "result_completed_tokens_per_second"),
-    "deepseek-r1": ("result_tokens_per_second", "result_completed_tokens_per_second"),
-    "whisper": ("result_tokens_per_second", None),
-    "gptj": ("result_inferred_tokens_per_second", "result_inferred_completed_tokens_per_second"),
-}
-
-
-EARLY_STOPPING = {
-    "SingleStream": ("early_stopping_latency_ss", "p90"),
-    "MultiStream": ("early_stopping_latency_ms", "p99"),
-}
-
-
-# Benchmarks whose published SingleStream figure is the observed p90, not the estimate.
-OBSERVED_SINGLE_STREAM = frozenset({"llama3.1-8b-edge"})
-
-
-def model_of(benchmark: str) -> str:
-    """The MLPerf model a benchmark folder runs: 'llama2-70b-99.9' -> 'llama2-70b', 'llama3_1-8b' ->
-    'llama3.1-8b' (the checker's model_mapping)."""
-    base = re.sub(r"-(99|99\.9)$", "", benchmark)
-    return {
-        "llama3_1-405b": "llama3.1-405b",
-        "llama3_1-8b": "llama3.1-8b",
-        "llama3_1-8b-edge": "llama3.1-8b-edge",
-        "resnet50": "resnet",
-        "ssd-resnet34": "retinanet",
-    }.get(base, base)
 
 
 # MLPerf's closed vocabularies (submission checker VALID_DIVISIONS, VALID_AVAILABILITIES, system_type).
@@ -221,3 +168,158 @@ CATEGORIES = {"datacenter": "datacenter", "edge": "edge"}
 # Runs dropped at each end (mlcommons/logging result_summarizer max_dropped_scores): 1, except 3D U-Net,
 # which needs 40 runs and drops 4 at each end.
 DROPPED = {"unet3d": 4}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Per-round rules (MLCommons' submission checker, as data)
+
+ROUNDS_DIR = Path(__file__).resolve().parent / "rounds"
+
+
+class RuleMissing(SourceError):
+    """The round's rule tables do not cover what a result needs (a benchmark, scenario, metric or round)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, where="rules")
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The figure MLCommons publishes for a result: a LoadGen record, what it holds, and where the rule is."""
+
+    field: str  # LoadGen detail-log key, e.g. "result_tokens_per_second"
+    kind: str  # "rate" or "latency"
+    unit: str  # of the record: "tokens/s", "samples/s" or "ns"
+    rule: str  # e.g. "RESULT_FIELD_BENCHMARK_OVERWRITE[v6.0][gpt-oss-120b][Offline]"
+    published_unit: str | None  # the unit MLCommons prints (SPECIAL_UNIT_DICT / UNIT_DICT), where the tables have it
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One accuracy metric the checker judges: how accuracy.txt states it and its inclusive bounds.
+
+    `required`: the metric has a lower bound (accuracy-target), so the checker fails a run whose accuracy.txt
+    lacks it; a metric with only an upper bound (accuracy-upper-limit) is judged only where present.
+    """
+
+    name: str  # the checker's metric name, e.g. "ROUGE1", "TOKENS_PER_SAMPLE", "acc"
+    pattern: str  # ACC_PATTERN[name]: re.match against each line, group 1 is the value
+    min: float | None
+    max: float | None
+    reference: float | None  # the reference the lower bound is a ratio of, where the checker writes one
+    ratio: float | None
+
+    @property
+    def required(self) -> bool:
+        return self.min is not None
+
+
+def known_rounds() -> list[str]:
+    """The Inference rounds with rule tables, oldest first."""
+    names = [p.stem.removeprefix("inference_") for p in ROUNDS_DIR.glob("inference_v*.json")]
+    return sorted(names, key=lambda r: tuple(int(n) for n in r[1:].split(".")))
+
+
+@functools.cache
+def round_rules(round_name: str) -> RoundRules:
+    """The rules of an Inference round ('v6.0'); RuleMissing, listing the known rounds, when there are none."""
+    path = ROUNDS_DIR / f"inference_{round_name}.json"
+    if not re.fullmatch(r"v\d+\.\d+", round_name) or not path.is_file():
+        raise RuleMissing(
+            f"no MLPerf Inference rules for round {round_name!r}: rules are known for {', '.join(known_rounds())} "
+            "(registry/importers/mlperf/rounds/, extracted by scripts/mlperf-rules from MLCommons' checker)"
+        )
+    return RoundRules(round_name, json.loads(path.read_text(encoding="utf-8")))
+
+
+@dataclass(frozen=True)
+class RoundRules:
+    """One round's submission-checker rules, read from its rule table; every lookup names its source."""
+
+    round: str
+    data: dict[str, Any]
+
+    @property
+    def source(self) -> str:
+        src = self.data["source"]
+        return f"{src['repo']}@{src['commit']}:{src['path']}"
+
+    def rules_source(self) -> str:
+        """provenance.origin.rules_source: where the round's rules came from."""
+        return f"{self.source} MODEL_CONFIG[{self.round}]"
+
+    def missing(self, what: str) -> RuleMissing:
+        return RuleMissing(f"round {self.round} rules have no {what} (source {self.source})")
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self.data["model_config"]  # type: ignore[no-any-return]
+
+    def model(self, benchmark: str, submitter_mapping: dict[str, str] | None = None) -> str:
+        """The MLPerf model a benchmark folder runs, as the checker resolves it: its own name when the round
+        lists it, else the round's model_mapping, else the submitter's model_mapping.json (open division)."""
+        models = self.config["models"]
+        for name in (benchmark, self.config.get("model_mapping", {}).get(benchmark)):
+            if name in models:
+                return str(name)
+        mapped = (submitter_mapping or {}).get(benchmark)
+        if mapped in models:
+            return str(mapped)
+        via = f"; model_mapping.json maps it to {mapped!r}, not a model of the round" if mapped else ""
+        raise self.missing(f"benchmark {benchmark!r} (not in MODEL_CONFIG models or model_mapping{via})")
+
+    def headline(self, model: str, loadgen_scenario: str, folder_scenario: str) -> Headline:
+        """The published figure of a run: RESULT_FIELD_BENCHMARK_OVERWRITE[round][model][scenario], else
+        RESULT_FIELD_NEW[round][scenario], keyed as the checker keys them, by LoadGen's effective scenario
+        (an Interactive folder runs LoadGen's Server scenario)."""
+        override = self.data["result_field_benchmark_overwrite"].get(model, {})
+        if loadgen_scenario in override:
+            field = override[loadgen_scenario]
+            rule = f"RESULT_FIELD_BENCHMARK_OVERWRITE[{self.round}][{model}][{loadgen_scenario}]"
+        elif loadgen_scenario in self.data["result_field"]:
+            field = self.data["result_field"][loadgen_scenario]
+            rule = f"RESULT_FIELD_NEW[{self.round}][{loadgen_scenario}]"
+        else:
+            raise self.missing(f"headline for benchmark {model!r} scenario {loadgen_scenario!r}")
+        unit = self.data["headline_units"][field]
+        printed = self.data["special_unit"].get(model, {}).get(folder_scenario) or self.data["unit"].get(
+            folder_scenario
+        )
+        return Headline(field, unit["kind"], unit["unit"], rule, printed)
+
+    def accuracy(self, model: str, scenario: str) -> list[Metric]:
+        """The metrics the checker judges for a model, in its order (the first is the headline metric): every
+        accuracy-target metric with its lower bound, then accuracy-upper-limit bounds merged in."""
+        targets = self._pairs("accuracy-target", model, scenario)
+        if targets is None:
+            raise self.missing(f"accuracy-target for benchmark {model!r}")
+        limits = self._pairs("accuracy-upper-limit", model, scenario) or []
+        factors = self._factors(model, scenario)
+        metrics = {name: [low, None] for name, low in targets}
+        for name, high in limits:
+            metrics.setdefault(name, [None, None])[1] = high
+        return [self._metric(name, low, high, factors.get(name)) for name, (low, high) in metrics.items()]
+
+    def _metric(self, name: str, low: float | None, high: float | None, factor: dict[str, float] | None) -> Metric:
+        pattern = self.data["acc_pattern"].get(name)
+        if pattern is None:
+            raise self.missing(f"ACC_PATTERN for accuracy metric {name!r}")
+        factor = factor if low is not None else None
+        return Metric(name, pattern, low, high, (factor or {}).get("reference"), (factor or {}).get("ratio"))
+
+    def _pairs(self, table: str, model: str, scenario: str) -> list[tuple[str, float]] | None:
+        """A checker tuple ('ROUGE1', 43.98, 'ROUGE2', ...) as pairs; per-scenario tables as the checker's
+        get_accuracy_target reads them (the scenario, else 'default', else Offline, else Server)."""
+        entry = self.config.get(table, {}).get(model)
+        if isinstance(entry, dict):
+            entry = next((entry[k] for k in (scenario, "default", "Offline", "Server") if k in entry), None)
+        if entry is None:
+            return None
+        return [(str(entry[i]), float(entry[i + 1])) for i in range(0, len(entry) - 1, 2)]
+
+    def _factors(self, model: str, scenario: str) -> dict[str, dict[str, float]]:
+        """How each lower bound was written (reference × ratio), per metric; {} for bounds written as numbers."""
+        entry = self.data.get("accuracy_target_factors", {}).get(model, {})
+        if any(key in SCENARIOS or key == "default" for key in entry):
+            entry = next((entry[k] for k in (scenario, "default", "Offline", "Server") if k in entry), {})
+        return {name: factor for name, factor in entry.items() if factor}

@@ -149,8 +149,8 @@ def test_round_division_category_and_availability_are_columns_the_api_filters_on
 
 def test_a_refused_run_in_a_batch_leaves_the_rest_of_the_batch_stored(tree, user):
     add_second_system(tree)
-    broken = import_submission(tree) / "results" / SYSTEM / "llama2-70b-99" / "Offline" / "user.conf"
-    broken.write_text("no equals sign here\n")
+    broken = import_submission(tree) / "results" / SYSTEM / "llama2-70b-99" / "Offline" / "measurements.json"
+    broken.write_text("{ not JSON\n")
     seen: list[tuple[int, int]] = []
     result = mlperf_import(root=tree, submitted_by=user, batch_size=4, progress=lambda d, t: seen.append((d, t)))
     assert result.counts == {"stored": 5, "refused": 1}

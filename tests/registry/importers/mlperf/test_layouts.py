@@ -291,7 +291,7 @@ def test_bert_accuracy_is_f1_not_exact_match(tmp_path):
     root = _submission(tmp_path, benchmark="bert-99.9")
     _accuracy(root, "bert-99.9", "Offline", '{"exact_match": 83.1, "f1": 90.5}\nReading examples...\nhash=x\n')
     quality = _only(tmp_path).document["metrics"]["quality"]
-    assert (quality["metric"], quality["value"], quality["target_ratio"]) == ("f1", 90.5, 0.999)
+    assert (quality["metric"], quality["value"], quality["target_ratio"]) == ("F1", 90.5, 0.999)
     assert quality["passed"] is False  # 90.5 < 90.874 × 0.999
 
 
@@ -301,7 +301,8 @@ def test_sdxl_fid_and_clip_are_judged_against_their_window(tmp_path):
         root,
         "stable-diffusion-xl",
         "Offline",
-        "Accuracy Results: {'FID_SCORE': '23.5', 'CLIP_SCORE': '31.7'}\nhash=y\n",
+        # v4.1's checker reads unquoted numbers only ('CLIP_SCORE':\s([\d.]+)); later rounds accept quotes
+        "Accuracy Results: {'FID_SCORE': 23.5, 'CLIP_SCORE': 31.7}\nhash=y\n",
     )
     quality = _only(tmp_path).document["metrics"]["quality"]
     assert quality["values"] == {"FID_SCORE": 23.5, "CLIP_SCORE": 31.7}
@@ -321,8 +322,10 @@ def test_a_nested_results_dict_spread_over_lines_is_read(tmp_path):
     assert quality["values"] == {"CLIP_SCORE": 31.75, "FID_SCORE": 23.4} and quality["passed"] is True
 
 
-def test_mixtral_results_dict_over_several_lines_and_unreadable_lines_are_flagged(tmp_path):
-    root = _submission(tmp_path, benchmark="mixtral-8x7b")
+def test_mixtral_results_dict_over_several_lines_is_read_line_by_line_as_the_checker_reads_it(tmp_path):
+    records = {**OFFLINE, "result_tokens_per_second": 43210.5}  # mixtral publishes tokens/s
+    summary = {"Samples per second": "1234.5", "Tokens per second": "43210.5"}
+    root = _submission(tmp_path, benchmark="mixtral-8x7b", records=records, summary=summary)
     text = (
         "{'python': 10, 'cpp': 9} {'python': 12, 'cpp': 11}\nResults\n{'rouge1': 45.5, 'rouge2': 23.3,\n"
         " 'rougeL': 30.4, 'gsm8k': 73.5,\n 'mbxp': 60.0, 'tokens_per_sample': 144.0}\nhash=z\n"
@@ -330,8 +333,15 @@ def test_mixtral_results_dict_over_several_lines_and_unreadable_lines_are_flagge
     _accuracy(root, "mixtral-8x7b", "Offline", text)
     item = _only(tmp_path)
     quality = item.document["metrics"]["quality"]
-    assert quality["values"]["mbxp"] == 60.0 and quality["value"] == 45.5 and quality["passed"] is True
-    assert any("accuracy.txt line not read" in w for w in item.warnings)
+    assert quality["values"]["mbxp_accuracy"] == 60.0 and quality["value"] == 45.5 and quality["passed"] is True
+    assert list(quality["values"]) == [
+        "ROUGE1",
+        "ROUGE2",
+        "ROUGEL",
+        "TOKENS_PER_SAMPLE",
+        "gsm8k_accuracy",
+        "mbxp_accuracy",
+    ]
 
 
 def test_an_accuracy_file_without_the_metric_keeps_the_run_and_flags_it(tmp_path):
@@ -339,14 +349,14 @@ def test_an_accuracy_file_without_the_metric_keeps_the_run_and_flags_it(tmp_path
     _accuracy(root, "resnet50", "Offline", "Processed 5000 in 167.5s\nhash=q\n")
     item = _only(tmp_path)
     assert item.status == "ready" and "quality" not in item.document["metrics"]
-    assert any("no accuracy value" in w for w in item.warnings)
+    assert any("accuracy.txt has no acc value" in w for w in item.warnings)
 
 
 def test_3d_unet_dice_is_the_mean(tmp_path):
     root = _submission(tmp_path, benchmark="3d-unet-99")
     _accuracy(root, "3d-unet-99", "Offline", "Accuracy: mean = 0.86114, kidney = 0.9347, tumor = 0.7876\nhash=d\n")
     quality = _only(tmp_path).document["metrics"]["quality"]
-    assert quality["metric"] == "DICE" and quality["value"] == 0.86114 and quality["values"]["tumor"] == 0.7876
+    assert quality["metric"] == "DICE" and quality["value"] == 0.86114 and quality["values"] == {"DICE": 0.86114}
 
 
 def test_singlestream_logs_in_offline_folders_are_skipped_as_inferred_results(tmp_path):
@@ -422,3 +432,77 @@ def test_one_failed_training_run_is_dropped_as_the_slowest(tmp_path):
 def test_two_failed_training_runs_leave_no_score_and_refuse(tmp_path):
     plan = mlperf_training.parse_tree(_training_tree(tmp_path, [10.0, None, 11.0, None, 9.0]))
     assert plan.items[0].status == "refused" and "no MLPerf score" in plan.items[0].errors[0]
+
+
+# --- under the round rules: what they do not cover is refused by name; open-division mapping; new precisions
+
+
+def _measurements(root: Path, benchmark: str, weights: str) -> None:
+    path = root / "measurements" / SYSTEM / benchmark / "Offline" / f"{SYSTEM}_Offline.json"
+    path.write_text(json.dumps({"weight_data_types": weights, "input_data_types": "int32"}))
+
+
+def test_a_benchmark_the_round_does_not_know_is_refused_with_the_rule_named(tmp_path):
+    _submission(tmp_path, benchmark="gpt-oss-120b")  # loadgen 4.1: round v4.1 has no gpt-oss
+    item = _only(tmp_path)
+    assert item.status == "refused"
+    assert any(
+        "round v4.1 rules have no benchmark 'gpt-oss-120b'" in e and "source mlcommons/inference@" in e
+        for e in item.errors
+    )
+    assert all(f.status != "error" for f in item.files)  # no file is to blame
+
+
+def test_a_round_without_rules_refuses_the_import_listing_the_rounds_known(tmp_path):
+    _submission(tmp_path)
+    plan = mlperf.parse_tree(tmp_path, round_name="v3.1")
+    assert plan.errors and "rules are known for v4.0, v4.1, v5.0, v5.1, v6.0, v6.1" in plan.errors[0]
+    assert [i.status for i in plan.items] == ["refused"]
+
+
+def test_open_division_names_map_through_model_mapping_json(tmp_path):
+    root = _submission(tmp_path, benchmark="llama3_1-70b-fp8_dyn")
+    records = root / "results" / SYSTEM / "llama3_1-70b-fp8_dyn" / "Offline" / "performance" / "run_1"
+    detail = records / "mlperf_log_detail.txt"
+    detail.write_text(detail.read_text() + ':::MLLOG {"key": "result_tokens_per_second", "value": 4321.5}\n')
+    (root / "model_mapping.json").write_text(json.dumps({"llama3_1-70b-fp8_dyn": "llama2-70b-99.9"}))
+    item = _only(tmp_path, round_name="v5.1")
+    assert item.status == "ready", item.errors
+    origin = item.document["provenance"]["origin"]
+    assert (
+        origin["mapped_benchmark"] == "llama2-70b-99.9" and item.document["workload"]["name"] == "llama3_1-70b-fp8_dyn"
+    )
+    assert item.document["metrics"]["throughput"] == {"value": 4321.5, "unit": "tokens/s"}  # llama2-70b's figure
+    assert "model_mapping.json" in origin["files"]
+
+
+def test_fp4_and_mixed_schemes_are_precision_words(tmp_path):
+    root = _submission(tmp_path)
+    _measurements(root, "resnet50", "fp4")
+    precision = _only(tmp_path).document["precision"]
+    assert precision["weights"] == "fp4" and "fp4 variant" in precision["quantization"]["notes"]
+    _measurements(root, "resnet50", "W4A8")
+    precision = _only(tmp_path).document["precision"]
+    assert (precision["weights"], precision["activations"]) == ("int4", "int8")
+    assert precision["quantization"]["method"] == "W4A8"
+    _measurements(root, "resnet50", "MXFP4")
+    assert _only(tmp_path).document["precision"]["weights"] == "mxfp4"
+
+
+def test_a_todo_in_user_conf_keeps_the_result_with_a_warning(tmp_path):
+    root = _submission(tmp_path)
+    (root / "measurements" / SYSTEM / "resnet50" / "Offline" / "user.conf").write_text("TODO\n")
+    item = _only(tmp_path)
+    assert item.status == "ready", item.errors
+    assert any("user.conf line 1 is not 'key = value' ('TODO')" in w for w in item.warnings)
+
+
+def test_documents_name_their_protocol_version_and_rules(tmp_path):
+    root = _submission(tmp_path)
+    _accuracy(root, "resnet50", "Offline", "accuracy=76.1%, good=38050, total=50000\nhash=r\n")
+    doc = _only(tmp_path, round_name="v6.0").document
+    assert doc["protocol"] == "benchreg.submission/1.1"
+    origin = doc["provenance"]["origin"]
+    assert origin["rules_source"].endswith("tools/submission/submission_checker/constants.py MODEL_CONFIG[v6.0]")
+    assert origin["mapped_benchmark"] == "resnet"  # the checker's model_mapping: resnet50 -> resnet
+    assert doc["metrics"]["quality"]["values"] == {"acc": 76.1} and doc["metrics"]["quality"]["passed"] is True

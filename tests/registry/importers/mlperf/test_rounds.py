@@ -20,38 +20,35 @@ import pytest
 from registry.importers import mlperf
 from registry.importers.mlperf import training as mlperf_training
 
-# BENCHREG_MLPERF_ROUNDS points the same checks at full published rounds kept outside the project.
-SHARED = Path(
-    os.environ.get("BENCHREG_MLPERF_ROUNDS")
-    or Path(__file__).resolve().parents[4].parent / "shared" / "data" / "mlperf"
-)
-ROUNDS = sorted(p for p in SHARED.iterdir() if p.is_dir()) if SHARED.is_dir() else []
+# BENCHREG_MLPERF_ROUNDS points the same checks at full published rounds kept outside the project; by default
+# every round folder of ../shared/data/mlperf-rounds (trimmed whole rounds) and ../shared/data/mlperf (samples).
+_DATA = Path(__file__).resolve().parents[4].parent / "shared" / "data"
+SHARED = [Path(p) for p in os.environ.get("BENCHREG_MLPERF_ROUNDS", "").split(os.pathsep) if p] or [
+    _DATA / "mlperf-rounds",
+    _DATA / "mlperf",
+]
+ROUNDS = sorted(p for shared in SHARED if shared.is_dir() for p in shared.iterdir() if p.is_dir())
 
 pytestmark = pytest.mark.skipif(not ROUNDS, reason=f"no MLPerf rounds in {SHARED}")
 
-# MLPerf's published figure per scenario (submission checker RESULT_FIELD_NEW / _BENCHMARK_OVERWRITE).
-TOKENS = {
-    "llama2-70b",
-    "llama2-70b-interactive",
-    "llama3.1-8b",
-    "llama3.1-405b",
-    "mixtral-8x7b",
-    "deepseek-r1",
-    "whisper",
-    "llama3.1-8b-edge",
-}
-# accuracy.txt patterns of the checker's ACC_PATTERN, per headline metric; the last match wins, as there.
-ACCURACY = {
-    "accuracy": r"^accuracy=([\d.]+)%|accuracy=([\d.]+)%$",
-    "mAP": r"mAP=([\d.]+)",
-    "f1": r"[\"']f1[\"']:\s*([\d.]+)",
-    "AUC": r"^AUC=([\d.]+)",
-    "DICE": r"Accuracy:\s*mean\s*=\s*([\d.]+)",
-    "rouge1": r"'rouge1':\s*'?([\d.]+)",
-    "rougeL": r"'rougeL':\s*'?([\d.]+)",
-    "exact_match": r"[\"']exact_match[\"']:\s*([\d.]+)",
-    "CLIP_SCORE": r"'CLIP_SCORE':\s*'?([\d.]+)",
-}
+# MLCommons' own rules, as the project keeps them (rule tables extracted from the submission checker by
+# scripts/mlperf-rules): read here as plain JSON, not through the importer's code.
+RULES_DIR = Path(__file__).resolve().parents[4] / "registry" / "importers" / "mlperf" / "rounds"
+
+
+def _rules(round_name: str) -> dict[str, Any]:
+    return json.loads((RULES_DIR / f"inference_{round_name}.json").read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+
+
+def _model(rules: dict[str, Any], benchmark: str) -> str:
+    config = rules["model_config"]
+    return benchmark if benchmark in config["models"] else config["model_mapping"].get(benchmark, benchmark)
+
+
+def _published_field(rules: dict[str, Any], model: str, loadgen_scenario: str) -> str:
+    """The checker's get_performance_metric: the benchmark's override, else the round's field."""
+    override = rules["result_field_benchmark_overwrite"].get(model, {})
+    return override.get(loadgen_scenario) or rules["result_field"][loadgen_scenario]  # type: ignore[no-any-return]
 
 
 def _round_plans() -> list[tuple[str, mlperf.ImportPlan, Path]]:
@@ -99,7 +96,18 @@ def test_every_result_folder_is_in_the_report_and_every_file_accounted_for(plans
             assert item.status in ("ready", "skipped") or item.errors, f"{name} {item.key}: refused with no reason"
 
 
+def _stored_headline(metrics: dict[str, Any]) -> float:
+    primary = metrics["primary"]
+    if primary == "throughput":
+        return float(metrics["throughput"]["value"])
+    if primary == "latency_estimate_ms":
+        return float(metrics["latency_estimate_ms"]["value"])
+    return float(metrics["latency_ms"][primary.split(".")[1]])
+
+
 def test_every_inference_headline_equals_mlperfs_published_figure(plans):
+    """The stored headline is the LoadGen record the round's checker publishes (RESULT_FIELD_NEW, overridden
+    per benchmark by RESULT_FIELD_BENCHMARK_OVERWRITE, keyed by LoadGen's scenario), in its unit."""
     checked = 0
     for _name, plan, root in plans:
         for item in plan.items:
@@ -107,26 +115,16 @@ def test_every_inference_headline_equals_mlperfs_published_figure(plans):
             if doc is None or doc["phase"] != "inference":
                 continue
             detail = _mllog(_source(item, root, "performance/run_1/mlperf_log_detail.txt"))
-            scenario = doc["provenance"]["origin"]["scenario"]
-            model = re.sub(r"-(99|99\.9)$", "", doc["workload"]["name"]).replace("llama3_1", "llama3.1")
-            metrics = doc["metrics"]
-            if scenario in ("SingleStream", "MultiStream") and model != "llama3.1-8b-edge":
-                key = "early_stopping_latency_ss" if scenario == "SingleStream" else "early_stopping_latency_ms"
-                assert _close(metrics["latency_estimate_ms"]["value"], detail[key] / 1e6), item.key
-            elif scenario == "Offline":
-                key = "result_tokens_per_second" if model in TOKENS else "result_samples_per_second"
-                if model == "gptj" and "result_inferred_tokens_per_second" in detail:
-                    key = "result_inferred_tokens_per_second"
-                assert _close(metrics["throughput"]["value"], float(detail[key])), item.key
-            elif scenario in ("Server", "Interactive"):
-                key = (
-                    "result_completed_tokens_per_second"
-                    if model in TOKENS and "result_completed_tokens_per_second" in detail
-                    else "result_completed_samples_per_sec"
-                )
-                if model == "gptj" and "result_inferred_completed_tokens_per_second" in detail:
-                    key = "result_inferred_completed_tokens_per_second"
-                assert _close(metrics["throughput"]["value"], float(detail[key])), item.key
+            origin = doc["provenance"]["origin"]
+            rules = _rules(origin["round"])
+            model = origin.get("mapped_benchmark") or _model(rules, doc["workload"]["name"])
+            field = _published_field(rules, model, detail["effective_scenario"])
+            value = float(detail[field]) / (1e6 if "latency" in field else 1)
+            assert _close(_stored_headline(doc["metrics"]), value), f"{item.key}: {field}"
+            if "tokens_per_second" in field:
+                assert doc["metrics"]["throughput"]["unit"] == "tokens/s", item.key
+            elif "samples_per_sec" in field:
+                assert doc["metrics"]["throughput"]["unit"] == "samples/s", item.key
             checked += 1
     assert checked or not any(p.items for _n, p, _r in plans)
 
@@ -172,22 +170,41 @@ def test_every_latency_figure_equals_the_detail_log_in_ms(plans):
                 assert _close(value, detail[key] / 1e6), f"{item.key} {stat}"
 
 
-def test_every_accuracy_value_is_a_number_printed_in_accuracy_txt(plans):
+def _checker_values(text: str, pairs: list[Any], patterns: dict[str, str]) -> dict[str, float]:
+    """Each metric's last value as the checker's re.match(ACC_PATTERN[metric], line) finds it, after writing
+    numpy scalars (np.int64(5)) as the number they hold."""
+    found: dict[str, float] = {}
+    for line in text.splitlines():
+        line = re.sub(r"\b(?:np|numpy)\.\w+\(([-+\d.eE]+)\)", r"\1", line)
+        for name in pairs[0::2]:
+            match = re.match(patterns[name], line)
+            if match:
+                found[name] = float(match[1])
+    return found
+
+
+def test_every_accuracy_value_is_the_checkers_reading_of_accuracy_txt(plans):
+    """metrics.quality.values are what MLPerf's checker reads from accuracy.txt with the round's patterns,
+    the headline metric is the checker's first, and the verdict is its bounds applied to them."""
     for _name, plan, root in plans:
         for item in plan.items:
-            quality = (item.document or {}).get("metrics", {}).get("quality")
+            doc = item.document or {}
+            quality = doc.get("metrics", {}).get("quality")
             if not quality:
                 continue
+            origin = doc["provenance"]["origin"]
+            rules = _rules(origin["round"])
+            model = origin.get("mapped_benchmark") or _model(rules, doc["workload"]["name"])
+            lower = rules["model_config"]["accuracy-target"][model]
+            upper = rules["model_config"].get("accuracy-upper-limit", {}).get(model, [])
             text = _source(item, root, "accuracy/accuracy.txt").read_text(encoding="utf-8")
-            printed = {float(n) for n in re.findall(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?", text)}
-            assert all(float(v) in printed for v in quality["values"].values()), item.key
-            pattern = ACCURACY.get(quality["metric"])
-            if pattern:
-                matches = [m for line in text.splitlines() for m in re.findall(pattern, line.strip())]
-                assert matches, f"{item.key}: no {quality['metric']} line in accuracy.txt"
-                last = matches[-1]
-                last = next(g for g in last if g) if isinstance(last, tuple) else last
-                assert _close(quality["value"], float(last)), item.key
+            values = _checker_values(text, lower + upper, rules["acc_pattern"])
+            assert quality["metric"] == lower[0] and quality["values"] == values, item.key
+            bounds_met = all(values[n] >= low for n, low in zip(lower[0::2], lower[1::2], strict=True)) and all(
+                values.get(n, -math.inf) <= high for n, high in zip(upper[0::2], upper[1::2], strict=True)
+            )
+            missing = any(n not in values for n in lower[0::2])
+            assert quality["passed"] == (None if missing else bounds_met), item.key
 
 
 def test_system_and_publication_facets_equal_the_system_description(plans):
