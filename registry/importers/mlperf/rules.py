@@ -1,5 +1,6 @@
 """MLPerf's own rules, as tables: scenarios, number formats, accuracy references and bounds, the figure each
-benchmark publishes, the closed vocabularies of system descriptions, and Training's scoring.
+benchmark publishes, and the closed vocabularies of system descriptions (Training's rules are data per round:
+training_rules.py).
 
 Data only (plus the two lookups `accuracy_rule` and `model_of`): every value is MLPerf's (its submission
 checker and result summarizer), cited beside it. The importer's code reads these tables and never restates them.
@@ -216,8 +217,3 @@ AVAILABILITIES = {
 
 
 CATEGORIES = {"datacenter": "datacenter", "edge": "edge"}
-
-
-# Runs dropped at each end (mlcommons/logging result_summarizer max_dropped_scores): 1, except 3D U-Net,
-# which needs 40 runs and drops 4 at each end.
-DROPPED = {"unet3d": 4}
