@@ -11,6 +11,8 @@ path. `report_dict` and `render_report` give the per-file report. Inside, one mo
   by both importers;
 * `logs`: the readers of MLPerf's files; `systems`: the system description's sections;
 * `documents`: one Inference result as a document; `inference` and `training`: the two entry points;
+* `training_rules`: MLPerf Training's rules per round, read from rounds/training/*.json; `training_logs`:
+  a training run's time, evaluations and verdict, and scaling.json;
 * `report`: the per-file report.
 """
 

@@ -1,6 +1,6 @@
 """MLPerf's own rules: per round, loaded from the rule tables in `rounds/` (`round_rules`), and the tables
 that do not change between rounds (scenarios, number formats, the closed vocabularies of system descriptions,
-Training's scoring).
+Training's rules are data per round: training_rules.py).
 
 Per-round rules are data: `rounds/inference_<round>.json` holds MLCommons' submission checker constants for
 that round (MODEL_CONFIG, RESULT_FIELD_NEW, RESULT_FIELD_BENCHMARK_OVERWRITE, ACC_PATTERN, ...), extracted by
@@ -164,10 +164,6 @@ AVAILABILITIES = {
 
 CATEGORIES = {"datacenter": "datacenter", "edge": "edge"}
 
-
-# Runs dropped at each end (mlcommons/logging result_summarizer max_dropped_scores): 1, except 3D U-Net,
-# which needs 40 runs and drops 4 at each end.
-DROPPED = {"unet3d": 4}
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -3,20 +3,24 @@
 Plain Python (no Django), the same contract as `parse_tree` (an ImportPlan of ImportItems whose
 documents pass protocol.check). Layout (training_results_v3.1 onwards):
 `<submitter>/systems/<system>.json` and `<submitter>/results/<system>/<benchmark>/result_<n>.txt`, each result
-file the :::MLLOG lines of one training run.
+file the :::MLLOG lines of one training run, and where MLCommons set one, `scaling.json` beside them.
 
-Scoring is MLPerf's (mlcommons/logging result_summarizer): a run's time to train is run_stop − run_start
-(ms); a run that did not end with status "success" counts as infinitely slow; the fastest and the slowest
-runs are dropped and the rest averaged (the "olympic" mean). A result whose average would include a failed
-run is refused. MLPerf's reference-convergence (RCP) normalisation is not applied: its tables are not in
-the result files, so the mean is of the times as logged, and the document says so.
+Scoring is MLPerf's (mlcommons/logging result_summarizer), with the round's rules read from
+rounds/training/v<round>.json (training_rules): a run's time to train is run_stop − run_start; a run whose
+log never meets the division's quality target (the compliance checker's check) counts as infinitely slow;
+the round's number of runs is dropped at each end and the rest averaged (the "olympic" mean); the mean is
+multiplied by the folder's scaling.json factor (MLPerf's reference-convergence normalisation, set at review),
+1 where there is none, exactly as the summarizer does. That product is the published time to train; the
+document keeps the factor and the unscaled mean beside it. A result whose average would include a failed run,
+with fewer runs than its benchmark needs, or of a round, benchmark or division the rules do not cover, is
+refused with the reason named.
 """
 
 from __future__ import annotations
 
 import re
+import statistics
 from datetime import UTC, datetime
-from decimal import Decimal
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -25,12 +29,26 @@ from protocol import rules
 from .ledger import Ledger
 from .logs import read_json_object, read_mllog
 from .plan import Build, FileReport, ImportItem, ImportPlan, SourceError
-from .rules import DROPPED, UNSPECIFIED
+from .rules import UNSPECIFIED
 from .systems import publication_facets, software_section, system_section
+from .training_logs import Judged, judge, read_scaling, run_time
+from .training_rules import BenchmarkRules, RoundRules, Scaling, round_rules
 from .tree import all_files, inside, passed_over
 
 RESULT_FILE = re.compile(r"^result_.*\.txt$")
-Run = tuple[Path, float | None, str | None, dict[str, Any]]  # a result file, its seconds, status and first values
+# The first protocol version with time_to_quality.scaling_factor / unscaled_seconds and runs[].quality.
+PROTOCOL = f"{rules.PROTOCOL_NAME}/1.1"
+
+
+class Run(NamedTuple):
+    """One result_<n>.txt as read: its time (None without run_start and run_stop), run_stop's status, the
+    first value of each key, and its records (the quality rule reads them once the round is known)."""
+
+    path: Path
+    seconds: float | None
+    status: str | None
+    first: dict[str, Any]
+    records: list[dict[str, Any]]
 
 
 class _Result(NamedTuple):
@@ -39,13 +57,23 @@ class _Result(NamedTuple):
     system: dict[str, Any]
     system_id: str
     benchmark: str
-    round: str
+    round: RoundRules
     runs: list[Run]
+    scaling: float | None  # the factor of scaling.json; None when the folder has none
 
     @property
     def first(self) -> dict[str, Any]:
         """The first value of each key in the first run's log."""
-        return self.runs[0][3]
+        return self.runs[0].first
+
+
+class _Score(NamedTuple):
+    """A result scored: the rules used, each run's verdict, which runs were averaged, and the mean."""
+
+    rules: BenchmarkRules
+    judged: list[Judged]
+    used: list[bool]
+    mean: float
 
 
 def is_training_tree(root: Path) -> bool:
@@ -109,25 +137,6 @@ def _round(root: Path, round_name: str | None) -> str | None:
     return None
 
 
-def run_time(records: list[dict[str, Any]]) -> tuple[float | None, str | None, dict[str, Any]]:
-    """(seconds from run_start to run_stop or None, run_stop's status, the first value of each key)."""
-    first: dict[str, Any] = {}
-    start = stop = None
-    status = None
-    for record in records:
-        first.setdefault(record["key"], record.get("value"))
-        if record["key"] == "run_start" and start is None:
-            start = record.get("time_ms")
-        elif record["key"] == "run_stop":
-            stop = record.get("time_ms")
-            status = (record.get("metadata") or {}).get("status")
-    if isinstance(start, int):
-        first["run_start.time_ms"] = start
-    if not isinstance(start, int | Decimal) or not isinstance(stop, int | Decimal) or stop < start:
-        return None, status, first
-    return float((Decimal(stop) - Decimal(start)) / 1000), status, first
-
-
 def olympic_mean(seconds: list[float | None], drop: int = 1) -> tuple[float | None, list[bool]]:
     """MLPerf's score: sort the runs (a failed run, None, is slower than any), drop `drop` at each end and
     average the rest. Returns (mean or None when a failed run would be averaged or too few runs remain,
@@ -152,15 +161,38 @@ def _import_item(submission: Path, tree: Path, folder: Path, round_value: str | 
         submission / "systems" / f"{system_id}.json", read_json_object, what="system description", required=True
     )
     runs = _load_runs(ledger, folder)
-    if round_value is None:
-        ledger.errors.append("the round is not in the logs and not in the folder name: pass --round")
+    round_rules_ = _rules_of(round_value, ledger)
+    scaling = _scaling(ledger, folder, round_rules_.scaling) if round_rules_ else None
     document, build = None, Build()
-    if not ledger.errors:
+    if round_rules_ and not ledger.errors:
         try:
-            document = _document(_Result(system, system_id, benchmark, round_value or "", runs), ledger, build)
+            result = _Result(system, system_id, benchmark, round_rules_, runs, scaling)
+            document = _document(result, ledger, build)
         except SourceError as exc:
             ledger.errors.append(str(exc))
     return _finished_item(f"{system_id}/{benchmark}", tree, folder, ledger, ledger.checked(document), build)
+
+
+def _rules_of(round_value: str | None, ledger: Ledger) -> RoundRules | None:
+    """The round's rules, or None with the reason recorded (no round known, or no rules file for it)."""
+    if round_value is None:
+        ledger.errors.append("the round is not in the logs and not in the folder name: pass --round")
+        return None
+    try:
+        return round_rules(round_value)
+    except SourceError as exc:
+        ledger.errors.append(str(exc))
+        return None
+
+
+def _scaling(ledger: Ledger, folder: Path, rule: Scaling) -> float | None:
+    """The folder's scaling factor, None when it has no scaling.json; a malformed one is recorded as an
+    error (the summarizer would fail on it too), which refuses the result."""
+    path = folder / rule.file
+    if not path.exists() and not path.is_symlink():
+        return None
+    factor = ledger.load(path, lambda text: read_scaling(text, rule), what="MLPerf scaling factor", required=True)
+    return factor if isinstance(factor, float) else None
 
 
 def _load_runs(ledger: Ledger, folder: Path) -> list[Run]:
@@ -169,7 +201,7 @@ def _load_runs(ledger: Ledger, folder: Path) -> list[Run]:
         if path.is_file() and RESULT_FILE.match(path.name):
             records = ledger.load(path, read_mllog, what="training run log", required=True, lenient=True)
             if records is not None:
-                runs.append((path, *run_time(records)))
+                runs.append(Run(path, *run_time(records), records))
     return runs
 
 
@@ -177,7 +209,7 @@ def _finished_item(
     key: str, tree: Path, folder: Path, ledger: Ledger, document: dict[str, Any] | None, build: Build
 ) -> ImportItem:
     unread = [
-        FileReport(p.relative_to(tree).as_posix(), None, "skipped", "not a result_<n>.txt")
+        FileReport(p.relative_to(tree).as_posix(), None, "skipped", "not a result_<n>.txt or scaling.json")
         for p in all_files(folder)
         if p not in ledger.reports
     ]
@@ -196,14 +228,14 @@ def _natural(path: Path) -> list[tuple[int, int, str]]:
 
 
 def _document(result: _Result, ledger: Ledger, build: Build) -> dict[str, Any]:
-    drop = DROPPED.get(result.benchmark, 1)
-    score, used = _score(result.runs, drop)
+    score = _score(result, build)
     batch = _global_batch_size(result.runs)
     submitter = _submitter(result.first, result.system)
-    origin = _origin(result, used, submitter, ledger, build)
-    workload = {"name": result.benchmark, "version": f"mlperf-training-{result.round}", "shape": {"batch_size": batch}}
+    origin = _origin(result, score, submitter, ledger, build)
+    round_name = result.round.round
+    workload = {"name": result.benchmark, "version": f"mlperf-training-{round_name}", "shape": {"batch_size": batch}}
     return {
-        "protocol": f"{rules.PROTOCOL_NAME}/{rules.PROTOCOL_VERSION}",
+        "protocol": PROTOCOL,
         "phase": "training",
         "workload": workload,
         "scenario": {"kind": "time-to-quality"},
@@ -212,24 +244,55 @@ def _document(result: _Result, ledger: Ledger, build: Build) -> dict[str, Any]:
         "system": system_section(result.system, build),
         "software": software_section(result.system, {}, {}, build),
         "conditions": _conditions(len(result.runs)),
-        "metrics": _metrics(result.first, score, used, len(result.runs), drop),
-        "provenance": _provenance(result.round, submitter, _first_run_start(result.runs), origin),
+        "metrics": _metrics(result, score),
+        "provenance": _provenance(round_name, submitter, _first_run_start(result.runs), origin),
     }
 
 
-def _score(runs: list[Run], drop: int) -> tuple[float, list[bool]]:
-    seconds = [s if status == "success" else None for _p, s, status, _f in runs]
-    score, used = olympic_mean(seconds, drop)
-    if score is None:
+def _division(result: _Result) -> str:
+    """The division the quality rule is taken for (the log's submission_division, else the description's)."""
+    division = str(result.first.get("submission_division") or result.system.get("division") or "").strip().lower()
+    if not division:
+        raise SourceError("neither submission_division nor the system description names the division")
+    return division
+
+
+def _score(result: _Result, build: Build) -> _Score:
+    """Each run judged by the round's quality rule, then MLPerf's olympic mean of the converged runs' times."""
+    rules = result.round.benchmark(result.benchmark, _division(result))
+    runs = result.runs
+    if len(runs) < rules.runs_required:
         raise SourceError(
-            f"no MLPerf score: {len(runs)} run(s), {seconds.count(None)} without a successful "
-            f"run_stop; dropping {drop} at each end must leave runs that all succeeded"
+            f"{len(runs)} run(s); MLPerf Training {result.round.round} needs {rules.runs_required} for "
+            f"{rules.benchmark} (mlperf_logging/benchmark_meta.py): not a complete result"
         )
-    return score, used
+    judged = [judge(run.seconds, run.records, rules.quality, rules.init_limit_ms) for run in runs]
+    build.warnings.extend(_status_disagreements(runs, judged))
+    mean, used = olympic_mean([j.seconds for j in judged], rules.dropped_each_end)
+    if mean is None:
+        failed = [f"{run.path.name}: {j.why}" for run, j in zip(runs, judged, strict=True) if not j.converged]
+        raise SourceError(
+            f"no MLPerf score: {len(runs)} run(s), {len(failed)} not converged ({'; '.join(failed[:3])}); "
+            f"dropping {rules.dropped_each_end} at each end must leave runs that all converged"
+        )
+    return _Score(rules, judged, used, mean)
+
+
+def _status_disagreements(runs: list[Run], judged: list[Judged]) -> list[str]:
+    """Runs whose run_stop status says otherwise than MLPerf's checks (the checks are what it scores)."""
+    return [
+        f"{run.path.name}: run_stop status is {run.status!r} but "
+        + (f"the run does not count as converged: {verdict.why}" if verdict.why else "the log meets the target")
+        + "; scored as MLPerf's checks say"
+        for run, verdict in zip(runs, judged, strict=True)
+        if (run.status == "success") != verdict.converged
+    ]
 
 
 def _global_batch_size(runs: list[Run]) -> int:
-    batch = next((f.get("global_batch_size") for *_x, f in runs if isinstance(f.get("global_batch_size"), int)), None)
+    batch = next(
+        (r.first.get("global_batch_size") for r in runs if isinstance(r.first.get("global_batch_size"), int)), None
+    )
     if not isinstance(batch, int) or batch < 1:
         raise SourceError("no global_batch_size record in any run")
     return batch
@@ -242,19 +305,28 @@ def _submitter(first: dict[str, Any], system: dict[str, Any]) -> str:
     return submitter
 
 
-def _origin(result: _Result, used: list[bool], submitter: str, ledger: Ledger, build: Build) -> dict[str, Any]:
+def _origin(result: _Result, score: _Score, submitter: str, ledger: Ledger, build: Build) -> dict[str, Any]:
+    quality = score.rules.quality
     origin: dict[str, Any] = {
         "kind": "mlperf-training",
-        "round": result.round,
+        "round": result.round.round,
         "submitter": submitter,
         **_publication_facets(result.first, result.system, build),
         "system_id": result.system_id,
         "benchmark": result.benchmark,
         "files": ledger.digests(),
         "runs": [
-            {"file": path.name, "seconds": s, "status": status, "used": u}
-            for (path, s, status, _f), u in zip(result.runs, used, strict=True)
+            {
+                "file": run.path.name,
+                "seconds": run.seconds,
+                "status": run.status,
+                "used": used,
+                "quality": verdict.reached.get(quality.headline) if verdict.reached else None,
+            }
+            for run, verdict, used in zip(result.runs, score.judged, score.used, strict=True)
         ],
+        "targets": {name: {"min": b.low, "max": b.high} for name, b in quality.metrics.items()},
+        "rules_source": result.round.source(score.rules)[:500],
     }
     origin["category"] = None  # MLPerf Training has no datacenter/edge category
     if build.unparsed:
@@ -280,19 +352,52 @@ def _conditions(repetitions: int) -> dict[str, Any]:
     }
 
 
-def _metrics(first: dict[str, Any], score: float, used: list[bool], runs: int, drop: int) -> dict[str, Any]:
-    quality_key = next((k for k in ("eval_accuracy", "eval_error", "eval_loss") if k in first), None)
+def _metrics(result: _Result, score: _Score) -> dict[str, Any]:
+    factor = result.round.scaling.when_missing if result.scaling is None else result.scaling
     return {
         "primary": "time_to_quality",
         "time_to_quality": {
-            "seconds": score,
+            "seconds": score.mean * factor,
             "epochs": None,
-            "runs": sum(used),
-            "method": "MLPerf Training olympic mean of run_start..run_stop over "
-            f"{runs} runs, {drop} fastest and {drop} slowest dropped; "
-            "no RCP normalisation" + (f"; quality logged as {quality_key}" if quality_key else ""),
+            "runs": sum(score.used),
+            "scaling_factor": factor,
+            "unscaled_seconds": score.mean,
+            "method": _method(result, score, factor),
         },
+        "quality": _quality(score),
     }
+
+
+def _method(result: _Result, score: _Score, factor: float) -> str:
+    drop = score.rules.dropped_each_end
+    scaled = (
+        f"times scaling_factor {factor:g} of scaling.json (MLCommons' reference-convergence normalisation)"
+        if result.scaling is not None
+        else f"no scaling.json, so factor {factor:g}, as MLCommons' result summarizer does"
+    )
+    return (
+        f"MLPerf Training score as published: olympic mean of run_start..run_stop over {len(result.runs)} runs, "
+        f"{drop} fastest and {drop} slowest dropped (a run that never met the quality target counts as slowest), "
+        f"{scaled}; quality is the median over the averaged runs of the first evaluation that met the target"
+    )
+
+
+def _quality(score: _Score) -> dict[str, Any]:
+    """The quality the averaged runs reached: per metric the median of each run's first evaluation that met
+    the target (MLPerf publishes no quality figure; the median is robust to one run that overshot)."""
+    rule = score.rules.quality
+    reached = [j.reached for j, used in zip(score.judged, score.used, strict=True) if used and j.reached]
+    medians = {
+        name: statistics.median(r[name] for r in reached) for name in rule.metrics if all(name in r for r in reached)
+    }
+    quality: dict[str, Any] = {
+        "metric": rule.headline,
+        "value": medians.get(rule.headline),
+        "passed": bool(reached) and all(rule.met(r) for r in reached),
+    }
+    if len(rule.metrics) > 1:
+        quality["values"] = medians
+    return quality
 
 
 def _provenance(round_value: str, submitter: str, started_at: str | None, origin: dict[str, Any]) -> dict[str, Any]:
@@ -308,7 +413,7 @@ def _provenance(round_value: str, submitter: str, started_at: str | None, origin
 
 def _first_run_start(runs: list[Run]) -> str | None:
     """The earliest run_start of the result, as UTC ISO 8601 (MLLOG time_ms is Unix epoch milliseconds)."""
-    stamps = [f["run_start.time_ms"] for *_x, f in runs if isinstance(f.get("run_start.time_ms"), int)]
+    stamps = [r.first["run_start.time_ms"] for r in runs if isinstance(r.first.get("run_start.time_ms"), int)]
     if not stamps:
         return None
     return datetime.fromtimestamp(min(stamps) / 1000, tz=UTC).isoformat().replace("+00:00", "Z")

@@ -194,12 +194,15 @@ def test_a_training_round_imports_as_time_to_quality_runs(tmp_path, user):
     )
     folder = root / "results" / "box" / "bert"
     folder.mkdir(parents=True)
-    for n, minutes in enumerate([10, 11, 12, 13, 14]):
+    # MLPerf Training v4.0 scores bert over 10 runs, each reaching eval_accuracy >= 0.72 (mlcommons/logging)
+    for n, minutes in enumerate([10, 11, 12, 12, 12, 12, 12, 12, 13, 14]):
         start = 1_700_000_000_000 + n * 100_000_000
+        stop = start + minutes * 60_000
         lines = [
             {"key": "global_batch_size", "value": 48, "time_ms": start},
             {"key": "run_start", "value": None, "time_ms": start},
-            {"key": "run_stop", "value": None, "time_ms": start + minutes * 60_000, "metadata": {"status": "success"}},
+            {"key": "eval_accuracy", "value": 0.721, "time_ms": stop, "metadata": {"epoch_num": 1}},
+            {"key": "run_stop", "value": None, "time_ms": stop, "metadata": {"status": "success"}},
         ]
         (folder / f"result_{n}.txt").write_text("".join(f":::MLLOG {json.dumps(r)}\n" for r in lines))
     result = mlperf_import(root=tmp_path / "training_results_v4.0", submitted_by=user)
