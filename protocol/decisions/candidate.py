@@ -309,4 +309,20 @@ def candidate(q: Question, runs: Sequence[Evidence], label: str) -> dict[str, An
         **_costs(q, rate, energy, price, systems),
         "latency_ms": rounded(_first_latency(objectives)),
         "gaps": gaps(docs, energy, price[0] is not None, model),
+        "energy_measured": energy_measured(docs),
     }
+
+
+def energy_measured(docs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """How the runs' energy was measured (meter, scope, window, method as each run states it), each way once, with
+    the words shown beside the energy figure wherever it appears."""
+    found: list[dict[str, Any]] = []
+    for doc in docs:
+        inputs = sizing.energy_per_output(doc).inputs
+        stated = {k: inputs[k] for k in ("source", "scope", "window_s", "method") if inputs.get(k) is not None}
+        if stated and stated not in [{k: v for k, v in f.items() if k != "words"} for f in found]:
+            window = f" over {stated['window_s']:g} s" if "window_s" in stated else ""
+            found.append(
+                {**stated, "words": f"{stated['source']}{window}: {stated.get('method') or 'method not stated'}"}
+            )
+    return found

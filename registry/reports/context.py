@@ -129,6 +129,7 @@ def _candidate_row(candidate: Mapping[str, Any], frontier: bool) -> dict[str, An
         "systems": _figure(c.get("systems_needed")),
         "cost": _figure(c.get("cost_per_million")),
         "energy": _figure(c.get("energy_per_output")),
+        "energy_measured": [m.get("words") for m in c.get("energy_measured") or []],
         "latency": number(c["latency_ms"], Style.GENERAL) if isinstance(c.get("latency_ms"), int | float) else "—",
         "runs": [r.get("id") for r in c.get("runs") or []],
         "gaps": [g.get("message") or g.get("code") for g in c.get("gaps") or []],

@@ -11,6 +11,7 @@ from protocol import comparability, statistics
 from registry.models import AuditEntry, Submission
 from registry.presentation.words import FIELD_HEADINGS, SECTION_TITLES, field_label, measured, unit_of
 from registry.selectors.comparisons import comparable_runs
+from registry.selectors.derivations import DerivedFrom, derived_from
 
 DISTRIBUTION_FIELDS = ("count", "min", "mean", "p50", "p90", "p95", "p99", "p999", "max")
 
@@ -52,6 +53,7 @@ class RunDetail:
     comparable_total: int
     raw_json: str
     distribution_fields: tuple[str, ...] = ()  # headings of the columns shown: a column no distribution has is left out
+    derived_from: DerivedFrom | None = None  # a run derived from another (MLPerf's inferred results), not measured
 
 
 def _flatten(value: Any, path: tuple[str, ...] = ()) -> list[tuple[str, str]]:
@@ -122,4 +124,5 @@ def run_detail(*, run: Submission, comparable_limit: int = 20) -> RunDetail:
         comparable_total=total,
         raw_json=json.dumps(doc, indent=2, ensure_ascii=False),
         distribution_fields=tuple(FIELD_HEADINGS.get(DISTRIBUTION_FIELDS[i], DISTRIBUTION_FIELDS[i]) for i in keep),
+        derived_from=derived_from(doc),
     )

@@ -21,11 +21,12 @@ import re
 from pathlib import Path
 from typing import Any
 
+from . import inferred, power
 from .documents import build_document, round_of
 from .ledger import Ledger
 from .logs import cross_check, read_accuracy, read_detail, read_json_object, read_summary, read_test06, read_user_conf
 from .plan import Build, FileReport, ImportItem, ImportPlan, SourceError
-from .rules import INFERRED, LOADGEN_SCENARIO, SCENARIO_FOLDERS, RuleMissing, round_rules
+from .rules import LOADGEN_SCENARIO, SCENARIO_FOLDERS, RuleMissing, round_rules
 from .tree import all_files, passed_over, real_dir, subfolders
 
 
@@ -69,12 +70,18 @@ def _round_errors(round_value: str | None) -> list[str]:
 
 
 def _submission_items(root: Path, submission: Path, round_name: str | None) -> list[ImportItem]:
-    return [
-        _skipped_folder(root, folder)
-        if scenario is None
-        else _import_item(submission, root, folder, scenario, round_name)
-        for folder, scenario in _result_folders(submission)
-    ]
+    folders = _result_folders(submission)
+    done: dict[Path, ImportItem] = {}
+    # Measured folders first: a result MLPerf infers links to the document of the folder it is inferred from.
+    for folder, scenario in sorted(
+        folders, key=lambda f: inferred.READ_ORDER.get(f[1] or "", len(inferred.READ_ORDER))
+    ):
+        done[folder] = (
+            _skipped_folder(root, folder)
+            if scenario is None
+            else _import_item(submission, root, folder, scenario, round_name, done)
+        )
+    return [done[folder] for folder, _scenario in folders]
 
 
 def _unclaimed(root: Path, items: list[ImportItem]) -> list[FileReport]:
@@ -167,19 +174,29 @@ def _first_file(*paths: Path) -> Path:
     return next((p for p in paths if p.is_file()), paths[0])
 
 
-def _import_item(submission: Path, tree: Path, scenario_dir: Path, scenario: str, round_name: str | None) -> ImportItem:
+def _import_item(
+    submission: Path,
+    tree: Path,
+    scenario_dir: Path,
+    scenario: str,
+    round_name: str | None,
+    done: dict[Path, ImportItem],
+) -> ImportItem:
     key = "/".join(scenario_dir.parts[-3:])
     ledger = Ledger(submission, tree)
     sources = {
         **_required_sources(ledger, submission, scenario_dir, scenario),
         **_optional_sources(ledger, submission, scenario_dir),
+        "power": power.load(ledger, scenario_dir),
     }
     document, build = None, Build()
-    if not ledger.errors and sources["detail"]["effective_scenario"] == "SingleStream" and scenario in INFERRED:
-        return _inferred_item(key, tree, scenario_dir, ledger, scenario)
+    rule = None if ledger.errors else inferred.rule_for(scenario, sources["detail"]["effective_scenario"])
+    if rule is not None:
+        return _inferred_item(key, tree, scenario_dir, ledger, sources, rule, round_name, done)
     if not ledger.errors:
         document = _document(ledger, sources, scenario_dir, scenario, round_name, build)
     if document is not None:
+        power.attach(document, sources["power"], sources["detail"], build)
         build.warnings.extend(_layout_mismatches(submission, document))
     return _finished_item(key, tree, scenario_dir, ledger, ledger.checked(document), build)
 
@@ -284,10 +301,64 @@ def _document(
         return None
 
 
-def _inferred_item(key: str, tree: Path, scenario_dir: Path, ledger: Ledger, scenario: str) -> ImportItem:
+def _inferred_item(
+    key: str,
+    tree: Path,
+    scenario_dir: Path,
+    ledger: Ledger,
+    sources: dict[str, Any],
+    rule: inferred.Rule,
+    round_name: str | None,
+    done: dict[Path, ImportItem],
+) -> ImportItem:
+    """A result MLPerf infers from another scenario's run (inferred.py): a document labelled derived and linked to
+    the measured folder's document; skipped, saying why, when that folder is absent or was refused."""
+    measured_dir = next(
+        (p for p in subfolders(scenario_dir.parent) if p.name.lower() == rule.from_scenario.lower()), None
+    )
+    measured = done.get(measured_dir) if measured_dir else None
+    if measured is None or measured_dir is None or measured.document is None:
+        state = "is not in this tree" if measured is None else "was refused"
+        return _unlinked_item(key, tree, scenario_dir, ledger, rule, state)
+    detail = scenario_dir / "performance" / "run_1" / "mlperf_log_detail.txt"
+    problem = inferred.edge_problem(sources["system"]) or _not_same_log(ledger, detail, measured)
+    build, document = Build(), None
+    if problem:
+        ledger.fail(detail, problem)
+    else:
+        document = _document(ledger, sources, scenario_dir, rule.from_scenario, round_name, build)
+    if document is not None:
+        power.attach(document, sources["power"], sources["detail"], build)
+        where = measured_dir.relative_to(tree).as_posix()
+        try:
+            document = inferred.derive(
+                document, sources["detail"], rule, from_location=where, from_document=measured.document
+            )
+        except SourceError as exc:
+            ledger.fail(detail, str(exc))
+            document = None
+    return _finished_item(key, tree, scenario_dir, ledger, ledger.checked(document), build)
+
+
+def _not_same_log(ledger: Ledger, detail: Path, measured: ImportItem) -> str | None:
+    """MLPerf infers from the log in the inferred folder, a copy of the measured folder's: a different log would be
+    linked to a run it is not (none of Inference v5.1's 537 inferred folders has one)."""
+    here = ledger.reports[detail].sha256
+    theirs = {f.sha256 for f in measured.files if f.path.endswith("performance/run_1/mlperf_log_detail.txt")}
+    if here in theirs:
+        return None
+    return (
+        f"this log is not the {measured.key} folder's: MLPerf infers this result from this folder's log, which no "
+        "measured run of the tree holds, so it cannot be linked to the run it derives from"
+    )
+
+
+def _unlinked_item(
+    key: str, tree: Path, scenario_dir: Path, ledger: Ledger, rule: inferred.Rule, state: str
+) -> ImportItem:
     why = (
-        f"LoadGen ran SingleStream here: MLPerf infers the {scenario} result from it rather than measuring "
-        "it; only measured runs are imported (see this system's SingleStream folder)"
+        f"LoadGen ran {rule.from_scenario} here: MLPerf infers the {rule.scenario} result from that run, and this "
+        f"system's measured {rule.from_scenario} folder {state}, so the inferred result has no run to link to"
     )
     files = [FileReport(f.path, f.sha256, "skipped", why) for f in ledger.reports.values()]
     files += _unread(tree, scenario_dir, ledger.reports)

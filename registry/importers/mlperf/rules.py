@@ -119,12 +119,6 @@ UNSTATED_VARIANT = {
 UNSPECIFIED = "unspecified"  # schema sentinel: the source does not state one format of the closed list
 
 
-# MLPerf lets an edge submission derive Offline and MultiStream from a SingleStream run (the submission
-# checker's inferred results: Offline = 1/latency, MultiStream = 8 × latency). Those folders hold the
-# SingleStream log: the importer stores measured runs only, so it imports the SingleStream folder and skips these.
-INFERRED = frozenset({"Offline", "MultiStream"})
-
-
 # LoadGen's early-stopping estimates: the percentile each one bounds (SingleStream p90, MultiStream p99).
 ESTIMATE_PERCENTILE = {"early_stopping_latency_ss": "p90", "early_stopping_latency_ms": "p99"}
 
@@ -163,7 +157,6 @@ AVAILABILITIES = {
 
 
 CATEGORIES = {"datacenter": "datacenter", "edge": "edge"}
-
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from django.core.cache import cache
 from django.db import connection
 
 from registry.models import Submission
+from registry.selectors.derivations import with_derivation
 from registry.selectors.submissions import LIST_DEFERRED
 
 from . import counts, postgres
@@ -124,7 +125,8 @@ def catalogue_search(query: CatalogueQuery) -> CataloguePage:
     labels = set_labels(by_key.values(), version=version)
     by_key = {key: replace(s, name=labels[key]) for key, s in by_key.items()}
     sets = [by_key[s.key] for s in sets]
-    found = Submission.objects.defer(*LIST_DEFERRED).select_related("withdrawal").in_bulk(ids) if ids else {}
+    rows_read = with_derivation(Submission.objects.defer(*LIST_DEFERRED).select_related("withdrawal"))
+    found = rows_read.in_bulk(ids) if ids else {}
     runs = [found[pk] for pk in ids if pk in found]
     rows = [RunRow(r, by_key[r.comparability_key].name, by_key[r.comparability_key].count) for r in runs]
     selected = by_key.get(query.set_key) if query.set_key else None
