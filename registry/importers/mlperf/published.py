@@ -65,21 +65,18 @@ def find_table(root: Path) -> tuple[Path, str] | None:
     """The table of the round `root` belongs to, and `root`'s folder relative to the round root ('' for the
     round root itself, 'closed', 'closed/AMD'), or None. Looked for in `root` and, only where `root` is a
     division or submitter folder of a results repository, in the folders above it up to the round root."""
-    root = Path(root)
-    for folder, prefix in _round_roots(root):
+    for folder, prefix in _round_roots(Path(root).resolve()):
         table = folder / TABLE_NAME
         if table.is_file() and not table.is_symlink():
             return table, prefix
     return None
 
 
-def scope_of(root: Path, table: Path) -> str:
-    """`root`'s folder relative to the round root, for a table named on the command line: the table's folder
-    when it is `root` or above it, else what the division/submitter layout says ('' when neither)."""
-    root, home = Path(root).resolve(), Path(table).resolve().parent
-    if root.is_relative_to(home):
-        return root.relative_to(home).as_posix().strip(".")
-    return _round_roots(root)[-1][1]
+def scope_of(root: Path) -> str:
+    """`root`'s folder relative to the round root, for a table named on the command line, from the layout of a
+    results repository: 'closed' for a division folder, 'closed/AMD' for a submitter folder inside one, else ''
+    (the tree is taken as the round root; a bare submitter folder needs its scope named)."""
+    return _round_roots(Path(root).resolve())[-1][1]
 
 
 def _round_roots(root: Path) -> list[tuple[Path, str]]:

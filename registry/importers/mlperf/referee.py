@@ -23,7 +23,7 @@ Nothing is defaulted: a unit, precision word or accuracy name the referee does n
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -127,6 +127,7 @@ class Disagreement:
     published: str
     stored: str
     note: str = ""
+    item: int | None = None  # the position in plan.items of the item it is about
 
     @property
     def kind(self) -> str:
@@ -192,24 +193,25 @@ def referee(plan: ImportPlan, rows: list[PublishedRow], *, root: Path, scope: st
     found: list[Disagreement] = []
     refused: list[Disagreement] = []
     absent: list[str] = []
-    held: set[int] = set()
     compared = 0
     for row in scoped:
-        index = items.pop(location_key(row.location), None)
-        if index is None:
+        matched = items.pop(location_key(row.location), None)
+        if matched is None:
             _unmatched(row, root, scope, found, absent)
             continue
-        item = plan.items[index]
+        index, item = matched[0], plan.items[matched[0]]
         if item.document is None:
             (refused if item.status == "refused" else found).append(_not_imported(row, item))
             continue
         compared += 1
-        differences = compare(row, item.document)
-        found += differences
-        held.update([index] if differences else [])
-    found += [_unpublished(plan.items[index], location) for location, index in sorted(items.items())]
-    held.update(index for index in items.values() if plan.items[index].document is not None)
+        found += [replace(d, item=index) for d in compare(row, item.document)]
+    found += [
+        _unpublished(plan.items[index], index, location)
+        for index, location in sorted(items.values())
+        if plan.items[index].document is not None
+    ]
     found += _round(plan, scoped)
+    held = {d.item for d in found if d.item is not None}
     return RefereeReport(
         table=table,
         scope=scope,
@@ -228,14 +230,15 @@ def _inside(location: str, scope: str) -> bool:
     return not scope or location_key(location).startswith(scope.strip("/") + "/")
 
 
-def _items_by_location(plan: ImportPlan, scope: str) -> dict[str, int]:
-    """The items that read a result folder, by that folder's Location key ('closed/AMD/results/...')."""
-    out: dict[str, int] = {}
+def _items_by_location(plan: ImportPlan, scope: str) -> dict[str, tuple[int, str]]:
+    """The items that read a result folder, by that folder's Location key: (position, Location)."""
+    out: dict[str, tuple[int, str]] = {}
     prefix = scope.strip("/")
     for index, item in enumerate(plan.items):
         where = item_location(item)
         if where is not None:
-            out[location_key(f"{prefix}/{where}" if prefix else where)] = index
+            location = f"{prefix}/{where}" if prefix else where
+            out[location_key(location)] = (index, location)
     return out
 
 
@@ -276,9 +279,9 @@ def _not_imported(row: PublishedRow, item: ImportItem) -> Disagreement:
     )
 
 
-def _unpublished(item: ImportItem, location: str) -> Disagreement:
+def _unpublished(item: ImportItem, index: int, location: str) -> Disagreement:
     value, unit = headline(item.document or {})
-    return Disagreement(location, "unpublished", "no row", f"{value} {unit}", "imported, but not in the table")
+    return Disagreement(location, "unpublished", "no row", f"{value} {unit}", "imported, but not in the table", index)
 
 
 def _round(plan: ImportPlan, rows: list[PublishedRow]) -> list[Disagreement]:
