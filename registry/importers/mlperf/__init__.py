@@ -9,7 +9,9 @@ path. `report_dict` and `render_report` give the per-file report. Inside, one mo
   by both importers;
 * `logs`: the readers of MLPerf's files; `systems`: the system description's sections;
 * `documents`: one Inference result as a document; `inference` and `training`: the two entry points;
-* `report`: the per-file report.
+* `report`: the per-file report;
+* `published` and `referee`: MLCommons' published results table (summary_results.json) read, and compared with
+  every document before anything is stored.
 """
 
 from . import training

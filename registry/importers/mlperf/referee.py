@@ -193,7 +193,7 @@ def referee(plan: ImportPlan, rows: list[PublishedRow], *, root: Path, scope: st
     found: list[Disagreement] = []
     refused: list[Disagreement] = []
     absent: list[str] = []
-    compared = 0
+    compared: list[PublishedRow] = []
     for row in scoped:
         matched = items.pop(location_key(row.location), None)
         if matched is None:
@@ -203,7 +203,7 @@ def referee(plan: ImportPlan, rows: list[PublishedRow], *, root: Path, scope: st
         if item.document is None:
             (refused if item.status == "refused" else found).append(_not_imported(row, item))
             continue
-        compared += 1
+        compared.append(row)
         found += [replace(d, item=index) for d in compare(row, item.document)]
     found += [
         _unpublished(plan.items[index], index, location)
@@ -217,12 +217,12 @@ def referee(plan: ImportPlan, rows: list[PublishedRow], *, root: Path, scope: st
         scope=scope,
         rows=len(rows),
         in_scope=len(scoped),
-        compared=compared,
+        compared=len(compared),
         absent=absent,
         refused=refused,
         disagreements=found,
         held=frozenset(held),
-        notes=_notes(scoped),
+        notes=_notes(compared),
     )
 
 
