@@ -127,15 +127,16 @@ def _referee(
             )
         return None, "MLPerf Training results repositories publish no results table"
     if options.published:
-        table, scope = options.published, mlperf_published.scope_of(root)
+        found = mlperf_published.Found(options.published, mlperf_published.scope_of(root))
     else:
-        found = mlperf_published.find_table(root)
-        if found is None:
+        looked = mlperf_published.find_table(root)
+        if looked is None:
             return None, f"no {mlperf_published.TABLE_NAME} in the tree or its round's root (--published names one)"
-        table, scope = found
-    rows = mlperf_published.read_table(table)
-    scope = scope if options.scope is None else options.scope.strip("/")
-    return mlperf_referee.referee(plan, rows, root=root, scope=scope, table=str(table)), ""
+        found = looked
+    rows = mlperf_published.read_table(found.table)
+    scope = found.scope if options.scope is None else options.scope.strip("/")
+    report = mlperf_referee.referee(plan, rows, root=root, scope=scope, wrapper=found.wrapper, table=str(found.table))
+    return report, ""
 
 
 def _held(item: mlperf.ImportItem, index: int, report: mlperf_referee.RefereeReport | None) -> ImportOutcome:

@@ -20,7 +20,9 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
+
+from .tree import real_dir
 
 TABLE_NAME = "summary_results.json"
 MAX_TABLE_BYTES = 64 * 1024 * 1024  # v5.1's table, 1448 rows, is 2.2 MB
@@ -61,15 +63,37 @@ class PublishedRow:
     power_units: str | None = None
 
 
-def find_table(root: Path) -> tuple[Path, str] | None:
-    """The table of the round `root` belongs to, and `root`'s folder relative to the round root ('' for the
-    round root itself, 'closed', 'closed/AMD'), or None. Looked for in `root` and, only where `root` is a
-    division or submitter folder of a results repository, in the folders above it up to the round root."""
-    for folder, prefix in _round_roots(Path(root).resolve()):
-        table = folder / TABLE_NAME
-        if table.is_file() and not table.is_symlink():
-            return table, prefix
+class Found(NamedTuple):
+    """A table found for a tree: where the tree lies in the round. `scope` is the tree's folder relative to the
+    round root ('', 'closed', 'closed/AMD'); `wrapper` the folders between the tree and a round root below it
+    (an archive whose one top folder is the results repository: 'inference_results_v5.1')."""
+
+    table: Path
+    scope: str
+    wrapper: str = ""
+
+
+def find_table(root: Path) -> Found | None:
+    """The table of the round `root` belongs to, or None. Looked for in `root`; where `root` is a division or
+    submitter folder of a results repository, in the folders above it up to the round root; and where `root`
+    holds a single folder (an unpacked archive), in that folder, two levels down at most."""
+    root = Path(root).resolve()
+    for folder, prefix in _round_roots(root):
+        if _is_table(folder / TABLE_NAME):
+            return Found(folder / TABLE_NAME, prefix)
+    folder, wrapper = root, ""
+    for _ in range(2):
+        inner = [p for p in folder.iterdir() if real_dir(p)]
+        if len(inner) != 1:
+            return None
+        folder, wrapper = inner[0], f"{wrapper}{inner[0].name}/"
+        if _is_table(folder / TABLE_NAME):
+            return Found(folder / TABLE_NAME, "", wrapper.rstrip("/"))
     return None
+
+
+def _is_table(path: Path) -> bool:
+    return path.is_file() and not path.is_symlink()
 
 
 def scope_of(root: Path) -> str:

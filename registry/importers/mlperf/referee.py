@@ -185,11 +185,13 @@ class RefereeReport:
         ]
 
 
-def referee(plan: ImportPlan, rows: list[PublishedRow], *, root: Path, scope: str, table: str) -> RefereeReport:
-    """Compare the plan of the tree at `root` (the folder `scope` of the round, '' for the round root) with the
-    published `rows` of that round."""
+def referee(
+    plan: ImportPlan, rows: list[PublishedRow], *, root: Path, scope: str, table: str, wrapper: str = ""
+) -> RefereeReport:
+    """Compare the plan of the tree at `root` with the published `rows` of its round. The tree is the folder
+    `scope` of the round ('' for the round root), or holds the round root in its folder `wrapper`."""
     scoped = [row for row in rows if _inside(row.location, scope)]
-    items = _items_by_location(plan, scope)
+    items = _items_by_location(plan, scope, wrapper)
     found: list[Disagreement] = []
     refused: list[Disagreement] = []
     absent: list[str] = []
@@ -197,7 +199,7 @@ def referee(plan: ImportPlan, rows: list[PublishedRow], *, root: Path, scope: st
     for row in scoped:
         matched = items.pop(location_key(row.location), None)
         if matched is None:
-            _unmatched(row, root, scope, found, absent)
+            _unmatched(row, root / wrapper, scope, found, absent)
             continue
         index, item = matched[0], plan.items[matched[0]]
         if item.document is None:
@@ -230,13 +232,14 @@ def _inside(location: str, scope: str) -> bool:
     return not scope or location_key(location).startswith(scope.strip("/") + "/")
 
 
-def _items_by_location(plan: ImportPlan, scope: str) -> dict[str, tuple[int, str]]:
+def _items_by_location(plan: ImportPlan, scope: str, wrapper: str) -> dict[str, tuple[int, str]]:
     """The items that read a result folder, by that folder's Location key: (position, Location)."""
     out: dict[str, tuple[int, str]] = {}
-    prefix = scope.strip("/")
+    prefix, wrapped = scope.strip("/"), f"{wrapper.strip('/')}/" if wrapper.strip("/") else ""
     for index, item in enumerate(plan.items):
         where = item_location(item)
-        if where is not None:
+        if where is not None and where.startswith(wrapped):
+            where = where[len(wrapped) :]
             location = f"{prefix}/{where}" if prefix else where
             out[location_key(location)] = (index, location)
     return out

@@ -7,9 +7,11 @@ A round kept in ../shared/data/mlperf-rounds/ with its summary_results.json is r
 from __future__ import annotations
 
 import copy
+import io
 import json
 import os
 import shutil
+import tarfile
 from collections import Counter
 from decimal import Decimal
 from pathlib import Path
@@ -238,9 +240,10 @@ def test_the_table_is_found_at_the_round_root_and_the_tree_placed_in_the_round(t
     submitter.mkdir(parents=True)
     assert find_table(submitter) is None
     table = write_table(tmp_path / "inference_results_v5.1" / "summary_results.json", [])
-    assert find_table(submitter) == (table, "closed/AMD")
-    assert find_table(submitter.parent) == (table, "closed")
-    assert find_table(tmp_path / "inference_results_v5.1") == (table, "")
+    assert find_table(submitter) == (table, "closed/AMD", "")
+    assert find_table(submitter.parent) == (table, "closed", "")
+    assert find_table(tmp_path / "inference_results_v5.1") == (table, "", "")
+    assert find_table(tmp_path) == (table, "", "inference_results_v5.1")  # an archive's one top folder
     assert scope_of(submitter) == "closed/AMD" and scope_of(submitter.parent) == "closed"
     assert scope_of(tmp_path) == ""  # not a results repository's layout: taken as the round root
 
@@ -318,3 +321,23 @@ def test_every_published_result_of_a_kept_round_agrees_with_its_import(table):
     shown = "\n".join(d.line()[:300] for d in report.disagreements[:40])
     assert report.disagreements == [], f"{dict(kinds)}; the first ones:\n{shown}"
     assert report.compared > 0
+
+
+@pytest.mark.django_db
+def test_the_admin_upload_is_refereed_by_the_table_inside_the_archive(client, django_user_model, tmp_path):
+    client.force_login(django_user_model.objects.create_superuser("boss", password="pw-for-tests-only"))
+
+    def upload(table: str) -> str:
+        buffer = io.BytesIO()
+        (tmp_path / "summary_results.json").write_text(table)
+        with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+            archive.add(SAMPLE, arcname="inference_results_v5.1/closed/AMD")
+            archive.add(tmp_path / "summary_results.json", arcname="inference_results_v5.1/summary_results.json")
+        buffer.seek(0)
+        buffer.name = "round.tar.gz"
+        response = client.post("/admin/registry/submission/import-mlperf/", {"archive": buffer, "round": ""})
+        return response.content.decode()
+
+    assert "cannot referee this import" in upload("[{") and not Submission.objects.exists()
+    page = upload(json.dumps(every_row(Server={"Performance_Units": "Samples/s"})))
+    assert "2 stored" in page and "1 held" in page and "DISAGREES" in page
