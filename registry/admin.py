@@ -23,6 +23,7 @@ from django.utils.text import get_valid_filename
 
 from registry import policy
 from registry.importers.archives import ArchiveError, unpack
+from registry.importers.mlperf.published import PublishedTableError
 from registry.models import Agent, ApiToken, AuditEntry, EnrolmentToken, Job, Plan, Submission, Withdrawal
 from registry.services.agents import agent_revoke, enrolment_token_create
 from registry.services.imports import mlperf_import
@@ -124,11 +125,14 @@ class SubmissionAdmin(ReadOnlyAdmin):
                 except ArchiveError as exc:
                     error = str(exc)
                 else:
-                    result = mlperf_import(
-                        root=root,
-                        submitted_by=cast(User, request.user),  # the admin site serves signed-in users
-                        round_name=form.cleaned_data["round"] or None,
-                    )
+                    try:
+                        result = mlperf_import(
+                            root=root,
+                            submitted_by=cast(User, request.user),  # the admin site serves signed-in users
+                            round_name=form.cleaned_data["round"] or None,
+                        )
+                    except PublishedTableError as exc:  # the archive's summary_results.json: nothing stored
+                        error = f"the published table cannot referee this import: {exc}; nothing was stored"
             if result is not None and result.counts.get("stored"):  # the archive is the stored runs' provenance
                 keep_error = _keep_upload(upload)
                 if keep_error:

@@ -12,6 +12,8 @@ from django.db import transaction
 
 from registry.choices import AuditKind, Trust
 from registry.importers import mlperf
+from registry.importers.mlperf import published as mlperf_published
+from registry.importers.mlperf import referee as mlperf_referee
 from registry.importers.mlperf import training as mlperf_training
 from registry.services.audit import audit_append
 from registry.services.submissions import BatchOutcome, submission_create_batch
@@ -30,11 +32,26 @@ class ImportOutcome:
     errors: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class Referee:
+    """How the published table referees an import. `published`: the table (None: summary_results.json of the
+    round the tree belongs to, if it has one); `scope`: the tree's folder in the round ('closed/AMD'; None: from
+    the layout); `accept_disagreements`: store the runs the table disagrees about too (they are held back
+    otherwise); `enabled` False: no referee."""
+
+    published: Path | None = None
+    scope: str | None = None
+    accept_disagreements: bool = False
+    enabled: bool = True
+
+
 @dataclass
 class ImportResult:
     plan: mlperf.ImportPlan
     outcomes: list[ImportOutcome]
     suite: str = "inference"
+    referee: mlperf_referee.RefereeReport | None = None
+    referee_note: str = ""  # why there is no referee report
 
     @property
     def counts(self) -> dict[str, int]:
@@ -44,12 +61,14 @@ class ImportResult:
         return out
 
     def render(self) -> str:
-        lines = [mlperf.render_report(self.plan), "", "registry:"]
+        lines = [mlperf.render_report(self.plan, self.referee), "", "registry:"]
         for o in self.outcomes:
             where = f" as run {o.run_id} ({o.digest})" if o.run_id else ""
             lines.append(f"  {o.key}: {o.status}{where}")
             lines.extend(f"      - {e}" for e in o.errors)
         lines.append("  " + ", ".join(f"{n} {s}" for s, n in sorted(self.counts.items())))
+        if self.referee_note:
+            lines.append(f"  not refereed: {self.referee_note}")
         return "\n".join(lines)
 
 
@@ -61,6 +80,7 @@ def mlperf_import(
     suite: str = "auto",
     batch_size: int = BATCH_SIZE,
     progress: Callable[[int, int], None] | None = None,
+    referee: Referee | None = None,
 ) -> ImportResult:
     """Import an MLPerf Inference or Training tree (a whole round, a division, a submitter or one system).
 
@@ -69,17 +89,60 @@ def mlperf_import(
     nothing and the rest of its batch is kept); importing the same tree again stores nothing new.
     `progress(done, total)` is called after each result folder. `suite` is 'inference', 'training' or 'auto'
     (training when the tree holds results/<system>/<benchmark>/result_<n>.txt files).
+
+    Before anything is stored, the round's published table (`referee`, docs/mlperf-import.md) is compared with
+    every document; a run it disagrees about is held back ("held"), unless `referee.accept_disagreements`.
+    Raises mlperf_published.PublishedTableError when the table cannot be read: nothing is stored then.
     """
     if suite == "auto":
         suite = "training" if mlperf_training.is_training_tree(root) else "inference"
     parser = mlperf_training.parse_tree if suite == "training" else mlperf.parse_tree
     plan = parser(root, round_name=round_name)
-    ready = [n for n, item in enumerate(plan.items) if not item.skipped and item.document is not None]
+    options = referee or Referee()
+    report, note = _referee(plan, root, suite, options)
+    held = report.held if report and not options.accept_disagreements else frozenset()
+    ready = [n for n, item in enumerate(plan.items) if _storable(item) and n not in held]
     tracker = _Progress(progress, len(plan.items))
-    outcomes = _store(plan, ready, submitted_by, batch_size, lambda index, _: tracker.advance(ready[index] + 1))
+    stored = _store(plan, ready, submitted_by, batch_size, lambda index, _: tracker.advance(ready[index] + 1))
     tracker.advance(len(plan.items))
-    _audit_import(submitted_by, plan, suite, outcomes)
-    return ImportResult(plan=plan, outcomes=outcomes, suite=suite)
+    outcomes = [_held(item, n, report) if n in held else stored[n] for n, item in enumerate(plan.items)]
+    _audit_import(submitted_by, plan, suite, outcomes, report)
+    return ImportResult(plan=plan, outcomes=outcomes, suite=suite, referee=report, referee_note=note)
+
+
+def _storable(item: mlperf.ImportItem) -> bool:
+    return not item.skipped and item.document is not None
+
+
+def _referee(
+    plan: mlperf.ImportPlan, root: Path, suite: str, options: Referee
+) -> tuple[mlperf_referee.RefereeReport | None, str]:
+    """The referee's report, or None and why there is none."""
+    if not options.enabled:
+        return None, "the referee was turned off (--published none)"
+    if suite == "training":
+        if options.published:
+            raise mlperf_published.PublishedTableError(
+                "MLPerf Training results repositories publish no results table: --published is for Inference"
+            )
+        return None, "MLPerf Training results repositories publish no results table"
+    if options.published:
+        found = mlperf_published.Found(options.published, mlperf_published.scope_of(root))
+    else:
+        looked = mlperf_published.find_table(root)
+        if looked is None:
+            return None, f"no {mlperf_published.TABLE_NAME} in the tree or its round's root (--published names one)"
+        found = looked
+    rows = mlperf_published.read_table(found.table)
+    scope = found.scope if options.scope is None else options.scope.strip("/")
+    report = mlperf_referee.referee(plan, rows, root=root, scope=scope, wrapper=found.wrapper, table=str(found.table))
+    return report, ""
+
+
+def _held(item: mlperf.ImportItem, index: int, report: mlperf_referee.RefereeReport | None) -> ImportOutcome:
+    """A run the published table disagrees about: not stored, with each disagreement."""
+    lines = [d.line() for d in (report.disagreements if report else []) if d.item == index]
+    return ImportOutcome(item.key, "held", errors=["the published table disagrees (not stored):", *lines])
 
 
 @dataclass
@@ -114,11 +177,18 @@ def _store(
             per_transaction=batch_size,
         )
     )
-    return [_outcome(item, None if item.skipped or item.document is None else next(stored)) for item in plan.items]
+    chosen = set(ready)
+    return [_outcome(item, next(stored) if n in chosen else None) for n, item in enumerate(plan.items)]
 
 
-def _audit_import(submitted_by: User, plan: mlperf.ImportPlan, suite: str, outcomes: list[ImportOutcome]) -> None:
-    counts = {s: sum(o.status == s for o in outcomes) for s in ("stored", "known", "refused", "skipped")}
+def _audit_import(
+    submitted_by: User,
+    plan: mlperf.ImportPlan,
+    suite: str,
+    outcomes: list[ImportOutcome],
+    report: mlperf_referee.RefereeReport | None,
+) -> None:
+    counts = {s: sum(o.status == s for o in outcomes) for s in ("stored", "known", "refused", "skipped", "held")}
     with transaction.atomic():
         audit_append(
             kind=AuditKind.IMPORT_COMPLETED,
@@ -128,6 +198,7 @@ def _audit_import(submitted_by: User, plan: mlperf.ImportPlan, suite: str, outco
                 "source": f"mlperf-{suite}",
                 "round": plan.round,
                 **counts,
+                "disagreements": len(report.disagreements) if report else None,
                 "runs": [o.digest for o in outcomes if o.digest],
             },
         )

@@ -13,7 +13,9 @@ path. `report_dict` and `render_report` give the per-file report. Inside, one mo
 * `documents`: one Inference result as a document; `inference` and `training`: the two entry points;
 * `training_rules`: MLPerf Training's rules per round, read from rounds/training/*.json; `training_logs`:
   a training run's time, evaluations and verdict, and scaling.json;
-* `report`: the per-file report.
+* `report`: the per-file report;
+* `published` and `referee`: MLCommons' published results table (summary_results.json) read, and compared with
+  every document before anything is stored.
 """
 
 from . import training

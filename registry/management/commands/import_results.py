@@ -18,7 +18,8 @@ from rich.table import Table
 from tenacity import RetryCallState, RetryError, Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from registry.importers import mlperf
-from registry.services.imports import BATCH_SIZE, ImportResult, mlperf_import
+from registry.importers.mlperf.published import PublishedTableError
+from registry.services.imports import BATCH_SIZE, ImportResult, Referee, mlperf_import
 from registry.services.tokens import user_for_token
 
 
@@ -48,6 +49,22 @@ class Command(BaseCommand):
             action="store_true",
             help="print the per-file text report, not only the summary and the folders that were refused or skipped",
         )
+        parser.add_argument(
+            "--published",
+            help="MLCommons' results table (summary_results.json) that referees the import; default: the one at "
+            "the root of the round the tree belongs to, if any; 'none': no referee",
+        )
+        parser.add_argument(
+            "--published-scope",
+            help="where the tree lies in the round, as the table's Location starts (e.g. closed/AMD); default: "
+            "from the folders (closed/<submitter>/...)",
+        )
+        parser.add_argument(
+            "--accept-disagreements",
+            action="store_true",
+            help="store the runs the published table disagrees with too (held back otherwise); the exit status "
+            "stays non-zero",
+        )
         parser.add_argument("--no-progress", action="store_true", help="no progress bar (logs, CI)")
         parser.add_argument(
             "--attempts",
@@ -72,6 +89,9 @@ class Command(BaseCommand):
         full: bool,
         no_progress: bool,
         attempts: int,
+        published: str | None,
+        published_scope: str | None,
+        accept_disagreements: bool,
         **options: Any,
     ) -> None:
         if not path.is_dir():
@@ -81,6 +101,7 @@ class Command(BaseCommand):
         # the report goes to stdout, the bar to stderr; `_out` is the stream the OutputWrapper wraps
         console = Console(file=cast(TextIO, self.stderr._out), stderr=True)
         started = time.perf_counter()
+        referee = _referee(published, published_scope, accept_disagreements)
 
         def once() -> ImportResult:
             return _import_with_bar(
@@ -91,9 +112,13 @@ class Command(BaseCommand):
                 round_name=round_name,
                 suite=suite,
                 batch_size=batch_size,
+                referee=referee,
             )
 
-        result = _with_retries(once, console, attempts)
+        try:
+            result = _with_retries(once, console, attempts)
+        except PublishedTableError as exc:
+            raise CommandError(f"the published table cannot referee this import: {exc}; nothing was stored") from None
         elapsed = time.perf_counter() - started
         self._write_reports(result, elapsed, report=report, json=json, full=full)
 
@@ -107,12 +132,51 @@ class Command(BaseCommand):
         else:
             self.stdout.write(result.render() if full else _problems(result))
             _summary(Console(file=cast(TextIO, self.stdout._out)), result, elapsed)
-        if result.counts.get("refused"):
-            raise CommandError(f"{result.counts['refused']} result(s) refused; the valid ones were kept")
+        failures = _failures(result)
+        if failures:
+            raise CommandError("; ".join(failures))
+
+
+def _referee(published: str | None, scope: str | None, accept: bool) -> Referee:
+    if published is not None and published.strip().lower() == "none":
+        return Referee(enabled=False)
+    table = Path(published) if published else None
+    if table is not None and not table.is_file():
+        raise CommandError(f"--published {published}: no such file")
+    return Referee(published=table, scope=scope, accept_disagreements=accept)
+
+
+def _failures(result: ImportResult) -> list[str]:
+    """Why the command exits non-zero: refused results, and every disagreement with the published table."""
+    out = []
+    if result.counts.get("refused"):
+        out.append(f"{result.counts['refused']} result(s) refused; the valid ones were kept")
+    if result.referee and result.referee.disagreements:
+        held = result.counts.get("held", 0)
+        out.append(
+            f"{len(result.referee.disagreements)} disagreement(s) with the published table "
+            f"({', '.join(f'{n} {kind}' for kind, n in result.referee.counts().items())}); "
+            + (
+                f"{held} run(s) held back, not stored (--accept-disagreements stores them)"
+                if held
+                else "the runs were stored (--accept-disagreements)"
+                if result.referee.held
+                else "no run held back"
+            )
+        )
+    return out
 
 
 def _import_with_bar(
-    console: Console, *, disable: bool, root: Path, username: str, round_name: str | None, suite: str, batch_size: int
+    console: Console,
+    *,
+    disable: bool,
+    root: Path,
+    username: str,
+    round_name: str | None,
+    suite: str,
+    batch_size: int,
+    referee: Referee,
 ) -> ImportResult:
     with _progress_bar(console, disable) as bar:
         task = bar.add_task("import", total=None)
@@ -123,6 +187,7 @@ def _import_with_bar(
             suite=suite,
             batch_size=batch_size,
             progress=lambda done, total: bar.update(task, completed=done, total=total),
+            referee=referee,
         )
 
 
@@ -189,22 +254,25 @@ def _problems(result: ImportResult) -> str:
         if outcome.status in ("refused", "skipped"):
             lines.append(f"  {outcome.status.upper()} {outcome.key}")
             lines.extend(f"      - {e}" for e in outcome.errors)
+    lines += result.referee.lines() if result.referee else [f"not refereed: {result.referee_note}"]
     return "\n".join(lines)
 
 
 def _summary(console: Console, result: ImportResult, elapsed: float) -> None:
     table = Table(title=f"MLPerf {result.suite} import: {len(result.outcomes)} result folders in {elapsed:.1f} s")
-    for column in ("stored", "known", "refused", "skipped", "files not used"):
+    for column in ("stored", "known", "refused", "skipped", "held", "files not used"):
         table.add_column(column, justify="right")
     counts = result.counts
     table.add_row(
-        *(str(counts.get(s, 0)) for s in ("stored", "known", "refused", "skipped")), str(len(result.plan.skipped))
+        *(str(counts.get(s, 0)) for s in ("stored", "known", "refused", "skipped", "held")),
+        str(len(result.plan.skipped)),
     )
     console.print(table)
 
 
 def _json_report(result: ImportResult) -> str:
-    report = mlperf.report_dict(result.plan)
+    report = mlperf.report_dict(result.plan, result.referee)
+    report["referee_note"] = result.referee_note
     report["suite"] = result.suite
     report["registry"] = [o.__dict__ for o in result.outcomes]
     return json.dumps(report, indent=2)
