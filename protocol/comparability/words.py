@@ -62,14 +62,17 @@ def metric_words(metric: str) -> str:
     return f"{'median' if stat in ('', 'p50') else stat} {noun}"
 
 
-def _base_label(doc: Mapping[str, Any], axis: str, config: Mapping[str, Any], differing: Sequence[str]) -> str:
+def _base_label(
+    doc: Mapping[str, Any], axis: str, config: Mapping[str, Any], differing: Sequence[str], counts: bool = False
+) -> str:
+    """The arm's words. `counts`: arms differ in accelerator count, so even a single one is written "1×"."""
     if axis == "iso-quality":  # the system in words, then the number format it chose to meet the target
         weights = (doc.get("precision") or {}).get("weights")
-        return _base_label(doc, "system", config, differing) + (f", {weights}" if weights else "")
+        return _base_label(doc, "system", config, differing, counts) + (f", {weights}" if weights else "")
     if axis == "system":
         system = doc.get("system") or {}
         accels = [
-            (f"{a['count']}× " if isinstance(a.get("count"), int) and a["count"] > 1 else "")
+            (f"{a['count']}× " if isinstance(a.get("count"), int) and (a["count"] > 1 or counts) else "")
             + (a.get("model") or "unnamed accelerator")
             for a in system.get("accelerators") or []
         ]
@@ -100,7 +103,8 @@ def labels_for(docs: Sequence[Mapping[str, Any]], axis: str, configs: Sequence[d
         if len(configs) > 1
         else []
     )
-    labels = [_base_label(d, axis, c, differing) for d, c in zip(docs, configs, strict=True)]
+    counts = {a.get("count") for d in docs for a in (d.get("system") or {}).get("accelerators") or []}
+    labels = [_base_label(d, axis, c, differing, len(counts) > 1) for d, c in zip(docs, configs, strict=True)]
     _by_settings(labels, configs, differing)
     _by_conditions(labels, docs, axis)
     for label, clash in _clashes(labels):  # still equal (more than 3 fields differ): number them, never merge them
