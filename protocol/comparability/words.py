@@ -30,13 +30,18 @@ def display(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
-def difference_words(name: str, values: Sequence[str]) -> str:
+def difference_words(name: str, values: Sequence[str], names: Sequence[str] | None = None) -> str:
+    """'precision.weights: bf16 vs int8', or with more runs 'bf16 (run 11, run 10) vs int8 (run 9)': `names` are
+    the runs' names as the reader sees them (the registry's ids); without them, positions ('runs 1, 2')."""
     if len(values) == 2:
         return f"{name}: {values[0]} vs {values[1]}"
     runs: dict[str, list[int]] = {}
     for i, v in enumerate(values, start=1):
         runs.setdefault(v, []).append(i)
-    parts = [f"{v} (run{'s' if len(ix) > 1 else ''} {', '.join(map(str, ix))})" for v, ix in runs.items()]
+    if names is not None and len(names) == len(values):
+        parts = [f"{v} ({', '.join(names[i - 1] for i in ix)})" for v, ix in runs.items()]
+    else:
+        parts = [f"{v} (run{'s' if len(ix) > 1 else ''} {', '.join(map(str, ix))})" for v, ix in runs.items()]
     return f"{name}: {' vs '.join(parts)}"
 
 
