@@ -25,7 +25,7 @@ answer.py (the whole answer: candidates, frontier, summary).
 
 from __future__ import annotations
 
-from .answer import CRITERION_FIELD, KIND, METHODS, SAFE_INTEGER, answer, frontier, summary
+from .answer import CRITERION_FIELD, KIND, METHODS, SAFE_INTEGER, VERDICT_WORDS, answer, frontier, summary
 from .candidate import Interval, candidate, gaps, interval, objective_verdict, systems_needed
 from .evidence import Evidence, accelerator_model, out_of_question
 from .question import (
@@ -58,6 +58,7 @@ __all__ = [
     "RANGES",
     "RATE_UNITS",
     "SAFE_INTEGER",
+    "VERDICT_WORDS",
     "DecisionError",
     "Evidence",
     "Interval",

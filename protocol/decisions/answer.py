@@ -35,6 +35,15 @@ METHODS = {
 }
 
 
+# A candidate's verdict as a reader reads it (the codes stay in the JSON answer).
+VERDICT_WORDS = {
+    "meets": "meets the objectives",
+    "misses": "misses the objectives",
+    "uncertain": "uncertain: the interval straddles an objective",
+    "not-enough-evidence": "not enough evidence (fewer than 3 runs)",
+}
+
+
 CRITERION_FIELD = {
     "cost": ("cost_per_million", "value"),
     "energy": ("energy_per_output", "value"),
@@ -191,7 +200,7 @@ def summary(cands: Sequence[Mapping[str, Any]], front: Mapping[str, Any]) -> lis
         )
         weak = "; ".join(g["message"] for g in c["gaps"])
         out.append(
-            f"{c['label']}: {c['meets'].replace('-', ' ')}; {count}"
+            f"{c['label']}: {VERDICT_WORDS.get(c['meets'], c['meets'])}; {count}"
             + (" — on the frontier" if c["label"] in front["labels"] else "")
             + (f". Caveats: {weak}." if weak else ".")
         )

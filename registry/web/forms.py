@@ -238,7 +238,6 @@ class DecisionForm(forms.Form):
             "prices": prices,
         }
 
-
     def clean(self) -> dict[str, Any] | None:
         d = super().clean() or {}
         peak, sustained = d.get("demand"), d.get("sustained_demand")
