@@ -191,7 +191,7 @@ def compare(
     """
     axis = known_axis(axis or contract().default_axis)
     runs = _runs(docs, baseline, names, digests)
-    result = _skeleton(axis, verdict if verdict is not None else check(runs, axis), runs, digests)
+    result = _skeleton(axis, verdict if verdict is not None else check(runs, axis, names), runs, digests)
     if result["comparable"]:
         _fill(result, runs, axis, (prices, sizing, currency), baseline, _names(runs, names))
     return result

@@ -74,18 +74,22 @@ class Verdict:
         }
 
 
-def _differences(per_doc: Sequence[Mapping[Path, tuple[Group | None, Any]]], role: str) -> tuple[FieldDifference, ...]:
+def _differences(
+    per_doc: Sequence[Mapping[Path, tuple[Group | None, Any]]], role: str, names: Sequence[str] | None = None
+) -> tuple[FieldDifference, ...]:
     out = []
     for path in sorted(set().union(*(d.keys() for d in per_doc))):
         values = [d[path][1] if path in d else None for d in per_doc]
         if same(values):
             continue
         group = next(d[path][0] for d in per_doc if path in d)
-        out.append(_difference(path, group, role, tuple(display(v) for v in values)))
+        out.append(_difference(path, group, role, tuple(display(v) for v in values), names))
     return tuple(out)
 
 
-def _difference(path: Path, group: Group | None, role: str, shown: tuple[str, ...]) -> FieldDifference:
+def _difference(
+    path: Path, group: Group | None, role: str, shown: tuple[str, ...], names: Sequence[str] | None = None
+) -> FieldDifference:
     name = field_name(path)
     return FieldDifference(
         pointer=join_pointer(path),
@@ -94,11 +98,13 @@ def _difference(path: Path, group: Group | None, role: str, shown: tuple[str, ..
         label=group.label if group else "field not named in the contract",
         role=role,
         values=shown,
-        words=difference_words(name, shown),
+        words=difference_words(name, shown, names),
     )
 
 
-def _requirement_failures(docs: Sequence[Mapping[str, Any]], axis: str) -> tuple[FieldDifference, ...]:
+def _requirement_failures(
+    docs: Sequence[Mapping[str, Any]], axis: str, names: Sequence[str] | None = None
+) -> tuple[FieldDifference, ...]:
     out = []
     for req in contract().requirements_for(axis):
         values = [value_at(d, req.pointer) for d in docs]
@@ -114,14 +120,15 @@ def _requirement_failures(docs: Sequence[Mapping[str, Any]], axis: str) -> tuple
                 label=req.label,
                 role="required",
                 values=shown,
-                words=f"{difference_words(name, shown)} (required on the {axis} axis: {req.reason})",
+                words=f"{difference_words(name, shown, names)} (required on the {axis} axis: {req.reason})",
             )
         )
     return tuple(out)
 
 
-def check(docs: Sequence[Mapping[str, Any]], axis: str | None = None) -> Verdict:
-    """Whether `docs` (valid submissions) may be compared along `axis`, with every differing field.
+def check(docs: Sequence[Mapping[str, Any]], axis: str | None = None, names: Sequence[str] | None = None) -> Verdict:
+    """Whether `docs` (valid submissions) may be compared along `axis`, with every differing field. `names` are
+    the runs' names in the words (the registry passes "run <id>"), else their positions.
 
     Comparable exactly when no controlled field differs and every requirement of the axis holds. Raises
     ComparabilityError for an unknown axis or fewer than two runs.
@@ -132,8 +139,8 @@ def check(docs: Sequence[Mapping[str, Any]], axis: str | None = None) -> Verdict
         raise ComparabilityError(f"a comparison needs at least 2 runs, got {len(docs)}")
     rules = rules_for(docs)
     classified = [classify(d, rules, axis) for d in docs]
-    by_role = {role: _differences([c[role] for c in classified], role) for role in ROLES}
-    failures = _requirement_failures(docs, axis)
+    by_role = {role: _differences([c[role] for c in classified], role, names) for role in ROLES}
+    failures = _requirement_failures(docs, axis, names)
     return Verdict(
         axis=axis,
         contract_version=contract().version,

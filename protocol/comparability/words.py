@@ -30,13 +30,18 @@ def display(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
-def difference_words(name: str, values: Sequence[str]) -> str:
+def difference_words(name: str, values: Sequence[str], names: Sequence[str] | None = None) -> str:
+    """'precision.weights: bf16 vs int8', or with more runs 'bf16 (run 11, run 10) vs int8 (run 9)': `names` are
+    the runs' names as the reader sees them (the registry's ids); without them, positions ('runs 1, 2')."""
     if len(values) == 2:
         return f"{name}: {values[0]} vs {values[1]}"
     runs: dict[str, list[int]] = {}
     for i, v in enumerate(values, start=1):
         runs.setdefault(v, []).append(i)
-    parts = [f"{v} (run{'s' if len(ix) > 1 else ''} {', '.join(map(str, ix))})" for v, ix in runs.items()]
+    if names is not None and len(names) == len(values):
+        parts = [f"{v} ({', '.join(names[i - 1] for i in ix)})" for v, ix in runs.items()]
+    else:
+        parts = [f"{v} (run{'s' if len(ix) > 1 else ''} {', '.join(map(str, ix))})" for v, ix in runs.items()]
     return f"{name}: {' vs '.join(parts)}"
 
 
@@ -62,14 +67,17 @@ def metric_words(metric: str) -> str:
     return f"{'median' if stat in ('', 'p50') else stat} {noun}"
 
 
-def _base_label(doc: Mapping[str, Any], axis: str, config: Mapping[str, Any], differing: Sequence[str]) -> str:
+def _base_label(
+    doc: Mapping[str, Any], axis: str, config: Mapping[str, Any], differing: Sequence[str], counts: bool = False
+) -> str:
+    """The arm's words. `counts`: arms differ in accelerator count, so even a single one is written "1×"."""
     if axis == "iso-quality":  # the system in words, then the number format it chose to meet the target
         weights = (doc.get("precision") or {}).get("weights")
-        return _base_label(doc, "system", config, differing) + (f", {weights}" if weights else "")
+        return _base_label(doc, "system", config, differing, counts) + (f", {weights}" if weights else "")
     if axis == "system":
         system = doc.get("system") or {}
         accels = [
-            (f"{a['count']}× " if isinstance(a.get("count"), int) and a["count"] > 1 else "")
+            (f"{a['count']}× " if isinstance(a.get("count"), int) and (a["count"] > 1 or counts) else "")
             + (a.get("model") or "unnamed accelerator")
             for a in system.get("accelerators") or []
         ]
@@ -100,7 +108,8 @@ def labels_for(docs: Sequence[Mapping[str, Any]], axis: str, configs: Sequence[d
         if len(configs) > 1
         else []
     )
-    labels = [_base_label(d, axis, c, differing) for d, c in zip(docs, configs, strict=True)]
+    counts = {a.get("count") for d in docs for a in (d.get("system") or {}).get("accelerators") or []}
+    labels = [_base_label(d, axis, c, differing, len(counts) > 1) for d, c in zip(docs, configs, strict=True)]
     _by_settings(labels, configs, differing)
     _by_conditions(labels, docs, axis)
     for label, clash in _clashes(labels):  # still equal (more than 3 fields differ): number them, never merge them

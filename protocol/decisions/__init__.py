@@ -25,7 +25,7 @@ answer.py (the whole answer: candidates, frontier, summary).
 
 from __future__ import annotations
 
-from .answer import CRITERION_FIELD, KIND, METHODS, SAFE_INTEGER, answer, frontier, summary
+from .answer import CRITERION_FIELD, KIND, METHODS, SAFE_INTEGER, VERDICT_WORDS, answer, frontier, summary
 from .candidate import Interval, candidate, gaps, interval, objective_verdict, systems_needed
 from .evidence import Evidence, accelerator_model, out_of_question
 from .question import (
@@ -36,6 +36,7 @@ from .question import (
     MAX_HEADROOM,
     MAX_PRICE_PER_HOUR,
     MAX_PURCHASE_PRICE,
+    MAX_REDUNDANCY,
     RANGES,
     RATE_UNITS,
     DecisionError,
@@ -52,10 +53,12 @@ __all__ = [
     "MAX_HEADROOM",
     "MAX_PRICE_PER_HOUR",
     "MAX_PURCHASE_PRICE",
+    "MAX_REDUNDANCY",
     "METHODS",
     "RANGES",
     "RATE_UNITS",
     "SAFE_INTEGER",
+    "VERDICT_WORDS",
     "DecisionError",
     "Evidence",
     "Interval",

@@ -19,14 +19,28 @@ METHODS = {
     "meets": "per objective, one value of the measured percentile per run; 95% Student t interval on their "
     "logs; 'meets' when the interval's upper end is at or under the objective, 'misses' when its "
     "lower end is above it, else 'uncertain'; fewer than 3 runs: 'not enough evidence'",
-    "systems": "systems = ceil(demand × (1 + headroom) ÷ sustainable rate per system); the interval uses the "
-    "rate's 95% interval (Student t on the logs of one rate per run)",
-    "cost": "price per system-hour ÷ (rate × 3600) × 1,000,000; a purchase price is spread over its "
-    "lifetime hours; energy cost = energy per output × energy price, stated apart",
+    "systems": "systems = ceil(peak demand × (1 + headroom) ÷ sustainable rate per system) + spare systems (N+k); "
+    "the interval uses the rate's 95% interval (Student t on the logs of one rate per run); linear scaling across "
+    "systems is an assumption",
+    "cost": "fleet cost per hour (systems × price per system-hour) ÷ (sustained demand × 3600) × 1,000,000; a "
+    "purchase price is spread over its lifetime hours; a price per accelerator-hour is multiplied by the "
+    "configuration's accelerators; a configuration with no stated price has no cost; energy cost = energy per "
+    "output × energy price, stated apart",
     "energy": "measured average power ÷ throughput (protocol.sizing.energy_per_output), geometric mean over "
     "runs, only from a meter",
-    "frontier": "Pareto frontier of the point values over the criteria that matter and every eligible "
-    "candidate has; a candidate that misses an objective is not eligible",
+    "frontier": "Pareto frontier over the criteria that matter (lower is better): a candidate is dominated only "
+    "when another is better on every criterion beyond both 95% intervals; otherwise they are tied within noise. "
+    "A candidate that misses an objective is not eligible; one lacking a criterion's value is not placed, and "
+    "the answer says which and why; a criterion no eligible candidate has is left out",
+}
+
+
+# A candidate's verdict as a reader reads it (the codes stay in the JSON answer).
+VERDICT_WORDS = {
+    "meets": "meets the objectives",
+    "misses": "misses the objectives",
+    "uncertain": "uncertain: the interval straddles an objective",
+    "not-enough-evidence": "not enough evidence (fewer than 3 runs)",
 }
 
 
@@ -43,33 +57,59 @@ def _criterion(cand: Mapping[str, Any], name: str) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
+def _bounds(cand: Mapping[str, Any], name: str) -> tuple[float, float] | None:
+    """The criterion's 95% interval (low, high), None when it has none."""
+    if name == "latency":
+        measured = (cand["objectives"][0].get("measured") if cand.get("objectives") else None) or {}
+    else:
+        measured = cand[CRITERION_FIELD[name][0]] or {}
+    low, high = measured.get("ci_low"), measured.get("ci_high")
+    return (float(low), float(high)) if isinstance(low, int | float) and isinstance(high, int | float) else None
+
+
 def frontier(cands: Sequence[dict[str, Any]], criteria: Sequence[str]) -> dict[str, Any]:
-    """Pareto frontier (lower is better on every criterion) of the eligible candidates' point values."""
+    """Pareto frontier (lower is better on every criterion, beyond the intervals) of the eligible candidates."""
     eligible = [i for i, c in enumerate(cands) if c["meets"] != "misses"]
-    used = [k for k in criteria if eligible and all(_criterion(cands[i], k) is not None for i in eligible)]
-    dropped = [
-        {"criterion": k, "lacking": [cands[i]["label"] for i in eligible if _criterion(cands[i], k) is None]}
-        for k in criteria
-        if k not in used
+    used = [k for k in criteria if any(_criterion(cands[i], k) is not None for i in eligible)]
+    dropped = [{"criterion": k, "lacking": [cands[i]["label"] for i in eligible]} for k in criteria if k not in used]
+    unplaced = [
+        {"label": cands[i]["label"], "lacking": lacking}
+        for i in eligible
+        if (lacking := [k for k in used if _criterion(cands[i], k) is None])
     ]
-    points = {i: [_criterion(cands[i], k) or 0.0 for k in used] for i in eligible}
-    members = [i for i in eligible if used and not _dominated(i, points)]
+    placed = [i for i in eligible if all(_criterion(cands[i], k) is not None for k in used)]
+    members = [i for i in placed if used and not any(_dominates(cands[j], cands[i], used) for j in placed if j != i)]
     return {
         "criteria": used,
         "dropped": dropped,
+        "unplaced": unplaced,
         "members": members,
         "labels": [cands[i]["label"] for i in members],
+        "tied": _tied(cands, members, used),
         "method": METHODS["frontier"],
     }
 
 
-def _dominated(i: int, points: Mapping[int, list[float]]) -> bool:
-    """Whether another eligible candidate is no worse on every criterion and differs somewhere."""
-    return any(
-        all(a <= b for a, b in zip(points[j], points[i], strict=True)) and points[j] != points[i]
-        for j in points
-        if j != i
-    )
+def _dominates(a: Mapping[str, Any], b: Mapping[str, Any], used: Sequence[str]) -> bool:
+    """Whether `a` is better than `b` on every criterion beyond both intervals (DECISIONS.md, Trade-offs)."""
+    for k in used:
+        ea, eb = _bounds(a, k), _bounds(b, k)
+        if ea is None or eb is None or not ea[1] < eb[0]:
+            return False
+    return True
+
+
+def _tied(cands: Sequence[Mapping[str, Any]], members: Sequence[int], used: Sequence[str]) -> list[list[str]]:
+    """Pairs of frontier members whose point values order them but whose intervals do not: tied within noise."""
+    out = []
+    for n, i in enumerate(members):
+        for j in members[n + 1 :]:
+            points = [(_criterion(cands[i], k), _criterion(cands[j], k)) for k in used]
+            if all(a is not None and b is not None and a <= b for a, b in points) or all(
+                a is not None and b is not None and b <= a for a, b in points
+            ):
+                out.append([cands[i]["label"], cands[j]["label"]])
+    return out
 
 
 def answer(question: Question, evidence: Sequence[Evidence]) -> dict[str, Any]:
@@ -83,6 +123,7 @@ def answer(question: Question, evidence: Sequence[Evidence]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "kind": KIND,
         "question": question.words(),
+        "assumptions": question.assumptions(),
         "candidates": cands,
         "frontier": front,
         "left_out": left_out,
@@ -157,9 +198,9 @@ def summary(cands: Sequence[Mapping[str, Any]], front: Mapping[str, Any]) -> lis
             if systems["value"]
             else "no count of systems"
         )
-        weak = "; ".join(g["message"] for g in c["gaps"] if g["code"] != "no-price")
+        weak = "; ".join(g["message"] for g in c["gaps"])
         out.append(
-            f"{c['label']}: {c['meets'].replace('-', ' ')}; {count}"
+            f"{c['label']}: {VERDICT_WORDS.get(c['meets'], c['meets'])}; {count}"
             + (" — on the frontier" if c["label"] in front["labels"] else "")
             + (f". Caveats: {weak}." if weak else ".")
         )

@@ -14,8 +14,8 @@ import numpy as np
 from .. import comparability as cmp
 from .. import sizing
 from ..statistics import CONFIDENCE, MIN_VALUES, UNIT_NOUN, geometric_mean, log_t_interval, rounded
-from .evidence import Evidence, accelerator_model, origin
-from .question import Question
+from .evidence import Evidence, accelerator_count, accelerator_model, configuration_key, origin
+from .question import CONFIGURATION_KEY, Question
 
 
 @dataclass(frozen=True)
@@ -75,8 +75,9 @@ def objective_verdict(measured: Interval, max_ms: float) -> str:
     return "uncertain"
 
 
-def systems_needed(demand: float, headroom: float, rate: Interval) -> dict[str, Any]:
-    """ceil(demand × (1 + headroom) ÷ rate), with the interval the rate's interval gives (fewer at high rate)."""
+def systems_needed(demand: float, headroom: float, rate: Interval, redundancy: int = 0) -> dict[str, Any]:
+    """ceil(peak demand × (1 + headroom) ÷ rate) + k spare systems, with the interval the rate's interval gives
+    (fewer systems at the high end of the rate)."""
     if rate.value is None:
         return {"value": None, "ci_low": None, "ci_high": None, "reason": rate.evidence}
     load = demand * (1.0 + headroom)
@@ -87,14 +88,17 @@ def systems_needed(demand: float, headroom: float, rate: Interval) -> dict[str, 
             "claimed (check the demand and the measured rate)"
         )
     high = sizing.count(load, rate.low) if rate.low else None
+    low = sizing.count(load, rate.high) if rate.high else None
     return {
-        "value": value,
-        "ci_low": sizing.count(load, rate.high) if rate.high else None,
-        "ci_high": high,
+        "value": value + redundancy,
+        "ci_low": low + redundancy if low is not None else None,
+        "ci_high": high + redundancy if high is not None else None,
+        "serving": value,
+        "spare": redundancy,
         "reason": rate.evidence
         if rate.low is None or high is not None
         else (f"the interval's upper end is above {sizing.MAX_SYSTEMS:,} systems"),
-        "formula": "ceil(demand × (1 + headroom) ÷ sustainable rate per system)",
+        "formula": "ceil(peak demand × (1 + headroom) ÷ sustainable rate per system) + spare systems (N+k)",
     }
 
 
@@ -123,23 +127,50 @@ def _scaled_ends(
     return fin(factor / value), fin(factor / high) if high else None, fin(factor / low) if low else None
 
 
-def _hourly_price(q: Question, model: str) -> tuple[float | None, str]:
-    if model in q.system_hour:
-        return q.system_hour[model], f"{q.system_hour[model]:g} {q.currency} per system-hour as supplied"
-    if model in q.purchase:
-        price, hours = q.purchase[model]
+def _hourly_price(q: Question, doc: Mapping[str, Any]) -> tuple[float | None, str]:
+    """The stated price per system-hour of this configuration, and where it came from; None when none was stated."""
+    key, model, count = configuration_key(doc), accelerator_model(doc), accelerator_count(doc)
+    stated = {_normal_key(k): v for k, v in q.system_hour.items()}
+    if _normal_key(key) in stated:
+        price = stated[_normal_key(key)]
+        return price, f"{price:g} {q.currency} per system-hour for {key}, as supplied"
+    purchases = {_normal_key(k): v for k, v in q.purchase.items()}
+    if _normal_key(key) in purchases:
+        price, hours = purchases[_normal_key(key)]
         return price / hours, (
-            f"purchase price {price:g} {q.currency} over a lifetime of {hours:g} hours "
+            f"purchase price {price:g} {q.currency} for {key} over a lifetime of {hours:g} hours "
             f"= {price / hours:g} {q.currency} per system-hour"
+        )
+    if model in q.accelerator_hour and count:
+        each = q.accelerator_hour[model]
+        return each * count, (
+            f"{each:g} {q.currency} per accelerator-hour as supplied × {count} accelerators "
+            f"= {each * count:g} {q.currency} per system-hour"
         )
     if "*" in q.system_hour:
         return q.system_hour["*"], f"{q.system_hour['*']:g} {q.currency} per system-hour (price for any system)"
-    return None, f"no price supplied for {model}"
+    return None, f"no price stated for {key}"
 
 
-def gaps(docs: Sequence[Mapping[str, Any]], energy: Interval, has_price: bool, model: str) -> list[dict[str, str]]:
+def _normal_key(key: str) -> str:
+    """'8 × NVIDIA H100' and '8x NVIDIA H100' name the same configuration."""
+    match = CONFIGURATION_KEY.match(key)
+    return f"{int(match[1])}x {match[2].casefold()}" if match else key
+
+
+def gaps(
+    docs: Sequence[Mapping[str, Any]], energy: Interval, has_price: bool, configuration: str
+) -> list[dict[str, str]]:
     """Missing or weak evidence for one candidate, each with a code and words."""
     out = []
+    loads = _offered_loads(docs)
+    if loads is not None and len(loads) < 2:
+        at = f" ({_load_words(docs[0])})" if loads else ""
+        message = (
+            f"no load sweep: every run was measured at one offered load{at}, so the capacity used is that load's "
+            "rate, a lower bound: no higher load was measured"
+        )
+        out.append({"code": "no-load-sweep", "message": message})
     unsteady = [i for i, d in enumerate(docs) if not _steady(d)]
     if unsteady:
         message = (
@@ -156,8 +187,28 @@ def gaps(docs: Sequence[Mapping[str, Any]], energy: Interval, has_price: bool, m
         out.append({"code": "no-energy", "message": _NO_ENERGY})
     out += [{"code": code, "message": message} for code, message, test in _RUN_GAPS if any(map(test, docs))]
     if not has_price:
-        out.append({"code": "no-price", "message": f"no price supplied for {model}, so no cost per output"})
+        out.append({"code": "no-price", "message": f"no price stated for {configuration}, so no cost per output"})
     return out
+
+
+def _offered_loads(docs: Sequence[Mapping[str, Any]]) -> set[float] | None:
+    """The distinct offered loads (target queries/s, else concurrency) of serving runs; None for other scenarios."""
+    if (docs[0].get("scenario") or {}).get("kind") not in sizing.SERVING_SCENARIOS:
+        return None
+    loads = set()
+    for d in docs:
+        scenario = d.get("scenario") or {}
+        load = scenario.get("target_qps") if scenario.get("target_qps") is not None else scenario.get("concurrency")
+        if isinstance(load, int | float) and not isinstance(load, bool):
+            loads.add(float(load))
+    return loads
+
+
+def _load_words(doc: Mapping[str, Any]) -> str:
+    scenario = doc.get("scenario") or {}
+    if scenario.get("target_qps") is not None:
+        return f"{scenario['target_qps']:g} queries/s offered"
+    return f"{scenario.get('concurrency')} concurrent streams"
 
 
 def _steady(doc: Mapping[str, Any]) -> bool:
@@ -236,7 +287,7 @@ def _rate(q: Question, docs: Sequence[Mapping[str, Any]]) -> tuple[Interval, str
 
 def _systems(q: Question, rate: Interval, meets: str) -> dict[str, Any]:
     if meets != "misses":
-        return systems_needed(q.demand, q.headroom, rate)
+        return systems_needed(q.demand, q.headroom, rate, q.redundancy)
     return _no_count("does not meet the objectives at the tested load, so no count of systems is claimed")
 
 
@@ -256,14 +307,10 @@ def _energy_cost(q: Question, energy: Interval) -> Interval:
 def _costs(
     q: Question, rate: Interval, energy: Interval, price: tuple[float | None, str], systems: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """Cost and energy per million outputs, energy per output and the fleet's cost per hour."""
+    """Cost per million outputs of the fleet that meets the demand, energy per output and the fleet's hourly cost."""
     hourly, price_words = price
     noun = UNIT_NOUN.get(q.demand_unit, "output")
-    cost = (
-        _scaled(rate, hourly * 1e6 / 3600.0, inverse=True)
-        if hourly is not None
-        else Interval(None, evidence=price_words)
-    )
+    cost = _fleet_cost(q, hourly, price_words, systems)
     return {
         "cost_per_million": {**cost.as_dict(f"{q.currency} per million {noun}s"), "price": price_words},
         "energy_cost_per_million": _energy_cost(q, energy).as_dict(f"{q.currency} per million {noun}s"),
@@ -272,6 +319,24 @@ def _costs(
         if hourly is not None and systems["value"]
         else None,
     }
+
+
+def _fleet_cost(q: Question, hourly: float | None, price_words: str, systems: Mapping[str, Any]) -> Interval:
+    """Fleet cost per hour ÷ (sustained demand × 3600) × 10⁶: the fleet sized for the peak (with headroom and spare
+    systems) is paid for every hour, while it serves the sustained demand. Its interval is the systems' interval."""
+    if hourly is None:
+        return Interval(None, evidence=price_words)
+    if not systems.get("value"):
+        return Interval(None, evidence=f"no count of systems, so no fleet cost ({systems.get('reason')})")
+    per_system = hourly * 1e6 / (q.sustained_demand * 3600.0)
+    fin = sizing.finite
+    low, high = systems.get("ci_low"), systems.get("ci_high")
+    return Interval(
+        fin(systems["value"] * per_system),
+        fin(low * per_system) if low is not None else None,
+        fin(high * per_system) if high is not None else None,
+        evidence=None if low is not None and high is not None else "the count of systems has no interval",
+    )
 
 
 def _first_latency(objectives: Sequence[Mapping[str, Any]]) -> Any:
@@ -299,7 +364,7 @@ def candidate(q: Question, runs: Sequence[Evidence], label: str) -> dict[str, An
     rate, rate_metric = _rate(q, docs)
     systems = _systems(q, rate, meets)
     energy = _energy(docs)
-    price = _hourly_price(q, model)
+    price = _hourly_price(q, docs[0])
     return {
         **_cited(label, model, runs),
         "meets": meets,
@@ -308,7 +373,7 @@ def candidate(q: Question, runs: Sequence[Evidence], label: str) -> dict[str, An
         "systems_needed": systems,
         **_costs(q, rate, energy, price, systems),
         "latency_ms": rounded(_first_latency(objectives)),
-        "gaps": gaps(docs, energy, price[0] is not None, model),
+        "gaps": gaps(docs, energy, price[0] is not None, configuration_key(docs[0])),
         "energy_measured": energy_measured(docs),
     }
 

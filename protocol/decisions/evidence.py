@@ -31,6 +31,18 @@ def accelerator_model(doc: Mapping[str, Any]) -> str:
     )
 
 
+def accelerator_count(doc: Mapping[str, Any]) -> int:
+    """Accelerators of the first model in the whole tested system (all nodes); 0 when it has none."""
+    accels = (doc.get("system") or {}).get("accelerators") or []
+    count = accels[0].get("count") if accels else 0
+    return count if isinstance(count, int) and not isinstance(count, bool) else 0
+
+
+def configuration_key(doc: Mapping[str, Any]) -> str:
+    """How prices name this system: '8x NVIDIA H100-SXM-80GB' (accelerators in the tested system, then the model)."""
+    return f"{accelerator_count(doc)}x {accelerator_model(doc)}"
+
+
 def vendor(doc: Mapping[str, Any]) -> str:
     """The run's first accelerator vendor; "" when it has none."""
     accels = (doc.get("system") or {}).get("accelerators") or []

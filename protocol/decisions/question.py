@@ -5,6 +5,7 @@ read from its JSON form with every number held to a plausible range.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,8 +24,39 @@ MAX_PRICE_PER_HOUR = sizing.MAX_PRICE_PER_HOUR
 MAX_PURCHASE_PRICE = 1e12
 LIFETIME_HOURS = (1.0, 1e6)  # a purchase spread over 1 hour to about 114 years
 MAX_ENERGY_PRICE_KWH = 1e4
+MAX_REDUNDANCY = 1000  # spare systems (the k of N+k)
+
+# The fields a question may hold, per object: a field the answer would not use is refused, never dropped.
+FIELDS = {
+    "": (
+        "phase",
+        "workload",
+        "workload_version",
+        "scenario",
+        "objectives",
+        "quality",
+        "demand",
+        "headroom",
+        "redundancy",
+        "candidates",
+        "prices",
+        "criteria",
+    ),
+    "/quality": ("metric", "target_ratio"),
+    "/demand": ("value", "peak", "sustained", "unit"),
+    "/candidates": ("accelerator_models", "accelerator_vendors", "precisions", "exclude_preview"),
+    "/prices": ("currency", "system_hour", "accelerator_hour", "purchase", "energy_per_kwh"),
+}
+
+# A price belongs to a configuration: "8x NVIDIA H100-SXM-80GB" (accelerators in the whole tested system, then
+# the model, as the candidate's label shows them), or "*" for any system.
+CONFIGURATION_KEY = re.compile(r"^\s*(\d+)\s*[x×]\s*(\S.*?)\s*$")
 RANGES = {
     "/demand/value": (0.0, MAX_DEMAND),
+    "/demand/peak": (0.0, MAX_DEMAND),
+    "/demand/sustained": (0.0, MAX_DEMAND),
+    "/redundancy": (0, MAX_REDUNDANCY),
+    "/prices/accelerator_hour/*": (0.0, MAX_PRICE_PER_HOUR),
     "/headroom": (0.0, MAX_HEADROOM),
     "/prices/system_hour/*": (0.0, MAX_PRICE_PER_HOUR),
     "/prices/purchase/*/price": (0.0, MAX_PURCHASE_PRICE),
@@ -49,16 +81,19 @@ class Question:
     objectives: tuple[sizing.LatencyObjective, ...]
     quality_target_ratio: float | None
     quality_metric: str | None
-    demand: float
+    demand: float  # the peak demand systems are sized for
     demand_unit: str
     headroom: float
+    sustained: float | None = None  # the average demand costs are computed at; None: equal to the peak
+    redundancy: int = 0  # k spare systems (N+k)
     accelerator_models: tuple[str, ...] = ()
     accelerator_vendors: tuple[str, ...] = ()
     precisions: tuple[str, ...] = ()
     exclude_preview: bool = False
     currency: str = "USD"
-    system_hour: Mapping[str, float] = field(default_factory=dict)
-    purchase: Mapping[str, tuple[float, float]] = field(default_factory=dict)  # model -> (price, lifetime hours)
+    system_hour: Mapping[str, float] = field(default_factory=dict)  # configuration key or "*" -> price per hour
+    accelerator_hour: Mapping[str, float] = field(default_factory=dict)  # accelerator model -> price per hour
+    purchase: Mapping[str, tuple[float, float]] = field(default_factory=dict)  # configuration -> (price, hours)
     energy_price_kwh: float | None = None
     criteria: tuple[str, ...] = CRITERIA
 
@@ -67,14 +102,16 @@ class Question:
         """Reads the JSON form; raises DecisionError naming the field (JSON pointer) that is wrong."""
         if not isinstance(data, Mapping):
             raise DecisionError("the question must be a JSON object")
+        _known_fields(data)
         phase = _phase(data)
         objectives = _objectives(data)
         quality, ratio = _quality(data)
-        value, unit = _demand(data)
+        value, sustained, unit = _demand(data)
         headroom = _headroom(data)
         cands, prices = _sections(data)
         criteria = _criteria(data)
         hourly, purchase = _prices(prices.get("system_hour"), "/prices/system_hour"), _purchase(prices)
+        per_accelerator = _prices(prices.get("accelerator_hour"), "/prices/accelerator_hour", configuration=False)
         energy, currency = _energy_price(prices), _currency(prices)
         return cls(
             phase=phase,
@@ -87,16 +124,24 @@ class Question:
             demand=value,
             demand_unit=unit,
             headroom=headroom,
+            sustained=sustained,
+            redundancy=_redundancy(data),
             accelerator_models=_texts(cands, "accelerator_models"),
             accelerator_vendors=_texts(cands, "accelerator_vendors"),
             precisions=_texts(cands, "precisions"),
             exclude_preview=bool(cands.get("exclude_preview", False)),
             currency=currency,
             system_hour=hourly,
+            accelerator_hour=per_accelerator,
             purchase=purchase,
             energy_price_kwh=energy,
             criteria=criteria,
         )
+
+    @property
+    def sustained_demand(self) -> float:
+        """The average demand costs are computed at (the peak when only one demand value was given)."""
+        return self.demand if self.sustained is None else self.sustained
 
     def words(self) -> str:
         """The question in one sentence, as on a report's cover."""
@@ -109,12 +154,45 @@ class Question:
             if self.quality_target_ratio
             else "the benchmark's own quality target"
         )
+        demand = (
+            f"{self.demand:g} {self.demand_unit} (peak and sustained)"
+            if self.sustained is None
+            else f"a peak of {self.demand:g} {self.demand_unit} ({self.sustained:g} sustained)"
+        )
+        spare = f" plus {self.redundancy} spare system{'s' if self.redundancy > 1 else ''}" if self.redundancy else ""
         return (
             f"Which systems serve {self.workload}{' ' + self.workload_version if self.workload_version else ''}"
-            f" ({self.scenario}) at {self.demand:g} {self.demand_unit} sustained"
-            f"{f' with {self.headroom:.0%} headroom' if self.headroom else ''}, meeting {slo}, with "
+            f" ({self.scenario}) at {demand}"
+            f"{f' with {self.headroom:.0%} headroom' if self.headroom else ''}{spare}, meeting {slo}, with "
             f"{target}; how many, at what cost and energy per output?"
         )
+
+    def assumptions(self) -> list[str]:
+        """Every input the answer's figures rest on, in words: what the requester stated, nothing invented."""
+        out = [
+            f"peak demand {self.demand:g} {self.demand_unit}"
+            + (
+                "; sustained demand taken equal to it (one demand value was given)"
+                if self.sustained is None
+                else f"; sustained demand {self.sustained:g} {self.demand_unit}"
+            ),
+            f"headroom {self.headroom:.0%}; {self.redundancy} spare system(s) (N+{self.redundancy})",
+            "throughput scales linearly with the number of systems (load balanced evenly, no shared bottleneck)",
+        ]
+        out += [
+            f"{key}: {price:g} {self.currency} per system-hour, as supplied" for key, price in self.system_hour.items()
+        ]
+        out += [
+            f"{model}: {price:g} {self.currency} per accelerator-hour, as supplied"
+            for model, price in self.accelerator_hour.items()
+        ]
+        out += [
+            f"{key}: bought for {price:g} {self.currency} over {hours:g} hours, as supplied"
+            for key, (price, hours) in self.purchase.items()
+        ]
+        if self.energy_price_kwh is not None:
+            out.append(f"energy at {self.energy_price_kwh:g} {self.currency} per kWh, as supplied")
+        return out
 
 
 def escape_pointer(key: Any) -> str:
@@ -151,20 +229,58 @@ def _number(data: Mapping[str, Any], key: str, where: str, *, required: bool = T
     return float(value)
 
 
-def _prices(value: Any, where: str) -> dict[str, float]:
+def _prices(value: Any, where: str, *, configuration: bool = True) -> dict[str, float]:
+    """{key: price per hour}. Keys name a configuration ("8x <model>", or "*") or, for accelerator-hours, a model."""
     if value is None:
         return {}
+    shape = (
+        "{'<count>x <accelerator model>' or '*': price per system-hour}"
+        if configuration
+        else ("{accelerator model: price per accelerator-hour}")
+    )
     if not isinstance(value, Mapping):
-        raise DecisionError(f"{where}: {{accelerator model: price per system-hour}}")
+        raise DecisionError(f"{where}: {shape}")
     out = {}
     for key in value:
-        number = _number(value, key, f"{where}/{escape_pointer(key)}")
+        at = f"{where}/{escape_pointer(key)}"
+        if configuration:
+            _configuration_key(str(key), at)
+        number = _number(value, key, at)
         if number is None or not 0 <= number <= MAX_PRICE_PER_HOUR:
-            raise DecisionError(
-                f"{where}/{escape_pointer(key)}: a price per system-hour from 0 to {MAX_PRICE_PER_HOUR:g}"
-            )
+            raise DecisionError(f"{at}: a price per hour from 0 to {MAX_PRICE_PER_HOUR:g}")
         out[str(key)] = number
     return out
+
+
+def _configuration_key(key: str, where: str) -> None:
+    """A price's key must name a configuration: a model alone would put an 8-GPU server's price on a 1-GPU one."""
+    if key != "*" and not CONFIGURATION_KEY.match(key):
+        raise DecisionError(
+            f"{where}: a price belongs to a configuration: name it '<accelerators>x <model>' (e.g. "
+            f"'8x {key}'), or '*' for any system, or give /prices/accelerator_hour/{escape_pointer(key)} for a "
+            "price per accelerator-hour"
+        )
+
+
+def _known_fields(data: Mapping[str, Any]) -> None:
+    """Refuses a field the answer would not use (a typo, or a field of another tool), naming it."""
+    for where, known in FIELDS.items():
+        section = data if where == "" else data.get(where[1:])
+        if not isinstance(section, Mapping):
+            continue
+        for key in section:
+            if key not in known:
+                raise DecisionError(
+                    f"{where}/{escape_pointer(key)}: not a field of a decision question here; the known fields are "
+                    + ", ".join(known)
+                )
+
+
+def _redundancy(data: Mapping[str, Any]) -> int:
+    value = data.get("redundancy", 0)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_REDUNDANCY:
+        raise DecisionError(f"/redundancy: a whole number of spare systems from 0 to {MAX_REDUNDANCY} (the k of N+k)")
+    return value
 
 
 def _phase(data: Mapping[str, Any]) -> Any:
@@ -213,18 +329,32 @@ def _quality(data: Mapping[str, Any]) -> tuple[Mapping[str, Any], float | None]:
     return quality, ratio
 
 
-def _demand(data: Mapping[str, Any]) -> tuple[float, str]:
-    """The demand's value and unit."""
+def _demand(data: Mapping[str, Any]) -> tuple[float, float | None, str]:
+    """The peak demand, the sustained demand (None: one value given, used for both) and their unit."""
     demand = data.get("demand")
     if not isinstance(demand, Mapping):
-        raise DecisionError('/demand: required, e.g. {"value": 20000, "unit": "tokens/s"}')
-    value = _number(demand, "value", "/demand/value")
+        raise DecisionError('/demand: required, e.g. {"peak": 50000, "sustained": 35000, "unit": "tokens/s"}')
     unit = demand.get("unit")
     if unit not in RATE_UNITS:
         raise DecisionError(f"/demand/unit: one of {', '.join(RATE_UNITS)}")
+    if "value" in demand and ("peak" in demand or "sustained" in demand):
+        raise DecisionError("/demand/value: give either value (peak and sustained alike) or peak and sustained")
+    if "value" in demand:
+        return _rate_value(demand, "value"), None, str(unit)
+    if "peak" not in demand or "sustained" not in demand:
+        missing = "peak" if "peak" not in demand else "sustained"
+        raise DecisionError(f"/demand/{missing}: required with the other (or give one value for both)")
+    peak, sustained = _rate_value(demand, "peak"), _rate_value(demand, "sustained")
+    if sustained > peak:
+        raise DecisionError(f"/demand/sustained: at most the peak ({peak:g})")
+    return peak, sustained, str(unit)
+
+
+def _rate_value(demand: Mapping[str, Any], key: str) -> float:
+    value = _number(demand, key, f"/demand/{key}")
     if value is None or not 0 < value <= MAX_DEMAND:
-        raise DecisionError(f"/demand/value: a positive rate of at most {MAX_DEMAND:g}")
-    return value, str(unit)
+        raise DecisionError(f"/demand/{key}: a positive rate of at most {MAX_DEMAND:g}")
+    return value
 
 
 def _criteria(data: Mapping[str, Any]) -> tuple[str, ...]:
@@ -240,9 +370,11 @@ def _purchase(prices: Mapping[str, Any]) -> dict[str, tuple[float, float]]:
     purchase: dict[str, tuple[float, float]] = {}
     raw_purchase = prices.get("purchase") or {}
     if not isinstance(raw_purchase, Mapping):
-        raise DecisionError("/prices/purchase: {accelerator model: {price, lifetime_hours}}")
-    for model, entry in raw_purchase.items():
-        purchase[str(model)] = _purchase_entry(entry, f"/prices/purchase/{escape_pointer(model)}")
+        raise DecisionError("/prices/purchase: {'<count>x <accelerator model>': {price, lifetime_hours}}")
+    for key, entry in raw_purchase.items():
+        where = f"/prices/purchase/{escape_pointer(key)}"
+        _configuration_key(str(key), where)
+        purchase[str(key)] = _purchase_entry(entry, where)
     return purchase
 
 

@@ -31,10 +31,12 @@ class DecisionInputSerializer(serializers.Serializer[Any]):
     question = FreeFormObjectField(
         help_text=(
             "phase, workload, workload_version?, scenario, objectives [{metric, percentile, max_ms}] (empty: "
-            "throughput only), quality {metric?, target_ratio}, demand {value, unit}, headroom?, candidates "
+            "throughput only), quality {metric?, target_ratio}, demand {peak, sustained, unit} (or {value, unit}: "
+            "peak and sustained alike), headroom?, redundancy? (spare systems, N+k), candidates "
             "{accelerator_models?, accelerator_vendors?, precisions?, exclude_preview?}, prices {currency?, "
-            "system_hour {accelerator model: price}, purchase {model: {price, lifetime_hours}}, energy_per_kwh?}, "
-            "criteria ⊆ [cost, latency, energy]"
+            "system_hour {'8x <accelerator model>' or '*': price per system-hour}, accelerator_hour {accelerator "
+            "model: price per accelerator-hour}, purchase {'8x <model>': {price, lifetime_hours}}, energy_per_kwh?}, "
+            "criteria ⊆ [cost, latency, energy]. A field the answer would not use is refused."
         )
     )
     webhook_url = WebhookURLField(

@@ -112,6 +112,7 @@ def decision_answer(section: Mapping[str, Any] | None) -> dict[str, Any] | None:
         "number": section.get("answer"),
         "digest": section.get("digest"),
         "question": answer.get("question"),
+        "assumptions": answer.get("assumptions") or [],
         "rows": rows,
         "frontier": answer.get("frontier") or {},
         "left_out": len(answer.get("left_out") or []),

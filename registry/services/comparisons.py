@@ -196,8 +196,8 @@ def _inputs(
     return inputs
 
 
-def _verdict(documents: Sequence[Mapping[str, Any]], axis: str) -> comparability.Verdict:
-    verdict = comparability.check(documents, axis)
+def _verdict(documents: Sequence[Mapping[str, Any]], axis: str, names: Sequence[str]) -> comparability.Verdict:
+    verdict = comparability.check(documents, axis, names)
     if not verdict.comparable:
         raise NotComparable(
             f"these runs do not answer the same question on the {axis} axis", errors=_refusal_errors(verdict)
@@ -209,14 +209,15 @@ def _compare(runs: Sequence[Submission], axis: str, position: int | None, **opti
     """The comparison's result (`options`: prices, sizing, currency); NotComparable with every offending field
     when the contract refuses."""
     documents = [r.document for r in runs]
+    names = [f"run {r.pk}" for r in runs]  # the registry's ids, as every page and report heads its columns
     try:
-        verdict = _verdict(documents, axis)
+        verdict = _verdict(documents, axis, names)
         return comparability.compare(
             documents,
             axis,
             **options,
             baseline=position,
-            names=[f"run {r.pk}" for r in runs],
+            names=names,
             digests=[r.digest for r in runs],
             verdict=verdict,
         )

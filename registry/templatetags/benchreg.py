@@ -6,6 +6,7 @@ from typing import Any
 
 from django import template
 
+from protocol.decisions import VERDICT_WORDS
 from protocol.numbers import Style, number
 
 register = template.Library()
@@ -16,3 +17,9 @@ def sig(value: Any, digits: int = 4) -> str:
     if value is None or value == "":
         return "—"
     return number(value, Style.SIGNIFICANT, digits=int(digits))
+
+
+@register.filter
+def verdict_words(code: Any) -> str:
+    """A decision candidate's verdict code ('not-enough-evidence') in the words a reader reads."""
+    return VERDICT_WORDS.get(str(code), str(code).replace("-", " "))

@@ -192,10 +192,19 @@ class DecisionForm(forms.Form):
     quality_target_ratio = forms.FloatField(
         required=False, min_value=0.001, max_value=1.5, label="Quality target (ratio of the reference, e.g. 0.99)"
     )
-    demand = forms.FloatField(min_value=0.001, max_value=dec.MAX_DEMAND, label="Demand, sustained")
+    demand = forms.FloatField(min_value=0.001, max_value=dec.MAX_DEMAND, label="Demand at peak")
+    sustained_demand = forms.FloatField(
+        required=False,
+        min_value=0.001,
+        max_value=dec.MAX_DEMAND,
+        label="Demand, sustained (average; empty: the peak)",
+    )
     demand_unit = forms.ChoiceField(choices=[(u, u) for u in ("tokens/s", "samples/s", "requests/s", "queries/s")])
     headroom = forms.FloatField(
         required=False, min_value=0, max_value=dec.MAX_HEADROOM, label="Headroom (spare capacity, 0.2 = 20%)"
+    )
+    redundancy = forms.IntegerField(
+        required=False, min_value=0, max_value=dec.MAX_REDUNDANCY, label="Spare systems (the k of N+k)"
     )
     price_per_system_hour = forms.FloatField(
         required=False, min_value=0, max_value=dec.MAX_PRICE_PER_HOUR, label="Price per system-hour (any system)"
@@ -224,9 +233,23 @@ class DecisionForm(forms.Form):
             "objectives": objectives,
             **({"headroom": d["headroom"]} if d.get("headroom") else {}),
             "quality": {"target_ratio": d["quality_target_ratio"]} if d.get("quality_target_ratio") else {},
-            "demand": {"value": d["demand"], "unit": d["demand_unit"]},
+            **({"redundancy": d["redundancy"]} if d.get("redundancy") else {}),
+            "demand": self._demand(d),
             "prices": prices,
         }
+
+    def clean(self) -> dict[str, Any] | None:
+        d = super().clean() or {}
+        peak, sustained = d.get("demand"), d.get("sustained_demand")
+        if peak is not None and sustained is not None and sustained > peak:
+            self.add_error("sustained_demand", "The sustained demand is at most the peak.")
+        return d
+
+    @staticmethod
+    def _demand(d: dict[str, Any]) -> dict[str, Any]:
+        if d.get("sustained_demand") is None:
+            return {"value": d["demand"], "unit": d["demand_unit"]}
+        return {"peak": d["demand"], "sustained": d["sustained_demand"], "unit": d["demand_unit"]}
 
 
 class GapPlanForm(forms.Form):

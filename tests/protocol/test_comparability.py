@@ -627,8 +627,8 @@ def test_arms_read_alike_only_when_they_are_alike_labels_name_what_differs() -> 
     result = cmp.compare([a, b, c])
     labels = [arm["label"] for arm in result["arms"]]
     assert labels == [
-        "H100 80GB HBM3 (cpu_model=AMD EPYC 9454 48-Core Processor)",
-        "H100 80GB HBM3 (cpu_model=Intel Xeon 8480+)",
+        "1× H100 80GB HBM3 (cpu_model=AMD EPYC 9454 48-Core Processor)",  # counts differ: each is shown
+        "1× H100 80GB HBM3 (cpu_model=Intel Xeon 8480+)",
         "8× H100 80GB HBM3",
     ]
     assert result["arms"][2]["configuration"]["system.accelerators[0].count"] == 8

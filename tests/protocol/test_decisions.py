@@ -44,7 +44,7 @@ def question(**over: Any) -> dec.Question:
         "objectives": [{"metric": "ttft_ms", "percentile": "p99", "max_ms": 2000}],
         "quality": {"target_ratio": 0.99},
         "demand": {"value": 20000, "unit": "tokens/s"},
-        "prices": {"currency": "USD", "system_hour": {"H100": 98.0, "MI300X": 80.0}, "energy_per_kwh": 0.10},
+        "prices": {"currency": "USD", "system_hour": {"1x H100": 98.0, "1x MI300X": 80.0}, "energy_per_kwh": 0.10},
     }
     body.update(over)
     return dec.Question.from_dict(body)
@@ -69,7 +69,7 @@ def test_identical_repetitions_give_exact_systems_cost_and_energy() -> None:
     assert c["energy_per_output"]["value"] == pytest.approx(0.486)  # 486 W / 1000 tokens/s
     assert c["energy_cost_per_million"]["value"] == pytest.approx(0.486 * 1e6 / 3.6e6 * 0.10, rel=1e-5)  # 0.0135 USD
     assert c["fleet_cost_per_hour"] == pytest.approx(20 * 98.0)
-    assert c["gaps"] == []
+    assert [g["code"] for g in c["gaps"]] == ["no-load-sweep"]  # every run at 20 queries/s offered
 
 
 def test_the_interval_on_systems_follows_the_rate_interval() -> None:
@@ -90,16 +90,17 @@ def test_the_interval_on_systems_follows_the_rate_interval() -> None:
     }
     # the rate interval is about 777-1279 tokens/s
     assert (c["systems_needed"]["ci_low"], c["systems_needed"]["ci_high"]) == (16, 26)
-    # cost is price ÷ rate: its interval is the rate's, inverted
-    assert c["cost_per_million"]["ci_low"] == pytest.approx(98.0 / (high * 3600) * 1e6, rel=1e-5)
-    assert c["cost_per_million"]["ci_high"] == pytest.approx(98.0 / (low * 3600) * 1e6, rel=1e-5)
+    # cost is the fleet's: its interval is the systems' interval, at the sustained demand
+    assert c["cost_per_million"]["ci_low"] == pytest.approx(16 * 98.0 / (20000 * 3600) * 1e6, rel=1e-5)
+    assert c["cost_per_million"]["ci_high"] == pytest.approx(26 * 98.0 / (20000 * 3600) * 1e6, rel=1e-5)
 
 
 def test_headroom_and_purchase_price_over_the_lifetime() -> None:
-    q = question(headroom=0.25, prices={"purchase": {"H100": {"price": 300000, "lifetime_hours": 30000}}})
+    q = question(headroom=0.25, prices={"purchase": {"1x H100": {"price": 300000, "lifetime_hours": 30000}}})
     c = only(dec.answer(q, evidence([run(f"h{i}", 1000.0) for i in range(3)])), "H100")
     assert c["systems_needed"]["value"] == 25  # 20000 × 1.25 / 1000
-    assert c["cost_per_million"]["value"] == pytest.approx(10.0 / 3600 * 1e6 / 1000, rel=1e-5)  # 10 USD per hour
+    # the fleet of 25 at 10 USD per system-hour, paid every hour while it serves the 20000 tokens/s
+    assert c["cost_per_million"]["value"] == pytest.approx(25 * 10.0 / (20000 * 3600) * 1e6, rel=1e-5)
     assert "lifetime of 30000 hours" in c["cost_per_million"]["price"]
 
 
@@ -118,7 +119,7 @@ def test_objective_verdicts_use_the_interval_of_the_measured_percentile(ttfts: l
     if verdict == "misses":
         assert c["systems_needed"]["value"] is None and "does not meet" in c["systems_needed"]["reason"]
     if verdict == "not-enough-evidence":
-        assert {g["code"] for g in c["gaps"]} == {"too-few-repetitions"}
+        assert {g["code"] for g in c["gaps"]} == {"too-few-repetitions", "no-load-sweep"}
 
 
 def test_the_frontier_keeps_every_undominated_candidate_and_names_no_single_winner() -> None:
@@ -138,14 +139,89 @@ def test_the_frontier_keeps_every_undominated_candidate_and_names_no_single_winn
     assert len(labels) == 3 and "score" not in answer and all("score" not in c for c in answer["candidates"])
 
 
-def test_a_criterion_one_candidate_lacks_is_dropped_from_the_frontier_and_said() -> None:
+def test_a_candidate_lacking_a_criterion_is_not_placed_and_the_criterion_stays_for_the_others() -> None:
     docs = [run(f"h{i}", 1000.0) for i in range(3)] + [
         run(f"m{i}", 1200.0, watts=None, model="MI300X") for i in range(3)
     ]
     answer = dec.answer(question(), evidence(docs))
-    assert answer["frontier"]["criteria"] == ["cost", "latency"]
-    assert answer["frontier"]["dropped"][0]["criterion"] == "energy"
-    assert {g["code"] for g in only(answer, "MI300X")["gaps"]} == {"no-energy"}
+    assert answer["frontier"]["criteria"] == ["cost", "latency", "energy"] and answer["frontier"]["dropped"] == []
+    assert answer["frontier"]["unplaced"] == [{"label": only(answer, "MI300X")["label"], "lacking": ["energy"]}]
+    assert answer["frontier"]["labels"] == [only(answer, "H100")["label"]]
+    assert {g["code"] for g in only(answer, "MI300X")["gaps"]} == {"no-energy", "no-load-sweep"}
+
+
+def test_a_criterion_no_candidate_has_is_left_out_and_said() -> None:
+    q = question(prices={})
+    answer = dec.answer(q, evidence([run(f"h{i}", 1000.0) for i in range(3)]))
+    assert answer["frontier"]["criteria"] == ["latency", "energy"]
+    assert answer["frontier"]["dropped"][0]["criterion"] == "cost"
+    assert "no-price" in {g["code"] for g in answer["candidates"][0]["gaps"]}
+    assert "no price stated for 1x H100" in answer["summary"][0]
+
+
+def test_peak_sizes_the_fleet_with_headroom_and_spares_and_sustained_demand_prices_it() -> None:
+    # DECISIONS.md: N = ceil(peak × (1 + headroom) ÷ C) + k; cost = N × price ÷ (sustained × 3600) × 10^6
+    q = question(
+        demand={"peak": 50000, "sustained": 35000, "unit": "tokens/s"},
+        headroom=0.2,
+        redundancy=1,
+        prices={"system_hour": {"1x H100": 98.32}},
+    )
+    c = only(dec.answer(q, evidence([run(f"h{i}", 21605.79) for i in range(3)])), "H100")
+    assert c["systems_needed"]["value"] == math.ceil(50000 * 1.2 / 21605.79) + 1 == 4
+    assert c["systems_needed"]["spare"] == 1 and c["systems_needed"]["serving"] == 3
+    assert c["cost_per_million"]["value"] == pytest.approx(4 * 98.32 / (35000 * 3600) * 1e6, rel=1e-5)  # 3.121
+    assert c["fleet_cost_per_hour"] == pytest.approx(4 * 98.32)
+
+
+def test_the_answer_states_every_assumption_it_used_and_nothing_else() -> None:
+    q = question(
+        demand={"peak": 50000, "sustained": 35000, "unit": "tokens/s"},
+        redundancy=2,
+        prices={"accelerator_hour": {"H100": 12.0}},
+    )
+    answer = dec.answer(q, evidence([run(f"h{i}", 1000.0) for i in range(3)]))
+    words = " | ".join(answer["assumptions"])
+    assert "peak demand 50000 tokens/s; sustained demand 35000 tokens/s" in words
+    assert "2 spare system(s) (N+2)" in words and "H100: 12 USD per accelerator-hour, as supplied" in words
+    assert "energy" not in words and "system-hour" not in words
+    assert (
+        "12 USD per accelerator-hour as supplied × 1 accelerators"
+        in answer["candidates"][0]["cost_per_million"]["price"]
+    )
+
+
+def test_a_price_belongs_to_a_configuration_not_to_an_accelerator_model() -> None:
+    eight = run("h8", 8000.0)
+    eight["system"]["accelerators"][0]["count"] = 8
+    one = [run(f"h{i}", 1000.0) for i in range(3)]
+    q = question(prices={"system_hour": {"8x H100": 98.0}})
+    answer = dec.answer(q, evidence([eight, *one]))
+    by_count = {c["runs"][0]["id"]: c for c in answer["candidates"]}
+    assert by_count[1]["cost_per_million"]["value"] is not None  # the 8-GPU system has its price
+    assert by_count[2]["cost_per_million"]["value"] is None  # the 1-GPU system has none, and says so
+    assert "no price stated for 1x H100" in by_count[2]["cost_per_million"]["price"]
+    with pytest.raises(dec.DecisionError, match=r"/prices/system_hour/H100: a price belongs to a configuration"):
+        question(prices={"system_hour": {"H100": 98.0}})
+
+
+@pytest.mark.parametrize(
+    ("body", "pointer"),
+    [
+        ({"redundancy": -1}, "/redundancy"),
+        ({"redundancy": 1.5}, "/redundancy"),
+        ({"peak": 5}, "/peak: not a field"),
+        ({"demand": {"peak": 5, "unit": "tokens/s"}}, "/demand/sustained: required"),
+        ({"demand": {"peak": 5, "sustained": 6, "unit": "tokens/s"}}, "/demand/sustained: at most the peak"),
+        ({"demand": {"value": 5, "peak": 5, "sustained": 5, "unit": "tokens/s"}}, "/demand/value"),
+        ({"demand": {"value": 5, "unit": "tokens/s", "sustainde": 3}}, "/demand/sustainde: not a field"),
+        ({"prices": {"system_hour": {"*": 1.0}, "rental": 3}}, "/prices/rental: not a field"),
+        ({"candidates": {"vendors": ["AMD"]}}, "/candidates/vendors: not a field"),
+    ],
+)
+def test_a_question_field_the_answer_would_not_use_is_refused(body: dict[str, Any], pointer: str) -> None:
+    with pytest.raises(dec.DecisionError, match=pointer):
+        question(**body)
 
 
 def test_runs_outside_the_question_are_left_out_with_the_reason() -> None:
@@ -171,7 +247,7 @@ def test_weak_evidence_is_named_in_the_same_sentence_as_the_verdict() -> None:
     doc["provenance"]["origin"] = {"kind": "mlperf-inference", "availability": "preview"}
     answer = dec.answer(question(), evidence([doc]))
     codes = {g["code"] for g in answer["candidates"][0]["gaps"]}
-    assert codes == {"no-steady-state", "too-few-repetitions", "preview"}
+    assert codes == {"no-steady-state", "too-few-repetitions", "preview", "no-load-sweep"}
     assert "did not show steady state" in answer["summary"][0] and "preview" in answer["summary"][0]
 
 
@@ -201,3 +277,10 @@ def test_batch_size_is_the_implementations_choice_on_the_iso_quality_axis_only()
     assert [d.pointer for d in cmp.check([a, b], "system").refusals] == ["/workload/shape/batch_size"]
     b["workload"]["shape"]["sequence_length"] = 512  # the inputs themselves stay controlled
     assert "/workload/shape/sequence_length" in [d.pointer for d in cmp.check([a, b], "iso-quality").refusals]
+
+
+def test_candidates_with_different_accelerator_counts_each_show_their_count() -> None:
+    eight = run("h8", 8000.0)
+    eight["system"]["accelerators"][0]["count"] = 8
+    answer = dec.answer(question(prices={}), evidence([eight, run("h1", 1000.0)]))
+    assert sorted(c["label"] for c in answer["candidates"]) == ["1× H100, bf16", "8× H100, bf16"]

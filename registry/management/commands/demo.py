@@ -192,8 +192,10 @@ class Command(BaseCommand):
         self.stdout.write(
             f"  frontier over {', '.join(answer['frontier']['criteria']) or 'no criterion'}: "
             f"{'; '.join(answer['frontier']['labels']) or 'empty'}"
-            + "".join(f" ({d['criterion']} left out: not measured)" for d in answer["frontier"]["dropped"])
+            + "".join(f" ({d['criterion']} left out: no candidate has it)" for d in answer["frontier"]["dropped"])
         )
+        for words in answer.get("assumptions") or []:
+            self.stdout.write(f"  assumed: {words}")
 
     def _load_examples(self, admin: Any) -> None:
         for path in sorted(EXAMPLES_DIR.glob("*.json")):
@@ -225,13 +227,13 @@ def _measured(admin: Any, spec: Any) -> Any:
 
 
 def _capacity_question(unit: str) -> dict[str, Any]:
-    """How many of these machines serve 100,000 samples/s of the MLP classifier offline, by cost and energy."""
+    """How many of these machines serve 100,000 samples/s of the MLP classifier offline, by energy. No price is
+    invented: the demo knows none, so the answer has no cost and says so."""
     return {
         "workload": "mlp-classifier",
         "scenario": "offline",
         "objectives": [],
         "demand": {"value": 100000, "unit": unit},
-        "prices": {"system_hour": {"*": 1.0}},
         "criteria": ["cost", "energy"],
     }
 

@@ -217,7 +217,11 @@ def test_a_configurations_history_with_runs_of_1e308_still_answers() -> None:
         ("headroom", -1, "/question/headroom"),
         ("prices", {"system_hour": {"*": 1e308}}, "/question/prices/system_hour/*"),
         ("prices", {"energy_per_kwh": 1e308}, "/question/prices/energy_per_kwh"),
-        ("prices", {"purchase": {"H100": {"price": 1e308, "lifetime_hours": 1}}}, "/question/prices/purchase/H100"),
+        (
+            "prices",
+            {"purchase": {"1x H100": {"price": 1e308, "lifetime_hours": 1}}},
+            "/question/prices/purchase/1x H100",
+        ),
         ("objectives", [{"metric": "ttft_ms", "percentile": "p99", "max_ms": 1e308}], "/question/objectives/0"),
         ("objectives", [{"metric": "ttft_ms", "percentile": "p99", "max_ms": "x"}], "/question/objectives/0"),
     ],

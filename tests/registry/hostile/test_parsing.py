@@ -339,7 +339,7 @@ def test_csv_exports_never_carry_a_formula_and_keep_numbers(
         "scenario": "server",
         "objectives": [{"metric": "ttft_ms", "percentile": "p99", "max_ms": 2000}],
         "demand": {"value": 20000, "unit": "tokens/s"},
-        "prices": {"system_hour": {FORMULAS[0]: 98.0}},
+        "prices": {"accelerator_hour": {FORMULAS[0]: 98.0}},
     }
     decision = api.post("/api/v1/decisions", {"title": "=1+1", "question": question}, format="json")
     assert decision.status_code == 201, decision.content[:500]

@@ -33,7 +33,7 @@ QUESTION = {
     "objectives": [{"metric": "ttft_ms", "percentile": "p99", "max_ms": 2000}],
     "quality": {"target_ratio": 0.99},
     "demand": {"value": 20000, "unit": "tokens/s"},
-    "prices": {"system_hour": {"H100": 98.0}},
+    "prices": {"system_hour": {"1x H100": 98.0}},
 }
 
 
