@@ -23,7 +23,7 @@ class ProtocolApi(APIView):
     def get(self, request: Request) -> Response:
         return Response(
             {
-                "protocol": f"{protocol.PROTOCOL_NAME}/{protocol.PROTOCOL_VERSION}",
+                "protocol": f"{protocol.PROTOCOL_NAME}/{protocol.PROTOCOL_VERSION_LATEST}",
                 "schema": protocol.submission_schema(),
                 "contract": contract_document(),
             }

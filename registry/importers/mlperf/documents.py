@@ -35,7 +35,7 @@ from .systems import publication_facets, software_section, system_section
 
 # The protocol version these documents are written in: 1.1 adds the fp4/fp6 formats and origin.rules_source
 # / mapped_benchmark, which every MLPerf document may carry.
-PROTOCOL = "benchreg.submission/1.1"
+PROTOCOL = f"{rules.PROTOCOL_NAME}/{rules.PROTOCOL_VERSION_LATEST}"
 
 
 def build_document(

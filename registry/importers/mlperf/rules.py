@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from protocol import rules as protocol_rules
+
 from .plan import SourceError
 
 # MLPerf scenario directory -> protocol scenario kind. LoadGen runs Interactive as Server with tighter SLOs.
@@ -102,10 +104,7 @@ MIXED = {
 }
 
 
-QUANTIZED = frozenset(
-    {"fp8", "fp8-e4m3", "fp8-e5m2", "int8", "int4", "mxfp8"}
-    | {"fp4", "nvfp4", "mxfp4", "fp4-e2m1", "fp6", "fp6-e2m3", "fp6-e3m2", "mxfp6-e2m3", "mxfp6-e3m2"}
-)
+QUANTIZED = protocol_rules.QUANTIZED_FORMATS  # one list: the protocol's
 
 
 # Formats whose variant the source does not state, with what is left unsaid (a note beside the precision).

@@ -36,8 +36,8 @@ from .training_rules import BenchmarkRules, RoundRules, Scaling, round_rules
 from .tree import all_files, inside, passed_over
 
 RESULT_FILE = re.compile(r"^result_.*\.txt$")
-# The first protocol version with time_to_quality.scaling_factor / unscaled_seconds and runs[].quality.
-PROTOCOL = f"{rules.PROTOCOL_NAME}/1.1"
+# The newest minor: it has time_to_quality.scaling_factor / unscaled_seconds and runs[].quality.
+PROTOCOL = f"{rules.PROTOCOL_NAME}/{rules.PROTOCOL_VERSION_LATEST}"
 
 
 class Run(NamedTuple):
