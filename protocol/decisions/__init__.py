@@ -26,7 +26,7 @@ answer.py (the whole answer: candidates, frontier, summary).
 from __future__ import annotations
 
 from .answer import CRITERION_FIELD, KIND, METHODS, SAFE_INTEGER, VERDICT_WORDS, answer, frontier, summary
-from .candidate import Interval, candidate, gaps, interval, objective_verdict, systems_needed
+from .candidate import GAP_TITLES, Interval, candidate, gaps, interval, objective_verdict, systems_needed
 from .evidence import Evidence, accelerator_model, out_of_question
 from .question import (
     CRITERIA,
@@ -46,6 +46,7 @@ from .question import (
 __all__ = [
     "CRITERIA",
     "CRITERION_FIELD",
+    "GAP_TITLES",
     "KIND",
     "LIFETIME_HOURS",
     "MAX_DEMAND",

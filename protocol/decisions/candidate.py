@@ -158,6 +158,19 @@ def _normal_key(key: str) -> str:
     return f"{int(match[1])}x {match[2].casefold()}" if match else key
 
 
+# Each gap's short name, for tables; the full message is in the candidate's summary sentence.
+GAP_TITLES = {
+    "no-load-sweep": "one offered load only (no sweep)",
+    "no-steady-state": "steady state not shown",
+    "too-few-repetitions": "fewer than 3 runs",
+    "no-energy": "no measured energy",
+    "preview": "preview system",
+    "invalid": "a run failed its validity checks",
+    "quality-not-met": "quality target not met",
+    "no-price": "no price stated",
+}
+
+
 def gaps(
     docs: Sequence[Mapping[str, Any]], energy: Interval, has_price: bool, configuration: str
 ) -> list[dict[str, str]]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from django import template
 
-from protocol.decisions import VERDICT_WORDS
+from protocol.decisions import GAP_TITLES, VERDICT_WORDS
 from protocol.numbers import Style, number
 
 register = template.Library()
@@ -23,3 +23,10 @@ def sig(value: Any, digits: int = 4) -> str:
 def verdict_words(code: Any) -> str:
     """A decision candidate's verdict code ('not-enough-evidence') in the words a reader reads."""
     return VERDICT_WORDS.get(str(code), str(code).replace("-", " "))
+
+
+@register.filter
+def gap_title(gap: Any) -> str:
+    """A decision gap's short name for a table cell (the full message is in the candidate's sentence)."""
+    code = str(gap.get("code")) if isinstance(gap, dict) else str(gap)
+    return GAP_TITLES.get(code, code.replace("-", " "))

@@ -325,7 +325,7 @@ def test_a_decision_is_declared_in_its_form_and_its_answer_reads_at_both_widths(
     page.get_by_label("Workload").fill("decoder-small")
     page.get_by_label("Scenario").select_option("server")
     page.get_by_label("p99 TTFT at most (ms)").fill("2000")
-    page.get_by_label("Demand, sustained").fill("3000")
+    page.get_by_label("Demand at peak").fill("3000")
     page.get_by_label("Demand unit").select_option("tokens/s")
     page.get_by_label("Price per system-hour (any system)").fill("98")
     user.click(page.get_by_role("button", name="Answer it"))
@@ -335,7 +335,11 @@ def test_a_decision_is_declared_in_its_form_and_its_answer_reads_at_both_widths(
     # The never-steady H100 run is its own candidate, and its label says so (it read "H100 80GB HBM3, bf16 ()")
     assert "H100 80GB HBM3, bf16 (steady_state.reached=no)" in candidates and "()" not in candidates
     # What every candidate shares is said once above the table, not on every row
-    assert "Every candidate: precision.activations bf16" in page.locator("#answer-heading + ul ~ p.small").inner_text()
+    shared = page.locator("#answer-heading + ul ~ p.small", has_text="Every candidate").inner_text()
+    assert "Every candidate: precision.activations bf16" in shared
+    # What the figures rest on is printed with them: the stated price, and the sustained demand taken as the peak
+    assumed = page.locator("p.small", has_text="Assumptions").inner_text()
+    assert "*: 98 USD per system-hour, as supplied" in assumed and "sustained demand taken equal to it" in assumed
     user.check("decision")
     page.set_viewport_size({"width": NARROW, "height": 844})
     tallest = page.evaluate("""() => Math.max(...Array.from(document.querySelectorAll('table')[0]
