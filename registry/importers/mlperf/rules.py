@@ -253,8 +253,20 @@ class RoundRules:
         mapped = (submitter_mapping or {}).get(benchmark)
         if mapped in models:
             return str(mapped)
+        guessed = self._guessed(benchmark)
+        if mapped is None and guessed in models:
+            return str(guessed)
         via = f"; model_mapping.json maps it to {mapped!r}, not a model of the round" if mapped else ""
         raise self.missing(f"benchmark {benchmark!r} (not in MODEL_CONFIG models or model_mapping{via})")
+
+    def _guessed(self, benchmark: str) -> str | None:
+        """The checker's last resort (Config.get_mlperf_model, "try to guess, keep this for backwards
+        compatibility"): the first of the round's name parts the folder name contains, mapped again through
+        model_mapping; None when no part matches."""
+        for part, model in (self.data.get("model_name_guesses") or {}).get("guesses", []):
+            if part in benchmark:
+                return str(self.config.get("model_mapping", {}).get(model, model))
+        return None
 
     def headline(self, model: str, loadgen_scenario: str, folder_scenario: str) -> Headline:
         """The published figure of a run: RESULT_FIELD_BENCHMARK_OVERWRITE[round][model][scenario], else
