@@ -34,8 +34,9 @@ class Derivation:
     def words(self) -> str:
         """One phrase for readers: what the number is and where it comes from."""
         how = KIND_WORDS.get(self.kind, f"derived ({self.kind})")
+        run = self.from_digest or "(not imported with it)"
         return (
-            f"{how} from the {self.from_scenario or 'measured'} run {self.from_digest or '(digest not stated)'} "
+            f"{how} from the {self.from_scenario or 'measured'} run {run} "
             f"at {self.from_location or '(location not stated)'}: {self.rule or 'rule not stated'}"
         )
 

@@ -19,6 +19,7 @@ from protocol.derivation import derivation_of
 from registry.models import Submission
 
 FROM_DIGEST = "document__provenance__origin__derivation__from_digest"
+KIND = "document__provenance__origin__derivation__kind"
 
 
 @dataclass(frozen=True)
@@ -38,14 +39,21 @@ def derived_from(document: Mapping[str, Any]) -> DerivedFrom | None:
     derivation = derivation_of(document)
     if derivation is None:
         return None
-    source = Submission.objects.filter(digest=derivation.from_digest).values_list("pk", flat=True).first()
+    source = (
+        Submission.objects.filter(digest=derivation.from_digest).values_list("pk", flat=True).first()
+        if derivation.from_digest
+        else None
+    )
     return DerivedFrom(
         derivation.rule, derivation.from_scenario, derivation.from_location, derivation.from_digest, source
     )
 
 
 def with_derivation(runs: QuerySet[Submission]) -> QuerySet[Submission]:
-    """`runs` with `derived_from_digest` (None for measured runs) and `derived_from_id` (the stored run holding that
-    digest, None when absent) on each row, read in the same query."""
+    """`runs` with `derived_kind` (None for measured runs), `derived_from_digest` (None also when the measured run was
+    not imported with it) and `derived_from_id` (the stored run holding that digest, None when absent) on each row,
+    read in the same query."""
     holder = Submission.objects.filter(digest=OuterRef("derived_from_digest")).values("pk")[:1]
-    return runs.annotate(derived_from_digest=KT(FROM_DIGEST)).annotate(derived_from_id=Subquery(holder))
+    return runs.annotate(derived_kind=KT(KIND), derived_from_digest=KT(FROM_DIGEST)).annotate(
+        derived_from_id=Subquery(holder)
+    )

@@ -317,11 +317,19 @@ def _inferred_item(
         (p for p in subfolders(scenario_dir.parent) if p.name.lower() == rule.from_scenario.lower()), None
     )
     measured = done.get(measured_dir) if measured_dir else None
-    if measured is None or measured_dir is None or measured.document is None:
-        state = "is not in this tree" if measured is None else "was refused"
-        return _unlinked_item(key, tree, scenario_dir, ledger, rule, state)
+    if measured is not None and measured.document is None:
+        return _unlinked_item(key, tree, scenario_dir, ledger, rule, "was refused")
     detail = scenario_dir / "performance" / "run_1" / "mlperf_log_detail.txt"
-    problem = inferred.edge_problem(sources["system"]) or _not_same_log(ledger, detail, measured)
+    if measured is None:
+        # MLPerf infers from this folder's own copy of the measured log, so the published figure can be read here;
+        # the run it derives from is named by its folder, not linked (trimmed copies of a round often lack it).
+        ledger.warnings.append(
+            f"the measured {rule.from_scenario} folder is not in this tree: the inferred result is read from this "
+            "folder's copy of its log and names that folder without a link to its run"
+        )
+    problem = inferred.edge_problem(sources["system"]) or (
+        _not_same_log(ledger, detail, measured) if measured is not None else None
+    )
     build, document = Build(), None
     if problem:
         ledger.fail(detail, problem)
@@ -329,10 +337,14 @@ def _inferred_item(
         document = _document(ledger, sources, scenario_dir, rule.from_scenario, round_name, build)
     if document is not None:
         power.attach(document, sources["power"], sources["detail"], build)
-        where = measured_dir.relative_to(tree).as_posix()
+        where = (measured_dir or scenario_dir.parent / rule.from_scenario).relative_to(tree).as_posix()
         try:
             document = inferred.derive(
-                document, sources["detail"], rule, from_location=where, from_document=measured.document
+                document,
+                sources["detail"],
+                rule,
+                from_location=where,
+                from_document=measured.document if measured is not None else None,
             )
         except SourceError as exc:
             ledger.fail(detail, str(exc))

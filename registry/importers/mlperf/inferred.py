@@ -83,12 +83,13 @@ def derive(
     rule: Rule,
     *,
     from_location: str,
-    from_document: dict[str, Any],
+    from_document: dict[str, Any] | None,
 ) -> dict[str, Any]:
     """The inferred result's document.
 
     `measured_as_run` is this folder's files read as the run LoadGen made (a document of `rule.from_scenario`);
-    `from_document` is the measured folder's own document, whose digest the derivation names. Raises SourceError
+    `from_document` is the measured folder's own document, whose digest the derivation names (None when that folder
+    is not in the imported tree: the derivation then names its location only). Raises SourceError
     when the log lacks what the rule reads, or the rule makes no figure (MLPerf: not enough samples).
     """
     doc = copy.deepcopy(measured_as_run)
@@ -102,9 +103,9 @@ def derive(
         "rule": rule.words,
         "from_scenario": rule.from_scenario,
         "from_location": from_location,
-        "from_digest": protocol.digest(from_document),
+        "from_digest": protocol.digest(from_document) if from_document is not None else None,
     }
-    doc["protocol"] = f"{protocol_rules.PROTOCOL_NAME}/1.1"
+    doc["protocol"] = f"{protocol_rules.PROTOCOL_NAME}/{protocol_rules.PROTOCOL_VERSION_LATEST}"
     return doc
 
 

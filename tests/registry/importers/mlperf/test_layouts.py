@@ -359,7 +359,7 @@ def test_3d_unet_dice_is_the_mean(tmp_path):
     assert quality["metric"] == "DICE" and quality["value"] == 0.86114 and quality["values"] == {"DICE": 0.86114}
 
 
-def test_singlestream_logs_in_offline_folders_are_skipped_as_inferred_results(tmp_path):
+def test_a_singlestream_log_in_an_offline_folder_is_imported_as_mlperfs_inferred_result(tmp_path):
     records = {
         "early_stopping_latency_ss": 812345,
         "result_min_latency_ns": 500000,
@@ -367,7 +367,14 @@ def test_singlestream_logs_in_offline_folders_are_skipped_as_inferred_results(tm
         "result_mean_latency_ns": 700000,
     }
     item = _only(_submission(tmp_path, folder="Offline", scenario="SingleStream", records=records, summary={}))
-    assert item.status == "skipped" and "infers" in item.skipped
+    # MLPerf's rule reads result_qps_without_loadgen_overhead, which this log lacks: refused, naming the record
+    assert item.status == "refused" and any("result_qps_without_loadgen_overhead" in e for e in item.errors)
+    records["result_qps_without_loadgen_overhead"] = 1428.57
+    again = tmp_path / "again"
+    item = _only(_submission(again, folder="Offline", scenario="SingleStream", records=records, summary={}))
+    assert item.status == "ready", item.errors
+    assert item.document["metrics"]["throughput"] == {"value": 1428.57, "unit": "samples/s"}
+    assert item.document["provenance"]["origin"]["derivation"]["from_scenario"] == "SingleStream"
 
 
 def test_division_category_and_availability_are_normalised_and_unknown_words_kept(tmp_path):
