@@ -26,7 +26,12 @@ class SubmissionQuerySet(AppendOnlyQuerySet):
 
         Whatever counts or pools runs (comparisons, decisions, series, the catalogue's cells and the matrix) asks
         this, or `registry.services.catalogue`'s `counted_ids` (the same rule over runs in memory)."""
-        return self.filter(derived=False).exclude(Exists(superseding(OuterRef("measurement"), OuterRef("pk"))))
+        return self.not_superseded().filter(derived=False)
+
+    def not_superseded(self) -> SubmissionQuerySet:
+        """The runs that are the newest document of their measurement among runs not withdrawn (derived ones
+        included: decisions give them to protocol.decisions, which leaves them out with the reason)."""
+        return self.exclude(Exists(superseding(OuterRef("measurement"), OuterRef("pk"))))
 
 
 def superseding(measurement: Any, pk: Any) -> models.QuerySet[Submission]:

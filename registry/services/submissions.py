@@ -476,7 +476,8 @@ def _new_outcome(
         return BatchOutcome("refused", error=_twice_in_batch(run))
     # a second copy of one document in the batch is "known"
     created = stored_copy is one
-    return BatchOutcome("stored" if created else "known", run=run, note=same_measurement_note(run, decision))
+    note = same_measurement_note(run, decision) if decision else ""
+    return BatchOutcome("stored" if created else "known", run=run, note=note)
 
 
 def _twice_in_batch(run: Submission) -> SameMeasurement:
