@@ -33,9 +33,16 @@ def decision_candidate_runs(*, question: dec.Question) -> list[Submission]:
     measurement once (Submission.objects.not_superseded: the newest document of it). Example documents (trust
     "example") measure nothing and never answer a decision; derived runs are left out by protocol.decisions, which
     says why."""
-    runs = Submission.objects.not_superseded().filter(
-        phase=question.phase, workload_name=question.workload, scenario_kind=question.scenario, withdrawal__isnull=True
-    ).exclude(trust=Trust.EXAMPLE)
+    runs = (
+        Submission.objects.not_superseded()
+        .filter(
+            phase=question.phase,
+            workload_name=question.workload,
+            scenario_kind=question.scenario,
+            withdrawal__isnull=True,
+        )
+        .exclude(trust=Trust.EXAMPLE)
+    )
     if question.workload_version:
         runs = runs.filter(workload_version=question.workload_version)
     return list(runs.order_by("id").only("id", "digest", "canonical", "document"))
