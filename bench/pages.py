@@ -98,7 +98,8 @@ def fill(n: int, seed: int = 7) -> dict[str, Any]:
         text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
         batch.append(
             Submission(
-                digest="sha256:" + hashlib.sha256(f"{i}:{text}".encode()).hexdigest(),
+                digest=(run_digest := "sha256:" + hashlib.sha256(f"{i}:{text}".encode()).hexdigest()),
+                measurement=run_digest,  # every synthetic run its own measurement, as the run store would say
                 document=doc,
                 canonical=text,
                 comparability_key=keys["system"],

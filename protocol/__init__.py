@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from .canonical import canonicalize, digest, digest_of
 from .derivation import Derivation, derivation_of, is_derived
 from .errors import Error, Invalid
+from .identity import measurement_identity, same_but_for_file_locations
 from .parsing import MAX_DEPTH, parse_json, value_errors
 from .rules import PROTOCOL_NAME, PROTOCOL_VERSION, PROTOCOL_VERSION_LATEST
 
@@ -48,7 +49,9 @@ __all__ = [
     "digest_of",
     "errors",
     "is_derived",
+    "measurement_identity",
     "parse_json",
+    "same_but_for_file_locations",
     "submission_schema",
     "summarize",
     "value_errors",

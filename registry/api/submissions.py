@@ -94,6 +94,11 @@ class SubmissionBatchResultSerializer(serializers.Serializer[Any]):
     status = serializers.IntegerField(help_text="201 stored, 200 already known, else the problem's status")
     result = serializers.ChoiceField(choices=["stored", "known", "refused"])
     id = serializers.IntegerField(required=False, help_text="the run (stored or known)")
+    note = serializers.CharField(
+        required=False,
+        help_text="when the document states a measurement already stored from the same source files: which run, "
+        "and whether it was known (nothing stored) or replaced (withdrawn, kept on record)",
+    )
     digest = serializers.CharField(required=False)
     url = serializers.CharField(required=False)
     problem = ProblemSerializer(
@@ -121,6 +126,7 @@ def _batch_lines(request: Request, batch: DocumentBatch, token: ApiToken | None)
                     "id": outcome.run.pk,
                     "digest": outcome.run.digest,
                     "url": request.build_absolute_uri(reverse("api-submission-detail", args=[outcome.run.pk])),
+                    **({"note": outcome.note} if outcome.note else {}),
                 }
             )
         else:

@@ -67,10 +67,14 @@ class CatalogueCell(models.Model):
     origin_availability = models.CharField(max_length=100, default="")
 
     runs = models.PositiveIntegerField()
+    # The runs that count as independent evidence (Submission.objects.independent(): measured, newest document of
+    # their measurement); the log sums below are over these only, so a derived or superseded run shows in the
+    # catalogue but never weighs in an estimate or a count of evidence.
+    independent = models.PositiveIntegerField(default=0)
     headline_low = models.FloatField(null=True, help_text="smallest headline value of the cell's runs")
     headline_high = models.FloatField(null=True, help_text="largest headline value of the cell's runs")
     # Sums for a geometric mean with a Student t interval on the logs (the statistics' method for one value per
-    # run), over the runs whose headline is positive: how many, the sum of ln(value) and of ln(value)².
+    # run), over the independent runs whose headline is positive: how many, the sum of ln(value) and of ln(value)².
     valued = models.PositiveIntegerField(default=0)
     log_sum = models.FloatField(default=0.0)
     log_sq_sum = models.FloatField(default=0.0)

@@ -8,11 +8,38 @@ from typing import Any, cast
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Exists, OuterRef
 
 from registry.choices import Trust
 
 from .fields import BulkJSONField, BulkTextField
-from .immutable import AppendOnlyModel
+from .immutable import AppendOnlyModel, AppendOnlyQuerySet
+
+
+class SubmissionQuerySet(AppendOnlyQuerySet):
+    """Runs, with the one rule for what counts as independent evidence (`independent`)."""
+
+    def independent(self) -> SubmissionQuerySet:
+        """The runs that count as independent evidence: measured (not derived from another run), and the newest
+        document of their measurement among runs not withdrawn (`superseded` is the rest). Withdrawn runs are not
+        excluded here: callers choose whether to show them, as everywhere else.
+
+        Whatever counts or pools runs (comparisons, decisions, series, the catalogue's cells and the matrix) asks
+        this, or `registry.services.catalogue`'s `counted_ids` (the same rule over runs in memory)."""
+        return self.not_superseded().filter(derived=False)
+
+    def not_superseded(self) -> SubmissionQuerySet:
+        """The runs that are the newest document of their measurement among runs not withdrawn (derived ones
+        included: decisions give them to protocol.decisions, which leaves them out with the reason)."""
+        return self.exclude(Exists(superseding(OuterRef("measurement"), OuterRef("pk"))))
+
+
+def superseding(measurement: Any, pk: Any) -> models.QuerySet[Submission]:
+    """Runs not withdrawn that state `measurement` in a newer document than run `pk` (OuterRefs or values). A run
+    with no identity ("": a row written around the run store) shares its measurement with no other."""
+    return Submission.objects.filter(measurement=measurement, pk__gt=pk, withdrawal__isnull=True).exclude(
+        measurement=""
+    )
 
 
 class Submission(AppendOnlyModel):
@@ -23,6 +50,11 @@ class Submission(AppendOnlyModel):
     """
 
     digest = models.CharField(max_length=71, unique=True)
+    # What the run measured, whatever folder its source files lay in (protocol.measurement_identity): runs of one
+    # measurement are one piece of evidence, counted once (`SubmissionQuerySet.independent`).
+    measurement = models.CharField(max_length=71, db_index=True, default="")
+    # Derived from another run by the publisher's rule, not measured (protocol.is_derived): never independent.
+    derived = models.BooleanField(default=False)
     document = BulkJSONField()  # a plain JSONField (and TextField) that bulk-inserts faster: see fields.py
     canonical = BulkTextField()
     # Digest of the controlled fields per axis (protocol.comparability): "comparable with X" is one index
@@ -69,6 +101,8 @@ class Submission(AppendOnlyModel):
     submitted_by_name = models.CharField(max_length=150, help_text="username snapshotted at submission")
     token = models.ForeignKey("registry.ApiToken", null=True, on_delete=models.PROTECT, related_name="submissions")
     submitted_at = models.DateTimeField(db_index=True)
+
+    objects = SubmissionQuerySet.as_manager()  # type: ignore[misc]  # the base declares the plain append-only one
 
     class Meta:
         ordering = ["-id"]

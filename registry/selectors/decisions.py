@@ -29,11 +29,20 @@ def decision_latest_answer(*, decision: Decision) -> DecisionAnswer | None:
 
 
 def decision_candidate_runs(*, question: dec.Question) -> list[Submission]:
-    """The stored, not withdrawn runs of the question's phase, workload and scenario, documents loaded.
-    Example documents (trust "example") measure nothing and never answer a decision."""
-    runs = Submission.objects.filter(
-        phase=question.phase, workload_name=question.workload, scenario_kind=question.scenario, withdrawal__isnull=True
-    ).exclude(trust=Trust.EXAMPLE)
+    """The stored, not withdrawn runs of the question's phase, workload and scenario, documents loaded, each
+    measurement once (Submission.objects.not_superseded: the newest document of it). Example documents (trust
+    "example") measure nothing and never answer a decision; derived runs are left out by protocol.decisions, which
+    says why."""
+    runs = (
+        Submission.objects.not_superseded()
+        .filter(
+            phase=question.phase,
+            workload_name=question.workload,
+            scenario_kind=question.scenario,
+            withdrawal__isnull=True,
+        )
+        .exclude(trust=Trust.EXAMPLE)
+    )
     if question.workload_version:
         runs = runs.filter(workload_version=question.workload_version)
     return list(runs.order_by("id").only("id", "digest", "canonical", "document"))

@@ -7,6 +7,10 @@ the geometric mean of its runs' headline values with a Student t interval on the
 method for one independent value per run), which protocol.statistics.log_sums_interval computes from the cells'
 log sums; fewer than statistics.MIN_VALUES runs give the point value and no interval. Cached per data version
 like the catalogue.
+
+Runs are counted as the cells count them: independent evidence only (Submission.objects.independent(): a
+measurement once, derived results never). A cell whose runs are all derived or superseded shows their value when
+they agree, with no interval, and says how many runs it does not count.
 """
 
 from __future__ import annotations
@@ -56,11 +60,12 @@ class MatrixCell:
     """One configuration's runs in one comparable set (the largest set of its column, when several)."""
 
     set: ComparableSet
-    runs: int
+    runs: int  # independent runs (a measurement once, derived results never)
     estimate: Estimate
     steady_state: str  # "yes", "no", "" (not stated)
     trust: tuple[str, ...]  # trust levels of its runs, strongest first
     other_sets: int  # more sets in this row and column (another precision or batch size, say)
+    not_counted: int = 0  # runs shown but not independent evidence (derived from another run, or superseded)
 
 
 @dataclass(frozen=True)
@@ -108,7 +113,8 @@ def _grouped(query: CatalogueQuery) -> list[tuple[Any, ...]]:
         matching_cells(query)
         .values(*ROW_FIELDS, "comparability_key", "trust")
         .annotate(
-            n=Sum("runs"),
+            n=Sum("independent"),
+            listed=Sum("runs"),
             valued_n=Sum("valued"),
             ls=Sum("log_sum"),
             lsq=Sum("log_sq_sum"),
@@ -124,6 +130,7 @@ def _grouped(query: CatalogueQuery) -> list[tuple[Any, ...]]:
             "comparability_key",
             "trust",
             "n",
+            "listed",
             "valued_n",
             "ls",
             "lsq",
@@ -192,6 +199,7 @@ def _entries(grouped: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], dict[str, 
         key,
         trust,
         n,
+        listed,
         valued,
         ls,
         lsq,
@@ -214,6 +222,7 @@ def _entries(grouped: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], dict[str, 
                 "high": high,
                 "lower": lower,
                 "n": 0,
+                "listed": 0,
                 "valued": 0,
                 "ls": 0.0,
                 "lsq": 0.0,
@@ -226,6 +235,7 @@ def _entries(grouped: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], dict[str, 
                 high if entry["high"] is None else entry["high"] if high is None else max(entry["high"], high)
             )
         entry["n"] += n
+        entry["listed"] += listed
         entry["valued"] += valued or 0
         entry["ls"] += ls or 0.0
         entry["lsq"] += lsq or 0.0
@@ -303,16 +313,25 @@ def _row_cells(
             MatrixCell(
                 set=sets[e["key"]],
                 runs=e["n"],
-                estimate=log_estimate(e["valued"], e["ls"], e["lsq"]),
+                estimate=_cell_estimate(e),
                 steady_state=e["steady"],
                 trust=tuple(
                     [t for t in TRUST_ORDER if t in e["trust"]]
                     + sorted(t for t in e["trust"] if t and t not in TRUST_ORDER)
                 ),
                 other_sets=len(es) - 1,
+                not_counted=e["listed"] - e["n"],
             )
         )
     return cells
+
+
+def _cell_estimate(e: dict[str, Any]) -> Estimate:
+    """The estimate over the cell's independent runs; with none, the value its other runs agree on (a derived
+    result, say), without an interval."""
+    if e["n"] or e["low"] is None or e["low"] != e["high"]:
+        return log_estimate(e["valued"], e["ls"], e["lsq"])
+    return Estimate(value=e["low"], ci_low=None, ci_high=None, runs=0)
 
 
 def _phases(columns: list[ColumnKey]) -> list[tuple[str, int]]:

@@ -129,7 +129,8 @@ def software_label(run: Submission) -> str:
 
 def _history_runs(run: Submission) -> tuple[str, Series | None, QuerySet[Submission]]:
     member = SeriesRun.objects.select_related("series", "series__agent", "series__schedule").filter(run=run).first()
-    live = Submission.objects.filter(withdrawal__isnull=True).select_related("series_member")
+    # Each measurement once, and no derived result: a history judges change points on independent values.
+    live = Submission.objects.independent().filter(withdrawal__isnull=True).select_related("series_member")
     if member is not None:
         return "series", member.series, live.filter(series_member__series=member.series)
     return (

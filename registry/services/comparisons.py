@@ -48,6 +48,7 @@ def _check_usable(runs: Sequence[Submission]) -> None:
             errors=[{"pointer": "/runs", "code": "too-few-runs", "message": "give two or more runs"}],
         )
     _refuse_repeated(runs)
+    _refuse_same_measurement(runs)
     examples = [(i, r) for i, r in enumerate(runs) if r.trust == Trust.EXAMPLE]
     # hand-written examples measure nothing: never evidence for a decision
     _refuse_runs(
@@ -68,6 +69,29 @@ def _refuse_repeated(runs: Sequence[Submission]) -> None:
         "a comparison names each run once",
         "duplicate-run",
         [(i, f"run {r.pk} is already /runs/{j} (by id or by digest)") for i, j, r in repeated],
+    )
+
+
+def _refuse_same_measurement(runs: Sequence[Submission]) -> None:
+    """Two documents of one measurement (the same published files, read from two folders or by two importers) are
+    one value, not two: comparing both would count it twice (protocol.measurement_identity)."""
+    first: dict[str, Submission] = {}
+    repeated = [
+        (i, first[r.measurement], r)
+        for i, r in enumerate(runs)
+        if r.measurement and first.setdefault(r.measurement, r) is not r
+    ]
+    _refuse_runs(
+        NotComparable,
+        "a comparison counts each measurement once",
+        "same-measurement",
+        [
+            (
+                i,
+                f"run {r.pk} and run {one.pk} are the same measurement (identical source files): keep one of them",
+            )
+            for i, one, r in repeated
+        ],
     )
 
 

@@ -30,6 +30,7 @@ class ImportOutcome:
     run_id: int | None = None
     digest: str | None = None
     errors: list[str] = field(default_factory=list)
+    note: str = ""  # what it was to a stored run of the same measurement (same source files), if anything
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ class ImportResult:
         for o in self.outcomes:
             where = f" as run {o.run_id} ({o.digest})" if o.run_id else ""
             lines.append(f"  {o.key}: {o.status}{where}")
-            lines.extend(f"      - {e}" for e in o.errors)
+            lines.extend(f"      - {e}" for e in [*o.errors, *([o.note] if o.note else [])])
         lines.append("  " + ", ".join(f"{n} {s}" for s, n in sorted(self.counts.items())))
         if self.referee_note:
             lines.append(f"  not refereed: {self.referee_note}")
@@ -214,4 +215,4 @@ def _outcome(item: mlperf.ImportItem, stored: BatchOutcome | None) -> ImportOutc
         assert exc is not None
         details = [f"{e.get('pointer')}: {e.get('message')}" for e in exc.errors] or [exc.message]
         return ImportOutcome(item.key, "refused", errors=details)
-    return ImportOutcome(item.key, stored.status, stored.run.pk, stored.run.digest)
+    return ImportOutcome(item.key, stored.status, stored.run.pk, stored.run.digest, note=stored.note)

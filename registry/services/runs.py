@@ -53,6 +53,8 @@ def _row(
     return Submission(
         trust=trust,
         digest=one.digest,
+        measurement=protocol.measurement_identity(one.document, own_digest=one.digest),
+        derived=protocol.is_derived(one.document),
         document=one.document,
         canonical=one.canonical.decode(),
         **_key_columns(one.document),

@@ -32,6 +32,14 @@ class InvalidDocument(RegistryError):
     code = "invalid-document"
 
 
+class SameMeasurement(RegistryError):
+    """A stored run already states this measurement (identical source files) in a different document that this
+    one may not replace (docs/comparability.md, "One measurement, counted once")."""
+
+    status = 409
+    code = "same-measurement"
+
+
 def submission_create(
     *,
     document: bytes | str | dict[str, Any],
@@ -43,8 +51,9 @@ def submission_create(
 
     `trust` is the caller's path in (Trust: declared for a token holder, imported for an importer, example for
     the example loaders); an agent's run for its job is always "vouched", whatever is passed. A document already
-    stored (same digest) is returned as it is, with the level it was first stored with. A rejected document
-    raises InvalidDocument and stores nothing.
+    stored (same digest) is returned as it is, with the level it was first stored with; so is the run of a
+    document that states the same measurement from the same source files read in another folder (`_sameness`). A
+    rejected document raises InvalidDocument (or SameMeasurement) and stores nothing.
     """
     _require_trust(trust)
     return _create_checked(submission_check(document), submitted_by, token, trust)
@@ -60,8 +69,16 @@ def _create_checked(
     existing = Submission.objects.filter(digest=checked.digest).first()
     if existing is not None:
         return existing, False
+    same = _sameness([checked], submitted_by, trust)[0]
+    if isinstance(same, Submission):
+        return same, False
+    if isinstance(same, SameMeasurement):
+        raise same
     try:
-        return run_store(checked=checked, submitted_by=submitted_by, token=token, trust=trust), True
+        with transaction.atomic():
+            run = run_store(checked=checked, submitted_by=submitted_by, token=token, trust=trust)
+            _supersede(run, same, submitted_by)
+            return run, True
     except IntegrityError:
         # Another request stored the same document between our lookup and insert: same run.
         existing = Submission.objects.filter(digest=checked.digest).first()
@@ -223,6 +240,81 @@ def _audit_withdrawn(withdrawal: Withdrawal, submission: Submission, actor: User
     )
 
 
+# --- one measurement, one piece of evidence -------------------------------------------------------------------------
+# A document whose measurement identity (protocol.measurement_identity: its source files' contents, round,
+# benchmark, scenario, derivation) is already stated by a stored run that is not withdrawn, in another document:
+#   * the same document once the files' paths are set aside (the same files read from another folder): "known",
+#     that run is returned and nothing is stored;
+#   * a different document (a newer importer's corrected reading of the same files) from the same path in (an
+#     import replacing an import, or the same submitter at the same trust level): stored, and the older runs are
+#     withdrawn, naming the new run, so the measurement is counted once and the old document stays on record;
+#   * otherwise refused (SameMeasurement): a token holder's document cannot push an imported run aside.
+
+
+def _identity(checked: protocol.Checked) -> str:
+    return protocol.measurement_identity(checked.document, own_digest=checked.digest)
+
+
+def _sameness(
+    checked: list[protocol.Checked], submitted_by: User, trust: str
+) -> list[Submission | list[Submission] | SameMeasurement]:
+    """For each new document: the run it restates (known), the runs it replaces ([] for none), or its refusal.
+    One query, and none when no document names source files (its identity is then its own digest)."""
+    identities = [_identity(one) for one in checked]
+    wanted = {i for i, one in zip(identities, checked, strict=True) if i != one.digest}
+    stored: dict[str, list[Submission]] = {}
+    if wanted:
+        runs = Submission.objects.filter(measurement__in=wanted, withdrawal__isnull=True).order_by("-id")
+        for run in runs.exclude(digest__in={one.digest for one in checked}):
+            stored.setdefault(run.measurement, []).append(run)
+    return [
+        _decide(one, stored.get(identity, []), submitted_by, trust)
+        for one, identity in zip(checked, identities, strict=True)
+    ]
+
+
+def _decide(
+    checked: protocol.Checked, stored: list[Submission], submitted_by: User, trust: str
+) -> Submission | list[Submission] | SameMeasurement:
+    for run in stored:
+        if protocol.same_but_for_file_locations(checked.document, run.document):
+            return run
+    if all(
+        run.trust == trust and (trust == Trust.IMPORTED or run.submitted_by_id == submitted_by.pk) for run in stored
+    ):
+        return stored
+    first = stored[0]
+    message = (
+        f"run {first.pk} already states this measurement (identical source files) in a different document, "
+        f"stored as {first.trust}: withdraw run {first.pk} first to replace it"
+    )
+    return SameMeasurement(
+        f"same measurement as run {first.pk}",
+        errors=[{"pointer": "/provenance/origin/files", "code": SameMeasurement.code, "message": message}],
+    )
+
+
+def _supersede(run: Submission, replaced: list[Submission], submitted_by: User) -> None:
+    """`run` was stored in place of `replaced` (runs of its measurement): each is withdrawn, naming it."""
+    for old in replaced:
+        submission_withdraw(
+            submission=old,
+            reason=(
+                f"superseded by run {run.pk}, a newer document of the same measurement (identical source files); "
+                "this run stays on record"
+            ),
+            actor=submitted_by,
+        )
+
+
+def same_measurement_note(run: Submission, replaced: list[Submission] | None = None) -> str:
+    """How an import report or an API answer says what a document was to a stored measurement."""
+    if replaced:
+        ids = ", ".join(f"run {old.pk}" for old in replaced)
+        return f"replaces {ids}: same measurement (identical source files), a newer document; withdrawn, kept on record"
+    return f"same measurement as run {run.pk} (identical source files, read from another folder): nothing stored"
+
+
 # --- many documents in one call (the bulk API and the MLPerf import) ---------------------------------------------
 
 BATCH_TRANSACTION = 200  # documents stored per transaction in a batch
@@ -235,6 +327,7 @@ class BatchOutcome:
     status: str
     run: Submission | None = None
     error: RegistryError | None = None
+    note: str = ""  # what the document was to a stored run of the same measurement (same_measurement_note)
 
 
 def submission_create_batch(
@@ -289,12 +382,8 @@ def _batch_chunk(
     if checked:
         runs = _store_chunk(checked, submitted_by, token, trust)
         for i, one in checked.items():
-            decided[i] = _batch_one(one, submitted_by, token, trust) if runs is None else _stored(*runs[i])
+            decided[i] = _batch_one(one, submitted_by, token, trust) if runs is None else runs[i]
     return [outcome for outcome in decided if outcome is not None]
-
-
-def _stored(run: Submission, created: bool) -> BatchOutcome:
-    return BatchOutcome("stored" if created else "known", run=run)
 
 
 def _check_one(
@@ -312,7 +401,7 @@ def _check_one(
 
 def _store_chunk(
     checked: dict[int, protocol.Checked], submitted_by: User, token: ApiToken | None, trust: str
-) -> dict[int, tuple[Submission, bool]] | None:
+) -> dict[int, BatchOutcome] | None:
     """The chunk's documents stored together; None when they must be stored one at a time instead."""
     try:
         with transaction.atomic():
@@ -332,24 +421,71 @@ def _deadlocked(exc: OperationalError) -> bool:
 
 def _store_new(
     checked: dict[int, protocol.Checked], submitted_by: User, token: ApiToken | None, trust: str
-) -> dict[int, tuple[Submission, bool]]:
-    """Store the documents not stored yet (one SELECT for the known ones); index -> (run, created)."""
+) -> dict[int, BatchOutcome]:
+    """Store the documents not stored yet (one SELECT for the known ones, one for runs of the same measurements:
+    `_sameness`), then withdraw the runs they replace; index -> outcome."""
     known = {run.digest: run for run in Submission.objects.filter(digest__in={c.digest for c in checked.values()})}
     new: dict[str, protocol.Checked] = {}
     for one in checked.values():
         if one.digest not in known:
             new.setdefault(one.digest, one)
+    decided = dict(zip(new, _sameness(list(new.values()), submitted_by, trust), strict=True))
+    firsts = _first_of_each_measurement(new, decided)
+    storing = [one for digest, one in new.items() if isinstance(decided[digest], list) and firsts[digest] is one]
     stored = {
-        run.digest: run
-        for run in runs_store(checked=list(new.values()), submitted_by=submitted_by, token=token, trust=trust)
+        run.digest: run for run in runs_store(checked=storing, submitted_by=submitted_by, token=token, trust=trust)
     }
-    out: dict[int, tuple[Submission, bool]] = {}
+    for digest, run in stored.items():
+        _supersede(run, cast(list[Submission], decided[digest]), submitted_by)
+    out: dict[int, BatchOutcome] = {}
     for i, one in checked.items():
         if one.digest in known:
-            out[i] = (known[one.digest], False)
+            out[i] = BatchOutcome("known", run=known[one.digest])
         else:
-            out[i] = (stored[one.digest], new[one.digest] is one)  # a second copy in the batch is "known"
+            out[i] = _new_outcome(one, new[one.digest], decided[one.digest], firsts[one.digest], stored)
     return out
+
+
+def _first_of_each_measurement(
+    new: dict[str, protocol.Checked], decided: dict[str, Submission | list[Submission] | SameMeasurement]
+) -> dict[str, protocol.Checked]:
+    """digest -> the batch's first new document of its measurement (a later one restates it, or is refused)."""
+    first: dict[str, protocol.Checked] = {}
+    for digest, one in new.items():
+        if isinstance(decided[digest], list):
+            first.setdefault(_identity(one), one)
+    return {digest: first.get(_identity(one), one) for digest, one in new.items()}
+
+
+def _new_outcome(
+    one: protocol.Checked,
+    stored_copy: protocol.Checked,
+    decision: Submission | list[Submission] | SameMeasurement,
+    first: protocol.Checked,
+    stored: dict[str, Submission],
+) -> BatchOutcome:
+    """What became of a document not stored before this batch."""
+    if isinstance(decision, SameMeasurement):
+        return BatchOutcome("refused", error=decision)
+    if isinstance(decision, Submission):
+        return BatchOutcome("known", run=decision, note=same_measurement_note(decision))
+    run = stored[first.digest]
+    if first is not stored_copy:  # a second document of one measurement in the batch
+        if protocol.same_but_for_file_locations(one.document, run.document):
+            return BatchOutcome("known", run=run, note=same_measurement_note(run))
+        return BatchOutcome("refused", error=_twice_in_batch(run))
+    # a second copy of one document in the batch is "known"
+    created = stored_copy is one
+    note = same_measurement_note(run, decision) if decision else ""
+    return BatchOutcome("stored" if created else "known", run=run, note=note)
+
+
+def _twice_in_batch(run: Submission) -> SameMeasurement:
+    message = f"this batch states the measurement of run {run.pk} twice, in different documents: send one"
+    return SameMeasurement(
+        f"same measurement as run {run.pk}",
+        errors=[{"pointer": "/provenance/origin/files", "code": SameMeasurement.code, "message": message}],
+    )
 
 
 def _batch_one(checked: protocol.Checked, submitted_by: User, token: ApiToken | None, trust: str) -> BatchOutcome:
@@ -359,4 +495,5 @@ def _batch_one(checked: protocol.Checked, submitted_by: User, token: ApiToken | 
             run, created = _create_checked(checked, submitted_by, token, trust)
     except RegistryError as exc:
         return BatchOutcome("refused", error=exc)
-    return BatchOutcome("stored" if created else "known", run=run)
+    note = same_measurement_note(run) if run.digest != checked.digest else ""
+    return BatchOutcome("stored" if created else "known", run=run, note=note)

@@ -27,7 +27,9 @@ def _documents() -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in paths]
 
 
-@pytest.mark.parametrize("module", [m0007, m0011])
+@pytest.mark.parametrize(
+    "module", [m0007, m0011, importlib.import_module("registry.migrations.0021_measurement_identity")]
+)
 def test_the_migration_imports_no_protocol_code(module: Any) -> None:
     source = module.__loader__.get_source(module.__name__)
     assert "import protocol" not in source and "from protocol" not in source
@@ -65,3 +67,27 @@ def test_0016s_cell_shape_is_the_cell_key_but_withdrawn() -> None:
 
     m0016: Any = importlib.import_module("registry.migrations.0016_search_shape_columns")
     assert sorted(m0016.CELL_SHAPE_COLUMNS) == sorted(c for c in CELL_KEY if c != "withdrawn")
+
+
+def test_0021s_frozen_measurement_identity_equals_protocols() -> None:
+    """0021 backfilled every run with a frozen copy of protocol.measurement_identity: they must agree."""
+    import copy
+
+    from protocol import digest, is_derived, measurement_identity
+
+    m0021: Any = importlib.import_module("registry.migrations.0021_measurement_identity")
+    documents = _documents()
+    imported = copy.deepcopy(documents[0])
+    imported["provenance"]["origin"] = {
+        "kind": "mlperf-inference",
+        "round": "v5.1",
+        "benchmark": "llama2-70b-99",
+        "mapped_benchmark": None,
+        "scenario": "Server",
+        "files": {"b/x": "sha256:" + "22" * 32, "a/y": "sha256:" + "11" * 32},
+    }
+    inferred = copy.deepcopy(imported)
+    inferred["provenance"]["origin"]["derivation"] = {"kind": "mlperf-inferred", "rule": "r"}
+    for doc in [*documents, imported, inferred]:
+        assert m0021.measurement_identity(doc, digest(doc)) == measurement_identity(doc)
+        assert (m0021.derivation_kind(doc) is not None) == is_derived(doc)

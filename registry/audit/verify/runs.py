@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 from django.db import connection
 
-from protocol import digest_of, summarize
+from protocol import digest_of, is_derived, measurement_identity, summarize
 from protocol.audit_entries import (
     CommitmentKey,
     actor_commitment,
@@ -95,6 +95,8 @@ _RUN_COLUMNS = (
     "document",
     *SUMMARY_COLUMNS,
     *(column for _, column in KEY_COLUMNS),
+    "measurement",
+    "derived",
     "trust",
     "submitted_at",
     "submitted_by_id",
@@ -196,6 +198,11 @@ def _verify_derived_columns(report: Report, run: dict[str, Any], parsed: Any) ->
     for axis, column in KEY_COLUMNS:
         if keys[axis] != run[column]:
             report.findings.append(mismatch(pk, column, run[column], keys[axis], "the canonical text"))
+    identity = measurement_identity(parsed, own_digest=run["digest"])
+    if identity != run["measurement"]:
+        report.findings.append(mismatch(pk, "measurement", run["measurement"], identity, "the canonical text"))
+    if is_derived(parsed) != bool(run["derived"]):  # SQLite's raw cursor reads a boolean as 0 or 1
+        report.findings.append(mismatch(pk, "derived", bool(run["derived"]), is_derived(parsed), "the canonical text"))
 
 
 def _loads(text: str) -> Any:

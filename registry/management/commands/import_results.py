@@ -254,6 +254,9 @@ def _problems(result: ImportResult) -> str:
         if outcome.status in ("refused", "skipped"):
             lines.append(f"  {outcome.status.upper()} {outcome.key}")
             lines.extend(f"      - {e}" for e in outcome.errors)
+        elif outcome.note:  # known or stored beside a stored run of the same measurement: which, and what became
+            lines.append(f"  {outcome.status.upper()} {outcome.key} (run {outcome.run_id})")
+            lines.append(f"      - {outcome.note}")
     lines += result.referee.lines() if result.referee else [f"not refereed: {result.referee_note}"]
     return "\n".join(lines)
 
