@@ -9,5 +9,8 @@ run it anywhere, and `benchreg verify` answers in well under a second. The regis
 
 EVIDENCE_KIND = "benchreg.report-evidence/1"
 ATTACHMENT_NAME = "benchreg-evidence.json"
+# The file name the registry gives its published certificate (the API's download, the demo's copy, the report's
+# verify command), so a command pasted from a report finds the file the registry handed out.
+CERTIFICATE_FILE = "benchreg-report-certificate.pem"
 # The signature's /Reason names the evidence digest, so the digest is covered by the signature itself.
 REASON_PREFIX = "benchreg decision report; evidence "

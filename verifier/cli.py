@@ -3,7 +3,7 @@
 Runs without Django, the registry's settings or database: only the report and the registry's published public
 material, which is either given on the command line or fetched from the registry's public API:
 
-  benchreg verify report.pdf --cert registry-report-cert.pem --log-key VKEY
+  benchreg verify report.pdf --cert benchreg-report-certificate.pem --log-key VKEY
         fully offline: signature, certificate, evidence and audit-log proofs (not whether runs were withdrawn since)
   benchreg verify report.pdf --server https://registry.example
         the certificate from /api/v1/reports/certificate and the log key from /api/v1/audit/public-key (unless

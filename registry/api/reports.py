@@ -24,6 +24,7 @@ from registry.api.strict import StrictSerializer
 from registry.choices import ReportStatus
 from registry.exceptions import RegistryError
 from registry.models import Report
+from registry.reports import CERTIFICATE_FILE
 from registry.reports.signing import signing_identity
 from registry.selectors.standing import comparison_conclusion
 from registry.services.reports import report_open, report_request, report_verify
@@ -214,5 +215,5 @@ class ReportCertificateApi(APIView):
     @extend_schema(responses={(200, "application/x-pem-file"): OpenApiTypes.STR})
     def get(self, request: Request) -> HttpResponse:
         response = HttpResponse(signing_identity().public_pem(), content_type="application/x-pem-file")
-        response["Content-Disposition"] = 'attachment; filename="benchreg-report-certificate.pem"'
+        response["Content-Disposition"] = f'attachment; filename="{CERTIFICATE_FILE}"'
         return response

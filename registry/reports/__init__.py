@@ -4,6 +4,6 @@ Verification lives outside, in the standalone `verifier` package (plain Python, 
 checked anywhere with the registry's published certificate and log key alone; its names are shared from there.
 """
 
-from verifier import ATTACHMENT_NAME, EVIDENCE_KIND, REASON_PREFIX
+from verifier import ATTACHMENT_NAME, CERTIFICATE_FILE, EVIDENCE_KIND, REASON_PREFIX
 
-__all__ = ["ATTACHMENT_NAME", "EVIDENCE_KIND", "REASON_PREFIX"]
+__all__ = ["ATTACHMENT_NAME", "CERTIFICATE_FILE", "EVIDENCE_KIND", "REASON_PREFIX"]

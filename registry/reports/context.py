@@ -10,9 +10,12 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from protocol.decisions import GAP_TITLES
 from protocol.numbers import Style, number
 from registry.presentation import charts, charts_decision
 from registry.presentation.words import interval, metric_label
+from registry.reports import CERTIFICATE_FILE
+from registry.reports.plain import cover_words
 
 AXIS_WORDS = {"system": "hardware system", "software": "software stack", "precision": "numeric precision"}
 MAX_DISTRIBUTIONS = 4  # histograms of raw samples: the first runs that have them, to keep the report short
@@ -21,6 +24,15 @@ OUTCOME_WORDS = {
     "worse": "worse, distinguishable from noise",
     "indistinguishable": "within noise (interval includes 1.0)",
     "unknown": "unknown (no interval)",
+}
+# A conclusion's outcome as a label reads it.
+CONCLUSION_WORDS = {
+    "distinguishable": "a difference beyond the noise",
+    "indistinguishable": "no difference beyond the noise",
+    "single-configuration": "one configuration only",
+    "not-enough-evidence": "not enough evidence",
+    "inconclusive": "inconclusive",
+    "refused": "not comparable",
 }
 
 
@@ -31,15 +43,20 @@ def report_context(evidence: Mapping[str, Any], *, certificate: Mapping[str, str
     docs = [json.loads(r["canonical"]) for r in evidence["runs"]]
     runs = [_run_row(r, d, result) for r, d in zip(evidence["runs"], docs, strict=True)]
     ids = [r["id"] for r in evidence["runs"]]
+    findings = _findings(result, ids, runs)
+    section = evidence.get("decision")
+    answer = json.loads(section["canonical"]) if section else None
     return {
         **_provenance(evidence, comparison),
         "result": result,
         "runs": runs,
-        **_findings(result, ids, runs),
+        **findings,
+        "plain": cover_words(result, docs, ids, findings["conclusion"], answer),
         "protocol_versions": sorted({str(d.get("protocol")) for d in docs}),
         "charts": _charts(result, docs, ids),
-        "decision_answer": decision_answer(evidence.get("decision")),
+        "decision_answer": decision_answer(section),
         "certificate": certificate,
+        "certificate_file": CERTIFICATE_FILE,
     }
 
 
@@ -76,12 +93,29 @@ def _findings(result: Mapping[str, Any], ids: Sequence[int], runs: Sequence[Mapp
         "methods": [
             (name.replace("_", " ").capitalize(), words) for name, words in (result.get("methods") or {}).items()
         ],
-        "caveats": [
-            {**c, "run_label": runs[c["run"]]["label"] if isinstance(c.get("run"), int) else "All runs"}
-            for c in result.get("caveats") or []
-        ],
+        "caveats": _caveat_rows(result, runs),
         "sizing": [{"label": a["label"], **a["sizing"]} for a in result.get("arms") or [] if a.get("sizing")],
     }
+
+
+def _caveat_rows(result: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Caveats in words, one line per message with every run it concerns ("Runs 3, 12: …"), in first-seen order."""
+    rows: dict[tuple[str, str], list[int]] = {}
+    for c in result.get("caveats") or []:
+        run = c.get("run")
+        rows.setdefault((str(c.get("code")), str(c.get("message"))), []).extend(
+            [int(runs[run]["id"])] if isinstance(run, int) and run < len(runs) else []
+        )
+    return [
+        {
+            "code": code,
+            "message": message,
+            "run_label": "All runs"
+            if not ids
+            else f"Run{'s' if len(ids) > 1 else ''} {', '.join(str(i) for i in dict.fromkeys(ids))}",
+        }
+        for (code, message), ids in rows.items()
+    ]
 
 
 def _pairwise_rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -122,7 +156,10 @@ def decision_answer(section: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
 
 def _candidate_row(candidate: Mapping[str, Any], frontier: bool) -> dict[str, Any]:
+    """One candidate's table row; its cost names the price it came from, its gaps are named briefly (the full
+    words are in the answer's summary, attached)."""
     c = candidate
+    cost = c.get("cost_per_million") or {}
     return {
         "label": c["label"],
         "meets": c["meets"],
@@ -133,7 +170,8 @@ def _candidate_row(candidate: Mapping[str, Any], frontier: bool) -> dict[str, An
         "energy_measured": [m.get("words") for m in c.get("energy_measured") or []],
         "latency": number(c["latency_ms"], Style.GENERAL) if isinstance(c.get("latency_ms"), int | float) else "—",
         "runs": [r.get("id") for r in c.get("runs") or []],
-        "gaps": [g.get("message") or g.get("code") for g in c.get("gaps") or []],
+        "price": cost.get("price") if cost.get("value") is not None else None,
+        "gaps": [GAP_TITLES.get(str(g.get("code")), g.get("message") or g.get("code")) for g in c.get("gaps") or []],
     }
 
 
@@ -188,6 +226,7 @@ def conclusion(result: Mapping[str, Any], run_ids: Sequence[int]) -> dict[str, A
     reasons = [r for r in reasons if r not in statement]  # a reason the statement already gives is said once
     return {
         "outcome": outcome,
+        "outcome_words": CONCLUSION_WORDS.get(outcome, outcome.replace("-", " ")),
         "statement": statement,
         "reasons": reasons,
         "tone": TONES.get(outcome, "none"),
@@ -199,6 +238,7 @@ def conclusion(result: Mapping[str, Any], run_ids: Sequence[int]) -> dict[str, A
 def _refused_conclusion() -> dict[str, Any]:
     return {
         "outcome": "refused",
+        "outcome_words": CONCLUSION_WORDS["refused"],
         "statement": "These runs are not comparable: no conclusion.",
         "reasons": [],
         "tone": "refused",
@@ -240,19 +280,26 @@ def _inconclusive_statement(blocking: Sequence[str], run_ids: Sequence[int]) -> 
 
 
 def decision_points(result: Mapping[str, Any], verdict: Mapping[str, Any]) -> list[str]:
-    """The pairwise statements the decision turns on: the focus configurations against the baseline (all against
-    the baseline when no focus is named); without stored statements, the leader against each alternative."""
+    """The pairwise statements beside the conclusion: every other configuration against the baseline (the pair the
+    conclusion states is in its box just above, so it is said once); without stored statements, the leader against
+    each alternative."""
     pairs = result.get("pairwise") or []
     baseline, focus = verdict.get("baseline"), set(verdict.get("focus") or [])
     if baseline is not None and any(p.get("statement") for p in pairs):
-        chosen = [p for p in pairs if p.get("baseline") == baseline and (not focus or p.get("subject") in focus)]
-        return [f"{p['statement']} — {p.get('verdict') or p.get('outcome')}" for p in chosen]
+        stated = focus - {baseline}
+        chosen = [p for p in pairs if p.get("baseline") == baseline and p.get("subject") not in stated]
+        return [f"{p['statement']} — {_verdict_words(p)}" for p in chosen]
     leader = recommendation(result).get("leader")
     return [
         p["words"]
         for p in pairs
         if leader in (_arm_label(result, p["subject"]), _arm_label(result, p["baseline"])) and p.get("words")
     ]
+
+
+def _verdict_words(pair: Mapping[str, Any]) -> str:
+    code = str(pair.get("verdict") or pair.get("outcome"))
+    return CONCLUSION_WORDS.get(code) or OUTCOME_WORDS.get(code) or code.replace("-", " ")
 
 
 def _reason_words(reason: Mapping[str, Any], run_ids: Sequence[int]) -> str:
@@ -453,14 +500,15 @@ def _derived_points(arms: Sequence[Mapping[str, Any]]) -> list[str]:
         ("energy_per_output", "Lowest energy per output"),
     ):
         values = [
-            (d["value"], d.get("unit") or "", a["label"])
+            (d["value"], d.get("unit") or "", a["label"], d.get("assumption"))
             for a in arms
             for d in a.get("derived") or []
             if d.get("name") == name and d.get("value") is not None
         ]
         if len(values) >= 2:
-            value, unit, label = min(values)
-            points.append(f"{words}: {label}, {number(value, Style.CHART)} {unit} (derived; see assumptions).")
+            value, unit, label, assumed = min(values, key=lambda v: v[0])
+            basis = f"derived from the {assumed}" if assumed else "derived; see assumptions"
+            points.append(f"{words}: {label}, {number(value, Style.CHART)} {unit} ({basis}).")
     return points
 
 

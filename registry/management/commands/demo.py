@@ -25,6 +25,7 @@ from registry.choices import Trust
 from registry.exceptions import RegistryError
 from registry.management.commands.serve import serve
 from registry.models import DecisionAnswer, Submission
+from registry.reports import CERTIFICATE_FILE
 from registry.reports.signing import signing_identity
 from registry.selectors.comparisons import comparable_runs
 from registry.selectors.decisions import decision_latest_answer
@@ -87,7 +88,7 @@ class Command(BaseCommand):
     def _verify_command(self, where: Path | str) -> str:
         """`benchreg verify` with the registry's published certificate and log key, so it works with no server
         running (--no-serve); the same files as GET /api/v1/reports/certificate and /api/v1/audit/public-key."""
-        cert = Path(settings.DATA_DIR) / "benchreg-report-certificate.pem"
+        cert = Path(settings.DATA_DIR) / CERTIFICATE_FILE
         cert.write_bytes(signing_identity().public_pem())
         return f"benchreg verify {where} --cert {cert} --log-key {shlex.quote(checkpoint_key().vkey)}"
 

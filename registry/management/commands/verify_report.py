@@ -3,7 +3,7 @@
 For operators on the registry's host. Exit 0 when valid, 1 when not, 2 on usage errors.
 
   manage.py verify_report report.pdf              this registry's certificates and log keys; runs from its database
-  manage.py verify_report report.pdf --offline --cert registry-report-cert.pem --log-key VKEY
+  manage.py verify_report report.pdf --offline --cert benchreg-report-certificate.pem --log-key VKEY
                                                   the given public material only; no run is looked up
 
 Everyone else uses `benchreg verify` (verifier.cli): the same checks, without Django, from published material.

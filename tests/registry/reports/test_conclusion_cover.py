@@ -1,5 +1,5 @@
-"""The report's cover states the comparison's own conclusion (protocol.comparability `result["conclusion"]`), with
-its reasons, in one box. Rests on the conclusion the statistics work adds to compare(); passes once merged."""
+"""The report's summary states the comparison's own conclusion (protocol.comparability `result["conclusion"]`), with
+its reasons, in one box; the cover says what it means in plain words (tests/registry/reports/test_plain_words.py)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from verifier.evidence import attachment
 pytestmark = pytest.mark.django_db
 
 
-def test_the_cover_states_the_stored_conclusion_and_its_reasons(rendered, tmp_path: Path):
+def test_the_summary_states_the_stored_conclusion_and_its_reasons(rendered, tmp_path: Path):
     if shutil.which("pdftotext") is None:
         pytest.skip("pdftotext (poppler-utils) is not installed")
     evidence = json.loads(attachment(PdfFileReader(io.BytesIO(rendered.pdf), strict=False), ATTACHMENT_NAME) or b"")
@@ -27,7 +27,7 @@ def test_the_cover_states_the_stored_conclusion_and_its_reasons(rendered, tmp_pa
     path.write_bytes(rendered.pdf)
     cover = " ".join(
         subprocess.run(
-            ["pdftotext", "-l", "1", str(path), "-"], capture_output=True, text=True, timeout=60
+            ["pdftotext", "-f", "2", "-l", "2", str(path), "-"], capture_output=True, text=True, timeout=60
         ).stdout.split()
     )
     assert " ".join(stated["statement"].split()) in cover
