@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from registry.choices import AuditKind, Trust
-from registry.importers import mlperf
+from registry.importers import mlperf, serving
 from registry.importers.mlperf import published as mlperf_published
 from registry.importers.mlperf import referee as mlperf_referee
 from registry.importers.mlperf import training as mlperf_training
@@ -216,3 +216,67 @@ def _outcome(item: mlperf.ImportItem, stored: BatchOutcome | None) -> ImportOutc
         details = [f"{e.get('pointer')}: {e.get('message')}" for e in exc.errors] or [exc.message]
         return ImportOutcome(item.key, "refused", errors=details)
     return ImportOutcome(item.key, stored.status, stored.run.pk, stored.run.digest, note=stored.note)
+
+
+@dataclass
+class ServingImportResult:
+    """What became of each load level of a serving import (docs/serving.md)."""
+
+    levels: list[serving.ImportedLevel]
+    outcomes: list[ImportOutcome]
+
+    @property
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for outcome in self.outcomes:
+            out[outcome.status] = out.get(outcome.status, 0) + 1
+        return out
+
+    def render(self) -> str:
+        lines = []
+        for level, o in zip(self.levels, self.outcomes, strict=True):
+            load = level.document["scenario"]
+            offered = (
+                f"concurrency {load['concurrency']}"
+                if load["concurrency"] is not None
+                else f"{load['target_qps']} req/s"
+            )
+            where = f" as run {o.run_id} ({o.digest})" if o.run_id else ""
+            lines.append(f"  {level.sweep} #{level.index} ({offered}): {o.status}{where}  [{level.path}]")
+            lines.extend(f"      - {e}" for e in o.errors)
+        lines.append("  " + ", ".join(f"{n} {s}" for s, n in sorted(self.counts.items())))
+        return "\n".join(lines)
+
+
+def serving_import(
+    *, paths: list[Path], deployment: serving.Deployment, submitted_by: User, submitter: str | None = None
+) -> ServingImportResult:
+    """Import serving benchmark result files: every level is read and checked first (serving.parse raises
+    ServingImportError, naming the file or the deployment key, and nothing is stored); then each level goes through
+    the API's batch path with trust `declared`. Importing the same files again stores nothing new ("known")."""
+    levels = serving.parse(paths, deployment, submitter=submitter or submitted_by.get_username())
+    stored = submission_create_batch(
+        documents=(level.document for level in levels), submitted_by=submitted_by, trust=Trust.DECLARED
+    )
+    outcomes = []
+    for level, outcome in zip(levels, stored, strict=True):
+        if outcome.run is None:
+            exc = outcome.error
+            details = [f"{e.get('pointer')}: {e.get('message')}" for e in exc.errors] if exc else []
+            outcomes.append(ImportOutcome(level.path, "refused", errors=details or [str(exc)]))
+        else:
+            outcomes.append(
+                ImportOutcome(level.path, outcome.status, outcome.run.pk, outcome.run.digest, note=outcome.note)
+            )
+    with transaction.atomic():
+        audit_append(
+            kind=AuditKind.IMPORT_COMPLETED,
+            actor=submitted_by.get_username(),
+            subject=f"serving:{','.join(sorted({level.sweep for level in levels}))}"[:200],
+            payload={
+                "source": "serving",
+                **{s: sum(o.status == s for o in outcomes) for s in ("stored", "known", "refused")},
+                "runs": [o.digest for o in outcomes if o.digest],
+            },
+        )
+    return ServingImportResult(levels=levels, outcomes=outcomes)

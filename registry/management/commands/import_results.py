@@ -1,6 +1,9 @@
 """`benchreg import mlperf PATH`: import a published MLPerf Inference or Training tree (a whole round, a
 division, a submitter or one system) through the normal validation path, with a progress bar, a summary
-and a per-file report."""
+and a per-file report.
+
+`benchreg import serving FILE...`: import the result files of serving benchmark tools (aiperf), one run per load
+level, with the deployment they do not describe from --deployment FILE and flags (docs/serving.md)."""
 
 from __future__ import annotations
 
@@ -17,9 +20,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from tenacity import RetryCallState, RetryError, Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
-from registry.importers import mlperf
+from registry.importers import mlperf, serving
 from registry.importers.mlperf.published import PublishedTableError
-from registry.services.imports import BATCH_SIZE, ImportResult, Referee, mlperf_import
+from registry.importers.serving.deployment import FLAGS as DEPLOYMENT_FLAGS
+from registry.services.imports import BATCH_SIZE, ImportResult, Referee, mlperf_import, serving_import
 from registry.services.tokens import user_for_token
 
 
@@ -27,8 +31,19 @@ class Command(BaseCommand):
     help = "Import published MLPerf results (Inference or Training trees) through the normal validation path."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("kind", choices=["mlperf"], help="what kind of published results")
-        parser.add_argument("path", type=Path, help="a results repository, division, submitter or system folder")
+        parser.add_argument("kind", choices=["mlperf", "serving"], help="what kind of published results")
+        parser.add_argument(
+            "path",
+            type=Path,
+            nargs="+",
+            help="mlperf: a results repository, division, submitter or system folder (one); serving: result files "
+            "or folders holding aiperf's profile_export_aiperf.json",
+        )
+        parser.add_argument(
+            "--deployment", type=Path, help="serving: a YAML or JSON description of the deployment (docs/serving.md)"
+        )
+        for key, (flag, kind) in DEPLOYMENT_FLAGS.items():
+            parser.add_argument(flag, dest=f"deploy__{key}", type=kind, help=f"serving: {key} of the deployment file")
         parser.add_argument(
             "--round",
             dest="round_name",
@@ -79,7 +94,7 @@ class Command(BaseCommand):
         self,
         *args: Any,
         kind: str,
-        path: Path,
+        path: Any,
         round_name: str | None,
         suite: str,
         username: str,
@@ -94,6 +109,12 @@ class Command(BaseCommand):
         accept_disagreements: bool,
         **options: Any,
     ) -> None:
+        if kind == "serving":
+            self._serving(path, options, username=username, json_out=json)
+            return
+        if len(path) != 1:
+            raise CommandError("mlperf: name one folder")
+        path = path[0]
         if not path.is_dir():
             raise CommandError(f"{path} is not a directory")
         if batch_size < 1 or attempts < 1:
@@ -121,6 +142,25 @@ class Command(BaseCommand):
             raise CommandError(f"the published table cannot referee this import: {exc}; nothing was stored") from None
         elapsed = time.perf_counter() - started
         self._write_reports(result, elapsed, report=report, json=json, full=full)
+
+    def _serving(self, paths: list[Path], options: dict[str, Any], *, username: str, json_out: bool) -> None:
+        flags = {key: options.get(f"deploy__{key}") for key in DEPLOYMENT_FLAGS}
+        user = user_for_token(username=username if username != "mlperf-import" else "serving-import")
+        try:
+            deployment = serving.load(options.get("deployment"), flags)
+            result = serving_import(paths=paths, deployment=deployment, submitted_by=user)
+        except serving.ServingImportError as exc:
+            raise CommandError(f"{exc}; nothing was stored") from None
+        if json_out:
+            rows = [
+                {"path": lv.path, "sweep": lv.sweep, "index": lv.index, **o.__dict__}
+                for lv, o in zip(result.levels, result.outcomes, strict=True)
+            ]
+            self.stdout.write(json.dumps(rows, indent=2))
+        else:
+            self.stdout.write(f"serving import: {len(result.levels)} load level(s)\n{result.render()}")
+        if result.counts.get("refused"):
+            raise CommandError(f"{result.counts['refused']} level(s) refused; the valid ones were kept")
 
     def _write_reports(
         self, result: ImportResult, elapsed: float, *, report: Path | None, json: bool, full: bool

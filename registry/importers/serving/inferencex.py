@@ -1,0 +1,176 @@
+"""The InferenceX harness's records beside aiperf's files: its flat per-level `bmk_agentic_<cfg>/<cfg>.json` and its
+folder-wide `results_bmk/agg_bmk.json`. They state the deployment facts aiperf does not (engine, image, parallelism,
+offloading, speculative decoding, the weight format family) and repeat some of aiperf's figures in other units; where
+they repeat one, they must agree with aiperf beyond rounding or the level is refused with both values."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, TypeGuard
+
+from .errors import ServingImportError
+from .levels import Level, sha256_of
+
+AGG = "agg_bmk.json"
+# The harness's figures that copy aiperf's summary: (harness key, aiperf key, statistic, harness unit per aiperf unit).
+# The harness's itl/tpot, token totals and qps are left out: on vLLM levels they come from another source than
+# aiperf's summary (they differ by up to 0.2% and 2%), so they are not the same figure (docs/serving.md).
+SAME_FIGURES = [
+    *[
+        (f"{s}_ttft", "time_to_first_token", a, 1e-3)
+        for s, a in (("mean", "avg"), ("p75", "p75"), ("p90", "p90"), ("p95", "p95"), ("std", "std"))
+    ],
+    *[
+        (f"{s}_e2el", "request_latency", a, 1e-3)
+        for s, a in (("mean", "avg"), ("p75", "p75"), ("p90", "p90"), ("p95", "p95"), ("std", "std"))
+    ],
+    *[
+        (f"{s}_intvty", "output_token_throughput_per_user", a, 1.0)
+        for s, a in (("mean", "avg"), ("p75", "p75"), ("p90", "p90"), ("p95", "p95"), ("std", "std"))
+    ],
+    ("mean_input_tokens", "input_sequence_length", "avg", 1.0),
+    ("mean_output_tokens_actual", "output_sequence_length", "avg", 1.0),
+    ("num_requests_successful", "request_count", "avg", 1.0),
+    ("output_tput_tps", "output_token_throughput", "avg", 1.0),
+    ("input_tput_tps", "input_token_throughput", "avg", 1.0),
+    ("total_tput_tps", "total_token_throughput", "avg", 1.0),
+    ("duration_seconds", "benchmark_duration", "avg", 1.0),
+]
+ROUNDING = 1e-9  # relative: the harness copies aiperf's doubles, converting ms to s
+IDENTITY = (
+    "hw",
+    "conc",
+    "image",
+    "model",
+    "framework",
+    "precision",
+    "tp",
+    "ep",
+    "dp_attention",
+    "offloading",
+    "spec_decoding",
+    "disagg",
+)
+
+
+def records_for(summary: Path) -> list[Path]:
+    """The harness records of the aiperf level whose summary is `summary` (none outside an InferenceX layout)."""
+    level_dir = summary.parent.parent
+    if not level_dir.name.startswith("agentic_"):
+        return []
+    cfg = level_dir.name.removeprefix("agentic_")
+    found = [level_dir.parent / f"bmk_agentic_{cfg}" / f"{cfg}.json", level_dir.parent / "results_bmk" / AGG]
+    return [p for p in found if p.is_file()]
+
+
+def cross_check(level: Level, summary: dict[str, Any], paths: list[Path]) -> None:
+    """Check the harness's copies of aiperf's figures and take the deployment facts it states."""
+    record: dict[str, Any] | None = None
+    for path in paths:
+        raw = path.read_bytes()
+        data = _json(path, raw)
+        if path.name == AGG:
+            mine = _in_aggregate(data, record, path) if record else None
+            if mine is None:
+                continue  # the aggregate covers other runs of the folder; it has no record of this one
+            level.files[AGG] = sha256_of(raw)
+            _agree_records(record or {}, mine, path)
+            continue
+        if not isinstance(data, dict):
+            raise ServingImportError("an InferenceX level record must be one JSON object", where=str(path))
+        record = data
+        level.files[f"inferencex:{path.name}"] = sha256_of(raw)
+        _agree_figures(record, summary, path, f"inferencex:{path.name}", level)
+        _take_facts(record, level, path)
+
+
+def _json(path: Path, raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ServingImportError(f"not JSON ({exc})", where=str(path)) from None
+
+
+def _in_aggregate(data: Any, record: dict[str, Any], path: Path) -> dict[str, Any] | None:
+    if not isinstance(data, list):
+        raise ServingImportError("agg_bmk.json must be a JSON list of level records", where=str(path))
+    matches = [r for r in data if isinstance(r, dict) and all(r.get(k) == record.get(k) for k in IDENTITY)]
+    if len(matches) > 1:
+        raise ServingImportError(f"{len(matches)} records of agg_bmk.json match one level", where=str(path))
+    return matches[0] if matches else None
+
+
+def _agree_records(record: dict[str, Any], aggregate: dict[str, Any], path: Path) -> None:
+    for key, value in record.items():
+        if key in aggregate and aggregate[key] != value:
+            raise ServingImportError(
+                f"{key} is {aggregate[key]!r} here but {value!r} in the level's own record", where=str(path)
+            )
+
+
+def _agree_figures(record: dict[str, Any], summary: dict[str, Any], path: Path, name: str, level: Level) -> None:
+    for key, aiperf_key, stat, scale in SAME_FIGURES:
+        theirs = record.get(key)
+        ours = summary.get(aiperf_key, {}).get(stat) if isinstance(summary.get(aiperf_key), dict) else None
+        if not _is_number(theirs) or not _is_number(ours):
+            continue
+        expected = ours * scale
+        if abs(theirs - expected) > ROUNDING * max(abs(expected), 1.0):
+            unit = " s" if scale == 1e-3 else ""
+            raise ServingImportError(
+                f"the harness's {key} is {theirs:.9g}{unit} but aiperf's {aiperf_key}.{stat} is {ours:.9g}"
+                f"{' ms' if unit else ''} ({expected:.9g}{unit}): they disagree beyond rounding",
+                where=str(path),
+            )
+        level.notes.setdefault("cross_checked", f"{name} agrees with aiperf on")
+        level.notes["cross_checked"] += f" {key}"
+
+
+def _is_number(value: Any) -> TypeGuard[float]:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _take_facts(record: dict[str, Any], level: Level, path: Path) -> None:
+    name = f"inferencex:{path.name}"
+    if record.get("model") not in (None, level.model):
+        raise ServingImportError(
+            f"the harness's model {record.get('model')!r} is not aiperf's {level.model!r}", where=str(path)
+        )
+    if record.get("conc") not in (None, level.concurrency):
+        raise ServingImportError(
+            f"the harness's conc {record.get('conc')!r} is not aiperf's concurrency {level.concurrency!r}",
+            where=str(path),
+        )
+    facts = {
+        "engine": ("framework", record.get("framework")),
+        "image": ("image", record.get("image")),
+        "tensor": ("tp", record.get("tp")),
+        "expert": ("ep", record.get("ep")),
+        "data_parallel_attention": (
+            "dp_attention",
+            {"true": True, "false": False}.get(str(record.get("dp_attention")).lower()),
+        ),
+        "speculative": ("spec_decoding", record.get("spec_decoding")),
+        "kv_offload": ("offloading", record.get("offloading")),
+        "weights": ("precision", record.get("precision")),
+    }
+    pointers = {
+        "engine": "/software/serving/engine",
+        "image": "/software/serving/image",
+        "tensor": "/software/serving/parallelism/tensor",
+        "expert": "/software/serving/parallelism/expert",
+        "data_parallel_attention": "/software/serving/parallelism/data_parallel_attention",
+        "speculative": "/software/serving/speculative",
+        "kv_offload": "/software/serving/kv_offload",
+    }
+    for fact, (key, value) in facts.items():
+        if value is not None:
+            level.stated[fact] = value
+            if fact in pointers:
+                level.fields[pointers[fact]] = f"{name}: {key}"
+    total, per_gpu = record.get("total_tput_tps"), record.get("tput_per_gpu")
+    if _is_number(total) and _is_number(per_gpu) and per_gpu > 0:
+        level.stated["accelerator_count"] = total / per_gpu
+        level.stated["accelerator_count_from"] = f"{name}: total_tput_tps ÷ tput_per_gpu"
