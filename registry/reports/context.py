@@ -11,7 +11,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from protocol.numbers import Style, number
-from registry.presentation import charts, charts_decision
+from registry.presentation import charts, charts_decision, charts_serving
+from registry.presentation.sweeps import sweep_lines
 from registry.presentation.words import interval, metric_label
 
 AXIS_WORDS = {"system": "hardware system", "software": "software stack", "precision": "numeric precision"}
@@ -118,6 +119,8 @@ def decision_answer(section: Mapping[str, Any] | None) -> dict[str, Any] | None:
         "left_out": len(answer.get("left_out") or []),
         "units": _answer_units(answer),
         "pareto": charts_decision.pareto_chart(answer),
+        "frontier_chart": charts_serving.decision_frontier_chart(answer),
+        "sweeps": sweep_lines(answer),
     }
 
 
@@ -422,6 +425,10 @@ def _charts(
         ("Latency percentiles per configuration", charts.latency_percentiles_chart(docs, result)),
         ("p99 latency against offered load, per configuration", charts.latency_vs_load_chart(docs, labels)),
         ("Energy and cost per output, per configuration", charts.derived_chart(result)),
+        (
+            "Output tokens/s per accelerator against tokens/s per user, per configuration (measured loads only)",
+            charts_serving.runs_frontier_chart(docs, labels),
+        ),
     ]
     shown: set[str] = set()
     for i, doc in enumerate(docs):

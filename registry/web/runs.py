@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
@@ -9,9 +11,12 @@ from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from protocol import serving
 from registry import policy
 from registry.exceptions import RegistryError
+from registry.presentation.sweeps import sweep_view
 from registry.selectors.run_page import run_detail
+from registry.selectors.sweeps import sweep_runs
 from registry.services.submissions import submission_withdraw
 from registry.web.charts import cached_chart
 from registry.web.context import signed_in_user
@@ -24,6 +29,7 @@ def run_page(request: HttpRequest, run_id: int) -> HttpResponse:
     principal = policy.for_request(request)
     run = policy.run_get(principal, run_id)
     detail = run_detail(run=run)
+    per_user, per_user_error = per_user_param(request)
     return render(
         request,
         "registry/run.html",
@@ -35,8 +41,37 @@ def run_page(request: HttpRequest, run_id: int) -> HttpResponse:
             "withdraw_form": WithdrawForm(),
             "distribution_fields": detail.distribution_fields,
             "history_link": _history_link(run.pk),
+            "sweep": _sweep(run, per_user),
+            "per_user": per_user,
+            "per_user_error": per_user_error,
         },
     )
+
+
+def per_user_param(request: HttpRequest) -> tuple[float | None, str | None]:
+    """?per_user=50: the interactivity target (tokens/s per user) a sweep is read at; (None, why) when it is not a
+    number in range, so the page says so instead of failing."""
+    raw = request.GET.get("per_user", "").strip()
+    if not raw:
+        return None, None
+    try:
+        return serving.per_user_target(float(raw[:32]), "per_user"), None
+    except (ValueError, serving.TargetError):
+        return (
+            None,
+            f"per_user: a positive number of tokens/s per user of at most {serving.MAX_PER_USER:g} (got {raw[:32]!r})",
+        )
+
+
+def _sweep(run: Any, per_user: float | None) -> dict[str, Any] | None:
+    """The run's sweep (every stored level that names its sweep), None for a run that is not a level of one."""
+    sweep_id = serving.sweep_id(run.document)
+    if sweep_id is None:
+        return None
+    runs = sweep_runs(sweep_id=sweep_id)
+    refs = [{"id": r.pk, "digest": r.digest, "url": f"/runs/{r.pk}/"} for r in runs]
+    view = sweep_view([r.document for r in runs], refs, serving.configuration_label(run.document), per_user)
+    return {**view, "id": sweep_id, "count": len(runs)}
 
 
 def _history_link(run_id: int) -> str | None:
