@@ -28,7 +28,7 @@ def summary(docs: list[dict[str, Any]], per_user: float | None = 48.0) -> dict[s
 def test_the_frontier_chart_draws_every_measured_level_and_the_target() -> None:
     a = summary(sweep_docs((1, 2, 4, 8, 16, 32, 64), saturate_at=64))
     svg = charts_serving.frontier_chart([{"label": "8×B200", "sweep": a}], 48.0)
-    assert svg is not None and svg.startswith("<svg class=\"benchreg-chart")
+    assert svg is not None and svg.startswith('<svg class="benchreg-chart')
     for tag in ("c1", "c8", "c64"):
         assert f">{tag}<" in svg  # every measured level is labelled by its load
     assert "target 48 tok/s per user" in svg and "8×B200" in svg
