@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import comparability as cmp
+from .. import serving
 from ..canonical import digest
 from .candidate import candidate
 from .evidence import Evidence, out_of_question
@@ -28,6 +29,13 @@ METHODS = {
     "output × energy price, stated apart",
     "energy": "measured average power ÷ throughput (protocol.sizing.energy_per_output), geometric mean over "
     "runs, only from a meter",
+    "capacity": "a configuration measured at several offered loads of one sweep (scenario.sweep) is read at its "
+    "knee: walking the loads upwards, the highest load measured before a latency objective or the interactivity "
+    "target failed, judged on the level's point values (geometric mean over its runs); the capacity, the verdicts, "
+    "the count of systems and the cost per output are that level's. Only measured levels count: nothing is "
+    "interpolated between loads. When no load failed, the highest load measured is a lower bound (gap 'no-knee')",
+    "provisioned": "outputs per second per provisioned MW = capacity per system ÷ (nameplate kW × PUE ÷ 1000), "
+    "both stated by the requester; a rating, never a measurement, shown as its own figure and absent without them",
     "frontier": "Pareto frontier over the criteria that matter (lower is better): a candidate is dominated only "
     "when another is better on every criterion beyond both 95% intervals; otherwise they are tied within noise. "
     "A candidate that misses an objective is not eligible; one lacking a criterion's value is not placed, and "
@@ -127,13 +135,20 @@ def answer(question: Question, evidence: Sequence[Evidence]) -> dict[str, Any]:
         "candidates": cands,
         "frontier": front,
         "left_out": left_out,
-        "cited": sorted({str(r.get("digest")) for c in cands for r in c["runs"]}),
+        "cited": sorted({str(r.get("digest")) for c in cands for r in _every_run(c)}),
         "methods": dict(METHODS),
         "contract": {"version": cmp.contract().version, "axis": "iso-quality"},
         "summary": summary(cands, front),
     }
     _representable(out)
     return out
+
+
+def _every_run(cand: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The runs a candidate rests on: those it is read at, and every level of its sweep (the knee is found from
+    them)."""
+    levels = (cand.get("sweep") or {}).get("levels") or []
+    return [*cand["runs"], *(r for lv in levels for r in lv["runs"])]
 
 
 def _sift(question: Question, evidence: Sequence[Evidence]) -> tuple[list[dict[str, Any]], list[Evidence]]:
@@ -152,7 +167,9 @@ def _configurations(chosen: Sequence[Evidence]) -> list[list[Evidence]]:
     """The chosen runs grouped by comparability key and configuration, in order of first appearance."""
     groups: dict[str, list[Evidence]] = {}
     for ev in chosen:
-        key = cmp.comparability_key(ev.document, "iso-quality") + digest(cmp.configuration(ev.document, "iso-quality"))
+        # The levels of a sweep differ only in their offered load: they are one configuration, read at its knee.
+        doc = serving.level_neutral(ev.document)
+        key = cmp.comparability_key(doc, "iso-quality") + digest(cmp.configuration(doc, "iso-quality"))
         groups.setdefault(key, []).append(ev)
     return list(groups.values())
 

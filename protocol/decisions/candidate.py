@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from .. import comparability as cmp
-from .. import sizing
+from .. import serving, sizing
 from ..statistics import CONFIDENCE, MIN_VALUES, UNIT_NOUN, geometric_mean, log_t_interval, rounded
 from .evidence import Evidence, accelerator_count, accelerator_model, configuration_key, origin
 from .question import CONFIGURATION_KEY, Question
@@ -161,6 +161,7 @@ def _normal_key(key: str) -> str:
 # Each gap's short name, for tables; the full message is in the candidate's summary sentence.
 GAP_TITLES = {
     "no-load-sweep": "one offered load only (no sweep)",
+    "no-knee": "no load failed: capacity is a lower bound",
     "no-steady-state": "steady state not shown",
     "too-few-repetitions": "fewer than 3 runs",
     "no-energy": "no measured energy",
@@ -172,12 +173,25 @@ GAP_TITLES = {
 
 
 def gaps(
-    docs: Sequence[Mapping[str, Any]], energy: Interval, has_price: bool, configuration: str
+    docs: Sequence[Mapping[str, Any]],
+    energy: Interval,
+    has_price: bool,
+    configuration: str,
+    sweep: Mapping[str, Any] | None = None,
 ) -> list[dict[str, str]]:
-    """Missing or weak evidence for one candidate, each with a code and words."""
+    """Missing or weak evidence for one candidate, each with a code and words. With a sweep, `docs` are the runs
+    of the level the capacity was read from (its knee), and the sweep's knee says whether a load failed."""
     out = []
     loads = _offered_loads(docs)
-    if loads is not None and len(loads) < 2:
+    knee = (sweep or {}).get("knee") or {}
+    if sweep is not None and knee.get("level") is not None and not knee.get("reached"):
+        out.append(
+            {
+                "code": "no-knee",
+                "message": f"no measured load failed the objectives: the capacity is read at {knee['words']}",
+            }
+        )
+    elif sweep is None and loads is not None and len(loads) < 2:
         at = f" ({_load_words(docs[0])})" if loads else ""
         message = (
             f"no load sweep: every run was measured at one offered load{at}, so the capacity used is that load's "
@@ -369,11 +383,16 @@ def _cited(label: str, model: str, runs: Sequence[Evidence]) -> dict[str, Any]:
 
 
 def candidate(q: Question, runs: Sequence[Evidence], label: str) -> dict[str, Any]:
-    """The answer for one configuration (its runs repeat it)."""
+    """The answer for one configuration (its runs repeat it; a sweep's levels are read at its knee)."""
+    every = [r.document for r in runs]
+    runs, sweep = _at_knee(q, runs)
     docs = [r.document for r in runs]
     model = accelerator_model(docs[0])
     objectives = [_objective(obj, docs, runs) for obj in q.objectives]
-    meets = _meets(objectives, docs)
+    interactivity = _interactivity(q, docs)
+    meets = _meets(objectives + ([interactivity] if interactivity else []), docs)
+    if sweep is not None and sweep["knee"]["level"] is None:
+        meets = "misses"
     rate, rate_metric = _rate(q, docs)
     systems = _systems(q, rate, meets)
     energy = _energy(docs)
@@ -382,13 +401,72 @@ def candidate(q: Question, runs: Sequence[Evidence], label: str) -> dict[str, An
         **_cited(label, model, runs),
         "meets": meets,
         "objectives": objectives,
+        "interactivity": interactivity,
         "rate": {**rate.as_dict(q.demand_unit), "metric": rate_metric},
         "systems_needed": systems,
         **_costs(q, rate, energy, price, systems),
+        "per_provisioned_mw": _per_provisioned_mw(q, rate, docs[0]),
         "latency_ms": rounded(_first_latency(objectives)),
-        "gaps": gaps(docs, energy, price[0] is not None, configuration_key(docs[0])),
+        "gaps": gaps(docs, energy, price[0] is not None, configuration_key(docs[0]), sweep),
         "energy_measured": energy_measured(docs),
+        "sweep": sweep,
+        "all_runs": len(every),
     }
+
+
+def _at_knee(q: Question, runs: Sequence[Evidence]) -> tuple[list[Evidence], dict[str, Any] | None]:
+    """A sweep's runs at its knee (DECISIONS.md, Inference: the highest load measured before an objective or the
+    interactivity target failed), with the sweep's summary; the runs unchanged and None for a single load. Where
+    the lowest load already failed, that level's runs are returned, so its verdicts show the miss."""
+    docs = [r.document for r in runs]
+    if not serving.sweep_ids(docs):
+        return list(runs), None
+    levels = serving.levels(docs, [r.ref for r in runs])
+    if len(levels) < 2:
+        return list(runs), None
+    knee = serving.knee(levels, q.target)
+    at = knee.level or knee.failed or levels[0]
+    return [Evidence(p.document, p.ref) for p in at.points], serving.sweep_summary(levels, q.target)
+
+
+def _interactivity(q: Question, docs: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """The interactivity target's verdict (higher is better): 'meets' when the 95% interval of the median
+    request's tokens/s per user lies wholly at or above the target, 'misses' wholly below, as latency objectives."""
+    if q.min_per_user is None:
+        return None
+    values = [serving.per_user_rate(d) for d in docs]
+    measured = interval([v for v in values if v is not None]) if all(v is not None for v in values) else Interval(None)
+    if measured.value is None:
+        verdict = "not-measured"
+    elif measured.low is None or measured.high is None:
+        verdict = "not-enough-evidence"
+    else:
+        verdict = (
+            "meets" if measured.low >= q.min_per_user else "misses" if measured.high < q.min_per_user else "uncertain"
+        )
+    return {
+        "objective": f"tokens_per_second_per_user.p50 >= {q.min_per_user:g} tokens/s",
+        "metric": "tokens_per_second_per_user",
+        "percentile": serving.PER_USER_STATISTIC,
+        "min": q.min_per_user,
+        "measured": measured.as_dict("tokens/s"),
+        "verdict": verdict,
+    }
+
+
+def _per_provisioned_mw(q: Question, rate: Interval, doc: Mapping[str, Any]) -> dict[str, Any]:
+    """Outputs per second per provisioned MW: capacity per system ÷ (nameplate kW × PUE ÷ 1000). Provisioned power
+    is a rating, not a measurement (DECISIONS.md): its own labelled figure, absent unless both are stated."""
+    unit = f"{q.demand_unit} per provisioned MW"
+    label = "per provisioned MW (nameplate power × PUE as stated, not measured power)"
+    stated = {_normal_key(k): v for k, v in q.nameplate_kw.items()}
+    kw = stated.get(_normal_key(configuration_key(doc)), q.nameplate_kw.get("*"))
+    if kw is None or q.pue is None:
+        missing = "no nameplate power stated for this configuration" if kw is None else "no PUE stated"
+        return {**Interval(None, evidence=missing).as_dict(unit), "label": label, "assumption": None}
+    scaled = _scaled(rate, 1000.0 / (kw * q.pue))
+    assumption = f"{kw:g} kW nameplate per system × PUE {q.pue:g} = {kw * q.pue:g} kW provisioned per system"
+    return {**scaled.as_dict(unit), "label": label, "assumption": assumption}
 
 
 def energy_measured(docs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

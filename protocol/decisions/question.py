@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import sizing
+from .. import serving, sizing
 
 CRITERIA = ("cost", "latency", "energy")
 RATE_UNITS = ("tokens/s", "samples/s", "requests/s", "queries/s", "images/s")
@@ -25,6 +25,8 @@ MAX_PURCHASE_PRICE = 1e12
 LIFETIME_HOURS = (1.0, 1e6)  # a purchase spread over 1 hour to about 114 years
 MAX_ENERGY_PRICE_KWH = 1e4
 MAX_REDUNDANCY = 1000  # spare systems (the k of N+k)
+MAX_NAMEPLATE_KW = 1e5  # one system's nameplate power (100 MW is no single system)
+PUE_RANGE = (1.0, 5.0)  # power usage effectiveness: 1 is no overhead at all
 
 # The fields a question may hold, per object: a field the answer would not use is refused, never dropped.
 FIELDS = {
@@ -41,7 +43,11 @@ FIELDS = {
         "candidates",
         "prices",
         "criteria",
+        "interactivity",
+        "provisioning",
     ),
+    "/interactivity": ("min_tokens_per_second_per_user",),
+    "/provisioning": ("nameplate_kw", "pue"),
     "/quality": ("metric", "target_ratio"),
     "/demand": ("value", "peak", "sustained", "unit"),
     "/candidates": ("accelerator_models", "accelerator_vendors", "precisions", "exclude_preview"),
@@ -63,6 +69,9 @@ RANGES = {
     "/prices/purchase/*/lifetime_hours": LIFETIME_HOURS,
     "/prices/energy_per_kwh": (0.0, MAX_ENERGY_PRICE_KWH),
     "/objectives/*/max_ms": (0.0, sizing.MAX_LATENCY_MS),
+    "/interactivity/min_tokens_per_second_per_user": (0.0, serving.MAX_PER_USER),
+    "/provisioning/nameplate_kw/*": (0.0, MAX_NAMEPLATE_KW),
+    "/provisioning/pue": PUE_RANGE,
 }
 
 
@@ -96,6 +105,15 @@ class Question:
     purchase: Mapping[str, tuple[float, float]] = field(default_factory=dict)  # configuration -> (price, hours)
     energy_price_kwh: float | None = None
     criteria: tuple[str, ...] = CRITERIA
+    # The least tokens/s one user sees (median request), a level must give to count (None: no such target).
+    min_per_user: float | None = None
+    nameplate_kw: Mapping[str, float] = field(default_factory=dict)  # configuration key or "*" -> kW per system
+    pue: float | None = None
+
+    @property
+    def target(self) -> serving.Target:
+        """What a load level must meet: the latency objectives and the interactivity target."""
+        return serving.Target(self.min_per_user, self.objectives)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Question:
@@ -113,6 +131,7 @@ class Question:
         hourly, purchase = _prices(prices.get("system_hour"), "/prices/system_hour"), _purchase(prices)
         per_accelerator = _prices(prices.get("accelerator_hour"), "/prices/accelerator_hour", configuration=False)
         energy, currency = _energy_price(prices), _currency(prices)
+        nameplate, pue = _provisioning(data)
         return cls(
             phase=phase,
             workload=_text(data, "workload"),
@@ -136,6 +155,9 @@ class Question:
             purchase=purchase,
             energy_price_kwh=energy,
             criteria=criteria,
+            min_per_user=_interactivity(data),
+            nameplate_kw=nameplate,
+            pue=pue,
         )
 
     @property
@@ -159,6 +181,8 @@ class Question:
             if self.sustained is None
             else f"a peak of {self.demand:g} {self.demand_unit} ({self.sustained:g} sustained)"
         )
+        if self.min_per_user is not None:
+            slo += f", at least {self.min_per_user:g} tokens/s per user (median request)"
         spare = f" plus {self.redundancy} spare system{'s' if self.redundancy > 1 else ''}" if self.redundancy else ""
         return (
             f"Which systems serve {self.workload}{' ' + self.workload_version if self.workload_version else ''}"
@@ -192,6 +216,15 @@ class Question:
         ]
         if self.energy_price_kwh is not None:
             out.append(f"energy at {self.energy_price_kwh:g} {self.currency} per kWh, as supplied")
+        if self.min_per_user is not None:
+            out.append(
+                f"interactivity: a load level counts only where its median request saw at least "
+                f"{self.min_per_user:g} output tokens/s (metrics.tokens_per_second_per_user p50); only measured "
+                "levels count, nothing is interpolated between them"
+            )
+        out += [f"{key}: nameplate power {kw:g} kW per system, as supplied" for key, kw in self.nameplate_kw.items()]
+        if self.pue is not None:
+            out.append(f"power usage effectiveness (PUE) {self.pue:g}, as supplied")
         return out
 
 
@@ -410,3 +443,38 @@ def _currency(prices: Mapping[str, Any]) -> str:
     if not isinstance(currency, str) or not 1 <= len(currency) <= 8:
         raise DecisionError("/prices/currency: a currency code such as USD")
     return currency
+
+
+def _interactivity(data: Mapping[str, Any]) -> float | None:
+    """/interactivity/min_tokens_per_second_per_user (None when the question states none)."""
+    block = data.get("interactivity")
+    if block is None:
+        return None
+    if not isinstance(block, Mapping):
+        raise DecisionError('/interactivity: an object, e.g. {"min_tokens_per_second_per_user": 50}')
+    try:
+        return serving.per_user_target(block.get("min_tokens_per_second_per_user"), "/interactivity")
+    except serving.TargetError as exc:
+        raise DecisionError(str(exc)) from None
+
+
+def _provisioning(data: Mapping[str, Any]) -> tuple[dict[str, float], float | None]:
+    """/provisioning: nameplate kW per configuration ('8x <model>' or '*') and the site's PUE."""
+    block = data.get("provisioning") or {}
+    if not isinstance(block, Mapping):
+        raise DecisionError('/provisioning: an object {"nameplate_kw": {"8x <model>": kW}, "pue": 1.3}')
+    raw = block.get("nameplate_kw") or {}
+    if not isinstance(raw, Mapping):
+        raise DecisionError("/provisioning/nameplate_kw: {'<count>x <accelerator model>' or '*': kW per system}")
+    nameplate = {}
+    for key in raw:
+        at = f"/provisioning/nameplate_kw/{escape_pointer(key)}"
+        _configuration_key(str(key), at)
+        kw = _number(raw, key, at)
+        if kw is None or not 0 < kw <= MAX_NAMEPLATE_KW:
+            raise DecisionError(f"{at}: a system's nameplate power in kW, above 0 and at most {MAX_NAMEPLATE_KW:g}")
+        nameplate[str(key)] = kw
+    pue = _number(block, "pue", "/provisioning/pue", required=False)
+    if pue is not None and not PUE_RANGE[0] <= pue <= PUE_RANGE[1]:
+        raise DecisionError(f"/provisioning/pue: from {PUE_RANGE[0]:g} to {PUE_RANGE[1]:g} (1.3 is 30% overhead)")
+    return nameplate, pue

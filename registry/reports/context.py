@@ -12,7 +12,8 @@ from typing import Any
 
 from protocol.decisions import GAP_TITLES
 from protocol.numbers import Style, number
-from registry.presentation import charts, charts_decision
+from registry.presentation import charts, charts_decision, charts_serving
+from registry.presentation.sweeps import sweep_lines
 from registry.presentation.words import interval, metric_label
 from registry.reports import CERTIFICATE_FILE
 from registry.reports.plain import cover_words
@@ -152,6 +153,8 @@ def decision_answer(section: Mapping[str, Any] | None) -> dict[str, Any] | None:
         "left_out": len(answer.get("left_out") or []),
         "units": _answer_units(answer),
         "pareto": charts_decision.pareto_chart(answer),
+        "frontier_chart": charts_serving.decision_frontier_chart(answer),
+        "sweeps": sweep_lines(answer),
     }
 
 
@@ -469,6 +472,10 @@ def _charts(
         ("Latency percentiles per configuration", charts.latency_percentiles_chart(docs, result)),
         ("p99 latency against offered load, per configuration", charts.latency_vs_load_chart(docs, labels)),
         ("Energy and cost per output, per configuration", charts.derived_chart(result)),
+        (
+            "Output tokens/s per accelerator against tokens/s per user, per configuration (measured loads only)",
+            charts_serving.runs_frontier_chart(docs, labels),
+        ),
     ]
     shown: set[str] = set()
     for i, doc in enumerate(docs):

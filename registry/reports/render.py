@@ -35,8 +35,8 @@ def render_html(context: Mapping[str, Any]) -> str:
     """The report's HTML. User text is escaped by Django's autoescaping; charts become data: SVG images."""
     charts = [{"title": c["title"], "src": _data_uri(c["svg"])} for c in context.get("charts") or []]
     decision = context.get("decision_answer")
-    if decision and decision.get("pareto"):
-        decision = {**decision, "pareto": _data_uri(decision["pareto"])}
+    if decision:
+        decision = {**decision, **{k: _data_uri(decision[k]) for k in ("pareto", "frontier_chart") if decision.get(k)}}
     return render_to_string(
         TEMPLATE,
         {**context, "charts": charts, "decision_answer": decision, "weasyprint_version": weasyprint.__version__},

@@ -5,6 +5,7 @@ A refused comparison re-renders the builder with status 422 and every blocking f
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -13,19 +14,22 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
-from protocol import comparability
+from protocol import comparability, serving
 from registry import policy
 from registry.exceptions import RegistryError
 from registry.presentation import charts
 from registry.presentation.sentences import ratio_sentences
+from registry.presentation.sweeps import comparison_view
 from registry.selectors.catalogue import ROOT_CAUSE_PREFIXES, root_cause_order
 from registry.selectors.comparisons import runs_by_reference
 from registry.selectors.standing import comparison_conclusion, comparison_members
+from registry.selectors.sweeps import sweep_runs
 from registry.services.comparisons import NotComparable, comparison_create
 from registry.web import exports
 from registry.web.charts import cached_chart
 from registry.web.context import signed_in_user
 from registry.web.forms import CompareForm, ReportRequestForm
+from registry.web.runs import per_user_param
 
 REPORTS_SHOWN = 10  # the latest reports listed on a comparison's page
 
@@ -153,6 +157,7 @@ def comparison_context(request: HttpRequest, comparison: Any, report_form: Any =
             for name, (title, function, _) in COMPARISON_CHARTS.items()
             if function in drawn
         ],
+        "sweeps": _sweeps(request, result, documents),
         "report_form": report_form
         or ReportRequestForm(initial={"title": f"Decision report: comparison {comparison.pk}"}),
         "reports": list(policy.visible_reports(policy.for_request(request), reports)[:REPORTS_SHOWN]),
@@ -180,3 +185,18 @@ def comparison_chart(request: HttpRequest, comparison_id: int, name: str) -> Htt
     # Shown through <img> (where scripts never run); opened directly, it may not run any or load anything either.
     response["Content-Security-Policy"] = "default-src 'none'; style-src 'unsafe-inline'"
     return response
+
+
+def _sweeps(request: HttpRequest, result: Mapping[str, Any], documents: list[Any]) -> dict[str, Any] | None:
+    """Where the arms' runs are levels of sweeps: every stored level of those sweeps per arm, their frontiers, and
+    (with ?per_user=) the first arm against the others at that interactivity. None when fewer than two arms have
+    a sweep."""
+    per_user, error = per_user_param(request)
+    arms = []
+    for arm in result.get("arms", []):
+        ids = serving.sweep_ids([documents[i] for i in arm["runs"]])
+        runs = [r for sweep in ids for r in sweep_runs(sweep_id=sweep)]
+        refs = [{"id": r.pk, "digest": r.digest, "url": f"/runs/{r.pk}/"} for r in runs]
+        arms.append((str(arm["label"]), [r.document for r in runs], refs))
+    view = comparison_view(arms, per_user)
+    return None if view is None else {**view, "per_user_error": error}

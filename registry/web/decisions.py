@@ -14,6 +14,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from registry import policy
 from registry.exceptions import RegistryError
+from registry.presentation import charts_serving
+from registry.presentation.sweeps import sweep_lines
 from registry.selectors.decisions import decision_latest_answer, decision_list
 from registry.services.decision_followups import decision_gap_plan, decision_report
 from registry.services.decisions import decision_create, decision_fresh
@@ -52,6 +54,8 @@ def _decision_context(request: HttpRequest, decision: Any, plan_form: GapPlanFor
         "can_plan": can_plan,
         "plan_form": plan_form or (GapPlanForm() if can_plan else None),
         "plan_form_for": plan_form.data.get("candidate") if plan_form is not None else None,
+        "frontier_chart": charts_serving.decision_frontier_chart(latest.answer) if latest else None,
+        "sweep_lines": sweep_lines(latest.answer) if latest else [],
         "issued": decision.reports.select_related("report", "answer").order_by("-id"),
     }
 

@@ -11,6 +11,7 @@ urlpatterns = [
     path("", catalogue.catalogue, name="home"),
     path("matrix/", catalogue.matrix, name="matrix"),
     path("runs/<int:run_id>/", runs.run_page, name="run"),
+    path("sweeps/compare/", runs.sweep_compare_page, name="sweep-compare"),
     path("runs/<int:run_id>/withdraw", runs.run_withdraw, name="run-withdraw"),
     path("runs/<int:run_id>/history/", series.run_history_page, name="run-history"),
     path("compare/", comparisons.compare, name="compare"),

@@ -1,0 +1,203 @@
+"""One load level read from one run document, and runs grouped into the levels of a sweep."""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..numbers import Style, number
+from ..statistics import Estimate, from_values
+
+PER_USER_STATISTIC = "p50"
+PER_USER_WORDS = "tokens/s per user (median request: metrics.tokens_per_second_per_user p50)"
+THROUGHPUT_WORDS = "output tokens/s per accelerator (the level's tokens/s ÷ accelerators in the tested system)"
+# The fields that change from one level of a sweep to the next: left out where levels of one configuration are
+# grouped (a decision's candidate is the configuration, not one of its loads).
+LOAD_FIELDS = ("target_qps", "concurrency", "sweep")
+
+
+def _num(value: Any) -> float | None:
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok else None
+
+
+def sweep_id(doc: Mapping[str, Any]) -> str | None:
+    """The run's sweep identity (scenario.sweep.id), None for a run that is not a level of a sweep."""
+    sweep = (doc.get("scenario") or {}).get("sweep")
+    found = sweep.get("id") if isinstance(sweep, Mapping) else None
+    return found if isinstance(found, str) and found else None
+
+
+def sweep_ids(docs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The distinct sweep identities of `docs`, in order of first appearance."""
+    return list(dict.fromkeys(s for s in map(sweep_id, docs) if s is not None))
+
+
+def offered_load(doc: Mapping[str, Any]) -> tuple[str, float] | None:
+    """("request-rate", requests/s) for an open-loop level, ("concurrency", streams) for a closed-loop one; None
+    when the run states neither. A sweep's own mode decides when the level states both."""
+    scenario = doc.get("scenario") or {}
+    sweep = scenario.get("sweep")
+    sweep = sweep if isinstance(sweep, Mapping) else {}
+    rate, streams = _num(scenario.get("target_qps")), _num(scenario.get("concurrency"))
+    if sweep.get("mode") == "concurrency" and streams is not None:
+        return "concurrency", streams
+    if rate is not None:
+        return "request-rate", rate
+    if streams is not None:
+        return "concurrency", streams
+    return None
+
+
+def load_words(mode: str, load: float) -> str:
+    """'concurrency 16' or '4.5 requests/s offered'."""
+    if mode == "concurrency":
+        return f"concurrency {number(load, Style.SIGNIFICANT)}"
+    return f"{number(load, Style.SIGNIFICANT)} requests/s offered"
+
+
+def accelerators(doc: Mapping[str, Any]) -> int:
+    """Every accelerator of the tested system (all models, all nodes); 0 when the run names none."""
+    total = 0
+    for accel in (doc.get("system") or {}).get("accelerators") or []:
+        count = accel.get("count") if isinstance(accel, Mapping) else None
+        if isinstance(count, int) and not isinstance(count, bool) and count > 0:
+            total += count
+    return total
+
+
+def configuration_label(doc: Mapping[str, Any]) -> str:
+    """'8×NVIDIA B200' (the accelerators of the tested system), or the system's name when it has none."""
+    accels = [a for a in (doc.get("system") or {}).get("accelerators") or [] if isinstance(a, Mapping)]
+    if not accels:
+        return str((doc.get("system") or {}).get("name") or "host CPU")
+    return " + ".join(f"{a.get('count', 1)}×{a.get('model', '?')}" for a in accels)
+
+
+def tokens_per_second(doc: Mapping[str, Any]) -> float | None:
+    """The level's output tokens per second (metrics.tokens_per_second, else metrics.throughput in tokens/s)."""
+    metrics = doc.get("metrics") or {}
+    for name in ("tokens_per_second", "throughput"):
+        block = metrics.get(name)
+        if isinstance(block, Mapping) and block.get("unit") == "tokens/s" and (v := _num(block.get("value"))):
+            return v
+    return None
+
+
+def per_user_rate(doc: Mapping[str, Any]) -> float | None:
+    """The median request's output tokens per second (metrics.tokens_per_second_per_user p50)."""
+    block = (doc.get("metrics") or {}).get("tokens_per_second_per_user")
+    return _num(block.get(PER_USER_STATISTIC)) if isinstance(block, Mapping) else None
+
+
+def level_neutral(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of `doc` without the fields that differ between the levels of one sweep (LOAD_FIELDS of the
+    scenario), so that comparability keys group a configuration's levels together."""
+    out = copy.deepcopy(dict(doc))
+    scenario = dict(out.get("scenario") or {})
+    if sweep_id(doc) is not None:
+        for key in LOAD_FIELDS:
+            scenario.pop(key, None)
+        out["scenario"] = scenario
+    return out
+
+
+@dataclass(frozen=True)
+class Point:
+    """One run: one measurement of one load level."""
+
+    document: Mapping[str, Any]
+    ref: Mapping[str, Any]
+    mode: str
+    load: float
+    per_user: float | None
+    per_accelerator: float | None
+
+
+@dataclass(frozen=True)
+class Level:
+    """The runs at one offered load, with the level's two figures (geometric mean over its runs, and an interval
+    from 3 runs)."""
+
+    mode: str
+    load: float
+    points: tuple[Point, ...]
+    per_user: Estimate
+    per_accelerator: Estimate
+
+    @property
+    def words(self) -> str:
+        return load_words(self.mode, self.load)
+
+    @property
+    def documents(self) -> list[Mapping[str, Any]]:
+        return [p.document for p in self.points]
+
+    def metric(self, name: str, statistic: str) -> float | None:
+        """The geometric mean over the level's runs of metrics.<name>.<statistic> (None unless every run has it)."""
+        values = [_num(((p.document.get("metrics") or {}).get(name) or {}).get(statistic)) for p in self.points]
+        if not values or any(v is None or v <= 0 for v in values):
+            return None
+        return math.exp(sum(math.log(v) for v in values if v is not None) / len(values))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "load": self.load,
+            "words": self.words,
+            "runs": [dict(p.ref) for p in self.points],
+            "per_user": self.per_user.as_dict(),
+            "per_accelerator": self.per_accelerator.as_dict(),
+        }
+
+
+def _estimate(metric: str, unit: str, values: Sequence[float | None]) -> Estimate:
+    base = Estimate(
+        metric=metric,
+        value=None,
+        unit=unit,
+        lower_is_better=False,
+        method="",
+        interval_method="none",
+        n=len(values),
+        source="runs",
+        value_unit="run",
+    )
+    if any(v is None for v in values):
+        return from_values(base, [], "the level's runs (not every run measured it)")
+    return from_values(base, [v for v in values if v is not None], "one value per run at this load")
+
+
+def _point(doc: Mapping[str, Any], ref: Mapping[str, Any]) -> Point | None:
+    load = offered_load(doc)
+    if load is None:
+        return None
+    count, tps = accelerators(doc), tokens_per_second(doc)
+    per_accelerator = tps / count if tps is not None and count else None
+    return Point(doc, ref, load[0], load[1], per_user_rate(doc), per_accelerator)
+
+
+def levels(docs: Sequence[Mapping[str, Any]], refs: Sequence[Mapping[str, Any]] | None = None) -> list[Level]:
+    """The runs grouped by offered load (runs at one load repeat that level), in load order. A run without an
+    offered load is not a level and is left out; `refs` cite the runs (their positions when not given)."""
+    refs = refs if refs is not None else [{"index": i} for i in range(len(docs))]
+    grouped: dict[tuple[str, float], list[Point]] = {}
+    for doc, ref in zip(docs, refs, strict=True):
+        point = _point(doc, ref)
+        if point is not None:
+            grouped.setdefault((point.mode, point.load), []).append(point)
+    out = []
+    for (mode, load), points in sorted(grouped.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+        out.append(
+            Level(
+                mode,
+                load,
+                tuple(points),
+                _estimate("tokens_per_second_per_user", "tokens/s", [p.per_user for p in points]),
+                _estimate("tokens_per_second_per_accelerator", "tokens/s", [p.per_accelerator for p in points]),
+            )
+        )
+    return out

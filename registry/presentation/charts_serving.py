@@ -1,0 +1,117 @@
+"""Server-rendered SVG chart of serving sweeps: throughput per accelerator against tokens/s per user, one series per
+configuration, its frontier joined, the level used at the target ringed, the target drawn as a line.
+
+Same contract as registry/presentation/charts.py: inline-safe SVG or None, deterministic, ids scoped per chart.
+Sized like the other charts (WIDTH_IN at 72 dpi, 8 pt text): shrunk to a 390 px phone, text stays about 7 px.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from matplotlib import rc_context
+from matplotlib.figure import Figure
+
+from protocol import serving
+from protocol.numbers import Style, number
+from registry.presentation.chart_style import PALETTE, STYLE, WIDTH_IN, finite, svg, title
+from registry.presentation.charts import LABEL_WIDTH
+
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+
+
+def _xy(level: Mapping[str, Any]) -> tuple[float, float] | None:
+    x = finite((level.get("per_user") or {}).get("value"))
+    y = finite((level.get("per_accelerator") or {}).get("value"))
+    return None if x is None or y is None else (x, y)
+
+
+def _load_tag(level: Mapping[str, Any]) -> str:
+    load = number(level.get("load"), Style.SIGNIFICANT)
+    return f"c{load}" if level.get("mode") == "concurrency" else f"{load}/s"
+
+
+def frontier_chart(series: Sequence[Mapping[str, Any]], min_per_user: float | None = None) -> str | None:
+    """`series`: [{"label": configuration, "sweep": protocol.serving.sweep_summary(...)}]. Every measured level is a
+    point labelled by its load (c16: concurrency 16); frontier levels are filled and joined by a dashed line (a
+    reading aid: nothing between measured loads was measured); the level used at the target is ringed. None when
+    no series has two measured points."""
+    drawable = [(s, [(lv, xy) for lv in s["sweep"].get("levels") or [] if (xy := _xy(lv))]) for s in series]
+    drawable = [(s, pts) for s, pts in drawable if len(pts) >= 2]
+    if not drawable:
+        return None
+    with rc_context(STYLE):
+        fig = Figure(figsize=(WIDTH_IN, 3.9))
+        ax = fig.add_subplot()
+        for n, (s, pts) in enumerate(drawable):
+            _series(ax, n, s, pts)
+        if min_per_user is not None:
+            ax.axvline(min_per_user, color="#b00020", linewidth=1, linestyle=":", zorder=1)
+            ax.annotate(
+                f"target {number(min_per_user, Style.SIGNIFICANT)} tok/s per user",
+                (min_per_user, 1.0),
+                xycoords=("data", "axes fraction"),
+                xytext=(3, -10),
+                textcoords="offset points",
+                fontsize=7.5,
+                color="#b00020",
+            )
+        ax.set_xlabel("tokens/s per user (median request), higher is more interactive")
+        ax.set_ylabel("\n".join(textwrap.wrap("output tokens/s per accelerator", 24)))
+        ax.set_xlim(left=0)
+        ax.set_ylim(bottom=0)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1, fontsize=7.5)
+        title(
+            ax, "Throughput per accelerator against interactivity: measured loads only; filled points are the frontier"
+        )
+        data = [[s["label"], [xy for _, xy in pts]] for s, pts in drawable]
+        return svg(fig, "frontier", [data, min_per_user])
+
+
+def _series(ax: Any, n: int, s: Mapping[str, Any], pts: list[tuple[Mapping[str, Any], tuple[float, float]]]) -> None:
+    """One configuration: its points (filled on the frontier), the frontier's dashed line, load tags, the used
+    level ringed."""
+    colour, marker = PALETTE[n % len(PALETTE)], MARKERS[n % len(MARKERS)]
+    sweep = s["sweep"]
+    levels = sweep.get("levels") or []
+    on = {id(levels[i]) for i in sweep.get("frontier") or [] if i < len(levels)}
+    front = sorted(xy for lv, xy in pts if id(lv) in on)
+    if len(front) > 1:
+        ax.plot([p[0] for p in front], [p[1] for p in front], color=colour, linewidth=1, linestyle="--", zorder=2)
+    for lv, (x, y) in pts:
+        filled = id(lv) in on
+        ax.scatter([x], [y], s=30, marker=marker, color=colour if filled else "white", edgecolors=colour, zorder=3)
+        ax.annotate(_load_tag(lv), (x, y), xytext=(3, 3), textcoords="offset points", fontsize=7, color="#333333")
+    best = ((sweep.get("best") or {}).get("level")) or None
+    if best is not None and (xy := _xy(best)) is not None:
+        ax.scatter([xy[0]], [xy[1]], s=140, facecolors="none", edgecolors="#b00020", linewidths=1.4, zorder=4)
+    label = "\n".join(textwrap.wrap(str(s.get("label")), LABEL_WIDTH * 2)) or str(s.get("label"))
+    ax.scatter(
+        [], [], marker=marker, color=colour, label=label + (" (ringed: level used at the target)" if best else "")
+    )
+
+
+def decision_frontier_chart(answer: Mapping[str, Any]) -> str | None:
+    """The frontier of every candidate of a decision's answer that was measured as a sweep, with the question's
+    interactivity target; None when fewer than one candidate has a sweep to draw."""
+    series = [{"label": c.get("label"), "sweep": c["sweep"]} for c in answer.get("candidates") or [] if c.get("sweep")]
+    if not series:
+        return None
+    target = (series[0]["sweep"].get("target") or {}).get("min_tokens_per_second_per_user")
+    return frontier_chart(series, finite(target))
+
+
+def runs_frontier_chart(
+    docs: Sequence[Mapping[str, Any]], labels: Sequence[str], min_per_user: float | None = None
+) -> str | None:
+    """The frontier of runs grouped by their configuration's label (a comparison's arms): None unless some label
+    has runs at two offered loads of a sweep."""
+    grouped: dict[str, list[Mapping[str, Any]]] = {}
+    for doc, label in zip(docs, labels, strict=True):
+        if serving.sweep_id(doc) is not None:
+            grouped.setdefault(label, []).append(doc)
+    target = serving.Target(min_per_user) if min_per_user is not None else None
+    series = [{"label": k, "sweep": serving.sweep_summary(serving.levels(v), target)} for k, v in grouped.items()]
+    return frontier_chart(series, min_per_user) if series else None
