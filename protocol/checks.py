@@ -15,6 +15,12 @@ from typing import Any
 import numpy as np
 
 from . import rules
+from .checks_serving import (
+    gamma_arrival_states_burstiness,
+    requests_add_up,
+    streaming_metrics_need_streaming,
+    sweep_level_states_its_load,
+)
 from .errors import Error, pointer
 from .parsing import MAX_EXACT_INTEGER
 from .percentiles import NUMPY_METHOD, quantile
@@ -202,11 +208,12 @@ def primary_metric_present(doc: dict[str, Any]) -> Iterator[Error]:
 
 
 def percentiles_ordered_and_supported(doc: dict[str, Any]) -> Iterator[Error]:
-    for name in rules.DISTRIBUTION_METRICS:
-        dist = _get(doc, "metrics", name)
+    where = [(name,) for name in (*rules.DISTRIBUTION_METRICS, *rules.SERVING_DISTRIBUTIONS)]
+    for path in [*where, ("client", "dispatch_lag_ms")]:
+        dist = _get(doc, "metrics", *path)
         if not isinstance(dist, dict):
             continue
-        base = f"/metrics/{name}"
+        base = "/metrics/" + "/".join(path)
         yield from _too_few_for_percentiles(base, dist)
         yield from _out_of_order(base, dist)
 
@@ -531,6 +538,10 @@ RULES: tuple[Rule, ...] = (
     shape_consistent,
     samples_match_metrics,
     headline_follows_from_samples,
+    requests_add_up,
+    streaming_metrics_need_streaming,
+    sweep_level_states_its_load,
+    gamma_arrival_states_burstiness,
 )
 
 

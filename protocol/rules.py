@@ -7,8 +7,9 @@ PROTOCOL_NAME = "benchreg.submission"
 # stays what it was. Writers that use a field or value of a later minor declare that minor.
 PROTOCOL_VERSION = "1.0"
 # The newest minor this code knows: the live schema (schemas/submission.v1.schema.json) is this version. Importers
-# that write its fields (the MLPerf importer: fp4 formats, power windows, inferred results) declare it.
-PROTOCOL_VERSION_LATEST = "1.1"
+# that write its fields (the MLPerf importer: fp4 formats, power windows, inferred results; the serving importer and
+# runner: sweeps, request shapes, per-user rates) declare it.
+PROTOCOL_VERSION_LATEST = "1.2"
 
 INFERENCE_SCENARIOS = frozenset({"single-stream", "multi-stream", "server", "offline", "interactive"})
 TRAINING_SCENARIOS = frozenset({"fixed-steps", "time-to-quality"})
@@ -16,6 +17,18 @@ SCENARIOS_BY_PHASE = {"inference": INFERENCE_SCENARIOS, "training": TRAINING_SCE
 
 DISTRIBUTION_METRICS = ("latency_ms", "ttft_ms", "tpot_ms", "step_time_ms")
 RATE_METRICS = ("throughput", "tokens_per_second", "request_rate", "goodput")
+# Since 1.2: distributions of a served-model load level that are not headlines of the comparability contract (its
+# directions are frozen with it): every inter-token gap (ms, lower is better) and the per-user rate (tokens/s,
+# higher is better). The percentile rules apply to them as to DISTRIBUTION_METRICS.
+SERVING_DISTRIBUTIONS = ("itl_ms", "tokens_per_second_per_user")
+# Since 1.2: metrics a served run reports only when it read the response as a stream (one TTFT needs a first token).
+STREAMING_METRICS = ("ttft_ms", "itl_ms", "tokens_per_second_per_user")
+# Since 1.2: how each sweep mode states the offered load of one level (scenario.sweep.mode -> the scenario fields).
+SWEEP_LOAD_FIELDS = {
+    "request-rate": ("target_qps",),
+    "concurrency": ("concurrency",),
+    "automatic": ("target_qps", "concurrency"),
+}
 
 # Percentile keys in the order they must not decrease, with the value each stands for.
 PERCENTILES = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p97": 97.0, "p99": 99.0, "p999": 99.9}

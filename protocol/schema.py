@@ -20,7 +20,10 @@ SCHEMA_DIR = Path(__file__).parent / "schemas"
 SUBMISSION_SCHEMA_FILE = SCHEMA_DIR / "submission.v1.schema.json"
 # Earlier minors, each frozen byte for byte when the next was made (tests pin their digests). A document declaring one
 # of them may use only what it had (protocol.checks.fields_fit_declared_minor).
-FROZEN_SCHEMA_FILES = {"1.0": SCHEMA_DIR / "submission.v1.0.schema.json"}
+FROZEN_SCHEMA_FILES = {
+    "1.0": SCHEMA_DIR / "submission.v1.0.schema.json",
+    "1.1": SCHEMA_DIR / "submission.v1.1.schema.json",
+}
 
 
 def minor_number(version: str) -> int:

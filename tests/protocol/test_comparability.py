@@ -114,6 +114,30 @@ def _schema_pointers(node: dict[str, Any], defs: dict[str, Any], path: str = "")
     return [p for name, child in props.items() for p in _schema_pointers(child, defs, f"{path}/{name}")]
 
 
+# Fields protocol 1.2 added that comparability contract 1.1 (frozen with its version: a new version changes every key)
+# does not name: they fall to its `unlisted_role` (disclosed) until a contract 1.2 names them. A served level's request
+# shape should be controlled; that needs the new contract version, not an edit of 1.1.
+NOT_YET_IN_THE_CONTRACT = frozenset(
+    f"/workload/request_shape/{name}"
+    for name in (
+        "kind",
+        "input_tokens/mean",
+        "input_tokens/stdev",
+        "input_tokens/min",
+        "input_tokens/max",
+        "input_tokens/distribution",
+        "output_tokens/mean",
+        "output_tokens/stdev",
+        "output_tokens/min",
+        "output_tokens/max",
+        "output_tokens/distribution",
+        "dataset",
+        "turns",
+        "notes",
+    )
+)
+
+
 def test_every_field_of_the_submission_schema_has_a_role_on_every_axis() -> None:
     schema = submission_schema()
     pointers = _schema_pointers(schema, schema["$defs"])
@@ -126,7 +150,7 @@ def test_every_field_of_the_submission_schema_has_a_role_on_every_axis() -> None
             assert role in (*cmp.ROLES, "ignored"), (axis, pointer)
             # Nothing falls through to the catch-all: each field is named by the contract.
             governed = roles.governing(roles.split_pointer(pointer), roles.rules_for([doc]))
-            assert governed is not None, (axis, pointer)
+            assert (governed is not None) != (pointer in NOT_YET_IN_THE_CONTRACT), (axis, pointer)
 
 
 def test_the_examples_have_no_subject_or_controlled_field_left_unexplained() -> None:

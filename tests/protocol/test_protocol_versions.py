@@ -1,5 +1,6 @@
-"""Protocol minors: 1.0 is frozen byte for byte, 1.1 only adds to it, every 1.0 document keeps its digest, derived
-columns and comparability keys, and a document declaring 1.0 may not use what 1.1 added."""
+"""Protocol minors: 1.0 and 1.1 are frozen byte for byte, each later minor only adds to the one before, every 1.0
+document keeps its digest, derived columns and comparability keys, and a document declaring a minor may not use what
+a later one added."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ from tests.protocol.strategies import mutated_documents
 
 # sha256 of protocol/schemas/submission.v1.0.schema.json: the 1.0 schema as it was when 1.1 was made. Never change it.
 FROZEN_1_0_SHA256 = "043ef858f3be4e580520aa4fd41bb016d52ee1b5cf81ff4121f9b84b06b77a9a"
+# sha256 of protocol/schemas/submission.v1.1.schema.json: the 1.1 schema as it was when 1.2 was made. Never change it.
+FROZEN_1_1_SHA256 = "c8d0e4da08a28ea6d7094600ee0b9ece95765df0d91fb564b33c121501cf0eb5"
 PINNED_1_0 = json.loads((Path(__file__).parent / "data" / "protocol_1_0_examples.json").read_text())
 SERVER = "inference-server-h100-bf16"
 DIGEST = "sha256:" + "ab" * 32
@@ -106,12 +109,17 @@ def test_the_1_0_schema_is_frozen_byte_for_byte() -> None:
     assert minor_schema("1.0")["$id"] == "https://benchreg.dev/protocol/submission/1.0/schema.json"
 
 
+def test_the_1_1_schema_is_frozen_byte_for_byte() -> None:
+    assert _sha256(FROZEN_SCHEMA_FILES["1.1"]) == FROZEN_1_1_SHA256
+    assert minor_schema("1.1")["$id"] == "https://benchreg.dev/protocol/submission/1.1/schema.json"
+
+
 def test_the_live_schema_is_the_newest_minor() -> None:
     schema = submission_schema()
-    assert rules.PROTOCOL_VERSION_LATEST == "1.1" == known_minors()[-1]
-    assert known_minors() == ("1.0", "1.1")
-    assert schema["$id"] == "https://benchreg.dev/protocol/submission/1.1/schema.json"
-    assert schema["title"].endswith("protocol 1.1")
+    assert rules.PROTOCOL_VERSION_LATEST == "1.2" == known_minors()[-1]
+    assert known_minors() == ("1.0", "1.1", "1.2")
+    assert schema["$id"] == "https://benchreg.dev/protocol/submission/1.2/schema.json"
+    assert schema["title"].endswith("protocol 1.2")
     assert rules.PROTOCOL_VERSION == "1.0"  # what the bundled runners write: their documents use nothing of 1.1
 
 
@@ -136,8 +144,9 @@ def _only_adds(old: Any, new: Any, where: str) -> list[str]:
     return [] if old == new else [f"{where}: {old!r} became {new!r}"]
 
 
-def test_the_live_schema_only_adds_to_the_frozen_one() -> None:
-    assert _only_adds(minor_schema("1.0"), submission_schema(), "") == []
+@pytest.mark.parametrize(("old", "new"), [("1.0", "1.1"), ("1.1", "1.2"), ("1.0", "1.2")])
+def test_each_minor_only_adds_to_the_one_before(old: str, new: str) -> None:
+    assert _only_adds(minor_schema(old), minor_schema(new), "") == []
 
 
 def test_the_comparison_of_schemas_would_see_a_narrowing() -> None:
