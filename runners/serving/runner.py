@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from protocol import rules
+
 from ..record import now
 from . import probe
 from .document import Context, Sweep, document, skeleton_errors
@@ -60,8 +62,10 @@ class LoadPlan:
             raise ValueError(f"concurrency levels are whole numbers up to {MAX_OPEN}")
         if self.mode == "automatic" and not (self.start > 0 and self.factor > 1 and 1 <= self.max_levels <= MAX_LEVELS):
             raise ValueError(f"an automatic sweep needs start > 0, factor > 1 and 1 to {MAX_LEVELS} levels")
-        if not (1 <= self.min_requests <= self.max_requests <= 1_000_000 and self.duration_s > 0):
-            raise ValueError("requests per level: 1 <= min <= max <= 1,000,000, and a positive duration")
+        if not (rules.MIN_WINDOW_ITERATIONS <= self.min_requests <= self.max_requests <= 1_000_000):
+            raise ValueError(f"requests per level: {rules.MIN_WINDOW_ITERATIONS} <= min <= max <= 1,000,000")
+        if self.duration_s < rules.MIN_WINDOW_SECONDS:
+            raise ValueError(f"a level's schedule lasts at least {rules.MIN_WINDOW_SECONDS:g} s (--duration)")
 
     @property
     def open_loop(self) -> bool:
