@@ -5,7 +5,9 @@ the rest are Django commands.
   benchreg serve                      the registry behind gunicorn
   benchreg submit FILE...             send documents to a registry (--server/--token or BENCHREG_SERVER/_TOKEN);
                                       several files go as NDJSON batches (--batch-size), with a progress bar
-  benchreg run inference|training     the bundled runners
+  benchreg run inference|training|serving   the bundled runners; serving measures an OpenAI-compatible endpoint
+  benchreg serve-model [--port 8000]  the bundled decoder behind an OpenAI-compatible streaming API (docs/serving.md)
+  benchreg serve-simulated ...        an OpenAI-compatible endpoint with a known latency law (tests, bench)
   benchreg create-token ...           manage.py create_token
   benchreg audit verify|checkpoint|export|show   manage.py audit: check the audit log, sign/export checkpoints
   benchreg import mlperf PATH         import a published MLPerf Inference or Training tree
@@ -173,6 +175,10 @@ def main(argv: list[str] | None = None) -> int:
         from runners.cli import main as runners_main
 
         return runners_main(argv)
+    if command in ("serve-model", "serve-simulated"):  # plain Python endpoints: no Django, no database
+        from runners.serving import reference, simulated
+
+        return (reference.main if command == "serve-model" else simulated.main)(rest)
     if command == "witness":  # a C2SP tlog-witness for the audit log: plain Python, no database
         from verifier.witness import main as witness_main
 

@@ -3,6 +3,7 @@
     benchreg run inference --workload decoder-small --precision bf16 --batch 1,8,32 \\
         --scenario server --target-qps 20 --out results/
     benchreg run training --workload encoder-small --precision bf16 --batch 32 --steps 500 --out results/
+    benchreg run serving --endpoint http://host:8000 --model NAME --request-rates 1,2,4 --deployment d.toml
 
 One document is written per batch size. `main(argv)` takes the arguments after the program name.
 """
@@ -20,6 +21,7 @@ import protocol
 from . import record
 from .api import execute
 from .backends import UnsupportedRun, default_backend
+from .serving import cli as serving_cli
 from .spec import INFERENCE_SCENARIOS, PRECISIONS, RunSpec
 from .workloads import WORKLOADS
 
@@ -97,6 +99,9 @@ def parser() -> argparse.ArgumentParser:
     inf.add_argument("--ttft-slo-ms", type=float, default=None, help="server, decoders: TTFT objective")
     inf.add_argument("--tpot-slo-ms", type=float, default=None, help="server, decoders: TPOT objective")
     inf.add_argument("--output-tokens", type=int, default=None, help="decoders: tokens generated per query")
+    serving = phases.add_parser("serving", help="an OpenAI-compatible endpoint over a load sweep (docs/serving.md)")
+    serving_cli.add_arguments(serving)
+    _output_arguments(serving)
     train = phases.add_parser("training", help="fixed-steps training")
     _common(train)
     train.add_argument("--steps", type=int, default=None)
@@ -158,6 +163,8 @@ def main(argv: list[str]) -> int:
     if args.submit and not (args.server and args.token):
         print("--submit needs --server and --token (or BENCHREG_SERVER / BENCHREG_TOKEN)", file=sys.stderr)
         return 2
+    if args.phase == "serving":
+        return serving_cli.main(args, lambda doc, path: _submit(doc, path, args.server, args.token))
     failures = 0
     try:
         run_specs = specs(args)

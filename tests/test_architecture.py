@@ -125,6 +125,7 @@ LOCAL_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("registry.cli", "registry.admin_cli"): _SUBCOMMAND,
     ("registry.cli", "runners.agent.cli"): _SUBCOMMAND,
     ("registry.cli", "runners.cli"): _SUBCOMMAND,
+    ("registry.cli", "runners.serving"): _SUBCOMMAND,
     ("registry.cli", "runners.client"): _SUBCOMMAND,
     ("registry.cli", "verifier.cli"): _SUBCOMMAND,
     ("registry.cli", "verifier.witness"): _SUBCOMMAND,

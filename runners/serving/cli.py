@@ -1,0 +1,157 @@
+"""`benchreg run serving`: measure an OpenAI-compatible endpoint over a load sweep, one document per level.
+
+    benchreg run serving --endpoint http://gpu-host:8000 --model meta-llama/Llama-3.1-8B-Instruct --api chat \\
+        --input-tokens 1024 --output-tokens 256 --request-rates 1,2,4,8 --ttft-slo-ms 2000 --tpot-slo-ms 100 \\
+        --deployment deploy.toml --out results/
+    benchreg run serving ... --concurrency 1,8,32,64          # closed loop
+    benchreg run serving ... --auto --auto-start 1 --auto-factor 1.5   # raise the rate until an objective fails
+
+Exit status: 0 every level written, 1 a level could not be submitted, 2 refused before any load was sent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from . import deployment as deploy
+from .document import Sweep, file_name
+from .levels import Objectives
+from .loadgen import Target
+from .probe import public_url
+from .runner import LoadPlan, Refused, context, new_sweep, run_sync
+from .shapes import DISTRIBUTIONS, RequestShape, TokenLaw, read_prompts
+
+
+def _floats(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"comma-separated numbers, not {text!r}") from None
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--endpoint", required=True, help="base URL of the server, e.g. http://host:8000")
+    p.add_argument("--model", required=True, help="served model name, as /v1/models lists it")
+    p.add_argument("--api", choices=("chat", "completions"), default="chat")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds one request may take (then: timeout)")
+    shape = p.add_argument_group("request shape")
+    for side, mean in (("input", 512), ("output", 128)):
+        shape.add_argument(f"--{side}-tokens", type=float, default=mean, help=f"mean {side} tokens")
+        shape.add_argument(f"--{side}-stdev", type=float, default=0.0)
+        shape.add_argument(f"--{side}-dist", choices=DISTRIBUTIONS, default="constant")
+        shape.add_argument(f"--{side}-min", type=int, default=None)
+        shape.add_argument(f"--{side}-max", type=int, default=None)
+    shape.add_argument("--prompts", type=Path, default=None, help='JSONL: {"prompt": ..., "max_tokens"?: n}')
+    load = p.add_argument_group("load").add_mutually_exclusive_group(required=True)
+    load.add_argument("--request-rates", type=_floats, help="open loop, requests/s per level")
+    load.add_argument("--concurrency", type=_floats, help="closed loop, users per level")
+    load.add_argument("--auto", action="store_true", help="open loop, raise the rate until the sweep stops")
+    p.add_argument("--auto-start", type=float, default=1.0, help="first rate of --auto (req/s)")
+    p.add_argument("--auto-factor", type=float, default=1.5, help="rate multiplier between --auto levels")
+    p.add_argument("--max-levels", type=int, default=12)
+    p.add_argument("--arrival", choices=("poisson", "gamma"), default="poisson")
+    p.add_argument("--burstiness", type=float, default=None, help="gamma shape k (1 = Poisson, < 1 burstier)")
+    p.add_argument("--duration", type=float, default=60.0, help="seconds of schedule per level")
+    p.add_argument("--min-requests", type=int, default=100)
+    p.add_argument("--max-requests", type=int, default=20_000)
+    for name in ("ttft", "tpot", "latency"):
+        p.add_argument(f"--{name}-slo-ms", type=float, default=None, help=f"p99 {name} objective (goodput, sweep)")
+    _deployment_arguments(p.add_argument_group("deployment (what the endpoint cannot tell)"))
+    p.add_argument("--seed", type=int, default=1234)
+
+
+def _deployment_arguments(g: argparse._ArgumentGroup) -> None:
+    g.add_argument("--deployment", type=Path, default=None, help="JSON or TOML file (docs/serving.md)")
+    for name in ("accelerator-vendor", "accelerator-model", "system-name", "engine", "engine-version", "image"):
+        g.add_argument(f"--{name}", default=None)
+    for name in ("weights", "activations", "kv-cache", "quantization-method", "speculative", "kv-offload"):
+        g.add_argument(f"--{name}", default=None)
+    for name in ("accelerator-count", "nodes", "tensor-parallel", "expert-parallel", "pipeline-parallel"):
+        g.add_argument(f"--{name}", type=int, default=None)
+    g.add_argument("--data-parallel", type=int, default=None)
+    g.add_argument("--accelerator-memory-gib", type=float, default=None)
+    g.add_argument("--data-parallel-attention", action=argparse.BooleanOptionalAction, default=None)
+
+
+def _shape(args: argparse.Namespace) -> RequestShape:
+    def law(side: str) -> TokenLaw:
+        values = [getattr(args, f"{side}_{key}") for key in ("tokens", "stdev", "dist", "min", "max")]
+        return TokenLaw(*values)
+
+    if args.prompts is not None:
+        return RequestShape(None, law("output"), args.prompts)
+    return RequestShape(law("input"), law("output"))
+
+
+def _plan(args: argparse.Namespace) -> LoadPlan:
+    mode = "automatic" if args.auto else "request-rate" if args.request_rates else "concurrency"
+    return LoadPlan(
+        mode, args.request_rates or args.concurrency or (), args.duration, args.min_requests, args.max_requests,
+        args.auto_start, args.auto_factor, args.max_levels,
+    )  # fmt: skip
+
+
+def prepare(args: argparse.Namespace) -> tuple[Any, LoadPlan, Objectives]:
+    """(context, plan, objectives) from parsed arguments; ValueError says which argument is wrong."""
+    base = deploy.load(args.deployment) if args.deployment else deploy.Deployment()
+    deployment = base.merged(vars(args))
+    if args.arrival == "gamma" and args.burstiness is None:
+        raise ValueError("--arrival gamma needs --burstiness (the gamma shape k; 1 is Poisson)")
+    if args.burstiness is not None and (args.arrival != "gamma" or args.burstiness <= 0):
+        raise ValueError("--burstiness is a positive gamma shape, with --arrival gamma")
+    if args.prompts is not None:  # checked now: a bad file is refused before any load
+        read_prompts(args.prompts)
+    plan = _plan(args)
+    target = Target(public_url(args.endpoint), args.model, args.api, args.timeout)
+    sweep: Sweep = new_sweep(plan, args.arrival, args.burstiness)
+    ctx = context(target=target, deployment=deployment, shape=_shape(args), sweep=sweep,
+                  submitter=args.submitter, seed=args.seed)  # fmt: skip
+    return ctx, plan, Objectives(args.ttft_slo_ms, args.tpot_slo_ms, args.latency_slo_ms)
+
+
+def main(args: argparse.Namespace, submit: Any) -> int:
+    """Run the sweep; `submit(doc, path) -> bool` sends a written document when --submit is given."""
+    try:
+        ctx, plan, objectives = prepare(args)
+    except (ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    failures = 0
+
+    def emit(doc: dict[str, Any]) -> None:
+        nonlocal failures
+        path = _write(doc, args.out)
+        m = doc["metrics"]
+        print(
+            f"wrote {path}: {m['throughput']['value']:g} tok/s, {m['requests']['completed']}/{m['requests']['sent']} "
+            f"completed, client kept up: {m['client']['kept_up']}"
+            + (
+                f"; sweep stopped: {doc['scenario']['sweep']['stop_reason']}"
+                if doc["scenario"]["sweep"]["stop_reason"]
+                else ""
+            )
+        )
+        if args.submit and not submit(doc, path):
+            failures += 1
+
+    try:
+        run_sync(ctx, plan, objectives, emit)
+    except Refused as exc:
+        print("refused before any load was sent:", file=sys.stderr)
+        for reason in exc.reasons:
+            print(f"  {reason}", file=sys.stderr)
+        return 2
+    return 1 if failures else 0
+
+
+def _write(doc: dict[str, Any], out: Path) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / file_name(doc)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    tmp.replace(path)
+    return path

@@ -1,0 +1,137 @@
+"""What the endpoint cannot tell about itself: the deployment, from flags or a JSON/TOML file.
+
+    [accelerator]  vendor = "NVIDIA"  model = "H100 SXM"  count = 8  memory_gib = 80
+    nodes = 1
+    [engine]       name = "vllm"  version = "0.11.0"  image = "vllm/vllm-openai:v0.11.0"
+    [parallelism]  tensor = 8  expert = 1  pipeline = 1  data = 1  data_parallel_attention = false
+    [precision]    weights = "fp8-e4m3"  activations = "bf16"  kv_cache = "fp8-e4m3"  quantization = "fp8 dynamic"
+    speculative = "eagle3, 3 tokens"   kv_offload = "lmcache, 200 GiB DRAM"
+
+A field the file and the flags both give takes the flag. `missing()` names, by document pointer and by flag,
+what the protocol needs and neither gave: the run is refused with that list before any load is sent.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+MAX_FILE_BYTES = 256 * 1024
+
+
+@dataclass(frozen=True)
+class Deployment:
+    accelerator_vendor: str | None = None
+    accelerator_model: str | None = None
+    accelerator_count: int | None = None
+    accelerator_memory_gib: float | None = None
+    nodes: int | None = None
+    system_name: str | None = None
+    engine: str | None = None
+    engine_version: str | None = None
+    image: str | None = None
+    tensor_parallel: int | None = None
+    expert_parallel: int | None = None
+    pipeline_parallel: int | None = None
+    data_parallel: int | None = None
+    data_parallel_attention: bool | None = None
+    weights: str | None = None
+    activations: str | None = None
+    kv_cache: str | None = None
+    quantization_method: str | None = None
+    speculative: str | None = None
+    kv_offload: str | None = None
+
+    def merged(self, flags: dict[str, Any]) -> Deployment:
+        """This deployment with every flag that was given (not None) on top."""
+        return replace(self, **{k: v for k, v in flags.items() if v is not None and k in _FIELDS})
+
+    def missing(self, engine_version_known: bool) -> list[str]:
+        """What a serving run must state and this does not: "pointer (--flag or file key)" each."""
+        out = []
+        for name, pointer in _REQUIRED.items():
+            if getattr(self, name) is None and not (name == "engine_version" and engine_version_known):
+                out.append(f"{pointer} (--{name.replace('_', '-')} or {_FILE_KEYS[name]} in --deployment)")
+        return out
+
+
+_FIELDS = {f.name for f in fields(Deployment)}
+_REQUIRED = {
+    "accelerator_vendor": "/system/accelerators/0/vendor",
+    "accelerator_model": "/system/accelerators/0/model",
+    "accelerator_count": "/system/accelerators/0/count",
+    "nodes": "/system/nodes",
+    "engine": "/software/serving/engine",
+    "engine_version": "/software/serving/version",
+    "tensor_parallel": "/software/serving/parallelism/tensor",
+    "weights": "/precision/weights",
+    "activations": "/precision/activations",
+    "kv_cache": "/precision/kv_cache",
+}
+# Where each field sits in a deployment file (section.key, or a top-level key).
+_FILE_KEYS = {
+    "accelerator_vendor": "accelerator.vendor",
+    "accelerator_model": "accelerator.model",
+    "accelerator_count": "accelerator.count",
+    "accelerator_memory_gib": "accelerator.memory_gib",
+    "nodes": "nodes",
+    "system_name": "system_name",
+    "engine": "engine.name",
+    "engine_version": "engine.version",
+    "image": "engine.image",
+    "tensor_parallel": "parallelism.tensor",
+    "expert_parallel": "parallelism.expert",
+    "pipeline_parallel": "parallelism.pipeline",
+    "data_parallel": "parallelism.data",
+    "data_parallel_attention": "parallelism.data_parallel_attention",
+    "weights": "precision.weights",
+    "activations": "precision.activations",
+    "kv_cache": "precision.kv_cache",
+    "quantization_method": "precision.quantization",
+    "speculative": "speculative",
+    "kv_offload": "kv_offload",
+}
+_TYPES: dict[str, tuple[type, ...]] = {
+    "accelerator_count": (int,),
+    "nodes": (int,),
+    "accelerator_memory_gib": (int, float),
+    "data_parallel_attention": (bool,),
+    **{k: (int,) for k in ("tensor_parallel", "expert_parallel", "pipeline_parallel", "data_parallel")},
+}
+
+
+def load(path: Path) -> Deployment:
+    """A deployment file (.json or .toml); ValueError naming the file and key of anything unknown or mistyped."""
+    if path.stat().st_size > MAX_FILE_BYTES:
+        raise ValueError(f"{path}: over {MAX_FILE_BYTES} bytes")
+    text = path.read_text(encoding="utf-8")
+    try:
+        data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+    except (ValueError, tomllib.TOMLDecodeError) as exc:
+        raise ValueError(f"{path}: not valid {'TOML' if path.suffix == '.toml' else 'JSON'}: {exc}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: the deployment must be an object")
+    by_key = {key: name for name, key in _FILE_KEYS.items()}
+    values: dict[str, Any] = {}
+    for key, value in _flatten(data):
+        if key not in by_key:
+            raise ValueError(f"{path}: unknown key {key!r} (known: {', '.join(sorted(by_key))})")
+        name = by_key[key]
+        wanted = _TYPES.get(name, (str,))
+        if not isinstance(value, wanted) or (isinstance(value, bool) and bool not in wanted):
+            raise ValueError(f"{path}: {key} must be {' or '.join(t.__name__ for t in wanted)}, not {value!r}")
+        values[name] = value
+    return Deployment(**values)
+
+
+def _flatten(data: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    out = []
+    for key, value in data.items():
+        if isinstance(value, dict):
+            out += _flatten(value, f"{prefix}{key}.")
+        else:
+            out.append((f"{prefix}{key}", value))
+    return out

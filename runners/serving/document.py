@@ -1,0 +1,222 @@
+"""One load level as a protocol 1.2 run document, and the skeleton check made before any load is sent.
+
+The system and precision are the serving deployment's (flags or a deployment file): the load generator's own
+machine is not the system under test and appears only in software.notes.
+"""
+
+from __future__ import annotations
+
+import platform
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+import protocol
+
+from .. import __version__
+from ..record import now
+from .deployment import Deployment
+from .levels import Level, counted_by
+from .loadgen import Target
+from .probe import EndpointInfo, public_url
+from .shapes import RequestShape
+
+SERVING_PROTOCOL_VERSION = "1.2"
+RUNNER_NAME = "benchreg.runners.serving"
+
+
+@dataclass(frozen=True)
+class Sweep:
+    id: str
+    mode: str  # request-rate, concurrency, automatic
+    levels: int | None  # planned count; None for an automatic sweep
+    arrival: str  # poisson, gamma (open loop)
+    burstiness: float | None
+
+
+@dataclass(frozen=True)
+class Context:
+    """Everything of a run but its measurements."""
+
+    target: Target
+    deployment: Deployment
+    shape: RequestShape
+    sweep: Sweep
+    submitter: str
+    seed: int
+    started_at: str
+
+
+def _system(d: Deployment) -> dict[str, Any]:
+    accelerator: dict[str, Any] = {
+        "vendor": d.accelerator_vendor,
+        "model": d.accelerator_model,
+        "count": d.accelerator_count,
+    }
+    if d.accelerator_memory_gib is not None:
+        accelerator["memory_gib"] = d.accelerator_memory_gib
+    name = d.system_name or f"{d.accelerator_count}x {d.accelerator_model}"
+    notes = {"source": "stated by the submitter (flags or deployment file): an endpoint cannot report its hardware"}
+    return {"name": name[:200], "nodes": d.nodes, "accelerators": [accelerator], "host": None, "notes": notes}
+
+
+def _serving(ctx: Context, info: EndpointInfo | None) -> dict[str, Any]:
+    d = ctx.deployment
+    return {
+        "engine": d.engine,
+        "version": d.engine_version or (info.version if info else None),
+        "image": d.image,
+        "api": ctx.target.api,
+        "streaming": True,
+        "model": ctx.target.model,
+        "endpoint": public_url(ctx.target.base_url),
+        "parallelism": {
+            "tensor": d.tensor_parallel,
+            "expert": d.expert_parallel,
+            "pipeline": d.pipeline_parallel,
+            "data": d.data_parallel,
+            "data_parallel_attention": d.data_parallel_attention,
+        },
+        "speculative": d.speculative,
+        "kv_offload": d.kv_offload,
+        "tool": {"name": "benchreg", "version": __version__},
+    }
+
+
+def _software(
+    ctx: Context, info: EndpointInfo | None, notes: dict[str, str], settings: dict[str, Any]
+) -> dict[str, Any]:
+    d = ctx.deployment
+    client = f"benchreg {__version__}, Python {platform.python_version()}, httpx {httpx.__version__}, {platform.node()}"
+    version = d.engine_version or (info.version if info else None)
+    return {
+        "os": None,
+        "frameworks": {str(d.engine): version},
+        "container": d.image,
+        "settings": settings,
+        "notes": {"load_generator": client[:2000], **notes},
+        "serving": _serving(ctx, info),
+    }
+
+
+def _precision(d: Deployment) -> dict[str, Any]:
+    out: dict[str, Any] = {"weights": d.weights, "activations": d.activations, "kv_cache": d.kv_cache}
+    if d.quantization_method is not None:
+        out["quantization"] = {"method": d.quantization_method}
+    return out
+
+
+def _workload(ctx: Context) -> dict[str, Any]:
+    return {
+        "name": ctx.target.model[:200],
+        "version": "served",
+        "task": "text-generation",
+        "shape": {"batch_size": 1, "batching": "sut-chosen"},
+        "request_shape": ctx.shape.section(),
+    }
+
+
+def _scenario(ctx: Context, mode: str, load: float, index: int, stop: str | None, objectives: Any) -> dict[str, Any]:
+    open_loop = mode == "request-rate"
+    s = ctx.sweep
+    return {
+        "kind": "server",
+        "arrival": s.arrival if open_loop else "closed-loop",
+        "burstiness": s.burstiness if open_loop and s.arrival == "gamma" else None,
+        "target_qps": load if open_loop else None,
+        "concurrency": int(load) if not open_loop else None,
+        "latency_slo_ms": objectives,
+        "sweep": {"id": s.id, "index": index, "levels": s.levels, "mode": s.mode, "stop_reason": stop},
+    }
+
+
+def document(
+    ctx: Context, level: Level, index: int, stop: str | None, info: EndpointInfo, metrics_delta: dict[str, float]
+) -> dict[str, Any]:
+    """The level's validated document (raises protocol.Invalid: a runner bug)."""
+    by, token_notes = counted_by([level])
+    metrics = level.metrics(by, token_notes)
+    client, client_reasons = level.client()
+    metrics["client"] = client
+    checks = {"client_kept_up": client["kept_up"]}
+    done = len(level.completed)
+    conditions = {
+        "warmup": {"iterations": 0, "seconds": 0.0},
+        "window": {"seconds": round(level.seconds, 4), "iterations": done, "repetitions": 1},
+        "steady_state": level.steady_state(client_reasons),
+        "validity": {"valid": all(checks.values()), "checks": checks},
+        "isolation": None,
+    }
+    settings: dict[str, Any] = {f"endpoint.{k}"[:100]: round(v, 6) for k, v in metrics_delta.items()}
+    notes = {"load": _load_note(ctx, level)}
+    return _assemble(ctx, info, level.mode, level.load, index, stop, level.objectives.section(),
+                     metrics, conditions, notes, settings)  # fmt: skip
+
+
+def _load_note(ctx: Context, level: Level) -> str:
+    if level.mode == "request-rate":
+        law = "Poisson" if ctx.sweep.arrival == "poisson" else f"gamma arrivals (shape {ctx.sweep.burstiness:g})"
+        return (
+            f"open loop, {law} at {level.load:g} req/s, seed {ctx.seed}; {level.run.planned} requests scheduled, "
+            f"issued at {level.issue_rate():.2f} req/s; latency and TTFT from the scheduled arrival"
+        )
+    return f"closed loop, {int(level.load)} users, {level.run.planned} requests; latency from each request's send"
+
+
+def _assemble(
+    ctx: Context, info: EndpointInfo | None, mode: str, load: float, index: int, stop: str | None,
+    objectives: Any, metrics: dict[str, Any], conditions: dict[str, Any], notes: dict[str, str],
+    settings: dict[str, Any],
+) -> dict[str, Any]:  # fmt: skip
+    doc = {
+        "protocol": f"{protocol.PROTOCOL_NAME}/{SERVING_PROTOCOL_VERSION}",
+        "phase": "inference",
+        "workload": _workload(ctx),
+        "scenario": _scenario(ctx, mode, load, index, stop, objectives),
+        "precision": _precision(ctx.deployment),
+        "system": _system(ctx.deployment),
+        "software": _software(ctx, info, notes, settings),
+        "conditions": conditions,
+        "metrics": metrics,
+        "provenance": {
+            "runner": {"name": RUNNER_NAME, "version": __version__},
+            "submitter": ctx.submitter,
+            "source": "runner",
+            "started_at": ctx.started_at,
+            "finished_at": now(),
+        },
+    }
+    return protocol.check(doc).document
+
+
+def skeleton_errors(ctx: Context, info: EndpointInfo | None, mode: str, load: float, objectives: Any) -> list[str]:
+    """What stops a document of this run from passing the protocol, found BEFORE any load: "pointer: why" each.
+
+    Checks what the deployment must state (by name, with the flag that gives it), then validates a document
+    with placeholder measurements, keeping the errors outside /metrics and /conditions (what the load fills).
+    """
+    missing = ctx.deployment.missing(engine_version_known=bool(info and info.version))
+    if missing:
+        return [f"{m}: required, and an endpoint cannot tell it" for m in missing]
+    placeholder = {"primary": "throughput", "throughput": {"value": 0.0, "unit": "tokens/s"}}
+    conditions = {
+        "window": {"seconds": 1.0, "iterations": 1},
+        "steady_state": {"method": "not-assessed", "reached": None},
+    }
+    try:
+        _assemble(ctx, info, mode, load, 0, None, objectives, placeholder, conditions, {}, {})
+    except protocol.Invalid as exc:
+        return [
+            f"{e.pointer or '/'}: {e.message}"
+            for e in exc.errors
+            if not e.pointer.startswith(("/metrics", "/conditions", "/provenance/finished_at"))
+        ]
+    return []
+
+
+def file_name(doc: dict[str, Any]) -> str:
+    sweep, scenario = doc["scenario"]["sweep"], doc["scenario"]
+    load = f"qps{scenario['target_qps']:g}" if scenario["target_qps"] is not None else f"c{scenario['concurrency']}"
+    digest = protocol.check(doc).digest.removeprefix("sha256:")[:12]
+    return f"serving-{sweep['id'][:16]}-{sweep['index']:02d}-{load}-{digest}.json"

@@ -1,0 +1,306 @@
+"""The load generator: streaming requests to an OpenAI-compatible endpoint, open or closed loop, in one event loop.
+
+Open loop (request rate): every arrival time is drawn before the level starts (Poisson, or gamma with shape k =
+burstiness) and each request is sent at its time whether or not earlier ones finished; its latency, TTFT and
+dispatch lag run from the SCHEDULED arrival, so a slow endpoint or a slow client is charged, never hidden (no
+coordinated omission). Closed loop (concurrency N): N users, each sending its next request when its previous
+one ends; a request's scheduled time is that end.
+
+Per request it keeps the send time, the time of every streamed chunk that carried text, the end, the token
+counts (the server's usage event where it sends one, else one token per text chunk) and the outcome: completed,
+error (HTTP status, connection failure, malformed SSE, an error event), timeout, or incomplete (the stream ended
+before `data: [DONE]`). Every request sent is counted in exactly one outcome.
+
+A monitor coroutine measures the event loop's own lateness (sleep 5 ms, see how late it wakes): a loop that
+wakes late stamps chunks late, so it is reported beside the dispatch lag when judging whether the client kept up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import numpy as np
+
+OUTCOMES = ("completed", "errors", "timeouts", "incomplete")
+_MONITOR_PERIOD_S = 0.005
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """One request's content: the prompt text, the output tokens asked for, the input tokens as the client counts."""
+
+    text: str
+    max_tokens: int
+    input_tokens: int
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where and how to send: base URL (scheme://host:port), served model, API kind, per-request timeout."""
+
+    base_url: str
+    model: str
+    api: str = "chat"
+    timeout_s: float = 300.0
+    headers: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def path(self) -> str:
+        return "/v1/chat/completions" if self.api == "chat" else "/v1/completions"
+
+    def body(self, prompt: Prompt) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": prompt.max_tokens,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            # vLLM and SGLang: generate exactly max_tokens, so the output length is the request shape's.
+            "ignore_eos": True,
+            "min_tokens": prompt.max_tokens,
+            "temperature": 0.0,
+        }
+        if self.api == "chat":
+            body["messages"] = [{"role": "user", "content": prompt.text}]
+        else:
+            body["prompt"] = prompt.text
+        return body
+
+
+@dataclass
+class Record:
+    """One request, times in seconds on the perf_counter clock."""
+
+    index: int
+    scheduled: float
+    sent: float = math.nan
+    chunks: list[float] = field(default_factory=list)  # arrival of each chunk that carried text
+    end: float = math.nan
+    outcome: str = "incomplete"
+    detail: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    usage: bool = False  # the counts are the server's usage report
+
+    @property
+    def ttft_ms(self) -> float:
+        return (self.chunks[0] - self.scheduled) * 1e3
+
+    @property
+    def latency_ms(self) -> float:
+        return (self.end - self.scheduled) * 1e3
+
+    @property
+    def dispatch_lag_ms(self) -> float:
+        return (self.sent - self.scheduled) * 1e3
+
+    def gaps_ms(self) -> np.ndarray:
+        return np.diff(np.asarray(self.chunks)) * 1e3
+
+    @property
+    def tpot_ms(self) -> float | None:
+        """(e2e − TTFT) / (output tokens − 1): the vLLM / GenAI-Perf definition; None for one token."""
+        if self.output_tokens < 2:
+            return None
+        return (self.end - self.chunks[0]) * 1e3 / (self.output_tokens - 1)
+
+    @property
+    def user_rate(self) -> float | None:
+        """Output tokens ÷ (e2e − TTFT): what one user sees, in tokens/s; None without a decode time."""
+        decode = self.end - self.chunks[0] if self.chunks else 0.0
+        return self.output_tokens / decode if decode > 0 and self.output_tokens > 1 else None
+
+
+class StreamError(Exception):
+    """The answer broke the protocol (malformed SSE, an error event, not a stream): the request is an error."""
+
+
+def _chunk_text(event: dict[str, Any]) -> str:
+    choices = event.get("choices") or []
+    if not choices:
+        return ""
+    choice = choices[0]
+    if not isinstance(choice, dict):
+        raise StreamError("a choice is not an object")
+    delta = choice.get("delta")
+    if isinstance(delta, dict):  # chat
+        return str(delta.get("content") or "") + str(delta.get("reasoning_content") or "")
+    return str(choice.get("text") or "")
+
+
+class SseReader:
+    """Incremental server-sent-events parser: feed bytes, get the data payloads of complete events."""
+
+    def __init__(self) -> None:
+        self._buffer = b""
+
+    def feed(self, data: bytes) -> list[str]:
+        self._buffer += data.replace(b"\r\n", b"\n")
+        *events, self._buffer = self._buffer.split(b"\n\n")
+        out = []
+        for event in events:
+            lines = [ln[5:].lstrip() for ln in event.split(b"\n") if ln.startswith(b"data:")]
+            if lines:
+                out.append(b"\n".join(lines).decode("utf-8", "replace"))
+        return out
+
+    @property
+    def pending(self) -> bool:
+        return bool(self._buffer.strip())
+
+
+def _event(payload: str) -> dict[str, Any]:
+    try:
+        event = json.loads(payload)
+    except ValueError:
+        raise StreamError(f"malformed SSE: data is not JSON: {payload[:80]!r}") from None
+    if not isinstance(event, dict):
+        raise StreamError(f"malformed SSE: data is not a JSON object: {payload[:80]!r}")
+    if "error" in event:
+        raise StreamError(f"error event: {str(event['error'])[:200]}")
+    return event
+
+
+async def _consume(response: httpx.Response, record: Record) -> bool:
+    """Read the stream into `record`; True when it ended with [DONE]."""
+    reader = SseReader()
+    async for data in response.aiter_bytes():
+        now = time.perf_counter()
+        for payload in reader.feed(data):
+            if payload == "[DONE]":
+                return True
+            event = _event(payload)
+            if _chunk_text(event):
+                record.chunks.append(now)
+            usage = event.get("usage")
+            if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
+                record.output_tokens, record.usage = usage["completion_tokens"], True
+                if isinstance(usage.get("prompt_tokens"), int):
+                    record.input_tokens = usage["prompt_tokens"]
+    return False
+
+
+async def send(client: httpx.AsyncClient, target: Target, prompt: Prompt, record: Record) -> Record:
+    """Send one request and fill `record`; never raises (every failure is the request's outcome)."""
+    record.input_tokens = prompt.input_tokens
+    record.sent = time.perf_counter()
+    try:
+        async with asyncio.timeout(target.timeout_s):
+            await _exchange(client, target, prompt, record)
+    except TimeoutError:
+        record.outcome, record.detail = "timeouts", f"no complete answer within {target.timeout_s:g} s"
+    except StreamError as exc:
+        record.outcome, record.detail = "errors", str(exc)
+    except httpx.HTTPError as exc:
+        record.outcome, record.detail = "errors", f"{type(exc).__name__}: {exc}"[:300]
+    record.end = time.perf_counter()
+    if record.outcome == "completed" and not record.usage:
+        record.output_tokens = len(record.chunks)
+    return record
+
+
+async def _exchange(client: httpx.AsyncClient, target: Target, prompt: Prompt, record: Record) -> None:
+    async with client.stream("POST", target.path, json=target.body(prompt)) as response:
+        if response.status_code != 200:
+            text = (await response.aread()).decode("utf-8", "replace")
+            raise StreamError(f"HTTP {response.status_code}: {text[:200]}")
+        kind = response.headers.get("content-type", "")
+        if not kind.startswith("text/event-stream"):
+            raise StreamError(f"not a stream: content-type {kind or 'absent'} (the server ignored stream=true)")
+        done = await _consume(response, record)
+    if done and record.chunks:
+        record.outcome = "completed"
+    elif done:
+        record.outcome, record.detail = "errors", "the stream ended with [DONE] but carried no text"
+    else:
+        record.detail = f"the stream ended before [DONE] after {len(record.chunks)} text chunks"
+
+
+@dataclass
+class LevelRun:
+    """The records of one load level, in scheduled order, and what the client measured of itself."""
+
+    records: list[Record]
+    loop_lag_ms: list[float]
+    started: float
+    planned: int
+
+
+def client(target: Target, connections: int) -> httpx.AsyncClient:
+    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+    timeout = httpx.Timeout(target.timeout_s, connect=min(30.0, target.timeout_s))
+    return httpx.AsyncClient(base_url=target.base_url, limits=limits, timeout=timeout, headers=dict(target.headers))
+
+
+async def _monitor(lags: list[float], stop: asyncio.Event) -> None:
+    while not stop.is_set():
+        before = time.perf_counter()
+        await asyncio.sleep(_MONITOR_PERIOD_S)
+        lags.append((time.perf_counter() - before - _MONITOR_PERIOD_S) * 1e3)
+
+
+async def open_loop(target: Target, prompts: Sequence[Prompt], offsets: np.ndarray, max_open: int) -> LevelRun:
+    """Send prompts[i] at offsets[i] seconds after the start, whatever is still in flight (up to `max_open`)."""
+    lags: list[float] = []
+    stop = asyncio.Event()
+    async with client(target, max_open) as http:
+        monitor = asyncio.create_task(_monitor(lags, stop))
+        origin = time.perf_counter() + 0.05
+        records = [Record(i, origin + float(t)) for i, t in enumerate(offsets)]
+        tasks = []
+        for record, prompt in zip(records, prompts, strict=True):
+            delay = record.scheduled - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.create_task(send(http, target, prompt, record)))
+        await asyncio.gather(*tasks)
+        stop.set()
+        await monitor
+    return LevelRun(records, lags, origin, len(records))
+
+
+async def closed_loop(target: Target, prompts: Sequence[Prompt], users: int) -> LevelRun:
+    """`users` users, each sending its next prompt when its previous request ends, until the prompts run out."""
+    lags: list[float] = []
+    stop = asyncio.Event()
+    records: list[Record] = []
+    queue = iter(enumerate(prompts))
+
+    async def user(http: httpx.AsyncClient) -> None:
+        scheduled = time.perf_counter()
+        for index, prompt in queue:
+            record = Record(index, scheduled)
+            records.append(record)
+            await send(http, target, prompt, record)
+            scheduled = record.end
+
+    async with client(target, users) as http:
+        monitor = asyncio.create_task(_monitor(lags, stop))
+        origin = time.perf_counter()
+        await asyncio.gather(*(user(http) for _ in range(users)))
+        stop.set()
+        await monitor
+    records.sort(key=lambda r: r.index)
+    return LevelRun(records, lags, origin, len(prompts))
+
+
+def arrivals(rate: float, count: int, seed: int, burstiness: float = 1.0) -> np.ndarray:
+    """Arrival offsets (s) of `count` requests at `rate`/s: gamma gaps of shape k = burstiness (1: Poisson).
+
+    As runners/server.poisson_arrivals, the gaps are rescaled to span exactly (count − 1)/rate, so a level's
+    realised rate is its target and not the sampling noise of its own schedule (exact for Poisson: given the
+    count, its arrivals are uniform order statistics; for gamma the shape of the gaps is kept).
+    """
+    if rate <= 0 or count < 1 or burstiness <= 0:
+        raise ValueError("arrivals need a positive rate, count and burstiness")
+    gaps = np.random.default_rng(seed).gamma(burstiness, 1.0 / (rate * burstiness), size=count)
+    gaps[0] = 0.0
+    if count > 1:
+        gaps[1:] *= (count - 1) / rate / gaps[1:].sum()
+    return np.cumsum(gaps)

@@ -1,0 +1,202 @@
+"""The OpenAI-compatible API of the project's endpoints (reference and simulated), over `httpserver`.
+
+    GET  /v1/models             the one served model
+    GET  /version               {"version": ...} as vLLM answers it
+    GET  /metrics               Prometheus text: request and token counters, requests running and waiting
+    POST /v1/completions        {"model", "prompt", "max_tokens", "stream", "stream_options": {"include_usage"}}
+    POST /v1/chat/completions   {"model", "messages", "max_tokens" | "max_completion_tokens", "stream", ...}
+
+Streaming answers are server-sent events, one token per event, ended by `data: [DONE]`, with a final usage
+event when `stream_options.include_usage` is set (as vLLM and OpenAI do). The tokenizer is whitespace words: a
+prompt of N words is N input tokens, and each generated token is one word, so counts are exact on both sides.
+
+`fault` makes an endpoint misbehave on purpose, for the load generator's bad-input tests: "no-stream" (answers
+whole JSON even when asked to stream), "errors" (HTTP 500 on every request), "malformed" (broken SSE),
+"truncate" (closes the stream before [DONE]).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .httpserver import HttpRequest, Response
+
+FAULTS = ("none", "no-stream", "errors", "malformed", "truncate")
+MAX_TOKENS_LIMIT = 65_536
+
+
+class Engine(Protocol):
+    """What generates tokens behind the API."""
+
+    model: str
+    engine: str
+    version: str
+
+    def generate(self, prompt: str, max_tokens: int) -> AsyncIterator[str]:
+        """The text of each generated token, as it is generated (waits for a free slot first)."""
+        ...
+
+    def gauges(self) -> dict[str, float]:
+        """Engine gauges for /metrics (requests running, waiting)."""
+        ...
+
+
+@dataclass
+class Counters:
+    requests: int = 0
+    prompt_tokens: int = 0
+    generation_tokens: int = 0
+    started: float = field(default_factory=time.time)
+
+
+def _error(message: str, status: int) -> Response:
+    return Response.of_json({"error": {"message": message, "type": "invalid_request_error", "code": status}}, status)
+
+
+def _prompt_text(body: dict[str, Any], chat: bool) -> str:
+    if not chat:
+        prompt = body.get("prompt")
+        if isinstance(prompt, list):
+            prompt = " ".join(str(p) for p in prompt)
+        if not isinstance(prompt, str):
+            raise ValueError("'prompt' must be a string")
+        return prompt
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise ValueError("'messages' must be a non-empty list")
+    parts = []
+    for m in messages:
+        content = m.get("content") if isinstance(m, dict) else None
+        if isinstance(content, list):  # content parts: keep the text ones
+            content = " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+        parts.append(str(content or ""))
+    return " ".join(parts)
+
+
+class OpenAIApi:
+    """Routes requests to an Engine; `fault` injects one misbehaviour (see the module docstring)."""
+
+    def __init__(self, engine: Engine, fault: str = "none") -> None:
+        if fault not in FAULTS:
+            raise ValueError(f"fault must be one of {', '.join(FAULTS)}, not {fault!r}")
+        self.engine, self.fault, self.counters = engine, fault, Counters()
+
+    async def __call__(self, request: HttpRequest) -> Response:
+        route = (request.method, request.path)
+        if route == ("GET", "/v1/models"):
+            return Response.of_json(self._models())
+        if route == ("GET", "/version"):
+            return Response.of_json({"version": self.engine.version})
+        if route == ("GET", "/metrics"):
+            return Response(content_type="text/plain; version=0.0.4", body=self._metrics().encode())
+        if route == ("GET", "/health"):
+            return Response()
+        if route in (("POST", "/v1/completions"), ("POST", "/v1/chat/completions")):
+            return self._generate(request, chat=request.path.endswith("chat/completions"))
+        return _error(f"no route {request.method} {request.path}", 404)
+
+    def _models(self) -> dict[str, Any]:
+        created = int(self.counters.started)
+        model = {"id": self.engine.model, "object": "model", "created": created, "owned_by": self.engine.engine}
+        return {"object": "list", "data": [model]}
+
+    def _metrics(self) -> str:
+        c, name = self.counters, self.engine.model
+        lines = [
+            f'vllm:request_success_total{{model_name="{name}"}} {c.requests}',
+            f'vllm:prompt_tokens_total{{model_name="{name}"}} {c.prompt_tokens}',
+            f'vllm:generation_tokens_total{{model_name="{name}"}} {c.generation_tokens}',
+        ]
+        lines += [f'vllm:{k}{{model_name="{name}"}} {v}' for k, v in self.engine.gauges().items()]
+        return "\n".join(lines) + "\n"
+
+    def _generate(self, request: HttpRequest, chat: bool) -> Response:
+        try:
+            body = request.json()
+            if not isinstance(body, dict):
+                raise ValueError("the body must be a JSON object")
+            prompt = _prompt_text(body, chat)
+            max_tokens = int(body.get("max_completion_tokens") or body.get("max_tokens") or 16)
+        except (ValueError, TypeError) as exc:
+            return _error(f"bad request: {exc}", 400)
+        if body.get("model") != self.engine.model:
+            return _error(f"model {body.get('model')!r} is not served here (serving {self.engine.model!r})", 404)
+        if not 1 <= max_tokens <= MAX_TOKENS_LIMIT:
+            return _error(f"max_tokens must be between 1 and {MAX_TOKENS_LIMIT}", 400)
+        if self.fault == "errors":
+            return _error("simulated engine failure", 500)
+        call = _Call(self, chat, prompt, max_tokens, body)
+        if not body.get("stream") or self.fault == "no-stream":
+            return Response(stream=call.whole())
+        return Response(content_type="text/event-stream", stream=call.events())
+
+
+class _Call:
+    """One generation request: the token stream shaped as SSE events or as one JSON answer."""
+
+    def __init__(self, api: OpenAIApi, chat: bool, prompt: str, max_tokens: int, body: dict[str, Any]) -> None:
+        self.api, self.chat, self.prompt, self.max_tokens = api, chat, prompt, max_tokens
+        self.prompt_tokens = len(prompt.split())
+        options = body.get("stream_options")
+        self.usage_wanted = isinstance(options, dict) and bool(options.get("include_usage"))
+        self.id = f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex}"
+        self.generated = 0
+
+    def _chunk(self, text: str | None, finish: str | None) -> dict[str, Any]:
+        choice: dict[str, Any] = {"index": 0, "finish_reason": finish}
+        if self.chat:
+            choice["delta"] = {"content": text} if text is not None else {}
+        else:
+            choice["text"] = text or ""
+        kind = "chat.completion.chunk" if self.chat else "text_completion"
+        return {"id": self.id, "object": kind, "created": int(time.time()), "model": self.api.engine.model,
+                "choices": [choice]}  # fmt: skip
+
+    def _usage(self) -> dict[str, int]:
+        total = self.prompt_tokens + self.generated
+        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.generated, "total_tokens": total}
+
+    def _count(self) -> None:
+        c = self.api.counters
+        c.requests, c.prompt_tokens, c.generation_tokens = (
+            c.requests + 1,
+            c.prompt_tokens + self.prompt_tokens,
+            c.generation_tokens + self.generated,
+        )
+
+    async def events(self) -> AsyncIterator[bytes]:
+        fault = self.api.fault
+        async for text in self.api.engine.generate(self.prompt, self.max_tokens):
+            self.generated += 1
+            if fault == "malformed" and self.generated == 2:
+                yield b'data: {"id": "broken", "choices": [{"delta": \n\n'
+                continue
+            yield b"data: " + json.dumps(self._chunk(text, None)).encode() + b"\n\n"
+            if fault == "truncate" and self.generated * 2 >= self.max_tokens:
+                return
+        yield b"data: " + json.dumps(self._chunk(None, "length")).encode() + b"\n\n"
+        if self.usage_wanted:
+            usage = {**self._chunk(None, None), "choices": [], "usage": self._usage()}
+            yield b"data: " + json.dumps(usage).encode() + b"\n\n"
+        self._count()
+        yield b"data: [DONE]\n\n"
+
+    async def whole(self) -> AsyncIterator[bytes]:
+        texts = [text async for text in self.api.engine.generate(self.prompt, self.max_tokens)]
+        self.generated = len(texts)
+        self._count()
+        content = "".join(texts)
+        choice: dict[str, Any] = {"index": 0, "finish_reason": "length"}
+        if self.chat:
+            choice["message"] = {"role": "assistant", "content": content}
+        else:
+            choice["text"] = content
+        kind = "chat.completion" if self.chat else "text_completion"
+        answer = {"id": self.id, "object": kind, "created": int(time.time()), "model": self.api.engine.model,
+                  "choices": [choice], "usage": self._usage()}  # fmt: skip
+        yield json.dumps(answer).encode()

@@ -1,0 +1,176 @@
+"""A serving run: check everything that can be checked before load, then measure each level of the sweep.
+
+    describe the endpoint (GET /v1/models, /version, /metrics) -> refuse what the deployment leaves unsaid
+    (skeleton document validated) -> one streamed probe request -> levels in load order, one document each
+
+The automatic sweep (open loop) starts at `start` req/s and multiplies the rate by `factor` each level. It stops
+at the first level where an objective fails ("ttft_ms p99 objective failed"), where the client fell behind,
+or where throughput stopped growing: tokens/s rose by less than a quarter of the load's rise over the best
+level so far (at saturation the completions stay at the capacity however high the offered load). The knee is
+the highest load measured before the stop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from protocol import rules
+
+from ..record import now
+from . import probe
+from .document import Context, Sweep, document, skeleton_errors
+from .levels import Level, Objectives
+from .loadgen import LevelRun, arrivals, client, closed_loop, open_loop
+
+GROWTH_SHARE = 0.25
+MAX_LEVELS = 50
+MAX_OPEN = 20_000
+
+
+class Refused(Exception):
+    """The run cannot start; `reasons` say what and where. Nothing was sent."""
+
+    def __init__(self, reasons: list[str]) -> None:
+        self.reasons = reasons
+        super().__init__("; ".join(reasons))
+
+
+@dataclass(frozen=True)
+class LoadPlan:
+    """mode "request-rate" (loads in req/s), "concurrency" (users) or "automatic" (rates from start × factor^i)."""
+
+    mode: str
+    loads: tuple[float, ...] = ()
+    duration_s: float = 30.0
+    min_requests: int = 100
+    max_requests: int = 20_000
+    start: float = 1.0
+    factor: float = 1.5
+    max_levels: int = 12
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("request-rate", "concurrency", "automatic"):
+            raise ValueError(f"load mode: request-rate, concurrency or automatic; not {self.mode!r}")
+        if self.mode != "automatic" and (not self.loads or min(self.loads) <= 0 or len(self.loads) > MAX_LEVELS):
+            raise ValueError(f"give 1 to {MAX_LEVELS} positive loads")
+        if self.mode == "concurrency" and any(x != int(x) or x > MAX_OPEN for x in self.loads):
+            raise ValueError(f"concurrency levels are whole numbers up to {MAX_OPEN}")
+        if self.mode == "automatic" and not (self.start > 0 and self.factor > 1 and 1 <= self.max_levels <= MAX_LEVELS):
+            raise ValueError(f"an automatic sweep needs start > 0, factor > 1 and 1 to {MAX_LEVELS} levels")
+        if not (rules.MIN_WINDOW_ITERATIONS <= self.min_requests <= self.max_requests <= 1_000_000):
+            raise ValueError(f"requests per level: {rules.MIN_WINDOW_ITERATIONS} <= min <= max <= 1,000,000")
+        if self.duration_s < rules.MIN_WINDOW_SECONDS:
+            raise ValueError(f"a level's schedule lasts at least {rules.MIN_WINDOW_SECONDS:g} s (--duration)")
+
+    @property
+    def open_loop(self) -> bool:
+        return self.mode != "concurrency"
+
+    def count(self, load: float) -> int:
+        per_second = load if self.open_loop else load * 2  # closed loop: about two requests a second per user
+        return min(self.max_requests, max(self.min_requests, math.ceil(per_second * self.duration_s)))
+
+
+async def _measure(ctx: Context, plan: LoadPlan, load: float, index: int) -> LevelRun:
+    count = plan.count(load)
+    prompts = ctx.shape.prompts(count, ctx.seed + index)
+    if plan.open_loop:
+        offsets = arrivals(load, count, ctx.seed + index, ctx.sweep.burstiness or 1.0)
+        return await open_loop(ctx.target, prompts, offsets, min(MAX_OPEN, count))
+    return await closed_loop(ctx.target, prompts, int(load))
+
+
+def _stop(level: Level, best: Level | None, plan: LoadPlan) -> str | None:
+    failed = level.objective_failed()
+    if failed:
+        return failed
+    if not level.client()[0]["kept_up"]:
+        return "client fell behind"
+    if best is not None and best.tokens_per_second() > 0:
+        gain = level.tokens_per_second() / best.tokens_per_second() - 1
+        if gain < GROWTH_SHARE * (level.load / best.load - 1):
+            return "throughput stopped growing"
+    return None
+
+
+def new_sweep(plan: LoadPlan, arrival: str, burstiness: float | None) -> Sweep:
+    levels = None if plan.mode == "automatic" else len(plan.loads)
+    return Sweep(uuid.uuid4().hex, plan.mode, levels, arrival, burstiness)
+
+
+async def run(
+    ctx: Context, plan: LoadPlan, objectives: Objectives, emit: Callable[[dict[str, Any]], None]
+) -> list[Level]:
+    """Check, then measure every level, calling `emit(document)` as each is done. Raises Refused or EndpointError."""
+    try:
+        info = await probe.describe(ctx.target)
+    except probe.EndpointError as exc:
+        raise Refused([str(exc)]) from None
+    mode = "request-rate" if plan.open_loop else "concurrency"
+    first = plan.start if plan.mode == "automatic" else plan.loads[0]
+    errors = skeleton_errors(ctx, info, mode, first, objectives.section())
+    if errors:
+        raise Refused(errors)
+    if plan.mode == "automatic" and objectives.section() is None:
+        raise Refused(["an automatic sweep needs an objective (--ttft-slo-ms, --tpot-slo-ms or --latency-slo-ms)"])
+    try:
+        await probe.check_streaming(ctx.target)
+    except probe.EndpointError as exc:
+        raise Refused([str(exc)]) from None
+    return await _levels(ctx, plan, objectives, info, emit)
+
+
+async def _levels(
+    ctx: Context,
+    plan: LoadPlan,
+    objectives: Objectives,
+    info: probe.EndpointInfo,
+    emit: Callable[[dict[str, Any]], None],
+) -> list[Level]:
+    mode = "request-rate" if plan.open_loop else "concurrency"
+    loads = (
+        list(plan.loads) if plan.mode != "automatic" else [plan.start * plan.factor**i for i in range(plan.max_levels)]
+    )
+    done: list[Level] = []
+    best: Level | None = None
+    async with client(ctx.target, 2) as http:
+        for index, load in enumerate(loads):
+            load = round(load, 4) if plan.open_loop else load
+            before = await probe.metrics(http)
+            level = Level(mode, load, await _measure(ctx, plan, load, index), objectives)
+            after = await probe.metrics(http)
+            stop = _stop(level, best, plan) if plan.mode == "automatic" else None
+            if plan.mode == "automatic" and stop is None and index == len(loads) - 1:
+                stop = f"the planned {plan.max_levels} levels were measured"
+            emit(document(ctx, level, index, stop, info, _delta(before, after)))
+            done.append(level)
+            if best is None or level.tokens_per_second() > best.tokens_per_second():
+                best = level
+            if stop is not None:
+                break
+    return done
+
+
+def _delta(before: dict[str, float] | None, after: dict[str, float] | None) -> dict[str, float]:
+    """Counters' change over the level (names ending in _total), gauges as read after it."""
+    if not after:
+        return {}
+    out = {}
+    for name, value in after.items():
+        out[name] = value - (before or {}).get(name, 0.0) if name.endswith("_total") else value
+    return out
+
+
+def context(**kwargs: Any) -> Context:
+    return Context(started_at=now(), **kwargs)
+
+
+def run_sync(
+    ctx: Context, plan: LoadPlan, objectives: Objectives, emit: Callable[[dict[str, Any]], None]
+) -> list[Level]:
+    return asyncio.run(run(ctx, plan, objectives, emit))

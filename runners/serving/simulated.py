@@ -1,0 +1,179 @@
+"""A simulated OpenAI-compatible endpoint whose latency law is known, so measurements can be checked against truth.
+
+The law: `capacity` requests are served at once (a continuous-batching engine's slots); a request arriving when
+all are busy waits in a FIFO queue. Once in a slot, its first token comes after a service time drawn from
+`ttft`, and each next token after a gap drawn from `itl`; it generates exactly `max_tokens` tokens. Draws come
+from one seeded generator in arrival order. So below saturation the TTFT a client sees is the `ttft` law plus
+the queue wait (near zero while slots are free), every inter-token gap follows `itl`, and the capacity in
+requests/s is `capacity / E[service]` with E[service] = E[ttft] + (tokens - 1) E[itl]: the knee of a sweep.
+
+Tokens are emitted at absolute deadlines (slot start + the drawn times), so timer overshoot never accumulates.
+
+    python -m runners.serving.simulated --port 8100 --ttft-ms 80 --ttft-sigma 0.3 --itl-ms 15 --itl-sigma 0.2 \\
+        --capacity 16 --seed 7
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import math
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as sps
+
+from . import httpserver
+from .openai_api import FAULTS, OpenAIApi
+
+SIMULATED_VERSION = "1.0"
+
+
+@dataclass(frozen=True)
+class Delay:
+    """A delay law in ms: lognormal with this median and log-space sigma (sigma 0: the constant `median_ms`)."""
+
+    median_ms: float
+    sigma: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.median_ms) and self.median_ms >= 0 and 0 <= self.sigma <= 3):
+            raise ValueError(f"a delay needs a median >= 0 ms and 0 <= sigma <= 3, not {self}")
+
+    @property
+    def mean_ms(self) -> float:
+        return self.median_ms * math.exp(self.sigma**2 / 2)
+
+    def quantile(self, q: float) -> float:
+        """The law's q-quantile (0-1) in ms."""
+        if self.sigma == 0 or self.median_ms == 0:
+            return self.median_ms
+        return float(sps.lognorm.ppf(q, self.sigma, scale=self.median_ms))
+
+    def density(self, x_ms: float) -> float:
+        """The law's density at x (per ms): the sampling error of a quantile estimate depends on it."""
+        if self.sigma == 0 or self.median_ms == 0:
+            return math.inf
+        return float(sps.lognorm.pdf(x_ms, self.sigma, scale=self.median_ms))
+
+    def draw(self, rng: np.random.Generator, size: int) -> np.ndarray:
+        if self.sigma == 0:
+            return np.full(size, self.median_ms)
+        return np.asarray(self.median_ms * np.exp(rng.normal(0.0, self.sigma, size)))
+
+
+@dataclass(frozen=True)
+class Law:
+    """The simulated engine's latency law (module docstring)."""
+
+    ttft: Delay
+    itl: Delay
+    capacity: int = 16
+    seed: int = 0
+
+    def service_ms(self, output_tokens: float) -> float:
+        """Mean time a request holds a slot, in ms."""
+        return self.ttft.mean_ms + max(output_tokens - 1, 0) * self.itl.mean_ms
+
+    def capacity_rps(self, output_tokens: float) -> float:
+        """Requests per second the slots complete at saturation: where throughput stops growing."""
+        return self.capacity / (self.service_ms(output_tokens) / 1e3)
+
+
+def queue_ttft_ms(law: Law, rate: float, output_tokens: int, count: int, seed: int) -> np.ndarray:
+    """TTFTs (ms) of `count` Poisson arrivals at `rate` under `law`, by discrete-event simulation of the slots.
+
+    What the law predicts a perfect client would measure, queueing included: tests place a sweep's knee with it.
+    """
+    rng = np.random.default_rng(seed)
+    arrivals = np.cumsum(rng.exponential(1e3 / rate, count))
+    ttft = law.ttft.draw(rng, count)
+    service = ttft + law.itl.draw(rng, count * max(output_tokens - 1, 0)).reshape(count, -1).sum(axis=1)
+    free = np.zeros(law.capacity)  # when each slot frees up (ms)
+    out = np.empty(count)
+    for i, t in enumerate(arrivals):
+        slot = int(np.argmin(free))
+        start = max(t, free[slot])
+        free[slot] = start + service[i]
+        out[i] = start - t + ttft[i]
+    return out
+
+
+class SimulatedEngine:
+    """Generates tokens on the law's schedule (see the module docstring)."""
+
+    engine = "benchreg-simulated"
+    version = SIMULATED_VERSION
+
+    def __init__(self, law: Law, model: str = "simulated") -> None:
+        self.law, self.model = law, model
+        self._rng = np.random.default_rng(law.seed)
+        self._slots: asyncio.Semaphore | None = None
+        self.running = 0
+        self.waiting = 0
+
+    def gauges(self) -> dict[str, float]:
+        return {"num_requests_running": self.running, "num_requests_waiting": self.waiting}
+
+    async def generate(self, prompt: str, max_tokens: int) -> AsyncIterator[str]:
+        # Draws happen on arrival, in arrival order, so a seed fixes every request's times.
+        ttft = float(self.law.ttft.draw(self._rng, 1)[0])
+        gaps = self.law.itl.draw(self._rng, max(max_tokens - 1, 0))
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self.law.capacity)
+        loop = asyncio.get_running_loop()
+        self.waiting += 1
+        async with self._slots:
+            self.waiting -= 1
+            self.running += 1
+            try:
+                deadline = loop.time() + ttft / 1e3
+                for i in range(max_tokens):
+                    if i:
+                        deadline += float(gaps[i - 1]) / 1e3
+                    delay = deadline - loop.time()
+                    if delay > 0:
+                        await asyncio.sleep(delay)
+                    yield f" w{i % 1000}"
+            finally:
+                self.running -= 1
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="benchreg serve-simulated", description=__doc__.split("\n\n")[0])
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8100, help="0: any free port (printed)")
+    p.add_argument("--model", default="simulated")
+    p.add_argument("--ttft-ms", type=float, default=50.0, help="median service time to the first token (ms)")
+    p.add_argument("--ttft-sigma", type=float, default=0.25, help="lognormal sigma of it (0: constant)")
+    p.add_argument("--itl-ms", type=float, default=10.0, help="median gap between tokens (ms)")
+    p.add_argument("--itl-sigma", type=float, default=0.2, help="lognormal sigma of it (0: constant)")
+    p.add_argument("--capacity", type=int, default=16, help="requests served at once; more wait in a queue")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--fault", choices=FAULTS, default="none", help="misbehave on purpose (tests)")
+    return p
+
+
+async def serve(law: Law, host: str, port: int, model: str, fault: str = "none") -> None:
+    server = await httpserver.start(OpenAIApi(SimulatedEngine(law, model), fault), host, port)
+    bound = server.sockets[0].getsockname()
+    print(f"serving {model!r} on http://{bound[0]}:{bound[1]}", flush=True)
+    async with server:
+        await server.serve_forever()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if args.capacity < 1:
+        print("error: --capacity must be at least 1", flush=True)
+        return 2
+    law = Law(Delay(args.ttft_ms, args.ttft_sigma), Delay(args.itl_ms, args.itl_sigma), args.capacity, args.seed)
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve(law, args.host, args.port, args.model, args.fault))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

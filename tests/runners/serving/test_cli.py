@@ -1,0 +1,58 @@
+"""`benchreg run serving`: refusals before any load, and documents that pass protocol 1.2."""
+
+from __future__ import annotations
+
+import json
+
+import protocol
+from runners.cli import main
+
+DEPLOYMENT = ["--accelerator-vendor", "NVIDIA", "--accelerator-model", "H100 SXM", "--accelerator-count", "1",
+              "--nodes", "1", "--engine", "benchreg-simulated", "--tensor-parallel", "1", "--weights", "bf16",
+              "--activations", "bf16", "--kv-cache", "bf16"]  # fmt: skip
+
+
+def _run(url, tmp_path, *extra):
+    args = ["run", "serving", "--endpoint", url, "--model", "simulated", "--input-tokens", "16", "--output-tokens",
+            "6", "--duration", "2", "--min-requests", "12", "--out", str(tmp_path), *extra]  # fmt: skip
+    return main(args)
+
+
+def test_a_run_lacking_the_deployment_is_refused_with_pointers_before_any_load(endpoint, tmp_path, capsys):
+    url = endpoint("--ttft-ms", "5", "--itl-ms", "2")
+    assert _run(url, tmp_path, "--request-rates", "4") == 2
+    err = capsys.readouterr().err
+    assert "refused before any load was sent" in err
+    assert "/system/accelerators/0/model (--accelerator-model" in err and "/precision/kv_cache" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_unreachable_endpoint_is_refused_and_nothing_is_stored(tmp_path, capsys):
+    assert _run("http://127.0.0.1:9", tmp_path, "--request-rates", "4", *DEPLOYMENT) == 2
+    assert "cannot reach http://127.0.0.1:9" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_server_that_does_not_stream_or_breaks_sse_is_refused(endpoint, tmp_path, capsys):
+    for fault, words in (("no-stream", "not a stream"), ("malformed", "malformed SSE"), ("errors", "HTTP 500")):
+        url = endpoint("--ttft-ms", "1", "--itl-ms", "1", "--fault", fault)
+        assert _run(url, tmp_path, "--request-rates", "4", *DEPLOYMENT) == 2
+        assert words in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_each_level_is_one_valid_document_sharing_the_sweep(endpoint, tmp_path):
+    # 12 requests of 100 + 5 × 20 ms: over the protocol's 1 s window minimum at both levels.
+    url = endpoint("--ttft-ms", "100", "--itl-ms", "20", "--capacity", "64")
+    assert _run(url, tmp_path, "--concurrency", "1,2", *DEPLOYMENT) == 0
+    docs = sorted(
+        (json.loads(p.read_text()) for p in tmp_path.iterdir()), key=lambda d: d["scenario"]["sweep"]["index"]
+    )
+    assert [d["scenario"]["concurrency"] for d in docs] == [1, 2]
+    assert len({d["scenario"]["sweep"]["id"] for d in docs}) == 1
+    for doc in docs:
+        protocol.check(doc)
+        assert doc["protocol"] == "benchreg.submission/1.2" and doc["scenario"]["arrival"] == "closed-loop"
+        assert doc["metrics"]["requests"]["completed"] == doc["metrics"]["requests"]["sent"] == 12
+        assert doc["metrics"]["token_counts"]["counted_by"] == "server-usage"
+        assert doc["software"]["serving"]["version"] == "1.0"  # told by the endpoint's /version

@@ -1,0 +1,118 @@
+"""The load generator against the simulated endpoint, whose latency law is the truth (runners/serving/simulated).
+
+Tolerances come from the sampling error: a nearest-rank quantile of n draws has standard error
+sqrt(q(1-q)/n) / f(x_q) (f the law's density), and the check allows 4 of them, plus the host's timer lateness
+measured in the test (asyncio.sleep's p99 overshoot here), which the endpoint's own token timers also suffer.
+A level whose client fell behind gives no verdict: the test then skips, naming why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+
+import numpy as np
+import pytest
+
+from protocol.percentiles import quantile
+from runners.serving.levels import Level, Objectives
+from runners.serving.loadgen import Target, arrivals, closed_loop, open_loop
+from runners.serving.shapes import RequestShape, TokenLaw
+from runners.serving.simulated import Delay, Law, queue_ttft_ms
+
+LAW = Law(ttft=Delay(60.0, 0.3), itl=Delay(12.0, 0.25), capacity=32, seed=3)
+TOKENS = 12
+
+
+def _overshoot_ms() -> float:
+    async def measure() -> list[float]:
+        out = []
+        for _ in range(200):
+            t = time.perf_counter()
+            await asyncio.sleep(0.002)
+            out.append((time.perf_counter() - t - 0.002) * 1e3)
+        return out
+
+    return float(np.quantile(asyncio.run(measure()), 0.99))
+
+
+def _tolerance(law: Delay, q: float, n: int, slack_ms: float) -> float:
+    x = law.quantile(q)
+    return 4 * math.sqrt(q * (1 - q) / n) / law.density(x) + slack_ms
+
+
+def _level(url: str, rate: float, count: int) -> Level:
+    target = Target(url, "simulated", "chat", timeout_s=60)
+    prompts = RequestShape(TokenLaw(32), TokenLaw(TOKENS)).prompts(count, 1)
+    run = asyncio.run(open_loop(target, prompts, arrivals(rate, count, 1), count))
+    return Level("request-rate", rate, run, Objectives(ttft_ms=1000))
+
+
+def _p(values: np.ndarray, q: float) -> float:
+    return float(quantile(values, q, "inverted_cdf"))
+
+
+def test_it_measures_ttft_itl_and_throughput_as_the_law_sets_them(endpoint):
+    slack = _overshoot_ms()
+    url = endpoint("--ttft-ms", "60", "--ttft-sigma", "0.3", "--itl-ms", "12", "--itl-sigma", "0.25",
+                   "--capacity", "32", "--seed", "3")  # fmt: skip
+    rate, count = 8.0, 240  # utilisation 8 / (32 / 0.196 s) = 5%: queueing is negligible
+    level = _level(url, rate, count)
+    _client, reasons = level.client()
+    if reasons:
+        pytest.skip(f"no verdict on this host: {'; '.join(reasons)}")
+    assert level.counts() == {"sent": count, "completed": count, "errors": 0, "timeouts": 0, "incomplete": 0}
+    ttft, itl = level.series("ttft_ms"), level.series("itl_ms")
+    for q in (0.5, 0.9):
+        assert abs(_p(ttft, q) - LAW.ttft.quantile(q)) <= _tolerance(LAW.ttft, q, ttft.size, slack), q
+        assert abs(_p(itl, q) - LAW.itl.quantile(q)) <= _tolerance(LAW.itl, q, itl.size, 2 * slack), q
+    # Every completed request brings TOKENS tokens: throughput is the completed rate times TOKENS, and the
+    # completed rate is the schedule's (exactly `rate` by construction) stretched by the last request's tail.
+    expected = count * TOKENS / ((count - 1) / rate + level.run.records[-1].latency_ms / 1e3)
+    assert level.tokens_per_second() == pytest.approx(expected, rel=0.02)
+
+
+def test_latency_runs_from_the_scheduled_arrival_so_queueing_is_charged(endpoint):
+    url = endpoint("--ttft-ms", "40", "--ttft-sigma", "0", "--itl-ms", "10", "--itl-sigma", "0", "--capacity", "1")
+    # One slot, each request holds it 40 + 11 * 10 = 150 ms; 20 arrivals at 20/s pile up behind each other.
+    level = _level(url, 20.0, 20)
+    ttft = level.series("ttft_ms")
+    predicted = queue_ttft_ms(Law(Delay(40), Delay(10), 1), 20.0, TOKENS, 20_000, 0)
+    assert _p(ttft, 0.9) > 10 * 40  # far above the 40 ms service time: the queue wait is counted
+    assert float(np.median(predicted)) > 40  # the law agrees the queue dominates at this load
+
+
+def test_closed_loop_counts_every_request_once(endpoint):
+    url = endpoint("--ttft-ms", "5", "--itl-ms", "2", "--capacity", "8")
+    target = Target(url, "simulated", "completions", timeout_s=60)
+    prompts = RequestShape(TokenLaw(8), TokenLaw(4)).prompts(40, 2)
+    run = asyncio.run(closed_loop(target, prompts, 4))
+    level = Level("concurrency", 4, run, Objectives())
+    assert level.counts()["completed"] == 40 and [r.index for r in run.records] == list(range(40))
+    assert all(r.usage and r.output_tokens == 4 for r in run.records)
+
+
+@pytest.mark.parametrize(
+    ("fault", "outcome", "detail"),
+    [
+        ("errors", "errors", "HTTP 500"),
+        ("malformed", "errors", "malformed SSE"),
+        ("truncate", "incomplete", "ended before [DONE]"),
+        ("no-stream", "errors", "not a stream"),
+    ],
+)
+def test_each_broken_answer_is_counted_under_its_outcome(endpoint, fault, outcome, detail):
+    url = endpoint("--ttft-ms", "2", "--itl-ms", "1", "--fault", fault)
+    level = _level(url, 50.0, 10)
+    counts = level.counts()
+    assert counts["sent"] == 10 and counts[outcome] == 10
+    assert all(detail in (r.detail or "") for r in level.run.records)
+
+
+def test_a_request_past_its_timeout_is_counted_as_a_timeout(endpoint):
+    url = endpoint("--ttft-ms", "3000", "--ttft-sigma", "0")
+    target = Target(url, "simulated", "chat", timeout_s=0.3)
+    prompts = RequestShape(TokenLaw(8), TokenLaw(4)).prompts(3, 2)
+    run = asyncio.run(open_loop(target, prompts, arrivals(10.0, 3, 1), 3))
+    assert [r.outcome for r in run.records] == ["timeouts"] * 3
