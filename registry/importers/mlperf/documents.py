@@ -31,11 +31,12 @@ from .rules import (
     RoundRules,
     round_rules,
 )
+from .rules import PROTOCOL as MLPERF_PROTOCOL
 from .systems import publication_facets, software_section, system_section
 
 # The protocol version these documents are written in: 1.1 adds the fp4/fp6 formats and origin.rules_source
 # / mapped_benchmark, which every MLPerf document may carry.
-PROTOCOL = f"{rules.PROTOCOL_NAME}/{rules.PROTOCOL_VERSION_LATEST}"
+PROTOCOL = MLPERF_PROTOCOL
 
 
 def build_document(

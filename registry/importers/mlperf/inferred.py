@@ -20,10 +20,10 @@ from decimal import Decimal
 from typing import Any
 
 import protocol
-from protocol import rules as protocol_rules
 
 from .plan import SourceError
 from .rules import ARRIVAL, SCENARIOS
+from .rules import PROTOCOL as MLPERF_PROTOCOL
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ def derive(
         "from_location": from_location,
         "from_digest": protocol.digest(from_document) if from_document is not None else None,
     }
-    doc["protocol"] = f"{protocol_rules.PROTOCOL_NAME}/{protocol_rules.PROTOCOL_VERSION_LATEST}"
+    doc["protocol"] = MLPERF_PROTOCOL
     return doc
 
 

@@ -115,6 +115,11 @@ UNSTATED_VARIANT = {
 }
 
 
+# The protocol minor MLPerf documents are written in: the one whose fields they use (fp4/fp6, derivation, power
+# window, scaled time, rules_source). Pinned, not "the newest": a later minor must not change their digests.
+PROTOCOL = f"{protocol_rules.PROTOCOL_NAME}/1.1"
+
+
 UNSPECIFIED = "unspecified"  # schema sentinel: the source does not state one format of the closed list
 
 

@@ -24,11 +24,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from protocol import rules
-
 from .ledger import Ledger
 from .logs import read_json_object, read_mllog
 from .plan import Build, FileReport, ImportItem, ImportPlan, SourceError
+from .rules import PROTOCOL as MLPERF_PROTOCOL
 from .rules import UNSPECIFIED
 from .systems import publication_facets, software_section, system_section
 from .training_logs import Judged, judge, read_scaling, run_time
@@ -37,7 +36,7 @@ from .tree import all_files, inside, passed_over
 
 RESULT_FILE = re.compile(r"^result_.*\.txt$")
 # The newest minor: it has time_to_quality.scaling_factor / unscaled_seconds and runs[].quality.
-PROTOCOL = f"{rules.PROTOCOL_NAME}/{rules.PROTOCOL_VERSION_LATEST}"
+PROTOCOL = MLPERF_PROTOCOL
 
 
 class Run(NamedTuple):

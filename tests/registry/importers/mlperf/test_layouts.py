@@ -508,7 +508,7 @@ def test_documents_name_their_protocol_version_and_rules(tmp_path):
     root = _submission(tmp_path)
     _accuracy(root, "resnet50", "Offline", "accuracy=76.1%, good=38050, total=50000\nhash=r\n")
     doc = _only(tmp_path, round_name="v6.0").document
-    assert doc["protocol"] == "benchreg.submission/1.2"
+    assert doc["protocol"] == "benchreg.submission/1.1"
     origin = doc["provenance"]["origin"]
     assert origin["rules_source"].endswith("tools/submission/submission_checker/constants.py MODEL_CONFIG[v6.0]")
     assert origin["mapped_benchmark"] == "resnet"  # the checker's model_mapping: resnet50 -> resnet

@@ -128,7 +128,7 @@ def test_the_published_time_is_the_olympic_mean_times_the_scaling_factor(tmp_pat
     assert ttq["unscaled_seconds"] == pytest.approx(unscaled)
     assert ttq["scaling_factor"] == 1.0625 and ttq["seconds"] == pytest.approx(unscaled * 1.0625)
     assert "scaling_factor 1.0625 of scaling.json" in ttq["method"]
-    assert item.document["protocol"] == "benchreg.submission/1.2"
+    assert item.document["protocol"] == "benchreg.submission/1.1"
     used = {f.path: f.status for f in item.files}
     assert used["Acme/results/box/bert/scaling.json"] == "used"
     assert "results/box/bert/scaling.json" in item.document["provenance"]["origin"]["files"]
