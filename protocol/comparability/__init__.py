@@ -27,6 +27,7 @@ from .definition import (
     contract_document,
 )
 from .roles import (
+    CONFIGURATION_GROUPS,
     IDENTITY_GROUPS,
     Path,
     comparability_key,
@@ -41,6 +42,7 @@ from .words import BLOCKER_WORDS, METRIC_WORDS, arm_labels, blockers_in_brief, d
 
 __all__ = [
     "BLOCKER_WORDS",
+    "CONFIGURATION_GROUPS",
     "CONTRACT_FILE",
     "IDENTITY_GROUPS",
     "METRIC_WORDS",

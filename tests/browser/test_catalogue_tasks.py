@@ -333,7 +333,7 @@ def test_a_decision_is_declared_in_its_form_and_its_answer_reads_at_both_widths(
     candidates = page.locator("table").first.inner_text()
     assert "H200 141GB HBM3e, bf16" in candidates and "H100 80GB HBM3, int8" in candidates
     # The never-steady H100 run is its own candidate, and its label says so (it read "H100 80GB HBM3, bf16 ()")
-    assert "H100 80GB HBM3, bf16 (steady_state.reached=no)" in candidates and "()" not in candidates
+    assert "H100 80GB HBM3, bf16, steady state not reached" in candidates and "()" not in candidates
     # What every candidate shares is said once above the table, not on every row
     shared = page.locator("#answer-heading + ul ~ p.small", has_text="Every candidate").inner_text()
     assert "Every candidate: precision.activations bf16" in shared
