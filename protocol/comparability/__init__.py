@@ -38,7 +38,16 @@ from .roles import (
     field_roles,
 )
 from .verdict import FieldDifference, Verdict, check
-from .words import BLOCKER_WORDS, METRIC_WORDS, arm_labels, blockers_in_brief, display, metric_words
+from .words import (
+    BLOCKER_WORDS,
+    METRIC_WORDS,
+    arm_labels,
+    axis_label,
+    blockers_in_brief,
+    display,
+    field_words,
+    metric_words,
+)
 
 __all__ = [
     "BLOCKER_WORDS",
@@ -55,6 +64,7 @@ __all__ = [
     "Requirement",
     "Verdict",
     "arm_labels",
+    "axis_label",
     "beside",
     "blockers_in_brief",
     "blocking_reasons",
@@ -69,5 +79,6 @@ __all__ = [
     "display",
     "field_name",
     "field_roles",
+    "field_words",
     "metric_words",
 ]

@@ -6,13 +6,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from functools import partial
+from functools import cache, partial
 from typing import Any
 
 from .. import statistics as st
 from ..numbers import Style, number
 from ..rules import DISTRIBUTION_METRICS
+from .definition import contract_document
 from .roles import controlled_projection, field_name, known_axis, same, split_pointer
+
+
+@cache
+def axis_label(axis: str) -> str:
+    """The contract's words for an axis ('system under test', 'software stack', 'numeric precision', 'equal
+    quality'); the axis's own name when the contract has no such axis."""
+    return str((contract_document()["axes"].get(axis) or {}).get("label") or axis)
 
 
 def display(value: Any) -> str:
@@ -152,10 +160,13 @@ def _by_settings(labels: list[str], configs: Sequence[dict[str, Any]], differing
                 labels[i] = ", ".join([label, *(_setting_words(n, configs[i].get(n)) for n in local[:3])])
 
 
-def _condition_words(pointer: str, value: Any) -> str:
-    """A controlled condition in words: 'steady state reached', 'steady state not reached', else 'name value'."""
+def field_words(pointer: str, value: Any) -> str:
+    """One field's value in a label's words, from its JSON pointer and its value (or the value's `display` text):
+    'steady state not reached', 'batch 8', 'int8 weights', 'numpy.blas_threads=2', never 'steady_state.reached=no'."""
     if pointer == "/conditions/steady_state/reached":
-        return "steady state not stated" if value is None else f"steady state {'' if value else 'not '}reached"
+        if value is None or value == "not stated":
+            return "steady state not stated"
+        return f"steady state {'' if value in (True, 'yes') else 'not '}reached"
     return _setting_words(field_name(split_pointer(pointer)), value)
 
 
@@ -166,7 +177,7 @@ def _by_conditions(labels: list[str], docs: Sequence[Mapping[str, Any]], axis: s
         controlled = [controlled_projection(docs[i], axis) for i in clash]
         pointers = [p for p in sorted(set().union(*controlled)) if not same([c.get(p) for c in controlled])]
         for i, fields in zip(clash, controlled, strict=True):
-            labels[i] = ", ".join([label, *(_condition_words(p, fields.get(p)) for p in pointers[:3])])
+            labels[i] = ", ".join([label, *(field_words(p, fields.get(p)) for p in pointers[:3])])
 
 
 def _clashes(labels: Sequence[str]) -> list[tuple[str, list[int]]]:

@@ -153,8 +153,8 @@ def test_a_filtered_comparable_set_in_three_clicks_and_its_name_and_permalink(
     assert page.evaluate("document.activeElement.id") == "f-precision"  # the changed control keeps the focus
     # Sets are named by their question; two that would read the same are told apart by the field that differs.
     sets = page.locator("table").first.inner_text()
-    assert "decoder-small · server · bf16 · batch 8 · conditions.steady_state.reached: yes" in sets
-    assert "decoder-small · server · bf16 · batch 8 · conditions.steady_state.reached: no" in sets
+    assert "decoder-small · server · bf16 · batch 8 · steady state reached" in sets
+    assert "decoder-small · server · bf16 · batch 8 · steady state not reached" in sets
     assert "Set A" not in sets
     user.click(page.get_by_role("link", name=re.compile(r"^Show these 7 runs")))
     assert "These 7 runs answer the same question" in page.locator("#set-heading").inner_text()
