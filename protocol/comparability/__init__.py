@@ -27,6 +27,7 @@ from .definition import (
     contract_document,
 )
 from .roles import (
+    CONFIGURATION_GROUPS,
     IDENTITY_GROUPS,
     Path,
     comparability_key,
@@ -37,10 +38,20 @@ from .roles import (
     field_roles,
 )
 from .verdict import FieldDifference, Verdict, check
-from .words import BLOCKER_WORDS, METRIC_WORDS, arm_labels, blockers_in_brief, display, metric_words
+from .words import (
+    BLOCKER_WORDS,
+    METRIC_WORDS,
+    arm_labels,
+    axis_label,
+    blockers_in_brief,
+    display,
+    field_words,
+    metric_words,
+)
 
 __all__ = [
     "BLOCKER_WORDS",
+    "CONFIGURATION_GROUPS",
     "CONTRACT_FILE",
     "IDENTITY_GROUPS",
     "METRIC_WORDS",
@@ -53,6 +64,7 @@ __all__ = [
     "Requirement",
     "Verdict",
     "arm_labels",
+    "axis_label",
     "beside",
     "blockers_in_brief",
     "blocking_reasons",
@@ -67,5 +79,6 @@ __all__ = [
     "display",
     "field_name",
     "field_roles",
+    "field_words",
     "metric_words",
 ]

@@ -244,7 +244,22 @@ def comparability_keys(doc: Mapping[str, Any]) -> dict[str, str]:
 IDENTITY_GROUPS = frozenset({"system_identity"})
 
 
+# Disclosed groups that are part of what was run, not of how it went: on the system axis software may differ
+# between runs, but two runs on one machine with 1 and with 2 BLAS threads (or two driver versions) are two
+# configurations, never repetitions of one. Power readings, temperatures and warm-up stay outside: they are
+# conditions of a run.
+CONFIGURATION_GROUPS = frozenset({"software_stack", "software_settings"})
+# Free text each run writes for itself (readings, load average, reasons a value is missing): not a setting.
+NOTES = (("system", "notes"), ("software", "notes"))
+
+
 def configuration(doc: Mapping[str, Any], axis: str) -> dict[str, Any]:
-    """The run's configuration on `axis`: its subject fields without identity fields, {field name: value}."""
-    fields = classify(doc, rules_for([doc]), known_axis(axis))["subject"]
-    return {field_name(p): v for p, (g, v) in sorted(fields.items()) if g is None or g.id not in IDENTITY_GROUPS}
+    """The run's configuration on `axis`, {field name: value}: its subject fields without identity fields, and the
+    software stack and settings wherever the axis only discloses them (CONFIGURATION_GROUPS). Runs with equal
+    configurations repeat one setup (one arm); runs whose settings differ are separate arms on every axis."""
+    classified = classify(doc, rules_for([doc]), known_axis(axis))
+    fields = {p: gv for p, gv in classified["subject"].items() if gv[0] is None or gv[0].id not in IDENTITY_GROUPS}
+    fields.update(
+        (p, gv) for p, gv in classified["disclosed"].items() if gv[0] is not None and gv[0].id in CONFIGURATION_GROUPS
+    )
+    return {field_name(p): v for p, (_, v) in sorted(fields.items()) if p[:2] not in NOTES}

@@ -6,13 +6,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from functools import partial
+from functools import cache, partial
 from typing import Any
 
 from .. import statistics as st
 from ..numbers import Style, number
 from ..rules import DISTRIBUTION_METRICS
+from .definition import contract_document
 from .roles import controlled_projection, field_name, known_axis, same, split_pointer
+
+
+@cache
+def axis_label(axis: str) -> str:
+    """The contract's words for an axis ('system under test', 'software stack', 'numeric precision', 'equal
+    quality'); the axis's own name when the contract has no such axis."""
+    return str((contract_document()["axes"].get(axis) or {}).get("label") or axis)
 
 
 def display(value: Any) -> str:
@@ -89,19 +97,44 @@ def _base_label(
     return ", ".join(parts) + (", …" if len(differing) > 4 else "") or f"{axis} as tested"
 
 
+# A field's words in a label where its name alone is not a word a reader knows ("batch_size" -> "batch 32").
+_FIELD_WORDS = {
+    "batch_size": "batch {}",
+    "cpu_model": "CPU {}",
+    "count": "{}×",
+    "nodes": "{} nodes",
+    "weights": "{} weights",
+    "activations": "{} activations",
+    "kv_cache": "{} KV cache",
+    "accumulation": "{} accumulation",
+    "granularity": "{} granularity",
+    "library": "{}",
+}
+_VERSIONED = ("frameworks", "packages", "runtimes")  # "torch 2.13.0": a name and its version
+
+
 def _setting_words(name: str, value: Any) -> str:
-    """A label's words for one field: 'torch 2.13.0' for a framework, 'torch.num_threads=2' for a setting,
-    'weights=int8' for a precision field: the field's last name, not its whole path."""
+    """A label's words for one field: 'torch 2.13.0' for a framework or package, 'numpy.blas_threads=2' for a
+    setting (its key is the setting's own name), 'batch 32' or 'int8 weights' for a known field, else the field's
+    last name in words ('granularity per-channel'), never its whole path."""
     parent, _, last = name.rpartition(".")
     if name.endswith('"]'):  # software.settings["torch.num_threads"]
         parent, _, last = name[:-2].rpartition('["')
-    if parent.endswith("frameworks"):
+        return f"{last}={display(value)}"
+    if parent.endswith(_VERSIONED):
         return f"{last} {display(value)}"
-    return f"{last}={display(value)}"
+    if parent.endswith("settings"):
+        return f"{last}={display(value)}"
+    if parent.endswith("quantization") and last == "method":
+        return f"{display(value)} quantization"
+    if last in _FIELD_WORDS:
+        return _FIELD_WORDS[last].format(display(value))
+    return f"{last.replace('_', ' ')} {display(value)}"
 
 
 def labels_for(docs: Sequence[Mapping[str, Any]], axis: str, configs: Sequence[dict[str, Any]]) -> list[str]:
-    """One label per arm, unique: the configuration in words, plus what tells apart arms that read alike."""
+    """One label per arm, unique: the configuration in words, plus what tells apart arms that read alike. Words
+    are joined by commas, never nested in parentheses, so a label reads the same inside a sentence's brackets."""
     names = sorted(set().union(*configs))
     differing = (
         [n for n in names if not same([configs[0].get(n)] + [c.get(n) for c in configs[1:]])]
@@ -124,7 +157,17 @@ def _by_settings(labels: list[str], configs: Sequence[dict[str, Any]], differing
         local = [n for n in differing if not same([configs[i].get(n) for i in clash])]
         if local:
             for i in clash:
-                labels[i] = f"{label} ({', '.join(_setting_words(n, configs[i].get(n)) for n in local[:3])})"
+                labels[i] = ", ".join([label, *(_setting_words(n, configs[i].get(n)) for n in local[:3])])
+
+
+def field_words(pointer: str, value: Any) -> str:
+    """One field's value in a label's words, from its JSON pointer and its value (or the value's `display` text):
+    'steady state not reached', 'batch 8', 'int8 weights', 'numpy.blas_threads=2', never 'steady_state.reached=no'."""
+    if pointer == "/conditions/steady_state/reached":
+        if value is None or value == "not stated":
+            return "steady state not stated"
+        return f"steady state {'' if value in (True, 'yes') else 'not '}reached"
+    return _setting_words(field_name(split_pointer(pointer)), value)
 
 
 def _by_conditions(labels: list[str], docs: Sequence[Mapping[str, Any]], axis: str) -> None:
@@ -134,11 +177,7 @@ def _by_conditions(labels: list[str], docs: Sequence[Mapping[str, Any]], axis: s
         controlled = [controlled_projection(docs[i], axis) for i in clash]
         pointers = [p for p in sorted(set().union(*controlled)) if not same([c.get(p) for c in controlled])]
         for i, fields in zip(clash, controlled, strict=True):
-            words = [
-                f"{'.'.join(field_name(split_pointer(p)).split('.')[-2:])}={display(fields.get(p))}"
-                for p in pointers[:3]
-            ]
-            labels[i] = f"{label} ({', '.join(words)})" if words else label
+            labels[i] = ", ".join([label, *(field_words(p, fields.get(p)) for p in pointers[:3])])
 
 
 def _clashes(labels: Sequence[str]) -> list[tuple[str, list[int]]]:

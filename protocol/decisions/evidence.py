@@ -15,7 +15,8 @@ from .question import Question
 
 @dataclass(frozen=True)
 class Evidence:
-    """A candidate run: its document and how the answer cites it ({"id", "digest", "url"} from the registry)."""
+    """A candidate run: its document and how the answer cites it ({"id", "digest", "url", "trust"} from the
+    registry: the answer lists each candidate's runs with it, so its trust is shown wherever the candidate is)."""
 
     document: Mapping[str, Any]
     ref: Mapping[str, Any]

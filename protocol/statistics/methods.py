@@ -16,7 +16,8 @@ METHODS = {
     "tail_percentile": "a tail percentile is computed per repetition (each must meet the protocol's sample "
     "minimum); otherwise the pooled percentile is shown without an interval",
     "repetitions": "runs repeating one configuration contribute all their repetitions (raw samples) or, "
-    "without raw samples, one headline value each",
+    "without raw samples, one headline value each; one configuration (an arm) is what the axis compares plus the "
+    "software stack and settings, whatever the machine's name: runs whose settings differ are never pooled",
     "derived_results": "a result derived from another run by the publisher's rule (MLPerf's inferred results) "
     "is shown at face value but counts as no independent value, so it never forms a verdict",
     "not_enough_evidence": f"fewer than {MIN_VALUES} independent values: a point value, no interval and no verdict",

@@ -21,7 +21,8 @@ matplotlib.use("Agg")  # before anything else of matplotlib: never a GUI backend
 from matplotlib.backends.backend_svg import FigureCanvasSVG
 from matplotlib.figure import Figure
 
-from protocol.numbers import Style, number
+from protocol.numbers import number
+from registry.presentation.words import HEADLINE_STYLE
 
 if TYPE_CHECKING:
     from matplotlib.typing import RcKeyType
@@ -71,7 +72,7 @@ def title(ax: Any, text: str) -> None:
 def value_label(ax: Any, x: float, y: float, value: float) -> None:
     """The value printed just right of x (an offset in points: SVG text would collapse leading spaces)."""
     ax.annotate(
-        number(value, Style.CHART),
+        number(value, HEADLINE_STYLE),  # the value as the tables beside the chart print it
         (x, y),
         xytext=(4, 0),
         textcoords="offset points",

@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 
 from protocol.numbers import Style, number
 from registry.presentation.chart_style import PALETTE, STYLE, svg
-from registry.presentation.words import metric_label
+from registry.presentation.words import HEADLINE_STYLE, metric_label
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -179,4 +179,4 @@ def _software_group(ax: Axes, y: int, g: Mapping[str, Any]) -> None:
 
 
 def _value_beside(ax: Axes, x: float, y: int, v: float) -> None:
-    ax.annotate(number(v, Style.CHART), (x, y), xytext=(5, 0), textcoords="offset points", va="center", fontsize=9)
+    ax.annotate(number(v, HEADLINE_STYLE), (x, y), xytext=(5, 0), textcoords="offset points", va="center", fontsize=9)

@@ -85,6 +85,54 @@ def measured(value: Any) -> str:
     return comparability.display(value)
 
 
+# A run's headline is the value its document states for metrics.primary (Submission.headline_value), written
+# with HEADLINE_STYLE wherever it is printed: the catalogue, the run page, the matrix, the history, a comparison and
+# a report read "292.2" for one run, never 293.2 on one page and 293.25 on another. A page that shows another
+# statistic of the run (the geometric mean of its repetitions, an interval's centre) writes it in the same style
+# and names it with `statistic_words`.
+HEADLINE_STYLE = Style.SIGNIFICANT
+
+
+def headline_text(value: Any, unit: Any = None) -> str:
+    """A headline (or an estimate set beside one) as every page and report prints it: '292.2 samples/s'."""
+    text = number(value, HEADLINE_STYLE)
+    return f"{text} {unit}" if unit and value is not None else text
+
+
+def statistic_words(estimate: Mapping[str, Any]) -> str:
+    """Which statistic an estimate (protocol.statistics.Estimate.as_dict) is, in a few words: 'as reported',
+    'geometric mean of 3 repetitions', 'geometric mean of 2 runs' (the method says how, in full)."""
+    n = estimate.get("independent_values") or 0
+    source, unit = estimate.get("source"), estimate.get("value_unit") or "repetition"
+    if source == "summary":
+        return "as reported"
+    method = str(estimate.get("method") or "")
+    if method.startswith("geometric mean") and n:
+        return f"geometric mean of {n} {unit}{'s' if n != 1 else ''}"
+    return method.split(" (", 1)[0] or "as reported"
+
+
+# A comparison's outcome codes (protocol.comparability's conclusion and pair verdicts) in words.
+OUTCOME_WORDS = {
+    "distinguishable": "distinguishable from noise",
+    "indistinguishable": "not distinguishable from noise",
+    "not-enough-evidence": "not enough evidence",
+    "inconclusive": "inconclusive",
+    "single-configuration": "one configuration only",
+    "refused": "refused: not comparable",
+}
+
+
+def outcome_words(code: Any) -> str:
+    """'not-enough-evidence' -> 'not enough evidence': a conclusion's code as a reader reads it."""
+    return OUTCOME_WORDS.get(str(code), str(code).replace("-", " "))
+
+
+def axis_words(axis: Any) -> str:
+    """An axis of comparison as readers read it: the contract's label ('system under test', 'equal quality')."""
+    return comparability.axis_label(str(axis))
+
+
 def interval(low: float | None, high: float | None, style: Style) -> str:
     """ "low–high" with both ends in `style`; "" unless both ends are there."""
     return "" if low is None or high is None else f"{number(low, style)}–{number(high, style)}"

@@ -12,13 +12,21 @@ from typing import Any
 
 from protocol.decisions import GAP_TITLES
 from protocol.numbers import Style, number
+from protocol.summary import headline as summary_headline
 from registry.presentation import charts, charts_decision, charts_serving
 from registry.presentation.sweeps import sweep_lines
-from registry.presentation.words import interval, metric_label
+from registry.presentation.words import (
+    HEADLINE_STYLE,
+    axis_words,
+    headline_text,
+    interval,
+    metric_label,
+    outcome_words,
+)
 from registry.reports import CERTIFICATE_FILE
 from registry.reports.plain import cover_words
 
-AXIS_WORDS = {"system": "hardware system", "software": "software stack", "precision": "numeric precision"}
+AXIS_WORDS = {"system": "hardware system"}  # the others in the contract's words ("equal quality", never a code)
 MAX_DISTRIBUTIONS = 4  # histograms of raw samples: the first runs that have them, to keep the report short
 OUTCOME_WORDS = {
     "better": "better, distinguishable from noise",
@@ -55,7 +63,9 @@ def report_context(evidence: Mapping[str, Any], *, certificate: Mapping[str, str
         "plain": cover_words(result, docs, ids, findings["conclusion"], answer),
         "protocol_versions": sorted({str(d.get("protocol")) for d in docs}),
         "charts": _charts(result, docs, ids),
-        "decision_answer": decision_answer(section),
+        "decision_answer": decision_answer(
+            section, trust={r["id"]: r.get("trust") for r in evidence["runs"] if r.get("trust")}
+        ),
         "certificate": certificate,
         "certificate_file": CERTIFICATE_FILE,
     }
@@ -76,7 +86,7 @@ def _provenance(evidence: Mapping[str, Any], comparison: Mapping[str, Any]) -> d
             "version": contract["document"].get("version"),
             "roles": contract_roles(contract["document"], result.get("axis") or "system"),
         },
-        "axis_words": AXIS_WORDS.get(result.get("axis") or "", result.get("axis")),
+        "axis_words": AXIS_WORDS.get(result.get("axis") or "") or axis_words(result.get("axis")),
     }
 
 
@@ -85,7 +95,7 @@ def _findings(result: Mapping[str, Any], ids: Sequence[int], runs: Sequence[Mapp
     verdict = conclusion(result, ids)
     estimated = _estimated(result)
     return {
-        "arms": [_arm_row(a, ids, verdict) for a in result.get("arms") or []],
+        "arms": [_arm_row(a, ids, verdict, runs) for a in result.get("arms") or []],
         "recommendation": recommendation(result),
         "conclusion": verdict,
         "decision_points": decision_points(result, verdict),
@@ -133,14 +143,16 @@ def _pairwise_rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def decision_answer(section: Mapping[str, Any] | None) -> dict[str, Any] | None:
+def decision_answer(section: Mapping[str, Any] | None, trust: Mapping[int, str] | None = None) -> dict[str, Any] | None:
     """A report issued from a decision: the answer it states (from the evidence's `decision` section), one row per
-    candidate with its verdict, figures and gaps side by side, and the Pareto chart. None for other reports."""
+    candidate with its verdict, figures, runs with their trust, and gaps side by side, and the Pareto chart. None for
+    other reports. `trust` (run id -> trust level, from the evidence's runs) names the trust of runs an answer cites
+    without it (answers stored before their references carried trust)."""
     if not section:
         return None
     answer = json.loads(section["canonical"])
     members = set((answer.get("frontier") or {}).get("members") or [])
-    rows = [_candidate_row(c, i in members) for i, c in enumerate(answer.get("candidates") or [])]
+    rows = [_candidate_row(c, i in members, trust or {}) for i, c in enumerate(answer.get("candidates") or [])]
     return {
         "id": section.get("id"),
         "title": section.get("title"),
@@ -158,9 +170,9 @@ def decision_answer(section: Mapping[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
-def _candidate_row(candidate: Mapping[str, Any], frontier: bool) -> dict[str, Any]:
+def _candidate_row(candidate: Mapping[str, Any], frontier: bool, trust: Mapping[int, str]) -> dict[str, Any]:
     """One candidate's table row; its cost names the price it came from, its gaps are named briefly (the full
-    words are in the answer's summary, attached)."""
+    words are in the answer's summary, attached), and each cited run carries its trust."""
     c = candidate
     cost = c.get("cost_per_million") or {}
     return {
@@ -174,6 +186,11 @@ def _candidate_row(candidate: Mapping[str, Any], frontier: bool) -> dict[str, An
         "latency": number(c["latency_ms"], Style.GENERAL) if isinstance(c.get("latency_ms"), int | float) else "—",
         "runs": [r.get("id") for r in c.get("runs") or []],
         "price": cost.get("price") if cost.get("value") is not None else None,
+        # each cited run with its trust: an edited copy of an example never stands on the frontier unmarked
+        "members": [
+            {"id": r.get("id"), "trust": r.get("trust") or trust.get(r.get("id")) or "trust not stated"}
+            for r in c.get("runs") or []
+        ],
         "gaps": [GAP_TITLES.get(str(g.get("code")), g.get("message") or g.get("code")) for g in c.get("gaps") or []],
     }
 
@@ -291,7 +308,7 @@ def decision_points(result: Mapping[str, Any], verdict: Mapping[str, Any]) -> li
     if baseline is not None and any(p.get("statement") for p in pairs):
         stated = focus - {baseline}
         chosen = [p for p in pairs if p.get("baseline") == baseline and p.get("subject") not in stated]
-        return [f"{p['statement']} — {_verdict_words(p)}" for p in chosen]
+        return [f"{p['statement']} — {outcome_words(p.get('verdict') or p.get('outcome'))}" for p in chosen]
     leader = recommendation(result).get("leader")
     return [
         p["words"]
@@ -365,7 +382,7 @@ def _leader_words(leader: Mapping[str, Any], est: Mapping[str, Any]) -> tuple[st
     lower = bool(est.get("lower_is_better"))
     metric = f"{metric_label(est.get('metric'))} ({est.get('unit') or 'no unit'})"
     best = f"{'lowest' if lower else 'highest'} {metric}"
-    value = f"{number(leader['estimate']['value'], Style.CHART)} {est.get('unit') or ''}{_ci(leader['estimate'])}"
+    value = f"{number(leader['estimate']['value'], HEADLINE_STYLE)} {est.get('unit') or ''}{_ci(leader['estimate'])}"
     return metric, best, value
 
 
@@ -409,6 +426,7 @@ def _run_row(run: Mapping[str, Any], doc: Mapping[str, Any], result: Mapping[str
     scenario, precision, workload = doc.get("scenario") or {}, doc.get("precision") or {}, doc.get("workload") or {}
     computed = (result.get("runs") or [{}] * (run["position"] + 1))[run["position"]]
     headline = computed.get("headline") or {}
+    reported = summary_headline(dict(doc))
     return {
         **run,
         "label": f"Run {run['id']}",
@@ -422,6 +440,8 @@ def _run_row(run: Mapping[str, Any], doc: Mapping[str, Any], result: Mapping[str
         **_condition_words(doc.get("conditions") or {}),
         "driver": _join([((doc.get("software") or {}).get("driver") or {}).get(k) for k in ("name", "version")], " "),
         "headline": headline,
+        # the run's headline as it reported it, as the catalogue and the run page print it
+        "headline_text": headline_text(reported.value, reported.unit),
     }
 
 
@@ -444,12 +464,20 @@ def _condition_words(conditions: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
-def _arm_row(arm: Mapping[str, Any], run_ids: Sequence[int], verdict: Mapping[str, Any]) -> dict[str, Any]:
+def _arm_row(
+    arm: Mapping[str, Any], run_ids: Sequence[int], verdict: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
     derived = {d["name"]: d for d in arm.get("derived") or []}
     return {
         "index": arm["index"],
         "label": arm["label"],
         "runs": [run_ids[r] for r in arm.get("runs") or [] if r < len(run_ids)],
+        # each run with its trust, so an example or a declared run never stands in a table unmarked
+        "members": [
+            {"id": runs[r]["id"], "trust": runs[r].get("trust") or "declared"}
+            for r in arm.get("runs") or []
+            if r < len(runs)
+        ],
         "baseline": arm["index"] == verdict.get("baseline"),
         "focus": arm["index"] in (verdict.get("focus") or []),
         "estimate": arm.get("estimate") or {},
@@ -535,7 +563,7 @@ def _ci(estimate: Mapping[str, Any], *, bare: bool = False) -> str:
     low, high = estimate.get("ci_low"), estimate.get("ci_high")
     if low is None or high is None:
         return "no interval" if bare else " (no interval)"
-    text = interval(low, high, Style.CHART)
+    text = interval(low, high, HEADLINE_STYLE)
     return text if bare else f" (95% CI {text})"
 
 

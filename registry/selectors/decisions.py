@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db.models import QuerySet
 
 from protocol import decisions as dec
@@ -21,6 +23,13 @@ def decision_get(*, decision_id: int) -> Decision:
     if decision is None:
         raise NotFound(f"no decision {decision_id}")
     return decision
+
+
+def decision_runs_trust(*, answer: dict[str, Any]) -> dict[int, str]:
+    """The trust level of every run an answer's candidates cite, by run id (answers stored before their references
+    carried trust have only the ids)."""
+    ids = {r["id"] for c in answer.get("candidates") or [] for r in c.get("runs") or [] if isinstance(r.get("id"), int)}
+    return dict(Submission.objects.filter(pk__in=ids).values_list("pk", "trust"))
 
 
 def decision_latest_answer(*, decision: Decision) -> DecisionAnswer | None:

@@ -11,10 +11,17 @@ like the catalogue.
 Runs are counted as the cells count them: independent evidence only (Submission.objects.independent(): a
 measurement once, derived results never). A cell whose runs are all derived or superseded shows their value when
 they agree, with no interval, and says how many runs it does not count.
+
+A cell is one configuration, never several pooled: the summary table does not know a run's software settings, so
+the (row, set) pairs holding more than one run are read again from the runs (their frameworks and settings, and
+headline) and split by configuration (`_by_configuration`), the way a comparison splits its arms. Only those pairs
+are read; a set of one run per configuration, as a published round mostly is, costs nothing more.
 """
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -22,9 +29,11 @@ from typing import Any
 from django.core.cache import cache
 from django.db import connection
 from django.db.models import IntegerField, Max, Min, Sum
+from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
 from protocol import statistics
+from protocol.canonical import digest
 from registry.models import CatalogueCell
 from registry.selectors.catalogue import (
     CACHE_SECONDS,
@@ -35,6 +44,7 @@ from registry.selectors.catalogue import (
     cache_key_for,
     data_version,
     matching_cells,
+    matching_runs,
     set_labels,
 )
 
@@ -64,8 +74,9 @@ class MatrixCell:
     estimate: Estimate
     steady_state: str  # "yes", "no", "" (not stated)
     trust: tuple[str, ...]  # trust levels of its runs, strongest first
-    other_sets: int  # more sets in this row and column (another precision or batch size, say)
+    other_sets: int  # more sets or configurations in this row and column (another precision, batch or setting)
     not_counted: int = 0  # runs shown but not independent evidence (derived from another run, or superseded)
+    setting: str = ""  # what tells this configuration apart from the others of its row and set ("" when alone)
 
 
 @dataclass(frozen=True)
@@ -173,7 +184,7 @@ def catalogue_matrix(query: CatalogueQuery, *, version: tuple[Any, ...] | None =
 
 
 def _matrix(query: CatalogueQuery, version: tuple[Any, ...]) -> Matrix:
-    entries = _entries(_grouped(query))
+    entries = _by_configuration(query, _entries(_grouped(query)))
     row_runs, column_runs, set_runs = _run_counts(entries)
     rows = sorted(row_runs, key=lambda r: (-row_runs[r], r))[:ROW_LIMIT]
     columns = sorted(sorted(column_runs, key=lambda c: (-column_runs[c], c))[:COLUMN_LIMIT])
@@ -190,7 +201,8 @@ def _matrix(query: CatalogueQuery, version: tuple[Any, ...]) -> Matrix:
 
 
 def _entries(grouped: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], dict[str, Any]]:
-    """(row, set) -> its counts and sums, the trust levels merged (the GROUP BY returns a row per trust level)."""
+    """(row, set) -> its counts and sums, the trust levels merged (the GROUP BY returns a row per trust level).
+    `_by_configuration` then keys a split entry (row, set, configuration)."""
     entries: dict[tuple[Any, ...], dict[str, Any]] = {}
     for (
         vendor,
@@ -243,6 +255,90 @@ def _entries(grouped: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], dict[str, 
     return entries
 
 
+def _by_configuration(
+    query: CatalogueQuery, entries: dict[tuple[Any, ...], dict[str, Any]]
+) -> dict[tuple[Any, ...], dict[str, Any]]:
+    """The entries holding more than one run, split by configuration (frameworks and software settings): one entry
+    per configuration, its sums recomputed from its runs' headlines; the others as they are."""
+    pooled = {place for place, e in entries.items() if e["n"] > 1}
+    if not pooled:
+        return entries
+    groups: dict[tuple[Any, ...], dict[str, list[tuple[float | None, str]]]] = {}
+    configs: dict[tuple[Any, ...], dict[str, dict[str, Any]]] = {}
+    for vendor, model, count, key, software, settings, value, trust in _pooled_runs(query, {k for _, k in pooled}):
+        place = ((vendor, model, count), key)
+        if place not in pooled:
+            continue
+        config = {"software": software, "settings": _parsed(settings)}
+        name = digest(config)
+        groups.setdefault(place, {}).setdefault(name, []).append((value, trust))
+        configs.setdefault(place, {})[name] = config
+    out = {place: e for place, e in entries.items() if len(groups.get(place) or ()) < 2}
+    for place, members in groups.items():
+        if len(members) > 1:
+            told = _told_apart(configs[place])
+            for name, runs in members.items():
+                out[(*place, name)] = _configuration_entry(entries[place], runs, told[name])
+    return out
+
+
+def _pooled_runs(query: CatalogueQuery, keys: set[str]) -> list[tuple[Any, ...]]:
+    """(vendor, model, count, set key, frameworks, settings as JSON text, headline, trust) of the runs in these
+    sets, with the matrix's filters."""
+    rows = (
+        matching_runs(replace(query, q=""))
+        .independent()  # as the cells count: a measurement once, derived results never
+        .filter(comparability_key__in=keys)
+        .annotate(settings=KT("document__software__settings"))
+        .values_list(*ROW_FIELDS, "comparability_key", "software_summary", "settings", "headline_value", "trust")
+    )
+    return list(rows)
+
+
+def _parsed(settings: Any) -> dict[str, Any]:
+    """The settings as the database returns them (JSON text, or already a dict) as a dict; {} when not stated."""
+    if isinstance(settings, str):
+        try:
+            settings = json.loads(settings)
+        except ValueError:
+            return {}
+    return settings if isinstance(settings, dict) else {}
+
+
+def _told_apart(configs: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """Each configuration's words: its frameworks when they differ, then the settings that differ (up to 3)."""
+    software = {c["software"] for c in configs.values()}
+    keys = sorted({k for c in configs.values() for k in c["settings"]})
+    differing = [k for k in keys if len({json.dumps(c["settings"].get(k)) for c in configs.values()}) > 1]
+    out = {}
+    for name, c in configs.items():
+        parts = [c["software"] or "software not stated"] if len(software) > 1 else []
+        parts += [f"{k}={c['settings'].get(k, 'not stated')}" for k in differing[:3]]
+        out[name] = ", ".join(parts)
+    return out
+
+
+def _configuration_entry(
+    entry: Mapping[str, Any], members: list[tuple[float | None, str]], setting: str
+) -> dict[str, Any]:
+    """One configuration's share of a (row, set) entry: its runs' count, log sums, range and trust."""
+    positive = [v for v, _ in members if v is not None and v > 0 and math.isfinite(v)]
+    logs = [math.log(v) for v in positive]
+    values = [v for v, _ in members if v is not None]
+    return {
+        **entry,
+        "n": len(members),
+        "listed": len(members),  # the split reads independent runs only: none shown uncounted
+        "valued": len(positive),
+        "ls": sum(logs),
+        "lsq": sum(x * x for x in logs),
+        "low": min(values) if values else None,
+        "high": max(values) if values else None,
+        "trust": {t for _, t in members},
+        "setting": setting,
+    }
+
+
 def _run_counts(
     entries: dict[tuple[Any, ...], dict[str, Any]],
 ) -> tuple[dict[RowKey, int], dict[ColumnKey, int], dict[str, int]]:
@@ -250,7 +346,8 @@ def _run_counts(
     row_runs: dict[RowKey, int] = {}
     column_runs: dict[ColumnKey, int] = {}
     set_runs: dict[str, int] = {}
-    for (row, set_key), e in entries.items():
+    for e in entries.values():
+        row, set_key = e["row"], e["key"]
         row_runs[row] = row_runs.get(row, 0) + e["n"]
         column_runs[e["column"]] = column_runs.get(e["column"], 0) + e["n"]
         set_runs[set_key] = set_runs.get(set_key, 0) + e["n"]
@@ -265,8 +362,8 @@ def _picked(
 ) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
     """(row, column) shown -> its sets, the chosen one first: most runs in that configuration, then the larger set."""
     chosen: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-    for (row, _), e in entries.items():
-        chosen.setdefault((row, e["column"]), []).append(e)
+    for e in entries.values():
+        chosen.setdefault((e["row"], e["column"]), []).append(e)
     return {
         place: sorted(es, key=lambda e: (-e["n"], -set_runs[e["key"]], e["key"]))
         for place, es in chosen.items()
@@ -321,6 +418,7 @@ def _row_cells(
                 ),
                 other_sets=len(es) - 1,
                 not_counted=e["listed"] - e["n"],
+                setting=e.get("setting", ""),
             )
         )
     return cells

@@ -2,7 +2,9 @@
 
 `run_history(run)` is the history of a run's configuration: the run's series when it belongs to one (same
 schedule variant, same agent), otherwise every run stated with the same controlled fields on the software
-axis (protocol.comparability: software may differ, the rest may not). Each run gets its headline estimate
+axis and the same software settings (protocol.comparability: software versions may move, the rest may not; a run
+with 2 BLAS threads is another configuration than one with 1, never a point in its history). Each run gets its
+headline as reported and the geometric mean of its repetitions (the value the change-point scan judges)
 with its interval (protocol.statistics) and the change-point verdict of protocol.changepoints, computed by the
 same scan that raises alerts, so the page marks exactly the runs a series would alert on.
 """
@@ -15,10 +17,11 @@ from typing import Any
 from django.db.models import QuerySet
 
 from protocol import changepoints
+from protocol.canonical import digest
 from protocol.numbers import Style, number
 from protocol.statistics import Estimate, from_values, headline_estimate, rounded
 from registry.models import Alert, Schedule, Series, SeriesRun, Submission
-from registry.presentation.words import interval
+from registry.presentation.words import HEADLINE_STYLE, headline_text, interval
 
 HISTORY_LIMIT = 300  # the latest runs a history shows (older ones: through the API's series pages)
 
@@ -32,12 +35,18 @@ class HistoryPoint:
     software: str
 
     @property
+    def headline_text(self) -> str:
+        """The run's headline as it reported it, as the catalogue and the run page print it."""
+        return headline_text(self.run.headline_value, self.run.headline_unit)
+
+    @property
     def value_text(self) -> str:
-        return number(self.value, Style.GROUPED)
+        """The geometric mean of the run's repetitions: what the change-point scan judges."""
+        return number(self.value, HEADLINE_STYLE)
 
     @property
     def interval_text(self) -> str:
-        return interval(self.estimate.ci_low, self.estimate.ci_high, Style.GROUPED)
+        return interval(self.estimate.ci_low, self.estimate.ci_high, HEADLINE_STYLE)
 
     @property
     def change_text(self) -> str:
@@ -66,11 +75,11 @@ class SoftwareGroup:
 
     @property
     def value_text(self) -> str:
-        return number(self.estimate.value, Style.GROUPED)
+        return number(self.estimate.value, HEADLINE_STYLE)
 
     @property
     def interval_text(self) -> str:
-        return interval(self.estimate.ci_low, self.estimate.ci_high, Style.GROUPED)
+        return interval(self.estimate.ci_low, self.estimate.ci_high, HEADLINE_STYLE)
 
     def as_dict(self) -> dict[str, Any]:
         e = self.estimate
@@ -99,6 +108,9 @@ class History:
     groups: list[SoftwareGroup]
     alerts: list[Alert] = field(default_factory=list)
     truncated: bool = False
+    # Runs of the same controlled fields whose software settings differ: other configurations, left out ({settings
+    # in words: (how many runs, the latest's id)}), so the page can link their own histories.
+    other_settings: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def change_points(self) -> list[HistoryPoint]:
@@ -117,6 +129,9 @@ class History:
             "points": [p.as_dict() for p in self.points],
             "software": [g.as_dict() for g in self.groups],
             "alerts": [a.pk for a in self.alerts],
+            "other_settings": [
+                {"settings": words, "runs": n, "latest": latest} for words, (n, latest) in self.other_settings.items()
+            ],
         }
 
 
@@ -140,11 +155,46 @@ def _history_runs(run: Submission) -> tuple[str, Series | None, QuerySet[Submiss
     )
 
 
+def settings_of(run: Submission) -> dict[str, Any]:
+    """The run's software settings (threads, TF32, fast paths): part of its configuration, never of its history."""
+    settings = (run.document.get("software") or {}).get("settings")
+    return settings if isinstance(settings, dict) else {}
+
+
+def _settings_words(mine: dict[str, Any], theirs: dict[str, Any]) -> str:
+    """Where another run's settings differ from this run's: 'numpy.blas_threads=2' (up to 3 settings)."""
+    keys = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
+    words = ", ".join(f"{k}={theirs.get(k, 'not stated')}" for k in keys[:3])
+    return words + (", …" if len(keys) > 3 else "")
+
+
+def _same_settings(run: Submission, runs: list[Submission]) -> tuple[list[Submission], dict[str, tuple[int, int]]]:
+    """`runs` split into those with `run`'s settings and, for the others, {their settings in words: (runs,
+    latest id)}."""
+    mine = settings_of(run)
+    key = digest(mine)
+    kept: list[Submission] = []
+    others: dict[str, tuple[int, int]] = {}
+    for other in runs:
+        theirs = settings_of(other)
+        if digest(theirs) == key:
+            kept.append(other)
+            continue
+        words = _settings_words(mine, theirs)
+        count, latest = others.get(words, (0, other.pk))
+        others[words] = (count + 1, max(latest, other.pk))
+    return kept, others
+
+
 def run_history(*, run: Submission) -> History:
     """The history of `run`'s configuration (see the module doc), oldest first."""
     scope, series, runs = _history_runs(run)
     total = runs.count()
     latest = list(runs.order_by("-submitted_at", "-id")[:HISTORY_LIMIT])[::-1]
+    others: dict[str, tuple[int, int]] = {}
+    if scope == "configuration":
+        latest, others = _same_settings(run, latest)
+        total -= sum(n for n, _ in others.values())
     estimates = [headline_estimate(r.document) for r in latest]
     values = [changepoints.run_value(e) for e in estimates]
     verdicts = changepoints.scan(values, lower_is_better=run.headline_lower_is_better)
@@ -188,6 +238,7 @@ def run_history(*, run: Submission) -> History:
         groups=software,
         alerts=alerts,
         truncated=total > len(latest),
+        other_settings=others,
     )
 
 

@@ -59,7 +59,9 @@ def decision_question(data: Any) -> dec.Question:
 def _evidence(runs: Iterable[Submission]) -> list[dec.Evidence]:
     return [
         dec.Evidence(
-            run.document, {"id": run.pk, "digest": run.digest, "url": reverse("run", kwargs={"run_id": run.pk})}
+            run.document,
+            # trust travels with the run into the answer: every page and report that shows a candidate shows it
+            {"id": run.pk, "digest": run.digest, "url": reverse("run", kwargs={"run_id": run.pk}), "trust": run.trust},
         )
         for run in runs
     ]

@@ -8,6 +8,7 @@ from django import template
 
 from protocol.decisions import GAP_TITLES, VERDICT_WORDS
 from protocol.numbers import Style, number
+from registry.presentation.words import axis_words, headline_text, outcome_words, statistic_words
 
 register = template.Library()
 
@@ -30,3 +31,27 @@ def gap_title(gap: Any) -> str:
     """A decision gap's short name for a table cell (the full message is in the candidate's sentence)."""
     code = str(gap.get("code")) if isinstance(gap, dict) else str(gap)
     return GAP_TITLES.get(code, code.replace("-", " "))
+
+
+@register.filter
+def headline(value: Any, unit: Any = None) -> str:
+    """A run's headline, or an estimate beside one, as every page prints it: {{ run.headline_value|headline:unit }}."""
+    return headline_text(value, unit)
+
+
+@register.filter
+def statistic(estimate: Any) -> str:
+    """Which statistic an estimate is: 'as reported', 'geometric mean of 3 repetitions'."""
+    return statistic_words(estimate) if isinstance(estimate, dict) else ""
+
+
+@register.filter(name="axis_words")
+def axis_in_words(axis: Any) -> str:
+    """An axis in words: 'system under test', 'equal quality' (never 'iso-quality')."""
+    return axis_words(axis)
+
+
+@register.filter(name="outcome_words")
+def outcome_in_words(code: Any) -> str:
+    """A comparison's outcome code ('not-enough-evidence') in words ('not enough evidence')."""
+    return outcome_words(code)

@@ -139,7 +139,10 @@ def comparison_context(request: HttpRequest, comparison: Any, report_form: Any =
     result = comparison.result
     runs = comparison_members(comparison)
     documents = [r.document for r in runs]
-    arms = [{**arm, "run_ids": [runs[i].pk for i in arm["runs"]]} for arm in result.get("arms", [])]
+    arms = [
+        {**arm, "run_ids": [runs[i].pk for i in arm["runs"]], "members": [runs[i] for i in arm["runs"]]}
+        for arm in result.get("arms", [])
+    ]
     drawn = charts.comparison_charts(result, documents)
     reports = comparison.reports.order_by("-id")
     return {

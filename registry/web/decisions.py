@@ -16,7 +16,7 @@ from registry import policy
 from registry.exceptions import RegistryError
 from registry.presentation import charts_serving
 from registry.presentation.sweeps import sweep_lines
-from registry.selectors.decisions import decision_latest_answer, decision_list
+from registry.selectors.decisions import decision_latest_answer, decision_list, decision_runs_trust
 from registry.services.decision_followups import decision_gap_plan, decision_report
 from registry.services.decisions import decision_create, decision_fresh
 from registry.services.webhooks import webhook_url_problem
@@ -42,7 +42,11 @@ def _decision_context(request: HttpRequest, decision: Any, plan_form: GapPlanFor
     principal = policy.for_request(request)
     latest = decision_latest_answer(decision=decision)
     can_plan = policy.can(principal, policy.PLAN_CREATE)
-    candidates = latest.answer.get("candidates", []) if latest else []
+    trust = decision_runs_trust(answer=latest.answer) if latest else {}
+    candidates = [
+        {**c, "runs": [{**r, "trust": r.get("trust") or trust.get(r.get("id"), "")} for r in c.get("runs") or []]}
+        for c in (latest.answer.get("candidates", []) if latest else [])
+    ]
     common, own = _beside_split(candidates)
     return {
         "decision": decision,

@@ -153,8 +153,8 @@ def test_a_filtered_comparable_set_in_three_clicks_and_its_name_and_permalink(
     assert page.evaluate("document.activeElement.id") == "f-precision"  # the changed control keeps the focus
     # Sets are named by their question; two that would read the same are told apart by the field that differs.
     sets = page.locator("table").first.inner_text()
-    assert "decoder-small · server · bf16 · batch 8 · conditions.steady_state.reached: yes" in sets
-    assert "decoder-small · server · bf16 · batch 8 · conditions.steady_state.reached: no" in sets
+    assert "decoder-small · server · bf16 · batch 8 · steady state reached" in sets
+    assert "decoder-small · server · bf16 · batch 8 · steady state not reached" in sets
     assert "Set A" not in sets
     user.click(page.get_by_role("link", name=re.compile(r"^Show these 7 runs")))
     assert "These 7 runs answer the same question" in page.locator("#set-heading").inner_text()
@@ -333,7 +333,7 @@ def test_a_decision_is_declared_in_its_form_and_its_answer_reads_at_both_widths(
     candidates = page.locator("table").first.inner_text()
     assert "H200 141GB HBM3e, bf16" in candidates and "H100 80GB HBM3, int8" in candidates
     # The never-steady H100 run is its own candidate, and its label says so (it read "H100 80GB HBM3, bf16 ()")
-    assert "H100 80GB HBM3, bf16 (steady_state.reached=no)" in candidates and "()" not in candidates
+    assert "H100 80GB HBM3, bf16, steady state not reached" in candidates and "()" not in candidates
     # What every candidate shares is said once above the table, not on every row
     shared = page.locator("#answer-heading + ul ~ p.small", has_text="Every candidate").inner_text()
     assert "Every candidate: precision.activations bf16" in shared

@@ -640,8 +640,8 @@ def test_compare_on_the_precision_axis_shows_quality_beside_speed() -> None:
     b = set_at(set_at(int8(a), "/metrics/quality/value", 0.981), "/metrics/throughput/value", 1900.0)
     result = cmp.compare([a, b], "precision")
     assert result["comparable"] and [r["quality"]["value"] for r in result["runs"]] == [0.997, 0.981]
-    assert result["arms"][1]["label"].startswith("granularity=per-channel")  # a field's own name, not its path
-    assert "weights=int8" in result["arms"][1]["label"]
+    # each field in words, never its path: "per-channel granularity", "int8 weights"
+    assert result["arms"][1]["label"] == "per-channel granularity, dynamic quantization, int8 weights"
 
 
 def test_arms_read_alike_only_when_they_are_alike_labels_name_what_differs() -> None:
@@ -651,11 +651,39 @@ def test_arms_read_alike_only_when_they_are_alike_labels_name_what_differs() -> 
     result = cmp.compare([a, b, c])
     labels = [arm["label"] for arm in result["arms"]]
     assert labels == [
-        "1× H100 80GB HBM3 (cpu_model=AMD EPYC 9454 48-Core Processor)",  # counts differ: each is shown
-        "1× H100 80GB HBM3 (cpu_model=Intel Xeon 8480+)",
+        "1× H100 80GB HBM3, CPU AMD EPYC 9454 48-Core Processor",  # counts differ: each is shown
+        "1× H100 80GB HBM3, CPU Intel Xeon 8480+",
         "8× H100 80GB HBM3",
     ]
     assert result["arms"][2]["configuration"]["system.accelerators[0].count"] == 8
+
+
+def test_runs_on_one_system_whose_settings_differ_are_two_arms_on_every_axis_that_allows_them() -> None:
+    """The demo's 1 and 2 BLAS threads on one machine were pooled on the system axis as "one configuration, 112
+    samples/s", a value neither setting reached: settings are disclosed there, yet each setting is its own arm."""
+    one = set_at(example(OFFLINE), "/software/settings", {"numpy.blas_threads": 1})
+    one = set_at(one, "/metrics/throughput/value", 292.0)
+    two = set_at(set_at(one, "/software/settings/numpy.blas_threads", 2), "/metrics/throughput/value", 43.0)
+    for axis in ("system", "software", "iso-quality"):
+        result = cmp.compare([one, two], axis, names=["run 5", "run 8"])
+        assert [arm["runs"] for arm in result["arms"]] == [[0], [1]], axis
+        assert [arm["estimate"]["value"] for arm in result["arms"]] == [292.0, 43.0], axis
+        assert result["conclusion"]["outcome"] != "single-configuration", axis
+    labels = [arm["label"] for arm in cmp.compare([one, two], "system")["arms"]]
+    assert labels == [
+        "CPU Intel(R) Xeon(R) Platinum 8480+, numpy.blas_threads=1",
+        "CPU Intel(R) Xeon(R) Platinum 8480+, numpy.blas_threads=2",
+    ]
+    assert not any("(" in label.replace("(R)", "") for label in labels)  # never nested in a sentence's brackets
+
+
+def test_repetitions_differing_only_in_notes_name_and_readings_are_one_arm() -> None:
+    """What each run writes for itself (machine name, load average, power readings) is no configuration."""
+    a = set_at(example(OFFLINE), "/system/notes", {"load_average_at_start": "0.10 0.20 0.30"})
+    b = set_at(set_at(a, "/system/notes/load_average_at_start", "10.97 9.0 8.0"), "/system/name", "lab-cpu-04")
+    b = set_at(set_at(b, "/software/notes", {"run": "second"}), "/conditions/power/limit_w", 200)
+    assert cmp.configuration(a, "system") == cmp.configuration(b, "system")
+    assert [arm["runs"] for arm in cmp.compare([a, b])["arms"]] == [[0, 1]]
 
 
 def test_one_configuration_under_other_controlled_conditions_is_labelled_by_what_differs() -> None:
@@ -668,8 +696,8 @@ def test_one_configuration_under_other_controlled_conditions_is_labelled_by_what
     configs = [cmp.configuration(d, "iso-quality") for d in (steady, unsteady)]
     assert configs[0] == configs[1]
     assert cmp.arm_labels([steady, unsteady], "iso-quality", configs) == [
-        "H100 80GB HBM3, bf16 (steady_state.reached=yes)",
-        "H100 80GB HBM3, bf16 (steady_state.reached=no)",
+        "H100 80GB HBM3, bf16, steady state reached",
+        "H100 80GB HBM3, bf16, steady state not reached",
     ]
 
 
@@ -684,9 +712,9 @@ def test_arms_alike_after_their_settings_are_told_apart_by_their_controlled_cond
     docs = [steady, unsteady, bigger]
     labels = cmp.arm_labels(docs, "iso-quality", [cmp.configuration(d, "iso-quality") for d in docs])
     assert labels == [
-        "H100 80GB HBM3, bf16 (batch_size=8) (steady_state.reached=yes)",
-        "H100 80GB HBM3, bf16 (batch_size=8) (steady_state.reached=no)",
-        "H100 80GB HBM3, bf16 (batch_size=16)",
+        "H100 80GB HBM3, bf16, batch 8, steady state reached",
+        "H100 80GB HBM3, bf16, batch 8, steady state not reached",
+        "H100 80GB HBM3, bf16, batch 16",
     ]
 
 

@@ -120,7 +120,7 @@ def test_on_the_precision_axis_fp4_against_fp8_is_the_subject() -> None:
     faster = fp4(edge_run("b200-box", 3400.0))
     result = cmp.compare([base, faster], "precision")
     assert result["comparable"] and len(result["arms"]) == 2
-    assert "weights=fp4" in result["arms"][1]["label"]
+    assert "fp4 weights" in result["arms"][1]["label"]
 
 
 def test_a_1_0_run_and_the_same_run_declared_1_1_have_the_same_keys() -> None:

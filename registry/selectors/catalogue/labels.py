@@ -57,7 +57,7 @@ def root_cause_order(differences: Iterable[Any]) -> list[Any]:
 def set_labels(sets: Iterable[ComparableSet], *, version: tuple[Any, ...] | None = None) -> dict[str, str]:
     """Each set's question in words, unique across the registry (withdrawn runs and filters included, so a label
     never changes with filters): "decoder-small · server · bf16 · batch 8", and where another set reads the same,
-    the controlled field(s) that separate them, with this set's value: "… · conditions.steady_state.reached: no".
+    the controlled field(s) that separate them in words, with this set's value: "… · steady state not reached".
 
     Which base labels several sets share is one DISTINCT read of the cells per data version; for those groups
     only, one run's document per set, checked with the comparability contract to name what differs. Cached per
@@ -123,7 +123,7 @@ def _separated(keys: list[str], labels: dict[str, str]) -> dict[str, str]:
                 break
             if any(d.values[j] != d.values[i] for j in same):
                 chosen.append(d)
-        words = [f"{d.field}: {d.values[i]}" for d in chosen] or [f"key {key[7:15]}"]
+        words = [comparability.field_words(d.pointer, d.values[i]) for d in chosen] or [f"key {key[7:15]}"]
         out[key] = labels[key] + " · " + "; ".join(words)
     for key in mine:
         out.setdefault(key, labels[key] + f" · key {key[7:15]}")  # beyond RIVALS_READ: the key's own digits

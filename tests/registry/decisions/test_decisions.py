@@ -440,3 +440,29 @@ def test_postgres_refuses_rewriting_what_a_decision_answered(table: str, stateme
     with pytest.raises(Exception, match="append-only"), transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(statement.format(t=table))
     assert DecisionAnswer.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_every_candidate_shows_its_runs_trust_on_the_page_in_the_answer_and_in_the_report_table() -> None:
+    """A decision re-answered for a report put an edited copy of a hand-written example on the frontier with no
+    word of its trust: trust is shown wherever a candidate is."""
+    from django.test import Client
+
+    from registry.reports.context import decision_answer
+
+    user = _user()
+    client = _client(user)
+    ids = _submit(client, [_doc(f"lab-{i}", 1500.0 + i) for i in range(3)])
+    response = client.post("/api/v1/decisions", {"title": "t", "question": QUESTION}, format="json")
+    assert response.status_code == 201, response.content
+    decision = Decision.objects.get(pk=response.json()["id"])
+    answer = decision.answers.order_by("-number").first().answer
+    cited = [r for c in answer["candidates"] for r in c["runs"]]
+    assert {r["id"] for r in cited} == set(ids) and {r["trust"] for r in cited} == {"declared"}
+    browser = Client()
+    browser.force_login(user)
+    page = browser.get(f"/decisions/{decision.pk}/").content.decode()
+    assert page.count("trust--declared") == 3 and "Runs and their trust" in page
+    section = {"canonical": json.dumps(answer), "id": decision.pk, "answer": 1, "digest": "sha256:0"}
+    (row,) = decision_answer(section)["rows"]  # type: ignore[index]
+    assert sorted(row["members"], key=lambda m: m["id"]) == [{"id": i, "trust": "declared"} for i in sorted(ids)]

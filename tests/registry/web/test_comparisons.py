@@ -20,7 +20,7 @@ def test_a_refused_comparison_names_each_blocking_field_with_both_values(viewer:
     html = response.content.decode()
     assert "These runs cannot be compared" in html
     assert "precision.weights: bf16 vs int8" in html
-    assert "Numeric precision" in html and "must be identical when comparing along system" in html
+    assert "Numeric precision" in html and "must be identical when comparing by system under test" in html
     assert not Comparison.objects.exists()
 
 

@@ -24,9 +24,10 @@ from registry.services.submissions import submission_create, submission_withdraw
 from tests.registry.web.conftest import variant
 
 pytestmark = pytest.mark.django_db
-# session, user, roles, the data version (2), the cells' GROUP BY, the shown sets' descriptions, the labels; the
-# facets and sets (one GROUPING SETS scan on PostgreSQL, one GROUP BY per facet and one for the sets elsewhere)
-MATRIX_QUERIES = 3 + 2 + 1 + 1 + 1 + (1 if connection.vendor == "postgresql" else 13)
+# session, user, roles, the data version (2), the cells' GROUP BY, the settings of the runs in cells of more than one
+# run (split by configuration), the shown sets' descriptions, the labels; the facets and sets (one GROUPING SETS
+# scan on PostgreSQL, one GROUP BY per facet and one for the sets elsewhere)
+MATRIX_QUERIES = 3 + 2 + 1 + 1 + 1 + 1 + (1 if connection.vendor == "postgresql" else 13)
 
 
 @pytest.fixture

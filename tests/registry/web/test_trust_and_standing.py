@@ -70,7 +70,8 @@ def test_trust_is_shown_in_the_catalogue_the_run_page_and_the_comparison(viewer,
     page = client.get(f"/runs/{example.pk}/").content.decode()
     assert "Example document" in page and "comparisons and reports refuse it" in page
     comparison, _ = comparison_create(runs=[a, b], axis="system", created_by=submitter)
-    assert client.get(f"/comparisons/{comparison.pk}/").content.decode().count("trust--declared") == 2
+    # each run's row, and again beside its run id in its configuration's (arm's) row
+    assert client.get(f"/comparisons/{comparison.pk}/").content.decode().count("trust--declared") == 4
 
 
 def _withdrawn_later(submitter: Any, admin_user: Any, server_example: dict[str, Any]) -> tuple[Any, Any]:
