@@ -170,7 +170,9 @@ def test_the_matrix_of_a_round_shows_a_page_of_columns_that_fits_and_names_the_r
     headers = page.locator("table.table--matrix thead tr").nth(1).locator("th[scope=col]")
     assert 2 <= headers.count() - 1 <= COLUMNS_PER_PAGE  # less the "Configuration" column
     said = page.locator(".matrix-shown").inner_text()
-    total = int(re.search(r"Columns 1–\d+ of (\d+)", said).group(1))  # type: ignore[union-attr]
+    found = re.search(r"Columns 1–\d+ of (\d+)", said)
+    assert found, said
+    total = int(found.group(1))
     assert total > COLUMNS_PER_PAGE and f"the other {total - COLUMNS_PER_PAGE} are on the other pages" in said
     box = page.locator(".table-wrap").first
     assert box.evaluate("e => e.scrollWidth <= e.clientWidth + 1"), "the matrix scrolls at 1,280 px"
