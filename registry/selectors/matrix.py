@@ -49,7 +49,10 @@ from registry.selectors.catalogue import (
 )
 
 ROW_LIMIT = 60  # configurations shown, most runs first
-COLUMN_LIMIT = 40  # workload × scenario columns shown, most runs first (then in phase, workload, scenario order)
+COLUMN_LIMIT = 40  # workload × scenario columns of the whole matrix (its export), most runs first
+# A page's columns: a whole round has dozens of workload × scenario columns, which no screen shows side by side
+# (49 in MLPerf Inference v5.1 alone); a page shows this many, in phase, workload, scenario order, and says which.
+COLUMNS_PER_PAGE = 5  # what fits beside the filters in a 1,280 px window
 ROW_FIELDS = ("accelerator_vendor", "accelerator_model", "accelerator_count")
 COLUMN_FIELDS = ("phase", "workload_name", "scenario_kind")
 TRUST_ORDER = ("vouched", "imported", "declared", "example")
@@ -101,6 +104,17 @@ class MatrixRow:
 
 
 @dataclass(frozen=True)
+class ColumnPage:
+    """One page of the matrix's columns, named by its first and last column ("bert-99 offline")."""
+
+    number: int
+    first: str
+    last: str
+    start: int  # 1-based position of its first column among all columns
+    end: int  # ... and of its last
+
+
+@dataclass(frozen=True)
 class Matrix:
     columns: list[MatrixColumn]
     phases: list[tuple[str, int]]  # (phase, how many columns) for the grouped header
@@ -108,6 +122,20 @@ class Matrix:
     row_total: int
     column_total: int
     total: int
+    # Paged matrices only (catalogue_matrix's column_page): every page of columns, the one shown, and how many
+    # configurations have runs in the shown columns (at most ROW_LIMIT of them are rows).
+    column_pages: tuple[ColumnPage, ...] = ()
+    column_page: int = 0
+    rows_in_page: int = 0
+
+    @property
+    def shown_page(self) -> ColumnPage | None:
+        return self.column_pages[self.column_page - 1] if self.column_pages else None
+
+    @property
+    def columns_elsewhere(self) -> int:
+        """Columns not shown (on other pages, or past COLUMN_LIMIT)."""
+        return self.column_total - len(self.columns)
 
 
 def log_estimate(valued: int, log_sum: float, log_sq_sum: float) -> Estimate:
@@ -172,22 +200,37 @@ def _set_fields(keys: list[str]) -> dict[str, Mapping[str, Any]]:
     return {row["comparability_key"]: row for row in rows}
 
 
-def catalogue_matrix(query: CatalogueQuery, *, version: tuple[Any, ...] | None = None) -> Matrix:
-    """The matrix for the catalogue's filters (free text aside: the matrix reads only the summary table)."""
+def catalogue_matrix(
+    query: CatalogueQuery, *, version: tuple[Any, ...] | None = None, column_page: int | None = None
+) -> Matrix:
+    """The matrix for the catalogue's filters (free text aside: the matrix reads only the summary table).
+
+    Without `column_page`: the COLUMN_LIMIT columns with the most runs (what the export writes). With it: that page
+    of COLUMNS_PER_PAGE columns (the last page when past it), every column reachable by its page, and as rows the
+    configurations with runs in those columns."""
     version = version if version is not None else data_version()
-    key = cache_key_for(version, "matrix", query.filters, query.set_key, query.include_withdrawn)
+    key = cache_key_for(version, "matrix", query.filters, query.set_key, query.include_withdrawn, column_page)
     cached = cache.get(key)
     if cached is None:
-        cached = _matrix(query, version)
+        cached = _matrix(query, version, column_page)
         cache.set(key, cached, CACHE_SECONDS)
     return cached  # type: ignore[no-any-return]
 
 
-def _matrix(query: CatalogueQuery, version: tuple[Any, ...]) -> Matrix:
+def _matrix(query: CatalogueQuery, version: tuple[Any, ...], column_page: int | None) -> Matrix:
     entries = _by_configuration(query, _entries(_grouped(query)))
     row_runs, column_runs, set_runs = _run_counts(entries)
-    rows = sorted(row_runs, key=lambda r: (-row_runs[r], r))[:ROW_LIMIT]
-    columns = sorted(sorted(column_runs, key=lambda c: (-column_runs[c], c))[:COLUMN_LIMIT])
+    pages: tuple[ColumnPage, ...] = ()
+    if column_page is None:
+        columns = sorted(sorted(column_runs, key=lambda c: (-column_runs[c], c))[:COLUMN_LIMIT])
+        candidates = list(row_runs)
+    else:
+        pages = _column_pages(sorted(column_runs))
+        column_page = min(max(column_page, 1), max(len(pages), 1))
+        columns = sorted(column_runs)[(column_page - 1) * COLUMNS_PER_PAGE : column_page * COLUMNS_PER_PAGE]
+        shown = set(columns)
+        candidates = list({e["row"] for e in entries.values() if e["column"] in shown})
+    rows = sorted(candidates, key=lambda r: (-row_runs[r], r))[:ROW_LIMIT]
     picked = _picked(entries, set(rows), set(columns), set_runs)
     sets = _shown_sets(picked, set_runs, version)
     return Matrix(
@@ -197,7 +240,20 @@ def _matrix(query: CatalogueQuery, version: tuple[Any, ...]) -> Matrix:
         row_total=len(row_runs),
         column_total=len(column_runs),
         total=sum(row_runs.values()),
+        column_pages=pages,
+        column_page=column_page or 0,
+        rows_in_page=len(candidates),
     )
+
+
+def _column_pages(columns: list[ColumnKey]) -> tuple[ColumnPage, ...]:
+    """The pages of these (sorted) columns, each named by its first and last column."""
+    pages: list[ColumnPage] = []
+    for start in range(0, len(columns), COLUMNS_PER_PAGE):
+        chunk = columns[start : start + COLUMNS_PER_PAGE]
+        first, last = (f"{c[1]} {c[2]}" for c in (chunk[0], chunk[-1]))
+        pages.append(ColumnPage(len(pages) + 1, first, last, start + 1, start + len(chunk)))
+    return tuple(pages)
 
 
 def _entries(grouped: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], dict[str, Any]]:

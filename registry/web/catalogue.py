@@ -93,12 +93,18 @@ def matrix(request: HttpRequest) -> HttpResponse:
     query = form.to_query()
     query = type(query)(filters=query.filters, include_withdrawn=query.include_withdrawn)  # no search, set or page
     version = data_version()
-    grid = catalogue_matrix(query, version=version)
     fmt = exports.export_format(request)
-    if fmt:
-        return _matrix_download(request, fmt, grid, query)
+    if fmt:  # the whole matrix, not the page of columns on screen
+        return _matrix_download(request, fmt, catalogue_matrix(query, version=version), query)
+    grid = catalogue_matrix(query, version=version, column_page=_column_page(request))
     params = cast(dict[str, str], {k: v for k, v in request.GET.items() if v})  # strings, as in catalogue()
     return render(request, "registry/matrix.html", _matrix_context(request, form, query, grid, version, params))
+
+
+def _column_page(request: HttpRequest) -> int:
+    """The page of columns asked for (`cols`), 1 when absent or not a number."""
+    raw = request.GET.get("cols", "")
+    return int(raw) if raw.isdigit() and 0 < len(raw) < 6 else 1
 
 
 def _matrix_context(
@@ -113,6 +119,10 @@ def _matrix_context(
         "exports": exports.export_links(request),
         "catalogue_link": reverse("home") + _filters_only(params),
         "active_filters": _matrix_filters(params),
+        "column_links": [
+            (p, "?" + urlencode({**{k: v for k, v in params.items() if k != "cols"}, "cols": str(p.number)}))
+            for p in grid.column_pages
+        ],
     }
 
 
@@ -133,7 +143,8 @@ def _matrix_download(request: HttpRequest, fmt: str, grid: Matrix, query: Catalo
 def _matrix_filters(params: dict[str, str]) -> list[tuple[str, str, str]]:
     """(label, value, link that removes it) for each facet filter in force."""
     return [
-        (label, value, "?" + urlencode({k: v for k, v in params.items() if k != name}))
+        # removing a filter changes the columns: back to their first page
+        (label, value, "?" + urlencode({k: v for k, v in params.items() if k not in (name, "cols")}))
         for name, (_, label) in FACETS.items()
         if (value := params.get(name))
     ]

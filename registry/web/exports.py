@@ -33,7 +33,7 @@ def export_format(request: HttpRequest) -> str | None:
 def export_links(request: HttpRequest) -> dict[str, str]:
     """Links to the CSV and JSON of the page as it is (its filters kept, the page number dropped)."""
     # A parsed query string's values are strings (django-stubs allow for an empty list).
-    params = cast(dict[str, str], {k: v for k, v in request.GET.items() if k not in ("page", "format") and v})
+    params = cast(dict[str, str], {k: v for k, v in request.GET.items() if k not in ("page", "cols", "format") and v})
     return {fmt: "?" + urlencode({**params, "format": fmt}) for fmt in FORMATS}
 
 
