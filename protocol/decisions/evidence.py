@@ -40,8 +40,13 @@ def accelerator_count(doc: Mapping[str, Any]) -> int:
 
 
 def configuration_key(doc: Mapping[str, Any]) -> str:
-    """How prices name this system: '8x NVIDIA H100-SXM-80GB' (accelerators in the tested system, then the model)."""
-    return f"{accelerator_count(doc)}x {accelerator_model(doc)}"
+    """How prices name this system: '8x NVIDIA H100-SXM-80GB' (accelerators in the tested system, then the model);
+    a system with no accelerator by its nodes and host CPU ('1x AMD EPYC 9454'), never '0x'."""
+    count = accelerator_count(doc)
+    if not count:
+        nodes = (doc.get("system") or {}).get("nodes")
+        count = nodes if isinstance(nodes, int) and not isinstance(nodes, bool) and nodes > 0 else 1
+    return f"{count}x {accelerator_model(doc)}"
 
 
 def vendor(doc: Mapping[str, Any]) -> str:

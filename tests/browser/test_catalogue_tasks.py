@@ -248,7 +248,7 @@ def test_a_refusal_leads_with_the_root_cause_and_hints_only_what_helps(user: Use
     first = page.locator("table.table--refusal tbody tr").first.inner_text()
     assert re.match(r"(phase|workload|scenario)", first), first
     assert "They ask different questions" in page.locator("section[role=alert]").inner_text()
-    assert page.get_by_role("button", name=re.compile("Compare (along|at)")).count() == 0  # no axis would help
+    assert page.get_by_role("button", name=re.compile("Compare (by|at)")).count() == 0  # no axis would help
     user.check("refusal-root-cause")
     # bf16 against int8 on the system axis: the precision axis accepts them, and so does equal quality (both state
     # their measured quality), so those two (and only those) are offered.
@@ -258,8 +258,8 @@ def test_a_refusal_leads_with_the_root_cause_and_hints_only_what_helps(user: Use
     with page.expect_navigation():  # the reads below do not wait: the refusal page must have loaded whole
         page.get_by_role("button", name="Compare selected").click()
     assert "precision.weights: int8 vs bf16" in page.locator("table.table--refusal").inner_text()
-    offered = page.get_by_role("button", name=re.compile("Compare (along|at)"))
-    assert offered.all_inner_texts() == ["Compare along precision", "Compare at equal quality"]
+    offered = page.get_by_role("button", name=re.compile("Compare (by|at)"))
+    assert offered.all_inner_texts() == ["Compare by numeric precision", "Compare at equal quality"]
     user.check("refusal-precision")
     offered.first.click()
     page.wait_for_url(re.compile(r"/comparisons/\d+/$"))

@@ -284,3 +284,10 @@ def test_candidates_with_different_accelerator_counts_each_show_their_count() ->
     eight["system"]["accelerators"][0]["count"] = 8
     answer = dec.answer(question(prices={}), evidence([eight, run("h1", 1000.0)]))
     assert sorted(c["label"] for c in answer["candidates"]) == ["1× H100, bf16", "8× H100, bf16"]
+
+
+def test_a_system_without_accelerators_is_priced_by_its_nodes_and_host_cpu() -> None:
+    doc = run("c", 1000.0)
+    doc["system"]["accelerators"] = []
+    key = dec.evidence.configuration_key(doc)
+    assert key == f"1x {doc['system']['host']['cpu_model']}" and not key.startswith("0x")

@@ -301,6 +301,7 @@ RULES: dict[str, list[Case]] = {
     # --- catalogue ---
     "matrix": [("get", lambda w: "/matrix/", None, W_READ, 200)],
     "run": [("get", lambda w: f"/runs/{w['run'].pk}/", None, W_READ, 200)],
+    "sweep-compare": [("get", lambda w: "/sweeps/compare/", None, W_READ, 200)],
     "run-withdraw": [("post", lambda w: f"/runs/{w['run'].pk}/withdraw", lambda w: {"reason": "r"}, W_ADMIN, 302)],
     "compare": [
         ("get", lambda w: "/compare/", None, W_READ, 200),
