@@ -26,11 +26,13 @@ exits with status 130.
 
 from __future__ import annotations
 
+import _thread
 import argparse
 import difflib
 import os
 import signal
 import sys
+import threading
 from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
@@ -207,12 +209,34 @@ COMMANDS = ["submit", "run", "witness", "admin", "agent", "verify", *DJANGO_COMM
 
 def main(argv: list[str] | None = None) -> int:
     """`benchreg ...`; Ctrl-C anywhere (a sweep, an import, the server) ends it with one line and status 130."""
+    sys.unraisablehook = _interrupt_again
     try:
         return _dispatch(list(sys.argv[1:] if argv is None else argv))
     except KeyboardInterrupt:
+        INTERRUPTED.set()
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C while we say so changes nothing
         print("\ninterrupted", file=sys.stderr, flush=True)
         return 130
+
+
+INTERRUPTED = threading.Event()  # set once main() has caught the Ctrl-C
+
+
+def _interrupt_again(unraisable: Any) -> None:
+    """A Ctrl-C that lands in a finalizer is printed as "Exception ignored in ..." and dropped by Python, and the
+    command went on: deliver it again to the main thread, where it stops the command. Anything else as Python says.
+
+    From a thread of its own, until it lands: raised here, or while the finalizer is still running, it would be
+    dropped again."""
+    if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
+        threading.Thread(target=_deliver_interrupt, name="interrupt-again", daemon=True).start()
+        return
+    sys.__unraisablehook__(unraisable)
+
+
+def _deliver_interrupt() -> None:
+    while not INTERRUPTED.wait(0.05):
+        _thread.interrupt_main()
 
 
 def _dispatch(argv: list[str]) -> int:

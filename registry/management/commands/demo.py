@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
+import psutil
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
@@ -181,7 +182,7 @@ class Command(BaseCommand):
         plan = (2, 1, 2, 1)
         for attempt, threads in enumerate(plan, start=1):
             self.stdout.write(
-                f"decision run {attempt} of up to {len(plan)}: mlp-classifier offline batch 32 with "
+                f"  decision run {attempt} of up to {len(plan)}: mlp-classifier offline batch 32 with "
                 f"{threads} thread(s)…"
             )
             started = time.monotonic()
@@ -236,7 +237,7 @@ class Command(BaseCommand):
                 self.stdout.write(self.style.ERROR(f"{path.name}: rejected: {exc.errors or exc.message}"))
                 continue
             state = "stored" if created else "already known"
-            self.stdout.write(f"{path.name}: {state} as run {run.pk} ({run.digest[:19]}…)")
+            self.stdout.write(f"  {path.name}: {state} as run {run.pk} ({run.digest[:19]}…)")
 
 
 def _latest_measured_mlp() -> Submission | None:
@@ -284,15 +285,21 @@ class Steps:
 
     def __init__(self, out: Any, *, total: int) -> None:
         self.out, self.total, self.number = out, total, 0
-        self.started = time.monotonic()
+        # The whole is counted from the process's start: loading Python, Django and the runners is part of the wait.
+        self.started: float = time.monotonic() - max(time.time() - float(psutil.Process().create_time()), 0.0)
 
     @contextmanager
     def step(self, words: str) -> Iterator[None]:
         self.number += 1
-        self.out.write(f"[{self.number}/{self.total}] {words}…")
+        self.say(f"[{self.number}/{self.total}] {words}…")
         started = time.monotonic()
         yield
-        self.out.write(f"[{self.number}/{self.total}] done in {elapsed(time.monotonic() - started)}")
+        self.say(f"[{self.number}/{self.total}] done in {elapsed(time.monotonic() - started)}")
+
+    def say(self, line: str) -> None:
+        """A line, flushed at once: piped to a file or `tee`, it is not held back until the buffer fills."""
+        self.out.write(line)
+        getattr(self.out, "flush", lambda: None)()
 
     def since_start(self) -> float:
         return time.monotonic() - self.started
