@@ -210,9 +210,14 @@ def _open_container(item: Any, path: tuple[str | int, ...], max_depth: int, out:
         stack.extend((child, (*path, i)) for i, child in enumerate(item))
 
 
-def parse_json(raw: bytes | str, *, max_depth: int = MAX_DEPTH) -> Any:
+def parse_json(raw: bytes | str, *, max_depth: int = MAX_DEPTH, keep_marks: bool = False) -> Any:
     """Parse JSON text strictly. Raises Invalid listing every duplicate key, non-finite number, integer no double
-    holds, string no store can keep and nesting deeper than `max_depth` (value_errors), each with its pointer."""
+    holds, string no store can keep and nesting deeper than `max_depth` (value_errors), each with its pointer.
+
+    With `keep_marks`, text that is JSON (however strict) is returned with its duplicate keys, non-finite numbers and
+    inexact integers still marked, for `protocol.check` to report with every other error of the document (one NaN
+    does not hide the rest); Invalid is raised only for text that is not JSON, not UTF-8 or nested too deep to read.
+    """
     if isinstance(raw, bytes):
         try:
             raw = raw.decode("utf-8")
@@ -221,10 +226,29 @@ def parse_json(raw: bytes | str, *, max_depth: int = MAX_DEPTH) -> Any:
                 [Error("", "invalid-encoding", f"the body is not UTF-8 (byte {exc.start} cannot be decoded)")]
             ) from None
     value = _loads(raw, max_depth)
+    if keep_marks:
+        return value
     problems = value_errors(value, max_depth=max_depth)
     if problems:
         raise Invalid(problems)
     return value  # plain: the hooks' placeholders and marked objects are always problems
+
+
+MARK_CODES = frozenset({"duplicate-key", "non-finite-number", "integer-out-of-range"})
+
+
+def unmarked(value: Any) -> Any:
+    """`value` with parse_json's marks taken out, for the checks that follow (the marks themselves are reported by
+    value_errors): a non-finite number or an inexact integer becomes null, an object with repeated keys a plain
+    object (its last value of each key, as JSON parsers keep). Call it on a value no deeper than MAX_DEPTH."""
+    kind = type(value)
+    if kind is _NonFinite or kind is _InexactInteger:
+        return None
+    if isinstance(value, dict):
+        return {key: unmarked(child) for key, child in value.items()}
+    if isinstance(value, list):
+        return [unmarked(child) for child in value]
+    return value
 
 
 def _loads(raw: str, max_depth: int) -> Any:

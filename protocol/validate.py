@@ -8,7 +8,7 @@ from typing import Any
 from .canonical import canonicalize, digest_of
 from .checks import semantic_errors
 from .errors import Error, Invalid
-from .parsing import parse_json, value_errors
+from .parsing import MARK_CODES, parse_json, unmarked, value_errors
 from .schema import schema_errors
 from .summary import RunSummary, summarize
 
@@ -30,19 +30,29 @@ def errors(document: Any) -> list[Error]:
     """All schema and semantic errors of an already-parsed document, sorted by pointer.
 
     A document nested deeper than MAX_DEPTH gets that error alone: the schema and semantic checks (and the
-    canonical form) recurse, so they never see it. Text no store can keep is reported with the rest.
+    canonical form) recurse, so they never see it. Text no store can keep is reported with the rest, and so is what
+    parse_json(keep_marks=True) marked (a NaN, a repeated key, an integer no double holds): each is one error, with
+    its pointer, among all the others; the checks read the value there as null and say nothing more about it.
     """
     found = value_errors(document)
     if any(e.code == "too-deep" for e in found):
         return sorted(found)
+    marked = {e.pointer for e in found if e.code in MARK_CODES}
+    if marked:
+        document = unmarked(document)
     shape = schema_errors(document)
-    return sorted(set(found) | set(shape) | set(semantic_errors(document, shape_is_valid=not shape)))
+    checked = set(shape) | set(semantic_errors(document, shape_is_valid=not shape))
+    return sorted(set(found) | {e for e in checked if not _at_or_below(e.pointer, marked)})
+
+
+def _at_or_below(where: str, pointers: set[str]) -> bool:
+    return any(where == p or where.startswith(f"{p}/") for p in pointers)
 
 
 def check(document: Any) -> Checked:
     """Validate a document (JSON bytes/str or a parsed value). Raises Invalid with every error at once."""
     if isinstance(document, bytes | str):
-        document = parse_json(document)
+        document = parse_json(document, keep_marks=True)
     found = errors(document)
     if found:
         raise Invalid(found)

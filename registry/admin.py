@@ -192,7 +192,7 @@ class ApiTokenAdmin(PolicyAdmin):
     actions = ["revoke"]
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False  # tokens are created with `create_token` or the API, which show the token once
+        return False  # tokens are created with `benchreg create-token` or the API, which show the token once
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

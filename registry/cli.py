@@ -1,33 +1,46 @@
-"""The `benchreg` command. Client commands (submit, run, agent, verify) need no database and never start Django;
-the rest are Django commands.
+"""The `benchreg` command. Client commands (submit, run, agent, verify, witness, admin) need no database and never
+start Django; the rest are Django commands, run under the names below.
 
   benchreg demo [--no-serve]          the main job: embedded registry with runs of this machine, served
-  benchreg serve                      the registry behind gunicorn
+  benchreg serve [--verbose]          the registry behind gunicorn (--verbose: the worker's and beat's log too)
   benchreg submit FILE...             send documents to a registry (--server/--token or BENCHREG_SERVER/_TOKEN);
                                       several files go as NDJSON batches (--batch-size), with a progress bar
   benchreg run inference|training|serving   the bundled runners; serving measures an OpenAI-compatible endpoint
   benchreg serve-model [--port 8000]  the bundled decoder behind an OpenAI-compatible streaming API (docs/serving.md)
   benchreg serve-simulated ...        an OpenAI-compatible endpoint with a known latency law (tests, bench)
-  benchreg create-token ...           manage.py create_token
-  benchreg audit verify|checkpoint|export|show   manage.py audit: check the audit log, sign/export checkpoints
+  benchreg create-token --username NAME --scopes submit,read   an API token for a script (printed alone)
+  benchreg audit verify|checkpoint|export|show   check the audit log, sign/export checkpoints
   benchreg import mlperf PATH         import a published MLPerf Inference or Training tree
   benchreg sweep                      once, what beat runs every minute: stuck reports, late jobs, silent agents
+  benchreg migrate                    bring the database's tables up to date (demo does it itself)
+  benchreg rebuild-catalogue [--check]  recompute the catalogue's counts from the runs
   benchreg enrolment-token create --expires 1h   a single-use token for `benchreg agent enroll` (on the server)
   benchreg admin enrolment-token|agent|run|job ...  admin automation over the API with an admin-scoped token
   benchreg agent enroll|start|status  run this machine as an enrolled agent (needs no database)
   benchreg witness keygen|serve      a C2SP tlog-witness that cosigns the audit log's checkpoints (docs/audit.md)
   benchreg verify REPORT.pdf [--cert PEM --log-key VKEY] [--server URL]   check a signed decision report with the
                                       registry's published certificate and log key only (no Django, no database)
+  benchreg --version                  benchreg's version
+
+`benchreg COMMAND --help` gives each command's options. Ctrl-C stops any command: it says "interrupted" and
+exits with status 130.
 """
 
 from __future__ import annotations
 
+import _thread
 import argparse
+import difflib
 import os
+import signal
 import sys
+import threading
 from collections.abc import Iterator
+from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from runners.terminal import wrap
 
 # Subcommands served by a Django management command of the same purpose.
 DJANGO_COMMANDS = {
@@ -39,6 +52,7 @@ DJANGO_COMMANDS = {
     "enrolment-token": "enrolment_token",
     "audit": "audit",
     "sweep": "sweep",
+    "rebuild-catalogue": "rebuild_catalogue",
 }  # operations: the sweeps beat runs, by hand or from cron
 
 
@@ -154,19 +168,85 @@ def _batches(files: list[Path], batch_size: int) -> Iterator[list[tuple[Path, by
 
 
 def django_main(command: str, argv: list[str]) -> int:
+    """Run the Django command behind `benchreg COMMAND` under its user-facing name (usage lines and errors say
+    `benchreg import`, never `import_results`); `--version` prints benchreg's version, not Django's. A command's
+    refusal (CommandError) is printed as `benchreg COMMAND: error: ...`, wrapped to the terminal."""
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "registry.settings")
     if command == "serve":  # the embedded default's worker process (registry.settings, docs/operations.md)
         os.environ.setdefault("BENCHREG_EMBEDDED_WORKER", "1")
-    from django.core.management import execute_from_command_line
+    import django
+    from django.core.management import get_commands, load_command_class
+    from django.core.management.base import CommandError
+    from django.db import connections
 
-    execute_from_command_line(["benchreg", command, *argv])
+    django.setup()
+    name = DJANGO_COMMANDS[command]
+    handler = load_command_class(get_commands()[name], name)
+    handler.get_version = lambda: f"benchreg {version()}"  # type: ignore[method-assign]  # not Django's
+    handler._called_from_command_line = True  # type: ignore[attr-defined]  # usage errors: usage, exit 2
+    options = vars(handler.create_parser("benchreg", command).parse_args(argv))
+    args = options.pop("args", ())
+    try:
+        handler.execute(*args, **options)
+    except CommandError as exc:
+        if options.get("traceback"):
+            raise
+        print(wrap(f"benchreg {command}: error: {exc}"), file=sys.stderr)
+        return exc.returncode
+    finally:
+        connections.close_all()
     return 0
 
 
+def version() -> str:
+    """benchreg's installed version (the package's metadata)."""
+    try:
+        return metadata.version("benchreg")
+    except metadata.PackageNotFoundError:  # running from a source tree that was never installed
+        return "unknown (not installed)"
+
+
+COMMANDS = ["submit", "run", "witness", "admin", "agent", "verify", *DJANGO_COMMANDS]
+
+
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    """`benchreg ...`; Ctrl-C anywhere (a sweep, an import, the server) ends it with one line and status 130."""
+    sys.unraisablehook = _interrupt_again
+    try:
+        return _dispatch(list(sys.argv[1:] if argv is None else argv))
+    except KeyboardInterrupt:
+        INTERRUPTED.set()
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C while we say so changes nothing
+        print("\ninterrupted", file=sys.stderr, flush=True)
+        return 130
+
+
+INTERRUPTED = threading.Event()  # set once main() has caught the Ctrl-C
+
+
+def _interrupt_again(unraisable: Any) -> None:
+    """A Ctrl-C that lands in a finalizer is printed as "Exception ignored in ..." and dropped by Python, and the
+    command went on: deliver it again to the main thread, where it stops the command. Anything else as Python says.
+
+    From a thread of its own, until it lands: raised here, or while the finalizer is still running, it would be
+    dropped again."""
+    if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
+        threading.Thread(target=_deliver_interrupt, name="interrupt-again", daemon=True).start()
+        return
+    sys.__unraisablehook__(unraisable)
+
+
+def _deliver_interrupt() -> None:
+    while not INTERRUPTED.wait(0.05):
+        _thread.interrupt_main()
+
+
+def _dispatch(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(__doc__)
+        return 0
+    if argv[0] in ("--version", "-V", "version"):
+        print(f"benchreg {version()}")
         return 0
     command, rest = argv[0], argv[1:]
     if command == "submit":
@@ -196,9 +276,16 @@ def main(argv: list[str] | None = None) -> int:
 
         return verify_main(rest)
     if command in DJANGO_COMMANDS:
-        return django_main(DJANGO_COMMANDS[command], rest)
-    print(f"benchreg: unknown command {command!r}\n{__doc__}", file=sys.stderr)
+        return django_main(command, rest)
+    print(unknown_command(command), file=sys.stderr)
     return 2
+
+
+def unknown_command(command: str) -> str:
+    """What `benchreg TYPO` says: the closest commands, if any, and where the list is."""
+    close = difflib.get_close_matches(command, COMMANDS, n=3, cutoff=0.6)
+    hint = f" Did you mean {' or '.join(f'`benchreg {c}`' for c in close)}?" if close else ""
+    return f"benchreg: unknown command {command!r}.{hint} `benchreg --help` lists every command."
 
 
 if __name__ == "__main__":

@@ -24,6 +24,8 @@ from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_aft
 
 import protocol
 
+from .terminal import problem_lines, wrap
+
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
 TRANSIENT_STATUS = frozenset({429, 502, 503, 504})
 log = logging.getLogger(__name__)
@@ -54,11 +56,16 @@ class SubmitOutcome:
     retries: int = 0
 
     def line(self, label: str) -> str:
-        """One human line, as `benchreg submit` prints it (with the retries it took, if any)."""
+        """What `benchreg submit` prints for one file: one line, or for a rejected document that line and then each
+        problem on lines of its own, pointer first, wrapped to the terminal. The retries it took, if any, are said
+        once: "(after 2 retries)", or "(gave up after 5 retries)" when the registry never answered."""
         words = self._words(label)
-        if not self.retries:
-            return words
-        return f"{words} (after {self.retries} {'retry' if self.retries == 1 else 'retries'})"
+        if self.retries:
+            many = "retry" if self.retries == 1 else "retries"
+            words += f" ({'gave up after' if self.status == 'error' else 'after'} {self.retries} {many})"
+        if self.status == "rejected" and self.errors:
+            return f"{words}\n{problem_lines(self.errors)}"
+        return wrap(words)
 
     def _words(self, label: str) -> str:
         if self.status == "stored":
@@ -66,13 +73,24 @@ class SubmitOutcome:
         if self.status == "known":
             return f"{label}: already known as run {self.run_id} ({self.digest})"
         if self.status == "rejected":
-            details = "; ".join(f"{e.get('pointer') or '/'} [{e.get('code')}] {e.get('message')}" for e in self.errors)
-            return f"{label}: rejected: {details or self.message}"
+            count = len(self.errors)
+            return (
+                f"{label}: rejected ({count} problem{'' if count == 1 else 's'}):"
+                if count
+                else f"{label}: rejected: {self.message}"
+            )
         return f"{label}: error: {self.message}"
 
 
 class RegistryError(Exception):
-    """The registry could not be reached or answered with a server error (worth retrying)."""
+    """The registry could not be reached or answered with a server error (worth retrying). `reason` is what went
+    wrong; `retries` how many retries were made before giving up (said once, in str())."""
+
+    def __init__(self, reason: str, retries: int = 0) -> None:
+        many = "retry" if retries == 1 else "retries"
+        super().__init__(f"{reason} (gave up after {retries} {many})" if retries else reason)
+        self.reason = reason
+        self.retries = retries
 
 
 class _Transient(Exception):
@@ -131,7 +149,7 @@ class RegistryClient:
         try:
             response = self._retrying(method, path)(self._attempt, method, path, kwargs)
         except _Transient as exc:
-            raise RegistryError(f"{method} {path}: {exc} (gave up after {self.retries} retries)") from exc
+            raise RegistryError(f"{method} {path}: {exc}", self.retries) from exc
         if response.status_code >= 500:
             raise RegistryError(f"{method} {path}: registry answered {response.status_code}")
         return response
@@ -174,8 +192,8 @@ class RegistryClient:
             response = self.request(
                 "POST", "/api/v1/submissions", content=body, headers={"Content-Type": "application/json"}
             )
-        except RegistryError as exc:
-            return SubmitOutcome("error", message=str(exc), retries=self.retries)
+        except RegistryError as exc:  # the retries are said once, by SubmitOutcome.line
+            return SubmitOutcome("error", message=exc.reason, retries=exc.retries)
         return dataclasses.replace(_outcome(response), retries=self.retries)
 
     def submit(self, document: dict[str, Any]) -> SubmitOutcome:
@@ -201,7 +219,7 @@ class RegistryClient:
                 headers={"Content-Type": "application/x-ndjson"},
             )
         except RegistryError as exc:
-            return [SubmitOutcome("error", message=str(exc)) for _ in bodies]
+            return [SubmitOutcome("error", message=exc.reason, retries=exc.retries) for _ in bodies]
         if response.status_code == 415:
             return [self.submit_bytes(body) for body in bodies]
         ndjson = response.headers.get("content-type", "").startswith("application/x-ndjson")

@@ -58,10 +58,17 @@ class RichReporter:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self._finish()
         self._progress.stop()
 
     def stage(self, label: str, total: float | None) -> None:
+        self._finish()
         self._task = self._progress.add_task(label, total=total, info="")
+
+    def _finish(self) -> None:
+        """The stage before stops its clock: each bar's time is its own stage's, not the time since it began."""
+        if self._task is not None:
+            self._progress.stop_task(self._task)
 
     def advance(self, completed: float, info: str = "") -> None:
         if self._task is not None:

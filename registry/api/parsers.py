@@ -20,7 +20,8 @@ class PayloadTooLarge(RegistryError):
 
 
 class JSONDocumentParser(BaseParser):
-    """Reads at most MAX_SUBMISSION_BYTES and parses with protocol.parse_json (duplicate keys, NaN refused).
+    """Reads at most MAX_SUBMISSION_BYTES and parses with protocol.parse_json (duplicate keys, NaN refused by the
+    checks that follow, with every other error of the document).
 
     The parsed value is what the view validates and canonicalises: the digest covers the RFC 8785 canonical
     form, not the bytes as sent (two spellings of one document are one run).
@@ -45,9 +46,10 @@ class JSONDocumentParser(BaseParser):
 
 
 def parse_document(raw: bytes) -> Any:
-    """One document's bytes parsed strictly, or InvalidDocument with a pointer for every parse problem."""
+    """One document's bytes parsed, or InvalidDocument when they are not JSON. Duplicate keys, NaN and integers no
+    double holds stay marked: protocol.check reports each with its pointer, among every other error."""
     try:
-        return protocol.parse_json(raw)
+        return protocol.parse_json(raw, keep_marks=True)
     except protocol.Invalid as exc:
         raise InvalidDocument("the body is not acceptable JSON", errors=[e.as_dict() for e in exc.errors]) from None
 

@@ -64,7 +64,7 @@ def history_time_chart(history: Mapping[str, Any]) -> str | None:
     software = list(dict.fromkeys(p["software"] for p in points))
     colour = {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(software)}
     with rc_context({**STYLE, **FONT}):
-        fig = Figure(figsize=SIZE)
+        fig = Figure(figsize=(SIZE[0], SIZE[1] + _legend_room(software)))
         ax = fig.add_subplot()
         for name in software:
             _software_runs(ax, name, [p for p in points if p["software"] == name], colour[name])
@@ -77,6 +77,20 @@ def history_time_chart(history: Mapping[str, Any]) -> str | None:
         if len(software) > 1 or any(p.get("change_point") for p in points):
             ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=1)
         return svg(fig, "histtime", [history.get("run"), points])
+
+
+LEGEND_LINE_IN = 0.25  # one line of the legend below the plot, at its font size, with its spacing
+
+
+def _legend_room(software: list[str]) -> float:
+    """Inches added below the plot for a legend longer than two lines: without them, tight_layout cannot fit the
+    legend in the figure ("Tight layout not applied") and the plot is squashed; two lines fit in SIZE."""
+    lines = sum(1 + _legend_label(name).count("\n") for name in software) if len(software) > 1 else 0
+    return max(lines - 2, 0) * LEGEND_LINE_IN
+
+
+def _legend_label(name: str) -> str:
+    return "\n".join(textwrap.wrap(name, 40))
 
 
 def _software_runs(ax: Axes, name: str, mine: list[Mapping[str, Any]], colour: str) -> None:
@@ -96,7 +110,7 @@ def _software_runs(ax: Axes, name: str, mine: list[Mapping[str, Any]], colour: s
         ecolor=colour,
         elinewidth=1,
         capsize=2,
-        label="\n".join(textwrap.wrap(name, 40)),
+        label=_legend_label(name),
         zorder=3,
     )
 

@@ -147,7 +147,7 @@ def _remove(key: dict[str, Any], value: float | None, counted: bool) -> None:
     cells = CatalogueCell.objects.filter(**key)
     if not cells.update(**_shrink(value, counted)):  # locks the cell for the rest of the transaction
         # The index missed this run (rows inserted around the services): the withdrawal, which is evidence, goes on.
-        logger.error("no catalogue cell counts this run (%s): run `manage.py rebuild_catalogue`", key)
+        logger.error("no catalogue cell counts this run (%s): run `benchreg rebuild-catalogue`", key)
         return
     cells.filter(runs=0).delete()
     bounds = cells.values("headline_low", "headline_high").first()

@@ -53,6 +53,7 @@ class ImportResult:
     suite: str = "inference"
     referee: mlperf_referee.RefereeReport | None = None
     referee_note: str = ""  # why there is no referee report
+    root: Path | None = None  # the folder imported
 
     @property
     def counts(self) -> dict[str, int]:
@@ -108,7 +109,76 @@ def mlperf_import(
     tracker.advance(len(plan.items))
     outcomes = [_held(item, n, report) if n in held else stored[n] for n, item in enumerate(plan.items)]
     _audit_import(submitted_by, plan, suite, outcomes, report)
-    return ImportResult(plan=plan, outcomes=outcomes, suite=suite, referee=report, referee_note=note)
+    return ImportResult(plan=plan, outcomes=outcomes, suite=suite, referee=report, referee_note=note, root=root)
+
+
+class ImportRefused(Exception):
+    """The options do not fit the tree (one round named for a folder holding several): nothing was read or stored."""
+
+
+def mlperf_import_rounds(
+    *,
+    root: Path,
+    submitted_by: User,
+    round_name: str | None = None,
+    suite: str = "auto",
+    batch_size: int = BATCH_SIZE,
+    progress: Callable[[int, int], None] | None = None,
+    referee: Referee | None = None,
+    on_round: Callable[[mlperf.RoundFolder], None] | None = None,
+) -> list[ImportResult]:
+    """`mlperf_import` of every round `root` holds (mlperf.round_folders): a results repository is one round; a
+    folder holding an Inference and a Training round, or rounds side by side, is imported one round folder at a
+    time, each with the suite of its contents and the round of its own name. `suite` other than 'auto' imports the
+    round folders of that suite only. `on_round(folder)` is called before each round.
+
+    Raises ImportRefused, before anything is read, when `round_name` or the referee's `published`/`scope` name one
+    round and `root` holds several."""
+    folders = mlperf_round_folders(root=root, suite=suite, round_name=round_name, referee=referee)
+    options = referee or Referee()
+    results = []
+    for folder in folders:
+        if on_round is not None:
+            on_round(folder)
+        own = options if folder.suite != "training" or len(folders) == 1 else Referee(enabled=options.enabled)
+        results.append(
+            mlperf_import(
+                root=folder.path,
+                submitted_by=submitted_by,
+                round_name=round_name,
+                suite=folder.suite if len(folders) > 1 and folder.suite else suite,
+                batch_size=batch_size,
+                progress=progress,
+                referee=own,
+            )
+        )
+    return results
+
+
+def mlperf_round_folders(
+    *, root: Path, suite: str = "auto", round_name: str | None = None, referee: Referee | None = None
+) -> list[mlperf.RoundFolder]:
+    """The round folders `mlperf_import_rounds` imports, in order, or ImportRefused saying why the options do not
+    fit them."""
+    found = mlperf.round_folders(root)
+    if len(found) == 1:
+        return found  # one round: the importer decides the suite (`suite`) and says what is missing
+    chosen = [f for f in found if suite == "auto" or f.suite == suite]
+    names = ", ".join(f"{f.path.relative_to(root).as_posix()} ({f.suite})" for f in found)
+    if not chosen:
+        raise ImportRefused(f"{root} holds no MLPerf {suite} round: it holds {names}")
+    if round_name:
+        raise ImportRefused(
+            f"--round {round_name} names one round, but {root} holds {len(found)}: {names}. Leave --round out (each "
+            "round is read from its own folder's name) or import one folder at a time"
+        )
+    inference = [f for f in chosen if f.suite == "inference"]
+    if referee is not None and (referee.published or referee.scope) and len(inference) > 1:
+        raise ImportRefused(
+            f"--published and --published-scope referee one round, but {root} holds {len(inference)} Inference "
+            f"rounds ({names}): import one folder at a time"
+        )
+    return chosen
 
 
 def _storable(item: mlperf.ImportItem) -> bool:

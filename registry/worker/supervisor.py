@@ -46,12 +46,22 @@ class Part:
     quick_deaths: int = 0
     next_start: float = 0.0
     starts: int = 0
+    quiet: bool = False  # its standard output (banners, "Warm shutdown") discarded; its log (stderr) is kept
 
 
-def embedded_parts(*, data_dir: Path, python: str = sys.executable) -> list[Part]:
+# Celery's warning that the worker runs as root: the embedded worker runs as the user who started `benchreg serve`
+# (the choice is theirs, made once for the server) and accepts JSON only, which is what makes root tolerable to
+# Celery (it refuses pickle as root). Said with --verbose; otherwise it is a dozen lines at every (re)start.
+ROOT_WARNING = "ignore:You're running the worker with superuser privileges"
+
+
+def embedded_parts(*, data_dir: Path, python: str = sys.executable, verbose: bool = True) -> list[Part]:
     """The worker (solo pool: one task at a time, every queue in CELERY_TASK_QUEUES, the webhook queue included)
-    and beat, each its own process so that either can die and come back alone."""
-    celery = [python, "-m", "celery", "-A", "registry"]
+    and beat, each its own process so that either can die and come back alone. Without `verbose` they print no
+    banner and log warnings and errors only (beat logs each task it sends, about once a second, at info)."""
+    level = "info" if verbose else "warning"
+    quiet = [] if verbose else ["-W", ROOT_WARNING]
+    celery = [python, *quiet, "-m", "celery", "-A", "registry", *([] if verbose else ["--quiet"])]
     # No mingle or gossip: with one worker they only write broadcast files into the queue folder.
     worker = [
         *celery,
@@ -63,7 +73,7 @@ def embedded_parts(*, data_dir: Path, python: str = sys.executable) -> list[Part
         "--without-mingle",
         "--without-gossip",
         "--loglevel",
-        "info",
+        level,
     ]
     beat = [
         *celery,
@@ -73,9 +83,9 @@ def embedded_parts(*, data_dir: Path, python: str = sys.executable) -> list[Part
         "--scheduler",
         "registry.celery:HeartbeatScheduler",
         "--loglevel",
-        "info",
+        level,
     ]
-    return [Part("worker", worker), Part("beat", beat)]
+    return [Part("worker", worker, quiet=not verbose), Part("beat", beat, quiet=not verbose)]
 
 
 class Supervisor:
@@ -138,7 +148,7 @@ class Supervisor:
             part.process.kill()
 
     def start(self, part: Part) -> None:
-        part.process = subprocess.Popen(part.argv)
+        part.process = subprocess.Popen(part.argv, stdout=subprocess.DEVNULL if part.quiet else None)
         part.started, part.started_wall = time.monotonic(), time.time()
         if part.starts:
             log.warning("embedded %s restarted (pid %d, restart %d)", part.name, part.process.pid, part.starts)
@@ -165,11 +175,15 @@ class Supervisor:
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "registry.settings")
     os.environ["BENCHREG_EMBEDDED_WORKER"] = "1"
-    logging.basicConfig(level=logging.INFO, format="[%(asctime)s: %(levelname)s/supervisor] %(message)s")
+    verbose = os.environ.get("BENCHREG_EMBEDDED_VERBOSE", "1") != "0"  # `benchreg serve` sets it; --verbose: 1
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="[%(asctime)s: %(levelname)s/supervisor] %(message)s",
+    )
 
     data_dir = Path(settings.DATA_DIR)
     supervisor = Supervisor(
-        embedded_parts(data_dir=data_dir),
+        embedded_parts(data_dir=data_dir, verbose=verbose),
         data_dir=data_dir,
         stale_s=float(settings.BENCHREG_HEARTBEAT_STALE_S),
         backoff_max_s=float(settings.BENCHREG_SUPERVISOR_BACKOFF_MAX_S),

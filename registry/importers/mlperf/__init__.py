@@ -8,7 +8,8 @@ path. `report_dict` and `render_report` give the per-file report. Inside, one mo
   constants, extracted by scripts/mlperf-rules), plus the tables that do not change (scenarios, formats,
   vocabularies); `accuracy`: the checker's accuracy verdict on accuracy.txt;
 * `plan`, `ledger`, `tree`: what an import produces, the per-item file ledger and the safe tree walk, shared
-  by both importers;
+  by both importers; `rounds_found`: the rounds a folder holds (an Inference and a Training round side by side
+  are imported one at a time);
 * `logs`: the readers of MLPerf's files; `systems`: the system description's sections;
 * `documents`: one Inference result as a document; `inference` and `training`: the two entry points;
 * `training_rules`: MLPerf Training's rules per round, read from rounds/training/*.json; `training_logs`:
@@ -22,6 +23,7 @@ from . import training
 from .inference import parse_tree
 from .plan import FileReport, ImportItem, ImportPlan, SourceError
 from .report import render_report, report_dict
+from .rounds_found import RoundFolder, round_folders
 from .rules import PERCENTILES, SCENARIOS, UNSPECIFIED
 
 __all__ = [
@@ -31,9 +33,11 @@ __all__ = [
     "FileReport",
     "ImportItem",
     "ImportPlan",
+    "RoundFolder",
     "SourceError",
     "parse_tree",
     "render_report",
     "report_dict",
+    "round_folders",
     "training",
 ]

@@ -1,4 +1,4 @@
-"""`manage.py create_token --username NAME --scopes submit,read`: prints a new token and nothing else.
+"""`benchreg create-token --username NAME --scopes submit,read`: prints a new token and nothing else.
 
 A token never carries more than its owner may do (registry.policy), so the account must hold a role that covers
 the scopes. Run at the shell (which already has the database), the command sets up script accounts: a user it
@@ -41,7 +41,7 @@ class Command(BaseCommand):
             is_new = not get_user_model().objects.filter(username=username).exists()
             user = user_for_token(username=username)
             self._grant_role_if_needed(user, username, wanted, role, may_grant=is_new or grant_role)
-            _, plain = token_create(user=user, name=name, scopes=sorted(wanted), actor="manage.py create_token")
+            _, plain = token_create(user=user, name=name, scopes=sorted(wanted), actor="benchreg create-token")
         except RegistryError as exc:
             raise CommandError(exc.message) from None
         self.stdout.write(plain)

@@ -10,10 +10,14 @@ import os
 import secrets
 import shlex
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
+import psutil
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
@@ -34,7 +38,7 @@ from registry.services.decisions import decision_create
 from registry.services.reports import report_local_path, report_request
 from registry.services.submissions import submission_create
 from registry.services.tokens import token_create
-from runners.api import execute, quick_sweep, sweep_specs
+from runners.api import execute, sweep_specs
 
 EXAMPLES_DIR = Path(protocol.__file__).parent / "examples"
 
@@ -47,6 +51,9 @@ class Command(BaseCommand):
         parser.add_argument("--no-serve", action="store_true", help="set up and load, then exit")
         parser.add_argument("--skip-sweep", action="store_true", help="do not measure this machine")
         parser.add_argument(
+            "--verbose", action="store_true", help="when serving, print the embedded worker's and beat's log too"
+        )
+        parser.add_argument(
             "--backend",
             choices=["numpy", "torch"],
             default=None,
@@ -54,36 +61,53 @@ class Command(BaseCommand):
         )
 
     def handle(
-        self, *args: Any, bind: str, no_serve: bool, skip_sweep: bool, backend: str | None, **options: Any
+        self,
+        *args: Any,
+        bind: str,
+        no_serve: bool,
+        skip_sweep: bool,
+        backend: str | None,
+        verbose: bool,
+        **options: Any,
     ) -> None:
-        self.stdout.write(f"data directory: {settings.DATA_DIR}")
-        call_command("migrate", interactive=False, verbosity=0)
-        admin = self._admin_user()
-        self._load_examples(admin)
+        steps = Steps(self.stdout, total=2 if skip_sweep else 5)
+        with steps.step(f"setting up the registry in {settings.DATA_DIR} (database, keys, admin user)"):
+            call_command("migrate", interactive=False, verbosity=0)
+            admin = self._admin_user()
+        with steps.step("loading the example runs (shown as examples: never compared or reported on)"):
+            self._load_examples(admin)
         if not skip_sweep:
-            self._measure_and_decide(admin, backend)
+            self._measure_and_decide(steps, admin, backend)
+        self.stdout.write(self.style.SUCCESS(f"ready in {elapsed(steps.since_start())}"))
         if no_serve:
             return
-        self._serve(bind)
+        self._serve(bind, verbose)
 
-    def _measure_and_decide(self, admin: Any, backend: str | None) -> None:
-        self._sweep(admin, backend)
-        report = self._decision_report(admin, backend)
+    def _measure_and_decide(self, steps: Steps, admin: Any, backend: str | None) -> None:
+        specs = sweep_specs(backend)
+        with steps.step(
+            f"measuring this machine: {len(specs)} short runs with the bundled runners ({specs[0].backend})"
+        ):
+            self._sweep(admin, specs)
+        with steps.step("comparing 1 and 2 CPU threads like for like (up to 4 more runs), then a signed PDF report"):
+            report = self._decision_report(admin, backend)
         if report is not None:
             where = report_local_path(report) or f"/api/v1/reports/{report.pk}/pdf (object storage)"
             self.stdout.write(self.style.SUCCESS(f"signed decision report: {where}"))
             self.stdout.write(f"  verify it with:  {self._verify_command(where)}")
-        self._decision(admin)  # the main job ends with a decision and its gaps
+        with steps.step("answering a capacity question from these runs (a decision: how many machines, what gaps)"):
+            self._decision(admin)  # the main job ends with a decision and its gaps
 
-    def _serve(self, bind: str) -> None:
-        self.stdout.write(self.style.SUCCESS(f"serving on http://{bind}/  (API docs: http://{bind}/api/docs/)"))
+    def _serve(self, bind: str, verbose: bool) -> None:
+        """Serve (the server says "serving on ..." once it listens)."""
         if settings.BENCHREG_EMBEDDED_WORKER or settings.CELERY_BROKER_URL:
-            serve(bind=bind, workers=2, threads=4)
+            serve(bind=bind, workers=2, threads=4, verbose=verbose)
             return
         # This process set up the registry with tasks in-process; the server gets a fresh process, which
         # `benchreg serve` starts with its own worker (reports and jobs never run in a web request).
         sys.stdout.flush()
-        os.execv(sys.executable, [sys.executable, "-m", "registry.cli", "serve", "--bind", bind])  # noqa: S606
+        argv = [sys.executable, "-m", "registry.cli", "serve", "--bind", bind, *(["--verbose"] if verbose else [])]
+        os.execv(sys.executable, argv)  # noqa: S606
 
     def _verify_command(self, where: Path | str) -> str:
         """`benchreg verify` with the registry's published certificate and log key, so it works with no server
@@ -106,18 +130,20 @@ class Command(BaseCommand):
         self.stdout.write(f"  API token:   {token}")
         return admin
 
-    def _sweep(self, admin: Any, backend: str | None) -> list[Any]:
-        """Measure this machine with the bundled runners (a minute or two) and store the runs."""
-        self.stdout.write("measuring this machine with the bundled runners (quick sweep)…")
+    def _sweep(self, admin: Any, specs: list[Any]) -> list[Any]:
+        """Measure this machine with the bundled runners (each run says what it measures and how long it took) and
+        store the runs."""
         results = settings.DATA_DIR / "results"
         results.mkdir(exist_ok=True)
         runs = []
-        for document in quick_sweep(backend=backend, progress=True):
-            run, _ = submission_create(document=document, submitted_by=admin)
+        for number, spec in enumerate(specs, start=1):
+            started = time.monotonic()
+            run, _ = submission_create(document=execute(spec, progress=True), submitted_by=admin)
             (results / f"{run.digest.split(':')[1][:16]}.json").write_bytes(run.canonical.encode())
             self.stdout.write(
-                f"  {run.phase} {run.workload_name} {run.scenario_kind} batch {run.batch_size}: "
-                f"{run.headline_value:.4g} {run.headline_unit} → run {run.pk}"
+                f"  run {number} of {len(specs)}: {run.phase} {run.workload_name} {run.scenario_kind} batch "
+                f"{run.batch_size}: {run.headline_value:.4g} {run.headline_unit} → run {run.pk} "
+                f"({elapsed(time.monotonic() - started)})"
             )
             runs.append(run)
         return runs
@@ -134,6 +160,8 @@ class Command(BaseCommand):
             self.stdout.write(self.style.WARNING("no comparable pair of runs on this machine: no report"))
             return None
         comparison, _ = comparison_create(runs=group, axis="software", created_by=admin)
+        self.stdout.write(f"  drawing and signing the report on {len(group)} runs…")
+        started = time.monotonic()
         report = report_request(
             comparison=comparison,
             requested_by=admin,
@@ -142,6 +170,7 @@ class Command(BaseCommand):
             "(offline, fp32, batch 32) on this machine",
         )
         report.refresh_from_db()
+        self.stdout.write(f"  report done in {elapsed(time.monotonic() - started)}")
         if report.status != "ready":
             self.stdout.write(self.style.ERROR(f"the report failed: {report.last_error}"))
             return None
@@ -154,10 +183,12 @@ class Command(BaseCommand):
         plan = (2, 1, 2, 1)
         for attempt, threads in enumerate(plan, start=1):
             self.stdout.write(
-                f"decision run {attempt} of up to {len(plan)}: mlp-classifier offline batch 32 with "
+                f"  decision run {attempt} of up to {len(plan)}: mlp-classifier offline batch 32 with "
                 f"{threads} thread(s)…"
             )
+            started = time.monotonic()
             group = _software_group(_measured(admin, replace(base, threads=threads)))
+            self.stdout.write(f"  measured in {elapsed(time.monotonic() - started)}")
             if len({_threads(r) for r in group}) > 1:
                 break
             if attempt < len(plan):  # say why the same run is measured again, or it reads as a repeated line
@@ -207,7 +238,7 @@ class Command(BaseCommand):
                 self.stdout.write(self.style.ERROR(f"{path.name}: rejected: {exc.errors or exc.message}"))
                 continue
             state = "stored" if created else "already known"
-            self.stdout.write(f"{path.name}: {state} as run {run.pk} ({run.digest[:19]}…)")
+            self.stdout.write(f"  {path.name}: {state} as run {run.pk} ({run.digest[:19]}…)")
 
 
 def _latest_measured_mlp() -> Submission | None:
@@ -247,3 +278,37 @@ def _software_group(run: Any) -> list[Any]:
 def _threads(run: Any) -> Any:
     settings_ = run.document["software"]["settings"]
     return settings_.get("torch.num_threads", settings_.get("numpy.blas_threads"))
+
+
+class Steps:
+    """The demo's numbered steps: each says what it does when it starts and how long it took when it ends, so a
+    slow machine shows where the time goes."""
+
+    def __init__(self, out: Any, *, total: int) -> None:
+        self.out, self.total, self.number = out, total, 0
+        # The whole is counted from the process's start: loading Python, Django and the runners is part of the wait.
+        self.started: float = time.monotonic() - max(time.time() - float(psutil.Process().create_time()), 0.0)
+
+    @contextmanager
+    def step(self, words: str) -> Iterator[None]:
+        self.number += 1
+        self.say(f"[{self.number}/{self.total}] {words}…")
+        started = time.monotonic()
+        yield
+        self.say(f"[{self.number}/{self.total}] done in {elapsed(time.monotonic() - started)}")
+
+    def say(self, line: str) -> None:
+        """A line, flushed at once: piped to a file or `tee`, it is not held back until the buffer fills."""
+        self.out.write(line)
+        getattr(self.out, "flush", lambda: None)()
+
+    def since_start(self) -> float:
+        return time.monotonic() - self.started
+
+
+def elapsed(seconds: float) -> str:
+    """'4.2 s', '1 min 05 s'."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest:02d} s"

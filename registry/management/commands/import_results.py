@@ -1,6 +1,6 @@
 """`benchreg import mlperf PATH`: import a published MLPerf Inference or Training tree (a whole round, a
-division, a submitter or one system) through the normal validation path, with a progress bar, a summary
-and a per-file report.
+division, a submitter or one system, or a folder holding several rounds, each imported on its own) through the
+normal validation path, with a progress bar, a summary and a per-file report.
 
 `benchreg import serving FILE...`: import the result files of serving benchmark tools (aiperf), one run per load
 level, with the deployment they do not describe from --deployment FILE and flags (docs/serving.md)."""
@@ -23,7 +23,14 @@ from tenacity import RetryCallState, RetryError, Retrying, retry_if_exception_ty
 from registry.importers import mlperf, serving
 from registry.importers.mlperf.published import PublishedTableError
 from registry.importers.serving.deployment import FLAGS as DEPLOYMENT_FLAGS
-from registry.services.imports import BATCH_SIZE, ImportResult, Referee, mlperf_import, serving_import
+from registry.services.imports import (
+    BATCH_SIZE,
+    ImportRefused,
+    ImportResult,
+    Referee,
+    mlperf_import_rounds,
+    serving_import,
+)
 from registry.services.tokens import user_for_token
 
 
@@ -36,8 +43,9 @@ class Command(BaseCommand):
             "path",
             type=Path,
             nargs="+",
-            help="mlperf: a results repository, division, submitter or system folder (one); serving: result files "
-            "or folders holding aiperf's profile_export_aiperf.json",
+            help="mlperf: a results repository, division, submitter or system folder, or a folder holding several "
+            "rounds (one; each round imported on its own, its suite and round from its contents and its folder's "
+            "name); serving: result files or folders holding aiperf's profile_export_aiperf.json",
         )
         parser.add_argument(
             "--deployment", type=Path, help="serving: a YAML or JSON description of the deployment (docs/serving.md)"
@@ -47,13 +55,15 @@ class Command(BaseCommand):
         parser.add_argument(
             "--round",
             dest="round_name",
-            help="MLPerf round, e.g. v5.1 (default: from the logs, or for Training from a folder named ..._v4.0)",
+            help="MLPerf round, e.g. v5.1 (default: from the folder's name, ..._v5.1, else for Inference from the "
+            "logs); for one round only",
         )
         parser.add_argument(
             "--suite",
             choices=["auto", "inference", "training"],
             default="auto",
-            help="MLPerf suite (default: training when result_<n>.txt files are found)",
+            help="MLPerf suite (default: each round folder's own: training where result_<n>.txt files are found); "
+            "with a folder holding several rounds, import only that suite's",
         )
         parser.add_argument("--username", default="mlperf-import", help="registry user recorded as submitter")
         parser.add_argument("--batch-size", type=int, default=BATCH_SIZE, help="runs stored per transaction")
@@ -124,7 +134,7 @@ class Command(BaseCommand):
         started = time.perf_counter()
         referee = _referee(published, published_scope, accept_disagreements)
 
-        def once() -> ImportResult:
+        def once() -> list[ImportResult]:
             return _import_with_bar(
                 console,
                 disable=no_progress or json,
@@ -137,11 +147,13 @@ class Command(BaseCommand):
             )
 
         try:
-            result = _with_retries(once, console, attempts)
+            results = _with_retries(once, console, attempts)
+        except ImportRefused as exc:
+            raise CommandError(f"{exc}; nothing was stored") from None
         except PublishedTableError as exc:
             raise CommandError(f"the published table cannot referee this import: {exc}; nothing was stored") from None
         elapsed = time.perf_counter() - started
-        self._write_reports(result, elapsed, report=report, json=json, full=full)
+        self._write_reports(results, elapsed, report=report, json=json, full=full)
 
     def _serving(self, paths: list[Path], options: dict[str, Any], *, username: str, json_out: bool) -> None:
         flags = {key: options.get(f"deploy__{key}") for key in DEPLOYMENT_FLAGS}
@@ -163,18 +175,21 @@ class Command(BaseCommand):
             raise CommandError(f"{result.counts['refused']} level(s) refused; the valid ones were kept")
 
     def _write_reports(
-        self, result: ImportResult, elapsed: float, *, report: Path | None, json: bool, full: bool
+        self, results: list[ImportResult], elapsed: float, *, report: Path | None, json: bool, full: bool
     ) -> None:
         if report:
-            report.write_text(_json_report(result), encoding="utf-8")
+            report.write_text(_json_reports(results), encoding="utf-8")
         if json:
-            self.stdout.write(_json_report(result))
+            self.stdout.write(_json_reports(results))
         else:
-            self.stdout.write(result.render() if full else _problems(result))
-            _summary(Console(file=cast(TextIO, self.stdout._out)), result, elapsed)
-        failures = _failures(result)
+            for result in results:
+                self.stdout.write(result.render() if full else _problems(result))
+                _summary(Console(file=cast(TextIO, self.stdout._out)), result, elapsed if len(results) == 1 else None)
+            if len(results) > 1:
+                self.stdout.write(f"{len(results)} rounds imported in {elapsed:.1f} s")
+        failures = [line for result in results for line in _failures(result, named=len(results) > 1)]
         if failures:
-            raise CommandError("; ".join(failures))
+            raise CommandError("\n".join(failures))
 
 
 def _referee(published: str | None, scope: str | None, accept: bool) -> Referee:
@@ -186,15 +201,18 @@ def _referee(published: str | None, scope: str | None, accept: bool) -> Referee:
     return Referee(published=table, scope=scope, accept_disagreements=accept)
 
 
-def _failures(result: ImportResult) -> list[str]:
-    """Why the command exits non-zero: refused results, and every disagreement with the published table."""
+def _failures(result: ImportResult, *, named: bool = False) -> list[str]:
+    """Why the command exits non-zero: refused results, and every disagreement with the published table. Each line
+    says what was kept, in numbers: never "the valid ones were kept" when none were."""
+    where = f"{_label(result)}: " if named else ""
+    counts = result.counts
     out = []
-    if result.counts.get("refused"):
-        out.append(f"{result.counts['refused']} result(s) refused; the valid ones were kept")
+    if counts.get("refused"):
+        out.append(f"{where}{counts['refused']} result(s) refused; {_kept(counts)}")
     if result.referee and result.referee.disagreements:
-        held = result.counts.get("held", 0)
+        held = counts.get("held", 0)
         out.append(
-            f"{len(result.referee.disagreements)} disagreement(s) with the published table "
+            f"{where}{len(result.referee.disagreements)} disagreement(s) with the published table "
             f"({', '.join(f'{n} {kind}' for kind, n in result.referee.counts().items())}); "
             + (
                 f"{held} run(s) held back, not stored (--accept-disagreements stores them)"
@@ -207,6 +225,21 @@ def _failures(result: ImportResult) -> list[str]:
     return out
 
 
+def _kept(counts: dict[str, int]) -> str:
+    """What the registry holds of this import: '12 stored, 3 already known', or 'nothing was stored'."""
+    stored, known = counts.get("stored", 0), counts.get("known", 0)
+    if not stored and not known:
+        return "nothing was stored"
+    parts = [f"{stored} stored" if stored else "", f"{known} already known" if known else ""]
+    return f"the others were kept: {', '.join(p for p in parts if p)}"
+
+
+def _label(result: ImportResult) -> str:
+    """A round as the report names it: its folder, suite and round."""
+    folder = result.root.name if result.root is not None else "?"
+    return f"{folder} (MLPerf {result.suite} {result.plan.round or 'round unknown'})"
+
+
 def _import_with_bar(
     console: Console,
     *,
@@ -217,10 +250,10 @@ def _import_with_bar(
     suite: str,
     batch_size: int,
     referee: Referee,
-) -> ImportResult:
+) -> list[ImportResult]:
     with _progress_bar(console, disable) as bar:
-        task = bar.add_task("import", total=None)
-        return mlperf_import(
+        task = bar.add_task("import", total=None, folder="")
+        return mlperf_import_rounds(
             root=root,
             submitted_by=user_for_token(username=username),
             round_name=round_name,
@@ -228,12 +261,13 @@ def _import_with_bar(
             batch_size=batch_size,
             progress=lambda done, total: bar.update(task, completed=done, total=total),
             referee=referee,
+            on_round=lambda folder: bar.reset(task, total=None, folder=f" {folder.path.name}"),
         )
 
 
 def _progress_bar(console: Console, disable: bool) -> Progress:
     return Progress(
-        TextColumn("importing"),
+        TextColumn("importing{task.fields[folder]}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
@@ -243,7 +277,7 @@ def _progress_bar(console: Console, disable: bool) -> Progress:
     )
 
 
-def _with_retries(once: Callable[[], ImportResult], console: Console, attempts: int) -> ImportResult:
+def _with_retries(once: Callable[[], list[ImportResult]], console: Console, attempts: int) -> list[ImportResult]:
     """Run `once`, retrying while the database is unavailable, and say so when it took retries."""
     retries: list[str] = []
     try:
@@ -288,7 +322,8 @@ def _retry_announcer(console: Console, attempts: int, retries: list[str]) -> Cal
 
 def _problems(result: ImportResult) -> str:
     """The folders that were not stored, each with why (the full report has every file)."""
-    lines = [f"MLPerf {result.suite} import, round {result.plan.round or '?'} ({result.plan.round_source})"]
+    folder = f" of {result.root.name}" if result.root is not None else ""
+    lines = [f"MLPerf {result.suite} import{folder}, round {result.plan.round or '?'} ({result.plan.round_source})"]
     lines += [f"  error: {e}" for e in result.plan.errors]
     for outcome in result.outcomes:
         if outcome.status in ("refused", "skipped"):
@@ -301,8 +336,10 @@ def _problems(result: ImportResult) -> str:
     return "\n".join(lines)
 
 
-def _summary(console: Console, result: ImportResult, elapsed: float) -> None:
-    table = Table(title=f"MLPerf {result.suite} import: {len(result.outcomes)} result folders in {elapsed:.1f} s")
+def _summary(console: Console, result: ImportResult, elapsed: float | None) -> None:
+    took = f" in {elapsed:.1f} s" if elapsed is not None else ""
+    folder = f" of {result.root.name}" if result.root is not None else ""
+    table = Table(title=f"MLPerf {result.suite} import{folder}: {len(result.outcomes)} result folders{took}")
     for column in ("stored", "known", "refused", "skipped", "held", "files not used"):
         table.add_column(column, justify="right")
     counts = result.counts
@@ -313,9 +350,17 @@ def _summary(console: Console, result: ImportResult, elapsed: float) -> None:
     console.print(table)
 
 
-def _json_report(result: ImportResult) -> str:
+def _json_report(result: ImportResult) -> dict[str, Any]:
     report = mlperf.report_dict(result.plan, result.referee)
     report["referee_note"] = result.referee_note
     report["suite"] = result.suite
+    report["folder"] = str(result.root) if result.root is not None else None
     report["registry"] = [o.__dict__ for o in result.outcomes]
-    return json.dumps(report, indent=2)
+    return report
+
+
+def _json_reports(results: list[ImportResult]) -> str:
+    """One round: its report; several: {"rounds": [each round's report]}."""
+    if len(results) == 1:
+        return json.dumps(_json_report(results[0]), indent=2)
+    return json.dumps({"rounds": [_json_report(r) for r in results]}, indent=2)

@@ -1,4 +1,4 @@
-"""`manage.py rebuild_catalogue [--check]`: recompute the catalogue's summary table (CatalogueCell) from the runs.
+"""`benchreg rebuild-catalogue [--check]`: recompute the catalogue's summary table (CatalogueCell) from the runs.
 
 The cells are kept exact in the transaction of every new run and withdrawal; this is the repair (after restoring
 a backup of only some tables, or a bulk insert that bypassed the services) and the check. Idempotent.
@@ -26,7 +26,9 @@ class Command(BaseCommand):
             for problem in problems[:50]:
                 self.stdout.write(problem)
             if problems:
-                raise CommandError(f"{len(problems)} catalogue cell(s) differ from the runs: run rebuild_catalogue")
+                raise CommandError(
+                    f"{len(problems)} catalogue cell(s) differ from the runs: run `benchreg rebuild-catalogue`"
+                )
             self.stdout.write("catalogue cells match the runs")
             return
         before, after = catalogue_rebuild()

@@ -14,6 +14,18 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.migrations.executor import MigrationExecutor
 from gunicorn.app.base import BaseApplication
+from gunicorn.arbiter import Arbiter
+
+
+class _Arbiter(Arbiter):  # type: ignore[misc]
+    """gunicorn's master, remembering a Ctrl-C (SIGINT): gunicorn stops then exits with status 0, and `benchreg`
+    says "interrupted" and exits with 130 instead, as every command does on Ctrl-C."""
+
+    interrupted = False
+
+    def handle_int(self) -> None:
+        _Arbiter.interrupted = True
+        super().handle_int()
 
 
 class _Gunicorn(BaseApplication):  # type: ignore[misc]
@@ -34,10 +46,18 @@ class _Gunicorn(BaseApplication):  # type: ignore[misc]
 
         return application
 
+    def run(self) -> None:
+        _Arbiter(self).run()
 
-def serve(*, bind: str, workers: int, threads: int) -> None:
-    """gunicorn in this process; on the embedded default, with a supervised Celery worker and beat beside it."""
-    supervisor = start_embedded_worker() if settings.BENCHREG_EMBEDDED_WORKER else None
+
+def serve(*, bind: str, workers: int, threads: int, verbose: bool = False) -> None:
+    """gunicorn in this process; on the embedded default, with a supervised Celery worker and beat beside it.
+
+    Quiet unless `verbose`: the access log, warnings and errors, and one line once the server listens; gunicorn's
+    start-up lines and the embedded worker's and beat's log (a line or more a second) only with `verbose`.
+    Raises KeyboardInterrupt once it has stopped after a Ctrl-C."""
+    supervisor = start_embedded_worker(verbose=verbose) if settings.BENCHREG_EMBEDDED_WORKER else None
+    _Arbiter.interrupted = False
     try:
         # preload_app: the master loads (warms and freezes) the application once; the workers fork from it.
         _Gunicorn(
@@ -46,25 +66,41 @@ def serve(*, bind: str, workers: int, threads: int) -> None:
                 "workers": workers,
                 "threads": threads,
                 "accesslog": "-",
+                "loglevel": "info" if verbose else "warning",
                 "timeout": 120,
+                "graceful_timeout": STOP_GRACE_S,
                 "preload_app": True,
+                "when_ready": lambda arbiter: _say_ready(bind),
             }
         ).run()
+    except SystemExit as exc:
+        if not _Arbiter.interrupted:  # gunicorn's own exit: a port in use, a worker that cannot boot
+            raise
+        raise KeyboardInterrupt from exc
     finally:
         if supervisor is not None:
             stop_embedded_worker(supervisor)
 
 
-def start_embedded_worker() -> subprocess.Popen[bytes]:
+STOP_GRACE_S = 10  # a request still running after Ctrl-C gets this long before its worker is stopped
+
+
+def _say_ready(bind: str) -> None:
+    host = bind if ":" in bind else f"{bind}:8000"
+    print(f"serving on http://{host}/ (API docs at /api/docs/); Ctrl-C stops it", file=sys.stderr, flush=True)
+
+
+def start_embedded_worker(*, verbose: bool = False) -> subprocess.Popen[bytes]:
     """registry.worker.supervisor, which runs `celery worker` and `celery beat` over the filesystem queue in the data
     dir and restarts either when it dies: reports, the embedded agent's jobs, webhook deliveries, and beat's sweeps
     and checkpoints run there, never in a web request.
 
     In a session of its own, so its process group (it and both parts) can be stopped as one, and so a Ctrl-C meant
-    for gunicorn reaches it only through gunicorn's orderly exit."""
+    for gunicorn reaches it only through gunicorn's orderly exit. Without `verbose` the worker, beat and supervisor
+    log warnings and errors only (a part that died and was restarted, a failed task)."""
     return subprocess.Popen(
         [sys.executable, "-m", "registry.worker.supervisor"],
-        env={**os.environ, "BENCHREG_EMBEDDED_WORKER": "1"},
+        env={**os.environ, "BENCHREG_EMBEDDED_WORKER": "1", "BENCHREG_EMBEDDED_VERBOSE": "1" if verbose else "0"},
         start_new_session=True,
     )
 
@@ -89,15 +125,20 @@ class Command(BaseCommand):
         parser.add_argument("--bind", default="127.0.0.1:8000")
         parser.add_argument("--workers", type=int, default=2)
         parser.add_argument("--threads", type=int, default=4)
+        parser.add_argument(
+            "--verbose",
+            action="store_true",
+            help="also print gunicorn's start-up lines and the embedded worker's and beat's log (every task)",
+        )
 
-    def handle(self, *args: Any, bind: str, workers: int, threads: int, **options: Any) -> None:
+    def handle(self, *args: Any, bind: str, workers: int, threads: int, verbose: bool, **options: Any) -> None:
         pending = pending_migrations()
         if pending:
             raise CommandError(
                 f"the database needs {len(pending)} migration(s) ({pending[0]} first): "
                 "run `benchreg migrate` (or `benchreg demo`, which migrates) before serving"
             )
-        serve(bind=bind, workers=workers, threads=threads)
+        serve(bind=bind, workers=workers, threads=threads, verbose=verbose)
 
 
 def pending_migrations() -> list[str]:

@@ -60,7 +60,7 @@ def summary_from_runs(query: CatalogueQuery) -> dict[str, Any]:
     try:
         return summary_grouping_sets(query, (inner, params), count="sum(m.n)", low="m.low", high="m.high")
     except UncountedRunsError:
-        logger.error("runs that no catalogue cell counts match a search: run `manage.py rebuild_catalogue`")
+        logger.error("runs that no catalogue cell counts match a search: run `benchreg rebuild-catalogue`")
         return counts.summary_from_runs(query)
 
 

@@ -74,6 +74,17 @@ def test_bad_bodies_get_a_clear_4xx(api, body, content_type, status, code):
     assert response.json()["code"] == code
 
 
+def test_a_nan_in_a_submission_is_one_error_among_all_the_others(api, server_example):
+    """A NaN used to hide every other error of its document: the answer lists them all, each with its pointer."""
+    document = {**server_example, "phase": "serving"}
+    text = json.dumps(document).replace('"phase": "serving"', '"phase": "serving", "energy_j": NaN', 1)
+    response = post_document(api, text.encode())
+    assert response.status_code == 400 and response["Content-Type"] == "application/problem+json"
+    found = {(e["pointer"], e["code"]) for e in response.json()["errors"]}
+    assert ("/energy_j", "non-finite-number") in found and ("/phase", "not-allowed-value") in found
+    assert Submission.objects.count() == 0
+
+
 def test_an_oversized_body_is_refused_before_parsing(api, settings, server_example):
     settings.MAX_SUBMISSION_BYTES = 2048
     response = post_document(api, server_example)

@@ -29,11 +29,13 @@ def test_submit_sends_many_files_in_batches_and_says_what_became_of_each(
     files.append(files[0])  # the same document twice: known the second time
     files.append(tmp_path / "missing.json")
     status = cli.main(["submit", *map(str, files), "--server", live_server.url, "--token", token, "--batch-size", "3"])
-    lines = capsys.readouterr().out.splitlines()
+    out = capsys.readouterr().out.splitlines()
+    lines = [line for line in out if not line.startswith(" ")]  # a file's line; its problems follow, indented
     assert status == 2  # an unreadable file outranks the refused one
     assert [line.split(": ")[0] for line in lines] == [str(f) for f in files]
     assert [line.split(": ")[1].split(" ")[0] for line in lines] == (
         ["stored"] * 3 + ["rejected"] + ["stored"] * 3 + ["already", "error"]
     )
-    assert "/phase" in lines[3]
+    assert lines[3].endswith("rejected (1 problem):")
+    assert out[out.index(lines[3]) + 1].startswith("  /phase: ")  # the pointer first, on a line of its own
     assert Submission.objects.count() == 6 == AuditEntry.objects.filter(kind="run.submitted").count()

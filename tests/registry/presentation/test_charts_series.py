@@ -4,6 +4,7 @@ apart (a sweep, the demo) to years of nightly runs, with a few ticks and no matp
 from __future__ import annotations
 
 import re
+import warnings
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -47,3 +48,24 @@ def test_a_single_run_gets_a_minute_wide_axis_around_it() -> None:
     point = {"submitted_at": START.isoformat(), "value": 10.0, "software": "torch 2.13.0"}
     ticks = _time_ticks(history_time_chart({"points": [point], "metric": "latency", "unit": "ms"}) or "")
     assert ticks == ["19:03", "19:03:15", "19:03:30", "19:03:45"]
+
+
+@pytest.mark.parametrize("versions", [2, 8, 16])
+def test_a_history_with_many_software_versions_is_laid_out_without_a_warning(versions: int) -> None:
+    """Eight software versions made matplotlib warn "Tight layout not applied" on the serve console and squash the
+    plot: the figure now grows with its legend."""
+    points = [
+        {
+            "value": 100.0 + i,
+            "ci_low": 95.0 + i,
+            "ci_high": 105.0 + i,
+            "software": f"torch 2.{i % versions}.0+cu121 numpy 1.26.{i % versions}",
+            "submitted_at": f"2026-01-{1 + i % 28:02d}T10:00:00+00:00",
+            "change_point": False,
+        }
+        for i in range(versions * 2)
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        svg = history_time_chart({"run": 1, "points": points, "metric": "throughput", "unit": "samples/s"})
+    assert svg is not None and svg.count("torch 2.") >= versions

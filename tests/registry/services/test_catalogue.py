@@ -138,7 +138,7 @@ def test_a_withdrawal_goes_through_when_the_cells_missed_its_run(user, server_ex
     CatalogueCell.objects.all().delete()  # as after a bulk insert around the services
     submission_withdraw(submission=run, reason="wrong driver", actor=user)
     assert Submission.objects.get(pk=run.pk).withdrawal.reason == "wrong driver"
-    assert "rebuild_catalogue" in caplog.text
+    assert "benchreg rebuild-catalogue" in caplog.text
     call_command("rebuild_catalogue")
     assert catalogue_cells_differ() == []
 

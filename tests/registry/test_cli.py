@@ -1,0 +1,262 @@
+"""The `benchreg` command as a user meets it: its version, its names, its typos, its errors and Ctrl-C."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from registry import cli
+from registry.management.commands.demo import Steps, elapsed
+from runners.client import RegistryError, SubmitOutcome
+from runners.terminal import problem_lines, wrap
+from tests.conftest import ROOT
+from tests.registry.ops.services import free_port
+
+
+def _env(data: Path, **more: str) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "BENCHREG_EMBEDDED_WORKER", "DJANGO_SETTINGS_MODULE")
+    }
+    # unbuffered: a line the test waits for is in the file when it is said, not when the process ends
+    return {**env, "BENCHREG_DATA_DIR": str(data), "COLUMNS": "100", "PYTHONUNBUFFERED": "1", **more}
+
+
+def benchreg(*args: str, data: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "registry.cli", *args],
+        cwd=ROOT,
+        env=_env(data),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+# --- names and versions -----------------------------------------------------------------------------------------
+
+
+def test_benchreg_version_prints_benchregs_version(capsys):
+    assert cli.main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"benchreg {cli.version()}"
+    assert cli.version()[0].isdigit()
+
+
+def test_a_django_subcommand_prints_benchregs_version_not_djangos(tmp_path):
+    done = benchreg("serve", "--version", data=tmp_path)
+    assert done.returncode == 0 and done.stdout.strip() == f"benchreg {cli.version()}", done
+
+
+@pytest.mark.parametrize(
+    ("command", "internal"),
+    [("import", "import_results"), ("create-token", "create_token"), ("enrolment-token", "enrolment_token")],
+)
+def test_usage_lines_name_the_command_as_the_user_types_it(tmp_path, command, internal):
+    done = benchreg(command, "--help", data=tmp_path)
+    assert done.returncode == 0
+    assert done.stdout.startswith(f"usage: benchreg {command} ")
+    assert internal not in done.stdout
+
+
+def test_a_usage_error_names_the_command_as_the_user_types_it(tmp_path):
+    done = benchreg("import", "mlpref", "somewhere", data=tmp_path)
+    assert done.returncode == 2
+    assert "benchreg import: error: argument kind: invalid choice: 'mlpref'" in done.stderr
+    assert "import_results" not in done.stderr
+
+
+def test_a_typo_gets_a_did_you_mean(capsys):
+    assert cli.main(["imprt", "mlperf", "x"]) == 2
+    said = capsys.readouterr().err
+    assert "unknown command 'imprt'" in said and "Did you mean `benchreg import`?" in said
+    assert "benchreg --help" in said
+
+
+def test_a_command_far_from_every_other_gets_no_guess(capsys):
+    assert cli.main(["frobnicate"]) == 2
+    said = capsys.readouterr().err
+    assert "unknown command 'frobnicate'" in said and "Did you mean" not in said
+
+
+def test_a_commands_refusal_is_one_wrapped_error_named_after_the_command(tmp_path):
+    done = benchreg("import", "mlperf", str(tmp_path / "no-such-folder"), data=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.startswith("benchreg import: error:") and "is not a directory" in done.stderr
+    assert "CommandError" not in done.stderr and "Traceback" not in done.stderr
+
+
+# --- errors for a terminal --------------------------------------------------------------------------------------
+
+
+def test_a_rejected_document_lists_each_problem_on_its_own_lines_pointer_first():
+    outcome = SubmitOutcome(
+        "rejected",
+        errors=[
+            {
+                "pointer": "/phase",
+                "code": "not-allowed-value",
+                "message": "'serving' is not one of: training, inference",
+            },
+            {"pointer": "/metrics/throughput/value", "code": "non-finite-number", "message": "NaN " + "is long " * 20},
+        ],
+    )
+    lines = outcome.line("run.json").splitlines()
+    assert lines[0] == "run.json: rejected (2 problems):"
+    assert lines[1] == "  /phase: 'serving' is not one of: training, inference [not-allowed-value]"
+    assert lines[2].startswith("  /metrics/throughput/value: NaN is long")
+    assert len(lines) > 3 and all(line.startswith("    ") for line in lines[3:])  # wrapped under its own words
+    assert all(len(line) <= 100 for line in lines)
+
+
+def test_wrapping_keeps_paths_and_commands_whole():
+    text = "verify it with: benchreg verify /a/very/long/path/" + "x" * 90 + ".pdf --cert c.pem"
+    wrapped = wrap(text, columns=60)
+    assert "/a/very/long/path/" + "x" * 90 + ".pdf" in wrapped.split("\n")[1]
+    assert problem_lines([{"pointer": "", "message": "not JSON"}]) == "  /: not JSON"
+
+
+def test_giving_up_after_retries_is_said_once():
+    """It used to say "(gave up after 5 retries) (after 5 retries)"."""
+    error = RegistryError("POST /api/v1/submissions: registry answered 503", 5)
+    assert str(error).count("retries") == 1
+    line = SubmitOutcome("error", message=error.reason, retries=error.retries).line("run.json")
+    assert line == "run.json: error: POST /api/v1/submissions: registry answered 503 (gave up after 5 retries)"
+    assert SubmitOutcome("known", run_id=3, digest="sha256:ab", retries=1).line("f").endswith("(after 1 retry)")
+
+
+# --- the demo says where its time goes ------------------------------------------------------------------------
+
+
+def test_each_demo_step_says_what_it_does_and_how_long_it_took():
+    said: list[str] = []
+
+    class Out:
+        def write(self, text: str) -> None:
+            said.append(text)
+
+    steps = Steps(Out(), total=2)
+    with steps.step("loading the examples"):
+        pass
+    assert said[0] == "[1/2] loading the examples…" and said[1].startswith("[1/2] done in ")
+    assert (elapsed(4.21), elapsed(65.4), elapsed(600)) == ("4.2 s", "1 min 05 s", "10 min 00 s")
+
+
+def test_the_demo_without_the_sweep_numbers_its_steps_and_times_them(tmp_path):
+    done = benchreg("demo", "--no-serve", "--skip-sweep", data=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith(f"[1/2] setting up the registry in {tmp_path}")
+    assert sum(line.startswith("[1/2] done in ") or line.startswith("[2/2] done in ") for line in lines) == 2
+    assert lines[-1].startswith("ready in ")
+
+
+# --- Ctrl-C: one line, status 130, for every command ----------------------------------------------------------
+
+
+def _interrupt(
+    argv: list[str], data: Path, *, when: str, within: float, settle: float = 1.0
+) -> tuple[int, str, str, float]:
+    """Start `benchreg argv` in a session of its own, wait until its output holds `when` and `settle` seconds more,
+    then send SIGINT to its whole process group, as a terminal's Ctrl-C does. Returns (status, stdout, stderr,
+    seconds it took to stop)."""
+    out, err = data / "out.txt", data / "err.txt"
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "registry.cli", *argv],
+            cwd=ROOT,
+            env=_env(data),
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+        )
+        try:
+            deadline = time.monotonic() + within
+            while when not in out.read_text(errors="replace") + err.read_text(errors="replace"):
+                assert child.poll() is None, f"it ended first: {err.read_text()[-3000:]}"
+                assert time.monotonic() < deadline, f"never said {when!r}: {err.read_text()[-3000:]}"
+                time.sleep(0.2)
+            time.sleep(settle)
+            os.killpg(child.pid, signal.SIGINT)
+            sent = time.monotonic()
+            status = child.wait(timeout=90)
+            took = time.monotonic() - sent
+        finally:
+            if child.poll() is None:
+                os.killpg(child.pid, signal.SIGKILL)
+                child.wait()
+    return status, out.read_text(errors="replace"), err.read_text(errors="replace"), took
+
+
+def _migrated(data: Path) -> None:
+    done = benchreg("migrate", "-v0", data=data, timeout=300)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_serve_with_one_line_and_status_130_and_serve_is_quiet(tmp_path):
+    """`benchreg serve` says where it serves and then only what is wrong: not the embedded beat's line a second,
+    nor Celery's banners and superuser warning. Ctrl-C stops it, the worker and beat with it, in one line."""
+    _migrated(tmp_path)
+    port = free_port()
+    # beat sends a task every second or so: 8 s is time enough to say so, were it to
+    argv = ["serve", "--bind", f"127.0.0.1:{port}", "--workers", "1"]
+    status, out, err, took = _interrupt(argv, tmp_path, when="serving on", within=240, settle=8)
+    assert status == 130, err
+    assert err.rstrip().splitlines()[-1] == "interrupted"
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    assert f"serving on http://127.0.0.1:{port}/" in err
+    quiet = out + err
+    for noise in ("Sending due task", "superuser privileges", "celery beat v", "[tasks]", "Warm shutdown", "[INFO]"):
+        assert noise not in quiet, quiet[-3000:]
+    assert took < 60
+
+
+def test_a_ctrl_c_that_lands_in_a_finalizer_still_stops_the_command():
+    """Python drops an exception raised in a finalizer ("Exception ignored in ..."): a Ctrl-C landing there let the
+    demo run on to the end. It is delivered again to the main thread."""
+    probe = """
+import sys, time, weakref
+from registry import cli
+
+class Thing:
+    pass
+
+def dispatch(argv):
+    thing = Thing()
+    weakref.finalize(thing, lambda: (_ for _ in ()).throw(KeyboardInterrupt()))
+    del thing
+    time.sleep(5)
+    print("went on")
+    return 0
+
+cli._dispatch = dispatch
+sys.exit(cli.main([]))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 130 and "went on" not in done.stdout, done
+    assert done.stderr.strip() == "interrupted"
+
+
+def test_ctrl_c_stops_the_demo_with_one_line_and_status_130(tmp_path):
+    status, _out, err, _ = _interrupt(["demo", "--no-serve"], tmp_path, when="[2/", within=240)
+    assert status == 130, err
+    assert err.rstrip().splitlines()[-1] == "interrupted"
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+
+
+def test_ctrl_c_stops_a_runner_with_one_line_and_status_130(tmp_path):
+    argv = ["run", "inference", "--workload", "mlp-classifier", "--backend", "numpy", "--out", str(tmp_path / "r")]
+    status, _out, err, _ = _interrupt(argv, tmp_path, when="", within=120, settle=6)
+    assert status == 130, err
+    assert err.rstrip().splitlines()[-1] == "interrupted"
+    assert "Traceback" not in err
