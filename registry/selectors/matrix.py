@@ -34,7 +34,7 @@ from django.db.models.functions import Cast
 
 from protocol import statistics
 from protocol.canonical import digest
-from registry.models import CatalogueCell
+from registry.models import CatalogueCell, Submission
 from registry.selectors.catalogue import (
     CACHE_SECONDS,
     SET_FIELDS,
@@ -343,8 +343,8 @@ def _pooled_runs(query: CatalogueQuery, keys: set[str]) -> list[tuple[Any, ...]]
     sets, with the matrix's filters."""
     rows = (
         matching_runs(replace(query, q=""))
-        .independent()  # as the cells count: a measurement once, derived results never
-        .filter(comparability_key__in=keys)
+        # as the cells count: a measurement once, derived results never
+        .filter(pk__in=Submission.objects.independent().values("pk"), comparability_key__in=keys)
         .annotate(settings=KT("document__software__settings"))
         .values_list(*ROW_FIELDS, "comparability_key", "software_summary", "settings", "headline_value", "trust")
     )

@@ -14,6 +14,7 @@ from protocol import rules
 
 from .. import units
 from .accuracy import quality_section
+from .logs import SUMMARY_KEYS
 from .plan import Build, SourceError
 from .rules import (
     ARRIVAL,
@@ -64,7 +65,7 @@ def build_document(
         "system": system_section(src["system"], build),
         "software": software_section(src["system"], src["measurements"], _settings(detail, src["user_conf"]), build),
         "conditions": _conditions(detail, src["test06"], count, build),
-        "metrics": _metrics(detail, scenario, (played, model), count, src["accuracy"], build),
+        "metrics": _metrics(detail, scenario, (played, model), count, src["accuracy"], build, src.get("summary")),
         "provenance": _provenance(src, where, (played, model), files, build),
     }
 
@@ -265,6 +266,30 @@ def _published(detail: dict[str, Any], headline: Headline) -> Any:
     return detail[headline.field]
 
 
+def _most_precise(
+    detail: dict[str, Any], headline: Headline, summary: dict[str, str] | None, build: Build
+) -> dict[str, Any]:
+    """The detail log with the published rate taken from the summary where the summary prints it with more digits
+    (the detail log prints doubles to 6 significant digits: 21605.8 where the summary says 21605.79). cross_check has
+    already held the two equal to the detail log's precision; the report says which source was used."""
+    label = next((k for k, v in SUMMARY_KEYS.items() if v == headline.field), None)
+    printed = (summary or {}).get(label or "")
+    logged = detail.get(headline.field)
+    if printed is None or isinstance(logged, bool) or not isinstance(logged, int | float | Decimal):
+        return detail
+    try:
+        text = Decimal(printed)
+    except ArithmeticError:
+        return detail
+    if len(text.normalize().as_tuple().digits) <= len(Decimal(str(logged)).normalize().as_tuple().digits):
+        return detail
+    build.warnings.append(
+        f"{headline.field}: {printed} from mlperf_log_summary.txt ('{label}'), which prints more digits than the "
+        f"detail log's {logged}"
+    )
+    return {**detail, headline.field: text}
+
+
 def _metrics(
     detail: dict[str, Any],
     scenario: str,
@@ -272,13 +297,14 @@ def _metrics(
     count: int,
     accuracy: dict[str, Any] | None,
     build: Build,
+    summary: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     played, model = rules_model
     headline = played.headline(model, str(detail["effective_scenario"]), scenario)
     llm = "result_tokens_per_second" in detail or "result_completed_tokens_per_second" in detail
     metrics: dict[str, Any] = {"primary": "throughput"}
     if headline.kind == "rate":
-        metrics.update(_throughput_headline(detail, headline, played, llm))
+        metrics.update(_throughput_headline(_most_precise(detail, headline, summary, build), headline, played, llm))
     else:
         metrics.update(_latency_headline(detail, headline))
     metrics["latency_ms"] = _latency(detail, scenario, count, build)

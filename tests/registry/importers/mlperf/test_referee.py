@@ -272,7 +272,7 @@ def test_the_command_fails_on_a_disagreement_and_stores_only_what_agrees(round_t
     with pytest.raises(CommandError, match=r"1 disagreement.*1 headline.*1 run.* held back"):
         call_command("import_results", "mlperf", str(round_tree), "--no-progress")
     out = capsys.readouterr().out
-    assert f"DISAGREES {SYSTEM}/Server: headline: published 2459.38 Tokens/s, stored 24593.8 tokens/s" in out
+    assert f"DISAGREES {SYSTEM}/Server: headline: published 2459.38 Tokens/s, stored 24593.77 tokens/s" in out
     assert Submission.objects.count() == 2 and not Submission.objects.filter(scenario_kind="server").exists()
 
 
