@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from django import forms
 
-from protocol import comparability, sizing
+from protocol import comparability, serving, sizing
 from protocol import decisions as dec
 from protocol.sizing import MAX_PRICE_PER_HOUR
 from registry.choices import Scope
@@ -203,6 +203,12 @@ class DecisionForm(forms.Form):
     headroom = forms.FloatField(
         required=False, min_value=0, max_value=dec.MAX_HEADROOM, label="Headroom (spare capacity, 0.2 = 20%)"
     )
+    min_tokens_per_second_per_user = forms.FloatField(
+        required=False,
+        min_value=0.001,
+        max_value=serving.MAX_PER_USER,
+        label="Interactivity: output tokens/s per user at least (served models measured as a load sweep)",
+    )
     redundancy = forms.IntegerField(
         required=False, min_value=0, max_value=dec.MAX_REDUNDANCY, label="Spare systems (the k of N+k)"
     )
@@ -234,6 +240,11 @@ class DecisionForm(forms.Form):
             **({"headroom": d["headroom"]} if d.get("headroom") else {}),
             "quality": {"target_ratio": d["quality_target_ratio"]} if d.get("quality_target_ratio") else {},
             **({"redundancy": d["redundancy"]} if d.get("redundancy") else {}),
+            **(
+                {"interactivity": {"min_tokens_per_second_per_user": d["min_tokens_per_second_per_user"]}}
+                if d.get("min_tokens_per_second_per_user")
+                else {}
+            ),
             "demand": self._demand(d),
             "prices": prices,
         }

@@ -23,6 +23,7 @@ from devtools.documents import variant
 from registry.celery import app
 from registry.models import AuditEntry, Decision, Submission, WebhookDelivery
 from registry.services.submissions import submission_withdraw
+from registry.web.forms import DecisionForm
 from tests.conftest import ROOT, load_example
 
 BROKER = os.environ.get("BENCHREG_TEST_BROKER_URL", "")
@@ -466,3 +467,18 @@ def test_every_candidate_shows_its_runs_trust_on_the_page_in_the_answer_and_in_t
     section = {"canonical": json.dumps(answer), "id": decision.pk, "answer": 1, "digest": "sha256:0"}
     (row,) = decision_answer(section)["rows"]  # type: ignore[index]
     assert sorted(row["members"], key=lambda m: m["id"]) == [{"id": i, "trust": "declared"} for i in sorted(ids)]
+
+
+def test_the_decision_form_asks_for_the_interactivity_target_and_sends_it_in_the_question() -> None:
+    form = DecisionForm(
+        data={
+            "title": "t",
+            "workload": "decoder-small",
+            "scenario": "server",
+            "demand": "3000",
+            "demand_unit": "tokens/s",
+            "min_tokens_per_second_per_user": "50",
+        }
+    )
+    assert form.is_valid(), form.errors
+    assert form.question()["interactivity"] == {"min_tokens_per_second_per_user": 50.0}
