@@ -5,7 +5,9 @@ Plain Python (no Django): `benchreg submit`, the runners' --submit, and the regi
 
 from __future__ import annotations
 
+import os
 import shutil
+import sys
 import textwrap
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -14,15 +16,24 @@ INDENT = "  "
 NARROWEST = 40  # below this, wrapping makes more lines than it saves
 
 
-def width() -> int:
-    """The terminal's columns ($COLUMNS first, 100 when the output is not a terminal)."""
+def width() -> int | None:
+    """The terminal's columns ($COLUMNS first, then the terminal's own size); None when neither stdout nor stderr
+    is a terminal: a log, a pipe or a pasted copy keeps each message on one line (a wrapped command or path would
+    break when pasted), whatever $COLUMNS says (test runners and CI set it)."""
+    if not (sys.stdout.isatty() or sys.stderr.isatty()):
+        return None
+    if os.environ.get("COLUMNS", "").strip().isdigit():
+        return max(int(os.environ["COLUMNS"]), NARROWEST)
     return max(shutil.get_terminal_size((100, 24)).columns, NARROWEST)
 
 
 def wrap(text: str, *, indent: str = "", hang: str = INDENT, columns: int | None = None) -> str:
     """`text` wrapped to the terminal: its first line starts with `indent`, the lines that follow with `indent` +
-    `hang`. Line breaks already in `text` are kept; words (paths, commands) are never broken."""
+    `hang`. Line breaks already in `text` are kept; words (paths, commands) are never broken. Not a terminal (see
+    `width`): each line is only indented."""
     columns = columns or width()
+    if columns is None:
+        return "\n".join(indent + line for line in text.splitlines() or [""])
     return "\n".join(
         textwrap.fill(
             line,

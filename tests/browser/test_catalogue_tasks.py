@@ -263,7 +263,7 @@ def test_a_refusal_leads_with_the_root_cause_and_hints_only_what_helps(user: Use
     user.check("refusal-precision")
     offered.first.click()
     page.wait_for_url(re.compile(r"/comparisons/\d+/$"))
-    assert "along the precision axis" in page.get_by_role("heading", level=1).inner_text()
+    assert "by numeric precision" in page.get_by_role("heading", level=1).inner_text()
 
 
 def test_a_comparison_reads_as_sentences_against_the_chosen_baseline(user: User, fleet: dict[str, Any]) -> None:

@@ -26,7 +26,7 @@ def _env(data: Path, **more: str) -> dict[str, str]:
         if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "BENCHREG_EMBEDDED_WORKER", "DJANGO_SETTINGS_MODULE")
     }
     # unbuffered: a line the test waits for is in the file when it is said, not when the process ends
-    return {**env, "BENCHREG_DATA_DIR": str(data), "COLUMNS": "100", "PYTHONUNBUFFERED": "1", **more}
+    return {**env, "BENCHREG_DATA_DIR": str(data), "COLUMNS": "1000", "PYTHONUNBUFFERED": "1", **more}
 
 
 def benchreg(*args: str, data: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -96,7 +96,8 @@ def test_a_commands_refusal_is_one_wrapped_error_named_after_the_command(tmp_pat
 # --- errors for a terminal --------------------------------------------------------------------------------------
 
 
-def test_a_rejected_document_lists_each_problem_on_its_own_lines_pointer_first():
+def test_a_rejected_document_lists_each_problem_on_its_own_lines_pointer_first(monkeypatch):
+    monkeypatch.setattr("runners.terminal.width", lambda: 100)  # as on a terminal 100 columns wide
     outcome = SubmitOutcome(
         "rejected",
         errors=[
@@ -114,6 +115,8 @@ def test_a_rejected_document_lists_each_problem_on_its_own_lines_pointer_first()
     assert lines[2].startswith("  /metrics/throughput/value: NaN is long")
     assert len(lines) > 3 and all(line.startswith("    ") for line in lines[3:])  # wrapped under its own words
     assert all(len(line) <= 100 for line in lines)
+    monkeypatch.setattr("runners.terminal.width", lambda: None)  # a log or a pipe: one line per problem
+    assert len(outcome.line("run.json").splitlines()) == 3
 
 
 def test_wrapping_keeps_paths_and_commands_whole():

@@ -188,7 +188,7 @@ def test_a_search_over_runs_no_cell_counts_is_still_exact(fleet: dict[str, Any],
     expected = counts.summary_from_runs(CatalogueQuery(q="lab"))
     CatalogueCell.objects.filter(accelerator_model="H200").delete()
     assert postgres.summary_from_runs(CatalogueQuery(q="lab")) == expected
-    assert "rebuild_catalogue" in caplog.text
+    assert "benchreg rebuild-catalogue" in caplog.text
 
 
 @pytest.mark.parametrize(
