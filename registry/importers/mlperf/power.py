@@ -99,8 +99,9 @@ def load(ledger: Ledger, scenario_dir: Path) -> PowerSources | None:
 
 
 def attach(document: dict[str, Any], sources: PowerSources | None, detail: dict[str, Any], build: Build) -> None:
-    """Put MLPerf's measured power into document['metrics']['energy'] (declaring the protocol minor that has its
-    window and method). Nothing is attached, with a warning saying why, when the window or the samples fail."""
+    """Put MLPerf's measured power into document['metrics']['energy'] (its window and method are protocol 1.1
+    fields, the minor every MLPerf document declares). Nothing is attached, with a warning saying why, when the
+    window or the samples fail."""
     if sources is None:
         return
     if sources.samples is None:
@@ -111,8 +112,7 @@ def attach(document: dict[str, Any], sources: PowerSources | None, detail: dict[
     except SourceError as exc:
         build.warnings.append(f"no measured power stored: {exc}")
         return
-    document["metrics"]["energy"] = energy
-    document["protocol"] = _with_minor(document["protocol"], "1.1")
+    document["metrics"]["energy"] = energy  # the window and method are 1.1 fields: MLPerf documents declare 1.1
 
 
 def energy_block(samples: Samples, detail: dict[str, Any], ptd: dict[str, Any] | None) -> dict[str, Any]:
@@ -172,11 +172,3 @@ def mlperf_power_result(energy: dict[str, Any], scenario: str, loadgen_scenario:
     if scenario == "MultiStream" and loadgen_scenario == "SingleStream":
         return float(joules * INFERRED_MULTISTREAM_SAMPLES * 1000 / queries)
     return float(joules * 1000 / queries)
-
-
-def _with_minor(protocol: str, minor: str) -> str:
-    """'benchreg.submission/1.0' -> '.../1.1' when the document needs at least that minor; a later one is kept."""
-    name, _, version = protocol.partition("/")
-    major, _, current = version.partition(".")
-    wanted = int(minor.partition(".")[2])
-    return protocol if current.isdigit() and int(current) >= wanted else f"{name}/{major}.{wanted}"
