@@ -11,8 +11,17 @@ counts (the server's usage event where it sends one, else one token per text chu
 error (HTTP status, connection failure, malformed SSE, an error event), timeout, or incomplete (the stream ended
 before `data: [DONE]`). Every request sent is counted in exactly one outcome.
 
-A monitor coroutine measures the event loop's own lateness (sleep 5 ms, see how late it wakes): a loop that
-wakes late stamps chunks late, so it is reported beside the dispatch lag when judging whether the client kept up.
+Streams go over aiohttp (its HTTP parser is compiled: one streamed chunk costs the client a few microseconds,
+where httpx's pure-Python h11 costs tens, which is the difference between 1,000 concurrent streams keeping up or
+not); the endpoint's side requests (/v1/models, /metrics) use httpx.
+
+Timing. The event loop's timers round a wait UP to the next millisecond (epoll's timeout is in ms), so a plain
+`asyncio.sleep` sends a request up to 1 ms after its time. The dispatcher therefore sleeps to just before the
+scheduled time and yields to the loop (which keeps serving streams) until it is due: a request leaves within one
+loop iteration of its time. A monitor coroutine measures the loop's responsiveness the same way a stream sees it:
+every 5 ms it yields once and times how long the loop took to come back to it (the callbacks and I/O ahead of it).
+A loop that comes back late stamps chunks late, so this lateness is judged beside the dispatch lag when deciding
+whether the client kept up (runners/serving/levels).
 """
 
 from __future__ import annotations
@@ -25,11 +34,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import aiohttp
 import httpx
 import numpy as np
 
 OUTCOMES = ("completed", "errors", "timeouts", "incomplete")
 _MONITOR_PERIOD_S = 0.005
+# How long before a scheduled time the dispatcher stops sleeping and yields instead: the timers' rounding up
+# to a whole millisecond, and the kernel's timer slack (50 us by default), with a margin.
+_TIMER_SLACK_S = 0.0015
 
 
 @dataclass(frozen=True)
@@ -167,10 +180,10 @@ def _event(payload: str) -> dict[str, Any]:
     return event
 
 
-async def _consume(response: httpx.Response, record: Record) -> bool:
+async def _consume(response: aiohttp.ClientResponse, record: Record) -> bool:
     """Read the stream into `record`; True when it ended with [DONE]."""
     reader = SseReader()
-    async for data in response.aiter_bytes():
+    async for data in response.content.iter_any():
         now = time.perf_counter()
         for payload in reader.feed(data):
             if payload == "[DONE]":
@@ -186,7 +199,7 @@ async def _consume(response: httpx.Response, record: Record) -> bool:
     return False
 
 
-async def send(client: httpx.AsyncClient, target: Target, prompt: Prompt, record: Record) -> Record:
+async def send(client: aiohttp.ClientSession, target: Target, prompt: Prompt, record: Record) -> Record:
     """Send one request and fill `record`; never raises (every failure is the request's outcome)."""
     record.input_tokens = prompt.input_tokens
     record.sent = time.perf_counter()
@@ -197,7 +210,7 @@ async def send(client: httpx.AsyncClient, target: Target, prompt: Prompt, record
         record.outcome, record.detail = "timeouts", f"no complete answer within {target.timeout_s:g} s"
     except StreamError as exc:
         record.outcome, record.detail = "errors", str(exc)
-    except httpx.HTTPError as exc:
+    except (aiohttp.ClientError, OSError) as exc:
         record.outcome, record.detail = "errors", f"{type(exc).__name__}: {exc}"[:300]
     record.end = time.perf_counter()
     if record.outcome == "completed" and not record.usage:
@@ -205,11 +218,11 @@ async def send(client: httpx.AsyncClient, target: Target, prompt: Prompt, record
     return record
 
 
-async def _exchange(client: httpx.AsyncClient, target: Target, prompt: Prompt, record: Record) -> None:
-    async with client.stream("POST", target.path, json=target.body(prompt)) as response:
-        if response.status_code != 200:
-            text = (await response.aread()).decode("utf-8", "replace")
-            raise StreamError(f"HTTP {response.status_code}: {text[:200]}")
+async def _exchange(client: aiohttp.ClientSession, target: Target, prompt: Prompt, record: Record) -> None:
+    async with client.post(target.base_url.rstrip("/") + target.path, json=target.body(prompt)) as response:
+        if response.status != 200:
+            text = (await response.read()).decode("utf-8", "replace")
+            raise StreamError(f"HTTP {response.status}: {text[:200]}")
         kind = response.headers.get("content-type", "")
         if not kind.startswith("text/event-stream"):
             raise StreamError(f"not a stream: content-type {kind or 'absent'} (the server ignored stream=true)")
@@ -233,31 +246,47 @@ class LevelRun:
 
 
 def client(target: Target, connections: int) -> httpx.AsyncClient:
+    """An httpx client for the endpoint's side requests (/v1/models, /version, /metrics)."""
     limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
     timeout = httpx.Timeout(target.timeout_s, connect=min(30.0, target.timeout_s))
     return httpx.AsyncClient(base_url=target.base_url, limits=limits, timeout=timeout, headers=dict(target.headers))
 
 
+def streams(target: Target, connections: int) -> aiohttp.ClientSession:
+    """The session that carries the streamed requests: up to `connections` open at once, kept alive."""
+    connector = aiohttp.TCPConnector(limit=connections, limit_per_host=connections)
+    timeout = aiohttp.ClientTimeout(total=None, sock_connect=min(30.0, target.timeout_s))
+    return aiohttp.ClientSession(connector=connector, timeout=timeout, headers=dict(target.headers))
+
+
+async def wait_until(when: float) -> None:
+    """Return at perf_counter() `when` or within one loop iteration after it (see the module docstring)."""
+    coarse = when - time.perf_counter() - _TIMER_SLACK_S
+    if coarse > 0:
+        await asyncio.sleep(coarse)
+    while time.perf_counter() < when:
+        await asyncio.sleep(0)
+
+
 async def _monitor(lags: list[float], stop: asyncio.Event) -> None:
     while not stop.is_set():
-        before = time.perf_counter()
         await asyncio.sleep(_MONITOR_PERIOD_S)
-        lags.append((time.perf_counter() - before - _MONITOR_PERIOD_S) * 1e3)
+        before = time.perf_counter()
+        await asyncio.sleep(0)  # back in the loop's queue, behind whatever is ready now
+        lags.append((time.perf_counter() - before) * 1e3)
 
 
 async def open_loop(target: Target, prompts: Sequence[Prompt], offsets: np.ndarray, max_open: int) -> LevelRun:
     """Send prompts[i] at offsets[i] seconds after the start, whatever is still in flight (up to `max_open`)."""
     lags: list[float] = []
     stop = asyncio.Event()
-    async with client(target, max_open) as http:
+    async with streams(target, max_open) as http:
         monitor = asyncio.create_task(_monitor(lags, stop))
         origin = time.perf_counter() + 0.05
         records = [Record(i, origin + float(t)) for i, t in enumerate(offsets)]
         tasks = []
         for record, prompt in zip(records, prompts, strict=True):
-            delay = record.scheduled - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
+            await wait_until(record.scheduled)
             tasks.append(asyncio.create_task(send(http, target, prompt, record)))
         await asyncio.gather(*tasks)
         stop.set()
@@ -272,7 +301,7 @@ async def closed_loop(target: Target, prompts: Sequence[Prompt], users: int) -> 
     records: list[Record] = []
     queue = iter(enumerate(prompts))
 
-    async def user(http: httpx.AsyncClient) -> None:
+    async def user(http: aiohttp.ClientSession) -> None:
         scheduled = time.perf_counter()
         for index, prompt in queue:
             record = Record(index, scheduled)
@@ -280,7 +309,7 @@ async def closed_loop(target: Target, prompts: Sequence[Prompt], users: int) -> 
             await send(http, target, prompt, record)
             scheduled = record.end
 
-    async with client(target, users) as http:
+    async with streams(target, users) as http:
         monitor = asyncio.create_task(_monitor(lags, stop))
         origin = time.perf_counter()
         await asyncio.gather(*(user(http) for _ in range(users)))

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from .loadgen import Prompt, Record, Target, client, send
+from .loadgen import Prompt, Record, Target, client, send, streams
 
 MAX_METRICS = 60
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
@@ -89,7 +89,7 @@ async def describe(target: Target) -> EndpointInfo:
 
 async def check_streaming(target: Target) -> None:
     """One streamed request of two tokens must come back as well-formed SSE ending in [DONE]."""
-    async with client(target, 1) as http:
+    async with streams(target, 1) as http:
         record = await send(http, target, Prompt("hello " * 8, 2, 8), Record(0, 0.0))
     if record.outcome != "completed":
         what = "streamed request" if record.outcome != "timeouts" else "streamed request timed out"

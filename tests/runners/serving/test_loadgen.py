@@ -18,7 +18,7 @@ import pytest
 
 from protocol.percentiles import quantile
 from runners.serving.levels import Level, Objectives
-from runners.serving.loadgen import Target, arrivals, closed_loop, open_loop
+from runners.serving.loadgen import Target, arrivals, closed_loop, open_loop, wait_until
 from runners.serving.shapes import RequestShape, TokenLaw
 from runners.serving.simulated import Delay, Law, queue_ttft_ms
 
@@ -123,3 +123,16 @@ def test_a_request_past_its_timeout_is_counted_as_a_timeout(endpoint):
     prompts = RequestShape(TokenLaw(8), TokenLaw(4)).prompts(3, 2)
     run = asyncio.run(open_loop(target, prompts, arrivals(10.0, 3, 1), 3))
     assert [r.outcome for r in run.records] == ["timeouts"] * 3
+
+
+def test_the_dispatcher_never_sends_before_the_scheduled_time():
+    # wait_until sleeps short of the time and then yields until it is due: it may be late (a busy host), never early.
+    async def waits() -> list[float]:
+        out = []
+        for delay in (0.0, 0.0004, 0.002, 0.0113, 0.03):
+            when = time.perf_counter() + delay
+            await wait_until(when)
+            out.append(time.perf_counter() - when)
+        return out
+
+    assert all(early >= 0 for early in asyncio.run(waits()))
