@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -125,4 +126,14 @@ def serve_connection(handler: Handler) -> Callable[[asyncio.StreamReader, asynci
 
 async def start(handler: Handler, host: str, port: int) -> asyncio.Server:
     """Listen on host:port (0: any free port) and answer with `handler`."""
-    return await asyncio.start_server(serve_connection(handler), host, port, limit=MAX_HEADER_BYTES, backlog=4096)
+    return await start_on(handler, listen(host, port))
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on host:port (0: any free port), which forked workers may share."""
+    return socket.create_server((host, port), backlog=4096)
+
+
+async def start_on(handler: Handler, listener: socket.socket) -> asyncio.Server:
+    """Answer with `handler` the connections accepted on `listener`."""
+    return await asyncio.start_server(serve_connection(handler), sock=listener, limit=MAX_HEADER_BYTES)

@@ -9,6 +9,10 @@ requests/s is `capacity / E[service]` with E[service] = E[ttft] + (tokens - 1) E
 
 Tokens are emitted at absolute deadlines (slot start + the drawn times), so timer overshoot never accumulates.
 
+`--workers N` answers from N processes accepting on one listening socket (one Python process answers a few
+thousand requests/s, which a client's ceiling bench must not hit first); each worker is the law with its own
+`capacity` slots and seed (seed + worker number), so the law per request holds and the capacity is N times.
+
     python -m runners.serving.simulated --port 8100 --ttft-ms 80 --ttft-sigma 0.3 --itl-ms 15 --itl-sigma 0.2 \\
         --capacity 16 --seed 7
 """
@@ -19,6 +23,10 @@ import argparse
 import asyncio
 import contextlib
 import math
+import multiprocessing
+import signal
+import socket
+import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -153,25 +161,41 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--capacity", type=int, default=16, help="requests served at once; more wait in a queue")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--fault", choices=FAULTS, default="none", help="misbehave on purpose (tests)")
+    p.add_argument("--workers", type=int, default=1, help="processes answering on the port (each with --capacity)")
     return p
 
 
-async def serve(law: Law, host: str, port: int, model: str, fault: str = "none") -> None:
-    server = await httpserver.start(OpenAIApi(SimulatedEngine(law, model), fault), host, port)
-    bound = server.sockets[0].getsockname()
-    print(f"serving {model!r} on http://{bound[0]}:{bound[1]}", flush=True)
+async def serve(law: Law, listener: socket.socket, model: str, fault: str = "none") -> None:
+    server = await httpserver.start_on(OpenAIApi(SimulatedEngine(law, model), fault), listener)
     async with server:
         await server.serve_forever()
 
 
+def _worker(law: Law, listener: socket.socket, model: str, fault: str) -> None:
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve(law, listener, model, fault))
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    if args.capacity < 1:
-        print("error: --capacity must be at least 1", flush=True)
+    if args.capacity < 1 or args.workers < 1:
+        print("error: --capacity and --workers must be at least 1", flush=True)
         return 2
-    law = Law(Delay(args.ttft_ms, args.ttft_sigma), Delay(args.itl_ms, args.itl_sigma), args.capacity, args.seed)
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve(law, args.host, args.port, args.model, args.fault))
+    listener = httpserver.listen(args.host, args.port)
+    bound = listener.getsockname()
+    print(f"serving {args.model!r} on http://{bound[0]}:{bound[1]}", flush=True)
+    laws = [
+        Law(Delay(args.ttft_ms, args.ttft_sigma), Delay(args.itl_ms, args.itl_sigma), args.capacity, args.seed + n)
+        for n in range(args.workers)
+    ]
+    # SIGTERM ends this process through its exit handlers, which stop the daemon workers (they inherit it too).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    forked = multiprocessing.get_context("fork")  # the children inherit the listening socket
+    others = [forked.Process(target=_worker, args=(law, listener, args.model, args.fault)) for law in laws[1:]]
+    for process in others:
+        process.daemon = True
+        process.start()
+    _worker(laws[0], listener, args.model, args.fault)
     return 0
 
 

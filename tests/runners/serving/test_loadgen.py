@@ -11,9 +11,12 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import subprocess
+import sys
 import time
 
 import numpy as np
+import psutil
 import pytest
 
 from protocol.percentiles import quantile
@@ -136,3 +139,23 @@ def test_the_dispatcher_never_sends_before_the_scheduled_time():
         return out
 
     assert all(early >= 0 for early in asyncio.run(waits()))
+
+
+def test_a_simulated_endpoint_with_workers_answers_and_stops_them_all_when_terminated():
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "runners.serving.simulated", "--port", "0", "--workers", "3", "--ttft-ms", "1",
+         "--itl-ms", "1"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().rsplit(" ", 1)[-1].strip()
+        level = _level(url, 50.0, 12)
+        assert level.counts()["completed"] == 12
+        workers = psutil.Process(proc.pid).children()
+        assert len(workers) == 2  # the parent answers too
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    _gone, alive = psutil.wait_procs(workers, timeout=10)
+    assert not alive
