@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from protocol import comparability, statistics
@@ -54,6 +54,8 @@ class RunDetail:
     raw_json: str
     distribution_fields: tuple[str, ...] = ()  # headings of the columns shown: a column no distribution has is left out
     derived_from: DerivedFrom | None = None  # a run derived from another (MLPerf's inferred results), not measured
+    # (document pointer, source file and field) of every figure an importer traced (provenance.origin.fields)
+    traced: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _flatten(value: Any, path: tuple[str, ...] = ()) -> list[tuple[str, str]]:
@@ -100,9 +102,23 @@ def _metrics(metrics: Mapping[str, Any]) -> tuple[list[MetricRow], list[Distribu
     return scalars, distributions
 
 
+def _traced(doc: Mapping[str, Any]) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """The document without provenance.origin.fields, and those fields as (pointer, source) rows.
+
+    An importer traces every figure to its source field there (dozens of rows); the page lists them in their own
+    table instead of as provenance facts, where each pointer would be folded into a label.
+    """
+    origin = (doc.get("provenance") or {}).get("origin")
+    fields = origin.get("fields") if isinstance(origin, dict) else None
+    if not isinstance(fields, dict):
+        return dict(doc), []
+    rest = {**doc, "provenance": {**doc["provenance"], "origin": {k: v for k, v in origin.items() if k != "fields"}}}
+    return rest, [(str(pointer), comparability.display(source)) for pointer, source in fields.items()]
+
+
 def run_detail(*, run: Submission, comparable_limit: int = 20) -> RunDetail:
     """Everything the run page shows, read from the stored document: 3 queries besides the run itself."""
-    doc = run.document
+    doc, traced = _traced(run.document)
     sections = [Section(key, title, _flatten(doc.get(key) or {})) for key, title in SECTION_TITLES if doc.get(key)]
     metrics, distributions = _metrics(doc.get("metrics") or {})
     keep = [i for i in range(len(DISTRIBUTION_FIELDS)) if any(d.values[i] for d in distributions)]
@@ -122,7 +138,8 @@ def run_detail(*, run: Submission, comparable_limit: int = 20) -> RunDetail:
         audit=audit,
         comparable=comparable,
         comparable_total=total,
-        raw_json=json.dumps(doc, indent=2, ensure_ascii=False),
+        raw_json=json.dumps(run.document, indent=2, ensure_ascii=False),
         distribution_fields=tuple(FIELD_HEADINGS.get(DISTRIBUTION_FIELDS[i], DISTRIBUTION_FIELDS[i]) for i in keep),
         derived_from=derived_from(doc),
+        traced=traced,
     )

@@ -48,3 +48,18 @@ def test_an_admin_withdraws_a_run_and_the_catalogue_hides_it(admin_user: Any, fl
     assert "driver bug" in client.get(f"/runs/{fleet['a'].pk}/").content.decode()
     assert f'href="/runs/{fleet["a"].pk}/"' not in client.get("/").content.decode()
     assert f'href="/runs/{fleet["a"].pk}/"' in client.get("/?withdrawn=1").content.decode()
+
+
+def test_the_figures_an_importer_traced_are_listed_with_their_source_fields(viewer: Any, submitter: Any) -> None:
+    from registry.services.submissions import submission_create
+    from tests.protocol.serving_law import sweep_docs
+
+    doc = sweep_docs((1,))[0]
+    fields = {"/metrics/throughput/value": "profile_export_aiperf.json: output_token_throughput.avg (tokens/sec)",
+              "/metrics/ttft_ms/p99": "profile_export_aiperf.json: time_to_first_token.p99 (ms)"}  # fmt: skip
+    doc["provenance"]["origin"] = {"kind": "serving-benchmark", "fields": fields}
+    run, _ = submission_create(document=doc, submitted_by=submitter)
+    html = signed_in(viewer).get(f"/runs/{run.pk}/").content.decode()
+    assert "2 figures of this run traced to the field of the file they were read from" in html
+    assert "<code>/metrics/ttft_ms/p99</code></th><td>profile_export_aiperf.json: time_to_first_token.p99 (ms)" in html
+    assert "origin.fields" not in html.split('id="raw"')[0]  # not folded into the provenance facts as well
