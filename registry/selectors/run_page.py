@@ -109,9 +109,9 @@ def _traced(doc: Mapping[str, Any]) -> tuple[dict[str, Any], list[tuple[str, str
     table instead of as provenance facts, where each pointer would be folded into a label.
     """
     origin = (doc.get("provenance") or {}).get("origin")
-    fields = origin.get("fields") if isinstance(origin, dict) else None
-    if not isinstance(fields, dict):
+    if not isinstance(origin, dict) or not isinstance(origin.get("fields"), dict):
         return dict(doc), []
+    fields = origin["fields"]
     rest = {**doc, "provenance": {**doc["provenance"], "origin": {k: v for k, v in origin.items() if k != "fields"}}}
     return rest, [(str(pointer), comparability.display(source)) for pointer, source in fields.items()]
 
