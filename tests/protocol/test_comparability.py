@@ -99,7 +99,7 @@ def test_metric_directions_agree_with_the_protocol_rules() -> None:
             assert c.lower_is_better(metric) == (metric in rules.LOWER_IS_BETTER), metric
 
 
-def _schema_pointers(node: dict[str, Any], defs: dict[str, Any], path: str = "") -> list[str]:
+def schema_pointers(node: dict[str, Any], defs: dict[str, Any], path: str = "") -> list[str]:
     if "$ref" in node:
         node = defs[node["$ref"].rsplit("/", 1)[1]]
     for branch in node.get("anyOf", []):
@@ -107,16 +107,16 @@ def _schema_pointers(node: dict[str, Any], defs: dict[str, Any], path: str = "")
             node = defs[branch["$ref"].rsplit("/", 1)[1]]
     if node.get("type") == "array" or (isinstance(node.get("type"), list) and "array" in node["type"]):
         items = node.get("items", {})
-        return _schema_pointers(items, defs, path + "/0") if "properties" in items or "$ref" in items else [path]
+        return schema_pointers(items, defs, path + "/0") if "properties" in items or "$ref" in items else [path]
     props = node.get("properties")
     if not props:
         return [path]
-    return [p for name, child in props.items() for p in _schema_pointers(child, defs, f"{path}/{name}")]
+    return [p for name, child in props.items() for p in schema_pointers(child, defs, f"{path}/{name}")]
 
 
 def test_every_field_of_the_submission_schema_has_a_role_on_every_axis() -> None:
     schema = submission_schema()
-    pointers = _schema_pointers(schema, schema["$defs"])
+    pointers = schema_pointers(schema, schema["$defs"])
     assert len(pointers) > 150
     c = cmp.contract()
     for axis in c.axes:

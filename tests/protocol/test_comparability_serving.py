@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from protocol import canonical
+from protocol import canonical, serving
 from protocol import comparability as cmp
 from protocol.comparability.definition import FROZEN_CONTRACT_FILES
 from protocol.schema import minor_schema
-from tests.protocol.test_comparability import _schema_pointers, set_at
+from tests.protocol.test_comparability import schema_pointers, set_at
 from tests.protocol.test_protocol_1_2 import level
 
 # sha256 of protocol/schemas/comparability.v1.1.json: contract 1.1 as it was when 1.2 was made. Never change it.
@@ -140,7 +140,7 @@ def test_contract_1_1_is_frozen_byte_for_byte_and_readable_by_version() -> None:
     assert cmp.contract_document("1.1")["version"] == "1.1"
     assert cmp.contract_document("1.2") == cmp.contract_document()
     assert cmp.known_versions() == ("1.1", "1.2")
-    with pytest.raises(cmp.ComparabilityError, match="no comparability contract 0.9: this code knows 1.1, 1.2"):
+    with pytest.raises(cmp.ComparabilityError, match=r"no comparability contract 0\.9: this code knows 1\.1, 1\.2"):
         cmp.contract_document("0.9")
 
 
@@ -155,8 +155,47 @@ def test_1_2_changes_only_fields_protocol_1_2_added() -> None:
     added = [g for g in new["groups"] if g["id"] not in {o["id"] for o in old["groups"]}]
     assert all(g["since"] == "1.2" for g in added)
     schema_1_1 = minor_schema("1.1")
-    known = _schema_pointers(schema_1_1, schema_1_1["$defs"])
+    known = schema_pointers(schema_1_1, schema_1_1["$defs"])
     for pointer in (p for g in added for p in g["pointers"]):
         assert not any(k == pointer or k.startswith(pointer + "/") for k in known), pointer
     same = ("ignored", "unlisted_role", "metric_directions", "axes", "default_axis", "protocol")
     assert {k: old[k] for k in same} == {k: new[k] for k in same}
+
+
+# ------------------------------------------------------------------------- two sweeps, in words (protocol.serving)
+
+
+@pytest.mark.parametrize(
+    ("shape", "words"),
+    [
+        (FIXED, "1000/200 fixed"),
+        ({**AGENTIC, "dataset": "cc-traces"}, "agentic multi-turn (cc-traces)"),
+        (
+            {
+                "kind": "distribution",
+                "input_tokens": {"mean": 32768, "distribution": "lognormal"},
+                "output_tokens": {"mean": 512.5, "distribution": "normal"},
+            },
+            "32768/512.5 mean, lognormal, normal",
+        ),
+        ({"kind": "dataset", "dataset": "sharegpt", "turns": "multi"}, "dataset sharegpt, multi-turn"),
+        (None, "not stated"),
+    ],
+)
+def test_a_request_shape_is_said_as_a_reader_says_it(shape: Any, words: str) -> None:
+    assert serving.shape_words(shape) == words
+
+
+def test_two_sweeps_that_measured_the_same_thing_have_no_refusal_whatever_their_loads() -> None:
+    assert serving.not_like_for_like([served("a", 4), served("b", 48)], ["A", "B"]) is None
+
+
+def test_two_sweeps_of_other_shapes_and_models_are_refused_what_was_measured_first() -> None:
+    fixed = served("a", workload__request_shape=FIXED, precision__weights="fp8")
+    agentic = served("b", workload__request_shape=AGENTIC, software__serving__model="zai-org/GLM-5.1")
+    assert serving.not_like_for_like([fixed, agentic], ["8×B200 (a)", "2×MI355X (b)"]) == (
+        "Not like for like on the system under test axis: served model differs: nvidia/Kimi-K2.5-NVFP4 (8×B200 (a)) "
+        "vs zai-org/GLM-5.1 (2×MI355X (b)); request shape differs: 1000/200 fixed (8×B200 (a)) vs agentic "
+        "multi-turn (2×MI355X (b)); precision.weights: fp8 (8×B200 (a)) vs bf16 (2×MI355X (b)). No ratio is given: "
+        "each sweep's frontier is shown as measured, not set against the other."
+    )
