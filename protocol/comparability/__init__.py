@@ -25,6 +25,7 @@ from .definition import (
     Requirement,
     contract,
     contract_document,
+    known_versions,
 )
 from .roles import (
     CONFIGURATION_GROUPS,
@@ -80,5 +81,6 @@ __all__ = [
     "field_name",
     "field_roles",
     "field_words",
+    "known_versions",
     "metric_words",
 ]

@@ -198,6 +198,12 @@ def controlled_projection(doc: Mapping[str, Any], axis: str | None = None) -> di
     return {join_pointer(path): value for path, (_, value) in sorted(fields.items())}
 
 
+def _controlled(doc: Mapping[str, Any], axis: str) -> tuple[dict[str, Any], list[Group | None]]:
+    """The run's controlled projection on `axis` and the groups that govern its fields."""
+    fields = classify(doc, rules_for([doc]), axis)["controlled"]
+    return {join_pointer(p): v for p, (_, v) in sorted(fields.items())}, [g for g, _ in fields.values()]
+
+
 def field_roles(doc: Mapping[str, Any], axis: str | None = None) -> dict[str, str]:
     """Every stated field of the run with its role on `axis` ("ignored" included), as {JSON pointer: role}."""
     axis = known_axis(axis or contract().default_axis)
@@ -213,10 +219,13 @@ def comparability_key(doc: Mapping[str, Any], axis: str | None = None) -> str:
 
     Two runs have the same key on an axis exactly when no controlled field differs between them, so
     "every run comparable with X" is one lookup of X's key (requirements, e.g. quality on the precision
-    axis, are checked by `check`).
+    axis, are checked by `check`). The version is `Contract.key_version_of` the projection's groups: a
+    function of the projection, so equal projections still give equal keys, and a run whose controlled
+    fields a later contract did not touch keeps its key.
     """
     axis = known_axis(axis or contract().default_axis)
-    return digest({"contract": contract().version, "axis": axis, "controlled": controlled_projection(doc, axis)})
+    fields, groups = _controlled(doc, axis)
+    return digest({"contract": contract().key_version_of(groups), "axis": axis, "controlled": fields})
 
 
 def comparability_keys(doc: Mapping[str, Any]) -> dict[str, str]:
@@ -226,6 +235,7 @@ def comparability_keys(doc: Mapping[str, Any]) -> dict[str, str]:
     c = contract()
     rules = rules_for([doc])
     controlled: dict[str, dict[str, Any]] = {axis: {} for axis in c.axes}
+    groups: dict[str, list[Group | None]] = {axis: [] for axis in c.axes}
     for path, value in leaves(dict(doc)):
         leaf = rules.keyed_leaf(path)
         if leaf is None:
@@ -234,8 +244,10 @@ def comparability_keys(doc: Mapping[str, Any]) -> dict[str, str]:
             value = normalised(leaf.group, value)
         for axis in leaf.controlled_on:
             controlled[axis][leaf.pointer] = value
+            groups[axis].append(leaf.group)
     return {
-        axis: digest({"contract": c.version, "axis": axis, "controlled": fields}) for axis, fields in controlled.items()
+        axis: digest({"contract": c.key_version_of(groups[axis]), "axis": axis, "controlled": fields})
+        for axis, fields in controlled.items()
     }
 
 

@@ -24,7 +24,7 @@ frontier.py (target, frontier, best level, knee), compare.py (two configurations
 
 from __future__ import annotations
 
-from .compare import Comparison, compare_at, sweep_summary
+from .compare import Comparison, compare_at, not_like_for_like, sweep_summary
 from .frontier import (
     MAX_PER_USER,
     Best,
@@ -51,6 +51,7 @@ from .levels import (
     load_words,
     offered_load,
     per_user_rate,
+    shape_words,
     sweep_id,
     sweep_ids,
     tokens_per_second,
@@ -79,9 +80,11 @@ __all__ = [
     "level_neutral",
     "levels",
     "load_words",
+    "not_like_for_like",
     "offered_load",
     "per_user_rate",
     "per_user_target",
+    "shape_words",
     "sweep_id",
     "sweep_ids",
     "sweep_summary",

@@ -3,14 +3,16 @@ with Welch's interval (protocol.statistics) where both levels have the runs for 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import comparability as cmp
+from ..comparability import display
 from ..numbers import Style, number
 from ..statistics import CONFIDENCE, Ratio, ratio
 from .frontier import Best, Target, best_at, frontier, knee
-from .levels import PER_USER_WORDS, THROUGHPUT_WORDS, Level
+from .levels import PER_USER_WORDS, THROUGHPUT_WORDS, Level, level_neutral, shape_words
 
 METHOD = (
     "Each configuration's levels are its runs grouped by offered load; a level's figure is the geometric mean of one "
@@ -92,6 +94,56 @@ def _sentence(target: Target, subject: str, baseline: str, a: Best, b: Best, r: 
         f"second per accelerator ({ci}). Measured levels only ({each}); throughput between measured loads was not "
         "measured and is not interpolated."
     )
+
+
+def _shape(doc: Mapping[str, Any]) -> str:
+    return shape_words((doc.get("workload") or {}).get("request_shape"))
+
+
+def _served_model(doc: Mapping[str, Any]) -> str:
+    return display(((doc.get("software") or {}).get("serving") or {}).get("model"))
+
+
+# Groups whose values are said as a whole in a refusal, not field by field: {group: (noun, the value's words)}.
+_SAID_WHOLE: dict[str, tuple[str, Callable[[Mapping[str, Any]], str]]] = {
+    "request_shape": ("request shape", _shape),
+    "served_model": ("served model", _served_model),
+}
+
+
+# What was measured is said before how (precision, system, settings): a reader learns first that the sweeps served
+# other models or requests. The rest follow in the contract's order.
+_SAID_FIRST = ("served_model", "request_shape", "model", "workload", "dataset", "shape", "scenario", "sweep_mode")
+
+
+def not_like_for_like(docs: Sequence[Mapping[str, Any]], labels: Sequence[str], axis: str = "system") -> str | None:
+    """None when sweeps (one level of each, `docs`, named by `labels`) measured the same thing, so their frontiers
+    may be set against each other on `axis`; else the sentence that says why not, each differing field with its
+    value per sweep ("request shape differs: 1000/200 fixed (8×B200, sweep a) vs agentic multi-turn (…)"). The
+    comparability contract decides, with the load of each level left out: a sweep's levels differ only in it."""
+    verdict = cmp.check([level_neutral(d) for d in docs], axis, names=list(labels))
+    if verdict.comparable:
+        return None
+    parts: list[str] = []
+    for diff in sorted(verdict.offending, key=lambda d: _SAID_FIRST.index(d.group) if d.group in _SAID_FIRST else 99):
+        if diff.group in _SAID_WHOLE:
+            noun, words = _SAID_WHOLE[diff.group]
+            part = f"{noun} differs: " + _each([words(d) for d in docs], labels)
+        elif diff.role == "required":
+            part = diff.words
+        else:
+            part = f"{diff.field}: " + _each(diff.values, labels)
+        if part not in parts:
+            parts.append(part)
+    return (
+        f"Not like for like on the {cmp.axis_label(axis)} axis: {'; '.join(parts)}. No ratio is given: each sweep's "
+        "frontier is shown as measured, not set against the other."
+    )
+
+
+def _each(values: Sequence[str], labels: Sequence[str]) -> str:
+    """'a (first) vs b (second)': each sweep's value, the sweep named."""
+    return " vs ".join(f"{v} ({label})" for v, label in zip(values, labels, strict=True))
 
 
 def sweep_summary(levels: Sequence[Level], target: Target | None = None) -> dict[str, Any]:

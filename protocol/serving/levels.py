@@ -59,6 +59,33 @@ def load_words(mode: str, load: float) -> str:
     return f"{number(load, Style.SIGNIFICANT)} requests/s offered"
 
 
+def _tokens(shape: Mapping[str, Any], which: str) -> str:
+    block = shape.get(which)
+    mean = _num(block.get("mean")) if isinstance(block, Mapping) else None
+    return number(mean, Style.GENERAL, digits=7) if mean is not None else "?"  # "1000/200", as lengths are said
+
+
+def shape_words(shape: Any) -> str:
+    """A request shape as a reader says it: '1000/200 fixed' (input/output tokens), '1000/200 mean, normal',
+    'dataset sharegpt, multi-turn', 'agentic multi-turn'; 'not stated' for none."""
+    if not isinstance(shape, Mapping):
+        return "not stated"
+    kind, dataset = shape.get("kind"), shape.get("dataset")
+    lengths = f"{_tokens(shape, 'input_tokens')}/{_tokens(shape, 'output_tokens')}"
+    if kind == "fixed":
+        words = f"{lengths} fixed"
+    elif kind == "distribution":
+        laws = sorted({str((shape.get(w) or {}).get("distribution") or "") for w in ("input_tokens", "output_tokens")})
+        words = f"{lengths} mean, {', '.join(law for law in laws if law) or 'distribution not stated'}"
+    elif kind == "agentic-multi-turn":
+        words = "agentic multi-turn" + (f" ({dataset})" if dataset else "")
+    else:
+        words = f"dataset {dataset or 'not named'}"
+    if kind != "agentic-multi-turn" and shape.get("turns") == "multi":
+        words += ", multi-turn"
+    return words
+
+
 def accelerators(doc: Mapping[str, Any]) -> int:
     """Every accelerator of the tested system (all models, all nodes); 0 when the run names none."""
     total = 0

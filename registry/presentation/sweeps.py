@@ -72,20 +72,29 @@ def sweep_view(
 def comparison_view(
     arms: Sequence[tuple[str, Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]]], min_per_user: float | None
 ) -> dict[str, Any] | None:
-    """Two or more configurations' sweeps (label, documents, refs) at one interactivity: the frontier chart and,
-    with a target, the first arm against each other arm in words. None unless two arms have a sweep."""
-    swept = [(label, serving.levels(docs, refs)) for label, docs, refs in arms]
-    swept = [(label, lv) for label, lv in swept if len(lv) >= 2]
+    """Two or more configurations' sweeps (label, documents, refs) at one interactivity: the frontier chart and the
+    first arm against each other arm in words: why not, where the contract says they did not measure the same thing
+    (another request shape, model or arrival process); else, with a target, the ratio. None unless two arms have a
+    sweep."""
+    swept = [(label, docs, serving.levels(docs, refs)) for label, docs, refs in arms]
+    swept = [(label, docs, lv) for label, docs, lv in swept if len(lv) >= 2]
     if len(swept) < 2:
         return None
     target = serving.Target(min_per_user) if min_per_user is not None else None
-    series: list[dict[str, Any]] = [{"label": label, "sweep": serving.sweep_summary(lv, target)} for label, lv in swept]
-    sentences = []
-    if target is not None:
-        (first, first_levels), *others = swept
-        sentences = [serving.compare_at(first_levels, first, lv, label, target).sentence for label, lv in others]
+    series: list[dict[str, Any]] = [
+        {"label": label, "sweep": serving.sweep_summary(lv, target)} for label, _, lv in swept
+    ]
+    (first, first_docs, first_levels), *others = swept
+    refusals, sentences = [], []
+    for label, docs, lv in others:
+        refusal = serving.not_like_for_like([first_docs[0], docs[0]], [first, label])
+        if refusal is not None:
+            refusals.append(refusal)
+        elif target is not None:
+            sentences.append(serving.compare_at(first_levels, first, lv, label, target).sentence)
     return {
         "chart": charts_serving.frontier_chart(series, min_per_user),
+        "refusals": refusals,
         "sentences": sentences,
         "arms": [{"label": s["label"], "rows": level_rows(s["sweep"])} for s in series],
         "min_per_user": min_per_user,

@@ -109,8 +109,9 @@ MAX_SWEEP_ID = 100  # characters, as protocol 1.2 bounds scenario.sweep.id
 @require_GET
 def sweep_compare_page(request: HttpRequest) -> HttpResponse:
     """/sweeps/compare/?sweep=<id>&sweep=<id>&per_user=50: stored sweeps side by side, their frontiers and, at the
-    stated interactivity, the first against each other in words. Runs of different sweeps never form one
-    comparison (their scenario differs), so this page reads the sweeps themselves."""
+    stated interactivity, the first against each other in words. A sweep is every level of it, so this page reads
+    the sweeps themselves; whether two of them measured the same thing (model, request shape, arrival, precision)
+    the comparability contract decides, and where it refuses the page says why instead of giving a ratio."""
     policy.require(policy.for_request(request), policy.RUN_READ)
     per_user, error = per_user_param(request)
     asked = [s.strip() for s in request.GET.getlist("sweep") if s.strip()][: MAX_SWEEPS + 1]

@@ -78,7 +78,7 @@ def int8(doc: Doc) -> Doc:
 
 def test_the_contract_is_versioned_data_tied_to_protocol_major_1() -> None:
     data = cmp.contract_document()
-    assert data["$id"].startswith("https://") and data["version"] == cmp.contract().version == "1.1"
+    assert data["$id"].startswith("https://") and data["version"] == cmp.contract().version == "1.2"
     assert data["protocol"] == f"{rules.PROTOCOL_NAME}/{rules.PROTOCOL_VERSION.split('.')[0]}"
     assert data["default_axis"] == "system" and set(data["axes"]) == {"system", "software", "precision", "iso-quality"}
 
@@ -99,7 +99,7 @@ def test_metric_directions_agree_with_the_protocol_rules() -> None:
             assert c.lower_is_better(metric) == (metric in rules.LOWER_IS_BETTER), metric
 
 
-def _schema_pointers(node: dict[str, Any], defs: dict[str, Any], path: str = "") -> list[str]:
+def schema_pointers(node: dict[str, Any], defs: dict[str, Any], path: str = "") -> list[str]:
     if "$ref" in node:
         node = defs[node["$ref"].rsplit("/", 1)[1]]
     for branch in node.get("anyOf", []):
@@ -107,40 +107,16 @@ def _schema_pointers(node: dict[str, Any], defs: dict[str, Any], path: str = "")
             node = defs[branch["$ref"].rsplit("/", 1)[1]]
     if node.get("type") == "array" or (isinstance(node.get("type"), list) and "array" in node["type"]):
         items = node.get("items", {})
-        return _schema_pointers(items, defs, path + "/0") if "properties" in items or "$ref" in items else [path]
+        return schema_pointers(items, defs, path + "/0") if "properties" in items or "$ref" in items else [path]
     props = node.get("properties")
     if not props:
         return [path]
-    return [p for name, child in props.items() for p in _schema_pointers(child, defs, f"{path}/{name}")]
-
-
-# Fields protocol 1.2 added that comparability contract 1.1 (frozen with its version: a new version changes every key)
-# does not name: they fall to its `unlisted_role` (disclosed) until a contract 1.2 names them. A served level's request
-# shape should be controlled; that needs the new contract version, not an edit of 1.1.
-NOT_YET_IN_THE_CONTRACT = frozenset(
-    f"/workload/request_shape/{name}"
-    for name in (
-        "kind",
-        "input_tokens/mean",
-        "input_tokens/stdev",
-        "input_tokens/min",
-        "input_tokens/max",
-        "input_tokens/distribution",
-        "output_tokens/mean",
-        "output_tokens/stdev",
-        "output_tokens/min",
-        "output_tokens/max",
-        "output_tokens/distribution",
-        "dataset",
-        "turns",
-        "notes",
-    )
-)
+    return [p for name, child in props.items() for p in schema_pointers(child, defs, f"{path}/{name}")]
 
 
 def test_every_field_of_the_submission_schema_has_a_role_on_every_axis() -> None:
     schema = submission_schema()
-    pointers = _schema_pointers(schema, schema["$defs"])
+    pointers = schema_pointers(schema, schema["$defs"])
     assert len(pointers) > 150
     c = cmp.contract()
     for axis in c.axes:
@@ -148,9 +124,10 @@ def test_every_field_of_the_submission_schema_has_a_role_on_every_axis() -> None
             doc = set_at({"metrics": {"primary": "throughput"}}, pointer, "x")
             role = cmp.field_roles(doc, axis).get(pointer)
             assert role in (*cmp.ROLES, "ignored"), (axis, pointer)
-            # Nothing falls through to the catch-all: each field is named by the contract.
+            # Nothing falls through to the catch-all: each field is named by the contract (1.2 names what protocol
+            # 1.2 added; 1.1 left the request shape to the unlisted role).
             governed = roles.governing(roles.split_pointer(pointer), roles.rules_for([doc]))
-            assert (governed is not None) != (pointer in NOT_YET_IN_THE_CONTRACT), (axis, pointer)
+            assert governed is not None, (axis, pointer)
 
 
 def test_the_examples_have_no_subject_or_controlled_field_left_unexplained() -> None:
@@ -433,6 +410,7 @@ def test_unknown_axis_and_too_few_runs_are_clear_errors() -> None:
 def test_the_key_is_a_digest_of_the_controlled_projection_and_contract_version() -> None:
     a = example(SERVER)
     key = cmp.comparability_key(a)
+    # "1.1": contract 1.2 changed no field this run states, so its key is the one 1.1 gave it (the keys' version)
     expected = canonical.digest({"contract": "1.1", "axis": "system", "controlled": cmp.controlled_projection(a)})
     assert key == expected and key.startswith("sha256:")
     assert cmp.controlled_projection(a)["/protocol"] == "benchreg.submission/1"
@@ -586,7 +564,7 @@ def test_compare_returns_a_stored_result_that_names_its_methods() -> None:
     )
     json.dumps(result, allow_nan=False)
     assert _finite(result)
-    assert result["comparable"] and result["contract"]["version"] == "1.1" and result["axis"] == "system"
+    assert result["comparable"] and result["contract"]["version"] == "1.2" and result["axis"] == "system"
     assert {"estimate", "tail_percentile", "calibration", "ratio", "distinguishable", "time_to_quality"} <= set(
         result["methods"]
     )

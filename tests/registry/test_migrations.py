@@ -1,6 +1,7 @@
 """Migrations stand alone: what 0007 and 0011 compute is frozen inside them, and agrees with protocol/.
 
-0007 froze contract 1.0; 0011 froze contract 1.1 (the iso-quality axis) and re-keyed every stored run. If the
+0007 froze contract 1.0; 0011 froze contract 1.1 (the iso-quality axis) and re-keyed every stored run; 0022 froze
+contract 1.2 (the served-model fields) and re-keyed the runs that state them. If the
 contract file changes without a new version, the live keys stop matching the frozen copy of the current version
 and this test fails: a changed contract is a new contract version (and a migration of its own for stored keys).
 """
@@ -19,7 +20,8 @@ from tests.conftest import EXAMPLES, SHARED
 
 m0007: Any = importlib.import_module("registry.migrations.0007_catalogue_cells")
 m0011: Any = importlib.import_module("registry.migrations.0011_decisions")
-FROZEN = {m.FROZEN_CONTRACT["version"]: m for m in (m0007, m0011)}
+m0022: Any = importlib.import_module("registry.migrations.0022_contract_1_2")
+FROZEN = {m.FROZEN_CONTRACT["version"]: m for m in (m0007, m0011, m0022)}
 
 
 def _documents() -> list[dict[str, Any]]:
@@ -27,8 +29,19 @@ def _documents() -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in paths]
 
 
+def _served() -> list[dict[str, Any]]:
+    """Served-model levels (protocol 1.2): with every 1.2 addition, and with only a sweep."""
+    from tests.protocol.test_protocol_1_2 import level
+
+    only_sweep = level(concurrency=8)
+    for name in ("serving",):
+        only_sweep["software"].pop(name)
+    only_sweep["workload"].pop("request_shape")
+    return [level(concurrency=16), only_sweep]
+
+
 @pytest.mark.parametrize(
-    "module", [m0007, m0011, importlib.import_module("registry.migrations.0021_measurement_identity")]
+    "module", [m0007, m0011, importlib.import_module("registry.migrations.0021_measurement_identity"), m0022]
 )
 def test_the_migration_imports_no_protocol_code(module: Any) -> None:
     source = module.__loader__.get_source(module.__name__)
@@ -43,8 +56,46 @@ def test_the_frozen_keys_of_the_current_contract_equal_protocol_keys(axis: str) 
         pytest.fail(f"contract {contract().version} has no migration that freezes it and re-keys the runs")
     frozen = FROZEN[contract().version]
     assert contract_document() == frozen.FROZEN_CONTRACT
-    for doc in documents:
+    for doc in documents + _served():
         assert frozen.comparability_key(doc, axis) == comparability_key(doc, axis)
+
+
+@pytest.mark.parametrize("axis", ["software", "precision", "system", "iso-quality"])
+def test_0022_keeps_the_keys_of_runs_without_served_fields_and_changes_the_served_ones(axis: str) -> None:
+    for doc in _documents():
+        assert m0022.comparability_key(doc, axis) == m0011.comparability_key(doc, axis)
+    for doc in _served():
+        assert m0022.comparability_key(doc, axis) != m0011.comparability_key(doc, axis)
+
+
+@pytest.mark.django_db
+def test_0022_rekeys_a_served_run_stored_under_1_1_and_its_cell(user: Any) -> None:
+    """A level stored while the contract was 1.1 (its keys as 1.1 gave them) gets 1.2's keys and a cell of its own;
+    reversed, it gets 1.1's back."""
+    from types import SimpleNamespace
+
+    from django.apps import apps
+    from django.db import connection, models
+
+    from registry.models import CatalogueCell, Submission
+    from registry.services.catalogue import catalogue_cells_differ
+    from registry.services.submissions import submission_create
+
+    plain, _ = submission_create(document=_documents()[0], submitted_by=user)
+    run, _ = submission_create(document=_served()[0], submitted_by=user)
+    live = {c: getattr(run, c) for c in m0022.AXES.values()}
+    as_1_1 = {c: m0011.comparability_key(run.document, axis) for axis, c in m0022.AXES.items()}
+    models.QuerySet(Submission).filter(pk=run.pk).update(**as_1_1)
+    CatalogueCell.objects.filter(comparability_key=live["comparability_key"]).update(
+        comparability_key=as_1_1["comparability_key"]
+    )
+    editor = SimpleNamespace(connection=connection, execute=connection.cursor().execute)
+    m0022.rekey(apps, editor)
+    assert {c: getattr(Submission.objects.get(pk=run.pk), c) for c in live} == live
+    assert catalogue_cells_differ() == []
+    assert Submission.objects.get(pk=plain.pk).comparability_key == plain.comparability_key
+    m0022.rekey_as_before(apps, editor)
+    assert {c: getattr(Submission.objects.get(pk=run.pk), c) for c in live} == as_1_1
 
 
 def test_0007_still_computes_the_1_0_keys_it_wrote() -> None:

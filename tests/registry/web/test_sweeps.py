@@ -4,6 +4,8 @@ sweeps' levels compares them at ?per_user= in words. Documents follow tests/prot
 
 from __future__ import annotations
 
+import html
+import re
 from typing import Any
 
 import pytest
@@ -83,8 +85,8 @@ def test_the_decision_page_reads_a_sweep_at_its_knee_and_draws_the_frontier() ->
 
 
 def test_two_sweeps_are_compared_at_equal_interactivity_on_their_page() -> None:
-    """Runs of two sweeps never form one comparison (scenario.sweep differs: the comparability contract refuses
-    it), so the sweeps are set side by side on /sweeps/compare/."""
+    """Two sweeps that measured the same thing on two systems (contract 1.2: their sweep ids are only disclosed)
+    are set side by side on /sweeps/compare/, with the ratio at the stated interactivity in words."""
     user = _user()
     _store(user, sweep_docs((1, 2, 4, 8, 16), sweep="a", noise=NOISE))
     law_b = {"accelerators": 2, "model": "MI355X", "u0": 80, "c0": 4}
@@ -96,3 +98,77 @@ def test_two_sweeps_are_compared_at_equal_interactivity_on_their_page() -> None:
     assert missing.status_code == 400 and "no stored run names this sweep" in missing.content.decode()
     long = web.get("/sweeps/compare/?sweep=" + "x" * 101)
     assert long.status_code == 400 and "at most 100 characters" in long.content.decode()
+
+
+def notices(page: str) -> list[str]:
+    """The page's refusals, as the reader sees them."""
+    return [html.unescape(n) for n in re.findall(r'<p class="notice notice--error" role="note">(.*?)</p>', page)]
+
+
+def _shaped(docs: list[dict[str, Any]], shape: dict[str, Any]) -> list[dict[str, Any]]:
+    for doc in docs:
+        doc["workload"]["request_shape"] = shape
+    return docs
+
+
+FIXED = {
+    "kind": "fixed",
+    "input_tokens": {"mean": 1000, "distribution": "constant"},
+    "output_tokens": {"mean": 200, "distribution": "constant"},
+}
+AGENTIC = {"kind": "agentic-multi-turn", "turns": "multi"}
+
+
+def test_sweeps_with_different_request_shapes_are_refused_in_words_and_given_no_ratio() -> None:
+    user = _user()
+    _store(user, _shaped(sweep_docs((1, 2, 4, 8, 16), sweep="a", noise=NOISE), FIXED))
+    law_b = {"accelerators": 2, "model": "MI355X", "u0": 80, "c0": 4}
+    _store(user, _shaped(sweep_docs((1, 2, 4, 8, 16), sweep="b", noise=NOISE, **law_b), AGENTIC))
+    page = _web(user).get("/sweeps/compare/?sweep=a&sweep=b&per_user=48").content.decode()
+    assert notices(page) == [
+        "Not like for like on the system under test axis: request shape differs: 1000/200 fixed (8×B200 (a)) vs "
+        "agentic multi-turn (2×MI355X (b)). No ratio is given: each sweep's frontier is shown as measured, not set "
+        "against the other."
+    ]
+    assert "delivers" not in page and "<svg" in page  # each frontier is still drawn, as measured
+
+
+def test_the_levels_of_two_sweeps_at_one_load_form_one_comparison() -> None:
+    """Contract 1.2: the sweep a level belongs to is disclosed, so the same load on two systems is comparable."""
+    user = _user()
+    a = _store(user, sweep_docs((8, 16), sweep="a"))
+    b = _store(user, sweep_docs((8, 16), sweep="b", accelerators=2, model="MI355X"))
+    api = APIClient(SERVER_NAME="localhost")
+    api.force_authenticate(user)
+    response = api.post("/api/v1/comparisons", {"runs": [a[1], b[1]], "axis": "system"}, format="json")
+    assert response.status_code == 201, response.content
+    disclosed = [d["words"] for d in response.json()["result"]["disclosures"]]
+    assert "scenario.sweep.id: a vs b" in disclosed
+    refused = api.post("/api/v1/comparisons", {"runs": [a[0], b[1]], "axis": "system"}, format="json")
+    assert refused.status_code == 422 and "scenario.concurrency: 8 vs 16" in refused.content.decode()
+
+
+def test_the_shared_kimi_and_glm_sweeps_are_not_like_for_like(tmp_path: Any) -> None:
+    """The real aiperf sweeps of ../shared/data/serving: both agentic multi-turn, but two models (and two
+    workload versions and weight formats): the page says so and gives no ratio."""
+    from registry.importers import serving
+    from registry.models import Submission
+    from registry.services.imports import serving_import
+    from tests.registry.importers.serving.test_aiperf_sweeps import DATA, GLM, KIMI, deployment_file
+
+    if not DATA.exists():
+        pytest.skip("the shared serving data is not beside this checkout")
+    user = _user()
+    for sweep in (KIMI, GLM):
+        serving_import(
+            paths=[DATA / sweep], deployment=serving.load(deployment_file(tmp_path, sweep), {}), submitted_by=user
+        )
+    ids = {
+        r.document["system"]["accelerators"][0]["model"]: r.document["scenario"]["sweep"]["id"]
+        for r in Submission.objects.all()
+    }
+    page = _web(user).get(f"/sweeps/compare/?sweep={ids['B200']}&sweep={ids['Instinct MI355X']}&per_user=30")
+    text = page.content.decode()
+    assert page.status_code == 200 and notices(text)[0].startswith("Not like for like on the system under test axis")
+    assert "served model differs" in text and "workload.version: 060226" in text
+    assert "delivers" not in text
