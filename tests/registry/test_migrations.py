@@ -85,7 +85,15 @@ def test_0022_rekeys_a_served_run_stored_under_1_1_and_its_cell(user: Any) -> No
     run, _ = submission_create(document=_served()[0], submitted_by=user)
     live = {c: getattr(run, c) for c in m0022.AXES.values()}
     as_1_1 = {c: m0011.comparability_key(run.document, axis) for axis, c in m0022.AXES.items()}
-    models.QuerySet(Submission).filter(pk=run.pk).update(**as_1_1)
+    # Stored as 1.1 left it: on PostgreSQL the append-only trigger is set aside for this, as the migration does.
+    postgres = connection.vendor == "postgresql"
+    with connection.cursor() as cursor:
+        if postgres:  # the test's own transaction still holds deferred checks of the rows it created: run them now
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+            cursor.execute(f"ALTER TABLE registry_submission DISABLE TRIGGER {m0022.TRIGGER}")
+        models.QuerySet(Submission).filter(pk=run.pk).update(**as_1_1)
+        if postgres:
+            cursor.execute(f"ALTER TABLE registry_submission ENABLE TRIGGER {m0022.TRIGGER}")
     CatalogueCell.objects.filter(comparability_key=live["comparability_key"]).update(
         comparability_key=as_1_1["comparability_key"]
     )
