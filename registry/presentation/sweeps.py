@@ -24,6 +24,7 @@ def level_rows(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
     front = set(summary.get("frontier") or [])
     best = (summary.get("best") or {}).get("index")
     knee = (summary.get("knee") or {}).get("index")
+    bound = not (summary.get("knee") or {}).get("reached")  # no load failed: the knee is the highest one measured
     return [
         {
             "load": lv["words"],
@@ -35,6 +36,7 @@ def level_rows(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
             "frontier": i in front,
             "used": i == best,
             "knee": i == knee,
+            "knee_bound": i == knee and bound,
         }
         for i, lv in enumerate(levels)
     ]

@@ -16,7 +16,7 @@ from registry import policy
 from registry.exceptions import RegistryError
 from registry.presentation.sweeps import comparison_view, sweep_view
 from registry.selectors.run_page import run_detail
-from registry.selectors.sweeps import sweep_runs
+from registry.selectors.sweeps import recent_sweeps, sweep_runs
 from registry.services.submissions import submission_withdraw
 from registry.web.charts import cached_chart
 from registry.web.context import signed_in_user
@@ -130,5 +130,8 @@ def sweep_compare_page(request: HttpRequest) -> HttpResponse:
     if not problems and view is None and asked:
         problems.append("sweep: name two sweeps, each measured at two loads or more")
     status = 400 if problems or error else 200
-    context = {"sweeps": view, "asked": asked, "problems": problems, "per_user": per_user, "per_user_error": error}
+    known = [(sweep_id, serving.configuration_label(run.document)) for sweep_id, run in recent_sweeps()]
+    slots = [*asked, "", ""][: max(2, len(asked))]  # two boxes at least, one per sweep asked
+    context = {"sweeps": view, "slots": slots, "problems": problems, "per_user": per_user, "per_user_error": error,
+               "known": known}  # fmt: skip
     return render(request, "registry/sweep_compare.html", context, status=status)
