@@ -15,6 +15,8 @@ from .aiperf_config import SUMMARY, read_setup
 from .errors import ServingImportError
 from .levels import Level, distribution, sha256_of
 
+__all__ = ["MAX_SUMMARY_BYTES", "SUMMARY", "is_aiperf", "read"]
+
 PER_REQUEST = "profile_export.jsonl"
 # (aiperf_version, schema_version) read and tested; the schema decides how input_config is read (aiperf_config.py).
 KNOWN_VERSIONS = (("0.8.0", "1.1"), ("0.13.0", "1.4"))

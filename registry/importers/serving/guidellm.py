@@ -71,6 +71,8 @@ def read(path: Path, data: dict[str, Any], raw: bytes) -> list[Level]:
             raise ServingImportError(f"benchmarks[{n}] is not a generative_benchmark", where=where)
         level = _level(bench, f"benchmarks[{n}]", where, name, version)
         level.files[name] = digest
+        offered = f"concurrency {level.concurrency}" if level.target_qps is None else f"{level.target_qps:g} req/s"
+        level.scenario = f"benchmarks[{n}]: {bench['config']['strategy']['type_']} at {offered}"
         level.request_shape = shape
         level.fields.update(shape_fields)
         _note_prompt_lengths(level, bench, shape)
@@ -79,7 +81,8 @@ def read(path: Path, data: dict[str, Any], raw: bytes) -> list[Level]:
 
 
 def _known_version(data: dict[str, Any], where: str) -> str:
-    metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    metadata = data.get("metadata")
+    metadata = metadata if isinstance(metadata, dict) else {}
     version, report = metadata.get("guidellm_version"), metadata.get("version")
     if (version, report) not in KNOWN_VERSIONS:
         known = ", ".join(f"guidellm {v} (metadata.version {r})" for v, r in KNOWN_VERSIONS)
@@ -97,6 +100,7 @@ def _level(bench: dict[str, Any], at: str, where: str, name: str, version: str) 
     mode, concurrency, rate, arrival = _load(config, f"{at}.config", where, name, fields)
     backend = _object(config, "backend", f"{at}.config", where)
     metrics = _metrics(bench, at, where, name, fields)
+    _check_cap(bench, at, where)
     fields["/conditions/window/seconds"] = f"{name}: {at}.duration (sec)"
     fields["/provenance/started_at"] = f"{name}: {at}.start_time (sec since the epoch, UTC)"
     fields["/provenance/finished_at"] = f"{name}: {at}.end_time (sec since the epoch, UTC)"
@@ -174,14 +178,29 @@ def _load(
     if field and isinstance(value, int) and value > 0:
         fields["/scenario/concurrency"] = f"{name}: {at}.strategy.{field}"
         return PROFILE_MODES[profile], value, None, "closed-loop"
-    if not field and isinstance(value, int | float) and value > 0 and not strategy.get("max_concurrency"):
+    if not field and isinstance(value, int | float) and value > 0:
         fields["/scenario/target_qps"] = f"{name}: {at}.strategy.rate"
         return PROFILE_MODES[profile], None, float(value), RATE_TYPES[kind][1]
     raise ServingImportError(
-        f"{at}.strategy ({kind}) states no load alone ({field or 'rate'} {value!r}, max_concurrency "
-        f"{strategy.get('max_concurrency')!r}): the offered load is unknown",
+        f"{at}.strategy ({kind}) states no load ({field or 'rate'} {value!r}): the offered load is unknown",
         where=where,
     )
+
+
+def _check_cap(bench: dict[str, Any], at: str, where: str) -> None:
+    """A rate strategy may cap the requests in flight (guidellm's sweep caps them at 512): the level's load is its
+    rate only where the requests in flight never reached the cap."""
+    strategy = bench["config"]["strategy"]
+    cap = strategy.get("max_concurrency")
+    if strategy.get("type_") not in ("constant", "poisson") or not cap:
+        return
+    most = ((bench["metrics"].get("request_concurrency") or {}).get("successful") or {}).get("max")
+    if not isinstance(most, int | float) or most >= cap:
+        raise ServingImportError(
+            f"{at}.config.strategy caps the requests in flight at max_concurrency {cap} and "
+            f"{at}.metrics.request_concurrency.successful.max is {most!r}: the load was not the rate alone",
+            where=where,
+        )
 
 
 def _metrics(bench: dict[str, Any], at: str, where: str, name: str, fields: dict[str, str]) -> dict[str, Any]:
@@ -243,9 +262,12 @@ def _rates(source: dict[str, Any], at: str, where: str, name: str, fields: dict[
 def _requests(source: dict[str, Any], at: str, where: str, name: str, fields: dict[str, str]) -> dict[str, int]:
     """Every request guidellm sent: successful, errored (timeouts among them) and incomplete (cut off at the end)."""
     totals = _object(source, "request_totals", at, where)
-    counts = {k: totals.get(k) for k in ("successful", "errored", "incomplete", "total")}
-    if not all(isinstance(v, int) and v >= 0 for v in counts.values()):
-        raise ServingImportError(f"{at}.request_totals does not count every outcome: {counts}", where=where)
+    counts: dict[str, int] = {}
+    for key in ("successful", "errored", "incomplete", "total"):
+        value = totals.get(key)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ServingImportError(f"{at}.request_totals.{key} is {value!r}, not a count", where=where)
+        counts[key] = value
     if counts["total"] != counts["successful"] + counts["errored"] + counts["incomplete"]:
         raise ServingImportError(
             f"{at}.request_totals.total {counts['total']} is not successful + errored + incomplete", where=where
@@ -328,9 +350,13 @@ def _notes(bench: dict[str, Any], name: str, at: str) -> dict[str, str]:
         "requests": "guidellm counts timeouts among errored requests; incomplete ones were cut off when the "
         "benchmark ended",
     }
-    concurrency = ((metrics.get("request_concurrency") or {}).get("successful") or {}).get("mean")
-    if isinstance(concurrency, int | float):
-        notes["request_concurrency"] = f"{name}: {at}.metrics.request_concurrency.successful.mean {concurrency:.4g}"
+    concurrency = (metrics.get("request_concurrency") or {}).get("successful") or {}
+    if isinstance(concurrency.get("mean"), int | float) and isinstance(concurrency.get("max"), int | float):
+        cap = (bench.get("config") or {}).get("strategy", {}).get("max_concurrency")
+        notes["request_concurrency"] = (
+            f"requests in flight: mean {concurrency['mean']:.4g}, max {concurrency['max']:g}, cap {cap} "
+            f"({name}: {at}.metrics.request_concurrency.successful, {at}.config.strategy.max_concurrency)"
+        )
     if bench.get("warnings"):
         notes["warnings"] = json.dumps(bench["warnings"], sort_keys=True, default=str)[:2000]
     return notes

@@ -38,6 +38,9 @@ class Level:
     dataset: str | None
     group: str  # levels of one tool run share it (the run's settings without the load)
     request_shape: dict[str, Any] | None = None
+    # Which part of a file holding several levels this one is (guidellm: "benchmarks[1]: concurrent 4"): the
+    # levels of one file share its digest, and the registry tells measurements apart by the files and this.
+    scenario: str | None = None
     stated: dict[str, Any] = field(default_factory=dict)  # deployment facts the files state (harness records)
     fields: dict[str, str] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
@@ -159,6 +162,7 @@ def document(level: Level, deployment: Deployment, sweep: tuple[str, int, int], 
                 "files": dict(sorted(level.files.items())),
                 "fields": dict(sorted(level.fields.items())),
                 "unparsed": dict(sorted(level.notes.items())) or None,
+                **({"scenario": level.scenario} if level.scenario else {}),
             },
         },
     }
