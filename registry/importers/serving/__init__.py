@@ -1,5 +1,6 @@
-"""Result files of serving benchmark tools (aiperf; guidellm and vLLM's `bench serve` are not read yet) as protocol 1.2
-load levels, one run document per level, the levels of one tool run sharing `scenario.sweep.id`.
+"""Result files of serving benchmark tools (aiperf, guidellm; vLLM's `bench serve` is not read yet) as protocol 1.2
+load levels, one run document per level, the levels of one tool run sharing `scenario.sweep.id`. A file is known by
+its content, not its name.
 
 Plain Python, no Django: `parse` reads every file, checks it and builds every document, or raises ServingImportError
 naming the file and field (or the deployment key and flag) before anything is stored. docs/serving.md describes the
@@ -13,7 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import aiperf, inferencex
+import yaml
+
+from . import aiperf, guidellm, inferencex
 from .deployment import Deployment, check_complete, load
 from .errors import ServingImportError
 from .levels import Level, document, sweep_ids
@@ -21,6 +24,14 @@ from .levels import Level, document, sweep_ids
 __all__ = ["Deployment", "ImportedLevel", "ServingImportError", "load", "parse"]
 
 MAX_FILES = 1000
+# A guidellm report keeps its request samples (all of them unless --metrics sample_size says otherwise).
+MAX_RESULT_BYTES = 256 * 1024 * 1024
+# The names the tools give their result files, searched for in a folder argument. guidellm writes one report in
+# several formats: its YAML is read only where no JSON of the same name lies beside it.
+FOLDER_NAMES = (aiperf.SUMMARY, "benchmarks.json")
+YAML_NAMES = ("benchmarks.yaml", "benchmarks.yml")
+# libyaml's safe loader where PyYAML has it: a report of a few MB takes seconds in the pure Python one.
+SAFE_YAML = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -34,10 +45,10 @@ class ImportedLevel:
 
 
 def parse(paths: list[Path], deployment: Deployment, *, submitter: str) -> list[ImportedLevel]:
-    """Every level of `paths` (result files, or folders searched for aiperf summaries) as a run document."""
+    """Every level of `paths` (result files, or folders searched for the tools' result files) as a run document."""
     check_complete(deployment)
     files = _expand(paths)
-    levels = [_read(path) for path in files]
+    levels = [level for path in files for level in _read(path)]
     placed = sweep_ids(levels)
     out = []
     for n, level in enumerate(levels):
@@ -50,9 +61,12 @@ def _expand(paths: list[Path]) -> list[Path]:
     found: list[Path] = []
     for path in paths:
         if path.is_dir():
-            inside = sorted(path.rglob(aiperf.SUMMARY))
+            inside = _in_folder(path)
             if not inside:
-                raise ServingImportError(f"holds no {aiperf.SUMMARY}; name other tools' result files", where=str(path))
+                names = ", ".join((*FOLDER_NAMES, *YAML_NAMES))
+                raise ServingImportError(
+                    f"holds no result file ({names}); name other files one by one", where=str(path)
+                )
             found += inside
         elif path.is_file():
             found.append(path)
@@ -63,20 +77,46 @@ def _expand(paths: list[Path]) -> list[Path]:
     return list(dict.fromkeys(p.resolve() for p in found))
 
 
-def _read(path: Path) -> Level:
+def _in_folder(folder: Path) -> list[Path]:
+    found = [p for name in FOLDER_NAMES for p in folder.rglob(name)]
+    found += [p for name in YAML_NAMES for p in folder.rglob(name) if not p.with_suffix(".json").is_file()]
+    return sorted(found)
+
+
+def _read(path: Path) -> list[Level]:
+    """The levels of one result file, by what its content says it is."""
     where = str(path)
-    if path.stat().st_size > aiperf.MAX_SUMMARY_BYTES:
-        raise ServingImportError(f"larger than {aiperf.MAX_SUMMARY_BYTES} bytes", where=where)
+    if path.stat().st_size > MAX_RESULT_BYTES:
+        raise ServingImportError(f"larger than {MAX_RESULT_BYTES} bytes", where=where)
     raw = path.read_bytes()
-    try:
-        data = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ServingImportError(f"not JSON ({exc}); a result file of aiperf is expected", where=where) from None
+    data = _parsed(raw, where)
     if isinstance(data, dict) and aiperf.is_aiperf(data):
+        if len(raw) > aiperf.MAX_SUMMARY_BYTES:
+            raise ServingImportError(f"larger than {aiperf.MAX_SUMMARY_BYTES} bytes for an aiperf summary", where=where)
         level = aiperf.read(path, data, raw)
         inferencex.cross_check(level, data, inferencex.records_for(path))
-        return level
+        return [level]
+    if isinstance(data, dict) and guidellm.is_guidellm(data):
+        return guidellm.read(path, data, raw)
     raise ServingImportError(
-        "not a result file of a known tool (aiperf's profile_export_aiperf.json: aiperf_version and input_config)",
+        "not a result file of a known tool (aiperf's profile_export_aiperf.json: aiperf_version and input_config; "
+        "guidellm's benchmarks report: metadata.guidellm_version and benchmarks)",
         where=where,
     )
+
+
+def _parsed(raw: bytes, where: str) -> Any:
+    """JSON, or else YAML (guidellm writes its report in either); neither is refused with the JSON error."""
+    try:
+        return json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        error = exc
+    try:
+        data = yaml.load(raw, Loader=SAFE_YAML)  # noqa: S506 (a safe loader)
+    except yaml.YAMLError:
+        data = None
+    if not isinstance(data, dict):
+        raise ServingImportError(
+            f"not JSON ({error}) nor a YAML mapping; a tool's result file is expected", where=where
+        )
+    return data

@@ -132,8 +132,40 @@ def _is_number(value: Any) -> TypeGuard[float]:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
+# The deployment facts the harness record states: fact -> (record key, the document's pointer, or None where the
+# fact is checked against the deployment and not copied: the weight format family).
+FACTS = {
+    "engine": ("framework", "/software/serving/engine"),
+    "image": ("image", "/software/serving/image"),
+    "tensor": ("tp", "/software/serving/parallelism/tensor"),
+    "expert": ("ep", "/software/serving/parallelism/expert"),
+    "data_parallel_attention": ("dp_attention", "/software/serving/parallelism/data_parallel_attention"),
+    "speculative": ("spec_decoding", "/software/serving/speculative"),
+    "kv_offload": ("offloading", "/software/serving/kv_offload"),
+    "weights": ("precision", None),
+}
+
+
 def _take_facts(record: dict[str, Any], level: Level, path: Path) -> None:
+    """The deployment facts the record states, each traced to its key; the record must describe aiperf's level."""
     name = f"inferencex:{path.name}"
+    _same_level(record, level, path)
+    for fact, (key, pointer) in FACTS.items():
+        value = record.get(key)
+        if key == "dp_attention":  # the harness writes it as text ("true"/"false") or as a boolean
+            value = {"true": True, "false": False}.get(str(value).lower())
+        if value is None:
+            continue
+        level.stated[fact] = value
+        if pointer:
+            level.fields[pointer] = f"{name}: {key}"
+    total, per_gpu = record.get("total_tput_tps"), record.get("tput_per_gpu")
+    if _is_number(total) and _is_number(per_gpu) and per_gpu > 0:
+        level.stated["accelerator_count"] = total / per_gpu
+        level.stated["accelerator_count_from"] = f"{name}: total_tput_tps ÷ tput_per_gpu"
+
+
+def _same_level(record: dict[str, Any], level: Level, path: Path) -> None:
     if record.get("model") not in (None, level.model):
         raise ServingImportError(
             f"the harness's model {record.get('model')!r} is not aiperf's {level.model!r}", where=str(path)
@@ -143,34 +175,3 @@ def _take_facts(record: dict[str, Any], level: Level, path: Path) -> None:
             f"the harness's conc {record.get('conc')!r} is not aiperf's concurrency {level.concurrency!r}",
             where=str(path),
         )
-    facts = {
-        "engine": ("framework", record.get("framework")),
-        "image": ("image", record.get("image")),
-        "tensor": ("tp", record.get("tp")),
-        "expert": ("ep", record.get("ep")),
-        "data_parallel_attention": (
-            "dp_attention",
-            {"true": True, "false": False}.get(str(record.get("dp_attention")).lower()),
-        ),
-        "speculative": ("spec_decoding", record.get("spec_decoding")),
-        "kv_offload": ("offloading", record.get("offloading")),
-        "weights": ("precision", record.get("precision")),
-    }
-    pointers = {
-        "engine": "/software/serving/engine",
-        "image": "/software/serving/image",
-        "tensor": "/software/serving/parallelism/tensor",
-        "expert": "/software/serving/parallelism/expert",
-        "data_parallel_attention": "/software/serving/parallelism/data_parallel_attention",
-        "speculative": "/software/serving/speculative",
-        "kv_offload": "/software/serving/kv_offload",
-    }
-    for fact, (key, value) in facts.items():
-        if value is not None:
-            level.stated[fact] = value
-            if fact in pointers:
-                level.fields[pointers[fact]] = f"{name}: {key}"
-    total, per_gpu = record.get("total_tput_tps"), record.get("tput_per_gpu")
-    if _is_number(total) and _is_number(per_gpu) and per_gpu > 0:
-        level.stated["accelerator_count"] = total / per_gpu
-        level.stated["accelerator_count_from"] = f"{name}: total_tput_tps ÷ tput_per_gpu"

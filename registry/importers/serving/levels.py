@@ -38,12 +38,19 @@ class Level:
     dataset: str | None
     group: str  # levels of one tool run share it (the run's settings without the load)
     request_shape: dict[str, Any] | None = None
+    # Which part of a file holding several levels this one is (guidellm: "benchmarks[1]: concurrent 4"): the
+    # levels of one file share its digest, and the registry tells measurements apart by the files and this.
+    scenario: str | None = None
     stated: dict[str, Any] = field(default_factory=dict)  # deployment facts the files state (harness records)
     fields: dict[str, str] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
 
     @property
     def load(self) -> float:
+        """The level's place in its sweep: the offered load, or in a sweep that mixes closed and open loop levels
+        (guidellm's `sweep`: synchronous, throughput, then rates) the request rate it achieved."""
+        if self.mode == "automatic":
+            return float(self.metrics["request_rate"]["value"])
         offered = self.concurrency if self.mode == "concurrency" else self.target_qps
         return float(offered or 0)
 
@@ -52,16 +59,27 @@ def sha256_of(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
+# Where aiperf's summary objects keep each statistic: protocol name -> the tool's key.
+AIPERF_NAMES = {"min": "min", "mean": "avg", "stdev": "std", **{p: p for p in PERCENTILE_KEYS}, "max": "max"}
+
+
 def distribution(
-    source: dict[str, Any], unit: str, scale: float, method: str, at: str, label: str, fields: dict[str, str]
+    source: dict[str, Any],
+    unit: str,
+    scale: float,
+    method: str,
+    at: str,
+    label: str,
+    fields: dict[str, str],
+    names: dict[str, str] = AIPERF_NAMES,
 ) -> dict[str, Any] | None:
-    """A protocol distribution from a tool's summary object ({avg, std, min, max, p50, ..., count}), in `unit`
-    after multiplying by `scale`; percentiles the count cannot support are left out (protocol rules)."""
+    """A protocol distribution from a tool's summary object ({avg, std, min, max, p50, ..., count} in aiperf's
+    `names`), in `unit` after multiplying by `scale`; percentiles the count cannot support are left out (protocol
+    rules)."""
     count = source.get("count")
     if not isinstance(count, int) or count < 1:
         return None
     out: dict[str, Any] = {"count": count, "method": method, "unit": unit}
-    names = {"min": "min", "mean": "avg", "stdev": "std", **{p: p for p in PERCENTILE_KEYS}, "max": "max"}
     for name, key in names.items():
         value = source.get(key)
         if isinstance(value, int | float) and not isinstance(value, bool):
@@ -72,6 +90,15 @@ def distribution(
             fields[f"{at}/{name}"] = f"{label}.{key}{conversion}"
     fields[f"{at}/count"] = f"{label}.count"
     return out
+
+
+def endpoint_of(url: Any) -> str | None:
+    """scheme://host:port of a tool's URL (no path, no credentials), or None."""
+    if not isinstance(url, str) or "://" not in url:
+        return None
+    scheme, _, rest = url.partition("://")
+    host = rest.split("/", 1)[0].rsplit("@", 1)[-1]
+    return f"{scheme.lower()}://{host}" if host else None
 
 
 def sweep_ids(levels: list[Level]) -> dict[int, tuple[str, int, int]]:
@@ -135,6 +162,7 @@ def document(level: Level, deployment: Deployment, sweep: tuple[str, int, int], 
                 "files": dict(sorted(level.files.items())),
                 "fields": dict(sorted(level.fields.items())),
                 "unparsed": dict(sorted(level.notes.items())) or None,
+                **({"scenario": level.scenario} if level.scenario else {}),
             },
         },
     }

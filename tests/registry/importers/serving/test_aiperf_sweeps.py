@@ -240,7 +240,8 @@ def test_an_unknown_aiperf_version_is_refused(tmp_path, key, value):
     summary.write_text(json.dumps(data))
     with pytest.raises(
         serving.ServingImportError,
-        match=r"is not a version this importer knows \(aiperf 0.8.0 \(schema_version 1.1\)\)",
+        match=r"is not a version this importer knows \(aiperf 0.8.0 \(schema_version 1.1\), aiperf 0.13.0 \(schema_"
+        r"version 1.4\)\)",
     ):
         serving.parse([root], serving.load(deployment_file(tmp_path, GLM), {}), submitter="t")
 

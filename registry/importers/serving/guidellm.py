@@ -1,0 +1,368 @@
+"""guidellm's benchmarks report (JSON or YAML, as `guidellm run --output kind=json|yaml` writes it) as load levels:
+each benchmark of the report (one rate type at one load) is one level, the benchmarks of one report one sweep.
+
+Known: guidellm 0.8.1 (report `metadata.version` 2). docs/serving.md says what each field becomes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .errors import ServingImportError
+from .levels import PERCENTILE_KEYS, Level, distribution, endpoint_of, sha256_of
+
+KNOWN_VERSIONS = (("0.8.1", 2),)  # (metadata.guidellm_version, metadata.version) read and tested
+# guidellm keeps every figure as float64 from numpy: it interpolates its percentiles linearly between samples.
+METHOD = "linear"
+# The rate types of guidellm: the protocol's arrival and where the level states its offered load.
+RATE_TYPES = {
+    "synchronous": ("concurrency", "closed-loop"),  # one request at a time
+    "concurrent": ("concurrency", "closed-loop"),  # `streams` requests at a time
+    "throughput": ("concurrency", "closed-loop"),  # as many as `max_concurrency` allows, each sent when one ends
+    "constant": ("request-rate", "constant"),
+    "poisson": ("request-rate", "poisson"),
+}
+# The sweep mode of each profile kind (`config.profile.kind`): a guidellm sweep mixes closed and open loop levels.
+PROFILE_MODES = {
+    "synchronous": "concurrency",
+    "concurrent": "concurrency",
+    "throughput": "concurrency",
+    "constant": "request-rate",
+    "poisson": "request-rate",
+    "sweep": "automatic",
+}
+# guidellm's distributions read: (metric key, protocol key, scale to the protocol's unit, unit note).
+DISTRIBUTIONS = (
+    ("request_latency", "latency_ms", 1000.0, "sec"),
+    ("time_to_first_token_ms", "ttft_ms", 1.0, "ms"),
+    # guidellm's inter_token_latency_ms is per request (last token − first token) ÷ (output tokens − 1): the
+    # protocol's TPOT, not every gap between tokens.
+    ("inter_token_latency_ms", "tpot_ms", 1.0, "ms"),
+)
+
+
+def is_guidellm(data: dict[str, Any]) -> bool:
+    """A guidellm report: its metadata names guidellm, or its benchmarks are guidellm's generative benchmarks."""
+    metadata = data.get("metadata")
+    if isinstance(metadata, dict) and "guidellm_version" in metadata:
+        return True
+    benchmarks = data.get("benchmarks")
+    return isinstance(benchmarks, list) and any(
+        isinstance(b, dict) and b.get("type_") == "generative_benchmark" for b in benchmarks
+    )
+
+
+def read(path: Path, data: dict[str, Any], raw: bytes) -> list[Level]:
+    """Every benchmark of a guidellm report (already parsed from `raw`) as a level."""
+    where = str(path)
+    version = _known_version(data, where)
+    benchmarks = data.get("benchmarks")
+    if not isinstance(benchmarks, list) or not benchmarks:
+        raise ServingImportError("holds no benchmarks (the list at benchmarks is empty or absent)", where=where)
+    name, digest = path.name, sha256_of(raw)
+    shape, shape_fields = _request_shape(data, name)
+    levels = []
+    for n, bench in enumerate(benchmarks):
+        if not isinstance(bench, dict) or bench.get("type_") != "generative_benchmark":
+            raise ServingImportError(f"benchmarks[{n}] is not a generative_benchmark", where=where)
+        level = _level(bench, f"benchmarks[{n}]", where, name, version)
+        level.files[name] = digest
+        offered = f"concurrency {level.concurrency}" if level.target_qps is None else f"{level.target_qps:g} req/s"
+        level.scenario = f"benchmarks[{n}]: {bench['config']['strategy']['type_']} at {offered}"
+        level.request_shape = shape
+        level.fields.update(shape_fields)
+        _note_prompt_lengths(level, bench, shape)
+        levels.append(level)
+    return levels
+
+
+def _known_version(data: dict[str, Any], where: str) -> str:
+    metadata = data.get("metadata")
+    metadata = metadata if isinstance(metadata, dict) else {}
+    version, report = metadata.get("guidellm_version"), metadata.get("version")
+    if (version, report) not in KNOWN_VERSIONS:
+        known = ", ".join(f"guidellm {v} (metadata.version {r})" for v, r in KNOWN_VERSIONS)
+        raise ServingImportError(
+            f"guidellm {version} with report metadata.version {report} is not a version this importer knows ({known}): "
+            "its fields may mean something else; nothing was imported",
+            where=where,
+        )
+    return str(version)
+
+
+def _level(bench: dict[str, Any], at: str, where: str, name: str, version: str) -> Level:
+    config = _object(bench, "config", at, where)
+    fields: dict[str, str] = {}
+    mode, concurrency, rate, arrival = _load(config, f"{at}.config", where, name, fields)
+    backend = _object(config, "backend", f"{at}.config", where)
+    metrics = _metrics(bench, at, where, name, fields)
+    _check_cap(bench, at, where)
+    fields["/conditions/window/seconds"] = f"{name}: {at}.duration (sec)"
+    fields["/provenance/started_at"] = f"{name}: {at}.start_time (sec since the epoch, UTC)"
+    fields["/provenance/finished_at"] = f"{name}: {at}.end_time (sec since the epoch, UTC)"
+    return Level(
+        tool="guidellm",
+        tool_version=version,
+        path=f"{where} {at}",
+        files={},
+        mode=mode,
+        concurrency=concurrency,
+        target_qps=rate,
+        arrival=arrival,
+        model=_text(backend, "model", f"{at}.config.backend", where),
+        api=_api(backend, f"{at}.config.backend", where),
+        streaming=backend.get("stream") is True,
+        endpoint=endpoint_of(backend.get("target")),
+        metrics=metrics,
+        window_s=_finite(bench.get("duration"), f"{at}.duration", where),
+        started_at=_time(bench.get("start_time")),
+        finished_at=_time(bench.get("end_time")),
+        dataset=None,
+        group=str(config.get("run_id")),  # the benchmarks of one `guidellm run` share it
+        fields=fields,
+        notes=_notes(bench, name, at),
+    )
+
+
+def _object(data: dict[str, Any], key: str, at: str, where: str) -> dict[str, Any]:
+    value = data.get(key)
+    if not isinstance(value, dict):
+        raise ServingImportError(f"has no {at}.{key} object", where=where)
+    return value
+
+
+def _finite(value: Any, at: str, where: str) -> float:
+    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
+        raise ServingImportError(f"has no number at {at}", where=where)
+    return float(value)
+
+
+def _text(data: dict[str, Any], key: str, at: str, where: str) -> str:
+    value = data.get(key)
+    if not isinstance(value, str) or not value:
+        raise ServingImportError(f"{at}.{key} names no model", where=where)
+    return value
+
+
+def _api(backend: dict[str, Any], at: str, where: str) -> str:
+    route = backend.get("request_format")
+    api = {"/v1/chat/completions": "chat", "/v1/completions": "completions"}.get(route)  # type: ignore[arg-type]
+    if api is None or backend.get("kind") != "openai_http":
+        raise ServingImportError(
+            f"{at} kind {backend.get('kind')!r} / request_format {route!r}: only the openai_http backend on "
+            "/v1/chat/completions or /v1/completions is known",
+            where=where,
+        )
+    return api
+
+
+def _load(
+    config: dict[str, Any], at: str, where: str, name: str, fields: dict[str, str]
+) -> tuple[str, int | None, float | None, str]:
+    """The offered load of one benchmark: its strategy's streams (closed loop) or rate (open loop)."""
+    strategy = _object(config, "strategy", at, where)
+    profile = (config.get("profile") or {}).get("kind")
+    kind = strategy.get("type_")
+    if kind not in RATE_TYPES or profile not in PROFILE_MODES:
+        raise ServingImportError(
+            f"{at}.strategy.type_ {kind!r} in a profile of kind {profile!r} is not a load this importer reads "
+            f"(rate types {', '.join(RATE_TYPES)}; profiles {', '.join(PROFILE_MODES)})",
+            where=where,
+        )
+    field = {"synchronous": "max_concurrency", "concurrent": "streams", "throughput": "max_concurrency"}.get(kind)
+    value = strategy.get(field or "rate")
+    if field and isinstance(value, int) and value > 0:
+        fields["/scenario/concurrency"] = f"{name}: {at}.strategy.{field}"
+        return PROFILE_MODES[profile], value, None, "closed-loop"
+    if not field and isinstance(value, int | float) and value > 0:
+        fields["/scenario/target_qps"] = f"{name}: {at}.strategy.rate"
+        return PROFILE_MODES[profile], None, float(value), RATE_TYPES[kind][1]
+    raise ServingImportError(
+        f"{at}.strategy ({kind}) states no load ({field or 'rate'} {value!r}): the offered load is unknown",
+        where=where,
+    )
+
+
+def _check_cap(bench: dict[str, Any], at: str, where: str) -> None:
+    """A rate strategy may cap the requests in flight (guidellm's sweep caps them at 512): the level's load is its
+    rate only where the requests in flight never reached the cap."""
+    strategy = bench["config"]["strategy"]
+    cap = strategy.get("max_concurrency")
+    if strategy.get("type_") not in ("constant", "poisson") or not cap:
+        return
+    most = ((bench["metrics"].get("request_concurrency") or {}).get("successful") or {}).get("max")
+    if not isinstance(most, int | float) or most >= cap:
+        raise ServingImportError(
+            f"{at}.config.strategy caps the requests in flight at max_concurrency {cap} and "
+            f"{at}.metrics.request_concurrency.successful.max is {most!r}: the load was not the rate alone",
+            where=where,
+        )
+
+
+def _metrics(bench: dict[str, Any], at: str, where: str, name: str, fields: dict[str, str]) -> dict[str, Any]:
+    """The protocol's metrics section (no headline) from one benchmark's `metrics`, successful requests only."""
+    source = _object(bench, "metrics", at, where)
+    at = f"{at}.metrics"
+    metrics: dict[str, Any] = {**_rates(source, at, where, name, fields)}
+    for key, protocol_key, scale, unit in DISTRIBUTIONS:
+        stats = _successful(source, key, at, where)
+        label = f"{name}: {at}.{key}.successful"
+        metrics[protocol_key] = _distribution(stats, scale, f"/metrics/{protocol_key}", label, fields)
+        if scale != 1:
+            fields[f"/metrics/{protocol_key}/count"] += f" ({unit})"
+    metrics["requests"] = _requests(source, at, where, name, fields)
+    metrics["token_counts"] = _token_counts(source, at, where, name, fields)
+    return {k: v for k, v in metrics.items() if v is not None}
+
+
+def _successful(source: dict[str, Any], key: str, at: str, where: str) -> dict[str, Any]:
+    stats = (source.get(key) or {}).get("successful")
+    if not isinstance(stats, dict):
+        raise ServingImportError(f"has no {at}.{key}.successful object", where=where)
+    return stats
+
+
+# Where guidellm keeps each statistic of a distribution: protocol name -> its key (percentiles nested).
+NAMES = {
+    "min": "min",
+    "mean": "mean",
+    "stdev": "std_dev",
+    **{p: f"percentiles.{p}" for p in PERCENTILE_KEYS},
+    "max": "max",
+}
+
+
+def _distribution(
+    stats: dict[str, Any], scale: float, pointer: str, label: str, fields: dict[str, str]
+) -> dict[str, Any] | None:
+    """guidellm's {mean, std_dev, min, max, count, percentiles: {p50, ...}} as a protocol distribution."""
+    flat = {key: stats.get(key) for key in ("min", "mean", "std_dev", "max", "count")}
+    flat.update({f"percentiles.{p}": v for p, v in (stats.get("percentiles") or {}).items()})
+    return distribution(flat, "ms", scale, METHOD, pointer, label, fields, NAMES)
+
+
+def _rates(source: dict[str, Any], at: str, where: str, name: str, fields: dict[str, str]) -> dict[str, Any]:
+    """guidellm's rate `mean` is the successful requests (tokens) over the benchmark's duration."""
+    tokens = _finite(_successful(source, "output_tokens_per_second", at, where).get("mean"), at, where)
+    requests = _finite(_successful(source, "requests_per_second", at, where).get("mean"), at, where)
+    for pointer in ("/metrics/throughput/value", "/metrics/tokens_per_second/value"):
+        fields[pointer] = f"{name}: {at}.output_tokens_per_second.successful.mean (tokens/sec)"
+    fields["/metrics/request_rate/value"] = f"{name}: {at}.requests_per_second.successful.mean (requests/sec)"
+    return {
+        "throughput": {"value": tokens, "unit": "tokens/s"},
+        "tokens_per_second": {"value": tokens, "unit": "tokens/s"},
+        "request_rate": {"value": requests, "unit": "requests/s"},
+    }
+
+
+def _requests(source: dict[str, Any], at: str, where: str, name: str, fields: dict[str, str]) -> dict[str, int]:
+    """Every request guidellm sent: successful, errored (timeouts among them) and incomplete (cut off at the end)."""
+    totals = _object(source, "request_totals", at, where)
+    counts: dict[str, int] = {}
+    for key in ("successful", "errored", "incomplete", "total"):
+        value = totals.get(key)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ServingImportError(f"{at}.request_totals.{key} is {value!r}, not a count", where=where)
+        counts[key] = value
+    if counts["total"] != counts["successful"] + counts["errored"] + counts["incomplete"]:
+        raise ServingImportError(
+            f"{at}.request_totals.total {counts['total']} is not successful + errored + incomplete", where=where
+        )
+    for key, theirs in (("sent", "total"), ("completed", "successful"), ("errors", "errored"),
+                        ("incomplete", "incomplete")):  # fmt: skip
+        fields[f"/metrics/requests/{key}"] = f"{name}: {at}.request_totals.{theirs}"
+    return {
+        "sent": counts["total"],
+        "completed": counts["successful"],
+        "errors": counts["errored"],
+        "timeouts": 0,
+        "incomplete": counts["incomplete"],
+    }
+
+
+def _token_counts(source: dict[str, Any], at: str, where: str, name: str, fields: dict[str, str]) -> dict[str, Any]:
+    totals = {}
+    for key, theirs in (("input_total", "prompt_token_count"), ("output_total", "output_token_count")):
+        total = _finite(_successful(source, theirs, at, where).get("total_sum"), f"{at}.{theirs}", where)
+        totals[key] = int(total)
+        fields[f"/metrics/token_counts/{key}"] = f"{name}: {at}.{theirs}.successful.total_sum"
+    return {
+        **totals,
+        # guidellm takes the server's usage report when it prefers response metrics and one came, else its
+        # tokenizer's count; the report does not say which counted a request.
+        "counted_by": "tool-report",
+        "notes": "guidellm prompt_token_count and output_token_count of the successful requests",
+    }
+
+
+def _request_shape(data: dict[str, Any], name: str) -> tuple[dict[str, Any] | None, dict[str, str]]:
+    """The request shape of guidellm's one synthetic_text data source: its prompt and output token laws. Other data
+    leaves the shape to the deployment."""
+    spec = (data.get("config") or {}).get("spec") or {}
+    sources = spec.get("data")
+    source = sources[0] if isinstance(sources, list) and len(sources) == 1 else None
+    if not isinstance(source, dict) or source.get("kind") != "synthetic_text" or source.get("turns") not in (1, None):
+        return None, {}
+    laws = {}
+    for key in ("prompt_tokens", "output_tokens"):
+        mean, stdev = source.get(key), source.get(f"{key}_stdev")
+        if not isinstance(mean, int | float) or isinstance(mean, bool):
+            return None, {}
+        law = {"mean": float(mean), "stdev": float(stdev or 0), "distribution": "normal" if stdev else "constant"}
+        law.update({b: float(source[f"{key}_{b}"]) for b in ("min", "max") if source.get(f"{key}_{b}") is not None})
+        laws[key] = law
+    fixed = all(law["distribution"] == "constant" for law in laws.values())
+    shape = {"kind": "fixed" if fixed else "distribution", "input_tokens": laws["prompt_tokens"],
+             "output_tokens": laws["output_tokens"], "turns": "single"}  # fmt: skip
+    fields = {
+        "/workload/request_shape/input_tokens": f"{name}: config.spec.data[0].prompt_tokens (_stdev, _min, _max)",
+        "/workload/request_shape/output_tokens": f"{name}: config.spec.data[0].output_tokens (_stdev, _min, _max)",
+    }
+    return shape, fields
+
+
+def _note_prompt_lengths(level: Level, bench: dict[str, Any], shape: dict[str, Any] | None) -> None:
+    """Say so where the prompts measured are not the length the data source was set up to draw (guidellm drops
+    the words its tokenizer does not know when it builds a synthetic prompt)."""
+    stats = ((bench.get("metrics") or {}).get("prompt_token_count") or {}).get("successful") or {}
+    measured = stats.get("mean")
+    if shape is None or not isinstance(measured, int | float):
+        return
+    stated = shape["input_tokens"]["mean"]
+    if abs(measured - stated) > 0.05 * stated:
+        level.notes["request_shape"] = (
+            f"the data source was set up for a mean of {stated:g} prompt tokens, but the successful requests' mean "
+            f"prompt_token_count is {measured:.4g}"
+        )
+
+
+def _notes(bench: dict[str, Any], name: str, at: str) -> dict[str, str]:
+    metrics = bench.get("metrics") or {}
+    notes = {
+        "itl_ms": "not imported: guidellm reports each request's mean gap (inter_token_latency_ms, here tpot_ms), "
+        "not every gap between tokens",
+        "tokens_per_second_per_user": "not imported: guidellm's per-request output_tokens_per_second divides by "
+        "the whole latency (TTFT included), not by e2e − TTFT",
+        "requests": "guidellm counts timeouts among errored requests; incomplete ones were cut off when the "
+        "benchmark ended",
+    }
+    concurrency = (metrics.get("request_concurrency") or {}).get("successful") or {}
+    if isinstance(concurrency.get("mean"), int | float) and isinstance(concurrency.get("max"), int | float):
+        cap = (bench.get("config") or {}).get("strategy", {}).get("max_concurrency")
+        notes["request_concurrency"] = (
+            f"requests in flight: mean {concurrency['mean']:.4g}, max {concurrency['max']:g}, cap {cap} "
+            f"({name}: {at}.metrics.request_concurrency.successful, {at}.config.strategy.max_concurrency)"
+        )
+    if bench.get("warnings"):
+        notes["warnings"] = json.dumps(bench["warnings"], sort_keys=True, default=str)[:2000]
+    return notes
+
+
+def _time(seconds: Any) -> str | None:
+    if not isinstance(seconds, int | float) or isinstance(seconds, bool) or not math.isfinite(seconds):
+        return None
+    return datetime.fromtimestamp(seconds, tz=UTC).isoformat()

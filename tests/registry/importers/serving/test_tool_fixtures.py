@@ -1,0 +1,244 @@
+"""Files that guidellm 0.8.1 and aiperf 0.13.0 wrote against the simulated endpoint (tests/fixtures/serving/, each
+with a README giving the command) import whole through `benchreg import serving`: one run per benchmark or level,
+one sweep per tool run, every figure equal to the file's own; a file of an unknown version, or one altered or cut
+short, is refused by name and stores nothing."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from django.core.management import CommandError, call_command
+
+import protocol
+from registry.models import Submission
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.django_db
+FIXTURES = ROOT / "tests" / "fixtures" / "serving"
+GUIDELLM = FIXTURES / "guidellm"
+AIPERF = FIXTURES / "aiperf-0.13.0"
+# What the files cannot say about the simulated endpoint (runners/serving/simulated.py serves no accelerator).
+DEPLOYMENT = {
+    "system": {"name": "simulated endpoint", "accelerators": {"vendor": "NVIDIA", "model": "H100", "count": 1}},
+    "engine": {"name": "benchreg-simulated", "version": "1"},
+    "precision": {"weights": "bf16", "activations": "bf16", "kv_cache": "bf16"},
+    "parallelism": {"tensor": 1},
+    "workload": {"name": "simulated-64-32"},
+}
+
+
+def run_import(tmp_path: Path, *paths: Path) -> list[dict[str, Any]]:
+    deployment = tmp_path / "deployment.json"
+    deployment.write_text(json.dumps(DEPLOYMENT))
+    call_command("import_results", "serving", *map(str, paths), "--deployment", str(deployment))
+    docs = [run.document for run in Submission.objects.all()]
+    return sorted(docs, key=lambda d: (d["scenario"]["sweep"]["id"], d["scenario"]["sweep"]["index"]))
+
+
+def stats(bench: dict[str, Any], key: str) -> dict[str, Any]:
+    """guidellm's figures of the successful requests, read here independently of the importer."""
+    return bench["metrics"][key]["successful"]
+
+
+def check_guidellm_level(doc: dict[str, Any], bench: dict[str, Any]) -> None:
+    metrics = doc["metrics"]
+    assert protocol.errors(doc) == [] and doc["protocol"] == "benchreg.submission/1.2"
+    assert doc["software"]["serving"]["tool"] == {"name": "guidellm", "version": "0.8.1"}
+    assert metrics["ttft_ms"]["p50"] == stats(bench, "time_to_first_token_ms")["percentiles"]["p50"]
+    assert metrics["ttft_ms"]["mean"] == stats(bench, "time_to_first_token_ms")["mean"]
+    assert metrics["tpot_ms"]["p50"] == stats(bench, "inter_token_latency_ms")["percentiles"]["p50"]
+    assert metrics["latency_ms"]["max"] == pytest.approx(stats(bench, "request_latency")["max"] * 1000, rel=1e-12)
+    assert metrics["latency_ms"]["count"] == stats(bench, "request_latency")["count"]
+    assert metrics["throughput"]["value"] == stats(bench, "output_tokens_per_second")["mean"]
+    assert metrics["request_rate"]["value"] == stats(bench, "requests_per_second")["mean"]
+    totals = bench["metrics"]["request_totals"]
+    assert metrics["requests"] == {
+        "sent": totals["total"],
+        "completed": totals["successful"],
+        "errors": totals["errored"],
+        "timeouts": 0,
+        "incomplete": totals["incomplete"],
+    }
+    assert metrics["token_counts"]["output_total"] == stats(bench, "output_token_count")["total_sum"]
+    assert doc["conditions"]["window"]["seconds"] == bench["duration"]
+    # every number is traced to its field, and percentiles stop at the protocol's sample minimums
+    fields = doc["provenance"]["origin"]["fields"]
+    assert fields["/metrics/ttft_ms/p50"].endswith(".metrics.time_to_first_token_ms.successful.percentiles.p50")
+    assert "request_latency.successful.max, × 1000" in fields["/metrics/latency_ms/max"]
+    assert ("p90" in metrics["ttft_ms"]) == (metrics["ttft_ms"]["count"] >= 64)
+    assert "itl_ms" not in metrics and "tokens_per_second_per_user" not in metrics
+
+
+def test_a_guidellm_concurrency_report_imports_as_one_sweep_of_three_levels(tmp_path, user):
+    report = json.loads((GUIDELLM / "concurrent" / "benchmarks.json").read_text())
+    docs = run_import(tmp_path, GUIDELLM / "concurrent" / "benchmarks.json")
+    assert len(docs) == 3 and len({d["scenario"]["sweep"]["id"] for d in docs}) == 1
+    assert [d["scenario"]["concurrency"] for d in docs] == [1, 4, 16]
+    assert {(d["scenario"]["arrival"], d["scenario"]["sweep"]["mode"]) for d in docs} == {
+        ("closed-loop", "concurrency")
+    }
+    for doc, bench in zip(docs, report["benchmarks"], strict=True):
+        check_guidellm_level(doc, bench)
+    assert docs[0]["workload"]["request_shape"]["input_tokens"] == {
+        "mean": 64.0,
+        "stdev": 0.0,
+        "distribution": "constant",
+    }
+    assert docs[0]["software"]["serving"]["api"] == "chat"
+
+
+def test_a_guidellm_yaml_sweep_mixes_closed_and_open_loop_levels_in_the_order_of_their_rates(tmp_path, user):
+    report = yaml.safe_load((GUIDELLM / "sweep" / "benchmarks.yaml").read_text())
+    docs = run_import(tmp_path, GUIDELLM / "sweep")  # a folder: found by name, read by content
+    kinds = [b["config"]["strategy"]["type_"] for b in report["benchmarks"]]
+    assert kinds == ["synchronous", "throughput", "constant"]
+    by_kind = dict(zip(kinds, report["benchmarks"], strict=True))
+    rates = [d["metrics"]["request_rate"]["value"] for d in docs]
+    assert rates == sorted(rates) and {d["scenario"]["sweep"]["mode"] for d in docs} == {"automatic"}
+    for doc in docs:
+        arrival = doc["scenario"]["arrival"]
+        kind = {"constant": "constant"}.get(arrival) or (
+            "synchronous" if doc["scenario"]["concurrency"] == 1 else "throughput"
+        )
+        check_guidellm_level(doc, by_kind[kind])
+    constant = next(d for d in docs if d["scenario"]["arrival"] == "constant")
+    assert constant["scenario"]["target_qps"] == by_kind["constant"]["config"]["strategy"]["rate"]
+
+
+def test_a_guidellm_poisson_level_states_its_rate_and_its_tail(tmp_path, user):
+    report = json.loads((GUIDELLM / "poisson" / "benchmarks.json").read_text())
+    (doc,) = run_import(tmp_path, GUIDELLM / "poisson" / "benchmarks.json")
+    check_guidellm_level(doc, report["benchmarks"][0])
+    assert (doc["scenario"]["arrival"], doc["scenario"]["target_qps"]) == ("poisson", 20.0)
+    assert (
+        doc["metrics"]["ttft_ms"]["p90"]
+        == stats(report["benchmarks"][0], "time_to_first_token_ms")["percentiles"]["p90"]
+    )
+
+
+def test_every_fixture_imports_in_one_command_and_again_stores_nothing_new(tmp_path, user):
+    docs = run_import(tmp_path, GUIDELLM, AIPERF)
+    assert len(docs) == 3 + 3 + 1 + 3 + 2
+    assert len({d["scenario"]["sweep"]["id"] for d in docs}) == 5
+    run_import(tmp_path, GUIDELLM, AIPERF)
+    assert Submission.objects.count() == 12
+
+
+def test_aiperf_0_13_files_import_with_the_request_shape_they_state(tmp_path, user):
+    docs = run_import(tmp_path, AIPERF)
+    sweeps: dict[str, list[dict[str, Any]]] = {}
+    for doc in docs:
+        sweeps.setdefault(doc["scenario"]["sweep"]["mode"], []).append(doc)
+    assert [d["scenario"]["concurrency"] for d in sweeps["concurrency"]] == [1, 4, 16]
+    assert [(d["scenario"]["target_qps"], d["scenario"]["arrival"]) for d in sweeps["request-rate"]] == [
+        (10.0, "poisson"),
+        (40.0, "poisson"),
+    ]
+    for doc in docs:
+        level = doc["scenario"]["concurrency"] or doc["scenario"]["target_qps"]
+        folder = f"concurrency/concurrency_{level}" if doc["scenario"]["concurrency"] else f"rate/rate_{level:.1f}"
+        summary = json.loads((AIPERF / folder / "profile_export_aiperf.json").read_text())
+        metrics = doc["metrics"]
+        assert protocol.errors(doc) == []
+        assert doc["software"]["serving"]["tool"] == {"name": "aiperf", "version": "0.13.0"}
+        assert metrics["ttft_ms"]["p50"] == summary["time_to_first_token"]["p50"]
+        assert metrics["tpot_ms"]["mean"] == summary["inter_token_latency"]["avg"]
+        assert metrics["throughput"]["value"] == summary["output_token_throughput"]["avg"]
+        assert metrics["requests"]["completed"] == summary["request_count"]["avg"]
+        assert doc["workload"]["request_shape"]["kind"] == "fixed"
+        assert doc["workload"]["request_shape"]["output_tokens"]["mean"] == 32.0
+        assert doc["provenance"]["started_at"] is None and "started_at" in doc["provenance"]["origin"]["unparsed"]
+    files = sweeps["concurrency"][0]["provenance"]["origin"]["files"]
+    assert set(files) == {"profile_export_aiperf.json", "profile_export.jsonl"}  # the per-request check ran
+
+
+def copy_of(tmp_path: Path, source: Path) -> Path:
+    target = tmp_path / "copy" / source.relative_to(FIXTURES)
+    if source.is_dir():
+        shutil.copytree(source, target)
+    else:
+        target.parent.mkdir(parents=True)
+        shutil.copy(source, target)
+    return target
+
+
+def altered(tmp_path: Path, source: Path, change: Any) -> Path:
+    path = copy_of(tmp_path, source)
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))
+    return path
+
+
+def refused(tmp_path: Path, path: Path, words: str) -> None:
+    with pytest.raises(CommandError) as error:
+        run_import(tmp_path, path)
+    assert words in str(error.value) and str(path) in str(error.value), str(error.value)
+    assert Submission.objects.count() == 0
+
+
+GUIDELLM_JSON = GUIDELLM / "concurrent" / "benchmarks.json"
+AIPERF_LEVEL = AIPERF / "concurrency" / "concurrency_4" / "profile_export_aiperf.json"
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        (
+            lambda d: d["metadata"].update(guidellm_version="0.9.0"),
+            "guidellm 0.9.0 with report metadata.version 2 is not a version this importer knows (guidellm 0.8.1",
+        ),
+        (lambda d: d["metadata"].update(version=3), "guidellm 0.8.1 with report metadata.version 3 is not a version"),
+        (
+            lambda d: d["benchmarks"][1]["metrics"]["request_totals"].update(total=41),
+            "benchmarks[1].metrics.request_totals.total 41 is not successful + errored + incomplete",
+        ),
+        (
+            lambda d: d["benchmarks"][2]["config"]["strategy"].update(type_="replay"),
+            "benchmarks[2].config.strategy.type_ 'replay' in a profile of kind 'concurrent' is not a load",
+        ),
+        (
+            lambda d: d["benchmarks"][0]["metrics"].pop("time_to_first_token_ms"),
+            "has no benchmarks[0].metrics.time_to_first_token_ms.successful object",
+        ),
+    ],
+)
+def test_an_unknown_or_altered_guidellm_report_is_refused_and_stores_nothing(tmp_path, user, change, words):
+    refused(tmp_path, altered(tmp_path, GUIDELLM_JSON, change), words)
+
+
+def test_a_guidellm_report_cut_short_is_refused(tmp_path, user):
+    path = copy_of(tmp_path, GUIDELLM_JSON)
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    refused(tmp_path, path, "nor a YAML mapping; a tool's result file is expected")
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        (lambda d: d.update(aiperf_version="0.14.0"), "aiperf 0.14.0 with schema_version 1.4 is not a version"),
+        (lambda d: d.update(schema_version="1.5"), "aiperf 0.13.0 with schema_version 1.5 is not a version"),
+        (
+            lambda d: d["input_config"]["phases"][0].update(type="gamma"),
+            "input_config.phases[0].type 'gamma' is not a load this importer reads",
+        ),
+        (lambda d: d.update(is_complete=False), "aiperf says this benchmark is not complete"),
+        (lambda d: d["time_to_first_token"].update(unit="s"), "time_to_first_token is in 's', not 'ms'"),
+    ],
+)
+def test_an_unknown_or_altered_aiperf_0_13_summary_is_refused_and_stores_nothing(tmp_path, user, change, words):
+    refused(tmp_path, altered(tmp_path, AIPERF_LEVEL, change), words)
+
+
+def test_aiperf_0_13_per_request_records_disagreeing_with_the_summary_are_refused(tmp_path, user):
+    folder = copy_of(tmp_path, AIPERF / "concurrency" / "concurrency_1")
+    records = folder / "profile_export.jsonl"
+    records.write_text("\n".join(records.read_text().splitlines()[1:]) + "\n")
+    with pytest.raises(CommandError, match="number of time_to_first_token records from the per-request records"):
+        run_import(tmp_path, folder)
+    assert Submission.objects.count() == 0
