@@ -55,7 +55,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-levels", type=int, default=12)
     p.add_argument("--arrival", choices=("poisson", "gamma"), default="poisson")
     p.add_argument("--burstiness", type=float, default=None, help="gamma shape k (1 = Poisson, < 1 burstier)")
-    p.add_argument("--duration", type=float, default=60.0, help="seconds of schedule per level")
+    p.add_argument(
+        "--duration", type=float, default=60.0, help="seconds per level (open loop: its schedule; closed: sending)"
+    )
     p.add_argument("--min-requests", type=int, default=100)
     p.add_argument("--max-requests", type=int, default=20_000)
     for name in ("ttft", "tpot", "latency"):

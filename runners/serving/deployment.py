@@ -1,14 +1,17 @@
-"""What the endpoint cannot tell about itself: the deployment, from flags or a JSON/TOML file.
+"""What the endpoint cannot tell about itself: the deployment, from flags or a YAML, JSON or TOML file.
 
-    [accelerator]  vendor = "NVIDIA"  model = "H100 SXM"  count = 8  memory_gib = 80
-    nodes = 1
-    [engine]       name = "vllm"  version = "0.11.0"  image = "vllm/vllm-openai:v0.11.0"
-    [parallelism]  tensor = 8  expert = 1  pipeline = 1  data = 1  data_parallel_attention = false
-    [precision]    weights = "fp8-e4m3"  activations = "bf16"  kv_cache = "fp8-e4m3"  quantization = "fp8 dynamic"
-    speculative = "eagle3, 3 tokens"   kv_offload = "lmcache, 200 GiB DRAM"
+The file is the one `benchreg import serving --deployment` reads (docs/serving.md, "The deployment file"), so one
+description of a deployment serves both its measured and its imported runs:
 
-A field the file and the flags both give takes the flag. `missing()` names, by document pointer and by flag,
-what the protocol needs and neither gave: the run is refused with that list before any load is sent.
+    system:       {name: ..., nodes: 1, accelerators: {vendor: NVIDIA, model: H100 SXM, count: 8, memory_gib: 80}}
+    engine:       {name: vllm, version: 0.11.0, image: vllm/vllm-openai:v0.11.0}
+    parallelism:  {tensor: 8, expert: 1, pipeline: 1, data: 1, data_parallel_attention: false}
+    precision:    {weights: fp8-e4m3, activations: bf16, kv_cache: fp8-e4m3, quantization: {method: fp8 dynamic}}
+    speculative: eagle3, 3 tokens        kv_offload: lmcache, 200 GiB DRAM
+
+The keys only an import reads (workload, submitter, system.host) are refused here with what a run uses instead. A
+field the file and the flags both give takes the flag. `missing()` names, by document pointer and by flag, what
+the protocol needs and neither gave: the run is refused with that list before any load is sent.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import tomllib
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 MAX_FILE_BYTES = 256 * 1024
 
@@ -71,14 +76,14 @@ _REQUIRED = {
     "activations": "/precision/activations",
     "kv_cache": "/precision/kv_cache",
 }
-# Where each field sits in a deployment file (section.key, or a top-level key).
+# Where each field sits in a deployment file (dotted: nested mappings), as registry/importers/serving reads it.
 _FILE_KEYS = {
-    "accelerator_vendor": "accelerator.vendor",
-    "accelerator_model": "accelerator.model",
-    "accelerator_count": "accelerator.count",
-    "accelerator_memory_gib": "accelerator.memory_gib",
-    "nodes": "nodes",
-    "system_name": "system_name",
+    "accelerator_vendor": "system.accelerators.vendor",
+    "accelerator_model": "system.accelerators.model",
+    "accelerator_count": "system.accelerators.count",
+    "accelerator_memory_gib": "system.accelerators.memory_gib",
+    "nodes": "system.nodes",
+    "system_name": "system.name",
     "engine": "engine.name",
     "engine_version": "engine.version",
     "image": "engine.image",
@@ -90,9 +95,17 @@ _FILE_KEYS = {
     "weights": "precision.weights",
     "activations": "precision.activations",
     "kv_cache": "precision.kv_cache",
-    "quantization_method": "precision.quantization",
+    "quantization_method": "precision.quantization.method",
     "speculative": "speculative",
     "kv_offload": "kv_offload",
+}
+# Keys of the shared file that only an import reads, and what a run uses instead.
+_IMPORT_ONLY = {
+    "workload": "a run's request shape and workload come from --input-tokens/--output-tokens or --prompts",
+    "submitter": "a run's submitter is --submitter",
+    "system.host": "a run records its own host",
+    "precision.quantization.granularity": "a run records the quantization method only",
+    "precision.quantization.library": "a run records the quantization method only",
 }
 _TYPES: dict[str, tuple[type, ...]] = {
     "accelerator_count": (int,),
@@ -103,20 +116,31 @@ _TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-def load(path: Path) -> Deployment:
-    """A deployment file (.json or .toml); ValueError naming the file and key of anything unknown or mistyped."""
+def _parse(path: Path) -> Any:
+    """The file's content: TOML (.toml), YAML (.yaml, .yml) or JSON; ValueError naming the file when unreadable."""
     if path.stat().st_size > MAX_FILE_BYTES:
         raise ValueError(f"{path}: over {MAX_FILE_BYTES} bytes")
     text = path.read_text(encoding="utf-8")
+    kind = {".toml": "TOML", ".yaml": "YAML", ".yml": "YAML"}.get(path.suffix, "JSON")
     try:
-        data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
-    except (ValueError, tomllib.TOMLDecodeError) as exc:
-        raise ValueError(f"{path}: not valid {'TOML' if path.suffix == '.toml' else 'JSON'}: {exc}") from None
+        if kind == "TOML":
+            return tomllib.loads(text)
+        return yaml.safe_load(text) if kind == "YAML" else json.loads(text)
+    except (ValueError, tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
+        raise ValueError(f"{path}: not valid {kind}: {exc}") from None
+
+
+def load(path: Path) -> Deployment:
+    """A deployment file; ValueError naming the file and key of anything unknown or mistyped."""
+    data = _parse(path)
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: the deployment must be an object")
+        raise ValueError(f"{path}: the deployment must be a mapping")
     by_key = {key: name for name, key in _FILE_KEYS.items()}
     values: dict[str, Any] = {}
     for key, value in _flatten(data):
+        elsewhere = next((why for prefix, why in _IMPORT_ONLY.items() if f"{key}.".startswith(f"{prefix}.")), None)
+        if elsewhere:
+            raise ValueError(f"{path}: {key} is read by `benchreg import serving` only: {elsewhere}")
         if key not in by_key:
             raise ValueError(f"{path}: unknown key {key!r} (known: {', '.join(sorted(by_key))})")
         name = by_key[key]

@@ -161,7 +161,10 @@ def _load_note(ctx: Context, level: Level) -> str:
             f"open loop, {law} at {level.load:g} req/s, seed {ctx.seed}; {level.run.planned} requests scheduled, "
             f"issued at {level.issue_rate():.2f} req/s; latency and TTFT from the scheduled arrival"
         )
-    return f"closed loop, {int(level.load)} users, {level.run.planned} requests; latency from each request's send"
+    return (
+        f"closed loop, {int(level.load)} users, {level.run.planned} requests (each user sends until the level's "
+        "duration has passed and its minimum count was started); latency from each request's send"
+    )
 
 
 def _assemble(

@@ -30,7 +30,7 @@ import asyncio
 import json
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -294,17 +294,39 @@ async def open_loop(target: Target, prompts: Sequence[Prompt], offsets: np.ndarr
     return LevelRun(records, lags, origin, len(records))
 
 
-async def closed_loop(target: Target, prompts: Sequence[Prompt], users: int) -> LevelRun:
-    """`users` users, each sending its next prompt when its previous request ends, until the prompts run out."""
+async def closed_loop(
+    target: Target,
+    prompts: Iterable[Prompt],
+    users: int,
+    *,
+    seconds: float | None = None,
+    min_requests: int = 0,
+    max_requests: int | None = None,
+) -> LevelRun:
+    """`users` users, each sending its next prompt when its previous request ends.
+
+    Without `seconds`, until the prompts run out. With it, a user starts no new request once `seconds` have passed
+    and at least `min_requests` were started, and none after `max_requests`: the level lasts its duration
+    whatever the endpoint's speed (a fixed count would end a fast endpoint's level too soon).
+    """
     lags: list[float] = []
     stop = asyncio.Event()
     records: list[Record] = []
-    queue = iter(enumerate(prompts))
+    queue = iter(prompts)
+    cap = max_requests if max_requests is not None else math.inf
+
+    def more(now: float) -> bool:
+        if len(records) >= cap:
+            return False
+        return seconds is None or now < origin + seconds or len(records) < min_requests
 
     async def user(http: aiohttp.ClientSession) -> None:
         scheduled = time.perf_counter()
-        for index, prompt in queue:
-            record = Record(index, scheduled)
+        while more(scheduled):
+            prompt = next(queue, None)
+            if prompt is None:
+                return
+            record = Record(len(records), scheduled)
             records.append(record)
             await send(http, target, prompt, record)
             scheduled = record.end
@@ -315,8 +337,7 @@ async def closed_loop(target: Target, prompts: Sequence[Prompt], users: int) -> 
         await asyncio.gather(*(user(http) for _ in range(users)))
         stop.set()
         await monitor
-    records.sort(key=lambda r: r.index)
-    return LevelRun(records, lags, origin, len(prompts))
+    return LevelRun(records, lags, origin, len(records))
 
 
 def arrivals(rate: float, count: int, seed: int, burstiness: float = 1.0) -> np.ndarray:

@@ -72,17 +72,24 @@ class LoadPlan:
         return self.mode != "concurrency"
 
     def count(self, load: float) -> int:
-        per_second = load if self.open_loop else load * 2  # closed loop: about two requests a second per user
-        return min(self.max_requests, max(self.min_requests, math.ceil(per_second * self.duration_s)))
+        """Requests of an open-loop level at `load` req/s (a closed-loop level runs for its duration instead)."""
+        return min(self.max_requests, max(self.min_requests, math.ceil(load * self.duration_s)))
 
 
 async def _measure(ctx: Context, plan: LoadPlan, load: float, index: int) -> LevelRun:
-    count = plan.count(load)
-    prompts = ctx.shape.prompts(count, ctx.seed + index)
     if plan.open_loop:
+        count = plan.count(load)
+        prompts = ctx.shape.prompts(count, ctx.seed + index)
         offsets = arrivals(load, count, ctx.seed + index, ctx.sweep.burstiness or 1.0)
         return await open_loop(ctx.target, prompts, offsets, min(MAX_OPEN, count))
-    return await closed_loop(ctx.target, prompts, int(load))
+    return await closed_loop(
+        ctx.target,
+        ctx.shape.stream(ctx.seed + index),
+        int(load),
+        seconds=plan.duration_s,
+        min_requests=plan.min_requests,
+        max_requests=plan.max_requests,
+    )
 
 
 def _stop(level: Level, best: Level | None, plan: LoadPlan) -> str | None:

@@ -8,8 +8,10 @@ the server's usage report, when sent, replaces the client's counts and the docum
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -89,6 +91,11 @@ class RequestShape:
         assert self.input is not None
         inputs = self.input.draw(rng, count)
         return [Prompt(_words(rng, int(n)), int(m), int(n)) for n, m in zip(inputs, outputs, strict=True)]
+
+    def stream(self, seed: int, block: int = 256) -> Iterator[Prompt]:
+        """Prompts without end, drawn `block` at a time (a closed-loop level takes as many as its duration needs)."""
+        for n in itertools.count():
+            yield from self.prompts(block, seed * 1_000_003 + n)
 
     def section(self) -> dict[str, Any]:
         """The protocol's workload.request_shape."""

@@ -159,3 +159,15 @@ def test_a_simulated_endpoint_with_workers_answers_and_stops_them_all_when_termi
         proc.wait(10)
     _gone, alive = psutil.wait_procs(workers, timeout=10)
     assert not alive
+
+
+def test_a_closed_loop_level_with_a_duration_lasts_it_however_fast_the_endpoint(endpoint):
+    url = endpoint("--ttft-ms", "2", "--itl-ms", "1", "--capacity", "8")
+    target = Target(url, "simulated", "completions", timeout_s=60)
+    shape = RequestShape(TokenLaw(8), TokenLaw(4))
+    run = asyncio.run(closed_loop(target, shape.stream(1), 2, seconds=1.2, min_requests=5, max_requests=10_000))
+    level = Level("concurrency", 2, run, Objectives())
+    last_start = max(r.scheduled for r in run.records)
+    assert level.seconds >= 1.2 and last_start - run.started < 1.2 + 0.5  # sent for its duration, then stopped
+    assert level.counts()["completed"] == len(run.records) == run.planned > 5
+    assert [r.index for r in run.records] == list(range(len(run.records)))
