@@ -27,10 +27,11 @@ whether the client kept up (runners/serving/levels).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -276,12 +277,22 @@ async def _monitor(lags: list[float], stop: asyncio.Event) -> None:
         lags.append((time.perf_counter() - before) * 1e3)
 
 
-async def open_loop(target: Target, prompts: Sequence[Prompt], offsets: np.ndarray, max_open: int) -> LevelRun:
-    """Send prompts[i] at offsets[i] seconds after the start, whatever is still in flight (up to `max_open`)."""
+@contextlib.asynccontextmanager
+async def _monitored() -> AsyncIterator[list[float]]:
+    """The event loop's lateness samples (ms), taken while the block runs."""
     lags: list[float] = []
     stop = asyncio.Event()
-    async with streams(target, max_open) as http:
-        monitor = asyncio.create_task(_monitor(lags, stop))
+    task = asyncio.create_task(_monitor(lags, stop))
+    try:
+        yield lags
+    finally:
+        stop.set()
+        await task
+
+
+async def open_loop(target: Target, prompts: Sequence[Prompt], offsets: np.ndarray, max_open: int) -> LevelRun:
+    """Send prompts[i] at offsets[i] seconds after the start, whatever is still in flight (up to `max_open`)."""
+    async with streams(target, max_open) as http, _monitored() as lags:
         origin = time.perf_counter() + 0.05
         records = [Record(i, origin + float(t)) for i, t in enumerate(offsets)]
         tasks = []
@@ -289,9 +300,22 @@ async def open_loop(target: Target, prompts: Sequence[Prompt], offsets: np.ndarr
             await wait_until(record.scheduled)
             tasks.append(asyncio.create_task(send(http, target, prompt, record)))
         await asyncio.gather(*tasks)
-        stop.set()
-        await monitor
     return LevelRun(records, lags, origin, len(records))
+
+
+@dataclass(frozen=True)
+class _Budget:
+    """Whether a closed-loop user starts another request: before `seconds` (None: no limit) or until
+    `min_requests` were started, never past `max_requests`."""
+
+    seconds: float | None
+    min_requests: int
+    max_requests: float
+
+    def more(self, started: int, elapsed: float) -> bool:
+        if started >= self.max_requests:
+            return False
+        return self.seconds is None or elapsed < self.seconds or started < self.min_requests
 
 
 async def closed_loop(
@@ -309,34 +333,21 @@ async def closed_loop(
     and at least `min_requests` were started, and none after `max_requests`: the level lasts its duration
     whatever the endpoint's speed (a fixed count would end a fast endpoint's level too soon).
     """
-    lags: list[float] = []
-    stop = asyncio.Event()
+    budget = _Budget(seconds, min_requests, max_requests if max_requests is not None else math.inf)
     records: list[Record] = []
     queue = iter(prompts)
-    cap = max_requests if max_requests is not None else math.inf
 
-    def more(now: float) -> bool:
-        if len(records) >= cap:
-            return False
-        return seconds is None or now < origin + seconds or len(records) < min_requests
-
-    async def user(http: aiohttp.ClientSession) -> None:
+    async def user(http: aiohttp.ClientSession, origin: float) -> None:
         scheduled = time.perf_counter()
-        while more(scheduled):
-            prompt = next(queue, None)
-            if prompt is None:
-                return
+        while budget.more(len(records), scheduled - origin) and (prompt := next(queue, None)) is not None:
             record = Record(len(records), scheduled)
             records.append(record)
             await send(http, target, prompt, record)
             scheduled = record.end
 
-    async with streams(target, users) as http:
-        monitor = asyncio.create_task(_monitor(lags, stop))
+    async with streams(target, users) as http, _monitored() as lags:
         origin = time.perf_counter()
-        await asyncio.gather(*(user(http) for _ in range(users)))
-        stop.set()
-        await monitor
+        await asyncio.gather(*(user(http, origin) for _ in range(users)))
     return LevelRun(records, lags, origin, len(records))
 
 
