@@ -446,3 +446,20 @@ def test_stalled_clients_cannot_hold_the_witness(tmp_path: Any) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@pytest.mark.django_db
+def test_a_free_form_object_holding_a_number_no_double_stores_is_unprocessable_with_its_pointer(
+    api: Any, agent: Any
+) -> None:
+    """The description allows any JSON number inside `options`, so the request is schema-valid: 422, not 400."""
+    response = api.post(
+        "/api/v1/plans",
+        {"agents": ["rig-b"], "runner": "inference", "workload": "mlp-classifier", "options": {"n": {"k": 2**62}}},
+        format="json",
+    )
+    assert response.status_code == 422 and response["Content-Type"] == "application/problem+json", response.content
+    body = response.json()
+    assert body["code"] == "unrepresentable-number"
+    assert [(e["pointer"], e["code"]) for e in body["errors"]] == [("/options/n/k", "integer-out-of-range")]
+    assert not Plan.objects.exists() and not Job.objects.exists()
