@@ -226,10 +226,7 @@ def _metrics(bench: dict[str, Any], at: str, where: str, name: str, fields: dict
         if scale != 1:
             fields[f"/metrics/{protocol_key}/count"] += f" ({unit})"
     if requests is not None:
-        label = f"{name}: {at}.inter_token_latency_ms.successful"
-        fields["/metrics/tpot_ms/count"] = f"{label}.count ÷ ({name}: {at}.output_token_count.successful.max − 1)"
-        tpot = _successful(source, "inter_token_latency_ms", at, where)
-        metrics["tokens_per_second_per_user"] = _per_user(tpot, requests, label, fields)
+        metrics["tokens_per_second_per_user"] = _per_user(source, requests, at, where, name, fields)
     metrics["requests"] = _requests(source, at, where, name, fields)
     metrics["token_counts"] = _token_counts(source, at, where, name, fields)
     return {k: v for k, v in metrics.items() if v is not None}
@@ -246,7 +243,7 @@ def _per_request_gaps(source: dict[str, Any], at: str, where: str) -> int | None
     least, most = tokens.get("min"), tokens.get("max")
     if not isinstance(gaps, int) or not isinstance(most, int | float) or least != most or most < 2:
         return None
-    if gaps % (int(most) - 1) or most != int(most):
+    if most != int(most) or gaps % (int(most) - 1):
         raise ServingImportError(
             f"{at}.inter_token_latency_ms.successful.count {gaps} is not a whole number of requests of "
             f"{most:g} output tokens ({at}.output_token_count.successful)",
@@ -255,23 +252,38 @@ def _per_request_gaps(source: dict[str, Any], at: str, where: str) -> int | None
     return gaps // (int(most) - 1)
 
 
-def _per_user(tpot: dict[str, Any], requests: int, label: str, fields: dict[str, str]) -> dict[str, Any] | None:
-    """The protocol's tokens_per_second_per_user (per request (output tokens − 1) ÷ (last token − first token)) from
-    guidellm's per-request TPOT, 1000 ÷ its mirrored statistics: exact for the order statistics, none for the mean
-    (the mean of 1/x is not 1 over the mean of x)."""
-    flat = {key: tpot.get(key.split(".")[0]) for key in ("min", "max")}
-    flat.update({f"percentiles.{p}": v for p, v in (tpot.get("percentiles") or {}).items()})
-    if not all(isinstance(flat.get(k), int | float) and flat[k] > 0 for k in PER_USER_FROM.values()):
+def _per_user(
+    source: dict[str, Any], requests: int, at: str, where: str, name: str, fields: dict[str, str]
+) -> dict[str, Any] | None:
+    """The protocol's tokens_per_second_per_user (per request (output tokens − 1) ÷ (last token − first token)):
+    1000 ÷ guidellm's per-request TPOT statistic mirrored, exact for the order statistics; no mean (the mean of
+    1/x is not 1 over the mean of x). None where guidellm wrote a statistic it needs as no positive number."""
+    label = f"{name}: {at}.inter_token_latency_ms.successful"
+    fields["/metrics/tpot_ms/count"] = f"{label}.count ÷ ({name}: {at}.output_token_count.successful.max − 1)"
+    rates = _mirrored(_successful(source, "inter_token_latency_ms", at, where))
+    if rates is None:
         return None
-    rates = {name: 1000.0 / float(flat[key]) for name, key in PER_USER_FROM.items()}
-    at = "/metrics/tokens_per_second_per_user"
-    names = {name: name for name in PER_USER_FROM}
-    out = distribution({**rates, "count": requests}, "tokens/s", 1.0, PER_USER_METHOD, at, label, fields, names)
-    for name, key in PER_USER_FROM.items():
-        if f"{at}/{name}" in fields:  # left out where the count cannot support the percentile
-            fields[f"{at}/{name}"] = f"1000 ÷ {label}.{key} (ms)"
-    fields[f"{at}/count"] = fields["/metrics/tpot_ms/count"]
+    rates["count"] = requests
+    pointer = "/metrics/tokens_per_second_per_user"
+    names = {stat: stat for stat in PER_USER_FROM}
+    out = distribution(rates, "tokens/s", 1.0, PER_USER_METHOD, pointer, label, fields, names)
+    for stat, key in PER_USER_FROM.items():
+        if f"{pointer}/{stat}" in fields:  # left out where the count cannot support the percentile
+            fields[f"{pointer}/{stat}"] = f"1000 ÷ {label}.{key} (ms)"
+    fields[f"{pointer}/count"] = fields["/metrics/tpot_ms/count"]
     return out
+
+
+def _mirrored(tpot: dict[str, Any]) -> dict[str, Any] | None:
+    """1000 ÷ each TPOT statistic of PER_USER_FROM, or None where one is not a positive number."""
+    rates: dict[str, Any] = {}
+    for stat, key in PER_USER_FROM.items():
+        holder = (tpot.get("percentiles") or {}) if key.startswith("percentiles.") else tpot
+        value = holder.get(key.removeprefix("percentiles."))
+        if not isinstance(value, int | float) or isinstance(value, bool) or not value > 0:
+            return None
+        rates[stat] = 1000.0 / float(value)
+    return rates
 
 
 def _successful(source: dict[str, Any], key: str, at: str, where: str) -> dict[str, Any]:
