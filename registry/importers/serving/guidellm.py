@@ -16,8 +16,16 @@ from .errors import ServingImportError
 from .levels import PERCENTILE_KEYS, Level, distribution, endpoint_of, sha256_of
 
 KNOWN_VERSIONS = (("0.8.1", 2),)  # (metadata.guidellm_version, metadata.version) read and tested
-# guidellm keeps every figure as float64 from numpy: it interpolates its percentiles linearly between samples.
-METHOD = "linear"
+# guidellm 0.8.1 (schemas/base/statistics.py, Percentiles.from_pdf) takes as percentile q the first sorted value whose
+# cumulative weight share reaches q (numpy searchsorted, side "left"): nearest rank. Where q·n is a whole number
+# the float sum of the shares can fall just short of q and it takes the next value instead.
+METHOD = "nearest-rank"
+# The per-user rate 1000 / TPOT falls as TPOT rises, so its percentile q is 1000 / TPOT's percentile 1 − q: nearest
+# rank mirrored is the sample at 0-based index floor(n·q) of the sorted rates, MLPerf LoadGen's rule.
+PER_USER_METHOD = "loadgen"
+# The per-user rate's statistics and the TPOT statistic each is 1000 / (guidellm's key): mean and stdev have none.
+PER_USER_FROM = {"min": "max", "p50": "percentiles.p50", "p90": "percentiles.p10", "p95": "percentiles.p05",
+                 "p99": "percentiles.p01", "max": "min"}  # fmt: skip
 # The rate types of guidellm: the protocol's arrival and where the level states its offered load.
 RATE_TYPES = {
     "synchronous": ("concurrency", "closed-loop"),  # one request at a time
@@ -124,7 +132,7 @@ def _level(bench: dict[str, Any], at: str, where: str, name: str, version: str) 
         dataset=None,
         group=str(config.get("run_id")),  # the benchmarks of one `guidellm run` share it
         fields=fields,
-        notes=_notes(bench, name, at),
+        notes=_notes(bench, name, at, "tokens_per_second_per_user" in metrics),
     )
 
 
@@ -208,15 +216,74 @@ def _metrics(bench: dict[str, Any], at: str, where: str, name: str, fields: dict
     source = _object(bench, "metrics", at, where)
     at = f"{at}.metrics"
     metrics: dict[str, Any] = {**_rates(source, at, where, name, fields)}
+    requests = _per_request_gaps(source, at, where)
     for key, protocol_key, scale, unit in DISTRIBUTIONS:
         stats = _successful(source, key, at, where)
         label = f"{name}: {at}.{key}.successful"
+        if key == "inter_token_latency_ms" and requests is not None:
+            stats = {**stats, "count": requests}  # guidellm counts the gaps: one request weighs output tokens − 1
         metrics[protocol_key] = _distribution(stats, scale, f"/metrics/{protocol_key}", label, fields)
         if scale != 1:
             fields[f"/metrics/{protocol_key}/count"] += f" ({unit})"
+    if requests is not None:
+        metrics["tokens_per_second_per_user"] = _per_user(source, requests, at, where, name, fields)
     metrics["requests"] = _requests(source, at, where, name, fields)
     metrics["token_counts"] = _token_counts(source, at, where, name, fields)
     return {k: v for k, v in metrics.items() if v is not None}
+
+
+def _per_request_gaps(source: dict[str, Any], at: str, where: str) -> int | None:
+    """The successful requests behind guidellm's inter_token_latency_ms, where each weighs the same.
+
+    guidellm weighs each request's (last token − first token) ÷ (output tokens − 1) by its output tokens − 1, so its
+    count is the gaps and its percentiles are per request only where every request wrote the same number of tokens
+    (output_token_count min = max): then the requests are the gaps ÷ (tokens − 1). Else None."""
+    tokens = _successful(source, "output_token_count", at, where)
+    gaps = _successful(source, "inter_token_latency_ms", at, where).get("count")
+    least, most = tokens.get("min"), tokens.get("max")
+    if not isinstance(gaps, int) or not isinstance(most, int | float) or least != most or most < 2:
+        return None
+    if most != int(most) or gaps % (int(most) - 1):
+        raise ServingImportError(
+            f"{at}.inter_token_latency_ms.successful.count {gaps} is not a whole number of requests of "
+            f"{most:g} output tokens ({at}.output_token_count.successful)",
+            where=where,
+        )
+    return gaps // (int(most) - 1)
+
+
+def _per_user(
+    source: dict[str, Any], requests: int, at: str, where: str, name: str, fields: dict[str, str]
+) -> dict[str, Any] | None:
+    """The protocol's tokens_per_second_per_user (per request (output tokens − 1) ÷ (last token − first token)):
+    1000 ÷ guidellm's per-request TPOT statistic mirrored, exact for the order statistics; no mean (the mean of
+    1/x is not 1 over the mean of x). None where guidellm wrote a statistic it needs as no positive number."""
+    label = f"{name}: {at}.inter_token_latency_ms.successful"
+    fields["/metrics/tpot_ms/count"] = f"{label}.count ÷ ({name}: {at}.output_token_count.successful.max − 1)"
+    rates = _mirrored(_successful(source, "inter_token_latency_ms", at, where))
+    if rates is None:
+        return None
+    rates["count"] = requests
+    pointer = "/metrics/tokens_per_second_per_user"
+    names = {stat: stat for stat in PER_USER_FROM}
+    out = distribution(rates, "tokens/s", 1.0, PER_USER_METHOD, pointer, label, fields, names)
+    for stat, key in PER_USER_FROM.items():
+        if f"{pointer}/{stat}" in fields:  # left out where the count cannot support the percentile
+            fields[f"{pointer}/{stat}"] = f"1000 ÷ {label}.{key} (ms)"
+    fields[f"{pointer}/count"] = fields["/metrics/tpot_ms/count"]
+    return out
+
+
+def _mirrored(tpot: dict[str, Any]) -> dict[str, Any] | None:
+    """1000 ÷ each TPOT statistic of PER_USER_FROM, or None where one is not a positive number."""
+    rates: dict[str, Any] = {}
+    for stat, key in PER_USER_FROM.items():
+        holder = (tpot.get("percentiles") or {}) if key.startswith("percentiles.") else tpot
+        value = holder.get(key.removeprefix("percentiles."))
+        if not isinstance(value, int | float) or isinstance(value, bool) or not value > 0:
+            return None
+        rates[stat] = 1000.0 / float(value)
+    return rates
 
 
 def _successful(source: dict[str, Any], key: str, at: str, where: str) -> dict[str, Any]:
@@ -326,8 +393,9 @@ def _request_shape(data: dict[str, Any], name: str) -> tuple[dict[str, Any] | No
 
 
 def _note_prompt_lengths(level: Level, bench: dict[str, Any], shape: dict[str, Any] | None) -> None:
-    """Say so where the prompts measured are not the length the data source was set up to draw (guidellm drops
-    the words its tokenizer does not know when it builds a synthetic prompt)."""
+    """Say so where the prompts measured are not the length the data source was set up to draw: guidellm decodes
+    a synthetic prompt's ids with skip_special_tokens, so words its tokenizer does not know vanish from it (the
+    project's tokenizer knows guidellm's words since it was rewritten; another tokenizer may not)."""
     stats = ((bench.get("metrics") or {}).get("prompt_token_count") or {}).get("successful") or {}
     measured = stats.get("mean")
     if shape is None or not isinstance(measured, int | float):
@@ -340,13 +408,30 @@ def _note_prompt_lengths(level: Level, bench: dict[str, Any], shape: dict[str, A
         )
 
 
-def _notes(bench: dict[str, Any], name: str, at: str) -> dict[str, str]:
+PER_USER_NOTE = (
+    "per request (output tokens − 1) ÷ (last token − first token), as aiperf's: 1000 ÷ guidellm's per-request "
+    "inter_token_latency_ms, its statistics mirrored (p50 = 1000 ÷ p50, p90 = 1000 ÷ p10, p95 ÷ p05, p99 ÷ p01, "
+    "min ÷ max); no mean or stdev: they do not follow from TPOT's"
+)
+PER_USER_MISSING = (
+    "not imported: the successful requests wrote different numbers of output tokens, and guidellm weighs each "
+    "request's inter_token_latency_ms by its output tokens − 1, so its percentiles are not the requests' (and "
+    "guidellm's per-request output_tokens_per_second divides by the whole latency, TTFT included)"
+)
+
+TPOT_WEIGHED = (
+    "guidellm's inter_token_latency_ms as it wrote it: each request weighs its output tokens − 1, so the count is "
+    "the gaps between tokens and the percentiles lean to the longer requests"
+)
+
+
+def _notes(bench: dict[str, Any], name: str, at: str, per_user: bool) -> dict[str, str]:
     metrics = bench.get("metrics") or {}
     notes = {
         "itl_ms": "not imported: guidellm reports each request's mean gap (inter_token_latency_ms, here tpot_ms), "
         "not every gap between tokens",
-        "tokens_per_second_per_user": "not imported: guidellm's per-request output_tokens_per_second divides by "
-        "the whole latency (TTFT included), not by e2e − TTFT",
+        "tokens_per_second_per_user": PER_USER_NOTE if per_user else PER_USER_MISSING,
+        **({} if per_user else {"tpot_ms": TPOT_WEIGHED}),
         "requests": "guidellm counts timeouts among errored requests; incomplete ones were cut off when the "
         "benchmark ended",
     }

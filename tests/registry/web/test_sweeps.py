@@ -172,3 +172,20 @@ def test_the_shared_kimi_and_glm_sweeps_are_not_like_for_like(tmp_path: Any) -> 
     assert page.status_code == 200 and notices(text)[0].startswith("Not like for like on the system under test axis")
     assert "served model differs" in text and "workload.version: 060226" in text
     assert "delivers" not in text
+
+
+def test_guidellm_sweeps_imported_through_the_command_show_their_frontiers(tmp_path: Any) -> None:
+    """guidellm's levels carry tokens/s per user (1000 / its per-request TPOT p50), so two of its runs imported
+    through `benchreg import serving` sit on /sweeps/compare/ with their frontiers."""
+    from protocol.numbers import Style, number
+    from tests.registry.importers.serving.test_tool_fixtures import GUIDELLM, run_import
+
+    user = _user()
+    docs = run_import(tmp_path, GUIDELLM / "concurrent" / "benchmarks.json", GUIDELLM / "sweep")
+    sweeps = list(dict.fromkeys(d["scenario"]["sweep"]["id"] for d in docs))
+    page = _web(user).get(f"/sweeps/compare/?sweep={sweeps[0]}&sweep={sweeps[1]}").content.decode()
+    assert "<svg" in page and "filled points are its frontier" in page
+    rows = re.findall(r'<tr><th scope="row">.*?</tr>', page, re.S)
+    assert len(rows) == len(docs) == 6 and sum(">frontier" in r for r in rows) >= 2
+    for doc in docs:  # each level's tokens/s per user as the page shows it: 1000 / the file's TPOT p50
+        assert number(1000 / doc["metrics"]["tpot_ms"]["p50"], Style.SIGNIFICANT) in page

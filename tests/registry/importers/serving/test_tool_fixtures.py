@@ -71,7 +71,41 @@ def check_guidellm_level(doc: dict[str, Any], bench: dict[str, Any]) -> None:
     assert fields["/metrics/ttft_ms/p50"].endswith(".metrics.time_to_first_token_ms.successful.percentiles.p50")
     assert "request_latency.successful.max, × 1000" in fields["/metrics/latency_ms/max"]
     assert ("p90" in metrics["ttft_ms"]) == (metrics["ttft_ms"]["count"] >= 64)
-    assert "itl_ms" not in metrics and "tokens_per_second_per_user" not in metrics
+    assert "itl_ms" not in metrics
+    check_guidellm_prompts(doc, bench)
+    check_guidellm_per_user(doc, bench)
+
+
+def check_guidellm_prompts(doc: dict[str, Any], bench: dict[str, Any]) -> None:
+    """The prompts sent had the length the data source asked for (the tokenizer knows guidellm's words), counted by
+    the simulated endpoint (one token a word), so the importer has nothing to flag."""
+    asked = doc["workload"]["request_shape"]["input_tokens"]["mean"]
+    prompts = stats(bench, "prompt_token_count")
+    assert (prompts["min"], prompts["max"]) == (asked, asked)
+    assert doc["metrics"]["token_counts"]["input_total"] == asked * bench["metrics"]["request_totals"]["successful"]
+    assert "request_shape" not in doc["provenance"]["origin"]["unparsed"]
+
+
+def check_guidellm_per_user(doc: dict[str, Any], bench: dict[str, Any]) -> None:
+    """tokens/s per user is 1000 / guidellm's per-request TPOT, its order statistics mirrored, with no mean; TPOT
+    and it count requests, not the gaps guidellm weighs them by (every request here wrote 32 tokens)."""
+    rate, tpot = doc["metrics"]["tokens_per_second_per_user"], stats(bench, "inter_token_latency_ms")
+    requests = bench["metrics"]["request_totals"]["successful"]
+    assert stats(bench, "output_token_count")["max"] == 32 and tpot["count"] == requests * 31
+    assert rate["p50"] == 1000 / tpot["percentiles"]["p50"] and rate["p50"] == 1000 / doc["metrics"]["tpot_ms"]["p50"]
+    assert (rate["min"], rate["max"]) == (1000 / tpot["max"], 1000 / tpot["min"])
+    if requests >= 64:  # the protocol's least sample count for a p90
+        assert rate["p90"] == 1000 / tpot["percentiles"]["p10"]
+    else:
+        assert "p90" not in rate
+    assert "mean" not in rate and "stdev" not in rate and "p99" not in rate  # p99 needs 662 requests
+    assert (rate["count"], doc["metrics"]["tpot_ms"]["count"], rate["method"]) == (requests, requests, "loadgen")
+    fields = doc["provenance"]["origin"]["fields"]
+    assert fields["/metrics/tokens_per_second_per_user/p50"].startswith("1000 ÷ benchmarks")
+    assert fields["/metrics/tokens_per_second_per_user/p50"].endswith(
+        ".inter_token_latency_ms.successful.percentiles.p50 (ms)"
+    )
+    assert "p90 = 1000 ÷ p10" in doc["provenance"]["origin"]["unparsed"]["tokens_per_second_per_user"]
 
 
 def test_a_guidellm_concurrency_report_imports_as_one_sweep_of_three_levels(tmp_path, user):
@@ -206,10 +240,29 @@ AIPERF_LEVEL = AIPERF / "concurrency" / "concurrency_4" / "profile_export_aiperf
             lambda d: d["benchmarks"][0]["metrics"].pop("time_to_first_token_ms"),
             "has no benchmarks[0].metrics.time_to_first_token_ms.successful object",
         ),
+        (
+            lambda d: d["benchmarks"][0]["metrics"]["inter_token_latency_ms"]["successful"].update(count=1985),
+            "benchmarks[0].metrics.inter_token_latency_ms.successful.count 1985 is not a whole number of requests",
+        ),
     ],
 )
 def test_an_unknown_or_altered_guidellm_report_is_refused_and_stores_nothing(tmp_path, user, change, words):
     refused(tmp_path, altered(tmp_path, GUIDELLM_JSON, change), words)
+
+
+def test_guidellm_requests_of_different_lengths_give_no_per_user_rate(tmp_path, user):
+    """guidellm weighs each request's TPOT by its output tokens − 1: where the lengths differ its percentiles are
+    not the requests', so no per-user rate is derived and the TPOT is marked as weighed."""
+    path = altered(
+        tmp_path,
+        GUIDELLM_JSON,
+        lambda d: d["benchmarks"][0]["metrics"]["output_token_count"]["successful"].update(min=31.0),
+    )
+    docs = run_import(tmp_path, path)
+    assert ["tokens_per_second_per_user" in d["metrics"] for d in docs] == [False, True, True]
+    unparsed = docs[0]["provenance"]["origin"]["unparsed"]
+    assert unparsed["tokens_per_second_per_user"].startswith("not imported: the successful requests wrote different")
+    assert "count is the gaps" in unparsed["tpot_ms"] and docs[0]["metrics"]["tpot_ms"]["count"] == 64 * 31
 
 
 def test_a_guidellm_report_cut_short_is_refused(tmp_path, user):
