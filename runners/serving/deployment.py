@@ -112,19 +112,44 @@ def load(path: Path) -> Deployment:
         data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
     except (ValueError, tomllib.TOMLDecodeError) as exc:
         raise ValueError(f"{path}: not valid {'TOML' if path.suffix == '.toml' else 'JSON'}: {exc}") from None
+    try:
+        return from_mapping(data)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+
+
+def from_mapping(data: Any) -> Deployment:
+    """A deployment in the file's layout (sections and keys as above), from a file or a plan's serving job.
+
+    ValueError naming the key of anything unknown or mistyped."""
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: the deployment must be an object")
+        raise ValueError("the deployment must be an object")
     by_key = {key: name for name, key in _FILE_KEYS.items()}
     values: dict[str, Any] = {}
     for key, value in _flatten(data):
         if key not in by_key:
-            raise ValueError(f"{path}: unknown key {key!r} (known: {', '.join(sorted(by_key))})")
+            raise ValueError(f"unknown key {key!r} (known: {', '.join(sorted(by_key))})")
         name = by_key[key]
         wanted = _TYPES.get(name, (str,))
         if not isinstance(value, wanted) or (isinstance(value, bool) and bool not in wanted):
-            raise ValueError(f"{path}: {key} must be {' or '.join(t.__name__ for t in wanted)}, not {value!r}")
+            raise ValueError(f"{key} must be {' or '.join(t.__name__ for t in wanted)}, not {value!r}")
         values[name] = value
     return Deployment(**values)
+
+
+def to_mapping(deployment: Deployment) -> dict[str, Any]:
+    """The deployment in the file's layout, stated fields only: what `from_mapping` reads back."""
+    out: dict[str, Any] = {}
+    for name, key in _FILE_KEYS.items():
+        value = getattr(deployment, name)
+        if value is None:
+            continue
+        *sections, last = key.split(".")
+        node = out
+        for section in sections:
+            node = node.setdefault(section, {})
+        node[last] = value
+    return out
 
 
 def _flatten(data: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
@@ -135,3 +160,14 @@ def _flatten(data: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
         else:
             out.append((f"{prefix}{key}", value))
     return out
+
+
+def stated_fields(deployment: Deployment) -> dict[str, Any]:
+    """Where each stated required fact (and the quantisation method) lands in a run's document, by JSON pointer:
+    what a document measured under this deployment must say."""
+    pointers = {**_REQUIRED, "quantization_method": "/precision/quantization/method"}
+    return {
+        pointer: getattr(deployment, name)
+        for name, pointer in pointers.items()
+        if getattr(deployment, name) is not None
+    }
