@@ -26,10 +26,10 @@ from typing import Any
 
 from . import deployment as deploy
 from .deployment import Deployment
-from .document import Context
+from .document import Context, skeleton_errors
 from .levels import Objectives
 from .loadgen import Target
-from .probe import public_url
+from .probe import EndpointInfo, public_url
 from .runner import LoadPlan, context, new_sweep, run_sync
 from .shapes import RequestShape, TokenLaw, read_prompts
 
@@ -142,6 +142,25 @@ def measure_level(spec: ServingSpec) -> dict[str, Any]:
     run_sync(*spec.prepare(), documents.append)
     assert len(documents) == 1, "one level, one document"
     return documents[0]
+
+
+def unrunnable(spec: ServingSpec) -> list[str]:
+    """What stops the spec's documents from passing the protocol, found without the endpoint (a plan checks this
+    before it stores anything): "pointer: why" each, by the skeleton check the runner makes before load.
+
+    Not checked here, because only the machine that runs it can: the endpoint (reached, lists the model,
+    streams), a prompt file (on that machine; a synthetic shape stands in), and an engine version left to the
+    endpoint's /version (vLLM's; a run whose endpoint does not tell it is refused there, before any load)."""
+    shape = spec.shape() if spec.prompts is None else RequestShape(DEFAULT_INPUT, spec.output_tokens)
+    plan = replace(spec.load, only=spec.level)
+    target = Target(public_url(spec.endpoint), spec.model, spec.api, spec.timeout_s)
+    ctx = context(target=target, deployment=spec.deployment, shape=shape,
+                  sweep=new_sweep(plan, spec.arrival, spec.burstiness, spec.sweep_id), submitter=spec.submitter,
+                  seed=spec.seed)  # fmt: skip
+    told = None if spec.deployment.engine_version else "told by the endpoint"
+    mode = "concurrency" if spec.load.mode == "concurrency" else "request-rate"
+    first = spec.load.start if spec.load.mode == "automatic" else spec.load.loads[spec.level or 0]
+    return skeleton_errors(ctx, EndpointInfo([spec.model], told, None), mode, first, spec.objectives.section())
 
 
 # --- the JSON form -----------------------------------------------------------------------------------------
