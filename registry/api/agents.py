@@ -26,7 +26,7 @@ from registry.api.permissions import signed_in_user
 from registry.api.schema import ProblemSerializer
 from registry.api.strict import FreeFormObjectField, QuerySerializer, StrictSerializer
 from registry.choices import JobStatus
-from registry.exceptions import NotFound
+from registry.exceptions import NotFound, RegistryError
 from registry.models import Agent, Job, Submission
 from registry.selectors.agents import agent_list, agents_by_reference, enrolment_token_list, job_list
 from registry.services.agents import agent_enroll, agent_heartbeat, agent_revoke, enrolment_token_create
@@ -258,6 +258,25 @@ JOBS_BOUND = (
 RUNNER_FIELDS = ("workload", "precisions", "batch_sizes", "scenario", "repetitions", "options")
 
 
+def check_runner_fields(runner: str, given: set[str]) -> None:
+    """A serving plan states its job in `serving` and none of the bundled runners' fields; the others the
+    reverse (400, each wrong or missing field by pointer)."""
+    if runner == "serving":
+        wrong = {name: "a serving plan states its job in `serving`" for name in RUNNER_FIELDS if name in given}
+        missing = {} if "serving" in given else {"serving": "required for runner serving"}
+    else:
+        wrong = {"serving": "for runner serving only"} if "serving" in given else {}
+        missing = {name: "required for runner inference and training" for name in ("workload", "precisions")}
+        missing = {name: why for name, why in missing.items() if name not in given}
+    problems = {**wrong, **missing}
+    if problems:
+        raise RegistryError(
+            f"these fields do not fit runner {runner}: {', '.join(problems)}",
+            code="invalid-plan",
+            errors=[{"pointer": f"/{name}", "code": "runner-fields", "message": why} for name, why in problems.items()],
+        )
+
+
 class PlanCollectionApi(APIView):
     """Create a plan: one job per agent x precision x batch size (runner serving: per agent x load level of the
     `serving` job), each dispatched to its agent after commit."""
@@ -307,19 +326,6 @@ class PlanCollectionApi(APIView):
         class Meta:
             ref_name = "PlanInput"  # nested InputSerializers share a name; the schema needs distinct ones
 
-        def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-            """A serving plan states its job in `serving` and nothing of the bundled runners; the others the reverse."""
-            given = set(self.initial_data)
-            if attrs["runner"] == "serving":
-                wrong = {name: "a serving plan states its job in `serving`" for name in RUNNER_FIELDS if name in given}
-                missing = {} if "serving" in given else {"serving": "required for runner serving"}
-            else:
-                wrong = {"serving": "for runner serving only"} if "serving" in given else {}
-                missing = {name: "required" for name in ("workload", "precisions") if name not in given}
-            if wrong or missing:
-                raise serializers.ValidationError({name: [why] for name, why in {**wrong, **missing}.items()})
-            return attrs
-
     @extend_schema(
         request=InputSerializer, responses={201: PlanSerializer, 400: ProblemSerializer, 404: ProblemSerializer}
     )
@@ -327,7 +333,8 @@ class PlanCollectionApi(APIView):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         fields = dict(data.validated_data)
-        agents = agents_by_reference(fields.pop("agents"))
+        agents = agents_by_reference(fields.pop("agents"))  # unknown agents: 404 before anything else
+        check_runner_fields(fields["runner"], set(request.data))
         user, serving_job = signed_in_user(request), fields.pop("serving", None)
         if serving_job is None:
             plan = plan_create(created_by=user, agents=agents, **fields)
