@@ -61,8 +61,12 @@ def printable_data(value: Any) -> Any:
 
 
 def value_at(document: Mapping[str, Any], at: str) -> Any:
-    """The value an RFC 6901 JSON pointer names in `document` (objects only), or None where there is none."""
+    """The value an RFC 6901 JSON pointer names in `document` (through objects and arrays), or None where there is
+    none."""
     value: Any = document
     for part in at.split("/")[1:] if at else []:
-        value = value.get(part.replace("~1", "/").replace("~0", "~")) if isinstance(value, dict) else None
+        if isinstance(value, list):
+            value = value[int(part)] if part.isdigit() and int(part) < len(value) else None
+        else:
+            value = value.get(part.replace("~1", "/").replace("~0", "~")) if isinstance(value, dict) else None
     return value

@@ -8,23 +8,48 @@ Every returned document has passed `protocol.check`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from contextlib import nullcontext
 from typing import Any
 
 from . import inference, training
 from .backends import default_backend, get_backend
 from .progress import Reporter, RichReporter, Silent
+from .serving import spec as serving
+from .serving.spec import ServingSpec
 from .spec import RunSpec
+from .spec import expected_fields as run_expected_fields
 
-__all__ = ["RunSpec", "execute", "quick_sweep", "sweep_specs"]
+__all__ = ["JobSpec", "RunSpec", "ServingSpec", "execute", "expected_fields", "job_spec", "quick_sweep", "sweep_specs"]
+
+# What an agent job runs: a bundled runner's RunSpec, or one level of a serving sweep (phase "serving").
+JobSpec = RunSpec | ServingSpec
 
 
-def execute(spec: RunSpec, progress: bool = False, reporter: Reporter | None = None) -> dict[str, Any]:
-    """Run `spec` and return ONE validated protocol document.
+def job_spec(fields: Mapping[str, Any]) -> JobSpec:
+    """The spec an agent job's fields describe: phase "serving" is a ServingSpec (serving.spec.from_fields, the
+    rest of the fields), any other phase a RunSpec. Raises TypeError or ValueError (SpecInvalid names the field)."""
+    if fields.get("phase") == "serving":
+        return serving.from_fields({k: v for k, v in fields.items() if k != "phase"})
+    return RunSpec(**fields)
 
-    Raises backends.UnsupportedRun when the backend cannot run the combination, and protocol.Invalid if
-    the document fails validation (a bug: the runner never writes an invalid document).
+
+def expected_fields(job: JobSpec) -> dict[str, Any]:
+    """What the document of a run of `job` must state, by JSON pointer (the registry checks an agent's run)."""
+    if isinstance(job, ServingSpec):
+        return serving.expected_fields(job)
+    return run_expected_fields(job)
+
+
+def execute(spec: JobSpec, progress: bool = False, reporter: Reporter | None = None) -> dict[str, Any]:
+    """Run `spec` and return ONE validated protocol document (a ServingSpec: the one level it names).
+
+    Raises backends.UnsupportedRun when the backend cannot run the combination, serving.runner.Refused when an
+    endpoint cannot be measured (nothing sent), and protocol.Invalid if the document fails validation (a bug:
+    the runner never writes an invalid document).
     """
+    if isinstance(spec, ServingSpec):
+        return serving.measure_level(spec)
     backend = get_backend(spec.backend, spec.device)
     runner = training.run if spec.phase == "training" else inference.run
     if reporter is not None:

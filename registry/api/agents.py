@@ -26,12 +26,12 @@ from registry.api.permissions import signed_in_user
 from registry.api.schema import ProblemSerializer
 from registry.api.strict import FreeFormObjectField, QuerySerializer, StrictSerializer
 from registry.choices import JobStatus
-from registry.exceptions import NotFound
+from registry.exceptions import NotFound, RegistryError
 from registry.models import Agent, Job, Submission
 from registry.selectors.agents import agent_list, agents_by_reference, enrolment_token_list, job_list
 from registry.services.agents import agent_enroll, agent_heartbeat, agent_revoke, enrolment_token_create
 from registry.services.jobs import job_cancel, job_claim, job_complete, job_fail, job_heartbeat, job_start
-from registry.services.plans import plan_create
+from registry.services.plans import plan_create, serving_plan_create
 
 
 def _own_agent(request: Request) -> Agent:
@@ -255,8 +255,31 @@ JOBS_BOUND = (
 )
 
 
+RUNNER_FIELDS = ("workload", "precisions", "batch_sizes", "scenario", "repetitions", "options")
+
+
+def check_runner_fields(runner: str, given: set[str]) -> None:
+    """A serving plan states its job in `serving` and none of the bundled runners' fields; the others the
+    reverse (400, each wrong or missing field by pointer)."""
+    if runner == "serving":
+        wrong = {name: "a serving plan states its job in `serving`" for name in RUNNER_FIELDS if name in given}
+        missing = {} if "serving" in given else {"serving": "required for runner serving"}
+    else:
+        wrong = {"serving": "for runner serving only"} if "serving" in given else {}
+        missing = {name: "required for runner inference and training" for name in ("workload", "precisions")}
+        missing = {name: why for name, why in missing.items() if name not in given}
+    problems = {**wrong, **missing}
+    if problems:
+        raise RegistryError(
+            f"these fields do not fit runner {runner}: {', '.join(problems)}",
+            code="invalid-plan",
+            errors=[{"pointer": f"/{name}", "code": "runner-fields", "message": why} for name, why in problems.items()],
+        )
+
+
 class PlanCollectionApi(APIView):
-    """Create a plan: one job per agent x precision x batch size, each dispatched to its agent after commit."""
+    """Create a plan: one job per agent x precision x batch size (runner serving: per agent x load level of the
+    `serving` job), each dispatched to its agent after commit."""
 
     policy_action = policy.PLAN_CREATE
 
@@ -268,10 +291,14 @@ class PlanCollectionApi(APIView):
             max_length=200,
             help_text=f"each agent once; {JOBS_BOUND}",
         )
-        runner = serializers.ChoiceField(choices=["inference", "training"])
-        workload = serializers.CharField(max_length=100)
+        runner = serializers.ChoiceField(choices=["inference", "training", "serving"])
+        workload = serializers.CharField(max_length=100, required=False, help_text="inference and training")
         precisions = serializers.ListField(
-            child=serializers.CharField(max_length=20), min_length=1, max_length=20, help_text="each precision once"
+            child=serializers.CharField(max_length=20),
+            min_length=1,
+            max_length=20,
+            required=False,
+            help_text="each precision once; inference and training",
         )
         # A batch beyond 2^20 samples is no accelerator's; the bound keeps the value inside every integer column.
         batch_sizes = serializers.ListField(
@@ -290,6 +317,11 @@ class PlanCollectionApi(APIView):
         time_limit = serializers.IntegerField(
             min_value=11, max_value=7 * 86400 + 3600, required=False, allow_null=True, default=None
         )
+        serving = FreeFormObjectField(
+            required=False,
+            help_text="runner serving only: the serving job (endpoint, model, request shape, load, objectives, "
+            "deployment), one job per agent and load level sharing a sweep id; docs/serving.md, 'As an agent job'",
+        )
 
         class Meta:
             ref_name = "PlanInput"  # nested InputSerializers share a name; the schema needs distinct ones
@@ -301,8 +333,14 @@ class PlanCollectionApi(APIView):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         fields = dict(data.validated_data)
-        agents = agents_by_reference(fields.pop("agents"))
-        plan = plan_create(created_by=signed_in_user(request), agents=agents, **fields)
+        agents = agents_by_reference(fields.pop("agents"))  # unknown agents: 404 before anything else
+        check_runner_fields(fields["runner"], set(request.data))
+        user, serving_job = signed_in_user(request), fields.pop("serving", None)
+        if serving_job is None:
+            plan = plan_create(created_by=user, agents=agents, **fields)
+        else:
+            limits = {name: fields[name] for name in ("name", "soft_time_limit", "time_limit")}
+            plan = serving_plan_create(created_by=user, agents=agents, serving_job=serving_job, **limits)
         return Response(PlanSerializer(plan).data, status=status.HTTP_201_CREATED)
 
 

@@ -29,8 +29,7 @@ from registry.models import Agent, ApiToken, Job, Submission
 from registry.services.audit import audit_append
 from registry.services.reactions import job_run_stored
 from registry.services.runs import run_store
-from runners.api import RunSpec
-from runners.spec import expected_fields
+from runners.api import expected_fields, job_spec
 
 log = logging.getLogger(__name__)
 
@@ -254,7 +253,7 @@ def check_run_matches_job(job: Job, document: dict[str, Any]) -> None:
 
     This is what makes a job's run "vouched": the registry chose the configuration, not the agent.
     """
-    expected = expected_fields(RunSpec(**job.spec))
+    expected = expected_fields(job_spec(job.spec))
     errors = [
         {
             "pointer": pointer,

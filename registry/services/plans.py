@@ -1,10 +1,12 @@
-"""Plans: a plan expands into one QUEUED job per agent x precision x batch size, each sent to its agent after the
-commit that stored it (docs/agents.md). What happens to a job after that is registry.services.jobs."""
+"""Plans: a plan expands into one QUEUED job per agent x precision x batch size (a serving plan: per agent x load
+level), each sent to its agent after the commit that stored it (docs/agents.md). What happens to a job after that
+is registry.services.jobs."""
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import uuid
 from collections.abc import Callable
 from itertools import product
 from typing import Any, cast
@@ -19,6 +21,7 @@ from registry.exceptions import RegistryError
 from registry.models import Agent, Job, Plan
 from registry.services.jobs import job_log_state
 from runners.api import RunSpec
+from runners.serving import spec as serving
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +29,7 @@ AGENT_TASK = "benchreg.run_job"  # defined in runners.agent.worker, executed by 
 EMBEDDED_TASK = "registry.tasks.jobs.job_run_embedded"  # the registry's own agent, run by the registry's worker
 PLAN_FIELDS = {"phase", "workload", "precision", "batch_size", "scenario", "repetitions", "submitter"}
 OPTION_FIELDS = {f.name for f in dataclasses.fields(RunSpec)} - PLAN_FIELDS
+JOB_SET_FIELDS = ("submitter", "sweep_id", "level")  # of a serving job: the registry sets them, per agent and level
 
 
 def job_spec(plan: Plan, agent: Agent, precision: str, batch_size: int | None) -> dict[str, Any]:
@@ -121,11 +125,16 @@ def _check_plan(
     unknown = sorted(set(options or {}) - OPTION_FIELDS)
     if unknown:
         raise RegistryError(f"unknown plan options {unknown}; choose from {sorted(OPTION_FIELDS)}", code="invalid-plan")
+    hard = _hard_limit(agents, soft_time_limit, time_limit)
+    check_distinct({"agents": [a.pk for a in agents], "precisions": precisions, "batch_sizes": batch_sizes})
+    _check_job_count(len(agents) * len(precisions) * len(batch_sizes or [None]))
+    return hard
+
+
+def _hard_limit(agents: list[Agent], soft_time_limit: int, time_limit: int | None) -> int:
     hard = time_limit or soft_time_limit + 300
     if not agents or hard <= soft_time_limit:
         raise RegistryError("a plan needs at least one agent and time_limit > soft_time_limit", code="invalid-plan")
-    check_distinct({"agents": [a.pk for a in agents], "precisions": precisions, "batch_sizes": batch_sizes})
-    _check_job_count(len(agents) * len(precisions) * len(batch_sizes or [None]))
     return hard
 
 
@@ -148,17 +157,21 @@ def _check_job_count(count: int) -> None:
 def _queue_jobs(plan: Plan, agents: list[Agent], precisions: list[str], created_by: User) -> None:
     """One QUEUED job per agent x precision x batch size, each dispatched after the commit."""
     for agent, precision, batch_size in product(agents, precisions, plan.batch_sizes):
-        job = Job.objects.create(
-            plan=plan,
-            agent=agent,
-            agent_name=agent.name,
-            spec=job_spec(plan, agent, precision, batch_size),
-            soft_time_limit=plan.soft_time_limit,
-            time_limit=plan.time_limit,
-        )
-        job_log_state(job, created_by.get_username(), plan=plan.pk, spec=job.spec)
-        # The default binds this job's id: to on_commit the lambda is a hook of no arguments.
-        transaction.on_commit(cast(Callable[[], None], lambda job_id=job.pk: job_dispatch(job_id=job_id)), robust=True)
+        _queue_job(plan, agent, job_spec(plan, agent, precision, batch_size), created_by)
+
+
+def _queue_job(plan: Plan, agent: Agent, spec: dict[str, Any], created_by: User) -> None:
+    job = Job.objects.create(
+        plan=plan,
+        agent=agent,
+        agent_name=agent.name,
+        spec=spec,
+        soft_time_limit=plan.soft_time_limit,
+        time_limit=plan.time_limit,
+    )
+    job_log_state(job, created_by.get_username(), plan=plan.pk, spec=job.spec)
+    # The default binds this job's id: to on_commit the lambda is a hook of no arguments.
+    transaction.on_commit(cast(Callable[[], None], lambda job_id=job.pk: job_dispatch(job_id=job_id)), robust=True)
 
 
 def job_dispatch(*, job_id: int) -> None:
@@ -183,3 +196,80 @@ def job_dispatch(*, job_id: int) -> None:
             soft_time_limit=job.soft_time_limit,
             time_limit=job.time_limit,
         )
+
+
+# --- serving plans ------------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def serving_plan_create(
+    *,
+    created_by: User,
+    agents: list[Agent],
+    serving_job: dict[str, Any],
+    soft_time_limit: int = 1800,
+    time_limit: int | None = None,
+    name: str = "",
+) -> Plan:
+    """Store a serving plan and, for each agent, one QUEUED job per load level; dispatch each after commit.
+
+    One job per level keeps "one job, one run": each level is one document, held to its own job's fields (the
+    endpoint, the level's load, the deployment). An agent's levels share one sweep id, made here, so the runs
+    form one sweep in the registry whichever order they finish in. `serving_job` is the ServingSpec's JSON form
+    (runners/serving/spec.py); it is checked whole before anything is stored (400, the field's pointer under
+    /serving). An automatic sweep is refused: it chooses each level from the ones before it, so it cannot be
+    split into jobs planned ahead."""
+    spec = serving_spec_checked(serving_job)
+    hard = _hard_limit(agents, soft_time_limit, time_limit)
+    check_distinct({"agents": [a.pk for a in agents]})
+    _check_job_count(len(agents) * len(spec.load.loads))
+    plan = Plan.objects.create(
+        name=name,
+        runner="serving",
+        workload=spec.model[:100],
+        precisions=[],
+        batch_sizes=[None],
+        scenario="server",
+        options=spec.fields(),
+        soft_time_limit=soft_time_limit,
+        time_limit=hard,
+        created_by=created_by,
+        created_by_name=created_by.get_username(),
+    )
+    for agent in agents:
+        sweep_id = uuid.uuid4().hex
+        for level in range(len(spec.load.loads)):
+            job_spec = dataclasses.replace(spec, submitter=agent.name, sweep_id=sweep_id, level=level)
+            _queue_job(plan, agent, {"phase": "serving", **job_spec.fields()}, created_by)
+    return plan
+
+
+def serving_spec_checked(fields: dict[str, Any]) -> serving.ServingSpec:
+    """The plan's serving job as a ServingSpec, or 400 naming the field (pointer under /serving)."""
+    for name in JOB_SET_FIELDS:
+        if name in fields:
+            raise _serving_refused([_error(f"/{name}", "set-by-registry", "the registry sets it for each job")])
+    try:
+        spec = serving.from_fields(fields)
+    except serving.SpecInvalid as exc:
+        raise _serving_refused([_error(exc.pointer, "invalid", exc.message)]) from None
+    if spec.load.mode == "automatic":
+        why = "an automatic sweep picks each level from the ones before: list the loads (request-rate or concurrency)"
+        raise _serving_refused([_error("/load/mode", "not-plannable", why)])
+    problems = serving.unrunnable(spec)
+    if problems:
+        raise _serving_refused([_error("/deployment", "unrunnable", problem) for problem in problems])
+    return spec
+
+
+def _error(pointer: str, code: str, message: str) -> dict[str, str]:
+    return {"pointer": f"/serving{pointer}", "code": code, "message": message}
+
+
+def _serving_refused(errors: list[dict[str, str]]) -> RegistryError:
+    return RegistryError(
+        f"the serving job cannot run: {errors[0]['pointer']}: {errors[0]['message']}"
+        + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""),
+        code="invalid-plan",
+        errors=errors,
+    )

@@ -297,7 +297,13 @@ def schedule_create(
 def _check_new(
     plan: Plan, cron: str, agents: list[Agent], options: dict[str, Any], matrix: list[dict[str, Any]], webhook_url: str
 ) -> None:
-    """A new schedule's cron, agents, options and webhook address, checked in that order."""
+    """A new schedule's plan, cron, agents, options and webhook address, checked in that order."""
+    if plan.runner == "serving":  # its jobs are load levels of one sweep each, not one run to repeat into a series
+        raise RegistryError(
+            "a serving plan cannot be scheduled: its jobs are the levels of one load sweep; create a plan per sweep",
+            code="invalid-schedule",
+            errors=[{"pointer": "/plan", "code": "not-schedulable", "message": "runner serving"}],
+        )
     cron_parse(cron)
     if not agents:
         raise RegistryError(

@@ -1,7 +1,7 @@
 """One job from start to end, against any `JobRegistry`: the registry's HTTP API, or its services in-process.
 
-    claim (conditional, leased) -> start -> run the bundled runner -> submit the document (provenance.job and
-    provenance.agent filled) -> confirm
+    claim (conditional, leased) -> start -> run the bundled runner, or measure the serving level the job names
+    (runners.api.execute) -> submit the document (provenance.job and provenance.agent filled) -> confirm
 
 Safe to run twice for one job: a second claim of a finished job answers "gone" and nothing happens; a document
 for a job that already has a run is refused by the registry. The document of a claimed job is kept in memory
@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 import protocol
 
-from ..api import RunSpec, execute
+from ..api import JobSpec, execute, job_spec
 from ..client import RegistryError
 
 log = logging.getLogger(__name__)
@@ -115,13 +115,13 @@ def _measure(
     registry: JobRegistry,
     claim: Claim,
     claimant: str,
-    run: Callable[[RunSpec], dict[str, Any]],
+    run: Callable[[JobSpec], dict[str, Any]],
     timeout_errors: tuple[type[BaseException], ...],
 ) -> dict[str, Any] | JobOutcome:
     """Run the job's spec; on failure report it and return the outcome instead of a document."""
     try:
         registry.start(claim.job, claimant=claimant)
-        return with_provenance(run(RunSpec(**claim.spec)), job=claim.job, agent=claim.agent)
+        return with_provenance(run(job_spec(claim.spec)), job=claim.job, agent=claim.agent)
     except JobGone as exc:
         return JobOutcome(claim.job, "skipped", detail=str(exc))
     except timeout_errors as exc:
@@ -149,7 +149,7 @@ def run_job(
     claimant: str,
     lease_seconds: int = 120,
     heartbeat_every: float | None = None,
-    run: Callable[[RunSpec], dict[str, Any]] = execute,
+    run: Callable[[JobSpec], dict[str, Any]] = execute,
     timeout_errors: tuple[type[BaseException], ...] = (),
 ) -> JobOutcome:
     """Run one job end to end and say what became of it.
@@ -197,7 +197,7 @@ def _pending_or_measured(
     job_id: int,
     claim: Claim,
     claimant: str,
-    run: Callable[[RunSpec], dict[str, Any]],
+    run: Callable[[JobSpec], dict[str, Any]],
     timeout_errors: tuple[type[BaseException], ...],
 ) -> dict[str, Any] | JobOutcome:
     """The document measured earlier and not yet delivered, else a new measurement (kept until delivered)."""

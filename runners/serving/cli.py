@@ -18,12 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from . import deployment as deploy
-from .document import Sweep, file_name
+from .document import Context, file_name
 from .levels import Objectives
-from .loadgen import Target
-from .probe import public_url
-from .runner import LoadPlan, Refused, context, new_sweep, run_sync
-from .shapes import DISTRIBUTIONS, RequestShape, TokenLaw, read_prompts
+from .runner import LoadPlan, Refused, run_sync
+from .shapes import DISTRIBUTIONS, TokenLaw
+from .spec import ServingSpec
 
 
 def _floats(text: str) -> tuple[float, ...]:
@@ -79,14 +78,8 @@ def _deployment_arguments(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--data-parallel-attention", action=argparse.BooleanOptionalAction, default=None)
 
 
-def _shape(args: argparse.Namespace) -> RequestShape:
-    def law(side: str) -> TokenLaw:
-        values = [getattr(args, f"{side}_{key}") for key in ("tokens", "stdev", "dist", "min", "max")]
-        return TokenLaw(*values)
-
-    if args.prompts is not None:
-        return RequestShape(None, law("output"), args.prompts)
-    return RequestShape(law("input"), law("output"))
+def _law(args: argparse.Namespace, side: str) -> TokenLaw:
+    return TokenLaw(*(getattr(args, f"{side}_{key}") for key in ("tokens", "stdev", "dist", "min", "max")))
 
 
 def _plan(args: argparse.Namespace) -> LoadPlan:
@@ -97,22 +90,24 @@ def _plan(args: argparse.Namespace) -> LoadPlan:
     )  # fmt: skip
 
 
-def prepare(args: argparse.Namespace) -> tuple[Any, LoadPlan, Objectives]:
-    """(context, plan, objectives) from parsed arguments; ValueError says which argument is wrong."""
+def spec_from_args(args: argparse.Namespace) -> ServingSpec:
+    """The run the flags describe, as the ServingSpec an agent job would hold (runners/serving/spec.py).
+
+    ValueError (SpecInvalid names the field) for anything wrong; the deployment file's values give way to flags."""
     base = deploy.load(args.deployment) if args.deployment else deploy.Deployment()
-    deployment = base.merged(vars(args))
-    if args.arrival == "gamma" and args.burstiness is None:
-        raise ValueError("--arrival gamma needs --burstiness (the gamma shape k; 1 is Poisson)")
-    if args.burstiness is not None and (args.arrival != "gamma" or args.burstiness <= 0):
-        raise ValueError("--burstiness is a positive gamma shape, with --arrival gamma")
-    if args.prompts is not None:  # checked now: a bad file is refused before any load
-        read_prompts(args.prompts)
-    plan = _plan(args)
-    target = Target(public_url(args.endpoint), args.model, args.api, args.timeout)
-    sweep: Sweep = new_sweep(plan, args.arrival, args.burstiness)
-    ctx = context(target=target, deployment=deployment, shape=_shape(args), sweep=sweep,
-                  submitter=args.submitter, seed=args.seed)  # fmt: skip
-    return ctx, plan, Objectives(args.ttft_slo_ms, args.tpot_slo_ms, args.latency_slo_ms)
+    return ServingSpec(
+        endpoint=args.endpoint, model=args.model, load=_plan(args), deployment=base.merged(vars(args)),
+        input_tokens=None if args.prompts is not None else _law(args, "input"), output_tokens=_law(args, "output"),
+        prompts=str(args.prompts) if args.prompts is not None else None, api=args.api, timeout_s=args.timeout,
+        arrival=args.arrival, burstiness=args.burstiness,
+        objectives=Objectives(args.ttft_slo_ms, args.tpot_slo_ms, args.latency_slo_ms),
+        seed=args.seed, submitter=args.submitter,
+    )  # fmt: skip
+
+
+def prepare(args: argparse.Namespace) -> tuple[Context, LoadPlan, Objectives]:
+    """(context, plan, objectives) from parsed arguments; ValueError says which argument is wrong."""
+    return spec_from_args(args).prepare()
 
 
 def main(args: argparse.Namespace, submit: Any) -> int:

@@ -124,31 +124,58 @@ def _parse(path: Path) -> Any:
     kind = {".toml": "TOML", ".yaml": "YAML", ".yml": "YAML"}.get(path.suffix, "JSON")
     try:
         if kind == "TOML":
-            return tomllib.loads(text)
-        return yaml.safe_load(text) if kind == "YAML" else json.loads(text)
+            data = tomllib.loads(text)
+        else:
+            data = yaml.safe_load(text) if kind == "YAML" else json.loads(text)
     except (ValueError, tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
         raise ValueError(f"{path}: not valid {kind}: {exc}") from None
+    return data
 
 
 def load(path: Path) -> Deployment:
     """A deployment file; ValueError naming the file and key of anything unknown or mistyped."""
     data = _parse(path)
+    try:
+        return from_mapping(data)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+
+
+def from_mapping(data: Any) -> Deployment:
+    """A deployment in the file's layout (sections and keys as above), from a file or a plan's serving job.
+
+    ValueError naming the key of anything unknown or mistyped."""
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: the deployment must be a mapping")
+        raise ValueError("the deployment must be a mapping")
     by_key = {key: name for name, key in _FILE_KEYS.items()}
     values: dict[str, Any] = {}
     for key, value in _flatten(data):
         elsewhere = next((why for prefix, why in _IMPORT_ONLY.items() if f"{key}.".startswith(f"{prefix}.")), None)
         if elsewhere:
-            raise ValueError(f"{path}: {key} is read by `benchreg import serving` only: {elsewhere}")
+            raise ValueError(f"{key} is read by `benchreg import serving` only: {elsewhere}")
         if key not in by_key:
-            raise ValueError(f"{path}: unknown key {key!r} (known: {', '.join(sorted(by_key))})")
+            raise ValueError(f"unknown key {key!r} (known: {', '.join(sorted(by_key))})")
         name = by_key[key]
         wanted = _TYPES.get(name, (str,))
         if not isinstance(value, wanted) or (isinstance(value, bool) and bool not in wanted):
-            raise ValueError(f"{path}: {key} must be {' or '.join(t.__name__ for t in wanted)}, not {value!r}")
+            raise ValueError(f"{key} must be {' or '.join(t.__name__ for t in wanted)}, not {value!r}")
         values[name] = value
     return Deployment(**values)
+
+
+def to_mapping(deployment: Deployment) -> dict[str, Any]:
+    """The deployment in the file's layout, stated fields only: what `from_mapping` reads back."""
+    out: dict[str, Any] = {}
+    for name, key in _FILE_KEYS.items():
+        value = getattr(deployment, name)
+        if value is None:
+            continue
+        *sections, last = key.split(".")
+        node = out
+        for section in sections:
+            node = node.setdefault(section, {})
+        node[last] = value
+    return out
 
 
 def _flatten(data: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
@@ -159,3 +186,14 @@ def _flatten(data: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
         else:
             out.append((f"{prefix}{key}", value))
     return out
+
+
+def stated_fields(deployment: Deployment) -> dict[str, Any]:
+    """Where each stated required fact (and the quantisation method) lands in a run's document, by JSON pointer:
+    what a document measured under this deployment must say."""
+    pointers = {**_REQUIRED, "quantization_method": "/precision/quantization/method"}
+    return {
+        pointer: getattr(deployment, name)
+        for name, pointer in pointers.items()
+        if getattr(deployment, name) is not None
+    }

@@ -37,12 +37,16 @@ class Refused(Exception):
 
     def __init__(self, reasons: list[str]) -> None:
         self.reasons = reasons
-        super().__init__("; ".join(reasons))
+        super().__init__("refused before any load was sent: " + "; ".join(reasons))
 
 
 @dataclass(frozen=True)
 class LoadPlan:
-    """mode "request-rate" (loads in req/s), "concurrency" (users) or "automatic" (rates from start × factor^i)."""
+    """mode "request-rate" (loads in req/s), "concurrency" (users) or "automatic" (rates from start × factor^i).
+
+    `only`: measure level `only` of `loads` and no other (an agent job is one level of a planned sweep); the
+    level keeps its index, so its sweep index and its seed are the ones the whole sweep would give it.
+    """
 
     mode: str
     loads: tuple[float, ...] = ()
@@ -52,6 +56,7 @@ class LoadPlan:
     start: float = 1.0
     factor: float = 1.5
     max_levels: int = 12
+    only: int | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in ("request-rate", "concurrency", "automatic"):
@@ -66,6 +71,10 @@ class LoadPlan:
             raise ValueError(f"requests per level: {rules.MIN_WINDOW_ITERATIONS} <= min <= max <= 1,000,000")
         if self.duration_s < rules.MIN_WINDOW_SECONDS:
             raise ValueError(f"a level's schedule lasts at least {rules.MIN_WINDOW_SECONDS:g} s (--duration)")
+        if self.only is not None and self.mode == "automatic":
+            raise ValueError("an automatic sweep chooses each level from the ones before it: it runs whole")
+        if self.only is not None and not 0 <= self.only < len(self.loads):
+            raise ValueError(f"a level is the index of one of the {len(self.loads)} loads, not {self.only!r}")
 
     @property
     def open_loop(self) -> bool:
@@ -105,9 +114,10 @@ def _stop(level: Level, best: Level | None, plan: LoadPlan) -> str | None:
     return None
 
 
-def new_sweep(plan: LoadPlan, arrival: str, burstiness: float | None) -> Sweep:
+def new_sweep(plan: LoadPlan, arrival: str, burstiness: float | None, sweep_id: str | None = None) -> Sweep:
+    """The sweep's identity: `sweep_id` when a plan gave one (its levels run as separate jobs), else a new one."""
     levels = None if plan.mode == "automatic" else len(plan.loads)
-    return Sweep(uuid.uuid4().hex, plan.mode, levels, arrival, burstiness)
+    return Sweep(sweep_id or uuid.uuid4().hex, plan.mode, levels, arrival, burstiness)
 
 
 async def run(
@@ -119,7 +129,7 @@ async def run(
     except probe.EndpointError as exc:
         raise Refused([str(exc)]) from None
     mode = "request-rate" if plan.open_loop else "concurrency"
-    first = plan.start if plan.mode == "automatic" else plan.loads[0]
+    first = plan.start if plan.mode == "automatic" else plan.loads[plan.only or 0]
     errors = skeleton_errors(ctx, info, mode, first, objectives.section())
     if errors:
         raise Refused(errors)
@@ -147,6 +157,8 @@ async def _levels(
     best: Level | None = None
     async with client(ctx.target, 2) as http:
         for index, load in enumerate(loads):
+            if plan.only is not None and index != plan.only:
+                continue
             load = round(load, 4) if plan.open_loop else load
             before = await probe.metrics(http)
             level = Level(mode, load, await _measure(ctx, plan, load, index), objectives)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.test import Client
 
 from registry.celery import app
 from registry.choices import JobStatus
@@ -26,6 +27,7 @@ from runners.agent import credentials
 from runners.agent.credentials import Credential
 from tests.conftest import ROOT
 from tests.registry.agents.conftest import enrol, make_plan
+from tests.registry.agents.test_serving_jobs import serving_job
 
 BROKER = os.environ.get("BENCHREG_TEST_BROKER_URL", "")
 
@@ -171,3 +173,27 @@ def test_a_worker_killed_mid_job_leaves_exactly_one_run(enrolled: tuple[Agent, W
     assert job.status == JobStatus.SUBMITTED, job.last_error
     assert job.attempts >= 2  # claimed again after the first worker's lease lapsed
     assert Submission.objects.count() == 1 and job.run == Submission.objects.get()
+
+
+def test_a_real_worker_measures_a_planned_serving_sweep_shown_on_the_run_page(
+    enrolled: tuple[Agent, Workers], api: Any, user: Any, endpoint: Callable[..., str]
+) -> None:
+    """The plan (over the API) names the real simulated endpoint; the agent process takes each level's job."""
+    agent, workers = enrolled
+    workers.start()
+    url = endpoint("--ttft-ms", "20", "--itl-ms", "5", "--capacity", "64")
+    body = {"agents": [agent.name], "runner": "serving", "serving": serving_job(url), "soft_time_limit": 120}
+    response = api.post("/api/v1/plans", body, format="json")
+    assert response.status_code == 201, response.json()
+    jobs = list(Job.objects.filter(plan_id=response.json()["id"]).order_by("id"))
+    for job in jobs:
+        wait_for(lambda job=job: job_status(job.pk) in JobStatus.final(), 120, f"job {job.pk}", workers.log)
+        job.refresh_from_db()
+        assert job.status == JobStatus.SUBMITTED, job.last_error
+    runs = [job.run for job in jobs]
+    assert [r.document["scenario"]["sweep"]["index"] for r in runs] == [0, 1]
+    assert {r.document["scenario"]["sweep"]["id"] for r in runs} == {jobs[0].spec["sweep_id"]}
+    client = Client()
+    client.force_login(user)
+    page = client.get(f"/runs/{runs[0].pk}/").content.decode()
+    assert "Load sweep" in page and f"#{runs[1].pk}" in page and "2 stored runs" in page

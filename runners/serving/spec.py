@@ -1,0 +1,259 @@
+"""ServingSpec: one serving run as a frozen value, what `benchreg run serving` parses and what an agent job holds.
+
+Both reach the runner through `ServingSpec.prepare()` (runners/serving/runner.py measures), so an agent job
+measures exactly what the command would. The JSON form a plan states (docs/serving.md, "As an agent job"):
+
+    {"endpoint": "http://10.0.0.5:8000", "model": "meta-llama/Llama-3.1-8B-Instruct", "api": "chat",
+     "input_tokens": {"mean": 1024}, "output_tokens": {"mean": 256},
+     "load": {"mode": "request-rate", "loads": [1, 2, 4], "duration_s": 60},
+     "objectives": {"ttft_ms": 2000, "tpot_ms": 100},
+     "deployment": {"system": {"accelerators": {"vendor": "NVIDIA", "model": "H100 SXM", "count": 8}}, ...}}
+
+`from_fields` reads it, refusing every unknown, missing or mistyped field with its JSON pointer (SpecInvalid);
+`fields()` writes it back. An agent job adds `sweep_id` (the plan's, shared by the sweep's jobs) and `level`
+(the one load of `load.loads` the job measures).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import types
+import typing
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from . import deployment as deploy
+from .deployment import Deployment
+from .document import Context, skeleton_errors
+from .levels import Objectives
+from .loadgen import Target
+from .probe import EndpointInfo, public_url
+from .runner import LoadPlan, context, new_sweep, run_sync
+from .shapes import RequestShape, TokenLaw, read_prompts
+
+APIS = ("chat", "completions")
+ARRIVALS = ("poisson", "gamma")
+# The command's defaults (runners/serving/cli.py): 512 input and 128 output tokens a request, no objective.
+DEFAULT_INPUT = TokenLaw(512)
+DEFAULT_OUTPUT = TokenLaw(128)
+NO_OBJECTIVES = Objectives()
+
+
+class SpecInvalid(ValueError):
+    """A field of a serving spec is wrong: `pointer` (JSON pointer into the spec) and why."""
+
+    def __init__(self, pointer: str, message: str) -> None:
+        self.pointer, self.message = pointer, message
+        super().__init__(f"{pointer or '/'}: {message}")
+
+
+@dataclass(frozen=True)
+class ServingSpec:
+    """An endpoint, its request shape, the load, the objectives and the deployment the endpoint cannot tell."""
+
+    endpoint: str
+    model: str
+    load: LoadPlan
+    deployment: Deployment
+    input_tokens: TokenLaw | None = DEFAULT_INPUT  # None with `prompts`
+    output_tokens: TokenLaw = DEFAULT_OUTPUT
+    prompts: str | None = None  # a JSONL file of prompts, on the machine that runs the spec
+    api: str = "chat"
+    timeout_s: float = 300.0
+    arrival: str = "poisson"
+    burstiness: float | None = None
+    objectives: Objectives = NO_OBJECTIVES
+    seed: int = 1234
+    submitter: str = "local"
+    sweep_id: str | None = None  # a planned sweep's id; None: a new one for this run
+    level: int | None = None  # an agent job's one level (index into load.loads); None: every level
+
+    def __post_init__(self) -> None:
+        _checked("/endpoint", public_url, self.endpoint)
+        if not 1 <= len(self.model) <= 200:
+            raise SpecInvalid("/model", "the served model's name, as /v1/models lists it (1 to 200 characters)")
+        if self.api not in APIS:
+            raise SpecInvalid("/api", f"one of {', '.join(APIS)}, not {self.api!r}")
+        if not (math.isfinite(self.timeout_s) and 0 < self.timeout_s <= 3600):
+            raise SpecInvalid(
+                "/timeout_s", f"seconds one request may take, above 0 and at most 3600, not {self.timeout_s!r}"
+            )
+        self._check_arrival()
+        if (self.prompts is None) == (self.input_tokens is None):
+            raise SpecInvalid(
+                "/input_tokens", "give input_tokens (synthetic prompts) or prompts (a JSONL file), not both"
+            )
+        if self.sweep_id is not None and not 1 <= len(self.sweep_id) <= 100:
+            raise SpecInvalid("/sweep_id", "1 to 100 characters")
+        _checked("/level", lambda level: replace(self.load, only=level), self.level)
+
+    def _check_arrival(self) -> None:
+        if self.arrival not in ARRIVALS:
+            raise SpecInvalid("/arrival", f"one of {', '.join(ARRIVALS)}, not {self.arrival!r}")
+        if self.arrival == "gamma" and self.burstiness is None:
+            raise SpecInvalid("/burstiness", "arrival gamma needs burstiness (the gamma shape k; 1 is Poisson)")
+        if self.burstiness is not None and (self.arrival != "gamma" or not self.burstiness > 0):
+            raise SpecInvalid("/burstiness", "a positive gamma shape, with arrival gamma")
+
+    def shape(self) -> RequestShape:
+        if self.prompts is not None:
+            return RequestShape(None, self.output_tokens, Path(self.prompts))
+        return RequestShape(self.input_tokens, self.output_tokens)
+
+    def prepare(self) -> tuple[Context, LoadPlan, Objectives]:
+        """What the runner takes (context, load plan, objectives). A prompt file is read now: a missing or bad
+        one is refused (ValueError, OSError) before any load is sent."""
+        if self.prompts is not None:
+            read_prompts(Path(self.prompts))
+        plan = replace(self.load, only=self.level)
+        target = Target(public_url(self.endpoint), self.model, self.api, self.timeout_s)
+        sweep = new_sweep(plan, self.arrival, self.burstiness, self.sweep_id)
+        ctx = context(target=target, deployment=self.deployment, shape=self.shape(), sweep=sweep,
+                      submitter=self.submitter, seed=self.seed)  # fmt: skip
+        return ctx, plan, self.objectives
+
+    def fields(self) -> dict[str, Any]:
+        """The JSON form (`from_fields` reads it back)."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        for name in ("load", "input_tokens", "output_tokens", "objectives"):
+            out[name] = dataclasses.asdict(out[name]) if out[name] is not None else None
+        out["load"]["loads"] = list(out["load"]["loads"])
+        out["load"].pop("only")  # the job's `level` says it
+        out["deployment"] = deploy.to_mapping(self.deployment)
+        return out
+
+
+def _checked(pointer: str, check: typing.Callable[[Any], Any], value: Any) -> None:
+    try:
+        check(value)
+    except ValueError as exc:
+        raise SpecInvalid(pointer, str(exc)) from None
+
+
+def measure_level(spec: ServingSpec) -> dict[str, Any]:
+    """Measure the one level an agent job names and return its document, through the command's own path.
+
+    Raises runner.Refused (with every reason) when the run cannot start: nothing is sent, nothing written."""
+    if spec.level is None:
+        raise SpecInvalid("/level", "an agent job measures one level of its sweep: give its index")
+    documents: list[dict[str, Any]] = []
+    run_sync(*spec.prepare(), documents.append)
+    assert len(documents) == 1, "one level, one document"
+    return documents[0]
+
+
+def unrunnable(spec: ServingSpec) -> list[str]:
+    """What stops the spec's documents from passing the protocol, found without the endpoint (a plan checks this
+    before it stores anything): "pointer: why" each, by the skeleton check the runner makes before load.
+
+    Not checked here, because only the machine that runs it can: the endpoint (reached, lists the model,
+    streams), a prompt file (on that machine; a synthetic shape stands in), and an engine version left to the
+    endpoint's /version (vLLM's; a run whose endpoint does not tell it is refused there, before any load)."""
+    shape = spec.shape() if spec.prompts is None else RequestShape(DEFAULT_INPUT, spec.output_tokens)
+    plan = replace(spec.load, only=spec.level)
+    target = Target(public_url(spec.endpoint), spec.model, spec.api, spec.timeout_s)
+    ctx = context(target=target, deployment=spec.deployment, shape=shape,
+                  sweep=new_sweep(plan, spec.arrival, spec.burstiness, spec.sweep_id), submitter=spec.submitter,
+                  seed=spec.seed)  # fmt: skip
+    told = None if spec.deployment.engine_version else "told by the endpoint"
+    mode = "concurrency" if spec.load.mode == "concurrency" else "request-rate"
+    first = spec.load.start if spec.load.mode == "automatic" else spec.load.loads[spec.level or 0]
+    return skeleton_errors(ctx, EndpointInfo([spec.model], told, None), mode, first, spec.objectives.section())
+
+
+# --- the JSON form -----------------------------------------------------------------------------------------
+
+
+def from_fields(data: Any) -> ServingSpec:
+    """A ServingSpec from its JSON form; SpecInvalid names the first wrong field by JSON pointer."""
+    if isinstance(data, dict) and data.get("prompts") is not None and "input_tokens" not in data:
+        data = {**data, "input_tokens": None}  # a prompt file replaces the synthetic input law
+    spec = _build(ServingSpec, data, "")
+    assert isinstance(spec, ServingSpec)
+    return spec
+
+
+_SCALARS: dict[Any, tuple[type, ...]] = {float: (int, float), int: (int,), str: (str,), bool: (bool,)}
+
+
+def _build(kind: type, data: Any, pointer: str) -> Any:
+    """`kind` (a dataclass) from a JSON object: unknown and missing fields refused, each value type-checked."""
+    if not isinstance(data, dict):
+        raise SpecInvalid(pointer, "must be an object")
+    known = {f.name: f for f in dataclasses.fields(kind) if f.name != "only"}
+    hints = typing.get_type_hints(kind)
+    for name in data:
+        if name not in known:
+            raise SpecInvalid(f"{pointer}/{name}", f"unknown field (known: {', '.join(known)})")
+    for name, f in known.items():
+        if name not in data and f.default is dataclasses.MISSING:
+            raise SpecInvalid(f"{pointer}/{name}", "required")
+    values = {name: _value(value, hints[name], f"{pointer}/{name}") for name, value in data.items()}
+    try:
+        return kind(**values)
+    except SpecInvalid as exc:
+        raise SpecInvalid(pointer + exc.pointer, exc.message) from None
+    except (TypeError, ValueError) as exc:
+        raise SpecInvalid(pointer, str(exc)) from None
+
+
+def _value(value: Any, hint: Any, pointer: str) -> Any:
+    """`value` checked against the field's type hint (X | None, tuple[float, ...], a dataclass, a scalar)."""
+    if typing.get_origin(hint) in (types.UnionType, typing.Union):
+        if value is None:
+            return None
+        hint = next(a for a in typing.get_args(hint) if a is not type(None))
+    if hint is Deployment:
+        return _checked_deployment(value, pointer)
+    if dataclasses.is_dataclass(hint):
+        return _build(typing.cast(type, hint), value, pointer)
+    if typing.get_origin(hint) is tuple:
+        if not isinstance(value, list):
+            raise SpecInvalid(pointer, "must be a list")
+        return tuple(_value(v, typing.get_args(hint)[0], f"{pointer}/{i}") for i, v in enumerate(value))
+    wanted = _SCALARS[hint]
+    if not isinstance(value, wanted) or (isinstance(value, bool) and bool not in wanted):
+        raise SpecInvalid(pointer, f"must be {' or '.join(t.__name__ for t in wanted)}, not {value!r}")
+    return value
+
+
+def _checked_deployment(value: Any, pointer: str) -> Deployment:
+    try:
+        return deploy.from_mapping(value)
+    except ValueError as exc:
+        raise SpecInvalid(pointer, str(exc)) from None
+
+
+# --- what a run of it must state -----------------------------------------------------------------------------
+
+
+def expected_fields(spec: ServingSpec) -> dict[str, Any]:
+    """What the document of an agent job's level must state, by JSON pointer (the registry holds the run to it:
+    the endpoint, the load, the sweep, the request shape, the objectives and every stated deployment fact)."""
+    open_loop = spec.load.mode != "concurrency"
+    out: dict[str, Any] = {
+        "/phase": "inference",
+        "/scenario/kind": "server",
+        "/scenario/arrival": spec.arrival if open_loop else "closed-loop",
+        "/scenario/latency_slo_ms": spec.objectives.section(),
+        "/scenario/sweep/mode": spec.load.mode,
+        "/software/serving/endpoint": public_url(spec.endpoint),
+        "/software/serving/model": spec.model,
+        "/software/serving/api": spec.api,
+        "/workload/request_shape/output_tokens": spec.output_tokens.section(),
+    }
+    if spec.input_tokens is not None:
+        out["/workload/request_shape/input_tokens"] = spec.input_tokens.section()
+    if spec.sweep_id is not None:
+        out["/scenario/sweep/id"] = spec.sweep_id
+    if spec.level is not None:
+        load = spec.load.loads[spec.level]
+        out["/scenario/sweep/index"] = spec.level
+        out["/scenario/sweep/levels"] = len(spec.load.loads)
+        out["/scenario/target_qps" if open_loop else "/scenario/concurrency"] = (
+            round(load, 4) if open_loop else int(load)
+        )
+    out.update(deploy.stated_fields(spec.deployment))
+    return out

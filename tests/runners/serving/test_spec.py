@@ -1,0 +1,59 @@
+"""ServingSpec: the command's flags and an agent job's JSON are one value; its JSON form is refused by pointer."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from protocol.errors import value_at
+from runners.api import execute, expected_fields, job_spec
+from runners.serving.cli import add_arguments, spec_from_args
+from runners.serving.spec import SpecInvalid, from_fields
+from tests.runners.serving.test_cli import DEPLOYMENT
+
+
+def _args(*extra: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    parser.add_argument("--submitter", default="local")
+    return parser.parse_args(["--model", "simulated", *extra, *DEPLOYMENT])
+
+
+def test_the_commands_spec_survives_the_json_an_agent_job_holds() -> None:
+    args = _args("--endpoint", "http://gpu:8000", "--request-rates", "1,2.5", "--arrival", "gamma", "--burstiness",
+                 "0.5", "--input-dist", "normal", "--input-stdev", "30", "--ttft-slo-ms", "900")  # fmt: skip
+    spec = spec_from_args(args)
+    assert from_fields(spec.fields()) == spec
+    assert job_spec({"phase": "serving", **spec.fields()}) == spec
+
+
+@pytest.mark.parametrize(
+    ("change", "pointer"),
+    [
+        ({"load": {"mode": "concurrency", "loads": [1.5]}}, "/load"),
+        ({"load": {"mode": "request-rate", "loads": [1], "extra": 1}}, "/load/extra"),
+        ({"output_tokens": {"mean": True}}, "/output_tokens/mean"),
+        ({"arrival": "gamma"}, "/burstiness"),
+        ({"prompts": "p.jsonl", "input_tokens": {"mean": 4}}, "/input_tokens"),
+        ({"deployment": []}, "/deployment"),
+        ({"sweep_id": ""}, "/sweep_id"),
+    ],
+)
+def test_a_wrong_field_is_refused_by_its_pointer(change: dict[str, object], pointer: str) -> None:
+    fields = {"endpoint": "http://gpu:8000", "model": "m", "load": {"mode": "request-rate", "loads": [1]},
+              "deployment": {}, **change}  # fmt: skip
+    with pytest.raises(SpecInvalid) as refused:
+        from_fields(fields)
+    assert refused.value.pointer == pointer, str(refused.value)
+
+
+def test_a_measured_level_states_every_field_its_job_fixes(endpoint) -> None:  # type: ignore[no-untyped-def]
+    url = endpoint("--ttft-ms", "20", "--itl-ms", "5", "--capacity", "64")
+    spec = spec_from_args(_args("--endpoint", url, "--request-rates", "4,12", "--duration", "2",
+                                "--min-requests", "10", "--input-tokens", "8", "--output-tokens", "4"))  # fmt: skip
+    job = from_fields({**spec.fields(), "sweep_id": "planned-sweep", "level": 1})
+    document = execute(job)
+    assert document["scenario"]["sweep"]["index"] == 1 and document["scenario"]["target_qps"] == 12
+    expected = expected_fields(job)
+    assert {p: value_at(document, p) for p in expected} == expected
