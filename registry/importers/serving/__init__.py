@@ -1,4 +1,4 @@
-"""Result files of serving benchmark tools (aiperf; guidellm and vLLM's `bench serve` are not read yet) as protocol 1.2
+"""Result files of serving benchmark tools (aiperf, vLLM's `bench serve`; guidellm is not read yet) as protocol 1.2
 load levels, one run document per level, the levels of one tool run sharing `scenario.sweep.id`.
 
 Plain Python, no Django: `parse` reads every file, checks it and builds every document, or raises ServingImportError
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import aiperf, inferencex
+from . import aiperf, inferencex, vllm_bench
 from .deployment import Deployment, check_complete, load
 from .errors import ServingImportError
 from .levels import Level, document, sweep_ids
@@ -76,6 +76,8 @@ def _read(path: Path) -> Level:
         level = aiperf.read(path, data, raw)
         inferencex.cross_check(level, data, inferencex.records_for(path))
         return level
+    if isinstance(data, dict) and vllm_bench.is_vllm(data):
+        return vllm_bench.read(path, data, raw)
     raise ServingImportError(
         "not a result file of a known tool (aiperf's profile_export_aiperf.json: aiperf_version and input_config)",
         where=where,

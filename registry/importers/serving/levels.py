@@ -38,6 +38,7 @@ class Level:
     dataset: str | None
     group: str  # levels of one tool run share it (the run's settings without the load)
     request_shape: dict[str, Any] | None = None
+    burstiness: float | None = None  # the gamma shape of the arrivals, where the tool states it
     stated: dict[str, Any] = field(default_factory=dict)  # deployment facts the files state (harness records)
     fields: dict[str, str] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
@@ -112,6 +113,8 @@ def document(level: Level, deployment: Deployment, sweep: tuple[str, int, int], 
             "arrival": level.arrival,
             "target_qps": level.target_qps,
             "concurrency": level.concurrency,
+            # only where the tool states it, so documents of tools that do not (and their digests) are unchanged
+            **({"burstiness": level.burstiness} if level.burstiness is not None else {}),
             "sweep": {"id": sweep_id, "index": index, "levels": count, "mode": level.mode, "stop_reason": None},
         },
         "precision": _precision(level, deployment),

@@ -2,8 +2,8 @@
 division, a submitter or one system, or a folder holding several rounds, each imported on its own) through the
 normal validation path, with a progress bar, a summary and a per-file report.
 
-`benchreg import serving FILE...`: import the result files of serving benchmark tools (aiperf), one run per load
-level, with the deployment they do not describe from --deployment FILE and flags (docs/serving.md)."""
+`benchreg import serving FILE...`: import the result files of serving benchmark tools (aiperf, vLLM's bench serve),
+one run per load level, with the deployment they do not describe from --deployment FILE and flags (docs/serving.md)."""
 
 from __future__ import annotations
 
@@ -45,7 +45,8 @@ class Command(BaseCommand):
             nargs="+",
             help="mlperf: a results repository, division, submitter or system folder, or a folder holding several "
             "rounds (one; each round imported on its own, its suite and round from its contents and its folder's "
-            "name); serving: result files or folders holding aiperf's profile_export_aiperf.json",
+            "name); serving: result files (aiperf's, vLLM bench serve's) or folders holding aiperf's "
+            "profile_export_aiperf.json",
         )
         parser.add_argument(
             "--deployment", type=Path, help="serving: a YAML or JSON description of the deployment (docs/serving.md)"
