@@ -76,7 +76,8 @@ def read(path: Path, data: dict[str, Any], raw: bytes) -> Level:
     )
     fields: dict[str, str] = {}
     notes: dict[str, str] = {f"metadata.{k}": v for k, v in metadata.items()}
-    mode, concurrency, rate, arrival = _load(data, where, name, fields, notes)
+    mode, concurrency, rate, arrival, burstiness = _load(data, where, name, fields, notes)
+    _check_window(data, where)
     detail = _detail(data, where) if "errors" in data else None
     metrics = _metrics(data, where, name, detail, fields, notes)
     return Level(
@@ -88,7 +89,7 @@ def read(path: Path, data: dict[str, Any], raw: bytes) -> Level:
         concurrency=concurrency,
         target_qps=rate,
         arrival=arrival,
-        burstiness=float(data["burstiness"]),
+        burstiness=burstiness,
         model=data["model_id"],
         api=api,
         streaming=True,
@@ -142,25 +143,42 @@ def _check_shape(data: dict[str, Any], where: str) -> dict[str, str]:
 
 def _load(
     data: dict[str, Any], where: str, name: str, fields: dict[str, str], notes: dict[str, str]
-) -> tuple[str, int | None, float | None, str]:
-    """(mode, concurrency, target_qps, arrival) from request_rate, burstiness and max_concurrency."""
+) -> tuple[str, int | None, float | None, str, float | None]:
+    """(mode, concurrency, target_qps, arrival, burstiness) from request_rate, burstiness and max_concurrency; the
+    gamma shape belongs to the arrivals of a rate only (closed-loop users send when their last answer came)."""
     rate, cap, shape = data["request_rate"], data["max_concurrency"], float(data["burstiness"])
     if not math.isfinite(shape) or shape <= 0:
         raise ServingImportError(f"burstiness {shape!r} is no gamma shape (a positive number)", where=where)
-    fields["/scenario/burstiness"] = f"{name}: burstiness"
     if rate == "inf" and isinstance(cap, int) and cap >= 1:
         fields["/scenario/concurrency"] = f"{name}: max_concurrency (request_rate inf)"
-        return "concurrency", cap, None, "closed-loop"
+        return "concurrency", cap, None, "closed-loop", None
     if isinstance(rate, NUMBER) and math.isfinite(rate) and rate > 0:
         fields["/scenario/target_qps"] = f"{name}: request_rate"
+        fields["/scenario/burstiness"] = f"{name}: burstiness"
         if cap is not None:
             notes["max_concurrency"] = f"{cap}: at most this many requests in flight; the offered load is the rate"
-        return "request-rate", None, float(rate), "poisson" if shape == 1 else "gamma"
+        return "request-rate", None, float(rate), "poisson" if shape == 1 else "gamma", shape
     raise ServingImportError(
         f"request_rate {rate!r} with max_concurrency {cap!r}: every request was sent at once, so the offered load "
         "is neither a rate nor a concurrency",
         where=where,
     )
+
+
+def _check_window(data: dict[str, Any], where: str) -> None:
+    """The protocol's least measurement window, refused here by field rather than after the parse."""
+    if data["duration"] < rules.MIN_WINDOW_SECONDS:
+        raise ServingImportError(
+            f"duration {data['duration']:.3g} s: the protocol needs a measurement window of at least "
+            f"{rules.MIN_WINDOW_SECONDS:g} s (run more prompts at this load)",
+            where=where,
+        )
+    if data["completed"] < rules.MIN_WINDOW_ITERATIONS:
+        raise ServingImportError(
+            f"completed {data['completed']}: the protocol needs at least {rules.MIN_WINDOW_ITERATIONS} completed "
+            "requests in a level",
+            where=where,
+        )
 
 
 def _group(data: dict[str, Any], mode: str, metadata: dict[str, str]) -> str:
@@ -207,8 +225,6 @@ def _metrics(
     notes: dict[str, str],
 ) -> dict[str, Any]:
     completed, failed = data["completed"], data["failed"]
-    if completed < 1:
-        raise ServingImportError(f"completed is {completed}: no request completed, nothing was measured", where=where)
     if data["num_prompts"] != completed + failed:
         notes["num_prompts"] = (
             f"num_prompts {data['num_prompts']} but completed {completed} + failed {failed}: vLLM sent "

@@ -21,6 +21,7 @@ FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "serving" / "vllm-
 RATES = FIXTURES / "rate-sweep"
 CONCURRENCY = FIXTURES / "concurrency-sweep"
 FAILURES = FIXTURES / "failures" / "gamma-8qps-lora-missing.json"
+SHORT = FIXTURES / "short-window" / "concurrency-16-16-prompts.json"
 SHAPE = {"kind": "fixed", "input_tokens": {"mean": 32}, "output_tokens": {"mean": 16}, "turns": "single"}
 DEPLOYMENT: dict[str, Any] = {
     "system": {"accelerators": {"vendor": "NVIDIA", "model": "H100", "count": 1}},
@@ -113,6 +114,8 @@ def test_the_concurrency_sweep_imports_as_closed_loop_levels(tmp_path, user):
         vllm = json.loads((CONCURRENCY / f"concurrency-{doc['scenario']['concurrency']}.json").read_text())
         assert protocol.errors(doc) == []
         assert (doc["scenario"]["arrival"], doc["scenario"]["sweep"]["mode"]) == ("closed-loop", "concurrency")
+        assert "burstiness" not in doc["scenario"]  # a gamma shape belongs to the arrivals of a rate only
+        assert doc["metrics"]["requests"]["sent"] == vllm["num_prompts"] == 16 * doc["scenario"]["concurrency"]
         assert doc["software"]["serving"]["api"] == "chat"
         assert doc["metrics"]["ttft_ms"]["p50"] == vllm["median_ttft_ms"]
         assert "latency_ms" not in doc["metrics"]  # vLLM's default --percentile-metrics has no e2el
@@ -140,7 +143,7 @@ def test_failed_requests_are_counted_never_dropped(tmp_path, user):
 
 
 def test_every_fixture_in_one_command_makes_three_sweeps_and_again_nothing_new(tmp_path, user):
-    files = sorted(FIXTURES.rglob("*.json"))
+    files = [*RATES.glob("*.json"), *CONCURRENCY.glob("*.json"), FAILURES]
     run_import(tmp_path, *files)
     first = {r.digest for r in Submission.objects.all()}
     run_import(tmp_path, *files)
@@ -168,6 +171,7 @@ def altered(tmp_path: Path, source: Path, change: Any) -> Path:
         (FAILURES, lambda d: d["errors"].__setitem__(0, "boom"), "errors has 29 empty entries"),
         (RATES / "rate-4qps.json", lambda d: d.update(total_output_tokens=1), "the sum of output_lens is 1280"),
     ],
+    ids=["unknown-key", "no-failed", "embeddings", "inf-rate-no-cap", "ramp-up", "ttfts", "errors", "token-total"],
 )
 def test_a_file_of_another_shape_or_disagreeing_with_itself_is_refused_and_nothing_stored(
     tmp_path, user, source, change, words
@@ -191,6 +195,14 @@ def test_a_file_of_another_shape_or_disagreeing_with_itself_is_refused_and_nothi
 def test_what_vllm_does_not_record_is_asked_of_the_deployment(tmp_path, user, missing, words):
     with pytest.raises(CommandError, match=words):
         run_import(tmp_path, RATES / "rate-4qps.json", **{missing: None})
+    assert Submission.objects.count() == 0
+
+
+def test_a_level_shorter_than_the_protocols_window_is_refused_by_its_duration(tmp_path, user):
+    vllm = json.loads(SHORT.read_text())
+    assert vllm["duration"] < 1
+    with pytest.raises(CommandError, match=r"duration .* s: the protocol needs a measurement window of at least 1 s"):
+        run_import(tmp_path, *CONCURRENCY.glob("*.json"), SHORT)
     assert Submission.objects.count() == 0
 
 
