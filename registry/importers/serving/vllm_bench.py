@@ -322,7 +322,7 @@ def _distribution(
     the count cannot support (protocol rules) are left out, and those with no protocol field are noted."""
     if f"mean_{metric}_ms" not in data:
         return None  # not among the run's --percentile-metrics
-    if counted is None:
+    if counted is None or counted[0] < 1:  # no gap or no request of two tokens: no distribution to state
         if metric == "itl":
             notes["itl_ms"] = (
                 "not imported: vLLM's ITL times the gaps between stream chunks (a chunk may hold several tokens, "

@@ -14,6 +14,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 import protocol
+from protocol.serving.frontier import frontier
+from protocol.serving.levels import levels
 from registry.models import Submission
 
 pytestmark = pytest.mark.django_db
@@ -102,6 +104,11 @@ def test_the_rate_sweep_imports_whole_with_every_figure_from_its_field(tmp_path,
         assert "itl_ms" not in metrics
         assert "not imported" in doc["provenance"]["origin"]["unparsed"]["itl_ms"]
         assert "from the moment it sends" in doc["provenance"]["origin"]["unparsed"]["ttft_ms"]
+    # the sweep reaches the frontier: every level has tokens/s per user and throughput per accelerator
+    placed = levels([r.document for r in runs])
+    assert [lv.load for lv in placed] == [4.0, 8.0, 16.0]
+    assert all(lv.per_user.value is not None and lv.per_accelerator.value is not None for lv in placed)
+    assert frontier(placed)
 
 
 def test_the_concurrency_sweep_imports_as_closed_loop_levels(tmp_path, user):
