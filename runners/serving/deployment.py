@@ -122,14 +122,11 @@ def _parse(path: Path) -> Any:
         raise ValueError(f"{path}: over {MAX_FILE_BYTES} bytes")
     text = path.read_text(encoding="utf-8")
     kind = {".toml": "TOML", ".yaml": "YAML", ".yml": "YAML"}.get(path.suffix, "JSON")
+    read = {"TOML": tomllib.loads, "YAML": yaml.safe_load, "JSON": json.loads}[kind]
     try:
-        if kind == "TOML":
-            data = tomllib.loads(text)
-        else:
-            data = yaml.safe_load(text) if kind == "YAML" else json.loads(text)
+        return read(text)
     except (ValueError, tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
         raise ValueError(f"{path}: not valid {kind}: {exc}") from None
-    return data
 
 
 def load(path: Path) -> Deployment:

@@ -1,4 +1,4 @@
-"""Result files of serving benchmark tools (aiperf, guidellm; vLLM's `bench serve` is not read yet) as protocol 1.2
+"""Result files of serving benchmark tools (aiperf, guidellm, vLLM's `bench serve`) as protocol 1.2
 load levels, one run document per level, the levels of one tool run sharing `scenario.sweep.id`. A file is known by
 its content, not its name.
 
@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from . import aiperf, guidellm, inferencex
+from . import aiperf, guidellm, inferencex, vllm_bench
 from .deployment import Deployment, check_complete, load
 from .errors import ServingImportError
 from .levels import Level, document, sweep_ids
@@ -98,9 +98,12 @@ def _read(path: Path) -> list[Level]:
         return [level]
     if isinstance(data, dict) and guidellm.is_guidellm(data):
         return guidellm.read(path, data, raw)
+    if isinstance(data, dict) and vllm_bench.is_vllm(data):
+        return [vllm_bench.read(path, data, raw)]
     raise ServingImportError(
         "not a result file of a known tool (aiperf's profile_export_aiperf.json: aiperf_version and input_config; "
-        "guidellm's benchmarks report: metadata.guidellm_version and benchmarks)",
+        "guidellm's benchmarks report: metadata.guidellm_version and benchmarks; vLLM bench serve's result JSON: "
+        "date, backend, model_id, request_throughput and the rest of the keys vLLM 0.33.0 writes)",
         where=where,
     )
 

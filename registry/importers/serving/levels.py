@@ -41,6 +41,7 @@ class Level:
     # Which part of a file holding several levels this one is (guidellm: "benchmarks[1]: concurrent 4"): the
     # levels of one file share its digest, and the registry tells measurements apart by the files and this.
     scenario: str | None = None
+    burstiness: float | None = None  # the gamma shape of the arrivals, where the tool states it
     stated: dict[str, Any] = field(default_factory=dict)  # deployment facts the files state (harness records)
     fields: dict[str, str] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
@@ -139,6 +140,8 @@ def document(level: Level, deployment: Deployment, sweep: tuple[str, int, int], 
             "arrival": level.arrival,
             "target_qps": level.target_qps,
             "concurrency": level.concurrency,
+            # only where the tool states it, so documents of tools that do not (and their digests) are unchanged
+            **({"burstiness": level.burstiness} if level.burstiness is not None else {}),
             "sweep": {"id": sweep_id, "index": index, "levels": count, "mode": level.mode, "stop_reason": None},
         },
         "precision": _precision(level, deployment),

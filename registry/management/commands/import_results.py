@@ -2,8 +2,9 @@
 division, a submitter or one system, or a folder holding several rounds, each imported on its own) through the
 normal validation path, with a progress bar, a summary and a per-file report.
 
-`benchreg import serving FILE...`: import the result files of serving benchmark tools (aiperf, guidellm), one run per
-load level, with the deployment they do not describe from --deployment FILE and flags (docs/serving.md)."""
+`benchreg import serving FILE...`: import the result files of serving benchmark tools (aiperf, guidellm, vLLM's bench
+serve), one run per load level, with the deployment they do not describe from --deployment FILE and flags
+(docs/serving.md)."""
 
 from __future__ import annotations
 
@@ -35,7 +36,9 @@ from registry.services.tokens import user_for_token
 
 
 class Command(BaseCommand):
-    help = "Import published MLPerf results (Inference or Training trees) through the normal validation path."
+    help = (
+        "Import published results through the normal validation path: MLPerf rounds, and serving tools' result files."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("kind", choices=["mlperf", "serving"], help="what kind of published results")
@@ -45,7 +48,8 @@ class Command(BaseCommand):
             nargs="+",
             help="mlperf: a results repository, division, submitter or system folder, or a folder holding several "
             "rounds (one; each round imported on its own, its suite and round from its contents and its folder's "
-            "name); serving: result files, or folders holding aiperf's profile_export_aiperf.json or guidellm's "
+            "name); serving: result files (aiperf's, guidellm's, vLLM bench serve's), or folders holding aiperf's "
+            "profile_export_aiperf.json or guidellm's "
             "benchmarks.json (.yaml)",
         )
         parser.add_argument(

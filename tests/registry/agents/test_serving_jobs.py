@@ -72,7 +72,8 @@ def test_a_serving_plan_is_one_job_per_agent_and_level_each_agents_levels_sharin
         ({"deployment": {"precision": {"weights": "bf17"}}}, "/serving/deployment", "/system/accelerators/0/count"),
         ({"deployment": {**DEPLOYMENT, "precision": {"weights": "bf17", "activations": "bf16", "kv_cache": "bf16"}}},
          "/serving/deployment", "/precision/weights: 'bf17' is not one of"),
-        ({"deployment": {"system": {"accelerators": {"count": "8"}}}}, "/serving/deployment", "system.accelerators.count must be int"),
+        ({"deployment": {"system": {"accelerators": {"count": "8"}}}}, "/serving/deployment",
+         "system.accelerators.count must be int"),
     ],
 )  # fmt: skip
 def test_a_serving_plan_that_cannot_run_is_refused_naming_the_field_and_nothing_is_stored(

@@ -1,0 +1,461 @@
+"""vLLM's `vllm bench serve --save-result` result JSON as a load level: one file is one level (one request rate, or
+one max concurrency), several files of one sweep share its id. Known: the files of vLLM 0.33.0's
+vllm/benchmarks/serve.py. The file records no version of its own, so it is known by its keys: a key 0.33.0 does not
+write (other than its --metadata text) or a missing one is refused. docs/serving.md says what each field becomes."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from protocol import rules
+
+from .errors import ServingImportError
+from .levels import Level, sha256_of
+
+TOOL = "vllm-bench-serve"
+KNOWN = "0.33.0"
+# software.serving.tool.version: what can be said of a file that names no version.
+VERSION_WORDS = f"unrecorded; keys of {KNOWN}"
+METHOD = "linear"  # numpy.percentile's default, which serve.py calls
+AGREEMENT = 1e-6  # the per-request arrays must give the summary back within float rounding
+NUMBER = (int, float)
+# Every generation result of 0.33.0 has these, with these types (None: JSON null allowed).
+REQUIRED: dict[str, tuple[type, ...]] = {
+    "date": (str,),
+    "endpoint_type": (str,),
+    "backend": (str,),
+    "label": (str, type(None)),
+    "model_id": (str,),
+    "tokenizer_id": (str, type(None)),
+    "num_prompts": (int,),
+    "request_rate": (int, float, str),
+    "burstiness": NUMBER,
+    "max_concurrency": (int, type(None)),
+    "duration": NUMBER,
+    "completed": (int,),
+    "failed": (int,),
+    "total_input_tokens": (int,),
+    "total_output_tokens": (int,),
+    "request_throughput": NUMBER,
+    "request_goodput": (int, float, type(None)),
+    "output_throughput": NUMBER,
+    "total_token_throughput": NUMBER,
+    "latencies": (list,),
+    "queue_times": (list,),
+    "max_output_tokens_per_s": NUMBER,
+    "max_concurrent_requests": (int,),
+    "rtfx": NUMBER,
+}
+DETAILED = ("input_lens", "output_lens", "ttfts", "itls", "start_times", "generated_texts", "errors")
+# Other keys 0.33.0 writes on some runs (per-metric statistics, server timings, probes, speculative decoding).
+OPTIONAL = re.compile(
+    r"(mean|median|std|p\d+(\.\d+)?)_(ttft|tpot|itl|e2el|client_queue_time|e2el_including_client_queue)_ms"
+    r"|server_queue_times|server_ttfts|rps_change_events|probe_\w+|spec_decode_\w+|diffusion_\w+"
+)
+BACKENDS = {"openai": "completions", "vllm": "completions", "openai-chat": "chat"}  # all stream (serve.py)
+# vLLM's metric -> the protocol's distribution. ITL is taken only when the per-request arrays show token gaps.
+DISTRIBUTIONS = {"ttft": "ttft_ms", "tpot": "tpot_ms", "e2el": "latency_ms", "itl": "itl_ms"}
+PERCENTILES = {"50": "p50", "90": "p90", "95": "p95", "97": "p97", "99": "p99", "99.9": "p999"}
+
+
+def is_vllm(data: dict[str, Any]) -> bool:
+    return {"endpoint_type", "backend", "num_prompts", "duration"} <= data.keys()
+
+
+def read(path: Path, data: dict[str, Any], raw: bytes) -> Level:
+    """One level from a vLLM result file (already parsed from `raw`)."""
+    where, name = str(path), path.name
+    metadata = _check_shape(data, where)
+    api = BACKENDS.get(data["backend"]) or _refuse(
+        f"backend {data['backend']!r} is not one this importer reads ({', '.join(sorted(BACKENDS))})", where
+    )
+    fields: dict[str, str] = {}
+    notes: dict[str, str] = {f"metadata.{k}": v for k, v in metadata.items()}
+    mode, concurrency, rate, arrival, burstiness = _load(data, where, name, fields, notes)
+    _check_window(data, where)
+    detail = _detail(data, where) if "errors" in data else None
+    metrics = _metrics(data, where, name, detail, fields, notes)
+    return Level(
+        tool=TOOL,
+        tool_version=VERSION_WORDS,
+        path=where,
+        files={name: sha256_of(raw)},
+        mode=mode,
+        concurrency=concurrency,
+        target_qps=rate,
+        arrival=arrival,
+        burstiness=burstiness,
+        model=data["model_id"],
+        api=api,
+        streaming=True,
+        endpoint=None,
+        metrics=metrics,
+        window_s=float(data["duration"]),
+        started_at=None,
+        finished_at=None,
+        dataset=None,
+        group=_group(data, mode, metadata),
+        fields={**fields, "/conditions/window/seconds": f"{name}: duration (s)"},
+        notes={**notes, **_general_notes(data)},
+    )
+
+
+def _refuse(message: str, where: str) -> Any:
+    raise ServingImportError(message, where=where)
+
+
+def _check_shape(data: dict[str, Any], where: str) -> dict[str, str]:
+    """Refuse a file that is not the shape 0.33.0 writes for a generation benchmark; its --metadata (text) back."""
+    for key, kinds in REQUIRED.items():
+        if key not in data:
+            raise ServingImportError(
+                f"has no {key}: not a generation result of vllm bench serve {KNOWN} (the file records no version; "
+                "it is known by its keys); nothing was imported",
+                where=where,
+            )
+        value = data[key]
+        if not isinstance(value, kinds) or isinstance(value, bool):
+            raise ServingImportError(f"{key} is {value!r}, not what vllm bench serve {KNOWN} writes", where=where)
+    if "ramp_up_strategy" in data:
+        raise ServingImportError(
+            f"ramp_up_strategy {data['ramp_up_strategy']!r}: the request rate changed during the run, so the file "
+            "is no single load level",
+            where=where,
+        )
+    metadata = {}
+    for key, value in data.items():
+        if key in REQUIRED or key in DETAILED or OPTIONAL.fullmatch(key):
+            continue
+        if not isinstance(value, str):  # --metadata KEY=VALUE writes text; anything else is another version's field
+            raise ServingImportError(
+                f"key {key!r} is not one vllm bench serve {KNOWN} writes: a file of another version may mean "
+                "something else by its fields; nothing was imported",
+                where=where,
+            )
+        metadata[key] = value[:2000]
+    return metadata
+
+
+def _load(
+    data: dict[str, Any], where: str, name: str, fields: dict[str, str], notes: dict[str, str]
+) -> tuple[str, int | None, float | None, str, float | None]:
+    """(mode, concurrency, target_qps, arrival, burstiness) from request_rate, burstiness and max_concurrency; the
+    gamma shape belongs to the arrivals of a rate only (closed-loop users send when their last answer came)."""
+    rate, cap, shape = data["request_rate"], data["max_concurrency"], float(data["burstiness"])
+    if not math.isfinite(shape) or shape <= 0:
+        raise ServingImportError(f"burstiness {shape!r} is no gamma shape (a positive number)", where=where)
+    if rate == "inf" and isinstance(cap, int) and cap >= 1:
+        fields["/scenario/concurrency"] = f"{name}: max_concurrency (request_rate inf)"
+        return "concurrency", cap, None, "closed-loop", None
+    if isinstance(rate, NUMBER) and math.isfinite(rate) and rate > 0:
+        fields["/scenario/target_qps"] = f"{name}: request_rate"
+        fields["/scenario/burstiness"] = f"{name}: burstiness"
+        if cap is not None:
+            notes["max_concurrency"] = f"{cap}: at most this many requests in flight; the offered load is the rate"
+        return "request-rate", None, float(rate), "poisson" if shape == 1 else "gamma", shape
+    raise ServingImportError(
+        f"request_rate {rate!r} with max_concurrency {cap!r}: every request was sent at once, so the offered load "
+        "is neither a rate nor a concurrency",
+        where=where,
+    )
+
+
+def _check_window(data: dict[str, Any], where: str) -> None:
+    """The protocol's least measurement window, refused here by field rather than after the parse."""
+    if data["duration"] < rules.MIN_WINDOW_SECONDS:
+        raise ServingImportError(
+            f"duration {data['duration']:.3g} s: the protocol needs a measurement window of at least "
+            f"{rules.MIN_WINDOW_SECONDS:g} s (run more prompts at this load)",
+            where=where,
+        )
+    if data["completed"] < rules.MIN_WINDOW_ITERATIONS:
+        raise ServingImportError(
+            f"completed {data['completed']}: the protocol needs at least {rules.MIN_WINDOW_ITERATIONS} completed "
+            "requests in a level",
+            where=where,
+        )
+
+
+def _group(data: dict[str, Any], mode: str, metadata: dict[str, str]) -> str:
+    """The run's settings without the load: levels with the same settings are one sweep (the file does not record
+    the dataset or the lengths; the deployment states them for every file of one import)."""
+    keys = ("endpoint_type", "backend", "label", "model_id", "tokenizer_id", "burstiness")
+    settings = {key: data[key] for key in keys}
+    settings["mode"] = mode
+    if mode == "request-rate":
+        settings["max_concurrency"] = data["max_concurrency"]
+    settings["metadata"] = metadata
+    return json.dumps(settings, sort_keys=True)
+
+
+def _general_notes(data: dict[str, Any]) -> dict[str, str]:
+    return {
+        "tool_version": (
+            f"the result file does not record vLLM's version; its keys are those vllm bench serve {KNOWN} writes"
+        ),
+        "date": (
+            f"{data['date']}: vLLM's date, the client's local time without a time zone, taken when the run ended; "
+            "not used as started_at or finished_at"
+        ),
+        "ttft_ms": (
+            "vLLM measures TTFT, TPOT and end-to-end latency from the moment it sends each request, not from its "
+            "scheduled arrival: time a request waited for the client (queue_times, max_concurrency) or behind a late "
+            "client is not in them; no correction is applied"
+        ),
+        "requests": "vLLM counts every failed request (HTTP error, exception, no token) in failed: all are in errors",
+        "total_token_throughput": f"{data['total_token_throughput']} tokens/s (input and output)",
+        "max_output_tokens_per_s": (
+            f"{data['max_output_tokens_per_s']} in vLLM's busiest second; max_concurrent_requests "
+            f"{data['max_concurrent_requests']}"
+        ),
+    }
+
+
+def _metrics(
+    data: dict[str, Any],
+    where: str,
+    name: str,
+    detail: dict[str, Any] | None,
+    fields: dict[str, str],
+    notes: dict[str, str],
+) -> dict[str, Any]:
+    completed, failed = data["completed"], data["failed"]
+    if data["num_prompts"] != completed + failed:
+        notes["num_prompts"] = (
+            f"num_prompts {data['num_prompts']} but completed {completed} + failed {failed}: vLLM sent "
+            f"{completed + failed} requests (the dataset gave that many samples)"
+        )
+    metrics = _totals(data)
+    fields.update(_count_fields(name))
+    if data["request_goodput"] is not None:
+        metrics["goodput"] = {"value": float(data["request_goodput"]), "unit": "requests/s"}
+        fields["/metrics/goodput/value"] = f"{name}: request_goodput (requests/s)"
+        notes["goodput"] = (
+            "vLLM's request_goodput: completed requests per second that met every --goodput objective; the file "
+            "does not record the objectives"
+        )
+    counts = _counts(completed, detail)
+    for metric, target in DISTRIBUTIONS.items():
+        shown = _distribution(data, metric, counts.get(metric), name, f"/metrics/{target}", fields, notes, where)
+        if shown is not None:
+            metrics[target] = shown
+    if detail is not None:
+        _check_against_summary(data, detail, where)
+        metrics["tokens_per_second_per_user"] = _per_user(detail, name, fields)
+    _leftover_notes(data, metrics, notes)
+    return metrics
+
+
+def _totals(data: dict[str, Any]) -> dict[str, Any]:
+    """The level's rates, request outcomes and token totals, as vLLM's summary gives them."""
+    completed, failed = data["completed"], data["failed"]
+    tokens_per_s = float(data["output_throughput"])
+    return {
+        "throughput": {"value": tokens_per_s, "unit": "tokens/s"},
+        "tokens_per_second": {"value": tokens_per_s, "unit": "tokens/s"},
+        "request_rate": {"value": float(data["request_throughput"]), "unit": "requests/s"},
+        "requests": {
+            "sent": completed + failed,
+            "completed": completed,
+            "errors": failed,
+            "timeouts": 0,
+            "incomplete": 0,
+        },
+        "token_counts": {
+            "input_total": data["total_input_tokens"],
+            "output_total": data["total_output_tokens"],
+            "counted_by": "tool-report",
+            "notes": (
+                "vLLM's total_input_tokens and total_output_tokens: from the server's usage report where it sends "
+                "one, else the prompt's length and the client tokenizer's count of the text; the file does not say "
+                "which"
+            ),
+        },
+    }
+
+
+def _count_fields(name: str) -> dict[str, str]:
+    return {
+        "/metrics/throughput/value": f"{name}: output_throughput (tokens/s)",
+        "/metrics/tokens_per_second/value": f"{name}: output_throughput (tokens/s)",
+        "/metrics/request_rate/value": f"{name}: request_throughput (requests/s)",
+        "/metrics/requests/completed": f"{name}: completed",
+        "/metrics/requests/errors": f"{name}: failed",
+        "/metrics/requests/sent": f"{name}: completed + failed",
+        "/metrics/token_counts/input_total": f"{name}: total_input_tokens",
+        "/metrics/token_counts/output_total": f"{name}: total_output_tokens",
+    }
+
+
+def _counts(completed: int, detail: dict[str, Any] | None) -> dict[str, tuple[int, str] | None]:
+    """How many values each of vLLM's statistics is over, and where that number comes from. TPOT leaves out
+    requests of one output token and ITL counts gaps: only the per-request arrays say how many; without them TPOT
+    is taken as over every completed request (noted) and ITL is not taken."""
+    done = (completed, "completed")
+    if detail is None:
+        return {"ttft": done, "e2el": done, "tpot": (completed, "completed (see the note tpot_ms)"), "itl": None}
+    arrays = "per-request arrays, completed requests"
+    return {
+        "ttft": done,
+        "e2el": done,
+        "tpot": (len(detail["tpots"]), f"{arrays} of more than one output token"),
+        "itl": (len(detail["gaps"]), f"{arrays}, itls gaps") if detail["token_gaps"] else None,
+    }
+
+
+def _distribution(
+    data: dict[str, Any],
+    metric: str,
+    counted: tuple[int, str] | None,
+    name: str,
+    at: str,
+    fields: dict[str, str],
+    notes: dict[str, str],
+    where: str,
+) -> dict[str, Any] | None:
+    """The protocol distribution of one of vLLM's metrics (ms), from mean/median/std/p<N>_<metric>_ms; percentiles
+    the count cannot support (protocol rules) are left out, and those with no protocol field are noted."""
+    if f"mean_{metric}_ms" not in data:
+        return None  # not among the run's --percentile-metrics
+    if counted is None or counted[0] < 1:  # no gap or no request of two tokens: no distribution to state
+        if metric == "itl":
+            notes["itl_ms"] = (
+                "not imported: vLLM's ITL times the gaps between stream chunks (a chunk may hold several tokens, "
+                "and a closing chunk without text counts as a gap); only per-request arrays with one gap per output "
+                f"token after the first would make them token gaps. vLLM's figures: mean {data['mean_itl_ms']} ms, "
+                f"median {data.get('median_itl_ms')} ms"
+            )
+        return None
+    count, source = counted
+    out: dict[str, Any] = {"count": count, "method": METHOD, "unit": "ms"}
+    fields[f"{at}/count"] = f"{name}: {source}"
+    named = {"mean": "mean", "stdev": "std", "p50": "median"}
+    for field, stat in named.items():
+        out[field] = _ms(data, f"{stat}_{metric}_ms", where)
+        fields[f"{at}/{field}"] = f"{name}: {stat}_{metric}_ms" + (" (numpy std, ddof 0)" if stat == "std" else "")
+    for key in data:
+        match = re.fullmatch(rf"p(\d+(?:\.\d+)?)_{metric}_ms", key)
+        if match is None or match.group(1) == "50":
+            continue
+        percentile = PERCENTILES.get(match.group(1))
+        if percentile is None or not rules.percentile_allowed(percentile, count):
+            why = "no protocol field" if percentile is None else f"{count} values, under its minimum for {percentile}"
+            notes[key] = f"{data[key]} ms: not imported ({why})"
+            continue
+        out[percentile] = _ms(data, key, where)
+        fields[f"{at}/{percentile}"] = f"{name}: {key}"
+    if "p50_" + metric + "_ms" in data and data[f"p50_{metric}_ms"] != data[f"median_{metric}_ms"]:
+        raise ServingImportError(f"p50_{metric}_ms and median_{metric}_ms differ: both are numpy's median", where=where)
+    return out
+
+
+def _ms(data: dict[str, Any], key: str, where: str) -> float:
+    value = data.get(key)
+    if not isinstance(value, NUMBER) or isinstance(value, bool) or not math.isfinite(value) or value < 0:
+        raise ServingImportError(f"{key} is {value!r}, not a time in ms", where=where)
+    return float(value)
+
+
+def _detail(data: dict[str, Any], where: str) -> dict[str, Any]:
+    """The per-request arrays of --save-detailed, checked for shape: the completed requests' TTFT, end-to-end
+    latency, TPOT and inter-chunk gaps (s) and token counts."""
+    sent = data["completed"] + data["failed"]
+    for key in (*DETAILED, "latencies"):
+        if not isinstance(data.get(key), list) or len(data[key]) != sent:
+            raise ServingImportError(
+                f"{key} holds {len(data.get(key) or [])} requests but completed + failed is {sent}", where=where
+            )
+    done = [i for i, error in enumerate(data["errors"]) if error == ""]
+    if len(done) != data["completed"]:
+        raise ServingImportError(
+            f"errors has {len(done)} empty entries (requests without an error) but completed is {data['completed']}",
+            where=where,
+        )
+    try:
+        ttfts = [float(data["ttfts"][i]) for i in done]
+        latencies = [float(data["latencies"][i]) for i in done]
+        outputs = [int(data["output_lens"][i]) for i in done]
+        gaps_each = [[float(g) for g in data["itls"][i]] for i in done]
+        inputs = [int(data["input_lens"][i]) for i in done]
+    except (TypeError, ValueError) as exc:
+        raise ServingImportError(
+            f"a per-request array holds a value that is not a number ({exc})", where=where
+        ) from None
+    tpots = [(e - t) / (n - 1) for t, e, n in zip(ttfts, latencies, outputs, strict=True) if n > 1]
+    return {
+        "ttfts": ttfts,
+        "latencies": latencies,
+        "outputs": outputs,
+        "inputs": inputs,
+        "tpots": tpots,
+        "gaps": [g for gaps in gaps_each for g in gaps],
+        # one gap per output token after the first: the gaps are token gaps (the protocol's ITL)
+        "token_gaps": all(len(g) == n - 1 for g, n in zip(gaps_each, outputs, strict=True)),
+    }
+
+
+def _check_against_summary(data: dict[str, Any], detail: dict[str, Any], where: str) -> None:
+    """vLLM's per-request arrays must give its own summary back (its means and medians, its token totals)."""
+    _agrees(where, "the sum of output_lens", float(sum(detail["outputs"])), float(data["total_output_tokens"]))
+    _agrees(where, "the sum of input_lens of completed requests", float(sum(detail["inputs"])),
+            float(data["total_input_tokens"]))  # fmt: skip
+    for metric, values in (("ttft", detail["ttfts"]), ("e2el", detail["latencies"]), ("tpot", detail["tpots"]),
+                           ("itl", detail["gaps"])):  # fmt: skip
+        if f"mean_{metric}_ms" not in data or not values:
+            continue
+        _agrees(where, f"the mean of the per-request {metric}", 1000 * sum(values) / len(values),
+                float(data[f"mean_{metric}_ms"]))  # fmt: skip
+        _agrees(where, f"the median of the per-request {metric}", 1000 * _linear(values, 0.5),
+                float(data[f"median_{metric}_ms"]))  # fmt: skip
+
+
+def _per_user(detail: dict[str, Any], name: str, fields: dict[str, str]) -> dict[str, Any]:
+    """The protocol's tokens per second per user, output tokens ÷ (e2e − TTFT) of each completed request, from
+    vLLM's per-request arrays (vLLM's summary has no such figure)."""
+    rates = [
+        n / (e - t) for t, e, n in zip(detail["ttfts"], detail["latencies"], detail["outputs"], strict=True) if e > t
+    ]
+    at = "/metrics/tokens_per_second_per_user"
+    source = f"{name}: output_lens[i] ÷ (latencies[i] − ttfts[i]) of the completed requests (errors[i] empty)"
+    out: dict[str, Any] = {"count": len(rates), "method": METHOD, "unit": "tokens/s"}
+    out["mean"] = round(sum(rates) / len(rates), 6)
+    out["min"], out["max"] = round(min(rates), 6), round(max(rates), 6)
+    for field, q in (("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p99", 0.99)):
+        if rules.percentile_allowed(field, len(rates)):
+            out[field] = round(_linear(rates, q), 6)
+    for field in out:
+        if field not in ("method", "unit"):
+            fields[f"{at}/{field}"] = source + ("" if field == "count" else f", {field}")
+    return out
+
+
+def _leftover_notes(data: dict[str, Any], metrics: dict[str, Any], notes: dict[str, str]) -> None:
+    if "tpot_ms" in metrics and "errors" not in data:
+        notes["tpot_ms"] = (
+            "count is completed: vLLM leaves out requests of one output token, and without the per-request arrays "
+            "the file does not say how many there were"
+        )
+    if "tokens_per_second_per_user" not in metrics:
+        notes["tokens_per_second_per_user"] = "not imported: it needs the per-request arrays of --save-detailed"
+    if "errors" in data:
+        errors = Counter(str(e)[:200] for e in data["errors"] if e != "")
+        if errors:
+            notes["errors"] = json.dumps(dict(errors.most_common(20)), sort_keys=True)[:2000]
+
+
+def _linear(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    at = q * (len(ordered) - 1)
+    low = math.floor(at)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (at - low)
+
+
+def _agrees(where: str, what: str, computed: float, reported: float) -> None:
+    if abs(computed - reported) > AGREEMENT * max(abs(reported), 1.0):
+        raise ServingImportError(f"{what} is {computed:.9g} but the summary says {reported:.9g}", where=where)

@@ -1,0 +1,219 @@
+"""Result files written by vLLM 0.33.0's own `vllm bench serve --save-result` against the simulated endpoint
+(tests/fixtures/serving/vllm-0.33.0, README.md there) import whole through `benchreg import serving`: one run per
+file, the files of one sweep sharing a sweep id, every figure the file's own and traced to its field, failures
+counted; a file of another shape, or disagreeing with itself, is refused by file and field and nothing is stored."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from django.core.management import CommandError, call_command
+
+import protocol
+from protocol.serving.frontier import frontier
+from protocol.serving.levels import levels
+from registry.models import Submission
+
+pytestmark = pytest.mark.django_db
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "serving" / "vllm-0.33.0"
+RATES = FIXTURES / "rate-sweep"
+CONCURRENCY = FIXTURES / "concurrency-sweep"
+FAILURES = FIXTURES / "failures" / "gamma-8qps-lora-missing.json"
+SHORT = FIXTURES / "short-window" / "concurrency-16-16-prompts.json"
+SHAPE = {"kind": "fixed", "input_tokens": {"mean": 32}, "output_tokens": {"mean": 16}, "turns": "single"}
+DEPLOYMENT: dict[str, Any] = {
+    "system": {"accelerators": {"vendor": "NVIDIA", "model": "H100", "count": 1}},
+    "engine": {"name": "benchreg-simulated", "version": "1"},
+    "precision": {"weights": "bf16", "activations": "bf16", "kv_cache": "bf16"},
+    "parallelism": {"tensor": 1},
+    "workload": {"name": "random-fixed", "request_shape": SHAPE},
+}
+
+
+def deployment(tmp_path: Path, **changes: Any) -> Path:
+    values = json.loads(json.dumps(DEPLOYMENT))
+    for dotted, value in changes.items():
+        *parents, last = dotted.split("__")
+        node = values
+        for part in parents:
+            node = node[part]
+        if value is None:
+            node.pop(last)
+        else:
+            node[last] = value
+    path = tmp_path / "deployment.json"
+    path.write_text(json.dumps(values))
+    return path
+
+
+def run_import(tmp_path: Path, *files: Path, **changes: Any) -> None:
+    call_command("import_results", "serving", *map(str, files), "--deployment", str(deployment(tmp_path, **changes)))
+
+
+def by_load() -> list[Submission]:
+    def load(run: Submission) -> float:
+        scenario = run.document["scenario"]
+        return scenario["target_qps"] or scenario["concurrency"]
+
+    return sorted(Submission.objects.all(), key=load)
+
+
+def test_the_rate_sweep_imports_whole_with_every_figure_from_its_field(tmp_path, user):
+    files = sorted(RATES.glob("*.json"))
+    run_import(tmp_path, *files)
+    runs = by_load()
+    assert [r.document["scenario"]["target_qps"] for r in runs] == [4.0, 8.0, 16.0]
+    assert len({r.document["scenario"]["sweep"]["id"] for r in runs}) == 1
+    for index, run in enumerate(runs):
+        doc = run.document
+        name = f"rate-{int(doc['scenario']['target_qps'])}qps.json"
+        vllm = json.loads((RATES / name).read_text())
+        assert protocol.errors(doc) == [] and run.trust == "declared"
+        assert doc["scenario"]["sweep"] == {
+            "id": doc["scenario"]["sweep"]["id"],
+            "index": index,
+            "levels": 3,
+            "mode": "request-rate",
+            "stop_reason": None,
+        }
+        assert (doc["scenario"]["arrival"], doc["scenario"]["burstiness"]) == ("poisson", 1.0)
+        assert doc["software"]["serving"]["tool"]["name"] == "vllm-bench-serve"
+        assert doc["software"]["serving"]["api"] == "completions"
+        metrics, fields = doc["metrics"], doc["provenance"]["origin"]["fields"]
+        assert metrics["throughput"]["value"] == vllm["output_throughput"]
+        assert metrics["request_rate"]["value"] == vllm["request_throughput"]
+        assert metrics["goodput"]["value"] == vllm["request_goodput"]
+        assert metrics["requests"] == {"sent": 80, "completed": 80, "errors": 0, "timeouts": 0, "incomplete": 0}
+        assert metrics["token_counts"]["output_total"] == vllm["total_output_tokens"] == 80 * 16
+        assert doc["conditions"]["window"]["seconds"] == vllm["duration"]
+        for target, metric in (("ttft_ms", "ttft"), ("tpot_ms", "tpot"), ("latency_ms", "e2el")):
+            assert metrics[target]["mean"] == vllm[f"mean_{metric}_ms"]
+            assert metrics[target]["p50"] == vllm[f"median_{metric}_ms"]
+            assert metrics[target]["p90"] == vllm[f"p90_{metric}_ms"]  # 80 requests: p90 needs 64
+            assert "p99" not in metrics[target]  # p99 needs 662
+            assert fields[f"/metrics/{target}/p90"] == f"{name}: p90_{metric}_ms"
+        # the protocol's tokens per second per user, from vLLM's own per-request arrays
+        ok = [i for i, e in enumerate(vllm["errors"]) if e == ""]
+        rates = [vllm["output_lens"][i] / (vllm["latencies"][i] - vllm["ttfts"][i]) for i in ok]
+        assert metrics["tokens_per_second_per_user"]["p50"] == pytest.approx(np.percentile(rates, 50), rel=1e-6)
+        # completions stream a closing chunk without text: 16 gaps for 16 tokens, so vLLM's ITL is not token gaps
+        assert "itl_ms" not in metrics
+        assert "not imported" in doc["provenance"]["origin"]["unparsed"]["itl_ms"]
+        assert "from the moment it sends" in doc["provenance"]["origin"]["unparsed"]["ttft_ms"]
+    # the sweep reaches the frontier: every level has tokens/s per user and throughput per accelerator
+    placed = levels([r.document for r in runs])
+    assert [lv.load for lv in placed] == [4.0, 8.0, 16.0]
+    assert all(lv.per_user.value is not None and lv.per_accelerator.value is not None for lv in placed)
+    assert frontier(placed)
+
+
+def test_the_concurrency_sweep_imports_as_closed_loop_levels(tmp_path, user):
+    run_import(tmp_path, *sorted(CONCURRENCY.glob("*.json")))
+    runs = by_load()
+    assert [r.document["scenario"]["concurrency"] for r in runs] == [1, 4, 16]
+    assert len({r.document["scenario"]["sweep"]["id"] for r in runs}) == 1
+    for run in runs:
+        doc = run.document
+        vllm = json.loads((CONCURRENCY / f"concurrency-{doc['scenario']['concurrency']}.json").read_text())
+        assert protocol.errors(doc) == []
+        assert (doc["scenario"]["arrival"], doc["scenario"]["sweep"]["mode"]) == ("closed-loop", "concurrency")
+        assert "burstiness" not in doc["scenario"]  # a gamma shape belongs to the arrivals of a rate only
+        assert doc["metrics"]["requests"]["sent"] == vllm["num_prompts"] == 16 * doc["scenario"]["concurrency"]
+        assert doc["software"]["serving"]["api"] == "chat"
+        assert doc["metrics"]["ttft_ms"]["p50"] == vllm["median_ttft_ms"]
+        assert "latency_ms" not in doc["metrics"]  # vLLM's default --percentile-metrics has no e2el
+        detailed = "errors" in vllm
+        assert ("tokens_per_second_per_user" in doc["metrics"]) == detailed
+        if detailed:
+            # chat streams one chunk per token: the gaps are token gaps, checked against vLLM's summary
+            itl = doc["metrics"]["itl_ms"]
+            assert itl["mean"] == vllm["mean_itl_ms"] and itl["count"] == sum(len(g) for g in vllm["itls"])
+        else:
+            assert "itl_ms" not in doc["metrics"]
+            assert "count is completed" in doc["provenance"]["origin"]["unparsed"]["tpot_ms"]
+
+
+def test_failed_requests_are_counted_never_dropped(tmp_path, user):
+    run_import(tmp_path, FAILURES)
+    doc = Submission.objects.get().document
+    vllm = json.loads(FAILURES.read_text())
+    assert vllm["failed"] == 10
+    assert doc["metrics"]["requests"] == {"sent": 40, "completed": 30, "errors": 10, "timeouts": 0, "incomplete": 0}
+    assert doc["metrics"]["ttft_ms"]["count"] == 30
+    assert (doc["scenario"]["arrival"], doc["scenario"]["burstiness"]) == ("gamma", 0.5)
+    assert "Not Found" in doc["provenance"]["origin"]["unparsed"]["errors"]
+    assert protocol.errors(doc) == []
+
+
+def test_every_fixture_in_one_command_makes_three_sweeps_and_again_nothing_new(tmp_path, user):
+    files = [*RATES.glob("*.json"), *CONCURRENCY.glob("*.json"), FAILURES]
+    run_import(tmp_path, *files)
+    first = {r.digest for r in Submission.objects.all()}
+    run_import(tmp_path, *files)
+    assert {r.digest for r in Submission.objects.all()} == first and len(first) == 7
+    assert len({r.document["scenario"]["sweep"]["id"] for r in Submission.objects.all()}) == 3
+
+
+def altered(tmp_path: Path, source: Path, change: Any) -> Path:
+    data = json.loads(source.read_text())
+    change(data)
+    path = tmp_path / source.name
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("source", "change", "words"),
+    [
+        (RATES / "rate-4qps.json", lambda d: d.update(new_figure=1.5), "key 'new_figure' is not one vllm bench serve"),
+        (RATES / "rate-4qps.json", lambda d: d.pop("failed"), "has no failed: not a generation result"),
+        (RATES / "rate-4qps.json", lambda d: d.update(backend="openai-embeddings"), "backend 'openai-embeddings'"),
+        (RATES / "rate-4qps.json", lambda d: d.update(request_rate="inf"), "every request was sent at once"),
+        (RATES / "rate-4qps.json", lambda d: d.update(ramp_up_strategy="linear"), "no single load level"),
+        (RATES / "rate-4qps.json", lambda d: d["ttfts"].__setitem__(0, 9.0), "the mean of the per-request ttft"),
+        (FAILURES, lambda d: d["errors"].__setitem__(0, "boom"), "errors has 29 empty entries"),
+        (RATES / "rate-4qps.json", lambda d: d.update(total_output_tokens=1), "the sum of output_lens is 1280"),
+    ],
+    ids=["unknown-key", "no-failed", "embeddings", "inf-rate-no-cap", "ramp-up", "ttfts", "errors", "token-total"],
+)
+def test_a_file_of_another_shape_or_disagreeing_with_itself_is_refused_and_nothing_stored(
+    tmp_path, user, source, change, words
+):
+    bad = altered(tmp_path, source, change)
+    with pytest.raises(CommandError) as refused:
+        run_import(tmp_path, RATES / "rate-8qps.json", bad)  # a good file beside it is not stored either
+    assert words in str(refused.value) and str(bad) in str(refused.value)
+    assert "nothing was stored" in str(refused.value)
+    assert Submission.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("missing", "words"),
+    [
+        ("workload__request_shape", "do not state the request shape"),
+        ("workload__name", "workload.name"),
+        ("engine__name", "the serving engine"),
+    ],
+)
+def test_what_vllm_does_not_record_is_asked_of_the_deployment(tmp_path, user, missing, words):
+    with pytest.raises(CommandError, match=words):
+        run_import(tmp_path, RATES / "rate-4qps.json", **{missing: None})
+    assert Submission.objects.count() == 0
+
+
+def test_a_level_shorter_than_the_protocols_window_is_refused_by_its_duration(tmp_path, user):
+    vllm = json.loads(SHORT.read_text())
+    assert vllm["duration"] < 1
+    with pytest.raises(CommandError, match=r"duration .* s: the protocol needs a measurement window of at least 1 s"):
+        run_import(tmp_path, *CONCURRENCY.glob("*.json"), SHORT)
+    assert Submission.objects.count() == 0
+
+
+def test_metadata_text_is_kept_as_a_note(tmp_path, user):
+    run_import(tmp_path, altered(tmp_path, RATES / "rate-4qps.json", lambda d: d.update(gpu="probe")))
+    notes = Submission.objects.get().document["provenance"]["origin"]["unparsed"]
+    assert notes["metadata.gpu"] == "probe"
