@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -122,7 +123,7 @@ def _parse(path: Path) -> Any:
         raise ValueError(f"{path}: over {MAX_FILE_BYTES} bytes")
     text = path.read_text(encoding="utf-8")
     kind = {".toml": "TOML", ".yaml": "YAML", ".yml": "YAML"}.get(path.suffix, "JSON")
-    read = {"TOML": tomllib.loads, "YAML": yaml.safe_load, "JSON": json.loads}[kind]
+    read: Callable[[str], Any] = {"TOML": tomllib.loads, "YAML": yaml.safe_load, "JSON": json.loads}[kind]
     try:
         return read(text)
     except (ValueError, tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
