@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import tomllib
-from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -123,9 +122,10 @@ def _parse(path: Path) -> Any:
         raise ValueError(f"{path}: over {MAX_FILE_BYTES} bytes")
     text = path.read_text(encoding="utf-8")
     kind = {".toml": "TOML", ".yaml": "YAML", ".yml": "YAML"}.get(path.suffix, "JSON")
-    read: Callable[[str], Any] = {"TOML": tomllib.loads, "YAML": yaml.safe_load, "JSON": json.loads}[kind]
     try:
-        return read(text)
+        if kind == "TOML":
+            return tomllib.loads(text)
+        return yaml.safe_load(text) if kind == "YAML" else json.loads(text)
     except (ValueError, tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
         raise ValueError(f"{path}: not valid {kind}: {exc}") from None
 
