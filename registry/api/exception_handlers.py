@@ -56,6 +56,11 @@ def problem(status: int, code: str, detail: str, errors: list[dict[str, Any]] | 
     return body
 
 
+# Field error codes of values the OpenAPI description allows but the registry cannot take (a number no double
+# holds, inside an object kept as given): a schema-valid request, so 422 rather than 400.
+UNPROCESSABLE = frozenset({"integer-out-of-range"})
+
+
 def _drf_errors(detail: Any, prefix: str = "") -> list[dict[str, Any]]:
     """Flatten DRF's nested validation errors into {pointer, code, message} items."""
     if isinstance(detail, dict):
@@ -80,7 +85,13 @@ def problem_details_handler(exc: Exception, context: dict[str, Any]) -> Response
         return None
     assert isinstance(exc, exceptions.APIException)
     if isinstance(exc, exceptions.ValidationError):
-        body = problem(400, "invalid-request", "the request is not valid", _drf_errors(exc.detail))
+        errors = _drf_errors(exc.detail)
+        if errors and all(e["code"] in UNPROCESSABLE for e in errors):
+            response.status_code = 422
+            body = problem(422, "unprocessable-value", "the request is well-formed but holds a value the registry "
+                           "cannot store", errors)  # fmt: skip
+        else:
+            body = problem(400, "invalid-request", "the request is not valid", _drf_errors(exc.detail))
     else:
         detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
         body = problem(response.status_code, exc.default_code.replace("_", "-"), detail)

@@ -18,7 +18,7 @@ from django.core.validators import URLValidator
 from django.http import Http404
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
-from rest_framework.exceptions import NotAcceptable, ValidationError
+from rest_framework.exceptions import ErrorDetail, NotAcceptable, ValidationError
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.parsers import JSONParser
 
@@ -86,29 +86,30 @@ class StrictJSONParser(JSONParser):
         return data
 
 
-class UnrepresentableNumber(RegistryError):
-    """A well-formed value of the right type that the registry still cannot store exactly: 422, not a bad request
-    (the OpenAPI description allows any JSON number there, so a schema-valid request must not answer 400)."""
-
-    status = 422
-    code = "unrepresentable-number"
-
-
 class FreeFormObjectField(serializers.DictField):
     """A JSON object kept as given (run options, an agent's inventory, sizing): the registry writes it in RFC 8785
     canonical form (audit entries, request keys), which takes no integer beyond ±(2^53 - 1). Such a number is
-    refused here with its pointer (422), instead of failing when the object is written."""
+    refused here with its pointer, instead of failing when the object is written: 422, since the OpenAPI
+    description allows any number there (registry/api/exception_handlers.UNPROCESSABLE)."""
 
     def to_internal_value(self, data: Any) -> dict[str, Any]:
         value: dict[str, Any] = super().to_internal_value(data)
         problems = list(numbers_are_representable(value))
         if problems:
-            where = f"/{self.field_name}" if self.field_name else ""
-            raise UnrepresentableNumber(
-                f"{where or 'the object'}: a number the registry cannot store exactly",
-                errors=[{**e.as_dict(), "pointer": where + e.pointer} for e in problems[:50]],
-            )
+            raise ValidationError(_nested_errors(problems[:50]))
         return value
+
+
+def _nested_errors(problems: list[protocol.Error]) -> dict[str, Any]:
+    """DRF's nested error dict for pointers inside one field (flattened back into the same pointers)."""
+    out: dict[str, Any] = {}
+    for problem in problems:
+        *parents, last = problem.pointer.split("/")[1:]
+        node = out
+        for part in parents:
+            node = node.setdefault(part, {})
+        node.setdefault(last, []).append(ErrorDetail(problem.message, code=problem.code))
+    return out
 
 
 class UndeliverableAddress(RegistryError):

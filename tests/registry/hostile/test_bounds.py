@@ -460,6 +460,6 @@ def test_a_free_form_object_holding_a_number_no_double_stores_is_unprocessable_w
     )
     assert response.status_code == 422 and response["Content-Type"] == "application/problem+json", response.content
     body = response.json()
-    assert body["code"] == "unrepresentable-number"
+    assert body["code"] == "unprocessable-value"
     assert [(e["pointer"], e["code"]) for e in body["errors"]] == [("/options/n/k", "integer-out-of-range")]
     assert not Plan.objects.exists() and not Job.objects.exists()
