@@ -26,7 +26,6 @@ import math
 import multiprocessing
 import signal
 import socket
-import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -166,9 +165,12 @@ def parser() -> argparse.ArgumentParser:
 
 
 async def serve(law: Law, listener: socket.socket, model: str, fault: str = "none") -> None:
+    """Answer on `listener` until SIGTERM (then return quietly: the streams in flight are dropped)."""
     server = await httpserver.start_on(OpenAIApi(SimulatedEngine(law, model), fault), listener)
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     async with server:
-        await server.serve_forever()
+        await stop.wait()
 
 
 def _worker(law: Law, listener: socket.socket, model: str, fault: str) -> None:
@@ -188,8 +190,8 @@ def main(argv: list[str] | None = None) -> int:
         Law(Delay(args.ttft_ms, args.ttft_sigma), Delay(args.itl_ms, args.itl_sigma), args.capacity, args.seed + n)
         for n in range(args.workers)
     ]
-    # SIGTERM ends this process through its exit handlers, which stop the daemon workers (they inherit it too).
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    # On SIGTERM each process's loop stops (serve); this one then exits through its exit handlers, which stop the
+    # daemon workers too.
     forked = multiprocessing.get_context("fork")  # the children inherit the listening socket
     others = [forked.Process(target=_worker, args=(law, listener, args.model, args.fault)) for law in laws[1:]]
     for process in others:
