@@ -130,22 +130,31 @@ def accuracy(spec: Spec, peers: dict[str, Path], work: Path) -> None:
     for name in ("benchreg", *peers):
         endpoint = Endpoint(*law_args(law))  # fresh, same seed: the same draws in arrival order
         try:
-            figures, usage = _measure(name, peers, endpoint.url, spec, work)
+            figures, usage, note = _measure(name, peers, endpoint.url, spec, work)
         except Exception as exc:  # a peer that cannot run here is reported, not fatal
             print(f"  {name}: could not run: {type(exc).__name__}: {str(exc)[-500:]}")
             continue
         finally:
             endpoint.stop()
         results[name] = figures
-        print(f"  {name}: {usage.line()}")
+        print(f"  {name}: {usage.line()}; load average after {os.getloadavg()[0]:.2f}{note}")
     print_table(truth(law, spec), results)
 
 
-def _measure(name: str, peers: dict[str, Path], url: str, spec: Spec, work: Path) -> tuple[Figures, Usage]:
-    if name == "benchreg":
-        figures, _, usage = benchreg(url, spec)
-        return figures, usage
-    return PEERS[name](peers[name], url, spec, work)
+def _measure(name: str, peers: dict[str, Path], url: str, spec: Spec, work: Path) -> tuple[Figures, Usage, str]:
+    """One tool's figures and cost, and for benchreg a note on its own lateness."""
+    if name != "benchreg":
+        return (*PEERS[name](peers[name], url, spec, work), "")
+    figures, level, usage = benchreg(url, spec)
+    return figures, usage, "; " + lateness(level)
+
+
+def lateness(level: Level) -> str:
+    """benchreg times TTFT from the scheduled arrival; the peers from the send. The dispatch lag is the difference."""
+    lag = np.asarray([r.dispatch_lag_ms for r in level.run.records if r.sent == r.sent])
+    from_send = np.asarray([(r.chunks[0] - r.sent) * 1e3 for r in level.completed])
+    return (f"dispatch lag p50 {np.quantile(lag, 0.5):.2f} / p99 {np.quantile(lag, 0.99):.2f} ms; TTFT from the "
+            f"send p50 {np.quantile(from_send, 0.5):.2f} / p99 {np.quantile(from_send, 0.99):.2f} ms")  # fmt: skip
 
 
 def sustained(figures: Figures, spec: Spec) -> bool:
