@@ -170,8 +170,9 @@ def ceiling(name: str, measure: Callable[[str, Spec], tuple[Figures, Usage, str]
         spec = Spec(rate, max(50, int(rate * seconds)), "constant")
         endpoint = Endpoint(*INSTANT)
         try:
+            idle = endpoint.cpu_s()  # its start-up (imports) is not the level's
             figures, usage, verdict = measure(endpoint.url, spec)
-            busy = endpoint.cpu_s() / (spec.count / rate)
+            busy = (endpoint.cpu_s() - idle) / (spec.count / rate)
         except Exception as exc:
             print(f"  {rate:9.1f} req/s: could not run: {type(exc).__name__}: {str(exc)[-400:]}")
             break

@@ -17,6 +17,8 @@ Each figure means one thing whatever the tool (docs/serving.md, "Peers"):
   over its window, i.e. tokens ÷ window);
 - issued and achieved request rates, computed here by one formula from each tool's per-request records:
   issued = (sent − 1) ÷ (last start − first start); achieved = (completed − 1) ÷ (last end − first start).
+Percentiles are the tool's own: aiperf interpolates (numpy's linear), guidellm takes a value of the sample
+(numpy's "higher"), benchreg's bench uses numpy's linear.
 A file from a version not listed in KNOWN_VERSIONS is refused: its fields may mean something else.
 """
 
