@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,11 +17,11 @@ PEERS = Path(__file__).resolve().parent.parent / "fixtures" / "serving" / "peers
 AIPERF, GUIDELLM = PEERS / "aiperf", PEERS / "guidellm" / "benchmarks.json"
 
 
-def _aiperf_records() -> list[dict]:
+def _aiperf_records() -> list[dict[str, Any]]:
     return [json.loads(line) for line in (AIPERF / "profile_export.jsonl").read_text().splitlines()]
 
 
-def test_aiperf_figures_are_its_per_request_records_summarised():
+def test_aiperf_figures_are_its_per_request_records_summarised() -> None:
     figures, records = aiperf_figures(AIPERF), _aiperf_records()
     ttft = [r["metrics"]["time_to_first_token"]["value"] for r in records]
     gaps = np.concatenate([r["metrics"]["inter_chunk_latency"]["value"] for r in records])
@@ -32,7 +33,7 @@ def test_aiperf_figures_are_its_per_request_records_summarised():
     assert figures.tpot == pytest.approx(np.quantile(tpot, [0.5, 0.99]), rel=1e-9)
 
 
-def test_aiperf_rates_come_from_request_start_and_end_times():
+def test_aiperf_rates_come_from_request_start_and_end_times() -> None:
     figures, records = aiperf_figures(AIPERF), _aiperf_records()
     starts = sorted(r["metadata"]["request_start_ns"] / 1e9 for r in records)
     ends = [r["metadata"]["request_end_ns"] / 1e9 for r in records]
@@ -42,7 +43,7 @@ def test_aiperf_rates_come_from_request_start_and_end_times():
     assert figures.tokens_per_s == summary["output_token_throughput"]["avg"]
 
 
-def test_guidellm_tpot_is_the_per_request_mean_gap_and_it_records_no_gaps():
+def test_guidellm_tpot_is_the_per_request_mean_gap_and_it_records_no_gaps() -> None:
     figures = guidellm_figures(GUIDELLM)
     bench = json.loads(GUIDELLM.read_text())["benchmarks"][0]
     timings = [r["info"]["timings"] for r in bench["requests"]["successful"]]
@@ -54,7 +55,7 @@ def test_guidellm_tpot_is_the_per_request_mean_gap_and_it_records_no_gaps():
     assert figures.ttft == pytest.approx(np.quantile(ttft, [0.5, 0.99], method="higher"), rel=1e-6)
 
 
-def test_an_unknown_tool_version_is_refused_by_name(tmp_path):
+def test_an_unknown_tool_version_is_refused_by_name(tmp_path: Path) -> None:
     folder = tmp_path / "aiperf"
     shutil.copytree(AIPERF, folder)
     summary = json.loads((folder / "profile_export_aiperf.json").read_text())
@@ -64,7 +65,7 @@ def test_an_unknown_tool_version_is_refused_by_name(tmp_path):
         aiperf_figures(folder)
 
 
-def test_a_missing_field_is_named_with_its_file(tmp_path):
+def test_a_missing_field_is_named_with_its_file(tmp_path: Path) -> None:
     report = json.loads(GUIDELLM.read_text())
     del report["benchmarks"][0]["metrics"]["inter_token_latency_ms"]
     (tmp_path / "benchmarks.json").write_text(json.dumps(report))
@@ -72,7 +73,7 @@ def test_a_missing_field_is_named_with_its_file(tmp_path):
         guidellm_figures(tmp_path / "benchmarks.json")
 
 
-def test_rates_count_intervals_not_requests():
+def test_rates_count_intervals_not_requests() -> None:
     # 5 requests sent 0.1 s apart, each answered 0.01 s later: 10 req/s issued, 4 / 0.41 s achieved
     starts = [0.0, 0.1, 0.2, 0.3, 0.4]
     issued, achieved = rates(starts, [s + 0.01 for s in starts])
