@@ -268,7 +268,10 @@ def main(argv: list[str] | None = None) -> int:
     if problem or isinstance(peers, str):
         print(f"error: {problem}", file=sys.stderr)
         return 2
-    skip = set(args.skip.split(","))
+    skip = set(filter(None, args.skip.split(",")))
+    if skip - {"accuracy", "ceiling", "streams"}:
+        print(f"error: --skip {args.skip}: the parts are accuracy, ceiling, streams", file=sys.stderr)
+        return 2
     print(f"host: {os.cpu_count()} CPUs, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
           f"{'; pinned: clients on CPU 0, endpoints on CPU 1' if args.pin else ''}")  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="serving-load-") as tmp:
