@@ -1,45 +1,77 @@
-"""The serving load generator's own ceiling and accuracy, and its peers (aiperf, guidellm) on the same law.
+"""The serving load generator's own ceiling and accuracy, side by side with its peers aiperf and guidellm.
 
-    python -m bench.serving_load [--quick] [--peers /path/to/venv/bin]
+    python -m bench.serving_load [--quick] [--pin] \\
+        [--peers-aiperf /work/venvs/peers-aiperf/bin] [--peers-guidellm /work/venvs/peers-guidellm/bin]
 
-1. ceiling: against an endpoint that answers at once (TTFT 0, gaps 0, capacity 100,000), the highest Poisson
-   rate at which the client still keeps up (runners/serving/levels: dispatch lag and event-loop lateness
-   within bound, issue rate within 5%), raising the rate ×1.5 per level;
-2. streams: N closed-loop users (default 1,000) each holding a stream open (40 tokens 50 ms apart) at once;
-3. accuracy: one open-loop level against a known law; each tool's error against the law's TTFT p50/p99,
-   ITL p50/p99 and the expected output-token throughput;
-4. peers, with --peers DIR (a bin/ holding `aiperf` and `guidellm`): the same level run by each, errors and
-   their own ceiling printed beside benchreg's. Prints numbers, asserts nothing.
+Peers (each in its own venv, docs/serving.md "Peers"): `pip install aiperf==0.13.0`; guidellm needs torch, so
+`pip install torch==2.13.0` (CPU) first, then `pip install guidellm==0.8.1`. Neither needs the network to run:
+both read the committed word-level tokenizer (tests/fixtures/serving/tokenizer).
+
+1. accuracy: one open-loop level (Poisson, 20 req/s, 1,000 requests of 64 input and 32 output tokens; --quick
+   8 req/s, 200) against the simulated endpoint's known law, each tool against a fresh endpoint with the same
+   seed; capacity is far above the load, so nothing queues and the truth is the law itself: TTFT and gap
+   quantiles are the lognormal's, TPOT (a request's mean gap) quantiles come from a large seeded draw of the
+   law, throughput is count × output tokens ÷ ((count − 1)/rate + mean service). Each truth is printed with
+   the sampling spread (sd) a perfect client would show at this request count. A table gives each tool's
+   figure and its error in %; devtools/serving_peers.py says which of each tool's fields is read.
+2. ceiling: against an endpoint that answers at once (TTFT 0, gaps 0, capacity 100,000), constant arrivals
+   from 50 req/s up ×1.5 per level (max(50, rate × 5 s) requests; --quick 2 s); a level is sustained while the
+   achieved request rate, (completed − 1) ÷ (last answer − first request sent), is within 5% of the target
+   and every request completed: the same rule for every tool, computed from its per-request records.
+   benchreg also prints its own "client kept up" verdict (runners/serving/levels.py), which is stricter.
+3. streams: N closed-loop users (default 1,000) each holding a stream open (40 tokens 50 ms apart) at once.
+
+Every client run prints what it cost: processes, threads and cores (CPU seconds ÷ wall seconds, all its
+processes). --pin puts every client on CPU 0 and every endpoint on CPU 1, so a multi-process peer and
+benchreg get the same single core. Prints numbers, asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
+import os
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from bench.serving_peers import OUT_TOKENS, PEERS, Spec, Usage, benchreg
+from devtools.serving_peers import Figures
 from runners.serving.levels import Level, Objectives
-from runners.serving.loadgen import Target, arrivals, closed_loop, open_loop
+from runners.serving.loadgen import Target, closed_loop
 from runners.serving.shapes import RequestShape, TokenLaw
 from runners.serving.simulated import Delay, Law
 
 ACCURACY_LAW = Law(Delay(80.0, 0.3), Delay(15.0, 0.25), capacity=256, seed=5)
-IN_TOKENS, OUT_TOKENS = 64, 32
+INSTANT = ("--ttft-ms", "0", "--itl-ms", "0", "--capacity", "100000")
+ENDPOINT_CPU: set[int] | None = None  # --pin: the CPU every endpoint runs on
+ROWS = (("TTFT p50 ms", "ttft", 0), ("TTFT p99 ms", "ttft", 1), ("gap p50 ms", "gap", 0), ("gap p99 ms", "gap", 1),
+        ("TPOT p50 ms", "tpot", 0), ("TPOT p99 ms", "tpot", 1), ("output tok/s", "tokens_per_s", None))  # fmt: skip
 
 
-def start(*args: str) -> tuple[subprocess.Popen[str], str]:
-    cmd = [sys.executable, "-m", "runners.serving.simulated", "--port", "0", *args]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    return proc, proc.stdout.readline().rsplit(" ", 1)[-1].strip()
+class Endpoint:
+    """A fresh simulated endpoint (runners/serving/simulated.py) in its own process, and its CPU seconds."""
+
+    def __init__(self, *args: str) -> None:
+        cmd = [sys.executable, "-m", "runners.serving.simulated", "--port", "0", *args]
+        pin = (lambda: os.sched_setaffinity(0, ENDPOINT_CPU)) if ENDPOINT_CPU else None
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, preexec_fn=pin)
+        assert self.proc.stdout is not None
+        self.url = self.proc.stdout.readline().rsplit(" ", 1)[-1].strip()
+
+    def cpu_s(self) -> float:
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait()
 
 
 def law_args(law: Law) -> list[str]:
@@ -48,35 +80,143 @@ def law_args(law: Law) -> list[str]:
             "--seed", str(law.seed)]  # fmt: skip
 
 
-def level(url: str, rate: float, count: int, tokens: int = 4) -> Level:
-    target = Target(url, "simulated", "completions", timeout_s=120)
-    prompts = RequestShape(TokenLaw(8), TokenLaw(tokens)).prompts(count, 1)
-    run = asyncio.run(open_loop(target, prompts, arrivals(rate, count, 1), count))
-    return Level("request-rate", rate, run, Objectives())
+def truth(law: Law, spec: Spec, reps: int = 100) -> dict[str, tuple[float, float | None]]:
+    """Each figure's true value under `law`, and the sd of its estimate from `spec.count` requests (None: not drawn)."""
+    rng = np.random.default_rng(0)
+    tpot_pool = law.itl.draw(rng, 100_000 * (OUT_TOKENS - 1)).reshape(100_000, -1).mean(axis=1)
+    values = {"ttft": (law.ttft.quantile(0.5), law.ttft.quantile(0.99)),
+              "gap": (law.itl.quantile(0.5), law.itl.quantile(0.99)),
+              "tpot": (float(np.quantile(tpot_pool, 0.5)), float(np.quantile(tpot_pool, 0.99)))}  # fmt: skip
+    draws = []
+    for _ in range(reps):  # what a perfect client would estimate from spec.count requests
+        gaps = law.itl.draw(rng, spec.count * (OUT_TOKENS - 1)).reshape(spec.count, -1)
+        samples = {"ttft": law.ttft.draw(rng, spec.count), "gap": gaps.ravel(), "tpot": gaps.mean(axis=1)}
+        draws.append({(k, i): float(np.quantile(v, q)) for k, v in samples.items() for i, q in enumerate((0.5, 0.99))})
+    out: dict[str, tuple[float, float | None]] = {
+        f"{k}{i}": (values[k][i], float(np.std([d[(k, i)] for d in draws]))) for k in values for i in (0, 1)
+    }
+    service_s = law.service_ms(OUT_TOKENS) / 1e3
+    out["tokens_per_s"] = (spec.count * OUT_TOKENS / ((spec.count - 1) / spec.rate + service_s), None)
+    return out
 
 
-def ceiling(seconds: float) -> float:
-    proc, url = start("--ttft-ms", "0", "--itl-ms", "0", "--capacity", "100000")
+def _cell(figures: Figures, attr: str, index: int | None) -> float | None:
+    value: Any = getattr(figures, attr)
+    if value is None:
+        return None
+    return float(value if index is None else value[index])
+
+
+def print_table(expected: dict[str, tuple[float, float | None]], results: dict[str, Figures]) -> None:
+    """One row per figure: the truth (± the sd a perfect client shows), then each tool's value and error in %."""
+    print(f"  {'figure':<14}{'truth':>9}{'± sd':>7}" + "".join(f"{name:>12}{'err %':>8}" for name in results))
+    for label, attr, index in ROWS:
+        value, sd = expected[f"{attr}{'' if index is None else index}"]
+        line = f"  {label:<14}{value:>9.2f}{(f'{sd:.2f}' if sd is not None else '-'):>7}"
+        for figures in results.values():
+            got = _cell(figures, attr, index)
+            line += f"{'n/a':>12}{'':>8}" if got is None else f"{got:>12.2f}{100 * (got / value - 1):>+8.1f}"
+        print(line)
+    print(f"  {'issued req/s':<14}{'':>16}" + "".join(f"{f.issued_rps:>12.2f}{'':>8}" for f in results.values()))
+    print(f"  {'completed':<14}{'':>16}" + "".join(f"{f'{f.completed}/{f.sent}':>12}{'':>8}" for f in results.values()))
+
+
+def accuracy(spec: Spec, peers: dict[str, Path], work: Path) -> None:
+    law = ACCURACY_LAW
+    print(f"accuracy: law TTFT lognormal(median {law.ttft.median_ms:g} ms, sigma {law.ttft.sigma:g}), gaps "
+          f"lognormal({law.itl.median_ms:g} ms, {law.itl.sigma:g}), capacity {law.capacity}, seed {law.seed}; "
+          f"{spec.pattern} {spec.rate:g} req/s, {spec.count} requests, 64 in / {OUT_TOKENS} out tokens")  # fmt: skip
+    results: dict[str, Figures] = {}
+    for name in ("benchreg", *peers):
+        endpoint = Endpoint(*law_args(law))  # fresh, same seed: the same draws in arrival order
+        try:
+            figures, usage, note = _measure(name, peers, endpoint.url, spec, work)
+        except Exception as exc:  # a peer that cannot run here is reported, not fatal
+            print(f"  {name}: could not run: {type(exc).__name__}: {str(exc)[-500:]}")
+            continue
+        finally:
+            endpoint.stop()
+        results[name] = figures
+        print(f"  {name}: {usage.line()}; load average after {os.getloadavg()[0]:.2f}{note}")
+    print_table(truth(law, spec), results)
+
+
+def _measure(name: str, peers: dict[str, Path], url: str, spec: Spec, work: Path) -> tuple[Figures, Usage, str]:
+    """One tool's figures and cost, and for benchreg a note on its own lateness."""
+    if name != "benchreg":
+        return (*PEERS[name](peers[name], url, spec, work), "")
+    figures, level, usage = benchreg(url, spec)
+    return figures, usage, "; " + lateness(level)
+
+
+def lateness(level: Level) -> str:
+    """benchreg times TTFT from the scheduled arrival; the peers from the send. The dispatch lag is the difference."""
+    lag = np.asarray([r.dispatch_lag_ms for r in level.run.records if r.sent == r.sent])
+    from_send = np.asarray([(r.chunks[0] - r.sent) * 1e3 for r in level.completed])
+    return (f"dispatch lag p50 {np.quantile(lag, 0.5):.2f} / p99 {np.quantile(lag, 0.99):.2f} ms; TTFT from the "
+            f"send p50 {np.quantile(from_send, 0.5):.2f} / p99 {np.quantile(from_send, 0.99):.2f} ms")  # fmt: skip
+
+
+def sustained(figures: Figures, spec: Spec) -> bool:
+    """The ceiling's rule, the same for every tool: every request completed, achieved rate within 5% of target."""
+    return figures.completed == spec.count and abs(figures.achieved_rps / spec.rate - 1) <= 0.05
+
+
+def ceiling(name: str, measure: Callable[[str, Spec], tuple[Figures, Usage, str]], seconds: float) -> float:
+    """The highest constant rate `name` sustains against an endpoint that answers at once (module docstring)."""
+    print(f"ceiling of {name} (endpoint answering at once):")
     best, rate = 0.0, 50.0
-    try:
-        while rate < 100_000:
-            lv = level(url, rate, max(50, int(rate * seconds)))
-            _, reasons = lv.client()
-            done = lv.counts()["completed"] == lv.counts()["sent"]
-            print(f"  {rate:9.1f} req/s: issued {lv.issue_rate():9.1f}, kept up {not reasons}, all completed {done}")
-            if reasons or not done:
-                break
-            best, rate = rate, rate * 1.5
-    finally:
-        proc.terminate()
+    while rate < 100_000:
+        spec = Spec(rate, max(50, int(rate * seconds)), "constant")
+        endpoint = Endpoint(*INSTANT)
+        try:
+            idle = endpoint.cpu_s()  # its start-up (imports) is not the level's
+            figures, usage, verdict = measure(endpoint.url, spec)
+            busy = (endpoint.cpu_s() - idle) / (spec.count / rate)
+        except Exception as exc:
+            print(f"  {rate:9.1f} req/s: could not run: {type(exc).__name__}: {str(exc)[-400:]}")
+            break
+        finally:
+            endpoint.stop()
+        ok = sustained(figures, spec)
+        print(f"  {rate:9.1f} req/s: issued {figures.issued_rps:9.1f}, achieved {figures.achieved_rps:9.1f}, "
+              f"completed {figures.completed}/{spec.count}, sustained {ok}{verdict}; endpoint busy {busy:.0%} "
+              f"of a core; client {usage.line()}")  # fmt: skip
+        if not ok:
+            break
+        best, rate = rate, rate * 1.5
+    print(f"  {name} ceiling: {best:.1f} req/s")
     return best
 
 
+def benchreg_ceiling_level(url: str, spec: Spec) -> tuple[Figures, Usage, str]:
+    figures, level, usage = benchreg(url, spec)
+    _, reasons = level.client()
+    return figures, usage, f" (own verdict: kept up {not reasons}{': ' + '; '.join(reasons) if reasons else ''})"
+
+
+def _peer_level(name: str, bin_dir: Path, work: Path) -> Callable[[str, Spec], tuple[Figures, Usage, str]]:
+    def level(url: str, spec: Spec) -> tuple[Figures, Usage, str]:
+        figures, usage = PEERS[name](bin_dir, url, spec, work)
+        return figures, usage, ""
+
+    return level
+
+
+def ceilings(peers: dict[str, Path], seconds: float, work: Path) -> None:
+    found = {"benchreg": ceiling("benchreg", benchreg_ceiling_level, seconds)}
+    for name, bin_dir in peers.items():
+        found[name] = ceiling(name, _peer_level(name, bin_dir, work), seconds)
+    for name in peers:
+        ratio = found["benchreg"] / found[name] if found[name] else float("inf")
+        print(f"ceiling benchreg/{name}: {found['benchreg']:.1f} / {found[name]:.1f} req/s = {ratio:.2f}")
+
+
 def streams(users: int) -> None:
-    proc, url = start("--ttft-ms", "10", "--ttft-sigma", "0", "--itl-ms", "50", "--itl-sigma", "0",
-                      "--capacity", str(users * 2))  # fmt: skip
+    endpoint = Endpoint("--ttft-ms", "10", "--ttft-sigma", "0", "--itl-ms", "50", "--itl-sigma", "0",
+                        "--capacity", str(users * 2))  # fmt: skip
     try:
-        target = Target(url, "simulated", "completions", timeout_s=120)
+        target = Target(endpoint.url, "simulated", "completions", timeout_s=120)
         prompts = RequestShape(TokenLaw(8), TokenLaw(40)).prompts(users, 1)
         t = time.perf_counter()
         run = asyncio.run(closed_loop(target, prompts, users))
@@ -84,117 +224,66 @@ def streams(users: int) -> None:
         lv = Level("concurrency", users, run, Objectives())
         counts, (client, reasons) = lv.counts(), lv.client()
         itl = lv.series("itl_ms")
-        print(f"  {users} concurrent streams: {counts['completed']}/{counts['sent']} completed in {wall:.2f} s "
+        print(f"streams: {users} concurrent: {counts['completed']}/{counts['sent']} completed in {wall:.2f} s "
               f"(one stream lasts 1.96 s); ITL p50 {np.median(itl):.2f} ms / p99 {np.quantile(itl, 0.99):.2f} ms "
               f"against 50; client kept up: {client['kept_up']} {'; '.join(reasons)}")  # fmt: skip
     finally:
-        proc.terminate()
+        endpoint.stop()
 
 
-def truth(law: Law, rate: float, count: int) -> dict[str, float]:
-    service = law.service_ms(OUT_TOKENS) / 1e3
-    return {
-        "ttft_p50": law.ttft.quantile(0.5), "ttft_p99": law.ttft.quantile(0.99),
-        "itl_p50": law.itl.quantile(0.5), "itl_p99": law.itl.quantile(0.99),
-        "throughput": count * OUT_TOKENS / ((count - 1) / rate + service),
-    }  # fmt: skip
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="shorter levels (accuracy 8 req/s × 200, ceiling 2 s)")
+    p.add_argument("--streams", type=int, default=1000)
+    for name in PEERS:
+        p.add_argument(f"--peers-{name}", type=Path, metavar="BIN", help=f"a bin/ directory holding `{name}`")
+    p.add_argument("--pin", action="store_true", help="clients on CPU 0, endpoints on CPU 1")
+    p.add_argument("--skip", default="", help="comma-separated parts to skip: accuracy, ceiling, streams")
+    p.add_argument("--keep", type=Path, help="keep the peers' output files here (default: a removed temp dir)")
+    return p
 
 
-def benchreg_level(url: str, rate: float, count: int) -> dict[str, float]:
-    target = Target(url, "simulated", "completions", timeout_s=120)
-    prompts = RequestShape(TokenLaw(IN_TOKENS), TokenLaw(OUT_TOKENS)).prompts(count, 1)
-    lv = Level("request-rate", rate, asyncio.run(open_loop(target, prompts, arrivals(rate, count, 1), count)),
-               Objectives())  # fmt: skip
-    t, i = lv.series("ttft_ms"), lv.series("itl_ms")
-    return {"ttft_p50": float(np.quantile(t, 0.5)), "ttft_p99": float(np.quantile(t, 0.99)),
-            "itl_p50": float(np.quantile(i, 0.5)), "itl_p99": float(np.quantile(i, 0.99)),
-            "throughput": lv.tokens_per_second()}  # fmt: skip
+def _peers(args: argparse.Namespace) -> dict[str, Path] | str:
+    """The peer bin/ directories asked for, or the error naming the one that lacks its executable."""
+    peers = {name: getattr(args, f"peers_{name}") for name in PEERS if getattr(args, f"peers_{name}")}
+    for name, bin_dir in peers.items():
+        if not os.access(bin_dir / name, os.X_OK):
+            return f"--peers-{name} {bin_dir}: no executable {bin_dir / name}"
+    return peers
 
 
-def _find(data: Any, *names: str) -> Any:
-    """The first value under any of `names` found depth-first in nested JSON."""
-    if isinstance(data, dict):
-        for name in names:
-            if name in data:
-                return data[name]
-        for value in data.values():
-            found = _find(value, *names)
-            if found is not None:
-                return found
-    if isinstance(data, list):
-        for value in data:
-            found = _find(value, *names)
-            if found is not None:
-                return found
+def _pin() -> str | None:
+    global ENDPOINT_CPU
+    if len(os.sched_getaffinity(0)) < 2:
+        return "--pin needs 2 CPUs (clients on CPU 0, endpoints on CPU 1)"
+    os.sched_setaffinity(0, {0})  # before any thread starts: threads and peer processes inherit it
+    ENDPOINT_CPU = {1}
     return None
 
 
-def aiperf_level(bin_dir: Path, url: str, rate: float, count: int) -> dict[str, float]:
-    out = Path(tempfile.mkdtemp(prefix="aiperf-"))
-    cmd = [str(bin_dir / "aiperf"), "profile", "--model", "simulated", "--url", url, "--endpoint-type",
-           "completions", "--streaming", "--request-rate", str(rate), "--request-count", str(count),
-           "--synthetic-input-tokens-mean", str(IN_TOKENS), "--output-tokens-mean", str(OUT_TOKENS),
-           "--extra-inputs", "ignore_eos:true", "--artifact-dir", str(out), "--ui", "none"]  # fmt: skip
-    subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=900)
-    data = json.loads(next(out.rglob("profile_export_aiperf.json")).read_text())
-    ttft, itl = data["time_to_first_token"], data.get("inter_chunk_latency") or data["inter_token_latency"]
-    return {"ttft_p50": ttft["p50"], "ttft_p99": ttft["p99"], "itl_p50": itl["p50"], "itl_p99": itl["p99"],
-            "throughput": data["output_token_throughput"]["avg"]}  # fmt: skip
-
-
-def guidellm_level(bin_dir: Path, url: str, rate: float, count: int) -> dict[str, float]:
-    out = Path(tempfile.mkdtemp(prefix="guidellm-")) / "benchmarks.json"
-    cmd = [str(bin_dir / "guidellm"), "benchmark", "--target", url, "--model", "simulated", "--processor", "gpt2",
-           "--rate-type", "poisson", "--rate", str(rate), "--max-requests", str(count),
-           "--data", f"prompt_tokens={IN_TOKENS},output_tokens={OUT_TOKENS}", "--output-path", str(out)]  # fmt: skip
-    subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=900)
-    metrics = _find(json.loads(out.read_text()), "metrics")
-    ttft, itl = metrics["time_to_first_token_ms"]["successful"], metrics["inter_token_latency_ms"]["successful"]
-    pct = lambda d, k: d["percentiles"][k]  # noqa: E731
-    tps = metrics["output_tokens_per_second"]["successful"]["mean"]
-    return {"ttft_p50": pct(ttft, "p50"), "ttft_p99": pct(ttft, "p99"), "itl_p50": pct(itl, "p50"),
-            "itl_p99": pct(itl, "p99"), "throughput": tps}  # fmt: skip
-
-
-def accuracy(rate: float, count: int, peers: Path | None) -> None:
-    proc, url = start(*law_args(ACCURACY_LAW))
-    expected = truth(ACCURACY_LAW, rate, count)
-    tools = {"benchreg": lambda: benchreg_level(url, rate, count)}
-    if peers is not None:
-        tools["aiperf"] = lambda: aiperf_level(peers, url, rate, count)
-        tools["guidellm"] = lambda: guidellm_level(peers, url, rate, count)
-    print(f"  truth at {rate:g} req/s, {count} requests: " + ", ".join(f"{k} {v:.2f}" for k, v in expected.items()))
-    try:
-        for name, measure in tools.items():
-            try:
-                got = measure()
-            except subprocess.CalledProcessError as exc:  # a peer that cannot run here is reported, not fatal
-                print(f"  {name}: could not run (exit {exc.returncode}): {(exc.stderr or exc.stdout or '')[-400:]}")
-                continue
-            except Exception as exc:
-                print(f"  {name}: could not run: {type(exc).__name__}: {str(exc)[-300:]}")
-                continue
-            errors = ", ".join(f"{k} {100 * (got[k] / expected[k] - 1):+.1f}%" for k in expected)
-            print(f"  {name}: error against the law: {errors}")
-    finally:
-        proc.terminate()
-
-
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true")
-    p.add_argument("--streams", type=int, default=1000)
-    p.add_argument("--peers", type=Path, default=None, help="bin/ directory holding aiperf and guidellm")
-    p.add_argument("--skip", default="", help="comma-separated parts to skip: ceiling, streams, accuracy")
-    args = p.parse_args(argv)
-    skip = set(args.skip.split(","))
-    if "ceiling" not in skip:
-        print("benchreg ceiling (endpoint answering at once):")
-        print(f"  highest sustained rate: {ceiling(2.0 if args.quick else 5.0):.1f} req/s")
+    args = parser().parse_args(argv)
+    peers = _peers(args)
+    problem = peers if isinstance(peers, str) else (_pin() if args.pin else None)
+    if problem or isinstance(peers, str):
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    skip = set(filter(None, args.skip.split(",")))
+    if skip - {"accuracy", "ceiling", "streams"}:
+        print(f"error: --skip {args.skip}: the parts are accuracy, ceiling, streams", file=sys.stderr)
+        return 2
+    print(f"host: {os.cpu_count()} CPUs, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+          f"{'; pinned: clients on CPU 0, endpoints on CPU 1' if args.pin else ''}")  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="serving-load-") as tmp:
+        work = args.keep or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        if "accuracy" not in skip:
+            accuracy(Spec(8.0, 200) if args.quick else Spec(20.0, 1000), peers, work)
+        if "ceiling" not in skip:
+            ceilings(peers, 2.0 if args.quick else 5.0, work)
     if "streams" not in skip:
         streams(args.streams)
-    if "accuracy" not in skip:
-        accuracy(8.0 if args.quick else 20.0, 200 if args.quick else 1000, args.peers)
+    print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 
 
