@@ -218,15 +218,18 @@ def streams(users: int) -> None:
     try:
         target = Target(endpoint.url, "simulated", "completions", timeout_s=120)
         prompts = RequestShape(TokenLaw(8), TokenLaw(40)).prompts(users, 1)
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.process_time()  # the endpoint is another process: this is the client's
         run = asyncio.run(closed_loop(target, prompts, users))
-        wall = time.perf_counter() - t
+        wall, cpu = time.perf_counter() - t, time.process_time() - cpu
         lv = Level("concurrency", users, run, Objectives())
         counts, (client, reasons) = lv.counts(), lv.client()
-        itl = lv.series("itl_ms")
+        itl, loop = lv.series("itl_ms"), np.asarray(run.loop_lag_ms)
+        chunks = sum(len(r.chunks) for r in lv.completed)
         print(f"streams: {users} concurrent: {counts['completed']}/{counts['sent']} completed in {wall:.2f} s "
               f"(one stream lasts 1.96 s); ITL p50 {np.median(itl):.2f} ms / p99 {np.quantile(itl, 0.99):.2f} ms "
-              f"against 50; client kept up: {client['kept_up']} {'; '.join(reasons)}")  # fmt: skip
+              f"against 50; client CPU {cpu:.2f} s ({cpu / wall:.0%} of one core, {cpu / chunks * 1e6:.1f} us per "
+              f"streamed chunk), event-loop lateness p99 {np.quantile(loop, 0.99):.2f} ms; client kept up: "
+              f"{client['kept_up']} {'; '.join(reasons)}")  # fmt: skip
     finally:
         endpoint.stop()
 
