@@ -38,7 +38,7 @@ import threading
 from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from runners.terminal import wrap
 
@@ -288,5 +288,20 @@ def unknown_command(command: str) -> str:
     return f"benchreg: unknown command {command!r}.{hint} `benchreg --help` lists every command."
 
 
+def entry() -> NoReturn:
+    """The `benchreg` program: `main()`, then exit with its status.
+
+    After a Ctrl-C the process ends at once with 130 (os._exit, past the interpreter's shutdown): a second
+    KeyboardInterrupt raised there (a library's thread or finalizer re-raising the first) would escape every
+    handler, and Python then kills itself with SIGINT, so the shell saw "interrupted" and yet a death by signal.
+    Everything the command opened was already closed by its own `finally` blocks before `main()` returned."""
+    code = main()
+    if INTERRUPTED.is_set():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

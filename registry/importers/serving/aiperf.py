@@ -13,7 +13,7 @@ from typing import Any
 
 from .aiperf_config import SUMMARY, read_setup
 from .errors import ServingImportError
-from .levels import Level, distribution, sha256_of
+from .levels import Level, distribution, linear_quantile, sha256_of
 
 __all__ = ["MAX_SUMMARY_BYTES", "SUMMARY", "is_aiperf", "read"]
 
@@ -227,16 +227,8 @@ def _check_per_request(path: Path, summary: dict[str, Any], metrics: dict[str, A
     for name, values, key in (("time_to_first_token", ttft, "ttft_ms"), ("request_latency", latency, "latency_ms")):
         _agrees(where, f"the number of {name} records", float(len(values)), float(metrics[key]["count"]))
         _agrees(where, f"the mean {name}", sum(values) / len(values), float(summary[name]["avg"]))
-        _agrees(where, f"the p50 {name}", _linear(values, 0.5), float(summary[name]["p50"]))
+        _agrees(where, f"the p50 {name}", linear_quantile(values, 0.5), float(summary[name]["p50"]))
     return sha256_of(raw)
-
-
-def _linear(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    at = q * (len(ordered) - 1)
-    low = math.floor(at)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (at - low)
 
 
 def _agrees(where: str, what: str, computed: float, reported: float) -> None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from protocol import PROTOCOL_NAME, PROTOCOL_VERSION_LATEST, rules
+from protocol.percentiles import quantile
 
 from .deployment import Deployment, missing
 from .errors import ServingImportError
@@ -274,3 +275,9 @@ def _agreeing(level: Level, deployment: Deployment, key: str, stated: Any) -> An
 
 def _raise(error: ServingImportError) -> Any:
     raise error
+
+
+def linear_quantile(values: list[float], q: float) -> float:
+    """The q quantile with numpy's linear interpolation: how aiperf and vLLM compute the percentiles they print,
+    so a per-request file can be checked against its own summary."""
+    return float(quantile(values, q, "linear"))

@@ -15,7 +15,7 @@ from typing import Any
 from protocol import rules
 
 from .errors import ServingImportError
-from .levels import Level, sha256_of
+from .levels import Level, linear_quantile, sha256_of
 
 TOOL = "vllm-bench-serve"
 KNOWN = "0.33.0"
@@ -410,7 +410,7 @@ def _check_against_summary(data: dict[str, Any], detail: dict[str, Any], where: 
             continue
         _agrees(where, f"the mean of the per-request {metric}", 1000 * sum(values) / len(values),
                 float(data[f"mean_{metric}_ms"]))  # fmt: skip
-        _agrees(where, f"the median of the per-request {metric}", 1000 * _linear(values, 0.5),
+        _agrees(where, f"the median of the per-request {metric}", 1000 * linear_quantile(values, 0.5),
                 float(data[f"median_{metric}_ms"]))  # fmt: skip
 
 
@@ -427,7 +427,7 @@ def _per_user(detail: dict[str, Any], name: str, fields: dict[str, str]) -> dict
     out["min"], out["max"] = round(min(rates), 6), round(max(rates), 6)
     for field, q in (("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p99", 0.99)):
         if rules.percentile_allowed(field, len(rates)):
-            out[field] = round(_linear(rates, q), 6)
+            out[field] = round(linear_quantile(rates, q), 6)
     for field in out:
         if field not in ("method", "unit"):
             fields[f"{at}/{field}"] = source + ("" if field == "count" else f", {field}")
@@ -446,14 +446,6 @@ def _leftover_notes(data: dict[str, Any], metrics: dict[str, Any], notes: dict[s
         errors = Counter(str(e)[:200] for e in data["errors"] if e != "")
         if errors:
             notes["errors"] = json.dumps(dict(errors.most_common(20)), sort_keys=True)[:2000]
-
-
-def _linear(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    at = q * (len(ordered) - 1)
-    low = math.floor(at)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (at - low)
 
 
 def _agrees(where: str, what: str, computed: float, reported: float) -> None:
