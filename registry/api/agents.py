@@ -26,12 +26,12 @@ from registry.api.permissions import signed_in_user
 from registry.api.schema import ProblemSerializer
 from registry.api.strict import FreeFormObjectField, QuerySerializer, StrictSerializer
 from registry.choices import JobStatus
-from registry.exceptions import NotFound, RegistryError
+from registry.exceptions import NotFound
 from registry.models import Agent, Job, Submission
 from registry.selectors.agents import agent_list, agents_by_reference, enrolment_token_list, job_list
 from registry.services.agents import agent_enroll, agent_heartbeat, agent_revoke, enrolment_token_create
 from registry.services.jobs import job_cancel, job_claim, job_complete, job_fail, job_heartbeat, job_start
-from registry.services.plans import plan_create, serving_plan_create
+from registry.services.plans import check_runner_fields, plan_create, serving_plan_create
 
 
 def _own_agent(request: Request) -> Agent:
@@ -253,28 +253,6 @@ MAX_BATCH_SIZE = 2**20
 JOBS_BOUND = (
     "a plan makes one job per agent x precision x batch size, at most BENCHREG_MAX_JOBS_PER_PLAN (default 1000)"
 )
-
-
-RUNNER_FIELDS = ("workload", "precisions", "batch_sizes", "scenario", "repetitions", "options")
-
-
-def check_runner_fields(runner: str, given: set[str]) -> None:
-    """A serving plan states its job in `serving` and none of the bundled runners' fields; the others the
-    reverse (400, each wrong or missing field by pointer)."""
-    if runner == "serving":
-        wrong = {name: "a serving plan states its job in `serving`" for name in RUNNER_FIELDS if name in given}
-        missing = {} if "serving" in given else {"serving": "required for runner serving"}
-    else:
-        wrong = {"serving": "for runner serving only"} if "serving" in given else {}
-        missing = {name: "required for runner inference and training" for name in ("workload", "precisions")}
-        missing = {name: why for name, why in missing.items() if name not in given}
-    problems = {**wrong, **missing}
-    if problems:
-        raise RegistryError(
-            f"these fields do not fit runner {runner}: {', '.join(problems)}",
-            code="invalid-plan",
-            errors=[{"pointer": f"/{name}", "code": "runner-fields", "message": why} for name, why in problems.items()],
-        )
 
 
 class PlanCollectionApi(APIView):

@@ -198,6 +198,28 @@ def job_dispatch(*, job_id: int) -> None:
         )
 
 
+RUNNER_FIELDS = ("workload", "precisions", "batch_sizes", "scenario", "repetitions", "options")
+
+
+def check_runner_fields(runner: str, given: set[str]) -> None:
+    """A serving plan states its job in `serving` and none of the bundled runners' fields; the others the
+    reverse (400, each wrong or missing field by pointer)."""
+    if runner == "serving":
+        wrong = {name: "a serving plan states its job in `serving`" for name in RUNNER_FIELDS if name in given}
+        missing = {} if "serving" in given else {"serving": "required for runner serving"}
+    else:
+        wrong = {"serving": "for runner serving only"} if "serving" in given else {}
+        missing = {name: "required for runner inference and training" for name in ("workload", "precisions")}
+        missing = {name: why for name, why in missing.items() if name not in given}
+    problems = {**wrong, **missing}
+    if problems:
+        raise RegistryError(
+            f"these fields do not fit runner {runner}: {', '.join(problems)}",
+            code="invalid-plan",
+            errors=[{"pointer": f"/{name}", "code": "runner-fields", "message": why} for name, why in problems.items()],
+        )
+
+
 # --- serving plans ------------------------------------------------------------------------------------------
 
 
