@@ -13,7 +13,7 @@ from typing import Any
 
 from .aiperf_config import SUMMARY, read_setup
 from .errors import ServingImportError
-from .levels import Level, distribution, linear_quantile, sha256_of
+from .levels import Level, agrees, distribution, linear_quantile, sha256_of
 
 __all__ = ["MAX_SUMMARY_BYTES", "SUMMARY", "is_aiperf", "read"]
 
@@ -26,7 +26,6 @@ MAX_PER_REQUEST_BYTES = 512 * 1024 * 1024
 # every imported file to it.
 METHOD = "linear"
 # The per-request records must give aiperf's own summary back within float rounding.
-AGREEMENT = 1e-6
 
 
 def is_aiperf(data: dict[str, Any]) -> bool:
@@ -225,14 +224,8 @@ def _check_per_request(path: Path, summary: dict[str, Any], metrics: dict[str, A
         if isinstance(values.get("request_latency"), dict):
             latency.append(float(values["request_latency"]["value"]))
     for name, values, key in (("time_to_first_token", ttft, "ttft_ms"), ("request_latency", latency, "latency_ms")):
-        _agrees(where, f"the number of {name} records", float(len(values)), float(metrics[key]["count"]))
-        _agrees(where, f"the mean {name}", sum(values) / len(values), float(summary[name]["avg"]))
-        _agrees(where, f"the p50 {name}", linear_quantile(values, 0.5), float(summary[name]["p50"]))
+        records = "from the per-request records"
+        agrees(where, f"the number of {name} records {records}", float(len(values)), float(metrics[key]["count"]))
+        agrees(where, f"the mean {name} {records}", sum(values) / len(values), float(summary[name]["avg"]))
+        agrees(where, f"the p50 {name} {records}", linear_quantile(values, 0.5), float(summary[name]["p50"]))
     return sha256_of(raw)
-
-
-def _agrees(where: str, what: str, computed: float, reported: float) -> None:
-    if abs(computed - reported) > AGREEMENT * max(abs(reported), 1.0):
-        raise ServingImportError(
-            f"{what} from the per-request records is {computed:.9g} but the summary says {reported:.9g}", where=where
-        )

@@ -281,3 +281,14 @@ def linear_quantile(values: list[float], q: float) -> float:
     """The q quantile with numpy's linear interpolation: how aiperf and vLLM compute the percentiles they print,
     so a per-request file can be checked against its own summary."""
     return float(quantile(values, q, "linear"))
+
+
+# A per-request file must give its own summary back within float rounding.
+AGREEMENT = 1e-6
+
+
+def agrees(where: str, what: str, computed: float, reported: float) -> None:
+    """Refuse the file (naming it and the figure) when a figure computed from its per-request records is not the
+    one its summary reports."""
+    if abs(computed - reported) > AGREEMENT * max(abs(reported), 1.0):
+        raise ServingImportError(f"{what} is {computed:.9g} but the summary says {reported:.9g}", where=where)

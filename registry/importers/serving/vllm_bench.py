@@ -15,14 +15,13 @@ from typing import Any
 from protocol import rules
 
 from .errors import ServingImportError
-from .levels import Level, linear_quantile, sha256_of
+from .levels import Level, agrees, linear_quantile, sha256_of
 
 TOOL = "vllm-bench-serve"
 KNOWN = "0.33.0"
 # software.serving.tool.version: what can be said of a file that names no version.
 VERSION_WORDS = f"unrecorded; keys of {KNOWN}"
 METHOD = "linear"  # numpy.percentile's default, which serve.py calls
-AGREEMENT = 1e-6  # the per-request arrays must give the summary back within float rounding
 NUMBER = (int, float)
 # Every generation result of 0.33.0 has these, with these types (None: JSON null allowed).
 REQUIRED: dict[str, tuple[type, ...]] = {
@@ -401,16 +400,16 @@ def _detail(data: dict[str, Any], where: str) -> dict[str, Any]:
 
 def _check_against_summary(data: dict[str, Any], detail: dict[str, Any], where: str) -> None:
     """vLLM's per-request arrays must give its own summary back (its means and medians, its token totals)."""
-    _agrees(where, "the sum of output_lens", float(sum(detail["outputs"])), float(data["total_output_tokens"]))
-    _agrees(where, "the sum of input_lens of completed requests", float(sum(detail["inputs"])),
+    agrees(where, "the sum of output_lens", float(sum(detail["outputs"])), float(data["total_output_tokens"]))
+    agrees(where, "the sum of input_lens of completed requests", float(sum(detail["inputs"])),
             float(data["total_input_tokens"]))  # fmt: skip
     for metric, values in (("ttft", detail["ttfts"]), ("e2el", detail["latencies"]), ("tpot", detail["tpots"]),
                            ("itl", detail["gaps"])):  # fmt: skip
         if f"mean_{metric}_ms" not in data or not values:
             continue
-        _agrees(where, f"the mean of the per-request {metric}", 1000 * sum(values) / len(values),
+        agrees(where, f"the mean of the per-request {metric}", 1000 * sum(values) / len(values),
                 float(data[f"mean_{metric}_ms"]))  # fmt: skip
-        _agrees(where, f"the median of the per-request {metric}", 1000 * linear_quantile(values, 0.5),
+        agrees(where, f"the median of the per-request {metric}", 1000 * linear_quantile(values, 0.5),
                 float(data[f"median_{metric}_ms"]))  # fmt: skip
 
 
@@ -446,8 +445,3 @@ def _leftover_notes(data: dict[str, Any], metrics: dict[str, Any], notes: dict[s
         errors = Counter(str(e)[:200] for e in data["errors"] if e != "")
         if errors:
             notes["errors"] = json.dumps(dict(errors.most_common(20)), sort_keys=True)[:2000]
-
-
-def _agrees(where: str, what: str, computed: float, reported: float) -> None:
-    if abs(computed - reported) > AGREEMENT * max(abs(reported), 1.0):
-        raise ServingImportError(f"{what} is {computed:.9g} but the summary says {reported:.9g}", where=where)
