@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.db.models.fields.json import KT
+
 from registry.models import Submission
 
 MAX_LEVELS = 500  # levels (and their repetitions) read for one sweep; a sweep has tens
@@ -19,14 +21,15 @@ def sweep_runs(*, sweep_id: str) -> list[Submission]:
 def recent_sweeps(*, limit: int = 30, scan: int = 500) -> list[tuple[str, Submission]]:
     """The sweeps of the newest stored levels, newest first: (sweep id, its newest run), for a picker.
 
-    Reads the newest `scan` levels only (one query), so a registry of many sweeps offers its recent ones.
+    Two queries: the sweep ids of the newest `scan` levels (no documents read), then the one document per sweep
+    that labels it, so a registry of many large levels offers its recent sweeps cheaply.
     """
-    found: dict[str, Submission] = {}
+    newest: dict[str, int] = {}
     levels = Submission.objects.filter(document__scenario__has_key="sweep", withdrawal__isnull=True).order_by("-pk")
-    for run in levels.only("id", "document")[:scan]:
-        sweep = (run.document.get("scenario") or {}).get("sweep") or {}
-        if isinstance(sweep.get("id"), str):
-            found.setdefault(sweep["id"], run)
-        if len(found) >= limit:
+    for pk, sweep in levels.values_list("pk", KT("document__scenario__sweep__id"))[:scan]:
+        if isinstance(sweep, str):
+            newest.setdefault(sweep, pk)
+        if len(newest) >= limit:
             break
-    return list(found.items())
+    runs = Submission.objects.only("id", "document").in_bulk(list(newest.values()))
+    return [(sweep, runs[pk]) for sweep, pk in newest.items() if pk in runs]

@@ -189,3 +189,12 @@ def test_guidellm_sweeps_imported_through_the_command_show_their_frontiers(tmp_p
     assert len(rows) == len(docs) == 6 and sum(">frontier" in r for r in rows) >= 2
     for doc in docs:  # each level's tokens/s per user as the page shows it: 1000 / the file's TPOT p50
         assert number(1000 / doc["metrics"]["tpot_ms"]["p50"], Style.SIGNIFICANT) in page
+
+
+def test_the_compare_page_offers_the_sweeps_stored_lately_newest_first() -> None:
+    user = _user()
+    _store(user, sweep_docs((1, 2), sweep="older"))
+    _store(user, sweep_docs((1, 2), sweep="newer"))
+    page = _web(user).get("/sweeps/compare/").content.decode()
+    assert '<option value="newer">' in page and '<option value="older">' in page
+    assert page.index('<option value="newer">') < page.index('<option value="older">')
