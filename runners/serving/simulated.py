@@ -89,13 +89,16 @@ class Law:
         return self.capacity / (self.service_ms(output_tokens) / 1e3)
 
 
-def queue_ttft_ms(law: Law, rate: float, output_tokens: int, count: int, seed: int) -> np.ndarray:
+def queue_ttft_ms(
+    law: Law, rate: float, output_tokens: int, count: int, seed: int, arrivals_ms: np.ndarray | None = None
+) -> np.ndarray:
     """TTFTs (ms) of `count` Poisson arrivals at `rate` under `law`, by discrete-event simulation of the slots.
 
     What the law predicts a perfect client would measure, queueing included: tests place a sweep's knee with it.
+    `arrivals_ms` gives the arrival times instead (a runner's own schedule); the service times are still drawn.
     """
     rng = np.random.default_rng(seed)
-    arrivals = np.cumsum(rng.exponential(1e3 / rate, count))
+    arrivals = np.cumsum(rng.exponential(1e3 / rate, count)) if arrivals_ms is None else arrivals_ms
     ttft = law.ttft.draw(rng, count)
     service = ttft + law.itl.draw(rng, count * max(output_tokens - 1, 0)).reshape(count, -1).sum(axis=1)
     free = np.zeros(law.capacity)  # when each slot frees up (ms)

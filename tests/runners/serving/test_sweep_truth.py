@@ -18,7 +18,7 @@ from protocol.percentiles import NUMPY_METHOD, quantile
 from runners import stats
 from runners.cli import main
 from runners.serving.loadgen import arrivals
-from runners.serving.simulated import Delay, Law
+from runners.serving.simulated import Delay, Law, queue_ttft_ms
 from tests.runners.serving.test_cli import DEPLOYMENT
 
 LAW = Law(Delay(200.0, 0.1), Delay(20.0, 0.1), capacity=4, seed=11)
@@ -34,19 +34,10 @@ def _predicted_p99(rate: float, index: int, trials: int = 400) -> np.ndarray:
     """TTFT p99 (ms) of the level under the law, over `trials` service draws, on the runner's own schedule."""
     count = _count(rate)
     schedule = arrivals(rate, count, SEED + index) * 1e3
-    rng = np.random.default_rng(0)
-    out = np.empty(trials)
-    for t in range(trials):
-        ttft = LAW.ttft.draw(rng, count)
-        service = ttft + LAW.itl.draw(rng, count * (TOKENS - 1)).reshape(count, -1).sum(axis=1)
-        free, seen = np.zeros(LAW.capacity), np.empty(count)
-        for i, at in enumerate(schedule):
-            slot = int(np.argmin(free))
-            start = max(at, free[slot])
-            free[slot] = start + service[i]
-            seen[i] = start - at + ttft[i]
-        out[t] = quantile(seen, 0.99, NUMPY_METHOD[stats.PERCENTILE_METHOD])
-    return out
+    method = NUMPY_METHOD[stats.PERCENTILE_METHOD]
+    return np.asarray(
+        [quantile(queue_ttft_ms(LAW, rate, TOKENS, count, t, schedule), 0.99, method) for t in range(trials)]
+    )
 
 
 def test_the_automatic_sweep_stops_at_the_level_where_the_law_fails_the_objective(endpoint, tmp_path):
