@@ -21,7 +21,7 @@ import pytest
 
 from protocol.percentiles import quantile
 from runners.serving.levels import Level, Objectives
-from runners.serving.loadgen import Target, arrivals, closed_loop, open_loop, wait_until
+from runners.serving.loadgen import LevelRun, Target, arrivals, closed_loop, open_loop, wait_until
 from runners.serving.shapes import RequestShape, TokenLaw
 from runners.serving.simulated import Delay, Law, queue_ttft_ms
 
@@ -171,3 +171,29 @@ def test_a_closed_loop_level_with_a_duration_lasts_it_however_fast_the_endpoint(
     assert level.seconds >= 1.2 and last_start - run.started < 1.2 + 0.5  # sent for its duration, then stopped
     assert level.counts()["completed"] == len(run.records) == run.planned > 5
     assert [r.index for r in run.records] == list(range(len(run.records)))
+
+
+def test_a_client_whose_event_loop_is_stalled_is_said_to_have_fallen_behind(endpoint):
+    # Known truth: a coroutine in the client's own loop blocks it for 30 ms every 100 ms, so dispatches and chunk
+    # stamps are late by up to 30 ms, far past the bound (max(1 ms, 5% of a TTFT p50 of ~20 ms)). The verdict
+    # must say the client fell behind, and the level then gives no steady-state verdict.
+    url = endpoint("--ttft-ms", "20", "--itl-ms", "2", "--capacity", "64")
+    target = Target(url, "simulated", "completions", timeout_s=60)
+    prompts = RequestShape(TokenLaw(8), TokenLaw(4)).prompts(60, 1)
+
+    async def stalled() -> LevelRun:
+        async def hog() -> None:
+            while True:
+                await asyncio.sleep(0.1)
+                time.sleep(0.03)  # blocks the loop, as a client doing too much would
+
+        task = asyncio.create_task(hog())
+        try:
+            return await open_loop(target, prompts, arrivals(30.0, 60, 1), 60)
+        finally:
+            task.cancel()
+
+    level = Level("request-rate", 30.0, asyncio.run(stalled()), Objectives())
+    section, reasons = level.client()
+    assert not section["kept_up"] and any("client fell behind" in r for r in reasons), reasons
+    assert level.steady_state(reasons)["method"] == "not-assessed"
