@@ -121,14 +121,21 @@ def per_user_rate(doc: Mapping[str, Any]) -> float | None:
 
 
 def level_neutral(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of `doc` without the fields that differ between the levels of one sweep (LOAD_FIELDS of the
-    scenario), so that comparability keys group a configuration's levels together."""
+    """A copy of `doc` without the fields that differ between the levels of one sweep, so that comparability keys
+    group a configuration's levels together: the load (LOAD_FIELDS of the scenario) and whether the level reached
+    steady state. Steady state is an outcome of each level (a level near the capacity may not settle), controlled
+    between runs but not a property of the configuration: each level shows its own, and a decision names a knee
+    without it as a gap (no-steady-state)."""
     out = copy.deepcopy(dict(doc))
+    if sweep_id(doc) is None:
+        return out
     scenario = dict(out.get("scenario") or {})
-    if sweep_id(doc) is not None:
-        for key in LOAD_FIELDS:
-            scenario.pop(key, None)
-        out["scenario"] = scenario
+    for key in LOAD_FIELDS:
+        scenario.pop(key, None)
+    out["scenario"] = scenario
+    conditions = out.get("conditions")
+    if isinstance(conditions, dict):
+        conditions.pop("steady_state", None)
     return out
 
 

@@ -10,7 +10,7 @@ import platform
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
+import aiohttp
 
 import protocol
 
@@ -84,17 +84,18 @@ def _serving(ctx: Context, info: EndpointInfo | None) -> dict[str, Any]:
     }
 
 
-def _software(
-    ctx: Context, info: EndpointInfo | None, notes: dict[str, str], settings: dict[str, Any]
-) -> dict[str, Any]:
+def _software(ctx: Context, info: EndpointInfo | None, notes: dict[str, str]) -> dict[str, Any]:
     d = ctx.deployment
-    client = f"benchreg {__version__}, Python {platform.python_version()}, httpx {httpx.__version__}, {platform.node()}"
+    client = (
+        f"benchreg {__version__}, Python {platform.python_version()}, aiohttp {aiohttp.__version__} (streams), "
+        f"{platform.node()}"
+    )
     version = d.engine_version or (info.version if info else None)
     return {
         "os": None,
         "frameworks": {str(d.engine): version},
         "container": d.image,
-        "settings": settings,
+        "settings": {},
         "notes": {"load_generator": client[:2000], **notes},
         "serving": _serving(ctx, info),
     }
@@ -148,10 +149,19 @@ def document(
         "validity": {"valid": all(checks.values()), "checks": checks},
         "isolation": None,
     }
-    settings: dict[str, Any] = {f"endpoint.{k}"[:100]: round(v, 6) for k, v in metrics_delta.items()}
     notes = {"load": _load_note(ctx, level)}
+    if metrics_delta:
+        notes["endpoint_metrics"] = _counters_note(metrics_delta)
     return _assemble(ctx, info, level.mode, level.load, index, stop, level.objectives.section(),
-                     metrics, conditions, notes, settings)  # fmt: skip
+                     metrics, conditions, notes)  # fmt: skip
+
+
+def _counters_note(delta: dict[str, float]) -> str:
+    """The endpoint's own Prometheus samples over the level (counters as increases), as a note: they are what the
+    server saw, measured like the metrics, never a setting of the configuration (a setting would make every level
+    and every repetition a configuration of its own)."""
+    samples = ", ".join(f"{name} {value:g}" for name, value in sorted(delta.items()))
+    return f"the endpoint's GET /metrics over the level (counters as increases): {samples}"[:2000]
 
 
 def _load_note(ctx: Context, level: Level) -> str:
@@ -170,7 +180,6 @@ def _load_note(ctx: Context, level: Level) -> str:
 def _assemble(
     ctx: Context, info: EndpointInfo | None, mode: str, load: float, index: int, stop: str | None,
     objectives: Any, metrics: dict[str, Any], conditions: dict[str, Any], notes: dict[str, str],
-    settings: dict[str, Any],
 ) -> dict[str, Any]:  # fmt: skip
     doc = {
         "protocol": f"{protocol.PROTOCOL_NAME}/{SERVING_PROTOCOL_VERSION}",
@@ -179,7 +188,7 @@ def _assemble(
         "scenario": _scenario(ctx, mode, load, index, stop, objectives),
         "precision": _precision(ctx.deployment),
         "system": _system(ctx.deployment),
-        "software": _software(ctx, info, notes, settings),
+        "software": _software(ctx, info, notes),
         "conditions": conditions,
         "metrics": metrics,
         "provenance": {
@@ -208,7 +217,7 @@ def skeleton_errors(ctx: Context, info: EndpointInfo | None, mode: str, load: fl
         "steady_state": {"method": "not-assessed", "reached": None},
     }
     try:
-        _assemble(ctx, info, mode, load, 0, None, objectives, placeholder, conditions, {}, {})
+        _assemble(ctx, info, mode, load, 0, None, objectives, placeholder, conditions, {})
     except protocol.Invalid as exc:
         return [
             f"{e.pointer or '/'}: {e.message}"

@@ -7,6 +7,8 @@ import json
 import pytest
 
 import protocol
+from protocol import comparability
+from protocol.serving import level_neutral
 from runners.cli import main
 
 DEPLOYMENT = ["--accelerator-vendor", "NVIDIA", "--accelerator-model", "H100 SXM", "--accelerator-count", "1",
@@ -59,6 +61,16 @@ def test_each_level_is_one_valid_document_sharing_the_sweep(endpoint, tmp_path):
         assert doc["metrics"]["requests"]["completed"] == doc["metrics"]["requests"]["sent"] >= 12
         assert doc["metrics"]["token_counts"]["counted_by"] == "server-usage"
         assert doc["software"]["serving"]["version"] == "1.0"  # told by the endpoint's /version
+        # The endpoint's own counters over the level are a note of what the server saw (6 tokens a request), never
+        # a setting: a setting is part of the configuration and would split the sweep into one per level.
+        done = doc["metrics"]["requests"]["completed"]
+        assert f"vllm:generation_tokens_total {done * 6}," in doc["software"]["notes"]["endpoint_metrics"]
+        assert doc["software"]["settings"] == {}
+    neutral = [level_neutral(d) for d in docs]
+    for axis in ("system", "iso-quality"):
+        assert len({comparability.comparability_key(d, axis) for d in neutral}) == 1
+        first, second = (comparability.configuration(d, axis) for d in neutral)
+        assert first == second
 
 
 def test_the_deployment_file_of_an_import_describes_a_run_too(endpoint, tmp_path):
