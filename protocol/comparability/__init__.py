@@ -38,7 +38,7 @@ from .roles import (
     field_name,
     field_roles,
 )
-from .verdict import FieldDifference, Verdict, check
+from .verdict import FieldDifference, Verdict, check, meets_requirements
 from .words import (
     BLOCKER_WORDS,
     METRIC_WORDS,
@@ -82,5 +82,6 @@ __all__ = [
     "field_roles",
     "field_words",
     "known_versions",
+    "meets_requirements",
     "metric_words",
 ]

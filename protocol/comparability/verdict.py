@@ -102,6 +102,11 @@ def _difference(
     )
 
 
+def meets_requirements(doc: Mapping[str, Any], axis: str) -> bool:
+    """Whether one run states every field `axis` requires (e.g. measured quality on the iso-quality axis)."""
+    return not _requirement_failures([doc], known_axis(axis))
+
+
 def _requirement_failures(
     docs: Sequence[Mapping[str, Any]], axis: str, names: Sequence[str] | None = None
 ) -> tuple[FieldDifference, ...]:

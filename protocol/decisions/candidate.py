@@ -14,7 +14,7 @@ import numpy as np
 from .. import comparability as cmp
 from .. import serving, sizing
 from ..statistics import CONFIDENCE, MIN_VALUES, UNIT_NOUN, geometric_mean, log_t_interval, rounded
-from .evidence import Evidence, accelerator_count, accelerator_model, configuration_key, origin
+from .evidence import Evidence, accelerator_count, accelerator_model, configuration_key, measured_quality, origin
 from .question import CONFIGURATION_KEY, Question
 
 
@@ -168,6 +168,7 @@ GAP_TITLES = {
     "preview": "preview system",
     "invalid": "a run failed its validity checks",
     "quality-not-met": "quality target not met",
+    "no-measured-quality": "quality not measured",
     "no-price": "no price stated",
 }
 
@@ -264,6 +265,12 @@ _RUN_GAPS: tuple[tuple[str, str, Callable[[Mapping[str, Any]], bool]], ...] = (
         lambda d: ((d.get("conditions") or {}).get("validity") or {}).get("valid") is False,
     ),
     ("quality-not-met", "a run's measured quality did not reach its target", _quality_failed_in),
+    (
+        "no-measured-quality",
+        "no measured quality: nothing shows the outputs are as good as a reference's (the question states no "
+        "quality target, so these runs answer it as measured)",
+        lambda d: not measured_quality(d),
+    ),
 )
 
 
@@ -391,10 +398,13 @@ def candidate(q: Question, runs: Sequence[Evidence], label: str) -> dict[str, An
     objectives = [_objective(obj, docs, runs) for obj in q.objectives]
     interactivity = _interactivity(q, docs)
     meets = _meets(objectives + ([interactivity] if interactivity else []), docs)
-    if sweep is not None and sweep["knee"]["level"] is None:
-        meets = "misses"
     rate, rate_metric = _rate(q, docs)
     systems = _systems(q, rate, meets)
+    if sweep is not None and sweep["knee"]["level"] is None:
+        # No load is shown to meet the target: a miss, or, when the lowest load only lacked a figure to judge it
+        # (too few requests for the objective's percentile), not enough evidence; no capacity either way.
+        meets = "not-enough-evidence" if sweep["knee"]["unjudged"] else "misses"
+        systems = _no_count(f"no load of the sweep is shown to meet the target ({sweep['knee']['words']})")
     energy = _energy(docs)
     price = _hourly_price(q, docs[0])
     return {

@@ -102,11 +102,17 @@ def _not_a_candidate(q: Question, doc: Mapping[str, Any]) -> str | None:
 
 
 def _off_quality(q: Question, doc: Mapping[str, Any]) -> str | None:
-    """The iso-quality rule: the axis's requirements, then the question's quality target and metric."""
+    """The iso-quality rule: the axis's requirements, then the question's quality target and metric.
+
+    A run that measured no quality (a served model's load sweep never does) answers a question that states no
+    quality target, as a candidate with the `no-measured-quality` gap (DECISIONS.md, Gaps); a question that states
+    one leaves it out, since nothing shows the target met."""
     quality = (doc.get("metrics") or {}).get("quality") or {}
     for req in cmp.contract().requirements_for("iso-quality"):
-        if value_at(doc, req.pointer) is None:
-            return f"refused from the iso-quality axis: no {req.label} ({req.reason})"
+        if value_at(doc, req.pointer) is None and asks_quality(q):
+            return f"refused from the iso-quality axis: no {req.label} ({req.reason}), and {_quality_asked(q)}"
+    if not measured_quality(doc):
+        return None
     if q.quality_target_ratio is not None and quality.get("target_ratio") != q.quality_target_ratio:
         held = quality.get("target_ratio")
         return (
@@ -116,6 +122,22 @@ def _off_quality(q: Question, doc: Mapping[str, Any]) -> str | None:
     if q.quality_metric and quality.get("metric") != q.quality_metric:
         return f"quality measured as {quality.get('metric')}, the question asks {q.quality_metric}"
     return None
+
+
+def asks_quality(q: Question) -> bool:
+    """Whether the question states a quality target (a ratio of the reference, or a metric)."""
+    return q.quality_target_ratio is not None or bool(q.quality_metric)
+
+
+def measured_quality(doc: Mapping[str, Any]) -> bool:
+    """Whether the run states what the iso-quality axis requires (its measured quality)."""
+    return cmp.meets_requirements(doc, "iso-quality")
+
+
+def _quality_asked(q: Question) -> str:
+    ratio = f" at least {q.quality_target_ratio:g} of the reference" if q.quality_target_ratio is not None else ""
+    metric = f" measured as {q.quality_metric}" if q.quality_metric else ""
+    return f"the question asks quality{ratio}{metric}"
 
 
 def _rate_out(q: Question, doc: Mapping[str, Any]) -> str | None:

@@ -168,14 +168,14 @@ class Question:
     def words(self) -> str:
         """The question in one sentence, as on a report's cover."""
         slo = ", ".join(o.words() for o in self.objectives) or "throughput only (no latency objective)"
-        target = (
-            (
-                f"quality at least {self.quality_target_ratio:g} of the reference"
-                + (f" {self.quality_metric}" if self.quality_metric else "")
+        if self.quality_target_ratio is not None:
+            target = f"quality at least {self.quality_target_ratio:g} of the reference" + (
+                f" {self.quality_metric}" if self.quality_metric else ""
             )
-            if self.quality_target_ratio
-            else "the benchmark's own quality target"
-        )
+        elif self.quality_metric:
+            target = f"quality measured as {self.quality_metric}"
+        else:
+            target = "no quality target stated (a run is held to its benchmark's own where it measured quality)"
         demand = (
             f"{self.demand:g} {self.demand_unit} (peak and sustained)"
             if self.sustained is None

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .. import sizing
+from .. import rules, sizing
 from ..numbers import Style, number
 from .levels import Level
 
@@ -84,19 +84,36 @@ def level_meets(level: Level, target: Target) -> tuple[bool, str | None]:
     if target.min_per_user is not None:
         seen = level.per_user.value
         if seen is None:
-            return False, "tokens/s per user not measured"
+            return False, f"tokens/s per user {UNMEASURED}: the level did not measure it"
         if seen < target.min_per_user:
             return False, f"{number(seen, Style.SIGNIFICANT)} tok/s per user is under the target"
     for obj in target.objectives:
         measured = level.metric(obj.metric, obj.percentile)
         if measured is None:
-            return False, f"{obj.metric} {obj.percentile} not measured"
+            return False, unmeasured(level, obj.metric, obj.percentile)
         if measured > obj.max_ms:
             return (
                 False,
                 f"{obj.metric} {obj.percentile} {number(measured, Style.SIGNIFICANT)} ms is over the objective",
             )
     return True, None
+
+
+UNMEASURED = "not stated"  # how every reason for a level that was not judged begins after the metric's name
+
+
+def unmeasured(level: Level, metric: str, statistic: str) -> str:
+    """Why a level states no value for an objective's percentile: most often too few requests for it (the protocol
+    states a p99 from 662 values), which a longer level, or an objective on a lower percentile, answers."""
+    counts = [((p.document.get("metrics") or {}).get(metric) or {}).get("count") for p in level.points]
+    minimum = rules.MIN_SAMPLES_FOR_PERCENTILE.get(statistic)
+    fewest = min((c for c in counts if isinstance(c, int) and not isinstance(c, bool)), default=None)
+    if minimum is not None and fewest is not None and fewest < minimum:
+        return (
+            f"{metric} {statistic} {UNMEASURED}: {fewest} requests at this load, and the protocol states a "
+            f"{statistic} from {minimum} (a longer level, or an objective on a lower percentile, would answer it)"
+        )
+    return f"{metric} {statistic} {UNMEASURED}: the level did not measure it"
 
 
 def frontier(levels: Sequence[Level]) -> list[int]:
@@ -169,13 +186,16 @@ class Knee:
     """The highest load measured before an objective failed (DECISIONS.md, Inference).
 
     `level` is None when the first load already failed. `reached` is False when no measured load failed: then
-    the knee is the highest load measured, a lower bound on the capacity."""
+    the knee is the highest load measured, a lower bound on the capacity. `unjudged` is True when the load that
+    ended the walk did not fail an objective but did not state it (too few requests for its percentile): not
+    shown to hold, so the walk stops there, but no miss either."""
 
     level: Level | None
     index: int | None
     failed: Level | None
     reached: bool
     words: str
+    unjudged: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -183,6 +203,7 @@ class Knee:
             "index": self.index,
             "failed_at": self.failed.as_dict() if self.failed else None,
             "reached": self.reached,
+            "unjudged": self.unjudged,
             "words": self.words,
         }
 
@@ -195,10 +216,16 @@ def knee(levels: Sequence[Level], target: Target) -> Knee:
     for n, lv in enumerate(walk):
         ok, why = level_meets(lv, target)
         if not ok:
-            at = f"{lv.words} failed ({why})"
+            unjudged = UNMEASURED in (why or "")
+            at = f"{lv.words} {'was not judged' if unjudged else 'failed'} ({why})"
             if last is None:
-                return Knee(None, None, lv, True, f"the lowest load measured already fails: {at}")
-            return Knee(walk[last], last, lv, True, f"{walk[last].words}, the highest load before {at}")
+                first = (
+                    "the lowest load measured is not shown to meet the target"
+                    if unjudged
+                    else ("the lowest load measured already fails")
+                )
+                return Knee(None, None, lv, True, f"{first}: {at}", unjudged)
+            return Knee(walk[last], last, lv, True, f"{walk[last].words}, the highest load before {at}", unjudged)
         last = n
     if last is None:
         return Knee(None, None, None, False, "no load level was measured")

@@ -7,6 +7,7 @@ from typing import Any, cast
 from django.contrib.auth.models import User
 from django.db import transaction
 
+from protocol import comparability
 from registry.choices import AuditKind, DecisionStatus
 from registry.exceptions import RegistryError
 from registry.models import Agent, Decision, DecisionAnswer, DecisionReport, Plan, Report, Submission
@@ -35,20 +36,26 @@ def decision_report_text(answer: dict[str, Any]) -> str:
     return text
 
 
+# The axes a decision report's comparison may stand on, in this order: decisions are answered at equal quality;
+# runs that measured no quality (a served model's load sweep) answer a question that states no quality target, and
+# their report compares them on the first of the other axes that holds two of them.
+REPORT_AXES = ("iso-quality", "system", "software", "precision")
+
+
 @transaction.atomic  # the DecisionReport row exists before the render (on commit) looks for it in the evidence
 def decision_report(*, decision: Decision, requested_by: User) -> Report:
     """Issue a signed report of the decision's latest answer (queued like any report; eager without a broker).
 
-    The report's comparison is the cited runs on the iso-quality axis; its decision statement is the question and
-    the answer. A decision whose evidence changed is answered again first: the new report is what is known now,
-    and earlier reports stay verifiable as what was known then.
+    The report's comparison is the largest set of the answer's runs comparable on one axis (`_report_comparison`);
+    its decision statement is the question and the answer. A decision whose evidence changed is answered again
+    first: the new report is what is known now, and earlier reports stay verifiable as what was known then.
     """
     latest = _answered_now(decision, requested_by)
-    cited = _cited(latest)
-    largest = _largest_comparable(cited)
-    assert latest is not None  # without an answer nothing is cited, so _largest_comparable raised
-    text = _statement(latest.answer, compared=len(largest), cited=len(cited))
-    comparison, _ = comparison_create(runs=largest, axis="iso-quality", created_by=requested_by)
+    if latest is None:
+        raise _not_enough("the decision has no answer yet")
+    axis, compared, cited = _report_comparison(latest.answer)
+    text = _statement(latest.answer, axis=axis, compared=len(compared), cited=cited)
+    comparison, _ = comparison_create(runs=compared, axis=axis, created_by=requested_by)
     report = report_request(comparison=comparison, title=decision.title[:200], decision=text, requested_by=requested_by)
     DecisionReport.objects.create(decision=decision, answer=latest, report=report)
     audit_append(
@@ -60,14 +67,22 @@ def decision_report(*, decision: Decision, requested_by: User) -> Report:
     return report
 
 
-def _statement(answer: dict[str, Any], *, compared: int, cited: int) -> str:
+def _statement(answer: dict[str, Any], *, axis: str, compared: int, cited: int) -> str:
     text = decision_report_text(answer)
     if compared < cited:
         text = text[:1750] + (
-            f"\nThe runs compared in this report are {compared} of the {cited} cited: "
-            "the others are not comparable with them at equal quality."
+            f"\nThe runs compared in this report are {compared} of the {cited} the answer rests on: the others are "
+            f"not comparable with them {_AXIS_WORDS[axis]}."
         )
     return text
+
+
+_AXIS_WORDS = {
+    "iso-quality": "at equal quality",
+    "system": "as systems (same software and precision)",
+    "software": "as software stacks (same system and precision)",
+    "precision": "as number formats (same system and software)",
+}
 
 
 def _answered_now(decision: Decision, requested_by: User) -> DecisionAnswer | None:
@@ -82,27 +97,49 @@ def _answered_now(decision: Decision, requested_by: User) -> DecisionAnswer | No
     return decision_latest_answer(decision=decision)
 
 
-def _cited(latest: DecisionAnswer | None) -> list[Submission]:
-    if latest is None:
-        return []
-    ids = [r["id"] for c in latest.answer["candidates"] for r in c["runs"]]
-    return list(Submission.objects.filter(pk__in=ids).order_by("id"))
+def _report_comparison(answer: dict[str, Any]) -> tuple[str, list[Submission], int]:
+    """The axis and the runs of the report's comparison, and how many runs the answer rests on.
+
+    Candidates of one question may differ in a controlled field (another dataset size, another latency
+    constraint), and a sweep's levels differ in their load. The comparison is the largest set of runs comparable
+    on the first axis of REPORT_AXES that holds two: among the runs each candidate is read at first, then among
+    every run the answer rests on (every level of a sweep, so levels of two sweeps at one load)."""
+    candidates = answer["candidates"]
+    read_at = _runs([r["id"] for c in candidates for r in c["runs"]])
+    every = _runs(
+        [r["id"] for c in candidates for r in c["runs"]]
+        + [r["id"] for c in candidates for level in (c.get("sweep") or {}).get("levels") or [] for r in level["runs"]]
+    )
+    read_ids = {r.pk for r in read_at}
+    for pool in (read_at, every):
+        for axis in REPORT_AXES:
+            group = _largest_group(pool, axis, read_ids)
+            if len(group) >= 2:
+                return axis, group, len(every)
+    raise _not_enough(
+        f"a decision report needs at least two of the answer's runs comparable on one axis; its {len(every)} "
+        "run(s) are not (a single run, or one sweep measured once per load: measure a level again, or another "
+        "candidate, and report again)"
+    )
 
 
-def _largest_comparable(cited: list[Submission]) -> list[Submission]:
-    """Candidates of one question may differ in a controlled field (another dataset size, another latency
-    constraint): the report's comparison is the largest set of cited runs comparable at equal quality."""
+def _runs(ids: list[int]) -> list[Submission]:
+    return list(Submission.objects.filter(pk__in=set(ids)).order_by("id"))
+
+
+def _largest_group(runs: list[Submission], axis: str, read_ids: set[int]) -> list[Submission]:
+    """The largest set of `runs` with one comparability key on `axis` that meet the axis's requirements; of equal
+    sets, the one holding most runs a candidate is read at (a sweep's knee), then the earliest."""
+    column = Submission.KEY_COLUMNS[axis]
     groups: dict[str, list[Submission]] = {}
-    for run in cited:
-        groups.setdefault(run.comparability_key_iso_quality, []).append(run)
-    largest = max(groups.values(), key=len, default=[])
-    if len(largest) < 2:
-        raise RegistryError(
-            "a decision report needs at least two cited runs comparable at equal quality",
-            code="not-enough-evidence",
-            status=422,
-        )
-    return largest
+    for run in runs:
+        if comparability.meets_requirements(run.document, axis):
+            groups.setdefault(getattr(run, column), []).append(run)
+    return max(groups.values(), key=lambda g: (len(g), sum(r.pk in read_ids for r in g)), default=[])
+
+
+def _not_enough(message: str) -> RegistryError:
+    return RegistryError(message, code="not-enough-evidence", status=422)
 
 
 def decision_gap_plan(

@@ -127,3 +127,64 @@ def test_the_question_states_its_interactivity_and_provisioning_as_assumptions()
     assert "at least 30 tokens/s per user" in q.words()
     text = " ".join(q.assumptions())
     assert "nameplate power 14.3 kW" in text and "(PUE) 1.25" in text and "nothing is interpolated" in text
+
+
+def test_a_sweep_that_measured_no_quality_answers_a_question_that_states_no_quality_target_with_that_gap() -> None:
+    # Served sweeps (benchreg run serving, aiperf, guidellm, vLLM bench serve) never measure the outputs' quality.
+    docs = sweeps()
+    for d in docs:
+        d["metrics"].pop("quality")
+    answer = dec.answer(question(), evidence(docs))
+    c = by_model(answer, "B200")
+    # By hand, exactly as with quality (test_a_sweep_is_one_candidate_read_at_its_knee_as_by_hand): knee 16,
+    # C = 533.3 tokens/s, N = 38; the missing quality is a gap named in the verdict's sentence.
+    assert c["sweep"]["knee"]["level"]["load"] == 16.0 and c["systems_needed"]["value"] == 38
+    assert c["meets"] == "meets"
+    assert [g["code"] for g in c["gaps"]] == ["no-energy", "no-measured-quality"]
+    sentence = next(s for s in answer["summary"] if s.startswith(c["label"]))
+    assert "no measured quality" in sentence and answer["left_out"] == []
+    assert "no quality target stated" in answer["question"]
+
+
+def test_a_question_that_states_a_quality_target_leaves_out_a_sweep_that_measured_none() -> None:
+    docs = sweeps()
+    for d in docs:
+        d["metrics"].pop("quality")
+    answer = dec.answer(question(quality={"target_ratio": 0.99}), evidence(docs))
+    assert answer["candidates"] == [] and len(answer["left_out"]) == len(docs)
+    reason = answer["left_out"][0]["reason"]
+    assert "no measured quality" in reason and "the question asks quality at least 0.99 of the reference" in reason
+
+
+def _short_levels(docs: list[dict[str, Any]], from_concurrency: int) -> list[dict[str, Any]]:
+    """The levels from `from_concurrency` up had 500 requests: below the 662 a p99 is stated from (the protocol's
+    sample minimum), so their documents state no ttft p99, as a real short level's would not."""
+    for d in docs:
+        if d["scenario"]["concurrency"] >= from_concurrency:
+            d["metrics"]["ttft_ms"].update({"count": 500, "p99": None})
+    return docs
+
+
+def test_a_level_too_short_for_the_objectives_percentile_stops_the_walk_unjudged_not_failed() -> None:
+    # B200 alone: by hand the knee is 16 (test above); with a p99 stated only up to 4, the walk stops at 8,
+    # which is not shown to meet the objective (500 requests, p99 stated from 662), so the knee is 4.
+    docs = _short_levels(sweep_docs((1, 2, 4, 8, 16, 32), sweep="b200", noise=NOISE), from_concurrency=8)
+    c = dec.answer(question(), evidence(docs))["candidates"][0]
+    knee = c["sweep"]["knee"]
+    assert knee["level"]["load"] == 4.0 and knee["failed_at"]["load"] == 8.0 and knee["unjudged"]
+    assert "concurrency 8 was not judged (ttft_ms p99 not stated: 500 requests at this load" in knee["words"]
+    assert "from 662" in knee["words"]
+    # C = T(4) = 4 × 100 ÷ (1 + 4/8) = 266.67 tokens/s × (0.98 × 1.02)^(1/3) (the geometric mean of the three
+    # runs) = 266.63; N = ceil(20000 ÷ 266.63) = ceil(75.01) = 76.
+    assert c["rate"]["value"] == pytest.approx(266.63, abs=0.01)
+    assert c["systems_needed"]["value"] == 76 and c["meets"] == "meets"
+
+
+def test_a_sweep_whose_lowest_load_states_no_p99_has_not_enough_evidence_and_no_count() -> None:
+    docs = _short_levels(sweep_docs((1, 2, 4), sweep="b200", noise=NOISE), from_concurrency=1)
+    c = dec.answer(question(), evidence(docs))["candidates"][0]
+    assert c["sweep"]["knee"]["level"] is None and c["sweep"]["knee"]["unjudged"]
+    assert c["meets"] == "not-enough-evidence"  # never "misses": no load failed the objective
+    assert c["systems_needed"]["value"] is None
+    assert "no load of the sweep is shown to meet the target" in c["systems_needed"]["reason"]
+    assert c["cost_per_million"]["value"] is None
