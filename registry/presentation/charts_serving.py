@@ -7,6 +7,7 @@ Sized like the other charts (WIDTH_IN at 72 dpi, 8 pt text): shrunk to a 390 px 
 
 from __future__ import annotations
 
+import math
 import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -60,12 +61,25 @@ def frontier_chart(series: Sequence[Mapping[str, Any]], min_per_user: float | No
             )
         ax.set_xlabel("tokens/s per user (median request), higher is more interactive")
         ax.set_ylabel("\n".join(textwrap.wrap("output tokens/s per accelerator", 24)))
-        ax.set_xlim(left=0)
+        ax.set_xlim(*per_user_range([xy[0] for _, pts in drawable for _, xy in pts], min_per_user))
         ax.set_ylim(bottom=0)
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1, fontsize=7.5)
         title(ax, "Throughput per accelerator against interactivity (measured loads; filled: frontier)")
         data = [[s["label"], [xy for _, xy in pts]] for s, pts in drawable]
         return svg(fig, "frontier", [data, min_per_user])
+
+
+def per_user_range(xs: Sequence[float], target: float | None) -> tuple[float, float | None]:
+    """The x axis from 0, unless every point and the target lie within a factor of 2 of each other: then from 0
+    they would stand in one column at the right edge (an endpoint far from saturation keeps its per-user rate at
+    every load), so the axis spans them with a margin; its tick labels say where it starts."""
+    values = [*xs, *([target] if target is not None else [])]
+    low, high = min(values), max(values)
+    if low <= 0.5 * high:
+        return 0.0, None
+    pad = max((high - low) * 0.15, high * 0.02)
+    ends = (low - pad, high + pad)
+    return ends if all(math.isfinite(e) for e in ends) else (0.0, None)
 
 
 def _series(ax: Any, n: int, s: Mapping[str, Any], pts: list[tuple[Mapping[str, Any], tuple[float, float]]]) -> None:

@@ -87,3 +87,12 @@ def test_the_decision_report_draws_the_frontier_and_says_where_capacity_was_read
     assert any("per provisioned MW" in line and "14.3 kW" in line for line in context["sweeps"])
     html = render_html({"decision_answer": context})
     assert "data:image/svg+xml;base64," in html and "Candidates measured as load sweeps" in html
+
+
+def test_the_per_user_axis_spans_the_points_when_they_would_stand_in_one_column_from_zero() -> None:
+    # aiperf's and guidellm's sweeps of the simulated endpoint: 81-82 tok/s per user at every load, target 80
+    low, high = charts_serving.per_user_range([81.6, 81.6, 81.1, 81.7, 82.2, 81.8], 80.0)
+    assert 77.0 < low < 80.0 and 82.2 < high < 84.0  # the target line and every point inside, with a margin
+    # a sweep that trades interactivity for throughput (20 to 150 tok/s per user) keeps the axis from zero
+    assert charts_serving.per_user_range([20.0, 60.0, 150.0], 50.0) == (0.0, None)
+    assert charts_serving.per_user_range([1e308, 1.7e308], None) == (0.0, None)  # a margin past the floats: from 0
