@@ -108,11 +108,13 @@ def _off_quality(q: Question, doc: Mapping[str, Any]) -> str | None:
     quality target, as a candidate with the `no-measured-quality` gap (DECISIONS.md, Gaps); a question that states
     one leaves it out, since nothing shows the target met."""
     quality = (doc.get("metrics") or {}).get("quality") or {}
-    for req in cmp.contract().requirements_for("iso-quality"):
-        if value_at(doc, req.pointer) is None and asks_quality(q):
-            return f"refused from the iso-quality axis: no {req.label} ({req.reason}), and {_quality_asked(q)}"
-    if not measured_quality(doc):
+    missing = [r for r in cmp.contract().requirements_for("iso-quality") if value_at(doc, r.pointer) is None]
+    if missing and not asks_quality(q):
         return None
+    if missing:
+        return (
+            f"refused from the iso-quality axis: no {missing[0].label} ({missing[0].reason}), and {_quality_asked(q)}"
+        )
     if q.quality_target_ratio is not None and quality.get("target_ratio") != q.quality_target_ratio:
         held = quality.get("target_ratio")
         return (

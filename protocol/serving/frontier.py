@@ -81,25 +81,29 @@ def per_user_target(value: Any, where: str = "") -> float | None:
 
 def level_meets(level: Level, target: Target) -> tuple[bool, str | None]:
     """Whether the level meets the target on its point values, and the first reason it does not."""
+    verdict, why = judge(level, target)
+    return verdict == "meets", why
+
+
+def judge(level: Level, target: Target) -> tuple[str, str | None]:
+    """'meets', 'fails' (a figure is over its objective or under the interactivity target) or 'unjudged' (a figure
+    the target needs is not stated, e.g. too few requests for a p99), with the first reason it does not meet it."""
     if target.min_per_user is not None:
         seen = level.per_user.value
         if seen is None:
-            return False, f"tokens/s per user {UNMEASURED}: the level did not measure it"
+            return "unjudged", "tokens/s per user not stated: the level did not measure it"
         if seen < target.min_per_user:
-            return False, f"{number(seen, Style.SIGNIFICANT)} tok/s per user is under the target"
+            return "fails", f"{number(seen, Style.SIGNIFICANT)} tok/s per user is under the target"
     for obj in target.objectives:
         measured = level.metric(obj.metric, obj.percentile)
         if measured is None:
-            return False, unmeasured(level, obj.metric, obj.percentile)
+            return "unjudged", unmeasured(level, obj.metric, obj.percentile)
         if measured > obj.max_ms:
             return (
-                False,
+                "fails",
                 f"{obj.metric} {obj.percentile} {number(measured, Style.SIGNIFICANT)} ms is over the objective",
             )
-    return True, None
-
-
-UNMEASURED = "not stated"  # how every reason for a level that was not judged begins after the metric's name
+    return "meets", None
 
 
 def unmeasured(level: Level, metric: str, statistic: str) -> str:
@@ -110,10 +114,10 @@ def unmeasured(level: Level, metric: str, statistic: str) -> str:
     fewest = min((c for c in counts if isinstance(c, int) and not isinstance(c, bool)), default=None)
     if minimum is not None and fewest is not None and fewest < minimum:
         return (
-            f"{metric} {statistic} {UNMEASURED}: {fewest} requests at this load, and the protocol states a "
+            f"{metric} {statistic} not stated: {fewest} requests at this load, and the protocol states a "
             f"{statistic} from {minimum} (a longer level, or an objective on a lower percentile, would answer it)"
         )
-    return f"{metric} {statistic} {UNMEASURED}: the level did not measure it"
+    return f"{metric} {statistic} not stated: the level did not measure it"
 
 
 def frontier(levels: Sequence[Level]) -> list[int]:
@@ -214,17 +218,13 @@ def knee(levels: Sequence[Level], target: Target) -> Knee:
     walk = [lv for lv in levels if lv.mode == levels[0].mode] if levels else []
     last: int | None = None
     for n, lv in enumerate(walk):
-        ok, why = level_meets(lv, target)
-        if not ok:
-            unjudged = UNMEASURED in (why or "")
+        verdict, why = judge(lv, target)
+        if verdict != "meets":
+            unjudged = verdict == "unjudged"
             at = f"{lv.words} {'was not judged' if unjudged else 'failed'} ({why})"
             if last is None:
-                first = (
-                    "the lowest load measured is not shown to meet the target"
-                    if unjudged
-                    else ("the lowest load measured already fails")
-                )
-                return Knee(None, None, lv, True, f"{first}: {at}", unjudged)
+                first = "is not shown to meet the target" if unjudged else "already fails"
+                return Knee(None, None, lv, True, f"the lowest load measured {first}: {at}", unjudged)
             return Knee(walk[last], last, lv, True, f"{walk[last].words}, the highest load before {at}", unjudged)
         last = n
     if last is None:
