@@ -92,6 +92,7 @@ def aiperf_figures(folder: Path) -> Figures:
     summary = _json(summary_path)
     _version("aiperf", summary.get("aiperf_version") if isinstance(summary, dict) else None, summary_path)
     starts, ends = _aiperf_times(records_path)
+    issued, achieved = rates(starts, ends)
     return Figures(
         "aiperf",
         ttft=_quantiles(summary, "time_to_first_token.{q}", summary_path),
@@ -100,8 +101,8 @@ def aiperf_figures(folder: Path) -> Figures:
         tokens_per_s=float(_get(summary, "output_token_throughput.avg", summary_path)),
         sent=len(starts),
         completed=len(ends),
-        issued_rps=rates(starts, ends)[0],
-        achieved_rps=rates(starts, ends)[1],
+        issued_rps=issued,
+        achieved_rps=achieved,
     )
 
 
@@ -136,6 +137,7 @@ def guidellm_figures(path: Path) -> Figures:
     bench = benchmarks[0]
     metrics = _get(bench, "metrics", path)
     starts, ends = _guidellm_times(bench, path)
+    issued, achieved = rates(starts, ends)
     return Figures(
         "guidellm",
         ttft=_quantiles(metrics, "time_to_first_token_ms.successful.percentiles.{q}", path),
@@ -144,8 +146,8 @@ def guidellm_figures(path: Path) -> Figures:
         tokens_per_s=float(_get(metrics, "output_tokens_per_second.successful.mean", path)),
         sent=len(starts),
         completed=len(ends),
-        issued_rps=rates(starts, ends)[0],
-        achieved_rps=rates(starts, ends)[1],
+        issued_rps=issued,
+        achieved_rps=achieved,
     )
 
 

@@ -399,12 +399,13 @@ def candidate(q: Question, runs: Sequence[Evidence], label: str) -> dict[str, An
     interactivity = _interactivity(q, docs)
     meets = _meets(objectives + ([interactivity] if interactivity else []), docs)
     rate, rate_metric = _rate(q, docs)
-    systems = _systems(q, rate, meets)
     if sweep is not None and sweep["knee"]["level"] is None:
         # No load is shown to meet the target: a miss, or, when the lowest load only lacked a figure to judge it
         # (too few requests for the objective's percentile), not enough evidence; no capacity either way.
         meets = "not-enough-evidence" if sweep["knee"]["unjudged"] else "misses"
         systems = _no_count(f"no load of the sweep is shown to meet the target ({sweep['knee']['words']})")
+    else:
+        systems = _systems(q, rate, meets)
     energy = _energy(docs)
     price = _hourly_price(q, docs[0])
     return {

@@ -72,17 +72,9 @@ def _statement(answer: dict[str, Any], *, axis: str, compared: int, cited: int) 
     if compared < cited:
         text = text[:1750] + (
             f"\nThe runs compared in this report are {compared} of the {cited} the answer rests on: the others are "
-            f"not comparable with them {_AXIS_WORDS[axis]}."
+            f"not comparable with them on the {comparability.axis_label(axis)} axis."
         )
     return text
-
-
-_AXIS_WORDS = {
-    "iso-quality": "at equal quality",
-    "system": "as systems (same software and precision)",
-    "software": "as software stacks (same system and precision)",
-    "precision": "as number formats (same system and software)",
-}
 
 
 def _answered_now(decision: Decision, requested_by: User) -> DecisionAnswer | None:
@@ -105,12 +97,12 @@ def _report_comparison(answer: dict[str, Any]) -> tuple[str, list[Submission], i
     on the first axis of REPORT_AXES that holds two: among the runs each candidate is read at first, then among
     every run the answer rests on (every level of a sweep, so levels of two sweeps at one load)."""
     candidates = answer["candidates"]
-    read_at = _runs([r["id"] for c in candidates for r in c["runs"]])
-    every = _runs(
-        [r["id"] for c in candidates for r in c["runs"]]
-        + [r["id"] for c in candidates for level in (c.get("sweep") or {}).get("levels") or [] for r in level["runs"]]
+    read_ids = {r["id"] for c in candidates for r in c["runs"]}
+    levels = [level for c in candidates for level in (c.get("sweep") or {}).get("levels") or []]
+    every = list(
+        Submission.objects.filter(pk__in=read_ids | {r["id"] for lv in levels for r in lv["runs"]}).order_by("id")
     )
-    read_ids = {r.pk for r in read_at}
+    read_at = [r for r in every if r.pk in read_ids]
     for pool in (read_at, every):
         for axis in REPORT_AXES:
             group = _largest_group(pool, axis, read_ids)
@@ -121,10 +113,6 @@ def _report_comparison(answer: dict[str, Any]) -> tuple[str, list[Submission], i
         "run(s) are not (a single run, or one sweep measured once per load: measure a level again, or another "
         "candidate, and report again)"
     )
-
-
-def _runs(ids: list[int]) -> list[Submission]:
-    return list(Submission.objects.filter(pk__in=set(ids)).order_by("id"))
 
 
 def _largest_group(runs: list[Submission], axis: str, read_ids: set[int]) -> list[Submission]:
