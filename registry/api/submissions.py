@@ -228,6 +228,8 @@ class SubmissionDetailApi(APIView):
         # The number of its run.submitted audit entry: with id, digest, trust and submitted_at, all a third party
         # needs to rebuild the entry's text (protocol/audit_entries.py) and check its leaf.
         data["audit_seq"] = audit_seq_of(kind=AuditKind.RUN_SUBMITTED, subject=run.digest)
+        # MLCommons' citations of an imported result (result ID, audit ID, Details link, retrieval date)
+        data["citations"] = [c.as_evidence() for c in run.citations.order_by("retrieved_at", "pk")]
         meta = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
         # Splice the stored canonical text in as it is, so no float or key order is re-serialised.
         body = meta[:-1] + ',"document":' + run.canonical + "}"

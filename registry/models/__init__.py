@@ -4,6 +4,7 @@ from .agents import Agent, EnrolmentToken, Job, Plan
 from .audit import AuditEntry, AuditHead, AuditQueued
 from .catalogue import CatalogueCell
 from .checkpoints import Checkpoint, Cosignature
+from .citations import PublishedCitation
 from .comparisons import Comparison, ComparisonRun
 from .decisions import Decision, DecisionAnswer, DecisionEvidence, DecisionReport
 from .reports import Report
@@ -26,6 +27,7 @@ __all__ = [
     "EnrolmentToken",
     "Job",
     "Plan",
+    "PublishedCitation",
     "Report",
     "Submission",
     "Withdrawal",

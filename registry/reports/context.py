@@ -14,6 +14,7 @@ from protocol.decisions import GAP_TITLES
 from protocol.numbers import Style, number
 from protocol.summary import headline as summary_headline
 from registry.presentation import charts, charts_decision, charts_serving
+from registry.presentation.citations import citation_words
 from registry.presentation.sweeps import sweep_lines
 from registry.presentation.words import (
     HEADLINE_STYLE,
@@ -59,6 +60,7 @@ def report_context(evidence: Mapping[str, Any], *, certificate: Mapping[str, str
         **_provenance(evidence, comparison),
         "result": result,
         "runs": runs,
+        "runs_cited": any(r["citations"] for r in runs),
         **findings,
         "plain": cover_words(result, docs, ids, findings["conclusion"], answer),
         "protocol_versions": sorted({str(d.get("protocol")) for d in docs}),
@@ -430,6 +432,7 @@ def _run_row(run: Mapping[str, Any], doc: Mapping[str, Any], result: Mapping[str
     return {
         **run,
         "label": f"Run {run['id']}",
+        "citations": [citation_words(c) for c in run.get("citations") or []],
         "document": doc,
         "system": (doc.get("system") or {}).get("name"),
         "configuration": _arm_label(result, arm) if isinstance(arm := computed.get("arm"), int) else "",

@@ -142,6 +142,7 @@ def _run(position: int, run: Submission, checkpoint: Checkpoint) -> dict[str, An
         "agent": agent,
         "trust": run.trust,
         "audit": audit,
+        "citations": [c.as_evidence() for c in run.citations.order_by("retrieved_at", "pk")],
     }
 
 

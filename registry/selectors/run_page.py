@@ -9,6 +9,7 @@ from typing import Any
 
 from protocol import comparability, statistics
 from registry.models import AuditEntry, Submission
+from registry.presentation.citations import citation_words
 from registry.presentation.words import FIELD_HEADINGS, SECTION_TITLES, field_label, measured, unit_of
 from registry.selectors.comparisons import comparable_runs
 from registry.selectors.derivations import DerivedFrom, derived_from
@@ -56,6 +57,8 @@ class RunDetail:
     derived_from: DerivedFrom | None = None  # a run derived from another (MLPerf's inferred results), not measured
     # (document pointer, source file and field) of every figure an importer traced (provenance.origin.fields)
     traced: list[tuple[str, str]] = field(default_factory=list)
+    # MLCommons' citations of an imported result ((words, Details link)), one per published table it was refereed by
+    citations: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _flatten(value: Any, path: tuple[str, ...] = ()) -> list[tuple[str, str]]:
@@ -117,7 +120,7 @@ def _traced(doc: Mapping[str, Any]) -> tuple[dict[str, Any], list[tuple[str, str
 
 
 def run_detail(*, run: Submission, comparable_limit: int = 20) -> RunDetail:
-    """Everything the run page shows, read from the stored document: 3 queries besides the run itself."""
+    """Everything the run page shows, read from the stored document: 4 queries besides the run itself."""
     doc, traced = _traced(run.document)
     sections = [Section(key, title, _flatten(doc.get(key) or {})) for key, title in SECTION_TITLES if doc.get(key)]
     metrics, distributions = _metrics(doc.get("metrics") or {})
@@ -142,4 +145,5 @@ def run_detail(*, run: Submission, comparable_limit: int = 20) -> RunDetail:
         distribution_fields=tuple(FIELD_HEADINGS.get(DISTRIBUTION_FIELDS[i], DISTRIBUTION_FIELDS[i]) for i in keep),
         derived_from=derived_from(doc),
         traced=traced,
+        citations=[(citation_words(c.as_evidence()), c.details) for c in run.citations.order_by("retrieved_at", "pk")],
     )

@@ -17,9 +17,12 @@ INCONCLUSIVE = "inconclusive"
 
 
 def comparison_members(comparison: Comparison) -> list[Submission]:
-    """The comparison's runs in its order, with their withdrawal records and jobs (one query)."""
-    members = comparison.members.select_related("submission", "submission__withdrawal", "submission__job").order_by(
-        "position"
+    """The comparison's runs in its order, with their withdrawal records, jobs and MLCommons' citations (two
+    queries)."""
+    members = (
+        comparison.members.select_related("submission", "submission__withdrawal", "submission__job")
+        .prefetch_related("submission__citations")
+        .order_by("position")
     )
     return [m.submission for m in members]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -9,12 +10,14 @@ from typing import Any, cast
 
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.utils import timezone
 
 from registry.choices import AuditKind, Trust
 from registry.importers import mlperf, serving
 from registry.importers.mlperf import published as mlperf_published
 from registry.importers.mlperf import referee as mlperf_referee
 from registry.importers.mlperf import training as mlperf_training
+from registry.models import PublishedCitation
 from registry.services.audit import audit_append
 from registry.services.submissions import BatchOutcome, submission_create_batch
 
@@ -99,16 +102,18 @@ def mlperf_import(
     if suite == "auto":
         suite = "training" if mlperf_training.is_training_tree(root) else "inference"
     parser = mlperf_training.parse_tree if suite == "training" else mlperf.parse_tree
-    plan = parser(root, round_name=round_name)
     options = referee or Referee()
-    report, note = _referee(plan, root, suite, options)
+    table, note = _published_table(root, suite, options)  # a table that cannot be read stops the import here
+    plan = parser(root, round_name=round_name)
+    report = _referee(plan, root, table, options)
     held = report.held if report and not options.accept_disagreements else frozenset()
     ready = [n for n, item in enumerate(plan.items) if _storable(item) and n not in held]
     tracker = _Progress(progress, len(plan.items))
     stored = _store(plan, ready, submitted_by, batch_size, lambda index, _: tracker.advance(ready[index] + 1))
     tracker.advance(len(plan.items))
     outcomes = [_held(item, n, report) if n in held else stored[n] for n, item in enumerate(plan.items)]
-    _audit_import(submitted_by, plan, suite, outcomes, report)
+    cited = _cite(table, report, outcomes)
+    _audit_import(submitted_by, plan, suite, outcomes, report, table, cited)
     return ImportResult(plan=plan, outcomes=outcomes, suite=suite, referee=report, referee_note=note, root=root)
 
 
@@ -185,10 +190,19 @@ def _storable(item: mlperf.ImportItem) -> bool:
     return not item.skipped and item.document is not None
 
 
-def _referee(
-    plan: mlperf.ImportPlan, root: Path, suite: str, options: Referee
-) -> tuple[mlperf_referee.RefereeReport | None, str]:
-    """The referee's report, or None and why there is none."""
+@dataclass(frozen=True)
+class _Table:
+    """The published table an import is refereed against, read before the tree is: where it lies in the round,
+    its rows and the digest of its bytes (cited with each run it publishes)."""
+
+    found: mlperf_published.Found
+    rows: list[mlperf_published.PublishedRow]
+    digest: str
+
+
+def _published_table(root: Path, suite: str, options: Referee) -> tuple[_Table | None, str]:
+    """The round's table, or None and why there is none. Raises PublishedTableError (nothing read, nothing
+    stored) for a table that cannot be read or whose form the importer does not know."""
     if not options.enabled:
         return None, "the referee was turned off (--published none)"
     if suite == "training":
@@ -205,9 +219,55 @@ def _referee(
             return None, f"no {mlperf_published.TABLE_NAME} in the tree or its round's root (--published names one)"
         found = looked
     rows = mlperf_published.read_table(found.table)
-    scope = found.scope if options.scope is None else options.scope.strip("/")
-    report = mlperf_referee.referee(plan, rows, root=root, scope=scope, wrapper=found.wrapper, table=str(found.table))
-    return report, ""
+    digest = "sha256:" + hashlib.sha256(Path(found.table).read_bytes()).hexdigest()
+    return _Table(found, rows, digest), ""
+
+
+def _referee(
+    plan: mlperf.ImportPlan, root: Path, table: _Table | None, options: Referee
+) -> mlperf_referee.RefereeReport | None:
+    if table is None:
+        return None
+    scope = table.found.scope if options.scope is None else options.scope.strip("/")
+    return mlperf_referee.referee(
+        plan, table.rows, root=root, scope=scope, wrapper=table.found.wrapper, table=str(table.found.table)
+    )
+
+
+def _cite(table: _Table | None, report: mlperf_referee.RefereeReport | None, outcomes: list[ImportOutcome]) -> int:
+    """A citation (MLCommons' result ID, audit ID, Details link, retrieval date) for every stored or known run
+    whose published row the referee matched; one per run and table, so importing again adds none. Returns how
+    many were added."""
+    if table is None or report is None:
+        return 0
+    now, added = timezone.now(), 0
+    with transaction.atomic():
+        for index, row in report.matched.items():
+            run_id = outcomes[index].run_id
+            if run_id is None:
+                continue
+            cited = row.citation or mlperf_published.Citation("", "", "", "", "", "")
+            _, created = PublishedCitation.objects.get_or_create(
+                submission_id=run_id,
+                table_digest=table.digest,
+                location=row.published_location or row.location,
+                defaults={
+                    "table_name": Path(table.found.table).name[:100],
+                    "round": row.version[:20],
+                    "result_id": cited.result_id[:100],
+                    "unique_id": cited.unique_id[:500],
+                    "details": cited.details[:1000] if cited.details.startswith("https://") else "",
+                    "suite": cited.suite[:40],
+                    "division": row.division[:40],
+                    "submitter": cited.submitter[:200],
+                    "system": cited.system[:500],
+                    "benchmark": row.model[:200],
+                    "scenario": row.scenario[:40],
+                    "retrieved_at": now,
+                },
+            )
+            added += created
+    return added
 
 
 def _held(item: mlperf.ImportItem, index: int, report: mlperf_referee.RefereeReport | None) -> ImportOutcome:
@@ -258,6 +318,8 @@ def _audit_import(
     suite: str,
     outcomes: list[ImportOutcome],
     report: mlperf_referee.RefereeReport | None,
+    table: _Table | None = None,
+    cited: int = 0,
 ) -> None:
     counts = {s: sum(o.status == s for o in outcomes) for s in ("stored", "known", "refused", "skipped", "held")}
     with transaction.atomic():
@@ -270,6 +332,8 @@ def _audit_import(
                 "round": plan.round,
                 **counts,
                 "disagreements": len(report.disagreements) if report else None,
+                **({"table": {"name": Path(table.found.table).name, "digest": table.digest}} if table else {}),
+                "citations_added": cited,
                 "runs": [o.digest for o in outcomes if o.digest],
             },
         )

@@ -152,6 +152,7 @@ class RefereeReport:
     disagreements: list[Disagreement]
     held: frozenset[int] = frozenset()  # positions in plan.items of the items a disagreement is about
     notes: list[str] = field(default_factory=list)
+    matched: dict[int, PublishedRow] = field(default_factory=dict)  # position in plan.items -> its published row
 
     def counts(self) -> dict[str, int]:
         return dict(sorted(Counter(d.kind for d in self.disagreements).items()))
@@ -196,16 +197,18 @@ def referee(
     refused: list[Disagreement] = []
     absent: list[str] = []
     compared: list[PublishedRow] = []
+    matched: dict[int, PublishedRow] = {}
     for row in scoped:
-        matched = items.pop(location_key(row.location), None)
-        if matched is None:
+        read = items.pop(location_key(row.location), None)
+        if read is None:
             _unmatched(row, root / wrapper, scope, found, absent)
             continue
-        index, item = matched[0], plan.items[matched[0]]
+        index, item = read[0], plan.items[read[0]]
         if item.document is None:
             (refused if item.status == "refused" else found).append(_not_imported(row, item))
             continue
         compared.append(row)
+        matched[index] = row
         found += [replace(d, item=index) for d in compare(row, item.document)]
     found += [
         _unpublished(plan.items[index], index, location)
@@ -225,6 +228,7 @@ def referee(
         disagreements=found,
         held=frozenset(held),
         notes=_notes(compared),
+        matched=matched,
     )
 
 

@@ -215,7 +215,7 @@ def test_a_label_mlcommons_prints_wrongly_is_read_as_the_figure_it_labels(tmp_pa
 @pytest.mark.parametrize(
     ("rows", "message"),
     [
-        ({"not": "a list"}, "not a JSON list"),
+        ({"not": "a list"}, "a JSON object with keys 'not', not a results table"),
         ([{"Location": "x"}], "row 0: no 'version'"),
         ([{**row("Offline"), "Performance_Result": "27803.9"}], "row 0: 'Performance_Result'"),
         ([{**row("Offline"), "inferred": 2}], "row 0: 'inferred'"),
