@@ -32,6 +32,14 @@ def _broker_of_this_test_worker() -> None:
 _broker_of_this_test_worker()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _fast_password_hashing(django_test_environment: None) -> None:
+    """Hash the tests' passwords cheaply (tests/hashers.py); checking still accepts the production hasher's hashes."""
+    from django.conf import settings
+
+    settings.PASSWORD_HASHERS = ["tests.hashers.FastPBKDF2PasswordHasher", *settings.PASSWORD_HASHERS]
+
+
 def load_example(name: str) -> dict[str, Any]:
     return json.loads((EXAMPLES / f"{name}.json").read_text())
 
