@@ -30,7 +30,7 @@ from .plan import Build, FileReport, ImportItem, ImportPlan, SourceError
 from .rules import PROTOCOL as MLPERF_PROTOCOL
 from .rules import UNSPECIFIED
 from .systems import publication_facets, software_section, system_section
-from .training_logs import Judged, judge, read_scaling, run_time
+from .training_logs import Judged, judge, read_scaling, run_time, stop_checkpoint
 from .training_rules import BenchmarkRules, RoundRules, Scaling, round_rules
 from .tree import all_files, inside, passed_over
 
@@ -267,6 +267,7 @@ def _score(result: _Result, build: Build) -> _Score:
         )
     judged = [judge(run.seconds, run.records, rules.quality, rules.init_limit_ms) for run in runs]
     build.warnings.extend(_status_disagreements(runs, judged))
+    build.warnings.extend(_checkpoint_disagreements(runs, judged, rules))
     mean, used = olympic_mean([j.seconds for j in judged], rules.dropped_each_end)
     if mean is None:
         failed = [f"{run.path.name}: {j.why}" for run, j in zip(runs, judged, strict=True) if not j.converged]
@@ -286,6 +287,20 @@ def _status_disagreements(runs: list[Run], judged: list[Judged]) -> list[str]:
         for run, verdict in zip(runs, judged, strict=True)
         if (run.status == "success") != verdict.converged
     ]
+
+
+def _checkpoint_disagreements(runs: list[Run], judged: list[Judged], rules: BenchmarkRules) -> list[str]:
+    """Runs whose run_stop names another checkpoint than the lowest that met the target (the one MLCommons' RCP
+    checker counts, and the importer keeps): said, never silently swapped."""
+    found = []
+    for run, verdict in zip(runs, judged, strict=True):
+        named = stop_checkpoint(run.records, rules.quality)
+        if verdict.converged and named is not None and verdict.checkpoint is not None and named != verdict.checkpoint:
+            found.append(
+                f"{run.path.name}: run_stop names {rules.quality.group_by} {named:g} but the lowest that met the "
+                f"target is {verdict.checkpoint:g}; its quality is kept, as MLCommons' RCP checker counts it"
+            )
+    return found
 
 
 def _global_batch_size(runs: list[Run]) -> int:

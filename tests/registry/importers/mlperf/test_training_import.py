@@ -1,0 +1,183 @@
+"""MLPerf Training through the command users run (`benchreg import mlperf`, the import_results command): trees
+authored here in the published format, with our own numbers.
+
+- Stable Diffusion's reached quality is the lowest checkpoint that met the target (MLCommons' RCP checker: "the
+  first eval step that passes"), which is the checkpoint run_stop names, even when the log evaluates checkpoints
+  out of order;
+- a whole float `number_of_nodes` (1.0) is one node, 1.5 is refused in words;
+- the quality target is in the scenario (a controlled field), so closed and open results are kept apart;
+- the round comes from the tree's folder name (or --round), never silently from another place;
+- MLPerf Training Power: the power/<result>/node_*.txt readings are totalled as MLCommons' result summarizer
+  does, into metrics.energy.
+
+Expected values are computed here from the authored numbers, not by the importer's readers.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from registry.importers.mlperf import training
+from registry.models import Submission
+
+START = 1_700_000_000_000
+
+
+def _log(path: Path, records: list[dict]) -> None:
+    path.write_text(
+        "".join(":::MLLOG " + json.dumps({"namespace": "", "event_type": "POINT_IN_TIME", **r}) + "\n" for r in records)
+    )
+
+
+def _system(submission: Path, system_id: str, *, division: str = "closed", nodes: object = 1) -> None:
+    (submission / "systems").mkdir(parents=True, exist_ok=True)
+    (submission / "systems" / f"{system_id}.json").write_text(
+        json.dumps(
+            {
+                "system_name": f"Box {system_id}",
+                "submitter": submission.name,
+                "division": division,
+                "status": "available",
+                "number_of_nodes": nodes,
+                "accelerators_per_node": 8,
+                "accelerator_model_name": "NVIDIA H100",
+            }
+        )
+    )
+
+
+def _header(division: str, start: int) -> list[dict]:
+    return [
+        {"key": "submission_org", "value": "Acme"},
+        {"key": "submission_division", "value": division},
+        {"key": "global_batch_size", "value": 512},
+        {"key": "init_start", "value": None, "time_ms": start - 60_000},
+        {"key": "init_stop", "value": None, "time_ms": start},
+        {"key": "run_start", "value": None, "time_ms": start},
+    ]
+
+
+# --- Stable Diffusion: the checkpoint run_stop names ---------------------------------------------------------
+
+# (step, FID, CLIP) in the order the offline FID/CLIP jobs finished and logged them: 2250 first, as in NVIDIA's
+# v3.1 eos_n64 logs. 1750 fails (FID over 90); 2000 is the first that passes; 2250 passes too.
+SD_EVALS = [(2250, 79.25, 0.191), (1750, 101.5, 0.183), (2000, 77.75, 0.184), (1500, 107.0, 0.162)]
+
+
+def _sd_run(path: Path, n: int) -> None:
+    start = START + n * 10_000_000
+    stop = start + 180_000 + n * 1000
+    records = _header("closed", start)
+    for step, fid, _clip in SD_EVALS:
+        records.append(
+            {
+                "key": "eval_accuracy",
+                "value": fid + n / 100,
+                "time_ms": stop + 1,
+                "metadata": {"step_num": step, "metric": "FID"},
+            }
+        )
+    for step, _fid, clip in SD_EVALS:
+        records.append(
+            {
+                "key": "eval_accuracy",
+                "value": clip,
+                "time_ms": stop + 2,
+                "metadata": {"step_num": step, "metric": "CLIP"},
+            }
+        )
+    records.append(
+        {"key": "run_stop", "value": None, "time_ms": stop, "metadata": {"status": "success", "step_num": 2000}}
+    )
+    _log(path, records)
+
+
+def _sd_tree(root: Path) -> Path:
+    submission = root / "training_results_v3.1" / "Acme"
+    _system(submission, "sd8")
+    folder = submission / "results" / "sd8" / "stable_diffusion"
+    folder.mkdir(parents=True)
+    for n in range(10):
+        _sd_run(folder / f"result_{n}.txt", n)
+    return root / "training_results_v3.1"
+
+
+def _stored(**where) -> list[dict]:
+    return [
+        s.document
+        for s in Submission.objects.all()
+        if all(s.document["provenance"]["origin"].get(k) == v for k, v in where.items())
+    ]
+
+
+@pytest.mark.django_db
+def test_stable_diffusion_keeps_the_checkpoint_run_stop_names_not_the_first_logged(tmp_path):
+    call_command("import_results", "mlperf", str(_sd_tree(tmp_path)), "--no-progress")
+    (document,) = _stored(benchmark="stable_diffusion")
+    runs = document["provenance"]["origin"]["runs"]
+    # every run: the FID of step 2000 (the first passing step, and the one run_stop names), not 2250's
+    assert [r["quality"] for r in runs] == pytest.approx([77.75 + n / 100 for n in range(10)])
+    used = sorted(77.75 + n / 100 for n, r in enumerate(runs) if r["used"])
+    quality = document["metrics"]["quality"]
+    assert quality["values"]["FID"] == pytest.approx((used[3] + used[4]) / 2)
+    assert quality["values"]["CLIP"] == pytest.approx(0.184) and quality["passed"]
+
+
+def test_a_run_stop_naming_another_checkpoint_than_the_first_passing_one_is_said(tmp_path):
+    root = _sd_tree(tmp_path)
+    path = root / "Acme/results/sd8/stable_diffusion/result_3.txt"
+    path.write_text(path.read_text().replace('"step_num": 2000}}\n', '"step_num": 2250}}\n'))
+    (item,) = training.parse_tree(root).items
+    assert item.status == "ready", item.errors
+    assert any(
+        "result_3.txt: run_stop names step_num 2250 but the lowest that met the target is 2000" in w
+        for w in item.warnings
+    ), item.warnings
+    assert item.document["provenance"]["origin"]["runs"][3]["quality"] == pytest.approx(77.78)
+
+
+# --- number_of_nodes as a whole float ------------------------------------------------------------------------
+
+
+def _resnet_tree(
+    root: Path,
+    *,
+    division: str = "closed",
+    nodes: object = 1,
+    submitter: str = "Acme",
+    round_folder: str = "training_results_v3.1",
+    quality: float = 0.7601,
+) -> Path:
+    submission = root / round_folder / submitter
+    _system(submission, "r8", division=division, nodes=nodes)
+    folder = submission / "results" / "r8" / "resnet"
+    folder.mkdir(parents=True)
+    for n, minutes in enumerate([30.0, 29.0, 31.0, 28.5, 29.5]):
+        start = START + n * 10_000_000
+        stop = start + int(minutes * 60_000)
+        records = [
+            *_header(division, start),
+            {"key": "eval_accuracy", "value": quality, "time_ms": stop, "metadata": {"epoch_num": 35}},
+            {"key": "run_stop", "value": None, "time_ms": stop, "metadata": {"status": "success"}},
+        ]
+        _log(folder / f"result_{n}.txt", records)
+    return root / round_folder
+
+
+@pytest.mark.django_db
+def test_number_of_nodes_written_as_a_whole_float_is_one_node(tmp_path):
+    call_command("import_results", "mlperf", str(_resnet_tree(tmp_path, nodes=1.0)), "--no-progress")
+    (document,) = _stored(benchmark="resnet")
+    assert document["system"]["nodes"] == 1
+    assert document["metrics"]["time_to_quality"]["seconds"] == pytest.approx((30.0 + 29.0 + 29.5) / 3 * 60)
+
+
+@pytest.mark.parametrize("nodes", [1.5, 0.0, -1.0])
+def test_a_number_of_nodes_that_is_not_a_whole_count_is_refused_in_words(tmp_path, nodes):
+    (item,) = training.parse_tree(_resnet_tree(tmp_path, nodes=nodes)).items
+    assert item.status == "refused"
+    assert any(f"number_of_nodes is {nodes!r}: not a whole number of nodes above zero" in e for e in item.errors)
