@@ -31,7 +31,7 @@ from .rules import PROTOCOL as MLPERF_PROTOCOL
 from .rules import UNSPECIFIED
 from .systems import publication_facets, software_section, system_section
 from .training_logs import Judged, judge, read_scaling, run_time, stop_checkpoint
-from .training_rules import BenchmarkRules, RoundRules, Scaling, round_rules
+from .training_rules import BenchmarkRules, QualityRule, RoundRules, Scaling, round_rules
 from .tree import all_files, inside, passed_over
 
 RESULT_FILE = re.compile(r"^result_.*\.txt$")
@@ -83,22 +83,39 @@ def is_training_tree(root: Path) -> bool:
 def parse_tree(root: Path, *, round_name: str | None = None) -> ImportPlan:
     """Read an MLPerf Training round (or one submitter, system or benchmark of it) into an ImportPlan.
 
-    The round is not in the logs: it comes from `round_name` or else from a folder named like
-    'training_results_v4.0'; without either every item is refused with that reason."""
+    The round is not in the logs (MLLOG lines name no round, and no logging version stands in for one): it comes
+    from the tree's folder name ('training_results_v4.0') or `round_name`; an argument that contradicts the folder
+    name, or neither, refuses every item with that reason."""
     root = Path(root)
     if not root.is_dir():
         raise FileNotFoundError(f"{root} is not a directory")
-    round_value = _round(root, round_name)
+    named = _round_of_folder(root)
+    argument = _as_round(round_name) if round_name else None
+    conflict = (
+        f"--round {argument} contradicts the tree's folder name ({named[1]}, round {named[0]}): "
+        "rename the folder or leave --round out"
+        if argument and named and argument != named[0]
+        else None
+    )
+    round_value = None if conflict else argument or (named[0] if named else None)
     folders = _result_folders(root)
-    items = [_import_item(folder.parents[2], root, folder, round_value) for folder in folders]
+    items = [_import_item(folder.parents[2], root, folder, round_value, conflict) for folder in folders]
     errors = [] if folders else ["no results/<system>/<benchmark>/result_<n>.txt found: not an MLPerf Training tree"]
     return ImportPlan(
         items=items,
         skipped=_unclaimed(root, items),
         round=round_value,
-        round_source="argument" if round_name else "folder name",
-        errors=errors,
+        round_source=_round_source(argument, named, conflict),
+        errors=errors + ([conflict] if conflict else []),
     )
+
+
+def _round_source(argument: str | None, named: tuple[str, str] | None, conflict: str | None) -> str:
+    if conflict:
+        return "refused: --round contradicts the folder name"
+    if named:
+        return f"folder name {named[1]}" + (" (and --round)" if argument else "")
+    return "argument" if argument else "undetermined: no folder named like training_results_v<round>, no --round"
 
 
 def _result_folders(root: Path) -> list[Path]:
@@ -126,13 +143,31 @@ def _unclaimed(root: Path, items: list[ImportItem]) -> list[FileReport]:
     ] + passed_over(root)
 
 
-def _round(root: Path, round_name: str | None) -> str | None:
-    if round_name:
-        return round_name if round_name.startswith("v") else f"v{round_name}"
-    for part in reversed(root.resolve().parts):
-        match = re.search(r"v(\d+\.\d+)$", part)
-        if match:
-            return f"v{match[1]}"
+def _as_round(name: str) -> str:
+    return name if name.startswith("v") else f"v{name}"
+
+
+# A results repository's name ('training_results_v4.1', 'training_v4.0'), before any other '..._v4.1' folder
+REPOSITORY_NAME = re.compile(r"^training(?:_results)?_v(\d+\.\d+)$", re.IGNORECASE)
+ROUND_NAME = re.compile(r"v(\d+\.\d+)$")
+
+
+def _round_of_folder(root: Path) -> tuple[str, str] | None:
+    """(round, folder) from the name of the tree's folder or one above it: a folder named like MLCommons' results
+    repository first ('training_results_v4.1'), else the nearest folder whose name ends in v<major>.<minor>.
+    Folders at or below a results/ folder (systems, benchmarks) are never read: a system named '..._v2.0' is not
+    a round."""
+    parts = root.resolve().parts
+    # the submission's results/ folder: the last 'results' whose parent has systems/ beside it
+    cut = next(
+        (i for i in range(len(parts) - 1, 0, -1) if parts[i] == "results" and Path(*parts[:i], "systems").is_dir()),
+        len(parts),
+    )
+    above = parts[:cut]
+    for pattern in (REPOSITORY_NAME, ROUND_NAME):
+        for part in reversed(above):
+            if match := pattern.search(part):
+                return f"v{match[1]}", part
     return None
 
 
@@ -153,14 +188,18 @@ def olympic_mean(seconds: list[float | None], drop: int = 1) -> tuple[float | No
     return sum(v for v in values if v is not None) / len(values), used
 
 
-def _import_item(submission: Path, tree: Path, folder: Path, round_value: str | None) -> ImportItem:
+def _import_item(
+    submission: Path, tree: Path, folder: Path, round_value: str | None, conflict: str | None = None
+) -> ImportItem:
     system_id, benchmark = folder.parts[-2:]
     ledger = Ledger(submission, tree)
     system = ledger.load(
         submission / "systems" / f"{system_id}.json", read_json_object, what="system description", required=True
     )
     runs = _load_runs(ledger, folder)
-    round_rules_ = _rules_of(round_value, ledger)
+    if conflict:
+        ledger.errors.append(conflict)
+    round_rules_ = _rules_of(round_value, ledger) if not conflict else None
     scaling = _scaling(ledger, folder, round_rules_.scaling) if round_rules_ else None
     document, build = None, Build()
     if round_rules_ and not ledger.errors:
@@ -237,7 +276,7 @@ def _document(result: _Result, ledger: Ledger, build: Build) -> dict[str, Any]:
         "protocol": PROTOCOL,
         "phase": "training",
         "workload": workload,
-        "scenario": {"kind": "time-to-quality"},
+        "scenario": _scenario(score.rules.quality, _division(result)),
         # MLPerf Training logs state no number formats: not guessed.
         "precision": {"weights": UNSPECIFIED, "activations": UNSPECIFIED},
         "system": system_section(result.system, build),
@@ -246,6 +285,20 @@ def _document(result: _Result, ledger: Ledger, build: Build) -> dict[str, Any]:
         "metrics": _metrics(result, score),
         "provenance": _provenance(round_name, submitter, _first_run_start(result.runs), origin),
     }
+
+
+def _scenario(rule: QualityRule, division: str) -> dict[str, Any]:
+    """Time to quality, with the quality target the division's rule sets: the scenario is a controlled field of
+    the comparability contract, so a closed result (resnet to 0.759) and an open one (any accuracy below 1.0) of
+    one benchmark are never compared as if they trained to the same quality. The metric names the division and
+    the checker's own condition; an open rule with no target bound (`v < 1.0`) states none (null)."""
+    target = rule.target()
+    quality_target = (
+        None
+        if target is None
+        else {"metric": f"{rule.headline} ({division} division: {rule.check})"[:500], "value": target}
+    )
+    return {"kind": "time-to-quality", "quality_target": quality_target}
 
 
 def _division(result: _Result) -> str:

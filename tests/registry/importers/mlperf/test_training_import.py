@@ -19,9 +19,10 @@ import json
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 from registry.importers.mlperf import training
+from registry.importers.mlperf.training_rules import round_rules
 from registry.models import Submission
 
 START = 1_700_000_000_000
@@ -181,3 +182,69 @@ def test_a_number_of_nodes_that_is_not_a_whole_count_is_refused_in_words(tmp_pat
     (item,) = training.parse_tree(_resnet_tree(tmp_path, nodes=nodes)).items
     assert item.status == "refused"
     assert any(f"number_of_nodes is {nodes!r}: not a whole number of nodes above zero" in e for e in item.errors)
+
+
+# --- the quality target is a controlled field ---------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_closed_and_open_results_of_one_benchmark_are_not_comparable(tmp_path):
+    """Closed resnet trains to 0.759; open to anything below 1.0. Same system, same batch, same round: the
+    target in the scenario is what keeps them apart."""
+    _resnet_tree(tmp_path, division="closed", submitter="Acme")
+    _resnet_tree(tmp_path, division="open", submitter="Zed", quality=0.33)
+    call_command("import_results", "mlperf", str(tmp_path / "training_results_v3.1"), "--no-progress")
+    closed, opened = (Submission.objects.get(document__provenance__origin__division=d) for d in ("closed", "open"))
+    assert closed.document["scenario"] == {
+        "kind": "time-to-quality",
+        "quality_target": {
+            "metric": "eval_accuracy (closed division: v['value'] >= 0.7590 and v['value'] < 1.0)",
+            "value": 0.759,
+        },
+    }
+    assert opened.document["scenario"] == {"kind": "time-to-quality", "quality_target": None}
+    assert closed.comparability_key != opened.comparability_key
+    assert closed.comparability_key_software != opened.comparability_key_software
+
+
+@pytest.mark.parametrize(
+    ("round_name", "benchmark", "target"),
+    [
+        ("v3.1", "rnnt", 0.058),
+        ("v4.0", "gpt3", 2.69),
+        ("v4.0", "unet3d", 0.908),
+        ("v4.0", "stable_diffusion", 90.0),
+        ("v4.0", "llama2_70b_lora", 0.925),
+        ("v4.0", "dlrm_dcnv2", 0.80275),
+        ("v3.1", "maskrcnn", 0.377),
+    ],
+)
+def test_the_target_is_the_bound_of_the_check_that_is_not_the_metrics_edge(round_name, benchmark, target):
+    assert round_rules(round_name).benchmark(benchmark, "closed").quality.target() == target
+
+
+# --- the round comes from the tree -------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_round_is_the_repository_folders_not_a_nearer_folder_named_like_another_round(tmp_path):
+    """Importing one submitter's folder named '..._v2.0' inside training_results_v3.1: the round is v3.1 (it was
+    read from the nearest folder ending in v<major>.<minor>, so v2.0)."""
+    root = _resnet_tree(tmp_path, round_folder="training_results_v3.1", submitter="Acme_v2.0")
+    call_command("import_results", "mlperf", str(root / "Acme_v2.0"), "--no-progress")
+    (document,) = _stored(benchmark="resnet")
+    assert document["provenance"]["origin"]["round"] == "v3.1"
+    assert document["workload"]["version"] == "mlperf-training-v3.1"
+
+
+@pytest.mark.django_db
+def test_a_round_argument_that_contradicts_the_folder_name_is_refused_and_nothing_is_stored(tmp_path, capsys):
+    root = _resnet_tree(tmp_path, round_folder="training_results_v3.1")
+    with pytest.raises(CommandError, match="refused; nothing was stored"):
+        call_command("import_results", "mlperf", str(root), "--round", "v4.0", "--no-progress")
+    assert (
+        "--round v4.0 contradicts the tree's folder name (training_results_v3.1, round v3.1)" in capsys.readouterr().out
+    )
+    assert not Submission.objects.exists()
+    plan = training.parse_tree(root, round_name="3.1")  # the same round, written without the v: agreed
+    assert plan.round == "v3.1" and [i.status for i in plan.items] == ["ready"]
