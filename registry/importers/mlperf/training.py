@@ -31,6 +31,7 @@ from .rules import PROTOCOL as MLPERF_PROTOCOL
 from .rules import UNSPECIFIED
 from .systems import publication_facets, software_section, system_section
 from .training_logs import Judged, judge, read_scaling, run_time, stop_checkpoint
+from .training_power import PowerRule, node_energy, power_rule, switch_energy
 from .training_rules import BenchmarkRules, QualityRule, RoundRules, Scaling, round_rules
 from .tree import all_files, inside, passed_over
 
@@ -59,6 +60,7 @@ class _Result(NamedTuple):
     round: RoundRules
     runs: list[Run]
     scaling: float | None  # the factor of scaling.json; None when the folder has none
+    power: list[float | None] | None = None  # each run's energy (J) from power/; None when the folder has none
 
     @property
     def first(self) -> dict[str, Any]:
@@ -201,10 +203,11 @@ def _import_item(
         ledger.errors.append(conflict)
     round_rules_ = _rules_of(round_value, ledger) if not conflict else None
     scaling = _scaling(ledger, folder, round_rules_.scaling) if round_rules_ else None
+    power = _power(ledger, folder, runs, round_rules_.round) if round_rules_ else None
     document, build = None, Build()
     if round_rules_ and not ledger.errors:
         try:
-            result = _Result(system, system_id, benchmark, round_rules_, runs, scaling)
+            result = _Result(system, system_id, benchmark, round_rules_, runs, scaling, power)
             document = _document(result, ledger, build)
         except SourceError as exc:
             ledger.errors.append(str(exc))
@@ -231,6 +234,55 @@ def _scaling(ledger: Ledger, folder: Path, rule: Scaling) -> float | None:
         return None
     factor = ledger.load(path, lambda text: read_scaling(text, rule), what="MLPerf scaling factor", required=True)
     return factor if isinstance(factor, float) else None
+
+
+def _power(ledger: Ledger, folder: Path, runs: list[Run], round_value: str) -> list[float | None] | None:
+    """Each run's energy in joules from power/<result>/ (MLPerf Training Power), None without a power/ folder
+    (the summarizer's _has_power). A run without a time has none (the summarizer drops it before its power);
+    a run with a time but no node_*.txt, or a file the round's rule cannot total, is an error that refuses the
+    result (the summarizer fails on it too). A round without a power rule keeps its time, and says so."""
+    if not (folder / "power").is_dir():
+        return None
+    try:
+        rule = power_rule(round_value)
+    except SourceError as exc:
+        ledger.errors.append(str(exc))
+        return None
+    if rule is None:
+        ledger.warnings.append(
+            f"power/: MLPerf Training {round_value} has no power rule (rounds/training/power.json): "
+            "its readings are not imported as energy"
+        )
+        return None
+    return [_run_energy(ledger, folder, run, rule) for run in runs]
+
+
+def _run_energy(ledger: Ledger, folder: Path, run: Run, rule: PowerRule) -> float | None:
+    if run.seconds is None:
+        return None
+    milliseconds = run.seconds * 1000
+    where = rule.run_folder(folder, run.path)
+    nodes = sorted(where.glob(rule.node_files)) if where.is_dir() else []
+    if not nodes:
+        ledger.errors.append(
+            f"{where.relative_to(ledger.tree).as_posix()}: no {rule.node_files} power readings for {run.path.name} "
+            "(MLCommons' summarizer requires them for every run of a result with power/)"
+        )
+        return None
+    total = 0.0
+    for path, energy in [(p, node_energy) for p in nodes] + [
+        (p, switch_energy) for p in sorted(where.glob(rule.switch_files))
+    ]:
+        joules = ledger.load(
+            path,
+            lambda text, energy=energy: energy(read_mllog(text), milliseconds, rule),
+            what="MLPerf power readings",
+            required=True,
+        )
+        if joules is None:
+            return None
+        total += joules
+    return total
 
 
 def _load_runs(ledger: Ledger, folder: Path) -> list[Run]:
@@ -432,6 +484,34 @@ def _metrics(result: _Result, score: _Score) -> dict[str, Any]:
             "method": _method(result, score, factor),
         },
         "quality": _quality(score),
+        **({"energy": _energy(result, score, factor)} if result.power is not None else {}),
+    }
+
+
+def _energy(result: _Result, score: _Score, factor: float) -> dict[str, Any]:
+    """The result's energy as MLCommons' summarizer totals it: the mean of the averaged runs' energies (the runs
+    the time's olympic mean kept), times the scaling factor. The average power is that energy over the published
+    time to train, the window it covers."""
+    power = result.power or []
+    kept = [joules for joules, used in zip(power, score.used, strict=True) if used]
+    if any(joules is None for joules in kept):
+        raise SourceError("an averaged run has no energy from power/: no MLPerf energy for the result")
+    joules = sum(j for j in kept if j is not None) / len(kept) * factor
+    seconds = score.mean * factor
+    rule = power_rule(result.round.round)
+    return {
+        "source": "external-meter",
+        "joules": joules,
+        "average_power_w": joules / seconds,
+        "window_s": seconds,
+        "scope": "the system's nodes (power/<run>/node_*.txt) and interconnect (sw_*.txt), as the submitter's "
+        "meters read them",
+        "method": (
+            f"MLPerf Training Power as MLCommons' result summarizer totals it ({rule.source if rule else '?'}, "
+            f"'{rule.integration if rule else '?'}' window): per run the power_reading values integrated over the "
+            f"measurement window, stretched to the run's time to train; mean over the {len(kept)} runs the time's "
+            f"olympic mean kept, times scaling factor {factor:g}"
+        )[:500],
     }
 
 

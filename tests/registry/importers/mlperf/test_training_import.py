@@ -16,6 +16,7 @@ Expected values are computed here from the authored numbers, not by the importer
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from django.core.management import CommandError, call_command
 from registry.importers.mlperf import training
 from registry.importers.mlperf.training_rules import round_rules
 from registry.models import Submission
+from tests.conftest import SHARED
 
 START = 1_700_000_000_000
 
@@ -152,10 +154,11 @@ def _resnet_tree(
     submitter: str = "Acme",
     round_folder: str = "training_results_v3.1",
     quality: float = 0.7601,
+    bench: str = "resnet",
 ) -> Path:
     submission = root / round_folder / submitter
     _system(submission, "r8", division=division, nodes=nodes)
-    folder = submission / "results" / "r8" / "resnet"
+    folder = submission / "results" / "r8" / bench
     folder.mkdir(parents=True)
     for n, minutes in enumerate([30.0, 29.0, 31.0, 28.5, 29.5]):
         start = START + n * 10_000_000
@@ -248,3 +251,115 @@ def test_a_round_argument_that_contradicts_the_folder_name_is_refused_and_nothin
     assert not Submission.objects.exists()
     plan = training.parse_tree(root, round_name="3.1")  # the same round, written without the v: agreed
     assert plan.round == "v3.1" and [i.status for i in plan.items] == ["ready"]
+
+
+# --- MLPerf Training Power ---------------------------------------------------------------------------------
+
+RESNET_MINUTES = [30.0, 29.0, 31.0, 28.5, 29.5]  # _resnet_tree's runs: 28.5 and 31 are dropped
+
+
+def _power_file(path: Path, lines: list[tuple[str, int, object]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _log(path, [{"key": key, "time_ms": stamp, "value": value, "metadata": ""} for key, stamp, value in lines])
+
+
+def _steady(watts: float, *, start: int = START, readings: int = 60, stop_at_start: bool = False) -> list:
+    """power_measurement_start, one reading a second at `watts`, then the stop (at the start's own time, as SMC's
+    v4.0 files write it, when `stop_at_start`)."""
+    lines: list = [("power_measurement_start", start, "null")]
+    lines += [("power_reading", start + 1000 * (i + 1), watts) for i in range(readings)]
+    lines.append(("power_measurement_stop", start if stop_at_start else start + 1000 * readings, "null"))
+    return lines
+
+
+@pytest.mark.django_db
+def test_training_power_readings_are_the_results_energy_as_mlcommons_summarizer_totals_them(tmp_path):
+    """v4.0 (SMC's layout: two nodes, the stop written at the start's time): per run the readings integrated over
+    the window and stretched to the run's time, summed over nodes; the result the mean of the kept runs."""
+    root = _resnet_tree(tmp_path, round_folder="training_results_v4.0")
+    folder = root / "Acme/results/r8/resnet"
+    node_watts = {n: (5000.0 + 100 * n, 4000.0 + 10 * n) for n in range(5)}
+    for n, (first, second) in node_watts.items():
+        _power_file(folder / f"power/result_{n}/node_0.txt", _steady(first, stop_at_start=True))
+        _power_file(folder / f"power/result_{n}/node_1.txt", _steady(second, stop_at_start=True))
+    call_command("import_results", "mlperf", str(root), "--no-progress")
+    (document,) = _stored(benchmark="resnet")
+    # a steady power P for a run of t seconds is P × t joules, whatever the window the meter covered
+    per_run = [sum(node_watts[n]) * RESNET_MINUTES[n] * 60 for n in range(5)]
+    kept = [0, 1, 4]  # 30, 29 and 29.5 minutes
+    energy = document["metrics"]["energy"]
+    assert energy["joules"] == pytest.approx(sum(per_run[n] for n in kept) / 3)
+    assert energy["window_s"] == pytest.approx(document["metrics"]["time_to_quality"]["seconds"])
+    assert energy["average_power_w"] == pytest.approx(energy["joules"] / energy["window_s"])
+    assert "a9f4839db6fb" in energy["method"] and energy["source"] == "external-meter"
+
+
+def test_from_v4_1_only_readings_inside_the_window_count_in_time_order(tmp_path):
+    """The window rule MLCommons adopted after v4.0 (c401ff0): records sorted by time, readings after the stop
+    left out, conversion_eff applied."""
+    root = _resnet_tree(tmp_path, round_folder="training_results_v4.1", bench="ssd")  # v4.1 has no resnet
+    folder = root / "Acme/results/r8/ssd"
+    for n in range(5):
+        lines = _steady(3000.0)
+        lines[1:-1] = reversed(lines[1:-1])  # readings written newest first: the time order is what counts
+        lines.append(("power_reading", START + 61_000, 900_000.0))  # after the stop: outside the window
+        lines.append(("conversion_eff", START, 0.9))
+        _power_file(folder / f"power/result_{n}/node_0.txt", lines)
+    (item,) = training.parse_tree(root).items
+    assert item.status == "ready", item.errors
+    kept = [RESNET_MINUTES[n] * 60 for n in (0, 1, 4)]
+    assert item.document["metrics"]["energy"]["joules"] == pytest.approx(0.9 * 3000.0 * sum(kept) / 3)
+
+
+def test_a_power_file_whose_window_has_no_length_refuses_the_result_in_words(tmp_path):
+    root = _resnet_tree(tmp_path, round_folder="training_results_v4.1", bench="ssd")  # v4.1 has no resnet
+    folder = root / "Acme/results/r8/ssd"
+    for n in range(5):  # v4.1's rule reads no reading after a stop written at the start's time
+        _power_file(folder / f"power/result_{n}/node_0.txt", _steady(3000.0, stop_at_start=True))
+    (item,) = training.parse_tree(root).items
+    assert item.status == "refused"
+    assert any("node_0.txt" in e and "window" in e and "has no length" in e for e in item.errors), item.errors
+
+
+def test_a_run_without_power_readings_in_a_result_with_power_is_refused(tmp_path):
+    root = _resnet_tree(tmp_path, round_folder="training_results_v4.0")
+    folder = root / "Acme/results/r8/resnet"
+    for n in range(4):
+        _power_file(folder / f"power/result_{n}/node_0.txt", _steady(3000.0))
+    (item,) = training.parse_tree(root).items
+    assert item.status == "refused"
+    assert any("power/result_4: no node_*.txt power readings for result_4.txt" in e for e in item.errors)
+
+
+def test_a_round_without_a_power_rule_keeps_its_time_and_says_its_readings_are_not_energy(tmp_path):
+    root = _resnet_tree(tmp_path, round_folder="training_results_v3.1")
+    folder = root / "Acme/results/r8/resnet"
+    for n in range(5):
+        _power_file(folder / f"power/result_{n}/node_0.txt", _steady(3000.0))
+    (item,) = training.parse_tree(root).items
+    assert item.status == "ready" and "energy" not in item.document["metrics"]
+    assert any("MLPerf Training v3.1 has no power rule" in w for w in item.warnings), item.warnings
+
+
+SHARED_SMC = SHARED / "data/mlperf-rounds/training_v4.0/smc-ac-power"
+
+
+@pytest.mark.django_db
+@pytest.mark.skipif(not SHARED_SMC.is_dir(), reason=f"no shared training_v4.0 round at {SHARED_SMC}")
+def test_smc_ac_power_published_logs_with_authored_power_readings(tmp_path):
+    """SMC's real v4.0 dlrm_dcnv2 logs (the shared copy keeps no power/ folder) with readings authored here: the
+    energy follows each run's own run_start..run_stop time, over the eight runs MLPerf's olympic mean keeps."""
+    root = tmp_path / "training_results_v4.0"
+    shutil.copytree(SHARED_SMC, root / "smc-ac-power")
+    folder = root / "smc-ac-power/results/1xSMC-H100-SXM-80GB/dlrm_dcnv2"
+    results = sorted(folder.glob("result_*.txt"))
+    for path in results:
+        _power_file(folder / "power" / path.stem / "node_0.txt", _steady(2700.0, stop_at_start=True))
+    call_command("import_results", "mlperf", str(root), "--no-progress")
+    (document,) = _stored(benchmark="dlrm_dcnv2")
+    runs = document["provenance"]["origin"]["runs"]
+    assert len(runs) == 10 and sum(r["used"] for r in runs) == 8
+    kept = [r["seconds"] for r in runs if r["used"]]
+    assert document["metrics"]["energy"]["joules"] == pytest.approx(2700.0 * sum(kept) / 8)
+    (bert,) = _stored(benchmark="bert")  # no power/ folder: no energy, nothing invented
+    assert "energy" not in bert["metrics"]
