@@ -363,3 +363,14 @@ def test_smc_ac_power_published_logs_with_authored_power_readings(tmp_path):
     assert document["metrics"]["energy"]["joules"] == pytest.approx(2700.0 * sum(kept) / 8)
     (bert,) = _stored(benchmark="bert")  # no power/ folder: no energy, nothing invented
     assert "energy" not in bert["metrics"]
+
+
+@pytest.mark.django_db
+def test_the_submitter_is_the_system_descriptions_not_the_logs_submission_org(tmp_path):
+    """Logs carry the training code's author ('MosaicML', 'NVIDIA', 'SUBMISSION_ORG'); MLCommons' table the
+    system description's submitter."""
+    root = _resnet_tree(tmp_path, submitter="Zed")  # the description says Zed, the logs say Acme
+    call_command("import_results", "mlperf", str(root), "--no-progress")
+    (stored,) = Submission.objects.all()
+    assert stored.document["provenance"]["submitter"] == "Zed"
+    assert stored.document["provenance"]["origin"]["submitter"] == "Zed"
