@@ -7,6 +7,7 @@ such as "1.5TiB" becomes exactly 1536 GiB and "2.1 GHz" exactly 2100 MHz.
 
 from __future__ import annotations
 
+import math
 import re
 from decimal import Decimal, InvalidOperation
 
@@ -68,13 +69,21 @@ def parse_frequency_mhz(text: str) -> float | int | None:
 
 
 def parse_count(value: object) -> int | None:
-    """A non-negative integer given as a JSON integer or as a string of digits; anything else is None."""
+    """A non-negative integer given as a JSON integer, a whole JSON number (`1.0`: submitters' description
+    generators write counts as floats) or a string of either; anything else (1.5, -1, "two") is None."""
     if isinstance(value, bool):
         return None
+    if isinstance(value, str):
+        text = value.strip()
+        if text.isdigit():
+            return int(text)
+        if not re.fullmatch(r"\d+\.0*", text):
+            return None
+        value = float(text)
     if isinstance(value, int):
         return value if value >= 0 else None
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
+    if isinstance(value, float | Decimal) and math.isfinite(value) and value >= 0 and value == int(value):
+        return int(value)
     return None
 
 

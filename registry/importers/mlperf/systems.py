@@ -98,6 +98,10 @@ ALIASES = {"pytorch": "torch"}
 
 def system_section(system: dict[str, Any], build: Build) -> dict[str, Any]:
     name, nodes = _text(system.get("system_name")), units.parse_count(system.get("number_of_nodes"))
+    raw_nodes = system.get("number_of_nodes")
+    if name and not nodes and not units.not_stated(raw_nodes):
+        # 1.0 is one node (parse_count reads a whole float); 1.5 or 0 is no number of nodes
+        raise SourceError(f"number_of_nodes is {raw_nodes!r}: not a whole number of nodes above zero", where="system")
     if not name or not nodes:
         raise SourceError("system_name and a positive number_of_nodes are required", where="system")
     out: dict[str, Any] = {

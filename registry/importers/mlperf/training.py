@@ -30,8 +30,9 @@ from .plan import Build, FileReport, ImportItem, ImportPlan, SourceError
 from .rules import PROTOCOL as MLPERF_PROTOCOL
 from .rules import UNSPECIFIED
 from .systems import publication_facets, software_section, system_section
-from .training_logs import Judged, judge, read_scaling, run_time
-from .training_rules import BenchmarkRules, RoundRules, Scaling, round_rules
+from .training_logs import Judged, judge, read_scaling, run_time, stop_checkpoint
+from .training_power import PowerRule, node_energy, power_rule, switch_energy
+from .training_rules import BenchmarkRules, QualityRule, RoundRules, Scaling, round_rules
 from .tree import all_files, inside, passed_over
 
 RESULT_FILE = re.compile(r"^result_.*\.txt$")
@@ -59,6 +60,7 @@ class _Result(NamedTuple):
     round: RoundRules
     runs: list[Run]
     scaling: float | None  # the factor of scaling.json; None when the folder has none
+    power: list[float | None] | None = None  # each run's energy (J) from power/; None when the folder has none
 
     @property
     def first(self) -> dict[str, Any]:
@@ -83,22 +85,39 @@ def is_training_tree(root: Path) -> bool:
 def parse_tree(root: Path, *, round_name: str | None = None) -> ImportPlan:
     """Read an MLPerf Training round (or one submitter, system or benchmark of it) into an ImportPlan.
 
-    The round is not in the logs: it comes from `round_name` or else from a folder named like
-    'training_results_v4.0'; without either every item is refused with that reason."""
+    The round is not in the logs (MLLOG lines name no round, and no logging version stands in for one): it comes
+    from the tree's folder name ('training_results_v4.0') or `round_name`; an argument that contradicts the folder
+    name, or neither, refuses every item with that reason."""
     root = Path(root)
     if not root.is_dir():
         raise FileNotFoundError(f"{root} is not a directory")
-    round_value = _round(root, round_name)
+    named = _round_of_folder(root)
+    argument = _as_round(round_name) if round_name else None
+    conflict = (
+        f"--round {argument} contradicts the tree's folder name ({named[1]}, round {named[0]}): "
+        "rename the folder or leave --round out"
+        if argument and named and argument != named[0]
+        else None
+    )
+    round_value = None if conflict else argument or (named[0] if named else None)
     folders = _result_folders(root)
-    items = [_import_item(folder.parents[2], root, folder, round_value) for folder in folders]
+    items = [_import_item(folder.parents[2], root, folder, round_value, conflict) for folder in folders]
     errors = [] if folders else ["no results/<system>/<benchmark>/result_<n>.txt found: not an MLPerf Training tree"]
     return ImportPlan(
         items=items,
         skipped=_unclaimed(root, items),
         round=round_value,
-        round_source="argument" if round_name else "folder name",
-        errors=errors,
+        round_source=_round_source(argument, named, conflict),
+        errors=errors + ([conflict] if conflict else []),
     )
+
+
+def _round_source(argument: str | None, named: tuple[str, str] | None, conflict: str | None) -> str:
+    if conflict:
+        return "refused: --round contradicts the folder name"
+    if named:
+        return f"folder name {named[1]}" + (" (and --round)" if argument else "")
+    return "argument" if argument else "undetermined: no folder named like training_results_v<round>, no --round"
 
 
 def _result_folders(root: Path) -> list[Path]:
@@ -126,13 +145,31 @@ def _unclaimed(root: Path, items: list[ImportItem]) -> list[FileReport]:
     ] + passed_over(root)
 
 
-def _round(root: Path, round_name: str | None) -> str | None:
-    if round_name:
-        return round_name if round_name.startswith("v") else f"v{round_name}"
-    for part in reversed(root.resolve().parts):
-        match = re.search(r"v(\d+\.\d+)$", part)
-        if match:
-            return f"v{match[1]}"
+def _as_round(name: str) -> str:
+    return name if name.startswith("v") else f"v{name}"
+
+
+# A results repository's name ('training_results_v4.1', 'training_v4.0'), before any other '..._v4.1' folder
+REPOSITORY_NAME = re.compile(r"^training(?:_results)?_v(\d+\.\d+)$", re.IGNORECASE)
+ROUND_NAME = re.compile(r"v(\d+\.\d+)$")
+
+
+def _round_of_folder(root: Path) -> tuple[str, str] | None:
+    """(round, folder) from the name of the tree's folder or one above it: a folder named like MLCommons' results
+    repository first ('training_results_v4.1'), else the nearest folder whose name ends in v<major>.<minor>.
+    Folders at or below a results/ folder (systems, benchmarks) are never read: a system named '..._v2.0' is not
+    a round."""
+    parts = root.resolve().parts
+    # the submission's results/ folder: the last 'results' whose parent has systems/ beside it
+    cut = next(
+        (i for i in range(len(parts) - 1, 0, -1) if parts[i] == "results" and Path(*parts[:i], "systems").is_dir()),
+        len(parts),
+    )
+    above = parts[:cut]
+    for pattern in (REPOSITORY_NAME, ROUND_NAME):
+        for part in reversed(above):
+            if match := pattern.search(part):
+                return f"v{match[1]}", part
     return None
 
 
@@ -153,19 +190,24 @@ def olympic_mean(seconds: list[float | None], drop: int = 1) -> tuple[float | No
     return sum(v for v in values if v is not None) / len(values), used
 
 
-def _import_item(submission: Path, tree: Path, folder: Path, round_value: str | None) -> ImportItem:
+def _import_item(
+    submission: Path, tree: Path, folder: Path, round_value: str | None, conflict: str | None = None
+) -> ImportItem:
     system_id, benchmark = folder.parts[-2:]
     ledger = Ledger(submission, tree)
     system = ledger.load(
         submission / "systems" / f"{system_id}.json", read_json_object, what="system description", required=True
     )
     runs = _load_runs(ledger, folder)
-    round_rules_ = _rules_of(round_value, ledger)
+    if conflict:
+        ledger.errors.append(conflict)
+    round_rules_ = _rules_of(round_value, ledger) if not conflict else None
     scaling = _scaling(ledger, folder, round_rules_.scaling) if round_rules_ else None
+    power = _power(ledger, folder, runs, round_rules_.round) if round_rules_ else None
     document, build = None, Build()
     if round_rules_ and not ledger.errors:
         try:
-            result = _Result(system, system_id, benchmark, round_rules_, runs, scaling)
+            result = _Result(system, system_id, benchmark, round_rules_, runs, scaling, power)
             document = _document(result, ledger, build)
         except SourceError as exc:
             ledger.errors.append(str(exc))
@@ -192,6 +234,55 @@ def _scaling(ledger: Ledger, folder: Path, rule: Scaling) -> float | None:
         return None
     factor = ledger.load(path, lambda text: read_scaling(text, rule), what="MLPerf scaling factor", required=True)
     return factor if isinstance(factor, float) else None
+
+
+def _power(ledger: Ledger, folder: Path, runs: list[Run], round_value: str) -> list[float | None] | None:
+    """Each run's energy in joules from power/<result>/ (MLPerf Training Power), None without a power/ folder
+    (the summarizer's _has_power). A run without a time has none (the summarizer drops it before its power);
+    a run with a time but no node_*.txt, or a file the round's rule cannot total, is an error that refuses the
+    result (the summarizer fails on it too). A round without a power rule keeps its time, and says so."""
+    if not (folder / "power").is_dir():
+        return None
+    try:
+        rule = power_rule(round_value)
+    except SourceError as exc:
+        ledger.errors.append(str(exc))
+        return None
+    if rule is None:
+        ledger.warnings.append(
+            f"power/: MLPerf Training {round_value} has no power rule (rounds/training/power.json): "
+            "its readings are not imported as energy"
+        )
+        return None
+    return [_run_energy(ledger, folder, run, rule) for run in runs]
+
+
+def _run_energy(ledger: Ledger, folder: Path, run: Run, rule: PowerRule) -> float | None:
+    if run.seconds is None:
+        return None
+    milliseconds = run.seconds * 1000
+    where = rule.run_folder(folder, run.path)
+    nodes = sorted(where.glob(rule.node_files)) if where.is_dir() else []
+    if not nodes:
+        ledger.errors.append(
+            f"{where.relative_to(ledger.tree).as_posix()}: no {rule.node_files} power readings for {run.path.name} "
+            "(MLCommons' summarizer requires them for every run of a result with power/)"
+        )
+        return None
+    total = 0.0
+    for path, energy in [(p, node_energy) for p in nodes] + [
+        (p, switch_energy) for p in sorted(where.glob(rule.switch_files))
+    ]:
+        joules = ledger.load(
+            path,
+            lambda text, energy=energy: energy(read_mllog(text), milliseconds, rule),
+            what="MLPerf power readings",
+            required=True,
+        )
+        if joules is None:
+            return None
+        total += joules
+    return total
 
 
 def _load_runs(ledger: Ledger, folder: Path) -> list[Run]:
@@ -229,7 +320,7 @@ def _natural(path: Path) -> list[tuple[int, int, str]]:
 def _document(result: _Result, ledger: Ledger, build: Build) -> dict[str, Any]:
     score = _score(result, build)
     batch = _global_batch_size(result.runs)
-    submitter = _submitter(result.first, result.system)
+    submitter = _submitter(result.first, result.system, build)
     origin = _origin(result, score, submitter, ledger, build)
     round_name = result.round.round
     workload = {"name": result.benchmark, "version": f"mlperf-training-{round_name}", "shape": {"batch_size": batch}}
@@ -237,7 +328,7 @@ def _document(result: _Result, ledger: Ledger, build: Build) -> dict[str, Any]:
         "protocol": PROTOCOL,
         "phase": "training",
         "workload": workload,
-        "scenario": {"kind": "time-to-quality"},
+        "scenario": _scenario(score.rules.quality, _division(result)),
         # MLPerf Training logs state no number formats: not guessed.
         "precision": {"weights": UNSPECIFIED, "activations": UNSPECIFIED},
         "system": system_section(result.system, build),
@@ -246,6 +337,20 @@ def _document(result: _Result, ledger: Ledger, build: Build) -> dict[str, Any]:
         "metrics": _metrics(result, score),
         "provenance": _provenance(round_name, submitter, _first_run_start(result.runs), origin),
     }
+
+
+def _scenario(rule: QualityRule, division: str) -> dict[str, Any]:
+    """Time to quality, with the quality target the division's rule sets: the scenario is a controlled field of
+    the comparability contract, so a closed result (resnet to 0.759) and an open one (any accuracy below 1.0) of
+    one benchmark are never compared as if they trained to the same quality. The metric names the division and
+    the checker's own condition; an open rule with no target bound (`v < 1.0`) states none (null)."""
+    target = rule.target()
+    quality_target = (
+        None
+        if target is None
+        else {"metric": f"{rule.headline} ({division} division: {rule.check})"[:500], "value": target}
+    )
+    return {"kind": "time-to-quality", "quality_target": quality_target}
 
 
 def _division(result: _Result) -> str:
@@ -267,6 +372,7 @@ def _score(result: _Result, build: Build) -> _Score:
         )
     judged = [judge(run.seconds, run.records, rules.quality, rules.init_limit_ms) for run in runs]
     build.warnings.extend(_status_disagreements(runs, judged))
+    build.warnings.extend(_checkpoint_disagreements(runs, judged, rules))
     mean, used = olympic_mean([j.seconds for j in judged], rules.dropped_each_end)
     if mean is None:
         failed = [f"{run.path.name}: {j.why}" for run, j in zip(runs, judged, strict=True) if not j.converged]
@@ -288,6 +394,20 @@ def _status_disagreements(runs: list[Run], judged: list[Judged]) -> list[str]:
     ]
 
 
+def _checkpoint_disagreements(runs: list[Run], judged: list[Judged], rules: BenchmarkRules) -> list[str]:
+    """Runs whose run_stop names another checkpoint than the lowest that met the target (the one MLCommons' RCP
+    checker counts, and the importer keeps): said, never silently swapped."""
+    found = []
+    for run, verdict in zip(runs, judged, strict=True):
+        named = stop_checkpoint(run.records, rules.quality)
+        if verdict.converged and named is not None and verdict.checkpoint is not None and named != verdict.checkpoint:
+            found.append(
+                f"{run.path.name}: run_stop names {rules.quality.group_by} {named:g} but the lowest that met the "
+                f"target is {verdict.checkpoint:g}; its quality is kept, as MLCommons' RCP checker counts it"
+            )
+    return found
+
+
 def _global_batch_size(runs: list[Run]) -> int:
     batch = next(
         (r.first.get("global_batch_size") for r in runs if isinstance(r.first.get("global_batch_size"), int)), None
@@ -297,11 +417,21 @@ def _global_batch_size(runs: list[Run]) -> int:
     return batch
 
 
-def _submitter(first: dict[str, Any], system: dict[str, Any]) -> str:
-    submitter = str(first.get("submission_org") or system.get("submitter") or "").strip()
-    if not submitter:
-        raise SourceError("neither submission_org nor the system description names a submitter")
-    return submitter
+def _submitter(first: dict[str, Any], system: dict[str, Any], build: Build) -> str:
+    """The system description's submitter, as MLCommons' result summarizer puts it in the table; the log's
+    submission_org only when the description names none. Logs are written by whoever wrote the training code
+    (SMC's dlrm_dcnv2 logs say 'NVIDIA', Ailiverse's resnet 'MosaicML', others the template's 'SUBMISSION_ORG'),
+    so a disagreement is said, not followed."""
+    described = str(system.get("submitter") or "").strip()
+    logged = str(first.get("submission_org") or "").strip()
+    if described and logged and logged != described:
+        build.warnings.append(
+            f"the log's submission_org is {logged!r}; the submitter is the system description's {described!r}, "
+            "as MLCommons' table has it"
+        )
+    if not (described or logged):
+        raise SourceError("neither the system description nor submission_org names a submitter")
+    return described or logged
 
 
 def _origin(result: _Result, score: _Score, submitter: str, ledger: Ledger, build: Build) -> dict[str, Any]:
@@ -364,6 +494,34 @@ def _metrics(result: _Result, score: _Score) -> dict[str, Any]:
             "method": _method(result, score, factor),
         },
         "quality": _quality(score),
+        **({"energy": _energy(result, score, factor)} if result.power is not None else {}),
+    }
+
+
+def _energy(result: _Result, score: _Score, factor: float) -> dict[str, Any]:
+    """The result's energy as MLCommons' summarizer totals it: the mean of the averaged runs' energies (the runs
+    the time's olympic mean kept), times the scaling factor. The average power is that energy over the published
+    time to train, the window it covers."""
+    power = result.power or []
+    kept = [joules for joules, used in zip(power, score.used, strict=True) if used]
+    if any(joules is None for joules in kept):
+        raise SourceError("an averaged run has no energy from power/: no MLPerf energy for the result")
+    joules = sum(j for j in kept if j is not None) / len(kept) * factor
+    seconds = score.mean * factor
+    rule = power_rule(result.round.round)
+    return {
+        "source": "external-meter",
+        "joules": joules,
+        "average_power_w": joules / seconds,
+        "window_s": seconds,
+        "scope": "the system's nodes (power/<run>/node_*.txt) and interconnect (sw_*.txt), as the submitter's "
+        "meters read them",
+        "method": (
+            f"MLPerf Training Power as MLCommons' result summarizer totals it ({rule.source if rule else '?'}, "
+            f"'{rule.integration if rule else '?'}' window): per run the power_reading values integrated over the "
+            f"measurement window, stretched to the run's time to train; mean over the {len(kept)} runs the time's "
+            f"olympic mean kept, times scaling factor {factor:g}"
+        )[:500],
     }
 
 

@@ -23,6 +23,7 @@ class Judged(NamedTuple):
     reached: dict[str, float] | None
     converged: bool
     why: str | None = None
+    checkpoint: float | None = None  # the evaluated checkpoint (step_num / samples_count) of `reached`, if named
 
 
 def run_time(records: list[dict[str, Any]]) -> tuple[float | None, str | None, dict[str, Any]]:
@@ -63,25 +64,47 @@ def evaluations(records: list[dict[str, Any]], rule: QualityRule) -> list[dict[s
 
 
 def _grouped(records: list[dict[str, Any]], rule: QualityRule) -> list[dict[str, float]]:
-    """Records of one metric each (metadata 'metric'), merged per metadata `group_by` value in order of first
-    appearance, as the Stable Diffusion checker builds its aggregated_eval_accuracy lines."""
-    groups: dict[Any, dict[str, float]] = {}
+    """Records of one metric each (metadata 'metric'), merged per metadata `group_by` value (the checkpoint), as
+    the Stable Diffusion checker builds its aggregated_eval_accuracy lines, in checkpoint order.
+
+    Checkpoint order, not log order: the FID and CLIP of each checkpoint are computed offline and logged as they
+    finish, out of order (NVIDIA's v3.1 eos_n64 logs step 2250 before 2000). MLCommons' RCP checker takes "the
+    first eval step that passes the convergence criteria", the lowest passing checkpoint, and so does the
+    importer: `judge` takes the first evaluation of this list that meets the target."""
+    return [evaluation for _checkpoint, evaluation in checkpoints(records, rule)]
+
+
+def checkpoints(records: list[dict[str, Any]], rule: QualityRule) -> list[tuple[float | None, dict[str, float]]]:
+    """(checkpoint, {metric: value}) per checkpoint a grouped rule evaluates, lowest checkpoint first; a
+    checkpoint that is not a number (None) keeps its place in log order after the numbered ones."""
+    groups: dict[str, tuple[float | None, dict[str, float]]] = {}
     for record in records:
         metadata = record.get("metadata") or {}
         if record["key"] != rule.key or "metric" not in metadata or not _is_number(record.get("value")):
             continue
         group = metadata.get(rule.group_by or "")
-        groups.setdefault(str(group), {})[str(metadata["metric"])] = float(record["value"])
-    return list(groups.values())
+        number = float(group) if _is_number(group) else None
+        groups.setdefault(str(group), (number, {}))[1][str(metadata["metric"])] = float(record["value"])
+    numbered = sorted((g for g in groups.values() if g[0] is not None), key=lambda g: g[0] or 0.0)
+    return numbered + [g for g in groups.values() if g[0] is None]
+
+
+def stop_checkpoint(records: list[dict[str, Any]], rule: QualityRule) -> float | None:
+    """The checkpoint run_stop names in its metadata (`group_by`: step_num in v3.1, samples_count since v4.0), or
+    None when it names none; the first run_stop counts, as for the run's time."""
+    stop = next((r for r in records if r["key"] == "run_stop"), None)
+    value = ((stop or {}).get("metadata") or {}).get(rule.group_by or "") if rule.group_by else None
+    return float(value) if _is_number(value) else None
 
 
 def judge(seconds: float | None, records: list[dict[str, Any]], rule: QualityRule, init_limit_ms: float) -> Judged:
     """MLPerf's verdict on a run: it converged when a run_start..run_stop time exists, at least one evaluation
     meets the target (the checker's ATLEAST_ONE_CHECK; run_stop's status is not what decides) and its
     initialization stayed under the round's limit. The quality reached is the first evaluation that met the
-    target, where the clock stopped; for a run that never met it, the last evaluation logged."""
-    found = evaluations(records, rule)
-    reached = next((e for e in found if rule.met(e)), None)
+    target, where the clock stopped (for a grouped rule, the lowest checkpoint that met it, as MLCommons' RCP
+    checker takes it); for a run that never met it, the last evaluation."""
+    found = checkpoints(records, rule) if rule.read == "grouped" else [(None, e) for e in evaluations(records, rule)]
+    checkpoint, reached = next(((c, e) for c, e in found if rule.met(e)), (None, None))
     init_ms = init_time(records)
     why = (
         "no run_start..run_stop time"
@@ -93,8 +116,8 @@ def judge(seconds: float | None, records: list[dict[str, Any]], rule: QualityRul
         else None
     )
     if reached is None and found:
-        reached = found[-1]
-    return Judged(seconds if why is None else None, reached, why is None, why)
+        checkpoint, reached = found[-1]
+    return Judged(seconds if why is None else None, reached, why is None, why, checkpoint)
 
 
 def init_time(records: list[dict[str, Any]]) -> float | None:

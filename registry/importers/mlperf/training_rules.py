@@ -60,6 +60,21 @@ class QualityRule:
     def headline(self) -> str:
         return next(iter(self.metrics))
 
+    def target(self) -> float | None:
+        """The headline metric's target: the one bound of the check that is not the edge of the metric's range.
+
+        MLCommons' checks pair the target with a sanity edge: `v >= 0.759 and v < 1.0` (accuracy, target 0.759),
+        `v <= 0.058 and v > 0.0` (a word error rate, target 0.058), `v <= 2.69 and v > 2.6` (a log perplexity,
+        target 2.69), `0.0 <= FID <= 90.0` (target 90). An edge is a lower bound of 0 or an exclusive one, or an
+        upper bound of 1.0; every closed-division rule of rounds/training has exactly one bound left. None when no
+        bound or two are left (an open division's `v < 1.0` states no target)."""
+        bound = self.metrics[self.headline]
+        left = [
+            *([bound.low] if bound.low is not None and bound.low != 0.0 and bound.low_inclusive else []),
+            *([bound.high] if bound.high is not None and bound.high != 1.0 else []),
+        ]
+        return left[0] if len(left) == 1 else None
+
     def met(self, evaluation: dict[str, float]) -> bool:
         """True when the evaluation has every metric and each lies within its bounds."""
         return all(name in evaluation and bound.admits(evaluation[name]) for name, bound in self.metrics.items())
