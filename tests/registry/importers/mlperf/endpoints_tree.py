@@ -145,3 +145,16 @@ def endpoints_submission(tmp_path: Path) -> Path:
     for scenario, figures in QWEN.items():
         result(root, "qwen3-vl-235b-a22b", scenario, figures, QWEN_SCORES[scenario])
     return round_root
+
+
+def edge_singlestream(tmp_path: Path) -> Path:
+    """inference_results_v6.1/closed/Acme: an edge system's qwen3.6-27b SingleStream result from the endpoints
+    client (MLCommons' v6.1 table publishes NVIDIA Jetson-Thor's as 'Latency (ms)'). Returns the round root."""
+    round_root = tmp_path / "inference_results_v6.1"
+    root = round_root / "closed" / SUBMITTER
+    system(root)
+    description = json.loads((root / "systems" / f"{SYSTEM}.json").read_text())
+    (root / "systems" / f"{SYSTEM}.json").write_text(json.dumps({**description, "system_type": "edge"}))
+    figures = {"type": "offline", "qps": 0.5, "tps": 40.0, "issued": 1000, "duration_ns": 2_000_000_000_000}
+    result(root, "qwen3.6-27b", "SingleStream", figures, 0.875)
+    return round_root

@@ -16,7 +16,16 @@ from registry.importers import mlperf
 from registry.importers.mlperf.rules import round_rules
 from registry.models import Submission
 
-from .endpoints_tree import DEEPSEEK, DEEPSEEK_SCORE, QWEN, QWEN_SCORES, SUBMITTER, SYSTEM, endpoints_submission
+from .endpoints_tree import (
+    DEEPSEEK,
+    DEEPSEEK_SCORE,
+    QWEN,
+    QWEN_SCORES,
+    SUBMITTER,
+    SYSTEM,
+    edge_singlestream,
+    endpoints_submission,
+)
 
 
 @pytest.fixture
@@ -169,3 +178,51 @@ def test_the_round_data_carries_the_checkers_endpoints_tables():
     assert {"deepseek-r1", "qwen3-vl-235b-a22b", "qwen3.6-27b"} <= set(rules["allowed_models"])
     assert rules["min_duration_ms"] == 600000 and "e2e-rag-qna" in rules["min_duration_exempt"]
     assert "deepseek-r1" in rules["llm_models"] and "qwen3-vl-235b-a22b" not in rules["llm_models"]
+
+
+# --- the benchmarks new in v6.1, as its rules list them -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("folder", "scenario", "metric", "unit", "unknown_in"),
+    [
+        ("qwen3.6-27b", "SingleStream", "mAP", "Latency (ms)", "v6.0"),
+        ("e2e-rag-qna", "Offline", "E2E_ACCURACY", "Tasks/s", "v6.0"),
+        ("e2e-rag-db", "Offline", "E2E_ACCURACY", "Samples/s", "v6.0"),
+        ("wan-2.2-t2v-a14b", "SingleStream", "vbench_score", "Latency (s)", "v5.1"),
+    ],
+)
+def test_the_new_benchmarks_of_v61_have_the_checkers_rules(folder, scenario, metric, unit, unknown_in):
+    rules = round_rules("v6.1")
+    assert rules.model(folder) == folder
+    assert rules.accuracy(folder, scenario)[0].name == metric
+    assert rules.headline(folder, scenario, scenario).published_unit == unit
+    with pytest.raises(mlperf.rules.RuleMissing, match=f"benchmark '{folder}'"):
+        round_rules(unknown_in).model(folder)
+
+
+def test_the_tables_model_names_are_the_checkers_models_of_the_round():
+    rules = round_rules("v6.1")
+    assert rules.table_model("text_to_video") == "wan-2.2-t2v-a14b"
+    assert rules.table_model("VLM") == "qwen3-vl-235b-a22b"
+    assert rules.table_model("deepseek-r1") == "deepseek-r1"
+    assert rules.table_model("text-to-video") is None
+    assert round_rules("v6.0").table_model("text_to_video") is None
+
+
+def test_an_edge_singlestream_endpoints_result_publishes_its_mean_latency(tmp_path):
+    """RESULT_FIELD_ENDPOINTS[v6.1][singlestream] is result_mean_latency_ns: the endpoint's latency.avg, in ms."""
+    item = _items(edge_singlestream(tmp_path))["qwen3.6-27b/SingleStream"]
+    doc = item.document
+    assert doc is not None, item.errors
+    assert doc["metrics"]["primary"] == "latency_ms.mean" and doc["metrics"]["latency_ms"]["mean"] == 5000.0
+    assert doc["scenario"] == {"kind": "single-stream", "arrival": "closed-loop"}
+    assert doc["metrics"]["quality"] == {
+        "metric": "mAP",
+        "value": 0.875,
+        "target_ratio": None,
+        "reference_value": None,
+        "reference_precision": None,
+        "passed": True,
+        "values": {"mAP": 0.875},
+    }
