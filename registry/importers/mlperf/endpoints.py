@@ -8,7 +8,7 @@ integration from commit d1515aba, #2609) reads such a folder when it has neither
 (loader.py), through parsers/endpoints_parser.py: each endpoint field stands for the LoadGen record named by
 ENDPOINTS_MAPPINGS (`qps` -> result_completed_samples_per_sec, `tps` -> result_completed_tokens_per_second,
 `latency.early_stopping_percentiles.99.0` -> result_99.00_percentile_latency_ns, ...). Those tables are round
-data (rounds/inference_v6.1.json `endpoints`); this module reads the files and builds the result's document:
+data (rounds/inference_v6.1.json `endpoints`); endpoints_files.py reads the files, this module builds the document:
 
 * the headline is the record the round publishes for the benchmark and scenario (RESULT_FIELD_BENCHMARK_OVERWRITE,
   keyed as for LoadGen runs, else RESULT_FIELD_ENDPOINTS), read from the endpoint's field that stands for it;
@@ -21,27 +21,19 @@ data (rounds/inference_v6.1.json `endpoints`); this module reads the files and b
 
 from __future__ import annotations
 
-import json
 import math
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
-
-import yaml
 
 from protocol import rules as protocol_rules
 
 from .documents import _precision, _submitter  # one reading of weight_data_types and the submitter for both forms
-from .logs import TOO_DEEP
+from .endpoints_files import ACCURACY, SUMMARY, Record, config_file, is_endpoints_folder, nested, number
 from .plan import Build, SourceError
-from .rules import ARRIVAL, LOADGEN_SCENARIO, PERCENTILES, SCENARIOS, Metric, RoundRules, round_rules
+from .rules import ARRIVAL, LOADGEN_SCENARIO, PERCENTILES, PROTOCOL, SCENARIOS, Metric, RoundRules, round_rules
 from .systems import publication_facets, software_section, system_section
 
-SUMMARY = Path("performance") / "result_summary.json"
-ACCURACY = Path("accuracy") / "accuracy_results.json"
-CONFIGS = ("config.yaml", "config.yml")  # the checker reads the first present (EndpointsParser._load_yaml)
-# The LoadGen logs whose absence makes a folder an endpoints folder (loader.py: perf_log and acc_log both None).
-LOADGEN_LOGS = (Path("performance") / "run_1" / "mlperf_log_detail.txt", Path("accuracy") / "mlperf_log_detail.txt")
+__all__ = ["ACCURACY", "SUMMARY", "build_document", "config_file", "is_endpoints_folder"]
 
 # LoadGen's Offline rate records, which the endpoint does not write: it writes one tokens/s figure (`tps`,
 # mapped to result_completed_tokens_per_second) whatever the scenario, and the checker computes Offline
@@ -50,142 +42,6 @@ OFFLINE_TOKENS = {"result_tokens_per_second": "result_completed_tokens_per_secon
 COMPUTED_RATE = "result_samples_per_second"
 # The endpoint's percentile keys ('99.9') -> the protocol's names, as LoadGen's ('99.90') are named.
 ENDPOINT_PERCENTILES = {f"{float(k):.1f}": name for k, name in PERCENTILES.items()}
-
-
-def is_endpoints_folder(scenario_dir: Path) -> bool:
-    """A scenario folder MLPerf reads as an endpoints result: no LoadGen log, and an endpoint's summary or
-    configuration (a folder with neither is left to the LoadGen reader, which names the logs it lacks)."""
-    if any((scenario_dir / log).exists() for log in LOADGEN_LOGS):
-        return False
-    return (scenario_dir / SUMMARY).is_file() or any((scenario_dir / name).is_file() for name in CONFIGS)
-
-
-def config_file(scenario_dir: Path) -> Path:
-    return next((scenario_dir / n for n in CONFIGS if (scenario_dir / n).is_file()), scenario_dir / CONFIGS[0])
-
-
-# --- readers ---------------------------------------------------------------------------------------------------
-
-
-def _json(text: str) -> dict[str, Any]:
-    """A JSON object, floats as Decimal (keeping their digits); NaN and Infinity are not numbers MLPerf writes."""
-    try:
-        value = json.loads(text, parse_float=Decimal, parse_constant=_no_constant)
-    except json.JSONDecodeError as exc:
-        raise SourceError(f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    except RecursionError:
-        raise SourceError(TOO_DEEP) from None
-    except ValueError as exc:  # an integer longer than Python reads (4300 digits)
-        raise SourceError(f"holds a number that cannot be read ({str(exc)[:80]})") from None
-    if not isinstance(value, dict):
-        raise SourceError("expected a JSON object")
-    return value
-
-
-def _no_constant(name: str) -> Any:
-    raise SourceError(f"holds {name}, which is not a number")
-
-
-SUMMARY_REQUIRED = ("n_samples_issued", "n_samples_completed", "duration_ns", "latency")
-
-
-def read_summary(text: str) -> dict[str, Any]:
-    """performance/result_summary.json: a JSON object with the run's counts, duration and latency distribution."""
-    summary = _json(text)
-    missing = [key for key in SUMMARY_REQUIRED if key not in summary]
-    if missing:
-        raise SourceError(f"has no {', '.join(missing)}: not an endpoints result summary (or truncated)")
-    return summary
-
-
-def read_accuracy(text: str) -> dict[str, Any]:
-    """accuracy/accuracy_results.json: a JSON object whose accuracy_scores is a list."""
-    results = _json(text)
-    if not isinstance(results.get("accuracy_scores", []), list):
-        raise SourceError("accuracy_scores is not a list")
-    return results
-
-
-class _NoAliases(yaml.SafeLoader):
-    """YAML without anchors and aliases: an endpoint's configuration has none, and aliases can expand a small
-    file into a huge document."""
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            raise SourceError("uses a YAML alias (*name), which an endpoints configuration does not")
-        return super().compose_node(parent, index)
-
-
-def read_config(text: str) -> dict[str, Any]:
-    """config.yaml: a YAML mapping (the endpoint's run configuration)."""
-    try:
-        value = yaml.load(text, Loader=_NoAliases)  # noqa: S506 - a SafeLoader without aliases
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
-        raise SourceError(f"malformed YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
-    except RecursionError:
-        raise SourceError(TOO_DEEP) from None
-    if not isinstance(value, dict):
-        raise SourceError("expected a YAML mapping (the endpoint's run configuration)")
-    return value
-
-
-# --- the checker's view of the files: LoadGen record names resolved in the endpoint's files ----------------------
-
-
-def nested(data: Any, dotted: str) -> Any:
-    """The value at a dotted path, as the checker's _get_nested reads it: at each level the longest key that
-    matches wins (so '99.0' is one key); None when absent or an empty container."""
-    parts, current, i = dotted.split("."), data, 0
-    while i < len(parts):
-        if not isinstance(current, dict):
-            return None
-        j = next((j for j in range(len(parts), i, -1) if ".".join(parts[i:j]) in current), None)
-        if j is None:
-            return None
-        current, i = current[".".join(parts[i:j])], j
-    return None if isinstance(current, dict | list) and not current else current
-
-
-class Record:
-    """Reads a LoadGen record from an endpoint's files the way the checker's EndpointsParser does: the endpoint
-    field ENDPOINTS_MAPPINGS names for it, in result_summary.json (then its alternative path), then config.yaml."""
-
-    def __init__(self, rules: dict[str, Any], summary: dict[str, Any], config: dict[str, Any]) -> None:
-        self.rules, self.summary, self.config = rules, summary, config
-
-    def field(self, loadgen_key: str) -> str | None:
-        return next((k for k, v in self.rules["mappings"].items() if v == loadgen_key), None)
-
-    def __call__(self, loadgen_key: str) -> Any:
-        name = self.field(loadgen_key)
-        if name is None:
-            return None
-        for path in (name, self.rules["json_alt_paths"].get(name)):
-            found = nested(self.summary, path) if path else None
-            if found is not None:
-                return found
-        for path in (self.rules["yaml_field_map"].get(name), name):
-            found = nested(self.config, path) if path else None
-            if found is not None:
-                return found
-        return None
-
-
-def number(value: Any, what: str, where: str = "summary") -> float:
-    """A finite number of the files, or SourceError naming it (a string, a bool or 1e999 is not one); `where` is
-    the file to blame ('summary', 'config' or 'accuracy')."""
-    if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
-        raise SourceError(f"{what} is {_shown(value)}, not a number", where=where)
-    result = float(value)
-    if not math.isfinite(result):
-        raise SourceError(f"{what} is {_shown(value)}, not a finite number", where=where)
-    return result
-
-
-def _shown(value: Any) -> str:
-    return "absent" if value is None else repr(value)[:60]
 
 
 # --- the document ------------------------------------------------------------------------------------------------
@@ -220,23 +76,12 @@ def build_document(
     """The result's document from the endpoint's files (`src`: system, summary, config, accuracy, measurements,
     model_mapping); `where` holds system_id, benchmark and scenario. SourceError when the rules or files
     cannot make one (where: 'rules', 'summary', 'config', 'accuracy', 'system')."""
-    if not round_name:
-        raise SourceError(
-            "an endpoints result states no MLPerf round (its version is the client's): pass --round or keep the "
-            "results repository's folder name such as inference_results_v6.1",
-            where="rules",
-        )
-    played = round_rules(round_name if round_name.startswith("v") else f"v{round_name}")
-    rules = played.endpoints
-    model = played.model(where["benchmark"], src.get("model_mapping"))
-    if model not in rules["allowed_models"]:
-        raise played.missing(f"endpoints submissions of {model!r} (ENDPOINTS_ALLOWED_MODELS: the checker refuses it)")
+    played, model = _rules_for(src, where, round_name)
     scenario = where["scenario"]
-    run_scenario(src["config"], scenario, rules)
-    record = Record(rules, src["summary"], src["config"])
+    record = Record(played.endpoints, src["summary"], src["config"])
     count = int(number(src["summary"]["n_samples_completed"], "n_samples_completed"))
     return {
-        "protocol": protocol_rules.PROTOCOL_NAME + "/1.1",
+        "protocol": PROTOCOL,
         "phase": "inference",
         "workload": {
             "name": where["benchmark"],
@@ -251,6 +96,23 @@ def build_document(
         "metrics": _metrics(src, played, model, scenario, record, count, build),
         "provenance": _provenance(src, played, model, where, files, build),
     }
+
+
+def _rules_for(src: dict[str, Any], where: dict[str, str], round_name: str | None) -> tuple[RoundRules, str]:
+    """The round's rules and the MLPerf model of the folder, once the checker would take the folder as an
+    endpoints result of that round: a round with endpoints rules, an allowed model, a run of the folder's scenario."""
+    if not round_name:
+        raise SourceError(
+            "an endpoints result states no MLPerf round (its version is the client's): pass --round or keep the "
+            "results repository's folder name such as inference_results_v6.1",
+            where="rules",
+        )
+    played = round_rules(round_name if round_name.startswith("v") else f"v{round_name}")
+    model = played.model(where["benchmark"], src.get("model_mapping"))
+    if model not in played.endpoints["allowed_models"]:
+        raise played.missing(f"endpoints submissions of {model!r} (ENDPOINTS_ALLOWED_MODELS: the checker refuses it)")
+    run_scenario(src["config"], where["scenario"], played.endpoints)
+    return played, model
 
 
 def _scenario(played: RoundRules, model: str, scenario: str) -> dict[str, Any]:
@@ -324,7 +186,9 @@ def _validity(played: RoundRules, model: str, scenario: str, record: Record, bui
     rules, checks = played.endpoints, {}
     if model not in rules["min_duration_exempt"]:
         configured = record("effective_min_duration_ms")
-        checks["min_duration_satisfied"] = number(configured, "settings.runtime.min_duration_ms", "config") >= rules["min_duration_ms"]
+        checks["min_duration_satisfied"] = (
+            number(configured, "settings.runtime.min_duration_ms", "config") >= rules["min_duration_ms"]
+        )
     if model in rules["llm_models"] and scenario in ("Server", "Interactive"):
         limits = played.data["llm_latency_limits"].get(model, {}).get(scenario)
         if limits is None:
@@ -361,7 +225,7 @@ def _headline_field(played: RoundRules, model: str, scenario: str) -> tuple[str,
     return field, f"RESULT_FIELD_ENDPOINTS[{played.round}][{scenario.lower()}]"
 
 
-def _headline_value(field: str, record: Record, summary: dict[str, Any]) -> tuple[float, str]:
+def _headline_value(field: str, record: Record) -> tuple[float, str]:
     """The headline record's value in the endpoint's files, and the field it was read from."""
     if field == COMPUTED_RATE:
         issued = number(record("generated_query_count"), "n_samples_issued")
@@ -379,39 +243,47 @@ def _metrics(
 ) -> dict[str, Any]:
     summary = src["summary"]
     field, rule = _headline_field(played, model, scenario)
-    value, read_from = _headline_value(field, record, summary)
+    value, read_from = _headline_value(field, record)
     unit = played.data["headline_units"][field]
     build.warnings.append(f"headline {field} ({rule}) read from the endpoint's {read_from}")
-    metrics: dict[str, Any] = {"primary": "throughput"}
     latency = _distribution(summary.get("latency"), count)
     if unit["kind"] == "rate":
-        metrics["throughput"] = {"value": value, "unit": unit["unit"]}
-        if unit["unit"] == "tokens/s" and summary.get("qps") is not None:
-            metrics["request_rate"] = {"value": number(summary["qps"], "qps"), "unit": "requests/s"}
-        elif summary.get("tps") is not None and model in played.endpoints["llm_models"]:
-            metrics["tokens_per_second"] = {"value": number(summary["tps"], "tps"), "unit": "tokens/s"}
-    elif field == "result_mean_latency_ns":
-        metrics["primary"] = "latency_ms.mean"
-        if latency is None or "mean" not in latency:
-            raise SourceError("latency.avg is absent: the published mean latency cannot be read", where="summary")
+        metrics = _rates(value, unit["unit"], summary, model in played.endpoints["llm_models"])
     else:
-        percentile = PERCENTILES.get(field.removeprefix("result_").split("_", 1)[0])
-        if percentile is None:
-            raise played.missing(f"a latency the importer can state for {field} ({rule})")
-        metrics["latency_estimate_ms"] = {
-            "value": value / 1e6,
-            "unit": "ms",
-            "percentile": percentile,
-            "method": "loadgen-early-stopping",
-            "count": count,
-        }
-        metrics["primary"] = "latency_estimate_ms"
+        metrics = _latency_headline(field, rule, value, latency, count)
     metrics["latency_ms"] = latency
     if scenario != "Offline":
         metrics["ttft_ms"] = _distribution(summary.get("ttft"), count)
         metrics["tpot_ms"] = _distribution(summary.get("tpot"), count)
     metrics["quality"] = _quality(src.get("accuracy"), played, model, scenario, build)
     return {k: v for k, v in metrics.items() if v is not None}
+
+
+def _rates(value: float, unit: str, summary: dict[str, Any], llm: bool) -> dict[str, Any]:
+    """The published rate, and the other rate beside it: requests/s (`qps`) beside tokens/s, tokens/s (`tps`)
+    beside samples/s for the checker's LLMs (the endpoint writes a `tps` for every model, meaningful for those)."""
+    metrics: dict[str, Any] = {"primary": "throughput", "throughput": {"value": value, "unit": unit}}
+    if unit == "tokens/s" and summary.get("qps") is not None:
+        metrics["request_rate"] = {"value": number(summary["qps"], "qps"), "unit": "requests/s"}
+    elif summary.get("tps") is not None and llm:
+        metrics["tokens_per_second"] = {"value": number(summary["tps"], "tps"), "unit": "tokens/s"}
+    return metrics
+
+
+def _latency_headline(
+    field: str, rule: str, value: float, latency: dict[str, Any] | None, count: int
+) -> dict[str, Any]:
+    """A latency headline: the mean (RESULT_FIELD_ENDPOINTS singlestream) as `latency_ms.mean`, or an
+    early-stopping percentile estimate (llama3.1-8b-edge's result_90.00_percentile_latency_ns)."""
+    if field == "result_mean_latency_ns":
+        if latency is None or "mean" not in latency:
+            raise SourceError("latency.avg is absent: the published mean latency cannot be read", where="summary")
+        return {"primary": "latency_ms.mean"}
+    percentile = PERCENTILES.get(field.removeprefix("result_").split("_", 1)[0])
+    if percentile is None:
+        raise SourceError(f"{field} ({rule}) is not a latency the importer can state", where="rules")
+    estimate = {"value": value / 1e6, "unit": "ms", "percentile": percentile, "count": count}
+    return {"primary": "latency_estimate_ms", "latency_estimate_ms": {**estimate, "method": "loadgen-early-stopping"}}
 
 
 def _distribution(found: Any, count: int) -> dict[str, Any] | None:
@@ -424,11 +296,11 @@ def _distribution(found: Any, count: int) -> dict[str, Any] | None:
     dist: dict[str, Any] = {"count": count, "method": "loadgen", "unit": "ms"}
     for name, key in (("min", "min"), ("mean", "avg"), ("max", "max")):
         if found.get(key) is not None:
-            dist[name] = number(found[key], f"{key}") / 1e6
+            dist[name] = number(found[key], key) / 1e6
     for key, value in (found.get("percentiles") or {}).items():
-        name = ENDPOINT_PERCENTILES.get(str(key))
-        if name and protocol_rules.percentile_allowed(name, count):
-            dist[name] = number(value, f"percentile {key}") / 1e6
+        label = ENDPOINT_PERCENTILES.get(str(key))
+        if label and protocol_rules.percentile_allowed(label, count):
+            dist[label] = number(value, f"percentile {key}") / 1e6
     return dist if len(dist) > 3 else None
 
 
@@ -476,7 +348,7 @@ def _provenance(
     started = src["summary"].get("test_started_at")
     if started not in (None, 0):  # the published files write 0: no start time
         build.unparsed["endpoints.test_started_at"] = str(started)[:200]
-    origin = {
+    origin: dict[str, Any] = {
         "kind": "mlperf-inference",
         "round": played.round,
         "submitter": submitter,

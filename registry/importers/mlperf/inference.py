@@ -21,7 +21,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from . import endpoints, inferred, power
+from . import endpoints, endpoints_files, inferred, power
 from .documents import build_document, round_of
 from .ledger import Ledger
 from .logs import cross_check, read_accuracy, read_detail, read_json_object, read_summary, read_test06, read_user_conf
@@ -209,32 +209,48 @@ def _endpoints_item(
     """A result measured by MLCommons' endpoints client (endpoints.py): no LoadGen log; the endpoint's result
     summary, run configuration and accuracy scores instead, with the system description and measurements.json."""
     ledger = Ledger(submission, tree)
+    sources = _endpoints_sources(ledger, submission, scenario_dir, scenario)
+    build, document = Build(), None
+    if not ledger.errors:
+        document = _endpoints_document(ledger, sources, scenario_dir, scenario, round_name, build)
+    if document is not None:
+        build.warnings.extend(_layout_mismatches(submission, document))
+    return _finished_item(
+        "/".join(scenario_dir.parts[-3:]), tree, scenario_dir, ledger, ledger.checked(document), build
+    )
+
+
+def _endpoints_sources(ledger: Ledger, submission: Path, scenario_dir: Path, scenario: str) -> dict[str, Any]:
+    """The endpoint's files, the system description and measurements.json, each read once through the ledger."""
     system_id = scenario_dir.parts[-3]
     measurements = _measurements_file(submission, scenario_dir, scenario)
-    sources = {
+    return {
         "system": ledger.load(
             submission / "systems" / f"{system_id}.json", read_json_object, what="system description", required=True
         ),
         "summary": ledger.load(
-            scenario_dir / endpoints.SUMMARY, endpoints.read_summary, what="endpoints result summary", required=True
+            scenario_dir / endpoints.SUMMARY,
+            endpoints_files.read_summary,
+            what="endpoints result summary",
+            required=True,
         ),
         "config": ledger.load(
-            endpoints.config_file(scenario_dir), endpoints.read_config, what="endpoints run configuration", required=True
+            endpoints.config_file(scenario_dir),
+            endpoints_files.read_config,
+            what="endpoints run configuration",
+            required=True,
         ),
         "accuracy": ledger.load(
-            scenario_dir / endpoints.ACCURACY, endpoints.read_accuracy, what="endpoints accuracy results", required=False
+            scenario_dir / endpoints.ACCURACY,
+            endpoints_files.read_accuracy,
+            what="endpoints accuracy results",
+            required=False,
         ),
         "measurements": ledger.load(
             measurements, read_json_object, what="measurements (implementation description)", required=True
         ),
         "model_mapping": _model_mapping(ledger, submission),
     }
-    build, document = Build(), None
-    if not ledger.errors:
-        document = _endpoints_document(ledger, sources, scenario_dir, scenario, round_name, build)
-    if document is not None:
-        build.warnings.extend(_layout_mismatches(submission, document))
-    return _finished_item("/".join(scenario_dir.parts[-3:]), tree, scenario_dir, ledger, ledger.checked(document), build)
 
 
 def _endpoints_document(
