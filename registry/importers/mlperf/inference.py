@@ -26,7 +26,7 @@ from .documents import build_document, round_of
 from .ledger import Ledger
 from .logs import cross_check, read_accuracy, read_detail, read_json_object, read_summary, read_test06, read_user_conf
 from .plan import Build, FileReport, ImportItem, ImportPlan, SourceError
-from .rules import LOADGEN_SCENARIO, SCENARIO_FOLDERS, RuleMissing, round_rules
+from .rules import LOADGEN_SCENARIO, SCENARIO_FOLDERS, RoundRules, RuleMissing, round_rules
 from .tree import all_files, passed_over, real_dir, subfolders
 
 
@@ -400,7 +400,7 @@ def _inferred_item(
             f"the measured {rule.from_scenario} folder is not in this tree: the inferred result is read from this "
             "folder's copy of its log and names that folder without a link to its run"
         )
-    problem = inferred.edge_problem(sources["system"]) or (
+    problem = inferred.edge_problem(sources["system"], rule, _rules_of(round_name, sources["detail"])) or (
         _not_same_log(ledger, detail, measured) if measured is not None else None
     )
     build, document = Build(), None
@@ -423,6 +423,14 @@ def _inferred_item(
             ledger.fail(detail, str(exc))
             document = None
     return _finished_item(key, tree, scenario_dir, ledger, ledger.checked(document), build)
+
+
+def _rules_of(round_name: str | None, detail: dict[str, Any]) -> RoundRules | None:
+    """The round's rules where they are known (the document build names a missing round or rule itself)."""
+    try:
+        return round_rules(round_of(round_name, detail))
+    except SourceError:
+        return None
 
 
 def _not_same_log(ledger: Ledger, detail: Path, measured: ImportItem) -> str | None:

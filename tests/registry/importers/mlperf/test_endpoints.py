@@ -15,6 +15,7 @@ import protocol
 from registry.importers import mlperf
 from registry.importers.mlperf.rules import round_rules
 from registry.models import Submission
+from tests.registry.web.conftest import signed_in, viewer  # noqa: F401 - the viewer fixture, for the run page
 
 from .endpoints_tree import (
     DEEPSEEK,
@@ -63,6 +64,21 @@ def test_the_command_stores_every_endpoints_result_with_the_published_headline(r
     assert stored[("qwen3-vl-235b-a22b", "Interactive")]["metrics"]["throughput"]["value"] == 5.25
     assert stored[("qwen3-vl-235b-a22b", "Offline")]["metrics"]["throughput"] == {"value": 12.5, "unit": "samples/s"}
     assert Submission.objects.count() == 5
+
+
+@pytest.mark.django_db
+def test_the_run_page_shows_an_endpoints_result_as_stored(round_root, viewer):  # noqa: F811 - the fixture
+    call_command("import_results", "mlperf", str(round_root), "--no-progress")
+    offline = next(
+        s
+        for s in Submission.objects.all()
+        if s.document["provenance"]["origin"]["benchmark"] == "deepseek-r1"
+        and s.document["provenance"]["origin"]["scenario"] == "Offline"
+    )
+    page = signed_in(viewer).get(f"/runs/{offline.pk}/")
+    html = page.content.decode()
+    assert page.status_code == 200 and offline.digest in html
+    assert "mlperf-endpoints" in html and "9000.5" in html
 
 
 def test_validity_is_the_checkers_endpoint_checks_and_says_so(round_root):
