@@ -99,7 +99,9 @@ def read_config(text: str) -> dict[str, Any]:
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
         raise SourceError(f"malformed YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
     except RecursionError:
-        raise SourceError(TOO_DEEP) from None
+        raise SourceError(
+            "nested deeper than the YAML reader allows: not a configuration the endpoints client writes"
+        ) from None
     if not isinstance(value, dict):
         raise SourceError("expected a YAML mapping (the endpoint's run configuration)")
     return value

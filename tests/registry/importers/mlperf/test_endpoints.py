@@ -162,6 +162,8 @@ def test_a_model_the_checker_refuses_from_an_endpoint_is_refused(round_root):
         (lambda f: (f / "config.yaml").write_text("a: &x [1]\nb: *x\n"), "config.yaml: uses a YAML alias"),
         (lambda f: (f / "config.yaml").write_text("type: online\n"), "config.yaml: type is 'online'"),
         (lambda f: (f / "config.yaml").write_text("type: [\n"), "config.yaml: malformed YAML"),
+        (lambda f: (f / "config.yaml").write_text("[" * 100000), "config.yaml: nested deeper than the YAML reader"),
+        (lambda f: (f / "config.yaml").write_text("!!python/object:os.system {}"), "config.yaml: malformed YAML"),
         (
             lambda f: _edit_summary(f, qps="1e999999999", tps="1e999999999"),
             "tps is Decimal('1E+999999999'), not a finite",
