@@ -21,12 +21,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-from . import inferred, power
+from . import endpoints, endpoints_files, inferred, power
 from .documents import build_document, round_of
 from .ledger import Ledger
 from .logs import cross_check, read_accuracy, read_detail, read_json_object, read_summary, read_test06, read_user_conf
 from .plan import Build, FileReport, ImportItem, ImportPlan, SourceError
-from .rules import LOADGEN_SCENARIO, SCENARIO_FOLDERS, RuleMissing, round_rules
+from .rules import LOADGEN_SCENARIO, SCENARIO_FOLDERS, RoundRules, RuleMissing, round_rules
 from .tree import all_files, passed_over, real_dir, subfolders
 
 
@@ -182,6 +182,8 @@ def _import_item(
     round_name: str | None,
     done: dict[Path, ImportItem],
 ) -> ImportItem:
+    if endpoints.is_endpoints_folder(scenario_dir):
+        return _endpoints_item(submission, tree, scenario_dir, scenario, round_name)
     key = "/".join(scenario_dir.parts[-3:])
     ledger = Ledger(submission, tree)
     sources = {
@@ -199,6 +201,77 @@ def _import_item(
         power.attach(document, sources["power"], sources["detail"], build)
         build.warnings.extend(_layout_mismatches(submission, document))
     return _finished_item(key, tree, scenario_dir, ledger, ledger.checked(document), build)
+
+
+def _endpoints_item(
+    submission: Path, tree: Path, scenario_dir: Path, scenario: str, round_name: str | None
+) -> ImportItem:
+    """A result measured by MLCommons' endpoints client (endpoints.py): no LoadGen log; the endpoint's result
+    summary, run configuration and accuracy scores instead, with the system description and measurements.json."""
+    ledger = Ledger(submission, tree)
+    sources = _endpoints_sources(ledger, submission, scenario_dir, scenario)
+    build, document = Build(), None
+    if not ledger.errors:
+        document = _endpoints_document(ledger, sources, scenario_dir, scenario, round_name, build)
+    if document is not None:
+        build.warnings.extend(_layout_mismatches(submission, document))
+    return _finished_item(
+        "/".join(scenario_dir.parts[-3:]), tree, scenario_dir, ledger, ledger.checked(document), build
+    )
+
+
+def _endpoints_sources(ledger: Ledger, submission: Path, scenario_dir: Path, scenario: str) -> dict[str, Any]:
+    """The endpoint's files, the system description and measurements.json, each read once through the ledger."""
+    system_id = scenario_dir.parts[-3]
+    measurements = _measurements_file(submission, scenario_dir, scenario)
+    return {
+        "system": ledger.load(
+            submission / "systems" / f"{system_id}.json", read_json_object, what="system description", required=True
+        ),
+        "summary": ledger.load(
+            scenario_dir / endpoints.SUMMARY,
+            endpoints_files.read_summary,
+            what="endpoints result summary",
+            required=True,
+        ),
+        "config": ledger.load(
+            endpoints.config_file(scenario_dir),
+            endpoints_files.read_config,
+            what="endpoints run configuration",
+            required=True,
+        ),
+        "accuracy": ledger.load(
+            scenario_dir / endpoints.ACCURACY,
+            endpoints_files.read_accuracy,
+            what="endpoints accuracy results",
+            required=False,
+        ),
+        "measurements": ledger.load(
+            measurements, read_json_object, what="measurements (implementation description)", required=True
+        ),
+        "model_mapping": _model_mapping(ledger, submission),
+    }
+
+
+def _endpoints_document(
+    ledger: Ledger, sources: dict[str, Any], scenario_dir: Path, scenario: str, round_name: str | None, build: Build
+) -> dict[str, Any] | None:
+    """The endpoints result's document, or None with the blame on the file that cannot be mapped."""
+    system_id, benchmark, _folder = scenario_dir.parts[-3:]
+    where = {"system_id": system_id, "benchmark": benchmark, "scenario": scenario}
+    try:
+        return endpoints.build_document(sources, where, round_name, ledger.digests(), build)
+    except SourceError as exc:
+        if exc.where == "rules":  # the round's rules do not cover this result: no file is to blame
+            ledger.errors.append(str(exc))
+            return None
+        blamed = {
+            "config": endpoints.config_file(scenario_dir),
+            "accuracy": scenario_dir / endpoints.ACCURACY,
+            "system": ledger.submission / "systems" / f"{system_id}.json",
+        }.get(exc.where, scenario_dir / endpoints.SUMMARY)
+        ledger.fail(blamed, str(exc))
+        return None
 
 
 def _finished_item(
@@ -327,7 +400,7 @@ def _inferred_item(
             f"the measured {rule.from_scenario} folder is not in this tree: the inferred result is read from this "
             "folder's copy of its log and names that folder without a link to its run"
         )
-    problem = inferred.edge_problem(sources["system"]) or (
+    problem = inferred.edge_problem(sources["system"], rule, _rules_of(round_name, sources["detail"])) or (
         _not_same_log(ledger, detail, measured) if measured is not None else None
     )
     build, document = Build(), None
@@ -350,6 +423,14 @@ def _inferred_item(
             ledger.fail(detail, str(exc))
             document = None
     return _finished_item(key, tree, scenario_dir, ledger, ledger.checked(document), build)
+
+
+def _rules_of(round_name: str | None, detail: dict[str, Any]) -> RoundRules | None:
+    """The round's rules where they are known (the document build names a missing round or rule itself)."""
+    try:
+        return round_rules(round_of(round_name, detail))
+    except SourceError:
+        return None
 
 
 def _not_same_log(ledger: Ledger, detail: Path, measured: ImportItem) -> str | None:

@@ -22,7 +22,7 @@ from typing import Any
 import protocol
 
 from .plan import SourceError
-from .rules import ARRIVAL, SCENARIOS
+from .rules import ARRIVAL, SCENARIOS, RoundRules
 from .rules import PROTOCOL as MLPERF_PROTOCOL
 
 
@@ -69,8 +69,15 @@ def rule_for(scenario: str, loadgen_scenario: Any) -> Rule | None:
     return RULES.get((scenario, str(loadgen_scenario)))
 
 
-def edge_problem(system: dict[str, Any]) -> str | None:
-    """Why MLPerf refuses to infer for this system (only edge systems may), or None."""
+def edge_problem(system: dict[str, Any], rule: Rule | None = None, played: RoundRules | None = None) -> str | None:
+    """Why MLPerf refuses to infer this result for this system, or None. Whom the round's checker lets infer
+    the pair is round data (`RoundRules.inferred_pair`: the three pairs here are edge-only in every round so
+    far); without the round's rules, edge systems only, as every checker so far."""
+    allowed = played.inferred_pair(rule.from_scenario, rule.scenario) if played and rule else "edge"
+    if allowed == "any":
+        return None
+    if allowed is None and played and rule:
+        return f"round {played.round}'s checker infers no {rule.scenario} result from a {rule.from_scenario} run"
     system_type = str(system.get("system_type", ""))
     if "edge" in system_type.lower():
         return None

@@ -30,6 +30,7 @@ from typing import Any
 
 from .plan import ImportItem, ImportPlan
 from .published import PublishedRow, half_unit, location_key
+from .rules import RuleMissing, round_rules
 from .tree import real_dir
 
 # The table's Performance_Units -> the protocol units a stored headline may carry, each with the factor that
@@ -421,12 +422,34 @@ def _verdict_word(passed: Any, quality: dict[str, Any]) -> str:
 
 
 def _inferred(row: PublishedRow, document: dict[str, Any]) -> list[Disagreement]:
-    derivation = ((document.get("provenance") or {}).get("origin") or {}).get("derivation")
+    """The table's `inferred` against what the round's table writes for the stored run (RoundRules.table_inferred):
+    from v6.0 MLCommons marks every result whose run's scenario word differs from its folder's, so an Interactive
+    result run as LoadGen's Server, or an endpoints result (config.yaml type 'offline'), is published as inferred
+    while it is stored as the measured run it is."""
+    origin = (document.get("provenance") or {}).get("origin") or {}
+    derivation = origin.get("derivation")
     stored = isinstance(derivation, dict) and derivation.get("kind") == "mlperf-inferred"
-    if stored == row.inferred:
+    expected = _table_inferred(origin, document, stored)
+    if expected == row.inferred:
         return []
     words = {True: "inferred", False: "measured"}
-    return [Disagreement(row.location, "inferred", words[row.inferred], words[stored])]
+    note = "" if expected == stored else f"the round's table would write {words[expected]} for this run"
+    return [Disagreement(row.location, "inferred", words[row.inferred], words[stored], note)]
+
+
+def _table_inferred(origin: dict[str, Any], document: dict[str, Any], stored: bool) -> bool:
+    """What the round's published table writes in `inferred` for this document: the scenario word its run
+    logged (the derivation's measured scenario, LoadGen's effective scenario, the endpoint's config type) against
+    its folder's; the stored label where the round or the run's scenario is not known."""
+    settings = (document.get("software") or {}).get("settings") or {}
+    derivation = origin.get("derivation") if stored else None
+    ran = (derivation or {}).get("from_scenario") or settings.get("loadgen.scenario") or settings.get("endpoints.type")
+    if not isinstance(ran, str) or not isinstance(origin.get("scenario"), str):
+        return stored
+    try:
+        return round_rules(str(origin.get("round"))).table_inferred(ran, origin["scenario"])
+    except RuleMissing:
+        return stored
 
 
 def _power(row: PublishedRow, document: dict[str, Any]) -> list[Disagreement]:

@@ -328,3 +328,47 @@ class RoundRules:
         if any(key in SCENARIOS or key == "default" for key in entry):
             entry = next((entry[k] for k in (scenario, "default", "Offline", "Server") if k in entry), {})
         return {name: factor for name, factor in entry.items() if factor}
+
+    # --- results inferred from another scenario's run (rounds/*.json `inferred`, from the checker's code) ---------
+
+    def inferred_pair(self, run_scenario: str, folder_scenario: str) -> str | None:
+        """Whom the round's checker lets a `folder_scenario` folder hold a `run_scenario` run: 'edge' (the three
+        inferred edge pairs), 'any' (a run of every system, such as an Interactive result run as LoadGen's
+        Server), or None when the checker refuses the pair."""
+        rule = self.data["inferred"]
+        pair = [run_scenario, folder_scenario]
+        if pair in rule["any_system"]:
+            return "any"
+        return "edge" if pair in rule["edge_only"] else None
+
+    def table_inferred(self, run_scenario: str, folder_scenario: str) -> bool:
+        """What MLCommons' published table writes in `inferred` for a result: the single-file checker (v4.0-v5.1)
+        marks the three edge pairs; the package checker (v6.0 on, results.py) marks every result whose run's
+        scenario word differs from its folder's, compared case-sensitively, so an Interactive folder run as
+        LoadGen's 'Server' and an endpoints folder (config.yaml type 'offline') are published as inferred."""
+        marks = self.data["inferred"]["table_marks"]
+        if marks == "the-edge-pairs":
+            return [run_scenario, folder_scenario] in self.data["inferred"]["edge_only"]
+        if marks == "scenario-words-differ":
+            return folder_scenario != run_scenario and (run_scenario, folder_scenario) != ("server", "interactive")
+        raise self.missing(f"known way of marking inferred results in its table ({marks!r})")
+
+    def table_model(self, name: str) -> str | None:
+        """The checker's model for a MlperfModel name of the published table ('text_to_video' ->
+        'wan-2.2-t2v-a14b' in v6.1): the name itself when the round lists it, else the round's table names."""
+        if name in self.config["models"]:
+            return name
+        return (self.data.get("table_model_names") or {}).get(name)
+
+    # --- results measured through MLCommons' endpoints client (rounds/*.json `endpoints`) -------------------------
+
+    @property
+    def endpoints(self) -> dict[str, Any]:
+        """The round's endpoints rules; RuleMissing for a round whose checker reads no endpoints folders."""
+        found = self.data.get("endpoints")
+        if not found:
+            raise self.missing(
+                "endpoints rules (RESULT_FIELD_ENDPOINTS): its checker reads results only from LoadGen logs, so a "
+                "result folder without performance/run_1/mlperf_log_detail.txt is not a result of this round"
+            )
+        return found  # type: ignore[no-any-return]

@@ -3,7 +3,9 @@ documents labelled derived, with MLPerf's rule, linked to the measured run's doc
 
 from __future__ import annotations
 
+import copy
 import shutil
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,9 @@ import pytest
 import protocol
 from registry.importers import mlperf
 from registry.importers.mlperf import power
+from registry.importers.mlperf.published import PublishedRow
+from registry.importers.mlperf.referee import compare
+from registry.importers.mlperf.rules import round_rules
 
 from .power_tree import (
     AVERAGE_W,
@@ -182,3 +187,66 @@ def test_lenovo_se100_inferred_results_match_mlcommons_table_once_the_singlestre
     for doc in (multi, offline):
         assert doc["provenance"]["origin"]["derivation"]["from_digest"] == protocol.digest(measured)
         assert doc["provenance"]["origin"]["derivation"]["from_location"].endswith(f"{SE100}/resnet50/SingleStream")
+
+
+# --- Interactive results run as LoadGen's Server (any system), and how each round's table marks them -------------
+
+V60 = ROUND.parent / "inference_v6.0"
+GIGA = "closed/GigaComputing/results/G894-SD3-AAX7_B300-SXM-270GBx8_TRT/deepseek-r1/Interactive"
+
+
+@pytest.mark.parametrize(
+    ("round_name", "run", "folder", "allowed", "table"),
+    [
+        # the single-file checker (v4.0-v5.1) marks the three edge pairs only
+        ("v5.1", "Server", "Interactive", "any", False),
+        ("v5.1", "SingleStream", "Offline", "edge", True),
+        ("v5.1", "Offline", "Offline", None, False),
+        # the package checker (v6.0 on): every run whose scenario word differs from its folder's, case-sensitively
+        ("v6.0", "Server", "Interactive", "any", True),
+        ("v6.0", "SingleStream", "MultiStream", "edge", True),
+        ("v6.0", "Offline", "Server", None, True),
+        ("v6.1", "offline", "Offline", None, True),  # an endpoints run: config.yaml type 'offline'
+        ("v6.1", "Server", "Server", None, False),
+    ],
+)
+def test_the_round_data_says_which_runs_may_fill_a_folder_and_how_the_table_marks_them(
+    round_name, run, folder, allowed, table
+):
+    rules = round_rules(round_name)
+    assert rules.inferred_pair(run, folder) == allowed
+    assert rules.table_inferred(run, folder) is table
+
+
+@pytest.mark.skipif(not (V60 / GIGA).is_dir(), reason="the shared Inference v6.0 round is not beside the project")
+def test_an_interactive_result_run_as_server_on_a_datacenter_system_is_measured_and_agrees_with_the_table():
+    """MLCommons' v6.0 table writes inferred = 1 for it (results.py compares 'Server' with 'Interactive'); the
+    checker allows the pair on every system (inferred_check), and the run is the Interactive folder's own."""
+    submission = V60 / "closed" / "GigaComputing"
+    item = next(i for i in mlperf.parse_tree(submission, round_name="v6.0").items if i.key.endswith("/Interactive"))
+    doc = item.document
+    assert doc is not None, item.errors
+    assert doc["provenance"]["origin"]["category"] == "datacenter" and "derivation" not in doc["provenance"]["origin"]
+    assert doc["scenario"]["kind"] == "interactive" and doc["software"]["settings"]["loadgen.scenario"] == "Server"
+    row = PublishedRow(
+        index=0,
+        location=GIGA,
+        version="v6.0",
+        division="closed",
+        availability="available",
+        model="deepseek-r1",
+        used_model="deepseek-r1",
+        scenario="Interactive",
+        result=Decimal(0),
+        units="Tokens/s",
+        accuracy={},
+        accuracy_text="",
+        inferred=True,
+        has_power=False,
+        weight_data_types="fp4",
+    )
+    assert not [d for d in compare(row, doc) if d.field == "inferred"]
+    # the same result under v5.1's rules: that table marked such a result measured, so 'inferred' disagrees
+    older = copy.deepcopy(doc)
+    older["provenance"]["origin"]["round"] = "v5.1"
+    assert [d.field for d in compare(row, older) if d.field == "inferred"] == ["inferred"]
