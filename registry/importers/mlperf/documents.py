@@ -14,6 +14,7 @@ from protocol import rules
 
 from .. import units
 from .accuracy import quality_section
+from .definitions import unchanged_since
 from .logs import SUMMARY_KEYS
 from .plan import Build, SourceError
 from .rules import (
@@ -59,7 +60,7 @@ def build_document(
     return {
         "protocol": PROTOCOL,
         "phase": "inference",
-        "workload": _workload(benchmark, round_value, detail, scenario),
+        "workload": _workload(benchmark, unchanged_since(round_value, model, scenario).since, detail, scenario),
         "scenario": _scenario(scenario, detail),
         "precision": _precision(src["measurements"], build),
         "system": system_section(src["system"], build),
@@ -99,13 +100,15 @@ def _sample_count(detail: dict[str, Any]) -> int:
     return queries * per_query
 
 
-def _workload(benchmark: str, round_value: str, detail: dict[str, Any], scenario: str) -> dict[str, Any]:
+def _workload(benchmark: str, defined_since: str, detail: dict[str, Any], scenario: str) -> dict[str, Any]:
+    """The workload; its version names the first round whose rules define this benchmark scenario as the result's
+    round does (definitions.unchanged_since), so results of rounds that define it alike compare."""
     # MLPerf fixes no batch size: the SUT batches as it likes. batch_size counts the samples in the unit
     # LoadGen times (one sample; one query of 8 in MultiStream) and `batching` says the SUT chose the rest.
     per_query = detail.get("generated_samples_per_query", 1)
     workload: dict[str, Any] = {
         "name": benchmark,
-        "version": f"mlperf-inference-{round_value}",
+        "version": f"mlperf-inference-{defined_since}",
         "shape": {"batch_size": per_query if scenario == "MultiStream" else 1, "batching": "sut-chosen"},
     }
     total = detail.get("qsl_reported_total_count")
