@@ -32,6 +32,7 @@ from .rules import (
     Headline,
     RoundRules,
     round_rules,
+    weights_format,
 )
 from .rules import PROTOCOL as MLPERF_PROTOCOL
 from .systems import publication_facets, software_section, system_section
@@ -149,9 +150,8 @@ def _precision(measurements: dict[str, Any], build: Build) -> dict[str, Any]:
     """weights from weight_data_types (a format of the closed table, or a mixed scheme such as w4a8 giving
     weights and activations); anything else is 'unspecified' and flagged, never the nearest format."""
     raw_weights = str(measurements.get("weight_data_types", "")).strip()
-    weights, activations = FORMATS.get(raw_weights.lower()), None
-    if weights is None and raw_weights.lower() in MIXED:
-        weights, activations = MIXED[raw_weights.lower()]
+    weights = weights_format(raw_weights)  # the one table, which the referee reads too
+    activations = MIXED[raw_weights.lower()][1] if raw_weights.lower() in MIXED else None
     if weights is None:
         weights = UNSPECIFIED
         build.flag("measurements.weight_data_types", raw_weights, "not one format of the protocol's list")
