@@ -41,7 +41,6 @@ CONFIG_TABLES = (
 )
 # Top-level tables of the rule file (the checker's other constants) that define one.
 RULE_TABLES = ("accuracy_target_factors", "accuracy_upper_limit_factors", "llm_latency_limits")
-DEFINITION_TABLES = (*CONFIG_TABLES, *RULE_TABLES, "published record")
 
 SCENARIO_KEYS = frozenset({"SingleStream", "MultiStream", "Server", "Offline", "Interactive", "default"})
 
@@ -62,12 +61,12 @@ class Since:
 
 
 def previous_round(round_name: str) -> str | None:
-    """The Inference round published before `round_name`: MLPerf Inference publishes vN.0 and vN.1 each year
-    (v5.0 follows v4.1, v5.1 follows v5.0); None before v0.5, the first."""
+    """The Inference round published before `round_name`: since v1.0 MLPerf Inference publishes vN.0 and vN.1 each
+    year (v5.0 follows v4.1, v5.1 follows v5.0); before that came v0.5 and v0.7. None before v0.5, the first."""
     major, minor = (int(n) for n in round_name[1:].split("."))
-    if minor >= 1:
-        return f"v{major}.{minor - 1}"
-    return f"v{major - 1}.1" if major > 0 else None
+    if major >= 1:
+        return f"v{major}.{minor - 1}" if minor >= 1 else ("v0.7" if major == 1 else f"v{major - 1}.1")
+    return "v0.5" if (major, minor) == (0, 7) else None
 
 
 def definition(rules: RoundRules, model: str, scenario: str) -> dict[str, Any]:
@@ -113,7 +112,7 @@ def _llm_limits(value: Any, scenario: str) -> Any:
     return value  # {"tpot": ..., "ttft": ...}: v5.0's form
 
 
-def _scenarios(rules: RoundRules, model: str) -> set[str]:
+def scenarios_of(rules: RoundRules, model: str) -> set[str]:
     """The scenarios a round's rules list for a model, required or optional, in any category."""
     return {
         scenario
@@ -140,7 +139,7 @@ def unchanged_since(round_name: str, model: str, scenario: str) -> Since:
         rules = round_rules(before)
         if model not in rules.config["models"]:
             return Since(round_name, since, f"{model} is not a model of {before}")
-        if scenario not in _scenarios(rules, model):
+        if scenario not in scenarios_of(rules, model):
             return Since(round_name, since, f"{before} has no {scenario} scenario for {model}")
         try:
             older = definition(rules, model, scenario)

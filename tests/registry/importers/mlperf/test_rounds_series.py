@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from registry.importers.mlperf.definitions import unchanged_since
+from registry.importers.mlperf.definitions import previous_round, scenarios_of, unchanged_since
+from registry.importers.mlperf.rules import known_rounds, round_rules
 from registry.models import Submission
 from registry.services.imports import mlperf_import_rounds
 from tests.registry.web.conftest import signed_in
@@ -90,6 +91,22 @@ def rounds(tmp_path: Path, user: Any) -> dict[str, Submission]:
         results = mlperf_import_rounds(root=tmp_path / name, submitted_by=user)
         assert [r.counts for r in results] == [{"stored": 1}], results[0].render()
     return {run.origin_round: run for run in Submission.objects.filter(scenario_kind="offline")}
+
+
+@pytest.mark.parametrize(
+    ("round_name", "before"), [("v5.1", "v5.0"), ("v5.0", "v4.1"), ("v1.0", "v0.7"), ("v0.7", "v0.5"), ("v0.5", None)]
+)
+def test_the_round_before_is_the_one_mlcommons_published_before(round_name, before):
+    assert previous_round(round_name) == before
+
+
+def test_every_scenario_of_every_round_with_rules_has_a_first_round():
+    for name in known_rounds():
+        rules = round_rules(name)
+        for model in rules.config["models"]:
+            for scenario in scenarios_of(rules, model):
+                found = unchanged_since(name, model, scenario)
+                assert found.since in known_rounds() and found.stopped, (name, model, scenario)
 
 
 def test_the_rules_say_llama2_70b_99_offline_is_unchanged_from_v4_0_to_v6_0():
