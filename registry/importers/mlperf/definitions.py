@@ -4,9 +4,10 @@ rounds comparable.
 MLCommons keeps a benchmark unchanged across rounds unless its rules change, and compares results of an unchanged
 benchmark across rounds itself. Whether a benchmark is unchanged is read from the rule tables (MLCommons'
 submission checker constants, rounds/inference_<round>.json), never assumed: a benchmark scenario's
-*definition* is what those tables fix for it (`DEFINITION_TABLES`: the accuracy bounds and the reference they
-are written from, the sample counts, the minimum query count, the latency bounds, the published record). Two
-rounds define it alike when every one of these tables that both rounds' checkers carry gives it the same value.
+*definition* is what those tables fix for it (CONFIG_TABLES, RULE_TABLES and the published record: the accuracy
+bounds and the reference they are written from, the sample counts, the minimum query count, the latency bounds).
+Two rounds define it alike when both list the model and the scenario for it, and every one of these tables that
+both rounds' checkers carry gives it the same value.
 
 A table one round's checker does not carry at all (`dataset-size` before v5.1, `accuracy-sample-count` before
 v6.0, `accuracy-delta-perc` in v4.0, the LLM latency limits in v4.0) states nothing for that round, so it cannot
