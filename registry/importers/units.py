@@ -2,7 +2,8 @@
 
 Plain Python, no Django. Each parser returns None when the text is not exactly one value it knows, so the
 caller keeps the raw text and flags it instead of guessing. Arithmetic is done in Decimal so that a value
-such as "1.5TiB" becomes exactly 1536 GiB and "2.1 GHz" exactly 2100 MHz.
+such as "1.5TiB" becomes exactly 1536 GiB, "2 TB" exactly 1862.645149230957031250 GiB before its one rounding to a
+float, and "2.1 GHz" exactly 2100 MHz.
 """
 
 from __future__ import annotations
@@ -11,16 +12,20 @@ import math
 import re
 from decimal import Decimal, InvalidOperation
 
-# Memory capacities. "GB"/"TB"/"MB" on a memory capacity follow the JEDEC convention (JESD100B.01: the
-# prefixes denote powers of 2 for semiconductor memory), which is how vendors and MLPerf submitters label
-# device and host memory ("192 GB" HBM3 on an MI300X is 192 GiB). Bare "G"/"T" are refused as ambiguous.
+# Memory capacities, in GiB (2^30 bytes), as written: "MB"/"GB"/"TB" are the SI units (10^6, 10^9, 10^12 bytes)
+# and "MiB"/"GiB"/"TiB" the binary ones (IEC 80000-13). "192 GB" is 192 x 10^9 bytes = 178.8139... GiB, whatever
+# the device holds: the registry records what the source states and does not second-guess it by the JEDEC usage
+# that lets "GB" mean GiB for semiconductor memory (docs/mlperf-import.md). Every factor is an exact decimal
+# (10^9 / 2^30 = 5^9 / 2^21), so the conversion is exact before the one rounding to a float. Bare "G"/"T" are
+# refused as ambiguous.
+_GIB = Decimal(2**30)
 MEMORY_UNITS_GIB: dict[str, Decimal] = {
     "mib": Decimal(1) / 1024,
     "gib": Decimal(1),
     "tib": Decimal(1024),
-    "mb": Decimal(1) / 1024,
-    "gb": Decimal(1),
-    "tb": Decimal(1024),
+    "mb": Decimal(10**6) / _GIB,
+    "gb": Decimal(10**9) / _GIB,
+    "tb": Decimal(10**12) / _GIB,
 }
 FREQUENCY_UNITS_MHZ: dict[str, Decimal] = {
     "hz": Decimal(1) / 1_000_000,
@@ -59,7 +64,7 @@ def parse_quantity(text: str, table: dict[str, Decimal]) -> float | int | None:
 
 
 def parse_memory_gib(text: str) -> float | int | None:
-    """A memory capacity such as '192 GB' or '1.5TiB' in GiB (JEDEC binary reading of GB/TB/MB)."""
+    """A memory capacity such as '192 GB' (SI: 178.81... GiB) or '1.5TiB' (1536 GiB) in GiB."""
     return parse_quantity(text, MEMORY_UNITS_GIB)
 
 

@@ -1,7 +1,8 @@
 """Server-rendered SVG charts of a configuration's history (registry/selectors/series.py), in the house style of
 registry/presentation/charts.py (same contract: inline-safe SVG or None, deterministic, ids scoped per chart).
 
-Both charts take `History.as_dict()`: the headline over submission time, each run with its interval and the
+Both charts take `History.as_dict()`: the headline over time (each point's `at`: when it was stored, or for
+published results when it was measured), each run with its interval and the
 change points marked; and the headline per software version, each with the interval over its runs.
 """
 
@@ -72,11 +73,16 @@ def history_time_chart(history: Mapping[str, Any]) -> str | None:
             if p.get("change_point"):
                 _change_point(ax, p)
         ax.set_ylabel("\n".join(textwrap.wrap(_axis_label(history), 30)))
-        _time_axis(ax, [datetime.fromisoformat(p["submitted_at"]) for p in points])
+        _time_axis(ax, [_when(p) for p in points])
         ax.set_ylim(bottom=0)
         if len(software) > 1 or any(p.get("change_point") for p in points):
             ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=1)
         return svg(fig, "histtime", [history.get("run"), points])
+
+
+def _when(point: Mapping[str, Any]) -> datetime:
+    """A point's place on the time axis: `at` (measured for published results), else when it was stored."""
+    return datetime.fromisoformat(point.get("at") or point["submitted_at"])
 
 
 LEGEND_LINE_IN = 0.25  # one line of the legend below the plot, at its font size, with its spacing
@@ -95,7 +101,7 @@ def _legend_label(name: str) -> str:
 
 def _software_runs(ax: Axes, name: str, mine: list[Mapping[str, Any]], colour: str) -> None:
     """One software version's runs: each a point with its interval."""
-    xs = [datetime.fromisoformat(p["submitted_at"]) for p in mine]
+    xs = [_when(p) for p in mine]
     ys = [p["value"] for p in mine]
     low = [max(p["value"] - p["ci_low"], 0) if p.get("ci_low") is not None else 0 for p in mine]
     high = [max(p["ci_high"] - p["value"], 0) if p.get("ci_high") is not None else 0 for p in mine]
@@ -117,7 +123,7 @@ def _software_runs(ax: Axes, name: str, mine: list[Mapping[str, Any]], colour: s
 
 def _change_point(ax: Axes, p: Mapping[str, Any]) -> None:
     """A change point: a dashed line, a diamond on the run, and its ratio where it has one."""
-    x = datetime.fromisoformat(p["submitted_at"])
+    x = _when(p)
     ax.axvline(x, color=CHANGE_COLOUR, linestyle="--", linewidth=1, zorder=1)  # type: ignore[arg-type]
     ax.plot([x], [p["value"]], marker="D", ms=8, mfc="none", mec=CHANGE_COLOUR, mew=1.6, zorder=4)  # type: ignore[arg-type]
     ratio = (p.get("change") or {}).get("ratio")

@@ -7,11 +7,21 @@ with 2 BLAS threads is another configuration than one with 1, never a point in i
 headline as reported and the geometric mean of its repetitions (the value the change-point scan judges)
 with its interval (protocol.statistics) and the change-point verdict of protocol.changepoints, computed by the
 same scan that raises alerts, so the page marks exactly the runs a series would alert on.
+
+A published result (an imported MLPerf result: `provenance.origin` names its round) has no series and one result per
+round: its history is the same system's results of every round that defines the benchmark alike (the software
+axis key holds the workload's version, which names the first round of those: importers/mlperf/definitions.py), of
+the same submitter and system id, ordered by round and then by the date each was measured, not by when it was
+imported. The load generator's settings (LoadGen's `loadgen.*` and `user.conf:*`: the round's seeds, the target QPS
+the submitter tuned to reach the published figure) are the load, not the system's configuration, so they do not
+split such a history.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from django.db.models import QuerySet
@@ -25,6 +35,24 @@ from registry.presentation.words import HEADLINE_STYLE, headline_text, interval
 
 HISTORY_LIMIT = 300  # the latest runs a history shows (older ones: through the API's series pages)
 
+PUBLISHED_KINDS = frozenset({"mlperf-inference", "mlperf-training"})  # provenance.origin.kind of published results
+# Settings of the load generator, not of the system: a published result's history is not split by them.
+LOAD_GENERATOR_SETTINGS = ("loadgen.", "user.conf:")
+
+
+def published_origin(run: Submission) -> dict[str, Any] | None:
+    """provenance.origin of a published result (its kind is a publisher's and it names its round), else None."""
+    origin = (run.document.get("provenance") or {}).get("origin")
+    if isinstance(origin, dict) and origin.get("kind") in PUBLISHED_KINDS and origin.get("round"):
+        return origin
+    return None
+
+
+def round_order(name: str) -> tuple[int, ...]:
+    """'v5.1' -> (5, 1): rounds in publication order; a name without a version sorts first."""
+    match = re.fullmatch(r"v?(\d+(?:\.\d+)*)", name or "")
+    return tuple(int(n) for n in match[1].split(".")) if match else ()
+
 
 @dataclass
 class HistoryPoint:
@@ -33,6 +61,17 @@ class HistoryPoint:
     value: float | None
     change: changepoints.Change
     software: str
+    measured: bool = False  # the history is ordered by when runs were measured (published results), not stored
+
+    @property
+    def round(self) -> str:
+        """The round a published result belongs to ("" for the registry's own runs)."""
+        return str((published_origin(self.run) or {}).get("round") or "")
+
+    @property
+    def at(self) -> datetime:
+        """Where the run stands on the time axis: measured (published results) or stored."""
+        return (self.run.started_at or self.run.submitted_at) if self.measured else self.run.submitted_at
 
     @property
     def headline_text(self) -> str:
@@ -57,6 +96,9 @@ class HistoryPoint:
             "run": self.run.pk,
             "digest": self.run.digest,
             "submitted_at": self.run.submitted_at.isoformat(),
+            "measured_at": self.run.started_at.isoformat() if self.run.started_at else None,
+            "at": self.at.isoformat(),
+            "round": self.round or None,
             "software": self.software,
             "value": rounded(self.value),
             "ci_low": rounded(self.estimate.ci_low),
@@ -99,7 +141,7 @@ class SoftwareGroup:
 @dataclass
 class History:
     run: Submission
-    scope: str  # "series" or "configuration"
+    scope: str  # "series", "configuration" or "published" (one system's published results, round by round)
     series: Series | None
     metric: str
     unit: str | None
@@ -113,6 +155,11 @@ class History:
     other_settings: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     @property
+    def time_basis(self) -> str:
+        """'measured' (published results, by round and measured date) or 'submitted' (by when runs were stored)."""
+        return "measured" if self.scope == "published" else "submitted"
+
+    @property
     def change_points(self) -> list[HistoryPoint]:
         return [p for p in self.points if p.change.changed]
 
@@ -120,6 +167,7 @@ class History:
         return {
             "run": self.run.pk,
             "scope": self.scope,
+            "time_basis": self.time_basis,
             "series": self.series.pk if self.series else None,
             "metric": self.metric,
             "unit": self.unit,
@@ -148,17 +196,31 @@ def _history_runs(run: Submission) -> tuple[str, Series | None, QuerySet[Submiss
     live = Submission.objects.independent().filter(withdrawal__isnull=True).select_related("series_member")
     if member is not None:
         return "series", member.series, live.filter(series_member__series=member.series)
-    return (
-        "configuration",
-        None,
-        live.filter(comparability_key_software=run.comparability_key_software, headline_metric=run.headline_metric),
-    )
+    same = live.filter(comparability_key_software=run.comparability_key_software, headline_metric=run.headline_metric)
+    origin = published_origin(run)
+    if origin is not None:
+        # one system of one submitter: another submitter's identical hardware is another system's history
+        return (
+            "published",
+            None,
+            same.filter(
+                document__provenance__origin__kind=origin["kind"],
+                document__provenance__origin__submitter=origin.get("submitter"),
+                document__provenance__origin__system_id=origin.get("system_id"),
+            ),
+        )
+    return "configuration", None, same
 
 
 def settings_of(run: Submission) -> dict[str, Any]:
-    """The run's software settings (threads, TF32, fast paths): part of its configuration, never of its history."""
+    """The run's software settings (threads, TF32, fast paths): part of its configuration, never of its history.
+    A published result's load generator settings are left out (see the module doc)."""
     settings = (run.document.get("software") or {}).get("settings")
-    return settings if isinstance(settings, dict) else {}
+    if not isinstance(settings, dict):
+        return {}
+    if published_origin(run) is None:
+        return settings
+    return {k: v for k, v in settings.items() if not k.startswith(LOAD_GENERATOR_SETTINGS)}
 
 
 def _settings_words(mine: dict[str, Any], theirs: dict[str, Any]) -> str:
@@ -190,16 +252,25 @@ def run_history(*, run: Submission) -> History:
     """The history of `run`'s configuration (see the module doc), oldest first."""
     scope, series, runs = _history_runs(run)
     total = runs.count()
-    latest = list(runs.order_by("-submitted_at", "-id")[:HISTORY_LIMIT])[::-1]
+    newest_first = ("-started_at", "-id") if scope == "published" else ("-submitted_at", "-id")
+    latest = list(runs.order_by(*newest_first)[:HISTORY_LIMIT])[::-1]
+    if scope == "published":  # round order first: a round's results are measured before it is published
+        latest.sort(
+            key=lambda r: (
+                round_order(str((published_origin(r) or {}).get("round"))),
+                r.started_at or r.submitted_at,
+                r.pk,
+            )
+        )
     others: dict[str, tuple[int, int]] = {}
-    if scope == "configuration":
+    if scope != "series":
         latest, others = _same_settings(run, latest)
         total -= sum(n for n, _ in others.values())
     estimates = [headline_estimate(r.document) for r in latest]
     values = [changepoints.run_value(e) for e in estimates]
     verdicts = changepoints.scan(values, lower_is_better=run.headline_lower_is_better)
     points = [
-        HistoryPoint(r, e, v, c, software_label(r))
+        HistoryPoint(r, e, v, c, software_label(r), measured=scope == "published")
         for r, e, v, c in zip(latest, estimates, values, verdicts, strict=True)
     ]
     groups: dict[str, list[HistoryPoint]] = {}

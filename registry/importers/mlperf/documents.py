@@ -14,6 +14,7 @@ from protocol import rules
 
 from .. import units
 from .accuracy import quality_section
+from .definitions import unchanged_since
 from .logs import SUMMARY_KEYS
 from .plan import Build, SourceError
 from .rules import (
@@ -31,6 +32,7 @@ from .rules import (
     Headline,
     RoundRules,
     round_rules,
+    weights_format,
 )
 from .rules import PROTOCOL as MLPERF_PROTOCOL
 from .systems import publication_facets, software_section, system_section
@@ -59,7 +61,7 @@ def build_document(
     return {
         "protocol": PROTOCOL,
         "phase": "inference",
-        "workload": _workload(benchmark, round_value, detail, scenario),
+        "workload": _workload(benchmark, unchanged_since(round_value, model, scenario).since, detail, scenario),
         "scenario": _scenario(scenario, detail),
         "precision": _precision(src["measurements"], build),
         "system": system_section(src["system"], build),
@@ -99,13 +101,15 @@ def _sample_count(detail: dict[str, Any]) -> int:
     return queries * per_query
 
 
-def _workload(benchmark: str, round_value: str, detail: dict[str, Any], scenario: str) -> dict[str, Any]:
+def _workload(benchmark: str, defined_since: str, detail: dict[str, Any], scenario: str) -> dict[str, Any]:
+    """The workload; its version names the first round whose rules define this benchmark scenario as the result's
+    round does (definitions.unchanged_since), so results of rounds that define it alike compare."""
     # MLPerf fixes no batch size: the SUT batches as it likes. batch_size counts the samples in the unit
     # LoadGen times (one sample; one query of 8 in MultiStream) and `batching` says the SUT chose the rest.
     per_query = detail.get("generated_samples_per_query", 1)
     workload: dict[str, Any] = {
         "name": benchmark,
-        "version": f"mlperf-inference-{round_value}",
+        "version": f"mlperf-inference-{defined_since}",
         "shape": {"batch_size": per_query if scenario == "MultiStream" else 1, "batching": "sut-chosen"},
     }
     total = detail.get("qsl_reported_total_count")
@@ -146,9 +150,8 @@ def _precision(measurements: dict[str, Any], build: Build) -> dict[str, Any]:
     """weights from weight_data_types (a format of the closed table, or a mixed scheme such as w4a8 giving
     weights and activations); anything else is 'unspecified' and flagged, never the nearest format."""
     raw_weights = str(measurements.get("weight_data_types", "")).strip()
-    weights, activations = FORMATS.get(raw_weights.lower()), None
-    if weights is None and raw_weights.lower() in MIXED:
-        weights, activations = MIXED[raw_weights.lower()]
+    weights = weights_format(raw_weights)  # the one table, which the referee reads too
+    activations = MIXED[raw_weights.lower()][1] if raw_weights.lower() in MIXED else None
     if weights is None:
         weights = UNSPECIFIED
         build.flag("measurements.weight_data_types", raw_weights, "not one format of the protocol's list")

@@ -30,7 +30,7 @@ from typing import Any
 
 from .plan import ImportItem, ImportPlan
 from .published import PublishedRow, half_unit, location_key
-from .rules import RuleMissing, round_rules
+from .rules import RuleMissing, round_rules, weights_format
 from .tree import real_dir
 
 # The table's Performance_Units -> the protocol units a stored headline may carry, each with the factor that
@@ -98,18 +98,8 @@ ACCURACY_NAMES: dict[str, str] = {
     "E2E_ACCURACY": "Accuracy",
 }
 
-# The table's weight_data_types words -> protocol precision formats (protocol 1.1 vocabulary). A word outside
-# this list (uint8, UNSET, a per-component dict, a list of several formats) states no single format of the
-# protocol's, so the stored weights must be 'unspecified'.
-PUBLISHED_FORMATS: dict[str, str] = {
-    **{name: name for name in ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int32", "int8", "int4")},
-    **{name: name for name in ("fp8-e4m3", "fp8-e5m2", "fp4", "fp4-e2m1", "fp6", "fp6-e2m3", "fp6-e3m2")},
-    **{name: name for name in ("nvfp4", "mxfp4", "mxfp6-e2m3", "mxfp6-e3m2", "mxfp8")},
-    "bfloat16": "bf16",
-    "float16": "fp16",
-    "fp8_e4m3": "fp8-e4m3",
-    "fp8_e5m2": "fp8-e5m2",
-}
+# The table's weight_data_types words are read by the importer's own table (rules.weights_format): the table and the
+# measurements.json a document is built from write the same words, so one table keeps the two readings equal.
 UNSPECIFIED = "unspecified"
 
 AVAILABILITIES = {"available": "available", "preview": "preview", "rdi": "research"}
@@ -472,10 +462,11 @@ def _power(row: PublishedRow, document: dict[str, Any]) -> list[Disagreement]:
 def _precision(row: PublishedRow, document: dict[str, Any]) -> list[Disagreement]:
     stored = (document.get("precision") or {}).get("weights")
     word = row.weight_data_types.strip().lower()
-    expected = PUBLISHED_FORMATS.get(word, UNSPECIFIED)
+    stated = weights_format(word)
+    expected = stated or UNSPECIFIED
     if stored == expected:
         return []
-    note = "" if word in PUBLISHED_FORMATS else "no single format of the protocol's: stored weights must be unspecified"
+    note = "" if stated else "no single format of the protocol's: stored weights must be unspecified"
     return [Disagreement(row.location, "precision", row.weight_data_types, str(stored), note)]
 
 

@@ -53,17 +53,26 @@ ARRIVAL = {
 PERCENTILES = {"50.00": "p50", "90.00": "p90", "95.00": "p95", "97.00": "p97", "99.00": "p99", "99.90": "p999"}
 
 
-# Precision words in measurements.json -> protocol formats. Plain "fp8" stays "fp8": the files do not say
-# which variant (e4m3 or e5m2, OCP or FNUZ encoding), and guessing one would change what is compared.
+# Precision words MLPerf submitters write (measurements.json's weight_data_types and input_data_types, and the
+# same column of MLCommons' results table) -> protocol formats: the one table the importer and the referee both
+# read (`weights_format`). Matched without regard to case ("INT8", "FP32"). Plain "fp8" (and "float8") stays
+# "fp8": the files do not say which variant (e4m3 or e5m2, OCP or FNUZ encoding), and guessing one would change
+# what is compared. A word for which no single format is meant stays out ("UINT4": unsigned 4-bit storage with a
+# zero point is not the signed int4 of the list; "UNSET"; per-component lists such as "unet:fp8,vae:fp32").
 FORMATS = {
     "fp64": "fp64",
+    "float64": "fp64",
     "fp32": "fp32",
+    "float32": "fp32",
     "tf32": "tf32",
     "bf16": "bf16",
     "bfloat16": "bf16",
     "fp16": "fp16",
     "float16": "fp16",
     "fp8": "fp8",
+    "float8": "fp8",
+    "float8_e4m3fn": "fp8-e4m3",
+    "float8_e5m2": "fp8-e5m2",
     "fp8-e4m3": "fp8-e4m3",
     "fp8_e4m3": "fp8-e4m3",
     "e4m3": "fp8-e4m3",
@@ -78,6 +87,7 @@ FORMATS = {
     # 4- and 6-bit floats: "fp4" and "fp6" say the width, not the variant (NVFP4, MXFP4 or plain E2M1 with
     # some scaling; E2M3 or E3M2), so they stay the unstated-variant words of the protocol.
     "fp4": "fp4",
+    "float4": "fp4",
     "nvfp4": "nvfp4",
     "mxfp4": "mxfp4",
     "fp4-e2m1": "fp4-e2m1",
@@ -105,6 +115,13 @@ MIXED = {
 
 
 QUANTIZED = protocol_rules.QUANTIZED_FORMATS  # one list: the protocol's
+
+
+def weights_format(word: str) -> str | None:
+    """The weights format a weight_data_types word states (FORMATS, or a mixed scheme's weights: 'w4a8' -> int4);
+    None when it states no single format of the protocol's (the document then says 'unspecified')."""
+    key = word.strip().lower()
+    return FORMATS.get(key) or (MIXED[key][0] if key in MIXED else None)
 
 
 # Formats whose variant the source does not state, with what is left unsaid (a note beside the precision).

@@ -129,15 +129,27 @@ def _quantity(system: dict[str, Any], key: str, parser: Any, build: Build) -> fl
     value = parser(str(raw))
     if value is None:
         build.flag(f"system.{key}", str(raw), "not '<number> <unit>' with a unit of the importer's table")
-    elif re.search(r"\d\s*[MGT]B\s*$", str(raw), re.IGNORECASE):
+    elif _si_unit(str(raw)):
+        # As written: 'GB' is 10^9 bytes. Said beside the system and in the report, because vendors also write GB
+        # for binary capacities (JEDEC usage); the registry does not guess which one a submitter meant.
         build.system_notes["import.memory_units"] = (
-            "memory capacities in MB/GB/TB are read as MiB/GiB/TiB (JEDEC binary convention)"
+            "memory capacities in MB/GB/TB are read as written, in SI units (10^6/10^9/10^12 bytes), and stored in "
+            "GiB (2^30 bytes)"
         )
         build.warnings.append(
-            f"system.{key} = {raw!r} read as {value} GiB: 'GB' taken in the JEDEC binary "
-            "sense (the source does not say which)"
+            f"system.{key} = {raw!r} read as {value} GiB: {_si_unit(str(raw))} as written (SI, "
+            f"10^{_SI_POWER[_si_unit(str(raw)).lower()]} bytes), not the binary {_si_unit(str(raw))[0]}iB"
         )
     return value  # type: ignore[no-any-return]
+
+
+_SI_POWER = {"mb": 6, "gb": 9, "tb": 12}
+
+
+def _si_unit(raw: str) -> str:
+    """The SI memory unit a capacity is written in ('GB' of '192 GB'), '' for a binary unit or another text."""
+    match = re.search(r"\d\s*([MGT]B)\s*$", raw, re.IGNORECASE)
+    return match[1] if match else ""
 
 
 def _accelerators(system: dict[str, Any], nodes: int, build: Build) -> list[dict[str, Any]]:

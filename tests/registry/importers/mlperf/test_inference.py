@@ -19,6 +19,7 @@ import pytest
 
 import protocol
 from registry.importers import mlperf, units
+from registry.importers.mlperf.rules import weights_format
 
 DATA = Path(__file__).resolve().parents[4] / ".." / "shared" / "data" / "mlperf"
 SAMPLE = DATA / "inference_sample1_AMD_v5.1"
@@ -89,7 +90,7 @@ def _expected_numbers(scenario: str) -> dict[str, float | int]:
         "/conditions/window/repetitions": 1,
         "/system/nodes": system["number_of_nodes"],
         "/system/accelerators/0/count": system["accelerators_per_node"] * system["number_of_nodes"],
-        "/system/accelerators/0/memory_gib": 192,  # "192 GB", JEDEC binary reading
+        "/system/accelerators/0/memory_gib": 192e9 / 2**30,  # "192 GB" as written: 192 x 10^9 bytes
         "/system/host/memory_gib": 1.5 * 1024,  # "1.5TiB"
         "/system/host/sockets": system["host_processors_per_node"],
         "/metrics/quality/value": accuracy["rouge1"],
@@ -224,7 +225,8 @@ def test_it_records_the_origin_of_the_run(plan: mlperf.ImportPlan) -> None:
     assert doc["provenance"]["runner"] == {"name": "mlperf-loadgen", "version": "5.1.0 @ 091d51f041"}
     assert doc["provenance"]["started_at"] == "2025-07-31T09:26:03Z"
     assert plan.round == "v5.1" and plan.round_source == "folder name"
-    assert doc["workload"]["version"] == "mlperf-inference-v5.1"
+    # the rules of v4.1, v5.0 and v5.1 define llama2-70b-99 Server alike (v4.0 published samples/s, not tokens/s)
+    assert doc["workload"]["version"] == "mlperf-inference-v4.1"
 
 
 def test_without_a_round_or_a_round_folder_the_loadgen_version_is_used_and_flagged(tmp_path: Path) -> None:
@@ -311,7 +313,13 @@ def test_system_fields_are_typed_and_what_cannot_be_is_kept_as_text(plan: mlperf
 
 def test_runs_of_one_round_and_benchmark_differ_only_in_the_scenario(plan: mlperf.ImportPlan) -> None:
     server, interactive = _doc(plan, "Server"), _doc(plan, "Interactive")
-    assert server["workload"] == interactive["workload"] and server["precision"] == interactive["precision"]
+    assert {**server["workload"], "version": None} == {**interactive["workload"], "version": None}
+    assert server["precision"] == interactive["precision"]
+    # each scenario's version is the first round defining it as v5.1 does: Interactive is new in v5.1
+    assert (server["workload"]["version"], interactive["workload"]["version"]) == (
+        "mlperf-inference-v4.1",
+        "mlperf-inference-v5.1",
+    )
     assert server["scenario"] != interactive["scenario"]  # a comparison of the two is refused on /scenario
 
 
@@ -445,17 +453,59 @@ def test_a_folder_without_results_is_reported_not_raised(tmp_path: Path) -> None
 @pytest.mark.parametrize(
     "text, gib",
     [
-        ("192 GB", 192),
+        # strings as the shared rounds' systems/*.json write them: GB/TB are SI (10^9, 10^12 bytes), GiB/TiB binary
+        ("192 GB", 192e9 / 2**30),
+        ("80GB", 80e9 / 2**30),
+        ("180\u2009GB", 180e9 / 2**30),  # a thin space between number and unit
+        ("23.5135498046875 GB", 23.5135498046875e9 / 2**30),
+        ("81559 MiB", 81559 / 1024),
         ("1.5TiB", 1536),
+        ("1.536TiB", 1.536 * 1024),
+        ("960 GiB", 960),
+        ("2 TB", 2e12 / 2**30),
+        ("2\u202fTB", 2e12 / 2**30),  # a narrow no-break space
+        ("2304GB", 2304e9 / 2**30),
         ("512 MiB", 0.5),
-        ("2 TB", 2048),
-        ("202G", None),
+        ("202G", None),  # bare G: GB or GiB, not said
+        ("3 TB DDR5", None),
+        ("8x3TiB", None),
+        ("192 GB (MI300X), 256 GB (MI325X)", None),
         ("about 1 TB", None),
         ("1.5 PB", None),
     ],
 )
-def test_memory_sizes_are_parsed_with_a_closed_unit_table(text: str, gib: float | None) -> None:
+def test_memory_sizes_are_read_as_written_with_a_closed_unit_table(text: str, gib: float | None) -> None:
     assert units.parse_memory_gib(text) == gib
+
+
+def test_an_si_gigabyte_is_not_a_gibibyte() -> None:
+    assert units.parse_memory_gib("1 GB") == 0.931322574615478515625  # exactly 10^9 / 2^30
+    assert units.parse_memory_gib("1 GiB") == 1
+    assert units.parse_memory_gib("1 TB") == 931.322574615478515625
+
+
+@pytest.mark.parametrize(
+    "word, weights",
+    [
+        # words of weight_data_types in measurements.json and in MLCommons' tables (shared rounds and published ones)
+        ("fp8", "fp8"),
+        ("float8", "fp8"),  # the variant unstated, like fp8
+        ("FLOAT8", "fp8"),
+        ("float8_e4m3fn", "fp8-e4m3"),
+        ("fp4", "fp4"),
+        ("mxfp4", "mxfp4"),
+        ("INT8", "int8"),
+        ("fp32", "fp32"),
+        ("float32", "fp32"),
+        ("bfloat16", "bf16"),
+        ("w4a8", "int4"),
+        ("UINT4", None),  # unsigned 4-bit storage with a zero point: not the signed int4 of the list
+        ("UNSET", None),
+        ("clip1:fp32,clip2:fp32,unet:fp8,vae:fp32", None),
+    ],
+)
+def test_precision_words_map_to_protocol_formats_where_they_name_one(word: str, weights: str | None) -> None:
+    assert weights_format(word) == weights
 
 
 @pytest.mark.parametrize("text, mhz", [("2.1 GHz", 2100), ("1980MHz", 1980), ("fast", None), ("3 GHz turbo", None)])

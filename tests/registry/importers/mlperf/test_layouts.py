@@ -267,10 +267,11 @@ def test_a_real_disagreement_between_summary_and_detail_still_refuses(tmp_path):
     assert item.status == "refused" and any("disagrees" in e for e in item.errors)
 
 
-def test_gb_memory_is_read_as_gib_and_flagged(tmp_path):
+def test_gb_memory_is_read_as_written_and_flagged(tmp_path):
     item = _only(_submission(tmp_path))
-    assert item.document["system"]["accelerators"][0]["memory_gib"] == 24
-    assert any("'24 GB' read as 24 GiB" in w for w in item.warnings)
+    assert item.document["system"]["accelerators"][0]["memory_gib"] == 24e9 / 2**30
+    assert any("'24 GB' read as 22.351741790771484 GiB: GB as written (SI, 10^9 bytes)" in w for w in item.warnings)
+    assert "SI units" in item.document["system"]["notes"]["import.memory_units"]
 
 
 RETINANET = """loading annotations into memory...

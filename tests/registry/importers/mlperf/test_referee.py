@@ -266,6 +266,26 @@ def test_the_command_agrees_with_the_published_table_and_stores_every_run(round_
     assert "3 compared" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize(
+    ("word", "weights"), [("float8", "fp8"), ("FP8", "fp8"), ("w4a8", "int4"), ("UINT4", "unspecified")]
+)
+@pytest.mark.django_db
+def test_a_precision_word_is_read_by_one_table_for_the_document_and_the_referee(round_tree, user, word, weights):
+    """measurements.json and the table write the same word; the command stores every run, each with the format the
+    word names ('unspecified' where it names none), and the memory sizes as the description writes them."""
+    for measurements in (round_tree / "closed" / "AMD").glob("results/*/*/*/measurements.json"):
+        data = json.loads(measurements.read_text())
+        data["weight_data_types"] = word
+        measurements.write_text(json.dumps(data))
+    write_table(round_tree / "summary_results.json", every_row(**{s: {"weight_data_types": word} for s in PUBLISHED}))
+    call_command("import_results", "mlperf", str(round_tree), "--no-progress")
+    assert Submission.objects.count() == 3
+    assert set(Submission.objects.values_list("precision_weights", flat=True)) == {weights}
+    system = Submission.objects.first().document["system"]
+    assert system["accelerators"][0]["memory_gib"] == 192e9 / 2**30  # "192 GB": 192 x 10^9 bytes, as written
+    assert system["host"]["memory_gib"] == 1536  # "1.5TiB"
+
+
 @pytest.mark.django_db
 def test_the_command_fails_on_a_disagreement_and_stores_only_what_agrees(round_tree, user, capsys):
     write_table(round_tree / "summary_results.json", every_row(Server={"Performance_Result": 2459.38}))
