@@ -10,6 +10,7 @@ from typing import Any
 from protocol import comparability, statistics
 from registry.models import AuditEntry, Submission
 from registry.presentation.words import FIELD_HEADINGS, SECTION_TITLES, field_label, measured, unit_of
+from registry.selectors.audit_tests import AuditTests, audit_tests
 from registry.selectors.comparisons import comparable_runs
 from registry.selectors.derivations import DerivedFrom, derived_from
 
@@ -56,6 +57,7 @@ class RunDetail:
     derived_from: DerivedFrom | None = None  # a run derived from another (MLPerf's inferred results), not measured
     # (document pointer, source file and field) of every figure an importer traced (provenance.origin.fields)
     traced: list[tuple[str, str]] = field(default_factory=list)
+    audit_tests: AuditTests | None = None  # MLPerf's audit (compliance) tests: passed, failed, missing, not judged
 
 
 def _flatten(value: Any, path: tuple[str, ...] = ()) -> list[tuple[str, str]]:
@@ -142,4 +144,5 @@ def run_detail(*, run: Submission, comparable_limit: int = 20) -> RunDetail:
         distribution_fields=tuple(FIELD_HEADINGS.get(DISTRIBUTION_FIELDS[i], DISTRIBUTION_FIELDS[i]) for i in keep),
         derived_from=derived_from(doc),
         traced=traced,
+        audit_tests=audit_tests(doc),
     )
