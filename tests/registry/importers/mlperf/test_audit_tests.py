@@ -124,3 +124,30 @@ def test_which_tests_a_round_requires_is_the_checkers_rule_data():
     assert v51["audit_tests"]["by_model"]["resnet"] == ["TEST01", "TEST04"]
     for table in (v60, v51):
         assert table["audit_tests"]["divisions"] == ["closed", "network"]
+
+
+@pytest.fixture
+def round_without_audit_rules(tmp_path, monkeypatch):
+    """The rule tables, with v6.0's audit_tests taken out (a round whose checker tables do not say which tests)."""
+    from registry.importers.mlperf import rules
+
+    tables = tmp_path / "rounds"
+    tables.mkdir()
+    for path in RULES.glob("inference_v*.json"):
+        data = json.loads(path.read_text())
+        if path.name == "inference_v6.0.json":
+            del data["audit_tests"]
+        (tables / path.name).write_text(json.dumps(data))
+    monkeypatch.setattr(rules, "ROUNDS_DIR", tables)
+    rules.round_rules.cache_clear()
+    yield
+    rules.round_rules.cache_clear()
+
+
+def test_a_round_whose_rules_do_not_list_audit_tests_says_so_and_states_nothing_missing(
+    tmp_path, round_without_audit_rules
+):
+    tree = resnet_result(tmp_path, audits={"TEST04": {"verify_performance.txt": PERFORMANCE_FAIL}})
+    document, item = _import(tree, tmp_path)
+    assert _audits(document) == {"audit_test04_performance": False}  # what was found is stored all the same
+    assert any("rules do not say which audit tests 'resnet' needs" in w for w in item["warnings"])
