@@ -53,6 +53,9 @@ class AuditTest:
     def line(self) -> str:
         """'TEST01: failed (performance)', 'TEST06: passed (eos, first token skipped, sample length)'."""
         state = self.state
+        if state == "missing" and self.parts:  # one of its two verdict files (TEST01) is there
+            read = ", ".join(f"{p.replace('_', ' ')} {'passed' if ok else 'failed'}" for p, ok in self.parts.items())
+            return f"{self.name}: incomplete (required by the round's rules; a verdict file is missing; read: {read})"
         if state == "missing":
             return (
                 f"{self.name}: missing (required by the round's rules; its verdict file is not in the published tree)"

@@ -105,5 +105,18 @@ def test_the_run_page_says_which_audit_verdict_it_does_not_judge(viewer: Any, tm
     assert "TEST01: not judged (its deterministic-mode accuracy check did not pass" in html
 
 
+def test_the_run_page_says_which_part_of_an_incomplete_audit_test_it_read(viewer: Any, tmp_path: Any) -> None:
+    from tests.registry.importers.mlperf.audit_tree import passing, resnet_result
+
+    audits = passing()
+    del audits["TEST01"]["verify_performance.txt"]
+    html = _imported_run_page(viewer, resnet_result(tmp_path, audits=audits))
+    assert "Missing the audit test the round requires: TEST01. Passed TEST04." in html
+    assert (
+        "TEST01: incomplete (required by the round&#x27;s rules; a verdict file is missing; read: accuracy passed)"
+        in html
+    )
+
+
 def test_a_run_with_no_audit_tests_shows_no_audit_section(viewer: Any, fleet: dict[str, Any]) -> None:
     assert 'id="audit-tests"' not in signed_in(viewer).get(f"/runs/{fleet['a'].pk}/").content.decode()
