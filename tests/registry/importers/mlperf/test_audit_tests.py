@@ -5,6 +5,7 @@ require that the tree lacks is stated missing; which tests are required is the r
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -151,3 +152,32 @@ def test_a_round_whose_rules_do_not_list_audit_tests_says_so_and_states_nothing_
     document, item = _import(tree, tmp_path)
     assert _audits(document) == {"audit_test04_performance": False}  # what was found is stored all the same
     assert any("rules do not say which audit tests 'resnet' needs" in w for w in item["warnings"])
+
+
+def test_the_referee_disagrees_when_a_published_closed_result_failed_an_audit_test_here(tmp_path, user, capsys):
+    """MLCommons publishes closed results that passed their compliance check: a verdict file read as failed is a
+    disagreement, and that run is held back (AMD's v5.1 sample with its Offline TEST06 EOS line turned False)."""
+    from django.core.management import CommandError
+
+    from tests.registry.importers.mlperf.test_referee import SAMPLE, SYSTEM, every_row, write_table
+
+    if not SAMPLE.is_dir():
+        pytest.skip(f"no MLPerf sample at {SAMPLE}")
+    tree = tmp_path / "inference_results_v5.1"
+    shutil.copytree(SAMPLE, tree / "closed" / "AMD")
+    write_table(tree / "summary_results.json", every_row())
+    verdict = (
+        tree
+        / "closed"
+        / "AMD"
+        / "results"
+        / SYSTEM.split("/results/")[1]
+        / "Offline"
+        / "TEST06"
+        / "verify_accuracy.txt"
+    )
+    verdict.write_text(verdict.read_text().replace("EOS check pass: True", "EOS check pass: False"))
+    with pytest.raises(CommandError, match="1 disagreement"):
+        call_command("import_results", "mlperf", str(tree), "--no-progress")
+    assert f"DISAGREES {SYSTEM}/Offline: audit: published passed, stored failed: test06_eos" in capsys.readouterr().out
+    assert Submission.objects.count() == 2 and not Submission.objects.filter(scenario_kind="offline").exists()
