@@ -104,6 +104,17 @@ def test_v41_requires_test05_too_as_its_checker_did(tmp_path):
     assert _audits(document)["audit_test05_present"] is False
 
 
+def test_console_bytes_that_are_not_utf8_in_a_verdict_file_are_reported_not_fatal(tmp_path):
+    tree = resnet_result(tmp_path, audits=passing())
+    path = (
+        tree / "closed" / "Acme" / "results" / "tiny-sut" / "resnet50" / "Offline" / "TEST04" / "verify_performance.txt"
+    )
+    path.write_bytes(b"Verifying performance.\n\xff\xfe progress\nTEST PASS\n")
+    document, item = _import(tree, tmp_path)
+    assert _audits(document)["audit_test04_performance"] is True
+    assert any("not UTF-8" in w for w in item["warnings"])
+
+
 def test_test08_passes_only_on_a_line_that_is_test_pass_as_the_checker_reads_it(tmp_path):
     audits = {**passing(), "TEST08": {"verify_accuracy.txt": "num_ne_mismatch = 3\nexpected TEST PASS\n\nTEST FAIL\n"}}
     document, _item = _import(resnet_result(tmp_path, audits=audits), tmp_path)
