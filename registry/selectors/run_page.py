@@ -11,6 +11,7 @@ from protocol import comparability, statistics
 from registry.models import AuditEntry, Submission
 from registry.presentation.citations import citation_words
 from registry.presentation.words import FIELD_HEADINGS, SECTION_TITLES, field_label, measured, unit_of
+from registry.selectors.audit_tests import AuditTests, audit_tests
 from registry.selectors.comparisons import comparable_runs
 from registry.selectors.derivations import DerivedFrom, derived_from
 
@@ -59,6 +60,7 @@ class RunDetail:
     traced: list[tuple[str, str]] = field(default_factory=list)
     # MLCommons' citations of an imported result ((words, Details link)), one per published table it was refereed by
     citations: list[tuple[str, str]] = field(default_factory=list)
+    audit_tests: AuditTests | None = None  # MLPerf's audit (compliance) tests: passed, failed, missing, not judged
 
 
 def _flatten(value: Any, path: tuple[str, ...] = ()) -> list[tuple[str, str]]:
@@ -146,4 +148,5 @@ def run_detail(*, run: Submission, comparable_limit: int = 20) -> RunDetail:
         derived_from=derived_from(doc),
         traced=traced,
         citations=[(citation_words(c.as_evidence()), c.details) for c in run.citations.order_by("retrieved_at", "pk")],
+        audit_tests=audit_tests(doc),
     )

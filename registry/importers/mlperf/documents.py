@@ -13,6 +13,7 @@ from typing import Any
 from protocol import rules
 
 from .. import units
+from . import audit
 from .accuracy import quality_section
 from .definitions import unchanged_since
 from .logs import SUMMARY_KEYS
@@ -25,7 +26,6 @@ from .rules import (
     PERCENTILES,
     QUANTIZED,
     SCENARIOS,
-    TEST06_CHECKS,
     UNSPECIFIED,
     UNSTATED_VARIANT,
     VALIDITY_KEYS,
@@ -66,7 +66,7 @@ def build_document(
         "precision": _precision(src["measurements"], build),
         "system": system_section(src["system"], build),
         "software": software_section(src["system"], src["measurements"], _settings(detail, src["user_conf"]), build),
-        "conditions": _conditions(detail, src["test06"], count, build),
+        "conditions": _conditions(detail, _audit_checks(src, played, model, build), count, build),
         "metrics": _metrics(detail, scenario, (played, model), count, src["accuracy"], build, src.get("summary")),
         "provenance": _provenance(src, where, (played, model), files, build),
     }
@@ -199,7 +199,14 @@ def _conf_value(text: str) -> Any:
     return text
 
 
-def _conditions(detail: dict[str, Any], test06: dict[str, str] | None, count: int, build: Build) -> dict[str, Any]:
+def _audit_checks(src: dict[str, Any], played: RoundRules, model: str, build: Build) -> dict[str, bool]:
+    """The audit tests' verdicts, and the tests the round requires of this model and division that are missing."""
+    rule = played.audit_tests(model, str(src["system"].get("division") or ""))
+    audit.rule_note(rule, played.round, model, build)
+    return audit.checks(src.get("audit") or {}, rule, build)
+
+
+def _conditions(detail: dict[str, Any], audits: dict[str, bool], count: int, build: Build) -> dict[str, Any]:
     met = detail.get("early_stopping_met")
     steady: dict[str, Any] = {"method": "loadgen-early-stopping", "reached": met if isinstance(met, bool) else None}
     if met is False:
@@ -209,11 +216,11 @@ def _conditions(detail: dict[str, Any], test06: dict[str, str] | None, count: in
         "warmup": None,
         "window": {"seconds": None, "iterations": count, "repetitions": 1},
         "steady_state": steady,
-        "validity": _validity(detail, test06, build),
+        "validity": _validity(detail, audits, build),
     }
 
 
-def _validity(detail: dict[str, Any], test06: dict[str, str] | None, build: Build) -> dict[str, Any]:
+def _validity(detail: dict[str, Any], audits: dict[str, bool], build: Build) -> dict[str, Any]:
     checks = {name: detail[key] for key, name in VALIDITY_KEYS.items() if isinstance(detail.get(key), bool)}
     for key, name in (
         ("early_stopping_ttft_result", "ttft_early_stopping"),
@@ -226,11 +233,7 @@ def _validity(detail: dict[str, Any], test06: dict[str, str] | None, build: Buil
             build.flag(f"detail.{key}", text, "LoadGen's early-stopping text is not the known success line")
     if isinstance(detail.get("num_errors"), int):
         checks["loadgen_no_errors"] = detail["num_errors"] == 0
-    for label, raw in (test06 or {}).items():
-        if raw in ("True", "False"):
-            checks[TEST06_CHECKS[label]] = raw == "True"
-        else:  # "Skipped" (no first token in Offline) is not a pass or a fail
-            build.unparsed[f"TEST06.{TEST06_CHECKS[label]}"] = raw
+    checks.update(audits)  # the audit tests (audit.py): TEST06's test06_* keys as before, audit_test* beside them
     return {"valid": detail["result_validity"] == "VALID", "checks": checks}
 
 

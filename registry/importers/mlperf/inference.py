@@ -21,10 +21,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from . import endpoints, endpoints_files, inferred, power
+from . import audit, endpoints, endpoints_files, inferred, power
 from .documents import build_document, round_of
 from .ledger import Ledger
-from .logs import cross_check, read_accuracy, read_detail, read_json_object, read_summary, read_test06, read_user_conf
+from .logs import cross_check, read_accuracy, read_detail, read_json_object, read_summary, read_user_conf
 from .plan import Build, FileReport, ImportItem, ImportPlan, SourceError
 from .rules import LOADGEN_SCENARIO, SCENARIO_FOLDERS, RoundRules, RuleMissing, round_rules
 from .tree import all_files, passed_over, real_dir, subfolders
@@ -323,13 +323,7 @@ def _optional_sources(ledger: Ledger, submission: Path, scenario_dir: Path) -> d
         "accuracy": ledger.load(
             scenario_dir / "accuracy" / "accuracy.txt", read_accuracy, what="accuracy result", required=False
         ),
-        "test06": ledger.load(
-            _first_file(scenario_dir / "TEST06" / "verify_accuracy.txt", compliance / "TEST06" / "verify_accuracy.txt"),
-            read_test06,
-            what="TEST06 compliance result",
-            required=False,
-            quiet=True,
-        ),
+        "audit": audit.load(ledger, scenario_dir, compliance),
         "user_conf": user_conf,
     }
 

@@ -12,7 +12,8 @@ inside the imported tree (the scenario folder matched in any case, as MLPerf's c
   publish is a disagreement ('unpublished');
 * the headline figure (`metrics.<primary>`) and its unit, at the precision the table prints;
 * every accuracy value the table prints, against `metrics.quality.values`;
-* the verdict: a published closed or network result passed MLPerf's accuracy check and LoadGen's validity;
+* the verdict: a published closed or network result passed MLPerf's accuracy check, LoadGen's validity and the
+  audit tests whose verdict files the tree holds;
 * whether the result is inferred (`provenance.origin.derivation`), whether it has power measurements
   (`metrics.energy`, the average power where the table prints Watts), the weight precision, the division and
   the availability.
@@ -402,7 +403,24 @@ def _verdict(row: PublishedRow, document: dict[str, Any]) -> list[Disagreement]:
         if passed is not True:
             why = "a published closed result passed MLPerf's accuracy check"
             out.append(Disagreement(row.location, "verdict", "passed", _verdict_word(passed, quality), why))
+        out += _audit(row, document)
     return out
+
+
+def _audit(row: PublishedRow, document: dict[str, Any]) -> list[Disagreement]:
+    """A published closed or network result passed the audit tests its checker ran (a verdict file read as failed
+    disagrees). A test missing from the tree is not judged (a trimmed copy drops files); the table's own
+    `compliance` column is not read: v6.0 writes the division there."""
+    checks = ((document.get("conditions") or {}).get("validity") or {}).get("checks") or {}
+    failed = sorted(
+        k
+        for k, v in checks.items()
+        if v is False and k.startswith(("audit_", "test06_")) and not k.endswith("_present")
+    )
+    if not failed:
+        return []
+    why = "a published closed result passed its audit tests (the checker's compliance check)"
+    return [Disagreement(row.location, "audit", "passed", "failed: " + ", ".join(failed), why)]
 
 
 def _verdict_word(passed: Any, quality: dict[str, Any]) -> str:

@@ -159,6 +159,49 @@ TEST06_CHECKS = {
 }
 
 
+@dataclass(frozen=True)
+class AuditFile:
+    """One verdict file of an audit (compliance) test, as MLPerf's submission checker reads it.
+
+    `reading`: "test06" (TEST06's check lines, TEST06_CHECKS), "contains" ("TEST PASS" anywhere in the file:
+    check_compliance_perf_dir, TEST07, TEST09) or "line" (a line that is "TEST PASS" once stripped: TEST08).
+    `deterministic`: TEST01's accuracy file, whose "TEST FAIL" the checker does not take as a fail: it then compares
+    TEST01/accuracy/baseline_accuracy.txt with compliance_accuracy.txt (non-deterministic mode).
+    """
+
+    name: str
+    check: str  # the conditions.validity.checks key of its verdict ("" for TEST06: one key per check line)
+    reading: str
+    deterministic: bool = False
+
+
+# The verdict files of each audit test (MLCommons' checker: check_compliance_perf_dir / check_compliance_acc_dir in
+# tools/submission/submission_checker.py up to v5.1; ComplianceCheck.dir_exists_check, accuracy_check and
+# compliance_performance_check in submission_checker/checks/compliance_check.py from v6.0). They are the same in
+# every round; which tests a result must have is per round (RoundRules.audit_tests).
+AUDIT_FILES = {
+    "TEST01": (
+        AuditFile("verify_accuracy.txt", "audit_test01_accuracy", "contains", deterministic=True),
+        AuditFile("verify_performance.txt", "audit_test01_performance", "contains"),
+    ),
+    "TEST04": (AuditFile("verify_performance.txt", "audit_test04_performance", "contains"),),
+    "TEST05": (AuditFile("verify_performance.txt", "audit_test05_performance", "contains"),),
+    "TEST06": (AuditFile("verify_accuracy.txt", "", "test06"),),
+    "TEST07": (AuditFile("verify_accuracy.txt", "audit_test07_accuracy", "contains"),),
+    "TEST08": (AuditFile("verify_accuracy.txt", "audit_test08_accuracy", "line"),),
+    "TEST09": (AuditFile("verify_output_len.txt", "audit_test09_output_length", "contains"),),
+}
+
+
+@dataclass(frozen=True)
+class AuditRule:
+    """Which audit tests a result of one MLPerf model must have, by the round's rules, and where that is written."""
+
+    tests: tuple[str, ...]
+    required: bool  # False: the result's division is not one the checker runs the tests for (open)
+    source: str
+
+
 # MLPerf's closed vocabularies (submission checker VALID_DIVISIONS, VALID_AVAILABILITIES, system_type).
 # "rdi" (research, development or internal) is MLPerf's name for the research category.
 DIVISIONS = {"closed": "closed", "open": "open", "network": "network"}
@@ -328,6 +371,19 @@ class RoundRules:
             raise self.missing(f"ACC_PATTERN for accuracy metric {name!r}")
         factor = factor if low is not None else None
         return Metric(name, pattern, low, high, (factor or {}).get("reference"), (factor or {}).get("ratio"))
+
+    def audit_tests(self, model: str, division: str | None) -> AuditRule | None:
+        """The audit tests the checker requires of `model` in `division` (audit_tests in the round's table, taken
+        from the checker by scripts/mlperf-rules); None when the round's table does not say (then nothing is
+        stated missing, and the import says why)."""
+        table = self.data.get("audit_tests")
+        if not table or model not in table["by_model"]:
+            return None
+        return AuditRule(
+            tuple(table["by_model"][model]),
+            (division or "").strip().lower() in table["divisions"],
+            f"{self.data['source']['repo']}@{self.data['source']['commit']}:{table['source']}",
+        )
 
     def _pairs(self, table: str, model: str, scenario: str) -> list[tuple[str, float]] | None:
         """A checker tuple ('ROUGE1', 43.98, 'ROUGE2', ...) as pairs; per-scenario tables as the checker's

@@ -63,3 +63,60 @@ def test_the_figures_an_importer_traced_are_listed_with_their_source_fields(view
     assert "2 figures of this run traced to the field of the file they were read from" in html
     assert "<code>/metrics/ttft_ms/p99</code></th><td>profile_export_aiperf.json: time_to_first_token.p99 (ms)" in html
     assert "origin.fields" not in html.split('id="raw"')[0]  # not folded into the provenance facts as well
+
+
+def _imported_run_page(viewer: Any, tree: Any) -> str:
+    """Import an authored MLPerf tree through the command and return the stored run's page."""
+    from django.core.management import call_command
+
+    from registry.models import Submission
+
+    call_command("import_results", "mlperf", str(tree), "--no-progress")
+    run = Submission.objects.order_by("-pk").first()
+    return signed_in(viewer).get(f"/runs/{run.pk}/").content.decode()
+
+
+def test_the_run_page_says_an_mlperf_result_passed_its_audit_tests(viewer: Any, tmp_path: Any) -> None:
+    from tests.registry.importers.mlperf.audit_tree import passing, resnet_result
+
+    html = _imported_run_page(viewer, resnet_result(tmp_path, audits=passing()))
+    assert "Passed its audit tests (TEST01, TEST04)." in html
+    assert "TEST01: passed (accuracy, performance)" in html and "callout--danger" not in html
+
+
+def test_the_run_page_names_the_failed_and_the_missing_audit_tests(viewer: Any, tmp_path: Any) -> None:
+    from tests.registry.importers.mlperf.audit_tree import PERFORMANCE_FAIL, resnet_result
+
+    tree = resnet_result(tmp_path, audits={"TEST04": {"verify_performance.txt": PERFORMANCE_FAIL}})
+    html = _imported_run_page(viewer, tree)
+    assert "Failed its audit test TEST04. Missing the audit test the round requires: TEST01." in html
+    assert "TEST04: failed (performance)" in html
+    assert "TEST01: missing (required by the round&#x27;s rules" in html
+    assert 'id="audit-tests" class="callout callout--danger"' in html
+
+
+def test_the_run_page_says_which_audit_verdict_it_does_not_judge(viewer: Any, tmp_path: Any) -> None:
+    from tests.registry.importers.mlperf.audit_tree import TEST01_ACCURACY_FAIL, passing, resnet_result
+
+    audits = passing()
+    audits["TEST01"]["verify_accuracy.txt"] = TEST01_ACCURACY_FAIL
+    html = _imported_run_page(viewer, resnet_result(tmp_path, audits=audits))
+    assert "Audit test TEST01 not judged here. Passed TEST04." in html
+    assert "TEST01: not judged (its deterministic-mode accuracy check did not pass" in html
+
+
+def test_the_run_page_says_which_part_of_an_incomplete_audit_test_it_read(viewer: Any, tmp_path: Any) -> None:
+    from tests.registry.importers.mlperf.audit_tree import passing, resnet_result
+
+    audits = passing()
+    del audits["TEST01"]["verify_performance.txt"]
+    html = _imported_run_page(viewer, resnet_result(tmp_path, audits=audits))
+    assert "Missing the audit test the round requires: TEST01. Passed TEST04." in html
+    assert (
+        "TEST01: incomplete (required by the round&#x27;s rules; a verdict file is missing; read: accuracy passed)"
+        in html
+    )
+
+
+def test_a_run_with_no_audit_tests_shows_no_audit_section(viewer: Any, fleet: dict[str, Any]) -> None:
+    assert 'id="audit-tests"' not in signed_in(viewer).get(f"/runs/{fleet['a'].pk}/").content.decode()
