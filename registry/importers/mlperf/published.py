@@ -50,6 +50,10 @@ DIVISION_FOLDERS = ("closed", "open", "network")
 # read, pairs separated by spaces (json.dumps of a dict with ',' '"' '{' '}' removed).
 _ACCURACY_PAIR = re.compile(r"([A-Za-z_][\w.\-/]*):\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)")
 
+# The Accuracy column of an endpoints result in v6.1's summary.json: a number with no name.
+_BARE_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d{1,3})?")
+BARE_ACCURACY = ""
+
 # What v6.0 writes after the scenario folder: the folder of the run the figure was read from.
 _RUN_FOLDER = re.compile(r"/performance(?:/run_\d+)?$", re.IGNORECASE)
 
@@ -431,7 +435,10 @@ def location_key(location: str) -> str:
 
 def accuracy_values(text: str) -> dict[str, Decimal]:
     """'ROUGE1: 44.4542  ROUGE2: 22.0419' -> {'ROUGE1': Decimal('44.4542'), ...}: the checker's names and the
-    numbers as printed. Text between pairs is not a value (the checker writes none)."""
+    numbers as printed. Text between pairs is not a value (the checker writes none). A bare number (v6.1's rows of
+    endpoints results: '81.35824977210574') is the result's one accuracy figure, under the name BARE_ACCURACY."""
+    if _BARE_NUMBER.fullmatch(text.strip()):
+        return {BARE_ACCURACY: Decimal(text.strip())}
     out: dict[str, Decimal] = {}
     for name, number in _ACCURACY_PAIR.findall(text):
         try:

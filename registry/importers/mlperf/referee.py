@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .plan import ImportItem, ImportPlan
-from .published import PublishedRow, half_unit, location_key
+from .published import BARE_ACCURACY, PublishedRow, half_unit, location_key
 from .rules import RuleMissing, round_rules, weights_format
 from .tree import real_dir
 
@@ -375,16 +375,21 @@ def _accuracy(row: PublishedRow, document: dict[str, Any]) -> list[Disagreement]
         stored_name = stored_accuracy_name(name, values)
         stored = values.get(stored_name) if stored_name else None
         if stored is None:
-            wanted = ACCURACY_NAMES.get(name, name)
-            out.append(Disagreement(row.location, f"accuracy.{name}", str(printed), "absent", f"no {wanted!r} value"))
+            wanted = ACCURACY_NAMES.get(name, name) if name != BARE_ACCURACY else "single"
+            field = f"accuracy.{name}" if name != BARE_ACCURACY else "accuracy"
+            out.append(Disagreement(row.location, field, str(printed), "absent", f"no {wanted!r} value"))
         elif not _agrees(printed, stored):
-            out.append(Disagreement(row.location, f"accuracy.{name}", str(printed), str(stored), _margin(printed)))
+            field = f"accuracy.{name}" if name != BARE_ACCURACY else "accuracy"
+            out.append(Disagreement(row.location, field, str(printed), str(stored), _margin(printed)))
     return out
 
 
 def stored_accuracy_name(published: str, values: dict[str, Any]) -> str | None:
     """The stored value name a published accuracy name reads: the checker's pattern's name, else the same name
-    in any case; None when the document has neither."""
+    in any case; None when the document has neither. A bare published figure (no name) reads the document's one
+    value, and nothing where it holds several."""
+    if published == BARE_ACCURACY:
+        return next(iter(values)) if len(values) == 1 else None
     wanted = ACCURACY_NAMES.get(published, published)
     if wanted in values:
         return wanted

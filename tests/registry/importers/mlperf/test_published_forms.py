@@ -15,6 +15,7 @@ import io
 import json
 import shutil
 import tarfile
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -343,3 +344,26 @@ def test_the_citation_is_shown_on_the_run_page_the_api_and_a_comparison(round_tr
     assert [(c["result_id"], c["division"], c["benchmark"], c["scenario"]) for c in api["citations"]] == [
         ("5.1-0001", "closed", "llama2-70b-99", "Offline")
     ]
+
+
+def test_a_bare_accuracy_figure_of_an_endpoints_row_is_the_results_one_value(plan, tmp_path):
+    from registry.importers.mlperf.published import BARE_ACCURACY, accuracy_values
+    from registry.importers.mlperf.referee import compare
+
+    assert accuracy_values("81.35824977210574") == {BARE_ACCURACY: Decimal("81.35824977210574")}
+    assert accuracy_values("ROUGE1: 44.4542") == {"ROUGE1": Decimal("44.4542")}
+    table = tmp_path / "summary.json"
+    table.write_text(index_table([v61_row("Offline", Accuracy="0.78718")]))
+    (row,) = read_table(table)
+    document = {
+        "metrics": {"primary": "throughput", "throughput": {"value": 27803.9, "unit": "tokens/s"}},
+        "precision": {"weights": "fp8"},
+        "conditions": {"validity": {"valid": True}},
+        "provenance": {"origin": {"division": "closed", "availability": "available"}},
+    }
+    one = {**document, "metrics": {**document["metrics"], "quality": {"passed": True, "values": {"mAP": 0.787181}}}}
+    assert [d.field for d in compare(row, one)] == []
+    off = {**document, "metrics": {**document["metrics"], "quality": {"passed": True, "values": {"mAP": 0.7874}}}}
+    assert [(d.field, d.published) for d in compare(row, off)] == [("accuracy", "0.78718")]
+    two = {**document, "metrics": {**document["metrics"], "quality": {"passed": True, "values": {"a": 1, "b": 2}}}}
+    assert [(d.field, d.stored) for d in compare(row, two)] == [("accuracy", "absent")]
