@@ -87,7 +87,8 @@ def _chain_verifies(status: Any, context: ValidationContext) -> bool:
         return status.trust_problem_indic is None and status.validation_path is not None
     validator = CertificateValidator(status.signing_cert, validation_context=context)
     try:  # the key usage pyHanko demands of a PDF signer
-        asyncio.run(validator.async_validate_usage(PdfSignatureStatus.key_usage))
+        # pyhanko-certvalidator's method has no annotations; it returns the path or raises
+        asyncio.run(validator.async_validate_usage(PdfSignatureStatus.key_usage))  # type: ignore[no-untyped-call]
     except (PathError, ValidationError):
         return False
     return True
