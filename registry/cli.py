@@ -1,5 +1,5 @@
-"""The `benchreg` command. Client commands (submit, run, agent, verify, witness, admin) need no database and never
-start Django; the rest are Django commands, run under the names below.
+"""The `benchreg` command. Client commands (submit, run, serve-model, serve-simulated, agent, verify, witness, admin)
+need no database and never start Django; the rest are Django commands, run under the names below.
 
   benchreg demo [--no-serve]          the main job: embedded registry with runs of this machine, served
   benchreg serve [--verbose]          the registry behind gunicorn (--verbose: the worker's and beat's log too)
@@ -9,8 +9,11 @@ start Django; the rest are Django commands, run under the names below.
   benchreg serve-model [--port 8000]  the bundled decoder behind an OpenAI-compatible streaming API (docs/serving.md)
   benchreg serve-simulated ...        an OpenAI-compatible endpoint with a known latency law (tests, bench)
   benchreg create-token --username NAME --scopes submit,read   an API token for a script (printed alone)
-  benchreg audit verify|checkpoint|export|show   check the audit log, sign/export checkpoints
+  benchreg audit verify|checkpoint|export|show|sequence   check the audit log, sign/export checkpoints, number
+                                      queued entries
   benchreg import mlperf PATH         import a published MLPerf Inference or Training tree
+  benchreg import serving FILE... --deployment FILE   import serving tools' result files (aiperf, guidellm, vLLM
+                                      bench serve), one run per load level (docs/serving.md)
   benchreg sweep                      once, what beat runs every minute: stuck reports, late jobs, silent agents
   benchreg migrate                    bring the database's tables up to date (demo does it itself)
   benchreg rebuild-catalogue [--check]  recompute the catalogue's counts from the runs
@@ -206,7 +209,10 @@ def version() -> str:
         return "unknown (not installed)"
 
 
-COMMANDS = ["submit", "run", "witness", "admin", "agent", "verify", *DJANGO_COMMANDS]
+# Every command `benchreg` runs (the typo hints offer them; `benchreg --help` lists each, a test holds it to that).
+COMMANDS = ["submit", "run", "serve-model", "serve-simulated", "witness", "admin", "agent", "verify", *DJANGO_COMMANDS]
+# Django commands that are not `benchreg` commands, with the reason: the test of the help above reads it.
+OPERATOR_ONLY = {"verify_report": "`manage.py verify_report` checks against the registry's own keys and database"}
 
 
 def main(argv: list[str] | None = None) -> int:

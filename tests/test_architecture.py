@@ -135,6 +135,7 @@ LOCAL_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("runners.backends", "runners.backends.torch_backend"): "PyTorch, loaded only when the torch backend is chosen",
     ("runners.cli", "runners.client"): "httpx only when a run is submitted",
     ("verifier.cli", "verifier.report"): "pyHanko and cryptography only once the arguments are good",
+    ("verifier.cli", "protocol.signed_note"): "cryptography only when a --log-key is given, to check it parses",
     ("devtools.contract", "devtools.documents"): "seed() runs in a process that sets Django up first",
     ("devtools.contract", "registry.models"): "seed() runs in a process that sets Django up first",
     ("devtools.contract", "registry.services.agents"): "seed() runs in a process that sets Django up first",

@@ -81,6 +81,7 @@ def _parser() -> argparse.ArgumentParser:
         "--log-key",
         action="append",
         default=[],
+        type=log_key,
         metavar="VKEY",
         help="the audit log's verifier key (C2SP note verifier key); repeatable",
     )
@@ -99,6 +100,18 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--offline", action="store_true", help="never contact a registry (needs --cert and --log-key)")
     parser.add_argument("--json", action="store_true", help="print the verdict as JSON")
     return parser
+
+
+def log_key(text: str) -> str:
+    """A --log-key as given, once it parses as a note verifier key. A key that does not parse is a usage error
+    (exit 2, saying what is wrong with it): checked against it, the report would be INVALID for the user's typo."""
+    from protocol.signed_note import MalformedKeyError, parse_verifier_key
+
+    try:
+        parse_verifier_key(text)
+    except MalformedKeyError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an audit-log verifier key: {exc}") from None
+    return text
 
 
 def _material(args: argparse.Namespace, pdf: bytes) -> tuple[list[Any], list[str], Any]:
@@ -136,13 +149,22 @@ def _ask(
             if cert_pem is None:
                 cert_pem = _get(client, base + CERTIFICATE_PATH)
             if not keys:
-                keys = [str(json.loads(_get(client, base + LOG_KEY_PATH))["verifier_key"])]
+                keys = [_published_log_key(str(json.loads(_get(client, base + LOG_KEY_PATH))["verifier_key"]))]
             answer = client.post(base + VERIFY_PATH, files={"file": ("report.pdf", pdf, "application/pdf")})
             answer.raise_for_status()
             runs = answer.json().get("runs") or []
     except (httpx.HTTPError, OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise CannotAsk(f"cannot ask {server}: {exc}") from None
     return cert_pem, keys, _run_lookup(runs)
+
+
+def _published_log_key(text: str) -> str:
+    """The registry's published log key, once it parses: one that does not is the registry's fault, not the
+    report's, so it cannot be asked (exit 2) rather than INVALID."""
+    try:
+        return log_key(text)
+    except argparse.ArgumentTypeError as exc:
+        raise CannotAsk(f"the registry's published log key {exc}") from None
 
 
 def _run_lookup(runs: list[Any]) -> Callable[[Sequence[str]], Mapping[str, Mapping[str, Any]]]:

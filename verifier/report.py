@@ -116,6 +116,28 @@ def _verify(
     evidence = read_evidence(verdict, reader, reason)
     if evidence is not None:
         _evidence_checks(verdict, evidence, log_keys, registry)
+    _name_the_change(verdict)
+
+
+def _name_the_change(verdict: Verdict) -> None:
+    """When the signed bytes changed, say what changed: the evidence checks know whether the attached evidence still
+    hashes to the digest the signature names. If it does, the change is in what the pages show (or the file's
+    structure), not in the evidence; the reader should not take it for an edit of the runs, nor the reverse."""
+    intact = verdict.check("signature-intact")
+    if intact is None or intact.ok:
+        return
+    digest = verdict.check("evidence-digest")
+    why = "the signed bytes no longer hash to the digest the signature covers"
+    if digest is not None and digest.ok:
+        words = (
+            f"the report's pages or the file's structure were changed after signing ({why}); the attached evidence "
+            "is unchanged: it still hashes to the digest the signature names"
+        )
+    elif digest is not None:
+        words = f"the attached evidence was changed after signing: it no longer hashes to its signed digest ({why})"
+    else:
+        words = f"the file was changed after signing ({why}), its attached evidence too: it cannot be read"
+    verdict.amend("signature-intact", words)
 
 
 def _evidence_checks(

@@ -3,6 +3,7 @@ its unsigned container holding nothing but the signature, and its timestamp (whe
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,8 +16,9 @@ from cryptography.hazmat.primitives import serialization
 from pyhanko.sign.diff_analysis.policy_api import ModificationLevel
 from pyhanko.sign.fields import MDPPerm
 from pyhanko.sign.validation import validate_pdf_signature
-from pyhanko.sign.validation.status import SignatureCoverageLevel
-from pyhanko_certvalidator import ValidationContext
+from pyhanko.sign.validation.status import PdfSignatureStatus, SignatureCoverageLevel
+from pyhanko_certvalidator import CertificateValidator, ValidationContext
+from pyhanko_certvalidator.errors import PathError, ValidationError
 
 from verifier.verdict import Verdict, iso, over_bounds, short
 
@@ -32,7 +34,7 @@ def signature_checks(verdict: Verdict, sig: Any, certificates: Sequence[x509.Cer
             verdict.add("signature-valid", False, f"the signature cannot be read or checked: {short(exc)}")
         return ""
     _integrity_checks(verdict, status)
-    _signer_check(verdict, status, certificates)
+    _signer_check(verdict, status, certificates, context)
     _coverage_checks(verdict, sig, status)
     _timestamp_check(verdict, status)
     verdict.report["signed_at"] = iso(getattr(status, "signer_reported_dt", None))
@@ -56,11 +58,16 @@ def _integrity_checks(verdict: Verdict, status: Any) -> None:
     )
 
 
-def _signer_check(verdict: Verdict, status: Any, certificates: Sequence[x509.Certificate]) -> None:
+def _signer_check(
+    verdict: Verdict, status: Any, certificates: Sequence[x509.Certificate], context: ValidationContext
+) -> None:
+    """Whether the signer's certificate is one of the registry's and chains to a trusted root: a check of the
+    certificate alone. A changed page or signature value is signature-intact's or signature-valid's reason, and must
+    not also make the registry's untouched certificate read as untrusted."""
     signer = x509.load_der_x509_certificate(status.signing_cert.dump())
     verdict.report["signer"] = signer.subject.rfc4514_string()
     known = signer in certificates
-    ok = known and bool(status.trusted)
+    ok = known and _chain_verifies(status, context)
     verdict.add(
         "signer-is-registry",
         ok,
@@ -69,6 +76,22 @@ def _signer_check(verdict: Verdict, status: Any, certificates: Sequence[x509.Cer
         else f"signed by {signer.subject.rfc4514_string()}, which is "
         f"{'not a certificate of this registry' if not known else 'not trusted: its chain does not verify'}",
     )
+
+
+def _chain_verifies(status: Any, context: ValidationContext) -> bool:
+    """Whether the signer's certificate chains to a trusted root, whatever happened to the signed bytes.
+
+    pyHanko's `status.trusted` also demands that the document be intact, and when the signature value does not
+    verify it never builds the chain at all; so its chain result is read directly, and built here when skipped."""
+    if status.valid:  # pyHanko built and checked the chain; its outcome is these two fields
+        return status.trust_problem_indic is None and status.validation_path is not None
+    validator = CertificateValidator(status.signing_cert, validation_context=context)
+    try:  # the key usage pyHanko demands of a PDF signer
+        # pyhanko-certvalidator's method has no annotations; it returns the path or raises
+        asyncio.run(validator.async_validate_usage(PdfSignatureStatus.key_usage))  # type: ignore[no-untyped-call]
+    except (PathError, ValidationError):
+        return False
+    return True
 
 
 def _coverage_checks(verdict: Verdict, sig: Any, status: Any) -> None:

@@ -42,6 +42,14 @@ class Verdict:
         self.checks.append(Check(code, ok, message))
         return ok
 
+    def check(self, code: str) -> Check | None:
+        """The check made under `code`, if it was made."""
+        return next((c for c in self.checks if c.code == code), None)
+
+    def amend(self, code: str, message: str) -> None:
+        """Say more in the words of the check made under `code` (its outcome stays), once later checks know more."""
+        self.checks = [Check(c.code, c.ok, message) if c.code == code else c for c in self.checks]
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "verdict": "VALID" if self.valid else "INVALID",

@@ -126,10 +126,19 @@ def _setting_words(name: str, value: Any) -> str:
     if parent.endswith("settings"):
         return f"{last}={display(value)}"
     if parent.endswith("quantization") and last == "method":
-        return f"{display(value)} quantization"
+        return _quantization_words(value)
     if last in _FIELD_WORDS:
         return _FIELD_WORDS[last].format(display(value))
     return f"{last.replace('_', ' ')} {display(value)}"
+
+
+def _quantization_words(method: Any) -> str:
+    """'awq quantization'; a method that names quantization itself as it is (MLPerf's weight_transformations is
+    often the word "quantization"): never "quantization quantization"."""
+    if method is None or method == "not stated":
+        return "quantization method not stated"
+    words = display(method)
+    return words if "quantiz" in words.lower() else f"{words} quantization"
 
 
 def labels_for(docs: Sequence[Mapping[str, Any]], axis: str, configs: Sequence[dict[str, Any]]) -> list[str]:

@@ -179,9 +179,11 @@ def gaps(
     has_price: bool,
     configuration: str,
     sweep: Mapping[str, Any] | None = None,
+    refs: Sequence[Mapping[str, Any]] = (),
 ) -> list[dict[str, str]]:
     """Missing or weak evidence for one candidate, each with a code and words. With a sweep, `docs` are the runs
-    of the level the capacity was read from (its knee), and the sweep's knee says whether a load failed."""
+    of the level the capacity was read from (its knee), and the sweep's knee says whether a load failed. `refs`
+    cite the runs (refs[i] is docs[i]'s, as the registry passes them): a gap of some runs names them by id."""
     out = []
     loads = _offered_loads(docs)
     knee = (sweep or {}).get("knee") or {}
@@ -202,7 +204,7 @@ def gaps(
     unsteady = [i for i, d in enumerate(docs) if not _steady(d)]
     if unsteady:
         message = (
-            f"{len(unsteady)} of {len(docs)} run(s) did not show "
+            f"{_some_runs(unsteady, len(docs), refs)} did not show "
             "steady state (not reached or not assessed): a transient may have been measured"
         )
         out.append({"code": "no-steady-state", "message": message})
@@ -217,6 +219,16 @@ def gaps(
     if not has_price:
         out.append({"code": "no-price", "message": f"no price stated for {configuration}, so no cost per output"})
     return out
+
+
+def _some_runs(some: Sequence[int], total: int, refs: Sequence[Mapping[str, Any]]) -> str:
+    """Runs `some` (positions among `total`) by their ids where the refs give them ("run 17 (1 of 2)"), else by
+    count alone ("1 of 2 run(s)"): a reader looks a run up by its id, never by where it stood in a list."""
+    ids = [refs[i].get("id") for i in some] if len(refs) == total else []
+    if not ids or any(i is None for i in ids):
+        return f"{len(some)} of {total} run(s)"
+    named = f"run {ids[0]}" if len(ids) == 1 else "runs " + ", ".join(map(str, ids[:-1])) + f" and {ids[-1]}"
+    return named if len(some) == total else f"{named} ({len(some)} of {total})"
 
 
 def _offered_loads(docs: Sequence[Mapping[str, Any]]) -> set[float] | None:
@@ -418,7 +430,7 @@ def candidate(q: Question, runs: Sequence[Evidence], label: str) -> dict[str, An
         **_costs(q, rate, energy, price, systems),
         "per_provisioned_mw": _per_provisioned_mw(q, rate, docs[0]),
         "latency_ms": rounded(_first_latency(objectives)),
-        "gaps": gaps(docs, energy, price[0] is not None, configuration_key(docs[0]), sweep),
+        "gaps": gaps(docs, energy, price[0] is not None, configuration_key(docs[0]), sweep, [r.ref for r in runs]),
         "energy_measured": energy_measured(docs),
         "sweep": sweep,
         "all_runs": len(every),

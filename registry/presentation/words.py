@@ -145,3 +145,27 @@ def percent_change(ratio: float) -> str:
     if shown in ("0", "0.0"):
         return "±0%"
     return ("+" if change > 0 else "−") + shown + "%"
+
+
+def caveat_rows(caveats: Sequence[Mapping[str, Any]], run_ids: Sequence[Any]) -> list[dict[str, Any]]:
+    """A comparison's caveats in words, one row per message with every run it concerns named by its registry id
+    ("Runs 3, 12: …"; "All runs: …" for a caveat of no one run), in first-seen order: the comparison page and the
+    signed report say them alike. A caveat names its run by position in the comparison; `run_ids` maps each
+    position to the run's id (a reader looks a run up by its id, never by where it stood in a list)."""
+    rows: dict[tuple[str, str], list[Any]] = {}
+    for c in caveats:
+        run = c.get("run")
+        rows.setdefault((str(c.get("code")), str(c.get("message"))), []).extend(
+            [run_ids[run]] if isinstance(run, int) and 0 <= run < len(run_ids) else []
+        )
+    return [
+        {"code": code, "message": message, "run_label": _runs_label(ids), "run_ids": list(dict.fromkeys(ids))}
+        for (code, message), ids in rows.items()
+    ]
+
+
+def _runs_label(ids: Sequence[Any]) -> str:
+    named = list(dict.fromkeys(ids))
+    if not named:
+        return "All runs"
+    return f"Run{'s' if len(named) > 1 else ''} {', '.join(str(i) for i in named)}"

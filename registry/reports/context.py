@@ -19,6 +19,7 @@ from registry.presentation.sweeps import sweep_lines
 from registry.presentation.words import (
     HEADLINE_STYLE,
     axis_words,
+    caveat_rows,
     headline_text,
     interval,
     metric_label,
@@ -106,29 +107,9 @@ def _findings(result: Mapping[str, Any], ids: Sequence[int], runs: Sequence[Mapp
         "methods": [
             (name.replace("_", " ").capitalize(), words) for name, words in (result.get("methods") or {}).items()
         ],
-        "caveats": _caveat_rows(result, runs),
+        "caveats": caveat_rows(result.get("caveats") or [], ids),
         "sizing": [{"label": a["label"], **a["sizing"]} for a in result.get("arms") or [] if a.get("sizing")],
     }
-
-
-def _caveat_rows(result: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Caveats in words, one line per message with every run it concerns ("Runs 3, 12: …"), in first-seen order."""
-    rows: dict[tuple[str, str], list[int]] = {}
-    for c in result.get("caveats") or []:
-        run = c.get("run")
-        rows.setdefault((str(c.get("code")), str(c.get("message"))), []).extend(
-            [int(runs[run]["id"])] if isinstance(run, int) and run < len(runs) else []
-        )
-    return [
-        {
-            "code": code,
-            "message": message,
-            "run_label": "All runs"
-            if not ids
-            else f"Run{'s' if len(ids) > 1 else ''} {', '.join(str(i) for i in dict.fromkeys(ids))}",
-        }
-        for (code, message), ids in rows.items()
-    ]
 
 
 def _pairwise_rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:

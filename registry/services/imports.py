@@ -387,8 +387,12 @@ def serving_import(
 ) -> ServingImportResult:
     """Import serving benchmark result files: every level is read and checked first (serving.parse raises
     ServingImportError, naming the file or the deployment key, and nothing is stored); then each level goes through
-    the API's batch path with trust `declared`. Importing the same files again stores nothing new ("known")."""
-    levels = serving.parse(paths, deployment, submitter=submitter or submitted_by.get_username())
+    the API's batch path with trust `declared`. Importing the same files again stores nothing new ("known").
+
+    The submitter every level states is `submitter`, else the deployment's `submitter` (its file key, or the
+    --submitter flag, which wins over the file like every flag), else the importing user's name."""
+    named = submitter or deployment.get("submitter") or submitted_by.get_username()
+    levels = serving.parse(paths, deployment, submitter=named)
     stored = submission_create_batch(
         documents=(level.document for level in levels), submitted_by=submitted_by, trust=Trust.DECLARED
     )

@@ -20,6 +20,7 @@ from registry.exceptions import RegistryError
 from registry.presentation import charts
 from registry.presentation.sentences import ratio_sentences
 from registry.presentation.sweeps import comparison_view
+from registry.presentation.words import caveat_rows
 from registry.selectors.catalogue import ROOT_CAUSE_PREFIXES, root_cause_order
 from registry.selectors.comparisons import runs_by_reference
 from registry.selectors.standing import comparison_conclusion, comparison_members
@@ -152,6 +153,7 @@ def comparison_context(request: HttpRequest, comparison: Any, report_form: Any =
         "arms": arms,
         "conclusion": comparison_conclusion(comparison, runs),
         "run_rows": [{"run": runs[i], **row} for i, row in enumerate(result.get("runs", []))],
+        "caveats": caveat_rows(result.get("caveats") or [], [r.pk for r in runs]),  # by run id, as the report
         "derived": [{"arm": arm["label"], **d} for arm in result.get("arms", []) for d in arm.get("derived", [])],
         # Links, not drawings: each chart is its own request (comparison_chart), so drawing them never holds up
         # the page, and the browser fetches them in parallel.

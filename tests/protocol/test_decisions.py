@@ -205,6 +205,27 @@ def test_a_price_belongs_to_a_configuration_not_to_an_accelerator_model() -> Non
         question(prices={"system_hour": {"H100": 98.0}})
 
 
+def test_a_gap_of_runs_names_them_by_their_ids() -> None:
+    """Not "2 of 2 run(s)": which runs, by the ids a reader looks them up by (ids unlike positions here). Runs of
+    one candidate share their steady state (the contract holds it), so the gap is of every run of it."""
+    docs = [run("h", 1000.0), run("h", 1010.0)]  # two repetitions of one configuration
+    for doc in docs:
+        doc["conditions"]["steady_state"]["reached"] = False
+    cited = [
+        dec.Evidence(d, {"id": 40 + i, "digest": f"sha256:{i}", "url": f"/runs/{40 + i}"}) for i, d in enumerate(docs)
+    ]
+    candidates = dec.answer(question(), cited)["candidates"]
+    assert len(candidates) == 1 and len(candidates[0]["runs"]) == 2, candidates
+    unsteady = next(g for g in candidates[0]["gaps"] if g["code"] == "no-steady-state")
+    assert unsteady["message"].startswith("runs 40 and 41 did not show steady state"), unsteady
+    one = next(g for g in dec.answer(question(), cited[1:])["candidates"][0]["gaps"] if g["code"] == "no-steady-state")
+    assert one["message"].startswith("run 41 did not show steady state"), one
+    # without ids (a caller that cites runs otherwise) the count is all there is to say
+    anonymous = [dec.Evidence(d, {"digest": f"sha256:{i}"}) for i, d in enumerate(docs)]
+    gap = next(g for g in dec.answer(question(), anonymous)["candidates"][0]["gaps"] if g["code"] == "no-steady-state")
+    assert gap["message"].startswith("2 of 2 run(s) did not show steady state"), gap
+
+
 @pytest.mark.parametrize(
     ("body", "pointer"),
     [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -91,6 +92,66 @@ def test_a_commands_refusal_is_one_wrapped_error_named_after_the_command(tmp_pat
     assert done.returncode == 1
     assert done.stderr.startswith("benchreg import: error:") and "is not a directory" in done.stderr
     assert "CommandError" not in done.stderr and "Traceback" not in done.stderr
+
+
+# --- the help lists every command ----------------------------------------------------------------------------
+
+
+def _listed(help_text: str) -> dict[str, set[str]]:
+    """Each command `benchreg --help` lists, with the words that follow it on its lines (`a|b` split)."""
+    listed: dict[str, set[str]] = {}
+    for line in help_text.splitlines():
+        words = line.split()
+        if len(words) > 1 and words[0] == "benchreg" and line.startswith("  benchreg"):
+            listed.setdefault(words[1], set()).update(words[2].split("|") if len(words) > 2 else ())
+    return listed
+
+
+def _subcommands(command: str, capsys: pytest.CaptureFixture[str]) -> set[str]:
+    """The choices of `benchreg COMMAND`'s positional arguments, as its own usage line states them (`{a,b}` not
+    after an option: an option's choices are not subcommands)."""
+    with pytest.raises(SystemExit) as exit_:
+        cli.main([command, "--help"])
+    assert exit_.value.code == 0
+    usage = capsys.readouterr().out.split("\n\n")[0]
+    return {
+        choice
+        for found in re.finditer(r"(\S+)\s+\{([^}]+)\}", usage)
+        if not _takes(found.group(1))
+        for choice in found.group(2).split(",")
+    }
+
+
+def _takes(token: str) -> bool:
+    """Whether a usage token is an option that takes the value after it (`[--suite`, `-v`; not `[--skip-checks]`)."""
+    return token.lstrip("[").startswith("-") and not token.endswith("]")
+
+
+def test_the_help_lists_every_command_and_each_of_its_subcommands(capsys):
+    assert cli.main(["--help"]) == 0
+    listed = _listed(capsys.readouterr().out)
+    assert set(cli.COMMANDS) <= set(listed), set(cli.COMMANDS) - set(listed)
+    missing = {
+        f"benchreg {command} {choice}"
+        for command in cli.COMMANDS
+        for choice in _subcommands(command, capsys)
+        if choice not in listed[command]
+    }
+    assert not missing, missing
+    assert {"mlperf", "serving"} <= listed["import"]  # what users asked for: `import serving` was not listed
+
+
+def test_every_management_command_is_a_benchreg_command_or_says_why_not():
+    commands = {p.stem for p in (ROOT / "registry" / "management" / "commands").glob("[a-z]*.py")}
+    assert commands - set(cli.DJANGO_COMMANDS.values()) == set(cli.OPERATOR_ONLY)
+
+
+def test_every_listed_command_is_one_benchreg_runs(capsys):
+    """A name in the list that `benchreg` does not run would be offered by the typo hints."""
+    for command in cli.COMMANDS:
+        with pytest.raises(SystemExit):
+            cli.main([command, "--help"])
+        assert "unknown command" not in capsys.readouterr().err
 
 
 # --- errors for a terminal --------------------------------------------------------------------------------------

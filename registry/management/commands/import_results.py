@@ -56,7 +56,13 @@ class Command(BaseCommand):
             "--deployment", type=Path, help="serving: a YAML or JSON description of the deployment (docs/serving.md)"
         )
         for key, (flag, kind) in DEPLOYMENT_FLAGS.items():
-            parser.add_argument(flag, dest=f"deploy__{key}", type=kind, help=f"serving: {key} of the deployment file")
+            parser.add_argument(
+                flag,
+                dest=f"deploy__{key}",
+                type=kind,
+                metavar=key.rsplit(".", 1)[-1].upper(),  # `--accelerator-count COUNT`, not the internal dest
+                help=f"serving: {key} of the deployment file",
+            )
         parser.add_argument(
             "--round",
             dest="round_name",

@@ -22,6 +22,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from registry.audit.keys import trusted_verifier_keys
 from registry.reports.signing import trusted_certificates
 from registry.selectors.reports import run_statuses
+from verifier.cli import log_key
 from verifier.report import RunLookup, load_certificates, verify_report
 from verifier.verdict import Verdict
 
@@ -36,6 +37,7 @@ class Command(BaseCommand):
             "--log-key",
             action="append",
             default=[],
+            type=log_key,  # a key that does not parse is a usage error, as in `benchreg verify`
             metavar="VKEY",
             help="the audit log's verifier key (C2SP); repeatable",
         )

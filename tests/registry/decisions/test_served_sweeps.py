@@ -118,6 +118,11 @@ def test_the_knee_capacity_systems_and_cost_of_each_sweep_are_as_by_hand(user, s
         assert c["meets"] == "not-enough-evidence" and c["systems_needed"]["ci_low"] is None
         codes = ["no-steady-state", "too-few-repetitions", "no-energy", "no-measured-quality"]
         assert [g["code"] for g in c["gaps"]] == extra + codes
+    # The gap names the knee level's run by its id, the one the reader looks up (not "1 of 1 run(s)").
+    for c, knee_run in ((h100, sweeps["H100"][2]), (mi300x, sweeps["MI300X"][1])):
+        unsteady = next(g["message"] for g in c["gaps"] if g["code"] == "no-steady-state")
+        assert [r["id"] for r in c["runs"]] == [knee_run]
+        assert unsteady.startswith(f"run {knee_run} did not show steady state"), unsteady
     assert all("no measured quality" in line for line in answer["summary"])
     # Every level of both sweeps is cited: the knees were found from all of them.
     assert len(answer["cited"]) == 6

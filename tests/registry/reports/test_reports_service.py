@@ -166,6 +166,13 @@ def test_the_verify_command_says_valid_or_invalid(user, tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["verdict"] == "INVALID"
 
 
+def test_the_verify_command_refuses_a_malformed_log_key_before_reading_the_report(tmp_path):
+    from django.core.management import CommandError, call_command
+
+    with pytest.raises(CommandError, match=r"'benchreg\.test/audit' is not an audit-log verifier key"):
+        call_command("verify_report", str(tmp_path / "absent.pdf"), "--offline", "--log-key", "benchreg.test/audit")
+
+
 def test_a_repriced_report_keeps_the_requesters_baseline(user):
     from registry.services.comparisons import comparison_create
 

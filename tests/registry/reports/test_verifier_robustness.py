@@ -181,3 +181,50 @@ def test_benchreg_verify_says_what_is_missing_without_a_traceback(tmp_path: Path
     assert done.returncode == 2 and "cannot read" in done.stderr
     done = _benchreg("verify", str(pdf), "--server", "http://127.0.0.1:9")
     assert done.returncode == 2 and "cannot ask http://127.0.0.1:9" in done.stderr and "Traceback" not in done.stderr
+
+
+def _page_flipped(pdf: bytes) -> bytes:
+    """The report with one byte changed inside its first page's content stream: what the page shows, not the
+    evidence nor the signature."""
+    page = PdfFileReader(io.BytesIO(pdf)).root["/Pages"]["/Kids"][0].get_object()
+    contents = page["/Contents"]
+    stream = (contents[0] if isinstance(contents, list) else contents).get_object()
+    at = pdf.index(stream.encoded_data) + len(stream.encoded_data) // 2
+    return pdf[:at] + bytes([pdf[at] ^ 0x01]) + pdf[at + 1 :]
+
+
+def test_benchreg_verify_names_a_changed_page_and_keeps_the_untouched_certificate_trusted(rendered, tmp_path: Path):
+    cert, _ = _published(rendered, tmp_path)
+    tampered = tmp_path / "tampered.pdf"
+    tampered.write_bytes(_page_flipped(rendered.pdf))
+    done = _benchreg("verify", str(tampered), "--cert", str(cert), "--log-key", rendered.log_keys[0])
+    assert done.returncode == 1 and "INVALID (1 reason)" in done.stdout, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    failed = [line for line in lines if "[FAIL]" in line]
+    assert len(failed) == 1 and "signature-intact: the report's pages" in failed[0], failed
+    assert "the attached evidence is unchanged" in failed[0]
+    # The certificate was not touched: its check says so, on the certificate alone.
+    assert any("[ok] signer-is-registry: signed by" in line for line in lines), done.stdout
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["garbage", "benchreg.test/audit+bdf0e3ea+AczdjjXXX", "benchreg.test/audit+zzzzzzzz+AczdjjXXX"],
+    ids=["no-parts", "short-key", "bad-id"],
+)
+def test_benchreg_verify_a_malformed_log_key_is_a_usage_error_not_invalid(rendered, tmp_path: Path, key: str):
+    cert, pdf = _published(rendered, tmp_path)
+    done = _benchreg("verify", str(pdf), "--cert", str(cert), "--log-key", key)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "INVALID" not in done.stdout and "Traceback" not in done.stderr
+    assert f"--log-key: {key!r} is not an audit-log verifier key" in done.stderr, done.stderr
+
+
+def test_benchreg_verify_a_log_key_of_another_id_is_a_usage_error(rendered, tmp_path: Path):
+    """A key whose ID does not match its name and key (a hand-edited key) is caught before the report is read."""
+    cert, pdf = _published(rendered, tmp_path)
+    name, key_id, encoded = rendered.log_keys[0].split("+", 2)  # base64 may hold a "+" too
+    other = f"{name}+{int(key_id, 16) ^ 1:08x}+{encoded}"
+    done = _benchreg("verify", str(pdf), "--cert", str(cert), "--log-key", other)
+    assert done.returncode == 2 and "INVALID" not in done.stdout, done.stdout + done.stderr
+    assert "is not an audit-log verifier key" in done.stderr and "key ID" in done.stderr, done.stderr

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -97,3 +99,22 @@ def test_a_withdrawal_changes_the_data_version_too(browser_client: Any, fleet: d
     assert "<strong>5</strong> runs match" in browser_client.get("/").content.decode()
     submission_withdraw(submission=fleet["c"], reason="bad", actor=admin_user)
     assert "<strong>4</strong> runs match" in browser_client.get("/").content.decode()
+
+
+def test_set_names_never_repeat_a_word_of_their_quantization(
+    browser_client: Any, submitter: Any, server_example: dict[str, Any]
+) -> None:
+    """MLPerf's weight_transformations is often the word "quantization" itself: a set that differs from another by
+    its quantization method is named "… · quantization", not "… · quantization quantization"."""
+    methods = {"quantization": "lab-fp8-01", "smoothquant": "lab-fp8-02"}
+    for method, system in methods.items():
+        doc = variant(server_example, system, 1500.0, **{"precision.weights": "fp8"})
+        doc["precision"]["quantization"] = {"method": method, "notes": "measurements.json weight_data_types 'fp8'"}
+        submission_create(document=doc, submitted_by=submitter)
+    html = browser_client.get("/").content.decode()
+    names = [re.sub(r"\s+", " ", n).strip() for n in re.findall(r'class="set-name"><a [^>]*>(.*?)</a>', html, re.S)]
+    assert len(names) == 2, names
+    assert {n.rsplit(" · ", 1)[-1] for n in names} == {"quantization", "smoothquant quantization"}, names
+    for name in names:
+        words = re.findall(r"[\w-]+", name)
+        assert not any(a == b for a, b in pairwise(words)), name  # no word said twice in a row

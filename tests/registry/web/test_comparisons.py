@@ -111,3 +111,24 @@ def test_a_withdrawn_run_cannot_be_compared(viewer: Any, admin_user: Any, fleet:
 def test_the_builder_prefills_runs_from_the_query_string(viewer: Any) -> None:
     html = signed_in(viewer).get("/compare/?run=3&run=5").content.decode()
     assert 'value="3, 5"' in html
+
+
+def test_caveats_name_each_run_by_its_id_as_the_report_does(viewer: Any, fleet: dict[str, Any]) -> None:
+    """A caveat of one run names it by its registry id (linked), never by where it stood ("Run 1 of 2"); a caveat
+    every run shares is said once, with each id. Runs given out of id order, so positions and ids differ."""
+    import re
+
+    runs = [fleet["c"], fleet["a"], fleet["b"]]
+    comparison, _ = comparison_create(runs=runs, axis="system", created_by=viewer)
+    caveats = comparison.result["caveats"]
+    assert any(c.get("run") is not None for c in caveats), caveats  # the case this test is about
+    html = signed_in(viewer).get(f"/comparisons/{comparison.pk}/").content.decode()
+    section = html[html.index('id="caveats-heading"') : html.index("</ul>", html.index('id="caveats-heading"'))]
+    assert not re.search(r"Runs? \d+ of \d+", section), section
+    items = re.findall(r"<li>(.*?)</li>", section, flags=re.S)
+    for message in {c["message"] for c in caveats}:
+        said = [item for item in items if message in item]
+        assert len(said) == 1, (message, said)  # said once, however many runs it concerns
+        ids = [runs[c["run"]].pk for c in caveats if c["message"] == message and c.get("run") is not None]
+        for pk in ids:
+            assert f'<a href="/runs/{pk}/">{pk}</a>' in said[0], (pk, said[0])
