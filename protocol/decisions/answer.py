@@ -11,8 +11,8 @@ from typing import Any
 from .. import comparability as cmp
 from .. import serving
 from ..canonical import digest
-from .candidate import candidate
-from .evidence import Evidence, out_of_question
+from .candidate import candidate, normal_key
+from .evidence import Evidence, accelerator_model, configuration_key, out_of_question
 from .question import DecisionError, Question, escape_pointer
 
 KIND = "benchreg.decision-answer/1"
@@ -128,10 +128,12 @@ def answer(question: Question, evidence: Sequence[Evidence]) -> dict[str, Any]:
     rank = {"meets": 0, "uncertain": 1, "not-enough-evidence": 2, "misses": 3}
     cands.sort(key=lambda c: (rank.get(c["meets"], 4), c["systems_needed"]["value"] or math.inf, c["label"]))
     front = frontier(cands, question.criteria)
+    refused = refused_inputs(question, ordered)
     out: dict[str, Any] = {
         "kind": KIND,
         "question": question.words(),
-        "assumptions": question.assumptions(),
+        "assumptions": question.assumptions(frozenset(r["pointer"] for r in refused)),
+        "refused_inputs": refused,
         "candidates": cands,
         "frontier": front,
         "left_out": left_out,
@@ -142,6 +144,48 @@ def answer(question: Question, evidence: Sequence[Evidence]) -> dict[str, Any]:
     }
     _representable(out)
     return out
+
+
+def refused_inputs(question: Question, groups: Sequence[Sequence[Evidence]]) -> list[dict[str, str]]:
+    """Every stated price or nameplate keyed by a configuration (or accelerator model) that no candidate has:
+    DECISIONS.md, "every stated input is used or refused". Each is refused with its pointer and the keys that
+    would match; '*' (any system) always applies. With no candidate yet nothing can be matched, so nothing is
+    refused."""
+    if not groups:
+        return []
+    keys = sorted({configuration_key(group[0].document) for group in groups})
+    models = sorted({accelerator_model(group[0].document) for group in groups})
+    known = {normal_key(k) for k in keys}
+    stated = [
+        ("/prices/system_hour", question.system_hour, "price per system-hour"),
+        ("/prices/purchase", question.purchase, "purchase price"),
+        ("/provisioning/nameplate_kw", question.nameplate_kw, "nameplate power"),
+    ]
+    out = [
+        _refused(f"{where}/{escape_pointer(key)}", f"{what} for {key!r}", keys, "configuration")
+        for where, given, what in stated
+        for key in given
+        if key != "*" and normal_key(key) not in known
+    ]
+    out += [
+        _refused(
+            f"/prices/accelerator_hour/{escape_pointer(model)}",
+            f"price per accelerator-hour for {model!r}",
+            models,
+            "accelerator model",
+        )
+        for model in question.accelerator_hour
+        if model not in models
+    ]
+    return out
+
+
+def _refused(pointer: str, what: str, keys: Sequence[str], kind: str) -> dict[str, str]:
+    would = ", ".join(repr(k) for k in keys)
+    return {
+        "pointer": pointer,
+        "message": f"the {what} matches no candidate, so it is not used; the candidates' {kind} keys are {would}",
+    }
 
 
 def _every_run(cand: Mapping[str, Any]) -> list[Mapping[str, Any]]:

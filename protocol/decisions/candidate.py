@@ -130,13 +130,13 @@ def _scaled_ends(
 def _hourly_price(q: Question, doc: Mapping[str, Any]) -> tuple[float | None, str]:
     """The stated price per system-hour of this configuration, and where it came from; None when none was stated."""
     key, model, count = configuration_key(doc), accelerator_model(doc), accelerator_count(doc)
-    stated = {_normal_key(k): v for k, v in q.system_hour.items()}
-    if _normal_key(key) in stated:
-        price = stated[_normal_key(key)]
+    stated = {normal_key(k): v for k, v in q.system_hour.items()}
+    if normal_key(key) in stated:
+        price = stated[normal_key(key)]
         return price, f"{price:g} {q.currency} per system-hour for {key}, as supplied"
-    purchases = {_normal_key(k): v for k, v in q.purchase.items()}
-    if _normal_key(key) in purchases:
-        price, hours = purchases[_normal_key(key)]
+    purchases = {normal_key(k): v for k, v in q.purchase.items()}
+    if normal_key(key) in purchases:
+        price, hours = purchases[normal_key(key)]
         return price / hours, (
             f"purchase price {price:g} {q.currency} for {key} over a lifetime of {hours:g} hours "
             f"= {price / hours:g} {q.currency} per system-hour"
@@ -152,7 +152,7 @@ def _hourly_price(q: Question, doc: Mapping[str, Any]) -> tuple[float | None, st
     return None, f"no price stated for {key}"
 
 
-def _normal_key(key: str) -> str:
+def normal_key(key: str) -> str:
     """'8 × NVIDIA H100' and '8x NVIDIA H100' name the same configuration."""
     match = CONFIGURATION_KEY.match(key)
     return f"{int(match[1])}x {match[2].casefold()}" if match else key
@@ -482,8 +482,8 @@ def _per_provisioned_mw(q: Question, rate: Interval, doc: Mapping[str, Any]) -> 
     is a rating, not a measurement (DECISIONS.md): its own labelled figure, absent unless both are stated."""
     unit = f"{q.demand_unit} per provisioned MW"
     label = "per provisioned MW (nameplate power × PUE as stated, not measured power)"
-    stated = {_normal_key(k): v for k, v in q.nameplate_kw.items()}
-    kw = stated.get(_normal_key(configuration_key(doc)), q.nameplate_kw.get("*"))
+    stated = {normal_key(k): v for k, v in q.nameplate_kw.items()}
+    kw = stated.get(normal_key(configuration_key(doc)), q.nameplate_kw.get("*"))
     if kw is None or q.pue is None:
         missing = "no nameplate power stated for this configuration" if kw is None else "no PUE stated"
         return {**Interval(None, evidence=missing).as_dict(unit), "label": label, "assumption": None}

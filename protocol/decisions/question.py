@@ -191,7 +191,7 @@ class Question:
             f"{target}; how many, at what cost and energy per output?"
         )
 
-    def assumptions(self) -> list[str]:
+    def assumptions(self, refused: frozenset[str] = frozenset()) -> list[str]:
         """Every input the answer's figures rest on, in words: what the requester stated, nothing invented."""
         out = [
             f"peak demand {self.demand:g} {self.demand_unit}"
@@ -204,15 +204,19 @@ class Question:
             "throughput scales linearly with the number of systems (load balanced evenly, no shared bottleneck)",
         ]
         out += [
-            f"{key}: {price:g} {self.currency} per system-hour, as supplied" for key, price in self.system_hour.items()
+            f"{key}: {price:g} {self.currency} per system-hour, as supplied"
+            for key, price in self.system_hour.items()
+            if f"/prices/system_hour/{escape_pointer(key)}" not in refused
         ]
         out += [
             f"{model}: {price:g} {self.currency} per accelerator-hour, as supplied"
             for model, price in self.accelerator_hour.items()
+            if f"/prices/accelerator_hour/{escape_pointer(model)}" not in refused
         ]
         out += [
             f"{key}: bought for {price:g} {self.currency} over {hours:g} hours, as supplied"
             for key, (price, hours) in self.purchase.items()
+            if f"/prices/purchase/{escape_pointer(key)}" not in refused
         ]
         if self.energy_price_kwh is not None:
             out.append(f"energy at {self.energy_price_kwh:g} {self.currency} per kWh, as supplied")
@@ -222,7 +226,11 @@ class Question:
                 f"{self.min_per_user:g} output tokens/s (metrics.tokens_per_second_per_user p50); only measured "
                 "levels count, nothing is interpolated between them"
             )
-        out += [f"{key}: nameplate power {kw:g} kW per system, as supplied" for key, kw in self.nameplate_kw.items()]
+        out += [
+            f"{key}: nameplate power {kw:g} kW per system, as supplied"
+            for key, kw in self.nameplate_kw.items()
+            if f"/provisioning/nameplate_kw/{escape_pointer(key)}" not in refused
+        ]
         if self.pue is not None:
             out.append(f"power usage effectiveness (PUE) {self.pue:g}, as supplied")
         return out

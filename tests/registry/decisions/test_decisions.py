@@ -3,6 +3,7 @@ owner's signed webhook delivered by a real Celery worker on Redis."""
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import subprocess
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
+from django.test import Client
 from rest_framework.test import APIClient
 from standardwebhooks.webhooks import Webhook
 
@@ -482,3 +484,46 @@ def test_the_decision_form_asks_for_the_interactivity_target_and_sends_it_in_the
     )
     assert form.is_valid(), form.errors
     assert form.question()["interactivity"] == {"min_tokens_per_second_per_user": 50.0}
+
+
+@pytest.mark.django_db
+def test_a_price_or_nameplate_that_matches_no_candidate_is_refused_with_the_keys_that_would() -> None:
+    """DECISIONS.md: every stated input is used or refused. '8x NVIDIA B200' for a configuration keyed '1x H100' was
+    echoed 'as supplied' while every candidate said 'no price stated'. The question is kept (a price may be stated
+    for a configuration whose runs arrive later); each answer refuses, by pointer, what matches none of its
+    candidates, and says which keys would."""
+    user = _user()
+    client = _client(user)
+    _submit(
+        client, [_doc(f"h{i}", 1000.0) for i in range(3)] + [_doc(f"m{i}", 1200.0, 500.0, "MI300X") for i in range(3)]
+    )
+    question = {
+        **QUESTION,
+        "prices": {
+            "system_hour": {"1x H100": 98.0, "8x NVIDIA B200": 300.0, "*": 50.0},
+            "accelerator_hour": {"B200": 4.0},
+        },
+        "provisioning": {"nameplate_kw": {"1x MI300X": 1.2, "2x MI355X": 3.0}, "pue": 1.3},
+    }
+    created = client.post("/api/v1/decisions", {"title": "mis-keyed", "question": question}, format="json")
+    assert created.status_code == 201, created.content
+    answer = created.json()["answer"]
+    refused = {r["pointer"]: r["message"] for r in answer["refused_inputs"]}
+    assert set(refused) == {
+        "/prices/system_hour/8x NVIDIA B200",
+        "/prices/accelerator_hour/B200",
+        "/provisioning/nameplate_kw/2x MI355X",
+    }
+    assert (
+        "the candidates' configuration keys are '1x H100', '1x MI300X'" in refused["/prices/system_hour/8x NVIDIA B200"]
+    )
+    assert "accelerator model keys are 'H100', 'MI300X'" in refused["/prices/accelerator_hour/B200"]
+    said = "; ".join(answer["assumptions"])
+    assert "1x H100: 98 USD per system-hour, as supplied" in said and "B200" not in said and "MI355X" not in said
+    web = Client()
+    web.force_login(user)
+    page = html.unescape(web.get(f"/decisions/{created.json()['id']}/").content.decode())
+    assert "Stated inputs not used" in page and "the candidates' configuration keys are '1x H100', '1x MI300X'" in page
+    keyed = {**question, "prices": {"system_hour": {"1 × h100": 98.0, "*": 50.0}}, "provisioning": {"pue": 1.3}}
+    accepted = client.post("/api/v1/decisions", {"title": "keyed", "question": keyed}, format="json")
+    assert accepted.status_code == 201 and accepted.json()["answer"]["refused_inputs"] == []
