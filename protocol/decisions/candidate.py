@@ -194,7 +194,7 @@ def gaps(
                 "message": f"no measured load failed the objectives: the capacity is read at {knee['words']}",
             }
         )
-    elif sweep is None and loads is not None and len(loads) < 2:
+    elif sweep is None and loads is not None and len(loads) < 2 and not published_capacity(docs):
         at = f" ({_load_words(docs[0])})" if loads else ""
         message = (
             f"no load sweep: every run was measured at one offered load{at}, so the capacity used is that load's "
@@ -229,6 +229,40 @@ def _some_runs(some: Sequence[int], total: int, refs: Sequence[Mapping[str, Any]
         return f"{len(some)} of {total} run(s)"
     named = f"run {ids[0]}" if len(ids) == 1 else "runs " + ", ".join(map(str, ids[:-1])) + f" and {ids[-1]}"
     return named if len(some) == total else f"{named} ({len(some)} of {total})"
+
+
+# Published benchmarks whose Server and Interactive results are the highest load the submitter found within the
+# benchmark's own latency bounds (LoadGen searches for it; MLCommons publishes only a VALID one).
+PUBLISHED_CAPACITY_KINDS = frozenset({"mlperf-inference"})
+PUBLISHED_CAPACITY_SCENARIOS = frozenset({"server", "interactive"})
+
+
+def published_capacity(docs: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether every run is a published benchmark result read at its capacity (DECISIONS.md, Inference: 'a
+    published benchmark result at the highest load its submitter found within the benchmark's own latency bounds
+    is C for objectives no tighter than those bounds'): there is no higher load for a buyer to re-measure."""
+    return bool(docs) and all(
+        origin(d).get("kind") in PUBLISHED_CAPACITY_KINDS
+        and (d.get("scenario") or {}).get("kind") in PUBLISHED_CAPACITY_SCENARIOS
+        for d in docs
+    )
+
+
+def capacity_basis(docs: Sequence[Mapping[str, Any]], sweep: Mapping[str, Any] | None) -> str:
+    """Where the capacity C of a candidate comes from, in words."""
+    if sweep is not None:
+        return f"read at the knee of its load sweep ({((sweep.get('knee') or {}).get('words')) or 'no knee'})"
+    if published_capacity(docs):
+        rounds = sorted({str(origin(d).get("round") or "?") for d in docs})
+        return (
+            f"the published MLPerf Inference {', '.join(rounds)} result: the highest load its submitter found within "
+            "the benchmark's own latency bounds, so it is the capacity for objectives no tighter than those bounds "
+            "(nothing for a buyer to re-measure; a tighter objective is judged on its measured percentiles)"
+        )
+    loads = _offered_loads(docs)
+    if loads is not None and len(loads) < 2:
+        return "the rate at the one offered load measured (no higher load was measured)"
+    return "the measured rate of its runs"
 
 
 def _offered_loads(docs: Sequence[Mapping[str, Any]]) -> set[float] | None:
@@ -427,6 +461,7 @@ def candidate(q: Question, runs: Sequence[Evidence], label: str) -> dict[str, An
         "interactivity": interactivity,
         "rate": {**rate.as_dict(q.demand_unit), "metric": rate_metric},
         "systems_needed": systems,
+        "capacity_basis": capacity_basis(docs, sweep),
         **_costs(q, rate, energy, price, systems),
         "per_provisioned_mw": _per_provisioned_mw(q, rate, docs[0]),
         "latency_ms": rounded(_first_latency(objectives)),

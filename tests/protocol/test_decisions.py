@@ -268,8 +268,13 @@ def test_weak_evidence_is_named_in_the_same_sentence_as_the_verdict() -> None:
     doc["provenance"]["origin"] = {"kind": "mlperf-inference", "availability": "preview"}
     answer = dec.answer(question(), evidence([doc]))
     codes = {g["code"] for g in answer["candidates"][0]["gaps"]}
-    assert codes == {"no-steady-state", "too-few-repetitions", "preview", "no-load-sweep"}
+    # a published MLPerf Server result is read at its published capacity: no "one offered load" gap (DECISIONS.md)
+    assert codes == {"no-steady-state", "too-few-repetitions", "preview"}
     assert "did not show steady state" in answer["summary"][0] and "preview" in answer["summary"][0]
+    assert answer["candidates"][0]["capacity_basis"].startswith("the published MLPerf Inference")
+    doc["provenance"]["origin"] = {"kind": "other"}
+    measured = dec.answer(question(), evidence([doc]))["candidates"][0]
+    assert "no-load-sweep" in {g["code"] for g in measured["gaps"]}
 
 
 @pytest.mark.parametrize(
