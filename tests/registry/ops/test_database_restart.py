@@ -182,16 +182,37 @@ def test_the_mlperf_import_retries_through_a_restart_and_says_so(cluster: Privat
 
     server, _ = registry
     cluster.stop()
-    restarter = _restart_after(cluster, 8.0)  # well after the command has started and parsed the tree
-    done = subprocess.run(
+    # The database comes back once the command has said it is retrying (not after a fixed delay: on a busy host
+    # the command may not reach the database within any delay chosen here, and would never meet the outage).
+    command = subprocess.Popen(
         [sys.executable, "-m", "registry.cli", "import", "mlperf", str(SAMPLE), "--no-progress"],
         cwd=ROOT,
         env=server.env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=180,
     )
-    restarter.join()
+    said: list[str] = []
+
+    def restart_once_retrying() -> None:
+        assert command.stderr is not None
+        restarted = False
+        for line in command.stderr:
+            said.append(line)
+            if not restarted and "retrying: the database is unavailable" in line:
+                cluster.start()
+                restarted = True
+        if not restarted:
+            cluster.start()  # the command ended without meeting the outage: the assertions below say so
+
+    restarter = threading.Thread(target=restart_once_retrying)
+    restarter.start()
+    try:
+        stdout = command.stdout.read() if command.stdout else ""  # stderr is drained by the thread meanwhile
+        command.wait(timeout=180)
+    finally:
+        restarter.join(timeout=60)
+    done = subprocess.CompletedProcess(command.args, command.returncode, stdout, "".join(said))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "retrying: the database is unavailable (OperationalError" in done.stderr, done.stderr
     assert "the import succeeded after" in done.stderr and "Traceback" not in done.stderr
