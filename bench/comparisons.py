@@ -31,6 +31,7 @@ SCRATCH = "benchreg_bench_compare"
 SAMPLES_PER_REPETITION = 400
 COLUMNS = (
     "digest",
+    "measurement",
     "document",
     "canonical",
     "comparability_key",
@@ -168,9 +169,11 @@ def fill(url: str, start: int, stop: int, user_id: int) -> None:
         with cur.copy(f"COPY registry_submission ({', '.join(columns)}) FROM STDIN") as copy_:
             for i in range(start, stop):
                 key = f"sha256:{i % 2000:064x}"
+                digest = f"sha256:f{i:063x}"
                 copy_.write_row(
                     (
-                        f"sha256:f{i:063x}",
+                        digest,
+                        digest,  # each filler row its own measurement, as the run store gives every distinct run
                         "{}",
                         "{}",
                         key,
