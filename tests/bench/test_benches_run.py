@@ -7,8 +7,8 @@ test fails if it exits non-zero or if a figure line it must print is missing. Th
 numbers to mean anything: bench/README.md lists the real runs and their last measured values.
 
 The benches that need PostgreSQL are marked `postgres` (.ci/run's PostgreSQL pass runs them; a skip there is a
-failure). They work in scratch databases of their own, copied from one template migrated here once
-(devtools/scratch.py, BENCH_SCRATCH_TEMPLATE), and dropped afterwards; none touches the test database.
+failure). They work in scratch databases of their own, copied from a template migrated here once per pytest-xdist
+worker (devtools/scratch.py, BENCH_SCRATCH_TEMPLATE), and dropped afterwards; none touches the test database.
 """
 
 from __future__ import annotations
