@@ -1,11 +1,13 @@
 """Audit log on PostgreSQL: append throughput with concurrent submitters, whole-log verification and proofs at 1M.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres python -m bench.audit_append           # 1M entries
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres python -m bench.audit_append --quick   # CI smoke
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres python -m bench.audit_append --quick   # 20k entries
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres python -m bench.audit_append --smoke   # CI: it runs
 
-Works in a scratch database (`benchreg_bench` on the server DATABASE_URL names, created, migrated and dropped at
-the end), with the checkpoint key in a temporary data directory, so no real data or key is touched. Prints figures,
-no pass/fail. Baselines measured in the same run: plain single-row INSERT transactions through psycopg (for the
+Works in a scratch database (`benchreg_bench_<pid>` on the server DATABASE_URL names, created, migrated and dropped
+at the end), with the checkpoint key in a temporary data directory, so no real data or key is touched. Prints
+figures, no pass/fail on them; exits non-zero if the log it built does not verify (its times would then mean
+nothing). Baselines measured in the same run: plain single-row INSERT transactions through psycopg (for the
 appends) and streaming the same rows without checking them (for verification).
 """
 
@@ -122,15 +124,22 @@ def bench_appends(scratch_url: str, thread_counts: list[int], total: int) -> Non
 
 
 def load_synthetic(count: int) -> float:
-    """COPY `count` synthetic entries after the current head, exactly as audit_append would have written them."""
+    """COPY `count` synthetic entries after the current head, as the sequencer (registry/audit/sequencer.py) writes
+    them: the current entry format, committing who wrote each (`who`, under the registry's commitment key).
+
+    An entry written any other way is a finding of `audit verify`, and a verification that finds something does other
+    work than one that finds nothing: bench_verify stops the run when the loaded log does not verify, so a change of
+    the entry format that this loader misses fails the bench (and CI) instead of timing the wrong thing."""
     from django.db import connection
 
-    from protocol.audit_entries import FORMAT, entry_text
+    from protocol.audit_entries import FORMAT, actor_commitment, entry_text
     from protocol.transparency import leaf_hash
+    from registry.audit.keys import commitment_key
     from registry.models import AuditHead
 
     start_seq = AuditHead.objects.get(id=1).size
     base = datetime(2026, 11, 1, tzinfo=UTC)
+    key = commitment_key()
     started = time.perf_counter()
     with (
         connection.cursor() as cursor,
@@ -140,20 +149,10 @@ def load_synthetic(count: int) -> float:
     ):
         for seq in range(start_seq, start_seq + count):
             at = base + timedelta(microseconds=37 * seq)
-            subject = f"sha256:{seq:064x}"
-            entry = entry_text(seq=seq, time=at, kind="bench.synthetic", subject=subject, payload={"run": seq})
-            copy.write_row(
-                (
-                    seq,
-                    at,
-                    f"lab-{seq % 997:03d}",
-                    "bench.synthetic",
-                    subject,
-                    entry.decode(),
-                    leaf_hash(entry).hex(),
-                    FORMAT,
-                )
-            )
+            actor, subject = f"lab-{seq % 997:03d}", f"sha256:{seq:064x}"
+            who = actor_commitment(seq=seq, actor=actor, key=key)  # a name only: no user or token id
+            entry = entry_text(seq=seq, time=at, kind="bench.synthetic", subject=subject, payload={"run": seq}, who=who)
+            copy.write_row((seq, at, actor, "bench.synthetic", subject, entry.decode(), leaf_hash(entry).hex(), FORMAT))
     with connection.cursor() as cursor:
         cursor.execute("UPDATE registry_audithead SET size = %s WHERE id = 1", [start_seq + count])
         cursor.execute("ANALYZE registry_auditentry")
@@ -208,6 +207,10 @@ def bench_verify(size: int) -> None:
         f"{'OK' if report.ok else f'{len(report.findings)} findings'}",
     )
     row("peak RSS of this process so far", f"{rss_mib():,.0f} MiB")
+    if not report.ok:  # a time for verifying a log that does not verify measures the wrong work
+        for finding in report.findings[:3]:
+            print(f"  finding: {finding}", file=sys.stderr)
+        sys.exit(f"bench.audit_append: the log it built does not verify ({len(report.findings):,} findings)")
     selectors.shared_tree.tree = selectors.MerkleTree()  # the next section starts cold
 
 
@@ -245,7 +248,10 @@ def bench_inclusion(size: int, calls: int) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run for CI")
+    parser.add_argument("--quick", action="store_true", help="small sizes: 20,000 entries, 400 appends")
+    parser.add_argument(
+        "--smoke", action="store_true", help="the smallest run that prints every figure (CI: does the bench run?)"
+    )
     parser.add_argument("-n", type=int, default=None, help="entries in the large log (default 1,000,000)")
     parser.add_argument(
         "--appends", type=int, default=None, help="appends per writer configuration (default 4000, 400 with --quick)"
@@ -254,8 +260,8 @@ def main(argv: list[str] | None = None) -> None:
     url = os.environ.get("DATABASE_URL", "")
     if not url.startswith(("postgres://", "postgresql://")):
         sys.exit("bench.audit_append needs DATABASE_URL=postgres://... (it creates and drops a scratch database)")
-    size = args.n or (20_000 if args.quick else 1_000_000)
-    threads, appends = ([1, 4], 400) if args.quick else ([1, 4, 8, 16], 4000)
+    size = args.n or (2_000 if args.smoke else 20_000 if args.quick else 1_000_000)
+    threads, appends = ([1, 4], 40) if args.smoke else ([1, 4], 400) if args.quick else ([1, 4, 8, 16], 4000)
     appends = args.appends or appends
     scratch_url = scratch.database_url(url, SCRATCH_DB)
     print(
@@ -270,7 +276,7 @@ def main(argv: list[str] | None = None) -> None:
         from registry.selectors.audit import audit_size
 
         bench_verify(audit_size())
-        bench_inclusion(audit_size(), 200 if args.quick else 2000)
+        bench_inclusion(audit_size(), 20 if args.smoke else 200 if args.quick else 2000)
     finally:
         from django.db import connections
 

@@ -1,6 +1,6 @@
 """Comparable-set lookup and a 10-run comparison at 10k, 100k and 1M stored runs in PostgreSQL.
 
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres python -m bench.comparisons [--quick]
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres python -m bench.comparisons [--quick | --smoke]
 
 Creates and drops a scratch database (--scratch NAME; give each engineer their own). Ten real runs share
 one comparability key, each on its own configuration (accelerator model) with 5 repetitions of raw latency
@@ -31,6 +31,7 @@ SCRATCH = "benchreg_bench_compare"
 SAMPLES_PER_REPETITION = 400
 COLUMNS = (
     "digest",
+    "measurement",
     "document",
     "canonical",
     "comparability_key",
@@ -136,15 +137,43 @@ def time_compare(repeats: int, kind: str) -> np.ndarray:
     return np.array(times) * 1000
 
 
+def model_defaults() -> dict[str, object]:
+    """The other columns of registry_submission, each at its model default, so that a filler row is complete.
+
+    A column added with a Django default (as `measurement` and `derived` were) gets no database default: a COPY
+    that leaves it out fails on NOT NULL. Reading the model here keeps the filler whole as columns are added; a new
+    required column with no default stops the bench by name instead of midway through a COPY.
+    """
+    from registry.models import Submission
+
+    defaults: dict[str, object] = {}
+    for field in Submission._meta.concrete_fields:
+        if field.column in COLUMNS or field.primary_key:
+            continue
+        if field.has_default():
+            defaults[field.column] = field.get_default()
+        elif not field.null:
+            sys.exit(
+                f"bench filler rows: registry_submission.{field.column} is required and has no default; "
+                "give it a value in bench/comparisons.py's fill()"
+            )
+    return defaults
+
+
 def fill(url: str, start: int, stop: int, user_id: int) -> None:
     """COPY synthetic rows; each row's keys fall in one of 2,000 groups unrelated to the real runs."""
+    defaults = model_defaults()
+    columns = (*COLUMNS, *defaults)
+    rest = tuple(defaults.values())
     with psycopg.connect(url) as conn, conn.cursor() as cur:
-        with cur.copy(f"COPY registry_submission ({', '.join(COLUMNS)}) FROM STDIN") as copy_:
+        with cur.copy(f"COPY registry_submission ({', '.join(columns)}) FROM STDIN") as copy_:
             for i in range(start, stop):
                 key = f"sha256:{i % 2000:064x}"
+                digest = f"sha256:f{i:063x}"
                 copy_.write_row(
                     (
-                        f"sha256:f{i:063x}",
+                        digest,
+                        digest,  # each filler row its own measurement, as the run store gives every distinct run
                         "{}",
                         "{}",
                         key,
@@ -179,6 +208,7 @@ def fill(url: str, start: int, stop: int, user_id: int) -> None:
                         "",
                         "",
                         "",
+                        *rest,
                     )
                 )
         conn.commit()
@@ -210,7 +240,10 @@ def measure(client, path: str, body: dict | None, repeats: int, vary) -> tuple[n
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="1k and 10k rows only")
-    parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument(
+        "--smoke", action="store_true", help="200 and 1,000 rows, 3 repeats: CI's check that the bench runs"
+    )
+    parser.add_argument("--repeats", type=int, default=None, help="requests timed per size (default 30)")
     parser.add_argument("--scratch", default=SCRATCH, help="scratch database name (created and dropped)")
     parser.add_argument("--sizes", default=None, help="comma-separated table sizes, e.g. 10000,100000")
     parser.add_argument(
@@ -223,7 +256,8 @@ def main() -> None:
     admin_url = os.environ.get("DATABASE_URL", "")
     if not admin_url.startswith("postgres"):
         sys.exit("set DATABASE_URL to a PostgreSQL server (a scratch database is created and dropped)")
-    sizes = [1_000, 10_000] if args.quick else [10_000, 100_000, 1_000_000]
+    sizes = [200, 1_000] if args.smoke else [1_000, 10_000] if args.quick else [10_000, 100_000, 1_000_000]
+    args.repeats = args.repeats or (3 if args.smoke else 30)
     if args.sizes:
         sizes = [int(x) for x in args.sizes.split(",")]
     pure = time_compare(args.repeats, args.documents)

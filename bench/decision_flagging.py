@@ -1,6 +1,6 @@
 """What a submitter pays for other people's decisions: one submission with 0 and with 60 decisions on its question.
 
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres python -m bench.decision_flagging [--repeats 20]
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres python -m bench.decision_flagging [--repeats 20] [--smoke]
 
 Creates and drops a scratch database (--scratch NAME). Three runs of the server example answer the question; then
 POST /api/v1/submissions of one more run of the same workload and scenario is timed `--repeats` times with no
@@ -47,10 +47,15 @@ def document(n: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeats", type=int, default=20)
-    parser.add_argument("--decisions", type=int, default=60)
+    parser.add_argument("--repeats", type=int, default=None, help="submissions timed each way (default 20)")
+    parser.add_argument("--decisions", type=int, default=None, help="decisions on the question (default 60)")
+    parser.add_argument(
+        "--smoke", action="store_true", help="3 submissions, 6 decisions: CI's check that the bench runs"
+    )
     parser.add_argument("--scratch", default=SCRATCH, help="scratch database name (created and dropped)")
     args = parser.parse_args()
+    args.repeats = args.repeats or (3 if args.smoke else 20)
+    args.decisions = args.decisions or (6 if args.smoke else 60)
     admin_url = os.environ.get("DATABASE_URL", "")
     if not admin_url.startswith("postgres"):
         sys.exit("set DATABASE_URL to a PostgreSQL server (a scratch database is created and dropped)")

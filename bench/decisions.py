@@ -1,7 +1,7 @@
 """Answering a decision over 10k, 100k and 1M stored runs with 20 candidate configurations, against the
 comparable-set lookup for one run.
 
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres python -m bench.decisions [--quick]
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres python -m bench.decisions [--quick | --smoke]
 
 Creates and drops a scratch database (--scratch NAME). Twenty configurations (accelerator model × precision)
 of the server example, three runs each, answer the question; filler rows (bench.comparisons' synthetic rows,
@@ -55,14 +55,18 @@ def candidate_documents() -> list[dict]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="1k and 10k rows only")
-    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument(
+        "--smoke", action="store_true", help="200 and 1,000 rows, 3 repeats: CI's check that the bench runs"
+    )
+    parser.add_argument("--repeats", type=int, default=None, help="requests timed per size (default 20)")
     parser.add_argument("--scratch", default=SCRATCH, help="scratch database name (created and dropped)")
     parser.add_argument("--sizes", default=None, help="comma-separated table sizes, e.g. 10000,100000")
     args = parser.parse_args()
     admin_url = os.environ.get("DATABASE_URL", "")
     if not admin_url.startswith("postgres"):
         sys.exit("set DATABASE_URL to a PostgreSQL server (a scratch database is created and dropped)")
-    sizes = [1_000, 10_000] if args.quick else [10_000, 100_000, 1_000_000]
+    sizes = [200, 1_000] if args.smoke else [1_000, 10_000] if args.quick else [10_000, 100_000, 1_000_000]
+    args.repeats = args.repeats or (3 if args.smoke else 20)
     if args.sizes:
         sizes = [int(x) for x in args.sizes.split(",")]
     url = setup(admin_url, args.scratch)

@@ -9,7 +9,7 @@ Two floors say what this machine allows before any storage, measured in the same
 - the checks alone: protocol.check, the comparability keys and the summary columns of each bulk document, in this
   process, no HTTP and no database, against the bare COPY.
 
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres python -m bench.ingest [--quick] [-n 1500]
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres python -m bench.ingest [--quick | --smoke] [-n 1500]
 
 Uses a scratch database (benchreg_bench_ingest_<pid>), created and dropped here. Prints figures; no pass/fail.
 """
@@ -86,11 +86,15 @@ def start_registry(env: dict[str, str], workers: int) -> tuple[subprocess.Popen[
         cwd=ROOT,
     )
     base = f"http://127.0.0.1:{port}"
-    for _ in range(100):
+    deadline = time.monotonic() + 300  # a busy host takes its time to start gunicorn and import the app
+    while True:
         try:
-            httpx.get(f"{base}/api/v1/protocol", timeout=1.0)
+            httpx.get(f"{base}/api/v1/protocol", timeout=5.0)
             break
         except httpx.TransportError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                server.kill()
+                sys.exit(f"bench.ingest: the registry server did not come up on {base}")
             time.sleep(0.2)
     return server, base, token
 
@@ -227,11 +231,15 @@ def pct(latencies: list[float], q: float) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="small N for a smoke run")
-    parser.add_argument("-n", type=int, default=None, help="documents per configuration")
-    parser.add_argument("--clients", type=int, nargs="+", default=[1, 4, 16], help="concurrent clients to measure")
-    parser.add_argument("--workers", type=int, default=2, help="gunicorn workers")
-    parser.add_argument("--batch", type=int, default=500, help="documents per NDJSON batch (bulk path)")
+    parser.add_argument("--quick", action="store_true", help="100 documents per configuration")
+    parser.add_argument(
+        "--smoke", action="store_true", help="20 documents, 1 and 4 clients, 1 worker: CI's check that the bench runs"
+    )
+    parser.add_argument("-n", type=int, default=None, help="documents per configuration (default 2000)")
+    parser.add_argument("--clients", type=int, nargs="+", default=None, help="concurrent clients (default 1 4 16)")
+    parser.add_argument("--workers", type=int, default=None, help="gunicorn workers (default 2; 1 with --smoke)")
+    parser.add_argument("--batch", type=int, default=None, help="documents per NDJSON batch (bulk path; default 500)")
+    parser.add_argument("--scratch", default=SCRATCH, help="scratch database name (created and dropped)")
     parser.add_argument(
         "--sequencing",
         default="commit",
@@ -242,16 +250,20 @@ def main() -> None:
     admin_url = os.environ.get("DATABASE_URL")
     if not admin_url or not admin_url.startswith("postgres"):
         sys.exit("set DATABASE_URL to a PostgreSQL server (any database; a scratch one is created)")
-    n = args.n or (100 if args.quick else 2000)
+    n = args.n or (20 if args.smoke else 100 if args.quick else 2000)
+    args.clients = args.clients or ([1, 4] if args.smoke else [1, 4, 16])
+    args.batch = args.batch or (10 if args.smoke else 500)
+    args.workers = args.workers or (1 if args.smoke else 2)
+    warm = 8 if args.smoke else 40  # requests of each kind before timing: imports, connections, caches
     bodies = documents(n)
 
     print("validation of one document (inference-server example):")
-    costs = validation_cost(bodies[0], 20 if args.quick else 200)
+    costs = validation_cost(bodies[0], 5 if args.smoke else 20 if args.quick else 200)
     floor = costs["fastjsonschema (schema only)"]
     for name, seconds in costs.items():
         print(f"  {name:68s} {seconds * 1e6:9.1f} µs  ({seconds / floor:5.1f}× fastjsonschema)")
 
-    url = scratch.recreate(admin_url, SCRATCH)
+    url = scratch.recreate(admin_url, args.scratch)
     env = {
         **os.environ,
         "DATABASE_URL": url,
@@ -265,8 +277,8 @@ def main() -> None:
     single: dict[int, tuple[float, list[float], float]] = {}
     floor: dict[int, tuple[float, list[float]]] = {}
     try:
-        http_ingest(base, token, documents(40, "warm"), 4)  # warm-up: imports, connections, caches
-        http_ingest(base, token, documents(40, "warm-floor"), 4, "/bench/floor")
+        http_ingest(base, token, documents(warm, "warm"), 4)  # warm-up: imports, connections, caches
+        http_ingest(base, token, documents(warm, "warm-floor"), 4, "/bench/floor")
         for clients in args.clients:
             wall, latencies = http_ingest(base, token, documents(n, f"f{clients}"), clients, "/bench/floor")
             floor[clients] = (n / wall, latencies)
@@ -288,7 +300,7 @@ def main() -> None:
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait(10)
-        scratch.drop(admin_url, SCRATCH)
+        scratch.drop(admin_url, args.scratch)
 
     print(
         f"\ningestion of {n} distinct documents per configuration ({args.workers} gunicorn workers, audit "

@@ -6,8 +6,9 @@ files, in one run.
         [--round v4.1] [--batch-size 200]
 
 ROUND_DIR is a published round (e.g. an extracted mlcommons/inference_results_v4.1 or training_results_v4.0);
-the shared trimmed copies under ../shared/data/mlperf/ work too. Uses a scratch database
-(benchreg_bench_mlperf), created, migrated and dropped here. Prints figures; no pass/fail.
+the shared trimmed copies under ../shared/data/mlperf-rounds/ work too. Uses a scratch database
+(benchreg_bench_mlperf, or --scratch), created, migrated and dropped here. Prints figures; no pass/fail. Its size is
+the tree's: CI's check that it runs (tests/bench) gives it one submitter's folder of a trimmed round.
 
 The baseline ("parse only") reads every file the importer read (the files its report marks 'used') and
 parses it the cheapest way that still looks at every record: json.loads of each :::MLLOG line, a split of
@@ -52,11 +53,14 @@ def main() -> None:
     parser.add_argument("root", type=Path)
     parser.add_argument("--round", dest="round_name")
     parser.add_argument("--batch-size", type=int, default=200)
+    parser.add_argument("--scratch", default=SCRATCH, help="scratch database name (created and dropped)")
     args = parser.parse_args()
+    if not args.root.is_dir():
+        parser.error(f"{args.root}: not a folder (give a published round, e.g. ../shared/data/mlperf-rounds/...)")
     admin_url = scratch.database_url(
         os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres"), "postgres"
     )
-    url = scratch.recreate(admin_url, SCRATCH)
+    url = scratch.recreate(admin_url, args.scratch)
     os.environ.update(
         DATABASE_URL=url, BENCHREG_DATA_DIR=tempfile.mkdtemp(), DJANGO_SETTINGS_MODULE="registry.settings"
     )
@@ -102,7 +106,7 @@ def main() -> None:
         from django.db import connections
 
         connections.close_all()
-        scratch.drop(admin_url, SCRATCH)
+        scratch.drop(admin_url, args.scratch)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 PostgreSQL database (docs/api.md). The CI test runs the same thing with 3 examples per operation.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres python -m bench.openapi_contract --examples 50
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres python -m bench.openapi_contract --smoke
 
 Prints the cases generated, failures and the time taken, and as a same-run baseline the rate of plain
 GET /api/v1/protocol requests against the same server (the ratio says how much of the time is fuzzing work
@@ -27,6 +28,9 @@ from devtools import scratch
 from devtools.contract import failure_report, fetch_schema, schemathesis_command, schemathesis_run
 
 ROOT = Path(__file__).resolve().parent.parent
+# The smoke run's operations: the protocol's and the runs' (reads, a submission, its refusals), enough to run every
+# step of the bench in seconds; the contract test in CI fuzzes every operation.
+SMOKE_OPERATIONS = "^/api/v1/(protocol|submissions)"
 
 
 def _free_port() -> int:
@@ -37,15 +41,32 @@ def _free_port() -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--examples", type=int, default=50, help="max examples per operation and phase")
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--examples", type=int, default=None, help="max examples per operation and phase (50)")
+    parser.add_argument("--workers", type=int, default=None, help="Schemathesis workers (default 2)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--keep", action="store_true", help="keep the scratch database")
+    parser.add_argument(
+        "--operations",
+        metavar="REGEX",
+        help="only the operations whose path matches (Schemathesis --include-path-regex); default every one",
+    )
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help=f"1 example, 1 worker, the operations under {SMOKE_OPERATIONS}: CI's check that the bench runs "
+        "(tests/registry/api/test_openapi_contract.py fuzzes every operation)",
+    )
+    parser.add_argument("--scratch", default="bench_openapi_contract", help="scratch database (created and dropped)")
     args = parser.parse_args()
-    admin_url = os.environ.get("DATABASE_URL")
-    if not admin_url:
+    args.examples = args.examples or (1 if args.smoke else 50)
+    # One worker in the smoke run, as in tests/registry/api/test_openapi_contract.py: Schemathesis' workers are
+    # threads, and two of them parsing source at once can trip CPython 3.11's AST recursion check.
+    args.workers = args.workers or (1 if args.smoke else 2)
+    args.operations = args.operations or (SMOKE_OPERATIONS if args.smoke else None)
+    admin_url = os.environ.get("DATABASE_URL", "")
+    if not admin_url.startswith("postgres"):
         parser.error("set DATABASE_URL to a PostgreSQL server (a scratch database is created there)")
-    name = "bench_openapi_contract"
+    name = args.scratch
     env = {
         **os.environ,
         "DATABASE_URL": scratch.recreate(admin_url, name),
@@ -94,11 +115,14 @@ def main() -> int:
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(120):
+        deadline = time.monotonic() + 300  # a busy host takes its time to start gunicorn and import the app
+        while True:
             try:
-                if httpx.get(f"{base}/api/v1/protocol", timeout=2).status_code == 200:
+                if httpx.get(f"{base}/api/v1/protocol", timeout=5).status_code == 200:
                     break
             except httpx.TransportError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    sys.exit(f"bench.openapi_contract: the registry server did not come up on {base}")
                 time.sleep(0.5)
         started = time.perf_counter()
         with httpx.Client(base_url=base) as client:
@@ -110,7 +134,13 @@ def main() -> int:
             schema = fetch_schema(base, Path(folder))
             result = schemathesis_run(
                 schemathesis_command(
-                    base, token, schema=schema, max_examples=args.examples, seed_value=args.seed, workers=args.workers
+                    base,
+                    token,
+                    schema=schema,
+                    max_examples=args.examples,
+                    seed_value=args.seed,
+                    workers=args.workers,
+                    extra=["--include-path-regex", args.operations] if args.operations else None,
                 ),
                 timeout=3600,
             )
@@ -124,7 +154,8 @@ def main() -> int:
     cases = re.search(r"(\d+) generated", output)
     generated = int(cases.group(1)) if cases else 0
     print(
-        f"schemathesis --checks all, {args.examples} examples, seed {args.seed}: {generated} cases "
+        f"schemathesis --checks all, {args.examples} examples, seed {args.seed}"
+        f"{f', operations {args.operations}' if args.operations else ''}: {generated} cases "
         f"in {seconds:.1f} s ({generated / seconds:.1f} cases/s), exit {result.returncode}"
     )
     print(

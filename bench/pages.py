@@ -2,7 +2,7 @@
 one comparable set sorted by headline), overview matrix, run page, comparison page — against a trivial view in the
 same run.
 
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres python -m bench.pages [--quick] [--runs N]
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres python -m bench.pages [--quick | --smoke] [--runs N]
 
 Uses a scratch database (benchreg_bench_pages), created, migrated, filled by bulk insert of synthetic rows (the
 catalogue's summary table is then filled by `manage.py rebuild_catalogue`, as the services would have kept it) and
@@ -210,18 +210,20 @@ def report(results: dict[str, list[float]], n: int, questions: int, label: str) 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="10,000 runs and fewer repeats (smoke mode)")
+    parser.add_argument("--quick", action="store_true", help="10,000 runs and fewer repeats")
+    parser.add_argument("--smoke", action="store_true", help="1,000 runs, 2 repeats: CI's check that the bench runs")
     parser.add_argument("--runs", type=int, default=None, help="runs to store (default 100,000)")
     parser.add_argument("--repeats", type=int, default=None)
     parser.add_argument("--keep", action="store_true", help="keep the scratch database afterwards")
+    parser.add_argument("--scratch", default=SCRATCH, help="scratch database name (created and dropped)")
     args = parser.parse_args()
     admin_url = os.environ.get("DATABASE_URL", "")
     if not admin_url.startswith(("postgres://", "postgresql://")):
         sys.exit("set DATABASE_URL to a PostgreSQL server (e.g. postgres://postgres@127.0.0.1:5432/postgres)")
-    n = args.runs or (10_000 if args.quick else 100_000)
-    repeats = args.repeats or (10 if args.quick else 40)
+    n = args.runs or (1_000 if args.smoke else 10_000 if args.quick else 100_000)
+    repeats = args.repeats or (2 if args.smoke else 10 if args.quick else 40)
 
-    os.environ["DATABASE_URL"] = scratch.recreate(admin_url, SCRATCH)
+    os.environ["DATABASE_URL"] = scratch.recreate(admin_url, args.scratch)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "registry.settings")
     os.environ.setdefault("ALLOWED_HOSTS", "testserver,localhost")  # the bench client is SERVER_NAME="localhost"
     try:
@@ -254,7 +256,7 @@ def main() -> None:
         connection.close()
     finally:
         if not args.keep:
-            scratch.drop(admin_url, SCRATCH)
+            scratch.drop(admin_url, args.scratch)
 
 
 if __name__ == "__main__":

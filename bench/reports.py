@@ -1,6 +1,6 @@
 """Decision reports: render + sign time for reports of 2, 10 and 50 runs, and verification time.
 
-    .venv/bin/python bench/reports.py [--quick] [--sizes 2,10,50] [--repeats 3]
+    .venv/bin/python bench/reports.py [--quick | --smoke] [--sizes 2,10,50] [--repeats 3]
 
 Runs against the embedded default (SQLite in a fresh temporary data directory, eager Celery), so it measures the
 report pipeline, not a database server. Each run carries raw samples (720 TTFT values, 60 throughput values), as
@@ -158,14 +158,19 @@ def _pages(pdf: bytes) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="sizes 2 and 10, one repeat (CI smoke mode)")
+    parser.add_argument("--quick", action="store_true", help="sizes 2 and 10, one repeat")
+    parser.add_argument(
+        "--smoke", action="store_true", help="size 2, one repeat, one verify run: CI's check that the bench runs"
+    )
     parser.add_argument("--sizes", default="2,10,50")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--keep", type=Path, help="write the last (largest) report here, to look at")
     parser.add_argument("--verify-runs", type=int, default=10, help="timed runs of each verifier command")
     args = parser.parse_args()
-    sizes = [2, 10] if args.quick else [int(s) for s in args.sizes.split(",")]
-    repeats = 1 if args.quick else args.repeats
+    sizes = [2] if args.smoke else [2, 10] if args.quick else [int(s) for s in args.sizes.split(",")]
+    repeats = 1 if args.quick or args.smoke else args.repeats
+    if args.smoke:
+        args.verify_runs = 1
     _setup()
     from django.contrib.auth import get_user_model
 

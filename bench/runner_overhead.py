@@ -1,6 +1,6 @@
 """Harness overhead per timed iteration, and agreement of the runner's median with torch.utils.benchmark.
 
-    .venv/bin/python bench/runner_overhead.py [--quick] [--threads N]
+    .venv/bin/python bench/runner_overhead.py [--quick | --smoke] [--threads N]
 
 Prints numbers, asserts nothing. Both medians are taken in the same process, for the same operation and
 thread count, alternating rounds so that machine noise hits both alike.
@@ -73,10 +73,11 @@ def agreement(threads: int, size: int, rounds: int, seconds: float) -> None:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--quick", action="store_true", help="shorter windows and fewer rounds (< 1 min)")
+    p.add_argument("--smoke", action="store_true", help="one round of 1 s windows: CI's check that the bench runs")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--size", type=int, default=256)
     args = p.parse_args()
-    seconds, rounds = (1.0, 3) if args.quick else (3.0, 5)
+    seconds, rounds = (1.0, 1) if args.smoke else (1.0, 3) if args.quick else (3.0, 5)
     overhead(seconds)
     agreement(args.threads, args.size, rounds, seconds)
 

@@ -1,6 +1,6 @@
 """The serving load generator's own ceiling and accuracy, side by side with its peers aiperf and guidellm.
 
-    python -m bench.serving_load [--quick] [--pin] \\
+    python -m bench.serving_load [--quick | --smoke] [--pin] \\
         [--peers-aiperf /work/venvs/peers-aiperf/bin] [--peers-guidellm /work/venvs/peers-guidellm/bin]
 
 Peers (each in its own venv, docs/serving.md "Peers"): `pip install aiperf==0.13.0`; guidellm needs torch, so
@@ -237,7 +237,12 @@ def streams(users: int) -> None:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="shorter levels (accuracy 8 req/s × 200, ceiling 2 s)")
-    p.add_argument("--streams", type=int, default=1000)
+    p.add_argument(
+        "--smoke",
+        action="store_true",
+        help="accuracy 8 req/s × 40, ceiling levels of 50 requests, 50 streams: CI's check that the bench runs",
+    )
+    p.add_argument("--streams", type=int, default=None, help="concurrent streams (default 1000)")
     for name in PEERS:
         p.add_argument(f"--peers-{name}", type=Path, metavar="BIN", help=f"a bin/ directory holding `{name}`")
     p.add_argument("--pin", action="store_true", help="clients on CPU 0, endpoints on CPU 1")
@@ -277,15 +282,20 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f"host: {os.cpu_count()} CPUs, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
           f"{'; pinned: clients on CPU 0, endpoints on CPU 1' if args.pin else ''}")  # fmt: skip
+    for name in PEERS:
+        if name not in peers:  # said, not skipped silently: the table below has benchreg's column only
+            print(
+                f"{name}: not run (no --peers-{name} BIN given; installing it: docs/serving.md, 'Peers side by side')"
+            )
     with tempfile.TemporaryDirectory(prefix="serving-load-") as tmp:
         work = args.keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         if "accuracy" not in skip:
-            accuracy(Spec(8.0, 200) if args.quick else Spec(20.0, 1000), peers, work)
+            accuracy(Spec(8.0, 40) if args.smoke else Spec(8.0, 200) if args.quick else Spec(20.0, 1000), peers, work)
         if "ceiling" not in skip:
-            ceilings(peers, 2.0 if args.quick else 5.0, work)
+            ceilings(peers, 0.5 if args.smoke else 2.0 if args.quick else 5.0, work)
     if "streams" not in skip:
-        streams(args.streams)
+        streams(args.streams or (50 if args.smoke else 1000))
     print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 
