@@ -63,7 +63,7 @@ def build_document(
         "phase": "inference",
         "workload": _workload(benchmark, unchanged_since(round_value, model, scenario).since, detail, scenario),
         "scenario": _scenario(scenario, detail),
-        "precision": _precision(src["measurements"], build),
+        "precision": precision_section(src["measurements"], build),
         "system": system_section(src["system"], build),
         "software": software_section(src["system"], src["measurements"], _settings(detail, src["user_conf"]), build),
         "conditions": _conditions(detail, _audit_checks(src, played, model, build), count, build),
@@ -146,7 +146,7 @@ def _scenario(scenario: str, detail: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _precision(measurements: dict[str, Any], build: Build) -> dict[str, Any]:
+def precision_section(measurements: dict[str, Any], build: Build) -> dict[str, Any]:
     """weights from weight_data_types (a format of the closed table, or a mixed scheme such as w4a8 giving
     weights and activations); anything else is 'unspecified' and flagged, never the nearest format."""
     raw_weights = str(measurements.get("weight_data_types", "")).strip()
@@ -419,7 +419,7 @@ def _provenance(
     build: Build,
 ) -> dict[str, Any]:
     """provenance; `where` holds the run's system_id, benchmark and scenario."""
-    submitter = _submitter(src["system"])
+    submitter = submitter_of(src["system"])
     origin = _origin(src, submitter, where, rules_model, files, build)
     return {
         "runner": {"name": "mlperf-loadgen", "version": str(src["detail"]["loadgen_version"])},
@@ -431,7 +431,7 @@ def _provenance(
     }
 
 
-def _submitter(system: dict[str, Any]) -> str:
+def submitter_of(system: dict[str, Any]) -> str:
     submitter = str(system.get("submitter", "")).strip()
     if not submitter:
         raise SourceError("the system description names no submitter", where="system")

@@ -27,7 +27,10 @@ from typing import Any
 
 from protocol import rules as protocol_rules
 
-from .documents import _precision, _submitter  # one reading of weight_data_types and the submitter for both forms
+from .documents import (
+    precision_section,
+    submitter_of,
+)  # one reading of weight_data_types and the submitter for both forms
 from .endpoints_files import ACCURACY, SUMMARY, Record, config_file, is_endpoints_folder, nested, number
 from .plan import Build, SourceError
 from .rules import ARRIVAL, LOADGEN_SCENARIO, PERCENTILES, PROTOCOL, SCENARIOS, Metric, RoundRules, round_rules
@@ -89,7 +92,7 @@ def build_document(
             "shape": {"batch_size": 1, "batching": "sut-chosen"},
         },
         "scenario": _scenario(played, model, scenario),
-        "precision": _precision(src["measurements"], build),
+        "precision": precision_section(src["measurements"], build),
         "system": system_section(src["system"], build),
         "software": software_section(src["system"], src["measurements"], _settings(src, record), build),
         "conditions": _conditions(src, played, model, scenario, record, count, build),
@@ -344,7 +347,7 @@ def _quality(
 def _provenance(
     src: dict[str, Any], played: RoundRules, model: str, where: dict[str, str], files: dict[str, str], build: Build
 ) -> dict[str, Any]:
-    submitter = _submitter(src["system"])
+    submitter = submitter_of(src["system"])
     started = src["summary"].get("test_started_at")
     if started not in (None, 0):  # the published files write 0: no start time
         build.unparsed["endpoints.test_started_at"] = str(started)[:200]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.registry.importers.mlperf.test_layouts import SYSTEM, _submission
+from tests.registry.importers.mlperf.test_layouts import SYSTEM, submission_tree
 
 # What the verification scripts write (compliance/TEST01/verify_*.py, TEST04/verify_performance.py, ...): made-up
 # counts and scores in their format.
@@ -39,7 +39,7 @@ def resnet_result(
     """The round folder (named inference_results_<round>, as MLCommons names it) holding one resnet result with the
     given verdict files ({"TEST01": {"verify_accuracy.txt": text, ...}})."""
     tree = tmp_path / f"inference_results_{round_name}"
-    root = _submission(tree)
+    root = submission_tree(tree)
     if division != "closed":
         system = root / "systems" / f"{SYSTEM}.json"
         system.write_text(json.dumps({**json.loads(system.read_text()), "division": division}))

@@ -67,7 +67,7 @@ OFFLINE = {
 }
 
 
-def _submission(
+def submission_tree(
     tmp_path: Path,
     benchmark: str = "resnet50",
     folder: str = "Offline",
@@ -109,7 +109,7 @@ def _accuracy(root: Path, benchmark: str, folder: str, text: str) -> None:
 
 
 def test_measurements_and_user_conf_beside_results_are_read(tmp_path):
-    item = _only(_submission(tmp_path))
+    item = _only(submission_tree(tmp_path))
     assert item.status == "ready", item.errors
     doc = item.document
     assert doc["precision"]["weights"] == "int8"
@@ -119,12 +119,12 @@ def test_measurements_and_user_conf_beside_results_are_read(tmp_path):
 
 
 def test_measurements_json_inside_the_result_folder_is_read_too(tmp_path):
-    item = _only(_submission(tmp_path, measurements_beside=False))
+    item = _only(submission_tree(tmp_path, measurements_beside=False))
     assert item.status == "ready", item.errors
 
 
 def test_a_result_without_measurements_is_refused_saying_where_it_looked(tmp_path):
-    root = _submission(tmp_path)
+    root = submission_tree(tmp_path)
     for path in (root / "measurements").rglob("*.json"):
         path.unlink()
     item = _only(tmp_path)
@@ -164,13 +164,13 @@ def test_lower_case_scenario_folders_are_imported(tmp_path, folder, scenario):
             "result_mean_latency_ns": 150,
         },
     }[scenario]
-    item = _only(_submission(tmp_path, folder=folder, scenario=scenario, records=records, summary={}))
+    item = _only(submission_tree(tmp_path, folder=folder, scenario=scenario, records=records, summary={}))
     assert item.status == "ready", item.errors
     assert item.document["scenario"]["kind"] == mlperf.SCENARIOS[scenario]
 
 
 def test_a_folder_that_is_no_scenario_is_reported_as_skipped_not_dropped(tmp_path):
-    root = _submission(tmp_path)
+    root = submission_tree(tmp_path)
     (root / "results" / SYSTEM / "resnet50" / "Offline_old").mkdir()
     (root / "results" / SYSTEM / "resnet50" / "Offline_old" / "notes.txt").write_text("old")
     plan = mlperf.parse_tree(tmp_path)
@@ -189,7 +189,7 @@ def test_single_stream_headline_is_the_early_stopping_estimate(tmp_path):
     }
     summary = {"90th percentile latency (ns)": "800000", "Early stopping 90th percentile estimate": "812345"}
     item = _only(
-        _submission(tmp_path, folder="SingleStream", scenario="SingleStream", records=records, summary=summary)
+        submission_tree(tmp_path, folder="SingleStream", scenario="SingleStream", records=records, summary=summary)
     )
     metrics = item.document["metrics"]
     assert metrics["primary"] == "latency_estimate_ms"
@@ -230,7 +230,9 @@ def test_multi_stream_is_judged_per_query_with_its_early_stopping_p99(tmp_path):
         "Early stopping 99th percentile estimate": "2345678",
         "* Early stopping 99th percentile estimate": "2345678",
     }
-    item = _only(_submission(tmp_path, folder="MultiStream", scenario="MultiStream", records=records, summary=summary))
+    item = _only(
+        submission_tree(tmp_path, folder="MultiStream", scenario="MultiStream", records=records, summary=summary)
+    )
     assert item.status == "ready", item.errors
     metrics = item.document["metrics"]
     assert metrics["latency_estimate_ms"]["value"] == 2.345678 and metrics["latency_estimate_ms"]["percentile"] == "p99"
@@ -240,7 +242,7 @@ def test_multi_stream_is_judged_per_query_with_its_early_stopping_p99(tmp_path):
 def test_an_llm_headline_is_tokens_per_second_with_the_request_rate_kept(tmp_path):
     records = {**OFFLINE, "result_tokens_per_second": 24593.8, "result_samples_per_second": 80.25}
     item = _only(
-        _submission(
+        submission_tree(
             tmp_path,
             benchmark="llama2-70b-99",
             records=records,
@@ -257,18 +259,18 @@ def test_an_llm_headline_is_tokens_per_second_with_the_request_rate_kept(tmp_pat
 
 def test_a_whole_number_detail_value_agrees_with_the_summary_to_its_printed_precision(tmp_path):
     records = {**OFFLINE, "result_samples_per_second": 632229}
-    item = _only(_submission(tmp_path, records=records, summary={"Samples per second": "632229.06"}))
+    item = _only(submission_tree(tmp_path, records=records, summary={"Samples per second": "632229.06"}))
     assert item.status == "ready", item.errors
     assert item.document["metrics"]["throughput"]["value"] == 632229.06  # the summary's, more precise
 
 
 def test_a_real_disagreement_between_summary_and_detail_still_refuses(tmp_path):
-    item = _only(_submission(tmp_path, summary={"Samples per second": "1300.5"}))
+    item = _only(submission_tree(tmp_path, summary={"Samples per second": "1300.5"}))
     assert item.status == "refused" and any("disagrees" in e for e in item.errors)
 
 
 def test_gb_memory_is_read_as_written_and_flagged(tmp_path):
-    item = _only(_submission(tmp_path))
+    item = _only(submission_tree(tmp_path))
     assert item.document["system"]["accelerators"][0]["memory_gib"] == 24e9 / 2**30
     assert any("'24 GB' read as 22.351741790771484 GiB: GB as written (SI, 10^9 bytes)" in w for w in item.warnings)
     assert "SI units" in item.document["system"]["notes"]["import.memory_units"]
@@ -284,7 +286,7 @@ hash=abc
 
 
 def test_retinanet_accuracy_is_the_map_line_not_the_timing(tmp_path):
-    root = _submission(tmp_path, benchmark="retinanet")
+    root = submission_tree(tmp_path, benchmark="retinanet")
     _accuracy(root, "retinanet", "Offline", RETINANET)
     quality = _only(tmp_path).document["metrics"]["quality"]
     assert quality["metric"] == "mAP" and quality["value"] == 37.412 and "t" not in quality["values"]
@@ -292,7 +294,7 @@ def test_retinanet_accuracy_is_the_map_line_not_the_timing(tmp_path):
 
 
 def test_bert_accuracy_is_f1_not_exact_match(tmp_path):
-    root = _submission(tmp_path, benchmark="bert-99.9")
+    root = submission_tree(tmp_path, benchmark="bert-99.9")
     _accuracy(root, "bert-99.9", "Offline", '{"exact_match": 83.1, "f1": 90.5}\nReading examples...\nhash=x\n')
     quality = _only(tmp_path).document["metrics"]["quality"]
     assert (quality["metric"], quality["value"], quality["target_ratio"]) == ("F1", 90.5, 0.999)
@@ -300,7 +302,7 @@ def test_bert_accuracy_is_f1_not_exact_match(tmp_path):
 
 
 def test_sdxl_fid_and_clip_are_judged_against_their_window(tmp_path):
-    root = _submission(tmp_path, benchmark="stable-diffusion-xl")
+    root = submission_tree(tmp_path, benchmark="stable-diffusion-xl")
     _accuracy(
         root,
         "stable-diffusion-xl",
@@ -314,7 +316,7 @@ def test_sdxl_fid_and_clip_are_judged_against_their_window(tmp_path):
 
 
 def test_a_nested_results_dict_spread_over_lines_is_read(tmp_path):
-    root = _submission(tmp_path, benchmark="stable-diffusion-xl")
+    root = submission_tree(tmp_path, benchmark="stable-diffusion-xl")
     _accuracy(
         root,
         "stable-diffusion-xl",
@@ -329,7 +331,7 @@ def test_a_nested_results_dict_spread_over_lines_is_read(tmp_path):
 def test_mixtral_results_dict_over_several_lines_is_read_line_by_line_as_the_checker_reads_it(tmp_path):
     records = {**OFFLINE, "result_tokens_per_second": 43210.5}  # mixtral publishes tokens/s
     summary = {"Samples per second": "1234.5", "Tokens per second": "43210.5"}
-    root = _submission(tmp_path, benchmark="mixtral-8x7b", records=records, summary=summary)
+    root = submission_tree(tmp_path, benchmark="mixtral-8x7b", records=records, summary=summary)
     text = (
         "{'python': 10, 'cpp': 9} {'python': 12, 'cpp': 11}\nResults\n{'rouge1': 45.5, 'rouge2': 23.3,\n"
         " 'rougeL': 30.4, 'gsm8k': 73.5,\n 'mbxp': 60.0, 'tokens_per_sample': 144.0}\nhash=z\n"
@@ -349,7 +351,7 @@ def test_mixtral_results_dict_over_several_lines_is_read_line_by_line_as_the_che
 
 
 def test_an_accuracy_file_without_the_metric_keeps_the_run_and_flags_it(tmp_path):
-    root = _submission(tmp_path)
+    root = submission_tree(tmp_path)
     _accuracy(root, "resnet50", "Offline", "Processed 5000 in 167.5s\nhash=q\n")
     item = _only(tmp_path)
     assert item.status == "ready" and "quality" not in item.document["metrics"]
@@ -357,7 +359,7 @@ def test_an_accuracy_file_without_the_metric_keeps_the_run_and_flags_it(tmp_path
 
 
 def test_3d_unet_dice_is_the_mean(tmp_path):
-    root = _submission(tmp_path, benchmark="3d-unet-99")
+    root = submission_tree(tmp_path, benchmark="3d-unet-99")
     _accuracy(root, "3d-unet-99", "Offline", "Accuracy: mean = 0.86114, kidney = 0.9347, tumor = 0.7876\nhash=d\n")
     quality = _only(tmp_path).document["metrics"]["quality"]
     assert quality["metric"] == "DICE" and quality["value"] == 0.86114 and quality["values"] == {"DICE": 0.86114}
@@ -370,19 +372,19 @@ def test_a_singlestream_log_in_an_offline_folder_is_imported_as_mlperfs_inferred
         "result_max_latency_ns": 900000,
         "result_mean_latency_ns": 700000,
     }
-    item = _only(_submission(tmp_path, folder="Offline", scenario="SingleStream", records=records, summary={}))
+    item = _only(submission_tree(tmp_path, folder="Offline", scenario="SingleStream", records=records, summary={}))
     # MLPerf's rule reads result_qps_without_loadgen_overhead, which this log lacks: refused, naming the record
     assert item.status == "refused" and any("result_qps_without_loadgen_overhead" in e for e in item.errors)
     records["result_qps_without_loadgen_overhead"] = 1428.57
     again = tmp_path / "again"
-    item = _only(_submission(again, folder="Offline", scenario="SingleStream", records=records, summary={}))
+    item = _only(submission_tree(again, folder="Offline", scenario="SingleStream", records=records, summary={}))
     assert item.status == "ready", item.errors
     assert item.document["metrics"]["throughput"] == {"value": 1428.57, "unit": "samples/s"}
     assert item.document["provenance"]["origin"]["derivation"]["from_scenario"] == "SingleStream"
 
 
 def test_division_category_and_availability_are_normalised_and_unknown_words_kept(tmp_path):
-    root = _submission(tmp_path)
+    root = submission_tree(tmp_path)
     _system(root, status="RDI", system_type="datacenter, edge", division="Closed")
     origin = _only(tmp_path).document["provenance"]["origin"]
     assert (origin["division"], origin["category"], origin["availability"]) == ("closed", "datacenter,edge", "research")
@@ -454,7 +456,7 @@ def _measurements(root: Path, benchmark: str, weights: str) -> None:
 
 
 def test_a_benchmark_the_round_does_not_know_is_refused_with_the_rule_named(tmp_path):
-    _submission(tmp_path, benchmark="gpt-oss-120b")  # loadgen 4.1: round v4.1 has no gpt-oss
+    submission_tree(tmp_path, benchmark="gpt-oss-120b")  # loadgen 4.1: round v4.1 has no gpt-oss
     item = _only(tmp_path)
     assert item.status == "refused"
     assert any(
@@ -465,14 +467,14 @@ def test_a_benchmark_the_round_does_not_know_is_refused_with_the_rule_named(tmp_
 
 
 def test_a_round_without_rules_refuses_the_import_listing_the_rounds_known(tmp_path):
-    _submission(tmp_path)
+    submission_tree(tmp_path)
     plan = mlperf.parse_tree(tmp_path, round_name="v3.1")
     assert plan.errors and "rules are known for v4.0, v4.1, v5.0, v5.1, v6.0, v6.1" in plan.errors[0]
     assert [i.status for i in plan.items] == ["refused"]
 
 
 def test_open_division_names_map_through_model_mapping_json(tmp_path):
-    root = _submission(tmp_path, benchmark="llama3_1-70b-fp8_dyn")
+    root = submission_tree(tmp_path, benchmark="llama3_1-70b-fp8_dyn")
     records = root / "results" / SYSTEM / "llama3_1-70b-fp8_dyn" / "Offline" / "performance" / "run_1"
     detail = records / "mlperf_log_detail.txt"
     detail.write_text(detail.read_text() + ':::MLLOG {"key": "result_tokens_per_second", "value": 4321.5}\n')
@@ -488,7 +490,7 @@ def test_open_division_names_map_through_model_mapping_json(tmp_path):
 
 
 def test_fp4_and_mixed_schemes_are_precision_words(tmp_path):
-    root = _submission(tmp_path)
+    root = submission_tree(tmp_path)
     _measurements(root, "resnet50", "fp4")
     precision = _only(tmp_path).document["precision"]
     assert precision["weights"] == "fp4" and "fp4 variant" in precision["quantization"]["notes"]
@@ -501,7 +503,7 @@ def test_fp4_and_mixed_schemes_are_precision_words(tmp_path):
 
 
 def test_a_todo_in_user_conf_keeps_the_result_with_a_warning(tmp_path):
-    root = _submission(tmp_path)
+    root = submission_tree(tmp_path)
     (root / "measurements" / SYSTEM / "resnet50" / "Offline" / "user.conf").write_text("TODO\n")
     item = _only(tmp_path)
     assert item.status == "ready", item.errors
@@ -509,7 +511,7 @@ def test_a_todo_in_user_conf_keeps_the_result_with_a_warning(tmp_path):
 
 
 def test_documents_name_their_protocol_version_and_rules(tmp_path):
-    root = _submission(tmp_path)
+    root = submission_tree(tmp_path)
     _accuracy(root, "resnet50", "Offline", "accuracy=76.1%, good=38050, total=50000\nhash=r\n")
     doc = _only(tmp_path, round_name="v6.0").document
     assert doc["protocol"] == "benchreg.submission/1.1"
