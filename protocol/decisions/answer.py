@@ -11,6 +11,7 @@ from typing import Any
 from .. import comparability as cmp
 from .. import serving
 from ..canonical import digest
+from ..statistics import MIN_VALUES
 from .candidate import candidate, normal_key
 from .evidence import Evidence, accelerator_model, configuration_key, out_of_question
 from .question import DecisionError, Question, escape_pointer
@@ -94,6 +95,7 @@ def frontier(cands: Sequence[dict[str, Any]], criteria: Sequence[str]) -> dict[s
         "members": members,
         "labels": [cands[i]["label"] for i in members],
         "tied": _tied(cands, members, used),
+        "cannot_tell": _cannot_tell(cands, members, used),
         "method": METHODS["frontier"],
     }
 
@@ -107,8 +109,11 @@ def _dominates(a: Mapping[str, Any], b: Mapping[str, Any], used: Sequence[str]) 
     return True
 
 
-def _tied(cands: Sequence[Mapping[str, Any]], members: Sequence[int], used: Sequence[str]) -> list[list[str]]:
-    """Pairs of frontier members whose point values order them but whose intervals do not: tied within noise."""
+def _ordered_pairs(
+    cands: Sequence[Mapping[str, Any]], members: Sequence[int], used: Sequence[str]
+) -> list[tuple[int, int]]:
+    """Pairs of frontier members whose point values order them on every criterion (neither dominates beyond the
+    intervals, or both would not be members)."""
     out = []
     for n, i in enumerate(members):
         for j in members[n + 1 :]:
@@ -116,7 +121,44 @@ def _tied(cands: Sequence[Mapping[str, Any]], members: Sequence[int], used: Sequ
             if all(a is not None and b is not None and a <= b for a, b in points) or all(
                 a is not None and b is not None and b <= a for a, b in points
             ):
-                out.append([cands[i]["label"], cands[j]["label"]])
+                out.append((i, j))
+    return out
+
+
+def _has_intervals(cand: Mapping[str, Any], used: Sequence[str]) -> bool:
+    return all(_bounds(cand, k) is not None for k in used)
+
+
+def _tied(cands: Sequence[Mapping[str, Any]], members: Sequence[int], used: Sequence[str]) -> list[list[str]]:
+    """Ordered pairs whose 95% intervals overlap on a criterion: tied within noise. Only candidates with an
+    interval on every criterion can be within noise (DECISIONS.md, Trade-offs)."""
+    return [
+        [cands[i]["label"], cands[j]["label"]]
+        for i, j in _ordered_pairs(cands, members, used)
+        if _has_intervals(cands[i], used) and _has_intervals(cands[j], used)
+    ]
+
+
+def _cannot_tell(
+    cands: Sequence[Mapping[str, Any]], members: Sequence[int], used: Sequence[str]
+) -> list[dict[str, Any]]:
+    """Ordered pairs of which one or both have no interval (one run each): nothing is within noise, so the answer
+    says they cannot be told apart, and why (DECISIONS.md, Trade-offs)."""
+    out = []
+    for i, j in _ordered_pairs(cands, members, used):
+        bare = [cands[n]["label"] for n in (i, j) if not _has_intervals(cands[n], used)]
+        if not bare:
+            continue
+        out.append(
+            {
+                "labels": [cands[i]["label"], cands[j]["label"]],
+                "why": (
+                    f"{' and '.join(bare)} {'has' if len(bare) == 1 else 'have'} no 95% interval (fewer than "
+                    f"{MIN_VALUES} runs), so the difference cannot be weighed against run-to-run noise; "
+                    "repeat the runs to decide between them"
+                ),
+            }
+        )
     return out
 
 

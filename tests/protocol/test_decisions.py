@@ -317,3 +317,20 @@ def test_a_system_without_accelerators_is_priced_by_its_nodes_and_host_cpu() -> 
     doc["system"]["accelerators"] = []
     key = dec.evidence.configuration_key(doc)
     assert key == f"1x {doc['system']['host']['cpu_model']}" and not key.startswith("0x")
+
+
+def test_candidates_without_intervals_are_not_tied_within_noise_but_cannot_be_told_apart() -> None:
+    """DECISIONS.md, Trade-offs: without intervals (one run each) nothing is within noise. Two one-run candidates,
+    one better on every point value, were called "tied within noise"."""
+    docs = [run("h0", 1000.0, 300.0, 486.0), run("m0", 1100.0, 250.0, 400.0, model="MI300X")]
+    answer = dec.answer(question(), evidence(docs))
+    front = answer["frontier"]
+    assert sorted(front["labels"]) == sorted(c["label"] for c in answer["candidates"])  # neither dominates
+    assert front["tied"] == []
+    (pair,) = front["cannot_tell"]
+    assert sorted(pair["labels"]) == sorted(front["labels"])
+    assert pair["why"].startswith(" and ".join(pair["labels"]) + " have no 95% interval (fewer than 3 runs)")
+    three = [run(f"h{i}", 1000.0, 300.0, 486.0) for i in range(3)]
+    three += [run(f"m{i}", 1100.0 + i, 250.0, 400.0, model="MI300X") for i in range(3)]
+    answer = dec.answer(question(), evidence(three))
+    assert answer["frontier"]["cannot_tell"] == [] and answer["frontier"]["labels"] == [only(answer, "MI300X")["label"]]
