@@ -305,11 +305,7 @@ def summary(cands: Sequence[Mapping[str, Any]], front: Mapping[str, Any]) -> lis
         out.append(
             f"{c['label']}: {VERDICT_WORDS.get(c['meets'], c['meets'])}; {count}"
             + (" — on the frontier" if c["label"] in front["labels"] else "")
-            + (
-                f"; capacity is {c['capacity_basis']}"
-                if c.get("capacity_basis", "").startswith("the published")
-                else ""
-            )
+            + (f"; capacity is {c['capacity_basis']}" if c.get("capacity_published") else "")
             + (f". Caveats: {weak}." if weak else ".")
         )
     return out

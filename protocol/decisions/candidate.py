@@ -462,6 +462,7 @@ def candidate(q: Question, runs: Sequence[Evidence], label: str) -> dict[str, An
         "rate": {**rate.as_dict(q.demand_unit), "metric": rate_metric},
         "systems_needed": systems,
         "capacity_basis": capacity_basis(docs, sweep),
+        "capacity_published": sweep is None and published_capacity(docs),
         **_costs(q, rate, energy, price, systems),
         "per_provisioned_mw": _per_provisioned_mw(q, rate, docs[0]),
         "latency_ms": rounded(_first_latency(objectives)),
