@@ -218,9 +218,9 @@ def _published_table(root: Path, suite: str, options: Referee) -> tuple[_Table |
         if looked is None:
             return None, f"no {mlperf_published.TABLE_NAME} in the tree or its round's root (--published names one)"
         found = looked
-    rows = mlperf_published.read_table(found.table)
-    digest = "sha256:" + hashlib.sha256(Path(found.table).read_bytes()).hexdigest()
-    return _Table(found, rows, digest), ""
+    text = mlperf_published.read_table_bytes(Path(found.table))  # read once: parsed and cited by its digest
+    rows = mlperf_published.parse_table(Path(found.table).name, text)
+    return _Table(found, rows, "sha256:" + hashlib.sha256(text).hexdigest()), ""
 
 
 def _referee(
@@ -240,34 +240,44 @@ def _cite(table: _Table | None, report: mlperf_referee.RefereeReport | None, out
     many were added."""
     if table is None or report is None:
         return 0
-    now, added = timezone.now(), 0
+    cited = {
+        (run_id, row.published_location or row.location): row
+        for index, row in report.matched.items()
+        if (run_id := outcomes[index].run_id) is not None
+    }
     with transaction.atomic():
-        for index, row in report.matched.items():
-            run_id = outcomes[index].run_id
-            if run_id is None:
-                continue
-            cited = row.citation or mlperf_published.Citation("", "", "", "", "", "")
-            _, created = PublishedCitation.objects.get_or_create(
-                submission_id=run_id,
-                table_digest=table.digest,
-                location=row.published_location or row.location,
-                defaults={
-                    "table_name": Path(table.found.table).name[:100],
-                    "round": row.version[:20],
-                    "result_id": cited.result_id[:100],
-                    "unique_id": cited.unique_id[:500],
-                    "details": cited.details[:1000] if cited.details.startswith("https://") else "",
-                    "suite": cited.suite[:40],
-                    "division": row.division[:40],
-                    "submitter": cited.submitter[:200],
-                    "system": cited.system[:500],
-                    "benchmark": row.model[:200],
-                    "scenario": row.scenario[:40],
-                    "retrieved_at": now,
-                },
-            )
-            added += created
-    return added
+        known = set(
+            PublishedCitation.objects.filter(
+                table_digest=table.digest, submission_id__in={run for run, _ in cited}
+            ).values_list("submission_id", "location")
+        )
+        now, name = timezone.now(), Path(table.found.table).name[:100]
+        new = [_citation(run, location, row, table.digest, name, now) for (run, location), row in cited.items()]
+        PublishedCitation.objects.bulk_create([c for c in new if (c.submission_id, c.location) not in known])
+    return len(cited) - len(known & set(cited))
+
+
+def _citation(
+    run_id: int, location: str, row: mlperf_published.PublishedRow, digest: str, table_name: str, now: Any
+) -> PublishedCitation:
+    cited = row.citation or mlperf_published.Citation("", "", "", "", "", "")
+    return PublishedCitation(
+        submission_id=run_id,
+        table_digest=digest,
+        location=location,
+        table_name=table_name,
+        round=row.version[:20],
+        result_id=cited.result_id[:100],
+        unique_id=cited.unique_id[:500],
+        details=cited.details[:1000] if cited.details.startswith("https://") else "",
+        suite=cited.suite[:40],
+        division=row.division[:40],
+        submitter=cited.submitter[:200],
+        system=cited.system[:500],
+        benchmark=row.model[:200],
+        scenario=row.scenario[:40],
+        retrieved_at=now,
+    )
 
 
 def _held(item: mlperf.ImportItem, index: int, report: mlperf_referee.RefereeReport | None) -> ImportOutcome:

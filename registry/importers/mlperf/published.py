@@ -231,18 +231,27 @@ def read_table(path: Path) -> list[PublishedRow]:
     """Every row of the table, or PublishedTableError naming the first row and field that is not readable (or,
     for a table in no form of `TABLE_FORMS`, what it is and the forms known)."""
     path = Path(path)
+    return parse_table(path.name, read_table_bytes(path))
+
+
+def read_table_bytes(path: Path) -> bytes:
+    """The table file's bytes, refused before reading when larger than MAX_TABLE_BYTES."""
     size = path.stat().st_size
     if size > MAX_TABLE_BYTES:
         raise PublishedTableError(f"{path.name}: {size} bytes, more than the {MAX_TABLE_BYTES} read")
-    text = path.read_bytes()
-    _bounded_depth(path.name, text)
+    return path.read_bytes()
+
+
+def parse_table(name: str, text: bytes) -> list[PublishedRow]:
+    """The rows of a table's bytes (`name` for messages): read_table without the file."""
+    _bounded_depth(name, text)
     try:
         data = json.loads(text.decode("utf-8"), parse_float=Decimal, parse_int=Decimal)
     except (UnicodeDecodeError, ValueError) as exc:
-        raise PublishedTableError(f"{path.name}: not JSON text ({exc})") from None
-    form, raws = table_form(path.name, data)
+        raise PublishedTableError(f"{name}: not JSON text ({exc})") from None
+    form, raws = table_form(name, data)
     if len(raws) > MAX_ROWS:
-        raise PublishedTableError(f"{path.name}: {len(raws)} rows, more than the {MAX_ROWS} read")
+        raise PublishedTableError(f"{name}: {len(raws)} rows, more than the {MAX_ROWS} read")
     rows = [_row(index, raw, form) for index, raw in enumerate(raws)]
     _no_location_twice(rows)
     return rows
