@@ -24,10 +24,11 @@ served only to callers with the read scope.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -52,7 +53,7 @@ class CommitmentKey:
 
     secret: bytes
 
-    @property
+    @functools.cached_property  # read once per entry by `audit verify`: computed once per key
     def key_id(self) -> str:
         """8 hex digits of SHA-256 of the key: names the key, reveals nothing usable about it."""
         return hashlib.sha256(b"benchreg audit commitment key\n" + self.secret).hexdigest()[:8]
@@ -151,6 +152,23 @@ def actor_commitment(
     # bytes. Only the name can hold a newline and it comes last, so no two different actors give the same message.
     message = f"{seq}\n{'' if user is None else user}\n{'' if token is None else token}\n{actor}".encode()
     return f"{WHO_PREFIX}{key.key_id}:{hmac.digest(key.secret, message, 'sha256').hex()}"
+
+
+def commitment_checker(key: CommitmentKey) -> Callable[[object, int, str, int | None, int | None], bool]:
+    """`check(who, seq, actor, user, token)`: whether `who` is `actor_commitment(...)` of those under `key`.
+
+    The same message and HMAC as actor_commitment, with the key's prefix made once: `audit verify` asks this of
+    every format-3 entry and run, so it is the per-entry cost of committing who did it."""
+    prefix, secret = f"{WHO_PREFIX}{key.key_id}:", key.secret
+    size = len(prefix)
+
+    def check(who: object, seq: int, actor: str, user: int | None, token: int | None) -> bool:
+        if type(who) is not str or not who.startswith(prefix):
+            return False
+        message = f"{seq}\n{'' if user is None else user}\n{'' if token is None else token}\n{actor}".encode()
+        return who[size:] == hmac.digest(secret, message, "sha256").hex()
+
+    return check
 
 
 def who_key_id(who: object) -> str | None:

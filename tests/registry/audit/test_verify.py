@@ -174,3 +174,29 @@ def test_the_benchreg_command_dispatches_audit_to_the_management_command():
     from registry.cli import DJANGO_COMMANDS
 
     assert DJANGO_COMMANDS["audit"] == "audit"
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_the_verifying_stream_gives_every_row_in_order_and_ends_its_fetcher_when_left_early() -> None:
+    """The rows come from a fetching thread (registry/audit/verify/entries.py, stream): across chunk boundaries they
+    keep their order, and a caller that stops early leaves no thread behind holding the cursor."""
+    import threading
+
+    from registry.audit.verify import entries
+    from registry.services.audit import audit_append
+
+    for i in range(25):
+        audit_append(kind="bench.append", actor="test", subject=f"s:{i}", payload={"i": i})
+    query = AuditEntry.objects.order_by("seq").values_list("seq", flat=False)
+    original = entries.CHUNK
+    entries.CHUNK = 4  # several chunks, the last one short
+    try:
+        seqs = [row[0] for row in entries.stream(query)]
+        assert seqs == sorted(seqs) and len(seqs) == AuditEntry.objects.count() >= 25
+        rows = entries.stream(query)
+        assert next(rows)[0] == seqs[0]
+        rows.close()  # the caller stops after one row
+    finally:
+        entries.CHUNK = original
+    assert not [t for t in threading.enumerate() if t.name == "audit-verify-fetch"]
