@@ -169,8 +169,8 @@ def offline_commands(*, base: str, vkey: str, run_id: int | None = None) -> list
                 "command": f"curl -s -o {proof} {base.rstrip('/')}/audit/runs/{run_id}/proofs.json",
             },
             {
-                "what": "Check them against the pinned key, where benchreg's protocol package is importable (pip install the "
-                "source): exit 0 when every entry is included.",
+                "what": "Check them against the pinned key, where benchreg's protocol package is importable "
+                "(pip install the source): exit 0 when every entry is included.",
                 "command": f"python3 - {proof} '{vkey}' <<'EOF'\n{VERIFY_SCRIPT}EOF",
             },
         ]
