@@ -34,6 +34,9 @@ class AuditEntry(AppendOnlyModel):
 
     class Meta:
         ordering = ["seq"]
+        # The audit page's kind filter reads the newest entries of one kind (kind = K AND seq < N ORDER BY seq DESC
+        # LIMIT 51): one index range, where the seq index alone would walk past every entry of other kinds.
+        indexes = [models.Index(fields=["kind", "seq"], name="auditentry_kind_seq")]
 
     def __str__(self) -> str:
         return f"#{self.seq} {self.kind} {self.subject}"

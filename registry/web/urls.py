@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from registry.web import agents, catalogue, comparisons, decisions, reports, runs, series, tokens
+from registry.web import agents, audit, catalogue, comparisons, decisions, reports, runs, series, tokens
 
 urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
@@ -32,4 +32,8 @@ urlpatterns = [
     path("jobs/<int:job_id>/cancel", agents.job_cancel_view, name="job-cancel"),
     path("tokens/", tokens.tokens_page, name="tokens"),
     path("tokens/<int:token_id>/revoke", tokens.token_revoke_view, name="token-revoke"),
+    # the audit log: public, like its API (policy.AUDIT_PUBLIC)
+    path("audit/", audit.audit_page, name="audit"),
+    path("audit/runs/<int:run_id>/", audit.audit_run_page, name="audit-run"),
+    path("audit/runs/<int:run_id>/proofs.json", audit.audit_run_proofs, name="audit-run-proofs"),
 ]

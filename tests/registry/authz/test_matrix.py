@@ -327,6 +327,10 @@ RULES: dict[str, list[Case]] = {
         ("post", lambda w: "/tokens/", lambda w: {"name": "n", "scopes": ["read"]}, W_READ, 200),
     ],
     "token-revoke": [("post", lambda w: f"/tokens/{w['token'].pk}/revoke", lambda w: {}, W_OWN_TOKEN, 302)],
+    # --- the audit log's pages: public, like its API (policy.AUDIT_PUBLIC), signed in or not ---
+    "audit": [("get", lambda w: "/audit/", None, OPEN, 200)],
+    "audit-run": [("get", lambda w: f"/audit/runs/{w['run'].pk}/", None, OPEN, 200)],
+    "audit-run-proofs": [("get", lambda w: f"/audit/runs/{w['run'].pk}/proofs.json", None, OPEN, 200)],
 }
 RULES.update(
     {  # --- operations: probes open to anyone, credentials or not ---
@@ -406,6 +410,8 @@ def test_the_pages_and_the_api_agree_on_who_sees_each_object(world: dict[str, An
         "agents": ("/agents/", "/api/v1/agents"),
         "jobs": ("/jobs/", "/api/v1/jobs"),
         "tokens": ("/tokens/", "/api/v1/tokens"),
+        "audit log": ("/audit/", "/api/v1/audit/entries"),
+        "a run's audit proofs": (f"/audit/runs/{world['run'].pk}/", "/api/v1/audit/inclusion?entry=0"),
     }
     for knock in (k for k in world["knocks"] if k.session):
         for what, (page, endpoint) in pairs.items():
