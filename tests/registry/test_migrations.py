@@ -150,3 +150,22 @@ def test_0021s_frozen_measurement_identity_equals_protocols() -> None:
     for doc in [*documents, imported, inferred]:
         assert m0021.measurement_identity(doc, digest(doc)) == measurement_identity(doc)
         assert (m0021.derivation_kind(doc) is not None) == is_derived(doc)
+
+
+def test_0024s_frozen_per_accelerator_columns_equal_protocols() -> None:
+    """0024 backfilled every run with a frozen copy of protocol.per_accelerator: they must agree."""
+    import copy
+
+    from protocol.summary import summarize
+    from tests.conftest import load_example
+
+    m0024: Any = importlib.import_module("registry.migrations.0024_per_accelerator")
+    served = copy.deepcopy(load_example("inference-server-h100-bf16"))
+    served["protocol"] = "benchreg.submission/1.2"
+    served["system"]["accelerators"][0]["count"] = 8
+    served["metrics"]["token_counts"] = {"input_total": 1_200_000, "output_total": 151_296, "counted_by": "tool-report"}
+    served["provenance"]["origin"] = {"kind": "mlperf-inference"}
+    names = ("inference-server-h100-bf16", "inference-offline-cpu-int8", "training-h100-bf16")
+    for doc in [*(load_example(n) for n in names), served]:
+        columns = summarize(doc).columns()
+        assert m0024.per_accelerator_columns(doc) == {k: columns[k] for k in m0024.per_accelerator_columns(doc)}
