@@ -126,6 +126,13 @@ def test_the_catalogue_shows_and_sorts_by_each_figure(user: Any, client: Any, st
     assert "input_output_tokens_per_s_per_accelerator" in rows[0] and MLPERF_LABEL in rows[1]
 
 
+def test_the_run_page_states_the_figures_and_why_one_is_absent(user: Any, client: Any, stored: dict[str, Any]) -> None:
+    client.force_login(user)
+    page = client.get(f"/runs/{stored['mlperf'][('deepseek-r1', 'server')].pk}/").content.decode()
+    assert "output 2,818 tokens/s per accelerator" in page and MLPERF_LABEL in page and "÷ 8 accelerators" in page
+    assert "no input+output figure: the run does not state its input tokens" in page
+
+
 def test_the_matrix_divides_each_rate_cell_by_its_accelerators(user: Any, client: Any, stored: dict[str, Any]) -> None:
     client.force_login(user)
     page = client.get("/matrix/", {"workload": "deepseek-r1"}).content.decode()
