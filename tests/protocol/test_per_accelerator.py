@@ -108,3 +108,37 @@ def test_a_broken_rate_is_absent_not_a_number() -> None:
     assert pa.per_accelerator(doc).throughput is None
     doc["conditions"]["window"]["seconds"] = 0
     assert pa.per_accelerator(doc).total_tokens is None
+
+
+def test_a_candidates_figures_are_the_geometric_mean_of_its_runs_with_an_interval_from_three() -> None:
+    from protocol.decisions import interval
+    from protocol.decisions.per_accelerator import candidate_per_accelerator
+
+    runs = []
+    for value in (1200.0, 1260.8, 1310.0):
+        doc = _served(8)
+        doc["metrics"]["throughput"]["value"] = value
+        runs.append(doc)
+    figures = candidate_per_accelerator(runs, interval)
+    output = figures["output_tokens"]
+    assert output["value"] == pytest.approx((1200.0 * 1260.8 * 1310.0) ** (1 / 3) / 8, rel=1e-4)
+    assert output["ci_low"] < output["value"] < output["ci_high"] and output["unit"] == "tokens/s per accelerator"
+    assert figures["label"] == "derived" and figures["accelerators"] == 8
+    # one run without its input tokens: the candidate has no input+output figure, never one from the others
+    del runs[0]["metrics"]["token_counts"]
+    runs[1]["provenance"]["origin"] = {"kind": "mlperf-inference"}
+    figures = candidate_per_accelerator(runs, interval)
+    assert figures["total_tokens"]["value"] is None and "input_total" in figures["total_tokens"]["absent"]
+    assert figures["label"] == "derived, not an MLPerf metric"
+
+
+def test_an_mlperf_training_candidate_says_it_has_no_throughput() -> None:
+    from protocol.decisions import interval
+    from protocol.decisions.per_accelerator import candidate_per_accelerator
+
+    doc = copy.deepcopy(load_example("training-h100-bf16"))
+    del doc["metrics"]["throughput"]
+    doc["provenance"]["origin"] = {"kind": "mlperf-training"}
+    figures = candidate_per_accelerator([doc], interval)
+    assert figures["throughput"]["value"] is None
+    assert figures["throughput"]["absent"] == "MLPerf Training publishes the time to train, not a throughput"
