@@ -190,3 +190,18 @@ def test_a_decision_states_the_knee_levels_figures_per_accelerator(user: Any, st
     assert "Per accelerator" in page and "tokens/s per accelerator" in page
     row = decision_answer({"canonical": json.dumps(body["answer"])})["rows"][0]  # type: ignore[index]
     assert row["per_accelerator"]["value"].startswith("output ") and row["per_accelerator"]["label"] == "derived"
+
+
+def test_an_mlperf_training_result_has_no_figure_and_says_why(user: Any, client: Any) -> None:
+    # tinycorp's tinybox green (MLPerf Training v4.0, resnet): MLPerf Training publishes a time to train only
+    call_command("import_results", "mlperf", str(SHARED / "data" / "mlperf-rounds" / "training_v4.0" / "tinycorp"))
+    run = Submission.objects.get(origin_kind="mlperf-training")
+    assert run.accelerator_count > 0 and run.per_accelerator_throughput is None
+    api = APIClient(SERVER_NAME="localhost")
+    api.force_authenticate(user)
+    figures = api.get(f"/api/v1/submissions/{run.pk}").json()["per_accelerator"]
+    assert figures["throughput"]["absent"] == "MLPerf Training publishes the time to train, not a throughput"
+    assert figures["output_tokens"]["absent"] == "a training run produces no output tokens"
+    client.force_login(user)
+    page = client.get("/", {"sort": "per_accelerator_desc"}).content.decode()
+    assert "MLPerf Training publishes the time to train, not a throughput" in page
