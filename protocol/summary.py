@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from . import rules
+from .per_accelerator import per_accelerator
 
 SOFTWARE_SUMMARY_MAX = 500  # characters; the registry's column is this wide
 
@@ -48,6 +49,15 @@ class RunSummary:
     origin_division: str = ""
     origin_category: str = ""
     origin_availability: str = ""
+    # provenance.origin.kind ("mlperf-inference", "serving-benchmark", ...; "" when not stated): MLPerf results
+    # label their figures per accelerator "derived, not an MLPerf metric".
+    origin_kind: str = ""
+    # Figures per accelerator (protocol.per_accelerator), kept beside the run so lists sort on them: the throughput
+    # in its unit, output tokens/s, and input+output tokens/s as InferenceMAX plots it; None when absent.
+    per_accelerator_throughput: float | None = None
+    per_accelerator_unit: str = ""
+    per_accelerator_output_tokens: float | None = None
+    per_accelerator_total_tokens: float | None = None
 
     def columns(self) -> dict[str, Any]:
         data = asdict(self)
@@ -113,12 +123,27 @@ def summarize(document: dict[str, Any]) -> RunSummary:
         headline=headline(document),
         software_summary=software_summary((document.get("software") or {}).get("frameworks")),
         **_origin(document["provenance"].get("origin")),
+        **_per_accelerator(document),
     )
 
 
-def _origin(origin: Any) -> dict[str, str]:
-    """The publication facets of provenance.origin, each cut to its column width (100)."""
+def _origin(origin: Any) -> dict[str, Any]:
+    """The publication facets of provenance.origin, each cut to its column width (100), and its kind."""
     origin = origin if isinstance(origin, dict) else {}
     return {
-        f"origin_{key}": str(origin.get(key) or "")[:100] for key in ("round", "division", "category", "availability")
+        **{
+            f"origin_{key}": str(origin.get(key) or "")[:100]
+            for key in ("round", "division", "category", "availability")
+        },
+        "origin_kind": str(origin.get("kind") or "")[:40],
+    }
+
+
+def _per_accelerator(document: dict[str, Any]) -> dict[str, Any]:
+    figures = per_accelerator(document)
+    return {
+        "per_accelerator_throughput": figures.throughput,
+        "per_accelerator_unit": figures.unit,
+        "per_accelerator_output_tokens": figures.output_tokens,
+        "per_accelerator_total_tokens": figures.total_tokens,
     }

@@ -15,6 +15,7 @@ from .. import comparability as cmp
 from .. import serving, sizing
 from ..statistics import CONFIDENCE, MIN_VALUES, UNIT_NOUN, geometric_mean, log_t_interval, rounded
 from .evidence import Evidence, accelerator_count, accelerator_model, configuration_key, measured_quality, origin
+from .per_accelerator import candidate_per_accelerator
 from .question import CONFIGURATION_KEY, Question
 
 
@@ -465,6 +466,7 @@ def candidate(q: Question, runs: Sequence[Evidence], label: str) -> dict[str, An
         "capacity_published": sweep is None and published_capacity(docs),
         **_costs(q, rate, energy, price, systems),
         "per_provisioned_mw": _per_provisioned_mw(q, rate, docs[0]),
+        "per_accelerator": candidate_per_accelerator(docs, interval),
         "latency_ms": rounded(_first_latency(objectives)),
         "gaps": gaps(docs, energy, price[0] is not None, configuration_key(docs[0]), sweep, [r.ref for r in runs]),
         "energy_measured": energy_measured(docs),

@@ -45,6 +45,18 @@ class SubmissionFilter(django_filters.FilterSet):  # type: ignore[misc]  # djang
     availability = django_filters.CharFilter(
         field_name="origin_availability", lookup_expr="iexact", help_text="available, preview or research"
     )
+    # Figures per accelerator (derived: protocol.per_accelerator); a run without the figure never matches.
+    min_throughput_per_accelerator = django_filters.NumberFilter(
+        field_name="per_accelerator_throughput", lookup_expr="gte", help_text="throughput per accelerator, in its unit"
+    )
+    min_output_tokens_per_accelerator = django_filters.NumberFilter(
+        field_name="per_accelerator_output_tokens", lookup_expr="gte", help_text="output tokens/s per accelerator"
+    )
+    min_total_tokens_per_accelerator = django_filters.NumberFilter(
+        field_name="per_accelerator_total_tokens",
+        lookup_expr="gte",
+        help_text="input+output tokens/s per accelerator (as InferenceMAX plots it)",
+    )
     submitted_after = django_filters.IsoDateTimeFilter(field_name="submitted_at", lookup_expr="gte")
     submitted_before = django_filters.IsoDateTimeFilter(field_name="submitted_at", lookup_expr="lt")
     started_after = django_filters.IsoDateTimeFilter(field_name="started_at", lookup_expr="gte")

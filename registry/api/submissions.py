@@ -17,6 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from protocol.per_accelerator import per_accelerator
 from registry import policy
 from registry.api.exception_handlers import problem
 from registry.api.filters import SubmissionFilter
@@ -27,6 +28,7 @@ from registry.api.schema import ProblemSerializer
 from registry.api.strict import StrictSerializer, reject_empty_parameters
 from registry.choices import AuditKind
 from registry.models import ApiToken, Submission
+from registry.presentation.per_accelerator import run_figures
 from registry.selectors.audit import audit_seq_of
 from registry.selectors.submissions import submission_list
 from registry.services.submissions import submission_create, submission_create_batch, submission_withdraw
@@ -35,6 +37,10 @@ from registry.services.submissions import submission_create, submission_create_b
 class SubmissionSummarySerializer(serializers.ModelSerializer[Submission]):
     url = serializers.SerializerMethodField()
     withdrawn = serializers.SerializerMethodField()
+    per_accelerator = serializers.SerializerMethodField(
+        help_text="throughput, output tokens/s and input+output tokens/s per accelerator: derived from the run "
+        "(for MLPerf results 'derived, not an MLPerf metric'), each with its unit, or the reason it is absent"
+    )
 
     class Meta:
         model = Submission
@@ -66,6 +72,7 @@ class SubmissionSummarySerializer(serializers.ModelSerializer[Submission]):
             "submitted_by_name",
             "submitted_at",
             "withdrawn",
+            "per_accelerator",
         ]
 
     def get_url(self, run: Submission) -> str:
@@ -74,6 +81,9 @@ class SubmissionSummarySerializer(serializers.ModelSerializer[Submission]):
 
     def get_withdrawn(self, run: Submission) -> dict[str, str] | None:
         return withdrawn_words(run)
+
+    def get_per_accelerator(self, run: Submission) -> dict[str, Any]:
+        return run_figures(run).as_dict()
 
 
 def withdrawn_words(run: Submission) -> dict[str, str] | None:
@@ -230,6 +240,8 @@ class SubmissionDetailApi(APIView):
         data["audit_seq"] = audit_seq_of(kind=AuditKind.RUN_SUBMITTED, subject=run.digest)
         # MLCommons' citations of an imported result (result ID, audit ID, Details link, retrieval date)
         data["citations"] = [c.as_evidence() for c in run.citations.order_by("retrieved_at", "pk")]
+        # From the document itself: the reasons for an absent figure are exact (lists read the columns).
+        data["per_accelerator"] = per_accelerator(run.document).as_dict()
         meta = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
         # Splice the stored canonical text in as it is, so no float or key order is re-serialised.
         body = meta[:-1] + ',"document":' + run.canonical + "}"

@@ -92,6 +92,16 @@ class Submission(AppendOnlyModel):
     origin_division = models.CharField(max_length=100, default="", db_index=True)
     origin_category = models.CharField(max_length=100, default="", db_index=True)
     origin_availability = models.CharField(max_length=100, default="", db_index=True)
+    # provenance.origin.kind ("mlperf-inference", "serving-benchmark"; "" when not stated).
+    origin_kind = models.CharField(max_length=40, default="")
+    # Figures per accelerator (protocol.per_accelerator), derived from the document like the columns above so that
+    # lists sort on them: the throughput in its unit, output tokens/s and input+output tokens/s (InferenceMAX's
+    # tokens/s per GPU). Null when the run cannot give the figure (no accelerator count, no such rate). PostgreSQL
+    # has (value DESC NULLS LAST, id DESC) indexes on each, made by migration 0024 only there.
+    per_accelerator_throughput = models.FloatField(null=True)
+    per_accelerator_unit = models.CharField(max_length=20, default="")
+    per_accelerator_output_tokens = models.FloatField(null=True)
+    per_accelerator_total_tokens = models.FloatField(null=True)
 
     # Set by the path the run came in (agent job, token holder, import, example loader), never by the document:
     # a document can claim `provenance.source: "runner"`; only the registry knows who vouches for it.

@@ -165,6 +165,7 @@ def _candidate_row(candidate: Mapping[str, Any], frontier: bool, trust: Mapping[
         "systems": _figure(c.get("systems_needed")),
         "cost": _figure(c.get("cost_per_million")),
         "energy": _figure(c.get("energy_per_output")),
+        "per_accelerator": per_accelerator_cell(c.get("per_accelerator")),
         "energy_measured": [m.get("words") for m in c.get("energy_measured") or []],
         "latency": number(c["latency_ms"], Style.GENERAL) if isinstance(c.get("latency_ms"), int | float) else "—",
         "runs": [r.get("id") for r in c.get("runs") or []],
@@ -175,6 +176,21 @@ def _candidate_row(candidate: Mapping[str, Any], frontier: bool, trust: Mapping[
             for r in c.get("runs") or []
         ],
         "gaps": [GAP_TITLES.get(str(g.get("code")), g.get("message") or g.get("code")) for g in c.get("gaps") or []],
+    }
+
+
+def per_accelerator_cell(block: Any) -> dict[str, str]:
+    """A candidate's figures per accelerator for the report's table: output tokens/s (or the throughput, in its
+    unit), input+output tokens/s, the label ("derived", "derived, not an MLPerf metric"), or why absent."""
+    if not isinstance(block, Mapping):
+        return {"value": "—", "total": "", "label": "", "absent": "answered before figures per accelerator"}
+    name = next((k for k in ("output_tokens", "throughput") if (block.get(k) or {}).get("value") is not None), "")
+    main, total = block.get(name) or {}, block.get("total_tokens") or {}
+    return {
+        "value": f"{'output ' if name == 'output_tokens' else ''}{_figure(main)} {main.get('unit')}" if main else "—",
+        "total": f"{_figure(total)} {total.get('unit')}" if total.get("value") is not None else "",
+        "label": str(block.get("label") or "") if main else "",
+        "absent": "" if main else str((block.get("throughput") or {}).get("absent") or ""),
     }
 
 

@@ -34,6 +34,7 @@ from django.db.models.functions import Cast
 
 from protocol import statistics
 from protocol.canonical import digest
+from protocol.decisions import RATE_UNITS
 from registry.models import CatalogueCell, Submission
 from registry.selectors.catalogue import (
     CACHE_SECONDS,
@@ -80,6 +81,8 @@ class MatrixCell:
     other_sets: int  # more sets or configurations in this row and column (another precision, batch or setting)
     not_counted: int = 0  # runs shown but not independent evidence (derived from another run, or superseded)
     setting: str = ""  # what tells this configuration apart from the others of its row and set ("" when alone)
+    # The estimate ÷ the row's accelerators, for a rate headline (protocol.per_accelerator: derived); None otherwise.
+    per_accelerator: Estimate | None = None
 
 
 @dataclass(frozen=True)
@@ -475,9 +478,24 @@ def _row_cells(
                 other_sets=len(es) - 1,
                 not_counted=e["listed"] - e["n"],
                 setting=e.get("setting", ""),
+                per_accelerator=_per_accelerator(_cell_estimate(e), sets[e["key"]], row[2]),
             )
         )
     return cells
+
+
+def _per_accelerator(estimate: Estimate, described: ComparableSet, count: int) -> Estimate | None:
+    """The cell's estimate and interval ÷ the configuration's accelerators (the geometric mean scales exactly), for a
+    rate headline; None for a latency or time, or a configuration without an accelerator count."""
+    if count <= 0 or described.lower_is_better or described.unit not in RATE_UNITS or estimate.value is None:
+        return None
+    low, high = estimate.ci_low, estimate.ci_high
+    return Estimate(
+        estimate.value / count,
+        low / count if low is not None else None,
+        high / count if high is not None else None,
+        estimate.runs,
+    )
 
 
 def _cell_estimate(e: dict[str, Any]) -> Estimate:

@@ -140,6 +140,8 @@ _COLUMN_SOURCES = {
     "origin_division": "/provenance/origin/division",
     "origin_category": "/provenance/origin/category",
     "origin_availability": "/provenance/origin/availability",
+    "origin_kind": "/provenance/origin/kind",
+    "per_accelerator_unit": "/metrics/throughput/unit",
 }
 
 

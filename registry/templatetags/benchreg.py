@@ -8,6 +8,7 @@ from django import template
 
 from protocol.decisions import GAP_TITLES, VERDICT_WORDS
 from protocol.numbers import Style, number
+from registry.presentation.per_accelerator import per_accelerator_text, run_figures
 from registry.presentation.words import axis_words, headline_text, outcome_words, statistic_words
 
 register = template.Library()
@@ -55,3 +56,15 @@ def axis_in_words(axis: Any) -> str:
 def outcome_in_words(code: Any) -> str:
     """A comparison's outcome code ('not-enough-evidence') in words ('not enough evidence')."""
     return outcome_words(code)
+
+
+@register.filter(name="per_accelerator")
+def per_accelerator_of(run: Any) -> Any:
+    """A stored run's figures per accelerator (protocol.per_accelerator.PerAccelerator), from its columns."""
+    return run_figures(run)
+
+
+@register.filter(name="per_acc")
+def per_accelerator_in_words(value: Any, unit: Any) -> str:
+    """A figure per accelerator with its unit: '34.06 tokens/s per accelerator' ('—' without a value)."""
+    return per_accelerator_text(value, unit)

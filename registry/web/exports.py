@@ -15,6 +15,7 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils.http import urlencode
 
+from protocol.per_accelerator import is_mlperf, label_for
 from registry.presentation.sentences import ratio_sentences
 from registry.presentation.spreadsheet import csv_text
 from registry.selectors.catalogue import SORTS, CatalogueQuery, matching_runs
@@ -63,6 +64,12 @@ RUN_COLUMNS = (
     "lower_is_better",
     "comparable_set_url",
     "withdrawn",
+    # Figures per accelerator (protocol.per_accelerator), each derived and labelled so; empty when absent.
+    "throughput_per_accelerator",
+    "throughput_per_accelerator_unit",
+    "output_tokens_per_s_per_accelerator",
+    "input_output_tokens_per_s_per_accelerator",
+    "per_accelerator_label",
 )
 _RUN_FIELDS = (
     "id",
@@ -88,6 +95,11 @@ _RUN_FIELDS = (
     "headline_unit",
     "headline_lower_is_better",
     "comparability_key",
+    "origin_kind",
+    "per_accelerator_throughput",
+    "per_accelerator_unit",
+    "per_accelerator_output_tokens",
+    "per_accelerator_total_tokens",
 )
 
 
@@ -97,6 +109,13 @@ def _run_row(r: Mapping[str, Any], absolute: Callable[[str], str], withdrawn: bo
     out["url"] = absolute(reverse("run", args=[r["id"]]))
     out["comparable_set_url"] = absolute("/?set=" + r["comparability_key"])
     out["withdrawn"] = withdrawn
+    out.update(
+        throughput_per_accelerator=r["per_accelerator_throughput"],
+        throughput_per_accelerator_unit=r["per_accelerator_unit"] or None,
+        output_tokens_per_s_per_accelerator=r["per_accelerator_output_tokens"],
+        input_output_tokens_per_s_per_accelerator=r["per_accelerator_total_tokens"],
+        per_accelerator_label=label_for(is_mlperf(r["origin_kind"])),
+    )
     return {c: out[c] for c in RUN_COLUMNS}
 
 

@@ -12,6 +12,7 @@ from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from protocol import serving
+from protocol.per_accelerator import per_accelerator
 from registry import policy
 from registry.exceptions import RegistryError
 from registry.presentation.sweeps import comparison_view, sweep_view
@@ -44,6 +45,8 @@ def run_page(request: HttpRequest, run_id: int) -> HttpResponse:
             "sweep": _sweep(run, per_user),
             "per_user": per_user,
             "per_user_error": per_user_error,
+            # from the document: the reasons for an absent figure are exact
+            "per_accelerator": per_accelerator(run.document),
         },
     )
 

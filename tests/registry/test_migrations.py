@@ -41,7 +41,14 @@ def _served() -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize(
-    "module", [m0007, m0011, importlib.import_module("registry.migrations.0021_measurement_identity"), m0022]
+    "module",
+    [
+        m0007,
+        m0011,
+        importlib.import_module("registry.migrations.0021_measurement_identity"),
+        m0022,
+        importlib.import_module("registry.migrations.0024_per_accelerator"),
+    ],
 )
 def test_the_migration_imports_no_protocol_code(module: Any) -> None:
     source = module.__loader__.get_source(module.__name__)
@@ -150,3 +157,54 @@ def test_0021s_frozen_measurement_identity_equals_protocols() -> None:
     for doc in [*documents, imported, inferred]:
         assert m0021.measurement_identity(doc, digest(doc)) == measurement_identity(doc)
         assert (m0021.derivation_kind(doc) is not None) == is_derived(doc)
+
+
+def test_0024s_frozen_per_accelerator_columns_equal_protocols() -> None:
+    """0024 backfilled every run with a frozen copy of protocol.per_accelerator: they must agree."""
+    import copy
+
+    from protocol.summary import summarize
+    from tests.conftest import load_example
+
+    m0024: Any = importlib.import_module("registry.migrations.0024_per_accelerator")
+    served = copy.deepcopy(load_example("inference-server-h100-bf16"))
+    served["protocol"] = "benchreg.submission/1.2"
+    served["system"]["accelerators"][0]["count"] = 8
+    served["metrics"]["token_counts"] = {"input_total": 1_200_000, "output_total": 151_296, "counted_by": "tool-report"}
+    served["provenance"]["origin"] = {"kind": "mlperf-inference"}
+    names = ("inference-server-h100-bf16", "inference-offline-cpu-int8", "training-h100-bf16")
+    for doc in [*(load_example(n) for n in names), served]:
+        columns = summarize(doc).columns()
+        assert m0024.per_accelerator_columns(doc) == {k: columns[k] for k in m0024.per_accelerator_columns(doc)}
+
+
+@pytest.mark.django_db
+def test_0024_backfills_the_figures_of_runs_stored_before_it(user: Any) -> None:
+    """A run stored before 0024 (its new columns at their defaults) gets the figures protocol gives, past the
+    append-only trigger on PostgreSQL, and nothing else of it changes."""
+    from types import SimpleNamespace
+
+    from django.apps import apps
+    from django.db import connection, models
+
+    from registry.models import Submission
+    from registry.services.submissions import submission_create
+
+    m0024: Any = importlib.import_module("registry.migrations.0024_per_accelerator")
+    runs = [submission_create(document=doc, submitted_by=user)[0] for doc in (_documents()[0], _served()[0])]
+    names = ["origin_kind", "per_accelerator_unit", *m0024.SORTED]
+    live = {run.pk: {n: getattr(run, n) for n in names} for run in runs}
+    assert any(v["per_accelerator_output_tokens"] for v in live.values())
+    defaults = dict.fromkeys(m0024.SORTED) | {"origin_kind": "", "per_accelerator_unit": ""}
+    postgres = connection.vendor == "postgresql"
+    with connection.cursor() as cursor:
+        if postgres:
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+            cursor.execute(f"ALTER TABLE registry_submission DISABLE TRIGGER {m0024.TRIGGER}")
+        models.QuerySet(Submission).update(**defaults)
+        if postgres:
+            cursor.execute(f"ALTER TABLE registry_submission ENABLE TRIGGER {m0024.TRIGGER}")
+    editor = SimpleNamespace(connection=connection, execute=connection.cursor().execute)
+    m0024.backfill(apps, editor)
+    again = {r.pk: {n: getattr(r, n) for n in names} for r in Submission.objects.all()}
+    assert again == live

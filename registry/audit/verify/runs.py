@@ -56,6 +56,11 @@ SUMMARY_COLUMNS = (
     "origin_division",
     "origin_category",
     "origin_availability",
+    "origin_kind",
+    "per_accelerator_throughput",
+    "per_accelerator_unit",
+    "per_accelerator_output_tokens",
+    "per_accelerator_total_tokens",
 )
 KEY_COLUMNS = tuple(Submission.KEY_COLUMNS.items())  # (axis, column)
 

@@ -54,6 +54,15 @@ SORTS = {
     "headline_desc": ("Headline value, highest first", [F("headline_value").desc(nulls_last=True), F("id").desc()]),
     "headline_asc": ("Headline value, lowest first", [F("headline_value").asc(nulls_last=True), F("id").desc()]),
 }
+# Figures per accelerator (protocol.per_accelerator, stored beside each run): runs without the figure come last.
+PER_ACCELERATOR_SORTS = {
+    "per_accelerator": ("per_accelerator_throughput", "Throughput per accelerator"),
+    "output_per_accelerator": ("per_accelerator_output_tokens", "Output tokens/s per accelerator"),
+    "total_per_accelerator": ("per_accelerator_total_tokens", "Input+output tokens/s per accelerator"),
+}
+for _name, (_column, _words) in PER_ACCELERATOR_SORTS.items():
+    SORTS[f"{_name}_desc"] = (f"{_words}, highest first", [F(_column).desc(nulls_last=True), F("id").desc()])
+    SORTS[f"{_name}_asc"] = (f"{_words}, lowest first", [F(_column).asc(nulls_last=True), F("id").desc()])
 
 
 # What a comparable set is described by: equal within a key (controlled fields), so Min() reads them.
