@@ -97,7 +97,7 @@ class Submission(AppendOnlyModel):
     # Figures per accelerator (protocol.per_accelerator), derived from the document like the columns above so that
     # lists sort on them: the throughput in its unit, output tokens/s and input+output tokens/s (InferenceMAX's
     # tokens/s per GPU). Null when the run cannot give the figure (no accelerator count, no such rate). PostgreSQL
-    # has (value DESC NULLS LAST, id DESC) indexes on each, made by migration 0024 only there.
+    # has (value DESC NULLS LAST, id DESC) indexes on each, made by migration 0025 only there.
     per_accelerator_throughput = models.FloatField(null=True)
     per_accelerator_unit = models.CharField(max_length=20, default="")
     per_accelerator_output_tokens = models.FloatField(null=True)

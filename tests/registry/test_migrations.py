@@ -47,7 +47,7 @@ def _served() -> list[dict[str, Any]]:
         m0011,
         importlib.import_module("registry.migrations.0021_measurement_identity"),
         m0022,
-        importlib.import_module("registry.migrations.0024_per_accelerator"),
+        importlib.import_module("registry.migrations.0025_per_accelerator"),
     ],
 )
 def test_the_migration_imports_no_protocol_code(module: Any) -> None:
@@ -160,13 +160,13 @@ def test_0021s_frozen_measurement_identity_equals_protocols() -> None:
 
 
 def test_0024s_frozen_per_accelerator_columns_equal_protocols() -> None:
-    """0024 backfilled every run with a frozen copy of protocol.per_accelerator: they must agree."""
+    """0025 backfilled every run with a frozen copy of protocol.per_accelerator: they must agree."""
     import copy
 
     from protocol.summary import summarize
     from tests.conftest import load_example
 
-    m0024: Any = importlib.import_module("registry.migrations.0024_per_accelerator")
+    m0025: Any = importlib.import_module("registry.migrations.0025_per_accelerator")
     served = copy.deepcopy(load_example("inference-server-h100-bf16"))
     served["protocol"] = "benchreg.submission/1.2"
     served["system"]["accelerators"][0]["count"] = 8
@@ -175,12 +175,12 @@ def test_0024s_frozen_per_accelerator_columns_equal_protocols() -> None:
     names = ("inference-server-h100-bf16", "inference-offline-cpu-int8", "training-h100-bf16")
     for doc in [*(load_example(n) for n in names), served]:
         columns = summarize(doc).columns()
-        assert m0024.per_accelerator_columns(doc) == {k: columns[k] for k in m0024.per_accelerator_columns(doc)}
+        assert m0025.per_accelerator_columns(doc) == {k: columns[k] for k in m0025.per_accelerator_columns(doc)}
 
 
 @pytest.mark.django_db
-def test_0024_backfills_the_figures_of_runs_stored_before_it(user: Any) -> None:
-    """A run stored before 0024 (its new columns at their defaults) gets the figures protocol gives, past the
+def test_0025_backfills_the_figures_of_runs_stored_before_it(user: Any) -> None:
+    """A run stored before 0025 (its new columns at their defaults) gets the figures protocol gives, past the
     append-only trigger on PostgreSQL, and nothing else of it changes."""
     from types import SimpleNamespace
 
@@ -190,21 +190,21 @@ def test_0024_backfills_the_figures_of_runs_stored_before_it(user: Any) -> None:
     from registry.models import Submission
     from registry.services.submissions import submission_create
 
-    m0024: Any = importlib.import_module("registry.migrations.0024_per_accelerator")
+    m0025: Any = importlib.import_module("registry.migrations.0025_per_accelerator")
     runs = [submission_create(document=doc, submitted_by=user)[0] for doc in (_documents()[0], _served()[0])]
-    names = ["origin_kind", "per_accelerator_unit", *m0024.SORTED]
+    names = ["origin_kind", "per_accelerator_unit", *m0025.SORTED]
     live = {run.pk: {n: getattr(run, n) for n in names} for run in runs}
     assert any(v["per_accelerator_output_tokens"] for v in live.values())
-    defaults = dict.fromkeys(m0024.SORTED) | {"origin_kind": "", "per_accelerator_unit": ""}
+    defaults = dict.fromkeys(m0025.SORTED) | {"origin_kind": "", "per_accelerator_unit": ""}
     postgres = connection.vendor == "postgresql"
     with connection.cursor() as cursor:
         if postgres:
             cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-            cursor.execute(f"ALTER TABLE registry_submission DISABLE TRIGGER {m0024.TRIGGER}")
+            cursor.execute(f"ALTER TABLE registry_submission DISABLE TRIGGER {m0025.TRIGGER}")
         models.QuerySet(Submission).update(**defaults)
         if postgres:
-            cursor.execute(f"ALTER TABLE registry_submission ENABLE TRIGGER {m0024.TRIGGER}")
+            cursor.execute(f"ALTER TABLE registry_submission ENABLE TRIGGER {m0025.TRIGGER}")
     editor = SimpleNamespace(connection=connection, execute=connection.cursor().execute)
-    m0024.backfill(apps, editor)
+    m0025.backfill(apps, editor)
     again = {r.pk: {n: getattr(r, n) for n in names} for r in Submission.objects.all()}
     assert again == live

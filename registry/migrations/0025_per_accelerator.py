@@ -121,7 +121,7 @@ def drop_postgres_indexes(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("registry", "0023_published_citations"),
+        ("registry", "0024_audit_kind_seq_index"),
     ]
 
     operations = [
