@@ -166,8 +166,9 @@ def answer(question: Question, evidence: Sequence[Evidence]) -> dict[str, Any]:
     """The whole answer as a JSON value: candidates, frontier, what is left out and why, every run cited."""
     left_out, chosen = _sift(question, evidence)
     model = one_model(question, chosen)
-    ordered = _configurations(chosen)
-    cands = [candidate(question, g, label) for g, label in zip(ordered, _labels(ordered), strict=True)]
+    tuned = serving.tuned_settings([ev.document for ev in chosen])
+    ordered = _configurations(chosen, tuned)
+    cands = [candidate(question, g, label) for g, label in zip(ordered, _labels(ordered, tuned), strict=True)]
     rank = {"meets": 0, "uncertain": 1, "not-enough-evidence": 2, "misses": 3}
     cands.sort(key=lambda c: (rank.get(c["meets"], 4), c["systems_needed"]["value"] or math.inf, c["label"]))
     front = frontier(cands, question.criteria)
@@ -282,25 +283,31 @@ def _sift(question: Question, evidence: Sequence[Evidence]) -> tuple[list[dict[s
     return left_out, chosen
 
 
-def _configurations(chosen: Sequence[Evidence]) -> list[list[Evidence]]:
-    """The chosen runs grouped by comparability key and configuration, in order of first appearance."""
+def _neutral(ev: Evidence, tuned: Mapping[str, Sequence[str]]) -> dict[str, Any]:
+    """The run without what differs between the levels of its sweep: the load, and the engine settings tuned with it."""
+    return serving.level_neutral(ev.document, tuned.get(serving.sweep_id(ev.document) or "", ()))
+
+
+def _configurations(chosen: Sequence[Evidence], tuned: Mapping[str, Sequence[str]]) -> list[list[Evidence]]:
+    """The chosen runs grouped by comparability key and configuration, in order of first appearance. Engine
+    settings that change capacity (software.settings, software.serving's parallelism and speculative decoding) are
+    part of the configuration: two sweeps differing in one are two candidates."""
     groups: dict[str, list[Evidence]] = {}
     for ev in chosen:
-        # The levels of a sweep differ only in their offered load: they are one configuration, read at its knee.
-        doc = serving.level_neutral(ev.document)
+        # The levels of a sweep differ only in their offered load (and the settings tuned with it): they are one
+        # configuration, read at its knee.
+        doc = _neutral(ev, tuned)
         key = cmp.comparability_key(doc, "iso-quality") + digest(cmp.configuration(doc, "iso-quality"))
         groups.setdefault(key, []).append(ev)
     return list(groups.values())
 
 
-def _labels(ordered: Sequence[Sequence[Evidence]]) -> list[str]:
+def _labels(ordered: Sequence[Sequence[Evidence]], tuned: Mapping[str, Sequence[str]]) -> list[str]:
+    """One label per candidate; where candidates differ in a setting, the label says it ('max_num_seqs=256')."""
     if not ordered:
         return []
-    return cmp.arm_labels(
-        [g[0].document for g in ordered],
-        "iso-quality",
-        [cmp.configuration(g[0].document, "iso-quality") for g in ordered],
-    )
+    docs = [_neutral(g[0], tuned) for g in ordered]
+    return cmp.arm_labels(docs, "iso-quality", [cmp.configuration(d, "iso-quality") for d in docs])
 
 
 SAFE_INTEGER = 2**53 - 1  # the largest integer every JSON reader keeps exactly (RFC 8785, I-JSON)

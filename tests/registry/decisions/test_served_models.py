@@ -87,6 +87,10 @@ def test_a_question_naming_the_model_has_only_its_runs_as_candidates_and_says_wh
     assert kimi["rate"]["value"] == pytest.approx(430.423, abs=0.01) and kimi["systems_needed"]["value"] == 47
     assert kimi["cost_per_million"]["value"] == pytest.approx(47 * 50 / (20000 * 3600) * 1e6, abs=0.01)
     assert answer["frontier"]["tied"] == [] and answer["refused_inputs"][0]["pointer"].endswith("MI355X")
+    # vllm_command.txt sets --max-num-seqs to each level's concurrency: one engine tuned per load, said at the knee.
+    tuned = next(g["message"] for g in kimi["gaps"] if g["code"] == "tuned-per-level")
+    assert "max_num_seqs set to the concurrency at every level (1 to 24)" in tuned
+    assert "(concurrency 16: max_num_seqs=16)" in tuned and "max_num_seqs" not in kimi["label"]
 
     client = APIClient(SERVER_NAME="localhost")
     client.force_login(user)
@@ -146,3 +150,14 @@ def test_the_real_kimi_sweep_with_its_lowest_level_cut_to_62_requests_is_read_at
     assert c["per_provisioned_mw"]["value"] == pytest.approx(rate / (14.3 * 1.25 / 1000), rel=1e-4)
     assert c["read_at"] == "concurrency 16" and c["meets"] == "not-enough-evidence"  # one run a level: no interval
     assert "read at concurrency 16" in answer["summary"][0]
+
+
+def test_the_import_records_the_engines_capacity_settings_from_its_launch_command(both) -> None:
+    for run in Submission.objects.filter(accelerator_model="B200"):
+        doc = run.document
+        settings, origin = doc["software"]["settings"], doc["provenance"]["origin"]
+        assert settings == {"max_num_seqs": doc["scenario"]["concurrency"], "prefill_decode_disaggregated": False}
+        assert origin["fields"]["/software/settings/max_num_seqs"] == "inferencex:vllm_command.txt: --max-num-seqs"
+        assert origin["files"]["inferencex:vllm_command.txt"].startswith("sha256:")
+    for run in Submission.objects.filter(accelerator_model="Instinct MI355X"):  # SGLang: no launch command shared
+        assert run.document["software"]["settings"] == {"prefill_decode_disaggregated": False}
