@@ -4,6 +4,7 @@ was left out and why, and a sentence per candidate.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -211,7 +212,7 @@ def one_model(question: Question, chosen: Sequence[Evidence]) -> str | None:
     raise DecisionError(
         f"/served_model: the runs that answer this question serve {len(models)} models, and a decision never weighs "
         "one model's runs against another's: name the model to size for in served_model (e.g. "
-        f'{{"name": {next(iter(sorted(models)))!r}}}); the models stored are {listed}'
+        f'{{"name": {json.dumps(min(models))}}}); the models stored are {listed}'
     )
 
 

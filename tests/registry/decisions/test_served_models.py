@@ -161,3 +161,21 @@ def test_the_import_records_the_engines_capacity_settings_from_its_launch_comman
         assert origin["files"]["inferencex:vllm_command.txt"].startswith("sha256:")
     for run in Submission.objects.filter(accelerator_model="Instinct MI355X"):  # SGLang: no launch command shared
         assert run.document["software"]["settings"] == {"prefill_decode_disaggregated": False}
+
+
+def test_a_decision_naming_no_model_keeps_its_answer_and_says_why_when_a_second_model_arrives(
+    user, tmp_path, django_capture_on_commit_callbacks
+) -> None:
+    call_command("import_results", "serving", str(DATA / KIMI), "--deployment", str(deployment_file(tmp_path, KIMI)))
+    response = _post(user, QUESTION)  # one model among the runs: answered, the model named among the assumptions
+    assert response.status_code == 201, response.content
+    assert response.json()["answer"]["assumptions"][0].startswith(f"the model served: {KIMI_MODEL}")
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("import_results", "serving", str(DATA / GLM), "--deployment", str(deployment_file(tmp_path, GLM)))
+    decision = Decision.objects.get()
+    client = APIClient(SERVER_NAME="localhost")
+    client.force_authenticate(user)
+    assert client.get(f"/api/v1/decisions/{decision.pk}").status_code == 200
+    decision.refresh_from_db()
+    assert "serve 2 models" in decision.recompute_error and GLM_MODEL in decision.recompute_error
+    assert decision.answers.count() == 1  # the answer given stands; nothing mixes the two models
