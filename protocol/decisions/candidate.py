@@ -13,7 +13,6 @@ import numpy as np
 
 from .. import comparability as cmp
 from .. import serving, sizing
-from ..numbers import Style, number
 from ..statistics import CONFIDENCE, MIN_VALUES, UNIT_NOUN, geometric_mean, log_t_interval, rounded
 from .evidence import (
     Evidence,
@@ -25,6 +24,7 @@ from .evidence import (
     served_model,
 )
 from .question import CONFIGURATION_KEY, Question
+from .tuned import tuned_gap
 
 
 @dataclass(frozen=True)
@@ -468,13 +468,7 @@ def candidate(q: Question, runs: Sequence[Evidence], label: str) -> dict[str, An
     rate, rate_metric = _rate(q, docs)
     energy = _energy(docs)
     if sweep is not None and sweep["knee"]["level"] is None:
-        # No judged load is shown to meet the target: a miss, or, when no load could be judged (too few requests
-        # for the objective's percentile at every level), not enough evidence. No capacity either way, so no
-        # figure is derived from the level shown (DECISIONS.md: every figure comes from the level C is read at).
-        meets = "not-enough-evidence" if sweep["knee"]["unjudged"] else "misses"
-        none = f"no load of the sweep is shown to meet the target ({sweep['knee']['words']})"
-        systems = _no_count(none)
-        rate, energy = Interval(None, evidence=none), Interval(None, evidence=none)
+        meets, systems, rate, energy = _no_knee(sweep["knee"])
     else:
         systems = _systems(q, rate, meets)
     price = _hourly_price(q, docs[0])
@@ -494,55 +488,20 @@ def candidate(q: Question, runs: Sequence[Evidence], label: str) -> dict[str, An
         "gaps": gaps(
             docs, _energy(docs), price[0] is not None, configuration_key(docs[0]), sweep, [r.ref for r in runs]
         )
-        + _tuned_gap(every, docs, sweep),
+        + tuned_gap(every, docs, sweep),
         "energy_measured": energy_measured(docs),
         "sweep": sweep,
         "all_runs": len(every),
     }
 
 
-def _tuned_gap(
-    every: Sequence[Mapping[str, Any]], at: Sequence[Mapping[str, Any]], sweep: Mapping[str, Any] | None
-) -> list[dict[str, str]]:
-    """A sweep whose engine was tuned level by level (e.g. max_num_seqs set to each level's concurrency) says so
-    where its knee is used: the capacity is that of the engine as set for the knee's load, not of one configuration
-    measured at every load, and a deployment sized from it must run those settings."""
-    tuned = sorted({k for keys in serving.tuned_settings(every).values() for k in keys})
-    if sweep is None or not tuned:
-        return []
-    level = (sweep.get("knee") or {}).get("level")
-    here = f" ({level['words']}: {_settings_words(at[0], tuned)})" if level else ""
-    message = (
-        f"the engine was tuned at each load, not one configuration measured at every load: "
-        f"{'; '.join(_tuned_words(every, k) for k in tuned)}. The capacity is that of the engine as set for the load "
-        f"it is read at{here}, and a deployment sized from it must run those settings"
-    )
-    return [{"code": "tuned-per-level", "message": message}]
-
-
-def _tuned_words(docs: Sequence[Mapping[str, Any]], key: str) -> str:
-    """'max_num_seqs set to the concurrency at every level (1 to 24)', or 'max_num_seqs 64, 128 at concurrency 8,
-    16' where the setting does not follow the load."""
-    pairs = sorted(
-        {
-            (load[1], ((d.get("software") or {}).get("settings") or {}).get(key))
-            for d in docs
-            if (load := serving.offered_load(d))
-        },
-        key=lambda p: p[0],
-    )
-    mode = next((load[0] for d in docs if (load := serving.offered_load(d))), "concurrency")
-    loads = [number(load, Style.SIGNIFICANT) for load, _ in pairs]
-    if all(isinstance(v, int | float) and not isinstance(v, bool) and v == load for load, v in pairs):
-        return f"{key} set to the {mode} at every level ({loads[0]} to {loads[-1]})"
-    values = ", ".join("not stated" if v is None else str(v) for _, v in pairs)
-    at = "concurrency" if mode == "concurrency" else "requests/s offered"
-    return f"{key} {values} at {at} {', '.join(loads)}"
-
-
-def _settings_words(doc: Mapping[str, Any], keys: Sequence[str]) -> str:
-    settings = (doc.get("software") or {}).get("settings") or {}
-    return ", ".join(f"{k}={settings.get(k, 'not stated')}" for k in keys)
+def _no_knee(knee: Mapping[str, Any]) -> tuple[str, dict[str, Any], Interval, Interval]:
+    """No judged load is shown to meet the target: a miss, or, when no load could be judged (too few requests for
+    the objective's percentile at every level), not enough evidence. No capacity either way, so no figure is derived
+    from the level shown (DECISIONS.md: every figure comes from the level C is read at)."""
+    none = f"no load of the sweep is shown to meet the target ({knee['words']})"
+    meets = "not-enough-evidence" if knee["unjudged"] else "misses"
+    return meets, _no_count(none), Interval(None, evidence=none), Interval(None, evidence=none)
 
 
 def _at_knee(q: Question, runs: Sequence[Evidence]) -> tuple[list[Evidence], dict[str, Any] | None]:
