@@ -20,7 +20,7 @@ Nothing here touches a database: the registry passes the candidate runs' documen
 
 Where each part lives: question.py (the question and its plausible ranges), evidence.py (the runs and why one does
 not answer), candidate.py (one configuration's verdicts, systems, cost and energy with their intervals),
-answer.py (the whole answer: candidates, frontier, summary).
+answer.py (the whole answer: candidates, frontier, summary), tuned.py (a sweep whose engine was tuned per load).
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ was left out and why, and a sentence per candidate.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -13,7 +14,7 @@ from .. import serving
 from ..canonical import digest
 from ..statistics import MIN_VALUES
 from .candidate import candidate, normal_key
-from .evidence import Evidence, accelerator_model, configuration_key, out_of_question
+from .evidence import Evidence, accelerator_model, configuration_key, out_of_question, served_model
 from .question import DecisionError, Question, escape_pointer
 
 KIND = "benchreg.decision-answer/1"
@@ -165,8 +166,10 @@ def _cannot_tell(
 def answer(question: Question, evidence: Sequence[Evidence]) -> dict[str, Any]:
     """The whole answer as a JSON value: candidates, frontier, what is left out and why, every run cited."""
     left_out, chosen = _sift(question, evidence)
-    ordered = _configurations(chosen)
-    cands = [candidate(question, g, label) for g, label in zip(ordered, _labels(ordered), strict=True)]
+    model = one_model(question, chosen)
+    tuned = serving.tuned_settings([ev.document for ev in chosen])
+    ordered = _configurations(chosen, tuned)
+    cands = [candidate(question, g, label) for g, label in zip(ordered, _labels(ordered, tuned), strict=True)]
     rank = {"meets": 0, "uncertain": 1, "not-enough-evidence": 2, "misses": 3}
     cands.sort(key=lambda c: (rank.get(c["meets"], 4), c["systems_needed"]["value"] or math.inf, c["label"]))
     front = frontier(cands, question.criteria)
@@ -174,7 +177,9 @@ def answer(question: Question, evidence: Sequence[Evidence]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "kind": KIND,
         "question": question.words(),
-        "assumptions": question.assumptions(frozenset(r["pointer"] for r in refused)),
+        "assumptions": _model_assumption(question, model)
+        + question.assumptions(frozenset(r["pointer"] for r in refused)),
+        "served_model": model,
         "refused_inputs": refused,
         "candidates": cands,
         "frontier": front,
@@ -186,6 +191,36 @@ def answer(question: Question, evidence: Sequence[Evidence]) -> dict[str, Any]:
     }
     _representable(out)
     return out
+
+
+def one_model(question: Question, chosen: Sequence[Evidence]) -> str | None:
+    """The model every chosen run serves (None: no run serves one), or DecisionError when the question names no
+    model and the runs serve several: a decision never weighs one model's runs against another's (DECISIONS.md,
+    "Which runs answer it"), and choosing one for the requester would answer another question than asked. The
+    message lists the models stored, each with its runs and configurations, so the requester can name one."""
+    models: dict[str, list[Evidence]] = {}
+    for ev in chosen:
+        name = served_model(ev.document)
+        if name is not None:
+            models.setdefault(name, []).append(ev)
+    if question.served_model is not None or len(models) < 2:
+        return question.served_model or next(iter(models), None)
+    listed = "; ".join(
+        f"{name!r} ({len(runs)} run(s) on {', '.join(sorted({configuration_key(r.document) for r in runs}))})"
+        for name, runs in sorted(models.items())
+    )
+    raise DecisionError(
+        f"/served_model: the runs that answer this question serve {len(models)} models, and a decision never weighs "
+        "one model's runs against another's: name the model to size for in served_model (e.g. "
+        f'{{"name": {json.dumps(min(models))}}}); the models stored are {listed}'
+    )
+
+
+def _model_assumption(question: Question, model: str | None) -> list[str]:
+    """The model served, said first among the assumptions when the question did not name it (one model only)."""
+    if model is None or question.served_model is not None:
+        return []
+    return [f"the model served: {model} (every run that answers the question serves it; the question names none)"]
 
 
 def refused_inputs(question: Question, groups: Sequence[Sequence[Evidence]]) -> list[dict[str, str]]:
@@ -249,25 +284,31 @@ def _sift(question: Question, evidence: Sequence[Evidence]) -> tuple[list[dict[s
     return left_out, chosen
 
 
-def _configurations(chosen: Sequence[Evidence]) -> list[list[Evidence]]:
-    """The chosen runs grouped by comparability key and configuration, in order of first appearance."""
+def _neutral(ev: Evidence, tuned: Mapping[str, Sequence[str]]) -> dict[str, Any]:
+    """The run without what differs between the levels of its sweep: the load, and the engine settings tuned with it."""
+    return serving.level_neutral(ev.document, tuned.get(serving.sweep_id(ev.document) or "", ()))
+
+
+def _configurations(chosen: Sequence[Evidence], tuned: Mapping[str, Sequence[str]]) -> list[list[Evidence]]:
+    """The chosen runs grouped by comparability key and configuration, in order of first appearance. Engine
+    settings that change capacity (software.settings, software.serving's parallelism and speculative decoding) are
+    part of the configuration: two sweeps differing in one are two candidates."""
     groups: dict[str, list[Evidence]] = {}
     for ev in chosen:
-        # The levels of a sweep differ only in their offered load: they are one configuration, read at its knee.
-        doc = serving.level_neutral(ev.document)
+        # The levels of a sweep differ only in their offered load (and the settings tuned with it): they are one
+        # configuration, read at its knee.
+        doc = _neutral(ev, tuned)
         key = cmp.comparability_key(doc, "iso-quality") + digest(cmp.configuration(doc, "iso-quality"))
         groups.setdefault(key, []).append(ev)
     return list(groups.values())
 
 
-def _labels(ordered: Sequence[Sequence[Evidence]]) -> list[str]:
+def _labels(ordered: Sequence[Sequence[Evidence]], tuned: Mapping[str, Sequence[str]]) -> list[str]:
+    """One label per candidate; where candidates differ in a setting, the label says it ('max_num_seqs=256')."""
     if not ordered:
         return []
-    return cmp.arm_labels(
-        [g[0].document for g in ordered],
-        "iso-quality",
-        [cmp.configuration(g[0].document, "iso-quality") for g in ordered],
-    )
+    docs = [_neutral(g[0], tuned) for g in ordered]
+    return cmp.arm_labels(docs, "iso-quality", [cmp.configuration(d, "iso-quality") for d in docs])
 
 
 SAFE_INTEGER = 2**53 - 1  # the largest integer every JSON reader keeps exactly (RFC 8785, I-JSON)
@@ -304,6 +345,7 @@ def summary(cands: Sequence[Mapping[str, Any]], front: Mapping[str, Any]) -> lis
         weak = "; ".join(g["message"] for g in c["gaps"])
         out.append(
             f"{c['label']}: {VERDICT_WORDS.get(c['meets'], c['meets'])}; {count}"
+            + (f", read at {c['read_at']}" if c.get("sweep") and c.get("read_at") else "")
             + (" — on the frontier" if c["label"] in front["labels"] else "")
             + (f"; capacity is {c['capacity_basis']}" if c.get("capacity_published") else "")
             + (f". Caveats: {weak}." if weak else ".")

@@ -14,9 +14,18 @@ import numpy as np
 from .. import comparability as cmp
 from .. import serving, sizing
 from ..statistics import CONFIDENCE, MIN_VALUES, UNIT_NOUN, geometric_mean, log_t_interval, rounded
-from .evidence import Evidence, accelerator_count, accelerator_model, configuration_key, measured_quality, origin
-from .per_accelerator import candidate_per_accelerator
+from .evidence import (
+    Evidence,
+    accelerator_count,
+    accelerator_model,
+    configuration_key,
+    measured_quality,
+    origin,
+    served_model,
+)
+from .per_accelerator import candidate_per_accelerator, no_per_accelerator
 from .question import CONFIGURATION_KEY, Question
+from .tuned import tuned_gap
 
 
 @dataclass(frozen=True)
@@ -171,6 +180,7 @@ GAP_TITLES = {
     "quality-not-met": "quality target not met",
     "no-measured-quality": "quality not measured",
     "no-price": "no price stated",
+    "tuned-per-level": "engine tuned at each load",
 }
 
 
@@ -264,6 +274,16 @@ def capacity_basis(docs: Sequence[Mapping[str, Any]], sweep: Mapping[str, Any] |
     if loads is not None and len(loads) < 2:
         return "the rate at the one offered load measured (no higher load was measured)"
     return "the measured rate of its runs"
+
+
+def read_at(docs: Sequence[Mapping[str, Any]], sweep: Mapping[str, Any] | None) -> str | None:
+    """The one load level every figure of the candidate (C, systems, cost, per provisioned MW) is read at, in words
+    ('concurrency 16'); None when the runs are not serving levels or no level of the sweep holds."""
+    if sweep is not None:
+        level = (sweep.get("knee") or {}).get("level")
+        return str(level["words"]) if level else None
+    loads = _offered_loads(docs)
+    return _load_words(docs[0]) if loads is not None and len(loads) == 1 else None
 
 
 def _offered_loads(docs: Sequence[Mapping[str, Any]]) -> set[float] | None:
@@ -430,6 +450,7 @@ def _cited(label: str, model: str, runs: Sequence[Evidence]) -> dict[str, Any]:
     return {
         "label": label,
         "accelerator_model": model,
+        "served_model": served_model(docs[0]),
         "configuration": cmp.configuration(docs[0], "iso-quality"),
         "runs": [dict(r.ref) for r in runs],
         "beside": [cmp.beside(d, "iso-quality") for d in docs],
@@ -446,14 +467,13 @@ def candidate(q: Question, runs: Sequence[Evidence], label: str) -> dict[str, An
     interactivity = _interactivity(q, docs)
     meets = _meets(objectives + ([interactivity] if interactivity else []), docs)
     rate, rate_metric = _rate(q, docs)
+    energy = _energy(docs)
+    per_acc = candidate_per_accelerator(docs, interval)
     if sweep is not None and sweep["knee"]["level"] is None:
-        # No load is shown to meet the target: a miss, or, when the lowest load only lacked a figure to judge it
-        # (too few requests for the objective's percentile), not enough evidence; no capacity either way.
-        meets = "not-enough-evidence" if sweep["knee"]["unjudged"] else "misses"
-        systems = _no_count(f"no load of the sweep is shown to meet the target ({sweep['knee']['words']})")
+        meets, systems, rate, energy = _no_knee(sweep["knee"])
+        per_acc = no_per_accelerator(systems["reason"])
     else:
         systems = _systems(q, rate, meets)
-    energy = _energy(docs)
     price = _hourly_price(q, docs[0])
     return {
         **_cited(label, model, runs),
@@ -463,16 +483,29 @@ def candidate(q: Question, runs: Sequence[Evidence], label: str) -> dict[str, An
         "rate": {**rate.as_dict(q.demand_unit), "metric": rate_metric},
         "systems_needed": systems,
         "capacity_basis": capacity_basis(docs, sweep),
+        "read_at": read_at(docs, sweep),
         "capacity_published": sweep is None and published_capacity(docs),
         **_costs(q, rate, energy, price, systems),
         "per_provisioned_mw": _per_provisioned_mw(q, rate, docs[0]),
-        "per_accelerator": candidate_per_accelerator(docs, interval),
+        "per_accelerator": per_acc,
         "latency_ms": rounded(_first_latency(objectives)),
-        "gaps": gaps(docs, energy, price[0] is not None, configuration_key(docs[0]), sweep, [r.ref for r in runs]),
+        "gaps": gaps(
+            docs, _energy(docs), price[0] is not None, configuration_key(docs[0]), sweep, [r.ref for r in runs]
+        )
+        + tuned_gap(every, docs, sweep),
         "energy_measured": energy_measured(docs),
         "sweep": sweep,
         "all_runs": len(every),
     }
+
+
+def _no_knee(knee: Mapping[str, Any]) -> tuple[str, dict[str, Any], Interval, Interval]:
+    """No judged load is shown to meet the target: a miss, or, when no load could be judged (too few requests for
+    the objective's percentile at every level), not enough evidence. No capacity either way, so no figure is derived
+    from the level shown (DECISIONS.md: every figure comes from the level C is read at)."""
+    none = f"no load of the sweep is shown to meet the target ({knee['words']})"
+    meets = "not-enough-evidence" if knee["unjudged"] else "misses"
+    return meets, _no_count(none), Interval(None, evidence=none), Interval(None, evidence=none)
 
 
 def _at_knee(q: Question, runs: Sequence[Evidence]) -> tuple[list[Evidence], dict[str, Any] | None]:

@@ -64,6 +64,7 @@ def out_of_question(q: Question, doc: Mapping[str, Any]) -> str | None:
     """Why this run does not answer the question (None: it does). Filters first, then the iso-quality rule."""
     return (
         _other_workload(q, doc)
+        or other_model(q, doc)
         or _not_a_candidate(q, doc)
         or _not_measured(doc)
         or _off_quality(q, doc)
@@ -85,6 +86,44 @@ def _other_workload(q: Question, doc: Mapping[str, Any]) -> str | None:
         return f"workload version {workload.get('version')}, the question asks {q.workload_version}"
     if (doc.get("scenario") or {}).get("kind") != q.scenario:
         return f"scenario {(doc.get('scenario') or {}).get('kind')}, the question asks {q.scenario}"
+    return None
+
+
+def served_model(doc: Mapping[str, Any]) -> str | None:
+    """The model a served run measured (software.serving.model); None for a run that served none (e.g. MLPerf)."""
+    model = ((doc.get("software") or {}).get("serving") or {}).get("model")
+    return model if isinstance(model, str) and model else None
+
+
+def weights_digest(doc: Mapping[str, Any]) -> str | None:
+    """The digest of the weights the run loaded (workload.model.digest), None when it states none."""
+    digest = ((doc.get("workload") or {}).get("model") or {}).get("digest")
+    return digest if isinstance(digest, str) and digest else None
+
+
+def same_model(asked: str, served: str) -> bool:
+    """Whether a run serving `served` serves the model `asked` names: the same name (case aside), or, where the
+    run names a local checkout by its path ('/lustre/fsw/models/Kimi-K2.5-NVFP4'), the checkout's folder name:
+    the folders above it say where the weights lie, not what they are."""
+    if asked.casefold() == served.casefold():
+        return True
+    return served.startswith(("/", "./", "~")) and served.rstrip("/").rsplit("/", 1)[-1].casefold() == asked.casefold()
+
+
+def other_model(q: Question, doc: Mapping[str, Any]) -> str | None:
+    """Why a run does not serve the model the question names (None: it does, or the question names none). The model
+    served is part of the workload of served evidence: runs of two models never answer one question."""
+    if q.served_model is None:
+        return None
+    served = served_model(doc)
+    if served is None:
+        return f"states no model served (software.serving.model), the question asks for {q.served_model}"
+    if not same_model(q.served_model, served):
+        return f"serves {served}, the question asks for {q.served_model}"
+    if q.served_weights is not None and weights_digest(doc) != q.served_weights:
+        held = weights_digest(doc)
+        stated = f"weights {held}" if held else "no weights digest (workload.model.digest)"
+        return f"serves {served} with {stated}, the question asks for weights {q.served_weights}"
     return None
 
 

@@ -43,3 +43,12 @@ def candidate_per_accelerator(
         found = interval([float(v) for v in values if v is not None]).as_dict(f"{unit} per accelerator")
         out[name] = {**found, "what": FIGURE_WORDS[name], "absent": None}
     return out
+
+
+def no_per_accelerator(reason: str) -> dict[str, Any]:
+    """The same fields as candidate_per_accelerator, every figure absent for `reason` (a sweep with no level shown
+    to meet the question has no level to read them at: DECISIONS.md, every figure from the one level named)."""
+    out: dict[str, Any] = {"label": label_for(False), "accelerators": None}
+    for name in FIGURES:
+        out[name] = {"value": None, "unit": None, "what": FIGURE_WORDS[name], "absent": reason}
+    return out

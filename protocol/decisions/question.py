@@ -45,7 +45,9 @@ FIELDS = {
         "criteria",
         "interactivity",
         "provisioning",
+        "served_model",
     ),
+    "/served_model": ("name", "weights_digest"),
     "/interactivity": ("min_tokens_per_second_per_user",),
     "/provisioning": ("nameplate_kw", "pue"),
     "/quality": ("metric", "target_ratio"),
@@ -109,6 +111,11 @@ class Question:
     min_per_user: float | None = None
     nameplate_kw: Mapping[str, float] = field(default_factory=dict)  # configuration key or "*" -> kW per system
     pue: float | None = None
+    # The model served (software.serving.model) and its weights (workload.model.digest): part of the workload of
+    # served evidence (DECISIONS.md, "Which runs answer it"). None: not named, which holds only while the runs
+    # that answer the question serve one model (answer.py refuses to mix models).
+    served_model: str | None = None
+    served_weights: str | None = None
 
     @property
     def target(self) -> serving.Target:
@@ -132,6 +139,7 @@ class Question:
         per_accelerator = _prices(prices.get("accelerator_hour"), "/prices/accelerator_hour", configuration=False)
         energy, currency = _energy_price(prices), _currency(prices)
         nameplate, pue = _provisioning(data)
+        served, weights = _served_model(data)
         return cls(
             phase=phase,
             workload=_text(data, "workload"),
@@ -158,6 +166,8 @@ class Question:
             min_per_user=_interactivity(data),
             nameplate_kw=nameplate,
             pue=pue,
+            served_model=served,
+            served_weights=weights,
         )
 
     @property
@@ -186,10 +196,17 @@ class Question:
         spare = f" plus {self.redundancy} spare system{'s' if self.redundancy > 1 else ''}" if self.redundancy else ""
         return (
             f"Which systems serve {self.workload}{' ' + self.workload_version if self.workload_version else ''}"
-            f" ({self.scenario}) at {demand}"
+            f" ({self.scenario}){self.served_words()} at {demand}"
             f"{f' with {self.headroom:.0%} headroom' if self.headroom else ''}{spare}, meeting {slo}, with "
             f"{target}; how many, at what cost and energy per output?"
         )
+
+    def served_words(self) -> str:
+        """' with the model amd/GLM-5.1-MXFP4 served (weights sha256:…)', or '' when the question names none."""
+        if self.served_model is None:
+            return ""
+        weights = f" (weights {self.served_weights})" if self.served_weights else ""
+        return f" with the model {self.served_model}{weights} served"
 
     def assumptions(self, refused: frozenset[str] = frozenset()) -> list[str]:
         """Every input the answer's figures rest on, in words: what the requester stated, nothing invented."""
@@ -464,6 +481,32 @@ def _interactivity(data: Mapping[str, Any]) -> float | None:
         return serving.per_user_target(block.get("min_tokens_per_second_per_user"), "/interactivity")
     except serving.TargetError as exc:
         raise DecisionError(str(exc)) from None
+
+
+WEIGHTS_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+
+
+def _served_model(data: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """/served_model: the model served, as {"name", "weights_digest"?} or its name alone."""
+    block = data.get("served_model")
+    if block is None or block == "":
+        return None, None
+    if isinstance(block, str):
+        block = {"name": block}
+    if not isinstance(block, Mapping):
+        raise DecisionError(
+            '/served_model: the model served, e.g. {"name": "amd/GLM-5.1-MXFP4", "weights_digest": "sha256:…"} '
+            "or its name alone"
+        )
+    name = block.get("name")
+    if not isinstance(name, str) or not name.strip() or len(name) > 500:
+        raise DecisionError(
+            "/served_model/name: the model's name as the runs state it (software.serving.model), at most 500 characters"
+        )
+    weights = block.get("weights_digest")
+    if weights is not None and (not isinstance(weights, str) or not WEIGHTS_DIGEST.match(weights)):
+        raise DecisionError("/served_model/weights_digest: the weights' digest as runs state it, sha256:<64 hex>")
+    return name.strip(), weights
 
 
 def _provisioning(data: Mapping[str, Any]) -> tuple[dict[str, float], float | None]:

@@ -16,7 +16,9 @@ A run document is one load level (protocol 1.2: `scenario.sweep` names the sweep
   answer names the level used, and says that a higher throughput between it and the next measured load was not
   measured. The frontier is drawn through measured points only (straight segments are a reading aid, not data).
 - The knee (shared/DECISIONS.md, Inference): the highest load measured before an objective failed, walking the
-  levels in load order. When no level failed, the highest load measured is a lower bound, and said so.
+  levels in load order. A level too short to state an objective's percentile neither holds nor fails: the walk
+  passes it and names it (Knee.passed). When no level failed, the highest judged load is a lower bound, and said
+  so.
 
 Plain Python: no Django, no I/O. Where each part lives: levels.py (reading one document; grouping into levels),
 frontier.py (target, frontier, best level, knee), compare.py (two configurations at one target, in words).
@@ -55,6 +57,7 @@ from .levels import (
     sweep_id,
     sweep_ids,
     tokens_per_second,
+    tuned_settings,
 )
 
 __all__ = [
@@ -89,4 +92,5 @@ __all__ = [
     "sweep_ids",
     "sweep_summary",
     "tokens_per_second",
+    "tuned_settings",
 ]

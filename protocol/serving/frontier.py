@@ -87,23 +87,25 @@ def level_meets(level: Level, target: Target) -> tuple[bool, str | None]:
 
 def judge(level: Level, target: Target) -> tuple[str, str | None]:
     """'meets', 'fails' (a figure is over its objective or under the interactivity target) or 'unjudged' (a figure
-    the target needs is not stated, e.g. too few requests for a p99), with the first reason it does not meet it."""
+    the target needs is not stated, e.g. too few requests for a p99), with the first reason it does not meet it. A
+    failure wins over a figure not stated: one objective over its bound fails the level whatever the others say."""
+    unstated: str | None = None
     if target.min_per_user is not None:
         seen = level.per_user.value
         if seen is None:
-            return "unjudged", "tokens/s per user not stated: the level did not measure it"
-        if seen < target.min_per_user:
+            unstated = "tokens/s per user not stated: the level did not measure it"
+        elif seen < target.min_per_user:
             return "fails", f"{number(seen, Style.SIGNIFICANT)} tok/s per user is under the target"
     for obj in target.objectives:
         measured = level.metric(obj.metric, obj.percentile)
         if measured is None:
-            return "unjudged", unmeasured(level, obj.metric, obj.percentile)
-        if measured > obj.max_ms:
+            unstated = unstated or unmeasured(level, obj.metric, obj.percentile)
+        elif measured > obj.max_ms:
             return (
                 "fails",
                 f"{obj.metric} {obj.percentile} {number(measured, Style.SIGNIFICANT)} ms is over the objective",
             )
-    return "meets", None
+    return ("unjudged", unstated) if unstated else ("meets", None)
 
 
 def unmeasured(level: Level, metric: str, statistic: str) -> str:
@@ -187,12 +189,14 @@ def _between(levels: Sequence[Level], i: int, target: Target) -> str:
 
 @dataclass(frozen=True)
 class Knee:
-    """The highest load measured before an objective failed (DECISIONS.md, Inference).
+    """The highest load measured before an objective failed, among the levels that could be judged (DECISIONS.md,
+    Inference: "a level too short to state an objective's percentile neither holds nor fails: the walk passes it
+    and says so").
 
-    `level` is None when the first load already failed. `reached` is False when no measured load failed: then
-    the knee is the highest load measured, a lower bound on the capacity. `unjudged` is True when the load that
-    ended the walk did not fail an objective but did not state it (too few requests for its percentile): not
-    shown to hold, so the walk stops there, but no miss either."""
+    `level` is None when no judged load met the target: the lowest judged load already failed (`failed` is it), or
+    no load could be judged at all (`unjudged`). `reached` is False when no measured load failed: then the knee is
+    the highest judged load, a lower bound on the capacity. `passed` holds each level the walk passed without a
+    verdict, with the reason (e.g. 62 requests where a p90 needs 64)."""
 
     level: Level | None
     index: int | None
@@ -200,6 +204,7 @@ class Knee:
     reached: bool
     words: str
     unjudged: bool = False
+    passed: tuple[tuple[Level, str], ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -208,32 +213,52 @@ class Knee:
             "failed_at": self.failed.as_dict() if self.failed else None,
             "reached": self.reached,
             "unjudged": self.unjudged,
+            "passed": [{"load": lv.load, "mode": lv.mode, "words": lv.words, "reason": why} for lv, why in self.passed],
             "words": self.words,
         }
 
 
+def _passed_words(passed: Sequence[tuple[Level, str]]) -> str:
+    """'; passed without a verdict: concurrency 1 (ttft_ms p90 not stated: 62 requests …)', or '' for none."""
+    if not passed:
+        return ""
+    return "; passed without a verdict (neither held nor failed): " + "; ".join(
+        f"{lv.words} ({why})" for lv, why in passed
+    )
+
+
 def knee(levels: Sequence[Level], target: Target) -> Knee:
-    """Walk the levels in load order; the knee is the last one that meets `target` before the first that does
-    not. Levels of another load mode than the first are not walked (one sweep is one mode)."""
+    """Walk the levels in load order; the knee is the last judged level that meets `target` before the first that
+    fails it. A level that cannot be judged (a figure the target needs is not stated) is passed, named in `passed`.
+    Levels of another load mode than the first are not walked (one sweep is one mode)."""
     walk = [lv for lv in levels if lv.mode == levels[0].mode] if levels else []
     last: int | None = None
+    passed: list[tuple[Level, str]] = []
     for n, lv in enumerate(walk):
         verdict, why = judge(lv, target)
-        if verdict != "meets":
-            unjudged = verdict == "unjudged"
-            at = f"{lv.words} {'was not judged' if unjudged else 'failed'} ({why})"
+        if verdict == "unjudged":
+            passed.append((lv, str(why)))
+            continue
+        if verdict == "fails":
+            at = f"{lv.words} failed ({why})"
+            said = _passed_words(passed)
             if last is None:
-                first = "is not shown to meet the target" if unjudged else "already fails"
-                return Knee(None, None, lv, True, f"the lowest load measured {first}: {at}", unjudged)
-            return Knee(walk[last], last, lv, True, f"{walk[last].words}, the highest load before {at}", unjudged)
+                lowest = "the lowest judged load" if passed else "the lowest load measured"
+                return Knee(None, None, lv, True, f"{lowest} already fails: {at}{said}", passed=tuple(passed))
+            words = f"{walk[last].words}, the highest judged load before {at}{said}"
+            return Knee(walk[last], last, lv, True, words, passed=tuple(passed))
         last = n
+    said = _passed_words(passed)
     if last is None:
+        if passed:
+            return Knee(None, None, None, False, f"no load could be judged{said}", True, tuple(passed))
         return Knee(None, None, None, False, "no load level was measured")
     return Knee(
         walk[last],
         last,
         None,
         False,
-        f"{walk[last].words}, the highest load measured: every load met {target.words()}, so the capacity is a "
-        "lower bound (no higher load was measured)",
+        f"{walk[last].words}, the highest judged load: every judged load met {target.words()}, so the capacity is a "
+        f"lower bound (no higher load was shown to fail){said}",
+        passed=tuple(passed),
     )

@@ -120,9 +120,37 @@ def per_user_rate(doc: Mapping[str, Any]) -> float | None:
     return _num(block.get(PER_USER_STATISTIC)) if isinstance(block, Mapping) else None
 
 
-def level_neutral(doc: Mapping[str, Any]) -> dict[str, Any]:
+def tuned_settings(docs: Sequence[Mapping[str, Any]]) -> dict[str, tuple[str, ...]]:
+    """{sweep id: the engine settings (software.settings keys) whose value differs between the sweep's levels}: a
+    sweep whose engine was tuned level by level (InferenceX sets vLLM's max_num_seqs to each level's concurrency).
+    Such a sweep is still one candidate, its levels one engine tuned per load, and says so where its knee is used."""
+    seen: dict[str, dict[str, set[str]]] = {}
+    levels: dict[str, int] = {}
+    for doc in docs:
+        sweep = sweep_id(doc)
+        if sweep is None:
+            continue
+        levels[sweep] = levels.get(sweep, 0) + 1
+        settings = (doc.get("software") or {}).get("settings") or {}
+        for key, value in settings.items():
+            seen.setdefault(sweep, {}).setdefault(str(key), set()).add(repr(value))
+    out = {}
+    for sweep, keys in seen.items():
+        # a key some levels lack varies too; one level alone varies in nothing
+        varying = [k for k, vals in keys.items() if len(vals) > 1 or _levels_with(docs, sweep, k) < levels[sweep]]
+        if varying:
+            out[sweep] = tuple(sorted(varying))
+    return out
+
+
+def _levels_with(docs: Sequence[Mapping[str, Any]], sweep: str, key: str) -> int:
+    return sum(1 for d in docs if sweep_id(d) == sweep and key in ((d.get("software") or {}).get("settings") or {}))
+
+
+def level_neutral(doc: Mapping[str, Any], tuned: Sequence[str] = ()) -> dict[str, Any]:
     """A copy of `doc` without the fields that differ between the levels of one sweep, so that comparability keys
-    group a configuration's levels together: the load (LOAD_FIELDS of the scenario) and whether the level reached
+    group a configuration's levels together: the load (LOAD_FIELDS of the scenario), the engine settings `tuned`
+    with it level by level (tuned_settings), and whether the level reached
     steady state. Steady state is an outcome of each level (a level near the capacity may not settle), controlled
     between runs but not a property of the configuration: each level shows its own, and a decision names a knee
     without it as a gap (no-steady-state)."""
@@ -136,6 +164,11 @@ def level_neutral(doc: Mapping[str, Any]) -> dict[str, Any]:
     conditions = out.get("conditions")
     if isinstance(conditions, dict):
         conditions.pop("steady_state", None)
+    software = out.get("software")
+    settings = software.get("settings") if isinstance(software, dict) else None
+    if isinstance(settings, dict) and tuned:
+        for key in tuned:  # set per level with the load: the sweep's own, not another configuration
+            settings.pop(key, None)
     return out
 
 

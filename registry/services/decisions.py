@@ -72,9 +72,13 @@ def decision_compute(*, question: dec.Question) -> tuple[dict[str, Any], list[Su
     runs = decision_candidate_runs(question=question)
     try:
         answer = dec.answer(question, _evidence(runs))
-    except dec.DecisionError as exc:  # a figure left what JSON carries: say so rather than store half an answer
+    except dec.DecisionError as exc:  # runs of several models, or a figure left what JSON carries: say so
+        pointer = str(exc).split(":", 1)[0] if str(exc).startswith("/") else ""
         raise RegistryError(
-            f"the question cannot be answered from the stored runs: {exc}", code="unanswerable", status=422
+            f"the question cannot be answered from the stored runs: {exc}",
+            code="unanswerable",
+            status=422,
+            errors=[{"pointer": f"/question{pointer}", "message": str(exc)}] if pointer else None,
         ) from None
     cited = {r["id"] for c in answer["candidates"] for r in c["runs"]}
     return answer, [r for r in runs if r.pk in cited]

@@ -182,6 +182,12 @@ class DecisionForm(forms.Form):
     title = forms.CharField(max_length=200)
     workload = forms.CharField(max_length=200, help_text="e.g. llama2-70b-99")
     scenario = forms.ChoiceField(choices=[("server", "server"), ("interactive", "interactive"), ("offline", "offline")])
+    served_model = forms.CharField(
+        required=False,
+        max_length=500,
+        label="Model served (served models: as the runs name it, e.g. amd/GLM-5.1-MXFP4)",
+        help_text="Runs of another model are left out; required where the stored runs serve several models.",
+    )
     # The ranges are protocol.decisions' plausible ranges (docs/decisions.md), stated on the page as min/max.
     ttft_p99_ms = forms.FloatField(
         required=False, min_value=0.001, max_value=sizing.MAX_LATENCY_MS, label="p99 TTFT at most (ms)"
@@ -236,6 +242,7 @@ class DecisionForm(forms.Form):
             "phase": "inference",
             "workload": d["workload"],
             "scenario": d["scenario"],
+            **({"served_model": {"name": d["served_model"].strip()}} if (d.get("served_model") or "").strip() else {}),
             "objectives": objectives,
             **({"headroom": d["headroom"]} if d.get("headroom") else {}),
             "quality": {"target_ratio": d["quality_target_ratio"]} if d.get("quality_target_ratio") else {},

@@ -156,35 +156,81 @@ def test_a_question_that_states_a_quality_target_leaves_out_a_sweep_that_measure
     assert "no measured quality" in reason and "the question asks quality at least 0.99 of the reference" in reason
 
 
-def _short_levels(docs: list[dict[str, Any]], from_concurrency: int) -> list[dict[str, Any]]:
-    """The levels from `from_concurrency` up had 500 requests: below the 662 a p99 is stated from (the protocol's
-    sample minimum), so their documents state no ttft p99, as a real short level's would not."""
+def _short_levels(docs: list[dict[str, Any]], *concurrencies: int, count: int = 500) -> list[dict[str, Any]]:
+    """The levels at `concurrencies` had `count` requests (500 by default): below the 662 a p99 is stated from (the
+    protocol's sample minimum), so their documents state no ttft p99, as a real short level's would not."""
     for d in docs:
-        if d["scenario"]["concurrency"] >= from_concurrency:
-            d["metrics"]["ttft_ms"].update({"count": 500, "p99": None})
+        if d["scenario"]["concurrency"] in concurrencies:
+            d["metrics"]["ttft_ms"].update({"count": count, "p99": None})
     return docs
 
 
-def test_a_level_too_short_for_the_objectives_percentile_stops_the_walk_unjudged_not_failed() -> None:
-    # B200 alone: by hand the knee is 16 (test above); with a p99 stated only up to 4, the walk stops at 8,
-    # which is not shown to meet the objective (500 requests, p99 stated from 662), so the knee is 4.
-    docs = _short_levels(sweep_docs((1, 2, 4, 8, 16, 32), sweep="b200", noise=NOISE), from_concurrency=8)
+def test_the_walk_passes_levels_too_short_for_the_objectives_percentile_and_says_so() -> None:
+    # DECISIONS.md, Inference: "a level too short to state an objective's percentile neither holds nor fails: the
+    # walk passes it and says so". B200 alone, with no ttft p99 at 8 and 16 (500 requests each): 1, 2 and 4 are
+    # judged and hold; 8 and 16 are passed; 32 is judged and fails (tokens/s per user 20 < 30). The knee is the
+    # highest judged load before the failure: 4.
+    docs = _short_levels(sweep_docs((1, 2, 4, 8, 16, 32), sweep="b200", noise=NOISE), 8, 16)
     c = dec.answer(question(), evidence(docs))["candidates"][0]
     knee = c["sweep"]["knee"]
-    assert knee["level"]["load"] == 4.0 and knee["failed_at"]["load"] == 8.0 and knee["unjudged"]
-    assert "concurrency 8 was not judged (ttft_ms p99 not stated: 500 requests at this load" in knee["words"]
+    assert knee["level"]["load"] == 4.0 and knee["failed_at"]["load"] == 32.0 and not knee["unjudged"]
+    assert [p["load"] for p in knee["passed"]] == [8.0, 16.0]
+    assert (
+        "passed without a verdict (neither held nor failed): concurrency 8 (ttft_ms p99 not stated: 500 "
+        in (knee["words"])
+    )
     assert "from 662" in knee["words"]
     # C = T(4) = 4 × 100 ÷ (1 + 4/8) = 266.67 tokens/s × (0.98 × 1.02)^(1/3) (the geometric mean of the three
     # runs) = 266.63; N = ceil(20000 ÷ 266.63) = ceil(75.01) = 76.
     assert c["rate"]["value"] == pytest.approx(266.63, abs=0.01)
-    assert c["systems_needed"]["value"] == 76 and c["meets"] == "meets"
+    assert c["systems_needed"]["value"] == 76 and c["meets"] == "meets" and c["read_at"] == "concurrency 4"
 
 
-def test_a_sweep_whose_lowest_load_states_no_p99_has_not_enough_evidence_and_no_count() -> None:
-    docs = _short_levels(sweep_docs((1, 2, 4), sweep="b200", noise=NOISE), from_concurrency=1)
+def test_a_short_level_below_judged_levels_that_hold_does_not_lower_the_knee() -> None:
+    # Only 8 is short: 16 is judged and holds, 32 fails, so the knee is 16 as if 8 held (by hand, the first test).
+    docs = _short_levels(sweep_docs((1, 2, 4, 8, 16, 32), sweep="b200", noise=NOISE), 8)
+    c = dec.answer(question(), evidence(docs))["candidates"][0]
+    assert c["sweep"]["knee"]["level"]["load"] == 16.0 and c["systems_needed"]["value"] == 38
+    assert [p["load"] for p in c["sweep"]["knee"]["passed"]] == [8.0]
+
+
+def test_a_short_lowest_level_is_passed_and_the_knee_read_above_it_with_every_figure_from_there() -> None:
+    # The issue's case: the lowest level too short for the percentile (62 requests), every level above it judged.
+    docs = _short_levels(sweep_docs((1, 2, 4, 8, 16, 32), sweep="b200", noise=NOISE), 1, count=62)
+    c = dec.answer(question(), evidence(docs))["candidates"][0]
+    assert c["sweep"]["knee"]["level"]["load"] == 16.0 and c["meets"] == "meets"
+    # Every figure is the knee's (concurrency 16): C = 533.3, N = 38, cost 52.78 USD, per provisioned MW 29,835.
+    assert c["rate"]["value"] == pytest.approx(533.3, rel=1e-3) and c["systems_needed"]["value"] == 38
+    assert c["cost_per_million"]["value"] == pytest.approx(38 * 100 / (20000 * 3600) * 1e6, rel=1e-4)
+    assert c["per_provisioned_mw"]["value"] == pytest.approx(533.3 / (14.3 * 1.25 / 1000), rel=1e-3)
+    assert c["read_at"] == "concurrency 16" and {r["id"] for r in c["runs"]} == {13, 14, 15}
+
+
+def test_a_failure_wins_over_an_unstated_objective_at_the_same_level() -> None:
+    # At 32 the ttft p99 is not stated but tokens/s per user fails: the level fails, it is not passed.
+    docs = _short_levels(sweep_docs((1, 2, 4, 8, 16, 32), sweep="b200", noise=NOISE), 32)
+    q = question(objectives=[{"metric": "ttft_ms", "percentile": "p99", "max_ms": 1000}])
+    knee = dec.answer(q, evidence(docs))["candidates"][0]["sweep"]["knee"]
+    assert knee["failed_at"]["load"] == 32.0 and knee["passed"] == []
+
+
+def test_a_sweep_where_no_level_states_the_percentile_has_not_enough_evidence_and_no_figure() -> None:
+    docs = _short_levels(sweep_docs((1, 2, 4), sweep="b200", noise=NOISE), 1, 2, 4)
     c = dec.answer(question(), evidence(docs))["candidates"][0]
     assert c["sweep"]["knee"]["level"] is None and c["sweep"]["knee"]["unjudged"]
     assert c["meets"] == "not-enough-evidence"  # never "misses": no load failed the objective
     assert c["systems_needed"]["value"] is None
     assert "no load of the sweep is shown to meet the target" in c["systems_needed"]["reason"]
-    assert c["cost_per_million"]["value"] is None
+    # No figure is read from a level that holds no capacity: no cost, no rate, no tokens per provisioned MW.
+    assert c["cost_per_million"]["value"] is None and c["rate"]["value"] is None
+    assert c["per_provisioned_mw"]["value"] is None and c["read_at"] is None
+
+
+def test_a_sweep_whose_lowest_judged_level_fails_misses_without_figures() -> None:
+    # 1 is short (passed); 2 is judged and fails ttft p99 <= 100 ms (150 ms): the candidate misses, and the figures
+    # of the failing level (its rate, tokens per provisioned MW) are not given as the candidate's.
+    docs = _short_levels(sweep_docs((1, 2, 4), sweep="b200", noise=NOISE), 1)
+    q = question(objectives=[{"metric": "ttft_ms", "percentile": "p99", "max_ms": 100}])
+    c = dec.answer(q, evidence(docs))["candidates"][0]
+    assert c["meets"] == "misses" and c["sweep"]["knee"]["failed_at"]["load"] == 2.0
+    assert c["rate"]["value"] is None and c["per_provisioned_mw"]["value"] is None

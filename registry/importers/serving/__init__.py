@@ -95,6 +95,7 @@ def _read(path: Path) -> list[Level]:
             raise ServingImportError(f"larger than {aiperf.MAX_SUMMARY_BYTES} bytes for an aiperf summary", where=where)
         level = aiperf.read(path, data, raw)
         inferencex.cross_check(level, data, inferencex.records_for(path))
+        inferencex.launch_settings(level, path)
         return [level]
     if isinstance(data, dict) and guidellm.is_guidellm(data):
         return guidellm.read(path, data, raw)

@@ -65,6 +65,44 @@ def records_for(summary: Path) -> list[Path]:
     return [p for p in found if p.is_file()]
 
 
+# The engine launch command the harness keeps beside aiperf's artifacts, and its flags that change a deployment's
+# capacity (the decision's candidate is the configuration with them: DECISIONS.md, "Which runs answer it"). Each
+# becomes software.settings[<name>], traced to the file and flag. Parallelism and speculative decoding are the
+# harness record's (software.serving); prefill/decode disaggregation is its `disagg`.
+LAUNCH_COMMANDS = ("vllm_command.txt", "sglang_command.txt")
+CAPACITY_FLAGS = {
+    "--max-num-seqs": "max_num_seqs",
+    "--max-num-batched-tokens": "max_num_batched_tokens",
+    "--max-running-requests": "max_running_requests",
+    "--chunked-prefill-size": "chunked_prefill_size",
+    "--max-total-tokens": "max_total_tokens",
+}
+MAX_COMMAND_BYTES = 64 * 1024
+
+
+def launch_settings(level: Level, summary: Path) -> None:
+    """The capacity settings of the engine's launch command beside the level (InferenceX layout), if there is one:
+    `--max-num-seqs 16` becomes settings max_num_seqs = 16. A flag given twice with two values is refused."""
+    level_dir = summary.parent.parent
+    for name in LAUNCH_COMMANDS:
+        path = level_dir / name
+        if not level_dir.name.startswith("agentic_") or not path.is_file():
+            continue
+        raw = path.read_bytes()[: MAX_COMMAND_BYTES + 1]
+        if len(raw) > MAX_COMMAND_BYTES:
+            raise ServingImportError(f"larger than {MAX_COMMAND_BYTES} bytes for an engine command", where=str(path))
+        words = raw.decode("utf-8", "replace").replace("=", " ").split()
+        for flag, key in CAPACITY_FLAGS.items():
+            found = {words[i + 1] for i, w in enumerate(words[:-1]) if w == flag}
+            if len(found) > 1:
+                raise ServingImportError(f"{flag} is given twice with different values", where=str(path))
+            if found:
+                value = found.pop()
+                level.settings[key] = int(value) if value.isdigit() else value
+                level.fields[f"/software/settings/{key}"] = f"inferencex:{name}: {flag}"
+        level.files[f"inferencex:{name}"] = sha256_of(raw)
+
+
 def cross_check(level: Level, summary: dict[str, Any], paths: list[Path]) -> None:
     """Check the harness's copies of aiperf's figures and take the deployment facts it states."""
     record: dict[str, Any] | None = None
@@ -159,6 +197,9 @@ def _take_facts(record: dict[str, Any], level: Level, path: Path) -> None:
         level.stated[fact] = value
         if pointer:
             level.fields[pointer] = f"{name}: {key}"
+    if isinstance(record.get("disagg"), bool):  # prefill and decode on separate workers: another configuration
+        level.settings["prefill_decode_disaggregated"] = record["disagg"]
+        level.fields["/software/settings/prefill_decode_disaggregated"] = f"{name}: disagg"
     total, per_gpu = record.get("total_tput_tps"), record.get("tput_per_gpu")
     if _is_number(total) and _is_number(per_gpu) and per_gpu > 0:
         level.stated["accelerator_count"] = total / per_gpu

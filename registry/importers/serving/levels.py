@@ -44,6 +44,8 @@ class Level:
     scenario: str | None = None
     burstiness: float | None = None  # the gamma shape of the arrivals, where the tool states it
     stated: dict[str, Any] = field(default_factory=dict)  # deployment facts the files state (harness records)
+    # Engine settings that change capacity, as the files state them (software.settings: the engine's launch command)
+    settings: dict[str, Any] = field(default_factory=dict)
     fields: dict[str, str] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
 
@@ -147,7 +149,12 @@ def document(level: Level, deployment: Deployment, sweep: tuple[str, int, int], 
         },
         "precision": _precision(level, deployment),
         "system": _system(level, deployment),
-        "software": {"os": None, "serving": _serving(level, deployment)},
+        "software": {
+            "os": None,
+            "serving": _serving(level, deployment),
+            # only where the files state one, so documents of tools that do not (and their digests) are unchanged
+            **({"settings": dict(sorted(level.settings.items()))} if level.settings else {}),
+        },
         "conditions": {
             "warmup": None,
             "window": {"seconds": level.window_s, "iterations": metrics["requests"]["completed"], "repetitions": 1},

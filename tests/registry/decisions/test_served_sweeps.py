@@ -136,7 +136,7 @@ def test_the_decision_page_draws_both_sweeps_and_the_signed_report_states_the_an
     client, body = _ask(user)
     client.force_login(user)
     page = client.get(f"/decisions/{body['id']}/").content.decode()
-    assert "quality not measured" in page and "concurrency 4, the highest load before concurrency 16" in page
+    assert "quality not measured" in page and "concurrency 4, the highest judged load before concurrency 16" in page
     assert page.count("<svg") >= 1 and "tokens/s per user" in page
 
     decision = Decision.objects.get(pk=body["id"])
