@@ -28,6 +28,7 @@ from django.db.models import QuerySet
 
 from protocol import changepoints
 from protocol.canonical import digest
+from protocol.comparability import setting_words
 from protocol.numbers import Style, number
 from protocol.statistics import Estimate, from_values, headline_estimate, rounded
 from registry.models import Alert, Schedule, Series, SeriesRun, Submission
@@ -224,9 +225,9 @@ def settings_of(run: Submission) -> dict[str, Any]:
 
 
 def _settings_words(mine: dict[str, Any], theirs: dict[str, Any]) -> str:
-    """Where another run's settings differ from this run's: 'numpy.blas_threads=2' (up to 3 settings)."""
+    """Where another run's settings differ from this run's, in words: 'BLAS threads 2' (up to 3 settings)."""
     keys = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
-    words = ", ".join(f"{k}={theirs.get(k, 'not stated')}" for k in keys[:3])
+    words = ", ".join(setting_words(k, theirs.get(k)) for k in keys[:3])
     return words + (", …" if len(keys) > 3 else "")
 
 
