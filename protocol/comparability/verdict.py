@@ -109,9 +109,19 @@ def is_free_text(pointer: str) -> bool:
 
 def said_order(differences: Sequence[FieldDifference]) -> tuple[FieldDifference, ...]:
     """`differences` as a refusal names them: those that change the measurement first (SAID_FIRST's groups, then
-    the others), free-text notes and descriptions last; otherwise as given (the contract's field order)."""
+    the others), within a group a field before its details ('precision.weights' before 'precision.quantization.
+    method'), free-text notes and descriptions last; otherwise as given (the contract's field order)."""
     rank = {group: i for i, group in enumerate(SAID_FIRST)}
-    return tuple(sorted(differences, key=lambda d: (is_free_text(d.pointer), rank.get(d.group, len(SAID_FIRST)))))
+    return tuple(
+        sorted(
+            differences,
+            key=lambda d: (
+                is_free_text(d.pointer),
+                rank.get(d.group, len(SAID_FIRST)),
+                len(split_pointer(d.pointer)),
+            ),
+        )
+    )
 
 
 def _differences(
