@@ -59,7 +59,7 @@ def _time_locator() -> mdates.AutoDateLocator:
 # The time axis's words, by the history's time_basis: which time of a run is plotted.
 TIME_AXIS = {
     "measured": "when measured (UTC)",
-    "submitted": "when the registry received it (UTC)",
+    "submitted": "when received (UTC)",
 }
 
 
@@ -96,7 +96,7 @@ def history_time_figure(history: Mapping[str, Any]) -> Figure | None:
             _change_point(ax, p)
     ax.set_ylabel("\n".join(textwrap.wrap(_axis_label(history), 30)))
     _time_axis(ax, [_when(p) for p in points])
-    ax.set_xlabel(time_axis_label(history))
+    ax.set_xlabel(time_axis_label(history), loc="left")  # the date formatter's offset ("2026-Dec-02") is at the right
     # from 0, with room above the highest point and interval: a marker at the top edge would be cut in half
     top = max(max(p["value"], p.get("ci_high") or 0) for p in points)
     ax.set_ylim(0, max(ax.get_ylim()[1], top * 1.08))
