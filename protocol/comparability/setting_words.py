@@ -120,8 +120,6 @@ ACRONYMS = {
     "tpot": "TPOT",
     "api": "API",
     "num": "number of",
-    "ms": "ms",
-    "ns": "ns",
 }
 
 
