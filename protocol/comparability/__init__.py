@@ -38,7 +38,8 @@ from .roles import (
     field_name,
     field_roles,
 )
-from .verdict import FieldDifference, Verdict, check, meets_requirements
+from .setting_words import setting_words
+from .verdict import FieldDifference, Verdict, check, is_free_text, meets_requirements, said_order
 from .words import (
     BLOCKER_WORDS,
     METRIC_WORDS,
@@ -81,7 +82,10 @@ __all__ = [
     "field_name",
     "field_roles",
     "field_words",
+    "is_free_text",
     "known_versions",
     "meets_requirements",
     "metric_words",
+    "said_order",
+    "setting_words",
 ]

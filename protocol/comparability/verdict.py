@@ -59,8 +59,9 @@ class Verdict:
 
     @property
     def offending(self) -> tuple[FieldDifference, ...]:
-        """Everything that makes the comparison refused: controlled differences and missing requirements."""
-        return self.refusals + self.requirement_failures
+        """Everything that makes the comparison refused: controlled differences and missing requirements, those
+        that change the measurement first and free-text notes last (see `said_order`)."""
+        return tuple(sorted(self.refusals + self.requirement_failures, key=lambda d: is_free_text(d.pointer)))
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -72,6 +73,55 @@ class Verdict:
             "disclosures": [d.as_dict() for d in self.disclosures],
             "subject_differences": [d.as_dict() for d in self.subject_differences],
         }
+
+
+# The groups whose difference changes what was measured, in the order a refusal names them: what was run (workload,
+# served model, data, shape, scenario), then how (precision, batch, metric), then on what (system, software, its
+# settings). The contract's other groups follow in its own order; free-text fields come after all of them.
+SAID_FIRST = (
+    "protocol_major",
+    "phase",
+    "workload",
+    "model",
+    "served_model",
+    "dataset",
+    "shape",
+    "request_shape",
+    "scenario",
+    "sweep_mode",
+    "quality_definition",
+    "precision",
+    "batch",
+    "metric_definition",
+    "steady_state",
+    "system",
+    "software_stack",
+    "software_settings",
+)
+# A field holding a free-text note (the submitter's words, not a setting): never the first reason a refusal gives.
+FREE_TEXT_FIELDS = frozenset({"notes", "note", "description", "comment", "comments", "reasons"})
+
+
+def is_free_text(pointer: str) -> bool:
+    """Whether the field at `pointer` is a free-text note or description ('/precision/quantization/notes')."""
+    return any(part in FREE_TEXT_FIELDS for part in split_pointer(pointer))
+
+
+def said_order(differences: Sequence[FieldDifference]) -> tuple[FieldDifference, ...]:
+    """`differences` as a refusal names them: those that change the measurement first (SAID_FIRST's groups, then
+    the others), within a group a field before its details ('precision.weights' before 'precision.quantization.
+    method'), free-text notes and descriptions last; otherwise as given (the contract's field order)."""
+    rank = {group: i for i, group in enumerate(SAID_FIRST)}
+    return tuple(
+        sorted(
+            differences,
+            key=lambda d: (
+                is_free_text(d.pointer),
+                rank.get(d.group, len(SAID_FIRST)),
+                len(split_pointer(d.pointer)),
+            ),
+        )
+    )
 
 
 def _differences(
@@ -150,7 +200,7 @@ def check(docs: Sequence[Mapping[str, Any]], axis: str | None = None, names: Seq
         axis=axis,
         contract_version=contract().version,
         comparable=not by_role["controlled"] and not failures,
-        refusals=by_role["controlled"],
+        refusals=said_order(by_role["controlled"]),
         requirement_failures=failures,
         disclosures=by_role["disclosed"],
         subject_differences=by_role["subject"],

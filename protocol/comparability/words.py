@@ -14,6 +14,7 @@ from ..numbers import Style, number
 from ..rules import DISTRIBUTION_METRICS
 from .definition import contract_document
 from .roles import controlled_projection, field_name, known_axis, same, split_pointer
+from .setting_words import setting_words
 
 
 @cache
@@ -114,17 +115,17 @@ _VERSIONED = ("frameworks", "packages", "runtimes")  # "torch 2.13.0": a name an
 
 
 def _setting_words(name: str, value: Any) -> str:
-    """A label's words for one field: 'torch 2.13.0' for a framework or package, 'numpy.blas_threads=2' for a
-    setting (its key is the setting's own name), 'batch 32' or 'int8 weights' for a known field, else the field's
-    last name in words ('granularity per-channel'), never its whole path."""
+    """A label's words for one field: 'torch 2.13.0' for a framework or package, a setting in words ('BLAS
+    threads 2', 'samples per query 1,024': setting_words), 'batch 32' or 'int8 weights' for a known field, else the
+    field's last name in words ('granularity per-channel'), never its whole path."""
     parent, _, last = name.rpartition(".")
     if name.endswith('"]'):  # software.settings["torch.num_threads"]
         parent, _, last = name[:-2].rpartition('["')
-        return f"{last}={display(value)}"
+        return setting_words(last, None if value == "not stated" else value)
     if parent.endswith(_VERSIONED):
         return f"{last} {display(value)}"
     if parent.endswith("settings"):
-        return f"{last}={display(value)}"
+        return setting_words(last, None if value == "not stated" else value)
     if parent.endswith("quantization") and last == "method":
         return _quantization_words(value)
     if last in _FIELD_WORDS:
@@ -171,7 +172,7 @@ def _by_settings(labels: list[str], configs: Sequence[dict[str, Any]], differing
 
 def field_words(pointer: str, value: Any) -> str:
     """One field's value in a label's words, from its JSON pointer and its value (or the value's `display` text):
-    'steady state not reached', 'batch 8', 'int8 weights', 'numpy.blas_threads=2', never 'steady_state.reached=no'."""
+    'steady state not reached', 'batch 8', 'int8 weights', 'BLAS threads 2', never 'steady_state.reached=no'."""
     if pointer == "/conditions/steady_state/reached":
         if value is None or value == "not stated":
             return "steady state not stated"

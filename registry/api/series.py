@@ -152,6 +152,9 @@ class HistoryPointSerializer(serializers.Serializer[Any]):
     run = serializers.IntegerField()
     digest = serializers.CharField()
     submitted_at = serializers.DateTimeField()
+    measured_at = serializers.DateTimeField(allow_null=True, help_text="provenance.started_at")
+    at = serializers.DateTimeField(help_text="the time plotted: measured_at, or in a series submitted_at")
+    round = serializers.CharField(allow_null=True)
     software = serializers.CharField()
     value = serializers.FloatField(allow_null=True)
     ci_low = serializers.FloatField(allow_null=True)
@@ -173,9 +176,22 @@ class SoftwareGroupSerializer(serializers.Serializer[Any]):
     interval_method = serializers.CharField()
 
 
+class UnplacedRunSerializer(serializers.Serializer[Any]):
+    run = serializers.IntegerField()
+    digest = serializers.CharField()
+    submitted_at = serializers.DateTimeField()
+    round = serializers.CharField(allow_null=True)
+    software = serializers.CharField()
+    headline = serializers.FloatField(allow_null=True)
+    reason = serializers.CharField()
+
+
 class HistorySerializer(serializers.Serializer[Any]):
     run = serializers.IntegerField()
-    scope = serializers.ChoiceField(choices=["series", "configuration"])
+    scope = serializers.ChoiceField(choices=["series", "configuration", "published"])
+    time_basis = serializers.ChoiceField(
+        choices=["measured", "submitted"], help_text="which time of each run `at` is: a series' is submitted"
+    )
     series = serializers.IntegerField(allow_null=True)
     metric = serializers.CharField()
     unit = serializers.CharField(allow_null=True)
@@ -185,6 +201,7 @@ class HistorySerializer(serializers.Serializer[Any]):
     points = HistoryPointSerializer(many=True)
     software = SoftwareGroupSerializer(many=True)
     alerts = serializers.ListField(child=serializers.IntegerField())
+    unplaced = UnplacedRunSerializer(many=True, help_text="runs with no measured time: not on the time axis")
 
 
 class SeriesDetailSerializer(SeriesSerializer):

@@ -1,9 +1,9 @@
 """Server-rendered SVG charts of a configuration's history (registry/selectors/series.py), in the house style of
 registry/presentation/charts.py (same contract: inline-safe SVG or None, deterministic, ids scoped per chart).
 
-Both charts take `History.as_dict()`: the headline over time (each point's `at`: when it was stored, or for
-published results when it was measured), each run with its interval and the
-change points marked; and the headline per software version, each with the interval over its runs.
+Both charts take `History.as_dict()`: the headline over time (each point's `at`: when the run was measured, or in a
+series when the registry received it; the axis says which), each run with its interval and the change points
+marked; and the headline per software version, each with the interval over its runs.
 """
 
 from __future__ import annotations
@@ -56,32 +56,57 @@ def _time_locator() -> mdates.AutoDateLocator:
     return locator
 
 
+# The time axis's words, by the history's time_basis: which time of a run is plotted.
+TIME_AXIS = {
+    "measured": "when measured (UTC)",
+    "submitted": "when received (UTC)",
+}
+
+
+def time_axis_label(history: Mapping[str, Any]) -> str:
+    """Which time of each run the time axis plots, in words ('when measured (UTC)')."""
+    return TIME_AXIS.get(str(history.get("time_basis")), TIME_AXIS["submitted"])
+
+
 def history_time_chart(history: Mapping[str, Any]) -> str | None:
-    """Headline per run over submission time: point and 95% interval, coloured by software; change points as
-    orange diamonds on a dashed line."""
-    points = [p for p in history.get("points") or [] if p.get("value") is not None]
+    """Headline per run over the time its history places it at (when measured, or a series' when received): point
+    and 95% interval, coloured by software; change points as orange diamonds on a dashed line."""
+    with rc_context({**STYLE, **FONT}):
+        fig = history_time_figure(history)
+        return svg(fig, "histtime", [history.get("run"), _plotted(history)]) if fig is not None else None
+
+
+def _plotted(history: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [p for p in history.get("points") or [] if p.get("value") is not None]
+
+
+def history_time_figure(history: Mapping[str, Any]) -> Figure | None:
+    """The figure history_time_chart draws (None without a point to plot); call it inside the charts' rc_context."""
+    points = _plotted(history)
     if not points:
         return None
     software = list(dict.fromkeys(p["software"] for p in points))
     colour = {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(software)}
-    with rc_context({**STYLE, **FONT}):
-        fig = Figure(figsize=(SIZE[0], SIZE[1] + _legend_room(software)))
-        ax = fig.add_subplot()
-        for name in software:
-            _software_runs(ax, name, [p for p in points if p["software"] == name], colour[name])
-        for p in points:
-            if p.get("change_point"):
-                _change_point(ax, p)
-        ax.set_ylabel("\n".join(textwrap.wrap(_axis_label(history), 30)))
-        _time_axis(ax, [_when(p) for p in points])
-        ax.set_ylim(bottom=0)
-        if len(software) > 1 or any(p.get("change_point") for p in points):
-            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=1)
-        return svg(fig, "histtime", [history.get("run"), points])
+    fig = Figure(figsize=(SIZE[0], SIZE[1] + _legend_room(software)))
+    ax = fig.add_subplot()
+    for name in software:
+        _software_runs(ax, name, [p for p in points if p["software"] == name], colour[name])
+    for p in points:
+        if p.get("change_point"):
+            _change_point(ax, p)
+    ax.set_ylabel("\n".join(textwrap.wrap(_axis_label(history), 30)))
+    _time_axis(ax, [_when(p) for p in points])
+    ax.set_xlabel(time_axis_label(history), loc="left")  # the date formatter's offset ("2026-Dec-02") is at the right
+    # from 0, with room above the highest point and interval: a marker at the top edge would be cut in half
+    top = max(max(p["value"], p.get("ci_high") or 0) for p in points)
+    ax.set_ylim(0, max(ax.get_ylim()[1], top * 1.08))
+    if len(software) > 1 or any(p.get("change_point") for p in points):
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=1)
+    return fig
 
 
 def _when(point: Mapping[str, Any]) -> datetime:
-    """A point's place on the time axis: `at` (measured for published results), else when it was stored."""
+    """A point's place on the time axis: `at` (when measured; in a series, when received)."""
     return datetime.fromisoformat(point.get("at") or point["submitted_at"])
 
 

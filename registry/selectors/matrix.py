@@ -34,6 +34,7 @@ from django.db.models.functions import Cast
 
 from protocol import statistics
 from protocol.canonical import digest
+from protocol.comparability import setting_words
 from protocol.decisions import RATE_UNITS
 from registry.models import CatalogueCell, Submission
 from registry.selectors.catalogue import (
@@ -365,14 +366,15 @@ def _parsed(settings: Any) -> dict[str, Any]:
 
 
 def _told_apart(configs: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
-    """Each configuration's words: its frameworks when they differ, then the settings that differ (up to 3)."""
+    """Each configuration's words: its frameworks when they differ, then the settings that differ (up to 3), each in
+    words ('samples per query 1,024', never 'loadgen.generated_samples_per_query=1024')."""
     software = {c["software"] for c in configs.values()}
     keys = sorted({k for c in configs.values() for k in c["settings"]})
     differing = [k for k in keys if len({json.dumps(c["settings"].get(k)) for c in configs.values()}) > 1]
     out = {}
     for name, c in configs.items():
         parts = [c["software"] or "software not stated"] if len(software) > 1 else []
-        parts += [f"{k}={c['settings'].get(k, 'not stated')}" for k in differing[:3]]
+        parts += [setting_words(k, c["settings"].get(k)) for k in differing[:3]]
         out[name] = ", ".join(parts)
     return out
 

@@ -15,6 +15,13 @@ the same submitter and system id, ordered by round and then by the date each was
 imported. The load generator's settings (LoadGen's `loadgen.*` and `user.conf:*`: the round's seeds, the target QPS
 the submitter tuned to reach the published figure) are the load, not the system's configuration, so they do not
 split such a history.
+
+Outside a series every history is placed by **when each run was measured** (`provenance.started_at`: LoadGen's
+test_datetime for an MLPerf result, the first request for an imported serving level, the runner's start for the
+registry's own runs), never by when it was stored or imported: an import of last year's results is not news of
+today. A run that states no measured time is not placed at its import time either: it is listed apart
+(`History.unplaced`) with the reason, and left out of the change-point scan, which follows the measured order. A
+series keeps the order its alerts were judged in (runs in the order the registry received them).
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from django.db.models import QuerySet
 
 from protocol import changepoints
 from protocol.canonical import digest
+from protocol.comparability import setting_words
 from protocol.numbers import Style, number
 from protocol.statistics import Estimate, from_values, headline_estimate, rounded
 from registry.models import Alert, Schedule, Series, SeriesRun, Submission
@@ -61,7 +69,7 @@ class HistoryPoint:
     value: float | None
     change: changepoints.Change
     software: str
-    measured: bool = False  # the history is ordered by when runs were measured (published results), not stored
+    measured: bool = False  # placed by when the run was measured (provenance.started_at), not when it was stored
 
     @property
     def round(self) -> str:
@@ -70,8 +78,12 @@ class HistoryPoint:
 
     @property
     def at(self) -> datetime:
-        """Where the run stands on the time axis: measured (published results) or stored."""
-        return (self.run.started_at or self.run.submitted_at) if self.measured else self.run.submitted_at
+        """Where the run stands on the time axis: when it was measured (a placed run states it), or in a series when
+        the registry received it."""
+        if self.measured:
+            assert self.run.started_at is not None  # runs without it are History.unplaced, never points
+            return self.run.started_at
+        return self.run.submitted_at
 
     @property
     def headline_text(self) -> str:
@@ -138,6 +150,37 @@ class SoftwareGroup:
         }
 
 
+# Why a run of a history is not on its time axis.
+NO_MEASURED_TIME = (
+    "no time of measurement stated (provenance.started_at): not placed on the time axis, since the time it was "
+    "imported or stored says nothing of when it was measured"
+)
+
+
+@dataclass
+class UnplacedRun:
+    """A run of the history that has no place on its time axis, and why."""
+
+    run: Submission
+    software: str
+    reason: str = NO_MEASURED_TIME
+
+    @property
+    def headline_text(self) -> str:
+        return headline_text(self.run.headline_value, self.run.headline_unit)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "run": self.run.pk,
+            "digest": self.run.digest,
+            "submitted_at": self.run.submitted_at.isoformat(),
+            "round": str((published_origin(self.run) or {}).get("round") or "") or None,
+            "software": self.software,
+            "headline": self.run.headline_value,
+            "reason": self.reason,
+        }
+
+
 @dataclass
 class History:
     run: Submission
@@ -153,11 +196,14 @@ class History:
     # Runs of the same controlled fields whose software settings differ: other configurations, left out ({settings
     # in words: (how many runs, the latest's id)}), so the page can link their own histories.
     other_settings: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # Runs of this history with no measured time: listed apart, never on the time axis nor in the change-point scan.
+    unplaced: list[UnplacedRun] = field(default_factory=list)
 
     @property
     def time_basis(self) -> str:
-        """'measured' (published results, by round and measured date) or 'submitted' (by when runs were stored)."""
-        return "measured" if self.scope == "published" else "submitted"
+        """'measured' (by when each run was measured; published results by round first) or 'submitted' (a series:
+        by when the registry received each run, the order its alerts were judged in)."""
+        return "submitted" if self.scope == "series" else "measured"
 
     @property
     def change_points(self) -> list[HistoryPoint]:
@@ -180,6 +226,7 @@ class History:
             "other_settings": [
                 {"settings": words, "runs": n, "latest": latest} for words, (n, latest) in self.other_settings.items()
             ],
+            "unplaced": [u.as_dict() for u in self.unplaced],
         }
 
 
@@ -224,9 +271,9 @@ def settings_of(run: Submission) -> dict[str, Any]:
 
 
 def _settings_words(mine: dict[str, Any], theirs: dict[str, Any]) -> str:
-    """Where another run's settings differ from this run's: 'numpy.blas_threads=2' (up to 3 settings)."""
+    """Where another run's settings differ from this run's, in words: 'BLAS threads 2' (up to 3 settings)."""
     keys = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
-    words = ", ".join(f"{k}={theirs.get(k, 'not stated')}" for k in keys[:3])
+    words = ", ".join(setting_words(k, theirs.get(k)) for k in keys[:3])
     return words + (", …" if len(keys) > 3 else "")
 
 
@@ -248,34 +295,21 @@ def _same_settings(run: Submission, runs: list[Submission]) -> tuple[list[Submis
     return kept, others
 
 
-def run_history(*, run: Submission) -> History:
-    """The history of `run`'s configuration (see the module doc), oldest first."""
-    scope, series, runs = _history_runs(run)
-    total = runs.count()
-    newest_first = ("-started_at", "-id") if scope == "published" else ("-submitted_at", "-id")
-    latest = list(runs.order_by(*newest_first)[:HISTORY_LIMIT])[::-1]
+def _placed(scope: str, runs: QuerySet[Submission]) -> tuple[list[Submission], list[Submission], int]:
+    """The latest HISTORY_LIMIT runs in the order the history places them (oldest first), the runs it cannot place
+    (no measured time; newest first), and how many runs it places in all."""
+    if scope == "series":  # the order the series' alerts were judged in
+        return list(runs.order_by("-submitted_at", "-id")[:HISTORY_LIMIT])[::-1], [], runs.count()
+    placed = runs.filter(started_at__isnull=False)
+    latest = list(placed.order_by("-started_at", "-id")[:HISTORY_LIMIT])[::-1]
     if scope == "published":  # round order first: a round's results are measured before it is published
-        latest.sort(
-            key=lambda r: (
-                round_order(str((published_origin(r) or {}).get("round"))),
-                r.started_at or r.submitted_at,
-                r.pk,
-            )
-        )
-    others: dict[str, tuple[int, int]] = {}
-    if scope != "series":
-        latest, others = _same_settings(run, latest)
-        total -= sum(n for n, _ in others.values())
-    estimates = [headline_estimate(r.document) for r in latest]
-    values = [changepoints.run_value(e) for e in estimates]
-    verdicts = changepoints.scan(values, lower_is_better=run.headline_lower_is_better)
-    points = [
-        HistoryPoint(r, e, v, c, software_label(r), measured=scope == "published")
-        for r, e, v, c in zip(latest, estimates, values, verdicts, strict=True)
-    ]
-    groups: dict[str, list[HistoryPoint]] = {}
-    for point in points:
-        groups.setdefault(point.software, []).append(point)
+        latest.sort(key=lambda r: (round_order(str((published_origin(r) or {}).get("round"))), r.started_at, r.pk))
+    unplaced = list(runs.filter(started_at__isnull=True).order_by("-submitted_at", "-id")[:HISTORY_LIMIT])
+    return latest, unplaced, placed.count()
+
+
+def _software_groups(run: Submission, members: list[tuple[str, int, float | None]]) -> list[SoftwareGroup]:
+    """Each software version's runs ((software, run id, value) in order) with the interval over their values."""
     base = Estimate(
         metric=run.headline_metric,
         value=None,
@@ -287,17 +321,43 @@ def run_history(*, run: Submission) -> History:
         source="runs",
         value_unit="run",
     )
-    software = [
+    groups: dict[str, list[tuple[int, float | None]]] = {}
+    for software, pk, value in members:
+        groups.setdefault(software, []).append((pk, value))
+    return [
         SoftwareGroup(
             name,
-            [p.run.pk for p in members],
-            from_values(
-                base, [p.value for p in members if p.value is not None], "the runs' headlines (one value per run)"
-            ),
+            [pk for pk, _ in runs],
+            from_values(base, [v for _, v in runs if v is not None], "the runs' headlines (one value per run)"),
         )
-        for name, members in groups.items()
+        for name, runs in groups.items()
     ]
-    alerts = list(Alert.objects.filter(series=series).order_by("run_id")) if series is not None else []
+
+
+def run_history(*, run: Submission) -> History:
+    """The history of `run`'s configuration (see the module doc), oldest first."""
+    scope, series, runs = _history_runs(run)
+    latest, unplaced, total = _placed(scope, runs)
+    others: dict[str, tuple[int, int]] = {}
+    if scope != "series":
+        latest, others = _same_settings(run, latest)
+        total -= sum(n for n, _ in others.values())
+        unplaced, more = _same_settings(run, unplaced)
+        for words, (n, newest) in more.items():
+            count, known = others.get(words, (0, newest))
+            others[words] = (count + n, max(known, newest))
+    estimates = [headline_estimate(r.document) for r in latest]
+    values = [changepoints.run_value(e) for e in estimates]
+    verdicts = changepoints.scan(values, lower_is_better=run.headline_lower_is_better)  # in the measured order
+    points = [
+        HistoryPoint(r, e, v, c, software_label(r), measured=scope != "series")
+        for r, e, v, c in zip(latest, estimates, values, verdicts, strict=True)
+    ]
+    apart = [UnplacedRun(r, software_label(r)) for r in unplaced]
+    # the versions' figures do not need a time: a run the time axis cannot place still counts for its software
+    members = [(p.software, p.run.pk, p.value) for p in points] + [
+        (u.software, u.run.pk, changepoints.run_value(headline_estimate(u.run.document))) for u in apart
+    ]
     return History(
         run=run,
         scope=scope,
@@ -306,10 +366,11 @@ def run_history(*, run: Submission) -> History:
         unit=run.headline_unit,
         lower_is_better=run.headline_lower_is_better,
         points=points,
-        groups=software,
-        alerts=alerts,
+        groups=_software_groups(run, members),
+        alerts=list(Alert.objects.filter(series=series).order_by("run_id")) if series is not None else [],
         truncated=total > len(latest),
         other_settings=others,
+        unplaced=apart,
     )
 
 

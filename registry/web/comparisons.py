@@ -97,14 +97,21 @@ def _refusal_context(
 
 def _refusal_order(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Blocking fields with what makes the question different first (phase, workload, scenario, quality target),
-    then fields every run states, then those some run leaves "not stated"; each marked root_cause or not."""
+    then fields every run states, then those some run leaves "not stated", free-text notes last (the contract's
+    said_order); each marked root_cause or not."""
 
     def root(e: dict[str, Any]) -> bool:
         pointer = str(e.get("pointer", ""))
         return any(pointer == p or pointer.startswith(p + "/") for p in ROOT_CAUSE_PREFIXES)
 
     ordered = root_cause_order([e for e in errors if "pointer" in e])
-    ordered.sort(key=lambda e: (not root(e), "not stated" in (e.get("values") or [])))
+    ordered.sort(
+        key=lambda e: (
+            not root(e),
+            comparability.is_free_text(str(e.get("pointer", ""))),
+            "not stated" in (e.get("values") or []),
+        )
+    )
     return [{**e, "root_cause": root(e)} for e in ordered]
 
 

@@ -649,8 +649,8 @@ def test_runs_on_one_system_whose_settings_differ_are_two_arms_on_every_axis_tha
         assert result["conclusion"]["outcome"] != "single-configuration", axis
     labels = [arm["label"] for arm in cmp.compare([one, two], "system")["arms"]]
     assert labels == [
-        "CPU Intel(R) Xeon(R) Platinum 8480+, numpy.blas_threads=1",
-        "CPU Intel(R) Xeon(R) Platinum 8480+, numpy.blas_threads=2",
+        "CPU Intel(R) Xeon(R) Platinum 8480+, BLAS threads 1",
+        "CPU Intel(R) Xeon(R) Platinum 8480+, BLAS threads 2",
     ]
     assert not any("(" in label.replace("(R)", "") for label in labels)  # never nested in a sentence's brackets
 
@@ -734,3 +734,40 @@ def test_fourteen_runs_of_three_accelerator_models_are_three_arms_not_one_per_ma
     assert conclusion["statement"].startswith("H200 delivers 1.20× H100 80GB HBM3's throughput (simultaneous 95% CI")
     assert result["pairwise"][0]["simultaneous"] == {"comparisons": 2, "confidence": 0.95}
     assert result["pairwise"][0]["confidence"] == 0.975
+
+
+# ------------------------------------------------------------------------------ the order a refusal is said in
+
+
+def _noted(doc: Doc, weights: str, note: str) -> Doc:
+    """`doc` in another number format, with the submitter's free-text note on how it was quantized."""
+    doc = set_at(doc, "/precision/weights", weights)
+    return set_at(doc, "/precision/quantization", {"method": "static", "notes": note})
+
+
+def test_a_refusal_names_the_precision_before_a_free_text_note() -> None:
+    base = _noted(example(SERVER), "int8", "calibrated on 512 samples")
+    other = _noted(example(SERVER), "fp8", "calibrated on 128 samples of the validation set")
+    verdict = cmp.check([base, other], "system")
+    said = [d.field for d in verdict.offending]
+    # the note sorts before weights by path ('quantization' < 'weights'): the reason must not open with it
+    assert said == ["precision.weights", "precision.quantization.notes"]
+    assert [d.field for d in verdict.refusals] == said
+
+
+def test_a_note_is_named_after_every_measurement_changing_difference_whatever_the_axis() -> None:
+    base = example(SERVER)
+    other = set_at(_noted(example(SERVER), "fp8", "kv cache kept in bf16"), "/workload/name", "another-model")
+    for axis in ("system", "software"):
+        fields = [d.field for d in cmp.check([base, other], axis).offending]
+        assert fields[0] == "workload.name", fields
+        assert fields[-1] == "precision.quantization.notes", fields
+        assert fields.index("precision.weights") < fields.index("precision.quantization.notes")
+
+
+def test_the_order_of_a_refusal_does_not_depend_on_the_order_of_the_runs() -> None:
+    a = _noted(example(SERVER), "int8", "one note")
+    b = _noted(example(SERVER), "fp8", "another note")
+    forward = [d.field for d in cmp.check([a, b], "system").offending]
+    backward = [d.field for d in cmp.check([b, a], "system").offending]
+    assert forward == backward == ["precision.weights", "precision.quantization.notes"]

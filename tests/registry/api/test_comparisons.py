@@ -6,6 +6,7 @@ import json
 
 import pytest
 from django.db import connection
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from devtools.documents import variant
@@ -217,3 +218,26 @@ def test_an_impossible_sizing_request_is_still_the_callers_400(api, fleet):
     )
     assert response.status_code == 400, response.content
     assert "target_load" in response.json()["detail"] + json.dumps(response.json().get("errors"))
+
+
+def test_a_refusal_says_the_precision_before_the_free_text_note(api, user, server_example):
+    """Two runs differing in precision and in a note on how they were quantized (one states no method): the note is
+    the last reason, in the API's errors and in the page's table, never the first."""
+    int8 = variant(server_example, "lab-h100-11", 1600.0, **{"precision.weights": "int8"})
+    int8["precision"]["quantization"] = {"method": "static", "notes": "calibrated on 512 samples of the dataset"}
+    fp8 = variant(server_example, "lab-h100-12", 1700.0, **{"precision.weights": "fp8"})
+    fp8["precision"]["quantization"] = {"notes": "scales from the vendor's recipe"}
+    one, _ = submission_create(document=int8, submitted_by=user)
+    two, _ = submission_create(document=fp8, submitted_by=user)
+    said = ["precision.weights", "precision.quantization.method", "precision.quantization.notes"]
+    response = api.post("/api/v1/comparisons", {"runs": [one.pk, two.pk]}, format="json")
+    assert response.status_code == 422
+    assert [e["field"] for e in response.json()["errors"]] == said
+    browser = Client()
+    browser.force_login(user)  # the submitter may compare
+    page = browser.post("/compare/", {"runs": f"{one.pk}, {two.pk}", "axis": "system"})
+    html = page.content.decode()
+    assert page.status_code == 422
+    table = html.split("table--refusal", 1)[1]  # the page's own order: "not stated" late, notes last
+    at = [table.index(f"<code>{field}</code>") for field in said]
+    assert at == sorted(at), at

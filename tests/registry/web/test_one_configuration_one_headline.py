@@ -68,8 +68,8 @@ def test_runs_on_one_system_with_other_settings_are_never_pooled_on_any_page(vie
     comparison, _ = comparison_create(runs=[one, two], axis="system", created_by=submitter)
     arms = comparison.result["arms"]
     assert [(a["runs"], a["label"].rsplit(", ", 1)[-1]) for a in arms] == [
-        ([0], "numpy.blas_threads=1"),
-        ([1], "numpy.blas_threads=2"),
+        ([0], "BLAS threads 1"),
+        ([1], "BLAS threads 2"),
     ]
     assert comparison.result["conclusion"]["outcome"] != "single-configuration"
     client = signed_in(viewer)
@@ -81,9 +81,9 @@ def test_runs_on_one_system_with_other_settings_are_never_pooled_on_any_page(vie
     assert f"{pooled:,.1f}" not in matrix and f"{pooled:,.2f}" not in matrix
     shown = [run for run in (one, two) if f"{run.headline_value:,.4g} samples/s" in matrix]
     assert len(shown) == 1 and "+1 more" in matrix
-    assert f"numpy.blas_threads={shown[0].document['software']['settings']['numpy.blas_threads']} ·" in matrix
+    assert f"BLAS threads {shown[0].document['software']['settings']['numpy.blas_threads']} ·" in matrix
     history = _text(client.get(f"/runs/{one.pk}/history/"))
-    assert "1 run " in history and "numpy.blas_threads=2 (1 run)" in history
+    assert "1 run " in history and "BLAS threads 2 (1 run)" in history
     assert f"{two.headline_value:,.1f}" not in history  # the other setting is a link, never a point of this history
 
 

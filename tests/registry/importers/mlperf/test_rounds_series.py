@@ -12,14 +12,18 @@ import json
 import os
 import re
 import shutil
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from matplotlib import rc_context
 
 from registry.importers.mlperf.definitions import previous_round, scenarios_of, unchanged_since
 from registry.importers.mlperf.rules import known_rounds, round_rules
 from registry.models import Submission
+from registry.presentation.chart_style import STYLE
+from registry.presentation.charts_series import history_time_figure, time_axis_label
 from registry.services.imports import mlperf_import_rounds
 from tests.registry.web.conftest import signed_in
 
@@ -185,3 +189,19 @@ def test_the_history_follows_the_system_across_rounds_in_round_order(rounds, api
     assert "by the date each result was measured" in text
     runs_table = text[text.index("runs-heading") :]  # newest first
     assert runs_table.index(">v5.1<") < runs_table.index(">v5.0<") < runs_table.index(">v4.1<")
+
+
+def test_the_history_chart_plots_imported_rounds_at_their_measured_times(rounds, api):
+    """Imported v5.1, v4.1, v5.0 in that order: the chart's points are at LoadGen's test_datetime of each, in round
+    order, never at the import times."""
+    history = api.get(f"/api/v1/submissions/{rounds['v5.1'].pk}/history").json()
+    imported = sorted(rounds.values(), key=lambda r: r.submitted_at)
+    assert [r.origin_round for r in imported] == ["v5.1", "v4.1", "v5.0"]
+    with rc_context(STYLE):
+        figure = history_time_figure(history)
+    assert figure is not None
+    drawn = [x for container in figure.axes[0].containers for x in container.lines[0].get_xdata()]
+    measured = [datetime.fromisoformat(p["measured_at"]) for p in history["points"]]
+    assert sorted(drawn) == measured  # one software version per round: one marker series each
+    assert not {r.submitted_at for r in imported} & set(drawn)
+    assert time_axis_label(history) == "when measured (UTC)"
