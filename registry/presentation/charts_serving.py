@@ -72,9 +72,10 @@ def _frontier_svg(
 ) -> str:
     labels = [_legend_label(s) for s, _ in drawable]
     with rc_context(STYLE):
-        # The legend sits below the axes, one entry per configuration: past three lines it gets height of its own.
+        # The legend sits below the axes, one entry per configuration, in height of its own: constrained layout
+        # keeps the axes' height whatever the legend's (tight layout squashed the axes under a long legend).
         lines = sum(1 + label.count("\n") for label in labels)
-        fig = Figure(figsize=(WIDTH_IN, 3.9 + 0.15 * max(0, lines - 3)))
+        fig = Figure(figsize=(WIDTH_IN, 3.4 + 0.14 * lines), layout="constrained")
         ax = fig.add_subplot()
         for n, (s, pts) in enumerate(drawable):
             _series(ax, n, s, pts)
@@ -84,7 +85,7 @@ def _frontier_svg(
         ax.set_ylabel("\n".join(textwrap.wrap("output tokens/s per accelerator", 24)))
         ax.set_xlim(*limits[0])
         ax.set_ylim(0, limits[1] * 1.08 or None)
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1, fontsize=7.5)
+        fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=1, fontsize=7.5)
         title(ax, "Throughput per accelerator against interactivity (measured loads; filled: frontier)")
         data = [[s["label"], [xy for _, xy in pts]] for s, pts in drawable]
         return svg(fig, "frontier", [data, min_per_user])
@@ -119,7 +120,8 @@ def per_user_range(xs: Sequence[float], target: float | None) -> tuple[float, fl
 def _series(ax: Any, n: int, s: Mapping[str, Any], pts: list[tuple[Mapping[str, Any], tuple[float, float]]]) -> None:
     """One configuration: its points (filled on the frontier), the frontier's dashed line, load tags, the used
     level ringed."""
-    colour, marker = PALETTE[n % len(PALETTE)], MARKERS[n % len(MARKERS)]
+    # Colours cycle first, then markers: series n and n + 8 never look alike.
+    colour, marker = PALETTE[n % len(PALETTE)], MARKERS[(n // len(PALETTE)) % len(MARKERS)]
     sweep = s["sweep"]
     levels = sweep.get("levels") or []
     on = {id(levels[i]) for i in sweep.get("frontier") or [] if i < len(levels)}
