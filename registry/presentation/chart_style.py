@@ -12,7 +12,8 @@ import json
 import math
 import re
 import textwrap
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import matplotlib
 
@@ -55,6 +56,16 @@ STYLE: dict[RcKeyType, Any] = {
     "text.usetex": False,
 }
 _ID = re.compile(r'\bid="([^"]+)"')
+_SIZE = re.compile(r'<svg [^>]*?width="(?P<width>[\d.]+)pt" height="(?P<height>[\d.]+)pt"')
+
+# A report's page (A4 with 18 mm side and 20 mm top and bottom margins: templates/reports/decision.css) shows a chart
+# 174 mm wide. With a heading above it and its caption below, a chart up to FIGURE_MAX_MM tall fits one page; the
+# stylesheet caps images at the same height, and a chart taller than that is drawn in parts (page_parts).
+CONTENT_WIDTH_MM = 174.0
+FIGURE_MAX_MM = 225.0
+MAX_ASPECT = FIGURE_MAX_MM / CONTENT_WIDTH_MM  # height over width of the tallest chart a page holds whole
+
+T = TypeVar("T")
 
 
 def finite(value: Any) -> float | None:
@@ -115,3 +126,36 @@ def _scope_ids(markup: str, prefix: str) -> str:
     return re.sub(
         r"#([A-Za-z_][\w.\-]*)", lambda m: f"#{prefix}-{m.group(1)}" if m.group(1) in ids else m.group(0), markup
     )
+
+
+def aspect(markup: str) -> float:
+    """Height over width of an SVG chart of svg(): the page height it takes, in page widths."""
+    size = _SIZE.search(markup)
+    if size is None:
+        raise ValueError("not a chart of chart_style.svg: its <svg> element states no width and height in pt")
+    return float(size["height"]) / float(size["width"])
+
+
+def page_parts(draw: Callable[[Sequence[T]], str | None], items: Sequence[T]) -> list[str]:
+    """`draw(items)` as one chart where it fits a report's page (MAX_ASPECT), else the fewest charts of
+    consecutive items, near-equal in count and in order, of which each fits: a chart is never cut by a page
+    break, nor shrunk until it is unreadable. One item per chart is the end (the stylesheet then caps its height).
+    Charts that draw nothing are left out; [] when none draws anything."""
+    parts = 1
+    while True:
+        drawn = [draw(chunk) for chunk in _chunks(items, parts)]
+        tallest = max((aspect(s) for s in drawn if s is not None), default=0.0)
+        if tallest <= MAX_ASPECT or parts >= len(items):
+            return [s for s in drawn if s is not None]
+        # The next guess scales the largest part by how far it is over; a chart's title and axes do not shrink
+        # with it, so the guess can fall short, and the loop tries again with one more part at least.
+        largest = -(-len(items) // parts)
+        fits = max(1, int(largest * MAX_ASPECT / tallest))
+        parts = min(len(items), max(parts + 1, -(-len(items) // fits)))
+
+
+def _chunks(items: Sequence[T], parts: int) -> list[Sequence[T]]:
+    """`items` in `parts` consecutive runs whose lengths differ by one at most (the longer ones first)."""
+    size, extra = divmod(len(items), parts)
+    bounds = [k * size + min(k, extra) for k in range(parts + 1)]
+    return [items[bounds[k] : bounds[k + 1]] for k in range(parts) if bounds[k] < bounds[k + 1]]

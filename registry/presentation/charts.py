@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 
 from protocol.numbers import Style, number
 from protocol.rules import MIN_SAMPLES_FOR_PERCENTILE, percentile_allowed
-from registry.presentation.chart_style import PALETTE, STYLE, WIDTH_IN, finite, svg, title, value_label
+from registry.presentation.chart_style import PALETTE, STYLE, WIDTH_IN, finite, page_parts, svg, title, value_label
 from registry.presentation.words import metric_label
 
 PERCENTILES = ("p50", "p90", "p95", "p99")
@@ -33,11 +33,30 @@ LABEL_WIDTH = 34  # characters per line of a bar label; longer labels wrap (neve
 
 def throughput_chart(result: Mapping[str, Any]) -> str | None:
     """Each arm's headline estimate as a horizontal bar with its confidence interval (when there is one)."""
+    rows, xmax = _throughput_rows(result)
+    return _throughput_svg(result, rows, xmax) if rows else None
+
+
+def throughput_charts(result: Mapping[str, Any]) -> list[str]:
+    """throughput_chart in as many parts as keep each whole on a report's page (chart_style.page_parts), every
+    part on one scale; [] when no arm has an estimate."""
+    rows, xmax = _throughput_rows(result)
+    return page_parts(lambda part: _throughput_svg(result, part, xmax), rows)
+
+
+def _throughput_rows(result: Mapping[str, Any]) -> tuple[list[tuple[str, Mapping[str, Any]]], float]:
+    """(bar label, arm) of each arm with an estimate, and the value axis's end: room for every bar, interval
+    and value label."""
     arms = _estimated_arms(result)
     if not arms:
-        return None
-    est0 = arms[0]["estimate"]
-    labels = arm_labels(arms)
+        return [], 0.0
+    values, _, highs = _estimates(arms)
+    return list(zip(arm_labels(arms), arms, strict=True)), max(max(values), max(h or 0 for h in highs)) * 1.22
+
+
+def _throughput_svg(result: Mapping[str, Any], rows: Sequence[tuple[str, Mapping[str, Any]]], xmax: float) -> str:
+    labels = [label for label, _ in rows]
+    arms = [arm for _, arm in rows]
     values, lows, highs = _estimates(arms)
     with rc_context(STYLE):
         fig = Figure(figsize=(WIDTH_IN, 0.9 + 0.3 * sum(1 + label.count("\n") for label in labels) + 0.12 * len(arms)))
@@ -48,10 +67,11 @@ def throughput_chart(result: Mapping[str, Any]) -> str | None:
             _interval_and_value(ax, y, v, lo, hi)
         ax.set_yticks(ys, labels)
         ax.grid(axis="y", visible=False)
-        ax.set_xlim(0, max(max(values), max((h for h in highs if h is not None), default=0)) * 1.22)
-        ax.set_xlabel(_headline_label(est0))
+        ax.set_xlim(0, xmax)
+        ax.set_xlabel(_headline_label(arms[0]["estimate"]))
         title(ax, "Headline result per configuration (bars: 95% interval)")
-        return svg(fig, "throughput", result.get("arms"))
+        whole = len(arms) == len(_estimated_arms(result))
+        return svg(fig, "throughput", result.get("arms") if whole else [labels, values, lows, highs])
 
 
 def _estimates(arms: Sequence[Mapping[str, Any]]) -> tuple[list[float], list[float | None], list[float | None]]:
@@ -90,8 +110,31 @@ def latency_percentiles_chart(runs: Sequence[Mapping[str, Any]], result: Mapping
     metrics = _latency_metrics(runs)
     if not metrics:
         return None
+    return _percentiles_svg(_percentile_rows(runs, result), metrics, runs, result is not None)
+
+
+def latency_percentiles_charts(runs: Sequence[Mapping[str, Any]], result: Mapping[str, Any] | None = None) -> list[str]:
+    """latency_percentiles_chart in as many parts (of fewer configurations each, every panel in each part) as keep
+    each whole on a report's page (chart_style.page_parts); each metric on one scale in every part."""
+    metrics = _latency_metrics(runs)
+    if not metrics:
+        return []
     rows = _percentile_rows(runs, result)
-    per = "configuration" if result is not None else "run"
+    ends = {
+        m: max((_row_percentile(r, m, n) or 0.0 for _, r in rows for n in PERCENTILES), default=0.0) for m in metrics
+    }
+    return page_parts(lambda part: _percentiles_svg(part, metrics, runs, result is not None, ends), rows)
+
+
+def _percentiles_svg(
+    rows: Sequence[tuple[str, Sequence[Mapping[str, Any]]]],
+    metrics: Sequence[str],
+    runs: Sequence[Mapping[str, Any]],
+    per_configuration: bool,
+    ends: Mapping[str, float] | None = None,
+) -> str:
+    """The percentile panels of `rows`; `ends`: each metric's largest value over every part (one scale for all)."""
+    per = "configuration" if per_configuration else "run"
     with rc_context(STYLE):
         heights = [len(rows) * (1 + max(0, max(lab.count("\n") for lab, _ in rows))) for _ in metrics]
         # Per panel: its rows, plus a title, tick labels and an axis label (about 1.3 in), or they overlap.
@@ -99,6 +142,8 @@ def latency_percentiles_chart(runs: Sequence[Mapping[str, Any]], result: Mapping
         axes = fig.subplots(len(metrics), 1, squeeze=False)[:, 0]
         for ax, metric in zip(axes, metrics, strict=True):
             shown = _percentile_panel(ax, rows, metric, runs, per)
+            if ends and ends.get(metric):
+                ax.set_xlim(0, ends[metric] * 1.05)
             if shown:  # below the axis label: a legend above would run into the title
                 _legend_below(ax, len(rows), len(shown))
         fig.tight_layout(h_pad=1.2)
@@ -170,19 +215,51 @@ def latency_vs_load_chart(runs: Sequence[Mapping[str, Any]], labels: Sequence[st
     metric, series = _load_series(runs, labels)
     if not series:
         return None
-    words = metric_label(metric, runs[0])
+    return _load_svg(metric_label(metric, runs[0]), sorted(series.items()))
+
+
+def latency_vs_load_charts(runs: Sequence[Mapping[str, Any]], labels: Sequence[str] | None = None) -> list[str]:
+    """latency_vs_load_chart in as many parts (of fewer configurations each, on the same axes) as keep each whole
+    on a report's page, its legend included (chart_style.page_parts)."""
+    metric, series = _load_series(runs, labels)
+    if not series:
+        return []
+    points = [p for pts in series.values() for p in pts]
+    limits = (min(x for x, _ in points), max(x for x, _ in points), max(y for _, y in points))
+    return page_parts(lambda part: _load_svg(metric_label(metric, runs[0]), part, limits), sorted(series.items()))
+
+
+def _load_svg(
+    words: str,
+    series: Sequence[tuple[str, list[tuple[float, float]]]],
+    limits: tuple[float, float, float] | None = None,
+) -> str:
+    """One line per configuration; `limits` (lowest and highest load, highest latency over every part): the axes
+    that every part shares."""
+    # Up to four lines of legend sit inside the axes; more would cover the lines, so they go below, in room of
+    # their own (constrained layout keeps the axes' height and adds the legend's).
+    entries = sum(1 + _wrap(name).count("\n") for name, _ in series)
+    below = entries > 4
     with rc_context(STYLE):
-        fig = Figure(figsize=(WIDTH_IN, 2.6))
+        height = 2.6 + (0.17 * entries if below else 0)
+        fig = Figure(figsize=(WIDTH_IN, height), layout="constrained" if below else None)
         ax = fig.add_subplot()
-        for i, (name, pts) in enumerate(sorted(series.items())):
-            pts.sort()
-            _load_line(ax, name, pts, PALETTE[i % len(PALETTE)])
+        for i, (name, pts) in enumerate(series):
+            _load_line(ax, name, sorted(pts), PALETTE[i % len(PALETTE)])
         ax.set_xlabel("offered load (requests/s)")
         ax.set_ylabel(f"p99 {words} (ms)")
         ax.set_ylim(bottom=0)
+        if limits is not None:
+            low, high, top = limits
+            pad = (high - low) * 0.05 or 0.5
+            ax.set_xlim(low - pad, high + pad)
+            ax.set_ylim(0, top * 1.08)
         title(ax, f"p99 {words} against offered load")
-        ax.legend(loc="upper left")
-        return svg(fig, "load", sorted(series.items()))
+        if below:
+            fig.legend(*ax.get_legend_handles_labels(), loc="outside lower left")
+        else:
+            ax.legend(loc="upper left")
+        return svg(fig, "load", list(series))
 
 
 def _load_line(ax: Any, name: str, pts: Sequence[tuple[float, float]], colour: str) -> None:
@@ -199,15 +276,34 @@ def _load_line(ax: Any, name: str, pts: Sequence[tuple[float, float]], colour: s
 
 def derived_chart(result: Mapping[str, Any]) -> str | None:
     """Energy per output and cost per million outputs per arm (derived numbers), one panel each where available."""
-    arms = result.get("arms") or []
     panels = _derived_panels(result)
-    if not panels:
-        return None
+    return _derived_svg(panels) if panels else None
+
+
+def derived_charts(result: Mapping[str, Any]) -> list[str]:
+    """derived_chart in as many parts (of fewer configurations each, each panel on one scale in every part) as
+    keep each whole on a report's page (chart_style.page_parts)."""
+    panels = _derived_panels(result)
+    labels = list(dict.fromkeys(label for _, points in panels for label, _ in points))
+    ends = {name: max(float(d["value"]) for _, d in points) for name, points in panels}
+
+    def draw(part: Sequence[str]) -> str | None:
+        kept = [(name, [(label, d) for label, d in points if label in part]) for name, points in panels]
+        kept = [(name, points) for name, points in kept if points]
+        return _derived_svg(kept, ends) if kept else None
+
+    return page_parts(draw, labels)
+
+
+def _derived_svg(
+    panels: Sequence[tuple[str, Sequence[tuple[str, Mapping[str, Any]]]]], ends: Mapping[str, float] | None = None
+) -> str:
+    rows = max(len(points) for _, points in panels)
     with rc_context(STYLE):
-        fig = Figure(figsize=(WIDTH_IN, 0.9 + 0.36 * len(arms) * len(panels) + 0.45 * len(panels)))
+        fig = Figure(figsize=(WIDTH_IN, 0.9 + 0.36 * rows * len(panels) + 0.45 * len(panels)))
         axes = fig.subplots(len(panels), 1, squeeze=False)[:, 0]
         for ax, (name, points) in zip(axes, panels, strict=True):
-            _derived_panel(ax, name, points)
+            _derived_panel(ax, name, points, (ends or {}).get(name))
         fig.tight_layout(h_pad=1.2)
         return svg(fig, "derived", panels)
 
@@ -340,7 +436,7 @@ def _min_samples(name: str) -> int:
     return MIN_SAMPLES_FOR_PERCENTILE.get(name, 0)
 
 
-def _derived_panel(ax: Any, name: str, points: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+def _derived_panel(ax: Any, name: str, points: Sequence[tuple[str, Mapping[str, Any]]], end: float | None) -> None:
     ys = list(range(len(points)))[::-1]
     values = [float(d["value"]) for _, d in points]
     ax.barh(ys, values, color=PALETTE[2] if name == "energy_per_output" else PALETTE[1], height=0.6, zorder=2)
@@ -348,7 +444,7 @@ def _derived_panel(ax: Any, name: str, points: Sequence[tuple[str, Mapping[str, 
         value_label(ax, v, y, v)
     ax.set_yticks(ys, [label for label, _ in points])
     ax.grid(axis="y", visible=False)
-    ax.set_xlim(0, max(values) * 1.25)
+    ax.set_xlim(0, (end or max(values)) * 1.25)  # `end`: the largest value over every part of a chart
     unit = points[0][1].get("unit") or ""
     words = "Energy per output" if name == "energy_per_output" else "Cost per million outputs"
     ax.set_xlabel(f"{unit}, lower is better")

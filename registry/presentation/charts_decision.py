@@ -6,13 +6,13 @@ Same contract as registry/presentation/charts.py: inline-safe SVG or None, deter
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from matplotlib import rc_context
 from matplotlib.figure import Figure
 
-from registry.presentation.chart_style import PALETTE, STYLE, WIDTH_IN, finite, svg, title
+from registry.presentation.chart_style import PALETTE, STYLE, WIDTH_IN, finite, page_parts, svg, title
 from registry.presentation.charts import LABEL_WIDTH
 
 # A candidate on one criterion: (value, interval low, interval high), the bounds None where the answer has none.
@@ -29,24 +29,48 @@ def pareto_chart(answer: Mapping[str, Any]) -> str | None:
     """A decision's candidates on the first two criteria of its Pareto frontier (lower is better on both): frontier
     members filled and joined, the rest hollow, candidates that miss the objectives left out (as in the frontier).
     Intervals where the answer has them. None when the frontier uses fewer than two criteria."""
+    criteria, points, members = _pareto(answer)
+    return _pareto_svg(criteria, list(enumerate(points)), points, members) if points else None
+
+
+def pareto_charts(answer: Mapping[str, Any]) -> list[str]:
+    """pareto_chart in as many parts (of fewer candidates each, on the same axes, each with the whole frontier's
+    line) as keep each whole on a report's page, its legend included (chart_style.page_parts); [] without one."""
+    criteria, points, members = _pareto(answer)
+    return page_parts(lambda part: _pareto_svg(criteria, part, points, members), list(enumerate(points)))
+
+
+def _pareto(answer: Mapping[str, Any]) -> tuple[list[str], list[tuple[int, Mapping[str, Any], list[_Point]]], set[int]]:
+    """The frontier's first two criteria, the candidates drawn on them (none with fewer than two), its members."""
     front = answer.get("frontier") or {}
     criteria = list(front.get("criteria") or [])[:2]
     if len(criteria) < 2:
-        return None
-    members = set(front.get("members") or [])
-    points = _pareto_points(answer, criteria)
-    if not points:
-        return None
+        return criteria, [], set()
+    return criteria, _pareto_points(answer, criteria), set(front.get("members") or [])
+
+
+def _pareto_svg(
+    criteria: list[str],
+    part: Sequence[tuple[int, tuple[int, Mapping[str, Any], list[_Point]]]],
+    points: Sequence[tuple[int, Mapping[str, Any], list[_Point]]],
+    members: set[int],
+) -> str:
+    """The candidates of `part` (each with its position among all `points`: its colour); the axes and the
+    frontier's line are those of all `points`, so parts read alike."""
     with rc_context(STYLE):
         fig = Figure(figsize=(WIDTH_IN, 3.6))
         ax = fig.add_subplot()
-        for n, (i, cand, xy) in enumerate(points):
+        for n, (i, cand, xy) in part:
             _candidate(ax, n, cand, xy, i in members)
+        if len(part) < len(points):  # the other parts' candidates, unlabelled in grey: where this part stands
+            shown = {i for _, (i, _, _) in part}
+            others = [xy for i, _, xy in points if i not in shown]
+            ax.scatter([xy[0][0] for xy in others], [xy[1][0] for xy in others], s=10, color="#c8c8c8", zorder=1)
         _frontier_line(ax, sorted((xy[0][0], xy[1][0]) for i, _, xy in points if i in members))
         _pareto_axes(ax, criteria, points)
         ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, fontsize=7)
         title(ax, "Candidates that meet or may meet the objectives: filled points are the Pareto frontier")
-        return svg(fig, "pareto", [criteria, [[i, xy] for i, _, xy in points], sorted(members)])
+        return svg(fig, "pareto", [criteria, [[i, xy] for _, (i, _, xy) in part], sorted(members)])
 
 
 def _pareto_points(answer: Mapping[str, Any], criteria: list[str]) -> list[tuple[int, Mapping[str, Any], list[_Point]]]:
@@ -94,7 +118,7 @@ def _frontier_line(ax: Any, frontier_xy: list[tuple[float, float]]) -> None:
         )
 
 
-def _pareto_axes(ax: Any, criteria: list[str], points: list[tuple[int, Mapping[str, Any], list[_Point]]]) -> None:
+def _pareto_axes(ax: Any, criteria: list[str], points: Sequence[tuple[int, Mapping[str, Any], list[_Point]]]) -> None:
     """Axis labels with the first candidate's units, and limits with room for the outermost point and whisker."""
     unit_of = {c: _criterion_unit(points[0][1], c) for c in criteria}
     ax.set_xlabel(f"{CRITERION_AXES[criteria[0]][1]}{unit_of[criteria[0]]}, lower is better")

@@ -13,7 +13,7 @@ from typing import Any
 from protocol.decisions import GAP_TITLES
 from protocol.numbers import Style, number
 from protocol.summary import headline as summary_headline
-from registry.presentation import charts, charts_decision, charts_serving
+from registry.presentation.charts_report import decision_figures, report_figures
 from registry.presentation.citations import citation_words
 from registry.presentation.sweeps import sweep_lines
 from registry.presentation.words import (
@@ -29,7 +29,6 @@ from registry.reports import CERTIFICATE_FILE
 from registry.reports.plain import cover_words
 
 AXIS_WORDS = {"system": "hardware system"}  # the others in the contract's words ("equal quality", never a code)
-MAX_DISTRIBUTIONS = 4  # histograms of raw samples: the first runs that have them, to keep the report short
 OUTCOME_WORDS = {
     "better": "better, distinguishable from noise",
     "worse": "worse, distinguishable from noise",
@@ -65,7 +64,7 @@ def report_context(evidence: Mapping[str, Any], *, certificate: Mapping[str, str
         **findings,
         "plain": cover_words(result, docs, ids, findings["conclusion"], answer),
         "protocol_versions": sorted({str(d.get("protocol")) for d in docs}),
-        "charts": _charts(result, docs, ids),
+        "charts": report_figures(result, docs, ids),
         "decision_answer": decision_answer(
             section, trust={r["id"]: r.get("trust") for r in evidence["runs"] if r.get("trust")}
         ),
@@ -147,8 +146,7 @@ def decision_answer(section: Mapping[str, Any] | None, trust: Mapping[int, str] 
         "frontier": answer.get("frontier") or {},
         "left_out": len(answer.get("left_out") or []),
         "units": _answer_units(answer),
-        "pareto": charts_decision.pareto_chart(answer),
-        "frontier_chart": charts_serving.decision_frontier_chart(answer),
+        **decision_figures(answer),  # "pareto" and "frontier_chart", each in the parts that fit a page
         "sweeps": sweep_lines(answer),
     }
 
@@ -486,32 +484,6 @@ def _arm_row(
         "cost": derived.get("cost_per_million_outputs"),
         "replicas": (arm.get("sizing") or {}).get("replicas"),
     }
-
-
-def _charts(
-    result: Mapping[str, Any], docs: Sequence[Mapping[str, Any]], run_ids: Sequence[int]
-) -> list[dict[str, str]]:
-    """The report's figures, each captioned uniquely and labelled by configuration; distributions for the first
-    run with raw samples of each configuration (at most MAX_DISTRIBUTIONS)."""
-    arm_of = {i: a for a in result.get("arms") or [] for i in a.get("runs") or []}
-    labels = [str(arm_of[i]["label"]) if i in arm_of else f"run {run_ids[i]}" for i in range(len(docs))]
-    found = [
-        ("Headline result per configuration, with 95% intervals", charts.throughput_chart(result)),
-        ("Latency percentiles per configuration", charts.latency_percentiles_chart(docs, result)),
-        ("p99 latency against offered load, per configuration", charts.latency_vs_load_chart(docs, labels)),
-        ("Energy and cost per output, per configuration", charts.derived_chart(result)),
-        (
-            "Output tokens/s per accelerator against tokens/s per user, per configuration (measured loads only)",
-            charts_serving.runs_frontier_chart(docs, labels),
-        ),
-    ]
-    shown: set[str] = set()
-    for i, doc in enumerate(docs):
-        if doc.get("samples") and labels[i] not in shown and len(shown) < MAX_DISTRIBUTIONS:
-            shown.add(labels[i])
-            name = f"run {run_ids[i]} · {labels[i]}"
-            found.append((f"Latency distribution of {name}", charts.latency_distribution_chart(doc, name)))
-    return [{"title": title, "svg": svg} for title, svg in found if svg]
 
 
 # ------------------------------------------------------------------------------------------ words

@@ -35,8 +35,11 @@ def render_html(context: Mapping[str, Any]) -> str:
     """The report's HTML. User text is escaped by Django's autoescaping; charts become data: SVG images."""
     charts = [{"title": c["title"], "src": _data_uri(c["svg"])} for c in context.get("charts") or []]
     decision = context.get("decision_answer")
-    if decision:
-        decision = {**decision, **{k: _data_uri(decision[k]) for k in ("pareto", "frontier_chart") if decision.get(k)}}
+    if decision:  # each of its figures is a list of parts (presentation.charts_report.decision_figures)
+        parts = {
+            k: [{**p, "src": _data_uri(p["svg"])} for p in decision.get(k) or []] for k in ("pareto", "frontier_chart")
+        }
+        decision = {**decision, **parts}
     return render_to_string(
         TEMPLATE,
         {**context, "charts": charts, "decision_answer": decision, "weasyprint_version": weasyprint.__version__},
