@@ -184,9 +184,11 @@ def per_accelerator_cell(block: Any) -> dict[str, str]:
         return {"value": "—", "total": "", "label": "", "absent": "answered before figures per accelerator"}
     name = next((k for k in ("output_tokens", "throughput") if (block.get(k) or {}).get("value") is not None), "")
     main, total = block.get(name) or {}, block.get("total_tokens") or {}
+    # The column's head says "Per accelerator": the cell gives the unit alone, so a long word does not overrun it.
+    unit_of = lambda b: str(b.get("unit") or "").removesuffix(" per accelerator")  # noqa: E731
     return {
-        "value": f"{'output ' if name == 'output_tokens' else ''}{_figure(main)} {main.get('unit')}" if main else "—",
-        "total": f"{_figure(total)} {total.get('unit')}" if total.get("value") is not None else "",
+        "value": f"{'output ' if name == 'output_tokens' else ''}{_figure(main)} {unit_of(main)}" if main else "—",
+        "total": f"{_figure(total)} {unit_of(total)}" if total.get("value") is not None else "",
         "label": str(block.get("label") or "") if main else "",
         "absent": "" if main else str((block.get("throughput") or {}).get("absent") or ""),
     }
