@@ -7,10 +7,12 @@ import json
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import fastjsonschema
-from jsonschema import Draft202012Validator, FormatChecker, ValidationError
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator, ValidationError
 
 from . import rules
 from .errors import Error, pointer
@@ -58,6 +60,11 @@ def submission_schema() -> dict[str, Any]:
 
 @cache
 def _validator(version: str = rules.PROTOCOL_VERSION_LATEST) -> Draft202012Validator:
+    # jsonschema lists a refused document's errors only (fast_validator says "valid"), so it is loaded then: with
+    # rfc3987-syntax installed its import builds ~40 grammars (1.5 s of every command's start, for IRI formats that
+    # no schema here uses).
+    from jsonschema import Draft202012Validator, FormatChecker
+
     schema = minor_schema(version)
     Draft202012Validator.check_schema(schema)
     return Draft202012Validator(schema, format_checker=FormatChecker())

@@ -6,7 +6,8 @@
     benchreg run serving ... --concurrency 1,8,32,64          # closed loop
     benchreg run serving ... --auto --auto-start 1 --auto-factor 1.5   # raise the rate until an objective fails
 
-Exit status: 0 every level written, 1 a level could not be submitted, 2 refused before any load was sent.
+Exit status: 0 every level written, 1 a level could not be written or submitted (the levels before it were), 2
+refused before any load was sent.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 from . import deployment as deploy
 from .document import Context, file_name
 from .levels import Objectives
-from .runner import LoadPlan, Refused, run_sync
+from .runner import LevelRefused, LoadPlan, Refused, run_sync
 from .shapes import DISTRIBUTIONS, TokenLaw
 from .spec import ServingSpec
 
@@ -142,6 +143,9 @@ def main(args: argparse.Namespace, submit: Any) -> int:
         for reason in exc.reasons:
             print(f"  {reason}", file=sys.stderr)
         return 2
+    except LevelRefused as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     return 1 if failures else 0
 
 

@@ -1,22 +1,28 @@
-"""What the endpoint cannot tell about itself: the deployment, from flags or a YAML, JSON or TOML file.
+"""The deployment file: the one format and the one parser of what an endpoint (or a tool's result file) cannot
+tell about the deployment, for `benchreg run serving --deployment` and `benchreg import serving --deployment` alike
+(docs/serving.md, "The deployment file"). YAML (.yaml, .yml), TOML (.toml) or JSON (any other name), one mapping:
 
-The file is the one `benchreg import serving --deployment` reads (docs/serving.md, "The deployment file"), so one
-description of a deployment serves both its measured and its imported runs:
-
-    system:       {name: ..., nodes: 1, accelerators: {vendor: NVIDIA, model: H100 SXM, count: 8, memory_gib: 80}}
+    system:       {name: ..., nodes: 1, accelerators: {vendor: NVIDIA, model: H100 SXM, count: 8, memory_gib: 80},
+                   host: {...}}
     engine:       {name: vllm, version: 0.11.0, image: vllm/vllm-openai:v0.11.0}
     parallelism:  {tensor: 8, expert: 1, pipeline: 1, data: 1, data_parallel_attention: false}
-    precision:    {weights: fp8-e4m3, activations: bf16, kv_cache: fp8-e4m3, quantization: {method: fp8 dynamic}}
+    precision:    {weights: fp8-e4m3, activations: bf16, kv_cache: fp8-e4m3,
+                   quantization: {method: fp8 dynamic, granularity: ..., library: ...}}
     speculative: eagle3, 3 tokens        kv_offload: lmcache, 200 GiB DRAM
+    workload:     {name: ..., version: ..., request_shape: {...}}      submitter: Example Lab
 
-The keys only an import reads (workload, submitter, system.host) are refused here with what a run uses instead. A
-field the file and the flags both give takes the flag. `missing()` names, by document pointer and by flag, what
-the protocol needs and neither gave: the run is refused with that list before any load is sent.
+`read_file` and `check_mapping` read and check any such file (every key known, every value of its kind; null is
+"not said"); the import keeps the mapping (registry/importers/serving/deployment.py), a run takes the `Deployment`
+below. The keys only an import reads (workload, submitter, system.host, the quantisation's granularity and
+library) are refused by a run with what it uses instead. A field the file and the flags both give takes the flag.
+`missing()` names, by document pointer and by flag, what the protocol needs and neither gave: the run is refused
+with that list before any load is sent.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import tomllib
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -24,7 +30,126 @@ from typing import Any
 
 import yaml
 
+from protocol import rules
+
 MAX_FILE_BYTES = 256 * 1024
+MAX_TEXT = 500
+# Every key of the file (dotted: nested mappings) and the kind of value it holds. "mapping" keys are kept whole
+# (the protocol's schema checks what is inside them).
+KEYS: dict[str, str] = {
+    "system.name": "text",
+    "system.nodes": "count",
+    "system.accelerators.vendor": "text",
+    "system.accelerators.model": "text",
+    "system.accelerators.count": "count",
+    "system.accelerators.memory_gib": "number",
+    "system.host": "mapping",
+    "engine.name": "text",
+    "engine.version": "text",
+    "engine.image": "text",
+    "precision.weights": "format",
+    "precision.activations": "format",
+    "precision.kv_cache": "format",
+    "precision.quantization.method": "text",
+    "precision.quantization.granularity": "text",
+    "precision.quantization.library": "text",
+    "parallelism.tensor": "count",
+    "parallelism.expert": "count",
+    "parallelism.pipeline": "count",
+    "parallelism.data": "count",
+    "parallelism.data_parallel_attention": "flag",
+    "speculative": "text",
+    "kv_offload": "text",
+    "workload.name": "text",
+    "workload.version": "text",
+    "workload.request_shape": "mapping",
+    "submitter": "text",
+}
+FORMATS = frozenset(rules.QUANTIZED_FORMATS | rules.UNQUANTIZED_FORMATS | {"unspecified"})
+_WANTED = {
+    "text": f"a non-empty text of at most {MAX_TEXT} characters",
+    "count": "a whole number of at least 1",
+    "number": "a positive number",
+    "flag": "true or false",
+    "mapping": "a mapping",
+    "format": "a format of the protocol (" + ", ".join(sorted(FORMATS)) + ")",
+}
+# The mappings that hold keys: every proper prefix of a key ("system", "system.accelerators", ...).
+_SECTIONS = {".".join(key.split(".")[:n]) for key in KEYS for n in range(1, key.count(".") + 1)}
+
+
+def read_file(path: Path) -> dict[str, Any]:
+    """The file's mapping, checked (`check_mapping`); ValueError naming the file and what is wrong."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise ValueError(f"over {MAX_FILE_BYTES} bytes")
+        data = _parse(path.read_bytes(), path.suffix)
+        check_mapping(data)
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read the deployment file ({exc.strerror})") from None
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    return data  # type: ignore[no-any-return]
+
+
+def _parse(raw: bytes, suffix: str) -> Any:
+    kind = {".toml": "TOML", ".yaml": "YAML", ".yml": "YAML"}.get(suffix, "JSON")
+    try:
+        text = raw.decode("utf-8")
+        if kind == "TOML":
+            return tomllib.loads(text)
+        return yaml.safe_load(text) if kind == "YAML" else json.loads(text)
+    except (ValueError, RecursionError, yaml.YAMLError) as exc:  # tomllib's and UnicodeDecodeError are ValueErrors
+        said = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        raise ValueError(f"not valid {kind}: {said}") from None
+
+
+def check_mapping(data: Any) -> dict[str, Any]:
+    """The stated values of a deployment in the file's layout, by dotted key (null: not stated, left out).
+    ValueError naming the key of anything unknown or of the wrong kind."""
+    if not isinstance(data, dict):
+        raise ValueError("the deployment must be one mapping (see docs/serving.md)")
+    out: dict[str, Any] = {}
+    for key, value in _flatten(data):
+        kind = KEYS[key]
+        if value is not None and not _fits(kind, value):
+            raise ValueError(f"{key} must be {_WANTED[kind]}, not {str(value)[:80]!r}")
+        if value is not None:
+            out[key] = value
+    return out
+
+
+def _fits(kind: str, value: Any) -> bool:
+    if kind == "text":
+        return isinstance(value, str) and 0 < len(value.strip()) <= MAX_TEXT
+    if kind == "format":
+        return value in FORMATS
+    if kind == "count":
+        return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 1_000_000
+    if kind == "number":
+        good = isinstance(value, int | float) and not isinstance(value, bool)
+        return good and math.isfinite(value) and 0 < value <= 1e9
+    if kind == "flag":
+        return isinstance(value, bool)
+    return isinstance(value, dict)
+
+
+def _flatten(data: dict[Any, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """(dotted key, value) of every leaf, and of every "mapping" key whole; ValueError at the first unknown key."""
+    known = sorted(k.removeprefix(prefix).split(".")[0] for k in KEYS if k.startswith(prefix))
+    out = []
+    for key, value in data.items():
+        here = f"{prefix}{key}"
+        if here in KEYS and (KEYS[here] == "mapping" or not isinstance(value, dict)):
+            out.append((here, value))
+        elif here in _SECTIONS and isinstance(value, dict):
+            out += _flatten(value, f"{here}.")
+        elif here in _SECTIONS and value is not None:
+            raise ValueError(f"{here} must be a mapping, not {str(value)[:80]!r}")
+        elif here not in _SECTIONS:
+            raise ValueError(f"unknown key {here!r} (known here: {', '.join(dict.fromkeys(known))})")
+    return out
 
 
 @dataclass(frozen=True)
@@ -76,7 +201,7 @@ _REQUIRED = {
     "activations": "/precision/activations",
     "kv_cache": "/precision/kv_cache",
 }
-# Where each field sits in a deployment file (dotted: nested mappings), as registry/importers/serving reads it.
+# Where each field of a run's Deployment sits in the file (a key of KEYS).
 _FILE_KEYS = {
     "accelerator_vendor": "system.accelerators.vendor",
     "accelerator_model": "system.accelerators.model",
@@ -107,32 +232,11 @@ _IMPORT_ONLY = {
     "precision.quantization.granularity": "a run records the quantization method only",
     "precision.quantization.library": "a run records the quantization method only",
 }
-_TYPES: dict[str, tuple[type, ...]] = {
-    "accelerator_count": (int,),
-    "nodes": (int,),
-    "accelerator_memory_gib": (int, float),
-    "data_parallel_attention": (bool,),
-    **{k: (int,) for k in ("tensor_parallel", "expert_parallel", "pipeline_parallel", "data_parallel")},
-}
-
-
-def _parse(path: Path) -> Any:
-    """The file's content: TOML (.toml), YAML (.yaml, .yml) or JSON; ValueError naming the file when unreadable."""
-    if path.stat().st_size > MAX_FILE_BYTES:
-        raise ValueError(f"{path}: over {MAX_FILE_BYTES} bytes")
-    text = path.read_text(encoding="utf-8")
-    kind = {".toml": "TOML", ".yaml": "YAML", ".yml": "YAML"}.get(path.suffix, "JSON")
-    try:
-        if kind == "TOML":
-            return tomllib.loads(text)
-        return yaml.safe_load(text) if kind == "YAML" else json.loads(text)
-    except (ValueError, tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
-        raise ValueError(f"{path}: not valid {kind}: {exc}") from None
 
 
 def load(path: Path) -> Deployment:
-    """A deployment file; ValueError naming the file and key of anything unknown or mistyped."""
-    data = _parse(path)
+    """A run's deployment file; ValueError naming the file and key of anything unknown, mistyped or import-only."""
+    data = read_file(path)
     try:
         return from_mapping(data)
     except ValueError as exc:
@@ -140,24 +244,16 @@ def load(path: Path) -> Deployment:
 
 
 def from_mapping(data: Any) -> Deployment:
-    """A deployment in the file's layout (sections and keys as above), from a file or a plan's serving job.
+    """A run's deployment in the file's layout (sections and keys as above), from a file or a plan's serving job.
 
-    ValueError naming the key of anything unknown or mistyped."""
-    if not isinstance(data, dict):
-        raise ValueError("the deployment must be a mapping")
+    ValueError naming the key of anything unknown, mistyped, or read by an import only."""
     by_key = {key: name for name, key in _FILE_KEYS.items()}
     values: dict[str, Any] = {}
-    for key, value in _flatten(data):
+    for key, value in check_mapping(data).items():
         elsewhere = next((why for prefix, why in _IMPORT_ONLY.items() if f"{key}.".startswith(f"{prefix}.")), None)
         if elsewhere:
             raise ValueError(f"{key} is read by `benchreg import serving` only: {elsewhere}")
-        if key not in by_key:
-            raise ValueError(f"unknown key {key!r} (known: {', '.join(sorted(by_key))})")
-        name = by_key[key]
-        wanted = _TYPES.get(name, (str,))
-        if not isinstance(value, wanted) or (isinstance(value, bool) and bool not in wanted):
-            raise ValueError(f"{key} must be {' or '.join(t.__name__ for t in wanted)}, not {value!r}")
-        values[name] = value
+        values[by_key[key]] = value
     return Deployment(**values)
 
 
@@ -173,16 +269,6 @@ def to_mapping(deployment: Deployment) -> dict[str, Any]:
         for section in sections:
             node = node.setdefault(section, {})
         node[last] = value
-    return out
-
-
-def _flatten(data: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
-    out = []
-    for key, value in data.items():
-        if isinstance(value, dict):
-            out += _flatten(value, f"{prefix}{key}.")
-        else:
-            out.append((f"{prefix}{key}", value))
     return out
 
 

@@ -6,7 +6,9 @@ machine is not the system under test and appears only in software.notes.
 
 from __future__ import annotations
 
+import json
 import platform
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -150,6 +152,9 @@ def document(
         "isolation": None,
     }
     notes = {"load": _load_note(ctx, level)}
+    failed = Counter(r.detail or r.outcome for r in level.run.records if r.sent == r.sent and r.outcome != "completed")
+    if failed:  # what went wrong, in words, for the requests counted as errors, timeouts or incomplete
+        notes["failed_requests"] = json.dumps(dict(failed.most_common(10)), ensure_ascii=False)[:2000]
     if metrics_delta:
         notes["endpoint_metrics"] = _counters_note(metrics_delta)
     return _assemble(ctx, info, level.mode, level.load, index, stop, level.objectives.section(),

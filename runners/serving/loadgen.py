@@ -41,6 +41,12 @@ import httpx
 import numpy as np
 
 OUTCOMES = ("completed", "errors", "timeouts", "incomplete")
+# Bounds on what an endpoint may send (a hostile or broken one must not exhaust the client's memory): one SSE
+# event (a token's chunk is a few hundred bytes), the body of an error answer kept for its message, and the token
+# counts a usage report may state.
+MAX_EVENT_BYTES = 1024 * 1024
+MAX_ERROR_BODY = 4096
+MAX_PROMPT_TOKENS = 10_000_000
 _MONITOR_PERIOD_S = 0.005
 # How long before a scheduled time the dispatcher stops sleeping and yields instead: the timers' rounding up
 # to a whole millisecond, and the kernel's timer slack (50 us by default), with a margin.
@@ -158,6 +164,8 @@ class SseReader:
     def feed(self, data: bytes) -> list[str]:
         self._buffer += data.replace(b"\r\n", b"\n")
         *events, self._buffer = self._buffer.split(b"\n\n")
+        if len(self._buffer) > MAX_EVENT_BYTES:
+            raise StreamError(f"malformed SSE: an event longer than {MAX_EVENT_BYTES} bytes (no blank line ends it)")
         out = []
         for event in events:
             lines = [ln[5:].lstrip() for ln in event.split(b"\n") if ln.startswith(b"data:")]
@@ -182,8 +190,8 @@ def _event(payload: str) -> dict[str, Any]:
     return event
 
 
-async def _consume(response: aiohttp.ClientResponse, record: Record) -> bool:
-    """Read the stream into `record`; True when it ended with [DONE]."""
+async def _consume(response: aiohttp.ClientResponse, record: Record, asked: int) -> bool:
+    """Read the stream into `record`; True when it ended with [DONE]. `asked`: the output tokens requested."""
     reader = SseReader()
     async for data in response.content.iter_any():
         now = time.perf_counter()
@@ -194,11 +202,24 @@ async def _consume(response: aiohttp.ClientResponse, record: Record) -> bool:
             if _chunk_text(event):
                 record.chunks.append(now)
             usage = event.get("usage")
-            if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
-                record.output_tokens, record.usage = usage["completion_tokens"], True
-                if isinstance(usage.get("prompt_tokens"), int):
-                    record.input_tokens = usage["prompt_tokens"]
+            if isinstance(usage, dict) and "completion_tokens" in usage:
+                record.output_tokens = _count(usage, "completion_tokens", asked)
+                record.usage = True
+                if "prompt_tokens" in usage:
+                    record.input_tokens = _count(usage, "prompt_tokens", MAX_PROMPT_TOKENS)
     return False
+
+
+def _count(usage: dict[str, Any], key: str, most: int) -> int:
+    """A token count of the server's usage report: a whole number from 0 to `most` (for completion tokens, the
+    tokens the request asked for), else the request is an error that says what the server sent."""
+    value = usage[key]
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise StreamError(f"usage.{key} is {str(value)[:40]!r}, not a whole number of tokens")
+    if not 0 <= value <= most:
+        shown = str(value) if len(str(value)) <= 40 else f"a number of {len(str(value))} digits"
+        raise StreamError(f"usage.{key} is {shown}, outside 0 to {most} (the tokens this request allows)")
+    return value
 
 
 async def send(client: aiohttp.ClientSession, target: Target, prompt: Prompt, record: Record) -> Record:
@@ -221,20 +242,30 @@ async def send(client: aiohttp.ClientSession, target: Target, prompt: Prompt, re
 
 
 async def _exchange(client: aiohttp.ClientSession, target: Target, prompt: Prompt, record: Record) -> None:
-    async with client.post(target.base_url.rstrip("/") + target.path, json=target.body(prompt)) as response:
+    url = target.base_url.rstrip("/") + target.path
+    # Never follow a redirect: the load would go to another server and be recorded as this one's.
+    async with client.post(url, json=target.body(prompt), allow_redirects=False) as response:
+        if 300 <= response.status < 400:
+            raise StreamError(redirect_refusal(response.status, url, response.headers.get("location")))
         if response.status != 200:
-            text = (await response.read()).decode("utf-8", "replace")
+            text = (await response.content.read(MAX_ERROR_BODY)).decode("utf-8", "replace")
             raise StreamError(f"HTTP {response.status}: {text[:200]}")
         kind = response.headers.get("content-type", "")
         if not kind.startswith("text/event-stream"):
             raise StreamError(f"not a stream: content-type {kind or 'absent'} (the server ignored stream=true)")
-        done = await _consume(response, record)
+        done = await _consume(response, record, prompt.max_tokens)
     if done and record.chunks:
         record.outcome = "completed"
     elif done:
         record.outcome, record.detail = "errors", "the stream ended with [DONE] but carried no text"
     else:
         record.detail = f"the stream ended before [DONE] after {len(record.chunks)} text chunks"
+
+
+def redirect_refusal(status: int, url: str, location: str | None) -> str:
+    """What a redirect answer is told: benchreg measures the server it was pointed at, never another."""
+    where = f"point it at {location[:300]} if that is the server you mean" if location else "it named no Location"
+    return f"the endpoint answered {status} to {url}; benchreg does not follow redirects: {where}"
 
 
 @dataclass

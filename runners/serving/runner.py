@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import protocol
 from protocol import rules
 
 from ..record import now
@@ -75,14 +76,26 @@ class LoadPlan:
             raise ValueError("an automatic sweep chooses each level from the ones before it: it runs whole")
         if self.only is not None and not 0 <= self.only < len(self.loads):
             raise ValueError(f"a level is the index of one of the {len(self.loads)} loads, not {self.only!r}")
+        for load in self.loads if self.mode == "request-rate" else ():
+            if self.span(load) < rules.MIN_WINDOW_SECONDS:
+                raise ValueError(
+                    f"at {load:g} req/s, {self.count(load)} requests (--max-requests) span {self.span(load):.2f} s, "
+                    f"under the protocol's {rules.MIN_WINDOW_SECONDS:g} s window: raise --max-requests to at least "
+                    f"{math.ceil(load * rules.MIN_WINDOW_SECONDS) + 1} or lower the rate"
+                )
 
     @property
     def open_loop(self) -> bool:
         return self.mode != "concurrency"
 
     def count(self, load: float) -> int:
-        """Requests of an open-loop level at `load` req/s (a closed-loop level runs for its duration instead)."""
-        return min(self.max_requests, max(self.min_requests, math.ceil(load * self.duration_s)))
+        """Requests of an open-loop level at `load` req/s (a closed-loop level runs for its duration instead): the
+        arrivals span at least the duration (n requests span n − 1 gaps), within the request bounds."""
+        return min(self.max_requests, max(self.min_requests, math.ceil(load * self.duration_s) + 1))
+
+    def span(self, load: float) -> float:
+        """Seconds from an open-loop level's first scheduled arrival to its last."""
+        return (self.count(load) - 1) / load
 
 
 async def _measure(ctx: Context, plan: LoadPlan, load: float, index: int) -> LevelRun:
@@ -120,10 +133,16 @@ def new_sweep(plan: LoadPlan, arrival: str, burstiness: float | None, sweep_id: 
     return Sweep(sweep_id or uuid.uuid4().hex, plan.mode, levels, arrival, burstiness)
 
 
+class LevelRefused(Exception):
+    """A measured level whose document the protocol refuses (a window under 1 s, too few completed requests...):
+    it is not written; the message says which level and why."""
+
+
 async def run(
     ctx: Context, plan: LoadPlan, objectives: Objectives, emit: Callable[[dict[str, Any]], None]
 ) -> list[Level]:
-    """Check, then measure every level, calling `emit(document)` as each is done. Raises Refused or EndpointError."""
+    """Check, then measure every level, calling `emit(document)` as each is done. Raises Refused before any load;
+    LevelRefused after the levels before it were emitted (the sweep stops there)."""
     try:
         info = await probe.describe(ctx.target)
     except probe.EndpointError as exc:
@@ -160,19 +179,34 @@ async def _levels(
             if plan.only is not None and index != plan.only:
                 continue
             load = round(load, 4) if plan.open_loop else load
-            before = await probe.metrics(http)
+            before = await probe.metrics(http, probe.side_deadline(ctx.target))
             level = Level(mode, load, await _measure(ctx, plan, load, index), objectives)
-            after = await probe.metrics(http)
+            after = await probe.metrics(http, probe.side_deadline(ctx.target))
             stop = _stop(level, best, plan) if plan.mode == "automatic" else None
             if plan.mode == "automatic" and stop is None and index == len(loads) - 1:
                 stop = f"the planned {plan.max_levels} levels were measured"
-            emit(document(ctx, level, index, stop, info, _delta(before, after)))
+            emit(_document(ctx, level, index, stop, info, _delta(before, after)))
             done.append(level)
             if best is None or level.tokens_per_second() > best.tokens_per_second():
                 best = level
             if stop is not None:
                 break
     return done
+
+
+def _document(
+    ctx: Context, level: Level, index: int, stop: str | None, info: probe.EndpointInfo, delta: dict[str, float]
+) -> dict[str, Any]:
+    try:
+        return document(ctx, level, index, stop, info, delta)
+    except protocol.Invalid as exc:
+        reasons = "; ".join(f"{e.pointer or '/'}: {e.message}" for e in exc.errors)
+        counts = level.counts()
+        raise LevelRefused(
+            f"level {index} ({level.load:g} {'req/s' if level.mode == 'request-rate' else 'users'}) was measured "
+            f"({counts['completed']} of {counts['sent']} requests completed in {level.seconds:.2f} s) but its "
+            f"document is not valid, so it was not written and the sweep stopped: {reasons}"
+        ) from None
 
 
 def _delta(before: dict[str, float] | None, after: dict[str, float] | None) -> dict[str, float]:

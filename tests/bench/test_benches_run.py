@@ -81,6 +81,17 @@ BENCHES = [
         ),
     ),
     Bench(
+        "serving_import",
+        ("--smoke",),
+        (
+            rf"sweep: aiperf-0\.13\.0: \d+ files read, {NUMBER} MB",
+            rf"benchreg import serving \(fresh SQLite\)\s+{NUMBER} s",  # against start-up and reading the files
+            rf"start-up alone \(the command's --help\)\s+{NUMBER} s",
+            rf"read \+ json\.loads of the same files\s+{NUMBER} s",
+            rf"import / read ratio {NUMBER}x; import beyond start-up -?{NUMBER} s",
+        ),
+    ),
+    Bench(
         "comparisons",
         ("--smoke",),
         (

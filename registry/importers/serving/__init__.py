@@ -20,6 +20,7 @@ from . import aiperf, guidellm, inferencex, vllm_bench
 from .deployment import Deployment, check_complete, load
 from .errors import ServingImportError
 from .levels import Level, document, sweep_ids
+from .reading import json_value, yaml_value
 
 __all__ = ["Deployment", "ImportedLevel", "ServingImportError", "load", "parse"]
 
@@ -30,8 +31,6 @@ MAX_RESULT_BYTES = 256 * 1024 * 1024
 # several formats: its YAML is read only where no JSON of the same name lies beside it.
 FOLDER_NAMES = (aiperf.SUMMARY, "benchmarks.json")
 YAML_NAMES = ("benchmarks.yaml", "benchmarks.yml")
-# libyaml's safe loader where PyYAML has it: a report of a few MB takes seconds in the pure Python one.
-SAFE_YAML = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -110,13 +109,14 @@ def _read(path: Path) -> list[Level]:
 
 
 def _parsed(raw: bytes, where: str) -> Any:
-    """JSON, or else YAML (guidellm writes its report in either); neither is refused with the JSON error."""
+    """JSON, or else YAML (guidellm writes its report in either); neither is refused with the JSON error. Either
+    is bounded (reading.py): too deep, a non-finite or huge number is refused with its pointer."""
     try:
-        return json.loads(raw)
+        return json_value(raw, where)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         error = exc
     try:
-        data = yaml.load(raw, Loader=SAFE_YAML)  # noqa: S506 (a safe loader)
+        data = yaml_value(raw, where)
     except yaml.YAMLError:
         data = None
     if not isinstance(data, dict):

@@ -14,6 +14,7 @@ from typing import Any
 from .aiperf_config import SUMMARY, read_setup
 from .errors import ServingImportError
 from .levels import Level, agrees, distribution, linear_quantile, sha256_of
+from .reading import json_value
 
 __all__ = ["MAX_SUMMARY_BYTES", "SUMMARY", "is_aiperf", "read"]
 
@@ -213,7 +214,7 @@ def _check_per_request(path: Path, summary: dict[str, Any], metrics: dict[str, A
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = json_value(line, where, number)
         except json.JSONDecodeError as exc:
             raise ServingImportError(f"line {number} is not JSON ({exc.msg})", where=where) from None
         values = record.get("metrics") if isinstance(record, dict) else None

@@ -12,8 +12,10 @@ from typing import Any, TypeGuard
 
 from .errors import ServingImportError
 from .levels import Level, sha256_of
+from .reading import json_value
 
 AGG = "agg_bmk.json"
+MAX_RECORD_BYTES = 16 * 1024 * 1024  # a level record is a few KB, the aggregate of a sweep ~60 KB
 # The harness's figures that copy aiperf's summary: (harness key, aiperf key, statistic, harness unit per aiperf unit).
 # The harness's itl/tpot, token totals and qps are left out: on vLLM levels they come from another source than
 # aiperf's summary (they differ by up to 0.2% and 2%), so they are not the same figure (docs/serving.md).
@@ -107,6 +109,8 @@ def cross_check(level: Level, summary: dict[str, Any], paths: list[Path]) -> Non
     """Check the harness's copies of aiperf's figures and take the deployment facts it states."""
     record: dict[str, Any] | None = None
     for path in paths:
+        if path.stat().st_size > MAX_RECORD_BYTES:
+            raise ServingImportError(f"larger than {MAX_RECORD_BYTES} bytes for an InferenceX record", where=str(path))
         raw = path.read_bytes()
         data = _json(path, raw)
         if path.name == AGG:
@@ -126,7 +130,7 @@ def cross_check(level: Level, summary: dict[str, Any], paths: list[Path]) -> Non
 
 def _json(path: Path, raw: bytes) -> Any:
     try:
-        return json.loads(raw)
+        return json_value(raw, str(path))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ServingImportError(f"not JSON ({exc})", where=str(path)) from None
 

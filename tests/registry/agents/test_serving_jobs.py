@@ -29,7 +29,7 @@ DEPLOYMENT = {
 
 
 def serving_job(url: str, **overrides: Any) -> dict[str, Any]:
-    """Two small open-loop levels: 16 and 32 requests over a 2 s schedule, a few seconds in all."""
+    """Two small open-loop levels: 17 and 33 requests whose arrivals span 2 s, a few seconds in all."""
     return {
         "endpoint": url,
         "model": "simulated",
@@ -69,11 +69,11 @@ def test_a_serving_plan_is_one_job_per_agent_and_level_each_agents_levels_sharin
         ({"endpoint": "ftp://host"}, "/serving/endpoint", "http(s) URL"),
         ({"colour": "red"}, "/serving/colour", "unknown field"),
         ({"level": 0}, "/serving/level", "the registry sets it"),
-        ({"deployment": {"precision": {"weights": "bf17"}}}, "/serving/deployment", "/system/accelerators/0/count"),
+        ({"deployment": {"precision": {"weights": "bf16"}}}, "/serving/deployment", "/system/accelerators/0/count"),
         ({"deployment": {**DEPLOYMENT, "precision": {"weights": "bf17", "activations": "bf16", "kv_cache": "bf16"}}},
-         "/serving/deployment", "/precision/weights: 'bf17' is not one of"),
+         "/serving/deployment", "precision.weights must be a format of the protocol (bf16, "),
         ({"deployment": {"system": {"accelerators": {"count": "8"}}}}, "/serving/deployment",
-         "system.accelerators.count must be int"),
+         "system.accelerators.count must be a whole number of at least 1, not '8'"),
     ],
 )  # fmt: skip
 def test_a_serving_plan_that_cannot_run_is_refused_naming_the_field_and_nothing_is_stored(
@@ -109,7 +109,7 @@ def test_an_agent_measures_each_level_and_the_runs_form_one_sweep(user, agent, e
         {"id": sweep, "index": i, "levels": 2, "mode": "request-rate", "stop_reason": None} for i in (0, 1)
     ]
     assert [d["scenario"]["target_qps"] for d in docs] == [8, 16]
-    assert all(d["metrics"]["requests"]["sent"] == n for d, n in zip(docs, (16, 32), strict=True))
+    assert all(d["metrics"]["requests"]["sent"] == n for d, n in zip(docs, (17, 33), strict=True))
     assert docs[0]["software"]["serving"]["version"] == "1.0"  # told by the endpoint, as the command records it
     assert all(j.run.trust == "vouched" and j.run.document["provenance"]["agent"] == "rig-a" for j in jobs)
     page = client.get(f"/runs/{jobs[1].run_id}/").content.decode()

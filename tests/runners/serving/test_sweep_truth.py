@@ -31,7 +31,7 @@ RATES, DURATION_S, MIN_REQUESTS = (2.5, 7.5, 22.5), 3.0, 10
 
 
 def _count(rate: float) -> int:
-    return max(MIN_REQUESTS, int(np.ceil(rate * DURATION_S)))
+    return max(MIN_REQUESTS, int(np.ceil(rate * DURATION_S)) + 1)  # the arrivals span the duration (LoadPlan.count)
 
 
 def _predicted_p99(rate: float, index: int, trials: int = 400) -> np.ndarray:

@@ -1,0 +1,121 @@
+"""A tool's result file read with bounds: JSON (or YAML) nested no deeper than protocol.MAX_DEPTH, every number
+finite and within a double, every text storable. What breaks a bound is refused with the file, the JSON pointer
+(the line too, in a JSONL file) and the reason, never a traceback; nothing is stored.
+
+The bounds and their pointers are the protocol's own (`protocol.value_errors`, the checker every submitted
+document meets): one bounded reader for documents and for the files they are imported from. The only case it
+cannot point into is JSON nested deeper than Python's parser follows (~1,000 levels): there the line and column
+where the nesting passes the limit are given instead.
+
+NaN and Infinity are refused, not skipped: a per-request series of NaN (vLLM's ITLs of a failed stream) would
+otherwise leave a figure silently missing or wrong, and no known tool writes one in a file that measured what it
+says (docs/serving.md, "Bounds on the files").
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import yaml
+
+from protocol import MAX_DEPTH, value_errors
+
+from .errors import ServingImportError
+
+# libyaml's safe loader where PyYAML has it: a report of a few MB takes seconds in the pure Python one.
+SAFE_YAML = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_SHOWN = 3  # problems named in one refusal (the first ones; fixing them shows the next)
+_WORDS = {
+    "non-finite-number": "NaN, Infinity or a number beyond the largest double: no measurement, refused rather than "
+    "dropped",
+    "number-out-of-range": "an integer beyond the largest double: no measurement",
+    "too-deep": f"arrays and objects nested more than {MAX_DEPTH} levels deep: no tool writes that",
+}
+
+
+# What could break a bound, found in the raw text at C speed: NaN/Infinity, a literal of 300+ digits, a number with
+# a 3-digit exponent (a number follows ':', ',' or '['; hex ids such as '0e071' in strings do not), a NUL or
+# surrogate escape. Text without any of them, nested within MAX_DEPTH, needs no walk (the walk costs more than the
+# parse: 0.7 s of a 4 MB sweep); text with one is walked, to name the pointer or to clear it.
+_SUSPECT = re.compile(rb"NaN|Infinity|\d{300}|[:,\[\s]-?[\d.]+[eE][+-]?\d{3}|\\u0000|\\u[dD][89a-fA-F]")
+_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_INNERMOST = re.compile(rb"\[\]|\{\}")
+
+
+def _plainly_bounded(raw: bytes | str) -> bool:
+    """True only where no bound can be broken (a false answer means "walk it", never "refuse")."""
+    text = raw.encode() if isinstance(raw, str) else raw
+    if _SUSPECT.search(text):
+        return False
+    skeleton = text.translate(None, _BRACKETS)  # brackets inside strings too: they can only make it look deeper
+    for _ in range(MAX_DEPTH):
+        if not skeleton:
+            return True
+        skeleton = _INNERMOST.sub(b"", skeleton)
+    return not skeleton
+
+
+def checked(value: Any, where: str, line: int | None = None) -> Any:
+    """`value` when every bound holds, else ServingImportError naming the pointers (and `line` of a JSONL file)."""
+    problems = value_errors(value, max_depth=MAX_DEPTH, numbers=True)
+    if not problems:
+        return value
+    at = f"line {line}, " if line is not None else ""
+    said = "; ".join(f"{at}{p.pointer or '/'}: {_WORDS.get(p.code, p.message)}" for p in problems[:_SHOWN])
+    more = f" (and {len(problems) - _SHOWN} more)" if len(problems) > _SHOWN else ""
+    raise ServingImportError(said + more, where=where)
+
+
+def json_value(raw: bytes | str, where: str, line: int | None = None) -> Any:
+    """JSON text, checked; json.JSONDecodeError passes for the caller to word (it knows what it expected)."""
+    try:
+        value = json.loads(raw)
+    except RecursionError:
+        raise _too_deep(raw, where, line) from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:  # an integer of more than 4,300 digits (Python's int limit)
+        raise ServingImportError(
+            f"{_at(line)}holds a number no measurement has ({str(exc)[:120]})", where=where
+        ) from None
+    return checked(value, where, line)
+
+
+def yaml_value(raw: bytes, where: str) -> Any:
+    """A YAML document, checked; yaml.YAMLError passes."""
+    try:
+        value = yaml.load(raw, Loader=SAFE_YAML)  # noqa: S506 (a safe loader)
+    except RecursionError:
+        raise ServingImportError(f"YAML nested more than {MAX_DEPTH} levels deep", where=where) from None
+    return checked(value, where)
+
+
+def _at(line: int | None) -> str:
+    return f"line {line}: " if line is not None else ""
+
+
+def _too_deep(raw: bytes | str, where: str, line: int | None) -> ServingImportError:
+    """Where JSON too deep for the parser first passes MAX_DEPTH, as line and column (strings skipped)."""
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    depth, in_string, escaped, row, column = 0, False, False, line or 1, 0
+    for char in text:
+        column += 1
+        if char == "\n":
+            row, column = row + 1, 0
+        elif in_string:
+            escaped, in_string = (False, in_string) if escaped else (char == "\\", char != '"')
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                break
+        elif char in "]}":
+            depth -= 1
+    return ServingImportError(
+        f"arrays and objects nested more than {MAX_DEPTH} levels deep from line {row}, column {column} (too deep "
+        "for the parser to follow, so no JSON pointer can be given): no tool writes that",
+        where=where,
+    )
