@@ -31,6 +31,9 @@ from django.db import transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
+from protocol.decisions.candidate import normal_key
+from protocol.decisions.evidence import configuration_key
+from protocol.decisions.question import escape_pointer
 from registry import dispatch
 from registry.audit.keys import trusted_verifier_keys
 from registry.choices import AuditKind, CheckpointReason, ReportStatus, Trust
@@ -108,6 +111,19 @@ def _reusable(key: str) -> Report | None:
     once), so only reports outside a decision are handed out again."""
     return (
         Report.objects.filter(dedup_key=key, status__in=REUSABLE, decision_record__isnull=True).order_by("-id").first()
+    )
+
+
+def report_quota_problem(requested_by: User) -> str | None:
+    """Why `requested_by` may not queue another report now (BENCHREG_REPORTS_PENDING_PER_PERSON), in words; None
+    when they may: the pages say it before a reader asks."""
+    limit = settings.BENCHREG_REPORTS_PENDING_PER_PERSON
+    pending = Report.objects.filter(requested_by=requested_by, status__in=PENDING).count()
+    if pending < limit:
+        return None
+    return (
+        f"you have {pending} reports queued or rendering; at most {limit} at once: request this one when one of "
+        "them is ready or failed"
     )
 
 
@@ -256,12 +272,48 @@ def _text(value: str, name: str, limit: int) -> str:
     return value
 
 
+def report_prices(runs: Sequence[Submission], prices: Mapping[str, float]) -> dict[str, float]:
+    """Hourly prices keyed as decisions key them (docs/decisions.md, `prices.system_hour`): a configuration
+    '<accelerators>x <accelerator model>' ('8x H100', as the decision's candidates are keyed), or '*' for any
+    system; a compared run's system name is still read, as the API keyed prices before. Returns the price per
+    system-hour of each compared system (by system.name, the comparison's own key; a system's name beats its
+    configuration, which beats '*').
+
+    Every price is used or refused (DECISIONS.md, Inputs): one that matches no compared run is a 400 naming it
+    and the keys that would match."""
+    configurations = {normal_key(configuration_key(r.document)): configuration_key(r.document) for r in runs}
+    systems = {
+        str((r.document.get("system") or {}).get("name") or ""): normal_key(configuration_key(r.document)) for r in runs
+    }
+    refused = [k for k in prices if k != "*" and k not in systems and normal_key(k) not in configurations]
+    if refused:
+        would = ", ".join(repr(k) for k in sorted(set(configurations.values())))
+        raise RegistryError(
+            f"the price for {', '.join(repr(k) for k in refused)} matches no run of this comparison, so it cannot "
+            f"be used; the runs' configuration keys are {would} (or '*' for any system)",
+            code="price-matches-no-run",
+            errors=[
+                {"pointer": f"/prices/{escape_pointer(k)}", "code": "price-matches-no-run", "message": f"keys: {would}"}
+                for k in refused
+            ],
+        )
+    by_configuration = {normal_key(k): v for k, v in prices.items() if k != "*"}
+    out = {}
+    for name, key in systems.items():
+        price = prices.get(name, by_configuration.get(key, prices.get("*")))
+        if price is not None:
+            out[name] = price
+    return out
+
+
 def _priced(comparison: Comparison, prices: Mapping[str, float] | None, currency: str | None, user: User) -> Comparison:
     inputs = comparison.inputs
     wanted_currency = currency or inputs.get("currency") or "USD"
+    runs = comparison_members(comparison)
+    if prices is not None:
+        prices = report_prices(runs, prices)
     if (prices is None or dict(prices) == (inputs.get("prices") or {})) and wanted_currency == inputs.get("currency"):
         return comparison
-    runs = comparison_members(comparison)
     # The requester's baseline carries over to the re-priced comparison (absent: the first run's configuration).
     baseline = next((r for r in runs if r.digest == inputs.get("baseline")), None)
     priced, _ = comparison_create(
