@@ -117,14 +117,18 @@ def conclusion(answer: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _of(k: int, n: int) -> str:
-    return f"All {n} candidates" if k == n and n > 1 else f"{k} of the {n} candidates"
+    return _all(n) if k == n and n > 1 else f"{k} of the {n} candidates"
+
+
+def _all(n: int) -> str:
+    return "Both candidates" if n == 2 else f"All {n} candidates"
 
 
 def _gap_line(code: str, labels: Sequence[str], n: int) -> str:
     """ "All 3 candidates have no energy measured with a meter." / "L40S, bf16 (1 of the 3 candidates) has …"."""
     one, several, _ = GAP_WORDS[code]
     if len(labels) == n and n > 1:
-        return f"All {n} candidates {several}."
+        return f"{_all(n)} {several}."
     if n == 1:
         return f"The one candidate {one}."
     who = "; ".join(labels)
