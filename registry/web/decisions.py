@@ -39,6 +39,23 @@ def _beside_split(candidates: list[dict[str, Any]]) -> tuple[list[dict[str, str]
     return common, [[b for b in rows if b["field"] not in shared] for rows in shown]
 
 
+def _answer_words(answer: dict[str, Any] | None, candidates: list[dict[str, Any]]) -> dict[str, Any]:
+    """The answer in the words the page shows: the plain conclusion the signed report's cover gives (the same
+    function), each candidate's sentence and row with only its own caveats (those every candidate shares are said
+    once), the frontier in sentences, and what is shown beside every candidate's figures."""
+    common, own = _beside_split(candidates)
+    shared = answers.shared_gap_codes(candidates)
+    return {
+        "conclusion": answers.conclusion(answer) if answer else None,
+        "sentences": answers.candidate_sentences(answer) if answer else [],
+        "shared_caveats": answers.shared_caveats(candidates),
+        "shared_gaps": answers.shared_gap_titles(shared),
+        "frontier_lines": answers.frontier_lines(answer.get("frontier") or {}) if answer else [],
+        "rows": [(c, mine, answers.own_gap_titles(c, shared)) for c, mine in zip(candidates, own, strict=True)],
+        "beside_common": common,
+    }
+
+
 def _decision_context(request: HttpRequest, decision: Any, plan_form: GapPlanForm | None = None) -> dict[str, Any]:
     principal = policy.for_request(request)
     latest = decision_latest_answer(decision=decision)
@@ -48,22 +65,13 @@ def _decision_context(request: HttpRequest, decision: Any, plan_form: GapPlanFor
         {**c, "runs": [{**r, "trust": r.get("trust") or trust.get(r.get("id"), "")} for r in c.get("runs") or []]}
         for c in (latest.answer.get("candidates", []) if latest else [])
     ]
-    common, own = _beside_split(candidates)
-    shared = answers.shared_gap_codes(candidates)
     can_report = policy.can(principal, policy.DECISION_CREATE)
     answer = latest.answer if latest else None
     return {
         "decision": decision,
         "latest": latest,
         "answer": answer,
-        # the plain conclusion the signed report's cover gives, from the same function
-        "conclusion": answers.conclusion(answer) if answer else None,
-        "sentences": answers.candidate_sentences(answer) if answer else [],
-        "shared_caveats": answers.shared_caveats(candidates),
-        "shared_gaps": answers.shared_gap_titles(shared),
-        "frontier_lines": answers.frontier_lines(answer.get("frontier") or {}) if answer else [],
-        "rows": [(c, mine, answers.own_gap_titles(c, shared)) for c, mine in zip(candidates, own, strict=True)],
-        "beside_common": common,
+        **_answer_words(answer, candidates),
         "can_report": can_report,
         "report_refusal": (
             decision_report_refusal(decision=decision, requested_by=signed_in_user(request))
