@@ -280,11 +280,19 @@ def candidate_precisions(candidates: Sequence[Mapping[str, Any]]) -> list[str]:
     return out
 
 
+UNSTATED = ("unspecified", "not stated", "None")
+
+
 def precision_words(weights: Any, activations: Any) -> str:
-    """ "bf16" when weights and activations agree, else "fp8 weights with bf16 activations"; "" when neither."""
+    """ "bf16" when weights and activations agree, "fp8 weights with bf16 activations" when they differ, "nvfp4
+    weights" when the activations are not stated; "" when neither is."""
+    stated = [str(v) if v and str(v) not in UNSTATED else "" for v in (weights, activations)]
+    weights, activations = stated
     if weights and activations and weights != activations:
         return f"{weights} weights with {activations} activations"
-    return str(weights or activations or "")
+    if weights and not activations:
+        return f"{weights} weights"
+    return weights or (f"{activations} activations" if activations else "")
 
 
 def scope_words(candidates: Sequence[Mapping[str, Any]]) -> str:

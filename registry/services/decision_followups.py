@@ -86,7 +86,7 @@ def decision_report_refusal(*, decision: Decision, requested_by: User) -> str | 
         _check_members(compared)
         return report_quota_problem(requested_by)
     except RegistryError as exc:
-        return exc.message
+        return exc.message.rstrip(".")  # the page ends the sentence
 
 
 def _check_members(runs: list[Submission]) -> None:
