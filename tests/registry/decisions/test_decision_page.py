@@ -296,3 +296,17 @@ def test_the_decision_form_takes_the_same_price_lines() -> None:
     assert form.question()["prices"] == {"system_hour": {"8x H100": 98.0, "*": 50.0}}
     wrong = DecisionForm(data={**form.data, "prices": "8x H100 costs 98"})
     assert not wrong.is_valid() and "configuration = price per system-hour" in str(wrong.errors["prices"])
+
+
+def test_the_reports_api_refuses_a_price_no_compared_run_has_naming_the_keys_that_would_match() -> None:
+    user = _user()
+    client = _client(user)
+    ids = _submit(client, [_doc("api-h100-01", 1000.0), _doc("api-h200-02", 1200.0, model="H200")])
+    comparison, _ = comparison_create(
+        runs=list(Submission.objects.filter(pk__in=ids).order_by("id")), axis="system", created_by=user
+    )
+    body = {"comparison": comparison.pk, "title": "t", "decision": "d", "prices": {"8x NVIDIA B200": 30.0}}
+    refused = client.post("/api/v1/reports", body, format="json")
+    assert refused.status_code == 400 and refused.json()["code"] == "price-matches-no-run"
+    assert refused.json()["errors"][0]["pointer"] == "/prices/8x NVIDIA B200"
+    assert "'1x H100', '1x H200'" in refused.json()["detail"] and not Report.objects.exists()
