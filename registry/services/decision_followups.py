@@ -16,7 +16,7 @@ from registry.services.audit import audit_append
 from registry.services.comparisons import comparison_create
 from registry.services.decisions import decision_answer, decision_fresh, decision_question
 from registry.services.plans import plan_create
-from registry.services.reports import report_quota_problem, report_request
+from registry.services.reports import report_quota_problem, report_request, report_signing_problem
 
 
 def decision_report_text(answer: dict[str, Any]) -> str:
@@ -71,9 +71,9 @@ def decision_report_refusal(*, decision: Decision, requested_by: User) -> str | 
     """Why a signed report of the decision's answer would be refused now, in words; None when it would be issued.
 
     Reads only, with the checks `decision_report` and `report_request` make before they write: an answer with
-    candidates, two of its runs comparable on one axis (the report's comparison), no example run among them, and
-    room in the requester's queue. The decision page offers "Issue a signed report" only where this is None, and
-    says why otherwise, instead of letting a reader submit and fail."""
+    candidates, two of its runs comparable on one axis (the report's comparison), no example run among them, a
+    usable signing identity, and room in the requester's queue. The decision page offers "Issue a signed report"
+    only where this is None, and says why otherwise, instead of letting a reader submit and fail."""
     latest = decision_latest_answer(decision=decision)
     if latest is None or not latest.answer.get("candidates"):
         return "no run answers this question yet, so there is nothing to report"
@@ -84,7 +84,7 @@ def decision_report_refusal(*, decision: Decision, requested_by: User) -> str | 
             differing = "; ".join(d.words for d in verdict.offending[:3])
             return f"the answer's runs do not answer the same question ({differing}), so no report can rest on them"
         _check_members(compared)
-        return report_quota_problem(requested_by)
+        return report_signing_problem() or report_quota_problem(requested_by)
     except RegistryError as exc:
         return exc.message.rstrip(".")  # the page ends the sentence
 

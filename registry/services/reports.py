@@ -25,6 +25,7 @@ from cryptography.hazmat.primitives import hashes
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
+from django.core.exceptions import ImproperlyConfigured
 from django.core.files import File
 from django.core.files.base import ContentFile
 from django.db import transaction
@@ -125,6 +126,16 @@ def report_quota_problem(requested_by: User) -> str | None:
         f"you have {pending} reports queued or rendering; at most {limit} at once: request this one when one of "
         "them is ready or failed"
     )
+
+
+def report_signing_problem() -> str | None:
+    """Why the registry cannot sign a report now (its signing identity is configured but unusable), in words; None
+    when it can. Loading the identity is cached, so the pages may ask before offering a report."""
+    try:
+        signing_identity()
+    except (ImproperlyConfigured, OSError, ValueError) as exc:
+        return f"the registry cannot sign reports now ({exc}): ask its administrator"
+    return None
 
 
 def _check_quota(requested_by: User) -> None:

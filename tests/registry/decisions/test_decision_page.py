@@ -310,3 +310,14 @@ def test_the_reports_api_refuses_a_price_no_compared_run_has_naming_the_keys_tha
     assert refused.status_code == 400 and refused.json()["code"] == "price-matches-no-run"
     assert refused.json()["errors"][0]["pointer"] == "/prices/8x NVIDIA B200"
     assert "'1x H100', '1x H200'" in refused.json()["detail"] and not Report.objects.exists()
+
+
+def test_the_report_is_not_offered_while_the_registry_cannot_sign_and_the_page_says_why(
+    settings: Any, tmp_path: Path
+) -> None:
+    user, decision = _decision(QUESTION, _mixed("unsigned-")[:4])
+    settings.BENCHREG_REPORT_KEY = str(tmp_path / "missing-key.pem")
+    settings.BENCHREG_REPORT_CERT = str(tmp_path / "missing-cert.pem")
+    page = _text(_page(user, decision))
+    assert "Issue a signed report of this answer" not in page
+    assert "cannot be issued now: the registry cannot sign reports now" in page and "missing-key.pem" in page
