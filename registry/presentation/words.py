@@ -121,7 +121,7 @@ OUTCOME_WORDS = {
     "not-enough-evidence": "not enough evidence",
     "inconclusive": "inconclusive",
     "single-configuration": "one configuration only",
-    "refused": "refused: not comparable",
+    "refused": "not comparable",
     "better": "better, distinguishable from noise",
     "worse": "worse, distinguishable from noise",
     "unknown": "no interval, so not weighed against noise",

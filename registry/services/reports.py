@@ -290,7 +290,7 @@ def report_prices(runs: Sequence[Submission], prices: Mapping[str, float]) -> di
     system-hour of each compared system (by system.name, the comparison's own key; a system's name beats its
     configuration, which beats '*').
 
-    Every price is used or refused (DECISIONS.md, Inputs): one that matches no compared run is a 400 naming it
+    Every price is used or refused (DECISIONS.md, Inputs): one that matches no compared run is a 422 naming it
     and the keys that would match."""
     configurations = {normal_key(configuration_key(r.document)): configuration_key(r.document) for r in runs}
     systems = {
@@ -303,6 +303,7 @@ def report_prices(runs: Sequence[Submission], prices: Mapping[str, float]) -> di
             f"the price for {', '.join(repr(k) for k in refused)} matches no run of this comparison, so it cannot "
             f"be used; the runs' configuration keys are {would} (or '*' for any system)",
             code="price-matches-no-run",
+            status=422,  # well formed, but it names nothing this comparison holds
             errors=[
                 {"pointer": f"/prices/{escape_pointer(k)}", "code": "price-matches-no-run", "message": f"keys: {would}"}
                 for k in refused

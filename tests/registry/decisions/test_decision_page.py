@@ -307,7 +307,7 @@ def test_the_reports_api_refuses_a_price_no_compared_run_has_naming_the_keys_tha
     )
     body = {"comparison": comparison.pk, "title": "t", "decision": "d", "prices": {"8x NVIDIA B200": 30.0}}
     refused = client.post("/api/v1/reports", body, format="json")
-    assert refused.status_code == 400 and refused.json()["code"] == "price-matches-no-run"
+    assert refused.status_code == 422 and refused.json()["code"] == "price-matches-no-run"
     assert refused.json()["errors"][0]["pointer"] == "/prices/8x NVIDIA B200"
     assert "'1x H100', '1x H200'" in refused.json()["detail"] and not Report.objects.exists()
 
