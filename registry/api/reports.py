@@ -93,8 +93,10 @@ class ReportCollectionApi(APIView):
         prices = serializers.DictField(
             child=serializers.FloatField(min_value=0, max_value=MAX_PRICE_PER_HOUR),
             required=False,
-            help_text="price per system-hour by system.name (default: "
-            "the comparison's), each from 0 to the plausible maximum",
+            help_text="price per system-hour keyed as decisions key prices: a configuration '8x H100' "
+            "(accelerators x accelerator model) or '*' for any system; a compared run's system.name is still read. "
+            "A key that matches no compared run is refused (422) with the keys that would match. Default: the "
+            "comparison's prices. Each from 0 to the plausible maximum",
         )
         currency = serializers.RegexField(r"^[A-Z]{3}$", required=False)
 

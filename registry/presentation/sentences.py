@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from protocol.comparability import metric_words
-from registry.presentation.words import percent_change
+from registry.presentation.words import outcome_words, percent_change
 
 
 @dataclass(frozen=True)
@@ -71,14 +71,15 @@ def _ratio_sentence(
 def _verdict_words(
     verdict: str, improved: bool, subject: Mapping[str, Any], baseline: Mapping[str, Any]
 ) -> tuple[str, bool | None]:
-    """The sentence's tail for `verdict`, and whether the subject is better (None unless distinguishable)."""
+    """The sentence's tail for `verdict` (in the words every page and report gives it: words.outcome_words), and
+    whether the subject is better (None unless distinguishable)."""
     if verdict == "distinguishable":
-        return ("better" if improved else "worse") + " than the baseline, distinguishable from noise", improved
+        return f"{'better' if improved else 'worse'} than the baseline, {outcome_words(verdict)}", improved
     if verdict == "indistinguishable":
-        return "not distinguishable from noise (the interval includes ±0%)", None
+        return f"{outcome_words(verdict)} (the interval includes ±0%)", None
     if verdict == "inconclusive":
-        return "inconclusive: " + _reason(subject, baseline), None
-    return "not enough evidence for a verdict", None
+        return f"{outcome_words(verdict)}: {_reason(subject, baseline)}", None
+    return f"{outcome_words('not-enough-evidence')} for a verdict", None
 
 
 def _reason(subject: Mapping[str, Any], baseline: Mapping[str, Any]) -> str:

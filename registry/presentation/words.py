@@ -112,14 +112,19 @@ def statistic_words(estimate: Mapping[str, Any]) -> str:
     return method.split(" (", 1)[0] or "as reported"
 
 
-# A comparison's outcome codes (protocol.comparability's conclusion and pair verdicts) in words.
+# A verdict in words, one text wherever it is printed: the comparison page, its sentences, the signed report's
+# conclusion, its pairwise table and its cover. The codes are protocol.comparability's conclusion and pair verdicts,
+# and protocol.statistics' pair outcomes (better, worse, indistinguishable, unknown).
 OUTCOME_WORDS = {
     "distinguishable": "distinguishable from noise",
     "indistinguishable": "not distinguishable from noise",
     "not-enough-evidence": "not enough evidence",
     "inconclusive": "inconclusive",
     "single-configuration": "one configuration only",
-    "refused": "refused: not comparable",
+    "refused": "not comparable",
+    "better": "better, distinguishable from noise",
+    "worse": "worse, distinguishable from noise",
+    "unknown": "no interval, so not weighed against noise",
 }
 
 

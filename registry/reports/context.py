@@ -10,9 +10,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from protocol.decisions import GAP_TITLES
 from protocol.numbers import Style, number
 from protocol.summary import headline as summary_headline
+from registry.presentation import answers
 from registry.presentation.charts_report import decision_figures, report_figures
 from registry.presentation.citations import citation_words
 from registry.presentation.sweeps import sweep_lines
@@ -29,21 +29,6 @@ from registry.reports import CERTIFICATE_FILE
 from registry.reports.plain import cover_words
 
 AXIS_WORDS = {"system": "hardware system"}  # the others in the contract's words ("equal quality", never a code)
-OUTCOME_WORDS = {
-    "better": "better, distinguishable from noise",
-    "worse": "worse, distinguishable from noise",
-    "indistinguishable": "within noise (interval includes 1.0)",
-    "unknown": "unknown (no interval)",
-}
-# A conclusion's outcome as a label reads it.
-CONCLUSION_WORDS = {
-    "distinguishable": "a difference beyond the noise",
-    "indistinguishable": "no difference beyond the noise",
-    "single-configuration": "one configuration only",
-    "not-enough-evidence": "not enough evidence",
-    "inconclusive": "inconclusive",
-    "refused": "not comparable",
-}
 
 
 def report_context(evidence: Mapping[str, Any], *, certificate: Mapping[str, str]) -> dict[str, Any]:
@@ -64,6 +49,8 @@ def report_context(evidence: Mapping[str, Any], *, certificate: Mapping[str, str
         **findings,
         "plain": cover_words(result, docs, ids, findings["conclusion"], answer),
         "protocol_versions": sorted({str(d.get("protocol")) for d in docs}),
+        # every precision the runs span, for the cover: a mixed set is never named by its first run
+        "run_precisions": list(dict.fromkeys(r["precision_words"] for r in runs)) or ["precision not stated"],
         "charts": report_figures(result, docs, ids),
         "decision_answer": decision_answer(
             section, trust={r["id"]: r.get("trust") for r in evidence["runs"] if r.get("trust")}
@@ -116,9 +103,7 @@ def _pairwise_rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:
         {
             **p,
             "subject_label": _arm_label(result, p["subject"]),
-            "outcome_words": OUTCOME_WORDS.get(
-                p.get("verdict") or p.get("outcome"), p.get("verdict") or p.get("outcome")
-            ),
+            "outcome_words": outcome_words(p.get("verdict") or p.get("outcome")),
             "baseline_label": _arm_label(result, p["baseline"]),
         }
         for p in result.get("pairwise") or []
@@ -134,7 +119,9 @@ def decision_answer(section: Mapping[str, Any] | None, trust: Mapping[int, str] 
         return None
     answer = json.loads(section["canonical"])
     members = set((answer.get("frontier") or {}).get("members") or [])
-    rows = [_candidate_row(c, i in members, trust or {}) for i, c in enumerate(answer.get("candidates") or [])]
+    candidates = answer.get("candidates") or []
+    shared = answers.shared_gap_codes(candidates)
+    rows = [_candidate_row(c, i in members, trust or {}, shared) for i, c in enumerate(candidates)]
     return {
         "id": section.get("id"),
         "title": section.get("title"),
@@ -144,6 +131,10 @@ def decision_answer(section: Mapping[str, Any] | None, trust: Mapping[int, str] 
         "assumptions": answer.get("assumptions") or [],
         "rows": rows,
         "frontier": answer.get("frontier") or {},
+        "frontier_lines": answers.frontier_lines(answer.get("frontier") or {}),
+        # a gap every candidate has is said once, under the table, never in each row
+        "shared_gaps": answers.shared_gap_titles(shared),
+        "refused_inputs": [str(r.get("message")) for r in answer.get("refused_inputs") or []],
         "left_out": len(answer.get("left_out") or []),
         "units": _answer_units(answer),
         **decision_figures(answer),  # "pareto" and "frontier_chart", each in the parts that fit a page
@@ -151,9 +142,12 @@ def decision_answer(section: Mapping[str, Any] | None, trust: Mapping[int, str] 
     }
 
 
-def _candidate_row(candidate: Mapping[str, Any], frontier: bool, trust: Mapping[int, str]) -> dict[str, Any]:
-    """One candidate's table row; its cost names the price it came from, its gaps are named briefly (the full
-    words are in the answer's summary, attached), and each cited run carries its trust."""
+def _candidate_row(
+    candidate: Mapping[str, Any], frontier: bool, trust: Mapping[int, str], shared: Sequence[str] = ()
+) -> dict[str, Any]:
+    """One candidate's table row; its cost names the price it came from, its own gaps are named briefly (the full
+    words are in the answer's summary, attached; those every candidate has, `shared`, are said once under the
+    table), and each cited run carries its trust."""
     c = candidate
     cost = c.get("cost_per_million") or {}
     return {
@@ -173,7 +167,7 @@ def _candidate_row(candidate: Mapping[str, Any], frontier: bool, trust: Mapping[
             {"id": r.get("id"), "trust": r.get("trust") or trust.get(r.get("id")) or "trust not stated"}
             for r in c.get("runs") or []
         ],
-        "gaps": [GAP_TITLES.get(str(g.get("code")), g.get("message") or g.get("code")) for g in c.get("gaps") or []],
+        "gaps": answers.own_gap_titles(c, shared),
     }
 
 
@@ -184,14 +178,17 @@ def per_accelerator_cell(block: Any) -> dict[str, str]:
         return {"value": "—", "total": "", "label": "", "absent": "answered before figures per accelerator"}
     name = next((k for k in ("output_tokens", "throughput") if (block.get(k) or {}).get("value") is not None), "")
     main, total = block.get(name) or {}, block.get("total_tokens") or {}
-    # The column's head says "Per accelerator": the cell gives the unit alone, so a long word does not overrun it.
-    unit_of = lambda b: str(b.get("unit") or "").removesuffix(" per accelerator")  # noqa: E731
     return {
-        "value": f"{'output ' if name == 'output_tokens' else ''}{_figure(main)} {unit_of(main)}" if main else "—",
-        "total": f"{_figure(total)} {unit_of(total)}" if total.get("value") is not None else "",
+        "value": f"{'output ' if name == 'output_tokens' else ''}{_figure(main)} {_unit_alone(main)}" if main else "—",
+        "total": f"{_figure(total)} {_unit_alone(total)}" if total.get("value") is not None else "",
         "label": str(block.get("label") or "") if main else "",
         "absent": "" if main else str((block.get("throughput") or {}).get("absent") or ""),
     }
+
+
+def _unit_alone(block: Mapping[str, Any]) -> str:
+    """The figure's unit without "per accelerator": the column's head says it, and the long word overran the cell."""
+    return str(block.get("unit") or "").removesuffix(" per accelerator")
 
 
 def _figure(block: Any) -> str:
@@ -245,7 +242,7 @@ def conclusion(result: Mapping[str, Any], run_ids: Sequence[int]) -> dict[str, A
     reasons = [r for r in reasons if r not in statement]  # a reason the statement already gives is said once
     return {
         "outcome": outcome,
-        "outcome_words": CONCLUSION_WORDS.get(outcome, outcome.replace("-", " ")),
+        "outcome_words": outcome_words(outcome),
         "statement": statement,
         "reasons": reasons,
         "tone": TONES.get(outcome, "none"),
@@ -257,7 +254,7 @@ def conclusion(result: Mapping[str, Any], run_ids: Sequence[int]) -> dict[str, A
 def _refused_conclusion() -> dict[str, Any]:
     return {
         "outcome": "refused",
-        "outcome_words": CONCLUSION_WORDS["refused"],
+        "outcome_words": outcome_words("refused"),
         "statement": "These runs are not comparable: no conclusion.",
         "reasons": [],
         "tone": "refused",
@@ -316,11 +313,6 @@ def decision_points(result: Mapping[str, Any], verdict: Mapping[str, Any]) -> li
     ]
 
 
-def _verdict_words(pair: Mapping[str, Any]) -> str:
-    code = str(pair.get("verdict") or pair.get("outcome"))
-    return CONCLUSION_WORDS.get(code) or OUTCOME_WORDS.get(code) or code.replace("-", " ")
-
-
 def _reason_words(reason: Mapping[str, Any], run_ids: Sequence[int]) -> str:
     run = reason.get("run")
     where = f"run {run_ids[run]}: " if isinstance(run, int) and 0 <= run < len(run_ids) else ""
@@ -367,7 +359,7 @@ def _advice(
         close = [o["label"] for o, x in zip(others, outcomes, strict=True) if x == "indistinguishable"]
         return "none", (
             f"The numbers do not separate {leader['label']} from {', '.join(close)} on "
-            f"{metric}: the difference is within noise. Decide on other grounds "
+            f"{metric}: the difference is {outcome_words('indistinguishable')}. Decide on other grounds "
             "(cost, energy, capacity, supply) shown below."
         )
     return "tentative", (
@@ -435,6 +427,8 @@ def _run_row(run: Mapping[str, Any], doc: Mapping[str, Any], result: Mapping[str
         "configuration": _arm_label(result, arm) if isinstance(arm := computed.get("arm"), int) else "",
         "accelerator": hardware_words(doc),
         "precision": "/".join(str(x) for x in (precision.get("weights"), precision.get("activations")) if x),
+        "precision_words": answers.precision_words(precision.get("weights"), precision.get("activations"))
+        or "precision not stated",
         "workload": f"{workload.get('name')} {workload.get('version')}",
         "scenario": " ".join(str(x) for x in (scenario.get("kind"), _rate(scenario)) if x),
         **_condition_words(doc.get("conditions") or {}),

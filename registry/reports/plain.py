@@ -14,7 +14,8 @@ from itertools import pairwise
 from typing import Any
 
 from protocol.numbers import Style, number
-from registry.presentation.words import metric_label
+from registry.presentation import answers
+from registry.presentation.words import metric_label, outcome_words
 
 # A blocking reason (the comparison's conclusion) or caveat (the report's own rule) by what it means for a reader.
 BLOCKER_KINDS = {
@@ -42,33 +43,6 @@ BLOCKER_NEXT = {
     "withdrawn": "Issue a new report from runs that still stand.",
 }
 BUSY_LOAD_PER_CPU = 1.0  # a load average above the machine's processor threads: other work was waiting to run
-# What a decision's gap means for the buyer, and what closes it.
-GAP_WORDS = {
-    "no-load-sweep": (
-        "were measured at one offered load only, so the capacity used is a lower bound",
-        "Measure the candidates you consider at several offered loads, so that their capacity is known rather "
-        "than a lower bound.",
-    ),
-    "too-few-repetitions": (
-        "have fewer than 3 runs, too few for a firm verdict",
-        "Ask for at least 3 runs of each candidate you consider.",
-    ),
-    "no-steady-state": (
-        "have runs that never showed a steady speed",
-        "Measure again the candidates whose runs did not settle.",
-    ),
-    "no-energy": ("have no energy measured with a meter", "Measure energy with a meter if energy matters to you."),
-    "no-price": ("have no price stated, so no cost", "State an hourly price for each candidate you would buy."),
-    "preview": (
-        "are preview systems, not yet available",
-        "Check availability with the vendors before relying on them.",
-    ),
-    "invalid": (
-        "have a run that failed its validity checks",
-        "Leave out, or re-measure, the candidates whose runs failed.",
-    ),
-    "quality-not-met": ("did not meet the quality target", "Leave out the candidates that missed the quality target."),
-}
 DECISION_DETAIL = (
     "Each candidate's figures, with their uncertainty, the price each cost comes from and its gaps, are in section 1; "
     "the assumptions in section 4; how each run was measured in section 3."
@@ -123,8 +97,8 @@ def _comparison_words(
         )
     if outcome == "indistinguishable":
         return _words(
-            f"The measurements do not tell {a} and {b} apart on {metric}: the difference between them is within "
-            "the measurement noise.",
+            f"The measurements do not tell {a} and {b} apart on {metric}: the difference between them is "
+            f"{outcome_words('indistinguishable')}.",
             _timing(docs, result),
             ["Decide on other grounds: price, energy, supply or support. On speed, either will do."],
         )
@@ -148,8 +122,8 @@ def _pair(verdict: Mapping[str, Any], n: int) -> tuple[int, int]:
 
 
 def _better_words(result: Mapping[str, Any], base: int, best: int, metric: str) -> str:
-    """ "<winner> is the better choice on throughput: about 21% more than <loser>, a difference larger than the
-    measurement noise." """
+    """ "<winner> is the better choice on throughput: about 21% more than <loser>, a difference distinguishable
+    from noise" (the verdict in the words every page and report gives it: words.outcome_words)."""
     arms = result.get("arms") or []
     pair = next((p for p in result.get("pairwise") or [] if (p["subject"], p["baseline"]) == (best, base)), None)
     lower = bool((arms[base].get("estimate") or {}).get("lower_is_better"))
@@ -163,7 +137,7 @@ def _better_words(result: Mapping[str, Any], base: int, best: int, metric: str) 
     amount = f"{number(change, Style.SIGNIFICANT, digits=2)}% {'lower' if lower else 'more'}"
     return (
         f"{winner['label']} is the better choice on {metric}: about {amount} than {loser['label']}, a difference "
-        "larger than the measurement noise."
+        f"{outcome_words('distinguishable')}."
     )
 
 
@@ -311,64 +285,6 @@ def _duration(seconds: float) -> str:
 
 
 def decision_words(decision: Mapping[str, Any]) -> dict[str, Any]:
-    """A decision's answer for a buyer: how many candidates meet the question, the cheapest that does (or, when
-    none can be confirmed, at face value) with the price it rests on, the gaps that keep the answer open, and what
-    closes them."""
-    candidates = decision.get("candidates") or []
-    n = len(candidates)
-    if not n:
-        words = _words(
-            "No configuration in the registry answers this question yet.",
-            [],
-            ["Measure the systems you consider on this workload and scenario, then ask again."],
-        )
-        return {**words, "tone": "tentative"}
-    meets = [c for c in candidates if c.get("meets") == "meets"]
-    misses = [c for c in candidates if c.get("meets") == "misses"]
-    if meets:
-        headline = f"{_of(len(meets), n)} meet the question's objectives: {', '.join(c['label'] for c in meets)}."
-        cheapest = _cheapest(meets, "Of those, the lowest cost")
-    else:
-        who = "The one candidate cannot" if n == 1 else f"None of the {n} candidates can"
-        headline = f"{who} be confirmed to meet the question's objectives yet"
-        headline += f" ({len(misses)} miss{'es' if len(misses) == 1 else ''} them)." if misses else "."
-        cheapest = _cheapest(
-            [c for c in candidates if c.get("meets") != "misses"], "Taken at face value, the lowest cost"
-        )
-    why = [cheapest] if cheapest else []
-    why += [f"{_of(len(labels), n)} {GAP_WORDS[code][0]}." for code, labels in _gaps(candidates).items()]
-    then = [GAP_WORDS[code][1] for code in _gaps(candidates)]
-    if not meets:
-        then.insert(0, "Do not buy on this answer alone.")
-    words = _words(headline, why, then or ["Check the assumptions (section 4) before you buy."])
-    return {**words, "tone": "clear" if meets else "tentative", "detail": DECISION_DETAIL}
-
-
-def _of(k: int, n: int) -> str:
-    return f"All {n} candidates" if k == n and n > 1 else f"{k} of the {n} candidates"
-
-
-def _cheapest(candidates: Sequence[Mapping[str, Any]], lead: str) -> str:
-    """ "<lead> per million tokens: <label>, 0.59 USD with 6 systems (from 49.6 USD per system-hour …)"."""
-    costed = [c for c in candidates if isinstance((c.get("cost_per_million") or {}).get("value"), int | float)]
-    if not costed:
-        return ""
-    best = min(costed, key=lambda c: c["cost_per_million"]["value"])
-    cost = best["cost_per_million"]
-    unit = str(cost.get("unit") or "")
-    currency, _, per = unit.partition(" per ")
-    systems = (best.get("systems_needed") or {}).get("value")
-    fleet = f" with {systems} system{'s' if systems != 1 else ''}" if isinstance(systems, int) else ""
-    price = f" ({cost['price']})" if cost.get("price") else ""
-    what = f"{lead} per {per}" if per else lead
-    return f"{what}: {best['label']}, {number(cost['value'], Style.GENERAL)} {currency}{fleet}{price}."
-
-
-def _gaps(candidates: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
-    """Candidate labels per gap code (codes the cover words), in the order GAP_WORDS lists them."""
-    found: dict[str, list[str]] = {code: [] for code in GAP_WORDS}
-    for c in candidates:
-        for gap in c.get("gaps") or []:
-            if gap.get("code") in found and c["label"] not in found[gap["code"]]:
-                found[gap["code"]].append(c["label"])
-    return {code: labels for code, labels in found.items() if labels}
+    """A decision's answer for a buyer, exactly as the decision page opens with it (registry.presentation.answers),
+    and where in the report its detail is."""
+    return {**answers.conclusion(decision), "detail": DECISION_DETAIL}

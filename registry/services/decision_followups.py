@@ -8,7 +8,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from protocol import comparability
-from registry.choices import AuditKind, DecisionStatus
+from registry.choices import AuditKind, DecisionStatus, Trust
 from registry.exceptions import RegistryError
 from registry.models import Agent, Decision, DecisionAnswer, DecisionReport, Plan, Report, Submission
 from registry.selectors.decisions import decision_latest_answer
@@ -16,7 +16,7 @@ from registry.services.audit import audit_append
 from registry.services.comparisons import comparison_create
 from registry.services.decisions import decision_answer, decision_fresh, decision_question
 from registry.services.plans import plan_create
-from registry.services.reports import report_request
+from registry.services.reports import report_quota_problem, report_request, report_signing_problem
 
 
 def decision_report_text(answer: dict[str, Any]) -> str:
@@ -67,6 +67,39 @@ def decision_report(*, decision: Decision, requested_by: User) -> Report:
     return report
 
 
+def decision_report_refusal(*, decision: Decision, requested_by: User) -> str | None:
+    """Why a signed report of the decision's answer would be refused now, in words; None when it would be issued.
+
+    Reads only, with the checks `decision_report` and `report_request` make before they write: an answer with
+    candidates, two of its runs comparable on one axis (the report's comparison), no example run among them, a
+    usable signing identity, and room in the requester's queue. The decision page offers "Issue a signed report"
+    only where this is None, and says why otherwise, instead of letting a reader submit and fail."""
+    latest = decision_latest_answer(decision=decision)
+    if latest is None or not latest.answer.get("candidates"):
+        return "no run answers this question yet, so there is nothing to report"
+    try:
+        axis, compared, _ = _report_comparison(latest.answer)
+        verdict = comparability.check([r.document for r in compared], axis)
+        if not verdict.comparable:
+            differing = "; ".join(d.words for d in verdict.offending[:3])
+            return f"the answer's runs do not answer the same question ({differing}), so no report can rest on them"
+        _check_members(compared)
+        return report_signing_problem() or report_quota_problem(requested_by)
+    except RegistryError as exc:
+        return exc.message.rstrip(".")  # the page ends the sentence
+
+
+def _check_members(runs: list[Submission]) -> None:
+    """RegistryError naming the example documents among `runs`: a report never rests on one."""
+    examples = [r.pk for r in runs if r.trust == Trust.EXAMPLE]
+    if examples:
+        raise RegistryError(
+            f"run(s) {', '.join(map(str, examples))} are example documents, and a report cannot rest on them",
+            code="example-run",
+            status=422,
+        )
+
+
 def _statement(answer: dict[str, Any], *, axis: str, compared: int, cited: int) -> str:
     text = decision_report_text(answer)
     if compared < cited:
@@ -99,8 +132,11 @@ def _report_comparison(answer: dict[str, Any]) -> tuple[str, list[Submission], i
     candidates = answer["candidates"]
     read_ids = {r["id"] for c in candidates for r in c["runs"]}
     levels = [level for c in candidates for level in (c.get("sweep") or {}).get("levels") or []]
+    # a withdrawn run is never in a report: an answer citing one is answered again first (_answered_now)
     every = list(
-        Submission.objects.filter(pk__in=read_ids | {r["id"] for lv in levels for r in lv["runs"]}).order_by("id")
+        Submission.objects.filter(
+            pk__in=read_ids | {r["id"] for lv in levels for r in lv["runs"]}, withdrawal__isnull=True
+        ).order_by("id")
     )
     read_at = [r for r in every if r.pk in read_ids]
     for pool in (read_at, every):

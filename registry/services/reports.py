@@ -25,12 +25,16 @@ from cryptography.hazmat.primitives import hashes
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
+from django.core.exceptions import ImproperlyConfigured
 from django.core.files import File
 from django.core.files.base import ContentFile
 from django.db import transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
+from protocol.decisions.candidate import normal_key
+from protocol.decisions.evidence import configuration_key
+from protocol.decisions.question import escape_pointer
 from registry import dispatch
 from registry.audit.keys import trusted_verifier_keys
 from registry.choices import AuditKind, CheckpointReason, ReportStatus, Trust
@@ -109,6 +113,29 @@ def _reusable(key: str) -> Report | None:
     return (
         Report.objects.filter(dedup_key=key, status__in=REUSABLE, decision_record__isnull=True).order_by("-id").first()
     )
+
+
+def report_quota_problem(requested_by: User) -> str | None:
+    """Why `requested_by` may not queue another report now (BENCHREG_REPORTS_PENDING_PER_PERSON), in words; None
+    when they may: the pages say it before a reader asks."""
+    limit = settings.BENCHREG_REPORTS_PENDING_PER_PERSON
+    pending = Report.objects.filter(requested_by=requested_by, status__in=PENDING).count()
+    if pending < limit:
+        return None
+    return (
+        f"you have {pending} reports queued or rendering; at most {limit} at once: request this one when one of "
+        "them is ready or failed"
+    )
+
+
+def report_signing_problem() -> str | None:
+    """Why the registry cannot sign a report now (its signing identity is configured but unusable), in words; None
+    when it can. Loading the identity is cached, so the pages may ask before offering a report."""
+    try:
+        signing_identity()
+    except (ImproperlyConfigured, OSError, ValueError) as exc:
+        return f"the registry cannot sign reports now ({exc}): ask its administrator"
+    return None
 
 
 def _check_quota(requested_by: User) -> None:
@@ -256,12 +283,49 @@ def _text(value: str, name: str, limit: int) -> str:
     return value
 
 
+def report_prices(runs: Sequence[Submission], prices: Mapping[str, float]) -> dict[str, float]:
+    """Hourly prices keyed as decisions key them (docs/decisions.md, `prices.system_hour`): a configuration
+    '<accelerators>x <accelerator model>' ('8x H100', as the decision's candidates are keyed), or '*' for any
+    system; a compared run's system name is still read, as the API keyed prices before. Returns the price per
+    system-hour of each compared system (by system.name, the comparison's own key; a system's name beats its
+    configuration, which beats '*').
+
+    Every price is used or refused (DECISIONS.md, Inputs): one that matches no compared run is a 422 naming it
+    and the keys that would match."""
+    configurations = {normal_key(configuration_key(r.document)): configuration_key(r.document) for r in runs}
+    systems = {
+        str((r.document.get("system") or {}).get("name") or ""): normal_key(configuration_key(r.document)) for r in runs
+    }
+    refused = [k for k in prices if k != "*" and k not in systems and normal_key(k) not in configurations]
+    if refused:
+        would = ", ".join(repr(k) for k in sorted(set(configurations.values())))
+        raise RegistryError(
+            f"the price for {', '.join(repr(k) for k in refused)} matches no run of this comparison, so it cannot "
+            f"be used; the runs' configuration keys are {would} (or '*' for any system)",
+            code="price-matches-no-run",
+            status=422,  # well formed, but it names nothing this comparison holds
+            errors=[
+                {"pointer": f"/prices/{escape_pointer(k)}", "code": "price-matches-no-run", "message": f"keys: {would}"}
+                for k in refused
+            ],
+        )
+    by_configuration = {normal_key(k): v for k, v in prices.items() if k != "*"}
+    out = {}
+    for name, key in systems.items():
+        price = prices.get(name, by_configuration.get(key, prices.get("*")))
+        if price is not None:
+            out[name] = price
+    return out
+
+
 def _priced(comparison: Comparison, prices: Mapping[str, float] | None, currency: str | None, user: User) -> Comparison:
     inputs = comparison.inputs
     wanted_currency = currency or inputs.get("currency") or "USD"
+    runs = comparison_members(comparison)
+    if prices is not None:
+        prices = report_prices(runs, prices)
     if (prices is None or dict(prices) == (inputs.get("prices") or {})) and wanted_currency == inputs.get("currency"):
         return comparison
-    runs = comparison_members(comparison)
     # The requester's baseline carries over to the re-priced comparison (absent: the first run's configuration).
     baseline = next((r for r in runs if r.digest == inputs.get("baseline")), None)
     priced, _ = comparison_create(

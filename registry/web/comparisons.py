@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
 from protocol import comparability, serving
+from protocol.decisions.evidence import configuration_key
 from registry import policy
 from registry.exceptions import RegistryError
 from registry.presentation import charts
@@ -173,6 +174,8 @@ def comparison_context(request: HttpRequest, comparison: Any, report_form: Any =
         "report_form": report_form
         or ReportRequestForm(initial={"title": f"Decision report: comparison {comparison.pk}"}),
         "reports": list(policy.visible_reports(policy.for_request(request), reports)[:REPORTS_SHOWN]),
+        # the keys a report's prices may use, as a decision's candidates are keyed (ReportRequestForm)
+        "price_keys": sorted({configuration_key(d) for d in documents}),
         "sentences": ratio_sentences(result),
         "baseline_arm": (arms[(result.get("conclusion") or {}).get("baseline", 0)] if arms else None),
         "exports": exports.export_links(request),

@@ -14,10 +14,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from registry import policy
 from registry.exceptions import RegistryError
-from registry.presentation import charts_serving
+from registry.presentation import answers, charts_serving
 from registry.presentation.sweeps import sweep_lines
 from registry.selectors.decisions import decision_latest_answer, decision_list, decision_runs_trust
-from registry.services.decision_followups import decision_gap_plan, decision_report
+from registry.services.decision_followups import decision_gap_plan, decision_report, decision_report_refusal
 from registry.services.decisions import decision_create, decision_fresh
 from registry.services.webhooks import webhook_url_problem
 from registry.web.context import signed_in_user
@@ -25,9 +25,10 @@ from registry.web.forms import DecisionForm, GapPlanForm
 
 
 def _beside_split(candidates: list[dict[str, Any]]) -> tuple[list[dict[str, str]], list[list[dict[str, str]]]]:
-    """What the contract shows beside each candidate's number, split into what every candidate shares (said once,
-    above the table) and, per candidate, what is its own (its row): eight identical lines per row said nothing."""
-    shown = [c["beside"][0] if c.get("beside") else [] for c in candidates]
+    """What the contract shows beside each candidate's number, in words, split into what every candidate shares
+    (said once, above the table) and, per candidate, what is its own (its row): eight identical lines per row said
+    nothing."""
+    shown = [answers.beside_rows(c["beside"][0]) if c.get("beside") else [] for c in candidates]
     fields = [{b["field"]: b["value"] for b in rows} for rows in shown]
     common = [
         b
@@ -36,6 +37,23 @@ def _beside_split(candidates: list[dict[str, Any]]) -> tuple[list[dict[str, str]
     ]
     shared = {b["field"] for b in common}
     return common, [[b for b in rows if b["field"] not in shared] for rows in shown]
+
+
+def _answer_words(answer: dict[str, Any] | None, candidates: list[dict[str, Any]]) -> dict[str, Any]:
+    """The answer in the words the page shows: the plain conclusion the signed report's cover gives (the same
+    function), each candidate's sentence and row with only its own caveats (those every candidate shares are said
+    once), the frontier in sentences, and what is shown beside every candidate's figures."""
+    common, own = _beside_split(candidates)
+    shared = answers.shared_gap_codes(candidates)
+    return {
+        "conclusion": answers.conclusion(answer) if answer else None,
+        "sentences": answers.candidate_sentences(answer) if answer else [],
+        "shared_caveats": answers.shared_caveats(candidates),
+        "shared_gaps": answers.shared_gap_titles(shared),
+        "frontier_lines": answers.frontier_lines(answer.get("frontier") or {}) if answer else [],
+        "rows": [(c, mine, answers.own_gap_titles(c, shared)) for c, mine in zip(candidates, own, strict=True)],
+        "beside_common": common,
+    }
 
 
 def _decision_context(request: HttpRequest, decision: Any, plan_form: GapPlanForm | None = None) -> dict[str, Any]:
@@ -47,14 +65,19 @@ def _decision_context(request: HttpRequest, decision: Any, plan_form: GapPlanFor
         {**c, "runs": [{**r, "trust": r.get("trust") or trust.get(r.get("id"), "")} for r in c.get("runs") or []]}
         for c in (latest.answer.get("candidates", []) if latest else [])
     ]
-    common, own = _beside_split(candidates)
+    can_report = policy.can(principal, policy.DECISION_CREATE)
+    answer = latest.answer if latest else None
     return {
         "decision": decision,
         "latest": latest,
-        "answer": latest.answer if latest else None,
-        "rows": list(zip(candidates, own, strict=True)),
-        "beside_common": common,
-        "can_report": policy.can(principal, policy.DECISION_CREATE),
+        "answer": answer,
+        **_answer_words(answer, candidates),
+        "can_report": can_report,
+        "report_refusal": (
+            decision_report_refusal(decision=decision, requested_by=signed_in_user(request))
+            if can_report and answer
+            else None
+        ),
         "can_plan": can_plan,
         "plan_form": plan_form or (GapPlanForm() if can_plan else None),
         "plan_form_for": plan_form.data.get("candidate") if plan_form is not None else None,

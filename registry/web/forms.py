@@ -106,8 +106,40 @@ class CompareForm(forms.Form):
         return data
 
 
+# Hourly prices, one convention on every form that takes them (a decision's question and a comparison's report):
+# the decision's `prices.system_hour` (docs/decisions.md), keyed by configuration as the candidates are labelled.
+PRICES_LABEL = "Hourly prices per configuration (optional)"
+PRICES_HELP = (
+    "One configuration per line: accelerators x accelerator model = price per system-hour, e.g. 8x H100 = 98.00; "
+    "* = 50 prices any system without its own line. A price that matches no configuration is refused, naming the "
+    "keys that would match."
+)
+
+
+def parse_hourly_prices(raw: str) -> dict[str, float]:
+    """{'8x H100': 98.0, '*': 50.0} from the PRICES_HELP lines; ValidationError naming the first line that is not
+    'key = price' with a price from 0 to MAX_PRICE_PER_HOUR. Which keys match a configuration is the service's to
+    say (it knows the runs), with the keys that would."""
+    prices: dict[str, float] = {}
+    for number, line in enumerate(raw.splitlines(), start=1):
+        if not line.strip():
+            continue
+        name, sep, value = line.rpartition("=")
+        try:
+            price = float(value)
+        except ValueError:
+            price = -1.0
+        if not sep or not name.strip() or not 0 <= price <= MAX_PRICE_PER_HOUR:  # NaN fails too
+            raise forms.ValidationError(
+                f"Line {number}: write 'configuration = price per system-hour', e.g. 8x H100 = 98.00 (or * = 50 "
+                f"for any system), with a price from 0 to {MAX_PRICE_PER_HOUR:g}"
+            )
+        prices[" ".join(name.split())] = price
+    return prices
+
+
 class ReportRequestForm(forms.Form):
-    """A decision report: its title, the decision it supports, and optional hourly prices per system."""
+    """A decision report: its title, the decision it supports, and optional hourly prices per configuration."""
 
     title = forms.CharField(max_length=200, label="Report title")
     decision = forms.CharField(
@@ -116,29 +148,13 @@ class ReportRequestForm(forms.Form):
     prices = forms.CharField(
         required=False,
         max_length=4000,
-        label="Hourly prices (optional)",
+        label=PRICES_LABEL,
         widget=forms.Textarea(attrs={"rows": 2}),
-        help_text="One system per line: system name = price per system-hour, e.g. lab-h100-01 = 3.50",
+        help_text=PRICES_HELP,
     )
 
     def clean_prices(self) -> dict[str, float] | None:
-        raw = self.cleaned_data.get("prices", "")
-        prices: dict[str, float] = {}
-        for number, line in enumerate(raw.splitlines(), start=1):
-            if not line.strip():
-                continue
-            name, sep, value = line.rpartition("=")
-            try:
-                price = float(value)
-            except ValueError:
-                price = -1.0
-            if not sep or not name.strip() or not 0 <= price <= MAX_PRICE_PER_HOUR:  # NaN fails too
-                raise forms.ValidationError(
-                    f"Line {number}: write 'system name = price', e.g. lab-h100-01 = 3.50, "
-                    f"with a price from 0 to {MAX_PRICE_PER_HOUR:g} per system-hour"
-                )
-            prices[name.strip()] = price
-        return prices or None
+        return parse_hourly_prices(self.cleaned_data.get("prices", "")) or None
 
 
 class WithdrawForm(forms.Form):
@@ -221,6 +237,13 @@ class DecisionForm(forms.Form):
     price_per_system_hour = forms.FloatField(
         required=False, min_value=0, max_value=dec.MAX_PRICE_PER_HOUR, label="Price per system-hour (any system)"
     )
+    prices = forms.CharField(
+        required=False,
+        max_length=4000,
+        label=PRICES_LABEL,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text=PRICES_HELP,
+    )
     energy_per_kwh = forms.FloatField(
         required=False, min_value=0, max_value=dec.MAX_ENERGY_PRICE_KWH, label="Energy price per kWh"
     )
@@ -234,8 +257,11 @@ class DecisionForm(forms.Form):
             if d.get(f)
         ]
         prices: dict[str, Any] = {}
+        hourly = dict(d.get("prices") or {})
         if d.get("price_per_system_hour") is not None:
-            prices["system_hour"] = {"*": d["price_per_system_hour"]}
+            hourly.setdefault("*", d["price_per_system_hour"])
+        if hourly:
+            prices["system_hour"] = hourly
         if d.get("energy_per_kwh") is not None:
             prices["energy_per_kwh"] = d["energy_per_kwh"]
         return {
@@ -255,6 +281,9 @@ class DecisionForm(forms.Form):
             "demand": self._demand(d),
             "prices": prices,
         }
+
+    def clean_prices(self) -> dict[str, float]:
+        return parse_hourly_prices(self.cleaned_data.get("prices", ""))
 
     def clean(self) -> dict[str, Any] | None:
         d = super().clean() or {}

@@ -334,9 +334,11 @@ def test_a_decision_is_declared_in_its_form_and_its_answer_reads_at_both_widths(
     assert "H200 141GB HBM3e, bf16" in candidates and "H100 80GB HBM3, int8" in candidates
     # The never-steady H100 run is its own candidate, and its label says so (it read "H100 80GB HBM3, bf16 ()")
     assert "H100 80GB HBM3, bf16, steady state not reached" in candidates and "()" not in candidates
-    # What every candidate shares is said once above the table, not on every row
-    shared = page.locator("#answer-heading + ul ~ p.small", has_text="Every candidate").inner_text()
-    assert "Every candidate: precision.activations bf16" in shared
+    # The plain conclusion (the signed report's cover words) comes first, before the candidates' table
+    assert page.locator("#conclusion").bounding_box()["y"] < page.locator("table").first.bounding_box()["y"]
+    # What every candidate shares is said once above the table, not on every row, in words (never a field's path)
+    shared = page.locator("p.small", has_text="Beside every candidate's figures").inner_text()
+    assert "activations bf16" in shared and "precision.activations" not in shared
     # What the figures rest on is printed with them: the stated price, and the sustained demand taken as the peak
     assumed = page.locator("p.small", has_text="Assumptions").inner_text()
     assert "*: 98 USD per system-hour, as supplied" in assumed and "sustained demand taken equal to it" in assumed

@@ -136,7 +136,10 @@ def test_the_decision_page_draws_both_sweeps_and_the_signed_report_states_the_an
     client, body = _ask(user)
     client.force_login(user)
     page = client.get(f"/decisions/{body['id']}/").content.decode()
-    assert "quality not measured" in page and "concurrency 4, the highest judged load before concurrency 16" in page
+    # Neither sweep measured quality: said once, for both, in the conclusion the page opens with (never per row).
+    assert page.count("Both candidates have no measured quality of their outputs.") == 1
+    assert "quality not measured<br>" not in page
+    assert "concurrency 4, the highest judged load before concurrency 16" in page
     assert page.count("<svg") >= 1 and "tokens/s per user" in page
 
     decision = Decision.objects.get(pk=body["id"])

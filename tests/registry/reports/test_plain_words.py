@@ -122,9 +122,9 @@ def test_a_decision_cover_names_who_meets_it_the_cheapest_with_its_price_and_the
         ]
     }
     words = decision_words(answer)
-    assert words["headline"] == "2 of the 3 candidates meet the question's objectives: 8x H100, 8x H200."
+    assert words["headline"] == "2 of the 3 candidates meet the question's objectives: 8x H100; 8x H200."
     assert "8x H200, 2.5 USD with 4 systems (98.32 USD per system-hour for 8x H200, as supplied)" in words["why"][0]
-    assert "2 of the 3 candidates were measured at one offered load only" in " ".join(words["why"])
+    assert "8x H100; 8x H200 (2 of the 3 candidates) were measured at one offered load only" in " ".join(words["why"])
     assert any("several offered loads" in n for n in words["next"]) and words["tone"] == "clear"
 
 

@@ -39,7 +39,7 @@ def test_prices_must_be_written_as_name_equals_price(viewer: Any, fleet: dict[st
     response = signed_in(viewer).post(
         f"/comparisons/{comparison.pk}/reports", {"title": "t", "decision": "d", "prices": "lab-h100-01 three dollars"}
     )
-    assert response.status_code == 400 and "system name = price" in response.content.decode()
+    assert response.status_code == 400 and "configuration = price per system-hour" in response.content.decode()
 
 
 def test_another_users_report_is_not_found(viewer: Any, django_user_model: Any, fleet: dict[str, Any]) -> None:
