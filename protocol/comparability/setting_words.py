@@ -104,6 +104,12 @@ RUNNER = {  # the registry's runners (runners/backends, runners/environment.py)
     "cpu.boost": "CPU boost {}",
     "kernel.numa_balancing": "NUMA balancing {}",
     "mm.transparent_hugepage": "transparent huge pages {}",
+    # serving engines' launch flags, as the serving importer stores them (registry/importers/serving/inferencex.py)
+    "max_num_seqs": "max sequences {}",
+    "max_num_batched_tokens": "max batched tokens {}",
+    "max_running_requests": "max running requests {}",
+    "chunked_prefill_size": "chunked prefill size {}",
+    "prefill_decode_disaggregated": "prefill/decode disaggregated {}",
 }
 # Parts of a key written as a reader writes them, in the fallback's words.
 ACRONYMS = {

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import serving
+from ..comparability import setting_words
 from ..numbers import Style, number
 
 
@@ -31,8 +32,8 @@ def tuned_gap(
 
 
 def _tuned_words(docs: Sequence[Mapping[str, Any]], key: str) -> str:
-    """'max_num_seqs set to the concurrency at every level (1 to 24)', or 'max_num_seqs 64, 128 at concurrency 8,
-    16' where the setting does not follow the load."""
+    """'max sequences set to the concurrency at every level (1 to 24)', or 'max sequences 64, 128 at concurrency
+    8, 16' where the setting does not follow the load."""
     pairs = sorted(
         {
             (load[1], ((d.get("software") or {}).get("settings") or {}).get(key))
@@ -44,12 +45,17 @@ def _tuned_words(docs: Sequence[Mapping[str, Any]], key: str) -> str:
     mode = next((load[0] for d in docs if (load := serving.offered_load(d))), "concurrency")
     loads = [number(load, Style.SIGNIFICANT) for load, _ in pairs]
     if all(isinstance(v, int | float) and not isinstance(v, bool) and v == load for load, v in pairs):
-        return f"{key} set to the {mode} at every level ({loads[0]} to {loads[-1]})"
+        return f"{_name(key)} set to the {mode} at every level ({loads[0]} to {loads[-1]})"
     values = ", ".join("not stated" if v is None else str(v) for _, v in pairs)
     at = "concurrency" if mode == "concurrency" else "requests/s offered"
-    return f"{key} {values} at {at} {', '.join(loads)}"
+    return f"{_name(key)} {values} at {at} {', '.join(loads)}"
+
+
+def _name(key: str) -> str:
+    """The setting's name in words, as matrix cells and labels say it ("max sequences" for max_num_seqs)."""
+    return setting_words(key, "").strip()
 
 
 def _settings_words(doc: Mapping[str, Any], keys: Sequence[str]) -> str:
     settings = (doc.get("software") or {}).get("settings") or {}
-    return ", ".join(f"{k}={settings.get(k, 'not stated')}" for k in keys)
+    return ", ".join(setting_words(k, settings[k]) if k in settings else f"{_name(k)} not stated" for k in keys)

@@ -127,7 +127,7 @@ def test_two_sweeps_differing_in_an_engine_setting_are_two_candidates_labelled_b
     docs += served(sweep_docs((1, 2, 4, 8, 16, 32), sweep="b", noise=NOISE), KIMI, max_num_seqs=256)
     answer = dec.answer(question(), evidence(docs))
     labels = sorted(c["label"] for c in answer["candidates"])
-    assert len(labels) == 2 and "max_num_seqs=256" in labels[0] and "max_num_seqs=64" in labels[1]
+    assert len(labels) == 2 and "max sequences 256" in labels[0] and "max sequences 64" in labels[1]
     assert all("tuned-per-level" not in [g["code"] for g in c["gaps"]] for c in answer["candidates"])
 
 
@@ -147,10 +147,10 @@ def test_a_sweep_tuned_level_by_level_is_one_candidate_that_says_so_where_its_kn
     answer = dec.answer(question(), evidence(docs))
     (c,) = answer["candidates"]
     assert c["sweep"]["knee"]["level"]["load"] == 16.0 and c["systems_needed"]["value"] == 38
-    assert "max_num_seqs" not in c["label"]
+    assert "max sequences" not in c["label"]
     gap = next(g for g in c["gaps"] if g["code"] == "tuned-per-level")
-    assert "max_num_seqs set to the concurrency at every level (1 to 32)" in gap["message"]
-    assert "(concurrency 16: max_num_seqs=16)" in gap["message"]
+    assert "max sequences set to the concurrency at every level (1 to 32)" in gap["message"]
+    assert "(concurrency 16: max sequences 16)" in gap["message"]
     assert "the engine was tuned at each load" in answer["summary"][0]
 
 
@@ -160,4 +160,4 @@ def test_a_setting_tuned_off_the_load_is_said_value_by_value() -> None:
     )
     (c,) = dec.answer(question(), evidence(docs))["candidates"]
     gap = next(g for g in c["gaps"] if g["code"] == "tuned-per-level")
-    assert "max_num_seqs 64, 64, 64, 64, 128, 128 at concurrency 1, 2, 4, 8, 16, 32" in gap["message"]
+    assert "max sequences 64, 64, 64, 64, 128, 128 at concurrency 1, 2, 4, 8, 16, 32" in gap["message"]

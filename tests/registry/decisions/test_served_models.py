@@ -89,8 +89,8 @@ def test_a_question_naming_the_model_has_only_its_runs_as_candidates_and_says_wh
     assert answer["frontier"]["tied"] == [] and answer["refused_inputs"][0]["pointer"].endswith("MI355X")
     # vllm_command.txt sets --max-num-seqs to each level's concurrency: one engine tuned per load, said at the knee.
     tuned = next(g["message"] for g in kimi["gaps"] if g["code"] == "tuned-per-level")
-    assert "max_num_seqs set to the concurrency at every level (1 to 24)" in tuned
-    assert "(concurrency 16: max_num_seqs=16)" in tuned and "max_num_seqs" not in kimi["label"]
+    assert "max sequences set to the concurrency at every level (1 to 24)" in tuned
+    assert "(concurrency 16: max sequences 16)" in tuned and "max sequences" not in kimi["label"]
 
     client = APIClient(SERVER_NAME="localhost")
     client.force_login(user)
