@@ -124,8 +124,10 @@ class Supervisor:
                 self.sleep(POLL_S)
         finally:
             self.stop_all()
+            # -1 first: a late signal must write to nothing, not to whatever file reuses the descriptor's number
+            wake, self._wake_write = self._wake_write, -1
+            os.close(wake)
             os.close(self._wake_read)
-            os.close(self._wake_write)
 
     def sleep(self, seconds: float) -> None:
         """Wait up to `seconds`, returning at once when a stop is requested (the handler writes to the pipe)."""
