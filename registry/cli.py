@@ -25,8 +25,8 @@ need no database and never start Django; the rest are Django commands, run under
                                       registry's published certificate and log key only (no Django, no database)
   benchreg --version                  benchreg's version
 
-`benchreg COMMAND --help` gives each command's options. Ctrl-C stops any command: it says "interrupted" and
-exits with status 130.
+`benchreg COMMAND --help` gives each command's options. Ctrl-C (or SIGINT) stops any command: it says
+"interrupted: " and what it was doing, and exits with status 130.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, NoReturn
 
+from runners import interrupts
 from runners.terminal import wrap
 
 # Subcommands served by a Django management command of the same purpose.
@@ -216,15 +217,31 @@ OPERATOR_ONLY = {"verify_report": "`manage.py verify_report` checks against the 
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`benchreg ...`; Ctrl-C anywhere (a sweep, an import, the server) ends it with one line and status 130."""
+    """`benchreg ...`; Ctrl-C anywhere (a sweep, an import, the server) ends it with one line and status 130: the
+    line says what was interrupted and what of it is kept (runners.interrupts)."""
     sys.unraisablehook = _interrupt_again
+    _take_sigint()
     try:
         return _dispatch(list(sys.argv[1:] if argv is None else argv))
     except KeyboardInterrupt:
         INTERRUPTED.set()
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C while we say so changes nothing
-        print("\ninterrupted", file=sys.stderr, flush=True)
+        print(f"\n{interrupts.interrupted_line()}", file=sys.stderr, flush=True)
         return 130
+
+
+def _take_sigint() -> None:
+    """SIGINT stops every command, however benchreg was started. A shell without job control (a script, CI, a test
+    runner that starts its passes with `&`) starts its background commands with SIGINT ignored, and Python then
+    installs no handler: a Ctrl-C or `kill -INT` did nothing and the demo ran to its end with status 0. gunicorn
+    (serve) and Celery (agent) already install theirs whatever they inherit; the other commands now do too, as Go's
+    signal.Notify does. Only from the main thread, where Python allows it (main() called from a thread: a test)."""
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) in (
+        signal.SIG_IGN,
+        signal.SIG_DFL,
+        None,
+    ):
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 INTERRUPTED = threading.Event()  # set once main() has caught the Ctrl-C

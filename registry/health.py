@@ -5,8 +5,9 @@ HEALTH_READ); they answer JSON, name each check, and never reveal more than ok/f
             healthy web process restarted.
   /readyz   readiness: the database answers, every migration is applied, the broker (if one is configured)
             accepts a connection, the checkpoint and report-signing keys load, and the file storage (the data
-            dir, or the S3-compatible bucket) answers; on the embedded default also the worker and beat that
-            `benchreg serve` supervises are running and their heartbeats fresh. 503 with Retry-After if not.
+            dir, or the S3-compatible bucket) answers; on the embedded default also the supervisor that
+            `benchreg serve` keeps running, and the worker and beat it supervises, are running and their
+            heartbeats fresh. 503 with Retry-After if not, naming which and what restarts it.
 
 With a broker of its own (compose), the worker and beat are services that their own health checks watch, and
 which start only once web is ready: gating web's readiness on them would deadlock start-up and take the API away
@@ -76,30 +77,60 @@ def _storage() -> str:
 
 
 def _embedded(part: str) -> Callable[[], str]:
-    """The supervised part runs here: its recorded process exists and its heartbeat is fresh."""
+    """The supervised part runs here: its recorded process exists and its heartbeat is fresh. What brings it back is
+    said as it stands: the supervisor, if it runs; if not, `benchreg serve`, which restarts the supervisor first."""
 
     def check() -> str:
         beat = heartbeats.read(Path(settings.DATA_DIR), part)
         if beat is None:
             raise RuntimeError(f"the embedded {part} has not started yet (no heartbeat)")
         if not beat.process_alive():
-            raise RuntimeError(
-                f"the embedded {part} is not running (process {beat.pid} is gone); the supervisor restarts it"
-            )
+            raise RuntimeError(f"the embedded {part} is not running (process {beat.pid} is gone); {_who_restarts()}")
         if beat.age_s > settings.BENCHREG_HEARTBEAT_STALE_S:
             raise RuntimeError(
-                f"the embedded {part} (process {beat.pid}) wrote no heartbeat for "
-                f"{beat.age_s:.0f} s; the supervisor restarts it"
+                f"the embedded {part} (process {beat.pid}) wrote no heartbeat for {beat.age_s:.0f} s; {_who_restarts()}"
             )
         return f"ok: process {beat.pid}, heartbeat {beat.age_s:.0f} s ago"
 
     return check
 
 
+def _supervisor_down() -> str | None:
+    """Why the embedded supervisor is not running and watching, or None while it is."""
+    beat = heartbeats.read(Path(settings.DATA_DIR), heartbeats.SUPERVISOR)
+    if beat is None:
+        return "the embedded supervisor has not started yet (no heartbeat)"
+    if not beat.process_alive():
+        return f"the embedded supervisor is not running (process {beat.pid} is gone)"
+    if beat.age_s > settings.BENCHREG_HEARTBEAT_STALE_S:
+        return f"the embedded supervisor (process {beat.pid}) wrote no heartbeat for {beat.age_s:.0f} s"
+    return None
+
+
+def _who_restarts() -> str:
+    if _supervisor_down() is None:
+        return "the supervisor restarts it"
+    return "its supervisor is down too: `benchreg serve` restarts the supervisor, which restarts it"
+
+
+def _supervisor() -> str:
+    """The embedded supervisor runs and writes its heartbeat: without it nothing restarts a dead worker or beat."""
+    down = _supervisor_down()
+    if down is not None:
+        raise RuntimeError(
+            f"{down}: nothing restarts the worker or beat until `benchreg serve` starts it again "
+            "(it does within seconds; if this persists, restart `benchreg serve`)"
+        )
+    beat = heartbeats.read(Path(settings.DATA_DIR), heartbeats.SUPERVISOR)
+    assert beat is not None
+    return f"ok: process {beat.pid}, heartbeat {beat.age_s:.0f} s ago"
+
+
 def readiness_checks() -> dict[str, Callable[[], str]]:
     checks = {"database": _database, "migrations": _migrations, "broker": _broker, "keys": _keys, "storage": _storage}
     if settings.BENCHREG_EMBEDDED_WORKER:
         checks.update({part: _embedded(part) for part in heartbeats.PARTS})
+        checks[heartbeats.SUPERVISOR] = _supervisor
     return checks
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import protocol
 
-from . import record
+from . import interrupts, record
 from .api import execute
 from .backends import UnsupportedRun, default_backend
 from .serving import cli as serving_cli
@@ -181,8 +181,15 @@ def main(argv: list[str]) -> int:
 
 def _run_one(spec: RunSpec, args: argparse.Namespace) -> int | None:
     """Run, write and (if asked) submit one document: 1 for a failure to count, 0 for none, None for a bad run."""
+    what = f"measuring {spec.phase} {spec.workload} batch {spec.batch_size or 'default'}"
+    print(f"{what}…", file=sys.stderr, flush=True)  # said before the first bar: a log shows where a run began
     try:
-        doc = execute(spec, progress=not args.no_progress)
+        with interrupts.doing(
+            what,
+            left=f"its document was not written (a document is written whole, once measured); those before stay in "
+            f"{args.out}",
+        ):
+            doc = execute(spec, progress=not args.no_progress)
     except (UnsupportedRun, ValueError) as exc:  # UnsupportedRun is a ValueError: bad combination
         print(f"error: {exc}", file=sys.stderr)
         return None

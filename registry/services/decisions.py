@@ -358,7 +358,10 @@ def decision_refresh(*, decision_id: int, actor: str = "registry") -> str:
 
     The decision is claimed by clearing `stale_since` first (a conditional UPDATE), so a run stored while the
     recompute runs marks it stale again and is never missed, and two recomputes of one decision do not both
-    work. Returns "recomputed" (nothing entered), "flagged", "failed" (recorded on the decision) or "skipped".
+    work. The answer is computed outside any transaction (on SQLite a write transaction holds the whole database,
+    and submitters would wait on every recompute); the flag is then written in a short one, after checking under
+    the row lock that the decision is as it was read (another answer or flag in between: computed again there).
+    Returns "recomputed" (nothing entered), "flagged", "failed" (recorded on the decision) or "skipped".
     """
     since: datetime | None = Decision.objects.filter(pk=decision_id).values_list("stale_since", flat=True).first()
     if since is None or not Decision.objects.filter(pk=decision_id, stale_since=since, recompute_error="").update(
@@ -366,9 +369,7 @@ def decision_refresh(*, decision_id: int, actor: str = "registry") -> str:
     ):
         return "skipped"
     try:
-        with transaction.atomic():
-            decision = Decision.objects.select_for_update().get(pk=decision_id)
-            return "flagged" if _entered(decision, actor=actor) else "recomputed"
+        return "flagged" if _refresh_claimed(decision_id, actor=actor) else "recomputed"
     except Exception as exc:
         log.exception("decision %s: recompute failed", decision_id)
         Decision.objects.filter(pk=decision_id).update(
@@ -377,13 +378,50 @@ def decision_refresh(*, decision_id: int, actor: str = "registry") -> str:
         return "failed"
 
 
-def _entered(decision: Decision, *, actor: str) -> bool:
-    """Flag `decision` when runs entered its question since its latest answer (and since its last flag)."""
+def _refresh_claimed(decision_id: int, *, actor: str) -> bool:
+    """The claimed decision's new answer, computed with no transaction open, then the flag written in one short
+    transaction if nothing changed on the decision meanwhile (recomputed under the lock if something did)."""
+    decision = Decision.objects.get(pk=decision_id)
+    latest = decision_latest_answer(decision=decision)
+    if latest is None:  # never answered (its first answer failed): answer it now, in decision_answer's transaction
+        decision_answer(decision=decision, actor=actor)
+        return False
+    read = _state(decision, latest)
+    new, _ = decision_compute(question=decision_question(decision.question))
+    if not _entering(decision, latest, new):
+        return False  # nothing to write: no write transaction at all
+    with transaction.atomic():
+        decision = Decision.objects.select_for_update().get(pk=decision_id)
+        latest = decision_latest_answer(decision=decision)
+        if latest is None or _state(decision, latest) != read:
+            return _entered(decision, actor=actor)
+        return _entered(decision, actor=actor, new=new)
+
+
+def _state(decision: Decision, latest: DecisionAnswer) -> tuple[int, str, Any]:
+    """What a recompute's flag rests on: the latest answer's number and the decision's status and change."""
+    return latest.number, decision.status, decision.change
+
+
+def _entered(decision: Decision, *, actor: str, new: dict[str, Any] | None = None) -> bool:
+    """Flag `decision` when runs entered its question since its latest answer (and since its last flag). `new` is
+    the answer computed now, when the caller already has it."""
     latest = decision_latest_answer(decision=decision)
     if latest is None:
         decision_answer(decision=decision, actor=actor)
         return False
-    new, _ = decision_compute(question=decision_question(decision.question))
+    if new is None:
+        new, _ = decision_compute(question=decision_question(decision.question))
+    found = _entering(decision, latest, new)
+    if not found:
+        return False
+    _flag(decision, reason=_entry_reason(found), runs=found, actor=actor, new=new)
+    return True
+
+
+def _entering(decision: Decision, latest: DecisionAnswer, new: dict[str, Any]) -> list[dict[str, Any]]:
+    """The runs of `new` that `latest` neither cites nor leaves out, unless the decision is already flagged for
+    all of them; in run order."""
     known = {r["id"] for c in latest.answer["candidates"] for r in c["runs"]}
     known |= {x["run"]["id"] for x in latest.answer.get("left_out", [])}
     entering = {r["id"]: r for c in new["candidates"] for r in c["runs"] if r["id"] not in known}
@@ -393,10 +431,8 @@ def _entered(decision: Decision, *, actor: str) -> bool:
         else set()
     )
     if not entering or set(entering) <= flagged:
-        return False
-    found = [entering[i] for i in sorted(entering)]
-    _flag(decision, reason=_entry_reason(found), runs=found, actor=actor, new=new)
-    return True
+        return []
+    return [entering[i] for i in sorted(entering)]
 
 
 def _entry_reason(found: list[dict[str, Any]]) -> str:

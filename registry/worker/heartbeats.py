@@ -1,4 +1,5 @@
-"""Heartbeat files of the background parts: <data dir>/worker.heartbeat and <data dir>/beat.heartbeat.
+"""Heartbeat files of the background parts: <data dir>/worker.heartbeat and <data dir>/beat.heartbeat, and on the
+embedded default the supervisor's <data dir>/supervisor.heartbeat.
 
 The Celery worker (a bootstep on its timer) and beat (registry.celery.HeartbeatScheduler) rewrite theirs at least
 every BENCHREG_HEARTBEAT_INTERVAL_S with their process id; /readyz (registry/health.py), the embedded
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PARTS = ("worker", "beat")
+SUPERVISOR = "supervisor"  # the embedded default's supervisor of both parts (registry/worker/supervisor.py)
 
 
 def path(folder: Path, part: str) -> Path:

@@ -7,17 +7,22 @@ whose heartbeat file (registry/worker/heartbeats.py) is older than BENCHREG_HEAR
 and restarted the same way. /readyz answers 503 naming the part while it is down.
 
 On SIGTERM or SIGINT, or when the process that started it is gone, it stops both parts (SIGTERM, then SIGKILL
-after STOP_TIMEOUT_S) and exits.
+after STOP_TIMEOUT_S) and exits. Its signal handler only sets a flag and writes a byte to a pipe that the loop
+sleeps on: it takes no lock, so a signal landing anywhere in the loop cannot deadlock it (a threading.Event set
+from the handler could, the loop holding the Event's own lock in its wait). It rewrites its own heartbeat
+(<data dir>/supervisor.heartbeat) as the parts do theirs, so /readyz can tell a dead supervisor from a live one;
+`benchreg serve` starts it again when it dies.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import select
 import signal
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,21 +94,57 @@ def embedded_parts(*, data_dir: Path, python: str = sys.executable, verbose: boo
 
 
 class Supervisor:
-    def __init__(self, parts: list[Part], *, data_dir: Path, stale_s: float, backoff_max_s: float) -> None:
+    def __init__(
+        self,
+        parts: list[Part],
+        *,
+        data_dir: Path,
+        stale_s: float,
+        backoff_max_s: float,
+        heartbeat_s: float = 5.0,
+    ) -> None:
         self.parts, self.data_dir = parts, data_dir
-        self.stale_s, self.backoff_max_s = stale_s, backoff_max_s
-        self.stopping = threading.Event()
+        self.stale_s, self.backoff_max_s, self.heartbeat_s = stale_s, backoff_max_s, heartbeat_s
         self.parent = os.getppid()
+        # A plain flag and a self-pipe: what a signal handler may touch without taking a lock.
+        self.stop_requested = False
+        self._wake_read, self._wake_write = os.pipe()
+        os.set_blocking(self._wake_write, False)
+        self._beat_at = 0.0
 
     def run(self) -> None:
-        while not self.stopping.is_set():
-            if os.getppid() != self.parent:
-                log.warning("the process that started the supervisor is gone: stopping the worker and beat")
-                break
-            for part in self.parts:
-                self.check(part)
-            self.stopping.wait(POLL_S)
-        self.stop_all()
+        try:
+            while not self.stop_requested:
+                if os.getppid() != self.parent:
+                    log.warning("the process that started the supervisor is gone: stopping the worker and beat")
+                    break
+                self.heartbeat()
+                for part in self.parts:
+                    self.check(part)
+                self.sleep(POLL_S)
+        finally:
+            self.stop_all()
+            # -1 first: a late signal must write to nothing, not to whatever file reuses the descriptor's number
+            wake, self._wake_write = self._wake_write, -1
+            os.close(wake)
+            os.close(self._wake_read)
+
+    def sleep(self, seconds: float) -> None:
+        """Wait up to `seconds`, returning at once when a stop is requested (the handler writes to the pipe)."""
+        ready, _, _ = select.select([self._wake_read], [], [], seconds)
+        if ready:
+            with contextlib.suppress(BlockingIOError):
+                os.read(self._wake_read, 512)
+
+    def heartbeat(self) -> None:
+        """<data dir>/supervisor.heartbeat, rewritten every `heartbeat_s`: /readyz reads it."""
+        now = time.monotonic()
+        if now - self._beat_at >= self.heartbeat_s:
+            try:
+                heartbeats.touch(self.data_dir, heartbeats.SUPERVISOR)
+            except OSError as exc:  # a full disk must not stop the supervision; /readyz then says it is stale
+                log.error("cannot write the supervisor's heartbeat: %s", exc)
+            self._beat_at = now
 
     def check(self, part: Part) -> None:
         now = time.monotonic()
@@ -168,8 +209,12 @@ class Supervisor:
                 process.kill()
                 process.wait()
 
-    def request_stop(self, signum: int, frame: FrameType | None) -> None:
-        self.stopping.set()
+    def request_stop(self, signum: int | None = None, frame: FrameType | None = None) -> None:
+        """Stop the loop: safe from a signal handler and from another thread (a flag and a non-blocking write,
+        no lock)."""
+        self.stop_requested = True
+        with contextlib.suppress(OSError):  # the pipe is full (a wake-up is already pending) or closed
+            os.write(self._wake_write, b"\0")
 
 
 def main() -> None:
@@ -187,6 +232,7 @@ def main() -> None:
         data_dir=data_dir,
         stale_s=float(settings.BENCHREG_HEARTBEAT_STALE_S),
         backoff_max_s=float(settings.BENCHREG_SUPERVISOR_BACKOFF_MAX_S),
+        heartbeat_s=float(settings.BENCHREG_HEARTBEAT_INTERVAL_S),
     )
     signal.signal(signal.SIGTERM, supervisor.request_stop)
     signal.signal(signal.SIGINT, supervisor.request_stop)

@@ -157,6 +157,16 @@ BENCHES = [
         postgres=True,
     ),
     Bench(
+        "decision_recompute_sqlite",
+        ("--smoke",),
+        (
+            rf"longest submission wait while recomputing: {NUMBER} ms",
+            rf"ratio \(longest while recomputing ÷ quiet p50\): {NUMBER}×",
+            r"answers other than 201 while recomputing: 0$",
+            rf"the worker meanwhile: [1-9]\d* passes, .*longest pass {NUMBER} ms",
+        ),
+    ),
+    Bench(
         "mlperf_import",
         ("--round", "v5.1"),  # its size is the tree's: one submitter of a trimmed published round (mlperf_tree)
         (
@@ -225,8 +235,14 @@ def run_bench(bench: Bench, tmp_path: Path, env_extra: dict[str, str], extra_arg
     return done.stdout
 
 
+# Benches whose smoke run a test elsewhere makes and also bounds (run once, not twice).
+RUN_ELSEWHERE = {"decision_recompute_sqlite": "tests/registry/decisions/test_recompute.py"}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("bench", [b for b in BENCHES if not b.postgres], ids=lambda b: b.module)
+@pytest.mark.parametrize(
+    "bench", [b for b in BENCHES if not b.postgres and b.module not in RUN_ELSEWHERE], ids=lambda b: b.module
+)
 def test_bench_runs_and_prints_its_figures(bench: Bench, tmp_path: Path) -> None:
     run_bench(bench, tmp_path, {})
 

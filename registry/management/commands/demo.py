@@ -38,6 +38,7 @@ from registry.services.decisions import decision_create
 from registry.services.reports import report_local_path, report_request
 from registry.services.submissions import submission_create
 from registry.services.tokens import token_create
+from runners import interrupts
 from runners.api import execute, sweep_specs
 
 EXAMPLES_DIR = Path(protocol.__file__).parent / "examples"
@@ -138,7 +139,11 @@ class Command(BaseCommand):
         runs = []
         for number, spec in enumerate(specs, start=1):
             started = time.monotonic()
-            run, _ = submission_create(document=execute(spec, progress=True), submitted_by=admin)
+            with interrupts.doing(
+                f"run {number} of {len(specs)}",
+                left=f"run {number} was not stored and the {number - 1} before it were; nothing is half-stored",
+            ):
+                run, _ = submission_create(document=execute(spec, progress=True), submitted_by=admin)
             (results / f"{run.digest.split(':')[1][:16]}.json").write_bytes(run.canonical.encode())
             self.stdout.write(
                 f"  run {number} of {len(specs)}: {run.phase} {run.workload_name} {run.scenario_kind} batch "
@@ -280,6 +285,12 @@ def _threads(run: Any) -> Any:
     return settings_.get("torch.num_threads", settings_.get("numpy.blas_threads"))
 
 
+# What a Ctrl-C leaves of the demo: every run, answer and report is stored by one service in one transaction.
+KEPT = (
+    "nothing is half-stored (each run, decision and report is stored whole or not at all); what was done before stays"
+)
+
+
 class Steps:
     """The demo's numbered steps: each says what it does when it starts and how long it took when it ends, so a
     slow machine shows where the time goes."""
@@ -294,7 +305,8 @@ class Steps:
         self.number += 1
         self.say(f"[{self.number}/{self.total}] {words}…")
         started = time.monotonic()
-        yield
+        with interrupts.doing(f"step {self.number} of {self.total} ({words})", left=KEPT):
+            yield
         self.say(f"[{self.number}/{self.total}] done in {elapsed(time.monotonic() - started)}")
 
     def say(self, line: str) -> None:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import subprocess
 import sys
+import time
 from typing import Any
 
 from django.conf import settings
@@ -16,16 +18,45 @@ from django.db.migrations.executor import MigrationExecutor
 from gunicorn.app.base import BaseApplication
 from gunicorn.arbiter import Arbiter
 
+from runners import interrupts
+
+log = logging.getLogger(__name__)
+
 
 class _Arbiter(Arbiter):  # type: ignore[misc]
     """gunicorn's master, remembering a Ctrl-C (SIGINT): gunicorn stops then exits with status 0, and `benchreg`
-    says "interrupted" and exits with 130 instead, as every command does on Ctrl-C."""
+    says "interrupted" and exits with 130 instead, as every command does on Ctrl-C. On the embedded default it also
+    watches the supervisor from its loop (about once a second), in its own thread: no lock is shared with it."""
 
     interrupted = False
+    keeper: EmbeddedWorker | None = None
 
     def handle_int(self) -> None:
         _Arbiter.interrupted = True
+        self._stop_background()
         super().handle_int()
+
+    def handle_term(self) -> None:
+        self._stop_background()
+        super().handle_term()
+
+    def _stop_background(self) -> None:
+        """The supervisor starts stopping the worker and beat now, while gunicorn stops its own workers: the two
+        waits overlap instead of adding up."""
+        if _Arbiter.keeper is not None:
+            _Arbiter.keeper.begin_stop()
+
+    def reap_workers(self) -> None:
+        # gunicorn reaps every child with waitpid(-1): the supervisor's exit status is claimed first, by its pid, so
+        # that a death by signal is told as such (gunicorn does the same for its dirty arbiter).
+        if _Arbiter.keeper is not None:
+            _Arbiter.keeper.process.poll()
+        super().reap_workers()
+
+    def manage_workers(self) -> None:
+        super().manage_workers()
+        if _Arbiter.keeper is not None:
+            _Arbiter.keeper.watch()
 
 
 class _Gunicorn(BaseApplication):  # type: ignore[misc]
@@ -56,8 +87,14 @@ def serve(*, bind: str, workers: int, threads: int, verbose: bool = False) -> No
     Quiet unless `verbose`: the access log, warnings and errors, and one line once the server listens; gunicorn's
     start-up lines and the embedded worker's and beat's log (a line or more a second) only with `verbose`.
     Raises KeyboardInterrupt once it has stopped after a Ctrl-C."""
-    supervisor = start_embedded_worker(verbose=verbose) if settings.BENCHREG_EMBEDDED_WORKER else None
-    _Arbiter.interrupted = False
+    stopped = "the server stopped" + (", and its worker and beat with it" if settings.BENCHREG_EMBEDDED_WORKER else "")
+    with interrupts.doing(f"serving on {bind}", left=f"{stopped}; nothing is half-stored"):
+        _serve(bind=bind, workers=workers, threads=threads, verbose=verbose)
+
+
+def _serve(*, bind: str, workers: int, threads: int, verbose: bool) -> None:
+    keeper = EmbeddedWorker(verbose=verbose) if settings.BENCHREG_EMBEDDED_WORKER else None
+    _Arbiter.interrupted, _Arbiter.keeper = False, keeper
     try:
         # preload_app: the master loads (warms and freezes) the application once; the workers fork from it.
         _Gunicorn(
@@ -78,8 +115,9 @@ def serve(*, bind: str, workers: int, threads: int, verbose: bool = False) -> No
             raise
         raise KeyboardInterrupt from exc
     finally:
-        if supervisor is not None:
-            stop_embedded_worker(supervisor)
+        _Arbiter.keeper = None
+        if keeper is not None:
+            keeper.stop()
 
 
 STOP_GRACE_S = 10  # a request still running after Ctrl-C gets this long before its worker is stopped
@@ -107,15 +145,88 @@ def start_embedded_worker(*, verbose: bool = False) -> subprocess.Popen[bytes]:
 
 def stop_embedded_worker(supervisor: subprocess.Popen[bytes]) -> None:
     """SIGTERM to the supervisor, which stops the worker and beat (each gets up to 30 s for its task); what is
-    left of its group a minute later is killed."""
+    left of its group a minute later is killed, and so is anything left in it once the supervisor has exited (a
+    part that ignored its SIGTERM): nothing of the embedded worker outlives `benchreg serve`."""
     with contextlib.suppress(ProcessLookupError):
         os.kill(supervisor.pid, signal.SIGTERM)
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         supervisor.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(supervisor.pid, signal.SIGKILL)
+    _kill_group(supervisor.pid)
+    with contextlib.suppress(subprocess.TimeoutExpired):
         supervisor.wait(timeout=10)
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+RESTART_GRACE_S = 10.0  # a dead supervisor's orphaned worker and beat get this long to stop before SIGKILL
+
+
+class EmbeddedWorker:
+    """The supervisor process of the embedded default, kept running by `benchreg serve`.
+
+    A supervisor that dies (kill -9, an out-of-memory kill) leaves its worker and beat orphaned in its process
+    group: they are sent SIGTERM (a task in hand finishes), killed after RESTART_GRACE_S, and a new supervisor is
+    started once the group is empty, so two beats never run at once. Until then /readyz says the supervisor is
+    down. `watch()` never blocks: it is called from gunicorn's master loop about once a second."""
+
+    def __init__(self, *, verbose: bool) -> None:
+        self.verbose = verbose
+        self.process = start_embedded_worker(verbose=verbose)
+        self.orphans: int | None = None  # the process group of a dead supervisor, while its parts stop
+        self.orphaned_at = 0.0
+        self.restarts = 0
+        self.stopping = False
+
+    def begin_stop(self) -> None:
+        """SIGTERM to the supervisor, without waiting (`stop()` waits); nothing is restarted after this."""
+        self.stopping = True
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.process.pid, signal.SIGTERM)
+
+    def watch(self) -> None:
+        if self.stopping:
+            return
+        if self.orphans is None:
+            code = self.process.poll()
+            if code is None:
+                return
+            how = f"killed by signal {-code}" if code < 0 else f"exited with status {code}"
+            log.error(
+                "embedded supervisor (pid %d) %s: stopping its worker and beat, then starting it again",
+                self.process.pid,
+                how,
+            )
+            self.orphans, self.orphaned_at = self.process.pid, time.monotonic()
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.orphans, signal.SIGTERM)
+        if _group_alive(self.orphans):
+            if time.monotonic() - self.orphaned_at < RESTART_GRACE_S:
+                return
+            _kill_group(self.orphans)
+        self.orphans = None
+        self.restarts += 1
+        self.process = start_embedded_worker(verbose=self.verbose)
+        log.warning("embedded supervisor restarted (pid %d, restart %d)", self.process.pid, self.restarts)
+
+    def stop(self) -> None:
+        self.stopping = True
+        if self.orphans is not None:
+            _kill_group(self.orphans)
+        stop_embedded_worker(self.process)
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a process of group `pgid` is left (a zombie not yet reaped by init counts as gone soon enough)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 class Command(BaseCommand):

@@ -24,6 +24,8 @@ from standardwebhooks.webhooks import Webhook
 from devtools.documents import variant
 from registry.celery import app
 from registry.models import AuditEntry, Decision, Submission, WebhookDelivery
+from registry.services import decisions as decisions_service
+from registry.services.decisions import decision_answer, decision_create, decision_refresh
 from registry.services.submissions import submission_withdraw
 from registry.web.forms import DecisionForm
 from tests.conftest import ROOT, load_example
@@ -527,3 +529,60 @@ def test_a_price_or_nameplate_that_matches_no_candidate_is_refused_with_the_keys
     keyed = {**question, "prices": {"system_hour": {"1 × h100": 98.0, "*": 50.0}}, "provisioning": {"pue": 1.3}}
     accepted = client.post("/api/v1/decisions", {"title": "keyed", "question": keyed}, format="json")
     assert accepted.status_code == 201 and accepted.json()["answer"]["refused_inputs"] == []
+
+
+# --- the recompute: computed outside any transaction, written briefly (issue 42) ----------------------------
+
+
+def _stale_decision_with_an_entering_run() -> Decision:
+    """A decision answered on three runs, then a fourth run of a new configuration stored: stale, not yet flagged."""
+    user = _user()
+    client = _client(user)
+    _submit(client, [_doc(f"h{i}", 1000.0) for i in range(3)])
+    decision = decision_create(owner=user, title="t", question=QUESTION)
+    _submit(client, [_doc("m0", 1200.0, 500.0, "MI300X", "fp8")])
+    decision.refresh_from_db()
+    assert decision.stale_since is not None
+    return decision
+
+
+@pytest.mark.django_db
+def test_a_recompute_computes_the_answer_with_no_transaction_of_its_own_open(monkeypatch: pytest.MonkeyPatch) -> None:
+    decision = _stale_decision_with_an_entering_run()
+    outside = len(connection.atomic_blocks)  # the test's own transaction
+    depths: list[int] = []
+    compute = decisions_service.decision_compute
+
+    def watched(**kwargs: Any) -> Any:
+        depths.append(len(connection.atomic_blocks))
+        return compute(**kwargs)
+
+    monkeypatch.setattr(decisions_service, "decision_compute", watched)
+    assert decision_refresh(decision_id=decision.pk) == "flagged"
+    assert depths == [outside], depths
+    decision.refresh_from_db()
+    assert decision.status == "evidence-changed" and decision.stale_since is None
+
+
+@pytest.mark.django_db
+def test_a_recompute_whose_decision_was_answered_meanwhile_computes_again_and_flags_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Another answer lands between the compute and the write (it takes the new run in): the flag computed against
+    the older answer would be wrong, so the recompute checks under the row lock and computes again there."""
+    decision = _stale_decision_with_an_entering_run()
+    compute = decisions_service.decision_compute
+    calls: list[int] = []
+
+    def answered_meanwhile(**kwargs: Any) -> Any:
+        calls.append(len(calls))
+        result = compute(**kwargs)
+        if len(calls) == 1:
+            decision_answer(decision=Decision.objects.get(pk=decision.pk), actor="someone else")
+        return result
+
+    monkeypatch.setattr(decisions_service, "decision_compute", answered_meanwhile)
+    assert decision_refresh(decision_id=decision.pk) == "recomputed"
+    decision.refresh_from_db()
+    assert decision.status == "current" and decision.change is None
+    assert decision.answers.count() == 2

@@ -6,6 +6,7 @@ ready until the supervisor restarts it. Everything listens on 127.0.0.1 only."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -37,6 +38,7 @@ class Embedded:
     token: str
     data: Path
     log: Path
+    server: subprocess.Popen[bytes]
 
     def ready(self) -> httpx.Response:
         return httpx.get(f"{self.base}/readyz", timeout=30)
@@ -101,19 +103,20 @@ def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Embedded]:
         stdout=log.open("wb"),
         stderr=subprocess.STDOUT,
     )
-    embedded = Embedded(f"http://127.0.0.1:{port}", token, data, log)
+    embedded = Embedded(f"http://127.0.0.1:{port}", token, data, log, server)
     try:
         embedded.wait_ready(180)  # the first start migrates nothing but loads Django in three processes
         yield embedded
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
+        with contextlib.suppress(ProcessLookupError):  # the last test stops it itself
+            os.killpg(server.pid, signal.SIGTERM)
         try:
             server.wait(timeout=60)
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait(timeout=30)
         # the supervisor runs in a session of its own; serve stops it on the way out, and it stops both parts
-        for part in heartbeats.PARTS:
+        for part in (*heartbeats.PARTS, heartbeats.SUPERVISOR):
             assert not heartbeats.read(data, part).process_alive(), f"the {part} outlived serve"  # type: ignore[union-attr]
 
 
@@ -219,6 +222,67 @@ def test_a_killed_part_reads_as_not_ready_until_the_supervisor_restarts_it(embed
     assert f"embedded {part} restarted" in embedded.text()
 
 
+@pytest.mark.slow
+def test_a_killed_supervisor_reads_as_not_ready_until_serve_restarts_it(embedded: Embedded) -> None:
+    """kill -9 of the supervisor: /readyz says so by name (not "the supervisor restarts it"); serve stops the
+    orphaned worker and beat, starts a new supervisor, and it a new worker and beat; nothing of the old one is left."""
+    embedded.wait_ready(120)
+    old = {part: embedded.pid(part) for part in (*heartbeats.PARTS, heartbeats.SUPERVISOR)}
+    os.kill(old["supervisor"], signal.SIGKILL)
+    deadline, seen = time.monotonic() + 60, None
+    while time.monotonic() < deadline:
+        seen = embedded.ready()
+        if seen.json()["checks"]["supervisor"]["status"] == "failed":
+            break
+        time.sleep(0.1)
+    assert seen is not None and seen.status_code == 503, seen and seen.text
+    assert seen.headers["Retry-After"]
+    detail = seen.json()["checks"]["supervisor"]["detail"]
+    assert f"the embedded supervisor is not running (process {old['supervisor']} is gone)" in detail, detail
+    assert "`benchreg serve` starts it again" in detail
+    up = embedded.wait_ready(240)
+    assert up.json()["checks"]["supervisor"]["status"] == "ok"
+    for part, pid in old.items():
+        assert embedded.pid(part) != pid, part
+        assert not heartbeats.Heartbeat(pid=pid, age_s=0).process_alive(), f"the old {part} (pid {pid}) is left"
+    assert f"embedded supervisor (pid {old['supervisor']}) killed by signal 9" in embedded.text(), embedded.tail()
+    assert "embedded supervisor restarted" in embedded.text()
+
+
+def test_a_stop_signal_wakes_the_supervisor_at_once_and_stops_its_parts(tmp_path: Path) -> None:
+    """The handler only sets a flag and writes to a pipe: a real SIGTERM, delivered while the loop sleeps or holds
+    anything, stops it within a poll, and both parts are stopped with it."""
+    parts = [Part(name, [sys.executable, "-c", "import time; time.sleep(120)"]) for name in heartbeats.PARTS]
+    supervisor = Supervisor(parts, data_dir=tmp_path, stale_s=60, backoff_max_s=2, heartbeat_s=0.1)
+    previous = signal.signal(signal.SIGALRM, supervisor.request_stop)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 3.0)
+        started = time.monotonic()
+        supervisor.run()  # in this (main) thread, where the signal lands
+        took = time.monotonic() - started
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert took < 3.0 + 5, took  # the parts stop on their SIGTERM at once
+    assert all(p.process is not None and p.process.poll() is not None for p in parts)
+    beat = heartbeats.read(tmp_path, heartbeats.SUPERVISOR)
+    assert beat is not None and beat.pid == os.getpid()
+
+
+def test_a_stop_request_never_blocks_even_when_its_wake_up_pipe_is_full(tmp_path: Path) -> None:
+    """A signal handler that blocked would hang the supervisor: 100,000 requests (the pipe holds 64 KiB) return at
+    once, and the loop still starts and ends."""
+    supervisor = Supervisor([], data_dir=tmp_path, stale_s=60, backoff_max_s=2)
+    started = time.monotonic()
+    for _ in range(100_000):
+        supervisor.request_stop()
+    assert time.monotonic() - started < 30
+    loop = threading.Thread(target=supervisor.run)
+    loop.start()
+    loop.join(timeout=10)
+    assert not loop.is_alive()
+
+
 def test_the_supervisor_restarts_a_dead_part_with_growing_delays_and_kills_a_frozen_one(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -232,7 +296,7 @@ def test_the_supervisor_restarts_a_dead_part_with_growing_delays_and_kills_a_fro
     with caplog.at_level(logging.INFO, logger="registry.worker.supervisor"):
         thread.start()
         time.sleep(9)
-        supervisor.stopping.set()
+        supervisor.request_stop()
         thread.join(timeout=40)
     assert not thread.is_alive()
     log = caplog.text
@@ -245,3 +309,20 @@ def test_the_supervisor_restarts_a_dead_part_with_growing_delays_and_kills_a_fro
     assert delays[:3] == ["1 s", "2 s", "2 s"]  # 1, 2, then capped at backoff_max_s
     assert "embedded beat (pid" in log and "wrote no heartbeat for" in log and "killed by signal 9" in log
     assert all(p.process is None or p.process.poll() is not None for p in parts)
+
+
+# Last in the module: it stops the module's server.
+@pytest.mark.slow
+def test_sigterm_to_serve_stops_it_and_every_process_it_started(embedded: Embedded) -> None:
+    """SIGTERM to `benchreg serve` alone (what systemd or docker stop send): it stops within a bound, and the
+    supervisor, worker and beat (in a session of their own, so not sent the signal) go with it."""
+    embedded.wait_ready(120)
+    pids = {part: embedded.pid(part) for part in (*heartbeats.PARTS, heartbeats.SUPERVISOR)}
+    os.kill(embedded.server.pid, signal.SIGTERM)
+    started = time.monotonic()
+    embedded.server.wait(timeout=120)
+    took = time.monotonic() - started
+    print(f"serve stopped {took:.1f} s after SIGTERM (load {os.getloadavg()[0]:.1f})")
+    assert took < 60, took
+    for part, pid in pids.items():
+        assert not heartbeats.Heartbeat(pid=pid, age_s=0).process_alive(), f"the {part} (pid {pid}) outlived serve"

@@ -65,15 +65,19 @@ def test_on_the_embedded_default_readyz_names_a_worker_or_beat_that_is_down(
 
     heartbeats.touch(tmp_path, "worker")
     heartbeats.touch(tmp_path, "beat")
+    heartbeats.touch(tmp_path, "supervisor")
     ready = anonymous.get("/readyz")
     assert ready.status_code == 200, ready.content
     assert ready.json()["checks"]["worker"]["detail"].startswith(f"ok: process {os.getpid()}")
+    assert ready.json()["checks"]["supervisor"]["detail"].startswith(f"ok: process {os.getpid()}")
 
     dead = _dead_pid()
     heartbeats.path(tmp_path, "beat").write_text(f"{dead}\n")
     down = anonymous.get("/readyz").json()
     assert down["status"] == "not ready" and down["checks"]["worker"]["status"] == "ok"
-    assert f"the embedded beat is not running (process {dead} is gone)" in down["checks"]["beat"]["detail"]
+    assert down["checks"]["beat"]["detail"].endswith(
+        f"the embedded beat is not running (process {dead} is gone); the supervisor restarts it"
+    )
 
     heartbeats.touch(tmp_path, "beat")
     old = time.time() - 120
@@ -81,6 +85,33 @@ def test_on_the_embedded_default_readyz_names_a_worker_or_beat_that_is_down(
     frozen = anonymous.get("/readyz")
     assert frozen.status_code == 503
     assert re.search(r"wrote no heartbeat for 1[23]\d s", frozen.json()["checks"]["worker"]["detail"])
+
+
+@pytest.mark.django_db
+def test_on_the_embedded_default_readyz_says_the_supervisor_is_down_and_what_restarts_it(
+    anonymous: Any, tmp_path: Path, settings: Any
+) -> None:
+    """A dead supervisor restarts nothing: /readyz is 503 naming it, and a part that is down too is not said to be
+    restarted by it."""
+    settings.DATA_DIR, settings.BENCHREG_EMBEDDED_WORKER, settings.BENCHREG_HEARTBEAT_STALE_S = tmp_path, True, 60
+    for part in ("worker", "beat", "supervisor"):
+        heartbeats.touch(tmp_path, part)
+    dead, gone = _dead_pid(), _dead_pid()
+    heartbeats.path(tmp_path, "supervisor").write_text(f"{dead}\n")
+    down = anonymous.get("/readyz")
+    assert down.status_code == 503 and down["Retry-After"]
+    check = down.json()["checks"]["supervisor"]
+    assert check["status"] == "failed"
+    assert f"the embedded supervisor is not running (process {dead} is gone)" in check["detail"]
+    assert "nothing restarts the worker or beat until `benchreg serve` starts it again" in check["detail"]
+    heartbeats.path(tmp_path, "worker").write_text(f"{gone}\n")
+    worker = anonymous.get("/readyz").json()["checks"]["worker"]["detail"]
+    assert "the supervisor restarts it" not in worker
+    assert worker.endswith("its supervisor is down too: `benchreg serve` restarts the supervisor, which restarts it")
+    heartbeats.touch(tmp_path, "supervisor")
+    old = time.time() - 120
+    os.utime(heartbeats.path(tmp_path, "supervisor"), (old, old))  # alive but frozen
+    assert re.search(r"supervisor \(process \d+\) wrote no heartbeat for 1[23]\d s", anonymous.get("/readyz").text)
 
 
 class PrivateRedis:
