@@ -108,13 +108,17 @@ class Row:
     type: str
     redop: str | None  # absent from broadcast's table before 2022
     root: int | None  # absent from the unrooted collectives' tables before 2022
-    out_of_place: Measurement
-    in_place: Measurement
+    out_of_place: Measurement | None  # None: the side was not run (writeBenchMarkLineNullBody's blank)
+    in_place: Measurement | None
+
+    @property
+    def measurements(self) -> list[tuple[str, Measurement]]:
+        return [(n, m) for n, m in (("out-of-place", self.out_of_place), ("in-place", self.in_place)) if m is not None]
 
     @property
     def failed_validation(self) -> bool:
         """nccl-tests counted wrong elements in either run (#wrong > 0)."""
-        return any((m.wrong or 0) > 0 for m in (self.out_of_place, self.in_place))
+        return any((m.wrong or 0) > 0 for _, m in self.measurements)
 
 
 @dataclass
@@ -173,7 +177,7 @@ _HEADER = re.compile(
 )
 _DEVICE = re.compile(
     r"^#\s+Rank\s+(\d+)(?:\s+Group\s+(\d+))?(?:\s+Pid\s+(\d+))? on\s+(\S+) device\s+(\d+) "
-    r"\[([0-9A-Fa-fx:.]+)\] (.+)$"
+    r"\[([^\]\s]+)\] (.+)$"
 )
 _NCCL_LINE = re.compile(r"^\S+:\d+:\d+ \[\d+\] NCCL (?:INFO|WARN|TRACE|ABORT)\b(.*)$")
 _NCCL_VERSION = re.compile(r"NCCL version (\S+)")
@@ -332,7 +336,8 @@ def _row(state: _State, number: int, line: str) -> Row:
     assert state.columns is not None
     prefix, first, second = _sides(state.columns, state.column_line)
     tokens = line.split()
-    if len(tokens) != len(state.columns):
+    missing = _missing_side(line, tokens, prefix, len(first), len(second))
+    if len(tokens) != len(state.columns) and missing is None:
         raise NcclTestsError(
             f"{len(tokens)} columns where the header on line {state.column_line} names {len(state.columns)}", number
         )
@@ -346,9 +351,21 @@ def _row(state: _State, number: int, line: str) -> Row:
         type=named["type"],
         redop=named.get("redop"),
         root=_integer(named["root"], number, "root", minimum=-1) if "root" in named else None,
-        out_of_place=_measurement(first, tokens[prefix : prefix + len(first)], number),
-        in_place=_measurement(second, tokens[prefix + len(first) :], number),
+        out_of_place=None if missing == "out" else _measurement(first, tokens[prefix : prefix + len(first)], number),
+        in_place=None if missing == "in" else _measurement(second, tokens[-len(second) :], number),
     )
+
+
+def _missing_side(line: str, tokens: list[str], prefix: int, first: int, second: int) -> str | None:
+    """ "out" or "in" where a row holds one side only: nccl-tests blanks an out-of-place side not run with 32
+    spaces (writeBenchMarkLineNullBody); benchreg's runner does the same for a side torch does not offer, and leaves
+    the in-place side off the end of the line."""
+    if first != second or len(tokens) != prefix + first or prefix == 0:
+        return None
+    after = re.match(r"^\s*(?:\S+\s+){" + str(prefix - 1) + r"}\S+", line)
+    assert after is not None
+    gap = len(line[after.end() :]) - len(line[after.end() :].lstrip())
+    return "out" if gap >= 32 else "in"
 
 
 def _measurement(names: list[str], tokens: list[str], number: int) -> Measurement:
@@ -440,7 +457,7 @@ def _check_row(log: Log, row: Row) -> None:
         )
     if log.timed == "cputime":
         return  # -C prints CPU time beside bandwidths from GPU time: nothing to reproduce
-    for side, measured in (("out-of-place", row.out_of_place), ("in-place", row.in_place)):
+    for side, measured in row.measurements:
         for column in ("algbw", "busbw"):
             low, high = _expected_range(log, row, measured, column)
             printed = getattr(measured, column)
@@ -483,7 +500,7 @@ def _half_unit(text: str) -> float:
 def _check_average(log: Log, number: int) -> None:
     # writeResultFooter prints bw[0] = the mean busBw over every out-of-place and in-place measurement, with "%g"
     # (6 significant digits); the printed rows are rounded, so their mean is off by at most their largest half unit.
-    measured = [m for row in log.rows for m in (row.out_of_place, row.in_place)]
+    measured = [m for row in log.rows for _, m in row.measurements]
     mean = sum(m.busbw for m in measured) / len(measured)
     tolerance = max(_half_unit(m.printed["busbw"]) for m in measured) + 5e-6 * abs(mean) + 1e-12
     assert log.avg_busbw is not None
