@@ -355,6 +355,18 @@ def add_arguments(p: Any) -> None:
     p.add_argument("--out", type=Path, default=Path("results/collectives"))
 
 
+def _check_device(options: Options, nproc_per_node: int) -> None:
+    import torch
+
+    if options.device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("--device cuda: CUDA is not available here (this torch: " + torch.__version__ + ")")
+    gpus = torch.cuda.device_count() if options.device != "cpu" else 0
+    if gpus and nproc_per_node > gpus:  # NCCL refuses two ranks on one device
+        raise ValueError(
+            f"--nproc-per-node {nproc_per_node} on NCCL needs as many GPUs, {gpus} here (--device cpu runs gloo)"
+        )
+
+
 def options_from(args: Any) -> Options:
     names = tuple(formulas.collective(n.strip()).name for n in args.collectives.split(",") if n.strip())
     unknown = [n for n in names if n not in COLLECTIVES]
@@ -377,12 +389,19 @@ def options_from(args: Any) -> Options:
 
 
 def main(args: Any) -> int:
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+
     try:
         options = options_from(args)
+        _check_device(options, args.nproc_per_node)
     except ValueError as exc:
         print(f"error: {exc}")
         return 2
-    texts, path = run(options, args.nproc_per_node, args.out)
+    try:
+        texts, path = run(options, args.nproc_per_node, args.out)
+    except ChildFailedError as exc:  # a rank died: the run fails, nothing is written
+        print(f"error: a rank failed, no result written: {exc.get_first_failure()[1].message}")
+        return 1
     for text in texts.values():
         print(text, end="")
     print(f"wrote {path} and {', '.join(f'{n}.txt' for n in texts)} in {args.out}")
