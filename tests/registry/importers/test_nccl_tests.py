@@ -140,3 +140,52 @@ def test_it_refuses_a_log_without_devices_or_rows() -> None:
     header_only = _text("all_reduce_4ranks_2021.txt").split("#       size")[0]
     with pytest.raises(NcclTestsError, match="no result table"):
         nccl_tests.read_text(header_only, collective="all_reduce")
+
+
+def _one_row_log(row: str) -> str:
+    # the 2022-2025 layout, two ranks, one all-reduce row written by hand
+    return "\n".join(
+        [
+            "# nThread 1 nGpus 1 minBytes 1048576 maxBytes 1048576 step: 2(factor) warmup iters: 5 iters: 20 "
+            "agg iters: 1 validation: 1 graph: 0",
+            "#  Rank  0 Group  0 Pid   1201 on     node-a device  0 [0x1b] NVIDIA A100-SXM4-80GB",
+            "#  Rank  1 Group  0 Pid   1202 on     node-a device  1 [0x1c] NVIDIA A100-SXM4-80GB",
+            "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw"
+            "   busbw #wrong",
+            row,
+            "",
+        ]
+    )
+
+
+def test_it_reads_a_row_whose_out_of_place_side_was_not_run() -> None:
+    # 1 MiB in 20.00 us = 52.43 GB/s; two ranks: busbw x 2(2-1)/2 = algbw. The out-of-place side is 32 spaces.
+    row = "     1048576        262144     float     sum      -1" + " " * 32 + "    20.00   52.43   52.43      0"
+    log = nccl_tests.read_text(_one_row_log(row), collective="all_reduce")
+    assert log.rows[0].out_of_place is None and log.rows[0].in_place is not None
+    assert log.rows[0].in_place.algbw == 52.43
+
+
+def test_it_reads_a_row_whose_in_place_side_was_not_run() -> None:
+    row = "     1048576        262144     float     sum      -1    20.00   52.43   52.43      0"
+    log = nccl_tests.read_text(_one_row_log(row), collective="all_reduce")
+    assert log.rows[0].in_place is None and log.rows[0].out_of_place is not None
+
+
+def test_it_refuses_a_row_with_too_few_columns() -> None:
+    row = "     1048576        262144     float     sum      -1    20.00   52.43"
+    with pytest.raises(NcclTestsError, match="line 5: 7 columns where the header on line 4 names 13"):
+        nccl_tests.read_text(_one_row_log(row), collective="all_reduce")
+
+
+def test_a_time_rounded_to_its_printed_place_is_accepted_at_either_end() -> None:
+    # 1 MiB over 2 ranks: 20.00 us stands for 19.995..20.005 us, so algbw 52.4157..52.4419: printed 52.42..52.44
+    def log_with(algbw: str) -> str:
+        side = f"    20.00  {algbw:>6s}  {algbw:>6s}      0"
+        return _one_row_log("     1048576        262144     float     sum      -1" + side + side)
+
+    for algbw in ("52.42", "52.44"):
+        assert nccl_tests.read_text(log_with(algbw), collective="all_reduce").rows[0].in_place is not None
+    for algbw in ("52.41", "52.45"):
+        with pytest.raises(NcclTestsError, match=f"line 5: out-of-place algbw {algbw} GB/s does not follow"):
+            nccl_tests.read_text(log_with(algbw), collective="all_reduce")
