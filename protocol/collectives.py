@@ -47,6 +47,12 @@ class Collective:
     bytes_scale: Callable[[int], int]  # count x typesize x this = the bytes algbw is computed from
     bus_factor: Callable[[int], float]
     source: str  # file and function in NVIDIA/nccl-tests
+    # count x typesize x this = the size nccl-tests prints, max(send bytes, receive bytes): the bytes_scale but for
+    # hypercube, which prints nranks blocks and counts nranks-1 (HyperCubeGetCollByteCount)
+    printed_scale: Callable[[int], int] | None = None
+
+    def printed_bytes(self, count: int, typesize: int, nranks: int) -> int:
+        return count * typesize * (self.printed_scale or self.bytes_scale)(nranks)
 
 
 def _single(nranks: int) -> int:
@@ -74,7 +80,7 @@ COLLECTIVES: dict[str, Collective] = {
         Collective("reduce", _single, _one, "src/reduce.cu ReduceGetBw"),
         Collective("sendrecv", _single, _one, "src/sendrecv.cu SendRecvGetBw"),
         # HyperCubeGetBw counts nranks-1 blocks of count elements: each rank receives from every other.
-        Collective("hypercube", _all_but_one, _one, "src/hypercube.cu HyperCubeGetBw"),
+        Collective("hypercube", _all_but_one, _one, "src/hypercube.cu HyperCubeGetBw", _per_rank),
     )
 }
 # PyTorch's name for the all-to-all is all_to_all; nccl-tests' binary is alltoall_perf.

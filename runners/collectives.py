@@ -214,7 +214,7 @@ def _measure(
     per_rank = [float(t.item()) for t in every]
     seconds = max(per_rank)
     bw = formulas.bandwidth(name, count=count, typesize=typesize, seconds=seconds, nranks=nranks)
-    size = count * typesize * formulas.collective(name).bytes_scale(nranks)
+    size = formulas.collective(name).printed_bytes(count, typesize, nranks)
     return Measured(name, side, size, count, seconds * 1e6, bw.algbw, bw.busbw, [t * 1e6 for t in per_rank])
 
 

@@ -448,11 +448,12 @@ def _check_row(log: Log, row: Row) -> None:
     typesize = TYPE_SIZES.get(row.type)
     if typesize is None:
         raise NcclTestsError(f"type {row.type!r} is not one of nccl-tests' ({', '.join(TYPE_SIZES)})", row.line)
-    scale = log.nranks if collectives.collective(log.collective).bytes_scale(log.nranks) != 1 else 1
-    if row.size != row.count * typesize * scale:
+    expected = collectives.collective(log.collective).printed_bytes(row.count, typesize, log.nranks)
+    if row.size != expected:
+        ranks = expected // (row.count * typesize) if row.count else 1
         raise NcclTestsError(
             f"size {row.size} B is not count {row.count} x {typesize} B ({row.type})"
-            + (f" x {log.nranks} ranks" if scale > 1 else ""),
+            + (f" x {ranks} ranks" if ranks > 1 else ""),
             row.line,
         )
     if log.timed == "cputime":

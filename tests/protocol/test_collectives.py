@@ -62,3 +62,11 @@ def test_it_refuses_an_unknown_collective_a_zero_time_and_no_ranks() -> None:
         c.bandwidth("all_reduce", count=1, typesize=4, seconds=0.0, nranks=2)
     with pytest.raises(ValueError, match="at least one rank"):
         c.bandwidth("all_reduce", count=1, typesize=4, seconds=1.0, nranks=0)
+
+
+def test_the_printed_size_of_a_hypercube_counts_every_ranks_block_even_for_two_ranks() -> None:
+    # HyperCubeGetCollByteCount: receive count = base x nranks; HyperCubeGetBw moves nranks-1 blocks
+    assert c.COLLECTIVES["hypercube"].printed_bytes(100, 4, 2) == 800
+    assert c.algorithm_bytes("hypercube", count=100, typesize=4, nranks=2) == 400
+    assert c.COLLECTIVES["all_gather"].printed_bytes(100, 4, 2) == 800
+    assert c.COLLECTIVES["all_reduce"].printed_bytes(100, 4, 2) == 400
