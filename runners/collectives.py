@@ -107,7 +107,10 @@ def worker(options: Options) -> dict[str, Any]:
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     if use_cuda:
         torch.cuda.set_device(local_rank)
-    dist.init_process_group("nccl" if use_cuda else "gloo")
+    if use_cuda:  # device_id binds the communicator to this rank's GPU now (torch >= 2.3), not at the first call
+        dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank))
+    else:
+        dist.init_process_group("gloo")
     try:
         device = torch.device("cuda", local_rank) if use_cuda else torch.device("cpu")
         devices = _gather_devices(device)

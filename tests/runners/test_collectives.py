@@ -104,3 +104,14 @@ def test_benchreg_run_collectives_refuses_unknown_collectives_and_sizes(capsys: 
     assert benchreg(["run", "collectives", "--min-bytes", "1M", "--max-bytes", "1K"]) == 2
     with pytest.raises(SystemExit):
         benchreg(["run", "collectives", "--max-bytes", "lots"])
+
+
+@pytest.mark.slow
+def test_a_rank_that_fails_fails_the_whole_run() -> None:
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+
+    # a negative sleep raises in rank 1 only; rank 0, waiting in the all-reduce, is stopped by the launcher
+    broken = runner.Options(collectives=("all_reduce",), min_bytes=8, max_bytes=8, warmup=0, iters=2)
+    with pytest.raises(ChildFailedError) as failure:
+        runner.launch(replace(broken, delay_rank=1, delay_s=-1.0), 2)
+    assert failure.value.get_first_failure()[0] == 1
