@@ -112,6 +112,7 @@ def test_a_rank_that_fails_fails_the_whole_run() -> None:
 
     # a negative sleep raises in rank 1 only; rank 0, waiting in the all-reduce, is stopped by the launcher
     broken = runner.Options(collectives=("all_reduce",), min_bytes=8, max_bytes=8, warmup=0, iters=2)
-    with pytest.raises(ChildFailedError) as failure:
+    # The launcher names the first process to exit, which may be rank 0 (its peer's socket closed under it): the
+    # property is that the launch fails as a whole, with no partial result returned.
+    with pytest.raises(ChildFailedError):
         runner.launch(replace(broken, delay_rank=1, delay_s=-1.0), 2)
-    assert failure.value.get_first_failure()[0] == 1
