@@ -4,6 +4,7 @@
         --scenario server --target-qps 20 --out results/
     benchreg run training --workload encoder-small --precision bf16 --batch 32 --steps 500 --out results/
     benchreg run serving --endpoint http://host:8000 --model NAME --request-rates 1,2,4 --deployment d.toml
+    benchreg run collectives --nproc-per-node 2 --min-bytes 8 --max-bytes 1M
 
 One document is written per batch size. `main(argv)` takes the arguments after the program name.
 """
@@ -18,7 +19,7 @@ from typing import Any
 
 import protocol
 
-from . import interrupts, record
+from . import collectives, interrupts, record
 from .api import execute
 from .backends import UnsupportedRun, default_backend
 from .serving import cli as serving_cli
@@ -102,6 +103,8 @@ def parser() -> argparse.ArgumentParser:
     serving = phases.add_parser("serving", help="an OpenAI-compatible endpoint over a load sweep (docs/serving.md)")
     serving_cli.add_arguments(serving)
     _output_arguments(serving)
+    coll = phases.add_parser("collectives", help="collective bandwidth, nccl-tests' table (docs/interconnect.md)")
+    collectives.add_arguments(coll)
     train = phases.add_parser("training", help="fixed-steps training")
     _common(train)
     train.add_argument("--steps", type=int, default=None)
@@ -160,6 +163,8 @@ def _submit(doc: dict[str, Any], path: Path, server: str, token: str) -> bool:
 def main(argv: list[str]) -> int:
     """Parse `argv` (after the program name), run every batch size, write (and submit) each document."""
     args = parser().parse_args(argv)
+    if args.phase == "collectives":  # writes files only: nothing to submit until protocol 1.3 (docs/interconnect.md)
+        return collectives.main(args)
     if args.submit and not (args.server and args.token):
         print("--submit needs --server and --token (or BENCHREG_SERVER / BENCHREG_TOKEN)", file=sys.stderr)
         return 2
