@@ -153,6 +153,7 @@ def _cannot_tell(
         out.append(
             {
                 "labels": [cands[i]["label"], cands[j]["label"]],
+                "without_interval": bare,
                 "why": (
                     f"{' and '.join(bare)} {'has' if len(bare) == 1 else 'have'} no 95% interval (fewer than "
                     f"{MIN_VALUES} runs), so the difference cannot be weighed against run-to-run noise; "

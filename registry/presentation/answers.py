@@ -16,6 +16,7 @@ from typing import Any
 
 from protocol.decisions import GAP_TITLES, VERDICT_WORDS
 from protocol.numbers import Style, number
+from protocol.statistics import MIN_VALUES
 
 # What a decision's gap means for the buyer: (said of one candidate, said of several), and what closes it.
 GAP_WORDS = {
@@ -235,11 +236,39 @@ def frontier_lines(frontier: Mapping[str, Any]) -> list[str]:
         for u in frontier.get("unplaced") or []
     ]
     lines += [f"{t[0]} and {t[1]} are tied within noise." for t in frontier.get("tied") or []]
-    lines += [
-        f"{u['labels'][0]} and {u['labels'][1]} cannot be told apart: {u['why']}."
-        for u in frontier.get("cannot_tell") or []
+    return lines + cannot_tell_lines(frontier.get("cannot_tell") or [], frontier.get("labels") or [])
+
+
+# Beyond this many pairs the pairs are said as one sentence: 6 candidates without intervals are 15 pairs, a page of
+# near-identical sentences that hides the one fact (these candidates have no interval).
+PAIRS_SAID_ONE_BY_ONE = 2
+
+
+def cannot_tell_lines(pairs: Sequence[Mapping[str, Any]], members: Sequence[str] = ()) -> list[str]:
+    """Frontier members (`members`) the evidence cannot order because one of a pair has no 95% interval: pair by
+    pair when they are few, else once, naming the candidates without an interval."""
+    if len(pairs) <= PAIRS_SAID_ONE_BY_ONE:
+        return [f"{u['labels'][0]} and {u['labels'][1]} cannot be told apart: {u['why']}." for u in pairs]
+    involved = list(dict.fromkeys(label for u in pairs for label in u["labels"]))
+    bare = list(dict.fromkeys(label for u in pairs for label in u.get("without_interval") or [])) or involved
+    runs = f"(fewer than {MIN_VALUES} runs)"
+    if set(bare) == set(involved):
+        which = (
+            f"its {len(involved)} candidates"
+            if set(involved) == set(members)
+            else f"{len(involved)} of its candidates ({'; '.join(involved)})"
+        )
+        return [
+            f"The frontier cannot order {which} ({len(pairs)} pairs): none has a 95% interval "
+            f"{runs}, so no difference between them can be weighed against run-to-run noise; repeat the runs to "
+            "decide between them."
+        ]
+    has = "has" if len(bare) == 1 else "have"
+    return [
+        f"The frontier cannot order {len(bare)} of its candidates against the others ({len(pairs)} pairs): "
+        f"{'; '.join(bare)} {has} no 95% interval {runs}, so no difference involving "
+        f"{'it' if len(bare) == 1 else 'them'} can be weighed against run-to-run noise; repeat the runs to decide."
     ]
-    return lines
 
 
 # ------------------------------------------------------------------------------------------ beside, precisions

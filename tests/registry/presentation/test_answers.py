@@ -76,3 +76,20 @@ def test_the_frontier_reads_in_sentences_and_fields_beside_a_figure_in_words() -
         [{"field": "metrics.quality.value", "value": "0.997"}, {"field": "x.new_field", "value": "1"}]
     )
     assert rows == [{"field": "quality", "value": "0.997"}, {"field": "new field", "value": "1"}]
+
+
+def test_many_pairs_that_cannot_be_told_apart_are_said_once_naming_the_candidates_without_an_interval() -> None:
+    """6 candidates with one run each are 15 pairs: one sentence, not a page of near-identical ones."""
+    labels = [f"C{i}" for i in range(6)]
+    pairs = [
+        {"labels": [a, b], "without_interval": [a, b], "why": "…"}
+        for i, a in enumerate(labels)
+        for b in labels[i + 1 :]
+    ]
+    (line,) = answers.frontier_lines({"criteria": ["cost"], "labels": labels, "cannot_tell": pairs})[1:]
+    assert line.startswith("The frontier cannot order its 6 candidates (15 pairs): none has a 95% interval")
+    some = [{"labels": ["A", x], "without_interval": [x], "why": "…"} for x in ("B", "C", "D")]
+    (line,) = answers.cannot_tell_lines(some, ["A", "B", "C", "D"])
+    assert "cannot order 3 of its candidates against the others (3 pairs): B; C; D have no 95% interval" in line
+    two = answers.cannot_tell_lines(some[:2], ["A", "B", "C"])
+    assert two == ["A and B cannot be told apart: ….", "A and C cannot be told apart: …."]
