@@ -1,0 +1,127 @@
+"""The "client kept up" verdict is trusted on any host: beside a CPU hog it says "fell behind" rather than vouch
+for a wrong figure, and on a quiet client it keeps up with figures on the law.
+
+The truth: the simulated endpoint's law (ITL lognormal, median 20 ms, sigma 0.1; 8 tokens; slots to spare, so no
+request queues and every gap follows the law). The endpoint runs as a real-time process (SCHED_FIFO) so the
+hog starves the client only and the endpoint still sends on the law's schedule: what the client then reads off
+the law is the client's error. (A raised nice is not enough: on this shared 2-core host a client at nice -15
+still overslept its 5 ms timer by p99 4.5 ms at 0.5 req/s, and waited for a CPU 6% of the level; as SCHED_FIFO,
+p99 1.2 ms, the timer's own rounding.) Real-time scheduling needs root (or CAP_SYS_NICE): elsewhere the tests
+skip, saying so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from runners.serving.levels import Level, Objectives
+from runners.serving.loadgen import Target, arrivals, open_loop
+from runners.serving.shapes import RequestShape, TokenLaw
+from runners.serving.simulated import Delay
+
+ITL = Delay(20.0, 0.1)
+TOKENS = 8
+# A figure off the law by more than this share is wrong: far past the sampling error of a few hundred gaps
+# (ITL p90 sd ~0.5% at sigma 0.1) and past the 5% of ITL the kept-up bound allows a stamp to move.
+TOLERANCE = 0.10
+REALTIME = os.sched_param(10)  # above every ordinary process, far below the kernel's own threads
+
+
+def _realtime(pid: int) -> None:
+    try:
+        os.sched_setscheduler(pid, os.SCHED_FIFO, REALTIME)
+    except PermissionError:
+        pytest.skip("real-time scheduling needs root or CAP_SYS_NICE (the hog must starve the client only)")
+
+
+@contextlib.contextmanager
+def _endpoint() -> Iterator[str]:
+    cmd = [sys.executable, "-m", "runners.serving.simulated", "--port", "0", "--ttft-ms", "50", "--ttft-sigma",
+           "0.1", "--itl-ms", str(ITL.median_ms), "--itl-sigma", str(ITL.sigma),
+           "--capacity", "512", "--seed", "5"]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    try:
+        _realtime(proc.pid)
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert "serving" in line, line
+        yield line.rsplit(" ", 1)[-1].strip()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@contextlib.contextmanager
+def _hog() -> Iterator[None]:
+    """Two spinning processes per core at nice 0 (the client's own priority): the client waits for a CPU."""
+    spin = "import os; os.setpriority(os.PRIO_PROCESS, 0, 0)\nwhile True: pass"
+    procs = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(2 * (os.cpu_count() or 1))]
+    try:
+        yield
+    finally:
+        for proc in procs:
+            proc.kill()
+        for proc in procs:
+            proc.wait(10)
+
+
+def _level(url: str, rate: float, seconds: float, seed: int) -> Level:
+    count = int(rate * seconds)
+    prompts = RequestShape(TokenLaw(8), TokenLaw(TOKENS)).prompts(count, seed)
+    run = asyncio.run(
+        open_loop(Target(url, "simulated", "completions", 60), prompts, arrivals(rate, count, seed), 5000)
+    )
+    return Level("request-rate", rate, run, Objectives())
+
+
+def _errors(level: Level) -> dict[str, float]:
+    """Each figure's relative error against the law: ITL p50 and p90, TPOT p50 (the mean gap of a request)."""
+    itl, tpot = level.series("itl_ms"), level.series("tpot_ms")
+    return {
+        "itl p50": float(np.quantile(itl, 0.5)) / ITL.quantile(0.5) - 1,
+        "itl p90": float(np.quantile(itl, 0.9)) / ITL.quantile(0.9) - 1,
+        "tpot p50": float(np.quantile(tpot, 0.5)) / ITL.mean_ms - 1,
+    }
+
+
+@pytest.mark.slow
+def test_beside_a_cpu_hog_it_says_fell_behind_rather_than_vouch_for_a_wrong_figure():
+    seen = []
+    with _endpoint() as url, _hog():
+        for i, rate in enumerate((24.0, 60.0)):
+            level = _level(url, rate, 4.0, i)
+            section, reasons = level.client()
+            errors = _errors(level)
+            seen.append((rate, section["kept_up"], errors, section["notes"]))
+            wrong = {k: e for k, e in errors.items() if abs(e) > TOLERANCE}
+            # Never "kept up" with a figure off the law.
+            assert not (section["kept_up"] and wrong), (rate, wrong, section["notes"])
+            assert section["kept_up"] == (not reasons)
+    print(*seen, sep="\n")
+    # The hog did starve the client, and the client said so in words.
+    assert any(not kept for _, kept, _, _ in seen), seen
+
+
+@pytest.mark.slow
+def test_a_client_that_gets_its_cpu_keeps_up_at_a_low_rate_with_figures_on_the_law():
+    # "Quiet" for the client: on a shared host it runs real-time like the endpoint, so neighbours do not preempt
+    # it; the verdict must then vouch, and rightly.
+    with _endpoint() as url:
+        _realtime(0)
+        try:
+            level = _level(url, 6.0, 4.0, 7)
+        finally:
+            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    section, reasons = level.client()
+    print(section["notes"])
+    assert section["kept_up"], reasons
+    assert all(abs(e) <= TOLERANCE for e in _errors(level).values()), _errors(level)
+    assert "0 of" not in section["notes"] and "monitor samples taken" in section["notes"]
