@@ -26,25 +26,25 @@ from runners.serving.levels import Level, Objectives
 from runners.serving.loadgen import Target, arrivals, open_loop
 from runners.serving.shapes import RequestShape, TokenLaw
 from runners.serving.simulated import Delay
+from tests.runners.serving.conftest import realtime
 
 ITL = Delay(20.0, 0.1)
 TOKENS = 8
 # A figure off the law by more than this share is wrong: far past the sampling error of a few hundred gaps
 # (ITL p90 sd ~0.5% at sigma 0.1) and past the 5% of ITL the kept-up bound allows a stamp to move.
 TOLERANCE = 0.10
-REALTIME = os.sched_param(10)  # above every ordinary process, far below the kernel's own threads
 
 
 def _realtime(pid: int) -> None:
     try:
-        os.sched_setscheduler(pid, os.SCHED_FIFO, REALTIME)
+        os.sched_setscheduler(pid, os.SCHED_FIFO, os.sched_param(10))
     except PermissionError:
         pytest.skip("real-time scheduling needs root or CAP_SYS_NICE (the hog must starve the client only)")
 
 
 @contextlib.contextmanager
 def _endpoint() -> Iterator[str]:
-    cmd = [sys.executable, "-m", "runners.serving.simulated", "--port", "0", "--ttft-ms", "50", "--ttft-sigma",
+    cmd = [sys.executable, "-m", "runners.serving.simulated", "--port", "0", "--ttft-ms", "600", "--ttft-sigma",
            "0.1", "--itl-ms", str(ITL.median_ms), "--itl-sigma", str(ITL.sigma),
            "--capacity", "512", "--seed", "5"]  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
@@ -59,11 +59,21 @@ def _endpoint() -> Iterator[str]:
         proc.wait(10)
 
 
+# Neighbours as a shared host has them: two processes per core at nice 0 (the client's own priority), each
+# spinning 20 ms then sleeping 20 ms, so the client is runnable but kept off a CPU for a few to tens of ms at a time.
+SPIN = """import os, time
+os.setpriority(os.PRIO_PROCESS, 0, 0)
+while True:
+    end = time.perf_counter() + 0.02
+    while time.perf_counter() < end:
+        pass
+    time.sleep(0.02)
+"""
+
+
 @contextlib.contextmanager
 def _hog() -> Iterator[None]:
-    """Two spinning processes per core at nice 0 (the client's own priority): the client waits for a CPU."""
-    spin = "import os; os.setpriority(os.PRIO_PROCESS, 0, 0)\nwhile True: pass"
-    procs = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(2 * (os.cpu_count() or 1))]
+    procs = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(2 * (os.cpu_count() or 1))]
     try:
         yield
     finally:
@@ -94,20 +104,25 @@ def _errors(level: Level) -> dict[str, float]:
 
 @pytest.mark.slow
 def test_beside_a_cpu_hog_it_says_fell_behind_rather_than_vouch_for_a_wrong_figure():
+    # TTFT 600 ms: the dispatch-lag bound is then 30 ms (5% of TTFT p50), wide enough that a client descheduled
+    # for 10-20 ms passes it while its chunk stamps, and so ITL p90, are 15-30% off the law (observed here before
+    # the monitor timed its own oversleep: "kept up" at 24 req/s with ITL p90 +30%).
     seen = []
     with _endpoint() as url, _hog():
-        for i, rate in enumerate((24.0, 60.0)):
+        for i, rate in enumerate((24.0, 48.0)):
             level = _level(url, rate, 4.0, i)
             section, reasons = level.client()
-            errors = _errors(level)
-            seen.append((rate, section["kept_up"], errors, section["notes"]))
-            wrong = {k: e for k, e in errors.items() if abs(e) > TOLERANCE}
-            # Never "kept up" with a figure off the law.
+            wrong = {k: round(e, 3) for k, e in _errors(level).items() if abs(e) > TOLERANCE}
+            seen.append((rate, section["kept_up"], wrong, section["notes"]))
+            # Never "kept up" with a figure off the law; and what starved the client is what says so.
             assert not (section["kept_up"] and wrong), (rate, wrong, section["notes"])
             assert section["kept_up"] == (not reasons)
+            if wrong:
+                assert level.starvation().failed, (rate, wrong, section["notes"])
     print(*seen, sep="\n")
     # The hog did starve the client, and the client said so in words.
     assert any(not kept for _, kept, _, _ in seen), seen
+    assert any("monitor samples taken" in notes and "timer overslept by p99" in notes for *_, notes in seen)
 
 
 @pytest.mark.slow
@@ -115,11 +130,11 @@ def test_a_client_that_gets_its_cpu_keeps_up_at_a_low_rate_with_figures_on_the_l
     # "Quiet" for the client: on a shared host it runs real-time like the endpoint, so neighbours do not preempt
     # it; the verdict must then vouch, and rightly.
     with _endpoint() as url:
-        _realtime(0)
         try:
-            level = _level(url, 6.0, 4.0, 7)
-        finally:
-            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+            with realtime(0):
+                level = _level(url, 6.0, 4.0, 7)
+        except PermissionError:
+            pytest.skip("real-time scheduling needs root or CAP_SYS_NICE (a quiet client on a shared host)")
     section, reasons = level.client()
     print(section["notes"])
     assert section["kept_up"], reasons
