@@ -10,8 +10,9 @@ bound the client's own delay could move a reported TTFT by more than 5%. What st
 (the OS running other processes) is judged too, since a descheduled loop stamps every chunk that waited for it
 at the same late instant: its timer's p99 oversleep past the timer's own rounding within max(1 ms, 5% of the
 ITL p50), at least 95% of the monitor's samples taken, at most 5% of token events sharing a timestamp with the
-one before, and at most 90% of one core used by the client. Otherwise the level says the client fell behind,
-with the figures in words, and its steady state is not assessed, so no verdict rests on it.
+one before (where the endpoint paces its tokens), and at most 90% of one core used by the client. Otherwise
+the level says the client fell behind, with the figures in words, and its steady state is not assessed, so no
+verdict rests on it.
 """
 
 from __future__ import annotations
@@ -35,8 +36,11 @@ TIMER_ROUNDING_MS = 1.5
 # A monitor that took fewer than this share of its due samples slept through stalls longer than its period.
 MONITOR_TAKEN_SHARE = 0.95
 # Token events stamped at the same instant as the one before (read in one wake-up) give an ITL of 0: beyond this
-# share the ITL distribution is the client's reading schedule, not the endpoint's.
+# share the ITL distribution is the client's reading schedule, not the endpoint's. Judged only where the endpoint
+# paces its tokens (median gap between distinct stamps at least PACED_GAP_MS, well past the timer's rounding):
+# an endpoint that sends a request's tokens at once is read in one wake-up by any client, rightly stamped together.
 COLLISION_SHARE = 0.05
+PACED_GAP_MS = 3.0
 # The client is one thread: busy this share of the wall, its wake-ups queue behind its own work.
 CPU_SHARE_MAX = 0.90
 
@@ -187,7 +191,10 @@ class Level:
         checks = [
             (over <= bound, f"timer overslept by p99 {over:.2f} ms (bound {bound:.2f} ms)"),
             (m.taken >= MONITOR_TAKEN_SHARE * m.due, f"{m.taken:,} of {m.due:,} monitor samples taken"),
-            (shared <= COLLISION_SHARE, f"{shared:.0%} of token events shared a timestamp (up to {most} at once)"),
+            (
+                shared <= COLLISION_SHARE or basis < PACED_GAP_MS,
+                f"{shared:.0%} of token events shared a timestamp (up to {most} at once)",
+            ),
             (cpu <= CPU_SHARE_MAX, f"client CPU {cpu:.0%} of one core"),
         ]
         figures = [text for _, text in checks]
