@@ -43,9 +43,9 @@ def _realtime(pid: int) -> None:
 
 
 @contextlib.contextmanager
-def _endpoint() -> Iterator[str]:
+def _endpoint(itl: Delay = ITL) -> Iterator[str]:
     cmd = [sys.executable, "-m", "runners.serving.simulated", "--port", "0", "--ttft-ms", "600", "--ttft-sigma",
-           "0.1", "--itl-ms", str(ITL.median_ms), "--itl-sigma", str(ITL.sigma),
+           "0.1", "--itl-ms", str(itl.median_ms), "--itl-sigma", str(itl.sigma),
            "--capacity", "512", "--seed", "5"]  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     try:
@@ -140,3 +140,20 @@ def test_a_client_that_gets_its_cpu_keeps_up_at_a_low_rate_with_figures_on_the_l
     assert section["kept_up"], reasons
     assert all(abs(e) <= TOLERANCE for e in _errors(level).values()), _errors(level)
     assert "0 of" not in section["notes"] and "monitor samples taken" in section["notes"]
+
+
+@pytest.mark.slow
+def test_an_endpoint_that_sends_a_requests_tokens_at_once_is_not_counted_against_the_client():
+    # ITL 0 by the law: every client reads a request's tokens in one wake-up and stamps them together, which is
+    # the truth and no sign of starvation; the share is still said in words.
+    with _endpoint(Delay(0.0)) as url:
+        try:
+            with realtime(0):
+                level = _level(url, 6.0, 3.0, 3)
+        except PermissionError:
+            pytest.skip("real-time scheduling needs root or CAP_SYS_NICE (a quiet client on a shared host)")
+    shared, most = level.collisions()
+    section, reasons = level.client()
+    assert shared > 0.5 and most > 1, (shared, most)
+    assert not any("shared a timestamp" in r for r in reasons), reasons
+    assert f"{shared:.0%} of token events shared a timestamp" in section["notes"]
