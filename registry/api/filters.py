@@ -16,9 +16,19 @@ class IntegerFilter(django_filters.NumberFilter):  # type: ignore[misc]  # djang
     field_class = forms.IntegerField
 
 
+class FloatFilter(django_filters.NumberFilter):  # type: ignore[misc]  # django-filter has no type hints
+    """A number compared with a float column: any finite number (NumberFilter's decimal refuses beyond 1e50, which
+    the API description cannot say, and a float column holds up to about 1.8e308)."""
+
+    field_class = forms.FloatField
+
+    def get_max_validator(self) -> None:
+        return None  # FloatField already refuses what is not a finite number
+
+
 def _column_filter(column: Column) -> django_filters.Filter:
     """The run list's filter on a summary column, as protocol.summary.COLUMNS declares it."""
-    kinds = {"integer": IntegerFilter, "float": django_filters.NumberFilter}
+    kinds = {"integer": IntegerFilter, "float": FloatFilter}
     kind = kinds.get(column.kind, django_filters.CharFilter)
     return kind(field_name=column.name, lookup_expr=column.lookup, help_text=column.help or None)
 
