@@ -25,11 +25,14 @@ import numpy as np
 import psycopg
 
 from devtools import scratch
+from protocol.summary import COLUMN_NAMES
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRATCH = "benchreg_bench_compare"
 SAMPLES_PER_REPETITION = 400
-COLUMNS = (
+# The filler's columns that are not summary columns; its summary values are keyed by protocol.summary.COLUMNS' names
+# (`filler_summary`), so a renamed or dropped summary column stops the bench by name.
+OTHER_COLUMNS = (
     "digest",
     "measurement",
     "document",
@@ -38,35 +41,47 @@ COLUMNS = (
     "comparability_key_software",
     "comparability_key_precision",
     "comparability_key_iso_quality",
-    "protocol_version",
-    "phase",
-    "workload_name",
-    "workload_version",
-    "scenario_kind",
-    "precision_weights",
-    "precision_activations",
-    "batch_size",
-    "system_name",
-    "accelerator_vendor",
-    "accelerator_model",
-    "accelerator_count",
-    "submitter",
-    "source",
-    "started_at",
-    "headline_metric",
-    "headline_value",
-    "headline_unit",
-    "headline_lower_is_better",
     "submitted_by_id",
     "submitted_by_name",
     "submitted_at",
-    "software_summary",
     "trust",
-    "origin_round",
-    "origin_division",
-    "origin_category",
-    "origin_availability",
 )
+
+
+def filler_summary(i: int) -> dict[str, object]:
+    """Filler row i's summary columns (the rest take their model defaults)."""
+    return {
+        "protocol_version": "1.0",
+        "phase": "inference",
+        "workload_name": f"workload-{i % 50}",
+        "workload_version": "1.0",
+        "scenario_kind": "offline",
+        "precision_weights": "bf16",
+        "precision_activations": "bf16",
+        "batch_size": 1 + i % 64,
+        "system_name": f"filler-{i % 500}",
+        "accelerator_vendor": "NVIDIA",
+        "accelerator_model": f"model-{i % 20}",
+        "accelerator_count": 1,
+        "submitter": "bench",
+        "source": "runner",
+        "started_at": None,
+        "headline_metric": "throughput",
+        "headline_value": float(i % 1000),
+        "headline_unit": "samples/s",
+        "headline_lower_is_better": False,
+        "software_summary": "torch 2.13.0",
+        "origin_round": "",
+        "origin_division": "",
+        "origin_category": "",
+        "origin_availability": "",
+    }
+
+
+SUMMARY_COLUMNS = tuple(filler_summary(0))
+if set(SUMMARY_COLUMNS) - set(COLUMN_NAMES):
+    sys.exit(f"bench filler rows: {sorted(set(SUMMARY_COLUMNS) - set(COLUMN_NAMES))} are not summary columns")
+COLUMNS = (*OTHER_COLUMNS, *SUMMARY_COLUMNS)
 
 
 def setup(admin_url: str, name: str) -> str:
@@ -170,47 +185,9 @@ def fill(url: str, start: int, stop: int, user_id: int) -> None:
             for i in range(start, stop):
                 key = f"sha256:{i % 2000:064x}"
                 digest = f"sha256:f{i:063x}"
-                copy_.write_row(
-                    (
-                        digest,
-                        digest,  # each filler row its own measurement, as the run store gives every distinct run
-                        "{}",
-                        "{}",
-                        key,
-                        key,
-                        key,
-                        key,
-                        "1.0",
-                        "inference",
-                        f"workload-{i % 50}",
-                        "1.0",
-                        "offline",
-                        "bf16",
-                        "bf16",
-                        1 + i % 64,
-                        f"filler-{i % 500}",
-                        "NVIDIA",
-                        f"model-{i % 20}",
-                        1,
-                        "bench",
-                        "runner",
-                        None,
-                        "throughput",
-                        float(i % 1000),
-                        "samples/s",
-                        False,
-                        user_id,
-                        "bench",
-                        "2026-01-01T00:00:00Z",
-                        "torch 2.13.0",
-                        "declared",
-                        "",
-                        "",
-                        "",
-                        "",
-                        *rest,
-                    )
-                )
+                other = (digest, digest, "{}", "{}", key, key, key, key, user_id, "bench", "2026-01-01T00:00:00Z")
+                # each filler row its own measurement (digest twice), as the run store gives every distinct run
+                copy_.write_row((*other, "declared", *filler_summary(i).values(), *rest))
         conn.commit()
         cur.execute("ANALYZE registry_submission")
         conn.commit()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
@@ -10,6 +11,197 @@ from . import rules
 from .per_accelerator import per_accelerator
 
 SOFTWARE_SUMMARY_MAX = 500  # characters; the registry's column is this wide
+# PostgreSQL stores a positive integer column as int4: the range on every database, so that a run stored by one
+# registry is not refused by another (SQLite's integers are wider).
+POSITIVE_INT4 = (0, 2**31 - 1)
+
+
+@dataclass(frozen=True)
+class Column:
+    """One summary column, as the registry stores, checks, filters and exports it.
+
+    `kind`: "text", "integer" (positive int4), "float", "boolean" or "datetime". `pointer`: the document field it
+    is read from (JSON pointer; "" when computed from several, e.g. the figures per accelerator). `filter`: the
+    run list's query parameter (None: not a filter), matched with `lookup`. `export`: its name in the catalogue's
+    CSV/JSON export (None: not exported). `indexed`: the registry keeps an index on it (some are made by
+    migrations only on PostgreSQL, e.g. the sort indexes of 0007 and 0025, and are not flagged here).
+    """
+
+    name: str
+    kind: str
+    max_length: int | None = None
+    pointer: str = ""
+    null: bool = False
+    filter: str | None = None
+    lookup: str = "exact"
+    export: str | None = None
+    indexed: bool = False
+    help: str = ""
+
+    @property
+    def limits(self) -> tuple[int, int] | int | None:
+        """The (lowest, highest) integer the column holds, or its maximum length; None when it has neither."""
+        return POSITIVE_INT4 if self.kind == "integer" else self.max_length
+
+
+# THE list of summary columns (RunSummary.columns() gives one value per entry, in this order). The registry's
+# model declares the same fields (a test holds them equal); its checks on store, API filters, exports, audit
+# verify and benches' row fillers read this list, so a column is added here, to RunSummary and in a migration.
+COLUMNS: tuple[Column, ...] = (
+    Column("protocol_version", "text", 20, "/protocol"),
+    Column("phase", "text", 20, "/phase", filter="phase", export="phase", indexed=True),
+    Column("workload_name", "text", 200, "/workload/name", filter="workload", export="workload", indexed=True),
+    Column("workload_version", "text", 100, "/workload/version", filter="workload_version", export="workload_version"),
+    Column("scenario_kind", "text", 40, "/scenario/kind", filter="scenario", export="scenario", indexed=True),
+    Column(
+        "precision_weights",
+        "text",
+        20,
+        "/precision/weights",
+        filter="precision",
+        export="precision",
+        indexed=True,
+        help="weights format, e.g. bf16 or int8",
+    ),
+    Column("precision_activations", "text", 20, "/precision/activations", filter="activations"),
+    Column(
+        "batch_size",
+        "integer",
+        None,
+        "/workload/shape/batch_size",
+        filter="batch_size",
+        export="batch_size",
+        indexed=True,
+    ),
+    Column("system_name", "text", 200, "/system/name", filter="system", export="system", indexed=True),
+    Column(
+        "accelerator_vendor",
+        "text",
+        200,
+        "/system/accelerators/0/vendor",
+        filter="vendor",
+        lookup="iexact",
+        export="accelerator_vendor",
+        indexed=True,
+    ),
+    Column(
+        "accelerator_model",
+        "text",
+        500,
+        "/system/accelerators/0/model",
+        filter="accelerator",
+        export="accelerator_model",
+        indexed=True,
+    ),
+    Column("accelerator_count", "integer", None, "/system/accelerators/0/count", export="accelerator_count"),
+    Column(
+        "submitter",
+        "text",
+        200,
+        "/provenance/submitter",
+        filter="submitter",
+        export="submitter",
+        indexed=True,
+        help="provenance.submitter as stated in the document",
+    ),
+    Column("source", "text", 20, "/provenance/source", filter="source"),
+    Column("started_at", "datetime", None, "/provenance/started_at", null=True),
+    Column("headline_metric", "text", 60, "/metrics/primary", export="headline_metric"),
+    Column("headline_value", "float", None, "", null=True, export="headline_value"),
+    Column("headline_unit", "text", 20, "", null=True, export="headline_unit"),
+    Column("headline_lower_is_better", "boolean", None, "", export="lower_is_better"),
+    Column("software_summary", "text", SOFTWARE_SUMMARY_MAX, "/software/frameworks", export="software", indexed=True),
+    Column(
+        "origin_round",
+        "text",
+        100,
+        "/provenance/origin/round",
+        filter="round",
+        export="mlperf_round",
+        indexed=True,
+        help="published round, e.g. v5.1",
+    ),
+    Column(
+        "origin_division",
+        "text",
+        100,
+        "/provenance/origin/division",
+        filter="division",
+        lookup="iexact",
+        export="division",
+        indexed=True,
+        help="MLPerf division: closed, open or network",
+    ),
+    Column(
+        "origin_category",
+        "text",
+        100,
+        "/provenance/origin/category",
+        filter="category",
+        lookup="icontains",
+        indexed=True,
+        help="datacenter or edge (a 'datacenter,edge' system matches both)",
+    ),
+    Column(
+        "origin_availability",
+        "text",
+        100,
+        "/provenance/origin/availability",
+        filter="availability",
+        lookup="iexact",
+        export="availability",
+        indexed=True,
+        help="available, preview or research",
+    ),
+    Column("origin_kind", "text", 40, "/provenance/origin/kind"),
+    Column(
+        "per_accelerator_throughput",
+        "float",
+        None,
+        "",
+        null=True,
+        filter="min_throughput_per_accelerator",
+        lookup="gte",
+        export="throughput_per_accelerator",
+        help="throughput per accelerator, in its unit",
+    ),
+    Column("per_accelerator_unit", "text", 20, "/metrics/throughput/unit", export="throughput_per_accelerator_unit"),
+    Column(
+        "per_accelerator_output_tokens",
+        "float",
+        None,
+        "",
+        null=True,
+        filter="min_output_tokens_per_accelerator",
+        lookup="gte",
+        export="output_tokens_per_s_per_accelerator",
+        help="output tokens/s per accelerator",
+    ),
+    Column(
+        "per_accelerator_total_tokens",
+        "float",
+        None,
+        "",
+        null=True,
+        filter="min_total_tokens_per_accelerator",
+        lookup="gte",
+        export="input_output_tokens_per_s_per_accelerator",
+        help="input+output tokens/s per accelerator (as InferenceMAX plots it)",
+    ),
+    # The serving sweep the run is a level of (scenario.sweep.id, "" for any other run): sweep pages select a
+    # sweep's levels on this index instead of reading every run's JSON.
+    Column(
+        "sweep_id",
+        "text",
+        100,
+        "/scenario/sweep/id",
+        filter="sweep",
+        indexed=True,
+        help="the serving sweep the run is a level of (scenario.sweep.id)",
+    ),
+)
+COLUMN_NAMES = tuple(c.name for c in COLUMNS)
+BY_NAME = {c.name: c for c in COLUMNS}
 
 
 @dataclass(frozen=True)
@@ -58,6 +250,7 @@ class RunSummary:
     per_accelerator_unit: str = ""
     per_accelerator_output_tokens: float | None = None
     per_accelerator_total_tokens: float | None = None
+    sweep_id: str = ""
 
     def columns(self) -> dict[str, Any]:
         data = asdict(self)
@@ -68,7 +261,7 @@ class RunSummary:
             headline_unit=headline["unit"],
             headline_lower_is_better=headline["lower_is_better"],
         )
-        return data
+        return {name: data[name] for name in COLUMN_NAMES}  # in the declared order
 
 
 def headline(document: dict[str, Any]) -> Headline:
@@ -82,6 +275,16 @@ def headline(document: dict[str, Any]) -> Headline:
         return Headline(metrics["primary"], metric.get("seconds"), "s", True)
     value = metric.get(field or "value") if isinstance(metric, dict) else None
     return Headline(metrics["primary"], value, metric.get("unit"), name in rules.LOWER_IS_BETTER)
+
+
+def sweep_id(doc: Any) -> str | None:
+    """The run's sweep identity (scenario.sweep.id), None for a run that is not a level of a sweep.
+
+    Here rather than in protocol.serving (which re-exports it) because the summary column is read with it."""
+    scenario = doc.get("scenario") if isinstance(doc, Mapping) else None
+    sweep = scenario.get("sweep") if isinstance(scenario, Mapping) else None
+    found = sweep.get("id") if isinstance(sweep, Mapping) else None
+    return found if isinstance(found, str) and found else None
 
 
 def software_summary(frameworks: Any) -> str:
@@ -124,6 +327,7 @@ def summarize(document: dict[str, Any]) -> RunSummary:
         software_summary=software_summary((document.get("software") or {}).get("frameworks")),
         **_origin(document["provenance"].get("origin")),
         **_per_accelerator(document),
+        sweep_id=sweep_id(document) or "",
     )
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..numbers import Style, number
 from ..statistics import Estimate, from_values
+from ..summary import sweep_id as sweep_id  # one definition: the registry's sweep_id column is read with it
 
 PER_USER_STATISTIC = "p50"
 PER_USER_WORDS = "tokens/s per user (median request: metrics.tokens_per_second_per_user p50)"
@@ -22,13 +23,6 @@ LOAD_FIELDS = ("target_qps", "concurrency", "sweep")
 def _num(value: Any) -> float | None:
     ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
     return float(value) if ok else None
-
-
-def sweep_id(doc: Mapping[str, Any]) -> str | None:
-    """The run's sweep identity (scenario.sweep.id), None for a run that is not a level of a sweep."""
-    sweep = (doc.get("scenario") or {}).get("sweep")
-    found = sweep.get("id") if isinstance(sweep, Mapping) else None
-    return found if isinstance(found, str) and found else None
 
 
 def sweep_ids(docs: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import django_filters
 from django import forms
 
+from protocol.summary import COLUMNS, Column
 from registry.choices import Trust
 from registry.models import Submission
 
@@ -15,48 +16,36 @@ class IntegerFilter(django_filters.NumberFilter):  # type: ignore[misc]  # djang
     field_class = forms.IntegerField
 
 
-class SubmissionFilter(django_filters.FilterSet):  # type: ignore[misc]  # django-filter has no type hints
+class FloatFilter(django_filters.NumberFilter):  # type: ignore[misc]  # django-filter has no type hints
+    """A number compared with a float column: any finite number (NumberFilter's decimal refuses beyond 1e50, which
+    the API description cannot say, and a float column holds up to about 1.8e308)."""
+
+    field_class = forms.FloatField
+
+    def get_max_validator(self) -> None:
+        return None  # FloatField already refuses what is not a finite number
+
+
+def _column_filter(column: Column) -> django_filters.Filter:
+    """The run list's filter on a summary column, as protocol.summary.COLUMNS declares it."""
+    kinds = {"integer": IntegerFilter, "float": FloatFilter}
+    kind = kinds.get(column.kind, django_filters.CharFilter)
+    return kind(field_name=column.name, lookup_expr=column.lookup, help_text=column.help or None)
+
+
+# The summary columns' filters, one per declared `filter` (query parameter: filter); the class below adds the rest.
+_COLUMN_FILTERS = {c.filter: _column_filter(c) for c in COLUMNS if c.filter}
+
+
+class _Filters(django_filters.FilterSet):  # type: ignore[misc]  # django-filter has no type hints
+    """Filters on what is not a summary column (who submitted, trust, times), and phase's choices."""
+
     phase = django_filters.ChoiceFilter(choices=[("training", "training"), ("inference", "inference")])
-    workload = django_filters.CharFilter(field_name="workload_name")
-    workload_version = django_filters.CharFilter()
-    scenario = django_filters.CharFilter(field_name="scenario_kind")
-    precision = django_filters.CharFilter(field_name="precision_weights", help_text="weights format, e.g. bf16 or int8")
-    activations = django_filters.CharFilter(field_name="precision_activations")
-    batch_size = IntegerFilter()
-    accelerator = django_filters.CharFilter(field_name="accelerator_model")
-    vendor = django_filters.CharFilter(field_name="accelerator_vendor", lookup_expr="iexact")
-    system = django_filters.CharFilter(field_name="system_name")
-    submitter = django_filters.CharFilter(help_text="provenance.submitter as stated in the document")
     submitted_by = django_filters.CharFilter(field_name="submitted_by_name", help_text="registry user")
-    source = django_filters.CharFilter()
     trust = django_filters.MultipleChoiceFilter(
         choices=Trust.choices, help_text="vouched, declared, imported or example (repeatable)"
     )
     comparability_key = django_filters.CharFilter()
-    round = django_filters.CharFilter(field_name="origin_round", help_text="published round, e.g. v5.1")
-    division = django_filters.CharFilter(
-        field_name="origin_division", lookup_expr="iexact", help_text="MLPerf division: closed, open or network"
-    )
-    category = django_filters.CharFilter(
-        field_name="origin_category",
-        lookup_expr="icontains",
-        help_text="datacenter or edge (a 'datacenter,edge' system matches both)",
-    )
-    availability = django_filters.CharFilter(
-        field_name="origin_availability", lookup_expr="iexact", help_text="available, preview or research"
-    )
-    # Figures per accelerator (derived: protocol.per_accelerator); a run without the figure never matches.
-    min_throughput_per_accelerator = django_filters.NumberFilter(
-        field_name="per_accelerator_throughput", lookup_expr="gte", help_text="throughput per accelerator, in its unit"
-    )
-    min_output_tokens_per_accelerator = django_filters.NumberFilter(
-        field_name="per_accelerator_output_tokens", lookup_expr="gte", help_text="output tokens/s per accelerator"
-    )
-    min_total_tokens_per_accelerator = django_filters.NumberFilter(
-        field_name="per_accelerator_total_tokens",
-        lookup_expr="gte",
-        help_text="input+output tokens/s per accelerator (as InferenceMAX plots it)",
-    )
     submitted_after = django_filters.IsoDateTimeFilter(field_name="submitted_at", lookup_expr="gte")
     submitted_before = django_filters.IsoDateTimeFilter(field_name="submitted_at", lookup_expr="lt")
     started_after = django_filters.IsoDateTimeFilter(field_name="started_at", lookup_expr="gte")
@@ -65,3 +54,9 @@ class SubmissionFilter(django_filters.FilterSet):  # type: ignore[misc]  # djang
     class Meta:
         model = Submission
         fields: list[str] = []
+
+
+# Declared filters of the class body win over the generated ones (phase is a choice among two).
+SubmissionFilter: type[_Filters] = type(
+    "SubmissionFilter", (_Filters,), {k: v for k, v in _COLUMN_FILTERS.items() if k != "phase"}
+)

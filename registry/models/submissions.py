@@ -8,7 +8,7 @@ from typing import Any, cast
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, Q
 
 from registry.choices import Trust
 
@@ -44,6 +44,9 @@ def superseding(measurement: Any, pk: Any) -> models.QuerySet[Submission]:
 
 class Submission(AppendOnlyModel):
     """One benchmark run. Immutable: the canonical text hashes to `digest`; columns are read from it.
+
+    The summary columns (protocol_version … sweep_id) are protocol.summary.COLUMNS, declared there once: a test
+    holds these fields equal to it (name, type, width, null).
 
     `document` (JSONB on PostgreSQL) serves queries; `canonical` is the exact RFC 8785 text, so the document
     can be returned byte for byte and re-hashed by anyone.
@@ -102,6 +105,8 @@ class Submission(AppendOnlyModel):
     per_accelerator_unit = models.CharField(max_length=20, default="")
     per_accelerator_output_tokens = models.FloatField(null=True)
     per_accelerator_total_tokens = models.FloatField(null=True)
+    # The serving sweep the run is a level of (scenario.sweep.id; "" for any other run): sweep pages select on it.
+    sweep_id = models.CharField(max_length=100, default="")
 
     # Set by the path the run came in (agent job, token holder, import, example loader), never by the document:
     # a document can claim `provenance.source: "runner"`; only the registry knows who vouches for it.
@@ -126,6 +131,10 @@ class Submission(AppendOnlyModel):
             models.Index(fields=["submitter"]),
             models.Index(fields=["submitted_by_name"]),
             models.Index(fields=["system_name"]),
+            # Partial: most runs are no sweep's level. (sweep_id, id) gives a sweep's levels in order; (id) over
+            # levels only gives the newest sweeps without reading the other runs.
+            models.Index(fields=["sweep_id", "id"], condition=~Q(sweep_id=""), name="registry_sub_sweep_levels"),
+            models.Index(fields=["-id"], condition=~Q(sweep_id=""), name="registry_sub_sweep_newest"),
             # PostgreSQL also has trigram indexes for the catalogue's search and (headline_value, id) indexes in
             # both sort orders: vendor-specific, so created by migration 0007 only there (not model state).
         ]

@@ -1,8 +1,6 @@
-"""The runs of a serving sweep: every stored, not withdrawn level that names the sweep (scenario.sweep.id)."""
+"""The runs of a serving sweep: every stored, not withdrawn level that names the sweep (the sweep_id column)."""
 
 from __future__ import annotations
-
-from django.db.models.fields.json import KT
 
 from registry.models import Submission
 
@@ -10,10 +8,14 @@ MAX_LEVELS = 500  # levels (and their repetitions) read for one sweep; a sweep h
 
 
 def sweep_runs(*, sweep_id: str) -> list[Submission]:
-    """The sweep's runs, oldest first (at most MAX_LEVELS), withdrawn runs left out."""
+    """The sweep's runs, oldest first (at most MAX_LEVELS), withdrawn runs left out.
+
+    On the indexed sweep_id column (scenario.sweep.id, stored with the run): no run's JSON is read to find them."""
+    if not sweep_id:  # "" is every run that is no sweep's level, not a sweep
+        return []
     return list(
         Submission.objects.select_related("withdrawal")
-        .filter(document__scenario__sweep__id=sweep_id, withdrawal__isnull=True)
+        .filter(sweep_id=sweep_id, withdrawal__isnull=True)
         .order_by("pk")[:MAX_LEVELS]
     )
 
@@ -21,14 +23,14 @@ def sweep_runs(*, sweep_id: str) -> list[Submission]:
 def recent_sweeps(*, limit: int = 30, scan: int = 500) -> list[tuple[str, Submission]]:
     """The sweeps of the newest stored levels, newest first: (sweep id, its newest run), for a picker.
 
-    Two queries: the sweep ids of the newest `scan` levels (no documents read), then the one document per sweep
-    that labels it, so a registry of many large levels offers its recent sweeps cheaply.
+    Two queries: the sweep ids of the newest `scan` levels (the sweep_id column's partial index, no documents
+    read), then the one document per sweep that labels it, so a registry of many large levels offers its recent
+    sweeps cheaply.
     """
     newest: dict[str, int] = {}
-    levels = Submission.objects.filter(document__scenario__has_key="sweep", withdrawal__isnull=True).order_by("-pk")
-    for pk, sweep in levels.values_list("pk", KT("document__scenario__sweep__id"))[:scan]:
-        if isinstance(sweep, str):
-            newest.setdefault(sweep, pk)
+    levels = Submission.objects.exclude(sweep_id="").filter(withdrawal__isnull=True).order_by("-pk")
+    for pk, sweep in levels.values_list("pk", "sweep_id")[:scan]:
+        newest.setdefault(sweep, pk)
         if len(newest) >= limit:
             break
     runs = Submission.objects.only("id", "document").in_bulk(list(newest.values()))

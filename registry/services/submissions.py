@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -10,11 +9,10 @@ from typing import Any, cast
 
 from django.contrib.auth.models import User
 from django.db import IntegrityError, OperationalError, transaction
-from django.db.backends.base.operations import BaseDatabaseOperations
-from django.db.models import Field
 from django.utils import timezone
 
 import protocol
+from protocol import summary
 from protocol.errors import pointer
 from registry.choices import AuditKind, Trust
 from registry.exceptions import RegistryError
@@ -114,35 +112,9 @@ def _for_a_job(checked: protocol.Checked) -> bool:
     return provenance.get("job") is not None or provenance.get("agent") is not None
 
 
-# Where each of a run's summary columns (protocol.summary.summarize, stored by `runs_store`) is read from in its
-# document: a value the schema allows but the column cannot hold (the schema is the protocol's, wider than some
-# columns; PostgreSQL stores a PositiveIntegerField as int4) is refused at the field the submitter wrote. A column
-# missing here is still checked, and refused at the document's root.
-_COLUMN_SOURCES = {
-    "protocol_version": "/protocol",
-    "phase": "/phase",
-    "workload_name": "/workload/name",
-    "workload_version": "/workload/version",
-    "scenario_kind": "/scenario/kind",
-    "precision_weights": "/precision/weights",
-    "precision_activations": "/precision/activations",
-    "batch_size": "/workload/shape/batch_size",
-    "system_name": "/system/name",
-    "accelerator_vendor": "/system/accelerators/0/vendor",
-    "accelerator_model": "/system/accelerators/0/model",
-    "accelerator_count": "/system/accelerators/0/count",
-    "submitter": "/provenance/submitter",
-    "source": "/provenance/source",
-    "started_at": "/provenance/started_at",
-    "headline_metric": "/metrics/primary",
-    "software_summary": "/software/frameworks",
-    "origin_round": "/provenance/origin/round",
-    "origin_division": "/provenance/origin/division",
-    "origin_category": "/provenance/origin/category",
-    "origin_availability": "/provenance/origin/availability",
-    "origin_kind": "/provenance/origin/kind",
-    "per_accelerator_unit": "/metrics/throughput/unit",
-}
+# Where each of a run's summary columns is read from in its document, and its limits: protocol.summary.COLUMNS (a
+# value the schema allows but the column cannot hold is refused at the field the submitter wrote; the schema is the
+# protocol's, wider than some columns). A column read from several fields is refused at the document's root.
 
 
 def _column_source(column: str, document: dict[str, Any]) -> tuple[str, str]:
@@ -155,29 +127,17 @@ def _column_source(column: str, document: dict[str, Any]) -> tuple[str, str]:
     elif column == "headline_unit":
         where = pointer(("metrics", document["metrics"]["primary"].partition(".")[0], "unit"))
     else:
-        where = _COLUMN_SOURCES.get(column, "")
+        where = summary.BY_NAME[column].pointer
     name = ".".join(f"[{p}]" if p.isdigit() else p for p in where.split("/")[1:]).replace(".[", "[")
     return where, name or "the document"
 
 
-@functools.cache
-def _column_limits(column: str) -> tuple[int, int] | int | None:
-    """The column's (lowest, highest) integer as PostgreSQL stores its type, on every database (SQLite's 8-byte
-    integers would take more, and then a run could be stored on one registry and refused by another), or its
-    max_length; None when it has neither."""
-    field = cast("Field[Any, Any]", Submission._meta.get_field(column))  # a column of the table, not a relation
-    ranges = BaseDatabaseOperations.integer_field_ranges  # PostgreSQL's own (its operations do not override them)
-    if field.get_internal_type() in ranges:
-        return ranges[field.get_internal_type()]
-    return field.max_length
-
-
 def _unstorable(checked: protocol.Checked) -> list[dict[str, str]]:
-    """Each summary column whose value is beyond its model field's limits (read from _meta, so a new column is
-    covered), as an error at the field it comes from. The comparability keys are digests of a fixed width."""
+    """Each summary column whose value is beyond its declared limits (protocol.summary.COLUMNS, which the model's
+    fields equal), as an error at the field it comes from. The comparability keys are digests of a fixed width."""
     errors = []
     for column, value in checked.summary.columns().items():
-        limits = _column_limits(column)
+        limits = summary.BY_NAME[column].limits
         beyond = None if value is None or limits is None else _beyond(value, limits)
         if beyond is None:
             continue

@@ -16,6 +16,7 @@ from django.urls import reverse
 from django.utils.http import urlencode
 
 from protocol.per_accelerator import is_mlperf, label_for
+from protocol.summary import COLUMNS
 from registry.presentation.sentences import ratio_sentences
 from registry.presentation.spreadsheet import csv_text
 from registry.selectors.catalogue import SORTS, CatalogueQuery, matching_runs
@@ -71,51 +72,18 @@ RUN_COLUMNS = (
     "input_output_tokens_per_s_per_accelerator",
     "per_accelerator_label",
 )
-_RUN_FIELDS = (
-    "id",
-    "digest",
-    "workload_name",
-    "workload_version",
-    "phase",
-    "scenario_kind",
-    "precision_weights",
-    "batch_size",
-    "system_name",
-    "accelerator_count",
-    "accelerator_model",
-    "accelerator_vendor",
-    "software_summary",
-    "submitter",
-    "trust",
-    "origin_round",
-    "origin_division",
-    "origin_availability",
-    "headline_metric",
-    "headline_value",
-    "headline_unit",
-    "headline_lower_is_better",
-    "comparability_key",
-    "origin_kind",
-    "per_accelerator_throughput",
-    "per_accelerator_unit",
-    "per_accelerator_output_tokens",
-    "per_accelerator_total_tokens",
-)
+# The summary columns exported, under their export names (protocol.summary.COLUMNS); RUN_COLUMNS orders them.
+_EXPORTED = tuple(c for c in COLUMNS if c.export)
+_RUN_FIELDS = ("id", "digest", "trust", "comparability_key", "origin_kind", *(c.name for c in _EXPORTED))
 
 
 def _run_row(r: Mapping[str, Any], absolute: Callable[[str], str], withdrawn: bool) -> dict[str, Any]:
-    values = [r[f] for f in _RUN_FIELDS]
-    out = dict(zip(("run", "digest", *RUN_COLUMNS[3:23]), values[:22], strict=True))
+    out = {c.export: r[c.name] for c in _EXPORTED}
+    out.update(run=r["id"], digest=r["digest"], trust=r["trust"], withdrawn=withdrawn)
     out["url"] = absolute(reverse("run", args=[r["id"]]))
     out["comparable_set_url"] = absolute("/?set=" + r["comparability_key"])
-    out["withdrawn"] = withdrawn
-    out.update(
-        throughput_per_accelerator=r["per_accelerator_throughput"],
-        throughput_per_accelerator_unit=r["per_accelerator_unit"] or None,
-        output_tokens_per_s_per_accelerator=r["per_accelerator_output_tokens"],
-        input_output_tokens_per_s_per_accelerator=r["per_accelerator_total_tokens"],
-        per_accelerator_label=label_for(is_mlperf(r["origin_kind"])),
-    )
+    out["throughput_per_accelerator_unit"] = r["per_accelerator_unit"] or None  # no figure, no unit
+    out["per_accelerator_label"] = label_for(is_mlperf(r["origin_kind"]))
     return {c: out[c] for c in RUN_COLUMNS}
 
 

@@ -48,6 +48,7 @@ def _served() -> list[dict[str, Any]]:
         importlib.import_module("registry.migrations.0021_measurement_identity"),
         m0022,
         importlib.import_module("registry.migrations.0025_per_accelerator"),
+        importlib.import_module("registry.migrations.0026_sweep_id"),
     ],
 )
 def test_the_migration_imports_no_protocol_code(module: Any) -> None:
@@ -208,3 +209,46 @@ def test_0025_backfills_the_figures_of_runs_stored_before_it(user: Any) -> None:
     m0025.backfill(apps, editor)
     again = {r.pk: {n: getattr(r, n) for n in names} for r in Submission.objects.all()}
     assert again == live
+
+
+def test_0026s_frozen_sweep_id_equals_protocols() -> None:
+    """0026 backfilled every level with a frozen copy of protocol.summary.sweep_id: they must agree, for levels,
+    runs of no sweep and malformed sweeps alike."""
+    from protocol.summary import summarize, sweep_id
+
+    m0026: Any = importlib.import_module("registry.migrations.0026_sweep_id")
+    documents = [*_documents(), *_served()]
+    assert any(sweep_id(d) for d in documents) and not all(sweep_id(d) for d in documents)
+    for doc in documents:
+        assert m0026.sweep_id_column(doc) == summarize(doc).columns()["sweep_id"]
+    for odd in ({}, {"scenario": None}, {"scenario": {"sweep": "s"}}, {"scenario": {"sweep": {"id": 7}}}):
+        assert m0026.sweep_id_column(odd) == (sweep_id(odd) or "")
+
+
+@pytest.mark.django_db
+def test_0026_backfills_the_sweep_id_of_levels_stored_before_it(user: Any) -> None:
+    """A level stored before 0026 (its sweep_id at the default "") gets its sweep id back, past the append-only
+    trigger on PostgreSQL; a run of no sweep keeps ""."""
+    from types import SimpleNamespace
+
+    from django.apps import apps
+    from django.db import connection, models
+
+    from registry.models import Submission
+    from registry.services.submissions import submission_create
+
+    m0026: Any = importlib.import_module("registry.migrations.0026_sweep_id")
+    runs = [submission_create(document=doc, submitted_by=user)[0] for doc in (_documents()[0], _served()[0])]
+    live = {run.pk: run.sweep_id for run in runs}
+    assert sorted(bool(v) for v in live.values()) == [False, True]
+    postgres = connection.vendor == "postgresql"
+    with connection.cursor() as cursor:
+        if postgres:
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+            cursor.execute(f"ALTER TABLE registry_submission DISABLE TRIGGER {m0026.TRIGGER}")
+        models.QuerySet(Submission).update(sweep_id="")
+        if postgres:
+            cursor.execute(f"ALTER TABLE registry_submission ENABLE TRIGGER {m0026.TRIGGER}")
+    editor = SimpleNamespace(connection=connection, execute=connection.cursor().execute)
+    m0026.backfill(apps, editor)
+    assert dict(Submission.objects.values_list("pk", "sweep_id")) == live

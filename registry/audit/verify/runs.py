@@ -25,43 +25,14 @@ from protocol.audit_entries import (
     run_submitted_fields,
 )
 from protocol.comparability import comparability_keys
+from protocol.summary import COLUMN_NAMES
 from registry.audit.keys import commitment_key
 from registry.audit.verify.entries import CHUNK
 from registry.audit.verify.findings import Finding, Report, mismatch, who_differs
 from registry.choices import AuditKind
 from registry.models import AuditEntry, Submission
 
-SUMMARY_COLUMNS = (
-    "protocol_version",
-    "phase",
-    "workload_name",
-    "workload_version",
-    "scenario_kind",
-    "precision_weights",
-    "precision_activations",
-    "batch_size",
-    "system_name",
-    "accelerator_vendor",
-    "accelerator_model",
-    "accelerator_count",
-    "submitter",
-    "source",
-    "started_at",
-    "headline_metric",
-    "headline_value",
-    "headline_unit",
-    "headline_lower_is_better",
-    "software_summary",
-    "origin_round",
-    "origin_division",
-    "origin_category",
-    "origin_availability",
-    "origin_kind",
-    "per_accelerator_throughput",
-    "per_accelerator_unit",
-    "per_accelerator_output_tokens",
-    "per_accelerator_total_tokens",
-)
+SUMMARY_COLUMNS = COLUMN_NAMES  # protocol.summary.COLUMNS: every one recomputed from the canonical text
 KEY_COLUMNS = tuple(Submission.KEY_COLUMNS.items())  # (axis, column)
 
 

@@ -200,3 +200,13 @@ def test_the_verifying_stream_gives_every_row_in_order_and_ends_its_fetcher_when
     finally:
         entries.CHUNK = original
     assert not [t for t in threading.enumerate() if t.name == "audit-verify-fetch"]
+
+
+def test_an_edited_sweep_id_is_caught_like_every_declared_summary_column(user, server_example):
+    """audit verify recomputes every column protocol.summary.COLUMNS declares, the sweep id included: a run moved
+    into another sweep's page (or out of its own) below the ORM is named."""
+    runs = _log(user, server_example)
+    _as_superuser("UPDATE registry_submission SET sweep_id = 'someone-elses-sweep' WHERE id = %s", [runs[1].pk])
+    ok, out = _verify()
+    assert not ok
+    assert f"run {runs[1].pk}: column sweep_id is 'someone-elses-sweep', the canonical text says ''" in out
