@@ -5,7 +5,8 @@ need no database and never start Django; the rest are Django commands, run under
   benchreg serve [--verbose]          the registry behind gunicorn (--verbose: the worker's and beat's log too)
   benchreg submit FILE...             send documents to a registry (--server/--token or BENCHREG_SERVER/_TOKEN);
                                       several files go as NDJSON batches (--batch-size), with a progress bar
-  benchreg run inference|training|serving   the bundled runners; serving measures an OpenAI-compatible endpoint
+  benchreg run inference|training|serving|collectives   the bundled runners; serving measures an OpenAI-compatible
+                                      endpoint, collectives the interconnect (docs/interconnect.md)
   benchreg serve-model [--port 8000]  the bundled decoder behind an OpenAI-compatible streaming API (docs/serving.md)
   benchreg serve-simulated ...        an OpenAI-compatible endpoint with a known latency law (tests, bench)
   benchreg create-token --username NAME --scopes submit,read   an API token for a script (printed alone)

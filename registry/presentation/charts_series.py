@@ -8,6 +8,7 @@ marked; and the headline per software version, each with the interval over its r
 
 from __future__ import annotations
 
+import math
 import textwrap
 from collections.abc import Mapping
 from datetime import datetime, timedelta
@@ -99,7 +100,9 @@ def history_time_figure(history: Mapping[str, Any]) -> Figure | None:
     ax.set_xlabel(time_axis_label(history), loc="left")  # the date formatter's offset ("2026-Dec-02") is at the right
     # from 0, with room above the highest point and interval: a marker at the top edge would be cut in half
     top = max(max(p["value"], p.get("ci_high") or 0) for p in points)
-    ax.set_ylim(0, max(ax.get_ylim()[1], top * 1.08))
+    room = top * 1.08
+    if math.isfinite(room):  # a value near the largest double (1e308) has no room above it: matplotlib's own limits
+        ax.set_ylim(0, max(ax.get_ylim()[1], room))
     if len(software) > 1 or any(p.get("change_point") for p in points):
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=1)
     return fig
