@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
 from .canonical import digest
 from .comparability import controlled_projection
@@ -129,6 +128,8 @@ def prediction_test(
 
 def _log_prediction(logs: np.ndarray, new: float) -> tuple[float, float, float]:
     """(log of new ÷ the reference's geometric mean, the prediction interval's half width, two-sided p)."""
+    from scipy import stats as sps  # on first use: importing scipy.stats costs ~1 s of every process's start
+
     n = len(logs)
     delta = math.log(new) - float(logs.mean())
     scale = float(logs.std(ddof=1)) * math.sqrt(1.0 + 1.0 / n)

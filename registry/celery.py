@@ -19,7 +19,6 @@ app.autodiscover_tasks(["registry"])
 # --- operations: heartbeats of the worker and beat, for readiness, the embedded supervisor and health checks ---
 
 from celery import bootsteps  # noqa: E402
-from celery.beat import PersistentScheduler  # noqa: E402
 
 from registry.worker import heartbeats  # noqa: E402
 
@@ -53,15 +52,11 @@ class WorkerHeartbeat(bootsteps.StartStopStep):
 app.steps["worker"].add(WorkerHeartbeat)
 
 
-class HeartbeatScheduler(PersistentScheduler):
-    """Beat's default scheduler, rewriting <data dir>/beat.heartbeat on every tick (at least every
-    BENCHREG_HEARTBEAT_INTERVAL_S).
+def __getattr__(name: str) -> Any:
+    # Beat's scheduler, `--scheduler registry.celery:HeartbeatScheduler` (registry/worker/beat.py): celery.beat is
+    # loaded by the beat process only, not by every process that loads the app (commands, web, workers).
+    if name == "HeartbeatScheduler":
+        from registry.worker.beat import HeartbeatScheduler
 
-    Beat answers no ping, so readiness and compose's health check read the file's age: a hung or dead beat stops
-    writing it. Run beat with `--scheduler registry.celery:HeartbeatScheduler`.
-    """
-
-    def tick(self, *args: Any, **kwargs: Any) -> float:
-        delay = super().tick(*args, **kwargs)
-        heartbeats.touch(Path(settings.DATA_DIR), "beat")
-        return min(float(delay), float(settings.BENCHREG_HEARTBEAT_INTERVAL_S))
+        return HeartbeatScheduler
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 import numpy as np
-from scipy import stats as sps
 
 from protocol import rules
 from protocol.percentiles import NUMPY_METHOD, quantile
@@ -121,6 +120,8 @@ def mann_kendall_z(series: np.ndarray) -> float:
 
 
 def _relative_change(medians: np.ndarray, overall: float) -> float:
+    from scipy import stats as sps  # on first use: importing scipy.stats costs ~1 s of a process's start
+
     slope = float(sps.theilslopes(medians).slope)
     return abs(slope * (medians.size - 1)) / overall if overall > 0 else 0.0
 
@@ -180,6 +181,8 @@ def _dispersion_reason(iqr: float, criteria: SteadyCriteria) -> str | None:
 
 def _blocks_differ(data: np.ndarray, blocks: int) -> float:
     """Kruskal-Wallis p-value that the consecutive blocks come from one distribution."""
+    from scipy import stats as sps  # on first use, as in _relative_change
+
     parts = np.array_split(data, blocks)
     if all(np.ptp(p) == 0 for p in parts) and np.ptp(data) == 0:
         return 1.0

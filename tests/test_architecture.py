@@ -121,6 +121,10 @@ _SUBCOMMAND = "`benchreg` loads one subcommand's code only; on an [agent] instal
 LOCAL_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("protocol", "protocol.validate"): "jsonschema is loaded on the first validation, not on `import protocol`",
     ("registry", "registry.celery"): "Celery (most of a second) only for processes that use it; the CLI does not",
+    (
+        "registry.celery",
+        "registry.worker.beat",
+    ): "celery.beat only in the beat process (registry.celery:HeartbeatScheduler)",
     ("registry.apps", "registry"): "tasks import models, which Django allows only once the apps are loaded",
     ("registry.cli", "registry.admin_cli"): _SUBCOMMAND,
     ("registry.cli", "runners.agent.cli"): _SUBCOMMAND,
@@ -131,6 +135,7 @@ LOCAL_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("registry.cli", "verifier.witness"): _SUBCOMMAND,
     ("registry.management.commands.serve", "registry.wsgi"): "importing it warms up and freezes the process's heap",
     ("registry.web.reports", "registry.services.reports"): "the PDF stack (WeasyPrint, pyHanko), on first use",
+    ("registry.services.reports", "verifier.report"): "pyHanko's validation stack (~0.7 s) only to verify a report",
     ("runners.backends", "runners.backends.numpy_backend"): "a backend's library is loaded only when it is chosen",
     ("runners.backends", "runners.backends.torch_backend"): "PyTorch, loaded only when the torch backend is chosen",
     ("runners.cli", "runners.client"): "httpx only when a run is submitted",

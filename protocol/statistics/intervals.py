@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats as sps
 
 Array = npt.NDArray[np.float64]
 
@@ -30,6 +29,8 @@ def t_quantile(df: int, confidence: float = CONFIDENCE) -> float:
 
     Cached: scipy's ppf costs ~0.1 ms a call, and a page asks for the same few degrees of freedom hundreds of times.
     """
+    from scipy import stats as sps  # here, not at the top: importing scipy.stats costs ~1 s of every process's start
+
     return float(sps.t.ppf(0.5 + confidence / 2, df))
 
 
@@ -75,6 +76,8 @@ def log_ratio_interval(subject: Array, baseline: Array, confidence: float = CONF
 
     Last axes hold each arm's independent values (their lengths may differ); leading axes broadcast.
     """
+    from scipy import stats as sps  # on first use, as in t_quantile
+
     ls, lb = np.log(np.asarray(subject, dtype=np.float64)), np.log(np.asarray(baseline, dtype=np.float64))
     ks, kb = ls.shape[-1], lb.shape[-1]
     vs, vb = ls.var(axis=-1, ddof=1) / ks, lb.var(axis=-1, ddof=1) / kb

@@ -6,26 +6,22 @@ threads and Celery workers, no display needed.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import io
 import json
 import math
 import re
 import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
-
-import matplotlib
-
-matplotlib.use("Agg")  # before anything else of matplotlib: never a GUI backend on a server
-
-from matplotlib.backends.backend_svg import FigureCanvasSVG
-from matplotlib.figure import Figure
 
 from protocol.numbers import number
 from registry.presentation.words import HEADLINE_STYLE
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
     from matplotlib.typing import RcKeyType
 
 # Sober, colour-blind-safe (Okabe-Ito) colours; the first is the registry's ink blue.
@@ -68,6 +64,33 @@ MAX_ASPECT = FIGURE_MAX_MM / CONTENT_WIDTH_MM  # height over width of the talles
 T = TypeVar("T")
 
 
+# matplotlib is loaded on the first chart drawn, not when this module is imported: importing it costs about half a
+# second, which every command, test worker and page process would pay (the reports code imports the charts).
+@functools.cache
+def _load_matplotlib() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")  # before anything else of matplotlib draws: never a GUI backend on a server
+
+
+@contextlib.contextmanager
+def rc_context(rc: Mapping[RcKeyType, Any]) -> Iterator[None]:
+    """matplotlib's rc_context (the house STYLE, and a chart's own additions), matplotlib loaded on first use."""
+    _load_matplotlib()
+    import matplotlib
+
+    with matplotlib.rc_context(dict(rc)):
+        yield
+
+
+def new_figure(**kwargs: Any) -> Figure:
+    """A matplotlib Figure (its object API: no pyplot), matplotlib loaded on first use."""
+    _load_matplotlib()
+    from matplotlib.figure import Figure
+
+    return Figure(**kwargs)
+
+
 def finite(value: Any) -> float | None:
     """`value` as a float when it is a finite number (not True/False), else None: what a chart can plot."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
@@ -98,6 +121,8 @@ def svg(fig: Figure, kind: str, data: Any) -> str:
     """The figure as inline-safe SVG with ids scoped by a prefix unique to this chart's kind and data."""
     if not fig.get_tight_layout() and not fig.get_constrained_layout():
         fig.tight_layout()
+    from matplotlib.backends.backend_svg import FigureCanvasSVG  # loaded already: `fig` is matplotlib's
+
     buffer = io.StringIO()
     # bbox_inches="tight": a legend placed below its axes (outside them) is saved whole, never cut at the edge.
     FigureCanvasSVG(fig).print_figure(

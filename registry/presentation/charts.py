@@ -15,12 +15,20 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from matplotlib import rc_context
-from matplotlib.figure import Figure
-
 from protocol.numbers import Style, number
 from protocol.rules import MIN_SAMPLES_FOR_PERCENTILE, percentile_allowed
-from registry.presentation.chart_style import PALETTE, STYLE, WIDTH_IN, finite, page_parts, svg, title, value_label
+from registry.presentation.chart_style import (
+    PALETTE,
+    STYLE,
+    WIDTH_IN,
+    finite,
+    new_figure,
+    page_parts,
+    rc_context,
+    svg,
+    title,
+    value_label,
+)
 from registry.presentation.words import metric_label
 
 PERCENTILES = ("p50", "p90", "p95", "p99")
@@ -59,7 +67,9 @@ def _throughput_svg(result: Mapping[str, Any], rows: Sequence[tuple[str, Mapping
     arms = [arm for _, arm in rows]
     values, lows, highs = _estimates(arms)
     with rc_context(STYLE):
-        fig = Figure(figsize=(WIDTH_IN, 0.9 + 0.3 * sum(1 + label.count("\n") for label in labels) + 0.12 * len(arms)))
+        fig = new_figure(
+            figsize=(WIDTH_IN, 0.9 + 0.3 * sum(1 + label.count("\n") for label in labels) + 0.12 * len(arms))
+        )
         ax = fig.add_subplot()
         ys = list(range(len(arms)))[::-1]
         ax.barh(ys, values, color=[PALETTE[i % len(PALETTE)] for i in range(len(arms))], height=0.6, zorder=2)
@@ -138,7 +148,7 @@ def _percentiles_svg(
     with rc_context(STYLE):
         heights = [len(rows) * (1 + max(0, max(lab.count("\n") for lab, _ in rows))) for _ in metrics]
         # Per panel: its rows, plus a title, tick labels and an axis label (about 1.3 in), or they overlap.
-        fig = Figure(figsize=(WIDTH_IN, 0.4 + sum(0.3 * h + 1.3 for h in heights)))
+        fig = new_figure(figsize=(WIDTH_IN, 0.4 + sum(0.3 * h + 1.3 for h in heights)))
         axes = fig.subplots(len(metrics), 1, squeeze=False)[:, 0]
         for ax, metric in zip(axes, metrics, strict=True):
             shown = _percentile_panel(ax, rows, metric, runs, per)
@@ -172,7 +182,7 @@ def latency_distribution_chart(document: Mapping[str, Any], label: str | None = 
     unit = document["samples"][metric].get("unit") or "ms"
     words = metric_label(metric, document)
     with rc_context(STYLE):
-        fig = Figure(figsize=(WIDTH_IN, 2.4))
+        fig = new_figure(figsize=(WIDTH_IN, 2.4))
         ax = fig.add_subplot()
         ax.hist(values, bins=min(60, max(10, int(math.sqrt(len(values))))), color=PALETTE[0], zorder=2)
         _percentile_marks(ax, values, unit)
@@ -242,7 +252,7 @@ def _load_svg(
     below = entries > 4
     with rc_context(STYLE):
         height = 2.6 + (0.17 * entries if below else 0)
-        fig = Figure(figsize=(WIDTH_IN, height), layout="constrained" if below else None)
+        fig = new_figure(figsize=(WIDTH_IN, height), layout="constrained" if below else None)
         ax = fig.add_subplot()
         for i, (name, pts) in enumerate(series):
             _load_line(ax, name, sorted(pts), PALETTE[i % len(PALETTE)])
@@ -300,7 +310,7 @@ def _derived_svg(
 ) -> str:
     rows = max(len(points) for _, points in panels)
     with rc_context(STYLE):
-        fig = Figure(figsize=(WIDTH_IN, 0.9 + 0.36 * rows * len(panels) + 0.45 * len(panels)))
+        fig = new_figure(figsize=(WIDTH_IN, 0.9 + 0.36 * rows * len(panels) + 0.45 * len(panels)))
         axes = fig.subplots(len(panels), 1, squeeze=False)[:, 0]
         for ax, (name, points) in zip(axes, panels, strict=True):
             _derived_panel(ax, name, points, (ends or {}).get(name))

@@ -9,10 +9,17 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from matplotlib import rc_context
-from matplotlib.figure import Figure
-
-from registry.presentation.chart_style import PALETTE, STYLE, WIDTH_IN, finite, page_parts, svg, title
+from registry.presentation.chart_style import (
+    PALETTE,
+    STYLE,
+    WIDTH_IN,
+    finite,
+    new_figure,
+    page_parts,
+    rc_context,
+    svg,
+    title,
+)
 from registry.presentation.charts import LABEL_WIDTH
 
 # A candidate on one criterion: (value, interval low, interval high), the bounds None where the answer has none.
@@ -58,7 +65,7 @@ def _pareto_svg(
     """The candidates of `part` (each with its position among all `points`: its colour); the axes and the
     frontier's line are those of all `points`, so parts read alike."""
     with rc_context(STYLE):
-        fig = Figure(figsize=(WIDTH_IN, 3.6))
+        fig = new_figure(figsize=(WIDTH_IN, 3.6))
         ax = fig.add_subplot()
         for n, (i, cand, xy) in part:
             _candidate(ax, n, cand, xy, i in members)

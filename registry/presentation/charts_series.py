@@ -14,16 +14,14 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from matplotlib import dates as mdates
-from matplotlib import rc_context
-from matplotlib.figure import Figure
-
 from protocol.numbers import Style, number
-from registry.presentation.chart_style import PALETTE, STYLE, svg
+from registry.presentation.chart_style import PALETTE, STYLE, new_figure, rc_context, svg
 from registry.presentation.words import HEADLINE_STYLE, metric_label
 
 if TYPE_CHECKING:
+    from matplotlib import dates as mdates
     from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
     from matplotlib.typing import RcKeyType
 
 CHANGE_COLOUR = "#d55e00"
@@ -48,6 +46,8 @@ def _axis_label(history: Mapping[str, Any]) -> str:
 def _time_locator() -> mdates.AutoDateLocator:
     """3 to 6 ticks on any span. Each unit's intervals reach the next unit, so no span falls between two units
     (where matplotlib warns and crowds the axis: with its defaults, minticks 5 above the maxticks we want)."""
+    from matplotlib import dates as mdates  # loaded already: a figure is being drawn (chart_style.new_figure)
+
     # matplotlib.dates is unannotated (no stub), so its constructors are untyped calls.
     locator = mdates.AutoDateLocator(minticks=3, maxticks=6)  # type: ignore[no-untyped-call]
     locator.intervald[mdates.SECONDLY] = [1, 2, 5, 10, 15, 30, 60]  # 2: seven minutes would get one tick at 5
@@ -88,7 +88,7 @@ def history_time_figure(history: Mapping[str, Any]) -> Figure | None:
         return None
     software = list(dict.fromkeys(p["software"] for p in points))
     colour = {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(software)}
-    fig = Figure(figsize=(SIZE[0], SIZE[1] + _legend_room(software)))
+    fig = new_figure(figsize=(SIZE[0], SIZE[1] + _legend_room(software)))
     ax = fig.add_subplot()
     for name in software:
         _software_runs(ax, name, [p for p in points if p["software"] == name], colour[name])
@@ -172,6 +172,8 @@ def _time_axis(ax: Axes, times: list[datetime]) -> None:
     if last - first < MIN_TIME_SPAN:
         middle = first + (last - first) / 2
         ax.set_xlim(middle - MIN_TIME_SPAN / 2, middle + MIN_TIME_SPAN / 2)  # type: ignore[arg-type]
+    from matplotlib import dates as mdates  # loaded already, as in _time_locator
+
     locator = _time_locator()
     ax.xaxis.set_major_locator(locator)
     formatter = mdates.ConciseDateFormatter(locator)  # type: ignore[no-untyped-call]  # unannotated, as above
@@ -187,7 +189,7 @@ def history_software_chart(history: Mapping[str, Any]) -> str | None:
         return None
     labels = [_group_label(g) for g in groups]
     with rc_context({**STYLE, **FONT}):
-        fig = Figure(figsize=(SIZE[0], 0.9 + 0.45 * sum(1 + lab.count("\n") for lab in labels)))
+        fig = new_figure(figsize=(SIZE[0], 0.9 + 0.45 * sum(1 + lab.count("\n") for lab in labels)))
         ax = fig.add_subplot()
         ys = list(range(len(groups)))[::-1]
         for y, g in zip(ys, groups, strict=True):

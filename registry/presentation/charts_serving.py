@@ -12,12 +12,19 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from matplotlib import rc_context
-from matplotlib.figure import Figure
-
 from protocol import serving
 from protocol.numbers import Style, number
-from registry.presentation.chart_style import PALETTE, STYLE, WIDTH_IN, finite, page_parts, svg, title
+from registry.presentation.chart_style import (
+    PALETTE,
+    STYLE,
+    WIDTH_IN,
+    finite,
+    new_figure,
+    page_parts,
+    rc_context,
+    svg,
+    title,
+)
 from registry.presentation.charts import LABEL_WIDTH
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
@@ -75,7 +82,7 @@ def _frontier_svg(
         # The legend sits below the axes, one entry per configuration, in height of its own: constrained layout
         # keeps the axes' height whatever the legend's (tight layout squashed the axes under a long legend).
         lines = sum(1 + label.count("\n") for label in labels)
-        fig = Figure(figsize=(WIDTH_IN, 3.4 + 0.14 * lines), layout="constrained")
+        fig = new_figure(figsize=(WIDTH_IN, 3.4 + 0.14 * lines), layout="constrained")
         ax = fig.add_subplot()
         for n, (s, pts) in enumerate(drawable):
             _series(ax, n, s, pts)

@@ -3,18 +3,20 @@
 Every resource the document needs is inline: the stylesheet is passed as a string, charts are `data:` SVG images
 and fonts are the system's (DejaVu, through fontconfig). The URL fetcher refuses every scheme but `data:`, and a
 refusal stops the rendering (FatalURLFetchingError), so a report never silently depends on, or leaks to, a server.
+
+WeasyPrint (with fontTools, most of a second) is imported when a report is rendered, not with this module: the
+app's tasks import the reports code, so every command, worker and test process would pay for it at start-up.
 """
 
 from __future__ import annotations
 
 import base64
 import datetime as dt
+import functools
 from collections.abc import Mapping
 from typing import Any
 
-import weasyprint
 from django.template.loader import render_to_string
-from weasyprint.urls import FatalURLFetchingError, URLFetcher
 
 from registry.reports import ATTACHMENT_NAME
 
@@ -22,17 +24,30 @@ TEMPLATE = "reports/decision.html"
 STYLESHEET = "reports/decision.css"
 
 
-class OfflineFetcher(URLFetcher):  # type: ignore[misc]  # weasyprint ships no type hints
-    """Serves `data:` URIs only; any other URL (http, https, file, ftp...) aborts the rendering."""
+def offline_fetcher(**options: Any) -> Any:
+    """WeasyPrint's URL fetcher (given `options`), serving `data:` URIs only: any other URL (http, https, file,
+    ftp...) aborts the rendering."""
+    return _offline_fetcher_class()(**options)
 
-    def fetch(self, url: str, headers: Any = None) -> Any:
-        if url.startswith("data:"):
-            return super().fetch(url, headers)
-        raise FatalURLFetchingError(f"report rendering refuses to fetch {url[:80]!r}: reports are self-contained")
+
+@functools.cache
+def _offline_fetcher_class() -> type[Any]:
+    # Made on first use: it subclasses WeasyPrint's URLFetcher.
+    from weasyprint.urls import FatalURLFetchingError, URLFetcher
+
+    class OfflineFetcher(URLFetcher):  # type: ignore[misc]  # weasyprint ships no type hints
+        def fetch(self, url: str, headers: Any = None) -> Any:
+            if url.startswith("data:"):
+                return super().fetch(url, headers)
+            raise FatalURLFetchingError(f"report rendering refuses to fetch {url[:80]!r}: reports are self-contained")
+
+    return OfflineFetcher
 
 
 def render_html(context: Mapping[str, Any]) -> str:
     """The report's HTML. User text is escaped by Django's autoescaping; charts become data: SVG images."""
+    import weasyprint  # its version is printed in the report; the PDF is made by render_pdf right after
+
     charts = [{"title": c["title"], "src": _data_uri(c["svg"])} for c in context.get("charts") or []]
     decision = context.get("decision_answer")
     if decision:  # each of its figures is a list of parts (presentation.charts_report.decision_figures)
@@ -51,7 +66,9 @@ def render_pdf(
 ) -> bytes:
     """The unsigned PDF/A-3b of the report, with `evidence` attached as benchreg-evidence.json (AFRelationship
     Data). Raises FatalURLFetchingError if anything tried to fetch a URL."""
-    fetcher = OfflineFetcher(fail_on_errors=True, allowed_protocols=["data"])
+    import weasyprint
+
+    fetcher = offline_fetcher(fail_on_errors=True, allowed_protocols=["data"])
     html = weasyprint.HTML(string=render_html(context), url_fetcher=fetcher, base_url="data:,")
     stylesheet = weasyprint.CSS(string=render_to_string(STYLESHEET), url_fetcher=fetcher, base_url="data:,")
     when = issued_at or dt.datetime.now(dt.UTC)

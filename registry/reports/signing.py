@@ -24,7 +24,7 @@ import re
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from asn1crypto import keys as asn1_keys
 from asn1crypto import x509 as asn1_x509
@@ -35,15 +35,13 @@ from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
-from pyhanko.pdf_utils import generic
-from pyhanko.pdf_utils.incremental_writer import IncrementalPdfFileWriter
-from pyhanko.pdf_utils.metadata import model as metadata_model
-from pyhanko.sign import fields, signers
-from pyhanko.sign.signers.constants import ESIC_EXTENSION_1
-from pyhanko.sign.timestamps.dummy_client import DummyTimeStamper
-from pyhanko_certvalidator.registry import SimpleCertificateStore
 
 from registry.keyfiles import check_private, create_once
+
+if TYPE_CHECKING:
+    from pyhanko.pdf_utils.incremental_writer import IncrementalPdfFileWriter
+    from pyhanko.sign import signers
+    from pyhanko.sign.timestamps.dummy_client import DummyTimeStamper
 
 GENERATED_FILE = "report-signing.pem"
 SIGNATURE_FIELD = "BenchregReportSignature"
@@ -112,15 +110,23 @@ def sign_pdf(pdf: bytes, *, identity: SigningIdentity, reason: str, name: str = 
     The signature is an incremental update over `pdf`; its /Reason is `reason` (covered by the signature), which
     is where the report records the evidence digest for verifiers. Timestamped when the identity has a TSA.
     """
+    # pyHanko (~0.7 s to import) is loaded here, when a report is signed, and not with this module: the identity
+    # (health checks, the certificate endpoint, `benchreg demo`) and every process importing the reports code
+    # would pay for it otherwise.
+    from pyhanko.pdf_utils.incremental_writer import IncrementalPdfFileWriter
+
     signer, timestamper = _signer(identity), _timestamper(identity)
     meta = _signature_metadata(reason, name)
     writer = IncrementalPdfFileWriter(io.BytesIO(pdf), strict=False)
     _tidy_metadata(writer)
-    out = _Pdf17Signer(meta, signer=signer, timestamper=timestamper).sign_pdf(writer)
+    out = _pdf17_signer_class()(meta, signer=signer, timestamper=timestamper).sign_pdf(writer)
     return bytes(out.getbuffer())
 
 
 def _signer(identity: SigningIdentity) -> signers.SimpleSigner:
+    from pyhanko.sign import signers
+    from pyhanko_certvalidator.registry import SimpleCertificateStore
+
     return signers.SimpleSigner(
         signing_cert=_asn1_cert(identity.certificate),
         signing_key=_asn1_key(identity.key),
@@ -132,6 +138,9 @@ def _signer(identity: SigningIdentity) -> signers.SimpleSigner:
 
 def _timestamper(identity: SigningIdentity) -> DummyTimeStamper | None:
     """The identity's TSA as a timestamper; None when it has none."""
+    from pyhanko.sign.timestamps.dummy_client import DummyTimeStamper
+    from pyhanko_certvalidator.registry import SimpleCertificateStore
+
     if identity.tsa_key is None or identity.tsa_certificate is None:
         return None
     return DummyTimeStamper(
@@ -144,6 +153,8 @@ def _timestamper(identity: SigningIdentity) -> DummyTimeStamper | None:
 
 
 def _signature_metadata(reason: str, name: str) -> signers.PdfSignatureMetadata:
+    from pyhanko.sign import fields, signers
+
     return signers.PdfSignatureMetadata(
         field_name=SIGNATURE_FIELD,
         certify=True,
@@ -160,6 +171,9 @@ def _tidy_metadata(writer: IncrementalPdfFileWriter) -> None:
     """In the signed revision itself: list each associated file once in the catalog's /AF (WeasyPrint's PDF/A
     path adds the evidence twice), and name the producer as pyHanko will write it into the XMP packet, so the
     Info dictionary and XMP agree (WeasyPrint is named in Creator/CreatorTool, from the template)."""
+    from pyhanko.pdf_utils import generic
+    from pyhanko.pdf_utils.metadata import model as metadata_model
+
     root = writer.root
     if "/AF" in root:
         seen, unique = set(), generic.ArrayObject()
@@ -177,16 +191,23 @@ def _tidy_metadata(writer: IncrementalPdfFileWriter) -> None:
         writer.mark_update(info_ref)
 
 
-class _Pdf17Signer(signers.PdfSigner):
-    """Registers only the ESIC (PAdES) extension, keeping the file at PDF 1.7 as PDF/A-3 requires.
+@functools.cache
+def _pdf17_signer_class() -> type[signers.PdfSigner]:
+    """A PdfSigner that registers only the ESIC (PAdES) extension, keeping the file at PDF 1.7 as PDF/A-3 requires.
+    Made on first use, as it subclasses pyHanko's.
 
     pyHanko would also declare ISO 32002 for ECDSA on P-256, which bumps the catalog's /Version to 2.0 and so makes
     the PDF/A-3b file non-conformant; ECDSA signatures in CMS are valid PAdES on PDF 1.7 without that declaration.
     """
+    from pyhanko.sign import signers
+    from pyhanko.sign.signers.constants import ESIC_EXTENSION_1
 
-    def register_extensions(self, pdf_out: Any, *, md_algorithm: str) -> None:
-        pdf_out.ensure_output_version(version=(1, 7))
-        pdf_out.register_extension(ESIC_EXTENSION_1)
+    class Pdf17Signer(signers.PdfSigner):
+        def register_extensions(self, pdf_out: Any, *, md_algorithm: str) -> None:
+            pdf_out.ensure_output_version(version=(1, 7))
+            pdf_out.register_extension(ESIC_EXTENSION_1)
+
+    return Pdf17Signer
 
 
 # ------------------------------------------------------------------------------------------ loading

@@ -18,7 +18,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 from cryptography.hazmat.primitives import hashes
@@ -51,8 +51,9 @@ from registry.services.audit import audit_append, checkpoint_sign
 from registry.services.comparisons import comparison_create
 from registry.services.witnesses import checkpoint_cosign
 from registry.storage import local_path, reports_storage
-from verifier.report import verify_report
-from verifier.verdict import Verdict
+
+if TYPE_CHECKING:
+    from verifier.verdict import Verdict
 
 log = logging.getLogger(__name__)
 RENDER_TASK = "registry.tasks.reports.render_report"
@@ -497,6 +498,8 @@ def _redispatch(pks: list[int]) -> None:
 
 def report_verify(*, pdf: bytes, with_reasons: bool = True) -> Verdict:
     """Verify a report PDF against this registry: its certificates, its audit-log keys and its runs."""
+    from verifier.report import verify_report  # pyHanko's validation stack (~0.7 s) only when a report is verified
+
     return verify_report(
         pdf,
         certificates=trusted_certificates(),

@@ -12,8 +12,6 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-import aiohttp
-
 import protocol
 
 from .. import __version__
@@ -87,6 +85,8 @@ def _serving(ctx: Context, info: EndpointInfo | None) -> dict[str, Any]:
 
 
 def _software(ctx: Context, info: EndpointInfo | None, notes: dict[str, str]) -> dict[str, Any]:
+    import aiohttp  # for its version only: importing it costs ~0.3 s, which importers of this module need not pay
+
     d = ctx.deployment
     client = (
         f"benchreg {__version__}, Python {platform.python_version()}, aiohttp {aiohttp.__version__} (streams), "

@@ -40,11 +40,13 @@ import math
 import time
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import aiohttp
 import httpx
 import numpy as np
+
+if TYPE_CHECKING:
+    import aiohttp
 
 OUTCOMES = ("completed", "errors", "timeouts", "incomplete")
 # Bounds on what an endpoint may send (a hostile or broken one must not exhaust the client's memory): one SSE
@@ -231,6 +233,8 @@ def _count(usage: dict[str, Any], key: str, most: int) -> int:
 
 async def send(client: aiohttp.ClientSession, target: Target, prompt: Prompt, record: Record) -> Record:
     """Send one request and fill `record`; never raises (every failure is the request's outcome)."""
+    import aiohttp  # loaded already (streams): here for its exception types only
+
     record.input_tokens = prompt.input_tokens
     record.sent = time.perf_counter()
     try:
@@ -320,6 +324,10 @@ def client(target: Target, connections: int) -> httpx.AsyncClient:
 
 def streams(target: Target, connections: int) -> aiohttp.ClientSession:
     """The session that carries the streamed requests: up to `connections` open at once, kept alive."""
+    # aiohttp (~0.3 s to import) is loaded with the first load level, not with this module: the registry imports
+    # the serving runner's spec (and so this module) in every process.
+    import aiohttp
+
     connector = aiohttp.TCPConnector(limit=connections, limit_per_host=connections)
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=min(30.0, target.timeout_s))
     return aiohttp.ClientSession(connector=connector, timeout=timeout, headers=dict(target.headers))

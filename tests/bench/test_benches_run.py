@@ -92,6 +92,16 @@ BENCHES = [
         ),
     ),
     Bench(
+        "startup",
+        ("--smoke",),
+        (
+            rf"^django\.setup\(\), no apps \(bare Django\)\s+{NUMBER}\s+{NUMBER}\s+1\.00x",  # the in-run baseline
+            rf"^benchreg import serving --help\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}x",
+            rf"^pytest --collect-only tests/registry/presentation\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}x",
+            rf"the registry's app loading beyond bare Django: -?{NUMBER} s CPU",
+        ),
+    ),
+    Bench(
         "comparisons",
         ("--smoke",),
         (

@@ -13,7 +13,7 @@ from registry.choices import ReportStatus
 from registry.models import AuditEntry, Report
 from registry.reports import ATTACHMENT_NAME
 from registry.reports.context import report_context
-from registry.reports.render import OfflineFetcher, render_html
+from registry.reports.render import offline_fetcher, render_html
 from registry.services.reports import report_bytes, report_render, report_request, report_verify
 from registry.services.submissions import submission_withdraw
 from verifier.evidence import attachment
@@ -128,7 +128,7 @@ def test_user_text_is_escaped(rendered):
 def test_rendering_refuses_every_network_fetch():
     import weasyprint
 
-    fetcher = OfflineFetcher(fail_on_errors=True)
+    fetcher = offline_fetcher(fail_on_errors=True)
     for url in ("http://example.com/x.png", "https://example.com/f.css", "file:///etc/passwd"):
         with pytest.raises(FatalURLFetchingError):
             fetcher.fetch(url)
