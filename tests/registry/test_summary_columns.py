@@ -101,7 +101,9 @@ def test_postgresql_plans_a_sweeps_levels_on_the_partial_sweep_index(user: Any) 
             plans.append("\n".join(row[0] for row in cursor.fetchall()))
         cursor.execute("SET LOCAL enable_seqscan = on")
     assert "registry_sub_sweep_levels" in plans[0], plans[0]
-    assert "registry_sub_sweep_newest" in plans[1], plans[1]
+    # the newest sweeps: either partial sweep index (both skip every run outside a sweep); on a tiny table the
+    # planner may prefer a bitmap scan of the levels index and a sort to walking the newest index
+    assert "registry_sub_sweep_" in plans[1] and "Seq Scan" not in plans[1], plans[1]
 
 
 def test_the_catalogues_facets_sorts_and_search_are_declared_columns() -> None:

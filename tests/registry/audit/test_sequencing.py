@@ -192,6 +192,9 @@ def test_a_sequencer_killed_mid_batch_loses_nothing_and_integrates_nothing_twice
         "DJANGO_SETTINGS_MODULE": "registry.settings",
         "BENCHREG_AUDIT_SEQUENCING": "worker",
         "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+        # the test's own data directory: the sequencers commit who did each entry under the key kept there, the one
+        # this process verifies with (another directory's key reads as "committed under key …" on every entry)
+        "BENCHREG_DATA_DIR": str(settings.DATA_DIR),
     }
 
     # 1. Killed with a batch written and not committed: the batch is rolled back, every entry still queued.
