@@ -28,6 +28,10 @@ from runners.serving.shapes import RequestShape, TokenLaw
 from runners.serving.simulated import Delay
 from tests.runners.serving.conftest import realtime
 
+# One worker runs the serving timing tests one after another: test_kept_up spins CPU hogs on purpose, which would
+# starve a truth test running beside it on the other worker (it would then skip, its check lost).
+pytestmark = pytest.mark.xdist_group("serving-timing")
+
 ITL = Delay(20.0, 0.1)
 TOKENS = 8
 # A figure off the law by more than this share is wrong: far past the sampling error of a few hundred gaps

@@ -25,6 +25,10 @@ from runners.serving.loadgen import LevelRun, Target, arrivals, closed_loop, ope
 from runners.serving.shapes import RequestShape, TokenLaw
 from runners.serving.simulated import Delay, Law, queue_ttft_ms
 
+# One worker runs the serving timing tests one after another: test_kept_up spins CPU hogs on purpose, which would
+# starve a truth test running beside it on the other worker (it would then skip, its check lost).
+pytestmark = pytest.mark.xdist_group("serving-timing")
+
 LAW = Law(ttft=Delay(60.0, 0.3), itl=Delay(12.0, 0.25), capacity=32, seed=3)
 TOKENS = 12
 

@@ -27,6 +27,10 @@ from runners.serving.simulated import Delay, Law, queue_ttft_ms
 from tests.runners.serving.conftest import realtime
 from tests.runners.serving.test_cli import DEPLOYMENT
 
+# One worker runs the serving timing tests one after another: test_kept_up spins CPU hogs on purpose, which would
+# starve a truth test running beside it on the other worker (it would then skip, its check lost).
+pytestmark = pytest.mark.xdist_group("serving-timing")
+
 LAW = Law(Delay(200.0, 0.1), Delay(20.0, 0.1), capacity=4, seed=11)
 TOKENS, OBJECTIVE_MS, SEED = 8, 700.0, 1234
 RATES, DURATION_S, MIN_REQUESTS = (2.5, 7.5, 22.5), 3.0, 10
