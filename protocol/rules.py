@@ -9,7 +9,7 @@ PROTOCOL_VERSION = "1.0"
 # The newest minor this code knows: the live schema (schemas/submission.v1.schema.json) is this version. Importers
 # that write its fields (the MLPerf importer: fp4 formats, power windows, inferred results; the serving importer and
 # runner: sweeps, request shapes, per-user rates) declare it.
-PROTOCOL_VERSION_LATEST = "1.2"
+PROTOCOL_VERSION_LATEST = "1.3"
 
 INFERENCE_SCENARIOS = frozenset({"single-stream", "multi-stream", "server", "offline", "interactive"})
 TRAINING_SCENARIOS = frozenset({"fixed-steps", "time-to-quality"})

@@ -25,6 +25,7 @@ SUBMISSION_SCHEMA_FILE = SCHEMA_DIR / "submission.v1.schema.json"
 FROZEN_SCHEMA_FILES = {
     "1.0": SCHEMA_DIR / "submission.v1.0.schema.json",
     "1.1": SCHEMA_DIR / "submission.v1.1.schema.json",
+    "1.2": SCHEMA_DIR / "submission.v1.2.schema.json",
 }
 
 

@@ -24,6 +24,8 @@ from tests.protocol.strategies import mutated_documents
 FROZEN_1_0_SHA256 = "043ef858f3be4e580520aa4fd41bb016d52ee1b5cf81ff4121f9b84b06b77a9a"
 # sha256 of protocol/schemas/submission.v1.1.schema.json: the 1.1 schema as it was when 1.2 was made. Never change it.
 FROZEN_1_1_SHA256 = "d30cf03919c2f17b28fb058b6ad40124f45fb127aff7e56eddb6e8a82555a63b"
+# sha256 of protocol/schemas/submission.v1.2.schema.json: the 1.2 schema as it was when 1.3 was made. Never change it.
+FROZEN_1_2_SHA256 = "f72b8935dc85c06ac2378a6a961398651e2cce77aba90cc4b2dd0ab13a2c7a3d"
 PINNED_1_0 = json.loads((Path(__file__).parent / "data" / "protocol_1_0_examples.json").read_text())
 SERVER = "inference-server-h100-bf16"
 DIGEST = "sha256:" + "ab" * 32
@@ -114,12 +116,17 @@ def test_the_1_1_schema_is_frozen_byte_for_byte() -> None:
     assert minor_schema("1.1")["$id"] == "https://benchreg.dev/protocol/submission/1.1/schema.json"
 
 
+def test_the_1_2_schema_is_frozen_byte_for_byte() -> None:
+    assert _sha256(FROZEN_SCHEMA_FILES["1.2"]) == FROZEN_1_2_SHA256
+    assert minor_schema("1.2")["$id"] == "https://benchreg.dev/protocol/submission/1.2/schema.json"
+
+
 def test_the_live_schema_is_the_newest_minor() -> None:
     schema = submission_schema()
-    assert rules.PROTOCOL_VERSION_LATEST == "1.2" == known_minors()[-1]
-    assert known_minors() == ("1.0", "1.1", "1.2")
-    assert schema["$id"] == "https://benchreg.dev/protocol/submission/1.2/schema.json"
-    assert schema["title"].endswith("protocol 1.2")
+    assert rules.PROTOCOL_VERSION_LATEST == "1.3" == known_minors()[-1]
+    assert known_minors() == ("1.0", "1.1", "1.2", "1.3")
+    assert schema["$id"] == "https://benchreg.dev/protocol/submission/1.3/schema.json"
+    assert schema["title"].endswith("protocol 1.3")
     assert rules.PROTOCOL_VERSION == "1.0"  # what the bundled runners write: their documents use nothing of 1.1
 
 
@@ -144,7 +151,7 @@ def _only_adds(old: Any, new: Any, where: str) -> list[str]:
     return [] if old == new else [f"{where}: {old!r} became {new!r}"]
 
 
-@pytest.mark.parametrize(("old", "new"), [("1.0", "1.1"), ("1.1", "1.2"), ("1.0", "1.2")])
+@pytest.mark.parametrize(("old", "new"), [("1.0", "1.1"), ("1.1", "1.2"), ("1.2", "1.3"), ("1.0", "1.3")])
 def test_each_minor_only_adds_to_the_one_before(old: str, new: str) -> None:
     assert _only_adds(minor_schema(old), minor_schema(new), "") == []
 
@@ -245,7 +252,7 @@ def test_an_invalid_derivation_in_a_1_0_document_is_refused_for_both_reasons() -
     assert ("/provenance/origin/derivation/from_digest", "required") in found
 
 
-@pytest.mark.parametrize("version", ["1.1", "1.2", "1.10"])
+@pytest.mark.parametrize("version", ["1.1", "1.2", "1.3", "1.10"])
 def test_a_document_of_a_later_minor_is_not_held_to_1_0(version: str) -> None:
     doc = put(quantized(load_example(SERVER)), "/precision/weights", "nvfp4")
     doc = put(doc, "/precision/activations", "fp4-e2m1")

@@ -171,7 +171,7 @@ def test_bad_comparison_requests_name_the_problem(api, fleet, payload, pointer):
 
 def test_the_protocol_endpoint_serves_schema_and_contract(anonymous):
     body = anonymous.get("/api/v1/protocol").json()
-    assert body["protocol"] == "benchreg.submission/1.2"  # the live schema served is the newest minor
+    assert body["protocol"] == "benchreg.submission/1.3"  # the live schema served is the newest minor
     assert body["contract"]["version"] and body["schema"]["$id"]
 
 
