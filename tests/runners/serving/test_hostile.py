@@ -203,7 +203,7 @@ def test_a_bad_usage_count_fails_its_request_in_words_and_the_level_goes_on(serv
     # Every third request of the level (never the 2-token probe) reports `told`.
     hostile = serve(**{"POST /v1/chat/completions": stream(lambda body, n: told if n % 3 == 0 else None)})
     assert _run(hostile.url, tmp_path, "--concurrency", "1") == 0
-    (path,) = tmp_path.iterdir()
+    (path,) = tmp_path.glob("*.json")
     doc = json.loads(path.read_text())
     requests = doc["metrics"]["requests"]
     assert requests["errors"] >= 3 and requests["completed"] + requests["errors"] == requests["sent"]
