@@ -186,6 +186,16 @@ def document(
         "validity": {"valid": all(checks.values()), "checks": checks},
         "isolation": None,
     }
+    notes = _notes(ctx, level, warmup, metrics_delta)
+    artifacts = []
+    if measured.requests is not None:
+        digest = hashlib.sha256(measured.requests).hexdigest()
+        artifacts.append(artifact(measured.requests, export_name(ctx.sweep.id, index, level.mode, level.load, digest)))
+    return _assemble(ctx, info, level.mode, level.load, index, stop, level.objectives.section(),
+                     metrics, conditions, notes, artifacts)  # fmt: skip
+
+
+def _notes(ctx: Context, level: Level, warmup: Warmup, metrics_delta: dict[str, float]) -> dict[str, str]:
     notes = {"load": _load_note(ctx, level)}
     failed = Counter(r.detail or r.outcome for r in level.run.records if r.sent == r.sent and r.outcome != "completed")
     if failed:  # what went wrong, in words, for the requests counted as errors, timeouts or incomplete
@@ -194,12 +204,7 @@ def document(
         notes["endpoint_metrics"] = _counters_note(metrics_delta)
     if warmup.note():
         notes["warmup"] = str(warmup.note())
-    artifacts = []
-    if measured.requests is not None:
-        digest = hashlib.sha256(measured.requests).hexdigest()
-        artifacts.append(artifact(measured.requests, export_name(ctx.sweep.id, index, level.mode, level.load, digest)))
-    return _assemble(ctx, info, level.mode, level.load, index, stop, level.objectives.section(),
-                     metrics, conditions, notes, artifacts)  # fmt: skip
+    return notes
 
 
 def _counters_note(delta: dict[str, float]) -> str:

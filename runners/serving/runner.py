@@ -26,6 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
+
 import protocol
 from protocol import rules
 
@@ -89,10 +91,7 @@ class LoadPlan:
             raise ValueError(f"a level's schedule lasts at least {rules.MIN_WINDOW_SECONDS:g} s (--duration)")
         if self.only is not None and self.mode == "automatic":
             raise ValueError("an automatic sweep chooses each level from the ones before it: it runs whole")
-        if not 0 <= self.warmup_requests <= MAX_WARMUP_REQUESTS:
-            raise ValueError(f"warm-up requests: 0 to {MAX_WARMUP_REQUESTS:,}, not {self.warmup_requests!r}")
-        if not (math.isfinite(self.warmup_seconds) and 0 <= self.warmup_seconds <= MAX_WARMUP_SECONDS):
-            raise ValueError(f"warm-up seconds: 0 to {MAX_WARMUP_SECONDS:g}, not {self.warmup_seconds!r}")
+        self._check_warmup()
         if self.only is not None and not 0 <= self.only < len(self.loads):
             raise ValueError(f"a level is the index of one of the {len(self.loads)} loads, not {self.only!r}")
         for load in self.loads if self.mode == "request-rate" else ():
@@ -102,6 +101,14 @@ class LoadPlan:
                     f"under the protocol's {rules.MIN_WINDOW_SECONDS:g} s window: raise --max-requests to at least "
                     f"{math.ceil(load * rules.MIN_WINDOW_SECONDS) + 1} or lower the rate"
                 )
+
+    def _check_warmup(self) -> None:
+        if not 0 <= self.warmup_requests <= MAX_WARMUP_REQUESTS:
+            raise ValueError(f"warm-up requests (--warmup): 0 to {MAX_WARMUP_REQUESTS:,}, not {self.warmup_requests!r}")
+        if not (math.isfinite(self.warmup_seconds) and 0 <= self.warmup_seconds <= MAX_WARMUP_SECONDS):
+            raise ValueError(
+                f"warm-up seconds (--warmup-seconds): 0 to {MAX_WARMUP_SECONDS:g}, not {self.warmup_seconds!r}"
+            )
 
     @property
     def open_loop(self) -> bool:
@@ -206,7 +213,6 @@ async def _levels(
     emit: Emit,
     export: bool,
 ) -> list[Level]:
-    mode = "request-rate" if plan.open_loop else "concurrency"
     loads = (
         list(plan.loads) if plan.mode != "automatic" else [plan.start * plan.factor**i for i in range(plan.max_levels)]
     )
@@ -216,23 +222,33 @@ async def _levels(
         for index, load in enumerate(loads):
             if plan.only is not None and index != plan.only:
                 continue
-            load = round(load, 4) if plan.open_loop else load
-            warmup = await _warm_up(ctx, plan, index)
-            before = await probe.metrics(http, probe.side_deadline(ctx.target))
-            level = Level(mode, load, rebased(await _measure(ctx, plan, load, index)), objectives)
-            after = await probe.metrics(http, probe.side_deadline(ctx.target))
+            measured, delta = await _level(ctx, plan, objectives, http, index, load, export)
+            level = measured.level
             stop = _stop(level, best, plan) if plan.mode == "automatic" else None
             if plan.mode == "automatic" and stop is None and index == len(loads) - 1:
                 stop = f"the planned {plan.max_levels} levels were measured"
-            requests = to_jsonl(level.run.records) if export else None
-            measured = Measured(level, index, warmup, requests)
-            emit(_document(ctx, measured, stop, info, _delta(before, after)), requests)
+            emit(_document(ctx, measured, stop, info, delta), measured.requests)
             done.append(level)
             if best is None or level.tokens_per_second() > best.tokens_per_second():
                 best = level
             if stop is not None:
                 break
     return done
+
+
+async def _level(
+    ctx: Context, plan: LoadPlan, objectives: Objectives, http: httpx.AsyncClient, index: int, load: float, export: bool
+) -> tuple[Measured, dict[str, float]]:
+    """Warm up, then measure level `index`: the level with its export's bytes, and the endpoint's counters over it
+    (read after the warm-up, so they hold the level's requests only)."""
+    load = round(load, 4) if plan.open_loop else load
+    warmup = await _warm_up(ctx, plan, index)
+    before = await probe.metrics(http, probe.side_deadline(ctx.target))
+    mode = "request-rate" if plan.open_loop else "concurrency"
+    level = Level(mode, load, rebased(await _measure(ctx, plan, load, index)), objectives)
+    after = await probe.metrics(http, probe.side_deadline(ctx.target))
+    requests = to_jsonl(level.run.records) if export else None
+    return Measured(level, index, warmup, requests), _delta(before, after)
 
 
 def _document(

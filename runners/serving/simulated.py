@@ -200,6 +200,12 @@ def _worker(law: Law, listener: socket.socket, model: str, fault: str, style: St
         asyncio.run(serve(law, listener, model, fault, style))
 
 
+def _laws(args: argparse.Namespace) -> list[Law]:
+    """One law per worker, each with its own seed (the module docstring)."""
+    ttft, itl = Delay(args.ttft_ms, args.ttft_sigma), Delay(args.itl_ms, args.itl_sigma)
+    return [Law(ttft, itl, args.capacity, args.seed + n, args.cold_requests, args.cold_ms) for n in range(args.workers)]
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.capacity < 1 or args.workers < 1:
@@ -212,17 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     listener = httpserver.listen(args.host, args.port)
     bound = listener.getsockname()
     print(f"serving {args.model!r} on http://{bound[0]}:{bound[1]}", flush=True)
-    laws = [
-        Law(
-            Delay(args.ttft_ms, args.ttft_sigma),
-            Delay(args.itl_ms, args.itl_sigma),
-            args.capacity,
-            args.seed + n,
-            args.cold_requests,
-            args.cold_ms,
-        )
-        for n in range(args.workers)
-    ]
+    laws = _laws(args)
     # On SIGTERM each process's loop stops (serve); this one then exits through its exit handlers, which stop the
     # daemon workers too.
     forked = multiprocessing.get_context("fork")  # the children inherit the listening socket
