@@ -214,7 +214,18 @@ def version() -> str:
 
 
 # Every command `benchreg` runs (the typo hints offer them; `benchreg --help` lists each, a test holds it to that).
-COMMANDS = ["submit", "run", "serve-model", "serve-simulated", "recompute-serving", "witness", "admin", "agent", "verify", *DJANGO_COMMANDS]
+COMMANDS = [
+    "submit",
+    "run",
+    "serve-model",
+    "serve-simulated",
+    "recompute-serving",
+    "witness",
+    "admin",
+    "agent",
+    "verify",
+    *DJANGO_COMMANDS,
+]
 # Django commands that are not `benchreg` commands, with the reason: the test of the help above reads it.
 OPERATOR_ONLY = {"verify_report": "`manage.py verify_report` checks against the registry's own keys and database"}
 

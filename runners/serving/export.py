@@ -218,7 +218,10 @@ def main(argv: list[str] | None = None) -> int:
         if path.stat().st_size > MAX_EXPORT_BYTES:
             raise ExportError(f"{path} is over {MAX_EXPORT_BYTES:,} bytes")
         found = differences(doc, path.read_bytes())
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except KeyError as exc:
+        print(f"error: {args.document} is not a serving level's document: it has no {exc}", file=sys.stderr)
+        return 2
+    except (OSError, ValueError, TypeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     for line in found:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -88,8 +89,12 @@ def test_ttft_is_the_first_reasoning_token_and_ttfot_the_first_answer_token_as_t
     assert level.counts() == {"sent": 30, "completed": 30, "errors": 0, "timeouts": 0, "incomplete": 0}
     waited = level.series("ttfot_ms") - level.series("ttft_ms")
     assert abs(float(np.median(waited)) - 4 * 20) <= 10, waited
-    # TTFT is the law's 30 ms (no queue: 64 slots, 10 req/s of 210 ms), not 30 + 80
-    assert abs(float(np.median(level.series("ttft_ms"))) - 30) <= 10
+    # TTFT is the first reasoning token's, the law's 30 ms (no queue: 64 slots, 10 req/s of 210 ms), not the
+    # answer's 110 ms. Within 10 ms of the law where the host is quiet; on a busy one the endpoint's own timers run
+    # late (40-50 ms seen at a load average of 12 per core), still far from the answer's.
+    ttft = float(np.median(level.series("ttft_ms")))
+    busy = os.getloadavg()[0] / (os.cpu_count() or 1) > 0.5
+    assert abs(ttft - 30) <= 10 or (busy and 30 <= ttft < 30 + 80 / 2), ttft
     assert all(r.reasoning_tokens == 4 and r.output_tokens == TOKENS for r in level.completed)
     counts = level.metrics("server-usage", None)["token_counts"]
     assert counts["reasoning_total"] == 4 * 30 and counts["output_total"] == TOKENS * 30
@@ -129,9 +134,9 @@ def _documents(out: Path) -> list[dict[str, Any]]:
 
 
 def test_warm_up_absorbs_a_cold_start_and_is_stated_never_counted(endpoint, tmp_path):
-    # The endpoint's first 5 requests take 300 ms more to their first token; the streaming probe is the first.
+    # The endpoint's first 5 requests take 600 ms more to their first token; the streaming probe is the first.
     cold = ("--ttft-ms", "10", "--ttft-sigma", "0", "--itl-ms", "3", "--capacity", "64", "--cold-requests", "5",
-            "--cold-ms", "300")  # fmt: skip
+            "--cold-ms", "600")  # fmt: skip
     warm, unwarmed = tmp_path / "warm", tmp_path / "unwarmed"
     assert (
         run_serving(endpoint(*cold), warm, "--concurrency", "2", "--duration", "1", "--warmup", "6", *DEPLOYMENT) == 0
@@ -139,9 +144,9 @@ def test_warm_up_absorbs_a_cold_start_and_is_stated_never_counted(endpoint, tmp_
     assert run_serving(endpoint(*cold), unwarmed, "--concurrency", "2", "--duration", "1", *DEPLOYMENT) == 0
     (doc,) = _documents(warm)
     (control,) = _documents(unwarmed)
-    assert control["metrics"]["ttft_ms"]["max"] >= 300  # without a warm-up the cold requests are in the figures
-    assert doc["metrics"]["ttft_ms"]["max"] < 300  # with it, none is
-    assert doc["conditions"]["warmup"]["iterations"] == 6 and doc["conditions"]["warmup"]["seconds"] >= 0.3
+    assert control["metrics"]["ttft_ms"]["max"] >= 600  # without a warm-up the cold requests are in the figures
+    assert doc["metrics"]["ttft_ms"]["max"] < 600  # with it, none is
+    assert doc["conditions"]["warmup"]["iterations"] == 6 and doc["conditions"]["warmup"]["seconds"] >= 0.6
     assert doc["software"]["notes"]["warmup"].startswith("6 warm-up requests (6 completed) sent closed loop by 6")
     assert control["conditions"]["warmup"] == {"iterations": 0, "seconds": 0.0}
     # The level's counts, its export and the endpoint's own counter over the level hold the level's requests only.
