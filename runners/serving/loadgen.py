@@ -233,11 +233,13 @@ def _read_usage(record: Record, usage: dict[str, Any], asked: int) -> None:
     details = usage.get("completion_tokens_details")
     if isinstance(details, dict) and details.get("reasoning_tokens") is not None:
         # reasoning tokens are a part of the completion tokens (OpenAI's and vLLM's usage)
-        reasoning = _count(details, "reasoning_tokens", record.output_tokens, "usage.completion_tokens_details")
-        record.reasoning_tokens = reasoning
+        where, why = "usage.completion_tokens_details", "the completion tokens they are a part of"
+        record.reasoning_tokens = _count(details, "reasoning_tokens", record.output_tokens, where, why)
 
 
-def _count(usage: dict[str, Any], key: str, most: int, where: str = "usage") -> int:
+def _count(
+    usage: dict[str, Any], key: str, most: int, where: str = "usage", why: str = "the tokens this request allows"
+) -> int:
     """A token count of the server's usage report: a whole number from 0 to `most` (for completion tokens, the
     tokens the request asked for), else the request is an error that says what the server sent."""
     value = usage[key]
@@ -245,7 +247,7 @@ def _count(usage: dict[str, Any], key: str, most: int, where: str = "usage") -> 
         raise StreamError(f"{where}.{key} is {str(value)[:40]!r}, not a whole number of tokens")
     if not 0 <= value <= most:
         shown = str(value) if len(str(value)) <= 40 else f"a number of {len(str(value))} digits"
-        raise StreamError(f"{where}.{key} is {shown}, outside 0 to {most} (the tokens this request allows)")
+        raise StreamError(f"{where}.{key} is {shown}, outside 0 to {most} ({why})")
     return value
 
 
