@@ -37,7 +37,7 @@ def requests_add_up(doc: dict[str, Any]) -> Iterator[Error]:
         message = f"sent is {sent} but {shown} make {sum(outcomes)}: count every request once, in one outcome"
         yield Error("/metrics/requests/sent", "requests-do-not-add-up", message)
     completed = requests["completed"]
-    for name in ("latency_ms", "ttft_ms", "tokens_per_second_per_user"):
+    for name in ("latency_ms", "ttft_ms", "ttfot_ms", "tokens_per_second_per_user"):
         count = _get(doc, "metrics", name, "count")
         if isinstance(count, int) and count > completed:
             message = f"{name} counts {count} requests but only {completed} completed"

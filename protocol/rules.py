@@ -20,9 +20,10 @@ RATE_METRICS = ("throughput", "tokens_per_second", "request_rate", "goodput")
 # Since 1.2: distributions of a served-model load level that are not headlines of the comparability contract (its
 # directions are frozen with it): every inter-token gap (ms, lower is better) and the per-user rate (tokens/s,
 # higher is better). The percentile rules apply to them as to DISTRIBUTION_METRICS.
-SERVING_DISTRIBUTIONS = ("itl_ms", "tokens_per_second_per_user")
+# Since 1.3: the time to first output (answer) token, reasoning excluded (ms, lower is better).
+SERVING_DISTRIBUTIONS = ("itl_ms", "tokens_per_second_per_user", "ttfot_ms")
 # Since 1.2: metrics a served run reports only when it read the response as a stream (one TTFT needs a first token).
-STREAMING_METRICS = ("ttft_ms", "itl_ms", "tokens_per_second_per_user")
+STREAMING_METRICS = ("ttft_ms", "itl_ms", "tokens_per_second_per_user", "ttfot_ms")
 # Since 1.2: how each sweep mode states the offered load of one level (scenario.sweep.mode -> the scenario fields).
 SWEEP_LOAD_FIELDS = {
     "request-rate": ("target_qps",),

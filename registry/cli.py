@@ -1,5 +1,5 @@
-"""The `benchreg` command. Client commands (submit, run, serve-model, serve-simulated, agent, verify, witness, admin)
-need no database and never start Django; the rest are Django commands, run under the names below.
+"""The `benchreg` command. Client commands (submit, run, serve-model, serve-simulated, recompute-serving, agent, verify,
+witness, admin) need no database and never start Django; the rest are Django commands, run under the names below.
 
   benchreg demo [--no-serve]          the main job: embedded registry with runs of this machine, served
   benchreg serve [--verbose]          the registry behind gunicorn (--verbose: the worker's and beat's log too)
@@ -9,6 +9,8 @@ need no database and never start Django; the rest are Django commands, run under
                                       endpoint, collectives the interconnect (docs/interconnect.md)
   benchreg serve-model [--port 8000]  the bundled decoder behind an OpenAI-compatible streaming API (docs/serving.md)
   benchreg serve-simulated ...        an OpenAI-compatible endpoint with a known latency law (tests, bench)
+  benchreg recompute-serving DOC.json   a serving level's figures recomputed from its per-request export, which
+                                      must be the one it names (sha256); 0 when every figure agrees
   benchreg create-token --username NAME --scopes submit,read   an API token for a script (printed alone)
   benchreg audit verify|checkpoint|export|show|sequence   check the audit log, sign/export checkpoints, number
                                       queued entries
@@ -212,7 +214,18 @@ def version() -> str:
 
 
 # Every command `benchreg` runs (the typo hints offer them; `benchreg --help` lists each, a test holds it to that).
-COMMANDS = ["submit", "run", "serve-model", "serve-simulated", "witness", "admin", "agent", "verify", *DJANGO_COMMANDS]
+COMMANDS = [
+    "submit",
+    "run",
+    "serve-model",
+    "serve-simulated",
+    "recompute-serving",
+    "witness",
+    "admin",
+    "agent",
+    "verify",
+    *DJANGO_COMMANDS,
+]
 # Django commands that are not `benchreg` commands, with the reason: the test of the help above reads it.
 OPERATOR_ONLY = {"verify_report": "`manage.py verify_report` checks against the registry's own keys and database"}
 
@@ -283,6 +296,10 @@ def _dispatch(argv: list[str]) -> int:
         from runners.serving import reference, simulated
 
         return (reference.main if command == "serve-model" else simulated.main)(rest)
+    if command == "recompute-serving":  # plain Python: a document and its export, no Django, no database
+        from runners.serving import export
+
+        return export.main(rest)
     if command == "witness":  # a C2SP tlog-witness for the audit log: plain Python, no database
         from verifier.witness import main as witness_main
 

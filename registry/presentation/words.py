@@ -16,6 +16,7 @@ from protocol.numbers import Style, number
 METRIC_LABELS = {
     "latency_ms": "request latency",
     "ttft_ms": "time to first token",
+    "ttfot_ms": "time to first output token (reasoning excluded)",
     "tpot_ms": "time per output token",
     "step_time_ms": "step time",
     "throughput": "throughput",

@@ -5,6 +5,10 @@
         --deployment deploy.toml --out results/
     benchreg run serving ... --concurrency 1,8,32,64          # closed loop
     benchreg run serving ... --auto --auto-start 1 --auto-factor 1.5   # raise the rate until an objective fails
+    benchreg run serving ... --warmup 32                      # 32 requests before each level, thrown away
+
+Each level writes its document and, beside it, its per-request export (`...-requests-<sha>.jsonl`, named in the
+document by sha256); `benchreg recompute-serving DOC.json` recomputes the level's figures from it.
 
 Exit status: 0 every level written, 1 a level could not be written or submitted (the levels before it were), 2
 refused before any load was sent.
@@ -20,6 +24,7 @@ from typing import Any
 
 from . import deployment as deploy
 from .document import Context, file_name
+from .export import export_path
 from .levels import Objectives
 from .runner import LevelRefused, LoadPlan, Refused, run_sync
 from .shapes import DISTRIBUTIONS, TokenLaw
@@ -58,6 +63,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--duration", type=float, default=60.0, help="seconds per level (open loop: its schedule; closed: sending)"
     )
+    p.add_argument(
+        "--warmup", type=int, default=0, help="requests sent before each level and thrown away (stated in it)"
+    )
+    p.add_argument("--warmup-seconds", type=float, default=0.0, help="... or for this long (with --warmup: both)")
     p.add_argument("--min-requests", type=int, default=100)
     p.add_argument("--max-requests", type=int, default=20_000)
     for name in ("ttft", "tpot", "latency"):
@@ -87,7 +96,8 @@ def _plan(args: argparse.Namespace) -> LoadPlan:
     mode = "automatic" if args.auto else "request-rate" if args.request_rates else "concurrency"
     return LoadPlan(
         mode, args.request_rates or args.concurrency or (), args.duration, args.min_requests, args.max_requests,
-        args.auto_start, args.auto_factor, args.max_levels,
+        args.auto_start, args.auto_factor, args.max_levels, warmup_requests=args.warmup,
+        warmup_seconds=args.warmup_seconds,
     )  # fmt: skip
 
 
@@ -128,8 +138,10 @@ def main(args: argparse.Namespace, submit: Any) -> int:
         return 2
     failures = 0
 
-    def emit(doc: dict[str, Any]) -> None:
+    def emit(doc: dict[str, Any], requests: bytes | None) -> None:
         nonlocal failures
+        if requests is not None:  # first: a document is never left naming an export that is not beside it
+            _write_bytes(export_path(args.out / file_name(doc), doc), requests)
         path = _write(doc, args.out)
         m = doc["metrics"]
         print(
@@ -158,9 +170,14 @@ def main(args: argparse.Namespace, submit: Any) -> int:
 
 
 def _write(doc: dict[str, Any], out: Path) -> Path:
-    out.mkdir(parents=True, exist_ok=True)
     path = out / file_name(doc)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
-    tmp.replace(path)
+    _write_bytes(path, (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode())
     return path
+
+
+def _write_bytes(path: Path, data: bytes) -> None:
+    """Written whole or not at all: to a temporary name, then moved into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)

@@ -1,11 +1,13 @@
-"""One load level as a protocol 1.2 run document, and the skeleton check made before any load is sent.
+"""One load level as a protocol 1.3 run document, and the skeleton check made before any load is sent.
 
 The system and precision are the serving deployment's (flags or a deployment file): the load generator's own
-machine is not the system under test and appears only in software.notes.
+machine is not the system under test and appears only in software.notes. 1.3 for its per-request export, named in
+provenance.artifacts, and the time to first answer token (metrics.ttfot_ms) and reasoning token total.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import platform
 from collections import Counter
@@ -17,12 +19,13 @@ import protocol
 from .. import __version__
 from ..record import now
 from .deployment import Deployment
+from .export import artifact
 from .levels import Level, counted_by
 from .loadgen import Target
 from .probe import EndpointInfo, public_url
 from .shapes import RequestShape
 
-SERVING_PROTOCOL_VERSION = "1.2"
+SERVING_PROTOCOL_VERSION = "1.3"
 RUNNER_NAME = "benchreg.runners.serving"
 
 
@@ -33,6 +36,37 @@ class Sweep:
     levels: int | None  # planned count; None for an automatic sweep
     arrival: str  # poisson, gamma (open loop)
     burstiness: float | None
+
+
+@dataclass(frozen=True)
+class Warmup:
+    """The requests sent before a level and thrown away: how many, over how long (s), how many completed, by how
+    many users at once."""
+
+    sent: int
+    seconds: float
+    completed: int
+    users: int
+
+    def note(self) -> str | None:
+        if not self.sent:
+            return None
+        return (
+            f"{self.sent} warm-up requests ({self.completed} completed) sent closed loop by {self.users} users over "
+            f"{self.seconds:g} s before the level, with prompts of their own; excluded from every figure, count and "
+            "endpoint counter of this document"
+        )
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A measured level as the runner hands it on: its index in the sweep, its warm-up and its per-request
+    export's bytes (None: not kept)."""
+
+    level: Level
+    index: int
+    warmup: Warmup
+    requests: bytes | None
 
 
 @dataclass(frozen=True)
@@ -135,9 +169,10 @@ def _scenario(ctx: Context, mode: str, load: float, index: int, stop: str | None
 
 
 def document(
-    ctx: Context, level: Level, index: int, stop: str | None, info: EndpointInfo, metrics_delta: dict[str, float]
+    ctx: Context, measured: Measured, stop: str | None, info: EndpointInfo, metrics_delta: dict[str, float]
 ) -> dict[str, Any]:
     """The level's validated document (raises protocol.Invalid: a runner bug)."""
+    level, index, warmup = measured.level, measured.index, measured.warmup
     by, token_notes = counted_by([level])
     metrics = level.metrics(by, token_notes)
     client, client_reasons = level.client()
@@ -145,20 +180,31 @@ def document(
     checks = {"client_kept_up": client["kept_up"]}
     done = len(level.completed)
     conditions = {
-        "warmup": {"iterations": 0, "seconds": 0.0},
+        "warmup": {"iterations": warmup.sent, "seconds": warmup.seconds},
         "window": {"seconds": round(level.seconds, 4), "iterations": done, "repetitions": 1},
         "steady_state": level.steady_state(client_reasons),
         "validity": {"valid": all(checks.values()), "checks": checks},
         "isolation": None,
     }
+    notes = _notes(ctx, level, warmup, metrics_delta)
+    artifacts = []
+    if measured.requests is not None:
+        digest = hashlib.sha256(measured.requests).hexdigest()
+        artifacts.append(artifact(measured.requests, export_name(ctx.sweep.id, index, level.mode, level.load, digest)))
+    return _assemble(ctx, info, level.mode, level.load, index, stop, level.objectives.section(),
+                     metrics, conditions, notes, artifacts)  # fmt: skip
+
+
+def _notes(ctx: Context, level: Level, warmup: Warmup, metrics_delta: dict[str, float]) -> dict[str, str]:
     notes = {"load": _load_note(ctx, level)}
     failed = Counter(r.detail or r.outcome for r in level.run.records if r.sent == r.sent and r.outcome != "completed")
     if failed:  # what went wrong, in words, for the requests counted as errors, timeouts or incomplete
         notes["failed_requests"] = json.dumps(dict(failed.most_common(10)), ensure_ascii=False)[:2000]
     if metrics_delta:
         notes["endpoint_metrics"] = _counters_note(metrics_delta)
-    return _assemble(ctx, info, level.mode, level.load, index, stop, level.objectives.section(),
-                     metrics, conditions, notes)  # fmt: skip
+    if warmup.note():
+        notes["warmup"] = str(warmup.note())
+    return notes
 
 
 def _counters_note(delta: dict[str, float]) -> str:
@@ -185,8 +231,9 @@ def _load_note(ctx: Context, level: Level) -> str:
 def _assemble(
     ctx: Context, info: EndpointInfo | None, mode: str, load: float, index: int, stop: str | None,
     objectives: Any, metrics: dict[str, Any], conditions: dict[str, Any], notes: dict[str, str],
+    artifacts: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:  # fmt: skip
-    doc = {
+    doc: dict[str, Any] = {
         "protocol": f"{protocol.PROTOCOL_NAME}/{SERVING_PROTOCOL_VERSION}",
         "phase": "inference",
         "workload": _workload(ctx),
@@ -204,6 +251,8 @@ def _assemble(
             "finished_at": now(),
         },
     }
+    if artifacts:
+        doc["provenance"]["artifacts"] = artifacts
     return protocol.check(doc).document
 
 
@@ -232,8 +281,18 @@ def skeleton_errors(ctx: Context, info: EndpointInfo | None, mode: str, load: fl
     return []
 
 
+def _stem(sweep_id: str, index: int, open_loop: bool, load: float) -> str:
+    return f"serving-{sweep_id[:16]}-{index:02d}-{f'qps{load:g}' if open_loop else f'c{int(load)}'}"
+
+
 def file_name(doc: dict[str, Any]) -> str:
     sweep, scenario = doc["scenario"]["sweep"], doc["scenario"]
-    load = f"qps{scenario['target_qps']:g}" if scenario["target_qps"] is not None else f"c{scenario['concurrency']}"
+    open_loop = scenario["target_qps"] is not None
+    load = scenario["target_qps"] if open_loop else scenario["concurrency"]
     digest = protocol.check(doc).digest.removeprefix("sha256:")[:12]
-    return f"serving-{sweep['id'][:16]}-{sweep['index']:02d}-{load}-{digest}.json"
+    return f"{_stem(sweep['id'], sweep['index'], open_loop, load)}-{digest}.json"
+
+
+def export_name(sweep_id: str, index: int, mode: str, load: float, sha256_hex: str) -> str:
+    """The per-request export's file name, beside the document: the level's, and the export's own digest."""
+    return f"{_stem(sweep_id, index, mode == 'request-rate', load)}-requests-{sha256_hex[:12]}.jsonl"

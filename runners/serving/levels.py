@@ -229,9 +229,10 @@ class Level:
                 "output_total": self.output_tokens(),
                 "counted_by": counted_by,
                 "notes": token_notes,
+                **self.reasoning_total(),
             },
         }
-        for name in ("ttft_ms", "itl_ms", "tpot_ms", "latency_ms"):
+        for name in ("ttft_ms", "ttfot_ms", "itl_ms", "tpot_ms", "latency_ms"):
             values = self.series(name)
             if values.size:
                 out[name] = _distribution(values)
@@ -239,6 +240,14 @@ class Level:
         if rates.size:
             out["tokens_per_second_per_user"] = {**_distribution(rates), "unit": "tokens/s"}
         return out
+
+    def reasoning_total(self) -> dict[str, int]:
+        """{"reasoning_total": n} where the server's usage stated the reasoning tokens of every completed request
+        (a part of output_total), else {}: a total over some requests only would pass for the level's."""
+        done = self.completed
+        if done and all(r.reasoning_tokens is not None for r in done):
+            return {"reasoning_total": sum(r.reasoning_tokens or 0 for r in done)}
+        return {}
 
 
 def _distribution(values: np.ndarray) -> dict[str, Any]:

@@ -6,10 +6,12 @@ dispatch lag run from the SCHEDULED arrival, so a slow endpoint or a slow client
 coordinated omission). Closed loop (concurrency N): N users, each sending its next request when its previous
 one ends; a request's scheduled time is that end.
 
-Per request it keeps the send time, the time of every streamed chunk that carried text, the end, the token
-counts (the server's usage event where it sends one, else one token per text chunk) and the outcome: completed,
-error (HTTP status, connection failure, malformed SSE, an error event), timeout, or incomplete (the stream ended
-before `data: [DONE]`). Every request sent is counted in exactly one outcome.
+Per request it keeps the send time, the time of every streamed event that carried a token (answer text, a tool
+call's fragment or reasoning: runners/serving/deltas), the time of the first answer token (text or tool call, not
+reasoning), the end, the token counts (the server's usage event where it sends one, reasoning tokens included
+where it reports them, else one token per token event) and the outcome: completed, error (HTTP status,
+connection failure, malformed SSE or delta, an error event), timeout, or incomplete (the stream ended before
+`data: [DONE]`). Every request sent is counted in exactly one outcome.
 
 Streams go over aiohttp (its HTTP parser is compiled: one streamed chunk costs the client a few microseconds,
 where httpx's pure-Python h11 costs tens, which is the difference between 1,000 concurrent streams keeping up or
@@ -44,6 +46,8 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 import numpy as np
+
+from .deltas import ANSWER, DeltaError, token_kind
 
 if TYPE_CHECKING:
     import aiohttp
@@ -110,17 +114,25 @@ class Record:
     index: int
     scheduled: float
     sent: float = math.nan
-    chunks: list[float] = field(default_factory=list)  # arrival of each chunk that carried text
+    chunks: list[float] = field(default_factory=list)  # arrival of each event that carried a token
     end: float = math.nan
     outcome: str = "incomplete"
     detail: str | None = None
     input_tokens: int = 0
     output_tokens: int = 0
     usage: bool = False  # the counts are the server's usage report
+    first_answer: float = math.nan  # arrival of the first answer token (text or tool call; NaN: none came)
+    reasoning_tokens: int | None = None  # the usage report's completion_tokens_details.reasoning_tokens
 
     @property
     def ttft_ms(self) -> float:
+        """To the first token of any kind, reasoning included (what the server's first step took)."""
         return (self.chunks[0] - self.scheduled) * 1e3
+
+    @property
+    def ttfot_ms(self) -> float | None:
+        """To the first answer token (reasoning excluded): aiperf's TTFO, guidellm's TTFOT; None without one."""
+        return (self.first_answer - self.scheduled) * 1e3 if self.first_answer == self.first_answer else None
 
     @property
     def latency_ms(self) -> float:
@@ -149,19 +161,6 @@ class Record:
 
 class StreamError(Exception):
     """The answer broke the protocol (malformed SSE, an error event, not a stream): the request is an error."""
-
-
-def _chunk_text(event: dict[str, Any]) -> str:
-    choices = event.get("choices") or []
-    if not choices:
-        return ""
-    choice = choices[0]
-    if not isinstance(choice, dict):
-        raise StreamError("a choice is not an object")
-    delta = choice.get("delta")
-    if isinstance(delta, dict):  # chat
-        return str(delta.get("content") or "") + str(delta.get("reasoning_content") or "")
-    return str(choice.get("text") or "")
 
 
 class SseReader:
@@ -208,26 +207,47 @@ async def _consume(response: aiohttp.ClientResponse, record: Record, asked: int)
             if payload == "[DONE]":
                 return True
             event = _event(payload)
-            if _chunk_text(event):
-                record.chunks.append(now)
+            _stamp(record, event, now)
             usage = event.get("usage")
             if isinstance(usage, dict) and "completion_tokens" in usage:
-                record.output_tokens = _count(usage, "completion_tokens", asked)
-                record.usage = True
-                if "prompt_tokens" in usage:
-                    record.input_tokens = _count(usage, "prompt_tokens", MAX_PROMPT_TOKENS)
+                _read_usage(record, usage, asked)
     return False
 
 
-def _count(usage: dict[str, Any], key: str, most: int) -> int:
+def _stamp(record: Record, event: dict[str, Any], now: float) -> None:
+    try:
+        kind = token_kind(event)
+    except DeltaError as exc:
+        raise StreamError(str(exc)) from None
+    if kind is not None:
+        record.chunks.append(now)
+        if kind == ANSWER and record.first_answer != record.first_answer:  # still NaN: this is the first
+            record.first_answer = now
+
+
+def _read_usage(record: Record, usage: dict[str, Any], asked: int) -> None:
+    record.output_tokens = _count(usage, "completion_tokens", asked)
+    record.usage = True
+    if "prompt_tokens" in usage:
+        record.input_tokens = _count(usage, "prompt_tokens", MAX_PROMPT_TOKENS)
+    details = usage.get("completion_tokens_details")
+    if isinstance(details, dict) and details.get("reasoning_tokens") is not None:
+        # reasoning tokens are a part of the completion tokens (OpenAI's and vLLM's usage)
+        where, why = "usage.completion_tokens_details", "the completion tokens they are a part of"
+        record.reasoning_tokens = _count(details, "reasoning_tokens", record.output_tokens, where, why)
+
+
+def _count(
+    usage: dict[str, Any], key: str, most: int, where: str = "usage", why: str = "the tokens this request allows"
+) -> int:
     """A token count of the server's usage report: a whole number from 0 to `most` (for completion tokens, the
     tokens the request asked for), else the request is an error that says what the server sent."""
     value = usage[key]
     if not isinstance(value, int) or isinstance(value, bool):
-        raise StreamError(f"usage.{key} is {str(value)[:40]!r}, not a whole number of tokens")
+        raise StreamError(f"{where}.{key} is {str(value)[:40]!r}, not a whole number of tokens")
     if not 0 <= value <= most:
         shown = str(value) if len(str(value)) <= 40 else f"a number of {len(str(value))} digits"
-        raise StreamError(f"usage.{key} is {shown}, outside 0 to {most} (the tokens this request allows)")
+        raise StreamError(f"{where}.{key} is {shown}, outside 0 to {most} ({why})")
     return value
 
 
@@ -268,9 +288,9 @@ async def _exchange(client: aiohttp.ClientSession, target: Target, prompt: Promp
     if done and record.chunks:
         record.outcome = "completed"
     elif done:
-        record.outcome, record.detail = "errors", "the stream ended with [DONE] but carried no text"
+        record.outcome, record.detail = "errors", "the stream ended with [DONE] but carried no token"
     else:
-        record.detail = f"the stream ended before [DONE] after {len(record.chunks)} text chunks"
+        record.detail = f"the stream ended before [DONE] after {len(record.chunks)} token events"
 
 
 def redirect_refusal(status: int, url: str, location: str | None) -> str:

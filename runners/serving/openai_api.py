@@ -10,9 +10,16 @@ Streaming answers are server-sent events, one token per event, ended by `data: [
 event when `stream_options.include_usage` is set (as vLLM and OpenAI do). The tokenizer is whitespace words: a
 prompt of N words is N input tokens, and each generated token is one word, so counts are exact on both sides.
 
+`StreamStyle` shapes a chat stream as reasoning models and tool calls do: the first `reasoning_tokens` tokens of
+each request go out as `delta.reasoning_content` (DeepSeek's API, vLLM before 0.11) or `delta.reasoning` (vLLM
+since 0.11), and the answer as `delta.content` or as `delta.tool_calls` (OpenAI's streamed tool call: the first
+event names the function, with an id, and each later event carries a fragment of its JSON arguments). The usage
+event then reports `completion_tokens_details.reasoning_tokens`, as OpenAI and vLLM do. The completions API has
+no deltas: its text carries every token.
+
 `fault` makes an endpoint misbehave on purpose, for the load generator's bad-input tests: "no-stream" (answers
 whole JSON even when asked to stream), "errors" (HTTP 500 on every request), "malformed" (broken SSE),
-"truncate" (closes the stream before [DONE]).
+"truncate" (closes the stream before [DONE]), "bad-delta" (a chat delta whose `tool_calls` is not a list).
 """
 
 from __future__ import annotations
@@ -26,7 +33,10 @@ from typing import Any, Protocol
 
 from .httpserver import HttpRequest, Response
 
-FAULTS = ("none", "no-stream", "errors", "malformed", "truncate")
+FAULTS = ("none", "no-stream", "errors", "malformed", "truncate", "bad-delta")
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+ANSWERS = ("text", "tool-call")
+TOOL_NAME = "get_weather"
 MAX_TOKENS_LIMIT = 65_536
 
 
@@ -44,6 +54,36 @@ class Engine(Protocol):
     def gauges(self) -> dict[str, float]:
         """Engine gauges for /metrics (requests running, waiting)."""
         ...
+
+
+@dataclass(frozen=True)
+class StreamStyle:
+    """How a chat stream presents its tokens (module docstring): the reasoning tokens first, then the answer."""
+
+    reasoning_tokens: int = 0
+    reasoning_field: str = "reasoning_content"
+    answer: str = "text"
+
+    def __post_init__(self) -> None:
+        if self.reasoning_tokens < 0 or self.reasoning_field not in REASONING_FIELDS or self.answer not in ANSWERS:
+            raise ValueError(
+                f"a stream style needs reasoning tokens >= 0, a reasoning field of {', '.join(REASONING_FIELDS)} "
+                f"and an answer of {', '.join(ANSWERS)}, not {self}"
+            )
+
+    def delta(self, position: int, text: str, call_id: str) -> dict[str, Any]:
+        """The chat delta of the token at `position` (0-based) of a request's stream."""
+        if position < self.reasoning_tokens:
+            return {self.reasoning_field: text}
+        if self.answer == "text":
+            return {"content": text}
+        if position == self.reasoning_tokens:  # the call's first event: its id, its function, a first fragment
+            call = {"index": 0, "id": call_id, "type": "function", "function": {"name": TOOL_NAME, "arguments": text}}
+            return {"tool_calls": [call]}
+        return {"tool_calls": [{"index": 0, "function": {"arguments": text}}]}
+
+    def finish(self) -> str:
+        return "tool_calls" if self.answer == "tool-call" else "length"
 
 
 @dataclass
@@ -81,10 +121,11 @@ def _prompt_text(body: dict[str, Any], chat: bool) -> str:
 class OpenAIApi:
     """Routes requests to an Engine; `fault` injects one misbehaviour (see the module docstring)."""
 
-    def __init__(self, engine: Engine, fault: str = "none") -> None:
+    def __init__(self, engine: Engine, fault: str = "none", style: StreamStyle | None = None) -> None:
         if fault not in FAULTS:
             raise ValueError(f"fault must be one of {', '.join(FAULTS)}, not {fault!r}")
         self.engine, self.fault, self.counters = engine, fault, Counters()
+        self.style = style or StreamStyle()
 
     async def __call__(self, request: HttpRequest) -> Response:
         route = (request.method, request.path)
@@ -150,16 +191,26 @@ class _Call:
     def _chunk(self, text: str | None, finish: str | None) -> dict[str, Any]:
         choice: dict[str, Any] = {"index": 0, "finish_reason": finish}
         if self.chat:
-            choice["delta"] = {"content": text} if text is not None else {}
+            choice["delta"] = (
+                self.api.style.delta(self.generated - 1, text, f"call-{self.id}") if text is not None else {}
+            )
         else:
             choice["text"] = text or ""
         kind = "chat.completion.chunk" if self.chat else "text_completion"
         return {"id": self.id, "object": kind, "created": int(time.time()), "model": self.api.engine.model,
                 "choices": [choice]}  # fmt: skip
 
-    def _usage(self) -> dict[str, int]:
+    def _usage(self) -> dict[str, Any]:
         total = self.prompt_tokens + self.generated
-        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.generated, "total_tokens": total}
+        usage: dict[str, Any] = {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.generated,
+            "total_tokens": total,
+        }
+        if self.chat and self.api.style.reasoning_tokens:
+            reasoning = min(self.generated, self.api.style.reasoning_tokens)
+            usage["completion_tokens_details"] = {"reasoning_tokens": reasoning}
+        return usage
 
     def _count(self) -> None:
         c = self.api.counters
@@ -176,10 +227,15 @@ class _Call:
             if fault == "malformed" and self.generated == 2:
                 yield b'data: {"id": "broken", "choices": [{"delta": \n\n'
                 continue
+            if fault == "bad-delta" and self.generated == 2:
+                broken = {**self._chunk(None, None), "choices": [{"index": 0, "delta": {"tool_calls": "get_weather"}}]}
+                yield b"data: " + json.dumps(broken).encode() + b"\n\n"
+                continue
             yield b"data: " + json.dumps(self._chunk(text, None)).encode() + b"\n\n"
             if fault == "truncate" and self.generated * 2 >= self.max_tokens:
                 return
-        yield b"data: " + json.dumps(self._chunk(None, "length")).encode() + b"\n\n"
+        finish = self.api.style.finish() if self.chat else "length"
+        yield b"data: " + json.dumps(self._chunk(None, finish)).encode() + b"\n\n"
         if self.usage_wanted:
             usage = {**self._chunk(None, None), "choices": [], "usage": self._usage()}
             yield b"data: " + json.dumps(usage).encode() + b"\n\n"

@@ -3,6 +3,13 @@
     describe the endpoint (GET /v1/models, /version, /metrics) -> refuse what the deployment leaves unsaid
     (skeleton document validated) -> one streamed probe request -> levels in load order, one document each
 
+Before each level, `warmup_requests` requests (or as many as `warmup_seconds` allow) are sent closed loop and
+thrown away: none of them is in the level's records, figures or the endpoint counters read over it, and the
+document states how many were sent and for how long (conditions.warmup, software.notes.warmup).
+
+Each level's records are rebased to its origin and written as the per-request export (runners/serving/export),
+which the document names by sha256; its figures are computed from those very values, so they recompute exactly.
+
 The automatic sweep (open loop) starts at `start` req/s and multiplies the rate by `factor` each level. It stops
 at the first level where an objective fails ("ttft_ms p99 objective failed"), where the client fell behind,
 or where throughput stopped growing: tokens/s rose by less than a quarter of the load's rise over the best
@@ -19,18 +26,26 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
+
 import protocol
 from protocol import rules
 
 from ..record import now
 from . import probe
-from .document import Context, Sweep, document, skeleton_errors
+from .document import Context, Measured, Sweep, Warmup, document, skeleton_errors
+from .export import rebased, to_jsonl
 from .levels import Level, Objectives
 from .loadgen import LevelRun, arrivals, client, closed_loop, open_loop
 
 GROWTH_SHARE = 0.25
 MAX_LEVELS = 50
 MAX_OPEN = 20_000
+MAX_WARMUP_REQUESTS = 100_000
+MAX_WARMUP_SECONDS = 3600.0
+WARMUP_USERS = 8  # warm-up requests in flight at once: enough to fill a few batches, few enough not to queue long
+# What a level hands on: its document, and its per-request export (None when the run keeps none, an agent job's).
+Emit = Callable[[dict[str, Any], bytes | None], None]
 
 
 class Refused(Exception):
@@ -58,6 +73,8 @@ class LoadPlan:
     factor: float = 1.5
     max_levels: int = 12
     only: int | None = None
+    warmup_requests: int = 0
+    warmup_seconds: float = 0.0
 
     def __post_init__(self) -> None:
         if self.mode not in ("request-rate", "concurrency", "automatic"):
@@ -74,6 +91,7 @@ class LoadPlan:
             raise ValueError(f"a level's schedule lasts at least {rules.MIN_WINDOW_SECONDS:g} s (--duration)")
         if self.only is not None and self.mode == "automatic":
             raise ValueError("an automatic sweep chooses each level from the ones before it: it runs whole")
+        self._check_warmup()
         if self.only is not None and not 0 <= self.only < len(self.loads):
             raise ValueError(f"a level is the index of one of the {len(self.loads)} loads, not {self.only!r}")
         for load in self.loads if self.mode == "request-rate" else ():
@@ -83,6 +101,14 @@ class LoadPlan:
                     f"under the protocol's {rules.MIN_WINDOW_SECONDS:g} s window: raise --max-requests to at least "
                     f"{math.ceil(load * rules.MIN_WINDOW_SECONDS) + 1} or lower the rate"
                 )
+
+    def _check_warmup(self) -> None:
+        if not 0 <= self.warmup_requests <= MAX_WARMUP_REQUESTS:
+            raise ValueError(f"warm-up requests (--warmup): 0 to {MAX_WARMUP_REQUESTS:,}, not {self.warmup_requests!r}")
+        if not (math.isfinite(self.warmup_seconds) and 0 <= self.warmup_seconds <= MAX_WARMUP_SECONDS):
+            raise ValueError(
+                f"warm-up seconds (--warmup-seconds): 0 to {MAX_WARMUP_SECONDS:g}, not {self.warmup_seconds!r}"
+            )
 
     @property
     def open_loop(self) -> bool:
@@ -114,6 +140,25 @@ async def _measure(ctx: Context, plan: LoadPlan, load: float, index: int) -> Lev
     )
 
 
+async def _warm_up(ctx: Context, plan: LoadPlan, index: int) -> Warmup:
+    """Send the plan's warm-up before level `index` and keep only how it went (module docstring)."""
+    if not plan.warmup_requests and not plan.warmup_seconds:
+        return Warmup(0, 0.0, 0, 0)
+    seconds = plan.warmup_seconds or None
+    users = min(WARMUP_USERS, plan.warmup_requests) if plan.warmup_requests else WARMUP_USERS
+    run = await closed_loop(
+        ctx.target,
+        ctx.shape.stream(ctx.seed + 1_000_003 + index),  # prompts of their own: the level's are not seen before it
+        users,
+        seconds=seconds,
+        min_requests=plan.warmup_requests,
+        max_requests=None if seconds else plan.warmup_requests,
+    )
+    took = max((r.end for r in run.records), default=run.started) - run.started
+    done = sum(r.outcome == "completed" for r in run.records)
+    return Warmup(len(run.records), round(took, 4), done, users)
+
+
 def _stop(level: Level, best: Level | None, plan: LoadPlan) -> str | None:
     failed = level.objective_failed()
     if failed:
@@ -138,11 +183,10 @@ class LevelRefused(Exception):
     it is not written; the message says which level and why."""
 
 
-async def run(
-    ctx: Context, plan: LoadPlan, objectives: Objectives, emit: Callable[[dict[str, Any]], None]
-) -> list[Level]:
-    """Check, then measure every level, calling `emit(document)` as each is done. Raises Refused before any load;
-    LevelRefused after the levels before it were emitted (the sweep stops there)."""
+async def run(ctx: Context, plan: LoadPlan, objectives: Objectives, emit: Emit, export: bool = True) -> list[Level]:
+    """Check, then measure every level, calling `emit(document, export)` as each is done (`export`: the level's
+    per-request JSONL, named by the document; with export False, None and the document names none). Raises Refused
+    before any load; LevelRefused after the levels before it were emitted (the sweep stops there)."""
     try:
         info = await probe.describe(ctx.target)
     except probe.EndpointError as exc:
@@ -158,7 +202,7 @@ async def run(
         await probe.check_streaming(ctx.target)
     except probe.EndpointError as exc:
         raise Refused([str(exc)]) from None
-    return await _levels(ctx, plan, objectives, info, emit)
+    return await _levels(ctx, plan, objectives, info, emit, export)
 
 
 async def _levels(
@@ -166,9 +210,9 @@ async def _levels(
     plan: LoadPlan,
     objectives: Objectives,
     info: probe.EndpointInfo,
-    emit: Callable[[dict[str, Any]], None],
+    emit: Emit,
+    export: bool,
 ) -> list[Level]:
-    mode = "request-rate" if plan.open_loop else "concurrency"
     loads = (
         list(plan.loads) if plan.mode != "automatic" else [plan.start * plan.factor**i for i in range(plan.max_levels)]
     )
@@ -178,14 +222,12 @@ async def _levels(
         for index, load in enumerate(loads):
             if plan.only is not None and index != plan.only:
                 continue
-            load = round(load, 4) if plan.open_loop else load
-            before = await probe.metrics(http, probe.side_deadline(ctx.target))
-            level = Level(mode, load, await _measure(ctx, plan, load, index), objectives)
-            after = await probe.metrics(http, probe.side_deadline(ctx.target))
+            measured, delta = await _level(ctx, plan, objectives, http, index, load, export)
+            level = measured.level
             stop = _stop(level, best, plan) if plan.mode == "automatic" else None
             if plan.mode == "automatic" and stop is None and index == len(loads) - 1:
                 stop = f"the planned {plan.max_levels} levels were measured"
-            emit(_document(ctx, level, index, stop, info, _delta(before, after)))
+            emit(_document(ctx, measured, stop, info, delta), measured.requests)
             done.append(level)
             if best is None or level.tokens_per_second() > best.tokens_per_second():
                 best = level
@@ -194,11 +236,27 @@ async def _levels(
     return done
 
 
+async def _level(
+    ctx: Context, plan: LoadPlan, objectives: Objectives, http: httpx.AsyncClient, index: int, load: float, export: bool
+) -> tuple[Measured, dict[str, float]]:
+    """Warm up, then measure level `index`: the level with its export's bytes, and the endpoint's counters over it
+    (read after the warm-up, so they hold the level's requests only)."""
+    load = round(load, 4) if plan.open_loop else load
+    warmup = await _warm_up(ctx, plan, index)
+    before = await probe.metrics(http, probe.side_deadline(ctx.target))
+    mode = "request-rate" if plan.open_loop else "concurrency"
+    level = Level(mode, load, rebased(await _measure(ctx, plan, load, index)), objectives)
+    after = await probe.metrics(http, probe.side_deadline(ctx.target))
+    requests = to_jsonl(level.run.records) if export else None
+    return Measured(level, index, warmup, requests), _delta(before, after)
+
+
 def _document(
-    ctx: Context, level: Level, index: int, stop: str | None, info: probe.EndpointInfo, delta: dict[str, float]
+    ctx: Context, measured: Measured, stop: str | None, info: probe.EndpointInfo, delta: dict[str, float]
 ) -> dict[str, Any]:
+    level, index = measured.level, measured.index
     try:
-        return document(ctx, level, index, stop, info, delta)
+        return document(ctx, measured, stop, info, delta)
     except protocol.Invalid as exc:
         reasons = "; ".join(f"{e.pointer or '/'}: {e.message}" for e in exc.errors)
         counts = level.counts()
@@ -223,7 +281,5 @@ def context(**kwargs: Any) -> Context:
     return Context(started_at=now(), **kwargs)
 
 
-def run_sync(
-    ctx: Context, plan: LoadPlan, objectives: Objectives, emit: Callable[[dict[str, Any]], None]
-) -> list[Level]:
-    return asyncio.run(run(ctx, plan, objectives, emit))
+def run_sync(ctx: Context, plan: LoadPlan, objectives: Objectives, emit: Emit, export: bool = True) -> list[Level]:
+    return asyncio.run(run(ctx, plan, objectives, emit, export))

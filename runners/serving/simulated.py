@@ -9,6 +9,12 @@ requests/s is `capacity / E[service]` with E[service] = E[ttft] + (tokens - 1) E
 
 Tokens are emitted at absolute deadlines (slot start + the drawn times), so timer overshoot never accumulates.
 
+A cold start (`--cold-requests K --cold-ms C`): the first K requests a worker serves take C ms more to their first
+token (a fresh engine's compilation and cache fills), which a warm-up must absorb. Reasoning and tool-call streams
+(`--reasoning-tokens R`, `--answer tool-call`, openai_api.StreamStyle) change how the tokens are presented, never
+when: the first answer token is token R + 1, so its time is the first token's plus R gaps drawn from `itl` (with a
+constant `itl`, exactly TTFT + R × ITL).
+
 `--workers N` answers from N processes accepting on one listening socket (one Python process answers a few
 thousand requests/s, which a client's ceiling bench must not hit first); each worker is the law with its own
 `capacity` slots and seed (seed + worker number), so the law per request holds and the capacity is N times.
@@ -33,7 +39,7 @@ import numpy as np
 from scipy import stats as sps
 
 from . import httpserver
-from .openai_api import FAULTS, OpenAIApi
+from .openai_api import ANSWERS, FAULTS, REASONING_FIELDS, OpenAIApi, StreamStyle
 
 SIMULATED_VERSION = "1.0"
 
@@ -79,6 +85,8 @@ class Law:
     itl: Delay
     capacity: int = 16
     seed: int = 0
+    cold_requests: int = 0
+    cold_ms: float = 0.0
 
     def service_ms(self, output_tokens: float) -> float:
         """Mean time a request holds a slot, in ms."""
@@ -123,6 +131,7 @@ class SimulatedEngine:
         self._slots: asyncio.Semaphore | None = None
         self.running = 0
         self.waiting = 0
+        self.arrived = 0
 
     def gauges(self) -> dict[str, float]:
         return {"num_requests_running": self.running, "num_requests_waiting": self.waiting}
@@ -130,6 +139,9 @@ class SimulatedEngine:
     async def generate(self, prompt: str, max_tokens: int) -> AsyncIterator[str]:
         # Draws happen on arrival, in arrival order, so a seed fixes every request's times.
         ttft = float(self.law.ttft.draw(self._rng, 1)[0])
+        self.arrived += 1
+        if self.arrived <= self.law.cold_requests:
+            ttft += self.law.cold_ms
         gaps = self.law.itl.draw(self._rng, max(max_tokens - 1, 0))
         if self._slots is None:
             self._slots = asyncio.Semaphore(self.law.capacity)
@@ -164,21 +176,34 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--fault", choices=FAULTS, default="none", help="misbehave on purpose (tests)")
     p.add_argument("--workers", type=int, default=1, help="processes answering on the port (each with --capacity)")
+    p.add_argument("--cold-requests", type=int, default=0, help="the first N requests of a worker are cold ...")
+    p.add_argument("--cold-ms", type=float, default=0.0, help="... and take this much more to their first token")
+    p.add_argument("--reasoning-tokens", type=int, default=0, help="chat: the first N tokens are reasoning")
+    p.add_argument("--reasoning-field", choices=REASONING_FIELDS, default="reasoning_content")
+    p.add_argument("--answer", choices=ANSWERS, default="text", help="chat: the answer as content or a tool call")
     return p
 
 
-async def serve(law: Law, listener: socket.socket, model: str, fault: str = "none") -> None:
+async def serve(
+    law: Law, listener: socket.socket, model: str, fault: str = "none", style: StreamStyle | None = None
+) -> None:
     """Answer on `listener` until SIGTERM (then return quietly: the streams in flight are dropped)."""
-    server = await httpserver.start_on(OpenAIApi(SimulatedEngine(law, model), fault), listener)
+    server = await httpserver.start_on(OpenAIApi(SimulatedEngine(law, model), fault, style), listener)
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     async with server:
         await stop.wait()
 
 
-def _worker(law: Law, listener: socket.socket, model: str, fault: str) -> None:
+def _worker(law: Law, listener: socket.socket, model: str, fault: str, style: StreamStyle) -> None:
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve(law, listener, model, fault))
+        asyncio.run(serve(law, listener, model, fault, style))
+
+
+def _laws(args: argparse.Namespace) -> list[Law]:
+    """One law per worker, each with its own seed (the module docstring)."""
+    ttft, itl = Delay(args.ttft_ms, args.ttft_sigma), Delay(args.itl_ms, args.itl_sigma)
+    return [Law(ttft, itl, args.capacity, args.seed + n, args.cold_requests, args.cold_ms) for n in range(args.workers)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -186,21 +211,22 @@ def main(argv: list[str] | None = None) -> int:
     if args.capacity < 1 or args.workers < 1:
         print("error: --capacity and --workers must be at least 1", flush=True)
         return 2
+    if args.cold_requests < 0 or not args.cold_ms >= 0 or args.reasoning_tokens < 0:
+        print("error: --cold-requests, --cold-ms and --reasoning-tokens must be at least 0", flush=True)
+        return 2
+    style = StreamStyle(args.reasoning_tokens, args.reasoning_field, args.answer)
     listener = httpserver.listen(args.host, args.port)
     bound = listener.getsockname()
     print(f"serving {args.model!r} on http://{bound[0]}:{bound[1]}", flush=True)
-    laws = [
-        Law(Delay(args.ttft_ms, args.ttft_sigma), Delay(args.itl_ms, args.itl_sigma), args.capacity, args.seed + n)
-        for n in range(args.workers)
-    ]
+    laws = _laws(args)
     # On SIGTERM each process's loop stops (serve); this one then exits through its exit handlers, which stop the
     # daemon workers too.
     forked = multiprocessing.get_context("fork")  # the children inherit the listening socket
-    others = [forked.Process(target=_worker, args=(law, listener, args.model, args.fault)) for law in laws[1:]]
+    others = [forked.Process(target=_worker, args=(law, listener, args.model, args.fault, style)) for law in laws[1:]]
     for process in others:
         process.daemon = True
         process.start()
-    _worker(laws[0], listener, args.model, args.fault)
+    _worker(laws[0], listener, args.model, args.fault, style)
     return 0
 
 

@@ -139,7 +139,9 @@ def measure_level(spec: ServingSpec) -> dict[str, Any]:
     if spec.level is None:
         raise SpecInvalid("/level", "an agent job measures one level of its sweep: give its index")
     documents: list[dict[str, Any]] = []
-    run_sync(*spec.prepare(), documents.append)
+    # An agent job hands on its document only: the registry keeps no per-request export yet, so its document
+    # names none rather than a file nobody holds.
+    run_sync(*spec.prepare(), lambda doc, _requests: documents.append(doc), export=False)
     assert len(documents) == 1, "one level, one document"
     return documents[0]
 

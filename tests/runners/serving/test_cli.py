@@ -1,4 +1,4 @@
-"""`benchreg run serving`: refusals before any load, and documents that pass protocol 1.2."""
+"""`benchreg run serving`: refusals before any load, and documents that pass protocol 1.3."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ DEPLOYMENT = ["--accelerator-vendor", "NVIDIA", "--accelerator-model", "H100 SXM
               "--activations", "bf16", "--kv-cache", "bf16"]  # fmt: skip
 
 
-def _run(url, tmp_path, *extra):
+def run_serving(url, tmp_path, *extra):
     args = ["run", "serving", "--endpoint", url, "--model", "simulated", "--input-tokens", "16", "--output-tokens",
             "6", "--duration", "2", "--min-requests", "12", "--out", str(tmp_path), *extra]  # fmt: skip
     return main(args)
@@ -24,7 +24,7 @@ def _run(url, tmp_path, *extra):
 
 def test_a_run_lacking_the_deployment_is_refused_with_pointers_before_any_load(endpoint, tmp_path, capsys):
     url = endpoint("--ttft-ms", "5", "--itl-ms", "2")
-    assert _run(url, tmp_path, "--request-rates", "4") == 2
+    assert run_serving(url, tmp_path, "--request-rates", "4") == 2
     err = capsys.readouterr().err
     assert "refused before any load was sent" in err
     assert "/system/accelerators/0/model (--accelerator-model" in err and "/precision/kv_cache" in err
@@ -32,7 +32,7 @@ def test_a_run_lacking_the_deployment_is_refused_with_pointers_before_any_load(e
 
 
 def test_an_unreachable_endpoint_is_refused_and_nothing_is_stored(tmp_path, capsys):
-    assert _run("http://127.0.0.1:9", tmp_path, "--request-rates", "4", *DEPLOYMENT) == 2
+    assert run_serving("http://127.0.0.1:9", tmp_path, "--request-rates", "4", *DEPLOYMENT) == 2
     assert "cannot reach http://127.0.0.1:9" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
 
@@ -40,7 +40,7 @@ def test_an_unreachable_endpoint_is_refused_and_nothing_is_stored(tmp_path, caps
 def test_a_server_that_does_not_stream_or_breaks_sse_is_refused(endpoint, tmp_path, capsys):
     for fault, words in (("no-stream", "not a stream"), ("malformed", "malformed SSE"), ("errors", "HTTP 500")):
         url = endpoint("--ttft-ms", "1", "--itl-ms", "1", "--fault", fault)
-        assert _run(url, tmp_path, "--request-rates", "4", *DEPLOYMENT) == 2
+        assert run_serving(url, tmp_path, "--request-rates", "4", *DEPLOYMENT) == 2
         assert words in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
 
@@ -48,15 +48,15 @@ def test_a_server_that_does_not_stream_or_breaks_sse_is_refused(endpoint, tmp_pa
 def test_each_level_is_one_valid_document_sharing_the_sweep(endpoint, tmp_path):
     # 12 requests of 100 + 5 × 20 ms: over the protocol's 1 s window minimum at both levels.
     url = endpoint("--ttft-ms", "100", "--itl-ms", "20", "--capacity", "64")
-    assert _run(url, tmp_path, "--concurrency", "1,2", *DEPLOYMENT) == 0
+    assert run_serving(url, tmp_path, "--concurrency", "1,2", *DEPLOYMENT) == 0
     docs = sorted(
-        (json.loads(p.read_text()) for p in tmp_path.iterdir()), key=lambda d: d["scenario"]["sweep"]["index"]
+        (json.loads(p.read_text()) for p in tmp_path.glob("*.json")), key=lambda d: d["scenario"]["sweep"]["index"]
     )
     assert [d["scenario"]["concurrency"] for d in docs] == [1, 2]
     assert len({d["scenario"]["sweep"]["id"] for d in docs}) == 1
     for doc in docs:
         protocol.check(doc)
-        assert doc["protocol"] == "benchreg.submission/1.2" and doc["scenario"]["arrival"] == "closed-loop"
+        assert doc["protocol"] == "benchreg.submission/1.3" and doc["scenario"]["arrival"] == "closed-loop"
         # a closed-loop level sends for its 2 s and at least its 12 requests (200 ms each: 12 at c=1, ~20 at c=2)
         assert doc["metrics"]["requests"]["completed"] == doc["metrics"]["requests"]["sent"] >= 12
         assert doc["metrics"]["token_counts"]["counted_by"] == "server-usage"
@@ -89,8 +89,8 @@ precision: {weights: bf16, activations: bf16, kv_cache: bf16, quantization: {met
     assert load(path).accelerator_model == "H100 SXM" and load(path).quantization_method == "none"
     out = tmp_path / "out"
     url = endpoint("--ttft-ms", "20", "--itl-ms", "5", "--capacity", "64")
-    assert _run(url, out, "--concurrency", "1", "--deployment", str(path)) == 0
-    (doc,) = [json.loads(p.read_text()) for p in out.iterdir()]
+    assert run_serving(url, out, "--concurrency", "1", "--deployment", str(path)) == 0
+    (doc,) = [json.loads(p.read_text()) for p in out.glob("*.json")]
     assert doc["system"]["accelerators"][0]["model"] == "H100 SXM"
     path.write_text(text + "workload: {name: mine}\n")
     with pytest.raises(ValueError, match=r"workload\.name is read by `benchreg import serving` only"):

@@ -203,7 +203,7 @@ def test_a_bad_usage_count_fails_its_request_in_words_and_the_level_goes_on(serv
     # Every third request of the level (never the 2-token probe) reports `told`.
     hostile = serve(**{"POST /v1/chat/completions": stream(lambda body, n: told if n % 3 == 0 else None)})
     assert _run(hostile.url, tmp_path, "--concurrency", "1") == 0
-    (path,) = tmp_path.iterdir()
+    (path,) = tmp_path.glob("*.json")
     doc = json.loads(path.read_text())
     requests = doc["metrics"]["requests"]
     assert requests["errors"] >= 3 and requests["completed"] + requests["errors"] == requests["sent"]
@@ -229,3 +229,33 @@ def test_a_measured_level_shorter_than_a_second_is_not_written_and_says_why(serv
     assert "level 0 (4 users) was measured (12 of 12 requests completed in 0." in err
     assert "/conditions/window/seconds" in err and "not written" in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_reasoning_count_beyond_the_completion_fails_its_request_in_words(serve, tmp_path):
+    # Reasoning tokens are a part of the completion tokens: a usage stating more of them than the completion has
+    # is a broken count, refused for that request like any other (every third request; never the 2-token probe).
+    seen = [0]
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        n, seen[0] = int((await request.json())["max_tokens"]), seen[0] + 1
+        response = web.StreamResponse(headers={"content-type": "text/event-stream"})
+        await response.prepare(request)
+        for kind in ["reasoning_content"] * (n // 2) + ["content"] * (n - n // 2):
+            chunk = {"choices": [{"index": 0, "delta": {kind: "word "}}]}
+            await response.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+        details = {"reasoning_tokens": n + 3 if seen[0] % 3 == 0 else n // 2}
+        usage = {"prompt_tokens": 16, "completion_tokens": n, "completion_tokens_details": details}
+        await response.write(b"data: " + json.dumps({"choices": [], "usage": usage}).encode() + b"\n\n")
+        await response.write(b"data: [DONE]\n\n")
+        return response
+
+    hostile = serve(**{"POST /v1/chat/completions": handler})
+    assert _run(hostile.url, tmp_path, "--concurrency", "1") == 0
+    (path,) = tmp_path.glob("*.json")
+    doc = json.loads(path.read_text())
+    requests = doc["metrics"]["requests"]
+    assert requests["errors"] >= 3 and requests["completed"] + requests["errors"] == requests["sent"]
+    failed = json.loads(doc["software"]["notes"]["failed_requests"])
+    assert failed == {"usage.completion_tokens_details.reasoning_tokens is 9, outside 0 to 6 (the completion "
+                      "tokens they are a part of)": requests["errors"]}  # fmt: skip
+    assert doc["metrics"]["token_counts"]["reasoning_total"] == 3 * requests["completed"]

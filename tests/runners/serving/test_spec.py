@@ -22,8 +22,10 @@ def _args(*extra: str) -> argparse.Namespace:
 
 def test_the_commands_spec_survives_the_json_an_agent_job_holds() -> None:
     args = _args("--endpoint", "http://gpu:8000", "--request-rates", "1,2.5", "--arrival", "gamma", "--burstiness",
-                 "0.5", "--input-dist", "normal", "--input-stdev", "30", "--ttft-slo-ms", "900")  # fmt: skip
+                 "0.5", "--input-dist", "normal", "--input-stdev", "30", "--ttft-slo-ms", "900", "--warmup", "16",
+                 "--warmup-seconds", "2.5")  # fmt: skip
     spec = spec_from_args(args)
+    assert spec.fields()["load"]["warmup_requests"] == 16 and spec.fields()["load"]["warmup_seconds"] == 2.5
     assert from_fields(spec.fields()) == spec
     assert job_spec({"phase": "serving", **spec.fields()}) == spec
 
@@ -38,6 +40,8 @@ def test_the_commands_spec_survives_the_json_an_agent_job_holds() -> None:
         ({"prompts": "p.jsonl", "input_tokens": {"mean": 4}}, "/input_tokens"),
         ({"deployment": []}, "/deployment"),
         ({"sweep_id": ""}, "/sweep_id"),
+        ({"load": {"mode": "request-rate", "loads": [1], "warmup_requests": -1}}, "/load"),
+        ({"load": {"mode": "request-rate", "loads": [1], "warmup_seconds": "2"}}, "/load/warmup_seconds"),
     ],
 )
 def test_a_wrong_field_is_refused_by_its_pointer(change: dict[str, object], pointer: str) -> None:
@@ -51,9 +55,12 @@ def test_a_wrong_field_is_refused_by_its_pointer(change: dict[str, object], poin
 def test_a_measured_level_states_every_field_its_job_fixes(endpoint) -> None:  # type: ignore[no-untyped-def]
     url = endpoint("--ttft-ms", "20", "--itl-ms", "5", "--capacity", "64")
     spec = spec_from_args(_args("--endpoint", url, "--request-rates", "4,12", "--duration", "2",
-                                "--min-requests", "10", "--input-tokens", "8", "--output-tokens", "4"))  # fmt: skip
+                                "--min-requests", "10", "--input-tokens", "8", "--output-tokens", "4",
+                                "--warmup", "3"))  # fmt: skip
     job = from_fields({**spec.fields(), "sweep_id": "planned-sweep", "level": 1})
     document = execute(job)
+    assert document["conditions"]["warmup"]["iterations"] == 3  # an agent job warms up as the command does ...
+    assert "artifacts" not in document["provenance"]  # ... and names no export: nobody would hold the file
     assert document["scenario"]["sweep"]["index"] == 1 and document["scenario"]["target_qps"] == 12
     expected = expected_fields(job)
     assert {p: value_at(document, p) for p in expected} == expected

@@ -61,7 +61,7 @@ def test_the_automatic_sweep_stops_at_the_level_where_the_law_fails_the_objectiv
             "--min-requests", str(MIN_REQUESTS), "--seed", str(SEED), "--out", str(tmp_path)]  # fmt: skip
     _run_unstarved([*args, *DEPLOYMENT])
     docs = sorted(
-        (json.loads(p.read_text()) for p in tmp_path.iterdir()), key=lambda d: d["scenario"]["sweep"]["index"]
+        (json.loads(p.read_text()) for p in tmp_path.glob("*.json")), key=lambda d: d["scenario"]["sweep"]["index"]
     )
     if docs[-1]["scenario"]["sweep"]["stop_reason"] == "client fell behind":  # a busy host starved the client
         pytest.skip(f"no verdict on this host: {docs[-1]['metrics']['client']['notes']}")
