@@ -33,7 +33,7 @@ import numpy as np
 from scipy import stats as sps
 
 from . import httpserver
-from .openai_api import FAULTS, OpenAIApi
+from .openai_api import FAULTS, OpenAIApi, PrefixCache
 
 SIMULATED_VERSION = "1.0"
 
@@ -164,21 +164,33 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--fault", choices=FAULTS, default="none", help="misbehave on purpose (tests)")
     p.add_argument("--workers", type=int, default=1, help="processes answering on the port (each with --capacity)")
+    p.add_argument("--prefix-cache", action="store_true", help="report cached prompt tokens (16-token blocks)")
+    p.add_argument("--log", default=None, help="append one JSON line per request received (tests: what was sent)")
     return p
 
 
-async def serve(law: Law, listener: socket.socket, model: str, fault: str = "none") -> None:
+@dataclass(frozen=True)
+class Extras:
+    """What the API reports or records beyond the law: a prefix cache's hits, a log of the requests received."""
+
+    prefix_cache: bool = False
+    log: str | None = None
+
+
+async def serve(law: Law, listener: socket.socket, model: str, fault: str = "none", extras: Extras = Extras()) -> None:
     """Answer on `listener` until SIGTERM (then return quietly: the streams in flight are dropped)."""
-    server = await httpserver.start_on(OpenAIApi(SimulatedEngine(law, model), fault), listener)
+    log = open(extras.log, "a", encoding="utf-8") if extras.log else None  # noqa: SIM115 (open while serving)
+    cache = PrefixCache() if extras.prefix_cache else None
+    server = await httpserver.start_on(OpenAIApi(SimulatedEngine(law, model), fault, cache, log), listener)
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     async with server:
         await stop.wait()
 
 
-def _worker(law: Law, listener: socket.socket, model: str, fault: str) -> None:
+def _worker(law: Law, listener: socket.socket, model: str, fault: str, extras: Extras) -> None:
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve(law, listener, model, fault))
+        asyncio.run(serve(law, listener, model, fault, extras))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -196,11 +208,12 @@ def main(argv: list[str] | None = None) -> int:
     # On SIGTERM each process's loop stops (serve); this one then exits through its exit handlers, which stop the
     # daemon workers too.
     forked = multiprocessing.get_context("fork")  # the children inherit the listening socket
-    others = [forked.Process(target=_worker, args=(law, listener, args.model, args.fault)) for law in laws[1:]]
+    extras = Extras(args.prefix_cache, args.log)
+    others = [forked.Process(target=_worker, args=(law, listener, args.model, args.fault, extras)) for law in laws[1:]]
     for process in others:
         process.daemon = True
         process.start()
-    _worker(laws[0], listener, args.model, args.fault)
+    _worker(laws[0], listener, args.model, args.fault, extras)
     return 0
 
 
