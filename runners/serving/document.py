@@ -1,4 +1,4 @@
-"""One load level as a protocol 1.2 run document, and the skeleton check made before any load is sent.
+"""One load level as a protocol 1.3 run document, and the skeleton check made before any load is sent.
 
 The system and precision are the serving deployment's (flags or a deployment file): the load generator's own
 machine is not the system under test and appears only in software.notes.
@@ -7,6 +7,7 @@ machine is not the system under test and appears only in software.notes.
 from __future__ import annotations
 
 import json
+import math
 import platform
 from collections import Counter
 from dataclasses import dataclass
@@ -20,9 +21,11 @@ from .deployment import Deployment
 from .levels import Level, counted_by
 from .loadgen import Target
 from .probe import EndpointInfo, public_url
+from .sessions import session_words, workload_metrics
 from .shapes import RequestShape
 
-SERVING_PROTOCOL_VERSION = "1.2"
+# 1.3: a file workload's request_shape fields, the trace arrival, metrics.prefix_cache and metrics.sessions.
+SERVING_PROTOCOL_VERSION = "1.3"
 RUNNER_NAME = "benchreg.runners.serving"
 
 
@@ -31,8 +34,9 @@ class Sweep:
     id: str
     mode: str  # request-rate, concurrency, automatic
     levels: int | None  # planned count; None for an automatic sweep
-    arrival: str  # poisson, gamma (open loop)
+    arrival: str  # poisson, gamma, trace (open loop)
     burstiness: float | None
+    speedups: tuple[float, ...] = ()  # a trace replay's speed-up per level
 
 
 @dataclass(frozen=True)
@@ -142,6 +146,7 @@ def document(
     metrics = level.metrics(by, token_notes)
     client, client_reasons = level.client()
     metrics["client"] = client
+    metrics.update(workload_metrics(level.run))
     checks = {"client_kept_up": client["kept_up"]}
     done = len(level.completed)
     conditions = {
@@ -151,7 +156,7 @@ def document(
         "validity": {"valid": all(checks.values()), "checks": checks},
         "isolation": None,
     }
-    notes = {"load": _load_note(ctx, level)}
+    notes = {"load": _load_note(ctx, level, index)}
     failed = Counter(r.detail or r.outcome for r in level.run.records if r.sent == r.sent and r.outcome != "completed")
     if failed:  # what went wrong, in words, for the requests counted as errors, timeouts or incomplete
         notes["failed_requests"] = json.dumps(dict(failed.most_common(10)), ensure_ascii=False)[:2000]
@@ -169,7 +174,17 @@ def _counters_note(delta: dict[str, float]) -> str:
     return f"the endpoint's GET /metrics over the level (counters as increases): {samples}"[:2000]
 
 
-def _load_note(ctx: Context, level: Level) -> str:
+def _load_note(ctx: Context, level: Level, index: int) -> str:
+    if ctx.sweep.arrival == "trace":
+        speedup = ctx.sweep.speedups[index] if index < len(ctx.sweep.speedups) else math.nan
+        return (
+            f"trace replay at {speedup:g}x the trace's pace: {level.run.planned} requests, each at its arrival time "
+            f"divided by {speedup:g} ({level.load:g} req/s offered), issued at {level.issue_rate():.2f} req/s; "
+            "latency and TTFT from the scheduled arrival"
+        )
+    sessions = session_words(level.run)
+    if sessions is not None:
+        return f"closed loop, {int(level.load)} users, {level.run.planned} requests; {sessions}"
     if level.mode == "request-rate":
         law = "Poisson" if ctx.sweep.arrival == "poisson" else f"gamma arrivals (shape {ctx.sweep.burstiness:g})"
         return (

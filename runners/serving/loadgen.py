@@ -69,6 +69,8 @@ class Prompt:
     text: str
     max_tokens: int
     input_tokens: int
+    # A session's turn: the conversation so far, (role, content) each, sent before `text` (chat API only).
+    history: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,8 @@ class Target:
             "temperature": 0.0,
         }
         if self.api == "chat":
-            body["messages"] = [{"role": "user", "content": prompt.text}]
+            said = [{"role": role, "content": content} for role, content in prompt.history]
+            body["messages"] = [*said, {"role": "user", "content": prompt.text}]
         else:
             body["prompt"] = prompt.text
         return body
@@ -117,6 +120,10 @@ class Record:
     input_tokens: int = 0
     output_tokens: int = 0
     usage: bool = False  # the counts are the server's usage report
+    cached_tokens: int | None = None  # the usage report's prompt_tokens_details.cached_tokens, where it says
+    session: int | None = None  # a multi-turn session's number (runners/serving/sessions), and its turn (1, 2, ...)
+    turn: int = 0
+    answer: list[str] | None = None  # the streamed text, kept where a session must carry it to its next turn
 
     @property
     def ttft_ms(self) -> float:
@@ -208,14 +215,21 @@ async def _consume(response: aiohttp.ClientResponse, record: Record, asked: int)
             if payload == "[DONE]":
                 return True
             event = _event(payload)
-            if _chunk_text(event):
+            text = _chunk_text(event)
+            if text:
                 record.chunks.append(now)
+                if record.answer is not None:
+                    record.answer.append(text)
             usage = event.get("usage")
             if isinstance(usage, dict) and "completion_tokens" in usage:
                 record.output_tokens = _count(usage, "completion_tokens", asked)
                 record.usage = True
                 if "prompt_tokens" in usage:
                     record.input_tokens = _count(usage, "prompt_tokens", MAX_PROMPT_TOKENS)
+                details = usage.get("prompt_tokens_details")
+                if isinstance(details, dict) and details.get("cached_tokens") is not None:  # at most the prompt
+                    most = record.input_tokens if "prompt_tokens" in usage else MAX_PROMPT_TOKENS
+                    record.cached_tokens = _count(details, "cached_tokens", most)
     return False
 
 
@@ -367,7 +381,7 @@ async def _monitor(m: Monitor, stop: asyncio.Event) -> None:
 
 
 @contextlib.asynccontextmanager
-async def _monitored() -> AsyncIterator[Monitor]:
+async def monitored() -> AsyncIterator[Monitor]:
     """The client's own figures (Monitor), taken while the block runs, with the garbage collector kept short.
 
     A full collection walks every object the process holds (numpy, scipy, the modules: ~40 ms here), stalling
@@ -394,7 +408,7 @@ async def _monitored() -> AsyncIterator[Monitor]:
 
 async def open_loop(target: Target, prompts: Sequence[Prompt], offsets: np.ndarray, max_open: int) -> LevelRun:
     """Send prompts[i] at offsets[i] seconds after the start, whatever is still in flight (up to `max_open`)."""
-    async with streams(target, max_open) as http, _monitored() as monitor:
+    async with streams(target, max_open) as http, monitored() as monitor:
         origin = time.perf_counter() + 0.05
         records = [Record(i, origin + float(t)) for i, t in enumerate(offsets)]
         tasks = []
@@ -447,7 +461,7 @@ async def closed_loop(
             await send(http, target, prompt, record)
             scheduled = record.end
 
-    async with streams(target, users) as http, _monitored() as monitor:
+    async with streams(target, users) as http, monitored() as monitor:
         origin = time.perf_counter()
         await asyncio.gather(*(user(http, origin) for _ in range(users)))
     return LevelRun(records, monitor, origin, len(records))

@@ -1,4 +1,4 @@
-"""`benchreg run serving`: refusals before any load, and documents that pass protocol 1.2."""
+"""`benchreg run serving`: refusals before any load, and documents that pass protocol 1.3."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def test_each_level_is_one_valid_document_sharing_the_sweep(endpoint, tmp_path):
     assert len({d["scenario"]["sweep"]["id"] for d in docs}) == 1
     for doc in docs:
         protocol.check(doc)
-        assert doc["protocol"] == "benchreg.submission/1.2" and doc["scenario"]["arrival"] == "closed-loop"
+        assert doc["protocol"] == "benchreg.submission/1.3" and doc["scenario"]["arrival"] == "closed-loop"
         # a closed-loop level sends for its 2 s and at least its 12 requests (200 ms each: 12 at c=1, ~20 at c=2)
         assert doc["metrics"]["requests"]["completed"] == doc["metrics"]["requests"]["sent"] >= 12
         assert doc["metrics"]["token_counts"]["counted_by"] == "server-usage"
