@@ -153,6 +153,8 @@ class ServingSpec:
         workload = self.file_workload()
         if workload is not None:
             workload.check(int(self.input_tokens.mean if self.input_tokens else 0), int(self.output_tokens.mean))
+        if workload is not None and self.load.mode == "trace":
+            workload.check_replay(self.load.loads, self.load.duration_s, self.load.max_requests)
         plan = replace(self.load, only=self.level)
         target = Target(public_url(self.endpoint), self.model, self.api, self.timeout_s)
         sweep = new_sweep(plan, self.arrival, self.burstiness, self.sweep_id)

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from protocol.rules import MIN_WINDOW_ITERATIONS
+
 from .datasets import (
     MOONCAKE_BLOCK_TOKENS,
     TIME_UNITS,
@@ -97,6 +99,18 @@ class Workload:
 
     def replay(self, speedup: float, seconds: float, most: int) -> tuple[list[Prompt], np.ndarray]:
         return trace_schedule(self.trace(), speedup, seconds, most, self.block_tokens)
+
+    def check_replay(self, speedups: tuple[float, ...], seconds: float, most: int) -> None:
+        """Each level's window of the trace must hold a measurable level: ValueError naming the speed-up if not."""
+        for speedup in speedups:
+            prompts, offsets = self.replay(speedup, seconds, most)
+            span = float(offsets[-1]) if len(offsets) else 0.0
+            if len(prompts) < MIN_WINDOW_ITERATIONS or span <= 0:
+                raise ValueError(
+                    f"{self.path}: at speed-up {speedup:g} the requests arriving within --duration {seconds:g} s "
+                    f"(at most --max-requests {most}) are {len(prompts)} spanning {span:.3f} s: a level needs at "
+                    f"least {MIN_WINDOW_ITERATIONS} requests arriving over a positive span"
+                )
 
     def lengths(self) -> tuple[np.ndarray, np.ndarray]:
         """Input and output tokens of each request the file describes (first turns for ShareGPT)."""

@@ -95,7 +95,9 @@ def test_a_trace_is_replayed_at_its_times_over_the_speedup_with_its_lengths(endp
     expected = (stamps - stamps[0]) / 1e3 / 2
     arrived = np.asarray([r["t"] for r in received])
     error_ms = np.abs((arrived - arrived[0]) - expected) * 1e3
-    assert error_ms.max() < 50, error_ms  # gaps are 30-100 ms at 2x: a schedule not divided by 2 is off by 1.4 s
+    # Gaps are 30-100 ms at 2x; a schedule not divided by 2 would be off by up to 1.4 s. The bounds leave room for
+    # the endpoint's own process being descheduled on a busy host (its clock stamps the arrival).
+    assert np.median(error_ms) < 15 and error_ms.max() < 250, error_ms
     assert doc["scenario"]["arrival"] == "trace" and doc["scenario"]["sweep"]["mode"] == "request-rate"
     assert doc["scenario"]["target_qps"] == pytest.approx((len(rows) - 1) / expected[-1], rel=1e-3)
     assert doc["workload"]["request_shape"]["source"] == "trace"
@@ -160,13 +162,19 @@ def test_a_level_of_sessions_records_its_sessions_and_each_turn(endpoint, tmp_pa
         (["--workload", "trace", "--request-rates", "4"], ["/load/mode", "--trace-speedups"]),
         (["--workload", "sonnet", "--shared-prefix", "0.5", "--request-rates", "4"], ["/shared_prefix"]),
         (["--shared-prefix", "1.5", "--request-rates", "4"], ["/shared_prefix", "below 1"]),
+        (
+            ["--workload", "trace", "--trace-speedups", "1", "--duration", "1"],
+            ["at speed-up 1", "are 20 spanning 0.000 s", "over a positive span"],
+        ),
     ],
 )
 def test_a_bad_file_or_workload_is_refused_before_any_request(endpoint, tmp_path, capsys, extra, words):
     log = tmp_path / "received.jsonl"
     url = endpoint("--ttft-ms", "5", "--itl-ms", "2", "--log", str(log))
     bad = tmp_path / ("trace.jsonl" if "trace" in extra else "data.json")
-    if "trace" in extra:
+    if "--duration" in extra:  # a well-formed trace whose 20 requests all arrive at once: no rate to replay
+        bad.write_text('{"timestamp": 0, "input_length": 5, "output_length": 2}\n' * 20)
+    elif "trace" in extra:
         bad.write_text('{"timestamp": 0, "input_length": 5, "output_length": 2}\n'
                        '{"timestamp": 9, "input_length": 5, "output_length": 2}\n'
                        '{"timestamp": 4, "input_length": 5, "output_length": 2}\n')  # fmt: skip
