@@ -95,9 +95,10 @@ def test_a_trace_is_replayed_at_its_times_over_the_speedup_with_its_lengths(endp
     expected = (stamps - stamps[0]) / 1e3 / 2
     arrived = np.asarray([r["t"] for r in received])
     error_ms = np.abs((arrived - arrived[0]) - expected) * 1e3
-    # Gaps are 30-100 ms at 2x; a schedule not divided by 2 would be off by up to 1.4 s. The bounds leave room for
-    # the endpoint's own process being descheduled on a busy host (its clock stamps the arrival).
-    assert np.median(error_ms) < 15 and error_ms.max() < 250, error_ms
+    # Gaps are 30-100 ms at 2x; a schedule not divided by 2 would be off by up to 1.4 s (median ~700 ms). The bounds
+    # leave room for a busy host descheduling the client or the endpoint (whose clock stamps the arrival): at load
+    # average 14 on 2 cores, 60 replayed requests arrived within median 1.3 ms, p90 11.9 ms, max 195 ms.
+    assert np.median(error_ms) < 15 and np.quantile(error_ms, 0.9) < 60, error_ms
     assert doc["scenario"]["arrival"] == "trace" and doc["scenario"]["sweep"]["mode"] == "request-rate"
     assert doc["scenario"]["target_qps"] == pytest.approx((len(rows) - 1) / expected[-1], rel=1e-3)
     assert doc["workload"]["request_shape"]["source"] == "trace"
