@@ -76,8 +76,19 @@ def shape_words(shape: Any) -> str:
     else:
         words = f"dataset {dataset or 'not named'}"
     if kind != "agentic-multi-turn" and shape.get("turns") == "multi":
-        words += ", multi-turn"
-    return words
+        turns = shape.get("max_turns")
+        words += ", multi-turn" + (f" (up to {turns} turns)" if isinstance(turns, int) else "")
+    return words + _prefix_words(shape.get("shared_prefix"))
+
+
+def _prefix_words(prefix: Any) -> str:
+    """', shared prefix 50%' (', ... in 4 groups'): two shapes that differ only there must read differently."""
+    if not isinstance(prefix, Mapping) or not isinstance(prefix.get("ratio"), int | float):
+        return ""
+    groups = prefix.get("groups")
+    return f", shared prefix {prefix['ratio']:.0%}" + (
+        f" in {groups} groups" if isinstance(groups, int) and groups > 1 else ""
+    )
 
 
 def accelerators(doc: Mapping[str, Any]) -> int:

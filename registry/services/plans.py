@@ -276,7 +276,7 @@ def serving_spec_checked(fields: dict[str, Any]) -> serving.ServingSpec:
     except serving.SpecInvalid as exc:
         raise _serving_refused([_error(exc.pointer, "invalid", exc.message)]) from None
     if spec.load.mode == "automatic":
-        why = "an automatic sweep picks each level from the ones before: list the loads (request-rate or concurrency)"
+        why = "an automatic sweep picks each level from those before: list its loads (request-rate, concurrency, trace)"
         raise _serving_refused([_error("/load/mode", "not-plannable", why)])
     problems = serving.unrunnable(spec)
     if problems:

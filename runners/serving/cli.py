@@ -6,6 +6,10 @@
     benchreg run serving ... --concurrency 1,8,32,64          # closed loop
     benchreg run serving ... --auto --auto-start 1 --auto-factor 1.5   # raise the rate until an objective fails
     benchreg run serving ... --warmup 32                      # 32 requests before each level, thrown away
+    benchreg run serving ... --workload sharegpt --dataset sharegpt.json --request-rates 2,4   # local files only
+    benchreg run serving ... --workload sharegpt --dataset sharegpt.json --max-turns 5 --concurrency 8  # sessions
+    benchreg run serving ... --workload sonnet --dataset sonnet.txt --input-tokens 550 --sonnet-prefix-tokens 200
+    benchreg run serving ... --workload trace --dataset mooncake.jsonl --trace-speedups 1,2   # replay its times
 
 Each level writes its document and, beside it, its per-request export (`...-requests-<sha>.jsonl`, named in the
 document by sha256); `benchreg recompute-serving DOC.json` recomputes the level's figures from it.
@@ -23,12 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from . import deployment as deploy
+from .datasets import MOONCAKE_BLOCK_TOKENS, TIME_UNITS
 from .document import Context, file_name
 from .export import export_path
 from .levels import Objectives
 from .runner import LevelRefused, LoadPlan, Refused, run_sync
 from .shapes import DISTRIBUTIONS, TokenLaw
-from .spec import ServingSpec
+from .spec import FILE_LENGTHS, ServingSpec
+from .workload import SOURCES
 
 
 def _floats(text: str) -> tuple[float, ...]:
@@ -51,10 +57,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         shape.add_argument(f"--{side}-min", type=int, default=None)
         shape.add_argument(f"--{side}-max", type=int, default=None)
     shape.add_argument("--prompts", type=Path, default=None, help='JSONL: {"prompt": ..., "max_tokens"?: n}')
+    _workload_arguments(p.add_argument_group("file workloads (local files, read before any load; docs/serving.md)"))
     load = p.add_argument_group("load").add_mutually_exclusive_group(required=True)
     load.add_argument("--request-rates", type=_floats, help="open loop, requests/s per level")
     load.add_argument("--concurrency", type=_floats, help="closed loop, users per level")
     load.add_argument("--auto", action="store_true", help="open loop, raise the rate until the sweep stops")
+    load.add_argument("--trace-speedups", type=_floats, help="--workload trace: replay at these speed-ups per level")
     p.add_argument("--auto-start", type=float, default=1.0, help="first rate of --auto (req/s)")
     p.add_argument("--auto-factor", type=float, default=1.5, help="rate multiplier between --auto levels")
     p.add_argument("--max-levels", type=int, default=12)
@@ -73,6 +81,30 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         p.add_argument(f"--{name}-slo-ms", type=float, default=None, help=f"p99 {name} objective (goodput, sweep)")
     _deployment_arguments(p.add_argument_group("deployment (what the endpoint cannot tell)"))
     p.add_argument("--seed", type=int, default=1234)
+
+
+def _workload_arguments(g: argparse._ArgumentGroup) -> None:
+    g.add_argument("--workload", choices=SOURCES, default=None,
+                   help="sharegpt: first human turns, the reply's length as output; sonnet: fixed prefix plus "
+                   "sampled lines to --input-tokens; trace: arrival times and lengths replayed")  # fmt: skip
+    g.add_argument("--dataset", type=Path, default=None, help="the workload's local file (JSON, text, JSONL or CSV)")
+    g.add_argument(
+        "--max-turns",
+        type=int,
+        default=None,
+        help="sharegpt: whole conversations as multi-turn sessions of up to N turns (--concurrency)",
+    )
+    g.add_argument("--sonnet-prefix-tokens", type=int, default=200, help="sonnet: fixed prefix tokens (vLLM's 200)")
+    g.add_argument("--trace-time-unit", choices=tuple(TIME_UNITS), default="ms", help="trace: numeric timestamps")
+    g.add_argument("--trace-block-tokens", type=int, default=MOONCAKE_BLOCK_TOKENS,
+                   help="trace: tokens per hash_ids block (Mooncake's 512)")  # fmt: skip
+    g.add_argument(
+        "--shared-prefix",
+        type=float,
+        default=None,
+        help="share of each prompt's input tokens that is a prefix common to its group (0 to < 1)",
+    )
+    g.add_argument("--prefix-groups", type=int, default=1, help="distinct shared prefixes, one drawn per request")
 
 
 def _deployment_arguments(g: argparse._ArgumentGroup) -> None:
@@ -94,8 +126,10 @@ def _law(args: argparse.Namespace, side: str) -> TokenLaw:
 
 def _plan(args: argparse.Namespace) -> LoadPlan:
     mode = "automatic" if args.auto else "request-rate" if args.request_rates else "concurrency"
+    mode = "trace" if args.trace_speedups else mode
+    loads = args.request_rates or args.concurrency or args.trace_speedups or ()
     return LoadPlan(
-        mode, args.request_rates or args.concurrency or (), args.duration, args.min_requests, args.max_requests,
+        mode, loads, args.duration, args.min_requests, args.max_requests,
         args.auto_start, args.auto_factor, args.max_levels, warmup_requests=args.warmup,
         warmup_seconds=args.warmup_seconds,
     )  # fmt: skip
@@ -106,13 +140,18 @@ def spec_from_args(args: argparse.Namespace) -> ServingSpec:
 
     ValueError (SpecInvalid names the field) for anything wrong; the deployment file's values give way to flags."""
     base = deploy.load(args.deployment) if args.deployment else deploy.Deployment()
+    from_file = args.prompts is not None or args.workload in FILE_LENGTHS
     return ServingSpec(
         endpoint=args.endpoint, model=args.model, load=_plan(args), deployment=base.merged(vars(args)),
-        input_tokens=None if args.prompts is not None else _law(args, "input"), output_tokens=_law(args, "output"),
+        input_tokens=None if from_file else _law(args, "input"), output_tokens=_law(args, "output"),
         prompts=str(args.prompts) if args.prompts is not None else None, api=args.api, timeout_s=args.timeout,
         arrival=args.arrival, burstiness=args.burstiness,
         objectives=Objectives(args.ttft_slo_ms, args.tpot_slo_ms, args.latency_slo_ms),
         seed=args.seed, submitter=args.submitter,
+        workload=args.workload, dataset=str(args.dataset) if args.dataset is not None else None,
+        max_turns=args.max_turns, sonnet_prefix_tokens=args.sonnet_prefix_tokens,
+        trace_time_unit=args.trace_time_unit, trace_block_tokens=args.trace_block_tokens,
+        shared_prefix=args.shared_prefix, prefix_groups=args.prefix_groups,
     )  # fmt: skip
 
 

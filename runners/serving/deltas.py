@@ -100,3 +100,14 @@ def token_kind(event: dict[str, Any]) -> str | None:
     if "delta" in choice:  # chat
         return _delta_kind(choice["delta"])
     return ANSWER if _text(choice.get("text"), "choices[0].text") else None
+
+
+def answer_text(event: dict[str, Any]) -> str:
+    """The answer text an event carries (chat `delta.content` or the completions API's `text`), reasoning and tool
+    calls excluded: what a multi-turn session carries to its next turn as the assistant's message. Call it after
+    `token_kind` has accepted the event's shape."""
+    choices = event.get("choices") or []
+    choice = choices[0] if choices else {}
+    if "delta" in choice:
+        return str(choice["delta"].get("content") or "")
+    return str(choice.get("text") or "")

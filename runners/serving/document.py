@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import platform
 from collections import Counter
 from dataclasses import dataclass
@@ -23,8 +24,10 @@ from .export import artifact
 from .levels import Level, counted_by
 from .loadgen import Target
 from .probe import EndpointInfo, public_url
+from .sessions import session_words, workload_metrics
 from .shapes import RequestShape
 
+# 1.3: a file workload's request_shape fields, the trace arrival, metrics.prefix_cache and metrics.sessions.
 SERVING_PROTOCOL_VERSION = "1.3"
 RUNNER_NAME = "benchreg.runners.serving"
 
@@ -34,8 +37,9 @@ class Sweep:
     id: str
     mode: str  # request-rate, concurrency, automatic
     levels: int | None  # planned count; None for an automatic sweep
-    arrival: str  # poisson, gamma (open loop)
+    arrival: str  # poisson, gamma, trace (open loop)
     burstiness: float | None
+    speedups: tuple[float, ...] = ()  # a trace replay's speed-up per level
 
 
 @dataclass(frozen=True)
@@ -177,6 +181,7 @@ def document(
     metrics = level.metrics(by, token_notes)
     client, client_reasons = level.client()
     metrics["client"] = client
+    metrics.update(workload_metrics(level.run))
     checks = {"client_kept_up": client["kept_up"]}
     done = len(level.completed)
     conditions = {
@@ -186,7 +191,7 @@ def document(
         "validity": {"valid": all(checks.values()), "checks": checks},
         "isolation": None,
     }
-    notes = _notes(ctx, level, warmup, metrics_delta)
+    notes = _notes(ctx, level, index, warmup, metrics_delta)
     artifacts = []
     if measured.requests is not None:
         digest = hashlib.sha256(measured.requests).hexdigest()
@@ -195,8 +200,8 @@ def document(
                      metrics, conditions, notes, artifacts)  # fmt: skip
 
 
-def _notes(ctx: Context, level: Level, warmup: Warmup, metrics_delta: dict[str, float]) -> dict[str, str]:
-    notes = {"load": _load_note(ctx, level)}
+def _notes(ctx: Context, level: Level, index: int, warmup: Warmup, metrics_delta: dict[str, float]) -> dict[str, str]:
+    notes = {"load": _load_note(ctx, level, index)}
     failed = Counter(r.detail or r.outcome for r in level.run.records if r.sent == r.sent and r.outcome != "completed")
     if failed:  # what went wrong, in words, for the requests counted as errors, timeouts or incomplete
         notes["failed_requests"] = json.dumps(dict(failed.most_common(10)), ensure_ascii=False)[:2000]
@@ -215,7 +220,17 @@ def _counters_note(delta: dict[str, float]) -> str:
     return f"the endpoint's GET /metrics over the level (counters as increases): {samples}"[:2000]
 
 
-def _load_note(ctx: Context, level: Level) -> str:
+def _load_note(ctx: Context, level: Level, index: int) -> str:
+    if ctx.sweep.arrival == "trace":
+        speedup = ctx.sweep.speedups[index] if index < len(ctx.sweep.speedups) else math.nan
+        return (
+            f"trace replay at {speedup:g}x the trace's pace: {level.run.planned} requests, each at its arrival time "
+            f"divided by {speedup:g} ({level.load:g} req/s offered), issued at {level.issue_rate():.2f} req/s; "
+            "latency and TTFT from the scheduled arrival"
+        )
+    sessions = session_words(level.run)
+    if sessions is not None:
+        return f"closed loop, {int(level.load)} users, {level.run.planned} requests; {sessions}"
     if level.mode == "request-rate":
         law = "Poisson" if ctx.sweep.arrival == "poisson" else f"gamma arrivals (shape {ctx.sweep.burstiness:g})"
         return (

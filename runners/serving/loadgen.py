@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import numpy as np
 
-from .deltas import ANSWER, DeltaError, token_kind
+from .deltas import ANSWER, DeltaError, answer_text, token_kind
 
 if TYPE_CHECKING:
     import aiohttp
@@ -73,6 +73,8 @@ class Prompt:
     text: str
     max_tokens: int
     input_tokens: int
+    # A session's turn: the conversation so far, (role, content) each, sent before `text` (chat API only).
+    history: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -101,7 +103,8 @@ class Target:
             "temperature": 0.0,
         }
         if self.api == "chat":
-            body["messages"] = [{"role": "user", "content": prompt.text}]
+            said = [{"role": role, "content": content} for role, content in prompt.history]
+            body["messages"] = [*said, {"role": "user", "content": prompt.text}]
         else:
             body["prompt"] = prompt.text
         return body
@@ -123,6 +126,10 @@ class Record:
     usage: bool = False  # the counts are the server's usage report
     first_answer: float = math.nan  # arrival of the first answer token (text or tool call; NaN: none came)
     reasoning_tokens: int | None = None  # the usage report's completion_tokens_details.reasoning_tokens
+    cached_tokens: int | None = None  # the usage report's prompt_tokens_details.cached_tokens, where it says
+    session: int | None = None  # a multi-turn session's number (runners/serving/sessions), and its turn (1, 2, ...)
+    turn: int = 0
+    answer: list[str] | None = None  # the streamed answer text, kept where a session must carry it to its next turn
 
     @property
     def ttft_ms(self) -> float:
@@ -223,6 +230,8 @@ def _stamp(record: Record, event: dict[str, Any], now: float) -> None:
         record.chunks.append(now)
         if kind == ANSWER and record.first_answer != record.first_answer:  # still NaN: this is the first
             record.first_answer = now
+        if kind == ANSWER and record.answer is not None:
+            record.answer.append(answer_text(event))
 
 
 def _read_usage(record: Record, usage: dict[str, Any], asked: int) -> None:
@@ -235,6 +244,11 @@ def _read_usage(record: Record, usage: dict[str, Any], asked: int) -> None:
         # reasoning tokens are a part of the completion tokens (OpenAI's and vLLM's usage)
         where, why = "usage.completion_tokens_details", "the completion tokens they are a part of"
         record.reasoning_tokens = _count(details, "reasoning_tokens", record.output_tokens, where, why)
+    cached = usage.get("prompt_tokens_details")
+    if isinstance(cached, dict) and cached.get("cached_tokens") is not None:  # at most the prompt
+        most = record.input_tokens if "prompt_tokens" in usage else MAX_PROMPT_TOKENS
+        where, why = "usage.prompt_tokens_details", "the prompt tokens they are a part of"
+        record.cached_tokens = _count(cached, "cached_tokens", most, where, why)
 
 
 def _count(
@@ -387,7 +401,7 @@ async def _monitor(m: Monitor, stop: asyncio.Event) -> None:
 
 
 @contextlib.asynccontextmanager
-async def _monitored() -> AsyncIterator[Monitor]:
+async def monitored() -> AsyncIterator[Monitor]:
     """The client's own figures (Monitor), taken while the block runs, with the garbage collector kept short.
 
     A full collection walks every object the process holds (numpy, scipy, the modules: ~40 ms here), stalling
@@ -414,7 +428,7 @@ async def _monitored() -> AsyncIterator[Monitor]:
 
 async def open_loop(target: Target, prompts: Sequence[Prompt], offsets: np.ndarray, max_open: int) -> LevelRun:
     """Send prompts[i] at offsets[i] seconds after the start, whatever is still in flight (up to `max_open`)."""
-    async with streams(target, max_open) as http, _monitored() as monitor:
+    async with streams(target, max_open) as http, monitored() as monitor:
         origin = time.perf_counter() + 0.05
         records = [Record(i, origin + float(t)) for i, t in enumerate(offsets)]
         tasks = []
@@ -467,7 +481,7 @@ async def closed_loop(
             await send(http, target, prompt, record)
             scheduled = record.end
 
-    async with streams(target, users) as http, _monitored() as monitor:
+    async with streams(target, users) as http, monitored() as monitor:
         origin = time.perf_counter()
         await asyncio.gather(*(user(http, origin) for _ in range(users)))
     return LevelRun(records, monitor, origin, len(records))

@@ -17,6 +17,11 @@ event names the function, with an id, and each later event carries a fragment of
 event then reports `completion_tokens_details.reasoning_tokens`, as OpenAI and vLLM do. The completions API has
 no deltas: its text carries every token.
 
+`prefix_cache` (PrefixCache) reports `usage.prompt_tokens_details.cached_tokens` as vLLM's automatic prefix caching
+does: a prompt's leading whole blocks of BLOCK_TOKENS tokens that an earlier prompt began with are cached (a hit
+counts whole blocks only). `log` writes one JSON line per generation request as it arrives (wall time, prompt
+tokens, messages, max_tokens): what the endpoint received, for tests of what a workload sends.
+
 `fault` makes an endpoint misbehave on purpose, for the load generator's bad-input tests: "no-stream" (answers
 whole JSON even when asked to stream), "errors" (HTTP 500 on every request), "malformed" (broken SSE),
 "truncate" (closes the stream before [DONE]), "bad-delta" (a chat delta whose `tool_calls` is not a list).
@@ -24,12 +29,13 @@ whole JSON even when asked to stream), "errors" (HTTP 500 on every request), "ma
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import IO, Any, Protocol
 
 from .httpserver import HttpRequest, Response
 
@@ -118,14 +124,44 @@ def _prompt_text(body: dict[str, Any], chat: bool) -> str:
     return " ".join(parts)
 
 
+class PrefixCache:
+    """Whole blocks of prompt tokens seen before, by the digest of the prompt up to each block's end (bounded)."""
+
+    BLOCK_TOKENS = 16  # vLLM's default KV block size
+    MAX_BLOCKS = 1_000_000
+
+    def __init__(self) -> None:
+        self.blocks: set[bytes] = set()
+
+    def cached(self, words: list[str]) -> int:
+        """Tokens of `words` cached by earlier prompts (leading whole blocks); the prompt's blocks are cached now."""
+        digest, hit, cached = hashlib.blake2b(digest_size=16), True, 0
+        for end in range(self.BLOCK_TOKENS, len(words) + 1, self.BLOCK_TOKENS):
+            digest.update(" ".join(words[end - self.BLOCK_TOKENS : end]).encode() + b"\n")
+            key = digest.copy().digest()
+            hit = hit and key in self.blocks
+            cached += self.BLOCK_TOKENS if hit else 0
+            if len(self.blocks) < self.MAX_BLOCKS:
+                self.blocks.add(key)
+        return cached
+
+
 class OpenAIApi:
     """Routes requests to an Engine; `fault` injects one misbehaviour (see the module docstring)."""
 
-    def __init__(self, engine: Engine, fault: str = "none", style: StreamStyle | None = None) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        fault: str = "none",
+        style: StreamStyle | None = None,
+        prefix_cache: PrefixCache | None = None,
+        log: IO[str] | None = None,
+    ) -> None:
         if fault not in FAULTS:
             raise ValueError(f"fault must be one of {', '.join(FAULTS)}, not {fault!r}")
         self.engine, self.fault, self.counters = engine, fault, Counters()
         self.style = style or StreamStyle()
+        self.prefix_cache, self.log = prefix_cache, log
 
     async def __call__(self, request: HttpRequest) -> Response:
         route = (request.method, request.path)
@@ -172,6 +208,12 @@ class OpenAIApi:
         if self.fault == "errors":
             return _error("simulated engine failure", 500)
         call = _Call(self, chat, prompt, max_tokens, body)
+        if self.log is not None:
+            messages = len(body["messages"]) if chat else 0
+            said = {"t": time.time(), "prompt_tokens": call.prompt_tokens, "max_tokens": max_tokens,
+                    "messages": messages, "cached_tokens": call.cached_tokens}  # fmt: skip
+            self.log.write(json.dumps(said) + "\n")
+            self.log.flush()
         if not body.get("stream") or self.fault == "no-stream":
             return Response(stream=call.whole())
         return Response(content_type="text/event-stream", stream=call.events())
@@ -182,7 +224,9 @@ class _Call:
 
     def __init__(self, api: OpenAIApi, chat: bool, prompt: str, max_tokens: int, body: dict[str, Any]) -> None:
         self.api, self.chat, self.prompt, self.max_tokens = api, chat, prompt, max_tokens
-        self.prompt_tokens = len(prompt.split())
+        words = prompt.split()
+        self.prompt_tokens = len(words)
+        self.cached_tokens = api.prefix_cache.cached(words) if api.prefix_cache is not None else None
         options = body.get("stream_options")
         self.usage_wanted = isinstance(options, dict) and bool(options.get("include_usage"))
         self.id = f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex}"
@@ -210,6 +254,8 @@ class _Call:
         if self.chat and self.api.style.reasoning_tokens:
             reasoning = min(self.generated, self.api.style.reasoning_tokens)
             usage["completion_tokens_details"] = {"reasoning_tokens": reasoning}
+        if self.cached_tokens is not None:
+            usage["prompt_tokens_details"] = {"cached_tokens": self.cached_tokens}
         return usage
 
     def _count(self) -> None:

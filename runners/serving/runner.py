@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import math
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,10 +33,13 @@ from protocol import rules
 
 from ..record import now
 from . import probe
+from .datasets import SharedPrefix, Turn
 from .document import Context, Measured, Sweep, Warmup, document, skeleton_errors
 from .export import rebased, to_jsonl
 from .levels import Level, Objectives
-from .loadgen import LevelRun, arrivals, client, closed_loop, open_loop
+from .loadgen import LevelRun, Prompt, arrivals, client, closed_loop, open_loop
+from .sessions import SessionBudget, closed_loop_sessions
+from .workload import Workload
 
 GROWTH_SHARE = 0.25
 MAX_LEVELS = 50
@@ -58,7 +61,8 @@ class Refused(Exception):
 
 @dataclass(frozen=True)
 class LoadPlan:
-    """mode "request-rate" (loads in req/s), "concurrency" (users) or "automatic" (rates from start × factor^i).
+    """mode "request-rate" (loads in req/s), "concurrency" (users), "automatic" (rates from start × factor^i) or
+    "trace" (loads are speed-ups of a trace's own arrival times; its levels are open loop at the replayed rate).
 
     `only`: measure level `only` of `loads` and no other (an agent job is one level of a planned sweep); the
     level keeps its index, so its sweep index and its seed are the ones the whole sweep would give it.
@@ -77,8 +81,8 @@ class LoadPlan:
     warmup_seconds: float = 0.0
 
     def __post_init__(self) -> None:
-        if self.mode not in ("request-rate", "concurrency", "automatic"):
-            raise ValueError(f"load mode: request-rate, concurrency or automatic; not {self.mode!r}")
+        if self.mode not in ("request-rate", "concurrency", "automatic", "trace"):
+            raise ValueError(f"load mode: request-rate, concurrency, automatic or trace; not {self.mode!r}")
         if self.mode != "automatic" and (not self.loads or min(self.loads) <= 0 or len(self.loads) > MAX_LEVELS):
             raise ValueError(f"give 1 to {MAX_LEVELS} positive loads")
         if self.mode == "concurrency" and any(x != int(x) or x > MAX_OPEN for x in self.loads):
@@ -125,6 +129,11 @@ class LoadPlan:
 
 
 async def _measure(ctx: Context, plan: LoadPlan, load: float, index: int) -> LevelRun:
+    workload = ctx.shape.workload
+    if plan.mode == "trace" and workload is not None:
+        return await _replay(ctx, plan, workload, load, ctx.seed + index)
+    if not plan.open_loop and workload is not None and workload.max_turns is not None:
+        return await _sessions(ctx, plan, workload, int(load), ctx.seed + index)
     if plan.open_loop:
         count = plan.count(load)
         prompts = ctx.shape.prompts(count, ctx.seed + index)
@@ -159,6 +168,36 @@ async def _warm_up(ctx: Context, plan: LoadPlan, index: int) -> Warmup:
     return Warmup(len(run.records), round(took, 4), done, users)
 
 
+async def _replay(ctx: Context, plan: LoadPlan, workload: Workload, speedup: float, seed: int) -> LevelRun:
+    prompts, offsets = workload.replay(speedup, plan.duration_s, plan.max_requests)
+    prompts = ctx.shape.prefix.apply(prompts, seed) if ctx.shape.prefix else prompts
+    return await open_loop(ctx.target, prompts, offsets, min(MAX_OPEN, len(prompts)))
+
+
+async def _sessions(ctx: Context, plan: LoadPlan, workload: Workload, users: int, seed: int) -> LevelRun:
+    assert workload.max_turns is not None
+    budget = SessionBudget(plan.duration_s, plan.min_requests, plan.max_requests)
+    sessions = workload.sessions(seed)
+    if ctx.shape.prefix is not None:
+        sessions = _prefixed(ctx.shape.prefix, sessions, seed)
+    return await closed_loop_sessions(ctx.target, sessions, users, budget, workload.max_turns)
+
+
+def _prefixed(prefix: SharedPrefix, sessions: Iterator[tuple[Turn, ...]], seed: int) -> Iterator[tuple[Turn, ...]]:
+    """Sessions whose first turn starts with the stated shared prefix (a system prompt's place)."""
+    for n, session in enumerate(sessions):
+        first = session[0]
+        [prompt] = prefix.apply([Prompt(first.text, first.output_tokens, len(first.text.split()))], seed + n)
+        yield (Turn(prompt.text, first.output_tokens), *session[1:])
+
+
+def replayed_rate(run: LevelRun) -> float:
+    """A replayed level's offered rate: its requests over its schedule's span (its first to its last arrival)."""
+    times = [r.scheduled for r in run.records]
+    span = max(times) - min(times) if times else 0.0
+    return round((len(times) - 1) / span, 4) if span > 0 else 0.0
+
+
 def _stop(level: Level, best: Level | None, plan: LoadPlan) -> str | None:
     failed = level.objective_failed()
     if failed:
@@ -175,6 +214,8 @@ def _stop(level: Level, best: Level | None, plan: LoadPlan) -> str | None:
 def new_sweep(plan: LoadPlan, arrival: str, burstiness: float | None, sweep_id: str | None = None) -> Sweep:
     """The sweep's identity: `sweep_id` when a plan gave one (its levels run as separate jobs), else a new one."""
     levels = None if plan.mode == "automatic" else len(plan.loads)
+    if plan.mode == "trace":  # a replay's levels are open loop at the rate each speed-up gives the trace
+        return Sweep(sweep_id or uuid.uuid4().hex, "request-rate", levels, "trace", None, plan.loads)
     return Sweep(sweep_id or uuid.uuid4().hex, plan.mode, levels, arrival, burstiness)
 
 
@@ -245,7 +286,8 @@ async def _level(
     warmup = await _warm_up(ctx, plan, index)
     before = await probe.metrics(http, probe.side_deadline(ctx.target))
     mode = "request-rate" if plan.open_loop else "concurrency"
-    level = Level(mode, load, rebased(await _measure(ctx, plan, load, index)), objectives)
+    run = rebased(await _measure(ctx, plan, load, index))
+    level = Level(mode, replayed_rate(run) if plan.mode == "trace" else load, run, objectives)
     after = await probe.metrics(http, probe.side_deadline(ctx.target))
     requests = to_jsonl(level.run.records) if export else None
     return Measured(level, index, warmup, requests), _delta(before, after)

@@ -18,7 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from .datasets import SharedPrefix
 from .loadgen import Prompt
+from .workload import Workload
 
 DISTRIBUTIONS = ("constant", "normal", "uniform", "lognormal")
 MAX_PROMPT_FILE_BYTES = 256 * 1024 * 1024
@@ -74,14 +76,24 @@ class TokenLaw:
 
 @dataclass(frozen=True)
 class RequestShape:
-    """Synthetic (input and output TokenLaws) or a dataset (JSONL prompts, with an output law for lines without)."""
+    """Synthetic (input and output TokenLaws), a dataset (JSONL prompts, with an output law for lines without), or a
+    file workload (ShareGPT, sonnet, trace: runners/serving/workload); `prefix`: a stated shared prefix."""
 
     input: TokenLaw | None
     output: TokenLaw
     dataset: Path | None = None
+    workload: Workload | None = None
+    prefix: SharedPrefix | None = None
 
     def prompts(self, count: int, seed: int) -> list[Prompt]:
-        """`count` prompts; a dataset is cycled through in file order."""
+        """`count` prompts, the shared prefix (if stated) put in place."""
+        prompts = self._prompts(count, seed)
+        return self.prefix.apply(prompts, seed) if self.prefix is not None else prompts
+
+    def _prompts(self, count: int, seed: int) -> list[Prompt]:
+        """A JSONL dataset is cycled through in file order."""
+        if self.workload is not None:
+            return self.workload.prompts(count, seed, int(self.input.mean if self.input else 0), int(self.output.mean))
         rng = np.random.default_rng(seed)
         outputs = self.output.draw(rng, count)
         if self.dataset is not None:
@@ -98,7 +110,38 @@ class RequestShape:
             yield from self.prompts(block, seed * 1_000_003 + n)
 
     def section(self) -> dict[str, Any]:
-        """The protocol's workload.request_shape."""
+        """The protocol's workload.request_shape (a synthetic or JSONL shape as protocol 1.2 wrote it, so runs of the
+        same shape keep comparing with earlier ones; 1.3's fields where a file workload or a prefix is stated)."""
+        out = self._workload_section() if self.workload is not None else self._section()
+        if self.prefix is not None and self.prefix.ratio > 0:
+            out["shared_prefix"] = self.prefix.section()
+        return out
+
+    def _workload_section(self) -> dict[str, Any]:
+        w = self.workload
+        assert w is not None
+        if w.source == "sonnet":  # every prompt has the stated input length and asks for the stated output
+            assert self.input is not None
+            kind, inputs, outputs = "fixed", self.input.section(), self.output.section()
+            # Its fixed prefix is a shared prefix, stated so (controlled): --sonnet-prefix-tokens changes the load.
+            fixed = w.sonnet(int(self.input.mean), int(self.output.mean)).fixed_tokens()
+            shared = {"shared_prefix": {"ratio": round(fixed / self.input.mean, 6), "groups": 1}}
+        else:
+            kind, (inputs, outputs), shared = "dataset", (_empirical(n) for n in w.lengths()), {}
+        return {
+            "kind": kind,
+            "input_tokens": inputs,
+            "output_tokens": outputs,
+            "dataset": f"{w.path.name} sha256:{w.digest()}"[:500],
+            "turns": "multi" if w.sessions_mode else "single",
+            "notes": w.notes()[:500],
+            "source": w.source,
+            "dataset_sha256": w.digest(),
+            **({"max_turns": w.max_turns} if w.sessions_mode else {}),
+            **shared,
+        }
+
+    def _section(self) -> dict[str, Any]:
         if self.dataset is not None:
             digest = hashlib.sha256(self.dataset.read_bytes()).hexdigest()
             return {
@@ -119,6 +162,17 @@ class RequestShape:
             "turns": "single",
             "notes": "synthetic prompts of random words, one word per input token as the client counts",
         }
+
+
+def _empirical(values: np.ndarray) -> dict[str, Any]:
+    """A token_shape of the lengths a file states (the distribution is the file's, not a law's)."""
+    return {
+        "mean": round(float(values.mean()), 4),
+        "stdev": round(float(values.std(ddof=1)), 4) if values.size > 1 else 0.0,
+        "min": int(values.min()),
+        "max": int(values.max()),
+        "distribution": "empirical",
+    }
 
 
 def _words(rng: np.random.Generator, count: int) -> str:

@@ -33,13 +33,13 @@ import multiprocessing
 import signal
 import socket
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import stats as sps
 
 from . import httpserver
-from .openai_api import ANSWERS, FAULTS, REASONING_FIELDS, OpenAIApi, StreamStyle
+from .openai_api import ANSWERS, FAULTS, REASONING_FIELDS, OpenAIApi, PrefixCache, StreamStyle
 
 SIMULATED_VERSION = "1.0"
 
@@ -181,23 +181,39 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--reasoning-tokens", type=int, default=0, help="chat: the first N tokens are reasoning")
     p.add_argument("--reasoning-field", choices=REASONING_FIELDS, default="reasoning_content")
     p.add_argument("--answer", choices=ANSWERS, default="text", help="chat: the answer as content or a tool call")
+    p.add_argument("--prefix-cache", action="store_true", help="report cached prompt tokens (16-token blocks)")
+    p.add_argument("--log", default=None, help="append one JSON line per request received (tests: what was sent)")
     return p
 
 
+@dataclass(frozen=True)
+class Extras:
+    """What the API streams, reports or records beyond the law: reasoning and tool-call streams, a prefix cache's
+    hits, a log of the requests received."""
+
+    style: StreamStyle = field(default_factory=StreamStyle)
+    prefix_cache: bool = False
+    log: str | None = None
+
+
 async def serve(
-    law: Law, listener: socket.socket, model: str, fault: str = "none", style: StreamStyle | None = None
+    law: Law, listener: socket.socket, model: str, fault: str = "none", extras: Extras | None = None
 ) -> None:
     """Answer on `listener` until SIGTERM (then return quietly: the streams in flight are dropped)."""
-    server = await httpserver.start_on(OpenAIApi(SimulatedEngine(law, model), fault, style), listener)
+    extras = extras or Extras()
+    log = open(extras.log, "a", encoding="utf-8") if extras.log else None  # noqa: SIM115 (open while serving)
+    cache = PrefixCache() if extras.prefix_cache else None
+    api = OpenAIApi(SimulatedEngine(law, model), fault, extras.style, cache, log)
+    server = await httpserver.start_on(api, listener)
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     async with server:
         await stop.wait()
 
 
-def _worker(law: Law, listener: socket.socket, model: str, fault: str, style: StreamStyle) -> None:
+def _worker(law: Law, listener: socket.socket, model: str, fault: str, extras: Extras) -> None:
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve(law, listener, model, fault, style))
+        asyncio.run(serve(law, listener, model, fault, extras))
 
 
 def _laws(args: argparse.Namespace) -> list[Law]:
@@ -222,11 +238,12 @@ def main(argv: list[str] | None = None) -> int:
     # On SIGTERM each process's loop stops (serve); this one then exits through its exit handlers, which stop the
     # daemon workers too.
     forked = multiprocessing.get_context("fork")  # the children inherit the listening socket
-    others = [forked.Process(target=_worker, args=(law, listener, args.model, args.fault, style)) for law in laws[1:]]
+    extras = Extras(style, args.prefix_cache, args.log)
+    others = [forked.Process(target=_worker, args=(law, listener, args.model, args.fault, extras)) for law in laws[1:]]
     for process in others:
         process.daemon = True
         process.start()
-    _worker(laws[0], listener, args.model, args.fault, style)
+    _worker(laws[0], listener, args.model, args.fault, extras)
     return 0
 
 

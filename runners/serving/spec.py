@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from . import deployment as deploy
+from .datasets import MOONCAKE_BLOCK_TOKENS, SharedPrefix
 from .deployment import Deployment
 from .document import Context, skeleton_errors
 from .levels import Objectives
@@ -32,6 +33,7 @@ from .loadgen import Target
 from .probe import EndpointInfo, public_url
 from .runner import LoadPlan, context, new_sweep, run_sync
 from .shapes import RequestShape, TokenLaw, read_prompts
+from .workload import Workload
 
 APIS = ("chat", "completions")
 ARRIVALS = ("poisson", "gamma")
@@ -39,6 +41,7 @@ ARRIVALS = ("poisson", "gamma")
 DEFAULT_INPUT = TokenLaw(512)
 DEFAULT_OUTPUT = TokenLaw(128)
 NO_OBJECTIVES = Objectives()
+FILE_LENGTHS = ("sharegpt", "trace")  # file workloads that state each request's input length
 
 
 class SpecInvalid(ValueError):
@@ -69,6 +72,15 @@ class ServingSpec:
     submitter: str = "local"
     sweep_id: str | None = None  # a planned sweep's id; None: a new one for this run
     level: int | None = None  # an agent job's one level (index into load.loads); None: every level
+    # A file workload (runners/serving/workload.py), on the machine that runs the spec: sharegpt, sonnet or trace.
+    workload: str | None = None
+    dataset: str | None = None
+    max_turns: int | None = None  # sharegpt: whole conversations as multi-turn sessions (closed loop, chat)
+    sonnet_prefix_tokens: int = 200
+    trace_time_unit: str = "ms"
+    trace_block_tokens: int = MOONCAKE_BLOCK_TOKENS
+    shared_prefix: float | None = None  # the share of each prompt's input tokens common to its group
+    prefix_groups: int = 1
 
     def __post_init__(self) -> None:
         _checked("/endpoint", public_url, self.endpoint)
@@ -81,10 +93,11 @@ class ServingSpec:
                 "/timeout_s", f"seconds one request may take, above 0 and at most 3600, not {self.timeout_s!r}"
             )
         self._check_arrival()
-        if (self.prompts is None) == (self.input_tokens is None):
-            raise SpecInvalid(
-                "/input_tokens", "give input_tokens (synthetic prompts) or prompts (a JSONL file), not both"
-            )
+        self._check_workload()
+        if self.input_tokens is None and not self.lengths_from_file:
+            raise SpecInvalid("/input_tokens", "required: the synthetic prompts' (or sonnet prompts') input length")
+        if self.input_tokens is not None and self.lengths_from_file:
+            raise SpecInvalid("/input_tokens", "the file gives the input lengths: give input_tokens or the file")
         if self.sweep_id is not None and not 1 <= len(self.sweep_id) <= 100:
             raise SpecInvalid("/sweep_id", "1 to 100 characters")
         _checked("/level", lambda level: replace(self.load, only=level), self.level)
@@ -97,16 +110,51 @@ class ServingSpec:
         if self.burstiness is not None and (self.arrival != "gamma" or not self.burstiness > 0):
             raise SpecInvalid("/burstiness", "a positive gamma shape, with arrival gamma")
 
+    @property
+    def lengths_from_file(self) -> bool:
+        """The input lengths come from a file (JSONL prompts, ShareGPT, a trace), not from input_tokens."""
+        return self.prompts is not None or self.workload in ("sharegpt", "trace")
+
+    def _check_workload(self) -> None:
+        if (self.workload is None) != (self.dataset is None):
+            raise SpecInvalid("/dataset", "a file workload (--workload) and its file (--dataset) go together")
+        if self.workload is not None and self.prompts is not None:
+            raise SpecInvalid("/prompts", "give prompts (a JSONL file) or a file workload, not both")
+        if (self.workload == "trace") != (self.load.mode == "trace"):
+            raise SpecInvalid("/load/mode", "a trace is replayed at its own times: workload trace with load mode "
+                              "trace (--trace-speedups), and that mode only with a trace")  # fmt: skip
+        if self.max_turns is not None and (self.load.mode != "concurrency" or self.api != "chat"):
+            raise SpecInvalid("/max_turns", "multi-turn sessions run closed loop (--concurrency) on the chat API: "
+                              "each turn waits for the answer before it")  # fmt: skip
+        if self.workload == "sonnet" and self.shared_prefix is not None:
+            raise SpecInvalid("/shared_prefix", "sonnet prompts have their own fixed prefix (sonnet_prefix_tokens)")
+        _checked("/workload", lambda _: self.file_workload(), None)
+        _checked("/shared_prefix", lambda _: self.prefix(), None)
+
+    def file_workload(self) -> Workload | None:
+        if self.workload is None or self.dataset is None:
+            return None
+        return Workload(self.workload, Path(self.dataset), self.sonnet_prefix_tokens, self.max_turns,
+                        self.trace_time_unit, self.trace_block_tokens)  # fmt: skip
+
+    def prefix(self) -> SharedPrefix | None:
+        return SharedPrefix(self.shared_prefix, self.prefix_groups) if self.shared_prefix is not None else None
+
     def shape(self) -> RequestShape:
         if self.prompts is not None:
-            return RequestShape(None, self.output_tokens, Path(self.prompts))
-        return RequestShape(self.input_tokens, self.output_tokens)
+            return RequestShape(None, self.output_tokens, Path(self.prompts), prefix=self.prefix())
+        return RequestShape(self.input_tokens, self.output_tokens, workload=self.file_workload(), prefix=self.prefix())
 
     def prepare(self) -> tuple[Context, LoadPlan, Objectives]:
-        """What the runner takes (context, load plan, objectives). A prompt file is read now: a missing or bad
-        one is refused (ValueError, OSError) before any load is sent."""
+        """What the runner takes (context, load plan, objectives). A prompt or dataset file is read now: a missing
+        or bad one is refused (ValueError, OSError) before any load is sent."""
         if self.prompts is not None:
             read_prompts(Path(self.prompts))
+        workload = self.file_workload()
+        if workload is not None:
+            workload.check(int(self.input_tokens.mean if self.input_tokens else 0), int(self.output_tokens.mean))
+        if workload is not None and self.load.mode == "trace":
+            workload.check_replay(self.load.loads, self.load.duration_s, self.load.max_requests)
         plan = replace(self.load, only=self.level)
         target = Target(public_url(self.endpoint), self.model, self.api, self.timeout_s)
         sweep = new_sweep(plan, self.arrival, self.burstiness, self.sweep_id)
@@ -153,7 +201,8 @@ def unrunnable(spec: ServingSpec) -> list[str]:
     Not checked here, because only the machine that runs it can: the endpoint (reached, lists the model,
     streams), a prompt file (on that machine; a synthetic shape stands in), and an engine version left to the
     endpoint's /version (vLLM's; a run whose endpoint does not tell it is refused there, before any load)."""
-    shape = spec.shape() if spec.prompts is None else RequestShape(DEFAULT_INPUT, spec.output_tokens)
+    stand_in = spec.prompts is not None or spec.workload is not None  # the file is on the machine that runs it
+    shape = RequestShape(DEFAULT_INPUT, spec.output_tokens) if stand_in else spec.shape()
     plan = replace(spec.load, only=spec.level)
     target = Target(public_url(spec.endpoint), spec.model, spec.api, spec.timeout_s)
     ctx = context(target=target, deployment=spec.deployment, shape=shape,
@@ -170,8 +219,9 @@ def unrunnable(spec: ServingSpec) -> list[str]:
 
 def from_fields(data: Any) -> ServingSpec:
     """A ServingSpec from its JSON form; SpecInvalid names the first wrong field by JSON pointer."""
-    if isinstance(data, dict) and data.get("prompts") is not None and "input_tokens" not in data:
-        data = {**data, "input_tokens": None}  # a prompt file replaces the synthetic input law
+    from_file = isinstance(data, dict) and (data.get("prompts") is not None or data.get("workload") in FILE_LENGTHS)
+    if from_file and "input_tokens" not in data:
+        data = {**data, "input_tokens": None}  # a prompt file, ShareGPT or a trace replaces the synthetic input law
     spec = _build(ServingSpec, data, "")
     assert isinstance(spec, ServingSpec)
     return spec
@@ -238,24 +288,30 @@ def expected_fields(spec: ServingSpec) -> dict[str, Any]:
     out: dict[str, Any] = {
         "/phase": "inference",
         "/scenario/kind": "server",
-        "/scenario/arrival": spec.arrival if open_loop else "closed-loop",
+        "/scenario/arrival": ("trace" if spec.load.mode == "trace" else spec.arrival) if open_loop else "closed-loop",
         "/scenario/latency_slo_ms": spec.objectives.section(),
-        "/scenario/sweep/mode": spec.load.mode,
+        "/scenario/sweep/mode": "request-rate" if spec.load.mode == "trace" else spec.load.mode,
         "/software/serving/endpoint": public_url(spec.endpoint),
         "/software/serving/model": spec.model,
         "/software/serving/api": spec.api,
-        "/workload/request_shape/output_tokens": spec.output_tokens.section(),
     }
+    if spec.workload in (None, "sonnet"):
+        out["/workload/request_shape/output_tokens"] = spec.output_tokens.section()
     if spec.input_tokens is not None:
         out["/workload/request_shape/input_tokens"] = spec.input_tokens.section()
+    if spec.workload is not None:
+        out["/workload/request_shape/source"] = spec.workload
+    if spec.shared_prefix:
+        out["/workload/request_shape/shared_prefix"] = {"ratio": spec.shared_prefix, "groups": spec.prefix_groups}
     if spec.sweep_id is not None:
         out["/scenario/sweep/id"] = spec.sweep_id
     if spec.level is not None:
         load = spec.load.loads[spec.level]
         out["/scenario/sweep/index"] = spec.level
         out["/scenario/sweep/levels"] = len(spec.load.loads)
-        out["/scenario/target_qps" if open_loop else "/scenario/concurrency"] = (
-            round(load, 4) if open_loop else int(load)
-        )
+        if spec.load.mode != "trace":  # a replay's rate is the trace's, known when it is read
+            out["/scenario/target_qps" if open_loop else "/scenario/concurrency"] = (
+                round(load, 4) if open_loop else int(load)
+            )
     out.update(deploy.stated_fields(spec.deployment))
     return out

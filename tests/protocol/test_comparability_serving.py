@@ -179,6 +179,11 @@ def test_1_2_changes_only_fields_protocol_1_2_added() -> None:
             "32768/512.5 mean, lognormal, normal",
         ),
         ({"kind": "dataset", "dataset": "sharegpt", "turns": "multi"}, "dataset sharegpt, multi-turn"),
+        (
+            {**FIXED, "shared_prefix": {"ratio": 0.25, "groups": 4}, "turns": "multi", "max_turns": 3},
+            "1000/200 fixed, multi-turn (up to 3 turns), shared prefix 25% in 4 groups",
+        ),
+        ({**FIXED, "shared_prefix": {"ratio": 0.5, "groups": 1}}, "1000/200 fixed, shared prefix 50%"),
         (None, "not stated"),
     ],
 )

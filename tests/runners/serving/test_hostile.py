@@ -95,7 +95,7 @@ async def version(request: web.Request) -> web.Response:
 
 def stream(usage_of: Callable[[dict[str, Any], int], Any]) -> Handler:
     """A well-formed token stream of `max_tokens` chunks; its usage event says `usage_of(body, request number)`
-    completion tokens where that is not None, else the truth."""
+    completion tokens where that is not None (or is that usage event, where it is a dict), else the truth."""
     seen = [0]
 
     async def handler(request: web.Request) -> web.StreamResponse:
@@ -108,7 +108,9 @@ def stream(usage_of: Callable[[dict[str, Any], int], Any]) -> Handler:
             chunk = {"choices": [{"index": 0, "delta": {"content": "word "}}]}
             await response.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
         told = usage_of(body, seen[0])
-        usage = {"prompt_tokens": 16, "completion_tokens": n if told is None else told}
+        usage = (
+            told if isinstance(told, dict) else {"prompt_tokens": 16, "completion_tokens": n if told is None else told}
+        )
         await response.write(b"data: " + json.dumps({"choices": [], "usage": usage}).encode() + b"\n\n")
         await response.write(b"data: [DONE]\n\n")
         return response
@@ -211,6 +213,31 @@ def test_a_bad_usage_count_fails_its_request_in_words_and_the_level_goes_on(serv
     (reason,) = failed
     assert reason.startswith(words) and failed[reason] == requests["errors"]
     assert doc["metrics"]["token_counts"]["output_total"] == 6 * requests["completed"]
+
+
+@pytest.mark.parametrize(
+    ("cached", "words"),
+    [
+        (-1, "usage.prompt_tokens_details.cached_tokens is -1, outside 0 to 16"),
+        (17, "usage.prompt_tokens_details.cached_tokens is 17, outside 0 to 16"),
+        ("8", "usage.prompt_tokens_details.cached_tokens is '8', not a whole number of tokens"),
+    ],
+)
+def test_a_bad_cached_token_count_fails_its_request_in_words(serve, tmp_path, cached, words):
+    def usage(body: dict[str, Any], n: int) -> dict[str, Any]:
+        said = cached if n % 3 == 0 else 8
+        return {"prompt_tokens": 16, "completion_tokens": body["max_tokens"],
+                "prompt_tokens_details": {"cached_tokens": said}}  # fmt: skip
+
+    hostile = serve(**{"POST /v1/chat/completions": stream(usage)})
+    assert _run(hostile.url, tmp_path, "--concurrency", "1") == 0
+    (path,) = tmp_path.glob("*.json")
+    doc = json.loads(path.read_text())
+    requests = doc["metrics"]["requests"]
+    (reason,) = json.loads(doc["software"]["notes"]["failed_requests"])
+    assert requests["errors"] >= 3 and reason.startswith(words)
+    cache = doc["metrics"]["prefix_cache"]  # the completed requests' honest reports: 8 of 16 cached
+    assert cache["hit_rate"] == 0.5 and cache["requests_reporting"] == cache["requests"] == requests["completed"]
 
 
 def test_a_rate_whose_level_would_last_under_a_second_is_refused_before_any_load(serve, tmp_path, capsys):

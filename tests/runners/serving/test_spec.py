@@ -64,3 +64,46 @@ def test_a_measured_level_states_every_field_its_job_fixes(endpoint) -> None:  #
     assert document["scenario"]["sweep"]["index"] == 1 and document["scenario"]["target_qps"] == 12
     expected = expected_fields(job)
     assert {p: value_at(document, p) for p in expected} == expected
+
+
+def test_a_file_workloads_spec_survives_the_json_an_agent_job_holds() -> None:
+    for extra in (
+        ("--workload", "trace", "--dataset", "/data/trace.jsonl", "--trace-speedups", "1,2", "--shared-prefix", "0.25"),
+        ("--workload", "sharegpt", "--dataset", "/data/sg.json", "--max-turns", "3", "--concurrency", "4"),
+        ("--workload", "sonnet", "--dataset", "/data/sonnet.txt", "--input-tokens", "550", "--request-rates", "2"),
+    ):
+        spec = spec_from_args(_args("--endpoint", "http://gpu:8000", *extra))
+        assert from_fields(spec.fields()) == spec
+        if spec.workload != "sonnet":  # the file states each input length: a plan leaves input_tokens out
+            assert spec.input_tokens is None
+            assert from_fields({k: v for k, v in spec.fields().items() if k != "input_tokens"}) == spec
+
+
+@pytest.mark.parametrize(
+    ("change", "pointer"),
+    [
+        ({"workload": "trace"}, "/dataset"),
+        ({"workload": "trace", "dataset": "t.jsonl"}, "/load/mode"),
+        ({"workload": "podcast", "dataset": "x"}, "/workload"),
+        ({"workload": "sharegpt", "dataset": "s.json", "max_turns": 2}, "/max_turns"),
+        ({"shared_prefix": 1.0}, "/shared_prefix"),
+        ({"load": {"mode": "trace", "loads": [2]}}, "/load/mode"),
+    ],
+)
+def test_a_wrong_workload_field_is_refused_by_its_pointer(change: dict[str, object], pointer: str) -> None:
+    test_a_wrong_field_is_refused_by_its_pointer(change, pointer)
+
+
+def test_a_replayed_level_states_every_field_its_job_fixes(endpoint, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text("".join(f'{{"timestamp": {i * 90}, "input_length": 12, "output_length": 3}}\n' for i in range(24)))
+    url = endpoint("--ttft-ms", "5", "--itl-ms", "2", "--capacity", "64")
+    spec = spec_from_args(_args("--endpoint", url, "--workload", "trace", "--dataset", str(trace), "--trace-speedups",
+                                "1,2", "--duration", "60", "--min-requests", "10"))  # fmt: skip
+    job = from_fields({**spec.fields(), "sweep_id": "planned-sweep", "level": 1})
+    document = execute(job)
+    assert document["scenario"]["arrival"] == "trace"
+    assert document["scenario"]["target_qps"] == pytest.approx(23 / (23 * 0.045), rel=1e-3)
+    expected = expected_fields(job)
+    assert {p: value_at(document, p) for p in expected} == expected
+    assert expected["/workload/request_shape/source"] == "trace"
