@@ -1,4 +1,4 @@
-"""One load level as a protocol 1.2 run document, and the skeleton check made before any load is sent.
+"""One load level as a protocol 1.2 run document (1.3 where it carries the server's telemetry), and the skeleton check made before any load is sent.
 
 The system and precision are the serving deployment's (flags or a deployment file): the load generator's own
 machine is not the system under test and appears only in software.notes.
@@ -16,13 +16,16 @@ import protocol
 
 from .. import __version__
 from ..record import now
-from .deployment import Deployment
+from .deployment import Deployment, launch_settings
 from .levels import Level, counted_by
 from .loadgen import Target
 from .probe import EndpointInfo, public_url
 from .shapes import RequestShape
+from .telemetry import Sources
+from .watch import LevelTelemetry
 
 SERVING_PROTOCOL_VERSION = "1.2"
+TELEMETRY_PROTOCOL_VERSION = "1.3"  # metrics.server_telemetry
 RUNNER_NAME = "benchreg.runners.serving"
 
 
@@ -46,6 +49,7 @@ class Context:
     submitter: str
     seed: int
     started_at: str
+    telemetry: Sources | None = None
 
 
 def _system(d: Deployment) -> dict[str, Any]:
@@ -84,7 +88,9 @@ def _serving(ctx: Context, info: EndpointInfo | None) -> dict[str, Any]:
     }
 
 
-def _software(ctx: Context, info: EndpointInfo | None, notes: dict[str, str]) -> dict[str, Any]:
+def _software(
+    ctx: Context, info: EndpointInfo | None, notes: dict[str, str], settings: dict[str, Any]
+) -> dict[str, Any]:
     import aiohttp  # for its version only: importing it costs ~0.3 s, which importers of this module need not pay
 
     d = ctx.deployment
@@ -97,7 +103,7 @@ def _software(ctx: Context, info: EndpointInfo | None, notes: dict[str, str]) ->
         "os": None,
         "frameworks": {str(d.engine): version},
         "container": d.image,
-        "settings": {},
+        "settings": settings,
         "notes": {"load_generator": client[:2000], **notes},
         "serving": _serving(ctx, info),
     }
@@ -135,7 +141,13 @@ def _scenario(ctx: Context, mode: str, load: float, index: int, stop: str | None
 
 
 def document(
-    ctx: Context, level: Level, index: int, stop: str | None, info: EndpointInfo, metrics_delta: dict[str, float]
+    ctx: Context,
+    level: Level,
+    index: int,
+    stop: str | None,
+    info: EndpointInfo,
+    metrics_delta: dict[str, float],
+    telemetry: LevelTelemetry | None = None,
 ) -> dict[str, Any]:
     """The level's validated document (raises protocol.Invalid: a runner bug)."""
     by, token_notes = counted_by([level])
@@ -157,8 +169,35 @@ def document(
         notes["failed_requests"] = json.dumps(dict(failed.most_common(10)), ensure_ascii=False)[:2000]
     if metrics_delta:
         notes["endpoint_metrics"] = _counters_note(metrics_delta)
+    settings = stated_settings(ctx.deployment)
+    if ctx.deployment.engine_args:
+        notes["engine_launch_command"] = ctx.deployment.engine_args[:2000]
+    if telemetry is not None:
+        _with_telemetry(telemetry, metrics, settings, notes)
     return _assemble(ctx, info, level.mode, level.load, index, stop, level.objectives.section(),
-                     metrics, conditions, notes)  # fmt: skip
+                     metrics, conditions, notes, settings)  # fmt: skip
+
+
+def _with_telemetry(
+    telemetry: LevelTelemetry, metrics: dict[str, Any], settings: dict[str, Any], notes: dict[str, str]
+) -> None:
+    """The level's server telemetry, its measured energy, and the engine's settings as its info gauges state them
+    (read at each level, so an engine relaunched with other settings between levels shows it level by level)."""
+    metrics["server_telemetry"] = telemetry.section
+    if telemetry.energy is not None:
+        metrics["energy"] = telemetry.energy
+    if telemetry.no_energy:
+        notes["energy"] = telemetry.no_energy[:2000]
+    for key, value in telemetry.settings.items():
+        settings.setdefault(key, value)  # the launch command the submitter stated is the better witness
+
+
+def stated_settings(deployment: Deployment) -> dict[str, Any]:
+    """The capacity flags of the engine's launch command the deployment states (engine.args, --engine-args), as
+    software.settings; ValueError for a flag given twice with two values."""
+    if not deployment.engine_args:
+        return {}
+    return {key: value for key, (value, _) in launch_settings(deployment.engine_args).items()}
 
 
 def _counters_note(delta: dict[str, float]) -> str:
@@ -185,15 +224,17 @@ def _load_note(ctx: Context, level: Level) -> str:
 def _assemble(
     ctx: Context, info: EndpointInfo | None, mode: str, load: float, index: int, stop: str | None,
     objectives: Any, metrics: dict[str, Any], conditions: dict[str, Any], notes: dict[str, str],
+    settings: dict[str, Any] | None = None,
 ) -> dict[str, Any]:  # fmt: skip
+    version = TELEMETRY_PROTOCOL_VERSION if "server_telemetry" in metrics else SERVING_PROTOCOL_VERSION
     doc = {
-        "protocol": f"{protocol.PROTOCOL_NAME}/{SERVING_PROTOCOL_VERSION}",
+        "protocol": f"{protocol.PROTOCOL_NAME}/{version}",
         "phase": "inference",
         "workload": _workload(ctx),
         "scenario": _scenario(ctx, mode, load, index, stop, objectives),
         "precision": _precision(ctx.deployment),
         "system": _system(ctx.deployment),
-        "software": _software(ctx, info, notes),
+        "software": _software(ctx, info, notes, settings or {}),
         "conditions": conditions,
         "metrics": metrics,
         "provenance": {
@@ -216,6 +257,10 @@ def skeleton_errors(ctx: Context, info: EndpointInfo | None, mode: str, load: fl
     missing = ctx.deployment.missing(engine_version_known=bool(info and info.version))
     if missing:
         return [f"{m}: required, and an endpoint cannot tell it" for m in missing]
+    try:
+        stated_settings(ctx.deployment)
+    except ValueError as exc:
+        return [f"/software/settings (--engine-args or engine.args in --deployment): {exc}"]
     placeholder = {"primary": "throughput", "throughput": {"value": 0.0, "unit": "tokens/s"}}
     conditions = {
         "window": {"seconds": 1.0, "iterations": 1},

@@ -23,7 +23,7 @@ import protocol
 from protocol import rules
 
 from ..record import now
-from . import probe
+from . import probe, telemetry, watch
 from .document import Context, Sweep, document, skeleton_errors
 from .levels import Level, Objectives
 from .loadgen import LevelRun, arrivals, client, closed_loop, open_loop
@@ -154,6 +154,10 @@ async def run(
         raise Refused(errors)
     if plan.mode == "automatic" and objectives.section() is None:
         raise Refused(["an automatic sweep needs an objective (--ttft-slo-ms, --tpot-slo-ms or --latency-slo-ms)"])
+    if ctx.telemetry is not None:
+        refused = await asyncio.to_thread(telemetry.refusals, ctx.telemetry)
+        if refused:
+            raise Refused(refused)
     try:
         await probe.check_streaming(ctx.target)
     except probe.EndpointError as exc:
@@ -180,12 +184,14 @@ async def _levels(
                 continue
             load = round(load, 4) if plan.open_loop else load
             before = await probe.metrics(http, probe.side_deadline(ctx.target))
-            level = Level(mode, load, await _measure(ctx, plan, load, index), objectives)
+            async with watch.watching(ctx.telemetry) as watched:
+                level = Level(mode, load, await _measure(ctx, plan, load, index), objectives)
             after = await probe.metrics(http, probe.side_deadline(ctx.target))
+            told = watch.summary(watched) if watched is not None else None
             stop = _stop(level, best, plan) if plan.mode == "automatic" else None
             if plan.mode == "automatic" and stop is None and index == len(loads) - 1:
                 stop = f"the planned {plan.max_levels} levels were measured"
-            emit(_document(ctx, level, index, stop, info, _delta(before, after)))
+            emit(_document(ctx, level, index, stop, info, _delta(before, after), told))
             done.append(level)
             if best is None or level.tokens_per_second() > best.tokens_per_second():
                 best = level
@@ -195,10 +201,16 @@ async def _levels(
 
 
 def _document(
-    ctx: Context, level: Level, index: int, stop: str | None, info: probe.EndpointInfo, delta: dict[str, float]
+    ctx: Context,
+    level: Level,
+    index: int,
+    stop: str | None,
+    info: probe.EndpointInfo,
+    delta: dict[str, float],
+    told: watch.LevelTelemetry | None,
 ) -> dict[str, Any]:
     try:
-        return document(ctx, level, index, stop, info, delta)
+        return document(ctx, level, index, stop, info, delta, told)
     except protocol.Invalid as exc:
         reasons = "; ".join(f"{e.pointer or '/'}: {e.message}" for e in exc.errors)
         counts = level.counts()

@@ -32,6 +32,7 @@ from .loadgen import Target
 from .probe import EndpointInfo, public_url
 from .runner import LoadPlan, context, new_sweep, run_sync
 from .shapes import RequestShape, TokenLaw, read_prompts
+from .telemetry import Sources
 
 APIS = ("chat", "completions")
 ARRIVALS = ("poisson", "gamma")
@@ -69,6 +70,9 @@ class ServingSpec:
     submitter: str = "local"
     sweep_id: str | None = None  # a planned sweep's id; None: a new one for this run
     level: int | None = None  # an agent job's one level (index into load.loads); None: every level
+    metrics_url: str | None = None  # the engine's Prometheus /metrics, scraped during each level
+    dcgm_url: str | None = None  # a dcgm-exporter's /metrics, scraped during each level
+    telemetry_interval_s: float = 1.0
 
     def __post_init__(self) -> None:
         _checked("/endpoint", public_url, self.endpoint)
@@ -88,6 +92,14 @@ class ServingSpec:
         if self.sweep_id is not None and not 1 <= len(self.sweep_id) <= 100:
             raise SpecInvalid("/sweep_id", "1 to 100 characters")
         _checked("/level", lambda level: replace(self.load, only=level), self.level)
+        _checked("/metrics_url", lambda url: Sources(metrics_url=url), self.metrics_url)
+        _checked("/dcgm_url", lambda url: Sources(dcgm_url=url), self.dcgm_url)
+        _checked("/telemetry_interval_s", lambda seconds: Sources(interval_s=seconds), self.telemetry_interval_s)
+
+    def telemetry(self) -> Sources | None:
+        """What to scrape during each level; None where no source is given."""
+        sources = Sources(self.metrics_url, self.dcgm_url, self.telemetry_interval_s)
+        return sources if sources.urls() else None
 
     def _check_arrival(self) -> None:
         if self.arrival not in ARRIVALS:
@@ -111,7 +123,7 @@ class ServingSpec:
         target = Target(public_url(self.endpoint), self.model, self.api, self.timeout_s)
         sweep = new_sweep(plan, self.arrival, self.burstiness, self.sweep_id)
         ctx = context(target=target, deployment=self.deployment, shape=self.shape(), sweep=sweep,
-                      submitter=self.submitter, seed=self.seed)  # fmt: skip
+                      submitter=self.submitter, seed=self.seed, telemetry=self.telemetry())  # fmt: skip
         return ctx, plan, self.objectives
 
     def fields(self) -> dict[str, Any]:
