@@ -1,4 +1,5 @@
-"""One load level as a protocol 1.2 run document (1.3 where it carries the server's telemetry), and the skeleton check made before any load is sent.
+"""One load level as a protocol 1.2 run document (1.3 where it carries the server's telemetry), and the skeleton
+check made before any load is sent.
 
 The system and precision are the serving deployment's (flags or a deployment file): the load generator's own
 machine is not the system under test and appears only in software.notes.

@@ -21,7 +21,6 @@ trapezoid rule over the scrape window. The average power times the scrape window
 from __future__ import annotations
 
 import math
-import threading
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from .telemetry import Sources, SourceLog, TelemetryError, Track, iter_logs, new_client, scrape, take
+from .telemetry import SourceLog, Sources, TelemetryError, Track, iter_logs, new_client, scrape, take
 
 ROUND = 4
 

@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from runners.serving.deployment import launch_settings
+from runners.serving import deployment as shared
 
 from .errors import ServingImportError
 from .levels import Level, sha256_of
@@ -89,7 +89,7 @@ def launch_settings(level: Level, summary: Path) -> None:
         if len(raw) > MAX_COMMAND_BYTES:
             raise ServingImportError(f"larger than {MAX_COMMAND_BYTES} bytes for an engine command", where=str(path))
         try:
-            found = launch_settings(raw.decode("utf-8", "replace"))
+            found = shared.launch_settings(raw.decode("utf-8", "replace"))
         except ValueError as exc:
             raise ServingImportError(str(exc), where=str(path)) from None
         for key, (value, flag) in found.items():

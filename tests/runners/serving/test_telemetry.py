@@ -167,7 +167,10 @@ def test_engine_metrics_are_summarised_and_a_relaunch_between_levels_disclosed(s
     assert settings["max_num_seqs"] == 64 and settings["vllm.cache_config.block_size"] == 16
     assert settings["vllm.cache_config.enable_prefix_caching"] is True
     assert first["software"]["notes"]["engine_launch_command"] == "vllm serve simulated --max-num-seqs 64"
-    assert (settings["vllm.cache_config.num_gpu_blocks"], second["software"]["settings"]["vllm.cache_config.num_gpu_blocks"]) == (5000, 6000)
+    assert (
+        settings["vllm.cache_config.num_gpu_blocks"],
+        second["software"]["settings"]["vllm.cache_config.num_gpu_blocks"],
+    ) == (5000, 6000)
     sweep = first["scenario"]["sweep"]["id"]
     assert tuned_settings([first, second]) == {sweep: ("vllm.cache_config.num_gpu_blocks",)}
 
