@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from protocol import decisions as dec
 from protocol import sizing
 from protocol.serving import tuned_settings
 from runners.cli import main
@@ -233,3 +234,53 @@ def test_a_track_bounds_memory_and_reads_a_counter_from_its_changes():
     assert track.n == 100_000 and track.changes == 19_999
     assert track.counter_rate() == pytest.approx(20.0)  # 10 units per 0.5 s
     assert track.increase() == pytest.approx(10 * 19_999)
+
+
+@pytest.mark.parametrize(
+    ("unit", "rate", "noun"), [("tokens/s", "throughput", "token"), ("requests/s", "request_rate", "request")]
+)
+def test_a_decision_over_a_served_level_with_measured_energy_answers_energy_per_output(
+    serve, tmp_path, unit, rate, noun
+):
+    server = serve(**{"GET /dcgm/metrics": exporter()})
+    # one level: a sweep is read at its knee only where its levels' verdicts stand, which a client that fell behind
+    # on this shared host withholds (then no figure at all is derived from the sweep: DECISIONS.md)
+    assert _run(server.url, tmp_path, "--concurrency", "2", "--dcgm-url", f"{server.url}/dcgm/metrics") == 0
+    docs = _docs(tmp_path)
+    body = {
+        "workload": "simulated",
+        "scenario": "server",
+        "objectives": [{"metric": "ttft_ms", "percentile": "p99", "max_ms": 5000}],
+        "demand": {"value": 1000, "unit": unit},
+        "prices": {"currency": "USD", "system_hour": {"1x H100 SXM": 3.0}, "energy_per_kwh": 0.2},
+    }
+    refs = [{"id": i + 1, "digest": f"sha256:{i}", "url": f"/runs/{i + 1}"} for i in range(len(docs))]
+    answer = dec.answer(dec.Question.from_dict(body), [dec.Evidence(d, r) for d, r in zip(docs, refs, strict=True)])
+    (candidate,) = answer["candidates"]
+    (level,) = docs
+    watts, per_second = level["metrics"]["energy"]["average_power_w"], level["metrics"][rate]["value"]
+    energy = candidate["energy_per_output"]
+    assert energy["unit"] == f"J/{noun}" and energy["value"] == pytest.approx(watts / per_second, rel=1e-3)
+    assert "no-energy" not in {g["code"] for g in candidate["gaps"]}
+    assert candidate["energy_cost_per_million"]["value"] == pytest.approx(watts / per_second * 0.2 / 3.6, rel=1e-3)
+    assert "dcgm-exporter" in candidate["energy_measured"][0]["words"]
+
+
+def measured_document(out: Path) -> dict[str, Any]:
+    """One level measured with both telemetry sources (the engine's and a DCGM exporter's), as the command writes it."""
+    server = Server(
+        {
+            ("GET", "/v1/models"): models,
+            ("GET", "/version"): version,
+            ("POST", "/v1/chat/completions"): stream(lambda body, n: None),
+            ("GET", "/dcgm/metrics"): exporter(),
+            ("GET", "/engine/metrics"): engine_metrics(lambda: False),
+        }
+    )
+    try:
+        urls = ("--dcgm-url", f"{server.url}/dcgm/metrics", "--metrics-url", f"{server.url}/engine/metrics")
+        assert _run(server.url, out, "--concurrency", "1", *urls) == 0
+    finally:
+        server.stop()
+    (doc,) = _docs(out)
+    return doc
