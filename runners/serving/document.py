@@ -170,13 +170,21 @@ def document(
         notes["failed_requests"] = json.dumps(dict(failed.most_common(10)), ensure_ascii=False)[:2000]
     if metrics_delta:
         notes["endpoint_metrics"] = _counters_note(metrics_delta)
+    settings = _settings(ctx, telemetry, metrics, notes)
+    return _assemble(ctx, info, level.mode, level.load, index, stop, level.objectives.section(),
+                     metrics, conditions, notes, settings)  # fmt: skip
+
+
+def _settings(
+    ctx: Context, telemetry: LevelTelemetry | None, metrics: dict[str, Any], notes: dict[str, str]
+) -> dict[str, Any]:
+    """software.settings of the level (the stated launch command's, then the engine's own), its telemetry added."""
     settings = stated_settings(ctx.deployment)
     if ctx.deployment.engine_args:
         notes["engine_launch_command"] = ctx.deployment.engine_args[:2000]
     if telemetry is not None:
         _with_telemetry(telemetry, metrics, settings, notes)
-    return _assemble(ctx, info, level.mode, level.load, index, stop, level.objectives.section(),
-                     metrics, conditions, notes, settings)  # fmt: skip
+    return settings
 
 
 def _with_telemetry(

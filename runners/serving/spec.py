@@ -267,5 +267,7 @@ def expected_fields(spec: ServingSpec) -> dict[str, Any]:
         out["/scenario/target_qps" if open_loop else "/scenario/concurrency"] = (
             round(load, 4) if open_loop else int(load)
         )
+    if spec.telemetry() is not None:  # a job told to scrape the server states what it scraped, at that interval
+        out["/metrics/server_telemetry/interval_s"] = spec.telemetry_interval_s
     out.update(deploy.stated_fields(spec.deployment))
     return out

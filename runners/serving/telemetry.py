@@ -124,13 +124,7 @@ def fetch(http: httpx.Client, url: str, deadline_s: float = SCRAPE_DEADLINE_S) -
                 raise TelemetryError(redirect_refusal(response.status_code, url, response.headers.get("location")))
             if response.status_code != 200:
                 raise TelemetryError(f"{url} answered HTTP {response.status_code}")
-            body = bytearray()
-            for chunk in response.iter_bytes():
-                body += chunk
-                if len(body) > MAX_SCRAPE_BYTES:
-                    raise TelemetryError(f"{url} sent more than {MAX_SCRAPE_BYTES // 2**20} MiB of metrics")
-                if time.monotonic() - started > deadline_s:
-                    raise TelemetryError(f"{url} did not answer whole within {deadline_s:g} s")
+            body = _bounded_body(response, url, started + deadline_s, deadline_s)
     except httpx.TimeoutException:
         raise TelemetryError(f"{url} did not answer whole within {deadline_s:g} s") from None
     except httpx.HTTPError as exc:
@@ -139,6 +133,17 @@ def fetch(http: httpx.Client, url: str, deadline_s: float = SCRAPE_DEADLINE_S) -
         return body.decode("utf-8")
     except UnicodeDecodeError:
         raise TelemetryError(f"{url} is not UTF-8 text, so not Prometheus text format") from None
+
+
+def _bounded_body(response: httpx.Response, url: str, deadline: float, deadline_s: float) -> bytearray:
+    body = bytearray()
+    for chunk in response.iter_bytes():
+        body += chunk
+        if len(body) > MAX_SCRAPE_BYTES:
+            raise TelemetryError(f"{url} sent more than {MAX_SCRAPE_BYTES // 2**20} MiB of metrics")
+        if time.monotonic() > deadline:
+            raise TelemetryError(f"{url} did not answer whole within {deadline_s:g} s")
+    return body
 
 
 Sample = tuple[str, dict[str, str], float]
