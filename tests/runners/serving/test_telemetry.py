@@ -22,6 +22,7 @@ from protocol import sizing
 from protocol.serving import tuned_settings
 from runners.cli import main
 from runners.serving import telemetry
+from runners.serving.spec import SpecInvalid, expected_fields, from_fields
 from tests.runners.serving.test_cli import DEPLOYMENT
 from tests.runners.serving.test_hostile import Server, drip, endless, models, stream, version
 
@@ -284,3 +285,28 @@ def measured_document(out: Path) -> dict[str, Any]:
         server.stop()
     (doc,) = _docs(out)
     return doc
+
+
+@pytest.mark.parametrize(
+    ("change", "pointer"),
+    [
+        ({"dcgm_url": "ftp://host/metrics"}, "/dcgm_url"),
+        ({"metrics_url": "http://u:p@host/metrics"}, "/metrics_url"),
+        ({"telemetry_interval_s": 0}, "/telemetry_interval_s"),
+    ],
+)
+def test_an_agent_jobs_telemetry_fields_are_refused_by_pointer(change: dict[str, Any], pointer: str) -> None:
+    fields = {"endpoint": "http://gpu:8000", "model": "m", "load": {"mode": "request-rate", "loads": [1]},
+              "deployment": {}, **change}  # fmt: skip
+    with pytest.raises(SpecInvalid) as refused:
+        from_fields(fields)
+    assert refused.value.pointer == pointer, str(refused.value)
+
+
+def test_an_agent_job_told_to_scrape_keeps_its_sources_and_is_held_to_its_interval() -> None:
+    fields = {"endpoint": "http://gpu:8000", "model": "m", "load": {"mode": "request-rate", "loads": [1]},
+              "deployment": {}, "dcgm_url": "http://gpu:9400/metrics", "telemetry_interval_s": 0.5}  # fmt: skip
+    spec = from_fields(fields)
+    assert from_fields(spec.fields()) == spec
+    assert spec.telemetry() == telemetry.Sources(None, "http://gpu:9400/metrics", 0.5)
+    assert expected_fields(spec)["/metrics/server_telemetry/interval_s"] == 0.5
