@@ -310,3 +310,25 @@ def test_an_agent_job_told_to_scrape_keeps_its_sources_and_is_held_to_its_interv
     assert from_fields(spec.fields()) == spec
     assert spec.telemetry() == telemetry.Sources(None, "http://gpu:9400/metrics", 0.5)
     assert expected_fields(spec)["/metrics/server_telemetry/interval_s"] == 0.5
+
+
+def test_an_exporter_that_turns_hostile_during_a_level_costs_the_level_its_energy_not_the_run(serve, tmp_path):
+    calls = [0]
+    honest = exporter()
+
+    async def turning(request: web.Request) -> web.StreamResponse:
+        calls[0] += 1  # the check before any load, then the level's first scrape, are answered; then a slow drip
+        return await (honest(request) if calls[0] <= 2 else drip(request))
+
+    server = serve(**{"GET /dcgm/metrics": turning})
+    started = time.monotonic()
+    assert _run(server.url, tmp_path, "--request-rates", "8", "--dcgm-url", f"{server.url}/dcgm/metrics") == 0
+    assert time.monotonic() - started < 40  # each scrape is cut at its 5 s deadline
+    (doc,) = _docs(tmp_path)
+    (source,) = doc["metrics"]["server_telemetry"]["sources"]
+    assert source["scrapes"] == 1 and source["failures"] >= 1
+    assert source["first_failure"].endswith("/dcgm/metrics did not answer whole within 5 s")
+    assert "energy" not in doc["metrics"]
+    assert (
+        "gave neither an energy counter that changed twice nor two power readings" in doc["software"]["notes"]["energy"]
+    )
