@@ -12,10 +12,11 @@ Scraping runs in a thread of its own with a blocking client, off the load genera
 quantity is aggregated as it comes (a few floats per series), so a level of any length holds constant memory.
 
 Energy over the level: per GPU from DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION (mJ, a counter) where it changed at least
-twice: its increase between the first and the last scrape that saw it change, over the time between those scrapes
-(the exporter refreshes the counter on its own interval, so the times a change was seen, not the scrape times,
-bound the span), which is the GPU's average power; else its DCGM_FI_DEV_POWER_USAGE samples integrated by the
-trapezoid rule over the scrape window. The average power times the scrape window is the level's energy.
+twice: its increase over the time it spans, which is the GPU's average power. The exporter refreshes the counter on
+its own interval: where it changed at every scrape its first and last readings bound the span; otherwise its first
+and last changes do, each placed midway between the scrape that saw it and the one before (Track). Else its
+DCGM_FI_DEV_POWER_USAGE samples integrated by the trapezoid rule over the scrape window. The average power times the
+scrape window is the level's energy.
 """
 
 from __future__ import annotations
@@ -222,25 +223,34 @@ class Track:
             return None
         return self.last[1] - self.first[1]
 
+    def live(self) -> bool:
+        """Whether the counter changed at every scrape: the exporter refreshes it faster than it is scraped, so each
+        reading is as fresh as its scrape and the first and last readings bound the span themselves."""
+        return self.n >= 3 and self.changes == self.n - 1 and not self.decreased
+
     def counter_rate(self) -> float | None:
-        """Increase per second between its first and last changes (at least two)."""
-        span = self.change_span()
-        if span is None or self.first_change is None or self.last_change is None:
-            return None
-        return (self.last_change[1] - self.first_change[1]) / span
+        """Increase per second: from the first reading to the last where the counter is live, else between its
+        first and last changes (at least two)."""
+        ends = self._ends()
+        return (ends[1][1] - ends[0][1]) / (ends[1][0] - ends[0][0]) if ends else None
 
-    def change_span(self) -> float | None:
-        if self.decreased or self.changes < 2 or self.first_change is None or self.last_change is None:
+    def rate_error(self, uncertainty_s: float) -> float | None:
+        """The relative error bound of counter_rate: a live counter's readings are each within `uncertainty_s` (half
+        a scrape's duration) of their time; a change is within half its gap of the time it is placed at."""
+        ends = self._ends()
+        if ends is None:
             return None
-        span = self.last_change[0] - self.first_change[0]
-        return span if span > 0 else None
+        slack = 2 * uncertainty_s if self.live() else (ends[0][2] + ends[1][2]) / 2 + 2 * uncertainty_s
+        return slack / (ends[1][0] - ends[0][0])
 
-    def rate_error(self) -> float | None:
-        """The relative error bound of counter_rate: the two ends' half gaps over the span."""
-        span = self.change_span()
-        if span is None or self.first_change is None or self.last_change is None:
+    def _ends(self) -> tuple[tuple[float, float, float], tuple[float, float, float]] | None:
+        if self.live() and self.first is not None and self.last is not None:
+            first, last = (*self.first, 0.0), (*self.last, 0.0)
+        elif self.decreased or self.changes < 2 or self.first_change is None or self.last_change is None:
             return None
-        return (self.first_change[2] + self.last_change[2]) / 2 / span
+        else:
+            first, last = self.first_change, self.last_change
+        return (first, last) if last[0] > first[0] else None
 
     def average(self) -> float | None:
         """The trapezoid integral over the time from the first reading to the last."""
@@ -258,6 +268,7 @@ class SourceLog:
     first_failure: str | None = None
     first_t: float | None = None
     last_t: float | None = None
+    uncertainty_s: float = 0.0  # half the longest scrape: how far a page's time may be from the time it is given
     tracks: dict[tuple[str, str], Track] = field(default_factory=dict)
     names: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)  # GPU key -> (uuid, model)
     info: dict[str, Any] = field(default_factory=dict)  # the engine's settings as the level's first scrape said
@@ -273,9 +284,11 @@ class SourceLog:
         return self.last_t - self.first_t if self.first_t is not None and self.last_t is not None else None
 
 
-def take(log: SourceLog, found: list[Sample], t: float) -> None:
-    """One scrape's samples into the level's tracks (engine: one series; DCGM: one per GPU)."""
+def take(log: SourceLog, found: list[Sample], t: float, half_s: float = 0.0) -> None:
+    """One scrape's samples, made at `t` ± `half_s`, into the level's tracks (engine: one series; DCGM: one per
+    GPU)."""
     log.scrapes += 1
+    log.uncertainty_s = max(log.uncertainty_s, half_s)
     log.first_t = log.first_t if log.first_t is not None else t
     log.last_t = t
     if log.kind == "dcgm":

@@ -36,7 +36,8 @@ class Watch:
             except TelemetryError as exc:
                 log.failed(str(exc))
                 continue
-            take(log, found, (sent + time.monotonic()) / 2)  # the page was made between the request and its end
+            done = time.monotonic()
+            take(log, found, (sent + done) / 2, (done - sent) / 2)  # the page was made between the request and its end
 
     def _run(self) -> None:
         interval = self.sources.interval_s
@@ -204,16 +205,17 @@ def _scope(log: SourceLog) -> str:
 
 def _method(log: SourceLog, methods: list[str]) -> str:
     window = log.window_s() or 0.0
-    errors = [t.rate_error() for (_, q), t in log.tracks.items() if q == "energy_mj"]
+    errors = [t.rate_error(log.uncertainty_s) for (_, q), t in log.tracks.items() if q == "energy_mj"]
     words = {
         "counter": (
-            "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION (mJ counter): its increase between its first and last changes, "
-            "each placed midway between the scrape that saw it and the one before, over the time between them"
+            "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION (mJ counter): its increase over the time between its first and "
+            "last readings where it changed at every scrape, else between its first and last changes, each placed "
+            "midway between the scrape that saw it and the one before"
         ),
         "power-integral": "DCGM_FI_DEV_POWER_USAGE samples integrated by the trapezoid rule over the scrape window",
     }
     bound = ""
     if "counter" in methods and (known := [e for e in errors if e is not None]):
-        bound = f"; within about {100 * max(known):.1f}% (half the scrape gaps at the span's ends over the span)"
+        bound = f"; within about {100 * max(known):.1f}% (the ends' timing uncertainty over the span)"
     text = "; ".join(words[m] for m in methods)
     return f"dcgm-exporter at {log.url}, scraped {log.scrapes} times over {window:.1f} s: {text}{bound}"[:500]

@@ -235,6 +235,14 @@ def test_a_track_bounds_memory_and_reads_a_counter_from_its_changes():
     assert track.n == 100_000 and track.changes == 19_999
     assert track.counter_rate() == pytest.approx(20.0)  # 10 units per 0.5 s
     assert track.increase() == pytest.approx(10 * 19_999)
+    assert not track.live() and track.rate_error(0.0) == pytest.approx(
+        0.1 / (19_998 * 0.5)
+    )  # (0.1/2 + 0.1/2) over span
+    live = telemetry.Track()
+    for i in range(10):  # refreshed faster than scraped: every reading is fresh, the first and last bound the span
+        live.add(i * 0.1 + (0.05 if i == 9 else 0.0), 7.0 * (i * 0.1 + (0.05 if i == 9 else 0.0)))
+    assert live.live() and live.counter_rate() == pytest.approx(7.0)
+    assert live.rate_error(0.01) == pytest.approx(0.02 / 0.95)
 
 
 @pytest.mark.parametrize(
