@@ -165,15 +165,21 @@ def system_words(doc: Mapping[str, Any]) -> str:
     return f"{system.get('name', '?')} ({what}, {system.get('nodes', 1)} node(s))"
 
 
-def energy_per_output(doc: Mapping[str, Any]) -> Derived:
+# The measured rates energy is divided by, best first: every output the energy was spent on, so never goodput.
+ENERGY_RATES = ("throughput", "tokens_per_second", "request_rate")
+
+
+def energy_per_output(doc: Mapping[str, Any], unit: str | None = None) -> Derived:
     """Measured energy ÷ outputs, in J per output unit. Never computed from a power limit or TDP.
 
-    The inputs name the meter (source, scope) and, where the run states them (protocol 1.1), the window the
-    measurement covers and how it was taken, so a reader sees "SPEC PTDaemon over 600 s" beside the figure.
+    The output is the throughput's unit, or `unit` (a rate's unit, "requests/s") where given: a served run's
+    energy per token and per request both come from its one power reading. The inputs name the meter (source,
+    scope) and, where the run states them (protocol 1.1), the window the measurement covers and how it was taken,
+    so a reader sees "SPEC PTDaemon over 600 s" beside the figure.
     """
     metrics = doc.get("metrics") or {}
-    energy, tput = metrics.get("energy"), metrics.get("throughput") or {}
-    rate, unit = _num(tput.get("value")), tput.get("unit")
+    energy, tput = metrics.get("energy"), _energy_rate(metrics, unit)
+    rate, unit = _num(tput.get("value")), tput.get("unit") or unit
     noun = UNIT_NOUN.get(unit or "", "output")
     out_unit = f"J/{noun}"
     if not isinstance(energy, dict) or not energy.get("source"):
@@ -183,11 +189,24 @@ def energy_per_output(doc: Mapping[str, Any]) -> Derived:
     inputs = {"source": energy["source"], "scope": energy.get("scope"), "throughput": rate, "unit": unit}
     inputs.update(_measurement_stated(energy))
     if not rate:
-        return Derived(_ENERGY, None, out_unit, "average power ÷ throughput", inputs, reason="no throughput")
+        reason = f"no measured rate in {unit}" if unit else "no throughput"
+        return Derived(_ENERGY, None, out_unit, "average power ÷ throughput", inputs, reason=reason)
     return _metered_energy(doc, rate, watts, joules, out_unit, inputs)
 
 
 _ENERGY = "energy_per_output"
+
+
+def _energy_rate(metrics: Mapping[str, Any], unit: str | None) -> Mapping[str, Any]:
+    """The throughput block, or the first measured rate (ENERGY_RATES) in `unit`; {} where none is."""
+    tput = metrics.get("throughput") or {}
+    if unit is None or (isinstance(tput, dict) and tput.get("unit") == unit):
+        return tput if isinstance(tput, dict) else {}
+    for name in ENERGY_RATES:
+        rate = metrics.get(name)
+        if isinstance(rate, dict) and rate.get("unit") == unit:
+            return rate
+    return {}
 
 
 def _measurement_stated(energy: Mapping[str, Any]) -> dict[str, Any]:

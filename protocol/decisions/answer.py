@@ -29,8 +29,9 @@ METHODS = {
     "purchase price is spread over its lifetime hours; a price per accelerator-hour is multiplied by the "
     "configuration's accelerators; a configuration with no stated price has no cost; energy cost = energy per "
     "output × energy price, stated apart",
-    "energy": "measured average power ÷ throughput (protocol.sizing.energy_per_output), geometric mean over "
-    "runs, only from a meter",
+    "energy": "measured average power ÷ the run's measured rate in the demand's unit (its throughput, or its "
+    "tokens or requests per second: every output, not goodput; protocol.sizing.energy_per_output), geometric mean "
+    "over runs, only from a meter (a served run's from its DCGM exporter over the level)",
     "capacity": "a configuration measured at several offered loads of one sweep (scenario.sweep) is read at its "
     "knee: walking the loads upwards, the highest load measured before a latency objective or the interactivity "
     "target failed, judged on the level's point values (geometric mean over its runs); the capacity, the verdicts, "

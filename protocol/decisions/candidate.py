@@ -392,8 +392,10 @@ def _systems(q: Question, rate: Interval, meets: str) -> dict[str, Any]:
     return _no_count("does not meet the objectives at the tested load, so no count of systems is claimed")
 
 
-def _energy(docs: Sequence[Mapping[str, Any]]) -> Interval:
-    per_run_energy = [sizing.energy_per_output(d).value for d in docs]
+def _energy(docs: Sequence[Mapping[str, Any]], unit: str) -> Interval:
+    """Energy per output in the demand's unit (per request for a demand in requests/s, though the run's throughput
+    is in tokens/s): the figure is labelled, and priced, per the demand's output."""
+    per_run_energy = [sizing.energy_per_output(d, unit).value for d in docs]
     if all(v is not None for v in per_run_energy):
         return interval([v for v in per_run_energy if v is not None])
     return Interval(None, evidence="not every run measured energy")
@@ -467,7 +469,7 @@ def candidate(q: Question, runs: Sequence[Evidence], label: str) -> dict[str, An
     interactivity = _interactivity(q, docs)
     meets = _meets(objectives + ([interactivity] if interactivity else []), docs)
     rate, rate_metric = _rate(q, docs)
-    energy = _energy(docs)
+    energy = _energy(docs, q.demand_unit)
     per_acc = candidate_per_accelerator(docs, interval)
     if sweep is not None and sweep["knee"]["level"] is None:
         meets, systems, rate, energy = _no_knee(sweep["knee"])
@@ -490,7 +492,12 @@ def candidate(q: Question, runs: Sequence[Evidence], label: str) -> dict[str, An
         "per_accelerator": per_acc,
         "latency_ms": rounded(_first_latency(objectives)),
         "gaps": gaps(
-            docs, _energy(docs), price[0] is not None, configuration_key(docs[0]), sweep, [r.ref for r in runs]
+            docs,
+            _energy(docs, q.demand_unit),
+            price[0] is not None,
+            configuration_key(docs[0]),
+            sweep,
+            [r.ref for r in runs],
         )
         + tuned_gap(every, docs, sweep),
         "energy_measured": energy_measured(docs),

@@ -78,6 +78,9 @@ def _metrics(metrics: Mapping[str, Any]) -> tuple[list[MetricRow], list[Distribu
         if name == "primary":
             continue
         is_primary = primary.partition(".")[0] == name
+        if name == "server_telemetry" and isinstance(value, dict):
+            scalars += telemetry_rows(value)
+            continue
         if isinstance(value, dict) and any(k in value for k in ("p50", "p99", "mean")):
             distributions.append(
                 Distribution(
@@ -105,6 +108,24 @@ def _metrics(metrics: Mapping[str, Any]) -> tuple[list[MetricRow], list[Distribu
         else:
             scalars.append(MetricRow(name, measured(value), unit_of(name), is_primary, ""))
     return scalars, distributions
+
+
+def telemetry_rows(telemetry: Mapping[str, Any]) -> list[MetricRow]:
+    """metrics.server_telemetry (1.3) as one row per figure: the engine's, then each GPU's by its id, with the
+    sources scraped (URL, scrapes, failures) as every row's notes."""
+    sources = [s for s in telemetry.get("sources") or [] if isinstance(s, dict)]
+    notes = "; ".join(
+        f"{s.get('kind')} {s.get('url')}: {s.get('scrapes')} scrapes, {s.get('failures')} failed" for s in sources
+    )
+    groups = [("engine", telemetry.get("engine") or {})]
+    groups += [(f"GPU {g.get('id')}", g) for g in telemetry.get("accelerators") or [] if isinstance(g, dict)]
+    rows = []
+    for label, group in groups:
+        for key, child in group.items():
+            if isinstance(child, int | float) and not isinstance(child, bool):
+                unit = "MiB" if "_mib" in key else unit_of(key.removesuffix("_mean").removesuffix("_max"))
+                rows.append(MetricRow(f"server_telemetry {label} {key}", measured(child), unit, False, notes))
+    return rows
 
 
 def _traced(doc: Mapping[str, Any]) -> tuple[dict[str, Any], list[tuple[str, str]]]:

@@ -26,6 +26,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from protocol import sizing
+
 from . import deployment as deploy
 from .datasets import MOONCAKE_BLOCK_TOKENS, TIME_UNITS
 from .document import Context, file_name
@@ -80,6 +82,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     for name in ("ttft", "tpot", "latency"):
         p.add_argument(f"--{name}-slo-ms", type=float, default=None, help=f"p99 {name} objective (goodput, sweep)")
     _deployment_arguments(p.add_argument_group("deployment (what the endpoint cannot tell)"))
+    told = p.add_argument_group("server telemetry (scraped during each level; docs/serving.md)")
+    told.add_argument("--metrics-url", default=None, help="the engine's Prometheus /metrics (vLLM, SGLang)")
+    told.add_argument("--dcgm-url", default=None, help="a dcgm-exporter's /metrics: power, energy, utilisation")
+    told.add_argument("--telemetry-interval", type=float, default=1.0, help="seconds between scrapes")
     p.add_argument("--seed", type=int, default=1234)
 
 
@@ -109,7 +115,8 @@ def _workload_arguments(g: argparse._ArgumentGroup) -> None:
 
 def _deployment_arguments(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--deployment", type=Path, default=None, help="JSON or TOML file (docs/serving.md)")
-    for name in ("accelerator-vendor", "accelerator-model", "system-name", "engine", "engine-version", "image"):
+    for name in ("accelerator-vendor", "accelerator-model", "system-name", "engine", "engine-version", "image",
+                 "engine-args"):  # fmt: skip
         g.add_argument(f"--{name}", default=None)
     for name in ("weights", "activations", "kv-cache", "quantization-method", "speculative", "kv-offload"):
         g.add_argument(f"--{name}", default=None)
@@ -152,6 +159,7 @@ def spec_from_args(args: argparse.Namespace) -> ServingSpec:
         max_turns=args.max_turns, sonnet_prefix_tokens=args.sonnet_prefix_tokens,
         trace_time_unit=args.trace_time_unit, trace_block_tokens=args.trace_block_tokens,
         shared_prefix=args.shared_prefix, prefix_groups=args.prefix_groups,
+        metrics_url=args.metrics_url, dcgm_url=args.dcgm_url, telemetry_interval_s=args.telemetry_interval,
     )  # fmt: skip
 
 
@@ -166,6 +174,15 @@ def _client_words(doc: dict[str, Any]) -> str:
         return "client kept up"
     reasons = doc["conditions"]["steady_state"].get("reasons") or []
     return "client fell behind (" + "; ".join(r.removeprefix("client fell behind: ") for r in reasons) + ")"
+
+
+def _energy_words(doc: dict[str, Any]) -> str:
+    """The level's measured energy per output token (protocol.sizing, as decisions read it), where it has one."""
+    if not doc["metrics"].get("energy"):
+        return ""
+    derived = sizing.energy_per_output(doc)
+    joules = doc["metrics"]["energy"]["joules"]
+    return f", {joules:g} J" + (f", {derived.value:.4g} {derived.unit}" if derived.value is not None else "")
 
 
 def main(args: argparse.Namespace, submit: Any) -> int:
@@ -185,7 +202,7 @@ def main(args: argparse.Namespace, submit: Any) -> int:
         m = doc["metrics"]
         print(
             f"wrote {path}: {m['throughput']['value']:g} tok/s, {m['requests']['completed']}/{m['requests']['sent']} "
-            f"completed, {_client_words(doc)}"
+            f"completed, {_client_words(doc)}{_energy_words(doc)}"
             + (
                 f"; sweep stopped: {doc['scenario']['sweep']['stop_reason']}"
                 if doc["scenario"]["sweep"]["stop_reason"]

@@ -4,7 +4,8 @@ tell about the deployment, for `benchreg run serving --deployment` and `benchreg
 
     system:       {name: ..., nodes: 1, accelerators: {vendor: NVIDIA, model: H100 SXM, count: 8, memory_gib: 80},
                    host: {...}}
-    engine:       {name: vllm, version: 0.11.0, image: vllm/vllm-openai:v0.11.0}
+    engine:       {name: vllm, version: 0.11.0, image: vllm/vllm-openai:v0.11.0,
+                   args: "vllm serve ... --max-num-seqs 256 --max-num-batched-tokens 8192"}
     parallelism:  {tensor: 8, expert: 1, pipeline: 1, data: 1, data_parallel_attention: false}
     precision:    {weights: fp8-e4m3, activations: bf16, kv_cache: fp8-e4m3,
                    quantization: {method: fp8 dynamic, granularity: ..., library: ...}}
@@ -34,6 +35,7 @@ from protocol import rules
 
 MAX_FILE_BYTES = 256 * 1024
 MAX_TEXT = 500
+MAX_COMMAND = 8000
 # Every key of the file (dotted: nested mappings) and the kind of value it holds. "mapping" keys are kept whole
 # (the protocol's schema checks what is inside them).
 KEYS: dict[str, str] = {
@@ -47,6 +49,7 @@ KEYS: dict[str, str] = {
     "engine.name": "text",
     "engine.version": "text",
     "engine.image": "text",
+    "engine.args": "command",
     "precision.weights": "format",
     "precision.activations": "format",
     "precision.kv_cache": "format",
@@ -68,6 +71,7 @@ KEYS: dict[str, str] = {
 FORMATS = frozenset(rules.QUANTIZED_FORMATS | rules.UNQUANTIZED_FORMATS | {"unspecified"})
 _WANTED = {
     "text": f"a non-empty text of at most {MAX_TEXT} characters",
+    "command": f"the engine's launch command line, a non-empty text of at most {MAX_COMMAND} characters",
     "count": "a whole number of at least 1",
     "number": "a positive number",
     "flag": "true or false",
@@ -123,6 +127,8 @@ def check_mapping(data: Any) -> dict[str, Any]:
 def _fits(kind: str, value: Any) -> bool:
     if kind == "text":
         return isinstance(value, str) and 0 < len(value.strip()) <= MAX_TEXT
+    if kind == "command":
+        return isinstance(value, str) and 0 < len(value.strip()) <= MAX_COMMAND
     if kind == "format":
         return value in FORMATS
     if kind == "count":
@@ -163,6 +169,7 @@ class Deployment:
     engine: str | None = None
     engine_version: str | None = None
     image: str | None = None
+    engine_args: str | None = None
     tensor_parallel: int | None = None
     expert_parallel: int | None = None
     pipeline_parallel: int | None = None
@@ -212,6 +219,7 @@ _FILE_KEYS = {
     "engine": "engine.name",
     "engine_version": "engine.version",
     "image": "engine.image",
+    "engine_args": "engine.args",
     "tensor_parallel": "parallelism.tensor",
     "expert_parallel": "parallelism.expert",
     "pipeline_parallel": "parallelism.pipeline",
@@ -281,3 +289,30 @@ def stated_fields(deployment: Deployment) -> dict[str, Any]:
         for name, pointer in pointers.items()
         if getattr(deployment, name) is not None
     }
+
+
+# The engine launch flags that change a deployment's capacity (the decision's candidate is the configuration with
+# them: DECISIONS.md, "Which runs answer it"), and the software.settings name each becomes: read from a run's
+# `engine.args` and from the launch command a tool keeps beside its results (registry/importers/serving/inferencex).
+CAPACITY_FLAGS = {
+    "--max-num-seqs": "max_num_seqs",
+    "--max-num-batched-tokens": "max_num_batched_tokens",
+    "--max-running-requests": "max_running_requests",
+    "--chunked-prefill-size": "chunked_prefill_size",
+    "--max-total-tokens": "max_total_tokens",
+}
+
+
+def launch_settings(command: str) -> dict[str, tuple[int | str, str]]:
+    """{settings name: (value, the flag)} of the capacity flags in an engine's launch command: `--max-num-seqs 16`
+    (or `--max-num-seqs=16`) gives max_num_seqs 16. ValueError for a flag given twice with two values."""
+    words = command.replace("=", " ").split()
+    out: dict[str, tuple[int | str, str]] = {}
+    for flag, key in CAPACITY_FLAGS.items():
+        found = {words[i + 1] for i, w in enumerate(words[:-1]) if w == flag}
+        if len(found) > 1:
+            raise ValueError(f"{flag} is given twice with different values")
+        if found:
+            value = found.pop()
+            out[key] = (int(value) if value.isdigit() else value[:MAX_TEXT], flag)
+    return out

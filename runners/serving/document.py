@@ -19,15 +19,18 @@ import protocol
 
 from .. import __version__
 from ..record import now
-from .deployment import Deployment
+from .deployment import Deployment, launch_settings
 from .export import artifact
 from .levels import Level, counted_by
 from .loadgen import Target
 from .probe import EndpointInfo, public_url
 from .sessions import session_words, workload_metrics
 from .shapes import RequestShape
+from .telemetry import Sources
+from .watch import LevelTelemetry
 
-# 1.3: a file workload's request_shape fields, the trace arrival, metrics.prefix_cache and metrics.sessions.
+# 1.3: a file workload's request_shape fields, the trace arrival, metrics.prefix_cache and metrics.sessions,
+# metrics.ttfot_ms, provenance.artifacts and metrics.server_telemetry.
 SERVING_PROTOCOL_VERSION = "1.3"
 RUNNER_NAME = "benchreg.runners.serving"
 
@@ -71,6 +74,7 @@ class Measured:
     index: int
     warmup: Warmup
     requests: bytes | None
+    telemetry: LevelTelemetry | None = None  # what the server's metrics said over the level (None: not scraped)
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,7 @@ class Context:
     submitter: str
     seed: int
     started_at: str
+    telemetry: Sources | None = None
 
 
 def _system(d: Deployment) -> dict[str, Any]:
@@ -122,7 +127,9 @@ def _serving(ctx: Context, info: EndpointInfo | None) -> dict[str, Any]:
     }
 
 
-def _software(ctx: Context, info: EndpointInfo | None, notes: dict[str, str]) -> dict[str, Any]:
+def _software(
+    ctx: Context, info: EndpointInfo | None, notes: dict[str, str], settings: dict[str, Any]
+) -> dict[str, Any]:
     import aiohttp  # for its version only: importing it costs ~0.3 s, which importers of this module need not pay
 
     d = ctx.deployment
@@ -135,7 +142,7 @@ def _software(ctx: Context, info: EndpointInfo | None, notes: dict[str, str]) ->
         "os": None,
         "frameworks": {str(d.engine): version},
         "container": d.image,
-        "settings": {},
+        "settings": settings,
         "notes": {"load_generator": client[:2000], **notes},
         "serving": _serving(ctx, info),
     }
@@ -192,12 +199,13 @@ def document(
         "isolation": None,
     }
     notes = _notes(ctx, level, index, warmup, metrics_delta)
+    settings = _settings(ctx, measured.telemetry, metrics, notes)
     artifacts = []
     if measured.requests is not None:
         digest = hashlib.sha256(measured.requests).hexdigest()
         artifacts.append(artifact(measured.requests, export_name(ctx.sweep.id, index, level.mode, level.load, digest)))
     return _assemble(ctx, info, level.mode, level.load, index, stop, level.objectives.section(),
-                     metrics, conditions, notes, artifacts)  # fmt: skip
+                     metrics, conditions, notes, artifacts, settings)  # fmt: skip
 
 
 def _notes(ctx: Context, level: Level, index: int, warmup: Warmup, metrics_delta: dict[str, float]) -> dict[str, str]:
@@ -210,6 +218,40 @@ def _notes(ctx: Context, level: Level, index: int, warmup: Warmup, metrics_delta
     if warmup.note():
         notes["warmup"] = str(warmup.note())
     return notes
+
+
+def _settings(
+    ctx: Context, telemetry: LevelTelemetry | None, metrics: dict[str, Any], notes: dict[str, str]
+) -> dict[str, Any]:
+    """software.settings of the level (the stated launch command's, then the engine's own), its telemetry added."""
+    settings = stated_settings(ctx.deployment)
+    if ctx.deployment.engine_args:
+        notes["engine_launch_command"] = ctx.deployment.engine_args[:2000]
+    if telemetry is not None:
+        _with_telemetry(telemetry, metrics, settings, notes)
+    return settings
+
+
+def _with_telemetry(
+    telemetry: LevelTelemetry, metrics: dict[str, Any], settings: dict[str, Any], notes: dict[str, str]
+) -> None:
+    """The level's server telemetry, its measured energy, and the engine's settings as its info gauges state them
+    (read at each level, so an engine relaunched with other settings between levels shows it level by level)."""
+    metrics["server_telemetry"] = telemetry.section
+    if telemetry.energy is not None:
+        metrics["energy"] = telemetry.energy
+    if telemetry.no_energy:
+        notes["energy"] = telemetry.no_energy[:2000]
+    for key, value in telemetry.settings.items():
+        settings.setdefault(key, value)  # the launch command the submitter stated is the better witness
+
+
+def stated_settings(deployment: Deployment) -> dict[str, Any]:
+    """The capacity flags of the engine's launch command the deployment states (engine.args, --engine-args), as
+    software.settings; ValueError for a flag given twice with two values."""
+    if not deployment.engine_args:
+        return {}
+    return {key: value for key, (value, _) in launch_settings(deployment.engine_args).items()}
 
 
 def _counters_note(delta: dict[str, float]) -> str:
@@ -246,7 +288,7 @@ def _load_note(ctx: Context, level: Level, index: int) -> str:
 def _assemble(
     ctx: Context, info: EndpointInfo | None, mode: str, load: float, index: int, stop: str | None,
     objectives: Any, metrics: dict[str, Any], conditions: dict[str, Any], notes: dict[str, str],
-    artifacts: list[dict[str, Any]] | None = None,
+    artifacts: list[dict[str, Any]] | None = None, settings: dict[str, Any] | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     doc: dict[str, Any] = {
         "protocol": f"{protocol.PROTOCOL_NAME}/{SERVING_PROTOCOL_VERSION}",
@@ -255,7 +297,7 @@ def _assemble(
         "scenario": _scenario(ctx, mode, load, index, stop, objectives),
         "precision": _precision(ctx.deployment),
         "system": _system(ctx.deployment),
-        "software": _software(ctx, info, notes),
+        "software": _software(ctx, info, notes, settings or {}),
         "conditions": conditions,
         "metrics": metrics,
         "provenance": {
@@ -280,6 +322,10 @@ def skeleton_errors(ctx: Context, info: EndpointInfo | None, mode: str, load: fl
     missing = ctx.deployment.missing(engine_version_known=bool(info and info.version))
     if missing:
         return [f"{m}: required, and an endpoint cannot tell it" for m in missing]
+    try:
+        stated_settings(ctx.deployment)
+    except ValueError as exc:
+        return [f"/software/settings (--engine-args or engine.args in --deployment): {exc}"]
     placeholder = {"primary": "throughput", "throughput": {"value": 0.0, "unit": "tokens/s"}}
     conditions = {
         "window": {"seconds": 1.0, "iterations": 1},

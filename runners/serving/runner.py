@@ -32,7 +32,7 @@ import protocol
 from protocol import rules
 
 from ..record import now
-from . import probe
+from . import probe, telemetry, watch
 from .datasets import SharedPrefix, Turn
 from .document import Context, Measured, Sweep, Warmup, document, skeleton_errors
 from .export import rebased, to_jsonl
@@ -239,6 +239,10 @@ async def run(ctx: Context, plan: LoadPlan, objectives: Objectives, emit: Emit, 
         raise Refused(errors)
     if plan.mode == "automatic" and objectives.section() is None:
         raise Refused(["an automatic sweep needs an objective (--ttft-slo-ms, --tpot-slo-ms or --latency-slo-ms)"])
+    if ctx.telemetry is not None:
+        refused = await asyncio.to_thread(telemetry.refusals, ctx.telemetry)
+        if refused:
+            raise Refused(refused)
     try:
         await probe.check_streaming(ctx.target)
     except probe.EndpointError as exc:
@@ -286,11 +290,13 @@ async def _level(
     warmup = await _warm_up(ctx, plan, index)
     before = await probe.metrics(http, probe.side_deadline(ctx.target))
     mode = "request-rate" if plan.open_loop else "concurrency"
-    run = rebased(await _measure(ctx, plan, load, index))
+    async with watch.watching(ctx.telemetry) as watched:
+        run = rebased(await _measure(ctx, plan, load, index))
     level = Level(mode, replayed_rate(run) if plan.mode == "trace" else load, run, objectives)
     after = await probe.metrics(http, probe.side_deadline(ctx.target))
+    told = watch.summary(watched) if watched is not None else None
     requests = to_jsonl(level.run.records) if export else None
-    return Measured(level, index, warmup, requests), _delta(before, after)
+    return Measured(level, index, warmup, requests, told), _delta(before, after)
 
 
 def _document(

@@ -33,6 +33,7 @@ from .loadgen import Target
 from .probe import EndpointInfo, public_url
 from .runner import LoadPlan, context, new_sweep, run_sync
 from .shapes import RequestShape, TokenLaw, read_prompts
+from .telemetry import Sources
 from .workload import Workload
 
 APIS = ("chat", "completions")
@@ -81,6 +82,9 @@ class ServingSpec:
     trace_block_tokens: int = MOONCAKE_BLOCK_TOKENS
     shared_prefix: float | None = None  # the share of each prompt's input tokens common to its group
     prefix_groups: int = 1
+    metrics_url: str | None = None  # the engine's Prometheus /metrics, scraped during each level
+    dcgm_url: str | None = None  # a dcgm-exporter's /metrics, scraped during each level
+    telemetry_interval_s: float = 1.0
 
     def __post_init__(self) -> None:
         _checked("/endpoint", public_url, self.endpoint)
@@ -101,6 +105,14 @@ class ServingSpec:
         if self.sweep_id is not None and not 1 <= len(self.sweep_id) <= 100:
             raise SpecInvalid("/sweep_id", "1 to 100 characters")
         _checked("/level", lambda level: replace(self.load, only=level), self.level)
+        _checked("/metrics_url", lambda url: Sources(metrics_url=url), self.metrics_url)
+        _checked("/dcgm_url", lambda url: Sources(dcgm_url=url), self.dcgm_url)
+        _checked("/telemetry_interval_s", lambda seconds: Sources(interval_s=seconds), self.telemetry_interval_s)
+
+    def telemetry(self) -> Sources | None:
+        """What to scrape during each level; None where no source is given."""
+        sources = Sources(self.metrics_url, self.dcgm_url, self.telemetry_interval_s)
+        return sources if sources.urls() else None
 
     def _check_arrival(self) -> None:
         if self.arrival not in ARRIVALS:
@@ -159,7 +171,7 @@ class ServingSpec:
         target = Target(public_url(self.endpoint), self.model, self.api, self.timeout_s)
         sweep = new_sweep(plan, self.arrival, self.burstiness, self.sweep_id)
         ctx = context(target=target, deployment=self.deployment, shape=self.shape(), sweep=sweep,
-                      submitter=self.submitter, seed=self.seed)  # fmt: skip
+                      submitter=self.submitter, seed=self.seed, telemetry=self.telemetry())  # fmt: skip
         return ctx, plan, self.objectives
 
     def fields(self) -> dict[str, Any]:
@@ -313,5 +325,7 @@ def expected_fields(spec: ServingSpec) -> dict[str, Any]:
             out["/scenario/target_qps" if open_loop else "/scenario/concurrency"] = (
                 round(load, 4) if open_loop else int(load)
             )
+    if spec.telemetry() is not None:  # a job told to scrape the server states what it scraped, at that interval
+        out["/metrics/server_telemetry/interval_s"] = spec.telemetry_interval_s
     out.update(deploy.stated_fields(spec.deployment))
     return out

@@ -81,6 +81,14 @@ BENCHES = [
         ),
     ),
     Bench(
+        "serving_telemetry",
+        ("--smoke",),
+        (
+            rf"engine page {NUMBER} KiB, 17 samples kept: benchreg {NUMBER} ms CPU .*ratio {NUMBER}x",
+            rf"dcgm page {NUMBER} KiB, 40 samples kept: benchreg {NUMBER} ms CPU .*ratio {NUMBER}x",
+        ),
+    ),
+    Bench(
         "serving_import",
         ("--smoke",),
         (

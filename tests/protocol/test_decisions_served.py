@@ -5,6 +5,7 @@ sweeps follow tests/protocol/serving_law.py (knee at concurrency 16 for the ques
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -161,3 +162,27 @@ def test_a_setting_tuned_off_the_load_is_said_value_by_value() -> None:
     (c,) = dec.answer(question(), evidence(docs))["candidates"]
     gap = next(g for g in c["gaps"] if g["code"] == "tuned-per-level")
     assert "max sequences 64, 64, 64, 64, 128, 128 at concurrency 1, 2, 4, 8, 16, 32" in gap["message"]
+
+
+@pytest.mark.parametrize(
+    ("unit", "rate", "noun"), [("tokens/s", "throughput", "token"), ("requests/s", "request_rate", "request")]
+)
+def test_a_served_sweep_with_measured_energy_answers_energy_per_output_at_its_knee(unit, rate, noun) -> None:
+    """A served sweep whose levels carry a DCGM exporter's energy (benchreg run serving --dcgm-url) is no longer an
+    energy gap: energy per output is the knee level's average power over its rate in the demand's unit."""
+    docs = served(sweep_docs((1, 2, 4, 8, 16, 32), sweep="kimi", noise=NOISE), KIMI)
+    for d in docs:
+        watts = 4000.0 + 100 * d["scenario"]["concurrency"]
+        d["metrics"]["energy"] = {"source": "nvml", "average_power_w": watts, "joules": watts * 60,
+                                  "window_s": 60.0, "scope": "8 GPUs", "method": "dcgm-exporter"}  # fmt: skip
+        d["metrics"].setdefault(
+            "request_rate", {"value": d["metrics"]["throughput"]["value"] / 100, "unit": "requests/s"}
+        )
+    demand = {"value": 20000 if unit == "tokens/s" else 200, "unit": unit}
+    (c,) = dec.answer(question(demand=demand), evidence(docs))["candidates"]
+    at_knee = [d for d in docs if d["scenario"]["concurrency"] == 16]
+    per_output = [d["metrics"]["energy"]["average_power_w"] / d["metrics"][rate]["value"] for d in at_knee]
+    assert c["energy_per_output"]["unit"] == f"J/{noun}"
+    assert c["energy_per_output"]["value"] == pytest.approx(math.exp(sum(map(math.log, per_output)) / 3), rel=1e-3)
+    assert "no-energy" not in {g["code"] for g in c["gaps"]}
+    assert c["energy_measured"][0]["words"] == "nvml over 60 s: dcgm-exporter"

@@ -10,6 +10,8 @@ import math
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from runners.serving import deployment as shared
+
 from .errors import ServingImportError
 from .levels import Level, sha256_of
 from .reading import json_value
@@ -72,13 +74,6 @@ def records_for(summary: Path) -> list[Path]:
 # becomes software.settings[<name>], traced to the file and flag. Parallelism and speculative decoding are the
 # harness record's (software.serving); prefill/decode disaggregation is its `disagg`.
 LAUNCH_COMMANDS = ("vllm_command.txt", "sglang_command.txt")
-CAPACITY_FLAGS = {
-    "--max-num-seqs": "max_num_seqs",
-    "--max-num-batched-tokens": "max_num_batched_tokens",
-    "--max-running-requests": "max_running_requests",
-    "--chunked-prefill-size": "chunked_prefill_size",
-    "--max-total-tokens": "max_total_tokens",
-}
 MAX_COMMAND_BYTES = 64 * 1024
 
 
@@ -93,15 +88,13 @@ def launch_settings(level: Level, summary: Path) -> None:
         raw = path.read_bytes()[: MAX_COMMAND_BYTES + 1]
         if len(raw) > MAX_COMMAND_BYTES:
             raise ServingImportError(f"larger than {MAX_COMMAND_BYTES} bytes for an engine command", where=str(path))
-        words = raw.decode("utf-8", "replace").replace("=", " ").split()
-        for flag, key in CAPACITY_FLAGS.items():
-            found = {words[i + 1] for i, w in enumerate(words[:-1]) if w == flag}
-            if len(found) > 1:
-                raise ServingImportError(f"{flag} is given twice with different values", where=str(path))
-            if found:
-                value = found.pop()
-                level.settings[key] = int(value) if value.isdigit() else value
-                level.fields[f"/software/settings/{key}"] = f"inferencex:{name}: {flag}"
+        try:
+            found = shared.launch_settings(raw.decode("utf-8", "replace"))
+        except ValueError as exc:
+            raise ServingImportError(str(exc), where=str(path)) from None
+        for key, (value, flag) in found.items():
+            level.settings[key] = value
+            level.fields[f"/software/settings/{key}"] = f"inferencex:{name}: {flag}"
         level.files[f"inferencex:{name}"] = sha256_of(raw)
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from protocol import PROTOCOL_NAME, rules
 from protocol.percentiles import quantile
+from runners.serving.deployment import launch_settings
 
 from .deployment import Deployment, missing
 from .errors import ServingImportError
@@ -157,7 +158,7 @@ def document(level: Level, deployment: Deployment, sweep: tuple[str, int, int], 
             "os": None,
             "serving": _serving(level, deployment),
             # only where the files state one, so documents of tools that do not (and their digests) are unchanged
-            **({"settings": dict(sorted(level.settings.items()))} if level.settings else {}),
+            **({"settings": settings} if (settings := _settings(level, deployment)) else {}),
         },
         "conditions": {
             "warmup": None,
@@ -181,6 +182,19 @@ def document(level: Level, deployment: Deployment, sweep: tuple[str, int, int], 
             },
         },
     }
+
+
+def _settings(level: Level, deployment: Deployment) -> dict[str, Any]:
+    """The capacity flags of the deployment's engine.args, under those the tool's own files state for the level (a
+    launch command kept beside the level is the better witness of how that level was served)."""
+    command = deployment.get("engine.args")
+    stated: dict[str, Any] = {}
+    if command:
+        try:
+            stated = {key: value for key, (value, _) in launch_settings(command).items()}
+        except ValueError as exc:
+            raise ServingImportError(f"engine.args: {exc}", where=deployment.source) from None
+    return dict(sorted({**stated, **level.settings}.items()))
 
 
 def _workload(level: Level, deployment: Deployment) -> dict[str, Any]:
