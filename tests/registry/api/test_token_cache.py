@@ -95,9 +95,11 @@ def test_with_the_bound_at_zero_every_request_looks_the_token_up(client_of, cloc
 
 def test_what_one_request_sets_on_its_user_is_not_seen_by_the_next(client_of, clock):
     assert client_of.get("/api/v1/submissions").status_code == 200
-    (_, remembered), *_ = token_cache._remembered.values()
-    first = token_cache.token_lookup(remembered.key_hash)
-    second = token_cache.token_lookup(remembered.key_hash)
+    key_hash = ApiToken.objects.get().key_hash
+    with CaptureQueriesContext(connection) as queries:
+        first = token_cache.token_lookup(key_hash)
+        second = token_cache.token_lookup(key_hash)
+    assert not queries.captured_queries  # both from memory
     assert first is not second and first.user is not second.user
     first.user.first_name = "changed by a request"
     assert second.user.first_name != "changed by a request"
