@@ -1,7 +1,10 @@
 """Ingestion: validated submissions/s through the HTTP API (gunicorn + PostgreSQL) against a bare psycopg
 INSERT of the same documents, in one run; p50/p99 request latency at 1, 4 and 16 clients; the bulk path
 (NDJSON batches) against a bare COPY of the same documents; how long audit entries wait to be numbered; and
-the cost of validating one document against fastjsonschema's time for the same schema.
+the cost of validating one document against fastjsonschema's time for the same schema; the SQL statements one
+submission sends (bench/submission_statements.py); and, when given an MLflow interpreter, the MLflow tracking server's
+write rate of the same documents on the same PostgreSQL with the same worker count, interleaved with benchreg's at
+each client count, and the ratio (bench/mlflow_peer.py).
 
 Two floors say what this machine allows before any storage, measured in the same run:
 - the framework floor (bench/floor.py): the same server answering a submission after authentication, the
@@ -10,8 +13,10 @@ Two floors say what this machine allows before any storage, measured in the same
   process, no HTTP and no database, against the bare COPY.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres python -m bench.ingest [--quick | --smoke] [-n 1500]
+        [--mlflow-python /work/mlflow-venv/bin/python]      (or BENCH_MLFLOW_PYTHON=…)
 
-Uses a scratch database (benchreg_bench_ingest_<pid>), created and dropped here. Prints figures; no pass/fail.
+Uses a scratch database (benchreg_bench_ingest_<pid>, and <that>_mlflow for MLflow), created and dropped here.
+Prints figures; no pass/fail.
 """
 
 from __future__ import annotations
@@ -29,12 +34,14 @@ import time
 import timeit
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any, cast
 
 import httpx
 import numpy as np
 import psycopg
 
 import protocol
+from bench import mlflow_peer
 from devtools import scratch
 from protocol.comparability import comparability_keys
 
@@ -229,7 +236,7 @@ def pct(latencies: list[float], q: float) -> float:
     return float(np.percentile(np.array(latencies) * 1000, q, method="inverted_cdf"))
 
 
-def main() -> None:
+def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="100 documents per configuration")
     parser.add_argument(
@@ -242,26 +249,106 @@ def main() -> None:
     parser.add_argument("--scratch", default=SCRATCH, help="scratch database name (created and dropped)")
     parser.add_argument(
         "--sequencing",
-        default="commit",
+        default="background",
         choices=["commit", "background"],
-        help="BENCHREG_AUDIT_SEQUENCING of the server (docs/audit.md)",
+        help="BENCHREG_AUDIT_SEQUENCING of the server (docs/audit.md; default: the product's default, background)",
+    )
+    parser.add_argument(
+        "--mlflow-python",
+        default=os.environ.get("BENCH_MLFLOW_PYTHON") or None,
+        help="an interpreter with MLflow installed (default $BENCH_MLFLOW_PYTHON): measure MLflow's tracking "
+        "server beside benchreg (bench/mlflow_peer.py); without it the MLflow figures are absent",
+    )
+    parser.add_argument(
+        "--mlflow-n",
+        type=int,
+        default=None,
+        help="documents MLflow logs per client count (default: -n; fewer is "
+        "faster where MLflow is slow, and its rate is still a rate)",
     )
     args = parser.parse_args()
-    admin_url = os.environ.get("DATABASE_URL")
-    if not admin_url or not admin_url.startswith("postgres"):
-        sys.exit("set DATABASE_URL to a PostgreSQL server (any database; a scratch one is created)")
-    n = args.n or (20 if args.smoke else 100 if args.quick else 2000)
+    args.n = args.n or (20 if args.smoke else 100 if args.quick else 2000)
     args.clients = args.clients or ([1, 4] if args.smoke else [1, 4, 16])
     args.batch = args.batch or (10 if args.smoke else 500)
     args.workers = args.workers or (1 if args.smoke else 2)
+    args.mlflow_n = args.mlflow_n or args.n
+    return args
+
+
+def statements_per_submission(env: dict[str, str]) -> dict[str, Any]:
+    """bench/submission_statements.py against the scratch database, in a process of its own."""
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.submission_statements"],
+        env={**env, "DJANGO_SETTINGS_MODULE": "registry.settings"},
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return cast(dict[str, Any], json.loads(out.strip().splitlines()[-1]))
+
+
+class MLflow:
+    """MLflow's tracking server on its own scratch database of the same PostgreSQL server, while the bench runs."""
+
+    def __init__(self, python: str, admin_url: str, name: str, workers: int) -> None:
+        self.admin_url, self.name = admin_url, name
+        url = mlflow_peer.create_database(admin_url, name)
+        self.server: subprocess.Popen[bytes] | None = None
+        try:
+            self.server, self.base = mlflow_peer.start(python, url, workers, free_port())
+            self.experiment = mlflow_peer.experiment(self.base, "bench-ingest")
+        except BaseException:  # (start exits the bench if the server does not come up)
+            self.close()
+            raise
+
+    def ingest(self, bodies: list[bytes], clients: int) -> tuple[float, list[float]]:
+        return mlflow_peer.ingest(self.base, self.experiment, bodies, clients)
+
+    def close(self) -> None:
+        if self.server is not None:
+            mlflow_peer.stop(self.server)
+        scratch.drop(self.admin_url, self.name)
+
+
+Single = dict[int, tuple[float, list[float], float]]
+Rates = dict[int, tuple[float, list[float]]]
+
+
+def measure_single(
+    base: str, token: str, url: str, args: argparse.Namespace, mlflow: MLflow | None
+) -> tuple[Single, Rates, Rates]:
+    """At each client count, in turn: the framework floor, benchreg's single submissions, then MLflow's runs."""
+    single: Single = {}
+    floor: Rates = {}
+    peer: Rates = {}
+    n = args.n
+    for clients in args.clients:
+        wall, latencies = http_ingest(base, token, documents(n, f"f{clients}"), clients, "/bench/floor")
+        floor[clients] = (n / wall, latencies)
+        with QueueWatch(url) as watch:
+            wall, latencies = http_ingest(base, token, documents(n, f"c{clients}"), clients)
+        single[clients] = (n / wall, latencies, watch.worst)
+        if mlflow is not None:
+            wall, latencies = mlflow.ingest(documents(args.mlflow_n, f"m{clients}"), clients)
+            peer[clients] = (args.mlflow_n / wall, latencies)
+    return single, floor, peer
+
+
+def main() -> None:
+    args = arguments()
+    admin_url = os.environ.get("DATABASE_URL")
+    if not admin_url or not admin_url.startswith("postgres"):
+        sys.exit("set DATABASE_URL to a PostgreSQL server (any database; a scratch one is created)")
+    n = args.n
     warm = 8 if args.smoke else 40  # requests of each kind before timing: imports, connections, caches
     bodies = documents(n)
 
     print("validation of one document (inference-server example):")
     costs = validation_cost(bodies[0], 5 if args.smoke else 20 if args.quick else 200)
-    floor = costs["fastjsonschema (schema only)"]
+    fastest = costs["fastjsonschema (schema only)"]
     for name, seconds in costs.items():
-        print(f"  {name:68s} {seconds * 1e6:9.1f} µs  ({seconds / floor:5.1f}× fastjsonschema)")
+        print(f"  {name:68s} {seconds * 1e6:9.1f} µs  ({seconds / fastest:5.1f}× fastjsonschema)")
 
     url = scratch.recreate(admin_url, args.scratch)
     env = {
@@ -274,17 +361,15 @@ def main() -> None:
         "BENCHREG_THROTTLE_USER": "100000000/min",
     }  # the bench's one token sends more than a client would
     server, base, token = start_registry(env, args.workers)
-    single: dict[int, tuple[float, list[float], float]] = {}
-    floor: dict[int, tuple[float, list[float]]] = {}
+    mlflow: MLflow | None = None
     try:
+        if args.mlflow_python:
+            mlflow = MLflow(args.mlflow_python, admin_url, f"{args.scratch}_mlflow", args.workers)
+            mlflow.ingest(documents(warm, "warm-mlflow"), 4)
         http_ingest(base, token, documents(warm, "warm"), 4)  # warm-up: imports, connections, caches
         http_ingest(base, token, documents(warm, "warm-floor"), 4, "/bench/floor")
-        for clients in args.clients:
-            wall, latencies = http_ingest(base, token, documents(n, f"f{clients}"), clients, "/bench/floor")
-            floor[clients] = (n / wall, latencies)
-            with QueueWatch(url) as watch:
-                wall, latencies = http_ingest(base, token, documents(n, f"c{clients}"), clients)
-            single[clients] = (n / wall, latencies, watch.worst)
+        single, floor, peer = measure_single(base, token, url, args, mlflow)
+        statements = statements_per_submission(env)
         bulk_docs = documents(n, "bulk")
         bulk = n / http_bulk(base, token, bulk_docs, args.batch)
         checks_rate = n / checks_alone(documents(n, "checks"))
@@ -294,6 +379,8 @@ def main() -> None:
             queued = conn.execute("SELECT count(*) FROM registry_auditqueued").fetchone()
             entries = conn.execute("SELECT count(*), max(seq) FROM registry_auditentry").fetchone()
     finally:
+        if mlflow is not None:
+            mlflow.close()
         server.terminate()
         try:
             server.wait(60)
@@ -306,7 +393,26 @@ def main() -> None:
         f"\ningestion of {n} distinct documents per configuration ({args.workers} gunicorn workers, audit "
         f"sequencing {args.sequencing}), one run:"
     )
+    print(
+        f"  SQL statements per single submission (the request's thread): {statements['statements']}, of which "
+        f"{statements['transaction_commands']} transaction commands"
+    )
     print(f"  bare psycopg INSERT, one connection, no checks:      {bare:8.1f} rows/s")
+    report_single(single, floor, bare)
+    report_mlflow(single, peer, args)
+    print(f"  bare COPY of the bulk documents, no checks:          {copy_rate:8.1f} rows/s")
+    print(
+        f"  HTTP bulk (NDJSON, {args.batch} per request, 1 client):     {bulk:8.1f} /s  "
+        f"({bulk / copy_rate:.3f} of bare COPY)"
+    )
+    print(
+        f"  the checks alone, one process, no HTTP or database:  {checks_rate:8.1f} /s  "
+        f"({checks_rate / copy_rate:.3f} of bare COPY)  bulk/checks {bulk / checks_rate:.2f}"
+    )
+    print(f"  audit log after the run: {entries[0]} entries (max seq {entries[1]}), {queued[0]} still queued")
+
+
+def report_single(single: Single, floor: Rates, bare: float) -> None:
     for clients, (rate, latencies, worst) in single.items():
         print(
             f"  HTTP single documents, {clients:2d} client(s):             {rate:8.1f} /s  "
@@ -322,16 +428,21 @@ def main() -> None:
             f"({rate / bare:.3f} of bare INSERT)  p50 {pct(latencies, 50):.1f} ms  p99 {pct(latencies, 99):.1f} ms"
             f"  real/floor {single[clients][0] / rate:.2f}"
         )
-    print(f"  bare COPY of the bulk documents, no checks:          {copy_rate:8.1f} rows/s")
-    print(
-        f"  HTTP bulk (NDJSON, {args.batch} per request, 1 client):     {bulk:8.1f} /s  "
-        f"({bulk / copy_rate:.3f} of bare COPY)"
-    )
-    print(
-        f"  the checks alone, one process, no HTTP or database:  {checks_rate:8.1f} /s  "
-        f"({checks_rate / copy_rate:.3f} of bare COPY)  bulk/checks {bulk / checks_rate:.2f}"
-    )
-    print(f"  audit log after the run: {entries[0]} entries (max seq {entries[1]}), {queued[0]} still queued")
+
+
+def report_mlflow(single: Single, peer: Rates, args: argparse.Namespace) -> None:
+    if not peer:
+        print(
+            "  MLflow: not run (give --mlflow-python or BENCH_MLFLOW_PYTHON): the ratio to MLflow's write rate is "
+            "absent"
+        )
+        return
+    for clients, (rate, latencies) in peer.items():
+        print(
+            f"  MLflow runs (create + log-batch + update), {clients:2d} client(s): {rate:8.1f} /s  "
+            f"p50 {pct(latencies, 50):.1f} ms  p99 {pct(latencies, 99):.1f} ms  "
+            f"benchreg/MLflow {single[clients][0] / rate:.2f}x"
+        )
 
 
 if __name__ == "__main__":

@@ -264,6 +264,14 @@ CELERY_TASK_SOFT_TIME_LIMIT = env_int("BENCHREG_TASK_SOFT_TIME_LIMIT", 1800)
 CELERY_TASK_TIME_LIMIT = env_int("BENCHREG_TASK_TIME_LIMIT", 1900)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
+# --- API tokens (docs/security.md, "Tokens") ----------------------------------------------------------------------
+# A web process remembers a token it authenticated for this many seconds (0: never), so a client's requests do not
+# each look it up (registry/api/token_cache.py). A revocation, expiry or demotion takes effect at once in the
+# process that makes it and within this bound in the others.
+BENCHREG_TOKEN_CACHE_S = float(os.environ.get("BENCHREG_TOKEN_CACHE_S", "2"))
+if not 0 <= BENCHREG_TOKEN_CACHE_S <= 60:
+    raise ImproperlyConfigured("BENCHREG_TOKEN_CACHE_S must be between 0 and 60 seconds")
+
 # --- decisions (docs/decisions.md, "Bounds") -------------------------------------------------------------------
 # Each person may own at most this many decisions (an admin included); creating one more is refused with 409.
 BENCHREG_MAX_DECISIONS_PER_USER = env_int("BENCHREG_MAX_DECISIONS_PER_USER", 50)

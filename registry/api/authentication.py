@@ -9,8 +9,8 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
 from registry import policy
+from registry.api.token_cache import token_lookup, token_used
 from registry.models import ApiToken
-from registry.selectors.tokens import token_for_key_hash
 from registry.services.tokens import hash_token
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)  # write last_used_at at most once a minute per token
@@ -25,7 +25,7 @@ class TokenAuthentication(authentication.BaseAuthentication):
             return None
         if len(header) != 2:
             raise exceptions.AuthenticationFailed("the Authorization header must be 'Token <token>'")
-        token = token_for_key_hash(hash_token(header[1].decode(errors="replace")))
+        token = token_lookup(hash_token(header[1].decode(errors="replace")))
         if token is None or not token.is_active or not token.user.is_active:
             raise exceptions.AuthenticationFailed("invalid, expired or revoked token")
         names = getattr(token, "group_names", None)  # read with the token on PostgreSQL: no second query
@@ -34,6 +34,8 @@ class TokenAuthentication(authentication.BaseAuthentication):
         now = timezone.now()
         if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
             ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+            token.last_used_at = now
+            token_used(token)
         return token.user, token
 
     def authenticate_header(self, request) -> str:  # type: ignore[no-untyped-def]

@@ -22,6 +22,7 @@ from registry.models import AuditEntry, AuditHead, AuditQueued
 
 log = logging.getLogger(__name__)
 INTEGRATE_BATCH = 1000  # entries numbered per sequencer transaction
+IDLE_CLOSE_S = 1.0  # the background sequencer closes its connection after this long without a commit to number
 
 
 def integrate_after_commit() -> None:
@@ -55,14 +56,20 @@ class _BackgroundSequencer:
 
     def _run(self) -> None:
         while True:
-            self.event.wait()
+            if not self.event.wait(IDLE_CLOSE_S):
+                connections.close_all()  # idle: the connection goes back (nothing holds a database open for us)
+                self.event.wait()
             self.event.clear()
             try:
                 audit_integrate(wait=False)
             except Exception:  # the thread must live on; the entries stay queued
                 log.exception("background audit integration failed; the queued entries stay queued")
             finally:
-                connections.close_all()  # this thread's connection; a fresh one next time
+                # This thread's connection is kept for the next wake while commits keep coming (closed after
+                # IDLE_CLOSE_S without one): opening one per batch cost more than the batch (it made this mode
+                # slower than `commit`, issue 42). A broken or expired one is closed here and opened again.
+                for conn in connections.all(initialized_only=True):
+                    conn.close_if_unusable_or_obsolete()
 
 
 background_sequencer = _BackgroundSequencer()

@@ -196,6 +196,10 @@ def _counted_around(runs: list[Submission], *, withdrawn: int | None) -> tuple[s
     just stored: absent before; a run just withdrawn (`withdrawn`): not withdrawn before), and whether each is
     withdrawn now. One query, a row per run of those measurements (one per run, almost always)."""
     stored = {run.pk for run in runs} if withdrawn is None else set()
+    if withdrawn is None and all(_alone(run) for run in runs):
+        # Runs just stored that share their measurement with no other run: each counts unless it is derived, and
+        # no other run moves, so the answer needs no query (most submissions: a round trip fewer, issue 42).
+        return set(), {run.pk for run in runs if not run.derived}, {run.pk: False for run in runs}
     rows = list(
         Submission.objects.filter(
             Q(measurement__in={run.measurement for run in runs if run.measurement}) | Q(pk__in=[run.pk for run in runs])
@@ -212,6 +216,12 @@ def _counted_around(runs: list[Submission], *, withdrawn: int | None) -> tuple[s
         after |= counted_ids(members)
         before |= counted_ids([(pk, d, w and pk != withdrawn) for pk, d, w in members if pk not in stored])
     return before, after, {pk: is_withdrawn for pk, _, _, is_withdrawn in rows}
+
+
+def _alone(run: Submission) -> bool:
+    """Whether a run just stored is the only run of its measurement: its identity is its own digest (a document
+    naming no source files, protocol.measurement_identity), which no other document's identity can equal."""
+    return run.measurement in ("", run.digest)
 
 
 def _recount(before: set[int], after: set[int], withdrawn: dict[int, bool], *, moved: set[int]) -> None:

@@ -23,10 +23,12 @@ from registry.services.audit import audit_append_many
 from registry.services.reactions import runs_stored
 
 
-@transaction.atomic
 def run_store(*, checked: protocol.Checked, submitted_by: User, token: ApiToken | None, trust: str) -> Submission:
-    """Store one checked document in a savepoint of its own (a lost race on its digest leaves the caller's
-    transaction usable)."""
+    """Store one checked document in the caller's transaction (it must be in one). No savepoint of its own: a
+    caller that survives a lost race on the digest holds its own (submissions._create_checked), and one savepoint
+    pair less is two round trips less per submission (issue 42)."""
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("run_store must be called inside a transaction")
     (run,) = runs_store(checked=[checked], submitted_by=submitted_by, token=token, trust=trust)
     return run
 
