@@ -7,7 +7,8 @@ Creates and drops a scratch database (--scratch NAME). Twenty configurations (ac
 of the server example, three runs each, answer the question; filler rows (bench.comparisons' synthetic rows,
 other workloads) bring the table to each size. Times POST /api/v1/decisions (select the candidate runs, answer,
 store the answer and its cited runs, audit) and GET /api/v1/submissions/<id>/comparable (one index lookup) with
-the same client, and prints p50/p95 of each and their ratio. No pass/fail.
+the same client, and prints p50/p95 of each, the median CPU milliseconds of this process per request (client and
+server Python, not PostgreSQL's), and their ratios. No pass/fail.
 """
 
 from __future__ import annotations
@@ -89,20 +90,22 @@ def main() -> None:
         for size in sizes:
             fill(url, have, size, user.pk)
             have = size
+            cpu_lookup: list[float] = []
+            cpu_answer: list[float] = []
             lookup, q_lookup = measure(
-                client, f"/api/v1/submissions/{runs[0].pk}/comparable", None, args.repeats, lambda b, i: b
+                client, f"/api/v1/submissions/{runs[0].pk}/comparable", None, args.repeats, lambda b, i: b, cpu_lookup
             )
-            answer, q_answer = measure(client, "/api/v1/decisions", body, args.repeats, lambda b, i: b)
-            rows.append((size, lookup, q_lookup, answer, q_answer))
+            answer, q_answer = measure(client, "/api/v1/decisions", body, args.repeats, lambda b, i: b, cpu_answer)
+            rows.append((size, lookup, q_lookup, answer, q_answer, np.median(cpu_answer), np.median(cpu_lookup)))
         print(
-            f"{'runs':>9} | {'decision p50':>12} {'p95':>8} {'SQL':>4} | {'lookup p50':>10} {'p95':>7} {'SQL':>4}"
-            " | decision / lookup (p50)"
+            f"{'runs':>9} | {'decision p50':>12} {'p95':>8} {'SQL':>4} {'CPU':>7} | {'lookup p50':>10} {'p95':>7} "
+            f"{'SQL':>4} {'CPU':>7} | decision / lookup (p50; CPU)"
         )
-        for size, lookup, ql, answer, qa in rows:
+        for size, lookup, ql, answer, qa, cpu_a, cpu_l in rows:
             print(
-                f"{size:>9,} | {np.percentile(answer, 50):10.1f}ms {np.percentile(answer, 95):7.1f}ms {qa:>4} | "
-                f"{np.percentile(lookup, 50):8.1f}ms {np.percentile(lookup, 95):6.1f}ms {ql:>4} | "
-                f"{np.percentile(answer, 50) / np.percentile(lookup, 50):6.1f}×"
+                f"{size:>9,} | {np.percentile(answer, 50):10.1f}ms {np.percentile(answer, 95):7.1f}ms {qa:>4} "
+                f"{cpu_a:5.1f}ms | {np.percentile(lookup, 50):8.1f}ms {np.percentile(lookup, 95):6.1f}ms {ql:>4} "
+                f"{cpu_l:5.1f}ms | {np.percentile(answer, 50) / np.percentile(lookup, 50):6.1f}×; {cpu_a / cpu_l:5.1f}×"
             )
     finally:
         from django.db import connections

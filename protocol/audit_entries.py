@@ -157,18 +157,39 @@ def actor_commitment(
 def commitment_checker(key: CommitmentKey) -> Callable[[object, int, str, int | None, int | None], bool]:
     """`check(who, seq, actor, user, token)`: whether `who` is `actor_commitment(...)` of those under `key`.
 
-    The same message and HMAC as actor_commitment, with the key's prefix made once: `audit verify` asks this of
-    every format-3 entry and run, so it is the per-entry cost of committing who did it."""
-    prefix, secret = f"{WHO_PREFIX}{key.key_id}:", key.secret
+    The same message and HMAC as actor_commitment, with the key's prefix and the HMAC's keyed inner and outer
+    SHA-256 states (RFC 2104) made once: `audit verify` asks this of every format-3 entry and run, so it is the
+    per-entry cost of committing who did it. `hmac.digest` sets the key up and looks the digest up in OpenSSL on
+    every call, about twice the two hashes themselves."""
+    prefix, (inner, outer) = f"{WHO_PREFIX}{key.key_id}:", _hmac_sha256_states(key.secret)
     size = len(prefix)
 
     def check(who: object, seq: int, actor: str, user: int | None, token: int | None) -> bool:
         if type(who) is not str or not who.startswith(prefix):
             return False
         message = f"{seq}\n{'' if user is None else user}\n{'' if token is None else token}\n{actor}".encode()
-        return who[size:] == hmac.digest(secret, message, "sha256").hex()
+        digest = inner.copy()
+        digest.update(message)
+        mac = outer.copy()
+        mac.update(digest.digest())
+        expected: str = mac.hexdigest()
+        return who[size:] == expected
 
     return check
+
+
+_HMAC_BLOCK = 64  # SHA-256's block size in bytes
+
+
+def _hmac_sha256_states(secret: bytes) -> tuple[Any, Any]:
+    """SHA-256 states that have absorbed the key XOR ipad and XOR opad (RFC 2104, section 2): HMAC(key, m) is
+    outer.update(inner.update(m).digest()), each state copied per message."""
+    block = hashlib.sha256(secret).digest() if len(secret) > _HMAC_BLOCK else secret
+    block = block.ljust(_HMAC_BLOCK, b"\0")
+    return (
+        hashlib.sha256(bytes(b ^ 0x36 for b in block)),
+        hashlib.sha256(bytes(b ^ 0x5C for b in block)),
+    )
 
 
 def who_key_id(who: object) -> str | None:

@@ -37,6 +37,7 @@ from .roles import (
     controlled_projection,
     field_name,
     field_roles,
+    key_and_configuration,
 )
 from .setting_words import setting_words
 from .verdict import FieldDifference, Verdict, check, is_free_text, meets_requirements, said_order
@@ -83,6 +84,7 @@ __all__ = [
     "field_roles",
     "field_words",
     "is_free_text",
+    "key_and_configuration",
     "known_versions",
     "meets_requirements",
     "metric_words",

@@ -29,6 +29,7 @@ def join_pointer(path: Path) -> str:
     return "".join("/" + p.replace("~", "~0").replace("/", "~1") for p in path)
 
 
+@lru_cache(maxsize=65_536)  # a pure function of the path; the same few hundred paths recur in every run
 def field_name(path: Path) -> str:
     """'precision.weights', 'system.accelerators[0].model', 'software.settings["torch.num_threads"]'."""
     out = ""
@@ -65,6 +66,7 @@ class RuleSet(dict[Path, Rule]):
         self.wild = [r for r in rules.values() if "*" in r.path]
         self.memo: dict[Path, Rule | None] = {}
         self.keyed: dict[Path, KeyedLeaf | None] = {}
+        self.roled: dict[tuple[Path, str], RoledLeaf | None] = {}
 
     def governing(self, path: Path) -> Rule | None:
         try:
@@ -96,6 +98,33 @@ class RuleSet(dict[Path, Rule]):
                 leaf = KeyedLeaf(join_pointer(path), group, axes) if axes else None
             self.keyed[path] = leaf
             return leaf
+
+    def roled_leaf(self, path: Path, axis: str) -> RoledLeaf | None:
+        """What `classify` needs of a leaf path on `axis`, worked out once per path and axis: its role and group
+        (None: ignored by the contract). A decision classifies every leaf of each of its runs several times."""
+        try:
+            return self.roled[path, axis]
+        except KeyError:
+            if len(self.roled) >= self.MEMO_LIMIT:
+                self.roled = {}
+            rule = self.governing(path)
+            leaf = None
+            if rule is None or rule.group is not None:  # not ignored by the contract
+                group = rule.group if rule is not None else None
+                # A leaf no contract pointer covers (a field added by a later 1.x minor) takes the unlisted role.
+                role = group.role(axis) if group is not None else contract().unlisted_role
+                leaf = RoledLeaf(role, group)
+            self.roled[path, axis] = leaf
+            return leaf
+
+
+_UNSEEN: Any = object()  # a path not yet in RuleSet.roled (None there means ignored)
+
+
+@dataclass(frozen=True)
+class RoledLeaf:
+    role: str
+    group: Group | None
 
 
 @dataclass(frozen=True)
@@ -142,16 +171,34 @@ def governing(path: Path, rules: Mapping[Path, Rule], wild: Sequence[Rule] | Non
     return None
 
 
-def leaves(value: Any, path: Path = ()) -> Iterable[tuple[Path, Any]]:
-    """Scalars and lists of scalars by path; None and empty containers are 'not stated' and yield nothing."""
-    if isinstance(value, dict):
-        for key, child in value.items():
-            yield from leaves(child, (*path, str(key)))
-    elif isinstance(value, list) and any(isinstance(v, dict | list) for v in value):
-        for i, child in enumerate(value):
-            yield from leaves(child, (*path, str(i)))
+def leaves(value: Any, path: Path = ()) -> list[tuple[Path, Any]]:
+    """Scalars and lists of scalars by path, in document order; None and empty containers are 'not stated' and
+    yield nothing."""
+    out: list[tuple[Path, Any]] = []
+    if isinstance(value, dict) or (isinstance(value, list) and any(isinstance(v, dict | list) for v in value)):
+        _flatten(value, path, out)
     elif value is not None and value != []:
-        yield path, value
+        out.append((path, value))
+    return out
+
+
+def _flatten(value: dict[Any, Any] | list[Any], path: Path, out: list[tuple[Path, Any]]) -> None:
+    # One call per container, not per leaf, appending to one list (no generators): every run's ~150 leaves are
+    # read on each axis, and a decision reads each of its runs again.
+    items = value.items() if isinstance(value, dict) else enumerate(value)
+    for key, child in items:
+        if child is None:
+            continue
+        here = (*path, str(key))
+        if isinstance(child, dict):
+            _flatten(child, here, out)
+        elif isinstance(child, list):
+            if any(isinstance(v, dict | list) for v in child):
+                _flatten(child, here, out)
+            elif child:
+                out.append((here, child))
+        else:
+            out.append((here, child))
 
 
 def normalised(group: Group, value: Any) -> Any:
@@ -165,22 +212,17 @@ def same(values: Sequence[Any]) -> bool:
     return all(canonicalize(v) == first for v in values[1:])
 
 
-def _governed(doc: Mapping[str, Any], rules: RuleSet) -> list[tuple[Path, Any, Rule | None]]:
-    """Every leaf of the document with the rule that governs it (the same on every axis)."""
-    return [(path, value, rules.governing(path)) for path, value in leaves(dict(doc))]
-
-
 def classify(doc: Mapping[str, Any], rules: RuleSet, axis: str) -> dict[str, dict[Path, tuple[Group | None, Any]]]:
     """role -> {path: (group, value)} for every leaf of the document that has a role on this axis."""
-    c = contract()
     out: dict[str, dict[Path, tuple[Group | None, Any]]] = {role: {} for role in ROLES}
-    for path, value, rule in _governed(doc, rules):
-        if rule is not None and rule.group is None:
+    memo = rules.roled
+    for path, value in leaves(dict(doc)):
+        leaf = memo.get((path, axis), _UNSEEN)
+        if leaf is _UNSEEN:
+            leaf = rules.roled_leaf(path, axis)
+        if leaf is None:
             continue  # ignored, with the reason in the contract
-        # A leaf no contract pointer covers (a field added by a later 1.x minor) takes the unlisted role.
-        group = rule.group if rule is not None else None
-        role = group.role(axis) if group is not None else c.unlisted_role
-        out[role][path] = (group, normalised(group, value) if group is not None else value)
+        out[leaf.role][path] = (leaf.group, normalised(leaf.group, value) if leaf.group is not None else value)
     return out
 
 
@@ -198,10 +240,12 @@ def controlled_projection(doc: Mapping[str, Any], axis: str | None = None) -> di
     return {join_pointer(path): value for path, (_, value) in sorted(fields.items())}
 
 
-def _controlled(doc: Mapping[str, Any], axis: str) -> tuple[dict[str, Any], list[Group | None]]:
-    """The run's controlled projection on `axis` and the groups that govern its fields."""
-    fields = classify(doc, rules_for([doc]), axis)["controlled"]
-    return {join_pointer(p): v for p, (_, v) in sorted(fields.items())}, [g for g, _ in fields.values()]
+def _key(classified: Mapping[str, Mapping[Path, tuple[Group | None, Any]]], axis: str) -> str:
+    """The comparability key of a run classified on `axis` (see `comparability_key`)."""
+    fields = classified["controlled"]
+    projection = {join_pointer(p): v for p, (_, v) in sorted(fields.items())}
+    version = contract().key_version_of(g for g, _ in fields.values())
+    return digest({"contract": version, "axis": axis, "controlled": projection})
 
 
 def field_roles(doc: Mapping[str, Any], axis: str | None = None) -> dict[str, str]:
@@ -224,8 +268,7 @@ def comparability_key(doc: Mapping[str, Any], axis: str | None = None) -> str:
     fields a later contract did not touch keeps its key.
     """
     axis = known_axis(axis or contract().default_axis)
-    fields, groups = _controlled(doc, axis)
-    return digest({"contract": contract().key_version_of(groups), "axis": axis, "controlled": fields})
+    return _key(classify(doc, rules_for([doc]), axis), axis)
 
 
 def comparability_keys(doc: Mapping[str, Any]) -> dict[str, str]:
@@ -269,7 +312,17 @@ def configuration(doc: Mapping[str, Any], axis: str) -> dict[str, Any]:
     """The run's configuration on `axis`, {field name: value}: its subject fields without identity fields, and the
     software stack and settings wherever the axis only discloses them (CONFIGURATION_GROUPS). Runs with equal
     configurations repeat one setup (one arm); runs whose settings differ are separate arms on every axis."""
+    return _configuration(classify(doc, rules_for([doc]), known_axis(axis)))
+
+
+def key_and_configuration(doc: Mapping[str, Any], axis: str) -> tuple[str, dict[str, Any]]:
+    """`comparability_key` and `configuration` on `axis` from one reading of the document (a decision groups each
+    of its runs by both)."""
     classified = classify(doc, rules_for([doc]), known_axis(axis))
+    return _key(classified, axis), _configuration(classified)
+
+
+def _configuration(classified: Mapping[str, Mapping[Path, tuple[Group | None, Any]]]) -> dict[str, Any]:
     fields = {p: gv for p, gv in classified["subject"].items() if gv[0] is None or gv[0].id not in IDENTITY_GROUPS}
     fields.update(
         (p, gv) for p, gv in classified["disclosed"].items() if gv[0] is not None and gv[0].id in CONFIGURATION_GROUPS

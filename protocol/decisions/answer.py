@@ -170,8 +170,9 @@ def answer(question: Question, evidence: Sequence[Evidence]) -> dict[str, Any]:
     left_out, chosen = _sift(question, evidence)
     model = one_model(question, chosen)
     tuned = serving.tuned_settings([ev.document for ev in chosen])
-    ordered = _configurations(chosen, tuned)
-    cands = [candidate(question, g, label) for g, label in zip(ordered, _labels(ordered, tuned), strict=True)]
+    configurations = _configurations(chosen, tuned)
+    ordered = [runs for runs, *_ in configurations]
+    cands = [candidate(question, g, label) for g, label in zip(ordered, _labels(configurations), strict=True)]
     rank = {"meets": 0, "uncertain": 1, "not-enough-evidence": 2, "misses": 3}
     cands.sort(key=lambda c: (rank.get(c["meets"], 4), c["systems_needed"]["value"] or math.inf, c["label"]))
     front = frontier(cands, question.criteria)
@@ -286,31 +287,38 @@ def _sift(question: Question, evidence: Sequence[Evidence]) -> tuple[list[dict[s
     return left_out, chosen
 
 
-def _neutral(ev: Evidence, tuned: Mapping[str, Sequence[str]]) -> dict[str, Any]:
-    """The run without what differs between the levels of its sweep: the load, and the engine settings tuned with it."""
-    return serving.level_neutral(ev.document, tuned.get(serving.sweep_id(ev.document) or "", ()))
+def _neutral(ev: Evidence, tuned: Mapping[str, Sequence[str]]) -> Mapping[str, Any]:
+    """The run without what differs between the levels of its sweep: the load, and the engine settings tuned with it.
+    A run outside any sweep is its document as it is (only read here: no copy)."""
+    sweep = serving.sweep_id(ev.document)
+    if sweep is None:
+        return ev.document
+    return serving.level_neutral(ev.document, tuned.get(sweep, ()))
 
 
-def _configurations(chosen: Sequence[Evidence], tuned: Mapping[str, Sequence[str]]) -> list[list[Evidence]]:
+# One configuration: its runs, and the first run's level-neutral document and configuration (what labels it).
+Configuration = tuple[list[Evidence], Mapping[str, Any], dict[str, Any]]
+
+
+def _configurations(chosen: Sequence[Evidence], tuned: Mapping[str, Sequence[str]]) -> list[Configuration]:
     """The chosen runs grouped by comparability key and configuration, in order of first appearance. Engine
     settings that change capacity (software.settings, software.serving's parallelism and speculative decoding) are
-    part of the configuration: two sweeps differing in one are two candidates."""
-    groups: dict[str, list[Evidence]] = {}
+    part of the configuration: two sweeps differing in one are two candidates. Each run is read once for both."""
+    groups: dict[str, Configuration] = {}
     for ev in chosen:
         # The levels of a sweep differ only in their offered load (and the settings tuned with it): they are one
         # configuration, read at its knee.
         doc = _neutral(ev, tuned)
-        key = cmp.comparability_key(doc, "iso-quality") + digest(cmp.configuration(doc, "iso-quality"))
-        groups.setdefault(key, []).append(ev)
+        key, config = cmp.key_and_configuration(doc, "iso-quality")
+        groups.setdefault(key + digest(config), ([], doc, config))[0].append(ev)
     return list(groups.values())
 
 
-def _labels(ordered: Sequence[Sequence[Evidence]], tuned: Mapping[str, Sequence[str]]) -> list[str]:
+def _labels(ordered: Sequence[Configuration]) -> list[str]:
     """One label per candidate; where candidates differ in a setting, the label says it ('max_num_seqs=256')."""
     if not ordered:
         return []
-    docs = [_neutral(g[0], tuned) for g in ordered]
-    return cmp.arm_labels(docs, "iso-quality", [cmp.configuration(d, "iso-quality") for d in docs])
+    return cmp.arm_labels([doc for _, doc, _ in ordered], "iso-quality", [config for *_, config in ordered])
 
 
 SAFE_INTEGER = 2**53 - 1  # the largest integer every JSON reader keeps exactly (RFC 8785, I-JSON)
@@ -319,6 +327,8 @@ SAFE_INTEGER = 2**53 - 1  # the largest integer every JSON reader keeps exactly 
 def _representable(value: Any, where: str = "") -> None:
     """DecisionError naming the first number in `value` that is not finite or not an integer JSON keeps exactly
     (a guard: each figure above is checked where it is computed, so this names a bug, never a stored run)."""
+    if not where and _all_representable(value):
+        return  # every answer: one flat walk; the pointers are built only to name a problem
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return
     if isinstance(value, int) and abs(value) > SAFE_INTEGER:
@@ -331,6 +341,26 @@ def _representable(value: Any, where: str = "") -> None:
     elif isinstance(value, list | tuple):
         for i, v in enumerate(value):
             _representable(v, f"{where}/{i}")
+
+
+def _all_representable(value: Any) -> bool:
+    """Whether `_representable` would find nothing: a stack, no pointers built (the common types tried first)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str | bool) or item is None:
+            continue
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return False
+        elif isinstance(item, int):
+            if abs(item) > SAFE_INTEGER:
+                return False
+        elif isinstance(item, dict | Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return True
 
 
 def summary(cands: Sequence[Mapping[str, Any]], front: Mapping[str, Any]) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.db.models import QuerySet
@@ -38,7 +39,7 @@ def decision_latest_answer(*, decision: Decision) -> DecisionAnswer | None:
 
 
 def decision_candidate_runs(*, question: dec.Question) -> list[Submission]:
-    """The stored, not withdrawn runs of the question's phase, workload and scenario, documents loaded, each
+    """The stored, not withdrawn runs of the question's phase, workload and scenario, documents and trust loaded, each
     measurement once (Submission.objects.not_superseded: the newest document of it). Example documents (trust
     "example") measure nothing and never answer a decision; derived runs are left out by protocol.decisions, which
     says why."""
@@ -54,4 +55,9 @@ def decision_candidate_runs(*, question: dec.Question) -> list[Submission]:
     )
     if question.workload_version:
         runs = runs.filter(workload_version=question.workload_version)
-    return list(runs.order_by("id").only("id", "digest", "canonical", "document"))
+    # The canonical text alone is loaded and parsed (as Submission.from_db does when both are loaded): the JSONB
+    # column would be sent and parsed a second time for nothing. trust is read for every run's reference.
+    loaded = list(runs.order_by("id").only("id", "digest", "trust", "canonical"))
+    for run in loaded:
+        run.document = json.loads(run.canonical)
+    return loaded

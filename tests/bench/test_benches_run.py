@@ -123,7 +123,11 @@ BENCHES = [
     Bench(
         "decisions",
         ("--smoke",),
-        (rf"^\s+1,000 \|\s+{NUMBER}ms\s+{NUMBER}ms\s+\d+ \|\s+{NUMBER}ms\s+{NUMBER}ms\s+\d+ \|\s+{NUMBER}×",),
+        (
+            # at 1,000 runs: decision p50, p95, SQL, CPU | lookup p50, p95, SQL, CPU | ratios of p50 and of CPU
+            rf"^\s+1,000 \|\s+{NUMBER}ms\s+{NUMBER}ms\s+\d+\s+{NUMBER}ms "
+            rf"\|\s+{NUMBER}ms\s+{NUMBER}ms\s+\d+\s+{NUMBER}ms \|\s+{NUMBER}×;\s+{NUMBER}×",
+        ),
         postgres=True,
     ),
     Bench(
@@ -138,6 +142,7 @@ BENCHES = [
         (
             rf"4 writers: audit_append .* {NUMBER}x of {NUMBER} plain INSERTs/s",
             rf"verify_log .*\s{NUMBER}x stream, {NUMBER}x SHA-256; OK",  # a log that verifies, or the bench stops
+            rf"verify_log CPU in this process\s+{NUMBER} CPU-s\s+{NUMBER}x the stream's CPU",
             rf"GET /api/v1/audit/inclusion, anonymous .* {NUMBER} ms",
         ),
         postgres=True,

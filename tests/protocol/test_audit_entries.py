@@ -14,6 +14,7 @@ from protocol.audit_entries import (
     WHO_WIDEST,
     CommitmentKey,
     actor_commitment,
+    commitment_checker,
     commits_actor,
     differing_fields,
     entry_head,
@@ -76,6 +77,21 @@ def test_a_commitment_names_its_key_and_is_bound_to_the_entry_and_the_actor():
     assert who != actor_commitment(seq=8, actor="alice", user=3, key=KEY)
     assert who != actor_commitment(seq=7, actor="alice", user=None, token=3, key=KEY)
     assert who != actor_commitment(seq=7, actor="alice", user=3, key=CommitmentKey(b"o" * 32))
+
+
+def test_the_checker_accepts_exactly_the_commitments_actor_commitment_makes_under_keys_of_every_length():
+    # Keys shorter than, equal to and longer than SHA-256's 64-byte block (RFC 2104 hashes a longer one first).
+    for secret in (b"", b"k" * 32, b"q" * 64, b"z" * 65, bytes(range(200))):
+        key = CommitmentKey(secret)
+        check = commitment_checker(key)
+        for seq, actor, user, token in ((0, "alice", None, None), (7, "bob\nsmith", 3, 9), (2**40, "é", None, 4)):
+            who = actor_commitment(seq=seq, actor=actor, user=user, token=token, key=key)
+            assert check(who, seq, actor, user, token)
+            assert not check(who, seq + 1, actor, user, token)
+            assert not check(who, seq, actor + "x", user, token)
+            assert not check(who, seq, actor, token, user) or user == token
+            assert not check(who.upper(), seq, actor, user, token) and not check(None, seq, actor, user, token)
+        assert not check(actor_commitment(seq=1, actor="a", key=CommitmentKey(secret + b"!")), 1, "a", None, None)
 
 
 def test_format_three_carries_who_and_format_two_does_not():

@@ -7,7 +7,7 @@ column, the stored and the expected value."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,7 +17,7 @@ from django.db import connection
 from protocol import digest_of, is_derived, measurement_identity, summarize
 from protocol.audit_entries import (
     CommitmentKey,
-    actor_commitment,
+    commitment_checker,
     commits_actor,
     differing_fields,
     parse_entry,
@@ -104,6 +104,7 @@ def _runs_with_entries() -> Iterator[tuple[Any, ...]]:
 def verify_runs(report: Report) -> None:
     """Each run against its canonical text and its logged entry (module docstring, 4)."""
     key = commitment_key()
+    committed = commitment_checker(key)
     width = len(_RUN_COLUMNS)
     previous = None
     for row in _runs_with_entries():
@@ -115,10 +116,15 @@ def verify_runs(report: Report) -> None:
             continue
         previous = run["id"]
         report.runs += 1
-        _verify_run(report, run, entry, key)
+        _verify_run(report, run, entry, key, committed)
 
 
-def _verify_run(report: Report, run: dict[str, Any], entry: dict[str, Any], key: CommitmentKey) -> None:
+_Committed = Callable[[object, int, str, int | None, int | None], bool]  # protocol.audit_entries.commitment_checker
+
+
+def _verify_run(
+    report: Report, run: dict[str, Any], entry: dict[str, Any], key: CommitmentKey, committed: _Committed
+) -> None:
     for name in _DATETIME_COLUMNS:
         run[name] = _as_datetime(run[name])
     _verify_run_text(report, run)
@@ -127,7 +133,7 @@ def _verify_run(report: Report, run: dict[str, Any], entry: dict[str, Any], key:
             Finding(f"no run.submitted audit entry records its digest {run['digest']}", run=run["id"])
         )
     else:
-        _verify_run_entry(report, run, entry, key)
+        _verify_run_entry(report, run, entry, key, committed)
 
 
 def _as_datetime(value: Any) -> Any:
@@ -199,7 +205,9 @@ def _sorted_dump(value: Any) -> bytes | None:
 _FIELD_COLUMNS = {"payload.run": "id", "payload.trust": "trust", "time": "submitted_at"}  # entry field: run column
 
 
-def _verify_run_entry(report: Report, run: dict[str, Any], entry: dict[str, Any], key: CommitmentKey) -> None:
+def _verify_run_entry(
+    report: Report, run: dict[str, Any], entry: dict[str, Any], key: CommitmentKey, committed: _Committed
+) -> None:
     """The run's row against its run.submitted entry: the entry rebuilt from the row must be the logged one.
 
     The entry's text is checked against its leaf hash and the signed tree elsewhere; here every field of it that
@@ -216,7 +224,7 @@ def _verify_run_entry(report: Report, run: dict[str, Any], entry: dict[str, Any]
         for path, stored, found in differing_fields(logged, rebuilt, fields):
             report.findings.append(mismatch(pk, _FIELD_COLUMNS[path], stored, found, source))
     if commits_actor(fmt):
-        _verify_run_who(report, run, entry, logged.get("who"), key)
+        _verify_run_who(report, run, entry, logged.get("who"), key, committed)
     elif run["submitted_by_name"] != entry["actor"]:  # format 1 and 2 hold the name in an uncommitted column only
         report.findings.append(
             mismatch(pk, "submitted_by_name", run["submitted_by_name"], entry["actor"], f"{source}'s actor column")
@@ -238,15 +246,12 @@ def _differing_actor_columns(run: dict[str, Any], entry: dict[str, Any]) -> list
 
 
 def _verify_run_who(
-    report: Report, run: dict[str, Any], entry: dict[str, Any], who: object, key: CommitmentKey
+    report: Report, run: dict[str, Any], entry: dict[str, Any], who: object, key: CommitmentKey, committed: _Committed
 ) -> None:
     """Who stored it. Format 3 commits name, user and token in the logged text: recomputed from the run's own row,
     so a rewrite of the run's columns shows even when the entry's columns were rewritten to match."""
     pk, seq = run["id"], entry["seq"]
-    committed = actor_commitment(
-        seq=seq, actor=run["submitted_by_name"], user=run["submitted_by_id"], token=run["token_id"], key=key
-    )
-    if who == committed:
+    if committed(who, seq, run["submitted_by_name"], run["submitted_by_id"], run["token_id"]):
         return
     for column, stored, expected in _differing_actor_columns(run, entry):
         finding = who_differs(seq, who, key, "submitted_by_name, submitted_by, token", run=pk, column=column)
