@@ -94,7 +94,18 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
         report.longrepr = f"skipped in CI, where {', '.join(SERVICE_MARKERS)} tests must run: {report.longrepr}"
 
 
+def _slow_modules_first(items: list[pytest.Item]) -> None:
+    """Run the modules holding a `slow` test first, each kept whole (its module-scoped fixtures are built once).
+
+    pytest-xdist hands out tests in this order and keeps only a couple queued per worker, so a long test collected
+    last would run alone at the end while the other worker waits; started first, the short tests fill around it.
+    """
+    slow = {item.module for item in items if isinstance(item, pytest.Function) and "slow" in item.keywords}
+    items.sort(key=lambda item: getattr(item, "module", None) not in slow)  # stable: the order is otherwise kept
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    _slow_modules_first(items)
     if _database_vendor() == "postgresql":
         return
     required = os.environ.get("BENCHREG_REQUIRE_SERVICES") == "1"

@@ -12,6 +12,7 @@ from tests.protocol.strategies import mutated_documents
 pytestmark = pytest.mark.django_db
 
 
+@pytest.mark.slow  # run early: tests/conftest.py starts slow modules first
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(body=mutated_documents())
 def test_mutations_never_fail_the_server_and_rejections_store_nothing(api, body: bytes) -> None:

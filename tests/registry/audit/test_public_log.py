@@ -145,6 +145,7 @@ def _get(client):
     return get
 
 
+@pytest.mark.slow  # run early: tests/conftest.py starts slow modules first
 def test_a_spec_client_verifies_the_tiles_against_the_signed_checkpoint(user, anonymous):
     for i in range(600):  # two full level-0 tiles, a partial one, and a partial level-1 tile
         audit_append(kind=AuditKind.JOB_STATE, actor="test", subject=f"job:{i}", payload={"job": i})

@@ -7,22 +7,29 @@ the report, the plan and its job (on agent `rig-a`) and one token.
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.test import Client
+from django.core.cache import cache
+from django.db import transaction
+from django.db.models import Model
+from django.test import Client, override_settings
 from django.utils import timezone
 from rest_framework.test import APIClient
 
 from devtools.documents import variant
-from registry.models import Job, Plan, Report
+from registry.models import AuditHead, Job, Plan, Report
 from registry.services.agents import agent_enroll, enrolment_token_create
 from registry.services.comparisons import comparison_create
 from registry.services.submissions import submission_create
 from registry.services.tokens import token_create
+from tests.conftest import load_example
 
 
 @dataclass
@@ -41,12 +48,6 @@ class Knock:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def _member(django_user_model: Any, name: str, role: str) -> Any:
-    user = django_user_model.objects.create_user(name, password="pw-for-tests-only")
-    user.groups.add(Group.objects.get_or_create(name=role)[0])
-    return user
-
-
 def _session(user: Any) -> tuple[APIClient, Client]:
     api, web = APIClient(), Client()
     api.force_login(user)
@@ -60,14 +61,50 @@ def _token(plain: str) -> tuple[APIClient, Client]:
     return api, Client(HTTP_AUTHORIZATION=f"Token {plain}")  # pages take no tokens: anonymous there
 
 
-@pytest.fixture
-def world(django_user_model: Any, server_example: dict[str, Any]) -> dict[str, Any]:
-    viewer = _member(django_user_model, "vera-viewer", "viewer")
-    submitter = _member(django_user_model, "sam-submitter", "submitter")
-    other = _member(django_user_model, "otto-other", "submitter")
-    admin = _member(django_user_model, "ada-admin", "admin")
-    a, _ = submission_create(document=server_example, submitted_by=submitter)
-    b, _ = submission_create(document=variant(server_example, "lab-h200-02", 1500.0), submitted_by=submitter)
+def _member(name: str, role: str) -> Any:
+    user = get_user_model().objects.create_user(name, password="pw-for-tests-only")
+    user.groups.add(Group.objects.get_or_create(name=role)[0])
+    return user
+
+
+@pytest.fixture(scope="module")
+def _world_rows(django_db_setup: None, django_db_blocker: Any) -> Iterator[dict[str, Any]]:
+    """The world's rows, made once per test module inside a transaction that stays open until the module ends.
+
+    Each test's own transaction (the `db` fixture) is then a savepoint inside it, so whatever a test changes is
+    rolled back to these rows, as when each test made its own world (the pattern of Django's setUpTestData); the
+    module's transaction is rolled back at its end. Nothing here commits, so the rows are seen only on this
+    connection: a test of the world that needs a second connection (live_server, transaction=True) cannot use it.
+    """
+    with django_db_blocker.unblock():
+        outer = transaction.atomic()
+        outer.__enter__()
+        try:
+            cache.clear()
+            AuditHead.objects.get_or_create(id=1)  # as tests/registry/conftest.py makes them before each test
+            for role in ("viewer", "submitter", "admin"):
+                Group.objects.get_or_create(name=role)
+            with override_settings(BENCHREG_AUDIT_SEQUENCING="inline"):  # nothing commits to number entries after
+                rows = _make_rows(load_example("inference-server-h100-bf16"))
+        except BaseException:
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
+            raise
+    try:
+        yield rows
+    finally:
+        with django_db_blocker.unblock():
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
+
+
+def _make_rows(document: dict[str, Any]) -> dict[str, Any]:
+    viewer = _member("vera-viewer", "viewer")
+    submitter = _member("sam-submitter", "submitter")
+    other = _member("otto-other", "submitter")
+    admin = _member("ada-admin", "admin")
+    a, _ = submission_create(document=document, submitted_by=submitter)
+    b, _ = submission_create(document=variant(document, "lab-h200-02", 1500.0), submitted_by=submitter)
     comparison, _ = comparison_create(runs=[a, b], axis="system", created_by=submitter)
     report = Report.objects.create(
         comparison=comparison,
@@ -102,30 +139,12 @@ def world(django_user_model: Any, server_example: dict[str, Any]) -> dict[str, A
         title="t", question={}, owner=submitter, workload_name="w", scenario_kind="server", created_at=timezone.now()
     )
 
-    knocks = [Knock("anonymous", APIClient(), Client(), frozenset(), person=False)]
-    for user, base, rights, scopes in (
-        (viewer, "viewer", {"read"}, ["read"]),
-        (submitter, "submitter", {"read", "submit"}, ["read", "submit"]),
-        (other, "other", {"read", "submit"}, []),
-        (admin, "admin", {"read", "submit", "admin"}, ["read", "submit", "admin"]),
-    ):
-        owner = user is submitter
-        knocks.append(Knock(base, *_session(user), frozenset(rights), session=True, owner=owner, user=user))
-        for scope in scopes:
-            plain = token_create(user=user, name=scope, scopes=scope)[1]
-            knocks.append(Knock(f"{base}+{scope}-token", *_token(plain), frozenset({scope}), owner=owner, user=user))
-    for name, who in (("rig-a", "agent"), ("rig-b", "other-agent")):
-        knocks.append(
-            Knock(
-                who,
-                *_token(agents[name][1]),
-                frozenset({"agent", "submit"}),
-                person=False,
-                agent=name,
-                user=agents[name][0].user,
-            )
-        )
-    world = {
+    tokens: dict[str, list[tuple[str, str]]] = {}  # a person's token clients: (scope, plain token)
+    for user, scopes in ((viewer, ["read"]), (submitter, ["read", "submit"]), (admin, ["read", "submit", "admin"])):
+        tokens[user.get_username()] = [
+            (scope, token_create(user=user, name=scope, scopes=scope)[1]) for scope in scopes
+        ]
+    rows = {
         "viewer": viewer,
         "submitter": submitter,
         "other": other,
@@ -139,11 +158,45 @@ def world(django_user_model: Any, server_example: dict[str, Any]) -> dict[str, A
         "plan": plan,
         "job": job,
         "token": owned_token,
-        "knocks": knocks,
-        "document": server_example,
         "decision": decision,
+        "document": document,
+        "_tokens": tokens,
+        "_agent_tokens": {name: secret for name, (_, secret) in agents.items()},
     }
-    world.update(_series_world(submitter, plan, agents["rig-a"][0], a, b))  # series
+    rows.update(_series_world(submitter, plan, agents["rig-a"][0], a, b))  # series
+    return rows
+
+
+def _fresh(value: Any) -> Any:
+    """A model instance read again (a test may change its copy), lists of them likewise, anything else copied."""
+    if isinstance(value, Model):
+        return type(value)._default_manager.get(pk=value.pk)
+    if isinstance(value, list):
+        return [_fresh(item) for item in value]
+    return copy.deepcopy(value)
+
+
+@pytest.fixture
+def world(_world_rows: dict[str, Any], db: None) -> dict[str, Any]:
+    """The module's world, its objects read afresh, with new clients for every principal (a client keeps cookies)."""
+    world = {key: _fresh(value) for key, value in _world_rows.items() if not key.startswith("_")}
+    submitter = world["submitter"]
+    knocks = [Knock("anonymous", APIClient(), Client(), frozenset(), person=False)]
+    for user, base, rights in (
+        (world["viewer"], "viewer", {"read"}),
+        (submitter, "submitter", {"read", "submit"}),
+        (world["other"], "other", {"read", "submit"}),
+        (world["admin"], "admin", {"read", "submit", "admin"}),
+    ):
+        owner = user.pk == submitter.pk
+        knocks.append(Knock(base, *_session(user), frozenset(rights), session=True, owner=owner, user=user))
+        for scope, plain in _world_rows["_tokens"].get(user.get_username(), []):
+            knocks.append(Knock(f"{base}+{scope}-token", *_token(plain), frozenset({scope}), owner=owner, user=user))
+    for agent, who in ((world["agent"], "agent"), (world["agent_b"], "other-agent")):
+        plain = _world_rows["_agent_tokens"][agent.name]
+        rights = frozenset({"agent", "submit"})
+        knocks.append(Knock(who, *_token(plain), rights, person=False, agent=agent.name, user=agent.user))
+    world["knocks"] = knocks
     return world
 
 

@@ -12,7 +12,7 @@ from registry.choices import JobStatus
 from registry.models import ApiToken
 from registry.services.tokens import token_create
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.xdist_group("authz-holes")]  # the world is built once (conftest.py)
 
 
 def _knock(world: dict[str, Any], name: str) -> Any:

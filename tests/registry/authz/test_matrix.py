@@ -23,7 +23,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from devtools.documents import variant
 from tests.registry.authz.conftest import Knock
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.xdist_group("authz-matrix")]  # the world is built once (conftest.py)
 
 DENIED, HIDDEN, ANON_API, ANON_WEB = 403, 404, 401, 302
 

@@ -274,6 +274,7 @@ def test_withdrawing_a_cited_run_flags_the_decision_and_a_real_worker_delivers_t
     json.dumps(decision.change)
 
 
+@pytest.mark.slow  # run early: tests/conftest.py starts slow modules first
 @pytest.mark.django_db
 def test_reissued_report_verifies_and_the_old_one_still_verifies(
     settings: Any, tmp_path: Any, django_capture_on_commit_callbacks: Any

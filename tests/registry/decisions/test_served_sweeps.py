@@ -128,6 +128,7 @@ def test_the_knee_capacity_systems_and_cost_of_each_sweep_are_as_by_hand(user, s
     assert len(answer["cited"]) == 6
 
 
+@pytest.mark.slow  # run early: tests/conftest.py starts slow modules first
 def test_the_decision_page_draws_both_sweeps_and_the_signed_report_states_the_answer(
     user, sweeps, settings, tmp_path, django_capture_on_commit_callbacks
 ) -> None:

@@ -412,6 +412,7 @@ print(tracemalloc.get_traced_memory()[1], time.perf_counter() - started, *sorted
 """
 
 
+@pytest.mark.slow  # run early: tests/conftest.py starts slow modules first
 def test_a_flate_bomb_in_an_incremental_update_inflates_no_more_than_the_bound(bomb_pdf: Any, tmp_path: Path) -> None:
     _signed, bombed, cert = bomb_pdf
     assert len(bombed) < 1024 * 1024

@@ -14,15 +14,21 @@ import shutil
 import statistics
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from registry.importers.mlperf import training
 from registry.importers.mlperf.training_rules import RULES_DIR, known_rounds, round_rules
 
+from . import logging_tree
+
 ROOT = Path(__file__).resolve().parents[4]
 TRIMMED = ROOT.parent / "shared" / "data" / "mlperf-rounds" / "training_v4.0"
 LOGGING = Path(os.environ.get("BENCHREG_MLCOMMONS_LOGGING", "/work/.mirror/mlcommons+logging/repo"))
+CHECKER = logging_tree.CHECKER
+CHECKER_4 = f"{CHECKER}/training_4.0.0"
+SUMMARIZER = "mlperf_logging/result_summarizer/result_summarizer.py"
 
 
 # --- the rules files ---------------------------------------------------------------------------------------
@@ -54,15 +60,231 @@ def test_the_rules_state_mlperfs_targets_run_counts_and_dropped_runs():
     assert round_rules("v6.0").benchmark("deepseekv3_671b", "closed").runs_required == 3
 
 
-@pytest.mark.skipif(not (LOGGING / "HEAD").exists(), reason=f"no clone of mlcommons/logging at {LOGGING}")
-def test_the_committed_rules_are_what_the_script_extracts_from_mlcommons_logging():
-    commit = json.loads((RULES_DIR / "v5.0.json").read_text())["source"]["commit"]
-    run = subprocess.run(
-        [str(ROOT / "scripts" / "mlperf-training-rules"), str(LOGGING), "--commit", commit, "--check"],
-        capture_output=True,
-        text=True,
-    )
+def test_the_committed_rules_are_what_the_script_extracts_from_mlcommons_logging(tmp_path):
+    """The script, run on an authored miniature of mlcommons/logging (logging_tree.py), writes exactly the rules
+    its files state: one file per ruleset from 1.0.0 on, each benchmark's runs, dropped runs, title, division
+    quality bounds with their source lines, and a reason for each check it cannot read. `--check` then agrees,
+    and says which file differs once the checker changes. The committed tables themselves are compared with a
+    real clone by the test below, where one is fetched."""
+    repo = tmp_path / "logging"
+    commit = logging_tree.commit(repo, logging_tree.files(), "rules")
+    out = tmp_path / "rules"
+    run = _rules_script(repo / ".git", "--out", str(out))
     assert run.returncode == 0, run.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["v1.0.json", "v4.0.json"]  # 0.7.0 and hpc are not read
+    v40, v10 = (json.loads((out / name).read_text()) for name in ("v4.0.json", "v1.0.json"))
+    assert v40 == _expected_v40(commit)
+    assert v10["init_limit_minutes"] == {
+        "closed": 30,
+        "open": 30,
+        "source": {
+            "path": f"{CHECKER}/training_1.0.0/common.yaml",
+            "lines": [logging_tree.line(logging_tree.COMMON_1_0, "(30*60*1e3)")],
+        },
+    }
+    assert {b: (r["runs_required"], r["dropped_each_end"]) for b, r in v10["benchmarks"].items()} == {
+        "bert": (10, 1),
+        "unet3d": (40, 4),
+    }
+    assert v10["benchmarks"]["bert"]["quality"]["closed"]["metrics"]["eval_accuracy"]["min"] == 0.712
+    changed = dict(logging_tree.files())
+    changed[f"{CHECKER_4}/closed_bert.yaml"] = changed[f"{CHECKER_4}/closed_bert.yaml"].replace("0.720", "0.725")
+    raised = logging_tree.commit(repo, changed, "bert's target raised")
+    checked = _rules_script(repo / ".git", "--out", str(out), "--check", "--commit", commit)
+    assert checked.returncode == 0, checked.stderr
+    checked = _rules_script(repo / ".git", "--out", str(out), "--check")  # HEAD: every table names its commit
+    assert checked.returncode == 1 and checked.stderr == f"differ from {raised[:12]}: v1.0.json, v4.0.json\n"
+    assert json.loads((out / "v4.0.json").read_text()) == v40  # --check writes nothing
+    run = _rules_script(repo / ".git", "--out", str(tmp_path / "raised"))
+    assert run.returncode == 0, run.stderr
+    bert = json.loads((tmp_path / "raised" / "v4.0.json").read_text())["benchmarks"]["bert"]
+    assert bert["quality"]["closed"]["metrics"]["eval_accuracy"]["min"] == 0.725
+    assert bert["quality"]["closed"]["check"] == "(v['value'] >= 0.725) and v['value'] < 1.0"
+
+
+def test_the_script_stops_when_the_summarizer_no_longer_scales_the_score_as_it_states(tmp_path):
+    repo = tmp_path / "logging"
+    tree = logging_tree.files()
+    tree[SUMMARIZER] = tree[SUMMARIZER].replace("    score *= scaling_factor\n", "")
+    logging_tree.commit(repo, tree, "scaling moved")
+    run = _rules_script(repo / ".git", "--out", str(tmp_path / "rules"))
+    assert run.returncode == 1 and "'score *= scaling_factor' not found" in run.stderr, run.stderr
+    assert not (tmp_path / "rules").exists()
+
+
+@pytest.mark.skipif(not (LOGGING / "HEAD").exists(), reason=f"no clone of mlcommons/logging at {LOGGING}")
+def test_the_committed_rules_match_a_real_clone_of_mlcommons_logging():
+    commit = json.loads((RULES_DIR / "v5.0.json").read_text())["source"]["commit"]
+    run = _rules_script(LOGGING, "--commit", commit, "--check")
+    assert run.returncode == 0, run.stderr
+
+
+def _rules_script(git_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    script = ROOT / "scripts" / "mlperf-training-rules"
+    return subprocess.run([str(script), str(git_dir), *args], capture_output=True, text=True, check=False)
+
+
+def _bound(low: float | None, low_in: bool | None, high: float | None, high_in: bool | None) -> dict[str, Any]:
+    return {"min": low, "min_inclusive": low_in, "max": high, "max_inclusive": high_in}
+
+
+def _value_rule(name: str, check: str, metrics: dict[str, Any]) -> dict[str, Any]:
+    """A plain-value quality rule of the miniature's training_4.0.0/<name>.yaml, its line found line by line."""
+    path = f"{CHECKER_4}/{name}.yaml"
+    line = logging_tree.line(logging_tree.FILES_4_0[f"{name}.yaml"], "ATLEAST_ONE_CHECK")
+    return {
+        "key": "eval_accuracy",
+        "check": check,
+        "source": {"path": path, "line": line},
+        "read": "value",
+        "metrics": metrics,
+    }
+
+
+def _unsupported(name: str, check: str, why: str) -> dict[str, Any]:
+    line = logging_tree.line(logging_tree.FILES_4_0[f"{name}.yaml"], "ATLEAST_ONE_CHECK")
+    source = {"path": f"{CHECKER_4}/{name}.yaml", "line": line}
+    return {
+        "unsupported": f"quality check not read as bounds on constants: {why}",
+        "key": "eval_accuracy",
+        "check": check,
+        "source": source,
+    }
+
+
+def _expected_v40(commit: str) -> dict[str, Any]:
+    """What the miniature's files say for ruleset 4.0.0, written out by hand from logging_tree.py's text."""
+    summarizer = logging_tree.SUMMARIZER
+    scaling = [
+        "scaling_factor = 1.0",
+        "scaling_file = os.path.join(folder, 'scaling.json')",
+        "if os.path.isfile(scaling_file):",
+        "scaling_factor = contents['scaling_factor']",
+        "score *= scaling_factor",
+    ]
+    dropped = 'max_dropped_scores = 4 if benchmark == "unet3d" else 1'
+    sd_line = logging_tree.line(logging_tree.FILES_4_0["closed_stable_diffusion.yaml"], "ATLEAST_ONE_CHECK")
+    accuracy = "eval_accuracy"
+    return {
+        "kind": "mlperf-training-rules",
+        "round": "v4.0",
+        "ruleset": "4.0.0",
+        "source": {"repo": "mlcommons/logging", "commit": commit, "date": "2026-01-15"},
+        "benchmarks_source": {
+            "path": "mlperf_logging/benchmark_meta.py",
+            "names": ["_ALL_ALLOWED_BENCHMARKS", "_ALL_RESULT_FILE_COUNTS"],
+        },
+        "titles_source": {"path": "mlperf_logging/result_summarizer/config.yaml", "key": "columns.training.4.0.0"},
+        "scoring": {
+            "dropped_each_end": {"default": 1, "unet3d": 4},
+            "dropped_source": {"path": SUMMARIZER, "line": logging_tree.line(summarizer, dropped), "text": dropped},
+            "scaling": {
+                "file": "scaling.json",
+                "key": "scaling_factor",
+                "applies_to": "olympic mean",
+                "when_missing": 1.0,
+                "source": {
+                    "path": SUMMARIZER,
+                    "lines": sorted(logging_tree.line(summarizer, text) for text in scaling),
+                    "text": scaling,
+                },
+            },
+        },
+        "init_limit_minutes": {
+            "closed": 30,
+            "open": 240,
+            "source": {
+                "path": f"{CHECKER_4}/common.yaml",
+                "lines": [
+                    logging_tree.line(logging_tree.COMMON_4_0, "s['compile_time_mins'] = 240"),
+                    logging_tree.line(logging_tree.COMMON_4_0, "(s['compile_time_mins']*60*1e3)"),
+                ],
+            },
+        },
+        "benchmarks": {
+            "bert": {
+                "title": {"area": "NLP", "dataset": "Wikipedia", "model": "BERT"},
+                "runs_required": 10,
+                "dropped_each_end": 1,
+                "quality": {
+                    "closed": _value_rule(
+                        "closed_bert",
+                        "(v['value'] >= 0.720) and v['value'] < 1.0",
+                        {accuracy: _bound(0.72, True, 1.0, False)},
+                    ),
+                    "open": _value_rule("open_bert", "v['value'] < 1.0", {accuracy: _bound(None, None, 1.0, False)}),
+                },
+            },
+            "gpt3": {
+                "title": {"area": "LLM", "dataset": "C4", "model": "GPT3"},
+                "runs_required": 3,
+                "dropped_each_end": 1,
+                "quality": {
+                    "closed": _unsupported(
+                        "closed_gpt3",
+                        "v['value'] > s['target_accuracy']",
+                        "'v['value'] > s['target_accuracy']' does not compare the logged value with a constant",
+                    ),
+                    "open": _unsupported(
+                        "open_gpt3",
+                        "v['value'] < 1.0 or v['value'] > 2.0",
+                        "'v['value'] < 1.0 or v['value'] > 2.0' is not a comparison of the logged value"
+                        " with a constant",
+                    ),
+                },
+            },
+            "llama2_70b_lora": {
+                "title": {"area": "LLM finetune", "dataset": "SCROLSS Gov Report", "model": "LLama2 70B-LoRA"},
+                "runs_required": 10,
+                "dropped_each_end": 1,
+                "quality": {
+                    "closed": _value_rule(
+                        "closed_llama2_70b_lora",
+                        "v['value'] <= 0.925 and v['value'] > -0.5",
+                        {accuracy: _bound(-0.5, False, 0.925, True)},
+                    ),
+                    "open": _value_rule(
+                        "open_llama2_70b_lora", "v['value'] <= 0.925", {accuracy: _bound(None, None, 0.925, True)}
+                    ),
+                },
+            },
+            "stable_diffusion": {
+                "title": None,  # config.yaml has no column for it in 4.0.0
+                "runs_required": 10,
+                "dropped_each_end": 1,
+                "quality": {
+                    "closed": {
+                        "key": accuracy,
+                        "check": logging_tree.CLOSED_SD_CHECK,
+                        "source": {"path": f"{CHECKER_4}/closed_stable_diffusion.yaml", "line": sd_line},
+                        "read": "grouped",
+                        "group_by": "samples_count",
+                        "metric_from": "metric",
+                        "virtual_key": "aggregated_eval_accuracy",
+                        "metrics": {"FID": _bound(0.0, True, 90.0, True), "CLIP": _bound(0.15, True, 1.0, True)},
+                    },
+                    "open": {
+                        "unsupported": f"{CHECKER_4}/open_stable_diffusion.yaml does not exist",
+                        "source": {"path": f"{CHECKER_4}/open_stable_diffusion.yaml"},
+                    },
+                },
+            },
+            "unet3d": {
+                "title": {"area": "Image segmentation (medical)", "dataset": "KiTS19", "model": "3D U-Net"},
+                "runs_required": 40,
+                "dropped_each_end": 4,
+                "quality": {
+                    "closed": _value_rule(
+                        "closed_unet3d", "v['value'] >= 0.908", {accuracy: _bound(0.908, True, None, None)}
+                    ),
+                    "open": {
+                        "unsupported": "no ATLEAST_ONE_CHECK: no quality target",
+                        "source": {"path": f"{CHECKER_4}/open_unet3d.yaml"},
+                    },
+                },
+            },
+        },
+    }
 
 
 # --- an authored tree: scaling, quality, refusals ------------------------------------------------------------
