@@ -27,9 +27,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import protocol
 from protocol import collectives as formulas
 
-from . import nccl_table
+from . import collectives_document, nccl_table, record, topology
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "alltoall")
 DTYPES = {"float": 4, "half": 2, "bfloat16": 2, "double": 8}
@@ -114,9 +115,11 @@ def worker(options: Options) -> dict[str, Any]:
     try:
         device = torch.device("cuda", local_rank) if use_cuda else torch.device("cpu")
         devices = _gather_devices(device)
+        hosts = _gather_topology(devices, local_rank)
         results = [m for name in options.collectives for m in _sweep(name, options, device)]
         environment = _environment(dist.get_backend(), use_cuda)
-        return {"devices": devices, "results": results, "environment": environment} if dist.get_rank() == 0 else {}
+        mine = {"devices": devices, "hosts": hosts, "results": results, "environment": environment}
+        return mine if dist.get_rank() == 0 else {}
     finally:
         dist.destroy_process_group()
 
@@ -136,6 +139,28 @@ def _gather_devices(device: Any) -> list[dict[str, Any]]:
     everyone: list[Any] = [None] * dist.get_world_size()
     dist.all_gather_object(everyone, mine)
     return everyone
+
+
+def _gather_topology(devices: list[dict[str, Any]], local_rank: int) -> list[dict[str, Any]]:
+    """Each host's topology (read by its local rank 0) with every rank's CPU affinity, gathered on every rank."""
+    import torch.distributed as dist
+
+    host = socket.gethostname()
+    bus_ids = [d["bus_id"] for d in devices if d["host"] == host and d["bus_id"] != "cpu"]
+    mine = {
+        "host": host,
+        "rank": dist.get_rank(),
+        "cpus": topology.cpu_affinity(),
+        "entry": topology.host_entry(host, bus_ids) if local_rank == 0 else None,
+    }
+    everyone: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(everyone, mine)
+    hosts = [dict(r["entry"]) for r in everyone if r["entry"] is not None]
+    for entry in hosts:
+        ranks = [r for r in everyone if r["host"] == entry["host"]]
+        entry["ranks"] = [r["rank"] for r in ranks]
+        entry["cpu_affinity"] = [{"rank": r["rank"], "cpus": r["cpus"]} for r in ranks]
+    return hosts
 
 
 def _sweep(name: str, options: Options, device: Any) -> list[Measured]:
@@ -329,16 +354,36 @@ def document(options: Options, outcome: dict[str, Any], nproc_per_node: int) -> 
     }
 
 
-def run(options: Options, nproc_per_node: int, out: Path) -> tuple[dict[str, str], Path]:
-    """Launch, write <out>/<collective>.txt and <out>/collectives.json; the tables and the JSON's path."""
+@dataclass(frozen=True)
+class Written:
+    texts: dict[str, str]  # nccl-tests' table per collective
+    json_path: Path
+    runs: list[Path]  # one protocol 1.3 run document per collective
+    refused: str = ""  # why no run document was written (protocol.check's errors), "" when they were
+
+
+def run(options: Options, nproc_per_node: int, out: Path, submitter: str = "local") -> Written:
+    """Launch, write <out>/<collective>.txt, <out>/collectives.json and one protocol 1.3 run document per
+    collective (<out>/<collective>.run.json), each checked by protocol.check; a measurement the protocol refuses
+    (e.g. fewer timed calls than a window needs) keeps its tables and JSON and says why it has no document."""
+    started = record.now()
     outcome = launch(options, nproc_per_node)
+    context = collectives_document.Context(submitter, started, record.now(), nproc_per_node)
     out.mkdir(parents=True, exist_ok=True)
     texts = tables(options, outcome)
     for name, text in texts.items():
         (out / f"{name}.txt").write_text(text)
     path = out / "collectives.json"
     path.write_text(json.dumps(document(options, outcome, nproc_per_node), indent=1) + "\n")
-    return texts, path
+    try:
+        documents = {n: collectives_document.document(n, options.dtype, options, outcome, context) for n in texts}
+    except protocol.Invalid as exc:
+        return Written(texts, path, [], str(exc))
+    runs = []
+    for name, doc in documents.items():
+        runs.append(out / f"{name}.run.json")
+        runs[-1].write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    return Written(texts, path, runs)
 
 
 # --- `benchreg run collectives` ------------------------------------------------------------------------------------
@@ -356,6 +401,7 @@ def add_arguments(p: Any) -> None:
     p.add_argument("--dtype", choices=sorted(DTYPES), default="float")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="auto: cuda (NCCL) if available")
     p.add_argument("--out", type=Path, default=Path("results/collectives"))
+    p.add_argument("--submitter", default=os.environ.get("BENCHREG_SUBMITTER", "local"))
 
 
 def _check_device(options: Options, nproc_per_node: int) -> None:
@@ -401,11 +447,16 @@ def main(args: Any) -> int:
         print(f"error: {exc}")
         return 2
     try:
-        texts, path = run(options, args.nproc_per_node, args.out)
+        written = run(options, args.nproc_per_node, args.out, args.submitter)
     except ChildFailedError as exc:  # a rank died: the run fails, nothing is written
         print(f"error: a rank failed, no result written: {exc.get_first_failure()[1].message}")
         return 1
-    for text in texts.values():
+    for text in written.texts.values():
         print(text, end="")
-    print(f"wrote {path} and {', '.join(f'{n}.txt' for n in texts)} in {args.out}")
+    tables_written = ", ".join(f"{n}.txt" for n in written.texts)
+    print(f"wrote {written.json_path} and {tables_written} in {args.out}")
+    if written.refused:
+        print(f"no run document: the protocol refuses this measurement: {written.refused}")
+        return 1
+    print(f"run documents (protocol 1.3): {', '.join(p.name for p in written.runs)}")
     return 0
