@@ -114,8 +114,9 @@ def pcie_generation(speed: str | None) -> int | None:
     return PCIE_GENERATIONS.get(f"{float(match.group(1)):.1f}") if match else None
 
 
-def pcie_link(bus_id: str, root: Path = PCI_ROOT) -> dict[str, Any] | None:
+def pcie_link(bus_id: str, root: Path | None = None) -> dict[str, Any] | None:
     """Current and maximum link speed and width of one PCI device, or None where sysfs has no such device."""
+    root = root or PCI_ROOT
     device = root / normalise_bus_id(bus_id)
     if not device.is_dir():
         return None
@@ -153,8 +154,9 @@ def _bus_of(device_link: Path) -> str | None:
     return name if re.fullmatch(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]", name) else None
 
 
-def ethernet_nics(root: Path = NET_ROOT) -> list[dict[str, Any]]:
+def ethernet_nics(root: Path | None = None) -> list[dict[str, Any]]:
     """Interfaces backed by a device (not lo, bridges or veths): link rate from `speed` (Mb/s; -1 when unknown)."""
+    root = root or NET_ROOT
     out = []
     for path in sorted(root.iterdir()) if root.is_dir() else []:
         if not (path / "device").exists():
@@ -174,9 +176,10 @@ def ethernet_nics(root: Path = NET_ROOT) -> list[dict[str, Any]]:
     return out
 
 
-def rdma_nics(root: Path = IB_ROOT) -> list[dict[str, Any]]:
+def rdma_nics(root: Path | None = None) -> list[dict[str, Any]]:
     """Each port of each RDMA device: 'mlx5_0/1' with its rate ('200 Gb/sec (4X HDR)'), InfiniBand or RoCE by its
     link layer, EFA by the device's name."""
+    root = root or IB_ROOT
     out = []
     for device in sorted(root.iterdir()) if root.is_dir() else []:
         for port in sorted((device / "ports").iterdir()) if (device / "ports").is_dir() else []:
@@ -211,7 +214,8 @@ def parse_cpulist(text: str) -> list[int]:
     return cpus
 
 
-def numa_nodes(root: Path = NODE_ROOT) -> list[dict[str, Any]]:
+def numa_nodes(root: Path | None = None) -> list[dict[str, Any]]:
+    root = root or NODE_ROOT
     found = []
     for path in root.glob("node[0-9]*") if root.is_dir() else []:
         cpulist = _text(path / "cpulist")
@@ -238,7 +242,7 @@ def host_entry(host: str, bus_ids: list[str], run: Callable[[list[str]], str] | 
     if not bus_ids:
         absent["pcie"] = "no accelerator on a PCI bus in this run (CPU ranks)"
     elif not links:
-        absent["pcie"] = f"none of {', '.join(bus_ids)} is in {PCI_ROOT}"
+        absent["pcie"] = f"none of {', '.join(bus_ids)} is in /sys/bus/pci/devices"
     if not nics:
         absent["nics"] = f"no device-backed interface in {NET_ROOT} or {IB_ROOT}"
     nodes = numa_nodes()
