@@ -156,7 +156,8 @@ def _start_if_complete(group: JobGroup) -> bool:
 def group_view(*, job: Job) -> dict[str, Any]:
     """What a member waiting at the rendezvous needs: the group's state, its rank, the world, and once started the
     endpoint and run id to meet at; once failed, why."""
-    assert job.group_id is not None
+    if job.group_id is None:
+        raise JobConflict(f"job {job.pk} is not in a group", code="not-a-group-job")
     groups_expire(group_id=job.group_id)
     group = JobGroup.objects.get(pk=job.group_id)
     started = group.status in (GroupStatus.STARTED, GroupStatus.SUBMITTED)

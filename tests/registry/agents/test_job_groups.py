@@ -148,3 +148,19 @@ def test_a_group_names_distinct_agents_and_a_spec_that_can_run(user: Any, agents
     with pytest.raises(RegistryError, match="unknown collective"):
         group_plan_create(created_by=user, agents=[a, b], spec={**SPEC, "collective": "all_sum"})
     assert JobGroup.objects.count() == 0
+
+
+def test_agents_arrive_and_wait_over_the_api(group: JobGroup, agents: list[tuple[Any, str]]) -> None:
+    token_a, token_b = (token for _, token in agents)
+    rank0, rank1 = member(group, 0), member(group, 1)
+    body = {"claimant": "node-b@host:1", "lease_seconds": 30}
+    waiting = client_for(token_b).post(f"/api/v1/jobs/{rank1.pk}/arrive", body, format="json")
+    assert waiting.status_code == 200 and waiting.json()["status"] == "forming" and waiting.json()["endpoint"] is None
+    assert client_for(token_b).get(f"/api/v1/jobs/{rank0.pk}/group").status_code == 404  # not node-b's job
+    missing = client_for(token_a).post(f"/api/v1/jobs/{rank0.pk}/arrive", {"claimant": "node-a@h:1"}, format="json")
+    assert missing.status_code == 400 and missing.json()["code"] == "rendezvous-endpoint-missing"
+    body = {"claimant": "node-a@host:1", "endpoint": "node-a.lab:29400"}
+    started = client_for(token_a).post(f"/api/v1/jobs/{rank0.pk}/arrive", body, format="json")
+    assert started.status_code == 200 and started.json()["status"] == "started"
+    polled = client_for(token_b).get(f"/api/v1/jobs/{rank1.pk}/group").json()
+    assert (polled["endpoint"], polled["rank"], polled["nnodes"]) == ("node-a.lab:29400", 1, 2)
