@@ -56,17 +56,7 @@ def group_plan_create(
 ) -> JobGroup:
     """A plan whose agents (2 to MAX_GROUP_SIZE, in rank order, each once) form one group running `spec` (a
     collectives job's fields; `nnodes` is the number of agents). 400 with the pointer for what cannot run."""
-    if not 2 <= len(agents) <= MAX_GROUP_SIZE or len({a.pk for a in agents}) != len(agents):
-        raise _invalid("/agents", f"a group names 2 to {MAX_GROUP_SIZE} distinct agents")
-    if not FORM_TIMEOUT_BOUNDS[0] <= form_timeout <= FORM_TIMEOUT_BOUNDS[1]:
-        raise _invalid(
-            "/form_timeout", f"the members have {FORM_TIMEOUT_BOUNDS[0]} to {FORM_TIMEOUT_BOUNDS[1]} s to arrive"
-        )
-    fields = {**spec, "nnodes": len(agents)}
-    try:
-        checked = collectives_spec.from_fields(fields)
-    except (TypeError, ValueError) as exc:
-        raise _invalid("/spec", f"the group cannot run: {exc}") from None
+    fields, checked = _checked(agents, spec, form_timeout)
     hard = time_limit or soft_time_limit + 60
     plan = Plan.objects.create(
         name=name,
@@ -86,19 +76,41 @@ def group_plan_create(
         rendezvous_id=f"benchreg-group-{uuid.uuid4().hex}",
         form_deadline_at=timezone.now() + timedelta(seconds=form_timeout),
     )
+    _create_members(group, agents, fields, created_by)
+    return group
+
+
+def _checked(
+    agents: list[Agent], spec: dict[str, Any], form_timeout: int
+) -> tuple[dict[str, Any], collectives_spec.CollectiveJobSpec]:
+    """The members' job fields (the spec with `nnodes`), or 400 naming what cannot run."""
+    if not 2 <= len(agents) <= MAX_GROUP_SIZE or len({a.pk for a in agents}) != len(agents):
+        raise _invalid("/agents", f"a group names 2 to {MAX_GROUP_SIZE} distinct agents")
+    low, high = FORM_TIMEOUT_BOUNDS
+    if not low <= form_timeout <= high:
+        raise _invalid("/form_timeout", f"the members have {low} to {high} s to arrive")
+    fields = {**spec, "nnodes": len(agents)}
+    try:
+        return fields, collectives_spec.from_fields(fields)
+    except (TypeError, ValueError) as exc:
+        raise _invalid("/spec", f"the group cannot run: {exc}") from None
+
+
+def _create_members(group: JobGroup, agents: list[Agent], fields: dict[str, Any], created_by: User) -> None:
+    """One job per agent, its rank its place in the plan's list."""
+    plan = group.plan
     for rank, agent in enumerate(agents):
         job = Job.objects.create(
             plan=plan,
             agent=agent,
             agent_name=agent.name,
             spec={"phase": collectives_spec.PHASE, **fields, "submitter": agent.name},
-            soft_time_limit=soft_time_limit,
-            time_limit=hard,
+            soft_time_limit=plan.soft_time_limit,
+            time_limit=plan.time_limit,
             group=group,
             group_rank=rank,
         )
         job_log_state(job, created_by.get_username(), plan=plan.pk, group=group.pk, rank=rank)
-    return group
 
 
 def group_arrive(*, job: Job, claimant: str, lease_seconds: int, endpoint: str | None = None) -> dict[str, Any]:
