@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -95,3 +96,10 @@ def test_a_system_file_the_protocol_refuses_stores_nothing_and_names_the_pointer
     argv = ["import", "nccl-tests", str(FIXTURES / "all_reduce_16ranks_2024.txt"), "--collective", "all_reduce"]
     assert cli.main([*argv, "--system", str(system)]) != 0
     assert "/system/accelerators/0/count" in capsys.readouterr().err and Submission.objects.count() == 0
+
+
+def test_an_imported_collective_run_reads_on_its_page_in_the_api_and_the_catalogue(admin_client: Any) -> None:
+    assert cli.main(["import", "nccl-tests", str(FIXTURES / "all_gather_8ranks_2025.txt")]) == 0
+    run = Submission.objects.get()
+    for url in (f"/runs/{run.pk}/", f"/api/v1/submissions/{run.pk}", "/", "/api/v1/submissions?phase=collective"):
+        assert admin_client.get(url).status_code == 200, url
