@@ -15,7 +15,7 @@ from django.db import connection
 from django.utils import timezone
 
 from registry.choices import GroupStatus, JobStatus
-from registry.models import JobGroup, Submission
+from registry.models import Job, JobGroup, Submission
 from registry.services.embedded_agent import ServiceJobRegistry
 from registry.services.job_groups import group_plan_create
 from runners.agent.groups import Member, run_member
@@ -37,7 +37,7 @@ def agent_thread(
     def loop() -> None:
         try:
             member = Member(job_id, agent.name, f"{agent.name}@host:1", f"127.0.0.1:{port}", tmp / agent.name, 30)
-            spec = ServiceJobRegistry(agent)._job(job_id).spec
+            spec = Job.objects.get(pk=job_id).spec
             outcomes[agent.name] = run_member(ServiceJobRegistry(agent), member, spec, form_s)
         finally:
             connection.close()
