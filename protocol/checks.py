@@ -15,6 +15,12 @@ from typing import Any
 import numpy as np
 
 from . import rules
+from .checks_collectives import (
+    collective_bandwidth_follows,
+    collective_names_its_workload,
+    collective_summaries_follow,
+    topology_holds_together,
+)
 from .checks_serving import (
     gamma_arrival_states_burstiness,
     requests_add_up,
@@ -187,6 +193,8 @@ def _needed_metrics(phase: Any, kind: Any) -> list[tuple[str, ...]]:
         return [("time_to_quality",)]
     if phase == "training":
         return [("throughput",), ("step_time_ms",)]
+    if phase == "collective":
+        return [("collectives",)]
     return []
 
 
@@ -542,6 +550,10 @@ RULES: tuple[Rule, ...] = (
     streaming_metrics_need_streaming,
     sweep_level_states_its_load,
     gamma_arrival_states_burstiness,
+    collective_names_its_workload,
+    collective_bandwidth_follows,
+    collective_summaries_follow,
+    topology_holds_together,
 )
 
 

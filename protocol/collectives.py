@@ -142,3 +142,59 @@ def bandwidth_from_size(name: str, *, size_bytes: int, seconds: float, nranks: i
 def _check_ranks(nranks: int) -> None:
     if nranks < 1:
         raise ValueError(f"a collective needs at least one rank, not {nranks}")
+
+
+# nccl-tests' type names (test_typenames in src/common.cu, old and new) and their sizes in bytes.
+TYPE_SIZES = {
+    "int8": 1,
+    "uint8": 1,
+    "char": 1,
+    "int32": 4,
+    "uint32": 4,
+    "int": 4,
+    "int64": 8,
+    "uint64": 8,
+    "half": 2,
+    "float": 4,
+    "double": 8,
+    "bfloat16": 2,
+    "f8e4m3": 1,
+    "f8e5m2": 1,
+}
+
+
+def half_unit(text: str) -> float:
+    """Half a unit in the last place printed: "12.34" 0.005, "1234" 0.5, "1.2e+04" 500 (printf rounds to nearest).
+
+    nccl-tests prints times %7.2f below 100 us, %7.1f below 10,000 us and %7.0f above (common.cu to 2025-09; from
+    2025-10 util.cu getFloatStr: %.2f, %.1f, %.0f, then %.1e, whichever first fits 7 characters), and bandwidths
+    %6.2f (then the same rule in 6 characters). The text says which was used."""
+    mantissa, _, exponent = text.strip().lower().partition("e")
+    decimals = len(mantissa.partition(".")[2])
+    return 0.5 * 10.0 ** (int(exponent or 0) - decimals)
+
+
+def bandwidth_range(
+    name: str, *, size_bytes: int, time_us: float, nranks: int, half_time_us: float = 0.0, half_bw: float = 0.0
+) -> tuple[Bandwidth, Bandwidth]:
+    """The lowest and highest (algbw, busbw) a time of `time_us` +- `half_time_us` gives, widened by a bandwidth's
+    own print rounding `half_bw` and the double arithmetic: what a figure printed from that time may read.
+
+    With both halves 0 (figures kept exact, as the runner writes them) the range is the formula's value +- a
+    relative 1e-9."""
+    slowest = (time_us + half_time_us) * 1e-6
+    fastest = (time_us - half_time_us) * 1e-6
+    low = bandwidth_from_size(name, size_bytes=size_bytes, seconds=slowest, nranks=nranks)
+    high = (
+        bandwidth_from_size(name, size_bytes=size_bytes, seconds=fastest, nranks=nranks)
+        if fastest > 0
+        else Bandwidth(float("inf"), float("inf"))
+    )
+
+    def widen(value: float, sign: int) -> float:
+        return value + sign * (half_bw + 1e-9 * max(abs(value), 1.0))
+
+    return (
+        Bandwidth(widen(low.algbw, -1), widen(low.busbw, -1)),
+        Bandwidth(widen(high.algbw, 1), widen(high.busbw, 1)),
+    )

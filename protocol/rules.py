@@ -13,7 +13,13 @@ PROTOCOL_VERSION_LATEST = "1.3"
 
 INFERENCE_SCENARIOS = frozenset({"single-stream", "multi-stream", "server", "offline", "interactive"})
 TRAINING_SCENARIOS = frozenset({"fixed-steps", "time-to-quality"})
-SCENARIOS_BY_PHASE = {"inference": INFERENCE_SCENARIOS, "training": TRAINING_SCENARIOS}
+# Since 1.3: a collective operation measured over message sizes (docs/interconnect.md).
+COLLECTIVE_SCENARIOS = frozenset({"collective-sweep"})
+SCENARIOS_BY_PHASE = {
+    "inference": INFERENCE_SCENARIOS,
+    "training": TRAINING_SCENARIOS,
+    "collective": COLLECTIVE_SCENARIOS,
+}
 
 DISTRIBUTION_METRICS = ("latency_ms", "ttft_ms", "tpot_ms", "step_time_ms")
 RATE_METRICS = ("throughput", "tokens_per_second", "request_rate", "goodput")

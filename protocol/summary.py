@@ -273,8 +273,19 @@ def headline(document: dict[str, Any]) -> Headline:
         return Headline(metrics["primary"], metric.get(field or "p50"), metric.get("unit"), True)
     if name == "time_to_quality":
         return Headline(metrics["primary"], metric.get("seconds"), "s", True)
+    if name == "collectives":  # since 1.3: the bus bandwidth at the largest size measured, either side
+        return Headline(metrics["primary"], largest_busbw(metric), "GB/s", False)
     value = metric.get(field or "value") if isinstance(metric, dict) else None
     return Headline(metrics["primary"], value, metric.get("unit"), name in rules.LOWER_IS_BETTER)
+
+
+def largest_busbw(block: dict[str, Any]) -> float | None:
+    """A collective sweep's headline: the best bus bandwidth at its largest message size (GB/s)."""
+    sizes = block.get("sizes") or []
+    if not sizes:
+        return None
+    largest = max(s["size_bytes"] for s in sizes)
+    return max(float(s["busbw_gbs"]) for s in sizes if s["size_bytes"] == largest)
 
 
 def sweep_id(doc: Any) -> str | None:

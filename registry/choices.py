@@ -77,6 +77,16 @@ class JobStatus(models.TextChoices):
         return [cls.SUBMITTED, cls.FAILED, cls.CANCELLED, cls.TIMED_OUT]
 
 
+class GroupStatus(models.TextChoices):
+    """A job group's lifecycle (jobs on several agents that start together or not at all). SUBMITTED and FAILED
+    are final: a group that failed never starts again."""
+
+    FORMING = "forming", "forming"
+    STARTED = "started", "started"
+    SUBMITTED = "submitted", "submitted"
+    FAILED = "failed", "failed"
+
+
 class ReportStatus(models.TextChoices):
     """A decision report's lifecycle. READY and FAILED are final; a READY report's file never changes."""
 

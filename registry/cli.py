@@ -17,6 +17,8 @@ witness, admin) need no database and never start Django; the rest are Django com
   benchreg import mlperf PATH         import a published MLPerf Inference or Training tree
   benchreg import serving FILE... --deployment FILE   import serving tools' result files (aiperf, guidellm, vLLM
                                       bench serve), one run per load level (docs/serving.md)
+  benchreg import nccl-tests LOG... [--system FILE]   store nccl-tests' logs as collective runs, each refused
+                                      unless it reproduces its own printed figures (docs/interconnect.md)
   benchreg sweep                      once, what beat runs every minute: stuck reports, late jobs, silent agents
   benchreg migrate                    bring the database's tables up to date (demo does it itself)
   benchreg rebuild-catalogue [--check]  recompute the catalogue's counts from the runs

@@ -12,8 +12,9 @@ from collections.abc import Mapping
 from contextlib import nullcontext
 from typing import Any
 
-from . import inference, training
-from .backends import default_backend, get_backend
+from . import collectives_spec, inference, training
+from .backends import UnsupportedRun, default_backend, get_backend
+from .collectives_spec import CollectiveJobSpec
 from .progress import Reporter, RichReporter, Silent
 from .serving import spec as serving
 from .serving.spec import ServingSpec
@@ -22,8 +23,9 @@ from .spec import expected_fields as run_expected_fields
 
 __all__ = ["JobSpec", "RunSpec", "ServingSpec", "execute", "expected_fields", "job_spec", "quick_sweep", "sweep_specs"]
 
-# What an agent job runs: a bundled runner's RunSpec, or one level of a serving sweep (phase "serving").
-JobSpec = RunSpec | ServingSpec
+# What an agent job runs: a bundled runner's RunSpec, one level of a serving sweep (phase "serving"), or a collective
+# sweep (phase "collectives": one rank of a job group).
+JobSpec = RunSpec | ServingSpec | CollectiveJobSpec
 
 
 def job_spec(fields: Mapping[str, Any]) -> JobSpec:
@@ -31,6 +33,8 @@ def job_spec(fields: Mapping[str, Any]) -> JobSpec:
     rest of the fields), any other phase a RunSpec. Raises TypeError or ValueError (SpecInvalid names the field)."""
     if fields.get("phase") == "serving":
         return serving.from_fields({k: v for k, v in fields.items() if k != "phase"})
+    if fields.get("phase") == collectives_spec.PHASE:
+        return collectives_spec.from_fields({k: v for k, v in fields.items() if k != "phase"})
     return RunSpec(**fields)
 
 
@@ -38,6 +42,8 @@ def expected_fields(job: JobSpec) -> dict[str, Any]:
     """What the document of a run of `job` must state, by JSON pointer (the registry checks an agent's run)."""
     if isinstance(job, ServingSpec):
         return serving.expected_fields(job)
+    if isinstance(job, CollectiveJobSpec):
+        return collectives_spec.expected_fields(job)
     return run_expected_fields(job)
 
 
@@ -50,6 +56,9 @@ def execute(spec: JobSpec, progress: bool = False, reporter: Reporter | None = N
     """
     if isinstance(spec, ServingSpec):
         return serving.measure_level(spec)
+    if isinstance(spec, CollectiveJobSpec):
+        # a rank of a job group meets its peers at the group's rendezvous, which the agent's group loop gives it
+        raise UnsupportedRun("a collectives job runs through its job group's rendezvous, not execute()")
     backend = get_backend(spec.backend, spec.device)
     runner = training.run if spec.phase == "training" else inference.run
     if reporter is not None:

@@ -163,7 +163,7 @@ def _submit(doc: dict[str, Any], path: Path, server: str, token: str) -> bool:
 def main(argv: list[str]) -> int:
     """Parse `argv` (after the program name), run every batch size, write (and submit) each document."""
     args = parser().parse_args(argv)
-    if args.phase == "collectives":  # writes files only: nothing to submit until protocol 1.3 (docs/interconnect.md)
+    if args.phase == "collectives":  # writes its tables and protocol 1.3 documents (docs/interconnect.md)
         return collectives.main(args)
     if args.submit and not (args.server and args.token):
         print("--submit needs --server and --token (or BENCHREG_SERVER / BENCHREG_TOKEN)", file=sys.stderr)

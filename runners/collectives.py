@@ -27,9 +27,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import protocol
 from protocol import collectives as formulas
 
-from . import nccl_table
+from . import collectives_document, nccl_table, record, topology
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "alltoall")
 DTYPES = {"float": 4, "half": 2, "bfloat16": 2, "double": 8}
@@ -98,8 +99,9 @@ def element_count(collective: str, size: int, typesize: int, nranks: int) -> int
 # --- inside each process -----------------------------------------------------------------------------------------
 
 
-def worker(options: Options) -> dict[str, Any]:
-    """Run in every process the launcher starts; rank 0 returns the results, the others an empty dict."""
+def worker(options: Options, leader: bool = True) -> dict[str, Any]:
+    """Run in every process the launcher starts; local rank 0 of the leading node (node rank 0 of a group, the only
+    node otherwise) returns the results, which every rank holds; the others return an empty dict."""
     import torch
     import torch.distributed as dist
 
@@ -114,9 +116,11 @@ def worker(options: Options) -> dict[str, Any]:
     try:
         device = torch.device("cuda", local_rank) if use_cuda else torch.device("cpu")
         devices = _gather_devices(device)
+        hosts = _gather_topology(devices, local_rank)
         results = [m for name in options.collectives for m in _sweep(name, options, device)]
         environment = _environment(dist.get_backend(), use_cuda)
-        return {"devices": devices, "results": results, "environment": environment} if dist.get_rank() == 0 else {}
+        mine = {"devices": devices, "hosts": hosts, "results": results, "environment": environment}
+        return mine if leader and local_rank == 0 else {}
     finally:
         dist.destroy_process_group()
 
@@ -136,6 +140,30 @@ def _gather_devices(device: Any) -> list[dict[str, Any]]:
     everyone: list[Any] = [None] * dist.get_world_size()
     dist.all_gather_object(everyone, mine)
     return everyone
+
+
+def _gather_topology(devices: list[dict[str, Any]], local_rank: int) -> list[dict[str, Any]]:
+    """Each host's topology (read by its local rank 0) with every rank's CPU affinity, gathered on every rank."""
+    import torch.distributed as dist
+
+    host = socket.gethostname()
+    bus_ids = [d["bus_id"] for d in devices if d["host"] == host and d["bus_id"] != "cpu"]
+    mine = {
+        "host": host,
+        "node": int(os.environ.get("GROUP_RANK", "0")),  # the launcher's node: two agents may share one host
+        "rank": dist.get_rank(),
+        "cpus": topology.cpu_affinity(),
+        "entry": topology.host_entry(host, bus_ids) if local_rank == 0 else None,
+    }
+    everyone: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(everyone, mine)
+    hosts = [dict(r["entry"]) for r in everyone if r["entry"] is not None]
+    nodes = [r["node"] for r in everyone if r["entry"] is not None]
+    for entry, node in zip(hosts, nodes, strict=True):
+        ranks = [r for r in everyone if r["node"] == node]
+        entry["ranks"] = [r["rank"] for r in ranks]
+        entry["cpu_affinity"] = [{"rank": r["rank"], "cpus": r["cpus"]} for r in ranks]
+    return hosts
 
 
 def _sweep(name: str, options: Options, device: Any) -> list[Measured]:
@@ -240,25 +268,47 @@ def _environment(backend: str, use_cuda: bool) -> dict[str, Any]:
 # --- the launcher side -------------------------------------------------------------------------------------------
 
 
-def launch(options: Options, nproc_per_node: int) -> dict[str, Any]:
-    """Start `nproc_per_node` processes with torch.distributed's launcher on this node; rank 0's results."""
+@dataclass(frozen=True)
+class Rendezvous:
+    """Where the nodes of a multi-node run meet (torch.distributed's c10d rendezvous): `endpoint` host:port, hosted
+    by node 0's launcher; `run_id` the same on every node; this node's `node_rank` (0 writes the run)."""
+
+    nnodes: int
+    node_rank: int
+    endpoint: str
+    run_id: str
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.node_rank < self.nnodes or self.nnodes < 1:
+            raise ValueError(f"--node-rank must be 0 to {self.nnodes - 1}")
+        host, _, port = self.endpoint.rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError(f"--rdzv-endpoint is host:port, not {self.endpoint!r}")
+
+
+def launch(options: Options, nproc_per_node: int, rendezvous: Rendezvous | None = None) -> dict[str, Any]:
+    """Start `nproc_per_node` processes with torch.distributed's launcher on this node (one of `rendezvous.nnodes`
+    meeting at its endpoint, or alone); the results on the leading node, {} on the others."""
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
     if nproc_per_node < 1:
         raise ValueError("--nproc-per-node must be at least 1")
+    meet = rendezvous or Rendezvous(1, 0, "127.0.0.1:0", f"collectives-{uuid.uuid4().hex[:8]}")  # 0: a free port
     config = LaunchConfig(
-        min_nodes=1,
-        max_nodes=1,
+        min_nodes=meet.nnodes,
+        max_nodes=meet.nnodes,
         nproc_per_node=nproc_per_node,
-        run_id=f"collectives-{uuid.uuid4().hex[:8]}",
+        run_id=meet.run_id,
         rdzv_backend="c10d",
-        rdzv_endpoint="127.0.0.1:0",  # a free port: several runs may share the machine
+        rdzv_endpoint=meet.endpoint,
+        # node 0 hosts the rendezvous store; the others only connect (two agents may share one host)
+        rdzv_configs={"is_host": meet.node_rank == 0} if rendezvous is not None else {},
         max_restarts=0,  # a failed rank fails the run; a restart would time a different job
         monitor_interval=0.1,
         start_method="spawn",
     )
-    returned = elastic_launch(config, worker)(options)
-    return dict(returned[0])
+    returned = elastic_launch(config, worker)(options, meet.node_rank == 0)
+    return next((dict(value) for value in returned.values() if value), {})
 
 
 def tables(options: Options, outcome: dict[str, Any]) -> dict[str, str]:
@@ -329,16 +379,40 @@ def document(options: Options, outcome: dict[str, Any], nproc_per_node: int) -> 
     }
 
 
-def run(options: Options, nproc_per_node: int, out: Path) -> tuple[dict[str, str], Path]:
-    """Launch, write <out>/<collective>.txt and <out>/collectives.json; the tables and the JSON's path."""
-    outcome = launch(options, nproc_per_node)
+@dataclass(frozen=True)
+class Written:
+    texts: dict[str, str]  # nccl-tests' table per collective ({} on a node other than 0 of a group)
+    json_path: Path | None
+    runs: list[Path]  # one protocol 1.3 run document per collective
+    refused: str = ""  # why no run document was written (protocol.check's errors), "" when they were
+
+
+def run(
+    options: Options, nproc_per_node: int, out: Path, submitter: str = "local", rendezvous: Rendezvous | None = None
+) -> Written:
+    """Launch, write <out>/<collective>.txt, <out>/collectives.json and one protocol 1.3 run document per
+    collective (<out>/<collective>.run.json), each checked by protocol.check; a measurement the protocol refuses
+    (e.g. fewer timed calls than a window needs) keeps its tables and JSON and says why it has no document."""
+    started = record.now()
+    outcome = launch(options, nproc_per_node, rendezvous)
+    if not outcome:  # another node of the group leads: it writes the one run, with this node's ranks in it
+        return Written({}, None, [])
+    context = collectives_document.Context(submitter, started, record.now(), nproc_per_node)
     out.mkdir(parents=True, exist_ok=True)
     texts = tables(options, outcome)
     for name, text in texts.items():
         (out / f"{name}.txt").write_text(text)
     path = out / "collectives.json"
     path.write_text(json.dumps(document(options, outcome, nproc_per_node), indent=1) + "\n")
-    return texts, path
+    try:
+        documents = {n: collectives_document.document(n, options.dtype, options, outcome, context) for n in texts}
+    except protocol.Invalid as exc:
+        return Written(texts, path, [], str(exc))
+    runs = []
+    for name, doc in documents.items():
+        runs.append(out / f"{name}.run.json")
+        runs[-1].write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    return Written(texts, path, runs)
 
 
 # --- `benchreg run collectives` ------------------------------------------------------------------------------------
@@ -356,6 +430,11 @@ def add_arguments(p: Any) -> None:
     p.add_argument("--dtype", choices=sorted(DTYPES), default="float")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="auto: cuda (NCCL) if available")
     p.add_argument("--out", type=Path, default=Path("results/collectives"))
+    p.add_argument("--submitter", default=os.environ.get("BENCHREG_SUBMITTER", "local"))
+    p.add_argument("--nnodes", type=int, default=1, help="nodes meeting at --rdzv-endpoint (each runs this command)")
+    p.add_argument("--node-rank", type=int, default=0, help="this node's rank; node 0 hosts the rendezvous and writes")
+    p.add_argument("--rdzv-endpoint", help="host:port of node 0's rendezvous store (c10d), with --nnodes > 1")
+    p.add_argument("--rdzv-id", default="benchreg-collectives", help="the run id, the same on every node")
 
 
 def _check_device(options: Options, nproc_per_node: int) -> None:
@@ -368,6 +447,14 @@ def _check_device(options: Options, nproc_per_node: int) -> None:
         raise ValueError(
             f"--nproc-per-node {nproc_per_node} on NCCL needs as many GPUs, {gpus} here (--device cpu runs gloo)"
         )
+
+
+def _rendezvous_from(args: Any) -> Rendezvous | None:
+    if args.nnodes == 1 and args.rdzv_endpoint is None:
+        return None
+    if args.rdzv_endpoint is None:
+        raise ValueError("--nnodes > 1 needs --rdzv-endpoint host:port (node 0's)")
+    return Rendezvous(args.nnodes, args.node_rank, args.rdzv_endpoint, args.rdzv_id)
 
 
 def options_from(args: Any) -> Options:
@@ -397,15 +484,24 @@ def main(args: Any) -> int:
     try:
         options = options_from(args)
         _check_device(options, args.nproc_per_node)
+        rendezvous = _rendezvous_from(args)
     except ValueError as exc:
         print(f"error: {exc}")
         return 2
     try:
-        texts, path = run(options, args.nproc_per_node, args.out)
+        written = run(options, args.nproc_per_node, args.out, args.submitter, rendezvous)
     except ChildFailedError as exc:  # a rank died: the run fails, nothing is written
         print(f"error: a rank failed, no result written: {exc.get_first_failure()[1].message}")
         return 1
-    for text in texts.values():
+    if written.json_path is None:
+        print(f"node {args.node_rank} of {args.nnodes}: its ranks ran; node 0 writes the run with every rank's figures")
+        return 0
+    for text in written.texts.values():
         print(text, end="")
-    print(f"wrote {path} and {', '.join(f'{n}.txt' for n in texts)} in {args.out}")
+    tables_written = ", ".join(f"{n}.txt" for n in written.texts)
+    print(f"wrote {written.json_path} and {tables_written} in {args.out}")
+    if written.refused:
+        print(f"no run document: the protocol refuses this measurement: {written.refused}")
+        return 1
+    print(f"run documents (protocol 1.3): {', '.join(p.name for p in written.runs)}")
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import django_filters
 from django import forms
 
+from protocol import rules
 from protocol.summary import COLUMNS, Column
 from registry.choices import Trust
 from registry.models import Submission
@@ -40,7 +41,7 @@ _COLUMN_FILTERS = {c.filter: _column_filter(c) for c in COLUMNS if c.filter}
 class _Filters(django_filters.FilterSet):  # type: ignore[misc]  # django-filter has no type hints
     """Filters on what is not a summary column (who submitted, trust, times), and phase's choices."""
 
-    phase = django_filters.ChoiceFilter(choices=[("training", "training"), ("inference", "inference")])
+    phase = django_filters.ChoiceFilter(choices=[(p, p) for p in rules.SCENARIOS_BY_PHASE])  # collective since 1.3
     submitted_by = django_filters.CharFilter(field_name="submitted_by_name", help_text="registry user")
     trust = django_filters.MultipleChoiceFilter(
         choices=Trust.choices, help_text="vouched, declared, imported or example (repeatable)"

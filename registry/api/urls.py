@@ -5,6 +5,7 @@ from registry.api import (
     audit,
     comparisons,
     decisions,  # decisions
+    job_groups,
     protocol,
     reports,
     series,  # series
@@ -56,6 +57,8 @@ urlpatterns = [
     path("jobs/<int:job_id>/heartbeat", agents.JobHeartbeatApi.as_view(), name="api-job-heartbeat"),
     path("jobs/<int:job_id>/complete", agents.JobCompleteApi.as_view(), name="api-job-complete"),
     path("jobs/<int:job_id>/fail", agents.JobFailApi.as_view(), name="api-job-fail"),
+    path("jobs/<int:job_id>/arrive", job_groups.JobGroupArriveApi.as_view(), name="api-job-arrive"),
+    path("jobs/<int:job_id>/group", job_groups.JobGroupApi.as_view(), name="api-job-group"),
     # --- audit log in the C2SP tlog-tiles layout ---
     path("audit/log/checkpoint", audit.AuditLogCheckpointApi.as_view(), name="api-audit-log-checkpoint"),
     re_path(

@@ -35,23 +35,7 @@ from protocol import collectives
 MAX_BYTES = 8 * 1024 * 1024  # a 1,000-size sweep with NCCL_DEBUG=INFO chatter is well under 1 MiB
 MAX_LINE = 4096  # nccl-tests' device report is at most 2048 characters per process (MAX_LINE in writeDeviceReport)
 
-# nccl-tests' type names (test_typenames in src/common.cu, old and new) and their sizes in bytes.
-TYPE_SIZES = {
-    "int8": 1,
-    "uint8": 1,
-    "char": 1,
-    "int32": 4,
-    "uint32": 4,
-    "int": 4,
-    "int64": 8,
-    "uint64": 8,
-    "half": 2,
-    "float": 4,
-    "double": 8,
-    "bfloat16": 2,
-    "f8e4m3": 1,
-    "f8e5m2": 1,
-}
+TYPE_SIZES = collectives.TYPE_SIZES  # nccl-tests' type names and their sizes in bytes
 
 
 class NcclTestsError(ValueError):
@@ -473,29 +457,15 @@ def _check_row(log: Log, row: Row) -> None:
 def _expected_range(log: Log, row: Row, measured: Measurement, column: str) -> tuple[float, float]:
     """What `column` may print, given the printed time's rounding and the column's own."""
     time_text = measured.printed.get("time") or measured.printed["cputime"]
-    half_time = _half_unit(time_text)
-    half_bw = _half_unit(measured.printed[column])
-    slowest = (measured.time_us + half_time) * 1e-6
-    fastest = (measured.time_us - half_time) * 1e-6
-    low = getattr(_bandwidth(log, row.size, slowest), column)
-    high = getattr(_bandwidth(log, row.size, fastest), column) if fastest > 0 else math.inf
-    slack = 1e-9 * max(abs(low), 1.0)  # the double arithmetic, not the print
-    return low - half_bw - slack, high + half_bw + slack
-
-
-def _bandwidth(log: Log, size: int, seconds: float) -> collectives.Bandwidth:
-    return collectives.bandwidth_from_size(log.collective, size_bytes=size, seconds=seconds, nranks=log.nranks)
-
-
-def _half_unit(text: str) -> float:
-    """Half a unit in the last place printed: "12.34" 0.005, "1234" 0.5, "1.2e+04" 500 (printf rounds to nearest).
-
-    Times are printed %7.2f below 100 us, %7.1f below 10,000 us and %7.0f above (common.cu to 2025-09; from 2025-10
-    util.cu getFloatStr: %.2f, %.1f, %.0f, then %.1e, whichever first fits 7 characters); bandwidths %6.2f (then
-    the same rule in 6 characters). The text says which was used."""
-    mantissa, _, exponent = text.lower().partition("e")
-    decimals = len(mantissa.partition(".")[2])
-    return 0.5 * 10.0 ** (int(exponent or 0) - decimals)
+    low, high = collectives.bandwidth_range(
+        log.collective,
+        size_bytes=row.size,
+        time_us=measured.time_us,
+        nranks=log.nranks,
+        half_time_us=collectives.half_unit(time_text),
+        half_bw=collectives.half_unit(measured.printed[column]),
+    )
+    return getattr(low, column), getattr(high, column)
 
 
 def _check_average(log: Log, number: int) -> None:
@@ -503,7 +473,7 @@ def _check_average(log: Log, number: int) -> None:
     # (6 significant digits); the printed rows are rounded, so their mean is off by at most their largest half unit.
     measured = [m for row in log.rows for _, m in row.measurements]
     mean = sum(m.busbw for m in measured) / len(measured)
-    tolerance = max(_half_unit(m.printed["busbw"]) for m in measured) + 5e-6 * abs(mean) + 1e-12
+    tolerance = max(collectives.half_unit(m.printed["busbw"]) for m in measured) + 5e-6 * abs(mean) + 1e-12
     assert log.avg_busbw is not None
     if abs(mean - log.avg_busbw) > tolerance and log.timed == "time":
         raise NcclTestsError(

@@ -1,6 +1,6 @@
 """The registry's tables. Evidence tables (submissions, audit entries) are append-only."""
 
-from .agents import Agent, EnrolmentToken, Job, Plan
+from .agents import Agent, EnrolmentToken, Job, JobGroup, Plan
 from .audit import AuditEntry, AuditHead, AuditQueued
 from .catalogue import CatalogueCell
 from .checkpoints import Checkpoint, Cosignature
@@ -26,6 +26,7 @@ __all__ = [
     "Cosignature",
     "EnrolmentToken",
     "Job",
+    "JobGroup",
     "Plan",
     "PublishedCitation",
     "Report",

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from registry.choices import JobStatus
+from registry.choices import GroupStatus, JobStatus
 
 
 class EnrolmentToken(models.Model):
@@ -92,6 +92,38 @@ class Plan(models.Model):
         return f"plan {self.pk} {self.runner} {self.workload}"
 
 
+class JobGroup(models.Model):
+    """Jobs of one plan on several agents that start together or not at all: one multi-node run (issue 43, item 4).
+
+    Each member job is one agent's rank (`Job.group_rank`, its place in the plan's agents). The group is claimed
+    once: it starts (FORMING -> STARTED, every member CLAIMED -> RUNNING in one conditional update) when every
+    member has arrived before `form_deadline_at` and rank 0 has given the rendezvous endpoint its members meet at
+    (torch.distributed's c10d store, `rendezvous_id` its run id). Past the deadline a forming group fails, naming
+    who did not arrive; a member that fails or stops heartbeating fails the group and every other member with the
+    reason. Rank 0 alone submits, and `run` is the group's one run.
+    """
+
+    plan = models.ForeignKey(Plan, on_delete=models.PROTECT, related_name="groups")
+    status = models.CharField(max_length=20, choices=GroupStatus.choices, default=GroupStatus.FORMING, db_index=True)
+    size = models.PositiveIntegerField(help_text="member jobs (agents, nodes)")
+    rendezvous_id = models.CharField(max_length=64, unique=True)
+    rendezvous_endpoint = models.CharField(max_length=300, blank=True, help_text="host:port, given by rank 0")
+    form_deadline_at = models.DateTimeField(help_text="every member must have arrived by then, or nobody starts")
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    run = models.OneToOneField(
+        "registry.Submission", null=True, blank=True, on_delete=models.PROTECT, related_name="job_group"
+    )
+    last_error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"group {self.pk} ({self.status}) of {self.size}"
+
+
 class Job(models.Model):
     """One configuration of a plan on one agent: a row with a lifecycle, linked to at most one run.
 
@@ -120,10 +152,15 @@ class Job(models.Model):
         "registry.Submission", null=True, blank=True, on_delete=models.PROTECT, related_name="job"
     )
     last_error = models.TextField(blank=True)
+    group = models.ForeignKey(JobGroup, null=True, blank=True, on_delete=models.PROTECT, related_name="jobs")
+    group_rank = models.PositiveIntegerField(null=True, blank=True, help_text="this agent's rank in its group")
 
     class Meta:
         ordering = ["-id"]
         indexes = [models.Index(fields=["agent", "status"])]
+        constraints = [
+            models.UniqueConstraint(fields=["group", "group_rank"], name="job_group_rank_unique"),
+        ]
 
     def __str__(self) -> str:
         return f"job {self.pk} ({self.status}) on {self.agent_name}"

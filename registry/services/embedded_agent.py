@@ -9,6 +9,7 @@ from typing import Any
 
 from registry.exceptions import RegistryError
 from registry.models import Agent, Job
+from registry.services.job_groups import group_arrive, group_view
 from registry.services.jobs import JobConflict, job_claim, job_complete, job_fail, job_heartbeat, job_start
 from registry.services.submissions import submission_create
 from runners.agent import jobs as agent_jobs
@@ -54,6 +55,20 @@ class ServiceJobRegistry:
 
     def heartbeat(self, job_id: int, *, claimant: str, lease_seconds: int) -> None:
         self._call(job_heartbeat, job_id, claimant=claimant, lease_seconds=lease_seconds)
+
+    def arrive(self, job_id: int, *, claimant: str, lease_seconds: int, endpoint: str | None) -> dict[str, Any]:
+        try:
+            return group_arrive(
+                job=self._job(job_id), claimant=claimant, lease_seconds=lease_seconds, endpoint=endpoint
+            )
+        except JobConflict as exc:
+            raise agent_jobs.JobGone(exc.message) from None
+
+    def group(self, job_id: int) -> dict[str, Any]:
+        try:
+            return group_view(job=self._job(job_id))
+        except JobConflict as exc:
+            raise agent_jobs.JobGone(exc.message) from None
 
     def fail(self, job_id: int, *, claimant: str, error: str, timed_out: bool = False) -> None:
         self._call(job_fail, job_id, claimant=claimant, error=error, timed_out=timed_out)

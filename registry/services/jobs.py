@@ -23,9 +23,9 @@ from django.utils import timezone
 import protocol
 from protocol.errors import value_at
 from registry import policy
-from registry.choices import AuditKind, JobStatus, Trust
+from registry.choices import AuditKind, GroupStatus, JobStatus, Trust
 from registry.exceptions import NotFound, RegistryError
-from registry.models import Agent, ApiToken, Job, Submission
+from registry.models import Agent, ApiToken, Job, JobGroup, Submission
 from registry.services.audit import audit_append
 from registry.services.reactions import job_run_stored
 from registry.services.runs import run_store
@@ -163,7 +163,36 @@ def job_fail(*, job: Job, claimant: str, error: str, timed_out: bool = False) ->
         raise _refusal(job, now)
     job.refresh_from_db()
     job_log_state(job, f"agent:{job.agent_name}", error=job.last_error)
+    if job.group_id is not None:
+        group_fail(group_id=job.group_id, reason=f"rank {job.group_rank} on agent {job.agent_name} failed: {error}")
     return job
+
+
+def group_fail(*, group_id: int, reason: str, now: datetime | None = None) -> bool:
+    """Fail a forming or started group and every member still active, with the reason (a rank died, a member did
+    not arrive by the deadline, a lease lapsed). False when the group had already finished."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        if not JobGroup.objects.filter(pk=group_id, status__in=[GroupStatus.FORMING, GroupStatus.STARTED]).update(
+            status=GroupStatus.FAILED, finished_at=now, last_error=reason[:10_000]
+        ):
+            return False
+        for job in Job.objects.filter(group_id=group_id, status__in=JobStatus.active()):
+            if Job.objects.filter(pk=job.pk, status__in=JobStatus.active()).update(
+                status=JobStatus.FAILED,
+                finished_at=now,
+                lease_expires_at=None,
+                last_error=f"the group failed: {reason}"[:10_000],
+            ):
+                job.refresh_from_db()
+                job_log_state(job, "registry", group=group_id, error=job.last_error)
+        audit_append(
+            kind=AuditKind.JOB_STATE,
+            actor="registry",
+            subject=f"group:{group_id}",
+            payload={"group": group_id, "status": GroupStatus.FAILED, "error": reason[:2000]},
+        )
+    return True
 
 
 def job_complete(*, job: Job, run_id: int | None = None, digest: str | None = None) -> Job:
@@ -197,11 +226,39 @@ def job_submission_create(
             return _same_run(job, existing), False
         if job.status not in (JobStatus.CLAIMED, JobStatus.RUNNING):
             raise JobConflict(f"job {job.pk} is {job.status}: it takes no run", code="job-finished")
+        _check_group_may_submit(job)
         check_run_matches_job(job, checked.document)
         run = existing or run_store(checked=checked, submitted_by=submitted_by, token=token, trust=Trust.VOUCHED)
         _link_run(job, run, agent)
+        if job.group_id is not None:
+            _group_submitted(job, run)
         job_run_stored(run=run)
         return run, existing is None
+
+
+def _check_group_may_submit(job: Job) -> None:
+    """A group's run is submitted once, by rank 0 of a started group (every rank's figures are in it)."""
+    if job.group_id is None:
+        return
+    if job.group_rank != 0:
+        raise JobConflict(
+            f"job {job.pk} is rank {job.group_rank} of group {job.group_id}: rank 0 submits the group's one run",
+            code="group-rank-does-not-submit",
+        )
+    status = JobGroup.objects.filter(pk=job.group_id).values_list("status", flat=True).first()
+    if status != GroupStatus.STARTED:
+        raise JobConflict(f"group {job.group_id} is {status}: it takes no run", code="group-not-started")
+
+
+def _group_submitted(job: Job, run: Submission) -> None:
+    """The group holds its one run; every other member is done with it."""
+    now = timezone.now()
+    JobGroup.objects.filter(jobs=job, status=GroupStatus.STARTED).update(
+        status=GroupStatus.SUBMITTED, run=run, finished_at=now
+    )
+    Job.objects.filter(group_id=job.group_id, status__in=JobStatus.active()).exclude(pk=job.pk).update(
+        status=JobStatus.SUBMITTED, finished_at=now, lease_expires_at=None
+    )
 
 
 def _submitting_agent(provenance: dict[str, Any], token: ApiToken | None) -> Agent:
@@ -317,4 +374,7 @@ def jobs_time_out(*, now: datetime | None = None) -> int:
                 job = Job.objects.get(pk=job_id)
                 job_log_state(job, "registry", error=job.last_error)
                 count += 1
+                if job.group_id is not None:  # a rank past its deadline is a rank lost: its group fails with it
+                    reason = f"rank {job.group_rank} on agent {job.agent_name} timed out"
+                    group_fail(group_id=job.group_id, reason=reason, now=now)
     return count

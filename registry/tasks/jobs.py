@@ -9,6 +9,7 @@ from celery import shared_task
 from registry.models import Job
 from registry.services.agents import agents_mark_offline
 from registry.services.embedded_agent import ServiceJobRegistry, embedded_claimant
+from registry.services.job_groups import groups_expire
 from registry.services.jobs import jobs_time_out
 from runners.agent.jobs import run_job
 
@@ -32,5 +33,6 @@ def job_run_embedded(job_id: int) -> dict[str, object]:
 
 @shared_task(name="registry.tasks.jobs.jobs_sweep")
 def jobs_sweep() -> dict[str, int]:
-    """Celery beat: time out jobs past their deadline, mark silent agents offline."""
-    return {"timed_out": jobs_time_out(), "offline": agents_mark_offline()}
+    """Celery beat: time out jobs past their deadline, fail job groups that did not form or lost a rank, mark
+    silent agents offline."""
+    return {"timed_out": jobs_time_out(), "groups_failed": groups_expire(), "offline": agents_mark_offline()}

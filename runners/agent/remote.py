@@ -54,6 +54,17 @@ class HttpJobRegistry:
             time_limit=job["time_limit"],
         )
 
+    def arrive(self, job_id: int, *, claimant: str, lease_seconds: int, endpoint: str | None) -> dict[str, Any]:
+        body: dict[str, Any] = {"claimant": claimant, "lease_seconds": lease_seconds}
+        return self._post(f"{JOBS}/{job_id}/arrive", body | ({"endpoint": endpoint} if endpoint else {}))
+
+    def group(self, job_id: int) -> dict[str, Any]:
+        response = self.client.request("GET", f"{JOBS}/{job_id}/group")
+        if not response.is_success:
+            problem = _problem(response)
+            raise JobGone(f"{response.status_code} {problem.get('code', '')}: {problem.get('detail', '')}")
+        return _problem(response)
+
     def start(self, job_id: int, *, claimant: str) -> None:
         self._post(f"{JOBS}/{job_id}/start", {"claimant": claimant})
 

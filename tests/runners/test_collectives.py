@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
+import protocol
 from registry.cli import main as benchreg
 from registry.importers import nccl_tests
 from runners import collectives as runner
 from runners import nccl_table
 
-SMALL = runner.Options(min_bytes=64, max_bytes=1024, step_factor=4, warmup=2, iters=5)
+SMALL = runner.Options(min_bytes=64, max_bytes=1024, step_factor=4, warmup=2, iters=10)
 
 
 def test_sizes_read_as_nccl_tests_reads_them() -> None:
@@ -49,9 +50,9 @@ def _read_back(out: Path, names: tuple[str, ...], world: int) -> dict[str, nccl_
 @pytest.mark.slow
 @pytest.mark.parametrize("world", [1, 2])
 def test_its_tables_read_back_through_the_nccl_tests_reader(tmp_path: Path, world: int) -> None:
-    texts, path = runner.run(SMALL, world, tmp_path)
-    assert set(texts) == set(runner.COLLECTIVES)
-    document = json.loads(path.read_text())
+    written = runner.run(SMALL, world, tmp_path)
+    assert set(written.texts) == set(runner.COLLECTIVES) and not written.refused
+    document = json.loads(written.json_path.read_text())
     logs = _read_back(tmp_path, runner.COLLECTIVES, world)
     for name, log in logs.items():
         printed = {(row.size, side): m for row in log.rows for side, m in row.measurements}
@@ -66,6 +67,23 @@ def test_its_tables_read_back_through_the_nccl_tests_reader(tmp_path: Path, worl
     assert document["environment"]["backend"] == "gloo" and set(document["small_message_latency_us"]) == set(
         runner.COLLECTIVES
     )
+    _check_run_documents(written.runs, logs, world)
+
+
+def _check_run_documents(runs: list[Path], logs: dict[str, nccl_tests.Log], world: int) -> None:
+    """Each collective's protocol 1.3 document passes protocol.check and holds the figures its table printed."""
+    assert sorted(p.name for p in runs) == sorted(f"{n}.run.json" for n in runner.COLLECTIVES)
+    for path in runs:
+        doc = protocol.check(path.read_text()).document
+        block = doc["metrics"]["collectives"]
+        assert doc["phase"] == "collective" and doc["workload"]["name"] == block["collective"]
+        assert block["ranks"] == world and doc["software"]["communication"]["library"] == "gloo"
+        log = logs[block["collective"]]
+        assert len(block["sizes"]) == sum(len(row.measurements) for row in log.rows)
+        hosts = doc["system"]["topology"]["hosts"]
+        assert [h["ranks"] for h in hosts] == [list(range(world))]
+        assert "nvidia-smi" in hosts[0]["absent"]["device_matrix"]  # a CPU host: said absent, with why
+        assert [a["rank"] for a in hosts[0]["cpu_affinity"]] == list(range(world))
 
 
 @pytest.mark.slow
@@ -92,8 +110,10 @@ def test_benchreg_run_collectives_writes_the_tables_and_the_json(
 ) -> None:
     argv = ["run", "collectives", "--nproc-per-node", "2", "--collectives", "all_gather,all_to_all"]
     argv += ["--min-bytes", "1K", "--max-bytes", "4K", "--iters", "3", "--out", str(tmp_path)]
-    assert benchreg(argv) == 0
-    assert "# Collective test starting: all_gather" in capsys.readouterr().out
+    assert benchreg(argv) == 1  # three timed calls a size: the tables are written, the protocol refuses a document
+    printed = capsys.readouterr().out
+    assert "# Collective test starting: all_gather" in printed
+    assert "no run document" in printed and "10 timed iterations" in printed
     _read_back(tmp_path, ("all_gather", "alltoall"), 2)
     assert json.loads((tmp_path / "collectives.json").read_text())["world_size"] == 2
 

@@ -2,6 +2,9 @@
 division, a submitter or one system, or a folder holding several rounds, each imported on its own) through the
 normal validation path, with a progress bar, a summary and a per-file report.
 
+`benchreg import nccl-tests LOG...`: store nccl-tests' logs as collective runs, each refused unless it reproduces
+its own printed figures (docs/interconnect.md).
+
 `benchreg import serving FILE...`: import the result files of serving benchmark tools (aiperf, guidellm, vLLM's bench
 serve), one run per load level, with the deployment they do not describe from --deployment FILE and flags
 (docs/serving.md)."""
@@ -21,7 +24,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from tenacity import RetryCallState, RetryError, Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
-from registry.importers import mlperf, serving
+from registry.importers import mlperf, nccl_tests_documents, serving
 from registry.importers.mlperf.published import PublishedTableError
 from registry.importers.serving.deployment import FLAGS as DEPLOYMENT_FLAGS
 from registry.services.imports import (
@@ -32,6 +35,7 @@ from registry.services.imports import (
     mlperf_import_rounds,
     serving_import,
 )
+from registry.services.imports_collectives import nccl_tests_import
 from registry.services.tokens import user_for_token
 
 
@@ -44,7 +48,7 @@ class Command(BaseCommand):
     requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("kind", choices=["mlperf", "serving"], help="what kind of published results")
+        parser.add_argument("kind", choices=["mlperf", "serving", "nccl-tests"], help="what kind of published results")
         parser.add_argument(
             "path",
             type=Path,
@@ -53,7 +57,16 @@ class Command(BaseCommand):
             "rounds (one; each round imported on its own, its suite and round from its contents and its folder's "
             "name); serving: result files (aiperf's, guidellm's, vLLM bench serve's), or folders holding aiperf's "
             "profile_export_aiperf.json or guidellm's "
-            "benchmarks.json (.yaml)",
+            "benchmarks.json (.yaml); nccl-tests: the logs (stdout) of nccl-tests' *_perf binaries",
+        )
+        parser.add_argument(
+            "--system",
+            type=Path,
+            help="nccl-tests: a YAML or JSON file holding the protocol's system object (name, nodes, accelerators, "
+            "host, ...); default: the log's hosts and device names",
+        )
+        parser.add_argument(
+            "--collective", help="nccl-tests: the collective (all_reduce, ...) of a log too old to name its own"
         )
         parser.add_argument(
             "--deployment", type=Path, help="serving: a YAML or JSON description of the deployment (docs/serving.md)"
@@ -136,6 +149,9 @@ class Command(BaseCommand):
         if kind == "serving":
             self._serving(path, options, username=username, json_out=json)
             return
+        if kind == "nccl-tests":
+            self._nccl_tests(path, options, username=username, json_out=json)
+            return
         if len(path) != 1:
             raise CommandError("mlperf: name one folder")
         path = path[0]
@@ -187,6 +203,25 @@ class Command(BaseCommand):
             self.stdout.write(f"serving import: {len(result.levels)} load level(s)\n{result.render()}")
         if result.counts.get("refused"):
             raise CommandError(f"{result.counts['refused']} level(s) refused; the valid ones were kept")
+
+    def _nccl_tests(self, paths: list[Path], options: dict[str, Any], *, username: str, json_out: bool) -> None:
+        user = user_for_token(username=username if username != "mlperf-import" else "nccl-tests-import")
+        try:
+            system = nccl_tests_documents.load_system(options.get("system"))
+            result = nccl_tests_import(
+                paths=paths,
+                submitted_by=user,
+                system=system,
+                collective=options.get("collective"),
+                submitter=options.get("deploy__submitter"),  # --submitter, shared with serving
+            )
+        except nccl_tests_documents.NcclImportError as exc:
+            raise CommandError(f"{exc}; nothing was stored") from None
+        if json_out:
+            rows = [{"path": s.path, **o.__dict__} for s, o in zip(result.sweeps, result.outcomes, strict=True)]
+            self.stdout.write(json.dumps(rows, indent=2))
+        else:
+            self.stdout.write(f"nccl-tests import: {len(result.sweeps)} sweep(s)\n{result.render()}")
 
     def _write_reports(
         self, results: list[ImportResult], elapsed: float, *, report: Path | None, json: bool, full: bool

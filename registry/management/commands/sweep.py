@@ -12,6 +12,7 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from registry.services.agents import agents_mark_offline
+from registry.services.job_groups import groups_expire
 from registry.services.jobs import jobs_time_out
 from registry.services.reports import reports_sweep
 from registry.services.webhooks import webhooks_sweep
@@ -26,6 +27,7 @@ class Command(BaseCommand):
             f"reports: {reports['failed']} failed for good, {reports['requeued']} re-queued, "
             f"{reports['redispatched']} re-dispatched"
         )
-        self.stdout.write(f"jobs: {jobs_time_out()} timed out; agents: {agents_mark_offline()} marked offline")
+        self.stdout.write(f"jobs: {jobs_time_out()} timed out; job groups: {groups_expire()} failed")
+        self.stdout.write(f"agents: {agents_mark_offline()} marked offline")
         webhooks = webhooks_sweep()
         self.stdout.write(f"webhooks: {webhooks['failed']} failed for good, {webhooks['queued']} queued again")

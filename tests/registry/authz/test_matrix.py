@@ -215,6 +215,16 @@ RULES: dict[str, list[Case]] = {
             409,
         )
     ],
+    "api-job-arrive": [
+        (
+            "post",
+            lambda w: f"/api/v1/jobs/{w['job'].pk}/arrive",
+            lambda w: {"claimant": "w1", "lease_seconds": 60},
+            AGENT_JOB,
+            409,  # the world's job is not in a group
+        )
+    ],
+    "api-job-group": [("get", lambda w: f"/api/v1/jobs/{w['job'].pk}/group", None, AGENT_JOB, 409)],
     "api-job-complete": [("post", lambda w: f"/api/v1/jobs/{w['job'].pk}/complete", lambda w: {}, AGENT_JOB, 409)],
     "api-job-fail": [
         (

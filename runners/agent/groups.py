@@ -1,0 +1,101 @@
+"""One agent's rank of a job group (docs/agents.md, "Job groups"): arrive, wait for the group, run this node's
+ranks of `benchreg run collectives` on the group's rendezvous, and (rank 0) submit the group's one run.
+
+    look up the rank -> arrive (rank 0 with the endpoint it will host) -> wait until the group started (or failed,
+    or the deadline passed: then nothing runs) -> run `runners.cli run collectives --nnodes N --node-rank R
+    --rdzv-endpoint E --rdzv-id I` in a child process, the lease renewed meanwhile -> rank 0 submits the document
+
+A rank whose command exits non-zero reports the failure, which fails the group and every other member (the registry's
+rule); the others' launchers fail too, as their peer is gone.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..collectives_spec import CollectiveJobSpec, from_fields
+from .jobs import JobGone, JobOutcome, JobRegistry, LeaseKeeper, with_provenance
+
+POLL_SECONDS = 0.5
+OUTPUT_TAIL = 2000  # characters of a failed command's output reported as the job's error
+
+
+class GroupRegistry(JobRegistry, Protocol):
+    def arrive(self, job_id: int, *, claimant: str, lease_seconds: int, endpoint: str | None) -> dict[str, Any]: ...
+    def group(self, job_id: int) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class Member:
+    """This agent's place: its job, its claimant name, the endpoint it hosts if it is rank 0, where it writes."""
+
+    job_id: int
+    agent: str
+    claimant: str
+    endpoint: str
+    workdir: Path
+    lease_seconds: int = 60
+
+
+def wait_for_start(registry: GroupRegistry, member: Member, deadline_s: float) -> dict[str, Any]:
+    """Poll the group until it started; JobGone with the registry's reason if it failed or never formed."""
+    limit = time.monotonic() + deadline_s
+    while True:
+        view = registry.group(member.job_id)
+        if view["status"] in ("started", "submitted"):
+            return view
+        if view["status"] == "failed":
+            raise JobGone(f"the group failed: {view['error']}")
+        if time.monotonic() > limit:
+            raise JobGone("the group did not start in time")
+        time.sleep(POLL_SECONDS)
+
+
+def command(spec: CollectiveJobSpec, view: dict[str, Any], out: Path) -> list[str]:
+    """This node's `run collectives`, on the group's rendezvous."""
+    return [
+        sys.executable, "-c", "import sys; from runners.cli import main; raise SystemExit(main(sys.argv[1:]))",
+        "run", "collectives",
+        "--collectives", spec.collective, "--nnodes", str(view["nnodes"]), "--node-rank", str(view["rank"]),
+        "--rdzv-endpoint", str(view["endpoint"]), "--rdzv-id", str(view["rendezvous_id"]),
+        "--nproc-per-node", str(spec.nproc_per_node), "--min-bytes", str(spec.min_bytes),
+        "--max-bytes", str(spec.max_bytes), "--step-factor", str(spec.step_factor),
+        "--warmup-iters", str(spec.warmup), "--iters", str(spec.iters), "--dtype", spec.dtype,
+        "--device", spec.device, "--submitter", spec.submitter, "--out", str(out),
+    ]  # fmt: skip
+
+
+def run_member(registry: GroupRegistry, member: Member, spec_fields: dict[str, Any], form_s: float) -> JobOutcome:
+    """Arrive, wait, run this node's ranks, and submit from rank 0; the outcome for this agent's job."""
+    spec = from_fields({k: v for k, v in spec_fields.items() if k != "phase"})
+    rank = registry.group(member.job_id)["rank"]
+    endpoint = member.endpoint if rank == 0 else None
+    registry.arrive(member.job_id, claimant=member.claimant, lease_seconds=member.lease_seconds, endpoint=endpoint)
+    keeper = LeaseKeeper(registry, member.job_id, member.claimant, member.lease_seconds, member.lease_seconds / 3)
+    keeper.start()
+    try:
+        view = wait_for_start(registry, member, form_s)
+        out = member.workdir / f"job-{member.job_id}"
+        done = subprocess.run(command(spec, view, out), capture_output=True, text=True, check=False)
+    except JobGone as exc:
+        return JobOutcome(member.job_id, "skipped", detail=str(exc))
+    finally:
+        keeper.stopped.set()
+    if done.returncode != 0:
+        error = f"rank {rank}: run collectives exited {done.returncode}: {(done.stdout + done.stderr)[-OUTPUT_TAIL:]}"
+        try:
+            registry.fail(member.job_id, claimant=member.claimant, error=error)
+        except JobGone as exc:  # the group already failed (another rank first)
+            return JobOutcome(member.job_id, "skipped", detail=f"{error}; and then: {exc}")
+        return JobOutcome(member.job_id, "failed", detail=error)
+    if rank != 0:
+        return JobOutcome(member.job_id, "submitted", detail="rank 0 submits the group's run")
+    document = json.loads((out / f"{spec.collective}.run.json").read_text())
+    submitted = registry.submit(with_provenance(document, job=member.job_id, agent=member.agent))
+    return JobOutcome(member.job_id, submitted.status, submitted.run_id, submitted.digest, submitted.message)
