@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from . import rules
+from . import checks_distributed, rules
 from .checks_serving import (
     gamma_arrival_states_burstiness,
     requests_add_up,
@@ -542,6 +542,7 @@ RULES: tuple[Rule, ...] = (
     streaming_metrics_need_streaming,
     sweep_level_states_its_load,
     gamma_arrival_states_burstiness,
+    *checks_distributed.RULES,
 )
 
 

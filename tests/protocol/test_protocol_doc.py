@@ -10,7 +10,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "protocol.md"
 # Where run documents are refused: parsing, the schema's translation, the semantic rules.
-SOURCES = ("protocol/parsing.py", "protocol/schema.py", "protocol/checks.py", "protocol/checks_serving.py")
+SOURCES = (
+    "protocol/parsing.py",
+    "protocol/schema.py",
+    "protocol/checks.py",
+    "protocol/checks_serving.py",
+    "protocol/checks_distributed.py",
+)
 
 
 def _module_dicts(tree: ast.Module) -> dict[str, list[str]]:
