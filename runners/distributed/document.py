@@ -94,49 +94,48 @@ def world_steps(ranks: list[RankFigures]) -> np.ndarray:
     return np.asarray(max(ranks, key=lambda f: f.window_s).step_ms)
 
 
-def build(options: Options, backend: Backend, recorder: Recorder, outcome: dict[str, Any]) -> dict[str, Any]:
-    """The validated document (raises protocol.Invalid on a runner bug)."""
-    ranks: list[RankFigures] = outcome["ranks"]
-    spec = options.spec.resolved()
+def metrics_section(ranks: list[RankFigures], options: Options, cuda: bool) -> dict[str, Any]:
+    """The run's metrics: world throughput over the longest rank window, its steps, the largest memory peak."""
     steps = world_steps(ranks)
-    window_s = max(f.window_s for f in ranks)
-    measured = int(steps.size)  # options.steps, or more to fill the protocol's minimum window (worker.py)
-    throughput = measured * options.global_batch / window_s
+    throughput = steps.size * options.global_batch / max(f.window_s for f in ranks)
     memory = max(ranks, key=lambda f: f.peak_memory_bytes or 0)
-    metrics: dict[str, Any] = {
+    return {
         "primary": "throughput",
         "throughput": {"value": round(throughput, 4), "unit": "samples/s"},
         "step_time_ms": stats.distribution(steps),
         "memory": {"peak_bytes": memory.peak_memory_bytes, "kind": memory.memory_kind},
         "loss": loss_summary(ranks[0].losses),
-        "distributed": figures(ranks, options, throughput, spec.device == "cuda"),
+        "distributed": figures(ranks, options, throughput, cuda),
     }
+
+
+def build(options: Options, backend: Backend, recorder: Recorder, outcome: dict[str, Any]) -> dict[str, Any]:
+    """The validated document (raises protocol.Invalid on a runner bug)."""
+    ranks: list[RankFigures] = outcome["ranks"]
+    spec = options.spec.resolved()
+    steps = world_steps(ranks)
+    measured = int(steps.size)  # options.steps, or more to fill the protocol's minimum window (worker.py)
     repetitions = [[round(float(x), 6) for x in part] for part in np.array_split(steps, options.repetitions)]
-    verdict = stats.assess(steps)
     warm = Warmup(options.warmup_steps, round(max(f.warmup_s for f in ranks), 4), True, ())
+    window_s, verdict = max(f.window_s for f in ranks), stats.assess(steps).as_document()
     policy = Policy(repetitions=options.repetitions)
-    conditions = recorder.conditions(policy, warm, window_s, measured, verdict.as_document(), spec.isolation)
+    conditions = recorder.conditions(policy, warm, window_s, measured, verdict, spec.isolation)
     workload = workload_section(spec, "training")
     workload["shape"].update(
         batch_size=options.global_batch,
         micro_batch_size=options.per_device_batch,
         gradient_accumulation_steps=options.accumulation,
     )
+    scenario = {"kind": "fixed-steps", "steps": measured, "optimizer": "adamw", "learning_rate": spec.learning_rate}
     return recorder.document(
         workload=workload,
-        scenario={
-            "kind": "fixed-steps",
-            "steps": measured,
-            "optimizer": "adamw",
-            "learning_rate": spec.learning_rate,
-            "distributed": layout(options, outcome["backend"]),
-        },
+        scenario={**scenario, "distributed": layout(options, outcome["backend"])},
         precision=backend.precision_section("training", spec.precision),
         conditions=conditions,
-        metrics=metrics,
+        metrics=metrics_section(ranks, options, spec.device == "cuda"),
         samples={"step_time_ms": {"unit": "ms", "repetitions": repetitions}},
         framework=framework_versions(backend),
-        software_notes=_notes(options, memory, measured),
+        software_notes=_notes(options, max(ranks, key=lambda f: f.peak_memory_bytes or 0), measured),
         settings=options.injected.settings() if options.injected.any() else None,
     )
 

@@ -67,7 +67,8 @@ def _check_truth(doc: dict[str, Any], world: int) -> None:
     for r in figures["ranks"]:
         if r["rank"] != world - 1:  # a fast rank waits inside the collective for the slow one
             waited_ms = (COMMUNICATION_S + SLOW_S) * 1e3
-            assert waited_ms - ERROR_MS <= r["communication_ms"] <= waited_ms + ERROR_MS
+            # 4 ranks on 2 cores wait for a CPU about twice as often: the slow rank's lateness is noisier
+            assert waited_ms - ERROR_MS <= r["communication_ms"] <= waited_ms + ERROR_MS * max(1.0, world / 2)
             assert r["busy_ms"] < slow["busy_ms"] - 0.5 * SLOW_S * 1e3
 
 
@@ -120,3 +121,51 @@ def test_the_command_refuses_a_strong_plan_without_its_global_batch(capsys: pyte
     argv = ["run", "scaling", "--workload", "mlp-tiny", "--mode", "strong", "--devices", "1,2"]
     assert benchreg(argv) == 2
     assert "strong scaling needs --global-batch" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_scaling_plan_writes_one_series_and_its_efficiency(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Strong scaling over 1 and 2 ranks with a known compute time of 60 ms a step at 1 rank, halved at 2 (the
+    global batch of 16 splits in two): every document is a size of one plan and the command prints E(n)."""
+    argv = ["run", "scaling", "--workload", "mlp-tiny", "--devices", "1,2", "--mode", "strong", "--global-batch", "16"]
+    argv += ["--steps", "12", "--warmup-steps", "2", "--out", str(tmp_path), "--no-progress"]
+    assert benchreg(argv) == 0
+    docs = sorted(
+        (json.loads(p.read_text()) for p in tmp_path.glob("*.json")),
+        key=lambda d: d["scenario"]["distributed"]["world_size"],
+    )
+    plans = {d["scenario"]["distributed"]["scaling"]["id"] for d in docs}
+    assert len(docs) == 2 and len(plans) == 1
+    assert [d["scenario"]["distributed"]["per_device_batch"] for d in docs] == [16, 8]
+    assert [d["scenario"]["distributed"]["scaling"]["index"] for d in docs] == [0, 1]
+    assert all(protocol.errors(d) == [] for d in docs)
+    printed = capsys.readouterr().out
+    assert "(strong): efficiency against 1 device" in printed and "2 device(s): speedup" in printed
+
+
+def test_the_document_follows_from_the_ranks_figures() -> None:
+    """Without launching: two ranks' known step and communication times give the document's figures."""
+    from runners.backends import get_backend
+    from runners.distributed import document, worker
+    from runners.record import Recorder
+
+    steps, opts = 12, replace(_options(2), injected=options.Injected())
+    ranks = [
+        worker.RankFigures(
+            0, "a", "cpu", [100.0] * steps, [70.0] * steps, 1.2, 0.1, 1000, "host-rss", None, [2.0, 1.0]
+        ),
+        worker.RankFigures(1, "a", "cpu", [100.0] * steps, [10.0] * steps, 1.25, 0.1, 3000, "host-rss", None, [2.0]),
+    ]
+    backend = get_backend("torch", "cpu")
+    recorder = Recorder(backend, "training", "test", runner=document.RUNNER, version=document.VERSION)
+    outcome = {"ranks": ranks, "backend": {"name": "gloo", "version": "bundled with torch"}}
+    doc = document.build(opts, backend, recorder, outcome)
+    figures = doc["metrics"]["distributed"]
+    assert (figures["slowest_rank"], figures["busy_spread"]) == (1, pytest.approx(60 / 60))
+    assert figures["communication"]["ms_per_step"] == 40.0 and figures["communication"]["share"] == 0.4
+    assert doc["metrics"]["throughput"]["value"] == pytest.approx(steps * 16 / 1.25, rel=1e-4)
+    assert figures["samples_per_second_per_device"] == pytest.approx(steps * 8 / 1.25, rel=1e-4)
+    assert doc["metrics"]["memory"] == {"peak_bytes": 3000, "kind": "host-rss"}
+    assert "runner.injected.compute_ms" not in doc["software"]["settings"]
