@@ -27,6 +27,7 @@ from .timing import CommTimer, TimedAllGather, TimedReduceScatter, ddp_hook
 # The protocol refuses a window under rules.MIN_WINDOW_SECONDS (1 s); steps are added to reach this with a margin.
 WINDOW_TARGET_S = 1.5
 MAX_STEPS = 100_000
+ROUNDS = 4
 
 
 @dataclass
@@ -82,27 +83,36 @@ def _train(options: Options, local_rank: int) -> RankFigures:
     warm = time.perf_counter()
     warm_steps = [step(i)[0] for i in range(options.warmup_steps)]
     figures.warmup_s = time.perf_counter() - warm
-    steps = _steps_to_measure(options, warm_steps)
+    count = _agreed(_steps_wanted(options.steps, warm_steps, 0.0))
     backend.reset_peak_memory()
-    started = time.perf_counter()
-    for i in range(options.warmup_steps, options.warmup_steps + steps):
-        seconds, communication = step(i)
-        figures.step_ms.append(seconds * 1e3)
-        figures.communication_ms.append(communication * 1e3)
-    figures.window_s = time.perf_counter() - started
+    started, done = time.perf_counter(), options.warmup_steps
+    for _ in range(ROUNDS):  # a window the warm-up misjudged gets more steps, agreed again (one all-reduce a round)
+        for i in range(done, done + count):
+            seconds, communication = step(i)
+            figures.step_ms.append(seconds * 1e3)
+            figures.communication_ms.append(communication * 1e3)
+        done += count
+        figures.window_s = time.perf_counter() - started
+        count = _agreed(_steps_wanted(0, [figures.window_s / len(figures.step_ms)], figures.window_s))
+        if count == 0:
+            break
     figures.losses = step.losses
     figures.peak_memory_bytes, figures.memory_kind, figures.memory_note = _memory(device, backend)
     return figures
 
 
-def _steps_to_measure(options: Options, warm_steps: list[float]) -> int:
-    """`options.steps`, or more where the warm-up's steps say the window would be shorter than the protocol's
-    minimum; the ranks agree on the largest count (all must run the same steps, or a collective would hang)."""
-    needed = options.steps
-    if warm_steps:
-        per_step = sorted(warm_steps)[len(warm_steps) // 2]
-        needed = max(needed, math.ceil(WINDOW_TARGET_S / max(per_step, 1e-6)))
-    agreed = torch.tensor([min(needed, MAX_STEPS)], dtype=torch.int64)
+def _steps_wanted(fewest: int, step_seconds: list[float], elapsed: float) -> int:
+    """Steps still to run so the window reaches WINDOW_TARGET_S (the protocol refuses one under 1 s), at least
+    `fewest`: from the fastest step seen (the first warm-up steps are the slowest)."""
+    if not step_seconds:
+        return fewest
+    left = max(0.0, WINDOW_TARGET_S - elapsed)
+    return max(fewest, math.ceil(left / max(min(step_seconds), 1e-6)))
+
+
+def _agreed(steps: int) -> int:
+    """The largest count any rank wants: every rank must run the same steps, or a collective would hang."""
+    agreed = torch.tensor([min(steps, MAX_STEPS)], dtype=torch.int64)
     if dist.get_backend() == "nccl":
         agreed = agreed.cuda()
     dist.all_reduce(agreed, op=dist.ReduceOp.MAX)

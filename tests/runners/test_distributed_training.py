@@ -160,6 +160,7 @@ def test_the_document_follows_from_the_ranks_figures() -> None:
     ]
     backend = get_backend("torch", "cpu")
     recorder = Recorder(backend, "training", "test", runner=document.RUNNER, version=document.VERSION)
+    recorder.started_at = "2026-01-01T00:00:00.000Z"  # the run began before its ranks' windows
     outcome = {"ranks": ranks, "backend": {"name": "gloo", "version": "bundled with torch"}}
     doc = document.build(opts, backend, recorder, outcome)
     figures = doc["metrics"]["distributed"]
