@@ -112,6 +112,8 @@ def efficiency(plan: Plan, confidence: float = CONFIDENCE) -> list[Efficiency]:
 
 def _at(size: SizePoint, reference: SizePoint, confidence: float) -> Efficiency:
     n = size.devices
+    if size is reference:  # 1 by definition: an interval of the runs against themselves would only show their noise
+        return Efficiency(1, 1.0, 1.0, None, None, len(size.values), "the reference: 1 by definition")
     base, subject = np.asarray(reference.values), np.asarray(size.values)
     if min(base.size, subject.size) < MIN_VALUES:
         speedup = geometric_mean(subject) / geometric_mean(base)

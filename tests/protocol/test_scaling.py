@@ -56,10 +56,10 @@ def test_efficiency_is_the_hidden_laws(mode: str) -> None:
     (plan,) = scaling.points(plan_documents(rng, mode, [1, 2, 4, 8], noise=0.005))
     rows = scaling.efficiency(plan)
     assert [r.devices for r in rows] == [1, 2, 4, 8] and plan.mode == mode
-    for r in rows:
+    for r in rows[1:]:
         assert r.efficiency == pytest.approx(law_efficiency(r.devices, mode), rel=0.02)
         assert r.low is not None and r.high is not None and r.low <= r.efficiency <= r.high
-    assert rows[0].efficiency == pytest.approx(1.0, rel=0.02)
+    assert (rows[0].efficiency, rows[0].low, rows[0].evidence) == (1.0, None, "the reference: 1 by definition")
 
 
 @pytest.mark.slow
