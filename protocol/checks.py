@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from . import rules
+from . import checks_distributed, rules
 from .checks_collectives import (
     collective_bandwidth_follows,
     collective_names_its_workload,
@@ -554,6 +554,7 @@ RULES: tuple[Rule, ...] = (
     collective_bandwidth_follows,
     collective_summaries_follow,
     topology_holds_together,
+    *checks_distributed.RULES,
 )
 
 

@@ -5,6 +5,8 @@
     benchreg run training --workload encoder-small --precision bf16 --batch 32 --steps 500 --out results/
     benchreg run serving --endpoint http://host:8000 --model NAME --request-rates 1,2,4 --deployment d.toml
     benchreg run collectives --nproc-per-node 2 --min-bytes 8 --max-bytes 1M
+    benchreg run distributed-training --workload mlp-tiny --parallelism fsdp --nproc-per-node 4 --batch 16
+    benchreg run scaling --workload mlp-tiny --devices 1,2,4 --mode weak --batch 16 --runs 2
 
 One document is written per batch size. `main(argv)` takes the arguments after the program name.
 """
@@ -22,6 +24,7 @@ import protocol
 from . import collectives, interrupts, record
 from .api import execute
 from .backends import UnsupportedRun, default_backend
+from .distributed import cli as distributed_cli
 from .serving import cli as serving_cli
 from .spec import INFERENCE_SCENARIOS, PRECISIONS, RunSpec
 from .workloads import WORKLOADS
@@ -105,6 +108,14 @@ def parser() -> argparse.ArgumentParser:
     _output_arguments(serving)
     coll = phases.add_parser("collectives", help="collective bandwidth, nccl-tests' table (docs/interconnect.md)")
     collectives.add_arguments(coll)
+    dist = phases.add_parser(
+        "distributed-training", help="DDP or FSDP on torch.distributed (docs/distributed-training.md)"
+    )
+    distributed_cli.add_training_arguments(dist)
+    _output_arguments(dist)
+    scaling = phases.add_parser("scaling", help="one distributed configuration at 1, 2, 4, … devices, as one series")
+    distributed_cli.add_scaling_arguments(scaling)
+    _output_arguments(scaling)
     train = phases.add_parser("training", help="fixed-steps training")
     _common(train)
     train.add_argument("--steps", type=int, default=None)
@@ -170,6 +181,9 @@ def main(argv: list[str]) -> int:
         return 2
     if args.phase == "serving":
         return serving_cli.main(args, lambda doc, path: _submit(doc, path, args.server, args.token))
+    if args.phase in ("distributed-training", "scaling"):
+        submit = (lambda doc, path: _submit(doc, path, args.server, args.token)) if args.submit else None
+        return distributed_cli.main(args, submit)
     failures = 0
     try:
         run_specs = specs(args)

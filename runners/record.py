@@ -44,9 +44,14 @@ class Readings:
 class Recorder:
     """Collects everything about one run that is not the measurement itself."""
 
-    def __init__(self, backend: Backend, phase: str, submitter: str) -> None:
+    def __init__(
+        self, backend: Backend, phase: str, submitter: str, *, runner: str | None = None, version: str | None = None
+    ) -> None:
+        """`runner` and `version` name a runner other than the phase's own and the protocol minor it declares."""
         self.started_at = now()
         self.backend, self.phase, self.submitter = backend, phase, submitter
+        self.runner = runner or RUNNER_NAMES[phase]
+        self.version = version or protocol.PROTOCOL_VERSION
         self._uuid = backend.device_uuid()
         self.env = environment.capture(backend.device, self._uuid)
         self.readings = Readings()
@@ -157,7 +162,7 @@ class Recorder:
         system = json.loads(json.dumps(self.env["system"]))  # a copy: the capture may serve other runs
         system["notes"].update(self.readings.notes)
         doc = {
-            "protocol": f"{protocol.PROTOCOL_NAME}/{protocol.PROTOCOL_VERSION}",
+            "protocol": f"{protocol.PROTOCOL_NAME}/{self.version}",
             "phase": self.phase,
             "workload": workload,
             "scenario": scenario,
@@ -183,7 +188,7 @@ class Recorder:
 
     def _provenance(self) -> dict[str, Any]:
         return {
-            "runner": {"name": RUNNER_NAMES[self.phase], "version": __version__},
+            "runner": {"name": self.runner, "version": __version__},
             "submitter": self.submitter,
             "source": "runner",
             "started_at": self.started_at,

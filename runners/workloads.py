@@ -98,6 +98,18 @@ WORKLOADS: dict[str, Workload] = {
         classes=10,
         default_shape=Shape(batch_size=32, input_features=1024),
     ),
+    # Small enough that its step is a few milliseconds on one CPU core: distributed runs of several ranks on a shared
+    # machine (and their truth tests) measure the injected or communication times, not contention over one core.
+    "mlp-tiny": Workload(
+        name="mlp-tiny",
+        task="classification",
+        architecture="mlp",
+        layers=3,
+        hidden_size=64,
+        dataset="synthetic-features",
+        classes=10,
+        default_shape=Shape(batch_size=16, input_features=64),
+    ),
     "encoder-small": Workload(
         name="encoder-small",
         task="masked-language-modeling",

@@ -16,6 +16,7 @@ SOURCES = (
     "protocol/checks.py",
     "protocol/checks_serving.py",
     "protocol/checks_collectives.py",
+    "protocol/checks_distributed.py",
 )
 
 
