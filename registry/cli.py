@@ -5,8 +5,10 @@ witness, admin) need no database and never start Django; the rest are Django com
   benchreg serve [--verbose]          the registry behind gunicorn (--verbose: the worker's and beat's log too)
   benchreg submit FILE...             send documents to a registry (--server/--token or BENCHREG_SERVER/_TOKEN);
                                       several files go as NDJSON batches (--batch-size), with a progress bar
-  benchreg run inference|training|serving|collectives   the bundled runners; serving measures an OpenAI-compatible
-                                      endpoint, collectives the interconnect (docs/interconnect.md)
+  benchreg run inference|training|serving|collectives|distributed-training|scaling   the bundled runners;
+                                      serving measures an OpenAI-compatible endpoint, collectives the interconnect
+                                      (docs/interconnect.md), distributed-training DDP or FSDP on several ranks and
+                                      scaling one configuration at 1, 2, 4, ... devices (docs/distributed-training.md)
   benchreg serve-model [--port 8000]  the bundled decoder behind an OpenAI-compatible streaming API (docs/serving.md)
   benchreg serve-simulated ...        an OpenAI-compatible endpoint with a known latency law (tests, bench)
   benchreg recompute-serving DOC.json   a serving level's figures recomputed from its per-request export, which

@@ -8,8 +8,9 @@ Every returned document has passed `protocol.check`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import nullcontext
+from dataclasses import dataclass
 from typing import Any
 
 from . import collectives_spec, inference, training
@@ -28,22 +29,39 @@ __all__ = ["JobSpec", "RunSpec", "ServingSpec", "execute", "expected_fields", "j
 JobSpec = RunSpec | ServingSpec | CollectiveJobSpec
 
 
+@dataclass(frozen=True)
+class JobKind:
+    """An agent job's phase other than the bundled runners': its spec type, how its fields become that spec, and
+    what a run of it must state (by JSON pointer)."""
+
+    spec_type: type[Any]
+    from_fields: Callable[[Mapping[str, Any]], JobSpec]
+    expected: Callable[[Any], dict[str, Any]]
+
+
+# Every agent-job phase that is not a bundled runner (those are a RunSpec): adding one is a row here
+# (docs/architecture.md, "Adding a runner").
+JOB_KINDS: dict[str, JobKind] = {
+    "serving": JobKind(ServingSpec, serving.from_fields, serving.expected_fields),
+    collectives_spec.PHASE: JobKind(CollectiveJobSpec, collectives_spec.from_fields, collectives_spec.expected_fields),
+}
+
+
 def job_spec(fields: Mapping[str, Any]) -> JobSpec:
-    """The spec an agent job's fields describe: phase "serving" is a ServingSpec (serving.spec.from_fields, the
-    rest of the fields), any other phase a RunSpec. Raises TypeError or ValueError (SpecInvalid names the field)."""
-    if fields.get("phase") == "serving":
-        return serving.from_fields({k: v for k, v in fields.items() if k != "phase"})
-    if fields.get("phase") == collectives_spec.PHASE:
-        return collectives_spec.from_fields({k: v for k, v in fields.items() if k != "phase"})
+    """The spec an agent job's fields describe: a phase of JOB_KINDS is its spec (from the rest of the fields), any
+    other phase a RunSpec. Raises TypeError or ValueError (SpecInvalid names the field)."""
+    kind = JOB_KINDS.get(str(fields.get("phase")))
+    if kind is not None:
+        return kind.from_fields({k: v for k, v in fields.items() if k != "phase"})
     return RunSpec(**fields)
 
 
 def expected_fields(job: JobSpec) -> dict[str, Any]:
     """What the document of a run of `job` must state, by JSON pointer (the registry checks an agent's run)."""
-    if isinstance(job, ServingSpec):
-        return serving.expected_fields(job)
-    if isinstance(job, CollectiveJobSpec):
-        return collectives_spec.expected_fields(job)
+    for kind in JOB_KINDS.values():
+        if isinstance(job, kind.spec_type):
+            return kind.expected(job)
+    assert isinstance(job, RunSpec)
     return run_expected_fields(job)
 
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -90,11 +92,7 @@ def _output_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--token", default=os.environ.get("BENCHREG_TOKEN"), help="API token (BENCHREG_TOKEN)")
 
 
-def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="benchreg", description="Run the bundled benchmarks.")
-    run = top.add_subparsers(dest="command", required=True).add_parser("run", help="run a benchmark")
-    phases = run.add_subparsers(dest="phase", required=True)
-    inf = phases.add_parser("inference", help="single-stream, offline or server inference")
+def _inference_arguments(inf: argparse.ArgumentParser) -> None:
     _common(inf)
     inf.add_argument("--scenario", choices=INFERENCE_SCENARIOS, default="offline")
     inf.add_argument("--target-qps", type=float, default=None, help="server: Poisson arrival rate")
@@ -103,25 +101,90 @@ def parser() -> argparse.ArgumentParser:
     inf.add_argument("--ttft-slo-ms", type=float, default=None, help="server, decoders: TTFT objective")
     inf.add_argument("--tpot-slo-ms", type=float, default=None, help="server, decoders: TPOT objective")
     inf.add_argument("--output-tokens", type=int, default=None, help="decoders: tokens generated per query")
-    serving = phases.add_parser("serving", help="an OpenAI-compatible endpoint over a load sweep (docs/serving.md)")
-    serving_cli.add_arguments(serving)
-    _output_arguments(serving)
-    coll = phases.add_parser("collectives", help="collective bandwidth, nccl-tests' table (docs/interconnect.md)")
-    collectives.add_arguments(coll)
-    dist = phases.add_parser(
-        "distributed-training", help="DDP or FSDP on torch.distributed (docs/distributed-training.md)"
-    )
-    distributed_cli.add_training_arguments(dist)
-    _output_arguments(dist)
-    scaling = phases.add_parser("scaling", help="one distributed configuration at 1, 2, 4, … devices, as one series")
-    distributed_cli.add_scaling_arguments(scaling)
-    _output_arguments(scaling)
-    train = phases.add_parser("training", help="fixed-steps training")
+
+
+def _training_arguments(train: argparse.ArgumentParser) -> None:
     _common(train)
     train.add_argument("--steps", type=int, default=None)
     train.add_argument("--learning-rate", type=float, default=3e-4)
     train.add_argument("--peak-tflops", type=float, default=None, help="stated peak for MFU ...")
     train.add_argument("--peak-source", default=None, help="... and where that number comes from")
+
+
+def _with_output(add: Callable[[argparse.ArgumentParser], None]) -> Callable[[argparse.ArgumentParser], None]:
+    def both(p: argparse.ArgumentParser) -> None:
+        add(p)
+        _output_arguments(p)
+
+    return both
+
+
+Submit = Callable[[dict[str, Any], Path], bool]
+
+
+@dataclass(frozen=True)
+class Runner:
+    """One `benchreg run PHASE`: its help line, its options, and what runs it. `main(args, submit)` returns the exit
+    status; `submit(doc, path)` sends a written document (None: --submit was not given). `submits`: False for a
+    runner that writes files only and refuses nothing about --submit."""
+
+    help: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    main: Callable[[argparse.Namespace, Submit | None], int]
+    submits: bool = True
+
+
+def _bundled(args: argparse.Namespace, submit: Submit | None) -> int:
+    """The bundled inference and training runners: one document per batch size."""
+    failures = 0
+    try:
+        run_specs = specs(args)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for spec in run_specs:
+        failed = _run_one(spec, args, submit)
+        if failed is None:
+            return 2
+        failures += failed
+    return 1 if failures else 0
+
+
+# Every runner `benchreg run` knows, in the order --help lists them: adding a runner is one row here (and its
+# module), not a branch in main (docs/architecture.md, "Adding a runner").
+RUNNERS: dict[str, Runner] = {
+    "inference": Runner("single-stream, offline or server inference", _inference_arguments, _bundled),
+    "serving": Runner(
+        "an OpenAI-compatible endpoint over a load sweep (docs/serving.md)",
+        _with_output(serving_cli.add_arguments),
+        lambda args, submit: serving_cli.main(args, submit or (lambda doc, path: True)),
+    ),
+    "collectives": Runner(
+        "collective bandwidth, nccl-tests' table (docs/interconnect.md)",
+        collectives.add_arguments,
+        lambda args, submit: collectives.main(args),
+        submits=False,
+    ),
+    "distributed-training": Runner(
+        "DDP or FSDP on torch.distributed (docs/distributed-training.md)",
+        _with_output(distributed_cli.add_training_arguments),
+        distributed_cli.main,
+    ),
+    "scaling": Runner(
+        "one distributed configuration at 1, 2, 4, … devices, as one series",
+        _with_output(distributed_cli.add_scaling_arguments),
+        distributed_cli.main,
+    ),
+    "training": Runner("fixed-steps training", _training_arguments, _bundled),
+}
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="benchreg", description="Run the bundled benchmarks.")
+    run = top.add_subparsers(dest="command", required=True).add_parser("run", help="run a benchmark")
+    phases = run.add_subparsers(dest="phase", required=True)
+    for name, runner in RUNNERS.items():
+        runner.arguments(phases.add_parser(name, help=runner.help))
     return top
 
 
@@ -172,33 +235,19 @@ def _submit(doc: dict[str, Any], path: Path, server: str, token: str) -> bool:
 
 
 def main(argv: list[str]) -> int:
-    """Parse `argv` (after the program name), run every batch size, write (and submit) each document."""
+    """Parse `argv` (after the program name) and run the phase it names (RUNNERS)."""
     args = parser().parse_args(argv)
-    if args.phase == "collectives":  # writes its tables and protocol 1.3 documents (docs/interconnect.md)
-        return collectives.main(args)
+    runner = RUNNERS[args.phase]
+    if not runner.submits:
+        return runner.main(args, None)
     if args.submit and not (args.server and args.token):
         print("--submit needs --server and --token (or BENCHREG_SERVER / BENCHREG_TOKEN)", file=sys.stderr)
         return 2
-    if args.phase == "serving":
-        return serving_cli.main(args, lambda doc, path: _submit(doc, path, args.server, args.token))
-    if args.phase in ("distributed-training", "scaling"):
-        submit = (lambda doc, path: _submit(doc, path, args.server, args.token)) if args.submit else None
-        return distributed_cli.main(args, submit)
-    failures = 0
-    try:
-        run_specs = specs(args)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    for spec in run_specs:
-        failed = _run_one(spec, args)
-        if failed is None:
-            return 2
-        failures += failed
-    return 1 if failures else 0
+    submit = (lambda doc, path: _submit(doc, path, args.server, args.token)) if args.submit else None
+    return runner.main(args, submit)
 
 
-def _run_one(spec: RunSpec, args: argparse.Namespace) -> int | None:
+def _run_one(spec: RunSpec, args: argparse.Namespace, submit: Submit | None) -> int | None:
     """Run, write and (if asked) submit one document: 1 for a failure to count, 0 for none, None for a bad run."""
     what = f"measuring {spec.phase} {spec.workload} batch {spec.batch_size or 'default'}"
     print(f"{what}…", file=sys.stderr, flush=True)  # said before the first bar: a log shows where a run began
@@ -217,6 +266,6 @@ def _run_one(spec: RunSpec, args: argparse.Namespace) -> int | None:
         return 1
     path = record.write(doc, args.out)
     print(f"wrote {path}")
-    if args.submit and not _submit(doc, path, args.server, args.token):
+    if submit is not None and not submit(doc, path):
         return 1
     return 0

@@ -48,7 +48,7 @@ class Command(BaseCommand):
     requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("kind", choices=["mlperf", "serving", "nccl-tests"], help="what kind of published results")
+        parser.add_argument("kind", choices=list(IMPORTERS), help="what kind of published results")
         parser.add_argument(
             "path",
             type=Path,
@@ -127,63 +127,42 @@ class Command(BaseCommand):
             "back as known",
         )
 
-    def handle(
-        self,
-        *args: Any,
-        kind: str,
-        path: Any,
-        round_name: str | None,
-        suite: str,
-        username: str,
-        batch_size: int,
-        report: Path | None,
-        json: bool,
-        full: bool,
-        no_progress: bool,
-        attempts: int,
-        published: str | None,
-        published_scope: str | None,
-        accept_disagreements: bool,
-        **options: Any,
-    ) -> None:
-        if kind == "serving":
-            self._serving(path, options, username=username, json_out=json)
-            return
-        if kind == "nccl-tests":
-            self._nccl_tests(path, options, username=username, json_out=json)
-            return
-        if len(path) != 1:
+    def handle(self, *args: Any, kind: str, path: list[Path], username: str, json: bool, **options: Any) -> None:
+        IMPORTERS[kind](self, path, options, username=username, json_out=json)
+
+    def _mlperf(self, paths: list[Path], options: dict[str, Any], *, username: str, json_out: bool) -> None:
+        if len(paths) != 1:
             raise CommandError("mlperf: name one folder")
-        path = path[0]
+        path = paths[0]
         if not path.is_dir():
             raise CommandError(f"{path} is not a directory")
-        if batch_size < 1 or attempts < 1:
+        if options["batch_size"] < 1 or options["attempts"] < 1:
             raise CommandError("--batch-size and --attempts must be at least 1")
         # the report goes to stdout, the bar to stderr; `_out` is the stream the OutputWrapper wraps
         console = Console(file=cast(TextIO, self.stderr._out), stderr=True)
         started = time.perf_counter()
-        referee = _referee(published, published_scope, accept_disagreements)
+        referee = _referee(options["published"], options["published_scope"], options["accept_disagreements"])
 
         def once() -> list[ImportResult]:
             return _import_with_bar(
                 console,
-                disable=no_progress or json,
+                disable=options["no_progress"] or json_out,
                 root=path,
                 username=username,
-                round_name=round_name,
-                suite=suite,
-                batch_size=batch_size,
+                round_name=options["round_name"],
+                suite=options["suite"],
+                batch_size=options["batch_size"],
                 referee=referee,
             )
 
         try:
-            results = _with_retries(once, console, attempts)
+            results = _with_retries(once, console, options["attempts"])
         except ImportRefused as exc:
             raise CommandError(f"{exc}; nothing was stored") from None
         except PublishedTableError as exc:
             raise CommandError(f"the published table cannot referee this import: {exc}; nothing was stored") from None
         elapsed = time.perf_counter() - started
-        self._write_reports(results, elapsed, report=report, json=json, full=full)
+        self._write_reports(results, elapsed, report=options["report"], json=json_out, full=options["full"])
 
     def _serving(self, paths: list[Path], options: dict[str, Any], *, username: str, json_out: bool) -> None:
         flags = {key: options.get(f"deploy__{key}") for key in DEPLOYMENT_FLAGS}
@@ -239,6 +218,16 @@ class Command(BaseCommand):
         failures = [line for result in results for line in _failures(result, named=len(results) > 1)]
         if failures:
             raise CommandError("\n".join(failures))
+
+
+# Every kind `benchreg import` knows (the first argument's choices), and the method that imports it, called with
+# the paths, the command's other options, the user and whether to answer in JSON: adding an importer is a row here,
+# its method and its options in add_arguments (docs/architecture.md, "Adding an importer").
+IMPORTERS: dict[str, Callable[..., None]] = {
+    "mlperf": Command._mlperf,
+    "serving": Command._serving,
+    "nccl-tests": Command._nccl_tests,
+}
 
 
 def _referee(published: str | None, scope: str | None, accept: bool) -> Referee:
