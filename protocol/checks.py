@@ -28,19 +28,12 @@ from .checks_serving import (
     sweep_level_states_its_load,
 )
 from .errors import Error, pointer
+from .lookup import value_at
 from .parsing import MAX_EXACT_INTEGER
 from .percentiles import NUMPY_METHOD, quantile
 from .schema import FROZEN_SCHEMA_FILES, known_minors, minor_number, schema_errors
 
 Rule = Callable[[dict[str, Any]], Iterator[Error]]
-
-
-def _get(doc: Any, *path: str) -> Any:
-    for key in path:
-        if not isinstance(doc, dict):
-            return None
-        doc = doc.get(key)
-    return doc
 
 
 def _num(value: Any) -> float | None:
@@ -161,7 +154,7 @@ def _at(doc: Any, at: str) -> Any:
 
 
 def scenario_fits_phase(doc: dict[str, Any]) -> Iterator[Error]:
-    phase, kind = doc.get("phase"), _get(doc, "scenario", "kind")
+    phase, kind = doc.get("phase"), value_at(doc, "scenario", "kind")
     allowed = rules.SCENARIOS_BY_PHASE.get(phase) if isinstance(phase, str) else None
     if allowed is not None and isinstance(kind, str) and kind not in allowed:
         yield Error(
@@ -175,7 +168,7 @@ def required_metrics_present(doc: dict[str, Any]) -> Iterator[Error]:
     metrics = doc.get("metrics")
     if not isinstance(metrics, dict):
         return
-    phase, kind = doc.get("phase"), _get(doc, "scenario", "kind")
+    phase, kind = doc.get("phase"), value_at(doc, "scenario", "kind")
     for options in _needed_metrics(phase, kind):
         if not any(metrics.get(name) is not None for name in options):
             message = f"{phase} runs must report {' or '.join(options)}"
@@ -199,13 +192,13 @@ def _needed_metrics(phase: Any, kind: Any) -> list[tuple[str, ...]]:
 
 
 def primary_metric_present(doc: dict[str, Any]) -> Iterator[Error]:
-    primary = _get(doc, "metrics", "primary")
+    primary = value_at(doc, "metrics", "primary")
     metrics = doc.get("metrics")
     if not isinstance(primary, str) or not isinstance(metrics, dict):
         return
     name, _, field = primary.partition(".")
     value = metrics.get(name)
-    if value is None or (field and _get(value, field) is None):
+    if value is None or (field and value_at(value, field) is None):
         yield Error("/metrics/primary", "primary-metric-absent", f"the headline metric '{primary}' is not in metrics")
     elif not field and name in rules.DISTRIBUTION_METRICS:
         yield Error(
@@ -218,7 +211,7 @@ def primary_metric_present(doc: dict[str, Any]) -> Iterator[Error]:
 def percentiles_ordered_and_supported(doc: dict[str, Any]) -> Iterator[Error]:
     where = [(name,) for name in (*rules.DISTRIBUTION_METRICS, *rules.SERVING_DISTRIBUTIONS)]
     for path in [*where, ("client", "dispatch_lag_ms")]:
-        dist = _get(doc, "metrics", *path)
+        dist = value_at(doc, "metrics", *path)
         if not isinstance(dist, dict):
             continue
         base = "/metrics/" + "/".join(path)
@@ -248,8 +241,8 @@ def _out_of_order(base: str, dist: dict[str, Any]) -> Iterator[Error]:
 
 
 def times_ordered(doc: dict[str, Any]) -> Iterator[Error]:
-    started = _time(_get(doc, "provenance", "started_at"))
-    finished = _time(_get(doc, "provenance", "finished_at"))
+    started = _time(value_at(doc, "provenance", "started_at"))
+    finished = _time(value_at(doc, "provenance", "finished_at"))
     if started and finished:
         if (started.tzinfo is None) != (finished.tzinfo is None):
             yield Error("/provenance/finished_at", "bad-format", "give both times with a time zone")
@@ -258,19 +251,19 @@ def times_ordered(doc: dict[str, Any]) -> Iterator[Error]:
 
 
 def _elapsed_seconds(doc: dict[str, Any]) -> float | None:
-    started = _time(_get(doc, "provenance", "started_at"))
-    finished = _time(_get(doc, "provenance", "finished_at"))
+    started = _time(value_at(doc, "provenance", "started_at"))
+    finished = _time(value_at(doc, "provenance", "finished_at"))
     if started and finished and (started.tzinfo is None) == (finished.tzinfo is None):
         return (finished - started).total_seconds()
     return None
 
 
 def window_long_enough(doc: dict[str, Any]) -> Iterator[Error]:
-    window = _get(doc, "conditions", "window")
+    window = value_at(doc, "conditions", "window")
     if not isinstance(window, dict):
         return
     seconds, iterations = _num(window.get("seconds")), _num(window.get("iterations"))
-    warm = _num(_get(doc, "conditions", "warmup", "seconds"))
+    warm = _num(value_at(doc, "conditions", "warmup", "seconds"))
     if seconds is not None and seconds < rules.MIN_WINDOW_SECONDS:
         message = f"a measurement window must last at least {rules.MIN_WINDOW_SECONDS:g} s"
         yield Error("/conditions/window/seconds", "window-too-short", message)
@@ -295,11 +288,11 @@ def _window_exceeds_run(doc: dict[str, Any], seconds: float | None, warm: float 
 
 
 def quantization_described(doc: dict[str, Any]) -> Iterator[Error]:
-    weights = _get(doc, "precision", "weights")
+    weights = value_at(doc, "precision", "weights")
     if (
         isinstance(weights, str)
         and weights in rules.QUANTIZED_FORMATS
-        and _get(doc, "precision", "quantization") is None
+        and value_at(doc, "precision", "quantization") is None
     ):
         yield Error(
             "/precision/quantization",
@@ -315,7 +308,7 @@ def units_fit_metrics(doc: dict[str, Any]) -> Iterator[Error]:
         "goodput": {"requests/s", "queries/s", "tokens/s"},
     }
     for name, units in expected.items():
-        unit = _get(doc, "metrics", name, "unit")
+        unit = value_at(doc, "metrics", name, "unit")
         if isinstance(unit, str) and unit not in units:
             yield Error(
                 f"/metrics/{name}/unit",
@@ -325,7 +318,7 @@ def units_fit_metrics(doc: dict[str, Any]) -> Iterator[Error]:
 
 
 def steady_state_explained(doc: dict[str, Any]) -> Iterator[Error]:
-    steady = _get(doc, "conditions", "steady_state")
+    steady = value_at(doc, "conditions", "steady_state")
     if isinstance(steady, dict) and steady.get("reached") is False and not steady.get("reasons"):
         yield Error(
             "/conditions/steady_state/reasons",
@@ -342,7 +335,7 @@ def derived_values_consistent(doc: dict[str, Any]) -> Iterator[Error]:
 
 
 def _mfu_consistent(doc: dict[str, Any]) -> Iterator[Error]:
-    flops = _get(doc, "metrics", "flops")
+    flops = value_at(doc, "metrics", "flops")
     if isinstance(flops, dict):
         achieved, peak, mfu = (_num(flops.get(k)) for k in ("achieved_tflops", "peak_tflops", "mfu"))
         if achieved is not None and peak and mfu is not None and abs(achieved / peak - mfu) > 0.01 + 0.02 * mfu:
@@ -351,7 +344,7 @@ def _mfu_consistent(doc: dict[str, Any]) -> Iterator[Error]:
 
 
 def _loss_consistent(doc: dict[str, Any]) -> Iterator[Error]:
-    loss = _get(doc, "metrics", "loss")
+    loss = value_at(doc, "metrics", "loss")
     if isinstance(loss, dict):
         first, last, decreased = _num(loss.get("first")), _num(loss.get("last")), loss.get("decreased")
         if first is not None and last is not None and isinstance(decreased, bool) and decreased != (last < first):
@@ -360,7 +353,7 @@ def _loss_consistent(doc: dict[str, Any]) -> Iterator[Error]:
 
 
 def _energy_consistent(doc: dict[str, Any]) -> Iterator[Error]:
-    energy = _get(doc, "metrics", "energy")
+    energy = value_at(doc, "metrics", "energy")
     elapsed = _elapsed_seconds(doc)
     if isinstance(energy, dict) and elapsed is not None:
         joules, watts = _num(energy.get("joules")), _num(energy.get("average_power_w"))
@@ -375,7 +368,7 @@ SCALED_TIME_TOLERANCE = (0.01, 0.5)
 
 
 def _scaled_time_consistent(doc: dict[str, Any]) -> Iterator[Error]:
-    ttq = _get(doc, "metrics", "time_to_quality")
+    ttq = value_at(doc, "metrics", "time_to_quality")
     if not isinstance(ttq, dict):
         return
     seconds, unscaled = _num(ttq.get("seconds")), _num(ttq.get("unscaled_seconds"))
@@ -392,7 +385,7 @@ def _scaled_time_consistent(doc: dict[str, Any]) -> Iterator[Error]:
 
 
 def shape_consistent(doc: dict[str, Any]) -> Iterator[Error]:
-    shape = _get(doc, "workload", "shape")
+    shape = value_at(doc, "workload", "shape")
     if not isinstance(shape, dict):
         return
     batch, micro = shape.get("batch_size"), shape.get("micro_batch_size")
@@ -416,7 +409,7 @@ def samples_match_metrics(doc: dict[str, Any]) -> Iterator[Error]:
     if not isinstance(samples, dict):
         return
     for name, series in samples.items():
-        metric = _get(doc, "metrics", name)
+        metric = value_at(doc, "metrics", name)
         if metric is None:
             message = f"raw samples for '{name}' but no such metric is reported"
             yield Error(f"/samples/{name}", "samples-without-metric", message)
@@ -439,7 +432,7 @@ THROUGHPUT_FROM_TIMES = (0.5, 1.05)
 
 
 def _pooled(doc: dict[str, Any], name: str) -> np.ndarray | None:
-    series, metric = _get(doc, "samples", name), _get(doc, "metrics", name)
+    series, metric = value_at(doc, "samples", name), value_at(doc, "metrics", name)
     if not isinstance(series, dict) or not isinstance(metric, dict) or series.get("unit") != metric.get("unit"):
         return None
     reps = series.get("repetitions")
@@ -461,11 +454,11 @@ def _disagrees(reported: float, computed: float) -> bool:
 
 def headline_follows_from_samples(doc: dict[str, Any]) -> Iterator[Error]:
     """Where raw samples are given, the reported headline is what they give by the declared method."""
-    primary = _get(doc, "metrics", "primary")
+    primary = value_at(doc, "metrics", "primary")
     if not isinstance(primary, str):
         return
     name, _, stat = primary.partition(".")
-    metric = _get(doc, "metrics", name)
+    metric = value_at(doc, "metrics", name)
     if not isinstance(metric, dict):
         return
     if name in rules.DISTRIBUTION_METRICS:
@@ -514,8 +507,8 @@ def _throughput_follows_from_times(doc: dict[str, Any], metric: dict[str, Any]) 
 def _batch_times(doc: dict[str, Any], metric: dict[str, Any]) -> tuple[float, int, str, np.ndarray] | None:
     """(reported throughput, batch size, the times' metric, pooled per-batch times) of an offline or fixed-step
     throughput in samples/s with raw batch times; None otherwise."""
-    reported, batch = _num(metric.get("value")), _get(doc, "workload", "shape", "batch_size")
-    kind = _get(doc, "scenario", "kind")
+    reported, batch = _num(metric.get("value")), value_at(doc, "workload", "shape", "batch_size")
+    kind = value_at(doc, "scenario", "kind")
     source = "step_time_ms" if doc.get("phase") == "training" else "latency_ms"
     times = _pooled(doc, source)
     if (

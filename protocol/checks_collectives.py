@@ -14,6 +14,7 @@ from typing import Any
 
 from . import collectives
 from .errors import Error
+from .lookup import value_at
 
 BASE = "/metrics/collectives"
 
@@ -29,16 +30,8 @@ STATISTICS: dict[str, Callable[[list[float]], float]] = {
 }
 
 
-def _get(doc: Any, *path: str) -> Any:
-    for key in path:
-        if not isinstance(doc, dict):
-            return None
-        doc = doc.get(key)
-    return doc
-
-
 def _sweep(doc: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
-    block = _get(doc, "metrics", "collectives")
+    block = value_at(doc, "metrics", "collectives")
     if not isinstance(block, dict) or not isinstance(block.get("sizes"), list):
         return None
     return block, [s for s in block["sizes"] if isinstance(s, dict)]
@@ -46,7 +39,7 @@ def _sweep(doc: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]] |
 
 def collective_names_its_workload(doc: dict[str, Any]) -> Iterator[Error]:
     """A collective run's workload is the collective it measured (nccl-tests' name)."""
-    name, measured = _get(doc, "workload", "name"), _get(doc, "metrics", "collectives", "collective")
+    name, measured = value_at(doc, "workload", "name"), value_at(doc, "metrics", "collectives", "collective")
     if doc.get("phase") == "collective" and isinstance(measured, str) and name != measured:
         yield Error("/workload/name", "collective-workload-mismatch", f"a {measured} sweep's workload is {measured}")
 
@@ -159,7 +152,7 @@ def _average_errors(block: dict[str, Any], sizes: list[dict[str, Any]]) -> Itera
 
 def topology_holds_together(doc: dict[str, Any]) -> Iterator[Error]:
     """One entry per node, and a device matrix that is square over its labels."""
-    topology = _get(doc, "system", "topology")
+    topology = value_at(doc, "system", "topology")
     if not isinstance(topology, dict) or not isinstance(topology.get("hosts"), list):
         return
     hosts = topology["hosts"]

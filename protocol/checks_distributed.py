@@ -12,18 +12,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from .errors import Error
+from .lookup import value_at
 
 LAYOUT = "/scenario/distributed"
 FIGURES = "/metrics/distributed"
 PER_DEVICE_TOLERANCE = 0.005  # runners round to 4 decimals; 0.5% as the other headlines (checks.HEADLINE_TOLERANCE)
-
-
-def _get(doc: Any, *path: str) -> Any:
-    for key in path:
-        if not isinstance(doc, dict):
-            return None
-        doc = doc.get(key)
-    return doc
 
 
 def _int(value: Any) -> int | None:
@@ -31,7 +24,7 @@ def _int(value: Any) -> int | None:
 
 
 def _layout(doc: dict[str, Any]) -> dict[str, Any] | None:
-    layout = _get(doc, "scenario", "distributed")
+    layout = value_at(doc, "scenario", "distributed")
     return layout if isinstance(layout, dict) else None
 
 
@@ -58,7 +51,7 @@ def distributed_batch_adds_up(doc: dict[str, Any]) -> Iterator[Error]:
 def distributed_shape_matches(doc: dict[str, Any]) -> Iterator[Error]:
     """The workload's shape states the same batch: batch_size the global batch, micro_batch_size the per-device one,
     gradient_accumulation_steps the accumulation (what a reader of workload.shape alone would otherwise misread)."""
-    layout, shape = _layout(doc), _get(doc, "workload", "shape")
+    layout, shape = _layout(doc), value_at(doc, "workload", "shape")
     if layout is None or not isinstance(shape, dict):
         return
     pairs = (
@@ -78,14 +71,14 @@ def distributed_runs_train(doc: dict[str, Any]) -> Iterator[Error]:
     if _layout(doc) is not None and doc.get("phase") != "training":
         message = f"scenario.distributed describes training ranks, but the phase is {doc.get('phase')!r}"
         yield Error(LAYOUT, "distributed-needs-training", message)
-    if isinstance(_get(doc, "metrics", "distributed"), dict) and _layout(doc) is None:
+    if isinstance(value_at(doc, "metrics", "distributed"), dict) and _layout(doc) is None:
         message = "metrics.distributed needs scenario.distributed: the world its ranks belong to"
         yield Error(FIGURES, "distributed-layout-missing", message)
 
 
 def ranks_are_the_world(doc: dict[str, Any]) -> Iterator[Error]:
     """Every rank of the world is listed once (0 … world_size − 1), and the slowest rank is one of them."""
-    layout, figures = _layout(doc), _get(doc, "metrics", "distributed")
+    layout, figures = _layout(doc), value_at(doc, "metrics", "distributed")
     if layout is None or not isinstance(figures, dict):
         return
     world, ranks = _int(layout.get("world_size")), figures.get("ranks")
@@ -104,7 +97,7 @@ def ranks_are_the_world(doc: dict[str, Any]) -> Iterator[Error]:
 
 def slowest_rank_is_the_slowest(doc: dict[str, Any]) -> Iterator[Error]:
     """The slowest rank named is the one with the most busy time (step time less time waiting in communication)."""
-    figures = _get(doc, "metrics", "distributed")
+    figures = value_at(doc, "metrics", "distributed")
     ranks = figures.get("ranks") if isinstance(figures, dict) else None
     slowest = _int(figures.get("slowest_rank")) if isinstance(figures, dict) else None
     if slowest is None or not isinstance(ranks, list):
@@ -121,9 +114,12 @@ def slowest_rank_is_the_slowest(doc: dict[str, Any]) -> Iterator[Error]:
 
 def per_device_rate_follows(doc: dict[str, Any]) -> Iterator[Error]:
     """samples/s per device is the global throughput over the world size (within 0.5%)."""
-    world, figures = _int(_get(doc, "scenario", "distributed", "world_size")), _get(doc, "metrics", "distributed")
-    per_device = _get(figures, "samples_per_second_per_device")
-    total, unit = _get(doc, "metrics", "throughput", "value"), _get(doc, "metrics", "throughput", "unit")
+    world, figures = (
+        _int(value_at(doc, "scenario", "distributed", "world_size")),
+        value_at(doc, "metrics", "distributed"),
+    )
+    per_device = value_at(figures, "samples_per_second_per_device")
+    total, unit = value_at(doc, "metrics", "throughput", "value"), value_at(doc, "metrics", "throughput", "unit")
     numbers = (per_device, total)
     if world is None or unit != "samples/s" or not all(isinstance(v, int | float) for v in numbers):
         return
@@ -136,8 +132,8 @@ def per_device_rate_follows(doc: dict[str, Any]) -> Iterator[Error]:
 def scaling_size_is_this_run(doc: dict[str, Any]) -> Iterator[Error]:
     """A size of a scaling plan is the plan's size at its index, and the world size of this run."""
     scaling, world = (
-        _get(doc, "scenario", "distributed", "scaling"),
-        _int(_get(doc, "scenario", "distributed", "world_size")),
+        value_at(doc, "scenario", "distributed", "scaling"),
+        _int(value_at(doc, "scenario", "distributed", "world_size")),
     )
     if not isinstance(scaling, dict):
         return

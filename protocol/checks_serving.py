@@ -10,21 +10,14 @@ from typing import Any
 
 from . import rules
 from .errors import Error
+from .lookup import value_at
 
 REQUEST_OUTCOMES = ("completed", "errors", "timeouts", "incomplete")
 
 
-def _get(doc: Any, *path: str) -> Any:
-    for key in path:
-        if not isinstance(doc, dict):
-            return None
-        doc = doc.get(key)
-    return doc
-
-
 def requests_add_up(doc: dict[str, Any]) -> Iterator[Error]:
     """Every request sent is counted once, in exactly one outcome; a distribution counts no more than completed."""
-    requests = _get(doc, "metrics", "requests")
+    requests = value_at(doc, "metrics", "requests")
     if not isinstance(requests, dict):
         return
     stated = [requests.get(k) for k in ("sent", *REQUEST_OUTCOMES)]
@@ -38,7 +31,7 @@ def requests_add_up(doc: dict[str, Any]) -> Iterator[Error]:
         yield Error("/metrics/requests/sent", "requests-do-not-add-up", message)
     completed = requests["completed"]
     for name in ("latency_ms", "ttft_ms", "ttfot_ms", "tokens_per_second_per_user"):
-        count = _get(doc, "metrics", name, "count")
+        count = value_at(doc, "metrics", name, "count")
         if isinstance(count, int) and count > completed:
             message = f"{name} counts {count} requests but only {completed} completed"
             yield Error(f"/metrics/{name}/count", "requests-do-not-add-up", message)
@@ -46,21 +39,21 @@ def requests_add_up(doc: dict[str, Any]) -> Iterator[Error]:
 
 def streaming_metrics_need_streaming(doc: dict[str, Any]) -> Iterator[Error]:
     """TTFT, inter-token gaps and per-user rates exist only for a response read as a stream."""
-    if _get(doc, "software", "serving", "streaming") is not False:
+    if value_at(doc, "software", "serving", "streaming") is not False:
         return
     for name in rules.STREAMING_METRICS:
-        if _get(doc, "metrics", name) is not None:
+        if value_at(doc, "metrics", name) is not None:
             message = f"{name} needs a streamed response, but software.serving.streaming is false"
             yield Error(f"/metrics/{name}", "needs-streaming", message)
 
 
 def sweep_level_states_its_load(doc: dict[str, Any]) -> Iterator[Error]:
     """A level of a sweep states the load it offered, in the field its mode names, and its place in the sweep."""
-    sweep = _get(doc, "scenario", "sweep")
+    sweep = value_at(doc, "scenario", "sweep")
     if not isinstance(sweep, dict):
         return
     fields = rules.SWEEP_LOAD_FIELDS.get(sweep.get("mode"))  # type: ignore[arg-type]
-    if fields and not any(_get(doc, "scenario", f) is not None for f in fields):
+    if fields and not any(value_at(doc, "scenario", f) is not None for f in fields):
         said = " or ".join(f"scenario.{f}" for f in fields)
         message = f"a level of a {sweep['mode']} sweep must state its offered load in {said}"
         yield Error(f"/scenario/{fields[0]}", "sweep-load-missing", message)
@@ -72,7 +65,7 @@ def sweep_level_states_its_load(doc: dict[str, Any]) -> Iterator[Error]:
 
 def gamma_arrival_states_burstiness(doc: dict[str, Any]) -> Iterator[Error]:
     """Gamma arrivals need their shape; a shape belongs to gamma arrivals only (Poisson is gamma with k = 1)."""
-    arrival, burstiness = _get(doc, "scenario", "arrival"), _get(doc, "scenario", "burstiness")
+    arrival, burstiness = value_at(doc, "scenario", "arrival"), value_at(doc, "scenario", "burstiness")
     if arrival == "gamma" and burstiness is None:
         message = "gamma arrivals need their shape k in scenario.burstiness (1 is Poisson)"
         yield Error("/scenario/burstiness", "burstiness-missing", message)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,11 @@ class ImportOutcome:
     note: str = ""  # what it was to a stored run of the same measurement (same source files), if anything
 
 
+def outcome_counts(outcomes: list[ImportOutcome]) -> dict[str, int]:
+    """How many outcomes of each status (stored, known, refused, ...) an import had."""
+    return dict(Counter(outcome.status for outcome in outcomes))
+
+
 @dataclass(frozen=True)
 class Referee:
     """How the published table referees an import. `published`: the table (None: summary_results.json of the
@@ -60,10 +66,7 @@ class ImportResult:
 
     @property
     def counts(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for outcome in self.outcomes:
-            out[outcome.status] = out.get(outcome.status, 0) + 1
-        return out
+        return outcome_counts(self.outcomes)
 
     def render(self) -> str:
         lines = [mlperf.render_report(self.plan, self.referee), "", "registry:"]
@@ -371,10 +374,7 @@ class ServingImportResult:
 
     @property
     def counts(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for outcome in self.outcomes:
-            out[outcome.status] = out.get(outcome.status, 0) + 1
-        return out
+        return outcome_counts(self.outcomes)
 
     def render(self) -> str:
         lines = []

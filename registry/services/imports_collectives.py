@@ -20,7 +20,7 @@ import protocol
 from registry.choices import AuditKind, Trust
 from registry.importers import nccl_tests_documents
 from registry.services.audit import audit_append
-from registry.services.imports import ImportOutcome
+from registry.services.imports import ImportOutcome, outcome_counts
 from registry.services.submissions import submission_create_batch
 
 
@@ -43,10 +43,7 @@ class NcclImportResult:
 
     @property
     def counts(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for outcome in self.outcomes:
-            out[outcome.status] = out.get(outcome.status, 0) + 1
-        return out
+        return outcome_counts(self.outcomes)
 
     def render(self) -> str:
         lines = []
