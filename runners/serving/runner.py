@@ -90,7 +90,10 @@ class LoadPlan:
         if self.mode == "automatic" and not (self.start > 0 and self.factor > 1 and 1 <= self.max_levels <= MAX_LEVELS):
             raise ValueError(f"an automatic sweep needs start > 0, factor > 1 and 1 to {MAX_LEVELS} levels")
         if not (rules.MIN_WINDOW_ITERATIONS <= self.min_requests <= self.max_requests <= 1_000_000):
-            raise ValueError(f"requests per level: {rules.MIN_WINDOW_ITERATIONS} <= min <= max <= 1,000,000")
+            raise ValueError(
+                f"requests per level: --min-requests {self.min_requests} and --max-requests {self.max_requests} must "
+                f"hold {rules.MIN_WINDOW_ITERATIONS} <= min <= max <= 1,000,000"
+            )
         if self.duration_s < rules.MIN_WINDOW_SECONDS:
             raise ValueError(f"a level's schedule lasts at least {rules.MIN_WINDOW_SECONDS:g} s (--duration)")
         if self.only is not None and self.mode == "automatic":
