@@ -43,6 +43,19 @@ class Distribution:
 
 
 @dataclass(frozen=True)
+class CollectiveRow:
+    """One message size of a collective sweep (metrics.collectives.sizes, protocol 1.3), as nccl-tests prints it."""
+
+    size_bytes: str
+    count: str
+    side: str  # out-of-place, in-place
+    time_us: str
+    algbw_gbs: str
+    busbw_gbs: str
+    wrong: str
+
+
+@dataclass(frozen=True)
 class RunDetail:
     run: Submission
     sections: list[Section]
@@ -61,6 +74,7 @@ class RunDetail:
     # MLCommons' citations of an imported result ((words, Details link)), one per published table it was refereed by
     citations: list[tuple[str, str]] = field(default_factory=list)
     audit_tests: AuditTests | None = None  # MLPerf's audit (compliance) tests: passed, failed, missing, not judged
+    collective_sizes: list[CollectiveRow] = field(default_factory=list)  # a collective sweep's sizes, in order
 
 
 def _flatten(value: Any, path: tuple[str, ...] = ()) -> list[tuple[str, str]]:
@@ -80,6 +94,9 @@ def _metrics(metrics: Mapping[str, Any]) -> tuple[list[MetricRow], list[Distribu
         is_primary = primary.partition(".")[0] == name
         if name == "server_telemetry" and isinstance(value, dict):
             scalars += telemetry_rows(value)
+            continue
+        if name == "collectives" and isinstance(value, dict):
+            scalars += collective_summary_rows(value)  # its sizes are a table of their own (collective_rows)
             continue
         if isinstance(value, dict) and any(k in value for k in ("p50", "p99", "mean")):
             distributions.append(
@@ -128,6 +145,55 @@ def telemetry_rows(telemetry: Mapping[str, Any]) -> list[MetricRow]:
     return rows
 
 
+COLLECTIVE_SUMMARY = (
+    ("avg_busbw_gbs", "GB/s", "mean bus bandwidth over the sizes, as nccl-tests' 'Avg bus bandwidth'"),
+    ("small_message_latency_us", "µs", "the time at the smallest size"),
+    ("ranks", "ranks", "n in the bus factor"),
+)
+
+
+def collective_summary_rows(block: Mapping[str, Any]) -> list[MetricRow]:
+    """metrics.collectives' summary figures, each with what it is; the headline (bus bandwidth at the largest size)
+    is the run's headline above, and every size is in the table below."""
+    said = ", ".join(
+        f"{k}: {comparability.display(block[k])}"
+        for k in ("collective", "dtype", "redop", "time_statistic")
+        if k in block
+    )
+    rows = []
+    for key, unit, what in COLLECTIVE_SUMMARY:
+        value = block.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            rows.append(MetricRow(f"collectives.{key}", measured(value), unit, False, f"{what}; {said}"))
+    return rows
+
+
+def collective_rows(block: Mapping[str, Any]) -> list[CollectiveRow]:
+    """Every size of a collective sweep, in the order measured (nccl-tests' table: out-of-place, then in-place): an
+    imported figure as the log printed it, a measured one to four significant digits."""
+    rows = []
+    for size in block.get("sizes") or []:
+        if not isinstance(size, dict):
+            continue
+        printed = size.get("printed") or {}  # an imported log's own text: shown as printed, every digit
+        shown = {
+            k: str(printed[k]) if printed.get(k) else measured(size[k]) if size.get(k) is not None else ""
+            for k in ("time_us", "algbw_gbs", "busbw_gbs")
+        }
+        rows.append(
+            CollectiveRow(
+                comparability.display(size.get("size_bytes")),
+                comparability.display(size.get("count")),
+                str(size.get("side") or ""),
+                shown["time_us"],
+                shown["algbw_gbs"],
+                shown["busbw_gbs"],
+                comparability.display(size.get("wrong")),
+            )
+        )
+    return rows
+
+
 def _traced(doc: Mapping[str, Any]) -> tuple[dict[str, Any], list[tuple[str, str]]]:
     """The document without provenance.origin.fields, and those fields as (pointer, source) rows.
 
@@ -170,4 +236,5 @@ def run_detail(*, run: Submission, comparable_limit: int = 20) -> RunDetail:
         traced=traced,
         citations=[(citation_words(c.as_evidence()), c.details) for c in run.citations.order_by("retrieved_at", "pk")],
         audit_tests=audit_tests(doc),
+        collective_sizes=collective_rows((doc.get("metrics") or {}).get("collectives") or {}),
     )

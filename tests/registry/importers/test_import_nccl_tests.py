@@ -103,3 +103,20 @@ def test_an_imported_collective_run_reads_on_its_page_in_the_api_and_the_catalog
     run = Submission.objects.get()
     for url in (f"/runs/{run.pk}/", f"/api/v1/submissions/{run.pk}", "/", "/api/v1/submissions?phase=collective"):
         assert admin_client.get(url).status_code == 200, url
+
+
+def test_the_run_page_shows_every_size_as_nccl_tests_printed_it(client, django_user_model) -> None:
+    """Through the door users take: the imported log's page has one table row per size and side, with the printed
+    bus bandwidth, and the summary figures each with its unit (not each marked as the headline)."""
+    log = FIXTURES / "all_reduce_16ranks_2024.txt"
+    assert cli.main(["import", "nccl-tests", str(log), "--collective", "all_reduce"]) == 0
+    run = Submission.objects.get()
+    client.force_login(django_user_model.objects.create_user("reader", password="x"))
+    page = client.get(f"/runs/{run.pk}/").content.decode()
+    sizes = run.document["metrics"]["collectives"]["sizes"]
+    table = page.split("Every message size of the collective sweep")[1].split("</table>")[0]
+    assert table.count("<tr>") == len(sizes) + 1  # the header and a row a size
+    last = next(line for line in log.read_text().splitlines() if line.strip().startswith("8589934592"))
+    assert last.split()[-2] in table.split("8589934592")[-1]  # the in-place busbw as printed
+    metrics = page.split('id="metrics-heading"')[1].split("Every message size")[0]
+    assert "collectives.avg_busbw_gbs" in metrics and "GB/s" in metrics and metrics.count("headline</span>") == 0
