@@ -114,6 +114,14 @@ def schema_pointers(node: dict[str, Any], defs: dict[str, Any], path: str = "") 
     return [p for name, child in props.items() for p in schema_pointers(child, defs, f"{path}/{name}")]
 
 
+# Fields of protocol 1.3 that contract 1.2 does not name, so they take its unlisted role (disclosed). A changed
+# contract is a new contract version with a migration that freezes it (tests/registry/test_migrations.py): the next
+# one should name these ("ignored": files kept beside a run, different for every run).
+UNNAMED_BY_CONTRACT = {
+    f"/provenance/artifacts/0/{name}" for name in ("name", "sha256", "bytes", "media_type", "format", "description")
+}
+
+
 def test_every_field_of_the_submission_schema_has_a_role_on_every_axis() -> None:
     schema = submission_schema()
     pointers = schema_pointers(schema, schema["$defs"])
@@ -125,9 +133,12 @@ def test_every_field_of_the_submission_schema_has_a_role_on_every_axis() -> None
             role = cmp.field_roles(doc, axis).get(pointer)
             assert role in (*cmp.ROLES, "ignored"), (axis, pointer)
             # Nothing falls through to the catch-all: each field is named by the contract (1.2 names what protocol
-            # 1.2 added; 1.1 left the request shape to the unlisted role).
+            # 1.2 added; 1.1 left the request shape to the unlisted role), but for what a later protocol minor added
+            # that the contract cannot name without a version of its own (UNNAMED_BY_CONTRACT).
             governed = roles.governing(roles.split_pointer(pointer), roles.rules_for([doc]))
-            assert governed is not None, (axis, pointer)
+            assert governed is not None or pointer in UNNAMED_BY_CONTRACT, (axis, pointer)
+            if pointer in UNNAMED_BY_CONTRACT:
+                assert governed is None and role == c.unlisted_role, (axis, pointer)
 
 
 def test_the_examples_have_no_subject_or_controlled_field_left_unexplained() -> None:
