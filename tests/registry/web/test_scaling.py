@@ -1,0 +1,161 @@
+"""A scaling plan's page: runs of one configuration at 1, 2, 4 devices, built from a real 2-rank run
+(tests/protocol/data/distributed_training_ddp_2.json) whose step times are stretched by a known law, stored through
+the submission API; the page's efficiency and interval are protocol.scaling's, the chart has its ideal line, and a
+run's page links to its plan."""
+
+from __future__ import annotations
+
+import copy
+import html
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+from rest_framework.test import APIClient
+
+import protocol
+from protocol import scaling
+from protocol.numbers import Style, number
+from registry.presentation.charts_scaling import scaling_chart
+
+pytestmark = pytest.mark.django_db
+RUN = json.loads((Path(__file__).parents[2] / "protocol" / "data" / "distributed_training_ddp_2.json").read_text())
+PER_DEVICE = 16
+SLOWER_PER_DOUBLING = 0.1  # the law: weak scaling's step time is t(1) × (1 + 0.1 log2 n), so E(n) = 1 ÷ that
+
+
+def stretch(n: int) -> float:
+    return 1 + SLOWER_PER_DOUBLING * math.log2(n)
+
+
+def size_document(plan: str, devices: list[int], index: int, repeat: int = 0) -> dict[str, Any]:
+    """The fixture run at devices[index] devices of weak scaling plan `plan`: every step time stretched by the law,
+    the throughput and every derived figure recomputed so the document passes the protocol's checks; the last rank
+    is the slowest (20 ms more busy time)."""
+    n = devices[index]
+    doc, f = copy.deepcopy(RUN), stretch(n)
+    reps = [[t * f for t in rep] for rep in doc["samples"]["step_time_ms"]["repetitions"]]
+    doc["samples"]["step_time_ms"]["repetitions"] = reps
+    for stat in ("min", "mean", "stdev", "p50", "max"):
+        doc["metrics"]["step_time_ms"][stat] *= f
+    doc["conditions"]["window"]["seconds"] = round(doc["conditions"]["window"]["seconds"] * f, 4)
+    layout = doc["scenario"]["distributed"]
+    layout.update(world_size=n, processes_per_node=n, per_device_batch=PER_DEVICE, global_batch=PER_DEVICE * n)
+    layout["scaling"] = {"id": plan, "mode": "weak", "index": index, "devices": devices, "repeat": repeat}
+    doc["workload"]["shape"].update(batch_size=PER_DEVICE * n, micro_batch_size=PER_DEVICE)
+    times = [t for rep in reps for t in rep]
+    throughput = PER_DEVICE * n * 1000 * len(times) / sum(times)
+    doc["metrics"]["throughput"]["value"] = throughput
+    step = doc["metrics"]["step_time_ms"]["p50"]
+    ranks = [_rank(r, step, 3.0 + 20.0 * (r == n - 1), throughput / n) for r in range(n)]
+    figures = doc["metrics"]["distributed"]
+    figures.update(samples_per_second_per_device=throughput / n, slowest_rank=n - 1, ranks=ranks)
+    figures["communication"]["share"] = sum(r["communication_share"] for r in ranks) / n
+    return doc
+
+
+def _rank(rank: int, step: float, busy: float, rate: float) -> dict[str, Any]:
+    comm = step - busy
+    figures = {
+        "rank": rank,
+        "step_time_ms": step,
+        "busy_ms": busy,
+        "communication_ms": comm,
+        "samples_per_second": rate,
+    }
+    return {**RUN["metrics"]["distributed"]["ranks"][0], **figures, "communication_share": comm / step}
+
+
+def plan_documents(plan: str, devices: list[int], repeats: int = 2) -> list[dict[str, Any]]:
+    return [size_document(plan, devices, i, r) for r in range(repeats) for i in range(len(devices))]
+
+
+def _user() -> Any:
+    from django.contrib.auth.models import Group
+
+    user = get_user_model().objects.create_user("scaler", password="x")
+    user.groups.add(Group.objects.get_or_create(name="submitter")[0])
+    return user
+
+
+def _store(user: Any, docs: list[dict[str, Any]]) -> list[int]:
+    api = APIClient(SERVER_NAME="localhost")
+    api.force_authenticate(user)
+    ids = []
+    for doc in docs:
+        response = api.post("/api/v1/submissions", doc, format="json")
+        assert response.status_code == 201, response.content
+        ids.append(response.json()["id"])
+    return ids
+
+
+def _web(user: Any) -> Client:
+    web = Client(SERVER_NAME="localhost")
+    web.force_login(user)
+    return web
+
+
+def test_the_documents_of_the_law_are_valid_and_their_efficiency_is_the_laws() -> None:
+    docs = plan_documents("law", [1, 2, 4])
+    assert all(protocol.errors(d) == [] for d in docs)
+    (plan,) = scaling.points(docs)
+    for row in scaling.efficiency(plan)[1:]:
+        assert row.efficiency == pytest.approx(1 / stretch(row.devices), rel=1e-9)
+        assert row.low is not None and row.high is not None and row.low <= row.efficiency <= row.high
+
+
+def test_the_plan_page_shows_each_size_with_protocol_scalings_figures_and_the_chart() -> None:
+    user = _user()
+    docs = plan_documents("weak-1-2-4", [1, 2, 4])
+    ids = _store(user, docs)
+    response = _web(user).get("/scaling/weak-1-2-4/")
+    assert response.status_code == 200
+    page = html.unescape(response.content.decode())
+    (plan,) = scaling.points(docs)
+    for row in scaling.efficiency(plan)[1:]:
+        assert row.low is not None and row.high is not None
+        ci = f"95% CI {number(row.low, Style.RATIO)}–{number(row.high, Style.RATIO)}"
+        assert f"{number(row.efficiency, Style.RATIO)}</td>" in page and ci in page
+    assert number(1 / stretch(4), Style.RATIO) == "0.833" and "0.833</td>" in page
+    assert "the reference: 1 by definition" in page and "weak scaling" in page
+    assert "rank 3 (2 of 2 runs)" in page and "rank 1 (2 of 2 runs)" in page
+    assert "<svg" in page and "ideal: n × 1 device" in page and "holds the true efficiency" in page
+    assert all(f'href="/runs/{i}/"' in page for i in ids)
+    run_page = _web(user).get(f"/runs/{ids[-1]}/").content.decode()
+    assert 'href="/scaling/weak-1-2-4/"' in run_page and "4-device size of weak scaling plan" in run_page
+
+
+def test_one_size_measured_is_a_gap_in_words_not_a_curve() -> None:
+    user = _user()
+    _store(user, plan_documents("only-one", [1, 2, 4], repeats=1)[:1])
+    page = html.unescape(_web(user).get("/scaling/only-one/").content.decode())
+    assert "Only 1 device(s) measured: no curve" in page and "Planned but not stored: 2, 4 device(s)" in page
+
+
+def test_a_plan_without_its_1_device_runs_has_no_efficiency_and_says_why() -> None:
+    user = _user()
+    _store(user, plan_documents("no-reference", [1, 2, 4])[1:3])
+    response = _web(user).get("/scaling/no-reference/")
+    page = html.unescape(response.content.decode())
+    assert response.status_code == 200 and "has no 1-device runs to scale from" in page
+    assert "<svg" in page and "ideal" not in page.split("<svg", 1)[1].split("</svg>", 1)[0]
+
+
+def test_an_unknown_or_overlong_plan_is_404_and_other_runs_are_not_gathered() -> None:
+    user = _user()
+    _store(user, [RUN])
+    web = _web(user)
+    assert web.get("/scaling/nowhere/").status_code == 404
+    assert web.get("/scaling/" + "x" * 101 + "/").status_code == 404
+    assert web.get("/scaling/nowhere/").status_code == 404
+
+
+def test_the_chart_draws_the_ideal_line_from_the_1_device_mean() -> None:
+    (plan,) = scaling.points(plan_documents("chart", [1, 2, 4, 8], repeats=1))
+    svg = scaling_chart(plan, scaling.efficiency(plan))
+    assert svg is not None and svg.startswith("<svg") and "ideal: n × 1 device" in svg and "ideal: 1" in svg
+    assert scaling_chart(plan, scaling.efficiency(plan)) == svg  # deterministic
