@@ -75,12 +75,15 @@ def _rows(plan: scaling.Plan, eff: Sequence[scaling.Efficiency], docs: _Grouped)
     return rows
 
 
-def _gaps(plan: scaling.Plan, refusal: str | None) -> list[str]:
-    """Why the plan says less than a curve: one size measured, sizes planned but not stored, no reference."""
+def _gaps(plan: scaling.Plan, refusal: str | None, docs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Why the plan says less than a curve: no reference, one size measured, sizes planned but not stored."""
     gaps = [refusal] if refusal else []
     measured = [s.devices for s in plan.sizes]
     if len(measured) == 1:
         gaps.append(f"Only {measured[0]} device(s) measured: no curve, and no efficiency beyond the reference.")
+    planned = sorted({n for d in docs for n in d["scenario"]["distributed"]["scaling"]["devices"]})
+    if missing := [n for n in planned if n not in measured]:
+        gaps.append(f"Planned but not stored: {', '.join(str(n) for n in missing)} device(s).")
     return gaps
 
 
@@ -98,15 +101,10 @@ def scaling_view(docs: Sequence[dict[str, Any]], refs: Sequence[Mapping[str, Any
     grouped: _Grouped = {}
     for doc, ref in zip(docs, refs, strict=True):
         grouped.setdefault(doc["scenario"]["distributed"]["world_size"], []).append((doc, ref))
-    planned = sorted({n for d in docs for n in d["scenario"]["distributed"]["scaling"]["devices"]})
-    missing = [n for n in planned if n not in grouped]
-    gaps = _gaps(plan, refusal)
-    if missing:
-        gaps.append(f"Planned but not stored: {', '.join(str(n) for n in missing)} device(s).")
     return {
         "mode": plan.mode,
         "rows": _rows(plan, eff or [], grouped),
-        "gaps": gaps,
+        "gaps": _gaps(plan, refusal, docs),
         "refusal": None,
         "interval_words": INTERVAL_WORDS,
         "chart": charts_scaling.scaling_chart(plan, eff),
