@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import Group
 
 from registry.services.submissions import submission_create
-from tests.browser.test_catalogue_tasks import NARROW, PASSWORD, WIDE, User, _user
+from tests.browser.test_catalogue_tasks import NARROW, PASSWORD, WIDE, User
 from tests.registry.web.test_scaling import plan_documents
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -17,7 +18,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 def test_the_scaling_page_passes_axe_fits_a_phone_and_is_reached_from_a_run(
     live_server: Any, chromium: Any, django_user_model: Any, tmp_path: Any
 ) -> None:
-    vera = _user(django_user_model, "vera", "viewer")
+    vera = django_user_model.objects.create_user("vera", password=PASSWORD)
+    vera.groups.add(Group.objects.get(name="viewer"))
     runs = [submission_create(document=d, submitted_by=vera)[0] for d in plan_documents("weak-1-2-4", [1, 2, 4])]
     context = chromium.new_context(viewport={"width": WIDE, "height": 900})
     page = context.new_page()
