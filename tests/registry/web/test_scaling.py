@@ -5,11 +5,7 @@ run's page links to its plan."""
 
 from __future__ import annotations
 
-import copy
 import html
-import json
-import math
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,60 +14,14 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 import protocol
+from devtools.documents import SCALING_RUN as RUN
+from devtools.documents import scaling_plan_documents as plan_documents
+from devtools.documents import scaling_stretch as stretch
 from protocol import scaling
 from protocol.numbers import Style, number
 from registry.presentation.charts_scaling import scaling_chart
 
 pytestmark = pytest.mark.django_db
-RUN = json.loads((Path(__file__).parents[2] / "protocol" / "data" / "distributed_training_ddp_2.json").read_text())
-PER_DEVICE = 16
-SLOWER_PER_DOUBLING = 0.1  # the law: weak scaling's step time is t(1) × (1 + 0.1 log2 n), so E(n) = 1 ÷ that
-
-
-def stretch(n: int) -> float:
-    return 1 + SLOWER_PER_DOUBLING * math.log2(n)
-
-
-def size_document(plan: str, devices: list[int], index: int, repeat: int = 0) -> dict[str, Any]:
-    """The fixture run at devices[index] devices of weak scaling plan `plan`: every step time stretched by the law,
-    the throughput and every derived figure recomputed so the document passes the protocol's checks; the last rank
-    is the slowest (20 ms more busy time)."""
-    n = devices[index]
-    doc, f = copy.deepcopy(RUN), stretch(n)
-    reps = [[t * f for t in rep] for rep in doc["samples"]["step_time_ms"]["repetitions"]]
-    doc["samples"]["step_time_ms"]["repetitions"] = reps
-    for stat in ("min", "mean", "stdev", "p50", "max"):
-        doc["metrics"]["step_time_ms"][stat] *= f
-    doc["conditions"]["window"]["seconds"] = round(doc["conditions"]["window"]["seconds"] * f, 4)
-    layout = doc["scenario"]["distributed"]
-    layout.update(world_size=n, processes_per_node=n, per_device_batch=PER_DEVICE, global_batch=PER_DEVICE * n)
-    layout["scaling"] = {"id": plan, "mode": "weak", "index": index, "devices": devices, "repeat": repeat}
-    doc["workload"]["shape"].update(batch_size=PER_DEVICE * n, micro_batch_size=PER_DEVICE)
-    times = [t for rep in reps for t in rep]
-    throughput = PER_DEVICE * n * 1000 * len(times) / sum(times)
-    doc["metrics"]["throughput"]["value"] = throughput
-    step = doc["metrics"]["step_time_ms"]["p50"]
-    ranks = [_rank(r, step, 3.0 + 20.0 * (r == n - 1), throughput / n) for r in range(n)]
-    figures = doc["metrics"]["distributed"]
-    figures.update(samples_per_second_per_device=throughput / n, slowest_rank=n - 1, ranks=ranks)
-    figures["communication"]["share"] = sum(r["communication_share"] for r in ranks) / n
-    return doc
-
-
-def _rank(rank: int, step: float, busy: float, rate: float) -> dict[str, Any]:
-    comm = step - busy
-    figures = {
-        "rank": rank,
-        "step_time_ms": step,
-        "busy_ms": busy,
-        "communication_ms": comm,
-        "samples_per_second": rate,
-    }
-    return {**RUN["metrics"]["distributed"]["ranks"][0], **figures, "communication_share": comm / step}
-
-
-def plan_documents(plan: str, devices: list[int], repeats: int = 2) -> list[dict[str, Any]]:
-    return [size_document(plan, devices, i, r) for r in range(repeats) for i in range(len(devices))]
 
 
 def _user() -> Any:
