@@ -87,12 +87,31 @@ def _gaps(plan: scaling.Plan, refusal: str | None, docs: Sequence[Mapping[str, A
     return gaps
 
 
-def scaling_view(docs: Sequence[dict[str, Any]], refs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The page's content for the runs of one plan (all naming the same scaling id), with `refs` their links."""
+def _configuration(doc: Mapping[str, Any]) -> str:
+    """What every size of one plan shares: the workload (name and version), the parallelism and the precision."""
+    workload, precision = doc.get("workload") or {}, doc.get("precision") or {}
+    parallelism = ((doc.get("scenario") or {}).get("distributed") or {}).get("parallelism")
+    return f"{workload.get('name')} {workload.get('version')}, {parallelism}, {precision.get('weights')}"
+
+
+def _plan(docs: Sequence[dict[str, Any]]) -> tuple[scaling.Plan | None, str | None]:
+    """The runs as one plan, or None and why they are not one (in words, never a 500)."""
+    configurations = sorted({_configuration(d) for d in docs})
+    if len(configurations) > 1:  # an id is free text: runs of other configurations may name it too
+        shown = "; ".join(configurations[:4]) + (" …" if len(configurations) > 4 else "")
+        return None, f"These runs do not form one plan: they measured {shown}"
     try:
         (plan,) = scaling.points(docs)
-    except scaling.ScalingError as exc:  # runs of one id that disagree (a mode, a throughput): said, not a 500
-        return {"refusal": f"These runs do not form one plan: {exc}", "rows": [], "gaps": [], "chart": None}
+    except scaling.ScalingError as exc:  # runs of one id that disagree (a mode, a throughput)
+        return None, f"These runs do not form one plan: {exc}"
+    return plan, None
+
+
+def scaling_view(docs: Sequence[dict[str, Any]], refs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The page's content for the runs of one plan (all naming the same scaling id), with `refs` their links."""
+    plan, why = _plan(docs)
+    if plan is None:
+        return {"rows": [], "gaps": [], "chart": None, "refusal": why}
     eff: list[scaling.Efficiency] | None
     try:
         eff, refusal = scaling.efficiency(plan), None

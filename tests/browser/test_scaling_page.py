@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import Group
 
+from devtools.documents import scaling_plan_documents as plan_documents
 from registry.services.submissions import submission_create
 from tests.browser.test_catalogue_tasks import NARROW, PASSWORD, WIDE, User
-from tests.registry.web.test_scaling import plan_documents
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -105,6 +105,15 @@ def test_runs_of_one_id_that_disagree_on_the_mode_are_refused_in_words() -> None
     assert response.status_code == 200 and "do not form one plan" in page and "is weak scaling, not strong" in page
 
 
+def test_runs_of_another_workload_that_name_the_plan_are_refused_in_words() -> None:
+    user = _user()
+    docs = plan_documents("shared-name", [1, 2], repeats=1)
+    docs[1]["workload"]["version"] = "2.0"
+    _store(user, docs)
+    page = html.unescape(_web(user).get("/scaling/shared-name/").content.decode())
+    assert "do not form one plan: they measured mlp-tiny 1.0, ddp, fp32; mlp-tiny 2.0, ddp, fp32" in page
+
+
 def test_an_unknown_or_overlong_plan_is_404_and_other_runs_are_not_gathered() -> None:
     user = _user()
     _store(user, [RUN])
