@@ -43,6 +43,7 @@ def run_page(request: HttpRequest, run_id: int) -> HttpResponse:
             "distribution_fields": detail.distribution_fields,
             "history_link": _history_link(run.pk),
             "sweep": _sweep(run, per_user),
+            "scaling": _scaling(run.document),
             "per_user": per_user,
             "per_user_error": per_user_error,
             # from the document: the reasons for an absent figure are exact
@@ -75,6 +76,13 @@ def _sweep(run: Any, per_user: float | None) -> dict[str, Any] | None:
     refs = [{"id": r.pk, "digest": r.digest, "url": f"/runs/{r.pk}/"} for r in runs]
     view = sweep_view([r.document for r in runs], refs, serving.configuration_label(run.document), per_user)
     return {**view, "id": sweep_id, "count": len(runs)}
+
+
+def _scaling(document: dict[str, Any]) -> dict[str, Any] | None:
+    """The scaling plan the run is a size of (scenario.distributed.scaling: id, mode, sizes), None for any other."""
+    layout = (document.get("scenario") or {}).get("distributed") or {}
+    plan = layout.get("scaling")
+    return {**plan, "world_size": layout.get("world_size")} if isinstance(plan, dict) else None
 
 
 def _history_link(run_id: int) -> str | None:

@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from registry.web import agents, audit, catalogue, comparisons, decisions, reports, runs, series, tokens
+from registry.web import agents, audit, catalogue, comparisons, decisions, reports, runs, scaling, series, tokens
 
 urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
@@ -12,6 +12,8 @@ urlpatterns = [
     path("matrix/", catalogue.matrix, name="matrix"),
     path("runs/<int:run_id>/", runs.run_page, name="run"),
     path("sweeps/compare/", runs.sweep_compare_page, name="sweep-compare"),
+    # a plan id is free text up to 100 characters (protocol 1.3), "/" included: the path converter keeps it whole
+    path("scaling/<path:scaling_id>/", scaling.scaling_page, name="scaling"),
     path("runs/<int:run_id>/withdraw", runs.run_withdraw, name="run-withdraw"),
     path("runs/<int:run_id>/history/", series.run_history_page, name="run-history"),
     path("compare/", comparisons.compare, name="compare"),

@@ -154,6 +154,16 @@ BENCHES = [
         postgres=True,
     ),
     Bench(
+        "scaling_plan",
+        ("--smoke",),
+        (
+            rf"with the index \(0028\): {NUMBER} ms",
+            rf"without it \(baseline, every training run's document read\): {NUMBER} ms",
+            rf"ratio without / with: {NUMBER}x",
+        ),
+        postgres=True,
+    ),
+    Bench(
         "tiles",
         ("--smoke",),
         (rf"ratio tile / static: {NUMBER}", rf"sign \+ cosign with 3 witness\(es\): median {NUMBER} ms"),

@@ -49,6 +49,7 @@ def _served() -> list[dict[str, Any]]:
         m0022,
         importlib.import_module("registry.migrations.0025_per_accelerator"),
         importlib.import_module("registry.migrations.0026_sweep_id"),
+        importlib.import_module("registry.migrations.0028_scaling_plan_index"),
     ],
 )
 def test_the_migration_imports_no_protocol_code(module: Any) -> None:

@@ -312,6 +312,9 @@ RULES: dict[str, list[Case]] = {
     "matrix": [("get", lambda w: "/matrix/", None, W_READ, 200)],
     "run": [("get", lambda w: f"/runs/{w['run'].pk}/", None, W_READ, 200)],
     "sweep-compare": [("get", lambda w: "/sweeps/compare/", None, W_READ, 200)],
+    # the world has no scaling plan: a reader's door opens onto 404 (no stored run names it); that a reader sees a
+    # stored plan is tests/registry/web/test_scaling.py's
+    "scaling": [("get", lambda w: "/scaling/no-such-plan/", None, W_READ, 404)],
     "run-withdraw": [("post", lambda w: f"/runs/{w['run'].pk}/withdraw", lambda w: {"reason": "r"}, W_ADMIN, 302)],
     "compare": [
         ("get", lambda w: "/compare/", None, W_READ, 200),

@@ -1,0 +1,32 @@
+"""The runs of a scaling plan: every stored, not withdrawn run whose document names the plan
+(scenario.distributed.scaling.id, protocol 1.3).
+
+Found by a JSON filter on the stored document, served on PostgreSQL by an expression index (migration
+0028_scaling_plan_index), not by a summary column as serving sweeps are (0026): the id is already in every run's
+JSONB document, so no backfill of the append-only table and no new column for audit verify; see the migration.
+"""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+
+from registry.models import Submission
+
+MAX_RUNS = 500  # runs read for one plan: 64 sizes at most (the schema's bound) × a few repeats
+MAX_ID = 100  # characters, as protocol 1.3 bounds scenario.distributed.scaling.id
+
+
+def scaling_runs(*, scaling_id: str) -> list[Submission]:
+    """The plan's runs, oldest first (at most MAX_RUNS), withdrawn runs left out; [] for an id no plan can have."""
+    if not scaling_id or len(scaling_id) > MAX_ID:
+        return []
+    return list(scaling_query(scaling_id=scaling_id)[:MAX_RUNS])
+
+
+def scaling_query(*, scaling_id: str) -> QuerySet[Submission]:
+    """The query behind scaling_runs (its plan is checked against the index in the tests)."""
+    return (
+        Submission.objects.select_related("withdrawal")
+        .filter(phase="training", withdrawal__isnull=True, document__scenario__distributed__scaling__id=scaling_id)
+        .order_by("pk")
+    )

@@ -1,0 +1,41 @@
+"""A scaling plan's page: the runs of one configuration at 1, 2, 4, … devices, their efficiency and its chart."""
+
+from __future__ import annotations
+
+import hashlib
+
+from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from registry import policy
+from registry.presentation.scaling import scaling_view
+from registry.selectors.scaling import scaling_runs
+from registry.web.charts import CHART_SECONDS
+
+
+@login_required
+@require_GET
+def scaling_page(request: HttpRequest, scaling_id: str) -> HttpResponse:
+    """/scaling/<id>/: every stored run of the plan, by device count. Runs are read by anyone who may read runs, so
+    a plan is too; an id no stored run names is 404."""
+    policy.require(policy.for_request(request), policy.RUN_READ)
+    runs = scaling_runs(scaling_id=scaling_id)
+    if not runs:
+        raise Http404("No stored run names this scaling plan.")
+    refs = [{"id": r.pk, "url": f"/runs/{r.pk}/"} for r in runs]
+    # The view is drawn from immutable runs: cached under their digests (a new or withdrawn run changes the key).
+    key = hashlib.sha256(" ".join(r.digest for r in runs).encode()).hexdigest()
+    view = cache.get_or_set(f"scaling:{key}", lambda: scaling_view([r.document for r in runs], refs), CHART_SECONDS)
+    first = runs[0]
+    context = {
+        "id": scaling_id,
+        "view": view,
+        "count": len(runs),
+        "workload": first.workload_name,
+        "system": first.system_name,
+        "parallelism": first.document["scenario"]["distributed"].get("parallelism"),
+    }
+    return render(request, "registry/scaling.html", context)
