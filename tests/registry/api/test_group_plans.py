@@ -72,6 +72,8 @@ def test_each_member_job_is_sent_to_its_agents_queue_as_the_group_task(
         ({"spec": {**SPEC, "collective": "all_sideways"}}, 422, ["/spec"]),
         ({"spec": {**SPEC, "unknown": 1}}, 422, ["/spec"]),
         ({"spec": {**SPEC, "iters": "many"}}, 422, ["/spec"]),
+        ({"spec": {**SPEC, "nproc_per_node": 1.5}}, 422, ["/spec"]),
+        ({"spec": {**SPEC, "warmup": True}}, 422, ["/spec"]),
         ({"soft_time_limit": 600, "time_limit": 600}, 422, ["/time_limit"]),
         # Against the description: 400.
         ({"agents": ["node-a"]}, 400, ["/agents"]),
