@@ -54,7 +54,16 @@ def from_fields(values: Mapping[str, Any]) -> CollectiveJobSpec:
     unknown = sorted(set(values) - known)
     if unknown:
         raise ValueError(f"a collectives job has no field {', '.join(unknown)} (it has {', '.join(sorted(known))})")
+    # JSON's 1.5 and true pass the range checks below yet no launcher takes them: each field is its own type.
+    wrong = sorted(name for name, value in values.items() if type(value) is not FIELD_TYPES[name])
+    if wrong:
+        raise ValueError(", ".join(f"{name} must be {FIELD_TYPES[name].__name__}" for name in wrong))
     return CollectiveJobSpec(**values)
+
+
+FIELD_TYPES = {"collective": str, "dtype": str, "device": str, "submitter": str} | {
+    name: int for name in ("nnodes", "nproc_per_node", "min_bytes", "max_bytes", "step_factor", "warmup", "iters")
+}
 
 
 def expected_fields(spec: CollectiveJobSpec) -> dict[str, Any]:

@@ -48,6 +48,7 @@ urlpatterns = [
     path("agents/<int:agent_id>", agents.AgentDetailApi.as_view(), name="api-agent-detail"),
     path("agents/<int:agent_id>/revoke", agents.AgentRevokeApi.as_view(), name="api-agent-revoke"),
     path("plans", agents.PlanCollectionApi.as_view(), name="api-plans"),
+    path("plans/groups", job_groups.GroupPlanCreateApi.as_view(), name="api-plan-groups"),
     path("plans/<int:plan_id>", agents.PlanDetailApi.as_view(), name="api-plan-detail"),
     path("jobs", agents.JobCollectionApi.as_view(), name="api-jobs"),
     path("jobs/<int:job_id>", agents.JobDetailApi.as_view(), name="api-job-detail"),

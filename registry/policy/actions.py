@@ -26,6 +26,7 @@ AGENT_READ = "agent.read"  # obj: Agent (inventory, host names and addresses)
 AGENT_REVOKE = "agent.revoke"
 AGENT_SELF = "agent.self"  # heartbeat, `agents/me`
 PLAN_CREATE = "plan.create"
+GROUP_PLAN_CREATE = "plan.group.create"  # a job group: ranks on several agents (registry/services/job_groups.py)
 PLAN_READ = "plan.read"  # obj: Plan
 JOB_LIST = "job.list"
 JOB_READ = "job.read"  # obj: Job

@@ -35,6 +35,7 @@ from registry.policy.actions import (
     DECISION_CREATE,
     DECISION_READ,
     ENROLMENT_MANAGE,
+    GROUP_PLAN_CREATE,
     HEALTH_READ,
     JOB_CANCEL,
     JOB_LIST,
@@ -259,6 +260,7 @@ RULES: dict[str, Callable[[Principal, Any], bool]] = {
     AGENT_REVOKE: _person_admin,
     AGENT_SELF: _agent_self,
     PLAN_CREATE: _planner,
+    GROUP_PLAN_CREATE: _planner,  # as any plan: the agents' owners enrolled them to run the registry's plans
     PLAN_READ: _plan_read,
     JOB_LIST: _planner,
     JOB_READ: _job_read,

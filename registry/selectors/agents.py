@@ -36,6 +36,13 @@ def agents_by_reference(references: list[str]) -> list[Agent]:
     return found
 
 
+def agent_by_reference(reference: str) -> Agent | None:
+    """The live agent named by id or name, or None."""
+    query = Agent.objects.filter(revoked_at__isnull=True)
+    numeric = reference.isascii() and reference.isdigit()
+    return (query.filter(pk=int(reference)) if numeric else query.filter(name=reference)).first()
+
+
 def enrolment_token_list() -> QuerySet[EnrolmentToken]:
     return EnrolmentToken.objects.select_related("agent")
 

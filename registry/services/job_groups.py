@@ -13,6 +13,9 @@ rules, each a conditional UPDATE on the group's locked row so that racing agents
   * **a rank that dies fails the group**: a member's `job_fail`, or a started member whose lease lapsed, fails the
     group and every other member with the reason (`jobs.group_fail`);
   * **one run**: rank 0 alone submits, and the group holds that run (`jobs.job_submission_create`).
+
+Each member job is sent to its agent after the commit like any plan's job (`plans.job_dispatch`), which names the
+agent's group task so that the agent runs its rank's loop (runners/agent/groups.py) instead of a single job.
 """
 
 from __future__ import annotations
@@ -29,7 +32,9 @@ from django.utils import timezone
 from registry.choices import GroupStatus, JobStatus
 from registry.exceptions import RegistryError
 from registry.models import Agent, Job, JobGroup, Plan
+from registry.selectors.agents import agent_by_reference
 from registry.services.jobs import DEADLINE_GRACE, JobConflict, group_fail, job_claim, job_log_state
+from registry.services.plans import job_dispatch_after_commit
 from runners import collectives_spec
 
 FORM_TIMEOUT_BOUNDS = (10, 3600)  # seconds the members have to arrive
@@ -38,8 +43,9 @@ ENDPOINT = re.compile(r"^(?:[A-Za-z0-9.-]{1,253}|\[[0-9A-Fa-f:]{2,39}\]):(\d{1,5
 
 
 def _invalid(pointer: str, message: str) -> RegistryError:
+    """422: a well-formed group the registry cannot run (docs/api.md, "Status codes")."""
     return RegistryError(
-        message, code="invalid-plan", errors=[{"pointer": pointer, "code": "invalid", "message": message}]
+        message, code="invalid-plan", status=422, errors=[{"pointer": pointer, "code": "invalid", "message": message}]
     )
 
 
@@ -55,9 +61,11 @@ def group_plan_create(
     name: str = "",
 ) -> JobGroup:
     """A plan whose agents (2 to MAX_GROUP_SIZE, in rank order, each once) form one group running `spec` (a
-    collectives job's fields; `nnodes` is the number of agents). 400 with the pointer for what cannot run."""
+    collectives job's fields; `nnodes` is the number of agents). 422 with the pointer for what cannot run."""
     fields, checked = _checked(agents, spec, form_timeout)
     hard = time_limit or soft_time_limit + 60
+    if hard <= soft_time_limit:
+        raise _invalid("/time_limit", "time_limit must exceed soft_time_limit")
     plan = Plan.objects.create(
         name=name,
         runner=collectives_spec.PHASE,
@@ -80,10 +88,37 @@ def group_plan_create(
     return group
 
 
+def group_agents(references: list[str]) -> list[Agent]:
+    """The live agents named (by id or name) in rank order, or 422 with a pointer for each reference that names no
+    enrolled agent, names an agent already listed (a rank is one machine), or the registry's embedded agent (it
+    runs single jobs in the registry's worker, not a rank's loop)."""
+    agents: list[Agent] = []
+    errors: list[dict[str, str]] = []
+    for index, reference in enumerate(references):
+        agent = agent_by_reference(reference)
+        problem = (
+            f"no enrolled agent {reference}"
+            if agent is None
+            else f"agent {agent.name} is already rank {agents.index(agent)}"
+            if agent in agents
+            else "the registry's embedded agent cannot host a rank of a group"
+            if agent.embedded
+            else None
+        )
+        if agent is not None:
+            agents.append(agent)
+        if problem:
+            errors.append({"pointer": f"/agents/{index}", "code": "invalid", "message": problem})
+    if errors:
+        message = f"the group's agents: {errors[0]['message']}"
+        raise RegistryError(message, code="invalid-plan", status=422, errors=errors)
+    return agents
+
+
 def _checked(
     agents: list[Agent], spec: dict[str, Any], form_timeout: int
 ) -> tuple[dict[str, Any], collectives_spec.CollectiveJobSpec]:
-    """The members' job fields (the spec with `nnodes`), or 400 naming what cannot run."""
+    """The members' job fields (the spec with `nnodes`), or 422 naming what cannot run."""
     if not 2 <= len(agents) <= MAX_GROUP_SIZE or len({a.pk for a in agents}) != len(agents):
         raise _invalid("/agents", f"a group names 2 to {MAX_GROUP_SIZE} distinct agents")
     low, high = FORM_TIMEOUT_BOUNDS
@@ -111,6 +146,7 @@ def _create_members(group: JobGroup, agents: list[Agent], fields: dict[str, Any]
             group_rank=rank,
         )
         job_log_state(job, created_by.get_username(), plan=plan.pk, group=group.pk, rank=rank)
+        job_dispatch_after_commit(job)
 
 
 def group_arrive(*, job: Job, claimant: str, lease_seconds: int, endpoint: str | None = None) -> dict[str, Any]:
@@ -166,8 +202,8 @@ def _start_if_complete(group: JobGroup) -> bool:
 
 
 def group_view(*, job: Job) -> dict[str, Any]:
-    """What a member waiting at the rendezvous needs: the group's state, its rank, the world, and once started the
-    endpoint and run id to meet at; once failed, why."""
+    """What a member waiting at the rendezvous needs: the group's state, its rank, the world, its job's spec (what
+    its node runs), and once started the endpoint and run id to meet at; once failed, why."""
     if job.group_id is None:
         raise JobConflict(f"job {job.pk} is not in a group", code="not-a-group-job")
     groups_expire(group_id=job.group_id)
@@ -183,6 +219,7 @@ def group_view(*, job: Job) -> dict[str, Any]:
         "form_deadline_at": group.form_deadline_at.isoformat(),
         "error": group.last_error,
         "run": group.run_id,
+        "spec": job.spec,
     }
 
 

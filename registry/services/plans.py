@@ -26,6 +26,7 @@ from runners.serving import spec as serving
 log = logging.getLogger(__name__)
 
 AGENT_TASK = "benchreg.run_job"  # defined in runners.agent.worker, executed by the agent's worker
+GROUP_TASK = "benchreg.run_group_job"  # the same, for one rank of a job group (runners/agent/groups.py)
 EMBEDDED_TASK = "registry.tasks.jobs.job_run_embedded"  # the registry's own agent, run by the registry's worker
 PLAN_FIELDS = {"phase", "workload", "precision", "batch_size", "scenario", "repetitions", "submitter"}
 OPTION_FIELDS = {f.name for f in dataclasses.fields(RunSpec)} - PLAN_FIELDS
@@ -170,6 +171,11 @@ def _queue_job(plan: Plan, agent: Agent, spec: dict[str, Any], created_by: User)
         time_limit=plan.time_limit,
     )
     job_log_state(job, created_by.get_username(), plan=plan.pk, spec=job.spec)
+    job_dispatch_after_commit(job)
+
+
+def job_dispatch_after_commit(job: Job) -> None:
+    """Send `job` to its agent once the transaction that stored it commits (nothing if it rolls back)."""
     # The default binds this job's id: to on_commit the lambda is a hook of no arguments.
     transaction.on_commit(cast(Callable[[], None], lambda job_id=job.pk: job_dispatch(job_id=job_id)), robust=True)
 
@@ -177,7 +183,8 @@ def _queue_job(plan: Plan, agent: Agent, spec: dict[str, Any], created_by: User)
 def job_dispatch(*, job_id: int) -> None:
     """Send one queued job to its agent (called after the commit that created it).
 
-    Enrolled agents get `benchreg.run_job` on their own queue. The embedded agent's jobs run in the registry's
+    Enrolled agents get `benchreg.run_job` on their own queue (a job group's member: `benchreg.run_group_job`,
+    which arrives at the group's rendezvous instead of claiming alone). The embedded agent's jobs run in the registry's
     own task, eagerly in-process when no broker is configured. Without a broker a remote agent cannot be
     reached: its job stays queued (and is logged) until it is dispatched again with a broker.
     """
@@ -190,7 +197,7 @@ def job_dispatch(*, job_id: int) -> None:
         log.warning("job %s for agent %s stays queued: no broker is configured", job.pk, job.agent_name)
     else:
         dispatch.send(
-            AGENT_TASK,
+            AGENT_TASK if job.group_id is None else GROUP_TASK,
             job.pk,
             queue=job.agent.queue,
             soft_time_limit=job.soft_time_limit,

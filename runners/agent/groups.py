@@ -12,10 +12,12 @@ rule); the others' launchers fail too, as their peer is gone.
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -23,6 +25,7 @@ from ..collectives_spec import CollectiveJobSpec, from_fields
 from .jobs import JobGone, JobOutcome, JobRegistry, LeaseKeeper, with_provenance
 
 POLL_SECONDS = 0.5
+FORM_SLACK_S = 30.0  # waited past the group's deadline for the registry to say it failed (its clock decides)
 OUTPUT_TAIL = 2000  # characters of a failed command's output reported as the job's error
 
 
@@ -99,3 +102,30 @@ def run_member(registry: GroupRegistry, member: Member, spec_fields: dict[str, A
     document = json.loads((out / f"{spec.collective}.run.json").read_text())
     submitted = registry.submit(with_provenance(document, job=member.job_id, agent=member.agent))
     return JobOutcome(member.job_id, submitted.status, submitted.run_id, submitted.digest, submitted.message)
+
+
+def run_group_job(
+    registry: GroupRegistry, job_id: int, *, agent: str, claimant: str, host: str, workdir: Path, lease_seconds: int
+) -> JobOutcome:
+    """What an agent's worker does with a group member job it is sent: learn its rank and spec from the registry,
+    host the rendezvous on `host` (a free port there) if it is rank 0, and run its member's loop until the group's
+    deadline (plus slack). A job that is no longer waiting for this agent is skipped, as a single job is."""
+    try:
+        view = registry.group(job_id)
+    except JobGone as exc:
+        return JobOutcome(job_id, "skipped", detail=str(exc))
+    endpoint = f"{host}:{free_port(host)}" if view["rank"] == 0 else ""
+    member = Member(job_id, agent, claimant, endpoint, workdir, lease_seconds)
+    deadline = datetime.fromisoformat(view["form_deadline_at"])
+    form_s = max(0.0, (deadline - datetime.now(deadline.tzinfo)).total_seconds()) + FORM_SLACK_S
+    try:
+        return run_member(registry, member, view["spec"], form_s)
+    except JobGone as exc:  # the arrival was refused: the group failed or is no longer forming
+        return JobOutcome(job_id, "skipped", detail=str(exc))
+
+
+def free_port(host: str) -> int:
+    """A port free on `host` now, for rank 0's c10d store (the launcher binds it moments later)."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.bind((host.strip("[]"), 0))
+        return int(probe.getsockname()[1])

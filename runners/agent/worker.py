@@ -1,4 +1,5 @@
-"""The agent's Celery app and its one task, `benchreg.run_job(job_id)`, consumed from the agent's own queue.
+"""The agent's Celery app and its tasks, `benchreg.run_job(job_id)` and, for one rank of a job group,
+`benchreg.run_group_job(job_id)`, consumed from the agent's own queue.
 
 Configured only from the agent's credential file (named by $BENCHREG_AGENT_CONFIG, which `benchreg agent
 start` sets) and the environment: broker URL, queue, registry URL and token. Long jobs: JSON only, one job at
@@ -14,7 +15,9 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import tempfile
 import threading
+from pathlib import Path
 from typing import Any
 
 from celery import Celery, Task, signals
@@ -23,10 +26,13 @@ from celery.exceptions import SoftTimeLimitExceeded
 from ..client import RegistryClient, RegistryError
 from . import credentials
 from .credentials import Credential
+from .groups import run_group_job
 from .jobs import run_job
 from .remote import HttpJobRegistry
 
 TASK_NAME = "benchreg.run_job"
+GROUP_TASK_NAME = "benchreg.run_group_job"
+RENDEZVOUS_HOST_ENV = "BENCHREG_AGENT_RENDEZVOUS_HOST"  # the address peers reach this machine at, as rank 0
 log = logging.getLogger(__name__)
 
 # No Django fixup: an agent never loads the registry's settings. Not the current app: importing this module
@@ -101,6 +107,35 @@ def run_job_task(self: Task[Any, Any], job_id: int) -> dict[str, Any]:
             timeout_errors=(SoftTimeLimitExceeded,),
         )
     log.info("job %s: %s %s", job_id, outcome.outcome, outcome.detail)
+    return outcome.as_dict()
+
+
+@app.task(
+    name=GROUP_TASK_NAME,
+    bind=True,
+    autoretry_for=(RegistryError,),
+    retry_backoff=2,
+    retry_backoff_max=30,  # a rank retried late misses its group's deadline
+    retry_jitter=True,
+    max_retries=6,
+    acks_late=True,
+    reject_on_worker_lost=True,
+)
+def run_group_job_task(self: Task[Any, Any], job_id: int) -> dict[str, Any]:
+    """Run this agent's rank of a job group (see runners.agent.groups.run_group_job)."""
+    credential = current_credential()
+    host = os.environ.get(RENDEZVOUS_HOST_ENV) or socket.getfqdn()
+    with RegistryClient(credential.server, credential.token) as client, tempfile.TemporaryDirectory() as workdir:
+        outcome = run_group_job(
+            HttpJobRegistry(client),
+            int(job_id),
+            agent=credential.agent,
+            claimant=claimant(),
+            host=host,
+            workdir=Path(workdir),
+            lease_seconds=credential.lease_seconds,
+        )
+    log.info("group job %s: %s %s", job_id, outcome.outcome, outcome.detail)
     return outcome.as_dict()
 
 

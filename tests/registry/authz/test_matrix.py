@@ -190,6 +190,15 @@ RULES: dict[str, list[Case]] = {
             201,
         )
     ],
+    "api-plan-groups": [
+        (
+            "post",
+            lambda w: "/api/v1/plans/groups",
+            lambda w: {"agents": ["rig-a", "rig-b"], "runner": "collectives", "spec": {"collective": "all_reduce"}},
+            PLANNER,
+            201,
+        )
+    ],
     "api-plan-detail": [("get", lambda w: f"/api/v1/plans/{w['plan'].pk}", None, PLAN, 200)],
     "api-jobs": [("get", lambda w: "/api/v1/jobs", None, PLANNER, 200)],
     "api-job-detail": [("get", lambda w: f"/api/v1/jobs/{w['job'].pk}", None, JOB, 200)],
