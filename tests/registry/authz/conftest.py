@@ -67,8 +67,19 @@ def _member(name: str, role: str) -> Any:
     return user
 
 
+def build_world_rows() -> dict[str, Any]:
+    """The world's rows, made in the current transaction (world_rows keeps them for a module; a module whose tests
+    count what is stored makes them per test instead)."""
+    cache.clear()
+    AuditHead.objects.get_or_create(id=1)  # as tests/registry/conftest.py makes them before each test
+    for role in ("viewer", "submitter", "admin"):
+        Group.objects.get_or_create(name=role)
+    with override_settings(BENCHREG_AUDIT_SEQUENCING="inline"):  # nothing commits to number entries after
+        return _make_rows(load_example("inference-server-h100-bf16"))
+
+
 @pytest.fixture(scope="module")
-def _world_rows(django_db_setup: None, django_db_blocker: Any) -> Iterator[dict[str, Any]]:
+def world_rows(django_db_setup: None, django_db_blocker: Any) -> Iterator[dict[str, Any]]:
     """The world's rows, made once per test module inside a transaction that stays open until the module ends.
 
     Each test's own transaction (the `db` fixture) is then a savepoint inside it, so whatever a test changes is
@@ -80,12 +91,7 @@ def _world_rows(django_db_setup: None, django_db_blocker: Any) -> Iterator[dict[
         outer = transaction.atomic()
         outer.__enter__()
         try:
-            cache.clear()
-            AuditHead.objects.get_or_create(id=1)  # as tests/registry/conftest.py makes them before each test
-            for role in ("viewer", "submitter", "admin"):
-                Group.objects.get_or_create(name=role)
-            with override_settings(BENCHREG_AUDIT_SEQUENCING="inline"):  # nothing commits to number entries after
-                rows = _make_rows(load_example("inference-server-h100-bf16"))
+            rows = build_world_rows()
         except BaseException:
             transaction.set_rollback(True)
             outer.__exit__(None, None, None)
@@ -177,9 +183,9 @@ def _fresh(value: Any) -> Any:
 
 
 @pytest.fixture
-def world(_world_rows: dict[str, Any], db: None) -> dict[str, Any]:
+def world(world_rows: dict[str, Any], db: None) -> dict[str, Any]:
     """The module's world, its objects read afresh, with new clients for every principal (a client keeps cookies)."""
-    world = {key: _fresh(value) for key, value in _world_rows.items() if not key.startswith("_")}
+    world = {key: _fresh(value) for key, value in world_rows.items() if not key.startswith("_")}
     submitter = world["submitter"]
     knocks = [Knock("anonymous", APIClient(), Client(), frozenset(), person=False)]
     for user, base, rights in (
@@ -190,10 +196,10 @@ def world(_world_rows: dict[str, Any], db: None) -> dict[str, Any]:
     ):
         owner = user.pk == submitter.pk
         knocks.append(Knock(base, *_session(user), frozenset(rights), session=True, owner=owner, user=user))
-        for scope, plain in _world_rows["_tokens"].get(user.get_username(), []):
+        for scope, plain in world_rows["_tokens"].get(user.get_username(), []):
             knocks.append(Knock(f"{base}+{scope}-token", *_token(plain), frozenset({scope}), owner=owner, user=user))
     for agent, who in ((world["agent"], "agent"), (world["agent_b"], "other-agent")):
-        plain = _world_rows["_agent_tokens"][agent.name]
+        plain = world_rows["_agent_tokens"][agent.name]
         rights = frozenset({"agent", "submit"})
         knocks.append(Knock(who, *_token(plain), rights, person=False, agent=agent.name, user=agent.user))
     world["knocks"] = knocks

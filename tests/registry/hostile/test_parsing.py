@@ -17,10 +17,20 @@ from rest_framework.test import APIClient
 from devtools.documents import variant
 from registry.models import Plan, Submission
 from registry.services.submissions import submission_create
-from tests.registry.authz.conftest import world  # noqa: F401 (the fixture: one of everything, every principal)
+from tests.registry.authz.conftest import build_world_rows, world  # noqa: F401 (the fixture: one of everything, every principal)
 from tests.registry.authz.test_matrix import RULES
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def world_rows(db: None) -> dict[str, Any]:
+    """The world made per test, inside the test's own transaction: this module's tests check that a refusal
+    stores nothing, so no run of the world may outlive the test that asked for it (the authorization tests keep one
+    world a module)."""
+    return build_world_rows()
+
+
 PROBLEM = "application/problem+json"
 DEEP = "[" * 1000 + "]" * 1000  # about 2 KB
 BIG = 6 * 1024 * 1024
