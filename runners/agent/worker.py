@@ -85,6 +85,8 @@ def claimant() -> str:
 
 @app.task(
     name=TASK_NAME,
+    shared=False,  # the agent's app only: Celery shares a task with every app by default, and a registry process
+    # that imports this module would then run an agent's job itself instead of sending it to the agent's queue
     bind=True,
     autoretry_for=(RegistryError,),
     retry_backoff=2,
@@ -112,6 +114,8 @@ def run_job_task(self: Task[Any, Any], job_id: int) -> dict[str, Any]:
 
 @app.task(
     name=GROUP_TASK_NAME,
+    shared=False,  # the agent's app only: Celery shares a task with every app by default, and a registry process
+    # that imports this module would then run an agent's job itself instead of sending it to the agent's queue
     bind=True,
     autoretry_for=(RegistryError,),
     retry_backoff=2,

@@ -41,6 +41,9 @@ def test_a_registry_task_is_sent_as_configured_and_with_options_when_given(sent:
 
 
 def test_a_name_the_registry_does_not_define_goes_to_the_broker_with_its_options(sent: list) -> None:
+    import runners.agent.worker  # noqa: F401 (as a test of the agents does in this process: its tasks stay its own)
+
+    assert "benchreg.run_job" not in app.tasks and "benchreg.run_group_job" not in app.tasks
     dispatch.send("benchreg.run_job", 3, queue="agent.rig", time_limit=60)
     assert sent == [("benchreg.run_job", (3,), {"queue": "agent.rig", "time_limit": 60})]
 
