@@ -352,6 +352,16 @@ def _audit_import(
         )
 
 
+def file_outcome(path: str, stored: BatchOutcome) -> ImportOutcome:
+    """What became of one imported file's document in the batch path: stored or known as a run, or refused with
+    each problem by its pointer."""
+    if stored.run is None:
+        exc = stored.error
+        details = [f"{e.get('pointer')}: {e.get('message')}" for e in exc.errors] if exc else []
+        return ImportOutcome(path, "refused", errors=details or [str(exc)])
+    return ImportOutcome(path, stored.status, stored.run.pk, stored.run.digest, note=stored.note)
+
+
 def _outcome(item: mlperf.ImportItem, stored: BatchOutcome | None) -> ImportOutcome:
     if item.skipped:
         return ImportOutcome(item.key, "skipped", errors=[item.skipped])
@@ -406,16 +416,7 @@ def serving_import(
     stored = submission_create_batch(
         documents=(level.document for level in levels), submitted_by=submitted_by, trust=Trust.DECLARED
     )
-    outcomes = []
-    for level, outcome in zip(levels, stored, strict=True):
-        if outcome.run is None:
-            exc = outcome.error
-            details = [f"{e.get('pointer')}: {e.get('message')}" for e in exc.errors] if exc else []
-            outcomes.append(ImportOutcome(level.path, "refused", errors=details or [str(exc)]))
-        else:
-            outcomes.append(
-                ImportOutcome(level.path, outcome.status, outcome.run.pk, outcome.run.digest, note=outcome.note)
-            )
+    outcomes = [file_outcome(level.path, outcome) for level, outcome in zip(levels, stored, strict=True)]
     with transaction.atomic():
         audit_append(
             kind=AuditKind.IMPORT_COMPLETED,

@@ -20,7 +20,7 @@ import protocol
 from registry.choices import AuditKind, Trust
 from registry.importers import nccl_tests_documents
 from registry.services.audit import audit_append
-from registry.services.imports import ImportOutcome, outcome_counts
+from registry.services.imports import ImportOutcome, file_outcome, outcome_counts
 from registry.services.submissions import submission_create_batch
 
 
@@ -72,15 +72,7 @@ def nccl_tests_import(
     stored = submission_create_batch(
         documents=(sweep.document for sweep in sweeps), submitted_by=submitted_by, trust=Trust.DECLARED
     )
-    outcomes = []
-    for sweep, outcome in zip(sweeps, stored, strict=True):
-        if outcome.run is None:
-            exc = outcome.error
-            details = [f"{e.get('pointer')}: {e.get('message')}" for e in exc.errors] if exc else []
-            outcomes.append(ImportOutcome(sweep.path, "refused", errors=details or [str(exc)]))
-        else:
-            run = outcome.run
-            outcomes.append(ImportOutcome(sweep.path, outcome.status, run.pk, run.digest, note=outcome.note))
+    outcomes = [file_outcome(sweep.path, outcome) for sweep, outcome in zip(sweeps, stored, strict=True)]
     with transaction.atomic():
         audit_append(
             kind=AuditKind.IMPORT_COMPLETED,
