@@ -110,3 +110,17 @@ def _fresh_catalogue_cache() -> Iterator[None]:
     cache.clear()
     yield
     cache.clear()
+
+
+def store_through_api(user: Any, docs: list[dict[str, Any]]) -> list[int]:
+    """Submit each document as `user` through POST /api/v1/submissions (the door a lab takes); the new runs' ids."""
+    from rest_framework.test import APIClient
+
+    api = APIClient(SERVER_NAME="localhost")
+    api.force_authenticate(user)
+    ids = []
+    for doc in docs:
+        response = api.post("/api/v1/submissions", doc, format="json")
+        assert response.status_code == 201, response.content
+        ids.append(response.json()["id"])
+    return ids

@@ -10,8 +10,6 @@ from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.test import Client
-from rest_framework.test import APIClient
 
 import protocol
 from devtools.documents import SCALING_RUN as RUN
@@ -20,6 +18,8 @@ from devtools.documents import scaling_stretch as stretch
 from protocol import scaling
 from protocol.numbers import Style, number
 from registry.presentation.charts_scaling import scaling_chart
+from tests.registry.web.conftest import signed_in
+from tests.registry.web.conftest import store_through_api as _store
 
 pytestmark = pytest.mark.django_db
 
@@ -30,23 +30,6 @@ def _user() -> Any:
     user = get_user_model().objects.create_user("scaler", password="x")
     user.groups.add(Group.objects.get_or_create(name="submitter")[0])
     return user
-
-
-def _store(user: Any, docs: list[dict[str, Any]]) -> list[int]:
-    api = APIClient(SERVER_NAME="localhost")
-    api.force_authenticate(user)
-    ids = []
-    for doc in docs:
-        response = api.post("/api/v1/submissions", doc, format="json")
-        assert response.status_code == 201, response.content
-        ids.append(response.json()["id"])
-    return ids
-
-
-def _web(user: Any) -> Client:
-    web = Client(SERVER_NAME="localhost")
-    web.force_login(user)
-    return web
 
 
 def test_the_documents_of_the_law_are_valid_and_their_efficiency_is_the_laws() -> None:
@@ -62,7 +45,7 @@ def test_the_plan_page_shows_each_size_with_protocol_scalings_figures_and_the_ch
     user = _user()
     docs = plan_documents("weak-1-2-4", [1, 2, 4])
     ids = _store(user, docs)
-    response = _web(user).get("/scaling/weak-1-2-4/")
+    response = signed_in(user, SERVER_NAME="localhost").get("/scaling/weak-1-2-4/")
     assert response.status_code == 200
     page = html.unescape(response.content.decode())
     (plan,) = scaling.points(docs)
@@ -75,21 +58,21 @@ def test_the_plan_page_shows_each_size_with_protocol_scalings_figures_and_the_ch
     assert "rank 3 (2 of 2 runs)" in page and "rank 1 (2 of 2 runs)" in page
     assert "<svg" in page and "ideal: n × 1 device" in page and "holds the true efficiency" in page
     assert all(f'href="/runs/{i}/"' in page for i in ids)
-    run_page = _web(user).get(f"/runs/{ids[-1]}/").content.decode()
+    run_page = signed_in(user, SERVER_NAME="localhost").get(f"/runs/{ids[-1]}/").content.decode()
     assert 'href="/scaling/weak-1-2-4/"' in run_page and "4-device size of weak scaling plan" in run_page
 
 
 def test_one_size_measured_is_a_gap_in_words_not_a_curve() -> None:
     user = _user()
     _store(user, plan_documents("only-one", [1, 2, 4], repeats=1)[:1])
-    page = html.unescape(_web(user).get("/scaling/only-one/").content.decode())
+    page = html.unescape(signed_in(user, SERVER_NAME="localhost").get("/scaling/only-one/").content.decode())
     assert "Only 1 device(s) measured: no curve" in page and "Planned but not stored: 2, 4 device(s)" in page
 
 
 def test_a_plan_without_its_1_device_runs_has_no_efficiency_and_says_why() -> None:
     user = _user()
     _store(user, plan_documents("no-reference", [1, 2, 4])[1:3])
-    response = _web(user).get("/scaling/no-reference/")
+    response = signed_in(user, SERVER_NAME="localhost").get("/scaling/no-reference/")
     page = html.unescape(response.content.decode())
     assert response.status_code == 200 and "has no 1-device runs to scale from" in page
     assert "<svg" in page and "ideal" not in page.split("<svg", 1)[1].split("</svg>", 1)[0]
@@ -100,7 +83,7 @@ def test_runs_of_one_id_that_disagree_on_the_mode_are_refused_in_words() -> None
     docs = plan_documents("mixed", [1, 2], repeats=1)
     docs[1]["scenario"]["distributed"]["scaling"]["mode"] = "strong"
     _store(user, docs)
-    response = _web(user).get("/scaling/mixed/")
+    response = signed_in(user, SERVER_NAME="localhost").get("/scaling/mixed/")
     page = html.unescape(response.content.decode())
     assert response.status_code == 200 and "do not form one plan" in page and "is weak scaling, not strong" in page
 
@@ -110,14 +93,14 @@ def test_runs_of_another_workload_that_name_the_plan_are_refused_in_words() -> N
     docs = plan_documents("shared-name", [1, 2], repeats=1)
     docs[1]["workload"]["version"] = "2.0"
     _store(user, docs)
-    page = html.unescape(_web(user).get("/scaling/shared-name/").content.decode())
+    page = html.unescape(signed_in(user, SERVER_NAME="localhost").get("/scaling/shared-name/").content.decode())
     assert "do not form one plan: they measured mlp-tiny 1.0, ddp, fp32; mlp-tiny 2.0, ddp, fp32" in page
 
 
 def test_an_unknown_or_overlong_plan_is_404_and_other_runs_are_not_gathered() -> None:
     user = _user()
     _store(user, [RUN])
-    web = _web(user)
+    web = signed_in(user, SERVER_NAME="localhost")
     assert web.get("/scaling/nowhere/").status_code == 404
     assert web.get("/scaling/" + "x" * 101 + "/").status_code == 404
 
@@ -135,7 +118,7 @@ def test_an_id_with_a_slash_is_reached_from_the_run_page_and_a_withdrawn_size_le
 
     user = _user()
     ids = _store(user, plan_documents("lab/weak 1", [1, 2], repeats=1))
-    web = _web(user)
+    web = signed_in(user, SERVER_NAME="localhost")
     link = 'href="/scaling/lab/weak%201/"'
     assert link in web.get(f"/runs/{ids[0]}/").content.decode()
     assert "0.909" in web.get("/scaling/lab/weak%201/").content.decode()

@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.test import Client
 from rest_framework.test import APIClient
 
 from tests.protocol.serving_law import sweep_docs
+from tests.registry.web.conftest import signed_in
+from tests.registry.web.conftest import store_through_api as _store
 
 pytestmark = pytest.mark.django_db
 NOISE = (0.98, 1.0, 1.02)
@@ -27,27 +28,10 @@ def _user() -> Any:
     return user
 
 
-def _store(user: Any, docs: list[dict[str, Any]]) -> list[int]:
-    api = APIClient(SERVER_NAME="localhost")
-    api.force_authenticate(user)
-    ids = []
-    for doc in docs:
-        response = api.post("/api/v1/submissions", doc, format="json")
-        assert response.status_code == 201, response.content
-        ids.append(response.json()["id"])
-    return ids
-
-
-def _web(user: Any) -> Client:
-    web = Client(SERVER_NAME="localhost")
-    web.force_login(user)
-    return web
-
-
 def test_the_run_page_of_a_level_shows_its_sweep_and_the_level_used_at_a_target() -> None:
     user = _user()
     ids = _store(user, sweep_docs((1, 2, 4, 8, 16, 32)))
-    web = _web(user)
+    web = signed_in(user, SERVER_NAME="localhost")
     page = web.get(f"/runs/{ids[0]}/?per_user=48").content.decode()
     assert "Load sweep" in page and "sweep-a" in page and "<svg" in page
     assert "At 48 tok/s per user, 8×B200 delivers 50 output tokens/s per accelerator" in page
@@ -75,7 +59,7 @@ def test_the_decision_page_reads_a_sweep_at_its_knee_and_draws_the_frontier() ->
     (c,) = body["answer"]["candidates"]
     assert c["sweep"]["knee"]["level"]["load"] == 16.0 and c["systems_needed"]["value"] == 38  # by hand: see
     # tests/protocol/test_decisions_sweeps.py (C = 533.3 tokens/s at concurrency 16)
-    page = _web(user).get(f"/decisions/{body['id']}/").content.decode()
+    page = signed_in(user, SERVER_NAME="localhost").get(f"/decisions/{body['id']}/").content.decode()
     assert "Load sweeps" in page and "capacity read at concurrency 16" in page and "<svg" in page
     assert "per provisioned MW" in page
     unknown = api.post(
@@ -91,7 +75,7 @@ def test_two_sweeps_are_compared_at_equal_interactivity_on_their_page() -> None:
     _store(user, sweep_docs((1, 2, 4, 8, 16), sweep="a", noise=NOISE))
     law_b = {"accelerators": 2, "model": "MI355X", "u0": 80, "c0": 4}
     _store(user, sweep_docs((1, 2, 4, 8, 16), sweep="b", noise=NOISE, **law_b))
-    web = _web(user)
+    web = signed_in(user, SERVER_NAME="localhost")
     page = web.get("/sweeps/compare/?sweep=a&sweep=b&per_user=48").content.decode()
     assert "<svg" in page and "delivers 0.93" in page and "95% CI 0.896–0.981" in page and "not interpolated" in page
     missing = web.get("/sweeps/compare/?sweep=a&sweep=nowhere")
@@ -124,7 +108,7 @@ def test_sweeps_with_different_request_shapes_are_refused_in_words_and_given_no_
     _store(user, _shaped(sweep_docs((1, 2, 4, 8, 16), sweep="a", noise=NOISE), FIXED))
     law_b = {"accelerators": 2, "model": "MI355X", "u0": 80, "c0": 4}
     _store(user, _shaped(sweep_docs((1, 2, 4, 8, 16), sweep="b", noise=NOISE, **law_b), AGENTIC))
-    page = _web(user).get("/sweeps/compare/?sweep=a&sweep=b&per_user=48").content.decode()
+    page = signed_in(user, SERVER_NAME="localhost").get("/sweeps/compare/?sweep=a&sweep=b&per_user=48").content.decode()
     assert notices(page) == [
         "Not like for like on the system under test axis: request shape differs: 1000/200 fixed (8×B200 (a)) vs "
         "agentic multi-turn (2×MI355X (b)). No ratio is given: each sweep's frontier is shown as measured, not set "
@@ -167,7 +151,9 @@ def test_the_shared_kimi_and_glm_sweeps_are_not_like_for_like(tmp_path: Any) -> 
         r.document["system"]["accelerators"][0]["model"]: r.document["scenario"]["sweep"]["id"]
         for r in Submission.objects.all()
     }
-    page = _web(user).get(f"/sweeps/compare/?sweep={ids['B200']}&sweep={ids['Instinct MI355X']}&per_user=30")
+    page = signed_in(user, SERVER_NAME="localhost").get(
+        f"/sweeps/compare/?sweep={ids['B200']}&sweep={ids['Instinct MI355X']}&per_user=30"
+    )
     text = page.content.decode()
     assert page.status_code == 200 and notices(text)[0].startswith("Not like for like on the system under test axis")
     assert "served model differs" in text and "workload.version: 060226" in text
@@ -183,7 +169,11 @@ def test_guidellm_sweeps_imported_through_the_command_show_their_frontiers(tmp_p
     user = _user()
     docs = run_import(tmp_path, GUIDELLM / "concurrent" / "benchmarks.json", GUIDELLM / "sweep")
     sweeps = list(dict.fromkeys(d["scenario"]["sweep"]["id"] for d in docs))
-    page = _web(user).get(f"/sweeps/compare/?sweep={sweeps[0]}&sweep={sweeps[1]}").content.decode()
+    page = (
+        signed_in(user, SERVER_NAME="localhost")
+        .get(f"/sweeps/compare/?sweep={sweeps[0]}&sweep={sweeps[1]}")
+        .content.decode()
+    )
     assert "<svg" in page and "filled points are its frontier" in page
     rows = re.findall(r'<tr><th scope="row">.*?</tr>', page, re.S)
     assert len(rows) == len(docs) == 6 and sum(">frontier" in r for r in rows) >= 2
@@ -195,6 +185,6 @@ def test_the_compare_page_offers_the_sweeps_stored_lately_newest_first() -> None
     user = _user()
     _store(user, sweep_docs((1, 2), sweep="older"))
     _store(user, sweep_docs((1, 2), sweep="newer"))
-    page = _web(user).get("/sweeps/compare/").content.decode()
+    page = signed_in(user, SERVER_NAME="localhost").get("/sweeps/compare/").content.decode()
     assert '<option value="newer">' in page and '<option value="older">' in page
     assert page.index('<option value="newer">') < page.index('<option value="older">')
