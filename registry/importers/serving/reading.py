@@ -14,6 +14,7 @@ says (docs/serving.md, "Bounds on the files").
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 from typing import Any
@@ -35,18 +36,28 @@ _WORDS = {
 }
 
 
-# What could break a bound, found in the raw text at C speed: NaN/Infinity, a literal of 300+ digits, a number with
-# a 3-digit exponent (a number follows ':', ',' or '['; hex ids such as '0e071' in strings do not), a NUL or
-# surrogate escape. Text without any of them, nested within MAX_DEPTH, needs no walk (the walk costs more than the
-# parse: 0.7 s of a 4 MB sweep); text with one is walked, to name the pointer or to clear it.
-_SUSPECT = re.compile(rb"NaN|Infinity|\d{300}|[:,\[\s]-?[\d.]+[eE][+-]?\d{3}|\\u0000|\\u[dD][89a-fA-F]")
+# What could break a bound, found in the raw text at C speed: NaN/Infinity, a run of 200+ digits, a number with a
+# 3-digit exponent (a number starts the text or follows ':', ',', '[' or a space; hex ids such as '0e071' in strings
+# do not), a NUL or surrogate escape. A double overflows at 10^309: with an exponent of 2 digits at most, only an
+# integer part of 210+ digits gets there (JSON has no leading zeros). Text without any of them, nested within
+# MAX_DEPTH, needs no walk (the walk costs more than the parse: 0.7 s of a 4 MB sweep); text with one is walked, to
+# name the pointer or to clear it.
+_SUSPECT = re.compile(rb"NaN|Infinity|\d{200}|(?:^|[:,\[\s])-?[\d.]+[eE][+-]?\d{3}|\\u0000|\\u[dD][89a-fA-F]")
 _BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _INNERMOST = re.compile(rb"\[\]|\{\}")
 
 
 def _plainly_bounded(raw: bytes | str) -> bool:
     """True only where no bound can be broken (a false answer means "walk it", never "refuse")."""
-    text = raw.encode() if isinstance(raw, str) else raw
+    if isinstance(raw, str):
+        try:
+            text = raw.encode()
+        except UnicodeEncodeError:  # a lone surrogate: the walk names it
+            return False
+    elif json.detect_encoding(raw) not in ("utf-8", "utf-8-sig"):
+        return False  # UTF-16 or -32 (json.loads reads them): the screen reads bytes as UTF-8
+    else:
+        text = raw.removeprefix(codecs.BOM_UTF8)
     if _SUSPECT.search(text):
         return False
     skeleton = text.translate(None, _BRACKETS)  # brackets inside strings too: they can only make it look deeper
@@ -80,7 +91,7 @@ def json_value(raw: bytes | str, where: str, line: int | None = None) -> Any:
         raise ServingImportError(
             f"{_at(line)}holds a number no measurement has ({str(exc)[:120]})", where=where
         ) from None
-    return checked(value, where, line)
+    return value if _plainly_bounded(raw) else checked(value, where, line)
 
 
 def yaml_value(raw: bytes, where: str) -> Any:
