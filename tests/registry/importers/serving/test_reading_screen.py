@@ -20,6 +20,8 @@ HOSTILE = {
     "an integer beyond the largest double": '{"completed": ' + "9" * 400 + "}",
     "a long mantissa times a 2-digit exponent": '{"itl": ' + "1" + "0" * 299 + ".5e10}",
     "a whole text that is a number beyond the largest double": "1e400",
+    "a negative number beyond the largest double in an array": '{"itl": [1.0, -1.5E+400]}',
+    "a number beyond the largest double after a space": '{"itl":\t 17e0308}',
     "an escaped NUL": '{"name": "a\\u0000b"}',
     "an escaped lone surrogate": '{"name": "\\ud800"}',
     "an escaped lone surrogate in a key": '{"\\uDC00": 1}',
