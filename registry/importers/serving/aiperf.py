@@ -126,6 +126,9 @@ def _rates(data: dict[str, Any], where: str, fields: dict[str, str]) -> dict[str
 DISTRIBUTIONS = (
     ("request_latency", "latency_ms", "ms", "ms"),
     ("time_to_first_token", "ttft_ms", "ms", "ms"),
+    # TTFO: to the first answer token, reasoning excluded (protocol 1.3); aiperf writes it for every streamed request
+    # whose answer carried text, in both versions known (0.13.0 under this name, 0.8.0 too).
+    ("time_to_first_output_token", "ttfot_ms", "ms", "ms"),
     # aiperf's inter_token_latency is per request, (e2e − TTFT) ÷ (output tokens − 1): the protocol's TPOT.
     ("inter_token_latency", "tpot_ms", "ms", "ms"),
     ("output_token_throughput_per_user", "tokens_per_second_per_user", "tokens/sec/user", "tokens/s"),
@@ -184,6 +187,16 @@ def _notes(data: dict[str, Any]) -> dict[str, str]:
         ),
         "itl_ms": "not imported: aiperf's inter_chunk_latency times chunks (many tokens each), not token gaps",
     }
+    answered, first = (
+        (data.get(key) or {}).get("count") if isinstance(data.get(key), dict) else None
+        for key in ("time_to_first_output_token", "time_to_first_token")
+    )
+    if isinstance(answered, int) and answered > 0:
+        notes["ttfot_ms"] = (
+            f"aiperf's time_to_first_output_token: the {answered} of {first} requests with a TTFT whose answer carried "
+            "text (aiperf counts neither reasoning nor a tool call as output, so a request that answered with a tool "
+            "call only has no TTFO)"
+        )
     for key in ("context_overflow_count", "osl_mismatch_count"):
         if isinstance(data.get(key), dict) and data[key].get("avg"):
             notes[key] = f"{data[key]['avg']:g} {data[key].get('unit', '')}".strip()
@@ -209,7 +222,9 @@ def _check_per_request(path: Path, summary: dict[str, Any], metrics: dict[str, A
     if path.stat().st_size > MAX_PER_REQUEST_BYTES:
         raise ServingImportError(f"larger than {MAX_PER_REQUEST_BYTES} bytes", where=where)
     raw = path.read_bytes()
-    ttft, latency = [], []
+    ttft: list[float] = []
+    ttfot: list[float] = []
+    latency: list[float] = []
     for number, line in enumerate(raw.splitlines(), 1):
         if not line.strip():
             continue
@@ -222,9 +237,19 @@ def _check_per_request(path: Path, summary: dict[str, Any], metrics: dict[str, A
             continue
         if isinstance(values.get("time_to_first_token"), dict):
             ttft.append(float(values["time_to_first_token"]["value"]))
+        if isinstance(values.get("time_to_first_output_token"), dict):
+            ttfot.append(float(values["time_to_first_output_token"]["value"]))
         if isinstance(values.get("request_latency"), dict):
             latency.append(float(values["request_latency"]["value"]))
-    for name, values, key in (("time_to_first_token", ttft, "ttft_ms"), ("request_latency", latency, "latency_ms")):
+    checked = [("time_to_first_token", ttft, "ttft_ms"), ("request_latency", latency, "latency_ms")]
+    if "ttfot_ms" in metrics or ttfot:
+        if "ttfot_ms" not in metrics:
+            raise ServingImportError(
+                f"{len(ttfot)} per-request records have a time_to_first_output_token, the summary has none",
+                where=where,
+            )
+        checked.append(("time_to_first_output_token", ttfot, "ttfot_ms"))
+    for name, values, key in checked:
         records = "from the per-request records"
         agrees(where, f"the number of {name} records {records}", float(len(values)), float(metrics[key]["count"]))
         agrees(where, f"the mean {name} {records}", sum(values) / len(values), float(summary[name]["avg"]))

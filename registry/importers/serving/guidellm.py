@@ -52,6 +52,10 @@ DISTRIBUTIONS = (
     ("inter_token_latency_ms", "tpot_ms", 1.0, "ms"),
 )
 
+# Time to first output token: to the first token of the answer, reasoning excluded (guidellm's TTFOT, from
+# `first_output_token_iteration`; equal to its TTFT where the model does not reason): protocol 1.3's ttfot_ms.
+TTFOT = "time_to_first_output_token_ms"
+
 
 def is_guidellm(data: dict[str, Any]) -> bool:
     """A guidellm report: its metadata names guidellm, or its benchmarks are guidellm's generative benchmarks."""
@@ -225,6 +229,10 @@ def _metrics(bench: dict[str, Any], at: str, where: str, name: str, fields: dict
         metrics[protocol_key] = _distribution(stats, scale, f"/metrics/{protocol_key}", label, fields)
         if scale != 1:
             fields[f"/metrics/{protocol_key}/count"] += f" ({unit})"
+    if isinstance((source.get(TTFOT) or {}).get("successful"), dict):  # guidellm 0.8 writes it; earlier ones do not
+        stats = _successful(source, TTFOT, at, where)
+        label = f"{name}: {at}.{TTFOT}.successful"
+        metrics["ttfot_ms"] = _distribution(stats, 1.0, "/metrics/ttfot_ms", label, fields)
     if requests is not None:
         metrics["tokens_per_second_per_user"] = _per_user(source, requests, at, where, name, fields)
     metrics["requests"] = _requests(source, at, where, name, fields)

@@ -1,4 +1,5 @@
-"""One load level as a tool reported it, and the protocol 1.2 document it becomes with the deployment."""
+"""One load level as a tool reported it, and the protocol document (1.2, or 1.3 for a level with a 1.3 field) it
+becomes with the deployment."""
 
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ PERCENTILE_KEYS = ("p50", "p90", "p95", "p99")
 # document and so of its digest, and importing the same files after a protocol minor is added must find the runs
 # already stored ("known"), not store them again. Raise it only when the importer writes a field of a newer minor.
 IMPORT_PROTOCOL_VERSION = "1.2"
+# The minor of a level that carries a field added since: `metrics.ttfot_ms` (time to first answer token) exists only
+# in 1.3, so a level whose files give it declares 1.3 and every other level keeps 1.2 (and its digest).
+FIELDS_SINCE = {"ttfot_ms": "1.3"}
 
 
 @dataclass
@@ -135,12 +139,12 @@ def sweep_ids(levels: list[Level]) -> dict[int, tuple[str, int, int]]:
 
 
 def document(level: Level, deployment: Deployment, sweep: tuple[str, int, int], submitter: str) -> dict[str, Any]:
-    """The protocol 1.2 run document of one level."""
+    """The run document of one level: protocol 1.2, or the minor that added a field the level carries."""
     sweep_id, index, count = sweep
     metrics = dict(level.metrics)
     metrics["primary"] = "throughput"
     return {
-        "protocol": f"{PROTOCOL_NAME}/{IMPORT_PROTOCOL_VERSION}",
+        "protocol": f"{PROTOCOL_NAME}/{protocol_version(metrics)}",
         "phase": "inference",
         "workload": _workload(level, deployment),
         "scenario": {
@@ -182,6 +186,12 @@ def document(level: Level, deployment: Deployment, sweep: tuple[str, int, int], 
             },
         },
     }
+
+
+def protocol_version(metrics: dict[str, Any]) -> str:
+    """IMPORT_PROTOCOL_VERSION, or the newest minor of FIELDS_SINCE that a metric of the level needs."""
+    needed = [FIELDS_SINCE[name] for name in metrics if name in FIELDS_SINCE]
+    return max([IMPORT_PROTOCOL_VERSION, *needed], key=lambda version: int(version.partition(".")[2]))
 
 
 def _settings(level: Level, deployment: Deployment) -> dict[str, Any]:

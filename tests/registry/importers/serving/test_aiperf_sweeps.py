@@ -98,7 +98,8 @@ def test_a_shared_sweep_imports_whole_as_one_sweep(tmp_path, user, sweep, concur
     for index, run in enumerate(runs):
         doc, aiperf = run.document, truth[concurrencies[index]]
         assert run.trust == "declared" and doc["provenance"]["source"] == "import"
-        assert doc["protocol"] == "benchreg.submission/1.2" and protocol.errors(doc) == []
+        # aiperf's TTFO is protocol 1.3's ttfot_ms, so these levels declare 1.3 (the field exists only there)
+        assert doc["protocol"] == "benchreg.submission/1.3" and protocol.errors(doc) == []
         assert doc["scenario"]["sweep"] == {
             "id": doc["scenario"]["sweep"]["id"],
             "index": index,
@@ -113,12 +114,20 @@ def test_a_shared_sweep_imports_whole_as_one_sweep(tmp_path, user, sweep, concur
         metrics = doc["metrics"]
         assert metrics["throughput"]["value"] == aiperf["output_token_throughput"]["avg"]
         assert metrics["ttft_ms"]["p50"] == aiperf["time_to_first_token"]["p50"]
+        ttfo = aiperf["time_to_first_output_token"]
+        assert (metrics["ttfot_ms"]["count"], metrics["ttfot_ms"]["mean"]) == (ttfo["count"], ttfo["avg"])
+        assert metrics["ttfot_ms"]["p50"] == ttfo["p50"] and metrics["ttfot_ms"]["unit"] == "ms"
+        assert (
+            f"the {ttfo['count']} of {aiperf['time_to_first_token']['count']} requests"
+            in (doc["provenance"]["origin"]["unparsed"]["ttfot_ms"])
+        )
         assert metrics["tpot_ms"]["mean"] == aiperf["inter_token_latency"]["avg"]
         assert metrics["tokens_per_second_per_user"]["p50"] == aiperf["output_token_throughput_per_user"]["p50"]
         assert metrics["requests"]["completed"] == aiperf["request_count"]["avg"]
         # every number is traced to its source field
         fields = doc["provenance"]["origin"]["fields"]
         assert fields["/metrics/ttft_ms/p50"] == "profile_export_aiperf.json: time_to_first_token.p50"
+        assert fields["/metrics/ttfot_ms/p50"] == "profile_export_aiperf.json: time_to_first_output_token.p50"
         assert "inter_token_latency.avg" in fields["/metrics/tpot_ms/mean"]
         assert "profile_export_aiperf.json" in doc["provenance"]["origin"]["files"]
         # the protocol's sample minimums hold: no p99 on fewer than 662 requests

@@ -47,7 +47,11 @@ def stats(bench: dict[str, Any], key: str) -> dict[str, Any]:
 
 def check_guidellm_level(doc: dict[str, Any], bench: dict[str, Any]) -> None:
     metrics = doc["metrics"]
-    assert protocol.errors(doc) == [] and doc["protocol"] == "benchreg.submission/1.2"
+    # guidellm 0.8's TTFOT is protocol 1.3's ttfot_ms: the level declares 1.3, the minor that has the field
+    assert protocol.errors(doc) == [] and doc["protocol"] == "benchreg.submission/1.3"
+    ttfot = stats(bench, "time_to_first_output_token_ms")
+    assert metrics["ttfot_ms"]["p50"] == ttfot["percentiles"]["p50"] and metrics["ttfot_ms"]["mean"] == ttfot["mean"]
+    assert metrics["ttfot_ms"]["count"] == ttfot["count"]
     assert doc["software"]["serving"]["tool"] == {"name": "guidellm", "version": "0.8.1"}
     assert metrics["ttft_ms"]["p50"] == stats(bench, "time_to_first_token_ms")["percentiles"]["p50"]
     assert metrics["ttft_ms"]["mean"] == stats(bench, "time_to_first_token_ms")["mean"]
@@ -69,6 +73,7 @@ def check_guidellm_level(doc: dict[str, Any], bench: dict[str, Any]) -> None:
     # every number is traced to its field, and percentiles stop at the protocol's sample minimums
     fields = doc["provenance"]["origin"]["fields"]
     assert fields["/metrics/ttft_ms/p50"].endswith(".metrics.time_to_first_token_ms.successful.percentiles.p50")
+    assert fields["/metrics/ttfot_ms/p50"].endswith(".metrics.time_to_first_output_token_ms.successful.percentiles.p50")
     assert "request_latency.successful.max, × 1000" in fields["/metrics/latency_ms/max"]
     assert ("p90" in metrics["ttft_ms"]) == (metrics["ttft_ms"]["count"] >= 64)
     assert "itl_ms" not in metrics
