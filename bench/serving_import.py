@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import sqlite3
 import statistics
@@ -75,12 +76,17 @@ def _env(data_dir: Path, cache: Path) -> dict[str, str]:
     return {**env, "BENCHREG_DATA_DIR": str(data_dir), "BENCHREG_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT)}
 
 
-def _timed(cmd: list[str], env: dict[str, str]) -> float:
+def _timed(cmd: list[str], env: dict[str, str], cpu: list[float] | None = None) -> float:
+    """Wall seconds of one command; its CPU seconds (user + system, a busy host's waiting left out) to `cpu`."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         sys.exit(f"{' '.join(cmd[:6])}... failed ({done.returncode}):\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+    if cpu is not None:
+        cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
     return elapsed
 
 
@@ -119,12 +125,13 @@ def main() -> None:
         cold = _timed(command, _env(work / "cold", cache))
         levels = _levels(work / "cold")
         imports, starts, reads = [], [], []
+        cpu: dict[str, list[float]] = {"import": [], "start": [], "read": []}
         for n in range(repeats):
             fresh = work / f"run{n}"
             shutil.copytree(template, fresh)
-            imports.append(_timed(command, _env(fresh, cache)))
-            starts.append(_timed([*command[:5], "--help"], _env(fresh, cache)))
-            reads.append(_timed([python, "-c", _READ_FILES, *map(str, files)], _env(fresh, cache)))
+            imports.append(_timed(command, _env(fresh, cache), cpu["import"]))
+            starts.append(_timed([*command[:5], "--help"], _env(fresh, cache), cpu["start"]))
+            reads.append(_timed([python, "-c", _READ_FILES, *map(str, files)], _env(fresh, cache), cpu["read"]))
     print(f"sweep: {sweep.name}: {levels} levels, {len(files)} files read, {size / 1e6:.2f} MB; load average "
           f"{os.getloadavg()[0]:.1f}")  # fmt: skip
     print(f"first import, empty validator cache         {cold:.2f} s")
@@ -134,6 +141,12 @@ def main() -> None:
     ratio = statistics.median(imports) / statistics.median(reads)
     added = statistics.median(imports) - statistics.median(starts)
     print(f"import / read ratio {ratio:.1f}x; import beyond start-up {added:.2f} s")
+    cpu_of = {name: statistics.median(samples) for name, samples in cpu.items()}
+    print(
+        f"CPU time (user + system, median): import {cpu_of['import']:.2f} s, start-up {cpu_of['start']:.2f} s, "
+        f"read {cpu_of['read']:.2f} s; import beyond start-up {cpu_of['import'] - cpu_of['start']:.2f} s CPU, "
+        f"{(cpu_of['import'] - cpu_of['start']) / cpu_of['read']:.1f}x the read"
+    )
 
 
 if __name__ == "__main__":

@@ -98,6 +98,8 @@ BENCHES = [
             rf"start-up alone \(the command's --help\)\s+{NUMBER} s",
             rf"read \+ json\.loads of the same files\s+{NUMBER} s",
             rf"import / read ratio {NUMBER}x; import beyond start-up -?{NUMBER} s",
+            rf"CPU time \(user \+ system, median\): import {NUMBER} s, start-up {NUMBER} s, read {NUMBER} s; import "
+            rf"beyond start-up -?{NUMBER} s CPU, -?{NUMBER}x the read",
         ),
     ),
     Bench(
