@@ -88,7 +88,7 @@ def fast_validator(version: str = rules.PROTOCOL_VERSION_LATEST) -> Any:
     digest of everything it depends on (the schema's bytes, fastjsonschema's and Python's versions), so a later
     process loads it in ~1 ms; a schema or library that changes gets a new name, never a stale validator.
     """
-    return _compiled(minor_schema(version))
+    return compiled_validator(minor_schema(version))
 
 
 CACHE_DIR_ENV = "BENCHREG_CACHE_DIR"
@@ -118,7 +118,7 @@ def _cache_key(schema: dict[str, Any]) -> str:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
-def _compiled(schema: dict[str, Any]) -> Any:
+def compiled_validator(schema: dict[str, Any]) -> Any:
     """The schema's validation function: from the cache when there, else compiled (and cached when it can be).
 
     It compiles a copy: fastjsonschema rewrites each `$ref` of the schema it is given into an absolute address, and

@@ -32,45 +32,45 @@ def _refuses(validate, document) -> str:
 
 
 def test_a_second_process_loads_the_validator_without_compiling_it(cache, monkeypatch):
-    first = schema._compiled(SCHEMA)
+    first = schema.compiled_validator(SCHEMA)
     assert len(_cached_files(cache)) == 1
 
     def no_compile(*args, **kwargs):
         raise AssertionError("compiled again although the cache holds it")
 
     monkeypatch.setattr(fastjsonschema, "compile_to_code", no_compile)
-    again = schema._compiled(SCHEMA)
+    again = schema.compiled_validator(SCHEMA)
     fresh = fastjsonschema.compile(copy.deepcopy(SCHEMA))
     for document in ({}, {"protocol": 5}, {"protocol": "benchreg/1.2", "unknown": 1}):
         assert _refuses(again, document) == _refuses(fresh, document) == _refuses(first, document)
 
 
 def test_a_torn_or_altered_cache_file_is_compiled_anew(cache):
-    schema._compiled(SCHEMA)
+    schema.compiled_validator(SCHEMA)
     (path,) = _cached_files(cache)
     raw = path.read_bytes()
     for damaged in (raw[: len(raw) // 2], raw[:32] + raw[33:] + b"x", b""):
         path.write_bytes(damaged)
-        validate = schema._compiled(SCHEMA)
+        validate = schema.compiled_validator(SCHEMA)
         assert "must" in _refuses(validate, {})
         assert path.read_bytes() == raw  # rewritten whole
 
 
 def test_another_schema_gets_another_file_never_a_stale_validator(cache):
-    schema._compiled(SCHEMA)
+    schema.compiled_validator(SCHEMA)
     changed = copy.deepcopy(SCHEMA)
     changed["minProperties"] = 999
-    validate = schema._compiled(changed)
+    validate = schema.compiled_validator(changed)
     assert len(_cached_files(cache)) == 2
     assert "999" in _refuses(validate, {})
-    assert "999" not in _refuses(schema._compiled(SCHEMA), {})
+    assert "999" not in _refuses(schema.compiled_validator(SCHEMA), {})
 
 
 def test_a_folder_that_cannot_be_written_still_validates(tmp_path, monkeypatch):
     blocked = tmp_path / "a-file"
     blocked.write_text("not a folder")
     monkeypatch.setenv(schema.CACHE_DIR_ENV, str(blocked / "cache"))
-    assert "must" in _refuses(schema._compiled(SCHEMA), {})
+    assert "must" in _refuses(schema.compiled_validator(SCHEMA), {})
 
 
 def test_an_empty_cache_setting_keeps_nothing_on_disk(tmp_path, monkeypatch):
@@ -78,7 +78,7 @@ def test_an_empty_cache_setting_keeps_nothing_on_disk(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert schema.validator_cache_dir() is None
-    schema._compiled(SCHEMA)
+    schema.compiled_validator(SCHEMA)
     assert not list(tmp_path.rglob("validator-*"))
 
 
@@ -89,5 +89,5 @@ def test_the_cache_folder_is_the_users_own(tmp_path, monkeypatch):
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert schema.validator_cache_dir() == tmp_path / "home" / ".cache" / "benchreg"
-    schema._compiled(SCHEMA)
+    schema.compiled_validator(SCHEMA)
     assert (tmp_path / "home" / ".cache" / "benchreg").stat().st_mode & 0o077 == 0

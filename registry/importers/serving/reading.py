@@ -60,7 +60,7 @@ _BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _INNERMOST = re.compile(rb"\[\]|\{\}")
 
 
-def _plainly_bounded(raw: bytes | str) -> bool:
+def plainly_bounded(raw: bytes | str) -> bool:
     """True only where no bound can be broken (a false answer means "walk it", never "refuse")."""
     if isinstance(raw, str):
         try:
@@ -107,7 +107,7 @@ def json_value(raw: bytes | str, where: str, line: int | None = None) -> Any:
         raise ServingImportError(
             f"{_at(line)}holds a number no measurement has ({str(exc)[:120]})", where=where
         ) from None
-    return value if _plainly_bounded(raw) else checked(value, where, line)
+    return value if plainly_bounded(raw) else checked(value, where, line)
 
 
 def yaml_value(raw: bytes, where: str) -> Any:

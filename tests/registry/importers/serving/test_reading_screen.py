@@ -1,4 +1,4 @@
-"""The C-speed screen before the bounds walk (registry/importers/serving/reading.py, `_plainly_bounded`): it may
+"""The C-speed screen before the bounds walk (registry/importers/serving/reading.py, `plainly_bounded`): it may
 clear only text that no bound can fail. Every kind of hostile text the walk refuses must also fail the screen, in
 every encoding json.loads reads, or the import would store it (issue 41, items 2 and 5)."""
 
@@ -9,7 +9,7 @@ import json
 import pytest
 
 from registry.importers.serving.errors import ServingImportError
-from registry.importers.serving.reading import _plainly_bounded, json_value
+from registry.importers.serving.reading import json_value, plainly_bounded
 
 RECORD = {"metadata": {"x_request_id": "0e071f"}, "metrics": {"request_latency": {"value": 1.5e3, "unit": "ms"}}}
 HOSTILE = {
@@ -33,25 +33,25 @@ HOSTILE = {
 @pytest.mark.parametrize("encoding", ["utf-8", "utf-8-sig", "utf-16", "utf-32-le"])
 def test_hostile_text_is_not_cleared_by_the_screen_and_is_refused(text, encoding):
     raw = text.encode(encoding)
-    assert not _plainly_bounded(raw)
+    assert not plainly_bounded(raw)
     with pytest.raises(ServingImportError):
         json_value(raw, "file.json")
 
 
 def test_a_string_holding_a_lone_surrogate_is_walked_not_cleared():
     text = '{"name": "\ud800"}'
-    assert not _plainly_bounded(text)
+    assert not plainly_bounded(text)
     with pytest.raises(ServingImportError, match="/name"):
         json_value(text, "file.json")
 
 
 def test_a_plain_record_is_cleared_and_read_as_json_reads_it():
     raw = json.dumps(RECORD).encode()
-    assert _plainly_bounded(raw)
+    assert plainly_bounded(raw)
     assert json_value(raw, "file.jsonl", 3) == RECORD
 
 
 def test_brackets_inside_strings_can_only_send_text_to_the_walk():
     deep_looking = json.dumps({"text": "[" * 70}).encode()
-    assert not _plainly_bounded(deep_looking)
+    assert not plainly_bounded(deep_looking)
     assert json_value(deep_looking, "file.json") == {"text": "[" * 70}
