@@ -322,7 +322,12 @@ def _configuration_key(key: str, where: str) -> None:
 
 def _known_fields(data: Mapping[str, Any]) -> None:
     """Refuses a field the answer would not use (a typo, or a field of another tool), naming it."""
-    for where, known in FIELDS.items():
+    _known_fields_in(data, FIELDS)
+
+
+def _known_fields_in(data: Mapping[str, Any], fields: Mapping[str, tuple[str, ...]]) -> None:
+    """As `_known_fields`, for the fields of one kind of question (inference or training)."""
+    for where, known in fields.items():
         section = data if where == "" else data.get(where[1:])
         if not isinstance(section, Mapping):
             continue
@@ -343,8 +348,8 @@ def _redundancy(data: Mapping[str, Any]) -> int:
 
 def _phase(data: Mapping[str, Any]) -> Any:
     phase = _text(data, "phase", "inference")
-    if phase != "inference":
-        raise DecisionError("/phase: decisions size inference serving; 'inference' is the only phase")
+    if phase != "inference":  # protocol.decisions.read gives a 'training' question to TrainingQuestion
+        raise DecisionError("/phase: 'inference' (serving, sized for a demand rate) or 'training' (R runs a period)")
     return phase
 
 
