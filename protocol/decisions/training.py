@@ -111,7 +111,7 @@ METHODS = {
     "cost": "cost per run = systems × price per system-hour × period hours ÷ R (the fleet paid for the period, spares "
     "and idle hours included); compute cost per run = price per system-hour × time to train, beside it",
     "energy": "measured energy of a run (metrics.energy.joules, a meter over the run), in kWh; never from TDP",
-    "scaling": "efficiency at n devices against the smallest measured size b of the same configuration: a benchreg "
+    "scaling": "scaling efficiency at n devices against the smallest measured size b of the same configuration: a benchreg "
     "scaling plan with 1-device runs by protocol.scaling (throughput, weak or strong as the plan names it); "
     "otherwise E = T(b)·b ÷ (T(n)·n) on time to train, or X(n)·b ÷ (X(b)·n) on throughput; 95% Welch t interval on "
     "the mean logs from 3 values a side; never extrapolated to a size not measured. As a frontier criterion it is "

@@ -10,6 +10,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from protocol.decisions.training import BUDGET_WORDS
 from protocol.numbers import Style, number
 from protocol.summary import headline as summary_headline
 from registry.presentation import answers
@@ -186,7 +187,8 @@ def _training_cells(c: Mapping[str, Any]) -> dict[str, Any]:
         else "one size only"
     )
     return {
-        "budget": (c.get("budget") or {}).get("words") or c.get("meets"),
+        # the verdict in a few words: the time and its interval are the next cell
+        "budget": BUDGET_WORDS.get(str(c.get("meets")), str(c.get("meets"))),
         "time": _figure(c.get("time_to_train")),
         "accelerator_hours": _figure(c.get("accelerator_hours")),
         "cost": _figure(cost),

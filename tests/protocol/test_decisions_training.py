@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import math
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -40,8 +41,12 @@ def ttq(hours: float, count: int = 8, nodes: int = 1, model: str = "H100", energ
         "time_to_quality": {"seconds": hours * 3600.0, "epochs": None, "runs": 1},
         "quality": {"metric": "accuracy", "value": 0.9, "passed": True},
     }
+    started = datetime.fromisoformat(doc["provenance"]["started_at"].replace("Z", "+00:00"))
+    finished = started + timedelta(hours=hours, minutes=1)
+    doc["provenance"]["finished_at"] = finished.isoformat().replace("+00:00", "Z")
     if energy_kwh is not None:
-        doc["metrics"]["energy"] = {"joules": energy_kwh * 3.6e6, "average_power_w": 1000.0, "source": "meter"}
+        watts = energy_kwh * 1000.0 / hours  # over the whole run
+        doc["metrics"]["energy"] = {"joules": energy_kwh * 3.6e6, "average_power_w": watts, "source": "external-meter"}
     return doc
 
 
