@@ -95,7 +95,9 @@ def frontier(
         if (lacking := [k for k in used if _criterion(cands[i], k, fields) is None])
     ]
     placed = [i for i in eligible if all(_criterion(cands[i], k, fields) is not None for k in used)]
-    members = [i for i in placed if used and not any(_dominates(cands[j], cands[i], used, fields) for j in placed if j != i)]
+    members = [
+        i for i in placed if used and not any(_dominates(cands[j], cands[i], used, fields) for j in placed if j != i)
+    ]
     return {
         "criteria": used,
         "dropped": dropped,

@@ -111,8 +111,8 @@ METHODS = {
     "cost": "cost per run = systems × price per system-hour × period hours ÷ R (the fleet paid for the period, spares "
     "and idle hours included); compute cost per run = price per system-hour × time to train, beside it",
     "energy": "measured energy of a run (metrics.energy.joules, a meter over the run), in kWh; never from TDP",
-    "scaling": "scaling efficiency at n devices against the smallest measured size b of the same configuration: a benchreg "
-    "scaling plan with 1-device runs by protocol.scaling (throughput, weak or strong as the plan names it); "
+    "scaling": "scaling efficiency at n devices against the smallest measured size b of the same configuration: a "
+    "benchreg scaling plan with 1-device runs by protocol.scaling (throughput, weak or strong as the plan names it); "
     "otherwise E = T(b)·b ÷ (T(n)·n) on time to train, or X(n)·b ÷ (X(b)·n) on throughput; 95% Welch t interval on "
     "the mean logs from 3 values a side; never extrapolated to a size not measured. As a frontier criterion it is "
     "1 ÷ E (lower is better)",
@@ -486,8 +486,16 @@ def _values(size: _Size, by: str) -> list[float]:
     return out
 
 
-def family_efficiency(fam: _Family) -> dict[int, dict[str, Any]]:
-    """Scaling efficiency per size (by devices) of one family, or for a family of one size, the gap's words."""
+SizeKey = tuple[int, int, str]
+
+
+def size_key(size: _Size) -> SizeKey:
+    """A size of a family: devices, nodes and global batch (two batches at one device count are two candidates)."""
+    return size.devices, size.nodes, str(size.batch)
+
+
+def family_efficiency(fam: _Family) -> dict[SizeKey, dict[str, Any]]:
+    """Scaling efficiency per size of one family; empty for a family measured at one device count."""
     sizes = sorted(fam.sizes.values(), key=lambda s: (s.devices, s.nodes))
     mlperf = all(_mlperf(r.document) for s in sizes for r in s.runs)
     label = "derived, not an MLPerf metric" if mlperf else "derived"
@@ -495,13 +503,10 @@ def family_efficiency(fam: _Family) -> dict[int, dict[str, Any]]:
         return {}
     plan = _plan_efficiency(sizes)
     if plan is not None:
-        return {k: {**v, "label": label} for k, v in plan.items()}
+        return {size_key(s): {**plan[s.devices], "label": label} for s in sizes if s.devices in plan}
     base = sizes[0]
     by = "time" if all(_values(s, "time") for s in sizes) else "throughput"
-    out = {}
-    for s in sizes:
-        out[s.devices] = {**_ratio_efficiency(base, s, by), "label": label}
-    return out
+    return {size_key(s): {**_ratio_efficiency(base, s, by), "label": label} for s in sizes}
 
 
 def _plan_efficiency(sizes: Sequence[_Size]) -> dict[int, dict[str, Any]] | None:
@@ -603,7 +608,12 @@ def candidate(
         "family": family_label,
         "accelerator_model": accelerator_model(doc),
         "configuration": cmp.configuration(doc, "iso-quality"),
-        "size": {"devices": size.devices, "accelerators": accelerators, "nodes": size.nodes, "global_batch": size.batch},
+        "size": {
+            "devices": size.devices,
+            "accelerators": accelerators,
+            "nodes": size.nodes,
+            "global_batch": size.batch,
+        },
         "runs": [dict(r.ref) for r in runs],
         "beside": [cmp.beside(d, "iso-quality") for d in docs],
         "meets": verdict,
@@ -693,7 +703,9 @@ def _gaps(
             }
         )
     if time.value is not None and time.low is None:
-        out.append({"code": "too-few-repetitions", "message": f"no 95% interval of the time to train ({time.evidence})"})
+        out.append(
+            {"code": "too-few-repetitions", "message": f"no 95% interval of the time to train ({time.evidence})"}
+        )
     if energy.value is None:
         out.append({"code": "no-energy", "message": "no run measured its energy with a meter: no energy per run"})
     if not has_price:
@@ -733,7 +745,7 @@ def answer(q: TrainingQuestion, evidence: Sequence[Evidence]) -> dict[str, Any]:
         measured = sorted({s.devices for s in fam.sizes.values()})
         for size in sorted(fam.sizes.values(), key=lambda s: (s.devices, s.nodes, str(s.batch))):
             label = _label(fam_label, size, size.runs[0].document)
-            cands.append(candidate(q, size, label, fam_label, eff.get(size.devices) if eff else None, measured))
+            cands.append(candidate(q, size, label, fam_label, eff.get(size_key(size)) if eff else None, measured))
     rank = {"meets": 0, "cannot-tell": 1, "no-time-to-train": 2, "misses": 3}
     cands.sort(key=lambda c: (rank[c["meets"]], c["time_to_train"]["value"] or math.inf, c["label"]))
     front = frontier(cands, q.criteria, CRITERION_FIELD)
@@ -790,4 +802,3 @@ def summary(cands: Sequence[Mapping[str, Any]], front: Mapping[str, Any]) -> lis
             + (f". Caveats: {weak}." if weak else ".")
         )
     return out
-

@@ -18,10 +18,11 @@ from protocol.decisions import GAP_TITLES as INFERENCE_GAP_TITLES
 from protocol.decisions import VERDICT_WORDS
 from protocol.decisions.training import BUDGET_WORDS
 from protocol.decisions.training import GAP_TITLES as TRAINING_GAP_TITLES
-
-GAP_TITLES = {**INFERENCE_GAP_TITLES, **TRAINING_GAP_TITLES}
 from protocol.numbers import Style, number
 from protocol.statistics import MIN_VALUES
+
+# Each gap's short name, of inference and training answers alike.
+GAP_TITLES = {**INFERENCE_GAP_TITLES, **TRAINING_GAP_TITLES}
 
 # What a decision's gap means for the buyer: (said of one candidate, said of several), and what closes it.
 GAP_WORDS = {

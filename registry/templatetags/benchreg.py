@@ -8,8 +8,8 @@ from django import template
 
 from protocol.decisions import VERDICT_WORDS
 from protocol.decisions.training import BUDGET_WORDS
-from registry.presentation.answers import GAP_TITLES
 from protocol.numbers import Style, number
+from registry.presentation.answers import GAP_TITLES
 from registry.presentation.per_accelerator import per_accelerator_text, run_figures
 from registry.presentation.words import axis_words, headline_text, outcome_words, statistic_words
 

@@ -7,6 +7,7 @@ budget" is checked on seeded simulations whose truth is known, as inference verd
 from __future__ import annotations
 
 import copy
+import json
 import math
 from datetime import datetime, timedelta
 from typing import Any
@@ -15,8 +16,10 @@ import numpy as np
 import pytest
 
 from protocol import decisions as dec
+from protocol import scaling
 from protocol.decisions import training
-from tests.conftest import load_example
+from tests.conftest import ROOT, load_example
+from tests.protocol.test_scaling import plan_documents
 
 QUESTION: dict[str, Any] = {
     "phase": "training",
@@ -51,7 +54,9 @@ def ttq(hours: float, count: int = 8, nodes: int = 1, model: str = "H100", energ
 
 
 def evidence(docs: list[dict]) -> list[dec.Evidence]:
-    return [dec.Evidence(d, {"id": i + 1, "digest": f"sha256:{i}", "url": f"/runs/{i + 1}/"}) for i, d in enumerate(docs)]
+    return [
+        dec.Evidence(d, {"id": i + 1, "digest": f"sha256:{i}", "url": f"/runs/{i + 1}/"}) for i, d in enumerate(docs)
+    ]
 
 
 def ask(docs: list[dict], **edits: Any) -> dict[str, Any]:
@@ -78,7 +83,9 @@ def test_known_truth_at_two_sizes() -> None:
     assert c8["cost_per_run"]["value"] == pytest.approx(2 * 20.0 * 720 / 12)
     assert c8["compute_cost_per_run"]["value"] == pytest.approx(20.0 * t8, rel=1e-5)
     assert c16["compute_cost_per_run"]["value"] == pytest.approx(40.0 * t16, rel=1e-5)
-    assert c8["energy_per_run"]["value"] == pytest.approx(40.0) and c8["energy_cost_per_run"]["value"] == pytest.approx(8.0)
+    assert c8["energy_per_run"]["value"] == pytest.approx(40.0) and c8["energy_cost_per_run"]["value"] == pytest.approx(
+        8.0
+    )
     # scaling efficiency at 16 against 8: T(8)·8 ÷ (T(16)·16)
     assert c16["scaling"]["value"] == pytest.approx(t8 * 8 / (t16 * 16), rel=1e-5)
     assert c16["scaling"]["against_devices"] == 8 and c16["scaling"]["ci_low"] < c16["scaling"]["value"]
@@ -91,8 +98,13 @@ def test_known_truth_at_two_sizes() -> None:
 
 def test_systems_needed_when_the_runs_fill_the_period() -> None:
     # 40 runs of 30 h in 720 h at 80% availability: 40 × 30 ÷ 576 = 2.083 -> 3 systems, + 2 spares
-    answer = ask([ttq(30.0), ttq(30.0), ttq(30.0)], demand={"runs": 40, "period_hours": 720}, availability=0.8,
-                 redundancy=2, time_budget_hours=48)
+    answer = ask(
+        [ttq(30.0), ttq(30.0), ttq(30.0)],
+        demand={"runs": 40, "period_hours": 720},
+        availability=0.8,
+        redundancy=2,
+        time_budget_hours=48,
+    )
     (c,) = answer["candidates"]
     assert c["systems_needed"]["value"] == 5 and c["systems_needed"]["training"] == 3
     assert c["accelerator_hours"]["value"] == pytest.approx(240.0)
@@ -123,7 +135,7 @@ def test_throughput_runs_answer_with_their_gap_and_scale_on_throughput() -> None
     answer = ask([one, eight], prices={})
     c1, c8 = by_size(answer)[1], by_size(answer)[8]
     assert c1["meets"] == "no-time-to-train" and c1["systems_needed"]["value"] is None
-    assert [g["code"] for g in c8["gaps"]][0] == "no-time-to-train"
+    assert next(g["code"] for g in c8["gaps"]) == "no-time-to-train"
     assert c8["scaling"]["value"] == pytest.approx(0.75) and "on throughput" in c8["scaling"]["basis"]
 
 
@@ -224,3 +236,33 @@ def test_the_interval_on_systems_contains_the_true_number_at_least_93_percent() 
         systems = training.systems_needed(q, dec.interval(list(row)))  # type: ignore[arg-type]
         hits += systems["ci_low"] <= truth <= systems["ci_high"]
     assert hits / SIMULATIONS >= 0.93
+
+
+def test_a_scaling_plan_is_read_by_protocol_scaling() -> None:
+    """Distributed runs of one weak-scaling plan at 1, 2 and 4 ranks (throughput only, on CPUs): each size is a
+    candidate with the gap no-time-to-train, and its efficiency is exactly protocol.scaling's against 1 rank."""
+    base = json.loads((ROOT / "tests/protocol/data/distributed_training_ddp_2.json").read_text())
+    docs = []
+    for plan_doc in plan_documents(np.random.default_rng(5), "weak", [1, 2, 4]):
+        doc = copy.deepcopy(base)
+        n = plan_doc["scenario"]["distributed"]["world_size"]
+        doc["scenario"]["distributed"].update(
+            world_size=n,
+            processes_per_node=n,
+            global_batch=16 * n,
+            **{"scaling": plan_doc["scenario"]["distributed"]["scaling"]},
+        )
+        doc["workload"]["shape"]["batch_size"] = 16 * n
+        doc["samples"] = plan_doc["samples"]
+        docs.append(doc)
+    question = {**QUESTION, "workload": base["workload"]["name"], "prices": {}}
+    answer = dec.answer_question(dec.read(question), evidence(docs))
+    sizes = by_size(answer)
+    (plan,) = scaling.points(docs)
+    truth = {r.devices: r for r in scaling.efficiency(plan)}
+    assert set(sizes) == {1, 2, 4}
+    for n in (2, 4):
+        assert sizes[n]["scaling"]["value"] == pytest.approx(truth[n].efficiency, rel=1e-5)
+        assert sizes[n]["scaling"]["ci_low"] == pytest.approx(truth[n].low, rel=1e-5)
+        assert "weak scaling plan" in sizes[n]["scaling"]["basis"]
+        assert sizes[n]["meets"] == "no-time-to-train"

@@ -117,9 +117,7 @@ def test_a_new_size_stored_revisits_the_decision(django_capture_on_commit_callba
     assert any("a new candidate" in line for line in decision.change["would_change"])
 
 
-def test_the_page_and_the_signed_report(
-    settings: Any, tmp_path: Path, django_capture_on_commit_callbacks: Any
-) -> None:
+def test_the_page_and_the_signed_report(settings: Any, tmp_path: Path, django_capture_on_commit_callbacks: Any) -> None:
     settings.DATA_DIR, settings.BENCHREG_CHECKPOINT_KEY = tmp_path, ""
     AuditHead.objects.get_or_create(id=1)
     user = _user()
@@ -152,7 +150,10 @@ def test_the_page_and_the_signed_report(
 ROUND = next(
     (
         p
-        for p in (SHARED / "data/mlperf-rounds/training_v4.0", ROOT.parents[1] / "shared/data/mlperf-rounds/training_v4.0")
+        for p in (
+            SHARED / "data/mlperf-rounds/training_v4.0",
+            ROOT.parents[1] / "shared/data/mlperf-rounds/training_v4.0",
+        )
         if p.is_dir()
     ),
     None,
