@@ -202,7 +202,7 @@ def answer(question: Question, evidence: Sequence[Evidence]) -> dict[str, Any]:
         "contract": {"version": cmp.contract().version, "axis": "iso-quality"},
         "summary": summary(cands, front),
     }
-    _representable(out)
+    representable(out)
     return out
 
 
@@ -334,7 +334,7 @@ def _labels(ordered: Sequence[Configuration]) -> list[str]:
 SAFE_INTEGER = 2**53 - 1  # the largest integer every JSON reader keeps exactly (RFC 8785, I-JSON)
 
 
-def _representable(value: Any, where: str = "") -> None:
+def representable(value: Any, where: str = "") -> None:
     """DecisionError naming the first number in `value` that is not finite or not an integer JSON keeps exactly
     (a guard: each figure above is checked where it is computed, so this names a bug, never a stored run)."""
     if not where and _all_representable(value):
@@ -347,14 +347,14 @@ def _representable(value: Any, where: str = "") -> None:
         raise DecisionError(f"{where or '/'}: the answer's figure is not a finite number")
     if isinstance(value, Mapping):
         for k, v in value.items():
-            _representable(v, f"{where}/{escape_pointer(k)}")
+            representable(v, f"{where}/{escape_pointer(k)}")
     elif isinstance(value, list | tuple):
         for i, v in enumerate(value):
-            _representable(v, f"{where}/{i}")
+            representable(v, f"{where}/{i}")
 
 
 def _all_representable(value: Any) -> bool:
-    """Whether `_representable` would find nothing: a stack, no pointers built (the common types tried first)."""
+    """Whether `representable` would find nothing: a stack, no pointers built (the common types tried first)."""
     stack = [value]
     while stack:
         item = stack.pop()

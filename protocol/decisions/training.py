@@ -36,32 +36,32 @@ from .. import comparability as cmp
 from .. import scaling as scaling_plans
 from ..canonical import digest
 from ..statistics import CONFIDENCE, MIN_VALUES, geometric_mean, log_ratio_interval, rounded
-from .answer import KIND, _representable, frontier, refused_inputs
-from .candidate import Interval, _hourly_price, interval
+from .answer import KIND, frontier, refused_inputs, representable
+from .candidate import Interval, hourly_price, interval
 from .evidence import (
     Evidence,
-    _not_a_candidate,
-    _not_measured,
-    _off_quality,
     accelerator_count,
     accelerator_model,
     configuration_key,
+    not_a_candidate,
+    not_measured,
+    off_quality,
     origin,
 )
 from .question import (
     DecisionError,
-    _currency,
-    _energy_price,
-    _known_fields_in,
-    _number,
-    _prices,
-    _purchase,
-    _quality,
-    _redundancy,
-    _sections,
-    _text,
-    _texts,
     escape_pointer,
+    read_currency,
+    read_energy_price,
+    read_number,
+    read_prices,
+    read_purchase,
+    read_quality,
+    read_redundancy,
+    read_sections,
+    read_text,
+    read_texts,
+    refuse_unknown_fields,
 )
 
 PHASE = "training"
@@ -168,31 +168,33 @@ class TrainingQuestion:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TrainingQuestion:
         """Reads the JSON form; raises DecisionError naming the wrong field by JSON pointer."""
-        _known_fields_in(data, FIELDS)
-        quality, ratio = _quality(data)
-        cands, prices = _sections(data)
+        refuse_unknown_fields(data, FIELDS)
+        quality, ratio = read_quality(data)
+        cands, prices = read_sections(data)
         runs, period = _demand(data)
         return cls(
-            workload=_text(data, "workload"),
-            workload_version=_text(data, "workload_version", None),
+            workload=read_text(data, "workload"),
+            workload_version=read_text(data, "workload_version", None),
             runs=runs,
             period_hours=period,
             time_budget_hours=_ranged(data, "time_budget_hours", (0.0, MAX_BUDGET_HOURS), "hours", required=True),
             availability=_ranged(data, "availability", AVAILABILITY, "the share of the period a system trains")
             if data.get("availability") is not None
             else 1.0,
-            redundancy=_redundancy(data),
+            redundancy=read_redundancy(data),
             quality_target_ratio=ratio,
-            quality_metric=_text(quality, "metric", None, "/quality/metric"),
-            accelerator_models=_texts(cands, "accelerator_models"),
-            accelerator_vendors=_texts(cands, "accelerator_vendors"),
-            precisions=_texts(cands, "precisions"),
+            quality_metric=read_text(quality, "metric", None, "/quality/metric"),
+            accelerator_models=read_texts(cands, "accelerator_models"),
+            accelerator_vendors=read_texts(cands, "accelerator_vendors"),
+            precisions=read_texts(cands, "precisions"),
             exclude_preview=bool(cands.get("exclude_preview", False)),
-            currency=_currency(prices),
-            system_hour=_prices(prices.get("system_hour"), "/prices/system_hour"),
-            accelerator_hour=_prices(prices.get("accelerator_hour"), "/prices/accelerator_hour", configuration=False),
-            purchase=_purchase(prices),
-            energy_price_kwh=_energy_price(prices),
+            currency=read_currency(prices),
+            system_hour=read_prices(prices.get("system_hour"), "/prices/system_hour"),
+            accelerator_hour=read_prices(
+                prices.get("accelerator_hour"), "/prices/accelerator_hour", configuration=False
+            ),
+            purchase=read_purchase(prices),
+            energy_price_kwh=read_energy_price(prices),
             criteria=_criteria(data),
         )
 
@@ -242,7 +244,7 @@ class TrainingQuestion:
 
 
 def _ranged(data: Mapping[str, Any], key: str, bounds: tuple[float, float], what: str, required: bool = False) -> float:
-    value = _number(data, key, f"/{key}", required=required)
+    value = read_number(data, key, f"/{key}", required=required)
     low, high = bounds
     if value is None or not low < value <= high:
         raise DecisionError(f"/{key}: {what}, above {low:g} and at most {high:g}")
@@ -256,7 +258,7 @@ def _demand(data: Mapping[str, Any]) -> tuple[int, float]:
     runs = demand.get("runs")
     if isinstance(runs, bool) or not isinstance(runs, int) or not 1 <= runs <= MAX_RUNS:
         raise DecisionError(f"/demand/runs: a whole number of training runs per period, 1 to {MAX_RUNS:g}")
-    period = _number(demand, "period_hours", "/demand/period_hours")
+    period = read_number(demand, "period_hours", "/demand/period_hours")
     if period is None or not PERIOD_HOURS[0] <= period <= PERIOD_HOURS[1]:
         raise DecisionError(f"/demand/period_hours: the period in hours, {PERIOD_HOURS[0]:g} to {PERIOD_HOURS[1]:g}")
     return runs, period
@@ -286,9 +288,9 @@ def out_of_training(q: TrainingQuestion, doc: Mapping[str, Any]) -> str | None:
     if kind not in TRAINING_SCENARIOS:
         return f"scenario {kind}: neither a time to quality nor a training throughput"
     return (
-        _not_a_candidate(q, doc)  # type: ignore[arg-type]
-        or _not_measured(doc)
-        or _off_quality(q, doc)  # type: ignore[arg-type]
+        not_a_candidate(q, doc)  # type: ignore[arg-type]
+        or not_measured(doc)
+        or off_quality(q, doc)  # type: ignore[arg-type]
     )
 
 
@@ -600,7 +602,7 @@ def candidate(
         else {"value": None, "ci_low": None, "ci_high": None, "reason": "misses the time budget or quality"}
     )
     accelerators = accelerator_count(doc) or size.devices
-    hourly, price_words = _hourly_price(q, doc)  # type: ignore[arg-type]
+    hourly, price_words = hourly_price(q, doc)  # type: ignore[arg-type]
     energy = _energy_kwh(docs)
     scaling = _scaling_block(efficiency, sizes_measured)
     out = {
@@ -765,7 +767,7 @@ def answer(q: TrainingQuestion, evidence: Sequence[Evidence]) -> dict[str, Any]:
         "contract": {"version": cmp.contract().version, "axis": "iso-quality"},
         "summary": summary(cands, front),
     }
-    _representable(out)
+    representable(out)
     return out
 
 
