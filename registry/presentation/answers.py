@@ -89,6 +89,7 @@ GAP_WORDS = {
     ),
 }
 CHECK_ASSUMPTIONS = "Check the assumptions (demand, headroom, prices) before you buy."
+CHECK_TRAINING_ASSUMPTIONS = "Check the assumptions (runs per period, availability, spares, prices) before you buy."
 
 
 def conclusion(answer: Mapping[str, Any]) -> dict[str, Any]:
@@ -132,7 +133,7 @@ def conclusion(answer: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "headline": headline,
         "why": why,
-        "next": then or [CHECK_ASSUMPTIONS],
+        "next": then or [CHECK_TRAINING_ASSUMPTIONS if training else CHECK_ASSUMPTIONS],
         "tone": "clear" if meets else "tentative",
         "scope": scope,
     }

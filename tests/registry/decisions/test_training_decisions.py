@@ -181,7 +181,8 @@ def test_the_real_mlperf_training_round(tmp_path: Path) -> None:
         "time_budget_hours": 1,
         "prices": {"accelerator_hour": {"NVIDIA H100-SXM5-80GB": 3.0}},
     }
-    decision = decision_create(owner=_user(), title="ResNet every day", question=question)
+    owner = _user()
+    decision = decision_create(owner=owner, title="ResNet every day", question=question)
     answer = decision.answers.get(number=1).answer
     sizes = {c["size"]["devices"]: c for c in answer["candidates"]}
     for n, seconds in published.items():
@@ -195,3 +196,8 @@ def test_the_real_mlperf_training_round(tmp_path: Path) -> None:
     assert sizes[8]["meets"] == "meets" and sizes[8]["systems_needed"]["value"] == 1
     assert sizes[8]["cost_per_run"]["value"] == pytest.approx(8 * 3.0 * 720 / 100)
     assert sizes[3584]["compute_cost_per_run"]["value"] == pytest.approx(3584 * 3.0 * published[3584] / 3600, rel=1e-5)
+    web = Client(SERVER_NAME="localhost")
+    web.force_login(owner)
+    page = _text(web.get(f"/decisions/{decision.pk}/").content.decode())
+    assert "All 3 candidates were measured at one size only, so their scaling efficiency is unknown." in page
+    assert "MLPerf Training v4.0 published score" in page
