@@ -574,11 +574,14 @@ def _ratio_efficiency(base: _Size, size: _Size, by: str) -> dict[str, Any]:
 
 
 def _label(fam_label: str, size: _Size, doc: Mapping[str, Any]) -> str:
+    """'16x H100, 2 nodes, global batch 512', then what sets its configuration apart from the others' (the
+    accelerator model, which the size already names, and an unspecified precision left out of that part)."""
     where = f", {size.nodes} nodes" if size.nodes > 1 else ""
     batch = f", global batch {size.batch}" if size.batch is not None else ""
-    return f"{configuration_key(doc) if accelerator_count(doc) else f'{size.devices}x ' + accelerator_model(doc)}" + (
-        f"{where}{batch}" + (f" — {fam_label}" if fam_label else "")
-    )
+    model = accelerator_model(doc)
+    apart = ", ".join(part for part in fam_label.split(", ") if part and part not in (model, "unspecified"))
+    head = configuration_key(doc) if accelerator_count(doc) else f"{size.devices}x {model}"
+    return f"{head}{where}{batch}" + (f" — {apart}" if apart else "")
 
 
 def candidate(

@@ -114,7 +114,9 @@ def conclusion(answer: Mapping[str, Any]) -> dict[str, Any]:
     cost_field = "cost_per_run" if training else "cost_per_million"
     if meets:
         # labels hold commas ("MI300X, fp8"): candidates are set apart by semicolons, as the frontier lists them
-        headline = f"{_of(len(meets), n)} meet the question's {goal}: {'; '.join(c['label'] for c in meets)}."
+        labels = _short_labels(candidates) if training else [str(c["label"]) for c in candidates]
+        named = "; ".join(labels[i] for i, c in enumerate(candidates) if c.get("meets") == "meets")
+        headline = f"{_of(len(meets), n)} meet the question's {goal}: {named}."
         cheapest = _cheapest(meets, "Of those, the lowest cost", cost_field)
     else:
         who = "The one candidate cannot" if n == 1 else f"None of the {n} candidates can"
@@ -137,6 +139,15 @@ def conclusion(answer: Mapping[str, Any]) -> dict[str, Any]:
         "tone": "clear" if meets else "tentative",
         "scope": scope,
     }
+
+
+def _short_labels(candidates: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each candidate's label; a training candidate's by its size alone ("8x H100, global batch 3200", before " — "
+    and what sets its configuration apart) where those alone tell every candidate apart: the headline stays short
+    and the table names them whole."""
+    labels = [str(c["label"]) for c in candidates]
+    short = [label.split(" — ")[0] for label in labels]
+    return short if len(set(short)) == len(short) else labels
 
 
 def _of(k: int, n: int) -> str:

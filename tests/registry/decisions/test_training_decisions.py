@@ -125,7 +125,7 @@ def test_the_page_and_the_signed_report(settings: Any, tmp_path: Path, django_ca
     web = Client(SERVER_NAME="localhost")
     web.force_login(user)
     page = _text(web.get(f"/decisions/{made['id']}/").content.decode())
-    assert "Both candidates meet the question's time budget" in page
+    assert "Both candidates meet the question's time budget: 16x H100, 2 nodes, global batch 512; 8x H100" in page
     assert "Time to train, hours (95% CI)" in page and "Scaling efficiency" in page
     assert "8x H100, global batch 256: meets the time budget: 5.998 h, 95% CI 5.521–6.516 h against 10 h" in page
     assert "0.857 (0.798–0.92) against 8 device(s)" in page  # 16 GPUs' efficiency against 8
@@ -201,3 +201,9 @@ def test_the_real_mlperf_training_round(tmp_path: Path) -> None:
     page = _text(web.get(f"/decisions/{decision.pk}/").content.decode())
     assert "All 3 candidates were measured at one size only, so their scaling efficiency is unknown." in page
     assert "MLPerf Training v4.0 published score" in page
+    # the headline names candidates by their size where that tells them apart; the table names them whole
+    assert (
+        "2 of the 3 candidates meet the question's time budget: 3584x NVIDIA H100-SXM5-80GB, 448 nodes, global batch "
+        "57344; 8x NVIDIA H100-SXM5-80GB, global batch 3200." in page
+    )
+    assert "8x NVIDIA H100-SXM5-80GB, global batch 3200 — mxnet nvidia release 24.04" in page
