@@ -18,12 +18,18 @@ configuration. For each candidate the answer says:
 
 Nothing here touches a database: the registry passes the candidate runs' documents and references.
 
+A *training* question (phase "training": R runs of a workload per period under a time budget per run) is read and
+answered by training.py (DECISIONS.md, Training); `read` and `answer_question` choose by phase.
+
 Where each part lives: question.py (the question and its plausible ranges), evidence.py (the runs and why one does
 not answer), candidate.py (one configuration's verdicts, systems, cost and energy with their intervals),
 answer.py (the whole answer: candidates, frontier, summary), tuned.py (a sweep whose engine was tuned per load).
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from .answer import CRITERION_FIELD, KIND, METHODS, SAFE_INTEGER, VERDICT_WORDS, answer, frontier, summary
 from .candidate import GAP_TITLES, Interval, candidate, gaps, interval, objective_verdict, systems_needed
@@ -42,6 +48,23 @@ from .question import (
     DecisionError,
     Question,
 )
+from .training import TrainingQuestion
+from .training import answer as training_answer
+
+
+def read(data: Any) -> Question | TrainingQuestion:
+    """The question in its JSON form checked: a training question when its phase says so, else an inference one."""
+    if isinstance(data, Mapping) and data.get("phase") == "training":
+        return TrainingQuestion.from_dict(data)
+    return Question.from_dict(data)
+
+
+def answer_question(question: Question | TrainingQuestion, evidence: Sequence[Evidence]) -> dict[str, Any]:
+    """The answer of either kind of question."""
+    if isinstance(question, TrainingQuestion):
+        return training_answer(question, evidence)
+    return answer(question, evidence)
+
 
 __all__ = [
     "CRITERIA",
@@ -64,14 +87,17 @@ __all__ = [
     "Evidence",
     "Interval",
     "Question",
+    "TrainingQuestion",
     "accelerator_model",
     "answer",
+    "answer_question",
     "candidate",
     "frontier",
     "gaps",
     "interval",
     "objective_verdict",
     "out_of_question",
+    "read",
     "summary",
     "systems_needed",
 ]

@@ -62,64 +62,72 @@ CRITERION_FIELD = {
 }
 
 
-def _criterion(cand: Mapping[str, Any], name: str) -> float | None:
-    block, key = CRITERION_FIELD[name]
+Fields = Mapping[str, tuple[str, str | None]]
+
+
+def _criterion(cand: Mapping[str, Any], name: str, fields: Fields = CRITERION_FIELD) -> float | None:
+    block, key = fields[name]
     value = cand[block] if key is None else (cand[block] or {}).get(key)
     return float(value) if isinstance(value, int | float) else None
 
 
-def _bounds(cand: Mapping[str, Any], name: str) -> tuple[float, float] | None:
+def _bounds(cand: Mapping[str, Any], name: str, fields: Fields = CRITERION_FIELD) -> tuple[float, float] | None:
     """The criterion's 95% interval (low, high), None when it has none."""
-    if name == "latency":
+    if name == "latency" and fields is CRITERION_FIELD:
         measured = (cand["objectives"][0].get("measured") if cand.get("objectives") else None) or {}
     else:
-        measured = cand[CRITERION_FIELD[name][0]] or {}
+        measured = cand[fields[name][0]] or {}
     low, high = measured.get("ci_low"), measured.get("ci_high")
     return (float(low), float(high)) if isinstance(low, int | float) and isinstance(high, int | float) else None
 
 
-def frontier(cands: Sequence[dict[str, Any]], criteria: Sequence[str]) -> dict[str, Any]:
-    """Pareto frontier (lower is better on every criterion, beyond the intervals) of the eligible candidates."""
+def frontier(
+    cands: Sequence[dict[str, Any]], criteria: Sequence[str], fields: Fields = CRITERION_FIELD
+) -> dict[str, Any]:
+    """Pareto frontier (lower is better on every criterion, beyond the intervals) of the eligible candidates.
+    `fields` says where each criterion's value is in a candidate (a training answer's differ from inference's)."""
     eligible = [i for i, c in enumerate(cands) if c["meets"] != "misses"]
-    used = [k for k in criteria if any(_criterion(cands[i], k) is not None for i in eligible)]
+    used = [k for k in criteria if any(_criterion(cands[i], k, fields) is not None for i in eligible)]
     dropped = [{"criterion": k, "lacking": [cands[i]["label"] for i in eligible]} for k in criteria if k not in used]
     unplaced = [
         {"label": cands[i]["label"], "lacking": lacking}
         for i in eligible
-        if (lacking := [k for k in used if _criterion(cands[i], k) is None])
+        if (lacking := [k for k in used if _criterion(cands[i], k, fields) is None])
     ]
-    placed = [i for i in eligible if all(_criterion(cands[i], k) is not None for k in used)]
-    members = [i for i in placed if used and not any(_dominates(cands[j], cands[i], used) for j in placed if j != i)]
+    placed = [i for i in eligible if all(_criterion(cands[i], k, fields) is not None for k in used)]
+    members = [
+        i for i in placed if used and not any(_dominates(cands[j], cands[i], used, fields) for j in placed if j != i)
+    ]
     return {
         "criteria": used,
         "dropped": dropped,
         "unplaced": unplaced,
         "members": members,
         "labels": [cands[i]["label"] for i in members],
-        "tied": _tied(cands, members, used),
-        "cannot_tell": _cannot_tell(cands, members, used),
+        "tied": _tied(cands, members, used, fields),
+        "cannot_tell": _cannot_tell(cands, members, used, fields),
         "method": METHODS["frontier"],
     }
 
 
-def _dominates(a: Mapping[str, Any], b: Mapping[str, Any], used: Sequence[str]) -> bool:
+def _dominates(a: Mapping[str, Any], b: Mapping[str, Any], used: Sequence[str], fields: Fields) -> bool:
     """Whether `a` is better than `b` on every criterion beyond both intervals (DECISIONS.md, Trade-offs)."""
     for k in used:
-        ea, eb = _bounds(a, k), _bounds(b, k)
+        ea, eb = _bounds(a, k, fields), _bounds(b, k, fields)
         if ea is None or eb is None or not ea[1] < eb[0]:
             return False
     return True
 
 
 def _ordered_pairs(
-    cands: Sequence[Mapping[str, Any]], members: Sequence[int], used: Sequence[str]
+    cands: Sequence[Mapping[str, Any]], members: Sequence[int], used: Sequence[str], fields: Fields
 ) -> list[tuple[int, int]]:
     """Pairs of frontier members whose point values order them on every criterion (neither dominates beyond the
     intervals, or both would not be members)."""
     out = []
     for n, i in enumerate(members):
         for j in members[n + 1 :]:
-            points = [(_criterion(cands[i], k), _criterion(cands[j], k)) for k in used]
+            points = [(_criterion(cands[i], k, fields), _criterion(cands[j], k, fields)) for k in used]
             if all(a is not None and b is not None and a <= b for a, b in points) or all(
                 a is not None and b is not None and b <= a for a, b in points
             ):
@@ -127,28 +135,30 @@ def _ordered_pairs(
     return out
 
 
-def _has_intervals(cand: Mapping[str, Any], used: Sequence[str]) -> bool:
-    return all(_bounds(cand, k) is not None for k in used)
+def _has_intervals(cand: Mapping[str, Any], used: Sequence[str], fields: Fields) -> bool:
+    return all(_bounds(cand, k, fields) is not None for k in used)
 
 
-def _tied(cands: Sequence[Mapping[str, Any]], members: Sequence[int], used: Sequence[str]) -> list[list[str]]:
+def _tied(
+    cands: Sequence[Mapping[str, Any]], members: Sequence[int], used: Sequence[str], fields: Fields
+) -> list[list[str]]:
     """Ordered pairs whose 95% intervals overlap on a criterion: tied within noise. Only candidates with an
     interval on every criterion can be within noise (DECISIONS.md, Trade-offs)."""
     return [
         [cands[i]["label"], cands[j]["label"]]
-        for i, j in _ordered_pairs(cands, members, used)
-        if _has_intervals(cands[i], used) and _has_intervals(cands[j], used)
+        for i, j in _ordered_pairs(cands, members, used, fields)
+        if _has_intervals(cands[i], used, fields) and _has_intervals(cands[j], used, fields)
     ]
 
 
 def _cannot_tell(
-    cands: Sequence[Mapping[str, Any]], members: Sequence[int], used: Sequence[str]
+    cands: Sequence[Mapping[str, Any]], members: Sequence[int], used: Sequence[str], fields: Fields
 ) -> list[dict[str, Any]]:
     """Ordered pairs of which one or both have no interval (one run each): nothing is within noise, so the answer
     says they cannot be told apart, and why (DECISIONS.md, Trade-offs)."""
     out = []
-    for i, j in _ordered_pairs(cands, members, used):
-        bare = [cands[n]["label"] for n in (i, j) if not _has_intervals(cands[n], used)]
+    for i, j in _ordered_pairs(cands, members, used, fields):
+        bare = [cands[n]["label"] for n in (i, j) if not _has_intervals(cands[n], used, fields)]
         if not bare:
             continue
         out.append(
@@ -192,7 +202,7 @@ def answer(question: Question, evidence: Sequence[Evidence]) -> dict[str, Any]:
         "contract": {"version": cmp.contract().version, "axis": "iso-quality"},
         "summary": summary(cands, front),
     }
-    _representable(out)
+    representable(out)
     return out
 
 
@@ -324,7 +334,7 @@ def _labels(ordered: Sequence[Configuration]) -> list[str]:
 SAFE_INTEGER = 2**53 - 1  # the largest integer every JSON reader keeps exactly (RFC 8785, I-JSON)
 
 
-def _representable(value: Any, where: str = "") -> None:
+def representable(value: Any, where: str = "") -> None:
     """DecisionError naming the first number in `value` that is not finite or not an integer JSON keeps exactly
     (a guard: each figure above is checked where it is computed, so this names a bug, never a stored run)."""
     if not where and _all_representable(value):
@@ -337,14 +347,14 @@ def _representable(value: Any, where: str = "") -> None:
         raise DecisionError(f"{where or '/'}: the answer's figure is not a finite number")
     if isinstance(value, Mapping):
         for k, v in value.items():
-            _representable(v, f"{where}/{escape_pointer(k)}")
+            representable(v, f"{where}/{escape_pointer(k)}")
     elif isinstance(value, list | tuple):
         for i, v in enumerate(value):
-            _representable(v, f"{where}/{i}")
+            representable(v, f"{where}/{i}")
 
 
 def _all_representable(value: Any) -> bool:
-    """Whether `_representable` would find nothing: a stack, no pointers built (the common types tried first)."""
+    """Whether `representable` would find nothing: a stack, no pointers built (the common types tried first)."""
     stack = [value]
     while stack:
         item = stack.pop()

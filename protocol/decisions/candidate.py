@@ -137,7 +137,7 @@ def _scaled_ends(
     return fin(factor / value), fin(factor / high) if high else None, fin(factor / low) if low else None
 
 
-def _hourly_price(q: Question, doc: Mapping[str, Any]) -> tuple[float | None, str]:
+def hourly_price(q: Question, doc: Mapping[str, Any]) -> tuple[float | None, str]:
     """The stated price per system-hour of this configuration, and where it came from; None when none was stated."""
     key, model, count = configuration_key(doc), accelerator_model(doc), accelerator_count(doc)
     stated = {normal_key(k): v for k, v in q.system_hour.items()}
@@ -476,7 +476,7 @@ def candidate(q: Question, runs: Sequence[Evidence], label: str) -> dict[str, An
         per_acc = no_per_accelerator(systems["reason"])
     else:
         systems = _systems(q, rate, meets)
-    price = _hourly_price(q, docs[0])
+    price = hourly_price(q, docs[0])
     return {
         **_cited(label, model, runs),
         "meets": meets,

@@ -65,14 +65,14 @@ def out_of_question(q: Question, doc: Mapping[str, Any]) -> str | None:
     return (
         _other_workload(q, doc)
         or other_model(q, doc)
-        or _not_a_candidate(q, doc)
-        or _not_measured(doc)
-        or _off_quality(q, doc)
+        or not_a_candidate(q, doc)
+        or not_measured(doc)
+        or off_quality(q, doc)
         or _rate_out(q, doc)
     )
 
 
-def _not_measured(doc: Mapping[str, Any]) -> str | None:
+def not_measured(doc: Mapping[str, Any]) -> str | None:
     """A derived run repeats another run's measurement through the publisher's rule: an answer rests on measurements."""
     derivation = derivation_of(doc)
     return None if derivation is None else f"not a measurement but {derivation.words()}"
@@ -127,7 +127,7 @@ def other_model(q: Question, doc: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _not_a_candidate(q: Question, doc: Mapping[str, Any]) -> str | None:
+def not_a_candidate(q: Question, doc: Mapping[str, Any]) -> str | None:
     if q.accelerator_models and accelerator_model(doc) not in q.accelerator_models:
         return f"accelerator {accelerator_model(doc)} is not among the candidates asked for"
     if q.accelerator_vendors and vendor(doc) not in q.accelerator_vendors:
@@ -140,7 +140,7 @@ def _not_a_candidate(q: Question, doc: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _off_quality(q: Question, doc: Mapping[str, Any]) -> str | None:
+def off_quality(q: Question, doc: Mapping[str, Any]) -> str | None:
     """The iso-quality rule: the axis's requirements, then the question's quality target and metric.
 
     A run that measured no quality (a served model's load sweep never does) answers a question that states no

@@ -130,32 +130,32 @@ class Question:
         _known_fields(data)
         phase = _phase(data)
         objectives = _objectives(data)
-        quality, ratio = _quality(data)
+        quality, ratio = read_quality(data)
         value, sustained, unit = _demand(data)
         headroom = _headroom(data)
-        cands, prices = _sections(data)
+        cands, prices = read_sections(data)
         criteria = _criteria(data)
-        hourly, purchase = _prices(prices.get("system_hour"), "/prices/system_hour"), _purchase(prices)
-        per_accelerator = _prices(prices.get("accelerator_hour"), "/prices/accelerator_hour", configuration=False)
-        energy, currency = _energy_price(prices), _currency(prices)
+        hourly, purchase = read_prices(prices.get("system_hour"), "/prices/system_hour"), read_purchase(prices)
+        per_accelerator = read_prices(prices.get("accelerator_hour"), "/prices/accelerator_hour", configuration=False)
+        energy, currency = read_energy_price(prices), read_currency(prices)
         nameplate, pue = _provisioning(data)
         served, weights = _served_model(data)
         return cls(
             phase=phase,
-            workload=_text(data, "workload"),
-            workload_version=_text(data, "workload_version", None),
-            scenario=_text(data, "scenario"),
+            workload=read_text(data, "workload"),
+            workload_version=read_text(data, "workload_version", None),
+            scenario=read_text(data, "scenario"),
             objectives=objectives,
             quality_target_ratio=ratio,
-            quality_metric=_text(quality, "metric", None, "/quality/metric"),
+            quality_metric=read_text(quality, "metric", None, "/quality/metric"),
             demand=value,
             demand_unit=unit,
             headroom=headroom,
             sustained=sustained,
-            redundancy=_redundancy(data),
-            accelerator_models=_texts(cands, "accelerator_models"),
-            accelerator_vendors=_texts(cands, "accelerator_vendors"),
-            precisions=_texts(cands, "precisions"),
+            redundancy=read_redundancy(data),
+            accelerator_models=read_texts(cands, "accelerator_models"),
+            accelerator_vendors=read_texts(cands, "accelerator_vendors"),
+            precisions=read_texts(cands, "precisions"),
             exclude_preview=bool(cands.get("exclude_preview", False)),
             currency=currency,
             system_hour=hourly,
@@ -258,7 +258,7 @@ def escape_pointer(key: Any) -> str:
     return str(key).replace("~", "~0").replace("/", "~1")
 
 
-def _text(data: Mapping[str, Any], key: str, default: Any = ..., where: str | None = None) -> Any:
+def read_text(data: Mapping[str, Any], key: str, default: Any = ..., where: str | None = None) -> Any:
     value = data.get(key)
     if value is None or value == "":
         if default is ...:
@@ -269,14 +269,14 @@ def _text(data: Mapping[str, Any], key: str, default: Any = ..., where: str | No
     return value
 
 
-def _texts(data: Mapping[str, Any], key: str) -> tuple[str, ...]:
+def read_texts(data: Mapping[str, Any], key: str) -> tuple[str, ...]:
     value = data.get(key) or []
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise DecisionError(f"/candidates/{key}: a list of texts")
     return tuple(value)
 
 
-def _number(data: Mapping[str, Any], key: str, where: str, *, required: bool = True) -> float | None:
+def read_number(data: Mapping[str, Any], key: str, where: str, *, required: bool = True) -> float | None:
     value = data.get(key)
     if value is None:
         if required:
@@ -287,7 +287,7 @@ def _number(data: Mapping[str, Any], key: str, where: str, *, required: bool = T
     return float(value)
 
 
-def _prices(value: Any, where: str, *, configuration: bool = True) -> dict[str, float]:
+def read_prices(value: Any, where: str, *, configuration: bool = True) -> dict[str, float]:
     """{key: price per hour}. Keys name a configuration ("8x <model>", or "*") or, for accelerator-hours, a model."""
     if value is None:
         return {}
@@ -303,7 +303,7 @@ def _prices(value: Any, where: str, *, configuration: bool = True) -> dict[str, 
         at = f"{where}/{escape_pointer(key)}"
         if configuration:
             _configuration_key(str(key), at)
-        number = _number(value, key, at)
+        number = read_number(value, key, at)
         if number is None or not 0 <= number <= MAX_PRICE_PER_HOUR:
             raise DecisionError(f"{at}: a price per hour from 0 to {MAX_PRICE_PER_HOUR:g}")
         out[str(key)] = number
@@ -322,7 +322,12 @@ def _configuration_key(key: str, where: str) -> None:
 
 def _known_fields(data: Mapping[str, Any]) -> None:
     """Refuses a field the answer would not use (a typo, or a field of another tool), naming it."""
-    for where, known in FIELDS.items():
+    refuse_unknown_fields(data, FIELDS)
+
+
+def refuse_unknown_fields(data: Mapping[str, Any], fields: Mapping[str, tuple[str, ...]]) -> None:
+    """As `_known_fields`, for the fields of one kind of question (inference or training)."""
+    for where, known in fields.items():
         section = data if where == "" else data.get(where[1:])
         if not isinstance(section, Mapping):
             continue
@@ -334,7 +339,7 @@ def _known_fields(data: Mapping[str, Any]) -> None:
                 )
 
 
-def _redundancy(data: Mapping[str, Any]) -> int:
+def read_redundancy(data: Mapping[str, Any]) -> int:
     value = data.get("redundancy", 0)
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_REDUNDANCY:
         raise DecisionError(f"/redundancy: a whole number of spare systems from 0 to {MAX_REDUNDANCY} (the k of N+k)")
@@ -342,20 +347,20 @@ def _redundancy(data: Mapping[str, Any]) -> int:
 
 
 def _phase(data: Mapping[str, Any]) -> Any:
-    phase = _text(data, "phase", "inference")
-    if phase != "inference":
-        raise DecisionError("/phase: decisions size inference serving; 'inference' is the only phase")
+    phase = read_text(data, "phase", "inference")
+    if phase != "inference":  # protocol.decisions.read gives a 'training' question to TrainingQuestion
+        raise DecisionError("/phase: 'inference' (serving, sized for a demand rate) or 'training' (R runs a period)")
     return phase
 
 
 def _headroom(data: Mapping[str, Any]) -> float:
-    headroom = _number(data, "headroom", "/headroom", required=False) or 0.0
+    headroom = read_number(data, "headroom", "/headroom", required=False) or 0.0
     if not 0 <= headroom <= MAX_HEADROOM:
         raise DecisionError(f"/headroom: from 0 to {MAX_HEADROOM:g} (0.2 is 20% spare capacity)")
     return headroom
 
 
-def _sections(data: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+def read_sections(data: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
     """/candidates and /prices (empty when absent)."""
     cands = data.get("candidates") or {}
     prices = data.get("prices") or {}
@@ -376,12 +381,12 @@ def _objectives(data: Mapping[str, Any]) -> tuple[sizing.LatencyObjective, ...]:
     return tuple(objectives)
 
 
-def _quality(data: Mapping[str, Any]) -> tuple[Mapping[str, Any], float | None]:
+def read_quality(data: Mapping[str, Any]) -> tuple[Mapping[str, Any], float | None]:
     """The /quality object and its target ratio."""
     quality = data.get("quality") or {}
     if not isinstance(quality, Mapping):
         raise DecisionError("/quality: an object {metric, target_ratio}")
-    ratio = _number(quality, "target_ratio", "/quality/target_ratio", required=False)
+    ratio = read_number(quality, "target_ratio", "/quality/target_ratio", required=False)
     if ratio is not None and not 0 < ratio <= 1.5:
         raise DecisionError("/quality/target_ratio: a ratio of the reference quality, e.g. 0.99")
     return quality, ratio
@@ -409,7 +414,7 @@ def _demand(data: Mapping[str, Any]) -> tuple[float, float | None, str]:
 
 
 def _rate_value(demand: Mapping[str, Any], key: str) -> float:
-    value = _number(demand, key, f"/demand/{key}")
+    value = read_number(demand, key, f"/demand/{key}")
     if value is None or not 0 < value <= MAX_DEMAND:
         raise DecisionError(f"/demand/{key}: a positive rate of at most {MAX_DEMAND:g}")
     return value
@@ -423,7 +428,7 @@ def _criteria(data: Mapping[str, Any]) -> tuple[str, ...]:
     return criteria
 
 
-def _purchase(prices: Mapping[str, Any]) -> dict[str, tuple[float, float]]:
+def read_purchase(prices: Mapping[str, Any]) -> dict[str, tuple[float, float]]:
     """/prices/purchase as {model: (price, lifetime hours)}."""
     purchase: dict[str, tuple[float, float]] = {}
     raw_purchase = prices.get("purchase") or {}
@@ -440,8 +445,8 @@ def _purchase_entry(entry: Any, where: str) -> tuple[float, float]:
     if not isinstance(entry, Mapping):
         raise DecisionError(f"{where}: an object {{price, lifetime_hours}}")
     price, hours = (
-        _number(entry, "price", f"{where}/price"),
-        _number(entry, "lifetime_hours", f"{where}/lifetime_hours"),
+        read_number(entry, "price", f"{where}/price"),
+        read_number(entry, "lifetime_hours", f"{where}/lifetime_hours"),
     )
     if (
         price is None
@@ -456,14 +461,14 @@ def _purchase_entry(entry: Any, where: str) -> tuple[float, float]:
     return price, hours
 
 
-def _energy_price(prices: Mapping[str, Any]) -> float | None:
-    energy = _number(prices, "energy_per_kwh", "/prices/energy_per_kwh", required=False)
+def read_energy_price(prices: Mapping[str, Any]) -> float | None:
+    energy = read_number(prices, "energy_per_kwh", "/prices/energy_per_kwh", required=False)
     if energy is not None and not 0 <= energy <= MAX_ENERGY_PRICE_KWH:
         raise DecisionError(f"/prices/energy_per_kwh: from 0 to {MAX_ENERGY_PRICE_KWH:g}")
     return energy
 
 
-def _currency(prices: Mapping[str, Any]) -> str:
+def read_currency(prices: Mapping[str, Any]) -> str:
     currency = prices.get("currency", "USD")
     if not isinstance(currency, str) or not 1 <= len(currency) <= 8:
         raise DecisionError("/prices/currency: a currency code such as USD")
@@ -521,11 +526,11 @@ def _provisioning(data: Mapping[str, Any]) -> tuple[dict[str, float], float | No
     for key in raw:
         at = f"/provisioning/nameplate_kw/{escape_pointer(key)}"
         _configuration_key(str(key), at)
-        kw = _number(raw, key, at)
+        kw = read_number(raw, key, at)
         if kw is None or not 0 < kw <= MAX_NAMEPLATE_KW:
             raise DecisionError(f"{at}: a system's nameplate power in kW, above 0 and at most {MAX_NAMEPLATE_KW:g}")
         nameplate[str(key)] = kw
-    pue = _number(block, "pue", "/provisioning/pue", required=False)
+    pue = read_number(block, "pue", "/provisioning/pue", required=False)
     if pue is not None and not PUE_RANGE[0] <= pue <= PUE_RANGE[1]:
         raise DecisionError(f"/provisioning/pue: from {PUE_RANGE[0]:g} to {PUE_RANGE[1]:g} (1.3 is 30% overhead)")
     return nameplate, pue

@@ -14,9 +14,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from protocol.decisions import GAP_TITLES, VERDICT_WORDS
+from protocol.decisions import GAP_TITLES as INFERENCE_GAP_TITLES
+from protocol.decisions import VERDICT_WORDS
+from protocol.decisions.training import BUDGET_WORDS
+from protocol.decisions.training import GAP_TITLES as TRAINING_GAP_TITLES
 from protocol.numbers import Style, number
 from protocol.statistics import MIN_VALUES
+
+# Each gap's short name, of inference and training answers alike.
+GAP_TITLES = {**INFERENCE_GAP_TITLES, **TRAINING_GAP_TITLES}
 
 # What a decision's gap means for the buyer: (said of one candidate, said of several), and what closes it.
 GAP_WORDS = {
@@ -71,8 +77,19 @@ GAP_WORDS = {
         "have no measured quality of their outputs",
         "Measure the quality of the served model's outputs if it may differ between candidates.",
     ),
+    "no-time-to-train": (
+        "measured training throughput only, no time to train",
+        "measured training throughput only, no time to train",
+        "Train the candidates you consider to the quality target, so that their time to train is measured.",
+    ),
+    "one-size": (
+        "was measured at one size only, so its scaling efficiency is unknown",
+        "were measured at one size only, so their scaling efficiency is unknown",
+        "Measure the configurations you consider at more than one size (a scaling plan) to know how they scale.",
+    ),
 }
 CHECK_ASSUMPTIONS = "Check the assumptions (demand, headroom, prices) before you buy."
+CHECK_TRAINING_ASSUMPTIONS = "Check the assumptions (runs per period, availability, spares, prices) before you buy."
 
 
 def conclusion(answer: Mapping[str, Any]) -> dict[str, Any]:
@@ -92,16 +109,23 @@ def conclusion(answer: Mapping[str, Any]) -> dict[str, Any]:
         }
     meets = [c for c in candidates if c.get("meets") == "meets"]
     misses = [c for c in candidates if c.get("meets") == "misses"]
+    training = answer.get("phase") == "training"
+    goal = "time budget" if training else "objectives"
+    cost_field = "cost_per_run" if training else "cost_per_million"
     if meets:
         # labels hold commas ("MI300X, fp8"): candidates are set apart by semicolons, as the frontier lists them
-        headline = f"{_of(len(meets), n)} meet the question's objectives: {'; '.join(c['label'] for c in meets)}."
-        cheapest = _cheapest(meets, "Of those, the lowest cost")
+        labels = _short_labels(candidates) if training else [str(c["label"]) for c in candidates]
+        named = "; ".join(labels[i] for i, c in enumerate(candidates) if c.get("meets") == "meets")
+        headline = f"{_of(len(meets), n)} meet the question's {goal}: {named}."
+        cheapest = _cheapest(meets, "Of those, the lowest cost", cost_field)
     else:
         who = "The one candidate cannot" if n == 1 else f"None of the {n} candidates can"
-        headline = f"{who} be confirmed to meet the question's objectives yet"
-        headline += f" ({len(misses)} miss{'es' if len(misses) == 1 else ''} them)." if misses else "."
+        headline = f"{who} be confirmed to meet the question's {goal} yet"
+        headline += f" ({len(misses)} miss{'es' if len(misses) == 1 else ''} it)." if misses and training else ""
+        headline += f" ({len(misses)} miss{'es' if len(misses) == 1 else ''} them)." if misses and not training else ""
+        headline += "." if not misses else ""
         cheapest = _cheapest(
-            [c for c in candidates if c.get("meets") != "misses"], "Taken at face value, the lowest cost"
+            [c for c in candidates if c.get("meets") != "misses"], "Taken at face value, the lowest cost", cost_field
         )
     found = _gaps(candidates)
     why = ([cheapest] if cheapest else []) + [_gap_line(code, labels, n) for code, labels in found.items()]
@@ -111,10 +135,19 @@ def conclusion(answer: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "headline": headline,
         "why": why,
-        "next": then or [CHECK_ASSUMPTIONS],
+        "next": then or [CHECK_TRAINING_ASSUMPTIONS if training else CHECK_ASSUMPTIONS],
         "tone": "clear" if meets else "tentative",
         "scope": scope,
     }
+
+
+def _short_labels(candidates: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each candidate's label; a training candidate's by its size alone ("8x H100, global batch 3200", before " — "
+    and what sets its configuration apart) where those alone tell every candidate apart: the headline stays short
+    and the table names them whole."""
+    labels = [str(c["label"]) for c in candidates]
+    short = [label.split(" — ")[0] for label in labels]
+    return short if len(set(short)) == len(short) else labels
 
 
 def _of(k: int, n: int) -> str:
@@ -136,13 +169,14 @@ def _gap_line(code: str, labels: Sequence[str], n: int) -> str:
     return f"{who} ({len(labels)} of the {n} candidates) {one if len(labels) == 1 else several}."
 
 
-def _cheapest(candidates: Sequence[Mapping[str, Any]], lead: str) -> str:
-    """ "<lead> per million tokens: <label>, 0.59 USD with 6 systems (from 49.6 USD per system-hour …)"."""
-    costed = [c for c in candidates if isinstance((c.get("cost_per_million") or {}).get("value"), int | float)]
+def _cheapest(candidates: Sequence[Mapping[str, Any]], lead: str, field: str = "cost_per_million") -> str:
+    """ "<lead> per million tokens: <label>, 0.59 USD with 6 systems (from 49.6 USD per system-hour …)"; a training
+    answer's `field` is cost_per_run ("… per run: …")."""
+    costed = [c for c in candidates if isinstance((c.get(field) or {}).get("value"), int | float)]
     if not costed:
         return ""
-    best = min(costed, key=lambda c: c["cost_per_million"]["value"])
-    cost = best["cost_per_million"]
+    best = min(costed, key=lambda c: c[field]["value"])
+    cost = best[field]
     currency, _, per = str(cost.get("unit") or "").partition(" per ")
     systems = (best.get("systems_needed") or {}).get("value")
     fleet = f" with {systems} system{'s' if systems != 1 else ''}" if isinstance(systems, int) else ""
@@ -200,8 +234,15 @@ def candidate_sentences(answer: Mapping[str, Any]) -> list[str]:
             interval = f"95% CI {systems['ci_low']}–{systems['ci_high']}" if systems.get("ci_low") else "no interval"
             count = f"{systems['value']} system{'s' if systems['value'] != 1 else ''} ({interval})"
         own = [str(g.get("message")) for g in c.get("gaps") or [] if g.get("message") not in shared]
+        verdict = (
+            str((c.get("budget") or {}).get("words") or BUDGET_WORDS.get(str(c.get("meets")), c.get("meets")))
+            if answer.get("phase") == "training"
+            else VERDICT_WORDS.get(c.get("meets"), str(c.get("meets")))
+        )
+        acc = (c.get("accelerator_hours") or {}).get("value")
+        count += f", {number(acc, Style.GENERAL)} accelerator-hours per run" if isinstance(acc, int | float) else ""
         out.append(
-            f"{c['label']}: {VERDICT_WORDS.get(c.get('meets'), str(c.get('meets')))}; {count}"
+            f"{c['label']}: {verdict}; {count}"
             + (" — on the frontier" if c["label"] in on_frontier else "")
             + (f"; capacity is {c['capacity_basis']}" if c.get("capacity_published") else "")
             + (f". Caveats: {'; '.join(own)}." if own else ".")

@@ -57,7 +57,8 @@ def decision_figures(answer: Mapping[str, Any]) -> dict[str, list[dict[str, str]
     candidates on the frontier's first two criteria, and `frontier_chart`, its sweeps' throughput against
     interactivity. An empty list where the answer has nothing to draw."""
     figures = {
-        "pareto": charts_decision.pareto_charts(answer),
+        # a training answer's frontier (time, cost per run, scaling) is said in words and its table, not drawn
+        "pareto": charts_decision.pareto_charts(answer) if answer.get("phase") != "training" else [],
         "frontier_chart": charts_serving.decision_frontier_charts(answer),
     }
     return {name: [{"part": words, "svg": svg} for words, svg in numbered(parts)] for name, parts in figures.items()}

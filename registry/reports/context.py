@@ -10,6 +10,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from protocol.decisions.training import BUDGET_WORDS
 from protocol.numbers import Style, number
 from protocol.summary import headline as summary_headline
 from registry.presentation import answers
@@ -122,7 +123,11 @@ def decision_answer(section: Mapping[str, Any] | None, trust: Mapping[int, str] 
     candidates = answer.get("candidates") or []
     shared = answers.shared_gap_codes(candidates)
     rows = [_candidate_row(c, i in members, trust or {}, shared) for i, c in enumerate(candidates)]
+    training = answer.get("phase") == "training"
+    if training:
+        rows = [{**row, **_training_cells(c)} for row, c in zip(rows, candidates, strict=True)]
     return {
+        "training": training,
         "id": section.get("id"),
         "title": section.get("title"),
         "number": section.get("answer"),
@@ -171,6 +176,28 @@ def _candidate_row(
     }
 
 
+def _training_cells(c: Mapping[str, Any]) -> dict[str, Any]:
+    """A training candidate's cells (protocol.decisions.training): the budget verdict, time to train,
+    accelerator-hours, cost and energy per run, scaling efficiency against the smallest size measured."""
+    scaling = c.get("scaling") or {}
+    cost = c.get("cost_per_run") or {}
+    efficiency = (
+        f"{_figure(scaling)} vs {scaling.get('against_devices')} device(s); {scaling.get('label')}"
+        if scaling.get("value") is not None
+        else "one size only"
+    )
+    return {
+        # the verdict in a few words: the time and its interval are the next cell
+        "budget": BUDGET_WORDS.get(str(c.get("meets")), str(c.get("meets"))),
+        "time": _figure(c.get("time_to_train")),
+        "accelerator_hours": _figure(c.get("accelerator_hours")),
+        "cost": _figure(cost),
+        "energy": _figure(c.get("energy_per_run")),
+        "scaling": efficiency,
+        "price": cost.get("price") if cost.get("value") is not None else None,
+    }
+
+
 def per_accelerator_cell(block: Any) -> dict[str, str]:
     """A candidate's figures per accelerator for the report's table: output tokens/s (or the throughput, in its
     unit), input+output tokens/s, the label ("derived", "derived, not an MLPerf metric"), or why absent."""
@@ -203,8 +230,8 @@ def _answer_units(answer: Mapping[str, Any]) -> dict[str, Any]:
     """The units of cost and energy, as the first candidate states them."""
     first = (answer.get("candidates") or [{}])[0]
     return {
-        "cost": (first.get("cost_per_million") or {}).get("unit"),
-        "energy": (first.get("energy_per_output") or {}).get("unit"),
+        "cost": (first.get("cost_per_million") or first.get("cost_per_run") or {}).get("unit"),
+        "energy": (first.get("energy_per_output") or first.get("energy_per_run") or {}).get("unit"),
     }
 
 

@@ -8,6 +8,7 @@ from typing import Any
 from django.db.models import QuerySet
 
 from protocol import decisions as dec
+from protocol.decisions.training import TRAINING_SCENARIOS
 from registry.choices import Trust
 from registry.exceptions import NotFound
 from registry.models import Decision, DecisionAnswer, Submission
@@ -38,17 +39,19 @@ def decision_latest_answer(*, decision: Decision) -> DecisionAnswer | None:
     return decision.answers.order_by("-number").first()
 
 
-def decision_candidate_runs(*, question: dec.Question) -> list[Submission]:
+def decision_candidate_runs(*, question: dec.Question | dec.TrainingQuestion) -> list[Submission]:
     """The stored, not withdrawn runs of the question's phase, workload and scenario, documents and trust loaded, each
     measurement once (Submission.objects.not_superseded: the newest document of it). Example documents (trust
     "example") measure nothing and never answer a decision; derived runs are left out by protocol.decisions, which
     says why."""
+    # A training question is answered by time-to-quality runs and by throughput runs (the latter with their gap).
+    scenarios = TRAINING_SCENARIOS if isinstance(question, dec.TrainingQuestion) else (question.scenario,)
     runs = (
         Submission.objects.not_superseded()
         .filter(
             phase=question.phase,
             workload_name=question.workload,
-            scenario_kind=question.scenario,
+            scenario_kind__in=scenarios,
             withdrawal__isnull=True,
         )
         .exclude(trust=Trust.EXAMPLE)

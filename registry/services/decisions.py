@@ -29,6 +29,9 @@ from django.utils import timezone
 
 from protocol import canonical
 from protocol import decisions as dec
+from protocol.decisions.training import PHASE as TRAINING_PHASE
+from protocol.decisions.training import SCENARIO as TRAINING_SCENARIO
+from protocol.decisions.training import TRAINING_SCENARIOS
 from registry import dispatch
 from registry.choices import AuditKind, DecisionStatus, Trust
 from registry.exceptions import RegistryError
@@ -42,10 +45,11 @@ RECOMPUTE_TASK = "registry.tasks.decisions.decisions_recompute"
 log = logging.getLogger(__name__)
 
 
-def decision_question(data: Any) -> dec.Question:
-    """The decision's question checked (protocol.decisions.Question), or a 422 naming the wrong field."""
+def decision_question(data: Any) -> dec.Question | dec.TrainingQuestion:
+    """The decision's question checked (protocol.decisions.Question, or TrainingQuestion for phase 'training'), or a
+    422 naming the wrong field."""
     try:
-        return dec.Question.from_dict(data)
+        return dec.read(data)
     except dec.DecisionError as exc:
         pointer = str(exc).split(":", 1)[0] if str(exc).startswith("/") else ""
         raise RegistryError(
@@ -67,11 +71,11 @@ def _evidence(runs: Iterable[Submission]) -> list[dec.Evidence]:
     ]
 
 
-def decision_compute(*, question: dec.Question) -> tuple[dict[str, Any], list[Submission]]:
+def decision_compute(*, question: dec.Question | dec.TrainingQuestion) -> tuple[dict[str, Any], list[Submission]]:
     """The answer over the runs stored now, and the runs it cites (those in a candidate configuration)."""
     runs = decision_candidate_runs(question=question)
     try:
-        answer = dec.answer(question, _evidence(runs))
+        answer = dec.answer_question(question, _evidence(runs))
     except dec.DecisionError as exc:  # runs of several models, or a figure left what JSON carries: say so
         pointer = str(exc).split(":", 1)[0] if str(exc).startswith("/") else ""
         raise RegistryError(
@@ -303,7 +307,7 @@ def decisions_flag_for_new_runs(*, runs: list[Submission]) -> int:
     failed, or that stayed stale longer than BENCHREG_DECISION_RECOMPUTE_RETRY_S (its task was lost), is
     marked again and dispatched again. Returns how many decisions were marked.
     """
-    keys = sorted({(r.workload_name, r.scenario_kind) for r in runs if r.trust != Trust.EXAMPLE})
+    keys = sorted({_question_key(r) for r in runs if r.trust != Trust.EXAMPLE})
     now = timezone.now()
     retry = now - timedelta(seconds=settings.BENCHREG_DECISION_RECOMPUTE_RETRY_S)
     marked = 0
@@ -319,6 +323,14 @@ def decisions_flag_for_new_runs(*, runs: list[Submission]) -> int:
             hook = cast(Callable[[], None], lambda w=workload, s=scenario: decisions_dispatch(workload=w, scenario=s))
             transaction.on_commit(hook, robust=True)
     return marked
+
+
+def _question_key(run: Submission) -> tuple[str, str]:
+    """The (workload, scenario) of the decisions a run may enter: a training run of any scenario (time to quality,
+    or throughput over fixed steps) enters the training decisions, whose key is time-to-quality."""
+    if run.phase == TRAINING_PHASE and run.scenario_kind in TRAINING_SCENARIOS:
+        return run.workload_name, TRAINING_SCENARIO
+    return run.workload_name, run.scenario_kind
 
 
 def decisions_dispatch(*, workload: str, scenario: str) -> None:

@@ -6,8 +6,10 @@ from typing import Any
 
 from django import template
 
-from protocol.decisions import GAP_TITLES, VERDICT_WORDS
+from protocol.decisions import VERDICT_WORDS
+from protocol.decisions.training import BUDGET_WORDS
 from protocol.numbers import Style, number
+from registry.presentation.answers import GAP_TITLES
 from registry.presentation.per_accelerator import per_accelerator_text, run_figures
 from registry.presentation.words import axis_words, headline_text, outcome_words, statistic_words
 
@@ -25,6 +27,12 @@ def sig(value: Any, digits: int = 4) -> str:
 def verdict_words(code: Any) -> str:
     """A decision candidate's verdict code ('not-enough-evidence') in the words a reader reads."""
     return VERDICT_WORDS.get(str(code), str(code).replace("-", " "))
+
+
+@register.filter
+def budget_words(code: Any) -> str:
+    """A training candidate's verdict on the time budget ('cannot-tell') in words."""
+    return BUDGET_WORDS.get(str(code), str(code).replace("-", " "))
 
 
 @register.filter
