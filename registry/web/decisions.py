@@ -21,7 +21,7 @@ from registry.services.decision_followups import decision_gap_plan, decision_rep
 from registry.services.decisions import decision_create, decision_fresh
 from registry.services.webhooks import webhook_url_problem
 from registry.web.context import signed_in_user
-from registry.web.forms import DecisionForm, GapPlanForm
+from registry.web.forms import DecisionForm, GapPlanForm, TrainingDecisionForm
 
 
 def _beside_split(candidates: list[dict[str, Any]]) -> tuple[list[dict[str, str]], list[list[dict[str, str]]]]:
@@ -87,38 +87,50 @@ def _decision_context(request: HttpRequest, decision: Any, plan_form: GapPlanFor
     }
 
 
+def _declare(request: HttpRequest, principal: Any, form: DecisionForm | TrainingDecisionForm) -> Any:
+    """The decision the posted form declares, or None with the form's errors said on it (nothing stored)."""
+    if form.data.get(form.add_prefix("webhook_url")) and not policy.can(principal, policy.WEBHOOK_REGISTER):
+        form.add_error("webhook_url", "only those who may submit runs may register a webhook")
+    elif form.is_valid() and form.cleaned_data.get("webhook_url"):
+        problem = webhook_url_problem(form.cleaned_data["webhook_url"])
+        if problem:
+            form.add_error("webhook_url", problem)
+    if not form.is_valid():
+        return None
+    try:
+        return decision_create(
+            owner=signed_in_user(request),
+            title=form.cleaned_data["title"],
+            question=form.question(),
+            webhook_url=form.cleaned_data.get("webhook_url") or "",
+        )
+    except RegistryError as exc:
+        form.add_error(None, str(exc))
+        return None
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def decisions_page(request: HttpRequest) -> HttpResponse:
     principal = policy.for_request(request)
     policy.require(principal, policy.DECISION_READ)
-    form = DecisionForm(request.POST or None)
+    # Two forms on one page: an inference question, or a training one (its fields prefixed "training-"); the one
+    # posted is bound, the other shown empty.
+    posted_training = request.method == "POST" and "training-phase" in request.POST
+    form = DecisionForm(request.POST if request.method == "POST" and not posted_training else None)
+    training_form = TrainingDecisionForm(request.POST if posted_training else None)
     status = 200
     if request.method == "POST":
         policy.require(principal, policy.DECISION_CREATE)
-        if form.data.get("webhook_url") and not policy.can(principal, policy.WEBHOOK_REGISTER):
-            form.add_error("webhook_url", "only those who may submit runs may register a webhook")
-        elif form.is_valid() and form.cleaned_data.get("webhook_url"):
-            problem = webhook_url_problem(form.cleaned_data["webhook_url"])
-            if problem:
-                form.add_error("webhook_url", problem)
-        if form.is_valid():
-            try:
-                decision = decision_create(
-                    owner=signed_in_user(request),
-                    title=form.cleaned_data["title"],
-                    question=form.question(),
-                    webhook_url=form.cleaned_data.get("webhook_url") or "",
-                )
-                return redirect("decision", decision_id=decision.pk)
-            except RegistryError as exc:
-                form.add_error(None, str(exc))
+        decision = _declare(request, principal, training_form if posted_training else form)
+        if decision is not None:
+            return redirect("decision", decision_id=decision.pk)
         status = 400
     decisions = policy.visible_decisions(principal, decision_list())[:100]
     return render(
         request,
         "registry/decisions.html",
-        {"form": form, "decisions": decisions},
+        {"form": form, "training_form": training_form, "decisions": decisions},
         status=status,
     )
 

@@ -10,6 +10,7 @@ from django import forms
 
 from protocol import comparability, serving, sizing
 from protocol import decisions as dec
+from protocol.decisions import training
 from protocol.sizing import MAX_PRICE_PER_HOUR
 from registry.choices import Scope
 from registry.models import Agent
@@ -297,6 +298,75 @@ class DecisionForm(forms.Form):
         if d.get("sustained_demand") is None:
             return {"value": d["demand"], "unit": d["demand_unit"]}
         return {"peak": d["demand"], "sustained": d["sustained_demand"], "unit": d["demand_unit"]}
+
+
+class TrainingDecisionForm(forms.Form):
+    """A training question (docs/decisions.md, "Training decisions"): R runs a period, each within a time budget.
+
+    The ranges are protocol.decisions.training's, stated on the page as min/max; the question it builds is the
+    API's, so the page and the API refuse and answer alike."""
+
+    phase = forms.CharField(widget=forms.HiddenInput, initial=training.PHASE)
+    title = forms.CharField(max_length=200)
+    workload = forms.CharField(max_length=200, help_text="e.g. resnet, bert, llama2_70b_lora; or encoder-small")
+    workload_version = forms.CharField(
+        required=False, max_length=200, label="Workload version (optional, e.g. mlperf-training-v4.0)"
+    )
+    runs = forms.IntegerField(min_value=1, max_value=int(training.MAX_RUNS), label="Training runs to complete")
+    period_hours = forms.FloatField(
+        min_value=training.PERIOD_HOURS[0], max_value=training.PERIOD_HOURS[1], label="… every (hours)", initial=720
+    )
+    time_budget_hours = forms.FloatField(
+        min_value=0.001, max_value=training.MAX_BUDGET_HOURS, label="Time budget per run (hours)"
+    )
+    availability = forms.FloatField(
+        required=False,
+        min_value=0.01,
+        max_value=training.AVAILABILITY[1],
+        label="Availability (share of the period a system trains; empty: 1)",
+    )
+    redundancy = forms.IntegerField(
+        required=False, min_value=0, max_value=dec.MAX_REDUNDANCY, label="Spare systems (the k of N+k)"
+    )
+    prices = forms.CharField(
+        required=False,
+        max_length=4000,
+        label=PRICES_LABEL,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text=PRICES_HELP,
+    )
+    energy_per_kwh = forms.FloatField(
+        required=False, min_value=0, max_value=dec.MAX_ENERGY_PRICE_KWH, label="Energy price per kWh"
+    )
+    webhook_url = forms.URLField(required=False, max_length=500, assume_scheme="https", label="Webhook URL (optional)")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs, prefix="training")
+
+    def clean_prices(self) -> dict[str, float]:
+        return parse_hourly_prices(self.cleaned_data.get("prices", ""))
+
+    def question(self) -> dict[str, Any]:
+        d = self.cleaned_data
+        prices: dict[str, Any] = {}
+        if d.get("prices"):
+            prices["system_hour"] = dict(d["prices"])
+        if d.get("energy_per_kwh") is not None:
+            prices["energy_per_kwh"] = d["energy_per_kwh"]
+        optional = {
+            key: d[key] for key in ("availability", "redundancy") if d.get(key) is not None and d.get(key) != ""
+        }
+        return {
+            "phase": training.PHASE,
+            "workload": d["workload"].strip(),
+            **(
+                {"workload_version": d["workload_version"].strip()} if (d.get("workload_version") or "").strip() else {}
+            ),
+            "demand": {"runs": d["runs"], "period_hours": d["period_hours"]},
+            "time_budget_hours": d["time_budget_hours"],
+            **optional,
+            "prices": prices,
+        }
 
 
 class GapPlanForm(forms.Form):

@@ -207,3 +207,47 @@ def test_the_real_mlperf_training_round(tmp_path: Path) -> None:
         "57344; 8x NVIDIA H100-SXM5-80GB, global batch 3200." in page
     )
     assert "8x NVIDIA H100-SXM5-80GB, global batch 3200 — mxnet nvidia release 24.04" in page
+
+
+def test_the_decisions_page_declares_a_training_question_as_the_api_does() -> None:
+    user = _user()
+    _submit(_client(user), _runs())
+    web = Client(SERVER_NAME="localhost")
+    web.force_login(user)
+    page = web.get("/decisions/").content.decode()
+    assert "Declare a decision: size training" in page and 'name="training-time_budget_hours"' in page
+    form = {
+        "training-phase": "training",
+        "training-title": "12 runs a month",
+        "training-workload": "encoder-small",
+        "training-runs": "12",
+        "training-period_hours": "720",
+        "training-time_budget_hours": "10",
+        "training-availability": "0.9",
+        "training-redundancy": "1",
+        "training-prices": "8x H100 = 20\n16x H100 = 40\n4x B200 = 30",
+        "training-energy_per_kwh": "0.2",
+    }
+    before = Decision.objects.count()
+    refused = web.post("/decisions/", {**form, "training-time_budget_hours": "0"})
+    assert refused.status_code == 400 and Decision.objects.count() == before
+    assert "Ensure this value is greater than or equal to 0.001" in _text(refused.content.decode())
+    bad_line = web.post("/decisions/", {**form, "training-prices": "8x H100 costs 20"})
+    assert bad_line.status_code == 400 and Decision.objects.count() == before
+    assert "8x H100 costs 20" in _text(bad_line.content.decode())
+
+    made = web.post("/decisions/", form)
+    assert made.status_code == 302
+    decision = Decision.objects.get(pk=int(made["Location"].rstrip("/").rsplit("/", 1)[1]))
+    assert decision.question == {
+        "phase": "training",
+        "workload": "encoder-small",
+        "demand": {"runs": 12, "period_hours": 720.0},
+        "time_budget_hours": 10.0,
+        "availability": 0.9,
+        "redundancy": 1,
+        "prices": {"system_hour": {"8x H100": 20.0, "16x H100": 40.0, "4x B200": 30.0}, "energy_per_kwh": 0.2},
+    }
+    page = _text(web.get(made["Location"]).content.decode())
+    assert "Both candidates meet the question's time budget" in page
+    assert "price per system-hour for '4x B200'" in page  # a price no candidate has is refused in words, not dropped
