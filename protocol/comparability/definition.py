@@ -18,7 +18,10 @@ from ..schema import SCHEMA_DIR
 CONTRACT_FILE = SCHEMA_DIR / "comparability.v1.json"
 # Earlier versions, each frozen byte for byte when the next was made (tests pin their digests). Comparisons stored
 # under one keep it (their result names the version); asked again, they are decided under the live contract.
-FROZEN_CONTRACT_FILES = {"1.1": SCHEMA_DIR / "comparability.v1.1.json"}
+FROZEN_CONTRACT_FILES = {
+    "1.1": SCHEMA_DIR / "comparability.v1.1.json",
+    "1.2": SCHEMA_DIR / "comparability.v1.2.json",
+}
 
 
 ROLES = ("controlled", "subject", "disclosed")
