@@ -30,3 +30,25 @@ def scaling_query(*, scaling_id: str) -> QuerySet[Submission]:
         .filter(phase="training", withdrawal__isnull=True, document__scenario__distributed__scaling__id=scaling_id)
         .order_by("pk")
     )
+
+
+MAX_SIZES = 200  # runs read for one configuration's sizes (an MLPerf round publishes a handful per submitter)
+
+
+def configuration_sizes(*, run: Submission) -> list[Submission]:
+    """This run and every other stored, not withdrawn training run of its configuration at any size: the same key on
+    the comparability contract's scaling axis (everything but the size controlled) and the same submitter (an MLPerf
+    round's results of one submitter form its curve; another lab's runs are another curve). Oldest first, at most
+    MAX_SIZES."""
+    if run.phase != "training" or not run.comparability_key_scaling:
+        return [run]
+    return list(
+        Submission.objects.select_related("withdrawal")
+        .filter(
+            comparability_key_scaling=run.comparability_key_scaling,
+            submitter=run.submitter,
+            phase="training",
+            withdrawal__isnull=True,
+        )
+        .order_by("pk")[:MAX_SIZES]
+    )
