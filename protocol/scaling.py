@@ -200,9 +200,7 @@ def curve(documents: Sequence[dict[str, Any]], confidence: float = CONFIDENCE) -
     base = sizes[0]
     one_each = all(len(s.values) == 1 for s in sizes)
     rows = [_curve_row(s, _at(s, base, confidence), by_size[s.devices], nodes[s.devices], metric) for s in sizes]
-    mlperf = any(
-        (d.get("provenance", {}).get("origin") or {}).get("kind") == "mlperf-training" for d in documents
-    )
+    mlperf = any((d.get("provenance", {}).get("origin") or {}).get("kind") == "mlperf-training" for d in documents)
     return {
         "metric": metric,
         "unit": "s" if metric == "time_to_quality" else "samples/s",
@@ -213,8 +211,9 @@ def curve(documents: Sequence[dict[str, Any]], confidence: float = CONFIDENCE) -
             else "speedup S(n) = X(n) ÷ X_base, efficiency E(n) = S(n) × n_base ÷ n, X the throughput"
         ),
         "label": NOT_MLPERF if mlperf else None,
-        "interval": ONE_RESULT_PER_SIZE if one_each else f"{confidence:.0%} Welch t interval where both sizes have "
-        f"{MIN_VALUES} or more values",
+        "interval": ONE_RESULT_PER_SIZE
+        if one_each
+        else f"{confidence:.0%} Welch t interval where both sizes have {MIN_VALUES} or more values",
         "sizes": rows,
     }
 

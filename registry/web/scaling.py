@@ -51,9 +51,7 @@ def run_sizes_page(request: HttpRequest, run_id: int) -> HttpResponse:
     run = policy.run_get(policy.for_request(request), run_id)
     runs = configuration_sizes(run=run)
     ids = [r.pk for r in runs]
-    key = hashlib.sha256(" ".join(r.digest for r in runs).encode()).hexdigest()
-    found = cache.get_or_set(
-        f"sizes:{key}", lambda: configuration_sizes_view([r.document for r in runs], ids), CHART_SECONDS
-    )
+    # Not cached: a handful of sizes, no chart (the plan page caches its chart)
+    found = configuration_sizes_view([r.document for r in runs], ids)
     context = {"run": run, "runs": runs, "scaling": found["view"], "gap": found["gap"], "compare_ids": ids}
     return render(request, "registry/run_sizes.html", context)

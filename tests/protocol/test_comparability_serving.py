@@ -142,7 +142,9 @@ def test_contract_1_1_is_frozen_byte_for_byte_and_readable_by_version() -> None:
     assert cmp.contract_document("1.1")["version"] == "1.1"
     assert cmp.contract_document("1.3") == cmp.contract_document()
     assert cmp.known_versions() == ("1.1", "1.2", "1.3")
-    with pytest.raises(cmp.ComparabilityError, match=r"no comparability contract 0\.9: this code knows 1\.1, 1\.2, 1\.3"):
+    with pytest.raises(
+        cmp.ComparabilityError, match=r"no comparability contract 0\.9: this code knows 1\.1, 1\.2, 1\.3"
+    ):
         cmp.contract_document("0.9")
 
 
