@@ -11,13 +11,13 @@ from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from protocol import scaling, serving
+from protocol import serving
 from protocol.per_accelerator import per_accelerator
 from registry import policy
 from registry.exceptions import RegistryError
 from registry.presentation.sweeps import comparison_view, sweep_view
 from registry.selectors.run_page import run_detail
-from registry.selectors.scaling import configuration_sizes
+from registry.selectors.scaling import configuration_size_counts
 from registry.selectors.sweeps import recent_sweeps, sweep_runs
 from registry.services.submissions import submission_withdraw
 from registry.web.charts import cached_chart
@@ -90,14 +90,8 @@ def _scaling(document: dict[str, Any]) -> dict[str, Any] | None:
 def _other_sizes(run: Any) -> dict[str, Any] | None:
     """Where this training run's configuration is stored at more than one size (the scaling axis's key, one
     submitter): how many runs and which sizes, for the link to /runs/<id>/sizes/; None otherwise."""
-    runs = configuration_sizes(run=run)
-    sizes = set()
-    for r in runs:
-        try:
-            sizes.add(scaling.size_of(r.document))
-        except scaling.ScalingError:
-            continue
-    return {"count": len(runs), "sizes": sorted(sizes)} if len(sizes) > 1 else None
+    count, sizes = configuration_size_counts(run=run)
+    return {"count": count, "sizes": sizes} if len(sizes) > 1 else None
 
 
 def _history_link(run_id: int) -> str | None:
