@@ -41,6 +41,7 @@ class Group:
     roles: tuple[tuple[str, str], ...]  # (axis, role), kept as a tuple so the dataclass stays hashable
     compare: str | None = None  # "major": only the major of a 'name/major.minor' string is compared
     since: str | None = None  # the contract version that gave the group its roles (None: the keys' version)
+    primary: str | None = None  # the group governs only runs whose headline is this metric (None: every run)
 
     def role(self, axis: str) -> str:
         return dict(self.roles)[axis]
@@ -163,6 +164,7 @@ def _groups(data: Mapping[str, Any], axes: tuple[str, ...]) -> tuple[Group, ...]
             tuple((a, g["roles"].get(a, "")) for a in axes),
             g.get("compare"),
             g.get("since"),
+            g.get("primary"),
         )
         for g in data["groups"]
     )

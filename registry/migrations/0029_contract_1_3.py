@@ -44,6 +44,8 @@ def _rules(doc):
     name = primary.partition(".")[0] if isinstance(primary, str) else None
     rules = {m0011._split(i["pointer"]): None for i in FROZEN_CONTRACT["ignored"]}
     for group in FROZEN_CONTRACT["groups"]:
+        if group.get("primary") is not None and group["primary"] != name:
+            continue  # a group for runs with another headline
         for pointer in group["pointers"]:
             if "{primary}" in pointer:
                 if name:
