@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import scaling as sizes
 from .. import sizing as capacity
 from .. import statistics as st
 from ..canonical import digest
@@ -293,6 +294,16 @@ def _fill(
     result["pairwise"] = [_pair(j, base, arms, estimates, max(1, len(others))) for j in others]
     result["conclusion"] = _conclusion(arms, estimates, result["pairwise"], base)
     result["assumptions"] += _assumptions(assumed)
+    if axis == "scaling":
+        result["scaling"] = _scaling_curve(docs)
+
+
+def _scaling_curve(docs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """On the scaling axis, the sizes as a curve (protocol.scaling.curve), or why there is none, at its pointer."""
+    try:
+        return sizes.curve(docs)
+    except sizes.ScalingError as exc:
+        return {"error": str(exc), "pointer": exc.pointer, "sizes": []}
 
 
 def _arm_entries(

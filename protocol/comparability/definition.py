@@ -18,7 +18,10 @@ from ..schema import SCHEMA_DIR
 CONTRACT_FILE = SCHEMA_DIR / "comparability.v1.json"
 # Earlier versions, each frozen byte for byte when the next was made (tests pin their digests). Comparisons stored
 # under one keep it (their result names the version); asked again, they are decided under the live contract.
-FROZEN_CONTRACT_FILES = {"1.1": SCHEMA_DIR / "comparability.v1.1.json"}
+FROZEN_CONTRACT_FILES = {
+    "1.1": SCHEMA_DIR / "comparability.v1.1.json",
+    "1.2": SCHEMA_DIR / "comparability.v1.2.json",
+}
 
 
 ROLES = ("controlled", "subject", "disclosed")
@@ -38,6 +41,7 @@ class Group:
     roles: tuple[tuple[str, str], ...]  # (axis, role), kept as a tuple so the dataclass stays hashable
     compare: str | None = None  # "major": only the major of a 'name/major.minor' string is compared
     since: str | None = None  # the contract version that gave the group its roles (None: the keys' version)
+    primary: str | None = None  # the group governs only runs whose headline is this metric (None: every run)
 
     def role(self, axis: str) -> str:
         return dict(self.roles)[axis]
@@ -160,6 +164,7 @@ def _groups(data: Mapping[str, Any], axes: tuple[str, ...]) -> tuple[Group, ...]
             tuple((a, g["roles"].get(a, "")) for a in axes),
             g.get("compare"),
             g.get("since"),
+            g.get("primary"),
         )
         for g in data["groups"]
     )

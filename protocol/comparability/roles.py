@@ -145,6 +145,8 @@ def _concrete_rules(primaries: tuple[str, ...]) -> RuleSet:
     c = contract()
     out: dict[Path, Rule] = {split_pointer(p): Rule(split_pointer(p), None, reason) for p, reason in c.ignored}
     for group in c.groups:
+        if group.primary is not None and group.primary not in primaries:
+            continue  # a group for runs with another headline
         for pointer in group.pointers:
             names = primaries if "{primary}" in pointer else [None]
             for name in names:

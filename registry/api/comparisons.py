@@ -20,14 +20,22 @@ from registry.api.strict import FreeFormObjectField, QuerySerializer, StrictSeri
 from registry.api.submissions import SubmissionSummarySerializer, withdrawn_words
 from registry.models import Comparison
 from registry.models.fields import MAX_ROW_ID
+from registry.presentation.scaling import configuration_sizes_view
 from registry.selectors.comparisons import comparable_runs, comparison_list, runs_by_reference
+from registry.selectors.scaling import configuration_sizes
 from registry.selectors.standing import comparison_conclusion, comparison_members
 from registry.services.comparisons import comparison_create
 
 RUN_REFERENCE_SCHEMA = {
     "oneOf": [{"type": "integer", "minimum": 1, "maximum": MAX_ROW_ID}, {"type": "string", "minLength": 1}]
 }
-AXES = [("system", "system"), ("software", "software"), ("precision", "precision"), ("iso-quality", "iso-quality")]
+AXES = [
+    ("system", "system"),
+    ("software", "software"),
+    ("precision", "precision"),
+    ("iso-quality", "iso-quality"),
+    ("scaling", "scaling"),
+]
 
 
 @extend_schema_field(RUN_REFERENCE_SCHEMA)
@@ -203,5 +211,43 @@ class ComparisonDetailApi(APIView):
                 "runs": [
                     {"id": r.pk, "digest": r.digest, "trust": r.trust, "withdrawn": withdrawn_words(r)} for r in runs
                 ],
+            }
+        )
+
+
+class SizesSerializer(StrictSerializer):
+    """A run's configuration at every stored size: the runs (this one among them), the sizes present, and the curve
+    as protocol.scaling.curve gives it (speedup and efficiency against the smallest size; for imported MLPerf
+    Training results labelled "derived, not an MLPerf metric")."""
+
+    run = serializers.IntegerField()
+    axis = serializers.CharField()
+    comparability_key = serializers.CharField()
+    run_ids = serializers.ListField(child=serializers.IntegerField())
+    sizes = serializers.ListField(child=serializers.IntegerField())
+    gap = serializers.CharField(allow_null=True)
+    curve = FreeFormObjectField()
+
+
+class SubmissionSizesApi(APIView):
+    """This run's configuration at other sizes: the runs with its key on the scaling axis, of its submitter."""
+
+    policy_action = policy.RUN_READ
+
+    @extend_schema(responses={200: SizesSerializer, 404: ProblemSerializer})
+    def get(self, request: Request, run_id: int) -> Response:
+        run = policy.run_get(policy.for_request(request), run_id)
+        runs = configuration_sizes(run=run)
+        ids = [r.pk for r in runs]
+        found = configuration_sizes_view([r.document for r in runs], ids)
+        return Response(
+            {
+                "run": run.pk,
+                "axis": "scaling",
+                "comparability_key": run.key_for("scaling"),
+                "run_ids": ids,
+                "sizes": found["sizes"],
+                "gap": found["gap"],
+                "curve": found["curve"],
             }
         )

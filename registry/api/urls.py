@@ -25,6 +25,7 @@ urlpatterns = [
     path(
         "submissions/<int:run_id>/comparable", comparisons.ComparableRunsApi.as_view(), name="api-submission-comparable"
     ),
+    path("submissions/<int:run_id>/sizes", comparisons.SubmissionSizesApi.as_view(), name="api-submission-sizes"),
     path("comparisons", comparisons.ComparisonCollectionApi.as_view(), name="api-comparisons"),
     path("comparisons/<int:comparison_id>", comparisons.ComparisonDetailApi.as_view(), name="api-comparison-detail"),
     path("reports", reports.ReportCollectionApi.as_view(), name="api-reports"),

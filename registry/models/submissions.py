@@ -66,6 +66,7 @@ class Submission(AppendOnlyModel):
     comparability_key_software = models.CharField(max_length=71, db_index=True, default="")
     comparability_key_precision = models.CharField(max_length=71, db_index=True, default="")
     comparability_key_iso_quality = models.CharField(max_length=71, db_index=True, default="")
+    comparability_key_scaling = models.CharField(max_length=71, db_index=True, default="")
 
     protocol_version = models.CharField(max_length=20)
     phase = models.CharField(max_length=20)
@@ -145,6 +146,7 @@ class Submission(AppendOnlyModel):
         "software": "comparability_key_software",
         "precision": "comparability_key_precision",
         "iso-quality": "comparability_key_iso_quality",
+        "scaling": "comparability_key_scaling",
     }
 
     @classmethod

@@ -128,3 +128,51 @@ def scaling_view(docs: Sequence[dict[str, Any]], refs: Sequence[Mapping[str, Any
         "interval_words": INTERVAL_WORDS,
         "chart": charts_scaling.scaling_chart(plan, eff),
     }
+
+
+def curve_view(curve: Mapping[str, Any] | None, run_ids: Sequence[int]) -> dict[str, Any] | None:
+    """A comparison's scaling curve (protocol.scaling.curve, stored in its result) for readers: one row per size,
+    smallest first, with its runs by id, the headline (throughput, or time to train), speedup and efficiency against
+    the base (the smallest size present), and the interval or why there is none. None off the scaling axis."""
+    if not curve:
+        return None
+    if curve.get("error"):
+        return {"error": curve["error"], "rows": []}
+    time = curve.get("metric") == "time_to_quality"
+    rows = [
+        {
+            "devices": s["devices"],
+            "nodes": ", ".join(str(n) for n in s.get("nodes") or []) or "not stated",
+            "runs": [run_ids[i] for i in s["runs"]],
+            "value": number(s["value"], Style.SIGNIFICANT, digits=4),
+            "speedup": number(s["speedup"], Style.RATIO),
+            "efficiency": number(s["efficiency"], Style.RATIO),
+            "interval": (
+                f"{CONFIDENCE:.0%} CI {number(s['ci_low'], Style.RATIO)}–{number(s['ci_high'], Style.RATIO)}"
+                if s.get("ci_low") is not None
+                else ("the base: 1 by definition" if s["devices"] == curve["base"]["devices"] else s["evidence"])
+            ),
+        }
+        for s in curve.get("sizes") or []
+    ]
+    return {
+        "rows": rows,
+        "heading": "Time to train (s)" if time else f"Throughput ({curve.get('unit', 'samples/s')})",
+        "base": curve["base"]["words"],
+        "formula": curve["formula"],
+        "label": curve.get("label"),
+        "interval": curve["interval"],
+    }
+
+
+def configuration_sizes_view(docs: Sequence[dict[str, Any]], run_ids: Sequence[int]) -> dict[str, Any]:
+    """One configuration's runs at several sizes (registry.selectors.scaling.configuration_sizes) as a curve: the
+    curve as protocol.scaling.curve gives it (for the API), its rows for the page, and the sizes present. Fewer than
+    two sizes, or runs without a size, are said in words."""
+    try:
+        curve = scaling.curve(docs)
+    except scaling.ScalingError as exc:
+        curve = {"error": str(exc), "pointer": exc.pointer, "sizes": []}
+    sizes = [s["devices"] for s in curve["sizes"]]
+    gap = None if len(sizes) > 1 else "This configuration is stored at one size only: no curve."
+    return {"curve": curve, "view": curve_view(curve, run_ids), "sizes": sizes, "gap": gap}

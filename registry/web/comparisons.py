@@ -19,6 +19,7 @@ from protocol.decisions.evidence import configuration_key
 from registry import policy
 from registry.exceptions import RegistryError
 from registry.presentation import charts
+from registry.presentation.scaling import curve_view
 from registry.presentation.sentences import ratio_sentences
 from registry.presentation.sweeps import comparison_view
 from registry.presentation.words import caveat_rows
@@ -171,6 +172,7 @@ def comparison_context(request: HttpRequest, comparison: Any, report_form: Any =
             if function in drawn
         ],
         "sweeps": _sweeps(request, result, documents),
+        "scaling": curve_view(result.get("scaling"), [r.pk for r in runs]),
         "report_form": report_form
         or ReportRequestForm(initial={"title": f"Decision report: comparison {comparison.pk}"}),
         "reports": list(policy.visible_reports(policy.for_request(request), reports)[:REPORTS_SHOWN]),

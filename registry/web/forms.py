@@ -23,6 +23,7 @@ AXIS_HELP = {
     "software": "Which software stack is better on the same hardware?",
     "precision": "What does a lower precision buy on the same system, and at what quality?",
     "iso-quality": "Which system, software and precision serve this workload better at the same quality target?",
+    "scaling": "How does one configuration scale as accelerators and nodes are added? All but the size must match.",
 }
 
 

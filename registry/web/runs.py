@@ -17,6 +17,7 @@ from registry import policy
 from registry.exceptions import RegistryError
 from registry.presentation.sweeps import comparison_view, sweep_view
 from registry.selectors.run_page import run_detail
+from registry.selectors.scaling import configuration_size_counts
 from registry.selectors.sweeps import recent_sweeps, sweep_runs
 from registry.services.submissions import submission_withdraw
 from registry.web.charts import cached_chart
@@ -44,6 +45,7 @@ def run_page(request: HttpRequest, run_id: int) -> HttpResponse:
             "history_link": _history_link(run.pk),
             "sweep": _sweep(run, per_user),
             "scaling": _scaling(run.document),
+            "other_sizes": _other_sizes(run),
             "per_user": per_user,
             "per_user_error": per_user_error,
             # from the document: the reasons for an absent figure are exact
@@ -83,6 +85,13 @@ def _scaling(document: dict[str, Any]) -> dict[str, Any] | None:
     layout = (document.get("scenario") or {}).get("distributed") or {}
     plan = layout.get("scaling")
     return {**plan, "world_size": layout.get("world_size")} if isinstance(plan, dict) else None
+
+
+def _other_sizes(run: Any) -> dict[str, Any] | None:
+    """Where this training run's configuration is stored at more than one size (the scaling axis's key, one
+    submitter): how many runs and which sizes, for the link to /runs/<id>/sizes/; None otherwise."""
+    count, sizes = configuration_size_counts(run=run)
+    return {"count": count, "sizes": sizes} if len(sizes) > 1 else None
 
 
 def _history_link(run_id: int) -> str | None:

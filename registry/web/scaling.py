@@ -1,4 +1,6 @@
-"""A scaling plan's page: the runs of one configuration at 1, 2, 4, … devices, their efficiency and its chart."""
+"""A scaling plan's page (the runs of one configuration at 1, 2, 4, … devices, their efficiency and its chart), and a
+run's configuration at every stored size (the comparability contract's scaling axis; MLPerf Training results of one
+submitter at several system sizes)."""
 
 from __future__ import annotations
 
@@ -11,8 +13,8 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from registry import policy
-from registry.presentation.scaling import scaling_view
-from registry.selectors.scaling import scaling_runs
+from registry.presentation.scaling import configuration_sizes_view, scaling_view
+from registry.selectors.scaling import configuration_sizes, scaling_runs
 from registry.web.charts import CHART_SECONDS
 
 
@@ -39,3 +41,17 @@ def scaling_page(request: HttpRequest, scaling_id: str) -> HttpResponse:
         "parallelism": first.document["scenario"]["distributed"].get("parallelism"),
     }
     return render(request, "registry/scaling.html", context)
+
+
+@login_required
+@require_GET
+def run_sizes_page(request: HttpRequest, run_id: int) -> HttpResponse:
+    """/runs/<id>/sizes/: this run's configuration at every stored size (the scaling axis's key, one submitter), with
+    speedup and efficiency against the smallest size present; a link to store it as a comparison on that axis."""
+    run = policy.run_get(policy.for_request(request), run_id)
+    runs = configuration_sizes(run=run)
+    ids = [r.pk for r in runs]
+    # Not cached: a handful of sizes, no chart (the plan page caches its chart)
+    found = configuration_sizes_view([r.document for r in runs], ids)
+    context = {"run": run, "runs": runs, "scaling": found["view"], "gap": found["gap"], "compare_ids": ids}
+    return render(request, "registry/run_sizes.html", context)

@@ -16,6 +16,7 @@ urlpatterns = [
     path("scaling/<path:scaling_id>/", scaling.scaling_page, name="scaling"),
     path("runs/<int:run_id>/withdraw", runs.run_withdraw, name="run-withdraw"),
     path("runs/<int:run_id>/history/", series.run_history_page, name="run-history"),
+    path("runs/<int:run_id>/sizes/", scaling.run_sizes_page, name="run-sizes"),
     path("compare/", comparisons.compare, name="compare"),
     path("comparisons/<int:comparison_id>/", comparisons.comparison_page, name="comparison"),
     path(

@@ -21,6 +21,8 @@ from tests.protocol.test_protocol_1_2 import level
 
 # sha256 of protocol/schemas/comparability.v1.1.json: contract 1.1 as it was when 1.2 was made. Never change it.
 FROZEN_CONTRACT_1_1_SHA256 = "4c18d779f754a20d2e394e5ab52a2d72cff5e8ba18630353e4b43c5ed948e82b"
+# sha256 of protocol/schemas/comparability.v1.2.json: contract 1.2 as it was when 1.3 was made. Never change it.
+FROZEN_CONTRACT_1_2_SHA256 = "6e519526e88879a9b12c1745c2fc33ecffb08cb03d2351044293578d1234691f"
 FIXED = {
     "kind": "fixed",
     "input_tokens": {"mean": 1000, "distribution": "constant"},
@@ -138,16 +140,24 @@ def test_contract_1_1_is_frozen_byte_for_byte_and_readable_by_version() -> None:
     path = FROZEN_CONTRACT_FILES["1.1"]
     assert hashlib.sha256(path.read_bytes()).hexdigest() == FROZEN_CONTRACT_1_1_SHA256
     assert cmp.contract_document("1.1")["version"] == "1.1"
-    assert cmp.contract_document("1.2") == cmp.contract_document()
-    assert cmp.known_versions() == ("1.1", "1.2")
-    with pytest.raises(cmp.ComparabilityError, match=r"no comparability contract 0\.9: this code knows 1\.1, 1\.2"):
+    assert cmp.contract_document("1.3") == cmp.contract_document()
+    assert cmp.known_versions() == ("1.1", "1.2", "1.3")
+    with pytest.raises(
+        cmp.ComparabilityError, match=r"no comparability contract 0\.9: this code knows 1\.1, 1\.2, 1\.3"
+    ):
         cmp.contract_document("0.9")
+
+
+def test_contract_1_2_is_frozen_byte_for_byte_and_readable_by_version() -> None:
+    path = FROZEN_CONTRACT_FILES["1.2"]
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == FROZEN_CONTRACT_1_2_SHA256
+    assert cmp.contract_document("1.2")["version"] == "1.2" and "scaling" not in cmp.contract_document("1.2")["axes"]
 
 
 def test_1_2_changes_only_fields_protocol_1_2_added() -> None:
     """So every document of protocol 1.0 or 1.1 classifies exactly as under 1.1: each group of 1.1 is in 1.2 with
     its pointers and roles, and every pointer 1.2 adds lies under a field that protocol 1.1 does not have."""
-    old, new = cmp.contract_document("1.1"), cmp.contract_document()
+    old, new = cmp.contract_document("1.1"), cmp.contract_document("1.2")
     groups = {g["id"]: g for g in new["groups"]}
     for g in old["groups"]:
         assert (groups[g["id"]]["pointers"], groups[g["id"]]["roles"]) == (g["pointers"], g["roles"]), g["id"]

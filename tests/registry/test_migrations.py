@@ -21,7 +21,9 @@ from tests.conftest import EXAMPLES, SHARED
 m0007: Any = importlib.import_module("registry.migrations.0007_catalogue_cells")
 m0011: Any = importlib.import_module("registry.migrations.0011_decisions")
 m0022: Any = importlib.import_module("registry.migrations.0022_contract_1_2")
-FROZEN = {m.FROZEN_CONTRACT["version"]: m for m in (m0007, m0011, m0022)}
+m0029: Any = importlib.import_module("registry.migrations.0029_contract_1_3")
+FROZEN = {m.FROZEN_CONTRACT["version"]: m for m in (m0007, m0011, m0022, m0029)}
+EARLIER_AXES = ["software", "precision", "system", "iso-quality"]
 
 
 def _documents() -> list[dict[str, Any]]:
@@ -50,6 +52,7 @@ def _served() -> list[dict[str, Any]]:
         importlib.import_module("registry.migrations.0025_per_accelerator"),
         importlib.import_module("registry.migrations.0026_sweep_id"),
         importlib.import_module("registry.migrations.0028_scaling_plan_index"),
+        m0029,
     ],
 )
 def test_the_migration_imports_no_protocol_code(module: Any) -> None:
@@ -57,7 +60,14 @@ def test_the_migration_imports_no_protocol_code(module: Any) -> None:
     assert "import protocol" not in source and "from protocol" not in source
 
 
-@pytest.mark.parametrize("axis", ["software", "precision", "system", "iso-quality"])
+def _distributed() -> list[dict[str, Any]]:
+    """Distributed training runs (protocol 1.3): the sizes of a weak scaling plan."""
+    from devtools.documents import scaling_plan_documents
+
+    return scaling_plan_documents("migrations", [1, 2, 4], repeats=1)
+
+
+@pytest.mark.parametrize("axis", [*EARLIER_AXES, "scaling"])
 def test_the_frozen_keys_of_the_current_contract_equal_protocol_keys(axis: str) -> None:
     documents = _documents()
     assert documents
@@ -65,8 +75,41 @@ def test_the_frozen_keys_of_the_current_contract_equal_protocol_keys(axis: str) 
         pytest.fail(f"contract {contract().version} has no migration that freezes it and re-keys the runs")
     frozen = FROZEN[contract().version]
     assert contract_document() == frozen.FROZEN_CONTRACT
-    for doc in documents + _served():
+    for doc in documents + _served() + _distributed():
         assert frozen.comparability_key(doc, axis) == comparability_key(doc, axis)
+
+
+@pytest.mark.parametrize("axis", EARLIER_AXES)
+def test_0029_changes_no_key_of_the_earlier_axes(axis: str) -> None:
+    """1.3 split the size out of the system and scenario groups with their roles: every stored key of the four
+    earlier axes is the one 1.2 gave (so 0029 fills only the new column)."""
+    for doc in _documents() + _served() + _distributed():
+        assert m0029.comparability_key(doc, axis) == m0022.comparability_key(doc, axis)
+
+
+@pytest.mark.django_db
+def test_0029_fills_the_scaling_key_of_a_stored_run(user: Any) -> None:
+    from types import SimpleNamespace
+
+    from django.apps import apps
+    from django.db import connection, models
+
+    from registry.models import Submission
+    from registry.services.submissions import submission_create
+
+    run, _ = submission_create(document=_distributed()[1], submitted_by=user)
+    live = run.comparability_key_scaling
+    assert live == comparability_key(run.document, "scaling") and live.startswith("sha256:")
+    postgres = connection.vendor == "postgresql"
+    with connection.cursor() as cursor:
+        if postgres:
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+            cursor.execute(f"ALTER TABLE registry_submission DISABLE TRIGGER {m0029.TRIGGER}")
+        models.QuerySet(Submission).filter(pk=run.pk).update(comparability_key_scaling="")
+        if postgres:
+            cursor.execute(f"ALTER TABLE registry_submission ENABLE TRIGGER {m0029.TRIGGER}")
+    m0029.fill(apps, SimpleNamespace(connection=connection, execute=connection.cursor().execute))
+    assert Submission.objects.get(pk=run.pk).comparability_key_scaling == live
 
 
 @pytest.mark.parametrize("axis", ["software", "precision", "system", "iso-quality"])

@@ -130,6 +130,7 @@ RULES: dict[str, list[Case]] = {
         )
     ],
     "api-submission-comparable": [("get", lambda w: f"/api/v1/submissions/{w['run'].pk}/comparable", None, READ, 200)],
+    "api-submission-sizes": [("get", lambda w: f"/api/v1/submissions/{w['run'].pk}/sizes", None, READ, 200)],
     "api-comparisons": [
         ("get", lambda w: "/api/v1/comparisons", None, READ, 200),
         (
@@ -343,6 +344,7 @@ RULES: dict[str, list[Case]] = {
     "jobs": [("get", lambda w: "/jobs/", None, W_PLANNER, 200)],
     "job-cancel": [("post", lambda w: f"/jobs/{w['job'].pk}/cancel", lambda w: {}, W_JOB_CANCEL, 302)],
     "run-history": [("get", lambda w: f"/runs/{w['run'].pk}/history/", None, W_READ, 200)],  # series
+    "run-sizes": [("get", lambda w: f"/runs/{w['run'].pk}/sizes/", None, W_READ, 200)],
     "alerts": [("get", lambda w: "/alerts/", None, W_READ, 200)],  # series
     "tokens": [
         ("get", lambda w: "/tokens/", None, W_READ, 200),
