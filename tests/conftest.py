@@ -104,7 +104,43 @@ def _slow_modules_first(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: getattr(item, "module", None) not in slow)  # stable: the order is otherwise kept
 
 
+# What makes a test's outcome depend on the database engine: the database fixtures, or (read from the module's
+# source) a process, command or connection of its own that opens the database.
+DATABASE_FIXTURES = frozenset(
+    {"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback", "live_server"}
+)
+DATABASE_WORDS = ("subprocess", "Popen", "call_command", "DATABASE_URL", "sys.executable", "multiprocessing", "connection")
+
+
+def _uses_the_database(item: pytest.Item, sources: dict[Any, bool]) -> bool:
+    if item.get_closest_marker("django_db") or item.get_closest_marker("embedded"):
+        return True
+    if DATABASE_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    module = getattr(item, "module", None)
+    if module not in sources:
+        path = getattr(module, "__file__", None)
+        text = Path(path).read_text() if path else ""
+        sources[module] = not path or any(word in text for word in DATABASE_WORDS)
+    return sources[module]
+
+
+def _only_database_tests(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """BENCHREG_ONLY_DATABASE_TESTS=1 (CI's second pass, on SQLite, after the whole suite ran on PostgreSQL): keep
+    the tests whose outcome can depend on the database engine. The others run the same code on either engine, and
+    the first pass ran every one of them; a module that starts a process or a command of its own is kept whole."""
+    if os.environ.get("BENCHREG_ONLY_DATABASE_TESTS") != "1":
+        return
+    sources: dict[Any, bool] = {}
+    kept = [item for item in items if _uses_the_database(item, sources)]
+    dropped = [item for item in items if not _uses_the_database(item, sources)]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    _only_database_tests(config, items)
     _slow_modules_first(items)
     if _database_vendor() == "postgresql":
         return
