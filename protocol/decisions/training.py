@@ -353,8 +353,13 @@ def families(chosen: Sequence[Evidence]) -> list[_Family]:
     found: dict[str, _Family] = {}
     for ev in chosen:
         neutral = _size_neutral(ev.document)
-        key, config = cmp.key_and_configuration(neutral, "iso-quality")
-        fam = found.setdefault(key + digest(config), _Family(neutral, config, {}))
+        # The scaling axis (comparability contract 1.3) is the contract's own answer to "the same configuration at
+        # another size": it controls all but the size, and only shows what a size changes in how a result is
+        # stated (MLPerf's per-size scaling factor in the time-to-train method).
+        key, family = cmp.key_and_configuration(neutral, "scaling")
+        # Named as the iso-quality axis names a configuration (hardware, software, precision): what the labels say.
+        config = cmp.key_and_configuration(neutral, "iso-quality")[1]
+        fam = found.setdefault(key + digest(family), _Family(neutral, config, {}))
         batch = ((ev.document.get("workload") or {}).get("shape") or {}).get("batch_size")
         size = (devices(ev.document), nodes(ev.document), batch)
         fam.sizes.setdefault(size, _Size(size[0], size[1], batch, [])).runs.append(ev)

@@ -342,7 +342,8 @@ class TrainingDecisionForm(forms.Form):
     webhook_url = forms.URLField(required=False, max_length=500, assume_scheme="https", label="Webhook URL (optional)")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs, prefix="training")
+        kwargs.setdefault("prefix", "training")
+        super().__init__(*args, **kwargs)
 
     def clean_prices(self) -> dict[str, float]:
         return parse_hourly_prices(self.cleaned_data.get("prices", ""))
