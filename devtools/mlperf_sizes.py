@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Mapping
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,7 @@ def sized_training_round(
     submitter: str,
     system: str,
     benchmark: str,
-    minutes: dict[int, Fraction | int | float],
+    minutes: Mapping[int, Fraction | float],
     destination: Path,
 ) -> Path:
     """Write `destination`/training_results_v<round>/<submitter>/ with `system`'s `benchmark` result at each number
