@@ -1,15 +1,16 @@
 """The scaling axis of comparisons (comparability contract 1.3, issue 43 item 5), through the doors users take: the
 submission and comparison APIs, the comparison page, a run's page and its /runs/<id>/sizes/ page.
 
-Distributed runs are the sizes of a weak scaling plan built from a real 2-rank run (devtools.documents); MLPerf
-Training results are NVIDIA's dlrm_dcnv2 on 1, 8 and 16 nodes of 8 H100s (NGC 24.04 HugeCTR) from the published
-training_results_v4.0 (tests/fixtures/mlperf_training_scaling/PROVENANCE.md), imported by `benchreg import`."""
+Distributed runs are the sizes of a weak scaling plan built from a real 2-rank run (devtools.documents). MLPerf
+Training results are an authored derivative, not published results: Quanta's dlrm_dcnv2 on one D54U-3U (4
+H100-PCIe) from the shared, trimmed training_results_v4.0, rewritten at test time as the same system on 1, 2 and 4
+nodes with times to train the tests choose (devtools.mlperf_sizes), imported by `benchreg import mlperf`."""
 
 from __future__ import annotations
 
 import copy
 import html
-import shutil
+import os
 from pathlib import Path
 from typing import Any
 
@@ -18,15 +19,18 @@ from django.core.management import call_command
 from rest_framework.test import APIClient
 
 from devtools.documents import scaling_plan_documents
+from devtools.mlperf_sizes import copy_of_one_size, sized_training_round
 from protocol import scaling
 from protocol.numbers import Style, number
 from registry.models import Submission
+from tests.conftest import SHARED
 from tests.registry.web.conftest import signed_in
 from tests.registry.web.conftest import store_through_api as _store
 
 pytestmark = pytest.mark.django_db
 
-ROUND = Path(__file__).parents[2] / "fixtures" / "mlperf_training_scaling" / "training_results_v4.0"
+ROUND = Path(os.environ.get("BENCHREG_MLPERF_ROUNDS") or SHARED / "data" / "mlperf-rounds") / "training_v4.0"
+SUBMITTER, SYSTEM, BENCHMARK = "Quanta_Cloud_Technology", "D54U-3U", "dlrm_dcnv2"  # 1 node × 4 H100-PCIe-80GB
 
 
 def _api(user: Any) -> APIClient:
@@ -111,76 +115,91 @@ def test_sizes_without_one_device_are_set_against_the_smallest_present(user: Any
 # ------------------------------------------------------------------- MLPerf Training: one submitter at three sizes
 
 
+# The times to train we chose for the authored sizes, in minutes, by number of nodes (4 accelerators each). By hand:
+# E(n) = T(4) × 4 ÷ (T(n) × n), so E(8) = 36 × 4 ÷ (20 × 8) = 0.9 and E(16) = 36 × 4 ÷ (11.25 × 16) = 0.8.
+CHOSEN_MINUTES = {1: 36, 2: 20, 4: 11.25}
+MINUTES = {4 * nodes: minutes for nodes, minutes in CHOSEN_MINUTES.items()}  # by accelerators
+HAND = {8: 0.9, 16: 0.8}
+
+
+def _shared_round() -> Path:
+    if not (ROUND / SUBMITTER / "results" / SYSTEM / BENCHMARK).is_dir():
+        pytest.skip(f"the shared trimmed MLPerf Training v4.0 round is not at {ROUND}")
+    return ROUND
+
+
 @pytest.fixture
-def nvidia_dlrm(user: Any) -> dict[int, Submission]:
-    """The three imported results, by accelerator count."""
-    call_command("import_results", "mlperf", str(ROUND), "--no-progress")
-    runs = list(Submission.objects.filter(workload_name="dlrm_dcnv2"))
+def sized_dlrm(user: Any, tmp_path: Path) -> dict[int, Submission]:
+    """The three imported results of the authored tree, by accelerator count."""
+    tree = sized_training_round(_shared_round(), SUBMITTER, SYSTEM, BENCHMARK, CHOSEN_MINUTES, tmp_path)
+    call_command("import_results", "mlperf", str(tree), "--no-progress")
+    runs = list(Submission.objects.filter(workload_name=BENCHMARK))
     assert len(runs) == 3
     return {scaling.size_of(r.document): r for r in runs}
 
 
-# The times to train of NVIDIA dlrm_dcnv2 on 8, 64 and 128 H100-SXM5-80GB (eos, NGC 24.04 HugeCTR), in minutes as
-# MLCommons' results table prints them: the olympic mean of the result files' run_start..run_stop times × the folder's
-# scaling.json factor, as MLCommons' summarizer computes the published score (the round's table itself is not in the
-# fixture, so these three numbers are not checked against it here).
-PUBLISHED_MINUTES = {8: 3.871, 64: 1.352, 128: 0.990}
-
-
-def test_the_imported_times_are_the_published_ones(nvidia_dlrm: dict[int, Submission]) -> None:
-    for devices, minutes in PUBLISHED_MINUTES.items():
-        seconds = nvidia_dlrm[devices].document["metrics"]["time_to_quality"]["seconds"]
-        assert round(seconds / 60, 3) == minutes
+def test_the_imported_times_are_the_chosen_ones(sized_dlrm: dict[int, Submission]) -> None:
+    assert sorted(sized_dlrm) == [4, 8, 16]
+    for devices, minutes in MINUTES.items():
+        document = sized_dlrm[devices].document
+        assert document["metrics"]["time_to_quality"]["seconds"] == minutes * 60  # whole ms: exact
+        assert document["system"]["nodes"] == devices // 4 and document["provenance"]["submitter"] == SUBMITTER
+        assert "AUTHORED TEST DERIVATIVE" in document["system"]["notes"]["hw_notes"]
+        assert document["metrics"]["quality"]["passed"] is True
 
 
 def test_an_imported_training_result_links_to_its_configuration_at_other_sizes(
-    user: Any, nvidia_dlrm: dict[int, Submission]
+    user: Any, sized_dlrm: dict[int, Submission]
 ) -> None:
-    # by hand, from the published times: E(64) = (T(8) × 8) ÷ (T(64) × 64)
-    hand = (PUBLISHED_MINUTES[8] * 8) / (PUBLISHED_MINUTES[64] * 64)
-    assert f"{hand:.3f}" == "0.358"
-    run = nvidia_dlrm[64]
+    hand = (MINUTES[4] * 4) / (MINUTES[8] * 8)
+    assert hand == pytest.approx(HAND[8])
+    run = sized_dlrm[8]
     run_page = html.unescape(signed_in(user).get(f"/runs/{run.pk}/").content.decode())
     assert f'href="/runs/{run.pk}/sizes/"' in run_page and "This configuration at other sizes" in run_page
-    assert "sizes 8, 64, 128 devices" in run_page
+    assert "sizes 4, 8, 16 devices" in run_page
     page = html.unescape(signed_in(user).get(f"/runs/{run.pk}/sizes/").content.decode())
-    assert "derived, not an MLPerf metric" in page and "the smallest size present, 8 device(s)" in page
-    row_64 = page.split('<th scope="row" class="num">64</th>', 1)[1].split("</tr>", 1)[0]
-    assert ">0.358</td>" in row_64 and "Time to train (s)" in page
-    assert "no interval, one result per size" in html.unescape(page).lower()
+    assert "derived, not an MLPerf metric" in page and "the smallest size present, 4 device(s)" in page
+    row_8 = page.split('<th scope="row" class="num">8</th>', 1)[1].split("</tr>", 1)[0]
+    row_16 = page.split('<th scope="row" class="num">16</th>', 1)[1].split("</tr>", 1)[0]
+    assert f">{hand:.3f}</td>" in row_8 and ">0.900</td>" in row_8 and ">0.800</td>" in row_16
+    assert "Time to train (s)" in page
+    assert "no interval, one result per size" in page.lower()
     assert "the base: 1 by definition" in page
     assert "?axis=scaling&amp;run=" in signed_in(user).get(f"/runs/{run.pk}/sizes/").content.decode()
 
 
 def test_the_api_gives_the_curve_with_its_label_and_the_hand_computed_efficiency(
-    user: Any, nvidia_dlrm: dict[int, Submission]
+    user: Any, sized_dlrm: dict[int, Submission]
 ) -> None:
-    run = nvidia_dlrm[8]
+    run = sized_dlrm[4]
     response = _api(user).get(f"/api/v1/submissions/{run.pk}/sizes")
     assert response.status_code == 200, response.content
     body = response.json()
-    assert body["axis"] == "scaling" and body["sizes"] == [8, 64, 128] and body["gap"] is None
-    assert sorted(body["run_ids"]) == sorted(r.pk for r in nvidia_dlrm.values())
+    assert body["axis"] == "scaling" and body["sizes"] == [4, 8, 16] and body["gap"] is None
+    assert sorted(body["run_ids"]) == sorted(r.pk for r in sized_dlrm.values())
     curve = body["curve"]
     assert curve["label"] == "derived, not an MLPerf metric" and curve["metric"] == "time_to_quality"
     assert curve["interval"] == "no interval, one result per size"
-    hand = {n: (PUBLISHED_MINUTES[8] * 8) / (PUBLISHED_MINUTES[n] * n) for n in (64, 128)}
+    assert curve["base"]["devices"] == 4 and curve["sizes"][0]["efficiency"] == pytest.approx(1.0)
+    hand = {n: (MINUTES[4] * 4) / (MINUTES[n] * n) for n in (8, 16)}
+    assert hand == pytest.approx(HAND)
+    assert [row["devices"] for row in curve["sizes"]] == [4, 8, 16]
     for row in curve["sizes"][1:]:
-        assert row["efficiency"] == pytest.approx(hand[row["devices"]], abs=5e-4)  # minutes rounded to 3 places
+        assert row["efficiency"] == pytest.approx(hand[row["devices"]], rel=1e-9)  # the times are exact
         assert row["ci_low"] is None and row["values"] == 1
     stored = _compare(user, body["run_ids"], "scaling")
     assert stored.status_code == 201, stored.content
-    assert stored.json()["result"]["scaling"]["sizes"] == curve["sizes"]
+    result = stored.json()["result"]
+    assert result["scaling"]["sizes"] == curve["sizes"] and result["scaling"]["base"] == curve["base"]
+    assert result["scaling"]["base"]["words"] == "the smallest size present, 4 device(s)"
+    page = html.unescape(signed_in(user).get(f"/comparisons/{stored.json()['id']}/").content.decode())
+    assert "derived, not an MLPerf metric" in page and ">0.800</td>" in page
 
 
 def test_a_result_stored_at_one_size_has_no_link_and_its_sizes_say_so(user: Any, tmp_path: Path) -> None:
-    system = "eos_ngc24.04_merlin_hugectr"
-    root = tmp_path / "training_results_v4.0" / "NVIDIA"
-    shutil.copytree(ROUND / "NVIDIA" / "results" / system, root / "results" / system)
-    (root / "systems").mkdir()
-    shutil.copy(ROUND / "NVIDIA" / "systems" / f"{system}.json", root / "systems")
-    call_command("import_results", "mlperf", str(root.parent), "--no-progress")
-    (run,) = Submission.objects.filter(workload_name="dlrm_dcnv2")
+    tree = copy_of_one_size(_shared_round(), SUBMITTER, SYSTEM, tmp_path)
+    call_command("import_results", "mlperf", str(tree), "--no-progress")
+    (run,) = Submission.objects.filter(workload_name=BENCHMARK)
     assert "This configuration at other sizes" not in signed_in(user).get(f"/runs/{run.pk}/").content.decode()
     body = _api(user).get(f"/api/v1/submissions/{run.pk}/sizes").json()
-    assert body["sizes"] == [8] and body["gap"] == "This configuration is stored at one size only: no curve."
+    assert body["sizes"] == [4] and body["gap"] == "This configuration is stored at one size only: no curve."
