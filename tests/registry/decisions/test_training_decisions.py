@@ -251,3 +251,35 @@ def test_the_decisions_page_declares_a_training_question_as_the_api_does() -> No
     page = _text(web.get(made["Location"]).content.decode())
     assert "Both candidates meet the question's time budget" in page
     assert "price per system-hour for '4x B200'" in page  # a price no candidate has is refused in words, not dropped
+
+
+def test_one_configuration_imported_at_three_sizes_is_one_family_with_its_scaling_efficiency(tmp_path: Path) -> None:
+    """The authored MLPerf Training tree of devtools.mlperf_sizes (one real result of the shared round, rewritten at
+    1, 2 and 4 nodes with chosen times: not published results), with a scaling.json on the 2-node size, as
+    MLCommons sets one per result at review: the time-to-train method then names that size's factor, and the sizes
+    are still one configuration (the comparability contract's scaling axis), so the decision reads the efficiency
+    of each size against the smallest instead of the one-size gap."""
+    from devtools.mlperf_sizes import sized_training_round
+    from tests.registry.web.test_scaling_axis import BENCHMARK, CHOSEN_MINUTES, SUBMITTER, SYSTEM, _shared_round
+
+    tree = sized_training_round(_shared_round(), SUBMITTER, SYSTEM, BENCHMARK, CHOSEN_MINUTES, tmp_path)
+    (two_nodes,) = [p for p in (tree / SUBMITTER / "results").iterdir() if p.name.endswith("_n2")]
+    (two_nodes / BENCHMARK / "scaling.json").write_text('{"scaling_factor": 1.1}')
+    call_command("import_results", "mlperf", str(tree), "--no-progress")
+    question = {
+        "phase": "training",
+        "workload": BENCHMARK,
+        "demand": {"runs": 30, "period_hours": 720},
+        "time_budget_hours": 1,
+    }
+    decision = decision_create(owner=_user(), title="DLRM every day", question=question)
+    candidates = {c["size"]["devices"]: c for c in decision.answers.get(number=1).answer["candidates"]}
+    assert sorted(candidates) == [4, 8, 16]
+    # By hand: T(4) = 36 min; T(8) = 20 min × 1.1 (the factor) = 22 min; T(16) = 11.25 min.
+    # E(8) = 36 × 4 ÷ (22 × 8) = 0.8182; E(16) = 36 × 4 ÷ (11.25 × 16) = 0.8.
+    assert candidates[8]["time_to_train"]["value"] == pytest.approx(22 / 60, rel=1e-5)  # 6 significant digits
+    assert candidates[8]["scaling"]["value"] == pytest.approx(36 * 4 / (22 * 8), rel=1e-5)
+    assert candidates[16]["scaling"]["value"] == pytest.approx(0.8, rel=1e-5)
+    assert candidates[16]["scaling"]["against_devices"] == 4
+    for c in candidates.values():
+        assert "one-size" not in [g["code"] for g in c["gaps"]]
