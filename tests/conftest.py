@@ -109,7 +109,15 @@ def _slow_modules_first(items: list[pytest.Item]) -> None:
 DATABASE_FIXTURES = frozenset(
     {"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback", "live_server"}
 )
-DATABASE_WORDS = ("subprocess", "Popen", "call_command", "DATABASE_URL", "sys.executable", "multiprocessing", "connection")
+DATABASE_WORDS = (
+    "subprocess",
+    "Popen",
+    "call_command",
+    "DATABASE_URL",
+    "sys.executable",
+    "multiprocessing",
+    "connection",
+)
 
 
 def _uses_the_database(item: pytest.Item, sources: dict[Any, bool]) -> bool:

@@ -63,8 +63,9 @@ def test_every_field_keeps_its_1_2_role_on_the_earlier_axes(primary: str) -> Non
         ("/scenario/distributed/global_batch", "subject"),
         ("/workload/shape/batch_size", "subject"),
         ("/system/accelerators/0/model", "controlled"),
-        ("/scenario/distributed/per_device_batch", "controlled"),
-        ("/workload/shape/micro_batch_size", "controlled"),
+        ("/scenario/distributed/per_device_batch", "subject"),  # strong scaling splits a fixed global batch
+        ("/scenario/distributed/gradient_accumulation", "subject"),
+        ("/workload/shape/micro_batch_size", "subject"),
         ("/scenario/distributed/parallelism", "controlled"),
         ("/scenario/distributed/backend/name", "controlled"),
         ("/scenario/distributed/backend/version", "controlled"),

@@ -60,7 +60,38 @@ def test_two_runs_differing_only_in_world_size_are_refused_naming_the_field(user
     assert _compare(user, ids, "scaling").status_code == 201
 
 
-def test_the_scaling_axis_refuses_another_parallelism_or_per_device_batch(user: Any) -> None:
+def _strong(doc: dict[str, Any], global_batch: int = 64) -> dict[str, Any]:
+    """The weak plan's size as a size of strong scaling plan `strong-…`: the global batch fixed, split over the
+    devices, the throughputs recomputed from the same step times."""
+    doc = copy.deepcopy(doc)
+    layout = doc["scenario"]["distributed"]
+    n = layout["world_size"]
+    layout.update(per_device_batch=global_batch // n, global_batch=global_batch)
+    layout["scaling"].update(id=f"strong-{layout['scaling']['id']}", mode="strong")
+    doc["workload"]["shape"].update(batch_size=global_batch, micro_batch_size=global_batch // n)
+    times = [t for rep in doc["samples"]["step_time_ms"]["repetitions"] for t in rep]
+    throughput = global_batch * 1000 * len(times) / sum(times)
+    doc["metrics"]["throughput"]["value"] = throughput
+    figures = doc["metrics"]["distributed"]
+    figures["samples_per_second_per_device"] = throughput / n
+    for rank in figures["ranks"]:
+        rank["samples_per_second"] = throughput / n
+    return doc
+
+
+def test_a_strong_scaling_plans_sizes_compare_and_never_beside_a_weak_plans(user: Any) -> None:
+    weak = scaling_plan_documents("split", [1, 2, 4], repeats=1)
+    strong = [_strong(doc) for doc in weak]
+    ids = _store(user, strong + weak[1:2])
+    response = _compare(user, ids[:3], "scaling")
+    assert response.status_code == 201, response.content  # the per-device batch (64, 32, 16) is part of the size
+    assert [s["devices"] for s in response.json()["result"]["scaling"]["sizes"]] == [1, 2, 4]
+    mixed = _compare(user, [ids[0], ids[3]], "scaling")  # strong at 1 device, weak at 2
+    assert mixed.status_code == 422
+    assert "/scenario/distributed/scaling/mode" in {e["pointer"] for e in mixed.json()["errors"]}
+
+
+def test_the_scaling_axis_refuses_another_parallelism(user: Any) -> None:
     one, two = scaling_plan_documents("kind", [1, 2], repeats=1)
     fsdp = copy.deepcopy(two)
     fsdp["scenario"]["distributed"]["parallelism"] = "fsdp"
