@@ -125,7 +125,7 @@ LOCAL_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
         "registry.celery",
         "registry.worker.beat",
     ): "celery.beat only in the beat process (registry.celery:HeartbeatScheduler)",
-    ("registry.apps", "registry"): "tasks import models, which Django allows only once the apps are loaded",
+    ("registry.apps", "registry"): "the Celery app, once the apps are loaded (its tasks import models)",
     ("registry.cli", "registry.admin_cli"): _SUBCOMMAND,
     ("registry.cli", "runners.agent.cli"): _SUBCOMMAND,
     ("registry.cli", "runners.cli"): _SUBCOMMAND,
