@@ -133,6 +133,10 @@ LOCAL_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("registry.cli", "runners.client"): _SUBCOMMAND,
     ("registry.cli", "verifier.cli"): _SUBCOMMAND,
     ("registry.cli", "verifier.witness"): _SUBCOMMAND,
+    (
+        "registry.management.commands.import_results",
+        "registry.management.mlperf_import",
+    ): "MLPerf's importers, rich and tenacity (~0.1 s) only for an MLPerf import, not a serving one (issue 41)",
     ("registry.management.commands.serve", "registry.wsgi"): "importing it warms up and freezes the process's heap",
     ("registry.web.reports", "registry.services.reports"): "the PDF stack (WeasyPrint, pyHanko), on first use",
     ("registry.services.webhooks", "registry.services.webhook_transport"): "httpx and httpcore on the first delivery",
