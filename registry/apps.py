@@ -1,5 +1,9 @@
+from typing import Any
+
 from django.apps import AppConfig
 from django.contrib.admin.apps import SimpleAdminConfig
+from django.contrib.admin.checks import check_admin_app, check_dependencies
+from django.core import checks
 
 
 class RegistryConfig(AppConfig):
@@ -27,3 +31,16 @@ class PolicyAdminConfig(SimpleAdminConfig):
     serve or check URLs load, not every command and worker."""
 
     default_site = "registry.admin_site.PolicyAdminSite"
+
+    def ready(self) -> None:
+        checks.register(check_dependencies, checks.Tags.admin)
+        checks.register(check_admin_modules, checks.Tags.admin)
+
+
+def check_admin_modules(app_configs: Any, **kwargs: Any) -> list[checks.CheckMessage]:
+    """Django's check of every admin site's ModelAdmins, once the apps' admin modules are registered: the system
+    checks (`check`, `serve`, `migrate`) may run before anything loads the URLconf, which registers them."""
+    from django.contrib import admin
+
+    admin.autodiscover()  # each module is imported once; again is a no-op
+    return list(check_admin_app(app_configs, **kwargs))
