@@ -19,7 +19,7 @@ class RegistryConfig(AppConfig):
         # imports them at its start (autodiscovery), so every process still finds each task by name.
         from registry import celery
 
-        if celery.app.finalized:  # its task registry was read before the models were loaded: the tasks now
+        if celery.app.finalized:  # type: ignore[attr-defined]  # not in the stubs; registry read before the models
             celery.import_registry_tasks()
 
 
