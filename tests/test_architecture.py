@@ -140,6 +140,7 @@ LOCAL_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("registry.management.commands.serve", "registry.wsgi"): "importing it warms up and freezes the process's heap",
     ("registry.web.reports", "registry.services.reports"): "the PDF stack (WeasyPrint, pyHanko), on first use",
     ("registry.services.webhooks", "registry.services.webhook_transport"): "httpx and httpcore on the first delivery",
+    ("registry.services.jobs", "runners.api"): "every runner's job spec (~0.1 s) only when a job's run is checked",
     ("registry.services.reports", "verifier.report"): "pyHanko's validation stack (~0.7 s) only to verify a report",
     ("runners.backends", "runners.backends.numpy_backend"): "a backend's library is loaded only when it is chosen",
     ("runners.backends", "runners.backends.torch_backend"): "PyTorch, loaded only when the torch backend is chosen",

@@ -152,12 +152,12 @@ def _resolved_problem(host: str, port: int) -> str | None:
 def webhook_post(url: str, *, content: bytes, headers: dict[str, str]) -> int:
     """POST `content` to `url` under every rule above; returns the answer's status. Raises RefusedDestination
     (wrapped in httpx.ConnectError) where the destination is not allowed, httpx.HTTPError on other failures."""
-    from registry.services import webhook_transport  # httpx and httpcore (~0.06 s) on the first delivery only
+    from registry.services.webhook_transport import post, refuse  # httpx and httpcore (~0.06 s): deliveries only
 
     problem = webhook_url_problem(url, resolve=False)
     if problem:
-        webhook_transport.refuse(problem)
-    return webhook_transport.post(url, content=content, headers=headers, check=address_problem, resolve=_resolve_within)
+        refuse(problem)
+    return post(url, content=content, headers=headers, check=address_problem, resolve=_resolve_within)
 
 
 # --- deliveries -----------------------------------------------------------------------------------------------

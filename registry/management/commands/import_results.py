@@ -118,9 +118,9 @@ class Command(BaseCommand):
         IMPORTERS[kind](self, path, options, username=username, json_out=json)
 
     def _mlperf(self, paths: list[Path], options: dict[str, Any], *, username: str, json_out: bool) -> None:
-        from registry.management import mlperf_import  # MLPerf's importers, rich and tenacity: that kind only
+        from registry.management.mlperf_import import run  # MLPerf's importers, rich and tenacity: that kind only
 
-        mlperf_import.run(self, paths, options, username=username, json_out=json_out)
+        run(self, paths, options, username=username, json_out=json_out)
 
     def _serving(self, paths: list[Path], options: dict[str, Any], *, username: str, json_out: bool) -> None:
         flags = {key: options.get(f"deploy__{key}") for key in DEPLOYMENT_FLAGS}
