@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,28 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "registry.settings")
 
 app = Celery("registry")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["registry"])
+app.autodiscover_tasks(["registry"])  # a worker (and every `celery` command) imports registry.tasks at its start
+
+
+# --- every registry task registered in every process, imported when first needed -----------------------------------
+# registry.tasks imports every service a task calls (reports, webhooks, decisions, the embedded agent: ~0.1 s), so it
+# is not imported at start-up (RegistryConfig.ready) but when the app's task registry is first read: `app.tasks`
+# finalizes the app, and finalizing imports them. registry.dispatch reads it to send any task, so web processes,
+# commands and workers all still find each registry task by name. By name (importlib), as Celery's autodiscovery
+# imports it: the tasks import the services, which reach the tasks only by name (registry/dispatch.py).
+
+
+def import_registry_tasks() -> None:
+    """Register every registry task in `app` (importing registry.tasks; once the models are loaded)."""
+    importlib.import_module("registry.tasks")
+
+
+@app.on_after_finalize.connect
+def _import_tasks_on_finalize(sender: Celery, **kwargs: Any) -> None:
+    from django.apps import apps
+
+    if apps.models_ready:  # else RegistryConfig.ready imports them, once the models are loaded
+        import_registry_tasks()
 
 
 # --- operations: heartbeats of the worker and beat, for readiness, the embedded supervisor and health checks ---

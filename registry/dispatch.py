@@ -2,8 +2,8 @@
 
 `registry.tasks.*` import services (a task takes ids, re-fetches rows and calls one service); services reach
 tasks only through here, by name (`"registry.tasks.reports.render_report"`), as healthchecks and netbox keep
-their models free of their workers. Names are resolved in the Celery app's task registry (RegistryConfig.ready
-imports registry.tasks, so every registry task is registered in every process):
+their models free of their workers. Names are resolved in the Celery app's task registry (reading it the first
+time imports registry.tasks, registry/celery.py, so every registry task is registered in every process):
 
 * a task this registry defines is sent as `task.delay(*args)` (or `apply_async` with options): it runs the way
   the app is configured, eagerly in-process without a broker, on the worker with one (queues and routes come

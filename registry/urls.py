@@ -13,6 +13,10 @@ from registry import health
 from registry.api import exception_handlers as api_errors
 from registry.web import errors as web_errors
 
+# The admin is a SimpleAdminConfig (registry/apps.py): its ModelAdmins (registry/admin.py, the auth and axes ones)
+# are registered here, where the URLconf that serves them is loaded, not at every process's start-up.
+admin.autodiscover()
+
 urlpatterns = [
     path("api/v1/", include("registry.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -1,11 +1,11 @@
-"""Importing published results: each document goes through the same one path in as any submission."""
+"""Importing published MLPerf results: each document goes through the same one path in as any submission (serving
+tools' files: imports_serving.py; nccl-tests' logs: imports_collectives.py)."""
 
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -14,32 +14,14 @@ from django.db import transaction
 from django.utils import timezone
 
 from registry.choices import AuditKind, Trust
-from registry.importers import mlperf, serving
+from registry.importers import mlperf
 from registry.importers.mlperf import published as mlperf_published
 from registry.importers.mlperf import referee as mlperf_referee
 from registry.importers.mlperf import training as mlperf_training
 from registry.models import PublishedCitation
 from registry.services.audit import audit_append
+from registry.services.import_outcomes import BATCH_SIZE, ImportOutcome, outcome_counts
 from registry.services.submissions import BatchOutcome, submission_create_batch
-
-BATCH_SIZE = 200  # runs stored per transaction in a whole-round import
-
-
-@dataclass
-class ImportOutcome:
-    """What became of one result folder: stored, known (already imported), refused or skipped, and why."""
-
-    key: str
-    status: str
-    run_id: int | None = None
-    digest: str | None = None
-    errors: list[str] = field(default_factory=list)
-    note: str = ""  # what it was to a stored run of the same measurement (same source files), if anything
-
-
-def outcome_counts(outcomes: list[ImportOutcome]) -> dict[str, int]:
-    """How many outcomes of each status (stored, known, refused, ...) an import had."""
-    return dict(Counter(outcome.status for outcome in outcomes))
 
 
 @dataclass(frozen=True)
@@ -352,16 +334,6 @@ def _audit_import(
         )
 
 
-def file_outcome(path: str, stored: BatchOutcome) -> ImportOutcome:
-    """What became of one imported file's document in the batch path: stored or known as a run, or refused with
-    each problem by its pointer."""
-    if stored.run is None:
-        exc = stored.error
-        details = [f"{e.get('pointer')}: {e.get('message')}" for e in exc.errors] if exc else []
-        return ImportOutcome(path, "refused", errors=details or [str(exc)])
-    return ImportOutcome(path, stored.status, stored.run.pk, stored.run.digest, note=stored.note)
-
-
 def _outcome(item: mlperf.ImportItem, stored: BatchOutcome | None) -> ImportOutcome:
     if item.skipped:
         return ImportOutcome(item.key, "skipped", errors=[item.skipped])
@@ -373,59 +345,3 @@ def _outcome(item: mlperf.ImportItem, stored: BatchOutcome | None) -> ImportOutc
         details = [f"{e.get('pointer')}: {e.get('message')}" for e in exc.errors] or [exc.message]
         return ImportOutcome(item.key, "refused", errors=details)
     return ImportOutcome(item.key, stored.status, stored.run.pk, stored.run.digest, note=stored.note)
-
-
-@dataclass
-class ServingImportResult:
-    """What became of each load level of a serving import (docs/serving.md)."""
-
-    levels: list[serving.ImportedLevel]
-    outcomes: list[ImportOutcome]
-
-    @property
-    def counts(self) -> dict[str, int]:
-        return outcome_counts(self.outcomes)
-
-    def render(self) -> str:
-        lines = []
-        for level, o in zip(self.levels, self.outcomes, strict=True):
-            load = level.document["scenario"]
-            offered = (
-                f"concurrency {load['concurrency']}"
-                if load["concurrency"] is not None
-                else f"{load['target_qps']} req/s"
-            )
-            where = f" as run {o.run_id} ({o.digest})" if o.run_id else ""
-            lines.append(f"  {level.sweep} #{level.index} ({offered}): {o.status}{where}  [{level.path}]")
-            lines.extend(f"      - {e}" for e in o.errors)
-        lines.append("  " + ", ".join(f"{n} {s}" for s, n in sorted(self.counts.items())))
-        return "\n".join(lines)
-
-
-def serving_import(
-    *, paths: list[Path], deployment: serving.Deployment, submitted_by: User, submitter: str | None = None
-) -> ServingImportResult:
-    """Import serving benchmark result files: every level is read and checked first (serving.parse raises
-    ServingImportError, naming the file or the deployment key, and nothing is stored); then each level goes through
-    the API's batch path with trust `declared`. Importing the same files again stores nothing new ("known").
-
-    The submitter every level states is `submitter`, else the deployment's `submitter` (its file key, or the
-    --submitter flag, which wins over the file like every flag), else the importing user's name."""
-    named = submitter or deployment.get("submitter") or submitted_by.get_username()
-    levels = serving.parse(paths, deployment, submitter=named)
-    stored = submission_create_batch(
-        documents=(level.document for level in levels), submitted_by=submitted_by, trust=Trust.DECLARED
-    )
-    outcomes = [file_outcome(level.path, outcome) for level, outcome in zip(levels, stored, strict=True)]
-    with transaction.atomic():
-        audit_append(
-            kind=AuditKind.IMPORT_COMPLETED,
-            actor=submitted_by.get_username(),
-            subject=f"serving:{','.join(sorted({level.sweep for level in levels}))}"[:200],
-            payload={
-                "source": "serving",
-                **{s: sum(o.status == s for o in outcomes) for s in ("stored", "known", "refused")},
-                "runs": [o.digest for o in outcomes if o.digest],
-            },
-        )
-    return ServingImportResult(levels=levels, outcomes=outcomes)

@@ -20,7 +20,7 @@ import protocol
 from registry.choices import AuditKind, Trust
 from registry.importers import nccl_tests_documents
 from registry.services.audit import audit_append
-from registry.services.imports import ImportOutcome, file_outcome, outcome_counts
+from registry.services.import_outcomes import ImportOutcome, file_outcome, outcome_counts
 from registry.services.submissions import submission_create_batch
 
 

@@ -29,7 +29,6 @@ from registry.models import Agent, ApiToken, Job, JobGroup, Submission
 from registry.services.audit import audit_append
 from registry.services.reactions import job_run_stored
 from registry.services.runs import run_store
-from runners.api import expected_fields, job_spec
 
 log = logging.getLogger(__name__)
 
@@ -310,6 +309,8 @@ def check_run_matches_job(job: Job, document: dict[str, Any]) -> None:
 
     This is what makes a job's run "vouched": the registry chose the configuration, not the agent.
     """
+    from runners.api import expected_fields, job_spec  # every runner's spec (~0.1 s): only for a job's run
+
     expected = expected_fields(job_spec(job.spec))
     errors = [
         {

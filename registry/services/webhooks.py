@@ -21,15 +21,11 @@ import json
 import logging
 import secrets
 import socket
-import ssl
-import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
-import httpcore
-import httpx
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
@@ -43,8 +39,6 @@ from registry.services.audit import audit_append
 logger = logging.getLogger(__name__)
 
 DELIVER_TASK = "registry.tasks.webhooks.deliver_webhook"  # routed to BENCHREG_WEBHOOK_QUEUE by settings
-# Each network operation of an attempt waits at most this long (and never past the attempt's deadline).
-STEP_TIMEOUT_S = 10.0
 BACKOFF_S = 2.0
 # NAT64 (RFC 6052) embeds an IPv4 address that a translating gateway would reach.
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
@@ -94,7 +88,7 @@ def _resolve_within(host: str, port: int, seconds: float) -> list[str]:
     try:
         return future.result(timeout=max(seconds, 0.001))
     except concurrent.futures.TimeoutError:
-        raise httpcore.ConnectTimeout(f"resolving {host} took over {seconds:.1f} s") from None
+        raise TimeoutError(f"resolving {host} took over {seconds:.1f} s") from None
 
 
 def webhook_url_problem(url: str, *, resolve: bool = True) -> str | None:
@@ -146,7 +140,7 @@ def _resolved_problem(host: str, port: int) -> str | None:
     resolve now)."""
     try:
         addresses = _resolve_within(host, port, float(settings.BENCHREG_WEBHOOK_DEADLINE_S))
-    except (OSError, ValueError, httpcore.ConnectTimeout):  # UnicodeError is a ValueError
+    except (OSError, ValueError):  # UnicodeError is a ValueError; TimeoutError (past the deadline) an OSError
         return None
     for address in addresses:
         problem = address_problem(address)
@@ -155,137 +149,15 @@ def _resolved_problem(host: str, port: int) -> str | None:
     return None
 
 
-class RefusedDestination(httpcore.ConnectError):
-    """The destination is not one webhooks may reach: nothing was sent, and retrying cannot help."""
-
-
-class _BoundedStream(httpcore.NetworkStream):
-    """A connection that ends the attempt at its deadline and after a number of bytes read, whatever the peer
-    sends (a receiver dripping a byte every few seconds, or answering without end)."""
-
-    def __init__(self, stream: httpcore.NetworkStream, backend: _GuardedBackend) -> None:
-        self._stream, self._backend = stream, backend
-
-    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        left = self._backend.bytes_left
-        if left <= 0:
-            raise httpcore.ReadError(f"the answer exceeds {settings.BENCHREG_WEBHOOK_MAX_RESPONSE_BYTES} bytes")
-        try:
-            data = self._stream.read(min(max_bytes, left), self._backend.timeout(timeout, httpcore.ReadTimeout))
-        except httpcore.ReadTimeout:
-            self._backend.timeout(None, httpcore.ReadTimeout)  # names the deadline when that is what ran out
-            raise
-        self._backend.bytes_left -= len(data)
-        return data
-
-    def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        try:
-            self._stream.write(buffer, self._backend.timeout(timeout, httpcore.WriteTimeout))
-        except httpcore.WriteTimeout:
-            self._backend.timeout(None, httpcore.WriteTimeout)
-            raise
-
-    def close(self) -> None:
-        self._stream.close()
-
-    def start_tls(
-        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
-    ) -> httpcore.NetworkStream:
-        stream = self._stream.start_tls(
-            ssl_context, server_hostname, self._backend.timeout(timeout, httpcore.ConnectTimeout)
-        )
-        return _BoundedStream(stream, self._backend)
-
-    def get_extra_info(self, info: str) -> Any:
-        return self._stream.get_extra_info(info)
-
-
-class _GuardedBackend(httpcore.NetworkBackend):
-    """httpcore's own socket backend, but every connection goes to an address checked by `address_problem`."""
-
-    def __init__(self, deadline: float) -> None:
-        self.deadline = deadline
-        self.bytes_left = int(settings.BENCHREG_WEBHOOK_MAX_RESPONSE_BYTES)
-        self._sync = httpcore.SyncBackend()
-
-    def timeout(self, asked: float | None, error: type[Exception]) -> float:
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            raise error(f"the attempt's deadline of {settings.BENCHREG_WEBHOOK_DEADLINE_S} s passed")
-        return left if asked is None else min(asked, left)
-
-    def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Any = None,
-    ) -> httpcore.NetworkStream:
-        addresses = self._checked_addresses(host, port, timeout)
-        failure: Exception = httpcore.ConnectError(f"{host} resolves to no address")
-        for address in addresses:
-            try:
-                stream = self._sync.connect_tcp(
-                    address, port, self.timeout(timeout, httpcore.ConnectTimeout), local_address, socket_options
-                )
-            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
-                failure = exc
-                continue
-            return self._bounded(stream)
-        raise failure
-
-    def _checked_addresses(self, host: str, port: int, timeout: float | None) -> list[str]:
-        """Every address `host` resolves to, each checked by `address_problem`."""
-        try:
-            addresses = _resolve_within(host, port, self.timeout(timeout, httpcore.ConnectTimeout))
-        except (OSError, ValueError) as exc:
-            raise httpcore.ConnectError(f"cannot resolve {host}: {exc}") from exc
-        for address in addresses:  # all of them: one internal answer among global ones is refused too
-            problem = address_problem(address)
-            if problem:
-                raise RefusedDestination(f"{host} resolves to {problem}")
-        return addresses
-
-    def _bounded(self, stream: httpcore.NetworkStream) -> _BoundedStream:
-        """The connected stream, bounded, once its peer is checked too."""
-        peer = stream.get_extra_info("server_addr")
-        if peer is None or address_problem(str(peer[0])):  # the socket's own peer, as the kernel reports it
-            stream.close()
-            raise RefusedDestination(f"connected to {peer}, not a global address")
-        return _BoundedStream(stream, self)
-
-    def connect_unix_socket(
-        self, path: str, timeout: float | None = None, socket_options: Any = None
-    ) -> httpcore.NetworkStream:
-        raise RefusedDestination("webhooks are never delivered over a Unix socket")
-
-    def sleep(self, seconds: float) -> None:
-        time.sleep(seconds)
-
-
-def _client(deadline: float) -> httpx.Client:
-    """A client for one attempt: no proxies from the environment (the check must see the receiver, not a proxy),
-    no redirects, the guarded backend under httpx's own transport."""
-    transport = httpx.HTTPTransport(trust_env=False)
-    # httpx has no public hook for the network backend; its transport wraps an httpcore pool, swapped here for
-    # one whose every connection is checked (the hostile tests fail loudly should httpx ever change this).
-    transport._pool = httpcore.ConnectionPool(
-        ssl_context=httpx.create_ssl_context(), max_connections=1, network_backend=_GuardedBackend(deadline)
-    )
-    step = min(STEP_TIMEOUT_S, float(settings.BENCHREG_WEBHOOK_DEADLINE_S))
-    return httpx.Client(transport=transport, trust_env=False, follow_redirects=False, timeout=httpx.Timeout(step))
-
-
 def webhook_post(url: str, *, content: bytes, headers: dict[str, str]) -> int:
     """POST `content` to `url` under every rule above; returns the answer's status. Raises RefusedDestination
     (wrapped in httpx.ConnectError) where the destination is not allowed, httpx.HTTPError on other failures."""
+    from registry.services.webhook_transport import post, refuse  # httpx and httpcore (~0.06 s): deliveries only
+
     problem = webhook_url_problem(url, resolve=False)
     if problem:
-        raise httpx.ConnectError(problem) from RefusedDestination(problem)
-    deadline = time.monotonic() + float(settings.BENCHREG_WEBHOOK_DEADLINE_S)
-    with _client(deadline) as client, client.stream("POST", url, content=content, headers=headers) as response:
-        return response.status_code
+        refuse(problem)
+    return post(url, content=content, headers=headers, check=address_problem, resolve=_resolve_within)
 
 
 # --- deliveries -----------------------------------------------------------------------------------------------
@@ -390,6 +262,10 @@ def webhook_attempt(*, delivery_id: int) -> tuple[WebhookDelivery | None, bool]:
 
 def _send(delivery: WebhookDelivery) -> tuple[int | None, str, bool]:
     """Sign and post the delivery: (status, error, permanent?)."""
+    import httpx  # loaded by the first delivery (registry/services/webhook_transport.py)
+
+    from registry.services.webhook_transport import RefusedDestination
+
     try:
         body, headers = webhook_signed(delivery)
     except Exception as exc:  # an unusable secret: no attempt can ever be signed

@@ -19,7 +19,7 @@ from rest_framework.test import APIClient
 from registry.importers import serving
 from registry.models import Submission
 from registry.reports.context import decision_answer
-from registry.services.imports import serving_import
+from registry.services.imports_serving import serving_import
 from tests.conftest import SHARED
 from tests.registry.importers.serving.test_aiperf_sweeps import KIMI, deployment_file
 

@@ -137,7 +137,7 @@ def test_the_shared_kimi_and_glm_sweeps_are_not_like_for_like(tmp_path: Any) -> 
     workload versions and weight formats): the page says so and gives no ratio."""
     from registry.importers import serving
     from registry.models import Submission
-    from registry.services.imports import serving_import
+    from registry.services.imports_serving import serving_import
     from tests.registry.importers.serving.test_aiperf_sweeps import DATA, GLM, KIMI, deployment_file
 
     if not DATA.exists():

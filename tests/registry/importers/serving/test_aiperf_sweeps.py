@@ -15,7 +15,7 @@ from django.core.management import CommandError, call_command
 import protocol
 from registry.importers import serving
 from registry.models import AuditEntry, Submission
-from registry.services.imports import serving_import
+from registry.services.imports_serving import serving_import
 from tests.conftest import SHARED
 
 pytestmark = pytest.mark.django_db
