@@ -404,6 +404,7 @@ def add_arguments(p: Any) -> None:
     p.add_argument("--submitter", default=os.environ.get("BENCHREG_SUBMITTER", "local"))
     add_rendezvous_arguments(p, "benchreg-collectives")
 
+
 def _check_device(options: Options, nproc_per_node: int) -> None:
     import torch
 

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import re
 import uuid
-from datetime import datetime, timedelta
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth.models import User

@@ -89,7 +89,8 @@ def command(spec: GroupSpec, view: dict[str, Any], out: Path) -> list[str]:
     if isinstance(spec, DistributedJobSpec):
         return training_command(spec, view, out)
     return [
-        sys.executable, "-c", ENTRY, "run", "collectives", "--collectives", spec.collective, *rendezvous_arguments(view),
+        sys.executable, "-c", ENTRY, "run", "collectives", "--collectives", spec.collective,
+        *rendezvous_arguments(view),
         "--nproc-per-node", str(spec.nproc_per_node), "--min-bytes", str(spec.min_bytes),
         "--max-bytes", str(spec.max_bytes), "--step-factor", str(spec.step_factor),
         "--warmup-iters", str(spec.warmup), "--iters", str(spec.iters), "--dtype", spec.dtype,

@@ -151,7 +151,8 @@ def _notes(options: Options, memory: RankFigures, measured: int) -> dict[str, st
     if options.nnodes > 1:
         notes["distributed.nodes"] = (
             f"{options.nnodes} nodes of {options.nproc_per_node} rank(s) each met at one c10d rendezvous; system "
-            "describes node 0's host (which wrote this run), each rank's node and device are in metrics.distributed.ranks"
+            "describes node 0's host (which wrote this run); each rank's node and device are in "
+            "metrics.distributed.ranks"
         )
     if memory.memory_note:
         notes["distributed.memory_note"] = memory.memory_note

@@ -19,7 +19,9 @@ RUN = json.loads((Path(__file__).parents[1] / "protocol" / "data" / "distributed
 
 
 def test_a_run_of_the_spec_states_every_expected_field() -> None:
-    spec = api.job_spec({"phase": "distributed-training", "workload": "mlp-tiny", "nproc_per_node": 2, "batch_size": 16})
+    spec = api.job_spec(
+        {"phase": "distributed-training", "workload": "mlp-tiny", "nproc_per_node": 2, "batch_size": 16}
+    )
     assert isinstance(spec, job.DistributedJobSpec)
     expected = api.expected_fields(spec)
     assert {pointer: value_at(RUN, pointer) for pointer in expected} == expected

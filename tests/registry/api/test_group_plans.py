@@ -56,7 +56,12 @@ def test_a_distributed_training_group_gives_each_node_the_training_job(planner: 
     answer = planner.post(URL, body(runner="distributed-training", spec=TRAINING), format="json")
     assert answer.status_code == 201, answer.json()
     plan = Plan.objects.get()
-    assert (plan.runner, plan.workload, plan.precisions, plan.batch_sizes) == ("distributed-training", "mlp-tiny", ["fp32"], [4])
+    assert (plan.runner, plan.workload, plan.precisions, plan.batch_sizes) == (
+        "distributed-training",
+        "mlp-tiny",
+        ["fp32"],
+        [4],
+    )
     for job in Job.objects.order_by("group_rank"):
         assert job.spec == {"phase": "distributed-training", **TRAINING, "nnodes": 2, "submitter": job.agent_name}
 
