@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -65,7 +66,10 @@ def wait_for_start(registry: GroupRegistry, member: Member, deadline_s: float) -
 
 
 GroupSpec = CollectiveJobSpec | DistributedJobSpec
-SPECS = {collectives_spec.PHASE: collectives_spec.from_fields, distributed_job.PHASE: distributed_job.from_fields}
+SPECS: dict[str, Callable[[Mapping[str, Any]], GroupSpec]] = {
+    collectives_spec.PHASE: collectives_spec.from_fields,
+    distributed_job.PHASE: distributed_job.from_fields,
+}
 ENTRY = "import sys; from runners.cli import main; raise SystemExit(main(sys.argv[1:]))"
 
 
