@@ -48,6 +48,16 @@ def distributed_batch_adds_up(doc: dict[str, Any]) -> Iterator[Error]:
         yield Error(f"{LAYOUT}/world_size", "inconsistent-world-size", message)
 
 
+def distributed_nodes_are_the_systems(doc: dict[str, Any]) -> Iterator[Error]:
+    """The world's nodes are the system's: a run on several nodes says so in system.nodes too (what sizing, cost and
+    the scaling axis read), and a one-node system holds no world of several nodes."""
+    layout = _layout(doc)
+    nodes, system = (_int(layout.get("nodes")) if layout else None), _int(value_at(doc, "system", "nodes"))
+    if nodes is not None and system is not None and nodes != system:
+        message = f"scenario.distributed.nodes is {nodes} but system.nodes is {system}"
+        yield Error(f"{LAYOUT}/nodes", "distributed-nodes-mismatch", message)
+
+
 def distributed_shape_matches(doc: dict[str, Any]) -> Iterator[Error]:
     """The workload's shape states the same batch: batch_size the global batch, micro_batch_size the per-device one,
     gradient_accumulation_steps the accumulation (what a reader of workload.shape alone would otherwise misread)."""
@@ -150,6 +160,7 @@ def scaling_size_is_this_run(doc: dict[str, Any]) -> Iterator[Error]:
 
 RULES = (
     distributed_batch_adds_up,
+    distributed_nodes_are_the_systems,
     distributed_shape_matches,
     distributed_runs_train,
     ranks_are_the_world,

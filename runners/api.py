@@ -16,6 +16,8 @@ from typing import Any
 from . import collectives_spec, inference, training
 from .backends import UnsupportedRun, default_backend, get_backend
 from .collectives_spec import CollectiveJobSpec
+from .distributed import job as distributed_job
+from .distributed.job import DistributedJobSpec
 from .progress import Reporter, RichReporter, Silent
 from .serving import spec as serving
 from .serving.spec import ServingSpec
@@ -24,9 +26,9 @@ from .spec import expected_fields as run_expected_fields
 
 __all__ = ["JobSpec", "RunSpec", "ServingSpec", "execute", "expected_fields", "job_spec", "quick_sweep", "sweep_specs"]
 
-# What an agent job runs: a bundled runner's RunSpec, one level of a serving sweep (phase "serving"), or a collective
-# sweep (phase "collectives": one rank of a job group).
-JobSpec = RunSpec | ServingSpec | CollectiveJobSpec
+# What an agent job runs: a bundled runner's RunSpec, one level of a serving sweep (phase "serving"), a collective
+# sweep (phase "collectives") or distributed training (phase "distributed-training"): one node of a job group.
+JobSpec = RunSpec | ServingSpec | CollectiveJobSpec | DistributedJobSpec
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,7 @@ class JobKind:
 JOB_KINDS: dict[str, JobKind] = {
     "serving": JobKind(ServingSpec, serving.from_fields, serving.expected_fields),
     collectives_spec.PHASE: JobKind(CollectiveJobSpec, collectives_spec.from_fields, collectives_spec.expected_fields),
+    distributed_job.PHASE: JobKind(DistributedJobSpec, distributed_job.from_fields, distributed_job.expected_fields),
 }
 
 
@@ -74,9 +77,9 @@ def execute(spec: JobSpec, progress: bool = False, reporter: Reporter | None = N
     """
     if isinstance(spec, ServingSpec):
         return serving.measure_level(spec)
-    if isinstance(spec, CollectiveJobSpec):
-        # a rank of a job group meets its peers at the group's rendezvous, which the agent's group loop gives it
-        raise UnsupportedRun("a collectives job runs through its job group's rendezvous, not execute()")
+    if isinstance(spec, CollectiveJobSpec | DistributedJobSpec):
+        # a node of a job group meets its peers at the group's rendezvous, which the agent's group loop gives it
+        raise UnsupportedRun("a collectives or distributed-training job runs through its job group, not execute()")
     backend = get_backend(spec.backend, spec.device)
     runner = training.run if spec.phase == "training" else inference.run
     if reporter is not None:

@@ -21,7 +21,6 @@ import os
 import platform
 import socket
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -31,6 +30,9 @@ import protocol
 from protocol import collectives as formulas
 
 from . import collectives_document, nccl_table, record, topology
+from .rendezvous import Rendezvous, launch_config
+from .rendezvous import add_arguments as add_rendezvous_arguments
+from .rendezvous import from_arguments as rendezvous_from
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "alltoall")
 DTYPES = {"float": 4, "half": 2, "bfloat16": 2, "double": 8}
@@ -268,46 +270,15 @@ def _environment(backend: str, use_cuda: bool) -> dict[str, Any]:
 # --- the launcher side -------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Rendezvous:
-    """Where the nodes of a multi-node run meet (torch.distributed's c10d rendezvous): `endpoint` host:port, hosted
-    by node 0's launcher; `run_id` the same on every node; this node's `node_rank` (0 writes the run)."""
-
-    nnodes: int
-    node_rank: int
-    endpoint: str
-    run_id: str
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.node_rank < self.nnodes or self.nnodes < 1:
-            raise ValueError(f"--node-rank must be 0 to {self.nnodes - 1}")
-        host, _, port = self.endpoint.rpartition(":")
-        if not host or not port.isdigit():
-            raise ValueError(f"--rdzv-endpoint is host:port, not {self.endpoint!r}")
-
-
 def launch(options: Options, nproc_per_node: int, rendezvous: Rendezvous | None = None) -> dict[str, Any]:
     """Start `nproc_per_node` processes with torch.distributed's launcher on this node (one of `rendezvous.nnodes`
     meeting at its endpoint, or alone); the results on the leading node, {} on the others."""
-    from torch.distributed.launcher.api import LaunchConfig, elastic_launch
+    from torch.distributed.launcher.api import elastic_launch
 
     if nproc_per_node < 1:
         raise ValueError("--nproc-per-node must be at least 1")
-    meet = rendezvous or Rendezvous(1, 0, "127.0.0.1:0", f"collectives-{uuid.uuid4().hex[:8]}")  # 0: a free port
-    config = LaunchConfig(
-        min_nodes=meet.nnodes,
-        max_nodes=meet.nnodes,
-        nproc_per_node=nproc_per_node,
-        run_id=meet.run_id,
-        rdzv_backend="c10d",
-        rdzv_endpoint=meet.endpoint,
-        # node 0 hosts the rendezvous store; the others only connect (two agents may share one host)
-        rdzv_configs={"is_host": meet.node_rank == 0} if rendezvous is not None else {},
-        max_restarts=0,  # a failed rank fails the run; a restart would time a different job
-        monitor_interval=0.1,
-        start_method="spawn",
-    )
-    returned = elastic_launch(config, worker)(options, meet.node_rank == 0)
+    config = launch_config(nproc_per_node, rendezvous, "collectives")
+    returned = elastic_launch(config, worker)(options, rendezvous is None or rendezvous.leads)
     return next((dict(value) for value in returned.values() if value), {})
 
 
@@ -431,10 +402,7 @@ def add_arguments(p: Any) -> None:
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="auto: cuda (NCCL) if available")
     p.add_argument("--out", type=Path, default=Path("results/collectives"))
     p.add_argument("--submitter", default=os.environ.get("BENCHREG_SUBMITTER", "local"))
-    p.add_argument("--nnodes", type=int, default=1, help="nodes meeting at --rdzv-endpoint (each runs this command)")
-    p.add_argument("--node-rank", type=int, default=0, help="this node's rank; node 0 hosts the rendezvous and writes")
-    p.add_argument("--rdzv-endpoint", help="host:port of node 0's rendezvous store (c10d), with --nnodes > 1")
-    p.add_argument("--rdzv-id", default="benchreg-collectives", help="the run id, the same on every node")
+    add_rendezvous_arguments(p, "benchreg-collectives")
 
 
 def _check_device(options: Options, nproc_per_node: int) -> None:
@@ -447,14 +415,6 @@ def _check_device(options: Options, nproc_per_node: int) -> None:
         raise ValueError(
             f"--nproc-per-node {nproc_per_node} on NCCL needs as many GPUs, {gpus} here (--device cpu runs gloo)"
         )
-
-
-def _rendezvous_from(args: Any) -> Rendezvous | None:
-    if args.nnodes == 1 and args.rdzv_endpoint is None:
-        return None
-    if args.rdzv_endpoint is None:
-        raise ValueError("--nnodes > 1 needs --rdzv-endpoint host:port (node 0's)")
-    return Rendezvous(args.nnodes, args.node_rank, args.rdzv_endpoint, args.rdzv_id)
 
 
 def options_from(args: Any) -> Options:
@@ -484,7 +444,7 @@ def main(args: Any) -> int:
     try:
         options = options_from(args)
         _check_device(options, args.nproc_per_node)
-        rendezvous = _rendezvous_from(args)
+        rendezvous = rendezvous_from(args)
     except ValueError as exc:
         print(f"error: {exc}")
         return 2

@@ -157,10 +157,14 @@ class Recorder:
         framework: dict[str, str | None],
         software_notes: dict[str, str],
         settings: dict[str, Any] | None = None,
+        nodes: int | None = None,
     ) -> dict[str, Any]:
-        """The complete document, validated by `protocol.check` (raises protocol.Invalid otherwise)."""
+        """The complete document, validated by `protocol.check` (raises protocol.Invalid otherwise); `nodes`: the
+        nodes of a multi-node run (the system captured is this node's, one of them)."""
         system = json.loads(json.dumps(self.env["system"]))  # a copy: the capture may serve other runs
         system["notes"].update(self.readings.notes)
+        if nodes is not None:
+            system["nodes"] = nodes
         doc = {
             "protocol": f"{protocol.PROTOCOL_NAME}/{self.version}",
             "phase": self.phase,

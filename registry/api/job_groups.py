@@ -1,6 +1,7 @@
 """Job groups over the API (registry/services/job_groups.py).
 
-A planner creates a group plan (`POST plans/groups`: agents in rank order and a collectives job), as any plan
+A planner creates a group plan (`POST plans/groups`: agents in rank order and a collectives or distributed-training
+job), as any plan
 (policy.GROUP_PLAN_CREATE). The agent's side: arrive at the rendezvous, and ask whether the group started (with the
 endpoint to meet at) or failed (with why). Only a job's own agent may, as for every other step of its jobs
 (policy.JOB_WORK); what it may not see is 404."""
@@ -22,6 +23,7 @@ from registry.api.schema import ProblemSerializer
 from registry.api.strict import FreeFormObjectField, StrictSerializer
 from registry.services.job_groups import (
     FORM_TIMEOUT_BOUNDS,
+    GROUP_RUNNERS,
     MAX_GROUP_SIZE,
     group_agents,
     group_arrive,
@@ -98,10 +100,14 @@ class GroupPlanCreateApi(APIView):
             max_length=MAX_GROUP_SIZE,
             help_text="enrolled agents by id or name, in rank order, each once; rank 0 hosts the rendezvous",
         )
-        runner = serializers.ChoiceField(choices=["collectives"])
+        runner = serializers.ChoiceField(
+            choices=sorted(GROUP_RUNNERS), help_text="what every agent runs on its node, on the group's rendezvous"
+        )
         spec = FreeFormObjectField(
-            help_text="the collectives job (collective, nproc_per_node, min_bytes, max_bytes, step_factor, warmup, "
-            "iters, dtype, device); nnodes is the number of agents"
+            help_text="collectives: collective, nproc_per_node, min_bytes, max_bytes, step_factor, warmup, iters, "
+            "dtype, device; distributed-training: workload, nproc_per_node, parallelism (ddp, fsdp), precision, "
+            "device (cpu: gloo, cuda: NCCL), batch_size (per device), accumulation, steps, warmup_steps, "
+            "repetitions, threads, sequence_length, seed, learning_rate. nnodes is the number of agents"
         )
         form_timeout = serializers.IntegerField(
             min_value=FORM_TIMEOUT_BOUNDS[0], max_value=FORM_TIMEOUT_BOUNDS[1], default=300
@@ -122,7 +128,6 @@ class GroupPlanCreateApi(APIView):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         fields = dict(data.validated_data)
-        del fields["runner"]  # one runner for now: named so that the request says what it runs
         agents = group_agents(fields.pop("agents"))
         group = group_plan_create(created_by=signed_in_user(request), agents=agents, **fields)
         return Response(GroupPlanSerializer(group).data, status=status.HTTP_201_CREATED)

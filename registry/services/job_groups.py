@@ -1,6 +1,7 @@
 """Job groups: jobs on several agents that start together or not at all, one multi-node run (issue 43, item 4).
 
-A group plan names its agents in rank order; each gets one job of the group (`Job.group`, `Job.group_rank`). The
+A group plan names its agents in rank order and its runner (`collectives` or `distributed-training`, GROUP_RUNNERS);
+each gets one job of the group (`Job.group`, `Job.group_rank`). The
 rules, each a conditional UPDATE on the group's locked row so that racing agents agree:
 
   * **arrive**: an agent claims its member job (`job_claim`: one worker, leased) and so arrives at the rendezvous;
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -36,9 +38,16 @@ from registry.selectors.agents import agent_by_reference
 from registry.services.jobs import DEADLINE_GRACE, JobConflict, group_fail, job_claim, job_log_state
 from registry.services.plans import job_dispatch_after_commit
 from runners import collectives_spec
+from runners.distributed import job as distributed_job
 
 FORM_TIMEOUT_BOUNDS = (10, 3600)  # seconds the members have to arrive
 MAX_GROUP_SIZE = 64
+GroupSpec = collectives_spec.CollectiveJobSpec | distributed_job.DistributedJobSpec
+# What a group may run: each runner's job spec, read from the plan's fields (ValueError naming what cannot run).
+GROUP_RUNNERS: dict[str, Callable[[dict[str, Any]], GroupSpec]] = {
+    collectives_spec.PHASE: collectives_spec.from_fields,
+    distributed_job.PHASE: distributed_job.from_fields,
+}
 ENDPOINT = re.compile(r"^(?:[A-Za-z0-9.-]{1,253}|\[[0-9A-Fa-f:]{2,39}\]):(\d{1,5})$")
 
 
@@ -55,23 +64,26 @@ def group_plan_create(
     created_by: User,
     agents: list[Agent],
     spec: dict[str, Any],
+    runner: str = collectives_spec.PHASE,
     form_timeout: int = 300,
     soft_time_limit: int = 1800,
     time_limit: int | None = None,
     name: str = "",
 ) -> JobGroup:
-    """A plan whose agents (2 to MAX_GROUP_SIZE, in rank order, each once) form one group running `spec` (a
-    collectives job's fields; `nnodes` is the number of agents). 422 with the pointer for what cannot run."""
-    fields, checked = _checked(agents, spec, form_timeout)
+    """A plan whose agents (2 to MAX_GROUP_SIZE, in rank order, each once) form one group running `spec` with
+    `runner` (a collectives or distributed-training job's fields; `nnodes` is the number of agents). 422 with the
+    pointer for what cannot run."""
+    fields, checked = _checked(agents, runner, spec, form_timeout)
     hard = time_limit or soft_time_limit + 60
     if hard <= soft_time_limit:
         raise _invalid("/time_limit", "time_limit must exceed soft_time_limit")
+    workload, precision, batch = _labels(checked)
     plan = Plan.objects.create(
         name=name,
-        runner=collectives_spec.PHASE,
-        workload=checked.collective,
-        precisions=[checked.dtype],
-        batch_sizes=[None],
+        runner=runner,
+        workload=workload,
+        precisions=[precision],
+        batch_sizes=[batch],
         options=fields,
         soft_time_limit=soft_time_limit,
         time_limit=hard,
@@ -116,9 +128,11 @@ def group_agents(references: list[str]) -> list[Agent]:
 
 
 def _checked(
-    agents: list[Agent], spec: dict[str, Any], form_timeout: int
-) -> tuple[dict[str, Any], collectives_spec.CollectiveJobSpec]:
+    agents: list[Agent], runner: str, spec: dict[str, Any], form_timeout: int
+) -> tuple[dict[str, Any], GroupSpec]:
     """The members' job fields (the spec with `nnodes`), or 422 naming what cannot run."""
+    if runner not in GROUP_RUNNERS:
+        raise _invalid("/runner", f"a group runs {' or '.join(sorted(GROUP_RUNNERS))}, not {runner!r}")
     if not 2 <= len(agents) <= MAX_GROUP_SIZE or len({a.pk for a in agents}) != len(agents):
         raise _invalid("/agents", f"a group names 2 to {MAX_GROUP_SIZE} distinct agents")
     low, high = FORM_TIMEOUT_BOUNDS
@@ -126,9 +140,16 @@ def _checked(
         raise _invalid("/form_timeout", f"the members have {low} to {high} s to arrive")
     fields = {**spec, "nnodes": len(agents)}
     try:
-        return fields, collectives_spec.from_fields(fields)
+        return fields, GROUP_RUNNERS[runner](fields)
     except (TypeError, ValueError) as exc:
         raise _invalid("/spec", f"the group cannot run: {exc}") from None
+
+
+def _labels(spec: GroupSpec) -> tuple[str, str, int | None]:
+    """The plan's workload, precision and batch, as the plans pages list them."""
+    if isinstance(spec, collectives_spec.CollectiveJobSpec):
+        return spec.collective, spec.dtype, None
+    return spec.workload, spec.precision, spec.batch_size
 
 
 def _create_members(group: JobGroup, agents: list[Agent], fields: dict[str, Any], created_by: User) -> None:
@@ -139,7 +160,7 @@ def _create_members(group: JobGroup, agents: list[Agent], fields: dict[str, Any]
             plan=plan,
             agent=agent,
             agent_name=agent.name,
-            spec={"phase": collectives_spec.PHASE, **fields, "submitter": agent.name},
+            spec={"phase": plan.runner, **fields, "submitter": agent.name},
             soft_time_limit=plan.soft_time_limit,
             time_limit=plan.time_limit,
             group=group,

@@ -1,8 +1,9 @@
 """One agent's rank of a job group (docs/agents.md, "Job groups"): arrive, wait for the group, run this node's
-ranks of `benchreg run collectives` on the group's rendezvous, and (rank 0) submit the group's one run.
+ranks of `benchreg run collectives` or `benchreg run distributed-training` on the group's rendezvous, and (rank 0)
+submit the group's one run.
 
     look up the rank -> arrive (rank 0 with the endpoint it will host) -> wait until the group started (or failed,
-    or the deadline passed: then nothing runs) -> run `runners.cli run collectives --nnodes N --node-rank R
+    or the deadline passed: then nothing runs) -> run `runners.cli run <runner> --nnodes N --node-rank R
     --rdzv-endpoint E --rdzv-id I` in a child process, the lease renewed meanwhile -> rank 0 submits the document
 
 A rank whose command exits non-zero reports the failure, which fails the group and every other member (the registry's
@@ -16,12 +17,16 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..collectives_spec import CollectiveJobSpec, from_fields
+from .. import collectives_spec
+from ..collectives_spec import CollectiveJobSpec
+from ..distributed import job as distributed_job
+from ..distributed.job import DistributedJobSpec
 from .jobs import JobGone, JobOutcome, JobRegistry, LeaseKeeper, with_provenance
 
 POLL_SECONDS = 0.5
@@ -60,13 +65,36 @@ def wait_for_start(registry: GroupRegistry, member: Member, deadline_s: float) -
         time.sleep(POLL_SECONDS)
 
 
-def command(spec: CollectiveJobSpec, view: dict[str, Any], out: Path) -> list[str]:
-    """This node's `run collectives`, on the group's rendezvous."""
+GroupSpec = CollectiveJobSpec | DistributedJobSpec
+SPECS: dict[str, Callable[[Mapping[str, Any]], GroupSpec]] = {
+    collectives_spec.PHASE: collectives_spec.from_fields,
+    distributed_job.PHASE: distributed_job.from_fields,
+}
+ENTRY = "import sys; from runners.cli import main; raise SystemExit(main(sys.argv[1:]))"
+
+
+def group_spec(spec_fields: dict[str, Any]) -> GroupSpec:
+    """The member job's spec, by its phase; ValueError for a phase no group runs."""
+    phase = spec_fields.get("phase")
+    if phase not in SPECS:
+        raise ValueError(f"a job group runs {' or '.join(sorted(SPECS))}, not {phase!r}")
+    return SPECS[str(phase)]({k: v for k, v in spec_fields.items() if k != "phase"})
+
+
+def rendezvous_arguments(view: dict[str, Any]) -> list[str]:
     return [
-        sys.executable, "-c", "import sys; from runners.cli import main; raise SystemExit(main(sys.argv[1:]))",
-        "run", "collectives",
-        "--collectives", spec.collective, "--nnodes", str(view["nnodes"]), "--node-rank", str(view["rank"]),
+        "--nnodes", str(view["nnodes"]), "--node-rank", str(view["rank"]),
         "--rdzv-endpoint", str(view["endpoint"]), "--rdzv-id", str(view["rendezvous_id"]),
+    ]  # fmt: skip
+
+
+def command(spec: GroupSpec, view: dict[str, Any], out: Path) -> list[str]:
+    """This node's `run collectives` or `run distributed-training`, on the group's rendezvous."""
+    if isinstance(spec, DistributedJobSpec):
+        return training_command(spec, view, out)
+    return [
+        sys.executable, "-c", ENTRY, "run", "collectives", "--collectives", spec.collective,
+        *rendezvous_arguments(view),
         "--nproc-per-node", str(spec.nproc_per_node), "--min-bytes", str(spec.min_bytes),
         "--max-bytes", str(spec.max_bytes), "--step-factor", str(spec.step_factor),
         "--warmup-iters", str(spec.warmup), "--iters", str(spec.iters), "--dtype", spec.dtype,
@@ -74,9 +102,32 @@ def command(spec: CollectiveJobSpec, view: dict[str, Any], out: Path) -> list[st
     ]  # fmt: skip
 
 
+def training_command(spec: DistributedJobSpec, view: dict[str, Any], out: Path) -> list[str]:
+    """This node's `run distributed-training`: its ranks of the group's one world."""
+    optional = {"--batch": spec.batch_size, "--threads": spec.threads, "--sequence-length": spec.sequence_length}
+    return [
+        sys.executable, "-c", ENTRY, "run", "distributed-training", "--workload", spec.workload,
+        *rendezvous_arguments(view), "--nproc-per-node", str(spec.nproc_per_node),
+        "--parallelism", spec.parallelism, "--precision", spec.precision, "--device", spec.device,
+        "--accumulation", str(spec.accumulation), "--steps", str(spec.steps),
+        "--warmup-steps", str(spec.warmup_steps), "--repetitions", str(spec.repetitions), "--seed", str(spec.seed),
+        "--learning-rate", repr(spec.learning_rate), "--submitter", spec.submitter, "--out", str(out),
+        "--no-progress",
+        *(part for flag, value in optional.items() if value is not None for part in (flag, str(value))),
+    ]  # fmt: skip
+
+
+def written(spec: GroupSpec, out: Path) -> Path:
+    """The run document rank 0's command wrote: the collective's, or the one training document in `out`."""
+    if isinstance(spec, CollectiveJobSpec):
+        return out / f"{spec.collective}.run.json"
+    (path,) = out.glob("*.json")
+    return path
+
+
 def run_member(registry: GroupRegistry, member: Member, spec_fields: dict[str, Any], form_s: float) -> JobOutcome:
     """Arrive, wait, run this node's ranks, and submit from rank 0; the outcome for this agent's job."""
-    spec = from_fields({k: v for k, v in spec_fields.items() if k != "phase"})
+    spec = group_spec(spec_fields)
     rank = registry.group(member.job_id)["rank"]
     endpoint = member.endpoint if rank == 0 else None
     registry.arrive(member.job_id, claimant=member.claimant, lease_seconds=member.lease_seconds, endpoint=endpoint)
@@ -91,7 +142,8 @@ def run_member(registry: GroupRegistry, member: Member, spec_fields: dict[str, A
     finally:
         keeper.stopped.set()
     if done.returncode != 0:
-        error = f"rank {rank}: run collectives exited {done.returncode}: {(done.stdout + done.stderr)[-OUTPUT_TAIL:]}"
+        runner = "distributed-training" if isinstance(spec, DistributedJobSpec) else "collectives"
+        error = f"rank {rank}: run {runner} exited {done.returncode}: {(done.stdout + done.stderr)[-OUTPUT_TAIL:]}"
         try:
             registry.fail(member.job_id, claimant=member.claimant, error=error)
         except JobGone as exc:  # the group already failed (another rank first)
@@ -99,7 +151,7 @@ def run_member(registry: GroupRegistry, member: Member, spec_fields: dict[str, A
         return JobOutcome(member.job_id, "failed", detail=error)
     if rank != 0:
         return JobOutcome(member.job_id, "submitted", detail="rank 0 submits the group's run")
-    document = json.loads((out / f"{spec.collective}.run.json").read_text())
+    document = json.loads(written(spec, out).read_text())
     submitted = registry.submit(with_provenance(document, job=member.job_id, agent=member.agent))
     return JobOutcome(member.job_id, submitted.status, submitted.run_id, submitted.digest, submitted.message)
 

@@ -3,6 +3,10 @@
     benchreg run distributed-training --workload mlp-tiny --parallelism ddp --nproc-per-node 4 --batch 16
     benchreg run scaling --workload mlp-tiny --devices 1,2,4 --mode weak --batch 16 --runs 2
 
+Several nodes form one world when each runs the same command with `--nnodes N --node-rank R --rdzv-endpoint
+host:port --rdzv-id ID` (runners/rendezvous.py, as `benchreg run collectives`): node 0 hosts the rendezvous and
+writes the one document with every rank's figures; the others print one line and write nothing.
+
 A scaling plan runs one configuration at each device count, in one series (scenario.distributed.scaling: one id, the
 mode, the sizes, this run's index) and prints its efficiency against the 1-device runs (protocol/scaling.py).
 """
@@ -19,8 +23,9 @@ from typing import Any
 import protocol
 from protocol import scaling as scaling_law
 
-from .. import record
+from .. import record, rendezvous
 from ..backends import get_backend
+from ..rendezvous import Rendezvous
 from ..spec import RunSpec, available_threads
 from ..workloads import WORKLOADS
 from .options import PARALLELISMS, SCALING_MODES, Injected, Options, Scaling
@@ -62,6 +67,7 @@ def add_training_arguments(p: argparse.ArgumentParser) -> None:
     _common(p)
     p.add_argument("--nproc-per-node", type=int, default=2, help="ranks on this node (one device each)")
     p.add_argument("--batch", type=int, default=None, help="per-device micro-batch (default: the workload's)")
+    rendezvous.add_arguments(p, "benchreg-training")
 
 
 def add_scaling_arguments(p: argparse.ArgumentParser) -> None:
@@ -73,7 +79,9 @@ def add_scaling_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runs", type=int, default=1, help="runs at each size")
 
 
-def options_from(args: argparse.Namespace, nproc: int, batch: int | None, plan: Scaling | None = None) -> Options:
+def options_from(
+    args: argparse.Namespace, nproc: int, batch: int | None, plan: Scaling | None = None, nnodes: int = 1
+) -> Options:
     """The Options of one run (ValueError names what is wrong)."""
     threads = args.threads or max(1, available_threads() // nproc)
     spec = RunSpec(
@@ -99,6 +107,7 @@ def options_from(args: argparse.Namespace, nproc: int, batch: int | None, plan: 
         spec=spec,
         parallelism=args.parallelism,
         nproc_per_node=nproc,
+        nnodes=nnodes,
         accumulation=args.accumulation,
         warmup_steps=args.warmup_steps,
         steps=args.steps,
@@ -119,15 +128,17 @@ def check_device(options: Options) -> None:
         raise ValueError(f"{options.nproc_per_node} ranks on NCCL need as many GPUs; {torch.cuda.device_count()} here")
 
 
-def run(options: Options) -> dict[str, Any]:
-    """Launch the ranks and return the validated document."""
+def run(options: Options, meet: Rendezvous | None = None) -> dict[str, Any] | None:
+    """Launch this node's ranks (alone, or one of `meet.nnodes`) and return the validated document; None on a node
+    other than 0, whose ranks' figures are in node 0's document."""
     from .document import RUNNER, VERSION, build  # PyTorch, loaded only when a run starts (`--help` stays light)
     from .launch import launch
 
     check_device(options)
     backend = get_backend("torch", options.spec.device)
     recorder = record.Recorder(backend, "training", options.spec.submitter, runner=RUNNER, version=VERSION)
-    return build(options, backend, recorder, launch(options))
+    outcome = launch(options, meet)
+    return build(options, backend, recorder, outcome) if outcome else None
 
 
 def strong_batch(global_batch: int, devices: int, accumulation: int) -> int:
@@ -163,7 +174,9 @@ def main(args: argparse.Namespace, submit: Callable[[dict[str, Any], Path], bool
 
     try:
         one = args.phase != "scaling"
-        runs = [options_from(args, args.nproc_per_node, args.batch)] if one else plan_options(args)
+        meet = rendezvous.from_arguments(args) if one else None
+        nnodes = meet.nnodes if meet is not None else 1
+        runs = [options_from(args, args.nproc_per_node, args.batch, None, nnodes)] if one else plan_options(args)
         for options in runs:
             check_device(options)
     except ValueError as exc:
@@ -173,13 +186,16 @@ def main(args: argparse.Namespace, submit: Callable[[dict[str, Any], Path], bool
     for options in runs:
         print(f"training {options.parallelism} on {options.world_size} rank(s)…", file=sys.stderr, flush=True)
         try:
-            doc = run(options)
+            doc = run(options, meet)
         except ChildFailedError as exc:  # a rank died: this run fails, nothing is written for it
             print(f"error: a rank failed, no result written: {exc.get_first_failure()[1].message}", file=sys.stderr)
             return 1
         except protocol.Invalid as exc:
             print(f"error: the runner produced an invalid document: {exc}", file=sys.stderr)
             return 1
+        if doc is None:
+            print(f"node {args.node_rank} of {nnodes}: its ranks ran; node 0 writes the run with every rank's figures")
+            return 0
         path = record.write(doc, args.out)
         print(f"wrote {path}")
         documents.append(doc)

@@ -73,7 +73,7 @@ def layout(options: Options, backend: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "parallelism": options.parallelism,
         "world_size": options.world_size,
-        "nodes": 1,
+        "nodes": options.nnodes,
         "processes_per_node": options.nproc_per_node,
         "per_device_batch": options.per_device_batch,
         "global_batch": options.global_batch,
@@ -137,6 +137,7 @@ def build(options: Options, backend: Backend, recorder: Recorder, outcome: dict[
         framework=framework_versions(backend),
         software_notes=_notes(options, max(ranks, key=lambda f: f.peak_memory_bytes or 0), measured),
         settings=options.injected.settings() if options.injected.any() else None,
+        nodes=options.nnodes,
     )
 
 
@@ -147,6 +148,12 @@ def _notes(options: Options, memory: RankFigures, measured: int) -> dict[str, st
         "distributed.memory": f"metrics.memory is the largest peak over the ranks (rank {memory.rank}); each rank's "
         "own is in metrics.distributed.ranks",
     }
+    if options.nnodes > 1:
+        notes["distributed.nodes"] = (
+            f"{options.nnodes} nodes of {options.nproc_per_node} rank(s) each met at one c10d rendezvous; system "
+            "describes node 0's host (which wrote this run); each rank's node and device are in "
+            "metrics.distributed.ranks"
+        )
     if memory.memory_note:
         notes["distributed.memory_note"] = memory.memory_note
     if options.injected.any():

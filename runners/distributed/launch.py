@@ -2,33 +2,29 @@
 
 `elastic_launch` is what `torchrun` (torch.distributed.run) runs: it starts `nproc_per_node` processes on this node,
 each with RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT set by the c10d rendezvous, and each joins the
-default process group from that environment (`dist.init_process_group` with no address of ours).
+default process group from that environment (`dist.init_process_group` with no address of ours). Several nodes meet
+at one rendezvous (runners/rendezvous.py), as `benchreg run collectives` does.
 """
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
+from ..rendezvous import Rendezvous, launch_config
 from .options import Options
 from .worker import worker
 
 
-def launch(options: Options) -> dict[str, Any]:
-    """Run `options` on this node; rank 0's outcome (every rank's figures). A rank that fails raises
-    torch.distributed.elastic's ChildFailedError, and nothing is returned."""
-    from torch.distributed.launcher.api import LaunchConfig, elastic_launch
+def launch(options: Options, rendezvous: Rendezvous | None = None) -> dict[str, Any]:
+    """Run `options` on this node, alone or as one of `rendezvous.nnodes`: every rank's figures on the leading node
+    (node 0 of the rendezvous, the only node otherwise), {} on the others. A rank that fails on any node raises
+    torch.distributed.elastic's ChildFailedError on every node (its peers' collectives fail), and nothing is returned.
+    """
+    from torch.distributed.launcher.api import elastic_launch
 
-    config = LaunchConfig(
-        min_nodes=1,
-        max_nodes=1,
-        nproc_per_node=options.nproc_per_node,
-        run_id=f"training-{uuid.uuid4().hex[:8]}",
-        rdzv_backend="c10d",
-        rdzv_endpoint="127.0.0.1:0",  # a free port: several runs may share the machine
-        max_restarts=0,  # a restarted rank would time a different job
-        monitor_interval=0.1,
-        start_method="spawn",
-    )
-    returned = elastic_launch(config, worker)(options)
-    return dict(returned[0])
+    nodes = rendezvous.nnodes if rendezvous is not None else 1
+    if nodes != options.nnodes:
+        raise ValueError(f"the rendezvous meets {nodes} node(s), the run is of {options.nnodes}")
+    config = launch_config(options.nproc_per_node, rendezvous, "training")
+    returned = elastic_launch(config, worker)(options, rendezvous.node_rank if rendezvous is not None else 0)
+    return next((dict(value) for value in returned.values() if value), {})

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from protocol import rules
 
+from ..rendezvous import MAX_NODES
 from ..spec import RunSpec
 
 PARALLELISMS = ("ddp", "fsdp")
@@ -65,6 +66,7 @@ class Options:
     spec: RunSpec
     parallelism: str = "ddp"
     nproc_per_node: int = 2
+    nnodes: int = 1  # nodes of one world, each starting nproc_per_node ranks (runners/rendezvous.py)
     accumulation: int = 1
     warmup_steps: int = 5
     steps: int = 30
@@ -81,6 +83,8 @@ class Options:
             raise ValueError(f"distributed training runs fp32 or bf16, not {self.spec.precision}")
         if not 1 <= self.nproc_per_node <= 1024:
             raise ValueError(f"--nproc-per-node must be between 1 and 1024, not {self.nproc_per_node}")
+        if not 1 <= self.nnodes <= MAX_NODES:
+            raise ValueError(f"--nnodes must be between 1 and {MAX_NODES}, not {self.nnodes}")
         if not 1 <= self.accumulation <= 1024:
             raise ValueError(f"--accumulation must be between 1 and 1024, not {self.accumulation}")
         if not (0 <= self.warmup_steps <= 100_000 and 1 <= self.repetitions <= 100):
@@ -89,12 +93,12 @@ class Options:
         if not fewest <= self.steps <= 100_000:
             raise ValueError(f"--steps must be at least {fewest} (3 a repetition, 10 a window) and at most 100000")
         slow = self.injected.slow_rank
-        if slow is not None and not 0 <= slow < self.nproc_per_node:
-            raise ValueError(f"the slow rank {slow} is not a rank of {self.nproc_per_node}")
+        if slow is not None and not 0 <= slow < self.world_size:
+            raise ValueError(f"the slow rank {slow} is not a rank of {self.world_size}")
 
     @property
     def world_size(self) -> int:
-        return self.nproc_per_node  # one node: several nodes join through the agents' group jobs (issue 43 item 4)
+        return self.nnodes * self.nproc_per_node
 
     @property
     def per_device_batch(self) -> int:

@@ -47,8 +47,10 @@ class RankFigures:
     losses: list[float] = field(default_factory=list)
 
 
-def worker(options: Options) -> dict[str, Any]:
-    """Run one rank; rank 0 returns every rank's figures and the environment, the others an empty dict."""
+def worker(options: Options, node_rank: int = 0) -> dict[str, Any]:
+    """Run one rank of node `node_rank`; local rank 0 of node 0 returns every rank's figures and the environment, the
+    others an empty dict. Every rank gathers every rank's figures: node 0 (which writes the run) need not hold global
+    rank 0, as c10d orders the nodes by host name and launcher pid, not by node rank."""
     use_cuda = options.spec.device == "cuda"
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     if use_cuda:  # device_id binds the communicator to this rank's GPU now, not at the first collective
@@ -57,17 +59,17 @@ def worker(options: Options) -> dict[str, Any]:
     else:
         dist.init_process_group("gloo")
     try:
-        mine = _train(options, local_rank)
+        mine = _train(options, local_rank, node_rank)
         everyone: list[Any] = [None] * dist.get_world_size()
         dist.all_gather_object(everyone, mine)
-        if dist.get_rank() != 0:
+        if node_rank != 0 or local_rank != 0:
             return {}
         return {"ranks": everyone, "backend": _backend(use_cuda), "fsdp": options.parallelism == "fsdp"}
     finally:
         dist.destroy_process_group()
 
 
-def _train(options: Options, local_rank: int) -> RankFigures:
+def _train(options: Options, local_rank: int, node_rank: int) -> RankFigures:
     spec, rank = options.spec.resolved(), dist.get_rank()
     assert spec.threads is not None
     backend = TorchBackend(spec.device)
@@ -77,7 +79,9 @@ def _train(options: Options, local_rank: int) -> RankFigures:
     trainer = TorchTrainer(backend, spec.definition, spec.shape(), spec.precision, spec.seed, spec.learning_rate)
     model = _wrap(options, trainer, timer, device)
     where = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor()
-    figures = RankFigures(rank, socket.gethostname(), f"{device} {where}".strip())
+    # two nodes of one world may share a host (two agents on one machine): the node rank tells them apart
+    node = socket.gethostname() if options.nnodes == 1 else f"{socket.gethostname()} (node {node_rank})"
+    figures = RankFigures(rank, node, f"{device} {where}".strip())
     sleep_s = options.injected.compute_s + (options.injected.slow_s if options.injected.slow_rank == rank else 0.0)
     step = _Step(options, trainer, model, timer, device, sleep_s)
     warm = time.perf_counter()

@@ -43,8 +43,14 @@ def test_a_global_batch_that_is_not_per_device_times_world_times_accumulation_is
 
 
 def test_the_world_is_its_nodes_times_their_processes() -> None:
-    doc = put(RUN, "/scenario/distributed/nodes", 2)
+    doc = put(put(RUN, "/scenario/distributed/nodes", 2), "/system/nodes", 2)
     assert _found(doc) == [("/scenario/distributed/world_size", "inconsistent-world-size")]
+
+
+def test_the_worlds_nodes_are_the_systems() -> None:
+    doc = put(put(RUN, "/scenario/distributed/processes_per_node", 1), "/scenario/distributed/nodes", 2)
+    assert _found(doc) == [("/scenario/distributed/nodes", "distributed-nodes-mismatch")]
+    assert _found(put(doc, "/system/nodes", 2)) == []
 
 
 def test_the_shape_states_the_same_batch() -> None:

@@ -57,7 +57,7 @@ def test_a_rank_that_dies_on_one_node_fails_both_and_nothing_is_written(tmp_path
     port = free_port()
     options = "Options(collectives=('all_reduce',), min_bytes=8, max_bytes=8, warmup=1, iters=10, device='cpu'"
     code = (
-        "from runners.collectives import Options, Rendezvous, run\n"
+        "from runners.collectives import Options, run\nfrom runners.rendezvous import Rendezvous\n"
         f"rdzv = Rendezvous(2, {{rank}}, '127.0.0.1:{port}', 'dying')\n"
         # node 1's only rank sleeps a negative time: it raises before its first all-reduce, as a killed rank stops
         f"options = {options}, delay_rank={{delay}}, delay_s=-1.0)\n"

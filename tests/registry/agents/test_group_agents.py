@@ -1,6 +1,7 @@
 """Two agents on this machine form one job group: each runs its agent loop (runners/agent/groups.py) against the
-registry's services, arrives, waits for the other, runs its node of `run collectives` (gloo) on the group's c10d
-endpoint, and rank 0 submits: exactly one run, with both ranks' figures. One agent missing: nobody starts."""
+registry's services, arrives, waits for the other, runs its node of `run collectives` or `run distributed-training`
+(gloo) on the group's c10d endpoint, and rank 0 submits: exactly one run, with both ranks' figures. One agent
+missing: nobody starts."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from tests.registry.agents.conftest import enrol
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 SPEC = {"collective": "all_reduce", "nproc_per_node": 1, "min_bytes": 8, "max_bytes": 64, "iters": 10, "device": "cpu"}
+TRAINING = {"workload": "mlp-tiny", "nproc_per_node": 1, "batch_size": 4, "threads": 1, "steps": 10, "warmup_steps": 2}
 
 
 def free_port() -> int:
@@ -62,9 +64,34 @@ def test_two_agents_start_together_and_rank_0_submits_the_one_run(user: Any, tmp
     assert set(group.jobs.values_list("status", flat=True)) == {JobStatus.SUBMITTED}
 
 
-def test_with_one_agent_missing_nobody_starts_and_the_deadline_says_who(user: Any, tmp_path: Path) -> None:
+def test_two_agents_train_as_one_world_and_rank_0_submits_the_one_run(user: Any, tmp_path: Path) -> None:
     (a, _), (b, _) = enrol("node-a"), enrol("node-b")
-    group = group_plan_create(created_by=user, agents=[a, b], spec=SPEC, form_timeout=10)
+    group = group_plan_create(
+        created_by=user, agents=[a, b], runner="distributed-training", spec=TRAINING, form_timeout=120
+    )
+    port, outcomes = free_port(), {}
+    threads = [agent_thread(agent, group.jobs.get(agent=agent).pk, port, tmp_path, outcomes, 120) for agent in (b, a)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=600)
+    assert {name: o.outcome for name, o in outcomes.items()} == {"node-a": "stored", "node-b": "submitted"}, outcomes
+    group.refresh_from_db()
+    assert group.status == GroupStatus.SUBMITTED and Submission.objects.count() == 1
+    document = group.run.document
+    layout, ranks = document["scenario"]["distributed"], document["metrics"]["distributed"]["ranks"]
+    assert (layout["world_size"], layout["nodes"], document["system"]["nodes"]) == (2, 2, 2)
+    assert sorted(r["node"].rsplit(" ", 1)[-1] for r in ranks) == ["0)", "1)"]  # one rank from each agent's node
+    assert set(group.jobs.values_list("status", flat=True)) == {JobStatus.SUBMITTED}
+    assert not list((tmp_path / "node-b").rglob("*.json"))  # rank 1 ran its rank and wrote nothing
+
+
+@pytest.mark.parametrize(("runner", "spec"), [("collectives", SPEC), ("distributed-training", TRAINING)])
+def test_with_one_agent_missing_nobody_starts_and_the_deadline_says_who(
+    user: Any, tmp_path: Path, runner: str, spec: dict[str, Any]
+) -> None:
+    (a, _), (b, _) = enrol("node-a"), enrol("node-b")
+    group = group_plan_create(created_by=user, agents=[a, b], runner=runner, spec=spec, form_timeout=10)
     JobGroup.objects.filter(pk=group.pk).update(form_deadline_at=timezone.now() + timedelta(seconds=3))
     outcomes: dict[str, Any] = {}
     thread = agent_thread(a, group.jobs.get(agent=a).pk, free_port(), tmp_path, outcomes, 30)

@@ -36,6 +36,7 @@ pytestmark = [
     pytest.mark.skipif(not BROKER, reason="needs Redis: set BENCHREG_TEST_BROKER_URL=redis://..."),
 ]
 SPEC = {"collective": "all_reduce", "min_bytes": 8, "max_bytes": 64, "iters": 10, "warmup": 2, "device": "cpu"}
+TRAINING = {"workload": "mlp-tiny", "nproc_per_node": 1, "batch_size": 4, "threads": 1, "steps": 10, "warmup_steps": 2}
 
 
 @pytest.fixture
@@ -60,10 +61,12 @@ def nodes(
         client.delete(agent.queue, *client.keys(f"_kombu.binding*.{agent.queue}"))
 
 
-def plan_group(user: Any, agents: list[Agent], form_timeout: int, spec: dict[str, Any] = SPEC) -> JobGroup:
+def plan_group(
+    user: Any, agents: list[Agent], form_timeout: int, spec: dict[str, Any] = SPEC, runner: str = "collectives"
+) -> JobGroup:
     planner = APIClient()
     planner.force_authenticate(user)
-    body = {"agents": [a.name for a in agents], "runner": "collectives", "spec": spec, "form_timeout": form_timeout}
+    body = {"agents": [a.name for a in agents], "runner": runner, "spec": spec, "form_timeout": form_timeout}
     answer = planner.post("/api/v1/plans/groups", body, format="json")
     assert answer.status_code == 201, answer.json()
     return JobGroup.objects.get(pk=answer.json()["id"])
@@ -88,6 +91,21 @@ def test_two_real_agents_start_together_and_leave_one_run(nodes: list[Any], user
     assert set(group.jobs.values_list("status", flat=True)) == {JobStatus.SUBMITTED}
 
 
+def test_two_real_agents_train_as_one_world_and_leave_one_run(nodes: list[Any], user: Any) -> None:
+    for _, workers in nodes:
+        workers.start()
+    group = plan_group(user, [agent for agent, _ in nodes], 120, TRAINING, "distributed-training")
+    final = (GroupStatus.SUBMITTED, GroupStatus.FAILED)
+    wait_for(lambda: group_status(group) in final, 300, "the group to finish", nodes[0][1].log)
+    group.refresh_from_db()
+    assert group.status == GroupStatus.SUBMITTED, (group.last_error, nodes[1][1].log.read_text()[-3000:])
+    assert Submission.objects.count() == 1 and group.run is not None
+    document = group.run.document
+    assert (document["scenario"]["distributed"]["world_size"], document["system"]["nodes"]) == (2, 2)
+    assert [r["rank"] for r in document["metrics"]["distributed"]["ranks"]] == [0, 1]
+    assert document["provenance"]["agent"] == nodes[0][0].name  # rank 0 submits
+
+
 def test_with_one_agents_worker_down_nobody_starts_and_the_deadline_names_it(nodes: list[Any], user: Any) -> None:
     (first, workers), (second, _) = nodes
     workers.start()  # rank 0's only
@@ -99,12 +117,20 @@ def test_with_one_agents_worker_down_nobody_starts_and_the_deadline_names_it(nod
     assert not Submission.objects.exists()
 
 
-def test_a_rank_whose_worker_is_killed_fails_the_group_and_nothing_is_stored(nodes: list[Any], user: Any) -> None:
+LONG_RUNS = {  # tens of seconds each: the kill lands mid-run
+    "collectives": {**SPEC, "max_bytes": 1 << 16, "iters": 20_000},
+    "distributed-training": {**TRAINING, "steps": 20_000},
+}
+
+
+@pytest.mark.parametrize("runner", sorted(LONG_RUNS))
+def test_a_rank_whose_worker_is_killed_fails_the_group_and_nothing_is_stored(
+    nodes: list[Any], user: Any, runner: str
+) -> None:
     (first, workers_a), (second, workers_b) = nodes
     workers_a.start()
     killed = workers_b.start()
-    long_run = {**SPEC, "max_bytes": 1 << 16, "iters": 20_000}  # tens of seconds: the kill lands mid-run
-    group = plan_group(user, [first, second], form_timeout=120, spec=long_run)
+    group = plan_group(user, [first, second], form_timeout=120, spec=LONG_RUNS[runner], runner=runner)
     wait_for(lambda: group_status(group) == GroupStatus.STARTED, 120, "the group to start", workers_b.log)
     time.sleep(2)  # the ranks are launching or measuring
     Workers.kill(killed)  # the machine of rank 1 loses power, its benchmark with it

@@ -1,4 +1,5 @@
-"""The user's door to a job group: `POST /api/v1/plans/groups` names agents in rank order and a collectives job; each
+"""The user's door to a job group: `POST /api/v1/plans/groups` names agents in rank order and a collectives or
+distributed-training job; each
 agent gets one job of the group, sent to its queue as the group task, and sees its rank and spec. Bad input is 400
 (against the description) or 422 (refused on its merits) with the pointer, and stores nothing."""
 
@@ -17,6 +18,7 @@ from tests.registry.agents.conftest import client_for, enrol
 pytestmark = [pytest.mark.django_db]
 URL = "/api/v1/plans/groups"
 SPEC = {"collective": "all_reduce", "min_bytes": 8, "max_bytes": 64, "iters": 5, "device": "cpu"}
+TRAINING = {"workload": "mlp-tiny", "nproc_per_node": 2, "batch_size": 4, "parallelism": "fsdp", "steps": 12}
 
 
 @pytest.fixture
@@ -50,6 +52,20 @@ def test_a_group_plan_gives_each_agent_its_rank_and_spec(planner: APIClient, nod
         assert view["endpoint"] is None  # not before the group started
 
 
+def test_a_distributed_training_group_gives_each_node_the_training_job(planner: APIClient, nodes: list[Any]) -> None:
+    answer = planner.post(URL, body(runner="distributed-training", spec=TRAINING), format="json")
+    assert answer.status_code == 201, answer.json()
+    plan = Plan.objects.get()
+    assert (plan.runner, plan.workload, plan.precisions, plan.batch_sizes) == (
+        "distributed-training",
+        "mlp-tiny",
+        ["fp32"],
+        [4],
+    )
+    for job in Job.objects.order_by("group_rank"):
+        assert job.spec == {"phase": "distributed-training", **TRAINING, "nnodes": 2, "submitter": job.agent_name}
+
+
 def test_each_member_job_is_sent_to_its_agents_queue_as_the_group_task(
     planner: APIClient, nodes: list[Any], monkeypatch: pytest.MonkeyPatch, django_capture_on_commit_callbacks: Any
 ) -> None:
@@ -75,6 +91,11 @@ def test_each_member_job_is_sent_to_its_agents_queue_as_the_group_task(
         ({"spec": {**SPEC, "nproc_per_node": 1.5}}, 422, ["/spec"]),
         ({"spec": {**SPEC, "warmup": True}}, 422, ["/spec"]),
         ({"soft_time_limit": 600, "time_limit": 600}, 422, ["/time_limit"]),
+        ({"runner": "distributed-training", "spec": {**TRAINING, "workload": "gpt-9"}}, 422, ["/spec"]),
+        ({"runner": "distributed-training", "spec": {**TRAINING, "parallelism": "pipeline"}}, 422, ["/spec"]),
+        ({"runner": "distributed-training", "spec": {**TRAINING, "steps": 3}}, 422, ["/spec"]),
+        ({"runner": "distributed-training", "spec": {**TRAINING, "batch_size": 2.5}}, 422, ["/spec"]),
+        ({"runner": "distributed-training", "spec": SPEC}, 422, ["/spec"]),  # a collectives job is no training job
         # Against the description: 400.
         ({"agents": ["node-a"]}, 400, ["/agents"]),
         ({"runner": "training"}, 400, ["/runner"]),
