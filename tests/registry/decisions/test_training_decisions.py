@@ -260,9 +260,9 @@ def test_one_configuration_imported_at_three_sizes_is_one_family_with_its_scalin
     are still one configuration (the comparability contract's scaling axis), so the decision reads the efficiency
     of each size against the smallest instead of the one-size gap."""
     from devtools.mlperf_sizes import sized_training_round
-    from tests.registry.web.test_scaling_axis import BENCHMARK, CHOSEN_MINUTES, SUBMITTER, SYSTEM, _shared_round
+    from tests.registry.web.test_scaling_axis import BENCHMARK, CHOSEN_MINUTES, SUBMITTER, SYSTEM, shared_training_round
 
-    tree = sized_training_round(_shared_round(), SUBMITTER, SYSTEM, BENCHMARK, CHOSEN_MINUTES, tmp_path)
+    tree = sized_training_round(shared_training_round(), SUBMITTER, SYSTEM, BENCHMARK, CHOSEN_MINUTES, tmp_path)
     (two_nodes,) = [p for p in (tree / SUBMITTER / "results").iterdir() if p.name.endswith("_n2")]
     (two_nodes / BENCHMARK / "scaling.json").write_text('{"scaling_factor": 1.1}')
     call_command("import_results", "mlperf", str(tree), "--no-progress")

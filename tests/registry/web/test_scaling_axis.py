@@ -153,7 +153,7 @@ MINUTES = {4 * nodes: minutes for nodes, minutes in CHOSEN_MINUTES.items()}  # b
 HAND = {8: 0.9, 16: 0.8}
 
 
-def _shared_round() -> Path:
+def shared_training_round() -> Path:
     if not (ROUND / SUBMITTER / "results" / SYSTEM / BENCHMARK).is_dir():
         pytest.skip(f"the shared trimmed MLPerf Training v4.0 round is not at {ROUND}")
     return ROUND
@@ -162,7 +162,7 @@ def _shared_round() -> Path:
 @pytest.fixture
 def sized_dlrm(user: Any, tmp_path: Path) -> dict[int, Submission]:
     """The three imported results of the authored tree, by accelerator count."""
-    tree = sized_training_round(_shared_round(), SUBMITTER, SYSTEM, BENCHMARK, CHOSEN_MINUTES, tmp_path)
+    tree = sized_training_round(shared_training_round(), SUBMITTER, SYSTEM, BENCHMARK, CHOSEN_MINUTES, tmp_path)
     call_command("import_results", "mlperf", str(tree), "--no-progress")
     runs = list(Submission.objects.filter(workload_name=BENCHMARK))
     assert len(runs) == 3
@@ -228,7 +228,7 @@ def test_the_api_gives_the_curve_with_its_label_and_the_hand_computed_efficiency
 
 
 def test_a_result_stored_at_one_size_has_no_link_and_its_sizes_say_so(user: Any, tmp_path: Path) -> None:
-    tree = copy_of_one_size(_shared_round(), SUBMITTER, SYSTEM, tmp_path)
+    tree = copy_of_one_size(shared_training_round(), SUBMITTER, SYSTEM, tmp_path)
     call_command("import_results", "mlperf", str(tree), "--no-progress")
     (run,) = Submission.objects.filter(workload_name=BENCHMARK)
     assert "This configuration at other sizes" not in signed_in(user).get(f"/runs/{run.pk}/").content.decode()
