@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from registry.policy.actions import (
     ADMIN_SITE,
+    ARTIFACT_UPLOAD,
     AGENT_ENROL,
     AGENT_LIST,
     AGENT_READ,
@@ -108,6 +109,7 @@ from registry.policy.rules import (
 __all__ = [
     "ADMIN",
     "ADMIN_SITE",
+    "ARTIFACT_UPLOAD",
     "AGENT",
     "AGENT_ENROL",
     "AGENT_LIST",
