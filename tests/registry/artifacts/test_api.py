@@ -181,3 +181,15 @@ def test_an_export_larger_than_any_json_body_is_streamed_in(user, data_dir, api,
     sha = hashlib.sha256(big).hexdigest()
     assert put(api, run.pk, sha, big).status_code == 201
     assert (data_dir / "artifacts" / storage_name(f"sha256:{sha}")).read_bytes() == big
+
+
+def test_the_run_page_lists_each_named_file_stored_or_not(api, run, data_dir, client, user, django_user_model):
+    client.force_login(user)
+    page = client.get(f"/runs/{run.pk}/").content.decode()
+    assert "level-requests.jsonl" in page and "named by the document, not uploaded" in page
+    assert f"/api/v1/submissions/{run.pk}/artifacts/{SHA}" not in page
+    assert put(api, run.pk, SHA, EXPORT).status_code == 201
+    page = client.get(f"/runs/{run.pk}/").content.decode()
+    assert f'href="/api/v1/submissions/{run.pk}/artifacts/{SHA}"' in page and "not uploaded" not in page
+    assert f"{len(EXPORT)} bytes" in page and f"sha256:{SHA}" in page
+    assert client.get(f"/api/v1/submissions/{run.pk}/artifacts/{SHA}").status_code == 200  # the link, signed in
