@@ -11,6 +11,7 @@ CLI prints it), and the outcome says how many retries it took (docs/operations.m
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -153,6 +154,18 @@ class RegistryClient:
         if response.status_code >= 500:
             raise RegistryError(f"{method} {path}: registry answered {response.status_code}")
         return response
+
+    @contextlib.contextmanager
+    def stream(self, method: str, path: str) -> Iterator[httpx.Response]:
+        """A response whose body is read as it arrives (a large download), without retries; RegistryError when the
+        registry cannot be reached or the connection breaks."""
+        try:
+            with self._http.stream(method, path) as response:
+                yield response
+        except httpx.TransportError as exc:
+            raise RegistryError(
+                f"{method} {path}: cannot read from {self.server}: {type(exc).__name__}: {exc}"
+            ) from exc
 
     def _attempt(self, method: str, path: str, kwargs: dict[str, Any]) -> httpx.Response:
         try:

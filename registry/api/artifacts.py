@@ -12,7 +12,7 @@ from typing import Any
 
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -39,6 +39,15 @@ class ArtifactSerializer(serializers.ModelSerializer[RunArtifact]):
         return self.context["request"].build_absolute_uri(artifact_path(artifact.run_id, artifact.sha256))
 
 
+SHA256_PARAMETER = OpenApiParameter(
+    "sha256",
+    str,
+    OpenApiParameter.PATH,
+    pattern="^[0-9a-f]{64}$",
+    description="the 64 hex digits the run's document names after `sha256:` in provenance.artifacts",
+)
+
+
 def _declared_length(request: Request) -> int | None:
     raw = request.META.get("CONTENT_LENGTH") or ""
     return int(raw) if raw.isascii() and raw.isdigit() else None
@@ -51,6 +60,7 @@ class SubmissionArtifactApi(APIView):
     parser_classes: list[Any] = []  # the body is read raw, as a stream, never parsed
 
     @extend_schema(
+        parameters=[SHA256_PARAMETER],
         request={"application/octet-stream": OpenApiTypes.BINARY},
         responses={
             201: ArtifactSerializer,
@@ -86,6 +96,7 @@ class SubmissionArtifactApi(APIView):
         return Response(data, status=201 if created else 200, headers={"Location": data["url"]})
 
     @extend_schema(
+        parameters=[SHA256_PARAMETER],
         responses={
             (200, "application/octet-stream"): OpenApiTypes.BINARY,
             400: ProblemSerializer,

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from registry.policy.actions import (
     ADMIN_SITE,
-    ARTIFACT_UPLOAD,
     AGENT_ENROL,
     AGENT_LIST,
     AGENT_READ,
     AGENT_REVOKE,
     AGENT_SELF,
+    ARTIFACT_UPLOAD,
     AUDIT_PUBLIC,
     AUDIT_READ,
     COMPARISON_CREATE,
@@ -109,7 +109,6 @@ from registry.policy.rules import (
 __all__ = [
     "ADMIN",
     "ADMIN_SITE",
-    "ARTIFACT_UPLOAD",
     "AGENT",
     "AGENT_ENROL",
     "AGENT_LIST",
@@ -118,6 +117,7 @@ __all__ = [
     "AGENT_RIGHTS",
     "AGENT_SELF",
     "ANONYMOUS",
+    "ARTIFACT_UPLOAD",
     "AUDIT_PUBLIC",
     "AUDIT_READ",
     "COMPARISON_CREATE",

@@ -63,8 +63,8 @@ class ArtifactCorrupt(Exception):
 
 
 def as_sha256(text: str) -> str:
-    """`sha256:<hex>` from the path's 64 hex digits (or the prefixed form); RegistryError (400) otherwise."""
-    hexdigest = text.removeprefix("sha256:")
+    """`sha256:<hex>` from the path's 64 lower-case hex digits; RegistryError (400) otherwise."""
+    hexdigest = text
     if len(hexdigest) != 64 or any(c not in "0123456789abcdef" for c in hexdigest):
         raise RegistryError(
             f"{text[:80]!r} is not a sha256: give the 64 lower-case hex digits the document names",

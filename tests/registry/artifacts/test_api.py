@@ -56,7 +56,11 @@ def put(client: APIClient, run_id: int, sha: str, body: bytes) -> Any:
 
 
 def stored_files(data_dir: Path) -> list[Path]:
-    return sorted(p for p in (data_dir / "artifacts").rglob("*") if p.is_file()) if (data_dir / "artifacts").exists() else []
+    return (
+        sorted(p for p in (data_dir / "artifacts").rglob("*") if p.is_file())
+        if (data_dir / "artifacts").exists()
+        else []
+    )
 
 
 def nothing_stored(data_dir: Path) -> bool:
@@ -88,7 +92,9 @@ def test_the_named_export_is_kept_once_audited_and_downloaded_as_uploaded(api, r
 
 
 def test_two_runs_naming_the_same_file_share_one_copy(api, run, user, data_dir):
-    other = submission_create(document={**document(), "system": {**document()["system"], "name": "b"}}, submitted_by=user)[0]
+    other = submission_create(
+        document={**document(), "system": {**document()["system"], "name": "b"}}, submitted_by=user
+    )[0]
     assert put(api, run.pk, SHA, EXPORT).status_code == 201
     assert put(api, other.pk, SHA, EXPORT).status_code == 201
     assert RunArtifact.objects.count() == 2 and len(stored_files(data_dir)) == 1
