@@ -141,7 +141,15 @@ def artifact_store(
         existing = RunArtifact.objects.filter(run=run, sha256=sha256).first()
         if existing is not None:
             return existing, False
-        wrote = _put(received)
+        try:
+            wrote = _put(received)
+        except (OSError, BotoCoreError, ClientError) as exc:
+            log.warning("artifact %s of run %s cannot be written: %s", sha256, run.pk, exc)
+            raise RegistryError(
+                f"the artifacts storage cannot take {sha256} now; nothing was stored, try again",
+                status=503,
+                code="storage-unavailable",
+            ) from None
         try:
             return _record(run, named, received, uploaded_by, token), True
         except IntegrityError:  # the same upload, concurrently, recorded it first
