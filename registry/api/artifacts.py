@@ -36,7 +36,7 @@ class ArtifactSerializer(serializers.ModelSerializer[RunArtifact]):
         ref_name = "RunArtifact"
 
     def get_url(self, artifact: RunArtifact) -> str:
-        return self.context["request"].build_absolute_uri(artifact_path(artifact.run_id, artifact.sha256))
+        return str(self.context["request"].build_absolute_uri(artifact_path(artifact.run_id, artifact.sha256)))
 
 
 SHA256_PARAMETER = OpenApiParameter(

@@ -45,7 +45,7 @@ def data_dir(settings: Any, tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def run(user: Any) -> Any:
+def run(user: Any, data_dir: Path) -> Any:  # after DATA_DIR moves: the audit commitment key lives there
     return submission_create(document=document(), submitted_by=user)[0]
 
 
@@ -199,3 +199,14 @@ def test_the_run_page_lists_each_named_file_stored_or_not(api, run, data_dir, cl
     assert f'href="/api/v1/submissions/{run.pk}/artifacts/{SHA}"' in page and "not uploaded" not in page
     assert f"{len(EXPORT)} bytes" in page and f"sha256:{SHA}" in page
     assert client.get(f"/api/v1/submissions/{run.pk}/artifacts/{SHA}").status_code == 200  # the link, signed in
+
+
+def test_the_upload_s_audit_entry_passes_audit_verify(data_dir, api, run):  # the token's entry too under data_dir's key
+    import io
+
+    from django.core.management import call_command
+
+    assert put(api, run.pk, SHA, EXPORT).status_code == 201
+    out = io.StringIO()
+    call_command("audit", "verify", stdout=out)  # raises CommandError on any entry it cannot account for
+    assert "artifact.stored" in AuditEntry.objects.values_list("kind", flat=True)
