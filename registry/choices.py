@@ -40,6 +40,7 @@ class AuditKind(models.TextChoices):
     DECISION_PLANNED = "decision.planned", "plan created for a decision's gap"
     DECISION_EVIDENCE_CHANGED = "decision.evidence_changed", "decision evidence changed"
     WEBHOOK_FINISHED = "webhook.finished", "webhook delivery finished"
+    ARTIFACT_STORED = "artifact.stored", "a file the run's document names uploaded and kept"
 
 
 class DecisionStatus(models.TextChoices):

@@ -13,6 +13,7 @@ witness, admin) need no database and never start Django; the rest are Django com
   benchreg serve-simulated ...        an OpenAI-compatible endpoint with a known latency law (tests, bench)
   benchreg recompute-serving DOC.json   a serving level's figures recomputed from its per-request export, which
                                       must be the one it names (sha256); 0 when every figure agrees
+  benchreg recompute-serving --server URL --token T --run ID   the same, from a run and its export kept by a registry
   benchreg create-token --username NAME --scopes submit,read   an API token for a script (printed alone)
   benchreg audit verify|checkpoint|export|show|sequence   check the audit log, sign/export checkpoints, number
                                       queued entries

@@ -135,6 +135,9 @@ STORAGES = {
     # store when BENCHREG_S3_BUCKET is set, so web servers and workers on different hosts serve the same files.
     "reports": {"BACKEND": "registry.storage.DataDirStorage", "OPTIONS": {"folder": "reports"}},
     "uploads": {"BACKEND": "registry.storage.DataDirStorage", "OPTIONS": {"folder": "uploads"}},
+    # Files a run's document names in provenance.artifacts (a serving level's per-request export), uploaded after
+    # the run and kept under their sha256 (registry/services/artifacts.py).
+    "artifacts": {"BACKEND": "registry.storage.DataDirStorage", "OPTIONS": {"folder": "artifacts"}},
 }
 BENCHREG_S3_BUCKET = os.environ.get("BENCHREG_S3_BUCKET", "")
 if BENCHREG_S3_BUCKET:
@@ -158,6 +161,7 @@ if BENCHREG_S3_BUCKET:
     }
     STORAGES["reports"] = {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": {**_s3, "location": "reports"}}
     STORAGES["uploads"] = {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": {**_s3, "location": "uploads"}}
+    STORAGES["artifacts"] = {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": {**_s3, "location": "artifacts"}}
 WHITENOISE_USE_FINDERS = True  # serve straight from the apps' static dirs; collectstatic is optional
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
@@ -168,6 +172,9 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_SUBMISSION_BYTES + 1024  # any other body: 413
 # Arrays and objects nested in one another in a JSON body other than a submission (whose depth the protocol bounds
 # at 64): deeper is 400 with a pointer, before any code that recurses meets it.
 MAX_JSON_DEPTH = env_int("BENCHREG_MAX_JSON_DEPTH", 32)
+# The largest artifact upload (PUT /api/v1/submissions/<id>/artifacts/<sha256>), streamed to a temporary file: 413
+# above it, nothing stored. The serving runner's export of a level of 1,000,000 requests is about 2 GB.
+MAX_ARTIFACT_BYTES = env_int("BENCHREG_MAX_ARTIFACT_BYTES", 512 * 1024 * 1024)
 # --- a batch (POST /api/v1/submissions, application/x-ndjson): its body and its number of lines.
 MAX_BATCH_BYTES = env_int("BENCHREG_MAX_BATCH_BYTES", 32 * 1024 * 1024)
 MAX_BATCH_DOCUMENTS = env_int("BENCHREG_MAX_BATCH_DOCUMENTS", 2000)

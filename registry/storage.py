@@ -1,6 +1,7 @@
 """Where the registry keeps files: Django's storage API, so a deployment can put them on S3-compatible storage.
 
-`reports` holds signed report PDFs, `uploads` the MLPerf archives admins upload (settings.STORAGES). By default
+`reports` holds signed report PDFs, `uploads` the MLPerf archives admins upload, `artifacts` the files a run's
+document names by sha256 (provenance.artifacts), kept under that sha256 (settings.STORAGES). By default
 both are folders of the data dir; with BENCHREG_S3_BUCKET they are django-storages' S3Storage, so two web
 servers and two workers on different hosts serve and write the same files.
 """
@@ -41,6 +42,10 @@ def reports_storage() -> Storage:
 
 def uploads_storage() -> Storage:
     return storages["uploads"]
+
+
+def artifacts_storage() -> Storage:
+    return storages["artifacts"]
 
 
 def local_path(storage: Storage, name: str) -> Path | None:

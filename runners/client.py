@@ -11,10 +11,11 @@ CLI prints it), and the outcome says how many retries it took (docs/operations.m
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -154,6 +155,18 @@ class RegistryClient:
             raise RegistryError(f"{method} {path}: registry answered {response.status_code}")
         return response
 
+    @contextlib.contextmanager
+    def stream(self, method: str, path: str) -> Iterator[httpx.Response]:
+        """A response whose body is read as it arrives (a large download), without retries; RegistryError when the
+        registry cannot be reached or the connection breaks."""
+        try:
+            with self._http.stream(method, path) as response:
+                yield response
+        except httpx.TransportError as exc:
+            raise RegistryError(
+                f"{method} {path}: cannot read from {self.server}: {type(exc).__name__}: {exc}"
+            ) from exc
+
     def _attempt(self, method: str, path: str, kwargs: dict[str, Any]) -> httpx.Response:
         try:
             response = self._http.request(method, path, **kwargs)
@@ -229,6 +242,42 @@ class RegistryClient:
         results = [json.loads(line) for line in response.text.splitlines() if line.strip()]
         by_line = {result.get("line"): result for result in results if isinstance(result, dict)}
         return [_batch_outcome(by_line.get(number)) for number in range(1, len(bodies) + 1)]
+
+    def upload_artifact(self, run_id: int, sha256: str, path: Path) -> tuple[bool, str]:
+        """PUT the file at `path` as run `run_id`'s artifact `sha256` (as its document names it), streamed from
+        disk (re-read on a retry): (True, what was kept) or (False, why not, in the registry's words)."""
+        hexdigest = sha256.removeprefix("sha256:")
+        size = path.stat().st_size
+        try:
+            response = self.request(
+                "PUT",
+                f"/api/v1/submissions/{run_id}/artifacts/{hexdigest}",
+                content=_FileChunks(path),
+                headers={"Content-Type": "application/octet-stream", "Content-Length": str(size)},
+            )
+        except RegistryError as exc:
+            return False, str(exc)
+        try:
+            body = response.json()
+        except json.JSONDecodeError:
+            body = {}
+        body = body if isinstance(body, dict) else {}
+        if response.status_code in (200, 201):
+            kept = "uploaded" if response.status_code == 201 else "already kept"
+            return True, f"{kept}: {size:,} bytes, {body.get('url') or ''}".rstrip(", ")
+        return False, str(body.get("detail") or body.get("title") or f"HTTP {response.status_code}")
+
+
+class _FileChunks:
+    """A file's bytes as an iterable httpx can send more than once: each iteration opens it anew."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __iter__(self) -> Iterator[bytes]:
+        with self.path.open("rb") as f:
+            while chunk := f.read(1024 * 1024):
+                yield chunk
 
 
 def _batch_outcome(result: dict[str, Any] | None) -> SubmitOutcome:

@@ -145,6 +145,7 @@ LOCAL_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("runners.backends", "runners.backends.numpy_backend"): "a backend's library is loaded only when it is chosen",
     ("runners.backends", "runners.backends.torch_backend"): "PyTorch, loaded only when the torch backend is chosen",
     ("runners.cli", "runners.client"): "httpx only when a run is submitted",
+    ("runners.serving.export", "runners.client"): "httpx only when a run is read from a registry (--run)",
     ("runners.distributed.cli", "runners.distributed.document"): "PyTorch only when a distributed run starts",
     ("runners.distributed.cli", "runners.distributed.launch"): "PyTorch only when a distributed run starts",
     ("verifier.cli", "verifier.report"): "pyHanko and cryptography only once the arguments are good",

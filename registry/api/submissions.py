@@ -28,6 +28,7 @@ from registry.api.strict import StrictSerializer, reject_empty_parameters
 from registry.choices import AuditKind
 from registry.models import ApiToken, Submission
 from registry.presentation.per_accelerator import run_figures
+from registry.selectors.artifacts import run_artifacts
 from registry.selectors.audit import audit_seq_of
 from registry.selectors.submissions import submission_list
 from registry.services.submissions import submission_create, submission_create_batch, submission_withdraw
@@ -242,6 +243,10 @@ class SubmissionDetailApi(APIView):
         data["citations"] = [c.as_evidence() for c in run.citations.order_by("retrieved_at", "pk")]
         # From the document itself: the reasons for an absent figure are exact (lists read the columns).
         data["per_accelerator"] = per_accelerator(run.document).as_dict()
+        # the files its document names (provenance.artifacts): each stored one with its download
+        data["artifacts"] = [
+            {**a, "url": request.build_absolute_uri(a["path"]) if a["path"] else None} for a in run_artifacts(run)
+        ]
         meta = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
         # Splice the stored canonical text in as it is, so no float or key order is re-serialised.
         body = meta[:-1] + ',"document":' + run.canonical + "}"

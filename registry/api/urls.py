@@ -2,6 +2,7 @@ from django.urls import path, re_path
 
 from registry.api import (
     agents,
+    artifacts,
     audit,
     comparisons,
     decisions,  # decisions
@@ -18,6 +19,11 @@ urlpatterns = [
     path("submissions/<int:run_id>", submissions.SubmissionDetailApi.as_view(), name="api-submission-detail"),
     path(
         "submissions/<int:run_id>/document", submissions.SubmissionDocumentApi.as_view(), name="api-submission-document"
+    ),
+    path(
+        "submissions/<int:run_id>/artifacts/<str:sha256>",
+        artifacts.SubmissionArtifactApi.as_view(),
+        name="api-submission-artifact",
     ),
     path(
         "submissions/<int:run_id>/withdraw", submissions.SubmissionWithdrawApi.as_view(), name="api-submission-withdraw"

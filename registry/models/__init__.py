@@ -1,6 +1,7 @@
 """The registry's tables. Evidence tables (submissions, audit entries) are append-only."""
 
 from .agents import Agent, EnrolmentToken, Job, JobGroup, Plan
+from .artifacts import RunArtifact
 from .audit import AuditEntry, AuditHead, AuditQueued
 from .catalogue import CatalogueCell
 from .checkpoints import Checkpoint, Cosignature
@@ -30,6 +31,7 @@ __all__ = [
     "Plan",
     "PublishedCitation",
     "Report",
+    "RunArtifact",
     "Submission",
     "Withdrawal",
 ]

@@ -16,6 +16,7 @@ from protocol.per_accelerator import per_accelerator
 from registry import policy
 from registry.exceptions import RegistryError
 from registry.presentation.sweeps import comparison_view, sweep_view
+from registry.selectors.artifacts import run_artifacts
 from registry.selectors.run_page import run_detail
 from registry.selectors.scaling import configuration_size_counts
 from registry.selectors.sweeps import recent_sweeps, sweep_runs
@@ -50,6 +51,7 @@ def run_page(request: HttpRequest, run_id: int) -> HttpResponse:
             "per_user_error": per_user_error,
             # from the document: the reasons for an absent figure are exact
             "per_accelerator": per_accelerator(run.document),
+            "artifacts": run_artifacts(run),
         },
     )
 

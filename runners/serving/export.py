@@ -26,6 +26,7 @@ import argparse
 import hashlib
 import json
 import math
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -207,19 +208,30 @@ def export_path(doc_path: Path, doc: dict[str, Any]) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`benchreg recompute-serving DOC.json [--requests FILE]`: 0 every figure reproduced, 1 some differ, 2 unread."""
+    """`benchreg recompute-serving DOC.json [--requests FILE]` or `benchreg recompute-serving --server URL --run ID`:
+    0 every figure reproduced, 1 some differ, 2 unread."""
     p = argparse.ArgumentParser(prog="benchreg recompute-serving", description=__doc__.split("\n\n")[0])
-    p.add_argument("document", type=Path, help="a level's document written by `benchreg run serving`")
+    p.add_argument("document", type=Path, nargs="?", help="a level's document written by `benchreg run serving`")
     p.add_argument("--requests", type=Path, default=None, help="its export (default: the one it names, beside it)")
+    p.add_argument("--run", type=int, default=None, help="instead of a file: run ID of the registry at --server")
+    p.add_argument("--server", default=os.environ.get("BENCHREG_SERVER"), help="the registry (BENCHREG_SERVER)")
+    p.add_argument("--token", default=os.environ.get("BENCHREG_TOKEN"), help="a read token (BENCHREG_TOKEN)")
     args = p.parse_args(argv)
+    if (args.run is None) == (args.document is None):
+        p.error("give a document, or --run ID with --server and --token")
     try:
-        doc = json.loads(args.document.read_text())
-        path = args.requests or export_path(args.document, doc)
-        if path.stat().st_size > MAX_EXPORT_BYTES:
-            raise ExportError(f"{path} is over {MAX_EXPORT_BYTES:,} bytes")
-        found = differences(doc, path.read_bytes())
+        if args.run is not None:
+            label, source, doc, data = _from_registry(args)
+        else:
+            label = args.document.name
+            doc = json.loads(args.document.read_text())
+            path = args.requests or export_path(args.document, doc)
+            if path.stat().st_size > MAX_EXPORT_BYTES:
+                raise ExportError(f"{path} is over {MAX_EXPORT_BYTES:,} bytes")
+            source, data = path.name, path.read_bytes()
+        found = differences(doc, data)
     except KeyError as exc:
-        print(f"error: {args.document} is not a serving level's document: it has no {exc}", file=sys.stderr)
+        print(f"error: {args.document or args.run} is not a serving level's document: it has no {exc}", file=sys.stderr)
         return 2
     except (OSError, ValueError, TypeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -227,5 +239,44 @@ def main(argv: list[str] | None = None) -> int:
     for line in found:
         print(line)
     if not found:
-        print(f"every figure of {args.document.name} (metrics but the client's, window) recomputed from {path.name}")
+        print(f"every figure of {label} (metrics but the client's, window) recomputed from {source}")
     return 1 if found else 0
+
+
+def _from_registry(args: argparse.Namespace) -> tuple[str, str, dict[str, Any], bytes]:
+    """Run `args.run`'s document and the export it names, downloaded from the registry at `args.server`."""
+    if not (args.server and args.token):
+        raise ExportError("--run needs --server and --token (or BENCHREG_SERVER / BENCHREG_TOKEN)")
+    from runners.client import RegistryClient, RegistryError  # only here: httpx is not needed to read local files
+
+    with RegistryClient(args.server, args.token) as client:
+        try:
+            response = client.request("GET", f"/api/v1/submissions/{args.run}/document")
+            if response.status_code != 200:
+                raise ExportError(f"run {args.run}: {_words(response)}")
+            doc = response.json()
+            named = [a for a in (doc.get("provenance") or {}).get("artifacts") or [] if a.get("format") == FORMAT]
+            if not named:
+                raise ExportError(f"run {args.run} names no per-request export (provenance.artifacts, format {FORMAT})")
+            hexdigest = str(named[0].get("sha256", "")).removeprefix("sha256:")
+            with client.stream("GET", f"/api/v1/submissions/{args.run}/artifacts/{hexdigest}") as got:
+                if got.status_code != 200:
+                    got.read()
+                    raise ExportError(f"run {args.run}'s export {named[0].get('name')}: {_words(got)}")
+                data = bytearray()
+                for chunk in got.iter_bytes():
+                    data += chunk
+                    if len(data) > MAX_EXPORT_BYTES:
+                        raise ExportError(f"run {args.run}'s export is over {MAX_EXPORT_BYTES:,} bytes")
+        except RegistryError as exc:
+            raise ExportError(str(exc)) from None
+    return f"run {args.run}", f"its export {named[0].get('name')} from {args.server}", doc, bytes(data)
+
+
+def _words(response: Any) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        body = {}
+    detail = body.get("detail") if isinstance(body, dict) else None
+    return str(detail or f"the registry answered {response.status_code}")

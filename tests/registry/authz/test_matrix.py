@@ -129,6 +129,11 @@ RULES: dict[str, list[Case]] = {
             200,
         )
     ],
+    # the world's run names no artifact: 409 for who may upload proves the door opened, 404 for who may read
+    "api-submission-artifact": [
+        ("put", lambda w: f"/api/v1/submissions/{w['run'].pk}/artifacts/{'0' * 64}", lambda w: {"x": 1}, SUBMIT, 409),
+        ("get", lambda w: f"/api/v1/submissions/{w['run'].pk}/artifacts/{'0' * 64}", None, READ, 404),
+    ],
     "api-submission-comparable": [("get", lambda w: f"/api/v1/submissions/{w['run'].pk}/comparable", None, READ, 200)],
     "api-submission-sizes": [("get", lambda w: f"/api/v1/submissions/{w['run'].pk}/sizes", None, READ, 200)],
     "api-comparisons": [

@@ -110,6 +110,7 @@ def s3_storages(bucket: str, endpoint: str) -> dict[str, Any]:
         **settings.STORAGES,
         "reports": {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": {**options, "location": "reports"}},
         "uploads": {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": {**options, "location": "uploads"}},
+        "artifacts": {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": {**options, "location": "artifacts"}},
     }
 
 
@@ -147,6 +148,28 @@ def test_a_report_is_stored_in_the_bucket_and_served_from_it(
     assert response.status_code == 200 and served == stored and response["X-Content-Digest"] == report.pdf_digest
     verdict = report_verify(pdf=served)
     assert verdict.valid, [(c.code, c.message) for c in verdict.reasons]
+
+
+@pytest.mark.django_db
+def test_a_run_s_artifact_is_kept_in_the_bucket_under_its_sha256_and_served_from_it(
+    on_s3: str, s3: S3Server, user: Any, api: Any, tmp_path: Path, settings: Any
+) -> None:
+    from registry.models import RunArtifact
+    from tests.registry.artifacts.test_api import EXPORT, SHA, document, put
+
+    run = submission_create(document=document(), submitted_by=user)[0]
+    assert put(api, run.pk, SHA, EXPORT).status_code == 201
+    assert s3.keys(on_s3) == [f"artifacts/sha256/{SHA[:2]}/{SHA}"] and not (tmp_path / "artifacts").exists()
+    response = api.get(f"/api/v1/submissions/{run.pk}/artifacts/{SHA}")
+    assert response.status_code == 200 and b"".join(response.streaming_content) == EXPORT
+    settings.STORAGES = s3_storages(on_s3, f"http://127.0.0.1:{free_port()}")  # the store goes down
+    assert api.get(f"/api/v1/submissions/{run.pk}/artifacts/{SHA}").status_code == 503
+    other = submission_create(
+        document={**document(), "system": {**document()["system"], "name": "b"}}, submitted_by=user
+    )[0]
+    refused = put(api, other.pk, SHA, EXPORT)
+    assert refused.status_code == 503 and "nothing was stored" in refused.json()["detail"]
+    assert RunArtifact.objects.filter(run=other).count() == 0
 
 
 @pytest.mark.django_db
