@@ -220,23 +220,7 @@ class Question:
             f"headroom {self.headroom:.0%}; {self.redundancy} spare system(s) (N+{self.redundancy})",
             "throughput scales linearly with the number of systems (load balanced evenly, no shared bottleneck)",
         ]
-        out += [
-            f"{key}: {price:g} {self.currency} per system-hour, as supplied"
-            for key, price in self.system_hour.items()
-            if f"/prices/system_hour/{escape_pointer(key)}" not in refused
-        ]
-        out += [
-            f"{model}: {price:g} {self.currency} per accelerator-hour, as supplied"
-            for model, price in self.accelerator_hour.items()
-            if f"/prices/accelerator_hour/{escape_pointer(model)}" not in refused
-        ]
-        out += [
-            f"{key}: bought for {price:g} {self.currency} over {hours:g} hours, as supplied"
-            for key, (price, hours) in self.purchase.items()
-            if f"/prices/purchase/{escape_pointer(key)}" not in refused
-        ]
-        if self.energy_price_kwh is not None:
-            out.append(f"energy at {self.energy_price_kwh:g} {self.currency} per kWh, as supplied")
+        out += price_assumptions(self, refused)
         if self.min_per_user is not None:
             out.append(
                 f"interactivity: a load level counts only where its median request saw at least "
@@ -534,3 +518,26 @@ def _provisioning(data: Mapping[str, Any]) -> tuple[dict[str, float], float | No
     if pue is not None and not PUE_RANGE[0] <= pue <= PUE_RANGE[1]:
         raise DecisionError(f"/provisioning/pue: from {PUE_RANGE[0]:g} to {PUE_RANGE[1]:g} (1.3 is 30% overhead)")
     return nameplate, pue
+
+
+def price_assumptions(prices: Any, refused: Any) -> list[str]:
+    """The stated prices an answer used, each as supplied (a price refused by `refused`'s pointers is left out):
+    the same lines for an inference and a training question, whose prices are read alike (read_prices)."""
+    out = [
+        f"{key}: {price:g} {prices.currency} per system-hour, as supplied"
+        for key, price in prices.system_hour.items()
+        if f"/prices/system_hour/{escape_pointer(key)}" not in refused
+    ]
+    out += [
+        f"{model}: {price:g} {prices.currency} per accelerator-hour, as supplied"
+        for model, price in prices.accelerator_hour.items()
+        if f"/prices/accelerator_hour/{escape_pointer(model)}" not in refused
+    ]
+    out += [
+        f"{key}: bought for {price:g} {prices.currency} over {hours:g} hours, as supplied"
+        for key, (price, hours) in prices.purchase.items()
+        if f"/prices/purchase/{escape_pointer(key)}" not in refused
+    ]
+    if prices.energy_price_kwh is not None:
+        out.append(f"energy at {prices.energy_price_kwh:g} {prices.currency} per kWh, as supplied")
+    return out

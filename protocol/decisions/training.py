@@ -50,7 +50,7 @@ from .evidence import (
 )
 from .question import (
     DecisionError,
-    escape_pointer,
+    price_assumptions,
     read_currency,
     read_energy_price,
     read_number,
@@ -223,23 +223,7 @@ class TrainingQuestion:
             "(runs back to back, one after another)",
             "a size never measured is never extrapolated: each size answers only from its own runs",
         ]
-        out += [
-            f"{key}: {price:g} {self.currency} per system-hour, as supplied"
-            for key, price in self.system_hour.items()
-            if f"/prices/system_hour/{escape_pointer(key)}" not in refused
-        ]
-        out += [
-            f"{model}: {price:g} {self.currency} per accelerator-hour, as supplied"
-            for model, price in self.accelerator_hour.items()
-            if f"/prices/accelerator_hour/{escape_pointer(model)}" not in refused
-        ]
-        out += [
-            f"{key}: bought for {price:g} {self.currency} over {hours:g} hours, as supplied"
-            for key, (price, hours) in self.purchase.items()
-            if f"/prices/purchase/{escape_pointer(key)}" not in refused
-        ]
-        if self.energy_price_kwh is not None:
-            out.append(f"energy at {self.energy_price_kwh:g} {self.currency} per kWh, as supplied")
+        out += price_assumptions(self, refused)
         return out
 
 
