@@ -5,9 +5,16 @@ logs (imports_collectives.py). A module of its own so that one kind's import loa
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from registry.services.submissions import BatchOutcome
+from django.contrib.auth.models import User
+from django.db import transaction
+
+from registry.choices import AuditKind, Trust
+from registry.services.audit import audit_append
+from registry.services.submissions import BatchOutcome, submission_create_batch
 
 BATCH_SIZE = 200  # runs stored per transaction in a whole-round import
 
@@ -37,3 +44,26 @@ def file_outcome(path: str, stored: BatchOutcome) -> ImportOutcome:
         details = [f"{e.get('pointer')}: {e.get('message')}" for e in exc.errors] if exc else []
         return ImportOutcome(path, "refused", errors=details or [str(exc)])
     return ImportOutcome(path, stored.status, stored.run.pk, stored.run.digest, note=stored.note)
+
+
+def store_declared_files(
+    files: Sequence[tuple[str, dict[str, Any]]], *, submitted_by: User, source: str, subject: str
+) -> list[ImportOutcome]:
+    """Store each (path, document) of a tool's files through the API's batch path with trust `declared`, one outcome
+    per file, and record the import in the audit log (`source`, the counts and the runs' digests) under `subject`."""
+    stored = submission_create_batch(
+        documents=(document for _, document in files), submitted_by=submitted_by, trust=Trust.DECLARED
+    )
+    outcomes = [file_outcome(path, outcome) for (path, _), outcome in zip(files, stored, strict=True)]
+    with transaction.atomic():
+        audit_append(
+            kind=AuditKind.IMPORT_COMPLETED,
+            actor=submitted_by.get_username(),
+            subject=f"{source}:{subject}"[:200],
+            payload={
+                "source": source,
+                **{s: sum(o.status == s for o in outcomes) for s in ("stored", "known", "refused")},
+                "runs": [o.digest for o in outcomes if o.digest],
+            },
+        )
+    return outcomes

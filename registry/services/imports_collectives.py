@@ -14,14 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.db import transaction
 
 import protocol
-from registry.choices import AuditKind, Trust
 from registry.importers import nccl_tests_documents
-from registry.services.audit import audit_append
-from registry.services.import_outcomes import ImportOutcome, file_outcome, outcome_counts
-from registry.services.submissions import submission_create_batch
+from registry.services.import_outcomes import ImportOutcome, outcome_counts, store_declared_files
 
 
 def _check_all(sweeps: list[nccl_tests_documents.ImportedSweep]) -> None:
@@ -69,19 +65,10 @@ def nccl_tests_import(
     named = submitter or submitted_by.get_username()
     sweeps = nccl_tests_documents.read(paths, system=system, submitter=named, collective=collective)
     _check_all(sweeps)
-    stored = submission_create_batch(
-        documents=(sweep.document for sweep in sweeps), submitted_by=submitted_by, trust=Trust.DECLARED
+    outcomes = store_declared_files(
+        [(sweep.path, sweep.document) for sweep in sweeps],
+        submitted_by=submitted_by,
+        source="nccl-tests",
+        subject=",".join(sorted({p.name for p in paths})),
     )
-    outcomes = [file_outcome(sweep.path, outcome) for sweep, outcome in zip(sweeps, stored, strict=True)]
-    with transaction.atomic():
-        audit_append(
-            kind=AuditKind.IMPORT_COMPLETED,
-            actor=submitted_by.get_username(),
-            subject=f"nccl-tests:{','.join(sorted({p.name for p in paths}))}"[:200],
-            payload={
-                "source": "nccl-tests",
-                **{s: sum(o.status == s for o in outcomes) for s in ("stored", "known", "refused")},
-                "runs": [o.digest for o in outcomes if o.digest],
-            },
-        )
     return NcclImportResult(sweeps=sweeps, outcomes=outcomes)

@@ -7,13 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.contrib.auth.models import User
-from django.db import transaction
 
-from registry.choices import AuditKind, Trust
 from registry.importers import serving
-from registry.services.audit import audit_append
-from registry.services.import_outcomes import ImportOutcome, file_outcome, outcome_counts
-from registry.services.submissions import submission_create_batch
+from registry.services.import_outcomes import ImportOutcome, outcome_counts, store_declared_files
 
 
 @dataclass
@@ -54,19 +50,10 @@ def serving_import(
     --submitter flag, which wins over the file like every flag), else the importing user's name."""
     named = submitter or deployment.get("submitter") or submitted_by.get_username()
     levels = serving.parse(paths, deployment, submitter=named)
-    stored = submission_create_batch(
-        documents=(level.document for level in levels), submitted_by=submitted_by, trust=Trust.DECLARED
+    outcomes = store_declared_files(
+        [(level.path, level.document) for level in levels],
+        submitted_by=submitted_by,
+        source="serving",
+        subject=",".join(sorted({level.sweep for level in levels})),
     )
-    outcomes = [file_outcome(level.path, outcome) for level, outcome in zip(levels, stored, strict=True)]
-    with transaction.atomic():
-        audit_append(
-            kind=AuditKind.IMPORT_COMPLETED,
-            actor=submitted_by.get_username(),
-            subject=f"serving:{','.join(sorted({level.sweep for level in levels}))}"[:200],
-            payload={
-                "source": "serving",
-                **{s: sum(o.status == s for o in outcomes) for s in ("stored", "known", "refused")},
-                "runs": [o.digest for o in outcomes if o.digest],
-            },
-        )
     return ServingImportResult(levels=levels, outcomes=outcomes)
