@@ -4,30 +4,15 @@ with every rank's figures, node 1 writes nothing; a rank that dies on one node f
 
 from __future__ import annotations
 
-import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import protocol
-from tests.conftest import ROOT
+from tests.runners.test_collectives_nodes import free_port, start
 
 pytestmark = pytest.mark.slow
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start(code: str) -> subprocess.Popen[str]:
-    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
-    return subprocess.Popen(
-        [sys.executable, "-c", code], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
 
 
 def node(rank: int, port: int, out: Path) -> subprocess.Popen[str]:
