@@ -7,6 +7,7 @@ column, the stored and the expected value."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -25,6 +26,7 @@ from protocol.audit_entries import (
     run_submitted_fields,
 )
 from protocol.comparability import comparability_keys
+from protocol.parsing import MAX_EXACT_INTEGER
 from protocol.summary import COLUMN_NAMES
 from registry.audit.keys import commitment_key
 from registry.audit.verify.entries import CHUNK
@@ -187,12 +189,32 @@ def _verify_derived_columns(report: Report, run: dict[str, Any], parsed: Any) ->
         report.findings.append(mismatch(pk, "derived", bool(run["derived"]), is_derived(parsed), "the canonical text"))
 
 
+# An integer literal beyond ±(2**53 - 1) has 16 digits at least: only a text holding such a run is walked.
+_LONG_DIGITS = re.compile(r"\d{16}")
+
+
 def _loads(text: str) -> Any:
-    """orjson where it can (several times faster); json for what it refuses (integers beyond 64 bits)."""
+    """The JSON text as the protocol's parser reads it (protocol.parsing): orjson where it can (several times
+    faster), json for what it refuses (integers beyond 64 bits); an integer literal beyond ±(2**53 - 1) is the
+    double whose canonical text it is (RFC 8785 writes 1.2345678901234568e17 as 123456789012345680), so the
+    figures recomputed from it are those computed at submission."""
     try:
-        return orjson.loads(text)
+        value = orjson.loads(text)
     except orjson.JSONDecodeError:
-        return json.loads(text)
+        value = json.loads(text)
+    return _as_doubles(value) if _LONG_DIGITS.search(text) else value
+
+
+def _as_doubles(value: Any) -> Any:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return float(value) if abs(value) > MAX_EXACT_INTEGER else value
+    if isinstance(value, dict):
+        return {key: _as_doubles(child) for key, child in value.items()}
+    if isinstance(value, list):
+        return [_as_doubles(child) for child in value]
+    return value
 
 
 def _sorted_dump(value: Any) -> bytes | None:
