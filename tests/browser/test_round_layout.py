@@ -109,8 +109,10 @@ def _decide(page: Any, base: str, workload: str) -> None:
     page.locator("[name=workload]").fill(workload)
     page.locator("[name=scenario]").select_option("offline")
     page.locator("[name=demand]").fill("50000")
-    with page.expect_navigation():
-        page.get_by_role("button", name="Answer it").click()
+    with page.expect_navigation():  # the inference form's button (the training form below has its own)
+        page.get_by_role("region", name="Declare a decision: size inference serving").get_by_role(
+            "button", name="Answer it"
+        ).click()
 
 
 def test_every_page_of_an_imported_round_fits_its_window_at_1280_and_390_px_and_passes_axe(
