@@ -373,17 +373,20 @@ def _all_representable(value: Any) -> bool:
     return True
 
 
+def systems_words(systems: Mapping[str, Any]) -> str:
+    """'3 system(s) (95% CI 2–4)', '3 system(s) (no interval)' or 'no count of systems': a candidate's count of
+    systems as the one-line answers say it (inference and training alike)."""
+    if not systems["value"]:
+        return "no count of systems"
+    spread = f" (95% CI {systems['ci_low']}–{systems['ci_high']})" if systems.get("ci_low") else " (no interval)"
+    return f"{systems['value']} system(s){spread}"
+
+
 def summary(cands: Sequence[Mapping[str, Any]], front: Mapping[str, Any]) -> list[str]:
     """One sentence per candidate, verdict first, the gaps that weaken it in the same sentence (never later)."""
     out = []
     for c in cands:
-        systems = c["systems_needed"]
-        count = (
-            f"{systems['value']} system(s)"
-            + (f" (95% CI {systems['ci_low']}–{systems['ci_high']})" if systems.get("ci_low") else " (no interval)")
-            if systems["value"]
-            else "no count of systems"
-        )
+        count = systems_words(c["systems_needed"])
         weak = "; ".join(g["message"] for g in c["gaps"])
         out.append(
             f"{c['label']}: {VERDICT_WORDS.get(c['meets'], c['meets'])}; {count}"

@@ -36,8 +36,8 @@ from .. import comparability as cmp
 from .. import scaling as scaling_plans
 from ..canonical import digest
 from ..statistics import CONFIDENCE, MIN_VALUES, geometric_mean, log_ratio_interval, rounded
-from .answer import KIND, frontier, refused_inputs, representable
-from .candidate import Interval, hourly_price, interval
+from .answer import KIND, frontier, refused_inputs, representable, systems_words
+from .candidate import Interval, hourly_price, interval, objective_verdict
 from .evidence import (
     Evidence,
     accelerator_count,
@@ -65,6 +65,8 @@ from .question import (
 )
 
 PHASE = "training"
+# objective_verdict's codes as a training answer states them (docs/decisions.md, "Training decisions")
+BUDGET_CODES = {"not-measured": "no-time-to-train", "not-enough-evidence": "cannot-tell", "uncertain": "cannot-tell"}
 SCENARIO = "time-to-quality"  # the decision's question key: time to train is what it answers
 TRAINING_SCENARIOS = ("time-to-quality", "fixed-steps")
 CRITERIA = ("cost", "time", "energy", "scaling")
@@ -387,15 +389,8 @@ def _published(doc: Mapping[str, Any], hours: float) -> tuple[Interval, str]:
 
 def budget_verdict(time: Interval, budget: float) -> str:
     """'meets' only when the interval's upper end is at or under the budget; 'misses' when its lower end is above."""
-    if time.value is None:
-        return "no-time-to-train"
-    if time.low is None or time.high is None:
-        return "cannot-tell"
-    if time.high <= budget:
-        return "meets"
-    if time.low > budget:
-        return "misses"
-    return "cannot-tell"
+    verdict = objective_verdict(time, budget)  # the same reading of an interval against a maximum
+    return BUDGET_CODES.get(verdict, verdict)
 
 
 def systems_for(q: TrainingQuestion, hours: float | None) -> int | None:
@@ -774,13 +769,7 @@ def summary(cands: Sequence[Mapping[str, Any]], front: Mapping[str, Any]) -> lis
     """One sentence per candidate: the budget verdict, systems, accelerator-hours, with its gaps in the sentence."""
     out = []
     for c in cands:
-        systems = c["systems_needed"]
-        count = (
-            f"{systems['value']} system(s)"
-            + (f" (95% CI {systems['ci_low']}–{systems['ci_high']})" if systems.get("ci_low") else " (no interval)")
-            if systems["value"]
-            else "no count of systems"
-        )
+        count = systems_words(c["systems_needed"])
         acc = c["accelerator_hours"]["value"]
         hours = f", {acc:.4g} accelerator-hours per run" if acc is not None else ""
         eff = c["scaling"].get("value")
