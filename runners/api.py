@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from . import collectives_spec, inference, training
@@ -24,7 +25,17 @@ from .serving.spec import ServingSpec
 from .spec import RunSpec
 from .spec import expected_fields as run_expected_fields
 
-__all__ = ["JobSpec", "RunSpec", "ServingSpec", "execute", "expected_fields", "job_spec", "quick_sweep", "sweep_specs"]
+__all__ = [
+    "JobSpec",
+    "RunSpec",
+    "ServingSpec",
+    "execute",
+    "execute_job",
+    "expected_fields",
+    "job_spec",
+    "quick_sweep",
+    "sweep_specs",
+]
 
 # What an agent job runs: a bundled runner's RunSpec, one level of a serving sweep (phase "serving"), a collective
 # sweep (phase "collectives") or distributed training (phase "distributed-training"): one node of a job group.
@@ -68,15 +79,18 @@ def expected_fields(job: JobSpec) -> dict[str, Any]:
     return run_expected_fields(job)
 
 
-def execute(spec: JobSpec, progress: bool = False, reporter: Reporter | None = None) -> dict[str, Any]:
-    """Run `spec` and return ONE validated protocol document (a ServingSpec: the one level it names).
+def execute(
+    spec: JobSpec, progress: bool = False, reporter: Reporter | None = None, folder: Path | None = None
+) -> dict[str, Any]:
+    """Run `spec` and return ONE validated protocol document (a ServingSpec: the one level it names; with `folder`,
+    its per-request export is written there and the document names it in provenance.artifacts).
 
     Raises backends.UnsupportedRun when the backend cannot run the combination, serving.runner.Refused when an
     endpoint cannot be measured (nothing sent), and protocol.Invalid if the document fails validation (a bug:
     the runner never writes an invalid document).
     """
     if isinstance(spec, ServingSpec):
-        return serving.measure_level(spec)
+        return serving.measure_level(spec, folder)
     if isinstance(spec, CollectiveJobSpec | DistributedJobSpec):
         # a node of a job group meets its peers at the group's rendezvous, which the agent's group loop gives it
         raise UnsupportedRun("a collectives or distributed-training job runs through its job group, not execute()")
@@ -92,6 +106,12 @@ def execute(spec: JobSpec, progress: bool = False, reporter: Reporter | None = N
             f"({backend.name}, {backend.device})"
         )
         return runner(spec, backend, rich)
+
+
+def execute_job(spec: JobSpec, folder: Path) -> dict[str, Any]:
+    """An agent job's run: `execute(spec)`, each file its document names written in `folder` (the job's own),
+    from which the agent uploads it once the run is stored."""
+    return execute(spec, folder=folder)
 
 
 def sweep_specs(backend: str | None = None, threads: int | None = 1) -> list[RunSpec]:

@@ -29,6 +29,7 @@ from .backends import UnsupportedRun, default_backend
 from .distributed import cli as distributed_cli
 from .serving import cli as serving_cli
 from .spec import INFERENCE_SCENARIOS, PRECISIONS, RunSpec
+from .uploads import upload_named
 from .workloads import WORKLOADS
 
 
@@ -233,27 +234,10 @@ def _submit(doc: dict[str, Any], path: Path, server: str, token: str) -> bool:
         print(outcome.line(f"submitted {path.name}"))
         if outcome.status not in ("stored", "known"):
             return False
-        return _upload_artifacts(client, doc, path, outcome.run_id)
-
-
-def _upload_artifacts(client: Any, doc: dict[str, Any], path: Path, run_id: int | None) -> bool:
-    """Upload each file the accepted document names in provenance.artifacts (a serving level's per-request
-    export), found beside it; each outcome said in words. A failed upload leaves the file where it is."""
-    ok = True
-    for named in (doc.get("provenance") or {}).get("artifacts") or []:
-        name, sha256 = str(named.get("name")), str(named.get("sha256"))
-        file = path.parent / name
-        if run_id is None or "/" in name or "\\" in name or not file.is_file():
-            print(f"artifact {name} of {path.name}: not uploaded: it is not beside the document")
-            ok = False
-            continue
-        uploaded, words = client.upload_artifact(run_id, sha256, file)
-        if uploaded:
-            print(f"artifact {name} of run {run_id}: {words}")
-        else:
-            print(f"artifact {name} of run {run_id}: not uploaded: {words}; it stays at {file}")
-            ok = False
-    return ok
+        uploads = upload_named(client, doc, path.parent, outcome.run_id)  # the files it names, from beside it
+        for upload in uploads:
+            print(upload.line())
+        return all(upload.uploaded for upload in uploads)
 
 
 def main(argv: list[str]) -> int:

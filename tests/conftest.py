@@ -32,6 +32,16 @@ def _broker_of_this_test_worker() -> None:
 _broker_of_this_test_worker()
 
 
+@pytest.fixture(autouse=True)
+def _agent_work_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Agent jobs (in-process, embedded, or a worker process started by a test) write their files in a folder of
+    this test's own: job ids of concurrent test databases coincide, and two of them in one folder would take each
+    other's files."""
+    folder = tmp_path_factory.mktemp("agent-work")
+    monkeypatch.setenv("BENCHREG_AGENT_WORK_DIR", str(folder))
+    return folder
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _fast_password_hashing(django_test_environment: None) -> None:
     """Hash the tests' passwords cheaply (tests/hashers.py); checking still accepts the production hasher's hashes."""

@@ -9,7 +9,8 @@ from __future__ import annotations
 RUN_READ = "run.read"
 RUN_SUBMIT = "run.submit"
 RUN_WITHDRAW = "run.withdraw"
-# upload a file a run's document names (provenance.artifacts): who may submit; the bytes must hash to what it names
+# upload a file a run's document names (provenance.artifacts): who may submit, an agent to its own runs only
+# (obj: Submission); the bytes must hash to what it names
 ARTIFACT_UPLOAD = "artifact.upload"
 COMPARISON_READ = "comparison.read"
 COMPARISON_CREATE = "comparison.create"

@@ -4,7 +4,7 @@
 * an API token: the token's scopes ∩ its owner's rights *now*, so a demoted owner's old token loses what the
   owner lost, and a token never carries more than its owner may do;
 * an enrolled agent (a live Agent's own token): its scopes ∩ {agent, submit}: it works on its own jobs and
-  submits their runs, nothing else;
+  submits their runs and uploads the files those runs name, nothing else;
 * anonymous: no rights.
 """
 

@@ -162,6 +162,14 @@ def _submitter(p: Principal, obj: Any = None) -> bool:
     return p.has(SUBMIT)
 
 
+def _artifact_upload(p: Principal, run: Any = None) -> bool:
+    """Who may submit; an agent only to a run it submitted itself (at the door, before the run is known, it passes
+    on its right alone; the getter then hides any other run from it, as for one that does not exist)."""
+    if not p.has(SUBMIT):
+        return False
+    return p.agent is None or run is None or run.submitted_by_id == p.user_id
+
+
 def _person_submitter(p: Principal, obj: Any = None) -> bool:
     return p.is_person and p.has(SUBMIT)
 
@@ -244,7 +252,7 @@ RULES: dict[str, Callable[[Principal, Any], bool]] = {
     RUN_READ: _reader,
     RUN_SUBMIT: _submitter,
     RUN_WITHDRAW: _person_admin,
-    ARTIFACT_UPLOAD: _submitter,
+    ARTIFACT_UPLOAD: _artifact_upload,
     COMPARISON_READ: _reader,
     COMPARISON_CREATE: _person_reader,
     REPORT_REQUEST: _person_reader,

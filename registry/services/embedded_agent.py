@@ -3,16 +3,27 @@ instead of HTTP. registry.tasks.jobs.job_run_embedded runs it."""
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
+import time
+from pathlib import Path
 from typing import Any
 
+from registry import policy
 from registry.exceptions import RegistryError
 from registry.models import Agent, Job
+from registry.selectors.artifacts import artifact_path
+from registry.services.artifacts import artifact_store
 from registry.services.job_groups import group_arrive, group_view
 from registry.services.jobs import JobConflict, job_claim, job_complete, job_fail, job_heartbeat, job_start
 from registry.services.submissions import submission_create
 from runners.agent import jobs as agent_jobs
+
+# a storage that cannot take an upload now (503) is tried again after STORE_PAUSE_S, then twice that
+STORE_ATTEMPTS = 3
+STORE_PAUSE_S = 1.0
+log = logging.getLogger(__name__)
 
 
 class ServiceJobRegistry:
@@ -84,6 +95,33 @@ class ServiceJobRegistry:
         except RegistryError as exc:
             return agent_jobs.Submitted("rejected", message=exc.message, errors=exc.errors)
         return agent_jobs.Submitted("stored" if created else "known", run_id=run.pk, digest=run.digest)
+
+    def upload_artifact(self, run_id: int, sha256: str, path: Path) -> tuple[bool, str]:
+        """Keep one file the stored run's document names, as the API's PUT does: asked of the policy with the
+        agent's token, a storage that cannot take it now tried STORE_ATTEMPTS times in all."""
+        try:
+            run = policy.run_get(policy.for_token(self.agent.token), run_id, policy.ARTIFACT_UPLOAD)
+            for attempt in range(1, STORE_ATTEMPTS + 1):
+                try:
+                    with path.open("rb") as stream:
+                        artifact, created = artifact_store(
+                            run=run,
+                            sha256=sha256,
+                            stream=stream,
+                            declared_length=path.stat().st_size,
+                            uploaded_by=self.agent.user,
+                            token=self.agent.token,
+                        )
+                    break
+                except RegistryError as exc:
+                    if exc.status != 503 or attempt == STORE_ATTEMPTS:
+                        raise
+                    log.warning("run %s: %s (attempt %s of %s)", run_id, exc.message, attempt, STORE_ATTEMPTS)
+                    time.sleep(STORE_PAUSE_S * 2 ** (attempt - 1))
+        except RegistryError as exc:
+            return False, exc.message
+        kept = "uploaded" if created else "already kept"
+        return True, f"{kept}: {artifact.bytes:,} bytes, {artifact_path(run_id, artifact.sha256)}"
 
 
 def embedded_claimant() -> str:

@@ -27,7 +27,7 @@ from .. import collectives_spec
 from ..collectives_spec import CollectiveJobSpec
 from ..distributed import job as distributed_job
 from ..distributed.job import DistributedJobSpec
-from .jobs import JobGone, JobOutcome, JobRegistry, LeaseKeeper, with_provenance
+from .jobs import JobGone, JobOutcome, JobRegistry, LeaseKeeper, upload_words, with_provenance
 
 POLL_SECONDS = 0.5
 FORM_SLACK_S = 30.0  # waited past the group's deadline for the registry to say it failed (its clock decides)
@@ -151,9 +151,13 @@ def run_member(registry: GroupRegistry, member: Member, spec_fields: dict[str, A
         return JobOutcome(member.job_id, "failed", detail=error)
     if rank != 0:
         return JobOutcome(member.job_id, "submitted", detail="rank 0 submits the group's run")
-    document = json.loads(written(spec, out).read_text())
-    submitted = registry.submit(with_provenance(document, job=member.job_id, agent=member.agent))
-    return JobOutcome(member.job_id, submitted.status, submitted.run_id, submitted.digest, submitted.message)
+    path = written(spec, out)
+    document = with_provenance(json.loads(path.read_text()), job=member.job_id, agent=member.agent)
+    submitted = registry.submit(document)
+    detail = submitted.message
+    if submitted.status in ("stored", "known") and submitted.run_id is not None:  # any file it names, as a job's
+        detail = upload_words(registry, member.job_id, document, path.parent, submitted.run_id)[0] or detail
+    return JobOutcome(member.job_id, submitted.status, submitted.run_id, submitted.digest, detail)
 
 
 def run_group_job(

@@ -7,6 +7,7 @@ errors and 5xx -> runners.client.RegistryError (retry with backoff).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -94,6 +95,11 @@ class HttpJobRegistry:
         if response.status_code == 409:
             return Submitted("conflict", message=message)
         return Submitted("rejected", message=message, errors=list(body.get("errors") or []))
+
+    def upload_artifact(self, run_id: int, sha256: str, path: Path) -> tuple[bool, str]:
+        """PUT one file the stored run's document names, as `benchreg run serving --submit` does (the client's
+        bounded retries of transient failures included)."""
+        return self.client.upload_artifact(run_id, sha256, path)
 
     def heartbeat_agent(self, inventory: dict[str, Any] | None = None) -> dict[str, Any]:
         """The agent's own heartbeat (online/offline), optionally with a fresh inventory."""

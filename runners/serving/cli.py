@@ -31,7 +31,7 @@ from protocol import sizing
 from . import deployment as deploy
 from .datasets import MOONCAKE_BLOCK_TOKENS, TIME_UNITS
 from .document import Context, file_name
-from .export import export_path
+from .export import write_export
 from .levels import Objectives
 from .runner import LevelRefused, LoadPlan, Refused, run_sync
 from .shapes import DISTRIBUTIONS, TokenLaw
@@ -197,7 +197,7 @@ def main(args: argparse.Namespace, submit: Any) -> int:
     def emit(doc: dict[str, Any], requests: bytes | None) -> None:
         nonlocal failures
         if requests is not None:  # first: a document is never left naming an export that is not beside it
-            _write_bytes(export_path(args.out / file_name(doc), doc), requests)
+            write_export(args.out, doc, requests)
         path = _write(doc, args.out)
         m = doc["metrics"]
         print(

@@ -207,6 +207,17 @@ def export_path(doc_path: Path, doc: dict[str, Any]) -> Path:
     return doc_path.parent / name
 
 
+def write_export(folder: Path, doc: dict[str, Any], data: bytes) -> Path:
+    """Write the export `doc` names into `folder`, under the name it states, whole or not at all (a temporary name,
+    then moved into place); its path. Written before the document, so no document names a file that is not there."""
+    path = export_path(folder / "level.json", doc)
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     """`benchreg recompute-serving DOC.json [--requests FILE]` or `benchreg recompute-serving --server URL --run ID`:
     0 every figure reproduced, 1 some differ, 2 unread."""

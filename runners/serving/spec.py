@@ -28,6 +28,7 @@ from . import deployment as deploy
 from .datasets import MOONCAKE_BLOCK_TOKENS, SharedPrefix
 from .deployment import Deployment
 from .document import Context, skeleton_errors
+from .export import write_export
 from .levels import Objectives
 from .loadgen import Target
 from .probe import EndpointInfo, public_url
@@ -192,16 +193,22 @@ def _checked(pointer: str, check: typing.Callable[[Any], Any], value: Any) -> No
         raise SpecInvalid(pointer, str(exc)) from None
 
 
-def measure_level(spec: ServingSpec) -> dict[str, Any]:
-    """Measure the one level an agent job names and return its document, through the command's own path.
+def measure_level(spec: ServingSpec, folder: Path | None = None) -> dict[str, Any]:
+    """Measure the one level an agent job names and return its document, through the command's own path. With a
+    `folder`, the level's per-request export is written there first and the document names it (the agent uploads
+    it once the run is stored); without one the document names no export, as no file would be kept.
 
     Raises runner.Refused (with every reason) when the run cannot start: nothing is sent, nothing written."""
     if spec.level is None:
         raise SpecInvalid("/level", "an agent job measures one level of its sweep: give its index")
     documents: list[dict[str, Any]] = []
-    # An agent job hands on its document only: the registry keeps no per-request export yet, so its document
-    # names none rather than a file nobody holds.
-    run_sync(*spec.prepare(), lambda doc, _requests: documents.append(doc), export=False)
+
+    def emit(doc: dict[str, Any], requests: bytes | None) -> None:
+        if folder is not None and requests is not None:
+            write_export(folder, doc, requests)
+        documents.append(doc)
+
+    run_sync(*spec.prepare(), emit, export=folder is not None)
     assert len(documents) == 1, "one level, one document"
     return documents[0]
 

@@ -61,7 +61,7 @@ class FakeRegistry:
         self.calls.append(("fail", (error, timed_out)))
 
 
-def fake_run(spec: Any) -> dict[str, Any]:
+def fake_run(spec: Any, folder: Path) -> dict[str, Any]:
     fake_run.count += 1  # type: ignore[attr-defined]
     return load_example("inference-offline-cpu-int8")
 
@@ -87,6 +87,25 @@ def test_a_job_that_is_gone_is_not_run() -> None:
     assert outcome.outcome == "skipped" and fake_run.count == 0  # type: ignore[attr-defined]
 
 
+def test_a_job_that_is_gone_leaves_an_earlier_attempts_files_and_says_where(tmp_path: Path) -> None:
+    left = jobs.job_folder(42, tmp_path) / "serving-requests.jsonl"  # a stored run whose upload was cut short
+    left.parent.mkdir()
+    left.write_text("{}\n")
+    gone = FakeRegistry(claim_error=JobGone("job 42 is submitted"))
+    outcome = run_job(gone, 42, claimant="w", run=fake_run, work_dir=tmp_path)
+    assert outcome.detail == f"job 42 is submitted; files of an earlier attempt stay in {left.parent}"
+    assert left.is_file()
+
+
+def test_a_runner_that_fails_leaves_no_folder_behind(tmp_path: Path) -> None:
+    def broken(spec: Any, folder: Path) -> dict[str, Any]:
+        (folder / "half-written.jsonl").write_text("{")
+        raise RuntimeError("CUDA out of memory")
+
+    assert run_job(FakeRegistry(), 42, claimant="w", run=broken, work_dir=tmp_path).outcome == "failed"
+    assert not jobs.job_folder(42, tmp_path).exists()
+
+
 def test_a_busy_job_is_retried_by_the_caller() -> None:
     with pytest.raises(RegistryError):
         run_job(FakeRegistry(claim_error=JobBusy("held")), 42, claimant="w", run=fake_run)
@@ -95,7 +114,7 @@ def test_a_busy_job_is_retried_by_the_caller() -> None:
 def test_a_runner_failure_is_reported_with_its_message() -> None:
     registry = FakeRegistry()
 
-    def broken(spec: Any) -> dict[str, Any]:
+    def broken(spec: Any, folder: Path) -> dict[str, Any]:
         raise ValueError("int8 needs calibration data")
 
     outcome = run_job(registry, 42, claimant="w", run=broken)
@@ -107,7 +126,7 @@ def test_a_soft_time_limit_is_reported_as_timed_out() -> None:
     class Soft(Exception):
         pass
 
-    def slow(spec: Any) -> dict[str, Any]:
+    def slow(spec: Any, folder: Path) -> dict[str, Any]:
         raise Soft()
 
     registry = FakeRegistry()
@@ -135,7 +154,7 @@ def test_the_lease_is_renewed_while_the_runner_works() -> None:
 
     registry = FakeRegistry()
 
-    def slow(spec: Any) -> dict[str, Any]:
+    def slow(spec: Any, folder: Path) -> dict[str, Any]:
         time.sleep(0.35)
         return fake_run(spec)
 

@@ -22,7 +22,7 @@ from django.test import Client
 
 from registry.celery import app
 from registry.choices import JobStatus
-from registry.models import Agent, Job, Submission
+from registry.models import Agent, Job, RunArtifact, Submission
 from runners.agent import credentials
 from runners.agent.credentials import Credential
 from tests.conftest import ROOT
@@ -176,9 +176,11 @@ def test_a_worker_killed_mid_job_leaves_exactly_one_run(enrolled: tuple[Agent, W
 
 
 def test_a_real_worker_measures_a_planned_serving_sweep_shown_on_the_run_page(
-    enrolled: tuple[Agent, Workers], api: Any, user: Any, endpoint: Callable[..., str]
+    enrolled: tuple[Agent, Workers], api: Any, user: Any, endpoint: Callable[..., str], settings: Any, tmp_path: Path
 ) -> None:
-    """The plan (over the API) names the real simulated endpoint; the agent process takes each level's job."""
+    """The plan (over the API) names the real simulated endpoint; the agent process takes each level's job and
+    uploads the level's per-request export once its run is stored."""
+    settings.DATA_DIR = tmp_path / "data"
     agent, workers = enrolled
     workers.start()
     url = endpoint("--ttft-ms", "20", "--itl-ms", "5", "--capacity", "64")
@@ -197,3 +199,5 @@ def test_a_real_worker_measures_a_planned_serving_sweep_shown_on_the_run_page(
     client.force_login(user)
     page = client.get(f"/runs/{runs[0].pk}/").content.decode()
     assert "Load sweep" in page and f"#{runs[1].pk}" in page and "2 stored runs" in page
+    kept = {(a.run_id, a.sha256) for a in RunArtifact.objects.all()}
+    assert kept == {(r.pk, r.document["provenance"]["artifacts"][0]["sha256"]) for r in runs}

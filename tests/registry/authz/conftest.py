@@ -2,7 +2,7 @@
 
 Principals: anonymous; a viewer, a submitter, another submitter and an admin, each signed in with a session and
 (where it differs) through a token of each scope; two enrolled agents. The submitter owns the run, the comparison,
-the report, the plan and its job (on agent `rig-a`) and one token.
+the report, the plan and its job (on agent `rig-a`) and one token; agent `rig-a` submitted one run of its own.
 """
 
 from __future__ import annotations
@@ -124,6 +124,10 @@ def _make_rows(document: dict[str, Any]) -> dict[str, Any]:
     for name in ("rig-a", "rig-b"):
         _, secret = enrolment_token_create(created_by=None, expires_in=timedelta(hours=1), actor="test")
         agents[name] = agent_enroll(enrolment_token=secret, name=name, inventory={"host": {"address": "10.0.0.7"}})
+    rig_a = agents["rig-a"][0]  # a run the agent submitted itself (no job): the one run it may upload files to
+    agent_run, _ = submission_create(
+        document=variant(document, "lab-rig-a-01", 1400.0), submitted_by=rig_a.user, token=rig_a.token
+    )
     plan = Plan.objects.create(
         runner="inference",
         workload="mlp-classifier",
@@ -157,6 +161,7 @@ def _make_rows(document: dict[str, Any]) -> dict[str, Any]:
         "admin": admin,
         "run": a,
         "runs": [a, b],
+        "agent_run": agent_run,
         "comparison": comparison,
         "report": report,
         "agent": agents["rig-a"][0],

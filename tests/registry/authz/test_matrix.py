@@ -3,6 +3,7 @@ status each principal must get. A new endpoint without a rule here fails `test_e
 
 The rules below are the specification, written without registry.policy (which they check):
   read       people's and tokens' `read`                  submit   `submit` (people and agents)
+  upload     `submit`; an agent to the runs it submitted only (any other: 404)
   person     a person (session or token) with `read`      admin    a person with `admin`
   planner    a person with `submit` or `admin`            agent    an enrolled agent's own token
   owner      the object's owner (with `read`) or an admin; anyone else 404, as for what does not exist
@@ -73,6 +74,9 @@ def _own(k: Knock) -> bool:
 OPEN = lambda k, w, ok: ok  # noqa: E731
 READ = _api(lambda k, w: "read" in k.rights)
 SUBMIT = _api(lambda k, w: "submit" in k.rights)
+# uploading a run's file: `submit`; an agent only to a run it submitted (the world's `agent_run`, rig-a's)
+UPLOAD = _api(lambda k, w: "submit" in k.rights and (k.agent is None or HIDDEN))
+UPLOAD_RIG_A_RUN = _api(lambda k, w: "submit" in k.rights and (k.agent in (None, "rig-a") or HIDDEN))
 PERSON = _api(lambda k, w: k.person and "read" in k.rights)
 ADMIN = _api(_is_admin)
 PLANNER = _api(lambda k, w: k.person and bool({"submit", "admin"} & k.rights))
@@ -129,9 +133,11 @@ RULES: dict[str, list[Case]] = {
             200,
         )
     ],
-    # the world's run names no artifact: 409 for who may upload proves the door opened, 404 for who may read
+    # the runs name no artifact: 409 for who may upload proves the door opened, 404 for who may read; an agent
+    # uploads to the runs it submitted only (another's run is hidden from it, as one that does not exist)
     "api-submission-artifact": [
-        ("put", lambda w: f"/api/v1/submissions/{w['run'].pk}/artifacts/{'0' * 64}", lambda w: {"x": 1}, SUBMIT, 409),
+        ("put", lambda w: f"/api/v1/submissions/{w['run'].pk}/artifacts/{'0' * 64}", lambda w: {"x": 1}, UPLOAD, 409),
+        ("put", lambda w: f"/api/v1/submissions/{w['agent_run'].pk}/artifacts/{'0' * 64}", None, UPLOAD_RIG_A_RUN, 409),
         ("get", lambda w: f"/api/v1/submissions/{w['run'].pk}/artifacts/{'0' * 64}", None, READ, 404),
     ],
     "api-submission-comparable": [("get", lambda w: f"/api/v1/submissions/{w['run'].pk}/comparable", None, READ, 200)],

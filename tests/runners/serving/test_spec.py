@@ -7,7 +7,8 @@ import argparse
 import pytest
 
 from protocol.errors import value_at
-from runners.api import execute, expected_fields, job_spec
+from runners.api import execute, execute_job, expected_fields, job_spec
+from runners.serving import export
 from runners.serving.cli import add_arguments, spec_from_args
 from runners.serving.spec import SpecInvalid, from_fields
 from tests.runners.serving.test_cli import DEPLOYMENT
@@ -52,7 +53,7 @@ def test_a_wrong_field_is_refused_by_its_pointer(change: dict[str, object], poin
     assert refused.value.pointer == pointer, str(refused.value)
 
 
-def test_a_measured_level_states_every_field_its_job_fixes(endpoint) -> None:  # type: ignore[no-untyped-def]
+def test_a_measured_level_states_every_field_its_job_fixes(endpoint, tmp_path) -> None:  # type: ignore[no-untyped-def]
     url = endpoint("--ttft-ms", "20", "--itl-ms", "5", "--capacity", "64")
     spec = spec_from_args(_args("--endpoint", url, "--request-rates", "4,12", "--duration", "2",
                                 "--min-requests", "10", "--input-tokens", "8", "--output-tokens", "4",
@@ -60,7 +61,11 @@ def test_a_measured_level_states_every_field_its_job_fixes(endpoint) -> None:  #
     job = from_fields({**spec.fields(), "sweep_id": "planned-sweep", "level": 1})
     document = execute(job)
     assert document["conditions"]["warmup"]["iterations"] == 3  # an agent job warms up as the command does ...
-    assert "artifacts" not in document["provenance"]  # ... and names no export: nobody would hold the file
+    assert "artifacts" not in document["provenance"]  # ... and, given no folder, names no export: none is kept
+    in_folder = execute_job(job, tmp_path)  # an agent's job: the export written in the job's folder, and named
+    (named,) = in_folder["provenance"]["artifacts"]
+    assert [p.name for p in tmp_path.iterdir()] == [named["name"]]
+    assert export.differences(in_folder, (tmp_path / named["name"]).read_bytes()) == []
     assert document["scenario"]["sweep"]["index"] == 1 and document["scenario"]["target_qps"] == 12
     expected = expected_fields(job)
     assert {p: value_at(document, p) for p in expected} == expected
