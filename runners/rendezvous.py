@@ -17,6 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 MAX_NODES = 1024
+# What every rank imports, imported once by multiprocessing's fork server, from which the launcher forks each rank.
+# Started with "spawn", each rank imported torch and torch._dynamo (which torch.optim loads) itself: about 4 s of CPU
+# a rank here, paid again at every launch of a process that launches several times (an agent, the tests).
+RANK_MODULES = ["torch", "torch._dynamo", "torch.distributed", "runners.distributed.worker", "runners.collectives"]
 
 
 @dataclass(frozen=True)
@@ -53,8 +57,13 @@ def alone(prefix: str) -> Rendezvous:
 
 def launch_config(nproc_per_node: int, rendezvous: Rendezvous | None, prefix: str) -> Any:
     """torch's LaunchConfig for this node: `rendezvous` (one of several nodes) or alone (None)."""
+    import multiprocessing
+
     from torch.distributed.launcher.api import LaunchConfig  # PyTorch, loaded only when a run starts
 
+    # Set before the fork server starts (once per process). It holds no Python thread and no CUDA context (importing
+    # torch does not create one), so forking it is safe, as for DataLoader workers started the same way.
+    multiprocessing.set_forkserver_preload(RANK_MODULES)
     meet = rendezvous or alone(prefix)
     return LaunchConfig(
         min_nodes=meet.nnodes,
@@ -67,7 +76,7 @@ def launch_config(nproc_per_node: int, rendezvous: Rendezvous | None, prefix: st
         rdzv_configs={"is_host": meet.leads} if rendezvous is not None else {},
         max_restarts=0,  # a failed rank fails the run; a restart would time a different job
         monitor_interval=0.1,
-        start_method="spawn",
+        start_method="forkserver",
     )
 
 

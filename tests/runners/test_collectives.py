@@ -91,15 +91,16 @@ def test_a_delay_injected_on_one_rank_shows_up_in_the_measured_time(tmp_path: Pa
     """Rank 1 of 2 sleeps 40 ms before each all-reduce; rank 0 waits inside the collective, so the time reported
     (the max over ranks) becomes the delay plus what is left of the collective once the late rank arrives.
 
-    Stated error: the time rises by the delay to within [-plain, +10% of the delay], where plain is the undelayed
+    Stated error: the time rises by the delay to within [-plain, +20% of the delay], where plain is the undelayed
     time: a late rank finds the others already waiting, which hides up to all of the collective's own time (on this
-    shared 2-core machine an 8-byte gloo all-reduce takes 0.1 to 6 ms under load); +10% covers sleep overshoot and
-    scheduling. Measured here: world 2, plain 5.9 ms, delayed 41.2 ms; world 4, plain 4.1 ms, delayed 41.5 ms."""
+    shared 2-core machine an 8-byte gloo all-reduce takes 0.1 to 6 ms under load); +20% covers sleep overshoot and
+    scheduling, still well short of a delay counted twice. Measured here: world 2, plain 5.9 ms, delayed 41.2 ms;
+    world 4, plain 4.1 ms, delayed 41.5 ms; at a load of 3.5 a core, plain 0.18 ms, delayed 44.2 ms (+10.6%)."""
     delay_us = 40_000.0
     options = runner.Options(collectives=("all_reduce",), min_bytes=8, max_bytes=8, warmup=2, iters=8)
     plain = runner.launch(options, 2)["results"][0]
     delayed = runner.launch(replace(options, delay_rank=1, delay_s=delay_us * 1e-6), 2)["results"][0]
-    assert delay_us - plain.time_us <= delayed.time_us - plain.time_us <= 1.1 * delay_us
+    assert delay_us - plain.time_us <= delayed.time_us - plain.time_us <= 1.2 * delay_us
     assert delayed.time_us >= delay_us  # never less than the sleep: the collective cannot finish before rank 1 calls
     assert min(delayed.rank_times_us) >= delay_us * 0.95  # the rank that did not sleep waited for the one that did
 
