@@ -166,6 +166,7 @@ if sys.argv[1] == "hold":
         print(f"integrated {count}, not committed", flush=True)
         time.sleep(120)
 else:
+    print("ready", flush=True)
     audit_integrate(batch_size=int(sys.argv[2]), wait=wait)
     print("done", flush=True)
 """
@@ -210,7 +211,9 @@ def test_a_sequencer_killed_mid_batch_loses_nothing_and_integrates_nothing_twice
     kills = 0
     while AuditQueued.objects.exists() and kills < 40:
         process = _sequencer("run", 400, env, wait)
-        time.sleep(rng.uniform(0.3, 1.2))
+        # killed while integrating, not while Django starts (which takes longer than a batch on a busy host)
+        assert process.stdout.readline().strip() == "ready"
+        time.sleep(rng.uniform(0.0, 0.6))
         if process.poll() is None:
             process.send_signal(signal.SIGKILL)
             kills += 1
