@@ -112,18 +112,16 @@ def check_entries(
                 )
             ):
                 continue
-            _verify_entry(report, committed, row)
+            _verify_entry(report, committed, row, leaf, entry)
         tree.extend(leaves)
 
 
-def _verify_entry(report: Report, committed: _Committed, row: _EntryRow) -> None:
-    """One entry's text against its leaf hash and its columns, as its format spells them: what differs, in words."""
+def _verify_entry(report: Report, committed: _Committed, row: _EntryRow, leaf: bytes, entry: Any) -> None:
+    """One entry's text against its leaf hash and its columns, as its format spells them: what differs, in words.
+    `leaf` is the leaf hash of its text, `entry` the text as orjson parses it (None when it does not)."""
     seq, created_text, actor, kind, subject, text, stored_leaf, fmt, user, token = row
-    raw = text.encode()
-    leaf = sha256(LEAF_PREFIX + raw).digest()
     if leaf.hex() != stored_leaf:
         report.findings.append(Finding("the entry text does not hash to the stored leaf hash", seq=seq))
-    entry = _loads(raw)
     agrees = (
         fmt != 1  # format 1 names its actor and has no `v`: entry_head says how, on the careful path
         and type(entry) is dict
@@ -142,13 +140,6 @@ def _verify_entry(report: Report, committed: _Committed, row: _EntryRow) -> None
         who = entry.get("who") if type(entry) is dict else None
         if not committed(who, seq, actor, user, token):
             report.findings.append(who_differs(seq, who, commitment_key(), "actor, actor_user, actor_token"))
-
-
-def _loads(raw: bytes) -> Any:
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:  # not JSON, or a number orjson does not take: the careful path decides
-        return None
 
 
 def stream(query: Any) -> Iterator[tuple[Any, ...]]:
