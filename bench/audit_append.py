@@ -4,11 +4,11 @@
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres python -m bench.audit_append --quick   # 20k entries
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres python -m bench.audit_append --smoke   # CI: it runs
 
-Works in a scratch database (`benchreg_bench_<pid>` on the server DATABASE_URL names, created, migrated and dropped
-at the end), with the checkpoint key in a temporary data directory, so no real data or key is touched. Prints
-figures, no pass/fail on them; exits non-zero if the log it built does not verify (its times would then mean
-nothing). Baselines measured in the same run: plain single-row INSERT transactions through psycopg (for the
-appends) and streaming the same rows without checking them (for verification).
+Works in a scratch database (`--scratch`, default `benchreg_bench_<pid>`, on the server DATABASE_URL names,
+created, migrated and dropped at the end), with the checkpoint key in a temporary data directory, so no real data or
+key is touched. Prints figures, no pass/fail on them; exits non-zero if the log it built does not verify (its times
+would then mean nothing). Baselines measured in the same run: plain single-row INSERT transactions through psycopg
+(for the appends) and streaming the same rows without checking them (for verification).
 """
 
 from __future__ import annotations
@@ -42,12 +42,12 @@ def rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def recreate_scratch(url: str, *, drop_only: bool = False) -> None:
+def recreate_scratch(url: str, name: str, *, drop_only: bool = False) -> None:
     admin = scratch.database_url(url, "postgres")
     if drop_only:
-        scratch.drop(admin, SCRATCH_DB)
+        scratch.drop(admin, name)
     else:
-        scratch.recreate(admin, SCRATCH_DB)
+        scratch.recreate(admin, name)
 
 
 def setup_django(url: str) -> None:
@@ -263,6 +263,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--appends", type=int, default=None, help="appends per writer configuration (default 4000, 400 with --quick)"
     )
+    parser.add_argument("--scratch", default=SCRATCH_DB, help="scratch database name (created and dropped)")
     args = parser.parse_args(argv)
     url = os.environ.get("DATABASE_URL", "")
     if not url.startswith(("postgres://", "postgresql://")):
@@ -270,12 +271,12 @@ def main(argv: list[str] | None = None) -> None:
     size = args.n or (2_000 if args.smoke else 20_000 if args.quick else 1_000_000)
     threads, appends = ([1, 4], 40) if args.smoke else ([1, 4], 400) if args.quick else ([1, 4, 8, 16], 4000)
     appends = args.appends or appends
-    scratch_url = scratch.database_url(url, SCRATCH_DB)
+    scratch_url = scratch.database_url(url, args.scratch)
     print(
         f"benchreg audit log on PostgreSQL: Python {platform.python_version()} on {platform.machine()}, "
-        f"{os.cpu_count()} CPUs; scratch database {SCRATCH_DB}"
+        f"{os.cpu_count()} CPUs; scratch database {args.scratch}"
     )
-    recreate_scratch(url)
+    recreate_scratch(url, args.scratch)
     try:
         setup_django(scratch_url)
         bench_appends(scratch_url, threads, appends)
@@ -288,7 +289,7 @@ def main(argv: list[str] | None = None) -> None:
         from django.db import connections
 
         connections.close_all()
-        recreate_scratch(url, drop_only=True)
+        recreate_scratch(url, args.scratch, drop_only=True)
     sys.stdout.flush()
 
 

@@ -45,6 +45,8 @@ HASH_SIZE = 32
 EMPTY_ROOT = hashlib.sha256(b"").digest()
 _LEAF_PREFIX = b"\x00"
 _NODE_PREFIX = b"\x01"
+# SHA-256 states that have absorbed a prefix, copied per hash: with OpenSSL 3 a copy costs less than a new object.
+_NODE_STATE = hashlib.sha256(_NODE_PREFIX)
 
 
 def leaf_hash(entry: bytes) -> bytes:
@@ -114,12 +116,8 @@ class MerkleTree:
 
     def __init__(self, leaf_hashes: Iterable[bytes] = ()) -> None:
         """Build from leaf hashes (32 bytes each, in log order). Raises ValueError on a hash of another length."""
-        leaves = leaf_hashes if isinstance(leaf_hashes, Sequence) else list(leaf_hashes)
-        if any(len(leaf) != HASH_SIZE for leaf in leaves):
-            raise ValueError(f"every leaf hash must be {HASH_SIZE} bytes")
-        self._levels: list[bytearray] = [bytearray(b"".join(leaves))]
-        while len(self._levels[-1]) >= 2 * HASH_SIZE:
-            self._levels.append(_parent_level(self._levels[-1]))
+        self._levels: list[bytearray] = [bytearray()]
+        self.extend(leaf_hashes if isinstance(leaf_hashes, Sequence) else list(leaf_hashes))
 
     @property
     def size(self) -> int:
@@ -144,6 +142,23 @@ class MerkleTree:
                 self._levels.append(bytearray())
             self._levels[level] += node
         return index
+
+    def extend(self, leaf_hashes: Sequence[bytes]) -> None:
+        """Append leaf hashes in log order: the tree `append` would make of them one by one, hashed a level at a
+        time (n leaves cost about n node hashes). Raises ValueError, appending nothing, on a hash of another
+        length."""
+        if set(map(len, leaf_hashes)) - {HASH_SIZE}:
+            raise ValueError(f"every leaf hash must be {HASH_SIZE} bytes")
+        levels = self._levels
+        levels[0] += b"".join(leaf_hashes)
+        level = 0
+        # Level k + 1 holds the parents of level k's complete pairs: hash the pairs the new leaves completed.
+        while len(levels[level]) >= 2 * HASH_SIZE:
+            if level + 1 == len(levels):
+                levels.append(bytearray())
+            paired = 2 * len(levels[level + 1])
+            levels[level + 1] += _parent_level(levels[level][paired:])
+            level += 1
 
     def leaf(self, index: int) -> bytes:
         """The leaf hash at `index`. Raises ValueError if there is no such leaf."""
@@ -250,13 +265,18 @@ class MerkleTree:
         return _fold_right(peaks)
 
 
-def _parent_level(level: bytearray) -> bytearray:
+def _parent_level(level: bytes | bytearray) -> bytearray:
     """Hashes of the complete pairs of a level (a trailing odd node has no parent yet)."""
     view = memoryview(level)
     pair = 2 * HASH_SIZE
     usable = len(level) - len(level) % pair
-    sha256 = hashlib.sha256
-    return bytearray(b"".join([sha256(_NODE_PREFIX + view[i : i + pair]).digest() for i in range(0, usable, pair)]))
+    parents: list[bytes] = []
+    append, copy = parents.append, _NODE_STATE.copy
+    for i in range(0, usable, pair):  # building a tree of n leaves hashes n - 1 nodes here
+        node = copy()
+        node.update(view[i : i + pair])
+        append(node.digest())
+    return bytearray(b"".join(parents))
 
 
 # ---------------------------------------------------------------------------------------------------------------

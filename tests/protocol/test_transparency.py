@@ -387,3 +387,26 @@ def test_appending_gives_the_same_tree_as_building_at_once(sizes: list[int]) -> 
 
 def test_a_tree_built_from_a_generator_equals_one_built_from_a_list() -> None:
     assert MerkleTree(iter(BIG[:777])).root() == MerkleTree(BIG[:777]).root() == BIG_TREE.root(777)
+
+
+@settings(max_examples=40, deadline=None)
+@given(cuts=st.lists(st.integers(0, 700), min_size=1, max_size=5))
+def test_extending_in_chunks_gives_the_same_tree_as_building_at_once(cuts: list[int]) -> None:
+    """`extend` (audit verify adds each fetched chunk's leaves) makes every level as the constructor does: roots and
+    proofs at each cut, and appending one leaf afterwards, agree with the tree built from all the leaves."""
+    tree = MerkleTree()
+    for size in sorted(cuts):
+        tree.extend(BIG[tree.size : size])
+        assert tree.root() == root_of_leaves(BIG[:size]) == MerkleTree(BIG[:size]).root()
+        if size:
+            assert tree.inclusion_proof(size - 1) == BIG_TREE.inclusion_proof(size - 1, size)
+            assert tree.consistency_proof(size // 2) == BIG_TREE.consistency_proof(size // 2, size)
+    tree.append(BIG[tree.size])
+    assert tree.root() == BIG_TREE.root(tree.size)
+
+
+def test_extending_by_a_wrong_length_hash_appends_nothing() -> None:
+    tree = MerkleTree(LEAVES)
+    with pytest.raises(ValueError, match="32 bytes"):
+        tree.extend([LEAVES[0], b"x" * 31])
+    assert tree.size == len(LEAVES) and tree.root() == MerkleTree(LEAVES).root()

@@ -25,7 +25,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from protocol.signed_note import VerifierKey
-from protocol.transparency import MerkleTree
 from registry.audit.keys import trusted_verifier_keys
 from registry.audit.sequencer import audit_integrate
 from registry.audit.verify.checkpoints import verify_checkpoint_files, verify_stored_checkpoints, verify_witnesses
@@ -67,7 +66,7 @@ def _verify_tree(
     report: Report, trusted: Sequence[str | VerifierKey], checkpoint_files: Sequence[tuple[str, bytes]]
 ) -> None:
     """The entries, the tree they make, the head row, and the stored and given checkpoints against that tree."""
-    tree = MerkleTree(verify_entries(report))
+    tree = verify_entries(report)
     report.size, report.root = tree.size, tree.root()
     verify_head(report)
     verify_stored_checkpoints(report, tree, trusted)

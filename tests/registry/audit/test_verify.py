@@ -10,6 +10,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import DatabaseError, connection, transaction
 
+from protocol.transparency import leaf_hash
 from registry.choices import AuditKind
 from registry.models import AuditEntry
 from registry.services.submissions import submission_create, submission_withdraw
@@ -210,3 +211,29 @@ def test_an_edited_sweep_id_is_caught_like_every_declared_summary_column(user, s
     ok, out = _verify()
     assert not ok
     assert f"run {runs[1].pk}: column sweep_id is 'someone-elses-sweep', the canonical text says ''" in out
+
+
+_WHO_DIFFERS = "audit entry #1's commitment to who did it does not match the stored actor, actor_user, actor_token"
+
+
+@pytest.mark.parametrize(
+    ("assignment", "params", "words"),
+    [
+        ("subject = %s", ["sha256:" + "0" * 64], "the entry text disagrees with its columns: subject"),
+        ("format = 2", [], "the entry text disagrees with its columns: v"),
+        ("format = 1", [], "the entry text disagrees with its columns: actor, v"),
+        ("actor_user = NULL", [], _WHO_DIFFERS),
+        ("actor_token = 4242", [], _WHO_DIFFERS),
+        ("leaf_hash = upper(leaf_hash)", [], "the entry text does not hash to the stored leaf hash"),
+        ("entry = %s, leaf_hash = %s", ["[1]", leaf_hash(b"[1]").hex()], "the entry text is not a JSON object"),
+        ("entry = %s, leaf_hash = %s", ["{seq: 1}", leaf_hash(b"{seq: 1}").hex()], "the entry text is not JSON"),
+    ],
+)
+def test_each_rewritten_entry_column_is_named_by_its_entry(user, server_example, assignment, params, words):
+    """Every check of an entry (the quick one most entries pass, and the careful one that says what differs)
+    names a rewrite of any one of its columns: the text's fields, the commitment, the leaf hash's exact spelling."""
+    _log(user, server_example)
+    _as_superuser(f"UPDATE registry_auditentry SET {assignment} WHERE seq = 1", params)  # noqa: S608 (fixed text)
+    ok, out = _verify()
+    assert not ok
+    assert f"first mismatching entry: #1: {words}" in out, out
