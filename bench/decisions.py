@@ -87,9 +87,14 @@ def main() -> None:
         runs = [submission_create(document=d, submitted_by=user)[0] for d in candidate_documents()]
         body = {"title": "bench", "question": QUESTION}
         have, rows = len(runs), []
+        from registry.warmup import prepare_process
+
         for size in sizes:
             fill(url, have, size, user.pk)
             have = size
+            # As registry/wsgi.py readies every server process: without it, a full garbage collection walks the
+            # ~400k objects a process holds at some request, which a server does not (bench/pages.py does the same).
+            prepare_process()
             cpu_lookup: list[float] = []
             cpu_answer: list[float] = []
             lookup, q_lookup = measure(
