@@ -26,7 +26,18 @@ def _plain(value: Any) -> Any:
     lists, and objects whose keys are ASCII (code-point order is UTF-16 order there). Integral floats become ints
     ("2", not "2.0"); other floats must lie where both print plain decimals. Anything else goes to rfc8785.
     """
-    if isinstance(value, str) or value is None or isinstance(value, bool):
+    kind = type(value)  # the exact types of parsed JSON first (bool is an int: never tested as one below)
+    if kind is str or value is None or kind is bool:
+        return value
+    if kind is dict:
+        return _plain_object(value)
+    if kind is list:
+        return [_plain(child) for child in value]
+    if kind is float:
+        return _plain_float(value)
+    if kind is int and -_SAFE_INT <= value <= _SAFE_INT:
+        return value
+    if isinstance(value, str | bool):  # subclasses of both
         return value
     if isinstance(value, int):
         if -_SAFE_INT <= value <= _SAFE_INT:
@@ -35,15 +46,19 @@ def _plain(value: Any) -> Any:
     if isinstance(value, float):
         return _plain_float(value)
     if isinstance(value, dict):
-        out = {}
-        for key, child in value.items():
-            if not isinstance(key, str) or not key.isascii():
-                raise _Slow
-            out[key] = _plain(child)
-        return out
+        return _plain_object(value)
     if isinstance(value, list | tuple):
         return [_plain(child) for child in value]
     raise _Slow
+
+
+def _plain_object(value: dict[Any, Any]) -> dict[str, Any]:
+    out = {}
+    for key, child in value.items():
+        if not isinstance(key, str) or not key.isascii():
+            raise _Slow
+        out[key] = _plain(child)
+    return out
 
 
 def _plain_float(value: float) -> float | int:

@@ -25,6 +25,7 @@ def split_pointer(pointer: str) -> Path:
     return tuple(p.replace("~1", "/").replace("~0", "~") for p in pointer.split("/")[1:])
 
 
+@lru_cache(maxsize=65_536)  # as field_name: a run's key joins ~100 paths, nearly all seen in every run
 def join_pointer(path: Path) -> str:
     return "".join("/" + p.replace("~", "~0").replace("/", "~1") for p in path)
 

@@ -104,8 +104,7 @@ def frontier(
         "unplaced": unplaced,
         "members": members,
         "labels": [cands[i]["label"] for i in members],
-        "tied": _tied(cands, members, used, fields),
-        "cannot_tell": _cannot_tell(cands, members, used, fields),
+        **_pairs(cands, members, used, fields),
         "method": METHODS["frontier"],
     }
 
@@ -139,34 +138,37 @@ def _has_intervals(cand: Mapping[str, Any], used: Sequence[str], fields: Fields)
     return all(_bounds(cand, k, fields) is not None for k in used)
 
 
-def _tied(
+def _pairs(
     cands: Sequence[Mapping[str, Any]], members: Sequence[int], used: Sequence[str], fields: Fields
-) -> list[list[str]]:
+) -> dict[str, Any]:
+    """The frontier's ordered pairs, read once (20 members make 190 pairs): "tied" and "cannot_tell"."""
+    ordered = _ordered_pairs(cands, members, used, fields)
+    bare = {i for i in members if not _has_intervals(cands[i], used, fields)}
+    return {"tied": _tied(cands, ordered, bare), "cannot_tell": _cannot_tell(cands, ordered, bare)}
+
+
+def _tied(cands: Sequence[Mapping[str, Any]], ordered: Sequence[tuple[int, int]], bare: set[int]) -> list[list[str]]:
     """Ordered pairs whose 95% intervals overlap on a criterion: tied within noise. Only candidates with an
-    interval on every criterion can be within noise (DECISIONS.md, Trade-offs)."""
-    return [
-        [cands[i]["label"], cands[j]["label"]]
-        for i, j in _ordered_pairs(cands, members, used, fields)
-        if _has_intervals(cands[i], used, fields) and _has_intervals(cands[j], used, fields)
-    ]
+    interval on every criterion (not in `bare`) can be within noise (DECISIONS.md, Trade-offs)."""
+    return [[cands[i]["label"], cands[j]["label"]] for i, j in ordered if i not in bare and j not in bare]
 
 
 def _cannot_tell(
-    cands: Sequence[Mapping[str, Any]], members: Sequence[int], used: Sequence[str], fields: Fields
+    cands: Sequence[Mapping[str, Any]], ordered: Sequence[tuple[int, int]], bare: set[int]
 ) -> list[dict[str, Any]]:
-    """Ordered pairs of which one or both have no interval (one run each): nothing is within noise, so the answer
-    says they cannot be told apart, and why (DECISIONS.md, Trade-offs)."""
+    """Ordered pairs of which one or both have no interval (one run each, in `bare`): nothing is within noise, so
+    the answer says they cannot be told apart, and why (DECISIONS.md, Trade-offs)."""
     out = []
-    for i, j in _ordered_pairs(cands, members, used, fields):
-        bare = [cands[n]["label"] for n in (i, j) if not _has_intervals(cands[n], used, fields)]
-        if not bare:
+    for i, j in ordered:
+        without = [cands[n]["label"] for n in (i, j) if n in bare]
+        if not without:
             continue
         out.append(
             {
                 "labels": [cands[i]["label"], cands[j]["label"]],
-                "without_interval": bare,
+                "without_interval": without,
                 "why": (
-                    f"{' and '.join(bare)} {'has' if len(bare) == 1 else 'have'} no 95% interval (fewer than "
+                    f"{' and '.join(without)} {'has' if len(without) == 1 else 'have'} no 95% interval (fewer than "
                     f"{MIN_VALUES} runs), so the difference cannot be weighed against run-to-run noise; "
                     "repeat the runs to decide between them"
                 ),
@@ -182,7 +184,10 @@ def answer(question: Question, evidence: Sequence[Evidence]) -> dict[str, Any]:
     tuned = serving.tuned_settings([ev.document for ev in chosen])
     configurations = _configurations(chosen, tuned)
     ordered = [runs for runs, *_ in configurations]
-    cands = [candidate(question, g, label) for g, label in zip(ordered, _labels(configurations), strict=True)]
+    cands = [
+        candidate(question, g, label, (doc, config))
+        for (g, doc, config), label in zip(configurations, _labels(configurations), strict=True)
+    ]
     rank = {"meets": 0, "uncertain": 1, "not-enough-evidence": 2, "misses": 3}
     cands.sort(key=lambda c: (rank.get(c["meets"], 4), c["systems_needed"]["value"] or math.inf, c["label"]))
     front = frontier(cands, question.criteria)
@@ -358,7 +363,21 @@ def _all_representable(value: Any) -> bool:
     stack = [value]
     while stack:
         item = stack.pop()
-        if isinstance(item, str | bool) or item is None:
+        # An answer is ~40,000 plain values: their exact types first, isinstance only for anything else.
+        kind = type(item)
+        if kind is str or kind is bool or item is None:
+            continue
+        if kind is dict:
+            stack.extend(item.values())
+            continue
+        if kind is list:
+            stack.extend(item)
+            continue
+        if kind is float:
+            if not math.isfinite(item):
+                return False
+            continue
+        if isinstance(item, str | bool):
             continue
         if isinstance(item, float):
             if not math.isfinite(item):

@@ -447,20 +447,26 @@ def _first_latency(objectives: Sequence[Mapping[str, Any]]) -> Any:
     return first_measured["value"] if isinstance(first_measured, dict) else None
 
 
-def _cited(label: str, model: str, runs: Sequence[Evidence]) -> dict[str, Any]:
+def _cited(label: str, model: str, runs: Sequence[Evidence], known: Known | None) -> dict[str, Any]:
     docs = [r.document for r in runs]
     return {
         "label": label,
         "accelerator_model": model,
         "served_model": served_model(docs[0]),
-        "configuration": cmp.configuration(docs[0], "iso-quality"),
+        "configuration": known[1] if known and known[0] is docs[0] else cmp.configuration(docs[0], "iso-quality"),
         "runs": [dict(r.ref) for r in runs],
         "beside": [cmp.beside(d, "iso-quality") for d in docs],
     }
 
 
-def candidate(q: Question, runs: Sequence[Evidence], label: str) -> dict[str, Any]:
-    """The answer for one configuration (its runs repeat it; a sweep's levels are read at its knee)."""
+# A document and its configuration on the iso-quality axis, as the caller already read it (classifying a run's ~150
+# fields is the dearest step of an answer; it is done once per run).
+Known = tuple[Mapping[str, Any], dict[str, Any]]
+
+
+def candidate(q: Question, runs: Sequence[Evidence], label: str, known: Known | None = None) -> dict[str, Any]:
+    """The answer for one configuration (its runs repeat it; a sweep's levels are read at its knee). `known`: a
+    document with its configuration, used when it is the document the candidate is labelled by."""
     every = [r.document for r in runs]
     runs, sweep = _at_knee(q, runs)
     docs = [r.document for r in runs]
@@ -469,7 +475,7 @@ def candidate(q: Question, runs: Sequence[Evidence], label: str) -> dict[str, An
     interactivity = _interactivity(q, docs)
     meets = _meets(objectives + ([interactivity] if interactivity else []), docs)
     rate, rate_metric = _rate(q, docs)
-    energy = _energy(docs, q.demand_unit)
+    energy = measured_energy = _energy(docs, q.demand_unit)
     per_acc = candidate_per_accelerator(docs, interval)
     if sweep is not None and sweep["knee"]["level"] is None:
         meets, systems, rate, energy = _no_knee(sweep["knee"])
@@ -478,7 +484,7 @@ def candidate(q: Question, runs: Sequence[Evidence], label: str) -> dict[str, An
         systems = _systems(q, rate, meets)
     price = hourly_price(q, docs[0])
     return {
-        **_cited(label, model, runs),
+        **_cited(label, model, runs, known),
         "meets": meets,
         "objectives": objectives,
         "interactivity": interactivity,
@@ -493,7 +499,7 @@ def candidate(q: Question, runs: Sequence[Evidence], label: str) -> dict[str, An
         "latency_ms": rounded(_first_latency(objectives)),
         "gaps": gaps(
             docs,
-            _energy(docs, q.demand_unit),
+            measured_energy,
             price[0] is not None,
             configuration_key(docs[0]),
             sweep,

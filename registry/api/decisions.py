@@ -85,7 +85,7 @@ class DecisionOutputSerializer(serializers.ModelSerializer[Decision]):
         return request.build_absolute_uri(reverse("decision", args=[decision.pk]))
 
     def get_answer(self, decision: Decision) -> dict[str, Any] | None:
-        latest = decision_latest_answer(decision=decision)
+        latest = decision.answered or decision_latest_answer(decision=decision)
         if latest is None:
             return None
         return {

@@ -45,6 +45,10 @@ class Decision(models.Model):
         max_length=500, blank=True, default="", help_text="why the last recompute could not finish (empty: it did)"
     )
 
+    # Not a column: the answer this process stored on this instance (registry.services.decisions), so that the
+    # response showing it does not read it back. None on an instance read from the database.
+    answered: DecisionAnswer | None = None
+
     class Meta:
         ordering = ["-id"]
         indexes = [models.Index(fields=["workload_name", "scenario_kind"], name="decision_question_key")]

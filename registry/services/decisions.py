@@ -106,7 +106,9 @@ def decision_create(*, owner: User, title: str, question: dict[str, Any], webhoo
         webhook_secret=webhook_secret_new() if webhook_url else "",
     )
     _audit_created(decision, owner, question)
-    decision_answer(decision=decision, actor=owner.get_username())
+    # A decision created in this transaction is current and unseen by any other: its first answer is number 1, with
+    # no row lock, no highest number to read and no status to reset (decision_answer does all three).
+    _store_answer(decision, 1, actor=owner.get_username())
     return decision
 
 
@@ -148,14 +150,23 @@ def decision_answer(*, decision: Decision, actor: str) -> DecisionAnswer:
     # The next number is taken under the decision's row lock: two answers at once would otherwise both read the
     # same highest number and the second would meet decision_answer_number.
     Decision.objects.select_for_update().filter(pk=decision.pk).exists()
-    answer, cited = decision_compute(question=decision_question(decision.question))
     number = (decision.answers.aggregate(n=Max("number"))["n"] or 0) + 1
+    stored = _store_answer(decision, number, actor=actor)
+    _mark_current(decision)
+    return stored
+
+
+def _store_answer(decision: Decision, number: int, *, actor: str) -> DecisionAnswer:
+    """Compute, store (with the runs it cites) and audit answer `number`; the caller holds the transaction. The
+    stored answer is kept on the decision (`Decision.answered`): whoever shows it next in this request needs not
+    read its ~170 KB back."""
+    answer, cited = decision_compute(question=decision_question(decision.question))
     stored = DecisionAnswer.objects.create(
         decision=decision, number=number, answer=answer, digest=canonical.digest(answer), created_at=timezone.now()
     )
     DecisionEvidence.objects.bulk_create([DecisionEvidence(answer=stored, submission=run) for run in cited])
-    _mark_current(decision)
     _audit_answered(stored, cited, actor)
+    decision.answered = stored
     return stored
 
 
