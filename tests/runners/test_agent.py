@@ -15,7 +15,7 @@ from runners.agent import cli, credentials, jobs, worker
 from runners.agent.credentials import Credential
 from runners.agent.jobs import Claim, JobBusy, JobGone, Submitted, run_job
 from runners.agent.remote import HttpJobRegistry
-from runners.client import RegistryClient, RegistryError
+from runners.client import RegistryClient, RegistryError, RetryPolicy
 from tests.conftest import load_example
 
 
@@ -163,7 +163,11 @@ def test_the_lease_is_renewed_while_the_runner_works() -> None:
 
 
 def http(handler: Any) -> HttpJobRegistry:
-    return HttpJobRegistry(RegistryClient("http://registry", "tok", transport=httpx.MockTransport(handler)))
+    # every retry the client would make, without its real backoff (a 503 otherwise sleeps about 15 s of it)
+    quick = RetryPolicy(attempts=6, initial=0.001, cap=0.01)
+    return HttpJobRegistry(
+        RegistryClient("http://registry", "tok", transport=httpx.MockTransport(handler), retry=quick)
+    )
 
 
 def problem(status: int, code: str) -> httpx.Response:
