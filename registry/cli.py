@@ -254,13 +254,16 @@ def _take_sigint() -> None:
     runner that starts its passes with `&`) starts its background commands with SIGINT ignored, and Python then
     installs no handler: a Ctrl-C or `kill -INT` did nothing and the demo ran to its end with status 0. gunicorn
     (serve) and Celery (agent) already install theirs whatever they inherit; the other commands now do too, as Go's
-    signal.Notify does. Only from the main thread, where Python allows it (main() called from a thread: a test)."""
-    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) in (
-        signal.SIG_IGN,
-        signal.SIG_DFL,
-        None,
-    ):
+    signal.Notify does. A parent can also hand down SIGINT blocked (the mask survives exec: a test runner's thread
+    that had it blocked while it started us): the signal then stays pending and the command ran to its end with
+    status 0, so it is unblocked too. Only from the main thread, where Python allows it (main() called from a
+    thread: a test)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, signal.SIG_DFL, None):
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    if hasattr(signal, "pthread_sigmask"):  # POSIX only
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 INTERRUPTED = threading.Event()  # set once main() has caught the Ctrl-C
