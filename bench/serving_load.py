@@ -247,7 +247,7 @@ def held(name: str, measure: Measure, rate: float, seconds: float) -> tuple[bool
     return False, busy
 
 
-def ceilings(peers: dict[str, Path], seconds: float, work: Path) -> None:
+def ceilings(peers: dict[str, Path], seconds: float, work: Path, rungs: int | None = None) -> None:
     """Every tool's highest sustained constant rate, measured side by side (module docstring, 2).
 
     The tools climb one ladder together, each rung run by every tool still standing before the next rung, so a
@@ -262,8 +262,9 @@ def ceilings(peers: dict[str, Path], seconds: float, work: Path) -> None:
           f"up to {TRIES} times):")  # fmt: skip
     best, bounded = dict.fromkeys(tools, 0.0), dict.fromkeys(tools, False)
     saturated = ENDPOINT_BOUND * min(ENDPOINT_WORKERS, len(ENDPOINT_CPU or os.sched_getaffinity(0)))
-    standing, rate = list(tools), LADDER_START
-    while standing and rate < 100_000:
+    standing, rate, climbed = list(tools), LADDER_START, 0
+    while standing and rate < 100_000 and (rungs is None or climbed < rungs):
+        climbed += 1
         for name in list(standing):
             ok, busy = held(name, tools[name], rate, seconds)
             if ok:
@@ -276,8 +277,11 @@ def ceilings(peers: dict[str, Path], seconds: float, work: Path) -> None:
                 best[name], busy = (between, busy) if ok else (best[name], busy_between)
             bounded[name] = busy >= saturated
         rate *= LADDER_STEP
+    capped = standing and rungs is not None and climbed >= rungs
     for name in tools:
         why = " (a lower bound: the endpoint, not the client, stopped it)" if bounded[name] else ""
+        if capped and name in standing:
+            why = f" (a lower bound: the ladder stopped after {rungs} rungs, --smoke)"
         print(f"  {name} ceiling: {best[name]:.1f} req/s{why}")
     for name in peers:
         ratio = best["benchreg"] / best[name] if best[name] else float("inf")
@@ -382,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
         if "accuracy" not in skip:
             accuracy(Spec(8.0, 40) if args.smoke else Spec(8.0, 200) if args.quick else Spec(20.0, 1000), peers, work)
         if "ceiling" not in skip:
-            ceilings(peers, 0.5 if args.smoke else 2.0 if args.quick else 5.0, work)
+            ceilings(peers, 0.5 if args.smoke else 2.0 if args.quick else 5.0, work, rungs=3 if args.smoke else None)
     if "streams" not in skip:
         streams(args.streams or (50 if args.smoke else 1000))
     print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
