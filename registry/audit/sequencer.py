@@ -111,7 +111,14 @@ def _nothing_left(count: int) -> bool:
     # of another locked batch; a commit after this look finds the head free and integrates itself.
     # Asked after an empty batch too: a batch may read the queue as it was before a commit whose own
     # sequencing attempt found this batch holding the head (_TAKE_BATCH reads at its statement's start).
-    return not AuditQueued.objects.exists()
+    # SQL, not `AuditQueued.objects.exists()`: the ORM's compiling of it cost 0.4 ms of the sequencer's 1.3 ms per
+    # entry at one client, more than the batch's own statements (issue 42).
+    with connection.cursor() as cursor:
+        cursor.execute(_ANY_QUEUED)
+        return cursor.fetchone() is None
+
+
+_ANY_QUEUED = f"SELECT 1 FROM {AuditQueued._meta.db_table} LIMIT 1"  # noqa: S608 (the model's table)
 
 
 @transaction.atomic
