@@ -100,7 +100,8 @@ def _insert_sql(alias: str, model: type[models.Model], rows: int) -> str:
     columns = ", ".join(quote(cast(str, f.column)) for f in fields)
     row = "(" + ", ".join(["%s"] * len(fields)) + ")"
     values = ", ".join([row] * rows)
-    return f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES {values} RETURNING {quote(meta.pk.column)}"  # noqa: S608 (names from the model, quoted)
+    key = quote(cast(str, meta.pk.column))
+    return f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES {values} RETURNING {key}"  # noqa: S608 (names from the model, quoted)
 
 
 @cache
