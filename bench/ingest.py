@@ -189,7 +189,10 @@ class CpuMeter:
         try:
             with psycopg.connect(self.admin_url, autocommit=True) as conn:
                 rows = conn.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s", [self.database]).fetchall()
-            return {"server": _cpu_of(_descendants(self.root_pid)), "database": _cpu_of([pid for (pid,) in rows])}
+            backends = [pid for (pid,) in rows if _is_postgres(pid)]
+            if len(backends) < len(rows):  # PostgreSQL on another host or in another PID namespace
+                return None
+            return {"server": _cpu_of(_descendants(self.root_pid)), "database": _cpu_of(backends)}
         except (OSError, psycopg.Error):
             return None
 
@@ -201,6 +204,13 @@ class CpuMeter:
         if before is None or after is None or not after["server"]:
             return {}
         return {part: sum(cpu - before[part].get(pid, 0.0) for pid, cpu in after[part].items()) for part in after}
+
+
+def _is_postgres(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"postgres")
+    except OSError:
+        return False
 
 
 def _descendants(root: int) -> list[int]:
