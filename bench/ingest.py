@@ -41,7 +41,7 @@ import numpy as np
 import psycopg
 
 import protocol
-from bench import mlflow_peer
+from bench import lean_http, mlflow_peer
 from devtools import scratch
 from protocol.comparability import comparability_keys
 
@@ -109,17 +109,16 @@ def start_registry(env: dict[str, str], workers: int) -> tuple[subprocess.Popen[
 def http_ingest(
     base: str, token: str, bodies: list[bytes], clients: int, path: str = "/api/v1/submissions"
 ) -> tuple[float, list[float]]:
-    headers = {"Authorization": f"Token {token}", "Content-Type": "application/json"}
     latencies: list[float] = []
 
     def send(chunk: list[bytes]) -> list[float]:
         times = []
-        with httpx.Client(base_url=base, headers=headers, timeout=30) as client:
+        with lean_http.Connection(base, {"Authorization": f"Token {token}"}, timeout=30) as client:
             for body in chunk:
                 t0 = time.perf_counter()
-                response = client.post(path, content=body)
+                status, answer = client.post(path, body)
                 times.append(time.perf_counter() - t0)
-                assert response.status_code == 201, response.text[:300]
+                assert status == 201, answer[:300]
         return times
 
     chunks = [bodies[i::clients] for i in range(clients)]
@@ -176,6 +175,68 @@ def http_bulk(base: str, token: str, bodies: list[bytes], batch: int) -> float:
             results = [json.loads(line) for line in response.text.splitlines()]
             assert len(results) == len(chunk) and all(r["status"] == 201 for r in results), response.text[:300]
     return time.perf_counter() - t0
+
+
+class CpuMeter:
+    """CPU seconds spent by a server (its process and every descendant: gunicorn's workers, MLflow's uvicorn) and by
+    the PostgreSQL backends connected to its database, from /proc (Linux, PostgreSQL on this host; otherwise the
+    figures are absent). A backend that closes during a run takes its share with it (undercounted, never over)."""
+
+    def __init__(self, root_pid: int, admin_url: str, database: str) -> None:
+        self.root_pid, self.admin_url, self.database = root_pid, admin_url, database
+
+    def sample(self) -> dict[str, dict[int, float]] | None:
+        try:
+            with psycopg.connect(self.admin_url, autocommit=True) as conn:
+                rows = conn.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s", [self.database]).fetchall()
+            backends = [pid for (pid,) in rows if _is_postgres(pid)]
+            if len(backends) < len(rows):  # PostgreSQL on another host or in another PID namespace
+                return None
+            return {"server": _cpu_of(_descendants(self.root_pid)), "database": _cpu_of(backends)}
+        except (OSError, psycopg.Error):
+            return None
+
+    @staticmethod
+    def spent(
+        before: dict[str, dict[int, float]] | None, after: dict[str, dict[int, float]] | None
+    ) -> dict[str, float]:
+        """Seconds per part between two samples (processes that appeared in between count from zero)."""
+        if before is None or after is None or not after["server"]:
+            return {}
+        return {part: sum(cpu - before[part].get(pid, 0.0) for pid, cpu in after[part].items()) for part in after}
+
+
+def _is_postgres(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"postgres")
+    except OSError:
+        return False
+
+
+def _descendants(root: int) -> list[int]:
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except OSError:  # ended meanwhile
+                continue
+    found, frontier = [root], [root]
+    while frontier:
+        frontier = [pid for pid, parent in parents.items() if parent in frontier]
+        found.extend(frontier)
+    return found
+
+
+def _cpu_of(pids: list[int]) -> dict[int, float]:
+    out = {}
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out[pid] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return out
 
 
 class QueueWatch:
@@ -298,6 +359,7 @@ class MLflow:
         try:
             self.server, self.base = mlflow_peer.start(python, url, workers, free_port())
             self.experiment = mlflow_peer.experiment(self.base, "bench-ingest")
+            self.meter = CpuMeter(self.server.pid, admin_url, name)
         except BaseException:  # (start exits the bench if the server does not come up)
             self.close()
             raise
@@ -313,26 +375,47 @@ class MLflow:
 
 Single = dict[int, tuple[float, list[float], float]]
 Rates = dict[int, tuple[float, list[float]]]
+Cpu = dict[tuple[str, int], dict[str, float]]  # (tool, clients) -> CPU ms per document: server, database, client
+
+
+class Metered:
+    """CPU ms per document of one timed block: the server's processes and database backends (CpuMeter), and this
+    process (the bench's clients; for benchreg also QueueWatch's sampling)."""
+
+    def __init__(self, meter: CpuMeter, documents: int) -> None:
+        self.meter, self.documents = meter, documents
+        self.ms: dict[str, float] = {}
+
+    def __enter__(self) -> Metered:
+        self.before, self.client = self.meter.sample(), time.process_time()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        client = time.process_time() - self.client
+        spent = CpuMeter.spent(self.before, self.meter.sample())
+        self.ms = {part: seconds * 1000 / self.documents for part, seconds in {**spent, "client": client}.items()}
 
 
 def measure_single(
-    base: str, token: str, url: str, args: argparse.Namespace, mlflow: MLflow | None
-) -> tuple[Single, Rates, Rates]:
+    base: str, token: str, url: str, args: argparse.Namespace, mlflow: MLflow | None, meter: CpuMeter
+) -> tuple[Single, Rates, Rates, Cpu]:
     """At each client count, in turn: the framework floor, benchreg's single submissions, then MLflow's runs."""
     single: Single = {}
     floor: Rates = {}
     peer: Rates = {}
+    cpu: Cpu = {}
     n = args.n
     for clients in args.clients:
         wall, latencies = http_ingest(base, token, documents(n, f"f{clients}"), clients, "/bench/floor")
         floor[clients] = (n / wall, latencies)
-        with QueueWatch(url) as watch:
+        with Metered(meter, n) as used, QueueWatch(url) as watch:
             wall, latencies = http_ingest(base, token, documents(n, f"c{clients}"), clients)
-        single[clients] = (n / wall, latencies, watch.worst)
+        single[clients], cpu["benchreg", clients] = (n / wall, latencies, watch.worst), used.ms
         if mlflow is not None:
-            wall, latencies = mlflow.ingest(documents(args.mlflow_n, f"m{clients}"), clients)
-            peer[clients] = (args.mlflow_n / wall, latencies)
-    return single, floor, peer
+            with Metered(mlflow.meter, args.mlflow_n) as used:
+                wall, latencies = mlflow.ingest(documents(args.mlflow_n, f"m{clients}"), clients)
+            peer[clients], cpu["mlflow", clients] = (args.mlflow_n / wall, latencies), used.ms
+    return single, floor, peer, cpu
 
 
 def main() -> None:
@@ -368,7 +451,9 @@ def main() -> None:
             mlflow.ingest(documents(warm, "warm-mlflow"), 4)
         http_ingest(base, token, documents(warm, "warm"), 4)  # warm-up: imports, connections, caches
         http_ingest(base, token, documents(warm, "warm-floor"), 4, "/bench/floor")
-        single, floor, peer = measure_single(base, token, url, args, mlflow)
+        single, floor, peer, cpu = measure_single(
+            base, token, url, args, mlflow, CpuMeter(server.pid, admin_url, args.scratch)
+        )
         statements = statements_per_submission(env)
         bulk_docs = documents(n, "bulk")
         bulk = n / http_bulk(base, token, bulk_docs, args.batch)
@@ -400,6 +485,7 @@ def main() -> None:
     print(f"  bare psycopg INSERT, one connection, no checks:      {bare:8.1f} rows/s")
     report_single(single, floor, bare)
     report_mlflow(single, peer, args)
+    report_cpu(cpu)
     print(f"  bare COPY of the bulk documents, no checks:          {copy_rate:8.1f} rows/s")
     print(
         f"  HTTP bulk (NDJSON, {args.batch} per request, 1 client):     {bulk:8.1f} /s  "
@@ -443,6 +529,25 @@ def report_mlflow(single: Single, peer: Rates, args: argparse.Namespace) -> None
             f"p50 {pct(latencies, 50):.1f} ms  p99 {pct(latencies, 99):.1f} ms  "
             f"benchreg/MLflow {single[clients][0] / rate:.2f}x"
         )
+
+
+def report_cpu(cpu: Cpu) -> None:
+    """CPU ms per document where it was spent: a figure a busy host's scheduling does not move the way rates move."""
+    for (tool, clients), ms in cpu.items():
+        if "server" not in ms:
+            print(f"  CPU per document, {tool}, {clients} client(s): absent (no /proc, or PostgreSQL not on this host)")
+            continue
+        total = ms["server"] + ms["database"] + ms["client"]
+        print(
+            f"  CPU per {'submission' if tool == 'benchreg' else 'MLflow run'}, {clients:2d} client(s), {tool:8s}: "
+            f"server {ms['server']:6.2f} ms + PostgreSQL {ms['database']:5.2f} ms + bench client {ms['client']:5.2f} ms"
+            f" = {total:6.2f} ms"
+        )
+    for clients in sorted({c for _, c in cpu}):
+        ours, theirs = cpu.get(("benchreg", clients), {}), cpu.get(("mlflow", clients), {})
+        if "server" in ours and "server" in theirs:
+            ratio = sum(theirs.values()) / sum(ours.values())
+            print(f"  CPU per MLflow run / CPU per benchreg submission, {clients:2d} client(s): {ratio:8.2f}x")
 
 
 if __name__ == "__main__":

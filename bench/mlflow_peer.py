@@ -25,6 +25,7 @@ from typing import Any
 import httpx
 import psycopg
 
+from bench import lean_http
 from devtools import scratch
 
 API = "/api/2.0/mlflow"
@@ -114,21 +115,21 @@ def experiment(base: str, name: str) -> str:
     raise AssertionError("unreachable")
 
 
-def _log_run(client: httpx.Client, experiment_id: str, name: str, run: tuple[list[Any], list[Any]]) -> None:
+def _log_run(client: lean_http.Connection, experiment_id: str, name: str, run: tuple[list[Any], list[Any]]) -> None:
     params, metrics = run
     now = int(time.time() * 1000)
-    created = client.post(
-        f"{API}/runs/create", json={"experiment_id": experiment_id, "run_name": name, "start_time": now}
+    status, created = client.post_json(
+        f"{API}/runs/create", {"experiment_id": experiment_id, "run_name": name, "start_time": now}
     )
-    assert created.status_code == 200, created.text[:300]
-    run_id = created.json()["run"]["info"]["run_id"]
+    assert status == 200, str(created)[:300]
+    run_id = created["run"]["info"]["run_id"]
     for start_at in range(0, max(len(params), 1), MAX_PARAMS_PER_BATCH):
         chunk = params[start_at : start_at + MAX_PARAMS_PER_BATCH]
         batch = {"run_id": run_id, "params": chunk, "metrics": metrics if start_at == 0 else []}
-        logged = client.post(f"{API}/runs/log-batch", json=batch)
-        assert logged.status_code == 200, logged.text[:300]
-    finished = client.post(f"{API}/runs/update", json={"run_id": run_id, "status": "FINISHED", "end_time": now})
-    assert finished.status_code == 200, finished.text[:300]
+        status, logged = client.post_json(f"{API}/runs/log-batch", batch)
+        assert status == 200, str(logged)[:300]
+    status, finished = client.post_json(f"{API}/runs/update", {"run_id": run_id, "status": "FINISHED", "end_time": now})
+    assert status == 200, str(finished)[:300]
 
 
 def ingest(base: str, experiment_id: str, bodies: list[bytes], clients: int) -> tuple[float, list[float]]:
@@ -137,7 +138,7 @@ def ingest(base: str, experiment_id: str, bodies: list[bytes], clients: int) -> 
 
     def send(indices: list[int]) -> list[float]:
         times = []
-        with httpx.Client(base_url=base, timeout=60) as client:
+        with lean_http.Connection(base, timeout=60) as client:  # the same client as benchreg's in bench.ingest
             for i in indices:
                 t0 = time.perf_counter()
                 _log_run(client, experiment_id, f"run-{i}", runs[i])

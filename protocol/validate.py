@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from .canonical import canonicalize, digest_of
@@ -21,8 +22,10 @@ class Checked:
     canonical: bytes
     digest: str
 
-    @property
+    @cached_property
     def summary(self) -> RunSummary:
+        # Read by the registry's column limits and by its row (issue 42: once, not twice). The frozen
+        # dataclass keeps its fields; cached_property writes only the instance's __dict__.
         return summarize(self.document)
 
 

@@ -21,6 +21,7 @@ from registry.audit.sequencer import audit_integrate, background_sequencer, inte
 from registry.choices import CheckpointReason
 from registry.exceptions import RegistryError
 from registry.models import AuditHead, AuditQueued, Checkpoint
+from registry.models.copy import create_many
 from registry.selectors.audit import audit_root, checkpoint_latest
 
 log = logging.getLogger(__name__)
@@ -65,7 +66,7 @@ def audit_append(
 def audit_append_many(*, events: list[dict[str, Any]]) -> list[AuditQueued]:
     """`audit_append` for many events of one transaction (a batch of runs): one multi-row INSERT. Each event is
     audit_append's keyword arguments."""
-    rows = AuditQueued.objects.bulk_create([AuditQueued(**_queued(**event)) for event in events])
+    rows = create_many(AuditQueued, [AuditQueued(**_queued(**event)) for event in events])
     _sequence_after()
     return rows
 

@@ -181,6 +181,8 @@ BENCHES = [
             rf"HTTP bulk .*\({NUMBER} of bare COPY\)",
             r"audit log after the run: \d+ entries .*, 0 still queued",
             r"SQL statements per single submission \(the request's thread\): \d+, of which \d+ transaction commands",
+            rf"CPU per submission,  4 client\(s\), benchreg: server .* = +{NUMBER} ms|CPU per document, benchreg, 4 "
+            r"client\(s\): absent",
             rf"MLflow(: not run \(give --mlflow-python| runs .*benchreg/MLflow {NUMBER}x)",
         ),
         postgres=True,
@@ -304,7 +306,15 @@ def test_every_bench_module_is_run_here_and_listed_in_the_readme() -> None:
     """A bench added to bench/ without a smoke run here would rot unseen, and without a row in bench/README.md its
     figures would have no goal or last value to be read against. The helpers are run by the benches that use them."""
     # run by ingest and serving_load
-    helpers = {"__init__", "floor", "floor_settings", "serving_peers", "mlflow_peer", "submission_statements"}
+    helpers = {
+        "__init__",
+        "floor",
+        "floor_settings",
+        "serving_peers",
+        "mlflow_peer",
+        "submission_statements",
+        "lean_http",
+    }
     modules = {path.stem for path in (ROOT / "bench").glob("*.py")} - helpers
     assert modules == {bench.module for bench in BENCHES}
     rows = set(re.findall(r"^\| `(\w+)` \|", (ROOT / "bench" / "README.md").read_text(), re.MULTILINE))

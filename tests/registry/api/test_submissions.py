@@ -231,5 +231,33 @@ def test_a_submission_is_one_transaction_without_savepoints(api, server_example,
     assert [s for s in sqls if s == "COMMIT"] == ["COMMIT"]  # (SQLite's BEGIN is not logged)
     assert not [s for s in sqls if 'FROM "registry_apitoken"' in s]  # remembered from the first request
     if connection.vendor == "postgresql":
-        # the digest lookup; BEGIN; the run; its audit entry; the catalogue's upsert; the decisions' mark; COMMIT
-        assert len(sqls) == 7, sqls
+        # BEGIN; the run (its unique digest is the lookup); its audit entry; the catalogue's upsert; the decisions'
+        # mark; COMMIT
+        assert len(sqls) == 6, sqls
+
+
+def test_a_runs_summary_is_what_drf_would_answer(api, user):
+    # Issue 42: SubmissionSummarySerializer converts each field itself (ModelSerializer rebuilt 28 fields per run);
+    # the answer must stay exactly DRF's own: None values, datetimes, choices and a withdrawal included.
+    from rest_framework import serializers
+    from rest_framework.request import Request
+    from rest_framework.test import APIRequestFactory
+
+    from registry.api.submissions import SubmissionSummarySerializer
+    from registry.services.submissions import submission_withdraw
+
+    ids = _store_examples(api)
+    submission_withdraw(
+        submission=Submission.objects.get(pk=ids["inference-offline-cpu-int8"]), reason="a wrong reading", actor=user
+    )
+    context = {"request": Request(APIRequestFactory().get("/api/v1/submissions"))}
+    runs = list(Submission.objects.select_related("withdrawal").order_by("pk"))
+    blank = Submission.objects.get(pk=ids["training-h100-bf16"])
+    blank.started_at = blank.batch_size = blank.headline_value = blank.headline_lower_is_better = None
+    for one in [*runs, blank]:
+        ours = SubmissionSummarySerializer(one, context=context).data
+        drf = serializers.ModelSerializer.to_representation(SubmissionSummarySerializer(one, context=context), one)
+        assert json.dumps(ours) == json.dumps(drf)  # the same keys, in the same order, with the same values
+    assert [r["withdrawn"] is not None for r in SubmissionSummarySerializer(runs, many=True, context=context).data] == [
+        r.pk == ids["inference-offline-cpu-int8"] for r in runs
+    ]

@@ -587,3 +587,39 @@ def test_a_recompute_whose_decision_was_answered_meanwhile_computes_again_and_fl
     decision.refresh_from_db()
     assert decision.status == "current" and decision.change is None
     assert decision.answers.count() == 2
+
+
+@pytest.mark.django_db
+def test_a_new_run_marks_stale_only_the_decisions_of_its_question_not_already_waiting(settings: Any) -> None:
+    # Issue 42: the mark is SQL now (decisions._mark_stale); what it marks, and what it keeps, are pinned here on
+    # both databases: a decision already stale waits for its task, unless the task failed or stayed away too long.
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    user = _user()
+    (run_id,) = _submit(_client(user), [_doc("h0", 1000.0)])
+    names = ["fresh", "waiting", "lost", "failed", "other"]
+    ids = {name: decision_create(owner=user, title=name, question=QUESTION).pk for name in names}
+    now = timezone.now()
+    long_ago = now - timedelta(seconds=settings.BENCHREG_DECISION_RECOMPUTE_RETRY_S + 60)
+    recent = now - timedelta(seconds=1)
+    states = {
+        "fresh": {"stale_since": None, "recompute_error": ""},
+        "waiting": {"stale_since": recent, "recompute_error": ""},
+        "lost": {"stale_since": long_ago, "recompute_error": ""},
+        "failed": {"stale_since": recent, "recompute_error": "boom"},
+        "other": {"stale_since": None, "recompute_error": "", "workload_name": "another-workload"},
+    }
+    for name, values in states.items():
+        Decision.objects.filter(pk=ids[name]).update(**values)
+
+    marked = decisions_service.decisions_flag_for_new_runs(runs=[Submission.objects.get(pk=run_id)])
+
+    after = {name: Decision.objects.get(pk=ids[name]) for name in names}
+    assert marked == 3
+    assert after["fresh"].stale_since is not None and after["fresh"].stale_since >= now
+    assert after["waiting"].stale_since == recent  # left waiting for its task
+    assert after["lost"].stale_since == long_ago  # marked again (dispatched), since kept
+    assert after["failed"].stale_since == recent and after["failed"].recompute_error == ""
+    assert after["other"].stale_since is None
