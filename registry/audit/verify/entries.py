@@ -101,24 +101,28 @@ def _verify_in_ranges(report: Report, committed: _Committed, bounds: list[int]) 
     they could after one pass read its rows."""
     context = multiprocessing.get_context("fork")  # the checker, key and settings as this process has them
     workers: list[tuple[Any, Any]] = []
+    results: list[Any] = []
+    receivers: list[threading.Thread] = []
     try:
         for start, stop in zip(bounds, [*bounds[1:], None], strict=True):
             receive, send = context.Pipe(duplex=False)
             process = context.Process(
                 target=_check_range, args=(committed, start, stop, send), name="audit-verify-range", daemon=True
             )
-            process.start()  # before this process starts its fetching thread: a fork copies no running thread
+            process.start()  # before this process starts a thread: a fork copies no running thread
             send.close()
             workers.append((process, receive))
+        for index, (_, receive) in enumerate(workers):  # each range's result (tens of MB of tree) read meanwhile
+            results.append(None)
+            receivers.append(threading.Thread(target=_receive, args=(receive, results, index), daemon=True))
+            receivers[-1].start()
         tree = MerkleTree()
         _, expected = check_entries(report, committed, stream_chunks(_entry_query(stop=bounds[0])), tree)
-        for process, receive in workers:
-            try:
-                result = receive.recv()
-            except EOFError:
-                raise RuntimeError(
-                    f"audit verify: the process checking a range exited with {process.exitcode}"
-                ) from None
+        for (process, _), receiver, index in zip(workers, receivers, range(len(workers)), strict=True):
+            receiver.join()
+            if (result := results[index]) is None:
+                process.join()
+                raise RuntimeError(f"audit verify: the process checking a range exited with {process.exitcode}")
             if isinstance(result, str):
                 raise RuntimeError(f"audit verify: the process checking a range failed:\n{result}")
             first, end, findings, range_tree = result
@@ -130,11 +134,20 @@ def _verify_in_ranges(report: Report, committed: _Committed, bounds: list[int]) 
             tree.join(range_tree)
         return tree
     finally:
-        for process, receive in workers:
-            receive.close()
+        for process, _ in workers:
             if process.is_alive():
                 process.terminate()
             process.join()
+        for receiver in receivers:  # each has its result or its end of file now
+            receiver.join()
+        for _, receive in workers:
+            receive.close()
+
+
+def _receive(pipe: Any, results: list[Any], index: int) -> None:
+    """results[index] = what the range process sends (left None when it ends without sending)."""
+    with contextlib.suppress(EOFError, OSError):
+        results[index] = pipe.recv()
 
 
 def _check_range(committed: _Committed, start: int, stop: int | None, send: Any) -> None:

@@ -88,16 +88,27 @@ def test_a_gap_across_ranges_is_named_once_as_one_pass_names_it(log, monkeypatch
     assert in_ranges == one_pass and in_ranges[0] == [named]
 
 
-def test_a_range_that_cannot_be_read_fails_the_verification(log, monkeypatch) -> None:
-    """A range process that fails says what failed; the verification does not pass over its entries."""
+def _raise(words: str) -> None:
+    raise RuntimeError(words)
+
+
+@pytest.mark.parametrize(
+    ("failure", "words"),
+    [
+        (lambda: _raise("this range could not be read"), "failed:.*this range could not be read"),
+        (lambda: os._exit(3), "exited with 3"),  # killed, say, by the kernel's OOM killer
+    ],
+)
+def test_a_range_process_that_fails_fails_the_verification(log, monkeypatch, failure, words) -> None:
+    """A range process that fails or dies says so; the verification does not pass over its entries."""
     parent, check = os.getpid(), entries.check_entries
 
     def fails_in_a_range_process(*args: Any, **kwargs: Any) -> Any:
         if os.getpid() != parent:
-            raise RuntimeError("this range could not be read")
+            failure()
         return check(*args, **kwargs)
 
     monkeypatch.setattr(entries, "check_entries", fails_in_a_range_process)
-    with pytest.raises(RuntimeError, match="this range could not be read"):
+    with pytest.raises(RuntimeError, match=words):
         entries.verify_entries(Report())
     assert not multiprocessing.active_children()
