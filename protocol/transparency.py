@@ -149,10 +149,29 @@ class MerkleTree:
         length."""
         if set(map(len, leaf_hashes)) - {HASH_SIZE}:
             raise ValueError(f"every leaf hash must be {HASH_SIZE} bytes")
+        self._levels[0] += b"".join(leaf_hashes)
+        self._hash_up(0)
+
+    def join(self, other: MerkleTree) -> None:
+        """Append the leaves of `other`, a tree of the leaves that follow this tree's: the tree `extend` would make
+        of them, reusing `other`'s nodes. Where this tree's size is a multiple of 2**k, `other`'s complete
+        subtrees of 2**k leaves are complete subtrees of the joined tree too, so only the levels above the highest
+        such k are hashed: a log checked in ranges, each range its own tree, becomes one tree for a few hashes
+        when the ranges start at multiples of a large power of two (registry/audit/verify/entries.py)."""
+        levels, theirs, size = self._levels, other._levels, self.size
+        top = 0  # the highest level at which `other`'s nodes line up with this tree's
+        while top + 1 < len(theirs) and size % (1 << (top + 1)) == 0:
+            top += 1
+        for level in range(top + 1):
+            if level == len(levels):
+                levels.append(bytearray())
+            levels[level] += theirs[level]
+        self._hash_up(top)
+
+    def _hash_up(self, level: int) -> None:
+        """Hash the pairs completed at `level` and above. Below `level` every complete pair has its parent."""
         levels = self._levels
-        levels[0] += b"".join(leaf_hashes)
-        level = 0
-        # Level k + 1 holds the parents of level k's complete pairs: hash the pairs the new leaves completed.
+        # Level k + 1 holds the parents of level k's complete pairs: hash the pairs the new nodes completed.
         while len(levels[level]) >= 2 * HASH_SIZE:
             if level + 1 == len(levels):
                 levels.append(bytearray())

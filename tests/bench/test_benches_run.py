@@ -145,7 +145,7 @@ BENCHES = [
         (
             rf"4 writers: audit_append .* {NUMBER}x of {NUMBER} plain INSERTs/s",
             rf"verify_log .*\s{NUMBER}x stream, {NUMBER}x SHA-256; OK",  # a log that verifies, or the bench stops
-            rf"verify_log CPU in this process\s+{NUMBER} CPU-s\s+{NUMBER}x the stream's CPU",
+            rf"verify_log CPU in this process and its workers\s+{NUMBER} CPU-s\s+{NUMBER}x the stream's CPU",
             rf"GET /api/v1/audit/inclusion, anonymous .* {NUMBER} ms",
         ),
         postgres=True,

@@ -410,3 +410,31 @@ def test_extending_by_a_wrong_length_hash_appends_nothing() -> None:
     with pytest.raises(ValueError, match="32 bytes"):
         tree.extend([LEAVES[0], b"x" * 31])
     assert tree.size == len(LEAVES) and tree.root() == MerkleTree(LEAVES).root()
+
+
+def _every_node(tree: MerkleTree) -> list[bytes]:
+    """Each complete subtree's root, level by level: what proofs and roots of any size are read from."""
+    return [tree.node(level, index) for level in range(tree.size.bit_length()) for index in range(tree.size >> level)]
+
+
+def test_joining_the_tree_of_the_following_leaves_gives_the_tree_of_all_of_them() -> None:
+    """`join` (audit verify checks a large log in ranges, one tree each) makes every node the constructor makes,
+    whether or not this tree's size is a multiple of the other's subtrees; and the joined tree still grows."""
+    for size in range(0, 66):
+        for more in (0, 1, 2, 3, 5, 8, 16, 33, 64):
+            tree, following = MerkleTree(SMALL[:size]), MerkleTree(SMALL[size : size + more])
+            tree.join(following)
+            whole = MerkleTree(SMALL[: size + more])
+            assert tree.size == whole.size and _every_node(tree) == _every_node(whole)
+            assert tree.root() == SMALL_MTH(0, size + more)
+            tree.append(SMALL[size + more])
+            assert tree.root() == SMALL_MTH(0, size + more + 1)
+
+
+@settings(max_examples=40, deadline=None)
+@given(cuts=st.lists(st.sampled_from([0, 256, 512, 513, 640, 700, 1024]), min_size=1, max_size=4))
+def test_joining_ranges_at_any_cut_gives_the_tree_built_at_once(cuts: list[int]) -> None:
+    tree = MerkleTree()
+    for size in sorted(cuts):
+        tree.join(MerkleTree(BIG[tree.size : size]))
+        assert tree.root() == BIG_TREE.root(size) and _every_node(tree) == _every_node(MerkleTree(BIG[:size]))

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import multiprocessing
+import os
 import queue
 import threading
+import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from hashlib import sha256
@@ -38,12 +41,137 @@ def verify_entries(report: Report) -> MerkleTree:
     (PostgreSQL), and a format-2 or -3 entry is checked field by field without building its head; anything that
     differs takes the careful path. Each chunk's leaves go into the tree as they come, so its hashing fills the
     waits for the next chunk instead of following the whole log.
+
+    That loop holds the GIL for about 4 µs an entry, fetching included: one process cannot go faster than that
+    however many cores wait. A large log on PostgreSQL is therefore checked in ranges of seq, one process each
+    (`_verify_in_ranges`); a small one, or SQLite's, in this process.
     """
-    tree = MerkleTree()
     committed = commitment_checker(commitment_key())
-    query = AuditEntry.objects.order_by("seq").annotate(created_text=_time_as_entry_text()).values_list(*_ENTRY_COLUMNS)
-    check_entries(report, committed, stream_chunks(query), tree)
+    bounds = range_bounds()
+    if bounds:
+        return _verify_in_ranges(report, committed, bounds)
+    tree = MerkleTree()
+    check_entries(report, committed, stream_chunks(_entry_query()), tree)
     return tree
+
+
+def _entry_query(start: int | None = None, stop: int | None = None) -> Any:
+    """The rows of _ENTRY_COLUMNS by seq, those with start <= seq < stop where given."""
+    query = AuditEntry.objects.order_by("seq")
+    if start is not None:
+        query = query.filter(seq__gte=start)
+    if stop is not None:
+        query = query.filter(seq__lt=stop)
+    return query.annotate(created_text=_time_as_entry_text()).values_list(*_ENTRY_COLUMNS)
+
+
+# A log of RANGES_FROM entries or more is checked by up to MAX_PROCESSES processes, one per core this process may
+# run on: below that a fork and a second connection (tens of milliseconds) gain little.
+RANGES_FROM = 100_000
+MAX_PROCESSES = 4
+_ALIGN = 1 << 14  # ranges start at multiples of this, so each range's tree joins the whole one for a few hashes
+
+
+def range_bounds() -> list[int]:
+    """Where the second and later ranges start (none: one process checks every entry)."""
+    if connection.vendor != "postgresql" or "fork" not in multiprocessing.get_all_start_methods():
+        return []
+    processes = min(MAX_PROCESSES, _cores())
+    last = AuditEntry.objects.order_by("-seq").values_list("seq", flat=True).first()
+    size = 0 if last is None else last + 1
+    if processes < 2 or size < RANGES_FROM:
+        return []
+    align = min(_ALIGN, 1 << max(0, (size // processes).bit_length() - 1))  # a small log (tests): smaller ranges
+    step = -(-size // processes // align) * align
+    return list(range(step, size, step))[: processes - 1]
+
+
+def _cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _verify_in_ranges(report: Report, committed: _Committed, bounds: list[int]) -> MerkleTree:
+    """The entries before bounds[0] checked here, those of each later range by a forked process with its own
+    connection; each range's findings and tree are then taken in seq order, so the report and the tree are those
+    of one pass (a gap across a range's start is named once, as one pass names it).
+
+    Each process reads its own snapshot: entries are append-only and numbered in commit order, so a closed range
+    reads the same rows in any snapshot, and entries appended meanwhile can only land in the last, open range, as
+    they could after one pass read its rows."""
+    context = multiprocessing.get_context("fork")  # the checker, key and settings as this process has them
+    workers: list[tuple[Any, Any]] = []
+    results: list[Any] = []
+    receivers: list[threading.Thread] = []
+    try:
+        for start, stop in zip(bounds, [*bounds[1:], None], strict=True):
+            receive, send = context.Pipe(duplex=False)
+            process = context.Process(
+                target=_check_range, args=(committed, start, stop, send), name="audit-verify-range", daemon=True
+            )
+            process.start()  # before this process starts a thread: a fork copies no running thread
+            send.close()
+            workers.append((process, receive))
+        for index, (_, receive) in enumerate(workers):  # each range's result (tens of MB of tree) read meanwhile
+            results.append(None)
+            receivers.append(threading.Thread(target=_receive, args=(receive, results, index), daemon=True))
+            receivers[-1].start()
+        tree = MerkleTree()
+        _, expected = check_entries(report, committed, stream_chunks(_entry_query(stop=bounds[0])), tree)
+        for (process, _), receiver, index in zip(workers, receivers, range(len(workers)), strict=True):
+            receiver.join()
+            if (result := results[index]) is None:
+                process.join()
+                raise RuntimeError(f"audit verify: the process checking a range exited with {process.exitcode}")
+            if isinstance(result, str):
+                raise RuntimeError(f"audit verify: the process checking a range failed:\n{result}")
+            first, end, findings, range_tree = result
+            if first is not None:
+                if expected is not None and first != expected:
+                    report.findings.append(_missing(expected, first))
+                expected = end
+            report.findings.extend(findings)
+            tree.join(range_tree)
+        return tree
+    finally:
+        for process, _ in workers:
+            if process.is_alive():
+                process.terminate()
+            process.join()
+        for receiver in receivers:  # each has its result or its end of file now
+            receiver.join()
+        for _, receive in workers:
+            receive.close()
+
+
+def _receive(pipe: Any, results: list[Any], index: int) -> None:
+    """results[index] = what the range process sends (left None when it ends without sending)."""
+    with contextlib.suppress(EOFError, OSError):
+        results[index] = pipe.recv()
+
+
+def _check_range(committed: _Committed, start: int, stop: int | None, send: Any) -> None:
+    """In a forked process: check the entries start <= seq < stop and send (first seq, the seq after the last, the
+    findings, their tree), or the traceback of what failed. The work runs in a new thread: Django keeps a
+    connection per thread, so that thread opens its own, and the one copied from the parent (its socket still the
+    parent's) is never used or closed here."""
+    outcome: list[Any] = []
+
+    def work() -> None:
+        try:
+            report, tree = Report(), MerkleTree()
+            first, end = check_entries(report, committed, stream_chunks(_entry_query(start, stop)), tree, expected=None)
+            outcome.append((first, end, report.findings, tree))
+        except BaseException:  # told to the parent, which raises
+            outcome.append(traceback.format_exc())
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=work, name="audit-verify-range")
+    thread.start()
+    thread.join()
+    send.send(outcome[0] if outcome else "the checking thread ended without a result")
+    send.close()
 
 
 _ENTRY_COLUMNS = (
@@ -67,26 +195,36 @@ _LEAF_STATE = sha256(LEAF_PREFIX)  # copied per entry: cheaper than a new SHA-25
 
 
 def check_entries(
-    report: Report, committed: _Committed, chunks: Iterable[Sequence[_EntryRow]], tree: MerkleTree
-) -> None:
-    """Each chunk's entries (rows of _ENTRY_COLUMNS, by seq, from 0) against their leaf hashes and columns, and the
-    numbers without gaps; each chunk's leaf hashes then extend `tree`.
+    report: Report,
+    committed: _Committed,
+    chunks: Iterable[Sequence[_EntryRow]],
+    tree: MerkleTree,
+    *,
+    expected: int | None = 0,
+) -> tuple[int | None, int | None]:
+    """Each chunk's entries (rows of _ENTRY_COLUMNS, by seq, from `expected`, or from the first row's when None)
+    against their leaf hashes and columns, and the numbers without gaps; each chunk's leaf hashes then extend `tree`.
+    Returns the first row's seq and the seq the next row should have (None, `expected` when there are no rows).
 
     The common case, every check passing, is written out in one loop: no call per entry, and the leaf hash from a
     copied SHA-256 state (together about a tenth of an entry's cost in memory). An entry passes here only if
     `_verify_entry` would find nothing in it; any other is handed to it, which says what differs."""
-    expected = 0
+    first: int | None = None
     leaf_state, loads = _LEAF_STATE, orjson.loads
     for rows in chunks:
+        if not rows:
+            continue
+        if first is None:
+            first = rows[0][0]
+        number = rows[0][0] if expected is None else expected  # the seq the next row should have
         leaves: list[bytes] = []
         append = leaves.append
         for row in rows:
             seq, created_text, actor, kind, subject, text, stored_leaf, fmt, user, token = row
-            if seq != expected:
-                missing = f"entry #{expected} is" if seq == expected + 1 else f"entries #{expected}..#{seq - 1} are"
-                report.findings.append(Finding(f"missing: {missing} not stored", seq=expected))
-                expected = seq
-            expected += 1
+            if seq != number:
+                report.findings.append(_missing(number, seq))
+                number = seq
+            number += 1
             raw = text.encode()
             digest = leaf_state.copy()
             digest.update(raw)
@@ -114,6 +252,14 @@ def check_entries(
                 continue
             _verify_entry(report, committed, row, leaf, entry)
         tree.extend(leaves)
+        expected = number
+    return first, expected
+
+
+def _missing(expected: int, seq: int) -> Finding:
+    """The entries numbered from `expected` up to the stored `seq` are not stored."""
+    missing = f"entry #{expected} is" if seq == expected + 1 else f"entries #{expected}..#{seq - 1} are"
+    return Finding(f"missing: {missing} not stored", seq=expected)
 
 
 def _verify_entry(report: Report, committed: _Committed, row: _EntryRow, leaf: bytes, entry: Any) -> None:
