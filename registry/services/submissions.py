@@ -64,14 +64,9 @@ def _create_checked(
     if _for_a_job(checked):
         # An agent's run for its job: stored and linked to the job in one locked step (one run per job).
         return job_submission_create(checked=checked, submitted_by=submitted_by, token=token)
-    # A document that names no source files is its own measurement (_sameness asks nothing about it): it goes
-    # straight to the INSERT, and the digest's unique constraint says when it is already stored (below), one
-    # statement fewer for every new run (issue 42). One that names source files is looked up first, so a stored
-    # copy of it is returned before its measurement is compared with other runs.
-    if _identity(checked) != checked.digest:
-        existing = _stored_with_digest(checked.digest)
-        if existing is not None:
-            return existing, False
+    existing = _stored_with_digest(checked.digest)
+    if existing is not None:
+        return existing, False
     same = _sameness([checked], submitted_by, trust)[0]
     if isinstance(same, Submission):
         return same, False
@@ -83,18 +78,17 @@ def _create_checked(
             _supersede(run, same, submitted_by)
             return run, True
     except IntegrityError:
-        # Stored before (or by another request between our lookup and insert): the same run. Nothing of this
-        # transaction is kept (the run's INSERT is its first statement).
-        existing = _stored_with_digest(checked.digest)
+        # Another request stored the same document between our lookup and insert: same run.
+        existing = Submission.objects.filter(digest=checked.digest).first()
         if existing is None:
             raise
         return existing, False
 
 
 def _stored_with_digest(digest: str) -> Submission | None:
-    """The run stored with this digest, or None: one indexed SQL lookup of the id (the ORM's compiling of
-    `filter(digest=…).first()`, 40 columns ordered by id, cost 1 ms of a submission's ~7 ms of CPU, issue 42),
-    and the run read only when there is one."""
+    """The run stored with this digest, or None. Every submission asks first and nearly every answer is None: the
+    question is one indexed SQL lookup of the id (the ORM's compiling of `filter(digest=…).first()`, 40 columns
+    ordered by id, cost 1 ms of a submission's ~7 ms of CPU, issue 42); the run is read only when there is one."""
     with transaction.get_connection().cursor() as cursor:
         cursor.execute(_DIGEST_LOOKUP_SQL, [digest])
         row = cursor.fetchone()
