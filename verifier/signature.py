@@ -173,8 +173,51 @@ def _unsigned_certificate_problems(der: bytes) -> list[str]:
         if {a["algorithm"].native for a in data["digest_algorithms"]} != used:
             return ["the signature container's digest-algorithm list differs from the algorithms its signers use"]
     bags = [signed["certificates"], *(token["certificates"] for token in tokens)]
-    carried = [x509.load_der_x509_certificate(c.chosen.dump()) for bag in bags for c in bag or []]
-    return _unverified(carried)
+    certificates = [c.chosen for bag in bags for c in bag or []]
+    if asn1_cms.ContentInfo.load(der).dump(force=True) != der:  # re-encoded from its values: DER is unique
+        return ["the signature container is not the DER encoding of what it holds: it was altered"]
+    for data in (signed, *tokens):
+        if not _versions_as_rfc5652_says(data):
+            return ["a version number in the signature container is not the one RFC 5652 sets: it was altered"]
+        if not all(_names_exactly(info["sid"], certificates) for info in data["signer_infos"]):
+            return [
+                "a signer's identifier in the signature container does not name its certificate byte for byte: it "
+                "was altered (the identifier is not signed, and verifiers match names loosely)"
+            ]
+    return _unverified([x509.load_der_x509_certificate(c.dump()) for c in certificates])
+
+
+def _versions_as_rfc5652_says(data: Any) -> bool:
+    """SignedData's and each SignerInfo's version are unsigned numbers that RFC 5652 (5.1, 5.3) fixes from the rest
+    of the structure; a verifier ignores them, so a changed one would leave the file verifying."""
+    infos = data["signer_infos"]
+    if any(i["version"].native != ("v1" if i["sid"].name == "issuer_and_serial_number" else "v3") for i in infos):
+        return False
+    kinds = {c.name for c in data["certificates"] or []}
+    if "other" in kinds:
+        wanted = "v5"
+    elif "v2_attr_cert" in kinds:
+        wanted = "v4"
+    elif (
+        "v1_attr_cert" in kinds
+        or any(i["version"].native == "v3" for i in infos)
+        or data["encap_content_info"]["content_type"].native != "data"
+    ):
+        wanted = "v3"
+    else:
+        wanted = "v1"
+    return bool(data["version"].native == wanted)
+
+
+def _names_exactly(sid: Any, certificates: list[Any]) -> bool:
+    """Whether a SignerInfo's `sid` names one carried certificate exactly: the issuer's encoding byte for byte and
+    the serial number (or the subject key identifier). No signature covers the sid, and signature verifiers match
+    it as RFC 5280 compares names, ignoring case: a flipped bit that changed a letter's case there left the file
+    verifying."""
+    if sid.name == "issuer_and_serial_number":
+        issuer, serial = sid.chosen["issuer"].dump(), sid.chosen["serial_number"].native
+        return any(c["tbs_certificate"]["issuer"].dump() == issuer and c.serial_number == serial for c in certificates)
+    return any(c.key_identifier == sid.chosen.native for c in certificates)
 
 
 def _timestamp_tokens(signed: Any) -> list[Any]:
