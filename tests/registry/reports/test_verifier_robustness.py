@@ -11,9 +11,11 @@ from __future__ import annotations
 import io
 import os
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyhanko.pdf_utils.reader import PdfFileReader
@@ -228,3 +230,51 @@ def test_benchreg_verify_a_log_key_of_another_id_is_a_usage_error(rendered, tmp_
     done = _benchreg("verify", str(pdf), "--cert", str(cert), "--log-key", other)
     assert done.returncode == 2 and "INVALID" not in done.stdout, done.stdout + done.stderr
     assert "is not an audit-log verifier key" in done.stderr and "key ID" in done.stderr, done.stderr
+
+
+def _signed_data_region(pdf: bytes) -> tuple[int, bytes, Any]:
+    """(offset of the signature's hex in the file, its DER, the parsed CMS SignedData)."""
+    from asn1crypto import cms
+
+    start, length, end, _ = (int(x) for x in re.search(rb"/ByteRange\s*\[([\d\s]+)\]", pdf).group(1).split())
+    hex_start = start + length + 1
+    der = bytes.fromhex(pdf[hex_start : end - 1].decode("ascii"))
+    info = cms.ContentInfo.load(der)
+    size = len(info.dump())
+    return hex_start, der[:size], info["content"]
+
+
+def _with_der_byte(pdf: bytes, hex_start: int, at: int, value: int) -> bytes:
+    """The file with byte `at` of the signature's DER set to `value` (in the upper-case hex the registry writes)."""
+    out = bytearray(pdf)
+    out[hex_start + 2 * at : hex_start + 2 * at + 2] = f"{value:02X}".encode()
+    return bytes(out)
+
+
+@pytest.mark.parametrize("signer", ["report", "timestamp"])
+def test_a_letter_whose_case_changed_in_a_signers_identifier_is_invalid(rendered, signer):
+    """A SignerInfo's sid (issuer and serial) is covered by no signature, and verifiers match names ignoring case:
+    a bit that turned `b` into `B` there left the report VALID. It must name its certificate byte for byte."""
+    hex_start, der, signed = _signed_data_region(rendered.pdf)
+    info = signed["signer_infos"][0]
+    if signer == "timestamp":
+        (token,) = [a["values"][0] for a in info["unsigned_attrs"] if a["type"].native == "signature_time_stamp_token"]
+        info = token["content"]["signer_infos"][0]
+    issuer = info["sid"].chosen["issuer"].dump()
+    letter = next(i for i, byte in enumerate(issuer) if 0x61 <= byte <= 0x7A)  # a lower-case ASCII letter
+    at = der.find(info["sid"].dump()) + info["sid"].dump().find(issuer) + letter
+    pdf = _with_der_byte(rendered.pdf, hex_start, at, der[at] ^ 0x20)
+    codes = assert_invalid_with_reasons(rendered, pdf)
+    assert "signature-container" in codes, codes
+
+
+def test_a_signer_infos_version_changed_is_invalid(rendered):
+    """SignerInfo's version is unsigned and fixed by RFC 5652 (1 with an issuer-and-serial sid): changed, the report
+    is INVALID, not VALID because verifiers ignore it."""
+    hex_start, der, signed = _signed_data_region(rendered.pdf)
+    info = signed["signer_infos"][0]
+    assert info["version"].native == "v1"
+    at = der.find(info.dump()) + len(info.dump()) - len(info.contents) + 2  # INTEGER 02 01 <value>: the value
+    assert der[at] == 1
+    codes = assert_invalid_with_reasons(rendered, _with_der_byte(rendered.pdf, hex_start, at, 3))
+    assert "signature-container" in codes, codes
