@@ -159,24 +159,43 @@ def print_table(expected: dict[str, tuple[float, float | None]], results: dict[s
     print(f"  {'completed':<14}{'':>16}" + "".join(f"{f'{f.completed}/{f.sent}':>12}{'':>8}" for f in results.values()))
 
 
-def accuracy(spec: Spec, peers: dict[str, Path], work: Path) -> None:
+def accuracy(spec: Spec, peers: dict[str, Path], work: Path, repeats: int = 1) -> None:
+    """The accuracy level `repeats` times, the tools' order rotated each time (so a drift of the host or of the
+    endpoint falls on each tool in turn); with several repeats, benchreg's TTFT against each peer's, repeat by
+    repeat: one repeat's difference is within the endpoint's own run-to-run spread."""
     law = ACCURACY_LAW
     print(f"accuracy: law TTFT lognormal(median {law.ttft.median_ms:g} ms, sigma {law.ttft.sigma:g}), gaps "
           f"lognormal({law.itl.median_ms:g} ms, {law.itl.sigma:g}), capacity {law.capacity}, seed {law.seed}; "
           f"{spec.pattern} {spec.rate:g} req/s, {spec.count} requests, 64 in / {OUT_TOKENS} out tokens")  # fmt: skip
-    results: dict[str, Figures] = {}
-    for name in ("benchreg", *peers):
-        endpoint = Endpoint(*law_args(law))  # fresh, same seed: the same draws in arrival order
-        try:
-            figures, usage, note = _measure(name, peers, endpoint.url, spec, work)
-        except Exception as exc:  # a peer that cannot run here is reported, not fatal
-            print(f"  {name}: could not run: {type(exc).__name__}: {str(exc)[-500:]}")
-            continue
-        finally:
-            endpoint.stop()
-        results[name] = figures
-        print(f"  {name}: {usage.line()}; load average after {os.getloadavg()[0]:.2f}{note}")
-    print_table(truth(law, spec), results)
+    tools = ["benchreg", *peers]
+    rounds: list[dict[str, Figures]] = []
+    for repeat in range(repeats):
+        results: dict[str, Figures] = {}
+        for name in tools[repeat % len(tools) :] + tools[: repeat % len(tools)]:
+            endpoint = Endpoint(*law_args(law))  # fresh, same seed: the same draws in arrival order
+            try:
+                figures, usage, note = _measure(name, peers, endpoint.url, spec, work)
+            except Exception as exc:  # a peer that cannot run here is reported, not fatal
+                print(f"  {name}: could not run: {type(exc).__name__}: {str(exc)[-500:]}")
+                continue
+            finally:
+                endpoint.stop()
+            results[name] = figures
+            print(f"  {name}: {usage.line()}; load average after {os.getloadavg()[0]:.2f}{note}")
+        print_table(truth(law, spec), {name: results[name] for name in tools if name in results})
+        rounds.append(results)
+    if repeats > 1:
+        print_differences(rounds, list(peers))
+
+
+def print_differences(rounds: list[dict[str, Figures]], peers: list[str]) -> None:
+    """benchreg's TTFT p50 and p99 minus each peer's, per repeat and their median (ms)."""
+    for peer in peers:
+        for index, label in ((0, "p50"), (1, "p99")):
+            diffs = [r["benchreg"].ttft[index] - r[peer].ttft[index] for r in rounds if "benchreg" in r and peer in r]
+            if diffs:
+                shown = ", ".join(f"{d:+.2f}" for d in diffs)
+                print(f"  TTFT {label} benchreg − {peer}: {shown} ms; median {float(np.median(diffs)):+.2f} ms")
 
 
 def _measure(name: str, peers: dict[str, Path], url: str, spec: Spec, work: Path) -> tuple[Figures, Usage, str]:
@@ -340,6 +359,9 @@ def parser() -> argparse.ArgumentParser:
         p.add_argument(f"--peers-{name}", type=Path, metavar="BIN", help=f"a bin/ directory holding `{name}`")
     p.add_argument("--pin", action="store_true", help="clients on CPU 0, endpoints on CPU 1")
     p.add_argument("--skip", default="", help="comma-separated parts to skip: accuracy, ceiling, streams")
+    p.add_argument(
+        "--accuracy-repeats", type=int, default=1, help="the accuracy level this many times, the tools' order rotated"
+    )
     p.add_argument("--keep", type=Path, help="keep the peers' output files here (default: a removed temp dir)")
     return p
 
@@ -384,7 +406,8 @@ def main(argv: list[str] | None = None) -> int:
         work = args.keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         if "accuracy" not in skip:
-            accuracy(Spec(8.0, 40) if args.smoke else Spec(8.0, 200) if args.quick else Spec(20.0, 1000), peers, work)
+            spec = Spec(8.0, 40) if args.smoke else Spec(8.0, 200) if args.quick else Spec(20.0, 1000)
+            accuracy(spec, peers, work, max(1, args.accuracy_repeats))
         if "ceiling" not in skip:
             ceilings(peers, 0.5 if args.smoke else 2.0 if args.quick else 5.0, work, rungs=3 if args.smoke else None)
     if "streams" not in skip:
