@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import argparse
 import copy
+import importlib
 import json
 import os
 import sys
 import time
+from typing import Any
 
 import numpy as np
 
@@ -53,6 +55,12 @@ def candidate_documents() -> list[dict]:
     return docs
 
 
+def forget(body: dict[str, Any], i: int) -> dict[str, Any]:
+    """The request's body, each run's remembered grouping forgotten first (protocol.decisions.answer)."""
+    importlib.import_module("protocol.decisions.answer")._groupings.clear()
+    return body
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="1k and 10k rows only")
@@ -70,9 +78,9 @@ def main() -> None:
     args.repeats = args.repeats or (3 if args.smoke else 20)
     if args.sizes:
         sizes = [int(x) for x in args.sizes.split(",")]
-    # Every timed request declares a decision of the bench's one user: sizes × repeats of them, beyond the default
+    # Every timed request declares a decision of the bench's one user: sizes × 2 × repeats of them, beyond the default
     # quota of 50 at --sizes 10000,100000 --repeats 30 (the quota is counted in each request, as it is served).
-    os.environ.setdefault("BENCHREG_MAX_DECISIONS_PER_USER", str(max(50, (len(sizes) + 1) * (args.repeats + 5))))
+    os.environ.setdefault("BENCHREG_MAX_DECISIONS_PER_USER", str(max(50, (len(sizes) + 1) * (2 * args.repeats + 5))))
     url = setup(admin_url, args.scratch)
     try:
         from django.contrib.auth import get_user_model
@@ -89,7 +97,7 @@ def main() -> None:
         client = Client(SERVER_NAME="localhost", HTTP_AUTHORIZATION=f"Token {token}")
         runs = [submission_create(document=d, submitted_by=user)[0] for d in candidate_documents()]
         body = {"title": "bench", "question": QUESTION}
-        have, rows = len(runs), []
+        have, rows, colds = len(runs), [], []
         from registry.warmup import prepare_process
 
         for size in sizes:
@@ -104,7 +112,10 @@ def main() -> None:
                 client, f"/api/v1/submissions/{runs[0].pk}/comparable", None, args.repeats, lambda b, i: b, cpu_lookup
             )
             answer, q_answer = measure(client, "/api/v1/decisions", body, args.repeats, lambda b, i: b, cpu_answer)
+            cpu_cold: list[float] = []
+            cold, _ = measure(client, "/api/v1/decisions", body, args.repeats, forget, cpu_cold)
             rows.append((size, lookup, q_lookup, answer, q_answer, np.median(cpu_answer), np.median(cpu_lookup)))
+            colds.append((size, cold, np.median(cpu_cold), lookup))
         print(
             f"{'runs':>9} | {'decision p50':>12} {'p95':>8} {'SQL':>4} {'CPU':>7} | {'lookup p50':>10} {'p95':>7} "
             f"{'SQL':>4} {'CPU':>7} | decision / lookup (p50; CPU)"
@@ -114,6 +125,12 @@ def main() -> None:
                 f"{size:>9,} | {np.percentile(answer, 50):10.1f}ms {np.percentile(answer, 95):7.1f}ms {qa:>4} "
                 f"{cpu_a:5.1f}ms | {np.percentile(lookup, 50):8.1f}ms {np.percentile(lookup, 95):6.1f}ms {ql:>4} "
                 f"{cpu_l:5.1f}ms | {np.percentile(answer, 50) / np.percentile(lookup, 50):6.1f}×; {cpu_a / cpu_l:5.1f}×"
+            )
+        print("Nothing remembered (each run's grouping worked out again, as for runs no answer has read yet):")
+        for size, cold, cpu_c, lookup in colds:
+            print(
+                f"{size:>9,} | {np.percentile(cold, 50):10.1f}ms {np.percentile(cold, 95):7.1f}ms      "
+                f"{cpu_c:5.1f}ms | decision / lookup {np.percentile(cold, 50) / np.percentile(lookup, 50):6.1f}×"
             )
     finally:
         from django.db import connections

@@ -59,11 +59,13 @@ def read(data: Any) -> Question | TrainingQuestion:
     return Question.from_dict(data)
 
 
-def answer_question(question: Question | TrainingQuestion, evidence: Sequence[Evidence]) -> dict[str, Any]:
-    """The answer of either kind of question."""
+def answer_question(
+    question: Question | TrainingQuestion, evidence: Sequence[Evidence], *, digests_name_documents: bool = False
+) -> dict[str, Any]:
+    """The answer of either kind of question (`digests_name_documents`: see `answer`)."""
     if isinstance(question, TrainingQuestion):
         return training_answer(question, evidence)
-    return answer(question, evidence)
+    return answer(question, evidence, digests_name_documents=digests_name_documents)
 
 
 __all__ = [

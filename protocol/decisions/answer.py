@@ -4,8 +4,10 @@ was left out and why, and a sentence per candidate.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -177,12 +179,17 @@ def _cannot_tell(
     return out
 
 
-def answer(question: Question, evidence: Sequence[Evidence]) -> dict[str, Any]:
-    """The whole answer as a JSON value: candidates, frontier, what is left out and why, every run cited."""
+def answer(question: Question, evidence: Sequence[Evidence], *, digests_name_documents: bool = False) -> dict[str, Any]:
+    """The whole answer as a JSON value: candidates, frontier, what is left out and why, every run cited.
+
+    `digests_name_documents`: each evidence's ref["digest"] is its document's digest (the registry's runs). Each
+    run's grouping is then remembered by that digest across answers (see `_grouping`); otherwise it is worked out
+    for this answer alone.
+    """
     left_out, chosen = _sift(question, evidence)
     model = one_model(question, chosen)
     tuned = serving.tuned_settings([ev.document for ev in chosen])
-    configurations = _configurations(chosen, tuned)
+    configurations = _configurations(chosen, tuned, digests_name_documents)
     ordered = [runs for runs, *_ in configurations]
     cands = [
         candidate(question, g, label, (doc, config))
@@ -315,7 +322,9 @@ def _neutral(ev: Evidence, tuned: Mapping[str, Sequence[str]]) -> Mapping[str, A
 Configuration = tuple[list[Evidence], Mapping[str, Any], dict[str, Any]]
 
 
-def _configurations(chosen: Sequence[Evidence], tuned: Mapping[str, Sequence[str]]) -> list[Configuration]:
+def _configurations(
+    chosen: Sequence[Evidence], tuned: Mapping[str, Sequence[str]], digests_name_documents: bool = False
+) -> list[Configuration]:
     """The chosen runs grouped by comparability key and configuration, in order of first appearance. Engine
     settings that change capacity (software.settings, software.serving's parallelism and speculative decoding) are
     part of the configuration: two sweeps differing in one are two candidates. Each run is read once for both."""
@@ -324,9 +333,46 @@ def _configurations(chosen: Sequence[Evidence], tuned: Mapping[str, Sequence[str
         # The levels of a sweep differ only in their offered load (and the settings tuned with it): they are one
         # configuration, read at its knee.
         doc = _neutral(ev, tuned)
-        key, config = cmp.key_and_configuration(doc, "iso-quality")
-        groups.setdefault(key + digest(config), ([], doc, config))[0].append(ev)
+        sweep = serving.sweep_id(ev.document)
+        run_digest = ev.ref.get("digest")
+        if digests_name_documents and isinstance(run_digest, str):
+            settings = tuple(sorted(tuned.get(sweep, ()))) if sweep is not None else None
+            group, config = _grouping((run_digest, settings, cmp.contract().version), doc)
+        else:
+            group, config = _group_of(doc)
+        if group not in groups:  # the answer cites this configuration: its own copy, not the remembered one
+            groups[group] = ([], doc, copy.deepcopy(config))
+        groups[group][0].append(ev)
     return list(groups.values())
+
+
+def _group_of(doc: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """A level-neutral document's group (its comparability key and its configuration's digest) and configuration."""
+    key, config = cmp.key_and_configuration(doc, "iso-quality")
+    return key + digest(config), config
+
+
+# Classifying a run's ~150 fields for its key and configuration is the dearest step of an answer (about a third
+# of its CPU), and the same runs answer many decisions: every decision on a question re-answered when a run is
+# submitted, each request for the same question. A run's digest names its document, so its grouping is
+# remembered by (digest, the sweep settings it was made neutral of, the contract's version): the latest
+# MAX_GROUPINGS runs', a few KB each (the documents themselves are not kept). Never handed out to be changed: the
+# answer copies the configurations it cites.
+MAX_GROUPINGS = 4096
+_groupings: dict[tuple[Any, ...], tuple[str, dict[str, Any]]] = {}
+_groupings_lock = threading.Lock()  # a server answers on several threads
+
+
+def _grouping(name: tuple[Any, ...], doc: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    with _groupings_lock:
+        found = _groupings.get(name)
+    if found is None:
+        found = _group_of(doc)
+        with _groupings_lock:
+            if len(_groupings) >= MAX_GROUPINGS:
+                del _groupings[next(iter(_groupings))]  # the oldest remembered
+            _groupings[name] = found
+    return found
 
 
 def _labels(ordered: Sequence[Configuration]) -> list[str]:

@@ -75,7 +75,7 @@ def decision_compute(*, question: dec.Question | dec.TrainingQuestion) -> tuple[
     """The answer over the runs stored now, and the runs it cites (those in a candidate configuration)."""
     runs = decision_candidate_runs(question=question)
     try:
-        answer = dec.answer_question(question, _evidence(runs))
+        answer = dec.answer_question(question, _evidence(runs), digests_name_documents=True)  # run digests
     except dec.DecisionError as exc:  # runs of several models, or a figure left what JSON carries: say so
         pointer = str(exc).split(":", 1)[0] if str(exc).startswith("/") else ""
         raise RegistryError(
