@@ -14,7 +14,9 @@ server Python, not PostgreSQL's), and their ratios. No pass/fail.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
+import cProfile
 import importlib
 import json
 import os
@@ -69,6 +71,12 @@ def main() -> None:
     )
     parser.add_argument("--repeats", type=int, default=None, help="requests timed per size (default 20)")
     parser.add_argument("--scratch", default=SCRATCH, help="scratch database name (created and dropped)")
+    parser.add_argument(
+        "--profile",
+        default=None,
+        metavar="FILE",
+        help="cProfile the remembered answers' requests into FILE (pstats; their times include the profiler)",
+    )
     parser.add_argument("--sizes", default=None, help="comma-separated table sizes, e.g. 10000,100000")
     args = parser.parse_args()
     admin_url = os.environ.get("DATABASE_URL", "")
@@ -111,7 +119,11 @@ def main() -> None:
             lookup, q_lookup = measure(
                 client, f"/api/v1/submissions/{runs[0].pk}/comparable", None, args.repeats, lambda b, i: b, cpu_lookup
             )
-            answer, q_answer = measure(client, "/api/v1/decisions", body, args.repeats, lambda b, i: b, cpu_answer)
+            profile = cProfile.Profile() if args.profile else None
+            with profile or contextlib.nullcontext():
+                answer, q_answer = measure(client, "/api/v1/decisions", body, args.repeats, lambda b, i: b, cpu_answer)
+            if profile is not None:
+                profile.dump_stats(args.profile)  # the last size's; the first request of each size warms up
             cpu_cold: list[float] = []
             cold, _ = measure(client, "/api/v1/decisions", body, args.repeats, forget, cpu_cold)
             rows.append((size, lookup, q_lookup, answer, q_answer, np.median(cpu_answer), np.median(cpu_lookup)))
