@@ -151,6 +151,16 @@ BENCHES = [
         postgres=True,
     ),
     Bench(
+        "audit_runs",
+        ("--smoke",),
+        (
+            rf"verify_runs one process\s+{NUMBER} s wall \(of 1\),\s+{NUMBER} CPU-s",
+            rf"verify_runs in ranges\s+{NUMBER} s wall \(of 1\),\s+{NUMBER} CPU-s",  # every run found, none amiss
+            rf"in ranges / one process: {NUMBER}x wall",
+        ),
+        postgres=True,
+    ),
+    Bench(
         "pages",
         ("--smoke",),
         (rf"^catalogue\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}x", rf"^run page\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}x"),

@@ -6,11 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-import multiprocessing
-import os
 import queue
 import threading
-import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from hashlib import sha256
@@ -25,6 +22,7 @@ from orjson import JSONDecodeError
 from protocol.audit_entries import commitment_checker, commits_actor, entry_head
 from protocol.transparency import MerkleTree
 from registry.audit.keys import commitment_key
+from registry.audit.verify import ranges
 from registry.audit.verify.findings import Finding, Report, who_differs
 from registry.models import AuditEntry, AuditHead
 
@@ -65,67 +63,36 @@ def _entry_query(start: int | None = None, stop: int | None = None) -> Any:
     return query.annotate(created_text=_time_as_entry_text()).values_list(*_ENTRY_COLUMNS)
 
 
-# A log of RANGES_FROM entries or more is checked by up to MAX_PROCESSES processes, one per core this process may
-# run on: below that a fork and a second connection (tens of milliseconds) gain little.
-RANGES_FROM = 100_000
-MAX_PROCESSES = 4
 _ALIGN = 1 << 14  # ranges start at multiples of this, so each range's tree joins the whole one for a few hashes
 
 
 def range_bounds() -> list[int]:
-    """Where the second and later ranges start (none: one process checks every entry)."""
-    if connection.vendor != "postgresql" or "fork" not in multiprocessing.get_all_start_methods():
-        return []
-    processes = min(MAX_PROCESSES, _cores())
+    """Where the second and later ranges of seq start (none: one process checks every entry)."""
     last = AuditEntry.objects.order_by("-seq").values_list("seq", flat=True).first()
-    size = 0 if last is None else last + 1
-    if processes < 2 or size < RANGES_FROM:
-        return []
-    align = min(_ALIGN, 1 << max(0, (size // processes).bit_length() - 1))  # a small log (tests): smaller ranges
-    step = -(-size // processes // align) * align
-    return list(range(step, size, step))[: processes - 1]
-
-
-def _cores() -> int:
-    """The cores this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return ranges.bounds(None if last is None else 0, last, _ALIGN)
 
 
 def _verify_in_ranges(report: Report, committed: _Committed, bounds: list[int]) -> MerkleTree:
-    """The entries before bounds[0] checked here, those of each later range by a forked process with its own
-    connection; each range's findings and tree are then taken in seq order, so the report and the tree are those
-    of one pass (a gap across a range's start is named once, as one pass names it).
+    """The entries before bounds[0] checked here, those of each later range by a forked process
+    (registry/audit/verify/ranges.py); each range's findings and tree are then taken in seq order, so the report and
+    the tree are those of one pass (a gap across a range's start is named once, as one pass names it).
 
-    Each process reads its own snapshot: entries are append-only and numbered in commit order, so a closed range
-    reads the same rows in any snapshot, and entries appended meanwhile can only land in the last, open range, as
-    they could after one pass read its rows."""
-    context = multiprocessing.get_context("fork")  # the checker, key and settings as this process has them
-    workers: list[tuple[Any, Any]] = []
-    results: list[Any] = []
-    receivers: list[threading.Thread] = []
-    try:
-        for start, stop in zip(bounds, [*bounds[1:], None], strict=True):
-            receive, send = context.Pipe(duplex=False)
-            process = context.Process(
-                target=_check_range, args=(committed, start, stop, send), name="audit-verify-range", daemon=True
-            )
-            process.start()  # before this process starts a thread: a fork copies no running thread
-            send.close()
-            workers.append((process, receive))
-        for index, (_, receive) in enumerate(workers):  # each range's result (tens of MB of tree) read meanwhile
-            results.append(None)
-            receivers.append(threading.Thread(target=_receive, args=(receive, results, index), daemon=True))
-            receivers[-1].start()
+    Entries are append-only and numbered in commit order, so a closed range reads the same rows in any snapshot,
+    and entries appended meanwhile can only land in the last, open range, as they could after one pass read its
+    rows."""
+
+    def check_range(start: int, stop: int | None) -> Any:
+        range_report, range_tree = Report(), MerkleTree()
+        first, end = check_entries(
+            range_report, committed, stream_chunks(_entry_query(start, stop)), range_tree, expected=None
+        )
+        return first, end, range_report.findings, range_tree
+
+    with ranges.forked(bounds, check_range) as result:
         tree = MerkleTree()
         _, expected = check_entries(report, committed, stream_chunks(_entry_query(stop=bounds[0])), tree)
-        for (process, _), receiver, index in zip(workers, receivers, range(len(workers)), strict=True):
-            receiver.join()
-            if (result := results[index]) is None:
-                process.join()
-                raise RuntimeError(f"audit verify: the process checking a range exited with {process.exitcode}")
-            if isinstance(result, str):
-                raise RuntimeError(f"audit verify: the process checking a range failed:\n{result}")
-            first, end, findings, range_tree = result
+        for index in range(len(bounds)):
+            first, end, findings, range_tree = result(index)
             if first is not None:
                 if expected is not None and first != expected:
                     report.findings.append(_missing(expected, first))
@@ -133,45 +100,6 @@ def _verify_in_ranges(report: Report, committed: _Committed, bounds: list[int]) 
             report.findings.extend(findings)
             tree.join(range_tree)
         return tree
-    finally:
-        for process, _ in workers:
-            if process.is_alive():
-                process.terminate()
-            process.join()
-        for receiver in receivers:  # each has its result or its end of file now
-            receiver.join()
-        for _, receive in workers:
-            receive.close()
-
-
-def _receive(pipe: Any, results: list[Any], index: int) -> None:
-    """results[index] = what the range process sends (left None when it ends without sending)."""
-    with contextlib.suppress(EOFError, OSError):
-        results[index] = pipe.recv()
-
-
-def _check_range(committed: _Committed, start: int, stop: int | None, send: Any) -> None:
-    """In a forked process: check the entries start <= seq < stop and send (first seq, the seq after the last, the
-    findings, their tree), or the traceback of what failed. The work runs in a new thread: Django keeps a
-    connection per thread, so that thread opens its own, and the one copied from the parent (its socket still the
-    parent's) is never used or closed here."""
-    outcome: list[Any] = []
-
-    def work() -> None:
-        try:
-            report, tree = Report(), MerkleTree()
-            first, end = check_entries(report, committed, stream_chunks(_entry_query(start, stop)), tree, expected=None)
-            outcome.append((first, end, report.findings, tree))
-        except BaseException:  # told to the parent, which raises
-            outcome.append(traceback.format_exc())
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=work, name="audit-verify-range")
-    thread.start()
-    thread.join()
-    send.send(outcome[0] if outcome else "the checking thread ended without a result")
-    send.close()
 
 
 _ENTRY_COLUMNS = (
