@@ -59,7 +59,7 @@ def candidate_documents() -> list[dict]:
 
 def forget(body: dict[str, Any], i: int) -> dict[str, Any]:
     """The request's body, each run's remembered grouping forgotten first (protocol.decisions.answer)."""
-    importlib.import_module("protocol.decisions.answer")._groupings.clear()
+    importlib.import_module("protocol.decisions.answer").forget_groupings()
     return body
 
 

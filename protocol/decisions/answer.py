@@ -333,9 +333,9 @@ def _configurations(
         # The levels of a sweep differ only in their offered load (and the settings tuned with it): they are one
         # configuration, read at its knee.
         doc = _neutral(ev, tuned)
-        sweep = serving.sweep_id(ev.document)
         run_digest = ev.ref.get("digest")
         if digests_name_documents and isinstance(run_digest, str):
+            sweep = serving.sweep_id(ev.document)
             settings = tuple(sorted(tuned.get(sweep, ()))) if sweep is not None else None
             group, config = _grouping((run_digest, settings, cmp.contract().version), doc)
         else:
@@ -361,6 +361,12 @@ def _group_of(doc: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
 MAX_GROUPINGS = 4096
 _groupings: dict[tuple[Any, ...], tuple[str, dict[str, Any]]] = {}
 _groupings_lock = threading.Lock()  # a server answers on several threads
+
+
+def forget_groupings() -> None:
+    """Forget every remembered grouping (a bench timing answers as for runs no answer has read yet)."""
+    with _groupings_lock:
+        _groupings.clear()
 
 
 def _grouping(name: tuple[Any, ...], doc: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:

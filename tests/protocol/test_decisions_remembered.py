@@ -25,7 +25,7 @@ def named(docs: list[dict[str, Any]]) -> list[dec.Evidence]:
 
 @pytest.fixture(autouse=True)
 def forgotten() -> None:
-    answer_module._groupings.clear()
+    answer_module.forget_groupings()
 
 
 def test_remembered_groupings_give_the_answer_worked_out_afresh_cold_and_warm() -> None:

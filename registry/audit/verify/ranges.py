@@ -34,14 +34,11 @@ def bounds(first: int | None, last: int | None, align: int = 1, at_least: int | 
     if connection.vendor != "postgresql" or "fork" not in multiprocessing.get_all_start_methods():
         return []
     processes = min(MAX_PROCESSES, cores())
-    if (
-        first is None
-        or last is None
-        or processes < 2
-        or last - first + 1 < (RANGES_FROM if at_least is None else at_least)
-    ):
+    if first is None or last is None or processes < 2:
         return []
     span = last - first + 1
+    if span < (RANGES_FROM if at_least is None else at_least):
+        return []
     align = min(align, 1 << max(0, (span // processes).bit_length() - 1))
     step = -(-span // processes // align) * align
     return list(range(first + step, last + 1, step))[: processes - 1]
