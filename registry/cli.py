@@ -241,12 +241,23 @@ def main(argv: list[str] | None = None) -> int:
     sys.unraisablehook = _interrupt_again
     _take_sigint()
     try:
-        return _dispatch(list(sys.argv[1:] if argv is None else argv))
+        status = _dispatch(list(sys.argv[1:] if argv is None else argv))
     except KeyboardInterrupt:
-        INTERRUPTED.set()
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C while we say so changes nothing
-        print(f"\n{interrupts.interrupted_line()}", file=sys.stderr, flush=True)
-        return 130
+        return _stopped()
+    except Exception:
+        if not interrupts.received():
+            raise
+        return _stopped()  # the Ctrl-C came back as another error (runners.interrupts says how): it is the cause
+    # A Ctrl-C whose exception was lost on the way up (runners.interrupts) still stops the command as one.
+    return _stopped() if interrupts.received() else status
+
+
+def _stopped() -> int:
+    """Say what the Ctrl-C interrupted and what is kept; the status is 130."""
+    INTERRUPTED.set()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C while we say so changes nothing
+    print(f"\n{interrupts.interrupted_line()}", file=sys.stderr, flush=True)
+    return 130
 
 
 def _take_sigint() -> None:
@@ -260,8 +271,8 @@ def _take_sigint() -> None:
     thread: a test)."""
     if threading.current_thread() is not threading.main_thread():
         return
-    if signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, signal.SIG_DFL, None):
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, signal.SIG_DFL, None, signal.default_int_handler):
+        signal.signal(signal.SIGINT, interrupts.on_sigint)  # Python's own, and it remembers (runners.interrupts)
     if hasattr(signal, "pthread_sigmask"):  # POSIX only
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from protocol import rules
 
+from . import interrupts
 from .progress import Reporter, Silent
 from .stats import medians_agree
 
@@ -143,6 +144,7 @@ def _warm_up_block(timed: Timed, size: int, start: float, done: int, policy: Pol
     block: list[float] = []
     capped, elapsed = False, 0.0
     while len(block) < size and not capped:
+        interrupts.check()
         block.append(timed())
         elapsed = time.perf_counter() - start
         capped = elapsed >= policy.warmup_max_seconds or done + len(block) >= policy.warmup_max_iterations
@@ -201,6 +203,7 @@ def measure_repetition(
     with quiet_gc():
         start = time.perf_counter()
         while True:
+            interrupts.check()  # outside the timed call: a lost Ctrl-C stops the loop at the next iteration
             samples.append(timed())
             elapsed = time.perf_counter() - start
             enough = elapsed >= min_seconds and len(samples) >= policy.min_iterations

@@ -7,8 +7,10 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,7 @@ import pytest
 from registry import cli
 from registry.management.commands.demo import Steps, elapsed
 from registry.worker import heartbeats
+from runners import interrupts
 from runners.client import RegistryError, SubmitOutcome
 from runners.terminal import problem_lines, wrap
 from tests.conftest import ROOT
@@ -428,3 +431,36 @@ def test_ctrl_c_stops_a_command_started_with_sigint_ignored_or_blocked(tmp_path,
     assert status == 130, err
     assert _last_line(err).startswith("interrupted: measuring inference mlp-classifier")
     assert took < STOP_WITHIN_S
+
+
+def test_a_ctrl_c_whose_exception_a_library_lost_still_ends_the_command_with_130(monkeypatch, capsys):
+    """The command itself returned 0 (a library swallowed the KeyboardInterrupt: tests/runners/test_interrupts.py
+    shows how Python loses it) or failed with the error the interrupt became: either way it was a Ctrl-C, said as
+    one, with the step it interrupted where one was named."""
+    from tests.runners.test_interrupts import _import_that_swallows
+
+    def command(in_a_step: bool, raises: bool) -> Callable[[list[str]], int]:
+        def dispatch(argv: list[str]) -> int:
+            with interrupts.doing("importing", left="nothing was stored") if in_a_step else nullcontext():
+                _import_that_swallows()
+            if raises:
+                raise RuntimeError("what the interrupt became")
+            return 0
+
+        return dispatch
+
+    before = signal.getsignal(signal.SIGINT)
+    try:
+        for in_a_step in (True, False):
+            for raises in (False, True):
+                interrupts.forget()
+                monkeypatch.setattr(cli, "_dispatch", command(in_a_step, raises))
+                monkeypatch.setattr(cli, "INTERRUPTED", threading.Event())
+                assert cli.main(["import"]) == 130, (in_a_step, raises)
+                said = _last_line(capsys.readouterr().err)
+                assert said == ("interrupted: importing; nothing was stored" if in_a_step else "interrupted")
+    finally:
+        signal.signal(signal.SIGINT, before)
+        interrupts.forget()
+        monkeypatch.undo()
+    assert cli.main(["--version"]) == 0  # without a Ctrl-C, the command's own status
