@@ -437,12 +437,12 @@ def test_a_ctrl_c_whose_exception_a_library_lost_still_ends_the_command_with_130
     """The command itself returned 0 (a library swallowed the KeyboardInterrupt: tests/runners/test_interrupts.py
     shows how Python loses it) or failed with the error the interrupt became: either way it was a Ctrl-C, said as
     one, with the step it interrupted where one was named."""
-    from tests.runners.test_interrupts import _import_that_swallows
+    from tests.runners.test_interrupts import import_that_swallows
 
     def command(in_a_step: bool, raises: bool) -> Callable[[list[str]], int]:
         def dispatch(argv: list[str]) -> int:
             with interrupts.doing("importing", left="nothing was stored") if in_a_step else nullcontext():
-                _import_that_swallows()
+                import_that_swallows()
             if raises:
                 raise RuntimeError("what the interrupt became")
             return 0

@@ -38,7 +38,7 @@ class _CtrlCWhileNamed:
         signal.pthread_sigmask(signal.SIG_BLOCK, set())  # a call into C: the handler runs by now
 
 
-def _import_that_swallows() -> None:
+def import_that_swallows() -> None:
     """A library's optional import: on any error it goes on without the feature."""
     try:
 
@@ -52,14 +52,14 @@ def _import_that_swallows() -> None:
 def test_a_ctrl_c_lost_inside_a_step_stops_it_when_the_step_ends_and_is_named():
     after: list[str] = []
     with pytest.raises(KeyboardInterrupt), interrupts.doing("measuring", left="nothing was written"):
-        _import_that_swallows()
+        import_that_swallows()
         after.append("the step went on")  # what the swallowing library did: it went on
     assert interrupts.received()
     assert interrupts.interrupted_line() == "interrupted: measuring; nothing was written"
 
 
 def test_a_ctrl_c_lost_before_a_measurement_stops_it_at_its_first_iteration():
-    _import_that_swallows()
+    import_that_swallows()
     assert interrupts.received()
     calls: list[int] = []
 
