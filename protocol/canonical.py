@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any
 
+import orjson
 import rfc8785
 
-# Floats JSON's C encoder prints exactly as RFC 8785 does: not integral, and in [1e-4, 1e16), where Python's repr
-# (the shortest round-trip digits, like ECMAScript's) uses plain notation, as RFC 8785 does from 1e-7 to 1e21.
+# Floats orjson prints exactly as RFC 8785 does: not integral, and in [1e-4, 1e16), where it prints the shortest
+# round-trip digits (as Python's repr and ECMAScript do) in plain notation, as RFC 8785 does from 1e-7 to 1e21.
 _PLAIN_LOW, _PLAIN_HIGH = 1e-4, 1e16
 _SAFE_INT = 2**53 - 1  # RFC 8785 refuses integers beyond (I-JSON)
-_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
+
+
+def _encode(value: Any) -> bytes:
+    """Compact UTF-8 JSON with keys sorted: orjson, ~10x the standard library's C encoder with sort_keys (6.6 ms of
+    a decision answer's 11 ms digest went there). Its escapes are RFC 8785's: the two-character forms for backspace,
+    form feed, newline, carriage return, tab, quote and backslash, a lower-case u00xx escape for the other control
+    characters, everything else as UTF-8."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
 
 
 class _Slow(Exception):
@@ -20,10 +27,10 @@ class _Slow(Exception):
 
 
 def _plain(value: Any) -> Any:
-    """`value` as the standard library's JSON encoder would print canonically, or _Slow.
+    """`value` as `_encode` would print canonically, or _Slow.
 
-    The encoder (in C) matches RFC 8785 for strings (the same escapes), booleans, null, integers within ±(2^53-1),
-    lists, and objects whose keys are ASCII (code-point order is UTF-16 order there). Integral floats become ints
+    The encoder matches RFC 8785 for strings (the same escapes), booleans, null, integers within ±(2^53-1), lists,
+    and objects whose keys are ASCII (byte order is UTF-16 order there). Integral floats become ints
     ("2", not "2.0"); other floats must lie where both print plain decimals. Anything else goes to rfc8785.
     """
     kind = type(value)  # the exact types of parsed JSON first (bool is an int: never tested as one below)
@@ -76,13 +83,13 @@ def canonicalize(document: Any) -> bytes:
     """The RFC 8785 (JCS) canonical UTF-8 bytes of a JSON value.
 
     The reference implementation (rfc8785, pure Python) costs ~0.3 ms for a run's document and a submission needs
-    it several times; most values go through the standard library's C encoder instead, on a proven-equal subset
-    (`_plain`; tests/protocol/test_canonical_fast.py checks the two agree on generated values). Everything else,
-    errors included, is rfc8785's.
+    it several times; most values go through orjson instead, on a proven-equal subset (`_plain`;
+    tests/protocol/test_canonical_fast.py checks the two agree on generated values). Everything else, errors
+    included, is rfc8785's.
     """
     try:
-        return _ENCODE(_plain(document)).encode("utf-8")
-    except (_Slow, UnicodeEncodeError, ValueError):  # outside the subset; lone surrogates; NaN/inf
+        return _encode(_plain(document))
+    except (_Slow, orjson.JSONEncodeError):  # outside the subset; lone surrogates; nested deeper than orjson goes
         return rfc8785.dumps(document)
 
 
