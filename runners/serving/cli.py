@@ -28,6 +28,7 @@ from typing import Any
 
 from protocol import sizing
 
+from .. import interrupts
 from . import deployment as deploy
 from .datasets import MOONCAKE_BLOCK_TOKENS, TIME_UNITS
 from .document import Context, file_name
@@ -213,7 +214,12 @@ def main(args: argparse.Namespace, submit: Any) -> int:
             failures += 1
 
     try:
-        run_sync(ctx, plan, objectives, emit)
+        with interrupts.doing(
+            f"the serving sweep against {args.endpoint}",
+            left=f"the level under way was not written (a level is written whole, once measured); those before stay "
+            f"in {args.out}",
+        ):
+            run_sync(ctx, plan, objectives, emit)
     except Refused as exc:
         print("refused before any load was sent:", file=sys.stderr)
         for reason in exc.reasons:

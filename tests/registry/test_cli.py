@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+import protocol
 from registry import cli
 from registry.management.commands.demo import Steps, elapsed
 from registry.worker import heartbeats
@@ -23,6 +25,8 @@ from runners.client import RegistryError, SubmitOutcome
 from runners.terminal import problem_lines, wrap
 from tests.conftest import ROOT
 from tests.registry.ops.services import free_port
+from tests.runners.serving.conftest import endpoint  # noqa: F401 - the fixture
+from tests.runners.serving.test_cli import DEPLOYMENT as SERVING_DEPLOYMENT
 
 
 def _env(data: Path, **more: str) -> dict[str, str]:
@@ -415,6 +419,29 @@ def test_ctrl_c_stops_a_runner_with_one_line_and_status_130_and_writes_nothing(t
         f"written whole, once measured); those before stay in {out}"
     )
     assert not out.exists() or list(out.iterdir()) == []  # no document, no half-written .tmp
+    assert took < STOP_WITHIN_S
+
+
+def test_ctrl_c_stops_a_serving_sweep_between_levels_and_keeps_the_levels_before(tmp_path, endpoint):  # noqa: F811
+    """The Ctrl-C lands once a level is written (in the next: a busy host may let one more finish first): 130, the
+    sweep named, every level said to be written kept whole, nothing of the interrupted one, no .tmp."""
+    url = endpoint("--ttft-ms", "20", "--itl-ms", "5", "--capacity", "64")
+    out = tmp_path / "levels"
+    argv = ["run", "serving", "--endpoint", url, "--model", "simulated", "--input-tokens", "16", "--output-tokens",
+            "6", "--request-rates", "4,8,16", "--duration", "2", "--min-requests", "12", "--out", str(out),
+            *SERVING_DEPLOYMENT]  # fmt: skip
+    status, said, err, took = _interrupt(argv, tmp_path, when="wrote ", within=300)
+    assert status == 130, err
+    assert _last_line(err) == (
+        f"interrupted: the serving sweep against {url}; the level under way was not written (a level is written "
+        f"whole, once measured); those before stay in {out}"
+    )
+    written = {line.split(":")[0].removeprefix("wrote ") for line in said.splitlines() if line.startswith("wrote ")}
+    documents = {str(path) for path in out.glob("*.json")}
+    assert 1 <= len(written) < 3 and documents == written, (written, documents)
+    assert not list(out.glob("*.tmp")), sorted(out.iterdir())
+    for document in documents:
+        protocol.check(json.loads(Path(document).read_text()))  # each kept level whole
     assert took < STOP_WITHIN_S
 
 
