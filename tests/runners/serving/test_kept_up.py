@@ -129,18 +129,43 @@ def test_beside_a_cpu_hog_it_says_fell_behind_rather_than_vouch_for_a_wrong_figu
     assert any("monitor samples taken" in notes and "timer overslept by p99" in notes for *_, notes in seen)
 
 
+# A client that waited for a CPU longer than this share of a level did not get its CPU (as SCHED_FIFO on a quiet
+# host it waits 0%).
+QUIET_WAIT = 0.02
+
+
+def _waited(level: Level) -> float | None:
+    m = level.run.monitor
+    return m.runqueue_s / m.wall_s if m.runqueue_s is not None and m.wall_s > 0 else None
+
+
 @pytest.mark.slow
 def test_a_client_that_gets_its_cpu_keeps_up_at_a_low_rate_with_figures_on_the_law():
     # "Quiet" for the client: on a shared host it runs real-time like the endpoint, so neighbours do not preempt
     # it; the verdict must then vouch, and rightly.
+    # The premise is measured, not assumed: even a real-time client was once kept off a CPU 16% of a level in CI
+    # (p99 dispatch lag 502 ms; the verdict rightly said "fell behind"). A level whose client waited for a CPU is
+    # not a quiet one; it is tried again, and the verdict on it must still not vouch for a figure off the law.
+    quiet = None
     with _endpoint() as url:
-        try:
-            with realtime(0):
-                level = _level(url, 6.0, 4.0, 7)
-        except PermissionError:
-            pytest.skip("real-time scheduling needs root or CAP_SYS_NICE (a quiet client on a shared host)")
+        for seed in (7, 8, 9):
+            try:
+                with realtime(0):
+                    level = _level(url, 6.0, 4.0, seed)
+            except PermissionError:
+                pytest.skip("real-time scheduling needs root or CAP_SYS_NICE (a quiet client on a shared host)")
+            section, reasons = level.client()
+            print(section["notes"])
+            waited = _waited(level)
+            if waited is None or waited <= QUIET_WAIT:
+                quiet = level
+                break
+            wrong = {k: e for k, e in _errors(level).items() if abs(e) > TOLERANCE}
+            assert not (section["kept_up"] and wrong), (wrong, section["notes"])
+    if quiet is None:
+        pytest.skip(f"the host kept even a real-time client off a CPU (> {QUIET_WAIT:.0%} of each of 3 levels)")
+    level = quiet
     section, reasons = level.client()
-    print(section["notes"])
     assert section["kept_up"], reasons
     assert all(abs(e) <= TOLERANCE for e in _errors(level).values()), _errors(level)
     assert "0 of" not in section["notes"] and "monitor samples taken" in section["notes"]
