@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -188,3 +191,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             if required:
                 raise pytest.UsageError("BENCHREG_REQUIRE_SERVICES=1 but DATABASE_URL is not PostgreSQL")
             item.add_marker(pytest.mark.skip(reason="needs PostgreSQL: set DATABASE_URL=postgres://..."))
+
+
+@pytest.fixture
+def endpoint() -> Iterator[Callable[..., str]]:
+    """The simulated serving endpoint, for the serving runner's tests and the CLI's: start(*args) runs
+    `python -m runners.serving.simulated --port 0 *args` and returns its base URL."""
+    started: list[subprocess.Popen[str]] = []
+
+    def start(*args: str) -> str:
+        cmd = [sys.executable, "-m", "runners.serving.simulated", "--port", "0", *args]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+        started.append(proc)
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert "serving" in line, line
+        return line.rsplit(" ", 1)[-1].strip()
+
+    yield start
+    for proc in started:
+        proc.terminate()
+        proc.wait(10)

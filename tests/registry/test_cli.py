@@ -25,7 +25,6 @@ from runners.client import RegistryError, SubmitOutcome
 from runners.terminal import problem_lines, wrap
 from tests.conftest import ROOT
 from tests.registry.ops.services import free_port
-from tests.runners.serving.conftest import endpoint  # noqa: F401 - the fixture
 from tests.runners.serving.test_cli import DEPLOYMENT as SERVING_DEPLOYMENT
 
 
@@ -422,7 +421,7 @@ def test_ctrl_c_stops_a_runner_with_one_line_and_status_130_and_writes_nothing(t
     assert took < STOP_WITHIN_S
 
 
-def test_ctrl_c_stops_a_serving_sweep_between_levels_and_keeps_the_levels_before(tmp_path, endpoint):  # noqa: F811
+def test_ctrl_c_stops_a_serving_sweep_between_levels_and_keeps_the_levels_before(tmp_path, endpoint):
     """The Ctrl-C lands once a level is written (in the next: a busy host may let one more finish first): 130, the
     sweep named, every level said to be written kept whole, nothing of the interrupted one, no .tmp."""
     url = endpoint("--ttft-ms", "20", "--itl-ms", "5", "--capacity", "64")

@@ -11,7 +11,6 @@ from rest_framework.test import APIClient
 from registry.models import Agent, Job, Plan
 from registry.services.agents import agent_enroll, enrolment_token_create
 from registry.services.plans import plan_create
-from tests.runners.serving.conftest import endpoint  # noqa: F401 - the simulated endpoint, for serving jobs
 
 QUICK = {"quick": True, "backend": "numpy", "min_seconds": 1.0}
 
