@@ -10,6 +10,8 @@ from django.utils import timezone
 
 from registry.choices import GroupStatus, JobStatus
 
+from .fields import JSONField
+
 
 class EnrolmentToken(models.Model):
     """A single-use, expiring secret that lets one machine enrol as an agent. Only its hash is kept."""
@@ -48,7 +50,7 @@ class Agent(models.Model):
         EnrolmentToken, null=True, blank=True, on_delete=models.PROTECT, related_name="agent"
     )
     embedded = models.BooleanField(default=False, help_text="the registry's own in-process agent")
-    inventory = models.JSONField(default=dict)
+    inventory = JSONField(default=dict)
     enrolled_at = models.DateTimeField(default=timezone.now)
     last_heartbeat_at = models.DateTimeField(null=True, blank=True)
     online = models.BooleanField(default=False)
@@ -74,11 +76,11 @@ class Plan(models.Model):
     name = models.CharField(max_length=200, blank=True)
     runner = models.CharField(max_length=20, help_text="inference or training")
     workload = models.CharField(max_length=100)
-    precisions = models.JSONField()
-    batch_sizes = models.JSONField(help_text="list of batch sizes; [null] means the workload default")
+    precisions = JSONField()
+    batch_sizes = JSONField(help_text="list of batch sizes; [null] means the workload default")
     scenario = models.CharField(max_length=40, null=True, blank=True)  # noqa: DJ001 - None: runner default
     repetitions = models.PositiveIntegerField(null=True, blank=True)
-    options = models.JSONField(default=dict, help_text="further RunSpec fields (quick, backend, steps, ...)")
+    options = JSONField(default=dict, help_text="further RunSpec fields (quick, backend, steps, ...)")
     soft_time_limit = models.PositiveIntegerField(help_text="seconds; the job is told to stop")
     time_limit = models.PositiveIntegerField(help_text="seconds; the job is killed")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
@@ -136,7 +138,7 @@ class Job(models.Model):
     plan = models.ForeignKey(Plan, on_delete=models.PROTECT, related_name="jobs")
     agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="jobs")
     agent_name = models.CharField(max_length=60, help_text="snapshotted")
-    spec = models.JSONField(help_text="the runners.api.RunSpec fields this job runs")
+    spec = JSONField(help_text="the runners.api.RunSpec fields this job runs")
     status = models.CharField(max_length=20, choices=JobStatus.choices, default=JobStatus.QUEUED, db_index=True)
     soft_time_limit = models.PositiveIntegerField()
     time_limit = models.PositiveIntegerField()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from .fields import JSONField
 from .immutable import AppendOnlyModel
 
 
@@ -20,8 +21,8 @@ class Comparison(AppendOnlyModel):
     # "" on comparisons stored before it existed, which were computed with earlier methods and so never match.
     request_key = models.CharField(max_length=71, db_index=True, default="")
     axis = models.CharField(max_length=20)
-    inputs = models.JSONField(help_text="run digests, axis, prices and sizing as the user gave them")
-    result = models.JSONField()
+    inputs = JSONField(help_text="run digests, axis, prices and sizing as the user gave them")
+    result = JSONField()
     canonical = models.TextField()
     runs = models.ManyToManyField("registry.Submission", through="ComparisonRun", related_name="comparisons")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")

@@ -7,6 +7,7 @@ from django.db import models
 
 from registry.choices import DecisionStatus
 
+from .fields import JSONField
 from .immutable import AppendOnlyModel
 
 
@@ -23,10 +24,10 @@ class Decision(models.Model):
     """
 
     title = models.CharField(max_length=200)
-    question = models.JSONField()
+    question = JSONField()
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="decisions")
     status = models.CharField(max_length=20, choices=DecisionStatus.choices, default=DecisionStatus.CURRENT)
-    change = models.JSONField(null=True, blank=True, help_text="what changed and what would change in the answer")
+    change = JSONField(null=True, blank=True, help_text="what changed and what would change in the answer")
     changed_at = models.DateTimeField(null=True, blank=True)
     webhook_url = models.URLField(max_length=500, blank=True, default="")
     webhook_secret = models.CharField(
@@ -62,7 +63,7 @@ class DecisionAnswer(AppendOnlyModel):
 
     decision = models.ForeignKey(Decision, on_delete=models.PROTECT, related_name="answers")
     number = models.PositiveIntegerField()
-    answer = models.JSONField()
+    answer = JSONField()
     digest = models.CharField(max_length=71)
     created_at = models.DateTimeField()
     runs = models.ManyToManyField("registry.Submission", through="DecisionEvidence", related_name="decision_answers")

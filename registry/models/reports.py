@@ -7,6 +7,8 @@ from django.db import models
 
 from registry.choices import ReportStatus
 
+from .fields import JSONField
+
 
 class Report(models.Model):
     """One requested decision report about one stored comparison.
@@ -21,7 +23,7 @@ class Report(models.Model):
     comparison = models.ForeignKey("registry.Comparison", on_delete=models.PROTECT, related_name="reports")
     title = models.CharField(max_length=200)
     decision = models.TextField(help_text="the decision this report supports, in the requester's words")
-    prices = models.JSONField(
+    prices = JSONField(
         default=dict, blank=True, help_text="price per system-hour by system.name, as the requester stated them"
     )
     currency = models.CharField(max_length=3, default="USD")

@@ -13,6 +13,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from .fields import JSONField
+
 
 class Schedule(models.Model):
     """A plan's configuration, re-run on `cron` (five fields, UTC) on `agents`, once per `matrix` variant.
@@ -30,8 +32,8 @@ class Schedule(models.Model):
     )
     cron = models.CharField(max_length=120, help_text="minute hour day-of-month month day-of-week, UTC")
     agents = models.ManyToManyField("registry.Agent", related_name="schedules")
-    options = models.JSONField(default=dict, blank=True)
-    matrix = models.JSONField(default=list, blank=True, help_text='[{"label": "...", "options": {...}}, ...]')
+    options = JSONField(default=dict, blank=True)
+    matrix = JSONField(default=list, blank=True, help_text='[{"label": "...", "options": {...}}, ...]')
     paused = models.BooleanField(default=False)
     deleted_at = models.DateTimeField(null=True, blank=True)
     last_due_at = models.DateTimeField(null=True, blank=True)
@@ -67,7 +69,7 @@ class ScheduleFire(models.Model):
         "registry.Plan", null=True, blank=True, on_delete=models.PROTECT, related_name="schedule_fire"
     )
     status = models.CharField(max_length=10, help_text="fired, partial (some agents missed) or missed")
-    missed = models.JSONField(default=list, help_text='[{"agent": name, "reason": words}, ...]')
+    missed = JSONField(default=list, help_text='[{"agent": name, "reason": words}, ...]')
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -127,13 +129,13 @@ class Alert(models.Model):
         related_name="+",
         help_text="the latest reference run before the change",
     )
-    reference_runs = models.JSONField(help_text="ids of the reference runs")
+    reference_runs = JSONField(help_text="ids of the reference runs")
     ratio = models.FloatField()
     ci_low = models.FloatField()
     ci_high = models.FloatField()
     p_value = models.FloatField()
     direction = models.CharField(max_length=10)
-    differences = models.JSONField(help_text="what else changed between the previous run and this one")
+    differences = JSONField(help_text="what else changed between the previous run and this one")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

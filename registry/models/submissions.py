@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection
 from typing import Any, cast
 
@@ -12,7 +11,7 @@ from django.db.models import Exists, OuterRef, Q
 
 from registry.choices import Trust
 
-from .fields import BulkJSONField, BulkTextField
+from .fields import BulkJSONField, BulkTextField, loads_stored
 from .immutable import AppendOnlyModel, AppendOnlyQuerySet
 
 
@@ -161,7 +160,7 @@ class Submission(AppendOnlyModel):
         """
         run = super().from_db(db, field_names, values)
         if "canonical" in run.__dict__ and "document" in run.__dict__:
-            run.document = json.loads(run.canonical)
+            run.document = loads_stored(run.canonical)
         return run
 
     def key_for(self, axis: str) -> str:

@@ -6,6 +6,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from .fields import JSONField
+
 
 class ApiToken(models.Model):
     """A bearer credential for scripts, lab machines and agents. Only its hash is kept."""
@@ -14,7 +16,7 @@ class ApiToken(models.Model):
     name = models.CharField(max_length=100)
     prefix = models.CharField(max_length=16, db_index=True, help_text="first characters, to recognise it")
     key_hash = models.CharField(max_length=64, unique=True)
-    scopes = models.JSONField(default=list)
+    scopes = JSONField(default=list)
     created_at = models.DateTimeField(default=timezone.now)
     last_used_at = models.DateTimeField(null=True, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django.db import models
 
+from .fields import JSONField
+
 
 class WebhookDelivery(models.Model):
     """One event to one URL, signed Standard Webhooks style; delivered by a Celery task with bounded retries.
@@ -21,7 +23,7 @@ class WebhookDelivery(models.Model):
     url = models.URLField(max_length=500)
     secret = models.CharField(max_length=100)
     event = models.CharField(max_length=100)
-    body = models.JSONField()
+    body = JSONField()
     state = models.CharField(max_length=20, choices=STATES, default="pending")
     attempts = models.PositiveIntegerField(default=0)
     last_status = models.IntegerField(null=True, blank=True)

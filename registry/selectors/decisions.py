@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.db.models import QuerySet
@@ -12,6 +11,7 @@ from protocol.decisions.training import TRAINING_SCENARIOS
 from registry.choices import Trust
 from registry.exceptions import NotFound
 from registry.models import Decision, DecisionAnswer, Submission
+from registry.models.fields import loads_stored
 
 
 def decision_list(*, owner_id: int | None = None) -> QuerySet[Decision]:
@@ -62,5 +62,5 @@ def decision_candidate_runs(*, question: dec.Question | dec.TrainingQuestion) ->
     # column would be sent and parsed a second time for nothing. trust is read for every run's reference.
     loaded = list(runs.order_by("id").only("id", "digest", "trust", "canonical"))
     for run in loaded:
-        run.document = json.loads(run.canonical)
+        run.document = loads_stored(run.canonical)
     return loaded

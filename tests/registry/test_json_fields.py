@@ -1,0 +1,89 @@
+"""JSON columns are read with orjson where it reads as json does (registry/models/fields.py): the same value, of the
+same types, for every text, and through the database for the values where the two parsers differ."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+from django.utils import timezone
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from registry.models import Plan, WebhookDelivery
+from registry.models.fields import loads_stored
+from tests.registry.hostile.people import person
+
+# Where orjson alone would differ from json: integers past 64 bits become doubles (-2**63 - 1 down, 2**64 up),
+# 1e400 and lone surrogates are refused, NaN is refused; and what both read alike.
+EDGES = [
+    "9223372036854775807", "-9223372036854775808", "-9223372036854775809", "18446744073709551615",
+    "18446744073709551616", "123456789012345678901234567890", "-123456789012345678901234567890",
+    "[1e400, -1e400, 1e-400]", '"\\ud800"', "NaN", "[Infinity, -Infinity]", '{"a": 1, "a": 2}', "-0", "-0.0",
+    "0.1", "1E5", '{"n": 99999999999999999999.5}', '"12345678901234567890"', '{"big": [1, 2, 12345678901234567890]}',
+    "[" * 200 + "]" * 200,
+]  # fmt: skip
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal with the same types all the way down (1 and 1.0 differ; NaN equals NaN)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)  # (JSONB keeps no key order)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) and math.isnan(a):
+        return math.isnan(b)
+    return bool(a == b) and (not isinstance(a, float) or math.copysign(1, a) == math.copysign(1, b))
+
+
+@pytest.mark.parametrize("text", EDGES)
+def test_the_edges_where_orjson_differs_read_as_json_reads_them(text: str) -> None:
+    expected = json.loads(text)
+    assert _same(loads_stored(text), expected)
+    assert _same(loads_stored(text.encode()), expected)
+
+
+numbers = st.one_of(
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+)
+values = st.recursive(
+    st.one_of(st.none(), st.booleans(), numbers, st.text()),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=30,
+)
+
+
+def test_nesting_json_cannot_read_is_refused_as_json_refuses_it() -> None:
+    text = "[" * 2000 + "]" * 2000  # past orjson's 1,024 levels and Python's recursion limit
+    with pytest.raises(RecursionError):
+        json.loads(text)
+    with pytest.raises(RecursionError):
+        loads_stored(text)
+
+
+@settings(max_examples=400, deadline=None)
+@given(values)
+def test_any_json_text_reads_as_json_reads_it(value: Any) -> None:
+    for text in (json.dumps(value), json.dumps(value, indent=1, ensure_ascii=False)):
+        assert _same(loads_stored(text), json.loads(text)), text
+
+
+@pytest.mark.django_db
+def test_stored_values_come_back_exact_with_their_types() -> None:
+    owner = person()
+    body = {"exact": 12345678901234567890123, "negative": -9223372036854775809, "float": 2.0, "tiny": 5e-324}
+    hook = WebhookDelivery.objects.create(
+        message_id="m", url="https://example.com/h", secret="s", event="e", body=body, created_at=timezone.now()
+    )
+    assert _same(WebhookDelivery.objects.get(pk=hook.pk).body, body)
+    assert _same(WebhookDelivery.objects.filter(pk=hook.pk).values_list("body", flat=True).get(), body)
+    plan = Plan.objects.create(
+        runner="inference", workload="w", precisions=["bf16"], batch_sizes=[None], options={"n": 2**64},
+        soft_time_limit=1, time_limit=2, created_by=owner,
+    )  # fmt: skip
+    assert _same(Plan.objects.get(pk=plan.pk).options, {"n": 2**64})
