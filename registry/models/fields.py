@@ -10,8 +10,8 @@ placeholder per value, which psycopg escapes in C: a 200-row INSERT of audit pay
 `deconstruct` reports the plain Django field, so migrations see (and keep) `models.JSONField` / `models.TextField`:
 nothing in the schema changes, and migrations import no registry code (docs/contributing.md).
 
-Every JSON column is read with `loads_stored` (orjson, several times json's speed, where it reads as json does): a
-decision reads its runs' documents (60 of them, ~4 ms of json.loads an answer), the catalogue and reports likewise.
+Every JSON column, and a run's canonical text, is read with `loads_stored`: orjson where it reads as json does (a
+run's document 12 µs against json's 24), json elsewhere. A decision reads 60 runs, the catalogue and reports more.
 """
 
 from __future__ import annotations

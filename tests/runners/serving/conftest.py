@@ -6,6 +6,13 @@ import contextlib
 import os
 from collections.abc import Iterator
 
+import psutil
+
+
+def simulated_endpoints() -> list[int]:
+    """The pids of the simulated endpoints this test process started (the `endpoint` fixture's)."""
+    return [p.pid for p in psutil.Process().children() if "runners.serving.simulated" in " ".join(p.cmdline())]
+
 
 @contextlib.contextmanager
 def realtime(*pids: int) -> Iterator[None]:

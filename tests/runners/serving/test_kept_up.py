@@ -146,7 +146,6 @@ def test_a_client_that_gets_its_cpu_keeps_up_at_a_low_rate_with_figures_on_the_l
     # The premise is measured, not assumed: even a real-time client was once kept off a CPU 16% of a level in CI
     # (p99 dispatch lag 502 ms; the verdict rightly said "fell behind"). A level whose client waited for a CPU is
     # not a quiet one; it is tried again, and the verdict on it must still not vouch for a figure off the law.
-    quiet = None
     with _endpoint() as url:
         for seed in (7, 8, 9):
             try:
@@ -158,14 +157,11 @@ def test_a_client_that_gets_its_cpu_keeps_up_at_a_low_rate_with_figures_on_the_l
             print(section["notes"])
             waited = _waited(level)
             if waited is None or waited <= QUIET_WAIT:
-                quiet = level
                 break
             wrong = {k: e for k, e in _errors(level).items() if abs(e) > TOLERANCE}
             assert not (section["kept_up"] and wrong), (wrong, section["notes"])
-    if quiet is None:
-        pytest.skip(f"the host kept even a real-time client off a CPU (> {QUIET_WAIT:.0%} of each of 3 levels)")
-    level = quiet
-    section, reasons = level.client()
+        else:
+            pytest.skip(f"the host kept even a real-time client off a CPU (> {QUIET_WAIT:.0%} of each of 3 levels)")
     assert section["kept_up"], reasons
     assert all(abs(e) <= TOLERANCE for e in _errors(level).values()), _errors(level)
     assert "0 of" not in section["notes"] and "monitor samples taken" in section["notes"]

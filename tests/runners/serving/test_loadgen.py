@@ -9,6 +9,7 @@ A level whose client fell behind gives no verdict: the test then skips, naming w
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import os
 import subprocess
@@ -24,7 +25,7 @@ from runners.serving.levels import Level, Objectives
 from runners.serving.loadgen import LevelRun, Target, arrivals, closed_loop, open_loop, wait_until
 from runners.serving.shapes import RequestShape, TokenLaw
 from runners.serving.simulated import Delay, Law, queue_ttft_ms
-from tests.runners.serving.conftest import realtime
+from tests.runners.serving.conftest import realtime, simulated_endpoints
 
 # One worker runs the serving timing tests one after another: test_kept_up spins CPU hogs on purpose, which would
 # starve a truth test running beside it on the other worker (it would then skip, its check lost).
@@ -58,11 +59,6 @@ def _level(url: str, rate: float, count: int) -> Level:
     return Level("request-rate", rate, run, Objectives(ttft_ms=1000))
 
 
-def _endpoints() -> list[int]:
-    """The simulated endpoints this test process started (the `endpoint` fixture's)."""
-    return [p.pid for p in psutil.Process().children() if "runners.serving.simulated" in " ".join(p.cmdline())]
-
-
 def _p(values: np.ndarray, q: float) -> float:
     return float(quantile(values, q, "inverted_cdf"))
 
@@ -74,14 +70,13 @@ def test_it_measures_ttft_itl_and_throughput_as_the_law_sets_them(endpoint):
     # The endpoint's own timers are this host's too: its delays are the law's only where it gets a CPU when its
     # timer fires. Client and endpoint run real-time where the host allows (as in test_kept_up), so a busy host's
     # other processes do not deschedule them; elsewhere the test runs only on a host busy at most half its cores.
-    try:
-        with realtime(0, *_endpoints()):
-            slack = _overshoot_ms()
-            level = _level(url, rate, count)
-    except PermissionError:
-        busy = os.getloadavg()[0] / (os.cpu_count() or 1)
-        if busy > 0.5:
-            pytest.skip(f"host too busy for a timing truth test: load average {busy:.2f} per core (> 0.5)")
+    with contextlib.ExitStack() as scheduling:
+        try:
+            scheduling.enter_context(realtime(0, *simulated_endpoints()))
+        except PermissionError:
+            busy = os.getloadavg()[0] / (os.cpu_count() or 1)
+            if busy > 0.5:
+                pytest.skip(f"host too busy for a timing truth test: load average {busy:.2f} per core (> 0.5)")
         slack = _overshoot_ms()
         level = _level(url, rate, count)
     _client, reasons = level.client()

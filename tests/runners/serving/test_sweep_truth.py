@@ -14,7 +14,6 @@ import json
 import math
 
 import numpy as np
-import psutil
 import pytest
 
 from protocol import decisions as dec
@@ -24,7 +23,7 @@ from runners import stats
 from runners.cli import main
 from runners.serving.loadgen import arrivals
 from runners.serving.simulated import Delay, Law, queue_ttft_ms
-from tests.runners.serving.conftest import realtime
+from tests.runners.serving.conftest import realtime, simulated_endpoints
 from tests.runners.serving.test_cli import DEPLOYMENT
 
 # One worker runs the serving timing tests one after another: test_kept_up spins CPU hogs on purpose, which would
@@ -76,9 +75,8 @@ def test_the_automatic_sweep_stops_at_the_level_where_the_law_fails_the_objectiv
 def _run_unstarved(args: list[str]) -> None:
     """The sweep, with the client and the endpoint real-time where the host allows it: on a shared host its other
     processes deschedule the client for milliseconds, which the client rightly reports as falling behind."""
-    endpoints = [p.pid for p in psutil.Process().children()]
     try:
-        with realtime(0, *endpoints):
+        with realtime(0, *simulated_endpoints()):
             assert main(args) == 0
     except PermissionError:
         assert main(args) == 0
