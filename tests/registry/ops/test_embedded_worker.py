@@ -179,10 +179,10 @@ def test_the_worker_survives_load_and_unreadable_message_files(embedded: Embedde
     worker = embedded.pid("worker")
     env = {**_env(embedded.data), "BENCHREG_EMBEDDED_WORKER": "1"}
     producers = [
-        subprocess.Popen([sys.executable, "-c", PRODUCER, "20"], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+        subprocess.Popen([sys.executable, "-c", PRODUCER, "12"], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
         for _ in range(2)
     ]
-    time.sleep(8)
+    time.sleep(5)  # the garbage lands mid-load
     messages = embedded.data / "queue" / "messages"
     for name, content in GARBAGE.items():
         (messages / name).write_bytes(content)
