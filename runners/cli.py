@@ -256,13 +256,16 @@ def main(argv: list[str]) -> int:
 def _run_one(spec: RunSpec, args: argparse.Namespace, submit: Submit | None) -> int | None:
     """Run, write and (if asked) submit one document: 1 for a failure to count, 0 for none, None for a bad run."""
     what = f"measuring {spec.phase} {spec.workload} batch {spec.batch_size or 'default'}"
-    print(f"{what}…", file=sys.stderr, flush=True)  # said before the first bar: a log shows where a run began
     try:
         with interrupts.doing(
             what,
             left=f"its document was not written (a document is written whole, once measured); those before stay in "
             f"{args.out}",
         ):
+            # Said inside the step, before the first bar: a log shows where a run began, and a Ctrl-C that comes
+            # once the line is out names this step (printed before it, one landing in between said only
+            # "interrupted": seen in CI on a busy host).
+            print(f"{what}…", file=sys.stderr, flush=True)
             doc = execute(spec, progress=not args.no_progress)
     except (UnsupportedRun, ValueError) as exc:  # UnsupportedRun is a ValueError: bad combination
         print(f"error: {exc}", file=sys.stderr)

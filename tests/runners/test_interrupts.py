@@ -79,3 +79,42 @@ def test_without_a_ctrl_c_nothing_changes():
         pass
     assert not interrupts.received()
     assert interrupts.interrupted_line() == "interrupted"
+
+
+class _CtrlCOnceSaid:
+    """stderr that takes a Ctrl-C as soon as `words` are written: where a user (or a test) watching the output
+    presses it first."""
+
+    def __init__(self, words: str) -> None:
+        self.words, self.text = words, ""
+
+    def write(self, text: str) -> int:
+        self.text += text
+        if self.words in text:
+            os.kill(os.getpid(), signal.SIGINT)
+            signal.pthread_sigmask(signal.SIG_BLOCK, set())  # a call into C: the handler runs by now
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def test_a_ctrl_c_as_soon_as_a_run_says_what_it_measures_names_that_run(monkeypatch, tmp_path):
+    from runners import cli
+
+    monkeypatch.setattr("sys.stderr", _CtrlCOnceSaid("measuring inference"))
+    argv = ["run", "inference", "--workload", "mlp-classifier", "--backend", "numpy", "--out", str(tmp_path)]
+    with pytest.raises(KeyboardInterrupt):
+        cli.main(argv)
+    assert interrupts.interrupted_line().startswith("interrupted: measuring inference mlp-classifier batch")
+    assert not list(tmp_path.glob("*.json"))
+
+
+def test_a_ctrl_c_as_soon_as_the_demo_says_its_step_names_that_step():
+    from registry.management.commands.demo import Steps
+
+    said = _CtrlCOnceSaid("[1/2] loading")
+    steps = Steps(said, total=2)
+    with pytest.raises(KeyboardInterrupt), steps.step("loading the examples"):
+        pass
+    assert interrupts.interrupted_line().startswith("interrupted: step 1 of 2 (loading the examples)")

@@ -303,9 +303,10 @@ class Steps:
     @contextmanager
     def step(self, words: str) -> Iterator[None]:
         self.number += 1
-        self.say(f"[{self.number}/{self.total}] {words}…")
         started = time.monotonic()
         with interrupts.doing(f"step {self.number} of {self.total} ({words})", left=KEPT):
+            # said inside the step: a Ctrl-C once the line is out names the step it says
+            self.say(f"[{self.number}/{self.total}] {words}…")
             yield
         self.say(f"[{self.number}/{self.total}] done in {elapsed(time.monotonic() - started)}")
 
