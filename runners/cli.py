@@ -262,9 +262,8 @@ def _run_one(spec: RunSpec, args: argparse.Namespace, submit: Submit | None) -> 
             left=f"its document was not written (a document is written whole, once measured); those before stay in "
             f"{args.out}",
         ):
-            # Said inside the step, before the first bar: a log shows where a run began, and a Ctrl-C that comes
-            # once the line is out names this step (printed before it, one landing in between said only
-            # "interrupted": seen in CI on a busy host).
+            # said inside the step, before the first bar: a log shows where a run began, and a Ctrl-C that comes
+            # once the line is out names this run
             print(f"{what}…", file=sys.stderr, flush=True)
             doc = execute(spec, progress=not args.no_progress)
     except (UnsupportedRun, ValueError) as exc:  # UnsupportedRun is a ValueError: bad combination
