@@ -12,6 +12,9 @@ nothing in the schema changes, and migrations import no registry code (docs/cont
 
 Every JSON column, and a run's canonical text, is read with `loads_stored`: orjson where it reads as json does (a
 run's document 12 µs against json's 24), json elsewhere. A decision reads 60 runs, the catalogue and reports more.
+
+A value whose JSON text its writer has already made (`JSONText`) is stored as that text: Django's JSONField would
+encode it again with json.dumps (3.5 ms for a decision's 172 KB answer, against 0.25 ms in orjson).
 """
 
 from __future__ import annotations
@@ -56,8 +59,41 @@ def loads_stored(text: str | bytes) -> Any:
     return json.loads(text)
 
 
+class JSONText:
+    """A JSON value with its JSON text, for a JSONField to store as it is. The writer vouches that the text is the
+    value's: made by orjson from a value known to hold only what JSON carries (orjson writes NaN as null where json
+    writes NaN, so only a value checked finite may take this way)."""
+
+    __slots__ = ("text", "value")
+
+    def __init__(self, value: Any, text: bytes) -> None:
+        self.value, self.text = value, text
+
+
+def finite_json(value: Any) -> Any:
+    """`value` to store in a JSONField, its text made by orjson (a `JSONText`); the value as it is where orjson cannot
+    write it (json then does). Only for a value known to hold no NaN or infinity (see JSONText)."""
+    if value is None:
+        return None  # SQL NULL, as Django writes None
+    try:
+        return JSONText(value, orjson.dumps(value))
+    except orjson.JSONEncodeError:  # a type orjson does not write (a Mapping that is not a dict, an int past 64 bits)
+        return value
+
+
 class JSONField(models.JSONField):
-    """models.JSONField read with `loads_stored` (see the module's docstring); written as Django writes it."""
+    """models.JSONField read with `loads_stored` (see the module's docstring); written as Django writes it, or from a
+    `JSONText`'s text."""
+
+    def get_db_prep_save(self, value: Any, connection: Any) -> Any:
+        if not isinstance(value, JSONText):
+            return super().get_db_prep_save(value, connection)
+        text = value.text
+        if connection.vendor == "postgresql":
+            from psycopg.types.json import Jsonb  # PostgreSQL's driver: not imported where SQLite serves
+
+            return Jsonb(value.value, dumps=lambda _value: text)
+        return text.decode()
 
     def from_db_value(self, value: Any, expression: Any, connection: Any) -> Any:
         if value is None or self.decoder is not None:

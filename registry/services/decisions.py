@@ -36,6 +36,7 @@ from registry import dispatch
 from registry.choices import AuditKind, DecisionStatus, Trust
 from registry.exceptions import RegistryError
 from registry.models import Alert, Decision, DecisionAnswer, DecisionEvidence, Submission
+from registry.models.fields import finite_json
 from registry.selectors.decisions import decision_candidate_runs, decision_latest_answer
 from registry.services.audit import audit_append
 from registry.services.webhooks import webhook_enqueue, webhook_secret_new
@@ -162,8 +163,13 @@ def _store_answer(decision: Decision, number: int, *, actor: str) -> DecisionAns
     read its ~170 KB back."""
     answer, cited = decision_compute(question=decision_question(decision.question))
     stored = DecisionAnswer.objects.create(
-        decision=decision, number=number, answer=answer, digest=canonical.digest(answer), created_at=timezone.now()
+        decision=decision,
+        number=number,
+        answer=finite_json(answer),  # an answer holds only finite figures (protocol.decisions checks)
+        digest=canonical.digest(answer),
+        created_at=timezone.now(),
     )
+    stored.answer = answer
     DecisionEvidence.objects.bulk_create([DecisionEvidence(answer=stored, submission=run) for run in cited])
     _audit_answered(stored, cited, actor)
     decision.answered = stored
