@@ -44,7 +44,7 @@ def forwards(apps, schema_editor):
 
 
 def backwards(apps, schema_editor):
-    _set(schema_editor, "pglz")
+    _set(schema_editor, "default")  # the server's default_toast_compression, as before
 
 
 class Migration(migrations.Migration):
