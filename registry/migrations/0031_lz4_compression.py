@@ -23,28 +23,26 @@ COLUMNS = [
 
 
 def _set(schema_editor, method: str) -> None:
-    if schema_editor.connection.vendor != "postgresql":
-        return
-    with schema_editor.connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT current_setting('server_version_num')::int >= 140000 "
-            "AND EXISTS (SELECT 1 FROM pg_settings WHERE name = 'default_toast_compression' "
-            "AND 'lz4' = ANY(enumvals))"
-        )
-        (has_lz4,) = cursor.fetchone()
-    if not has_lz4:
-        print(f"\n  registry 0031: no LZ4 in this PostgreSQL; large values keep pglz ({method} not set)")
-        return
     for table, column in COLUMNS:
         schema_editor.execute(f"ALTER TABLE {table} ALTER COLUMN {column} SET COMPRESSION {method}")
 
 
 def forwards(apps, schema_editor):
+    if schema_editor.connection.vendor != "postgresql":
+        return
+    with schema_editor.connection.cursor() as cursor:
+        # default_toast_compression (PostgreSQL 14 and later) lists lz4 where the server was built with it
+        cursor.execute("SELECT 'lz4' = ANY(enumvals) FROM pg_settings WHERE name = 'default_toast_compression'")
+        row = cursor.fetchone()
+    if not (row and row[0]):
+        print("\n  registry 0031: no LZ4 in this PostgreSQL; large values keep pglz")
+        return
     _set(schema_editor, "lz4")
 
 
 def backwards(apps, schema_editor):
-    _set(schema_editor, "default")  # the server's default_toast_compression, as before
+    if schema_editor.connection.vendor == "postgresql":
+        _set(schema_editor, "default")  # the server's default_toast_compression, as before
 
 
 class Migration(migrations.Migration):

@@ -3,6 +3,7 @@ same types, for every text, and through the database for the values where the tw
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import uuid
@@ -138,14 +139,14 @@ def test_large_values_are_compressed_with_lz4_where_the_server_has_it() -> None:
         cursor.execute("SELECT 'lz4' = ANY(enumvals) FROM pg_settings WHERE name = 'default_toast_compression'")
         if not cursor.fetchone()[0]:
             pytest.skip("this PostgreSQL was built without LZ4: migration 0031 leaves pglz")
+        columns = importlib.import_module("registry.migrations.0031_lz4_compression").COLUMNS
         cursor.execute(
             "SELECT attrelid::regclass::text, attname, attcompression FROM pg_attribute "
-            "WHERE (attrelid::regclass::text, attname) IN (('registry_decisionanswer', 'answer'), "
-            "('registry_submission', 'document'), ('registry_submission', 'canonical'), "
-            "('registry_comparison', 'result'), ('registry_comparison', 'canonical'))"
+            "WHERE attrelid::regclass::text || '.' || attname = ANY(%s)",
+            [[f"{table}.{column}" for table, column in columns]],
         )
         rows = cursor.fetchall()
-        assert len(rows) == 5 and {r[2] for r in rows} == {"l"}, rows
+        assert len(rows) == len(columns) == 5 and {r[2] for r in rows} == {"l"}, rows
     # A value past the out-of-line threshold (~2 KB) is compressed with the column's method: stored in a copy of the
     # answers' table (LIKE … INCLUDING ALL keeps the column's compression), as a decision's answer is written.
     big = {"samples": [i / 7 for i in range(20_000)]}
