@@ -49,11 +49,11 @@ def verify_entries(report: Report) -> MerkleTree:
     if bounds:
         return _verify_in_ranges(report, committed, bounds)
     tree = MerkleTree()
-    check_entries(report, committed, stream_chunks(_entry_query()), tree)
+    check_entries(report, committed, stream_chunks(entry_query()), tree)
     return tree
 
 
-def _entry_query(start: int | None = None, stop: int | None = None) -> Any:
+def entry_query(start: int | None = None, stop: int | None = None) -> Any:
     """The rows of _ENTRY_COLUMNS by seq, those with start <= seq < stop where given."""
     query = AuditEntry.objects.order_by("seq")
     if start is not None:
@@ -84,13 +84,13 @@ def _verify_in_ranges(report: Report, committed: _Committed, bounds: list[int]) 
     def check_range(start: int, stop: int | None) -> Any:
         range_report, range_tree = Report(), MerkleTree()
         first, end = check_entries(
-            range_report, committed, stream_chunks(_entry_query(start, stop)), range_tree, expected=None
+            range_report, committed, stream_chunks(entry_query(start, stop)), range_tree, expected=None
         )
         return first, end, range_report.findings, range_tree
 
     with ranges.forked(bounds, check_range) as result:
         tree = MerkleTree()
-        _, expected = check_entries(report, committed, stream_chunks(_entry_query(stop=bounds[0])), tree)
+        _, expected = check_entries(report, committed, stream_chunks(entry_query(stop=bounds[0])), tree)
         for index in range(len(bounds)):
             first, end, findings, range_tree = result(index)
             if first is not None:
