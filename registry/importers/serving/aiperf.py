@@ -19,6 +19,10 @@ from .reading import json_value
 __all__ = ["MAX_SUMMARY_BYTES", "SUMMARY", "is_aiperf", "read"]
 
 PER_REQUEST = "profile_export.jsonl"
+# aiperf 0.13.0 with a warm-up also writes each phase's summary apart (phases/<name>/profile_export_aiperf.json) and
+# lists them in this file beside the run's own summary: copies of the level, or the warm-up alone, never levels.
+PHASE_MANIFEST = "phase_manifest.json"
+MAX_MANIFEST_BYTES = 1024 * 1024
 # (aiperf_version, schema_version) read and tested; the schema decides how input_config is read (aiperf_config.py).
 KNOWN_VERSIONS = (("0.8.0", "1.1"), ("0.13.0", "1.4"))
 MAX_SUMMARY_BYTES = 16 * 1024 * 1024
@@ -33,9 +37,35 @@ def is_aiperf(data: dict[str, Any]) -> bool:
     return "aiperf_version" in data and "input_config" in data
 
 
+def phase_summaries(folder: Path) -> dict[Path, str]:
+    """The per-phase summaries the phase_manifest.json of a run `folder` lists, each with its phase's kind
+    (resolved paths; none when the folder has no readable manifest)."""
+    manifest = folder / PHASE_MANIFEST
+    try:
+        if manifest.stat().st_size > MAX_MANIFEST_BYTES:
+            return {}
+        phases = json.loads(manifest.read_bytes()).get("phases")
+    except (OSError, ValueError, AttributeError):
+        return {}
+    listed = {}
+    for phase in phases if isinstance(phases, list) else []:
+        name = phase.get("metrics_json") if isinstance(phase, dict) else None
+        if isinstance(name, str) and name:
+            listed[(folder / name).resolve()] = str(phase.get("phase_kind") or phase.get("phase_name") or "a")
+    return listed
+
+
 def read(path: Path, data: dict[str, Any], raw: bytes) -> Level:
     """One level from an aiperf summary (already parsed from `raw`)."""
     where = str(path)
+    run = path.resolve().parent.parent.parent  # a phase summary is <run>/phases/<name>/profile_export_aiperf.json
+    kind = phase_summaries(run).get(path.resolve())
+    if kind is not None:
+        raise ServingImportError(
+            f"is aiperf's summary of its {kind} phase alone ({run / PHASE_MANIFEST} lists it): the level is the run's "
+            f"own summary, {run / SUMMARY}",
+            where=where,
+        )
     schema = _known_schema(data, where)
     _refuse_unfinished(data, where)
     config = data.get("input_config")
@@ -216,6 +246,14 @@ def _ns_time(value: Any, key: str, fields: dict[str, str]) -> str | None:
     return datetime.fromtimestamp(ns / 1e9, tz=UTC).isoformat()
 
 
+def _outside_profiling(record: dict[str, Any]) -> bool:
+    """Whether a per-request record is of another phase than the one the summary measures (aiperf 0.13.0 writes its
+    warm-up requests to the same file, with metadata.benchmark_phase "warmup"; 0.8.0 states no phase)."""
+    metadata = record.get("metadata")
+    phase = metadata.get("benchmark_phase") if isinstance(metadata, dict) else None
+    return phase is not None and phase != "profiling"
+
+
 def _check_per_request(path: Path, summary: dict[str, Any], metrics: dict[str, Any]) -> str:
     """aiperf's per-request records must give its own summary back; the file's digest joins the evidence."""
     where = str(path)
@@ -233,7 +271,7 @@ def _check_per_request(path: Path, summary: dict[str, Any], metrics: dict[str, A
         except json.JSONDecodeError as exc:
             raise ServingImportError(f"line {number} is not JSON ({exc.msg})", where=where) from None
         values = record.get("metrics") if isinstance(record, dict) else None
-        if not isinstance(values, dict) or record.get("error"):
+        if not isinstance(values, dict) or record.get("error") or _outside_profiling(record):
             continue
         if isinstance(values.get("time_to_first_token"), dict):
             ttft.append(float(values["time_to_first_token"]["value"]))

@@ -9,6 +9,7 @@ docs/serving.md maps each field.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +37,7 @@ class Setup:
     dataset: str | None
     group: str  # the settings without the load: levels with the same group are one sweep
     request_shape: dict[str, Any] | None
+    warmup: dict[str, Any] | None = None  # conditions.warmup: the warm-up phases' requests and seconds
 
 
 def read_setup(schema: str, config: dict[str, Any], where: str, fields: dict[str, str]) -> Setup:
@@ -83,6 +85,7 @@ def _setup_1_4(config: dict[str, Any], where: str, fields: dict[str, str]) -> Se
         dataset=str(public)[:500] if public else None,
         group=_group(config, [("phases", "concurrency"), ("phases", "rate")], ("artifacts",)),
         request_shape=_synthetic_shape(only, fields),
+        warmup=_warmup(config, fields),
     )
 
 
@@ -159,6 +162,36 @@ def _phase(config: dict[str, Any], where: str, fields: dict[str, str]) -> tuple[
     )
 
 
+def _warmup(config: dict[str, Any], fields: dict[str, str]) -> dict[str, Any] | None:
+    """The warm-up aiperf 0.13.0 ran before its profiling phase (its phases of kind `warmup`, left out of the
+    summary and the per-request check): the requests and seconds they state, summed; None when it ran none."""
+    warmups = [
+        (n, p) for n, p in enumerate(config.get("phases") or []) if isinstance(p, dict) and p.get("kind") == "warmup"
+    ]
+    if not warmups:
+        return None
+    requests = [_count(p.get("requests")) for _, p in warmups]
+    seconds = [_seconds(p.get("duration")) for _, p in warmups]
+    fields["/conditions/warmup"] = (
+        f"{SUMMARY}: input_config.phases[{', '.join(str(n) for n, _ in warmups)}] (kind warmup): requests, duration"
+    )
+    return {
+        "iterations": None if None in requests else sum(r for r in requests if r is not None),
+        "seconds": None if None in seconds else float(sum(s for s in seconds if s is not None)),
+    }
+
+
+def _count(value: Any) -> int | None:
+    """A phase's stated count of requests (None when it states none, or not a count)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _seconds(value: Any) -> float | None:
+    """A phase's stated duration in seconds (None when it states none, or not a duration)."""
+    finite = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+    return float(value) if finite else None
+
+
 def _synthetic_shape(dataset: dict[str, Any], fields: dict[str, str]) -> dict[str, Any] | None:
     """The request shape of aiperf's synthetic data: normal input and output lengths (stddev 0: constant). Other
     data (files, public sets, other length laws) leave the shape to the deployment."""
@@ -174,12 +207,29 @@ def _synthetic_shape(dataset: dict[str, Any], fields: dict[str, str]) -> dict[st
     fields["/workload/request_shape/input_tokens"] = f"{at}.isl (mean, stddev)"
     fields["/workload/request_shape/output_tokens"] = f"{at}.osl (mean, stddev)"
     fixed = not shapes["isl"]["stdev"] and not shapes["osl"]["stdev"]
-    return {
+    shape = {
         "kind": "fixed" if fixed else "distribution",
         "input_tokens": shapes["isl"],
         "output_tokens": shapes["osl"],
         "turns": "single",
     }
+    # Synthetic conversations (--conversation-turn-mean): each turn sends the conversation so far and isl new tokens,
+    # so the prompts grow turn by turn; such a run is never the single-turn shape of the same lengths.
+    turns = dataset.get("turns")
+    if isinstance(turns, dict) and (_number_over(turns.get("mean"), 1) or _number_over(turns.get("stddev"), 0)):
+        spread = f" (stddev {float(turns['stddev']):g})" if turns.get("stddev") else ""
+        law = f"{float(turns['mean']):g} turns{spread}"
+        shape["turns"] = "multi"
+        shape["notes"] = (
+            f"aiperf synthetic conversations of {law}: each turn's prompt is the conversation so far and the input "
+            "tokens above as new text"
+        )
+        fields["/workload/request_shape/turns"] = f"{SUMMARY}: input_config.datasets[0].turns (mean, stddev)"
+    return shape
+
+
+def _number_over(value: Any, floor: float) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value > floor
 
 
 def _group(config: dict[str, Any], load: list[tuple[str, str]], drop: tuple[str, ...]) -> str:

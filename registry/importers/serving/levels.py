@@ -52,6 +52,9 @@ class Level:
     # levels of one file share its digest, and the registry tells measurements apart by the files and this.
     scenario: str | None = None
     burstiness: float | None = None  # the gamma shape of the arrivals, where the tool states it
+    # The warm-up before the measured window, as the files state it (conditions.warmup: iterations, seconds); None
+    # where they state none
+    warmup: dict[str, Any] | None = None
     stated: dict[str, Any] = field(default_factory=dict)  # deployment facts the files state (harness records)
     # Engine settings that change capacity, as the files state them (software.settings: the engine's launch command)
     settings: dict[str, Any] = field(default_factory=dict)
@@ -165,7 +168,7 @@ def document(level: Level, deployment: Deployment, sweep: tuple[str, int, int], 
             **({"settings": settings} if (settings := _settings(level, deployment)) else {}),
         },
         "conditions": {
-            "warmup": None,
+            "warmup": level.warmup,
             "window": {"seconds": level.window_s, "iterations": metrics["requests"]["completed"], "repetitions": 1},
             "steady_state": {"method": "not-assessed", "reached": None},
         },

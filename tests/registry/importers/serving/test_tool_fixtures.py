@@ -5,6 +5,7 @@ short, is refused by name and stores nothing."""
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 from pathlib import Path
@@ -15,6 +16,7 @@ import yaml
 from django.core.management import CommandError, call_command
 
 import protocol
+from protocol.comparability import comparability_keys
 from registry.models import Submission
 from tests.conftest import ROOT
 
@@ -22,6 +24,7 @@ pytestmark = pytest.mark.django_db
 FIXTURES = ROOT / "tests" / "fixtures" / "serving"
 GUIDELLM = FIXTURES / "guidellm"
 AIPERF = FIXTURES / "aiperf-0.13.0"
+AIPERF_MULTITURN = FIXTURES / "aiperf-0.13.0-multiturn" / "concurrency_2"
 # What the files cannot say about the simulated endpoint (runners/serving/simulated.py serves no accelerator).
 DEPLOYMENT = {
     "system": {"name": "simulated endpoint", "accelerators": {"vendor": "NVIDIA", "model": "H100", "count": 1}},
@@ -298,5 +301,73 @@ def test_aiperf_0_13_per_request_records_disagreeing_with_the_summary_are_refuse
     records = folder / "profile_export.jsonl"
     records.write_text("\n".join(records.read_text().splitlines()[1:]) + "\n")
     with pytest.raises(CommandError, match="number of time_to_first_token records from the per-request records"):
+        run_import(tmp_path, folder)
+    assert Submission.objects.count() == 0
+
+
+def test_an_aiperf_run_with_a_warm_up_imports_its_measured_phase_and_states_the_warm_up(tmp_path, user):
+    """aiperf writes its warm-up requests into the same per-request file and each phase's summary apart: the level is
+    the profiling phase (the per-request check counts its records alone), the warm-up is stated, and the per-phase
+    copies are not levels."""
+    docs = run_import(tmp_path, AIPERF_MULTITURN.parent)
+    assert len(docs) == 1
+    (doc,) = docs
+    summary = json.loads((AIPERF_MULTITURN / "profile_export_aiperf.json").read_text())
+    assert protocol.errors(doc) == []
+    assert doc["conditions"]["warmup"] == {"iterations": 4, "seconds": None}
+    fields = doc["provenance"]["origin"]["fields"]
+    assert fields["/conditions/warmup"].endswith("phases[0] (kind warmup): requests, duration")
+    assert doc["metrics"]["requests"]["completed"] == summary["request_count"]["avg"] == 48
+    assert set(doc["provenance"]["origin"]["files"]) == {"profile_export_aiperf.json", "profile_export.jsonl"}
+    # reasoning first: TTFT is the first reasoning token, TTFOT the first answer token, six 12 ms gaps later
+    assert doc["metrics"]["ttft_ms"]["p50"] == summary["time_to_first_token"]["p50"]
+    assert doc["metrics"]["ttfot_ms"]["p50"] == summary["time_to_first_output_token"]["p50"]
+    assert doc["metrics"]["ttfot_ms"]["p50"] - doc["metrics"]["ttft_ms"]["p50"] == pytest.approx(72, abs=15)
+
+
+def test_aiperf_conversations_are_a_multi_turn_shape_never_the_single_turn_one_of_the_same_lengths(tmp_path, user):
+    (doc,) = run_import(tmp_path, AIPERF_MULTITURN)
+    shape = doc["workload"]["request_shape"]
+    assert shape["turns"] == "multi" and shape["input_tokens"]["mean"] == 64
+    assert "conversations of 3 turns" in shape["notes"]
+    fields = doc["provenance"]["origin"]["fields"]
+    assert fields["/workload/request_shape/turns"].endswith("datasets[0].turns (mean, stddev)")
+    single = run_import(tmp_path, AIPERF / "concurrency" / "concurrency_4")
+    single_shape = next(d for d in single if d["scenario"]["concurrency"] == 4)["workload"]["request_shape"]
+    assert single_shape["turns"] == "single"
+    # the same run with the single-turn shape of its lengths is another comparable set on every axis
+    as_single = copy.deepcopy(doc)
+    as_single["workload"]["request_shape"] = single_shape
+    keys, single_keys = comparability_keys(doc), comparability_keys(as_single)
+    assert keys.keys() == single_keys.keys() and all(keys[axis] != single_keys[axis] for axis in keys)
+
+
+@pytest.mark.parametrize("phase", ["warmup", "profiling"])
+def test_an_aiperf_per_phase_summary_named_alone_is_refused_by_name(tmp_path, user, phase):
+    path = AIPERF_MULTITURN / "phases" / phase / "profile_export_aiperf.json"
+    with pytest.raises(CommandError) as error:
+        run_import(tmp_path, path)
+    words = str(error.value)
+    assert f"is aiperf's summary of its {phase} phase alone" in words and "the level is the run's own summary" in words
+    assert str(AIPERF_MULTITURN / "profile_export_aiperf.json") in words
+    assert Submission.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("edit", "count"),
+    [
+        # a measured request dropped: 47 profiling records against the summary's 48
+        (lambda lines: [lines[i] for i in range(len(lines)) if i != 10], 47),
+        # a warm-up record passed off as measured: 49
+        (lambda lines: [lines[0].replace('phase":"warmup"', 'phase":"profiling"'), *lines[1:]], 49),
+    ],
+)
+def test_aiperf_warm_up_records_are_left_out_of_the_check_not_the_check_itself(tmp_path, user, edit, count):
+    folder = copy_of(tmp_path, AIPERF_MULTITURN)
+    records = folder / "profile_export.jsonl"
+    lines = records.read_text().splitlines()
+    assert '"benchmark_phase":"warmup"' in lines[0] and '"benchmark_phase":"profiling"' in lines[10]
+    records.write_text("\n".join(edit(lines)) + "\n")
+    with pytest.raises(CommandError, match=f"time_to_first_token records from the per-request records is {count} but"):
         run_import(tmp_path, folder)
     assert Submission.objects.count() == 0
