@@ -75,6 +75,9 @@ def read(path: Path, data: dict[str, Any], raw: bytes) -> Level:
     notes: dict[str, str] = {}
     setup = read_setup(schema, config, where, fields)
     metrics = _metrics(data, where, fields, notes)
+    settings = asdict(setup)
+    if ramp := settings.pop("ramp"):
+        notes["ramp_up"] = ramp
     files = {SUMMARY: sha256_of(raw)}
     per_request = path.with_name(PER_REQUEST)
     if per_request.is_file():
@@ -84,7 +87,7 @@ def read(path: Path, data: dict[str, Any], raw: bytes) -> Level:
         tool_version=str(data["aiperf_version"]),
         path=where,
         files=files,
-        **asdict(setup),
+        **settings,
         metrics=metrics,
         window_s=_number(data, "benchmark_duration", where),
         started_at=_ns_time(data.get("min_request_timestamp"), "min_request_timestamp", fields),

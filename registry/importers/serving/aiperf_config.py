@@ -38,6 +38,7 @@ class Setup:
     group: str  # the settings without the load: levels with the same group are one sweep
     request_shape: dict[str, Any] | None
     warmup: dict[str, Any] | None = None  # conditions.warmup: the warm-up phases' requests and seconds
+    ramp: str | None = None  # in words: how the profiling phase ramped its load up inside the measured window
 
 
 def read_setup(schema: str, config: dict[str, Any], where: str, fields: dict[str, str]) -> Setup:
@@ -86,6 +87,7 @@ def _setup_1_4(config: dict[str, Any], where: str, fields: dict[str, str]) -> Se
         group=_group(config, [("phases", "concurrency"), ("phases", "rate")], ("artifacts",)),
         request_shape=_synthetic_shape(only, fields),
         warmup=_warmup(config, fields),
+        ramp=_ramp(config),
     )
 
 
@@ -171,7 +173,7 @@ def _warmup(config: dict[str, Any], fields: dict[str, str]) -> dict[str, Any] | 
     if not warmups:
         return None
     requests = [_count(p.get("requests")) for _, p in warmups]
-    seconds = [_seconds(p.get("duration")) for _, p in warmups]
+    seconds = [_non_negative(p.get("duration")) for _, p in warmups]
     fields["/conditions/warmup"] = (
         f"{SUMMARY}: input_config.phases[{', '.join(str(n) for n, _ in warmups)}] (kind warmup): requests, duration"
     )
@@ -186,26 +188,46 @@ def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-def _seconds(value: Any) -> float | None:
-    """A phase's stated duration in seconds (None when it states none, or not a duration)."""
+def _non_negative(value: Any) -> float | None:
+    """A finite number >= 0 as a float, e.g. a phase's stated duration in seconds (None when it is not one)."""
     finite = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
     return float(value) if finite else None
 
 
+RAMPS = {"concurrency_ramp": "concurrency", "rate_ramp": "request rate", "prefill_ramp": "prefill concurrency"}
+
+
+def _ramp(config: dict[str, Any]) -> str | None:
+    """What the profiling phase ramped up (aiperf's concurrency_ramp, rate_ramp, prefill_ramp: a duration in seconds,
+    or {duration, strategy}), in words; None when it ramped nothing. The summary covers the ramp: its figures are
+    not all at the stated load."""
+    phase = next((p for p in config.get("phases") or [] if isinstance(p, dict) and p.get("kind") == "profiling"), {})
+    said = []
+    for key, what in RAMPS.items():
+        ramp = phase.get(key)
+        spec = ramp if isinstance(ramp, dict) else {"duration": ramp}
+        if spec.get("duration") is not None:
+            how = f", {spec['strategy']}" if spec.get("strategy") else ""
+            said.append(f"{what} raised to its level over the first {spec['duration']} s{how} (input_config {key})")
+    if not said:
+        return None
+    return "; ".join(said) + ": the summary's figures include the ramp, so not all of them are at the stated load"
+
+
 def _synthetic_shape(dataset: dict[str, Any], fields: dict[str, str]) -> dict[str, Any] | None:
-    """The request shape of aiperf's synthetic data: normal input and output lengths (stddev 0: constant). Other
-    data (files, public sets, other length laws) leave the shape to the deployment."""
+    """The request shape of aiperf's synthetic data: fixed or normal input and output lengths (`_length_law`). Other
+    data (files, public sets, lognormal, multimodal or empirical lengths) leave the shape to the deployment."""
     prompts = dataset.get("prompts") if dataset.get("type") == "synthetic" else None
     shapes = {}
     for name in ("isl", "osl"):
-        law = (prompts or {}).get(name)
-        if not isinstance(law, dict) or set(law) != {"mean", "stddev"}:
+        law = _length_law((prompts or {}).get(name))
+        if law is None:
             return None
-        stdev = float(law["stddev"])
-        shapes[name] = {"mean": float(law["mean"]), "stdev": stdev, "distribution": "normal" if stdev else "constant"}
+        shapes[name] = {"mean": law[0], "stdev": law[1], "distribution": "normal" if law[1] else "constant"}
     at = f"{SUMMARY}: input_config.datasets[0].prompts"
-    fields["/workload/request_shape/input_tokens"] = f"{at}.isl (mean, stddev)"
-    fields["/workload/request_shape/output_tokens"] = f"{at}.osl (mean, stddev)"
+    stated = "mean, stddev (absent: 0, as aiperf reads it)"
+    fields["/workload/request_shape/input_tokens"] = f"{at}.isl ({stated})"
+    fields["/workload/request_shape/output_tokens"] = f"{at}.osl ({stated})"
     fixed = not shapes["isl"]["stdev"] and not shapes["osl"]["stdev"]
     shape = {
         "kind": "fixed" if fixed else "distribution",
@@ -215,21 +237,28 @@ def _synthetic_shape(dataset: dict[str, Any], fields: dict[str, str]) -> dict[st
     }
     # Synthetic conversations (--conversation-turn-mean): each turn sends the conversation so far and isl new tokens,
     # so the prompts grow turn by turn; such a run is never the single-turn shape of the same lengths.
-    turns = dataset.get("turns")
-    if isinstance(turns, dict) and (_number_over(turns.get("mean"), 1) or _number_over(turns.get("stddev"), 0)):
-        spread = f" (stddev {float(turns['stddev']):g})" if turns.get("stddev") else ""
-        law = f"{float(turns['mean']):g} turns{spread}"
+    turns = _length_law(dataset.get("turns"))
+    if turns is not None and (turns[0] > 1 or turns[1] > 0):
+        spread = f" (stddev {turns[1]:g})" if turns[1] else ""
         shape["turns"] = "multi"
         shape["notes"] = (
-            f"aiperf synthetic conversations of {law}: each turn's prompt is the conversation so far and the input "
-            "tokens above as new text"
+            f"aiperf synthetic conversations of {turns[0]:g} turns{spread}: each turn's prompt is the conversation so "
+            "far and the input tokens above as new text"
         )
-        fields["/workload/request_shape/turns"] = f"{SUMMARY}: input_config.datasets[0].turns (mean, stddev)"
+        fields["/workload/request_shape/turns"] = f"{SUMMARY}: input_config.datasets[0].turns ({stated})"
     return shape
 
 
-def _number_over(value: Any, floor: float) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value > floor
+def _length_law(law: Any) -> tuple[float, float] | None:
+    """(mean, stddev) of a fixed or normal law as aiperf 0.13.0's config writes it (aiperf.config.distributions, whose
+    export leaves out what was not set): a number or {value} is fixed, {mean} alone normal with stddev 0, {mean,
+    stddev} normal. Any other law (median: lognormal; peaks, points), or a value that is not a finite number >= 0:
+    None."""
+    if isinstance(law, dict) and set(law) in ({"value"}, {"mean"}, {"mean", "stddev"}):
+        mean, stdev = _non_negative(law.get("value", law.get("mean"))), _non_negative(law.get("stddev", 0.0))
+    else:
+        mean, stdev = _non_negative(law), 0.0
+    return None if mean is None or stdev is None else (mean, stdev)
 
 
 def _group(config: dict[str, Any], load: list[tuple[str, str]], drop: tuple[str, ...]) -> str:

@@ -24,7 +24,8 @@ pytestmark = pytest.mark.django_db
 FIXTURES = ROOT / "tests" / "fixtures" / "serving"
 GUIDELLM = FIXTURES / "guidellm"
 AIPERF = FIXTURES / "aiperf-0.13.0"
-AIPERF_MULTITURN = FIXTURES / "aiperf-0.13.0-multiturn" / "concurrency_2"
+AIPERF_MULTITURN = FIXTURES / "aiperf-0.13.0-more" / "multiturn" / "concurrency_2"
+AIPERF_RAMP = FIXTURES / "aiperf-0.13.0-more" / "ramp" / "profile_export_aiperf.json"
 # What the files cannot say about the simulated endpoint (runners/serving/simulated.py serves no accelerator).
 DEPLOYMENT = {
     "system": {"name": "simulated endpoint", "accelerators": {"vendor": "NVIDIA", "model": "H100", "count": 1}},
@@ -331,7 +332,9 @@ def test_aiperf_conversations_are_a_multi_turn_shape_never_the_single_turn_one_o
     assert shape["turns"] == "multi" and shape["input_tokens"]["mean"] == 64
     assert "conversations of 3 turns" in shape["notes"]
     fields = doc["provenance"]["origin"]["fields"]
-    assert fields["/workload/request_shape/turns"].endswith("datasets[0].turns (mean, stddev)")
+    assert fields["/workload/request_shape/turns"].endswith(
+        "datasets[0].turns (mean, stddev (absent: 0, as aiperf reads it))"
+    )
     single = run_import(tmp_path, AIPERF / "concurrency" / "concurrency_4")
     single_shape = next(d for d in single if d["scenario"]["concurrency"] == 4)["workload"]["request_shape"]
     assert single_shape["turns"] == "single"
@@ -371,3 +374,40 @@ def test_aiperf_warm_up_records_are_left_out_of_the_check_not_the_check_itself(t
     with pytest.raises(CommandError, match=f"time_to_first_token records from the per-request records is {count} but"):
         run_import(tmp_path, folder)
     assert Submission.objects.count() == 0
+
+
+def test_an_aiperf_ramp_up_is_said_and_lengths_stated_as_a_mean_alone_are_constant(tmp_path, user):
+    (doc,) = run_import(tmp_path, AIPERF_RAMP)
+    assert doc["scenario"]["concurrency"] == 8
+    ramp = doc["provenance"]["origin"]["unparsed"]["ramp_up"]
+    assert ramp.startswith("concurrency raised to its level over the first 3.0 s") and "include the ramp" in ramp
+    # aiperf's export leaves stddev out when it was not set: aiperf reads a mean alone as stddev 0
+    assert doc["workload"]["request_shape"] == {
+        "kind": "fixed",
+        "input_tokens": {"mean": 64, "stdev": 0, "distribution": "constant"},
+        "output_tokens": {"mean": 32, "stdev": 0, "distribution": "constant"},
+        "turns": "single",
+    }
+    assert (
+        "absent: 0, as aiperf reads it" in doc["provenance"]["origin"]["fields"]["/workload/request_shape/input_tokens"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("isl", "shape"),
+    [
+        (64, {"mean": 64, "stdev": 0, "distribution": "constant"}),  # a number: aiperf's FixedDistribution
+        ({"value": 64}, {"mean": 64, "stdev": 0, "distribution": "constant"}),
+        ({"mean": 64, "stddev": 8}, {"mean": 64, "stdev": 8, "distribution": "normal"}),
+        ({"mean": 64, "median": 50}, None),  # lognormal: no field for it, the deployment must state the shape
+        ({"peaks": [{"mean": 64}]}, None),
+        ({"mean": -1}, None),
+    ],
+)
+def test_aiperf_length_laws_are_read_as_aiperf_reads_them(tmp_path, user, isl, shape):
+    path = altered(tmp_path, AIPERF_RAMP, lambda d: d["input_config"]["datasets"][0]["prompts"].update(isl=isl))
+    if shape is None:
+        refused(tmp_path, path, "aiperf's files do not state the request shape")
+    else:
+        (doc,) = run_import(tmp_path, path)
+        assert doc["workload"]["request_shape"]["input_tokens"] == shape
