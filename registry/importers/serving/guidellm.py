@@ -380,7 +380,10 @@ def _request_shape(data: dict[str, Any], name: str) -> tuple[dict[str, Any] | No
     spec = (data.get("config") or {}).get("spec") or {}
     sources = spec.get("data")
     source = sources[0] if isinstance(sources, list) and len(sources) == 1 else None
-    if not isinstance(source, dict) or source.get("kind") != "synthetic_text" or source.get("turns") not in (1, None):
+    turns = source.get("turns") if isinstance(source, dict) else None
+    if not isinstance(source, dict) or source.get("kind") != "synthetic_text":
+        return None, {}
+    if turns is not None and (not isinstance(turns, int) or isinstance(turns, bool) or turns < 1):
         return None, {}
     laws = {}
     for key in ("prompt_tokens", "output_tokens"):
@@ -397,6 +400,15 @@ def _request_shape(data: dict[str, Any], name: str) -> tuple[dict[str, Any] | No
         "/workload/request_shape/input_tokens": f"{name}: config.spec.data[0].prompt_tokens (_stdev, _min, _max)",
         "/workload/request_shape/output_tokens": f"{name}: config.spec.data[0].output_tokens (_stdev, _min, _max)",
     }
+    if turns is not None and turns > 1:
+        # each turn sends the conversation so far and the stated prompt tokens as new text: the prompts grow turn by
+        # turn, and such a run is never the single-turn shape of the same lengths
+        shape["turns"] = "multi"
+        shape["notes"] = (
+            f"guidellm synthetic conversations of {turns} turns: each turn's prompt is the conversation so far and "
+            "the input tokens above as new text"
+        )
+        fields["/workload/request_shape/turns"] = f"{name}: config.spec.data[0].turns"
     return shape, fields
 
 
@@ -404,14 +416,22 @@ def _note_prompt_lengths(level: Level, bench: dict[str, Any], shape: dict[str, A
     """Say so where the prompts measured are not the length the data source was set up to draw: guidellm decodes
     a synthetic prompt's ids with skip_special_tokens, so words its tokenizer does not know vanish from it (the
     project's tokenizer knows guidellm's words since it was rewritten; another tokenizer may not)."""
-    stats = ((bench.get("metrics") or {}).get("prompt_token_count") or {}).get("successful") or {}
+    metrics = bench.get("metrics") or {}
+    stats = (metrics.get("prompt_token_count") or {}).get("successful") or {}
+    whose = "the successful requests'"
+    if shape is not None and shape.get("turns") == "multi":
+        # later turns carry the conversation so far: only the first turns' prompts are the data source's own length
+        turns = metrics.get("turns")
+        turns = turns if isinstance(turns, list) else []
+        first = next((t for t in turns if isinstance(t, dict) and t.get("turn_index") == 0), {})
+        stats, whose = (first.get("prompt_token_count") or {}).get("successful") or {}, "the first turns'"
     measured = stats.get("mean")
     if shape is None or not isinstance(measured, int | float):
         return
     stated = shape["input_tokens"]["mean"]
     if abs(measured - stated) > 0.05 * stated:
         level.notes["request_shape"] = (
-            f"the data source was set up for a mean of {stated:g} prompt tokens, but the successful requests' mean "
+            f"the data source was set up for a mean of {stated:g} prompt tokens, but {whose} mean "
             f"prompt_token_count is {measured:.4g}"
         )
 

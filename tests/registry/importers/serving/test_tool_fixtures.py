@@ -24,8 +24,9 @@ pytestmark = pytest.mark.django_db
 FIXTURES = ROOT / "tests" / "fixtures" / "serving"
 GUIDELLM = FIXTURES / "guidellm"
 AIPERF = FIXTURES / "aiperf-0.13.0"
-AIPERF_MULTITURN = FIXTURES / "aiperf-0.13.0-more" / "multiturn" / "concurrency_2"
-AIPERF_RAMP = FIXTURES / "aiperf-0.13.0-more" / "ramp" / "profile_export_aiperf.json"
+AIPERF_MULTITURN = FIXTURES / "more" / "aiperf-multiturn" / "concurrency_2"
+AIPERF_RAMP = FIXTURES / "more" / "aiperf-ramp" / "profile_export_aiperf.json"
+GUIDELLM_MULTITURN = FIXTURES / "more" / "guidellm-multiturn" / "benchmarks.json"
 # What the files cannot say about the simulated endpoint (runners/serving/simulated.py serves no accelerator).
 DEPLOYMENT = {
     "system": {"name": "simulated endpoint", "accelerators": {"vendor": "NVIDIA", "model": "H100", "count": 1}},
@@ -411,3 +412,16 @@ def test_aiperf_length_laws_are_read_as_aiperf_reads_them(tmp_path, user, isl, s
     else:
         (doc,) = run_import(tmp_path, path)
         assert doc["workload"]["request_shape"]["input_tokens"] == shape
+
+
+def test_guidellm_conversations_are_a_multi_turn_shape_and_their_first_turns_are_the_stated_length(tmp_path, user):
+    (doc,) = run_import(tmp_path, GUIDELLM_MULTITURN)
+    bench = json.loads(GUIDELLM_MULTITURN.read_text())["benchmarks"][0]
+    shape = doc["workload"]["request_shape"]
+    assert shape["turns"] == "multi" and "conversations of 3 turns" in shape["notes"]
+    assert shape["input_tokens"]["mean"] == 64 and shape["output_tokens"]["mean"] == 32
+    # the prompts grow with the conversation (mean 154 over the turns) but the first turns' are the stated 64: the
+    # note that a tokenizer dropped words is not written
+    assert stats(bench, "prompt_token_count")["mean"] > 100
+    assert "request_shape" not in doc["provenance"]["origin"]["unparsed"]
+    assert doc["provenance"]["origin"]["fields"]["/workload/request_shape/turns"].endswith("config.spec.data[0].turns")
