@@ -18,8 +18,10 @@ from .errors import ServingImportError
 from .levels import endpoint_of
 
 SUMMARY = "profile_export_aiperf.json"
-# aiperf 0.13.0 phase types read: the arrival each stands for (gamma arrivals need a shape the import does not map).
-PHASE_ARRIVALS = {"concurrency": "closed-loop", "poisson": "poisson", "constant": "constant"}
+# aiperf 0.13.0 phase types read: the arrival each stands for (gamma: its shape is the phase's smoothness).
+PHASE_ARRIVALS = {"concurrency": "closed-loop", "poisson": "poisson", "constant": "constant", "gamma": "gamma"}
+# aiperf's gamma arrivals without a stated smoothness use this shape (aiperf.timing.intervals: 1.0, Poisson)
+AIPERF_DEFAULT_SMOOTHNESS = 1.0
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,7 @@ class Setup:
     request_shape: dict[str, Any] | None
     warmup: dict[str, Any] | None = None  # conditions.warmup: the warm-up phases' requests and seconds
     ramp: str | None = None  # in words: how the profiling phase ramped its load up inside the measured window
+    burstiness: float | None = None  # the gamma shape of the arrivals (aiperf's smoothness), for gamma arrivals
 
 
 def read_setup(schema: str, config: dict[str, Any], where: str, fields: dict[str, str]) -> Setup:
@@ -70,7 +73,7 @@ def _setup_1_4(config: dict[str, Any], where: str, fields: dict[str, str]) -> Se
     endpoint = _object(config, "endpoint", where)
     models = (config.get("models") or {}).get("items") or []
     names = [m.get("name") for m in models if isinstance(m, dict)]
-    mode, concurrency, rate, arrival = _phase(config, where, fields)
+    mode, concurrency, rate, arrival, burstiness = _phase(config, where, fields)
     datasets = config.get("datasets")
     only = datasets[0] if isinstance(datasets, list) and len(datasets) == 1 and isinstance(datasets[0], dict) else {}
     public = only.get("dataset") if only.get("type") == "public" else None
@@ -88,6 +91,7 @@ def _setup_1_4(config: dict[str, Any], where: str, fields: dict[str, str]) -> Se
         request_shape=_synthetic_shape(only, fields),
         warmup=_warmup(config, fields),
         ramp=_ramp(config),
+        burstiness=burstiness,
     )
 
 
@@ -136,8 +140,12 @@ def _loadgen(loadgen: dict[str, Any], where: str, fields: dict[str, str]) -> tup
     )
 
 
-def _phase(config: dict[str, Any], where: str, fields: dict[str, str]) -> tuple[str, int | None, float | None, str]:
-    """aiperf 0.13.0's offered load: its one profiling phase (warm-up phases are not measured)."""
+def _phase(
+    config: dict[str, Any], where: str, fields: dict[str, str]
+) -> tuple[str, int | None, float | None, str, float | None]:
+    """aiperf 0.13.0's offered load: its one profiling phase (warm-up phases are not measured), as (mode,
+    concurrency, target rate, arrival, gamma shape). A gamma phase's shape is its smoothness (aiperf's default 1.0
+    where it states none): 1 is Poisson, and is said so."""
     phases = config.get("phases")
     profiling = [(n, p) for n, p in enumerate(phases or []) if isinstance(p, dict) and p.get("kind") == "profiling"]
     if len(profiling) != 1:
@@ -153,10 +161,21 @@ def _phase(config: dict[str, Any], where: str, fields: dict[str, str]) -> tuple[
         )
     if kind == "concurrency" and isinstance(phase.get("concurrency"), int):
         fields["/scenario/concurrency"] = f"{at}.concurrency"
-        return "concurrency", phase["concurrency"], None, "closed-loop"
+        return "concurrency", phase["concurrency"], None, "closed-loop", None
     if kind != "concurrency" and isinstance(phase.get("rate"), int | float) and not phase.get("concurrency"):
         fields["/scenario/target_qps"] = f"{at}.rate"
-        return "request-rate", None, float(phase["rate"]), PHASE_ARRIVALS[kind]
+        if kind != "gamma":
+            return "request-rate", None, float(phase["rate"]), PHASE_ARRIVALS[kind], None
+        stated = phase.get("smoothness")
+        shape = AIPERF_DEFAULT_SMOOTHNESS if stated is None else _non_negative(stated)
+        if not shape:
+            raise ServingImportError(
+                f"input_config.phases[{n}].smoothness {stated!r} is no gamma shape (a positive number)", where=where
+            )
+        fields["/scenario/burstiness"] = (
+            f"{at}.smoothness" if stated is not None else f"{at} (no smoothness: aiperf's default {shape:g})"
+        )
+        return "request-rate", None, float(phase["rate"]), "poisson" if shape == 1 else "gamma", shape
     raise ServingImportError(
         f"input_config.phases[{n}] ({kind}) does not state its load alone (concurrency {phase.get('concurrency')!r}, "
         f"rate {phase.get('rate')!r}): the offered load is unknown",

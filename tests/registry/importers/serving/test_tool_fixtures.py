@@ -27,6 +27,7 @@ AIPERF = FIXTURES / "aiperf-0.13.0"
 AIPERF_MULTITURN = FIXTURES / "more" / "aiperf-multiturn" / "concurrency_2"
 AIPERF_RAMP = FIXTURES / "more" / "aiperf-ramp" / "profile_export_aiperf.json"
 GUIDELLM_MULTITURN = FIXTURES / "more" / "guidellm-multiturn" / "benchmarks.json"
+AIPERF_GAMMA = FIXTURES / "more" / "aiperf-gamma" / "profile_export_aiperf.json"
 # What the files cannot say about the simulated endpoint (runners/serving/simulated.py serves no accelerator).
 DEPLOYMENT = {
     "system": {"name": "simulated endpoint", "accelerators": {"vendor": "NVIDIA", "model": "H100", "count": 1}},
@@ -287,8 +288,8 @@ def test_a_guidellm_report_cut_short_is_refused(tmp_path, user):
         (lambda d: d.update(aiperf_version="0.14.0"), "aiperf 0.14.0 with schema_version 1.4 is not a version"),
         (lambda d: d.update(schema_version="1.5"), "aiperf 0.13.0 with schema_version 1.5 is not a version"),
         (
-            lambda d: d["input_config"]["phases"][0].update(type="gamma"),
-            "input_config.phases[0].type 'gamma' is not a load this importer reads",
+            lambda d: d["input_config"]["phases"][0].update(type="user_centric"),
+            "input_config.phases[0].type 'user_centric' is not a load this importer reads",
         ),
         (lambda d: d.update(is_complete=False), "aiperf says this benchmark is not complete"),
         (lambda d: d["time_to_first_token"].update(unit="s"), "time_to_first_token is in 's', not 'ms'"),
@@ -425,3 +426,33 @@ def test_guidellm_conversations_are_a_multi_turn_shape_and_their_first_turns_are
     assert stats(bench, "prompt_token_count")["mean"] > 100
     assert "request_shape" not in doc["provenance"]["origin"]["unparsed"]
     assert doc["provenance"]["origin"]["fields"]["/workload/request_shape/turns"].endswith("config.spec.data[0].turns")
+
+
+def test_aiperf_gamma_arrivals_import_with_their_shape_as_vllm_burstiness_does(tmp_path, user):
+    (doc,) = run_import(tmp_path, AIPERF_GAMMA)
+    phase = json.loads(AIPERF_GAMMA.read_text())["input_config"]["phases"][0]
+    assert phase["type"] == "gamma" and phase["smoothness"] == 0.5
+    scenario = doc["scenario"]
+    assert (scenario["arrival"], scenario["burstiness"], scenario["target_qps"]) == ("gamma", 0.5, phase["rate"])
+    assert doc["provenance"]["origin"]["fields"]["/scenario/burstiness"].endswith("input_config.phases[0].smoothness")
+
+
+@pytest.mark.parametrize(
+    ("smoothness", "arrival", "burstiness"),
+    [(None, "poisson", 1.0), (1.0, "poisson", 1.0), (3.0, "gamma", 3.0)],  # absent: aiperf's default, Poisson
+)
+def test_aiperf_gamma_smoothness_absent_or_one_is_poisson(tmp_path, user, smoothness, arrival, burstiness):
+    def change(d: dict[str, Any]) -> None:
+        phase = d["input_config"]["phases"][0]
+        phase.pop("smoothness")
+        if smoothness is not None:
+            phase["smoothness"] = smoothness
+
+    (doc,) = run_import(tmp_path, altered(tmp_path, AIPERF_GAMMA, change))
+    assert (doc["scenario"]["arrival"], doc["scenario"]["burstiness"]) == (arrival, burstiness)
+
+
+@pytest.mark.parametrize("smoothness", [0, -1, "fast"])
+def test_an_aiperf_gamma_shape_that_is_not_a_positive_number_is_refused(tmp_path, user, smoothness):
+    path = altered(tmp_path, AIPERF_GAMMA, lambda d: d["input_config"]["phases"][0].update(smoothness=smoothness))
+    refused(tmp_path, path, f"input_config.phases[0].smoothness {smoothness!r} is no gamma shape")
