@@ -116,6 +116,12 @@ def _level(bench: dict[str, Any], at: str, where: str, name: str, version: str) 
     fields["/conditions/window/seconds"] = f"{name}: {at}.duration (sec)"
     fields["/provenance/started_at"] = f"{name}: {at}.start_time (sec since the epoch, UTC)"
     fields["/provenance/finished_at"] = f"{name}: {at}.end_time (sec since the epoch, UTC)"
+    warmup = _warmup(bench, config, at, name, fields)
+    started = bench.get("start_time")
+    if warmup and warmup["seconds"] and isinstance(started, int | float) and not isinstance(started, bool):
+        # guidellm's start_time is its window's start: the run began with the warm-up's first request
+        started -= warmup["seconds"]
+        fields["/provenance/started_at"] = f"{name}: {at}.start_time − warmup_duration (the first request; UTC)"
     return Level(
         tool="guidellm",
         tool_version=version,
@@ -131,13 +137,30 @@ def _level(bench: dict[str, Any], at: str, where: str, name: str, version: str) 
         endpoint=endpoint_of(backend.get("target")),
         metrics=metrics,
         window_s=_finite(bench.get("duration"), f"{at}.duration", where),
-        started_at=_time(bench.get("start_time")),
+        started_at=_time(started),
         finished_at=_time(bench.get("end_time")),
         dataset=None,
         group=str(config.get("run_id")),  # the benchmarks of one `guidellm run` share it
+        warmup=warmup,
         fields=fields,
         notes=_notes(bench, name, at, "tokens_per_second_per_user" in metrics),
     )
+
+
+def _warmup(
+    bench: dict[str, Any], config: dict[str, Any], at: str, name: str, fields: dict[str, str]
+) -> dict[str, Any] | None:
+    """conditions.warmup where the benchmark's config set a warm-up (config.warmup's percent or value): the seconds
+    guidellm measured before its window (warmup_duration: measure start − first request, left out of the figures);
+    how many requests that was, guidellm does not say. None where no warm-up was set."""
+    set_up = config.get("warmup")
+    if not isinstance(set_up, dict) or (set_up.get("percent") is None and set_up.get("value") is None):
+        return None
+    seconds = bench.get("warmup_duration")
+    if not isinstance(seconds, int | float) or isinstance(seconds, bool) or not math.isfinite(seconds) or seconds < 0:
+        seconds = None
+    fields["/conditions/warmup"] = f"{name}: {at}.warmup_duration (sec), as {at}.config.warmup set it"
+    return {"iterations": None, "seconds": None if seconds is None else float(seconds)}
 
 
 def _object(data: dict[str, Any], key: str, at: str, where: str) -> dict[str, Any]:

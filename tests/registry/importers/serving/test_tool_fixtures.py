@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import json
 import shutil
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -228,6 +229,7 @@ def refused(tmp_path: Path, path: Path, words: str) -> None:
 
 
 GUIDELLM_JSON = GUIDELLM / "concurrent" / "benchmarks.json"
+GUIDELLM_POISSON = GUIDELLM / "poisson" / "benchmarks.json"
 AIPERF_LEVEL = AIPERF / "concurrency" / "concurrency_4" / "profile_export_aiperf.json"
 
 
@@ -456,3 +458,28 @@ def test_aiperf_gamma_smoothness_absent_or_one_is_poisson(tmp_path, user, smooth
 def test_an_aiperf_gamma_shape_that_is_not_a_positive_number_is_refused(tmp_path, user, smoothness):
     path = altered(tmp_path, AIPERF_GAMMA, lambda d: d["input_config"]["phases"][0].update(smoothness=smoothness))
     refused(tmp_path, path, f"input_config.phases[0].smoothness {smoothness!r} is no gamma shape")
+
+
+@pytest.mark.parametrize("set_up", [False, True])
+def test_a_guidellm_warm_up_is_stated_only_where_its_config_set_one(tmp_path, user, set_up):
+    """guidellm's warmup_duration is the seconds before its window (measure start − first request): stated as the
+    warm-up where the benchmark's config set one, never read into a run that set none (0.0 in every real file)."""
+
+    def change(d: dict[str, Any]) -> None:
+        bench = d["benchmarks"][0]
+        bench["warmup_duration"] = 2.04
+        if set_up:
+            bench["config"]["warmup"].update(value=2.0)
+
+    (doc,) = run_import(tmp_path, altered(tmp_path, GUIDELLM_POISSON, change))
+    fields = doc["provenance"]["origin"]["fields"]
+    if not set_up:
+        assert doc["conditions"]["warmup"] is None and "/conditions/warmup" not in fields
+        return
+    assert doc["conditions"]["warmup"] == {"iterations": None, "seconds": 2.04}
+    # guidellm's start_time is the window's: the run began 2.04 s earlier, with the warm-up
+    window_start = json.loads(GUIDELLM_POISSON.read_text())["benchmarks"][0]["start_time"]
+    assert datetime.fromisoformat(doc["provenance"]["started_at"]).timestamp() == pytest.approx(window_start - 2.04)
+    assert fields["/conditions/warmup"].endswith(
+        "benchmarks[0].warmup_duration (sec), as benchmarks[0].config.warmup set it"
+    )
