@@ -45,7 +45,7 @@ def phase_summaries(folder: Path) -> dict[Path, str]:
         if manifest.stat().st_size > MAX_MANIFEST_BYTES:
             return {}
         phases = json.loads(manifest.read_bytes()).get("phases")
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):  # no manifest aiperf wrote: none listed
         return {}
     listed = {}
     for phase in phases if isinstance(phases, list) else []:

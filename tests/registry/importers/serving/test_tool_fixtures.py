@@ -483,3 +483,14 @@ def test_a_guidellm_warm_up_is_stated_only_where_its_config_set_one(tmp_path, us
     assert fields["/conditions/warmup"].endswith(
         "benchmarks[0].warmup_duration (sec), as benchmarks[0].config.warmup set it"
     )
+
+
+@pytest.mark.parametrize("manifest", ["[" * 100_000, "not json", '{"phases": [{"metrics_json": 7}]}'])
+def test_a_broken_aiperf_phase_manifest_leaves_the_phase_copies_to_be_refused_as_levels(tmp_path, user, manifest):
+    """Without a manifest to say which summaries are per-phase copies, they are read as levels of the same load and
+    the folder is refused in words, nothing stored (never a traceback from the manifest itself)."""
+    folder = copy_of(tmp_path, AIPERF_MULTITURN)
+    (folder / "phase_manifest.json").write_text(manifest)
+    with pytest.raises(CommandError, match="offer the same load"):
+        run_import(tmp_path, folder)
+    assert Submission.objects.count() == 0
