@@ -16,7 +16,15 @@ from .. import serving
 from ..canonical import digest
 from ..statistics import MIN_VALUES
 from .candidate import candidate, normal_key
-from .evidence import Evidence, accelerator_model, configuration_key, out_of_question, served_model
+from .evidence import (
+    Evidence,
+    accelerator_model,
+    configuration_key,
+    out_of_question,
+    request_shape,
+    served_model,
+    shape_key,
+)
 from .question import DecisionError, Question, escape_pointer
 
 KIND = "benchreg.decision-answer/1"
@@ -188,6 +196,7 @@ def answer(question: Question, evidence: Sequence[Evidence], *, digests_name_doc
     """
     left_out, chosen = _sift(question, evidence)
     model = one_model(question, chosen)
+    one_shape(question, chosen)
     tuned = serving.tuned_settings([ev.document for ev in chosen])
     configurations = _configurations(chosen, tuned, digests_name_documents)
     ordered = [runs for runs, *_ in configurations]
@@ -238,6 +247,31 @@ def one_model(question: Question, chosen: Sequence[Evidence]) -> str | None:
         f"/served_model: the runs that answer this question serve {len(models)} models, and a decision never weighs "
         "one model's runs against another's: name the model to size for in served_model (e.g. "
         f'{{"name": {json.dumps(min(models))}}}); the models stored are {listed}'
+    )
+
+
+def one_shape(question: Question, chosen: Sequence[Evidence]) -> None:
+    """DecisionError when the question names no request shape and the runs that answer it have several: requests of
+    another shape are another load (the shape is controlled on the iso-quality axis: DECISIONS.md, "same workload,
+    scenario and constraints"), so their capacities never share one frontier. The message lists the shapes stored,
+    each with its runs and configurations, and the first as the question would name it."""
+    if question.request_shape is not None:
+        return  # the runs of other shapes were left out, each with its reason (evidence.other_shape)
+    shapes: dict[str, list[Evidence]] = {}
+    for ev in chosen:
+        shapes.setdefault(shape_key(request_shape(ev.document)), []).append(ev)
+    if len(shapes) < 2:
+        return
+    listed = "; ".join(
+        f"{serving.shape_words(request_shape(runs[0].document)) if key else 'not stated'} ({len(runs)} run(s) on "
+        f"{', '.join(sorted({configuration_key(r.document) for r in runs}))})"
+        for key, runs in sorted(shapes.items())
+    )
+    example = next(key for key in sorted(shapes) if key)
+    raise DecisionError(
+        f"/request_shape: the runs that answer this question have {len(shapes)} request shapes, and a decision never "
+        "weighs one load against another: name the shape to size for in request_shape (as the runs state it, "
+        f"workload.request_shape, e.g. {example}); the shapes stored are {listed}"
     )
 
 

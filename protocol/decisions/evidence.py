@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import comparability as cmp
-from .. import sizing
+from .. import serving, sizing
+from ..canonical import canonicalize
 from ..derivation import derivation_of
 from ..errors import value_at
 from .question import Question
@@ -65,6 +66,7 @@ def out_of_question(q: Question, doc: Mapping[str, Any]) -> str | None:
     return (
         _other_workload(q, doc)
         or other_model(q, doc)
+        or other_shape(q, doc)
         or not_a_candidate(q, doc)
         or not_measured(doc)
         or off_quality(q, doc)
@@ -93,6 +95,34 @@ def served_model(doc: Mapping[str, Any]) -> str | None:
     """The model a served run measured (software.serving.model); None for a run that served none (e.g. MLPerf)."""
     model = ((doc.get("software") or {}).get("serving") or {}).get("model")
     return model if isinstance(model, str) and model else None
+
+
+def request_shape(doc: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The run's request shape (workload.request_shape); None where it states none (e.g. an MLPerf run)."""
+    shape = (doc.get("workload") or {}).get("request_shape")
+    return shape if isinstance(shape, Mapping) and shape else None
+
+
+def shape_key(shape: Mapping[str, Any] | None) -> str:
+    """What makes two request shapes the same shape: every field but the notes (each run's own words, disclosed and
+    never a difference on the comparability contract), in canonical form; "" for none stated."""
+    if shape is None:
+        return ""
+    return canonicalize({k: v for k, v in shape.items() if k != "notes"}).decode()
+
+
+def other_shape(q: Question, doc: Mapping[str, Any]) -> str | None:
+    """Why a run does not answer a question that names its request shape: requests of another shape are another
+    load (the shape is controlled on the iso-quality axis)."""
+    if q.request_shape is None:
+        return None
+    shape = request_shape(doc)
+    if shape_key(shape) == shape_key(q.request_shape):
+        return None
+    asked = serving.shape_words(q.request_shape)
+    if shape is None:
+        return f"states no request shape (workload.request_shape), the question asks for {asked}"
+    return f"requests of {serving.shape_words(shape)}, the question asks for {asked}"
 
 
 def weights_digest(doc: Mapping[str, Any]) -> str | None:

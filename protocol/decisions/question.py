@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import serving, sizing
+from ..canonical import canonicalize
 
 CRITERIA = ("cost", "latency", "energy")
 RATE_UNITS = ("tokens/s", "samples/s", "requests/s", "queries/s", "images/s")
@@ -46,6 +47,7 @@ FIELDS = {
         "interactivity",
         "provisioning",
         "served_model",
+        "request_shape",
     ),
     "/served_model": ("name", "weights_digest"),
     "/interactivity": ("min_tokens_per_second_per_user",),
@@ -116,6 +118,10 @@ class Question:
     # that answer the question serve one model (answer.py refuses to mix models).
     served_model: str | None = None
     served_weights: str | None = None
+    # The request shape (workload.request_shape) of served evidence: controlled on the iso-quality axis, so part of
+    # what the question asks. None: not named, which holds only while the runs that answer it have one shape
+    # (answer.py refuses to mix shapes, as it refuses to mix models).
+    request_shape: Mapping[str, Any] | None = None
 
     @property
     def target(self) -> serving.Target:
@@ -140,6 +146,7 @@ class Question:
         energy, currency = read_energy_price(prices), read_currency(prices)
         nameplate, pue = _provisioning(data)
         served, weights = _served_model(data)
+        shape = _request_shape(data)
         return cls(
             phase=phase,
             workload=read_text(data, "workload"),
@@ -168,6 +175,7 @@ class Question:
             pue=pue,
             served_model=served,
             served_weights=weights,
+            request_shape=shape,
         )
 
     @property
@@ -202,11 +210,15 @@ class Question:
         )
 
     def served_words(self) -> str:
-        """' with the model amd/GLM-5.1-MXFP4 served (weights sha256:…)', or '' when the question names none."""
-        if self.served_model is None:
-            return ""
-        weights = f" (weights {self.served_weights})" if self.served_weights else ""
-        return f" with the model {self.served_model}{weights} served"
+        """' with the model amd/GLM-5.1-MXFP4 served (weights sha256:…)' and ' for requests of 64/32 fixed,
+        multi-turn', each only where the question names it."""
+        words = ""
+        if self.served_model is not None:
+            weights = f" (weights {self.served_weights})" if self.served_weights else ""
+            words = f" with the model {self.served_model}{weights} served"
+        if self.request_shape is not None:
+            words += f" for requests of {serving.shape_words(self.request_shape)}"
+        return words
 
     def assumptions(self, refused: frozenset[str] = frozenset()) -> list[str]:
         """Every input the answer's figures rest on, in words: what the requester stated, nothing invented."""
@@ -473,6 +485,30 @@ def _interactivity(data: Mapping[str, Any]) -> float | None:
 
 
 WEIGHTS_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+MAX_SHAPE_CHARACTERS = 10_000  # a request shape is a few hundred characters; a question is not a place for data
+
+
+def _request_shape(data: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """/request_shape: the request shape to size for, as the runs state it (workload.request_shape), or None."""
+    shape = data.get("request_shape")
+    if shape is None:
+        return None
+    if not isinstance(shape, Mapping) or not shape or len(repr(shape)) > MAX_SHAPE_CHARACTERS or not _canonical(shape):
+        raise DecisionError(
+            "/request_shape: the request shape to size for, as the runs state it (workload.request_shape), e.g. "
+            '{"kind": "fixed", "input_tokens": {"mean": 1000, "stdev": 0, "distribution": "constant"}, '
+            '"output_tokens": {"mean": 200, "stdev": 0, "distribution": "constant"}, "turns": "single"}'
+        )
+    return shape
+
+
+def _canonical(value: Any) -> bool:
+    """Whether the value has a canonical form (RFC 8785: what two shapes are compared in)."""
+    try:
+        canonicalize(value)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return True
 
 
 def _served_model(data: Mapping[str, Any]) -> tuple[str | None, str | None]:

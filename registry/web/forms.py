@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, cast
@@ -206,6 +207,17 @@ class DecisionForm(forms.Form):
         label="Model served (served models: as the runs name it, e.g. amd/GLM-5.1-MXFP4)",
         help_text="Runs of another model are left out; required where the stored runs serve several models.",
     )
+    request_shape = forms.CharField(
+        required=False,
+        max_length=10_000,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        label="Request shape (served models: as the runs state it, JSON)",
+        help_text=(
+            "Runs of another shape are left out; required where the stored runs have several (the refusal lists "
+            'them), e.g. {"kind": "fixed", "input_tokens": {"mean": 64, "stdev": 0, "distribution": "constant"}, '
+            '"output_tokens": {"mean": 32, "stdev": 0, "distribution": "constant"}, "turns": "single"}'
+        ),
+    )
     # The ranges are protocol.decisions' plausible ranges (docs/decisions.md), stated on the page as min/max.
     ttft_p99_ms = forms.FloatField(
         required=False, min_value=0.001, max_value=sizing.MAX_LATENCY_MS, label="p99 TTFT at most (ms)"
@@ -271,6 +283,7 @@ class DecisionForm(forms.Form):
             "workload": d["workload"],
             "scenario": d["scenario"],
             **({"served_model": {"name": d["served_model"].strip()}} if (d.get("served_model") or "").strip() else {}),
+            **({"request_shape": d["request_shape"]} if d.get("request_shape") else {}),
             "objectives": objectives,
             **({"headroom": d["headroom"]} if d.get("headroom") else {}),
             "quality": {"target_ratio": d["quality_target_ratio"]} if d.get("quality_target_ratio") else {},
@@ -286,6 +299,19 @@ class DecisionForm(forms.Form):
 
     def clean_prices(self) -> dict[str, float]:
         return parse_hourly_prices(self.cleaned_data.get("prices", ""))
+
+    def clean_request_shape(self) -> dict[str, Any] | None:
+        """The shape as a JSON object (None when left empty); its fields are checked with the question."""
+        text = (self.cleaned_data.get("request_shape") or "").strip()
+        if not text:
+            return None
+        try:
+            shape = json.loads(text, parse_constant=_no_constant)
+        except (ValueError, RecursionError):
+            raise forms.ValidationError("The request shape is JSON: an object, as a run states it.") from None
+        if not isinstance(shape, dict):
+            raise forms.ValidationError("The request shape is a JSON object, as a run states it.")
+        return shape
 
     def clean(self) -> dict[str, Any] | None:
         d = super().clean() or {}
@@ -385,3 +411,8 @@ class GapPlanForm(forms.Form):
         agents.queryset = Agent.objects.filter(revoked_at__isnull=True).order_by("name")
         # Django's way to relabel one field's choices; the stubs type it as a method, so not assignable.
         agents.label_from_instance = lambda agent: agent.name  # type: ignore[method-assign,assignment]
+
+
+def _no_constant(name: str) -> None:
+    """NaN and Infinity are not JSON: a shape holding one is refused, never read as a number."""
+    raise ValueError(f"{name} is not JSON")
