@@ -212,6 +212,7 @@ def _settings(level: Level, deployment: Deployment) -> dict[str, Any]:
 
 def _workload(level: Level, deployment: Deployment) -> dict[str, Any]:
     shape = deployment.get("workload.request_shape") or level.request_shape
+    _same_shape(level, shape)
     if shape is None:
         raise ServingImportError(
             f"{level.tool}'s files do not state the request shape (lengths or their distributions): give "
@@ -229,6 +230,26 @@ def _workload(level: Level, deployment: Deployment) -> dict[str, Any]:
         "shape": {"batch_size": 1, "batching": "sut-chosen"},
         "request_shape": shape,
     }
+
+
+def _same_shape(level: Level, shape: Any) -> None:
+    """Refuse a deployment file whose request shape contradicts the one the result files state: other turns, or
+    other mean input or output tokens (the files are the evidence; a deployment may restate their shape with
+    fewer fields, never say another)."""
+    files = level.request_shape
+    if files is None or not isinstance(shape, dict) or shape is files:
+        return
+    said = []
+    if shape.get("turns") is not None and shape.get("turns") != files.get("turns"):
+        said.append(f"turns {shape.get('turns')!r} where the files say {files.get('turns')!r}")
+    for side in ("input_tokens", "output_tokens"):
+        mean, stated = (shape.get(side) or {}).get("mean"), (files.get(side) or {}).get("mean")
+        if mean is not None and stated is not None and mean != stated:
+            said.append(f"{side} mean {mean!r} where the files say {stated!r}")
+    if said:
+        raise ServingImportError(
+            f"the deployment's workload.request_shape contradicts the result files: {'; '.join(said)}", where=level.path
+        )
 
 
 def _precision(level: Level, deployment: Deployment) -> dict[str, Any]:

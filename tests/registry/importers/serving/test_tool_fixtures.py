@@ -494,3 +494,25 @@ def test_a_broken_aiperf_phase_manifest_leaves_the_phase_copies_to_be_refused_as
     with pytest.raises(CommandError, match="offer the same load"):
         run_import(tmp_path, folder)
     assert Submission.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("shape", "words"),
+    [
+        ({"kind": "fixed", "turns": "single"}, "turns 'single' where the files say 'multi'"),
+        ({"kind": "fixed", "input_tokens": {"mean": 1000}}, "input_tokens mean 1000 where the files say 64.0"),
+        ({"kind": "fixed", "input_tokens": {"mean": 64}, "output_tokens": {"mean": 32}, "turns": "multi"}, None),
+    ],
+)
+def test_a_deployment_may_restate_the_files_request_shape_never_contradict_it(tmp_path, user, shape, words):
+    deployment = tmp_path / "stated.json"
+    deployment.write_text(json.dumps({**DEPLOYMENT, "workload": {**DEPLOYMENT["workload"], "request_shape": shape}}))
+    command = ("import_results", "serving", str(AIPERF_MULTITURN), "--deployment", str(deployment))
+    if words is None:
+        call_command(*command)
+        assert Submission.objects.get().document["workload"]["request_shape"] == shape  # the deployment's words
+        return
+    with pytest.raises(CommandError) as error:
+        call_command(*command)
+    assert "the deployment's workload.request_shape contradicts the result files" in str(error.value)
+    assert words in str(error.value) and Submission.objects.count() == 0
