@@ -76,6 +76,11 @@ def test_a_question_that_names_no_shape_over_two_shapes_is_refused_with_the_shap
     assert "64/32 fixed (3 run(s) on 1x H100)" in body["detail"]
     assert "64/32 fixed, multi-turn (1 run(s) on 1x H100)" in body["detail"]
     assert not Decision.objects.exists()  # nothing half-stored
+    # the shape the refusal gives, pasted as it is, answers
+    example = json.loads(
+        body["detail"].split("workload.request_shape, e.g. ", 1)[1].split("); the shapes stored", 1)[0]
+    )
+    assert _post(user, {**QUESTION, "request_shape": example}).status_code == 201
 
 
 @pytest.mark.parametrize("asked", ["single", "multi"])
