@@ -268,7 +268,8 @@ def one_shape(question: Question, chosen: Sequence[Evidence]) -> None:
         for key, runs in sorted(shapes.items())
     )
     # the first stated shape as a requester would paste it (spaced, so a page can wrap it)
-    example = json.dumps(json.loads(next(key for key in sorted(shapes) if key)), ensure_ascii=False)
+    first = next(runs[0].document for key, runs in sorted(shapes.items()) if key)
+    example = json.dumps(request_shape(first), ensure_ascii=False, sort_keys=True)
     raise DecisionError(
         f"/request_shape: the runs that answer this question have {len(shapes)} request shapes, and a decision never "
         "weighs one load against another: name the shape to size for in request_shape (as the runs state it, "

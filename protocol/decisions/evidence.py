@@ -104,11 +104,13 @@ def request_shape(doc: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 
 def shape_key(shape: Mapping[str, Any] | None) -> str:
-    """What makes two request shapes the same shape: every field but the notes (each run's own words, disclosed and
-    never a difference on the comparability contract), in canonical form; "" for none stated."""
+    """What makes two request shapes the same shape: the fields of it the comparability contract controls on the
+    iso-quality axis (not its notes, each run's own words, which the contract discloses), in canonical form; "" for
+    none stated."""
     if shape is None:
         return ""
-    return canonicalize({k: v for k, v in shape.items() if k != "notes"}).decode()
+    controlled = cmp.controlled_projection({"workload": {"request_shape": dict(shape)}}, "iso-quality")
+    return canonicalize(controlled).decode()
 
 
 def other_shape(q: Question, doc: Mapping[str, Any]) -> str | None:
