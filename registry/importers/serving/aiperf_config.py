@@ -9,13 +9,12 @@ docs/serving.md maps each field.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import ServingImportError
-from .levels import endpoint_of
+from .levels import as_conversations, endpoint_of, non_negative
 
 SUMMARY = "profile_export_aiperf.json"
 # aiperf 0.13.0 phase types read: the arrival each stands for (gamma: its shape is the phase's smoothness).
@@ -167,7 +166,7 @@ def _phase(
         if kind != "gamma":
             return "request-rate", None, float(phase["rate"]), PHASE_ARRIVALS[kind], None
         stated = phase.get("smoothness")
-        shape = AIPERF_DEFAULT_SMOOTHNESS if stated is None else _non_negative(stated)
+        shape = AIPERF_DEFAULT_SMOOTHNESS if stated is None else non_negative(stated)
         if not shape:
             raise ServingImportError(
                 f"input_config.phases[{n}].smoothness {stated!r} is no gamma shape (a positive number)", where=where
@@ -192,7 +191,7 @@ def _warmup(config: dict[str, Any], fields: dict[str, str]) -> dict[str, Any] | 
     if not warmups:
         return None
     requests = [_count(p.get("requests")) for _, p in warmups]
-    seconds = [_non_negative(p.get("duration")) for _, p in warmups]
+    seconds = [non_negative(p.get("duration")) for _, p in warmups]
     fields["/conditions/warmup"] = (
         f"{SUMMARY}: input_config.phases[{', '.join(str(n) for n, _ in warmups)}] (kind warmup): requests, duration"
     )
@@ -205,12 +204,6 @@ def _warmup(config: dict[str, Any], fields: dict[str, str]) -> dict[str, Any] | 
 def _count(value: Any) -> int | None:
     """A phase's stated count of requests (None when it states none, or not a count)."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
-def _non_negative(value: Any) -> float | None:
-    """A finite number >= 0 as a float, e.g. a phase's stated duration in seconds (None when it is not one)."""
-    finite = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
-    return float(value) if finite else None
 
 
 RAMPS = {"concurrency_ramp": "concurrency", "rate_ramp": "request rate", "prefill_ramp": "prefill concurrency"}
@@ -254,16 +247,11 @@ def _synthetic_shape(dataset: dict[str, Any], fields: dict[str, str]) -> dict[st
         "output_tokens": shapes["osl"],
         "turns": "single",
     }
-    # Synthetic conversations (--conversation-turn-mean): each turn sends the conversation so far and isl new tokens,
-    # so the prompts grow turn by turn; such a run is never the single-turn shape of the same lengths.
+    # synthetic conversations (--conversation-turn-mean)
     turns = _length_law(dataset.get("turns"))
     if turns is not None and (turns[0] > 1 or turns[1] > 0):
         spread = f" (stddev {turns[1]:g})" if turns[1] else ""
-        shape["turns"] = "multi"
-        shape["notes"] = (
-            f"aiperf synthetic conversations of {turns[0]:g} turns{spread}: each turn's prompt is the conversation so "
-            "far and the input tokens above as new text"
-        )
+        as_conversations(shape, "aiperf", f"{turns[0]:g} turns{spread}")
         fields["/workload/request_shape/turns"] = f"{SUMMARY}: input_config.datasets[0].turns ({stated})"
     return shape
 
@@ -274,9 +262,9 @@ def _length_law(law: Any) -> tuple[float, float] | None:
     stddev} normal. Any other law (median: lognormal; peaks, points), or a value that is not a finite number >= 0:
     None."""
     if isinstance(law, dict) and set(law) in ({"value"}, {"mean"}, {"mean", "stddev"}):
-        mean, stdev = _non_negative(law.get("value", law.get("mean"))), _non_negative(law.get("stddev", 0.0))
+        mean, stdev = non_negative(law.get("value", law.get("mean"))), non_negative(law.get("stddev", 0.0))
     else:
-        mean, stdev = _non_negative(law), 0.0
+        mean, stdev = non_negative(law), 0.0
     return None if mean is None or stdev is None else (mean, stdev)
 
 

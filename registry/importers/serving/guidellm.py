@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ServingImportError
-from .levels import PERCENTILE_KEYS, Level, distribution, endpoint_of, sha256_of
+from .levels import PERCENTILE_KEYS, Level, as_conversations, distribution, endpoint_of, non_negative, sha256_of
 
 KNOWN_VERSIONS = (("0.8.1", 2),)  # (metadata.guidellm_version, metadata.version) read and tested
 # guidellm 0.8.1 (schemas/base/statistics.py, Percentiles.from_pdf) takes as percentile q the first sorted value whose
@@ -156,11 +156,8 @@ def _warmup(
     set_up = config.get("warmup")
     if not isinstance(set_up, dict) or (set_up.get("percent") is None and set_up.get("value") is None):
         return None
-    seconds = bench.get("warmup_duration")
-    if not isinstance(seconds, int | float) or isinstance(seconds, bool) or not math.isfinite(seconds) or seconds < 0:
-        seconds = None
     fields["/conditions/warmup"] = f"{name}: {at}.warmup_duration (sec), as {at}.config.warmup set it"
-    return {"iterations": None, "seconds": None if seconds is None else float(seconds)}
+    return {"iterations": None, "seconds": non_negative(bench.get("warmup_duration"))}
 
 
 def _object(data: dict[str, Any], key: str, at: str, where: str) -> dict[str, Any]:
@@ -403,9 +400,9 @@ def _request_shape(data: dict[str, Any], name: str) -> tuple[dict[str, Any] | No
     spec = (data.get("config") or {}).get("spec") or {}
     sources = spec.get("data")
     source = sources[0] if isinstance(sources, list) and len(sources) == 1 else None
-    turns = source.get("turns") if isinstance(source, dict) else None
     if not isinstance(source, dict) or source.get("kind") != "synthetic_text":
         return None, {}
+    turns = source.get("turns")
     if turns is not None and (not isinstance(turns, int) or isinstance(turns, bool) or turns < 1):
         return None, {}
     laws = {}
@@ -424,13 +421,7 @@ def _request_shape(data: dict[str, Any], name: str) -> tuple[dict[str, Any] | No
         "/workload/request_shape/output_tokens": f"{name}: config.spec.data[0].output_tokens (_stdev, _min, _max)",
     }
     if turns is not None and turns > 1:
-        # each turn sends the conversation so far and the stated prompt tokens as new text: the prompts grow turn by
-        # turn, and such a run is never the single-turn shape of the same lengths
-        shape["turns"] = "multi"
-        shape["notes"] = (
-            f"guidellm synthetic conversations of {turns} turns: each turn's prompt is the conversation so far and "
-            "the input tokens above as new text"
-        )
+        as_conversations(shape, "guidellm", f"{turns} turns")
         fields["/workload/request_shape/turns"] = f"{name}: config.spec.data[0].turns"
     return shape, fields
 

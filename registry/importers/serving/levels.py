@@ -4,6 +4,7 @@ becomes with the deployment."""
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,6 +70,23 @@ class Level:
             return float(self.metrics["request_rate"]["value"])
         offered = self.concurrency if self.mode == "concurrency" else self.target_qps
         return float(offered or 0)
+
+
+def non_negative(value: Any) -> float | None:
+    """A finite number >= 0 as a float (a count, a duration, a mean length), None when the value is not one."""
+    finite = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+    return float(value) if finite else None
+
+
+def as_conversations(shape: dict[str, Any], tool: str, turns: str) -> None:
+    """Mark a synthetic request shape as the tool's multi-turn conversations (`turns` in words, e.g. "3 turns"):
+    each turn sends the conversation so far plus the stated input tokens, so the prompts grow turn by turn and the
+    run is never the single-turn shape of the same lengths."""
+    shape["turns"] = "multi"
+    shape["notes"] = (
+        f"{tool} synthetic conversations of {turns}: each turn's prompt is the conversation so far and the input "
+        "tokens above as new text"
+    )
 
 
 def sha256_of(data: bytes) -> str:
