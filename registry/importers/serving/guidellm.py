@@ -10,7 +10,7 @@ import json
 import math
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from .errors import ServingImportError
 from .levels import PERCENTILE_KEYS, Level, as_conversations, distribution, endpoint_of, non_negative, sha256_of
@@ -117,11 +117,24 @@ def _level(bench: dict[str, Any], at: str, where: str, name: str, version: str) 
     fields["/provenance/started_at"] = f"{name}: {at}.start_time (sec since the epoch, UTC)"
     fields["/provenance/finished_at"] = f"{name}: {at}.end_time (sec since the epoch, UTC)"
     warmup = _warmup(bench, config, at, name, fields)
-    started = bench.get("start_time")
-    if warmup and warmup["seconds"] and isinstance(started, int | float) and not isinstance(started, bool):
+    started, finished = bench.get("start_time"), bench.get("end_time")
+    warm = warmup["seconds"] if warmup else None
+    if warm and _is_number(started):
         # guidellm's start_time is its window's start: the run began with the warm-up's first request
-        started -= warmup["seconds"]
+        started -= warm
         fields["/provenance/started_at"] = f"{name}: {at}.start_time − warmup_duration (the first request; UTC)"
+    notes = _notes(bench, name, at, "tokens_per_second_per_user" in metrics)
+    cooldown = non_negative(bench.get("cooldown_duration")) if _set_phase(config.get("cooldown")) else None
+    if cooldown and _is_number(finished):
+        # and its end_time the window's end: the requests of the cool-down ran on after it
+        finished += cooldown
+        fields["/provenance/finished_at"] = f"{name}: {at}.end_time + cooldown_duration (the last request; UTC)"
+        notes["cooldown"] = (
+            f"the last {cooldown:.4g} s of the run (a cool-down, {at}.config.cooldown "
+            f"{_phase_words(config['cooldown'])}) are left out of the figures, as the warm-up is"
+        )
+    if ramp := _ramp(config, warmup, at):
+        notes["ramp_up"] = ramp
     return Level(
         tool="guidellm",
         tool_version=version,
@@ -138,12 +151,12 @@ def _level(bench: dict[str, Any], at: str, where: str, name: str, version: str) 
         metrics=metrics,
         window_s=_finite(bench.get("duration"), f"{at}.duration", where),
         started_at=_time(started),
-        finished_at=_time(bench.get("end_time")),
+        finished_at=_time(finished),
         dataset=None,
         group=str(config.get("run_id")),  # the benchmarks of one `guidellm run` share it
         warmup=warmup,
         fields=fields,
-        notes=_notes(bench, name, at, "tokens_per_second_per_user" in metrics),
+        notes=notes,
     )
 
 
@@ -154,10 +167,43 @@ def _warmup(
     guidellm measured before its window (warmup_duration: measure start − first request, left out of the figures);
     how many requests that was, guidellm does not say. None where no warm-up was set."""
     set_up = config.get("warmup")
-    if not isinstance(set_up, dict) or (set_up.get("percent") is None and set_up.get("value") is None):
+    if not _set_phase(set_up):
         return None
-    fields["/conditions/warmup"] = f"{name}: {at}.warmup_duration (sec), as {at}.config.warmup set it"
+    fields["/conditions/warmup"] = (
+        f"{name}: {at}.warmup_duration (sec), as {at}.config.warmup set it ({_phase_words(set_up)})"
+    )
     return {"iterations": None, "seconds": non_negative(bench.get("warmup_duration"))}
+
+
+def _set_phase(phase: Any) -> TypeGuard[dict[str, Any]]:
+    """Whether a warm-up or cool-down (guidellm's TransientPhaseConfig) was asked for: a percent or a value."""
+    return isinstance(phase, dict) and (phase.get("percent") is not None or phase.get("value") is not None)
+
+
+def _phase_words(phase: dict[str, Any]) -> str:
+    """A TransientPhaseConfig as it was set: guidellm reads a value as seconds or as requests by its mode and by
+    which limit (duration or request count) the benchmark had, so the seconds it measured are what the run did."""
+    size = f"{phase['percent']:g} of the run" if phase.get("percent") is not None else f"value {phase.get('value')}"
+    return f"{size}, mode {phase.get('mode')}"
+
+
+def _ramp(config: dict[str, Any], warmup: dict[str, Any] | None, at: str) -> str | None:
+    """In words, where guidellm started its streams or rate over the first seconds of the run
+    (strategy.rampup_duration) and the ramp reached past the warm-up into the figures; None otherwise."""
+    ramp = non_negative((config.get("strategy") or {}).get("rampup_duration"))
+    warm = (warmup or {}).get("seconds") or 0.0
+    if not ramp or ramp <= warm:
+        return None
+    load = "streams" if config["strategy"].get("type_") in ("concurrent", "synchronous", "throughput") else "rate"
+    inside = f"{ramp - warm:.4g} s of it after the warm-up" if warm else "no warm-up before it"
+    return (
+        f"{load} raised to the level over the first {ramp:g} s of the run ({at}.config.strategy.rampup_duration), "
+        f"{inside}: the figures include the ramp, so not all of them are at the stated load"
+    )
+
+
+def _is_number(value: Any) -> TypeGuard[int | float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _object(data: dict[str, Any], key: str, at: str, where: str) -> dict[str, Any]:

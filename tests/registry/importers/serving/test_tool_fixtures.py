@@ -28,6 +28,8 @@ AIPERF = FIXTURES / "aiperf-0.13.0"
 AIPERF_MULTITURN = FIXTURES / "more" / "aiperf-multiturn" / "concurrency_2"
 AIPERF_RAMP = FIXTURES / "more" / "aiperf-ramp" / "profile_export_aiperf.json"
 GUIDELLM_MULTITURN = FIXTURES / "more" / "guidellm-multiturn" / "benchmarks.json"
+GUIDELLM_WARMUP = FIXTURES / "more" / "guidellm-warmup"
+GUIDELLM_RAMPUP = FIXTURES / "more" / "guidellm-rampup" / "benchmarks.json"
 AIPERF_GAMMA = FIXTURES / "more" / "aiperf-gamma" / "profile_export_aiperf.json"
 # What the files cannot say about the simulated endpoint (runners/serving/simulated.py serves no accelerator).
 DEPLOYMENT = {
@@ -103,6 +105,11 @@ def check_guidellm_per_user(doc: dict[str, Any], bench: dict[str, Any]) -> None:
     and it count requests, not the gaps guidellm weighs them by (every request here wrote 32 tokens)."""
     rate, tpot = doc["metrics"]["tokens_per_second_per_user"], stats(bench, "inter_token_latency_ms")
     requests = bench["metrics"]["request_totals"]["successful"]
+    if bench["warmup_duration"] or bench["cooldown_duration"]:
+        # guidellm counts a request into each figure by when that figure's events fell in the window: with a
+        # warm-up or a cool-down its TTFT, TPOT and latency count different requests (46, 48, 49 of one file)
+        requests = tpot["count"] // 31
+        assert stats(bench, "request_latency")["count"] >= requests >= stats(bench, "time_to_first_token_ms")["count"]
     assert stats(bench, "output_token_count")["max"] == 32 and tpot["count"] == requests * 31
     assert rate["p50"] == 1000 / tpot["percentiles"]["p50"] and rate["p50"] == 1000 / doc["metrics"]["tpot_ms"]["p50"]
     assert (rate["min"], rate["max"]) == (1000 / tpot["max"], 1000 / tpot["min"])
@@ -481,8 +488,54 @@ def test_a_guidellm_warm_up_is_stated_only_where_its_config_set_one(tmp_path, us
     window_start = json.loads(GUIDELLM_POISSON.read_text())["benchmarks"][0]["start_time"]
     assert datetime.fromisoformat(doc["provenance"]["started_at"]).timestamp() == pytest.approx(window_start - 2.04)
     assert fields["/conditions/warmup"].endswith(
-        "benchmarks[0].warmup_duration (sec), as benchmarks[0].config.warmup set it"
+        "benchmarks[0].warmup_duration (sec), as benchmarks[0].config.warmup set it (value 2.0, mode prefer_duration)"
     )
+
+
+@pytest.mark.parametrize(("limit", "words"), [("requests", "value 8"), ("duration", "value 1.5")])
+def test_a_real_guidellm_warm_up_and_cool_down_are_stated_and_the_run_spans_both(tmp_path, user, limit, words):
+    """guidellm's own files with a warm-up and a cool-down (8 requests each, or 1.5 s and 1 s): the window is the
+    measured part, the warm-up is stated in seconds, the cool-down said in words, and the run's times are its
+    first request's start and its last request's end, as guidellm's scheduler recorded them."""
+    path = GUIDELLM_WARMUP / limit / "benchmarks.json"
+    (doc,) = run_import(tmp_path, path)
+    bench = json.loads(path.read_text())["benchmarks"][0]
+    check_guidellm_level(doc, bench)
+    scheduler = bench["scheduler_metrics"]
+    assert doc["conditions"]["warmup"] == {"iterations": None, "seconds": bench["warmup_duration"]}
+    assert doc["conditions"]["window"]["seconds"] == bench["duration"]
+    assert doc["metrics"]["requests"]["completed"] == bench["metrics"]["request_totals"]["successful"]
+    # fewer than the requests made: the warm-up's and the cool-down's are not in the figures
+    assert doc["metrics"]["requests"]["completed"] < scheduler["requests_made"]["successful"]
+    started = datetime.fromisoformat(doc["provenance"]["started_at"]).timestamp()
+    finished = datetime.fromisoformat(doc["provenance"]["finished_at"]).timestamp()
+    assert started == pytest.approx(scheduler["request_start_time"], abs=1e-5)
+    assert finished == pytest.approx(scheduler["request_end_time"], abs=1e-5)
+    fields = doc["provenance"]["origin"]["fields"]
+    assert f"({words}, mode prefer_duration)" in fields["/conditions/warmup"]
+    assert fields["/provenance/finished_at"].endswith("end_time + cooldown_duration (the last request; UTC)")
+    cooldown = doc["provenance"]["origin"]["unparsed"]["cooldown"]
+    assert cooldown.startswith(f"the last {bench['cooldown_duration']:.4g} s of the run (a cool-down")
+
+
+def test_a_real_guidellm_ramp_up_is_said(tmp_path, user):
+    (doc,) = run_import(tmp_path, GUIDELLM_RAMPUP)
+    bench = json.loads(GUIDELLM_RAMPUP.read_text())["benchmarks"][0]
+    check_guidellm_level(doc, bench)
+    ramp = doc["provenance"]["origin"]["unparsed"]["ramp_up"]
+    assert ramp.startswith("streams raised to the level over the first 2 s of the run") and "no warm-up" in ramp
+    assert doc["conditions"]["warmup"] is None and "cooldown" not in doc["provenance"]["origin"]["unparsed"]
+
+
+@pytest.mark.parametrize(("warmup", "after"), [(1.5, "0.5 s of it after the warm-up"), (2.5, None)])
+def test_a_guidellm_ramp_up_is_said_where_it_outlasts_the_warm_up(tmp_path, user, warmup, after):
+    def warmed(d: dict[str, Any]) -> None:
+        d["benchmarks"][0]["config"]["warmup"].update(value=warmup)
+        d["benchmarks"][0]["warmup_duration"] = warmup
+
+    (doc,) = run_import(tmp_path, altered(tmp_path, GUIDELLM_RAMPUP, warmed))
+    ramp = doc["provenance"]["origin"]["unparsed"].get("ramp_up")
+    assert (ramp is None) if after is None else (after in ramp)
 
 
 @pytest.mark.parametrize("manifest", ["[" * 100_000, "not json", '{"phases": [{"metrics_json": 7}]}'])
