@@ -44,6 +44,9 @@ def _offline_fetcher_class() -> type[Any]:
     return OfflineFetcher
 
 
+COVER_END = "cover-end"  # the id of the cover's last line (decision.html): on the first page when the cover fits
+
+
 def render_html(context: Mapping[str, Any]) -> str:
     """The report's HTML. User text is escaped by Django's autoescaping; charts become data: SVG images."""
     import weasyprint  # its version is printed in the report; the PDF is made by render_pdf right after
@@ -69,7 +72,6 @@ def render_pdf(
     import weasyprint
 
     fetcher = offline_fetcher(fail_on_errors=True, allowed_protocols=["data"])
-    html = weasyprint.HTML(string=render_html(context), url_fetcher=fetcher, base_url="data:,")
     stylesheet = weasyprint.CSS(string=render_to_string(STYLESHEET), url_fetcher=fetcher, base_url="data:,")
     when = issued_at or dt.datetime.now(dt.UTC)
     attachment = weasyprint.Attachment(
@@ -81,7 +83,23 @@ def render_pdf(
         created=when,
         modified=when,
     )
-    return bytes(html.write_pdf(stylesheets=[stylesheet], attachments=[attachment], pdf_variant="pdf/a-3b"))
+    options = {
+        **weasyprint.DEFAULT_OPTIONS,
+        "stylesheets": [stylesheet],
+        "attachments": [attachment],
+        "pdf_variant": "pdf/a-3b",
+    }
+
+    def laid_out(compact: bool) -> Any:
+        page = {**context, "compact_cover": compact}
+        return weasyprint.HTML(string=render_html(page), url_fetcher=fetcher, base_url="data:,").render(**options)
+
+    document = laid_out(compact=False)
+    if COVER_END not in document.pages[0].anchors:
+        # The cover is one page: a long question with many gaps to name runs past it, and is set closer instead
+        # (decision.css, .cover.compact) rather than leave a second page holding the cover's last lines.
+        document = laid_out(compact=True)
+    return bytes(document.write_pdf(**options))
 
 
 def _data_uri(svg: str) -> str:

@@ -12,6 +12,7 @@ prompts growing with the conversation).
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,9 @@ import pytest
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
-from registry.models import Decision, Submission
+from registry.models import AuditHead, Decision, Submission
+from registry.services.decision_followups import decision_report
+from registry.services.reports import report_bytes, report_verify
 
 pytestmark = pytest.mark.django_db
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "serving"
@@ -34,20 +37,19 @@ QUESTION: dict[str, Any] = {
 }
 
 
+DEPLOYMENT: dict[str, Any] = {
+    "system": {"accelerators": {"vendor": "NVIDIA", "model": "H100", "count": 1}},
+    "engine": {"name": "benchreg-simulated", "version": "1"},
+    "precision": {"weights": "bf16", "activations": "bf16", "kv_cache": "bf16"},
+    "parallelism": {"tensor": 1},
+    "workload": {"name": "simulated-64-32"},
+}
+
+
 @pytest.fixture
 def both(tmp_path: Path) -> dict[str, set[int]]:
     deployment = tmp_path / "deployment.json"
-    deployment.write_text(
-        json.dumps(
-            {
-                "system": {"accelerators": {"vendor": "NVIDIA", "model": "H100", "count": 1}},
-                "engine": {"name": "benchreg-simulated", "version": "1"},
-                "precision": {"weights": "bf16", "activations": "bf16", "kv_cache": "bf16"},
-                "parallelism": {"tensor": 1},
-                "workload": {"name": "simulated-64-32"},
-            }
-        )
-    )
+    deployment.write_text(json.dumps(DEPLOYMENT))
     for folder in (SINGLE, MULTI):
         call_command("import_results", "serving", str(folder), "--deployment", str(deployment))
     runs = {"single": set(), "multi": set()}
@@ -138,3 +140,50 @@ def test_the_decision_page_refuses_two_shapes_in_words_and_answers_the_shape_pas
         bad = client.post("/decisions/", {**form, "request_shape": wrong})
         assert bad.status_code == 400 and "The request shape is" in bad.content.decode()
     assert Decision.objects.count() == 1
+
+
+@pytest.mark.slow  # a signed PDF: run early (tests/conftest.py starts slow modules first)
+def test_a_signed_report_of_a_question_naming_a_shape_says_the_shape_and_leaves_the_other_out(
+    user, tmp_path, settings, django_capture_on_commit_callbacks
+) -> None:
+    """The meeting of the two features: single-turn sweeps of two systems (aiperf's files on one, guidellm's on the
+    other: the same files imported under two deployments would be one measurement, the newer superseding the older),
+    beside a conversation run on the first; a question naming the single-turn shape answers from the two sweeps,
+    and its signed report states the shape in its question, compares like for like and still verifies."""
+    settings.DATA_DIR, settings.BENCHREG_CHECKPOINT_KEY = tmp_path, ""
+    AuditHead.objects.get_or_create(id=1)
+    guidellm = FIXTURES / "guidellm" / "concurrent" / "benchmarks.json"
+    for model, vendor, folders in (("H100", "NVIDIA", (SINGLE, MULTI)), ("MI300X", "AMD", (guidellm,))):
+        deployment = tmp_path / f"{model}.json"
+        deployment.write_text(
+            json.dumps({**DEPLOYMENT, "system": {"accelerators": {"vendor": vendor, "model": model, "count": 1}}})
+        )
+        for folder in folders:
+            call_command("import_results", "serving", str(folder), "--deployment", str(deployment))
+    single = next(r for r in Submission.objects.all() if r.document["workload"]["request_shape"]["turns"] == "single")
+    shape = {k: v for k, v in _shape(single.pk).items() if k != "notes"}
+    response = _post(user, {**QUESTION, "request_shape": shape})
+    assert response.status_code == 201, response.content
+    answer = response.json()["answer"]
+    assert len(answer["candidates"]) == 2 and len(answer["left_out"]) == 1
+    with django_capture_on_commit_callbacks(execute=True):
+        report = decision_report(decision=Decision.objects.get(), requested_by=user)
+    report.refresh_from_db()
+    assert report.status == "ready", report.last_error
+    compared = [m.submission.document["workload"]["request_shape"]["turns"] for m in report.comparison.members.all()]
+    assert compared and set(compared) == {"single"}  # the conversation run is in no comparison of the report
+    pdf = report_bytes(report)
+    assert report_verify(pdf=pdf).valid
+    (tmp_path / "report.pdf").write_bytes(pdf)
+    text = subprocess.run(
+        ["pdftotext", "-layout", str(tmp_path / "report.pdf"), "-"], capture_output=True, text=True, check=True
+    ).stdout
+    flat = " ".join(text.split())
+    assert "for requests of 64/32 fixed at 50 requests/s" in flat
+    assert "64/32 fixed, multi-turn" not in flat  # the run of another shape is neither cited nor compared
+    assert "1 run matched the workload but not the question" in flat
+    # the long question and the six gaps named make a cover set closer, never one that spills onto a second page
+    cover = subprocess.run(
+        ["pdftotext", "-l", "1", str(tmp_path / "report.pdf"), "-"], capture_output=True, text=True, check=True
+    ).stdout
+    assert "WHAT TO DO NEXT" in cover and "Appendix B says how to verify it" in " ".join(cover.split())
