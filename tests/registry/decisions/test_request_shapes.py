@@ -12,7 +12,6 @@ prompts growing with the conversation).
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,8 @@ from rest_framework.test import APIClient
 
 from registry.models import AuditHead, Decision, Submission
 from registry.services.decision_followups import decision_report
-from registry.services.reports import report_bytes, report_verify
+
+from .signed_pdf import signed_report_words
 
 pytestmark = pytest.mark.django_db
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "serving"
@@ -172,18 +172,10 @@ def test_a_signed_report_of_a_question_naming_a_shape_says_the_shape_and_leaves_
     assert report.status == "ready", report.last_error
     compared = [m.submission.document["workload"]["request_shape"]["turns"] for m in report.comparison.members.all()]
     assert compared and set(compared) == {"single"}  # the conversation run is in no comparison of the report
-    pdf = report_bytes(report)
-    assert report_verify(pdf=pdf).valid
-    (tmp_path / "report.pdf").write_bytes(pdf)
-    text = subprocess.run(
-        ["pdftotext", "-layout", str(tmp_path / "report.pdf"), "-"], capture_output=True, text=True, check=True
-    ).stdout
-    flat = " ".join(text.split())
+    flat = signed_report_words(report, tmp_path)
     assert "for requests of 64/32 fixed at 50 requests/s" in flat
     assert "64/32 fixed, multi-turn" not in flat  # the run of another shape is neither cited nor compared
     assert "1 run matched the workload but not the question" in flat
     # the long question and the six gaps named make a cover set closer, never one that spills onto a second page
-    cover = subprocess.run(
-        ["pdftotext", "-l", "1", str(tmp_path / "report.pdf"), "-"], capture_output=True, text=True, check=True
-    ).stdout
-    assert "WHAT TO DO NEXT" in cover and "Appendix B says how to verify it" in " ".join(cover.split())
+    cover = signed_report_words(report, tmp_path, last_page=1)
+    assert "WHAT TO DO NEXT" in cover and "Appendix B says how to verify it" in cover

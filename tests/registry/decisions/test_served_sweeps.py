@@ -11,7 +11,6 @@ states no quality target, and each candidate carries the gap that says so.
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,8 @@ from rest_framework.test import APIClient
 
 from registry.models import AuditHead, Decision, Submission
 from registry.services.decision_followups import decision_report
-from registry.services.reports import report_bytes, report_verify
+
+from .signed_pdf import signed_report_words
 
 pytestmark = pytest.mark.django_db
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "serving"
@@ -153,13 +153,7 @@ def test_the_decision_page_draws_both_sweeps_and_the_signed_report_states_the_an
     compared = sorted(m.submission_id for m in report.comparison.members.all())
     assert report.comparison.axis == "system" and compared == [sweeps["H100"][1], sweeps["MI300X"][1]]
     assert "The runs compared in this report are 2 of the 6 the answer rests on" in report.decision
-    pdf = report_bytes(report)
-    assert report_verify(pdf=pdf).valid
-    (tmp_path / "report.pdf").write_bytes(pdf)
-    text = subprocess.run(
-        ["pdftotext", "-layout", str(tmp_path / "report.pdf"), "-"], capture_output=True, text=True, check=True
-    ).stdout
-    flat = " ".join(text.split())
+    flat = signed_report_words(report, tmp_path)
     assert "Which systems serve chat-64-32" in flat and "no quality target stated" in flat
     assert "Candidates measured as load sweeps" in flat  # the frontier chart's caption: drawn only with the chart
 
