@@ -64,7 +64,9 @@ def _expand(paths: list[Path]) -> list[Path]:
             if not inside:
                 names = ", ".join((*FOLDER_NAMES, *YAML_NAMES))
                 raise ServingImportError(
-                    f"holds no result file ({names}); name other files one by one", where=str(path)
+                    f"holds no result file ({names}, or a JSON file that opens as vLLM's results do); name other "
+                    "files one by one",
+                    where=str(path),
                 )
             found += inside
         elif path.is_file():
@@ -81,6 +83,9 @@ def _in_folder(folder: Path) -> list[Path]:
     phases = {p for manifest in folder.rglob(aiperf.PHASE_MANIFEST) for p in aiperf.phase_summaries(manifest.parent)}
     found = [p for p in found if p.resolve() not in phases]  # aiperf's per-phase copies: the run's summary is read
     found += [p for name in YAML_NAMES for p in folder.rglob(name) if not p.with_suffix(".json").is_file()]
+    # vLLM names its result files as the user asks (--result-filename): known by how they open
+    known = set(found)
+    found += [p for p in folder.rglob("*.json") if p not in known and vllm_bench.opens_as_result(p)]
     return sorted(found)
 
 
@@ -90,6 +95,8 @@ def _read(path: Path) -> list[Level]:
     if path.stat().st_size > MAX_RESULT_BYTES:
         raise ServingImportError(f"larger than {MAX_RESULT_BYTES} bytes", where=where)
     raw = path.read_bytes()
+    if (results := vllm_bench.appended(raw, where)) is not None:
+        return [vllm_bench.read(path, data, raw, line=n) for n, data in enumerate(results, start=1)]
     data = _parsed(raw, where)
     if isinstance(data, dict) and aiperf.is_aiperf(data):
         if len(raw) > aiperf.MAX_SUMMARY_BYTES:

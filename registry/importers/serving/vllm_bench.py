@@ -16,6 +16,7 @@ from protocol import rules
 
 from .errors import ServingImportError
 from .levels import Level, agrees, linear_quantile, sha256_of
+from .reading import json_value
 
 TOOL = "vllm-bench-serve"
 KNOWN = "0.33.0"
@@ -66,9 +67,43 @@ def is_vllm(data: dict[str, Any]) -> bool:
     return {"endpoint_type", "backend", "num_prompts", "duration"} <= data.keys()
 
 
-def read(path: Path, data: dict[str, Any], raw: bytes) -> Level:
-    """One level from a vLLM result file (already parsed from `raw`)."""
-    where, name = str(path), path.name
+# serve.py builds its result with "date" first and writes it with json.dump: every result file, whatever its name
+# (--result-filename), opens with these bytes. A folder's other JSON files are told apart by them unread.
+OPENING = b'{"date": "'
+
+
+def opens_as_result(path: Path) -> bool:
+    """Whether the file at `path` opens as vLLM's result JSON does (its first bytes; the parse decides the rest)."""
+    try:
+        with path.open("rb") as file:
+            return file.read(len(OPENING)) == OPENING
+    except OSError:
+        return False
+
+
+def appended(raw: bytes, where: str) -> list[dict[str, Any]] | None:
+    """The results of a file `vllm bench serve --append-result` wrote: one result JSON a line, each run appending
+    its line (a sweep in one file); None when `raw` is not such a file (one result, or another tool's file)."""
+    if not raw.startswith(OPENING) or b"}\n{" not in raw:
+        return None
+    results = []
+    for n, line in enumerate(raw.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json_value(line, where, line=n)
+        except json.JSONDecodeError as exc:
+            raise ServingImportError(f"line {n} of vLLM's appended results is not JSON ({exc})", where=where) from None
+        if not isinstance(value, dict) or not is_vllm(value):
+            raise ServingImportError(f"line {n} of vLLM's appended results is not a result of vLLM's", where=where)
+        results.append(value)
+    return results
+
+
+def read(path: Path, data: dict[str, Any], raw: bytes, line: int | None = None) -> Level:
+    """One level from a vLLM result file (already parsed from `raw`); `line`: its line (from 1) in a file of
+    appended results, every one of which is a level of its own."""
+    where, name = (str(path), path.name) if line is None else (f"{path} line {line}", f"{path.name} line {line}")
     metadata = _check_shape(data, where)
     api = BACKENDS.get(data["backend"]) or _refuse(
         f"backend {data['backend']!r} is not one this importer reads ({', '.join(sorted(BACKENDS))})", where
@@ -83,7 +118,7 @@ def read(path: Path, data: dict[str, Any], raw: bytes) -> Level:
         tool=TOOL,
         tool_version=VERSION_WORDS,
         path=where,
-        files={name: sha256_of(raw)},
+        files={path.name: sha256_of(raw)},
         mode=mode,
         concurrency=concurrency,
         target_qps=rate,
@@ -101,6 +136,10 @@ def read(path: Path, data: dict[str, Any], raw: bytes) -> Level:
         group=_group(data, mode, metadata),
         fields={**fields, "/conditions/window/seconds": f"{name}: duration (s)"},
         notes={**notes, **_general_notes(data)},
+        # the lines of one file share its digest: the registry tells their measurements apart by the line
+        scenario=None
+        if line is None
+        else f"line {line}: " + (f"{rate:g} req/s" if rate else f"concurrency {concurrency}"),
     )
 
 

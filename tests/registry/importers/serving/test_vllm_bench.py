@@ -5,6 +5,7 @@ counted; a file of another shape, or disagreeing with itself, is refused by file
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -217,3 +218,56 @@ def test_metadata_text_is_kept_as_a_note(tmp_path, user):
     run_import(tmp_path, altered(tmp_path, RATES / "rate-4qps.json", lambda d: d.update(gpu="probe")))
     notes = Submission.objects.get().document["provenance"]["origin"]["unparsed"]
     assert notes["metadata.gpu"] == "probe"
+
+
+APPENDED = FIXTURES.parent / "vllm-0.34.0" / "append-result" / "rate-sweep.json"
+
+
+@pytest.mark.parametrize("named", ["file", "folder"])
+def test_vllm_appended_results_import_as_a_sweep_one_level_a_line(tmp_path, user, named):
+    """`vllm bench serve --append-result` (vLLM 0.34.0) writes each run's result as a line of one file: each line is
+    a level, the file a sweep; the levels share the file's digest and are told apart as measurements by their line."""
+    run_import(tmp_path, APPENDED if named == "file" else APPENDED.parent)
+    runs = by_load()
+    lines = [json.loads(line) for line in APPENDED.read_text().splitlines()]
+    assert [r.document["scenario"]["target_qps"] for r in runs] == [line["request_rate"] for line in lines] == [4, 8]
+    assert len({r.document["scenario"]["sweep"]["id"] for r in runs}) == 1
+    assert len({r.measurement for r in runs}) == 2  # two measurements, not one file counted once
+    for n, (run, vllm) in enumerate(zip(runs, lines, strict=True), start=1):
+        doc = run.document
+        assert protocol.errors(doc) == []
+        origin = doc["provenance"]["origin"]
+        assert origin["files"] == {"rate-sweep.json": "sha256:" + hashlib.sha256(APPENDED.read_bytes()).hexdigest()}
+        assert origin["scenario"] == f"line {n}: {vllm['request_rate']:g} req/s"
+        assert origin["fields"]["/conditions/window/seconds"] == f"rate-sweep.json line {n}: duration (s)"
+        assert doc["metrics"]["ttft_ms"]["p50"] == vllm["median_ttft_ms"]
+        assert doc["metrics"]["requests"]["completed"] == vllm["completed"] == 40
+    # the same file again: the same runs, nothing stored twice
+    run_import(tmp_path, APPENDED)
+    assert Submission.objects.count() == 2
+
+
+@pytest.mark.parametrize(
+    ("second", "words"),
+    [
+        (b'{"date": "x", "oops"', "line 2 of vLLM's appended results is not JSON"),
+        (b'{"date": "x", "backend": "openai"}', "line 2 of vLLM's appended results is not a result of vLLM's"),
+    ],
+)
+def test_an_appended_results_file_with_a_bad_line_is_refused_by_line_and_nothing_stored(tmp_path, user, second, words):
+    bad = tmp_path / "rate-sweep.json"
+    bad.write_bytes(APPENDED.read_bytes().splitlines()[0] + b"\n" + second)
+    with pytest.raises(CommandError) as refused:
+        run_import(tmp_path, bad)
+    assert words in str(refused.value) and str(bad) in str(refused.value)
+    assert Submission.objects.count() == 0
+
+
+def test_a_folder_of_vllm_results_imports_whatever_their_names_and_leaves_other_json_alone(tmp_path, user):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    for source in RATES.glob("*.json"):
+        (folder / f"openai-{source.stem}-simulated-20261126.json").write_bytes(source.read_bytes())
+    (folder / "notes.json").write_text('{"what": "not a result"}')  # opens otherwise: left alone
+    run_import(tmp_path, folder)
+    assert [r.document["scenario"]["target_qps"] for r in by_load()] == [4.0, 8.0, 16.0]
