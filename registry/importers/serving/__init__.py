@@ -48,6 +48,7 @@ def parse(paths: list[Path], deployment: Deployment, *, submitter: str) -> list[
     check_complete(deployment)
     files = _expand(paths)
     levels = [level for path in files for level in _read(path)]
+    vllm_bench.regroup_swept(levels)
     placed = sweep_ids(levels)
     out = []
     for n, level in enumerate(levels):
@@ -85,7 +86,11 @@ def _in_folder(folder: Path) -> list[Path]:
     found += [p for name in YAML_NAMES for p in folder.rglob(name) if not p.with_suffix(".json").is_file()]
     # vLLM names its result files as the user asks (--result-filename): known by how they open
     known = set(found)
-    found += [p for p in folder.rglob("*.json") if p not in known and vllm_bench.opens_as_result(p)]
+    found += [
+        p
+        for p in folder.rglob("*.json")
+        if p not in known and p.name != vllm_bench.WARMUP and vllm_bench.opens_as_result(p)
+    ]  # (a sweep's warmup.json is its first run's warm-up, read with it)
     return sorted(found)
 
 

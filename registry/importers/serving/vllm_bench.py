@@ -67,16 +67,25 @@ def is_vllm(data: dict[str, Any]) -> bool:
     return {"endpoint_type", "backend", "num_prompts", "duration"} <= data.keys()
 
 
+SWEEP = "vllm bench sweep serve"
+WARMUP = "warmup.json"  # the sweep's unmeasured run before a combination's first (--warmup-num-prompts)
+MAX_WARMUP_BYTES = 64 * 1024 * 1024
+# Keys `vllm bench sweep serve` adds to each run's result besides the combination's overrides: the run's number
+# (-1: its warm-up run) and the combination's name.
+SWEEP_KEYS = ("run_number", "_benchmark_name")
+COMBINATION = re.compile(r"(SERVE|BENCH)-")  # the driver's folder of one combination: SERVE--<name>-BENCH--<name>
 # serve.py builds its result with "date" first and writes it with json.dump: every result file, whatever its name
-# (--result-filename), opens with these bytes. A folder's other JSON files are told apart by them unread.
+# (--result-filename), opens with these bytes (`vllm bench sweep serve` writes its runs again indented: the same key
+# after a newline and spaces). A folder's other JSON files are told apart by them unread.
 OPENING = b'{"date": "'
+OPENS = re.compile(rb'\{\s*"date": "')
 
 
 def opens_as_result(path: Path) -> bool:
     """Whether the file at `path` opens as vLLM's result JSON does (its first bytes; the parse decides the rest)."""
     try:
         with path.open("rb") as file:
-            return file.read(len(OPENING)) == OPENING
+            return OPENS.match(file.read(64)) is not None
     except OSError:
         return False
 
@@ -104,7 +113,8 @@ def read(path: Path, data: dict[str, Any], raw: bytes, line: int | None = None) 
     """One level from a vLLM result file (already parsed from `raw`); `line`: its line (from 1) in a file of
     appended results, every one of which is a level of its own."""
     where, name = (str(path), path.name) if line is None else (f"{path} line {line}", f"{path.name} line {line}")
-    metadata = _check_shape(data, where)
+    run = _sweep_run(data, where)
+    metadata, overrides = _check_shape(data, where, swept=run is not None)
     api = BACKENDS.get(data["backend"]) or _refuse(
         f"backend {data['backend']!r} is not one this importer reads ({', '.join(sorted(BACKENDS))})", where
     )
@@ -114,11 +124,26 @@ def read(path: Path, data: dict[str, Any], raw: bytes, line: int | None = None) 
     _check_window(data, where)
     detail = _detail(data, where) if "errors" in data else None
     metrics = _metrics(data, where, name, detail, fields, notes)
+    files = {path.name: sha256_of(raw)}
+    group = _group(data, mode, metadata)
+    warmup = None
+    if run is not None:
+        # each run of a combination is a repetition, a sweep of its own; the combinations of one experiment (the
+        # driver's folder above them) are read together for the overrides that set engines apart (regroup_swept)
+        experiment = path.parent.parent.name if COMBINATION.match(path.parent.name) else None
+        group = json.dumps([group, run, experiment])
+        notes["repetition"] = (
+            f"run {run} of {SWEEP}'s combination {data.get('_benchmark_name')!r} ({path.parent.name}): the runs of "
+            "one combination repeat it, and each run's levels are a sweep of their own"
+        )
+        for key in overrides:
+            fields[f"/software/settings/{key}"] = f"{name}: {key} ({SWEEP}'s override of the combination)"
+        warmup = _sweep_warmup(path, run, files, fields)
     return Level(
         tool=TOOL,
         tool_version=VERSION_WORDS,
         path=where,
-        files={path.name: sha256_of(raw)},
+        files=files,
         mode=mode,
         concurrency=concurrency,
         target_qps=rate,
@@ -133,7 +158,9 @@ def read(path: Path, data: dict[str, Any], raw: bytes, line: int | None = None) 
         started_at=None,
         finished_at=None,
         dataset=None,
-        group=_group(data, mode, metadata),
+        group=group,
+        warmup=warmup,
+        settings=overrides,
         fields={**fields, "/conditions/window/seconds": f"{name}: duration (s)"},
         notes={**notes, **_general_notes(data)},
         # the lines of one file share its digest: the registry tells their measurements apart by the line
@@ -147,8 +174,11 @@ def _refuse(message: str, where: str) -> Any:
     raise ServingImportError(message, where=where)
 
 
-def _check_shape(data: dict[str, Any], where: str) -> dict[str, str]:
-    """Refuse a file that is not the shape 0.33.0 writes for a generation benchmark; its --metadata (text) back."""
+def _check_shape(data: dict[str, Any], where: str, *, swept: bool = False) -> tuple[dict[str, str], dict[str, Any]]:
+    """Refuse a file that is not the shape 0.33.0 writes for a generation benchmark; its --metadata (text) back, and
+    where `vllm bench sweep serve` wrote it (`swept`), the combination's overrides: every other key, whatever its
+    type (the file does not tell the server's --serve-params from the benchmark's --bench-params, nor either from
+    --metadata text), as software.settings values."""
     for key, kinds in REQUIRED.items():
         if key not in data:
             raise ServingImportError(
@@ -165,9 +195,19 @@ def _check_shape(data: dict[str, Any], where: str) -> dict[str, str]:
             "is no single load level",
             where=where,
         )
-    metadata = {}
+    metadata: dict[str, str] = {}
+    overrides: dict[str, Any] = {}
     for key, value in data.items():
         if key in REQUIRED or key in DETAILED or OPTIONAL.fullmatch(key):
+            continue
+        if swept:
+            if key not in SWEEP_KEYS:
+                scalar = value is None or isinstance(value, str | int | float | bool)
+                overrides[key[:200]] = (
+                    (value[:2000] if isinstance(value, str) else value)
+                    if scalar
+                    else json.dumps(value, sort_keys=True)[:2000]
+                )
             continue
         if not isinstance(value, str):  # --metadata KEY=VALUE writes text; anything else is another version's field
             raise ServingImportError(
@@ -176,7 +216,69 @@ def _check_shape(data: dict[str, Any], where: str) -> dict[str, str]:
                 where=where,
             )
         metadata[key] = value[:2000]
-    return metadata
+    return metadata, overrides
+
+
+def _sweep_run(data: dict[str, Any], where: str) -> int | None:
+    """The run's number where `vllm bench sweep serve` wrote the file (None where plain `vllm bench serve` did); its
+    warm-up run (-1) is refused: its requests warmed the server up and were not measured."""
+    if "run_number" not in data:
+        return None
+    run = data["run_number"]
+    if not isinstance(run, int) or isinstance(run, bool) or run < -1:
+        raise ServingImportError(f"run_number {run!r} is not a run of {SWEEP} (0, 1, …; -1 its warm-up)", where=where)
+    if run == -1:
+        raise ServingImportError(
+            f"run_number -1: {SWEEP}'s warm-up run ({WARMUP}), whose requests were not measured; it is stated as the "
+            "warm-up of the combination's first run (run=0.json beside it), never a level of its own",
+            where=where,
+        )
+    return run
+
+
+def _sweep_warmup(path: Path, run: int, files: dict[str, str], fields: dict[str, str]) -> dict[str, Any] | None:
+    """conditions.warmup of a combination's first run: the unmeasured run `vllm bench sweep serve` made just before
+    it (--warmup-num-prompts, kept as warmup.json beside it), whose file joins the level's files. None otherwise
+    (a later run follows a measured one, not a declared warm-up)."""
+    beside = path.with_name(WARMUP)
+    if run != 0 or not beside.is_file() or beside.stat().st_size > MAX_WARMUP_BYTES:
+        return None
+    raw = beside.read_bytes()
+    try:
+        data = json_value(raw, str(beside))
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(data, dict) or data.get("run_number") != -1 or not is_vllm(data):
+        return None
+    completed, seconds = data.get("completed"), data.get("duration")
+    if not isinstance(completed, int) or not isinstance(seconds, NUMBER) or isinstance(completed, bool):
+        return None
+    files[WARMUP] = sha256_of(raw)
+    fields["/conditions/warmup"] = f"{WARMUP}: completed, duration ({SWEEP}'s unmeasured run before this one)"
+    return {"iterations": completed, "seconds": float(seconds)}
+
+
+def regroup_swept(levels: list[Level]) -> None:
+    """Split the runs of `vllm bench sweep serve` into sweeps by the overrides that set its engines apart.
+
+    One run of an experiment holds a level for every combination: its overrides either set one engine apart from
+    another (--serve-params {"max_num_seqs": 64} and 128, each measured at every load) or were tuned with the load
+    (--link-vars max_num_seqs=max_concurrency: one value at each load). An override with two values at one load
+    sets engines apart: the levels are split by it. One with a value a load is the sweep's tuning, disclosed per
+    level (software.settings) and read by decisions as one engine tuned per load (protocol.serving.tuned_settings).
+    """
+    runs: dict[str, list[Level]] = {}
+    for level in levels:
+        if level.tool == TOOL and "repetition" in level.notes:
+            runs.setdefault(level.group, []).append(level)
+    for members in runs.values():
+        values: dict[str, dict[float, set[str]]] = {}
+        for level in members:
+            for key, value in level.settings.items():
+                values.setdefault(key, {}).setdefault(level.load, set()).add(json.dumps(value))
+        apart = sorted(key for key, at in values.items() if any(len(seen) > 1 for seen in at.values()))
+        for level in members:
+            level.group = json.dumps([level.group, {key: level.settings.get(key) for key in apart}])
 
 
 def _load(

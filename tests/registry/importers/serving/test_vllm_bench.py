@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
+from rest_framework.test import APIClient
 
 import protocol
 from protocol.serving.frontier import frontier
@@ -271,3 +272,88 @@ def test_a_folder_of_vllm_results_imports_whatever_their_names_and_leaves_other_
     (folder / "notes.json").write_text('{"what": "not a result"}')  # opens otherwise: left alone
     run_import(tmp_path, folder)
     assert [r.document["scenario"]["target_qps"] for r in by_load()] == [4.0, 8.0, 16.0]
+
+
+SWEPT = FIXTURES.parent / "vllm-0.34.0" / "sweep-serve" / "linked"
+
+
+def _sweeps() -> dict[str, list[Submission]]:
+    out: dict[str, list[Submission]] = {}
+    for run in by_load():
+        out.setdefault(run.document["scenario"]["sweep"]["id"], []).append(run)
+    return out
+
+
+def test_a_vllm_sweep_serve_experiment_imports_each_run_as_a_sweep_tuned_per_load(tmp_path, user):
+    """`vllm bench sweep serve` (vLLM 0.34.0), the engine relaunched per load with its capacity linked to the
+    concurrency, two runs a combination after a warm-up run: two sweeps (one a run) of three levels, each level with
+    its capacity as a setting, the first run's levels with the warm-up stated; the combinations' summaries and the
+    warm-up runs are no levels."""
+    run_import(tmp_path, SWEPT)
+    sweeps = _sweeps()
+    assert sorted(len(sweep) for sweep in sweeps.values()) == [3, 3]
+    for sweep in sweeps.values():
+        numbers = {lv.document["provenance"]["origin"]["unparsed"]["repetition"].split()[1] for lv in sweep}
+        assert len(numbers) == 1  # one run number a sweep
+        number = numbers.pop()
+        for level in sweep:
+            doc = level.document
+            load = doc["scenario"]["concurrency"]
+            folder = SWEPT / f"SERVE--cap{load}-BENCH--c{load}"
+            vllm = json.loads((folder / f"run={number}.json").read_text())
+            assert protocol.errors(doc) == []
+            assert doc["software"]["settings"] == {"capacity": vllm["capacity"]} == {"capacity": load}
+            assert doc["metrics"]["ttft_ms"]["mean"] == vllm["mean_ttft_ms"]
+            files = doc["provenance"]["origin"]["files"]
+            if number == "0":
+                warmup = folder / "warmup.json"
+                seconds = json.loads(warmup.read_text())["duration"]
+                assert doc["conditions"]["warmup"] == {"iterations": 8, "seconds": seconds}
+                assert files["warmup.json"] == "sha256:" + hashlib.sha256(warmup.read_bytes()).hexdigest()
+            else:
+                assert doc["conditions"]["warmup"] is None and set(files) == {"run=1.json"}
+
+
+def test_a_decision_reads_a_sweep_serve_experiment_as_one_engine_tuned_per_load_with_two_runs_a_level(tmp_path, user):
+    run_import(tmp_path, SWEPT)
+    client = APIClient(SERVER_NAME="localhost")
+    client.force_authenticate(user)
+    question = {
+        "workload": "random-fixed",
+        "scenario": "server",
+        "objectives": [{"metric": "ttft_ms", "percentile": "p50", "max_ms": 200}],
+        "demand": {"value": 10, "unit": "requests/s"},
+        "prices": {"system_hour": {"*": 4.0}},
+    }
+    response = client.post("/api/v1/decisions", {"title": "sweep", "question": question}, format="json")
+    assert response.status_code == 201, response.content
+    (candidate,) = response.json()["answer"]["candidates"]
+    loads = candidate["sweep"]["levels"]
+    assert [lv["load"] for lv in loads] == [2.0, 4.0, 8.0] and all(len(lv["runs"]) == 2 for lv in loads)
+    assert "capacity set to the concurrency at every level (2 to 8)" in " ".join(response.json()["answer"]["summary"])
+
+
+def test_a_sweep_serve_warm_up_named_alone_is_refused_in_words(tmp_path, user):
+    with pytest.raises(CommandError, match=r"run_number -1: vllm bench sweep serve's warm-up run"):
+        run_import(tmp_path, SWEPT / "SERVE--cap2-BENCH--c2" / "warmup.json")
+    assert Submission.objects.count() == 0
+
+
+def test_two_engines_measured_at_every_load_by_one_experiment_are_two_sweeps(tmp_path, user):
+    """--serve-params with two capacities and no link: each load measured on both engines, so the capacity sets the
+    engines apart and each engine's levels are a sweep (here the experiment's files, rewritten with capacities 16 and
+    32 in place of the linked ones)."""
+    experiment = tmp_path / "two-engines"
+    for capacity in (16, 32):
+        for folder in SWEPT.glob("SERVE--*"):
+            load = folder.name.rsplit("c", 1)[1]
+            target = experiment / f"SERVE--cap{capacity}-BENCH--c{load}"
+            target.mkdir(parents=True)
+            data = json.loads((folder / "run=0.json").read_text())
+            (target / "run=0.json").write_text(json.dumps({**data, "capacity": capacity}, indent=4))
+    run_import(tmp_path, experiment)
+    sweeps = _sweeps()
+    assert len(sweeps) == 2
+    for sweep in sweeps.values():
+        assert [lv.document["scenario"]["concurrency"] for lv in sweep] == [2, 4, 8]
+        assert len({lv.document["software"]["settings"]["capacity"] for lv in sweep}) == 1
