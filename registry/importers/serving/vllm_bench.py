@@ -73,6 +73,7 @@ MAX_WARMUP_BYTES = 64 * 1024 * 1024
 # Keys `vllm bench sweep serve` adds to each run's result besides the combination's overrides: the run's number
 # (-1: its warm-up run) and the combination's name.
 SWEEP_KEYS = ("run_number", "_benchmark_name")
+MAX_OVERRIDES = 100  # software.settings holds 200 values, and each is named in provenance.origin.fields (200 too)
 COMBINATION = re.compile(r"(SERVE|BENCH)-")  # the driver's folder of one combination: SERVE--<name>-BENCH--<name>
 # serve.py builds its result with "date" first and writes it with json.dump: every result file, whatever its name
 # (--result-filename), opens with these bytes (`vllm bench sweep serve` writes its runs again indented: the same key
@@ -137,7 +138,8 @@ def read(path: Path, data: dict[str, Any], raw: bytes, line: int | None = None) 
             "one combination repeat it, and each run's levels are a sweep of their own"
         )
         for key in overrides:
-            fields[f"/software/settings/{key}"] = f"{name}: {key} ({SWEEP}'s override of the combination)"
+            pointer = key.replace("~", "~0").replace("/", "~1")  # one JSON pointer segment (RFC 6901)
+            fields[f"/software/settings/{pointer}"] = f"{name}: {key} ({SWEEP}'s override of the combination)"
         warmup = _sweep_warmup(path, run, files, fields)
     return Level(
         tool=TOOL,
@@ -216,6 +218,12 @@ def _check_shape(data: dict[str, Any], where: str, *, swept: bool = False) -> tu
                 where=where,
             )
         metadata[key] = value[:2000]
+    if len(overrides) > MAX_OVERRIDES:
+        raise ServingImportError(
+            f"{len(overrides)} overrides of {SWEEP} (keys not in vLLM's result): a level's software.settings holds at "
+            f"most {MAX_OVERRIDES}",
+            where=where,
+        )
     return metadata, overrides
 
 

@@ -26,6 +26,8 @@ RATES = FIXTURES / "rate-sweep"
 CONCURRENCY = FIXTURES / "concurrency-sweep"
 FAILURES = FIXTURES / "failures" / "gamma-8qps-lora-missing.json"
 SHORT = FIXTURES / "short-window" / "concurrency-16-16-prompts.json"
+SWEPT = FIXTURES.parent / "vllm-0.34.0" / "sweep-serve" / "linked"
+SWEPT_RUN = SWEPT / "SERVE--cap2-BENCH--c2" / "run=0.json"
 SHAPE = {"kind": "fixed", "input_tokens": {"mean": 32}, "output_tokens": {"mean": 16}, "turns": "single"}
 DEPLOYMENT: dict[str, Any] = {
     "system": {"accelerators": {"vendor": "NVIDIA", "model": "H100", "count": 1}},
@@ -179,8 +181,21 @@ def altered(tmp_path: Path, source: Path, change: Any) -> Path:
         (RATES / "rate-4qps.json", lambda d: d["ttfts"].__setitem__(0, 9.0), "the mean of the per-request ttft"),
         (FAILURES, lambda d: d["errors"].__setitem__(0, "boom"), "errors has 29 empty entries"),
         (RATES / "rate-4qps.json", lambda d: d.update(total_output_tokens=1), "the sum of output_lens is 1280"),
+        (SWEPT_RUN, lambda d: d.update(run_number="0"), "run_number '0' is not a run of vllm bench sweep serve"),
+        (SWEPT_RUN, lambda d: d.update({f"k{i}": i for i in range(150)}), "151 overrides of vllm bench sweep serve"),
     ],
-    ids=["unknown-key", "no-failed", "embeddings", "inf-rate-no-cap", "ramp-up", "ttfts", "errors", "token-total"],
+    ids=[
+        "unknown-key",
+        "no-failed",
+        "embeddings",
+        "inf-rate-no-cap",
+        "ramp-up",
+        "ttfts",
+        "errors",
+        "token-total",
+        "sweep-run-number",
+        "sweep-overrides",
+    ],
 )
 def test_a_file_of_another_shape_or_disagreeing_with_itself_is_refused_and_nothing_stored(
     tmp_path, user, source, change, words
@@ -272,9 +287,6 @@ def test_a_folder_of_vllm_results_imports_whatever_their_names_and_leaves_other_
     (folder / "notes.json").write_text('{"what": "not a result"}')  # opens otherwise: left alone
     run_import(tmp_path, folder)
     assert [r.document["scenario"]["target_qps"] for r in by_load()] == [4.0, 8.0, 16.0]
-
-
-SWEPT = FIXTURES.parent / "vllm-0.34.0" / "sweep-serve" / "linked"
 
 
 def _sweeps() -> dict[str, list[Submission]]:
