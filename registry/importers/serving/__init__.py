@@ -80,7 +80,7 @@ def _expand(paths: list[Path]) -> list[Path]:
 
 
 def _in_folder(folder: Path) -> list[Path]:
-    found = [p for name in FOLDER_NAMES for p in folder.rglob(name)]
+    found = [p for name in FOLDER_NAMES for p in folder.rglob(name) if p.is_file()]
     phases = {p for manifest in folder.rglob(aiperf.PHASE_MANIFEST) for p in aiperf.phase_summaries(manifest.parent)}
     found = [p for p in found if p.resolve() not in phases]  # aiperf's per-phase copies: the run's summary is read
     found += [p for name in YAML_NAMES for p in folder.rglob(name) if not p.with_suffix(".json").is_file()]

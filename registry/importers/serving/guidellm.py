@@ -150,8 +150,8 @@ def _level(bench: dict[str, Any], at: str, where: str, name: str, version: str) 
         endpoint=endpoint_of(backend.get("target")),
         metrics=metrics,
         window_s=_finite(bench.get("duration"), f"{at}.duration", where),
-        started_at=_time(started),
-        finished_at=_time(finished),
+        started_at=_time(started, f"{at}.start_time (with the warm-up)", where),
+        finished_at=_time(finished, f"{at}.end_time (with the cool-down)", where),
         dataset=None,
         group=str(config.get("run_id")),  # the benchmarks of one `guidellm run` share it
         warmup=warmup,
@@ -183,7 +183,8 @@ def _set_phase(phase: Any) -> TypeGuard[dict[str, Any]]:
 def _phase_words(phase: dict[str, Any]) -> str:
     """A TransientPhaseConfig as it was set: guidellm reads a value as seconds or as requests by its mode and by
     which limit (duration or request count) the benchmark had, so the seconds it measured are what the run did."""
-    size = f"{phase['percent']:g} of the run" if phase.get("percent") is not None else f"value {phase.get('value')}"
+    percent = phase.get("percent")
+    size = f"{percent!r} of the run" if percent is not None else f"value {phase.get('value')!r}"
     return f"{size}, mode {phase.get('mode')}"
 
 
@@ -535,7 +536,10 @@ def _notes(bench: dict[str, Any], name: str, at: str, per_user: bool) -> dict[st
     return notes
 
 
-def _time(seconds: Any) -> str | None:
+def _time(seconds: Any, what: str, where: str) -> str | None:
     if not isinstance(seconds, int | float) or isinstance(seconds, bool) or not math.isfinite(seconds):
         return None
-    return datetime.fromtimestamp(seconds, tz=UTC).isoformat()
+    try:
+        return datetime.fromtimestamp(seconds, tz=UTC).isoformat()
+    except (OverflowError, OSError, ValueError):
+        raise ServingImportError(f"{what} {seconds!r} is no time (seconds since the epoch)", where=where) from None

@@ -52,6 +52,8 @@ class Level:
     # Which part of a file holding several levels this one is (guidellm: "benchmarks[1]: concurrent 4"): the
     # levels of one file share its digest, and the registry tells measurements apart by the files and this.
     scenario: str | None = None
+    # one of several results a line of one file (vLLM's --append-result): a file can hold more than one sweep
+    lines_of_one_file: bool = False
     burstiness: float | None = None  # the gamma shape of the arrivals, where the tool states it
     # The warm-up before the measured window, as the files state it (conditions.warmup: iterations, seconds); None
     # where they state none
@@ -153,6 +155,9 @@ def sweep_ids(levels: list[Level]) -> dict[int, tuple[str, int, int]]:
                 where=levels[members[loads.index(dup)]].path,
             )
         content = "\n".join(sorted(d for n in members for d in levels[n].files.values()))
+        if levels[members[0]].lines_of_one_file:
+            # lines of one file share its digest: which lines are this sweep's tells it from the file's other sweeps
+            content += "\n" + "\n".join(sorted(str(levels[n].scenario) for n in members))
         sweep = f"{levels[members[0]].tool}-{hashlib.sha256(content.encode()).hexdigest()[:16]}"
         for index, n in enumerate(members):
             out[n] = (sweep, index, len(members))

@@ -15,7 +15,7 @@ from typing import Any
 from protocol import rules
 
 from .errors import ServingImportError
-from .levels import Level, agrees, linear_quantile, sha256_of
+from .levels import Level, agrees, linear_quantile, non_negative, sha256_of
 from .reading import json_value
 
 TOOL = "vllm-bench-serve"
@@ -74,6 +74,20 @@ MAX_WARMUP_BYTES = 64 * 1024 * 1024
 # (-1: its warm-up run) and the combination's name.
 SWEEP_KEYS = ("run_number", "_benchmark_name")
 MAX_OVERRIDES = 100  # software.settings holds 200 values, and each is named in provenance.origin.fields (200 too)
+MAX_POINTER = 200  # the protocol's longest pointer in provenance.origin.fields
+# `vllm bench serve` arguments that set the requests (their dataset and lengths), not the engine: a sweep override
+# of one is kept as a note, never as an engine setting, and an import whose levels differ in one is refused (the
+# deployment states one request shape for every file of an import).
+WORKLOAD_ARGS = frozenset(
+    {
+        "dataset_name", "dataset_path", "input_len", "output_len", "random_input_len", "random_output_len",
+        "random_range_ratio", "random_prefix_len", "random_batch_size", "sharegpt_output_len", "custom_output_len",
+        "sonnet_input_len", "sonnet_output_len", "sonnet_prefix_len", "hf_output_len", "hf_subset", "hf_split",
+        "prefix_repetition_prefix_len", "prefix_repetition_suffix_len", "prefix_repetition_num_prefixes",
+        "prefix_repetition_output_len", "spec_bench_output_len", "speed_bench_output_len",
+    }
+)  # fmt: skip
+WORKLOAD_NOTE = "workload override "
 COMBINATION = re.compile(r"(SERVE|BENCH)-")  # the driver's folder of one combination: SERVE--<name>-BENCH--<name>
 # serve.py builds its result with "date" first and writes it with json.dump: every result file, whatever its name
 # (--result-filename), opens with these bytes (`vllm bench sweep serve` writes its runs again indented: the same key
@@ -85,6 +99,8 @@ OPENS = re.compile(rb'\{\s*"date": "')
 def opens_as_result(path: Path) -> bool:
     """Whether the file at `path` opens as vLLM's result JSON does (its first bytes; the parse decides the rest)."""
     try:
+        if not path.is_file():  # a FIFO or a device named *.json would block the read
+            return False
         with path.open("rb") as file:
             return OPENS.match(file.read(64)) is not None
     except OSError:
@@ -137,9 +153,10 @@ def read(path: Path, data: dict[str, Any], raw: bytes, line: int | None = None) 
             f"run {run} of {SWEEP}'s combination {data.get('_benchmark_name')!r} ({path.parent.name}): the runs of "
             "one combination repeat it, and each run's levels are a sweep of their own"
         )
+        for key in [k for k in overrides if k in WORKLOAD_ARGS]:  # what was asked, not how it was served
+            notes[f"{WORKLOAD_NOTE}{key}"] = json.dumps(overrides.pop(key))
         for key in overrides:
-            pointer = key.replace("~", "~0").replace("/", "~1")  # one JSON pointer segment (RFC 6901)
-            fields[f"/software/settings/{pointer}"] = f"{name}: {key} ({SWEEP}'s override of the combination)"
+            fields[f"/software/settings/{_pointer(key)}"] = f"{name}: {key} ({SWEEP}'s override of the combination)"
         warmup = _sweep_warmup(path, run, files, fields)
     return Level(
         tool=TOOL,
@@ -169,6 +186,7 @@ def read(path: Path, data: dict[str, Any], raw: bytes, line: int | None = None) 
         scenario=None
         if line is None
         else f"line {line}: " + (f"{rate:g} req/s" if rate else f"concurrency {concurrency}"),
+        lines_of_one_file=line is not None,
     )
 
 
@@ -204,8 +222,14 @@ def _check_shape(data: dict[str, Any], where: str, *, swept: bool = False) -> tu
             continue
         if swept:
             if key not in SWEEP_KEYS:
+                if not key or len("/software/settings/" + _pointer(key)) > MAX_POINTER:
+                    raise ServingImportError(
+                        f"override {key[:60]!r} of {SWEEP}: not a setting's name (empty, or longer than a field's "
+                        f"pointer holds: {MAX_POINTER} characters)",
+                        where=where,
+                    )
                 scalar = value is None or isinstance(value, str | int | float | bool)
-                overrides[key[:200]] = (
+                overrides[key] = (
                     (value[:2000] if isinstance(value, str) else value)
                     if scalar
                     else json.dumps(value, sort_keys=True)[:2000]
@@ -225,6 +249,11 @@ def _check_shape(data: dict[str, Any], where: str, *, swept: bool = False) -> tu
             where=where,
         )
     return metadata, overrides
+
+
+def _pointer(key: str) -> str:
+    """`key` as one JSON pointer segment (RFC 6901: "~" -> "~0", "/" -> "~1")."""
+    return key.replace("~", "~0").replace("/", "~1")
 
 
 def _sweep_run(data: dict[str, Any], where: str) -> int | None:
@@ -258,12 +287,16 @@ def _sweep_warmup(path: Path, run: int, files: dict[str, str], fields: dict[str,
         return None
     if not isinstance(data, dict) or data.get("run_number") != -1 or not is_vllm(data):
         return None
-    completed, seconds = data.get("completed"), data.get("duration")
-    if not isinstance(completed, int) or not isinstance(seconds, NUMBER) or isinstance(completed, bool):
-        return None
+    completed, seconds = data.get("completed"), non_negative(data.get("duration"))
+    if not isinstance(completed, int) or isinstance(completed, bool) or completed < 0 or seconds is None:
+        raise ServingImportError(
+            f"completed {completed!r} and duration {data.get('duration')!r}: not the requests and seconds of a "
+            "warm-up run",
+            where=str(beside),
+        )
     files[WARMUP] = sha256_of(raw)
     fields["/conditions/warmup"] = f"{WARMUP}: completed, duration ({SWEEP}'s unmeasured run before this one)"
-    return {"iterations": completed, "seconds": float(seconds)}
+    return {"iterations": completed, "seconds": seconds}
 
 
 def regroup_swept(levels: list[Level]) -> None:
@@ -276,17 +309,34 @@ def regroup_swept(levels: list[Level]) -> None:
     level (software.settings) and read by decisions as one engine tuned per load (protocol.serving.tuned_settings).
     """
     runs: dict[str, list[Level]] = {}
+    asked: dict[str, dict[str, Level]] = {}
     for level in levels:
         if level.tool == TOOL and "repetition" in level.notes:
             runs.setdefault(level.group, []).append(level)
+            for note, value in level.notes.items():
+                if note.startswith(WORKLOAD_NOTE):
+                    asked.setdefault(note.removeprefix(WORKLOAD_NOTE), {}).setdefault(value, level)
+    for key, seen in asked.items():
+        if len(seen) > 1:
+            first, second = list(seen.items())[:2]
+            raise ServingImportError(
+                f"{SWEEP}'s levels differ in {key} ({first[0]} in {first[1].path}, {second[0]}): they asked for "
+                "different requests, and the deployment states one request shape for every file of an import; "
+                "import each shape with a deployment of its own",
+                where=second[1].path,
+            )
     for members in runs.values():
+        keys = sorted({key for level in members for key in level.settings})
         values: dict[str, dict[float, set[str]]] = {}
         for level in members:
-            for key, value in level.settings.items():
-                values.setdefault(key, {}).setdefault(level.load, set()).add(json.dumps(value))
-        apart = sorted(key for key, at in values.items() if any(len(seen) > 1 for seen in at.values()))
+            for key in keys:  # a combination without the override (the driver adds only what it sets): a value too
+                said = json.dumps(level.settings[key]) if key in level.settings else "not set"
+                values.setdefault(key, {}).setdefault(level.load, set()).add(said)
+        apart = [key for key in keys if any(len(seen) > 1 for seen in values[key].values())]
         for level in members:
-            level.group = json.dumps([level.group, {key: level.settings.get(key) for key in apart}])
+            level.group = json.dumps(
+                [level.group, {key: [key in level.settings, level.settings.get(key)] for key in apart}]
+            )
 
 
 def _load(

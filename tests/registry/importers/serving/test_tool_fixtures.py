@@ -569,3 +569,22 @@ def test_a_deployment_may_restate_the_files_request_shape_never_contradict_it(tm
         call_command(*command)
     assert "the deployment's workload.request_shape contradicts the result files" in str(error.value)
     assert words in str(error.value) and Submission.objects.count() == 0
+
+
+def test_a_guidellm_warm_up_set_as_no_number_is_said_as_written(tmp_path, user):
+    """A percent that is no number is said as written, never a traceback formatting it."""
+    source = GUIDELLM_WARMUP / "requests" / "benchmarks.json"
+
+    def percent(d: dict[str, Any]) -> None:
+        d["benchmarks"][0]["config"]["warmup"].update(percent="ten", value=None)
+
+    (doc,) = run_import(tmp_path, altered(tmp_path, source, percent))
+    assert "('ten' of the run, mode prefer_duration)" in doc["provenance"]["origin"]["fields"]["/conditions/warmup"]
+
+
+def test_a_guidellm_cool_down_past_any_time_is_refused_by_field(tmp_path, user):
+    def endless(d: dict[str, Any]) -> None:
+        d["benchmarks"][0]["cooldown_duration"] = 1e300
+
+    source = GUIDELLM_WARMUP / "requests" / "benchmarks.json"
+    refused(tmp_path, altered(tmp_path, source, endless), "end_time (with the cool-down) 1e+300 is no time")

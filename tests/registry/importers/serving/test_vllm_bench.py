@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -369,3 +371,78 @@ def test_two_engines_measured_at_every_load_by_one_experiment_are_two_sweeps(tmp
     for sweep in sweeps.values():
         assert [lv.document["scenario"]["concurrency"] for lv in sweep] == [2, 4, 8]
         assert len({lv.document["software"]["settings"]["capacity"] for lv in sweep}) == 1
+
+
+def test_lines_of_one_appended_file_that_are_two_sweeps_get_two_sweep_ids(tmp_path, user):
+    lines = APPENDED.read_bytes().splitlines()
+    other = json.loads(lines[1]) | {"label": "other-engine"}
+    path = tmp_path / "rate-sweep.json"
+    path.write_bytes(lines[0] + b"\n" + json.dumps(other).encode())
+    run_import(tmp_path, path)
+    sweeps = _sweeps()
+    assert len(sweeps) == 2 and all(len(levels) == 1 for levels in sweeps.values())
+
+
+def _experiment(tmp_path: Path, overrides: dict[str, dict[str, Any]]) -> Path:
+    """An experiment of the fixture's run=0 results, one combination per (name, load), each with `overrides[name]`
+    in place of the fixture's capacity (the driver adds only the overrides a combination sets)."""
+    experiment = tmp_path / "experiment"
+    for name, extra in overrides.items():
+        for folder in SWEPT.glob("SERVE--*"):
+            load = folder.name.rsplit("c", 1)[1]
+            data = {k: v for k, v in json.loads((folder / "run=0.json").read_text()).items() if k != "capacity"}
+            target = experiment / f"SERVE--{name}-BENCH--c{load}"
+            target.mkdir(parents=True)
+            (target / "run=0.json").write_text(json.dumps({**data, **extra}, indent=4))
+    return experiment
+
+
+def test_a_baseline_engine_beside_one_with_an_override_is_two_sweeps(tmp_path, user):
+    """--serve-params [{}, {"enable_prefix_caching": true}]: the baseline's results carry no override at all."""
+    run_import(tmp_path, _experiment(tmp_path, {"base": {}, "cached": {"enable_prefix_caching": True}}))
+    sweeps = _sweeps()
+    assert len(sweeps) == 2
+    settings = sorted(str(levels[0].document["software"].get("settings")) for levels in sweeps.values())
+    assert settings == ["None", "{'enable_prefix_caching': True}"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [
+        ({"": 1}, "override '' of vllm bench sweep serve: not a setting's name"),
+        ({"k" * 190: 1}, "not a setting's name (empty, or longer than a field's pointer holds: 200 characters)"),
+    ],
+)
+def test_a_sweep_override_that_cannot_be_named_is_refused(tmp_path, user, extra, words):
+    with pytest.raises(CommandError, match=re.escape(words)):
+        run_import(tmp_path, _experiment(tmp_path, {"a": extra}))
+    assert Submission.objects.count() == 0
+
+
+def test_levels_of_an_experiment_asking_for_different_lengths_are_refused(tmp_path, user):
+    experiment = _experiment(tmp_path, {"short": {"random_input_len": 32}, "long": {"random_input_len": 64}})
+    with pytest.raises(CommandError, match="levels differ in random_input_len"):
+        run_import(tmp_path, experiment)
+    assert Submission.objects.count() == 0
+
+
+@pytest.mark.parametrize("change", [{"completed": -5}, {"duration": -1.0}, {"duration": True}])
+def test_a_sweep_warm_up_that_is_no_warm_up_is_refused_by_its_file(tmp_path, user, change):
+    folder = tmp_path / "exp" / "SERVE--cap2-BENCH--c2"
+    folder.mkdir(parents=True)
+    source = SWEPT / "SERVE--cap2-BENCH--c2"
+    (folder / "run=0.json").write_bytes((source / "run=0.json").read_bytes())
+    (folder / "warmup.json").write_text(json.dumps(json.loads((source / "warmup.json").read_text()) | change))
+    with pytest.raises(CommandError, match="not the requests and seconds of a warm-up run") as refused:
+        run_import(tmp_path, folder / "run=0.json")
+    assert "warmup.json" in str(refused.value) and Submission.objects.count() == 0
+
+
+def test_a_fifo_named_like_a_result_in_a_folder_is_never_opened(tmp_path, user):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    (folder / "rate-4qps.json").write_bytes((RATES / "rate-4qps.json").read_bytes())
+    os.mkfifo(folder / "pipe.json")
+    os.mkfifo(folder / "benchmarks.json")
+    run_import(tmp_path, folder)  # returns: a read of either FIFO would wait for a writer for ever
+    assert Submission.objects.count() == 1
