@@ -229,11 +229,19 @@ def _check_shape(data: dict[str, Any], where: str, *, swept: bool = False) -> tu
                         where=where,
                     )
                 scalar = value is None or isinstance(value, str | int | float | bool)
-                overrides[key] = (
+                kept = (
                     (value[:2000] if isinstance(value, str) else value)
                     if scalar
                     else json.dumps(value, sort_keys=True)[:2000]
                 )
+                # the flag's name as argparse keeps it (--max-num-seqs is max_num_seqs), as the deployment's
+                # launch command gives its capacity settings (runners/serving/deployment.launch_settings)
+                setting = key.replace("-", "_")
+                if setting in overrides and overrides[setting] != kept:
+                    raise ServingImportError(
+                        f"override {setting!r} of {SWEEP} is given twice with different values ({key!r})", where=where
+                    )
+                overrides[setting] = kept
             continue
         if not isinstance(value, str):  # --metadata KEY=VALUE writes text; anything else is another version's field
             raise ServingImportError(

@@ -446,3 +446,14 @@ def test_a_fifo_named_like_a_result_in_a_folder_is_never_opened(tmp_path, user):
     os.mkfifo(folder / "benchmarks.json")
     run_import(tmp_path, folder)  # returns: a read of either FIFO would wait for a writer for ever
     assert Submission.objects.count() == 1
+
+
+def test_a_sweep_override_is_named_as_argparse_names_its_flag(tmp_path, user):
+    """--serve-params {"max-num-seqs": 8} and {"max_num_seqs": 8} set one engine setting, max_num_seqs, the name the
+    deployment's launch command gives it; the two spellings with two values in one file are refused."""
+    run_import(tmp_path, _experiment(tmp_path, {"a": {"max-num-seqs": 8}}))
+    assert {str(run.document["software"]["settings"]) for run in Submission.objects.all()} == {"{'max_num_seqs': 8}"}
+    other = tmp_path / "other"
+    other.mkdir()
+    with pytest.raises(CommandError, match="override 'max_num_seqs' of vllm bench sweep serve is given twice"):
+        run_import(other, _experiment(other, {"b": {"max-num-seqs": 8, "max_num_seqs": 16}}))
