@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from protocol import rules
+from protocol.errors import pointer
 
 from .errors import ServingImportError
 from .levels import Level, agrees, linear_quantile, non_negative, sha256_of
@@ -156,7 +157,7 @@ def read(path: Path, data: dict[str, Any], raw: bytes, line: int | None = None) 
         for key in [k for k in overrides if k in WORKLOAD_ARGS]:  # what was asked, not how it was served
             notes[f"{WORKLOAD_NOTE}{key}"] = json.dumps(overrides.pop(key))
         for key in overrides:
-            fields[f"/software/settings/{_pointer(key)}"] = f"{name}: {key} ({SWEEP}'s override of the combination)"
+            fields[pointer(("software", "settings", key))] = f"{name}: {key} ({SWEEP}'s override of the combination)"
         warmup = _sweep_warmup(path, run, files, fields)
     return Level(
         tool=TOOL,
@@ -222,7 +223,7 @@ def _check_shape(data: dict[str, Any], where: str, *, swept: bool = False) -> tu
             continue
         if swept:
             if key not in SWEEP_KEYS:
-                if not key or len("/software/settings/" + _pointer(key)) > MAX_POINTER:
+                if not key or len(pointer(("software", "settings", key))) > MAX_POINTER:
                     raise ServingImportError(
                         f"override {key[:60]!r} of {SWEEP}: not a setting's name (empty, or longer than a field's "
                         f"pointer holds: {MAX_POINTER} characters)",
@@ -257,11 +258,6 @@ def _check_shape(data: dict[str, Any], where: str, *, swept: bool = False) -> tu
             where=where,
         )
     return metadata, overrides
-
-
-def _pointer(key: str) -> str:
-    """`key` as one JSON pointer segment (RFC 6901: "~" -> "~0", "/" -> "~1")."""
-    return key.replace("~", "~0").replace("/", "~1")
 
 
 def _sweep_run(data: dict[str, Any], where: str) -> int | None:
