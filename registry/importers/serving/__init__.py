@@ -101,7 +101,7 @@ def _read(path: Path) -> list[Level]:
         raise ServingImportError(f"larger than {MAX_RESULT_BYTES} bytes", where=where)
     raw = path.read_bytes()
     if (results := vllm_bench.appended(raw, where)) is not None:
-        return [vllm_bench.read(path, data, raw, line=n) for n, data in enumerate(results, start=1)]
+        return [vllm_bench.read(path, data, raw, line=n) for n, data in results]
     data = _parsed(raw, where)
     if isinstance(data, dict) and aiperf.is_aiperf(data):
         if len(raw) > aiperf.MAX_SUMMARY_BYTES:

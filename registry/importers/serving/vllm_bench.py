@@ -89,6 +89,7 @@ WORKLOAD_ARGS = frozenset(
     }
 )  # fmt: skip
 WORKLOAD_NOTE = "workload override "
+NEXT_RESULT = re.compile(rb"\}[ \t\r]*\n\s*\{")  # one result's end, then (blank lines between) the next's opening
 COMBINATION = re.compile(r"(SERVE|BENCH)-")  # the driver's folder of one combination: SERVE--<name>-BENCH--<name>
 # serve.py builds its result with "date" first and writes it with json.dump: every result file, whatever its name
 # (--result-filename), opens with these bytes (`vllm bench sweep serve` writes its runs again indented: the same key
@@ -108,10 +109,11 @@ def opens_as_result(path: Path) -> bool:
         return False
 
 
-def appended(raw: bytes, where: str) -> list[dict[str, Any]] | None:
-    """The results of a file `vllm bench serve --append-result` wrote: one result JSON a line, each run appending
-    its line (a sweep in one file); None when `raw` is not such a file (one result, or another tool's file)."""
-    if not raw.startswith(OPENING) or b"}\n{" not in raw:
+def appended(raw: bytes, where: str) -> list[tuple[int, dict[str, Any]]] | None:
+    """The results of a file `vllm bench serve --append-result` wrote, each with its line (from 1, blank lines
+    counted, as an editor shows them): one result JSON a line, each run appending its line (a sweep in one file);
+    None when `raw` is not such a file (one result, or another tool's file)."""
+    if not raw.startswith(OPENING) or NEXT_RESULT.search(raw) is None:
         return None
     results = []
     for n, line in enumerate(raw.split(b"\n"), start=1):
@@ -123,7 +125,7 @@ def appended(raw: bytes, where: str) -> list[dict[str, Any]] | None:
             raise ServingImportError(f"line {n} of vLLM's appended results is not JSON ({exc})", where=where) from None
         if not isinstance(value, dict) or not is_vllm(value):
             raise ServingImportError(f"line {n} of vLLM's appended results is not a result of vLLM's", where=where)
-        results.append(value)
+        results.append((n, value))
     return results
 
 
@@ -148,7 +150,9 @@ def read(path: Path, data: dict[str, Any], raw: bytes, line: int | None = None) 
     if run is not None:
         # each run of a combination is a repetition, a sweep of its own; the combinations of one experiment (the
         # driver's folder above them) are read together for the overrides that set engines apart (regroup_swept)
-        experiment = path.parent.parent.name if COMBINATION.match(path.parent.name) else None
+        # (the folder's path, not its name: two experiments may share a name under two parents; the sweep id is
+        # the files' content, so the path never reaches a document)
+        experiment = str(path.parent.parent if COMBINATION.match(path.parent.name) else path.parent)
         group = json.dumps([group, run, experiment])
         notes["repetition"] = (
             f"run {run} of {SWEEP}'s combination {data.get('_benchmark_name')!r} ({path.parent.name}): the runs of "

@@ -281,6 +281,23 @@ def test_an_appended_results_file_with_a_bad_line_is_refused_by_line_and_nothing
     assert Submission.objects.count() == 0
 
 
+def test_a_bad_line_after_a_blank_one_is_refused_by_the_line_an_editor_shows(tmp_path, user):
+    bad = tmp_path / "rate-sweep.json"
+    first = APPENDED.read_bytes().splitlines()[0]
+    bad.write_bytes(first + b"\n\n" + b'{"date": "x", "oops"')  # the bad result is on line 3
+    with pytest.raises(CommandError) as refused:
+        run_import(tmp_path, bad)
+    assert "line 3 of vLLM's appended results is not JSON" in str(refused.value)
+
+
+def test_appended_results_after_a_blank_line_name_their_own_line(tmp_path, user):
+    spaced = tmp_path / "rate-sweep.json"
+    first, second = APPENDED.read_bytes().splitlines()[:2]
+    spaced.write_bytes(first + b"\n\n" + second + b"\n")
+    run_import(tmp_path, spaced)
+    assert [r.document["provenance"]["origin"]["scenario"] for r in by_load()] == ["line 1: 4 req/s", "line 3: 8 req/s"]
+
+
 def test_a_folder_of_vllm_results_imports_whatever_their_names_and_leaves_other_json_alone(tmp_path, user):
     folder = tmp_path / "results"
     folder.mkdir()
@@ -404,6 +421,32 @@ def test_a_baseline_engine_beside_one_with_an_override_is_two_sweeps(tmp_path, u
     assert len(sweeps) == 2
     settings = sorted(str(levels[0].document["software"].get("settings")) for levels in sweeps.values())
     assert settings == ["None", "{'enable_prefix_caching': True}"]
+
+
+def test_two_experiments_that_share_a_folder_name_stay_apart(tmp_path, user):
+    """Two `vllm bench sweep serve` experiments copied under two parents with one name (an output folder named by
+    the user) are two experiments: each run of each is a sweep, not one group refused as the same load twice."""
+    for parent, capacity_step in (("monday", 0), ("tuesday", 1)):
+        experiment = tmp_path / parent / "linked"
+        for source in SWEPT.rglob("run=*.json"):
+            target = experiment / source.relative_to(SWEPT)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            data = json.loads(source.read_text())
+            data["duration"] += capacity_step  # another experiment's files: other digests
+            target.write_text(json.dumps(data, indent=4))
+    run_import(tmp_path, tmp_path / "monday", tmp_path / "tuesday")
+    assert sorted(len(sweep) for sweep in _sweeps().values()) == [3, 3, 3, 3]
+
+
+def test_run_files_lying_in_two_plain_folders_are_two_experiments(tmp_path, user):
+    """Run files of one combination each, straight in folders of their own (no SERVE--…-BENCH--… folder): each
+    folder's runs stand apart from the other's."""
+    for load in (2, 4):
+        source = SWEPT / f"SERVE--cap{load}-BENCH--c{load}" / "run=0.json"
+        (tmp_path / f"c{load}").mkdir()
+        (tmp_path / f"c{load}" / "run=0.json").write_bytes(source.read_bytes())
+    run_import(tmp_path, tmp_path / "c2", tmp_path / "c4")
+    assert sorted(len(sweep) for sweep in _sweeps().values()) == [1, 1]
 
 
 @pytest.mark.parametrize(
