@@ -1,6 +1,6 @@
 """Result files of serving benchmark tools (aiperf, guidellm, vLLM's `bench serve`) as protocol 1.2
 load levels, one run document per level, the levels of one tool run sharing `scenario.sweep.id`. A file is known by
-its content, not its name.
+its content, not its name. SGLang's bench_serving results are recognised and refused in words (sglang_bench.py).
 
 Plain Python, no Django: `parse` reads every file, checks it and builds every document, or raises ServingImportError
 naming the file and field (or the deployment key and flag) before anything is stored. docs/serving.md describes the
@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from . import aiperf, guidellm, inferencex, vllm_bench
+from . import aiperf, guidellm, inferencex, sglang_bench, vllm_bench
 from .deployment import Deployment, check_complete, load
 from .errors import ServingImportError
 from .levels import Level, document, sweep_ids
@@ -100,6 +100,8 @@ def _read(path: Path) -> list[Level]:
     if path.stat().st_size > MAX_RESULT_BYTES:
         raise ServingImportError(f"larger than {MAX_RESULT_BYTES} bytes", where=where)
     raw = path.read_bytes()
+    if sglang_bench.is_sglang(raw):
+        raise sglang_bench.refuse(where)
     if (results := vllm_bench.appended(raw, where)) is not None:
         return [vllm_bench.read(path, data, raw, line=n) for n, data in results]
     data = _parsed(raw, where)
