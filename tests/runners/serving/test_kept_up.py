@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -164,7 +165,9 @@ def test_a_client_that_gets_its_cpu_keeps_up_at_a_low_rate_with_figures_on_the_l
             pytest.skip(f"the host kept even a real-time client off a CPU (> {QUIET_WAIT:.0%} of each of 3 levels)")
     assert section["kept_up"], reasons
     assert all(abs(e) <= TOLERANCE for e in _errors(level).values()), _errors(level)
-    assert "0 of" not in section["notes"] and "monitor samples taken" in section["notes"]
+    # the monitor took samples ("910 of 910 monitor samples taken" holds "0 of" too: the count is read whole)
+    taken = re.search(r"(\d+) of (\d+) monitor samples taken", section["notes"])
+    assert taken is not None and int(taken[1]) > 0, section["notes"]
 
 
 @pytest.mark.slow
