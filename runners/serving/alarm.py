@@ -7,10 +7,11 @@ was due: precise, but the loop spun through those 1.5 ms of every gap (at 400 re
 client's own streams needed.
 
 On Linux a timerfd (CLOCK_MONOTONIC, the clock of `time.perf_counter`) armed at the absolute time joins the
-loop's epoll set: the loop sleeps until a stream event or the alarm, and the kernel wakes it within its timer
-slack (50 us by default) of the time. Python 3.13 has os.timerfd_*; before it, libc's timerfd_create and
-timerfd_settime are called through ctypes. Where neither exists (another OS, another clock) `Alarm.open`
-returns None and the dispatcher keeps the sleep-then-yield wait.
+loop's epoll set: the loop sleeps until a stream event or the alarm. Here the wait returns p50 0.11 ms after the
+time on an idle loop (an idle virtual CPU takes that long to wake; the timer slack is not it: 1 ns of slack
+changed nothing), against 2 us spinning, and costs the client no CPU in between. Python 3.13 has
+os.timerfd_*; before it, libc's timerfd_create and timerfd_settime are called through ctypes. Where neither exists
+(another OS, another clock) `Alarm.open` returns None and the dispatcher keeps the sleep-then-yield wait.
 """
 
 from __future__ import annotations
@@ -84,8 +85,8 @@ def _timerfd() -> _LibcTimerfd | _OsTimerfd | None:
 
 
 class Alarm:
-    """Wakes a coroutine of the running loop at a perf_counter() time: never before it, within the kernel's
-    timer slack after it when the loop is free (a busy loop serves what is ahead of it first)."""
+    """Wakes a coroutine of the running loop at a perf_counter() time: never before it, as soon after it as the
+    CPU wakes when the loop is free (a busy loop serves what is ahead of it first)."""
 
     def __init__(self, api: _LibcTimerfd | _OsTimerfd, fd: int, loop: asyncio.AbstractEventLoop) -> None:
         self._api, self._fd, self._loop = api, fd, loop

@@ -19,9 +19,10 @@ not); the endpoint's side requests (/v1/models, /metrics) use httpx.
 
 Timing. The event loop's timers round a wait UP to the next millisecond (epoll's timeout is in ms), so a plain
 `asyncio.sleep` sends a request up to 1 ms after its time. On Linux the dispatcher waits on a timerfd armed at
-the scheduled time (runners/serving/alarm.py), which the kernel fires within its timer slack (~50 us) and the
-loop sleeps through otherwise; elsewhere it sleeps to just before the time and yields to the loop (which keeps
-serving streams) until it is due, spinning through the last 1.5 ms. Either way a request never leaves early.
+the scheduled time (runners/serving/alarm.py), and the loop sleeps until it fires (~0.1 ms late on an idle
+virtual CPU, which takes that long to wake); elsewhere it sleeps to just before the time and yields to the loop
+(which keeps serving streams) until it is due, spinning through the last 1.5 ms. Either way a request never
+leaves early.
 
 A monitor coroutine measures what starves the client. It wakes on a fixed 5 ms grid with the loop's own timer
 and records how late each wake-up came (the oversleep: the callbacks and I/O ahead of it, and the time the
