@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
-import ctypes.util
+import functools
 import os
 import sys
 import time
@@ -42,7 +42,7 @@ class _LibcTimerfd:
     """timerfd through libc (Linux, Python before 3.13)."""
 
     def __init__(self) -> None:
-        libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        libc = ctypes.CDLL(None, use_errno=True)  # the process's own symbols, libc's among them (no library search)
         self._create, self._settime = libc.timerfd_create, libc.timerfd_settime
         self._create.argtypes = [ctypes.c_int, ctypes.c_int]
         self._settime.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.POINTER(_Itimerspec), ctypes.c_void_p]
@@ -71,6 +71,7 @@ class _OsTimerfd:
         os.timerfd_settime_ns(fd, flags=os.TFD_TIMER_ABSTIME, initial=ns)  # type: ignore[attr-defined,unused-ignore]
 
 
+@functools.cache  # once a process: every load level opens an alarm
 def _timerfd() -> _LibcTimerfd | _OsTimerfd | None:
     if not sys.platform.startswith("linux"):
         return None

@@ -16,6 +16,7 @@ Without this check such a file was refused as "not JSON nor a YAML mapping", whi
 from __future__ import annotations
 
 import json
+import re
 
 from .errors import ServingImportError
 
@@ -26,13 +27,21 @@ KEYS = frozenset(
      "completed", "total_output_tokens_retokenized", "accept_length", "max_concurrent_requests"}
 )  # fmt: skip
 MAX_LINE = 64 * 1024 * 1024
+_LEADING_SPACE = re.compile(rb"\s*")
 
 
 def is_sglang(raw: bytes) -> bool:
-    """Whether the file's first line is a result of SGLang's bench_serving (Python's json reads its Infinity)."""
-    first = raw.lstrip()[:MAX_LINE].split(b"\n", 1)[0]
-    if not first.startswith(b"{") or b'"total_output_tokens_retokenized"' not in first:
+    """Whether the file's first line is a result of SGLang's bench_serving (Python's json reads its Infinity).
+    Every imported file is asked, so nothing is copied until its first line names a key of SGLang's."""
+    spaces = _LEADING_SPACE.match(raw)
+    start = spaces.end() if spaces else 0
+    if raw[start : start + 1] != b"{":
         return False
+    end = raw.find(b"\n", start, start + MAX_LINE)
+    end = start + MAX_LINE if end < 0 else end
+    if raw.find(b'"total_output_tokens_retokenized"', start, end) < 0:
+        return False
+    first = raw[start:end]
     try:
         data = json.loads(first)
     except (ValueError, RecursionError):
