@@ -17,7 +17,8 @@ from django.conf import settings
 from whitenoise.middleware import WhiteNoiseMiddleware
 
 
-class StaticFilesMiddleware(WhiteNoiseMiddleware):
+class StaticFilesMiddleware(WhiteNoiseMiddleware):  # type: ignore[misc]  # whitenoise ships no types
+    files: dict[str, Any]  # WhiteNoise's table: URL path -> its StaticFile (or a redirect)
     _found: ClassVar[dict[tuple[Any, ...], dict[str, Any]]] = {}
     _lock: ClassVar[threading.Lock] = threading.Lock()
 
@@ -28,7 +29,8 @@ class StaticFilesMiddleware(WhiteNoiseMiddleware):
             if found is None:
                 # WhiteNoise's own listing, into an empty table: it overwrites what add_files() put there from
                 # STATIC_ROOT, and update() below does the same
-                own, self.files = self.files, {}
+                own = self.files
+                self.files = {}
                 try:
                     super().add_files_from_finders()
                     found = self._found[key] = self.files
