@@ -22,6 +22,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -61,6 +62,43 @@ def forget(body: dict[str, Any], i: int) -> dict[str, Any]:
     """The request's body, each run's remembered grouping forgotten first (protocol.decisions.answer)."""
     importlib.import_module("protocol.decisions.answer").forget_groupings()
     return body
+
+
+def answer_parts(user: Any, repeats: int) -> dict[str, float]:
+    """Median milliseconds of each part of one answer, each timed in-process (no HTTP) over `repeats` answers: what
+    POST /api/v1/decisions spends its time on beyond the request and its response."""
+    from django.db import transaction
+
+    from protocol import canonical
+    from protocol import decisions as dec
+    from registry.selectors.decisions import decision_candidate_runs
+    from registry.services.decisions import decision_create, decision_evidence, decision_question
+
+    question = decision_question(QUESTION)
+    times: dict[str, list[float]] = {}
+
+    @contextlib.contextmanager
+    def timed(name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        yield
+        times.setdefault(name, []).append((time.perf_counter() - start) * 1000)
+
+    for _ in range(repeats):
+        with timed("select the candidate runs and parse their documents"):
+            runs = decision_candidate_runs(question=question)
+        with timed("their references (decision_evidence)"):
+            evidence = decision_evidence(runs)
+        with timed("the arithmetic (protocol.decisions.answer_question)"):
+            answer = dec.answer_question(question, evidence, digests_name_documents=True)
+        with timed("the answer's digest (RFC 8785)"):
+            canonical.digest(answer)
+        with transaction.atomic(), timed("decision_create, all of it"):
+            decision_create(owner=user, title="parts", question=QUESTION)
+    medians = {name: float(np.median(values)) for name, values in times.items()}
+    whole = medians.pop("decision_create, all of it")
+    medians["storing and auditing it (decision_create less the parts above)"] = whole - sum(medians.values())
+    medians["decision_create, all of it"] = whole
+    return medians
 
 
 def main() -> None:
@@ -138,6 +176,10 @@ def main() -> None:
                 f"{cpu_a:5.1f}ms | {np.percentile(lookup, 50):8.1f}ms {np.percentile(lookup, 95):6.1f}ms {ql:>4} "
                 f"{cpu_l:5.1f}ms | {np.percentile(answer, 50) / np.percentile(lookup, 50):6.1f}×; {cpu_a / cpu_l:5.1f}×"
             )
+        parts = answer_parts(user, args.repeats)  # at the last, largest size
+        print(f"Where an answer's time goes at {sizes[-1]:,} runs (each part in-process, median of {args.repeats}):")
+        for name, ms in parts.items():
+            print(f"  {name:66s} {ms:7.1f} ms")
         print("Nothing remembered (each run's grouping worked out again, as for runs no answer has read yet):")
         for size, cold, cpu_c, lookup in colds:
             print(

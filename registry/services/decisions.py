@@ -61,7 +61,8 @@ def decision_question(data: Any) -> dec.Question | dec.TrainingQuestion:
         ) from None
 
 
-def _evidence(runs: Iterable[Submission]) -> list[dec.Evidence]:
+def decision_evidence(runs: Iterable[Submission]) -> list[dec.Evidence]:
+    """The runs as protocol.decisions reads them: each document with the reference an answer cites it by."""
     return [
         dec.Evidence(
             run.document,
@@ -76,7 +77,7 @@ def decision_compute(*, question: dec.Question | dec.TrainingQuestion) -> tuple[
     """The answer over the runs stored now, and the runs it cites (those in a candidate configuration)."""
     runs = decision_candidate_runs(question=question)
     try:
-        answer = dec.answer_question(question, _evidence(runs), digests_name_documents=True)  # run digests
+        answer = dec.answer_question(question, decision_evidence(runs), digests_name_documents=True)  # run digests
     except dec.DecisionError as exc:  # runs of several models, or a figure left what JSON carries: say so
         pointer = str(exc).split(":", 1)[0] if str(exc).startswith("/") else ""
         raise RegistryError(
