@@ -3,7 +3,7 @@
 WhiteNoise builds that table in the middleware's constructor: it lists every file the staticfiles finders know, stats
 it, and makes its headers (type, length, caching). Django builds a middleware chain per request handler: once per
 server process, but once per test client, and the tests make well over a thousand of them, at about 30 ms of CPU each
-(a quarter of tests/registry/authz/test_matrix.py's). The table depends only on the settings in `_key` and on the
+(a third or more of tests/registry/authz/test_matrix.py's). The table depends only on the settings in `_key` and on the
 files, which nothing changes while a process runs (WhiteNoise without autorefresh never looks at them again either),
 so every chain of a process shares one table per such settings.
 """
