@@ -285,9 +285,9 @@ def test_two_batches_that_deadlock_on_the_same_documents_both_finish(
     with ThreadPoolExecutor(2) as pool:
         ab, ba = pool.map(batch, [[a, b], [b, a]])
     # Each document stored by exactly one batch and known to the other. Usually the batch PostgreSQL rolled back
-    # finds both known ([stored, stored] and [known, known]); on a busy host (CI, 2026-12-06) its one-at-a-time retry
-    # deadlocked in turn with the rest of the other batch's transaction, which was then stored one at a time too,
-    # and each batch stored one document and found the other known. Either way none fails or is stored twice.
+    # finds both known ([stored, stored] and [known, known]); on a busy host its one-at-a-time retry can deadlock in
+    # turn with the rest of the other batch's transaction, which is then stored one at a time too, and each batch
+    # stores one document and finds the other known. Either way none fails or is stored twice.
     assert sorted([ab[0], ba[1]]) == sorted([ab[1], ba[0]]) == ["known", "stored"], (ab, ba)
     assert Submission.objects.count() == 2
     assert AuditEntry.objects.filter(kind="run.submitted").count() == 2
