@@ -8,7 +8,7 @@ against the command's start-up alone and against reading and json-parsing the sa
 SWEEP_DIR defaults to ../shared/data/serving/kimik2.5-fp4-b200-vllm-agentic-lmcache (six aiperf levels, 5 MB of
 JSON with the per-request records); the two shared sweeps and the fixture have their deployment built in, another
 folder needs --deployment. Each repeat imports into a copy of one migrated SQLite file (fresh: every level
-stored); the validator cache is the bench's own, filled by a first import timed apart. Prints figures; no
+stored); a first import, timed apart, reads the files before the others do. Prints figures; no
 pass/fail. Goal (issue 41): a sweep of 8 levels under 2 s on this machine.
 """
 
@@ -69,11 +69,9 @@ for name in sys.argv[1:]:
 """
 
 
-def _env(data_dir: Path, cache: Path) -> dict[str, str]:
+def _env(data_dir: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}  # SQLite in `data_dir`
-    # compiled schema validators (protocol.schema.fast_validator) in a cache of the bench's own: the first import
-    # fills it, as a user's first command after installing or upgrading does, and is reported on its own line
-    return {**env, "BENCHREG_DATA_DIR": str(data_dir), "BENCHREG_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT)}
+    return {**env, "BENCHREG_DATA_DIR": str(data_dir), "PYTHONPATH": str(ROOT)}
 
 
 def _timed(cmd: list[str], env: dict[str, str], cpu: list[float] | None = None) -> float:
@@ -117,24 +115,24 @@ def main() -> None:
         deployment = args.deployment or work / "deployment.json"
         if not args.deployment:
             deployment.write_text(json.dumps(DEPLOYMENTS[sweep.name]))
-        template, cache = work / "template", work / "cache"
+        template = work / "template"
         template.mkdir()
-        _timed([python, "-m", "registry.cli", "migrate", "-v", "0"], _env(template, cache))
+        _timed([python, "-m", "registry.cli", "migrate", "-v", "0"], _env(template))
         command = [python, "-m", "registry.cli", "import", "serving", str(sweep), "--deployment", str(deployment)]
         shutil.copytree(template, work / "cold")
-        cold = _timed(command, _env(work / "cold", cache))
+        cold = _timed(command, _env(work / "cold"))
         levels = _levels(work / "cold")
         imports, starts, reads = [], [], []
         cpu: dict[str, list[float]] = {"import": [], "start": [], "read": []}
         for n in range(repeats):
             fresh = work / f"run{n}"
             shutil.copytree(template, fresh)
-            imports.append(_timed(command, _env(fresh, cache), cpu["import"]))
-            starts.append(_timed([*command[:5], "--help"], _env(fresh, cache), cpu["start"]))
-            reads.append(_timed([python, "-c", _READ_FILES, *map(str, files)], _env(fresh, cache), cpu["read"]))
+            imports.append(_timed(command, _env(fresh), cpu["import"]))
+            starts.append(_timed([*command[:5], "--help"], _env(fresh), cpu["start"]))
+            reads.append(_timed([python, "-c", _READ_FILES, *map(str, files)], _env(fresh), cpu["read"]))
     print(f"sweep: {sweep.name}: {levels} levels, {len(files)} files read, {size / 1e6:.2f} MB; load average "
           f"{os.getloadavg()[0]:.1f}")  # fmt: skip
-    print(f"first import, empty validator cache         {cold:.2f} s")
+    print(f"first import (timed apart)                  {cold:.2f} s")
     print(f"benchreg import serving (fresh SQLite)      {_median(imports)}")
     print(f"  start-up alone (the command's --help)     {_median(starts)}")
     print(f"read + json.loads of the same files         {_median(reads)}  (a process of its own)")

@@ -103,7 +103,7 @@ def fields_fit_declared_minor(doc: dict[str, Any]) -> Iterator[Error]:
     declared = _declared_minor(doc)
     if declared not in FROZEN_SCHEMA_FILES:
         return  # the live minor, a later one (its unknown fields are refused as such) or no valid version at all
-    older = schema_errors(doc, declared)  # nearly always [] (the compiled validator alone)
+    older = schema_errors(doc, declared)  # nearly always [] (the fast validator alone)
     live = _problems(doc, rules.PROTOCOL_VERSION_LATEST) if older else set()
     for err in older:
         if (err.pointer, err.code) in live:

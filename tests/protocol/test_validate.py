@@ -129,12 +129,7 @@ def test_the_fast_validator_and_jsonschema_agree(body: bytes) -> None:
         return
     reference = Draft202012Validator(protocol.submission_schema(), format_checker=FormatChecker())
     reference_valid = not any(True for _ in reference.iter_errors(document))
-    try:
-        fast_validator()(document)
-        fast_valid = True
-    except Exception:
-        fast_valid = False
-    assert fast_valid == reference_valid
+    assert fast_validator()(document) == reference_valid
 
 
 @pytest.mark.parametrize(
@@ -148,6 +143,8 @@ def test_the_fast_validator_and_jsonschema_agree(body: bytes) -> None:
         "20261120T100000Z",
         "2026-11-20t10:00:00z",
         "2026-02-30T10:00:00Z",
+        "2026-11-20T23:59:60Z",
+        "0000-01-01T10:00:00Z",
     ],
 )
 def test_both_validators_agree_on_timestamps(server_example, when: str) -> None:
@@ -162,12 +159,7 @@ def test_both_validators_agree_on_timestamps(server_example, when: str) -> None:
             server_example
         )
     )
-    try:
-        fast_validator()(server_example)
-        fast = True
-    except Exception:
-        fast = False
-    assert fast == reference, when
+    assert fast_validator()(server_example) == reference, when
 
 
 def test_a_large_integral_float_keeps_its_identity_through_the_canonical_form(server_example) -> None:
