@@ -101,3 +101,19 @@ def digest_of(canonical: bytes) -> str:
 def digest(document: Any) -> str:
     """Digest of a JSON value's canonical form."""
     return digest_of(canonicalize(document))
+
+
+NotPlain = _Slow
+
+
+def plain(value: Any) -> Any:
+    """`value` as the canonical form prints it (integral floats as ints), or NotPlain where only the reference
+    implementation may decide. For callers that build a larger value from many small ones already made plain:
+    `digest_of_plain` of it then equals `digest` of the original, without walking it again."""
+    return _plain(value)
+
+
+def digest_of_plain(value: Any) -> str:
+    """`digest` of a value whose scalars come from `plain` and whose object keys are ASCII strings; raises
+    orjson.JSONEncodeError where `digest` would take the reference implementation (a lone surrogate)."""
+    return digest_of(_encode(value))

@@ -538,6 +538,31 @@ def test_the_keys_of_every_axis_at_once_are_each_axis_key(data: st.DataObject, n
     assert cmp.comparability_keys(doc) == keys  # the second time from the memo
 
 
+@pytest.mark.parametrize(
+    ("pointer", "value"),
+    [
+        ("/system/accelerators/0/memory_gb", 80.0),  # an integral float: printed as 80
+        ("/system/accelerators/0/memory_gb", 1e-05),  # a float printed in full only by the reference
+        ("/system/notes_unlisted_é", "x"),  # a pointer beyond ASCII: ordered by UTF-16 units
+        ("/system/notes_unlisted", "\ud800"),  # a lone surrogate: the reference decides
+        ("/system/notes_unlisted", [1.5, 2.0, "b"]),
+    ],
+)
+def test_the_keys_of_every_axis_at_once_take_the_reference_where_values_need_it(pointer: str, value: Any) -> None:
+    """comparability_keys makes each leaf canonical as it reads it; where a value or pointer is outside that fast
+    subset it must still give each axis's key as comparability_key (the canonical form's own path) does."""
+    doc = set_at(example("inference-server-h100-bf16"), pointer, value)
+    expected = {}
+    for axis in cmp.contract().axes:
+        try:
+            expected[axis] = cmp.comparability_key(doc, axis)
+        except Exception as exc:  # a value the canonical form refuses: refused the same way at once
+            with pytest.raises(type(exc)):
+                cmp.comparability_keys(doc)
+            return
+    assert cmp.comparability_keys(doc) == expected
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), name=examples, axis=axes)
 def test_the_verdict_does_not_depend_on_run_order(data: st.DataObject, name: str, axis: str) -> None:
