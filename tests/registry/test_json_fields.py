@@ -158,3 +158,29 @@ def test_large_values_are_compressed_with_lz4_where_the_server_has_it() -> None:
         )
         cursor.execute("SELECT pg_column_compression(answer), answer = %s::jsonb FROM probe_answer", [json.dumps(big)])
         assert cursor.fetchone() == ("lz4", True)
+
+
+@pytest.mark.django_db
+def test_a_stored_run_is_written_from_orjson_text_and_keeps_its_document_as_a_value(server_example) -> None:
+    """runs_store writes a checked document's JSON with orjson (a checked document is finite); the stored run it
+    returns holds the document itself, and the row reads back as the same value."""
+    from django.db import transaction
+
+    import protocol
+    from registry.models import Submission
+    from registry.services import runs
+
+    checked = protocol.check(server_example)
+    owner = person()
+    row = runs._row(checked, "declared", owner, owner.username, None, timezone.now())
+    assert isinstance(row.document, JSONText)
+    with transaction.atomic():
+        (run,) = runs.runs_store(checked=[checked], submitted_by=owner, token=None, trust="declared")
+    assert run.document is checked.document
+    # The JSON column as stored (a loaded run's `document` is its canonical text's parse), against the same document
+    # written by Django's json.dumps into another JSON column.
+    stored = Submission.objects.filter(pk=run.pk).values_list("document", flat=True).get()
+    hook = WebhookDelivery.objects.create(
+        message_id="m", url="https://h.ex/", secret="", event="e", body=checked.document, created_at=timezone.now()
+    )
+    assert _same(stored, WebhookDelivery.objects.filter(pk=hook.pk).values_list("body", flat=True).get())
