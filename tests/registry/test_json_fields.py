@@ -161,9 +161,11 @@ def test_large_values_are_compressed_with_lz4_where_the_server_has_it() -> None:
 
 
 @pytest.mark.django_db
-def test_a_stored_run_is_written_from_orjson_text_and_keeps_its_document_as_a_value(server_example) -> None:
-    """runs_store writes a checked document's JSON with orjson (a checked document is finite); the stored run it
-    returns holds the document itself, and the row reads back as the same value."""
+def test_a_stored_run_is_written_from_orjson_text_and_keeps_its_document_as_a_value(
+    server_example, monkeypatch
+) -> None:
+    """runs_store writes a checked document's JSON with orjson (a checked document is finite), never json.dumps; the
+    stored run it returns holds the document itself, and the row holds what json.dumps would have written."""
     from django.db import transaction
 
     import protocol
@@ -172,10 +174,18 @@ def test_a_stored_run_is_written_from_orjson_text_and_keeps_its_document_as_a_va
 
     checked = protocol.check(server_example)
     owner = person()
-    row = runs._row(checked, "declared", owner, owner.username, None, timezone.now())
-    assert isinstance(row.document, JSONText)
+    encoded_by_json = []
+    dumps = json.dumps
+
+    def watched(value: Any, *args: Any, **kwargs: Any) -> str:
+        encoded_by_json.append(value)
+        return dumps(value, *args, **kwargs)
+
+    monkeypatch.setattr(json, "dumps", watched)
     with transaction.atomic():
         (run,) = runs.runs_store(checked=[checked], submitted_by=owner, token=None, trust="declared")
+    monkeypatch.undo()
+    assert not any(value is checked.document for value in encoded_by_json)
     assert run.document is checked.document
     # The JSON column as stored (a loaded run's `document` is its canonical text's parse), against the same document
     # written by Django's json.dumps into another JSON column.
