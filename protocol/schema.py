@@ -130,6 +130,7 @@ def _as_python_reads_it(schema: Any) -> Any:
 
 
 def _python_space(pattern: str) -> str:
+    """`pattern` with each `\\s` replaced by PYTHON_SPACE (inside a character class) or a class of it (outside)."""
     out, in_class, i = [], False, 0
     while i < len(pattern):
         char = pattern[i]
@@ -236,8 +237,9 @@ def schema_errors(document: Any, version: str = rules.PROTOCOL_VERSION_LATEST) -
     cannot read: a subclass of str, a key that is not a string) pays for jsonschema's complete error list (jsonschema
     stays the reference: tests check the two agree).
     """
+    valid = fast_validator(version)  # built outside the try: a schema it cannot build is an error, never "invalid"
     try:
-        if fast_validator(version)(document):
+        if valid(document):
             return []
     except ValueError:  # jsonschema-rs reads only JSON's own types
         pass
