@@ -102,10 +102,13 @@ def _date_time(value: str) -> bool:
 
 # Python's `re` reads `\s` in a str pattern as these characters; written into a character class in their place.
 PYTHON_SPACE = "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
-# Escapes whose ECMA-262 reading accepts characters Python's refuses: no schema uses them, and none is translated.
-_UNTRANSLATED = frozenset("SDWbB")
+# Escapes ECMA-262 and Python read differently (\d and \w: ASCII there, Unicode here; negated, in a class or by
+# their capital, ECMA's accepts more) and lookarounds (where Python's `$` also matches before a final newline): no
+# schema uses them, and a pattern that does is refused rather than translated.
+_UNTRANSLATED = frozenset("dDwWSbB")
 _LITERAL_VALUES = frozenset({"const", "enum", "default", "examples"})  # data, not schemas
-_NAMED_SCHEMAS = frozenset({"properties", "$defs", "dependentSchemas"})  # name -> schema: a name is no keyword
+# name -> schema (or, under "dependencies", a list of names): a name there is no keyword
+_NAMED_SCHEMAS = frozenset({"properties", "$defs", "definitions", "dependentSchemas", "dependencies"})
 
 
 def _as_python_reads_it(schema: Any) -> Any:
@@ -144,6 +147,8 @@ def _python_space(pattern: str) -> str:
                 out.append(pattern[i : i + 2])
             i += 2
             continue
+        if char == "(" and pattern.startswith("(?", i) and not in_class:
+            raise ValueError(f"pattern {pattern!r}: a (?...) group reads differently in ECMA-262 and Python")
         if char == "[" and not in_class:
             in_class = True
         elif char == "]" and in_class:
@@ -229,20 +234,23 @@ def _value_error(err: ValidationError, here: str, kind: Any) -> Error:
     return Error(here, f"schema-{kind}", err.message)
 
 
-def schema_errors(document: Any, version: str = rules.PROTOCOL_VERSION_LATEST) -> list[Error]:
+def schema_errors(document: Any, version: str = rules.PROTOCOL_VERSION_LATEST, *, fast: bool = True) -> list[Error]:
     """Every violation of the schema of minor `version` (the live one by default), each with its pointer, code and
     message.
 
     Most documents are valid, so the fast validator answers first; only a document it refuses (or holds a value it
     cannot read: a subclass of str, a key that is not a string) pays for jsonschema's complete error list (jsonschema
-    stays the reference: tests check the two agree).
+    stays the reference: tests check the two agree). `fast=False` asks the reference alone: for a value built in
+    Python with types other than JSON's (protocol.parsing.plain_json), which jsonschema-rs reads as JSON (a Decimal
+    as a number, a tuple as an array) where the reference refuses them.
     """
-    valid = fast_validator(version)  # built outside the try: a schema it cannot build is an error, never "invalid"
-    try:
-        if valid(document):
-            return []
-    except ValueError:  # jsonschema-rs reads only JSON's own types
-        pass
+    if fast:
+        valid = fast_validator(version)  # built outside the try: a schema it cannot build is an error, not "invalid"
+        try:
+            if valid(document):
+                return []
+        except ValueError:  # jsonschema-rs reads only JSON's own types
+            pass
     out: list[Error] = []
     for err in _validator(version).iter_errors(document):
         out.extend(_translate(err))

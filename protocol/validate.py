@@ -9,7 +9,7 @@ from typing import Any
 from .canonical import canonicalize, digest_of
 from .checks import semantic_errors
 from .errors import Error, Invalid
-from .parsing import MARK_CODES, parse_json, unmarked, value_errors
+from .parsing import MARK_CODES, parse_json, plain_json, unmarked, value_errors
 from .schema import schema_errors
 from .summary import RunSummary, summarize
 
@@ -37,13 +37,14 @@ def errors(document: Any) -> list[Error]:
     parse_json(keep_marks=True) marked (a NaN, a repeated key, an integer no double holds): each is one error, with
     its pointer, among all the others; the checks read the value there as null and say nothing more about it.
     """
-    found = value_errors(document)
+    plain = plain_json(document)
+    found = [] if plain else value_errors(document)
     if any(e.code == "too-deep" for e in found):
         return sorted(found)
     marked = {e.pointer for e in found if e.code in MARK_CODES}
     if marked:
         document = unmarked(document)
-    shape = schema_errors(document)
+    shape = schema_errors(document, fast=plain)
     checked = set(shape) | set(semantic_errors(document, shape_is_valid=not shape))
     return sorted(set(found) | {e for e in checked if not _at_or_below(e.pointer, marked)})
 

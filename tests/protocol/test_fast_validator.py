@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -23,14 +24,13 @@ EXAMPLES = Path(protocol.__file__).parent / "examples"
 
 
 def _keywords(value, name: str) -> list[str]:
-    """Every value of keyword `name` in a schema: not a property of that name, nor inside literal data."""
+    """Every string under a key `name` anywhere in a schema but inside literal data: wider than the keyword positions
+    protocol.schema translates, so a pattern it would skip is still walked here."""
     found = []
     if isinstance(value, dict):
         for key, child in value.items():
             if key == name and isinstance(child, str):
                 found.append(child)
-            elif key in ("properties", "$defs", "dependentSchemas", "patternProperties"):
-                found.extend(p for sub in child.values() for p in _keywords(sub, name))
             elif key not in ("const", "enum", "default", "examples"):
                 found.extend(_keywords(child, name))
     elif isinstance(value, list):
@@ -81,9 +81,11 @@ def test_a_pattern_never_accepts_what_python_refuses(pattern: str) -> None:
     assert accepted_only_by_fast == []
 
 
-def test_a_pattern_with_an_escape_read_two_ways_is_not_translated() -> None:
-    with pytest.raises(ValueError, match=r"\\S"):
-        compiled({"type": "string", "pattern": r"^\S+$"})
+@pytest.mark.parametrize("pattern", [r"^\S+$", r"^[^\d]$", r"^\w+$", r"^a\b", r"^a(?!$)", r"^(?<=a)b"])
+def test_a_pattern_with_a_construct_read_two_ways_is_refused_not_translated(pattern: str) -> None:
+    """`[^\\d]` accepts Arabic-Indic digits in ECMA-262 and not in Python; `(?!$)` accepts "a\\n" in ECMA only."""
+    with pytest.raises(ValueError, match="reads differently in ECMA-262 and Python"):
+        compiled({"type": "string", "pattern": pattern})
 
 
 DATES = ["2026-11-20", "2024-02-29", "2023-02-29", "0000-01-01", "9999-12-31", "2026-13-01", "2026-11-31", "2026-1-01"]
@@ -125,3 +127,17 @@ def test_a_value_the_fast_validator_cannot_read_is_judged_by_the_reference(serve
     server_example["system"]["accelerators"][0]["count"] = Text("8")
     assert [e.pointer for e in schema.schema_errors(server_example)] == ["/system/accelerators/0/count"]
     assert [e.code for e in schema.schema_errors({**server_example, 1: "x"})] != []
+
+
+@pytest.mark.parametrize("kind", ["decimal", "tuple"])
+def test_a_value_of_a_type_json_has_not_is_judged_by_the_reference(server_example, kind: str) -> None:
+    """jsonschema-rs reads a Decimal as a number and a tuple as an array; the reference refuses both, so a document
+    built in Python (an importer's) holding one gets the reference's error at its pointer, and check refuses it."""
+    system = server_example["system"]
+    if kind == "decimal":
+        system["accelerators"][0]["count"], where = Decimal(8), "/system/accelerators/0/count"
+    else:
+        system["accelerators"], where = tuple(system["accelerators"]), "/system/accelerators"
+    assert [(e.pointer, e.code) for e in protocol.errors(server_example)] == [(where, "wrong-type")]
+    with pytest.raises(protocol.Invalid):
+        protocol.check(server_example)

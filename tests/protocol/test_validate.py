@@ -118,7 +118,8 @@ def test_any_json_value_gets_errors_not_exceptions(value) -> None:
 @settings(max_examples=300, deadline=None)
 @given(body=mutated_documents())
 def test_the_fast_validator_and_jsonschema_agree(body: bytes) -> None:
-    """The compiled fast path may only say 'valid' where the reference validator finds no error."""
+    """The fast path may only say 'valid' where the reference validator finds no error (it may refuse what the
+    reference accepts, e.g. a hash with a final newline that Python's `$` lets through: the reference then decides)."""
     from jsonschema import Draft202012Validator, FormatChecker
 
     from protocol.schema import fast_validator
@@ -129,7 +130,7 @@ def test_the_fast_validator_and_jsonschema_agree(body: bytes) -> None:
         return
     reference = Draft202012Validator(protocol.submission_schema(), format_checker=FormatChecker())
     reference_valid = not any(True for _ in reference.iter_errors(document))
-    assert fast_validator()(document) == reference_valid
+    assert reference_valid or not fast_validator()(document)
 
 
 @pytest.mark.parametrize(

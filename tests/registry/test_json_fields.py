@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from registry.models import DecisionAnswer, Plan, WebhookDelivery
-from registry.models.fields import JSONText, finite_json, loads_stored
+from registry.models.fields import JSONField, JSONText, finite_json, loads_stored
 from tests.registry.hostile.people import person
 
 # Where orjson alone would differ from json: integers past 64 bits become doubles (-2**63 - 1 down, 2**64 up),
@@ -164,8 +164,9 @@ def test_large_values_are_compressed_with_lz4_where_the_server_has_it() -> None:
 def test_a_stored_run_is_written_from_orjson_text_and_keeps_its_document_as_a_value(
     server_example, monkeypatch
 ) -> None:
-    """runs_store writes a checked document's JSON with orjson (a checked document is finite), never json.dumps; the
-    stored run it returns holds the document itself, and the row holds what json.dumps would have written."""
+    """runs_store writes a checked document's JSON from orjson's text (a checked document is finite), not through
+    json.dumps; the stored run it returns holds the document itself, and the row holds what json.dumps would have
+    written."""
     from django.db import transaction
 
     import protocol
@@ -174,18 +175,18 @@ def test_a_stored_run_is_written_from_orjson_text_and_keeps_its_document_as_a_va
 
     checked = protocol.check(server_example)
     owner = person()
-    encoded_by_json = []
-    dumps = json.dumps
+    written = []
+    prepare = JSONField.get_db_prep_save
 
-    def watched(value: Any, *args: Any, **kwargs: Any) -> str:
-        encoded_by_json.append(value)
-        return dumps(value, *args, **kwargs)
+    def watched(field: Any, value: Any, connection: Any) -> Any:
+        written.append(value)
+        return prepare(field, value, connection)
 
-    monkeypatch.setattr(json, "dumps", watched)
+    monkeypatch.setattr(JSONField, "get_db_prep_save", watched)
     with transaction.atomic():
         (run,) = runs.runs_store(checked=[checked], submitted_by=owner, token=None, trust="declared")
     monkeypatch.undo()
-    assert not any(value is checked.document for value in encoded_by_json)
+    assert any(isinstance(value, JSONText) and value.value is checked.document for value in written)
     assert run.document is checked.document
     # The JSON column as stored (a loaded run's `document` is its canonical text's parse), against the same document
     # written by Django's json.dumps into another JSON column.
