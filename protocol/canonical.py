@@ -22,12 +22,12 @@ def _encode(value: Any) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
 
 
-class _Slow(Exception):
+class NotPlain(Exception):
     """The value holds something only the reference implementation may decide (see _plain)."""
 
 
 def _plain(value: Any) -> Any:
-    """`value` as `_encode` would print canonically, or _Slow.
+    """`value` as `_encode` would print canonically, or NotPlain.
 
     The encoder matches RFC 8785 for strings (the same escapes), booleans, null, integers within ±(2^53-1), lists,
     and objects whose keys are ASCII (byte order is UTF-16 order there). Integral floats become ints
@@ -49,21 +49,21 @@ def _plain(value: Any) -> Any:
     if isinstance(value, int):
         if -_SAFE_INT <= value <= _SAFE_INT:
             return value
-        raise _Slow
+        raise NotPlain
     if isinstance(value, float):
         return _plain_float(value)
     if isinstance(value, dict):
         return _plain_object(value)
     if isinstance(value, list | tuple):
         return [_plain(child) for child in value]
-    raise _Slow
+    raise NotPlain
 
 
 def _plain_object(value: dict[Any, Any]) -> dict[str, Any]:
     out = {}
     for key, child in value.items():
         if not isinstance(key, str) or not key.isascii():
-            raise _Slow
+            raise NotPlain
         out[key] = _plain(child)
     return out
 
@@ -73,10 +73,10 @@ def _plain_float(value: float) -> float | int:
     if magnitude.is_integer():
         if magnitude <= _SAFE_INT:
             return int(value)  # 2.0 and -0.0 print as 2 and 0
-        raise _Slow
+        raise NotPlain
     if _PLAIN_LOW <= magnitude < _PLAIN_HIGH:  # (every float from 2^53 up is integral)
         return value
-    raise _Slow
+    raise NotPlain
 
 
 def canonicalize(document: Any) -> bytes:
@@ -89,7 +89,7 @@ def canonicalize(document: Any) -> bytes:
     """
     try:
         return _encode(_plain(document))
-    except (_Slow, orjson.JSONEncodeError):  # outside the subset; lone surrogates; nested deeper than orjson goes
+    except (NotPlain, orjson.JSONEncodeError):  # outside the subset; lone surrogates; nested deeper than orjson goes
         return rfc8785.dumps(document)
 
 
@@ -101,9 +101,6 @@ def digest_of(canonical: bytes) -> str:
 def digest(document: Any) -> str:
     """Digest of a JSON value's canonical form."""
     return digest_of(canonicalize(document))
-
-
-NotPlain = _Slow
 
 
 def plain(value: Any) -> Any:
