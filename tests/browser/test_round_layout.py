@@ -197,5 +197,7 @@ def test_a_comparisons_charts_keep_their_text_legible_at_1280_and_390_px(reader:
         for image in images.all():
             image.scroll_into_view_if_needed()
             page.wait_for_function("e => e.complete && e.naturalWidth > 0", arg=image.element_handle())
-            scale = image.evaluate("e => e.getBoundingClientRect().width / e.naturalWidth")
-            assert scale >= CHART_SCALE, f"a chart drawn at {scale:.2f} of its size at {width} px"
+            shown, natural = image.evaluate("e => [e.getBoundingClientRect().width, e.naturalWidth]")
+            assert shown / natural >= CHART_SCALE, (
+                f"a chart drawn at {shown / natural:.3f} of its size at {width} px ({shown} of {natural} px)"
+            )
