@@ -23,12 +23,16 @@ MIN_VALUES = 3  # fewest independent values an interval (and so a verdict) is fo
 OLYMPIC_MIN_RUNS = 5
 
 
-@functools.lru_cache(maxsize=1024)
 def t_quantile(df: int, confidence: float = CONFIDENCE) -> float:
     """The two-sided Student t quantile for `confidence` at `df` degrees of freedom.
 
     Cached: scipy's ppf costs ~0.1 ms a call, and a page asks for the same few degrees of freedom hundreds of times.
     """
+    return _t_quantile(df, confidence)  # one cache key whether `confidence` was given or defaulted
+
+
+@functools.lru_cache(maxsize=1024)
+def _t_quantile(df: int, confidence: float) -> float:
     from scipy import stats as sps  # here, not at the top: importing scipy.stats costs ~1 s of every process's start
 
     return float(sps.t.ppf(0.5 + confidence / 2, df))
