@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import copy
 import io
+import json
+import math
+import re
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -262,6 +265,57 @@ def test_a_rewritten_document_with_a_matching_digest_loses_its_entry(runs):
     assert f"run {run.pk}: column document differs from the canonical text" in out
     assert f"run {run.pk}: no run.submitted audit entry records its digest" in out
     assert f"records run {run.digest}, and no stored run has that digest" in out
+
+
+def _rewrite_document(pk: int, text: str) -> None:
+    """The run's JSON document column set to `text`, as a superuser would."""
+    if connection.vendor == "postgresql":
+        sql = "UPDATE registry_submission SET document = %s::jsonb WHERE id = %s"
+    else:
+        sql = "UPDATE registry_submission SET document = %s WHERE id = %s"
+    _as_superuser("registry_submission", sql, [text, pk])
+
+
+def _one_ulp_up(doc: dict) -> None:
+    doc["metrics"]["throughput"]["value"] = math.nextafter(doc["metrics"]["throughput"]["value"], math.inf)
+
+
+def _boolean_as_number(doc: dict) -> None:
+    doc["conditions"]["steady_state"]["reached"] = 1
+
+
+def _field_added(doc: dict) -> None:
+    doc["conditions"]["note"] = "added later"
+
+
+def _string_changed(doc: dict) -> None:
+    doc["system"]["accelerators"][0]["model"] += " "
+
+
+@pytest.mark.parametrize("rewrite", [_one_ulp_up, _boolean_as_number, _field_added, _string_changed])
+def test_a_rewritten_document_column_alone_is_named(runs, rewrite):
+    """The JSON document column rewritten, its canonical text and digest left as they were: a number one ulp off,
+    true stored as 1, a field added or a character appended differ from what the text parses to."""
+    run = Submission.objects.get(pk=runs[0].pk)
+    forged = copy.deepcopy(run.document)
+    rewrite(forged)
+    _rewrite_document(run.pk, json.dumps(forged))
+    ok, out = _verify()
+    assert not ok
+    assert f"run {run.pk}: column document differs from the canonical text" in out, out
+
+
+@pytest.mark.parametrize("spelling", ["20.000", "2e1", "20"])
+def test_a_document_column_spelling_a_number_otherwise_verifies(runs, spelling):
+    """The same double spelled otherwise (trailing zeros, an exponent, no fraction: as JSONB or another writer may
+    keep it) is the same document."""
+    run = Submission.objects.get(pk=runs[0].pk)
+    assert run.document["scenario"]["target_qps"] == 20.0
+    text, replaced = re.subn(r'"target_qps": 20(\.0)?\b', f'"target_qps": {spelling}', json.dumps(run.document))
+    assert replaced == 1, text
+    _rewrite_document(run.pk, text)
+    ok, out = _verify()
+    assert ok, out
 
 
 def test_an_untouched_registry_verifies(runs):
