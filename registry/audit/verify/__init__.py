@@ -27,10 +27,11 @@ from collections.abc import Sequence
 from protocol.signed_note import VerifierKey
 from registry.audit.keys import trusted_verifier_keys
 from registry.audit.sequencer import audit_integrate
+from registry.audit.verify import progress
 from registry.audit.verify.checkpoints import verify_checkpoint_files, verify_stored_checkpoints, verify_witnesses
-from registry.audit.verify.entries import verify_entries, verify_head
+from registry.audit.verify.entries import entry_count, verify_entries, verify_head
 from registry.audit.verify.findings import Finding, Report
-from registry.audit.verify.runs import verify_run_entries, verify_runs
+from registry.audit.verify.runs import run_count, verify_run_entries, verify_runs
 from registry.audit.verify.withdrawals import verify_withdrawals
 
 __all__ = ["Finding", "Report", "verify_log"]
@@ -42,23 +43,31 @@ def verify_log(
     keys: Sequence[str | VerifierKey] | None = None,
     witnesses: Sequence[str] = (),
     quorum: int = 0,
+    say_progress: progress.Say | None = None,
+    progress_every: float = 5.0,
 ) -> Report:
     """Check everything listed in the module docstring. `checkpoint_files` are (name, signed note bytes);
     `keys` are the verifier keys to trust (default: the registry's current and configured earlier keys).
 
     With `quorum` > 0, every checkpoint file (or, without files, the latest stored checkpoint with its
     cosignatures) must carry valid cosignatures by at least `quorum` of `witnesses` (cosignature/v1 verifier keys).
+
+    With `say_progress`, how many entries and runs have been checked is said through it every `progress_every`
+    seconds while they are (registry/audit/verify/progress.py).
     """
     trusted = list(keys) if keys else list(trusted_verifier_keys())
     report = Report()
-    # Entries queued by committed changes are numbered first, so every committed change has its entry to check.
-    audit_integrate()
-    _verify_tree(report, trusted, checkpoint_files)
-    if quorum > 0:
-        verify_witnesses(report, checkpoint_files, witnesses, quorum)
-    verify_runs(report)
-    verify_run_entries(report)
-    verify_withdrawals(report)
+    with progress.reporting(say_progress, progress_every):
+        # Entries queued by committed changes are numbered first, so every committed change has its entry to check.
+        audit_integrate()
+        with progress.phase("entries", entry_count):
+            _verify_tree(report, trusted, checkpoint_files)
+        if quorum > 0:
+            verify_witnesses(report, checkpoint_files, witnesses, quorum)
+        with progress.phase("runs", run_count):
+            verify_runs(report)
+        verify_run_entries(report)
+        verify_withdrawals(report)
     return report
 
 

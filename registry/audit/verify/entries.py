@@ -22,7 +22,7 @@ from orjson import JSONDecodeError
 from protocol.audit_entries import commitment_checker, commits_actor, entry_head
 from protocol.transparency import MerkleTree
 from registry.audit.keys import commitment_key
-from registry.audit.verify import ranges
+from registry.audit.verify import progress, ranges
 from registry.audit.verify.findings import Finding, Report, who_differs
 from registry.models import AuditEntry, AuditHead
 
@@ -64,6 +64,12 @@ def entry_query(start: int | None = None, stop: int | None = None) -> Any:
 
 
 _ALIGN = 1 << 14  # ranges start at multiples of this, so each range's tree joins the whole one for a few hashes
+
+
+def entry_count() -> int:
+    """The entries there are to check, as their numbers say (the head row is checked against them apart)."""
+    last = AuditEntry.objects.order_by("-seq").values_list("seq", flat=True).first()
+    return 0 if last is None else last + 1
 
 
 def range_bounds() -> list[int]:
@@ -181,6 +187,7 @@ def check_entries(
             _verify_entry(report, committed, row, leaf, entry)
         tree.extend(leaves)
         expected = number
+        progress.counted(len(rows))
     return first, expected
 
 

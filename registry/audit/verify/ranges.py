@@ -14,6 +14,8 @@ from typing import Any
 
 from django.db import connection
 
+from registry.audit.verify import progress
+
 # A table of RANGES_FROM rows or more is checked by up to MAX_PROCESSES processes, one per core this process may
 # run on: below that a fork and a second connection (tens of milliseconds) gain little.
 RANGES_FROM = 100_000
@@ -70,7 +72,10 @@ def forked(starts: list[int], work: Work) -> Iterator[Callable[[int], Any]]:
         for start, stop in zip(starts, [*starts[1:], None], strict=True):
             receive, send = context.Pipe(duplex=False)
             process = context.Process(
-                target=_in_process, args=(work, start, stop, send), name="audit-verify-range", daemon=True
+                target=_in_process,
+                args=(work, len(workers), start, stop, send),
+                name="audit-verify-range",
+                daemon=True,
             )
             process.start()  # before this process starts a thread: a fork copies no running thread
             send.close()
@@ -97,10 +102,11 @@ def _receive(pipe: Any, results: list[Any], index: int) -> None:
         results[index] = pipe.recv()
 
 
-def _in_process(work: Work, start: int, stop: int | None, send: Any) -> None:
-    """In a forked process: send work(start, stop), or the traceback of what failed. The work runs in a new
-    thread: Django keeps a connection per thread, so that thread opens its own, and the one copied from the parent
-    (its socket still the parent's) is never used or closed here."""
+def _in_process(work: Work, index: int, start: int, stop: int | None, send: Any) -> None:
+    """In a forked process, checking range `index`: send work(start, stop), or the traceback of what failed. The
+    work runs in a new thread: Django keeps a connection per thread, so that thread opens its own, and the one copied
+    from the parent (its socket still the parent's) is never used or closed here."""
+    progress.in_range(index)
     outcome: list[Any] = []
 
     def run() -> None:

@@ -31,7 +31,7 @@ from protocol.comparability import comparability_keys
 from protocol.parsing import MAX_EXACT_INTEGER
 from protocol.summary import COLUMN_NAMES
 from registry.audit.keys import commitment_key
-from registry.audit.verify import ranges
+from registry.audit.verify import progress, ranges
 from registry.audit.verify.entries import CHUNK
 from registry.audit.verify.findings import Finding, Report, mismatch, who_differs
 from registry.choices import AuditKind
@@ -149,7 +149,7 @@ def _verify_run_range(
     report: Report, key: CommitmentKey, committed: _Committed, start: int | None = None, stop: int | None = None
 ) -> None:
     width = len(_RUN_COLUMNS)
-    previous = None
+    previous, checked = None, 0  # checked: runs not yet added to the progress count
     for row in _runs_with_entries(start, stop):
         run = dict(zip(_RUN_COLUMNS, row[:width], strict=True))
         entry = dict(zip(_RUN_ENTRY_COLUMNS, row[width:], strict=True))
@@ -160,6 +160,19 @@ def _verify_run_range(
         previous = run["id"]
         report.runs += 1
         _verify_run(report, run, entry, key, committed)
+        checked += 1
+        if checked == _COUNTED_EVERY:
+            progress.counted(checked)
+            checked = 0
+    progress.counted(checked)
+
+
+_COUNTED_EVERY = 100  # runs checked between two additions to the progress count (registry/audit/verify/progress.py)
+
+
+def run_count() -> int:
+    """The runs there are to check."""
+    return Submission.objects.count()
 
 
 _Committed = Callable[[object, int, str, int | None, int | None], bool]  # protocol.audit_entries.commitment_checker

@@ -1,7 +1,8 @@
 """`benchreg audit verify|checkpoint|export|show`: check the audit log, sign or export checkpoints, show the head.
 
 verify [--checkpoint FILE ...] [--key VKEY ...] [--witness VKEY ... --require-witnesses K]
-                                                  recompute everything; exit 1 naming the first mismatch
+       [--progress-every SECONDS | --quiet]       recompute everything; exit 1 naming the first mismatch (how far
+                                                  it has got said on stderr every 5 s, for a large registry)
 checkpoint                                        sign a checkpoint of the current head now
 export --out FILE                                 write the latest signed checkpoint (a C2SP note) to FILE,
                                                   signing one first if the log has grown since
@@ -12,6 +13,7 @@ sequence [--follow] [--interval S]                number queued entries now (or 
 
 from __future__ import annotations
 
+import argparse
 import time
 from pathlib import Path
 from typing import Any
@@ -47,7 +49,15 @@ class Command(BaseCommand):
         getattr(self, f"_{action}")(**options)
 
     def _verify(
-        self, *, checkpoint: list[Path], key: list[str], witness: list[str], require_witnesses: int, **_: Any
+        self,
+        *,
+        checkpoint: list[Path],
+        key: list[str],
+        witness: list[str],
+        require_witnesses: int,
+        progress_every: float,
+        quiet: bool,
+        **_: Any,
     ) -> None:
         if require_witnesses > len(witness):
             raise CommandError(
@@ -55,7 +65,14 @@ class Command(BaseCommand):
             )
         files = _read_checkpoint_files(checkpoint)
         try:
-            report = verify_log(checkpoint_files=files, keys=key or None, witnesses=witness, quorum=require_witnesses)
+            report = verify_log(
+                checkpoint_files=files,
+                keys=key or None,
+                witnesses=witness,
+                quorum=require_witnesses,
+                say_progress=None if quiet else self._say_progress,
+                progress_every=progress_every,
+            )
         except NoteError as exc:  # a malformed --key or --witness
             raise CommandError(str(exc)) from None
         self._print_summary(report)
@@ -64,6 +81,10 @@ class Command(BaseCommand):
             return
         self._print_findings(report)
         raise CommandError(f"audit log verification FAILED: {_headline(report)}")
+
+    def _say_progress(self, line: str) -> None:
+        self.stderr.write(line)
+        self.stderr.flush()
 
     def _print_summary(self, report: Report) -> None:
         self.stdout.write(f"audit log {log_origin()}: {report.size} entries, root {report.root.hex()}")
@@ -154,6 +175,25 @@ def _add_verify_arguments(verify: CommandParser) -> None:
         help="every --checkpoint FILE (else the latest cosigned stored checkpoint) must carry "
         "cosignatures by at least K of the --witness keys",
     )
+    verify.add_argument(
+        "--progress-every",
+        type=_seconds,
+        default=5.0,
+        metavar="SECONDS",
+        help="say on stderr how many entries and runs have been checked every SECONDS while they are (default 5; "
+        "a part done sooner says nothing)",
+    )
+    verify.add_argument("--quiet", action="store_true", help="say nothing of the progress")
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be 0 seconds or more: {text!r}")
+    return value
 
 
 def _read_checkpoint_files(paths: list[Path]) -> list[tuple[str, bytes]]:
