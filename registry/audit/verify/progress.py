@@ -11,9 +11,9 @@ Nothing is said unless `reporting` is given a place to say it; a phase shorter t
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import time
 from collections.abc import Callable, Iterator
+from multiprocessing.sharedctypes import RawArray
 from typing import Any
 
 Say = Callable[[str], None]
@@ -28,7 +28,7 @@ _SLOTS = 64  # counters: far more than the verifying process and its range proce
 class _Phase:
     def __init__(self, name: str, total: int) -> None:
         self.name, self.total = name, total
-        self.counts: Any = multiprocessing.get_context("fork").RawArray("q", _SLOTS)
+        self.counts: Any = RawArray("q", _SLOTS)  # shared memory: a process forked after this writes to it too
         self.started = self.said = time.monotonic()
 
     def done(self) -> int:
