@@ -22,6 +22,7 @@ _say: Say | None = None
 _every = 5.0
 _phase: _Phase | None = None
 _slot = 0  # this process's counter: 0 in the verifying process, i + 1 in the process checking range i
+_SURE = 0.05  # the share of a phase's rows checked before the time left is guessed
 _SLOTS = 64  # counters: far more than the verifying process and its range processes (ranges.MAX_PROCESSES)
 
 
@@ -30,15 +31,17 @@ class _Phase:
         self.name, self.total = name, total
         self.counts: Any = RawArray("q", _SLOTS)  # shared memory: a process forked after this writes to it too
         self.started = self.said = time.monotonic()
+        self.said_done = -1  # the count the last line said
 
     def done(self) -> int:
         return sum(self.counts)
 
     def line(self, now: float) -> str:
         done, elapsed = self.done(), now - self.started
+        self.said_done = done
         share = f" ({100 * done / self.total:.0f}%)" if self.total else ""
         left = ""
-        if 0 < done < self.total:
+        if _SURE * self.total <= done < self.total:  # from too few rows, the start's waits would weigh too much
             left = f", about {_duration(elapsed * (self.total - done) / done)} left"
         return f"audit verify: {self.name} {done:,} of {self.total:,}{share} in {_duration(elapsed)}{left}"
 
@@ -65,7 +68,8 @@ def phase(name: str, total: Callable[[], int]) -> Iterator[None]:
     try:
         yield
         now = time.monotonic()
-        if now - _phase.started >= _every:  # a phase that took a while says that it is through
+        # a phase that took a while says that it is through, unless its last line said so already
+        if now - _phase.started >= _every and _phase.said_done != _phase.done():
             _say(_phase.line(now))
     finally:
         _phase = None
@@ -81,7 +85,7 @@ def counted(rows: int) -> None:
     """`rows` more rows checked in this process; in the verifying process, say how far the phase has got when the
     interval has passed since it last did."""
     current = _phase
-    if current is None:
+    if current is None or not rows:
         return
     current.counts[_slot] += rows
     if _slot == 0 and _say is not None and (now := time.monotonic()) - current.said >= _every:
