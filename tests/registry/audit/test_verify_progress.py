@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import io
+import itertools
 import re
 from typing import Any
 
@@ -52,7 +53,7 @@ def _assert_counted_to_the_end(err: str, entries: int) -> None:
     for phase, total in (("entries", entries), ("runs", RUNS)):
         checked = [done for done, _ in said[phase]]
         # each line says more than the last (no line twice), and the last says all
-        assert all(a < b for a, b in zip(checked, checked[1:])) and checked[-1] == total, (phase, said[phase])
+        assert all(a < b for a, b in itertools.pairwise(checked)) and checked[-1] == total, (phase, said[phase])
         assert {of for _, of in said[phase]} == {total}, (phase, said[phase])
 
 
