@@ -67,15 +67,15 @@ _ALIGN = 1 << 14  # ranges start at multiples of this, so each range's tree join
 
 
 def entry_count() -> int:
-    """The entries there are to check, as their numbers say (the head row is checked against them apart)."""
+    """The entries the table holds, as their numbers say: the last seq + 1 (the head row is checked against it)."""
     last = AuditEntry.objects.order_by("-seq").values_list("seq", flat=True).first()
     return 0 if last is None else last + 1
 
 
 def range_bounds() -> list[int]:
     """Where the second and later ranges of seq start (none: one process checks every entry)."""
-    last = AuditEntry.objects.order_by("-seq").values_list("seq", flat=True).first()
-    return ranges.bounds(None if last is None else 0, last, _ALIGN)
+    count = entry_count()
+    return ranges.bounds(0 if count else None, count - 1 if count else None, _ALIGN)
 
 
 def _verify_in_ranges(report: Report, committed: _Committed, bounds: list[int]) -> MerkleTree:
@@ -316,8 +316,7 @@ def _same_time(entry_time: object, created_text: str) -> bool:
 
 def verify_head(report: Report) -> None:
     head = AuditHead.objects.filter(id=1).values_list("size", flat=True).first()
-    last = AuditEntry.objects.order_by("-seq").values_list("seq", flat=True).first()
-    table_size = 0 if last is None else last + 1
+    table_size = entry_count()
     if head != table_size:
         report.findings.append(
             Finding(f"the head row says {head} entries, the table ends at {table_size}", seq=min(head or 0, table_size))
