@@ -10,7 +10,7 @@ import os
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "registry.settings")
-application = get_wsgi_application()
+django_application = get_wsgi_application()
 
 if "BENCHREG_AUDIT_SEQUENCING" not in os.environ:
     # A web server numbers audit entries in a thread of its own, woken by each commit and batching what several
@@ -21,6 +21,10 @@ if "BENCHREG_AUDIT_SEQUENCING" not in os.environ:
 
     settings.BENCHREG_AUDIT_SEQUENCING = "background"
 
-from registry.warmup import prepare_process  # noqa: E402 (needs the settings that get_wsgi_application set up)
+from registry.chunked import ChunkedBodies  # noqa: E402 (needs the settings that get_wsgi_application set up)
+from registry.warmup import prepare_process  # noqa: E402
+
+# Django reads no body sent chunked, without Content-Length: this reads it for Django (registry/chunked.py).
+application = ChunkedBodies(django_application)
 
 prepare_process()

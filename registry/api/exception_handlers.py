@@ -28,6 +28,7 @@ _TITLES = {
     405: "Method not allowed",
     406: "Not acceptable",
     409: "Conflict",
+    411: "Length required",
     413: "Payload too large",
     415: "Unsupported media type",
     422: "Unprocessable content",

@@ -78,6 +78,9 @@ class ContractSchema(AutoSchema):
         if operation is None:
             return None
         problem_ref = self.resolve_serializer(ProblemSerializer, "response").ref
+        body = operation.get("requestBody")
+        if body is not None and self._body_required(body):
+            body["required"] = True
         for parameter in operation.get("parameters", []):
             schema = parameter.get("schema", {})
             if parameter.get("in") == "query" and schema.get("type") == "string" and "enum" not in schema:
@@ -94,6 +97,13 @@ class ContractSchema(AutoSchema):
         if self._is_open() and operation.get("security") and {} not in operation["security"]:
             operation["security"].append({})
         return operation
+
+    def _body_required(self, body: dict[str, Any]) -> bool:
+        """An operation needs its body where a schema given inline lists required properties (drf-spectacular
+        marks a serializer's itself, not a schema written as a dict), or where the view says so
+        (`request_body_required`: a body whose schema is any object, such as a run document)."""
+        inline = [media.get("schema", {}) for media in body.get("content", {}).values()]
+        return getattr(self.view, "request_body_required", False) or any(schema.get("required") for schema in inline)
 
     def _shared_error_codes(self, operation: dict[str, Any]) -> list[str]:
         codes = ["406", "503"]

@@ -33,7 +33,12 @@ from registry.presentation.per_accelerator import run_figures
 from registry.selectors.artifacts import run_artifacts
 from registry.selectors.audit import audit_seq_of
 from registry.selectors.submissions import submission_list
-from registry.services.submissions import submission_create, submission_create_batch, submission_withdraw
+from registry.services.submissions import (
+    InvalidDocument,
+    submission_create,
+    submission_create_batch,
+    submission_withdraw,
+)
 
 
 class SubmissionSummarySerializer(serializers.ModelSerializer[Submission]):
@@ -194,6 +199,7 @@ class SubmissionCollectionApi(APIView):
     queryset = Submission.objects.none()  # the model the filters document (never evaluated)
 
     policy_action = {"GET": policy.RUN_READ, "POST": policy.RUN_SUBMIT}
+    request_body_required = True  # the description says so (registry/api/schema.py); post() refuses an empty one
 
     @extend_schema(
         request={"application/json": OpenApiTypes.OBJECT, "application/x-ndjson": OpenApiTypes.STR},
@@ -220,6 +226,11 @@ class SubmissionCollectionApi(APIView):
     )
     def post(self, request: Request) -> Response | HttpResponse:
         token = request.auth if isinstance(request.auth, ApiToken) else None
+        if request.stream is None:  # DRF parses no body of length 0: say so, not every field a document lacks
+            raise InvalidDocument(
+                "the body is empty",
+                errors=[{"pointer": "", "code": "empty-body", "message": "send one JSON document, or NDJSON lines"}],
+            )
         if isinstance(request.data, DocumentBatch):
             body = "".join(
                 json.dumps(line, separators=(",", ":"), ensure_ascii=False) + "\n"

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
+from drf_spectacular.generators import SchemaGenerator
 from rest_framework.throttling import SimpleRateThrottle
 
 from devtools.contract import failure_report, fetch_schema, schemathesis_command, schemathesis_run, seed
@@ -25,6 +26,24 @@ MAX_EXAMPLES = int(os.environ.get("BENCHREG_CONTRACT_EXAMPLES", "3"))
 def test_the_description_generates_without_warnings_and_validates(capsys: pytest.CaptureFixture[str]) -> None:
     """Unique component names, resolvable serializers, a valid OpenAPI 3 document: drf-spectacular's own checks."""
     call_command("spectacular", "--validate", "--fail-on-warn", "--file", os.devnull)
+
+
+def test_an_operation_that_needs_its_body_says_so() -> None:
+    """A body the description leaves optional is one Schemathesis may leave out and expect accepted (ST202): the
+    report to verify (a multipart `file`) and a run document were found so."""
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    bodies = {
+        (method.upper(), path): operation["requestBody"]
+        for path, operations in schema["paths"].items()
+        for method, operation in operations.items()
+        if "requestBody" in operation
+    }
+    assert bodies[("POST", "/api/v1/reports/verify")].get("required") is True
+    assert bodies[("POST", "/api/v1/submissions")].get("required") is True
+    for operation, body in bodies.items():
+        for media in body["content"].values():
+            if media.get("schema", {}).get("required"):
+                assert body.get("required") is True, f"{operation} lists required properties of an optional body"
 
 
 @pytest.mark.postgres

@@ -56,6 +56,19 @@ def test_a_rejected_document_stores_nothing_and_says_where(api, server_example):
     assert not AuditEntry.objects.filter(kind="run.submitted").exists()
 
 
+@pytest.mark.parametrize("content_type", ["application/json", "application/x-ndjson", ""])
+def test_an_empty_body_is_refused_as_empty_not_as_a_document_missing_every_field(api, content_type):
+    extra = {"content_type": content_type} if content_type else {}
+    response = api.generic("POST", "/api/v1/submissions", b"", **extra)
+    assert response.status_code == 400, response.content
+    body = response.json()
+    assert body["detail"] == "the body is empty"
+    assert body["errors"] == [
+        {"pointer": "", "code": "empty-body", "message": "send one JSON document, or NDJSON lines"}
+    ]
+    assert Submission.objects.count() == 0
+
+
 @pytest.mark.parametrize(
     ("body", "content_type", "status", "code"),
     [
