@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.validators import RegexValidator
 from drf_spectacular.openapi import AutoSchema
 from rest_framework import serializers
 
@@ -97,6 +98,18 @@ class ContractSchema(AutoSchema):
         if self._is_open() and operation.get("security") and {} not in operation["security"]:
             operation["security"].append({})
         return operation
+
+    def _map_serializer_field(self, field: Any, direction: str, bypass_extensions: bool = False) -> dict[str, Any]:
+        """drf-spectacular's description of a field, plus what a CharField that trims its input takes: the server
+        strips surrounding whitespace and then refuses a blank value, so "at least one character" (minLength 1) is
+        not enough. At least one character that is not whitespace is (`\\S` as Python's `str.strip` sees
+        whitespace, control separators U+001C-U+001F included)."""
+        schema: dict[str, Any] = super()._map_serializer_field(field, direction, bypass_extensions)  # type: ignore[no-untyped-call]
+        trims = getattr(field, "trim_whitespace", False) and not getattr(field, "allow_blank", True)
+        own_pattern = any(isinstance(v, RegexValidator) for v in getattr(field, "validators", []))  # added later
+        if direction == "request" and trims and not own_pattern and schema.get("type") == "string":
+            schema["pattern"] = r"\S"
+        return schema
 
     def _body_required(self, body: dict[str, Any]) -> bool:
         """An operation needs its body where a schema given inline lists required properties (drf-spectacular

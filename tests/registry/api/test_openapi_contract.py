@@ -9,6 +9,7 @@ accepted against the description, ...) and a curl command that replays it agains
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,26 @@ def test_an_operation_that_needs_its_body_says_so() -> None:
         for media in body["content"].values():
             if media.get("schema", {}).get("required"):
                 assert body.get("required") is True, f"{operation} lists required properties of an optional body"
+
+
+@pytest.mark.django_db
+def test_a_string_the_server_trims_to_nothing_is_invalid_by_the_description(api: Any) -> None:
+    """DRF strips a CharField's surrounding whitespace (str.strip: U+001D too) and refuses what is left blank: the
+    description said only minLength 1, so Schemathesis sent {"name": "\\u001d"} and expected it accepted (ST202)."""
+    components = SchemaGenerator().get_schema(request=None, public=True)["components"]["schemas"]
+    blank = "\x1d \t"
+    for component, field, path in [
+        ("TokenInputRequest", "name", "/api/v1/tokens"),
+        ("DecisionInputRequest", "title", "/api/v1/decisions"),
+    ]:
+        described = components[component]["properties"][field]
+        assert len(blank) >= described["minLength"] and not re.search(described["pattern"], blank)
+        assert re.search(described["pattern"], " a name ")
+        answer = api.post(path, {field: blank}, format="json")
+        assert answer.status_code == 400, answer.content
+        assert {(e["pointer"], e["code"]) for e in answer.json()["errors"]} >= {(f"/{field}", "blank")}
+    currency = components["ComparisonInputRequest"]["properties"]["currency"]
+    assert currency["pattern"] == "^[A-Z]{3}$"  # a field with its own pattern keeps it
 
 
 @pytest.mark.postgres
