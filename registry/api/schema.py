@@ -38,6 +38,9 @@ PROBLEM = "application/problem+json"
 RETRY_AFTER = {
     "Retry-After": {"schema": {"type": "integer", "minimum": 0}, "description": "seconds to wait before trying again"}
 }
+# One character Python's str.strip keeps (str.isspace() false), spelled alike in ECMA-262 and Python regexes. Not
+# `\S`: ECMA's whitespace lacks U+001C-U+001F and U+0085, which Python strips, and has U+FEFF, which it keeps.
+NOT_WHITESPACE = r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
 STANDARD_ERRORS = {
     "400": "The request is not valid: every problem is listed in `errors` with a JSON pointer (a JSON body may "
     "nest arrays and objects at most BENCHREG_MAX_JSON_DEPTH levels deep, default 32, and hold no number "
@@ -102,13 +105,12 @@ class ContractSchema(AutoSchema):
     def _map_serializer_field(self, field: Any, direction: str, bypass_extensions: bool = False) -> dict[str, Any]:
         """drf-spectacular's description of a field, plus what a CharField that trims its input takes: the server
         strips surrounding whitespace and then refuses a blank value, so "at least one character" (minLength 1) is
-        not enough. At least one character that is not whitespace is (`\\S` as Python's `str.strip` sees
-        whitespace, control separators U+001C-U+001F included)."""
+        not enough; one character that is not whitespace (NOT_WHITESPACE) is."""
         schema: dict[str, Any] = super()._map_serializer_field(field, direction, bypass_extensions)  # type: ignore[no-untyped-call]
         trims = getattr(field, "trim_whitespace", False) and not getattr(field, "allow_blank", True)
         own_pattern = any(isinstance(v, RegexValidator) for v in getattr(field, "validators", []))  # added later
         if direction == "request" and trims and not own_pattern and schema.get("type") == "string":
-            schema["pattern"] = r"\S"
+            schema["pattern"] = NOT_WHITESPACE
         return schema
 
     def _body_required(self, body: dict[str, Any]) -> bool:

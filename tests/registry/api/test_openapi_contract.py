@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from drf_spectacular.generators import SchemaGenerator
 from rest_framework.throttling import SimpleRateThrottle
 
 from devtools.contract import failure_report, fetch_schema, schemathesis_command, schemathesis_run, seed
+from registry.api.schema import NOT_WHITESPACE
 
 # Bounded so that the whole test stays well under two minutes on two busy cores; the bench runs far more.
 MAX_EXAMPLES = int(os.environ.get("BENCHREG_CONTRACT_EXAMPLES", "3"))
@@ -65,6 +67,14 @@ def test_a_string_the_server_trims_to_nothing_is_invalid_by_the_description(api:
         assert {(e["pointer"], e["code"]) for e in answer.json()["errors"]} >= {(f"/{field}", "blank")}
     currency = components["ComparisonInputRequest"]["properties"]["currency"]
     assert currency["pattern"] == "^[A-Z]{3}$"  # a field with its own pattern keeps it
+
+
+def test_the_pattern_of_a_trimmed_string_finds_exactly_what_python_does_not_strip() -> None:
+    """Spelled without `\\s`, whose meaning differs between ECMA-262 (clients, Schemathesis) and Python."""
+    not_whitespace = re.compile(NOT_WHITESPACE)
+    assert "\\s" not in NOT_WHITESPACE and "\\S" not in NOT_WHITESPACE
+    differ = [c for c in range(sys.maxunicode + 1) if bool(not_whitespace.match(chr(c))) == chr(c).isspace()]
+    assert differ == []
 
 
 @pytest.mark.postgres
