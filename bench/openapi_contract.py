@@ -25,7 +25,7 @@ from pathlib import Path
 import httpx
 
 from devtools import scratch
-from devtools.contract import failure_report, fetch_schema, schemathesis_command, schemathesis_run
+from devtools.contract import agent_pass, failure_report, fetch_schema, schemathesis_command, schemathesis_run
 
 ROOT = Path(__file__).resolve().parent.parent
 # The smoke run's operations: the protocol's and the runs' (reads, a submission, its refusals), enough to run every
@@ -91,7 +91,7 @@ def main() -> int:
         capture_output=True,
         text=True,
     ).stdout
-    token = json.loads(next(line[4:] for line in seeded.splitlines() if line.startswith("SEED")))["token"]
+    seed_ids = json.loads(next(line[4:] for line in seeded.splitlines() if line.startswith("SEED")))
     port = _free_port()
     server = subprocess.Popen(
         [
@@ -132,18 +132,23 @@ def main() -> int:
         started = time.perf_counter()
         with tempfile.TemporaryDirectory() as folder:
             schema = fetch_schema(base, Path(folder))
-            result = schemathesis_run(
-                schemathesis_command(
-                    base,
-                    token,
-                    schema=schema,
-                    max_examples=args.examples,
-                    seed_value=args.seed,
-                    workers=args.workers,
-                    extra=["--include-path-regex", args.operations] if args.operations else None,
-                ),
-                timeout=3600,
+            command = schemathesis_command(
+                base,
+                seed_ids["token"],
+                schema=schema,
+                max_examples=args.examples,
+                seed_value=args.seed,
+                workers=args.workers,
+                extra=["--include-path-regex", args.operations] if args.operations else None,
             )
+            # The agent-only operations with the agent's token first, while the agent and its job are as seeded (the
+            # admin's pass revokes agents and cancels jobs); not in the smoke run, which selects other operations.
+            agent = (
+                None
+                if args.smoke
+                else schemathesis_run(agent_pass(command, seed_ids), timeout=3600, job=seed_ids["job"])
+            )
+            result = schemathesis_run(command, timeout=3600, job=seed_ids["job"])
         seconds = time.perf_counter() - started
     finally:
         server.terminate()
@@ -151,20 +156,31 @@ def main() -> int:
         if not args.keep:
             scratch.drop(admin_url, name)
     output = result.stdout + result.stderr
-    cases = re.search(r"(\d+) generated", output)
-    generated = int(cases.group(1)) if cases else 0
+    generated = _generated(output)
+    if agent is not None:
+        agent_output = agent.stdout + agent.stderr
+        generated += _generated(agent_output)
+        output += "\n" + agent_output
     print(
         f"schemathesis --checks all, {args.examples} examples, seed {args.seed}"
-        f"{f', operations {args.operations}' if args.operations else ''}: {generated} cases "
+        f"{f', operations {args.operations}' if args.operations else ''}"
+        f"{', then the agent-only ones with the agent token' if agent is not None else ''}: {generated} cases "
         f"in {seconds:.1f} s ({generated / seconds:.1f} cases/s), exit {result.returncode}"
+        f"{f' / {agent.returncode}' if agent is not None else ''}"
     )
     print(
         f"baseline: GET /api/v1/protocol {baseline_rate:.1f} req/s; ratio cases/s : baseline = "
         f"{generated / seconds / baseline_rate:.3f}"
     )
-    if result.returncode != 0:
+    failed = result.returncode != 0 or (agent is not None and agent.returncode != 0)
+    if failed:
         print(failure_report(output))
-    return 0 if result.returncode == 0 else 1
+    return 1 if failed else 0
+
+
+def _generated(output: str) -> int:
+    cases = re.search(r"(\d+) generated", output)
+    return int(cases.group(1)) if cases else 0
 
 
 if __name__ == "__main__":

@@ -15,12 +15,19 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "protocol" / "examples"
 CONFIG = Path(__file__).resolve().parent / "schemathesis.toml"
 UNGUESSABLE_TOKEN_ID = 7_301_946_515_338_127_451
+# The operations only an agent's token may call, fuzzed in a second pass with the seeded agent's token (`agent_pass`);
+# devtools/schemathesis.toml points their {job_id} at the seeded job, named by JOB_ENV.
+AGENT_OPERATIONS = (
+    r"^/api/v1/(agents/(me|heartbeat)|jobs/\{job_id\}/(claim|arrive|start|heartbeat|complete|fail|group))$"
+)
+JOB_ENV = "BENCHREG_CONTRACT_JOB"
 
 
 def seed() -> dict[str, Any]:
     """An admin with an all-scopes token, comparable runs, a comparison, a report, an agent, a plan and a job.
 
-    Needs a Django database connection (a test's, or a scratch database's). Returns the plain token and ids.
+    Needs a Django database connection (a test's, or a scratch database's). Returns the plain tokens (the admin's
+    and the agent's) and ids.
     """
     from datetime import timedelta
 
@@ -53,7 +60,9 @@ def seed() -> dict[str, Any]:
         created_at=timezone.now(),
     )
     _, secret = enrolment_token_create(created_by=None, expires_in=timedelta(hours=1), actor="contract")
-    agent, _ = agent_enroll(enrolment_token=secret, name="rig-contract", inventory={"host": {"address": "10.0.0.7"}})
+    agent, agent_token = agent_enroll(
+        enrolment_token=secret, name="rig-contract", inventory={"host": {"address": "10.0.0.7"}}
+    )
     plan = Plan.objects.create(
         runner="inference",
         workload="mlp-classifier",
@@ -74,6 +83,7 @@ def seed() -> dict[str, Any]:
     )
     return {
         "token": plain,
+        "agent_token": agent_token,
         "runs": [a.pk, b.pk],
         "comparison": comparison.pk,
         "report": report.pk,
@@ -134,8 +144,25 @@ def schemathesis_command(
     return command + list(extra or [])
 
 
-def schemathesis_run(command: list[str], *, timeout: float) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "160"}
+def agent_pass(command: list[str], seeded: dict[str, Any]) -> list[str]:
+    """`command` (schemathesis_command's, made with the admin's token) as the agent pass: the seeded agent's token
+    instead, on AGENT_OPERATIONS only. The admin's token exercises their refusals (403); this, their success paths on
+    the seeded job (run it with `schemathesis_run(..., job=seeded["job"])`), before the admin's pass, which revokes
+    agents and cancels jobs.
+
+    Valid data only (`--mode positive`): the configured {job_id} replaces the wrong-typed ids a negative case would
+    send, so such a case would reach the job and be reported as invalid input accepted. Invalid input to these
+    operations is left to the admin's pass, which is refused before any body is read (403)."""
+    header = command.index("--header") + 1
+    agent = [*command[:header], f"Authorization: Token {seeded['agent_token']}", *command[header + 1 :]]
+    if "--report-dir" in agent:  # its own junit file beside the first pass's
+        agent += ["--report-junit-path", "junit-agent.xml"]
+    return [*agent, "--include-path-regex", AGENT_OPERATIONS, "--mode", "positive"]
+
+
+def schemathesis_run(command: list[str], *, timeout: float, job: int | None = None) -> subprocess.CompletedProcess[str]:
+    """Run `command`; `job` is the seeded job's id, where devtools/schemathesis.toml's {job_id} reads it."""
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "160", JOB_ENV: str(job or 0)}
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, check=False)
 
 

@@ -14,7 +14,7 @@ from datetime import timedelta
 from typing import Any, cast
 
 from django.conf import settings
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -407,6 +407,14 @@ class CompleteSerializer(StrictSerializer):
     digest = serializers.CharField(max_length=71, required=False)
 
 
+# What an agent's call on its job answers: the job, or 409 when the job's state does not allow the call (it has
+# finished: `job-finished`; another claimant holds its lease: `job-leased`; it holds no run or another: complete).
+JOB_ANSWERS = {
+    200: JobSerializer,
+    409: OpenApiResponse(ProblemSerializer, description="the job's state does not allow this call"),
+}
+
+
 class _AgentJobApi(APIView):
     """POST on one of the caller's own jobs: validate, call the service, return the job."""
 
@@ -428,7 +436,7 @@ class JobClaimApi(_AgentJobApi):
 
     input_serializer = LeaseSerializer
 
-    @extend_schema(request=LeaseSerializer, responses=JobSerializer)
+    @extend_schema(request=LeaseSerializer, responses=JOB_ANSWERS)
     def post(self, request: Request, job_id: int) -> Response:
         return super().post(request, job_id)
 
@@ -437,7 +445,7 @@ class JobClaimApi(_AgentJobApi):
 
 
 class JobStartApi(_AgentJobApi):
-    @extend_schema(request=ClaimantSerializer, responses=JobSerializer)
+    @extend_schema(request=ClaimantSerializer, responses=JOB_ANSWERS)
     def post(self, request: Request, job_id: int) -> Response:
         return super().post(request, job_id)
 
@@ -448,7 +456,7 @@ class JobStartApi(_AgentJobApi):
 class JobHeartbeatApi(_AgentJobApi):
     input_serializer = LeaseSerializer
 
-    @extend_schema(request=LeaseSerializer, responses=JobSerializer)
+    @extend_schema(request=LeaseSerializer, responses=JOB_ANSWERS)
     def post(self, request: Request, job_id: int) -> Response:
         return super().post(request, job_id)
 
@@ -461,7 +469,7 @@ class JobCompleteApi(_AgentJobApi):
 
     input_serializer = CompleteSerializer
 
-    @extend_schema(request=CompleteSerializer, responses=JobSerializer)
+    @extend_schema(request=CompleteSerializer, responses=JOB_ANSWERS)
     def post(self, request: Request, job_id: int) -> Response:
         return super().post(request, job_id)
 
@@ -472,7 +480,7 @@ class JobCompleteApi(_AgentJobApi):
 class JobFailApi(_AgentJobApi):
     input_serializer = FailSerializer
 
-    @extend_schema(request=FailSerializer, responses=JobSerializer)
+    @extend_schema(request=FailSerializer, responses=JOB_ANSWERS)
     def post(self, request: Request, job_id: int) -> Response:
         return super().post(request, job_id)
 

@@ -127,6 +127,36 @@ def test_another_agents_job_is_not_found(job, api):
     assert job.status == JobStatus.QUEUED
 
 
+@pytest.mark.parametrize(
+    ("action", "body", "pointer", "code"),
+    [
+        ("claim", {}, "/claimant", "required"),
+        ("claim", {"claimant": " \x1d "}, "/claimant", "blank"),
+        ("claim", {"claimant": "x" * 201}, "/claimant", "max_length"),
+        ("claim", {"claimant": "w", "lease_seconds": 0}, "/lease_seconds", "min_value"),
+        ("claim", {"claimant": "w", "lease_seconds": "60"}, "/lease_seconds", "invalid"),
+        ("claim", {"claimant": 7}, "/claimant", "invalid"),
+        ("start", {"claimant": ""}, "/claimant", "blank"),
+        ("heartbeat", {"claimant": "w", "lease_seconds": 1.5}, "/lease_seconds", "invalid"),
+        ("fail", {"claimant": "w"}, "/error", "required"),
+        ("fail", {"claimant": "w", "error": "e", "timed_out": "yes"}, "/timed_out", "invalid"),
+        ("complete", {"run": "one"}, "/run", "invalid"),
+        ("complete", {"digest": "x" * 72}, "/digest", "max_length"),
+    ],
+)
+def test_an_agent_s_call_on_its_job_with_a_bad_body_is_refused_with_its_pointer_and_changes_nothing(
+    agent_api, job, action, body, pointer, code
+):
+    """The contract run fuzzes these calls with valid data only (docs/api.md): their invalid bodies are held here."""
+    before = (job.status, job.claimant, job.attempts)
+    response = agent_api.post(f"/api/v1/jobs/{job.pk}/{action}", body, format="json")
+    assert response.status_code == 400, response.content
+    assert response["Content-Type"] == "application/problem+json"
+    assert (pointer, code) in {(e["pointer"], e["code"]) for e in response.json()["errors"]}, response.json()
+    job.refresh_from_db()
+    assert (job.status, job.claimant, job.attempts) == before
+
+
 def test_the_claim_is_conditional_two_claimants_one_wins(agent_api, job):
     first, second = claim(agent_api, job.pk, "w@h:1"), claim(agent_api, job.pk, "w@h:2")
     assert first.status_code == 200

@@ -19,7 +19,7 @@ from django.core.management import call_command
 from drf_spectacular.generators import SchemaGenerator
 from rest_framework.throttling import SimpleRateThrottle
 
-from devtools.contract import failure_report, fetch_schema, schemathesis_command, schemathesis_run, seed
+from devtools.contract import agent_pass, failure_report, fetch_schema, schemathesis_command, schemathesis_run, seed
 from registry.api.schema import NOT_WHITESPACE
 
 # Bounded so that the whole test stays well under two minutes on two busy cores; the bench runs far more.
@@ -93,10 +93,13 @@ def test_schemathesis_finds_no_server_error_and_no_contract_failure(
     command = schemathesis_command(
         live_server.url, seeded["token"], schema=schema, max_examples=MAX_EXAMPLES, workers=1, report_dir=tmp_path
     )
-    result = schemathesis_run(command, timeout=300)
-    output = result.stdout + result.stderr
-    assert "Tested: " in output, f"Schemathesis did not test anything:\n{output[-5000:]}"
-    assert result.returncode == 0, (
-        f"the served OpenAPI description and the server disagree "
-        f"(replay: {' '.join(command[:3])} ...):\n{failure_report(output)}"
-    )
+    # The agent-only operations with the seeded agent's token first (their success paths, on the seeded job), while
+    # the agent and its job are as seeded: the admin's pass revokes agents and cancels jobs.
+    for name, run in (("agent", agent_pass(command, seeded)), ("admin", command)):
+        result = schemathesis_run(run, timeout=300, job=seeded["job"])
+        output = result.stdout + result.stderr
+        assert "Tested: " in output, f"Schemathesis did not test anything ({name}'s token):\n{output[-5000:]}"
+        assert result.returncode == 0, (
+            f"the served OpenAPI description and the server disagree ({name}'s token; "
+            f"replay: {' '.join(run[:3])} ...):\n{failure_report(output)}"
+        )
