@@ -18,7 +18,8 @@ MAX_ID = 100  # characters, as protocol 1.3 bounds scenario.distributed.scaling.
 
 def scaling_runs(*, scaling_id: str) -> list[Submission]:
     """The plan's runs, oldest first (at most MAX_RUNS), withdrawn runs left out; [] for an id no plan can have."""
-    if not scaling_id or len(scaling_id) > MAX_ID:
+    # NUL is in no stored id (the protocol refuses it in any string), and PostgreSQL refuses it in a JSON value.
+    if not scaling_id or len(scaling_id) > MAX_ID or "\x00" in scaling_id:
         return []
     return list(scaling_query(scaling_id=scaling_id)[:MAX_RUNS])
 

@@ -11,7 +11,9 @@ def sweep_runs(*, sweep_id: str) -> list[Submission]:
     """The sweep's runs, oldest first (at most MAX_LEVELS), withdrawn runs left out.
 
     On the indexed sweep_id column (scenario.sweep.id, stored with the run): no run's JSON is read to find them."""
-    if not sweep_id:  # "" is every run that is no sweep's level, not a sweep
+    # "" is every run that is no sweep's level, not a sweep; NUL is in no stored id (the protocol refuses it in any
+    # string) and PostgreSQL refuses it in a query, so a query string's %00 would end in a 500.
+    if not sweep_id or "\x00" in sweep_id:
         return []
     return list(
         Submission.objects.select_related("withdrawal")
