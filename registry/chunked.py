@@ -9,7 +9,8 @@ a temporary file beyond, and hands Django the same request with its length state
 takes it as it would the same body sent with Content-Length: the same limits, the same answers.
 
 Two bodies are refused here, before Django sees them, as problem+json:
-- 413 when the body grows past the most any endpoint at its path accepts (`body_limit`): reading stops there;
+- 413 when the body grows past the most any endpoint at its path accepts (`body_limit`): nothing more is kept, and
+  reading stops at twice that;
 - 411 when the server does not say it ended the body (Django's runserver): its wsgi.input holds the raw chunks.
 """
 
@@ -82,6 +83,9 @@ class ChunkedBodies:
             raise
         if size > limit:
             body.close()
+            # The rest is read and dropped, up to as much again: a server that closes a connection with bytes of
+            # the request still unread makes the kernel reset it, and the client may lose this answer.
+            _discard(environ["wsgi.input"], limit)
             return _refuse(
                 start_response,
                 413,
@@ -101,6 +105,13 @@ def _spool(stream: IO[bytes], into: IO[bytes], limit: int) -> int:
         size += len(chunk)
         into.write(chunk)
     return size
+
+
+def _discard(stream: IO[bytes], most: int) -> None:
+    """Read and drop `stream` until it ends or `most` bytes have gone."""
+    dropped = 0
+    while dropped < most and (chunk := stream.read(READ_BYTES)):
+        dropped += len(chunk)
 
 
 def _refuse(start_response: StartResponse, status: int, code: str, detail: str) -> list[bytes]:
