@@ -189,7 +189,7 @@ def django_main(command: str, argv: list[str]) -> int:
     import django
     from django.core.management import get_commands, load_command_class
     from django.core.management.base import CommandError
-    from django.db import connections
+    from django.db import DatabaseError, connections
 
     django.setup()
     name = DJANGO_COMMANDS[command]
@@ -200,14 +200,51 @@ def django_main(command: str, argv: list[str]) -> int:
     args = options.pop("args", ())
     try:
         handler.execute(*args, **options)
-    except CommandError as exc:
+    except (CommandError, DatabaseError) as exc:
         if options.get("traceback"):
             raise
-        print(wrap(f"benchreg {command}: error: {exc}"), file=sys.stderr)
-        return exc.returncode
+        unset = None if command == "migrate" or not _from_database(exc) else _unmigrated()
+        if unset is None and isinstance(exc, DatabaseError):  # down, or refusing: its own words, no traceback
+            unset = f"the database failed: {type(exc).__name__}: {' '.join(str(exc).split())[:500]}"
+        print(wrap(f"benchreg {command}: error: {unset or exc}"), file=sys.stderr)
+        return exc.returncode if isinstance(exc, CommandError) and unset is None else 1
     finally:
         connections.close_all()
     return 0
+
+
+def _from_database(exc: BaseException) -> bool:
+    """Whether the database raised `exc` or what it was raised from (a command's refusal that wraps it)."""
+    from django.db import DatabaseError
+
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, DatabaseError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _unmigrated() -> str | None:
+    """Why a command failed, when the database lacks this benchreg's tables (never migrated, or migrated by an older
+    benchreg): a missing table reads as "no such table: auth_user", or as a database that stays unavailable.
+    Asked only after a failure (reading the migrations costs ~50 ms); None when none is pending or the database
+    cannot even say."""
+    from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
+
+    from registry.management.commands.serve import pending_migrations
+
+    try:
+        pending = pending_migrations()
+    except DatabaseError:
+        return None
+    if not pending:
+        return None
+    name = connections[DEFAULT_DB_ALIAS].settings_dict["NAME"]
+    return (
+        f"the database {name} is not set up for this benchreg ({len(pending)} migration(s) to apply, the first "
+        f"{pending[0]}): run `benchreg migrate` first (`benchreg demo` does it itself)"
+    )
 
 
 def version() -> str:

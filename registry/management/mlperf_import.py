@@ -12,14 +12,15 @@ from pathlib import Path
 from typing import Any, TextIO, cast
 
 from django.core.management.base import BaseCommand, CommandError
-from django.db import InterfaceError, OperationalError, connections
+from django.db import DatabaseError, InterfaceError, OperationalError, connections
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
-from tenacity import RetryCallState, RetryError, Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
+from tenacity import RetryCallState, RetryError, Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from registry.importers import mlperf
 from registry.importers.mlperf.published import PublishedTableError
+from registry.management.commands.serve import pending_migrations
 from registry.services.imports import ImportRefused, ImportResult, Referee, mlperf_import_rounds
 from registry.services.tokens import user_for_token
 
@@ -169,7 +170,7 @@ def _with_retries(once: Callable[[], list[ImportResult]], console: Console, atte
     retries: list[str] = []
     try:
         result = Retrying(
-            retry=retry_if_exception_type((OperationalError, InterfaceError)),
+            retry=retry_if_exception(_transient),
             stop=stop_after_attempt(attempts),
             wait=wait_exponential(multiplier=1, max=30),
             before_sleep=_retry_announcer(console, attempts, retries),
@@ -182,6 +183,17 @@ def _with_retries(once: Callable[[], list[ImportResult]], console: Console, atte
             "interruption are counted as known"
         )
     return result
+
+
+def _transient(exc: BaseException) -> bool:
+    """A database that went away, which a retry may find back; not one without the registry's tables, for which
+    SQLite raises the same OperationalError ("no such table"): `benchreg import` then says to migrate."""
+    if not isinstance(exc, (OperationalError, InterfaceError)):
+        return False
+    try:
+        return not pending_migrations()
+    except DatabaseError:  # it cannot even say: gone
+        return True
 
 
 def _unavailable(exc: RetryError | OperationalError | InterfaceError, attempts: int) -> CommandError:

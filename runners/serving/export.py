@@ -236,6 +236,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             label = args.document.name
             doc = json.loads(args.document.read_text())
+            if not isinstance(doc, dict):
+                raise ValueError(f"{args.document} is not a serving level's document: not a JSON object")
             path = args.requests or export_path(args.document, doc)
             if path.stat().st_size > MAX_EXPORT_BYTES:
                 raise ExportError(f"{path} is over {MAX_EXPORT_BYTES:,} bytes")

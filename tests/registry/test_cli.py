@@ -102,6 +102,58 @@ def test_a_commands_refusal_is_one_wrapped_error_named_after_the_command(tmp_pat
     assert "CommandError" not in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("import", "serving", "results.json", "--deployment", "deployment.json"),
+        ("import", "nccl-tests", "nccl.log"),
+        ("create-token", "--username", "lab", "--scopes", "submit"),
+        ("audit", "verify"),
+        ("import", "mlperf", "."),  # its retries on a database gone away do not wait on a missing table
+    ],
+)
+def test_a_database_never_migrated_is_named_with_what_to_run_not_a_traceback(tmp_path, args):
+    """A data dir `benchreg migrate` never ran in: SQLite answered "no such table: auth_user" with a traceback, and
+    an MLPerf import retried for 30 s first, calling the database unavailable."""
+    for name in ("results.json", "deployment.json", "nccl.log"):
+        (tmp_path / name).write_text("{}")
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "registry.cli", *args],
+        cwd=tmp_path,
+        env=_env(tmp_path / "data"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr and "is not set up for this benchreg" in done.stderr, done.stderr
+    assert "run `benchreg migrate` first" in " ".join(done.stderr.split())
+    assert time.monotonic() - started < 20  # no retries
+
+
+def test_a_database_that_cannot_be_reached_is_one_error_line_not_a_traceback(tmp_path):
+    env = {**_env(tmp_path), "DATABASE_URL": f"postgres://nobody@127.0.0.1:{free_port()}/none"}
+    done = subprocess.run(
+        [sys.executable, "-m", "registry.cli", "create-token", "--username", "lab", "--scopes", "submit"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith("benchreg create-token: error: the database failed: OperationalError"), done.stderr
+
+
+def test_an_enrolment_token_s_lifetime_past_any_date_is_refused_in_words(tmp_path):
+    done = benchreg("enrolment-token", "create", "--expires", "99999999999d", data=tmp_path)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "--expires 99999999999d is longer than any date can be" in done.stderr
+
+
 # --- the help lists every command ----------------------------------------------------------------------------
 
 

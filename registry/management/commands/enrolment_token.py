@@ -20,7 +20,10 @@ def parse_duration(text: str) -> timedelta:
     match = re.fullmatch(r"\s*(\d+)\s*([smhd]?)\s*", text)
     if match is None:
         raise CommandError(f"--expires takes a duration like 30m, 1h or 2d, not {text!r}")
-    return timedelta(seconds=int(match.group(1)) * UNITS[match.group(2) or "s"])
+    try:
+        return timedelta(seconds=int(match.group(1)) * UNITS[match.group(2) or "s"])
+    except OverflowError:  # past what a date can hold; the service words the bound on a lifetime it can read
+        raise CommandError(f"--expires {text.strip()} is longer than any date can be") from None
 
 
 class Command(BaseCommand):

@@ -181,6 +181,14 @@ def test_the_export_recomputes_every_figure_of_the_document_exactly(endpoint, tm
     assert any(d.startswith("/metrics/itl_ms/") for d in found), found
 
 
+@pytest.mark.parametrize("text", ["[]", '"level"', "7", "null"])
+def test_recompute_serving_refuses_a_document_that_is_no_json_object_in_words(tmp_path, capsys, text):
+    path = tmp_path / "level.json"
+    path.write_text(text)
+    assert export.main([str(path)]) == 2  # a list reached `.get` and ended in a traceback
+    assert capsys.readouterr().err == f"error: {path} is not a serving level's document: not a JSON object\n"
+
+
 def test_an_export_line_that_is_not_a_request_is_refused_by_its_line():
     with pytest.raises(export.ExportError, match="line 2: sent is 'soon', not a time in seconds"):
         export.read_jsonl(
