@@ -116,8 +116,12 @@ class Command(BaseCommand):
         checkpoint = checkpoint_sign(reason=CheckpointReason.MANUAL)
         # Written beside the target and renamed, so an interrupted export never leaves half a note.
         tmp = out.with_name(f".{out.name}.tmp")
-        tmp.write_text(checkpoint.note, encoding="utf-8")
-        tmp.replace(out)
+        try:
+            tmp.write_text(checkpoint.note, encoding="utf-8")
+            tmp.replace(out)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise CommandError(f"cannot write {out}: {exc.strerror or exc}") from None
         self.stdout.write(f"wrote checkpoint {checkpoint.pk} (size {checkpoint.size}) to {out}")
 
     def _show(self, **_: Any) -> None:

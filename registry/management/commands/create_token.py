@@ -33,6 +33,9 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, username: str, scopes: str, name: str, grant_role: bool, **options: Any) -> None:
+        limit = get_user_model()._meta.get_field("username").max_length or 150
+        if not username.strip() or "\x00" in username or len(username) > limit:
+            raise CommandError(f"--username must name someone: 1 to {limit} characters, not blank, no NUL")
         try:
             wanted = set(parse_scopes(scopes))
             if policy.AGENT in wanted:
