@@ -20,6 +20,8 @@ from typing import Any
 
 import httpx
 
+from runners.arguments import server_url
+
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
@@ -71,7 +73,7 @@ class AdminClient:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="benchreg admin", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--server", default=os.environ.get("BENCHREG_SERVER", "http://127.0.0.1:8000"))
+    parser.add_argument("--server", type=server_url, default=os.environ.get("BENCHREG_SERVER", "http://127.0.0.1:8000"))
     parser.add_argument("--token", default=os.environ.get("BENCHREG_TOKEN"), help="an admin-scoped API token")
     things = parser.add_subparsers(dest="thing", required=True)
     enrolment = things.add_parser("enrolment-token").add_subparsers(dest="action", required=True)

@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from runners import interrupts
+from runners.arguments import server_url
 from runners.terminal import wrap
 
 # Subcommands served by a Django management command of the same purpose.
@@ -89,7 +90,7 @@ def submit_main(argv: list[str]) -> int:
 def _submit_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="benchreg submit", description="Submit run documents to a registry.")
     parser.add_argument("files", nargs="+", type=Path)
-    parser.add_argument("--server", default=os.environ.get("BENCHREG_SERVER", "http://127.0.0.1:8000"))
+    parser.add_argument("--server", type=server_url, default=os.environ.get("BENCHREG_SERVER", "http://127.0.0.1:8000"))
     parser.add_argument("--token", default=os.environ.get("BENCHREG_TOKEN"))
     parser.add_argument(
         "--batch-size",

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import protocol
+from runners.arguments import server_url
 
 from . import collectives, interrupts, record
 from .api import execute
@@ -89,7 +90,9 @@ def _output_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=Path("results"))
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--submit", action="store_true", help="send each result to the registry")
-    p.add_argument("--server", default=os.environ.get("BENCHREG_SERVER"), help="registry URL (BENCHREG_SERVER)")
+    p.add_argument(
+        "--server", type=server_url, default=os.environ.get("BENCHREG_SERVER"), help="registry URL (BENCHREG_SERVER)"
+    )
     p.add_argument("--token", default=os.environ.get("BENCHREG_TOKEN"), help="API token (BENCHREG_TOKEN)")
 
 

@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from runners.arguments import server_url
+
 from ..client import RegistryClient, RegistryError
 from ..environment import capture
 from . import credentials
@@ -31,7 +33,9 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="benchreg agent", description="Run this machine as an enrolled agent.")
     sub = top.add_subparsers(dest="command", required=True)
     enroll = sub.add_parser("enroll", help="register this machine with a single-use enrolment token")
-    enroll.add_argument("--server", required=True, help="the registry's base URL, e.g. https://benchreg.lab")
+    enroll.add_argument(
+        "--server", type=server_url, required=True, help="the registry's base URL, e.g. https://benchreg.lab"
+    )
     enroll.add_argument("--token", required=True, help="the enrolment token an admin created")
     enroll.add_argument("--name", default=_default_name(), help="agent name (default: the host name)")
     enroll.add_argument("--broker", help="broker URL as this machine reaches it (default: what the registry says)")

@@ -32,6 +32,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from runners.arguments import server_url
+
 from .levels import Level, Objectives, counted_by
 from .loadgen import OUTCOMES, LevelRun, Monitor, Record
 
@@ -225,7 +227,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("document", type=Path, nargs="?", help="a level's document written by `benchreg run serving`")
     p.add_argument("--requests", type=Path, default=None, help="its export (default: the one it names, beside it)")
     p.add_argument("--run", type=int, default=None, help="instead of a file: run ID of the registry at --server")
-    p.add_argument("--server", default=os.environ.get("BENCHREG_SERVER"), help="the registry (BENCHREG_SERVER)")
+    p.add_argument(
+        "--server", type=server_url, default=os.environ.get("BENCHREG_SERVER"), help="the registry (BENCHREG_SERVER)"
+    )
     p.add_argument("--token", default=os.environ.get("BENCHREG_TOKEN"), help="a read token (BENCHREG_TOKEN)")
     args = p.parse_args(argv)
     if (args.run is None) == (args.document is None):

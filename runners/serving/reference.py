@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from runners.arguments import port as port_number
+
 from .. import __version__
 from ..backends import get_backend
 from ..spec import PRECISIONS, available_threads
@@ -104,7 +106,7 @@ class DecoderEngine:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="benchreg serve-model", description=__doc__.split("\n\n")[0])
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8000, help="0: any free port (printed)")
+    p.add_argument("--port", type=port_number, default=8000, help="0: any free port (printed)")
     p.add_argument("--model", default=WORKLOAD, help="the name it is served under")
     p.add_argument("--backend", choices=("numpy", "torch"), default=None)
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")

@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats as sps
 
+from runners.arguments import port as port_number
+
 from . import httpserver
 from .openai_api import ANSWERS, FAULTS, REASONING_FIELDS, OpenAIApi, PrefixCache, StreamStyle
 
@@ -166,7 +168,7 @@ class SimulatedEngine:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="benchreg serve-simulated", description=__doc__.split("\n\n")[0])
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8100, help="0: any free port (printed)")
+    p.add_argument("--port", type=port_number, default=8100, help="0: any free port (printed)")
     p.add_argument("--model", default="simulated")
     p.add_argument("--ttft-ms", type=float, default=50.0, help="median service time to the first token (ms)")
     p.add_argument("--ttft-sigma", type=float, default=0.25, help="lognormal sigma of it (0: constant)")

@@ -1,0 +1,34 @@
+"""Argument types shared by the commands (argparse `type=`), each refusing a bad value with the value and what it
+should be, before anything is sent or bound. Plain Python: the client commands load no Django and no httpx for it."""
+
+from __future__ import annotations
+
+import argparse
+from urllib.parse import urlsplit
+
+
+def server_url(text: str) -> str:
+    """A registry's base URL: http or https, a host, a port that is one. An address httpx cannot even parse was a
+    traceback (`http://[::1`), and a typo without a scheme was retried five times before it was called unreachable."""
+    if not text.strip():  # not given (an empty BENCHREG_SERVER): the command says whether it needs one
+        return ""
+    try:
+        parts = urlsplit(text.strip())
+        parts.port  # noqa: B018 (raises ValueError on a port that is none)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a URL ({exc})") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a registry URL: http:// or https:// and a host, e.g. "
+                                         "https://benchreg.lab")  # fmt: skip
+    return text.strip()
+
+
+def port(text: str) -> int:
+    """A TCP port to listen on: 0 (any free one) to 65535."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a port: 0 (any free one) to 65535")
+    return value
