@@ -38,11 +38,13 @@ def _env(data: Path, **more: str) -> dict[str, str]:
     return {**env, "BENCHREG_DATA_DIR": str(data), "COLUMNS": "1000", "PYTHONUNBUFFERED": "1", **more}
 
 
-def benchreg(*args: str, data: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def benchreg(
+    *args: str, data: Path, timeout: float = 120, cwd: Path = ROOT, **env: str
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "registry.cli", *args],
-        cwd=ROOT,
-        env=_env(data),
+        cwd=cwd,
+        env=_env(data, **env),
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -118,15 +120,7 @@ def test_a_database_never_migrated_is_named_with_what_to_run_not_a_traceback(tmp
     for name in ("results.json", "deployment.json", "nccl.log"):
         (tmp_path / name).write_text("{}")
     started = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-m", "registry.cli", *args],
-        cwd=tmp_path,
-        env=_env(tmp_path / "data"),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = benchreg(*args, data=tmp_path / "data", cwd=tmp_path)
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr and "is not set up for this benchreg" in done.stderr, done.stderr
     assert "run `benchreg migrate` first" in " ".join(done.stderr.split())
@@ -134,16 +128,8 @@ def test_a_database_never_migrated_is_named_with_what_to_run_not_a_traceback(tmp
 
 
 def test_a_database_that_cannot_be_reached_is_one_error_line_not_a_traceback(tmp_path):
-    env = {**_env(tmp_path), "DATABASE_URL": f"postgres://nobody@127.0.0.1:{free_port()}/none"}
-    done = subprocess.run(
-        [sys.executable, "-m", "registry.cli", "create-token", "--username", "lab", "--scopes", "submit"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    unreachable = f"postgres://nobody@127.0.0.1:{free_port()}/none"
+    done = benchreg("create-token", "--username", "lab", "--scopes", "submit", data=tmp_path, DATABASE_URL=unreachable)
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert done.stderr.startswith("benchreg create-token: error: the database failed: OperationalError"), done.stderr
 
