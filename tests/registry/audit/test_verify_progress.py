@@ -68,7 +68,9 @@ def test_every_part_is_counted_to_its_total(registry) -> None:
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_rows_checked_by_the_range_processes_are_counted(registry, monkeypatch) -> None:
-    """Entries and runs in ranges, three processes each: the parent says the others' counts too."""
+    """Entries and runs in ranges, three processes each: the parent says the others' counts too (it checks a third
+    of the rows itself, so counting to the totals counts theirs). Which count it says first depends on how far the
+    others have got by then: on a quick host they can be through already."""
     monkeypatch.setattr(ranges, "RANGES_FROM", 0)
     monkeypatch.setattr(runs, "RUN_RANGES_FROM", 0)
     monkeypatch.setattr(ranges, "cores", lambda: 3)
@@ -76,8 +78,6 @@ def test_rows_checked_by_the_range_processes_are_counted(registry, monkeypatch) 
     assert "OK: every entry" in out
     entries = int(re.search(r": (\d+) entries", out)[1])  # type: ignore[index]
     _assert_counted_to_the_end(err, entries)
-    # the parent's own range first (a third of the runs), then all of them once the others are through
-    assert _counts(err)["runs"][0][0] < RUNS
 
 
 @pytest.mark.django_db
