@@ -119,12 +119,11 @@ def test_a_database_never_migrated_is_named_with_what_to_run_not_a_traceback(tmp
     an MLPerf import retried for 30 s first, calling the database unavailable."""
     for name in ("results.json", "deployment.json", "nccl.log"):
         (tmp_path / name).write_text("{}")
-    started = time.monotonic()
     done = benchreg(*args, data=tmp_path / "data", cwd=tmp_path)
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr and "is not set up for this benchreg" in done.stderr, done.stderr
     assert "run `benchreg migrate` first" in " ".join(done.stderr.split())
-    assert time.monotonic() - started < 20  # no retries
+    assert "retrying" not in done.stdout + done.stderr  # a missing table is not a database gone away
 
 
 def test_a_database_that_cannot_be_reached_is_one_error_line_not_a_traceback(tmp_path):
