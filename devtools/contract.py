@@ -155,8 +155,9 @@ def agent_pass(command: list[str], seeded: dict[str, Any]) -> list[str]:
     operations is left to the admin's pass, which is refused before any body is read (403)."""
     header = command.index("--header") + 1
     agent = [*command[:header], f"Authorization: Token {seeded['agent_token']}", *command[header + 1 :]]
-    if "--report-dir" in agent:  # its own junit file beside the first pass's
-        agent += ["--report-junit-path", "junit-agent.xml"]
+    if "--report-dir" in agent:  # its own junit file beside the first pass's (a bare name lands in the cwd)
+        report_dir = Path(agent[agent.index("--report-dir") + 1])
+        agent += ["--report-junit-path", str(report_dir / "junit-agent.xml")]
     return [*agent, "--include-path-regex", AGENT_OPERATIONS, "--mode", "positive"]
 
 
