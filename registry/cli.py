@@ -233,7 +233,7 @@ def _unmigrated() -> str | None:
     cannot even say."""
     from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 
-    from registry.management.commands.serve import pending_migrations
+    from registry.migration_state import pending_migrations
 
     try:
         pending = pending_migrations()

@@ -23,13 +23,13 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
-from django.db.migrations.executor import MigrationExecutor
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
 from registry import policy
 from registry.audit.keys import checkpoint_key
 from registry.celery import app
+from registry.migration_state import pending_migrations
 from registry.reports.signing import signing_identity
 from registry.storage import reports_storage
 from registry.worker import heartbeats
@@ -44,10 +44,9 @@ def _database() -> str:
 
 
 def _migrations() -> str:
-    executor = MigrationExecutor(connections[DEFAULT_DB_ALIAS])
-    pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    pending = pending_migrations()
     if pending:
-        raise RuntimeError(f"{len(pending)} migrations not applied (first: {pending[0][0]})")
+        raise RuntimeError(f"{len(pending)} migrations not applied (first: {pending[0]})")
     return "ok"
 
 

@@ -133,8 +133,8 @@ LOCAL_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("registry.cli", "runners.client"): _SUBCOMMAND,
     ("registry.cli", "verifier.cli"): _SUBCOMMAND,
     ("registry.cli", "verifier.witness"): _SUBCOMMAND,
-    ("registry.cli", "registry.management.commands.serve"): "its migration check (Django) only after a Django "
-    "command failed: the client commands never start Django",
+    ("registry.cli", "registry.migration_state"): "its migration check (Django) only after a Django command "
+    "failed: the client commands never start Django",
     (
         "registry.management.commands.import_results",
         "registry.management.mlperf_import",

@@ -20,7 +20,7 @@ from tenacity import RetryCallState, RetryError, Retrying, retry_if_exception, s
 
 from registry.importers import mlperf
 from registry.importers.mlperf.published import PublishedTableError
-from registry.management.commands.serve import pending_migrations
+from registry.migration_state import pending_migrations
 from registry.services.imports import ImportRefused, ImportResult, Referee, mlperf_import_rounds
 from registry.services.tokens import user_for_token
 

@@ -13,11 +13,10 @@ from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import DEFAULT_DB_ALIAS, connections
-from django.db.migrations.executor import MigrationExecutor
 from gunicorn.app.base import BaseApplication
 from gunicorn.arbiter import Arbiter
 
+from registry.migration_state import pending_migrations
 from runners import interrupts
 
 log = logging.getLogger(__name__)
@@ -250,10 +249,3 @@ class Command(BaseCommand):
                 "run `benchreg migrate` (or `benchreg demo`, which migrates) before serving"
             )
         serve(bind=bind, workers=workers, threads=threads, verbose=verbose)
-
-
-def pending_migrations() -> list[str]:
-    """Migrations not yet applied to the default database, as 'app.name', in the order they would run."""
-    executor = MigrationExecutor(connections[DEFAULT_DB_ALIAS])
-    plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
-    return [f"{migration.app_label}.{migration.name}" for migration, _ in plan]
