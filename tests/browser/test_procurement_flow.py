@@ -83,7 +83,8 @@ def test_a_buyer_filters_compares_and_leaves_with_a_signed_report(
     shoot(page, "03-catalogue-filtered")
 
     # Open a run.
-    page.get_by_role("link", name=f"#{runs['int8'].pk}", exact=True).click()
+    with page.expect_navigation():  # the reads below do not wait: the run's page must have loaded whole
+        page.get_by_role("link", name=f"#{runs['int8'].pk}", exact=True).click()
     assert page.get_by_role("heading", level=1).inner_text().startswith(f"Run {runs['int8'].pk}:")
     assert page.get_by_role("heading", name="Steady state").is_visible()
     page.get_by_text("Show the document").click()
@@ -93,7 +94,8 @@ def test_a_buyer_filters_compares_and_leaves_with_a_signed_report(
     page.goto(base + "/")
     tick(page, runs["a"], runs["int8"])
     page.get_by_label("Compare the selected runs along").select_option("system")
-    page.get_by_role("button", name="Compare selected").click()
+    with page.expect_navigation():
+        page.get_by_role("button", name="Compare selected").click()
     assert page.get_by_role("heading", level=1).inner_text() == "These runs cannot be compared"
     refusal = page.locator("table.table--refusal").inner_text()
     # Runs are listed newest first, so the int8 run (stored later) comes first.
@@ -102,7 +104,8 @@ def test_a_buyer_filters_compares_and_leaves_with_a_signed_report(
 
     # An accepted comparison: the three bf16 server runs, through their comparable set.
     page.goto(base + "/")
-    page.get_by_role("link", name=re.compile(r"Show these 3 runs")).click()
+    with page.expect_navigation():
+        page.get_by_role("link", name=re.compile(r"Show these 3 runs")).click()
     assert "These 3 runs answer the same question" in page.locator("#set-heading").inner_text()
     shoot(page, "06-comparable-set")
     tick(page, runs["a"], runs["b"], runs["c"])
@@ -136,16 +139,20 @@ def test_an_admin_sees_agents_and_jobs_and_the_skip_link_works(
     assert page.evaluate("document.activeElement.textContent") == "Skip to main content"
     page.keyboard.press("Enter")
     assert page.evaluate("document.activeElement.id") == "main"
-    page.get_by_role("link", name="Agents").click()
+    with page.expect_navigation():  # the reads below do not wait: each page must have loaded whole
+        page.get_by_role("link", name="Agents").click()
     assert page.get_by_role("heading", level=1).inner_text() == "Agents"
     shoot(page, "09-agents")
-    page.get_by_role("navigation", name="Main").get_by_role("link", name="Jobs").click()
+    with page.expect_navigation():
+        page.get_by_role("navigation", name="Main").get_by_role("link", name="Jobs").click()
     assert page.get_by_role("heading", level=1).inner_text() == "Jobs"
     shoot(page, "10-jobs")
-    page.get_by_role("link", name="Tokens").click()
+    with page.expect_navigation():
+        page.get_by_role("link", name="Tokens").click()
     shoot(page, "11-tokens")
     page.goto(base + f"/runs/{runs['a'].pk}/")
     page.get_by_label("Reason for withdrawal").fill("Driver bug found after the run")
-    page.get_by_role("button", name=f"Withdraw run {runs['a'].pk}").click()
+    with page.expect_navigation():  # the withdrawal posts, then redirects back to the run
+        page.get_by_role("button", name=f"Withdraw run {runs['a'].pk}").click()
     assert page.get_by_role("heading", name="Withdrawn").is_visible()
     shoot(page, "12-run-withdrawn")
