@@ -8,10 +8,11 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     BENCHREG_DATA_DIR=/data
 
-# WeasyPrint (reports) needs Pango and a font; nothing else is compiled here.
+# WeasyPrint (reports) needs Pango and fonts; nothing else is compiled here. Noto CJK draws Chinese, Japanese and
+# Korean names; what no installed font has is written as code points (docs/reports.md, "Text the fonts cannot draw").
 RUN apt-get update \
     && apt-get install -y --no-install-recommends libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0 \
-       fonts-dejavu-core \
+       fontconfig fonts-dejavu-core fonts-noto-cjk \
     && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /app

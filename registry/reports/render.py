@@ -19,6 +19,7 @@ from typing import Any
 from django.template.loader import render_to_string
 
 from registry.reports import ATTACHMENT_NAME
+from registry.reports.glyphs import spell_html
 
 TEMPLATE = "reports/decision.html"
 STYLESHEET = "reports/decision.css"
@@ -48,7 +49,8 @@ COVER_END = "cover-end"  # the id of the cover's last line (decision.html): on t
 
 
 def render_html(context: Mapping[str, Any]) -> str:
-    """The report's HTML. User text is escaped by Django's autoescaping; charts become data: SVG images."""
+    """The report's HTML. User text is escaped by Django's autoescaping; charts become data: SVG images; characters
+    no installed font draws are written as their code points (registry/reports/glyphs.py)."""
     import weasyprint  # its version is printed in the report; the PDF is made by render_pdf right after
 
     charts = [{"title": c["title"], "src": _data_uri(c["svg"])} for c in context.get("charts") or []]
@@ -58,10 +60,11 @@ def render_html(context: Mapping[str, Any]) -> str:
             k: [{**p, "src": _data_uri(p["svg"])} for p in decision.get(k) or []] for k in ("pareto", "frontier_chart")
         }
         decision = {**decision, **parts}
-    return render_to_string(
-        TEMPLATE,
-        {**context, "charts": charts, "decision_answer": decision, "weasyprint_version": weasyprint.__version__},
-    )
+    page = {**context, "charts": charts, "decision_answer": decision, "weasyprint_version": weasyprint.__version__}
+    html, spelled = spell_html(render_to_string(TEMPLATE, page))
+    if spelled:  # the cover then says what the brackets mean
+        html, _ = spell_html(render_to_string(TEMPLATE, {**page, "spells_code_points": True}))
+    return html
 
 
 def render_pdf(
