@@ -7,6 +7,18 @@ run it anywhere, and `benchreg verify` answers in well under a second. The regis
 `POST /api/v1/reports/verify`.
 """
 
+import warnings
+
+from cryptography.utils import CryptographyDeprecationWarning
+
+# pyHanko imports cryptography's DSA types (which benchreg never signs with), and recent cryptography releases warn
+# on that import: a line of noise in every command that signs or verifies a report. Only that warning, only from
+# pyHanko's import, is silenced; this package is imported before its modules, or the registry's reports, import
+# pyHanko.
+warnings.filterwarnings(
+    "ignore", message="DSA is deprecated", category=CryptographyDeprecationWarning, module=r"pyhanko\."
+)
+
 EVIDENCE_KIND = "benchreg.report-evidence/1"
 ATTACHMENT_NAME = "benchreg-evidence.json"
 # The file name the registry gives its published certificate (the API's download, the demo's copy, the report's
