@@ -384,10 +384,18 @@ if not DEBUG and SECURE_TLS:  # behind a TLS-terminating proxy
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"without_traceback": {"()": "registry.logfilters.WithoutTraceback"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler"},
+        "console_brief": {"class": "logging.StreamHandler", "filters": ["without_traceback"]},
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
-    # In the embedded default kombu sees no broker URL and warns about a missing host it never uses.
-    "loggers": {"kombu.connection": {"level": "ERROR"}},
+    "loggers": {
+        # In the embedded default kombu sees no broker URL and warns about a missing host it never uses.
+        "kombu.connection": {"level": "ERROR"},
+        # A request for a host the registry does not serve gets its 400 and one line, not a traceback.
+        "django.security.DisallowedHost": {"handlers": ["console_brief"], "propagate": False},
+    },
 }
 
 # Enrolled agents and their jobs (docs/agents.md). The broker URL agents are told at enrolment (as they reach

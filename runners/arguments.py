@@ -4,6 +4,7 @@ should be, before anything is sent or bound. Plain Python: the client commands l
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 
@@ -32,3 +33,18 @@ def port(text: str) -> int:
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"{value} is not a port: 0 (any free one) to 65535")
     return value
+
+
+def count(low: int, high: int) -> Callable[[str], int]:
+    """A whole number from `low` to `high` (processes, threads): 0 workers served nothing while saying it served."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is not from {low} to {high}")
+        return value
+
+    return parse

@@ -21,13 +21,14 @@ import psutil
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 import protocol
 from registry.audit.keys import checkpoint_key
 from registry.choices import Trust
 from registry.exceptions import RegistryError
-from registry.management.commands.serve import serve
+from registry.listening import bind_address, listen_problem
+from registry.management.commands.serve import BIND_HELP, serve
 from registry.models import DecisionAnswer, Submission
 from registry.reports import CERTIFICATE_FILE
 from registry.reports.signing import signing_identity
@@ -48,7 +49,7 @@ class Command(BaseCommand):
     help = "Set up the embedded registry, load and measure runs, and serve it (the README's main job)."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--bind", default="127.0.0.1:8000")
+        parser.add_argument("--bind", type=bind_address, default="127.0.0.1:8000", help=BIND_HELP)
         parser.add_argument("--no-serve", action="store_true", help="set up and load, then exit")
         parser.add_argument("--skip-sweep", action="store_true", help="do not measure this machine")
         parser.add_argument(
@@ -71,6 +72,9 @@ class Command(BaseCommand):
         verbose: bool,
         **options: Any,
     ) -> None:
+        problem = None if no_serve else listen_problem(bind)
+        if problem:  # said now, not after the minute of setting up and measuring
+            raise CommandError(f"{problem} (or pass --no-serve)")
         steps = Steps(self.stdout, total=2 if skip_sweep else 5)
         with steps.step(f"setting up the registry in {settings.DATA_DIR} (database, keys, admin user)"):
             call_command("migrate", interactive=False, verbosity=0)

@@ -16,8 +16,10 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from gunicorn.app.base import BaseApplication
 from gunicorn.arbiter import Arbiter
 
+from registry.listening import bind_address, listen_problem, url
 from registry.migration_state import pending_migrations
 from runners import interrupts
+from runners.arguments import count
 
 log = logging.getLogger(__name__)
 
@@ -123,8 +125,7 @@ STOP_GRACE_S = 10  # a request still running after Ctrl-C gets this long before 
 
 
 def _say_ready(bind: str) -> None:
-    host = bind if ":" in bind else f"{bind}:8000"
-    print(f"serving on http://{host}/ (API docs at /api/docs/); Ctrl-C stops it", file=sys.stderr, flush=True)
+    print(f"serving on {url(bind)} (API docs at /api/docs/); Ctrl-C stops it", file=sys.stderr, flush=True)
 
 
 def start_embedded_worker(*, verbose: bool = False) -> subprocess.Popen[bytes]:
@@ -228,13 +229,23 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
+BIND_HELP = (
+    "where to listen: HOST:PORT, [IPv6]:PORT or unix:PATH (default 127.0.0.1:8000, this machine only; 0.0.0.0:8000 "
+    "is every interface)"
+)
+
+
 class Command(BaseCommand):
     help = "Serve the registry with gunicorn."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--bind", default="127.0.0.1:8000")
-        parser.add_argument("--workers", type=int, default=2)
-        parser.add_argument("--threads", type=int, default=4)
+        parser.add_argument("--bind", type=bind_address, default="127.0.0.1:8000", help=BIND_HELP)
+        parser.add_argument(
+            "--workers", type=count(1, 256), default=2, help="web worker processes, 1 to 256 (default 2)"
+        )
+        parser.add_argument(
+            "--threads", type=count(1, 256), default=4, help="threads per web worker, 1 to 256 (default 4)"
+        )
         parser.add_argument(
             "--verbose",
             action="store_true",
@@ -242,6 +253,9 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, bind: str, workers: int, threads: int, verbose: bool, **options: Any) -> None:
+        problem = listen_problem(bind)
+        if problem:
+            raise CommandError(problem)
         pending = pending_migrations()
         if pending:
             raise CommandError(
