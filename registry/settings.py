@@ -64,6 +64,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
+    # inside CommonMiddleware, which measures the response it rewrites; outside axes, so it sees the final page
+    "registry.web.hidden_characters.HiddenCharacters",
     "axes.middleware.AxesMiddleware",  # last: turns a lock-out into the login page's message (429)
 ]
 

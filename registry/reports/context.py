@@ -16,6 +16,7 @@ from protocol.summary import headline as summary_headline
 from registry.presentation import answers
 from registry.presentation.charts_report import decision_figures, report_figures
 from registry.presentation.citations import citation_words
+from registry.presentation.codepoints import spell_strings
 from registry.presentation.sweeps import sweep_lines
 from registry.presentation.words import (
     HEADLINE_STYLE,
@@ -27,7 +28,7 @@ from registry.presentation.words import (
     outcome_words,
 )
 from registry.reports import CERTIFICATE_FILE
-from registry.reports.glyphs import spell_strings
+from registry.reports.glyphs import font_coverage
 from registry.reports.plain import cover_words
 
 AXIS_WORDS = {"system": "hardware system"}  # the others in the contract's words ("equal quality", never a code)
@@ -54,7 +55,7 @@ def report_context(evidence: Mapping[str, Any], *, certificate: Mapping[str, str
         # every precision the runs span, for the cover: a mixed set is never named by its first run
         "run_precisions": list(dict.fromkeys(r["precision_words"] for r in runs)) or ["precision not stated"],
         # a chart's labels are drawn by the same fonts as the page: what they lack is spelled before drawing
-        "charts": report_figures(spell_strings(result), spell_strings(docs), ids),
+        "charts": report_figures(spell_strings(result, font_coverage()), spell_strings(docs, font_coverage()), ids),
         "decision_answer": decision_answer(
             section, trust={r["id"]: r.get("trust") for r in evidence["runs"] if r.get("trust")}
         ),
@@ -144,7 +145,8 @@ def decision_answer(section: Mapping[str, Any] | None, trust: Mapping[int, str] 
         "refused_inputs": [str(r.get("message")) for r in answer.get("refused_inputs") or []],
         "left_out": len(answer.get("left_out") or []),
         "units": _answer_units(answer),
-        **decision_figures(spell_strings(answer)),  # "pareto" and "frontier_chart", each in the parts that fit a page
+        # "pareto" and "frontier_chart", each in the parts that fit a page
+        **decision_figures(spell_strings(answer, font_coverage())),
         "sweeps": sweep_lines(answer),
     }
 

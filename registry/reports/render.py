@@ -18,8 +18,9 @@ from typing import Any
 
 from django.template.loader import render_to_string
 
+from registry.presentation.codepoints import spell_html
 from registry.reports import ATTACHMENT_NAME
-from registry.reports.glyphs import spell_html
+from registry.reports.glyphs import font_coverage
 
 TEMPLATE = "reports/decision.html"
 STYLESHEET = "reports/decision.css"
@@ -50,7 +51,7 @@ COVER_END = "cover-end"  # the id of the cover's last line (decision.html): on t
 
 def render_html(context: Mapping[str, Any]) -> str:
     """The report's HTML. User text is escaped by Django's autoescaping; charts become data: SVG images; characters
-    no installed font draws are written as their code points (registry/reports/glyphs.py)."""
+    no installed font draws are written as their code points (registry/presentation/codepoints.py)."""
     import weasyprint  # its version is printed in the report; the PDF is made by render_pdf right after
 
     charts = [{"title": c["title"], "src": _data_uri(c["svg"])} for c in context.get("charts") or []]
@@ -61,9 +62,11 @@ def render_html(context: Mapping[str, Any]) -> str:
         }
         decision = {**decision, **parts}
     page = {**context, "charts": charts, "decision_answer": decision, "weasyprint_version": weasyprint.__version__}
-    html, spelled = spell_html(render_to_string(TEMPLATE, page))
+    # the <title> is the PDF's metadata, not drawn: it keeps the text as submitted
+    html, spelled = spell_html(render_to_string(TEMPLATE, page), font_coverage(), keep={"title"})
     if spelled:  # the cover then says what the brackets mean
-        html, _ = spell_html(render_to_string(TEMPLATE, {**page, "spells_code_points": True}))
+        page = {**page, "spells_code_points": True}
+        html, _ = spell_html(render_to_string(TEMPLATE, page), font_coverage(), keep={"title"})
     return html
 
 
