@@ -73,7 +73,12 @@ class AdminClient:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="benchreg admin", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--server", type=server_url, default=os.environ.get("BENCHREG_SERVER", "http://127.0.0.1:8000"))
+    parser.add_argument(
+        "--server",
+        type=server_url,
+        default=os.environ.get("BENCHREG_SERVER", "http://127.0.0.1:8000"),
+        help="registry URL (default: BENCHREG_SERVER, else http://127.0.0.1:8000)",
+    )
     parser.add_argument("--token", default=os.environ.get("BENCHREG_TOKEN"), help="an admin-scoped API token")
     things = parser.add_subparsers(dest="thing", required=True)
     enrolment = things.add_parser("enrolment-token").add_subparsers(dest="action", required=True)
@@ -87,7 +92,7 @@ def _parser() -> argparse.ArgumentParser:
     run = things.add_parser("run").add_subparsers(dest="action", required=True)
     withdraw = run.add_parser("withdraw", help="the run stays, marked withdrawn, with the reason")
     withdraw.add_argument("run", type=int)
-    withdraw.add_argument("--reason", required=True)
+    withdraw.add_argument("--reason", required=True, help="why, in words: shown with the run and in the audit log")
     job = things.add_parser("job").add_subparsers(dest="action", required=True)
     cancel = job.add_parser("cancel")
     cancel.add_argument("job", type=int)

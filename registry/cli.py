@@ -90,8 +90,15 @@ def submit_main(argv: list[str]) -> int:
 def _submit_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="benchreg submit", description="Submit run documents to a registry.")
     parser.add_argument("files", nargs="+", type=Path)
-    parser.add_argument("--server", type=server_url, default=os.environ.get("BENCHREG_SERVER", "http://127.0.0.1:8000"))
-    parser.add_argument("--token", default=os.environ.get("BENCHREG_TOKEN"))
+    parser.add_argument(
+        "--server",
+        type=server_url,
+        default=os.environ.get("BENCHREG_SERVER", "http://127.0.0.1:8000"),
+        help="registry URL (default: BENCHREG_SERVER, else http://127.0.0.1:8000)",
+    )
+    parser.add_argument(
+        "--token", default=os.environ.get("BENCHREG_TOKEN"), help="API token with the submit scope (BENCHREG_TOKEN)"
+    )
     parser.add_argument(
         "--batch-size",
         type=int,

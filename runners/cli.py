@@ -51,8 +51,16 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def _workload_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--workload", required=True, choices=sorted(WORKLOADS))
-    p.add_argument("--precision", default="fp32", choices=PRECISIONS)
+    p.add_argument(
+        "--workload", required=True, choices=sorted(WORKLOADS), help="bundled model to run, on synthetic data"
+    )
+    p.add_argument(
+        "--precision",
+        default="fp32",
+        choices=PRECISIONS,
+        help="numeric format (default fp32); the numpy backend runs fp32 only, int8 (CPU) and fp8 (CUDA) are "
+        "inference only",
+    )
     p.add_argument("--batch", type=_batches, default=None, help="batch size(s), comma-separated: one run each")
     p.add_argument(
         "--backend",
@@ -60,7 +68,9 @@ def _workload_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help=f"default: torch if installed, else numpy (here: {default_backend()})",
     )
-    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument(
+        "--device", choices=("cpu", "cuda"), default="cpu", help="cpu (default) or cuda, which needs the torch backend"
+    )
     p.add_argument("--threads", type=int, default=None, help="intra-op threads (default: CPUs in affinity)")
 
 
@@ -74,8 +84,15 @@ def _measurement_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--min-seconds", type=float, default=None, help="minimum duration of each repetition")
     p.add_argument("--warmup-max-seconds", type=float, default=None, help="warm-up cap (default 30 s, quick 3 s)")
-    p.add_argument("--sequence-length", type=int, default=None)
-    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument(
+        "--sequence-length",
+        type=int,
+        default=None,
+        help="tokens per sample, transformer workloads (default: the workload's)",
+    )
+    p.add_argument(
+        "--seed", type=int, default=1234, help="seed of the synthetic weights and data, and of server arrivals"
+    )
     p.add_argument("--quick", action="store_true", help="short windows, for demos and tests")
     p.add_argument(
         "--isolation",
@@ -86,9 +103,20 @@ def _measurement_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _output_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--submitter", default=os.environ.get("BENCHREG_SUBMITTER", "local"))
-    p.add_argument("--out", type=Path, default=Path("results"))
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument(
+        "--submitter",
+        default=os.environ.get("BENCHREG_SUBMITTER", "local"),
+        help="who the documents name as submitter (default: BENCHREG_SUBMITTER, else local)",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path("results"),
+        help="folder the documents (and serving's per-request exports) are written to (default results)",
+    )
+    p.add_argument(
+        "--no-progress", action="store_true", help="no progress bars (inference and training; the others draw none)"
+    )
     p.add_argument("--submit", action="store_true", help="send each result to the registry")
     p.add_argument(
         "--server", type=server_url, default=os.environ.get("BENCHREG_SERVER"), help="registry URL (BENCHREG_SERVER)"
@@ -98,7 +126,13 @@ def _output_arguments(p: argparse.ArgumentParser) -> None:
 
 def _inference_arguments(inf: argparse.ArgumentParser) -> None:
     _common(inf)
-    inf.add_argument("--scenario", choices=INFERENCE_SCENARIOS, default="offline")
+    inf.add_argument(
+        "--scenario",
+        choices=INFERENCE_SCENARIOS,
+        default="offline",
+        help="offline (default): throughput of back-to-back queries; single-stream: their latency; server: "
+        "Poisson arrivals at --target-qps",
+    )
     inf.add_argument("--target-qps", type=float, default=None, help="server: Poisson arrival rate")
     inf.add_argument("--concurrency", type=int, default=None, help="server: requests in flight at most")
     inf.add_argument("--latency-slo-ms", type=float, default=None, help="server: p99 latency objective")
@@ -109,8 +143,13 @@ def _inference_arguments(inf: argparse.ArgumentParser) -> None:
 
 def _training_arguments(train: argparse.ArgumentParser) -> None:
     _common(train)
-    train.add_argument("--steps", type=int, default=None)
-    train.add_argument("--learning-rate", type=float, default=3e-4)
+    train.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help="fewest measured steps, split over the repetitions (default 500, quick 30)",
+    )
+    train.add_argument("--learning-rate", type=float, default=3e-4, help="AdamW learning rate (default 3e-4)")
     train.add_argument("--peak-tflops", type=float, default=None, help="stated peak for MFU ...")
     train.add_argument("--peak-source", default=None, help="... and where that number comes from")
 

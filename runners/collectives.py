@@ -398,10 +398,19 @@ def add_arguments(p: Any) -> None:
     p.add_argument("--step-factor", type=int, default=2, help="size multiplier between messages (-f)")
     p.add_argument("--warmup-iters", type=int, default=5, help="untimed calls per size (-w)")
     p.add_argument("--iters", type=int, default=20, help="timed calls per size (-n)")
-    p.add_argument("--dtype", choices=sorted(DTYPES), default="float")
+    p.add_argument("--dtype", choices=sorted(DTYPES), default="float", help="element type of the messages (-d)")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="auto: cuda (NCCL) if available")
-    p.add_argument("--out", type=Path, default=Path("results/collectives"))
-    p.add_argument("--submitter", default=os.environ.get("BENCHREG_SUBMITTER", "local"))
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path("results/collectives"),
+        help="folder for the tables, the JSON file and the run documents (default results/collectives)",
+    )
+    p.add_argument(
+        "--submitter",
+        default=os.environ.get("BENCHREG_SUBMITTER", "local"),
+        help="who the documents name as submitter (default: BENCHREG_SUBMITTER, else local)",
+    )
     add_rendezvous_arguments(p, "benchreg-collectives")
 
 

@@ -368,7 +368,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="action", required=True)
     keygen = sub.add_parser("keygen", help="create a witness key file (mode 0600) and print its verifier key")
     keygen.add_argument("--name", required=True, help="the witness's name, e.g. witness.example.org/governance")
-    keygen.add_argument("--out", required=True, type=Path)
+    keygen.add_argument("--out", required=True, type=Path, help="the key file to create (never overwritten)")
     run = sub.add_parser("serve", help="serve the tlog-witness protocol")
     run.add_argument(
         "--key",

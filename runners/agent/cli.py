@@ -51,7 +51,9 @@ def parser() -> argparse.ArgumentParser:
             help=f"credential file (default: ${credentials.CONFIG_ENV} or ~/.config/benchreg/agent.json)",
         )
         if name == "start":
-            sub_parser.add_argument("--loglevel", default="info")
+            sub_parser.add_argument(
+                "--loglevel", default="info", help="the Celery worker's log level, e.g. debug, warning (default info)"
+            )
     return top
 
 

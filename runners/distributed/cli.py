@@ -42,8 +42,10 @@ def _counts(text: str) -> list[int]:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--workload", required=True, choices=sorted(WORKLOADS))
-    p.add_argument("--precision", default="fp32", choices=("fp32", "bf16"))
+    p.add_argument(
+        "--workload", required=True, choices=sorted(WORKLOADS), help="bundled model to train, on synthetic data"
+    )
+    p.add_argument("--precision", default="fp32", choices=("fp32", "bf16"), help="numeric format (default fp32)")
     p.add_argument(
         "--parallelism", choices=PARALLELISMS, default="ddp", help="ddp: DistributedDataParallel; fsdp: FSDP2"
     )
@@ -53,14 +55,26 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--steps", type=int, default=30, help="measured optimizer steps")
     p.add_argument("--warmup-steps", type=int, default=5, help="optimizer steps before the clock starts")
     p.add_argument("--repetitions", type=int, default=3, help="the measured steps are split into this many windows")
-    p.add_argument("--sequence-length", type=int, default=None)
-    p.add_argument("--seed", type=int, default=1234)
-    p.add_argument("--learning-rate", type=float, default=3e-4)
-    p.add_argument("--isolation", choices=("dedicated", "shared"), default=None)
+    p.add_argument(
+        "--sequence-length",
+        type=int,
+        default=None,
+        help="tokens per sample, transformer workloads (default: the workload's)",
+    )
+    p.add_argument("--seed", type=int, default=1234, help="seed of the synthetic weights and data")
+    p.add_argument("--learning-rate", type=float, default=3e-4, help="AdamW learning rate (default 3e-4)")
+    p.add_argument(
+        "--isolation",
+        choices=("dedicated", "shared"),
+        default=None,
+        help="state whether the machine ran nothing else (not detectable, so not guessed)",
+    )
     p.add_argument("--inject-communication-ms", type=float, default=0.0, help="truth tests: sleep in the gradient sync")
     p.add_argument("--inject-compute-ms", type=float, default=0.0, help="truth tests: sleep per micro-batch, all ranks")
     p.add_argument("--slow-rank", type=int, default=None, help="truth tests: this rank sleeps --slow-rank-ms more")
-    p.add_argument("--slow-rank-ms", type=float, default=0.0)
+    p.add_argument(
+        "--slow-rank-ms", type=float, default=0.0, help="truth tests: the slow rank's extra ms per micro-batch"
+    )
 
 
 def add_training_arguments(p: argparse.ArgumentParser) -> None:

@@ -34,8 +34,8 @@ from .datasets import MOONCAKE_BLOCK_TOKENS, TIME_UNITS
 from .document import Context, file_name
 from .export import write_export
 from .levels import Objectives
-from .runner import LevelRefused, LoadPlan, Refused, run_sync
-from .shapes import DISTRIBUTIONS, TokenLaw
+from .runner import MAX_LEVELS, LevelRefused, LoadPlan, Refused, run_sync
+from .shapes import DISTRIBUTIONS, MAX_TOKENS, TokenLaw
 from .spec import FILE_LENGTHS, ServingSpec
 from .workload import SOURCES
 
@@ -50,15 +50,32 @@ def _floats(text: str) -> tuple[float, ...]:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--endpoint", required=True, help="base URL of the server, e.g. http://host:8000")
     p.add_argument("--model", required=True, help="served model name, as /v1/models lists it")
-    p.add_argument("--api", choices=("chat", "completions"), default="chat")
+    p.add_argument(
+        "--api",
+        choices=("chat", "completions"),
+        default="chat",
+        help="chat (default): /v1/chat/completions; completions: /v1/completions",
+    )
     p.add_argument("--timeout", type=float, default=300.0, help="seconds one request may take (then: timeout)")
     shape = p.add_argument_group("request shape")
     for side, mean in (("input", 512), ("output", 128)):
         shape.add_argument(f"--{side}-tokens", type=float, default=mean, help=f"mean {side} tokens")
-        shape.add_argument(f"--{side}-stdev", type=float, default=0.0)
-        shape.add_argument(f"--{side}-dist", choices=DISTRIBUTIONS, default="constant")
-        shape.add_argument(f"--{side}-min", type=int, default=None)
-        shape.add_argument(f"--{side}-max", type=int, default=None)
+        shape.add_argument(
+            f"--{side}-stdev", type=float, default=0.0, help=f"standard deviation of {side} tokens (normal, lognormal)"
+        )
+        shape.add_argument(
+            f"--{side}-dist",
+            choices=DISTRIBUTIONS,
+            default="constant",
+            help=f"how {side} token counts are drawn (default constant: the mean; uniform: --{side}-min to "
+            f"--{side}-max)",
+        )
+        shape.add_argument(
+            f"--{side}-min", type=int, default=None, help=f"fewest {side} tokens a request draws (default 1)"
+        )
+        shape.add_argument(
+            f"--{side}-max", type=int, default=None, help=f"most {side} tokens a request draws (default {MAX_TOKENS:,})"
+        )
     shape.add_argument("--prompts", type=Path, default=None, help='JSONL: {"prompt": ..., "max_tokens"?: n}')
     _workload_arguments(p.add_argument_group("file workloads (local files, read before any load; docs/serving.md)"))
     load = p.add_argument_group("load").add_mutually_exclusive_group(required=True)
@@ -68,8 +85,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     load.add_argument("--trace-speedups", type=_floats, help="--workload trace: replay at these speed-ups per level")
     p.add_argument("--auto-start", type=float, default=1.0, help="first rate of --auto (req/s)")
     p.add_argument("--auto-factor", type=float, default=1.5, help="rate multiplier between --auto levels")
-    p.add_argument("--max-levels", type=int, default=12)
-    p.add_argument("--arrival", choices=("poisson", "gamma"), default="poisson")
+    p.add_argument(
+        "--max-levels", type=int, default=12, help=f"most levels of --auto (default 12, at most {MAX_LEVELS})"
+    )
+    p.add_argument(
+        "--arrival",
+        choices=("poisson", "gamma"),
+        default="poisson",
+        help="open loop: Poisson arrivals (default), or gamma with shape --burstiness",
+    )
     p.add_argument("--burstiness", type=float, default=None, help="gamma shape k (1 = Poisson, < 1 burstier)")
     p.add_argument(
         "--duration", type=float, default=60.0, help="seconds per level (open loop: its schedule; closed: sending)"
@@ -78,8 +102,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--warmup", type=int, default=0, help="requests sent before each level and thrown away (stated in it)"
     )
     p.add_argument("--warmup-seconds", type=float, default=0.0, help="... or for this long (with --warmup: both)")
-    p.add_argument("--min-requests", type=int, default=100)
-    p.add_argument("--max-requests", type=int, default=20_000)
+    p.add_argument(
+        "--min-requests",
+        type=int,
+        default=100,
+        help="fewest requests a level sends, past --duration if need be (default 100)",
+    )
+    p.add_argument(
+        "--max-requests",
+        type=int,
+        default=20_000,
+        help="most requests a level sends, ending it before --duration if need be (default 20000)",
+    )
     for name in ("ttft", "tpot", "latency"):
         p.add_argument(f"--{name}-slo-ms", type=float, default=None, help=f"p99 {name} objective (goodput, sweep)")
     _deployment_arguments(p.add_argument_group("deployment (what the endpoint cannot tell)"))
@@ -87,7 +121,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     told.add_argument("--metrics-url", default=None, help="the engine's Prometheus /metrics (vLLM, SGLang)")
     told.add_argument("--dcgm-url", default=None, help="a dcgm-exporter's /metrics: power, energy, utilisation")
     told.add_argument("--telemetry-interval", type=float, default=1.0, help="seconds between scrapes")
-    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--seed", type=int, default=1234, help="seed of the prompts and arrival times (level i: seed + i)")
 
 
 def _workload_arguments(g: argparse._ArgumentGroup) -> None:
@@ -114,18 +148,51 @@ def _workload_arguments(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--prefix-groups", type=int, default=1, help="distinct shared prefixes, one drawn per request")
 
 
+# The deployment flags (runners/serving/deployment.py), each overriding the --deployment file's key of the same
+# meaning, and what each says in --help.
+_TEXT_FLAGS = {
+    "accelerator-vendor": "accelerator vendor, e.g. NVIDIA",
+    "accelerator-model": 'accelerator model as the document names it, e.g. "H100 80GB HBM3"',
+    "system-name": 'the system\'s name (default: "<count>x <model>")',
+    "engine": "serving engine, e.g. vllm",
+    "engine-version": "the engine's version (default: the one the endpoint reports, if it does)",
+    "image": "container image the engine ran in, e.g. vllm/vllm-openai:v0.11.0",
+    "engine-args": "the engine's launch command line; its capacity flags (--max-num-seqs ...) become settings",
+    "weights": "weight format as the protocol names it, e.g. bf16, fp8-e4m3, nvfp4",
+    "activations": "activation format, e.g. bf16",
+    "kv-cache": "KV-cache format, e.g. fp8-e4m3",
+    "quantization-method": 'quantization method in words, e.g. "fp8 dynamic"',
+    "speculative": 'speculative decoding in words, e.g. "eagle3, 3 tokens"',
+    "kv-offload": 'KV-cache offload in words, e.g. "lmcache, 200 GiB DRAM"',
+}
+_COUNT_FLAGS = {
+    "accelerator-count": "accelerators serving the model, all nodes together",
+    "nodes": "machines the deployment spans",
+    "tensor-parallel": "tensor-parallel size",
+    "expert-parallel": "expert-parallel size",
+    "pipeline-parallel": "pipeline-parallel stages",
+    "data-parallel": "data-parallel replicas",
+}
+
+
 def _deployment_arguments(g: argparse._ArgumentGroup) -> None:
-    g.add_argument("--deployment", type=Path, default=None, help="JSON or TOML file (docs/serving.md)")
-    for name in ("accelerator-vendor", "accelerator-model", "system-name", "engine", "engine-version", "image",
-                 "engine-args"):  # fmt: skip
-        g.add_argument(f"--{name}", default=None)
-    for name in ("weights", "activations", "kv-cache", "quantization-method", "speculative", "kv-offload"):
-        g.add_argument(f"--{name}", default=None)
-    for name in ("accelerator-count", "nodes", "tensor-parallel", "expert-parallel", "pipeline-parallel"):
-        g.add_argument(f"--{name}", type=int, default=None)
-    g.add_argument("--data-parallel", type=int, default=None)
-    g.add_argument("--accelerator-memory-gib", type=float, default=None)
-    g.add_argument("--data-parallel-attention", action=argparse.BooleanOptionalAction, default=None)
+    g.add_argument(
+        "--deployment",
+        type=Path,
+        default=None,
+        help="YAML, TOML or JSON file (docs/serving.md); a flag overrides its key",
+    )
+    for name, words in _TEXT_FLAGS.items():
+        g.add_argument(f"--{name}", default=None, help=words)
+    for name, words in _COUNT_FLAGS.items():
+        g.add_argument(f"--{name}", type=int, default=None, help=words)
+    g.add_argument("--accelerator-memory-gib", type=float, default=None, help="memory of one accelerator, GiB")
+    g.add_argument(
+        "--data-parallel-attention",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="whether attention runs data-parallel (default: not said)",
+    )
 
 
 def _law(args: argparse.Namespace, side: str) -> TokenLaw:

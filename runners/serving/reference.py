@@ -105,13 +105,21 @@ class DecoderEngine:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="benchreg serve-model", description=__doc__.split("\n\n")[0])
-    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0: every interface)",
+    )
     p.add_argument("--port", type=port_number, default=8000, help="0: any free port (printed)")
     p.add_argument("--model", default=WORKLOAD, help="the name it is served under")
-    p.add_argument("--backend", choices=("numpy", "torch"), default=None)
-    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
-    p.add_argument("--precision", choices=PRECISIONS, default="fp32")
-    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument(
+        "--backend", choices=("numpy", "torch"), default=None, help="default: torch if installed, else numpy"
+    )
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="cpu (default) or cuda, which needs torch")
+    p.add_argument(
+        "--precision", choices=PRECISIONS, default="fp32", help="numeric format (default fp32; numpy: fp32 only)"
+    )
+    p.add_argument("--seed", type=int, default=1234, help="seed of the synthetic weights")
     p.add_argument("--fault", choices=FAULTS, default="none", help="misbehave on purpose (tests)")
     return p
 

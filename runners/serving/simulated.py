@@ -167,21 +167,30 @@ class SimulatedEngine:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="benchreg serve-simulated", description=__doc__.split("\n\n")[0])
-    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0: every interface)",
+    )
     p.add_argument("--port", type=port_number, default=8100, help="0: any free port (printed)")
-    p.add_argument("--model", default="simulated")
+    p.add_argument("--model", default="simulated", help="the name it is served under (default simulated)")
     p.add_argument("--ttft-ms", type=float, default=50.0, help="median service time to the first token (ms)")
     p.add_argument("--ttft-sigma", type=float, default=0.25, help="lognormal sigma of it (0: constant)")
     p.add_argument("--itl-ms", type=float, default=10.0, help="median gap between tokens (ms)")
     p.add_argument("--itl-sigma", type=float, default=0.2, help="lognormal sigma of it (0: constant)")
     p.add_argument("--capacity", type=int, default=16, help="requests served at once; more wait in a queue")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the latency draws (worker N: seed + N)")
     p.add_argument("--fault", choices=FAULTS, default="none", help="misbehave on purpose (tests)")
     p.add_argument("--workers", type=int, default=1, help="processes answering on the port (each with --capacity)")
     p.add_argument("--cold-requests", type=int, default=0, help="the first N requests of a worker are cold ...")
     p.add_argument("--cold-ms", type=float, default=0.0, help="... and take this much more to their first token")
     p.add_argument("--reasoning-tokens", type=int, default=0, help="chat: the first N tokens are reasoning")
-    p.add_argument("--reasoning-field", choices=REASONING_FIELDS, default="reasoning_content")
+    p.add_argument(
+        "--reasoning-field",
+        choices=REASONING_FIELDS,
+        default="reasoning_content",
+        help="the chat delta's field for reasoning tokens: reasoning_content (default; vLLM < 0.11) or reasoning",
+    )
     p.add_argument("--answer", choices=ANSWERS, default="text", help="chat: the answer as content or a tool call")
     p.add_argument("--prefix-cache", action="store_true", help="report cached prompt tokens (16-token blocks)")
     p.add_argument("--log", default=None, help="append one JSON line per request received (tests: what was sent)")

@@ -39,7 +39,9 @@ class Command(BaseCommand):
         _add_verify_arguments(sub.add_parser("verify", help="recompute the log and check it against checkpoints"))
         sub.add_parser("checkpoint", help="sign a checkpoint of the current head now")
         export = sub.add_parser("export", help="write the latest signed checkpoint to a file")
-        export.add_argument("--out", required=True, type=Path)
+        export.add_argument(
+            "--out", required=True, type=Path, help="file to write the checkpoint to (replaced if there)"
+        )
         sub.add_parser("show", help="the head, the latest checkpoint and the verifier key")
         sequence = sub.add_parser("sequence", help="number queued entries (one sequencer at a time)")
         sequence.add_argument("--follow", action="store_true", help="keep sequencing until interrupted")

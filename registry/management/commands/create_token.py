@@ -23,7 +23,7 @@ class Command(BaseCommand):
     help = "Create an API token (creating the user if needed) and print it on stdout, alone."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--username", required=True)
+        parser.add_argument("--username", required=True, help="the account the token belongs to, created if missing")
         parser.add_argument("--scopes", default="submit,read", help="comma-separated: read, submit, admin")
         parser.add_argument("--name", default="cli", help="a label to recognise the token by")
         parser.add_argument(
