@@ -10,7 +10,7 @@ from typing import Any
 from protocol import rules
 
 from .measure import Policy
-from .workloads import Shape, Workload, get
+from .workloads import WORKLOADS, Shape, Workload, get
 
 INFERENCE_SCENARIOS = ("single-stream", "offline", "server")
 PRECISIONS = ("fp32", "bf16", "fp16", "int8", "fp8")
@@ -79,7 +79,18 @@ class RunSpec:
             raise ValueError(f"max_seconds must be at least {rules.MIN_WINDOW_SECONDS:g}, not {self.max_seconds!r}")
         if self.sleep_ms and self.phase != "inference":
             raise ValueError("sleep_ms is a setting of the inference runner only")
-        get(self.workload)
+        workload = get(self.workload)
+        # A length the model never reads would be stated in the document's shape (and turned into tokens/s).
+        if self.sequence_length is not None and not workload.is_transformer:
+            raise ValueError(
+                f"{self.workload} takes fixed-size feature vectors, not token sequences: --sequence-length is for "
+                f"{', '.join(sorted(n for n, w in WORKLOADS.items() if w.is_transformer))}"
+            )
+        if self.output_tokens is not None and not workload.is_decoder:
+            raise ValueError(
+                f"{self.workload} generates no tokens: --output-tokens is for "
+                f"{', '.join(sorted(n for n, w in WORKLOADS.items() if w.is_decoder))}"
+            )
 
     @property
     def definition(self) -> Workload:

@@ -251,3 +251,32 @@ def test_a_closed_loop_inside_its_cap_says_nothing_of_it() -> None:
 def test_a_time_cap_below_the_protocol_window_is_refused() -> None:
     with pytest.raises(ValueError, match="max_seconds must be at least 1"):
         RunSpec(phase="inference", workload="mlp-classifier", max_seconds=0.5)
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (
+            ["run", "inference", "--workload", "mlp-tiny", "--sequence-length", "512"],
+            "error: mlp-tiny takes fixed-size feature vectors, not token sequences: --sequence-length is for "
+            "decoder-small, encoder-small",
+        ),
+        (
+            ["run", "training", "--workload", "mlp-classifier", "--sequence-length", "512"],
+            "--sequence-length is for decoder-small, encoder-small",
+        ),
+        (
+            ["run", "inference", "--workload", "encoder-small", "--output-tokens", "16"],
+            "error: encoder-small generates no tokens: --output-tokens is for decoder-small",
+        ),
+    ],
+)
+def test_a_shape_the_model_never_reads_is_refused_not_recorded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], said: str
+) -> None:
+    """An MLP run with --sequence-length 512 stated that length in its shape and, training, a tokens/s from it."""
+    assert cli.main([*argv, "--out", str(tmp_path)]) == 2
+    assert said in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(ValueError, match="not token sequences"):
+        RunSpec(phase="training", workload="mlp-classifier", sequence_length=64)
