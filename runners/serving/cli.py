@@ -67,8 +67,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
             f"--{side}-dist",
             choices=DISTRIBUTIONS,
             default="constant",
-            help=f"how {side} token counts are drawn (default constant: the mean; uniform: --{side}-min to "
-            f"--{side}-max)",
+            help=f"how {side} token counts are drawn (default constant: the mean; uniform: each count from "
+            f"--{side}-min to --{side}-max alike, which set its mean and stdev)",
         )
         shape.add_argument(
             f"--{side}-min", type=int, default=None, help=f"fewest {side} tokens a request draws (default 1)"

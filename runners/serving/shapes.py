@@ -45,10 +45,18 @@ class TokenLaw:
     def __post_init__(self) -> None:
         if self.distribution not in DISTRIBUTIONS:
             raise ValueError(f"token distributions: {', '.join(DISTRIBUTIONS)}; not {self.distribution!r}")
+        if self.distribution == "uniform":
+            if self.min is None or self.max is None:
+                raise ValueError("a uniform token count needs its min and max")
+            if not 1 <= self.min <= self.max <= MAX_TOKENS:
+                raise ValueError(f"a uniform token count needs 1 <= min <= max <= {MAX_TOKENS}")
+            # Each whole count from min to max is equally likely, so the law's mean and stdev are these, whatever
+            # mean and stdev were given: the document states the law the requests were drawn from.
+            counts = self.max - self.min + 1
+            object.__setattr__(self, "mean", (self.min + self.max) / 2)
+            object.__setattr__(self, "stdev", round(math.sqrt((counts * counts - 1) / 12), 6))
         if not (math.isfinite(self.mean) and 1 <= self.mean <= MAX_TOKENS and self.stdev >= 0):
             raise ValueError(f"a token count needs 1 <= mean <= {MAX_TOKENS} and stdev >= 0")
-        if self.distribution == "uniform" and (self.min is None or self.max is None):
-            raise ValueError("a uniform token count needs its min and max")
 
     def draw(self, rng: np.random.Generator, size: int) -> np.ndarray:
         lo, hi = self.min or 1, self.max or MAX_TOKENS
@@ -57,7 +65,7 @@ class TokenLaw:
         elif self.distribution == "normal":
             values = rng.normal(self.mean, self.stdev, size)
         elif self.distribution == "uniform":
-            values = rng.uniform(lo, hi + 1, size)
+            values = rng.integers(lo, hi + 1, size)  # rounding a continuous draw gave min half a share, max 1.5
         else:  # lognormal with this mean and stdev
             sigma2 = math.log(1 + (self.stdev / self.mean) ** 2)
             values = rng.lognormal(math.log(self.mean) - sigma2 / 2, math.sqrt(sigma2), size)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 import protocol
@@ -98,3 +99,26 @@ precision: {weights: bf16, activations: bf16, kv_cache: bf16, quantization: {met
     path.write_text("accelerator: {vendor: NVIDIA}\n")
     with pytest.raises(ValueError, match=r"unknown key 'accelerator' \(known here: engine, "):
         load(path)
+
+
+def test_a_uniform_shape_states_the_law_its_requests_were_drawn_from(endpoint, tmp_path):
+    """--input-dist uniform from 100 to 200 stated mean 512 (the --input-tokens default) and stdev 0, and drew the
+    bounds half and one and a half times as often as the counts between them."""
+    from runners.serving.shapes import TokenLaw
+
+    law = TokenLaw(512, distribution="uniform", min=100, max=200)
+    assert (law.mean, law.stdev) == (150.0, 29.154759)
+    drawn = law.draw(np.random.default_rng(3), 202_000)
+    assert drawn.min() == 100 and drawn.max() == 200
+    share = np.bincount(drawn, minlength=201)[100:] / len(drawn)  # each of the 101 counts: 1/101 ≈ 0.0099
+    assert share.min() > 0.0090 and share.max() < 0.0109, (share.min(), share.max())
+    assert abs(drawn.mean() - 150) < 0.2
+    with pytest.raises(ValueError, match="min <= max"):
+        TokenLaw(512, distribution="uniform", min=200, max=100)
+
+    url = endpoint("--ttft-ms", "100", "--itl-ms", "20", "--capacity", "64")
+    extra = ["--input-dist", "uniform", "--input-min", "8", "--input-max", "24", "--concurrency", "1"]
+    assert run_serving(url, tmp_path, *extra, *DEPLOYMENT) == 0
+    (doc,) = (json.loads(p.read_text()) for p in tmp_path.glob("*.json"))
+    stated = doc["workload"]["request_shape"]["input_tokens"]
+    assert stated["distribution"] == "uniform" and (stated["mean"], stated["min"], stated["max"]) == (16.0, 8, 24)
