@@ -165,6 +165,9 @@ _TEXT_FLAGS = {
     "speculative": 'speculative decoding in words, e.g. "eagle3, 3 tokens"',
     "kv-offload": 'KV-cache offload in words, e.g. "lmcache, 200 GiB DRAM"',
 }
+# What `benchreg import serving` calls the same facts (registry/importers/serving/deployment.py): taken here too, so
+# one deployment's flags work for both commands.
+_IMPORT_NAMES = {"image": "engine-image", "quantization-method": "quantization"}
 _COUNT_FLAGS = {
     "accelerator-count": "accelerators serving the model, all nodes together",
     "nodes": "machines the deployment spans",
@@ -183,7 +186,8 @@ def _deployment_arguments(g: argparse._ArgumentGroup) -> None:
         help="YAML, TOML or JSON file (docs/serving.md); a flag overrides its key",
     )
     for name, words in _TEXT_FLAGS.items():
-        g.add_argument(f"--{name}", default=None, help=words)
+        also = [f"--{_IMPORT_NAMES[name]}"] if name in _IMPORT_NAMES else []
+        g.add_argument(f"--{name}", *also, default=None, help=words)
     for name, words in _COUNT_FLAGS.items():
         g.add_argument(f"--{name}", type=int, default=None, help=words)
     g.add_argument("--accelerator-memory-gib", type=float, default=None, help="memory of one accelerator, GiB")

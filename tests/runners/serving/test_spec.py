@@ -112,3 +112,15 @@ def test_a_replayed_level_states_every_field_its_job_fixes(endpoint, tmp_path) -
     expected = expected_fields(job)
     assert {p: value_at(document, p) for p in expected} == expected
     assert expected["/workload/request_shape/source"] == "trace"
+
+
+def test_the_deployment_flags_of_an_import_work_for_a_run_too() -> None:
+    """`import serving` says --engine-image and --quantization; `run serving` said only --image and
+    --quantization-method, so one deployment's flags failed on one command or the other."""
+    spelled = ("--endpoint", "http://gpu:8000", "--request-rates", "1")
+    run = spec_from_args(_args(*spelled, "--image", "vllm/vllm-openai:v0.11.0", "--quantization-method", "fp8 dynamic"))
+    imported = spec_from_args(
+        _args(*spelled, "--engine-image", "vllm/vllm-openai:v0.11.0", "--quantization", "fp8 dynamic")
+    )
+    assert run == imported and run.fields()["deployment"] == imported.fields()["deployment"]
+    assert "vllm/vllm-openai:v0.11.0" in str(run.fields()["deployment"])
