@@ -79,23 +79,29 @@ def _parser() -> argparse.ArgumentParser:
         default=os.environ.get("BENCHREG_SERVER", "http://127.0.0.1:8000"),
         help="registry URL (default: BENCHREG_SERVER, else http://127.0.0.1:8000)",
     )
-    parser.add_argument("--token", default=os.environ.get("BENCHREG_TOKEN"), help="an admin-scoped API token")
+    parser.add_argument(
+        "--token", default=os.environ.get("BENCHREG_TOKEN"), help="an admin-scoped API token (default: BENCHREG_TOKEN)"
+    )
     things = parser.add_subparsers(dest="thing", required=True)
-    enrolment = things.add_parser("enrolment-token").add_subparsers(dest="action", required=True)
+    enrolment = things.add_parser("enrolment-token", help="tokens that let a lab machine enrol").add_subparsers(
+        dest="action", required=True
+    )
     create = enrolment.add_parser("create", help="a single-use token for `benchreg agent enroll`")
     create.add_argument("--expires", type=seconds, default=3600, help="lifetime: 30m, 1h, 2d (default 1h)")
     create.add_argument("--note", default="", help="what it is for, e.g. the machine's name")
-    agent = things.add_parser("agent").add_subparsers(dest="action", required=True)
-    agent.add_parser("list")
+    agent = things.add_parser("agent", help="the enrolled lab machines").add_subparsers(dest="action", required=True)
+    agent.add_parser("list", help="every agent: id, name, and online, offline or revoked")
     revoke = agent.add_parser("revoke", help="its token stops working; its unfinished jobs are cancelled")
     revoke.add_argument("agent", help="the agent's id or name")
-    run = things.add_parser("run").add_subparsers(dest="action", required=True)
+    run = things.add_parser("run", help="stored runs").add_subparsers(dest="action", required=True)
     withdraw = run.add_parser("withdraw", help="the run stays, marked withdrawn, with the reason")
-    withdraw.add_argument("run", type=int)
+    withdraw.add_argument("run", type=int, help="the run's id, as the catalogue shows it")
     withdraw.add_argument("--reason", required=True, help="why, in words: shown with the run and in the audit log")
-    job = things.add_parser("job").add_subparsers(dest="action", required=True)
-    cancel = job.add_parser("cancel")
-    cancel.add_argument("job", type=int)
+    job = things.add_parser("job", help="jobs sent to agents").add_subparsers(dest="action", required=True)
+    cancel = job.add_parser(
+        "cancel", help="a job not finished yet: a worker still running it is refused on its next call"
+    )
+    cancel.add_argument("job", type=int, help="the job's id")
     return parser
 
 

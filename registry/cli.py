@@ -89,7 +89,7 @@ def submit_main(argv: list[str]) -> int:
 
 def _submit_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="benchreg submit", description="Submit run documents to a registry.")
-    parser.add_argument("files", nargs="+", type=Path)
+    parser.add_argument("files", nargs="+", type=Path, help="run documents (JSON), one or more")
     parser.add_argument(
         "--server",
         type=server_url,

@@ -57,9 +57,11 @@ def options(parser: argparse.ArgumentParser) -> Iterator[tuple[str, argparse.Act
     its subcommands, however deep."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
-            for sub in action.choices.values():
+            worded = {choice.dest: choice for choice in action._choices_actions}  # each subcommand's help line
+            for name, sub in action.choices.items():
+                yield parser.prog, worded.get(name) or argparse.Action([name], name, help=None)
                 yield from options(sub)
-        elif action.option_strings:
+        else:  # an option, or a positional argument (named by its dest)
             yield parser.prog, action
 
 
@@ -77,8 +79,8 @@ def every_option() -> Iterator[tuple[str, argparse.Action]]:
                 yield prog, action
 
 
-def test_every_option_of_every_command_says_what_it_does():
-    found = {f"{prog} {'/'.join(action.option_strings)}": action for prog, action in every_option()}
+def test_every_option_argument_and_subcommand_of_every_command_says_what_it_does():
+    found = {f"{prog} {'/'.join(action.option_strings) or action.dest}": action for prog, action in every_option()}
     # The walk reaches the options of subcommands, of both kinds of command, and of options given in a loop.
     assert {
         "benchreg submit --token",
@@ -89,6 +91,9 @@ def test_every_option_of_every_command_says_what_it_does():
         "benchreg witness keygen --out",
         "benchreg audit export --out",
         "benchreg create-token --username",
+        "benchreg submit files",  # a positional argument
+        "benchreg admin run",  # a subcommand's own help line
+        "benchreg admin run withdraw run",
     } <= set(found)
     bare = sorted(name for name, action in found.items() if not (action.help or "").strip())
-    assert not bare, "options listed with no help text:\n" + "\n".join(bare)
+    assert not bare, "options, arguments or subcommands listed with no help text:\n" + "\n".join(bare)

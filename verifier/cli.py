@@ -75,7 +75,7 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="\n".join(__doc__.split("\n")[4:]),
     )
-    parser.add_argument("file", type=Path)
+    parser.add_argument("file", type=Path, help="the signed decision report (PDF)")
     parser.add_argument("--cert", type=Path, help="the registry's report certificate bundle (PEM)")
     parser.add_argument(
         "--log-key",

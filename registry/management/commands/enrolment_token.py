@@ -30,7 +30,7 @@ class Command(BaseCommand):
     help = "Create a single-use, expiring enrolment token for `benchreg agent enroll` and print it."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("action", choices=["create"])
+        parser.add_argument("action", choices=["create"], help="create: make one and print it")
         parser.add_argument("--expires", default="1h", help="lifetime: 30m, 1h, 2d (default 1h)")
         parser.add_argument("--note", default="", help="what it is for, e.g. the machine's name")
 
