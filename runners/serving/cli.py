@@ -106,7 +106,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--min-requests",
         type=int,
         default=100,
-        help="fewest requests a level sends, past --duration if need be (default 100)",
+        help="fewest requests a level sends, past --duration if need be (default 100); a trace replay sends the "
+        "trace's requests within --duration instead",
     )
     p.add_argument(
         "--max-requests",
