@@ -1,7 +1,7 @@
 """Characters written as their code points, ⟦U+6771 U+4EAC⟧, where showing them as they are would mislead.
 
 - On every page and in every report: characters that draw nothing or reorder what follows (control and format
-  characters: a right-to-left override would make "lab‮10h" read "labh01"; zero-width joiners, soft hyphens).
+  characters: "lab", a right-to-left override (U+202E) and "10h" read "labh01"; zero-width joiners, soft hyphens).
 - In a signed report, also those no installed font draws (an empty box otherwise; registry/reports/glyphs.py says
   which): a browser falls back to the reader's own fonts, a PDF carries the server's.
 
