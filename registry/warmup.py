@@ -16,17 +16,20 @@ the benchmarks that time pages in-process, so they measure what a server does.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import logging
 from pathlib import Path
 
+from django.core.exceptions import ImproperlyConfigured
 from django.template import engines
 from django.urls import get_resolver
 
 import protocol
 from protocol.statistics.intervals import t_quantile
 from registry.presentation.chart_style import new_figure, svg
+from registry.reports.signing import identity_is_stored, signing_identity
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +49,17 @@ def load_lazily_loaded() -> None:
     if EXAMPLE.exists():  # absent where only the package is installed, not the repository
         protocol.errors(json.loads(EXAMPLE.read_text()))
     load_statistics_and_charts()
+    load_signing_identity()
+
+
+def load_signing_identity() -> None:
+    """The report-signing identity, where it is stored: the decision and comparison pages ask whether the registry
+    can sign before offering a report, and loading it (its RSA key's check) took ~0.1 s of a worker's first such
+    page. One that would have to be generated is left to the first report; one that cannot load is said by the
+    pages that offer reports."""
+    if identity_is_stored():
+        with contextlib.suppress(ImproperlyConfigured, OSError, ValueError):
+            signing_identity()
 
 
 def load_statistics_and_charts() -> None:

@@ -92,6 +92,15 @@ def signing_identity() -> SigningIdentity:
     )
 
 
+def identity_is_stored() -> bool:
+    """Whether loading the identity would only read files, with none to generate: what a server's warm-up may load
+    (generating one takes a second or two, and is left to the first report)."""
+    configured = bool(getattr(settings, "BENCHREG_REPORT_PKCS12", "") or getattr(settings, "BENCHREG_REPORT_KEY", ""))
+    if configured and not getattr(settings, "BENCHREG_REPORT_TIMESTAMP", True):
+        return True
+    return (Path(settings.DATA_DIR) / "keys" / GENERATED_FILE).exists()
+
+
 def trusted_certificates() -> list[x509.Certificate]:
     """Certificates a report may be signed under: the current identity's bundle, plus the PEM bundles listed in
     settings.BENCHREG_REPORT_TRUSTED_CERTS (earlier identities, kept so reports signed before a rotation verify)."""

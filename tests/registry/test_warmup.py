@@ -53,3 +53,45 @@ print(sorted(set(sys.modules) - before))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, check=True)
     assert out.stdout.strip() == "[]", out.stdout
     assert "warming up the process failed" not in out.stderr, out.stderr
+
+
+def test_the_signing_identity_is_loaded_where_it_is_stored_and_never_generated_at_start(tmp_path) -> None:
+    """The decision page asks whether the registry can sign before offering a report: without the warm-up a worker's
+    first decision page took 136 ms against 20 ms, loading the key (`benchreg serve --workers 1`, the demo's data,
+    two starts each). A data dir with no identity gets none made at start (a second or two, left to the first
+    report)."""
+    code = """
+import sys
+from pathlib import Path
+data = Path(sys.argv[1])
+import registry.wsgi  # the warm-up, in this process
+from registry.reports.signing import GENERATED_FILE, identity_is_stored
+print(identity_is_stored(), (data / "keys" / GENERATED_FILE).exists())
+"""
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "registry.settings", "BENCHREG_DATA_DIR": str(tmp_path)}
+    env.pop("DATABASE_URL", None)
+    fresh = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, env=env,
+                           timeout=120, check=True)  # fmt: skip
+    assert fresh.stdout.split() == ["False", "False"], fresh.stdout + fresh.stderr
+
+    stored = code.replace(
+        "import registry.wsgi  # the warm-up, in this process",
+        """
+from registry.reports.signing import signing_identity
+signing_identity()  # made once, as the first report would
+import functools
+from cryptography.hazmat.primitives import serialization
+def loaded_again(*args, **kwargs):
+    raise AssertionError("the signing key was loaded again")
+import registry.reports.signing as signing
+for cached in [v for v in vars(signing).values() if isinstance(v, functools._lru_cache_wrapper)]:
+    cached.cache_clear()
+import registry.wsgi  # the warm-up loads it
+serialization.load_pem_private_key = loaded_again
+signing_identity()  # cached: no key is read again
+""",
+    )
+    warmed = subprocess.run([sys.executable, "-c", stored, str(tmp_path)], capture_output=True, text=True, env=env,
+                            timeout=120)  # fmt: skip
+    assert warmed.returncode == 0, warmed.stderr
+    assert warmed.stdout.split() == ["True", "True"], warmed.stdout + warmed.stderr
