@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from runners.arguments import server_url
+from runners.arguments import add_registry_server
 
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -73,12 +73,7 @@ class AdminClient:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="benchreg admin", description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--server",
-        type=server_url,
-        default=os.environ.get("BENCHREG_SERVER", "http://127.0.0.1:8000"),
-        help="registry URL (default: BENCHREG_SERVER, else http://127.0.0.1:8000)",
-    )
+    add_registry_server(parser)
     parser.add_argument(
         "--token", default=os.environ.get("BENCHREG_TOKEN"), help="an admin-scoped API token (default: BENCHREG_TOKEN)"
     )

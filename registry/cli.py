@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from runners import interrupts
-from runners.arguments import server_url
+from runners.arguments import add_registry_server
 from runners.terminal import wrap
 
 # Subcommands served by a Django management command of the same purpose.
@@ -90,12 +90,7 @@ def submit_main(argv: list[str]) -> int:
 def _submit_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="benchreg submit", description="Submit run documents to a registry.")
     parser.add_argument("files", nargs="+", type=Path, help="run documents (JSON), one or more")
-    parser.add_argument(
-        "--server",
-        type=server_url,
-        default=os.environ.get("BENCHREG_SERVER", "http://127.0.0.1:8000"),
-        help="registry URL (default: BENCHREG_SERVER, else http://127.0.0.1:8000)",
-    )
+    add_registry_server(parser)
     parser.add_argument(
         "--token", default=os.environ.get("BENCHREG_TOKEN"), help="API token with the submit scope (BENCHREG_TOKEN)"
     )

@@ -4,6 +4,7 @@ should be, before anything is sent or bound. Plain Python: the client commands l
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
@@ -48,3 +49,13 @@ def count(low: int, high: int) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def add_registry_server(parser: argparse.ArgumentParser) -> None:
+    """--server: the registry a client command talks to (BENCHREG_SERVER, else this machine's default port)."""
+    parser.add_argument(
+        "--server",
+        type=server_url,
+        default=os.environ.get("BENCHREG_SERVER", "http://127.0.0.1:8000"),
+        help="registry URL (default: BENCHREG_SERVER, else http://127.0.0.1:8000)",
+    )
