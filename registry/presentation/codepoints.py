@@ -62,8 +62,20 @@ def must_spell(char: str, drawn: Container[int]) -> bool:
 
 def spell(text: str, drawn: Container[int] = EVERY_GLYPH) -> str:
     """`text` with each run of characters that must be spelled written as ⟦U+XXXX U+YYYY⟧."""
+    return _spelled(text, drawn)[0]
+
+
+def needs_spelling(text: str, drawn: Container[int] = EVERY_GLYPH) -> bool:
+    """Whether `text` holds a character that must be spelled."""
+    return any(must_spell(char, drawn) for found in _candidates(drawn).finditer(text) for char in found.group())
+
+
+def _spelled(text: str, drawn: Container[int]) -> tuple[str, int]:
+    """`text` spelled, and how many characters were written as code points."""
+    count = 0
 
     def spelled(match: re.Match[str]) -> str:
+        nonlocal count
         out: list[str] = []
         run: list[str] = []
         for char in match.group():
@@ -72,13 +84,14 @@ def spell(text: str, drawn: Container[int] = EVERY_GLYPH) -> str:
                 continue
             if run:
                 out.append(f"{OPEN}{' '.join(run)}{CLOSE}")
-                run = []
+                count, run = count + len(run), []
             out.append(char)
         if run:
             out.append(f"{OPEN}{' '.join(run)}{CLOSE}")
+            count += len(run)
         return "".join(out)
 
-    return _candidates(drawn).sub(spelled, text)
+    return _candidates(drawn).sub(spelled, text), count
 
 
 def spell_strings(value: Any, drawn: Container[int] = EVERY_GLYPH) -> Any:
@@ -122,8 +135,6 @@ def spell_html(html: str, drawn: Container[int] = EVERY_GLYPH, *, keep: Collecti
             continue
         if inside is not None or not candidates.search(part):
             continue
-        spelled = spell(part, drawn)
-        if spelled != part:
-            count += sum(must_spell(char, drawn) for char in part)
-            parts[i] = spelled
+        parts[i], found = _spelled(part, drawn)
+        count += found
     return ("".join(parts), count) if count else (html, 0)
