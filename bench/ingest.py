@@ -164,17 +164,21 @@ def bare_insert(url: str, bodies: list[bytes]) -> float:
         return time.perf_counter() - t0
 
 
-def bare_copy(url: str, bodies: list[bytes]) -> float:
-    """The bulk floor: one COPY of the same documents into a JSONB table with a unique digest, no checks."""
+def bare_copy(url: str, bodies: list[bytes]) -> tuple[float, float | None]:
+    """The bulk floor: one COPY of the same documents into a JSONB table with a unique digest, no checks. Returns
+    its seconds and the CPU seconds it took (this process and its PostgreSQL backend; None without /proc)."""
     prepared = [(protocol.digest(json.loads(b)), b.decode()) for b in bodies]
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("CREATE TABLE bare_copy (id bigserial PRIMARY KEY, digest text UNIQUE, document jsonb)")
         same_compression(conn, "bare_copy")
-        t0 = time.perf_counter()
+        backend = [conn.info.backend_pid] if _is_postgres(conn.info.backend_pid) else []
+        before, client, t0 = _cpu_of(backend), time.process_time(), time.perf_counter()
         with conn.cursor() as cursor, cursor.copy("COPY bare_copy (digest, document) FROM STDIN") as copy:
             for row in prepared:
                 copy.write_row(row)
-        return time.perf_counter() - t0
+        seconds, after = time.perf_counter() - t0, _cpu_of(backend)
+        cpu = time.process_time() - client + sum(after.values()) - sum(before.values()) if backend else None
+        return seconds, cpu
 
 
 def http_bulk(base: str, token: str, bodies: list[bytes], batch: int) -> float:
@@ -466,10 +470,12 @@ def main() -> None:
         )
         statements = statements_per_submission(env)
         bulk_docs = documents(n, "bulk")
-        bulk = n / http_bulk(base, token, bulk_docs, args.batch)
+        with Metered(CpuMeter(server.pid, admin_url, args.scratch), n) as bulk_cpu:
+            bulk = n / http_bulk(base, token, bulk_docs, args.batch)
         checks_rate = n / checks_alone(documents(n, "checks"))
         bare = n / bare_insert(url, bodies)
-        copy_rate = n / bare_copy(url, bulk_docs)
+        copy_seconds, copy_cpu = bare_copy(url, bulk_docs)
+        copy_rate = n / copy_seconds
         with psycopg.connect(url, autocommit=True) as conn:
             queued = conn.execute("SELECT count(*) FROM registry_auditqueued").fetchone()
             entries = conn.execute("SELECT count(*), max(seq) FROM registry_auditentry").fetchone()
@@ -505,6 +511,7 @@ def main() -> None:
         f"  the checks alone, one process, no HTTP or database:  {checks_rate:8.1f} /s  "
         f"({checks_rate / copy_rate:.3f} of bare COPY)  bulk/checks {bulk / checks_rate:.2f}"
     )
+    report_bulk_bound(bulk_cpu.ms, copy_cpu, n, copy_rate)
     print(f"  audit log after the run: {entries[0]} entries (max seq {entries[1]}), {queued[0]} still queued")
 
 
@@ -539,6 +546,26 @@ def report_mlflow(single: Single, peer: Rates, args: argparse.Namespace) -> None
             f"p50 {pct(latencies, 50):.1f} ms  p99 {pct(latencies, 99):.1f} ms  "
             f"benchreg/MLflow {single[clients][0] / rate:.2f}x"
         )
+
+
+def report_bulk_bound(bulk_ms: dict[str, float], copy_cpu: float | None, n: int, copy_rate: float) -> None:
+    """The CPU one bulk document takes, and what that allows on this machine's cores: the rate no way of spreading
+    the same work over the cores could pass (every core busy with nothing else), as a share of bare COPY."""
+    if "server" not in bulk_ms or copy_cpu is None:
+        print("  CPU per bulk document: absent (no /proc, or PostgreSQL not on this host)")
+        return
+    total = bulk_ms["server"] + bulk_ms["database"]  # a client runs elsewhere: its CPU is not the registry's
+    cores = os.cpu_count() or 1
+    ceiling = cores * 1000 / total
+    print(
+        f"  CPU per bulk document: server {bulk_ms['server']:.3f} ms + PostgreSQL {bulk_ms['database']:.3f} ms = "
+        f"{total:.3f} ms (and the bench client's {bulk_ms['client']:.3f} ms); bare COPY's per row, client and "
+        f"PostgreSQL, {copy_cpu * 1000 / n:.3f} ms"
+    )
+    print(
+        f"  at that CPU, {cores} core(s) all busy allow at most {ceiling:8.1f} /s  ({ceiling / copy_rate:.3f} of bare "
+        f"COPY): a share above it needs less work per document, not another way to spread it"
+    )
 
 
 def report_cpu(cpu: Cpu) -> None:

@@ -146,6 +146,8 @@ BENCHES = [
             rf"4 writers: audit_append .* {NUMBER}x of {NUMBER} plain INSERTs/s",
             rf"verify_log .*\s{NUMBER}x stream, {NUMBER}x SHA-256; OK",  # a log that verifies, or the bench stops
             rf"verify_log CPU in this process and its workers\s+{NUMBER} CPU-s\s+{NUMBER}x the stream's CPU",
+            rf"verify_log CPU with PostgreSQL's\s+({NUMBER} CPU-s .* no schedule ends before {NUMBER} s|absent)",
+            rf"verify_log / stream, median of 2 alternating rounds\s+{NUMBER}x",
             rf"GET /api/v1/audit/inclusion, anonymous .* {NUMBER} ms",
         ),
         postgres=True,
@@ -189,6 +191,7 @@ BENCHES = [
             rf"HTTP single documents,  4 client\(s\):\s+{NUMBER} /s\s+\({NUMBER} of bare INSERT\)",
             rf"framework floor .*real/floor {NUMBER}",
             rf"HTTP bulk .*\({NUMBER} of bare COPY\)",
+            rf"core\(s\) all busy allow at most +{NUMBER} /s +\({NUMBER} of bare COPY\)|CPU per bulk document: absent",
             r"audit log after the run: \d+ entries .*, 0 still queued",
             r"SQL statements per single submission \(the request's thread\): \d+, of which \d+ transaction commands",
             rf"CPU per submission,  4 client\(s\), benchreg: server .* = +{NUMBER} ms|CPU per document, benchreg, 4 "
