@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from runners.arguments import add_registry_server
+from runners.arguments import ROW_ID, add_registry_server
 
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -90,13 +90,13 @@ def _parser() -> argparse.ArgumentParser:
     revoke.add_argument("agent", help="the agent's id or name")
     run = things.add_parser("run", help="stored runs").add_subparsers(dest="action", required=True)
     withdraw = run.add_parser("withdraw", help="the run stays, marked withdrawn, with the reason")
-    withdraw.add_argument("run", type=int, help="the run's id, as the catalogue shows it")
+    withdraw.add_argument("run", type=ROW_ID, help="the run's id, as the catalogue shows it")
     withdraw.add_argument("--reason", required=True, help="why, in words: shown with the run and in the audit log")
     job = things.add_parser("job", help="jobs sent to agents").add_subparsers(dest="action", required=True)
     cancel = job.add_parser(
         "cancel", help="a job not finished yet: a worker still running it is refused on its next call"
     )
-    cancel.add_argument("job", type=int, help="the job's id")
+    cancel.add_argument("job", type=ROW_ID, help="the job's id")
     return parser
 
 

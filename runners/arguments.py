@@ -4,8 +4,8 @@ should be, before anything is sent or bound. Plain Python: the client commands l
 from __future__ import annotations
 
 import argparse
+import math
 import os
-from collections.abc import Callable
 from urllib.parse import urlsplit
 
 
@@ -36,19 +36,57 @@ def port(text: str) -> int:
     return value
 
 
-def count(low: int, high: int) -> Callable[[str], int]:
-    """A whole number from `low` to `high` (processes, threads): 0 workers served nothing while saying it served."""
+class count:
+    """A whole number from `low` to `high` (processes, threads, steps, a seed): 0 workers served nothing while saying
+    it served, and `--threads 0` or `--steps 0` quietly became the default. The bounds are kept on the type, so a test
+    can try each option's edges."""
 
-    def parse(text: str) -> int:
+    def __init__(self, low: int, high: int) -> None:
+        self.low, self.high = low, high
+        self.__name__ = "count"  # argparse names a type by it in its own messages
+
+    def __call__(self, text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{value} is not from {low} to {high}")
+        if not self.low <= value <= self.high:
+            raise argparse.ArgumentTypeError(f"{value} is not from {self.low:,} to {self.high:,}")
         return value
 
-    return parse
+
+class number:
+    """A finite decimal number from `low` to `high`; with `above`, greater than it instead of at least `low` (a rate,
+    a duration, an objective: 0 is none of them). NaN or infinity is refused: `--min-seconds nan` waited forever, and
+    `--latency-slo-ms nan` was refused only after the whole measurement, as an invalid document."""
+
+    def __init__(self, low: float | None = None, high: float | None = None, *, above: float | None = None) -> None:
+        self.low, self.high, self.above = low, high, above
+        self.__name__ = "number"
+
+    def __call__(self, text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+        if self.above is not None and not value > self.above:
+            raise argparse.ArgumentTypeError(f"{text} is not above {self.above:g}")
+        if self.low is not None and value < self.low:
+            raise argparse.ArgumentTypeError(f"{text} is below {self.low:g}")
+        if self.high is not None and value > self.high:
+            raise argparse.ArgumentTypeError(f"{text} is above {self.high:g}")
+        return value
+
+
+SEED = count(0, 2**32 - 1)  # numpy's and torch's seeds alike
+THREADS = count(1, 4096)
+PROCESSES = count(1, 1024)  # ranks on a node, as the distributed runners' own check says
+SAMPLES = count(1, 1_000_000)  # a batch, a sequence, a number of tokens
+MILLISECONDS = number(above=0, high=86_400_000)  # an objective or a delay: a day at most
+SECONDS = number(above=0, high=86_400)
+ROW_ID = count(1, 2**63 - 1)  # a run's or a job's id (PostgreSQL's bigint)
 
 
 def add_registry_server(parser: argparse.ArgumentParser) -> None:

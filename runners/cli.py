@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import protocol
-from runners.arguments import server_url
+from runners.arguments import MILLISECONDS, SAMPLES, SECONDS, SEED, THREADS, count, number, server_url
 
 from . import collectives, interrupts, record
 from .api import execute
@@ -71,27 +71,27 @@ def _workload_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--device", choices=("cpu", "cuda"), default="cpu", help="cpu (default) or cuda, which needs the torch backend"
     )
-    p.add_argument("--threads", type=int, default=None, help="intra-op threads (default: CPUs in affinity)")
+    p.add_argument("--threads", type=THREADS, default=None, help="intra-op threads (default: CPUs in affinity)")
 
 
 def _measurement_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--repetitions",
-        type=int,
+        type=count(1, 100),
         default=None,
         help="measurement windows (default 5; 3 with --quick and for training: the fewest a "
         "comparison forms a verdict on)",
     )
-    p.add_argument("--min-seconds", type=float, default=None, help="minimum duration of each repetition")
-    p.add_argument("--warmup-max-seconds", type=float, default=None, help="warm-up cap (default 30 s, quick 3 s)")
+    p.add_argument("--min-seconds", type=SECONDS, default=None, help="minimum duration of each repetition")
+    p.add_argument("--warmup-max-seconds", type=SECONDS, default=None, help="warm-up cap (default 30 s, quick 3 s)")
     p.add_argument(
         "--sequence-length",
-        type=int,
+        type=SAMPLES,
         default=None,
         help="tokens per sample, transformer workloads (default: the workload's)",
     )
     p.add_argument(
-        "--seed", type=int, default=1234, help="seed of the synthetic weights and data, and of server arrivals"
+        "--seed", type=SEED, default=1234, help="seed of the synthetic weights and data, and of server arrivals"
     )
     p.add_argument("--quick", action="store_true", help="short windows, for demos and tests")
     p.add_argument(
@@ -133,24 +133,26 @@ def _inference_arguments(inf: argparse.ArgumentParser) -> None:
         help="offline (default): throughput of back-to-back queries; single-stream: their latency; server: "
         "Poisson arrivals at --target-qps",
     )
-    inf.add_argument("--target-qps", type=float, default=None, help="server: Poisson arrival rate")
-    inf.add_argument("--concurrency", type=int, default=None, help="server: requests in flight at most")
-    inf.add_argument("--latency-slo-ms", type=float, default=None, help="server: p99 latency objective")
-    inf.add_argument("--ttft-slo-ms", type=float, default=None, help="server, decoders: TTFT objective")
-    inf.add_argument("--tpot-slo-ms", type=float, default=None, help="server, decoders: TPOT objective")
-    inf.add_argument("--output-tokens", type=int, default=None, help="decoders: tokens generated per query")
+    inf.add_argument("--target-qps", type=number(above=0, high=1e6), default=None, help="server: Poisson arrival rate")
+    inf.add_argument("--concurrency", type=count(1, 100_000), default=None, help="server: requests in flight at most")
+    inf.add_argument("--latency-slo-ms", type=MILLISECONDS, default=None, help="server: p99 latency objective")
+    inf.add_argument("--ttft-slo-ms", type=MILLISECONDS, default=None, help="server, decoders: TTFT objective")
+    inf.add_argument("--tpot-slo-ms", type=MILLISECONDS, default=None, help="server, decoders: TPOT objective")
+    inf.add_argument("--output-tokens", type=SAMPLES, default=None, help="decoders: tokens generated per query")
 
 
 def _training_arguments(train: argparse.ArgumentParser) -> None:
     _common(train)
     train.add_argument(
         "--steps",
-        type=int,
+        type=count(1, 10_000_000),
         default=None,
         help="fewest measured steps, split over the repetitions (default 500, quick 30)",
     )
-    train.add_argument("--learning-rate", type=float, default=3e-4, help="AdamW learning rate (default 3e-4)")
-    train.add_argument("--peak-tflops", type=float, default=None, help="stated peak for MFU ...")
+    train.add_argument(
+        "--learning-rate", type=number(above=0, high=1e3), default=3e-4, help="AdamW learning rate (default 3e-4)"
+    )
+    train.add_argument("--peak-tflops", type=number(above=0, high=1e9), default=None, help="stated peak for MFU ...")
     train.add_argument("--peak-source", default=None, help="... and where that number comes from")
 
 

@@ -16,6 +16,7 @@ returns wrong data).
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -30,6 +31,7 @@ import protocol
 from protocol import collectives as formulas
 
 from . import collectives_document, nccl_table, record, topology
+from .arguments import PROCESSES, count
 from .rendezvous import Rendezvous, launch_config
 from .rendezvous import add_arguments as add_rendezvous_arguments
 from .rendezvous import from_arguments as rendezvous_from
@@ -73,16 +75,26 @@ def parse_size(text: str) -> int:
     number = text[:-1] if scale > 1 else text
     try:
         value = int(float(number) * scale)
-    except ValueError:
+    except (ValueError, OverflowError):  # not a number; NaN; infinity
         raise ValueError(f"a size is a number of bytes with an optional K, M or G, not {text!r}") from None
     if value < 1:
         raise ValueError(f"a size must be at least 1 byte, not {text!r}")
     return value
 
 
+def size_argument(text: str) -> int:
+    """parse_size as argparse's `type=`: its message shown (argparse would say only "invalid parse_size value")."""
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def sizes(options: Options) -> list[int]:
-    if options.step_factor < 2 or options.min_bytes > options.max_bytes:
-        raise ValueError("--step-factor must be >= 2 and --min-bytes <= --max-bytes")
+    if options.step_factor < 2:
+        raise ValueError(f"--step-factor must be at least 2, not {options.step_factor}")
+    if options.min_bytes > options.max_bytes:
+        raise ValueError(f"--min-bytes ({options.min_bytes:,}) must not exceed --max-bytes ({options.max_bytes:,})")
     out, size = [], options.min_bytes
     while size <= options.max_bytes:
         out.append(size)
@@ -391,13 +403,13 @@ def run(
 
 def add_arguments(p: Any) -> None:
     """The arguments of `benchreg run collectives` (nccl-tests' -b, -e, -f, -w, -n under long names)."""
-    p.add_argument("--nproc-per-node", type=int, default=2, help="processes (ranks) on this node")
+    p.add_argument("--nproc-per-node", type=PROCESSES, default=2, help="processes (ranks) on this node")
     p.add_argument("--collectives", default=",".join(COLLECTIVES), help=f"comma-separated, of {', '.join(COLLECTIVES)}")
-    p.add_argument("--min-bytes", type=parse_size, default=8, help="smallest message, e.g. 8, 64K (nccl-tests -b)")
-    p.add_argument("--max-bytes", type=parse_size, default=1 << 20, help="largest message, e.g. 1M (-e)")
-    p.add_argument("--step-factor", type=int, default=2, help="size multiplier between messages (-f)")
-    p.add_argument("--warmup-iters", type=int, default=5, help="untimed calls per size (-w)")
-    p.add_argument("--iters", type=int, default=20, help="timed calls per size (-n)")
+    p.add_argument("--min-bytes", type=size_argument, default=8, help="smallest message, e.g. 8, 64K (nccl-tests -b)")
+    p.add_argument("--max-bytes", type=size_argument, default=1 << 20, help="largest message, e.g. 1M (-e)")
+    p.add_argument("--step-factor", type=count(2, 1024), default=2, help="size multiplier between messages (-f)")
+    p.add_argument("--warmup-iters", type=count(0, 1_000_000), default=5, help="untimed calls per size (-w)")
+    p.add_argument("--iters", type=count(1, 1_000_000), default=20, help="timed calls per size (-n)")
     p.add_argument("--dtype", choices=sorted(DTYPES), default="float", help="element type of the messages (-d)")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="auto: cuda (NCCL) if available")
     p.add_argument(

@@ -16,6 +16,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from .arguments import count
+
 MAX_NODES = 1024
 # What every rank imports, imported once by multiprocessing's fork server, from which the launcher forks each rank.
 # Started with "spawn", each rank imported torch and torch._dynamo (which torch.optim loads) itself: about 4 s of CPU
@@ -82,8 +84,12 @@ def launch_config(nproc_per_node: int, rendezvous: Rendezvous | None, prefix: st
 
 def add_arguments(p: Any, default_id: str) -> None:
     """--nnodes, --node-rank, --rdzv-endpoint and --rdzv-id."""
-    p.add_argument("--nnodes", type=int, default=1, help="nodes meeting at --rdzv-endpoint (each runs this command)")
-    p.add_argument("--node-rank", type=int, default=0, help="this node's rank; node 0 hosts the rendezvous and writes")
+    p.add_argument(
+        "--nnodes", type=count(1, 10_000), default=1, help="nodes meeting at --rdzv-endpoint (each runs this command)"
+    )
+    p.add_argument(
+        "--node-rank", type=count(0, 9_999), default=0, help="this node's rank; node 0 hosts the rendezvous and writes"
+    )
     p.add_argument("--rdzv-endpoint", help="host:port of node 0's rendezvous store (c10d), with --nnodes > 1")
     p.add_argument("--rdzv-id", default=default_id, help="the run id, the same on every node")
 

@@ -22,6 +22,7 @@ import base64
 import binascii
 import contextlib
 import json
+import math
 import os
 import socket
 import stat
@@ -433,8 +434,11 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     witness = _load_witness(args)
     if witness is None:
         return 2
-    if args.max_connections < 1 or args.read_timeout <= 0 or args.request_deadline <= 0:
+    # `not x > 0` refuses NaN too, which every comparison answers False
+    if args.max_connections < 1 or not args.read_timeout > 0 or not args.request_deadline > 0:
         parser.error("--max-connections, --read-timeout and --request-deadline must be positive")
+    if math.isinf(args.read_timeout) or math.isinf(args.request_deadline):
+        parser.error("--read-timeout and --request-deadline must be finite: a request that never ends holds a slot")
     host, _, port = args.listen.rpartition(":")
     serve(
         witness,

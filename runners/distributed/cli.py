@@ -24,11 +24,12 @@ import protocol
 from protocol import scaling as scaling_law
 
 from .. import record, rendezvous
+from ..arguments import PROCESSES, SAMPLES, SEED, THREADS, count, number
 from ..backends import get_backend
 from ..rendezvous import Rendezvous
 from ..spec import RunSpec, available_threads
 from ..workloads import WORKLOADS
-from .options import PARALLELISMS, SCALING_MODES, Injected, Options, Scaling
+from .options import MAX_INJECTED_S, PARALLELISMS, SCALING_MODES, Injected, Options, Scaling
 
 
 def _counts(text: str) -> list[int]:
@@ -41,6 +42,9 @@ def _counts(text: str) -> list[int]:
     return sorted(values)
 
 
+INJECTED_MS = number(0, MAX_INJECTED_S * 1000)  # Injected's own bound
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--workload", required=True, choices=sorted(WORKLOADS), help="bundled model to train, on synthetic data"
@@ -50,37 +54,47 @@ def _common(p: argparse.ArgumentParser) -> None:
         "--parallelism", choices=PARALLELISMS, default="ddp", help="ddp: DistributedDataParallel; fsdp: FSDP2"
     )
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="cpu: gloo; cuda: NCCL, one GPU a rank")
-    p.add_argument("--threads", type=int, default=None, help="intra-op threads a rank (default: CPUs ÷ ranks)")
-    p.add_argument("--accumulation", type=int, default=1, help="micro-batches per optimizer step")
-    p.add_argument("--steps", type=int, default=30, help="measured optimizer steps")
-    p.add_argument("--warmup-steps", type=int, default=5, help="optimizer steps before the clock starts")
-    p.add_argument("--repetitions", type=int, default=3, help="the measured steps are split into this many windows")
+    p.add_argument("--threads", type=THREADS, default=None, help="intra-op threads a rank (default: CPUs ÷ ranks)")
+    p.add_argument("--accumulation", type=count(1, 1024), default=1, help="micro-batches per optimizer step")
+    p.add_argument("--steps", type=count(1, 100_000), default=30, help="measured optimizer steps")
+    p.add_argument("--warmup-steps", type=count(0, 100_000), default=5, help="optimizer steps before the clock starts")
+    p.add_argument(
+        "--repetitions", type=count(1, 100), default=3, help="the measured steps are split into this many windows"
+    )
     p.add_argument(
         "--sequence-length",
-        type=int,
+        type=SAMPLES,
         default=None,
         help="tokens per sample, transformer workloads (default: the workload's)",
     )
-    p.add_argument("--seed", type=int, default=1234, help="seed of the synthetic weights and data")
-    p.add_argument("--learning-rate", type=float, default=3e-4, help="AdamW learning rate (default 3e-4)")
+    p.add_argument("--seed", type=SEED, default=1234, help="seed of the synthetic weights and data")
+    p.add_argument(
+        "--learning-rate", type=number(above=0, high=1e3), default=3e-4, help="AdamW learning rate (default 3e-4)"
+    )
     p.add_argument(
         "--isolation",
         choices=("dedicated", "shared"),
         default=None,
         help="state whether the machine ran nothing else (not detectable, so not guessed)",
     )
-    p.add_argument("--inject-communication-ms", type=float, default=0.0, help="truth tests: sleep in the gradient sync")
-    p.add_argument("--inject-compute-ms", type=float, default=0.0, help="truth tests: sleep per micro-batch, all ranks")
-    p.add_argument("--slow-rank", type=int, default=None, help="truth tests: this rank sleeps --slow-rank-ms more")
     p.add_argument(
-        "--slow-rank-ms", type=float, default=0.0, help="truth tests: the slow rank's extra ms per micro-batch"
+        "--inject-communication-ms", type=INJECTED_MS, default=0.0, help="truth tests: sleep in the gradient sync"
+    )
+    p.add_argument(
+        "--inject-compute-ms", type=INJECTED_MS, default=0.0, help="truth tests: sleep per micro-batch, all ranks"
+    )
+    p.add_argument(
+        "--slow-rank", type=count(0, 1_000_000), default=None, help="truth tests: this rank sleeps --slow-rank-ms more"
+    )
+    p.add_argument(
+        "--slow-rank-ms", type=INJECTED_MS, default=0.0, help="truth tests: the slow rank's extra ms per micro-batch"
     )
 
 
 def add_training_arguments(p: argparse.ArgumentParser) -> None:
     _common(p)
-    p.add_argument("--nproc-per-node", type=int, default=2, help="ranks on this node (one device each)")
-    p.add_argument("--batch", type=int, default=None, help="per-device micro-batch (default: the workload's)")
+    p.add_argument("--nproc-per-node", type=PROCESSES, default=2, help="ranks on this node (one device each)")
+    p.add_argument("--batch", type=SAMPLES, default=None, help="per-device micro-batch (default: the workload's)")
     rendezvous.add_arguments(p, "benchreg-training")
 
 
@@ -88,9 +102,9 @@ def add_scaling_arguments(p: argparse.ArgumentParser) -> None:
     _common(p)
     p.add_argument("--devices", type=_counts, default=[1, 2, 4], help="device counts, e.g. 1,2,4 (1 is the reference)")
     p.add_argument("--mode", choices=SCALING_MODES, required=True, help="weak: --batch per device; strong: global")
-    p.add_argument("--batch", type=int, default=None, help="weak: per-device micro-batch")
-    p.add_argument("--global-batch", type=int, default=None, help="strong: the global batch every size shares")
-    p.add_argument("--runs", type=int, default=1, help="runs at each size")
+    p.add_argument("--batch", type=SAMPLES, default=None, help="weak: per-device micro-batch")
+    p.add_argument("--global-batch", type=SAMPLES, default=None, help="strong: the global batch every size shares")
+    p.add_argument("--runs", type=count(1, 100), default=1, help="runs at each size")
 
 
 def options_from(

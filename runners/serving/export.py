@@ -32,7 +32,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from runners.arguments import server_url
+from runners.arguments import ROW_ID, server_url
 
 from .levels import Level, Objectives, counted_by
 from .loadgen import OUTCOMES, LevelRun, Monitor, Record
@@ -226,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="benchreg recompute-serving", description=__doc__.split("\n\n")[0])
     p.add_argument("document", type=Path, nargs="?", help="a level's document written by `benchreg run serving`")
     p.add_argument("--requests", type=Path, default=None, help="its export (default: the one it names, beside it)")
-    p.add_argument("--run", type=int, default=None, help="instead of a file: run ID of the registry at --server")
+    p.add_argument("--run", type=ROW_ID, default=None, help="instead of a file: run ID of the registry at --server")
     p.add_argument(
         "--server", type=server_url, default=os.environ.get("BENCHREG_SERVER"), help="the registry (BENCHREG_SERVER)"
     )

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from runners.arguments import SEED
 from runners.arguments import port as port_number
 
 from .. import __version__
@@ -119,7 +120,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--precision", choices=PRECISIONS, default="fp32", help="numeric format (default fp32; numpy: fp32 only)"
     )
-    p.add_argument("--seed", type=int, default=1234, help="seed of the synthetic weights")
+    p.add_argument("--seed", type=SEED, default=1234, help="seed of the synthetic weights")
     p.add_argument("--fault", choices=FAULTS, default="none", help="misbehave on purpose (tests)")
     return p
 

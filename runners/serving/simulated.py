@@ -38,12 +38,17 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats as sps
 
+from runners.arguments import SEED, count, number
 from runners.arguments import port as port_number
 
 from . import httpserver
 from .openai_api import ANSWERS, FAULTS, REASONING_FIELDS, OpenAIApi, PrefixCache, StreamStyle
 
 SIMULATED_VERSION = "1.0"
+
+
+DELAY_MS = number(0, 3_600_000)  # a delay of the law, in ms: an hour at most
+SIGMA = number(0, 3)  # Delay's own bound on the lognormal sigma
 
 
 @dataclass(frozen=True)
@@ -174,17 +179,25 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--port", type=port_number, default=8100, help="0: any free port (printed)")
     p.add_argument("--model", default="simulated", help="the name it is served under (default simulated)")
-    p.add_argument("--ttft-ms", type=float, default=50.0, help="median service time to the first token (ms)")
-    p.add_argument("--ttft-sigma", type=float, default=0.25, help="lognormal sigma of it (0: constant)")
-    p.add_argument("--itl-ms", type=float, default=10.0, help="median gap between tokens (ms)")
-    p.add_argument("--itl-sigma", type=float, default=0.2, help="lognormal sigma of it (0: constant)")
-    p.add_argument("--capacity", type=int, default=16, help="requests served at once; more wait in a queue")
-    p.add_argument("--seed", type=int, default=0, help="seed of the latency draws (worker N: seed + N)")
+    p.add_argument("--ttft-ms", type=DELAY_MS, default=50.0, help="median service time to the first token (ms)")
+    p.add_argument("--ttft-sigma", type=SIGMA, default=0.25, help="lognormal sigma of it (0: constant)")
+    p.add_argument("--itl-ms", type=DELAY_MS, default=10.0, help="median gap between tokens (ms)")
+    p.add_argument("--itl-sigma", type=SIGMA, default=0.2, help="lognormal sigma of it (0: constant)")
+    p.add_argument(
+        "--capacity", type=count(1, 100_000), default=16, help="requests served at once; more wait in a queue"
+    )
+    p.add_argument("--seed", type=SEED, default=0, help="seed of the latency draws (worker N: seed + N)")
     p.add_argument("--fault", choices=FAULTS, default="none", help="misbehave on purpose (tests)")
-    p.add_argument("--workers", type=int, default=1, help="processes answering on the port (each with --capacity)")
-    p.add_argument("--cold-requests", type=int, default=0, help="the first N requests of a worker are cold ...")
-    p.add_argument("--cold-ms", type=float, default=0.0, help="... and take this much more to their first token")
-    p.add_argument("--reasoning-tokens", type=int, default=0, help="chat: the first N tokens are reasoning")
+    p.add_argument(
+        "--workers", type=count(1, 256), default=1, help="processes answering on the port (each with --capacity)"
+    )
+    p.add_argument(
+        "--cold-requests", type=count(0, 10_000_000), default=0, help="the first N requests of a worker are cold ..."
+    )
+    p.add_argument("--cold-ms", type=DELAY_MS, default=0.0, help="... and take this much more to their first token")
+    p.add_argument(
+        "--reasoning-tokens", type=count(0, 1_000_000), default=0, help="chat: the first N tokens are reasoning"
+    )
     p.add_argument(
         "--reasoning-field",
         choices=REASONING_FIELDS,

@@ -27,6 +27,7 @@ from registry.audit.verify import Report, verify_log
 from registry.choices import CheckpointReason
 from registry.selectors.audit import audit_pending_count, audit_size, checkpoint_latest
 from registry.services.audit import checkpoint_sign
+from runners.arguments import count, number
 
 MAX_LISTED = 50  # findings printed in full; the rest are counted
 
@@ -45,7 +46,9 @@ class Command(BaseCommand):
         sub.add_parser("show", help="the head, the latest checkpoint and the verifier key")
         sequence = sub.add_parser("sequence", help="number queued entries (one sequencer at a time)")
         sequence.add_argument("--follow", action="store_true", help="keep sequencing until interrupted")
-        sequence.add_argument("--interval", type=float, default=0.2, help="seconds between passes (--follow)")
+        sequence.add_argument(
+            "--interval", type=number(above=0, high=3600), default=0.2, help="seconds between passes (--follow)"
+        )
 
     def handle(self, *args: Any, action: str, **options: Any) -> None:
         getattr(self, f"_{action}")(**options)
@@ -94,8 +97,8 @@ class Command(BaseCommand):
             f"checked {report.checkpoints} stored checkpoints, {report.files} checkpoint files, "
             f"{report.runs} runs, {report.withdrawals} withdrawals"
         )
-        for name, count in report.cosigned:
-            self.stdout.write(f"{name}: cosigned by {count} of the given witnesses")
+        for name, cosigners in report.cosigned:
+            self.stdout.write(f"{name}: cosigned by {cosigners} of the given witnesses")
 
     def _print_findings(self, report: Report) -> None:
         if (entry := report.first_entry()) is not None:
@@ -175,7 +178,7 @@ def _add_verify_arguments(verify: CommandParser) -> None:
     )
     verify.add_argument(
         "--require-witnesses",
-        type=int,
+        type=count(0, 1000),
         default=0,
         metavar="K",
         help="every --checkpoint FILE (else the latest cosigned stored checkpoint) must carry "
