@@ -75,6 +75,11 @@ def test_each_range_refuses_its_edges_and_takes_its_default(prog: str, action: a
             "argument --nproc-per-node: 0 is not from 1",
         ),
         (["run", "collectives", "--nproc-per-node", "0"], "argument --nproc-per-node: 0 is not from 1"),
+        (
+            ["run", "inference", "--workload", "mlp-tiny", "--batch", "1,,2"],
+            "comma-separated whole numbers, not '1,,2'",
+        ),
+        (["run", "inference", "--workload", "mlp-tiny", "--batch", "8,0"], "batch sizes are from 1 to 1,000,000"),
         (["run", "collectives", "--min-bytes", "abc"], "a size is a number of bytes with an optional K, M or G"),
         (["run", "collectives", "--min-bytes", "inf"], "a size is a number of bytes with an optional K, M or G"),
     ],
