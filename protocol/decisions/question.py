@@ -12,6 +12,7 @@ from typing import Any
 
 from .. import serving, sizing
 from ..canonical import canonicalize
+from ..rules import INFERENCE_SCENARIOS
 
 CRITERIA = ("cost", "latency", "energy")
 RATE_UNITS = ("tokens/s", "samples/s", "requests/s", "queries/s", "images/s")
@@ -151,7 +152,7 @@ class Question:
             phase=phase,
             workload=read_text(data, "workload"),
             workload_version=read_text(data, "workload_version", None),
-            scenario=read_text(data, "scenario"),
+            scenario=_scenario(data),
             objectives=objectives,
             quality_target_ratio=ratio,
             quality_metric=read_text(quality, "metric", None, "/quality/metric"),
@@ -416,11 +417,27 @@ def _rate_value(demand: Mapping[str, Any], key: str) -> float:
     return value
 
 
+def _scenario(data: Mapping[str, Any]) -> str:
+    """An inference scenario the protocol knows: any other names no run, so the question could never be answered."""
+    scenario: str = read_text(data, "scenario")
+    if scenario not in INFERENCE_SCENARIOS:
+        raise DecisionError(
+            f"/scenario: one of {', '.join(sorted(INFERENCE_SCENARIOS))} (the protocol's inference scenarios), "
+            f"not {scenario!r}"
+        )
+    return scenario
+
+
 def _criteria(data: Mapping[str, Any]) -> tuple[str, ...]:
-    criteria = tuple(data.get("criteria") or CRITERIA)
+    raw = data.get("criteria") or CRITERIA  # none named: the frontier is drawn over every criterion
+    if not isinstance(raw, list | tuple):  # a bare "cost" would be read letter by letter
+        raise DecisionError(f'/criteria: a list, e.g. ["cost", "latency"], of {", ".join(CRITERIA)}')
+    criteria = tuple(raw)
     bad = [c for c in criteria if c not in CRITERIA]
-    if bad or not criteria:
+    if bad:
         raise DecisionError(f"/criteria: choose among {', '.join(CRITERIA)} (got {', '.join(map(str, bad))})")
+    if len(set(criteria)) != len(criteria):
+        raise DecisionError(f"/criteria: each criterion once (got {', '.join(criteria)})")
     return criteria
 
 

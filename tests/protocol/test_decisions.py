@@ -286,6 +286,10 @@ def test_weak_evidence_is_named_in_the_same_sentence_as_the_verdict() -> None:
         ({"phase": "training"}, "/phase"),
         ({"objectives": [{"metric": "nope", "max_ms": 1}]}, "/objectives/0"),
         ({"criteria": ["beauty"]}, "/criteria"),
+        ({"criteria": ["cost", "cost"]}, "/criteria: each criterion once"),
+        ({"criteria": "cost"}, "/criteria: a list"),  # was read letter by letter: "got c, o, s, t"
+        ({"scenario": "bogus"}, "/scenario: one of interactive, multi-stream, offline"),  # was answered, by no run
+        ({"scenario": "fixed-steps"}, "/scenario"),  # a training scenario in an inference question
         ({"prices": {"system_hour": {"a/b": "x"}}}, "/prices/system_hour/a~1b"),
         ({"workload": None}, "/workload"),
     ],
