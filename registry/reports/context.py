@@ -335,7 +335,8 @@ def decision_points(result: Mapping[str, Any], verdict: Mapping[str, Any]) -> li
     if baseline is not None and any(p.get("statement") for p in pairs):
         stated = focus - {baseline}
         chosen = [p for p in pairs if p.get("baseline") == baseline and p.get("subject") not in stated]
-        return [f"{p['statement']} — {outcome_words(p.get('verdict') or p.get('outcome'))}" for p in chosen]
+        # each statement ends in its verdict (protocol.comparability's _pair_verdict): said once
+        return [p["statement"] for p in chosen]
     leader = recommendation(result).get("leader")
     return [
         p["words"]

@@ -134,3 +134,24 @@ def test_a_decision_no_candidate_can_be_confirmed_for_says_not_to_buy_on_it_yet(
     assert words["headline"] == "The one candidate cannot be confirmed to meet the question's objectives yet."
     assert words["next"][0] == "Do not buy on this answer alone." and words["tone"] == "tentative"
     assert words["why"][0].startswith("Taken at face value, the lowest cost per million tokens: 8x H100")
+
+
+def test_each_configuration_against_the_baseline_says_its_verdict_once():
+    """Section 1's list "The other configurations against the baseline": each statement already ends in its verdict
+    (protocol.comparability), and the list appended the verdict again ("...; distinguishable from noise —
+    distinguishable from noise")."""
+    from protocol import comparability as cmp
+    from registry.reports.context import decision_points
+
+    from .conftest import variant
+
+    docs = [variant(f"lab-{i}", 1000.0 * (1 + 0.2 * i) if i < 3 else 1001.0, seed=i) for i in range(4)]
+    for i, doc in enumerate(docs):  # four configurations: the system axis tells them by their accelerators
+        doc["system"]["accelerators"][0]["model"] = f"Accelerator {i}"
+    result = cmp.compare(docs, "system", baseline=0)
+    points = decision_points(result, conclusion(result, [1, 2, 3, 4]))
+    assert points, "the other configurations are listed"
+    verdicts = {p["verdict"] for p in result["pairwise"]}
+    assert {"distinguishable", "indistinguishable"} <= verdicts, "both kinds of pair are exercised"
+    for point in points:
+        assert point.count("distinguishable from noise") == 1, point
