@@ -17,10 +17,20 @@ from runners import cli as runners_cli
 from runners.arguments import count, number
 from tests.test_help_texts import every_option
 
-# Commands that read some numbers as bare int or float and check them after parsing, each check naming the option
-# or the document field it fills: `run serving` before any load is sent (tests/runners/serving), `import` and
-# `submit` before anything is stored, `witness serve` before it listens.
-CHECKED_AFTER_PARSING = {"benchreg run serving", "benchreg import", "benchreg submit", "benchreg witness serve"}
+# Options read as a bare int or float and checked after parsing, each check naming the option or the document field
+# it fills: a deployment's counts become the run's (or the imported runs') fields, refused by pointer before any load
+# is sent or anything is stored ("/system/nodes: 0 must be at least 1"); `import` and `submit` check their batch
+# sizes, `witness serve` its limits before it listens.
+DEPLOYMENT_COUNTS = ("--accelerator-count", "--nodes", "--tensor-parallel", "--expert-parallel", "--pipeline-parallel")
+CHECKED_AFTER_PARSING = {
+    *(("benchreg run serving", flag) for flag in (*DEPLOYMENT_COUNTS, "--data-parallel")),
+    *(("benchreg import", flag) for flag in (*DEPLOYMENT_COUNTS, "--data-parallel", "--batch-size", "--attempts")),
+    ("benchreg submit", "--batch-size"),
+    *(("benchreg witness serve", flag) for flag in ("--max-connections", "--read-timeout", "--request-deadline")),
+}
+
+
+SERVING = ["run", "serving", "--endpoint", "http://127.0.0.1:9", "--model", "m", "--concurrency", "1"]
 
 
 def numeric_options() -> list[tuple[str, argparse.Action]]:
@@ -31,7 +41,8 @@ def test_every_number_is_read_with_its_range() -> None:
     bare = [
         f"{prog} {'/'.join(action.option_strings) or action.dest}"
         for prog, action in every_option()
-        if action.type in (int, float) and prog not in CHECKED_AFTER_PARSING
+        if action.type in (int, float)
+        and not any((prog, option) in CHECKED_AFTER_PARSING for option in action.option_strings)
     ]
     assert not bare, f"read as a bare int or float, with no range: {bare}"
 
@@ -80,6 +91,10 @@ def test_each_range_refuses_its_edges_and_takes_its_default(prog: str, action: a
             "comma-separated whole numbers, not '1,,2'",
         ),
         (["run", "inference", "--workload", "mlp-tiny", "--batch", "8,0"], "batch sizes are from 1 to 1,000,000"),
+        ([*SERVING, "--duration", "nan"], "argument --duration: 'nan' is not a finite number"),  # it ran
+        ([*SERVING, "--seed", "-1"], "argument --seed: -1 is not from 0"),  # a traceback from numpy
+        ([*SERVING, "--ttft-slo-ms", "0"], "argument --ttft-slo-ms: 0 is not above 0"),  # every request failed it
+        ([*SERVING, "--input-max", "0"], "argument --input-max: 0 is not from 1"),
         (["run", "collectives", "--min-bytes", "abc"], "a size is a number of bytes with an optional K, M or G"),
         (["run", "collectives", "--min-bytes", "inf"], "a size is a number of bytes with an optional K, M or G"),
     ],

@@ -29,6 +29,7 @@ from typing import Any
 from protocol import sizing
 
 from .. import interrupts
+from ..arguments import MILLISECONDS, SECONDS, SEED, count, number
 from . import deployment as deploy
 from .datasets import MOONCAKE_BLOCK_TOKENS, TIME_UNITS
 from .document import Context, file_name
@@ -56,12 +57,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default="chat",
         help="chat (default): /v1/chat/completions; completions: /v1/completions",
     )
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds one request may take (then: timeout)")
+    p.add_argument(
+        "--timeout", type=number(above=0, high=3600), default=300.0, help="seconds one request may take (then: timeout)"
+    )
     shape = p.add_argument_group("request shape")
     for side, mean in (("input", 512), ("output", 128)):
-        shape.add_argument(f"--{side}-tokens", type=float, default=mean, help=f"mean {side} tokens")
+        shape.add_argument(f"--{side}-tokens", type=number(1, MAX_TOKENS), default=mean, help=f"mean {side} tokens")
         shape.add_argument(
-            f"--{side}-stdev", type=float, default=0.0, help=f"standard deviation of {side} tokens (normal, lognormal)"
+            f"--{side}-stdev",
+            type=number(0, MAX_TOKENS),
+            default=0.0,
+            help=f"standard deviation of {side} tokens (normal, lognormal)",
         )
         shape.add_argument(
             f"--{side}-dist",
@@ -71,10 +77,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
             f"--{side}-min to --{side}-max alike, which set its mean and stdev)",
         )
         shape.add_argument(
-            f"--{side}-min", type=int, default=None, help=f"fewest {side} tokens a request draws (default 1)"
+            f"--{side}-min",
+            type=count(0, MAX_TOKENS),
+            default=None,
+            help=f"fewest {side} tokens a request draws (default 1)",
         )
         shape.add_argument(
-            f"--{side}-max", type=int, default=None, help=f"most {side} tokens a request draws (default {MAX_TOKENS:,})"
+            f"--{side}-max",
+            type=count(1, MAX_TOKENS),
+            default=None,
+            help=f"most {side} tokens a request draws (default {MAX_TOKENS:,})",
         )
     shape.add_argument("--prompts", type=Path, default=None, help='JSONL: {"prompt": ..., "max_tokens"?: n}')
     _workload_arguments(p.add_argument_group("file workloads (local files, read before any load; docs/serving.md)"))
@@ -83,10 +95,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     load.add_argument("--concurrency", type=_floats, help="closed loop, users per level")
     load.add_argument("--auto", action="store_true", help="open loop, raise the rate until the sweep stops")
     load.add_argument("--trace-speedups", type=_floats, help="--workload trace: replay at these speed-ups per level")
-    p.add_argument("--auto-start", type=float, default=1.0, help="first rate of --auto (req/s)")
-    p.add_argument("--auto-factor", type=float, default=1.5, help="rate multiplier between --auto levels")
+    p.add_argument("--auto-start", type=number(above=0, high=1e6), default=1.0, help="first rate of --auto (req/s)")
     p.add_argument(
-        "--max-levels", type=int, default=12, help=f"most levels of --auto (default 12, at most {MAX_LEVELS})"
+        "--auto-factor", type=number(above=1, high=100), default=1.5, help="rate multiplier between --auto levels"
+    )
+    p.add_argument(
+        "--max-levels",
+        type=count(1, MAX_LEVELS),
+        default=12,
+        help=f"most levels of --auto (default 12, at most {MAX_LEVELS})",
     )
     p.add_argument(
         "--arrival",
@@ -94,35 +111,45 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default="poisson",
         help="open loop: Poisson arrivals (default), or gamma with shape --burstiness",
     )
-    p.add_argument("--burstiness", type=float, default=None, help="gamma shape k (1 = Poisson, < 1 burstier)")
     p.add_argument(
-        "--duration", type=float, default=60.0, help="seconds per level (open loop: its schedule; closed: sending)"
+        "--burstiness", type=number(above=0, high=1e3), default=None, help="gamma shape k (1 = Poisson, < 1 burstier)"
     )
     p.add_argument(
-        "--warmup", type=int, default=0, help="requests sent before each level and thrown away (stated in it)"
+        "--duration", type=SECONDS, default=60.0, help="seconds per level (open loop: its schedule; closed: sending)"
     )
-    p.add_argument("--warmup-seconds", type=float, default=0.0, help="... or for this long (with --warmup: both)")
+    p.add_argument(
+        "--warmup",
+        type=count(0, 1_000_000),
+        default=0,
+        help="requests sent before each level and thrown away (stated in it)",
+    )
+    p.add_argument(
+        "--warmup-seconds", type=number(0, 86_400), default=0.0, help="... or for this long (with --warmup: both)"
+    )
     p.add_argument(
         "--min-requests",
-        type=int,
+        type=count(1, 1_000_000),
         default=100,
         help="fewest requests a level sends, past --duration if need be (default 100); a trace replay sends the "
         "trace's requests within --duration instead",
     )
     p.add_argument(
         "--max-requests",
-        type=int,
+        type=count(1, 1_000_000),
         default=20_000,
         help="most requests a level sends, ending it before --duration if need be (default 20000)",
     )
     for name in ("ttft", "tpot", "latency"):
-        p.add_argument(f"--{name}-slo-ms", type=float, default=None, help=f"p99 {name} objective (goodput, sweep)")
+        p.add_argument(
+            f"--{name}-slo-ms", type=MILLISECONDS, default=None, help=f"p99 {name} objective (goodput, sweep)"
+        )
     _deployment_arguments(p.add_argument_group("deployment (what the endpoint cannot tell)"))
     told = p.add_argument_group("server telemetry (scraped during each level; docs/serving.md)")
     told.add_argument("--metrics-url", default=None, help="the engine's Prometheus /metrics (vLLM, SGLang)")
     told.add_argument("--dcgm-url", default=None, help="a dcgm-exporter's /metrics: power, energy, utilisation")
-    told.add_argument("--telemetry-interval", type=float, default=1.0, help="seconds between scrapes")
-    p.add_argument("--seed", type=int, default=1234, help="seed of the prompts and arrival times (level i: seed + i)")
+    # finite; its range is the spec's check, which names the field
+    told.add_argument("--telemetry-interval", type=number(), default=1.0, help="seconds between scrapes")
+    p.add_argument("--seed", type=SEED, default=1234, help="seed of the prompts and arrival times (level i: seed + i)")
 
 
 def _workload_arguments(g: argparse._ArgumentGroup) -> None:
@@ -132,21 +159,28 @@ def _workload_arguments(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--dataset", type=Path, default=None, help="the workload's local file (JSON, text, JSONL or CSV)")
     g.add_argument(
         "--max-turns",
-        type=int,
+        type=count(1, 10_000),
         default=None,
         help="sharegpt: whole conversations as multi-turn sessions of up to N turns (--concurrency)",
     )
-    g.add_argument("--sonnet-prefix-tokens", type=int, default=200, help="sonnet: fixed prefix tokens (vLLM's 200)")
+    g.add_argument(
+        "--sonnet-prefix-tokens",
+        type=count(0, MAX_TOKENS),
+        default=200,
+        help="sonnet: fixed prefix tokens (vLLM's 200)",
+    )
     g.add_argument("--trace-time-unit", choices=tuple(TIME_UNITS), default="ms", help="trace: numeric timestamps")
-    g.add_argument("--trace-block-tokens", type=int, default=MOONCAKE_BLOCK_TOKENS,
+    g.add_argument("--trace-block-tokens", type=count(1, MAX_TOKENS), default=MOONCAKE_BLOCK_TOKENS,
                    help="trace: tokens per hash_ids block (Mooncake's 512)")  # fmt: skip
     g.add_argument(
         "--shared-prefix",
-        type=float,
+        type=number(),  # finite; "from 0 to below 1" is the spec's check, which names the field
         default=None,
         help="share of each prompt's input tokens that is a prefix common to its group (0 to < 1)",
     )
-    g.add_argument("--prefix-groups", type=int, default=1, help="distinct shared prefixes, one drawn per request")
+    g.add_argument(
+        "--prefix-groups", type=count(1, 1_000_000), default=1, help="distinct shared prefixes, one drawn per request"
+    )
 
 
 # The deployment flags (runners/serving/deployment.py), each overriding the --deployment file's key of the same
@@ -191,7 +225,9 @@ def _deployment_arguments(g: argparse._ArgumentGroup) -> None:
         g.add_argument(f"--{name}", *also, default=None, help=words)
     for name, words in _COUNT_FLAGS.items():
         g.add_argument(f"--{name}", type=int, default=None, help=words)
-    g.add_argument("--accelerator-memory-gib", type=float, default=None, help="memory of one accelerator, GiB")
+    g.add_argument(
+        "--accelerator-memory-gib", type=number(above=0, high=1e6), default=None, help="memory of one accelerator, GiB"
+    )
     g.add_argument(
         "--data-parallel-attention",
         action=argparse.BooleanOptionalAction,
