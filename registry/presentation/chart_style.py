@@ -26,6 +26,17 @@ if TYPE_CHECKING:
 
 # Sober, colour-blind-safe (Okabe-Ito) colours; the first is the registry's ink blue.
 PALETTE = ("#1f4e79", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#0072b2", "#999999")
+# Point markers, cycled once every colour has been used: a chart's legend can hold more entries than PALETTE has
+# colours (a decision's Pareto chart holds about twenty a part), and two entries alike in colour and shape could not
+# be told apart. len(PALETTE) × len(MARKERS) consecutive entries are each unlike the others.
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+
+
+def point_style(n: int) -> tuple[str, str]:
+    """The colour and marker of the n-th entry of a chart's legend."""
+    return PALETTE[n % len(PALETTE)], MARKERS[n // len(PALETTE) % len(MARKERS)]
+
+
 WIDTH_IN = 6.6
 STYLE: dict[RcKeyType, Any] = {
     "font.family": "DejaVu Sans",

@@ -10,12 +10,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from registry.presentation.chart_style import (
-    PALETTE,
     STYLE,
     WIDTH_IN,
     finite,
     new_figure,
     page_parts,
+    point_style,
     rc_context,
     svg,
     title,
@@ -95,7 +95,7 @@ def _pareto_points(answer: Mapping[str, Any], criteria: list[str]) -> list[tuple
 def _candidate(ax: Any, n: int, cand: Mapping[str, Any], xy: list[_Point], on: bool) -> None:
     """One candidate's point (filled when on the frontier) with its intervals' whiskers."""
     (x, xlo, xhi), (y, ylo, yhi) = xy
-    colour = PALETTE[n % len(PALETTE)]
+    colour, marker = point_style(n)
     xerr = None if xlo is None or xhi is None else [[max(x - xlo, 0)], [max(xhi - x, 0)]]
     yerr = None if ylo is None or yhi is None else [[max(y - ylo, 0)], [max(yhi - y, 0)]]
     if xerr is not None or yerr is not None:
@@ -105,6 +105,7 @@ def _candidate(ax: Any, n: int, cand: Mapping[str, Any], xy: list[_Point], on: b
         [y],
         s=46,
         zorder=3,
+        marker=marker,
         color=colour if on else "white",
         edgecolors=colour,
         linewidths=1.5,

@@ -15,19 +15,17 @@ from typing import Any
 from protocol import serving
 from protocol.numbers import Style, number
 from registry.presentation.chart_style import (
-    PALETTE,
     STYLE,
     WIDTH_IN,
     finite,
     new_figure,
     page_parts,
+    point_style,
     rc_context,
     svg,
     title,
 )
 from registry.presentation.charts import LABEL_WIDTH
-
-MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
 
 def _xy(level: Mapping[str, Any]) -> tuple[float, float] | None:
@@ -127,8 +125,7 @@ def per_user_range(xs: Sequence[float], target: float | None) -> tuple[float, fl
 def _series(ax: Any, n: int, s: Mapping[str, Any], pts: list[tuple[Mapping[str, Any], tuple[float, float]]]) -> None:
     """One configuration: its points (filled on the frontier), the frontier's dashed line, load tags, the used
     level ringed."""
-    # Colours cycle first, then markers: series n and n + 8 never look alike.
-    colour, marker = PALETTE[n % len(PALETTE)], MARKERS[(n // len(PALETTE)) % len(MARKERS)]
+    colour, marker = point_style(n)  # series n and n + 8 never look alike
     sweep = s["sweep"]
     levels = sweep.get("levels") or []
     on = {id(levels[i]) for i in sweep.get("frontier") or [] if i < len(levels)}

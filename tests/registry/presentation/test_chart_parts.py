@@ -77,3 +77,40 @@ def test_each_part_is_captioned_as_a_part_and_a_whole_chart_as_itself():
         ("Latency percentiles, part 2 of 2", "b"),
     ]
     assert numbered(["a"]) == [("", "a")] and numbered(["a", "b"])[1] == ("part 2 of 2", "b")
+
+
+def test_no_two_candidates_of_a_pareto_part_look_alike(monkeypatch):
+    """A part of a decision's Pareto chart holds about twenty candidates, and PALETTE has eight colours: candidates
+    n and n + 8 were drawn alike (same colour, same round marker), so a reader could not tell from the legend which
+    point was which. Read from the figure each part draws: its labelled points' colour and marker."""
+    from registry.presentation import chart_style, charts_decision
+
+    answer = {
+        "frontier": {"criteria": ["cost", "latency"], "members": list(range(0, 40, 3))},
+        "candidates": [
+            {
+                "label": f"8x Accelerator {i:02d}-SXM5 Extended Memory Edition 141GB HBM3e, bf16",
+                "meets": "meets",
+                "cost_per_million": {"value": 20.0 + i, "unit": "USD per million outputs"},
+                "latency_ms": {"value": 60.0 + 2 * i, "ci_low": 58.0 + 2 * i, "ci_high": 63.0 + 2 * i, "unit": "ms"},
+            }
+            for i in range(40)
+        ],
+    }
+    drawn: list[list[tuple[str, str]]] = []
+    real_svg = chart_style.svg
+
+    def looked_at(fig, kind, data):
+        styles = []
+        for collection in fig.axes[0].collections:
+            if collection.get_label().startswith("8x Accelerator"):
+                colour = tuple(collection.get_edgecolor()[0])
+                styles.append((colour, collection.get_paths()[0].vertices.tobytes()))
+        drawn.append(styles)
+        return real_svg(fig, kind, data)
+
+    monkeypatch.setattr(charts_decision, "svg", looked_at)
+    parts = charts_decision.pareto_charts(answer)
+    assert len(parts) > 1 and sum(len(styles) for styles in drawn[-len(parts) :]) == 40
+    for styles in drawn[-len(parts) :]:
+        assert len(set(styles)) == len(styles), "two candidates of one part are drawn alike"
