@@ -79,8 +79,10 @@ def read(
         try:
             log = nccl_tests.read_path(path, collective)
             data = path.read_bytes()
-        except (nccl_tests.NcclTestsError, OSError) as exc:
+        except nccl_tests.NcclTestsError as exc:
             raise NcclImportError(f"{path}: {exc}") from None
+        except OSError as exc:  # as the system file's: the reason in words, not "[Errno 2] ...: 'path'" again
+            raise NcclImportError(f"{path}: cannot read the log ({exc.strerror})") from None
         if log.timed == "cputime":
             raise NcclImportError(
                 f"{path}: printed with -C (CPU time beside bandwidths from GPU time): its bandwidths do not follow "

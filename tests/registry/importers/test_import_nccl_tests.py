@@ -120,3 +120,14 @@ def test_the_run_page_shows_every_size_as_nccl_tests_printed_it(client, django_u
     assert last.split()[-2] in table.split("8589934592")[-1]  # the in-place busbw as printed
     metrics = page.split('id="metrics-heading"')[1].split("Every message size")[0]
     assert "collectives.avg_busbw_gbs" in metrics and "GB/s" in metrics and metrics.count("headline</span>") == 0
+
+
+def test_a_log_that_cannot_be_read_is_named_with_the_reason_in_words(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "all_reduce.log"
+    fine = str(FIXTURES / "all_reduce_4ranks_2021.txt")
+    assert cli.main(["import", "nccl-tests", fine, str(missing), "--collective", "all_reduce"]) != 0
+    said = capsys.readouterr().err
+    assert f"{missing}: cannot read the log (No such file or directory); nothing was stored" in said
+    assert "Errno" not in said and Submission.objects.count() == 0
