@@ -37,9 +37,9 @@ def port(text: str) -> int:
 
 
 class count:
-    """A whole number from `low` to `high` (processes, threads, steps, a seed): 0 workers served nothing while saying
-    it served, and `--threads 0` or `--steps 0` quietly became the default. The bounds are kept on the type, so a test
-    can try each option's edges."""
+    """A whole number from `low` to `high` (processes, threads, steps, a seed), refused by argparse otherwise, before
+    anything runs: 0 workers would serve nothing while saying they serve, and a runner's `x or default` would read 0
+    as not given. The bounds are kept on the type, so a test can try each option's edges."""
 
     def __init__(self, low: int, high: int) -> None:
         self.low, self.high = low, high
@@ -57,8 +57,8 @@ class count:
 
 class number:
     """A finite decimal number from `low` to `high`; with `above`, greater than it instead of at least `low` (a rate,
-    a duration, an objective: 0 is none of them). NaN or infinity is refused: `--min-seconds nan` waited forever, and
-    `--latency-slo-ms nan` was refused only after the whole measurement, as an invalid document."""
+    a duration, an objective: 0 is none of them). NaN and infinity are refused here, before a measurement: a window
+    of NaN seconds never ends, and a NaN objective would only be caught in the finished document."""
 
     def __init__(self, low: float | None = None, high: float | None = None, *, above: float | None = None) -> None:
         self.low, self.high, self.above = low, high, above
