@@ -50,9 +50,17 @@ class count:
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if not self.low <= value <= self.high:
-            raise argparse.ArgumentTypeError(f"{value} is not from {self.low:,} to {self.high:,}")
+        if why := self.problem(value):
+            raise argparse.ArgumentTypeError(why)
         return value
+
+    def problem(self, value: object) -> str | None:
+        """Why `value` (a field of a job's spec, or a parsed argument) is out of this range, or None."""
+        if type(value) is not int:
+            return f"{value!r} is not a whole number"
+        if not self.low <= value <= self.high:
+            return f"{value} is not from {self.low:,} to {self.high:,}"
+        return None
 
 
 class number:
@@ -69,15 +77,25 @@ class number:
             value = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-        if not math.isfinite(value):
-            raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
-        if self.above is not None and not value > self.above:
-            raise argparse.ArgumentTypeError(f"{text} is not above {self.above:g}")
-        if self.low is not None and value < self.low:
-            raise argparse.ArgumentTypeError(f"{text} is below {self.low:g}")
-        if self.high is not None and value > self.high:
-            raise argparse.ArgumentTypeError(f"{text} is above {self.high:g}")
+        if why := self.problem(value, text):
+            raise argparse.ArgumentTypeError(why)
         return value
+
+    def problem(self, value: object, text: str | None = None) -> str | None:
+        """Why `value` (a field of a job's spec, or a parsed argument, written as `text`) is out of this range, or
+        None."""
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return f"{value!r} is not a number"
+        said = repr(value) if text is None else text
+        if not math.isfinite(value):
+            return f"{said!r} is not a finite number" if text is not None else f"{said} is not a finite number"
+        if self.above is not None and not value > self.above:
+            return f"{said} is not above {self.above:g}"
+        if self.low is not None and value < self.low:
+            return f"{said} is below {self.low:g}"
+        if self.high is not None and value > self.high:
+            return f"{said} is above {self.high:g}"
+        return None
 
 
 SEED = count(0, 2**32 - 1)  # numpy's and torch's seeds alike
@@ -87,6 +105,12 @@ SAMPLES = count(1, 1_000_000)  # a batch, a sequence, a number of tokens
 MILLISECONDS = number(above=0, high=86_400_000)  # an objective or a delay: a day at most
 SECONDS = number(above=0, high=86_400)
 ROW_ID = count(1, 2**63 - 1)  # a run's or a job's id (PostgreSQL's bigint)
+REPETITIONS = count(1, 100)
+TRAINING_STEPS = count(1, 10_000_000)
+RATE = number(above=0, high=1e6)  # queries or requests a second
+CONCURRENCY = count(1, 100_000)
+LEARNING_RATE = number(above=0, high=1e3)
+PEAK_TFLOPS = number(above=0, high=1e9)
 
 
 def add_registry_server(parser: argparse.ArgumentParser) -> None:

@@ -22,7 +22,20 @@ from pathlib import Path
 from typing import Any
 
 import protocol
-from runners.arguments import MILLISECONDS, SAMPLES, SECONDS, SEED, THREADS, count, number, server_url
+from runners.arguments import (
+    CONCURRENCY,
+    LEARNING_RATE,
+    MILLISECONDS,
+    PEAK_TFLOPS,
+    RATE,
+    REPETITIONS,
+    SAMPLES,
+    SECONDS,
+    SEED,
+    THREADS,
+    TRAINING_STEPS,
+    server_url,
+)
 
 from . import collectives, interrupts, record
 from .api import execute
@@ -79,7 +92,7 @@ def _workload_arguments(p: argparse.ArgumentParser) -> None:
 def _measurement_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--repetitions",
-        type=count(1, 100),
+        type=REPETITIONS,
         default=None,
         help="measurement windows (default 5; 3 with --quick and for training: the fewest a "
         "comparison forms a verdict on)",
@@ -135,8 +148,8 @@ def _inference_arguments(inf: argparse.ArgumentParser) -> None:
         help="offline (default): throughput of back-to-back queries; single-stream: their latency; server: "
         "Poisson arrivals at --target-qps",
     )
-    inf.add_argument("--target-qps", type=number(above=0, high=1e6), default=None, help="server: Poisson arrival rate")
-    inf.add_argument("--concurrency", type=count(1, 100_000), default=None, help="server: requests in flight at most")
+    inf.add_argument("--target-qps", type=RATE, default=None, help="server: Poisson arrival rate")
+    inf.add_argument("--concurrency", type=CONCURRENCY, default=None, help="server: requests in flight at most")
     inf.add_argument("--latency-slo-ms", type=MILLISECONDS, default=None, help="server: p99 latency objective")
     inf.add_argument("--ttft-slo-ms", type=MILLISECONDS, default=None, help="server, decoders: TTFT objective")
     inf.add_argument("--tpot-slo-ms", type=MILLISECONDS, default=None, help="server, decoders: TPOT objective")
@@ -147,14 +160,12 @@ def _training_arguments(train: argparse.ArgumentParser) -> None:
     _common(train)
     train.add_argument(
         "--steps",
-        type=count(1, 10_000_000),
+        type=TRAINING_STEPS,
         default=None,
         help="fewest measured steps, split over the repetitions (default 500, quick 30)",
     )
-    train.add_argument(
-        "--learning-rate", type=number(above=0, high=1e3), default=3e-4, help="AdamW learning rate (default 3e-4)"
-    )
-    train.add_argument("--peak-tflops", type=number(above=0, high=1e9), default=None, help="stated peak for MFU ...")
+    train.add_argument("--learning-rate", type=LEARNING_RATE, default=3e-4, help="AdamW learning rate (default 3e-4)")
+    train.add_argument("--peak-tflops", type=PEAK_TFLOPS, default=None, help="stated peak for MFU ...")
     train.add_argument("--peak-source", default=None, help="... and where that number comes from")
 
 

@@ -9,6 +9,21 @@ from typing import Any
 
 from protocol import rules
 
+from .arguments import (
+    CONCURRENCY,
+    LEARNING_RATE,
+    MILLISECONDS,
+    PEAK_TFLOPS,
+    RATE,
+    REPETITIONS,
+    SAMPLES,
+    SECONDS,
+    SEED,
+    THREADS,
+    TRAINING_STEPS,
+    count,
+    number,
+)
 from .measure import Policy
 from .workloads import WORKLOADS, Shape, Workload, get
 
@@ -17,6 +32,28 @@ PRECISIONS = ("fp32", "bf16", "fp16", "int8", "fp8")
 # Latency objectives for goodput when none is given (recorded in the document's scenario section).
 DEFAULT_SLO_MS = {"decoder-small": {"ttft_p99": 500.0, "tpot_p99": 50.0}}
 DEFAULT_LATENCY_SLO_MS = 100.0
+
+
+# Each numeric field's range: the one its command-line option is read with (runners/arguments.py), so a job's spec
+# from the registry is held to what the command would take. None (not given) is always allowed.
+FIELD_RANGES: dict[str, count | number] = {
+    "batch_size": SAMPLES,
+    "threads": THREADS,
+    "repetitions": REPETITIONS,
+    "min_seconds": SECONDS,
+    "warmup_max_seconds": SECONDS,
+    "steps": TRAINING_STEPS,
+    "target_qps": RATE,
+    "concurrency": CONCURRENCY,
+    "latency_slo_ms": MILLISECONDS,
+    "ttft_slo_ms": MILLISECONDS,
+    "tpot_slo_ms": MILLISECONDS,
+    "sequence_length": SAMPLES,
+    "output_tokens": SAMPLES,
+    "learning_rate": LEARNING_RATE,
+    "seed": SEED,
+    "peak_tflops": PEAK_TFLOPS,
+}
 
 
 def available_threads() -> int:
@@ -71,6 +108,10 @@ class RunSpec:
             raise ValueError(f"inference scenarios: {', '.join(INFERENCE_SCENARIOS)}")
         if self.phase == "training" and self.scenario not in (None, "fixed-steps"):
             raise ValueError("the bundled training runner runs the fixed-steps scenario")
+        for name, kind in FIELD_RANGES.items():
+            value = getattr(self, name)
+            if value is not None and (why := kind.problem(value)):
+                raise ValueError(f"{name}: {why}")
         if self.peak_tflops is not None and not self.peak_source:
             raise ValueError("a stated peak needs its source (peak_source)")
         if not (math.isfinite(self.sleep_ms) and 0.0 <= self.sleep_ms <= 10_000.0):

@@ -116,3 +116,16 @@ def test_collectives_say_which_bound_is_wrong() -> None:
         sizes(Options(min_bytes=1 << 20, max_bytes=8))
     with pytest.raises(ValueError, match=r"^--step-factor must be at least 2, not 1$"):
         sizes(Options(step_factor=1))
+
+
+def test_a_runs_spec_and_its_command_read_each_number_with_the_same_range():
+    """A registry job's spec (runners.spec.RunSpec) is held to FIELD_RANGES; `run inference` and `run training` read
+    the same fields with the same objects, so a plan the registry accepts is one the command would take."""
+    from runners.spec import FIELD_RANGES
+
+    seen = set()
+    for prog, action in every_option():
+        if prog in ("benchreg run inference", "benchreg run training") and action.dest in FIELD_RANGES:
+            assert action.type is FIELD_RANGES[action.dest], f"{prog} {action.option_strings}"
+            seen.add(action.dest)
+    assert seen == set(FIELD_RANGES) - {"batch_size"}  # --batch is a list of sizes, each held to SAMPLES

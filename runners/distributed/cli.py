@@ -24,7 +24,7 @@ import protocol
 from protocol import scaling as scaling_law
 
 from .. import record, rendezvous
-from ..arguments import PROCESSES, SAMPLES, SEED, THREADS, count, number
+from ..arguments import LEARNING_RATE, PROCESSES, REPETITIONS, SAMPLES, SEED, THREADS, count, number
 from ..backends import get_backend
 from ..rendezvous import Rendezvous
 from ..spec import RunSpec, available_threads
@@ -59,7 +59,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--steps", type=count(1, 100_000), default=30, help="measured optimizer steps")
     p.add_argument("--warmup-steps", type=count(0, 100_000), default=5, help="optimizer steps before the clock starts")
     p.add_argument(
-        "--repetitions", type=count(1, 100), default=3, help="the measured steps are split into this many windows"
+        "--repetitions", type=REPETITIONS, default=3, help="the measured steps are split into this many windows"
     )
     p.add_argument(
         "--sequence-length",
@@ -68,9 +68,7 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="tokens per sample, transformer workloads (default: the workload's)",
     )
     p.add_argument("--seed", type=SEED, default=1234, help="seed of the synthetic weights and data")
-    p.add_argument(
-        "--learning-rate", type=number(above=0, high=1e3), default=3e-4, help="AdamW learning rate (default 3e-4)"
-    )
+    p.add_argument("--learning-rate", type=LEARNING_RATE, default=3e-4, help="AdamW learning rate (default 3e-4)")
     p.add_argument(
         "--isolation",
         choices=("dedicated", "shared"),

@@ -310,3 +310,29 @@ def test_a_run_that_is_not_the_job_it_was_given_is_refused_with_the_differing_fi
     assert not Submission.objects.exists()
     job.refresh_from_db()
     assert job.status == JobStatus.CLAIMED and job.run_id is None
+
+
+@pytest.mark.parametrize(
+    ("options", "says"),
+    [
+        ({"threads": 0}, "threads: 0 is not from 1"),
+        ({"min_seconds": 0}, "min_seconds: 0 is not above 0"),
+        ({"learning_rate": 0}, "learning_rate: 0 is not above 0"),
+        ({"seed": -1}, "seed: -1 is not from 0"),
+        ({"concurrency": 0, "target_qps": 5}, "concurrency: 0 is not from 1"),
+    ],
+)
+def test_a_plans_numbers_are_held_to_the_ranges_its_command_reads_them_with(api, agent, options, says):
+    """A job's spec reaches the runner as the command's options would (runners/spec.FIELD_RANGES): 0 threads would
+    quietly become the default there, and a seed of -1 a traceback on the agent, after the job was queued."""
+    body = {
+        "agents": [agent.name],
+        "runner": "training" if "learning_rate" in options else "inference",
+        "workload": "mlp-classifier",
+        "precisions": ["fp32"],
+        "scenario": "server" if "concurrency" in options else None,
+        "options": options,
+    }
+    response = api.post("/api/v1/plans", {k: v for k, v in body.items() if v is not None}, format="json")
+    assert response.status_code == 400 and says in json.dumps(response.json()), response.json()
+    assert not Job.objects.exists()
