@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from ..arguments import THREADS
 from ..spec import RunSpec
 from .options import Options
 
@@ -44,8 +45,8 @@ class DistributedJobSpec:
     def __post_init__(self) -> None:
         if self.device not in ("cpu", "cuda"):
             raise ValueError(f"device is cpu (gloo) or cuda (NCCL), not {self.device!r}")
-        if self.threads is not None and not 1 <= self.threads <= 1024:
-            raise ValueError(f"threads must be 1 to 1024, not {self.threads}")
+        if self.threads is not None and (why := THREADS.problem(self.threads)):  # the range --threads is read with
+            raise ValueError(f"threads: {why}")
         self.options(threads=1)  # ValueError naming what the command would refuse
 
     @property
