@@ -22,40 +22,28 @@ from pathlib import Path
 from typing import Any
 
 import protocol
-from runners.arguments import (
-    CONCURRENCY,
-    LEARNING_RATE,
-    MILLISECONDS,
-    PEAK_TFLOPS,
-    RATE,
-    REPETITIONS,
-    SAMPLES,
-    SECONDS,
-    SEED,
-    THREADS,
-    TRAINING_STEPS,
-    server_url,
-)
+from runners.arguments import server_url
 
 from . import collectives, interrupts, record
 from .api import execute
 from .backends import UnsupportedRun, default_backend
 from .distributed import cli as distributed_cli
 from .serving import cli as serving_cli
-from .spec import INFERENCE_SCENARIOS, PRECISIONS, RunSpec
+from .spec import FIELD_RANGES, INFERENCE_SCENARIOS, PRECISIONS, RunSpec
 from .uploads import upload_named
 from .workloads import WORKLOADS
 
 
 def _batches(text: str) -> list[int]:
-    """Batch sizes, comma-separated, each from 1 to SAMPLES.high. An empty item ("1,,2") is refused, not skipped: it
-    is a typo for a size the reader meant to run."""
+    """Batch sizes, comma-separated, each in RunSpec's range for batch_size. An empty item ("1,,2") is refused, not
+    skipped: it is a typo for a size the reader meant to run."""
     try:
         values = [int(part) for part in text.split(",")]
     except ValueError:
         raise argparse.ArgumentTypeError(f"--batch takes comma-separated whole numbers, not {text!r}") from None
-    if not all(SAMPLES.low <= value <= SAMPLES.high for value in values):
-        raise argparse.ArgumentTypeError(f"batch sizes are from 1 to {SAMPLES.high:,}, not {text!r}")
+    for value in values:
+        if why := FIELD_RANGES["batch_size"].problem(value):
+            raise argparse.ArgumentTypeError(f"a batch size: {why}")
     return values
 
 
@@ -86,27 +74,39 @@ def _workload_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--device", choices=("cpu", "cuda"), default="cpu", help="cpu (default) or cuda, which needs the torch backend"
     )
-    p.add_argument("--threads", type=THREADS, default=None, help="intra-op threads (default: CPUs in affinity)")
+    p.add_argument(
+        "--threads", type=FIELD_RANGES["threads"], default=None, help="intra-op threads (default: CPUs in affinity)"
+    )
 
 
 def _measurement_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--repetitions",
-        type=REPETITIONS,
+        type=FIELD_RANGES["repetitions"],
         default=None,
         help="measurement windows (default 5; 3 with --quick and for training: the fewest a "
         "comparison forms a verdict on)",
     )
-    p.add_argument("--min-seconds", type=SECONDS, default=None, help="minimum duration of each repetition")
-    p.add_argument("--warmup-max-seconds", type=SECONDS, default=None, help="warm-up cap (default 30 s, quick 3 s)")
+    p.add_argument(
+        "--min-seconds", type=FIELD_RANGES["min_seconds"], default=None, help="minimum duration of each repetition"
+    )
+    p.add_argument(
+        "--warmup-max-seconds",
+        type=FIELD_RANGES["warmup_max_seconds"],
+        default=None,
+        help="warm-up cap (default 30 s, quick 3 s)",
+    )
     p.add_argument(
         "--sequence-length",
-        type=SAMPLES,
+        type=FIELD_RANGES["sequence_length"],
         default=None,
         help="tokens per sample, transformer workloads (default: the workload's)",
     )
     p.add_argument(
-        "--seed", type=SEED, default=1234, help="seed of the synthetic weights and data, and of server arrivals"
+        "--seed",
+        type=FIELD_RANGES["seed"],
+        default=1234,
+        help="seed of the synthetic weights and data, and of server arrivals",
     )
     p.add_argument("--quick", action="store_true", help="short windows, for demos and tests")
     p.add_argument(
@@ -148,24 +148,36 @@ def _inference_arguments(inf: argparse.ArgumentParser) -> None:
         help="offline (default): throughput of back-to-back queries; single-stream: their latency; server: "
         "Poisson arrivals at --target-qps",
     )
-    inf.add_argument("--target-qps", type=RATE, default=None, help="server: Poisson arrival rate")
-    inf.add_argument("--concurrency", type=CONCURRENCY, default=None, help="server: requests in flight at most")
-    inf.add_argument("--latency-slo-ms", type=MILLISECONDS, default=None, help="server: p99 latency objective")
-    inf.add_argument("--ttft-slo-ms", type=MILLISECONDS, default=None, help="server, decoders: TTFT objective")
-    inf.add_argument("--tpot-slo-ms", type=MILLISECONDS, default=None, help="server, decoders: TPOT objective")
-    inf.add_argument("--output-tokens", type=SAMPLES, default=None, help="decoders: tokens generated per query")
+    inf.add_argument("--target-qps", type=FIELD_RANGES["target_qps"], default=None, help="server: Poisson arrival rate")
+    inf.add_argument(
+        "--concurrency", type=FIELD_RANGES["concurrency"], default=None, help="server: requests in flight at most"
+    )
+    inf.add_argument(
+        "--latency-slo-ms", type=FIELD_RANGES["latency_slo_ms"], default=None, help="server: p99 latency objective"
+    )
+    inf.add_argument(
+        "--ttft-slo-ms", type=FIELD_RANGES["ttft_slo_ms"], default=None, help="server, decoders: TTFT objective"
+    )
+    inf.add_argument(
+        "--tpot-slo-ms", type=FIELD_RANGES["tpot_slo_ms"], default=None, help="server, decoders: TPOT objective"
+    )
+    inf.add_argument(
+        "--output-tokens", type=FIELD_RANGES["output_tokens"], default=None, help="decoders: tokens generated per query"
+    )
 
 
 def _training_arguments(train: argparse.ArgumentParser) -> None:
     _common(train)
     train.add_argument(
         "--steps",
-        type=TRAINING_STEPS,
+        type=FIELD_RANGES["steps"],
         default=None,
         help="fewest measured steps, split over the repetitions (default 500, quick 30)",
     )
-    train.add_argument("--learning-rate", type=LEARNING_RATE, default=3e-4, help="AdamW learning rate (default 3e-4)")
-    train.add_argument("--peak-tflops", type=PEAK_TFLOPS, default=None, help="stated peak for MFU ...")
+    train.add_argument(
+        "--learning-rate", type=FIELD_RANGES["learning_rate"], default=3e-4, help="AdamW learning rate (default 3e-4)"
+    )
+    train.add_argument("--peak-tflops", type=FIELD_RANGES["peak_tflops"], default=None, help="stated peak for MFU ...")
     train.add_argument("--peak-source", default=None, help="... and where that number comes from")
 
 

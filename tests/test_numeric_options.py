@@ -90,7 +90,10 @@ def test_each_range_refuses_its_edges_and_takes_its_default(prog: str, action: a
             ["run", "inference", "--workload", "mlp-tiny", "--batch", "1,,2"],
             "comma-separated whole numbers, not '1,,2'",
         ),
-        (["run", "inference", "--workload", "mlp-tiny", "--batch", "8,0"], "batch sizes are from 1 to 1,000,000"),
+        (
+            ["run", "inference", "--workload", "mlp-tiny", "--batch", "8,0"],
+            "a batch size: 0 is not from 1 to 1,000,000",
+        ),
         ([*SERVING, "--duration", "nan"], "argument --duration: 'nan' is not a finite number"),  # it ran
         ([*SERVING, "--seed", "-1"], "argument --seed: -1 is not from 0"),  # a traceback from numpy
         ([*SERVING, "--ttft-slo-ms", "0"], "argument --ttft-slo-ms: 0 is not above 0"),  # every request failed it
