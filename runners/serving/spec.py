@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ..arguments import MILLISECONDS, SEED
 from . import deployment as deploy
 from .datasets import MOONCAKE_BLOCK_TOKENS, SharedPrefix
 from .deployment import Deployment
@@ -99,6 +100,13 @@ class ServingSpec:
             )
         self._check_arrival()
         self._check_workload()
+        # The ranges `run serving` reads --seed and --*-slo-ms with: a job's spec from the registry is held to them too
+        if why := SEED.problem(self.seed):
+            raise SpecInvalid("/seed", why)
+        for name in ("ttft_ms", "tpot_ms", "latency_ms"):
+            value = getattr(self.objectives, name)
+            if value is not None and (why := MILLISECONDS.problem(value)):
+                raise SpecInvalid(f"/objectives/{name}", why)
         if self.input_tokens is None and not self.lengths_from_file:
             raise SpecInvalid("/input_tokens", "required: the synthetic prompts' (or sonnet prompts') input length")
         if self.input_tokens is not None and self.lengths_from_file:

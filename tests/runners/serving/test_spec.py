@@ -43,6 +43,8 @@ def test_the_commands_spec_survives_the_json_an_agent_job_holds() -> None:
         ({"sweep_id": ""}, "/sweep_id"),
         ({"load": {"mode": "request-rate", "loads": [1], "warmup_requests": -1}}, "/load"),
         ({"load": {"mode": "request-rate", "loads": [1], "warmup_seconds": "2"}}, "/load/warmup_seconds"),
+        ({"seed": -1}, "/seed"),  # the range `run serving --seed` is read with: numpy's traceback on the agent
+        ({"objectives": {"ttft_ms": 0}}, "/objectives/ttft_ms"),  # an objective every request fails
     ],
 )
 def test_a_wrong_field_is_refused_by_its_pointer(change: dict[str, object], pointer: str) -> None:
