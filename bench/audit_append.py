@@ -14,6 +14,7 @@ would then mean nothing). Baselines measured in the same run: plain single-row I
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -32,7 +33,9 @@ from typing import Any
 
 import psycopg
 
+from bench import proc
 from devtools import scratch
+from runners.arguments import count
 
 SCRATCH_DB = f"benchreg_bench_{os.getpid()}"  # several checkouts may share the server
 
@@ -53,25 +56,18 @@ def postgres_cpu() -> float | None:
     is not on this host (or there is no /proc). Counts the whole server: nothing else should use it meanwhile."""
     from django.db import connection
 
-    def stat(pid: int) -> list[str]:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_backend_pid()")
-            postmaster = int(stat(cursor.fetchone()[0])[1])
+            postmaster = int(proc.stat_fields(cursor.fetchone()[0])[1])
         if Path(f"/proc/{postmaster}/comm").read_text().strip() != "postgres":
             return None
-        ticks = sum(map(int, stat(postmaster)[11:15]))  # utime, stime, and its reaped children's
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit():
-                try:
-                    fields = stat(int(entry.name))
-                except OSError:  # ended meanwhile: its time is in the postmaster's children's now
-                    continue
-                if int(fields[1]) == postmaster:
-                    ticks += int(fields[11]) + int(fields[12])
-        return ticks / os.sysconf("SC_CLK_TCK")
+        seconds = sum(map(int, proc.stat_fields(postmaster)[11:15])) / proc.TICKS  # its own and its reaped children's
+        for pid, parent in proc.parents().items():
+            if parent == postmaster:
+                with contextlib.suppress(OSError):  # ended meanwhile: its time is in the postmaster's children's now
+                    seconds += proc.cpu_seconds(pid)
+        return seconds
     except OSError:
         return None
 
@@ -366,7 +362,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument(
         "--rounds",
-        type=int,
+        type=count(1, 100),  # at least one: the figures of a round are what the bench prints
         default=None,
         help="alternating rounds of the stream and verify_log, their ratio the median (default 3, 2 with --quick or "
         "--smoke)",

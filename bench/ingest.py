@@ -22,6 +22,7 @@ Prints figures; no pass/fail.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import json
 import os
@@ -41,7 +42,7 @@ import numpy as np
 import psycopg
 
 import protocol
-from bench import lean_http, mlflow_peer
+from bench import lean_http, mlflow_peer, proc
 from devtools import scratch
 from protocol.comparability import comparability_keys
 
@@ -232,13 +233,7 @@ def _is_postgres(pid: int) -> bool:
 
 
 def _descendants(root: int) -> list[int]:
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except OSError:  # ended meanwhile
-                continue
+    parents = proc.parents()
     found, frontier = [root], [root]
     while frontier:
         frontier = [pid for pid, parent in parents.items() if parent in frontier]
@@ -249,11 +244,8 @@ def _descendants(root: int) -> list[int]:
 def _cpu_of(pids: list[int]) -> dict[int, float]:
     out = {}
     for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        out[pid] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        with contextlib.suppress(OSError):  # ended meanwhile
+            out[pid] = proc.cpu_seconds(pid)
     return out
 
 

@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from bench import proc
 from bench.serving_peers import OUT_TOKENS, PEERS, Spec, Usage, benchreg
 from devtools.serving_peers import Figures
 from runners.serving.levels import Level, Objectives
@@ -80,22 +81,16 @@ class Endpoint:
     def _pids(self) -> list[int]:
         """Its process and the workers it forked (--workers), from /proc."""
         pids = [self.proc.pid]
-        for entry in Path("/proc").iterdir():
-            try:
-                if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) in pids:
-                    pids.append(int(entry.name))
-            except OSError:  # the process ended meanwhile
-                continue
+        pids += [pid for pid, parent in proc.parents().items() if parent == self.proc.pid]
         return pids
 
     def cpu_s(self) -> float:
         """CPU seconds of all its processes."""
-        total = 0
+        total = 0.0
         for pid in self._pids():
-            with contextlib.suppress(OSError):
-                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                total += int(fields[11]) + int(fields[12])
-        return total / os.sysconf("SC_CLK_TCK")
+            with contextlib.suppress(OSError):  # ended meanwhile
+                total += proc.cpu_seconds(pid)
+        return total
 
     def demand_s(self) -> float:
         """Seconds on a CPU plus seconds waiting for one, all its processes' threads (Linux schedstat)."""

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.proc import stat_fields
 from devtools.serving_peers import Figures, aiperf_figures, guidellm_figures, rates
 from runners.serving.levels import Level, Objectives
 from runners.serving.loadgen import Prompt, Target, arrivals, open_loop
@@ -71,7 +72,7 @@ def _tree(root: int) -> tuple[int, int]:
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                fields = stat_fields(entry.name)
             except OSError:  # the process ended meanwhile
                 continue
             parent[int(entry.name)], threads[int(entry.name)] = int(fields[1]), int(fields[17])

@@ -327,6 +327,7 @@ def test_every_bench_module_is_run_here_and_listed_in_the_readme() -> None:
         "mlflow_peer",
         "submission_statements",
         "lean_http",
+        "proc",
     }
     modules = {path.stem for path in (ROOT / "bench").glob("*.py")} - helpers
     assert modules == {bench.module for bench in BENCHES}
